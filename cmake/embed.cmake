@@ -1,0 +1,18 @@
+# Writes OUT, a C file holding every file of FILES as a byte array, and a
+# table `tr_web_assets` mapping the file's base name to its bytes.
+separate_arguments(FILES)
+set(body "#include <stddef.h>\n#include \"common/web_assets.h\"\n")
+set(table "const struct tr_web_asset tr_web_assets[] = {\n")
+set(i 0)
+foreach(f ${FILES})
+  get_filename_component(name ${f} NAME)
+  file(READ ${f} hex HEX)
+  string(LENGTH "${hex}" hexlen)
+  math(EXPR len "${hexlen} / 2")
+  string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," bytes "${hex}")
+  string(APPEND body "static const unsigned char asset${i}[] = {${bytes}0};\n")
+  string(APPEND table "  {\"${name}\", asset${i}, ${len}},\n")
+  math(EXPR i "${i} + 1")
+endforeach()
+string(APPEND table "  {NULL, NULL, 0}\n};\n")
+file(WRITE ${OUT} "${body}${table}")

@@ -1,0 +1,3 @@
+#include "common/stats.h"
+
+struct tr_stats tr_stats;

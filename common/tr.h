@@ -1,0 +1,56 @@
+/*
+ * tr: what every module of traced shares: the error record, error codes,
+ * and time formatting. Any thread; nothing here blocks.
+ */
+#ifndef TR_H
+#define TR_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Our error codes; system errors are returned as -errno. */
+enum {
+  TR_EAGAIN = -1001,   /* more input needed (parsers) */
+  TR_EINVAL = -1002,   /* a bad value from a user or a file */
+  TR_EFORMAT = -1003,  /* a file is not what it claims to be */
+  TR_ENOTFOUND = -1004,
+  TR_ECONFLICT = -1005,  /* state does not allow the request */
+  TR_ENOMEM = -1006,
+  TR_ELIMIT = -1007,   /* a ceiling was hit */
+  TR_EIO = -1008,
+  TR_EDB = -1009,
+  TR_EAUTH = -1010
+};
+
+/*
+ * The reason a call failed, for a person: code, one line, and the request
+ * field or file at fault. The first failure is kept: a later tr_err_set()
+ * on an err that already holds one does nothing.
+ */
+struct tr_err {
+  int code;           /* 0 when no error is recorded */
+  char field[64];     /* request field, query parameter or "" */
+  char msg[512];
+};
+
+/* Records the error in err (may be NULL) unless one is held already, and
+ * returns code so that callers can write `return tr_err_set(...)`. */
+int tr_err_set(struct tr_err *err, int code, const char *field,
+               const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+void tr_err_clear(struct tr_err *err);
+
+/* A short stable name for a code ("invalid", "not_found", ...), used as the
+ * "code" of HTTP error bodies. */
+const char *tr_strerror(int code);
+
+/* Wall clock in nanoseconds since the epoch. */
+int64_t tr_now_ns(void);
+
+/* Formats t (ns since the epoch, UTC) as RFC 3339 with milliseconds
+ * ("2026-11-29T08:39:45.123Z") into buf of at least 32 bytes. */
+void tr_rfc3339(int64_t t_ns, char *buf, size_t size);
+
+#endif

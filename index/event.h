@@ -1,0 +1,132 @@
+/*
+ * The seam between the trace reader (reader.c, source.c) and the
+ * aggregation (agg*.c): the reader turns JSON text into struct idx_event
+ * records, one per element of traceEvents, and hands each to a callback.
+ * Internal to index/.
+ */
+#ifndef IDX_EVENT_H
+#define IDX_EVENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/tr.h"
+#include "index/index.h"
+
+/* A string of the event, JSON escapes already decoded, valid UTF-8, not
+ * NUL-terminated. Borrowed: valid only during the callback. p == NULL when
+ * the field was absent. */
+struct idx_str {
+  const char *p;
+  size_t n;
+};
+
+/* Bits of idx_event.has: which numeric fields were present and numeric
+ * (numbers written as strings, "bytes": "128", count as present; "inf",
+ * "N/A" and the like do not). */
+enum {
+  IDX_HAS_PID = 1u << 0,    /* pid was a number */
+  IDX_HAS_TID = 1u << 1,    /* tid was a number */
+  IDX_HAS_TS = 1u << 2,
+  IDX_HAS_DUR = 1u << 3,
+  IDX_HAS_CORR = 1u << 4,
+  IDX_HAS_EXTID = 1u << 5,
+  IDX_HAS_DEVICE = 1u << 6,
+  IDX_HAS_STREAM = 1u << 7,
+  IDX_HAS_GRID = 1u << 8,
+  IDX_HAS_BLOCK = 1u << 9,
+  IDX_HAS_REGS = 1u << 10,
+  IDX_HAS_SHMEM = 1u << 11,
+  IDX_HAS_BYTES = 1u << 12
+};
+
+struct idx_event {
+  char ph;                 /* 'X', 'i', 'I', 'M', 's', 'f', 'C', 'B', 'E'...;
+                              0 when absent */
+  uint32_t has;            /* IDX_HAS_* */
+  struct idx_str name;
+  struct idx_str cat;      /* absent in mcTracer and bare-array traces */
+  int64_t pid, tid;        /* when numeric */
+  struct idx_str pid_str;  /* when written as strings: "CPU functions", */
+  struct idx_str tid_str;  /* "stream 7" (legacy kineto) */
+  int64_t ts_ns;           /* integer nanoseconds, converted exactly from */
+  int64_t dur_ns;          /* the file's unit (kineto us, mcTracer ns) */
+
+  /* From args. */
+  int64_t correlation;     /* kineto "correlation", mcTracer "co_id" */
+  int64_t external_id;     /* "External id" or legacy "external id" */
+  int64_t device, stream;
+  int64_t grid[3], block[3];
+  int64_t registers;       /* "registers per thread", "registers_per_thread" */
+  int64_t shared_bytes;    /* "shared memory", or mcTracer dynamic_shared +
+                              static_shared */
+  int64_t bytes;           /* "bytes"; "size" on runtime copy calls */
+  struct idx_str kind;     /* "kind": "DtoD", "Dispatch Kernel", "1" */
+  struct idx_str kernel;   /* "kernel": the launched kernel on a runtime
+                              launch event (hipLaunchKernel...) */
+  struct idx_str arg_name; /* "name": M events (process_name...) */
+};
+
+/* What the reader knows of the whole document. Filled as it reads; the
+ * format is settled before the first event that is not ph "M" is handed
+ * over (with --format it is settled from the start). */
+struct idx_doc {
+  enum idx_format format;  /* KINETO or MCTRACER once settled */
+  int bare_array;          /* the file is a bare [ ... ] of events (legacy
+                              Chrome format written without kineto) */
+  int64_t rank;            /* distributedInfo.rank, or -1 */
+  char device[256];        /* deviceProperties[0].name, or "" */
+  uint64_t events;         /* elements of traceEvents seen so far */
+  uint64_t skipped;        /* events skipped as malformed (counted, never
+                              silently dropped) */
+  uint64_t json_bytes;     /* JSON text consumed so far */
+};
+
+/* Called once per event, in file order. A non-zero return stops reading
+ * and is returned by idx_reader_feed(). */
+typedef int (*idx_event_cb)(void *ud, const struct idx_doc *doc,
+                            const struct idx_event *ev);
+
+/*
+ * The streaming JSON reader: push parser over chunks of any size (1 byte
+ * works). Never holds the whole document: one event at a time, up to a
+ * ceiling; unknown keys of any size are skipped in streaming fashion.
+ */
+struct idx_reader;
+
+int idx_reader_new(enum idx_format forced, idx_event_cb cb, void *ud,
+                   struct idx_reader **out);
+
+/* Consumes len bytes. Returns 0, or negative with err holding the message
+ * and the byte offset in the JSON text ("at byte 123456"). */
+int idx_reader_feed(struct idx_reader *r, const char *buf, size_t len,
+                    struct tr_err *err);
+
+/* End of input: fails when the document is incomplete (truncated), has no
+ * traceEvents array, or is empty. */
+int idx_reader_finish(struct idx_reader *r, struct tr_err *err);
+
+const struct idx_doc *idx_reader_doc(const struct idx_reader *r);
+void idx_reader_free(struct idx_reader *r);
+
+/*
+ * The byte source: a plain or gzip file (detected by its magic bytes),
+ * inflated on a thread of its own (ISA-L where built with it, else zlib)
+ * into a small ring of buffers, so that inflating overlaps parsing.
+ */
+struct idx_source;
+
+int idx_source_open(const char *path, struct idx_source **out,
+                    struct tr_err *err);
+
+/* Next chunk of JSON text: *buf/*len borrowed until the next call. Returns
+ * 0 with *len == 0 at the end, or negative on a read or inflate error
+ * (truncated gzip, bad CRC) with err naming the file and offset. */
+int idx_source_next(struct idx_source *s, const char **buf, size_t *len,
+                    struct tr_err *err);
+
+uint64_t idx_source_file_bytes(const struct idx_source *s); /* file size */
+uint64_t idx_source_read_bytes(const struct idx_source *s); /* read so far */
+void idx_source_close(struct idx_source *s);
+
+#endif

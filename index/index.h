@@ -1,0 +1,70 @@
+/*
+ * idx: the trace indexer. Reads one rank's trace (kineto or mcTracer JSON,
+ * plain or gzip) in a single streaming pass and computes its rank summary
+ * (docs/API.md, "Rank summary"). Memory grows with the number of distinct
+ * kernel names and launch shapes, never with the file size.
+ *
+ * Threads: idx_file() blocks for as long as the file takes (seconds for a
+ * GB): call it from a worker thread (uv_queue_work), never from the loop.
+ * It starts one helper thread of its own to inflate while it parses.
+ * Everything here is reentrant: many files may be indexed at once.
+ */
+#ifndef IDX_INDEX_H
+#define IDX_INDEX_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/tr.h"
+
+enum idx_format { IDX_FORMAT_AUTO, IDX_FORMAT_KINETO, IDX_FORMAT_MCTRACER };
+
+/* Category rules: an ordered table of name patterns (first match wins).
+ * Built-in rules always apply after the user's. */
+struct idx_rules;
+
+/* Loads user rules from a file of `category  pattern` lines (pattern:
+ * substring, or `^prefix`, case-insensitive; `#` comments) and returns a
+ * table with them ahead of the built-in rules. path NULL or "": built-ins
+ * only. Caller frees with idx_rules_free(). */
+int idx_rules_load(const char *path, struct idx_rules **out,
+                   struct tr_err *err);
+void idx_rules_free(struct idx_rules *rules);
+
+/* The category of a kernel (or copy) name under rules ("gemm", "attention",
+ * "moe", "communication", "custom", "routing", "copy", "memset",
+ * "elementwise", "normalization", "softmax_topk", "sync", "other").
+ * Returned string is static. */
+const char *idx_category(const struct idx_rules *rules, const char *name);
+
+struct idx_options {
+  enum idx_format format;        /* IDX_FORMAT_AUTO detects */
+  const struct idx_rules *rules; /* borrowed; NULL: built-ins */
+  int rank;                      /* stored as "rank"; -1: from the trace
+                                    (distributedInfo.rank) or null */
+  /* Called now and then from the indexing thread with the bytes of the
+   * file read so far (compressed bytes for .gz). May be NULL. */
+  void (*on_progress)(void *ud, uint64_t file_bytes_read);
+  void *ud;
+  /* When non-NULL and set true by another thread, indexing stops soon with
+   * TR_ECONFLICT ("cancelled"). */
+  const volatile bool *cancel;
+};
+
+/*
+ * Indexes the trace at path and returns its rank summary as a new JSON
+ * object in *out (caller json_decref()s): every field of docs/API.md's rank
+ * summary, with the long tables. On failure *out is untouched, err says
+ * which file and which byte offset, and the return is negative. A file that
+ * is cut short, not JSON, or without a traceEvents array is a failure, never
+ * a partial summary.
+ */
+int idx_file(const char *path, const struct idx_options *opt, json_t **out,
+             struct tr_err *err);
+
+/* `traced index [--format F] [--rules FILE] FILE...`: argv[0] is "index".
+ * Returns the process exit status (0, 1 a file failed, 2 usage). */
+int idx_cli_main(int argc, char **argv);
+
+#endif

@@ -1,0 +1,18 @@
+#!/bin/sh
+# Installs traced's Debian build and test dependencies when any is missing.
+# Needs root (or sudo) only when something has to be installed.
+set -eu
+PKGS="build-essential cmake pkg-config libuv1-dev libmicrohttpd-dev
+libcurl4-openssl-dev libjansson-dev libsqlite3-dev zlib1g-dev libisal-dev
+isal clang libclang-rt-14-dev python3 curl wrk sqlite3 procps"
+missing=""
+for p in $PKGS; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
+    missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+echo "installing:$missing"
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing

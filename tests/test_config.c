@@ -1,0 +1,73 @@
+#include <stdio.h>
+#include <unistd.h>
+
+#include "common/config.h"
+#include "tests/check.h"
+
+static void config_defaults_match_api_md(void)
+{
+  struct cfg cfg;
+  struct tr_err err = {0};
+
+  cfg_defaults(&cfg);
+  CHECK_INT(cfg_finish(&cfg, &err), 0);
+  CHECK_STR(cfg.listen, "127.0.0.1:7700");
+  CHECK_INT(cfg.atom_port, 8000);
+  CHECK_INT(cfg.ready_timeout_s, 900);
+  CHECK_INT(cfg.export_max_polls, 60);
+  CHECK_STR(cfg.start_script, "/app/ATOM/scripts/start_atom_server.sh");
+  CHECK(cfg_env_allowed(&cfg, "ATOM_PROFILER_MORE"));
+  CHECK(!cfg_env_allowed(&cfg, "LD_PRELOAD"));
+  CHECK(cfg.import_roots[0] == NULL);
+  cfg_free(&cfg);
+}
+
+static void config_file_and_overrides(void)
+{
+  char path[] = "/tmp/traced_cfg_XXXXXX";
+  int fd = mkstemp(path);
+  FILE *f = fdopen(fd, "w");
+  struct cfg cfg;
+  struct tr_err err = {0};
+
+  fprintf(f, "# comment\nready_poll_s = 2\nimport_roots = /a:/b/\n"
+             "profile_control = daemon  # trailing\n");
+  fclose(f);
+  cfg_defaults(&cfg);
+  CHECK_INT(cfg_load_file(&cfg, path, &err), 0);
+  CHECK_INT(cfg_set(&cfg, "ready-timeout-s", "30", &err), 0);
+  CHECK_INT(cfg_finish(&cfg, &err), 0);
+  CHECK_INT(cfg.ready_poll_s, 2);
+  CHECK_INT(cfg.ready_timeout_s, 30);
+  CHECK_INT(cfg.profile_control, CFG_PROFILE_DAEMON);
+  CHECK(cfg_import_allowed(&cfg, "/b/x/y"));
+  CHECK(cfg_import_allowed(&cfg, "/a"));
+  CHECK(!cfg_import_allowed(&cfg, "/ab"));
+  cfg_free(&cfg);
+  unlink(path);
+}
+
+static void config_rejects_bad_values(void)
+{
+  struct cfg cfg;
+  struct tr_err err = {0};
+
+  cfg_defaults(&cfg);
+  CHECK(cfg_set(&cfg, "atom_port", "70000", &err) < 0);
+  CHECK_STR(err.field, "atom_port");
+  tr_err_clear(&err);
+  CHECK(cfg_set(&cfg, "no_such_key", "1", &err) < 0);
+  tr_err_clear(&err);
+  CHECK_INT(cfg_set(&cfg, "listen", "0.0.0.0:7700", &err), 0);
+  CHECK(cfg_finish(&cfg, &err) < 0);
+  CHECK_STR(err.field, "auth_token");
+  cfg_free(&cfg);
+}
+
+int main(void)
+{
+  RUN(config_defaults_match_api_md);
+  RUN(config_file_and_overrides);
+  RUN(config_rejects_bad_values);
+  return 0;
+}

@@ -1,0 +1,164 @@
+"""Shared helpers for the Python tests: paths, a running daemon on a free
+loopback port with a private database and trace root, and HTTP calls over
+real sockets. Standard library only."""
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+SRC_DIR = os.environ.get("SRC_DIR") or os.path.dirname(
+    os.path.dirname(os.path.abspath(__file__)))
+TRACES_DIR = os.environ.get("TRACES_DIR") or os.path.join(
+    SRC_DIR, "..", "shared", "traces")
+TRACED_BIN = os.environ.get("TRACED_BIN") or os.path.join(
+    SRC_DIR, "build", "traced")
+
+
+def trace_files():
+    """Every real trace of ../shared/traces, sorted."""
+    return sorted(os.path.join(TRACES_DIR, f) for f in os.listdir(TRACES_DIR)
+                  if f.endswith((".json", ".json.gz")))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Daemon:
+    """build/traced run in the background with its own db and trace root.
+    Extra configuration keys go in `conf` (written to a config file) and
+    `args` (as --key value). Use as a context manager."""
+
+    def __init__(self, conf=None, args=None, workdir=None, keep=False):
+        self.dir = workdir or tempfile.mkdtemp(prefix="traced-test-")
+        self.keep = keep
+        self.port = free_port()
+        self.base = "http://127.0.0.1:%d" % self.port
+        self.conf = {
+            "listen": "127.0.0.1:%d" % self.port,
+            "db": os.path.join(self.dir, "traced.db"),
+            "trace_root": os.path.join(self.dir, "traces"),
+            "index_jobs": "2",
+        }
+        self.conf.update(conf or {})
+        self.args = list(args or [])
+        self.proc = None
+        self.log_path = os.path.join(self.dir, "daemon.log")
+
+    def write_conf(self):
+        path = os.path.join(self.dir, "traced.conf")
+        with open(path, "w") as f:
+            for k, v in self.conf.items():
+                f.write("%s = %s\n" % (k, v))
+        return path
+
+    def start(self, timeout=30):
+        os.makedirs(self.conf["trace_root"], exist_ok=True)
+        cmd = [TRACED_BIN, "--config", self.write_conf()] + self.args
+        self.log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(cmd, stdout=self.log,
+                                     stderr=subprocess.STDOUT)
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("traced exited %d:\n%s" % (
+                    self.proc.returncode, self.log_text()))
+            try:
+                if self.get("/healthz")[0] == 200:
+                    return self
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError("traced not healthy in %ds:\n%s" % (
+            timeout, self.log_text()))
+
+    def log_text(self):
+        with open(self.log_path, "rb") as f:
+            return f.read().decode("utf-8", "replace")[-8000:]
+
+    def stop(self, sig=signal.SIGTERM, timeout=30):
+        """Stops the daemon; returns its exit status."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise RuntimeError("traced ignored signal %d" % sig)
+        self.log.close()
+        rc = self.proc.returncode
+        self.proc = None
+        return rc
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        rc = self.stop()
+        if exc[0] is None and rc not in (0, None):
+            raise RuntimeError("traced exited %s:\n%s" % (rc, self.log_text()))
+        if not self.keep and exc[0] is None:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    # HTTP over a real socket. Each returns (status, parsed JSON or bytes).
+    def request(self, method, path, body=None, headers=None, raw=False):
+        data = None
+        hdrs = dict(headers or {})
+        if body is not None:
+            data = body if isinstance(body, bytes) else json.dumps(
+                body).encode()
+            hdrs.setdefault("Content-Type", "application/json")
+        req = urllib.request.Request(self.base + path, data=data,
+                                     method=method, headers=hdrs)
+        try:
+            with urllib.request.urlopen(req, timeout=60) as r:
+                status, payload, ctype = r.status, r.read(), \
+                    r.headers.get("Content-Type", "")
+        except urllib.error.HTTPError as e:
+            status, payload, ctype = e.code, e.read(), \
+                e.headers.get("Content-Type", "")
+        if raw or "json" not in ctype:
+            return status, payload
+        return status, json.loads(payload)
+
+    def get(self, path, **kw):
+        return self.request("GET", path, **kw)
+
+    def post(self, path, body=None, **kw):
+        return self.request("POST", path, body=body, **kw)
+
+    def delete(self, path, **kw):
+        return self.request("DELETE", path, **kw)
+
+    def wait_status(self, cid, statuses=("done", "failed", "cancelled",
+                                         "interrupted"), timeout=300):
+        """Polls GET /captures/<id> until its status is one of statuses."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            code, cap = self.get("/captures/%s" % cid)
+            if code == 200 and cap["status"] in statuses:
+                return cap
+            time.sleep(0.1)
+        raise AssertionError("capture %s not in %s after %ds: %s\n%s" % (
+            cid, statuses, timeout, cap, self.log_text()))
+
+
+def check(cond, msg=""):
+    if not cond:
+        raise AssertionError(msg)
+
+
+def check_eq(a, b, what=""):
+    if a != b:
+        raise AssertionError("%s: %r != %r" % (what, a, b))
