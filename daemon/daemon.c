@@ -1,9 +1,215 @@
-/* TEMPORARY stub, replaced by the daemon work. */
-#include <stdio.h>
+/*
+ * The daemon's main loop: owns the libuv loop, the signal handlers, the
+ * HTTP API and the capture runner, and the one bridge between them: HTTP
+ * threads post wake-ups and cancel requests into a locked inbox and poke
+ * the loop with uv_async_send(), which coalesces, so the loop drains the
+ * whole inbox each time.
+ */
 #include "daemon/daemon.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <uv.h>
+
+#include "api/api.h"
+#include "daemon/notify.h"
+#include "daemon/runner.h"
+#include "store/store.h"
+
+#define MAX_CANCELS 64
+
+struct daemon {
+  uv_loop_t loop;
+  uv_async_t inbox_async;
+  uv_signal_t sigterm, sigint;
+  const struct cfg *cfg;
+  struct api *api;
+  struct cap_runner *runner;
+  int stopping;
+
+  pthread_mutex_t inbox_lock;     /* guards the inbox below */
+  int wake_pending;
+  int64_t cancels[MAX_CANCELS];
+  int ncancels;
+};
+
+/* HTTP thread: a capture or import was queued. */
+static void hook_wake(void *ud)
+{
+  struct daemon *d = ud;
+
+  pthread_mutex_lock(&d->inbox_lock);
+  d->wake_pending = 1;
+  pthread_mutex_unlock(&d->inbox_lock);
+  uv_async_send(&d->inbox_async);
+}
+
+/* HTTP thread: cancel the running capture id. The check against the
+ * running id is advisory (the loop checks again); it lets the HTTP side
+ * answer 404 for a capture that is not running. */
+static int hook_cancel(void *ud, int64_t id)
+{
+  struct daemon *d = ud;
+  int rc = 0;
+
+  if (cap_runner_current(d->runner) != id)
+    return TR_ENOTFOUND;
+  pthread_mutex_lock(&d->inbox_lock);
+  if (d->ncancels < MAX_CANCELS)
+    d->cancels[d->ncancels++] = id;
+  else
+    rc = TR_ELIMIT;
+  pthread_mutex_unlock(&d->inbox_lock);
+  uv_async_send(&d->inbox_async);
+  return rc;
+}
+
+static void on_inbox(uv_async_t *h)
+{
+  struct daemon *d = h->data;
+  int64_t cancels[MAX_CANCELS];
+  int ncancels, wake;
+
+  pthread_mutex_lock(&d->inbox_lock);
+  wake = d->wake_pending;
+  d->wake_pending = 0;
+  ncancels = d->ncancels;
+  memcpy(cancels, d->cancels, sizeof(cancels[0]) * (size_t)ncancels);
+  d->ncancels = 0;
+  pthread_mutex_unlock(&d->inbox_lock);
+
+  if (d->stopping)
+    return;
+  for (int i = 0; i < ncancels; i++)
+    cap_runner_cancel(d->runner, cancels[i]);
+  if (wake)
+    cap_runner_wake(d->runner);
+}
+
+static void on_closed(uv_handle_t *h)
+{
+  (void)h;
+}
+
+static void on_runner_down(void *ud)
+{
+  struct daemon *d = ud;
+
+  uv_close((uv_handle_t *)&d->inbox_async, on_closed);
+  uv_close((uv_handle_t *)&d->sigterm, on_closed);
+  uv_close((uv_handle_t *)&d->sigint, on_closed);
+}
+
+static void on_signal(uv_signal_t *h, int signum)
+{
+  struct daemon *d = h->data;
+
+  if (d->stopping)
+    return;
+  fprintf(stderr, "traced: signal %d, stopping\n", signum);
+  d->stopping = 1;
+  tr_notify("STOPPING=1");
+  /* No new requests from here on; those in flight finish first. */
+  api_stop(d->api);
+  d->api = NULL;
+  cap_runner_shutdown(d->runner, on_runner_down, d);
+}
+
+/* mkdir -p for the db's folder and the trace root. */
+static int make_dirs(const char *path)
+{
+  char buf[4096];
+
+  snprintf(buf, sizeof(buf), "%s", path);
+  for (char *p = buf + 1; *p != '\0'; p++) {
+    if (*p != '/')
+      continue;
+    *p = '\0';
+    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+      return -errno;
+    *p = '/';
+  }
+  if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+    return -errno;
+  return 0;
+}
+
+/* Creates the folders and the schema before anything else opens the db. */
+static int prepare_storage(const struct cfg *cfg, struct tr_err *err)
+{
+  char dir[4096];
+  char *slash;
+  struct store *st;
+  int rc;
+
+  snprintf(dir, sizeof(dir), "%s", cfg->db);
+  slash = strrchr(dir, '/');
+  if (slash != NULL && slash != dir) {
+    *slash = '\0';
+    if ((rc = make_dirs(dir)) != 0)
+      return tr_err_set(err, rc, "db", "cannot create %s: %s", dir,
+                        strerror(-rc));
+  }
+  if ((rc = make_dirs(cfg->trace_root)) != 0)
+    return tr_err_set(err, rc, "trace_root", "cannot create %s: %s",
+                      cfg->trace_root, strerror(-rc));
+  rc = store_open(cfg->db, STORE_RW, &st, err);
+  store_close(st);
+  return rc;
+}
+
+static int start(struct daemon *d, struct tr_err *err)
+{
+  struct api_hooks hooks = {hook_wake, hook_cancel, d};
+  int rc;
+
+  if ((rc = prepare_storage(d->cfg, err)) != 0)
+    return rc;
+  if ((rc = cap_runner_new(&d->loop, d->cfg, &d->runner, err)) != 0)
+    return rc;
+  uv_async_init(&d->loop, &d->inbox_async, on_inbox);
+  d->inbox_async.data = d;
+  uv_signal_init(&d->loop, &d->sigterm);
+  uv_signal_init(&d->loop, &d->sigint);
+  d->sigterm.data = d->sigint.data = d;
+  uv_signal_start(&d->sigterm, on_signal, SIGTERM);
+  uv_signal_start(&d->sigint, on_signal, SIGINT);
+  if ((rc = api_start(d->cfg, &hooks, &d->api, err)) != 0)
+    return rc;
+  /* Work queued before a restart starts now. */
+  cap_runner_wake(d->runner);
+  return 0;
+}
+
 int daemon_run(const struct cfg *cfg)
 {
-  (void)cfg;
-  fprintf(stderr, "traced: daemon not built yet\n");
-  return 1;
+  struct daemon d;
+  struct tr_err err = {0};
+  int rc;
+
+  memset(&d, 0, sizeof(d));
+  d.cfg = cfg;
+  pthread_mutex_init(&d.inbox_lock, NULL);
+  uv_loop_init(&d.loop);
+  rc = start(&d, &err);
+  if (rc != 0) {
+    fprintf(stderr, "traced: %s\n", err.msg);
+    api_stop(d.api);
+    if (d.runner != NULL) {
+      d.stopping = 1;
+      cap_runner_shutdown(d.runner, on_runner_down, &d);
+    }
+  } else {
+    fprintf(stderr, "traced: listening on %s\n", cfg->listen);
+    tr_notify("READY=1");
+  }
+  uv_run(&d.loop, UV_RUN_DEFAULT);
+  cap_runner_free(d.runner);
+  uv_loop_close(&d.loop);
+  pthread_mutex_destroy(&d.inbox_lock);
+  return rc == 0 ? 0 : 1;
 }

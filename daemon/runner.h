@@ -1,0 +1,41 @@
+/*
+ * cap_runner: runs queued captures and imports, one capture at a time (one
+ * GPU server) and imports beside it, on the libuv loop. Loop thread only,
+ * except where a function says otherwise.
+ */
+#ifndef DAEMON_RUNNER_H
+#define DAEMON_RUNNER_H
+
+#include <stdint.h>
+#include <uv.h>
+
+#include "common/config.h"
+#include "common/tr.h"
+
+struct cap_runner;
+
+/* Creates the runner and recovers what a previous run left: captures found
+ * running become "interrupted" (or are indexed, when their trace folder is
+ * complete). cfg and loop are borrowed for the runner's life. */
+int cap_runner_new(uv_loop_t *loop, const struct cfg *cfg,
+                   struct cap_runner **out, struct tr_err *err);
+
+/* Looks at the queue and starts what can start. */
+void cap_runner_wake(struct cap_runner *r);
+
+/* Id of the capture running now, or 0. Any thread. */
+int64_t cap_runner_current(const struct cap_runner *r);
+
+/* Cancels the running capture id: ends its process groups, runs the stop
+ * script, marks it cancelled. TR_ENOTFOUND when id is not running. */
+int cap_runner_cancel(struct cap_runner *r, int64_t id);
+
+/* Stops taking work, ends children and closes handles; calls done(ud) on
+ * the loop when everything is closed. */
+void cap_runner_shutdown(struct cap_runner *r, void (*done)(void *ud),
+                         void *ud);
+
+/* Frees after shutdown completed. NULL is ok. */
+void cap_runner_free(struct cap_runner *r);
+
+#endif
