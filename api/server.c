@@ -1,11 +1,552 @@
-/* TEMPORARY stub, replaced by the api work. */
+/*
+ * The HTTP server: libmicrohttpd with its own pool of worker threads, the
+ * route table and dispatch, the bearer-token check, each worker's store
+ * connections, and the request counters of /metrics. Design: README.md.
+ */
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
-#include "api/api.h"
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "api/api_int.h"
+#include "common/stats.h"
+
+static enum MHD_Result get_healthz(struct api_req *r);
+
+static const struct api_route routes[] = {
+  {"/healthz", get_healthz, NULL, NULL, NULL},
+  {"/metrics", api_get_metrics, NULL, NULL, NULL},
+  {"/captures", api_get_captures, api_post_captures, NULL, NULL},
+  {"/imports", NULL, api_post_imports, NULL, NULL},
+  {"/diff", api_get_diff, NULL, NULL, NULL},
+  {"/captures/{id}", api_get_capture, NULL, api_delete_capture, NULL},
+  {"/captures/{id}/kernels", api_get_table, NULL, NULL, &api_table_kernels},
+  {"/captures/{id}/launches", api_get_table, NULL, NULL,
+   &api_table_launches},
+  {"/captures/{id}/categories", api_get_table, NULL, NULL,
+   &api_table_categories},
+  {"/captures/{id}/steps", api_get_table, NULL, NULL, &api_table_steps},
+  {"/captures/{id}/memcpy", api_get_table, NULL, NULL, &api_table_memcpy},
+  {"/captures/{id}/runtime", api_get_table, NULL, NULL, &api_table_runtime},
+  {"/captures/{id}/phases", api_get_table, NULL, NULL, &api_table_phases},
+  {"/captures/{id}/ranks/{r}/trace", api_get_trace, NULL, NULL, NULL},
+  {"/captures/{id}/logs", api_get_logs, NULL, NULL, NULL},
+  {"/", api_get_asset, NULL, NULL, NULL},
+  /* Last: any other single segment is a dashboard file or nothing. */
+  {"/{file}", api_get_asset, NULL, NULL, NULL},
+};
+
+#define NROUTES (sizeof(routes) / sizeof(routes[0]))
+
+/* The last entry, 0, stands for any other code. */
+const unsigned api_codes[API_CODES] = {200, 202, 400, 401, 403, 404,
+                                       405, 409, 413, 500, 503, 0};
+
+/* ---- routing ---- */
+
+/* True when the path segments match tmpl, whose "{...}" segments match
+ * any non-empty segment. */
+static bool route_match(const char *tmpl, char *const *seg, int nseg)
+{
+  const char *t = tmpl + 1;
+  int i = 0;
+
+  while (*t != '\0') {
+    const char *end = strchrnul(t, '/');
+    size_t n = (size_t)(end - t);
+
+    if (i >= nseg || seg[i][0] == '\0')
+      return false;
+    if (t[0] != '{' && (strlen(seg[i]) != n || memcmp(seg[i], t, n) != 0))
+      return false;
+    i++;
+    t = *end != '\0' ? end + 1 : end;
+  }
+  return i == nseg;
+}
+
+/* Splits r->path in place and finds its route (NULL: none). */
+static void route_find(struct api_req *r)
+{
+  char *p = r->path + (r->path[0] == '/');
+
+  r->nseg = 0;
+  while (*p != '\0') {
+    char *slash = strchr(p, '/');
+
+    if (r->nseg == API_MAX_SEGS)
+      return;   /* deeper than any route */
+    r->seg[r->nseg++] = p;
+    if (slash == NULL)
+      break;
+    *slash = '\0';
+    p = slash + 1;
+    if (*p == '\0' && r->nseg < API_MAX_SEGS)
+      r->seg[r->nseg++] = p;   /* a trailing slash: an empty segment */
+  }
+  for (size_t i = 0; i < NROUTES; i++)
+    if (route_match(routes[i].tmpl, r->seg, r->nseg)) {
+      r->route = &routes[i];
+      return;
+    }
+}
+
+/* ---- auth ---- */
+
+/* Compares in time that depends only on the token's length, so that the
+ * answer's timing does not tell how much of a guess was right. */
+static bool token_equal(const char *given, const char *want)
+{
+  size_t n = strlen(want), m = strlen(given);
+  unsigned char diff = m != n;
+
+  for (size_t i = 0; i < n; i++)
+    diff |= (unsigned char)want[i] ^ (unsigned char)(i < m ? given[i] : 0);
+  return diff == 0;
+}
+
+/* GET /healthz and the dashboard's own files (public code, no data) are
+ * open; a browser cannot send a bearer header when it loads a page. */
+static bool auth_exempt(const struct api_req *r)
+{
+  if (r->route == NULL || strcmp(r->method, MHD_HTTP_METHOD_GET) != 0)
+    return false;
+  if (r->route->get == get_healthz)
+    return true;
+  return r->route->get == api_get_asset &&
+         api_asset_exists(r->nseg == 0 ? "" : r->seg[0]);
+}
+
+static bool authorized(const struct api_req *r)
+{
+  const char *token = r->api->cfg->auth_token;
+  const char *h;
+
+  if (token[0] == '\0' || auth_exempt(r))
+    return true;
+  h = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+                                  MHD_HTTP_HEADER_AUTHORIZATION);
+  if (h == NULL || strncasecmp(h, "Bearer ", 7) != 0)
+    return false;
+  h += 7;
+  while (*h == ' ')
+    h++;
+  return token_equal(h, token);
+}
+
+/* ---- requests ---- */
+
+static void req_free(struct api_req *r)
+{
+  if (r == NULL)
+    return;
+  free(r->body);
+  free(r->url);
+  free(r->path);
+  free(r);
+}
+
+static struct api_req *req_new(struct api *api, struct MHD_Connection *conn,
+                               const char *url, const char *method)
+{
+  struct api_req *r = calloc(1, sizeof(*r));
+
+  if (r == NULL)
+    return NULL;
+  r->api = api;
+  r->conn = conn;
+  r->method = method;
+  r->url = strdup(url);
+  r->path = strdup(url);
+  if (r->url == NULL || r->path == NULL) {
+    req_free(r);
+    return NULL;
+  }
+  route_find(r);
+  return r;
+}
+
+/* Keeps body bytes up to API_BODY_MAX (one more byte marks "too big"),
+ * counting the rest. */
+static enum MHD_Result take_body(struct api_req *r, const char *data,
+                                 size_t n)
+{
+  size_t room, keep;
+
+  r->seen += n;
+  if (r->seen > API_DRAIN_MAX)
+    return api_reply_error(r, 413, "too_large", "body",
+                           "the body is larger than %zu bytes",
+                           API_BODY_MAX);
+  if (r->body_len > API_BODY_MAX)
+    return MHD_YES;
+  room = API_BODY_MAX + 1 - r->body_len;
+  keep = n < room ? n : room;
+  if (r->body_len + keep + 1 > r->body_cap) {
+    size_t cap = r->body_cap ? r->body_cap : 4096;
+    char *grown;
+
+    while (cap < r->body_len + keep + 1)
+      cap *= 2;
+    grown = realloc(r->body, cap);
+    if (grown == NULL)
+      return MHD_NO;
+    r->body = grown;
+    r->body_cap = cap;
+  }
+  memcpy(r->body + r->body_len, data, keep);
+  r->body_len += keep;
+  r->body[r->body_len] = '\0';
+  return MHD_YES;
+}
+
+static enum MHD_Result dispatch(struct api_req *r)
+{
+  const struct api_route *rt = r->route;
+  enum MHD_Result (*h)(struct api_req *) = NULL;
+
+  if (!authorized(r))
+    return api_reply_error(r, 401, "unauthorized", NULL,
+                           "this request needs the header "
+                           "'Authorization: Bearer <auth_token>'");
+  if (rt == NULL)
+    return api_reply_error(r, 404, "not_found", NULL, "no route %s",
+                           r->url);
+  if (r->body_len > API_BODY_MAX)
+    return api_reply_error(r, 413, "too_large", "body",
+                           "the body is larger than %zu bytes",
+                           API_BODY_MAX);
+  if (strcmp(r->method, MHD_HTTP_METHOD_GET) == 0 ||
+      strcmp(r->method, MHD_HTTP_METHOD_HEAD) == 0)
+    h = rt->get;
+  else if (strcmp(r->method, MHD_HTTP_METHOD_POST) == 0)
+    h = rt->post;
+  else if (strcmp(r->method, MHD_HTTP_METHOD_DELETE) == 0)
+    h = rt->del;
+  if (h == NULL)
+    return api_reply_method(r);
+  return h(r);
+}
+
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn,
+                                 const char *url, const char *method,
+                                 const char *version, const char *upload,
+                                 size_t *upload_size, void **con_cls)
+{
+  struct api_req *r = *con_cls;
+
+  (void)version;
+  if (r == NULL) {
+    /* Headers only: the body, if any, comes in the next calls. */
+    r = req_new(cls, conn, url, method);
+    *con_cls = r;
+    return r != NULL ? MHD_YES : MHD_NO;
+  }
+  if (*upload_size > 0) {
+    size_t n = *upload_size;
+
+    *upload_size = 0;
+    return r->answered ? MHD_YES : take_body(r, upload, n);
+  }
+  if (r->answered)
+    return MHD_YES;
+  return dispatch(r);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn,
+                         void **con_cls, enum MHD_RequestTerminationCode why)
+{
+  (void)cls;
+  (void)conn;
+  (void)why;
+  req_free(*con_cls);
+  *con_cls = NULL;
+}
+
+static void on_log(void *cls, const char *fmt, va_list ap)
+{
+  (void)cls;
+  fputs("traced: http: ", stderr);
+  vfprintf(stderr, fmt, ap);
+}
+
+static const char *const no_params[] = {NULL};
+
+static enum MHD_Result get_healthz(struct api_req *r)
+{
+  struct tr_err err = {0};
+
+  if (api_query_check(r, no_params, &err) != 0)
+    return api_reply_err(r, &err);
+  return api_reply_json(r, 200, json_pack("{s:s}", "status", "ok"));
+}
+
+/* ---- per-thread store connections ---- */
+
+struct store *api_store(struct api_req *r, int mode, struct tr_err *err)
+{
+  struct api *api = r->api;
+  struct api_thread *t = pthread_getspecific(api->key);
+
+  if (t == NULL) {
+    t = calloc(1, sizeof(*t));
+    if (t == NULL || pthread_setspecific(api->key, t) != 0) {
+      free(t);
+      tr_err_set(err, TR_ENOMEM, "", "out of memory");
+      return NULL;
+    }
+    pthread_mutex_lock(&api->lock);
+    t->next = api->threads;
+    api->threads = t;
+    pthread_mutex_unlock(&api->lock);
+  }
+  if (t->st[mode] == NULL &&
+      store_open(api->cfg->db, mode, &t->st[mode], err) != 0) {
+    t->st[mode] = NULL;
+    return NULL;
+  }
+  return t->st[mode];
+}
+
+/* ---- metrics ---- */
+
+void api_count(struct api *api, const struct api_route *route,
+               unsigned status)
+{
+  size_t row = route != NULL ? (size_t)(route - routes) + 1 : 0;
+  size_t col = 0;
+
+  while (col < API_CODES - 1 && api_codes[col] != status)
+    col++;
+  atomic_fetch_add_explicit(&api->hits[row * API_CODES + col], 1,
+                            memory_order_relaxed);
+}
+
+static void metrics_captures(FILE *f, json_t *counts)
+{
+  fputs("# HELP traced_captures Captures and imports by status.\n"
+        "# TYPE traced_captures gauge\n", f);
+  for (const char *const *s = api_statuses; *s != NULL; s++)
+    fprintf(f, "traced_captures{status=\"%s\"} %lld\n", *s,
+            (long long)json_integer_value(json_object_get(counts, *s)));
+  fprintf(f, "# HELP traced_queue_length Captures and imports waiting.\n"
+             "# TYPE traced_queue_length gauge\n"
+             "traced_queue_length %lld\n",
+          (long long)json_integer_value(json_object_get(counts, "queued")));
+}
+
+static void metrics_index(FILE *f)
+{
+  uint64_t ns = atomic_load(&tr_stats.index_ns);
+
+  fprintf(f, "# HELP traced_index_bytes_total Trace bytes indexed.\n"
+             "# TYPE traced_index_bytes_total counter\n"
+             "traced_index_bytes_total %llu\n"
+             "# HELP traced_index_seconds_total Time spent indexing.\n"
+             "# TYPE traced_index_seconds_total counter\n"
+             "traced_index_seconds_total %llu.%09llu\n"
+             "# HELP traced_ranks_indexed_total Ranks indexed.\n"
+             "# TYPE traced_ranks_indexed_total counter\n"
+             "traced_ranks_indexed_total %llu\n"
+             "# HELP traced_ranks_failed_total Ranks that failed to index.\n"
+             "# TYPE traced_ranks_failed_total counter\n"
+             "traced_ranks_failed_total %llu\n",
+          (unsigned long long)atomic_load(&tr_stats.index_bytes),
+          (unsigned long long)(ns / 1000000000),
+          (unsigned long long)(ns % 1000000000),
+          (unsigned long long)atomic_load(&tr_stats.ranks_indexed),
+          (unsigned long long)atomic_load(&tr_stats.ranks_failed));
+}
+
+static void metrics_http(FILE *f, struct api *api)
+{
+  fputs("# HELP traced_http_requests_total HTTP requests answered, by "
+        "route template and status code.\n"
+        "# TYPE traced_http_requests_total counter\n", f);
+  for (size_t row = 0; row <= NROUTES; row++)
+    for (size_t col = 0; col < API_CODES; col++) {
+      uint64_t n = atomic_load(&api->hits[row * API_CODES + col]);
+      char code[16] = "other";
+
+      if (n == 0)
+        continue;
+      if (api_codes[col] != 0)
+        snprintf(code, sizeof(code), "%u", api_codes[col]);
+      fprintf(f, "traced_http_requests_total{route=\"%s\",code=\"%s\"} "
+                 "%llu\n", row == 0 ? "other" : routes[row - 1].tmpl,
+              code, (unsigned long long)n);
+    }
+}
+
+enum MHD_Result api_get_metrics(struct api_req *r)
+{
+  struct tr_err err = {0};
+  struct store *st;
+  json_t *counts = NULL;
+  char *text = NULL;
+  size_t len = 0;
+  enum MHD_Result ret;
+  FILE *f;
+
+  if (api_query_check(r, no_params, &err) != 0)
+    return api_reply_err(r, &err);
+  st = api_store(r, STORE_RO, &err);
+  if (st == NULL || store_status_counts(st, &counts, &err) != 0)
+    return api_reply_err(r, &err);
+  f = open_memstream(&text, &len);
+  if (f == NULL) {
+    json_decref(counts);
+    return api_reply_error(r, 500, "no_memory", NULL, "out of memory");
+  }
+  metrics_captures(f, counts);
+  metrics_index(f);
+  metrics_http(f, r->api);
+  fclose(f);
+  json_decref(counts);
+  ret = api_reply_text(r, 200, "text/plain; version=0.0.4; charset=utf-8",
+                       text, len);
+  free(text);
+  return ret;
+}
+
+/* ---- start and stop ---- */
+
+/* The port a bound socket got (the chosen one when asked for port 0). */
+static int port_of(int fd)
+{
+  struct sockaddr_storage ss;
+  socklen_t len = sizeof(ss);
+
+  if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0)
+    return 0;
+  if (ss.ss_family == AF_INET6)
+    return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+  return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+}
+
+/* Binds and listens on "host:port" ("[::1]:port" for IPv6). */
+static int listen_on(const char *addr, int *port, struct tr_err *err)
+{
+  struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
+                           .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+  struct addrinfo *res = NULL, *ai;
+  char host[256];
+  const char *colon = strrchr(addr, ':');
+  size_t hlen;
+  int fd = -1, rc, one = 1;
+
+  hlen = colon != NULL ? (size_t)(colon - addr) : sizeof(host);
+  if (hlen >= sizeof(host))
+    return tr_err_set(err, TR_EINVAL, "listen",
+                      "listen must be host:port, not \"%s\"", addr);
+  memcpy(host, addr, hlen);
+  host[hlen] = '\0';
+  if (hlen >= 2 && host[0] == '[' && host[hlen - 1] == ']') {
+    memmove(host, host + 1, hlen - 2);
+    host[hlen - 2] = '\0';
+  }
+  rc = getaddrinfo(host[0] ? host : NULL, colon + 1, &hints, &res);
+  if (rc != 0)
+    return tr_err_set(err, TR_EINVAL, "listen", "listen %s: %s", addr,
+                      gai_strerror(rc));
+  rc = -EADDRNOTAVAIL;
+  for (ai = res; ai != NULL; ai = ai->ai_next) {
+    fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC |
+                SOCK_NONBLOCK, ai->ai_protocol);
+    if (fd < 0) {
+      rc = -errno;
+      continue;
+    }
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 511) == 0)
+      break;
+    rc = -errno;
+    close(fd);
+    fd = -1;
+  }
+  freeaddrinfo(res);
+  if (fd < 0)
+    return tr_err_set(err, rc, "listen", "cannot listen on %s: %s", addr,
+                      strerror(-rc));
+  *port = port_of(fd);
+  return fd;
+}
+
 int api_start(const struct cfg *cfg, const struct api_hooks *hooks,
               struct api **out, struct tr_err *err)
 {
-  (void)cfg; (void)hooks; (void)out;
-  return tr_err_set(err, TR_EINVAL, "", "api not built yet");
+  struct api *api = calloc(1, sizeof(*api));
+  int fd;
+
+  if (api == NULL)
+    return tr_err_set(err, TR_ENOMEM, "", "out of memory");
+  api->cfg = cfg;
+  api->hooks = *hooks;
+  api->hits = calloc((NROUTES + 1) * API_CODES, sizeof(*api->hits));
+  api->cache = api_cache_new();
+  if (api->hits == NULL || api->cache == NULL ||
+      pthread_key_create(&api->key, NULL) != 0) {
+    free(api->hits);
+    api_cache_free(api->cache);
+    free(api);
+    return tr_err_set(err, TR_ENOMEM, "", "out of memory");
+  }
+  pthread_mutex_init(&api->lock, NULL);
+  fd = listen_on(cfg->listen, &api->port, err);
+  if (fd < 0) {
+    api_stop(api);
+    return fd;
+  }
+  /* MHD owns fd from here on, and closes it when stopped. */
+  api->mhd = MHD_start_daemon(
+      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG,
+      0, NULL, NULL, on_access, api,
+      MHD_OPTION_EXTERNAL_LOGGER, on_log, api,   /* first: MHD says so */
+      MHD_OPTION_LISTEN_SOCKET, fd,
+      MHD_OPTION_THREAD_POOL_SIZE, (unsigned)API_THREADS,
+      MHD_OPTION_NOTIFY_COMPLETED, on_completed, api,
+      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
+      MHD_OPTION_CONNECTION_LIMIT, (unsigned)1024,
+      MHD_OPTION_END);
+  if (api->mhd == NULL) {
+    close(fd);
+    api_stop(api);
+    return tr_err_set(err, TR_EIO, "listen",
+                      "libmicrohttpd could not start on %s", cfg->listen);
+  }
+  *out = api;
+  return 0;
 }
-void api_stop(struct api *api) { (void)api; }
-int api_port(const struct api *api) { (void)api; return 0; }
+
+void api_stop(struct api *api)
+{
+  if (api == NULL)
+    return;
+  /* Joins the workers: no thread uses a store connection after this. */
+  if (api->mhd != NULL)
+    MHD_stop_daemon(api->mhd);
+  while (api->threads != NULL) {
+    struct api_thread *t = api->threads;
+
+    api->threads = t->next;
+    store_close(t->st[STORE_RW]);
+    store_close(t->st[STORE_RO]);
+    free(t);
+  }
+  pthread_key_delete(api->key);
+  pthread_mutex_destroy(&api->lock);
+  api_cache_free(api->cache);
+  free(api->hits);
+  free(api);
+}
+
+int api_port(const struct api *api)
+{
+  return api != NULL ? api->port : 0;
+}

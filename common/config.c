@@ -235,6 +235,20 @@ static bool listen_is_loopback(const char *listen)
          strncmp(listen, "[::1]:", 6) == 0;
 }
 
+/* Import roots are compared with real paths: resolve them once here (a
+ * root that does not exist yet stays as written). */
+static void resolve_roots(char **roots)
+{
+  for (char **p = roots; p != NULL && *p != NULL; p++) {
+    char *real = realpath(*p, NULL);
+
+    if (real != NULL) {
+      free(*p);
+      *p = real;
+    }
+  }
+}
+
 int cfg_finish(struct cfg *cfg, struct tr_err *err)
 {
   const char *colon = strrchr(cfg->listen, ':');
@@ -247,6 +261,7 @@ int cfg_finish(struct cfg *cfg, struct tr_err *err)
     return tr_err_set(err, TR_EINVAL, "auth_token",
                       "auth_token is required when listen (%s) is not a "
                       "loopback address", cfg->listen);
+  resolve_roots(cfg->import_roots);
   derive_script(&cfg->start_script, cfg->atom_scripts,
                 "start_atom_server.sh");
   derive_script(&cfg->bench_script, cfg->atom_scripts, "run_benchmark.sh");

@@ -1,7 +1,9 @@
 #include "common/tr.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 int tr_err_set(struct tr_err *err, int code, const char *field,
@@ -61,4 +63,21 @@ void tr_rfc3339(int64_t t_ns, char *buf, size_t size)
   gmtime_r(&secs, &tm);
   strftime(day, sizeof(day), "%Y-%m-%dT%H:%M:%S", &tm);
   snprintf(buf, size, "%s.%03dZ", day, ms);
+}
+
+int tr_mkdir_p(const char *path)
+{
+  char buf[4096];
+
+  if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
+    return -ENAMETOOLONG;
+  for (char *p = buf + 1; *p != '\0'; p++) {
+    if (*p != '/')
+      continue;
+    *p = '\0';
+    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+      return -errno;
+    *p = '/';
+  }
+  return mkdir(buf, 0755) != 0 && errno != EEXIST ? -errno : 0;
 }

@@ -7,12 +7,10 @@
  */
 #include "daemon/daemon.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <uv.h>
 
 #include "api/api.h"
@@ -48,15 +46,15 @@ static void hook_wake(void *ud)
   uv_async_send(&d->inbox_async);
 }
 
-/* HTTP thread: cancel the running capture id. The check against the
- * running id is advisory (the loop checks again); it lets the HTTP side
- * answer 404 for a capture that is not running. */
+/* HTTP thread: cancel the running capture or import id. The check
+ * against the running ids is advisory (the loop checks again); it lets the
+ * HTTP side answer 404 for a capture that is not running. */
 static int hook_cancel(void *ud, int64_t id)
 {
   struct daemon *d = ud;
   int rc = 0;
 
-  if (cap_runner_current(d->runner) != id)
+  if (!cap_runner_running(d->runner, id))
     return TR_ENOTFOUND;
   pthread_mutex_lock(&d->inbox_lock);
   if (d->ncancels < MAX_CANCELS)
@@ -119,25 +117,6 @@ static void on_signal(uv_signal_t *h, int signum)
   cap_runner_shutdown(d->runner, on_runner_down, d);
 }
 
-/* mkdir -p for the db's folder and the trace root. */
-static int make_dirs(const char *path)
-{
-  char buf[4096];
-
-  snprintf(buf, sizeof(buf), "%s", path);
-  for (char *p = buf + 1; *p != '\0'; p++) {
-    if (*p != '/')
-      continue;
-    *p = '\0';
-    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-      return -errno;
-    *p = '/';
-  }
-  if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-    return -errno;
-  return 0;
-}
-
 /* Creates the folders and the schema before anything else opens the db. */
 static int prepare_storage(const struct cfg *cfg, struct tr_err *err)
 {
@@ -150,11 +129,11 @@ static int prepare_storage(const struct cfg *cfg, struct tr_err *err)
   slash = strrchr(dir, '/');
   if (slash != NULL && slash != dir) {
     *slash = '\0';
-    if ((rc = make_dirs(dir)) != 0)
+    if ((rc = tr_mkdir_p(dir)) != 0)
       return tr_err_set(err, rc, "db", "cannot create %s: %s", dir,
                         strerror(-rc));
   }
-  if ((rc = make_dirs(cfg->trace_root)) != 0)
+  if ((rc = tr_mkdir_p(cfg->trace_root)) != 0)
     return tr_err_set(err, rc, "trace_root", "cannot create %s: %s",
                       cfg->trace_root, strerror(-rc));
   rc = store_open(cfg->db, STORE_RW, &st, err);

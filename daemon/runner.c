@@ -1,27 +1,343 @@
-/* TEMPORARY stub runner, replaced by the capture work. */
+/*
+ * The capture runner: two FIFO queues read from the store, captures (one at
+ * a time: one GPU server) and imports (one at a time, beside the capture:
+ * they need no GPU), recovery after a crash, cancel and shutdown. The
+ * phases themselves are in capture.c, export.c and index_jobs.c.
+ */
+#include <assert.h>
+#include <stdio.h>
 #include <stdlib.h>
-#include "daemon/runner.h"
+#include <string.h>
 
-struct cap_runner { int unused; };
+#include "daemon/cap_int.h"
 
-int cap_runner_new(uv_loop_t *loop, const struct cfg *cfg,
-                   struct cap_runner **out, struct tr_err *err)
+enum { KIND_CAPTURE = 0, KIND_IMPORT = 1 };
+
+static const char *const kind_names[] = {"capture", "import"};
+
+/* ---- jobs ---- */
+
+static void on_job_handle_closed(uv_handle_t *h)
 {
-  (void)loop; (void)cfg; (void)err;
-  *out = calloc(1, sizeof(**out));
-  return *out ? 0 : TR_ENOMEM;
+  struct cap_job *job = h->data;
+
+  job->open_handles--;
+  cap_job_release(job);
 }
-void cap_runner_wake(struct cap_runner *r) { (void)r; }
-int64_t cap_runner_current(const struct cap_runner *r) { (void)r; return 0; }
+
+static struct cap_job *job_new(struct cap_runner *r, int64_t id, int kind,
+                               json_t *obj, bool recovered)
+{
+  struct cap_job *job = calloc(1, sizeof(*job));
+  const char *root = r->cfg->trace_root;
+
+  if (job == NULL)
+    return NULL;
+  job->r = r;
+  job->id = id;
+  job->is_import = kind == KIND_IMPORT;
+  job->recovered = recovered;
+  job->phase = CAP_QUEUED;
+  job->params = json_incref(json_object_get(obj, "params"));
+  if (recovered)
+    job->stored_ranks = json_incref(json_object_get(obj, "ranks"));
+  if (asprintf(&job->trace_dir, "%s/%lld", root, (long long)id) < 0 ||
+      asprintf(&job->log_dir, "%s/logs/%lld", root, (long long)id) < 0 ||
+      asprintf(&job->scan.copy, "%s/server.log", job->log_dir) < 0) {
+    free(job->trace_dir);
+    free(job->log_dir);
+    json_decref(job->params);
+    json_decref(job->stored_ranks);
+    free(job);
+    return NULL;
+  }
+  job->scan.src = r->cfg->server_log;
+  uv_timer_init(r->loop, &job->deadline);
+  uv_timer_init(r->loop, &job->tick);
+  uv_timer_init(r->loop, &job->progress_timer);
+  job->deadline.data = job->tick.data = job->progress_timer.data = job;
+  job->open_handles = 3;
+  r->jobs++;
+  return job;
+}
+
+void cap_job_release(struct cap_job *job)
+{
+  struct cap_runner *r = job->r;
+
+  if (!job->finished || job->works > 0 || job->open_handles > 0)
+    return;
+  assert(job->ops_head == NULL);
+  cap_plan_free(job->plan);
+  cap_layout_free(job->layout);
+  json_decref(job->params);
+  json_decref(job->stored_ranks);
+  free(job->trace_dir);
+  free(job->log_dir);
+  free(job->scan.copy);
+  free(job->rank_read);
+  free(job->rank_skip);
+  free(job->failures);
+  free(job);
+  r->jobs--;
+  cap_runner_check_down(r);
+}
+
+static void run_final_scan(struct cap_work *w)
+{
+  cap_scan_run(&w->job->scan);
+}
+
+static void on_final_scan_done(struct cap_work *w)
+{
+  free(w);
+}
+
+void cap_job_finish(struct cap_job *job)
+{
+  struct cap_runner *r = job->r;
+  struct cap_work *w;
+
+  if (job->finished)
+    return;
+  job->finished = true;
+  job->cancel = true;
+  if (r->capture == job) {
+    r->capture = NULL;
+    atomic_store(&r->capture_id, 0);
+  } else if (r->import == job) {
+    r->import = NULL;
+    atomic_store(&r->import_id, 0);
+  }
+  cap_http_cancel(job->http);
+  job->http = NULL;
+  /* A server left by a good capture stays up (the skill's way); groups
+   * being killed get SIGKILL now. */
+  cap_proc_close(job->child);
+  cap_proc_close(job->launcher);
+  job->child = job->launcher = NULL;
+  uv_close((uv_handle_t *)&job->deadline, on_job_handle_closed);
+  uv_close((uv_handle_t *)&job->tick, on_job_handle_closed);
+  uv_close((uv_handle_t *)&job->progress_timer, on_job_handle_closed);
+  /* The server log's last bytes of this launch go to its copy. */
+  if (!job->is_import && job->phase >= CAP_WAITING_READY && !job->scan_busy &&
+      (w = calloc(1, sizeof(*w))) != NULL) {
+    job->scan_busy = true;
+    cap_work_queue(r, job, w, run_final_scan, on_final_scan_done);
+  }
+  cap_runner_pump(r);
+}
+
+/* ---- the queues ---- */
+
+struct pick_work {
+  struct cap_work super;
+  int kind;
+  int64_t id;             /* 0: take the oldest queued */
+  bool recovered;
+  json_t *obj;            /* the capture object, when found */
+  struct tr_err err;
+};
+
+static void pick(struct cap_runner *r, int kind);
+
+static void run_pick(struct cap_work *w)
+{
+  struct pick_work *pw = (struct pick_work *)w;
+  struct store *st = cap_db_take(w->r, &pw->err);
+  int64_t *ids = NULL;
+  size_t n = 0;
+  const char *status;
+
+  if (st == NULL)
+    return;
+  if (pw->id == 0 && store_capture_ids(st, "queued", kind_names[pw->kind],
+                                       &ids, &n, &pw->err) == 0 && n > 0)
+    pw->id = ids[0];
+  free(ids);
+  if (pw->id != 0 && store_capture_get(st, pw->id, &pw->obj, &pw->err) == 0) {
+    /* A queued one cancelled by the API since is not ours any more. */
+    status = json_string_value(json_object_get(pw->obj, "status"));
+    if (status == NULL ||
+        strcmp(status, pw->recovered ? "running" : "queued") != 0) {
+      json_decref(pw->obj);
+      pw->obj = NULL;
+    }
+  }
+  cap_db_give(w->r, st);
+}
+
+static void start_job(struct cap_runner *r, struct pick_work *pw)
+{
+  struct cap_job *job = job_new(r, pw->id, pw->kind, pw->obj, pw->recovered);
+
+  if (job == NULL) {
+    fprintf(stderr, "traced: out of memory starting %lld\n",
+            (long long)pw->id);
+    return;
+  }
+  if (pw->kind == KIND_IMPORT) {
+    r->import = job;
+    atomic_store(&r->import_id, job->id);
+  } else {
+    r->capture = job;
+    atomic_store(&r->capture_id, job->id);
+  }
+  if (pw->kind == KIND_CAPTURE && !pw->recovered)
+    cap_enter_stopping(job);
+  else
+    cap_enter_indexing(job);
+}
+
+static void on_pick_done(struct cap_work *w)
+{
+  struct pick_work *pw = (struct pick_work *)w;
+  struct cap_runner *r = w->r;
+  int kind = pw->kind;
+  bool found = pw->obj != NULL;
+  bool slot_free = (kind == KIND_IMPORT ? r->import : r->capture) == NULL;
+
+  r->picking[kind] = false;
+  if (pw->err.code != 0)
+    fprintf(stderr, "traced: reading the %s queue: %s\n", kind_names[kind],
+            pw->err.msg);
+  if (pw->obj != NULL && slot_free && !r->stopping)
+    start_job(r, pw);
+  else if (pw->obj != NULL)
+    fprintf(stderr, "traced: %s %lld left for later\n", kind_names[kind],
+            (long long)pw->id);
+  json_decref(pw->obj);
+  /* Look again: woken meanwhile, or a recovered id that was not usable. */
+  if ((r->pick_again[kind] || (pw->recovered && !found)) &&
+      !r->stopping) {
+    r->pick_again[kind] = false;
+    pick(r, kind);
+  }
+  free(pw);
+}
+
+static void pick(struct cap_runner *r, int kind)
+{
+  struct pick_work *pw;
+
+  if (r->stopping || (kind == KIND_IMPORT ? r->import : r->capture) != NULL)
+    return;
+  if (r->picking[kind]) {
+    r->pick_again[kind] = true;
+    return;
+  }
+  if ((pw = calloc(1, sizeof(*pw))) == NULL)
+    return;
+  pw->kind = kind;
+  /* Work recovered after a restart goes first. */
+  if (r->nrecover[kind] > 0) {
+    pw->id = r->recover[kind][0];
+    pw->recovered = true;
+    memmove(r->recover[kind], r->recover[kind] + 1,
+            --r->nrecover[kind] * sizeof(int64_t));
+  }
+  r->picking[kind] = true;
+  r->pick_again[kind] = false;
+  cap_work_queue(r, NULL, &pw->super, run_pick, on_pick_done);
+}
+
+void cap_runner_pump(struct cap_runner *r)
+{
+  pick(r, KIND_CAPTURE);
+  pick(r, KIND_IMPORT);
+  cap_index_pump(r);
+}
+
+void cap_runner_wake(struct cap_runner *r)
+{
+  cap_runner_pump(r);
+}
+
+int64_t cap_runner_current(const struct cap_runner *r)
+{
+  return atomic_load(&r->capture_id);
+}
+
+bool cap_runner_running(const struct cap_runner *r, int64_t id)
+{
+  return id != 0 && (atomic_load(&r->capture_id) == id ||
+                     atomic_load(&r->import_id) == id);
+}
+
 int cap_runner_cancel(struct cap_runner *r, int64_t id)
 {
-  (void)r; (void)id;
-  return TR_ENOTFOUND;
+  struct cap_job *job = NULL;
+
+  if (r->capture != NULL && r->capture->id == id)
+    job = r->capture;
+  else if (r->import != NULL && r->import->id == id)
+    job = r->import;
+  if (job == NULL || job->ending != END_NONE)
+    return TR_ENOTFOUND;
+  cap_fail(job, END_CANCELLED, NULL, "cancelled by request during %s",
+           cap_phase_name(job->phase));
+  return 0;
 }
+
+/* ---- shutdown ---- */
+
+static void on_http_closed(void *ud)
+{
+  struct cap_runner *r = ud;
+  void (*down)(void *) = r->down;
+
+  r->http = NULL;
+  r->down = NULL;
+  if (down != NULL)
+    down(r->down_ud);
+}
+
+void cap_runner_check_down(struct cap_runner *r)
+{
+  if (!r->stopping || r->jobs > 0 || r->works > 0 || r->http_closed)
+    return;
+  r->http_closed = true;
+  cap_http_close(r->http, on_http_closed, r);
+}
+
+/* A job indexing when traced stops stays "running" in the store: the next
+ * start indexes it again (recover()). Any other is interrupted now. */
+static void stop_job(struct cap_job *job)
+{
+  if (job == NULL || job->ending != END_NONE)
+    return;
+  if (job->phase == CAP_INDEXING) {
+    job->ending = END_SHUTDOWN;
+    job->cancel = true;
+    if (job->ranks_running == 0)
+      cap_job_finish(job);
+    return;
+  }
+  cap_fail(job, END_INTERRUPTED, NULL, "traced stopped during %s",
+           cap_phase_name(job->phase));
+}
+
 void cap_runner_shutdown(struct cap_runner *r, void (*done)(void *ud),
                          void *ud)
 {
-  (void)r;
-  done(ud);
+  r->stopping = true;
+  r->down = done;
+  r->down_ud = ud;
+  stop_job(r->capture);
+  stop_job(r->import);
+  cap_runner_check_down(r);
 }
-void cap_runner_free(struct cap_runner *r) { free(r); }
+
+void cap_runner_free(struct cap_runner *r)
+{
+  if (r == NULL)
+    return;
+  for (size_t i = 0; i < r->ndbs; i++)
+    store_close(r->dbs[i]);
+  free(r->dbs);
+  free(r->recover[0]);
+  free(r->recover[1]);
+  idx_rules_free(r->rules);
+  pthread_mutex_destroy(&r->db_lock);
+  free(r);
+}

@@ -6,6 +6,7 @@
 #ifndef DAEMON_RUNNER_H
 #define DAEMON_RUNNER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <uv.h>
 
@@ -26,8 +27,12 @@ void cap_runner_wake(struct cap_runner *r);
 /* Id of the capture running now, or 0. Any thread. */
 int64_t cap_runner_current(const struct cap_runner *r);
 
-/* Cancels the running capture id: ends its process groups, runs the stop
- * script, marks it cancelled. TR_ENOTFOUND when id is not running. */
+/* True when id is the capture or the import running now. Any thread. */
+bool cap_runner_running(const struct cap_runner *r, int64_t id);
+
+/* Cancels the running capture (or import) id: ends its process groups,
+ * runs the stop script, marks it cancelled. TR_ENOTFOUND when id is not
+ * running. */
 int cap_runner_cancel(struct cap_runner *r, int64_t id);
 
 /* Stops taking work, ends children and closes handles; calls done(ud) on

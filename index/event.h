@@ -119,7 +119,7 @@ struct idx_source;
 int idx_source_open(const char *path, struct idx_source **out,
                     struct tr_err *err);
 
-/* Next chunk of JSON text: *buf/*len borrowed until the next call. Returns
+/* Next chunk of JSON text: *buf, *len borrowed until the next call. Returns
  * 0 with *len == 0 at the end, or negative on a read or inflate error
  * (truncated gzip, bad CRC) with err naming the file and offset. */
 int idx_source_next(struct idx_source *s, const char **buf, size_t *len,

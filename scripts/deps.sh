@@ -1,10 +1,11 @@
 #!/bin/sh
 # Installs traced's Debian build and test dependencies when any is missing.
-# Needs root (or sudo) only when something has to be installed.
+# Needs root (or sudo) only when something has to be installed. chromium is
+# for the dashboard test (headless), wrk for bench/bench_api.sh.
 set -eu
 PKGS="build-essential cmake pkg-config libuv1-dev libmicrohttpd-dev
 libcurl4-openssl-dev libjansson-dev libsqlite3-dev zlib1g-dev libisal-dev
-isal clang libclang-rt-14-dev python3 curl wrk sqlite3 procps"
+isal clang libclang-rt-14-dev python3 curl wrk sqlite3 procps chromium"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||

@@ -28,37 +28,51 @@ struct store;
 enum { STORE_RW = 0, STORE_RO = 1 };
 
 /* Opens (creating and migrating with PRAGMA user_version when STORE_RW) the
- * database at path: WAL, foreign keys on, busy timeout. Caller closes with
- * store_close(). */
+ * database at path: WAL, foreign keys on, busy timeout, synchronous NORMAL.
+ * TR_EDB (field "db") when the file is not a database, when its schema is
+ * newer than this build's (never touched then), or, for STORE_RO, when it
+ * has not been migrated yet. Caller closes with store_close(). */
 int store_open(const char *path, int mode, struct store **out,
                struct tr_err *err);
 void store_close(struct store *st);
 
 /* ---- captures ---- */
 
-/* A new capture row, status "queued", phase "queued". kind: "capture" or
- * "import". params: the validated request (borrowed; stored as text).
- * label may be NULL. */
+/* A new capture row, status "queued", phase "queued", progress with every
+ * member 0. kind: "capture" or "import" (else TR_EINVAL, field "kind").
+ * params: the validated request (borrowed; stored as text; NULL: {}).
+ * label may be NULL. Ids are never reused, even after a delete. */
 int store_capture_insert(struct store *st, const char *kind,
                          const char *label, json_t *params, int64_t *id,
                          struct tr_err *err);
 
-/* Moves a capture to status/phase and stamps phase_started_at (and
- * started_at on the first move to "running", finished_at on a final
- * status: done, failed, cancelled, interrupted). One short transaction. */
+/* Moves a capture to status/phase and stamps phase_started_at when the
+ * phase changes (and started_at on the first move to "running",
+ * finished_at on the first final status: done, failed, cancelled,
+ * interrupted). One short UPDATE. TR_EINVAL (field "status"/"phase") for
+ * a value not in docs/API.md, TR_ENOTFOUND for an unknown id, TR_ECONFLICT
+ * when the capture already has a final status (a final status is never
+ * left: a cancel that won a race with the runner stays). */
 int store_capture_set_phase(struct store *st, int64_t id, const char *status,
                             const char *phase, struct tr_err *err);
 
 /* Merges the members of obj into the capture's JSON column `column`:
  * "progress", "bench", "extra" (trace_dir, log_dir, argv used,
- * use_chat_template...), or "error" (phase, message, log_tail). */
+ * use_chat_template...), or "error" (phase, message, log_tail). A member
+ * of obj replaces the one of the same name (json_object_update()). obj is
+ * borrowed. TR_EINVAL (field "column") for another column. */
 int store_capture_merge(struct store *st, int64_t id, const char *column,
                         json_t *obj, struct tr_err *err);
 
 /* The capture object of docs/API.md: id, kind, label, params, status, phase,
- * timestamps (RFC 3339), progress, error, bench, queue_position (queued
- * ones), extra's members, and ranks (rank summaries without the long tables
- * kernels/launches/runtime/phases). TR_ENOTFOUND when no such id. */
+ * timestamps (RFC 3339 or null), progress, error (null until merged), bench
+ * (null until merged), queue_position (1-based FIFO place among queued
+ * captures of the same kind; null when not queued), extra's members (the
+ * columns win a name clash), and ranks by rank number: a done rank is its
+ * summary without kernels/launches/runtime/phases, "rank" being the
+ * capture's rank number, "trace_rank" the summary's own, plus "label" and
+ * "status"; a failed one is {rank, label, file, status "failed", error}.
+ * One read snapshot. TR_ENOTFOUND (field "id") when no such id. */
 int store_capture_get(struct store *st, int64_t id, json_t **out,
                       struct tr_err *err);
 
@@ -70,7 +84,8 @@ struct store_list_filter {
   int limit;            /* 0: 50 */
 };
 
-/* Capture objects (without ranks), newest first. */
+/* Capture objects (without ranks), newest first. TR_EINVAL naming the
+ * field for an unknown status or kind or a negative limit/before. */
 int store_capture_list(struct store *st, const struct store_list_filter *f,
                        json_t **out, struct tr_err *err);
 
@@ -83,8 +98,10 @@ int store_capture_ids(struct store *st, const char *status, const char *kind,
  * the caller's to remove. */
 int store_capture_delete(struct store *st, int64_t id, struct tr_err *err);
 
-/* Atomically: if the capture is still "queued", marks it "cancelled" and
- * sets *was_queued. Lets the HTTP side cancel without racing the runner. */
+/* Atomically: if the capture is still "queued", marks it "cancelled"
+ * (finished_at stamped, error {phase, message}) and sets *was_queued;
+ * otherwise changes nothing and sets it false. Lets the HTTP side cancel
+ * without racing the runner. TR_ENOTFOUND for an unknown id. */
 int store_capture_cancel_queued(struct store *st, int64_t id,
                                 bool *was_queued, struct tr_err *err);
 
@@ -93,17 +110,23 @@ int store_capture_cancel_queued(struct store *st, int64_t id,
 /* Stores one rank's summary (the JSON of idx_file(), borrowed) with all its
  * tables in one transaction: either all of it is visible, or none. rank is
  * the rank number within the capture, label its folder ("rank_3",
- * "dp1_tp3", "prefill/rank_0") or file name. */
+ * "dp1_tp3", "prefill/rank_0") or file name. A rank stored before under
+ * the same number (or failed) is replaced. TR_EINVAL (field "summary",
+ * the message naming e.g. "kernels[3].total_ns") when a member of the
+ * summary contract is missing or of the wrong type; TR_ENOTFOUND for an
+ * unknown capture. */
 int store_rank_insert(struct store *st, int64_t capture_id, int rank,
                       const char *label, json_t *summary, struct tr_err *err);
 
-/* Records that a rank could not be indexed (message for a person). */
+/* Records that a rank could not be indexed (message for a person); file
+ * may be NULL. Replaces an earlier row of the same rank. */
 int store_rank_fail(struct store *st, int64_t capture_id, int rank,
                     const char *label, const char *file, const char *message,
                     struct tr_err *err);
 
-/* The trace file of a rank, for GET /captures/<id>/ranks/<r>/trace. Caller
- * frees *path. */
+/* The trace file of a rank (done or failed), for GET
+ * /captures/<id>/ranks/<r>/trace. Caller frees *path. TR_ENOTFOUND, field
+ * "id" or "rank". */
 int store_rank_file(struct store *st, int64_t capture_id, int rank,
                     char **path, struct tr_err *err);
 
@@ -114,14 +137,29 @@ struct store_query {
   int rank;              /* -1: all ranks summed (kernels gains "ranks",
                             "slowest_rank", "slowest_rank_ns",
                             "fastest_rank", "fastest_rank_ns") */
-  const char *q;         /* name substring, or NULL */
-  const char *category;  /* or NULL */
-  const char *sort;      /* total|count|avg|name; NULL: total */
+  const char *q;         /* name substring, ASCII case-insensitive, taken
+                            literally (% and _ too); NULL or "": any.
+                            kernels, launches, runtime */
+  const char *category;  /* NULL or "": any. kernels, categories */
+  const char *sort;      /* total|count|avg|name, ties by name; NULL:
+                            total. kernels, launches, runtime (the others
+                            keep their order: categories and memcpy total
+                            desc, steps by kind, phases by rank, index) */
   int limit;             /* 0: no limit */
 };
 
-/* Each answers a JSON array of rows as in docs/API.md. TR_ENOTFOUND when
- * the capture (or the rank) does not exist. */
+/* Each answers a JSON array of rows as in docs/API.md and BRIEF.md (avg_ns
+ * = total_ns / count floored; share rounded to 6 decimals). With rank -1
+ * rows are summed over the done ranks: count, total_ns, bytes, tokens
+ * summed; min_ns the least, max_ns/max_bytes the largest; avg_ns and share
+ * recomputed from the sums (share of the summed kernel_ns, or device_ns
+ * for categories); "ranks" = on how many ranks the row appears; runtime's
+ * median_ns is the largest per-rank median; steps' source the common one
+ * or "mixed"; phases are every rank's, each with "rank". kernels of one
+ * rank keep median_ns, first_ns, last_ns; launches and runtime also carry
+ * avg_ns. TR_EINVAL (field "rank", "sort" or "limit") for a bad value,
+ * TR_ENOTFOUND (field "id" or "rank") when the capture or the indexed rank
+ * does not exist. One read snapshot each. */
 int store_kernels(struct store *st, const struct store_query *q,
                   json_t **out, struct tr_err *err);
 int store_launches(struct store *st, const struct store_query *q,
@@ -144,13 +182,28 @@ struct store_diff_opts {
   int limit;             /* 0: no limit */
 };
 
-/* GET /diff: {"a":..,"b":..,"by":..,"norm":..,"rows":[...],"categories":
- * [...],"warnings":[...]} as in docs/API.md. */
+/* GET /diff: {"a", "b", "by", "norm", "rank" (null: all), "a_steps",
+ * "b_steps", "rows", "categories", "warnings"}. rows: {name|category|kind,
+ * a_count, b_count, a_total_ns, b_total_ns, delta_ns (b - a), delta_pct
+ * (delta / a_total * 100, null when a_total is 0), status both|only_a|
+ * only_b}, sorted by |delta_ns| desc then key, at most limit. categories:
+ * the by=category rows, always, never limited. a_steps/b_steps: each run's
+ * real step count (prefill + decode; the largest per-rank count, or the
+ * rank's). norm=per_step divides each run's total_ns by its real step
+ * count, rounded half away from zero to integer ns; counts stay raw.
+ * warnings: [{code, message}], codes different_tp (params.tp, else the
+ * number of ranks), different_device, no_labels (a run without steps),
+ * different_step_kinds, different_step_counts, pre_taxonomy (a run with
+ * decode labels and no dummy_* kind while the other has dummy_* kinds).
+ * Errors: TR_EINVAL naming "by", "norm", "rank", "limit" (norm=per_step on
+ * a run without prefill/decode steps: "norm"); TR_ENOTFOUND naming "a" or
+ * "b" (or "rank"); TR_ECONFLICT naming "a" or "b" when not done. */
 int store_diff(struct store *st, int64_t a, int64_t b,
                const struct store_diff_opts *o, json_t **out,
                struct tr_err *err);
 
-/* Counts of captures by status, for /metrics: {"queued": n, ...}. */
+/* Counts of captures by status, for /metrics: {"queued": n, ...}, every
+ * status present (0 when none). */
 int store_status_counts(struct store *st, json_t **out, struct tr_err *err);
 
 #endif

@@ -1,0 +1,244 @@
+/*
+ * api internals shared by the files of api/: the server, one request, the
+ * route table, the reply helpers (respond.c), request validation
+ * (validate.c) and the route handlers (routes_*.c).
+ *
+ * Threads: everything here runs on libmicrohttpd's worker threads. A
+ * struct api_req belongs to the one thread serving its connection.
+ * Handlers answer with exactly one api_reply*() call and return its
+ * result; they never wait for the libuv loop (see api/README.md).
+ */
+#ifndef API_INT_H
+#define API_INT_H
+
+#include <jansson.h>
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "api/api.h"
+#include "store/store.h"
+
+/* Request bodies above this are refused with 413. */
+#define API_BODY_MAX ((size_t)1 << 20)
+/* A client still sending after this many bytes is answered at once (413)
+ * and the connection closed; below it the body is drained first so that
+ * the client, which writes its body before reading, sees the answer. */
+#define API_DRAIN_MAX ((size_t)16 << 20)
+#define API_THREADS 4
+/* Memory for answers about done captures (cache.c). */
+#define API_CACHE_BYTES ((size_t)64 << 20)
+
+struct api_req;
+struct api_table;
+struct api_cache;
+
+/* A handler answers the request with one api_reply*() call and returns
+ * its result. */
+struct api_route {
+  const char *tmpl;        /* "/captures/{id}/kernels": matched segment by
+                              segment ({...} matches one segment) and used
+                              as the metrics label */
+  enum MHD_Result (*get)(struct api_req *r);
+  enum MHD_Result (*post)(struct api_req *r);
+  enum MHD_Result (*del)(struct api_req *r);
+  const struct api_table *table;   /* the table routes' query */
+};
+
+/* Status codes counted per route in /metrics; others count as "other". */
+#define API_CODES 12
+extern const unsigned api_codes[API_CODES];
+
+/* One MHD worker thread's store connections, opened on first use. */
+struct api_thread {
+  struct store *st[2];     /* [STORE_RW], [STORE_RO] */
+  struct api_thread *next;
+};
+
+struct api {
+  struct MHD_Daemon *mhd;
+  const struct cfg *cfg;   /* borrowed until api_stop() */
+  struct api_hooks hooks;
+  int port;
+  pthread_key_t key;       /* -> this thread's struct api_thread */
+  pthread_mutex_t lock;    /* guards threads */
+  struct api_thread *threads;
+  /* [route index + 1][code index]; row 0 counts unknown routes. */
+  atomic_uint_least64_t *hits;
+  struct api_cache *cache;
+};
+
+#define API_MAX_SEGS 6
+
+/* One request: created on MHD's first call for it, freed when MHD reports
+ * it completed (with everything it holds). */
+struct api_req {
+  struct api *api;
+  struct MHD_Connection *conn;
+  const struct api_route *route;   /* NULL: no route matched */
+  const char *method;              /* MHD's, valid for the request */
+  char *url;                       /* decoded URL path */
+  char *path;                      /* a copy of url, split in place */
+  char *seg[API_MAX_SEGS];         /* path segments */
+  int nseg;
+  char *body;                      /* request body, NUL-terminated */
+  size_t body_len, body_cap;
+  size_t seen;                     /* body bytes received, kept or not */
+  bool answered;
+};
+
+/* ---- server.c ---- */
+
+/* This thread's store connection (mode STORE_RO or STORE_RW), opened on
+ * first use and closed by api_stop(). NULL with err set on failure. */
+struct store *api_store(struct api_req *r, int mode, struct tr_err *err);
+
+/* Counts a response for /metrics. */
+void api_count(struct api *api, const struct api_route *route,
+               unsigned status);
+
+/* GET /metrics (Prometheus text 0.0.4). */
+enum MHD_Result api_get_metrics(struct api_req *r);
+
+/* ---- respond.c ---- */
+
+/* Queues resp with status (adding the common headers), counts it, and
+ * destroys resp. Every other reply helper ends here. */
+enum MHD_Result api_reply(struct api_req *r, unsigned status,
+                          struct MHD_Response *resp);
+
+/* Replies obj as JSON. Takes ownership of obj (NULL: a 500 error). */
+enum MHD_Result api_reply_json(struct api_req *r, unsigned status,
+                               json_t *obj);
+
+/* Replies text (copied) with content type ctype. */
+enum MHD_Result api_reply_text(struct api_req *r, unsigned status,
+                               const char *ctype, const char *text,
+                               size_t len);
+
+/* Starts a read whose answer may be kept: when the same request (path and
+ * query) has a kept answer, replies it and returns NULL with MHD's result
+ * in *ret; else returns this thread's read-only store and the cache epoch
+ * for api_reply_keep() (NULL with an error replied when the store cannot
+ * be opened). */
+struct store *api_read_begin(struct api_req *r, uint64_t *epoch,
+                             enum MHD_Result *ret);
+
+/* Replies obj as JSON, 200, like api_reply_json(), and keeps the answer
+ * for the same request when ids is not NULL: an answer that depends only
+ * on captures ids[0] and ids[1], read while they were done, after
+ * api_cache_epoch() gave epoch. */
+enum MHD_Result api_reply_keep(struct api_req *r, json_t *obj,
+                               const int64_t *ids, uint64_t epoch);
+
+/* Replies {"error":{"code","message","field"}}; field may be NULL or "". */
+enum MHD_Result api_reply_error(struct api_req *r, unsigned status,
+                                const char *code, const char *field,
+                                const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+/* Replies err, its HTTP status derived from err->code (TR_EINVAL 400,
+ * TR_ENOTFOUND 404, TR_ECONFLICT 409, TR_ELIMIT 413, TR_EAUTH 401, else
+ * 500). */
+enum MHD_Result api_reply_err(struct api_req *r, const struct tr_err *err);
+
+/* 405 naming the methods the route takes, with an Allow header. */
+enum MHD_Result api_reply_method(struct api_req *r);
+
+/* GET / and GET /<file>: the dashboard files compiled into the binary. */
+enum MHD_Result api_get_asset(struct api_req *r);
+
+/* True when name is one of the dashboard files ("" is index.html). */
+bool api_asset_exists(const char *name);
+
+/* ---- cache.c: answers about done captures ---- */
+
+/* NULL when out of memory. Free with api_cache_free() (NULL is ok). */
+struct api_cache *api_cache_new(void);
+void api_cache_free(struct api_cache *c);
+
+/* The epoch to pass to api_cache_put(): read it before checking that the
+ * captures are done. */
+uint64_t api_cache_epoch(struct api_cache *c);
+
+/* A new response holding a copy of key's answer, or NULL. */
+struct MHD_Response *api_cache_get(struct api_cache *c, const char *key);
+
+/* Keeps a copy of body for key, unless a drop happened since epoch (the
+ * answer may be about a deleted capture) or the ceiling forbids it. */
+void api_cache_put(struct api_cache *c, uint64_t epoch, const char *key,
+                   const int64_t ids[2], const char *body, size_t len);
+
+/* Forgets every answer about capture id (it is being deleted). */
+void api_cache_drop(struct api_cache *c, int64_t id);
+
+/* ---- validate.c ---- */
+
+/* Parses and checks a POST /captures body; *params gets the request with
+ * every default filled in (caller decrefs). TR_EINVAL naming the member
+ * ("body" when it is not a JSON object). */
+int api_parse_capture(const struct cfg *cfg, const char *body, size_t len,
+                      json_t **params, struct tr_err *err);
+
+/* Parses a POST /imports body: *params gets {path, format, label?} as
+ * sent (the path is not resolved here). */
+int api_parse_import(const char *body, size_t len, json_t **params,
+                     struct tr_err *err);
+
+/* A capture id or rank from text: decimal digits only, lo..hi. err names
+ * field. */
+int api_parse_int(const char *text, const char *field, int64_t lo,
+                  int64_t hi, int64_t *out, struct tr_err *err);
+
+/* TR_EINVAL naming the first query parameter that is not in the
+ * NULL-terminated list names, or that is given twice. */
+int api_query_check(struct api_req *r, const char *const *names,
+                    struct tr_err *err);
+
+/* Query parameter name as an integer lo..hi in *out; *out is left alone
+ * when the parameter is absent. */
+int api_query_int(struct api_req *r, const char *name, int64_t lo,
+                  int64_t hi, int64_t *out, struct tr_err *err);
+
+/* Query parameter name, one of the NULL-terminated values, in *out (MHD's
+ * string, valid for the request); *out is left alone when absent. */
+int api_query_enum(struct api_req *r, const char *name,
+                   const char *const *values, const char **out,
+                   struct tr_err *err);
+
+/* Query parameter name as free text of at most max bytes without control
+ * characters; *out is left alone when absent or empty. */
+int api_query_str(struct api_req *r, const char *name, size_t max,
+                  const char **out, struct tr_err *err);
+
+/* The category ids of the taxonomy, NULL-terminated. */
+extern const char *const api_categories[];
+/* The capture statuses, NULL-terminated. */
+extern const char *const api_statuses[];
+
+/* ---- routes_captures.c ---- */
+
+enum MHD_Result api_post_captures(struct api_req *r);
+enum MHD_Result api_get_captures(struct api_req *r);
+enum MHD_Result api_get_capture(struct api_req *r);
+enum MHD_Result api_delete_capture(struct api_req *r);
+enum MHD_Result api_post_imports(struct api_req *r);
+enum MHD_Result api_get_trace(struct api_req *r);
+enum MHD_Result api_get_logs(struct api_req *r);
+
+/* The {id} segment of the path as a capture id; TR_EINVAL naming "id". */
+int api_path_id(struct api_req *r, int64_t *id, struct tr_err *err);
+
+/* ---- routes_queries.c ---- */
+
+/* The table routes (kernels, launches, ...); route->arg says which. */
+enum MHD_Result api_get_table(struct api_req *r);
+enum MHD_Result api_get_diff(struct api_req *r);
+extern const struct api_table api_table_kernels, api_table_launches,
+    api_table_categories, api_table_steps, api_table_memcpy,
+    api_table_runtime, api_table_phases;
+
+#endif

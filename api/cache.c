@@ -1,0 +1,199 @@
+/*
+ * Answers about finished work, kept in memory. A capture whose status is
+ * "done" never changes again (its ranks, tables and object are final)
+ * until it is deleted, and deleting goes through this API: so its JSON
+ * answers are kept, keyed by the request, and dropped on DELETE. The
+ * dashboard and scripts poll the same few URLs; a hit costs a copy
+ * instead of a query.
+ *
+ * A fill races a delete: a worker reads "done", runs the query, and only
+ * then stores the answer, while another deletes the capture in between.
+ * The epoch closes that gap: api_cache_drop() bumps it, and a put whose
+ * epoch (read before the status) is older is refused.
+ *
+ * Any thread; one mutex. Ceiling: API_CACHE_BYTES; the oldest entries go
+ * first.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api_int.h"
+
+#define NBUCKETS 1024
+
+struct entry {
+  struct entry *next;          /* in its bucket */
+  struct entry *older, *newer; /* the age list */
+  int64_t ids[2];              /* captures the answer depends on */
+  char *key;
+  char *body;
+  size_t len;
+};
+
+struct api_cache {
+  pthread_mutex_t lock;        /* guards everything below */
+  uint64_t epoch;
+  size_t bytes;
+  struct entry *buckets[NBUCKETS];
+  struct entry *oldest, *newest;
+};
+
+static size_t hash(const char *key)
+{
+  size_t h = 5381;
+
+  for (; *key != '\0'; key++)
+    h = h * 33 + (unsigned char)*key;
+  return h % NBUCKETS;
+}
+
+struct api_cache *api_cache_new(void)
+{
+  struct api_cache *c = calloc(1, sizeof(*c));
+
+  if (c != NULL)
+    pthread_mutex_init(&c->lock, NULL);
+  return c;
+}
+
+static void entry_free(struct entry *e)
+{
+  if (e == NULL)
+    return;
+  free(e->key);
+  free(e->body);
+  free(e);
+}
+
+/* Unlinks e from its bucket and the age list and frees it. Lock held. */
+static void unlink_entry(struct api_cache *c, struct entry *e)
+{
+  struct entry **p = &c->buckets[hash(e->key)];
+
+  while (*p != e)
+    p = &(*p)->next;
+  *p = e->next;
+  if (e->older != NULL)
+    e->older->newer = e->newer;
+  else
+    c->oldest = e->newer;
+  if (e->newer != NULL)
+    e->newer->older = e->older;
+  else
+    c->newest = e->older;
+  c->bytes -= e->len + strlen(e->key);
+  entry_free(e);
+}
+
+void api_cache_free(struct api_cache *c)
+{
+  if (c == NULL)
+    return;
+  while (c->oldest != NULL)
+    unlink_entry(c, c->oldest);
+  pthread_mutex_destroy(&c->lock);
+  free(c);
+}
+
+uint64_t api_cache_epoch(struct api_cache *c)
+{
+  uint64_t e;
+
+  pthread_mutex_lock(&c->lock);
+  e = c->epoch;
+  pthread_mutex_unlock(&c->lock);
+  return e;
+}
+
+/* The entry of key, or NULL. Lock held. */
+static struct entry *find(struct api_cache *c, const char *key)
+{
+  struct entry *e;
+
+  for (e = c->buckets[hash(key)]; e != NULL; e = e->next)
+    if (strcmp(e->key, key) == 0)
+      break;
+  return e;
+}
+
+struct MHD_Response *api_cache_get(struct api_cache *c, const char *key)
+{
+  struct MHD_Response *resp = NULL;
+  struct entry *e;
+
+  pthread_mutex_lock(&c->lock);
+  e = find(c, key);
+  if (e != NULL)
+    resp = MHD_create_response_from_buffer(e->len, e->body,
+                                           MHD_RESPMEM_MUST_COPY);
+  pthread_mutex_unlock(&c->lock);
+  if (resp != NULL)
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                            "application/json");
+  return resp;
+}
+
+static struct entry *entry_new(const char *key, const int64_t ids[2],
+                               const char *body, size_t len)
+{
+  struct entry *e = calloc(1, sizeof(*e));
+
+  if (e != NULL) {
+    e->key = strdup(key);
+    e->body = malloc(len);
+  }
+  if (e == NULL || e->key == NULL || e->body == NULL) {
+    entry_free(e);
+    return NULL;
+  }
+  memcpy(e->body, body, len);
+  e->len = len;
+  e->ids[0] = ids[0];
+  e->ids[1] = ids[1];
+  return e;
+}
+
+void api_cache_put(struct api_cache *c, uint64_t epoch, const char *key,
+                   const int64_t ids[2], const char *body, size_t len)
+{
+  struct entry *e;
+
+  /* One answer may not push out most of the others. */
+  if (len > API_CACHE_BYTES / 8)
+    return;
+  e = entry_new(key, ids, body, len);
+  if (e == NULL)
+    return;   /* not kept: the next request asks the store again */
+  pthread_mutex_lock(&c->lock);
+  if (epoch != c->epoch || find(c, key) != NULL) {
+    pthread_mutex_unlock(&c->lock);
+    entry_free(e);
+    return;
+  }
+  e->next = c->buckets[hash(key)];
+  c->buckets[hash(key)] = e;
+  e->older = c->newest;
+  if (c->newest != NULL)
+    c->newest->newer = e;
+  else
+    c->oldest = e;
+  c->newest = e;
+  c->bytes += len + strlen(key);
+  while (c->bytes > API_CACHE_BYTES)
+    unlink_entry(c, c->oldest);
+  pthread_mutex_unlock(&c->lock);
+}
+
+void api_cache_drop(struct api_cache *c, int64_t id)
+{
+  struct entry *e, *newer;
+
+  pthread_mutex_lock(&c->lock);
+  c->epoch++;
+  for (e = c->oldest; e != NULL; e = newer) {
+    newer = e->newer;
+    if (e->ids[0] == id || e->ids[1] == id)
+      unlink_entry(c, e);
+  }
+  pthread_mutex_unlock(&c->lock);
+}

@@ -1,0 +1,289 @@
+/*
+ * Replies: JSON bodies, the error shape of docs/API.md, plain text, the
+ * dashboard files, and the one place where a response is queued and
+ * counted for /metrics.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api_int.h"
+#include "common/web_assets.h"
+
+enum MHD_Result api_reply(struct api_req *r, unsigned status,
+                          struct MHD_Response *resp)
+{
+  enum MHD_Result ret;
+
+  if (resp == NULL)
+    return MHD_NO;   /* out of memory: MHD drops the connection */
+  /* Answers depend on live state: never from a cache. */
+  MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+  MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+  if (status == 401)
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+                            "Bearer realm=\"traced\"");
+  ret = MHD_queue_response(r->conn, status, resp);
+  MHD_destroy_response(resp);
+  r->answered = true;
+  api_count(r->api, r->route, status);
+  return ret;
+}
+
+enum MHD_Result api_reply_text(struct api_req *r, unsigned status,
+                               const char *ctype, const char *text,
+                               size_t len)
+{
+  struct MHD_Response *resp;
+
+  resp = MHD_create_response_from_buffer(len, (void *)text,
+                                         MHD_RESPMEM_MUST_COPY);
+  if (resp != NULL)
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+  return api_reply(r, status, resp);
+}
+
+/* A response holding text, JSON from json_dumps(). Takes ownership of
+ * text (NULL is ok). NULL when out of memory. */
+static struct MHD_Response *json_text_response(char *text)
+{
+  struct MHD_Response *resp;
+
+  if (text == NULL)
+    return NULL;
+  /* jansson allocates with malloc() (we never change its allocator), so
+   * MHD may free() the text. */
+  resp = MHD_create_response_from_buffer(strlen(text), text,
+                                         MHD_RESPMEM_MUST_FREE);
+  if (resp == NULL) {
+    free(text);
+    return NULL;
+  }
+  MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                          "application/json");
+  return resp;
+}
+
+/* A response holding obj as compact JSON. Takes ownership of obj. NULL
+ * when out of memory. */
+static struct MHD_Response *json_response(json_t *obj)
+{
+  char *text = obj != NULL ? json_dumps(obj, JSON_COMPACT) : NULL;
+
+  json_decref(obj);
+  return json_text_response(text);
+}
+
+enum MHD_Result api_reply_json(struct api_req *r, unsigned status,
+                               json_t *obj)
+{
+  /* Out of memory: api_reply() drops the connection. */
+  return api_reply(r, status, json_response(obj));
+}
+
+/* ---- kept answers (cache.c) ---- */
+
+#define KEY_MAX 8192
+
+struct key_buf {
+  char *p;       /* where the next parameter goes */
+  size_t left;   /* bytes left, the NUL included; 0: did not fit */
+};
+
+static enum MHD_Result on_key_arg(void *cls, enum MHD_ValueKind kind,
+                                  const char *key, const char *value)
+{
+  struct key_buf *kb = cls;
+  int n;
+
+  (void)kind;
+  /* Control characters as separators: no validated value holds one, so
+   * two different queries never make the same key. */
+  n = snprintf(kb->p, kb->left, "%s\x1f%s\x1e", key, value ? value : "");
+  if (n < 0 || (size_t)n >= kb->left) {
+    kb->left = 0;
+    return MHD_NO;
+  }
+  kb->p += n;
+  kb->left -= (size_t)n;
+  return MHD_YES;
+}
+
+/* The request's path and query parameters (validated by then: known
+ * names, values without control characters) as the cache key. False when
+ * they do not fit in size. */
+static bool request_key(struct api_req *r, char *buf, size_t size)
+{
+  int n = snprintf(buf, size, "%s?", r->url);
+  struct key_buf kb = {buf + n, size - (size_t)n};
+
+  if (n < 0 || (size_t)n >= size)
+    return false;
+  MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, on_key_arg,
+                            &kb);
+  return kb.left > 0;
+}
+
+struct store *api_read_begin(struct api_req *r, uint64_t *epoch,
+                             enum MHD_Result *ret)
+{
+  struct tr_err err = {0};
+  char key[KEY_MAX];
+  struct MHD_Response *resp;
+  struct store *st;
+
+  resp = request_key(r, key, sizeof(key)) ? api_cache_get(r->api->cache, key)
+                                          : NULL;
+  if (resp != NULL) {
+    *ret = api_reply(r, 200, resp);
+    return NULL;
+  }
+  /* Before the caller reads whether the capture is done. */
+  *epoch = api_cache_epoch(r->api->cache);
+  st = api_store(r, STORE_RO, &err);
+  if (st == NULL)
+    *ret = api_reply_err(r, &err);
+  return st;
+}
+
+enum MHD_Result api_reply_keep(struct api_req *r, json_t *obj,
+                               const int64_t *ids, uint64_t epoch)
+{
+  char key[KEY_MAX];
+  char *text = obj != NULL ? json_dumps(obj, JSON_COMPACT) : NULL;
+
+  json_decref(obj);
+  if (text != NULL && ids != NULL && request_key(r, key, sizeof(key)))
+    api_cache_put(r->api->cache, epoch, key, ids, text, strlen(text));
+  return api_reply(r, 200, json_text_response(text));
+}
+
+enum MHD_Result api_reply_error(struct api_req *r, unsigned status,
+                                const char *code, const char *field,
+                                const char *fmt, ...)
+{
+  char msg[1024];
+  va_list ap;
+  json_t *obj;
+
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  obj = json_pack("{s:{s:s, s:s, s:o}}", "error", "code", code, "message",
+                  msg, "field",
+                  field != NULL && field[0] != '\0' ? json_string(field)
+                                                    : json_null());
+  if (obj == NULL) {
+    /* The message was not UTF-8 (it quotes a client's bytes): say so
+     * rather than fail the reply. */
+    obj = json_pack("{s:{s:s, s:s, s:n}}", "error", "code", code,
+                    "message", "(message not valid UTF-8)", "field");
+  }
+  if (obj == NULL)
+    return MHD_NO;
+  return api_reply_json(r, status, obj);
+}
+
+/* The HTTP status that carries a traced error code. */
+static unsigned http_status(int code)
+{
+  switch (code) {
+  case TR_EINVAL:
+  case TR_EFORMAT:
+    return 400;
+  case TR_EAUTH:
+    return 401;
+  case TR_ENOTFOUND:
+    return 404;
+  case TR_ECONFLICT:
+    return 409;
+  case TR_ELIMIT:
+    return 413;
+  default:
+    return 500;
+  }
+}
+
+enum MHD_Result api_reply_err(struct api_req *r, const struct tr_err *err)
+{
+  int code = err->code != 0 ? err->code : TR_EIO;
+
+  return api_reply_error(r, http_status(code), tr_strerror(code),
+                         err->field, "%s",
+                         err->msg[0] != '\0' ? err->msg : "internal error");
+}
+
+enum MHD_Result api_reply_method(struct api_req *r)
+{
+  const struct api_route *rt = r->route;
+  char allow[32] = "";
+  struct MHD_Response *resp;
+
+  snprintf(allow, sizeof(allow), "%s%s%s", rt->get ? "GET, " : "",
+           rt->post ? "POST, " : "", rt->del ? "DELETE, " : "");
+  allow[strlen(allow) - 2] = '\0';   /* every route takes one method */
+  resp = json_response(json_pack("{s:{s:s, s:s++, s:n}}", "error", "code",
+                                 "method_not_allowed", "message", r->method,
+                                 " is not allowed here; allowed: ", allow,
+                                 "field"));
+  if (resp != NULL)
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
+  return api_reply(r, 405, resp);
+}
+
+/* ---- the dashboard ---- */
+
+static const struct tr_web_asset *find_asset(const char *name)
+{
+  if (name[0] == '\0')
+    name = "index.html";
+  for (const struct tr_web_asset *a = tr_web_assets; a->name != NULL; a++)
+    if (strcmp(a->name, name) == 0)
+      return a;
+  return NULL;
+}
+
+bool api_asset_exists(const char *name)
+{
+  return find_asset(name) != NULL;
+}
+
+static const char *asset_type(const char *name)
+{
+  static const char *const types[][2] = {
+    {".html", "text/html; charset=utf-8"},
+    {".js", "text/javascript; charset=utf-8"},
+    {".css", "text/css; charset=utf-8"},
+    {".json", "application/json"},
+    {".svg", "image/svg+xml"},
+    {".png", "image/png"},
+    {".ico", "image/x-icon"},
+    {".txt", "text/plain; charset=utf-8"},
+  };
+  const char *dot = strrchr(name, '.');
+
+  for (size_t i = 0; dot != NULL && i < sizeof(types) / sizeof(types[0]);
+       i++)
+    if (strcmp(dot, types[i][0]) == 0)
+      return types[i][1];
+  return "application/octet-stream";
+}
+
+enum MHD_Result api_get_asset(struct api_req *r)
+{
+  const char *name = r->nseg == 0 ? "" : r->seg[0];
+  const struct tr_web_asset *a = find_asset(name);
+  struct MHD_Response *resp;
+
+  if (a == NULL)
+    return api_reply_error(r, 404, "not_found", NULL, "no route %s",
+                           r->url);
+  /* The table is static for the life of the process. */
+  resp = MHD_create_response_from_buffer(a->len, (void *)a->bytes,
+                                         MHD_RESPMEM_PERSISTENT);
+  if (resp != NULL)
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                            asset_type(a->name));
+  return api_reply(r, 200, resp);
+}

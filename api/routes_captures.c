@@ -1,0 +1,479 @@
+/*
+ * Routes of captures and imports: queue (POST /captures, POST /imports),
+ * list, get, cancel or delete, a rank's raw trace, a log's tail.
+ *
+ * Writes are short and done here, on the HTTP thread, through its own
+ * read-write connection (the store serialises writers); the loop only
+ * hears about them through the non-blocking hooks.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "api/api_int.h"
+
+#define LOG_TAIL_BYTES 65536
+
+static const char *const no_params[] = {NULL};
+
+int api_path_id(struct api_req *r, int64_t *id, struct tr_err *err)
+{
+  return api_parse_int(r->seg[1], "id", 1, INT64_MAX, id, err);
+}
+
+/* A done capture's answers are final until it is deleted. */
+static bool is_done(json_t *cap)
+{
+  const char *status = json_string_value(json_object_get(cap, "status"));
+
+  return status != NULL && strcmp(status, "done") == 0;
+}
+
+static bool is_final(const char *status)
+{
+  return strcmp(status, "done") == 0 || strcmp(status, "failed") == 0 ||
+         strcmp(status, "cancelled") == 0 ||
+         strcmp(status, "interrupted") == 0;
+}
+
+/* Inserts the queued row, tells the loop, answers 202 with the capture
+ * object. params and label (may be NULL) are borrowed. */
+static enum MHD_Result queue(struct api_req *r, const char *kind,
+                             const char *label, json_t *params)
+{
+  const struct api_hooks *hooks = &r->api->hooks;
+  struct tr_err err = {0};
+  struct store *st = api_store(r, STORE_RW, &err);
+  json_t *cap = NULL;
+  int64_t id;
+
+  if (st == NULL ||
+      store_capture_insert(st, kind, label, params, &id, &err) != 0)
+    return api_reply_err(r, &err);
+  if (hooks->wake != NULL)
+    hooks->wake(hooks->ud);
+  if (store_capture_get(st, id, &cap, &err) != 0)
+    return api_reply_err(r, &err);
+  return api_reply_json(r, 202, cap);
+}
+
+static const char *label_of(json_t *obj)
+{
+  const char *label = json_string_value(json_object_get(obj, "label"));
+
+  return label != NULL && label[0] != '\0' ? label : NULL;
+}
+
+enum MHD_Result api_post_captures(struct api_req *r)
+{
+  struct tr_err err = {0};
+  json_t *params;
+  enum MHD_Result ret;
+
+  if (api_query_check(r, no_params, &err) != 0 ||
+      api_parse_capture(r->api->cfg, r->body ? r->body : "", r->body_len,
+                        &params, &err) != 0)
+    return api_reply_err(r, &err);
+  ret = queue(r, "capture", label_of(params), params);
+  json_decref(params);
+  return ret;
+}
+
+/* The import's real path, checked against import_roots. A reply is made
+ * (and MHD_YES/NO stored in *ret) when it is refused. */
+static char *import_path(struct api_req *r, const char *path,
+                         enum MHD_Result *ret)
+{
+  struct stat sb;
+  char *real;
+
+  if (path[0] != '/') {
+    *ret = api_reply_error(r, 400, "invalid", "path",
+                           "path must be absolute");
+    return NULL;
+  }
+  real = realpath(path, NULL);
+  if (real == NULL) {
+    /* Outside the roots, a missing path is refused like an existing one:
+     * the answer must not tell what exists there. */
+    if (cfg_import_allowed(r->api->cfg, path))
+      *ret = api_reply_error(r, 400, "invalid", "path", "%s: %s", path,
+                             strerror(errno));
+    else
+      *ret = api_reply_error(r, 403, "forbidden", "path",
+                             "%s is not under any of import_roots", path);
+    return NULL;
+  }
+  if (!cfg_import_allowed(r->api->cfg, real)) {
+    *ret = api_reply_error(r, 403, "forbidden", "path",
+                           "%s is not under any of import_roots", real);
+  } else if (stat(real, &sb) != 0 ||
+             (!S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode))) {
+    *ret = api_reply_error(r, 400, "invalid", "path",
+                           "%s is not a file or a folder", real);
+  } else if (access(real, R_OK) != 0) {
+    *ret = api_reply_error(r, 400, "invalid", "path", "%s: %s", real,
+                           strerror(errno));
+  } else {
+    return real;
+  }
+  free(real);
+  return NULL;
+}
+
+enum MHD_Result api_post_imports(struct api_req *r)
+{
+  const struct cfg *cfg = r->api->cfg;
+  struct tr_err err = {0};
+  enum MHD_Result ret = MHD_NO;
+  json_t *req, *params;
+  char *real;
+
+  if (cfg->import_roots == NULL || cfg->import_roots[0] == NULL)
+    return api_reply_error(r, 403, "forbidden", "path",
+                           "imports are off: set import_roots (colon-"
+                           "separated folders POST /imports may read) in "
+                           "the configuration to enable them");
+  if (api_query_check(r, no_params, &err) != 0 ||
+      api_parse_import(r->body ? r->body : "", r->body_len, &req, &err) != 0)
+    return api_reply_err(r, &err);
+  real = import_path(r, json_string_value(json_object_get(req, "path")),
+                     &ret);
+  if (real != NULL) {
+    params = json_pack("{s:s, s:O}", "path", real, "format",
+                       json_object_get(req, "format"));
+    ret = params != NULL
+              ? queue(r, "import", label_of(req), params)
+              : api_reply_error(r, 500, "no_memory", NULL, "out of memory");
+    json_decref(params);
+    free(real);
+  }
+  json_decref(req);
+  return ret;
+}
+
+enum MHD_Result api_get_captures(struct api_req *r)
+{
+  static const char *const names[] = {"status", "model", "kind", "limit",
+                                      "before", NULL};
+  static const char *const kinds[] = {"capture", "import", NULL};
+  struct store_list_filter f = {0};
+  struct tr_err err = {0};
+  int64_t limit = 50, before = 0;
+  json_t *list = NULL, *last;
+  struct store *st;
+
+  if (api_query_check(r, names, &err) != 0 ||
+      api_query_enum(r, "status", api_statuses, &f.status, &err) != 0 ||
+      api_query_str(r, "model", 4096, &f.model, &err) != 0 ||
+      api_query_enum(r, "kind", kinds, &f.kind, &err) != 0 ||
+      api_query_int(r, "limit", 1, 1000, &limit, &err) != 0 ||
+      api_query_int(r, "before", 1, INT64_MAX, &before, &err) != 0)
+    return api_reply_err(r, &err);
+  f.limit = (int)limit;
+  f.before = before;
+  st = api_store(r, STORE_RO, &err);
+  if (st == NULL || store_capture_list(st, &f, &list, &err) != 0)
+    return api_reply_err(r, &err);
+  /* A full page may have a next one: it starts below its last id. */
+  last = json_array_size(list) == (size_t)limit
+             ? json_object_get(json_array_get(list, limit - 1), "id")
+             : NULL;
+  return api_reply_json(r, 200, json_pack("{s:o, s:O?}", "captures", list,
+                                          "next_before", last));
+}
+
+enum MHD_Result api_get_capture(struct api_req *r)
+{
+  struct tr_err err = {0};
+  enum MHD_Result ret;
+  struct store *st;
+  json_t *cap = NULL;
+  uint64_t epoch;
+  int64_t id, ids[2];
+
+  if (api_query_check(r, no_params, &err) != 0 ||
+      api_path_id(r, &id, &err) != 0)
+    return api_reply_err(r, &err);
+  st = api_read_begin(r, &epoch, &ret);
+  if (st == NULL)
+    return ret;
+  if (store_capture_get(st, id, &cap, &err) != 0)
+    return api_reply_err(r, &err);
+  ids[0] = ids[1] = id;
+  return api_reply_keep(r, cap, is_done(cap) ? ids : NULL, epoch);
+}
+
+static int on_remove(const char *path, const struct stat *sb, int flag,
+                     struct FTW *ftw)
+{
+  (void)sb;
+  (void)flag;
+  (void)ftw;
+  return remove(path) == 0 || errno == ENOENT ? 0 : -1;
+}
+
+/* Removes <trace_root>/<sub><id> and all under it without following a
+ * symbolic link (FTW_PHYS): a link to an import's originals is unlinked,
+ * never walked. 0 when gone. */
+static int remove_files(const struct cfg *cfg, const char *sub, int64_t id)
+{
+  char path[PATH_MAX];
+  int n = snprintf(path, sizeof(path), "%s/%s%lld", cfg->trace_root, sub,
+                   (long long)id);
+
+  /* A cut path would name another capture's folder: never walk it. */
+  if (n < 0 || (size_t)n >= sizeof(path))
+    return -ENAMETOOLONG;
+  if (nftw(path, on_remove, 16, FTW_DEPTH | FTW_PHYS) != 0 &&
+      errno != ENOENT)
+    return -errno;
+  return 0;
+}
+
+/* A finished capture: its record, then its files under trace_root. */
+static enum MHD_Result delete_finished(struct api_req *r, int64_t id)
+{
+  const struct cfg *cfg = r->api->cfg;
+  struct tr_err err = {0};
+  struct store *st = api_store(r, STORE_RW, &err);
+  json_t *out;
+
+  if (st == NULL || store_capture_delete(st, id, &err) != 0)
+    return api_reply_err(r, &err);
+  /* After the delete: a kept answer filled meanwhile is refused. */
+  api_cache_drop(r->api->cache, id);
+  out = json_pack("{s:I}", "deleted", (json_int_t)id);
+  if (remove_files(cfg, "", id) != 0 || remove_files(cfg, "logs/", id) != 0)
+    json_object_set_new(out, "warning",
+                        json_string("some trace or log files could not be "
+                                    "removed"));
+  return api_reply_json(r, 200, out);
+}
+
+/* The capture's status now, or a reply when it is gone. */
+static int read_status(struct api_req *r, int64_t id, json_t **cap,
+                       struct tr_err *err)
+{
+  struct store *st = api_store(r, STORE_RO, err);
+
+  json_decref(*cap);
+  *cap = NULL;
+  if (st == NULL || store_capture_get(st, id, cap, err) != 0)
+    return err->code != 0 ? err->code : TR_EIO;
+  return 0;
+}
+
+/* Cancel a running one through the loop: answered at once (202), the
+ * status changes when the runner has stopped it. */
+static enum MHD_Result cancel_running(struct api_req *r, int64_t id,
+                                      json_t *cap)
+{
+  const struct api_hooks *hooks = &r->api->hooks;
+  int rc = hooks->cancel != NULL ? hooks->cancel(hooks->ud, id)
+                                 : TR_ENOTFOUND;
+
+  if (rc == 0)
+    return api_reply_json(r, 202, json_incref(cap));
+  if (rc == TR_ENOTFOUND)
+    return api_reply_error(r, 409, "conflict", "id",
+                           "capture %lld is not the one the runner runs "
+                           "now; it may have just finished: GET it and "
+                           "retry", (long long)id);
+  return api_reply_error(r, 503, "busy", NULL,
+                         "too many cancel requests pending; retry");
+}
+
+enum MHD_Result api_delete_capture(struct api_req *r)
+{
+  struct tr_err err = {0};
+  enum MHD_Result ret;
+  json_t *cap = NULL;
+  bool was_queued = false;
+  const char *status;
+  struct store *rw;
+  int64_t id;
+
+  if (api_query_check(r, no_params, &err) != 0 ||
+      api_path_id(r, &id, &err) != 0 || read_status(r, id, &cap, &err) != 0)
+    return api_reply_err(r, &err);
+  status = json_string_value(json_object_get(cap, "status"));
+  if (status != NULL && strcmp(status, "queued") == 0) {
+    /* Atomic against the runner taking it: either we cancel it while
+     * queued, or it is running by now and is cancelled as such. */
+    rw = api_store(r, STORE_RW, &err);
+    if (rw == NULL ||
+        store_capture_cancel_queued(rw, id, &was_queued, &err) != 0 ||
+        read_status(r, id, &cap, &err) != 0) {
+      json_decref(cap);
+      return api_reply_err(r, &err);
+    }
+    if (was_queued)
+      return api_reply_json(r, 200, cap);
+    status = json_string_value(json_object_get(cap, "status"));
+  }
+  if (status != NULL && is_final(status))
+    ret = delete_finished(r, id);
+  else
+    ret = cancel_running(r, id, cap);
+  json_decref(cap);
+  return ret;
+}
+
+/* A file name for Content-Disposition: [A-Za-z0-9._-] only. */
+static void safe_name(char *out, size_t size, const char *path)
+{
+  const char *base = strrchr(path, '/');
+  size_t i = 0;
+
+  for (base = base ? base + 1 : path; *base != '\0' && i + 1 < size;
+       base++, i++) {
+    unsigned char c = (unsigned char)*base;
+
+    out[i] = (isalnum(c) || c == '.' || c == '_' || c == '-') ? (char)c
+                                                              : '_';
+  }
+  out[i] = '\0';
+}
+
+/* Streams the file at path (the response owns the descriptor). */
+static enum MHD_Result send_file(struct api_req *r, const char *path,
+                                 const char *disposition_name)
+{
+  char disp[400], name[256];
+  struct MHD_Response *resp;
+  struct stat sb;
+  size_t len = strlen(path);
+  bool gz = len > 3 && strcmp(path + len - 3, ".gz") == 0;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+  if (fd < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    if (fd >= 0)
+      close(fd);
+    return api_reply_error(r, 404, "not_found", "rank",
+                           "the trace file of this rank is gone");
+  }
+  resp = MHD_create_response_from_fd64((uint64_t)sb.st_size, fd);
+  if (resp == NULL) {
+    close(fd);
+    return MHD_NO;
+  }
+  safe_name(name, sizeof(name), path);
+  snprintf(disp, sizeof(disp), "attachment; filename=\"%s-%s\"",
+           disposition_name, name);
+  MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                          gz ? "application/gzip" : "application/json");
+  MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_DISPOSITION, disp);
+  return api_reply(r, 200, resp);
+}
+
+enum MHD_Result api_get_trace(struct api_req *r)
+{
+  struct tr_err err = {0};
+  char prefix[64];
+  struct store *st;
+  char *path = NULL;
+  enum MHD_Result ret;
+  int64_t id, rank;
+
+  if (api_query_check(r, no_params, &err) != 0 ||
+      api_path_id(r, &id, &err) != 0 ||
+      api_parse_int(r->seg[3], "rank", 0, INT_MAX, &rank, &err) != 0)
+    return api_reply_err(r, &err);
+  st = api_store(r, STORE_RO, &err);
+  if (st == NULL || store_rank_file(st, id, (int)rank, &path, &err) != 0)
+    return api_reply_err(r, &err);
+  snprintf(prefix, sizeof(prefix), "capture%lld-rank%lld", (long long)id,
+           (long long)rank);
+  ret = send_file(r, path, prefix);
+  free(path);
+  return ret;
+}
+
+/* Reads the last LOG_TAIL_BYTES of fd into buf; a tail that starts inside
+ * a line starts at the next one. Returns the bytes kept. */
+static size_t read_tail(int fd, off_t size, char *buf)
+{
+  off_t off = size > LOG_TAIL_BYTES ? size - LOG_TAIL_BYTES : 0;
+  ssize_t n = pread(fd, buf, LOG_TAIL_BYTES, off);
+  char *nl;
+
+  if (n <= 0)
+    return 0;
+  nl = off > 0 ? memchr(buf, '\n', (size_t)n) : NULL;
+  if (nl != NULL) {
+    n -= nl + 1 - buf;
+    memmove(buf, nl + 1, (size_t)n);
+  }
+  return (size_t)n;
+}
+
+/* Answers the tail of the log at path as text/plain, with its full size
+ * in X-Log-Bytes; 404 naming "which" when there is no such log. */
+static enum MHD_Result send_tail(struct api_req *r, const char *path,
+                                 int64_t id, const char *which)
+{
+  struct MHD_Response *resp = NULL;
+  char size_text[32];
+  struct stat sb;
+  char *buf = NULL;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+  if (fd < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    if (fd >= 0)
+      close(fd);
+    return api_reply_error(r, 404, "not_found", "which",
+                           "capture %lld has no %s log", (long long)id,
+                           which);
+  }
+  buf = malloc(LOG_TAIL_BYTES);
+  if (buf != NULL)
+    resp = MHD_create_response_from_buffer(read_tail(fd, sb.st_size, buf),
+                                           buf, MHD_RESPMEM_MUST_FREE);
+  close(fd);
+  if (resp == NULL) {
+    free(buf);
+    return MHD_NO;
+  }
+  snprintf(size_text, sizeof(size_text), "%lld", (long long)sb.st_size);
+  MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                          "text/plain; charset=utf-8");
+  MHD_add_response_header(resp, "X-Log-Bytes", size_text);
+  return api_reply(r, 200, resp);
+}
+
+enum MHD_Result api_get_logs(struct api_req *r)
+{
+  static const char *const names[] = {"which", NULL};
+  static const char *const logs[] = {"server", "bench", "launcher", "stop",
+                                     NULL};
+  const char *which = "server", *dir;
+  char path[PATH_MAX], fallback[PATH_MAX];
+  struct tr_err err = {0};
+  json_t *cap = NULL;
+  int64_t id;
+  int n;
+
+  if (api_query_check(r, names, &err) != 0 ||
+      api_path_id(r, &id, &err) != 0 ||
+      api_query_enum(r, "which", logs, &which, &err) != 0 ||
+      read_status(r, id, &cap, &err) != 0)
+    return api_reply_err(r, &err);
+  /* log_dir is written by the runner, never by a client. */
+  snprintf(fallback, sizeof(fallback), "%s/logs/%lld",
+           r->api->cfg->trace_root, (long long)id);
+  dir = json_string_value(json_object_get(cap, "log_dir"));
+  n = snprintf(path, sizeof(path), "%s/%s.log", dir ? dir : fallback,
+               which);
+  json_decref(cap);
+  if (n < 0 || (size_t)n >= sizeof(path))
+    return api_reply_error(r, 500, "system", NULL, "log path too long");
+  return send_tail(r, path, id, which);
+}

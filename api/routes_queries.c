@@ -1,0 +1,138 @@
+/*
+ * The read-only query routes: a capture's tables (kernels, launches,
+ * categories, steps, memcpy, runtime, phases) and /diff. The SQL is the
+ * store's; this file checks the parameters and shapes the envelope
+ * {"capture": id, "rank": N|null, "rows": [...]} (api/openapi.yaml).
+ */
+#include <limits.h>
+#include <string.h>
+
+#include "api/api_int.h"
+
+struct api_table {
+  int (*query)(struct store *st, const struct store_query *q, json_t **out,
+               struct tr_err *err);
+  const char *const *params;   /* the query parameters it takes */
+};
+
+/* docs/API.md's parameters, plus limit everywhere and sort where rows
+ * have a name (the store orders the others itself). */
+static const char *const kernel_params[] = {"rank", "q", "category", "sort",
+                                            "limit", NULL};
+static const char *const named_params[] = {"rank", "q", "sort", "limit",
+                                           NULL};
+static const char *const rank_params[] = {"rank", "limit", NULL};
+
+const struct api_table api_table_kernels = {store_kernels, kernel_params};
+const struct api_table api_table_launches = {store_launches, named_params};
+const struct api_table api_table_categories = {store_categories,
+                                               rank_params};
+const struct api_table api_table_steps = {store_steps, rank_params};
+const struct api_table api_table_memcpy = {store_memcpy, rank_params};
+const struct api_table api_table_runtime = {store_runtime, named_params};
+const struct api_table api_table_phases = {store_phases, rank_params};
+
+#define Q_MAX 256   /* bytes of a name substring */
+
+/* Reads the parameters every table route may take; the route's list has
+ * already refused the ones it does not. */
+static int table_query(struct api_req *r, struct store_query *q,
+                       struct tr_err *err)
+{
+  static const char *const sorts[] = {"total", "count", "avg", "name", NULL};
+  int64_t id = 0, rank = -1, limit = 0;
+
+  if (api_query_check(r, r->route->table->params, err) != 0 ||
+      api_path_id(r, &id, err) != 0 ||
+      api_query_int(r, "rank", 0, INT_MAX, &rank, err) != 0 ||
+      api_query_str(r, "q", Q_MAX, &q->q, err) != 0 ||
+      api_query_enum(r, "category", api_categories, &q->category, err) != 0 ||
+      api_query_enum(r, "sort", sorts, &q->sort, err) != 0 ||
+      api_query_int(r, "limit", 1, 100000, &limit, err) != 0)
+    return TR_EINVAL;
+  q->capture_id = id;
+  q->rank = (int)rank;
+  q->limit = (int)limit;
+  return 0;
+}
+
+/* True when capture id is done: its tables are final. */
+static bool capture_done(struct store *st, int64_t id)
+{
+  struct store_list_filter f = {.status = "done", .before = id + 1,
+                                .limit = 1};
+  json_t *list = NULL;
+  bool done;
+
+  done = store_capture_list(st, &f, &list, NULL) == 0 &&
+         json_integer_value(json_object_get(json_array_get(list, 0),
+                                            "id")) == id;
+  json_decref(list);
+  return done;
+}
+
+enum MHD_Result api_get_table(struct api_req *r)
+{
+  struct store_query q = {0};
+  struct tr_err err = {0};
+  enum MHD_Result ret;
+  struct store *st;
+  json_t *rows = NULL;
+  uint64_t epoch;
+  int64_t ids[2];
+  bool done;
+
+  if (table_query(r, &q, &err) != 0)
+    return api_reply_err(r, &err);
+  st = api_read_begin(r, &epoch, &ret);
+  if (st == NULL)
+    return ret;
+  done = capture_done(st, q.capture_id);
+  if (r->route->table->query(st, &q, &rows, &err) != 0)
+    return api_reply_err(r, &err);
+  ids[0] = ids[1] = q.capture_id;
+  return api_reply_keep(r, json_pack("{s:I, s:o, s:o}", "capture",
+                                     (json_int_t)q.capture_id, "rank",
+                                     q.rank < 0 ? json_null()
+                                                : json_integer(q.rank),
+                                     "rows", rows),
+                        done ? ids : NULL, epoch);
+}
+
+enum MHD_Result api_get_diff(struct api_req *r)
+{
+  static const char *const names[] = {"a", "b", "rank", "by", "norm",
+                                      "limit", NULL};
+  static const char *const bys[] = {"kernel", "category", "step", NULL};
+  static const char *const norms[] = {"none", "per_step", NULL};
+  struct store_diff_opts o = {.by = "kernel", .norm = "none"};
+  struct tr_err err = {0};
+  int64_t a = 0, b = 0, rank = -1, limit = 0;
+  enum MHD_Result ret;
+  struct store *st;
+  json_t *out = NULL;
+  uint64_t epoch;
+
+  if (api_query_check(r, names, &err) != 0 ||
+      api_query_int(r, "a", 1, INT64_MAX, &a, &err) != 0 ||
+      api_query_int(r, "b", 1, INT64_MAX, &b, &err) != 0 ||
+      api_query_int(r, "rank", 0, INT_MAX, &rank, &err) != 0 ||
+      api_query_enum(r, "by", bys, &o.by, &err) != 0 ||
+      api_query_enum(r, "norm", norms, &o.norm, &err) != 0 ||
+      api_query_int(r, "limit", 1, 100000, &limit, &err) != 0)
+    return api_reply_err(r, &err);
+  if (a == 0 || b == 0)
+    return api_reply_error(r, 400, "invalid", a == 0 ? "a" : "b",
+                           "%s (a capture id) is required", a == 0 ? "a"
+                                                                   : "b");
+  o.rank = (int)rank;
+  o.limit = (int)limit;
+  st = api_read_begin(r, &epoch, &ret);
+  if (st == NULL)
+    return ret;
+  /* store_diff() answers only for two done captures (else it names "a"
+   * or "b"): a diff is always final. */
+  if (store_diff(st, a, b, &o, &out, &err) != 0)
+    return api_reply_err(r, &err);
+  return api_reply_keep(r, out, (int64_t[2]){a, b}, epoch);
+}

@@ -1,0 +1,479 @@
+/*
+ * Request validation: POST bodies (strict: unknown members, wrong types and
+ * out-of-range values are refused, naming the member) and query
+ * parameters. Nothing a client sends reaches the store or an argv without
+ * passing through here.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api_int.h"
+
+#define MODEL_MAX 4096
+#define LABEL_MAX 1024
+#define ARGS_MAX 256       /* words in server_args / bench_args */
+#define ARG_MAX 4096       /* bytes in one word */
+#define ENV_MAX 256        /* variables in env */
+#define ENV_VALUE_MAX 65536
+#define PATH_MAX_LEN 4096
+
+const char *const api_categories[] = {
+  "gemm", "attention", "moe", "communication", "custom", "routing", "copy",
+  "memset", "elementwise", "normalization", "softmax_topk", "sync", "other",
+  NULL};
+
+const char *const api_statuses[] = {
+  "queued", "running", "done", "failed", "cancelled", "interrupted", NULL};
+
+/* ---- body members ---- */
+
+/* A string member of at most max bytes without control characters unless
+ * ctrl_ok. NUL never gets here: json_loadb() refuses "\u0000" unless
+ * given JSON_ALLOW_NUL, which we never pass. */
+static int check_string(json_t *v, const char *field, size_t max,
+                        bool ctrl_ok, struct tr_err *err)
+{
+  const char *s;
+  size_t len;
+
+  if (!json_is_string(v))
+    return tr_err_set(err, TR_EINVAL, field, "%s must be a string", field);
+  s = json_string_value(v);
+  len = json_string_length(v);
+  if (len > max)
+    return tr_err_set(err, TR_EINVAL, field,
+                      "%s is %zu bytes long; at most %zu", field, len, max);
+  for (size_t i = 0; !ctrl_ok && i < len; i++)
+    if (iscntrl((unsigned char)s[i]))
+      return tr_err_set(err, TR_EINVAL, field,
+                        "%s must not contain control characters", field);
+  return 0;
+}
+
+static int check_int(json_t *v, const char *field, json_int_t lo,
+                     json_int_t hi, struct tr_err *err)
+{
+  if (!json_is_integer(v))
+    return tr_err_set(err, TR_EINVAL, field, "%s must be an integer",
+                      field);
+  if (json_integer_value(v) < lo || json_integer_value(v) > hi)
+    return tr_err_set(err, TR_EINVAL, field,
+                      "%s must be from %lld to %lld, not %lld", field,
+                      (long long)lo, (long long)hi,
+                      (long long)json_integer_value(v));
+  return 0;
+}
+
+/* An array of argv words: each a separate word, never seen by a shell. */
+static int check_words(json_t *v, const char *field, struct tr_err *err)
+{
+  char item[64];
+  size_t i;
+  json_t *w;
+
+  if (!json_is_array(v))
+    return tr_err_set(err, TR_EINVAL, field,
+                      "%s must be an array of strings", field);
+  if (json_array_size(v) > ARGS_MAX)
+    return tr_err_set(err, TR_EINVAL, field, "%s has more than %d words",
+                      field, ARGS_MAX);
+  json_array_foreach(v, i, w) {
+    snprintf(item, sizeof(item), "%s[%zu]", field, i);
+    if (check_string(w, item, ARG_MAX, false, err) != 0)
+      return TR_EINVAL;
+  }
+  return 0;
+}
+
+static bool env_name_ok(const char *name)
+{
+  if (!isalpha((unsigned char)name[0]) && name[0] != '_')
+    return false;
+  for (const char *p = name + 1; *p != '\0'; p++)
+    if (!isalnum((unsigned char)*p) && *p != '_')
+      return false;
+  return true;
+}
+
+/* The server's environment: names of env_allow's prefixes only, so that a
+ * client can never set LD_PRELOAD, PATH and the like. */
+static int check_env(const struct cfg *cfg, json_t *v, struct tr_err *err)
+{
+  char field[64];
+  const char *name;
+  json_t *val;
+
+  if (!json_is_object(v))
+    return tr_err_set(err, TR_EINVAL, "env",
+                      "env must be an object of strings");
+  if (json_object_size(v) > ENV_MAX)
+    return tr_err_set(err, TR_EINVAL, "env",
+                      "env has more than %d variables", ENV_MAX);
+  json_object_foreach(v, name, val) {
+    snprintf(field, sizeof(field), "env.%s", name);
+    if (!env_name_ok(name))
+      return tr_err_set(err, TR_EINVAL, field,
+                        "%s: a variable name is [A-Za-z_][A-Za-z0-9_]*",
+                        field);
+    if (!cfg_env_allowed(cfg, name))
+      return tr_err_set(err, TR_EINVAL, field,
+                        "%s may not be set: env takes only names starting "
+                        "with a prefix of env_allow", name);
+    /* traced sets it from "more", whose rule must not be side-stepped. */
+    if (strcmp(name, "ATOM_PROFILER_MORE") == 0)
+      return tr_err_set(err, TR_EINVAL, field,
+                        "ATOM_PROFILER_MORE is set by traced: use \"more\"");
+    if (check_string(val, field, ENV_VALUE_MAX, true, err) != 0)
+      return TR_EINVAL;
+  }
+  return 0;
+}
+
+/* One member of a capture request: its check and default. */
+struct member {
+  const char *name;
+  enum { M_MODEL, M_INT, M_BOOL, M_WORDS, M_ENV, M_LABEL } type;
+  json_int_t lo, hi, dflt;
+};
+
+static const struct member capture_members[] = {
+  {"model", M_MODEL, 0, 0, 0},
+  {"tp", M_INT, 1, 64, 8},
+  {"isl", M_INT, 1, 1048576, 1024},
+  {"osl", M_INT, 1, 1048576, 1024},
+  {"conc", M_INT, 1, 65536, 64},
+  {"more", M_BOOL, 0, 0, 0},
+  {"prompt_multiplier", M_INT, 1, 1000, 1},
+  {"server_args", M_WORDS, 0, 0, 0},
+  {"bench_args", M_WORDS, 0, 0, 0},
+  {"env", M_ENV, 0, 0, 0},
+  {"label", M_LABEL, 0, 0, 0},
+};
+
+#define NMEMBERS (sizeof(capture_members) / sizeof(capture_members[0]))
+
+static int check_model(json_t *v, struct tr_err *err)
+{
+  if (check_string(v, "model", MODEL_MAX, false, err) != 0)
+    return TR_EINVAL;
+  if (json_string_length(v) == 0)
+    return tr_err_set(err, TR_EINVAL, "model", "model must not be empty");
+  /* It becomes an argv word of the scripts: never an option. */
+  if (json_string_value(v)[0] == '-')
+    return tr_err_set(err, TR_EINVAL, "model",
+                      "model must not start with '-'");
+  return 0;
+}
+
+static int check_member(const struct cfg *cfg, const struct member *m,
+                        json_t *v, struct tr_err *err)
+{
+  switch (m->type) {
+  case M_MODEL:
+    return check_model(v, err);
+  case M_INT:
+    return check_int(v, m->name, m->lo, m->hi, err);
+  case M_BOOL:
+    if (!json_is_boolean(v))
+      return tr_err_set(err, TR_EINVAL, m->name, "%s must be true or false",
+                        m->name);
+    return 0;
+  case M_WORDS:
+    return check_words(v, m->name, err);
+  case M_ENV:
+    return check_env(cfg, v, err);
+  case M_LABEL:
+    return check_string(v, m->name, LABEL_MAX, false, err);
+  }
+  return 0;
+}
+
+static json_t *member_default(const struct member *m)
+{
+  switch (m->type) {
+  case M_INT:
+    return json_integer(m->dflt);
+  case M_BOOL:
+    return json_false();
+  case M_WORDS:
+    return json_array();
+  case M_ENV:
+    return json_object();
+  default:
+    return NULL;   /* model is required; label stays absent */
+  }
+}
+
+/* The body as a JSON object; "body" names the fault otherwise. */
+static int load_object(const char *body, size_t len, json_t **out,
+                       struct tr_err *err)
+{
+  json_error_t jerr;
+  json_t *obj;
+
+  obj = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+  if (obj == NULL)
+    return tr_err_set(err, TR_EINVAL, "body",
+                      "the body is not valid JSON: %s (line %d, column %d)",
+                      jerr.text, jerr.line, jerr.column);
+  if (!json_is_object(obj)) {
+    json_decref(obj);
+    return tr_err_set(err, TR_EINVAL, "body",
+                      "the body must be a JSON object");
+  }
+  *out = obj;
+  return 0;
+}
+
+static const struct member *find_member(const char *name)
+{
+  for (size_t i = 0; i < NMEMBERS; i++)
+    if (strcmp(capture_members[i].name, name) == 0)
+      return &capture_members[i];
+  return NULL;
+}
+
+/* Checks every member present and fills in the defaults. */
+static int check_capture(const struct cfg *cfg, json_t *obj,
+                         struct tr_err *err)
+{
+  const char *name;
+  json_t *v;
+
+  json_object_foreach(obj, name, v) {
+    const struct member *m = find_member(name);
+
+    if (m == NULL)
+      return tr_err_set(err, TR_EINVAL, name,
+                        "unknown member \"%s\" (members: model, tp, isl, osl, "
+                        "conc, more, prompt_multiplier, server_args, "
+                        "bench_args, env, label)", name);
+    if (check_member(cfg, m, v, err) != 0)
+      return TR_EINVAL;
+  }
+  if (json_object_get(obj, "model") == NULL)
+    return tr_err_set(err, TR_EINVAL, "model", "model is required");
+  for (size_t i = 0; i < NMEMBERS; i++) {
+    json_t *d;
+
+    if (json_object_get(obj, capture_members[i].name) != NULL)
+      continue;
+    d = member_default(&capture_members[i]);
+    if (d != NULL && json_object_set_new(obj, capture_members[i].name,
+                                         d) != 0)
+      return tr_err_set(err, TR_ENOMEM, "", "out of memory");
+  }
+  return 0;
+}
+
+int api_parse_capture(const struct cfg *cfg, const char *body, size_t len,
+                      json_t **params, struct tr_err *err)
+{
+  json_t *obj;
+  int rc;
+
+  if (load_object(body, len, &obj, err) != 0)
+    return TR_EINVAL;
+  rc = check_capture(cfg, obj, err);
+  if (rc != 0) {
+    json_decref(obj);
+    return rc;
+  }
+  /* ATOM_PROFILER_MORE=1 (docs/ATOM.md): traces grow 3-4x and the export
+   * has OOMed workers on 8 ranks; only a short window (about CONC*1
+   * prompts) is safe. */
+  if (json_is_true(json_object_get(obj, "more")) &&
+      json_integer_value(json_object_get(obj, "prompt_multiplier")) != 1) {
+    json_decref(obj);
+    return tr_err_set(err, TR_EINVAL, "more",
+                      "more: true needs prompt_multiplier 1: with shapes, "
+                      "stacks and memory the trace grows 3-4x and its "
+                      "export has run workers out of memory, so it is "
+                      "allowed only with a short window");
+  }
+  *params = obj;
+  return 0;
+}
+
+static bool one_of(const char *s, const char *const *list)
+{
+  for (; *list != NULL; list++)
+    if (strcmp(s, *list) == 0)
+      return true;
+  return false;
+}
+
+int api_parse_import(const char *body, size_t len, json_t **params,
+                     struct tr_err *err)
+{
+  static const char *const formats[] = {"auto", "kineto", "mctracer", NULL};
+  const char *name, *fmt;
+  json_t *obj, *v;
+  int rc = 0;
+
+  if (load_object(body, len, &obj, err) != 0)
+    return TR_EINVAL;
+  json_object_foreach(obj, name, v) {
+    if (strcmp(name, "path") == 0)
+      rc = check_string(v, name, PATH_MAX_LEN, false, err);
+    else if (strcmp(name, "label") == 0)
+      rc = check_string(v, name, LABEL_MAX, false, err);
+    else if (strcmp(name, "format") == 0)
+      rc = check_string(v, name, 16, false, err);
+    else
+      rc = tr_err_set(err, TR_EINVAL, name,
+                      "unknown member \"%s\" (members: path, label, "
+                      "format)", name);
+    if (rc != 0)
+      break;
+  }
+  if (rc == 0 && json_object_get(obj, "path") == NULL)
+    rc = tr_err_set(err, TR_EINVAL, "path", "path is required");
+  fmt = json_string_value(json_object_get(obj, "format"));
+  if (rc == 0 && fmt != NULL && !one_of(fmt, formats))
+    rc = tr_err_set(err, TR_EINVAL, "format",
+                    "format must be auto, kineto or mctracer");
+  if (rc == 0 && fmt == NULL &&
+      json_object_set_new(obj, "format", json_string("auto")) != 0)
+    rc = tr_err_set(err, TR_ENOMEM, "", "out of memory");
+  if (rc != 0) {
+    json_decref(obj);
+    return rc;
+  }
+  *params = obj;
+  return 0;
+}
+
+/* ---- numbers and query parameters ---- */
+
+int api_parse_int(const char *text, const char *field, int64_t lo,
+                  int64_t hi, int64_t *out, struct tr_err *err)
+{
+  long long v;
+  char *end;
+
+  /* Digits only: strtoll alone would take " 7", "+7" and "-0". */
+  for (const char *p = text; p != NULL && *p != '\0'; p++)
+    if (!isdigit((unsigned char)*p))
+      text = NULL;
+  if (text != NULL && text[0] != '\0') {
+    errno = 0;
+    v = strtoll(text, &end, 10);
+    if (errno == 0 && *end == '\0' && v >= lo && v <= hi) {
+      *out = v;
+      return 0;
+    }
+  }
+  return tr_err_set(err, TR_EINVAL, field,
+                    "%s must be an integer from %lld to %lld", field,
+                    (long long)lo, (long long)hi);
+}
+
+struct arg_scan {
+  const char *const *names;
+  const char *bad;          /* first bad parameter */
+  const char *why;
+  const char *seen[16];     /* names met so far, to catch repeats */
+  size_t nseen;
+};
+
+static enum MHD_Result on_arg(void *cls, enum MHD_ValueKind kind,
+                              const char *key, size_t key_size,
+                              const char *value, size_t value_size)
+{
+  struct arg_scan *s = cls;
+  const char *const *n;
+
+  (void)kind;
+  for (n = s->names; *n != NULL && strcmp(*n, key) != 0; n++)
+    ;
+  if (*n == NULL || strlen(key) != key_size)
+    s->why = "is not a parameter of this route";
+  else if (value != NULL && strlen(value) != value_size)
+    s->why = "must not contain NUL";
+  for (size_t i = 0; s->why == NULL && i < s->nseen; i++)
+    if (strcmp(s->seen[i], key) == 0)
+      s->why = "is given twice";
+  if (s->why != NULL) {
+    s->bad = key;
+    return MHD_NO;
+  }
+  if (s->nseen < sizeof(s->seen) / sizeof(s->seen[0]))
+    s->seen[s->nseen++] = key;
+  return MHD_YES;
+}
+
+int api_query_check(struct api_req *r, const char *const *names,
+                    struct tr_err *err)
+{
+  struct arg_scan s = {.names = names};
+
+  MHD_get_connection_values_n(r->conn, MHD_GET_ARGUMENT_KIND, on_arg, &s);
+  if (s.bad != NULL)
+    return tr_err_set(err, TR_EINVAL, s.bad, "query parameter \"%s\" %s",
+                      s.bad, s.why);
+  return 0;
+}
+
+/* True when the query has parameter name; *v gets its value ("" for a
+ * bare "?name"). */
+static bool query_value(struct api_req *r, const char *name, const char **v)
+{
+  if (!MHD_lookup_connection_value_n(r->conn, MHD_GET_ARGUMENT_KIND, name,
+                                     strlen(name), v, NULL))
+    return false;
+  if (*v == NULL)
+    *v = "";
+  return true;
+}
+
+int api_query_int(struct api_req *r, const char *name, int64_t lo,
+                  int64_t hi, int64_t *out, struct tr_err *err)
+{
+  const char *v;
+
+  if (!query_value(r, name, &v))
+    return 0;
+  return api_parse_int(v, name, lo, hi, out, err);
+}
+
+int api_query_enum(struct api_req *r, const char *name,
+                   const char *const *values, const char **out,
+                   struct tr_err *err)
+{
+  char list[256] = "";
+  const char *v;
+
+  if (!query_value(r, name, &v))
+    return 0;
+  for (const char *const *p = values; *p != NULL; p++) {
+    if (strcmp(*p, v) == 0) {
+      *out = *p;
+      return 0;
+    }
+    strncat(list, p == values ? "" : ", ", sizeof(list) - strlen(list) - 1);
+    strncat(list, *p, sizeof(list) - strlen(list) - 1);
+  }
+  return tr_err_set(err, TR_EINVAL, name, "%s must be one of %s", name,
+                    list);
+}
+
+int api_query_str(struct api_req *r, const char *name, size_t max,
+                  const char **out, struct tr_err *err)
+{
+  const char *v;
+
+  if (!query_value(r, name, &v) || v[0] == '\0')
+    return 0;
+  if (strlen(v) > max)
+    return tr_err_set(err, TR_EINVAL, name, "%s is longer than %zu bytes",
+                      name, max);
+  for (const char *p = v; *p != '\0'; p++)
+    if (iscntrl((unsigned char)*p))
+      return tr_err_set(err, TR_EINVAL, name,
+                        "%s must not contain control characters", name);
+  *out = v;
+  return 0;
+}

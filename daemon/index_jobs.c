@@ -1,0 +1,360 @@
+/*
+ * The INDEXING phase of captures and imports: each rank's trace goes
+ * through idx_file() and store_rank_insert() in one pool job with its own
+ * store connection; at most index_jobs ranks run at once over all jobs,
+ * so the pool (UV_THREADPOOL_SIZE = index_jobs + 2, see runner.c) always
+ * has a thread for the state writes. A rank that fails is recorded with
+ * store_rank_fail() and the others are kept.
+ */
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/stats.h"
+#include "daemon/cap_int.h"
+
+#define FAILURES_MAX 4096      /* bytes of failure text kept */
+
+/* The trace folder or file this job indexes. */
+static const char *index_path(const struct cap_job *job)
+{
+  if (job->is_import)
+    return json_string_value(json_object_get(job->params, "path"));
+  return job->trace_dir;
+}
+
+static enum idx_format index_format(const struct cap_job *job)
+{
+  const char *f = json_string_value(json_object_get(job->params, "format"));
+
+  if (f != NULL && strcmp(f, "kineto") == 0)
+    return IDX_FORMAT_KINETO;
+  if (f != NULL && strcmp(f, "mctracer") == 0)
+    return IDX_FORMAT_MCTRACER;
+  return IDX_FORMAT_AUTO;
+}
+
+static void add_failure(struct cap_job *job, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void add_failure(struct cap_job *job, const char *fmt, ...)
+{
+  size_t used = job->failures ? strlen(job->failures) : 0;
+  char *grown;
+  va_list ap;
+
+  if (used >= FAILURES_MAX)
+    return;
+  grown = realloc(job->failures, FAILURES_MAX + 1);
+  if (grown == NULL)
+    return;
+  job->failures = grown;
+  if (used > 0) {
+    snprintf(grown + used, FAILURES_MAX + 1 - used, "; ");
+    used += 2;
+  }
+  va_start(ap, fmt);
+  vsnprintf(grown + used, FAILURES_MAX + 1 - used, fmt, ap);
+  va_end(ap);
+}
+
+static uint64_t bytes_read(const struct cap_job *job)
+{
+  uint64_t sum = 0;
+
+  for (size_t i = 0; i < job->layout->n; i++)
+    sum += atomic_load(&job->rank_read[i]);
+  return sum;
+}
+
+/* ---- one rank, in the pool ---- */
+
+struct rank_work {
+  struct cap_work super;
+  size_t i;                /* rank number in the capture */
+  int rc;
+  bool cancelled;
+  char msg[600];
+};
+
+static void on_idx_progress(void *ud, uint64_t file_bytes_read)
+{
+  atomic_store((_Atomic uint64_t *)ud, file_bytes_read);
+}
+
+static void store_result(struct rank_work *rw, json_t *summary)
+{
+  struct cap_job *job = rw->super.job;
+  const struct cap_rank *rk = &job->layout->ranks[rw->i];
+  struct tr_err err = {0};
+  struct store *st = cap_db_take(rw->super.r, &err);
+
+  if (st == NULL) {
+    rw->rc = err.code;
+    snprintf(rw->msg, sizeof(rw->msg), "cannot store: %s", err.msg);
+    return;
+  }
+  if (rw->rc == 0 &&
+      (rw->rc = store_rank_insert(st, job->id, (int)rw->i, rk->label,
+                                  summary, &err)) != 0)
+    snprintf(rw->msg, sizeof(rw->msg), "cannot store: %s", err.msg);
+  if (rw->rc != 0)
+    store_rank_fail(st, job->id, (int)rw->i, rk->label,
+                    rk->file ? rk->file : "", rw->msg, NULL);
+  cap_db_give(rw->super.r, st);
+}
+
+static void run_rank(struct cap_work *w)
+{
+  struct rank_work *rw = (struct rank_work *)w;
+  struct cap_job *job = w->job;
+  const struct cap_rank *rk = &job->layout->ranks[rw->i];
+  struct idx_options o = {index_format(job), w->r->rules, (int)rw->i,
+                          on_idx_progress, (void *)&job->rank_read[rw->i],
+                          &job->cancel};
+  struct tr_err err = {0};
+  json_t *summary = NULL;
+  int64_t t0 = tr_now_ns();
+
+  if (rk->file == NULL) {
+    rw->rc = TR_ENOTFOUND;
+    snprintf(rw->msg, sizeof(rw->msg), "no trace file in %s", rk->label);
+  } else if ((rw->rc = idx_file(rk->file, &o, &summary, &err)) != 0) {
+    snprintf(rw->msg, sizeof(rw->msg), "%s", err.msg);
+  }
+  cap_make_utf8(rw->msg);
+  if (job->cancel) {
+    rw->cancelled = true;
+  } else {
+    store_result(rw, summary);
+    atomic_fetch_add(rw->rc == 0 ? &tr_stats.ranks_indexed
+                                 : &tr_stats.ranks_failed, 1);
+    atomic_fetch_add(&tr_stats.index_bytes, rk->bytes);
+    atomic_fetch_add(&tr_stats.index_ns, (uint64_t)(tr_now_ns() - t0));
+  }
+  json_decref(summary);
+}
+
+static void check_complete(struct cap_job *job)
+{
+  if (job->ending != END_NONE || job->ranks_running > 0 ||
+      job->next_rank < job->layout->n)
+    return;
+  if (job->ranks_failed > 0)
+    cap_fail(job, END_FAILED, NULL,
+             "%d of %zu ranks could not be indexed (the others are kept): "
+             "%s", job->ranks_failed, job->layout->n, job->failures);
+  else
+    cap_enter_done(job);
+}
+
+static void on_rank_done(struct cap_work *w)
+{
+  struct rank_work *rw = (struct rank_work *)w;
+  struct cap_job *job = w->job;
+  const struct cap_rank *rk = &job->layout->ranks[rw->i];
+
+  w->r->index_running--;
+  job->ranks_running--;
+  if (!rw->cancelled) {
+    atomic_store(&job->rank_read[rw->i], rk->bytes);
+    if (rw->rc == 0)
+      job->ranks_indexed++;
+    else {
+      job->ranks_failed++;
+      add_failure(job, "rank %zu (%s): %s", rw->i, rk->label, rw->msg);
+    }
+  }
+  if (job->ending == END_NONE && !job->finished) {
+    job->bytes_reported = bytes_read(job);
+    cap_job_progress(job, json_pack("{s:i,s:I}", "ranks_indexed",
+                                    job->ranks_indexed, "bytes_indexed",
+                                    (json_int_t)job->bytes_reported));
+    check_complete(job);
+  } else if (job->ending == END_SHUTDOWN && job->ranks_running == 0) {
+    cap_job_finish(job);
+  }
+  free(rw);
+  cap_index_pump(job->r);
+}
+
+/* Starts the job's next rank; false when it has none to start. */
+static bool take_rank(struct cap_job *job)
+{
+  struct rank_work *rw;
+
+  if (job == NULL || job->ending != END_NONE || job->finished ||
+      job->phase != CAP_INDEXING || job->rank_read == NULL)
+    return false;
+  while (job->next_rank < job->layout->n && job->rank_skip[job->next_rank])
+    job->next_rank++;
+  if (job->next_rank >= job->layout->n ||
+      (rw = calloc(1, sizeof(*rw))) == NULL)
+    return false;
+  rw->i = job->next_rank++;
+  job->ranks_running++;
+  job->r->index_running++;
+  cap_work_queue(job->r, job, &rw->super, run_rank, on_rank_done);
+  return true;
+}
+
+void cap_index_pump(struct cap_runner *r)
+{
+  struct cap_job *jobs[2] = {r->capture, r->import};
+  int k = 0, idle = 0;
+
+  /* Alternate between the capture and the import: neither starves. */
+  while (r->index_running < r->cfg->index_jobs && idle < 2) {
+    idle = take_rank(jobs[k]) ? 0 : idle + 1;
+    k ^= 1;
+  }
+}
+
+/* ---- the phase ---- */
+
+static void on_progress_tick(uv_timer_t *t)
+{
+  struct cap_job *job = t->data;
+  uint64_t now = bytes_read(job);
+
+  if (now == job->bytes_reported)
+    return;
+  job->bytes_reported = now;
+  cap_job_progress(job, json_pack("{s:I}", "bytes_indexed", (json_int_t)now));
+}
+
+/* After a restart: ranks stored before it are not indexed again. */
+static void skip_stored(struct cap_job *job)
+{
+  size_t i, k;
+  json_t *stored;
+
+  json_array_foreach(job->stored_ranks, k, stored) {
+    const char *label = json_string_value(json_object_get(stored, "label"));
+    const char *status = json_string_value(json_object_get(stored, "status"));
+
+    for (i = 0; label != NULL && i < job->layout->n; i++) {
+      if (strcmp(job->layout->ranks[i].label, label) != 0)
+        continue;
+      job->rank_skip[i] = true;
+      atomic_store(&job->rank_read[i], job->layout->ranks[i].bytes);
+      if (status != NULL && strcmp(status, "done") == 0) {
+        job->ranks_indexed++;
+      } else {
+        job->ranks_failed++;
+        add_failure(job, "rank %zu (%s): failed before the restart", i,
+                    label);
+      }
+    }
+  }
+}
+
+static void begin(struct cap_job *job)
+{
+  const struct cap_layout *l = job->layout;
+
+  job->rank_read = calloc(l->n ? l->n : 1, sizeof(*job->rank_read));
+  job->rank_skip = calloc(l->n ? l->n : 1, sizeof(*job->rank_skip));
+  if (job->rank_read == NULL || job->rank_skip == NULL) {
+    cap_fail(job, END_FAILED, NULL, "out of memory");
+    return;
+  }
+  skip_stored(job);
+  /* A generous budget: 10 minutes plus a second per MiB of trace. */
+  cap_arm_deadline(job, 600 + (int)(l->bytes_total >> 20));
+  job->bytes_reported = bytes_read(job);
+  cap_job_progress(job, json_pack(
+      "{s:i,s:i,s:i,s:I,s:i,s:I}", "ranks_expected", (int)l->n,
+      "ranks_exported", l->exported, "orphan_json", l->orphan_json,
+      "bytes_total", (json_int_t)l->bytes_total, "ranks_indexed",
+      job->ranks_indexed, "bytes_indexed", (json_int_t)job->bytes_reported));
+  uv_timer_start(&job->progress_timer, on_progress_tick, 1000, 1000);
+  cap_index_pump(job->r);
+  check_complete(job);
+}
+
+struct layout_work {
+  struct cap_work super;
+  struct cap_layout *layout;
+  struct tr_err err;
+};
+
+static void run_layout(struct cap_work *w)
+{
+  struct layout_work *lw = (struct layout_work *)w;
+  const char *path = index_path(w->job);
+
+  if (path == NULL)
+    tr_err_set(&lw->err, TR_EINVAL, "path", "no path to index");
+  else
+    cap_layout_scan(path, &lw->layout, &lw->err);
+}
+
+static void on_layout_done(struct cap_work *w)
+{
+  struct layout_work *lw = (struct layout_work *)w;
+  struct cap_job *job = w->job;
+  struct cap_layout *l = lw->layout;
+
+  if (job->ending != END_NONE) {
+    cap_layout_free(l);
+  } else if (l == NULL) {
+    cap_fail(job, END_FAILED, NULL, "%s", lw->err.msg);
+  } else if (l->n == 0) {
+    cap_layout_free(l);
+    cap_fail(job, END_FAILED, NULL, "no trace files in %s", index_path(job));
+  } else {
+    job->layout = l;
+    begin(job);
+  }
+  free(lw);
+}
+
+static void act_indexing(struct cap_job *job)
+{
+  struct layout_work *lw;
+
+  if (job->layout != NULL) {
+    begin(job);
+    return;
+  }
+  if ((lw = calloc(1, sizeof(*lw))) == NULL) {
+    cap_fail(job, END_FAILED, NULL, "out of memory");
+    return;
+  }
+  cap_work_queue(job->r, job, &lw->super, run_layout, on_layout_done);
+}
+
+void cap_enter_indexing(struct cap_job *job)
+{
+  json_t *progress;
+
+  assert(job->phase == CAP_EXPORTING || job->recovered ||
+         (job->is_import && job->phase == CAP_QUEUED));
+  progress = json_pack("{s:i,s:i}", "ranks_indexed", 0, "bytes_indexed", 0);
+  if (job->export_polls > 0)
+    json_object_set_new(progress, "export_polls",
+                        json_integer(job->export_polls));
+  cap_transition(job, CAP_INDEXING, json_pack("{s:o}", "progress", progress),
+                 act_indexing);
+}
+
+static void on_done_stored(struct cap_job *job)
+{
+  cap_job_finish(job);
+}
+
+void cap_enter_done(struct cap_job *job)
+{
+  assert(job->phase == CAP_INDEXING);
+  cap_invariants(job);
+  uv_timer_stop(&job->deadline);
+  uv_timer_stop(&job->progress_timer);
+  job->phase = CAP_DONE;
+  cap_job_write(job, "done", cap_phase_name(CAP_DONE),
+                json_pack("{s:{s:i,s:I}}", "progress", "ranks_indexed",
+                          job->ranks_indexed, "bytes_indexed",
+                          (json_int_t)bytes_read(job)),
+                NULL, on_done_stored, false);
+}

@@ -1,0 +1,595 @@
+/*
+ * Accounting of single events: which class an event belongs to (device
+ * kernel, copy, memset, host runtime API, run label) and the per-name,
+ * per-shape and per-kind tables it feeds. Classes by format
+ * (docs/TRACE_FORMATS.md):
+ *
+ *   kineto    cat kernel/Kernel, gpu_memcpy/Memcpy, gpu_memset/Memset,
+ *             cuda_runtime/cuda_driver/Runtime, user_annotation (CPU labels),
+ *             gpu_user_annotation (GPU labels); an X event without cat (the
+ *             bare-array legacy format) may be a CPU-side run label.
+ *   mcTracer  pid 1 host runtime API, pid 2 kernels, pid 3 copies (memsets
+ *             by name).
+ *
+ * Only ph "X" events carry durations; an X event without a numeric ts or
+ * dur, or with a negative dur, is skipped and counted.
+ *
+ * The launch join (ROCm): a kernel event has grid/block only, its runtime
+ * launch event (same correlation, before or after it in the file) has the
+ * shared memory. Two bounded tables (AGG_PENDING entries each) hold the
+ * side seen first until the other arrives, removed on match. When a table
+ * is full, the kernel is parked per (name, grid, block) shape instead, and
+ * at the end takes the registers/shared memory that runtime launches of the
+ * same (args.kernel, grid, block) reported, when they all agreed; else null.
+ * Graph launches (hipGraphLaunch: one correlation for many kernels) carry
+ * no shape and take the same fallback. Memory: distinct shapes + 2 tables.
+ */
+#include <ctype.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "index/agg.h"
+
+#define AGG_PENDING (1u << 15)
+#define AGG_DEFAULT_RECS (1u << 18)   /* 6 MB of time records */
+#define HAS_SHAPE (IDX_HAS_GRID | IDX_HAS_BLOCK)
+#define HAS_RES (IDX_HAS_REGS | IDX_HAS_SHMEM)
+
+enum ev_class {
+  EV_NONE, EV_KERNEL, EV_COPY, EV_MEMSET, EV_RUNTIME, EV_LABEL_CPU,
+  EV_LABEL_GPU
+};
+
+struct pend_kernel {    /* a kernel waiting for its launch event */
+  uint32_t shape;
+  uint32_t pad;
+  int64_t dur_ns;
+};
+
+struct pend_launch {    /* a launch event waiting for its kernel */
+  uint32_t has;
+  uint32_t pad;
+  int64_t regs, shmem;
+  int64_t grid[3], block[3];
+};
+
+static int str_is(struct idx_str s, const char *lit)
+{
+  size_t n = strlen(lit);
+
+  return s.p != NULL && s.n == n && memcmp(s.p, lit, n) == 0;
+}
+
+static int str_ieq(const char *p, const char *lit, size_t n)
+{
+  size_t i;
+
+  for (i = 0; i < n; i++)
+    if (tolower((unsigned char)p[i]) != lit[i])
+      return 0;
+  return 1;
+}
+
+static enum ev_class classify_kineto(const struct idx_event *ev)
+{
+  struct idx_str c = ev->cat;
+
+  if (c.p == NULL)
+    return EV_LABEL_CPU;
+  if (str_is(c, "kernel") || str_is(c, "Kernel"))
+    return EV_KERNEL;
+  if (str_is(c, "gpu_memcpy") || str_is(c, "Memcpy"))
+    return EV_COPY;
+  if (str_is(c, "gpu_memset") || str_is(c, "Memset"))
+    return EV_MEMSET;
+  if (str_is(c, "cuda_runtime") || str_is(c, "cuda_driver") ||
+      str_is(c, "Runtime"))
+    return EV_RUNTIME;
+  if (str_is(c, "user_annotation"))
+    return EV_LABEL_CPU;
+  if (str_is(c, "gpu_user_annotation"))
+    return EV_LABEL_GPU;
+  return EV_NONE;
+}
+
+static enum ev_class classify(const struct idx_doc *doc,
+                              const struct idx_event *ev)
+{
+  if (doc->format != IDX_FORMAT_MCTRACER)
+    return classify_kineto(ev);
+  if (!(ev->has & IDX_HAS_PID))
+    return EV_NONE;
+  switch (ev->pid) {
+  case 1: return EV_RUNTIME;
+  case 2: return EV_KERNEL;
+  case 3:
+    return ev->name.n >= 6 && str_ieq(ev->name.p, "memset", 6) ? EV_MEMSET
+                                                              : EV_COPY;
+  default: return EV_NONE;
+  }
+}
+
+static void stat_add(struct agg_stat *s, int64_t dur)
+{
+  if (s->count == 0 || dur < s->min_ns)
+    s->min_ns = dur;
+  if (s->count == 0 || dur > s->max_ns)
+    s->max_ns = dur;
+  s->count++;
+  s->total_ns += dur;
+}
+
+/* Interns (name, grid, block) as a shape; grows the shape array. */
+static int shape_id(struct idx_agg *a, uint32_t name, uint32_t has,
+                    const int64_t grid[3], const int64_t block[3],
+                    uint32_t *out)
+{
+  struct agg_shape key;
+  int rc;
+
+  memset(&key, 0, sizeof(key));
+  key.name = name;
+  key.has = has & HAS_SHAPE;
+  if (has & IDX_HAS_GRID)
+    memcpy(key.grid, grid, sizeof(key.grid));
+  if (has & IDX_HAS_BLOCK)
+    memcpy(key.block, block, sizeof(key.block));
+  /* The key is the identity part of the struct, up to rt_has. */
+  rc = agg_map_intern(&a->shapes_map, &key,
+                      offsetof(struct agg_shape, rt_has), out);
+  if (rc < 0)
+    return rc;
+  if (agg_grow(&a->shapes, &a->shapes_cap, *out, sizeof(*a->shapes)) != 0)
+    return TR_ENOMEM;
+  if (rc == 1)
+    a->shapes[*out] = key;
+  return 0;
+}
+
+static int name_id(struct idx_agg *a, struct idx_str s, uint32_t *out)
+{
+  int rc = agg_map_intern(&a->names, s.p ? s.p : "", s.p ? s.n : 0, out);
+
+  if (rc < 0)
+    return rc;
+  return agg_grow(&a->kernels, &a->kernels_cap, *out, sizeof(*a->kernels));
+}
+
+/* Adds dur (or a whole stat) to the launch row (shape, regs, shared). */
+static int launch_add(struct idx_agg *a, uint32_t shape, uint32_t has,
+                      int64_t regs, int64_t shmem, const struct agg_stat *s)
+{
+  struct agg_launch key, *l;
+  uint32_t id;
+  int rc;
+
+  memset(&key, 0, sizeof(key));
+  key.shape = shape;
+  key.has = has & HAS_RES;
+  key.regs = (has & IDX_HAS_REGS) ? regs : 0;
+  key.shmem = (has & IDX_HAS_SHMEM) ? shmem : 0;
+  rc = agg_map_intern(&a->launches_map, &key,
+                      offsetof(struct agg_launch, s), &id);
+  if (rc < 0)
+    return rc;
+  if (agg_grow(&a->launches, &a->launches_cap, id, sizeof(*a->launches)))
+    return TR_ENOMEM;
+  l = &a->launches[id];
+  if (rc == 1)
+    *l = key;
+  if (l->s.count == 0 || s->min_ns < l->s.min_ns)
+    l->s.min_ns = s->min_ns;
+  if (l->s.count == 0 || s->max_ns > l->s.max_ns)
+    l->s.max_ns = s->max_ns;
+  l->s.count += s->count;
+  l->s.total_ns += s->total_ns;
+  return 0;
+}
+
+static int launch_add_one(struct idx_agg *a, uint32_t shape, uint32_t has,
+                          int64_t regs, int64_t shmem, int64_t dur)
+{
+  struct agg_stat s = {1, dur, dur, dur};
+
+  return launch_add(a, shape, has, regs, shmem, &s);
+}
+
+/* A kernel met its launch event: the launch fills what the kernel lacks
+ * (grid/block on ROCm 6.2, shared memory and registers on every ROCm). */
+static int launch_joined(struct idx_agg *a, uint32_t shape,
+                         const struct pend_launch *pl, int64_t dur)
+{
+  struct agg_shape *s = &a->shapes[shape];
+  int64_t grid[3], block[3];
+  uint32_t has = s->has;
+  int rc;
+
+  memcpy(grid, s->grid, sizeof(grid));
+  memcpy(block, s->block, sizeof(block));
+  if (!(has & IDX_HAS_GRID) && (pl->has & IDX_HAS_GRID)) {
+    memcpy(grid, pl->grid, sizeof(grid));
+    has |= IDX_HAS_GRID;
+  }
+  if (!(has & IDX_HAS_BLOCK) && (pl->has & IDX_HAS_BLOCK)) {
+    memcpy(block, pl->block, sizeof(block));
+    has |= IDX_HAS_BLOCK;
+  }
+  if (has != s->has &&
+      (rc = shape_id(a, s->name, has, grid, block, &shape)) != 0)
+    return rc;
+  return launch_add_one(a, shape, pl->has, pl->regs, pl->shmem, dur);
+}
+
+static int record(struct idx_agg *a, const struct idx_event *ev,
+                  enum agg_rec_type type, uint32_t id)
+{
+  struct agg_rec r = {ev->ts_ns, ev->dur_ns, type, id};
+
+  return agg_runs_add(&a->runs, &r);
+}
+
+static int on_kernel(struct idx_agg *a, const struct idx_doc *doc,
+                     const struct idx_event *ev)
+{
+  struct pend_launch pl;
+  struct pend_kernel pk;
+  struct agg_kernel *k;
+  uint32_t nid, shape;
+  int rc;
+
+  if ((rc = name_id(a, ev->name, &nid)) != 0 ||
+      (rc = shape_id(a, nid, ev->has, ev->grid, ev->block, &shape)) != 0)
+    return rc;
+  k = &a->kernels[nid];
+  if (k->s.count == 0 || ev->ts_ns < k->first_ns)
+    k->first_ns = ev->ts_ns;
+  if (k->s.count == 0 || ev->ts_ns > k->last_ns)
+    k->last_ns = ev->ts_ns;
+  k->is_kernel = 1;
+  stat_add(&k->s, ev->dur_ns);
+  if (agg_hist_add(&k->hist, ev->dur_ns) != 0)
+    return TR_ENOMEM;
+  a->kernel_events++;
+  a->kernel_ns += ev->dur_ns;
+  if ((rc = record(a, ev, AGG_REC_KERNEL, shape)) != 0)
+    return rc;
+  /* CUDA and mcTracer kernels describe themselves; ROCm ones need the
+   * launch event. */
+  if (doc->format == IDX_FORMAT_MCTRACER || (ev->has & IDX_HAS_SHMEM) ||
+      !(ev->has & IDX_HAS_CORR))
+    return launch_add_one(a, shape, ev->has, ev->registers,
+                          ev->shared_bytes, ev->dur_ns);
+  if (agg_corr_take(&a->rt_pending, ev->correlation, &pl))
+    return launch_joined(a, shape, &pl, ev->dur_ns);
+  pk.shape = shape;
+  pk.pad = 0;
+  pk.dur_ns = ev->dur_ns;
+  if (agg_corr_put(&a->k_pending, ev->correlation, &pk) == 0)
+    return 0;
+  stat_add(&a->shapes[shape].unresolved, ev->dur_ns);
+  return 0;
+}
+
+/* Remembers what a launch of (args.kernel, grid, block) said, for the
+ * fallback join. */
+static int launch_shape_note(struct idx_agg *a, const struct idx_event *ev,
+                             const struct pend_launch *pl)
+{
+  struct agg_shape *s;
+  uint32_t nid, shape;
+  int rc;
+
+  if (ev->kernel.p == NULL)
+    return 0;
+  if ((rc = name_id(a, ev->kernel, &nid)) != 0 ||
+      (rc = shape_id(a, nid, pl->has, pl->grid, pl->block, &shape)) != 0)
+    return rc;
+  s = &a->shapes[shape];
+  if (!s->rt_seen) {
+    s->rt_seen = 1;
+    s->rt_has = pl->has & HAS_RES;
+    s->rt_regs = pl->regs;
+    s->rt_shmem = pl->shmem;
+  } else if (s->rt_has != (pl->has & HAS_RES) || s->rt_regs != pl->regs ||
+             s->rt_shmem != pl->shmem) {
+    s->rt_conflict = 1;
+  }
+  return 0;
+}
+
+static int on_launch(struct idx_agg *a, const struct idx_event *ev)
+{
+  struct pend_launch pl;
+  struct pend_kernel pk;
+  int rc;
+
+  memset(&pl, 0, sizeof(pl));
+  pl.has = ev->has & (HAS_RES | HAS_SHAPE);
+  pl.regs = (ev->has & IDX_HAS_REGS) ? ev->registers : 0;
+  pl.shmem = (ev->has & IDX_HAS_SHMEM) ? ev->shared_bytes : 0;
+  if (ev->has & IDX_HAS_GRID)
+    memcpy(pl.grid, ev->grid, sizeof(pl.grid));
+  if (ev->has & IDX_HAS_BLOCK)
+    memcpy(pl.block, ev->block, sizeof(pl.block));
+  if ((rc = launch_shape_note(a, ev, &pl)) != 0)
+    return rc;
+  if (agg_corr_take(&a->k_pending, ev->correlation, &pk))
+    return launch_joined(a, pk.shape, &pl, pk.dur_ns);
+  /* A full table drops the launch: the shape fallback still has it. */
+  (void)agg_corr_put(&a->rt_pending, ev->correlation, &pl);
+  return 0;
+}
+
+static int on_runtime(struct idx_agg *a, const struct idx_doc *doc,
+                      const struct idx_event *ev)
+{
+  struct agg_named *r;
+  uint32_t id;
+  int rc;
+
+  rc = agg_map_intern(&a->rt_map, ev->name.p ? ev->name.p : "",
+                      ev->name.p ? ev->name.n : 0, &id);
+  if (rc < 0 || agg_grow(&a->runtime, &a->runtime_cap, id,
+                         sizeof(*a->runtime)) != 0)
+    return TR_ENOMEM;
+  r = &a->runtime[id];
+  stat_add(&r->s, ev->dur_ns);
+  if (agg_hist_add(&r->hist, ev->dur_ns) != 0)
+    return TR_ENOMEM;
+  if (doc->format != IDX_FORMAT_MCTRACER && (ev->has & IDX_HAS_CORR) &&
+      (ev->kernel.p != NULL || (ev->has & HAS_RES)))
+    return on_launch(a, ev);
+  return 0;
+}
+
+/* Copy direction from args.kind ("DtoD"), else from the name: kineto
+ * "Memcpy HtoD (Pageable -> Device)", mcTracer "memcpy DTOH(...)". */
+static enum agg_copy_kind copy_kind(const struct idx_event *ev)
+{
+  static const char *const dirs[] = {"htod", "dtoh", "dtod", "htoh", "ptop"};
+  const char *p = NULL;
+  size_t i;
+
+  if (ev->kind.p != NULL && ev->kind.n == 4)
+    p = ev->kind.p;
+  else if (ev->name.n >= 11 && str_ieq(ev->name.p, "memcpy ", 7))
+    p = ev->name.p + 7;
+  for (i = 0; p != NULL && i < 5; i++)
+    if (str_ieq(p, dirs[i], 4))
+      return (enum agg_copy_kind)i;
+  return AGG_COPY_OTHER;
+}
+
+static int on_copy(struct idx_agg *a, const struct idx_event *ev, int memset)
+{
+  enum agg_copy_kind kind = memset ? AGG_COPY_MEMSET : copy_kind(ev);
+  struct agg_copy *c = &a->copies[kind];
+  int64_t bytes = (ev->has & IDX_HAS_BYTES) ? ev->bytes : 0;
+
+  stat_add(&c->s, ev->dur_ns);
+  c->bytes += bytes;
+  if (bytes > c->max_bytes)
+    c->max_bytes = bytes;
+  return record(a, ev, memset ? AGG_REC_MEMSET : AGG_REC_COPY, kind);
+}
+
+/* Length of the run-label kind (the name up to '[', docs/ATOM.md), or 0
+ * when the name is no run label ("ProfilerStep#3", "decode_helper[x]"). */
+static size_t label_kind(struct idx_str n)
+{
+  static const char *const kinds[] = {
+      "prefill", "decode", "eager_decode", "dummy_decode",
+      "dummy_eager_decode", "dummy_prefill", "draft_kv", "dspark_sched"};
+  const char *b = n.p ? memchr(n.p, '[', n.n) : NULL;
+  size_t len, i;
+
+  if (b == NULL)
+    return 0;
+  len = (size_t)(b - n.p);
+  for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+    if (len == strlen(kinds[i]) && memcmp(n.p, kinds[i], len) == 0)
+      return len;
+  if (len <= 8 || memcmp(n.p, "propose_", 8) != 0)
+    return 0;
+  for (i = 8; i < len; i++)
+    if (!isalnum((unsigned char)n.p[i]) && n.p[i] != '_')
+      return 0;
+  return len;
+}
+
+/* Parses the integer after `key` (e.g. "tok=") inside the brackets, where
+ * key starts a field (after '[', ' ' or ','). *second gets the number
+ * after a '/' (bs=117/128), or -1. Returns the first number or -1. */
+static int64_t label_field(struct idx_str n, size_t from, const char *key,
+                           int64_t *second)
+{
+  size_t kl = strlen(key), i;
+  int64_t v[2] = {-1, -1};
+  int which;
+
+  for (i = from; i + kl <= n.n; i++) {
+    char prev = n.p[i - 1];
+
+    if ((prev != '[' && prev != ' ' && prev != ',') ||
+        memcmp(n.p + i, key, kl) != 0)
+      continue;
+    i += kl;
+    for (which = 0; which < 2; which++) {
+      if (i >= n.n || !isdigit((unsigned char)n.p[i]))
+        break;
+      v[which] = 0;
+      while (i < n.n && isdigit((unsigned char)n.p[i]) &&
+             v[which] < INT64_MAX / 10 - 9)
+        v[which] = v[which] * 10 + (n.p[i++] - '0');
+      if (i >= n.n || n.p[i] != '/')
+        break;
+      i++;
+    }
+    break;
+  }
+  if (second != NULL)
+    *second = v[1];
+  return v[0];
+}
+
+static int on_label(struct idx_agg *a, const struct idx_event *ev, int side)
+{
+  size_t len = label_kind(ev->name);
+  struct agg_step *st;
+  int64_t tok, bs, graph_bs;
+  uint32_t kind;
+  int rc;
+
+  if (len == 0)
+    return 0;
+  rc = agg_map_intern(&a->kinds_map, ev->name.p, len, &kind);
+  if (rc < 0)
+    return rc;
+  if (kind >= AGG_MAX_STEP_KINDS) {
+    a->skipped++;   /* a flood of made-up propose_* kinds: count, drop */
+    return 0;
+  }
+  st = &a->steps[side][kind];
+  st->count++;
+  st->total_ns += ev->dur_ns;
+  tok = label_field(ev->name, len + 1, "tok=", NULL);
+  if (tok > 0)
+    st->tokens += tok;
+  bs = label_field(ev->name, len + 1, "bs=", &graph_bs);
+  if (bs >= 0 && graph_bs > bs)
+    st->padded++;
+  return side == AGG_SIDE_GPU ? record(a, ev, AGG_REC_LABEL, kind) : 0;
+}
+
+/* mcTracer names the device in M metadata on the device lane (pid 2).
+ * M events come before the format is settled: the name is kept, and used
+ * only when the file turns out to be mcTracer (agg_json.c). */
+static void on_meta(struct idx_agg *a, const struct idx_event *ev)
+{
+  size_t n = ev->arg_name.n;
+
+  if (a->device[0] != '\0' || ev->arg_name.p == NULL || n == 0 ||
+      !(ev->has & IDX_HAS_PID) || ev->pid != 2)
+    return;
+  if (n >= sizeof(a->device))
+    n = sizeof(a->device) - 1;
+  memcpy(a->device, ev->arg_name.p, n);
+  a->device[n] = '\0';
+}
+
+static void note_time(struct idx_agg *a, const struct idx_event *ev)
+{
+  int64_t end = ev->ts_ns;
+
+  if (ev->ph == 'X')
+    end += ev->dur_ns;
+  if (a->t0_ns > a->tend_ns) {
+    a->t0_ns = ev->ts_ns;
+    a->tend_ns = end;
+    return;
+  }
+  if (ev->ts_ns < a->t0_ns)
+    a->t0_ns = ev->ts_ns;
+  if (end > a->tend_ns)
+    a->tend_ns = end;
+}
+
+int idx_agg_event(void *ud, const struct idx_doc *doc,
+                  const struct idx_event *ev)
+{
+  struct idx_agg *a = ud;
+
+  if (ev->ph == 'M') {
+    on_meta(a, ev);
+    return 0;
+  }
+  if (ev->ph == 'X' && (!(ev->has & IDX_HAS_TS) ||
+                        !(ev->has & IDX_HAS_DUR) || ev->dur_ns < 0)) {
+    a->skipped++;
+    return 0;
+  }
+  if (ev->has & IDX_HAS_TS)
+    note_time(a, ev);
+  if (ev->ph != 'X')
+    return 0;
+  switch (classify(doc, ev)) {
+  case EV_KERNEL: return on_kernel(a, doc, ev);
+  case EV_COPY: return on_copy(a, ev, 0);
+  case EV_MEMSET: return on_copy(a, ev, 1);
+  case EV_RUNTIME: return on_runtime(a, doc, ev);
+  case EV_LABEL_CPU: return on_label(a, ev, AGG_SIDE_CPU);
+  case EV_LABEL_GPU: return on_label(a, ev, AGG_SIDE_GPU);
+  default: return 0;
+  }
+}
+
+int idx_agg_init(struct idx_agg *a, const struct idx_rules *rules,
+                 size_t rec_cap)
+{
+  memset(a, 0, sizeof(*a));
+  a->rules = rules;
+  a->t0_ns = 1;   /* t0 > tend: no timed event yet */
+  if (agg_runs_init(&a->runs, rec_cap ? rec_cap : AGG_DEFAULT_RECS) != 0 ||
+      agg_corr_init(&a->k_pending, sizeof(struct pend_kernel),
+                    AGG_PENDING) != 0 ||
+      agg_corr_init(&a->rt_pending, sizeof(struct pend_launch),
+                    AGG_PENDING) != 0) {
+    idx_agg_free(a);
+    return TR_ENOMEM;
+  }
+  return 0;
+}
+
+void idx_agg_free(struct idx_agg *a)
+{
+  size_t i;
+
+  if (a == NULL)
+    return;
+  for (i = 0; i < a->names.n; i++)
+    agg_hist_free(&a->kernels[i].hist);
+  for (i = 0; i < a->rt_map.n; i++)
+    agg_hist_free(&a->runtime[i].hist);
+  free(a->kernels);
+  free(a->shapes);
+  free(a->launches);
+  free(a->runtime);
+  agg_map_free(&a->names);
+  agg_map_free(&a->shapes_map);
+  agg_map_free(&a->launches_map);
+  agg_map_free(&a->rt_map);
+  agg_map_free(&a->kinds_map);
+  agg_corr_free(&a->k_pending);
+  agg_corr_free(&a->rt_pending);
+  agg_runs_free(&a->runs);
+  memset(a, 0, sizeof(*a));
+}
+
+static void park_pending(void *ud, const void *val)
+{
+  struct idx_agg *a = ud;
+  const struct pend_kernel *pk = val;
+
+  stat_add(&a->shapes[pk->shape].unresolved, pk->dur_ns);
+}
+
+int idx_agg_resolve(struct idx_agg *a)
+{
+  struct agg_shape *s;
+  uint32_t i;
+  int rc;
+
+  agg_corr_drain(&a->k_pending, park_pending, a);
+  for (i = 0; i < a->shapes_map.n; i++) {
+    s = &a->shapes[i];
+    if (s->unresolved.count == 0)
+      continue;
+    rc = launch_add(a, i, s->rt_conflict ? 0 : s->rt_has, s->rt_regs,
+                    s->rt_shmem, &s->unresolved);
+    if (rc != 0)
+      return rc;
+    memset(&s->unresolved, 0, sizeof(s->unresolved));
+  }
+  return 0;
+}

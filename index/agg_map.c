@@ -1,0 +1,386 @@
+/*
+ * The aggregation's containers: an interning map (names and shapes -> dense
+ * ids), a sparse log-linear histogram (medians without keeping samples),
+ * and a bounded correlation table with removal (the launch join). Each
+ * grows only with distinct keys.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "index/agg.h"
+
+#define ARENA_CHUNK 65536
+
+/* Arena chunk: keys are never freed one by one, only all at once. */
+struct agg_chunk {
+  struct agg_chunk *next;
+  size_t used, size;
+  char data[];
+};
+
+/* FNV-1a: names are short-lived keys, speed over quality is fine here as
+ * probing handles collisions. */
+static uint32_t hash_bytes(const void *key, size_t len)
+{
+  const unsigned char *p = key;
+  uint32_t h = 2166136261u;
+  size_t i;
+
+  for (i = 0; i < len; i++)
+    h = (h ^ p[i]) * 16777619u;
+  return h;
+}
+
+int agg_grow(void *arr, size_t *cap, size_t need, size_t elem)
+{
+  void **pa = arr;
+  size_t ncap = *cap ? *cap : 16;
+  void *p;
+
+  if (need < *cap)
+    return 0;
+  while (ncap <= need)
+    ncap *= 2;
+  p = realloc(*pa, ncap * elem);
+  if (p == NULL)
+    return TR_ENOMEM;
+  memset((char *)p + *cap * elem, 0, (ncap - *cap) * elem);
+  *pa = p;
+  *cap = ncap;
+  return 0;
+}
+
+/* Copies key into the arena. NULL when out of memory. */
+static const char *arena_copy(struct agg_chunk **arena, const void *key,
+                              size_t len)
+{
+  struct agg_chunk *c = *arena;
+  char *dst;
+
+  if (c == NULL || c->size - c->used < len) {
+    size_t size = len > ARENA_CHUNK ? len : ARENA_CHUNK;
+
+    c = malloc(sizeof(*c) + size);
+    if (c == NULL)
+      return NULL;
+    c->used = 0;
+    c->size = size;
+    c->next = *arena;
+    *arena = c;
+  }
+  dst = c->data + c->used;
+  if (len > 0)
+    memcpy(dst, key, len);
+  c->used += len;
+  return dst;
+}
+
+static int map_rehash(struct agg_map *m)
+{
+  size_t ncap = m->cap ? m->cap * 2 : 256, i, j;
+  uint64_t *ns = calloc(ncap, sizeof(*ns));
+
+  if (ns == NULL)
+    return TR_ENOMEM;
+  for (i = 0; i < m->cap; i++) {
+    if (m->slots[i] == 0)
+      continue;
+    j = (size_t)(m->slots[i] >> 32) & (ncap - 1);
+    while (ns[j] != 0)
+      j = (j + 1) & (ncap - 1);
+    ns[j] = m->slots[i];
+  }
+  free(m->slots);
+  m->slots = ns;
+  m->cap = ncap;
+  return 0;
+}
+
+int agg_map_intern(struct agg_map *m, const void *key, size_t len,
+                   uint32_t *id)
+{
+  uint32_t h = hash_bytes(key, len);
+  size_t i;
+  const char *copy;
+
+  if ((m->n + 1) * 2 > m->cap && map_rehash(m) != 0)
+    return TR_ENOMEM;
+  for (i = h & (m->cap - 1); m->slots[i] != 0; i = (i + 1) & (m->cap - 1)) {
+    uint32_t cand = (uint32_t)(m->slots[i] & 0xffffffffu) - 1;
+
+    if ((uint32_t)(m->slots[i] >> 32) == h && m->keys[cand].n == len &&
+        memcmp(m->keys[cand].p, key, len) == 0) {
+      *id = cand;
+      return 0;
+    }
+  }
+  if (agg_grow(&m->keys, &m->keys_cap, m->n, sizeof(*m->keys)) != 0)
+    return TR_ENOMEM;
+  copy = arena_copy(&m->arena, key, len);
+  if (copy == NULL)
+    return TR_ENOMEM;
+  m->keys[m->n].p = copy;
+  m->keys[m->n].n = len;
+  m->slots[i] = ((uint64_t)h << 32) | (m->n + 1);
+  *id = m->n++;
+  return 1;
+}
+
+void agg_map_free(struct agg_map *m)
+{
+  struct agg_chunk *c, *next;
+
+  if (m == NULL)
+    return;
+  for (c = m->arena; c != NULL; c = next) {
+    next = c->next;
+    free(c);
+  }
+  free(m->slots);
+  free(m->keys);
+  memset(m, 0, sizeof(*m));
+}
+
+/* ---- histogram ---- */
+
+#define HIST_EXACT 1024u   /* values below are their own bucket */
+#define HIST_SUB_BITS 9    /* 512 buckets per power of two above */
+
+static uint32_t hist_bucket(int64_t v)
+{
+  uint64_t u = v < 0 ? 0 : (uint64_t)v;
+  int e;
+
+  if (u < HIST_EXACT)
+    return (uint32_t)u;
+  e = 63 - __builtin_clzll(u);
+  return HIST_EXACT + (uint32_t)(e - 10) * (1u << HIST_SUB_BITS) +
+         (uint32_t)((u >> (e - HIST_SUB_BITS)) & ((1u << HIST_SUB_BITS) - 1));
+}
+
+/* The bucket's midpoint (exact for the small buckets). */
+static int64_t hist_value(uint32_t b)
+{
+  uint32_t e, m;
+  uint64_t low, width;
+
+  if (b < HIST_EXACT)
+    return b;
+  e = (b - HIST_EXACT) / (1u << HIST_SUB_BITS) + 10;
+  m = (b - HIST_EXACT) % (1u << HIST_SUB_BITS);
+  width = 1ull << (e - HIST_SUB_BITS);
+  low = ((uint64_t)(1u << HIST_SUB_BITS) + m) * width;
+  return (int64_t)(low + width / 2);
+}
+
+static int hist_rehash(struct agg_hist *h)
+{
+  uint32_t ncap = h->cap ? h->cap * 2 : 16, i, j;
+  uint32_t *nk = calloc(ncap, sizeof(*nk));
+  uint64_t *nc = calloc(ncap, sizeof(*nc));
+
+  if (nk == NULL || nc == NULL) {
+    free(nk);
+    free(nc);
+    return TR_ENOMEM;
+  }
+  for (i = 0; i < h->cap; i++) {
+    if (h->keys[i] == 0)
+      continue;
+    j = (h->keys[i] * 2654435761u) & (ncap - 1);
+    while (nk[j] != 0)
+      j = (j + 1) & (ncap - 1);
+    nk[j] = h->keys[i];
+    nc[j] = h->counts[i];
+  }
+  free(h->keys);
+  free(h->counts);
+  h->keys = nk;
+  h->counts = nc;
+  h->cap = ncap;
+  return 0;
+}
+
+int agg_hist_add(struct agg_hist *h, int64_t v)
+{
+  uint32_t k = hist_bucket(v) + 1, i;
+
+  if ((h->n + 1) * 2 > h->cap && hist_rehash(h) != 0)
+    return TR_ENOMEM;
+  i = (k * 2654435761u) & (h->cap - 1);
+  while (h->keys[i] != 0 && h->keys[i] != k)
+    i = (i + 1) & (h->cap - 1);
+  if (h->keys[i] == 0) {
+    h->keys[i] = k;
+    h->n++;
+  }
+  h->counts[i]++;
+  return 0;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+  return (x > y) - (x < y);
+}
+
+/* Finds the count of bucket key k (k = bucket + 1). */
+static uint64_t hist_count(const struct agg_hist *h, uint32_t k)
+{
+  uint32_t i = (k * 2654435761u) & (h->cap - 1);
+
+  while (h->keys[i] != k)
+    i = (i + 1) & (h->cap - 1);
+  return h->counts[i];
+}
+
+int64_t agg_hist_median(const struct agg_hist *h, uint64_t count,
+                        int64_t min, int64_t max)
+{
+  uint32_t *order, i, j = 0;
+  uint64_t want = count > 0 ? (count - 1) / 2 : 0, seen = 0;
+  int64_t v = min;
+
+  if (h->n == 0)
+    return 0;
+  order = malloc(h->n * sizeof(*order));
+  if (order == NULL)
+    return min;   /* out of memory at the very end: degrade, never fail */
+  for (i = 0; i < h->cap; i++)
+    if (h->keys[i] != 0)
+      order[j++] = h->keys[i];
+  qsort(order, j, sizeof(*order), cmp_u32);
+  for (i = 0; i < j; i++) {
+    seen += hist_count(h, order[i]);
+    if (seen > want) {
+      v = hist_value(order[i] - 1);
+      break;
+    }
+  }
+  free(order);
+  return v < min ? min : v > max ? max : v;
+}
+
+void agg_hist_free(struct agg_hist *h)
+{
+  if (h == NULL)
+    return;
+  free(h->keys);
+  free(h->counts);
+  memset(h, 0, sizeof(*h));
+}
+
+/* ---- correlation table ---- */
+
+static uint32_t corr_home(const struct agg_corr *c, int64_t key)
+{
+  uint64_t x = (uint64_t)key * 0x9E3779B97F4A7C15ull;
+
+  return (uint32_t)(x >> 32) & (c->cap - 1);
+}
+
+int agg_corr_init(struct agg_corr *c, size_t vsize, uint32_t max)
+{
+  memset(c, 0, sizeof(*c));
+  c->vsize = vsize;
+  c->max = max;
+  c->cap = 16;
+  while (c->cap < max * 2)
+    c->cap *= 2;
+  c->keys = calloc(c->cap, sizeof(*c->keys));
+  c->vals = calloc(c->cap, vsize);
+  c->used = calloc(c->cap, 1);
+  if (c->keys == NULL || c->vals == NULL || c->used == NULL) {
+    agg_corr_free(c);
+    return TR_ENOMEM;
+  }
+  return 0;
+}
+
+/* Slot of key, or of the empty slot where it would go. */
+static uint32_t corr_find(const struct agg_corr *c, int64_t key)
+{
+  uint32_t i = corr_home(c, key);
+
+  while (c->used[i] && c->keys[i] != key)
+    i = (i + 1) & (c->cap - 1);
+  return i;
+}
+
+int agg_corr_put(struct agg_corr *c, int64_t key, const void *val)
+{
+  uint32_t i = corr_find(c, key);
+
+  if (c->used[i])
+    return TR_ECONFLICT;
+  if (c->n >= c->max)
+    return TR_ELIMIT;
+  c->used[i] = 1;
+  c->keys[i] = key;
+  c->n++;
+  memcpy(c->vals + (size_t)i * c->vsize, val, c->vsize);
+  return 0;
+}
+
+/* Backward-shift removal keeps probe chains intact without tombstones,
+ * so a table churned by millions of launches never degrades. */
+static void corr_remove(struct agg_corr *c, uint32_t i)
+{
+  uint32_t j = i, home;
+
+  for (;;) {
+    j = (j + 1) & (c->cap - 1);
+    if (!c->used[j])
+      break;
+    home = corr_home(c, c->keys[j]);
+    /* j's entry may move into the hole at i when its home is not
+     * cyclically within (i, j]. */
+    if ((j > i && (home <= i || home > j)) ||
+        (j < i && home <= i && home > j)) {
+      c->keys[i] = c->keys[j];
+      memcpy(c->vals + (size_t)i * c->vsize,
+             c->vals + (size_t)j * c->vsize, c->vsize);
+      i = j;
+    }
+  }
+  c->used[i] = 0;
+  c->n--;
+}
+
+int agg_corr_take(struct agg_corr *c, int64_t key, void *out)
+{
+  uint32_t i;
+
+  if (c->n == 0)
+    return 0;
+  i = corr_find(c, key);
+  if (!c->used[i])
+    return 0;
+  memcpy(out, c->vals + (size_t)i * c->vsize, c->vsize);
+  corr_remove(c, i);
+  return 1;
+}
+
+void agg_corr_drain(struct agg_corr *c, void (*fn)(void *ud, const void *val),
+                    void *ud)
+{
+  uint32_t i;
+
+  for (i = 0; i < c->cap; i++)
+    if (c->used[i]) {
+      fn(ud, c->vals + (size_t)i * c->vsize);
+      c->used[i] = 0;
+    }
+  c->n = 0;
+}
+
+void agg_corr_free(struct agg_corr *c)
+{
+  if (c == NULL)
+    return;
+  free(c->keys);
+  free(c->vals);
+  free(c->used);
+  memset(c, 0, sizeof(*c));
+}

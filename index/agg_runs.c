@@ -1,0 +1,236 @@
+/*
+ * Time records in bounded memory. Trace files are not time-sorted (kineto
+ * writes CPU spans, then GPU activity per stream), yet the union of device
+ * intervals, step kernel time and phases need time order. Records gather in
+ * a fixed buffer; a full buffer is sorted and appended to a tmpfile() as a
+ * run; at the end the runs are k-way merged through a heap, each read
+ * through a small window. Exact, and RSS stays flat with file size: the
+ * disk holds 24 bytes per device event instead.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "index/agg.h"
+
+#define MERGE_MEMORY_RECS (1u << 16)  /* all run windows together */
+
+static int rec_cmp(const struct agg_rec *a, const struct agg_rec *b)
+{
+  if (a->start_ns != b->start_ns)
+    return a->start_ns < b->start_ns ? -1 : 1;
+  if (a->type != b->type)
+    return a->type < b->type ? -1 : 1;
+  if (a->id != b->id)
+    return a->id < b->id ? -1 : 1;
+  return (a->dur_ns > b->dur_ns) - (a->dur_ns < b->dur_ns);
+}
+
+static int rec_qcmp(const void *a, const void *b)
+{
+  return rec_cmp(a, b);
+}
+
+int agg_runs_init(struct agg_runs *r, size_t cap)
+{
+  memset(r, 0, sizeof(*r));
+  r->cap = cap < 2 ? 2 : cap;
+  r->buf = malloc(r->cap * sizeof(*r->buf));
+  return r->buf == NULL ? TR_ENOMEM : 0;
+}
+
+/* Sorts the buffer and appends it to the spill file as one run. */
+static int spill(struct agg_runs *r)
+{
+  struct agg_run run;
+
+  if (r->n == 0)
+    return 0;
+  if (r->spill == NULL && (r->spill = tmpfile()) == NULL)
+    return -errno;
+  if (agg_grow(&r->runs, &r->runs_cap, r->nruns, sizeof(*r->runs)) != 0)
+    return TR_ENOMEM;
+  qsort(r->buf, r->n, sizeof(*r->buf), rec_qcmp);
+  run.first = r->nruns ? r->runs[r->nruns - 1].first +
+                             r->runs[r->nruns - 1].n : 0;
+  run.n = r->n;
+  if (fseeko(r->spill, (off_t)(run.first * sizeof(*r->buf)), SEEK_SET) != 0 ||
+      fwrite(r->buf, sizeof(*r->buf), r->n, r->spill) != r->n ||
+      fflush(r->spill) != 0)
+    return TR_EIO;
+  r->runs[r->nruns++] = run;
+  r->n = 0;
+  return 0;
+}
+
+int agg_runs_add(struct agg_runs *r, const struct agg_rec *rec)
+{
+  int rc;
+
+  if (r->n == r->cap && (rc = spill(r)) != 0)
+    return rc;
+  r->buf[r->n++] = *rec;
+  return 0;
+}
+
+int agg_runs_seal(struct agg_runs *r)
+{
+  r->sealed = 1;
+  if (r->spill != NULL)
+    return spill(r);
+  qsort(r->buf, r->n, sizeof(*r->buf), rec_qcmp);
+  return 0;
+}
+
+void agg_runs_free(struct agg_runs *r)
+{
+  if (r == NULL)
+    return;
+  free(r->buf);
+  free(r->runs);
+  if (r->spill != NULL)
+    fclose(r->spill);
+  memset(r, 0, sizeof(*r));
+}
+
+/* One run being merged: a window of its records. */
+struct cursor {
+  uint64_t next;        /* next record index in the file */
+  uint64_t end;
+  struct agg_rec *win;
+  size_t pos, len;
+};
+
+struct agg_iter {
+  struct agg_runs *r;
+  size_t mem_pos;       /* in-memory case: index into r->buf */
+  struct cursor *cur;
+  size_t ncur;
+  size_t *heap;         /* cursor indices, min-heap on the current record */
+  size_t nheap;
+  size_t window;
+  struct agg_rec *windows;
+};
+
+static int cursor_fill(struct agg_iter *it, struct cursor *c)
+{
+  size_t want = it->window;
+  ssize_t got;
+
+  if (c->end - c->next < want)
+    want = (size_t)(c->end - c->next);
+  c->pos = 0;
+  c->len = want;
+  if (want == 0)
+    return 0;
+  got = pread(fileno(it->r->spill), c->win, want * sizeof(*c->win),
+              (off_t)(c->next * sizeof(*c->win)));
+  if (got != (ssize_t)(want * sizeof(*c->win)))
+    return TR_EIO;
+  c->next += want;
+  return 0;
+}
+
+static int heap_less(const struct agg_iter *it, size_t a, size_t b)
+{
+  const struct cursor *x = &it->cur[a], *y = &it->cur[b];
+
+  return rec_cmp(&x->win[x->pos], &y->win[y->pos]) < 0;
+}
+
+static void heap_down(struct agg_iter *it, size_t i)
+{
+  for (;;) {
+    size_t l = 2 * i + 1, m = i, t;
+
+    if (l < it->nheap && heap_less(it, it->heap[l], it->heap[m]))
+      m = l;
+    if (l + 1 < it->nheap && heap_less(it, it->heap[l + 1], it->heap[m]))
+      m = l + 1;
+    if (m == i)
+      return;
+    t = it->heap[i];
+    it->heap[i] = it->heap[m];
+    it->heap[m] = t;
+    i = m;
+  }
+}
+
+static int iter_open_runs(struct agg_iter *it)
+{
+  struct agg_runs *r = it->r;
+  size_t i;
+  int rc;
+
+  it->ncur = r->nruns;
+  it->window = MERGE_MEMORY_RECS / (r->nruns ? r->nruns : 1);
+  if (it->window < 64)
+    it->window = 64;
+  it->cur = calloc(it->ncur, sizeof(*it->cur));
+  it->heap = calloc(it->ncur, sizeof(*it->heap));
+  it->windows = malloc(it->ncur * it->window * sizeof(*it->windows));
+  if (it->cur == NULL || it->heap == NULL || it->windows == NULL)
+    return TR_ENOMEM;
+  for (i = 0; i < it->ncur; i++) {
+    it->cur[i].next = r->runs[i].first;
+    it->cur[i].end = r->runs[i].first + r->runs[i].n;
+    it->cur[i].win = it->windows + i * it->window;
+    if ((rc = cursor_fill(it, &it->cur[i])) != 0)
+      return rc;
+    if (it->cur[i].len > 0)
+      it->heap[it->nheap++] = i;
+  }
+  for (i = it->nheap / 2; i-- > 0;)
+    heap_down(it, i);
+  return 0;
+}
+
+int agg_iter_open(struct agg_runs *r, struct agg_iter **out)
+{
+  struct agg_iter *it = calloc(1, sizeof(*it));
+  int rc;
+
+  if (it == NULL)
+    return TR_ENOMEM;
+  it->r = r;
+  if (r->spill != NULL && (rc = iter_open_runs(it)) != 0) {
+    agg_iter_close(it);
+    return rc;
+  }
+  *out = it;
+  return 0;
+}
+
+int agg_iter_next(struct agg_iter *it, struct agg_rec *rec)
+{
+  struct cursor *c;
+  int rc;
+
+  if (it->r->spill == NULL) {
+    if (it->mem_pos >= it->r->n)
+      return 0;
+    *rec = it->r->buf[it->mem_pos++];
+    return 1;
+  }
+  if (it->nheap == 0)
+    return 0;
+  c = &it->cur[it->heap[0]];
+  *rec = c->win[c->pos++];
+  if (c->pos == c->len && (rc = cursor_fill(it, c)) != 0)
+    return rc;
+  if (c->len == 0)
+    it->heap[0] = it->heap[--it->nheap];
+  heap_down(it, 0);
+  return 1;
+}
+
+void agg_iter_close(struct agg_iter *it)
+{
+  if (it == NULL)
+    return;
+  free(it->cur);
+  free(it->heap);
+  free(it->windows);
+  free(it);
+}

@@ -1,0 +1,106 @@
+/*
+ * idx_file(): one trace file, start to end. The source inflates on its own
+ * thread; here chunks go to the reader, whose events go to the
+ * aggregation; at the end the aggregation builds the rank summary.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "index/agg.h"
+#include "index/event.h"
+#include "index/index.h"
+
+#define PROGRESS_EVERY (4u << 20)   /* file bytes between progress calls */
+
+struct run {
+  struct idx_agg agg;
+  const volatile bool *cancel;
+};
+
+/* Checks the cancel flag between events too: a single gzip chunk can
+ * hold a hundred thousand of them. */
+static int on_event(void *ud, const struct idx_doc *doc,
+                    const struct idx_event *ev)
+{
+  struct run *run = ud;
+
+  if (run->cancel != NULL && *run->cancel)
+    return TR_ECONFLICT;
+  return idx_agg_event(&run->agg, doc, ev);
+}
+
+/* Re-records err as "<path>: <message>" unless the message names the
+ * file already; the first failure recorded wins. */
+static int fail(struct tr_err *err, const struct tr_err *local, int rc,
+                const char *path)
+{
+  if (rc == TR_ECONFLICT && local->code == 0)
+    return tr_err_set(err, rc, "", "%s: cancelled", path);
+  if (local->code == 0)
+    return tr_err_set(err, rc, "", "%s: indexing failed: %s", path,
+                      tr_strerror(rc));
+  if (strstr(local->msg, path) != NULL)
+    return tr_err_set(err, rc, local->field, "%s", local->msg);
+  return tr_err_set(err, rc, local->field, "%s: %s", path, local->msg);
+}
+
+/* Pumps the source into the reader until the end of the input. */
+static int pump(struct idx_source *src, struct idx_reader *rd,
+                const struct idx_options *opt, struct tr_err *err)
+{
+  uint64_t next_report = PROGRESS_EVERY;
+  const char *buf;
+  size_t len;
+  int rc;
+
+  for (;;) {
+    if (opt->cancel != NULL && *opt->cancel)
+      return TR_ECONFLICT;
+    if ((rc = idx_source_next(src, &buf, &len, err)) != 0)
+      return rc;
+    if (len == 0)
+      return idx_reader_finish(rd, err);
+    if ((rc = idx_reader_feed(rd, buf, len, err)) != 0)
+      return rc;
+    if (opt->on_progress != NULL &&
+        idx_source_read_bytes(src) >= next_report) {
+      opt->on_progress(opt->ud, idx_source_read_bytes(src));
+      next_report = idx_source_read_bytes(src) + PROGRESS_EVERY;
+    }
+  }
+}
+
+int idx_file(const char *path, const struct idx_options *opt, json_t **out,
+             struct tr_err *err)
+{
+  static const struct idx_options defaults = {IDX_FORMAT_AUTO, NULL, -1,
+                                              NULL, NULL, NULL};
+  struct agg_file_info info = {path, 0, -1};
+  struct idx_source *src = NULL;
+  struct idx_reader *rd = NULL;
+  struct tr_err local = {0};
+  struct run run;
+  int rc;
+
+  if (opt == NULL)
+    opt = &defaults;
+  run.cancel = opt->cancel;
+  if (idx_agg_init(&run.agg, opt->rules, 0) != 0)
+    return tr_err_set(err, TR_ENOMEM, "", "%s: out of memory", path);
+  rc = idx_source_open(path, &src, &local);
+  if (rc == 0)
+    rc = idx_reader_new(opt->format, on_event, &run, &rd);
+  if (rc == 0)
+    rc = pump(src, rd, opt, &local);
+  if (rc == 0) {
+    info.file_bytes = idx_source_file_bytes(src);
+    info.rank = opt->rank;
+    if (opt->on_progress != NULL)
+      opt->on_progress(opt->ud, idx_source_read_bytes(src));
+    rc = idx_agg_summary(&run.agg, idx_reader_doc(rd), &info, out, &local);
+  }
+  idx_reader_free(rd);
+  idx_source_close(src);
+  idx_agg_free(&run.agg);
+  return rc == 0 ? 0 : fail(err, &local, rc, path);
+}

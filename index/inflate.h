@@ -1,0 +1,42 @@
+/*
+ * One gzip inflater, internal to index/: ISA-L (inflate_isal.c) when built
+ * with TRACED_HAVE_ISAL, else zlib (inflate_zlib.c). Only source.c's
+ * inflate thread uses it; an inflater is used by one thread at a time.
+ */
+#ifndef IDX_INFLATE_H
+#define IDX_INFLATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct idx_inflate;
+
+/* The buffers of one idx_inflate_run() call: both are advanced past what
+ * was consumed and produced. Borrowed for the call. */
+struct idx_inflate_io {
+  const uint8_t *in;
+  size_t in_len;
+  uint8_t *out;
+  size_t out_len;
+};
+
+/* A new inflater expecting a gzip header. Returns 0 or TR_ENOMEM; caller
+ * frees with idx_inflate_free(). */
+int idx_inflate_new(struct idx_inflate **out);
+
+/* Inflates from io->in into io->out. Returns 0 when it stopped because the
+ * input ran out or the output is full, 1 at the end of a gzip member whose
+ * CRC matched (io->in then starts right after the member), or TR_EFORMAT
+ * with *what set to a static description of the damage. */
+int idx_inflate_run(struct idx_inflate *z, struct idx_inflate_io *io,
+                    const char **what);
+
+/* Prepares for the next member of a multi-member gzip file. */
+void idx_inflate_reset(struct idx_inflate *z);
+
+/* "isal" or "zlib". */
+const char *idx_inflate_name(void);
+
+void idx_inflate_free(struct idx_inflate *z);
+
+#endif

@@ -1,0 +1,81 @@
+/* The zlib inflater (see inflate.h), the portable fallback. */
+#ifndef TRACED_HAVE_ISAL
+
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "common/tr.h"
+#include "index/inflate.h"
+
+struct idx_inflate {
+  z_stream zs;
+};
+
+int idx_inflate_new(struct idx_inflate **out)
+{
+  struct idx_inflate *z = calloc(1, sizeof(*z));
+
+  if (z == NULL)
+    return TR_ENOMEM;
+  /* 15 + 16: gzip wrapper only (the caller has seen the magic bytes). */
+  if (inflateInit2(&z->zs, 15 + 16) != Z_OK) {
+    free(z);
+    return TR_ENOMEM;
+  }
+  *out = z;
+  return 0;
+}
+
+void idx_inflate_reset(struct idx_inflate *z)
+{
+  inflateReset(&z->zs);
+}
+
+int idx_inflate_run(struct idx_inflate *z, struct idx_inflate_io *io,
+                    const char **what)
+{
+  int rc;
+
+  /* uInt is 32-bit: source.c's buffers are far smaller. */
+  z->zs.next_in = (Bytef *)io->in;
+  z->zs.avail_in = (uInt)io->in_len;
+  z->zs.next_out = io->out;
+  z->zs.avail_out = (uInt)io->out_len;
+  rc = inflate(&z->zs, Z_NO_FLUSH);
+  io->in = z->zs.next_in;
+  io->in_len = z->zs.avail_in;
+  io->out = z->zs.next_out;
+  io->out_len = z->zs.avail_out;
+  if (rc == Z_STREAM_END)
+    return 1;
+  if (rc == Z_OK || rc == Z_BUF_ERROR)
+    return 0;
+  if (rc == Z_DATA_ERROR && z->zs.msg != NULL &&
+      strcmp(z->zs.msg, "incorrect data check") == 0)
+    *what = "gzip CRC mismatch";
+  else if (rc == Z_DATA_ERROR && z->zs.msg != NULL &&
+           strcmp(z->zs.msg, "incorrect length check") == 0)
+    *what = "gzip length mismatch";
+  else if (rc == Z_DATA_ERROR && z->zs.msg != NULL &&
+           strstr(z->zs.msg, "header") != NULL)
+    *what = "bad gzip header";
+  else
+    *what = rc == Z_MEM_ERROR ? "out of memory" : "corrupt deflate data";
+  return TR_EFORMAT;
+}
+
+const char *idx_inflate_name(void)
+{
+  return "zlib";
+}
+
+void idx_inflate_free(struct idx_inflate *z)
+{
+  if (z == NULL)
+    return;
+  inflateEnd(&z->zs);
+  free(z);
+}
+
+#endif

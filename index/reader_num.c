@@ -1,0 +1,286 @@
+/*
+ * Exact decimal numbers, UTF-8 checks and JSON string unescaping for the
+ * reader (reader_int.h). Timestamps reach 16 significant digits
+ * (4203669604595.407 us): a double would round them, so numbers are read as
+ * digit strings and scaled by moving the decimal point.
+ */
+#include <string.h>
+
+#include "index/reader_int.h"
+
+/* The digits of a number, the integer and fraction parts side by side. */
+struct digits {
+  const char *ip, *fp;  /* integer digits, fraction digits */
+  size_t in, fn;
+};
+
+static int digit_at(const struct digits *d, size_t i)
+{
+  return (i < d->in ? d->ip[i] : d->fp[i - d->in]) - '0';
+}
+
+static int is_digit(char c)
+{
+  return c >= '0' && c <= '9';
+}
+
+/* Reads the exponent after 'e'; clamps it to +-1e6 (anything larger is
+ * out of range or zero anyway). Returns the end or NULL when malformed. */
+static const char *read_exp(const char *p, const char *end, int64_t *exp)
+{
+  int neg = 0;
+  int64_t e = 0;
+
+  if (p < end && (*p == '+' || *p == '-'))
+    neg = *p++ == '-';
+  if (p == end || !is_digit(*p))
+    return NULL;
+  for (; p < end && is_digit(*p); p++)
+    if (e < 1000000)
+      e = e * 10 + (*p - '0');
+  *exp = neg ? -e : e;
+  return p;
+}
+
+/* Splits p[0..n) into sign, digits and exponent. 0 or IDX_NUM_NAN. */
+static int split(const char *p, const char *end, int *neg,
+                 struct digits *d, int64_t *exp)
+{
+  *neg = 0;
+  *exp = 0;
+  if (p < end && (*p == '-' || *p == '+'))
+    *neg = *p++ == '-';
+  d->ip = p;
+  while (p < end && is_digit(*p))
+    p++;
+  d->in = (size_t)(p - d->ip);
+  d->fp = p;
+  d->fn = 0;
+  if (p < end && *p == '.') {
+    d->fp = ++p;
+    while (p < end && is_digit(*p))
+      p++;
+    d->fn = (size_t)(p - d->fp);
+  }
+  if (d->in + d->fn == 0)
+    return IDX_NUM_NAN;
+  if (p < end && (*p == 'e' || *p == 'E'))
+    p = read_exp(p + 1, end, exp);
+  return p == end ? IDX_NUM_OK : IDX_NUM_NAN;
+}
+
+const char *idx_num_fast(const char *p, const char *end, unsigned scale,
+                         int64_t *out)
+{
+  const char *s;
+  uint64_t acc = 0;
+  unsigned f = 0;   /* fraction digits kept */
+  int neg = 0;
+
+  if (p < end && *p == '-')
+    neg = 1, p++;
+  for (s = p; p < end && is_digit(*p); p++)
+    acc = acc * 10 + (uint64_t)(*p - '0');
+  if (p == s || (size_t)(p - s) + scale > 18)
+    return NULL;
+  if (p < end && *p == '.') {
+    for (s = ++p; p < end && is_digit(*p); p++)
+      if (f < scale)
+        acc = acc * 10 + (uint64_t)(*p - '0'), f++;
+    if (p == s)
+      return NULL;
+  }
+  if (p < end && (*p == 'e' || *p == 'E'))
+    return NULL;
+  for (; f < scale; f++)
+    acc *= 10;
+  *out = neg ? -(int64_t)acc : (int64_t)acc;
+  return p;
+}
+
+int idx_num_parse(const char *p, size_t n, unsigned scale, int64_t *out)
+{
+  const uint64_t lim = (uint64_t)INT64_MAX; /* +1 when negative */
+  struct digits d;
+  uint64_t acc = 0;   /* magnitude so far */
+  int64_t shift;      /* power of ten applied to the digit string */
+  size_t keep, i;     /* leading digits that survive truncation */
+  int neg;
+
+  if (idx_num_fast(p, p + n, scale, out) == p + n)
+    return IDX_NUM_OK;
+  if (split(p, p + n, &neg, &d, &shift) != IDX_NUM_OK)
+    return IDX_NUM_NAN;
+  shift += (int64_t)scale - (int64_t)d.fn;
+  keep = d.in + d.fn;
+  if (shift < 0)
+    keep = (int64_t)keep + shift > 0 ? (size_t)((int64_t)keep + shift) : 0;
+  for (i = 0; i < keep; i++) {
+    if (acc > (lim + 1 - (uint64_t)digit_at(&d, i)) / 10)
+      return IDX_NUM_RANGE;
+    acc = acc * 10 + (uint64_t)digit_at(&d, i);
+  }
+  for (; shift > 0 && acc != 0; shift--) {
+    if (acc > (lim + 1) / 10)
+      return IDX_NUM_RANGE;
+    acc *= 10;
+  }
+  if (acc > lim + (uint64_t)neg)
+    return IDX_NUM_RANGE;
+  *out = neg ? (int64_t)(0 - acc) : (int64_t)acc;
+  return IDX_NUM_OK;
+}
+
+/* Length of the UTF-8 sequence led by c, with the allowed range of its
+ * second byte (which rules out overlongs, surrogates and > U+10FFFF). */
+static int lead(unsigned char c, unsigned char *lo, unsigned char *hi)
+{
+  *lo = 0x80;
+  *hi = 0xbf;
+  if (c >= 0xc2 && c <= 0xdf)
+    return 2;
+  if (c >= 0xe0 && c <= 0xef) {
+    if (c == 0xe0)
+      *lo = 0xa0;
+    if (c == 0xed)
+      *hi = 0x9f;
+    return 3;
+  }
+  if (c >= 0xf0 && c <= 0xf4) {
+    if (c == 0xf0)
+      *lo = 0x90;
+    if (c == 0xf4)
+      *hi = 0x8f;
+    return 4;
+  }
+  return 0;
+}
+
+int idx_utf8_valid(const char *s, size_t n)
+{
+  const unsigned char *u = (const unsigned char *)s;
+  unsigned char lo, hi;
+  size_t i = 0;
+  uint64_t w;
+  int len, k;
+
+  while (i < n) {
+    /* Names are nearly always ASCII: eight bytes at a time. */
+    while (i + 8 <= n) {
+      memcpy(&w, u + i, 8);
+      if (w & 0x8080808080808080ull)
+        break;
+      i += 8;
+    }
+    if (i == n)
+      break;
+    if (u[i] < 0x80) {
+      i++;
+      continue;
+    }
+    len = lead(u[i], &lo, &hi);
+    if (len == 0 || i + (size_t)len > n || u[i + 1] < lo || u[i + 1] > hi)
+      return 0;
+    for (k = 2; k < len; k++)
+      if (u[i + k] < 0x80 || u[i + k] > 0xbf)
+        return 0;
+    i += (size_t)len;
+  }
+  return 1;
+}
+
+/* Four hex digits at s, or -1. */
+static long hex4(const char *s, const char *end)
+{
+  long v = 0;
+  int i, c;
+
+  if (end - s < 4)
+    return -1;
+  for (i = 0; i < 4; i++) {
+    c = s[i];
+    if (c >= '0' && c <= '9')
+      v = v * 16 + (c - '0');
+    else if (c >= 'a' && c <= 'f')
+      v = v * 16 + (c - 'a' + 10);
+    else if (c >= 'A' && c <= 'F')
+      v = v * 16 + (c - 'A' + 10);
+    else
+      return -1;
+  }
+  return v;
+}
+
+static char *put_utf8(char *w, long cp)
+{
+  if (cp < 0x80) {
+    *w++ = (char)cp;
+  } else if (cp < 0x800) {
+    *w++ = (char)(0xc0 | (cp >> 6));
+    *w++ = (char)(0x80 | (cp & 0x3f));
+  } else if (cp < 0x10000) {
+    *w++ = (char)(0xe0 | (cp >> 12));
+    *w++ = (char)(0x80 | ((cp >> 6) & 0x3f));
+    *w++ = (char)(0x80 | (cp & 0x3f));
+  } else {
+    *w++ = (char)(0xf0 | (cp >> 18));
+    *w++ = (char)(0x80 | ((cp >> 12) & 0x3f));
+    *w++ = (char)(0x80 | ((cp >> 6) & 0x3f));
+    *w++ = (char)(0x80 | (cp & 0x3f));
+  }
+  return w;
+}
+
+/* Decodes \uXXXX (and its low surrogate) at *r, just past the 'u'. The
+ * code point, or -1 for a bad or lone surrogate. */
+static long unicode_escape(const char **r, const char *end)
+{
+  long cp = hex4(*r, end), lo;
+
+  if (cp < 0)
+    return -1;
+  *r += 4;
+  if (cp >= 0xdc00 && cp <= 0xdfff)
+    return -1;
+  if (cp < 0xd800 || cp > 0xdbff)
+    return cp;
+  if (end - *r < 6 || (*r)[0] != '\\' || (*r)[1] != 'u')
+    return -1;
+  lo = hex4(*r + 2, end);
+  if (lo < 0xdc00 || lo > 0xdfff)
+    return -1;
+  *r += 6;
+  return 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+}
+
+int idx_unescape(char *s, size_t n, size_t *out_n)
+{
+  static const char simple[] = "\"\"\\\\//b\bf\fn\nr\rt\t";
+  const char *r = s, *end = s + n, *b, *m;
+  char *w = s;
+  long cp;
+
+  while ((b = memchr(r, '\\', (size_t)(end - r))) != NULL) {
+    memmove(w, r, (size_t)(b - r));
+    w += b - r;
+    r = b + 1;
+    if (r == end)
+      return -1;
+    if (*r == 'u') {
+      r++;
+      cp = unicode_escape(&r, end);
+      if (cp < 0)
+        return -1;
+      w = put_utf8(w, cp);
+      continue;
+    }
+    m = memchr(simple, *r, sizeof(simple) - 1);
+    if (m == NULL || (m - simple) % 2 != 0)
+      return -1;
+    *w++ = m[1];
+    r++;
+  }
+  memmove(w, r, (size_t)(end - r));
+  *out_n = (size_t)(w - s) + (size_t)(end - r);
+  return 0;
+}

@@ -1,0 +1,382 @@
+/*
+ * The byte source (event.h): a plain or gzip trace file read by a thread of
+ * its own, which reads (and inflates) into a ring of SLOTS buffers while the
+ * caller parses the previous ones.
+ *
+ * Ring protocol, under mu: the thread fills slot i only while it is not
+ * full, then marks it full; the caller hands out full slots in order and
+ * marks the one it held free on its next call. `ended` is set after the
+ * thread's last slot, with end_err saying why (code 0: clean end), so the
+ * caller sees every byte produced before an error, then the error.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "index/event.h"
+#include "index/inflate.h"
+
+#define SLOTS 4
+#define SLOT_BYTES (1u << 20) /* JSON text per slot */
+#define IN_BYTES (1u << 20)   /* compressed bytes per read() */
+
+struct slot {
+  char *buf;     /* SLOT_BYTES */
+  size_t len;    /* bytes of text when full */
+  int full;
+};
+
+struct idx_source {
+  char *path;
+  int fd;
+  int gzip;                      /* 1f 8b magic seen */
+  uint64_t file_bytes;
+  _Atomic uint64_t read_bytes;   /* file bytes read by the thread */
+  pthread_t thread;
+  int started;                   /* thread is running: join it */
+  pthread_mutex_t mu;            /* guards slot[].full, stop, ended */
+  pthread_cond_t cv;             /* any change of those */
+  struct slot slot[SLOTS];
+  unsigned next;                 /* caller: slot handed out next */
+  int holding;                   /* caller holds the slot before next */
+  int stop;                      /* close: the thread must quit */
+  int ended;                     /* the thread filled its last slot */
+  struct tr_err end_err;         /* why it ended; code 0 at a clean end */
+  uint8_t *in;                   /* thread: compressed input, IN_BYTES */
+  struct idx_inflate *z;         /* thread: NULL for plain files */
+};
+
+/* Thread: waits until slot i is free; NULL when close() asks to stop. */
+static char *wait_free(struct idx_source *s, unsigned i)
+{
+  char *buf = NULL;
+
+  pthread_mutex_lock(&s->mu);
+  while (s->slot[i].full && !s->stop)
+    pthread_cond_wait(&s->cv, &s->mu);
+  if (!s->stop)
+    buf = s->slot[i].buf;
+  pthread_mutex_unlock(&s->mu);
+  return buf;
+}
+
+static void put_full(struct idx_source *s, unsigned i, size_t len)
+{
+  pthread_mutex_lock(&s->mu);
+  s->slot[i].len = len;
+  s->slot[i].full = 1;
+  pthread_cond_broadcast(&s->cv);
+  pthread_mutex_unlock(&s->mu);
+}
+
+/* Reads up to cap bytes, retrying short reads; returns bytes or -errno. */
+static ssize_t read_some(struct idx_source *s, void *buf, size_t cap)
+{
+  size_t got = 0;
+  ssize_t n;
+
+  while (got < cap) {
+    n = read(s->fd, (char *)buf + got, cap - got);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return -errno;
+    if (n == 0)
+      break;
+    got += (size_t)n;
+  }
+  atomic_fetch_add(&s->read_bytes, got);
+  return (ssize_t)got;
+}
+
+/* Thread, plain file: slots are filled straight by read(). */
+static void run_plain(struct idx_source *s)
+{
+  unsigned i;
+  char *buf;
+  ssize_t n;
+
+  for (i = 0;; i = (i + 1) % SLOTS) {
+    buf = wait_free(s, i);
+    if (buf == NULL)
+      return;
+    n = read_some(s, buf, SLOT_BYTES);
+    if (n < 0) {
+      tr_err_set(&s->end_err, (int)n, NULL, "%s: read: %s at byte %llu",
+                 s->path, strerror((int)-n),
+                 (unsigned long long)atomic_load(&s->read_bytes));
+      return;
+    }
+    if (n == 0)
+      return;
+    put_full(s, i, (size_t)n);
+  }
+}
+
+/* The state of the gzip thread between slots. */
+struct gz {
+  struct idx_inflate_io io;
+  int eof;        /* read() returned 0 */
+  int in_member;  /* inside a gzip member (else at a member boundary) */
+};
+
+/* Tops up the compressed input (keeping unread bytes) when it is below
+ * half a buffer, or whenever `force`. 0 or -errno. */
+static int refill(struct idx_source *s, struct gz *g, int force)
+{
+  ssize_t n;
+
+  if (g->eof || g->io.in_len == IN_BYTES ||
+      (!force && g->io.in_len >= IN_BYTES / 2))
+    return 0;
+  memmove(s->in, g->io.in, g->io.in_len);
+  g->io.in = s->in;
+  n = read_some(s, s->in + g->io.in_len, IN_BYTES - g->io.in_len);
+  if (n < 0)
+    return (int)n;
+  if (n == 0)
+    g->eof = 1;
+  g->io.in_len += (size_t)n;
+  return 0;
+}
+
+static int gz_fail(struct idx_source *s, const struct gz *g, int code,
+                   const char *what)
+{
+  uint64_t off = atomic_load(&s->read_bytes) - g->io.in_len;
+
+  return tr_err_set(&s->end_err, code, NULL, "%s: %s at byte %llu",
+                    s->path, what, (unsigned long long)off);
+}
+
+/* At a member boundary: 1 when another member starts, 0 at a clean end of
+ * file, negative on trailing garbage. */
+static int next_member(struct idx_source *s, struct gz *g)
+{
+  if (g->io.in_len == 0 && g->eof)
+    return 0;
+  if (g->io.in_len < 2 || g->io.in[0] != 0x1f || g->io.in[1] != 0x8b)
+    return gz_fail(s, g, TR_EFORMAT, "data after the last gzip member");
+  idx_inflate_reset(s->z);
+  g->in_member = 1;
+  return 1;
+}
+
+/* Thread, gzip: fills one slot. 1 when the slot is done and more may
+ * follow, 0 at the end of the file, negative on error. */
+static int fill_gzip(struct idx_source *s, struct gz *g)
+{
+  const char *what = NULL;
+  size_t in_before, out_before;
+  int stalled = 0;  /* the last run neither consumed nor produced */
+  int rc;
+
+  while (g->io.out_len > 0) {
+    rc = refill(s, g, stalled);
+    if (rc < 0)
+      return gz_fail(s, g, rc, strerror(-rc));
+    if (!g->in_member) {
+      rc = next_member(s, g);
+      if (rc <= 0)
+        return rc;
+    }
+    /* Run even on empty input: the inflater may hold pending output. */
+    in_before = g->io.in_len;
+    out_before = g->io.out_len;
+    rc = idx_inflate_run(s->z, &g->io, &what);
+    if (rc < 0)
+      return gz_fail(s, g, rc, what);
+    if (rc == 1)
+      g->in_member = 0;
+    stalled = rc == 0 && in_before == g->io.in_len &&
+              out_before == g->io.out_len;
+    if (stalled && g->eof)
+      return gz_fail(s, g, TR_EFORMAT, "truncated gzip");
+    if (stalled && g->io.in_len == IN_BYTES)
+      return gz_fail(s, g, TR_EFORMAT, "corrupt deflate data");
+  }
+  return 1;
+}
+
+static void run_gzip(struct idx_source *s)
+{
+  struct gz g;
+  unsigned i;
+  char *buf;
+  int rc;
+
+  memset(&g, 0, sizeof(g));
+  g.io.in = s->in;
+  for (i = 0;; i = (i + 1) % SLOTS) {
+    buf = wait_free(s, i);
+    if (buf == NULL)
+      return;
+    g.io.out = (uint8_t *)buf;
+    g.io.out_len = SLOT_BYTES;
+    rc = fill_gzip(s, &g);
+    if (g.io.out_len < SLOT_BYTES)
+      put_full(s, i, SLOT_BYTES - g.io.out_len);
+    if (rc <= 0)
+      return;
+  }
+}
+
+static void *run(void *arg)
+{
+  struct idx_source *s = arg;
+
+  if (s->gzip)
+    run_gzip(s);
+  else
+    run_plain(s);
+  pthread_mutex_lock(&s->mu);
+  s->ended = 1;
+  pthread_cond_broadcast(&s->cv);
+  pthread_mutex_unlock(&s->mu);
+  return NULL;
+}
+
+/* Opens the file and sniffs the gzip magic. 0 or negative with err. */
+static int open_file(struct idx_source *s, struct tr_err *err)
+{
+  unsigned char magic[2];
+  struct stat st;
+  ssize_t n;
+
+  s->fd = open(s->path, O_RDONLY | O_CLOEXEC);
+  if (s->fd < 0)
+    return tr_err_set(err, -errno, NULL, "%s: %s", s->path,
+                      strerror(errno));
+  if (fstat(s->fd, &st) != 0)
+    return tr_err_set(err, -errno, NULL, "%s: %s", s->path,
+                      strerror(errno));
+  if (S_ISDIR(st.st_mode))
+    return tr_err_set(err, -EISDIR, NULL, "%s: is a directory", s->path);
+  s->file_bytes = (uint64_t)st.st_size;
+  n = pread(s->fd, magic, 2, 0);
+  if (n < 0)
+    return tr_err_set(err, -errno, NULL, "%s: read: %s", s->path,
+                      strerror(errno));
+  s->gzip = n == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+  posix_fadvise(s->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  return 0;
+}
+
+static int alloc_buffers(struct idx_source *s)
+{
+  unsigned i;
+
+  for (i = 0; i < SLOTS; i++) {
+    s->slot[i].buf = malloc(SLOT_BYTES);
+    if (s->slot[i].buf == NULL)
+      return TR_ENOMEM;
+  }
+  if (!s->gzip)
+    return 0;
+  s->in = malloc(IN_BYTES);
+  if (s->in == NULL)
+    return TR_ENOMEM;
+  return idx_inflate_new(&s->z);
+}
+
+int idx_source_open(const char *path, struct idx_source **out,
+                    struct tr_err *err)
+{
+  struct idx_source *s = calloc(1, sizeof(*s));
+  int rc;
+
+  if (s == NULL)
+    return tr_err_set(err, TR_ENOMEM, NULL, "%s: out of memory", path);
+  s->fd = -1;
+  pthread_mutex_init(&s->mu, NULL);
+  pthread_cond_init(&s->cv, NULL);
+  s->path = strdup(path);
+  if (s->path == NULL) {
+    idx_source_close(s);
+    return tr_err_set(err, TR_ENOMEM, NULL, "%s: out of memory", path);
+  }
+  rc = open_file(s, err);
+  if (rc == 0 && alloc_buffers(s) != 0)
+    rc = tr_err_set(err, TR_ENOMEM, NULL, "%s: out of memory", path);
+  if (rc == 0 && (rc = pthread_create(&s->thread, NULL, run, s)) != 0)
+    rc = tr_err_set(err, -rc, NULL, "%s: thread: %s", path, strerror(rc));
+  if (rc != 0) {
+    idx_source_close(s);
+    return rc;
+  }
+  s->started = 1;
+  *out = s;
+  return 0;
+}
+
+int idx_source_next(struct idx_source *s, const char **buf, size_t *len,
+                    struct tr_err *err)
+{
+  struct slot *sl;
+
+  pthread_mutex_lock(&s->mu);
+  if (s->holding) {
+    s->slot[(s->next + SLOTS - 1) % SLOTS].full = 0;
+    s->holding = 0;
+    pthread_cond_broadcast(&s->cv);
+  }
+  sl = &s->slot[s->next];
+  while (!sl->full && !s->ended)
+    pthread_cond_wait(&s->cv, &s->mu);
+  if (!sl->full) {
+    pthread_mutex_unlock(&s->mu);
+    if (s->end_err.code != 0) {
+      tr_err_set(err, s->end_err.code, NULL, "%s", s->end_err.msg);
+      return s->end_err.code;
+    }
+    *buf = NULL;
+    *len = 0;
+    return 0;
+  }
+  s->holding = 1;
+  s->next = (s->next + 1) % SLOTS;
+  pthread_mutex_unlock(&s->mu);
+  *buf = sl->buf;
+  *len = sl->len;
+  return 0;
+}
+
+uint64_t idx_source_file_bytes(const struct idx_source *s)
+{
+  return s->file_bytes;
+}
+
+uint64_t idx_source_read_bytes(const struct idx_source *s)
+{
+  return atomic_load(&s->read_bytes);
+}
+
+void idx_source_close(struct idx_source *s)
+{
+  unsigned i;
+
+  if (s == NULL)
+    return;
+  if (s->started) {
+    pthread_mutex_lock(&s->mu);
+    s->stop = 1;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(s->thread, NULL);
+  }
+  if (s->fd >= 0)
+    close(s->fd);
+  for (i = 0; i < SLOTS; i++)
+    free(s->slot[i].buf);
+  free(s->in);
+  idx_inflate_free(s->z);
+  pthread_cond_destroy(&s->cv);
+  pthread_mutex_destroy(&s->mu);
+  free(s->path);
+  free(s);
+}

@@ -1,0 +1,27 @@
+#!/bin/sh
+# Builds the trace reader's libFuzzer target (tests/fuzz_reader.c) in
+# build-fuzz with clang, ASan and UBSan, seeds a corpus with the first
+# 64 KiB of a few real traces, and fuzzes for FUZZ_SECONDS (60). Exits
+# non-zero when the fuzzer finds a crash, a leak or a hang.
+set -eu
+cd "$(dirname "$0")/.."
+BUILD=${FUZZ_BUILD:-build-fuzz}
+SECS=${FUZZ_SECONDS:-60}
+TRACES=${TRACES_DIR:-../shared/traces}
+
+CC=clang cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DTRACED_FUZZ=ON -DTRACED_SANITIZE=ON -DTRACED_INFLATE=zlib >/dev/null
+cmake --build "$BUILD" -j 2 --target fuzz_reader
+
+corpus=$BUILD/fuzz-corpus
+mkdir -p "$corpus"
+for f in "$TRACES"/*.gz; do
+  seed=$corpus/$(basename "$f" .gz)
+  [ -s "$seed" ] || { zcat "$f" | head -c 65536 >"$seed" || true; }
+done
+printf '[{"ph":"X","ts":1.5e3,"dur":"2","args":{"co_id":1}},1,]' \
+  >"$corpus/bare_array"
+
+"$BUILD/tests/fuzz_reader" -max_total_time="$SECS" -max_len=65536 \
+  -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+  -artifact_prefix="$BUILD/" "$corpus"

@@ -1,0 +1,91 @@
+#!/bin/bash
+# ATOM simulator: serving benchmark against the simulated server.
+# Usage: bash run_benchmark.sh [MODEL] [PORT] [ISL] [OSL] [CONCURRENCY]
+#            [PROMPT_MULTIPLIER] [PROFILE] [BENCH_EXTRA_ARGS...]
+#
+# Same argv, defaults, output and exit codes as ATOM's
+# scripts/run_benchmark.sh: PROMPT_MULTIPLIER defaults to 10, PROFILE=1
+# adds --profile (the client POSTs /start_profile after the CONC*2
+# warm-ups and /stop_profile after the last of the CONC*PROMPT_MULTIPLIER
+# prompts). Writes $ATOM_SIM_HOME/logs/benchmark.log and, only when every
+# request succeeded, $ATOM_SIM_HOME/logs/benchmark.json (a stale one from
+# an earlier run is left in place, as ATOM's script leaves it).
+
+set -euo pipefail
+# shellcheck source=simlib.sh
+source "$(dirname -- "${BASH_SOURCE[0]}")/simlib.sh"
+sim_record run_benchmark.sh "$@"
+
+MODEL="${1:-/data/DeepSeek-R1-0528}"
+PORT="${2:-8000}"
+ISL="${3:-1024}"
+OSL="${4:-1024}"
+CONCURRENCY="${5:-128}"
+PROMPT_MULTIPLIER="${6:-10}"
+PROFILE="${7:-0}"
+_n=$(( $# < 7 ? $# : 7 ))
+shift "$_n" 2>/dev/null || true
+EXTRA_ARGS="$*"
+NUM_PROMPTS=$(( CONCURRENCY * PROMPT_MULTIPLIER ))
+RANDOM_RANGE_RATIO="${RANDOM_RANGE_RATIO:-1}"
+OUTPUT_DIR="$SIM_LOG_DIR"
+WAIT_CAP_S="${SIM_BENCH_WAIT_S:-120}"
+POLL_S="${SIM_POLL_S:-1}"
+
+# The config header, to stdout and (with a date) to the log, as ATOM's.
+bench_header() {
+    echo "========================================"
+    echo " ATOM Performance Benchmark"
+    echo "========================================"
+    echo " Model:          $MODEL"
+    echo " Base URL:       http://localhost:${PORT}"
+    echo " ISL/OSL:        ${ISL}/${OSL}"
+    echo " Concurrency:    $CONCURRENCY"
+    echo " Num Prompts:    $NUM_PROMPTS (x${PROMPT_MULTIPLIER})"
+    echo " Range Ratio:    $RANDOM_RANGE_RATIO"
+    echo " Profile:        $PROFILE"
+    echo " Extra args:     ${EXTRA_ARGS:-none}"
+    if [ $# -gt 0 ]; then
+        echo " Date:           $1"
+    fi
+    echo "========================================"
+}
+
+bench_header
+
+echo "Waiting for server to be ready..."
+POLLS=$(sim_polls "$WAIT_CAP_S" "$POLL_S")
+for i in $(seq 1 "$POLLS"); do
+    if curl -sf "http://localhost:${PORT}/v1/models" > /dev/null 2>&1; then
+        echo "Server is ready! (GPU VRAM loaded on 1 GPUs)"
+        break
+    fi
+    if [ "$i" -eq "$POLLS" ]; then
+        echo "ERROR: Server not ready after ${WAIT_CAP_S}s"
+        exit 1
+    fi
+    sleep "$POLL_S"
+done
+
+LOG_FILE="${OUTPUT_DIR}/benchmark.log"
+RESULT_FILE="${OUTPUT_DIR}/benchmark.json"
+
+bench_header "$(date)" > "$LOG_FILE"
+
+# shellcheck disable=SC2046,SC2086
+"$SIM_PY" -u "$SIM_DIR/sim_bench.py" \
+    --model="$MODEL" --backend=vllm --base-url="http://localhost:${PORT}" \
+    --dataset-name=random \
+    --random-input-len="$ISL" --random-output-len="$OSL" \
+    --random-range-ratio="$RANDOM_RANGE_RATIO" \
+    --max-concurrency="$CONCURRENCY" \
+    --num-prompts="$NUM_PROMPTS" \
+    --trust-remote-code \
+    --num-warmups=$((CONCURRENCY * 2)) \
+    --request-rate=inf --ignore-eos \
+    --save-result \
+    --result-filename="$RESULT_FILE" \
+    --percentile-metrics="ttft,tpot,itl,e2el" \
+    $([ "$PROFILE" = "1" ] && echo "--profile") \
+    ${EXTRA_ARGS:-} \
+    2>&1 | tee -a "$LOG_FILE"

@@ -1,0 +1,447 @@
+/*
+ * Capture rows: insert, phase moves, JSON merges, the capture object of
+ * BRIEF.md, listing, cancel and delete, and /metrics counts.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/store_int.h"
+
+static const char *const statuses[] = {"queued", "running", "done",
+                                       "failed", "cancelled",
+                                       "interrupted", NULL};
+static const char *const phases[] = {"queued", "stopping", "launching",
+                                     "waiting_ready", "benchmark",
+                                     "exporting", "indexing", "done", NULL};
+static const char *const kinds[] = {"capture", "import", NULL};
+static const char *const json_columns[] = {"progress", "bench", "extra",
+                                           "error", NULL};
+
+/* What the dashboard reads before the runner reports anything. */
+static const char initial_progress[] =
+    "{\"ranks_expected\":0,\"ranks_exported\":0,\"orphan_json\":0,"
+    "\"ranks_indexed\":0,\"bytes_indexed\":0,\"bytes_total\":0,"
+    "\"export_polls\":0}";
+
+/* The capture object's columns; queue_position is the FIFO place among
+ * queued captures of the same kind (the runner takes them oldest first). */
+#define CAPTURE_SELECT                                                     \
+  "SELECT c.id, c.kind, c.label, c.params AS params_json, c.status,"       \
+  " c.phase, c.created_at, c.started_at, c.finished_at,"                   \
+  " c.phase_started_at,"                                                   \
+  " CASE WHEN c.status = 'queued' THEN (SELECT count(*) FROM captures q"   \
+  "  WHERE q.status = 'queued' AND q.kind = c.kind AND q.id <= c.id)"      \
+  " END AS queue_position,"                                                \
+  " c.progress AS progress_json, c.error AS error_json,"                   \
+  " c.bench AS bench_json, c.extra AS extra_json FROM captures c "
+
+static int step_write(struct store *st, sqlite3_stmt *s, struct tr_err *err)
+{
+  int rc = sqlite3_step(s) == SQLITE_DONE ? 0
+                                          : store__db_err(st, "write", err);
+
+  store__done(s);
+  return rc;
+}
+
+int store_capture_insert(struct store *st, const char *kind,
+                         const char *label, json_t *params, int64_t *id,
+                         struct tr_err *err)
+{
+  char *text;          /* params as compact JSON */
+  sqlite3_stmt *s;
+  int64_t now = tr_now_ns();
+  int rc;
+
+  if (kind == NULL)
+    return tr_err_set(err, TR_EINVAL, "kind", "kind missing");
+  rc = store__check_enum(kind, kinds, "kind", err);
+  if (rc < 0)
+    return rc;
+  text = params ? json_dumps(params, JSON_COMPACT) : strdup("{}");
+  if (text == NULL)
+    return tr_err_set(err, TR_ENOMEM, "params", "params");
+  rc = store__wr_begin(st, err);
+  if (rc < 0) {
+    free(text);
+    return rc;
+  }
+  rc = store__stmt(st,
+                     "INSERT INTO captures(kind, label, params, status,"
+                     " phase, created_at, phase_started_at, progress)"
+                     " VALUES(?1, ?2, ?3, 'queued', 'queued', ?4, ?4, ?5)",
+                     &s, err);
+  if (rc == 0) {
+    sqlite3_bind_text(s, 1, kind, -1, SQLITE_TRANSIENT);
+    store__bind_text(s, 2, label);
+    sqlite3_bind_text(s, 3, text, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(s, 4, now);
+    sqlite3_bind_text(s, 5, initial_progress, -1, SQLITE_STATIC);
+    rc = step_write(st, s, err);
+  }
+  if (rc == 0)
+    *id = sqlite3_last_insert_rowid(st->db);
+  free(text);
+  return store__wr_end(st, rc, err);
+}
+
+static int changed_or_missing(struct store *st, int64_t id, int rc,
+                              struct tr_err *err)
+{
+  if (rc == 0 && sqlite3_changes(st->db) == 0)
+    rc = store__no_capture(id, err);
+  return rc;
+}
+
+/* After an UPDATE guarded by "not final" changed nothing: the capture is
+ * either missing or already finished (a cancel won the race). */
+static int final_or_missing(struct store *st, int64_t id, int rc,
+                            struct tr_err *err)
+{
+  sqlite3_stmt *s;
+
+  if (rc != 0 || sqlite3_changes(st->db) != 0)
+    return rc;
+  rc = store__stmt_id(st, "SELECT status FROM captures WHERE id = ?1", id,
+                      0, &s, err);
+  if (rc < 0)
+    return rc;
+  rc = store__step_capture(st, s, id, err);
+  if (rc == 0)
+    rc = tr_err_set(err, TR_ECONFLICT, "status",
+                    "capture %lld is already %s", (long long)id,
+                    (const char *)sqlite3_column_text(s, 0));
+  store__done(s);
+  return rc;
+}
+
+int store_capture_set_phase(struct store *st, int64_t id, const char *status,
+                            const char *phase, struct tr_err *err)
+{
+  sqlite3_stmt *s;
+  int rc;
+
+  if (status == NULL || phase == NULL)
+    return tr_err_set(err, TR_EINVAL, status ? "phase" : "status",
+                      "status and phase are required");
+  rc = store__check_enum(status, statuses, "status", err);
+  if (rc == 0)
+    rc = store__check_enum(phase, phases, "phase", err);
+  if (rc == 0)
+    rc = store__wr_begin(st, err);
+  if (rc < 0)
+    return rc;
+  /* SET expressions see the old row: phase_started_at moves only when the
+   * phase does, started_at and finished_at are stamped once. */
+  rc = store__stmt(
+      st,
+      "UPDATE captures SET status = ?2, phase = ?3,"
+      " phase_started_at = CASE WHEN phase = ?3 AND phase_started_at"
+      "  IS NOT NULL THEN phase_started_at ELSE ?4 END,"
+      " started_at = CASE WHEN ?2 = 'running' AND started_at IS NULL"
+      "  THEN ?4 ELSE started_at END,"
+      " finished_at = CASE WHEN ?2 IN ('done','failed','cancelled',"
+      "  'interrupted') AND finished_at IS NULL THEN ?4"
+      "  ELSE finished_at END"
+      " WHERE id = ?1 AND status NOT IN ('done','failed','cancelled',"
+      "  'interrupted')",
+      &s, err);
+  if (rc == 0) {
+    sqlite3_bind_int64(s, 1, id);
+    sqlite3_bind_text(s, 2, status, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 3, phase, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(s, 4, tr_now_ns());
+    rc = final_or_missing(st, id, step_write(st, s, err), err);
+  }
+  return store__wr_end(st, rc, err);
+}
+
+/* Reads column (one of json_columns) of capture id as an object. */
+static int read_json_column(struct store *st, int64_t id, const char *column,
+                            json_t **out, struct tr_err *err)
+{
+  char sql[96];
+  sqlite3_stmt *s;
+  json_t *v;
+  int rc;
+
+  snprintf(sql, sizeof(sql), "SELECT %s FROM captures WHERE id = ?1",
+           column);
+  rc = store__stmt_id(st, sql, id, 0, &s, err);
+  if (rc < 0)
+    return rc;
+  rc = store__step_capture(st, s, id, err);
+  if (rc == 0) {
+    v = store__col_json(s, 0);
+    *out = json_is_object(v) ? json_incref(v) : json_object();
+    json_decref(v);
+  }
+  store__done(s);
+  return rc;
+}
+
+static int write_json_column(struct store *st, int64_t id,
+                             const char *column, json_t *v,
+                             struct tr_err *err)
+{
+  char sql[96];
+  char *text = json_dumps(v, JSON_COMPACT);
+  sqlite3_stmt *s;
+  int rc;
+
+  if (text == NULL)
+    return tr_err_set(err, TR_ENOMEM, column, "%s", column);
+  snprintf(sql, sizeof(sql), "UPDATE captures SET %s = ?2 WHERE id = ?1",
+           column);
+  rc = store__stmt(st, sql, &s, err);
+  if (rc == 0) {
+    sqlite3_bind_int64(s, 1, id);
+    sqlite3_bind_text(s, 2, text, -1, SQLITE_TRANSIENT);
+    rc = step_write(st, s, err);
+  }
+  free(text);
+  return rc;
+}
+
+int store_capture_merge(struct store *st, int64_t id, const char *column,
+                        json_t *obj, struct tr_err *err)
+{
+  json_t *cur = NULL;   /* the column's object, members replaced by obj's */
+  int rc;
+
+  if (column == NULL)
+    return tr_err_set(err, TR_EINVAL, "column", "column missing");
+  rc = store__check_enum(column, json_columns, "column", err);
+  if (rc == 0 && !json_is_object(obj))
+    rc = tr_err_set(err, TR_EINVAL, column, "%s: not an object", column);
+  if (rc == 0)
+    rc = store__wr_begin(st, err);
+  if (rc < 0)
+    return rc;
+  rc = read_json_column(st, id, column, &cur, err);
+  if (rc == 0 && json_object_update(cur, obj) < 0)
+    rc = tr_err_set(err, TR_ENOMEM, column, "%s", column);
+  if (rc == 0)
+    rc = write_json_column(st, id, column, cur, err);
+  json_decref(cur);
+  return store__wr_end(st, rc, err);
+}
+
+/* Turns the generic row of CAPTURE_SELECT into the capture object:
+ * timestamps to RFC 3339, extra's members lifted to the top level (the
+ * columns win over an extra member of the same name). */
+static void finish_capture(json_t *obj)
+{
+  static const char *const stamps[] = {"created_at", "started_at",
+                                       "finished_at", "phase_started_at"};
+  json_t *extra = json_incref(json_object_get(obj, "extra"));
+  const char *key;
+  json_t *v;
+
+  for (size_t i = 0; i < sizeof(stamps) / sizeof(stamps[0]); i++) {
+    json_t *t = json_object_get(obj, stamps[i]);
+    char buf[40];
+
+    if (json_is_integer(t)) {
+      tr_rfc3339(json_integer_value(t), buf, sizeof(buf));
+      json_object_set_new(obj, stamps[i], json_string(buf));
+    }
+  }
+  json_object_del(obj, "extra");
+  json_object_foreach(extra, key, v) {
+    if (json_object_get(obj, key) == NULL)
+      json_object_set(obj, key, v);
+  }
+  json_decref(extra);
+}
+
+int store_capture_get(struct store *st, int64_t id, json_t **out,
+                      struct tr_err *err)
+{
+  json_t *rows = NULL, *ranks = NULL;
+  sqlite3_stmt *s;
+  int rc = store__rd_begin(st, err);
+
+  if (rc == 0)
+    rc = store__stmt(st, CAPTURE_SELECT "WHERE c.id = ?1", &s, err);
+  if (rc == 0) {
+    sqlite3_bind_int64(s, 1, id);
+    rc = store__rows(st, s, &rows, err);
+  }
+  if (rc == 0 && json_array_size(rows) == 0)
+    rc = store__no_capture(id, err);
+  if (rc == 0)
+    rc = store__capture_ranks(st, id, &ranks, err);
+  rc = store__rd_end(st, rc, err);
+  if (rc == 0) {
+    *out = json_incref(json_array_get(rows, 0));
+    finish_capture(*out);
+    json_object_set_new(*out, "ranks", ranks);
+  } else {
+    json_decref(ranks);
+  }
+  json_decref(rows);
+  return rc;
+}
+
+int store_capture_list(struct store *st, const struct store_list_filter *f,
+                       json_t **out, struct tr_err *err)
+{
+  json_t *rows = NULL, *v;
+  sqlite3_stmt *s;
+  size_t i;
+  int rc = store__check_enum(f->status, statuses, "status", err);
+
+  if (rc == 0)
+    rc = store__check_enum(f->kind, kinds, "kind", err);
+  if (rc == 0 && (f->limit < 0 || f->before < 0))
+    rc = tr_err_set(err, TR_EINVAL, f->limit < 0 ? "limit" : "before",
+                    "must not be negative");
+  if (rc == 0)
+    rc = store__stmt(st,
+                     CAPTURE_SELECT
+                     "WHERE (?1 IS NULL OR c.status = ?1)"
+                     " AND (?2 IS NULL OR"
+                     "  json_extract(c.params, '$.model') = ?2)"
+                     " AND (?3 IS NULL OR c.kind = ?3)"
+                     " AND (?4 = 0 OR c.id < ?4)"
+                     " ORDER BY c.id DESC LIMIT ?5",
+                     &s, err);
+  if (rc < 0)
+    return rc;
+  store__bind_text(s, 1, f->status);
+  store__bind_text(s, 2, f->model);
+  store__bind_text(s, 3, f->kind);
+  sqlite3_bind_int64(s, 4, f->before);
+  sqlite3_bind_int(s, 5, f->limit > 0 ? f->limit : 50);
+  rc = store__rows(st, s, &rows, err);
+  if (rc < 0)
+    return rc;
+  json_array_foreach(rows, i, v) finish_capture(v);
+  *out = rows;
+  return 0;
+}
+
+int store_capture_ids(struct store *st, const char *status, const char *kind,
+                      int64_t **ids, size_t *n, struct tr_err *err)
+{
+  int64_t *arr = NULL;   /* grows by doubling */
+  size_t len = 0, cap = 0;
+  sqlite3_stmt *s;
+  int rc = store__check_enum(status, statuses, "status", err);
+
+  if (rc == 0)
+    rc = store__check_enum(kind, kinds, "kind", err);
+  if (rc == 0)
+    rc = store__stmt(st,
+                     "SELECT id FROM captures WHERE (?1 IS NULL OR"
+                     " status = ?1) AND (?2 IS NULL OR kind = ?2)"
+                     " ORDER BY id",
+                     &s, err);
+  if (rc < 0)
+    return rc;
+  store__bind_text(s, 1, status);
+  store__bind_text(s, 2, kind);
+  while (rc == 0 && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+    rc = 0;
+    if (len == cap) {
+      int64_t *grown = realloc(arr, (cap ? cap * 2 : 16) * sizeof(*arr));
+
+      if (grown == NULL) {
+        rc = tr_err_set(err, TR_ENOMEM, "", "ids");
+        break;
+      }
+      arr = grown;
+      cap = cap ? cap * 2 : 16;
+    }
+    arr[len++] = sqlite3_column_int64(s, 0);
+  }
+  if (rc == SQLITE_DONE)
+    rc = 0;
+  else if (rc > 0)
+    rc = store__db_err(st, "ids", err);
+  store__done(s);
+  if (rc < 0) {
+    free(arr);
+    return rc;
+  }
+  *ids = arr;
+  *n = len;
+  return 0;
+}
+
+int store_capture_delete(struct store *st, int64_t id, struct tr_err *err)
+{
+  sqlite3_stmt *s;
+  int rc = store__wr_begin(st, err);
+
+  if (rc < 0)
+    return rc;
+  rc = store__stmt(st, "DELETE FROM captures WHERE id = ?1", &s, err);
+  if (rc == 0) {
+    sqlite3_bind_int64(s, 1, id);
+    rc = changed_or_missing(st, id, step_write(st, s, err), err);
+  }
+  return store__wr_end(st, rc, err);
+}
+
+int store_capture_cancel_queued(struct store *st, int64_t id,
+                                bool *was_queued, struct tr_err *err)
+{
+  bool changed;         /* our UPDATE found it queued */
+  sqlite3_stmt *s;
+  int rc = store__wr_begin(st, err);
+
+  if (rc < 0)
+    return rc;
+  /* The status test is in the WHERE clause of the one UPDATE: whoever
+   * (runner or HTTP thread) writes first wins, the other sees 0 rows. */
+  rc = store__stmt(st,
+                   "UPDATE captures SET status = 'cancelled',"
+                   " finished_at = ?2, error = json_object('phase', phase,"
+                   " 'message', 'cancelled before it started',"
+                   " 'log_tail', NULL)"
+                   " WHERE id = ?1 AND status = 'queued'",
+                   &s, err);
+  if (rc == 0) {
+    sqlite3_bind_int64(s, 1, id);
+    sqlite3_bind_int64(s, 2, tr_now_ns());
+    rc = step_write(st, s, err);
+  }
+  changed = rc == 0 && sqlite3_changes(st->db) > 0;
+  if (rc == 0 && !changed)
+    rc = store__capture_exists(st, id, NULL, err);
+  rc = store__wr_end(st, rc, err);
+  if (rc == 0)
+    *was_queued = changed;
+  return rc;
+}
+
+int store_status_counts(struct store *st, json_t **out, struct tr_err *err)
+{
+  json_t *counts = json_object();
+  sqlite3_stmt *s;
+  int rc;
+
+  for (size_t i = 0; statuses[i] != NULL; i++)
+    json_object_set_new(counts, statuses[i], json_integer(0));
+  rc = store__stmt(st,
+                   "SELECT status, count(*) FROM captures GROUP BY status",
+                   &s, err);
+  if (rc < 0) {
+    json_decref(counts);
+    return rc;
+  }
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW)
+    json_object_set_new(counts, (const char *)sqlite3_column_text(s, 0),
+                        json_integer(sqlite3_column_int64(s, 1)));
+  rc = rc == SQLITE_DONE ? 0 : store__db_err(st, "status counts", err);
+  store__done(s);
+  if (rc < 0) {
+    json_decref(counts);
+    return rc;
+  }
+  *out = counts;
+  return 0;
+}

@@ -1,0 +1,122 @@
+/*
+ * The schema as a list of migration steps. Step i (0-based) takes a
+ * database from PRAGMA user_version i to i+1; store__migrate() applies the
+ * missing ones in order, one transaction each. Never edit a released step:
+ * append a new one.
+ */
+#include "store/store_int.h"
+
+/*
+ * Version 1.
+ *
+ * captures: one row per capture or import; id is the API id. AUTOINCREMENT
+ * so that a deleted capture's id (and its <trace_root>/<id>/ folder, and
+ * links people pasted) is never handed to a new one. Timestamps are ns
+ * since the epoch; params/progress/error/bench/extra are JSON text.
+ *
+ * ranks: one row per indexed (or failed) rank, with every scalar of the
+ * rank summary (BRIEF.md) as a column; trace_rank is the summary's own
+ * "rank" (distributedInfo.rank, may be NULL), rank the capture's number
+ * for it (what ?rank= selects).
+ *
+ * names: kernel and host API names, interned: the same few thousand names
+ * repeat on every rank of every capture.
+ *
+ * The per-rank tables hang off ranks with ON DELETE CASCADE, ranks off
+ * captures, so deleting a capture removes everything of it. avg_ns and
+ * share are not stored: they are derived from total/count and from the
+ * rank's kernel_ns/device_ns when read, which also serves all-ranks sums.
+ */
+static const char step1[] =
+    "CREATE TABLE captures("
+    " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " kind TEXT NOT NULL CHECK(kind IN ('capture','import')),"
+    " label TEXT,"
+    " params TEXT NOT NULL DEFAULT '{}',"
+    " status TEXT NOT NULL CHECK(status IN ('queued','running','done',"
+    "  'failed','cancelled','interrupted')),"
+    " phase TEXT NOT NULL CHECK(phase IN ('queued','stopping','launching',"
+    "  'waiting_ready','benchmark','exporting','indexing','done')),"
+    " created_at INTEGER NOT NULL,"
+    " started_at INTEGER,"
+    " finished_at INTEGER,"
+    " phase_started_at INTEGER,"
+    " progress TEXT NOT NULL DEFAULT '{}',"
+    " error TEXT,"
+    " bench TEXT,"
+    " extra TEXT NOT NULL DEFAULT '{}');"
+    "CREATE INDEX captures_queue ON captures(status, kind, id);"
+    "CREATE TABLE names("
+    " id INTEGER PRIMARY KEY,"
+    " name TEXT NOT NULL UNIQUE);"
+    "CREATE TABLE ranks("
+    " id INTEGER PRIMARY KEY,"
+    " capture_id INTEGER NOT NULL REFERENCES captures(id) ON DELETE CASCADE,"
+    " rank INTEGER NOT NULL,"
+    " label TEXT,"
+    " file TEXT,"
+    " status TEXT NOT NULL CHECK(status IN ('done','failed')),"
+    " error TEXT,"
+    " trace_rank INTEGER,"
+    " format TEXT,"
+    " device TEXT,"
+    " file_bytes INTEGER, json_bytes INTEGER, events INTEGER,"
+    " skipped_events INTEGER, t0_ns INTEGER, span_ns INTEGER,"
+    " kernel_events INTEGER, kernel_ns INTEGER, distinct_kernels INTEGER,"
+    " memcpy_count INTEGER, memcpy_bytes INTEGER, memcpy_ns INTEGER,"
+    " memset_count INTEGER, memset_ns INTEGER, device_ns INTEGER,"
+    " gpu_busy_ns INTEGER, runtime_events INTEGER, runtime_ns INTEGER,"
+    " UNIQUE(capture_id, rank));"
+    "CREATE TABLE kernels("
+    " rank_id INTEGER NOT NULL REFERENCES ranks(id) ON DELETE CASCADE,"
+    " name_id INTEGER NOT NULL REFERENCES names(id),"
+    " category TEXT NOT NULL,"
+    " count INTEGER NOT NULL, total_ns INTEGER NOT NULL,"
+    " min_ns INTEGER NOT NULL, max_ns INTEGER NOT NULL,"
+    " median_ns INTEGER NOT NULL, first_ns INTEGER NOT NULL,"
+    " last_ns INTEGER NOT NULL,"
+    " PRIMARY KEY(rank_id, name_id)) WITHOUT ROWID;"
+    "CREATE TABLE launches("
+    " rank_id INTEGER NOT NULL REFERENCES ranks(id) ON DELETE CASCADE,"
+    " name_id INTEGER NOT NULL REFERENCES names(id),"
+    " grid TEXT, block TEXT,"
+    " registers_per_thread INTEGER, shared_bytes INTEGER,"
+    " count INTEGER NOT NULL, total_ns INTEGER NOT NULL,"
+    " min_ns INTEGER NOT NULL, max_ns INTEGER NOT NULL);"
+    "CREATE INDEX launches_rank ON launches(rank_id);"
+    "CREATE TABLE categories("
+    " rank_id INTEGER NOT NULL REFERENCES ranks(id) ON DELETE CASCADE,"
+    " category TEXT NOT NULL,"
+    " count INTEGER NOT NULL, total_ns INTEGER NOT NULL,"
+    " PRIMARY KEY(rank_id, category)) WITHOUT ROWID;"
+    "CREATE TABLE memcpy("
+    " rank_id INTEGER NOT NULL REFERENCES ranks(id) ON DELETE CASCADE,"
+    " kind TEXT NOT NULL,"
+    " count INTEGER NOT NULL, total_ns INTEGER NOT NULL,"
+    " bytes INTEGER NOT NULL, max_bytes INTEGER NOT NULL,"
+    " PRIMARY KEY(rank_id, kind)) WITHOUT ROWID;"
+    "CREATE TABLE runtime("
+    " rank_id INTEGER NOT NULL REFERENCES ranks(id) ON DELETE CASCADE,"
+    " name_id INTEGER NOT NULL REFERENCES names(id),"
+    " count INTEGER NOT NULL, total_ns INTEGER NOT NULL,"
+    " median_ns INTEGER NOT NULL, max_ns INTEGER NOT NULL,"
+    " PRIMARY KEY(rank_id, name_id)) WITHOUT ROWID;"
+    "CREATE TABLE steps("
+    " rank_id INTEGER NOT NULL REFERENCES ranks(id) ON DELETE CASCADE,"
+    " kind TEXT NOT NULL,"
+    " count INTEGER NOT NULL, total_ns INTEGER NOT NULL,"
+    " tokens INTEGER NOT NULL, padded INTEGER NOT NULL,"
+    " kernel_ns INTEGER NOT NULL, source TEXT NOT NULL,"
+    " PRIMARY KEY(rank_id, kind)) WITHOUT ROWID;"
+    "CREATE TABLE phases("
+    " rank_id INTEGER NOT NULL REFERENCES ranks(id) ON DELETE CASCADE,"
+    " idx INTEGER NOT NULL,"
+    " start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,"
+    " busy_ns INTEGER NOT NULL, kernel_events INTEGER NOT NULL,"
+    " cause TEXT NOT NULL,"
+    " top_kernels TEXT NOT NULL, top_launches TEXT NOT NULL,"
+    " PRIMARY KEY(rank_id, idx)) WITHOUT ROWID;";
+
+const char *const store__migrations[] = {step1};
+const int store__schema_version =
+    (int)(sizeof(store__migrations) / sizeof(store__migrations[0]));

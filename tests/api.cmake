@@ -1,0 +1,4 @@
+# The HTTP API (api/): a real daemon over real sockets. See tests/test_api.py.
+foreach(case validation auth metrics contract imports diff cancel)
+  traced_py_test(api_${case} test_api.py ${case})
+endforeach()

@@ -1,0 +1,21 @@
+# The indexer's aggregation (index/agg*.c, rules.c, file.c, cli.c).
+# test_index_agg links the aggregation sources directly (not the whole
+# traced_index library) so that it tests them alone, fed hand-made events.
+traced_c_test(test_index_agg traced_common test_index_agg.c
+  ${CMAKE_SOURCE_DIR}/index/agg.c ${CMAKE_SOURCE_DIR}/index/agg_map.c
+  ${CMAKE_SOURCE_DIR}/index/agg_runs.c ${CMAKE_SOURCE_DIR}/index/agg_time.c
+  ${CMAKE_SOURCE_DIR}/index/agg_json.c ${CMAKE_SOURCE_DIR}/index/rules.c)
+
+# `traced index` on every real trace against the Python reference.
+traced_py_test(test_index_traces test_index_traces.py)
+
+# Generated fixtures (ATOM TP=2 labels, seed 003 mcTracer, malformed files)
+# against the generator's own figures; the command line.
+traced_py_test(test_index_fixtures test_index_fixtures.py)
+
+# Peak RSS flat from 21 MB to 170 MB of JSON; spill, merge and the launch
+# join's overflow path exact at scale.
+traced_py_test(test_index_memory test_index_memory.py)
+
+# idx_file(): progress, cancel, rank override, rules, errors.
+traced_c_test(test_index_file traced_index test_index_file.c)

@@ -1,0 +1,15 @@
+# The trace reader and byte source (index/reader*.c, index/source.c,
+# index/inflate_*.c).
+traced_c_test(test_reader traced_index test_reader.c test_reader_source.c
+              test_reader_util.c)
+
+# libFuzzer target (scripts/fuzz.sh): clang only, with ASan and UBSan.
+if(TRACED_FUZZ)
+  # Coverage feedback from the reader itself, not just the harness.
+  target_compile_options(traced_index PRIVATE -fsanitize=fuzzer-no-link)
+  add_executable(fuzz_reader fuzz_reader.c)
+  target_compile_options(fuzz_reader PRIVATE
+                         -fsanitize=fuzzer,address,undefined)
+  target_link_options(fuzz_reader PRIVATE -fsanitize=fuzzer,address,undefined)
+  target_link_libraries(fuzz_reader PRIVATE traced_index)
+endif()

@@ -1,0 +1,426 @@
+#!/usr/bin/env python3
+"""Independent reference for `traced index`: the rank-summary figures of a
+trace computed with Python's json module (Decimal numbers, whole file in
+memory) and plain sorting. Shares no code with the C side; other areas'
+tests import it:
+
+    import ref_index
+    ref = ref_index.reference(path)      # dict, see reference()
+
+`python3 ref_index.py FILE` prints the reference as JSON.
+
+Rules (the contract in notes/BRIEF.md, docs/TRACE_FORMATS.md, docs/ATOM.md):
+- kineto ts/dur are microseconds, converted to integer ns exactly
+  (truncated past the ns); mcTracer ts/dur are ns.
+- an element of traceEvents that is not an object, has a non-string
+  ph/cat/name, a non-numeric ts/dur or a negative dur is skipped; so is a
+  ph "X" event without ts or dur. Only ph "X" events are counted.
+- t0 = earliest ts of any non-"M" event, span = latest end - t0.
+- medians are the lower median (sorted[(n-1)//2]).
+"""
+import bisect
+import gzip
+import json
+import re
+import sys
+from decimal import Decimal, InvalidOperation
+
+KERNEL_CATS = {"kernel", "Kernel"}
+COPY_CATS = {"gpu_memcpy", "Memcpy"}
+MEMSET_CATS = {"gpu_memset", "Memset"}
+RUNTIME_CATS = {"cuda_runtime", "cuda_driver", "Runtime"}
+STEP_KINDS = ("prefill", "decode", "eager_decode", "dummy_decode",
+              "dummy_eager_decode", "dummy_prefill", "draft_kv",
+              "dspark_sched")
+COPY_DIRS = {"htod": "HtoD", "dtoh": "DtoH", "dtod": "DtoD",
+             "htoh": "HtoH", "ptop": "PtoP"}
+LABEL_RE = re.compile(r"^(propose_[A-Za-z0-9_]+|[a-z_]+)\[")
+TOK_RE = re.compile(r"[\[ ,]tok=(\d*)")
+BAD_UTF8 = re.compile("[\udc80-\udcff]")
+BS_RE = re.compile(r"[\[ ,]bs=(\d*)(?:/(\d+))?")
+
+
+def load(path):
+    """The parsed document (dict or bare list)."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    # Invalid UTF-8 survives as lone surrogates; such events are skipped.
+    text = raw.decode("utf-8", errors="surrogateescape")
+    return json.loads(text, parse_float=Decimal, strict=False), len(raw)
+
+
+def num(v, scale=0):
+    """An integer from a JSON number or numeric string, times 10**scale,
+    truncated toward zero; None when not numeric."""
+    if isinstance(v, bool) or v is None:
+        return None
+    if isinstance(v, str):
+        try:
+            v = Decimal(v.strip())
+        except InvalidOperation:
+            return None
+        if not v.is_finite():
+            return None
+    if isinstance(v, (int, Decimal)):
+        return int(Decimal(v).scaleb(scale))
+    return None
+
+
+def dim3(v):
+    if isinstance(v, list) and len(v) == 3:
+        out = [num(x) for x in v]
+        if all(isinstance(x, int) for x in out):
+            return tuple(out)
+    return None
+
+
+def detect_format(doc, events):
+    """kineto unless the events look like mcTracer: no cat, and args.co_id
+    or a pid lane 1..3 on the first event that is not metadata."""
+    if isinstance(doc, list):
+        return "kineto"
+    kineto_keys = {"schemaVersion", "deviceProperties", "distributedInfo",
+                   "traceName", "displayTimeUnit", "baseTimeNanoseconds"}
+    if kineto_keys & set(doc):
+        return "kineto"
+    for e in events:
+        if not isinstance(e, dict) or e.get("ph") == "M":
+            continue
+        args = e.get("args") if isinstance(e.get("args"), dict) else {}
+        lane = num(e.get("pid")) in (1, 2, 3) and not isinstance(
+            e.get("pid"), str)
+        if "cat" not in e and ("co_id" in args or lane):
+            return "mctracer"
+        return "kineto"
+    return "kineto"
+
+
+def well_formed(e, scale):
+    """(ts_ns, dur_ns) or None when the event is malformed."""
+    for k in ("ph", "cat", "name"):
+        if k in e and e[k] is not None and not isinstance(e[k], str):
+            return None
+        if isinstance(e.get(k), str) and BAD_UTF8.search(e[k]):
+            return None
+    ts = dur = None
+    if "ts" in e:
+        ts = num(e["ts"], scale)
+        if ts is None and e["ts"] is not None:
+            return None
+    if "dur" in e:
+        dur = num(e["dur"], scale)
+        if dur is None and e["dur"] is not None:
+            return None
+        if dur is not None and dur < 0:
+            return None
+    if e.get("ph") == "X" and (ts is None or dur is None):
+        return None
+    return ts, dur
+
+
+def classify(fmt, e):
+    if fmt == "mctracer":
+        pid = e.get("pid")
+        if isinstance(pid, str) or num(pid) not in (1, 2, 3):
+            return None
+        pid = num(pid)
+        if pid == 1:
+            return "runtime"
+        if pid == 2:
+            return "kernel"
+        return "memset" if e.get("name", "").lower().startswith(
+            "memset") else "copy"
+    cat = e.get("cat")
+    if cat is None:
+        return "label_cpu"
+    if cat in KERNEL_CATS:
+        return "kernel"
+    if cat in COPY_CATS:
+        return "copy"
+    if cat in MEMSET_CATS:
+        return "memset"
+    if cat in RUNTIME_CATS:
+        return "runtime"
+    if cat == "user_annotation":
+        return "label_cpu"
+    if cat == "gpu_user_annotation":
+        return "label_gpu"
+    return None
+
+
+def copy_kind(e):
+    kind = (e.get("args") or {}).get("kind")
+    name = e.get("name") or ""
+    word = None
+    if isinstance(kind, str) and len(kind) == 4:
+        word = kind
+    elif len(name) >= 11 and name[:7].lower() == "memcpy ":
+        word = name[7:11]
+    return COPY_DIRS.get((word or "").lower(), "other")
+
+
+def parse_label(name):
+    """(kind, tokens, padded) of a run label, or None."""
+    m = LABEL_RE.match(name or "")
+    if not m:
+        return None
+    kind = m.group(1)
+    if kind not in STEP_KINDS and not kind.startswith("propose_"):
+        return None
+    rest = name[len(kind):]
+    tok = TOK_RE.search(rest)
+    tokens = int(tok.group(1)) if tok and tok.group(1) else 0
+    bs = BS_RE.search(rest)
+    padded = 0
+    if bs and bs.group(1) and bs.group(2):
+        padded = int(bs.group(2)) > int(bs.group(1))
+    return kind, tokens, int(padded)
+
+
+def lower_median(values):
+    s = sorted(values)
+    return s[(len(s) - 1) // 2] if s else 0
+
+
+def union_length(intervals):
+    total, cur_s, cur_e = 0, None, None
+    for s, e in sorted(intervals):
+        if cur_e is None or s > cur_e:
+            if cur_e is not None:
+                total += cur_e - cur_s
+            cur_s, cur_e = s, e
+        elif e > cur_e:
+            cur_e = e
+    if cur_e is not None:
+        total += cur_e - cur_s
+    return total
+
+
+def kernel_ns_in_labels(labels, kernels):
+    """Kernel time starting inside the union of each kind's labels."""
+    out = {}
+    for kind, ivs in labels.items():
+        merged = []
+        for s, e in sorted(ivs):
+            if merged and s <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], e)
+            else:
+                merged.append([s, e])
+        starts = [m[0] for m in merged]
+        total = 0
+        for ts, dur in kernels:
+            i = bisect.bisect_right(starts, ts) - 1
+            if i >= 0 and ts < merged[i][1]:
+                total += dur
+        out[kind] = total
+    return out
+
+
+class _Launches:
+    """The launch join as the contract defines it: a ROCm kernel (no
+    shared memory of its own, a correlation) takes registers/shared memory
+    (and grid/block when it has none) from the runtime launch event of its
+    correlation; a second kernel under one correlation (graph launch), or
+    one without a launch event, takes what every launch of the same
+    (args.kernel, grid, block) agreed on, else null."""
+
+    def __init__(self):
+        self.by_corr = {}          # corr -> launch fields, first one wins
+        self.consensus = {}        # (name, grid, block) -> set of (regs, shm)
+        self.waiting = []          # (name, grid, block, corr, dur)
+        self.rows = {}
+
+    def add_launch(self, args):
+        regs = num(args.get("registers per thread"))
+        shm = num(args.get("shared memory"))
+        kernel = args.get("kernel")
+        if not isinstance(kernel, str):
+            kernel = None
+        if kernel is None and regs is None and shm is None:
+            return
+        corr = num(args.get("correlation"))
+        grid, block = dim3(args.get("grid")), dim3(args.get("block"))
+        if kernel is not None:
+            self.consensus.setdefault((kernel, grid, block), set()).add(
+                (regs, shm))
+        self.by_corr.setdefault(corr, (grid, block, regs, shm))
+
+    def row(self, key, dur):
+        r = self.rows.setdefault(key, [0, 0, None, None])
+        r[0] += 1
+        r[1] += dur
+        r[2] = dur if r[2] is None else min(r[2], dur)
+        r[3] = dur if r[3] is None else max(r[3], dur)
+
+    def add_kernel(self, fmt, name, args, dur):
+        grid, block = dim3(args.get("grid")), dim3(args.get("block"))
+        shm = num(args.get("shared memory"))
+        if fmt == "mctracer":
+            dyn, sta = num(args.get("dynamic_shared")), num(
+                args.get("static_shared"))
+            if shm is None and (dyn is not None or sta is not None):
+                shm = (dyn or 0) + (sta or 0)
+        corr = num(args.get("correlation", args.get("co_id")))
+        if fmt == "mctracer" or shm is not None or corr is None:
+            regs = num(args.get("registers per thread",
+                                args.get("registers_per_thread")))
+            self.row((name, grid, block, regs, shm), dur)
+        else:
+            self.waiting.append((name, grid, block, corr, dur))
+
+    def finish(self):
+        used = set()
+        for name, grid, block, corr, dur in self.waiting:
+            launch = self.by_corr.get(corr)
+            if launch is not None and corr not in used:
+                used.add(corr)
+                lg, lb, regs, shm = launch
+                self.row((name, grid or lg, block or lb, regs, shm), dur)
+                continue
+            agreed = self.consensus.get((name, grid, block), set())
+            regs, shm = next(iter(agreed)) if len(agreed) == 1 else (None,
+                                                                      None)
+            self.row((name, grid, block, regs, shm), dur)
+        return {k: tuple(v) for k, v in self.rows.items()}
+
+
+def reference(path, fmt="auto"):
+    """The reference figures of one trace file:
+    events, skipped_events, format, t0_ns, span_ns, device, kernel_events,
+    kernel_ns, distinct_kernels, memcpy_count, memcpy_bytes, memcpy_ns,
+    memset_count, memset_ns, runtime_events, runtime_ns, gpu_busy_ns,
+    kernels {name: {count,total_ns,min_ns,max_ns,median_ns,first_ns,
+    last_ns}}, memcpy {kind: {count,total_ns,bytes,max_bytes}},
+    runtime {name: {count,total_ns,median_ns,max_ns}},
+    launches {(name, grid, block, regs, shared): (count,total,min,max)},
+    steps {kind: {count,total_ns,tokens,padded,kernel_ns,source}},
+    json_bytes, rank."""
+    doc, json_bytes = load(path)
+    events = doc if isinstance(doc, list) else doc.get("traceEvents")
+    if not isinstance(events, list):
+        raise ValueError("%s: no traceEvents array" % path)
+    if fmt == "auto":
+        fmt = detect_format(doc, events)
+    scale = 0 if fmt == "mctracer" else 3
+    r = {"format": fmt, "events": len(events), "skipped_events": 0,
+         "json_bytes": json_bytes}
+    kernels, copies, runtime = {}, {}, {}
+    steps = {"cpu": {}, "gpu": {}}
+    labels, kernel_times, device_ivs = {}, [], []
+    launches = _Launches()
+    t0 = tend = None
+    device = None
+    for e in events:
+        tsdur = well_formed(e, scale) if isinstance(e, dict) else None
+        if tsdur is None:
+            r["skipped_events"] += 1
+            continue
+        ts, dur = tsdur
+        ph = e.get("ph")
+        args = e.get("args") if isinstance(e.get("args"), dict) else {}
+        if ph == "M":
+            if (fmt == "mctracer" and device is None and num(e.get("pid")) == 2
+                    and isinstance(args.get("name"), str)):
+                device = args["name"]
+            continue
+        if ts is not None:
+            end = ts + (dur or 0) if ph == "X" else ts
+            t0 = ts if t0 is None else min(t0, ts)
+            tend = end if tend is None else max(tend, end)
+        if ph != "X":
+            continue
+        cls = classify(fmt, e)
+        name = e.get("name") or ""
+        if cls == "kernel":
+            k = kernels.setdefault(name, {"durs": [], "starts": []})
+            k["durs"].append(dur)
+            k["starts"].append(ts)
+            kernel_times.append((ts, dur))
+            device_ivs.append((ts, ts + dur))
+            launches.add_kernel(fmt, name, args, dur)
+        elif cls in ("copy", "memset"):
+            kind = "memset" if cls == "memset" else copy_kind(e)
+            c = copies.setdefault(kind, {"count": 0, "total_ns": 0,
+                                         "bytes": 0, "max_bytes": 0})
+            b = num(args.get("bytes", args.get("size"))) or 0
+            c["count"] += 1
+            c["total_ns"] += dur
+            c["bytes"] += b
+            c["max_bytes"] = max(c["max_bytes"], b)
+            device_ivs.append((ts, ts + dur))
+        elif cls == "runtime":
+            runtime.setdefault(name, []).append(dur)
+            if fmt != "mctracer" and num(args.get("correlation")) is not None:
+                launches.add_launch(args)
+        elif cls in ("label_cpu", "label_gpu"):
+            lab = parse_label(name)
+            if lab is None:
+                continue
+            kind, tokens, padded = lab
+            side = "gpu" if cls == "label_gpu" else "cpu"
+            s = steps[side].setdefault(kind, {"count": 0, "total_ns": 0,
+                                              "tokens": 0, "padded": 0})
+            s["count"] += 1
+            s["total_ns"] += dur
+            s["tokens"] += tokens
+            s["padded"] += padded
+            if side == "gpu":
+                labels.setdefault(kind, []).append((ts, ts + dur))
+    t0 = t0 if t0 is not None else 0
+    tend = tend if tend is not None else 0
+    r["t0_ns"], r["span_ns"] = t0, tend - t0
+    if fmt == "kineto" and isinstance(doc, dict):
+        props = doc.get("deviceProperties")
+        if isinstance(props, list) and props and isinstance(props[0], dict):
+            device = props[0].get("name") or None
+        dist = doc.get("distributedInfo")
+        r["rank"] = dist.get("rank") if isinstance(dist, dict) else None
+    else:
+        r["rank"] = None
+    r["device"] = device or None
+    r["kernels"] = {
+        n: {"count": len(k["durs"]), "total_ns": sum(k["durs"]),
+            "min_ns": min(k["durs"]), "max_ns": max(k["durs"]),
+            "median_ns": lower_median(k["durs"]),
+            "first_ns": min(k["starts"]) - t0,
+            "last_ns": max(k["starts"]) - t0}
+        for n, k in kernels.items()}
+    r["kernel_events"] = sum(k["count"] for k in r["kernels"].values())
+    r["kernel_ns"] = sum(k["total_ns"] for k in r["kernels"].values())
+    r["distinct_kernels"] = len(kernels)
+    r["memcpy"] = copies
+    real = [c for k, c in copies.items() if k != "memset"]
+    r["memcpy_count"] = sum(c["count"] for c in real)
+    r["memcpy_bytes"] = sum(c["bytes"] for c in real)
+    r["memcpy_ns"] = sum(c["total_ns"] for c in real)
+    ms = copies.get("memset", {"count": 0, "total_ns": 0})
+    r["memset_count"], r["memset_ns"] = ms["count"], ms["total_ns"]
+    r["runtime"] = {n: {"count": len(d), "total_ns": sum(d),
+                        "median_ns": lower_median(d), "max_ns": max(d)}
+                    for n, d in runtime.items()}
+    r["runtime_events"] = sum(len(d) for d in runtime.values())
+    r["runtime_ns"] = sum(sum(d) for d in runtime.values())
+    r["gpu_busy_ns"] = union_length(device_ivs)
+    r["launches"] = launches.finish()
+    side = "gpu" if steps["gpu"] else "cpu"
+    in_labels = kernel_ns_in_labels(labels, kernel_times)
+    r["steps"] = {k: dict(v, kernel_ns=in_labels.get(k, 0) if side == "gpu"
+                          else 0, source=side)
+                  for k, v in steps[side].items()}
+    return r
+
+
+def _jsonable(r):
+    out = dict(r)
+    out["launches"] = [list(k) + list(v) for k, v in r["launches"].items()]
+    return out
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: ref_index.py FILE")
+    json.dump(_jsonable(reference(sys.argv[1])), sys.stdout, indent=1,
+              default=str)
+    sys.stdout.write("\n")

@@ -1,0 +1,17 @@
+# store tests: C, linked with traced_store; fixtures are built in the tests
+# from hand-written inputs (tests/test_store_util.c), never from index/.
+traced_c_test(test_store traced_store test_store.c test_store_util.c)
+target_link_libraries(test_store PRIVATE m)
+traced_c_test(test_store_query traced_store test_store_query.c
+              test_store_util.c)
+target_link_libraries(test_store_query PRIVATE m)
+traced_c_test(test_store_diff traced_store test_store_diff.c
+              test_store_util.c)
+target_link_libraries(test_store_diff PRIVATE m)
+traced_c_test(test_store_concurrency traced_store test_store_concurrency.c
+              test_store_util.c)
+target_link_libraries(test_store_concurrency PRIVATE m)
+# Real traces indexed by idx_file() (traced_index), stored and read back.
+traced_c_test(test_store_index traced_store test_store_index.c
+              test_store_util.c)
+target_link_libraries(test_store_index PRIVATE traced_index m)

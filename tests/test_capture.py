@@ -1,0 +1,190 @@
+"""Captures end to end: traced drives the ATOM simulator's real scripts and
+server (sim/), and every figure it stores for a rank equals the independent
+reference (tests/ref_index.py) over the .gz the simulator exported. Also:
+the argv and environment each script received (the simulator's own record),
+queue order, presets and chat template, profile_control=daemon, the bench
+result's time window, and an import beside the captures."""
+import json
+import os
+import shutil
+import tempfile
+import time
+
+from test_capture_lib import (SMALL, Rig, check, check_eq,
+                              check_rank_figures, rank_gz, run_cases)
+
+
+def make_model(root):
+    """A model folder whose tokenizer has a chat template, and a models.json
+    (ATOM CI's format) with a preset for it."""
+    model = os.path.join(root, "Chat-Model")
+    os.makedirs(model)
+    with open(os.path.join(model, "tokenizer_config.json"), "w") as f:
+        json.dump({"chat_template": "{% for m in messages %}{% endfor %}"}, f)
+    presets = os.path.join(root, "models.json")
+    with open(presets, "w") as f:
+        json.dump({"models": [
+            {"path": "/data/Other", "env_vars": "AITER_NO=1"},
+            {"path": "/data/Chat-Model", "config": {
+                "tp": 1, "extra_args": "--kv_cache_dtype fp8 --level 0"},
+             "env_vars": "AITER_PRESET=7\nHSA_NO_SCRATCH_RECLAIM=1"}]}, f)
+    return model, presets
+
+
+def make_import(root):
+    """A three-rank kineto folder laid out as ATOM does."""
+    folder = os.path.join(root, "imported")
+    for r, src in enumerate(SMALL[:3]):
+        os.makedirs(os.path.join(folder, "rank_%d" % r))
+        shutil.copy(src, os.path.join(folder, "rank_%d" % r,
+                                      "m_ts_20261129_000000_00%d.pt.trace."
+                                      "json.gz" % r))
+    return folder
+
+
+def check_calls(rig, caps, more):
+    """What the scripts received, from the simulator's record."""
+    starts = rig.calls("start_atom_server.sh")
+    benches = rig.calls("run_benchmark.sh")
+    clients = rig.calls("benchmark_serving")
+    check_eq(len(starts), len(caps), "start script calls")
+    check_eq(len(benches), len(caps), "bench script calls")
+    check_eq(len(clients), len(caps), "bench clients")
+    for cap, start, bench, client in zip(caps, starts, benches, clients):
+        # The client sent CONC*1 prompts and drove the profiler.
+        check("--num-prompts=%d" % cap["params"]["conc"] in client["argv"]
+              and "--profile" in client["argv"], client["argv"])
+        p = cap["params"]
+        check_eq(start["argv"][:5], [p["model"], str(p["tp"]), str(rig.port),
+                                     "--torch-profiler-dir",
+                                     cap["trace_dir"]], "start argv")
+        check_eq(cap["trace_dir"], os.path.join(
+            rig.d.conf["trace_root"], str(cap["id"])), "trace_dir")
+        check_eq(start["env"].get("ATOM_PROFILER_MORE"),
+                 "1" if cap["id"] == more else "0", "ATOM_PROFILER_MORE")
+        # PROMPT_MULTIPLIER 1 and PROFILE 1, positions 6 and 7.
+        check_eq(bench["argv"][:7], [p["model"], str(rig.port), "8", "4",
+                                     str(p["conc"]), "1", "1"], "bench argv")
+        check("ATOM_PROFILER_MORE" not in bench["env"],
+              "ATOM_PROFILER_MORE reached the bench client")
+        check_eq(cap["commands"]["bench"][-len(bench["argv"]):],
+                 bench["argv"], "extra.commands.bench")
+
+
+def check_preset(rig, cap):
+    start = rig.calls("start_atom_server.sh")[0]
+    bench = rig.calls("run_benchmark.sh")[0]
+    # The request's --level 3 wins over the preset's --level 0; the
+    # preset's --kv_cache_dtype fp8 is added. The request's HSA_ value wins.
+    check_eq(start["argv"][5:], ["--kv_cache_dtype", "fp8", "--level", "3"],
+             "server args")
+    check_eq(start["env"].get("AITER_PRESET"), "7", "preset env")
+    check_eq(start["env"].get("HSA_NO_SCRATCH_RECLAIM"), "0", "request env")
+    check_eq(cap["preset"], {"match": "/data/Chat-Model",
+                             "args": ["--kv_cache_dtype", "fp8"],
+                             "env": {"AITER_PRESET": "7"}}, "extra.preset")
+    check(cap["use_chat_template"] is True, "use_chat_template")
+    check_eq(bench["argv"][-1], "--use-chat-template", "bench chat flag")
+
+
+def check_import(rig, iid, folder):
+    imp = rig.wait(iid)
+    check_eq((imp["status"], imp["phase"]), ("done", "done"), "import")
+    sizes = [os.path.getsize(rank_gz({"trace_dir": folder}, "rank_%d" % r))
+             for r in range(3)]
+    prog = imp["progress"]
+    check_eq((prog["ranks_expected"], prog["ranks_indexed"]), (3, 3),
+             "import ranks")
+    check_eq((prog["bytes_total"], prog["bytes_indexed"]),
+             (sum(sizes), sum(sizes)), "import bytes")
+    check_eq(sorted(r["label"] for r in imp["ranks"]),
+             ["rank_0", "rank_1", "rank_2"], "import labels")
+    for r in range(3):
+        check_rank_figures(rig.d, iid, r, rank_gz({"trace_dir": folder},
+                                                  "rank_%d" % r))
+
+
+def capture_tp_1_2_8_in_order():
+    """TP 1, 2 and 8 posted back to back run one after the other and reach
+    done with every rank's figures equal to the reference; an import posted
+    after them runs beside and reaches done."""
+    root = tempfile.mkdtemp(prefix="capture-test-")
+    model, presets = make_model(root)
+    folder = make_import(root)
+    rig = Rig(conf={"models_json": presets, "import_roots": root})
+    try:
+        with rig:
+            # The preset /data/Chat-Model matches on the last component.
+            ids = [rig.capture(model=model, tp=1,
+                               server_args=["--level", "3"],
+                               env={"HSA_NO_SCRATCH_RECLAIM": "0"}),
+                   rig.capture(tp=2, more=True, conc=3),
+                   rig.capture(tp=8)]
+            code, imp = rig.d.post("/imports", {"path": folder})
+            check_eq(code, 202, "POST /imports %s" % imp)
+            caps = [rig.wait(i) for i in ids]
+            for cap in caps:
+                check_eq((cap["status"], cap["phase"], cap["error"]),
+                         ("done", "done", None), "capture %d" % cap["id"])
+            for a, b in zip(caps, caps[1:]):
+                check(b["started_at"] >= a["finished_at"],
+                      "capture %d started before %d finished" % (
+                          b["id"], a["id"]))
+            check_calls(rig, caps, more=ids[1])
+            check_preset(rig, caps[0])
+            for cap in caps:
+                tp = cap["params"]["tp"]
+                check_eq(len(cap["ranks"]), tp, "ranks")
+                check_eq(cap["progress"]["ranks_indexed"], tp, "indexed")
+                check_eq(cap["bench"]["num_prompts"],
+                         cap["params"]["conc"], "bench num_prompts")
+                for r in range(tp):
+                    check_rank_figures(rig.d, cap["id"], r,
+                                       rank_gz(cap, "rank_%d" % r))
+            check_import(rig, imp["id"], folder)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def capture_profile_daemon():
+    """profile_control=daemon: traced POSTs /start_profile and
+    /stop_profile around a bench with PROFILE 0; a bench result file that
+    predates the bench is not kept; a 500 from /start_profile fails the
+    capture in benchmark with the server's detail."""
+    root = tempfile.mkdtemp(prefix="capture-test-")
+    stale = os.path.join(root, "benchmark.json")
+    with open(stale, "w") as f:
+        json.dump({"completed": 999}, f)
+    os.utime(stale, (time.time() - 5, time.time() - 5))
+    rig = Rig(conf={"profile_control": "daemon", "bench_result": stale})
+    try:
+        with rig:
+            cid = rig.capture(tp=2)
+            cap = rig.wait(cid)
+            check_eq((cap["status"], cap["phase"]), ("done", "done"), "cap")
+            bench = rig.calls("run_benchmark.sh")[0]
+            check_eq(bench["argv"][6], "0", "PROFILE")
+            with open(os.path.join(cap["log_dir"], "server.log")) as f:
+                log = f.read()
+            check("POST /start_profile" in log and
+                  "POST /stop_profile" in log, "profile calls: " + log[-800:])
+            check_eq(cap["bench"], None, "stale bench result kept")
+            check_eq(cap["bench_result"]["used"], False, "bench_result")
+            for r in range(2):
+                check_rank_figures(rig.d, cid, r, rank_gz(cap, "rank_%d" % r))
+
+            cid = rig.capture(tp=2, env={"ATOM_SIM_FAULTS":
+                                         "start_profile_500"})
+            cap = rig.wait(cid)
+            check_eq((cap["status"], cap["phase"]), ("failed", "benchmark"),
+                     "start_profile 500")
+            msg = cap["error"]["message"]
+            check("/start_profile answered 500" in msg and
+                  "Failed to start profiling" in msg, msg)
+            rig.wait_no_procs()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    run_cases([capture_tp_1_2_8_in_order, capture_profile_daemon])

@@ -1,0 +1,129 @@
+"""Every fault switch of the ATOM simulator (sim/README.md) ends the capture
+with the right status, phase and a message naming the cause (exit code,
+marker, rank); the stop script runs after a failure and no process is left.
+The captures run one after the other on one traced; each gets its fault
+through the request's env (ATOM_SIM_FAULTS reaches the server)."""
+import os
+import re
+import time
+
+from test_capture_lib import (Rig, check, check_eq, check_rank_figures,
+                              rank_gz, run_cases)
+
+
+def faulty(rig, fault, **params):
+    return rig.capture(env={"ATOM_SIM_FAULTS": fault}, **params)
+
+
+def expect(cap, status, phase, *words):
+    check_eq((cap["status"], cap["phase"]), (status, phase),
+             "capture %d: %s" % (cap["id"], cap["error"]))
+    if status != "done":
+        check_eq(cap["error"]["phase"], phase, "error.phase")
+    for w in words:
+        check(w in cap["error"]["message"],
+              "%r not in %r" % (w, cap["error"]["message"]))
+
+
+def stop_ran_after(rig, cap, timeout=10):
+    """The stop script is called after the capture failed (traced stores
+    the failure first, then stops the server)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        stops = [c["time"].replace("+00:00", "Z")
+                 for c in rig.calls("stop_atom_server.sh")]
+        if any(t >= cap["finished_at"] for t in stops):
+            return
+        time.sleep(0.1)
+    raise AssertionError("no stop script after capture %d" % cap["id"])
+
+
+def faults_before_the_bench():
+    """die_on_start, never_ready (the launcher's fall-through exit 0 is
+    ignored), a fatal marker while loading, and a marker left in the log by
+    the previous run that must not fail the next capture."""
+    rig = Rig(conf={"ready_timeout_s": "6"}, sim_env={"SIM_LAUNCH_CAP_S": "2"})
+    with rig:
+        ids = [faulty(rig, "die_on_start"), faulty(rig, "never_ready"),
+               faulty(rig, "fatal_marker=Memory access fault by GPU node-2"),
+               rig.capture(tp=1)]
+        cap = rig.wait(ids[0])
+        expect(cap, "failed", "launching", "start script exited 1")
+        check("Server process died" in cap["error"]["log_tail"],
+              cap["error"]["log_tail"])
+        cap = rig.wait(ids[1])
+        expect(cap, "failed", "waiting_ready", "not ready after 6 s")
+        stop_ran_after(rig, cap)
+        with open(os.path.join(cap["log_dir"], "launcher.log")) as f:
+            check("Server is ready" not in f.read(), "launcher said ready")
+        cap = rig.wait(ids[2])
+        expect(cap, "failed", "waiting_ready", "Memory access fault",
+               "fatal marker")
+        # The next run's launch truncates the log with the marker in it;
+        # write one more marker line before it to be sure it is old.
+        with open(rig.conf["server_log"], "a") as f:
+            f.write("previous run: proc died\n")
+        cap = rig.wait(ids[3])
+        expect(cap, "done", "done")
+
+
+def faults_in_the_bench():
+    """The server dies during the bench: ATOM's client exits 0 all the same
+    (its failed requests only shorten "completed"), and traced must see the
+    dead server; with a strict client the bench's exit code says it; a
+    fatal marker appears during the bench (the requests then hang: traced's
+    log scan ends it)."""
+    rig = Rig(conf={"export_max_polls": "3"})
+    with rig:
+        ids = [faulty(rig, "die_during_bench=2", conc=4),
+               faulty(rig, "fatal_marker_during_bench")]
+        cap = rig.wait(ids[0])
+        expect(cap, "failed", "benchmark", "the server died during the bench")
+        cap = rig.wait(ids[1])
+        expect(cap, "failed", "benchmark", "Memory access fault")
+        stop_ran_after(rig, cap)
+        rig.wait_no_procs()
+        with open(rig.path("faults"), "w") as f:
+            f.write("strict_bench\n")
+        cap = rig.wait(faulty(rig, "die_during_bench=2"))
+        expect(cap, "failed", "benchmark", "bench script exited")
+
+
+def faults_in_the_export():
+    """An orphan .json and a missing rank fail the export naming the rank;
+    a slow export still ends done; a truncated .gz fails its rank at
+    indexing with the byte offset while the other ranks are kept and
+    queryable."""
+    rig = Rig(conf={"export_max_polls": "4"})
+    with rig:
+        ids = [faulty(rig, "orphan_json=1", tp=2),
+               faulty(rig, "missing_rank=2", tp=4),
+               faulty(rig, "slow_export=2.5", tp=2),
+               faulty(rig, "truncated_gz=1", tp=3)]
+        cap = rig.wait(ids[0])
+        expect(cap, "failed", "exporting",
+               "rank 1: orphan .json left: the exporter died mid-export")
+        check_eq(cap["progress"]["export_polls"], 4, "export_polls")
+        check_eq(cap["progress"]["orphan_json"], 1, "orphan_json")
+        cap = rig.wait(ids[1])
+        expect(cap, "failed", "exporting", "rank 2: no rank_2 folder")
+        check_eq(cap["progress"]["ranks_exported"], 3, "ranks_exported")
+        cap = rig.wait(ids[2])
+        expect(cap, "done", "done")
+        check(cap["progress"]["export_polls"] >= 2, cap["progress"])
+        cap = rig.wait(ids[3])
+        expect(cap, "failed", "indexing", "rank 1 (rank_1)",
+               "1 of 3 ranks could not be indexed")
+        by_rank = {r["rank"]: r for r in cap["ranks"]}
+        check_eq(by_rank[1]["status"], "failed", "rank 1 status")
+        check(re.search(r"(byte|offset) \d+", by_rank[1]["error"]),
+              by_rank[1]["error"])
+        for r in (0, 2):
+            check_eq(by_rank[r]["status"], "done", "rank %d" % r)
+            check_rank_figures(rig.d, cap["id"], r,
+                               rank_gz(cap, "rank_%d" % r))
+
+
+if __name__ == "__main__":
+    run_cases([faults_before_the_bench, faults_in_the_bench,
+               faults_in_the_export])

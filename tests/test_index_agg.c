@@ -1,0 +1,700 @@
+/*
+ * The aggregation fed with hand-made events (no reader): containers, the
+ * launch join in both orders and on overflow, steps, phases, categories,
+ * mcTracer lanes, and the time records spilled to disk.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "index/agg.h"
+#include "tests/check.h"
+
+static struct idx_str s_(const char *s)
+{
+  struct idx_str r = {s, s ? strlen(s) : 0};
+
+  return r;
+}
+
+static struct idx_event ev_x(const char *cat, const char *name, int64_t ts,
+                             int64_t dur)
+{
+  struct idx_event e;
+
+  memset(&e, 0, sizeof(e));
+  e.ph = 'X';
+  e.cat = s_(cat);
+  e.name = s_(name);
+  e.ts_ns = ts;
+  e.dur_ns = dur;
+  e.has = IDX_HAS_TS | IDX_HAS_DUR;
+  return e;
+}
+
+static void set3(int64_t v[3], int64_t x, int64_t y, int64_t z)
+{
+  v[0] = x;
+  v[1] = y;
+  v[2] = z;
+}
+
+/* A ROCm kernel: grid/block, correlation, no shared memory. */
+static struct idx_event rocm_kernel(const char *name, int64_t ts,
+                                    int64_t dur, int64_t corr, int64_t gx)
+{
+  struct idx_event e = ev_x("kernel", name, ts, dur);
+
+  e.has |= IDX_HAS_CORR | IDX_HAS_GRID | IDX_HAS_BLOCK;
+  e.correlation = corr;
+  set3(e.grid, gx, 1, 1);
+  set3(e.block, 256, 1, 1);
+  return e;
+}
+
+static struct idx_event rocm_launch(const char *kernel, int64_t ts,
+                                    int64_t corr, int64_t gx, int64_t shmem)
+{
+  struct idx_event e = ev_x("cuda_runtime", "hipLaunchKernel", ts, 5);
+
+  e.has |= IDX_HAS_CORR | IDX_HAS_GRID | IDX_HAS_BLOCK | IDX_HAS_SHMEM;
+  e.correlation = corr;
+  e.kernel = s_(kernel);
+  set3(e.grid, gx, 1, 1);
+  set3(e.block, 256, 1, 1);
+  e.shared_bytes = shmem;
+  return e;
+}
+
+static struct idx_doc doc_of(enum idx_format f)
+{
+  struct idx_doc d;
+
+  memset(&d, 0, sizeof(d));
+  d.format = f;
+  d.rank = -1;
+  return d;
+}
+
+static void feed(struct idx_agg *a, const struct idx_doc *d,
+                 const struct idx_event *e)
+{
+  CHECK_INT(idx_agg_event(a, d, e), 0);
+}
+
+static json_t *summary(struct idx_agg *a, const struct idx_doc *d)
+{
+  struct agg_file_info info = {"mem.json", 0, -1};
+  struct tr_err err = {0};
+  json_t *out = NULL;
+
+  CHECK_INT(idx_agg_summary(a, d, &info, &out, &err), 0);
+  CHECK(out != NULL);
+  return out;
+}
+
+static json_int_t geti(json_t *o, const char *key)
+{
+  json_t *v = json_object_get(o, key);
+
+  if (!json_is_integer(v)) {
+    fprintf(stderr, "field %s is not an integer\n", key);
+    exit(1);
+  }
+  return json_integer_value(v);
+}
+
+/* The row of arr whose field key equals val. */
+static json_t *row_by(json_t *arr, const char *key, const char *val)
+{
+  size_t i;
+  json_t *r;
+
+  json_array_foreach(arr, i, r)
+    if (strcmp(json_string_value(json_object_get(r, key)), val) == 0)
+      return r;
+  fprintf(stderr, "no row with %s = %s\n", key, val);
+  exit(1);
+}
+
+static void index_map_interns(void)
+{
+  struct agg_map m;
+  uint32_t id, id2, i;
+  char key[32];
+
+  memset(&m, 0, sizeof(m));
+  CHECK_INT(agg_map_intern(&m, "abc", 3, &id), 1);
+  CHECK_INT(agg_map_intern(&m, "abc", 3, &id2), 0);
+  CHECK_INT(id, id2);
+  CHECK_INT(agg_map_intern(&m, "", 0, &id2), 1);
+  CHECK(id2 != id);
+  for (i = 0; i < 10000; i++) {
+    snprintf(key, sizeof(key), "k%u", i);
+    CHECK(agg_map_intern(&m, key, strlen(key), &id) >= 0);
+  }
+  CHECK_INT(m.n, 10002);
+  CHECK_INT(agg_map_intern(&m, "k777", 4, &id), 0);
+  CHECK_INT(m.keys[id].n, 4);
+  CHECK(memcmp(m.keys[id].p, "k777", 4) == 0);
+  agg_map_free(&m);
+  agg_map_free(NULL);
+}
+
+static void index_hist_median(void)
+{
+  struct agg_hist h;
+  int64_t v, med;
+  int i;
+
+  memset(&h, 0, sizeof(h));
+  for (i = 1; i <= 10; i++)
+    CHECK_INT(agg_hist_add(&h, i * 10), 0);
+  /* Lower median of 10..100 is 50; small values are exact. */
+  CHECK_INT(agg_hist_median(&h, 10, 10, 100), 50);
+  agg_hist_free(&h);
+  for (i = 0; i < 1001; i++) {
+    v = 1000000 + (int64_t)i * 7919;
+    CHECK_INT(agg_hist_add(&h, v), 0);
+  }
+  med = agg_hist_median(&h, 1001, 1000000, 1000000 + 1000 * 7919);
+  v = 1000000 + 500 * 7919;
+  CHECK(llabs(med - v) * 1024 <= v);
+  agg_hist_free(&h);
+  agg_hist_free(NULL);
+}
+
+static void index_corr_take_and_limit(void)
+{
+  struct agg_corr c;
+  int64_t i, v;
+
+  CHECK_INT(agg_corr_init(&c, sizeof(int64_t), 1000), 0);
+  for (i = 0; i < 1000; i++) {
+    v = i * 3;
+    CHECK_INT(agg_corr_put(&c, i * 4096, &v), 0);   /* colliding keys */
+  }
+  v = 0;
+  CHECK_INT(agg_corr_put(&c, 1, &v), TR_ELIMIT);
+  CHECK_INT(agg_corr_put(&c, 4096, &v), TR_ECONFLICT);
+  for (i = 0; i < 1000; i += 2)
+    CHECK_INT(agg_corr_take(&c, i * 4096, &v), 1);
+  for (i = 1; i < 1000; i += 2) {
+    CHECK_INT(agg_corr_take(&c, i * 4096, &v), 1);
+    CHECK_INT(v, i * 3);
+  }
+  CHECK_INT(c.n, 0);
+  CHECK_INT(agg_corr_take(&c, 4096, &v), 0);
+  agg_corr_free(&c);
+}
+
+/* Records through a 16-record buffer: many spilled runs, merged in order,
+ * twice, every record once. */
+static void index_runs_spill_merge(void)
+{
+  struct agg_runs r;
+  struct agg_iter *it;
+  struct agg_rec rec, prev;
+  int64_t sum_in = 0, sum_out;
+  int pass, n;
+
+  CHECK_INT(agg_runs_init(&r, 16), 0);
+  srand(7);
+  for (n = 0; n < 5000; n++) {
+    rec.start_ns = rand() % 100000;
+    rec.dur_ns = n;
+    rec.type = (uint32_t)(rand() % 4);
+    rec.id = 0;
+    sum_in += rec.start_ns + rec.dur_ns;
+    CHECK_INT(agg_runs_add(&r, &rec), 0);
+  }
+  CHECK_INT(agg_runs_seal(&r), 0);
+  CHECK(r.nruns > 100);
+  for (pass = 0; pass < 2; pass++) {
+    CHECK_INT(agg_iter_open(&r, &it), 0);
+    sum_out = 0;
+    n = 0;
+    while (agg_iter_next(it, &rec) == 1) {
+      if (n > 0)
+        CHECK(prev.start_ns < rec.start_ns ||
+              (prev.start_ns == rec.start_ns && prev.type <= rec.type));
+      prev = rec;
+      sum_out += rec.start_ns + rec.dur_ns;
+      n++;
+    }
+    agg_iter_close(it);
+    CHECK_INT(n, 5000);
+    CHECK_INT(sum_out, sum_in);
+  }
+  agg_runs_free(&r);
+}
+
+static json_t *launch_row(json_t *sum, const char *name, int64_t gx,
+                          int with_grid)
+{
+  json_t *arr = json_object_get(sum, "launches"), *r, *g;
+  size_t i;
+
+  json_array_foreach(arr, i, r) {
+    g = json_object_get(r, "grid");
+    if (strcmp(json_string_value(json_object_get(r, "name")), name) != 0)
+      continue;
+    if (!with_grid && json_is_null(g))
+      return r;
+    if (with_grid && json_is_array(g) &&
+        json_integer_value(json_array_get(g, 0)) == gx)
+      return r;
+  }
+  fprintf(stderr, "no launch row %s grid %lld\n", name, (long long)gx);
+  exit(1);
+}
+
+static void check_shmem(json_t *row, int64_t want)
+{
+  json_t *v = json_object_get(row, "shared_bytes");
+
+  if (want < 0)
+    CHECK(json_is_null(v));
+  else
+    CHECK_INT(json_integer_value(v), want);
+}
+
+static void index_join_both_orders(void)
+{
+  struct idx_doc d = doc_of(IDX_FORMAT_KINETO);
+  struct idx_agg a;
+  struct idx_event e;
+  json_t *sum, *row;
+  int i;
+
+  CHECK_INT(idx_agg_init(&a, NULL, 0), 0);
+  e = rocm_kernel("A", 100, 10, 1, 100);     /* kernel first */
+  feed(&a, &d, &e);
+  e = rocm_launch("A", 50, 1, 100, 512);
+  feed(&a, &d, &e);
+  e = rocm_launch("A", 150, 2, 200, 1024);   /* launch first */
+  feed(&a, &d, &e);
+  e = rocm_kernel("A", 200, 30, 2, 200);
+  feed(&a, &d, &e);
+  e = ev_x("cuda_runtime", "hipGraphLaunch", 300, 40);
+  e.has |= IDX_HAS_CORR;
+  e.correlation = 3;
+  feed(&a, &d, &e);
+  for (i = 0; i < 3; i++) {
+    e = rocm_kernel("B", 400 + i * 10, 5, 3, 50);
+    feed(&a, &d, &e);
+  }
+  e = rocm_kernel("C", 500, 7, 4, 0);        /* ROCm 6.2: no grid/block */
+  e.has &= ~(uint32_t)(IDX_HAS_GRID | IDX_HAS_BLOCK);
+  feed(&a, &d, &e);
+  e = rocm_launch("C", 490, 4, 8, 0);
+  feed(&a, &d, &e);
+  /* D's launches disagree: one without shared memory, one with. */
+  e = rocm_launch("D", 600, 5, 9, 0);
+  e.has &= ~(uint32_t)IDX_HAS_SHMEM;
+  feed(&a, &d, &e);
+  e = rocm_launch("D", 601, 6, 9, 64);
+  feed(&a, &d, &e);
+  e = rocm_kernel("D", 700, 3, 7, 9);   /* correlation 7: no launch */
+  feed(&a, &d, &e);
+  sum = summary(&a, &d);
+  check_shmem(launch_row(sum, "A", 100, 1), 512);
+  row = launch_row(sum, "A", 200, 1);
+  check_shmem(row, 1024);
+  CHECK_INT(geti(row, "total_ns"), 30);
+  row = launch_row(sum, "B", 50, 1);
+  check_shmem(row, -1);
+  CHECK_INT(geti(row, "count"), 3);
+  check_shmem(launch_row(sum, "C", 8, 1), 0);
+  CHECK(json_is_null(json_object_get(launch_row(sum, "C", 8, 1),
+                                     "registers_per_thread")));
+  check_shmem(launch_row(sum, "D", 9, 1), -1);
+  CHECK_INT(json_array_size(json_object_get(sum, "launches")), 5);
+  CHECK_INT(geti(sum, "kernel_events"), 7);
+  CHECK_INT(geti(sum, "distinct_kernels"), 4);
+  CHECK_INT(geti(sum, "runtime_events"), 6);
+  row = row_by(json_object_get(sum, "runtime"), "name", "hipLaunchKernel");
+  CHECK_INT(geti(row, "count"), 5);
+  CHECK_INT(geti(row, "total_ns"), 25);
+  json_decref(sum);
+  idx_agg_free(&a);
+}
+
+/* More kernels waiting than the pending table holds: the overflow takes
+ * the (name, grid, block) fallback; disagreeing launches give null. */
+static void index_join_overflow(void)
+{
+  struct idx_doc d = doc_of(IDX_FORMAT_KINETO);
+  struct idx_agg a;
+  struct idx_event e;
+  json_t *sum, *row;
+  int i;
+
+  CHECK_INT(idx_agg_init(&a, NULL, 0), 0);
+  for (i = 0; i < 40000; i++) {
+    e = rocm_kernel("K", i * 10, 3, i, 7);
+    feed(&a, &d, &e);
+  }
+  for (i = 0; i < 40000; i++) {
+    e = rocm_launch("K", i * 10 - 1, i, 7, 4096);
+    feed(&a, &d, &e);
+  }
+  for (i = 0; i < 33000; i++) {
+    e = rocm_kernel("L", 500000 + i * 10, 2, 100000 + i, 9);
+    feed(&a, &d, &e);
+  }
+  for (i = 0; i < 33000; i++) {
+    e = rocm_launch("L", 500000 + i * 10 - 1, 100000 + i, 9,
+                    i % 2 ? 1 : 2);
+    feed(&a, &d, &e);
+  }
+  sum = summary(&a, &d);
+  row = launch_row(sum, "K", 7, 1);
+  check_shmem(row, 4096);
+  CHECK_INT(geti(row, "count"), 40000);
+  CHECK_INT(geti(row, "total_ns"), 120000);
+  CHECK_INT(json_array_size(json_object_get(sum, "launches")), 4);
+  json_decref(sum);
+  idx_agg_free(&a);
+}
+
+static void feed_label(struct idx_agg *a, const struct idx_doc *d,
+                       const char *cat, const char *name, int64_t ts,
+                       int64_t dur)
+{
+  struct idx_event e = ev_x(cat, name, ts, dur);
+
+  feed(a, d, &e);
+}
+
+static void feed_kernel(struct idx_agg *a, const struct idx_doc *d,
+                        const char *name, int64_t ts, int64_t dur,
+                        int64_t gx)
+{
+  struct idx_event e = ev_x("kernel", name, ts, dur);
+
+  e.has |= IDX_HAS_GRID | IDX_HAS_BLOCK | IDX_HAS_SHMEM | IDX_HAS_REGS;
+  set3(e.grid, gx, 1, 1);
+  set3(e.block, 128, 1, 1);
+  feed(a, d, &e);
+}
+
+static void check_step(json_t *steps, size_t i, const char *kind,
+                       int64_t count, int64_t tokens, int64_t padded,
+                       int64_t kernel_ns, const char *source)
+{
+  json_t *r = json_array_get(steps, i);
+
+  CHECK(r != NULL);
+  CHECK_STR(json_string_value(json_object_get(r, "kind")), kind);
+  CHECK_INT(geti(r, "count"), count);
+  CHECK_INT(geti(r, "tokens"), tokens);
+  CHECK_INT(geti(r, "padded"), padded);
+  CHECK_INT(geti(r, "kernel_ns"), kernel_ns);
+  CHECK_STR(json_string_value(json_object_get(r, "source")), source);
+}
+
+static void index_steps_gpu_labels(void)
+{
+  struct idx_doc d = doc_of(IDX_FORMAT_KINETO);
+  const char *g = "gpu_user_annotation";
+  struct idx_agg a;
+  json_t *sum, *steps;
+
+  CHECK_INT(idx_agg_init(&a, NULL, 4), 0);   /* spills too */
+  feed_label(&a, &d, "user_annotation", "decode[bs=3/4 tok=3]", 0, 100);
+  feed_label(&a, &d, g, "ProfilerStep#3", 0, 10000);
+  feed_label(&a, &d, g, "decode_helper[x]", 0, 10000);
+  feed_label(&a, &d, g, "prefill[bs=2 tok=100 ctx=[50, 50]]", 4000, 1000);
+  feed_kernel(&a, &d, "k", 1000, 100, 1);
+  feed_kernel(&a, &d, "k", 1499, 10, 1);
+  feed_kernel(&a, &d, "k", 1500, 10, 1);     /* label end: outside */
+  feed_kernel(&a, &d, "k", 2100, 50, 1);
+  feed_kernel(&a, &d, "k", 3050, 20, 1);
+  feed_kernel(&a, &d, "k", 4000, 300, 1);    /* label start: inside */
+  feed_kernel(&a, &d, "k", 9000, 5, 1);
+  feed_label(&a, &d, g, "decode[bs=3/4 tok=3 d=3]", 1000, 500);
+  feed_label(&a, &d, g, "decode[bs=32 tok=32 d=32 tbo=1]", 2000, 500);
+  feed_label(&a, &d, g, "dummy_decode[bs=1 tok=1]", 3000, 100);
+  sum = summary(&a, &d);
+  steps = json_object_get(sum, "steps");
+  CHECK_INT(json_array_size(steps), 3);
+  check_step(steps, 0, "decode", 2, 35, 1, 160, "gpu");
+  CHECK_INT(geti(json_array_get(steps, 0), "total_ns"), 1000);
+  CHECK_INT(geti(json_array_get(steps, 0), "avg_ns"), 500);
+  check_step(steps, 1, "dummy_decode", 1, 1, 0, 20, "gpu");
+  check_step(steps, 2, "prefill", 1, 100, 0, 300, "gpu");
+  CHECK_INT(geti(sum, "gpu_busy_ns"), 486);
+  json_decref(sum);
+  idx_agg_free(&a);
+}
+
+static void index_steps_cpu_bare(void)
+{
+  struct idx_doc d = doc_of(IDX_FORMAT_KINETO);
+  struct idx_agg a;
+  json_t *sum, *steps;
+
+  d.bare_array = 1;
+  CHECK_INT(idx_agg_init(&a, NULL, 0), 0);
+  feed_label(&a, &d, NULL, "propose_eagle[1/3 tok=16 bs=16/16 graph]", 5,
+             10);
+  feed_label(&a, &d, NULL, "decode[bs=117/128 tok=117 d=117 spec=1]", 20,
+             10);
+  feed_label(&a, &d, NULL, "aten::mm", 20, 10);
+  sum = summary(&a, &d);
+  steps = json_object_get(sum, "steps");
+  CHECK_INT(json_array_size(steps), 2);
+  check_step(steps, 0, "decode", 1, 117, 1, 0, "cpu");
+  check_step(steps, 1, "propose_eagle", 1, 16, 0, 0, "cpu");
+  CHECK_INT(geti(sum, "t0_ns"), 5);
+  CHECK_INT(geti(sum, "span_ns"), 25);
+  json_decref(sum);
+  idx_agg_free(&a);
+}
+
+#define MS 1000000
+
+static void check_phase(json_t *ph, const char *cause, int64_t start,
+                        int64_t end, int64_t busy, int64_t kernels,
+                        int64_t top_grid)
+{
+  json_t *top = json_object_get(ph, "top_launches");
+
+  CHECK(ph != NULL);
+  CHECK_STR(json_string_value(json_object_get(ph, "cause")), cause);
+  CHECK_INT(geti(ph, "start_ns"), start);
+  CHECK_INT(geti(ph, "end_ns"), end);
+  CHECK_INT(geti(ph, "busy_ns"), busy);
+  CHECK_INT(geti(ph, "kernel_events"), kernels);
+  CHECK(json_array_size(top) >= 1 && json_array_size(top) <= 5);
+  CHECK_INT(json_integer_value(json_array_get(
+                json_object_get(json_array_get(top, 0), "grid"), 0)),
+            top_grid);
+}
+
+/* Initialisation, a warm-up shape after a gap, a steady shape, a lone
+ * kernel in the idle gap (too short: merged), a second steady shape. */
+static void index_phases_gap_and_shape(void)
+{
+  struct idx_doc d = doc_of(IDX_FORMAT_KINETO);
+  struct idx_agg a;
+  json_t *sum, *ph;
+  int i;
+
+  CHECK_INT(idx_agg_init(&a, NULL, 8), 0);
+  for (i = 19; i >= 0; i--)
+    feed_kernel(&a, &d, "big", 970 * (int64_t)MS + i * 5 * MS, 5 * MS,
+                1028);
+  for (i = 0; i < 10; i++)
+    feed_kernel(&a, &d, "init", (int64_t)i * 2 * MS, MS, 3);
+  for (i = 0; i < 5; i++)
+    feed_kernel(&a, &d, "big", 220 * (int64_t)MS + i * 10 * MS, 10 * MS,
+                520);
+  for (i = 0; i < 20; i++)
+    feed_kernel(&a, &d, "big", 270 * (int64_t)MS + i * 20 * MS, 20 * MS,
+                2056);
+  feed_kernel(&a, &d, "blip", 800 * (int64_t)MS, MS, 1);
+  sum = summary(&a, &d);
+  ph = json_object_get(sum, "phases");
+  CHECK_INT(json_array_size(ph), 4);
+  check_phase(json_array_get(ph, 0), "start", 0, 19 * MS, 10 * MS, 10, 3);
+  check_phase(json_array_get(ph, 1), "gap", 220 * MS, 270 * MS, 50 * MS, 5,
+              520);
+  check_phase(json_array_get(ph, 2), "shape", 270 * MS, 801 * MS, 401 * MS,
+              21, 2056);
+  check_phase(json_array_get(ph, 3), "gap", 970 * MS, 1070 * MS, 100 * MS,
+              20, 1028);
+  CHECK_INT(geti(json_array_get(ph, 3), "index"), 3);
+  CHECK_INT(geti(sum, "gpu_busy_ns"), 561 * MS);
+  CHECK_INT(geti(sum, "span_ns"), 1070 * MS);
+  CHECK_STR(json_string_value(json_object_get(
+                json_array_get(json_object_get(sum, "kernels"), 0), "name")),
+            "big");
+  json_decref(sum);
+  idx_agg_free(&a);
+}
+
+static struct idx_event mc(int64_t pid, const char *name, int64_t ts,
+                           int64_t dur)
+{
+  struct idx_event e = ev_x(NULL, name, ts, dur);
+
+  e.has |= IDX_HAS_PID;
+  e.pid = pid;
+  return e;
+}
+
+static void index_mctracer_lanes(void)
+{
+  struct idx_doc d = doc_of(IDX_FORMAT_MCTRACER);
+  struct idx_agg a;
+  struct idx_event e;
+  json_t *sum, *row;
+
+  CHECK_INT(idx_agg_init(&a, NULL, 0), 0);
+  e = mc(2, "process_name", 0, 0);
+  e.ph = 'M';
+  e.has &= ~(uint32_t)(IDX_HAS_TS | IDX_HAS_DUR);
+  e.arg_name = s_("C500");
+  feed(&a, &d, &e);
+  e = mc(1, "mcLaunchKernel", 0, 5);
+  feed(&a, &d, &e);
+  e = mc(1, "mcMemcpyAsync", 20, 1000);
+  feed(&a, &d, &e);
+  e = mc(2, "kernel_kernel", 10, 100);
+  e.has |= IDX_HAS_GRID | IDX_HAS_BLOCK | IDX_HAS_REGS | IDX_HAS_SHMEM;
+  set3(e.grid, 2056, 32, 1);
+  set3(e.block, 128, 1, 1);
+  e.registers = 192;
+  e.shared_bytes = 32768;
+  feed(&a, &d, &e);
+  e = mc(3, "memcpy DTOD(device,device)", 200, 50);
+  e.has |= IDX_HAS_BYTES;
+  e.bytes = 4096;
+  feed(&a, &d, &e);
+  e = mc(3, "memcpy HTOD(pinned,device)", 300, 5);
+  e.has |= IDX_HAS_BYTES;
+  e.bytes = 8;
+  feed(&a, &d, &e);
+  e = mc(3, "memset(device)", 400, 7);
+  feed(&a, &d, &e);
+  sum = summary(&a, &d);
+  CHECK_STR(json_string_value(json_object_get(sum, "format")), "mctracer");
+  CHECK_STR(json_string_value(json_object_get(sum, "device")), "C500");
+  row = launch_row(sum, "kernel_kernel", 2056, 1);
+  CHECK_INT(geti(row, "registers_per_thread"), 192);
+  CHECK_INT(geti(row, "shared_bytes"), 32768);
+  CHECK_INT(geti(sum, "memcpy_count"), 2);
+  CHECK_INT(geti(sum, "memcpy_bytes"), 4104);
+  CHECK_INT(geti(sum, "memset_count"), 1);
+  CHECK_INT(geti(sum, "device_ns"), 162);
+  CHECK_INT(geti(sum, "runtime_ns"), 1005);
+  row = json_array_get(json_object_get(sum, "runtime"), 0);
+  CHECK_STR(json_string_value(json_object_get(row, "name")),
+            "mcMemcpyAsync");
+  row = row_by(json_object_get(sum, "memcpy"), "kind", "DtoD");
+  CHECK_INT(geti(row, "bytes"), 4096);
+  CHECK_INT(geti(row, "max_bytes"), 4096);
+  row = row_by(json_object_get(sum, "categories"), "category", "custom");
+  CHECK_INT(geti(row, "total_ns"), 100);
+  row = row_by(json_object_get(sum, "categories"), "category", "copy");
+  CHECK_INT(geti(row, "total_ns"), 55);
+  CHECK(json_real_value(json_object_get(row, "share")) > 0.339 &&
+        json_real_value(json_object_get(row, "share")) < 0.3396);
+  json_decref(sum);
+  idx_agg_free(&a);
+}
+
+static void index_rules_builtin(void)
+{
+  static const char *const cases[][2] = {
+      {"Cijk_Alik_Bljk_BBS_BH_MT128x128x64_MI32x32x8", "gemm"},
+      {"ncclDevKernel_AllReduce_Sum_f32_RING_LL", "communication"},
+      {"rcclGenericKernel<1, false>", "communication"},
+      {"cross_device_reduce_1stage<__hip_bfloat16, 8>", "communication"},
+      {"MEMORY_COPY_DTOD", "copy"},
+      {"__amd_rocclr_copyBuffer", "copy"},
+      {"void at::native::vectorized_gather_kernel<16, long>(char*)",
+       "routing"},
+      {"void at::native::_scatter_gather_elementwise_kernel<128, 8>",
+       "routing"},
+      {"kernel_kernel", "custom"},
+      {"kernel_kernel_1", "custom"},
+      {"triton_red_fused_add_mean_mul_pow_rsqrt_0", "custom"},
+      {"moe_sorting_kernel", "moe"},
+      {"aiter::topk_softplus", "moe"},
+      {"void at::native::cunn_SoftMaxForward<8>", "softmax_topk"},
+      {"flash_fwd_kernel", "attention"},
+      {"paged_attention_ll4mi_QKV_mfma16_kernel", "attention"},
+      {"void at::native::normal_kernel", "other"},
+      {"rms_norm_kernel<c10::BFloat16>", "normalization"},
+      {"void at::native::unrolled_elementwise_kernel<add>", "elementwise"},
+      {"wvSplitK_hf_sml_", "gemm"},
+      {"async_copy_kernel", "other"},
+      {"semaphore_reset", "sync"},
+      {"_combined_routing_compute", "routing"},
+      {"batched_transpose_32x32_half", "routing"},
+      {"triton_poi_fused_clone_transpose_21", "custom"},
+      {"kernel_unified_attention_3d", "attention"},
+      {"void at::native::elementwise_kernel<128, 2, at::native::"
+       "gpu_kernel_impl_nocast<at::native::direct_copy_kernel_cuda>", "copy"},
+      {"sm80_xmma_fprop_implicit_gemm_indexed_tf32f32", "gemm"},
+      {"Memset (Device)", "memset"},
+      {"", "other"},
+  };
+  size_t i;
+
+  for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+    CHECK_STR(idx_category(NULL, cases[i][0]), cases[i][1]);
+}
+
+static void index_rules_user_file(void)
+{
+  const char *path = "test_index_agg.rules";
+  struct idx_rules *r = NULL;
+  struct tr_err err = {0};
+  FILE *f = fopen(path, "w");
+
+  CHECK(f != NULL);
+  fputs("# mine first\nattention  ^Kernel_Kernel\n\nmoe  Cijk_Alik\n", f);
+  fclose(f);
+  CHECK_INT(idx_rules_load(path, &r, &err), 0);
+  CHECK_STR(idx_category(r, "kernel_kernel_1"), "attention");
+  CHECK_STR(idx_category(r, "xkernel_kernel"), "other");
+  CHECK_STR(idx_category(r, "Cijk_Alik_Bljk"), "moe");
+  CHECK_STR(idx_category(r, "Cijk_Ailk"), "gemm");
+  idx_rules_free(r);
+  f = fopen(path, "w");
+  fputs("gemm cublas\nbogus x\n", f);
+  fclose(f);
+  r = NULL;
+  CHECK_INT(idx_rules_load(path, &r, &err), TR_EINVAL);
+  CHECK(r == NULL);
+  CHECK(strstr(err.msg, ":2:") != NULL);
+  remove(path);
+  idx_rules_free(NULL);
+}
+
+static void index_empty_summary(void)
+{
+  struct idx_doc d = doc_of(IDX_FORMAT_KINETO);
+  struct idx_agg a;
+  struct idx_event e = ev_x("kernel", "bad", 10, -1);
+  json_t *sum;
+
+  CHECK_INT(idx_agg_init(&a, NULL, 0), 0);
+  feed(&a, &d, &e);
+  e.has &= ~(uint32_t)IDX_HAS_DUR;
+  feed(&a, &d, &e);
+  sum = summary(&a, &d);
+  CHECK_INT(geti(sum, "skipped_events"), 2);
+  CHECK_INT(geti(sum, "kernel_events"), 0);
+  CHECK_INT(geti(sum, "t0_ns"), 0);
+  CHECK_INT(geti(sum, "span_ns"), 0);
+  CHECK_INT(geti(sum, "gpu_busy_ns"), 0);
+  CHECK(json_is_null(json_object_get(sum, "rank")));
+  CHECK(json_is_null(json_object_get(sum, "device")));
+  CHECK_INT(json_array_size(json_object_get(sum, "phases")), 0);
+  CHECK_INT(json_array_size(json_object_get(sum, "kernels")), 0);
+  json_decref(sum);
+  idx_agg_free(&a);
+  idx_agg_free(NULL);
+}
+
+int main(void)
+{
+  RUN(index_map_interns);
+  RUN(index_hist_median);
+  RUN(index_corr_take_and_limit);
+  RUN(index_runs_spill_merge);
+  RUN(index_join_both_orders);
+  RUN(index_join_overflow);
+  RUN(index_steps_gpu_labels);
+  RUN(index_steps_cpu_bare);
+  RUN(index_phases_gap_and_shape);
+  RUN(index_mctracer_lanes);
+  RUN(index_rules_builtin);
+  RUN(index_rules_user_file);
+  RUN(index_empty_summary);
+  return 0;
+}

@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""`traced index` on the generated fixtures (make_fixtures.py) against the
+figures the generator built them with: ATOM run-label steps per kind on a
+TP=2 ROCm capture, launch rows joined from hipLaunchKernel in both orders,
+the seed 003 mcTracer timeline (launch rows, copies by direction, host
+runtime apart, phases at the gaps and the shape change), malformed files
+(exit 1 naming the file and a byte offset), odd events counted as skipped,
+and the command line (usage errors, --format, --rules, several files).
+ref_index is held to the same figures, so the reference is checked too."""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+sys.dont_write_bytecode = True   # keep tests/ free of __pycache__
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import make_fixtures  # noqa: E402
+import ref_index  # noqa: E402
+
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what)
+
+
+def traced(*args):
+    return subprocess.run([os.environ["TRACED_BIN"], "index"] + list(args),
+                          capture_output=True, text=True, timeout=300)
+
+
+def summaries(*args):
+    out = traced(*args)
+    check(out.returncode == 0, "exit %d for %s: %s" % (out.returncode, args,
+                                                       out.stderr))
+    return [json.loads(line) for line in out.stdout.splitlines()]
+
+
+def launches_of(got):
+    return {(r["name"], tuple(r["grid"]) if r["grid"] else None,
+             tuple(r["block"]) if r["block"] else None,
+             r["registers_per_thread"], r["shared_bytes"]):
+            [r["count"], r["total_ns"]] for r in got["launches"]}
+
+
+def check_common(tag, got, exp):
+    for k in ("rank", "device", "format", "events", "t0_ns", "span_ns",
+              "gpu_busy_ns"):
+        check(got[k] == exp[k], "%s: %s %r != %r" % (tag, k, got[k], exp[k]))
+    kernels = {r["name"]: [r["count"], r["total_ns"]] for r in got["kernels"]}
+    check(kernels == {k: list(v) for k, v in exp["kernels"].items()},
+          "%s: kernels %r" % (tag, kernels))
+    want = {k: list(v) for k, v in exp["launches"].items()}
+    check(launches_of(got) == want, "%s: launches %r != %r" % (
+        tag, launches_of(got), want))
+    memcpy = {r["kind"]: {k: r[k] for k in ("count", "total_ns", "bytes",
+                                            "max_bytes")}
+              for r in got["memcpy"]}
+    check(memcpy == exp["memcpy"], "%s: memcpy %r" % (tag, memcpy))
+    rt = {r["name"]: [r["count"], r["total_ns"]] for r in got["runtime"]}
+    check(rt == {k: list(v[:2]) for k, v in exp["runtime"].items()},
+          "%s: runtime %r" % (tag, rt))
+
+
+def check_reference(tag, path, exp):
+    """ref_index must agree with the generator too."""
+    ref = ref_index.reference(path)
+    for k in ("events", "t0_ns", "span_ns", "gpu_busy_ns", "format"):
+        check(ref[k] == exp[k], "%s ref: %s %r != %r" % (tag, k, ref[k],
+                                                         exp[k]))
+    check({k: [v[0], v[1]] for k, v in ref["launches"].items()} ==
+          {k: list(v) for k, v in exp["launches"].items()},
+          tag + " ref: launches")
+    check(ref["memcpy"] == exp["memcpy"], tag + " ref: memcpy")
+    return ref
+
+
+def test_atom(exp_ranks):
+    got = summaries(*[e["path"] for e in exp_ranks])
+    check(len(got) == 2, "atom: one line per rank file")
+    for g, exp in zip(got, exp_ranks):
+        tag = "atom rank %d" % exp["rank"]
+        check(g["file"] == exp["path"], tag + ": file order")
+        check_common(tag, g, exp)
+        steps = {r["kind"]: {k: r[k] for k in ("count", "total_ns", "tokens",
+                                               "padded", "kernel_ns",
+                                               "source")}
+                 for r in g["steps"]}
+        check(steps == exp["steps"], "%s: steps %r != %r" % (
+            tag, steps, exp["steps"]))
+        check(all(r["avg_ns"] == r["total_ns"] // r["count"]
+                  for r in g["steps"]), tag + ": step avg")
+        cats = {r["category"] for r in g["categories"]}
+        check({"gemm", "attention", "moe", "communication", "custom",
+               "normalization", "copy", "memset"} <= cats,
+              "%s: categories %r" % (tag, cats))
+        ref = check_reference(tag, exp["path"], exp)
+        check(ref["steps"] == exp["steps"], tag + " ref: steps")
+
+
+def test_mctracer(exp):
+    g = summaries(exp["path"])[0]
+    check_common("mctracer", g, exp)
+    rt = {r["name"]: r["max_ns"] for r in g["runtime"]}
+    check(rt == {k: v[2] for k, v in exp["runtime"].items()},
+          "mctracer: runtime max")
+    custom = [r for r in g["categories"] if r["category"] == "custom"]
+    kk = exp["kernels"]["kernel_kernel"][1] + exp["kernels"][
+        "kernel_kernel_1"][1]
+    check(custom and custom[0]["total_ns"] == kk, "mctracer: custom total")
+    phases = g["phases"]
+    check(len(phases) == len(exp["phases"]), "mctracer: %d phases" %
+          len(phases))
+    for i, (p, e) in enumerate(zip(phases, exp["phases"])):
+        top = p["top_launches"][0]
+        for k in ("cause", "start_ns", "end_ns", "kernel_events"):
+            check(p[k] == e[k], "mctracer phase %d: %s %r != %r" % (
+                i, k, p[k], e[k]))
+        check([top["name"], top["grid"], top["count"], top["total_ns"]] ==
+              e["top_launch"], "mctracer phase %d: top launch %r" % (i, top))
+    check_reference("mctracer", exp["path"], exp)
+    forced = summaries("--format", "mctracer", exp["path"])[0]
+    check(forced == g, "mctracer: --format mctracer changes the summary")
+
+
+def test_failures(fail, good):
+    for path, why in sorted(fail.items()):
+        out = traced(path)
+        check(out.returncode == 1, "%s (%s): exit %d" % (path, why,
+                                                         out.returncode))
+        check(out.stdout == "", "%s: printed a partial summary" % why)
+        check(path in out.stderr and re.search(r"byte \d+", out.stderr),
+              "%s: stderr lacks file and offset: %r" % (why, out.stderr))
+    bad = sorted(fail)[0]
+    out = traced(good, bad, good)
+    check(out.returncode == 1, "mixed files: exit %d" % out.returncode)
+    check(len(out.stdout.splitlines()) == 2, "mixed files: good ones print")
+
+
+def test_odd(path, exp):
+    g = summaries(path)[0]
+    for k, v in exp.items():
+        check(g[k] == v, "odd: %s %r != %r" % (k, g[k], v))
+    ref = ref_index.reference(path)
+    for k, v in exp.items():
+        check(ref[k] == v, "odd ref: %s %r != %r" % (k, ref[k], v))
+
+
+def test_cli(tmp, good):
+    for args in ([], ["--format"], ["--format", "xml", good],
+                 ["--bogus", "x", good], ["--rules"],
+                 ["--rules", os.path.join(tmp, "missing.rules"), good]):
+        out = traced(*args)
+        check(out.returncode == 2 and out.stdout == "" and out.stderr,
+              "usage %r: exit %d" % (args, out.returncode))
+    rules = os.path.join(tmp, "my.rules")
+    with open(rules, "w") as f:
+        f.write("# TileLang MoE kernels\nmoe ^kernel_kernel\n")
+    g = summaries("--rules", rules, good)[0]
+    cats = {r["name"]: r["category"] for r in g["kernels"]}
+    check(cats.get("kernel_kernel") == "moe" and
+          cats.get("kernel_kernel_1") == "moe", "--rules: %r" % cats)
+    check(summaries("--", good)[0]["file"] == good, "-- before files")
+
+
+def main():
+    with tempfile.TemporaryDirectory() as tmp:
+        exp = make_fixtures.generate(tmp, os.environ["TRACES_DIR"])
+        test_atom(exp["atom"])
+        test_mctracer(exp["mctracer"])
+        test_failures(exp["fail"], exp["mctracer"]["path"])
+        test_odd(*exp["odd"])
+        test_cli(tmp, exp["mctracer"]["path"])
+    if failures:
+        sys.exit("%d failures" % len(failures))
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,531 @@
+/*
+ * The trace reader and byte source (index/event.h): real traces whole and
+ * in 1-, 7- and 4096-byte chunks, compared with one another and with the
+ * figures PROVENANCE.tsv gives (computed there with Python's json); cut
+ * and damaged files; each malformed-input policy; exact decimals.
+ */
+#include <stdlib.h>
+
+#include "check.h"
+#include "index/reader_int.h"
+#include "test_reader.h"
+
+/* The PROVENANCE.tsv row of a trace: total_events, ph_counts,
+ * kernel_events (-1 when blank) and device_names ("" for "(none)"),
+ * computed with Python's json module. */
+struct prov {
+  long long events, kernels;
+  long long ph[256];
+  char device[256];
+};
+
+static int read_prov(const char *name, struct prov *pv)
+{
+  char path[1024], line[16384], *f[32], *s, *tok, *save;
+  FILE *fp;
+  int n;
+
+  trace_path(path, sizeof(path), "PROVENANCE.tsv");
+  fp = fopen(path, "r");
+  CHECK(fp != NULL);
+  memset(pv, 0, sizeof(*pv));
+  while (fgets(line, sizeof(line), fp) != NULL) {
+    for (n = 0, s = line; n < 32; n++) {
+      f[n] = s;
+      s = strchr(s, '\t');
+      if (s == NULL) {
+        n++;
+        break;
+      }
+      *s++ = 0;
+    }
+    if (n < 13 || strcmp(f[0], name) != 0)
+      continue;
+    fclose(fp);
+    pv->events = atoll(f[8]);
+    pv->kernels = f[12][0] != 0 ? atoll(f[12]) : -1;
+    if (n > 16 && strcmp(f[16], "(none)") != 0)
+      snprintf(pv->device, sizeof(pv->device), "%s", f[16]);
+    for (tok = strtok_r(f[9], ";", &save); tok != NULL;
+         tok = strtok_r(NULL, ";", &save))
+      if (tok[0] != 0 && tok[1] == ':')
+        pv->ph[(unsigned char)tok[0]] = atoll(tok + 2);
+    return 1;
+  }
+  fclose(fp);
+  return 0;
+}
+
+/* Every real trace: same figures whole and in 1-, 7- and 4096-byte
+ * chunks; events, events per ph and kernels as PROVENANCE.tsv says. */
+static void reader_real_traces(void)
+{
+  static char names[64][256];
+  static const size_t chunks[] = {4096, 7, 1};
+  struct tally whole, part;
+  struct tr_err err = {0};
+  char path[1024];
+  struct prov pv;
+  size_t n, i;
+  int k, count = list_traces(names, 64), c;
+  char *data;
+
+  CHECK(count >= 10);
+  for (k = 0; k < count; k++) {
+    trace_path(path, sizeof(path), names[k]);
+    data = slurp(path, &n, &err);
+    CHECK(data != NULL);
+    run_reader(data, n, 0, IDX_FORMAT_AUTO, &whole);
+    fprintf(stderr, "   %s: %llu events\n", names[k],
+            (unsigned long long)whole.events);
+    CHECK_INT(whole.rc, 0);
+    CHECK_INT(whole.format, IDX_FORMAT_KINETO);
+    CHECK_INT(whole.skipped, 0);
+    CHECK(read_prov(names[k], &pv));
+    CHECK_INT(whole.events, pv.events);
+    CHECK_STR(whole.device, pv.device);
+    if (pv.kernels >= 0)
+      CHECK_INT(whole.kernels, pv.kernels);
+    for (c = 0; c < 256; c++)
+      if (pv.ph[c] != 0)
+        CHECK_INT(whole.ph[c], pv.ph[c]);
+    for (i = 0; i < sizeof(chunks) / sizeof(chunks[0]); i++) {
+      run_reader(data, n, chunks[i], IDX_FORMAT_AUTO, &part);
+      same_tally(&whole, &part);
+    }
+    free(data);
+  }
+}
+
+static void reader_exact_decimals(void)
+{
+  static const struct {
+    const char *text;
+    unsigned scale;
+    int rc;
+    int64_t val;
+  } cases[] = {
+    {"0.001", 3, IDX_NUM_OK, 1},
+    {"4203669604595.407", 3, IDX_NUM_OK, 4203669604595407},
+    {"4203669604595407", 0, IDX_NUM_OK, 4203669604595407},
+    {"1e3", 3, IDX_NUM_OK, 1000000},
+    {"1.5e3", 0, IDX_NUM_OK, 1500},
+    {"1.5E+3", 3, IDX_NUM_OK, 1500000},
+    {"123e-2", 0, IDX_NUM_OK, 1},
+    {"1.0009", 3, IDX_NUM_OK, 1000},
+    {"-1.0009", 3, IDX_NUM_OK, -1000},
+    {"-0.0005", 3, IDX_NUM_OK, 0},
+    {"1e-5", 3, IDX_NUM_OK, 0},
+    {"0e999999999", 3, IDX_NUM_OK, 0},
+    {"0.0000000000000000000000001e25", 0, IDX_NUM_OK, 1},
+    {"12345678901234567890e-10", 0, IDX_NUM_OK, 1234567890},
+    {"9223372036854775807", 0, IDX_NUM_OK, INT64_MAX},
+    {"-9223372036854775808", 0, IDX_NUM_OK, INT64_MIN},
+    {"9223372036854775.807", 3, IDX_NUM_OK, INT64_MAX},
+    {"9223372036854775808", 0, IDX_NUM_RANGE, 0},
+    {"-9223372036854775809", 0, IDX_NUM_RANGE, 0},
+    {"9223372036854775.808", 3, IDX_NUM_RANGE, 0},
+    {"1e999", 0, IDX_NUM_RANGE, 0},
+    {"99999999999999999999999", 0, IDX_NUM_RANGE, 0},
+    {"", 0, IDX_NUM_NAN, 0},
+    {"-", 0, IDX_NUM_NAN, 0},
+    {"1.2.3", 0, IDX_NUM_NAN, 0},
+    {"1e", 0, IDX_NUM_NAN, 0},
+    {"12a", 0, IDX_NUM_NAN, 0},
+    {"inf", 0, IDX_NUM_NAN, 0},
+    {"N/A", 0, IDX_NUM_NAN, 0},
+  };
+  int64_t v;
+  size_t i;
+  int rc;
+
+  for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    v = 0;
+    rc = idx_num_parse(cases[i].text, strlen(cases[i].text), cases[i].scale,
+                       &v);
+    if (rc != cases[i].rc)
+      fprintf(stderr, "case \"%s\"\n", cases[i].text);
+    CHECK_INT(rc, cases[i].rc);
+    if (rc == IDX_NUM_OK)
+      CHECK_INT(v, cases[i].val);
+  }
+}
+
+/* Numbers in events: kineto microseconds to exact ns; numbers written as
+ * strings count; "inf", "N/A", "" and null leave the field absent. */
+static void reader_numbers_in_events(void)
+{
+  struct tally t;
+  struct last l;
+
+  doc_ok(EVENTS("{\"ph\":\"X\",\"cat\":\"kernel\",\"ts\":4203669604595.407,"
+                "\"dur\":\"1.5e-3\",\"args\":{\"bytes\":\"128\","
+                "\"correlation\":\" 42 \",\"grid\":[1,\"2\",3],"
+                "\"block\":[1,2],\"External id\":9223372036854775807}}"),
+         &t, &l);
+  CHECK_INT(l.ev.ts_ns, 4203669604595407);
+  CHECK_INT(l.ev.dur_ns, 1);
+  CHECK_INT(l.ev.bytes, 128);
+  CHECK_INT(l.ev.correlation, 42);
+  CHECK_INT(l.ev.external_id, INT64_MAX);
+  CHECK_INT(l.ev.grid[1], 2);
+  CHECK(l.ev.has & IDX_HAS_GRID);
+  CHECK(!(l.ev.has & IDX_HAS_BLOCK));
+  doc_ok(EVENTS("{\"ph\":\"X\",\"cat\":\"gpu_memcpy\",\"ts\":null,"
+                "\"dur\":null,\"args\":{\"bytes\":\"N/A\",\"device\":\"\","
+                "\"stream\":NaN,\"correlation\":Infinity,\"grid\":\"x\","
+                "\"External id\":\"inf\"}}"),
+         &t, &l);
+  CHECK_INT(t.delivered, 1);
+  CHECK_INT(l.ev.has, 0);
+  /* But ts/dur that are there and no number make the event malformed. */
+  doc_ok(EVENTS("{\"ph\":\"i\",\"ts\":\"inf\"},{\"ph\":\"i\",\"ts\":\"N/A\"},"
+                "{\"ph\":\"i\",\"dur\":\"\"},{\"ph\":\"i\",\"ts\":NaN},"
+                "{\"ph\":\"i\",\"ts\":\"1\\u0030\"},"
+                "{\"ph\":\"i\",\"ts\":\" 7 \"}"),
+         &t, &l);
+  CHECK_INT(t.skipped, 5);
+  CHECK_INT(l.ev.ts_ns, 7000);
+  /* "size" stands for bytes on runtime copy calls; "bytes" wins. */
+  doc_ok(EVENTS("{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"hipMemcpy"
+                "Async\",\"ts\":1,\"args\":{\"size\":\"2560\"}},"
+                "{\"ph\":\"X\",\"ts\":1,\"args\":{\"size\":1,\"bytes\":7}}"),
+         &t, &l);
+  CHECK_INT(t.sum_ids, 2560 + 7);
+  CHECK_INT(l.ev.bytes, 7);
+  /* Out of range anywhere, or a negative dur: skipped and counted. */
+  doc_ok(EVENTS("{\"ph\":\"X\",\"ts\":9223372036854775.808},"
+                "{\"ph\":\"X\",\"ts\":1,\"args\":{\"correlation\":1e30}},"
+                "{\"ph\":\"X\",\"ts\":1,\"dur\":-0.001},"
+                "{\"ph\":\"X\",\"ts\":1,\"dur\":-0.0001},"
+                "{\"ph\":\"X\",\"ts\":9223372036854775.807}"),
+         &t, &l);
+  CHECK_INT(t.events, 5);
+  CHECK_INT(t.skipped, 3);
+  CHECK_INT(t.delivered, 2);
+  CHECK_INT(l.ev.ts_ns, INT64_MAX);
+}
+
+/* Each kind of broken document fails with a message and an offset. */
+static void reader_bad_documents(void)
+{
+  static const char garbage[] = "\x1f\x8b\x08\x00\xff\xfe";
+
+  doc_bad("", 0, "empty file at byte 0");
+  doc_bad(" \n\t", 3, "no JSON text at byte 3");
+  doc_bad("hello", 5, "not JSON (expected '{' or '[') at byte 0");
+  doc_bad(garbage, sizeof(garbage) - 1, "not JSON");
+  doc_bad("{\"a\": 1}", 8, "no traceEvents array at byte 8");
+  doc_bad("{\"traceEvents\": {}}", 19,
+          "traceEvents is not an array at byte 16");
+  doc_bad("{\"traceEvents\": 5}", 18, "traceEvents is not an array");
+  doc_bad("{\"traceEvents\": [", 17,
+          "truncated JSON (ends inside traceEvents) at byte 17");
+  doc_bad("{\"traceEvents\": [{\"ph\":\"X\"}", 27, "truncated JSON");
+  doc_bad("{\"traceEvents\": [{\"ph\":\"X\"", 26, "truncated JSON");
+  doc_bad("{\"traceEvents\": []", 18, "truncated JSON at byte 18");
+  doc_bad("{\"traceEvents\": []} x", 21,
+          "data after the end of the JSON document at byte 20");
+  doc_bad("{\"traceEvents\": [], \"traceEvents\": []}", 38,
+          "a second traceEvents array at byte 35");
+  doc_bad("{\"traceEvents\": [{\"ph\" \"X\"}]}", 29,
+          "not JSON (unexpected '\"') at byte 23");
+  doc_bad("{\"traceEvents\": [{\"a\": [1}]}]}", 30,
+          "not JSON (unexpected '}') at byte 25");
+  doc_bad("{\"traceEvents\": [,]}", 20, "not JSON (unexpected ',') at byte 17");
+  doc_bad("{\"traceEvents\": [{\"ts\": 1.2.3}]}", 32,
+          "not JSON (unexpected '1') at byte 24");
+  doc_bad("{\"x\": @, \"traceEvents\": []}", 27,
+          "not JSON (unexpected '@') at byte 6");
+  doc_bad("{\"traceEvents\": [{\"ph\":\"X\"}\x01]}", 30,
+          "not JSON (unexpected byte 0x01) at byte 27");
+}
+
+/* Nesting is bounded (an error, never a deep recursion), wherever the
+ * deep value sits: in an event, in a skipped top-level value, in a bare
+ * array. */
+static void reader_depth_limit(void)
+{
+  static const char *const heads[] = {
+    "{\"traceEvents\": [{\"args\": ", "{\"meta\": ", "[{\"x\": ", "[",
+  };
+  char *doc = malloc(4096);
+  size_t i, n, k;
+
+  CHECK(doc != NULL);
+  for (i = 0; i < sizeof(heads) / sizeof(heads[0]); i++) {
+    n = (size_t)snprintf(doc, 4096, "%s", heads[i]);
+    for (k = 0; k < 300; k++)
+      doc[n++] = k % 2 ? '{' : '[';
+    doc_bad(doc, n, "nesting deeper than 256 levels at byte");
+  }
+  /* 256 levels are fine. */
+  n = (size_t)snprintf(doc, 4096, "{\"traceEvents\": [{\"args\": ");
+  for (k = 0; k < 253; k++)
+    doc[n++] = '[';
+  for (k = 0; k < 253; k++)
+    doc[n++] = ']';
+  n += (size_t)snprintf(doc + n, 4096 - n, "}]}");
+  {
+    struct tally t;
+    struct last l;
+
+    doc[n] = 0;
+    doc_ok(doc, &t, &l);
+    CHECK_INT(t.delivered, 1);
+  }
+  free(doc);
+}
+
+/* What the wild writes and the reader accepts (docs/TRACE_FORMATS.md). */
+static void reader_lenient_inputs(void)
+{
+  struct tally t;
+  struct last l;
+
+  /* Trailing commas; a byte order mark; duplicate keys: the last wins. */
+  doc_ok("\xef\xbb\xbf{\"traceEvents\": [{\"ph\":\"X\",\"name\":\"a\","
+         "\"name\":\"b\",\"args\":{\"kind\":\"x\",},},], \"z\": [1,],}",
+         &t, &l);
+  CHECK_INT(t.delivered, 1);
+  CHECK_STR(l.name, "b");
+  CHECK_STR(l.kind, "x");
+  /* Raw control characters inside strings (Python's strict=False). */
+  doc_ok(EVENTS("{\"ph\":\"X\",\"name\":\"a\x01\tb\x1f\"}"), &t, &l);
+  CHECK_STR(l.name, "a\x01\tb\x1f");
+  /* Escapes are decoded, surrogate pairs included. */
+  doc_ok(EVENTS("{\"ph\":\"X\",\"name\":\"q\\\"\\\\\\/\\n\\u00e9\\ud83d"
+                "\\ude00\\u0041\"}"),
+         &t, &l);
+  CHECK_STR(l.name, "q\"\\/\n\xc3\xa9\xf0\x9f\x98\x80" "A");
+  /* An empty events array is a complete (empty) trace. */
+  doc_ok("{\"traceEvents\": []}", &t, &l);
+  CHECK_INT(t.events, 0);
+  CHECK_INT(t.format, IDX_FORMAT_KINETO);
+  /* Keys with escapes match nothing; unknown keys of any shape skipped. */
+  doc_ok("{\"trace\\u0045vents\": 5, \"traceEvents\": [{\"ph\":\"X\","
+         "\"n\\u0061me\":\"x\", \"stack\": [\"a\", {\"b\": [null, true]}],"
+         "\"Input Dims\": [[1, 77, 768], []]}]}",
+         &t, &l);
+  CHECK_STR(l.name, "(absent)");
+  CHECK_INT(t.delivered, 1);
+}
+
+/* Malformed single events are skipped and counted, never fatal. */
+static void reader_odd_events(void)
+{
+  struct tally t;
+  struct last l;
+
+  doc_ok(EVENTS("{\"ph\":\"X\",\"ts\":{}},"            /* wrong types */
+                "{\"ph\":\"X\",\"ts\":true},"
+                "{\"ph\":\"X\",\"name\":5},"
+                "{\"ph\":\"X\",\"cat\":[\"kernel\"]},"
+                "{\"ph\":7},"
+                "{\"ph\":\"X\",\"pid\":false,\"name\":\"lane\"},"
+                "{\"ph\":\"X\",\"name\":\"\xff\xfe\"},"   /* bad UTF-8 */
+                "{\"ph\":\"X\",\"name\":\"\xed\xa0\x80\"}," /* surrogate */
+                "{\"ph\":\"X\",\"name\":\"\xc0\xaf\"},"   /* overlong */
+                "{\"ph\":\"X\",\"name\":\"\\ud800\"},"    /* lone */
+                "{\"ph\":\"X\",\"name\":\"\\x\"},"        /* bad escape */
+                "1, \"s\", [1, 2], null,"                 /* no objects */
+                "{\"ph\":\"X\",\"name\":\"ok\",\"x\":\"\xff\","
+                "\"args\":{\"grid\":{},\"device\":[1],\"kind\":5,"
+                "\"kernel\":\"\xff\"}}"),
+         &t, &l);
+  /* Wrong types or bad UTF-8 elsewhere than ph/cat/name/ts/dur leave
+   * that field absent; the event stays. */
+  CHECK_INT(t.events, 16);
+  CHECK_INT(t.skipped, 14);
+  CHECK_INT(t.delivered, 2);
+  CHECK_STR(l.name, "ok");
+  CHECK_STR(l.kind, "5");
+  CHECK_STR(l.kernel, "(absent)");
+  CHECK_INT(l.ev.has & (IDX_HAS_GRID | IDX_HAS_DEVICE), 0);
+}
+
+/* kineto or mcTracer, settled before the first event that is not "M". */
+static void reader_format_detection(void)
+{
+  static const char mc[] =
+      "{\"traceEvents\": ["
+      "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":2,\"ts\":5,"
+      "\"args\":{\"name\":\"C500\"}},"
+      "{\"name\":\"kernel_kernel\",\"ph\":\"X\",\"pid\":2,\"tid\":7,"
+      "\"ts\":123456789,\"dur\":256313000,\"args\":{\"co_id\":93,"
+      "\"grid\":[8,1,1],\"block\":[256,1,1],\"registers_per_thread\":40,"
+      "\"dynamic_shared\":1024,\"static_shared\":512}}]}";
+  struct tally t;
+  struct last l;
+
+  doc_ok(mc, &t, &l);
+  CHECK_INT(t.format, IDX_FORMAT_MCTRACER);
+  CHECK_INT(l.ev.ts_ns, 123456789);
+  CHECK_INT(l.ev.dur_ns, 256313000);
+  CHECK_INT(l.ev.correlation, 93);
+  CHECK_INT(l.ev.registers, 40);
+  CHECK_INT(l.ev.shared_bytes, 1536);
+  CHECK_INT(l.ev.block[0], 256);
+  /* Forced kineto reads the same numbers as microseconds. */
+  read_doc(mc, strlen(mc), IDX_FORMAT_KINETO, &t, &l);
+  CHECK_INT(t.format, IDX_FORMAT_KINETO);
+  CHECK_INT(l.ev.ts_ns, 123456789000);
+  /* pid lane without co_id is enough; a "cat" means kineto. */
+  doc_ok(EVENTS("{\"ph\":\"X\",\"pid\":1,\"ts\":10}"), &t, &l);
+  CHECK_INT(t.format, IDX_FORMAT_MCTRACER);
+  CHECK_INT(l.ev.ts_ns, 10);
+  doc_ok(EVENTS("{\"ph\":\"X\",\"pid\":1,\"cat\":\"cpu_op\",\"ts\":10}"), &t,
+         &l);
+  CHECK_INT(t.format, IDX_FORMAT_KINETO);
+  CHECK_INT(l.ev.ts_ns, 10000);
+  /* A kineto top-level key settles it before any event, even with
+   * mcTracer-like events; displayTimeUnit "ns" changes no unit. */
+  doc_ok("{\"displayTimeUnit\": \"ns\", \"traceEvents\": [{\"ph\":\"X\","
+         "\"pid\":2,\"ts\":1.5,\"args\":{\"co_id\":1}}]}",
+         &t, &l);
+  CHECK_INT(t.format, IDX_FORMAT_KINETO);
+  CHECK_INT(l.ev.ts_ns, 1500);
+  /* A bare array (legacy, no kineto) is kineto's unit. */
+  doc_ok("[{\"name\":\"aten::zeros\",\"ph\":\"X\",\"ts\":492,\"dur\":100,"
+         "\"tid\":1,\"pid\":\"CPU functions\",\"args\":{}},]",
+         &t, &l);
+  CHECK_INT(t.format, IDX_FORMAT_KINETO);
+  CHECK_INT(l.ev.ts_ns, 492000);
+  CHECK_STR(l.pid_str, "CPU functions");
+  CHECK(!(l.ev.has & IDX_HAS_PID));
+}
+
+/* deviceProperties[0].name and distributedInfo.rank, before or after
+ * traceEvents, among keys of any size. */
+static void reader_document_fields(void)
+{
+  struct tally t;
+  struct last l;
+
+  doc_ok("{\"traceEvents\": [], \"deviceProperties\": [{\"id\": 0, \"name\":"
+         " \"AMD Instinct \\u004dI300X\"}, {\"name\": \"other\"}],"
+         " \"distributedInfo\": {\"backend\": \"nccl\", \"rank\": \"3\"}}",
+         &t, &l);
+  CHECK_STR(t.device, "AMD Instinct MI300X");
+  CHECK_INT(t.rank, 3);
+  doc_ok("{\"deviceProperties\": 5, \"distributedInfo\": [], "
+         "\"traceEvents\": []}", &t, &l);
+  CHECK_STR(t.device, "");
+  CHECK_INT(t.rank, -1);
+}
+
+/* A 20 MB unknown value is streamed past; a 17 MB event (over the
+ * ceiling) is skipped and counted, whole or in chunks. */
+static void reader_big_values(void)
+{
+  const size_t big = 20u << 20, ev = IDX_EVENT_CEILING + (1u << 20);
+  char *doc = malloc(big + ev + 256);
+  struct tally t, part;
+  size_t n = 0;
+
+  CHECK(doc != NULL);
+  n += (size_t)sprintf(doc + n, "{\"metadata\": \"");
+  memset(doc + n, 'm', big);
+  n += big;
+  n += (size_t)sprintf(doc + n, "\", \"traceEvents\": [{\"ph\":\"X\","
+                                "\"name\":\"");
+  memset(doc + n, 'e', ev);
+  n += ev;
+  n += (size_t)sprintf(doc + n, "\"}, {\"ph\":\"X\",\"ts\":5}]}");
+  run_reader(doc, n, 0, IDX_FORMAT_AUTO, &t);
+  CHECK_INT(t.rc, 0);
+  CHECK_INT(t.events, 2);
+  CHECK_INT(t.skipped, 1);
+  CHECK_INT(t.sum_ts, 5000);
+  run_reader(doc, n, 4096, IDX_FORMAT_AUTO, &part);
+  same_tally(&t, &part);
+  run_reader(doc, n, 1 << 20, IDX_FORMAT_AUTO, &part);
+  same_tally(&t, &part);
+  free(doc);
+}
+
+/* Real documents cut anywhere fail, plain and gzipped, never a partial
+ * result presented as complete. */
+static void reader_cut_documents(void)
+{
+  static char names[64][256];
+  int count = list_traces(names, 64), k, i;
+  char path[1024], *json;
+  unsigned char *gz;
+  size_t n, gn, cut, last;
+  struct tr_err err = {0};
+  struct tally t;
+
+  for (k = 0; k < count; k++) {
+    trace_path(path, sizeof(path), names[k]);
+    json = slurp(path, &n, &err);
+    CHECK(json != NULL);
+    for (last = n; last > 0 && strchr(" \n\r\t", json[last - 1]); last--)
+      ;
+    for (i = 0; i < 7; i++) {
+      /* Cut points spread over the file, and the last bytes. */
+      cut = i < 5 ? (n / 5) * (size_t)i + 1 + (size_t)k
+                  : last - (size_t)(i - 4);
+      run_reader(json, cut, 4096, IDX_FORMAT_AUTO, &t);
+      if (t.rc == 0)
+        fprintf(stderr, "%s cut at %zu read as complete\n", names[k], cut);
+      check_msg(&t, "at byte", "");
+      if (i == 2) {
+        gz = gzip_member(json, cut, &gn);
+        write_file(tmp_path("cutjson.gz"), gz, gn);
+        read_path(tmp_path("cutjson.gz"), &t);
+        check_msg(&t, "truncated JSON", "at byte");
+        free(gz);
+      }
+    }
+    free(json);
+  }
+}
+
+static int stop_at_two(void *ud, const struct idx_doc *doc,
+                       const struct idx_event *ev)
+{
+  (void)ev;
+  *(int *)ud += 1;
+  return doc->events == 2 ? 42 : 0;
+}
+
+/* A callback's non-zero return stops reading: feed returns it, then and
+ * on every later call, and finish fails too. */
+static void reader_callback_stop(void)
+{
+  static const char doc[] = EVENTS("{\"ph\":\"X\"},{\"ph\":\"X\"},"
+                                   "{\"ph\":\"X\"}");
+  struct idx_reader *r;
+  int calls = 0;
+
+  CHECK_INT(idx_reader_new(IDX_FORMAT_AUTO, stop_at_two, &calls, &r), 0);
+  CHECK_INT(idx_reader_feed(r, doc, sizeof(doc) - 1, NULL), 42);
+  CHECK_INT(calls, 2);
+  CHECK_INT(idx_reader_feed(r, "]", 1, NULL), 42);
+  CHECK_INT(idx_reader_finish(r, NULL), 42);
+  CHECK_INT(calls, 2);
+  idx_reader_free(r);
+  idx_reader_free(NULL);
+}
+
+int main(void)
+{
+  RUN(reader_callback_stop);
+  RUN(reader_exact_decimals);
+  RUN(reader_numbers_in_events);
+  RUN(reader_bad_documents);
+  RUN(reader_depth_limit);
+  RUN(reader_lenient_inputs);
+  RUN(reader_odd_events);
+  RUN(reader_format_detection);
+  RUN(reader_document_fields);
+  RUN(reader_big_values);
+  RUN(reader_cut_documents);
+  RUN(source_inflater);
+  RUN(source_plain_and_gzip);
+  RUN(source_damaged_gzip);
+  RUN(source_close_early);
+  RUN(reader_real_traces);
+  return 0;
+}

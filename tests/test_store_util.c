@@ -1,0 +1,226 @@
+#include "tests/test_store_util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tests/check.h"
+
+void fx_db_path(char *buf, size_t size)
+{
+  char dir[] = "/tmp/traced_store_XXXXXX";
+
+  CHECK(mkdtemp(dir) != NULL);
+  snprintf(buf, size, "%s/t.db", dir);
+}
+
+void fx_db_remove(const char *path)
+{
+  static const char *const sfx[] = {"", "-wal", "-shm", "-journal"};
+  char p[512], *slash;
+
+  for (size_t i = 0; i < 4; i++) {
+    snprintf(p, sizeof(p), "%s%s", path, sfx[i]);
+    unlink(p);
+  }
+  snprintf(p, sizeof(p), "%s", path);
+  slash = strrchr(p, '/');
+  *slash = '\0';
+  rmdir(p);
+}
+
+static double share(int64_t num, int64_t den)
+{
+  return den > 0 ? round((double)num / (double)den * 1e6) / 1e6 : 0.0;
+}
+
+static json_int_t at(json_t *pair, size_t i)
+{
+  return json_integer_value(json_array_get(pair, i));
+}
+
+/* kernels and launches rows, and categories summed per category. */
+static void kernel_rows(const struct fx_rank *r, int64_t kernel_ns,
+                        int64_t device_ns, json_t *sum)
+{
+  json_t *kernels = json_array(), *launches = json_array();
+  json_t *cats = json_object(), *catrows = json_array();
+  const char *cat;
+  json_t *v;
+
+  for (size_t i = 0; i < r->nk; i++) {
+    const struct fx_kernel *k = &r->k[i];
+    json_t *c = json_object_get(cats, k->category);
+
+    json_array_append_new(
+        kernels,
+        json_pack("{s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:I,s:I}", "name",
+                  k->name, "category", k->category, "count", k->count,
+                  "total_ns", k->total_ns, "avg_ns", k->total_ns / k->count,
+                  "min_ns", k->min_ns, "max_ns", k->max_ns, "median_ns",
+                  k->median_ns, "share", share(k->total_ns, kernel_ns),
+                  "first_ns", (json_int_t)i * 10, "last_ns",
+                  (json_int_t)i * 10 + 5));
+    json_array_append_new(
+        launches,
+        json_pack("{s:s,s:[I,i,i],s:[i,i,i],s:i,s:n,s:I,s:I,s:I,s:I,s:I}",
+                  "name", k->name, "grid", k->count, 1, 1, "block", 256, 1,
+                  1, "registers_per_thread", 64, "shared_bytes", "count",
+                  k->count, "total_ns", k->total_ns, "avg_ns",
+                  k->total_ns / k->count, "min_ns", k->min_ns, "max_ns",
+                  k->max_ns));
+    if (c == NULL) {
+      c = json_pack("[I,I]", (json_int_t)0, (json_int_t)0);
+      json_object_set_new(cats, k->category, c);
+    }
+    json_array_set_new(c, 0, json_integer(at(c, 0) + k->count));
+    json_array_set_new(c, 1, json_integer(at(c, 1) + k->total_ns));
+  }
+  json_object_foreach(cats, cat, v) {
+    json_array_append_new(
+        catrows, json_pack("{s:s,s:I,s:I,s:f}", "category", cat, "count",
+                           at(v, 0), "total_ns", at(v, 1),
+                           "share", share(at(v, 1), device_ns)));
+  }
+  json_array_append_new(catrows, json_pack("{s:s,s:i,s:I,s:f}", "category",
+                                           "copy", "count", 1, "total_ns",
+                                           r->memcpy_ns, "share",
+                                           share(r->memcpy_ns, device_ns)));
+  json_decref(cats);
+  json_object_set_new(sum, "kernels", kernels);
+  json_object_set_new(sum, "launches", launches);
+  json_object_set_new(sum, "categories", catrows);
+}
+
+static json_t *step_rows(const struct fx_rank *r)
+{
+  json_t *steps = json_array();
+
+  for (size_t i = 0; i < r->ns; i++) {
+    const struct fx_step *s = &r->s[i];
+
+    json_array_append_new(
+        steps, json_pack("{s:s,s:I,s:I,s:I,s:I,s:i,s:I,s:s}", "kind",
+                         s->kind, "count", s->count, "total_ns",
+                         s->total_ns, "avg_ns", s->total_ns / s->count,
+                         "tokens", s->count * 4, "padded", 1, "kernel_ns",
+                         s->total_ns / 2, "source", "gpu"));
+  }
+  return steps;
+}
+
+json_t *fx_summary(int rank, const struct fx_rank *r)
+{
+  int64_t kernel_ns = 0, kernel_events = 0, device_ns;
+  char file[64];
+  json_t *sum;
+
+  for (size_t i = 0; i < r->nk; i++) {
+    kernel_ns += r->k[i].total_ns;
+    kernel_events += r->k[i].count;
+  }
+  device_ns = kernel_ns + r->memcpy_ns;
+  snprintf(file, sizeof(file), "/traces/rank_%d.pt.trace.json.gz", rank);
+  sum = json_pack(
+      "{s:i,s:s,s:s,s:i,s:i,s:i,s:i,s:i,s:i,s:s,s:I,s:I,s:I,"
+      "s:i,s:i,s:I,s:i,s:i,s:I,s:I,s:i,s:i}",
+      "rank", rank, "file", file, "format", "kineto", "file_bytes", 1000,
+      "json_bytes", 9000, "events", 500, "skipped_events", 0, "t0_ns", 0,
+      "span_ns", 1000000, "device", "AMD Instinct MI300X", "kernel_events",
+      kernel_events, "kernel_ns", kernel_ns, "distinct_kernels",
+      (json_int_t)r->nk, "memcpy_count", 1, "memcpy_bytes", 4096,
+      "memcpy_ns", r->memcpy_ns, "memset_count", 0, "memset_ns", 0,
+      "device_ns", device_ns, "gpu_busy_ns", device_ns, "runtime_events", 3,
+      "runtime_ns", 300);
+  kernel_rows(r, kernel_ns, device_ns, sum);
+  json_object_set_new(sum, "memcpy",
+                      json_pack("[{s:s,s:i,s:I,s:i,s:i}]", "kind", "HtoD",
+                                "count", 1, "total_ns", r->memcpy_ns,
+                                "bytes", 4096, "max_bytes", 4096));
+  json_object_set_new(sum, "runtime",
+                      json_pack("[{s:s,s:i,s:i,s:I,s:i}]", "name",
+                                "hipLaunchKernel", "count", 3, "total_ns",
+                                300, "median_ns", r->runtime_median_ns,
+                                "max_ns", 200));
+  json_object_set_new(sum, "steps", step_rows(r));
+  json_object_set_new(
+      sum, "phases",
+      json_pack("[{s:i,s:i,s:I,s:I,s:I,s:s,s:[{s:s,s:i,s:i}],s:[]}]",
+                "index", 0, "start_ns", 0, "end_ns", kernel_ns, "busy_ns",
+                kernel_ns, "kernel_events", kernel_events, "cause", "start",
+                "top_kernels", "name", r->nk ? r->k[0].name : "none",
+                "count", 1, "total_ns", 1, "top_launches"));
+  CHECK(sum != NULL);
+  return sum;
+}
+
+int64_t fx_capture(struct store *st, const char *model, int tp,
+                   const struct fx_rank *r, size_t n)
+{
+  struct tr_err err = {0};
+  json_t *params = json_pack("{s:s}", "model", model);
+  int64_t id = 0;
+
+  if (tp > 0)
+    json_object_set_new(params, "tp", json_integer(tp));
+  CHECK_INT(store_capture_insert(st, "capture", NULL, params, &id, &err), 0);
+  json_decref(params);
+  for (size_t i = 0; i < n; i++) {
+    json_t *sum = fx_summary((int)i, &r[i]);
+    char label[32];
+
+    snprintf(label, sizeof(label), "rank_%zu", i);
+    if (store_rank_insert(st, id, (int)i, label, sum, &err) != 0) {
+      fprintf(stderr, "rank insert: %s\n", err.msg);
+      exit(1);
+    }
+    json_decref(sum);
+  }
+  CHECK_INT(store_capture_set_phase(st, id, "done", "done", &err), 0);
+  return id;
+}
+
+int64_t fx_count(const char *path, const char *sql, int64_t p)
+{
+  sqlite3 *db;
+  sqlite3_stmt *s;
+  int64_t n;
+
+  CHECK_INT(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL),
+            SQLITE_OK);
+  CHECK_INT(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
+  if (p >= 0)
+    sqlite3_bind_int64(s, 1, p);
+  CHECK_INT(sqlite3_step(s), SQLITE_ROW);
+  n = sqlite3_column_int64(s, 0);
+  sqlite3_finalize(s);
+  sqlite3_close(db);
+  return n;
+}
+
+json_t *fx_find(json_t *arr, const char *key, const char *val)
+{
+  size_t i;
+  json_t *row;
+
+  json_array_foreach(arr, i, row) {
+    const char *s = json_string_value(json_object_get(row, key));
+
+    if (s != NULL && strcmp(s, val) == 0)
+      return row;
+  }
+  return NULL;
+}
+
+int64_t fx_int(json_t *obj, const char *key)
+{
+  json_t *v = json_object_get(obj, key);
+
+  if (!json_is_integer(v)) {
+    fprintf(stderr, "member %s missing or not an integer\n", key);
+    exit(1);
+  }
+  return json_integer_value(v);
+}

@@ -1,0 +1,466 @@
+/*
+ * traced dashboard: the list of captures (#/), one capture
+ * (#/captures/<id>) and a comparison (#/diff/<a>/<b>). Plain ES2017, no
+ * build step and nothing fetched from outside: the lab may be offline.
+ *
+ * Every string from the API reaches the page as a text node (kernel names
+ * hold <, > and &): el() never parses HTML. Every API path is written as
+ * url('/route/{param}', ...) with the template of api/openapi.yaml, so that
+ * tests/test_web.py can check each one against that file. The capture view
+ * is in capture.js.
+ */
+'use strict';
+
+const FINAL = ['done', 'failed', 'cancelled', 'interrupted'];
+const STATUSES = ['queued', 'running'].concat(FINAL);
+const PROPS = ['value', 'checked', 'selected', 'disabled'];
+const nf = new Intl.NumberFormat('en-US');
+
+/* ---- DOM ---- */
+
+function el(tag, attrs, ...kids) {
+  const n = document.createElement(tag);
+  for (const k of Object.keys(attrs || {})) {
+    const v = attrs[k];
+    if (v === null || v === undefined || v === false) continue;
+    if (k.startsWith('on')) n.addEventListener(k.slice(2), v);
+    else if (PROPS.includes(k)) n[k] = v;
+    else n.setAttribute(k, v === true ? '' : v);
+  }
+  return add(n, kids);
+}
+
+function add(n, ...kids) {
+  for (const k of kids) {
+    if (k === null || k === undefined || k === false) continue;
+    if (Array.isArray(k)) add(n, ...k);
+    else n.appendChild(k instanceof Node ? k : document.createTextNode(k));
+  }
+  return n;
+}
+
+function put(n, ...kids) {
+  n.textContent = '';
+  return add(n, kids);
+}
+
+function select(value, options, onchange) {
+  return el('select', {onchange: e => onchange(e.target.value)},
+    options.map(o => {
+      const [v, label] = Array.isArray(o) ? o : [o, o];
+      return el('option', {value: v, selected: String(v) === String(value)},
+        label);
+    }));
+}
+
+/* ---- formatting: raw values stay in the title tooltip ---- */
+
+function num(v) {
+  return v === null || v === undefined ? '\u2013'
+    : typeof v === 'number' ? nf.format(v) : String(v);
+}
+
+function fmtNs(v) {
+  if (v === null || v === undefined) return '\u2013';
+  const a = Math.abs(v);
+  if (a < 1e3) return v + ' ns';
+  if (a < 1e6) return (v / 1e3).toFixed(2) + ' \u00b5s';
+  if (a < 1e9) return (v / 1e6).toFixed(2) + ' ms';
+  return (v / 1e9).toFixed(3) + ' s';
+}
+
+function fmtBytes(v) {
+  if (v === null || v === undefined) return '\u2013';
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let i = 0;
+  let x = v;
+  while (Math.abs(x) >= 1024 && i < units.length - 1) { x /= 1024; i++; }
+  return i ? x.toFixed(2) + ' ' + units[i] : v + ' B';
+}
+
+function nsCell(v) {
+  return el('span', {title: v == null ? null : num(v) + ' ns'}, fmtNs(v));
+}
+
+function bytesCell(v) {
+  return el('span', {title: v == null ? null : num(v) + ' bytes'},
+    fmtBytes(v));
+}
+
+function pct(v, digits) {
+  return v == null ? '\u2013' : (v * 100).toFixed(digits || 2) + '%';
+}
+
+function shareCell(v) {
+  return el('span', {class: 'share', title: String(v)},
+    el('span', {class: 'fill', style: 'width:' + Math.min(100, v * 100) +
+      '%'}), pct(v));
+}
+
+function dim(v) { return Array.isArray(v) ? v.join('\u00d7') : '\u2013'; }
+
+function when(s) {
+  if (!s) return '\u2013';
+  const d = new Date(s);
+  const p = x => String(x).padStart(2, '0');
+  return el('span', {title: s}, d.getFullYear() + '-' + p(d.getMonth() + 1) +
+    '-' + p(d.getDate()) + ' ' + p(d.getHours()) + ':' + p(d.getMinutes()) +
+    ':' + p(d.getSeconds()));
+}
+
+function elapsed(from, to) {
+  if (!from) return '\u2013';
+  const s = Math.max(0, Math.round(((to ? Date.parse(to) : Date.now()) -
+    Date.parse(from)) / 1000));
+  if (s < 60) return s + ' s';
+  if (s < 3600) return Math.floor(s / 60) + ' m ' + s % 60 + ' s';
+  return Math.floor(s / 3600) + ' h ' + Math.floor(s % 3600 / 60) + ' m';
+}
+
+function nameCell(v) { return el('span', {class: 'name', title: v}, v); }
+
+function badge(status) {
+  return el('span', {class: 'badge ' + status}, status);
+}
+
+/* ---- tables: cols are {h: header, k: key, f: format(value, row)} ---- */
+
+const T = (h, k, f, cls) => ({h, k, f: f || num, cls});
+const N = (h, k) => T(h, k, nsCell, 'num');
+const C = (h, k) => T(h, k, num, 'num');
+const B = (h, k) => T(h, k, bytesCell, 'num');
+const S = (h, k) => T(h, k, v => String(v == null ? '\u2013' : v));
+
+function cmp(x, y) {
+  if (x == null) return y == null ? 0 : 1;
+  if (y == null) return -1;
+  if (typeof x === 'number' && typeof y === 'number') return x - y;
+  return String(x).localeCompare(String(y));
+}
+
+/* A table sorted by a click on a header (numbers largest first, then
+ * ascending on a second click); rows stay in the API's order until then. */
+function table(cols, rows, rowClass) {
+  if (!rows.length) return el('p', {class: 'muted'}, 'no rows');
+  const tbody = el('tbody');
+  let key = null;
+  let dir = 1;
+  const fill = () => {
+    const rs = key ? rows.slice().sort((a, b) => dir * cmp(a[key], b[key]))
+      : rows;
+    put(tbody, rs.map(r => el('tr', {class: rowClass ? rowClass(r) : null},
+      cols.map(c => el('td', {class: c.cls}, c.f(c.k ? r[c.k] : r, r))))));
+  };
+  const head = cols.map(c => el('th', {
+    class: c.cls, title: c.k ? 'sort by ' + c.h : null,
+    onclick: c.k ? () => {
+      dir = key === c.k ? -dir
+        : (typeof rows[0][c.k] === 'number' ? -1 : 1);
+      key = c.k;
+      fill();
+    } : null}, c.h));
+  fill();
+  return el('table', {class: 'grid'}, el('thead', null, el('tr', null, head)),
+    tbody);
+}
+
+function kv(obj) {
+  const rows = Object.keys(obj || {}).map(k => {
+    const v = obj[k];
+    return el('tr', null, el('th', null, k), el('td', null,
+      v !== null && typeof v === 'object' ? el('code', null,
+        JSON.stringify(v)) : num(v)));
+  });
+  return rows.length ? el('table', {class: 'kv'}, el('tbody', null, rows))
+    : el('p', {class: 'muted'}, 'none');
+}
+
+/* ---- API ---- */
+
+/* tpl is a path template of api/openapi.yaml. The path is made relative
+ * so that the dashboard also works behind a reverse proxy's prefix. */
+function url(tpl, params, query) {
+  const path = tpl.replace(/\{(\w+)\}/g,
+    (_, k) => encodeURIComponent(params[k]));
+  const qs = Object.keys(query || {})
+    .filter(k => query[k] !== null && query[k] !== undefined &&
+      query[k] !== '')
+    .map(k => encodeURIComponent(k) + '=' + encodeURIComponent(query[k]));
+  return path.slice(1) + (qs.length ? '?' + qs.join('&') : '');
+}
+
+async function call(method, u, body) {
+  const headers = {Accept: 'application/json'};
+  const token = localStorage.getItem('traced_token');
+  if (token) headers.Authorization = 'Bearer ' + token;
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  const r = await fetch(u, {method, headers,
+    body: body === undefined ? undefined : JSON.stringify(body)});
+  const text = await r.text();
+  let data = null;
+  try { data = text ? JSON.parse(text) : null; } catch (e) { data = text; }
+  if (r.ok) return data;
+  const e = (data && data.error) || {};
+  const err = new Error(e.message || r.status + ' ' + r.statusText);
+  Object.assign(err, {status: r.status, code: e.code, field: e.field});
+  throw err;
+}
+
+const get = u => call('GET', u);
+
+function errorBox(e) {
+  return el('div', {class: 'error'}, el('strong', null,
+    e.status ? 'HTTP ' + e.status + (e.code ? ' ' + e.code : '') : 'error'),
+  ': ', e.message, e.field ? [' (field ', el('code', null, e.field), ')']
+    : null, e.status === 401 ? [' \u2014 ', el('a', {href: '#',
+    onclick: askToken}, 'set the API token')] : null);
+}
+
+function askToken(ev) {
+  ev.preventDefault();
+  const t = window.prompt('traced auth token (kept in this browser)');
+  if (t !== null) localStorage.setItem('traced_token', t.trim());
+  route();
+}
+
+/* ---- routing: one view at a time; a timer or a late answer of an old
+ * view is dropped by comparing its generation with the current one ---- */
+
+let gen = 0;
+let timer = null;
+
+function later(fn, ms) {
+  const g = gen;
+  clearTimeout(timer);
+  timer = setTimeout(() => { if (g === gen) fn(); }, ms);
+}
+
+/* Keeps a view's options in the hash (#/diff/1/2?by=step) without a
+ * hashchange, so that a pasted link opens the same view. */
+function saveOpts(opts) {
+  const path = location.hash.replace(/^#/, '').split('?')[0];
+  const qs = Object.keys(opts).filter(k => opts[k] !== '' && opts[k] != null)
+    .map(k => k + '=' + encodeURIComponent(opts[k])).join('&');
+  const h = path + (qs ? '?' + qs : '');
+  history.replaceState(null, '', h ? '#' + h : location.pathname);
+}
+
+function route() {
+  gen++;
+  clearTimeout(timer);
+  const [path, qs] = location.hash.replace(/^#/, '').split('?');
+  const q = new URLSearchParams(qs || '');
+  const app = put(document.getElementById('app'));
+  let m = /^\/captures\/(\d+)\/?$/.exec(path);
+  if (m) return captureView(app, Number(m[1]), q);
+  m = /^\/diff\/(\d+)\/(\d+)\/?$/.exec(path);
+  if (m) return diffView(app, Number(m[1]), Number(m[2]), q);
+  return listView(app, q);
+}
+
+/* ---- list view ---- */
+
+function listView(app, q) {
+  const g = gen;
+  const st = {status: q.get('status') || '', kind: q.get('kind') || '',
+    limit: 50, sel: new Set(), rows: [], more: false};
+  const box = el('div');
+  const compare = el('button', {disabled: true, onclick: () => {
+    const [a, b] = Array.from(st.sel).sort((x, y) => x - y);
+    location.hash = '#/diff/' + a + '/' + b;
+  }}, 'compare');
+  const filters = el('div', {class: 'tools'},
+    select(st.status, [['', 'any status']].concat(STATUSES),
+      v => { st.status = v; load(); }),
+    select(st.kind, [['', 'captures and imports'], 'capture', 'import'],
+      v => { st.kind = v; load(); }),
+    compare, el('span', {class: 'muted'}, 'tick two rows to compare'));
+  add(app, el('h2', null, 'Captures'), filters, box,
+    el('div', {class: 'forms'}, captureForm(), importForm()));
+
+  function toggle(id, tick) {
+    if (tick.checked) st.sel.add(id); else st.sel.delete(id);
+    tick.closest('tr').classList.toggle('picked', tick.checked);
+    compare.disabled = st.sel.size !== 2;
+  }
+
+  const cols = [
+    T('', null, c => el('input', {type: 'checkbox', checked: st.sel.has(c.id),
+      onchange: e => toggle(c.id, e.target)})),
+    T('id', 'id', v => el('a', {href: '#/captures/' + v}, '#' + v), 'num'),
+    S('kind', 'kind'), S('label', 'label'),
+    T('model or path', null, c => {
+      const p = c.params && (c.params.model || c.params.path);
+      return p ? el('span', {title: p}, p.split('/').pop()) : '\u2013';
+    }),
+    T('tp', null, c => num(c.params && c.params.tp), 'num'),
+    T('status', 'status', badge), S('phase', 'phase'),
+    T('created', 'created_at', when),
+    T('duration', null, c => elapsed(c.started_at, c.finished_at), 'num'),
+    T('', null, c => el('a', {href: '#/captures/' + c.id}, 'open'))];
+
+  function render() {
+    put(box, table(cols, st.rows, c => st.sel.has(c.id) ? 'picked' : null),
+      st.more ? el('button', {onclick: () => { st.limit += 50; load(); }},
+        'show more') : null);
+  }
+
+  async function load() {
+    saveOpts({status: st.status, kind: st.kind});
+    let data;
+    try {
+      data = await get(url('/captures', {}, {status: st.status,
+        kind: st.kind, limit: st.limit}));
+    } catch (e) {
+      if (g === gen) put(box, errorBox(e));
+      return;
+    }
+    if (g !== gen) return;
+    st.rows = data.captures;
+    st.more = data.next_before !== null;
+    render();
+    if (st.rows.some(c => !FINAL.includes(c.status))) later(load, 2000);
+  }
+  load();
+}
+
+/* fields: [name, label, type ('text', 'int', 'bool' or an option list),
+ * default]. Posts the non-empty ones; opens the new capture on success,
+ * else shows the API's message and marks the field it names. */
+function postForm(title, path, fields) {
+  const inputs = {};
+  const msg = el('div');
+  const rows = fields.map(([name, label, type, dflt]) => {
+    inputs[name] = Array.isArray(type) ? select(dflt, type, () => {})
+      : el('input', {name, type: type === 'int' ? 'number'
+        : type === 'bool' ? 'checkbox' : 'text',
+      value: type === 'int' ? dflt : null, checked: type === 'bool' && dflt,
+      placeholder: type === 'text' ? dflt : null});
+    return el('label', null, el('span', null, label), inputs[name]);
+  });
+  async function submit(ev) {
+    ev.preventDefault();
+    const body = {};
+    for (const [name, , type] of fields) {
+      const i = inputs[name];
+      i.classList.remove('bad');
+      if (type === 'bool') body[name] = i.checked;
+      else if (i.value.trim() !== '') {
+        body[name] = type === 'int' ? Number(i.value) : i.value.trim();
+      }
+    }
+    put(msg);
+    try {
+      const c = await call('POST', url(path), body);
+      location.hash = '#/captures/' + c.id;
+    } catch (e) {
+      put(msg, errorBox(e));
+      const bad = inputs[String(e.field || '').split('.')[0]];
+      if (bad) { bad.classList.add('bad'); bad.focus(); }
+    }
+  }
+  return el('form', {class: 'card', onsubmit: submit}, el('h3', null, title),
+    rows, el('button', {type: 'submit'}, title), msg);
+}
+
+function captureForm() {
+  return postForm('New capture', '/captures', [
+    ['model', 'model path', 'text', 'e.g. /data/DeepSeek-V4-Pro'],
+    ['tp', 'tp', 'int', 8], ['isl', 'isl', 'int', 1024],
+    ['osl', 'osl', 'int', 1024], ['conc', 'concurrency', 'int', 64],
+    ['prompt_multiplier', 'prompt multiplier', 'int', 1],
+    ['more', 'profiler more (shapes, stacks)', 'bool', false],
+    ['label', 'label', 'text', '']]);
+}
+
+function importForm() {
+  return postForm('Import trace', '/imports', [
+    ['path', 'path (under import_roots)', 'text', 'e.g. /traces/run_1'],
+    ['label', 'label', 'text', ''],
+    ['format', 'format', ['auto', 'kineto', 'mctracer'], 'auto']]);
+}
+
+/* ---- diff view ---- */
+
+/* The member naming a row of GET /diff, by its by= (api/openapi.yaml). */
+const DIFF_KEY = {kernel: 'name', category: 'category', step: 'kind'};
+const DIFF_LIMIT = 200;
+
+function signed(v, text) {
+  return el('span', {class: v > 0 ? 'worse' : v < 0 ? 'better' : null},
+    text);
+}
+
+function diffTable(by, rows) {
+  return table([T(by, DIFF_KEY[by], nameCell), C('A count', 'a_count'),
+    C('B count', 'b_count'), N('A total', 'a_total_ns'),
+    N('B total', 'b_total_ns'),
+    T('delta (B\u2212A)', 'delta_ns', v => signed(v, nsCell(v)), 'num'),
+    T('delta %', 'delta_pct', v => v == null ? '\u2013'
+      : signed(v, (v > 0 ? '+' : '') + v.toFixed(1) + '%'), 'num'),
+    T('status', 'status', badge)], rows);
+}
+
+function diffBody(d) {
+  return [d.warnings.length ? el('div', {class: 'warnings'},
+    el('strong', null, 'Read with care:'), el('ul', null,
+      d.warnings.map(w => el('li', {title: w.code}, w.message)))) : null,
+  el('p', {class: 'meta'}, 'real steps (prefill + decode): A ',
+    num(d.a_steps), ', B ', num(d.b_steps), d.norm === 'per_step'
+      ? ' \u00b7 figures per real step' : ''),
+  diffTable(d.by, d.rows),
+  d.rows.length === DIFF_LIMIT ? el('p', {class: 'muted'}, 'the ' +
+    DIFF_LIMIT + ' largest differences') : null,
+  d.by !== 'category' && d.categories.length ? [el('h3', null,
+    'Per category'), diffTable('category', d.categories)] : null];
+}
+
+function diffView(app, a, b, hq) {
+  const g = gen;
+  const st = {by: hq.get('by') || 'kernel', norm: hq.get('norm') || 'none',
+    rank: hq.get('rank') || ''};
+  const who = el('p', {class: 'meta'});
+  const tools = el('div', {class: 'tools'});
+  const out = el('div');
+  add(app, el('h2', null, 'Compare ', el('a', {href: '#/captures/' + a},
+    '#' + a), ' \u2192 ', el('a', {href: '#/captures/' + b}, '#' + b), ' ',
+  el('a', {class: 'small', href: '#/diff/' + b + '/' + a}, 'swap')),
+  who, tools, out);
+  const rankIn = el('input', {type: 'number', min: 0, value: st.rank,
+    placeholder: 'all ranks', onchange: () => {
+      st.rank = rankIn.value;
+      load();
+    }});
+  add(tools, select(st.by, Object.keys(DIFF_KEY).map(v => [v, 'by ' + v]),
+    v => { st.by = v; load(); }),
+  select(st.norm, [['none', 'totals'], ['per_step', 'per real step']],
+    v => { st.norm = v; load(); }), el('label', null, 'rank ', rankIn));
+  Promise.all([a, b].map(id => get(url('/captures/{id}', {id}))
+    .catch(() => null))).then(cs => {
+    if (g !== gen) return;
+    put(who, cs.map((c, i) => c ? el('span', null, i ? 'B' : 'A', ': ',
+      el('a', {href: '#/captures/' + c.id}, '#' + c.id), c.label
+        ? ' ' + c.label : '', c.params && c.params.tp ? ' (tp ' +
+        c.params.tp + ')' : '', ' ', badge(c.status), ' ') : null));
+  });
+
+  async function load() {
+    saveOpts({by: st.by === 'kernel' ? '' : st.by,
+      norm: st.norm === 'none' ? '' : st.norm, rank: st.rank});
+    put(out, el('p', {class: 'muted'}, 'loading\u2026'));
+    let d;
+    try {
+      d = await get(url('/diff', {}, {a, b, by: st.by, norm: st.norm,
+        rank: st.rank, limit: DIFF_LIMIT}));
+    } catch (e) {
+      if (g === gen) put(out, errorBox(e));
+      return;
+    }
+    if (g === gen) put(out, diffBody(d));
+  }
+  load();
+}
+
+window.addEventListener('hashchange', route);
+/* After every script of the page (capture.js too) has run. */
+window.addEventListener('DOMContentLoaded', route);
