@@ -106,11 +106,13 @@ enum MHD_Result api_get_metrics(struct api_req *r);
 /* ---- respond.c ---- */
 
 /* Queues resp with status (adding the common headers), counts it, and
- * destroys resp. Every other reply helper ends here. */
+ * destroys resp. Every other reply helper ends here. NULL resp (out of
+ * memory) returns MHD_NO: MHD drops the connection. */
 enum MHD_Result api_reply(struct api_req *r, unsigned status,
                           struct MHD_Response *resp);
 
-/* Replies obj as JSON. Takes ownership of obj (NULL: a 500 error). */
+/* Replies obj as JSON. Takes ownership of obj. NULL obj (out of memory
+ * while building it) drops the connection: MHD_NO. */
 enum MHD_Result api_reply_json(struct api_req *r, unsigned status,
                                json_t *obj);
 

@@ -252,11 +252,15 @@ static void resolve_roots(char **roots)
 int cfg_finish(struct cfg *cfg, struct tr_err *err)
 {
   const char *colon = strrchr(cfg->listen, ':');
+  char *end = NULL;
+  long port = colon != NULL ? strtol(colon + 1, &end, 10) : -1;
 
-  if (colon == NULL || colon == cfg->listen || atoi(colon + 1) <= 0 ||
-      atoi(colon + 1) > 65535)
+  /* Port 0 asks the kernel for a free port (tests use it). */
+  if (colon == NULL || colon == cfg->listen || end == colon + 1 ||
+      *end != '\0' || port < 0 || port > 65535)
     return tr_err_set(err, TR_EINVAL, "listen",
-                      "listen must be address:port, not \"%s\"", cfg->listen);
+                      "listen must be address:port, not \"%s\"",
+                      cfg->listen);
   if (!listen_is_loopback(cfg->listen) && cfg->auth_token[0] == '\0')
     return tr_err_set(err, TR_EINVAL, "auth_token",
                       "auth_token is required when listen (%s) is not a "

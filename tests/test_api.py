@@ -12,10 +12,13 @@ Usage: test_api.py CASE, CASE one of
   metrics     /metrics is Prometheus text whose request counters match the
               requests made, per route template and code.
   contract    every GET route of api/openapi.yaml answers, for an imported
-              real trace, with the members its schema requires.
+              real trace, with and without the example parameters, with
+              the types, enum values and members its schema requires; a
+              query parameter a route does not declare is refused.
   imports     a multi-rank folder of real traces is imported: per-rank and
-              summed kernels and categories equal tests/ref_index.py's own
-              reading of the files; a second import while one runs is
+              summed kernels and categories, and per-rank steps, memcpy
+              and runtime equal tests/ref_index.py's own reading of the
+              files; a second import while one runs is
               queued, progress shows while indexing; the raw trace is
               served byte for byte; DELETE removes the import (and the
               answers kept about it), never its originals, and cancels a
@@ -46,10 +49,12 @@ from tracedtest import (SRC_DIR, TRACES_DIR, Daemon, check, check_eq,  # noqa
 OPENAPI = os.path.join(SRC_DIR, "api", "openapi.yaml")
 STATUSES = ("queued", "running", "done", "failed", "cancelled",
             "interrupted")
-# Real traces with GPU kernels, small enough to index in a blink.
+# Real traces, small enough to index in a blink: three with GPU kernels,
+# one with ATOM's run labels (steps).
+LABELS = "torch113cpu__atom_run_labels.pt.trace.json.gz"
 RANKS_A = ["tracelens__mi210_gpu_only_trace.json.gz",
            "hta__alexnet_benchmark_result_2869224_1695835535_trace.json.gz",
-           "tracelens__vllm_decode_full_graph_execution.json.gz"]
+           "tracelens__vllm_decode_full_graph_execution.json.gz", LABELS]
 # Shares mi210 with A (status "both") and repeats it on two ranks (ties in
 # slowest/fastest rank).
 RANKS_B = ["tracelens__mi210_gpu_only_trace.json.gz",
@@ -479,16 +484,30 @@ def deref(spec, node):
     return node
 
 
+TYPES = {"integer": int, "number": (int, float), "string": str,
+         "boolean": bool, "array": list, "object": dict}
+
+
 def check_schema(spec, schema, value, where):
-    """value has the members schema requires, recursively through
-    objects and the first item of arrays."""
+    """value has the type, enum value and members schema requires,
+    recursively through objects and the first item of arrays."""
     schema = deref(spec, schema)
+    if value is None:
+        check(schema.get("nullable", False), where + ": null")
+        return
+    if "type" in schema:
+        check(isinstance(value, TYPES[schema["type"]]) and
+              (schema["type"] == "boolean") == isinstance(value, bool),
+              "%s: %r is not %s" % (where, value, schema["type"]))
+    if "enum" in schema:
+        check(value in schema["enum"], "%s: %r not in %r" % (
+            where, value, schema["enum"]))
     if isinstance(value, dict):
         for key in schema.get("required", []):
             check(key in value, "%s: no %r in %r" % (where, key,
                                                      sorted(value)))
         for key, sub in schema.get("properties", {}).items():
-            if key in value and value[key] is not None:
+            if key in value:
                 check_schema(spec, sub, value[key], where + "." + key)
     elif isinstance(value, list) and value and "items" in schema:
         check_schema(spec, schema["items"], value[0], where + "[0]")
@@ -504,8 +523,8 @@ def example_query(spec, op, params_common):
 
 
 def walk_paths(spec, ids, asset):
-    """(template, method, operation, path-level parameters, url) for every
-    GET to call, with the example values (and the import's ids)."""
+    """(template, operation, path-level parameters, url) for every GET to
+    call, the ids of the import standing for {id}, rank 0 for {r}."""
     for tmpl, item in spec["paths"].items():
         common = item.get("parameters", [])
         for method, op in item.items():
@@ -581,6 +600,7 @@ def case_contract():
                      "POST /captures")
         code, gone = d.delete("/captures/%d" % a)
         check_eq((code, gone), (200, {"deleted": a}), "DELETE done import")
+    shutil.rmtree(root)
 
 
 def case_imports():
@@ -662,6 +682,7 @@ def check_ranks(d, cid, cap, files):
         totals = [r["total_ns"] for r in got["rows"]]
         check_eq(totals, sorted(totals, reverse=True), "sorted by total")
         cats.append(check_categories(d, cid, i, ref, got["rows"]))
+        check_small_tables(d, cid, i, ref)
     code, got = d.get("/captures/%d/kernels" % cid)
     check_eq(got["rank"], None, "summed rank null")
     want = summed([ref["kernels"] for ref in refs])
@@ -684,6 +705,22 @@ def check_ranks(d, cid, cap, files):
         got = d.get("/captures/%d/kernels?%s" % (cid, query))[1]
         check_eq(got["rank"], rank, "rank of ?" + query)
     return cats
+
+
+def check_small_tables(d, cid, rank, ref):
+    """steps, memcpy and runtime of a rank equal ref_index's (runtime's
+    median_ns is the indexer's to prove: tests/test_index_*)."""
+    for table, key, members in [
+            ("steps", "kind", ("count", "total_ns", "tokens", "padded",
+                               "kernel_ns", "source")),
+            ("memcpy", "kind", ("count", "total_ns", "bytes", "max_bytes")),
+            ("runtime", "name", ("count", "total_ns", "max_ns"))]:
+        got = by_name(d.get("/captures/%d/%s?rank=%d" % (
+            cid, table, rank))[1]["rows"], key)
+        check_eq({k: tuple(v[m] for m in members) for k, v in got.items()},
+                 {k: tuple(v[m] for m in members)
+                  for k, v in ref[table].items()},
+                 "rank %d %s" % (rank, table))
 
 
 def check_categories(d, cid, rank, ref, kernel_rows):
@@ -771,6 +808,8 @@ def case_diff():
                   for f in RANKS_B]
         got = d.get("/diff?a=%d&b=%d" % (a, b))[1]
         check_diff(got["rows"], "name", summed(refs_a), summed(refs_b))
+        check_eq({r["status"] for r in got["rows"]},
+                 {"both", "only_a", "only_b"}, "every status met")
         check_diff(got["categories"], "category", summed(cats_a),
                    summed(cats_b))
         got = d.get("/diff?a=%d&b=%d&by=category" % (a, b))[1]
@@ -780,6 +819,7 @@ def case_diff():
                  full[:3], "limit=3")
         check_error(d.get("/diff?a=%d&b=99999" % a), 404, "b", "unknown b")
         check_error(d.get("/diff?a=99999&b=%d" % a), 404, "a", "unknown a")
+    shutil.rmtree(root)
 
 
 def check_diff(got, key, sa, sb):

@@ -58,6 +58,10 @@ static void config_rejects_bad_values(void)
   tr_err_clear(&err);
   CHECK(cfg_set(&cfg, "no_such_key", "1", &err) < 0);
   tr_err_clear(&err);
+  CHECK_INT(cfg_set(&cfg, "listen", "127.0.0.1:http", &err), 0);
+  CHECK(cfg_finish(&cfg, &err) < 0);
+  CHECK_STR(err.field, "listen");
+  tr_err_clear(&err);
   CHECK_INT(cfg_set(&cfg, "listen", "0.0.0.0:7700", &err), 0);
   CHECK(cfg_finish(&cfg, &err) < 0);
   CHECK_STR(err.field, "auth_token");

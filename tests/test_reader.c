@@ -239,6 +239,10 @@ static void reader_bad_documents(void)
           "not JSON (unexpected '@') at byte 6");
   doc_bad("{\"traceEvents\": [{\"ph\":\"X\"}\x01]}", 30,
           "not JSON (unexpected byte 0x01) at byte 27");
+  /* Found by the fuzzer: the error must not depend on where a chunk
+   * ends (read_doc compares 1- and 7-byte chunks with the whole). */
+  doc_bad("[{\"ph\":\":\"h", 11, "not JSON (unexpected 'h') at byte 10");
+  doc_bad("[{\"ts\":.5e\xb3}]", 14, "not JSON (unexpected '.') at byte 7");
 }
 
 /* Nesting is bounded (an error, never a deep recursion), wherever the
