@@ -29,6 +29,7 @@ void idx_inflate_reset(struct idx_inflate *z)
   z->st.crc_flag = ISAL_GZIP;
 }
 
+/* A person's words for an isal_inflate() error. */
 static const char *describe(int rc)
 {
   switch (rc) {

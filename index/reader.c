@@ -95,6 +95,7 @@ struct idx_reader {
   struct idx_parsed ev;   /* the event being handed over */
 };
 
+/* The document offset of p, a pointer into the current chunk. */
 static uint64_t at(const struct idx_reader *r, const char *p)
 {
   return r->off + (uint64_t)(p - r->chunk);
@@ -126,6 +127,7 @@ static int bad_byte(struct idx_reader *r, uint64_t off, int rc,
   return fail_at(r, off, what);
 }
 
+/* JSON whitespace. */
 static int is_ws(char c)
 {
   return c == ' ' || c == '\n' || c == '\r' || c == '\t';
@@ -187,6 +189,7 @@ static void count_skipped(struct idx_reader *r)
   r->doc.skipped++;
 }
 
+/* SKIP the value starting here, then go to `after`. */
 static void start_skip(struct idx_reader *r, enum state after)
 {
   idx_skip_init(&r->skip);
@@ -194,6 +197,7 @@ static void start_skip(struct idx_reader *r, enum state after)
   r->after = after;
 }
 
+/* CAPTURE the value starting at p (its bytes go to r->buf). */
 static void start_capture(struct idx_reader *r, enum cap cap, const char *p)
 {
   idx_skip_init(&r->skip);
@@ -337,6 +341,7 @@ static int scan(struct idx_reader *r, const char **pp, const char *end)
 /* Top-level keys the reader acts on. */
 enum tkey { TK_OTHER, TK_EVENTS, TK_DEVPROPS, TK_DISTINFO, TK_KINETO };
 
+/* What the top-level key just read is to the reader. */
 static enum tkey top_key(const struct idx_reader *r)
 {
   static const char *const kineto[] = {
@@ -390,6 +395,7 @@ static int on_value(struct idx_reader *r, const char **pp)
   }
 }
 
+/* After the ']' of traceEvents (or of a bare array). */
 static void end_events(struct idx_reader *r)
 {
   r->events_done = 1;

@@ -14,6 +14,7 @@ struct digits {
   size_t in, fn;
 };
 
+/* Digit i of the integer and fraction digits taken as one string. */
 static int digit_at(const struct digits *d, size_t i)
 {
   return (i < d->in ? d->ip[i] : d->fp[i - d->in]) - '0';
@@ -211,6 +212,8 @@ static long hex4(const char *s, const char *end)
   return v;
 }
 
+/* Writes code point cp (valid, <= U+10FFFF) as UTF-8 at w; returns the
+ * byte after it. */
 static char *put_utf8(char *w, long cp)
 {
   if (cp < 0x80) {

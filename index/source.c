@@ -65,6 +65,7 @@ static char *wait_free(struct idx_source *s, unsigned i)
   return buf;
 }
 
+/* Thread: hands slot i, holding len bytes, to the caller. */
 static void put_full(struct idx_source *s, unsigned i, size_t len)
 {
   pthread_mutex_lock(&s->mu);
@@ -145,6 +146,8 @@ static int refill(struct idx_source *s, struct gz *g, int force)
   return 0;
 }
 
+/* Records an inflate-side error at the compressed offset the inflater
+ * has reached; returns code. */
 static int gz_fail(struct idx_source *s, const struct gz *g, int code,
                    const char *what)
 {
@@ -203,6 +206,8 @@ static int fill_gzip(struct idx_source *s, struct gz *g)
   return 1;
 }
 
+/* Thread, gzip: fills slots until the end of the file, an error, or
+ * close(). */
 static void run_gzip(struct idx_source *s)
 {
   struct gz g;
@@ -226,6 +231,7 @@ static void run_gzip(struct idx_source *s)
   }
 }
 
+/* The thread: produces the whole file, then marks the ring ended. */
 static void *run(void *arg)
 {
   struct idx_source *s = arg;
@@ -267,6 +273,8 @@ static int open_file(struct idx_source *s, struct tr_err *err)
   return 0;
 }
 
+/* The ring, and for gzip the input buffer and inflater. 0 or
+ * TR_ENOMEM (close() frees what was made). */
 static int alloc_buffers(struct idx_source *s)
 {
   unsigned i;

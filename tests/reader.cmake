@@ -5,6 +5,9 @@ traced_c_test(test_reader traced_index test_reader.c test_reader_source.c
 
 # libFuzzer target (scripts/fuzz.sh): clang only, with ASan and UBSan.
 if(TRACED_FUZZ)
+  if(NOT CMAKE_C_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "TRACED_FUZZ needs clang (CC=clang, fresh build dir)")
+  endif()
   # Coverage feedback from the reader itself, not just the harness.
   target_compile_options(traced_index PRIVATE -fsanitize=fuzzer-no-link)
   add_executable(fuzz_reader fuzz_reader.c)
