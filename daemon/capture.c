@@ -17,9 +17,11 @@
  *   LAUNCHING     -> WAITING_READY [enter_waiting_ready] start script exit 0
  *                                  (docs/ATOM.md: not proof of readiness)
  *   WAITING_READY -> BENCHMARK     [enter_benchmark]     /v1/models 200
- *   BENCHMARK     -> EXPORTING     [enter_exporting]     bench exit 0 (and
+ *   BENCHMARK     -> EXPORTING     [enter_exporting]     bench exit 0, the
+ *                                  server still answers (ATOM's bench exits
+ *                                  0 when the server died under it), and
  *                                  /stop_profile ok with profile_control
- *                                  daemon)
+ *                                  daemon
  *   EXPORTING     -> INDEXING      [cap_enter_indexing]  every rank has one
  *                                  .gz and no .json
  *   QUEUED (import), any (restart) -> INDEXING [cap_enter_indexing]
@@ -179,12 +181,18 @@ void cap_transition(struct cap_job *job, enum cap_phase to, json_t *merges,
 /* A script that ended badly (exit code, signal, or its deadline) fails
  * the job; the message names the script and how it ended, the log tail
  * is its own log. */
-static void script_failed(struct cap_job *job, const char *which,
-                          int64_t status, int sig, bool timed_out, int limit)
+/* An ATOM script ended: true when it succeeded and the job goes on; a
+ * failure fails the job here, naming the script and how it ended. */
+static bool script_ok(struct cap_job *job, const char *which, int64_t status,
+                      int sig, bool timed_out, int limit)
 {
   char path[4096];
   const char *what = strcmp(which, "launcher") == 0 ? "start" : which;
 
+  if (job->ending != END_NONE)
+    return false;
+  if (status == 0 && sig == 0 && !timed_out)
+    return true;
   if (timed_out)
     cap_fail(job, END_FAILED, cap_log_path(job, which, path, sizeof(path)),
              "the %s script did not finish within %d s", what, limit);
@@ -194,6 +202,7 @@ static void script_failed(struct cap_job *job, const char *which,
   else
     cap_fail(job, END_FAILED, cap_log_path(job, which, path, sizeof(path)),
              "the %s script exited %lld", what, (long long)status);
+  return false;
 }
 
 static int spawn(struct cap_job *job, char **argv, char **env,
@@ -268,13 +277,9 @@ static void on_stop_exit(struct cap_proc *p, int64_t status, int sig,
   (void)p;
   cap_proc_close(job->child);
   job->child = NULL;
-  if (job->ending != END_NONE)
-    return;
-  if (status == 0 && sig == 0)
+  if (script_ok(job, "stop", status, sig, timed_out,
+                job->r->cfg->stop_timeout_s))
     enter_launching(job);
-  else
-    script_failed(job, "stop", status, sig, timed_out,
-                  job->r->cfg->stop_timeout_s);
 }
 
 static void run_plan(struct cap_work *w)
@@ -339,13 +344,9 @@ static void on_launcher_exit(struct cap_proc *p, int64_t status, int sig,
 
   (void)p;
   /* The launcher stays open: the server it started lives in its group. */
-  if (job->ending != END_NONE)
-    return;
-  if (status == 0 && sig == 0)
+  if (script_ok(job, "launcher", status, sig, timed_out,
+                job->r->cfg->launch_timeout_s))
     enter_waiting_ready(job);
-  else
-    script_failed(job, "launcher", status, sig, timed_out,
-                  job->r->cfg->launch_timeout_s);
 }
 
 static void run_snapshot(struct cap_work *w)
@@ -492,13 +493,9 @@ static void on_bench_exit(struct cap_proc *p, int64_t status, int sig,
   cap_proc_close(job->child);
   job->child = NULL;
   job->bench_end_ns = tr_now_ns();
-  if (job->ending != END_NONE)
+  if (!script_ok(job, "bench", status, sig, timed_out,
+                 job->r->cfg->bench_timeout_s))
     return;
-  if (status != 0 || sig != 0) {
-    script_failed(job, "bench", status, sig, timed_out,
-                  job->r->cfg->bench_timeout_s);
-    return;
-  }
   uv_timer_stop(&job->tick);
   cap_http_cancel(job->http);
   job->http = NULL;
