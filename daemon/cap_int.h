@@ -63,6 +63,13 @@ void cap_work_queue(struct cap_runner *r, struct cap_job *job,
                     struct cap_work *w, void (*run)(struct cap_work *),
                     void (*done)(struct cap_work *));
 
+/* Allocates a zeroed work of size bytes (a struct that starts with struct
+ * cap_work) and queues it for job; when the allocation fails the job fails
+ * instead. For works that need no fields set before they run. */
+void cap_job_queue_new(struct cap_job *job, size_t size,
+                       void (*run)(struct cap_work *),
+                       void (*done)(struct cap_work *));
+
 /* Pool threads: a store connection for this job alone; give it back. */
 struct store *cap_db_take(struct cap_runner *r, struct tr_err *err);
 void cap_db_give(struct cap_runner *r, struct store *st);

@@ -315,13 +315,7 @@ static void on_plan_done(struct cap_work *w)
 
 static void act_stopping(struct cap_job *job)
 {
-  struct plan_work *pw = calloc(1, sizeof(*pw));
-
-  if (pw == NULL) {
-    cap_fail(job, END_FAILED, NULL, "out of memory");
-    return;
-  }
-  cap_work_queue(job->r, job, &pw->super, run_plan, on_plan_done);
+  cap_job_queue_new(job, sizeof(struct plan_work), run_plan, on_plan_done);
 }
 
 void cap_enter_stopping(struct cap_job *job)
@@ -370,14 +364,9 @@ static void on_snapshot_done(struct cap_work *w)
  * belongs to this capture. */
 static void act_launching(struct cap_job *job)
 {
-  struct cap_work *w = calloc(1, sizeof(*w));
-
-  if (w == NULL) {
-    cap_fail(job, END_FAILED, NULL, "out of memory");
-    return;
-  }
   job->scan_busy = true;
-  cap_work_queue(job->r, job, w, run_snapshot, on_snapshot_done);
+  cap_job_queue_new(job, sizeof(struct cap_work), run_snapshot,
+                    on_snapshot_done);
 }
 
 static void enter_launching(struct cap_job *job)

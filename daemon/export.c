@@ -138,13 +138,8 @@ static void on_bench_read_done(struct cap_work *w)
 
 static void read_bench(struct cap_job *job)
 {
-  struct bench_work *bw = calloc(1, sizeof(*bw));
-
-  if (bw == NULL) {
-    cap_fail(job, END_FAILED, NULL, "out of memory");
-    return;
-  }
-  cap_work_queue(job->r, job, &bw->super, run_bench_read, on_bench_read_done);
+  cap_job_queue_new(job, sizeof(struct bench_work), run_bench_read,
+                    on_bench_read_done);
 }
 
 void cap_bench_exited(struct cap_job *job)

@@ -342,17 +342,11 @@ static void on_layout_done(struct cap_work *w)
 
 static void act_indexing(struct cap_job *job)
 {
-  struct layout_work *lw;
-
-  if (job->layout != NULL) {
+  if (job->layout != NULL)
     begin(job);
-    return;
-  }
-  if ((lw = calloc(1, sizeof(*lw))) == NULL) {
-    cap_fail(job, END_FAILED, NULL, "out of memory");
-    return;
-  }
-  cap_work_queue(job->r, job, &lw->super, run_layout, on_layout_done);
+  else
+    cap_job_queue_new(job, sizeof(struct layout_work), run_layout,
+                      on_layout_done);
 }
 
 void cap_enter_indexing(struct cap_job *job)

@@ -67,6 +67,18 @@ void cap_work_queue(struct cap_runner *r, struct cap_job *job,
   uv_queue_work(r->loop, &w->req, run_work, after_work);
 }
 
+void cap_job_queue_new(struct cap_job *job, size_t size,
+                       void (*run)(struct cap_work *),
+                       void (*done)(struct cap_work *))
+{
+  struct cap_work *w = calloc(1, size);
+
+  if (w == NULL)
+    cap_fail(job, END_FAILED, NULL, "out of memory");
+  else
+    cap_work_queue(job->r, job, w, run, done);
+}
+
 struct store *cap_db_take(struct cap_runner *r, struct tr_err *err)
 {
   struct store *st = NULL;
