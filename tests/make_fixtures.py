@@ -22,6 +22,9 @@ traced or ref_index, so tests can hold both to them.
     shapes, registers 192/150, dynamic shared 32768/16384, memcpy
     DTOD/HTOD/DTOH with bytes, mcLaunchKernel/mcMemcpyAsync host calls,
     warm-up, two steady shapes and an idle gap between them.
+(d) legacy/legacy_2021.pt.trace.json: PyTorch 1.8/1.9 kineto (Kernel,
+    Memcpy, Memset, Runtime, Operator, "external id", string tids, integer
+    microseconds, zero-duration kernels).
 (c) bad/: malformed variants of a real trace (cut at several offsets, gzip
     and plain), not JSON, empty, no traceEvents, traceEvents not an array,
     deep nesting; and odd.json, a valid trace whose odd events must be
@@ -448,6 +451,102 @@ def make_mctracer(outdir):
     return t.expected(path)
 
 
+# ------------------------------------------------------ (d) legacy kineto
+
+LEGACY_KERNELS = [  # (name, grid, block, registers, shared, durations us)
+    ("volta_sgemm_128x64_nn", [4, 2, 1], [256, 1, 1], 128, 16384,
+     [31, 29, 0, 30]),
+    ("void at::native::vectorized_elementwise_kernel<4, "
+     "at::native::AddFunctor<float> >", [80, 1, 1], [128, 1, 1], 16, 0,
+     [3, 0, 4]),
+]
+LEGACY_COPIES = [  # (category, name, kind, bytes, duration us)
+    ("Memcpy", "Memcpy HtoD (Pageable -> Device)", "HtoD", 4096, 5),
+    ("Memcpy", "Memcpy DtoH (Device -> Pageable)", "DtoH", 64, 2),
+    ("Memset", "Memset (Device)", "memset", 1024, 1),
+]
+
+
+def make_legacy(outdir):
+    """A PyTorch 1.8/1.9 (2021) kineto trace: categories Kernel, Memcpy,
+    Memset, Runtime, Operator, "external id" in lower case, string thread
+    ids ("stream 7"), integer microseconds, zero-duration kernels, no
+    deviceProperties. Returns its expectations."""
+    exp = {"kernels": {}, "launches": {}, "memcpy": {}, "runtime": {},
+           "gpu_busy_ns": 0, "format": "kineto", "device": None,
+           "rank": None}
+    events = [{"name": "thread_name", "ph": "M", "pid": 0,
+               "tid": "stream 7", "args": {"name": "stream 7"}}]
+    cpu_t, gpu_t, corr = 1_000_000, 1_000_200, 0
+
+    def cpu(cat, name, dur, args):
+        nonlocal cpu_t
+        events.append({"ph": "X", "cat": cat, "name": name, "pid": 4242,
+                       "tid": "4242", "ts": cpu_t, "dur": dur,
+                       "args": args})
+        cpu_t += dur + 2
+
+    def gpu(cat, name, dur, args):
+        nonlocal gpu_t
+        events.append({"ph": "X", "cat": cat, "name": name, "pid": 0,
+                       "tid": "stream 7", "ts": gpu_t, "dur": dur,
+                       "args": dict(args, device=0, stream=7, context=1,
+                                    correlation=corr,
+                                    **{"external id": corr})})
+        exp["gpu_busy_ns"] += dur * 1000
+        gpu_t += dur + 10
+
+    def runtime(name, dur):
+        cpu("Runtime", name, dur, {"cbid": 211, "correlation": corr,
+                                   "external id": corr})
+        row = exp["runtime"].setdefault(name, [0, 0])
+        row[0] += 1
+        row[1] += dur * 1000
+
+    for name, grid, block, regs, shm, durs in LEGACY_KERNELS:
+        for dur in durs:
+            corr += 1
+            cpu("Operator", "aten::add", 20, {"external id": corr})
+            runtime("cudaLaunchKernel", 6)
+            gpu("Kernel", name, dur, {
+                "queued": 0, "registers per thread": regs,
+                "shared memory": shm, "blocks per SM": 0.5,
+                "warps per SM": 4, "grid": grid, "block": block,
+                "theoretical occupancy %": 25})
+            k = exp["kernels"].setdefault(name, [0, 0])
+            k[0] += 1
+            k[1] += dur * 1000
+            lk = (name, tuple(grid), tuple(block), regs, shm)
+            row = exp["launches"].setdefault(lk, [0, 0])
+            row[0] += 1
+            row[1] += dur * 1000
+    for cat, name, kind, nbytes, dur in LEGACY_COPIES:
+        corr += 1
+        runtime("cudaMemcpyAsync" if cat == "Memcpy" else "cudaMemsetAsync",
+                9)
+        gpu(cat, name, dur, {"bytes": nbytes,
+                             "memory bandwidth (GB/s)": 1.25})
+        c = exp["memcpy"].setdefault(kind, {"count": 0, "total_ns": 0,
+                                            "bytes": 0, "max_bytes": 0})
+        c["count"] += 1
+        c["total_ns"] += dur * 1000
+        c["bytes"] += nbytes
+        c["max_bytes"] = max(c["max_bytes"], nbytes)
+    events.append({"ph": "s", "cat": "async", "name": "launch", "id": 1,
+                   "pid": 4242, "tid": "4242", "ts": 1_000_000})
+    timed = [e for e in events if e["ph"] != "M"]
+    exp["t0_ns"] = min(e["ts"] for e in timed) * 1000
+    exp["span_ns"] = max(e["ts"] + e.get("dur", 0)
+                         for e in timed) * 1000 - exp["t0_ns"]
+    exp["events"] = len(events)
+    d = os.path.join(outdir, "legacy")
+    os.makedirs(d, exist_ok=True)
+    exp["path"] = os.path.join(d, "legacy_2021.pt.trace.json")
+    with open(exp["path"], "w") as f:
+        json.dump({"schemaVersion": 1, "traceEvents": events}, f)
+    return exp
+
+
 # ------------------------------------------------------------ (c) malformed
 
 BASE_TRACE = "tracelens__torch_compile_triton_trace.json.gz"
@@ -522,13 +621,14 @@ def make_odd(d):
 
 def generate(outdir, traces_dir=None):
     """Writes every fixture under outdir; returns {"atom": [per rank],
-    "mctracer": {...}, "fail": {path: why}, "odd": (path, {...})}."""
+    "mctracer": {...}, "legacy": {...}, "fail": {path: why}, "odd": (path,
+    {...})}."""
     traces_dir = traces_dir or os.environ.get(
         "TRACES_DIR", os.path.join(os.path.dirname(__file__), "..", "..",
                                    "shared", "traces"))
     fail, odd = make_bad(outdir, traces_dir)
     return {"atom": make_atom(outdir), "mctracer": make_mctracer(outdir),
-            "fail": fail, "odd": odd}
+            "legacy": make_legacy(outdir), "fail": fail, "odd": odd}
 
 
 if __name__ == "__main__":

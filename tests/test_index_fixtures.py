@@ -127,6 +127,18 @@ def test_mctracer(exp):
     check(forced == g, "mctracer: --format mctracer changes the summary")
 
 
+def test_legacy(exp):
+    """2021 kineto: its categories, string tids and integer microseconds
+    count as today's do, zero-duration kernels included."""
+    g = summaries(exp["path"])[0]
+    check_common("legacy", g, exp)
+    check(g["kernel_events"] == sum(v[0] for v in exp["kernels"].values()),
+          "legacy: kernel_events %d" % g["kernel_events"])
+    check(g["runtime_events"] == sum(v[0] for v in exp["runtime"].values()),
+          "legacy: runtime_events %d" % g["runtime_events"])
+    check_reference("legacy", exp["path"], exp)
+
+
 def test_failures(fail, good):
     for path, why in sorted(fail.items()):
         out = traced(path)
@@ -172,6 +184,7 @@ def main():
         exp = make_fixtures.generate(tmp, os.environ["TRACES_DIR"])
         test_atom(exp["atom"])
         test_mctracer(exp["mctracer"])
+        test_legacy(exp["legacy"])
         test_failures(exp["fail"], exp["mctracer"]["path"])
         test_odd(*exp["odd"])
         test_cli(tmp, exp["mctracer"]["path"])
