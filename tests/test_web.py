@@ -113,7 +113,7 @@ def js_paths():
     for name, src in js_sources().items():
         src = re.sub(r"/\*.*?\*/", "", src, flags=re.S)
         check_eq(src.count("fetch("), int(name == "app.js"),
-                 name + ": fetch() calls outside call()")
+                 name + ": fetch() calls outside withToken()")
         paths |= set(re.findall(r"'(/[A-Za-z{][^' ]*)'", src))
     return paths
 

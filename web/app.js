@@ -189,13 +189,18 @@ function url(tpl, params, query) {
   return path.slice(1) + (qs.length ? '?' + qs.join('&') : '');
 }
 
-async function call(method, u, body) {
-  const headers = {Accept: 'application/json'};
+/* The one place that talks to the API: adds the stored token, if any. */
+function withToken(u, method, headers, body) {
   const token = localStorage.getItem('traced_token');
   if (token) headers.Authorization = 'Bearer ' + token;
+  return fetch(u, {method, headers, body});
+}
+
+async function call(method, u, body) {
+  const headers = {Accept: 'application/json'};
   if (body !== undefined) headers['Content-Type'] = 'application/json';
-  const r = await fetch(u, {method, headers,
-    body: body === undefined ? undefined : JSON.stringify(body)});
+  const r = await withToken(u, method, headers,
+    body === undefined ? undefined : JSON.stringify(body));
   const text = await r.text();
   let data = null;
   try { data = text ? JSON.parse(text) : null; } catch (e) { data = text; }
@@ -207,6 +212,28 @@ async function call(method, u, body) {
 }
 
 const get = u => call('GET', u);
+
+/* A link to a file the API serves (a raw trace, a log). A browser sends
+ * no bearer header for a plain link, so with a token set the click fetches
+ * the file with it and hands the browser the bytes instead. */
+function fileLink(href, text, download) {
+  const open = ev => {
+    if (!localStorage.getItem('traced_token')) return;
+    ev.preventDefault();
+    withToken(href, 'GET', {})
+      .then(r => r.ok ? r.blob()
+        : Promise.reject(new Error(r.status + ' ' + r.statusText)))
+      .then(blob => {
+        const a = el('a', {href: URL.createObjectURL(blob),
+          download: download || null, target: download ? null : '_blank'});
+        a.click();
+        setTimeout(() => URL.revokeObjectURL(a.href), 60000);
+      })
+      .catch(e => window.alert('cannot fetch ' + href + ': ' + e.message));
+  };
+  return el('a', {href, download: download || null,
+    target: download ? null : '_blank', onclick: open}, text);
+}
 
 function errorBox(e) {
   return el('div', {class: 'error'}, el('strong', null,

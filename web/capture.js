@@ -126,8 +126,8 @@ function progress(c) {
 
 function captureBody(c) {
   const logs = c.kind === 'capture' ? ['server', 'bench', 'launcher', 'stop']
-    .map(w => el('a', {href: url('/captures/{id}/logs', {id: c.id},
-      {which: w}), target: '_blank'}, w + ' log')) : [];
+    .map(w => fileLink(url('/captures/{id}/logs', {id: c.id}, {which: w}),
+      w + ' log')) : [];
   const extra = {};
   for (const k of Object.keys(c)) if (!OWN.includes(k)) extra[k] = c[k];
   return el('div', null, lifecycle(c), progress(c),
@@ -169,8 +169,10 @@ function ranksTable(c) {
     B('copied', 'memcpy_bytes'), N('host API', 'runtime_ns'),
     T('', null, r => r.status === 'failed'
       ? el('span', {class: 'warn'}, r.error) : r.rank == null ? null
-        : el('a', {href: url('/captures/{id}/ranks/{r}/trace',
-          {id: c.id, r: r.rank}), download: ''}, 'raw trace'))], c.ranks);
+        : fileLink(url('/captures/{id}/ranks/{r}/trace',
+          {id: c.id, r: r.rank}), 'raw trace',
+        (r.file || 'rank' + r.rank + '.json').split('/').pop()))],
+  c.ranks);
 }
 
 /* ---- capture tabs: each reads one table route ---- */
