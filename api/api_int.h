@@ -23,12 +23,12 @@
 #include "store/store.h"
 
 /* Request bodies above this are refused with 413. */
-#define API_BODY_MAX ((size_t)1 << 20)
+#define API_BODY_MAX    ((size_t)1 << 20)
 /* A client still sending after this many bytes is answered at once (413)
  * and the connection closed; below it the body is drained first so that
  * the client, which writes its body before reading, sees the answer. */
-#define API_DRAIN_MAX ((size_t)16 << 20)
-#define API_THREADS 4
+#define API_DRAIN_MAX   ((size_t)16 << 20)
+#define API_THREADS     4
 /* Memory for answers about done captures (cache.c). */
 #define API_CACHE_BYTES ((size_t)64 << 20)
 
@@ -39,13 +39,13 @@ struct api_cache;
 /* A handler answers the request with one api_reply*() call and returns
  * its result. */
 struct api_route {
-  const char *tmpl;        /* "/captures/{id}/kernels": matched segment by
-                              segment ({...} matches one segment) and used
-                              as the metrics label */
+  const char *tmpl; /* "/captures/{id}/kernels": matched segment by
+                       segment ({...} matches one segment) and used
+                       as the metrics label */
   enum MHD_Result (*get)(struct api_req *r);
   enum MHD_Result (*post)(struct api_req *r);
   enum MHD_Result (*del)(struct api_req *r);
-  const struct api_table *table;   /* the table routes' query */
+  const struct api_table *table; /* the table routes' query */
 };
 
 /* Status codes counted per route in /metrics; others count as "other". */
@@ -54,17 +54,17 @@ extern const unsigned api_codes[API_CODES];
 
 /* One MHD worker thread's store connections, opened on first use. */
 struct api_thread {
-  struct store *st[2];     /* [STORE_RW], [STORE_RO] */
+  struct store *st[2]; /* [STORE_RW], [STORE_RO] */
   struct api_thread *next;
 };
 
 struct api {
   struct MHD_Daemon *mhd;
-  const struct cfg *cfg;   /* borrowed until api_stop() */
+  const struct cfg *cfg; /* borrowed until api_stop() */
   struct api_hooks hooks;
   int port;
-  pthread_key_t key;       /* -> this thread's struct api_thread */
-  pthread_mutex_t lock;    /* guards threads */
+  pthread_key_t key;    /* -> this thread's struct api_thread */
+  pthread_mutex_t lock; /* guards threads */
   struct api_thread *threads;
   /* [route index + 1][code index]; row 0 counts unknown routes. */
   atomic_uint_least64_t *hits;
@@ -78,15 +78,15 @@ struct api {
 struct api_req {
   struct api *api;
   struct MHD_Connection *conn;
-  const struct api_route *route;   /* NULL: no route matched */
-  const char *method;              /* MHD's, valid for the request */
-  char *url;                       /* decoded URL path */
-  char *path;                      /* a copy of url, split in place */
-  char *seg[API_MAX_SEGS];         /* path segments */
+  const struct api_route *route; /* NULL: no route matched */
+  const char *method;            /* MHD's, valid for the request */
+  char *url;                     /* decoded URL path */
+  char *path;                    /* a copy of url, split in place */
+  char *seg[API_MAX_SEGS];       /* path segments */
   int nseg;
-  char *body;                      /* request body, NUL-terminated */
+  char *body; /* request body, NUL-terminated */
   size_t body_len, body_cap;
-  size_t seen;                     /* body bytes received, kept or not */
+  size_t seen; /* body bytes received, kept or not */
   bool answered;
 };
 
@@ -97,8 +97,7 @@ struct api_req {
 struct store *api_store(struct api_req *r, int mode, struct tr_err *err);
 
 /* Counts a response for /metrics. */
-void api_count(struct api *api, const struct api_route *route,
-               unsigned status);
+void api_count(struct api *api, const struct api_route *route, unsigned status);
 
 /* GET /metrics (Prometheus text 0.0.4). */
 enum MHD_Result api_get_metrics(struct api_req *r);
@@ -113,13 +112,11 @@ enum MHD_Result api_reply(struct api_req *r, unsigned status,
 
 /* Replies obj as JSON. Takes ownership of obj. NULL obj (out of memory
  * while building it) drops the connection: MHD_NO. */
-enum MHD_Result api_reply_json(struct api_req *r, unsigned status,
-                               json_t *obj);
+enum MHD_Result api_reply_json(struct api_req *r, unsigned status, json_t *obj);
 
 /* Replies text (copied) with content type ctype. */
 enum MHD_Result api_reply_text(struct api_req *r, unsigned status,
-                               const char *ctype, const char *text,
-                               size_t len);
+                               const char *ctype, const char *text, size_t len);
 
 /* Starts a read whose answer may be kept: when the same request (path and
  * query) has a kept answer, replies it and returns NULL with MHD's result
@@ -192,8 +189,8 @@ int api_parse_import(const char *body, size_t len, json_t **params,
 
 /* A capture id or rank from text: decimal digits only, lo..hi. err names
  * field. */
-int api_parse_int(const char *text, const char *field, int64_t lo,
-                  int64_t hi, int64_t *out, struct tr_err *err);
+int api_parse_int(const char *text, const char *field, int64_t lo, int64_t hi,
+                  int64_t *out, struct tr_err *err);
 
 /* TR_EINVAL naming the first query parameter that is not in the
  * NULL-terminated list names, or that is given twice. */
@@ -202,8 +199,8 @@ int api_query_check(struct api_req *r, const char *const *names,
 
 /* Query parameter name as an integer lo..hi in *out; *out is left alone
  * when the parameter is absent. */
-int api_query_int(struct api_req *r, const char *name, int64_t lo,
-                  int64_t hi, int64_t *out, struct tr_err *err);
+int api_query_int(struct api_req *r, const char *name, int64_t lo, int64_t hi,
+                  int64_t *out, struct tr_err *err);
 
 /* Query parameter name, one of the NULL-terminated values, in *out (MHD's
  * string, valid for the request); *out is left alone when absent. */
@@ -240,7 +237,7 @@ int api_path_id(struct api_req *r, int64_t *id, struct tr_err *err);
 enum MHD_Result api_get_table(struct api_req *r);
 enum MHD_Result api_get_diff(struct api_req *r);
 extern const struct api_table api_table_kernels, api_table_launches,
-    api_table_categories, api_table_steps, api_table_memcpy,
-    api_table_runtime, api_table_phases;
+    api_table_categories, api_table_steps, api_table_memcpy, api_table_runtime,
+    api_table_phases;
 
 #endif

@@ -31,7 +31,7 @@ struct entry {
 };
 
 struct api_cache {
-  pthread_mutex_t lock;        /* guards everything below */
+  pthread_mutex_t lock; /* guards everything below */
   uint64_t epoch;
   size_t bytes;
   struct entry *buckets[NBUCKETS];
@@ -124,8 +124,8 @@ struct MHD_Response *api_cache_get(struct api_cache *c, const char *key)
   pthread_mutex_lock(&c->lock);
   e = find(c, key);
   if (e != NULL)
-    resp = MHD_create_response_from_buffer(e->len, e->body,
-                                           MHD_RESPMEM_MUST_COPY);
+    resp =
+        MHD_create_response_from_buffer(e->len, e->body, MHD_RESPMEM_MUST_COPY);
   pthread_mutex_unlock(&c->lock);
   if (resp != NULL)
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
@@ -163,7 +163,7 @@ void api_cache_put(struct api_cache *c, uint64_t epoch, const char *key,
     return;
   e = entry_new(key, ids, body, len);
   if (e == NULL)
-    return;   /* not kept: the next request asks the store again */
+    return; /* not kept: the next request asks the store again */
   pthread_mutex_lock(&c->lock);
   if (epoch != c->epoch || find(c, key) != NULL) {
     pthread_mutex_unlock(&c->lock);

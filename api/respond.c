@@ -17,7 +17,7 @@ enum MHD_Result api_reply(struct api_req *r, unsigned status,
   enum MHD_Result ret;
 
   if (resp == NULL)
-    return MHD_NO;   /* out of memory: MHD drops the connection */
+    return MHD_NO; /* out of memory: MHD drops the connection */
   /* Answers depend on live state: never from a cache. */
   MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
   MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
@@ -32,13 +32,12 @@ enum MHD_Result api_reply(struct api_req *r, unsigned status,
 }
 
 enum MHD_Result api_reply_text(struct api_req *r, unsigned status,
-                               const char *ctype, const char *text,
-                               size_t len)
+                               const char *ctype, const char *text, size_t len)
 {
   struct MHD_Response *resp;
 
-  resp = MHD_create_response_from_buffer(len, (void *)text,
-                                         MHD_RESPMEM_MUST_COPY);
+  resp =
+      MHD_create_response_from_buffer(len, (void *)text, MHD_RESPMEM_MUST_COPY);
   if (resp != NULL)
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
   return api_reply(r, status, resp);
@@ -75,8 +74,7 @@ static struct MHD_Response *json_response(json_t *obj)
   return json_text_response(text);
 }
 
-enum MHD_Result api_reply_json(struct api_req *r, unsigned status,
-                               json_t *obj)
+enum MHD_Result api_reply_json(struct api_req *r, unsigned status, json_t *obj)
 {
   /* Out of memory: api_reply() drops the connection. */
   return api_reply(r, status, json_response(obj));
@@ -87,8 +85,8 @@ enum MHD_Result api_reply_json(struct api_req *r, unsigned status,
 #define KEY_MAX 8192
 
 struct key_buf {
-  char *p;       /* where the next parameter goes */
-  size_t left;   /* bytes left, the NUL included; 0: did not fit */
+  char *p;     /* where the next parameter goes */
+  size_t left; /* bytes left, the NUL included; 0: did not fit */
 };
 
 static enum MHD_Result on_key_arg(void *cls, enum MHD_ValueKind kind,
@@ -116,19 +114,18 @@ static enum MHD_Result on_key_arg(void *cls, enum MHD_ValueKind kind,
 static bool request_key(struct api_req *r, char *buf, size_t size)
 {
   int n = snprintf(buf, size, "%s?", r->url);
-  struct key_buf kb = {buf + n, size - (size_t)n};
+  struct key_buf kb = { buf + n, size - (size_t)n };
 
   if (n < 0 || (size_t)n >= size)
     return false;
-  MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, on_key_arg,
-                            &kb);
+  MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, on_key_arg, &kb);
   return kb.left > 0;
 }
 
 struct store *api_read_begin(struct api_req *r, uint64_t *epoch,
                              enum MHD_Result *ret)
 {
-  struct tr_err err = {0};
+  struct tr_err err = { 0 };
   char key[KEY_MAX];
   struct MHD_Response *resp;
   struct store *st;
@@ -170,15 +167,14 @@ enum MHD_Result api_reply_error(struct api_req *r, unsigned status,
   va_start(ap, fmt);
   vsnprintf(msg, sizeof(msg), fmt, ap);
   va_end(ap);
-  obj = json_pack("{s:{s:s, s:s, s:o}}", "error", "code", code, "message",
-                  msg, "field",
-                  field != NULL && field[0] != '\0' ? json_string(field)
-                                                    : json_null());
+  obj = json_pack(
+      "{s:{s:s, s:s, s:o}}", "error", "code", code, "message", msg, "field",
+      field != NULL && field[0] != '\0' ? json_string(field) : json_null());
   if (obj == NULL) {
     /* The message was not UTF-8 (it quotes a client's bytes): say so
      * rather than fail the reply. */
-    obj = json_pack("{s:{s:s, s:s, s:n}}", "error", "code", code,
-                    "message", "(message not valid UTF-8)", "field");
+    obj = json_pack("{s:{s:s, s:s, s:n}}", "error", "code", code, "message",
+                    "(message not valid UTF-8)", "field");
   }
   if (obj == NULL)
     return MHD_NO;
@@ -190,18 +186,12 @@ static unsigned http_status(int code)
 {
   switch (code) {
   case TR_EINVAL:
-  case TR_EFORMAT:
-    return 400;
-  case TR_EAUTH:
-    return 401;
-  case TR_ENOTFOUND:
-    return 404;
-  case TR_ECONFLICT:
-    return 409;
-  case TR_ELIMIT:
-    return 413;
-  default:
-    return 500;
+  case TR_EFORMAT: return 400;
+  case TR_EAUTH: return 401;
+  case TR_ENOTFOUND: return 404;
+  case TR_ECONFLICT: return 409;
+  case TR_ELIMIT: return 413;
+  default: return 500;
   }
 }
 
@@ -209,8 +199,8 @@ enum MHD_Result api_reply_err(struct api_req *r, const struct tr_err *err)
 {
   int code = err->code != 0 ? err->code : TR_EIO;
 
-  return api_reply_error(r, http_status(code), tr_strerror(code),
-                         err->field, "%s",
+  return api_reply_error(r, http_status(code), tr_strerror(code), err->field,
+                         "%s",
                          err->msg[0] != '\0' ? err->msg : "internal error");
 }
 
@@ -222,11 +212,10 @@ enum MHD_Result api_reply_method(struct api_req *r)
 
   snprintf(allow, sizeof(allow), "%s%s%s", rt->get ? "GET, " : "",
            rt->post ? "POST, " : "", rt->del ? "DELETE, " : "");
-  allow[strlen(allow) - 2] = '\0';   /* every route takes one method */
-  resp = json_response(json_pack("{s:{s:s, s:s++, s:n}}", "error", "code",
-                                 "method_not_allowed", "message", r->method,
-                                 " is not allowed here; allowed: ", allow,
-                                 "field"));
+  allow[strlen(allow) - 2] = '\0'; /* every route takes one method */
+  resp = json_response(json_pack(
+      "{s:{s:s, s:s++, s:n}}", "error", "code", "method_not_allowed", "message",
+      r->method, " is not allowed here; allowed: ", allow, "field"));
   if (resp != NULL)
     MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
   return api_reply(r, 405, resp);
@@ -252,19 +241,18 @@ bool api_asset_exists(const char *name)
 static const char *asset_type(const char *name)
 {
   static const char *const types[][2] = {
-    {".html", "text/html; charset=utf-8"},
-    {".js", "text/javascript; charset=utf-8"},
-    {".css", "text/css; charset=utf-8"},
-    {".json", "application/json"},
-    {".svg", "image/svg+xml"},
-    {".png", "image/png"},
-    {".ico", "image/x-icon"},
-    {".txt", "text/plain; charset=utf-8"},
+    { ".html", "text/html; charset=utf-8" },
+    { ".js", "text/javascript; charset=utf-8" },
+    { ".css", "text/css; charset=utf-8" },
+    { ".json", "application/json" },
+    { ".svg", "image/svg+xml" },
+    { ".png", "image/png" },
+    { ".ico", "image/x-icon" },
+    { ".txt", "text/plain; charset=utf-8" },
   };
   const char *dot = strrchr(name, '.');
 
-  for (size_t i = 0; dot != NULL && i < sizeof(types) / sizeof(types[0]);
-       i++)
+  for (size_t i = 0; dot != NULL && i < sizeof(types) / sizeof(types[0]); i++)
     if (strcmp(dot, types[i][0]) == 0)
       return types[i][1];
   return "application/octet-stream";
@@ -277,8 +265,7 @@ enum MHD_Result api_get_asset(struct api_req *r)
   struct MHD_Response *resp;
 
   if (a == NULL)
-    return api_reply_error(r, 404, "not_found", NULL, "no route %s",
-                           r->url);
+    return api_reply_error(r, 404, "not_found", NULL, "no route %s", r->url);
   /* The table is static for the life of the process. */
   resp = MHD_create_response_from_buffer(a->len, (void *)a->bytes,
                                          MHD_RESPMEM_PERSISTENT);

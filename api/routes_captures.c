@@ -21,7 +21,7 @@
 
 #define LOG_TAIL_BYTES 65536
 
-static const char *const no_params[] = {NULL};
+static const char *const no_params[] = { NULL };
 
 int api_path_id(struct api_req *r, int64_t *id, struct tr_err *err)
 {
@@ -39,8 +39,7 @@ static bool is_done(json_t *cap)
 static bool is_final(const char *status)
 {
   return strcmp(status, "done") == 0 || strcmp(status, "failed") == 0 ||
-         strcmp(status, "cancelled") == 0 ||
-         strcmp(status, "interrupted") == 0;
+         strcmp(status, "cancelled") == 0 || strcmp(status, "interrupted") == 0;
 }
 
 /* Inserts the queued row, tells the loop, answers 202 with the capture
@@ -49,7 +48,7 @@ static enum MHD_Result queue(struct api_req *r, const char *kind,
                              const char *label, json_t *params)
 {
   const struct api_hooks *hooks = &r->api->hooks;
-  struct tr_err err = {0};
+  struct tr_err err = { 0 };
   struct store *st = api_store(r, STORE_RW, &err);
   json_t *cap = NULL;
   int64_t id;
@@ -73,7 +72,7 @@ static const char *label_of(json_t *obj)
 
 enum MHD_Result api_post_captures(struct api_req *r)
 {
-  struct tr_err err = {0};
+  struct tr_err err = { 0 };
   json_t *params;
   enum MHD_Result ret;
 
@@ -95,8 +94,7 @@ static char *import_path(struct api_req *r, const char *path,
   char *real;
 
   if (path[0] != '/') {
-    *ret = api_reply_error(r, 400, "invalid", "path",
-                           "path must be absolute");
+    *ret = api_reply_error(r, 400, "invalid", "path", "path must be absolute");
     return NULL;
   }
   real = realpath(path, NULL);
@@ -131,7 +129,7 @@ static char *import_path(struct api_req *r, const char *path,
 enum MHD_Result api_post_imports(struct api_req *r)
 {
   const struct cfg *cfg = r->api->cfg;
-  struct tr_err err = {0};
+  struct tr_err err = { 0 };
   enum MHD_Result ret = MHD_NO;
   json_t *req, *params;
   char *real;
@@ -144,8 +142,7 @@ enum MHD_Result api_post_imports(struct api_req *r)
   if (api_query_check(r, no_params, &err) != 0 ||
       api_parse_import(r->body ? r->body : "", r->body_len, &req, &err) != 0)
     return api_reply_err(r, &err);
-  real = import_path(r, json_string_value(json_object_get(req, "path")),
-                     &ret);
+  real = import_path(r, json_string_value(json_object_get(req, "path")), &ret);
   if (real != NULL) {
     params = json_pack("{s:s, s:O}", "path", real, "format",
                        json_object_get(req, "format"));
@@ -161,11 +158,11 @@ enum MHD_Result api_post_imports(struct api_req *r)
 
 enum MHD_Result api_get_captures(struct api_req *r)
 {
-  static const char *const names[] = {"status", "model", "kind", "limit",
-                                      "before", NULL};
-  static const char *const kinds[] = {"capture", "import", NULL};
-  struct store_list_filter f = {0};
-  struct tr_err err = {0};
+  static const char *const names[] = { "status", "model",  "kind",
+                                       "limit",  "before", NULL };
+  static const char *const kinds[] = { "capture", "import", NULL };
+  struct store_list_filter f = { 0 };
+  struct tr_err err = { 0 };
   int64_t limit = 50, before = 0;
   json_t *list = NULL, *last;
   struct store *st;
@@ -186,13 +183,13 @@ enum MHD_Result api_get_captures(struct api_req *r)
   last = json_array_size(list) == (size_t)limit
              ? json_object_get(json_array_get(list, limit - 1), "id")
              : NULL;
-  return api_reply_json(r, 200, json_pack("{s:o, s:O?}", "captures", list,
-                                          "next_before", last));
+  return api_reply_json(
+      r, 200, json_pack("{s:o, s:O?}", "captures", list, "next_before", last));
 }
 
 enum MHD_Result api_get_capture(struct api_req *r)
 {
-  struct tr_err err = {0};
+  struct tr_err err = { 0 };
   enum MHD_Result ret;
   struct store *st;
   json_t *cap = NULL;
@@ -232,8 +229,7 @@ static int remove_files(const struct cfg *cfg, const char *sub, int64_t id)
   /* A cut path would name another capture's folder: never walk it. */
   if (n < 0 || (size_t)n >= sizeof(path))
     return -ENAMETOOLONG;
-  if (nftw(path, on_remove, 16, FTW_DEPTH | FTW_PHYS) != 0 &&
-      errno != ENOENT)
+  if (nftw(path, on_remove, 16, FTW_DEPTH | FTW_PHYS) != 0 && errno != ENOENT)
     return -errno;
   return 0;
 }
@@ -242,7 +238,7 @@ static int remove_files(const struct cfg *cfg, const char *sub, int64_t id)
 static enum MHD_Result delete_finished(struct api_req *r, int64_t id)
 {
   const struct cfg *cfg = r->api->cfg;
-  struct tr_err err = {0};
+  struct tr_err err = { 0 };
   struct store *st = api_store(r, STORE_RW, &err);
   json_t *out;
 
@@ -277,8 +273,7 @@ static enum MHD_Result cancel_running(struct api_req *r, int64_t id,
                                       json_t *cap)
 {
   const struct api_hooks *hooks = &r->api->hooks;
-  int rc = hooks->cancel != NULL ? hooks->cancel(hooks->ud, id)
-                                 : TR_ENOTFOUND;
+  int rc = hooks->cancel != NULL ? hooks->cancel(hooks->ud, id) : TR_ENOTFOUND;
 
   if (rc == 0)
     return api_reply_json(r, 202, json_incref(cap));
@@ -286,14 +281,15 @@ static enum MHD_Result cancel_running(struct api_req *r, int64_t id,
     return api_reply_error(r, 409, "conflict", "id",
                            "capture %lld is not the one the runner runs "
                            "now; it may have just finished: GET it and "
-                           "retry", (long long)id);
+                           "retry",
+                           (long long)id);
   return api_reply_error(r, 503, "busy", NULL,
                          "too many cancel requests pending; retry");
 }
 
 enum MHD_Result api_delete_capture(struct api_req *r)
 {
-  struct tr_err err = {0};
+  struct tr_err err = { 0 };
   enum MHD_Result ret;
   json_t *cap = NULL;
   bool was_queued = false;
@@ -337,8 +333,7 @@ static void safe_name(char *out, size_t size, const char *path)
        base++, i++) {
     unsigned char c = (unsigned char)*base;
 
-    out[i] = (isalnum(c) || c == '.' || c == '_' || c == '-') ? (char)c
-                                                              : '_';
+    out[i] = (isalnum(c) || c == '.' || c == '_' || c == '-') ? (char)c : '_';
   }
   out[i] = '\0';
 }
@@ -376,7 +371,7 @@ static enum MHD_Result send_file(struct api_req *r, const char *path,
 
 enum MHD_Result api_get_trace(struct api_req *r)
 {
-  struct tr_err err = {0};
+  struct tr_err err = { 0 };
   char prefix[64];
   struct store *st;
   char *path = NULL;
@@ -430,13 +425,12 @@ static enum MHD_Result send_tail(struct api_req *r, const char *path,
     if (fd >= 0)
       close(fd);
     return api_reply_error(r, 404, "not_found", "which",
-                           "capture %lld has no %s log", (long long)id,
-                           which);
+                           "capture %lld has no %s log", (long long)id, which);
   }
   buf = malloc(LOG_TAIL_BYTES);
   if (buf != NULL)
-    resp = MHD_create_response_from_buffer(read_tail(fd, sb.st_size, buf),
-                                           buf, MHD_RESPMEM_MUST_FREE);
+    resp = MHD_create_response_from_buffer(read_tail(fd, sb.st_size, buf), buf,
+                                           MHD_RESPMEM_MUST_FREE);
   close(fd);
   if (resp == NULL) {
     free(buf);
@@ -451,27 +445,25 @@ static enum MHD_Result send_tail(struct api_req *r, const char *path,
 
 enum MHD_Result api_get_logs(struct api_req *r)
 {
-  static const char *const names[] = {"which", NULL};
-  static const char *const logs[] = {"server", "bench", "launcher", "stop",
-                                     NULL};
+  static const char *const names[] = { "which", NULL };
+  static const char *const logs[] = { "server", "bench", "launcher", "stop",
+                                      NULL };
   const char *which = "server", *dir;
   char path[PATH_MAX], fallback[PATH_MAX];
-  struct tr_err err = {0};
+  struct tr_err err = { 0 };
   json_t *cap = NULL;
   int64_t id;
   int n;
 
-  if (api_query_check(r, names, &err) != 0 ||
-      api_path_id(r, &id, &err) != 0 ||
+  if (api_query_check(r, names, &err) != 0 || api_path_id(r, &id, &err) != 0 ||
       api_query_enum(r, "which", logs, &which, &err) != 0 ||
       read_status(r, id, &cap, &err) != 0)
     return api_reply_err(r, &err);
   /* log_dir is written by the runner, never by a client. */
-  snprintf(fallback, sizeof(fallback), "%s/logs/%lld",
-           r->api->cfg->trace_root, (long long)id);
+  snprintf(fallback, sizeof(fallback), "%s/logs/%lld", r->api->cfg->trace_root,
+           (long long)id);
   dir = json_string_value(json_object_get(cap, "log_dir"));
-  n = snprintf(path, sizeof(path), "%s/%s.log", dir ? dir : fallback,
-               which);
+  n = snprintf(path, sizeof(path), "%s/%s.log", dir ? dir : fallback, which);
   json_decref(cap);
   if (n < 0 || (size_t)n >= sizeof(path))
     return api_reply_error(r, 500, "system", NULL, "log path too long");

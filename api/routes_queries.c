@@ -12,34 +12,33 @@
 struct api_table {
   int (*query)(struct store *st, const struct store_query *q, json_t **out,
                struct tr_err *err);
-  const char *const *params;   /* the query parameters it takes */
+  const char *const *params; /* the query parameters it takes */
 };
 
 /* docs/API.md's parameters, plus limit everywhere and sort where rows
  * have a name (the store orders the others itself). */
-static const char *const kernel_params[] = {"rank", "q", "category", "sort",
-                                            "limit", NULL};
-static const char *const named_params[] = {"rank", "q", "sort", "limit",
-                                           NULL};
-static const char *const rank_params[] = {"rank", "limit", NULL};
+static const char *const kernel_params[] = { "rank", "q",     "category",
+                                             "sort", "limit", NULL };
+static const char *const named_params[] = { "rank", "q", "sort", "limit",
+                                            NULL };
+static const char *const rank_params[] = { "rank", "limit", NULL };
 
-const struct api_table api_table_kernels = {store_kernels, kernel_params};
-const struct api_table api_table_launches = {store_launches, named_params};
-const struct api_table api_table_categories = {store_categories,
-                                               rank_params};
-const struct api_table api_table_steps = {store_steps, rank_params};
-const struct api_table api_table_memcpy = {store_memcpy, rank_params};
-const struct api_table api_table_runtime = {store_runtime, named_params};
-const struct api_table api_table_phases = {store_phases, rank_params};
+const struct api_table api_table_kernels = { store_kernels, kernel_params };
+const struct api_table api_table_launches = { store_launches, named_params };
+const struct api_table api_table_categories = { store_categories, rank_params };
+const struct api_table api_table_steps = { store_steps, rank_params };
+const struct api_table api_table_memcpy = { store_memcpy, rank_params };
+const struct api_table api_table_runtime = { store_runtime, named_params };
+const struct api_table api_table_phases = { store_phases, rank_params };
 
-#define Q_MAX 256   /* bytes of a name substring */
+#define Q_MAX 256 /* bytes of a name substring */
 
 /* Reads the parameters every table route may take; the route's list has
  * already refused the ones it does not. */
 static int table_query(struct api_req *r, struct store_query *q,
                        struct tr_err *err)
 {
-  static const char *const sorts[] = {"total", "count", "avg", "name", NULL};
+  static const char *const sorts[] = { "total", "count", "avg", "name", NULL };
   int64_t id = 0, rank = -1, limit = 0;
 
   if (api_query_check(r, r->route->table->params, err) != 0 ||
@@ -59,22 +58,23 @@ static int table_query(struct api_req *r, struct store_query *q,
 /* True when capture id is done: its tables are final. */
 static bool capture_done(struct store *st, int64_t id)
 {
-  struct store_list_filter f = {.status = "done", .before = id + 1,
-                                .limit = 1};
+  struct store_list_filter f = { .status = "done",
+                                 .before = id + 1,
+                                 .limit = 1 };
   json_t *list = NULL;
   bool done;
 
-  done = store_capture_list(st, &f, &list, NULL) == 0 &&
-         json_integer_value(json_object_get(json_array_get(list, 0),
-                                            "id")) == id;
+  done =
+      store_capture_list(st, &f, &list, NULL) == 0 &&
+      json_integer_value(json_object_get(json_array_get(list, 0), "id")) == id;
   json_decref(list);
   return done;
 }
 
 enum MHD_Result api_get_table(struct api_req *r)
 {
-  struct store_query q = {0};
-  struct tr_err err = {0};
+  struct store_query q = { 0 };
+  struct tr_err err = { 0 };
   enum MHD_Result ret;
   struct store *st;
   json_t *rows = NULL;
@@ -91,22 +91,21 @@ enum MHD_Result api_get_table(struct api_req *r)
   if (r->route->table->query(st, &q, &rows, &err) != 0)
     return api_reply_err(r, &err);
   ids[0] = ids[1] = q.capture_id;
-  return api_reply_keep(r, json_pack("{s:I, s:o, s:o}", "capture",
-                                     (json_int_t)q.capture_id, "rank",
-                                     q.rank < 0 ? json_null()
-                                                : json_integer(q.rank),
-                                     "rows", rows),
-                        done ? ids : NULL, epoch);
+  return api_reply_keep(
+      r,
+      json_pack("{s:I, s:o, s:o}", "capture", (json_int_t)q.capture_id, "rank",
+                q.rank < 0 ? json_null() : json_integer(q.rank), "rows", rows),
+      done ? ids : NULL, epoch);
 }
 
 enum MHD_Result api_get_diff(struct api_req *r)
 {
-  static const char *const names[] = {"a", "b", "rank", "by", "norm",
-                                      "limit", NULL};
-  static const char *const bys[] = {"kernel", "category", "step", NULL};
-  static const char *const norms[] = {"none", "per_step", NULL};
-  struct store_diff_opts o = {.by = "kernel", .norm = "none"};
-  struct tr_err err = {0};
+  static const char *const names[] = { "a",    "b",     "rank", "by",
+                                       "norm", "limit", NULL };
+  static const char *const bys[] = { "kernel", "category", "step", NULL };
+  static const char *const norms[] = { "none", "per_step", NULL };
+  struct store_diff_opts o = { .by = "kernel", .norm = "none" };
+  struct tr_err err = { 0 };
   int64_t a = 0, b = 0, rank = -1, limit = 0;
   enum MHD_Result ret;
   struct store *st;
@@ -123,8 +122,7 @@ enum MHD_Result api_get_diff(struct api_req *r)
     return api_reply_err(r, &err);
   if (a == 0 || b == 0)
     return api_reply_error(r, 400, "invalid", a == 0 ? "a" : "b",
-                           "%s (a capture id) is required", a == 0 ? "a"
-                                                                   : "b");
+                           "%s (a capture id) is required", a == 0 ? "a" : "b");
   o.rank = (int)rank;
   o.limit = (int)limit;
   st = api_read_begin(r, &epoch, &ret);
@@ -134,5 +132,5 @@ enum MHD_Result api_get_diff(struct api_req *r)
    * or "b"): a diff is always final. */
   if (store_diff(st, a, b, &o, &out, &err) != 0)
     return api_reply_err(r, &err);
-  return api_reply_keep(r, out, (int64_t[2]){a, b}, epoch);
+  return api_reply_keep(r, out, (int64_t[2]){ a, b }, epoch);
 }

@@ -20,33 +20,32 @@
 static enum MHD_Result get_healthz(struct api_req *r);
 
 static const struct api_route routes[] = {
-  {"/healthz", get_healthz, NULL, NULL, NULL},
-  {"/metrics", api_get_metrics, NULL, NULL, NULL},
-  {"/captures", api_get_captures, api_post_captures, NULL, NULL},
-  {"/imports", NULL, api_post_imports, NULL, NULL},
-  {"/diff", api_get_diff, NULL, NULL, NULL},
-  {"/captures/{id}", api_get_capture, NULL, api_delete_capture, NULL},
-  {"/captures/{id}/kernels", api_get_table, NULL, NULL, &api_table_kernels},
-  {"/captures/{id}/launches", api_get_table, NULL, NULL,
-   &api_table_launches},
-  {"/captures/{id}/categories", api_get_table, NULL, NULL,
-   &api_table_categories},
-  {"/captures/{id}/steps", api_get_table, NULL, NULL, &api_table_steps},
-  {"/captures/{id}/memcpy", api_get_table, NULL, NULL, &api_table_memcpy},
-  {"/captures/{id}/runtime", api_get_table, NULL, NULL, &api_table_runtime},
-  {"/captures/{id}/phases", api_get_table, NULL, NULL, &api_table_phases},
-  {"/captures/{id}/ranks/{r}/trace", api_get_trace, NULL, NULL, NULL},
-  {"/captures/{id}/logs", api_get_logs, NULL, NULL, NULL},
-  {"/", api_get_asset, NULL, NULL, NULL},
+  { "/healthz", get_healthz, NULL, NULL, NULL },
+  { "/metrics", api_get_metrics, NULL, NULL, NULL },
+  { "/captures", api_get_captures, api_post_captures, NULL, NULL },
+  { "/imports", NULL, api_post_imports, NULL, NULL },
+  { "/diff", api_get_diff, NULL, NULL, NULL },
+  { "/captures/{id}", api_get_capture, NULL, api_delete_capture, NULL },
+  { "/captures/{id}/kernels", api_get_table, NULL, NULL, &api_table_kernels },
+  { "/captures/{id}/launches", api_get_table, NULL, NULL, &api_table_launches },
+  { "/captures/{id}/categories", api_get_table, NULL, NULL,
+    &api_table_categories },
+  { "/captures/{id}/steps", api_get_table, NULL, NULL, &api_table_steps },
+  { "/captures/{id}/memcpy", api_get_table, NULL, NULL, &api_table_memcpy },
+  { "/captures/{id}/runtime", api_get_table, NULL, NULL, &api_table_runtime },
+  { "/captures/{id}/phases", api_get_table, NULL, NULL, &api_table_phases },
+  { "/captures/{id}/ranks/{r}/trace", api_get_trace, NULL, NULL, NULL },
+  { "/captures/{id}/logs", api_get_logs, NULL, NULL, NULL },
+  { "/", api_get_asset, NULL, NULL, NULL },
   /* Last: any other single segment is a dashboard file or nothing. */
-  {"/{file}", api_get_asset, NULL, NULL, NULL},
+  { "/{file}", api_get_asset, NULL, NULL, NULL },
 };
 
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
 
 /* The last entry, 0, stands for any other code. */
-const unsigned api_codes[API_CODES] = {200, 202, 400, 401, 403, 404,
-                                       405, 409, 413, 500, 503, 0};
+const unsigned api_codes[API_CODES] = { 200, 202, 400, 401, 403, 404,
+                                        405, 409, 413, 500, 503, 0 };
 
 /* ---- routing ---- */
 
@@ -81,14 +80,14 @@ static void route_find(struct api_req *r)
     char *slash = strchr(p, '/');
 
     if (r->nseg == API_MAX_SEGS)
-      return;   /* deeper than any route */
+      return; /* deeper than any route */
     r->seg[r->nseg++] = p;
     if (slash == NULL)
       break;
     *slash = '\0';
     p = slash + 1;
     if (*p == '\0' && r->nseg < API_MAX_SEGS)
-      r->seg[r->nseg++] = p;   /* a trailing slash: an empty segment */
+      r->seg[r->nseg++] = p; /* a trailing slash: an empty segment */
   }
   for (size_t i = 0; i < NROUTES; i++)
     if (route_match(routes[i].tmpl, r->seg, r->nseg)) {
@@ -174,16 +173,14 @@ static struct api_req *req_new(struct api *api, struct MHD_Connection *conn,
 
 /* Keeps body bytes up to API_BODY_MAX (one more byte marks "too big"),
  * counting the rest. */
-static enum MHD_Result take_body(struct api_req *r, const char *data,
-                                 size_t n)
+static enum MHD_Result take_body(struct api_req *r, const char *data, size_t n)
 {
   size_t room, keep;
 
   r->seen += n;
   if (r->seen > API_DRAIN_MAX)
     return api_reply_error(r, 413, "too_large", "body",
-                           "the body is larger than %zu bytes",
-                           API_BODY_MAX);
+                           "the body is larger than %zu bytes", API_BODY_MAX);
   if (r->body_len > API_BODY_MAX)
     return MHD_YES;
   room = API_BODY_MAX + 1 - r->body_len;
@@ -216,12 +213,10 @@ static enum MHD_Result dispatch(struct api_req *r)
                            "this request needs the header "
                            "'Authorization: Bearer <auth_token>'");
   if (rt == NULL)
-    return api_reply_error(r, 404, "not_found", NULL, "no route %s",
-                           r->url);
+    return api_reply_error(r, 404, "not_found", NULL, "no route %s", r->url);
   if (r->body_len > API_BODY_MAX)
     return api_reply_error(r, 413, "too_large", "body",
-                           "the body is larger than %zu bytes",
-                           API_BODY_MAX);
+                           "the body is larger than %zu bytes", API_BODY_MAX);
   if (strcmp(r->method, MHD_HTTP_METHOD_GET) == 0 ||
       strcmp(r->method, MHD_HTTP_METHOD_HEAD) == 0)
     h = rt->get;
@@ -259,8 +254,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn,
   return dispatch(r);
 }
 
-static void on_completed(void *cls, struct MHD_Connection *conn,
-                         void **con_cls, enum MHD_RequestTerminationCode why)
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode why)
 {
   (void)cls;
   (void)conn;
@@ -276,11 +271,11 @@ static void on_log(void *cls, const char *fmt, va_list ap)
   vfprintf(stderr, fmt, ap);
 }
 
-static const char *const no_params[] = {NULL};
+static const char *const no_params[] = { NULL };
 
 static enum MHD_Result get_healthz(struct api_req *r)
 {
-  struct tr_err err = {0};
+  struct tr_err err = { 0 };
 
   if (api_query_check(r, no_params, &err) != 0)
     return api_reply_err(r, &err);
@@ -316,8 +311,7 @@ struct store *api_store(struct api_req *r, int mode, struct tr_err *err)
 
 /* ---- metrics ---- */
 
-void api_count(struct api *api, const struct api_route *route,
-               unsigned status)
+void api_count(struct api *api, const struct api_route *route, unsigned status)
 {
   size_t row = route != NULL ? (size_t)(route - routes) + 1 : 0;
   size_t col = 0;
@@ -331,13 +325,15 @@ void api_count(struct api *api, const struct api_route *route,
 static void metrics_captures(FILE *f, json_t *counts)
 {
   fputs("# HELP traced_captures Captures and imports by status.\n"
-        "# TYPE traced_captures gauge\n", f);
+        "# TYPE traced_captures gauge\n",
+        f);
   for (const char *const *s = api_statuses; *s != NULL; s++)
     fprintf(f, "traced_captures{status=\"%s\"} %lld\n", *s,
             (long long)json_integer_value(json_object_get(counts, *s)));
-  fprintf(f, "# HELP traced_queue_length Captures and imports waiting.\n"
-             "# TYPE traced_queue_length gauge\n"
-             "traced_queue_length %lld\n",
+  fprintf(f,
+          "# HELP traced_queue_length Captures and imports waiting.\n"
+          "# TYPE traced_queue_length gauge\n"
+          "traced_queue_length %lld\n",
           (long long)json_integer_value(json_object_get(counts, "queued")));
 }
 
@@ -345,18 +341,19 @@ static void metrics_index(FILE *f)
 {
   uint64_t ns = atomic_load(&tr_stats.index_ns);
 
-  fprintf(f, "# HELP traced_index_bytes_total Trace bytes indexed.\n"
-             "# TYPE traced_index_bytes_total counter\n"
-             "traced_index_bytes_total %llu\n"
-             "# HELP traced_index_seconds_total Time spent indexing.\n"
-             "# TYPE traced_index_seconds_total counter\n"
-             "traced_index_seconds_total %llu.%09llu\n"
-             "# HELP traced_ranks_indexed_total Ranks indexed.\n"
-             "# TYPE traced_ranks_indexed_total counter\n"
-             "traced_ranks_indexed_total %llu\n"
-             "# HELP traced_ranks_failed_total Ranks that failed to index.\n"
-             "# TYPE traced_ranks_failed_total counter\n"
-             "traced_ranks_failed_total %llu\n",
+  fprintf(f,
+          "# HELP traced_index_bytes_total Trace bytes indexed.\n"
+          "# TYPE traced_index_bytes_total counter\n"
+          "traced_index_bytes_total %llu\n"
+          "# HELP traced_index_seconds_total Time spent indexing.\n"
+          "# TYPE traced_index_seconds_total counter\n"
+          "traced_index_seconds_total %llu.%09llu\n"
+          "# HELP traced_ranks_indexed_total Ranks indexed.\n"
+          "# TYPE traced_ranks_indexed_total counter\n"
+          "traced_ranks_indexed_total %llu\n"
+          "# HELP traced_ranks_failed_total Ranks that failed to index.\n"
+          "# TYPE traced_ranks_failed_total counter\n"
+          "traced_ranks_failed_total %llu\n",
           (unsigned long long)atomic_load(&tr_stats.index_bytes),
           (unsigned long long)(ns / 1000000000),
           (unsigned long long)(ns % 1000000000),
@@ -368,7 +365,8 @@ static void metrics_http(FILE *f, struct api *api)
 {
   fputs("# HELP traced_http_requests_total HTTP requests answered, by "
         "route template and status code.\n"
-        "# TYPE traced_http_requests_total counter\n", f);
+        "# TYPE traced_http_requests_total counter\n",
+        f);
   for (size_t row = 0; row <= NROUTES; row++)
     for (size_t col = 0; col < API_CODES; col++) {
       uint64_t n = atomic_load(&api->hits[row * API_CODES + col]);
@@ -378,15 +376,17 @@ static void metrics_http(FILE *f, struct api *api)
         continue;
       if (api_codes[col] != 0)
         snprintf(code, sizeof(code), "%u", api_codes[col]);
-      fprintf(f, "traced_http_requests_total{route=\"%s\",code=\"%s\"} "
-                 "%llu\n", row == 0 ? "other" : routes[row - 1].tmpl,
-              code, (unsigned long long)n);
+      fprintf(f,
+              "traced_http_requests_total{route=\"%s\",code=\"%s\"} "
+              "%llu\n",
+              row == 0 ? "other" : routes[row - 1].tmpl, code,
+              (unsigned long long)n);
     }
 }
 
 enum MHD_Result api_get_metrics(struct api_req *r)
 {
-  struct tr_err err = {0};
+  struct tr_err err = { 0 };
   struct store *st;
   json_t *counts = NULL;
   char *text = NULL;
@@ -409,8 +409,8 @@ enum MHD_Result api_get_metrics(struct api_req *r)
   metrics_http(f, r->api);
   fclose(f);
   json_decref(counts);
-  ret = api_reply_text(r, 200, "text/plain; version=0.0.4; charset=utf-8",
-                       text, len);
+  ret = api_reply_text(r, 200, "text/plain; version=0.0.4; charset=utf-8", text,
+                       len);
   free(text);
   return ret;
 }
@@ -433,8 +433,8 @@ static int port_of(int fd)
 /* Binds and listens on "host:port" ("[::1]:port" for IPv6). */
 static int listen_on(const char *addr, int *port, struct tr_err *err)
 {
-  struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
-                           .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+  struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
+                            .ai_flags = AI_PASSIVE | AI_NUMERICSERV };
   struct addrinfo *res = NULL, *ai;
   char host[256];
   const char *colon = strrchr(addr, ':');
@@ -457,8 +457,8 @@ static int listen_on(const char *addr, int *port, struct tr_err *err)
                       gai_strerror(rc));
   rc = -EADDRNOTAVAIL;
   for (ai = res; ai != NULL; ai = ai->ai_next) {
-    fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC |
-                SOCK_NONBLOCK, ai->ai_protocol);
+    fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
+                ai->ai_protocol);
     if (fd < 0) {
       rc = -errno;
       continue;
@@ -505,15 +505,13 @@ int api_start(const struct cfg *cfg, const struct api_hooks *hooks,
   }
   /* MHD owns fd from here on, and closes it when stopped. */
   api->mhd = MHD_start_daemon(
-      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG,
-      0, NULL, NULL, on_access, api,
-      MHD_OPTION_EXTERNAL_LOGGER, on_log, api,   /* first: MHD says so */
-      MHD_OPTION_LISTEN_SOCKET, fd,
-      MHD_OPTION_THREAD_POOL_SIZE, (unsigned)API_THREADS,
-      MHD_OPTION_NOTIFY_COMPLETED, on_completed, api,
-      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
-      MHD_OPTION_CONNECTION_LIMIT, (unsigned)1024,
-      MHD_OPTION_END);
+      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG, 0,
+      NULL, NULL, on_access, api, MHD_OPTION_EXTERNAL_LOGGER, on_log,
+      api, /* first: MHD says so */
+      MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_THREAD_POOL_SIZE,
+      (unsigned)API_THREADS, MHD_OPTION_NOTIFY_COMPLETED, on_completed, api,
+      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_CONNECTION_LIMIT,
+      (unsigned)1024, MHD_OPTION_END);
   if (api->mhd == NULL) {
     close(fd);
     api_stop(api);

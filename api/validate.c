@@ -11,29 +11,33 @@
 
 #include "api/api_int.h"
 
-#define MODEL_MAX 4096
-#define LABEL_MAX 1024
-#define ARGS_MAX 256       /* words in server_args / bench_args */
-#define ARG_MAX 4096       /* bytes in one word */
-#define ENV_MAX 256        /* variables in env */
+#define MODEL_MAX     4096
+#define LABEL_MAX     1024
+#define ARGS_MAX      256  /* words in server_args / bench_args */
+#define ARG_MAX       4096 /* bytes in one word */
+#define ENV_MAX       256  /* variables in env */
 #define ENV_VALUE_MAX 65536
-#define PATH_MAX_LEN 4096
+#define PATH_MAX_LEN  4096
 
-const char *const api_categories[] = {
-  "gemm", "attention", "moe", "communication", "custom", "routing", "copy",
-  "memset", "elementwise", "normalization", "softmax_topk", "sync", "other",
-  NULL};
+const char *const api_categories[] = { "gemm",         "attention",
+                                       "moe",          "communication",
+                                       "custom",       "routing",
+                                       "copy",         "memset",
+                                       "elementwise",  "normalization",
+                                       "softmax_topk", "sync",
+                                       "other",        NULL };
 
-const char *const api_statuses[] = {
-  "queued", "running", "done", "failed", "cancelled", "interrupted", NULL};
+const char *const api_statuses[] = { "queued", "running",   "done",
+                                     "failed", "cancelled", "interrupted",
+                                     NULL };
 
 /* ---- body members ---- */
 
 /* A string member of at most max bytes without control characters unless
  * ctrl_ok. NUL never gets here: json_loadb() refuses "\u0000" unless
  * given JSON_ALLOW_NUL, which we never pass. */
-static int check_string(json_t *v, const char *field, size_t max,
-                        bool ctrl_ok, struct tr_err *err)
+static int check_string(json_t *v, const char *field, size_t max, bool ctrl_ok,
+                        struct tr_err *err)
 {
   const char *s;
   size_t len;
@@ -52,17 +56,15 @@ static int check_string(json_t *v, const char *field, size_t max,
   return 0;
 }
 
-static int check_int(json_t *v, const char *field, json_int_t lo,
-                     json_int_t hi, struct tr_err *err)
+static int check_int(json_t *v, const char *field, json_int_t lo, json_int_t hi,
+                     struct tr_err *err)
 {
   if (!json_is_integer(v))
-    return tr_err_set(err, TR_EINVAL, field, "%s must be an integer",
-                      field);
+    return tr_err_set(err, TR_EINVAL, field, "%s must be an integer", field);
   if (json_integer_value(v) < lo || json_integer_value(v) > hi)
-    return tr_err_set(err, TR_EINVAL, field,
-                      "%s must be from %lld to %lld, not %lld", field,
-                      (long long)lo, (long long)hi,
-                      (long long)json_integer_value(v));
+    return tr_err_set(
+        err, TR_EINVAL, field, "%s must be from %lld to %lld, not %lld", field,
+        (long long)lo, (long long)hi, (long long)json_integer_value(v));
   return 0;
 }
 
@@ -74,12 +76,13 @@ static int check_words(json_t *v, const char *field, struct tr_err *err)
   json_t *w;
 
   if (!json_is_array(v))
-    return tr_err_set(err, TR_EINVAL, field,
-                      "%s must be an array of strings", field);
+    return tr_err_set(err, TR_EINVAL, field, "%s must be an array of strings",
+                      field);
   if (json_array_size(v) > ARGS_MAX)
-    return tr_err_set(err, TR_EINVAL, field, "%s has more than %d words",
-                      field, ARGS_MAX);
-  json_array_foreach(v, i, w) {
+    return tr_err_set(err, TR_EINVAL, field, "%s has more than %d words", field,
+                      ARGS_MAX);
+  json_array_foreach(v, i, w)
+  {
     snprintf(item, sizeof(item), "%s[%zu]", field, i);
     if (check_string(w, item, ARG_MAX, false, err) != 0)
       return TR_EINVAL;
@@ -109,18 +112,19 @@ static int check_env(const struct cfg *cfg, json_t *v, struct tr_err *err)
     return tr_err_set(err, TR_EINVAL, "env",
                       "env must be an object of strings");
   if (json_object_size(v) > ENV_MAX)
-    return tr_err_set(err, TR_EINVAL, "env",
-                      "env has more than %d variables", ENV_MAX);
-  json_object_foreach(v, name, val) {
+    return tr_err_set(err, TR_EINVAL, "env", "env has more than %d variables",
+                      ENV_MAX);
+  json_object_foreach(v, name, val)
+  {
     snprintf(field, sizeof(field), "env.%s", name);
     if (!env_name_ok(name))
       return tr_err_set(err, TR_EINVAL, field,
-                        "%s: a variable name is [A-Za-z_][A-Za-z0-9_]*",
-                        field);
+                        "%s: a variable name is [A-Za-z_][A-Za-z0-9_]*", field);
     if (!cfg_env_allowed(cfg, name))
       return tr_err_set(err, TR_EINVAL, field,
                         "%s may not be set: env takes only names starting "
-                        "with a prefix of env_allow", name);
+                        "with a prefix of env_allow",
+                        name);
     /* traced sets it from "more", whose rule must not be side-stepped. */
     if (strcmp(name, "ATOM_PROFILER_MORE") == 0)
       return tr_err_set(err, TR_EINVAL, field,
@@ -139,17 +143,17 @@ struct member {
 };
 
 static const struct member capture_members[] = {
-  {"model", M_MODEL, 0, 0, 0},
-  {"tp", M_INT, 1, 64, 8},
-  {"isl", M_INT, 1, 1048576, 1024},
-  {"osl", M_INT, 1, 1048576, 1024},
-  {"conc", M_INT, 1, 65536, 64},
-  {"more", M_BOOL, 0, 0, 0},
-  {"prompt_multiplier", M_INT, 1, 1000, 1},
-  {"server_args", M_WORDS, 0, 0, 0},
-  {"bench_args", M_WORDS, 0, 0, 0},
-  {"env", M_ENV, 0, 0, 0},
-  {"label", M_LABEL, 0, 0, 0},
+  { "model", M_MODEL, 0, 0, 0 },
+  { "tp", M_INT, 1, 64, 8 },
+  { "isl", M_INT, 1, 1048576, 1024 },
+  { "osl", M_INT, 1, 1048576, 1024 },
+  { "conc", M_INT, 1, 65536, 64 },
+  { "more", M_BOOL, 0, 0, 0 },
+  { "prompt_multiplier", M_INT, 1, 1000, 1 },
+  { "server_args", M_WORDS, 0, 0, 0 },
+  { "bench_args", M_WORDS, 0, 0, 0 },
+  { "env", M_ENV, 0, 0, 0 },
+  { "label", M_LABEL, 0, 0, 0 },
 };
 
 #define NMEMBERS (sizeof(capture_members) / sizeof(capture_members[0]))
@@ -162,8 +166,7 @@ static int check_model(json_t *v, struct tr_err *err)
     return tr_err_set(err, TR_EINVAL, "model", "model must not be empty");
   /* It becomes an argv word of the scripts: never an option. */
   if (json_string_value(v)[0] == '-')
-    return tr_err_set(err, TR_EINVAL, "model",
-                      "model must not start with '-'");
+    return tr_err_set(err, TR_EINVAL, "model", "model must not start with '-'");
   return 0;
 }
 
@@ -171,21 +174,16 @@ static int check_member(const struct cfg *cfg, const struct member *m,
                         json_t *v, struct tr_err *err)
 {
   switch (m->type) {
-  case M_MODEL:
-    return check_model(v, err);
-  case M_INT:
-    return check_int(v, m->name, m->lo, m->hi, err);
+  case M_MODEL: return check_model(v, err);
+  case M_INT: return check_int(v, m->name, m->lo, m->hi, err);
   case M_BOOL:
     if (!json_is_boolean(v))
       return tr_err_set(err, TR_EINVAL, m->name, "%s must be true or false",
                         m->name);
     return 0;
-  case M_WORDS:
-    return check_words(v, m->name, err);
-  case M_ENV:
-    return check_env(cfg, v, err);
-  case M_LABEL:
-    return check_string(v, m->name, LABEL_MAX, false, err);
+  case M_WORDS: return check_words(v, m->name, err);
+  case M_ENV: return check_env(cfg, v, err);
+  case M_LABEL: return check_string(v, m->name, LABEL_MAX, false, err);
   }
   return 0;
 }
@@ -193,16 +191,11 @@ static int check_member(const struct cfg *cfg, const struct member *m,
 static json_t *member_default(const struct member *m)
 {
   switch (m->type) {
-  case M_INT:
-    return json_integer(m->dflt);
-  case M_BOOL:
-    return json_false();
-  case M_WORDS:
-    return json_array();
-  case M_ENV:
-    return json_object();
-  default:
-    return NULL;   /* model is required; label stays absent */
+  case M_INT: return json_integer(m->dflt);
+  case M_BOOL: return json_false();
+  case M_WORDS: return json_array();
+  case M_ENV: return json_object();
+  default: return NULL; /* model is required; label stays absent */
   }
 }
 
@@ -220,8 +213,7 @@ static int load_object(const char *body, size_t len, json_t **out,
                       jerr.text, jerr.line, jerr.column);
   if (!json_is_object(obj)) {
     json_decref(obj);
-    return tr_err_set(err, TR_EINVAL, "body",
-                      "the body must be a JSON object");
+    return tr_err_set(err, TR_EINVAL, "body", "the body must be a JSON object");
   }
   *out = obj;
   return 0;
@@ -236,20 +228,21 @@ static const struct member *find_member(const char *name)
 }
 
 /* Checks every member present and fills in the defaults. */
-static int check_capture(const struct cfg *cfg, json_t *obj,
-                         struct tr_err *err)
+static int check_capture(const struct cfg *cfg, json_t *obj, struct tr_err *err)
 {
   const char *name;
   json_t *v;
 
-  json_object_foreach(obj, name, v) {
+  json_object_foreach(obj, name, v)
+  {
     const struct member *m = find_member(name);
 
     if (m == NULL)
       return tr_err_set(err, TR_EINVAL, name,
                         "unknown member \"%s\" (members: model, tp, isl, osl, "
                         "conc, more, prompt_multiplier, server_args, "
-                        "bench_args, env, label)", name);
+                        "bench_args, env, label)",
+                        name);
     if (check_member(cfg, m, v, err) != 0)
       return TR_EINVAL;
   }
@@ -261,8 +254,7 @@ static int check_capture(const struct cfg *cfg, json_t *obj,
     if (json_object_get(obj, capture_members[i].name) != NULL)
       continue;
     d = member_default(&capture_members[i]);
-    if (d != NULL && json_object_set_new(obj, capture_members[i].name,
-                                         d) != 0)
+    if (d != NULL && json_object_set_new(obj, capture_members[i].name, d) != 0)
       return tr_err_set(err, TR_ENOMEM, "", "out of memory");
   }
   return 0;
@@ -308,14 +300,15 @@ static bool one_of(const char *s, const char *const *list)
 int api_parse_import(const char *body, size_t len, json_t **params,
                      struct tr_err *err)
 {
-  static const char *const formats[] = {"auto", "kineto", "mctracer", NULL};
+  static const char *const formats[] = { "auto", "kineto", "mctracer", NULL };
   const char *name, *fmt;
   json_t *obj, *v;
   int rc = 0;
 
   if (load_object(body, len, &obj, err) != 0)
     return TR_EINVAL;
-  json_object_foreach(obj, name, v) {
+  json_object_foreach(obj, name, v)
+  {
     if (strcmp(name, "path") == 0)
       rc = check_string(v, name, PATH_MAX_LEN, false, err);
     else if (strcmp(name, "label") == 0)
@@ -325,7 +318,8 @@ int api_parse_import(const char *body, size_t len, json_t **params,
     else
       rc = tr_err_set(err, TR_EINVAL, name,
                       "unknown member \"%s\" (members: path, label, "
-                      "format)", name);
+                      "format)",
+                      name);
     if (rc != 0)
       break;
   }
@@ -348,8 +342,8 @@ int api_parse_import(const char *body, size_t len, json_t **params,
 
 /* ---- numbers and query parameters ---- */
 
-int api_parse_int(const char *text, const char *field, int64_t lo,
-                  int64_t hi, int64_t *out, struct tr_err *err)
+int api_parse_int(const char *text, const char *field, int64_t lo, int64_t hi,
+                  int64_t *out, struct tr_err *err)
 {
   long long v;
   char *end;
@@ -373,9 +367,9 @@ int api_parse_int(const char *text, const char *field, int64_t lo,
 
 struct arg_scan {
   const char *const *names;
-  const char *bad;          /* first bad parameter */
+  const char *bad; /* first bad parameter */
   const char *why;
-  const char *seen[16];     /* names met so far, to catch repeats */
+  const char *seen[16]; /* names met so far, to catch repeats */
   size_t nseen;
 };
 
@@ -408,12 +402,12 @@ static enum MHD_Result on_arg(void *cls, enum MHD_ValueKind kind,
 int api_query_check(struct api_req *r, const char *const *names,
                     struct tr_err *err)
 {
-  struct arg_scan s = {.names = names};
+  struct arg_scan s = { .names = names };
 
   MHD_get_connection_values_n(r->conn, MHD_GET_ARGUMENT_KIND, on_arg, &s);
   if (s.bad != NULL)
-    return tr_err_set(err, TR_EINVAL, s.bad, "query parameter \"%s\" %s",
-                      s.bad, s.why);
+    return tr_err_set(err, TR_EINVAL, s.bad, "query parameter \"%s\" %s", s.bad,
+                      s.why);
   return 0;
 }
 
@@ -429,8 +423,8 @@ static bool query_value(struct api_req *r, const char *name, const char **v)
   return true;
 }
 
-int api_query_int(struct api_req *r, const char *name, int64_t lo,
-                  int64_t hi, int64_t *out, struct tr_err *err)
+int api_query_int(struct api_req *r, const char *name, int64_t lo, int64_t hi,
+                  int64_t *out, struct tr_err *err)
 {
   const char *v;
 
@@ -456,8 +450,7 @@ int api_query_enum(struct api_req *r, const char *name,
     strncat(list, p == values ? "" : ", ", sizeof(list) - strlen(list) - 1);
     strncat(list, *p, sizeof(list) - strlen(list) - 1);
   }
-  return tr_err_set(err, TR_EINVAL, name, "%s must be one of %s", name,
-                    list);
+  return tr_err_set(err, TR_EINVAL, name, "%s must be one of %s", name, list);
 }
 
 int api_query_str(struct api_req *r, const char *name, size_t max,
@@ -468,8 +461,8 @@ int api_query_str(struct api_req *r, const char *name, size_t max,
   if (!query_value(r, name, &v) || v[0] == '\0')
     return 0;
   if (strlen(v) > max)
-    return tr_err_set(err, TR_EINVAL, name, "%s is longer than %zu bytes",
-                      name, max);
+    return tr_err_set(err, TR_EINVAL, name, "%s is longer than %zu bytes", name,
+                      max);
   for (const char *p = v; *p != '\0'; p++)
     if (iscntrl((unsigned char)*p))
       return tr_err_set(err, TR_EINVAL, name,

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define DEFAULT_ENV_ALLOW \
+#define DEFAULT_ENV_ALLOW                                                      \
   "ATOM_ AITER_ HSA_ HIP_ AMD_ V4_ NCCL_ RCCL_ MIOPEN_ TORCH_ PYTORCH_"
 
 enum key_type { K_STR, K_INT, K_LIST_COLON, K_LIST_SPACE, K_PROFILE };
@@ -16,26 +16,45 @@ struct key {
   const char *name;
   enum key_type type;
   size_t offset;
-  int min, max;          /* for K_INT */
+  int min, max; /* for K_INT */
 };
 
-#define STR(f) {#f, K_STR, offsetof(struct cfg, f), 0, 0}
-#define INT(f, lo, hi) {#f, K_INT, offsetof(struct cfg, f), lo, hi}
+#define STR(f)                                                                 \
+  {                                                                            \
+#f, K_STR, offsetof(struct cfg, f), 0, 0                                   \
+  }
+#define INT(f, lo, hi)                                                         \
+  {                                                                            \
+#f, K_INT, offsetof(struct cfg, f), lo, hi                                 \
+  }
 
 /* Every key of docs/API.md, and ours; one table drives file and argv. */
 static const struct key keys[] = {
-  STR(listen), STR(db), STR(trace_root), STR(atom_scripts),
-  STR(start_script), STR(bench_script), STR(stop_script),
-  INT(atom_port, 1, 65535), STR(atom_host), STR(server_log),
-  STR(bench_result), INT(ready_timeout_s, 1, 86400),
-  INT(ready_poll_s, 1, 3600), INT(bench_timeout_s, 1, 86400 * 7),
-  INT(export_poll_s, 1, 3600), INT(export_max_polls, 1, 100000),
-  {"profile_control", K_PROFILE, offsetof(struct cfg, profile_control), 0, 0},
-  {"import_roots", K_LIST_COLON, offsetof(struct cfg, import_roots), 0, 0},
-  STR(auth_token), INT(index_jobs, 1, 256),
-  {"env_allow", K_LIST_SPACE, offsetof(struct cfg, env_allow), 0, 0},
-  STR(models_json), STR(category_rules),
-  INT(stop_timeout_s, 1, 86400), INT(launch_timeout_s, 1, 86400),
+  STR(listen),
+  STR(db),
+  STR(trace_root),
+  STR(atom_scripts),
+  STR(start_script),
+  STR(bench_script),
+  STR(stop_script),
+  INT(atom_port, 1, 65535),
+  STR(atom_host),
+  STR(server_log),
+  STR(bench_result),
+  INT(ready_timeout_s, 1, 86400),
+  INT(ready_poll_s, 1, 3600),
+  INT(bench_timeout_s, 1, 86400 * 7),
+  INT(export_poll_s, 1, 3600),
+  INT(export_max_polls, 1, 100000),
+  { "profile_control", K_PROFILE, offsetof(struct cfg, profile_control), 0, 0 },
+  { "import_roots", K_LIST_COLON, offsetof(struct cfg, import_roots), 0, 0 },
+  STR(auth_token),
+  INT(index_jobs, 1, 256),
+  { "env_allow", K_LIST_SPACE, offsetof(struct cfg, env_allow), 0, 0 },
+  STR(models_json),
+  STR(category_rules),
+  INT(stop_timeout_s, 1, 86400),
+  INT(launch_timeout_s, 1, 86400),
 };
 
 static char **split(const char *text, const char *seps)
@@ -141,16 +160,14 @@ int cfg_set(struct cfg *cfg, const char *key, const char *value,
   void *dst;
 
   if (k == NULL)
-    return tr_err_set(err, TR_EINVAL, key, "unknown configuration key %s",
-                      key);
+    return tr_err_set(err, TR_EINVAL, key, "unknown configuration key %s", key);
   dst = (char *)cfg + k->offset;
   switch (k->type) {
   case K_STR:
     free(*(char **)dst);
     *(char **)dst = strdup(value);
     return 0;
-  case K_INT:
-    return set_int(k, dst, value, err);
+  case K_INT: return set_int(k, dst, value, err);
   case K_LIST_COLON:
   case K_LIST_SPACE:
     free_list(*(char ***)dst);
@@ -259,15 +276,14 @@ int cfg_finish(struct cfg *cfg, struct tr_err *err)
   if (colon == NULL || colon == cfg->listen || end == colon + 1 ||
       *end != '\0' || port < 0 || port > 65535)
     return tr_err_set(err, TR_EINVAL, "listen",
-                      "listen must be address:port, not \"%s\"",
-                      cfg->listen);
+                      "listen must be address:port, not \"%s\"", cfg->listen);
   if (!listen_is_loopback(cfg->listen) && cfg->auth_token[0] == '\0')
     return tr_err_set(err, TR_EINVAL, "auth_token",
                       "auth_token is required when listen (%s) is not a "
-                      "loopback address", cfg->listen);
+                      "loopback address",
+                      cfg->listen);
   resolve_roots(cfg->import_roots);
-  derive_script(&cfg->start_script, cfg->atom_scripts,
-                "start_atom_server.sh");
+  derive_script(&cfg->start_script, cfg->atom_scripts, "start_atom_server.sh");
   derive_script(&cfg->bench_script, cfg->atom_scripts, "run_benchmark.sh");
   derive_script(&cfg->stop_script, cfg->atom_scripts, "stop_atom_server.sh");
   return 0;

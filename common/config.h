@@ -13,11 +13,11 @@
 enum cfg_profile_control { CFG_PROFILE_BENCH, CFG_PROFILE_DAEMON };
 
 struct cfg {
-  char *listen;          /* "127.0.0.1:7700" */
+  char *listen; /* "127.0.0.1:7700" */
   char *db;
   char *trace_root;
   char *atom_scripts;
-  char *start_script;    /* full paths, derived from atom_scripts unless set */
+  char *start_script; /* full paths, derived from atom_scripts unless set */
   char *bench_script;
   char *stop_script;
   int atom_port;
@@ -30,14 +30,14 @@ struct cfg {
   int export_poll_s;
   int export_max_polls;
   enum cfg_profile_control profile_control;
-  char **import_roots;   /* NULL-terminated; empty: imports refused */
-  char *auth_token;      /* "" when unset */
+  char **import_roots; /* NULL-terminated; empty: imports refused */
+  char *auth_token;    /* "" when unset */
   int index_jobs;
-  char **env_allow;      /* NULL-terminated name prefixes */
-  char *models_json;     /* ATOM's models.json for presets; "" when unset */
-  char *category_rules;  /* extra category rules file; "" when unset */
-  int stop_timeout_s;    /* the stop script's deadline */
-  int launch_timeout_s;  /* the start script's deadline */
+  char **env_allow;     /* NULL-terminated name prefixes */
+  char *models_json;    /* ATOM's models.json for presets; "" when unset */
+  char *category_rules; /* extra category rules file; "" when unset */
+  int stop_timeout_s;   /* the stop script's deadline */
+  int launch_timeout_s; /* the start script's deadline */
 };
 
 /* Fills cfg with the defaults of docs/API.md. Caller frees with cfg_free(). */

@@ -6,8 +6,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
-int tr_err_set(struct tr_err *err, int code, const char *field,
-               const char *fmt, ...)
+int tr_err_set(struct tr_err *err, int code, const char *field, const char *fmt,
+               ...)
 {
   va_list ap;
 

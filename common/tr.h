@@ -11,13 +11,13 @@
 
 /* Our error codes; system errors are returned as -errno. */
 enum {
-  TR_EAGAIN = -1001,   /* more input needed (parsers) */
-  TR_EINVAL = -1002,   /* a bad value from a user or a file */
-  TR_EFORMAT = -1003,  /* a file is not what it claims to be */
+  TR_EAGAIN = -1001,  /* more input needed (parsers) */
+  TR_EINVAL = -1002,  /* a bad value from a user or a file */
+  TR_EFORMAT = -1003, /* a file is not what it claims to be */
   TR_ENOTFOUND = -1004,
-  TR_ECONFLICT = -1005,  /* state does not allow the request */
+  TR_ECONFLICT = -1005, /* state does not allow the request */
   TR_ENOMEM = -1006,
-  TR_ELIMIT = -1007,   /* a ceiling was hit */
+  TR_ELIMIT = -1007, /* a ceiling was hit */
   TR_EIO = -1008,
   TR_EDB = -1009,
   TR_EAUTH = -1010
@@ -29,16 +29,15 @@ enum {
  * on an err that already holds one does nothing.
  */
 struct tr_err {
-  int code;           /* 0 when no error is recorded */
-  char field[64];     /* request field, query parameter or "" */
+  int code;       /* 0 when no error is recorded */
+  char field[64]; /* request field, query parameter or "" */
   char msg[512];
 };
 
 /* Records the error in err (may be NULL) unless one is held already, and
  * returns code so that callers can write `return tr_err_set(...)`. */
-int tr_err_set(struct tr_err *err, int code, const char *field,
-               const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+int tr_err_set(struct tr_err *err, int code, const char *field, const char *fmt,
+               ...) __attribute__((format(printf, 4, 5)));
 
 void tr_err_clear(struct tr_err *err);
 

@@ -8,9 +8,9 @@
 #include <stddef.h>
 
 struct tr_web_asset {
-  const char *name;            /* base name: "index.html" */
-  const unsigned char *bytes;  /* NUL-terminated for convenience */
-  size_t len;                  /* without the NUL */
+  const char *name;           /* base name: "index.html" */
+  const unsigned char *bytes; /* NUL-terminated for convenience */
+  size_t len;                 /* without the NUL */
 };
 
 extern const struct tr_web_asset tr_web_assets[];

@@ -14,13 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BODY_MAX (64 * 1024)   /* ATOM's answers are a few hundred bytes */
+#define BODY_MAX (64 * 1024) /* ATOM's answers are a few hundred bytes */
 
 struct sock_ctx {
   uv_poll_t poll;
   curl_socket_t fd;
   struct cap_http *h;
-  struct sock_ctx *next;     /* in h->socks */
+  struct sock_ctx *next; /* in h->socks */
 };
 
 struct cap_http_req {
@@ -42,7 +42,7 @@ struct cap_http {
   uv_timer_t timer;
   struct cap_http_req *reqs;
   struct sock_ctx *socks;
-  int open_handles;          /* timer + polls still to close */
+  int open_handles; /* timer + polls still to close */
   void (*done)(void *ud);
   void *done_ud;
 };
@@ -52,7 +52,7 @@ static void on_handle_closed(uv_handle_t *handle)
   struct cap_http *h = handle->data;
 
   if (handle != (uv_handle_t *)&h->timer)
-    free(handle);              /* the poll is the first member of sock_ctx */
+    free(handle); /* the poll is the first member of sock_ctx */
   if (--h->open_handles == 0 && h->done != NULL) {
     void (*done)(void *) = h->done;
     void *ud = h->done_ud;
@@ -91,8 +91,8 @@ static void free_req(struct cap_http_req *req)
 
 /* What the call's rule makes of the answer. The body is capped at
  * BODY_MAX, so parsing it here on the loop costs microseconds. */
-static bool judge(struct cap_http_req *req, CURLcode rc, long status,
-                  char *msg, size_t size)
+static bool judge(struct cap_http_req *req, CURLcode rc, long status, char *msg,
+                  size_t size)
 {
   json_t *doc;
   const char *st, *detail;
@@ -283,8 +283,7 @@ static size_t on_body(char *data, size_t size, size_t n, void *ud)
 }
 
 static int start(struct cap_http *h, const char *url, bool post,
-                 long timeout_ms, struct cap_http_req *req,
-                 struct tr_err *err)
+                 long timeout_ms, struct cap_http_req *req, struct tr_err *err)
 {
   req->easy = curl_easy_init();
   if (req->easy == NULL) {
@@ -341,8 +340,7 @@ int cap_atom_models(struct cap_http *h, const char *host, int port,
                     long timeout_ms, cap_http_cb cb, void *ud,
                     struct cap_http_req **out)
 {
-  return request(h, host, port, "GET", "/v1/models", timeout_ms, cb, ud,
-                 out);
+  return request(h, host, port, "GET", "/v1/models", timeout_ms, cb, ud, out);
 }
 
 int cap_atom_profile(struct cap_http *h, const char *host, int port,

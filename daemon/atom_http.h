@@ -19,8 +19,7 @@ struct cap_http_req;
 /* The answer to one ATOM call: ok per the call's rule (see below); status
  * is the HTTP status or 0 when none came; msg says what went wrong, for a
  * person (borrowed for the callback's duration). */
-typedef void (*cap_http_cb)(void *ud, bool ok, long status,
-                            const char *msg);
+typedef void (*cap_http_cb)(void *ud, bool ok, long status, const char *msg);
 
 int cap_http_new(uv_loop_t *loop, struct cap_http **out, struct tr_err *err);
 

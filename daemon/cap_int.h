@@ -53,7 +53,7 @@ struct cap_runner;
 struct cap_work {
   uv_work_t req;
   struct cap_runner *r;
-  struct cap_job *job;            /* NULL for runner-wide work */
+  struct cap_job *job; /* NULL for runner-wide work */
   void (*run)(struct cap_work *w);
   void (*done)(struct cap_work *w);
 };
@@ -82,8 +82,8 @@ void cap_db_give(struct cap_runner *r, struct store *st);
  * once committed, only when the job is not ending (see cap_fail) unless
  * always is set.
  */
-void cap_job_write(struct cap_job *job, const char *status,
-                   const char *phase, json_t *merges, const char *tail_path,
+void cap_job_write(struct cap_job *job, const char *status, const char *phase,
+                   json_t *merges, const char *tail_path,
                    void (*then)(struct cap_job *job), bool always);
 
 /* cap_job_write(job, "running", phase, merges, NULL, then, false) for the
@@ -112,16 +112,16 @@ char *cap_read_tail(const char *path, size_t max_bytes);
 /* What one capture knows of the server log. One scan at a time runs in the
  * pool with it; the loop reads it only between scans. */
 struct cap_scan {
-  char *src;                /* cfg->server_log (borrowed) */
-  char *copy;               /* logs/<id>/server.log: this launch's bytes */
-  uint64_t offset;          /* next byte of src to read */
-  unsigned char fp[64];     /* the bytes of src just before offset */
+  char *src;            /* cfg->server_log (borrowed) */
+  char *copy;           /* logs/<id>/server.log: this launch's bytes */
+  uint64_t offset;      /* next byte of src to read */
+  unsigned char fp[64]; /* the bytes of src just before offset */
   size_t fp_len;
-  char carry[32];           /* tail of the last read, for a marker cut in
-                               two by a read boundary */
+  char carry[32]; /* tail of the last read, for a marker cut in
+                     two by a read boundary */
   size_t carry_len;
-  const char *marker;       /* found: static string, else NULL */
-  char line[256];           /* the line holding it */
+  const char *marker; /* found: static string, else NULL */
+  char line[256];     /* the line holding it */
 };
 
 /* Pool thread: records the end of src as this launch's start. */
@@ -135,21 +135,21 @@ void cap_scan_run(struct cap_scan *s);
 /* ---- the ATOM commands (plan.c) ---- */
 
 struct cap_plan {
-  char **start_argv;        /* NULL-terminated, owned */
-  char **start_env;         /* "K=V" additions for the server */
+  char **start_argv; /* NULL-terminated, owned */
+  char **start_env;  /* "K=V" additions for the server */
   char **bench_argv;
   char **stop_argv;
-  json_t *extra;            /* commands, preset, use_chat_template... */
-  char *moved_aside;        /* where an old non-empty trace folder went */
+  json_t *extra;     /* commands, preset, use_chat_template... */
+  char *moved_aside; /* where an old non-empty trace folder went */
 };
 
 /* Pool thread: makes the trace folder fresh (moving a non-empty one
  * aside) and the log folder, reads the model's tokenizer_config.json and
  * the presets of cfg->models_json, and builds the argv of every script.
  * params borrowed. Caller frees *out with cap_plan_free(). */
-int cap_plan_build(const struct cfg *cfg, json_t *params,
-                   const char *trace_dir, const char *log_dir,
-                   struct cap_plan **out, struct tr_err *err);
+int cap_plan_build(const struct cfg *cfg, json_t *params, const char *trace_dir,
+                   const char *log_dir, struct cap_plan **out,
+                   struct tr_err *err);
 void cap_plan_free(struct cap_plan *p);
 /* An integer member of the request, or dflt. */
 int cap_param_int(json_t *params, const char *key, int dflt);
@@ -161,72 +161,77 @@ struct cap_runner {
   const struct cfg *cfg;
   struct cap_http *http;
   struct idx_rules *rules;
-  struct cap_job *capture;        /* the GPU slot */
-  struct cap_job *import;         /* imports run beside it */
-  _Atomic int64_t capture_id;     /* for other threads: 0 when idle */
+  struct cap_job *capture;    /* the GPU slot */
+  struct cap_job *import;     /* imports run beside it */
+  _Atomic int64_t capture_id; /* for other threads: 0 when idle */
   _Atomic int64_t import_id;
-  int64_t *recover[2];            /* ids to index after a restart:
-                                     [0] captures, [1] imports */
+  int64_t *recover[2]; /* ids to index after a restart:
+                          [0] captures, [1] imports */
   size_t nrecover[2];
-  bool picking[2];                /* a queue look-up is in the pool */
-  bool pick_again[2];             /* woken while it was */
-  int index_running;              /* rank jobs in the pool, all jobs */
-  int works;                      /* pool jobs in flight */
-  int jobs;                       /* jobs not yet freed */
+  bool picking[2];    /* a queue look-up is in the pool */
+  bool pick_again[2]; /* woken while it was */
+  int index_running;  /* rank jobs in the pool, all jobs */
+  int works;          /* pool jobs in flight */
+  int jobs;           /* jobs not yet freed */
   bool stopping;
   bool http_closed;
   void (*down)(void *ud);
   void *down_ud;
-  pthread_mutex_t db_lock;        /* guards dbs */
-  struct store **dbs;             /* idle connections for pool threads */
+  pthread_mutex_t db_lock; /* guards dbs */
+  struct store **dbs;      /* idle connections for pool threads */
   size_t ndbs, dbs_cap;
 };
 
 struct cap_op;
 
-enum cap_end { END_NONE, END_FAILED, END_CANCELLED, END_INTERRUPTED,
-               END_SHUTDOWN };
+enum cap_end {
+  END_NONE,
+  END_FAILED,
+  END_CANCELLED,
+  END_INTERRUPTED,
+  END_SHUTDOWN
+};
 
 struct cap_job {
   struct cap_runner *r;
   int64_t id;
   bool is_import;
-  bool recovered;                 /* re-indexed after a restart */
+  bool recovered; /* re-indexed after a restart */
   enum cap_phase phase;
-  enum cap_end ending;            /* END_NONE while the job runs */
-  bool finished;                  /* cap_job_finish ran */
-  json_t *params;                 /* the request, owned */
-  json_t *stored_ranks;           /* recovered: ranks already stored */
+  enum cap_end ending;  /* END_NONE while the job runs */
+  bool finished;        /* cap_job_finish ran */
+  json_t *params;       /* the request, owned */
+  json_t *stored_ranks; /* recovered: ranks already stored */
   char *trace_dir, *log_dir;
   struct cap_plan *plan;
-  struct cap_proc *launcher;      /* kept: the server lives in its group */
-  struct cap_proc *child;         /* the stop script or the bench */
-  uv_timer_t deadline;            /* the phase's deadline */
-  int deadline_s;                 /* ... armed for this many seconds */
-  uv_timer_t tick;                /* polls of the phase */
-  uv_timer_t progress_timer;      /* indexing progress, throttled */
+  struct cap_proc *launcher; /* kept: the server lives in its group */
+  struct cap_proc *child;    /* the stop script or the bench */
+  uv_timer_t deadline;       /* the phase's deadline */
+  int deadline_s;            /* ... armed for this many seconds */
+  uv_timer_t tick;           /* polls of the phase */
+  uv_timer_t progress_timer; /* indexing progress, throttled */
   int open_handles;
-  struct cap_http_req *http;      /* one ATOM call at a time */
-  int live_failures;              /* consecutive failed liveness checks */
+  struct cap_http_req *http; /* one ATOM call at a time */
+  int live_failures;         /* consecutive failed liveness checks */
   struct cap_scan scan;
   bool scan_busy;
-  const char *marker_seen;        /* a fatal marker waiting for a phase */
+  const char *marker_seen; /* a fatal marker waiting for a phase */
   char marker_line[256];
   int64_t bench_start_ns, bench_end_ns;
   int export_polls;
   bool export_busy;
   struct cap_layout *layout;
-  size_t next_rank;               /* indexing: next rank to hand out */
+  size_t next_rank; /* indexing: next rank to hand out */
   int ranks_running, ranks_indexed, ranks_failed;
-  uint64_t bytes_done;            /* of finished ranks */
+  uint64_t bytes_done; /* of finished ranks */
   uint64_t bytes_reported;
-  _Atomic uint64_t *rank_read;    /* per rank, written by index workers */
-  bool *rank_skip;                /* recovered: stored before a restart */
-  char *failures;                 /* "rank 2 (rank_2): ..." */
-  volatile bool cancel;           /* stops idx_file early */
+  _Atomic uint64_t *rank_read; /* per rank, written by index workers */
+  bool *rank_skip;             /* recovered: stored before a restart */
+  char *failures;              /* "rank 2 (rank_2): ..." */
+  volatile bool cancel;        /* stops idx_file early */
   struct cap_op *ops_head, *ops_tail;
   bool op_busy;
-  int works;                      /* pool jobs of this job in flight */
+  int works; /* pool jobs of this job in flight */
 };
 
 /* runner.c */

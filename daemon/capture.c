@@ -51,11 +51,11 @@
 
 #include "daemon/cap_int.h"
 
-#define LIVENESS_FAILURES 3      /* failed /v1/models in a row = dead */
+#define LIVENESS_FAILURES 3 /* failed /v1/models in a row = dead */
 
 static const char *const phase_names[] = {
-  "queued", "stopping", "launching", "waiting_ready", "benchmark",
-  "exporting", "indexing", "done",
+  "queued",    "stopping",  "launching", "waiting_ready",
+  "benchmark", "exporting", "indexing",  "done",
 };
 
 const char *cap_phase_name(enum cap_phase p)
@@ -65,8 +65,8 @@ const char *cap_phase_name(enum cap_phase p)
 
 enum cap_phase cap_phase_parse(const char *name)
 {
-  for (size_t i = 0; name != NULL && i < sizeof(phase_names) /
-                                             sizeof(phase_names[0]); i++)
+  for (size_t i = 0;
+       name != NULL && i < sizeof(phase_names) / sizeof(phase_names[0]); i++)
     if (strcmp(name, phase_names[i]) == 0)
       return (enum cap_phase)i;
   return CAP_QUEUED;
@@ -79,22 +79,13 @@ void cap_invariants(const struct cap_job *job)
   assert(job->phase == CAP_QUEUED || job->phase == CAP_DONE ||
          uv_is_active((const uv_handle_t *)&job->deadline));
   switch (job->phase) {
-  case CAP_STOPPING:
-    assert(job->launcher == NULL);
-    break;
-  case CAP_LAUNCHING:
-    assert(job->child == NULL);
-    break;
+  case CAP_STOPPING: assert(job->launcher == NULL); break;
+  case CAP_LAUNCHING: assert(job->child == NULL); break;
   case CAP_WAITING_READY:
-  case CAP_BENCHMARK:
-    assert(!cap_proc_running(job->launcher));
-    break;
+  case CAP_BENCHMARK: assert(!cap_proc_running(job->launcher)); break;
   case CAP_EXPORTING:
-  case CAP_INDEXING:
-    assert(job->child == NULL);
-    break;
-  default:
-    break;
+  case CAP_INDEXING: assert(job->child == NULL); break;
+  default: break;
   }
 }
 
@@ -131,7 +122,7 @@ static int phase_budget_s(const struct cap_job *job)
   case CAP_WAITING_READY: return c->ready_timeout_s;
   case CAP_BENCHMARK: return c->bench_timeout_s + 70;
   case CAP_EXPORTING: return c->export_poll_s * (c->export_max_polls + 1) + 60;
-  default: return 3600;   /* indexing: re-armed once the size is known */
+  default: return 3600; /* indexing: re-armed once the size is known */
   }
 }
 
@@ -146,7 +137,8 @@ static void on_deadline(uv_timer_t *t)
     cap_fail(job, END_FAILED, cap_log_path(job, "server", path, sizeof(path)),
              "server not ready after %d s: GET /v1/models never answered "
              "200 (ready_timeout_s; the start script's exit 0 is not "
-             "readiness)", c->ready_timeout_s);
+             "readiness)",
+             c->ready_timeout_s);
   else
     cap_fail(job, END_FAILED,
              which ? cap_log_path(job, which, path, sizeof(path)) : NULL,
@@ -174,8 +166,7 @@ void cap_transition(struct cap_job *job, enum cap_phase to, json_t *merges,
   if (first)
     cap_job_claim(job, cap_phase_name(to), merges, act);
   else
-    cap_job_write(job, "running", cap_phase_name(to), merges, NULL, act,
-                  false);
+    cap_job_write(job, "running", cap_phase_name(to), merges, NULL, act, false);
 }
 
 /* A script that ended badly (exit code, signal, or its deadline) fails
@@ -210,7 +201,7 @@ static int spawn(struct cap_job *job, char **argv, char **env,
                  struct cap_proc **slot)
 {
   struct cap_proc_opts o;
-  struct tr_err err = {0};
+  struct tr_err err = { 0 };
   char path[4096];
   int rc;
 
@@ -306,11 +297,10 @@ static void on_plan_done(struct cap_work *w)
   }
   job->plan = pw->plan;
   free(pw);
-  cap_job_write(job, NULL, NULL,
-                json_pack("{s:O}", "extra", job->plan->extra), NULL, NULL,
-                false);
-  spawn(job, job->plan->stop_argv, NULL, "stop",
-        job->r->cfg->stop_timeout_s, on_stop_exit, &job->child);
+  cap_job_write(job, NULL, NULL, json_pack("{s:O}", "extra", job->plan->extra),
+                NULL, NULL, false);
+  spawn(job, job->plan->stop_argv, NULL, "stop", job->r->cfg->stop_timeout_s,
+        on_stop_exit, &job->child);
 }
 
 static void act_stopping(struct cap_job *job)
@@ -322,9 +312,9 @@ void cap_enter_stopping(struct cap_job *job)
 {
   assert(job->phase == CAP_QUEUED && !job->is_import);
   cap_transition(job, CAP_STOPPING,
-             json_pack("{s:{s:s,s:s}}", "extra", "trace_dir", job->trace_dir,
-                       "log_dir", job->log_dir),
-             act_stopping);
+                 json_pack("{s:{s:s,s:s}}", "extra", "trace_dir",
+                           job->trace_dir, "log_dir", job->log_dir),
+                 act_stopping);
 }
 
 /* ---- LAUNCHING ---- */
@@ -438,7 +428,8 @@ static void on_alive(void *ud, bool ok, long status, const char *msg)
   if (++job->live_failures >= LIVENESS_FAILURES)
     cap_fail(job, END_FAILED, cap_log_path(job, "server", path, sizeof(path)),
              "the server stopped answering during the bench: %d checks in "
-             "a row failed (%s)", job->live_failures, msg);
+             "a row failed (%s)",
+             job->live_failures, msg);
 }
 
 /* During the bench: the server log's new bytes, and the server's life
@@ -467,10 +458,10 @@ static void on_alive_after_bench(void *ud, bool ok, long status,
   if (ok)
     cap_bench_exited(job);
   else
-    cap_fail(job, END_FAILED,
-             cap_log_path(job, "server", path, sizeof(path)),
+    cap_fail(job, END_FAILED, cap_log_path(job, "server", path, sizeof(path)),
              "the server died during the bench: the bench exited 0 but "
-             "the server no longer answers (%s)", msg);
+             "the server no longer answers (%s)",
+             msg);
 }
 
 static void on_bench_exit(struct cap_proc *p, int64_t status, int sig,
@@ -491,17 +482,16 @@ static void on_bench_exit(struct cap_proc *p, int64_t status, int sig,
   /* ATOM's bench client exits 0 even when the server died under it (its
    * failed requests only shorten "completed"): ask the server once more
    * before trusting the run. */
-  cap_atom_models(job->r->http, job->r->cfg->atom_host,
-                  job->r->cfg->atom_port, poll_timeout_ms(job),
-                  on_alive_after_bench, job, &job->http);
+  cap_atom_models(job->r->http, job->r->cfg->atom_host, job->r->cfg->atom_port,
+                  poll_timeout_ms(job), on_alive_after_bench, job, &job->http);
 }
 
 /* Runs the bench (PROFILE in its argv per profile_control, see plan.c). */
 void cap_bench_run(struct cap_job *job)
 {
   job->bench_start_ns = tr_now_ns();
-  spawn(job, job->plan->bench_argv, NULL, "bench",
-        job->r->cfg->bench_timeout_s, on_bench_exit, &job->child);
+  spawn(job, job->plan->bench_argv, NULL, "bench", job->r->cfg->bench_timeout_s,
+        on_bench_exit, &job->child);
 }
 
 static void act_benchmark(struct cap_job *job)
@@ -530,9 +520,11 @@ static void on_cleanup_stop_exit(struct cap_proc *p, int64_t status, int sig,
 
   (void)p;
   if (status != 0 || sig != 0 || timed_out)
-    fprintf(stderr, "traced: capture %lld: stop script after %s: exit %lld "
-            "signal %d%s\n", (long long)job->id, cap_phase_name(job->phase),
-            (long long)status, sig, timed_out ? " (timed out)" : "");
+    fprintf(stderr,
+            "traced: capture %lld: stop script after %s: exit %lld "
+            "signal %d%s\n",
+            (long long)job->id, cap_phase_name(job->phase), (long long)status,
+            sig, timed_out ? " (timed out)" : "");
   cap_job_finish(job);
 }
 
@@ -552,8 +544,7 @@ static void cleanup(struct cap_job *job)
     return;
   }
   if (spawn(job, job->plan->stop_argv, NULL, "stop",
-            job->r->cfg->stop_timeout_s, on_cleanup_stop_exit,
-            &stopper) != 0) {
+            job->r->cfg->stop_timeout_s, on_cleanup_stop_exit, &stopper) != 0) {
     cap_job_finish(job);
     return;
   }
@@ -568,7 +559,8 @@ void cap_fail(struct cap_job *job, enum cap_end how, const char *tail_path,
               const char *fmt, ...)
 {
   static const char *const status[] = {
-    [END_FAILED] = "failed", [END_CANCELLED] = "cancelled",
+    [END_FAILED] = "failed",
+    [END_CANCELLED] = "cancelled",
     [END_INTERRUPTED] = "interrupted",
   };
   char msg[1024];

@@ -29,7 +29,7 @@ struct daemon {
   struct cap_runner *runner;
   int stopping;
 
-  pthread_mutex_t inbox_lock;     /* guards the inbox below */
+  pthread_mutex_t inbox_lock; /* guards the inbox below */
   int wake_pending;
   int64_t cancels[MAX_CANCELS];
   int ncancels;
@@ -143,7 +143,7 @@ static int prepare_storage(const struct cfg *cfg, struct tr_err *err)
 
 static int start(struct daemon *d, struct tr_err *err)
 {
-  struct api_hooks hooks = {hook_wake, hook_cancel, d};
+  struct api_hooks hooks = { hook_wake, hook_cancel, d };
   int rc;
 
   if ((rc = prepare_storage(d->cfg, err)) != 0)
@@ -167,7 +167,7 @@ static int start(struct daemon *d, struct tr_err *err)
 int daemon_run(const struct cfg *cfg)
 {
   struct daemon d;
-  struct tr_err err = {0};
+  struct tr_err err = { 0 };
   int rc;
 
   memset(&d, 0, sizeof(d));

@@ -15,10 +15,9 @@
 
 #define BENCH_RESULT_MAX (16 * 1024 * 1024)
 /* File times come from a coarse clock (a jiffy behind ours at most). */
-#define MTIME_SLACK_NS (100 * 1000 * 1000LL)
+#define MTIME_SLACK_NS   (100 * 1000 * 1000LL)
 
-static void enter_exporting(struct cap_job *job, json_t *bench,
-                            json_t *note);
+static void enter_exporting(struct cap_job *job, json_t *bench, json_t *note);
 
 static void fail_profile(struct cap_job *job, const char *msg)
 {
@@ -51,8 +50,8 @@ static void profile_call(struct cap_job *job, const char *which)
 {
   const struct cfg *c = job->r->cfg;
 
-  if (cap_atom_profile(job->r->http, c->atom_host, c->atom_port, which,
-                       60000, on_profile, job, &job->http) != 0)
+  if (cap_atom_profile(job->r->http, c->atom_host, c->atom_port, which, 60000,
+                       on_profile, job, &job->http) != 0)
     fail_profile(job, "cannot call ATOM's profiler route");
 }
 
@@ -68,8 +67,8 @@ void cap_bench_start(struct cap_job *job)
 
 struct bench_work {
   struct cap_work super;
-  json_t *bench;          /* the result, or NULL */
-  json_t *note;           /* extra.bench_result: what was read and why */
+  json_t *bench; /* the result, or NULL */
+  json_t *note;  /* extra.bench_result: what was read and why */
 };
 
 /* ATOM's bench exits 0 even when requests failed (the server reset them):
@@ -226,8 +225,8 @@ static void enter_exporting(struct cap_job *job, json_t *bench, json_t *note)
 {
   json_t *merges = json_pack(
       "{s:{s:i,s:i,s:i,s:i},s:{s:o}}", "progress", "ranks_expected",
-      cap_param_int(job->params, "tp", 8), "ranks_exported", 0,
-      "orphan_json", 0, "export_polls", 0, "extra", "bench_result", note);
+      cap_param_int(job->params, "tp", 8), "ranks_exported", 0, "orphan_json",
+      0, "export_polls", 0, "extra", "bench_result", note);
 
   assert(job->phase == CAP_BENCHMARK);
   if (bench != NULL)

@@ -18,7 +18,7 @@
 #include "common/stats.h"
 #include "daemon/cap_int.h"
 
-#define FAILURES_MAX 4096      /* bytes of failure text kept */
+#define FAILURES_MAX 4096 /* bytes of failure text kept */
 
 /* The trace folder or file this job indexes. */
 static const char *index_path(const struct cap_job *job)
@@ -75,7 +75,7 @@ static uint64_t bytes_read(const struct cap_job *job)
 
 struct rank_work {
   struct cap_work super;
-  size_t i;                /* rank number in the capture */
+  size_t i; /* rank number in the capture */
   int rc;
   bool cancelled;
   char msg[600];
@@ -90,7 +90,7 @@ static void store_result(struct rank_work *rw, json_t *summary)
 {
   struct cap_job *job = rw->super.job;
   const struct cap_rank *rk = &job->layout->ranks[rw->i];
-  struct tr_err err = {0};
+  struct tr_err err = { 0 };
   struct store *st = cap_db_take(rw->super.r, &err);
 
   if (st == NULL) {
@@ -99,8 +99,8 @@ static void store_result(struct rank_work *rw, json_t *summary)
     return;
   }
   if (rw->rc == 0 &&
-      (rw->rc = store_rank_insert(st, job->id, (int)rw->i, rk->label,
-                                  summary, &err)) != 0)
+      (rw->rc = store_rank_insert(st, job->id, (int)rw->i, rk->label, summary,
+                                  &err)) != 0)
     snprintf(rw->msg, sizeof(rw->msg), "cannot store: %s", err.msg);
   if (rw->rc != 0)
     store_rank_fail(st, job->id, (int)rw->i, rk->label,
@@ -137,10 +137,13 @@ static void run_rank(struct cap_work *w)
   struct rank_work *rw = (struct rank_work *)w;
   struct cap_job *job = w->job;
   const struct cap_rank *rk = &job->layout->ranks[rw->i];
-  struct idx_options o = {index_format(job), w->r->rules, (int)rw->i,
-                          on_idx_progress, (void *)&job->rank_read[rw->i],
-                          &job->cancel};
-  struct tr_err err = {0};
+  struct idx_options o = { index_format(job),
+                           w->r->rules,
+                           (int)rw->i,
+                           on_idx_progress,
+                           (void *)&job->rank_read[rw->i],
+                           &job->cancel };
+  struct tr_err err = { 0 };
   json_t *summary = NULL;
   int64_t t0 = tr_now_ns();
   int nice = lower_priority();
@@ -156,8 +159,8 @@ static void run_rank(struct cap_work *w)
     rw->cancelled = true;
   } else {
     store_result(rw, summary);
-    atomic_fetch_add(rw->rc == 0 ? &tr_stats.ranks_indexed
-                                 : &tr_stats.ranks_failed, 1);
+    atomic_fetch_add(
+        rw->rc == 0 ? &tr_stats.ranks_indexed : &tr_stats.ranks_failed, 1);
     atomic_fetch_add(&tr_stats.index_bytes, rk->bytes);
     atomic_fetch_add(&tr_stats.index_ns, (uint64_t)(tr_now_ns() - t0));
   }
@@ -173,7 +176,8 @@ static void check_complete(struct cap_job *job)
   if (job->ranks_failed > 0)
     cap_fail(job, END_FAILED, NULL,
              "%d of %zu ranks could not be indexed (the others are kept): "
-             "%s", job->ranks_failed, job->layout->n, job->failures);
+             "%s",
+             job->ranks_failed, job->layout->n, job->failures);
   else
     cap_enter_done(job);
 }
@@ -218,8 +222,7 @@ static bool take_rank(struct cap_job *job)
     return false;
   while (job->next_rank < job->layout->n && job->rank_skip[job->next_rank])
     job->next_rank++;
-  if (job->next_rank >= job->layout->n ||
-      (rw = calloc(1, sizeof(*rw))) == NULL)
+  if (job->next_rank >= job->layout->n || (rw = calloc(1, sizeof(*rw))) == NULL)
     return false;
   rw->i = job->next_rank++;
   job->ranks_running++;
@@ -230,7 +233,7 @@ static bool take_rank(struct cap_job *job)
 
 void cap_index_pump(struct cap_runner *r)
 {
-  struct cap_job *jobs[2] = {r->capture, r->import};
+  struct cap_job *jobs[2] = { r->capture, r->import };
   int k = 0, idle = 0;
 
   /* Alternate between the capture and the import: neither starves. */
@@ -259,7 +262,8 @@ static void skip_stored(struct cap_job *job)
   size_t i, k;
   json_t *stored;
 
-  json_array_foreach(job->stored_ranks, k, stored) {
+  json_array_foreach(job->stored_ranks, k, stored)
+  {
     const char *label = json_string_value(json_object_get(stored, "label"));
     const char *status = json_string_value(json_object_get(stored, "status"));
 
@@ -272,8 +276,7 @@ static void skip_stored(struct cap_job *job)
         job->ranks_indexed++;
       } else {
         job->ranks_failed++;
-        add_failure(job, "rank %zu (%s): failed before the restart", i,
-                    label);
+        add_failure(job, "rank %zu (%s): failed before the restart", i, label);
       }
     }
   }
@@ -293,11 +296,12 @@ static void begin(struct cap_job *job)
   /* A generous budget: 10 minutes plus a second per MiB of trace. */
   cap_arm_deadline(job, 600 + (int)(l->bytes_total >> 20));
   job->bytes_reported = bytes_read(job);
-  cap_job_progress(job, json_pack(
-      "{s:i,s:i,s:i,s:I,s:i,s:I}", "ranks_expected", (int)l->n,
-      "ranks_exported", l->exported, "orphan_json", l->orphan_json,
-      "bytes_total", (json_int_t)l->bytes_total, "ranks_indexed",
-      job->ranks_indexed, "bytes_indexed", (json_int_t)job->bytes_reported));
+  cap_job_progress(job, json_pack("{s:i,s:i,s:i,s:I,s:i,s:I}", "ranks_expected",
+                                  (int)l->n, "ranks_exported", l->exported,
+                                  "orphan_json", l->orphan_json, "bytes_total",
+                                  (json_int_t)l->bytes_total, "ranks_indexed",
+                                  job->ranks_indexed, "bytes_indexed",
+                                  (json_int_t)job->bytes_reported));
   uv_timer_start(&job->progress_timer, on_progress_tick, 1000, 1000);
   cap_index_pump(job->r);
   check_complete(job);

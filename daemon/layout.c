@@ -16,7 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define MAX_RANKS 4096   /* ceiling: a folder is not allowed to grow us */
+#define MAX_RANKS 4096 /* ceiling: a folder is not allowed to grow us */
 
 static bool ends_with(const char *s, const char *suffix)
 {
@@ -140,8 +140,8 @@ struct scan {
   struct cap_layout *l;
   size_t cap;
   const char *root;
-  int files;          /* trace files found directly in root */
-  int from_files;     /* ranks are files, not rank folders */
+  int files;      /* trace files found directly in root */
+  int from_files; /* ranks are files, not rank folders */
 };
 
 static int add_rank_dir(struct scan *s, const char *rel, int half, int pp,
@@ -282,7 +282,7 @@ int cap_layout_scan(const char *path, struct cap_layout **out,
                     struct tr_err *err)
 {
   struct cap_layout *l = calloc(1, sizeof(*l));
-  struct scan s = {l, 0, path, 0, 0};
+  struct scan s = { l, 0, path, 0, 0 };
   struct stat st;
   int rc;
 
@@ -300,8 +300,9 @@ int cap_layout_scan(const char *path, struct cap_layout **out,
   if (rc != 0) {
     cap_layout_free(l);
     return tr_err_set(err, rc, "path", "cannot read %s: %s", path,
-                      rc == TR_ELIMIT ? "too many ranks"
-                      : rc < 0 && rc > -4096 ? strerror(-rc) : "failed");
+                      rc == TR_ELIMIT        ? "too many ranks"
+                      : rc < 0 && rc > -4096 ? strerror(-rc)
+                                             : "failed");
   }
   if (l->n > 1)
     qsort(l->ranks, l->n, sizeof(l->ranks[0]), cmp_rank);
@@ -343,12 +344,11 @@ static void say(char *msg, size_t size, const char *fmt, ...)
 }
 
 /* One rank's problem, if any; returns true when the rank is exported. */
-static bool check_rank(const struct cap_rank *rank, const char *name,
-                       char *msg, size_t size)
+static bool check_rank(const struct cap_rank *rank, const char *name, char *msg,
+                       size_t size)
 {
   if (rank->orphan_json > 0)
-    say(msg, size, "%s: orphan .json left: the exporter died mid-export",
-        name);
+    say(msg, size, "%s: orphan .json left: the exporter died mid-export", name);
   else if (rank->gz_count == 0)
     say(msg, size, "%s: no .pt.trace.json.gz in %s", name, rank->label);
   else if (rank->gz_count > 1)

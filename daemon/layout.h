@@ -17,26 +17,26 @@
 #include "common/tr.h"
 
 struct cap_rank {
-  char *label;       /* folder relative to the root ("rank_3",
-                        "prefill/pp1_dp0_tp2") or the file's name */
-  char *file;        /* the trace to index: the one .gz, else a plain
-                        .json (imports); NULL when the folder has none */
-  int half;          /* 0 none, 1 prefill, 2 decode */
-  int pp, dp, tp;    /* -1 when the name has no such part */
-  int gz_count;      /* *.pt.trace.json.gz (or *.json.gz) files */
-  int orphan_json;   /* *.json left beside: an export still running, or
-                        one that died midway */
-  uint64_t bytes;    /* size of file */
+  char *label;     /* folder relative to the root ("rank_3",
+                      "prefill/pp1_dp0_tp2") or the file's name */
+  char *file;      /* the trace to index: the one .gz, else a plain
+                      .json (imports); NULL when the folder has none */
+  int half;        /* 0 none, 1 prefill, 2 decode */
+  int pp, dp, tp;  /* -1 when the name has no such part */
+  int gz_count;    /* *.pt.trace.json.gz (or *.json.gz) files */
+  int orphan_json; /* *.json left beside: an export still running, or
+                      one that died midway */
+  uint64_t bytes;  /* size of file */
 };
 
 struct cap_layout {
-  struct cap_rank *ranks;  /* sorted by half, pp, dp, tp, label: the
-                              index is the rank number in the capture */
+  struct cap_rank *ranks; /* sorted by half, pp, dp, tp, label: the
+                             index is the rank number in the capture */
   size_t n;
-  int plain;               /* every rank folder is rank_<r>, no halves */
-  int exported;            /* ranks with exactly one .gz and no .json */
-  int orphan_json;         /* .json files over all ranks */
-  uint64_t bytes_total;    /* sum of bytes of ranks with a file */
+  int plain;            /* every rank folder is rank_<r>, no halves */
+  int exported;         /* ranks with exactly one .gz and no .json */
+  int orphan_json;      /* .json files over all ranks */
+  uint64_t bytes_total; /* sum of bytes of ranks with a file */
 };
 
 /*

@@ -15,12 +15,12 @@
 
 #include "daemon/cap_int.h"
 
-#define CHUNK (64 * 1024)
-#define PASS_MAX (4 * 1024 * 1024)   /* bytes read per call */
+#define CHUNK    (64 * 1024)
+#define PASS_MAX (4 * 1024 * 1024) /* bytes read per call */
 
 static const char *const markers[] = {
-  "cluster_dims", "InductorError", "SHUTDOWN signal", "proc died",
-  "Memory access fault", "HSA_STATUS_ERROR",
+  "cluster_dims", "InductorError",       "SHUTDOWN signal",
+  "proc died",    "Memory access fault", "HSA_STATUS_ERROR",
 };
 
 /* Remembers the bytes just before offset (buf holds the last len bytes
@@ -50,8 +50,8 @@ void cap_scan_snapshot(struct cap_scan *s)
   if (fd < 0)
     return;
   if (fstat(fd, &st) == 0 && st.st_size > 0) {
-    size_t want = st.st_size < (off_t)sizeof(buf) ? (size_t)st.st_size
-                                                  : sizeof(buf);
+    size_t want =
+        st.st_size < (off_t)sizeof(buf) ? (size_t)st.st_size : sizeof(buf);
 
     n = pread(fd, buf, want, st.st_size - (off_t)want);
     if (n == (ssize_t)want) {

@@ -25,7 +25,7 @@ static void usage(FILE *out)
  * --key value in order. Returns 0, or 2 for bad usage. */
 static int parse_args(int argc, char **argv, struct cfg *cfg)
 {
-  struct tr_err err = {0};
+  struct tr_err err = { 0 };
   int i;
 
   for (i = 1; i + 1 < argc; i++)

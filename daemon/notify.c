@@ -10,7 +10,7 @@
 void tr_notify(const char *state)
 {
   const char *path = getenv("NOTIFY_SOCKET");
-  struct sockaddr_un sa = {.sun_family = AF_UNIX};
+  struct sockaddr_un sa = { .sun_family = AF_UNIX };
   size_t n;
   socklen_t len;
   int fd;
@@ -26,7 +26,7 @@ void tr_notify(const char *state)
   fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (fd < 0)
     return;
-  (void)sendto(fd, state, strlen(state), MSG_NOSIGNAL,
-               (struct sockaddr *)&sa, len);
+  (void)sendto(fd, state, strlen(state), MSG_NOSIGNAL, (struct sockaddr *)&sa,
+               len);
   close(fd);
 }

@@ -17,7 +17,7 @@
 #include "daemon/cap_int.h"
 
 struct words {
-  char **v;        /* NULL-terminated */
+  char **v; /* NULL-terminated */
   size_t n, cap;
   bool oom;
 };
@@ -106,8 +106,7 @@ static int fresh_dir(const char *dir, char **moved, struct tr_err *err)
                         strerror(errno));
   }
   if ((rc = tr_mkdir_p(dir)) != 0)
-    return tr_err_set(err, rc, "", "cannot create %s: %s", dir,
-                      strerror(-rc));
+    return tr_err_set(err, rc, "", "cannot create %s: %s", dir, strerror(-rc));
   return 0;
 }
 
@@ -144,12 +143,14 @@ static json_t *find_preset(const char *models_json, const char *model)
     return NULL;
   list = json_is_array(doc) ? doc : json_object_get(doc, "models");
   hit = NULL;
-  json_array_foreach(list, i, entry) {
+  json_array_foreach(list, i, entry)
+  {
     const char *path = json_string_value(json_object_get(entry, "path"));
     const char *name = json_string_value(json_object_get(entry, "name"));
 
-    if ((path != NULL && (strcmp(path, model) == 0 || same_base(path, model)))
-        || (name != NULL && same_base(name, model))) {
+    if ((path != NULL &&
+         (strcmp(path, model) == 0 || same_base(path, model))) ||
+        (name != NULL && same_base(name, model))) {
       hit = json_incref(entry);
       break;
     }
@@ -173,7 +174,8 @@ static bool has_flag(json_t *args, const char *word)
   size_t n = strcspn(word, "="), i;
   json_t *a;
 
-  json_array_foreach(args, i, a) {
+  json_array_foreach(args, i, a)
+  {
     const char *s = json_string_value(a);
 
     if (s != NULL && strncmp(s, word, n) == 0 && (s[n] == '\0' || s[n] == '='))
@@ -188,7 +190,7 @@ static void preset_args(json_t *entry, json_t *server_args, struct words *out,
 {
   const char *text = json_string_value(preset_get(entry, "extra_args"));
   char *copy = text ? strdup(text) : NULL, *save = NULL;
-  struct words w = {0};
+  struct words w = { 0 };
 
   for (char *t = copy ? strtok_r(copy, " \t\n", &save) : NULL; t != NULL;
        t = strtok_r(NULL, " \t\n", &save))
@@ -261,15 +263,14 @@ static void push_strings(struct words *w, json_t *arr)
   size_t i;
   json_t *a;
 
-  json_array_foreach(arr, i, a)
-    if (json_is_string(a))
+  json_array_foreach(arr, i, a) if (json_is_string(a))
       push(w, json_string_value(a));
 }
 
 /* start: MODEL TP PORT --torch-profiler-dir DIR [preset] [server_args]. */
 static void build_start(const struct cfg *cfg, json_t *params,
-                        const char *trace_dir, json_t *preset,
-                        struct words *w, json_t *extra)
+                        const char *trace_dir, json_t *preset, struct words *w,
+                        json_t *extra)
 {
   json_t *applied = json_object(), *args = json_array();
 
@@ -315,12 +316,13 @@ static void build_env(json_t *params, json_t *preset, struct words *w,
   } else {
     json_decref(applied);
   }
-  json_object_set_new(env, "ATOM_PROFILER_MORE",
-                      json_string(json_is_true(json_object_get(params, "more"))
-                                      ? "1" : "0"));
-  json_object_foreach(env, key, v) {
-    if (!json_is_string(v) || asprintf(&kv, "%s=%s", key,
-                                       json_string_value(v)) < 0)
+  json_object_set_new(
+      env, "ATOM_PROFILER_MORE",
+      json_string(json_is_true(json_object_get(params, "more")) ? "1" : "0"));
+  json_object_foreach(env, key, v)
+  {
+    if (!json_is_string(v) ||
+        asprintf(&kv, "%s=%s", key, json_string_value(v)) < 0)
       continue;
     push(w, kv);
     free(kv);
@@ -331,8 +333,8 @@ static void build_env(json_t *params, json_t *preset, struct words *w,
 /* bench: MODEL PORT ISL OSL CONC PROMPT_MULTIPLIER PROFILE [bench_args].
  * PROFILE 1 lets the bench start/stop the profiler; with
  * profile_control=daemon traced does, around a bench run with PROFILE 0. */
-static void build_bench(const struct cfg *cfg, json_t *params,
-                        struct words *w, json_t *extra)
+static void build_bench(const struct cfg *cfg, json_t *params, struct words *w,
+                        json_t *extra)
 {
   json_t *bench_args = json_object_get(params, "bench_args");
   const char *model = json_string_value(json_object_get(params, "model"));
@@ -365,12 +367,12 @@ void cap_plan_free(struct cap_plan *p)
   free(p);
 }
 
-int cap_plan_build(const struct cfg *cfg, json_t *params,
-                   const char *trace_dir, const char *log_dir,
-                   struct cap_plan **out, struct tr_err *err)
+int cap_plan_build(const struct cfg *cfg, json_t *params, const char *trace_dir,
+                   const char *log_dir, struct cap_plan **out,
+                   struct tr_err *err)
 {
   struct cap_plan *p = calloc(1, sizeof(*p));
-  struct words start = {0}, env = {0}, bench = {0}, stop = {0};
+  struct words start = { 0 }, env = { 0 }, bench = { 0 }, stop = { 0 };
   json_t *preset = NULL, *commands;
   int rc;
 

@@ -16,15 +16,15 @@ extern char **environ;
 
 struct cap_proc {
   uv_process_t proc;
-  uv_timer_t deadline;     /* the process's own time budget */
-  uv_timer_t grace;        /* SIGTERM -> SIGKILL */
+  uv_timer_t deadline; /* the process's own time budget */
+  uv_timer_t grace;    /* SIGTERM -> SIGKILL */
   pid_t pgid;
   int grace_s;
-  int open_handles;        /* freed when this drops to 0 */
-  bool running;            /* leader not yet exited */
+  int open_handles; /* freed when this drops to 0 */
+  bool running;     /* leader not yet exited */
   bool timed_out;
-  bool killing;            /* grace timer armed */
-  bool closed;             /* owner let go: no more callbacks */
+  bool killing; /* grace timer armed */
+  bool closed;  /* owner let go: no more callbacks */
   cap_proc_exit_cb on_exit;
   void *ud;
 };
@@ -190,8 +190,7 @@ void cap_proc_kill(struct cap_proc *p)
 
 bool cap_proc_group_alive(const struct cap_proc *p)
 {
-  return p != NULL && p->pgid > 0 &&
-         (kill(-p->pgid, 0) == 0 || errno == EPERM);
+  return p != NULL && p->pgid > 0 && (kill(-p->pgid, 0) == 0 || errno == EPERM);
 }
 
 bool cap_proc_running(const struct cap_proc *p)

@@ -22,8 +22,8 @@ struct cap_proc;
 /* Called once when the group leader exits: status is its exit code, signal
  * the signal that ended it (0 if none); timed_out when the deadline killed
  * it. */
-typedef void (*cap_proc_exit_cb)(struct cap_proc *p, int64_t status,
-                                 int signal, bool timed_out, void *ud);
+typedef void (*cap_proc_exit_cb)(struct cap_proc *p, int64_t status, int signal,
+                                 bool timed_out, void *ud);
 
 struct cap_proc_opts {
   const char *const *argv;    /* argv[0] is the program's path; borrowed */

@@ -18,8 +18,8 @@
 
 static void push_id(struct cap_runner *r, int kind, int64_t id)
 {
-  int64_t *grown = realloc(r->recover[kind],
-                           (r->nrecover[kind] + 1) * sizeof(*grown));
+  int64_t *grown =
+      realloc(r->recover[kind], (r->nrecover[kind] + 1) * sizeof(*grown));
 
   if (grown == NULL)
     return;
@@ -32,22 +32,24 @@ static void interrupt(struct store *st, int64_t id, const char *phase,
 {
   char msg[1024];
   json_t *error;
-  struct tr_err err = {0};
+  struct tr_err err = { 0 };
 
-  snprintf(msg, sizeof(msg), "traced stopped during %s (crash or restart); "
-           "the capture cannot resume: %s", phase, why);
-  error = json_pack("{s:s,s:s,s:n}", "phase", phase, "message", msg,
-                    "log_tail");
+  snprintf(msg, sizeof(msg),
+           "traced stopped during %s (crash or restart); "
+           "the capture cannot resume: %s",
+           phase, why);
+  error =
+      json_pack("{s:s,s:s,s:n}", "phase", phase, "message", msg, "log_tail");
   if (store_capture_merge(st, id, "error", error, &err) != 0 ||
       store_capture_set_phase(st, id, "interrupted", phase, &err) != 0)
     fprintf(stderr, "traced: capture %lld: %s\n", (long long)id, err.msg);
   json_decref(error);
-  fprintf(stderr, "traced: capture %lld interrupted in %s: %s\n",
-          (long long)id, phase, why);
+  fprintf(stderr, "traced: capture %lld interrupted in %s: %s\n", (long long)id,
+          phase, why);
 }
 
-static void recover_capture(struct cap_runner *r, struct store *st,
-                            int64_t id, json_t *obj)
+static void recover_capture(struct cap_runner *r, struct store *st, int64_t id,
+                            json_t *obj)
 {
   const char *phase = json_string_value(json_object_get(obj, "phase"));
   int tp = cap_param_int(json_object_get(obj, "params"), "tp", 8);
@@ -62,8 +64,10 @@ static void recover_capture(struct cap_runner *r, struct store *st,
     problems[0] = '\0';
   cap_layout_free(l);
   if (problems[0] == '\0') {
-    fprintf(stderr, "traced: capture %lld: trace folder complete after a "
-            "restart in %s: indexing it\n", (long long)id, phase);
+    fprintf(stderr,
+            "traced: capture %lld: trace folder complete after a "
+            "restart in %s: indexing it\n",
+            (long long)id, phase);
     push_id(r, 0, id);
   } else {
     interrupt(st, id, phase, problems);
@@ -72,7 +76,7 @@ static void recover_capture(struct cap_runner *r, struct store *st,
 
 static int recover(struct cap_runner *r, struct tr_err *err)
 {
-  static const char *const kinds[] = {"capture", "import"};
+  static const char *const kinds[] = { "capture", "import" };
   struct store *st;
   int rc;
 

@@ -13,7 +13,7 @@
 
 enum { KIND_CAPTURE = 0, KIND_IMPORT = 1 };
 
-static const char *const kind_names[] = {"capture", "import"};
+static const char *const kind_names[] = { "capture", "import" };
 
 /* ---- jobs ---- */
 
@@ -133,9 +133,9 @@ void cap_job_finish(struct cap_job *job)
 struct pick_work {
   struct cap_work super;
   int kind;
-  int64_t id;             /* 0: take the oldest queued */
+  int64_t id; /* 0: take the oldest queued */
   bool recovered;
-  json_t *obj;            /* the capture object, when found */
+  json_t *obj; /* the capture object, when found */
   struct tr_err err;
 };
 
@@ -151,8 +151,10 @@ static void run_pick(struct cap_work *w)
 
   if (st == NULL)
     return;
-  if (pw->id == 0 && store_capture_ids(st, "queued", kind_names[pw->kind],
-                                       &ids, &n, &pw->err) == 0 && n > 0)
+  if (pw->id == 0 &&
+      store_capture_ids(st, "queued", kind_names[pw->kind], &ids, &n,
+                        &pw->err) == 0 &&
+      n > 0)
     pw->id = ids[0];
   free(ids);
   if (pw->id != 0 && store_capture_get(st, pw->id, &pw->obj, &pw->err) == 0) {
@@ -172,8 +174,7 @@ static void start_job(struct cap_runner *r, struct pick_work *pw)
   struct cap_job *job = job_new(r, pw->id, pw->kind, pw->obj, pw->recovered);
 
   if (job == NULL) {
-    fprintf(stderr, "traced: out of memory starting %lld\n",
-            (long long)pw->id);
+    fprintf(stderr, "traced: out of memory starting %lld\n", (long long)pw->id);
     return;
   }
   if (pw->kind == KIND_IMPORT) {
@@ -208,8 +209,7 @@ static void on_pick_done(struct cap_work *w)
             (long long)pw->id);
   json_decref(pw->obj);
   /* Look again: woken meanwhile, or a recovered id that was not usable. */
-  if ((r->pick_again[kind] || (pw->recovered && !found)) &&
-      !r->stopping) {
+  if ((r->pick_again[kind] || (pw->recovered && !found)) && !r->stopping) {
     r->pick_again[kind] = false;
     pick(r, kind);
   }
@@ -317,8 +317,7 @@ static void stop_job(struct cap_job *job)
            cap_phase_name(job->phase));
 }
 
-void cap_runner_shutdown(struct cap_runner *r, void (*done)(void *ud),
-                         void *ud)
+void cap_runner_shutdown(struct cap_runner *r, void (*done)(void *ud), void *ud)
 {
   r->stopping = true;
   r->down = done;

@@ -18,12 +18,12 @@
 struct cap_op {
   struct cap_work super;
   struct cap_op *next;
-  const char *status, *phase;     /* static strings, or NULL */
-  json_t *merges;                 /* column -> object; owned */
+  const char *status, *phase; /* static strings, or NULL */
+  json_t *merges;             /* column -> object; owned */
   char *tail_path;
   void (*then)(struct cap_job *job);
   bool always;
-  bool claim;                     /* only if the row is still "queued" */
+  bool claim; /* only if the row is still "queued" */
   int rc;
   struct tr_err err;
 };
@@ -34,13 +34,13 @@ static void after_work(uv_work_t *req, int status)
   struct cap_runner *r = w->r;
   struct cap_job *job = w->job;
 
-  (void)status;   /* never cancelled: uv_cancel is not used */
+  (void)status; /* never cancelled: uv_cancel is not used */
   r->works--;
   if (job != NULL)
     job->works--;
   w->done(w);
   if (job != NULL && job->finished)
-    cap_job_release(job);      /* frees once nothing refers to it */
+    cap_job_release(job); /* frees once nothing refers to it */
   cap_runner_check_down(r);
 }
 
@@ -120,9 +120,12 @@ void cap_db_give(struct cap_runner *r, struct store *st)
  * overlong forms, no surrogates, nothing past U+10FFFF (as jansson). */
 static size_t utf8_len(const unsigned char *s, size_t n)
 {
-  static const uint32_t min[] = {0, 0, 0x80, 0x800, 0x10000};
-  size_t len = s[0] < 0x80 ? 1 : (s[0] & 0xE0) == 0xC0 ? 2
-               : (s[0] & 0xF0) == 0xE0 ? 3 : (s[0] & 0xF8) == 0xF0 ? 4 : 0;
+  static const uint32_t min[] = { 0, 0, 0x80, 0x800, 0x10000 };
+  size_t len = s[0] < 0x80             ? 1
+               : (s[0] & 0xE0) == 0xC0 ? 2
+               : (s[0] & 0xF0) == 0xE0 ? 3
+               : (s[0] & 0xF8) == 0xF0 ? 4
+                                       : 0;
   uint32_t cp;
 
   if (len <= 1)
@@ -148,8 +151,7 @@ void cap_make_utf8(char *text)
   while (i < n) {
     size_t len = utf8_len(s + i, n - i);
 
-    if (len == 0 || (len == 1 && s[i] < 0x20 && s[i] != '\n' &&
-                     s[i] != '\t')) {
+    if (len == 0 || (len == 1 && s[i] < 0x20 && s[i] != '\n' && s[i] != '\t')) {
       s[i++] = '?';
       continue;
     }
@@ -235,12 +237,11 @@ static void run_op(struct cap_work *w)
                         tail ? json_string(tail) : json_null());
     free(tail);
   }
-  json_object_foreach(op->merges, column, obj)
-    if (op->rc == 0)
-      op->rc = store_capture_merge(st, job->id, column, obj, &op->err);
+  json_object_foreach(op->merges, column, obj) if (op->rc == 0) op->rc =
+      store_capture_merge(st, job->id, column, obj, &op->err);
   if (op->rc == 0 && op->phase != NULL)
-    op->rc = store_capture_set_phase(st, job->id, op->status, op->phase,
-                                     &op->err);
+    op->rc =
+        store_capture_set_phase(st, job->id, op->status, op->phase, &op->err);
   cap_db_give(w->r, st);
 }
 
@@ -257,8 +258,10 @@ static void on_op_done(struct cap_work *w)
   if (job->ops_head == NULL)
     job->ops_tail = NULL;
   if (op->claim && op->rc == TR_ECONFLICT && job->ending == END_NONE) {
-    fprintf(stderr, "traced: capture %lld was cancelled before it "
-            "started\n", (long long)job->id);
+    fprintf(stderr,
+            "traced: capture %lld was cancelled before it "
+            "started\n",
+            (long long)job->id);
     job->ending = END_CANCELLED;
     cap_job_finish(job);
   }
@@ -305,8 +308,8 @@ static struct cap_op *queue_op(struct cap_job *job, const char *status,
   return op;
 }
 
-void cap_job_write(struct cap_job *job, const char *status,
-                   const char *phase, json_t *merges, const char *tail_path,
+void cap_job_write(struct cap_job *job, const char *status, const char *phase,
+                   json_t *merges, const char *tail_path,
                    void (*then)(struct cap_job *job), bool always)
 {
   queue_op(job, status, phase, merges, tail_path, then, always);
@@ -316,8 +319,8 @@ void cap_job_write(struct cap_job *job, const char *status,
 void cap_job_claim(struct cap_job *job, const char *phase, json_t *merges,
                    void (*then)(struct cap_job *job))
 {
-  struct cap_op *op = queue_op(job, "running", phase, merges, NULL, then,
-                               false);
+  struct cap_op *op =
+      queue_op(job, "running", phase, merges, NULL, then, false);
 
   if (op != NULL)
     op->claim = true;

@@ -31,23 +31,28 @@
 
 #include "index/agg.h"
 
-#define AGG_PENDING (1u << 15)
-#define AGG_DEFAULT_RECS (1u << 18)   /* 6 MB of time records */
-#define HAS_SHAPE (IDX_HAS_GRID | IDX_HAS_BLOCK)
-#define HAS_RES (IDX_HAS_REGS | IDX_HAS_SHMEM)
+#define AGG_PENDING      (1u << 15)
+#define AGG_DEFAULT_RECS (1u << 18) /* 6 MB of time records */
+#define HAS_SHAPE        (IDX_HAS_GRID | IDX_HAS_BLOCK)
+#define HAS_RES          (IDX_HAS_REGS | IDX_HAS_SHMEM)
 
 enum ev_class {
-  EV_NONE, EV_KERNEL, EV_COPY, EV_MEMSET, EV_RUNTIME, EV_LABEL_CPU,
+  EV_NONE,
+  EV_KERNEL,
+  EV_COPY,
+  EV_MEMSET,
+  EV_RUNTIME,
+  EV_LABEL_CPU,
   EV_LABEL_GPU
 };
 
-struct pend_kernel {    /* a kernel waiting for its launch event */
+struct pend_kernel { /* a kernel waiting for its launch event */
   uint32_t shape;
   uint32_t pad;
   int64_t dur_ns;
 };
 
-struct pend_launch {    /* a launch event waiting for its kernel */
+struct pend_launch { /* a launch event waiting for its kernel */
   uint32_t has;
   uint32_t pad;
   int64_t regs, shmem;
@@ -105,7 +110,7 @@ static enum ev_class classify(const struct idx_doc *doc,
   case 2: return EV_KERNEL;
   case 3:
     return ev->name.n >= 6 && str_ieq(ev->name.p, "memset", 6) ? EV_MEMSET
-                                                              : EV_COPY;
+                                                               : EV_COPY;
   default: return EV_NONE;
   }
 }
@@ -136,8 +141,8 @@ static int shape_id(struct idx_agg *a, uint32_t name, uint32_t has,
   if (has & IDX_HAS_BLOCK)
     memcpy(key.block, block, sizeof(key.block));
   /* The key is the identity part of the struct, up to rt_has. */
-  rc = agg_map_intern(&a->shapes_map, &key,
-                      offsetof(struct agg_shape, rt_has), out);
+  rc = agg_map_intern(&a->shapes_map, &key, offsetof(struct agg_shape, rt_has),
+                      out);
   if (rc < 0)
     return rc;
   if (agg_grow(&a->shapes, &a->shapes_cap, *out, sizeof(*a->shapes)) != 0)
@@ -169,8 +174,8 @@ static int launch_add(struct idx_agg *a, uint32_t shape, uint32_t has,
   key.has = has & HAS_RES;
   key.regs = (has & IDX_HAS_REGS) ? regs : 0;
   key.shmem = (has & IDX_HAS_SHMEM) ? shmem : 0;
-  rc = agg_map_intern(&a->launches_map, &key,
-                      offsetof(struct agg_launch, s), &id);
+  rc = agg_map_intern(&a->launches_map, &key, offsetof(struct agg_launch, s),
+                      &id);
   if (rc < 0)
     return rc;
   if (agg_grow(&a->launches, &a->launches_cap, id, sizeof(*a->launches)))
@@ -190,7 +195,7 @@ static int launch_add(struct idx_agg *a, uint32_t shape, uint32_t has,
 static int launch_add_one(struct idx_agg *a, uint32_t shape, uint32_t has,
                           int64_t regs, int64_t shmem, int64_t dur)
 {
-  struct agg_stat s = {1, dur, dur, dur};
+  struct agg_stat s = { 1, dur, dur, dur };
 
   return launch_add(a, shape, has, regs, shmem, &s);
 }
@@ -224,7 +229,7 @@ static int launch_joined(struct idx_agg *a, uint32_t shape,
 static int record(struct idx_agg *a, const struct idx_event *ev,
                   enum agg_rec_type type, uint32_t id)
 {
-  struct agg_rec r = {ev->ts_ns, ev->dur_ns, type, id};
+  struct agg_rec r = { ev->ts_ns, ev->dur_ns, type, id };
 
   return agg_runs_add(&a->runs, &r);
 }
@@ -258,8 +263,8 @@ static int on_kernel(struct idx_agg *a, const struct idx_doc *doc,
    * launch event. */
   if (doc->format == IDX_FORMAT_MCTRACER || (ev->has & IDX_HAS_SHMEM) ||
       !(ev->has & IDX_HAS_CORR))
-    return launch_add_one(a, shape, ev->has, ev->registers,
-                          ev->shared_bytes, ev->dur_ns);
+    return launch_add_one(a, shape, ev->has, ev->registers, ev->shared_bytes,
+                          ev->dur_ns);
   if (agg_corr_take(&a->rt_pending, ev->correlation, &pl))
     return launch_joined(a, shape, &pl, ev->dur_ns);
   pk.shape = shape;
@@ -330,8 +335,8 @@ static int on_runtime(struct idx_agg *a, const struct idx_doc *doc,
 
   rc = agg_map_intern(&a->rt_map, ev->name.p ? ev->name.p : "",
                       ev->name.p ? ev->name.n : 0, &id);
-  if (rc < 0 || agg_grow(&a->runtime, &a->runtime_cap, id,
-                         sizeof(*a->runtime)) != 0)
+  if (rc < 0 ||
+      agg_grow(&a->runtime, &a->runtime_cap, id, sizeof(*a->runtime)) != 0)
     return TR_ENOMEM;
   r = &a->runtime[id];
   stat_add(&r->s, ev->dur_ns);
@@ -347,7 +352,7 @@ static int on_runtime(struct idx_agg *a, const struct idx_doc *doc,
  * "Memcpy HtoD (Pageable -> Device)", mcTracer "memcpy DTOH(...)". */
 static enum agg_copy_kind copy_kind(const struct idx_event *ev)
 {
-  static const char *const dirs[] = {"htod", "dtoh", "dtod", "htoh", "ptop"};
+  static const char *const dirs[] = { "htod", "dtoh", "dtod", "htoh", "ptop" };
   const char *p = NULL;
   size_t i;
 
@@ -378,9 +383,14 @@ static int on_copy(struct idx_agg *a, const struct idx_event *ev, int memset)
  * when the name is no run label ("ProfilerStep#3", "decode_helper[x]"). */
 static size_t label_kind(struct idx_str n)
 {
-  static const char *const kinds[] = {
-      "prefill", "decode", "eager_decode", "dummy_decode",
-      "dummy_eager_decode", "dummy_prefill", "draft_kv", "dspark_sched"};
+  static const char *const kinds[] = { "prefill",
+                                       "decode",
+                                       "eager_decode",
+                                       "dummy_decode",
+                                       "dummy_eager_decode",
+                                       "dummy_prefill",
+                                       "draft_kv",
+                                       "dspark_sched" };
   const char *b = n.p ? memchr(n.p, '[', n.n) : NULL;
   size_t len, i;
 
@@ -405,7 +415,7 @@ static int64_t label_field(struct idx_str n, size_t from, const char *key,
                            int64_t *second)
 {
   size_t kl = strlen(key), i;
-  int64_t v[2] = {-1, -1};
+  int64_t v[2] = { -1, -1 };
   int which;
 
   for (i = from; i + kl <= n.n; i++) {
@@ -447,7 +457,7 @@ static int on_label(struct idx_agg *a, const struct idx_event *ev, int side)
   if (rc < 0)
     return rc;
   if (kind >= AGG_MAX_STEP_KINDS) {
-    a->skipped++;   /* a flood of made-up propose_* kinds: count, drop */
+    a->skipped++; /* a flood of made-up propose_* kinds: count, drop */
     return 0;
   }
   st = &a->steps[side][kind];
@@ -504,8 +514,8 @@ int idx_agg_event(void *ud, const struct idx_doc *doc,
     on_meta(a, ev);
     return 0;
   }
-  if (ev->ph == 'X' && (!(ev->has & IDX_HAS_TS) ||
-                        !(ev->has & IDX_HAS_DUR) || ev->dur_ns < 0)) {
+  if (ev->ph == 'X' &&
+      (!(ev->has & IDX_HAS_TS) || !(ev->has & IDX_HAS_DUR) || ev->dur_ns < 0)) {
     a->skipped++;
     return 0;
   }
@@ -529,12 +539,12 @@ int idx_agg_init(struct idx_agg *a, const struct idx_rules *rules,
 {
   memset(a, 0, sizeof(*a));
   a->rules = rules;
-  a->t0_ns = 1;   /* t0 > tend: no timed event yet */
+  a->t0_ns = 1; /* t0 > tend: no timed event yet */
   if (agg_runs_init(&a->runs, rec_cap ? rec_cap : AGG_DEFAULT_RECS) != 0 ||
-      agg_corr_init(&a->k_pending, sizeof(struct pend_kernel),
-                    AGG_PENDING) != 0 ||
-      agg_corr_init(&a->rt_pending, sizeof(struct pend_launch),
-                    AGG_PENDING) != 0) {
+      agg_corr_init(&a->k_pending, sizeof(struct pend_kernel), AGG_PENDING) !=
+          0 ||
+      agg_corr_init(&a->rt_pending, sizeof(struct pend_launch), AGG_PENDING) !=
+          0) {
     idx_agg_free(a);
     return TR_ENOMEM;
   }

@@ -28,13 +28,13 @@
  * one copy. Ids are dense (0, 1, 2...) so that callers keep their values
  * in plain arrays indexed by id. */
 struct agg_map {
-  uint64_t *slots;      /* (hash32 << 32) | (id + 1); 0 = empty */
-  size_t cap;           /* power of two */
-  uint32_t n;           /* ids handed out */
+  uint64_t *slots; /* (hash32 << 32) | (id + 1); 0 = empty */
+  size_t cap;      /* power of two */
+  uint32_t n;      /* ids handed out */
   struct agg_key {
     const char *p;
     size_t n;
-  } *keys;              /* by id */
+  } * keys; /* by id */
   size_t keys_cap;
   struct agg_chunk *arena;
 };
@@ -57,7 +57,7 @@ int agg_grow(void *arr, size_t *cap, size_t need, size_t elem);
  * with the distinct buckets used (at most ~27k per name), not with
  * events. */
 struct agg_hist {
-  uint32_t *keys;       /* bucket + 1; 0 = empty */
+  uint32_t *keys; /* bucket + 1; 0 = empty */
   uint64_t *counts;
   uint32_t cap, n;
 };
@@ -65,8 +65,8 @@ struct agg_hist {
 int agg_hist_add(struct agg_hist *h, int64_t v);
 /* The lower median (the sample of rank (count-1)/2 in sorted order) as its
  * bucket value, clamped to [min, max]; 0 for an empty histogram. */
-int64_t agg_hist_median(const struct agg_hist *h, uint64_t count,
-                        int64_t min, int64_t max);
+int64_t agg_hist_median(const struct agg_hist *h, uint64_t count, int64_t min,
+                        int64_t max);
 void agg_hist_free(struct agg_hist *h);
 
 /* ---- correlation table with removal (agg_map.c) ---- */
@@ -95,12 +95,12 @@ void agg_corr_free(struct agg_corr *c);
 
 /* ---- time records, sorted runs, merge (agg_runs.c) ---- */
 
-enum agg_rec_type {     /* sort order at equal start: labels first, so a
-                           kernel starting with its label is inside it */
-  AGG_REC_LABEL = 0,    /* GPU-side run label; id = step kind */
-  AGG_REC_KERNEL = 1,   /* id = shape id */
-  AGG_REC_COPY = 2,     /* id = copy kind */
-  AGG_REC_MEMSET = 3
+enum agg_rec_type { /* sort order at equal start: labels first, so a
+                       kernel starting with its label is inside it */
+                    AGG_REC_LABEL = 0,  /* GPU-side run label; id = step kind */
+                    AGG_REC_KERNEL = 1, /* id = shape id */
+                    AGG_REC_COPY = 2,   /* id = copy kind */
+                    AGG_REC_MEMSET = 3
 };
 
 struct agg_rec {
@@ -111,13 +111,13 @@ struct agg_rec {
 };
 
 struct agg_runs {
-  struct agg_rec *buf;  /* records not yet spilled */
+  struct agg_rec *buf; /* records not yet spilled */
   size_t n, cap;
-  FILE *spill;          /* tmpfile() of sorted runs, NULL until needed */
+  FILE *spill; /* tmpfile() of sorted runs, NULL until needed */
   struct agg_run {
-    uint64_t first;     /* index of its first record in the spill file */
+    uint64_t first; /* index of its first record in the spill file */
     uint64_t n;
-  } *runs;
+  } * runs;
   size_t nruns, runs_cap;
   int sealed;
 };
@@ -138,44 +138,50 @@ void agg_iter_close(struct agg_iter *it);
 /* ---- the aggregation (agg.c) ---- */
 
 enum agg_copy_kind {
-  AGG_COPY_HTOD, AGG_COPY_DTOH, AGG_COPY_DTOD, AGG_COPY_HTOH,
-  AGG_COPY_PTOP, AGG_COPY_OTHER, AGG_COPY_MEMSET, AGG_COPY_KINDS
+  AGG_COPY_HTOD,
+  AGG_COPY_DTOH,
+  AGG_COPY_DTOD,
+  AGG_COPY_HTOH,
+  AGG_COPY_PTOP,
+  AGG_COPY_OTHER,
+  AGG_COPY_MEMSET,
+  AGG_COPY_KINDS
 };
 
-struct agg_stat {       /* the figures every table row shares */
+struct agg_stat { /* the figures every table row shares */
   uint64_t count;
   int64_t total_ns, min_ns, max_ns;
 };
 
-struct agg_kernel {     /* by kernel name id */
+struct agg_kernel { /* by kernel name id */
   struct agg_stat s;
-  int64_t first_ns, last_ns;   /* absolute start of first and last call */
+  int64_t first_ns, last_ns; /* absolute start of first and last call */
   struct agg_hist hist;
-  int is_kernel;               /* seen as a device kernel (names are also
-                                  interned from runtime launch events) */
+  int is_kernel; /* seen as a device kernel (names are also
+                    interned from runtime launch events) */
 };
 
-struct agg_shape {      /* by shape id: (name, grid, block) */
+struct agg_shape { /* by shape id: (name, grid, block) */
   uint32_t name;
-  uint32_t has;         /* IDX_HAS_GRID | IDX_HAS_BLOCK */
+  uint32_t has; /* IDX_HAS_GRID | IDX_HAS_BLOCK */
   int64_t grid[3], block[3];
   /* What runtime launch events said about this shape, for kernels whose
    * own launch event was never matched by correlation. */
-  uint32_t rt_has;      /* IDX_HAS_REGS | IDX_HAS_SHMEM */
-  int rt_seen;          /* a launch of this shape was seen */
-  int rt_conflict;      /* launches of this shape disagreed */
+  uint32_t rt_has; /* IDX_HAS_REGS | IDX_HAS_SHMEM */
+  int rt_seen;     /* a launch of this shape was seen */
+  int rt_conflict; /* launches of this shape disagreed */
   int64_t rt_regs, rt_shmem;
-  struct agg_stat unresolved;  /* kernels waiting for that fallback */
+  struct agg_stat unresolved; /* kernels waiting for that fallback */
 };
 
-struct agg_launch {     /* by launch id: (shape, registers, shared) */
+struct agg_launch { /* by launch id: (shape, registers, shared) */
   uint32_t shape;
-  uint32_t has;         /* IDX_HAS_REGS | IDX_HAS_SHMEM */
+  uint32_t has; /* IDX_HAS_REGS | IDX_HAS_SHMEM */
   int64_t regs, shmem;
   struct agg_stat s;
 };
 
-struct agg_named {      /* runtime API rows, by runtime name id */
+struct agg_named { /* runtime API rows, by runtime name id */
   struct agg_stat s;
   struct agg_hist hist;
 };
@@ -185,21 +191,21 @@ struct agg_copy {
   int64_t bytes, max_bytes;
 };
 
-#define AGG_SIDE_CPU 0
-#define AGG_SIDE_GPU 1
+#define AGG_SIDE_CPU       0
+#define AGG_SIDE_GPU       1
 #define AGG_MAX_STEP_KINDS 64
 
-struct agg_step {       /* by (side, step kind id) */
+struct agg_step { /* by (side, step kind id) */
   uint64_t count, padded;
   int64_t total_ns, tokens, kernel_ns;
 };
 
 struct idx_agg {
   const struct idx_rules *rules;
-  uint64_t skipped;     /* events skipped here (X without ts/dur...) */
-  int64_t t0_ns, tend_ns;  /* earliest start, latest end; t0 > tend: none */
+  uint64_t skipped;       /* events skipped here (X without ts/dur...) */
+  int64_t t0_ns, tend_ns; /* earliest start, latest end; t0 > tend: none */
 
-  struct agg_map names;        /* kernel names */
+  struct agg_map names; /* kernel names */
   struct agg_kernel *kernels;
   size_t kernels_cap;
   struct agg_map shapes_map;
@@ -208,10 +214,10 @@ struct idx_agg {
   struct agg_map launches_map;
   struct agg_launch *launches;
   size_t launches_cap;
-  struct agg_map rt_map;       /* runtime API names */
+  struct agg_map rt_map; /* runtime API names */
   struct agg_named *runtime;
   size_t runtime_cap;
-  struct agg_map kinds_map;    /* run-label kinds */
+  struct agg_map kinds_map; /* run-label kinds */
   struct agg_step steps[2][AGG_MAX_STEP_KINDS];
   struct agg_copy copies[AGG_COPY_KINDS];
 
@@ -221,8 +227,8 @@ struct idx_agg {
 
   uint64_t kernel_events;
   int64_t kernel_ns;
-  char device[256];            /* M metadata of pid 2 (mcTracer's device
-                                  name), used for mcTracer only */
+  char device[256]; /* M metadata of pid 2 (mcTracer's device
+                       name), used for mcTracer only */
 
   struct agg_runs runs;
 };
@@ -243,7 +249,7 @@ int idx_agg_resolve(struct idx_agg *a);
 struct agg_file_info {
   const char *path;
   uint64_t file_bytes;
-  int rank;             /* idx_options.rank: >= 0 wins over the trace's */
+  int rank; /* idx_options.rank: >= 0 wins over the trace's */
 };
 
 /* Ends the aggregation (time-ordered pass included) and builds the rank
@@ -256,7 +262,7 @@ int idx_agg_summary(struct idx_agg *a, const struct idx_doc *doc,
 
 struct agg_time_out {
   int64_t gpu_busy_ns;
-  json_t *phases;       /* new array */
+  json_t *phases; /* new array */
 };
 
 /* Walks the records in time order twice: union of device intervals, step

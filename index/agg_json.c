@@ -11,7 +11,8 @@
 #include "index/agg.h"
 
 static const char *const copy_kind_names[AGG_COPY_KINDS] = {
-    "HtoD", "DtoH", "DtoD", "HtoH", "PtoP", "other", "memset"};
+  "HtoD", "DtoH", "DtoD", "HtoH", "PtoP", "other", "memset"
+};
 
 /* A row to sort: total descending, then name ascending, then id. */
 struct row {
@@ -85,10 +86,9 @@ static const struct agg_key *key_of(const struct agg_map *m, uint32_t id)
 }
 
 /* Sorted row order of the n ids for which keep() holds. Caller frees. */
-static struct row *sorted_rows(size_t n, size_t *nout,
-                               int (*fill)(void *ud, uint32_t id,
-                                           struct row *r),
-                               void *ud)
+static struct row *
+sorted_rows(size_t n, size_t *nout,
+            int (*fill)(void *ud, uint32_t id, struct row *r), void *ud)
 {
   struct row *rows = malloc((n ? n : 1) * sizeof(*rows));
   size_t i, k = 0;
@@ -136,8 +136,8 @@ static const char *category_of(const struct idx_agg *a, uint32_t id)
   return cat;
 }
 
-static json_t *kernel_rows(struct idx_agg *a, const struct row *rows,
-                           size_t n, struct agg_stat *cats)
+static json_t *kernel_rows(struct idx_agg *a, const struct row *rows, size_t n,
+                           struct agg_stat *cats)
 {
   json_t *arr = json_array(), *o;
   size_t i;
@@ -153,8 +153,8 @@ static json_t *kernel_rows(struct idx_agg *a, const struct row *rows,
     json_object_set_new(o, "name", agg_json_strn(rows[i].p, rows[i].n));
     json_object_set_new(o, "category", json_string(cat));
     set_stat(o, &k->s, 1);
-    set_int(o, "median_ns", agg_hist_median(&k->hist, k->s.count,
-                                            k->s.min_ns, k->s.max_ns));
+    set_int(o, "median_ns",
+            agg_hist_median(&k->hist, k->s.count, k->s.min_ns, k->s.max_ns));
     json_object_set_new(o, "share", share(k->s.total_ns, a->kernel_ns));
     set_int(o, "first_ns", k->first_ns - a->t0_ns);
     set_int(o, "last_ns", k->last_ns - a->t0_ns);
@@ -185,10 +185,10 @@ static json_t *launch_rows(struct idx_agg *a)
 
     o = json_object();
     json_object_set_new(o, "name", agg_json_strn(rows[i].p, rows[i].n));
-    json_object_set_new(o, "grid", agg_json_xyz(s->grid,
-                                                s->has & IDX_HAS_GRID));
-    json_object_set_new(o, "block", agg_json_xyz(s->block,
-                                                 s->has & IDX_HAS_BLOCK));
+    json_object_set_new(o, "grid",
+                        agg_json_xyz(s->grid, s->has & IDX_HAS_GRID));
+    json_object_set_new(o, "block",
+                        agg_json_xyz(s->block, s->has & IDX_HAS_BLOCK));
     json_object_set_new(o, "registers_per_thread",
                         (l->has & IDX_HAS_REGS) ? json_integer(l->regs)
                                                 : json_null());
@@ -226,8 +226,8 @@ static json_t *runtime_rows(struct idx_agg *a, struct agg_stat *sum)
     json_object_set_new(o, "name", agg_json_strn(rows[i].p, rows[i].n));
     set_int(o, "count", (int64_t)r->s.count);
     set_int(o, "total_ns", r->s.total_ns);
-    set_int(o, "median_ns", agg_hist_median(&r->hist, r->s.count,
-                                            r->s.min_ns, r->s.max_ns));
+    set_int(o, "median_ns",
+            agg_hist_median(&r->hist, r->s.count, r->s.min_ns, r->s.max_ns));
     set_int(o, "max_ns", r->s.max_ns);
     json_array_append_new(arr, o);
   }
@@ -283,7 +283,7 @@ static int fill_cat(void *ud, uint32_t id, struct row *r)
 
 static json_t *category_rows(const struct agg_stat *cats, int64_t device_ns)
 {
-  struct cat_ctx ctx = {cats};
+  struct cat_ctx ctx = { cats };
   json_t *arr = json_array(), *o;
   struct row *rows;
   size_t i, n;
@@ -311,7 +311,7 @@ static int fill_step(void *ud, uint32_t id, struct row *r)
 {
   struct step_ctx *c = ud;
 
-  row_set(r, 0, key_of(&c->a->kinds_map, id));   /* by kind name only */
+  row_set(r, 0, key_of(&c->a->kinds_map, id)); /* by kind name only */
   return c->a->steps[c->side][id].count > 0;
 }
 
@@ -319,7 +319,7 @@ static int fill_step(void *ud, uint32_t id, struct row *r)
  * side (docs/ATOM.md): one trace never mixes the two. */
 static json_t *step_rows(struct idx_agg *a)
 {
-  struct step_ctx ctx = {a, AGG_SIDE_CPU};
+  struct step_ctx ctx = { a, AGG_SIDE_CPU };
   size_t nk = a->kinds_map.n, i, n;
   json_t *arr = json_array(), *o;
   struct row *rows;
@@ -341,8 +341,8 @@ static json_t *step_rows(struct idx_agg *a)
     set_int(o, "tokens", s->tokens);
     set_int(o, "padded", (int64_t)s->padded);
     set_int(o, "kernel_ns", ctx.side == AGG_SIDE_GPU ? s->kernel_ns : 0);
-    json_object_set_new(o, "source", json_string(ctx.side == AGG_SIDE_GPU
-                                                     ? "gpu" : "cpu"));
+    json_object_set_new(o, "source",
+                        json_string(ctx.side == AGG_SIDE_GPU ? "gpu" : "cpu"));
     json_array_append_new(arr, o);
   }
   free(rows);
@@ -384,9 +384,9 @@ static json_t *summary_head(struct idx_agg *a, const struct idx_doc *doc,
 
   json_object_set_new(o, "rank", rank_value(doc, info));
   json_object_set_new(o, "file", json_string(info->path));
-  json_object_set_new(o, "format",
-                      json_string(doc->format == IDX_FORMAT_MCTRACER
-                                      ? "mctracer" : "kineto"));
+  json_object_set_new(
+      o, "format",
+      json_string(doc->format == IDX_FORMAT_MCTRACER ? "mctracer" : "kineto"));
   set_int(o, "file_bytes", (int64_t)info->file_bytes);
   set_int(o, "json_bytes", (int64_t)doc->json_bytes);
   set_int(o, "events", (int64_t)doc->events);
@@ -449,8 +449,8 @@ int idx_agg_summary(struct idx_agg *a, const struct idx_doc *doc,
                     const struct agg_file_info *info, json_t **out,
                     struct tr_err *err)
 {
-  struct agg_stat cats[AGG_NCATEGORIES], rt = {0, 0, 0, 0};
-  struct agg_time_out t = {0, NULL};
+  struct agg_stat cats[AGG_NCATEGORIES], rt = { 0, 0, 0, 0 };
+  struct agg_time_out t = { 0, NULL };
   json_t *o, *kernels, *runtime;
   struct row *krows;
   int64_t device_ns;

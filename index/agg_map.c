@@ -96,8 +96,7 @@ static int map_rehash(struct agg_map *m)
   return 0;
 }
 
-int agg_map_intern(struct agg_map *m, const void *key, size_t len,
-                   uint32_t *id)
+int agg_map_intern(struct agg_map *m, const void *key, size_t len, uint32_t *id)
 {
   uint32_t h = hash_bytes(key, len);
   size_t i;
@@ -143,8 +142,8 @@ void agg_map_free(struct agg_map *m)
 
 /* ---- histogram ---- */
 
-#define HIST_EXACT 1024u   /* values below are their own bucket */
-#define HIST_SUB_BITS 9    /* 512 buckets per power of two above */
+#define HIST_EXACT    1024u /* values below are their own bucket */
+#define HIST_SUB_BITS 9     /* 512 buckets per power of two above */
 
 static uint32_t hist_bucket(int64_t v)
 {
@@ -235,8 +234,8 @@ static uint64_t hist_count(const struct agg_hist *h, uint32_t k)
   return h->counts[i];
 }
 
-int64_t agg_hist_median(const struct agg_hist *h, uint64_t count,
-                        int64_t min, int64_t max)
+int64_t agg_hist_median(const struct agg_hist *h, uint64_t count, int64_t min,
+                        int64_t max)
 {
   uint32_t *order, i, j = 0;
   uint64_t want = count > 0 ? (count - 1) / 2 : 0, seen = 0;
@@ -246,7 +245,7 @@ int64_t agg_hist_median(const struct agg_hist *h, uint64_t count,
     return 0;
   order = malloc(h->n * sizeof(*order));
   if (order == NULL)
-    return min;   /* out of memory at the very end: degrade, never fail */
+    return min; /* out of memory at the very end: degrade, never fail */
   for (i = 0; i < h->cap; i++)
     if (h->keys[i] != 0)
       order[j++] = h->keys[i];
@@ -339,8 +338,8 @@ static void corr_remove(struct agg_corr *c, uint32_t i)
     if ((j > i && (home <= i || home > j)) ||
         (j < i && home <= i && home > j)) {
       c->keys[i] = c->keys[j];
-      memcpy(c->vals + (size_t)i * c->vsize,
-             c->vals + (size_t)j * c->vsize, c->vsize);
+      memcpy(c->vals + (size_t)i * c->vsize, c->vals + (size_t)j * c->vsize,
+             c->vsize);
       i = j;
     }
   }

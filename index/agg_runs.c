@@ -14,7 +14,7 @@
 
 #include "index/agg.h"
 
-#define MERGE_MEMORY_RECS (1u << 16)  /* all run windows together */
+#define MERGE_MEMORY_RECS (1u << 16) /* all run windows together */
 
 static int rec_cmp(const struct agg_rec *a, const struct agg_rec *b)
 {
@@ -52,8 +52,8 @@ static int spill(struct agg_runs *r)
   if (agg_grow(&r->runs, &r->runs_cap, r->nruns, sizeof(*r->runs)) != 0)
     return TR_ENOMEM;
   qsort(r->buf, r->n, sizeof(*r->buf), rec_qcmp);
-  run.first = r->nruns ? r->runs[r->nruns - 1].first +
-                             r->runs[r->nruns - 1].n : 0;
+  run.first =
+      r->nruns ? r->runs[r->nruns - 1].first + r->runs[r->nruns - 1].n : 0;
   run.n = r->n;
   if (fseeko(r->spill, (off_t)(run.first * sizeof(*r->buf)), SEEK_SET) != 0 ||
       fwrite(r->buf, sizeof(*r->buf), r->n, r->spill) != r->n ||
@@ -96,7 +96,7 @@ void agg_runs_free(struct agg_runs *r)
 
 /* One run being merged: a window of its records. */
 struct cursor {
-  uint64_t next;        /* next record index in the file */
+  uint64_t next; /* next record index in the file */
   uint64_t end;
   struct agg_rec *win;
   size_t pos, len;
@@ -104,10 +104,10 @@ struct cursor {
 
 struct agg_iter {
   struct agg_runs *r;
-  size_t mem_pos;       /* in-memory case: index into r->buf */
+  size_t mem_pos; /* in-memory case: index into r->buf */
   struct cursor *cur;
   size_t ncur;
-  size_t *heap;         /* cursor indices, min-heap on the current record */
+  size_t *heap; /* cursor indices, min-heap on the current record */
   size_t nheap;
   size_t window;
   struct agg_rec *windows;

@@ -27,13 +27,13 @@
 
 #include "index/agg.h"
 
-#define GAP_MIN_NS 1000000
-#define PHASE_MAX 64
+#define GAP_MIN_NS    1000000
+#define PHASE_MAX     64
 #define PHASE_RAW_MAX 4096
-#define TOP_N 5
+#define TOP_N         5
 
 enum cause { CAUSE_START, CAUSE_GAP, CAUSE_SHAPE };
-static const char *const cause_names[] = {"start", "gap", "shape"};
+static const char *const cause_names[] = { "start", "gap", "shape" };
 
 struct seg {
   int64_t start, end;
@@ -48,13 +48,13 @@ struct segs {
 /* Pass 1 state. */
 struct walk {
   struct idx_agg *a;
-  uint32_t heavy;        /* name id of the heaviest kernel */
-  uint32_t heavy_shape;  /* shape of its last call, UINT32_MAX: none yet */
+  uint32_t heavy;       /* name id of the heaviest kernel */
+  uint32_t heavy_shape; /* shape of its last call, UINT32_MAX: none yet */
   int64_t gap_ns, min_len_ns;
   int any;
-  int64_t cur_end;       /* end of the union so far */
+  int64_t cur_end; /* end of the union so far */
   int64_t busy;
-  int64_t cover_end[AGG_MAX_STEP_KINDS];  /* per kind: end of labels */
+  int64_t cover_end[AGG_MAX_STEP_KINDS]; /* per kind: end of labels */
   struct segs segs;
 };
 
@@ -72,8 +72,8 @@ static void merge_short(struct segs *s, int64_t min_len)
   for (i = 0; i < s->n; i++) {
     struct seg *last = n ? &s->v[n - 1] : NULL;
 
-    if (last != NULL && (seg_len(&s->v[i]) < min_len ||
-                         (n == 1 && seg_len(last) < min_len))) {
+    if (last != NULL &&
+        (seg_len(&s->v[i]) < min_len || (n == 1 && seg_len(last) < min_len))) {
       if (s->v[i].end > last->end)
         last->end = s->v[i].end;
     } else {
@@ -206,8 +206,8 @@ struct acc {
 struct phase_sum {
   struct idx_agg *a;
   const struct segs *segs;
-  json_t *out;            /* the phases array */
-  size_t p;               /* index of the phase being summed */
+  json_t *out; /* the phases array */
+  size_t p;    /* index of the phase being summed */
   int64_t start, end, cur_end, busy;
   uint64_t kernel_events, nrec;
   struct acc *by_shape, *by_name;
@@ -218,7 +218,7 @@ struct phase_sum {
 struct top_ctx {
   const struct acc *acc;
   const struct agg_map *names;
-  const struct agg_shape *shapes;  /* ids are shapes; NULL: names */
+  const struct agg_shape *shapes; /* ids are shapes; NULL: names */
 };
 
 static uint32_t top_name(const struct top_ctx *c, uint32_t id)
@@ -265,8 +265,8 @@ static json_t *top_rows(struct top_ctx *c, uint32_t *ids, size_t n)
       json_object_set_new(row, "block",
                           agg_json_xyz(s->block, s->has & IDX_HAS_BLOCK));
     }
-    json_object_set_new(row, "count", json_integer((json_int_t)
-                                                   c->acc[ids[i]].count));
+    json_object_set_new(row, "count",
+                        json_integer((json_int_t)c->acc[ids[i]].count));
     json_object_set_new(row, "total_ns", json_integer(c->acc[ids[i]].total));
     json_array_append_new(rows, row);
   }
@@ -276,8 +276,8 @@ static json_t *top_rows(struct top_ctx *c, uint32_t *ids, size_t n)
 static void phase_emit(struct phase_sum *ps)
 {
   struct idx_agg *a = ps->a;
-  struct top_ctx launches = {ps->by_shape, &a->names, a->shapes};
-  struct top_ctx kernels = {ps->by_name, &a->names, NULL};
+  struct top_ctx launches = { ps->by_shape, &a->names, a->shapes };
+  struct top_ctx kernels = { ps->by_name, &a->names, NULL };
   json_t *ph = json_object();
   size_t i;
 
@@ -292,8 +292,7 @@ static void phase_emit(struct phase_sum *ps)
   json_object_set_new(ph, "top_kernels",
                       top_rows(&kernels, ps->names_seen, ps->nnames_seen));
   json_object_set_new(ph, "top_launches",
-                      top_rows(&launches, ps->shapes_seen,
-                               ps->nshapes_seen));
+                      top_rows(&launches, ps->shapes_seen, ps->nshapes_seen));
   json_array_append_new(ps->out, ph);
   for (i = 0; i < ps->nshapes_seen; i++)
     memset(&ps->by_shape[ps->shapes_seen[i]], 0, sizeof(struct acc));
@@ -305,8 +304,8 @@ static void phase_emit(struct phase_sum *ps)
   ps->nrec = 0;
 }
 
-static void acc_add(struct acc *acc, uint32_t id, uint32_t *seen,
-                    size_t *nseen, int64_t dur)
+static void acc_add(struct acc *acc, uint32_t id, uint32_t *seen, size_t *nseen,
+                    int64_t dur)
 {
   if (acc[id].count == 0)
     seen[(*nseen)++] = id;
@@ -339,8 +338,7 @@ static void phase_add(struct phase_sum *ps, const struct agg_rec *r)
   if (r->type != AGG_REC_KERNEL)
     return;
   ps->kernel_events++;
-  acc_add(ps->by_shape, r->id, ps->shapes_seen, &ps->nshapes_seen,
-          r->dur_ns);
+  acc_add(ps->by_shape, r->id, ps->shapes_seen, &ps->nshapes_seen, r->dur_ns);
   acc_add(ps->by_name, ps->a->shapes[r->id].name, ps->names_seen,
           &ps->nnames_seen, r->dur_ns);
 }
@@ -411,8 +409,8 @@ int agg_time_pass(struct idx_agg *a, uint32_t heavy, struct agg_time_out *out,
   }
   free(w.segs.v);
   if (rc != 0)
-    return tr_err_set(err, rc, "", "time pass failed: %s (%d)",
-                      tr_strerror(rc), rc);
+    return tr_err_set(err, rc, "", "time pass failed: %s (%d)", tr_strerror(rc),
+                      rc);
   out->gpu_busy_ns = w.busy;
   return 0;
 }

@@ -15,7 +15,8 @@ static int usage(const char *why)
   fprintf(stderr,
           "traced index: %s\n"
           "usage: traced index [--format auto|kineto|mctracer] "
-          "[--rules FILE] FILE...\n", why);
+          "[--rules FILE] FILE...\n",
+          why);
   return 2;
 }
 
@@ -35,7 +36,7 @@ static int parse_format(const char *s, enum idx_format *out)
 /* Indexes one file and prints its summary; 0 ok, 1 failed. */
 static int index_one(const char *path, const struct idx_options *opt)
 {
-  struct tr_err err = {0};
+  struct tr_err err = { 0 };
   json_t *summary = NULL;
 
   if (idx_file(path, opt, &summary, &err) != 0) {
@@ -57,15 +58,15 @@ static int index_one(const char *path, const struct idx_options *opt)
 
 int idx_cli_main(int argc, char **argv)
 {
-  struct idx_options opt = {IDX_FORMAT_AUTO, NULL, -1, NULL, NULL, NULL};
+  struct idx_options opt = { IDX_FORMAT_AUTO, NULL, -1, NULL, NULL, NULL };
   const char *rules_path = NULL;
   struct idx_rules *rules = NULL;
-  struct tr_err err = {0};
+  struct tr_err err = { 0 };
   int i, status = 0;
 
   for (i = 1; i < argc && strncmp(argv[i], "--", 2) == 0; i += 2) {
     if (strcmp(argv[i], "--") == 0) {
-      i++;   /* end of options: files follow */
+      i++; /* end of options: files follow */
       break;
     }
     if (i + 1 >= argc)

@@ -25,8 +25,8 @@ struct idx_str {
  * (numbers written as strings, "bytes": "128", count as present; "inf",
  * "N/A" and the like do not). */
 enum {
-  IDX_HAS_PID = 1u << 0,    /* pid was a number */
-  IDX_HAS_TID = 1u << 1,    /* tid was a number */
+  IDX_HAS_PID = 1u << 0, /* pid was a number */
+  IDX_HAS_TID = 1u << 1, /* tid was a number */
   IDX_HAS_TS = 1u << 2,
   IDX_HAS_DUR = 1u << 3,
   IDX_HAS_CORR = 1u << 4,
@@ -41,20 +41,20 @@ enum {
 };
 
 struct idx_event {
-  char ph;                 /* 'X', 'i', 'I', 'M', 's', 'f', 'C', 'B', 'E'...;
-                              0 when absent */
-  uint32_t has;            /* IDX_HAS_* */
+  char ph;      /* 'X', 'i', 'I', 'M', 's', 'f', 'C', 'B', 'E'...;
+                   0 when absent */
+  uint32_t has; /* IDX_HAS_* */
   struct idx_str name;
-  struct idx_str cat;      /* absent in mcTracer and bare-array traces */
-  int64_t pid, tid;        /* when numeric */
-  struct idx_str pid_str;  /* when written as strings: "CPU functions", */
-  struct idx_str tid_str;  /* "stream 7" (legacy kineto) */
-  int64_t ts_ns;           /* integer nanoseconds, converted exactly from */
-  int64_t dur_ns;          /* the file's unit (kineto us, mcTracer ns) */
+  struct idx_str cat;     /* absent in mcTracer and bare-array traces */
+  int64_t pid, tid;       /* when numeric */
+  struct idx_str pid_str; /* when written as strings: "CPU functions", */
+  struct idx_str tid_str; /* "stream 7" (legacy kineto) */
+  int64_t ts_ns;          /* integer nanoseconds, converted exactly from */
+  int64_t dur_ns;         /* the file's unit (kineto us, mcTracer ns) */
 
   /* From args. */
-  int64_t correlation;     /* kineto "correlation", mcTracer "co_id" */
-  int64_t external_id;     /* "External id" or legacy "external id" */
+  int64_t correlation; /* kineto "correlation", mcTracer "co_id" */
+  int64_t external_id; /* "External id" or legacy "external id" */
   int64_t device, stream;
   int64_t grid[3], block[3];
   int64_t registers;       /* "registers per thread", "registers_per_thread" */
@@ -71,15 +71,15 @@ struct idx_event {
  * format is settled before the first event that is not ph "M" is handed
  * over (with --format it is settled from the start). */
 struct idx_doc {
-  enum idx_format format;  /* KINETO or MCTRACER once settled */
-  int bare_array;          /* the file is a bare [ ... ] of events (legacy
-                              Chrome format written without kineto) */
-  int64_t rank;            /* distributedInfo.rank, or -1 */
-  char device[256];        /* deviceProperties[0].name, or "" */
-  uint64_t events;         /* elements of traceEvents seen so far */
-  uint64_t skipped;        /* events skipped as malformed (counted, never
-                              silently dropped) */
-  uint64_t json_bytes;     /* JSON text consumed so far */
+  enum idx_format format; /* KINETO or MCTRACER once settled */
+  int bare_array;         /* the file is a bare [ ... ] of events (legacy
+                             Chrome format written without kineto) */
+  int64_t rank;           /* distributedInfo.rank, or -1 */
+  char device[256];       /* deviceProperties[0].name, or "" */
+  uint64_t events;        /* elements of traceEvents seen so far */
+  uint64_t skipped;       /* events skipped as malformed (counted, never
+                             silently dropped) */
+  uint64_t json_bytes;    /* JSON text consumed so far */
 };
 
 /* Called once per event, in file order. A non-zero return stops reading

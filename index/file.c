@@ -10,7 +10,7 @@
 #include "index/event.h"
 #include "index/index.h"
 
-#define PROGRESS_EVERY (4u << 20)   /* file bytes between progress calls */
+#define PROGRESS_EVERY (4u << 20) /* file bytes between progress calls */
 
 struct run {
   struct idx_agg agg;
@@ -62,8 +62,7 @@ static int pump(struct idx_source *src, struct idx_reader *rd,
       return idx_reader_finish(rd, err);
     if ((rc = idx_reader_feed(rd, buf, len, err)) != 0)
       return rc;
-    if (opt->on_progress != NULL &&
-        idx_source_read_bytes(src) >= next_report) {
+    if (opt->on_progress != NULL && idx_source_read_bytes(src) >= next_report) {
       opt->on_progress(opt->ud, idx_source_read_bytes(src));
       next_report = idx_source_read_bytes(src) + PROGRESS_EVERY;
     }
@@ -73,12 +72,13 @@ static int pump(struct idx_source *src, struct idx_reader *rd,
 int idx_file(const char *path, const struct idx_options *opt, json_t **out,
              struct tr_err *err)
 {
-  static const struct idx_options defaults = {IDX_FORMAT_AUTO, NULL, -1,
-                                              NULL, NULL, NULL};
-  struct agg_file_info info = {path, 0, -1};
+  static const struct idx_options defaults = {
+    IDX_FORMAT_AUTO, NULL, -1, NULL, NULL, NULL
+  };
+  struct agg_file_info info = { path, 0, -1 };
   struct idx_source *src = NULL;
   struct idx_reader *rd = NULL;
-  struct tr_err local = {0};
+  struct tr_err local = { 0 };
   struct run run;
   int rc;
 

@@ -9,7 +9,7 @@
 #include "index/inflate.h"
 
 struct idx_inflate {
-  struct inflate_state st;  /* ~40 KB: history and Huffman tables */
+  struct inflate_state st; /* ~40 KB: history and Huffman tables */
 };
 
 int idx_inflate_new(struct idx_inflate **out)

@@ -60,8 +60,18 @@
 #include "index/reader_int.h"
 
 enum state {
-  ST_START, ST_KEY_WAIT, ST_KEY, ST_COLON, ST_VALUE, ST_OBJ_NEXT, ST_ELEM,
-  ST_ELEM_NEXT, ST_SKIP, ST_CAPTURE, ST_DONE, ST_FAILED
+  ST_START,
+  ST_KEY_WAIT,
+  ST_KEY,
+  ST_COLON,
+  ST_VALUE,
+  ST_OBJ_NEXT,
+  ST_ELEM,
+  ST_ELEM_NEXT,
+  ST_SKIP,
+  ST_CAPTURE,
+  ST_DONE,
+  ST_FAILED
 };
 
 /* What a captured value is. */
@@ -72,27 +82,27 @@ struct idx_reader {
   void *ud;
   struct idx_doc doc;
   enum state st;
-  enum state after;       /* SKIP: the state once the value ends */
-  int fail;               /* FAILED: what feed/finish return */
-  uint64_t off;           /* document offset of the current chunk */
-  const char *chunk;      /* the chunk being fed */
-  struct tr_err *err;     /* the caller's, during feed */
-  char key[24];           /* the top-level key being read, a prefix */
-  size_t key_n;           /* its length; sizeof(key) + 1 when longer */
-  int key_bs;             /* the previous key byte was a backslash */
-  int key_esc;            /* the key has an escape: it matches nothing */
-  int begun;              /* a byte other than whitespace/BOM was seen */
-  unsigned bom_n;         /* bytes of a UTF-8 byte order mark matched */
-  int events_seen;        /* traceEvents was opened */
-  int events_done;        /* and closed */
-  unsigned elem_depth;    /* nesting of an event: 2, or 1 when bare */
-  struct idx_skip skip;   /* SKIP and CAPTURE: where the value is */
-  enum cap cap;           /* CAPTURE: what the value is */
-  char *buf;              /* CAPTURE: the value's bytes, and a NUL */
+  enum state after;     /* SKIP: the state once the value ends */
+  int fail;             /* FAILED: what feed/finish return */
+  uint64_t off;         /* document offset of the current chunk */
+  const char *chunk;    /* the chunk being fed */
+  struct tr_err *err;   /* the caller's, during feed */
+  char key[24];         /* the top-level key being read, a prefix */
+  size_t key_n;         /* its length; sizeof(key) + 1 when longer */
+  int key_bs;           /* the previous key byte was a backslash */
+  int key_esc;          /* the key has an escape: it matches nothing */
+  int begun;            /* a byte other than whitespace/BOM was seen */
+  unsigned bom_n;       /* bytes of a UTF-8 byte order mark matched */
+  int events_seen;      /* traceEvents was opened */
+  int events_done;      /* and closed */
+  unsigned elem_depth;  /* nesting of an event: 2, or 1 when bare */
+  struct idx_skip skip; /* SKIP and CAPTURE: where the value is */
+  enum cap cap;         /* CAPTURE: what the value is */
+  char *buf;            /* CAPTURE: the value's bytes, and a NUL */
   size_t buf_n, buf_cap;
-  uint64_t buf_off;       /* document offset of buf[0] */
-  int over;               /* the value passed IDX_EVENT_CEILING */
-  struct idx_parsed ev;   /* the event being handed over */
+  uint64_t buf_off;     /* document offset of buf[0] */
+  int over;             /* the value passed IDX_EVENT_CEILING */
+  struct idx_parsed ev; /* the event being handed over */
 };
 
 /* The document offset of p, a pointer into the current chunk. */
@@ -111,8 +121,7 @@ static int fail_at(struct idx_reader *r, uint64_t off, const char *what)
 }
 
 /* A syntax (or depth) error at offset off, naming the byte found there. */
-static int bad_byte(struct idx_reader *r, uint64_t off, int rc,
-                    unsigned char c)
+static int bad_byte(struct idx_reader *r, uint64_t off, int rc, unsigned char c)
 {
   char what[64];
 
@@ -248,7 +257,7 @@ static int append(struct idx_reader *r, const char *p, size_t n)
  * stopped. */
 static int parse_capture(struct idx_reader *r, size_t n, const char **stop)
 {
-  struct idx_cur c = {r->buf, r->buf + n, 1, 1};
+  struct idx_cur c = { r->buf, r->buf + n, 1, 1 };
   int rc;
 
   if (r->cap == CAP_EVENT) {
@@ -344,9 +353,9 @@ enum tkey { TK_OTHER, TK_EVENTS, TK_DEVPROPS, TK_DISTINFO, TK_KINETO };
 /* What the top-level key just read is to the reader. */
 static enum tkey top_key(const struct idx_reader *r)
 {
-  static const char *const kineto[] = {
-    "schemaVersion", "traceName", "displayTimeUnit", "baseTimeNanoseconds"
-  };
+  static const char *const kineto[] = { "schemaVersion", "traceName",
+                                        "displayTimeUnit",
+                                        "baseTimeNanoseconds" };
   size_t i;
 
   if (r->key_esc || r->key_n > sizeof(r->key))
@@ -383,15 +392,9 @@ static int on_value(struct idx_reader *r, const char **pp)
     r->st = ST_ELEM;
     (*pp)++;
     return 0;
-  case TK_DEVPROPS:
-    start_capture(r, CAP_DEVPROPS, *pp);
-    return 0;
-  case TK_DISTINFO:
-    start_capture(r, CAP_DISTINFO, *pp);
-    return 0;
-  default:
-    start_skip(r, ST_OBJ_NEXT);
-    return 0;
+  case TK_DEVPROPS: start_capture(r, CAP_DEVPROPS, *pp); return 0;
+  case TK_DISTINFO: start_capture(r, CAP_DISTINFO, *pp); return 0;
+  default: start_skip(r, ST_OBJ_NEXT); return 0;
   }
 }
 
@@ -406,7 +409,7 @@ static void end_events(struct idx_reader *r)
  * in place when it lies wholly in the chunk; else it is captured. */
 static int on_elem(struct idx_reader *r, const char **pp, const char *end)
 {
-  struct idx_cur c = {*pp, end, 0, r->elem_depth};
+  struct idx_cur c = { *pp, end, 0, r->elem_depth };
   int rc;
 
   if (**pp == ']') {
@@ -441,7 +444,7 @@ static int on_elem(struct idx_reader *r, const char **pp, const char *end)
 /* START: whitespace and a byte order mark, then '{' or '['. */
 static int on_start(struct idx_reader *r, const char **pp)
 {
-  static const unsigned char bom[] = {0xef, 0xbb, 0xbf};
+  static const unsigned char bom[] = { 0xef, 0xbb, 0xbf };
   unsigned char c = (unsigned char)**pp;
   uint64_t off = at(r, *pp);
 

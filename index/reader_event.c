@@ -19,11 +19,22 @@
 enum { C_BAD, C_QUOTE, C_OPEN, C_CLOSE, C_WS, C_SEP, C_SCALAR };
 
 static const unsigned char cls[256] = {
-  ['\t'] = C_WS, ['\n'] = C_WS, ['\r'] = C_WS, [' '] = C_WS,
-  ['"'] = C_QUOTE, ['{'] = C_OPEN, ['['] = C_OPEN, ['}'] = C_CLOSE,
-  [']'] = C_CLOSE, [','] = C_SEP, [':'] = C_SEP,
-  ['+'] = C_SCALAR, ['-'] = C_SCALAR, ['.'] = C_SCALAR,
-  ['0' ... '9'] = C_SCALAR, ['A' ... 'Z'] = C_SCALAR,
+  ['\t'] = C_WS,
+  ['\n'] = C_WS,
+  ['\r'] = C_WS,
+  [' '] = C_WS,
+  ['"'] = C_QUOTE,
+  ['{'] = C_OPEN,
+  ['['] = C_OPEN,
+  ['}'] = C_CLOSE,
+  [']'] = C_CLOSE,
+  [','] = C_SEP,
+  [':'] = C_SEP,
+  ['+'] = C_SCALAR,
+  ['-'] = C_SCALAR,
+  ['.'] = C_SCALAR,
+  ['0' ... '9'] = C_SCALAR,
+  ['A' ... 'Z'] = C_SCALAR,
   ['a' ... 'z'] = C_SCALAR,
 };
 
@@ -43,11 +54,10 @@ static uint64_t match(uint64_t w, uint64_t rep)
 static unsigned match16(const char *p, char a, char b, char c, char d)
 {
   __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
-  __m128i m = _mm_or_si128(
-      _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(a)),
-                   _mm_cmpeq_epi8(v, _mm_set1_epi8(b))),
-      _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(c)),
-                   _mm_cmpeq_epi8(v, _mm_set1_epi8(d))));
+  __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(a)),
+                                        _mm_cmpeq_epi8(v, _mm_set1_epi8(b))),
+                           _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(c)),
+                                        _mm_cmpeq_epi8(v, _mm_set1_epi8(d))));
 
   return (unsigned)_mm_movemask_epi8(m);
 }
@@ -122,15 +132,12 @@ static int skip_byte(struct idx_skip *k, unsigned char c, unsigned max_depth)
 
   switch (cls[c]) {
   case C_WS:
-  case C_SEP:
-    return k->started ? IDX_P_OK : IDX_P_SYNTAX;
+  case C_SEP: return k->started ? IDX_P_OK : IDX_P_SYNTAX;
   case C_SCALAR:
     if (k->depth == 0)
       k->in_scalar = 1;
     break;
-  case C_QUOTE:
-    k->in_str = 1;
-    break;
+  case C_QUOTE: k->in_str = 1; break;
   case C_OPEN:
     if (k->depth >= max_depth)
       return IDX_P_DEPTH;
@@ -149,8 +156,7 @@ static int skip_byte(struct idx_skip *k, unsigned char c, unsigned max_depth)
     if (((k->arrays[k->depth / 64] & bit) != 0) != (c == ']'))
       return IDX_P_SYNTAX;
     break;
-  default:
-    return IDX_P_SYNTAX;
+  default: return IDX_P_SYNTAX;
   }
   k->started = 1;
   return IDX_P_OK;
@@ -361,8 +367,7 @@ static int read_num(struct idx_cur *c, struct idx_numtok *t, int *wrong,
   }
   if (!t->present || (scale < 0 && is_str))
     return IDX_P_OK;
-  t->rc = idx_num_parse(t->p, t->n, scale < 0 ? 0 : (unsigned)scale,
-                        &t->val);
+  t->rc = idx_num_parse(t->p, t->n, scale < 0 ? 0 : (unsigned)scale, &t->val);
   if (t->rc == IDX_NUM_NAN && !is_str) {
     c->p = t->p;
     return IDX_P_SYNTAX;
@@ -402,8 +407,7 @@ static int enter(struct idx_cur *c)
 
 /* Before a member or the closing byte: skips whitespace and sets *closed
  * when the container ends here (the byte consumed). */
-static inline int member_or_close(struct idx_cur *c, char close,
-                                  int *closed)
+static inline int member_or_close(struct idx_cur *c, char close, int *closed)
 {
   c->p = ws(c->p, c->end);
   if (c->p == c->end)
@@ -548,7 +552,7 @@ static int on_dim(struct idx_cur *c, size_t i, void *ctx)
 static int dim3_field(struct idx_cur *c, struct idx_parsed *e, int64_t *dst,
                       uint32_t bit)
 {
-  struct dim3 d = {.e = e, .ok = 1};
+  struct dim3 d = { .e = e, .ok = 1 };
   int rc;
 
   if (*c->p != '[')
@@ -562,8 +566,22 @@ static int dim3_field(struct idx_cur *c, struct idx_parsed *e, int64_t *dst,
 }
 
 enum {
-  A_CORR, A_COID, A_EXTID, A_DEVICE, A_STREAM, A_GRID, A_BLOCK, A_REGS,
-  A_SHMEM, A_DYN, A_STATIC, A_BYTES, A_SIZE, A_KIND, A_KERNEL, A_NAME
+  A_CORR,
+  A_COID,
+  A_EXTID,
+  A_DEVICE,
+  A_STREAM,
+  A_GRID,
+  A_BLOCK,
+  A_REGS,
+  A_SHMEM,
+  A_DYN,
+  A_STATIC,
+  A_BYTES,
+  A_SIZE,
+  A_KIND,
+  A_KERNEL,
+  A_NAME
 };
 
 /* The args keys we read (docs/TRACE_FORMATS.md): kineto's, legacy
@@ -574,27 +592,32 @@ static int arg_key(const char *k, size_t n)
 #define IS(s) (memcmp(k, s, sizeof(s) - 1) == 0)
   switch (n) {
   case 4:
-    return IS("grid") ? A_GRID : IS("kind") ? A_KIND
-         : IS("name") ? A_NAME : IS("size") ? A_SIZE : -1;
+    return IS("grid")   ? A_GRID
+           : IS("kind") ? A_KIND
+           : IS("name") ? A_NAME
+           : IS("size") ? A_SIZE
+                        : -1;
   case 5:
-    return IS("block") ? A_BLOCK : IS("bytes") ? A_BYTES
-         : IS("co_id") ? A_COID : -1;
+    return IS("block")   ? A_BLOCK
+           : IS("bytes") ? A_BYTES
+           : IS("co_id") ? A_COID
+                         : -1;
   case 6:
-    return IS("device") ? A_DEVICE : IS("stream") ? A_STREAM
-         : IS("kernel") ? A_KERNEL : -1;
+    return IS("device")   ? A_DEVICE
+           : IS("stream") ? A_STREAM
+           : IS("kernel") ? A_KERNEL
+                          : -1;
   case 11:
-    return IS("correlation") ? A_CORR
-         : IS("External id") || IS("external id") ? A_EXTID : -1;
+    return IS("correlation")                        ? A_CORR
+           : IS("External id") || IS("external id") ? A_EXTID
+                                                    : -1;
   case 13:
-    return IS("shared memory") ? A_SHMEM : IS("static_shared") ? A_STATIC
-         : -1;
-  case 14:
-    return IS("dynamic_shared") ? A_DYN : -1;
+    return IS("shared memory") ? A_SHMEM : IS("static_shared") ? A_STATIC : -1;
+  case 14: return IS("dynamic_shared") ? A_DYN : -1;
   case 20:
     return IS("registers per thread") || IS("registers_per_thread") ? A_REGS
-         : -1;
-  default:
-    return -1;
+                                                                    : -1;
+  default: return -1;
   }
 #undef IS
 }
@@ -622,8 +645,8 @@ static int on_arg(struct idx_cur *c, const char *k, size_t kn, void *ctx)
 {
   struct idx_parsed *e = ctx;
   struct idx_event *ev = &e->ev;
-  uint32_t *has = &ev->has, bit;  /* where presence is recorded */
-  int64_t *dst;                   /* the integer read */
+  uint32_t *has = &ev->has, bit; /* where presence is recorded */
+  int64_t *dst;                  /* the integer read */
 
   switch (arg_key(k, kn)) {
   case A_COID: e->co_id = 1; /* fall through */
@@ -672,8 +695,7 @@ static int event_key(const char *k, size_t n)
     if (memcmp(k, "name", 4) == 0)
       return K_NAME;
     return memcmp(k, "args", 4) == 0 ? K_ARGS : K_OTHER;
-  default:
-    return K_OTHER;
+  default: return K_OTHER;
   }
 }
 
@@ -699,12 +721,11 @@ static int time_field(struct idx_cur *c, struct idx_parsed *e,
 }
 
 /* One member of an event object. */
-static int on_event_key(struct idx_cur *c, const char *k, size_t kn,
-                        void *ctx)
+static int on_event_key(struct idx_cur *c, const char *k, size_t kn, void *ctx)
 {
   struct idx_parsed *e = ctx;
   struct idx_event *ev = &e->ev;
-  struct idx_str ph = {0};
+  struct idx_str ph = { 0 };
   int rc;
 
   switch (event_key(k, kn)) {
@@ -718,8 +739,7 @@ static int on_event_key(struct idx_cur *c, const char *k, size_t kn,
   case K_TID: return lane_field(c, e, &ev->tid, &ev->tid_str, IDX_HAS_TID);
   case K_TS: return time_field(c, e, &e->ts);
   case K_DUR: return time_field(c, e, &e->dur);
-  case K_ARGS:
-    return *c->p == '{' ? obj_each(c, on_arg, e) : skip_value(c);
+  case K_ARGS: return *c->p == '{' ? obj_each(c, on_arg, e) : skip_value(c);
   default: return skip_value(c);
   }
 }
@@ -766,7 +786,7 @@ static void convert(struct idx_numtok *t, unsigned scale, int64_t *dst,
     t->done = 1;
   }
   if (t->rc != IDX_NUM_OK) {
-    e->bad = 1;   /* out of range, or a string that is no number */
+    e->bad = 1; /* out of range, or a string that is no number */
     return;
   }
   *dst = t->val;
@@ -787,11 +807,10 @@ struct devprops {
 };
 
 /* deviceProperties[0]: copies "name" when it is a valid string. */
-static int on_dev_key(struct idx_cur *c, const char *k, size_t kn,
-                      void *ctx)
+static int on_dev_key(struct idx_cur *c, const char *k, size_t kn, void *ctx)
 {
   struct devprops *d = ctx;
-  struct idx_str s = {0};
+  struct idx_str s = { 0 };
   int bad = 0, rc;
   size_t n;
 
@@ -819,7 +838,7 @@ static int on_dev_elem(struct idx_cur *c, size_t i, void *ctx)
 
 int idx_parse_devprops(struct idx_cur *c, char *device, size_t size)
 {
-  struct devprops d = {device, size};
+  struct devprops d = { device, size };
 
   if (*c->p != '[')
     return skip_value(c);
@@ -827,8 +846,7 @@ int idx_parse_devprops(struct idx_cur *c, char *device, size_t size)
 }
 
 /* distributedInfo: stores "rank" when it is an integer. */
-static int on_dist_key(struct idx_cur *c, const char *k, size_t kn,
-                       void *ctx)
+static int on_dist_key(struct idx_cur *c, const char *k, size_t kn, void *ctx)
 {
   struct idx_numtok t;
   int wrong = 0, rc;

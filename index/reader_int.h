@@ -34,11 +34,11 @@ enum {
  * the JSON alphabet, brackets must match, scalars are not validated.
  */
 struct idx_skip {
-  uint32_t depth;     /* open brackets */
-  uint8_t started;    /* the value's first byte was seen */
-  uint8_t in_str;     /* inside a string */
-  uint8_t esc;        /* the previous byte was a backslash in a string */
-  uint8_t in_scalar;  /* inside a number or literal at depth 0 */
+  uint32_t depth;    /* open brackets */
+  uint8_t started;   /* the value's first byte was seen */
+  uint8_t in_str;    /* inside a string */
+  uint8_t esc;       /* the previous byte was a backslash in a string */
+  uint8_t in_scalar; /* inside a number or literal at depth 0 */
   uint64_t arrays[IDX_MAX_DEPTH / 64]; /* bit d: level d+1 is an array */
 };
 
@@ -81,25 +81,25 @@ int idx_unescape(char *s, size_t n, size_t *out_n);
 
 /* A number as written, converted when its scale is known. */
 struct idx_numtok {
-  const char *p;  /* the number's text (inside the quotes for a string) */
+  const char *p; /* the number's text (inside the quotes for a string) */
   size_t n;
-  int present;    /* a number or a string was there (not null, not NaN) */
-  int junk;       /* a string or literal that is no number ("N/A", NaN) */
-  int done;       /* converted: rc and val hold the result */
-  int rc;         /* IDX_NUM_* */
+  int present; /* a number or a string was there (not null, not NaN) */
+  int junk;    /* a string or literal that is no number ("N/A", NaN) */
+  int done;    /* converted: rc and val hold the result */
+  int rc;      /* IDX_NUM_* */
   int64_t val;
 };
 
 struct idx_parsed {
-  int scale;                  /* in: 3 (kineto us) or 0 (mcTracer ns) for
-                                 ts/dur, -1 while the format is unsettled */
+  int scale; /* in: 3 (kineto us) or 0 (mcTracer ns) for
+                ts/dur, -1 while the format is unsettled */
   struct idx_event ev;
-  struct idx_numtok ts, dur;  /* see idx_parsed_times() */
-  int bad;                    /* malformed: skip and count the event */
-  int co_id;                  /* args.co_id was present (mcTracer) */
-  int64_t size;               /* args "size" (runtime copy calls) */
-  int64_t dyn_shared, static_shared;  /* mcTracer args */
-  uint32_t xhas;              /* IDX_X_*: which of these three were read */
+  struct idx_numtok ts, dur;         /* see idx_parsed_times() */
+  int bad;                           /* malformed: skip and count the event */
+  int co_id;                         /* args.co_id was present (mcTracer) */
+  int64_t size;                      /* args "size" (runtime copy calls) */
+  int64_t dyn_shared, static_shared; /* mcTracer args */
+  uint32_t xhas; /* IDX_X_*: which of these three were read */
 };
 
 enum { IDX_X_SIZE = 1, IDX_X_DYN = 2, IDX_X_STATIC = 4 };
@@ -107,8 +107,8 @@ enum { IDX_X_SIZE = 1, IDX_X_DYN = 2, IDX_X_STATIC = 4 };
 /* A cursor over a buffer that holds a whole value. */
 struct idx_cur {
   const char *p, *end;
-  int mut;         /* the buffer is the reader's: unescape in place */
-  unsigned depth;  /* nesting at p */
+  int mut;        /* the buffer is the reader's: unescape in place */
+  unsigned depth; /* nesting at p */
 };
 
 /* Parses the event object at c->p ('{') into *out (all of it but

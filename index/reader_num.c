@@ -10,7 +10,7 @@
 
 /* The digits of a number, the integer and fraction parts side by side. */
 struct digits {
-  const char *ip, *fp;  /* integer digits, fraction digits */
+  const char *ip, *fp; /* integer digits, fraction digits */
   size_t in, fn;
 };
 
@@ -44,8 +44,8 @@ static const char *read_exp(const char *p, const char *end, int64_t *exp)
 }
 
 /* Splits p[0..n) into sign, digits and exponent. 0 or IDX_NUM_NAN. */
-static int split(const char *p, const char *end, int *neg,
-                 struct digits *d, int64_t *exp)
+static int split(const char *p, const char *end, int *neg, struct digits *d,
+                 int64_t *exp)
 {
   *neg = 0;
   *exp = 0;
@@ -75,7 +75,7 @@ const char *idx_num_fast(const char *p, const char *end, unsigned scale,
 {
   const char *s;
   uint64_t acc = 0;
-  unsigned f = 0;   /* fraction digits kept */
+  unsigned f = 0; /* fraction digits kept */
   int neg = 0;
 
   if (p < end && *p == '-')
@@ -103,9 +103,9 @@ int idx_num_parse(const char *p, size_t n, unsigned scale, int64_t *out)
 {
   const uint64_t lim = (uint64_t)INT64_MAX; /* +1 when negative */
   struct digits d;
-  uint64_t acc = 0;   /* magnitude so far */
-  int64_t shift;      /* power of ten applied to the digit string */
-  size_t keep, i;     /* leading digits that survive truncation */
+  uint64_t acc = 0; /* magnitude so far */
+  int64_t shift;    /* power of ten applied to the digit string */
+  size_t keep, i;   /* leading digits that survive truncation */
   int neg;
 
   if (idx_num_fast(p, p + n, scale, out) == p + n)

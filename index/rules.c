@@ -36,48 +36,110 @@
 #include "index/index.h"
 
 static const char *const categories[AGG_NCATEGORIES] = {
-    "gemm", "attention", "moe", "communication", "custom", "routing", "copy",
-    "memset", "elementwise", "normalization", "softmax_topk", "sync",
-    "other"};
-
-struct rule {
-  const char *pattern;   /* lower case; leading '^': prefix */
-  int category;          /* index into categories */
+  "gemm",         "attention", "moe",    "communication", "custom",
+  "routing",      "copy",      "memset", "elementwise",   "normalization",
+  "softmax_topk", "sync",      "other"
 };
 
-enum { GEMM, ATTN, MOE, COMM, CUSTOM, ROUTING, COPY, MEMSET, ELEM, NORM,
-       SOFTMAX, SYNC, OTHER };
+struct rule {
+  const char *pattern; /* lower case; leading '^': prefix */
+  int category;        /* index into categories */
+};
+
+enum {
+  GEMM,
+  ATTN,
+  MOE,
+  COMM,
+  CUSTOM,
+  ROUTING,
+  COPY,
+  MEMSET,
+  ELEM,
+  NORM,
+  SOFTMAX,
+  SYNC,
+  OTHER
+};
 
 static const struct rule builtin[] = {
-    {"nccl", COMM}, {"rccl", COMM}, {"allreduce", COMM},
-    {"all_reduce", COMM}, {"all_gather", COMM}, {"allgather", COMM},
-    {"reduce_scatter", COMM}, {"reducescatter", COMM},
-    {"cross_device", COMM}, {"alltoall", COMM}, {"all_to_all", COMM},
-    {"^memory_copy", COPY}, {"copybuffer", COPY}, {"memcpy", COPY},
-    {"direct_copy", COPY}, {"catarraybatchedcopy", COPY},
-    {"memset", MEMSET}, {"fillbuffer", MEMSET},
-    {"moe", MOE}, {"expert", MOE}, {"topk_softplus", MOE},
-    {"flash", ATTN}, {"fmha", ATTN}, {"attn", ATTN}, {"attention", ATTN},
-    {"paged_attention", ATTN}, {"mla", ATTN}, {"^pa_", ATTN},
-    {"^cijk_", GEMM}, {"gemm", GEMM}, {"cutlass", GEMM}, {"cublas", GEMM},
-    {"hipblaslt", GEMM}, {"mcblas", GEMM}, {"matmul", GEMM},
-    {"wvsplitk", GEMM}, {"xmma", GEMM}, {"gemv", GEMM},
-    {"triton_", CUSTOM}, {"^kernel_", CUSTOM}, {"tilelang", CUSTOM},
-    {"scatter", ROUTING}, {"gather", ROUTING}, {"reorder", ROUTING},
-    {"sort", ROUTING}, {"index_", ROUTING}, {"indexselect", ROUTING},
-    {"indexing", ROUTING}, {"permute", ROUTING}, {"hist", ROUTING},
-    {"routing", ROUTING}, {"transpose", ROUTING},
-    {"rmsnorm", NORM}, {"rms_norm", NORM}, {"layernorm", NORM},
-    {"layer_norm", NORM}, {"groupnorm", NORM}, {"group_norm", NORM},
-    {"batchnorm", NORM}, {"batch_norm", NORM}, {"_norm_", NORM},
-    {"softmax", SOFTMAX}, {"topk", SOFTMAX}, {"top_k", SOFTMAX},
-    {"semaphore", SYNC}, {"barrier", SYNC}, {"^sync", SYNC},
-    {"elementwise", ELEM}, {"reduce", ELEM}, {"fill", ELEM},
-    {"unrolled", ELEM}, {"vectorized", ELEM}, {"pointwise", ELEM},
+  { "nccl", COMM },
+  { "rccl", COMM },
+  { "allreduce", COMM },
+  { "all_reduce", COMM },
+  { "all_gather", COMM },
+  { "allgather", COMM },
+  { "reduce_scatter", COMM },
+  { "reducescatter", COMM },
+  { "cross_device", COMM },
+  { "alltoall", COMM },
+  { "all_to_all", COMM },
+  { "^memory_copy", COPY },
+  { "copybuffer", COPY },
+  { "memcpy", COPY },
+  { "direct_copy", COPY },
+  { "catarraybatchedcopy", COPY },
+  { "memset", MEMSET },
+  { "fillbuffer", MEMSET },
+  { "moe", MOE },
+  { "expert", MOE },
+  { "topk_softplus", MOE },
+  { "flash", ATTN },
+  { "fmha", ATTN },
+  { "attn", ATTN },
+  { "attention", ATTN },
+  { "paged_attention", ATTN },
+  { "mla", ATTN },
+  { "^pa_", ATTN },
+  { "^cijk_", GEMM },
+  { "gemm", GEMM },
+  { "cutlass", GEMM },
+  { "cublas", GEMM },
+  { "hipblaslt", GEMM },
+  { "mcblas", GEMM },
+  { "matmul", GEMM },
+  { "wvsplitk", GEMM },
+  { "xmma", GEMM },
+  { "gemv", GEMM },
+  { "triton_", CUSTOM },
+  { "^kernel_", CUSTOM },
+  { "tilelang", CUSTOM },
+  { "scatter", ROUTING },
+  { "gather", ROUTING },
+  { "reorder", ROUTING },
+  { "sort", ROUTING },
+  { "index_", ROUTING },
+  { "indexselect", ROUTING },
+  { "indexing", ROUTING },
+  { "permute", ROUTING },
+  { "hist", ROUTING },
+  { "routing", ROUTING },
+  { "transpose", ROUTING },
+  { "rmsnorm", NORM },
+  { "rms_norm", NORM },
+  { "layernorm", NORM },
+  { "layer_norm", NORM },
+  { "groupnorm", NORM },
+  { "group_norm", NORM },
+  { "batchnorm", NORM },
+  { "batch_norm", NORM },
+  { "_norm_", NORM },
+  { "softmax", SOFTMAX },
+  { "topk", SOFTMAX },
+  { "top_k", SOFTMAX },
+  { "semaphore", SYNC },
+  { "barrier", SYNC },
+  { "^sync", SYNC },
+  { "elementwise", ELEM },
+  { "reduce", ELEM },
+  { "fill", ELEM },
+  { "unrolled", ELEM },
+  { "vectorized", ELEM },
+  { "pointwise", ELEM },
 };
 
 struct idx_rules {
-  struct rule *user;     /* patterns owned (strdup'd) */
+  struct rule *user; /* patterns owned (strdup'd) */
   size_t n;
 };
 
@@ -163,7 +225,8 @@ static int parse_line(struct idx_rules *r, size_t *cap, char *line,
                       "%s:%d: expected `category pattern` with a category "
                       "among gemm attention moe communication custom "
                       "routing copy memset elementwise normalization "
-                      "softmax_topk sync other", path, lineno);
+                      "softmax_topk sync other",
+                      path, lineno);
   if (agg_grow(&r->user, cap, r->n, sizeof(*r->user)) != 0)
     return tr_err_set(err, TR_ENOMEM, "rules", "out of memory");
   for (p = pat; *p != '\0'; p++)
@@ -174,8 +237,7 @@ static int parse_line(struct idx_rules *r, size_t *cap, char *line,
   return 0;
 }
 
-int idx_rules_load(const char *path, struct idx_rules **out,
-                   struct tr_err *err)
+int idx_rules_load(const char *path, struct idx_rules **out, struct tr_err *err)
 {
   struct idx_rules *r = calloc(1, sizeof(*r));
   size_t cap = 0;
@@ -197,8 +259,8 @@ int idx_rules_load(const char *path, struct idx_rules **out,
   while (rc == 0 && fgets(line, sizeof(line), f) != NULL) {
     lineno++;
     if (strchr(line, '\n') == NULL && !feof(f))
-      rc = tr_err_set(err, TR_EINVAL, "rules", "%s:%d: line too long",
-                      path, lineno);
+      rc = tr_err_set(err, TR_EINVAL, "rules", "%s:%d: line too long", path,
+                      lineno);
     else
       rc = parse_line(r, &cap, line, path, lineno, err);
   }

@@ -21,34 +21,34 @@
 #include "index/event.h"
 #include "index/inflate.h"
 
-#define SLOTS 4
+#define SLOTS      4
 #define SLOT_BYTES (1u << 20) /* JSON text per slot */
-#define IN_BYTES (1u << 20)   /* compressed bytes per read() */
+#define IN_BYTES   (1u << 20) /* compressed bytes per read() */
 
 struct slot {
-  char *buf;     /* SLOT_BYTES */
-  size_t len;    /* bytes of text when full */
+  char *buf;  /* SLOT_BYTES */
+  size_t len; /* bytes of text when full */
   int full;
 };
 
 struct idx_source {
   char *path;
   int fd;
-  int gzip;                      /* 1f 8b magic seen */
+  int gzip; /* 1f 8b magic seen */
   uint64_t file_bytes;
-  _Atomic uint64_t read_bytes;   /* file bytes read by the thread */
+  _Atomic uint64_t read_bytes; /* file bytes read by the thread */
   pthread_t thread;
-  int started;                   /* thread is running: join it */
-  pthread_mutex_t mu;            /* guards slot[].full, stop, ended */
-  pthread_cond_t cv;             /* any change of those */
+  int started;        /* thread is running: join it */
+  pthread_mutex_t mu; /* guards slot[].full, stop, ended */
+  pthread_cond_t cv;  /* any change of those */
   struct slot slot[SLOTS];
-  unsigned next;                 /* caller: slot handed out next */
-  int holding;                   /* caller holds the slot before next */
-  int stop;                      /* close: the thread must quit */
-  int ended;                     /* the thread filled its last slot */
-  struct tr_err end_err;         /* why it ended; code 0 at a clean end */
-  uint8_t *in;                   /* thread: compressed input, IN_BYTES */
-  struct idx_inflate *z;         /* thread: NULL for plain files */
+  unsigned next;         /* caller: slot handed out next */
+  int holding;           /* caller holds the slot before next */
+  int stop;              /* close: the thread must quit */
+  int ended;             /* the thread filled its last slot */
+  struct tr_err end_err; /* why it ended; code 0 at a clean end */
+  uint8_t *in;           /* thread: compressed input, IN_BYTES */
+  struct idx_inflate *z; /* thread: NULL for plain files */
 };
 
 /* Thread: waits until slot i is free; NULL when close() asks to stop. */
@@ -122,8 +122,8 @@ static void run_plain(struct idx_source *s)
 /* The state of the gzip thread between slots. */
 struct gz {
   struct idx_inflate_io io;
-  int eof;        /* read() returned 0 */
-  int in_member;  /* inside a gzip member (else at a member boundary) */
+  int eof;       /* read() returned 0 */
+  int in_member; /* inside a gzip member (else at a member boundary) */
 };
 
 /* Tops up the compressed input (keeping unread bytes) when it is below
@@ -153,8 +153,8 @@ static int gz_fail(struct idx_source *s, const struct gz *g, int code,
 {
   uint64_t off = atomic_load(&s->read_bytes) - g->io.in_len;
 
-  return tr_err_set(&s->end_err, code, NULL, "%s: %s at byte %llu",
-                    s->path, what, (unsigned long long)off);
+  return tr_err_set(&s->end_err, code, NULL, "%s: %s at byte %llu", s->path,
+                    what, (unsigned long long)off);
 }
 
 /* At a member boundary: 1 when another member starts, 0 at a clean end of
@@ -176,7 +176,7 @@ static int fill_gzip(struct idx_source *s, struct gz *g)
 {
   const char *what = NULL;
   size_t in_before, out_before;
-  int stalled = 0;  /* the last run neither consumed nor produced */
+  int stalled = 0; /* the last run neither consumed nor produced */
   int rc;
 
   while (g->io.out_len > 0) {
@@ -196,8 +196,8 @@ static int fill_gzip(struct idx_source *s, struct gz *g)
       return gz_fail(s, g, rc, what);
     if (rc == 1)
       g->in_member = 0;
-    stalled = rc == 0 && in_before == g->io.in_len &&
-              out_before == g->io.out_len;
+    stalled =
+        rc == 0 && in_before == g->io.in_len && out_before == g->io.out_len;
     if (stalled && g->eof)
       return gz_fail(s, g, TR_EFORMAT, "truncated gzip");
     if (stalled && g->io.in_len == IN_BYTES)
@@ -256,11 +256,9 @@ static int open_file(struct idx_source *s, struct tr_err *err)
 
   s->fd = open(s->path, O_RDONLY | O_CLOEXEC);
   if (s->fd < 0)
-    return tr_err_set(err, -errno, NULL, "%s: %s", s->path,
-                      strerror(errno));
+    return tr_err_set(err, -errno, NULL, "%s: %s", s->path, strerror(errno));
   if (fstat(s->fd, &st) != 0)
-    return tr_err_set(err, -errno, NULL, "%s: %s", s->path,
-                      strerror(errno));
+    return tr_err_set(err, -errno, NULL, "%s: %s", s->path, strerror(errno));
   if (S_ISDIR(st.st_mode))
     return tr_err_set(err, -EISDIR, NULL, "%s: is a directory", s->path);
   s->file_bytes = (uint64_t)st.st_size;

@@ -8,15 +8,15 @@
 
 #include "store/store_int.h"
 
-static const char *const statuses[] = {"queued", "running", "done",
-                                       "failed", "cancelled",
-                                       "interrupted", NULL};
-static const char *const phases[] = {"queued", "stopping", "launching",
-                                     "waiting_ready", "benchmark",
-                                     "exporting", "indexing", "done", NULL};
-static const char *const kinds[] = {"capture", "import", NULL};
-static const char *const json_columns[] = {"progress", "bench", "extra",
-                                           "error", NULL};
+static const char *const statuses[] = { "queued", "running",   "done",
+                                        "failed", "cancelled", "interrupted",
+                                        NULL };
+static const char *const phases[] = { "queued",        "stopping",  "launching",
+                                      "waiting_ready", "benchmark", "exporting",
+                                      "indexing",      "done",      NULL };
+static const char *const kinds[] = { "capture", "import", NULL };
+static const char *const json_columns[] = { "progress", "bench", "extra",
+                                            "error", NULL };
 
 /* What the dashboard reads before the runner reports anything. */
 static const char initial_progress[] =
@@ -26,30 +26,28 @@ static const char initial_progress[] =
 
 /* The capture object's columns; queue_position is the FIFO place among
  * queued captures of the same kind (the runner takes them oldest first). */
-#define CAPTURE_SELECT                                                     \
-  "SELECT c.id, c.kind, c.label, c.params AS params_json, c.status,"       \
-  " c.phase, c.created_at, c.started_at, c.finished_at,"                   \
-  " c.phase_started_at,"                                                   \
-  " CASE WHEN c.status = 'queued' THEN (SELECT count(*) FROM captures q"   \
-  "  WHERE q.status = 'queued' AND q.kind = c.kind AND q.id <= c.id)"      \
-  " END AS queue_position,"                                                \
-  " c.progress AS progress_json, c.error AS error_json,"                   \
+#define CAPTURE_SELECT                                                         \
+  "SELECT c.id, c.kind, c.label, c.params AS params_json, c.status,"           \
+  " c.phase, c.created_at, c.started_at, c.finished_at,"                       \
+  " c.phase_started_at,"                                                       \
+  " CASE WHEN c.status = 'queued' THEN (SELECT count(*) FROM captures q"       \
+  "  WHERE q.status = 'queued' AND q.kind = c.kind AND q.id <= c.id)"          \
+  " END AS queue_position,"                                                    \
+  " c.progress AS progress_json, c.error AS error_json,"                       \
   " c.bench AS bench_json, c.extra AS extra_json FROM captures c "
 
 static int step_write(struct store *st, sqlite3_stmt *s, struct tr_err *err)
 {
-  int rc = sqlite3_step(s) == SQLITE_DONE ? 0
-                                          : store__db_err(st, "write", err);
+  int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : store__db_err(st, "write", err);
 
   store__done(s);
   return rc;
 }
 
-int store_capture_insert(struct store *st, const char *kind,
-                         const char *label, json_t *params, int64_t *id,
-                         struct tr_err *err)
+int store_capture_insert(struct store *st, const char *kind, const char *label,
+                         json_t *params, int64_t *id, struct tr_err *err)
 {
-  char *text;          /* params as compact JSON */
+  char *text; /* params as compact JSON */
   sqlite3_stmt *s;
   int64_t now = tr_now_ns();
   int rc;
@@ -68,10 +66,10 @@ int store_capture_insert(struct store *st, const char *kind,
     return rc;
   }
   rc = store__stmt(st,
-                     "INSERT INTO captures(kind, label, params, status,"
-                     " phase, created_at, phase_started_at, progress)"
-                     " VALUES(?1, ?2, ?3, 'queued', 'queued', ?4, ?4, ?5)",
-                     &s, err);
+                   "INSERT INTO captures(kind, label, params, status,"
+                   " phase, created_at, phase_started_at, progress)"
+                   " VALUES(?1, ?2, ?3, 'queued', 'queued', ?4, ?4, ?5)",
+                   &s, err);
   if (rc == 0) {
     sqlite3_bind_text(s, 1, kind, -1, SQLITE_TRANSIENT);
     store__bind_text(s, 2, label);
@@ -103,15 +101,14 @@ static int final_or_missing(struct store *st, int64_t id, int rc,
 
   if (rc != 0 || sqlite3_changes(st->db) != 0)
     return rc;
-  rc = store__stmt_id(st, "SELECT status FROM captures WHERE id = ?1", id,
-                      0, &s, err);
+  rc = store__stmt_id(st, "SELECT status FROM captures WHERE id = ?1", id, 0,
+                      &s, err);
   if (rc < 0)
     return rc;
   rc = store__step_capture(st, s, id, err);
   if (rc == 0)
-    rc = tr_err_set(err, TR_ECONFLICT, "status",
-                    "capture %lld is already %s", (long long)id,
-                    (const char *)sqlite3_column_text(s, 0));
+    rc = tr_err_set(err, TR_ECONFLICT, "status", "capture %lld is already %s",
+                    (long long)id, (const char *)sqlite3_column_text(s, 0));
   store__done(s);
   return rc;
 }
@@ -166,8 +163,7 @@ static int read_json_column(struct store *st, int64_t id, const char *column,
   json_t *v;
   int rc;
 
-  snprintf(sql, sizeof(sql), "SELECT %s FROM captures WHERE id = ?1",
-           column);
+  snprintf(sql, sizeof(sql), "SELECT %s FROM captures WHERE id = ?1", column);
   rc = store__stmt_id(st, sql, id, 0, &s, err);
   if (rc < 0)
     return rc;
@@ -181,9 +177,8 @@ static int read_json_column(struct store *st, int64_t id, const char *column,
   return rc;
 }
 
-static int write_json_column(struct store *st, int64_t id,
-                             const char *column, json_t *v,
-                             struct tr_err *err)
+static int write_json_column(struct store *st, int64_t id, const char *column,
+                             json_t *v, struct tr_err *err)
 {
   char sql[96];
   char *text = json_dumps(v, JSON_COMPACT);
@@ -207,7 +202,7 @@ static int write_json_column(struct store *st, int64_t id,
 int store_capture_merge(struct store *st, int64_t id, const char *column,
                         json_t *obj, struct tr_err *err)
 {
-  json_t *cur = NULL;   /* the column's object, members replaced by obj's */
+  json_t *cur = NULL; /* the column's object, members replaced by obj's */
   int rc;
 
   if (column == NULL)
@@ -233,8 +228,8 @@ int store_capture_merge(struct store *st, int64_t id, const char *column,
  * columns win over an extra member of the same name). */
 static void finish_capture(json_t *obj)
 {
-  static const char *const stamps[] = {"created_at", "started_at",
-                                       "finished_at", "phase_started_at"};
+  static const char *const stamps[] = { "created_at", "started_at",
+                                        "finished_at", "phase_started_at" };
   json_t *extra = json_incref(json_object_get(obj, "extra"));
   const char *key;
   json_t *v;
@@ -249,7 +244,8 @@ static void finish_capture(json_t *obj)
     }
   }
   json_object_del(obj, "extra");
-  json_object_foreach(extra, key, v) {
+  json_object_foreach(extra, key, v)
+  {
     if (json_object_get(obj, key) == NULL)
       json_object_set(obj, key, v);
   }
@@ -300,13 +296,12 @@ int store_capture_list(struct store *st, const struct store_list_filter *f,
                     "must not be negative");
   if (rc == 0)
     rc = store__stmt(st,
-                     CAPTURE_SELECT
-                     "WHERE (?1 IS NULL OR c.status = ?1)"
-                     " AND (?2 IS NULL OR"
-                     "  json_extract(c.params, '$.model') = ?2)"
-                     " AND (?3 IS NULL OR c.kind = ?3)"
-                     " AND (?4 = 0 OR c.id < ?4)"
-                     " ORDER BY c.id DESC LIMIT ?5",
+                     CAPTURE_SELECT "WHERE (?1 IS NULL OR c.status = ?1)"
+                                    " AND (?2 IS NULL OR"
+                                    "  json_extract(c.params, '$.model') = ?2)"
+                                    " AND (?3 IS NULL OR c.kind = ?3)"
+                                    " AND (?4 = 0 OR c.id < ?4)"
+                                    " ORDER BY c.id DESC LIMIT ?5",
                      &s, err);
   if (rc < 0)
     return rc;
@@ -326,7 +321,7 @@ int store_capture_list(struct store *st, const struct store_list_filter *f,
 int store_capture_ids(struct store *st, const char *status, const char *kind,
                       int64_t **ids, size_t *n, struct tr_err *err)
 {
-  int64_t *arr = NULL;   /* grows by doubling */
+  int64_t *arr = NULL; /* grows by doubling */
   size_t len = 0, cap = 0;
   sqlite3_stmt *s;
   int rc = store__check_enum(status, statuses, "status", err);
@@ -386,10 +381,10 @@ int store_capture_delete(struct store *st, int64_t id, struct tr_err *err)
   return store__wr_end(st, rc, err);
 }
 
-int store_capture_cancel_queued(struct store *st, int64_t id,
-                                bool *was_queued, struct tr_err *err)
+int store_capture_cancel_queued(struct store *st, int64_t id, bool *was_queued,
+                                struct tr_err *err)
 {
-  bool changed;         /* our UPDATE found it queued */
+  bool changed; /* our UPDATE found it queued */
   sqlite3_stmt *s;
   int rc = store__wr_begin(st, err);
 
@@ -426,8 +421,7 @@ int store_status_counts(struct store *st, json_t **out, struct tr_err *err)
 
   for (size_t i = 0; statuses[i] != NULL; i++)
     json_object_set_new(counts, statuses[i], json_integer(0));
-  rc = store__stmt(st,
-                   "SELECT status, count(*) FROM captures GROUP BY status",
+  rc = store__stmt(st, "SELECT status, count(*) FROM captures GROUP BY status",
                    &s, err);
   if (rc < 0) {
     json_decref(counts);

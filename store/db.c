@@ -27,7 +27,7 @@ int store__db_err(struct store *st, const char *what, struct tr_err *err)
 int store__stmt(struct store *st, const char *sql, sqlite3_stmt **out,
                 struct tr_err *err)
 {
-  struct stmt_slot *slot;   /* the new cache entry */
+  struct stmt_slot *slot; /* the new cache entry */
   sqlite3_stmt *stmt;
 
   for (size_t i = 0; i < st->ncache; i++) {
@@ -273,8 +273,8 @@ static int configure(struct store *st, struct tr_err *err)
   else if (rc == 0 && have != store__schema_version)
     rc = tr_err_set(err, TR_EDB, "db",
                     "database schema version %d, expected %d: open it "
-                    "read-write once to migrate", have,
-                    store__schema_version);
+                    "read-write once to migrate",
+                    have, store__schema_version);
   return rc;
 }
 
@@ -321,8 +321,7 @@ void store_close(struct store *st)
 
 int store__no_capture(int64_t id, struct tr_err *err)
 {
-  return tr_err_set(err, TR_ENOTFOUND, "id", "no capture %lld",
-                    (long long)id);
+  return tr_err_set(err, TR_ENOTFOUND, "id", "no capture %lld", (long long)id);
 }
 
 int store__stmt_id(struct store *st, const char *sql, int64_t id, int rank,
@@ -354,8 +353,8 @@ int store__capture_exists(struct store *st, int64_t id, char *status,
                           struct tr_err *err)
 {
   sqlite3_stmt *s;
-  int rc = store__stmt_id(st, "SELECT status FROM captures WHERE id = ?1",
-                          id, 0, &s, err);
+  int rc = store__stmt_id(st, "SELECT status FROM captures WHERE id = ?1", id,
+                          0, &s, err);
 
   if (rc < 0)
     return rc;

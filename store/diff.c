@@ -19,17 +19,17 @@
 
 #include "store/store_int.h"
 
-static const char *const bys[] = {"kernel", "category", "step", NULL};
-static const char *const norms[] = {"none", "per_step", NULL};
+static const char *const bys[] = { "kernel", "category", "step", NULL };
+static const char *const norms[] = { "none", "per_step", NULL };
 
 /* One run as the warnings see it. */
 struct side {
   int64_t id;
-  const char *field;     /* "a" or "b": the query parameter naming it */
-  int64_t tp;            /* params.tp, else its number of ranks */
-  int64_t real_steps;    /* prefill + decode, see the top comment */
+  const char *field;  /* "a" or "b": the query parameter naming it */
+  int64_t tp;         /* params.tp, else its number of ranks */
+  int64_t real_steps; /* prefill + decode, see the top comment */
   bool has_steps, has_decode, has_dummy;
-  char kinds[512];       /* its step kinds, "decode, prefill" */
+  char kinds[512]; /* its step kinds, "decode, prefill" */
   char device[128];
 };
 
@@ -40,8 +40,7 @@ struct drow {
 };
 
 /* Per key of one run: ?1 or ?3 the capture, ?2 the rank or -1. */
-static void side_sql(const char *by, const char *param, char *buf,
-                     size_t size)
+static void side_sql(const char *by, const char *param, char *buf, size_t size)
 {
   const char *key = "x.kind", *table = "steps", *join = "";
 
@@ -89,9 +88,9 @@ static json_t *drow_json(const struct drow *d, const char *keyname)
   json_object_set_new(o, "b_total_ns", json_integer(d->bt));
   json_object_set_new(o, "delta_ns", json_integer(d->delta));
   json_object_set_new(o, "delta_pct",
-                      d->at ? json_real((double)d->delta * 100.0 /
-                                        (double)d->at)
-                            : json_null());
+                      d->at
+                          ? json_real((double)d->delta * 100.0 / (double)d->at)
+                          : json_null());
   json_object_set_new(o, "status",
                       json_string(d->in_a && d->in_b ? "both"
                                   : d->in_a          ? "only_a"
@@ -107,9 +106,9 @@ static void free_drows(struct drow *rows, size_t n)
 }
 
 /* Reads the FULL JOIN of both runs' per-key totals into *rows. */
-static int read_drows(struct store *st, const char *by,
-                      const struct side *a, const struct side *b, int rank,
-                      struct drow **rows, size_t *n, struct tr_err *err)
+static int read_drows(struct store *st, const char *by, const struct side *a,
+                      const struct side *b, int rank, struct drow **rows,
+                      size_t *n, struct tr_err *err)
 {
   char sql[2048], sa[768], sb[768];
   struct drow *arr = NULL;
@@ -197,18 +196,16 @@ static int diff_rows(struct store *st, const char *by, bool norm,
 
 /* TR_ENOTFOUND / TR_ECONFLICT naming side->field unless the capture exists
  * and is done; then its TP and device. */
-static int side_capture(struct store *st, struct side *sd,
-                        struct tr_err *err)
+static int side_capture(struct store *st, struct side *sd, struct tr_err *err)
 {
   sqlite3_stmt *s;
-  int rc = store__stmt(
-      st,
-      "SELECT c.status, json_extract(c.params, '$.tp'),"
-      " (SELECT count(*) FROM ranks WHERE capture_id = c.id"
-      "  AND status = 'done'),"
-      " (SELECT min(device) FROM ranks WHERE capture_id = c.id"
-      "  AND status = 'done') FROM captures c WHERE c.id = ?1",
-      &s, err);
+  int rc = store__stmt(st,
+                       "SELECT c.status, json_extract(c.params, '$.tp'),"
+                       " (SELECT count(*) FROM ranks WHERE capture_id = c.id"
+                       "  AND status = 'done'),"
+                       " (SELECT min(device) FROM ranks WHERE capture_id = c.id"
+                       "  AND status = 'done') FROM captures c WHERE c.id = ?1",
+                       &s, err);
 
   if (rc < 0)
     return rc;
@@ -260,8 +257,8 @@ static int side_steps(struct store *st, struct side *sd, int rank,
     sd->has_decode |= !dummy && strstr(kind, "decode") != NULL;
     sd->has_dummy |= dummy;
     if (len < sizeof(sd->kinds))
-      len += (size_t)snprintf(sd->kinds + len, sizeof(sd->kinds) - len,
-                              "%s%s", len ? ", " : "", kind);
+      len += (size_t)snprintf(sd->kinds + len, sizeof(sd->kinds) - len, "%s%s",
+                              len ? ", " : "", kind);
   }
   rc = rc == SQLITE_DONE ? 0 : store__db_err(st, "diff steps", err);
   store__done(s);
@@ -303,8 +300,7 @@ static void warn(json_t *warnings, const char *code, const char *fmt, ...)
 /* A run whose labels predate dummy_* kinds counts dummy steps as decode:
  * warn only when the other run shows the taxonomy (it has dummy_* kinds)
  * and this one has decode labels but none of them. */
-static void warn_taxonomy(json_t *w, const struct side *x,
-                          const struct side *y)
+static void warn_taxonomy(json_t *w, const struct side *x, const struct side *y)
 {
   if (x->has_decode && !x->has_dummy && y->has_dummy)
     warn(w, "pre_taxonomy",
@@ -317,14 +313,14 @@ static void warn_taxonomy(json_t *w, const struct side *x,
 static json_t *warnings_of(const struct side *a, const struct side *b)
 {
   json_t *w = json_array();
-  const struct side *sides[2] = {a, b};
+  const struct side *sides[2] = { a, b };
 
   if (a->tp != b->tp)
     warn(w, "different_tp", "different TP: a has %lld, b has %lld",
          (long long)a->tp, (long long)b->tp);
   if (*a->device && *b->device && strcmp(a->device, b->device) != 0)
-    warn(w, "different_device", "different devices: a %s, b %s",
-         a->device, b->device);
+    warn(w, "different_device", "different devices: a %s, b %s", a->device,
+         b->device);
   for (int i = 0; i < 2; i++) {
     if (!sides[i]->has_steps)
       warn(w, "no_labels",
@@ -409,7 +405,7 @@ int store_diff(struct store *st, int64_t a, int64_t b,
                const struct store_diff_opts *o, json_t **out,
                struct tr_err *err)
 {
-  struct side sa = {.id = a, .field = "a"}, sb = {.id = b, .field = "b"};
+  struct side sa = { .id = a, .field = "a" }, sb = { .id = b, .field = "b" };
   json_t *res;
   int rc = check_opts(o, err);
 

@@ -22,9 +22,11 @@
 struct spec {
   const char *single;
   const char *all;
-  const char *order;   /* fixed ORDER BY, or NULL: by q->sort */
+  const char *order; /* fixed ORDER BY, or NULL: by q->sort */
 };
 
+/* The SQL below is laid out by hand: clang-format cannot break it. */
+/* clang-format off */
 /* Shares are rounded to 6 decimals as in the rank summary; 0 when the
  * denominator is. */
 #define SHARE(num, den)                                                    \
@@ -149,9 +151,12 @@ static const struct spec phases = {
     "SELECT r.rank AS rank," PHASE_COLS ALL_RANKS,
     "rank, \"index\""};
 
-static const char *const sorts[] = {"total", "count", "avg", "name", NULL};
-static const char *const sort_orders[] = {
-    "total_ns DESC, name", "count DESC, name", "avg_ns DESC, name", "name"};
+/* clang-format on */
+
+static const char *const sorts[] = { "total", "count", "avg", "name", NULL };
+static const char *const sort_orders[] = { "total_ns DESC, name",
+                                           "count DESC, name",
+                                           "avg_ns DESC, name", "name" };
 
 static const char *order_of(const struct spec *sp, const char *sort)
 {
@@ -212,8 +217,7 @@ int store__rank_exists(struct store *st, int64_t capture_id, int rank,
 }
 
 static int run(struct store *st, const struct spec *sp,
-               const struct store_query *q, json_t **out,
-               struct tr_err *err)
+               const struct store_query *q, json_t **out, struct tr_err *err)
 {
   json_t *rows = NULL;
   int rc = 0;
@@ -245,7 +249,7 @@ static int run(struct store *st, const struct spec *sp,
 int store__rank_table(struct store *st, int64_t capture_id, int rank,
                       const char *table, json_t **out, struct tr_err *err)
 {
-  struct store_query q = {.capture_id = capture_id, .rank = rank};
+  struct store_query q = { .capture_id = capture_id, .rank = rank };
   const struct spec *sp = strcmp(table, "categories") == 0 ? &categories
                           : strcmp(table, "memcpy") == 0   ? &memcpy_spec
                                                            : &steps;
@@ -253,14 +257,14 @@ int store__rank_table(struct store *st, int64_t capture_id, int rank,
   return query_rows(st, sp, &q, out, err);
 }
 
-int store_kernels(struct store *st, const struct store_query *q,
-                  json_t **out, struct tr_err *err)
+int store_kernels(struct store *st, const struct store_query *q, json_t **out,
+                  struct tr_err *err)
 {
   return run(st, &kernels, q, out, err);
 }
 
-int store_launches(struct store *st, const struct store_query *q,
-                   json_t **out, struct tr_err *err)
+int store_launches(struct store *st, const struct store_query *q, json_t **out,
+                   struct tr_err *err)
 {
   return run(st, &launches, q, out, err);
 }
@@ -271,26 +275,26 @@ int store_categories(struct store *st, const struct store_query *q,
   return run(st, &categories, q, out, err);
 }
 
-int store_steps(struct store *st, const struct store_query *q,
-                json_t **out, struct tr_err *err)
+int store_steps(struct store *st, const struct store_query *q, json_t **out,
+                struct tr_err *err)
 {
   return run(st, &steps, q, out, err);
 }
 
-int store_memcpy(struct store *st, const struct store_query *q,
-                 json_t **out, struct tr_err *err)
+int store_memcpy(struct store *st, const struct store_query *q, json_t **out,
+                 struct tr_err *err)
 {
   return run(st, &memcpy_spec, q, out, err);
 }
 
-int store_runtime(struct store *st, const struct store_query *q,
-                  json_t **out, struct tr_err *err)
+int store_runtime(struct store *st, const struct store_query *q, json_t **out,
+                  struct tr_err *err)
 {
   return run(st, &runtime, q, out, err);
 }
 
-int store_phases(struct store *st, const struct store_query *q,
-                 json_t **out, struct tr_err *err)
+int store_phases(struct store *st, const struct store_query *q, json_t **out,
+                 struct tr_err *err)
 {
   return run(st, &phases, q, out, err);
 }

@@ -11,104 +11,152 @@
 #include "store/store_int.h"
 
 enum fty {
-  F_INT,        /* integer, required */
-  F_INT_NULL,   /* integer or null/absent */
-  F_TEXT,       /* string, required */
-  F_TEXT_NULL,  /* string or null/absent */
-  F_NAME,       /* string, required, interned into names: column name_id */
-  F_JSON,       /* any JSON value, required, stored as compact text */
-  F_JSON_NULL   /* JSON value or null/absent */
+  F_INT,       /* integer, required */
+  F_INT_NULL,  /* integer or null/absent */
+  F_TEXT,      /* string, required */
+  F_TEXT_NULL, /* string or null/absent */
+  F_NAME,      /* string, required, interned into names: column name_id */
+  F_JSON,      /* any JSON value, required, stored as compact text */
+  F_JSON_NULL  /* JSON value or null/absent */
 };
 
 struct field {
-  const char *key;   /* member of the summary object or row */
-  const char *col;   /* column it is stored in */
+  const char *key; /* member of the summary object or row */
+  const char *col; /* column it is stored in */
   enum fty ty;
 };
 
 struct table {
-  const char *key;        /* the summary member holding the rows */
-  const char *name;       /* SQL table */
-  const char *head_cols;  /* leading columns, bound ?1.. by the caller */
+  const char *key;       /* the summary member holding the rows */
+  const char *name;      /* SQL table */
+  const char *head_cols; /* leading columns, bound ?1.. by the caller */
   const char *head_vals;
-  int nhead;              /* parameters used by head_vals */
+  int nhead; /* parameters used by head_vals */
   const struct field *f;
   size_t n;
 };
 
 #define NF(a) (sizeof(a) / sizeof((a)[0]))
-#define INT(k) {k, k, F_INT}
+#define INT(k)                                                                 \
+  {                                                                            \
+    k, k, F_INT                                                                \
+  }
 
-static const struct field rank_fields[] = {
-    {"rank", "trace_rank", F_INT_NULL}, {"file", "file", F_TEXT},
-    {"format", "format", F_TEXT}, {"device", "device", F_TEXT_NULL},
-    INT("file_bytes"), INT("json_bytes"), INT("events"),
-    INT("skipped_events"), INT("t0_ns"), INT("span_ns"),
-    INT("kernel_events"), INT("kernel_ns"), INT("distinct_kernels"),
-    INT("memcpy_count"), INT("memcpy_bytes"), INT("memcpy_ns"),
-    INT("memset_count"), INT("memset_ns"), INT("device_ns"),
-    INT("gpu_busy_ns"), INT("runtime_events"), INT("runtime_ns")};
+static const struct field rank_fields[] = { { "rank", "trace_rank",
+                                              F_INT_NULL },
+                                            { "file", "file", F_TEXT },
+                                            { "format", "format", F_TEXT },
+                                            { "device", "device", F_TEXT_NULL },
+                                            INT("file_bytes"),
+                                            INT("json_bytes"),
+                                            INT("events"),
+                                            INT("skipped_events"),
+                                            INT("t0_ns"),
+                                            INT("span_ns"),
+                                            INT("kernel_events"),
+                                            INT("kernel_ns"),
+                                            INT("distinct_kernels"),
+                                            INT("memcpy_count"),
+                                            INT("memcpy_bytes"),
+                                            INT("memcpy_ns"),
+                                            INT("memset_count"),
+                                            INT("memset_ns"),
+                                            INT("device_ns"),
+                                            INT("gpu_busy_ns"),
+                                            INT("runtime_events"),
+                                            INT("runtime_ns") };
 
-static const struct field kernel_fields[] = {
-    {"name", "name_id", F_NAME}, {"category", "category", F_TEXT},
-    INT("count"), INT("total_ns"), INT("min_ns"), INT("max_ns"),
-    INT("median_ns"), INT("first_ns"), INT("last_ns")};
+static const struct field kernel_fields[] = { { "name", "name_id", F_NAME },
+                                              { "category", "category",
+                                                F_TEXT },
+                                              INT("count"),
+                                              INT("total_ns"),
+                                              INT("min_ns"),
+                                              INT("max_ns"),
+                                              INT("median_ns"),
+                                              INT("first_ns"),
+                                              INT("last_ns") };
 
 static const struct field launch_fields[] = {
-    {"name", "name_id", F_NAME}, {"grid", "grid", F_JSON_NULL},
-    {"block", "block", F_JSON_NULL},
-    {"registers_per_thread", "registers_per_thread", F_INT_NULL},
-    {"shared_bytes", "shared_bytes", F_INT_NULL},
-    INT("count"), INT("total_ns"), INT("min_ns"), INT("max_ns")};
+  { "name", "name_id", F_NAME },
+  { "grid", "grid", F_JSON_NULL },
+  { "block", "block", F_JSON_NULL },
+  { "registers_per_thread", "registers_per_thread", F_INT_NULL },
+  { "shared_bytes", "shared_bytes", F_INT_NULL },
+  INT("count"),
+  INT("total_ns"),
+  INT("min_ns"),
+  INT("max_ns")
+};
 
 static const struct field category_fields[] = {
-    {"category", "category", F_TEXT}, INT("count"), INT("total_ns")};
+  { "category", "category", F_TEXT }, INT("count"), INT("total_ns")
+};
 
-static const struct field memcpy_fields[] = {
-    {"kind", "kind", F_TEXT}, INT("count"), INT("total_ns"), INT("bytes"),
-    INT("max_bytes")};
+static const struct field memcpy_fields[] = { { "kind", "kind", F_TEXT },
+                                              INT("count"),
+                                              INT("total_ns"),
+                                              INT("bytes"),
+                                              INT("max_bytes") };
 
-static const struct field runtime_fields[] = {
-    {"name", "name_id", F_NAME}, INT("count"), INT("total_ns"),
-    INT("median_ns"), INT("max_ns")};
+static const struct field runtime_fields[] = { { "name", "name_id", F_NAME },
+                                               INT("count"),
+                                               INT("total_ns"),
+                                               INT("median_ns"),
+                                               INT("max_ns") };
 
-static const struct field step_fields[] = {
-    {"kind", "kind", F_TEXT}, INT("count"), INT("total_ns"), INT("tokens"),
-    INT("padded"), INT("kernel_ns"), {"source", "source", F_TEXT}};
+static const struct field step_fields[] = { { "kind", "kind", F_TEXT },
+                                            INT("count"),
+                                            INT("total_ns"),
+                                            INT("tokens"),
+                                            INT("padded"),
+                                            INT("kernel_ns"),
+                                            { "source", "source", F_TEXT } };
 
 static const struct field phase_fields[] = {
-    {"index", "idx", F_INT}, INT("start_ns"), INT("end_ns"),
-    INT("busy_ns"), INT("kernel_events"), {"cause", "cause", F_TEXT},
-    {"top_kernels", "top_kernels", F_JSON},
-    {"top_launches", "top_launches", F_JSON}};
+  { "index", "idx", F_INT },
+  INT("start_ns"),
+  INT("end_ns"),
+  INT("busy_ns"),
+  INT("kernel_events"),
+  { "cause", "cause", F_TEXT },
+  { "top_kernels", "top_kernels", F_JSON },
+  { "top_launches", "top_launches", F_JSON }
+};
 
-static const struct table rank_table = {
-    NULL, "ranks", "capture_id, rank, label, status", "?1, ?2, ?3, 'done'",
-    3, rank_fields, NF(rank_fields)};
+static const struct table rank_table = { NULL,
+                                         "ranks",
+                                         "capture_id, rank, label, status",
+                                         "?1, ?2, ?3, 'done'",
+                                         3,
+                                         rank_fields,
+                                         NF(rank_fields) };
 
-#define CHILD(key, fields)                                                 \
-  {key, key, "rank_id", "?1", 1, fields, NF(fields)}
+#define CHILD(key, fields)                                                     \
+  {                                                                            \
+    key, key, "rank_id", "?1", 1, fields, NF(fields)                           \
+  }
 
 static const struct table child_tables[] = {
-    CHILD("kernels", kernel_fields),  CHILD("launches", launch_fields),
-    CHILD("categories", category_fields), CHILD("memcpy", memcpy_fields),
-    CHILD("runtime", runtime_fields), CHILD("steps", step_fields),
-    CHILD("phases", phase_fields)};
+  CHILD("kernels", kernel_fields),      CHILD("launches", launch_fields),
+  CHILD("categories", category_fields), CHILD("memcpy", memcpy_fields),
+  CHILD("runtime", runtime_fields),     CHILD("steps", step_fields),
+  CHILD("phases", phase_fields)
+};
 
 /* "INSERT INTO t(head, cols...) VALUES(head, ?k...)" from the table. */
 static void insert_sql(const struct table *t, char *buf, size_t size)
 {
-  size_t len = (size_t)snprintf(buf, size, "INSERT INTO %s(%s", t->name,
-                                t->head_cols);
+  size_t len =
+      (size_t)snprintf(buf, size, "INSERT INTO %s(%s", t->name, t->head_cols);
 
   for (size_t i = 0; i < t->n && len < size; i++)
     len += (size_t)snprintf(buf + len, size - len, ", %s", t->f[i].col);
   if (len < size)
-    len += (size_t)snprintf(buf + len, size - len, ") VALUES(%s",
-                            t->head_vals);
+    len += (size_t)snprintf(buf + len, size - len, ") VALUES(%s", t->head_vals);
   for (size_t i = 0; i < t->n && len < size; i++)
-    len += (size_t)snprintf(buf + len, size - len, ", ?%d",
-                            t->nhead + 1 + (int)i);
+    len +=
+        (size_t)snprintf(buf + len, size - len, ", ?%d", t->nhead + 1 + (int)i);
   if (len < size)
     snprintf(buf + len, size - len, ")");
 }
@@ -146,10 +194,11 @@ static int bad_value(const char *where, const struct field *f,
                      struct tr_err *err)
 {
   static const char *const want[] = {
-      [F_INT] = "an integer", [F_INT_NULL] = "an integer or null",
-      [F_TEXT] = "a string", [F_TEXT_NULL] = "a string or null",
-      [F_NAME] = "a string", [F_JSON] = "present",
-      [F_JSON_NULL] = "any value"};
+    [F_INT] = "an integer",     [F_INT_NULL] = "an integer or null",
+    [F_TEXT] = "a string",      [F_TEXT_NULL] = "a string or null",
+    [F_NAME] = "a string",      [F_JSON] = "present",
+    [F_JSON_NULL] = "any value"
+  };
 
   return tr_err_set(err, TR_EINVAL, "summary",
                     "rank summary: %s%s%s: missing or not %s", where,
@@ -168,8 +217,8 @@ static int bind_field(struct store *st, sqlite3_stmt *s, int i,
   char *text;
   int rc;
 
-  if (absent && (f->ty == F_INT_NULL || f->ty == F_TEXT_NULL ||
-                 f->ty == F_JSON_NULL))
+  if (absent &&
+      (f->ty == F_INT_NULL || f->ty == F_TEXT_NULL || f->ty == F_JSON_NULL))
     return sqlite3_bind_null(s, i);
   switch (f->ty) {
   case F_INT:
@@ -181,8 +230,7 @@ static int bind_field(struct store *st, sqlite3_stmt *s, int i,
   case F_TEXT_NULL:
     if (!json_is_string(v))
       return bad_value(where, f, err);
-    return sqlite3_bind_text(s, i, json_string_value(v), -1,
-                             SQLITE_TRANSIENT);
+    return sqlite3_bind_text(s, i, json_string_value(v), -1, SQLITE_TRANSIENT);
   case F_NAME:
     if (!json_is_string(v))
       return bad_value(where, f, err);
@@ -200,9 +248,8 @@ static int bind_field(struct store *st, sqlite3_stmt *s, int i,
 
 /* Binds every field of t from obj after the head parameters the caller
  * bound, and runs the INSERT. */
-static int insert_row(struct store *st, sqlite3_stmt *s,
-                      const struct table *t, json_t *obj, const char *where,
-                      struct tr_err *err)
+static int insert_row(struct store *st, sqlite3_stmt *s, const struct table *t,
+                      json_t *obj, const char *where, struct tr_err *err)
 {
   int rc = 0;
 
@@ -210,8 +257,7 @@ static int insert_row(struct store *st, sqlite3_stmt *s,
     rc = tr_err_set(err, TR_EINVAL, "summary",
                     "rank summary: %s: not an object", where);
   for (size_t i = 0; i < t->n && rc == 0; i++) {
-    rc = bind_field(st, s, t->nhead + 1 + (int)i, &t->f[i], obj, where,
-                    err);
+    rc = bind_field(st, s, t->nhead + 1 + (int)i, &t->f[i], obj, where, err);
     if (rc > 0)
       rc = store__db_err(st, "bind", err);
   }
@@ -235,7 +281,8 @@ static int insert_children(struct store *st, int64_t rank_id,
     return tr_err_set(err, TR_EINVAL, "summary",
                       "rank summary: %s: missing or not an array", t->key);
   insert_sql(t, sql, sizeof(sql));
-  json_array_foreach(rows, i, row) {
+  json_array_foreach(rows, i, row)
+  {
     rc = store__stmt(st, sql, &s, err);
     if (rc < 0)
       break;
@@ -297,8 +344,7 @@ int store_rank_insert(struct store *st, int64_t capture_id, int rank,
   if (rank < 0)
     return tr_err_set(err, TR_EINVAL, "rank", "rank must be >= 0");
   if (!json_is_object(summary))
-    return tr_err_set(err, TR_EINVAL, "summary",
-                      "rank summary: not an object");
+    return tr_err_set(err, TR_EINVAL, "summary", "rank summary: not an object");
   rc = store__wr_begin(st, err);
   if (rc < 0)
     return rc;
@@ -334,15 +380,14 @@ int store_rank_fail(struct store *st, int64_t capture_id, int rank,
     store__bind_text(s, 3, label);
     store__bind_text(s, 4, file);
     store__bind_text(s, 5, message ? message : "indexing failed");
-    rc = sqlite3_step(s) == SQLITE_DONE ? 0
-                                        : store__db_err(st, "rank", err);
+    rc = sqlite3_step(s) == SQLITE_DONE ? 0 : store__db_err(st, "rank", err);
     store__done(s);
   }
   return store__wr_end(st, rc, err);
 }
 
-int store_rank_file(struct store *st, int64_t capture_id, int rank,
-                    char **path, struct tr_err *err)
+int store_rank_file(struct store *st, int64_t capture_id, int rank, char **path,
+                    struct tr_err *err)
 {
   sqlite3_stmt *s;
   char *copy = NULL;
@@ -378,9 +423,9 @@ int store_rank_file(struct store *st, int64_t capture_id, int rank,
 static int short_form(struct store *st, int64_t id, json_t *r,
                       struct tr_err *err)
 {
-  static const char *const failed_keys[] = {"rank", "label", "file",
-                                            "status", "error"};
-  static const char *const small[] = {"categories", "memcpy", "steps"};
+  static const char *const failed_keys[] = { "rank", "label", "file", "status",
+                                             "error" };
+  static const char *const small[] = { "categories", "memcpy", "steps" };
   int rank = (int)json_integer_value(json_object_get(r, "rank"));
   const char *key;
   json_t *v, *rows;
@@ -397,7 +442,8 @@ static int short_form(struct store *st, int64_t id, json_t *r,
     }
     return rc;
   }
-  json_object_foreach_safe(r, tmp, key, v) {
+  json_object_foreach_safe(r, tmp, key, v)
+  {
     size_t i = 0;
 
     while (i < NF(failed_keys) && strcmp(key, failed_keys[i]) != 0)
@@ -417,8 +463,7 @@ int store__capture_ranks(struct store *st, int64_t id, json_t **out,
   json_t *rows = NULL, *r;
   int rc;
 
-  len = (size_t)snprintf(sql, sizeof(sql),
-                         "SELECT rank, label, status, error");
+  len = (size_t)snprintf(sql, sizeof(sql), "SELECT rank, label, status, error");
   for (i = 0; i < NF(rank_fields) && len < sizeof(sql); i++)
     len += (size_t)snprintf(sql + len, sizeof(sql) - len, ", %s",
                             rank_fields[i].col);
@@ -429,7 +474,8 @@ int store__capture_ranks(struct store *st, int64_t id, json_t **out,
   if (rc < 0)
     return rc;
   rc = store__rows(st, s, &rows, err);
-  json_array_foreach(rows, i, r) {
+  json_array_foreach(rows, i, r)
+  {
     if (rc == 0)
       rc = short_form(st, id, r, err);
   }

@@ -117,6 +117,6 @@ static const char step1[] =
     " top_kernels TEXT NOT NULL, top_launches TEXT NOT NULL,"
     " PRIMARY KEY(rank_id, idx)) WITHOUT ROWID;";
 
-const char *const store__migrations[] = {step1};
+const char *const store__migrations[] = { step1 };
 const int store__schema_version =
     (int)(sizeof(store__migrations) / sizeof(store__migrations[0]));

@@ -42,9 +42,8 @@ void store_close(struct store *st);
  * member 0. kind: "capture" or "import" (else TR_EINVAL, field "kind").
  * params: the validated request (borrowed; stored as text; NULL: {}).
  * label may be NULL. Ids are never reused, even after a delete. */
-int store_capture_insert(struct store *st, const char *kind,
-                         const char *label, json_t *params, int64_t *id,
-                         struct tr_err *err);
+int store_capture_insert(struct store *st, const char *kind, const char *label,
+                         json_t *params, int64_t *id, struct tr_err *err);
 
 /* Moves a capture to status/phase and stamps phase_started_at when the
  * phase changes (and started_at on the first move to "running",
@@ -77,11 +76,11 @@ int store_capture_get(struct store *st, int64_t id, json_t **out,
                       struct tr_err *err);
 
 struct store_list_filter {
-  const char *status;   /* NULL: any */
-  const char *model;    /* NULL: any; matches params.model */
-  const char *kind;     /* NULL: any */
-  int64_t before;       /* 0: none; else ids < before */
-  int limit;            /* 0: 50 */
+  const char *status; /* NULL: any */
+  const char *model;  /* NULL: any; matches params.model */
+  const char *kind;   /* NULL: any */
+  int64_t before;     /* 0: none; else ids < before */
+  int limit;          /* 0: 50 */
 };
 
 /* Capture objects (without ranks), newest first. TR_EINVAL naming the
@@ -102,8 +101,8 @@ int store_capture_delete(struct store *st, int64_t id, struct tr_err *err);
  * (finished_at stamped, error {phase, message}) and sets *was_queued;
  * otherwise changes nothing and sets it false. Lets the HTTP side cancel
  * without racing the runner. TR_ENOTFOUND for an unknown id. */
-int store_capture_cancel_queued(struct store *st, int64_t id,
-                                bool *was_queued, struct tr_err *err);
+int store_capture_cancel_queued(struct store *st, int64_t id, bool *was_queued,
+                                struct tr_err *err);
 
 /* ---- ranks ---- */
 
@@ -127,25 +126,25 @@ int store_rank_fail(struct store *st, int64_t capture_id, int rank,
 /* The trace file of a rank (done or failed), for GET
  * /captures/<id>/ranks/<r>/trace. Caller frees *path. TR_ENOTFOUND, field
  * "id" or "rank". */
-int store_rank_file(struct store *st, int64_t capture_id, int rank,
-                    char **path, struct tr_err *err);
+int store_rank_file(struct store *st, int64_t capture_id, int rank, char **path,
+                    struct tr_err *err);
 
 /* ---- queries behind the routes ---- */
 
 struct store_query {
   int64_t capture_id;
-  int rank;              /* -1: all ranks summed (kernels gains "ranks",
-                            "slowest_rank", "slowest_rank_ns",
-                            "fastest_rank", "fastest_rank_ns") */
-  const char *q;         /* name substring, ASCII case-insensitive, taken
-                            literally (% and _ too); NULL or "": any.
-                            kernels, launches, runtime */
-  const char *category;  /* NULL or "": any. kernels, categories */
-  const char *sort;      /* total|count|avg|name, ties by name; NULL:
-                            total. kernels, launches, runtime (the others
-                            keep their order: categories and memcpy total
-                            desc, steps by kind, phases by rank, index) */
-  int limit;             /* 0: no limit */
+  int rank;             /* -1: all ranks summed (kernels gains "ranks",
+                           "slowest_rank", "slowest_rank_ns",
+                           "fastest_rank", "fastest_rank_ns") */
+  const char *q;        /* name substring, ASCII case-insensitive, taken
+                           literally (% and _ too); NULL or "": any.
+                           kernels, launches, runtime */
+  const char *category; /* NULL or "": any. kernels, categories */
+  const char *sort;     /* total|count|avg|name, ties by name; NULL:
+                           total. kernels, launches, runtime (the others
+                           keep their order: categories and memcpy total
+                           desc, steps by kind, phases by rank, index) */
+  int limit;            /* 0: no limit */
 };
 
 /* Each answers a JSON array of rows as in docs/API.md and BRIEF.md (avg_ns
@@ -160,26 +159,26 @@ struct store_query {
  * avg_ns. TR_EINVAL (field "rank", "sort" or "limit") for a bad value,
  * TR_ENOTFOUND (field "id" or "rank") when the capture or the indexed rank
  * does not exist. One read snapshot each. */
-int store_kernels(struct store *st, const struct store_query *q,
-                  json_t **out, struct tr_err *err);
-int store_launches(struct store *st, const struct store_query *q,
-                   json_t **out, struct tr_err *err);
+int store_kernels(struct store *st, const struct store_query *q, json_t **out,
+                  struct tr_err *err);
+int store_launches(struct store *st, const struct store_query *q, json_t **out,
+                   struct tr_err *err);
 int store_categories(struct store *st, const struct store_query *q,
                      json_t **out, struct tr_err *err);
-int store_steps(struct store *st, const struct store_query *q,
-                json_t **out, struct tr_err *err);
-int store_memcpy(struct store *st, const struct store_query *q,
-                 json_t **out, struct tr_err *err);
-int store_runtime(struct store *st, const struct store_query *q,
-                  json_t **out, struct tr_err *err);
-int store_phases(struct store *st, const struct store_query *q,
-                 json_t **out, struct tr_err *err);
+int store_steps(struct store *st, const struct store_query *q, json_t **out,
+                struct tr_err *err);
+int store_memcpy(struct store *st, const struct store_query *q, json_t **out,
+                 struct tr_err *err);
+int store_runtime(struct store *st, const struct store_query *q, json_t **out,
+                  struct tr_err *err);
+int store_phases(struct store *st, const struct store_query *q, json_t **out,
+                 struct tr_err *err);
 
 struct store_diff_opts {
-  int rank;              /* -1: all ranks summed */
-  const char *by;        /* kernel|category|step; NULL: kernel */
-  const char *norm;      /* none|per_step; NULL: none */
-  int limit;             /* 0: no limit */
+  int rank;         /* -1: all ranks summed */
+  const char *by;   /* kernel|category|step; NULL: kernel */
+  const char *norm; /* none|per_step; NULL: none */
+  int limit;        /* 0: no limit */
 };
 
 /* GET /diff: {"a", "b", "by", "norm", "rank" (null: all), "a_steps",

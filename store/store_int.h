@@ -11,7 +11,7 @@
 #include "store/store.h"
 
 struct stmt_slot {
-  char *sql;               /* the statement's text, owned: the cache key */
+  char *sql; /* the statement's text, owned: the cache key */
   sqlite3_stmt *stmt;
 };
 

@@ -15,9 +15,9 @@
 static int on_event(void *ud, const struct idx_doc *doc,
                     const struct idx_event *ev)
 {
-  const struct idx_str *s[] = {&ev->name, &ev->cat, &ev->pid_str,
-                               &ev->tid_str, &ev->kind, &ev->kernel,
-                               &ev->arg_name};
+  const struct idx_str *s[] = { &ev->name,    &ev->cat,  &ev->pid_str,
+                                &ev->tid_str, &ev->kind, &ev->kernel,
+                                &ev->arg_name };
   unsigned *sum = ud;
   size_t i, k;
 
@@ -50,7 +50,7 @@ static void run(enum idx_format fmt, const char *data, size_t size,
   if (o->rc == 0)
     o->rc = idx_reader_finish(r, &o->err);
   if (o->rc != 0 && o->err.msg[0] == 0)
-    __builtin_trap();  /* every failure must say why */
+    __builtin_trap(); /* every failure must say why */
   o->events = idx_reader_doc(r)->events;
   o->skipped = idx_reader_doc(r)->skipped;
   idx_reader_free(r);

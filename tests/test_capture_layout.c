@@ -53,7 +53,7 @@ static void fresh_root(void)
 static struct cap_layout *scan(const char *path)
 {
   struct cap_layout *l = NULL;
-  struct tr_err err = {0};
+  struct tr_err err = { 0 };
 
   CHECK_INT(cap_layout_scan(path, &l, &err), 0);
   return l;
@@ -64,7 +64,7 @@ static struct cap_layout *scan(const char *path)
  * before rank_2 as text. */
 static void layout_plain_ranks(void)
 {
-  const int ranks[] = {2, 0, 3, 1};
+  const int ranks[] = { 2, 0, 3, 1 };
   struct cap_layout *l;
   char rel[64], msg[512];
 
@@ -72,8 +72,10 @@ static void layout_plain_ranks(void)
   for (int i = 0; i < 4; i++) {
     snprintf(rel, sizeof(rel), "rank_%d", ranks[i]);
     make_dir(rel);
-    snprintf(rel, sizeof(rel), "rank_%d/M_ts_20261129_090000_%03d"
-             ".pt.trace.json.gz", ranks[i], ranks[i]);
+    snprintf(rel, sizeof(rel),
+             "rank_%d/M_ts_20261129_090000_%03d"
+             ".pt.trace.json.gz",
+             ranks[i], ranks[i]);
     make_file(rel, 100 + (size_t)ranks[i]);
   }
   l = scan(root);
@@ -134,13 +136,18 @@ static void layout_incomplete_export(void)
 static void layout_halves_and_prefixes(void)
 {
   static const char *const dirs[] = {
-    "decode", "prefill", "decode/dp1_tp0", "decode/dp0_tp1",
-    "decode/dp0_tp0", "prefill/pp1_rank_0", "prefill/pp0_rank_1",
+    "decode",
+    "prefill",
+    "decode/dp1_tp0",
+    "decode/dp0_tp1",
+    "decode/dp0_tp0",
+    "prefill/pp1_rank_0",
+    "prefill/pp0_rank_1",
     "prefill/pp0_rank_0",
   };
   static const char *const order[] = {
     "prefill/pp0_rank_0", "prefill/pp0_rank_1", "prefill/pp1_rank_0",
-    "decode/dp0_tp0", "decode/dp0_tp1", "decode/dp1_tp0",
+    "decode/dp0_tp0",     "decode/dp0_tp1",     "decode/dp1_tp0",
   };
   struct cap_layout *l;
   char rel[128], msg[512];
@@ -217,8 +224,7 @@ static char *read_all(const char *path)
 }
 
 /* A scanner of root/atom_server.log copying to root/server.log. */
-static void scan_setup(struct cap_scan *s, char *src, char *copy,
-                       size_t size)
+static void scan_setup(struct cap_scan *s, char *src, char *copy, size_t size)
 {
   memset(s, 0, sizeof(*s));
   snprintf(src, size, "%s/atom_server.log", root);
@@ -264,7 +270,7 @@ static void logscan_truncated_log(void)
   scan_setup(&s, src, copy, sizeof(src));
   write_text(src, "w", "an old run's long log, with no marker in it\n");
   cap_scan_snapshot(&s);
-  write_text(src, "w", "InductorError: new\n");      /* shorter */
+  write_text(src, "w", "InductorError: new\n"); /* shorter */
   cap_scan_run(&s);
   CHECK_STR(s.marker, "InductorError");
   text = read_all(copy);
@@ -277,7 +283,7 @@ static void logscan_truncated_log(void)
   memset(big, 'y', sizeof(big));
   big[sizeof(big) - 1] = '\0';
   write_text(src, "w", "HSA_STATUS_ERROR at start\n");
-  write_text(src, "a", big);                         /* longer, rewritten */
+  write_text(src, "a", big); /* longer, rewritten */
   cap_scan_run(&s);
   CHECK_STR(s.marker, "HSA_STATUS_ERROR");
 }

@@ -44,11 +44,12 @@ static struct cap_proc *spawn(const char *script, const char *const *env,
                               int deadline_s, struct exit_seen *seen,
                               const char *log)
 {
-  const char *argv[] = {"/bin/sh", "-c", script, NULL};
-  struct cap_proc_opts o = {argv, env, log, deadline_s, 1, on_exit_seen,
-                            seen};
+  const char *argv[] = { "/bin/sh", "-c", script, NULL };
+  struct cap_proc_opts o = {
+    argv, env, log, deadline_s, 1, on_exit_seen, seen
+  };
   struct cap_proc *p = NULL;
-  struct tr_err err = {0};
+  struct tr_err err = { 0 };
 
   CHECK_INT(cap_proc_spawn(&loop, &o, &p, &err), 0);
   return p;
@@ -69,20 +70,22 @@ static char *slurp(const char *path)
  * traced's own variables, the exit status comes back. */
 static void proc_log_env_status(void)
 {
-  const char *env[] = {"CAP_TEST_A=new", "CAP_TEST_B=two", NULL};
-  struct exit_seen seen = {0};
+  const char *env[] = { "CAP_TEST_A=new", "CAP_TEST_B=two", NULL };
+  struct exit_seen seen = { 0 };
   char log[128];
   char *text;
 
   snprintf(log, sizeof(log), "%s/one.log", dir);
   setenv("CAP_TEST_A", "old", 1);
   cap_proc_close(spawn("echo out $CAP_TEST_A; echo err $CAP_TEST_B >&2;"
-                       " exit 3", env, 0, &seen, log));
+                       " exit 3",
+                       env, 0, &seen, log));
   /* Closed while running: no callback, but the child is reaped. */
   CHECK_INT(uv_run(&loop, UV_RUN_DEFAULT), 0);
   CHECK_INT(seen.calls, 0);
   struct cap_proc *p = spawn("echo out $CAP_TEST_A; echo err $CAP_TEST_B >&2;"
-                             " exit 3", env, 0, &seen, log);
+                             " exit 3",
+                             env, 0, &seen, log);
   CHECK_INT(uv_run(&loop, UV_RUN_DEFAULT), 0);
   CHECK_INT(seen.calls, 1);
   CHECK_INT(seen.status, 3);
@@ -99,14 +102,13 @@ static void proc_log_env_status(void)
  * background (as ATOM's launcher leaves the server). */
 static void proc_group_kill(void)
 {
-  struct exit_seen seen = {0};
+  struct exit_seen seen = { 0 };
   char log[128];
   struct cap_proc *p;
   pid_t pgid;
 
   snprintf(log, sizeof(log), "%s/two.log", dir);
-  p = spawn("trap '' TERM; sleep 30 & echo started; wait", NULL, 0, &seen,
-            log);
+  p = spawn("trap '' TERM; sleep 30 & echo started; wait", NULL, 0, &seen, log);
   pgid = cap_proc_pid(p);
   CHECK(pgid > 0);
   CHECK_INT(getpgid(pgid), pgid);
@@ -128,7 +130,7 @@ static void proc_group_kill(void)
 /* The deadline kills the group and says so. */
 static void proc_deadline(void)
 {
-  struct exit_seen seen = {0};
+  struct exit_seen seen = { 0 };
   char log[128];
   struct cap_proc *p;
 
@@ -235,7 +237,7 @@ struct answer {
   bool ok;
   long status;
   char msg[512];
-  struct canned *stop;       /* closed once the answer came */
+  struct canned *stop; /* closed once the answer came */
 };
 
 static void on_answer(void *ud, bool ok, long status, const char *msg)
@@ -267,8 +269,8 @@ static void http_profile_and_models(void)
       "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
       "Content-Length: 50\r\nConnection: close\r\n\r\n"
       "{\"status\":\"success\",\"message\":\"Profiling started\"}";
-  struct canned c500 = {0}, c200 = {0};
-  struct answer a = {0}, b = {0}, m = {0};
+  struct canned c500 = { 0 }, c200 = { 0 };
+  struct answer a = { 0 }, b = { 0 }, m = { 0 };
   struct cap_http *h = NULL;
   int closed = 0;
 
@@ -279,11 +281,13 @@ static void http_profile_and_models(void)
   canned_start(&c200, good);
   a.stop = &c500;
   CHECK_INT(cap_atom_profile(h, "127.0.0.1", c500.port, "start", 5000,
-                             on_answer, &a, NULL), 0);
-  CHECK_INT(cap_atom_profile(h, "127.0.0.1", c200.port, "stop", 5000,
-                             on_answer, &b, NULL), 0);
-  CHECK_INT(cap_atom_models(h, "127.0.0.1", c200.port, 5000, on_answer, &m,
-                            NULL), 0);
+                             on_answer, &a, NULL),
+            0);
+  CHECK_INT(cap_atom_profile(h, "127.0.0.1", c200.port, "stop", 5000, on_answer,
+                             &b, NULL),
+            0);
+  CHECK_INT(
+      cap_atom_models(h, "127.0.0.1", c200.port, 5000, on_answer, &m, NULL), 0);
   m.stop = &c200;
   while (a.calls + b.calls + m.calls < 3)
     uv_run(&loop, UV_RUN_ONCE);
@@ -305,8 +309,8 @@ static void http_profile_and_models(void)
  * calls back. */
 static void http_refused_and_cancel(void)
 {
-  struct canned idle = {0};
-  struct answer a = {0}, never = {0};
+  struct canned idle = { 0 };
+  struct answer a = { 0 }, never = { 0 };
   struct cap_http *h = NULL;
   struct cap_http_req *req = NULL;
   int port, closed = 0;
@@ -316,10 +320,10 @@ static void http_refused_and_cancel(void)
   uv_close((uv_handle_t *)&idle.server, NULL);
   CHECK_INT(uv_run(&loop, UV_RUN_DEFAULT), 0);
   CHECK_INT(cap_http_new(&loop, &h, NULL), 0);
-  CHECK_INT(cap_atom_models(h, "127.0.0.1", port, 5000, on_answer, &a,
-                            NULL), 0);
-  CHECK_INT(cap_atom_models(h, "127.0.0.1", port, 5000, on_answer, &never,
-                            &req), 0);
+  CHECK_INT(cap_atom_models(h, "127.0.0.1", port, 5000, on_answer, &a, NULL),
+            0);
+  CHECK_INT(
+      cap_atom_models(h, "127.0.0.1", port, 5000, on_answer, &never, &req), 0);
   cap_http_cancel(req);
   while (a.calls == 0)
     uv_run(&loop, UV_RUN_ONCE);

@@ -7,7 +7,7 @@
 static void config_defaults_match_api_md(void)
 {
   struct cfg cfg;
-  struct tr_err err = {0};
+  struct tr_err err = { 0 };
 
   cfg_defaults(&cfg);
   CHECK_INT(cfg_finish(&cfg, &err), 0);
@@ -28,7 +28,7 @@ static void config_file_and_overrides(void)
   int fd = mkstemp(path);
   FILE *f = fdopen(fd, "w");
   struct cfg cfg;
-  struct tr_err err = {0};
+  struct tr_err err = { 0 };
 
   fprintf(f, "# comment\nready_poll_s = 2\nimport_roots = /a:/b/\n"
              "profile_control = daemon  # trailing\n");
@@ -50,7 +50,7 @@ static void config_file_and_overrides(void)
 static void config_rejects_bad_values(void)
 {
   struct cfg cfg;
-  struct tr_err err = {0};
+  struct tr_err err = { 0 };
 
   cfg_defaults(&cfg);
   CHECK(cfg_set(&cfg, "atom_port", "70000", &err) < 0);

@@ -11,7 +11,7 @@
 
 static struct idx_str s_(const char *s)
 {
-  struct idx_str r = {s, s ? strlen(s) : 0};
+  struct idx_str r = { s, s ? strlen(s) : 0 };
 
   return r;
 }
@@ -39,8 +39,8 @@ static void set3(int64_t v[3], int64_t x, int64_t y, int64_t z)
 }
 
 /* A ROCm kernel: grid/block, correlation, no shared memory. */
-static struct idx_event rocm_kernel(const char *name, int64_t ts,
-                                    int64_t dur, int64_t corr, int64_t gx)
+static struct idx_event rocm_kernel(const char *name, int64_t ts, int64_t dur,
+                                    int64_t corr, int64_t gx)
 {
   struct idx_event e = ev_x("kernel", name, ts, dur);
 
@@ -83,8 +83,8 @@ static void feed(struct idx_agg *a, const struct idx_doc *d,
 
 static json_t *summary(struct idx_agg *a, const struct idx_doc *d)
 {
-  struct agg_file_info info = {"mem.json", 0, -1};
-  struct tr_err err = {0};
+  struct agg_file_info info = { "mem.json", 0, -1 };
+  struct tr_err err = { 0 };
   json_t *out = NULL;
 
   CHECK_INT(idx_agg_summary(a, d, &info, &out, &err), 0);
@@ -109,9 +109,9 @@ static json_t *row_by(json_t *arr, const char *key, const char *val)
   size_t i;
   json_t *r;
 
-  json_array_foreach(arr, i, r)
-    if (strcmp(json_string_value(json_object_get(r, key)), val) == 0)
-      return r;
+  json_array_foreach(arr, i,
+                     r) if (strcmp(json_string_value(json_object_get(r, key)),
+                                   val) == 0) return r;
   fprintf(stderr, "no row with %s = %s\n", key, val);
   exit(1);
 }
@@ -171,7 +171,7 @@ static void index_corr_take_and_limit(void)
   CHECK_INT(agg_corr_init(&c, sizeof(int64_t), 1000), 0);
   for (i = 0; i < 1000; i++) {
     v = i * 3;
-    CHECK_INT(agg_corr_put(&c, i * 4096, &v), 0);   /* colliding keys */
+    CHECK_INT(agg_corr_put(&c, i * 4096, &v), 0); /* colliding keys */
   }
   v = 0;
   CHECK_INT(agg_corr_put(&c, 1, &v), TR_ELIMIT);
@@ -234,7 +234,8 @@ static json_t *launch_row(json_t *sum, const char *name, int64_t gx,
   json_t *arr = json_object_get(sum, "launches"), *r, *g;
   size_t i;
 
-  json_array_foreach(arr, i, r) {
+  json_array_foreach(arr, i, r)
+  {
     g = json_object_get(r, "grid");
     if (strcmp(json_string_value(json_object_get(r, "name")), name) != 0)
       continue;
@@ -267,11 +268,11 @@ static void index_join_both_orders(void)
   int i;
 
   CHECK_INT(idx_agg_init(&a, NULL, 0), 0);
-  e = rocm_kernel("A", 100, 10, 1, 100);     /* kernel first */
+  e = rocm_kernel("A", 100, 10, 1, 100); /* kernel first */
   feed(&a, &d, &e);
   e = rocm_launch("A", 50, 1, 100, 512);
   feed(&a, &d, &e);
-  e = rocm_launch("A", 150, 2, 200, 1024);   /* launch first */
+  e = rocm_launch("A", 150, 2, 200, 1024); /* launch first */
   feed(&a, &d, &e);
   e = rocm_kernel("A", 200, 30, 2, 200);
   feed(&a, &d, &e);
@@ -283,7 +284,7 @@ static void index_join_both_orders(void)
     e = rocm_kernel("B", 400 + i * 10, 5, 3, 50);
     feed(&a, &d, &e);
   }
-  e = rocm_kernel("C", 500, 7, 4, 0);        /* ROCm 6.2: no grid/block */
+  e = rocm_kernel("C", 500, 7, 4, 0); /* ROCm 6.2: no grid/block */
   e.has &= ~(uint32_t)(IDX_HAS_GRID | IDX_HAS_BLOCK);
   feed(&a, &d, &e);
   e = rocm_launch("C", 490, 4, 8, 0);
@@ -294,7 +295,7 @@ static void index_join_both_orders(void)
   feed(&a, &d, &e);
   e = rocm_launch("D", 601, 6, 9, 64);
   feed(&a, &d, &e);
-  e = rocm_kernel("D", 700, 3, 7, 9);   /* correlation 7: no launch */
+  e = rocm_kernel("D", 700, 3, 7, 9); /* correlation 7: no launch */
   feed(&a, &d, &e);
   sum = summary(&a, &d);
   check_shmem(launch_row(sum, "A", 100, 1), 512);
@@ -305,8 +306,8 @@ static void index_join_both_orders(void)
   check_shmem(row, -1);
   CHECK_INT(geti(row, "count"), 3);
   check_shmem(launch_row(sum, "C", 8, 1), 0);
-  CHECK(json_is_null(json_object_get(launch_row(sum, "C", 8, 1),
-                                     "registers_per_thread")));
+  CHECK(json_is_null(
+      json_object_get(launch_row(sum, "C", 8, 1), "registers_per_thread")));
   check_shmem(launch_row(sum, "D", 9, 1), -1);
   CHECK_INT(json_array_size(json_object_get(sum, "launches")), 5);
   CHECK_INT(geti(sum, "kernel_events"), 7);
@@ -343,8 +344,7 @@ static void index_join_overflow(void)
     feed(&a, &d, &e);
   }
   for (i = 0; i < 33000; i++) {
-    e = rocm_launch("L", 500000 + i * 10 - 1, 100000 + i, 9,
-                    i % 2 ? 1 : 2);
+    e = rocm_launch("L", 500000 + i * 10 - 1, 100000 + i, 9, i % 2 ? 1 : 2);
     feed(&a, &d, &e);
   }
   sum = summary(&a, &d);
@@ -367,8 +367,7 @@ static void feed_label(struct idx_agg *a, const struct idx_doc *d,
 }
 
 static void feed_kernel(struct idx_agg *a, const struct idx_doc *d,
-                        const char *name, int64_t ts, int64_t dur,
-                        int64_t gx)
+                        const char *name, int64_t ts, int64_t dur, int64_t gx)
 {
   struct idx_event e = ev_x("kernel", name, ts, dur);
 
@@ -378,9 +377,9 @@ static void feed_kernel(struct idx_agg *a, const struct idx_doc *d,
   feed(a, d, &e);
 }
 
-static void check_step(json_t *steps, size_t i, const char *kind,
-                       int64_t count, int64_t tokens, int64_t padded,
-                       int64_t kernel_ns, const char *source)
+static void check_step(json_t *steps, size_t i, const char *kind, int64_t count,
+                       int64_t tokens, int64_t padded, int64_t kernel_ns,
+                       const char *source)
 {
   json_t *r = json_array_get(steps, i);
 
@@ -400,17 +399,17 @@ static void index_steps_gpu_labels(void)
   struct idx_agg a;
   json_t *sum, *steps;
 
-  CHECK_INT(idx_agg_init(&a, NULL, 4), 0);   /* spills too */
+  CHECK_INT(idx_agg_init(&a, NULL, 4), 0); /* spills too */
   feed_label(&a, &d, "user_annotation", "decode[bs=3/4 tok=3]", 0, 100);
   feed_label(&a, &d, g, "ProfilerStep#3", 0, 10000);
   feed_label(&a, &d, g, "decode_helper[x]", 0, 10000);
   feed_label(&a, &d, g, "prefill[bs=2 tok=100 ctx=[50, 50]]", 4000, 1000);
   feed_kernel(&a, &d, "k", 1000, 100, 1);
   feed_kernel(&a, &d, "k", 1499, 10, 1);
-  feed_kernel(&a, &d, "k", 1500, 10, 1);     /* label end: outside */
+  feed_kernel(&a, &d, "k", 1500, 10, 1); /* label end: outside */
   feed_kernel(&a, &d, "k", 2100, 50, 1);
   feed_kernel(&a, &d, "k", 3050, 20, 1);
-  feed_kernel(&a, &d, "k", 4000, 300, 1);    /* label start: inside */
+  feed_kernel(&a, &d, "k", 4000, 300, 1); /* label start: inside */
   feed_kernel(&a, &d, "k", 9000, 5, 1);
   feed_label(&a, &d, g, "decode[bs=3/4 tok=3 d=3]", 1000, 500);
   feed_label(&a, &d, g, "decode[bs=32 tok=32 d=32 tbo=1]", 2000, 500);
@@ -436,10 +435,8 @@ static void index_steps_cpu_bare(void)
 
   d.bare_array = 1;
   CHECK_INT(idx_agg_init(&a, NULL, 0), 0);
-  feed_label(&a, &d, NULL, "propose_eagle[1/3 tok=16 bs=16/16 graph]", 5,
-             10);
-  feed_label(&a, &d, NULL, "decode[bs=117/128 tok=117 d=117 spec=1]", 20,
-             10);
+  feed_label(&a, &d, NULL, "propose_eagle[1/3 tok=16 bs=16/16 graph]", 5, 10);
+  feed_label(&a, &d, NULL, "decode[bs=117/128 tok=117 d=117 spec=1]", 20, 10);
   feed_label(&a, &d, NULL, "aten::mm", 20, 10);
   sum = summary(&a, &d);
   steps = json_object_get(sum, "steps");
@@ -483,16 +480,13 @@ static void index_phases_gap_and_shape(void)
 
   CHECK_INT(idx_agg_init(&a, NULL, 8), 0);
   for (i = 19; i >= 0; i--)
-    feed_kernel(&a, &d, "big", 970 * (int64_t)MS + i * 5 * MS, 5 * MS,
-                1028);
+    feed_kernel(&a, &d, "big", 970 * (int64_t)MS + i * 5 * MS, 5 * MS, 1028);
   for (i = 0; i < 10; i++)
     feed_kernel(&a, &d, "init", (int64_t)i * 2 * MS, MS, 3);
   for (i = 0; i < 5; i++)
-    feed_kernel(&a, &d, "big", 220 * (int64_t)MS + i * 10 * MS, 10 * MS,
-                520);
+    feed_kernel(&a, &d, "big", 220 * (int64_t)MS + i * 10 * MS, 10 * MS, 520);
   for (i = 0; i < 20; i++)
-    feed_kernel(&a, &d, "big", 270 * (int64_t)MS + i * 20 * MS, 20 * MS,
-                2056);
+    feed_kernel(&a, &d, "big", 270 * (int64_t)MS + i * 20 * MS, 20 * MS, 2056);
   feed_kernel(&a, &d, "blip", 800 * (int64_t)MS, MS, 1);
   sum = summary(&a, &d);
   ph = json_object_get(sum, "phases");
@@ -500,10 +494,10 @@ static void index_phases_gap_and_shape(void)
   check_phase(json_array_get(ph, 0), "start", 0, 19 * MS, 10 * MS, 10, 3);
   check_phase(json_array_get(ph, 1), "gap", 220 * MS, 270 * MS, 50 * MS, 5,
               520);
-  check_phase(json_array_get(ph, 2), "shape", 270 * MS, 801 * MS, 401 * MS,
-              21, 2056);
-  check_phase(json_array_get(ph, 3), "gap", 970 * MS, 1070 * MS, 100 * MS,
-              20, 1028);
+  check_phase(json_array_get(ph, 2), "shape", 270 * MS, 801 * MS, 401 * MS, 21,
+              2056);
+  check_phase(json_array_get(ph, 3), "gap", 970 * MS, 1070 * MS, 100 * MS, 20,
+              1028);
   CHECK_INT(geti(json_array_get(ph, 3), "index"), 3);
   CHECK_INT(geti(sum, "gpu_busy_ns"), 561 * MS);
   CHECK_INT(geti(sum, "span_ns"), 1070 * MS);
@@ -570,8 +564,7 @@ static void index_mctracer_lanes(void)
   CHECK_INT(geti(sum, "device_ns"), 162);
   CHECK_INT(geti(sum, "runtime_ns"), 1005);
   row = json_array_get(json_object_get(sum, "runtime"), 0);
-  CHECK_STR(json_string_value(json_object_get(row, "name")),
-            "mcMemcpyAsync");
+  CHECK_STR(json_string_value(json_object_get(row, "name")), "mcMemcpyAsync");
   row = row_by(json_object_get(sum, "memcpy"), "kind", "DtoD");
   CHECK_INT(geti(row, "bytes"), 4096);
   CHECK_INT(geti(row, "max_bytes"), 4096);
@@ -588,39 +581,39 @@ static void index_mctracer_lanes(void)
 static void index_rules_builtin(void)
 {
   static const char *const cases[][2] = {
-      {"Cijk_Alik_Bljk_BBS_BH_MT128x128x64_MI32x32x8", "gemm"},
-      {"ncclDevKernel_AllReduce_Sum_f32_RING_LL", "communication"},
-      {"rcclGenericKernel<1, false>", "communication"},
-      {"cross_device_reduce_1stage<__hip_bfloat16, 8>", "communication"},
-      {"MEMORY_COPY_DTOD", "copy"},
-      {"__amd_rocclr_copyBuffer", "copy"},
-      {"void at::native::vectorized_gather_kernel<16, long>(char*)",
-       "routing"},
-      {"void at::native::_scatter_gather_elementwise_kernel<128, 8>",
-       "routing"},
-      {"kernel_kernel", "custom"},
-      {"kernel_kernel_1", "custom"},
-      {"triton_red_fused_add_mean_mul_pow_rsqrt_0", "custom"},
-      {"moe_sorting_kernel", "moe"},
-      {"aiter::topk_softplus", "moe"},
-      {"void at::native::cunn_SoftMaxForward<8>", "softmax_topk"},
-      {"flash_fwd_kernel", "attention"},
-      {"paged_attention_ll4mi_QKV_mfma16_kernel", "attention"},
-      {"void at::native::normal_kernel", "other"},
-      {"rms_norm_kernel<c10::BFloat16>", "normalization"},
-      {"void at::native::unrolled_elementwise_kernel<add>", "elementwise"},
-      {"wvSplitK_hf_sml_", "gemm"},
-      {"async_copy_kernel", "other"},
-      {"semaphore_reset", "sync"},
-      {"_combined_routing_compute", "routing"},
-      {"batched_transpose_32x32_half", "routing"},
-      {"triton_poi_fused_clone_transpose_21", "custom"},
-      {"kernel_unified_attention_3d", "attention"},
-      {"void at::native::elementwise_kernel<128, 2, at::native::"
-       "gpu_kernel_impl_nocast<at::native::direct_copy_kernel_cuda>", "copy"},
-      {"sm80_xmma_fprop_implicit_gemm_indexed_tf32f32", "gemm"},
-      {"Memset (Device)", "memset"},
-      {"", "other"},
+    { "Cijk_Alik_Bljk_BBS_BH_MT128x128x64_MI32x32x8", "gemm" },
+    { "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "communication" },
+    { "rcclGenericKernel<1, false>", "communication" },
+    { "cross_device_reduce_1stage<__hip_bfloat16, 8>", "communication" },
+    { "MEMORY_COPY_DTOD", "copy" },
+    { "__amd_rocclr_copyBuffer", "copy" },
+    { "void at::native::vectorized_gather_kernel<16, long>(char*)", "routing" },
+    { "void at::native::_scatter_gather_elementwise_kernel<128, 8>",
+      "routing" },
+    { "kernel_kernel", "custom" },
+    { "kernel_kernel_1", "custom" },
+    { "triton_red_fused_add_mean_mul_pow_rsqrt_0", "custom" },
+    { "moe_sorting_kernel", "moe" },
+    { "aiter::topk_softplus", "moe" },
+    { "void at::native::cunn_SoftMaxForward<8>", "softmax_topk" },
+    { "flash_fwd_kernel", "attention" },
+    { "paged_attention_ll4mi_QKV_mfma16_kernel", "attention" },
+    { "void at::native::normal_kernel", "other" },
+    { "rms_norm_kernel<c10::BFloat16>", "normalization" },
+    { "void at::native::unrolled_elementwise_kernel<add>", "elementwise" },
+    { "wvSplitK_hf_sml_", "gemm" },
+    { "async_copy_kernel", "other" },
+    { "semaphore_reset", "sync" },
+    { "_combined_routing_compute", "routing" },
+    { "batched_transpose_32x32_half", "routing" },
+    { "triton_poi_fused_clone_transpose_21", "custom" },
+    { "kernel_unified_attention_3d", "attention" },
+    { "void at::native::elementwise_kernel<128, 2, at::native::"
+      "gpu_kernel_impl_nocast<at::native::direct_copy_kernel_cuda>",
+      "copy" },
+    { "sm80_xmma_fprop_implicit_gemm_indexed_tf32f32", "gemm" },
+    { "Memset (Device)", "memset" },
+    { "", "other" },
   };
   size_t i;
 
@@ -632,7 +625,7 @@ static void index_rules_user_file(void)
 {
   const char *path = "test_index_agg.rules";
   struct idx_rules *r = NULL;
-  struct tr_err err = {0};
+  struct tr_err err = { 0 };
   FILE *f = fopen(path, "w");
 
   CHECK(f != NULL);

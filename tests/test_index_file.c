@@ -16,15 +16,15 @@ static const char *trace(const char *name)
 {
   const char *dir = getenv("TRACES_DIR");
 
-  snprintf(path_buf, sizeof(path_buf), "%s/%s",
-           dir ? dir : "../shared/traces", name);
+  snprintf(path_buf, sizeof(path_buf), "%s/%s", dir ? dir : "../shared/traces",
+           name);
   return path_buf;
 }
 
 struct progress {
   int calls;
   uint64_t last;
-  volatile bool *cancel;   /* set at the first report when non-NULL */
+  volatile bool *cancel; /* set at the first report when non-NULL */
 };
 
 static void on_progress(void *ud, uint64_t file_bytes_read)
@@ -41,10 +41,11 @@ static void on_progress(void *ud, uint64_t file_bytes_read)
 static void index_file_progress(void)
 {
   const char *path = trace("tracelens__mi300_resnet_act_checkpoint.json.gz");
-  struct idx_options opt = {IDX_FORMAT_AUTO, NULL, 5, on_progress, NULL,
-                            NULL};
-  struct progress p = {0, 0, NULL};
-  struct tr_err err = {0};
+  struct idx_options opt = {
+    IDX_FORMAT_AUTO, NULL, 5, on_progress, NULL, NULL
+  };
+  struct progress p = { 0, 0, NULL };
+  struct tr_err err = { 0 };
   json_t *out = NULL, *plain = NULL;
   struct stat st;
 
@@ -54,8 +55,7 @@ static void index_file_progress(void)
   CHECK(p.calls >= 1);
   CHECK_INT(p.last, st.st_size);
   CHECK_INT(json_integer_value(json_object_get(out, "rank")), 5);
-  CHECK_INT(json_integer_value(json_object_get(out, "file_bytes")),
-            st.st_size);
+  CHECK_INT(json_integer_value(json_object_get(out, "file_bytes")), st.st_size);
   CHECK_STR(json_string_value(json_object_get(out, "file")), path);
   CHECK_INT(idx_file(path, NULL, &plain, &err), 0);
   CHECK_INT(json_integer_value(json_object_get(plain, "rank")), 0);
@@ -71,8 +71,8 @@ static void index_file_cancel(void)
   const char *path = trace("tracelens__xdit_flux.1_aiter_sage_profile_"
                            "trace_rank_0.json.gz");
   volatile bool cancel = true;
-  struct idx_options opt = {IDX_FORMAT_AUTO, NULL, -1, NULL, NULL, &cancel};
-  struct tr_err err = {0};
+  struct idx_options opt = { IDX_FORMAT_AUTO, NULL, -1, NULL, NULL, &cancel };
+  struct tr_err err = { 0 };
   json_t *out = NULL;
 
   CHECK_INT(idx_file(path, &opt, &out, &err), TR_ECONFLICT);
@@ -87,10 +87,11 @@ static void index_file_cancel_midway(void)
 {
   const char *path = "test_index_file_big.json";
   volatile bool cancel = false;
-  struct progress p = {0, 0, &cancel};
-  struct idx_options opt = {IDX_FORMAT_AUTO, NULL, -1, on_progress, &p,
-                            &cancel};
-  struct tr_err err = {0};
+  struct progress p = { 0, 0, &cancel };
+  struct idx_options opt = {
+    IDX_FORMAT_AUTO, NULL, -1, on_progress, &p, &cancel
+  };
+  struct tr_err err = { 0 };
   json_t *out = NULL;
   FILE *f = fopen(path, "w");
   int i;
@@ -98,9 +99,11 @@ static void index_file_cancel_midway(void)
   CHECK(f != NULL);
   fputs("{\"traceEvents\": [", f);
   for (i = 0; i < 100000; i++)
-    fprintf(f, "%s{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": "
+    fprintf(f,
+            "%s{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": "
             "\"k%d\", \"ts\": %d, \"dur\": 1, \"args\": {\"pad\": "
-            "\"%060d\"}}", i ? ", " : "", i % 50, i, 0);
+            "\"%060d\"}}",
+            i ? ", " : "", i % 50, i, 0);
   fputs("]}", f);
   fclose(f);
   CHECK_INT(idx_file(path, &opt, &out, &err), TR_ECONFLICT);
@@ -114,7 +117,7 @@ static void index_file_cancel_midway(void)
 
 static void index_file_errors(void)
 {
-  struct tr_err err = {0};
+  struct tr_err err = { 0 };
   json_t *out = NULL;
 
   CHECK(idx_file("/nonexistent/trace.json.gz", NULL, &out, &err) < 0);
@@ -126,9 +129,9 @@ static void index_file_rules(void)
 {
   const char *path = trace("tracelens__torch_compile_triton_trace.json.gz");
   const char *rules_path = "test_index_file.rules";
-  struct idx_options opt = {IDX_FORMAT_KINETO, NULL, -1, NULL, NULL, NULL};
+  struct idx_options opt = { IDX_FORMAT_KINETO, NULL, -1, NULL, NULL, NULL };
   struct idx_rules *rules = NULL;
-  struct tr_err err = {0};
+  struct tr_err err = { 0 };
   json_t *out = NULL, *row;
   size_t i;
   FILE *f = fopen(rules_path, "w");
@@ -139,9 +142,10 @@ static void index_file_rules(void)
   CHECK_INT(idx_rules_load(rules_path, &rules, &err), 0);
   opt.rules = rules;
   CHECK_INT(idx_file(path, &opt, &out, &err), 0);
-  json_array_foreach(json_object_get(out, "kernels"), i, row)
-    if (strncmp(json_string_value(json_object_get(row, "name")), "triton_",
-                7) == 0)
+  json_array_foreach(
+      json_object_get(out, "kernels"), i,
+      row) if (strncmp(json_string_value(json_object_get(row, "name")),
+                       "triton_", 7) == 0)
       CHECK_STR(json_string_value(json_object_get(row, "category")), "sync");
   CHECK(json_array_size(json_object_get(out, "kernels")) > 0);
   json_decref(out);

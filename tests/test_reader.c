@@ -61,9 +61,9 @@ static int read_prov(const char *name, struct prov *pv)
 static void reader_real_traces(void)
 {
   static char names[64][256];
-  static const size_t chunks[] = {4096, 7, 1};
+  static const size_t chunks[] = { 4096, 7, 1 };
   struct tally whole, part;
-  struct tr_err err = {0};
+  struct tr_err err = { 0 };
   char path[1024];
   struct prov pv;
   size_t n, i;
@@ -105,35 +105,35 @@ static void reader_exact_decimals(void)
     int rc;
     int64_t val;
   } cases[] = {
-    {"0.001", 3, IDX_NUM_OK, 1},
-    {"4203669604595.407", 3, IDX_NUM_OK, 4203669604595407},
-    {"4203669604595407", 0, IDX_NUM_OK, 4203669604595407},
-    {"1e3", 3, IDX_NUM_OK, 1000000},
-    {"1.5e3", 0, IDX_NUM_OK, 1500},
-    {"1.5E+3", 3, IDX_NUM_OK, 1500000},
-    {"123e-2", 0, IDX_NUM_OK, 1},
-    {"1.0009", 3, IDX_NUM_OK, 1000},
-    {"-1.0009", 3, IDX_NUM_OK, -1000},
-    {"-0.0005", 3, IDX_NUM_OK, 0},
-    {"1e-5", 3, IDX_NUM_OK, 0},
-    {"0e999999999", 3, IDX_NUM_OK, 0},
-    {"0.0000000000000000000000001e25", 0, IDX_NUM_OK, 1},
-    {"12345678901234567890e-10", 0, IDX_NUM_OK, 1234567890},
-    {"9223372036854775807", 0, IDX_NUM_OK, INT64_MAX},
-    {"-9223372036854775808", 0, IDX_NUM_OK, INT64_MIN},
-    {"9223372036854775.807", 3, IDX_NUM_OK, INT64_MAX},
-    {"9223372036854775808", 0, IDX_NUM_RANGE, 0},
-    {"-9223372036854775809", 0, IDX_NUM_RANGE, 0},
-    {"9223372036854775.808", 3, IDX_NUM_RANGE, 0},
-    {"1e999", 0, IDX_NUM_RANGE, 0},
-    {"99999999999999999999999", 0, IDX_NUM_RANGE, 0},
-    {"", 0, IDX_NUM_NAN, 0},
-    {"-", 0, IDX_NUM_NAN, 0},
-    {"1.2.3", 0, IDX_NUM_NAN, 0},
-    {"1e", 0, IDX_NUM_NAN, 0},
-    {"12a", 0, IDX_NUM_NAN, 0},
-    {"inf", 0, IDX_NUM_NAN, 0},
-    {"N/A", 0, IDX_NUM_NAN, 0},
+    { "0.001", 3, IDX_NUM_OK, 1 },
+    { "4203669604595.407", 3, IDX_NUM_OK, 4203669604595407 },
+    { "4203669604595407", 0, IDX_NUM_OK, 4203669604595407 },
+    { "1e3", 3, IDX_NUM_OK, 1000000 },
+    { "1.5e3", 0, IDX_NUM_OK, 1500 },
+    { "1.5E+3", 3, IDX_NUM_OK, 1500000 },
+    { "123e-2", 0, IDX_NUM_OK, 1 },
+    { "1.0009", 3, IDX_NUM_OK, 1000 },
+    { "-1.0009", 3, IDX_NUM_OK, -1000 },
+    { "-0.0005", 3, IDX_NUM_OK, 0 },
+    { "1e-5", 3, IDX_NUM_OK, 0 },
+    { "0e999999999", 3, IDX_NUM_OK, 0 },
+    { "0.0000000000000000000000001e25", 0, IDX_NUM_OK, 1 },
+    { "12345678901234567890e-10", 0, IDX_NUM_OK, 1234567890 },
+    { "9223372036854775807", 0, IDX_NUM_OK, INT64_MAX },
+    { "-9223372036854775808", 0, IDX_NUM_OK, INT64_MIN },
+    { "9223372036854775.807", 3, IDX_NUM_OK, INT64_MAX },
+    { "9223372036854775808", 0, IDX_NUM_RANGE, 0 },
+    { "-9223372036854775809", 0, IDX_NUM_RANGE, 0 },
+    { "9223372036854775.808", 3, IDX_NUM_RANGE, 0 },
+    { "1e999", 0, IDX_NUM_RANGE, 0 },
+    { "99999999999999999999999", 0, IDX_NUM_RANGE, 0 },
+    { "", 0, IDX_NUM_NAN, 0 },
+    { "-", 0, IDX_NUM_NAN, 0 },
+    { "1.2.3", 0, IDX_NUM_NAN, 0 },
+    { "1e", 0, IDX_NUM_NAN, 0 },
+    { "12a", 0, IDX_NUM_NAN, 0 },
+    { "inf", 0, IDX_NUM_NAN, 0 },
+    { "N/A", 0, IDX_NUM_NAN, 0 },
   };
   int64_t v;
   size_t i;
@@ -141,8 +141,8 @@ static void reader_exact_decimals(void)
 
   for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     v = 0;
-    rc = idx_num_parse(cases[i].text, strlen(cases[i].text), cases[i].scale,
-                       &v);
+    rc =
+        idx_num_parse(cases[i].text, strlen(cases[i].text), cases[i].scale, &v);
     if (rc != cases[i].rc)
       fprintf(stderr, "case \"%s\"\n", cases[i].text);
     CHECK_INT(rc, cases[i].rc);
@@ -251,7 +251,10 @@ static void reader_bad_documents(void)
 static void reader_depth_limit(void)
 {
   static const char *const heads[] = {
-    "{\"traceEvents\": [{\"args\": ", "{\"meta\": ", "[{\"x\": ", "[",
+    "{\"traceEvents\": [{\"args\": ",
+    "{\"meta\": ",
+    "[{\"x\": ",
+    "[",
   };
   char *doc = malloc(4096);
   size_t i, n, k;
@@ -301,7 +304,8 @@ static void reader_lenient_inputs(void)
   doc_ok(EVENTS("{\"ph\":\"X\",\"name\":\"q\\\"\\\\\\/\\n\\u00e9\\ud83d"
                 "\\ude00\\u0041\"}"),
          &t, &l);
-  CHECK_STR(l.name, "q\"\\/\n\xc3\xa9\xf0\x9f\x98\x80" "A");
+  CHECK_STR(l.name, "q\"\\/\n\xc3\xa9\xf0\x9f\x98\x80"
+                    "A");
   /* An empty events array is a complete (empty) trace. */
   doc_ok("{\"traceEvents\": []}", &t, &l);
   CHECK_INT(t.events, 0);
@@ -321,18 +325,18 @@ static void reader_odd_events(void)
   struct tally t;
   struct last l;
 
-  doc_ok(EVENTS("{\"ph\":\"X\",\"ts\":{}},"            /* wrong types */
+  doc_ok(EVENTS("{\"ph\":\"X\",\"ts\":{}}," /* wrong types */
                 "{\"ph\":\"X\",\"ts\":true},"
                 "{\"ph\":\"X\",\"name\":5},"
                 "{\"ph\":\"X\",\"cat\":[\"kernel\"]},"
                 "{\"ph\":7},"
                 "{\"ph\":\"X\",\"pid\":false,\"name\":\"lane\"},"
-                "{\"ph\":\"X\",\"name\":\"\xff\xfe\"},"   /* bad UTF-8 */
+                "{\"ph\":\"X\",\"name\":\"\xff\xfe\"},"     /* bad UTF-8 */
                 "{\"ph\":\"X\",\"name\":\"\xed\xa0\x80\"}," /* surrogate */
-                "{\"ph\":\"X\",\"name\":\"\xc0\xaf\"},"   /* overlong */
-                "{\"ph\":\"X\",\"name\":\"\\ud800\"},"    /* lone */
-                "{\"ph\":\"X\",\"name\":\"\\x\"},"        /* bad escape */
-                "1, \"s\", [1, 2], null,"                 /* no objects */
+                "{\"ph\":\"X\",\"name\":\"\xc0\xaf\"},"     /* overlong */
+                "{\"ph\":\"X\",\"name\":\"\\ud800\"},"      /* lone */
+                "{\"ph\":\"X\",\"name\":\"\\x\"},"          /* bad escape */
+                "1, \"s\", [1, 2], null,"                   /* no objects */
                 "{\"ph\":\"X\",\"name\":\"ok\",\"x\":\"\xff\","
                 "\"args\":{\"grid\":{},\"device\":[1],\"kind\":5,"
                 "\"kernel\":\"\xff\"}}"),
@@ -413,7 +417,8 @@ static void reader_document_fields(void)
   CHECK_STR(t.device, "AMD Instinct MI300X");
   CHECK_INT(t.rank, 3);
   doc_ok("{\"deviceProperties\": 5, \"distributedInfo\": [], "
-         "\"traceEvents\": []}", &t, &l);
+         "\"traceEvents\": []}",
+         &t, &l);
   CHECK_STR(t.device, "");
   CHECK_INT(t.rank, -1);
 }
@@ -457,7 +462,7 @@ static void reader_cut_documents(void)
   char path[1024], *json;
   unsigned char *gz;
   size_t n, gn, cut, last;
-  struct tr_err err = {0};
+  struct tr_err err = { 0 };
   struct tally t;
 
   for (k = 0; k < count; k++) {
@@ -468,8 +473,8 @@ static void reader_cut_documents(void)
       ;
     for (i = 0; i < 7; i++) {
       /* Cut points spread over the file, and the last bytes. */
-      cut = i < 5 ? (n / 5) * (size_t)i + 1 + (size_t)k
-                  : last - (size_t)(i - 4);
+      cut =
+          i < 5 ? (n / 5) * (size_t)i + 1 + (size_t)k : last - (size_t)(i - 4);
       run_reader(json, cut, 4096, IDX_FORMAT_AUTO, &t);
       if (t.rc == 0)
         fprintf(stderr, "%s cut at %zu read as complete\n", names[k], cut);

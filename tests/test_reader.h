@@ -17,9 +17,9 @@
 struct tally {
   uint64_t events, skipped, delivered, kernels;
   uint64_t ph[256];
-  uint64_t sum_ts, sum_dur, sum_ids;  /* wrapping sums */
-  uint64_t strings;   /* hash of every string handed over */
-  uint64_t has_bits;  /* sum of idx_event.has */
+  uint64_t sum_ts, sum_dur, sum_ids; /* wrapping sums */
+  uint64_t strings;                  /* hash of every string handed over */
+  uint64_t has_bits;                 /* sum of idx_event.has */
   enum idx_format format;
   int64_t rank;
   char device[256];

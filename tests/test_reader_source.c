@@ -9,8 +9,7 @@
 #include "index/inflate.h"
 #include "test_reader.h"
 
-static void many_members(const char *json, size_t n,
-                         const struct tally *plain)
+static void many_members(const char *json, size_t n, const struct tally *plain)
 {
   unsigned char *all = malloc(n + (1u << 20)), *m;
   size_t off = 0, len = 0, mn, step;
@@ -43,7 +42,7 @@ void source_plain_and_gzip(void)
   unsigned char *a, *b, *both;
   size_t n, an, bn, half;
   struct tally plain, t;
-  struct tr_err err = {0};
+  struct tr_err err = { 0 };
 
   trace_path(path, sizeof(path),
              "tracelens__mi300_resnet_act_checkpoint.json.gz");
@@ -82,7 +81,7 @@ void source_close_early(void)
 {
   char path[1024];
   struct idx_source *s;
-  struct tr_err err = {0};
+  struct tr_err err = { 0 };
   const char *buf;
   size_t len;
 
@@ -130,7 +129,7 @@ void source_damaged_gzip(void)
     snprintf(want, sizeof(want), "truncated gzip at byte %zu", cuts[i]);
     check_msg(&t, p, want);
   }
-  gz[n - 8] ^= 0x55;  /* the CRC */
+  gz[n - 8] ^= 0x55; /* the CRC */
   write_file(p, gz, n);
   read_path(p, &t);
   check_msg(&t, p, "gzip CRC mismatch at byte");
@@ -158,4 +157,3 @@ void source_damaged_gzip(void)
   read_path(tmp_path(""), &t);
   check_msg(&t, "test_reader.", "is a directory");
 }
-

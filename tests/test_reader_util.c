@@ -53,7 +53,7 @@ static int on_event(void *ud, const struct idx_doc *doc,
 
 /* Feeds data[0..n) in chunks of `chunk` bytes (0: whole). */
 void run_reader(const char *data, size_t n, size_t chunk,
-                       enum idx_format forced, struct tally *t)
+                enum idx_format forced, struct tally *t)
 {
   struct idx_reader *r;
   const struct idx_doc *doc;
@@ -202,7 +202,7 @@ static int on_last(void *ud, const struct idx_doc *doc,
 /* Reads one document whole, checking that 1- and 7-byte chunks give the
  * same outcome; returns the whole run's tally and the last event. */
 void read_doc(const char *json, size_t n, enum idx_format forced,
-                     struct tally *t, struct last *l)
+              struct tally *t, struct last *l)
 {
   struct idx_reader *r;
   struct tally part;
@@ -297,8 +297,8 @@ unsigned char *gzip_member(const char *data, size_t n, size_t *out_n)
 
   CHECK(out != NULL);
   memset(&zs, 0, sizeof(zs));
-  CHECK_INT(deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8,
-                         Z_DEFAULT_STRATEGY), Z_OK);
+  CHECK_INT(deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY),
+            Z_OK);
   zs.next_in = (Bytef *)data;
   zs.avail_in = (uInt)n;
   zs.next_out = out;
@@ -331,8 +331,8 @@ void check_msg(const struct tally *t, const char *a, const char *b)
 {
   CHECK(t->rc < 0);
   if (strstr(t->err.msg, a) == NULL || strstr(t->err.msg, b) == NULL) {
-    fprintf(stderr, "message \"%s\" lacks \"%s\" or \"%s\"\n", t->err.msg,
-                    a, b);
+    fprintf(stderr, "message \"%s\" lacks \"%s\" or \"%s\"\n", t->err.msg, a,
+            b);
     CHECK(0);
   }
 }
@@ -355,4 +355,3 @@ unsigned char *load(const char *path, size_t *n)
   *n = (size_t)len;
   return d;
 }
-

@@ -42,16 +42,18 @@ static void store_migrates_empty_file(void)
   int64_t id;
 
   fx_db_path(path, sizeof(path));
-  f = fopen(path, "w");   /* an empty file: user_version 0 */
+  f = fopen(path, "w"); /* an empty file: user_version 0 */
   CHECK(f != NULL);
   fclose(f);
   st = open_rw(path);
   CHECK_INT(fx_count(path, "PRAGMA user_version", -1), 1);
-  CHECK_INT(fx_count(path, "SELECT count(*) FROM sqlite_master WHERE"
-                           " type = 'table' AND name IN ('captures',"
-                           " 'names', 'ranks', 'kernels', 'launches',"
-                           " 'categories', 'memcpy', 'runtime', 'steps',"
-                           " 'phases')", -1),
+  CHECK_INT(fx_count(path,
+                     "SELECT count(*) FROM sqlite_master WHERE"
+                     " type = 'table' AND name IN ('captures',"
+                     " 'names', 'ranks', 'kernels', 'launches',"
+                     " 'categories', 'memcpy', 'runtime', 'steps',"
+                     " 'phases')",
+                     -1),
             10);
   CHECK_INT(store_capture_insert(st, "capture", "x", NULL, &id, &err), 0);
   store_close(st);
@@ -105,7 +107,7 @@ static void store_ro_needs_migrated_db(void)
   int64_t id;
 
   fx_db_path(path, sizeof(path));
-  exec_sql(path, "CREATE TABLE t(x)");   /* version 0 */
+  exec_sql(path, "CREATE TABLE t(x)"); /* version 0 */
   tr_err_clear(&err);
   CHECK_INT(store_open(path, STORE_RO, &ro, &err), TR_EDB);
   st = open_rw(path);
@@ -152,8 +154,7 @@ static void insert_three(struct store *st, const char *path, int64_t *id1,
   json_t *cap;
 
   t0 = tr_now_ns();
-  CHECK_INT(store_capture_insert(st, "capture", "first", NULL, id1, &err),
-            0);
+  CHECK_INT(store_capture_insert(st, "capture", "first", NULL, id1, &err), 0);
   t1 = tr_now_ns();
   CHECK(col_ns(path, "created_at", *id1) >= t0);
   CHECK(col_ns(path, "created_at", *id1) <= t1);
@@ -176,7 +177,7 @@ static void insert_three(struct store *st, const char *path, int64_t *id1,
   CHECK_INT(store_capture_insert(st, "import", NULL, NULL, &id3, &err), 0);
   check_queue_position(st, *id1, 1);
   check_queue_position(st, *id2, 2);
-  check_queue_position(st, id3, 1);   /* imports queue on their own */
+  check_queue_position(st, id3, 1); /* imports queue on their own */
 }
 
 static void store_capture_lifecycle(void)
@@ -191,8 +192,7 @@ static void store_capture_lifecycle(void)
   insert_three(st, path, &id1, &id2);
 
   t0 = tr_now_ns();
-  CHECK_INT(store_capture_set_phase(st, id1, "running", "stopping", &err),
-            0);
+  CHECK_INT(store_capture_set_phase(st, id1, "running", "stopping", &err), 0);
   t1 = tr_now_ns();
   started = col_ns(path, "started_at", id1);
   CHECK(started >= t0 && started <= t1);
@@ -201,8 +201,7 @@ static void store_capture_lifecycle(void)
   check_queue_position(st, id2, 1);
 
   usleep(2000);
-  CHECK_INT(store_capture_set_phase(st, id1, "running", "launching", &err),
-            0);
+  CHECK_INT(store_capture_set_phase(st, id1, "running", "launching", &err), 0);
   stamp = col_ns(path, "phase_started_at", id1);
   CHECK(stamp > started);
   CHECK_INT(col_ns(path, "started_at", id1), started);
@@ -210,8 +209,7 @@ static void store_capture_lifecycle(void)
 
   /* Failing in the same phase keeps that phase's start. */
   t0 = tr_now_ns();
-  CHECK_INT(store_capture_set_phase(st, id1, "failed", "launching", &err),
-            0);
+  CHECK_INT(store_capture_set_phase(st, id1, "failed", "launching", &err), 0);
   CHECK_INT(col_ns(path, "phase_started_at", id1), stamp);
   CHECK(col_ns(path, "finished_at", id1) >= t0);
   CHECK_INT(store_capture_get(st, id1, &cap, &err), 0);
@@ -253,8 +251,8 @@ static void store_capture_merge_members(void)
   obj = json_pack("{s:i}", "ranks_indexed", 3);
   CHECK_INT(store_capture_merge(st, id, "progress", obj, &err), 0);
   json_decref(obj);
-  obj = json_pack("{s:s,s:i,s:s}", "trace_dir", "/t/1", "id", 999,
-                  "status", "hacked");
+  obj = json_pack("{s:s,s:i,s:s}", "trace_dir", "/t/1", "id", 999, "status",
+                  "hacked");
   CHECK_INT(store_capture_merge(st, id, "extra", obj, &err), 0);
   json_decref(obj);
   obj = json_pack("{s:s,s:s}", "phase", "indexing", "message", "boom");
@@ -275,7 +273,7 @@ static void store_capture_merge_members(void)
   CHECK_INT(fx_int(progress, "ranks_indexed"), 3);
   CHECK_INT(fx_int(progress, "bytes_total"), 0);
   CHECK_STR(str_of(cap, "trace_dir"), "/t/1");
-  CHECK_INT(fx_int(cap, "id"), id);              /* columns win */
+  CHECK_INT(fx_int(cap, "id"), id); /* columns win */
   CHECK_STR(str_of(cap, "status"), "queued");
   CHECK(json_object_get(cap, "extra") == NULL);
   CHECK_STR(str_of(json_object_get(cap, "error"), "message"), "boom");
@@ -305,10 +303,10 @@ static void check_list(struct store *st, struct store_list_filter f,
 
 static void store_capture_list_filters(void)
 {
-  static const char *const models[] = {"m/A", "m/B", "m/A", "m/A", "m/B"};
-  static const char *const kinds[] = {"capture", "capture", "import",
-                                      "capture", "capture"};
-  struct store_list_filter f = {0};
+  static const char *const models[] = { "m/A", "m/B", "m/A", "m/A", "m/B" };
+  static const char *const kinds[] = { "capture", "capture", "import",
+                                       "capture", "capture" };
+  struct store_list_filter f = { 0 };
   char path[256];
   struct store *st;
   int64_t c[5], *ids;
@@ -324,23 +322,23 @@ static void store_capture_list_filters(void)
     json_decref(p);
   }
   CHECK_INT(store_capture_set_phase(st, c[0], "done", "done", &err), 0);
-  check_list(st, f, (int64_t[]){c[4], c[3], c[2], c[1], c[0]}, 5);
+  check_list(st, f, (int64_t[]){ c[4], c[3], c[2], c[1], c[0] }, 5);
   f.status = "queued";
-  check_list(st, f, (int64_t[]){c[4], c[3], c[2], c[1]}, 4);
+  check_list(st, f, (int64_t[]){ c[4], c[3], c[2], c[1] }, 4);
   f.status = NULL;
   f.model = "m/A";
-  check_list(st, f, (int64_t[]){c[3], c[2], c[0]}, 3);
+  check_list(st, f, (int64_t[]){ c[3], c[2], c[0] }, 3);
   f.model = "m/A' OR '1'='1";
   check_list(st, f, NULL, 0);
   f.model = NULL;
   f.kind = "import";
-  check_list(st, f, (int64_t[]){c[2]}, 1);
+  check_list(st, f, (int64_t[]){ c[2] }, 1);
   f.kind = NULL;
   f.before = c[3];
-  check_list(st, f, (int64_t[]){c[2], c[1], c[0]}, 3);
+  check_list(st, f, (int64_t[]){ c[2], c[1], c[0] }, 3);
   f.before = 0;
   f.limit = 2;
-  check_list(st, f, (int64_t[]){c[4], c[3]}, 2);
+  check_list(st, f, (int64_t[]){ c[4], c[3] }, 2);
   f.limit = 0;
   f.status = "bogus";
   CHECK_INT(store_capture_list(st, &f, &list, &err), TR_EINVAL);
@@ -368,7 +366,7 @@ static void *cancel_all(void *arg)
 {
   struct race *r = arg;
   struct store *st = open_rw(r->path);
-  struct tr_err e = {0};
+  struct tr_err e = { 0 };
 
   for (size_t i = 0; i < r->n; i++) {
     bool was = false;
@@ -384,7 +382,7 @@ static void store_cancel_queued_atomic(void)
 {
   char path[256];
   struct store *st;
-  struct race r1 = {0}, r2 = {0};
+  struct race r1 = { 0 }, r2 = { 0 };
   pthread_t t1, t2;
   int64_t ids[64], running;
   bool was;
@@ -412,20 +410,18 @@ static void store_cancel_queued_atomic(void)
   CHECK_INT(store_capture_get(st, ids[0], &cap, &err), 0);
   CHECK_STR(str_of(cap, "status"), "cancelled");
   json_decref(cap);
-  CHECK_INT(store_capture_insert(st, "capture", NULL, NULL, &running, &err),
+  CHECK_INT(store_capture_insert(st, "capture", NULL, NULL, &running, &err), 0);
+  CHECK_INT(store_capture_set_phase(st, running, "running", "launching", &err),
             0);
-  CHECK_INT(store_capture_set_phase(st, running, "running", "launching",
-                                    &err), 0);
   CHECK_INT(store_capture_cancel_queued(st, running, &was, &err), 0);
   CHECK(!was);
   CHECK_INT(col_ns(path, "finished_at", running), -1);
-  CHECK_INT(store_capture_cancel_queued(st, 7777, &was, &err),
-            TR_ENOTFOUND);
+  CHECK_INT(store_capture_cancel_queued(st, 7777, &was, &err), TR_ENOTFOUND);
   tr_err_clear(&err);
 
   /* Two threads, two connections, the same 63 queued ids: each id is won
    * exactly once. */
-  r1 = (struct race){.path = path, .ids = ids + 1, .n = 63};
+  r1 = (struct race){ .path = path, .ids = ids + 1, .n = 63 };
   r2 = r1;
   CHECK_INT(pthread_create(&t1, NULL, cancel_all, &r1), 0);
   CHECK_INT(pthread_create(&t2, NULL, cancel_all, &r2), 0);
@@ -433,25 +429,28 @@ static void store_cancel_queued_atomic(void)
   pthread_join(t2, NULL);
   for (size_t i = 0; i < 63; i++)
     CHECK_INT(r1.won[i] + r2.won[i], 1);
-  CHECK_INT(fx_count(path, "SELECT count(*) FROM captures WHERE"
-                           " status = 'cancelled'", -1),
+  CHECK_INT(fx_count(path,
+                     "SELECT count(*) FROM captures WHERE"
+                     " status = 'cancelled'",
+                     -1),
             64);
   store_close(st);
   fx_db_remove(path);
 }
 
 static const struct fx_kernel dk[] = {
-    {"gemm_a", "gemm", 10, 1000, 50, 200, 100},
-    {"attn_b", "attention", 5, 700, 100, 200, 140}};
-static const struct fx_step ds[] = {{"decode", 10, 500}};
-static const struct fx_rank dr[] = {{dk, 2, ds, 1, 40, 3},
-                                    {dk, 1, ds, 1, 50, 4}};
+  { "gemm_a", "gemm", 10, 1000, 50, 200, 100 },
+  { "attn_b", "attention", 5, 700, 100, 200, 140 }
+};
+static const struct fx_step ds[] = { { "decode", 10, 500 } };
+static const struct fx_rank dr[] = { { dk, 2, ds, 1, 40, 3 },
+                                     { dk, 1, ds, 1, 50, 4 } };
 
 static void store_delete_cascades(void)
 {
-  static const char *const tables[] = {"kernels", "launches", "categories",
-                                       "memcpy", "runtime", "steps",
-                                       "phases"};
+  static const char *const tables[] = { "kernels", "launches", "categories",
+                                        "memcpy",  "runtime",  "steps",
+                                        "phases" };
   char path[256], sql[256];
   struct store *st;
   int64_t victim, other, keep[7];
@@ -464,7 +463,8 @@ static void store_delete_cascades(void)
   for (size_t i = 0; i < 7; i++) {
     snprintf(sql, sizeof(sql),
              "SELECT count(*) FROM %s t JOIN ranks r ON r.id = t.rank_id"
-             " WHERE r.capture_id = ?1", tables[i]);
+             " WHERE r.capture_id = ?1",
+             tables[i]);
     CHECK(fx_count(path, sql, victim) > 0);
     keep[i] = fx_count(path, sql, other);
     CHECK(keep[i] > 0);
@@ -472,8 +472,11 @@ static void store_delete_cascades(void)
   CHECK_INT(store_capture_delete(st, victim, &err), 0);
   CHECK_INT(store_capture_get(st, victim, &cap, &err), TR_ENOTFOUND);
   tr_err_clear(&err);
-  CHECK_INT(fx_count(path, "SELECT count(*) FROM ranks WHERE"
-                           " capture_id = ?1", victim), 0);
+  CHECK_INT(fx_count(path,
+                     "SELECT count(*) FROM ranks WHERE"
+                     " capture_id = ?1",
+                     victim),
+            0);
   for (size_t i = 0; i < 7; i++) {
     snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s", tables[i]);
     CHECK_INT(fx_count(path, sql, -1), keep[i]);

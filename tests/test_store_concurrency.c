@@ -22,9 +22,9 @@ static atomic_int writers_done;
 
 static void *insert_ranks(void *arg)
 {
-  struct fx_rank r = {kernels, NKERNELS, NULL, 0, 100, 5};
+  struct fx_rank r = { kernels, NKERNELS, NULL, 0, 100, 5 };
   struct store *st = NULL;
-  struct tr_err err = {0};
+  struct tr_err err = { 0 };
 
   (void)arg;
   CHECK_INT(store_open(path, STORE_RW, &st, &err), 0);
@@ -36,8 +36,8 @@ static void *insert_ranks(void *arg)
       fprintf(stderr, "insert: %s\n", err.msg);
       exit(1);
     }
-    fprintf(stderr, "   rank %d: %d kernels + launches stored in %lld ms\n",
-            i, NKERNELS, (long long)((tr_now_ns() - t0) / 1000000));
+    fprintf(stderr, "   rank %d: %d kernels + launches stored in %lld ms\n", i,
+            NKERNELS, (long long)((tr_now_ns() - t0) / 1000000));
     json_decref(sum);
   }
   store_close(st);
@@ -48,18 +48,18 @@ static void *insert_ranks(void *arg)
 /* Short writes on another capture from another connection, meanwhile. */
 static void *small_writes(void *arg)
 {
-  static const char *const phases[] = {"launching", "waiting_ready",
-                                       "benchmark"};
+  static const char *const phases[] = { "launching", "waiting_ready",
+                                        "benchmark" };
   struct store *st = NULL;
-  struct tr_err err = {0};
+  struct tr_err err = { 0 };
 
   (void)arg;
   CHECK_INT(store_open(path, STORE_RW, &st, &err), 0);
   for (int i = 0; i < NPHASES; i++) {
     json_t *p = json_pack("{s:i}", "export_polls", i);
 
-    CHECK_INT(store_capture_set_phase(st, other, "running", phases[i % 3],
-                                      &err), 0);
+    CHECK_INT(
+        store_capture_set_phase(st, other, "running", phases[i % 3], &err), 0);
     CHECK_INT(store_capture_merge(st, other, "progress", p, &err), 0);
     json_decref(p);
   }
@@ -72,8 +72,8 @@ static void *small_writes(void *arg)
  * ranks were visible. */
 static int64_t look(struct store *ro)
 {
-  struct store_query q = {.capture_id = cap, .rank = -1};
-  struct tr_err err = {0};
+  struct store_query q = { .capture_id = cap, .rank = -1 };
+  struct tr_err err = { 0 };
   json_t *rows = NULL, *row;
   int64_t visible;
   size_t i;
@@ -86,9 +86,10 @@ static int64_t look(struct store *ro)
   }
   CHECK_INT(json_array_size(rows), NKERNELS);
   visible = fx_int(json_array_get(rows, 0), "ranks");
-  json_array_foreach(rows, i, row) {
-    long k = strtol(json_string_value(json_object_get(row, "name")) + 2,
-                    NULL, 10);
+  json_array_foreach(rows, i, row)
+  {
+    long k =
+        strtol(json_string_value(json_object_get(row, "name")) + 2, NULL, 10);
 
     CHECK_INT(fx_int(row, "ranks"), visible);
     CHECK_INT(fx_int(row, "count"), visible * kernels[k].count);
@@ -111,22 +112,21 @@ static int64_t look(struct store *ro)
 static void store_reader_sees_whole_ranks(void)
 {
   struct store *ro = NULL, *st = NULL;
-  struct tr_err err = {0};
+  struct tr_err err = { 0 };
   pthread_t w1, w2;
   int64_t seen_mask = 0, prev = 0;
   int looks = 0;
 
   CHECK_INT(store_open(path, STORE_RW, &st, &err), 0);
   CHECK_INT(store_capture_insert(st, "import", NULL, NULL, &cap, &err), 0);
-  CHECK_INT(store_capture_insert(st, "capture", NULL, NULL, &other, &err),
-            0);
+  CHECK_INT(store_capture_insert(st, "capture", NULL, NULL, &other, &err), 0);
   CHECK_INT(store_open(path, STORE_RO, &ro, &err), 0);
   CHECK_INT(pthread_create(&w1, NULL, insert_ranks, NULL), 0);
   CHECK_INT(pthread_create(&w2, NULL, small_writes, NULL), 0);
   while (atomic_load(&writers_done) < 2) {
     int64_t v = look(ro);
 
-    CHECK(v >= prev);   /* snapshots only move forward */
+    CHECK(v >= prev); /* snapshots only move forward */
     prev = v;
     seen_mask |= (int64_t)1 << v;
     looks++;
@@ -147,8 +147,8 @@ int main(void)
 {
   for (int i = 0; i < NKERNELS; i++) {
     snprintf(names[i], sizeof(names[i]), "k_%05d", i);
-    kernels[i] = (struct fx_kernel){names[i], "gemm", i % 7 + 1,
-                                    1000 + i, 1, 1000 + i, 500};
+    kernels[i] = (struct fx_kernel){ names[i], "gemm",   i % 7 + 1, 1000 + i,
+                                     1,        1000 + i, 500 };
   }
   fx_db_path(path, sizeof(path));
   RUN(store_reader_sees_whole_ranks);

@@ -13,35 +13,39 @@
 static struct tr_err err;
 
 static const struct fx_kernel a0k[] = {
-    {"gemm_a", "gemm", 10, 1000, 50, 200, 100},
-    {"attn_b", "attention", 5, 700, 100, 200, 140},
-    {"only_a_k", "other", 2, 30, 10, 20, 15},
-    {"half_k", "elementwise", 1, 165, 165, 165, 165}};
+  { "gemm_a", "gemm", 10, 1000, 50, 200, 100 },
+  { "attn_b", "attention", 5, 700, 100, 200, 140 },
+  { "only_a_k", "other", 2, 30, 10, 20, 15 },
+  { "half_k", "elementwise", 1, 165, 165, 165, 165 }
+};
 static const struct fx_kernel a1k[] = {
-    {"gemm_a", "gemm", 10, 1100, 60, 300, 110},
-    {"attn_b", "attention", 5, 600, 100, 180, 120}};
+  { "gemm_a", "gemm", 10, 1100, 60, 300, 110 },
+  { "attn_b", "attention", 5, 600, 100, 180, 120 }
+};
 static const struct fx_kernel b0k[] = {
-    {"gemm_a", "gemm", 10, 800, 50, 200, 80},
-    {"attn_b", "attention", 5, 900, 100, 200, 180},
-    {"only_b_k", "moe", 3, 90, 20, 40, 30},
-    {"half_k", "elementwise", 1, 165, 165, 165, 165}};
+  { "gemm_a", "gemm", 10, 800, 50, 200, 80 },
+  { "attn_b", "attention", 5, 900, 100, 200, 180 },
+  { "only_b_k", "moe", 3, 90, 20, 40, 30 },
+  { "half_k", "elementwise", 1, 165, 165, 165, 165 }
+};
 static const struct fx_kernel b1k[] = {
-    {"gemm_a", "gemm", 10, 850, 60, 300, 85},
-    {"attn_b", "attention", 5, 950, 100, 180, 190}};
-static const struct fx_step as[] = {{"decode", 100, 5000},
-                                    {"prefill", 10, 3000}};
-static const struct fx_step b0s[] = {{"decode", 50, 2000},
-                                     {"dummy_decode", 7, 70},
-                                     {"prefill", 5, 1000}};
-static const struct fx_step b1s[] = {{"decode", 60, 2400},
-                                     {"dummy_decode", 7, 70},
-                                     {"prefill", 5, 1000}};
-static const struct fx_rank A[] = {{a0k, 4, as, 2, 400, 7},
-                                   {a1k, 2, as, 2, 500, 9}};
-static const struct fx_rank B[] = {{b0k, 4, b0s, 3, 300, 7},
-                                   {b1k, 2, b1s, 3, 200, 9}};
-static const struct fx_rank NOLABELS[] = {{a0k, 4, NULL, 0, 400, 7},
-                                          {a1k, 2, NULL, 0, 500, 9}};
+  { "gemm_a", "gemm", 10, 850, 60, 300, 85 },
+  { "attn_b", "attention", 5, 950, 100, 180, 190 }
+};
+static const struct fx_step as[] = { { "decode", 100, 5000 },
+                                     { "prefill", 10, 3000 } };
+static const struct fx_step b0s[] = { { "decode", 50, 2000 },
+                                      { "dummy_decode", 7, 70 },
+                                      { "prefill", 5, 1000 } };
+static const struct fx_step b1s[] = { { "decode", 60, 2400 },
+                                      { "dummy_decode", 7, 70 },
+                                      { "prefill", 5, 1000 } };
+static const struct fx_rank A[] = { { a0k, 4, as, 2, 400, 7 },
+                                    { a1k, 2, as, 2, 500, 9 } };
+static const struct fx_rank B[] = { { b0k, 4, b0s, 3, 300, 7 },
+                                    { b1k, 2, b1s, 3, 200, 9 } };
+static const struct fx_rank NOLABELS[] = { { a0k, 4, NULL, 0, 400, 7 },
+                                           { a1k, 2, NULL, 0, 500, 9 } };
 
 static struct store *st;
 static int64_t ida, idb, idc, idd;
@@ -105,7 +109,7 @@ static int64_t real_steps(const struct fx_rank *r, size_t n, int rank)
 /* Distinct kernel names over runs ra and rb (2 ranks each). */
 static size_t union_names(const struct fx_rank *ra, const struct fx_rank *rb)
 {
-  const struct fx_rank *all[4] = {&ra[0], &ra[1], &rb[0], &rb[1]};
+  const struct fx_rank *all[4] = { &ra[0], &ra[1], &rb[0], &rb[1] };
   size_t n = 0;
 
   for (size_t r = 0; r < 4; r++) {
@@ -148,7 +152,8 @@ static void check_rows(json_t *rows, enum by by, const struct fx_rank *ra,
   size_t i;
   json_t *row;
 
-  json_array_foreach(rows, i, row) {
+  json_array_foreach(rows, i, row)
+  {
     const char *key = json_string_value(json_object_get(row, keyname));
     int64_t ac, at, bc, bt, delta;
     bool in_a = run_sum(ra, 2, rank, by, key, &ac, &at);
@@ -162,7 +167,9 @@ static void check_rows(json_t *rows, enum by by, const struct fx_rank *ra,
     delta = bt - at;
     CHECK(in_a || in_b);
     CHECK_STR(json_string_value(json_object_get(row, "status")),
-              in_a && in_b ? "both" : in_a ? "only_a" : "only_b");
+              in_a && in_b ? "both"
+              : in_a       ? "only_a"
+                           : "only_b");
     CHECK_INT(fx_int(row, "a_count"), ac);
     CHECK_INT(fx_int(row, "b_count"), bc);
     CHECK_INT(fx_int(row, "a_total_ns"), at);
@@ -187,12 +194,13 @@ static json_t *warning(json_t *res, const char *code)
 
 static void store_diff_self(void)
 {
-  json_t *res = diff(ida, ida, (struct store_diff_opts){.rank = -1});
+  json_t *res = diff(ida, ida, (struct store_diff_opts){ .rank = -1 });
   json_t *rows = json_object_get(res, "rows"), *row;
   size_t i;
 
   CHECK_INT(json_array_size(rows), union_names(A, A));
-  json_array_foreach(rows, i, row) {
+  json_array_foreach(rows, i, row)
+  {
     CHECK_INT(fx_int(row, "delta_ns"), 0);
     CHECK_STR(json_string_value(json_object_get(row, "status")), "both");
     CHECK_INT(fx_int(row, "a_total_ns"), fx_int(row, "b_total_ns"));
@@ -204,24 +212,26 @@ static void store_diff_self(void)
 
 static void store_diff_two_runs(void)
 {
-  json_t *res = diff(ida, idb, (struct store_diff_opts){.rank = -1});
+  json_t *res = diff(ida, idb, (struct store_diff_opts){ .rank = -1 });
   json_t *rows = json_object_get(res, "rows"), *lim, *cats;
   int64_t c, t;
 
   check_rows(rows, BY_KERNEL, A, B, -1, 0, 0);
-  CHECK_STR(json_string_value(json_object_get(
-                fx_find(rows, "name", "only_a_k"), "status")), "only_a");
-  CHECK_STR(json_string_value(json_object_get(
-                fx_find(rows, "name", "only_b_k"), "status")), "only_b");
-  CHECK(json_is_null(json_object_get(fx_find(rows, "name", "only_b_k"),
-                                     "delta_pct")));
+  CHECK_STR(json_string_value(
+                json_object_get(fx_find(rows, "name", "only_a_k"), "status")),
+            "only_a");
+  CHECK_STR(json_string_value(
+                json_object_get(fx_find(rows, "name", "only_b_k"), "status")),
+            "only_b");
+  CHECK(json_is_null(
+      json_object_get(fx_find(rows, "name", "only_b_k"), "delta_pct")));
   CHECK_INT(json_array_size(rows), union_names(A, B));
   /* categories: always there, the by=category rows. */
   cats = json_object_get(res, "categories");
   check_rows(cats, BY_CATEGORY, A, B, -1, 0, 0);
   CHECK(run_sum(A, 2, -1, BY_CATEGORY, "copy", &c, &t));
   CHECK_INT(fx_int(fx_find(cats, "category", "copy"), "a_total_ns"), t);
-  lim = diff(ida, idb, (struct store_diff_opts){.rank = -1, .limit = 2});
+  lim = diff(ida, idb, (struct store_diff_opts){ .rank = -1, .limit = 2 });
   CHECK_INT(json_array_size(json_object_get(lim, "rows")), 2);
   for (size_t i = 0; i < 2; i++)
     CHECK(json_equal(json_array_get(json_object_get(lim, "rows"), i),
@@ -229,7 +239,7 @@ static void store_diff_two_runs(void)
   json_decref(lim);
   json_decref(res);
   /* One rank only. */
-  res = diff(ida, idb, (struct store_diff_opts){.rank = 1});
+  res = diff(ida, idb, (struct store_diff_opts){ .rank = 1 });
   check_rows(json_object_get(res, "rows"), BY_KERNEL, A, B, 1, 0, 0);
   /* b1's names are a1's. */
   CHECK_INT(json_array_size(json_object_get(res, "rows")),
@@ -239,18 +249,19 @@ static void store_diff_two_runs(void)
 
 static void store_diff_by_category_and_step(void)
 {
-  json_t *res = diff(ida, idb, (struct store_diff_opts){.rank = -1,
-                                                        .by = "category"});
+  json_t *res =
+      diff(ida, idb, (struct store_diff_opts){ .rank = -1, .by = "category" });
 
   check_rows(json_object_get(res, "rows"), BY_CATEGORY, A, B, -1, 0, 0);
   CHECK(json_equal(json_object_get(res, "rows"),
                    json_object_get(res, "categories")));
   json_decref(res);
-  res = diff(ida, idb, (struct store_diff_opts){.rank = -1, .by = "step"});
+  res = diff(ida, idb, (struct store_diff_opts){ .rank = -1, .by = "step" });
   check_rows(json_object_get(res, "rows"), BY_STEP, A, B, -1, 0, 0);
   CHECK_STR(json_string_value(json_object_get(
-                fx_find(json_object_get(res, "rows"), "kind",
-                        "dummy_decode"), "status")), "only_b");
+                fx_find(json_object_get(res, "rows"), "kind", "dummy_decode"),
+                "status")),
+            "only_b");
   CHECK_STR(json_string_value(json_object_get(res, "by")), "step");
   json_decref(res);
 }
@@ -258,8 +269,8 @@ static void store_diff_by_category_and_step(void)
 static void store_diff_per_step(void)
 {
   int64_t sa = real_steps(A, 2, -1), sb = real_steps(B, 2, -1);
-  json_t *res = diff(ida, idb, (struct store_diff_opts){.rank = -1,
-                                                        .norm = "per_step"});
+  json_t *res = diff(
+      ida, idb, (struct store_diff_opts){ .rank = -1, .norm = "per_step" });
   json_t *half;
   int64_t c, t;
 
@@ -267,8 +278,7 @@ static void store_diff_per_step(void)
   CHECK_INT(fx_int(res, "a_steps"), sa);
   CHECK_INT(fx_int(res, "b_steps"), sb);
   check_rows(json_object_get(res, "rows"), BY_KERNEL, A, B, -1, sa, sb);
-  check_rows(json_object_get(res, "categories"), BY_CATEGORY, A, B, -1, sa,
-             sb);
+  check_rows(json_object_get(res, "categories"), BY_CATEGORY, A, B, -1, sa, sb);
   /* half_k is an exact .5 per step in A: rounded away from zero. */
   run_sum(A, 2, -1, BY_KERNEL, "half_k", &c, &t);
   CHECK_INT((t * 10 / sa) % 10, 5);
@@ -276,8 +286,8 @@ static void store_diff_per_step(void)
   CHECK_INT(fx_int(half, "a_total_ns"), t / sa + 1);
   json_decref(res);
   /* rank 1: that rank's own step count. */
-  res = diff(ida, idb, (struct store_diff_opts){.rank = 1,
-                                                .norm = "per_step"});
+  res =
+      diff(ida, idb, (struct store_diff_opts){ .rank = 1, .norm = "per_step" });
   check_rows(json_object_get(res, "rows"), BY_KERNEL, A, B, 1,
              real_steps(A, 2, 1), real_steps(B, 2, 1));
   json_decref(res);
@@ -296,46 +306,45 @@ static void check_fails(int64_t a, int64_t b, struct store_diff_opts o,
 
 static void store_diff_warnings_and_errors(void)
 {
-  json_t *res = diff(ida, idb, (struct store_diff_opts){.rank = -1});
+  json_t *res = diff(ida, idb, (struct store_diff_opts){ .rank = -1 });
   int64_t queued;
 
   /* A: tp 2 in params; B: no tp, 2 ranks: same TP. */
   CHECK(warning(res, "different_tp") == NULL);
-  CHECK(strstr(json_string_value(json_object_get(
-                   warning(res, "pre_taxonomy"), "message")),
+  CHECK(strstr(json_string_value(
+                   json_object_get(warning(res, "pre_taxonomy"), "message")),
                "a (capture") != NULL);
   CHECK(warning(res, "different_step_counts") != NULL);
   CHECK(warning(res, "different_step_kinds") != NULL);
   CHECK(warning(res, "no_labels") == NULL);
   json_decref(res);
-  res = diff(ida, idd, (struct store_diff_opts){.rank = -1});
+  res = diff(ida, idd, (struct store_diff_opts){ .rank = -1 });
   CHECK(warning(res, "different_tp") != NULL);
   json_decref(res);
-  res = diff(idc, ida, (struct store_diff_opts){.rank = -1});
-  CHECK(strstr(json_string_value(json_object_get(warning(res, "no_labels"),
-                                                 "message")),
+  res = diff(idc, ida, (struct store_diff_opts){ .rank = -1 });
+  CHECK(strstr(json_string_value(
+                   json_object_get(warning(res, "no_labels"), "message")),
                "a (capture") != NULL);
   CHECK(warning(res, "pre_taxonomy") == NULL);
   json_decref(res);
 
-  check_fails(idc, ida, (struct store_diff_opts){.rank = -1,
-                                                 .norm = "per_step"},
+  check_fails(idc, ida,
+              (struct store_diff_opts){ .rank = -1, .norm = "per_step" },
               TR_EINVAL, "norm");
-  check_fails(ida, 999, (struct store_diff_opts){.rank = -1},
-              TR_ENOTFOUND, "b");
-  check_fails(999, ida, (struct store_diff_opts){.rank = -1},
-              TR_ENOTFOUND, "a");
-  CHECK_INT(store_capture_insert(st, "capture", NULL, NULL, &queued, &err),
-            0);
-  check_fails(ida, queued, (struct store_diff_opts){.rank = -1},
-              TR_ECONFLICT, "b");
-  check_fails(ida, idb, (struct store_diff_opts){.rank = -1, .by = "x;"},
+  check_fails(ida, 999, (struct store_diff_opts){ .rank = -1 }, TR_ENOTFOUND,
+              "b");
+  check_fails(999, ida, (struct store_diff_opts){ .rank = -1 }, TR_ENOTFOUND,
+              "a");
+  CHECK_INT(store_capture_insert(st, "capture", NULL, NULL, &queued, &err), 0);
+  check_fails(ida, queued, (struct store_diff_opts){ .rank = -1 }, TR_ECONFLICT,
+              "b");
+  check_fails(ida, idb, (struct store_diff_opts){ .rank = -1, .by = "x;" },
               TR_EINVAL, "by");
-  check_fails(ida, idb, (struct store_diff_opts){.rank = -1, .norm = "x"},
+  check_fails(ida, idb, (struct store_diff_opts){ .rank = -1, .norm = "x" },
               TR_EINVAL, "norm");
-  check_fails(ida, idb, (struct store_diff_opts){.rank = 5}, TR_ENOTFOUND,
+  check_fails(ida, idb, (struct store_diff_opts){ .rank = 5 }, TR_ENOTFOUND,
               "rank");
-  check_fails(ida, idb, (struct store_diff_opts){.rank = -1, .limit = -3},
+  check_fails(ida, idb, (struct store_diff_opts){ .rank = -1, .limit = -3 },
               TR_EINVAL, "limit");
 }
 

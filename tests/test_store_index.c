@@ -15,32 +15,35 @@
 #include "tests/test_store_util.h"
 
 static const char *const traces[] = {
-    "torch113cpu__atom_run_labels.pt.trace.json.gz",
-    "hta__mi250_minitoy_train_ROCm6_2_kineto.json.gz",
-    "tracelens__vllm_decode_full_graph_execution.json.gz",
-    "hta__alexnet_benchmark_result_2869224_1695835535_trace.json.gz",
-    "tracelens__h100_Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
-    "tracelens__mi300_resnet_act_checkpoint.json.gz"};
+  "torch113cpu__atom_run_labels.pt.trace.json.gz",
+  "hta__mi250_minitoy_train_ROCm6_2_kineto.json.gz",
+  "tracelens__vllm_decode_full_graph_execution.json.gz",
+  "hta__alexnet_benchmark_result_2869224_1695835535_trace.json.gz",
+  "tracelens__h100_Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
+  "tracelens__mi300_resnet_act_checkpoint.json.gz"
+};
 enum { NTRACES = sizeof(traces) / sizeof(traces[0]) };
 
-typedef int (*query_fn)(struct store *, const struct store_query *,
-                        json_t **, struct tr_err *);
+typedef int (*query_fn)(struct store *, const struct store_query *, json_t **,
+                        struct tr_err *);
 
 struct table {
   const char *key;
   query_fn fn;
-  const char *id[5];   /* members that identify a row */
+  const char *id[5]; /* members that identify a row */
 };
 
 static const struct table tables[] = {
-    {"kernels", store_kernels, {"name"}},
-    {"launches", store_launches,
-     {"name", "grid", "block", "registers_per_thread", "shared_bytes"}},
-    {"categories", store_categories, {"category"}},
-    {"memcpy", store_memcpy, {"kind"}},
-    {"runtime", store_runtime, {"name"}},
-    {"steps", store_steps, {"kind"}},
-    {"phases", store_phases, {"index"}}};
+  { "kernels", store_kernels, { "name" } },
+  { "launches",
+    store_launches,
+    { "name", "grid", "block", "registers_per_thread", "shared_bytes" } },
+  { "categories", store_categories, { "category" } },
+  { "memcpy", store_memcpy, { "kind" } },
+  { "runtime", store_runtime, { "name" } },
+  { "steps", store_steps, { "kind" } },
+  { "phases", store_phases, { "index" } }
+};
 
 static bool same_id(const struct table *t, json_t *a, json_t *b)
 {
@@ -64,7 +67,8 @@ static bool near(json_t *want, json_t *got)
   if (json_is_real(want) && json_is_real(got))
     return fabs(json_real_value(want) - json_real_value(got)) < 1e-9;
   if (json_is_object(want) && json_is_object(got)) {
-    json_object_foreach(want, key, v) {
+    json_object_foreach(want, key, v)
+    {
       if (!near(v, json_object_get(got, key)))
         return false;
     }
@@ -73,7 +77,8 @@ static bool near(json_t *want, json_t *got)
   if (json_is_array(want) && json_is_array(got)) {
     if (json_array_size(want) != json_array_size(got))
       return false;
-    json_array_foreach(want, i, v) {
+    json_array_foreach(want, i, v)
+    {
       if (!near(v, json_array_get(got, i)))
         return false;
     }
@@ -96,14 +101,15 @@ static void check_members(const char *what, json_t *want, json_t *got)
 static void check_table(struct store *st, int64_t cap, int rank,
                         const struct table *t, json_t *summary)
 {
-  struct store_query q = {.capture_id = cap, .rank = rank};
+  struct store_query q = { .capture_id = cap, .rank = rank };
   json_t *want = json_object_get(summary, t->key), *got = NULL, *w;
-  struct tr_err err = {0};
+  struct tr_err err = { 0 };
   size_t i;
 
   CHECK_INT(t->fn(st, &q, &got, &err), 0);
   CHECK_INT(json_array_size(got), json_array_size(want));
-  json_array_foreach(want, i, w) {
+  json_array_foreach(want, i, w)
+  {
     json_t *g = NULL;
 
     for (size_t j = 0; j < json_array_size(got) && g == NULL; j++) {
@@ -119,14 +125,15 @@ static void check_table(struct store *st, int64_t cap, int rank,
 /* Summed over the summaries, for one kernel name. */
 static void check_sums(struct store *st, int64_t cap, json_t **sums)
 {
-  struct store_query q = {.capture_id = cap, .rank = -1};
-  struct tr_err err = {0};
+  struct store_query q = { .capture_id = cap, .rank = -1 };
+  struct tr_err err = { 0 };
   json_t *rows = NULL, *row;
   size_t i;
 
   CHECK_INT(store_kernels(st, &q, &rows, &err), 0);
   CHECK(json_array_size(rows) > 0);
-  json_array_foreach(rows, i, row) {
+  json_array_foreach(rows, i, row)
+  {
     const char *name = json_string_value(json_object_get(row, "name"));
     int64_t count = 0, total = 0, nranks = 0;
 
@@ -149,8 +156,8 @@ static void check_sums(struct store *st, int64_t cap, json_t **sums)
 static void store_real_summaries_round_trip(void)
 {
   const char *dir = getenv("TRACES_DIR");
-  struct idx_options opt = {.format = IDX_FORMAT_AUTO, .rank = -1};
-  struct tr_err err = {0};
+  struct idx_options opt = { .format = IDX_FORMAT_AUTO, .rank = -1 };
+  struct tr_err err = { 0 };
   json_t *sums[NTRACES], *cap_obj;
   struct store *st = NULL;
   char path[256], file[1024];
@@ -184,8 +191,7 @@ static void store_real_summaries_round_trip(void)
   CHECK_INT(store_capture_get(st, cap, &cap_obj, &err), 0);
   for (int r = 0; r < NTRACES; r++) {
     json_t *want = json_deep_copy(sums[r]);
-    json_t *got = json_array_get(json_object_get(cap_obj, "ranks"),
-                                 (size_t)r);
+    json_t *got = json_array_get(json_object_get(cap_obj, "ranks"), (size_t)r);
 
     json_object_set_new(want, "trace_rank",
                         json_incref(json_object_get(want, "rank")));

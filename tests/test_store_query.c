@@ -14,22 +14,24 @@
 static struct tr_err err;
 
 static const struct fx_kernel k0[] = {
-    {"gemm_a", "gemm", 10, 1000, 50, 200, 100},
-    {"attn_b", "attention", 5, 700, 100, 200, 140},
-    {"weird%_name", "other", 2, 30, 10, 20, 15}};
+  { "gemm_a", "gemm", 10, 1000, 50, 200, 100 },
+  { "attn_b", "attention", 5, 700, 100, 200, 140 },
+  { "weird%_name", "other", 2, 30, 10, 20, 15 }
+};
 static const struct fx_kernel k1[] = {
-    {"gemm_a", "gemm", 10, 1300, 60, 300, 130},
-    {"attn_b", "attention", 5, 650, 100, 180, 130},
-    {"moe_c", "moe", 3, 90, 20, 40, 30}};
-static const struct fx_kernel k2[] = {
-    {"gemm_a", "gemm", 12, 900, 40, 150, 75},
-    {"moe_c", "moe", 4, 120, 30, 50, 40}};
-static const struct fx_step st0[] = {{"decode", 100, 5000},
-                                     {"prefill", 10, 3000}};
-static const struct fx_step st2[] = {{"decode", 90, 4000}};
-static const struct fx_rank ranks[] = {{k0, 3, st0, 2, 400, 7},
-                                       {k1, 3, st0, 2, 500, 9},
-                                       {k2, 2, st2, 1, 300, 5}};
+  { "gemm_a", "gemm", 10, 1300, 60, 300, 130 },
+  { "attn_b", "attention", 5, 650, 100, 180, 130 },
+  { "moe_c", "moe", 3, 90, 20, 40, 30 }
+};
+static const struct fx_kernel k2[] = { { "gemm_a", "gemm", 12, 900, 40, 150,
+                                         75 },
+                                       { "moe_c", "moe", 4, 120, 30, 50, 40 } };
+static const struct fx_step st0[] = { { "decode", 100, 5000 },
+                                      { "prefill", 10, 3000 } };
+static const struct fx_step st2[] = { { "decode", 90, 4000 } };
+static const struct fx_rank ranks[] = { { k0, 3, st0, 2, 400, 7 },
+                                        { k1, 3, st0, 2, 500, 9 },
+                                        { k2, 2, st2, 1, 300, 5 } };
 enum { NRANKS = 3 };
 
 static struct store *st;
@@ -73,7 +75,7 @@ static void check_share(json_t *row, double want)
 static void store_kernels_per_rank(void)
 {
   for (int r = 0; r < NRANKS; r++) {
-    json_t *rows = query(store_kernels, (struct store_query){.rank = r});
+    json_t *rows = query(store_kernels, (struct store_query){ .rank = r });
 
     CHECK_INT(json_array_size(rows), ranks[r].nk);
     for (size_t i = 0; i < ranks[r].nk; i++) {
@@ -106,7 +108,7 @@ struct agg {
 /* The all-ranks figures of one kernel name, from the inputs. */
 static struct agg expect(const char *name)
 {
-  struct agg a = {.min = INT64_MAX, .slow = -1, .fast = -1};
+  struct agg a = { .min = INT64_MAX, .slow = -1, .fast = -1 };
 
   for (int r = 0; r < NRANKS; r++) {
     for (size_t i = 0; i < ranks[r].nk; i++) {
@@ -163,7 +165,7 @@ static size_t distinct_names(const char *q, const char *category, int rank)
 
 static void store_kernels_all_ranks(void)
 {
-  json_t *rows = query(store_kernels, (struct store_query){.rank = -1});
+  json_t *rows = query(store_kernels, (struct store_query){ .rank = -1 });
   int64_t kernel_ns = 0;
   size_t i;
   json_t *row;
@@ -171,7 +173,8 @@ static void store_kernels_all_ranks(void)
   for (size_t r = 0; r < NRANKS; r++)
     kernel_ns += rank_kernel_ns(r);
   CHECK_INT(json_array_size(rows), distinct_names(NULL, NULL, -1));
-  json_array_foreach(rows, i, row) {
+  json_array_foreach(rows, i, row)
+  {
     struct agg a = expect(json_string_value(json_object_get(row, "name")));
 
     CHECK(a.nranks > 0);
@@ -219,11 +222,11 @@ static void check_sorted(json_t *rows, const char *sort)
 
 static void store_kernels_sort_and_limit(void)
 {
-  static const char *const sorts[] = {"total", "count", "avg", "name"};
+  static const char *const sorts[] = { "total", "count", "avg", "name" };
 
   for (int rank = -1; rank < NRANKS; rank++) {
     for (size_t s = 0; s < 4; s++) {
-      struct store_query q = {.rank = rank, .sort = sorts[s]};
+      struct store_query q = { .rank = rank, .sort = sorts[s] };
       json_t *all = query(store_kernels, q), *two;
 
       check_sorted(all, sorts[s]);
@@ -238,7 +241,7 @@ static void store_kernels_sort_and_limit(void)
   }
   /* Largest total first by default: the largest summed total. */
   {
-    json_t *rows = query(store_kernels, (struct store_query){.rank = -1});
+    json_t *rows = query(store_kernels, (struct store_query){ .rank = -1 });
 
     CHECK_INT(fx_int(json_array_get(rows, 0), "total_ns"),
               expect("gemm_a").total);
@@ -248,9 +251,9 @@ static void store_kernels_sort_and_limit(void)
 
 static size_t count_q(const char *q, const char *category, int rank)
 {
-  json_t *rows = query(store_kernels, (struct store_query){
-                                          .rank = rank, .q = q,
-                                          .category = category});
+  json_t *rows =
+      query(store_kernels,
+            (struct store_query){ .rank = rank, .q = q, .category = category });
   size_t n = json_array_size(rows);
 
   json_decref(rows);
@@ -259,11 +262,16 @@ static size_t count_q(const char *q, const char *category, int rank)
 
 static void store_kernels_filters(void)
 {
-  static const char *const qs[] = {"GEMM", "_", "%", "%_", "B", "name",
-                                   "'%_\" OR 1=1 --",
-                                   "x'); DROP TABLE kernels; --", NULL};
-  static const char *const cats[] = {"moe", "attention", "' OR 1=1 --",
-                                     NULL};
+  static const char *const qs[] = { "GEMM",
+                                    "_",
+                                    "%",
+                                    "%_",
+                                    "B",
+                                    "name",
+                                    "'%_\" OR 1=1 --",
+                                    "x'); DROP TABLE kernels; --",
+                                    NULL };
+  static const char *const cats[] = { "moe", "attention", "' OR 1=1 --", NULL };
   json_t *rows;
 
   for (int r = -1; r < NRANKS; r++) {
@@ -280,7 +288,7 @@ static void store_kernels_filters(void)
   CHECK_INT(count_q("_", NULL, -1), distinct_names("_", NULL, -1));
   CHECK_INT(count_q("'%_\" OR 1=1 --", NULL, -1), 0);
   /* Still all there. */
-  rows = query(store_kernels, (struct store_query){.rank = -1});
+  rows = query(store_kernels, (struct store_query){ .rank = -1 });
   CHECK_INT(json_array_size(rows), distinct_names(NULL, NULL, -1));
   json_decref(rows);
 }
@@ -313,8 +321,9 @@ static void store_categories_rows(void)
     int64_t device = rank_kernel_ns((size_t)r) + ranks[r].memcpy_ns;
 
     device_all += device;
-    rows = query(store_categories, (struct store_query){.rank = r});
-    json_array_foreach(rows, i, row) {
+    rows = query(store_categories, (struct store_query){ .rank = r });
+    json_array_foreach(rows, i, row)
+    {
       int64_t count = 0, total = 0;
 
       expect_category(r, json_string_value(json_object_get(row, "category")),
@@ -326,8 +335,9 @@ static void store_categories_rows(void)
     }
     json_decref(rows);
   }
-  rows = query(store_categories, (struct store_query){.rank = -1});
-  json_array_foreach(rows, i, row) {
+  rows = query(store_categories, (struct store_query){ .rank = -1 });
+  json_array_foreach(rows, i, row)
+  {
     int64_t count = 0, total = 0, n = 0;
 
     for (int r = 0; r < NRANKS; r++) {
@@ -363,23 +373,23 @@ static void store_small_tables_all_ranks(void)
       }
     }
   }
-  rows = query(store_memcpy, (struct store_query){.rank = -1});
+  rows = query(store_memcpy, (struct store_query){ .rank = -1 });
   row = fx_find(rows, "kind", "HtoD");
   CHECK_INT(fx_int(row, "total_ns"), memcpy_total);
   CHECK_INT(fx_int(row, "count"), NRANKS);
   CHECK_INT(fx_int(row, "bytes"), NRANKS * 4096);
   CHECK_INT(fx_int(row, "max_bytes"), 4096);
   json_decref(rows);
-  rows = query(store_runtime, (struct store_query){.rank = -1});
+  rows = query(store_runtime, (struct store_query){ .rank = -1 });
   row = fx_find(rows, "name", "hipLaunchKernel");
-  CHECK_INT(fx_int(row, "median_ns"), median_max);   /* max of medians */
+  CHECK_INT(fx_int(row, "median_ns"), median_max); /* max of medians */
   CHECK_INT(fx_int(row, "count"), NRANKS * 3);
   json_decref(rows);
-  rows = query(store_runtime, (struct store_query){.rank = 2});
+  rows = query(store_runtime, (struct store_query){ .rank = 2 });
   CHECK_INT(fx_int(json_array_get(rows, 0), "median_ns"),
             ranks[2].runtime_median_ns);
   json_decref(rows);
-  rows = query(store_steps, (struct store_query){.rank = -1});
+  rows = query(store_steps, (struct store_query){ .rank = -1 });
   row = fx_find(rows, "kind", "decode");
   CHECK_INT(fx_int(row, "count"), decode);
   CHECK_INT(fx_int(row, "total_ns"), decode_total);
@@ -387,8 +397,8 @@ static void store_small_tables_all_ranks(void)
   CHECK_INT(fx_int(row, "tokens"), decode * 4);
   CHECK_INT(fx_int(row, "ranks"), NRANKS);
   CHECK_STR(json_string_value(json_object_get(row, "source")), "gpu");
-  CHECK_STR(json_string_value(json_object_get(json_array_get(rows, 0),
-                                              "kind")), "decode");
+  CHECK_STR(json_string_value(json_object_get(json_array_get(rows, 0), "kind")),
+            "decode");
   json_decref(rows);
 }
 
@@ -398,7 +408,7 @@ static void store_launches_and_phases(void)
   size_t i;
   int64_t total = 0;
 
-  rows = query(store_launches, (struct store_query){.rank = 0, .q = "gemm"});
+  rows = query(store_launches, (struct store_query){ .rank = 0, .q = "gemm" });
   CHECK_INT(json_array_size(rows), 1);
   row = json_array_get(rows, 0);
   grid = json_object_get(row, "grid");
@@ -409,8 +419,9 @@ static void store_launches_and_phases(void)
   json_decref(rows);
   /* All ranks: grouped by shape; the summed total of a name over its
    * shapes is the name's summed total. */
-  rows = query(store_launches, (struct store_query){.rank = -1});
-  json_array_foreach(rows, i, row) {
+  rows = query(store_launches, (struct store_query){ .rank = -1 });
+  json_array_foreach(rows, i, row)
+  {
     if (strcmp(json_string_value(json_object_get(row, "name")), "gemm_a"))
       continue;
     total += fx_int(row, "total_ns");
@@ -418,20 +429,21 @@ static void store_launches_and_phases(void)
   CHECK_INT(total, expect("gemm_a").total);
   json_decref(rows);
 
-  rows = query(store_phases, (struct store_query){.rank = -1});
+  rows = query(store_phases, (struct store_query){ .rank = -1 });
   CHECK_INT(json_array_size(rows), NRANKS);
-  json_array_foreach(rows, i, row) {
+  json_array_foreach(rows, i, row)
+  {
     CHECK_INT(fx_int(row, "rank"), i);
     CHECK_INT(fx_int(row, "index"), 0);
     CHECK_INT(fx_int(row, "busy_ns"), rank_kernel_ns(i));
-    CHECK_STR(json_string_value(json_object_get(
-                  json_array_get(json_object_get(row, "top_kernels"), 0),
-                  "name")),
-              ranks[i].k[0].name);
+    CHECK_STR(
+        json_string_value(json_object_get(
+            json_array_get(json_object_get(row, "top_kernels"), 0), "name")),
+        ranks[i].k[0].name);
     CHECK(json_is_array(json_object_get(row, "top_launches")));
   }
   json_decref(rows);
-  rows = query(store_phases, (struct store_query){.rank = 1});
+  rows = query(store_phases, (struct store_query){ .rank = 1 });
   CHECK_INT(json_array_size(rows), 1);
   CHECK_INT(fx_int(json_array_get(rows, 0), "end_ns"), rank_kernel_ns(1));
   json_decref(rows);
@@ -447,7 +459,7 @@ static void check_err(int rc, int code, const char *field)
 
 static void store_query_rejects_bad_args(void)
 {
-  struct store_query q = {.capture_id = cap, .rank = -1, .sort = "total;"};
+  struct store_query q = { .capture_id = cap, .rank = -1, .sort = "total;" };
   json_t *rows = NULL;
 
   tr_err_clear(&err);
@@ -473,7 +485,8 @@ static void store_capture_get_ranks(void)
   char *file = NULL;
 
   CHECK_INT(store_rank_fail(st, cap, NRANKS, "rank_3", "/traces/r3.gz",
-                            "truncated gzip at byte 77", &err), 0);
+                            "truncated gzip at byte 77", &err),
+            0);
   CHECK_INT(store_capture_get(st, cap, &c, &err), 0);
   rs = json_object_get(c, "ranks");
   CHECK_INT(json_array_size(rs), NRANKS + 1);
@@ -505,9 +518,9 @@ static void store_capture_get_ranks(void)
   CHECK_STR(file, "/traces/r3.gz");
   free(file);
   check_err(store_rank_file(st, cap, 42, &file, &err), TR_ENOTFOUND, "rank");
-  check_err(store_kernels(st, &(struct store_query){.capture_id = cap,
-                                                    .rank = NRANKS},
-                          &c, &err),
+  check_err(store_kernels(
+                st, &(struct store_query){ .capture_id = cap, .rank = NRANKS },
+                &c, &err),
             TR_ENOTFOUND, "rank");
   CHECK_INT(store_status_counts(st, &counts, &err), 0);
   CHECK_INT(fx_int(counts, "done"), 1);
@@ -519,9 +532,9 @@ static void store_capture_get_ranks(void)
  * row. Inserting it must leave nothing of the rank behind. */
 static void check_all_or_nothing(const char *key, const char *member)
 {
-  static const char *const tables[] = {"ranks", "kernels", "launches",
-                                       "categories", "memcpy", "runtime",
-                                       "steps", "phases", "names"};
+  static const char *const tables[] = { "ranks",      "kernels", "launches",
+                                        "categories", "memcpy",  "runtime",
+                                        "steps",      "phases",  "names" };
   json_t *sum = fx_summary(7, &ranks[1]), *rows = NULL;
   json_t *arr = json_object_get(sum, key);
   int64_t before[9];
@@ -545,8 +558,8 @@ static void check_all_or_nothing(const char *key, const char *member)
     snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s", tables[i]);
     CHECK_INT(fx_count(path, sql, -1), before[i]);
   }
-  check_err(store_kernels(st, &(struct store_query){.capture_id = cap,
-                                                    .rank = 7},
+  check_err(store_kernels(st,
+                          &(struct store_query){ .capture_id = cap, .rank = 7 },
                           &rows, &err),
             TR_ENOTFOUND, "rank");
   json_decref(sum);
@@ -557,15 +570,14 @@ static void store_rank_insert_all_or_nothing(void)
   json_t *sum = fx_summary(8, &ranks[0]);
 
   check_all_or_nothing("kernels", "total_ns");
-  check_all_or_nothing("phases", "top_kernels");   /* the last table */
+  check_all_or_nothing("phases", "top_kernels"); /* the last table */
   check_all_or_nothing("steps", "source");
   /* A scalar of the summary itself. */
   json_object_del(sum, "gpu_busy_ns");
   CHECK_INT(store_rank_insert(st, cap, 8, "rank_8", sum, &err), TR_EINVAL);
   CHECK(strstr(err.msg, "gpu_busy_ns") != NULL);
   tr_err_clear(&err);
-  CHECK_INT(fx_count(path, "SELECT count(*) FROM ranks WHERE rank = 8", -1),
-            0);
+  CHECK_INT(fx_count(path, "SELECT count(*) FROM ranks WHERE rank = 8", -1), 0);
   json_decref(sum);
 }
 

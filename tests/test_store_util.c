@@ -18,7 +18,7 @@ void fx_db_path(char *buf, size_t size)
 
 void fx_db_remove(const char *path)
 {
-  static const char *const sfx[] = {"", "-wal", "-shm", "-journal"};
+  static const char *const sfx[] = { "", "-wal", "-shm", "-journal" };
   char p[512], *slash;
 
   for (size_t i = 0; i < 4; i++) {
@@ -66,11 +66,10 @@ static void kernel_rows(const struct fx_rank *r, int64_t kernel_ns,
     json_array_append_new(
         launches,
         json_pack("{s:s,s:[I,i,i],s:[i,i,i],s:i,s:n,s:I,s:I,s:I,s:I,s:I}",
-                  "name", k->name, "grid", k->count, 1, 1, "block", 256, 1,
-                  1, "registers_per_thread", 64, "shared_bytes", "count",
-                  k->count, "total_ns", k->total_ns, "avg_ns",
-                  k->total_ns / k->count, "min_ns", k->min_ns, "max_ns",
-                  k->max_ns));
+                  "name", k->name, "grid", k->count, 1, 1, "block", 256, 1, 1,
+                  "registers_per_thread", 64, "shared_bytes", "count", k->count,
+                  "total_ns", k->total_ns, "avg_ns", k->total_ns / k->count,
+                  "min_ns", k->min_ns, "max_ns", k->max_ns));
     if (c == NULL) {
       c = json_pack("[I,I]", (json_int_t)0, (json_int_t)0);
       json_object_set_new(cats, k->category, c);
@@ -78,16 +77,17 @@ static void kernel_rows(const struct fx_rank *r, int64_t kernel_ns,
     json_array_set_new(c, 0, json_integer(at(c, 0) + k->count));
     json_array_set_new(c, 1, json_integer(at(c, 1) + k->total_ns));
   }
-  json_object_foreach(cats, cat, v) {
-    json_array_append_new(
-        catrows, json_pack("{s:s,s:I,s:I,s:f}", "category", cat, "count",
-                           at(v, 0), "total_ns", at(v, 1),
-                           "share", share(at(v, 1), device_ns)));
+  json_object_foreach(cats, cat, v)
+  {
+    json_array_append_new(catrows,
+                          json_pack("{s:s,s:I,s:I,s:f}", "category", cat,
+                                    "count", at(v, 0), "total_ns", at(v, 1),
+                                    "share", share(at(v, 1), device_ns)));
   }
-  json_array_append_new(catrows, json_pack("{s:s,s:i,s:I,s:f}", "category",
-                                           "copy", "count", 1, "total_ns",
-                                           r->memcpy_ns, "share",
-                                           share(r->memcpy_ns, device_ns)));
+  json_array_append_new(catrows,
+                        json_pack("{s:s,s:i,s:I,s:f}", "category", "copy",
+                                  "count", 1, "total_ns", r->memcpy_ns, "share",
+                                  share(r->memcpy_ns, device_ns)));
   json_decref(cats);
   json_object_set_new(sum, "kernels", kernels);
   json_object_set_new(sum, "launches", launches);
@@ -102,11 +102,11 @@ static json_t *step_rows(const struct fx_rank *r)
     const struct fx_step *s = &r->s[i];
 
     json_array_append_new(
-        steps, json_pack("{s:s,s:I,s:I,s:I,s:I,s:i,s:I,s:s}", "kind",
-                         s->kind, "count", s->count, "total_ns",
-                         s->total_ns, "avg_ns", s->total_ns / s->count,
-                         "tokens", s->count * 4, "padded", 1, "kernel_ns",
-                         s->total_ns / 2, "source", "gpu"));
+        steps,
+        json_pack("{s:s,s:I,s:I,s:I,s:I,s:i,s:I,s:s}", "kind", s->kind, "count",
+                  s->count, "total_ns", s->total_ns, "avg_ns",
+                  s->total_ns / s->count, "tokens", s->count * 4, "padded", 1,
+                  "kernel_ns", s->total_ns / 2, "source", "gpu"));
   }
   return steps;
 }
@@ -130,28 +130,27 @@ json_t *fx_summary(int rank, const struct fx_rank *r)
       "json_bytes", 9000, "events", 500, "skipped_events", 0, "t0_ns", 0,
       "span_ns", 1000000, "device", "AMD Instinct MI300X", "kernel_events",
       kernel_events, "kernel_ns", kernel_ns, "distinct_kernels",
-      (json_int_t)r->nk, "memcpy_count", 1, "memcpy_bytes", 4096,
-      "memcpy_ns", r->memcpy_ns, "memset_count", 0, "memset_ns", 0,
-      "device_ns", device_ns, "gpu_busy_ns", device_ns, "runtime_events", 3,
-      "runtime_ns", 300);
+      (json_int_t)r->nk, "memcpy_count", 1, "memcpy_bytes", 4096, "memcpy_ns",
+      r->memcpy_ns, "memset_count", 0, "memset_ns", 0, "device_ns", device_ns,
+      "gpu_busy_ns", device_ns, "runtime_events", 3, "runtime_ns", 300);
   kernel_rows(r, kernel_ns, device_ns, sum);
   json_object_set_new(sum, "memcpy",
                       json_pack("[{s:s,s:i,s:I,s:i,s:i}]", "kind", "HtoD",
-                                "count", 1, "total_ns", r->memcpy_ns,
-                                "bytes", 4096, "max_bytes", 4096));
+                                "count", 1, "total_ns", r->memcpy_ns, "bytes",
+                                4096, "max_bytes", 4096));
   json_object_set_new(sum, "runtime",
                       json_pack("[{s:s,s:i,s:i,s:I,s:i}]", "name",
-                                "hipLaunchKernel", "count", 3, "total_ns",
-                                300, "median_ns", r->runtime_median_ns,
-                                "max_ns", 200));
+                                "hipLaunchKernel", "count", 3, "total_ns", 300,
+                                "median_ns", r->runtime_median_ns, "max_ns",
+                                200));
   json_object_set_new(sum, "steps", step_rows(r));
   json_object_set_new(
       sum, "phases",
-      json_pack("[{s:i,s:i,s:I,s:I,s:I,s:s,s:[{s:s,s:i,s:i}],s:[]}]",
-                "index", 0, "start_ns", 0, "end_ns", kernel_ns, "busy_ns",
-                kernel_ns, "kernel_events", kernel_events, "cause", "start",
-                "top_kernels", "name", r->nk ? r->k[0].name : "none",
-                "count", 1, "total_ns", 1, "top_launches"));
+      json_pack("[{s:i,s:i,s:I,s:I,s:I,s:s,s:[{s:s,s:i,s:i}],s:[]}]", "index",
+                0, "start_ns", 0, "end_ns", kernel_ns, "busy_ns", kernel_ns,
+                "kernel_events", kernel_events, "cause", "start", "top_kernels",
+                "name", r->nk ? r->k[0].name : "none", "count", 1, "total_ns",
+                1, "top_launches"));
   CHECK(sum != NULL);
   return sum;
 }
@@ -159,7 +158,7 @@ json_t *fx_summary(int rank, const struct fx_rank *r)
 int64_t fx_capture(struct store *st, const char *model, int tp,
                    const struct fx_rank *r, size_t n)
 {
-  struct tr_err err = {0};
+  struct tr_err err = { 0 };
   json_t *params = json_pack("{s:s}", "model", model);
   int64_t id = 0;
 
@@ -188,8 +187,7 @@ int64_t fx_count(const char *path, const char *sql, int64_t p)
   sqlite3_stmt *s;
   int64_t n;
 
-  CHECK_INT(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL),
-            SQLITE_OK);
+  CHECK_INT(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
   CHECK_INT(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
   if (p >= 0)
     sqlite3_bind_int64(s, 1, p);
@@ -205,7 +203,8 @@ json_t *fx_find(json_t *arr, const char *key, const char *val)
   size_t i;
   json_t *row;
 
-  json_array_foreach(arr, i, row) {
+  json_array_foreach(arr, i, row)
+  {
     const char *s = json_string_value(json_object_get(row, key));
 
     if (s != NULL && strcmp(s, val) == 0)
