@@ -81,8 +81,7 @@ static int check_words(json_t *v, const char *field, struct tr_err *err)
   if (json_array_size(v) > ARGS_MAX)
     return tr_err_set(err, TR_EINVAL, field, "%s has more than %d words", field,
                       ARGS_MAX);
-  json_array_foreach(v, i, w)
-  {
+  json_array_foreach(v, i, w) {
     snprintf(item, sizeof(item), "%s[%zu]", field, i);
     if (check_string(w, item, ARG_MAX, false, err) != 0)
       return TR_EINVAL;
@@ -114,8 +113,7 @@ static int check_env(const struct cfg *cfg, json_t *v, struct tr_err *err)
   if (json_object_size(v) > ENV_MAX)
     return tr_err_set(err, TR_EINVAL, "env", "env has more than %d variables",
                       ENV_MAX);
-  json_object_foreach(v, name, val)
-  {
+  json_object_foreach(v, name, val) {
     snprintf(field, sizeof(field), "env.%s", name);
     if (!env_name_ok(name))
       return tr_err_set(err, TR_EINVAL, field,
@@ -233,8 +231,7 @@ static int check_capture(const struct cfg *cfg, json_t *obj, struct tr_err *err)
   const char *name;
   json_t *v;
 
-  json_object_foreach(obj, name, v)
-  {
+  json_object_foreach(obj, name, v) {
     const struct member *m = find_member(name);
 
     if (m == NULL)
@@ -307,8 +304,7 @@ int api_parse_import(const char *body, size_t len, json_t **params,
 
   if (load_object(body, len, &obj, err) != 0)
     return TR_EINVAL;
-  json_object_foreach(obj, name, v)
-  {
+  json_object_foreach(obj, name, v) {
     if (strcmp(name, "path") == 0)
       rc = check_string(v, name, PATH_MAX_LEN, false, err);
     else if (strcmp(name, "label") == 0)

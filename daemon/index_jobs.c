@@ -262,8 +262,7 @@ static void skip_stored(struct cap_job *job)
   size_t i, k;
   json_t *stored;
 
-  json_array_foreach(job->stored_ranks, k, stored)
-  {
+  json_array_foreach(job->stored_ranks, k, stored) {
     const char *label = json_string_value(json_object_get(stored, "label"));
     const char *status = json_string_value(json_object_get(stored, "status"));
 

@@ -143,8 +143,7 @@ static json_t *find_preset(const char *models_json, const char *model)
     return NULL;
   list = json_is_array(doc) ? doc : json_object_get(doc, "models");
   hit = NULL;
-  json_array_foreach(list, i, entry)
-  {
+  json_array_foreach(list, i, entry) {
     const char *path = json_string_value(json_object_get(entry, "path"));
     const char *name = json_string_value(json_object_get(entry, "name"));
 
@@ -174,8 +173,7 @@ static bool has_flag(json_t *args, const char *word)
   size_t n = strcspn(word, "="), i;
   json_t *a;
 
-  json_array_foreach(args, i, a)
-  {
+  json_array_foreach(args, i, a) {
     const char *s = json_string_value(a);
 
     if (s != NULL && strncmp(s, word, n) == 0 && (s[n] == '\0' || s[n] == '='))
@@ -263,7 +261,8 @@ static void push_strings(struct words *w, json_t *arr)
   size_t i;
   json_t *a;
 
-  json_array_foreach(arr, i, a) if (json_is_string(a))
+  json_array_foreach(arr, i, a)
+    if (json_is_string(a))
       push(w, json_string_value(a));
 }
 
@@ -319,8 +318,7 @@ static void build_env(json_t *params, json_t *preset, struct words *w,
   json_object_set_new(
       env, "ATOM_PROFILER_MORE",
       json_string(json_is_true(json_object_get(params, "more")) ? "1" : "0"));
-  json_object_foreach(env, key, v)
-  {
+  json_object_foreach(env, key, v) {
     if (!json_is_string(v) ||
         asprintf(&kv, "%s=%s", key, json_string_value(v)) < 0)
       continue;

@@ -237,8 +237,9 @@ static void run_op(struct cap_work *w)
                         tail ? json_string(tail) : json_null());
     free(tail);
   }
-  json_object_foreach(op->merges, column, obj) if (op->rc == 0) op->rc =
-      store_capture_merge(st, job->id, column, obj, &op->err);
+  json_object_foreach(op->merges, column, obj)
+    if (op->rc == 0)
+      op->rc = store_capture_merge(st, job->id, column, obj, &op->err);
   if (op->rc == 0 && op->phase != NULL)
     op->rc =
         store_capture_set_phase(st, job->id, op->status, op->phase, &op->err);

@@ -23,6 +23,11 @@
  * same (args.kernel, grid, block) reported, when they all agreed; else null.
  * Graph launches (hipGraphLaunch: one correlation for many kernels) carry
  * no shape and take the same fallback. Memory: distinct shapes + 2 tables.
+ *
+ * The copy join (ROCm 6.2): a gpu_memcpy/gpu_memset event may carry no
+ * bytes while its runtime call (hipMemcpyWithStream...) has them as "size"
+ * under the same correlation. Two more bounded tables pair them the same
+ * way; when a table is full, that copy's bytes stay unknown (0).
  */
 #include <ctype.h>
 #include <stddef.h>
@@ -57,6 +62,11 @@ struct pend_launch { /* a launch event waiting for its kernel */
   uint32_t pad;
   int64_t regs, shmem;
   int64_t grid[3], block[3];
+};
+
+struct pend_copy { /* a copy without bytes waiting for its runtime call */
+  uint32_t kind;   /* enum agg_copy_kind */
+  uint32_t pad;
 };
 
 static int str_is(struct idx_str s, const char *lit)
@@ -326,6 +336,8 @@ static int on_launch(struct idx_agg *a, const struct idx_event *ev)
   return 0;
 }
 
+static void on_runtime_copy(struct idx_agg *a, const struct idx_event *ev);
+
 static int on_runtime(struct idx_agg *a, const struct idx_doc *doc,
                       const struct idx_event *ev)
 {
@@ -342,9 +354,12 @@ static int on_runtime(struct idx_agg *a, const struct idx_doc *doc,
   stat_add(&r->s, ev->dur_ns);
   if (agg_hist_add(&r->hist, ev->dur_ns) != 0)
     return TR_ENOMEM;
-  if (doc->format != IDX_FORMAT_MCTRACER && (ev->has & IDX_HAS_CORR) &&
-      (ev->kernel.p != NULL || (ev->has & HAS_RES)))
+  if (doc->format == IDX_FORMAT_MCTRACER || !(ev->has & IDX_HAS_CORR))
+    return 0;
+  if (ev->kernel.p != NULL || (ev->has & HAS_RES))
     return on_launch(a, ev);
+  if (ev->has & IDX_HAS_BYTES)
+    on_runtime_copy(a, ev);
   return 0;
 }
 
@@ -366,17 +381,50 @@ static enum agg_copy_kind copy_kind(const struct idx_event *ev)
   return AGG_COPY_OTHER;
 }
 
+static void copy_bytes_add(struct agg_copy *c, int64_t bytes)
+{
+  c->bytes += bytes;
+  if (bytes > c->max_bytes)
+    c->max_bytes = bytes;
+}
+
+/* A copy without bytes takes them from its runtime call, now or when the
+ * call comes (see the copy join above). */
+static int64_t copy_bytes(struct idx_agg *a, const struct idx_event *ev,
+                          enum agg_copy_kind kind)
+{
+  struct pend_copy pc = { (uint32_t)kind, 0 };
+  int64_t bytes = 0;
+
+  if (ev->has & IDX_HAS_BYTES)
+    return ev->bytes;
+  if (!(ev->has & IDX_HAS_CORR))
+    return 0;
+  if (agg_corr_take(&a->rtc_pending, ev->correlation, &bytes))
+    return bytes;
+  (void)agg_corr_put(&a->c_pending, ev->correlation, &pc);
+  return 0;
+}
+
 static int on_copy(struct idx_agg *a, const struct idx_event *ev, int memset)
 {
   enum agg_copy_kind kind = memset ? AGG_COPY_MEMSET : copy_kind(ev);
   struct agg_copy *c = &a->copies[kind];
-  int64_t bytes = (ev->has & IDX_HAS_BYTES) ? ev->bytes : 0;
 
   stat_add(&c->s, ev->dur_ns);
-  c->bytes += bytes;
-  if (bytes > c->max_bytes)
-    c->max_bytes = bytes;
+  copy_bytes_add(c, copy_bytes(a, ev, kind));
   return record(a, ev, memset ? AGG_REC_MEMSET : AGG_REC_COPY, kind);
+}
+
+/* A runtime copy call's bytes ("size"), for its device copy. */
+static void on_runtime_copy(struct idx_agg *a, const struct idx_event *ev)
+{
+  struct pend_copy pc;
+
+  if (agg_corr_take(&a->c_pending, ev->correlation, &pc))
+    copy_bytes_add(&a->copies[pc.kind], ev->bytes);
+  else
+    (void)agg_corr_put(&a->rtc_pending, ev->correlation, &ev->bytes);
 }
 
 /* Length of the run-label kind (the name up to '[', docs/ATOM.md), or 0
@@ -544,7 +592,10 @@ int idx_agg_init(struct idx_agg *a, const struct idx_rules *rules,
       agg_corr_init(&a->k_pending, sizeof(struct pend_kernel), AGG_PENDING) !=
           0 ||
       agg_corr_init(&a->rt_pending, sizeof(struct pend_launch), AGG_PENDING) !=
-          0) {
+          0 ||
+      agg_corr_init(&a->c_pending, sizeof(struct pend_copy), AGG_PENDING) !=
+          0 ||
+      agg_corr_init(&a->rtc_pending, sizeof(int64_t), AGG_PENDING) != 0) {
     idx_agg_free(a);
     return TR_ENOMEM;
   }
@@ -572,6 +623,8 @@ void idx_agg_free(struct idx_agg *a)
   agg_map_free(&a->kinds_map);
   agg_corr_free(&a->k_pending);
   agg_corr_free(&a->rt_pending);
+  agg_corr_free(&a->c_pending);
+  agg_corr_free(&a->rtc_pending);
   agg_runs_free(&a->runs);
   memset(a, 0, sizeof(*a));
 }

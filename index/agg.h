@@ -224,6 +224,9 @@ struct idx_agg {
   /* Launch join (ROCm): kernels waiting for their runtime launch event,
    * and runtime launch events waiting for their kernel, by correlation. */
   struct agg_corr k_pending, rt_pending;
+  /* Copy join (ROCm 6.2): copies without bytes waiting for their runtime
+   * call, and runtime calls' bytes waiting for their copy. */
+  struct agg_corr c_pending, rtc_pending;
 
   uint64_t kernel_events;
   int64_t kernel_ns;

@@ -244,8 +244,7 @@ static void finish_capture(json_t *obj)
     }
   }
   json_object_del(obj, "extra");
-  json_object_foreach(extra, key, v)
-  {
+  json_object_foreach(extra, key, v) {
     if (json_object_get(obj, key) == NULL)
       json_object_set(obj, key, v);
   }
@@ -313,7 +312,8 @@ int store_capture_list(struct store *st, const struct store_list_filter *f,
   rc = store__rows(st, s, &rows, err);
   if (rc < 0)
     return rc;
-  json_array_foreach(rows, i, v) finish_capture(v);
+  json_array_foreach(rows, i, v)
+    finish_capture(v);
   *out = rows;
   return 0;
 }

@@ -281,8 +281,7 @@ static int insert_children(struct store *st, int64_t rank_id,
     return tr_err_set(err, TR_EINVAL, "summary",
                       "rank summary: %s: missing or not an array", t->key);
   insert_sql(t, sql, sizeof(sql));
-  json_array_foreach(rows, i, row)
-  {
+  json_array_foreach(rows, i, row) {
     rc = store__stmt(st, sql, &s, err);
     if (rc < 0)
       break;
@@ -442,8 +441,7 @@ static int short_form(struct store *st, int64_t id, json_t *r,
     }
     return rc;
   }
-  json_object_foreach_safe(r, tmp, key, v)
-  {
+  json_object_foreach_safe(r, tmp, key, v) {
     size_t i = 0;
 
     while (i < NF(failed_keys) && strcmp(key, failed_keys[i]) != 0)
@@ -474,8 +472,7 @@ int store__capture_ranks(struct store *st, int64_t id, json_t **out,
   if (rc < 0)
     return rc;
   rc = store__rows(st, s, &rows, err);
-  json_array_foreach(rows, i, r)
-  {
+  json_array_foreach(rows, i, r) {
     if (rc == 0)
       rc = short_form(st, id, r, err);
   }

@@ -307,6 +307,9 @@ def reference(path, fmt="auto"):
     r = {"format": fmt, "events": len(events), "skipped_events": 0,
          "json_bytes": json_bytes}
     kernels, copies, runtime = {}, {}, {}
+    # ROCm 6.2 copies carry no bytes: their runtime call (same correlation)
+    # has them as "size". Copies waiting, and runtime calls' bytes.
+    copies_without_bytes, call_bytes = [], {}
     steps = {"cpu": {}, "gpu": {}}
     labels, kernel_times, device_ivs = {}, [], []
     launches = _Launches()
@@ -344,7 +347,11 @@ def reference(path, fmt="auto"):
             kind = "memset" if cls == "memset" else copy_kind(e)
             c = copies.setdefault(kind, {"count": 0, "total_ns": 0,
                                          "bytes": 0, "max_bytes": 0})
-            b = num(args.get("bytes", args.get("size"))) or 0
+            b = num(args.get("bytes", args.get("size")))
+            corr = num(args.get("correlation"))
+            if b is None and fmt != "mctracer" and corr is not None:
+                copies_without_bytes.append((kind, corr))
+            b = b or 0
             c["count"] += 1
             c["total_ns"] += dur
             c["bytes"] += b
@@ -352,8 +359,12 @@ def reference(path, fmt="auto"):
             device_ivs.append((ts, ts + dur))
         elif cls == "runtime":
             runtime.setdefault(name, []).append(dur)
-            if fmt != "mctracer" and num(args.get("correlation")) is not None:
+            corr = num(args.get("correlation"))
+            if fmt != "mctracer" and corr is not None:
                 launches.add_launch(args)
+                b = num(args.get("bytes", args.get("size")))
+                if "kernel" not in args and b is not None:
+                    call_bytes.setdefault(corr, b)
         elif cls in ("label_cpu", "label_gpu"):
             lab = parse_label(name)
             if lab is None:
@@ -368,6 +379,11 @@ def reference(path, fmt="auto"):
             s["padded"] += padded
             if side == "gpu":
                 labels.setdefault(kind, []).append((ts, ts + dur))
+    for kind, corr in copies_without_bytes:
+        b = call_bytes.pop(corr, None)
+        if b is not None:
+            copies[kind]["bytes"] += b
+            copies[kind]["max_bytes"] = max(copies[kind]["max_bytes"], b)
     t0 = t0 if t0 is not None else 0
     tend = tend if tend is not None else 0
     r["t0_ns"], r["span_ns"] = t0, tend - t0

@@ -109,9 +109,9 @@ static json_t *row_by(json_t *arr, const char *key, const char *val)
   size_t i;
   json_t *r;
 
-  json_array_foreach(arr, i,
-                     r) if (strcmp(json_string_value(json_object_get(r, key)),
-                                   val) == 0) return r;
+  json_array_foreach(arr, i, r)
+    if (strcmp(json_string_value(json_object_get(r, key)), val) == 0)
+      return r;
   fprintf(stderr, "no row with %s = %s\n", key, val);
   exit(1);
 }
@@ -234,8 +234,7 @@ static json_t *launch_row(json_t *sum, const char *name, int64_t gx,
   json_t *arr = json_object_get(sum, "launches"), *r, *g;
   size_t i;
 
-  json_array_foreach(arr, i, r)
-  {
+  json_array_foreach(arr, i, r) {
     g = json_object_get(r, "grid");
     if (strcmp(json_string_value(json_object_get(r, "name")), name) != 0)
       continue;
@@ -316,6 +315,65 @@ static void index_join_both_orders(void)
   row = row_by(json_object_get(sum, "runtime"), "name", "hipLaunchKernel");
   CHECK_INT(geti(row, "count"), 5);
   CHECK_INT(geti(row, "total_ns"), 25);
+  json_decref(sum);
+  idx_agg_free(&a);
+}
+
+/* A ROCm 6.2 copy: no bytes on the device event, the runtime call's
+ * "size" (same correlation) supplies them, whichever comes first. */
+static struct idx_event rocm_copy(int64_t ts, int64_t corr, int64_t bytes)
+{
+  struct idx_event e =
+      ev_x("gpu_memcpy", "Memcpy HtoD (Host -> Device)", ts, 20);
+
+  e.has |= IDX_HAS_CORR;
+  e.correlation = corr;
+  e.kind = s_("HtoD");
+  if (bytes >= 0) {
+    e.has |= IDX_HAS_BYTES;
+    e.bytes = bytes;
+  }
+  return e;
+}
+
+static struct idx_event copy_call(int64_t ts, int64_t corr, int64_t size)
+{
+  struct idx_event e = ev_x("cuda_runtime", "hipMemcpyWithStream", ts, 60);
+
+  e.has |= IDX_HAS_CORR | IDX_HAS_BYTES;
+  e.correlation = corr;
+  e.bytes = size;
+  return e;
+}
+
+static void index_copy_bytes_from_runtime(void)
+{
+  struct idx_doc d = doc_of(IDX_FORMAT_KINETO);
+  struct idx_agg a;
+  struct idx_event e;
+  json_t *sum, *row;
+
+  CHECK_INT(idx_agg_init(&a, NULL, 0), 0);
+  e = copy_call(10, 1, 2560); /* the call first */
+  feed(&a, &d, &e);
+  e = rocm_copy(30, 1, -1);
+  feed(&a, &d, &e);
+  e = rocm_copy(100, 2, -1); /* the copy first */
+  feed(&a, &d, &e);
+  e = copy_call(90, 2, 4096);
+  feed(&a, &d, &e);
+  e = rocm_copy(200, 3, 64); /* bytes of its own win over the call's */
+  feed(&a, &d, &e);
+  e = copy_call(190, 3, 999);
+  feed(&a, &d, &e);
+  e = rocm_copy(300, 4, -1); /* no call at all: bytes unknown */
+  feed(&a, &d, &e);
+  sum = summary(&a, &d);
+  row = row_by(json_object_get(sum, "memcpy"), "kind", "HtoD");
+  CHECK_INT(geti(row, "count"), 4);
+  CHECK_INT(geti(row, "bytes"), 2560 + 4096 + 64);
+  CHECK_INT(geti(row, "max_bytes"), 4096);
+  CHECK_INT(geti(sum, "memcpy_bytes"), 2560 + 4096 + 64);
   json_decref(sum);
   idx_agg_free(&a);
 }
@@ -682,6 +740,7 @@ int main(void)
   RUN(index_runs_spill_merge);
   RUN(index_join_both_orders);
   RUN(index_join_overflow);
+  RUN(index_copy_bytes_from_runtime);
   RUN(index_steps_gpu_labels);
   RUN(index_steps_cpu_bare);
   RUN(index_phases_gap_and_shape);

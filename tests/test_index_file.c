@@ -142,10 +142,9 @@ static void index_file_rules(void)
   CHECK_INT(idx_rules_load(rules_path, &rules, &err), 0);
   opt.rules = rules;
   CHECK_INT(idx_file(path, &opt, &out, &err), 0);
-  json_array_foreach(
-      json_object_get(out, "kernels"), i,
-      row) if (strncmp(json_string_value(json_object_get(row, "name")),
-                       "triton_", 7) == 0)
+  json_array_foreach(json_object_get(out, "kernels"), i, row)
+    if (strncmp(json_string_value(json_object_get(row, "name")), "triton_",
+                7) == 0)
       CHECK_STR(json_string_value(json_object_get(row, "category")), "sync");
   CHECK(json_array_size(json_object_get(out, "kernels")) > 0);
   json_decref(out);

@@ -86,8 +86,7 @@ static int64_t look(struct store *ro)
   }
   CHECK_INT(json_array_size(rows), NKERNELS);
   visible = fx_int(json_array_get(rows, 0), "ranks");
-  json_array_foreach(rows, i, row)
-  {
+  json_array_foreach(rows, i, row) {
     long k =
         strtol(json_string_value(json_object_get(row, "name")) + 2, NULL, 10);
 

@@ -152,8 +152,7 @@ static void check_rows(json_t *rows, enum by by, const struct fx_rank *ra,
   size_t i;
   json_t *row;
 
-  json_array_foreach(rows, i, row)
-  {
+  json_array_foreach(rows, i, row) {
     const char *key = json_string_value(json_object_get(row, keyname));
     int64_t ac, at, bc, bt, delta;
     bool in_a = run_sum(ra, 2, rank, by, key, &ac, &at);
@@ -199,8 +198,7 @@ static void store_diff_self(void)
   size_t i;
 
   CHECK_INT(json_array_size(rows), union_names(A, A));
-  json_array_foreach(rows, i, row)
-  {
+  json_array_foreach(rows, i, row) {
     CHECK_INT(fx_int(row, "delta_ns"), 0);
     CHECK_STR(json_string_value(json_object_get(row, "status")), "both");
     CHECK_INT(fx_int(row, "a_total_ns"), fx_int(row, "b_total_ns"));

@@ -67,8 +67,7 @@ static bool near(json_t *want, json_t *got)
   if (json_is_real(want) && json_is_real(got))
     return fabs(json_real_value(want) - json_real_value(got)) < 1e-9;
   if (json_is_object(want) && json_is_object(got)) {
-    json_object_foreach(want, key, v)
-    {
+    json_object_foreach(want, key, v) {
       if (!near(v, json_object_get(got, key)))
         return false;
     }
@@ -77,8 +76,7 @@ static bool near(json_t *want, json_t *got)
   if (json_is_array(want) && json_is_array(got)) {
     if (json_array_size(want) != json_array_size(got))
       return false;
-    json_array_foreach(want, i, v)
-    {
+    json_array_foreach(want, i, v) {
       if (!near(v, json_array_get(got, i)))
         return false;
     }
@@ -108,8 +106,7 @@ static void check_table(struct store *st, int64_t cap, int rank,
 
   CHECK_INT(t->fn(st, &q, &got, &err), 0);
   CHECK_INT(json_array_size(got), json_array_size(want));
-  json_array_foreach(want, i, w)
-  {
+  json_array_foreach(want, i, w) {
     json_t *g = NULL;
 
     for (size_t j = 0; j < json_array_size(got) && g == NULL; j++) {
@@ -132,8 +129,7 @@ static void check_sums(struct store *st, int64_t cap, json_t **sums)
 
   CHECK_INT(store_kernels(st, &q, &rows, &err), 0);
   CHECK(json_array_size(rows) > 0);
-  json_array_foreach(rows, i, row)
-  {
+  json_array_foreach(rows, i, row) {
     const char *name = json_string_value(json_object_get(row, "name"));
     int64_t count = 0, total = 0, nranks = 0;
 

@@ -173,8 +173,7 @@ static void store_kernels_all_ranks(void)
   for (size_t r = 0; r < NRANKS; r++)
     kernel_ns += rank_kernel_ns(r);
   CHECK_INT(json_array_size(rows), distinct_names(NULL, NULL, -1));
-  json_array_foreach(rows, i, row)
-  {
+  json_array_foreach(rows, i, row) {
     struct agg a = expect(json_string_value(json_object_get(row, "name")));
 
     CHECK(a.nranks > 0);
@@ -322,8 +321,7 @@ static void store_categories_rows(void)
 
     device_all += device;
     rows = query(store_categories, (struct store_query){ .rank = r });
-    json_array_foreach(rows, i, row)
-    {
+    json_array_foreach(rows, i, row) {
       int64_t count = 0, total = 0;
 
       expect_category(r, json_string_value(json_object_get(row, "category")),
@@ -336,8 +334,7 @@ static void store_categories_rows(void)
     json_decref(rows);
   }
   rows = query(store_categories, (struct store_query){ .rank = -1 });
-  json_array_foreach(rows, i, row)
-  {
+  json_array_foreach(rows, i, row) {
     int64_t count = 0, total = 0, n = 0;
 
     for (int r = 0; r < NRANKS; r++) {
@@ -420,8 +417,7 @@ static void store_launches_and_phases(void)
   /* All ranks: grouped by shape; the summed total of a name over its
    * shapes is the name's summed total. */
   rows = query(store_launches, (struct store_query){ .rank = -1 });
-  json_array_foreach(rows, i, row)
-  {
+  json_array_foreach(rows, i, row) {
     if (strcmp(json_string_value(json_object_get(row, "name")), "gemm_a"))
       continue;
     total += fx_int(row, "total_ns");
@@ -431,8 +427,7 @@ static void store_launches_and_phases(void)
 
   rows = query(store_phases, (struct store_query){ .rank = -1 });
   CHECK_INT(json_array_size(rows), NRANKS);
-  json_array_foreach(rows, i, row)
-  {
+  json_array_foreach(rows, i, row) {
     CHECK_INT(fx_int(row, "rank"), i);
     CHECK_INT(fx_int(row, "index"), 0);
     CHECK_INT(fx_int(row, "busy_ns"), rank_kernel_ns(i));

@@ -77,8 +77,7 @@ static void kernel_rows(const struct fx_rank *r, int64_t kernel_ns,
     json_array_set_new(c, 0, json_integer(at(c, 0) + k->count));
     json_array_set_new(c, 1, json_integer(at(c, 1) + k->total_ns));
   }
-  json_object_foreach(cats, cat, v)
-  {
+  json_object_foreach(cats, cat, v) {
     json_array_append_new(catrows,
                           json_pack("{s:s,s:I,s:I,s:f}", "category", cat,
                                     "count", at(v, 0), "total_ns", at(v, 1),
@@ -203,8 +202,7 @@ json_t *fx_find(json_t *arr, const char *key, const char *val)
   size_t i;
   json_t *row;
 
-  json_array_foreach(arr, i, row)
-  {
+  json_array_foreach(arr, i, row) {
     const char *s = json_string_value(json_object_get(row, key));
 
     if (s != NULL && strcmp(s, val) == 0)
