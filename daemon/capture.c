@@ -387,15 +387,21 @@ static long poll_timeout_ms(const struct cap_job *job)
   return ms < 1000 ? 1000 : ms > 10000 ? 10000 : ms;
 }
 
-static void on_ready_tick(uv_timer_t *t)
+/* One look at the server, on the ready and the bench ticks: its log's new
+ * bytes (fatal markers), and GET /v1/models unless one is under way. */
+static void look_at_server(struct cap_job *job, cap_http_cb cb)
 {
-  struct cap_job *job = t->data;
   const struct cfg *c = job->r->cfg;
 
   cap_queue_scan(job);
   if (job->http == NULL)
     cap_atom_models(job->r->http, c->atom_host, c->atom_port,
-                    poll_timeout_ms(job), on_models_ready, job, &job->http);
+                    poll_timeout_ms(job), cb, job, &job->http);
+}
+
+static void on_ready_tick(uv_timer_t *t)
+{
+  look_at_server(t->data, on_models_ready);
 }
 
 static void act_waiting_ready(struct cap_job *job)
@@ -436,13 +442,7 @@ static void on_alive(void *ud, bool ok, long status, const char *msg)
  * (GET /v1/models; LIVENESS_FAILURES failures in a row mean it died). */
 static void on_bench_tick(uv_timer_t *t)
 {
-  struct cap_job *job = t->data;
-  const struct cfg *c = job->r->cfg;
-
-  cap_queue_scan(job);
-  if (job->http == NULL)
-    cap_atom_models(job->r->http, c->atom_host, c->atom_port,
-                    poll_timeout_ms(job), on_alive, job, &job->http);
+  look_at_server(t->data, on_alive);
 }
 
 static void on_alive_after_bench(void *ud, bool ok, long status,
