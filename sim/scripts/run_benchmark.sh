@@ -7,9 +7,10 @@
 # scripts/run_benchmark.sh: PROMPT_MULTIPLIER defaults to 10, PROFILE=1
 # adds --profile (the client POSTs /start_profile after the CONC*2
 # warm-ups and /stop_profile after the last of the CONC*PROMPT_MULTIPLIER
-# prompts). Writes $ATOM_SIM_HOME/logs/benchmark.log and, only when every
-# request succeeded, $ATOM_SIM_HOME/logs/benchmark.json (a stale one from
-# an earlier run is left in place, as ATOM's script leaves it).
+# prompts). Writes $ATOM_SIM_HOME/logs/benchmark.log and
+# $ATOM_SIM_HOME/logs/benchmark.json, as ATOM's client, even when requests
+# failed ("completed" then falls short); with the strict_bench switch a
+# failed run writes none and leaves a stale one in place.
 
 set -euo pipefail
 # shellcheck source=simlib.sh
