@@ -36,7 +36,4 @@ int api_start(const struct cfg *cfg, const struct api_hooks *hooks,
 /* Stops accepting, finishes the requests in flight, frees. NULL is ok. */
 void api_stop(struct api *api);
 
-/* The bound port (useful with listen port 0 in tests). */
-int api_port(const struct api *api);
-
 #endif

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "api/api_int.h"
+#include "common/lifecycle.h"
 #include "common/web_assets.h"
 
 enum MHD_Result api_reply(struct api_req *r, unsigned status,
@@ -223,8 +224,67 @@ enum MHD_Result api_reply_method(struct api_req *r)
 
 /* ---- the dashboard ---- */
 
+/* lifecycle.js: the words of common/lifecycle.h for the dashboard, so that
+ * its lists of statuses and phases are the daemon's. Made once. */
+static struct tr_web_asset lifecycle_js = { "lifecycle.js", NULL, 0 };
+static pthread_once_t lifecycle_once = PTHREAD_ONCE_INIT;
+
+static void js_list(FILE *f, const char *var, int n, const char *(*name)(int),
+                    bool (*keep)(int))
+{
+  const char *sep = "";
+
+  fprintf(f, "const %s = [", var);
+  for (int i = 0; i < n; i++) {
+    if (keep == NULL || keep(i)) {
+      fprintf(f, "%s'%s'", sep, name(i));
+      sep = ", ";
+    }
+  }
+  fputs("];\n", f);
+}
+
+static const char *status_name(int i)
+{
+  return tr_status_name((enum tr_status)i);
+}
+
+static const char *phase_name(int i)
+{
+  return tr_phase_name((enum tr_phase)i);
+}
+
+static bool status_final(int i)
+{
+  return tr_status_final((enum tr_status)i);
+}
+
+static void make_lifecycle(void)
+{
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+
+  if (f == NULL)
+    return;
+  fputs("/* Made by traced from common/lifecycle.h. */\n'use strict';\n", f);
+  js_list(f, "STATUSES", TR_NSTATUS, status_name, NULL);
+  js_list(f, "FINAL", TR_NSTATUS, status_name, status_final);
+  js_list(f, "PHASES", TR_NPHASE, phase_name, NULL);
+  if (fclose(f) != 0) {
+    free(text);
+    return;
+  }
+  lifecycle_js.bytes = (const unsigned char *)text; /* kept for the process */
+  lifecycle_js.len = len;
+}
+
 static const struct tr_web_asset *find_asset(const char *name)
 {
+  if (strcmp(name, lifecycle_js.name) == 0) {
+    pthread_once(&lifecycle_once, make_lifecycle);
+    return lifecycle_js.bytes != NULL ? &lifecycle_js : NULL;
+  }
   if (name[0] == '\0')
     name = "index.html";
   for (const struct tr_web_asset *a = tr_web_assets; a->name != NULL; a++)

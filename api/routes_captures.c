@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "api/api_int.h"
+#include "common/lifecycle.h"
 
 #define LOG_TAIL_BYTES 65536
 
@@ -38,8 +39,7 @@ static bool is_done(json_t *cap)
 
 static bool is_final(const char *status)
 {
-  return strcmp(status, "done") == 0 || strcmp(status, "failed") == 0 ||
-         strcmp(status, "cancelled") == 0 || strcmp(status, "interrupted") == 0;
+  return tr_status_final(tr_status_parse(status));
 }
 
 /* Inserts the queued row, tells the loop, answers 202 with the capture

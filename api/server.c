@@ -543,8 +543,3 @@ void api_stop(struct api *api)
   free(api->hits);
   free(api);
 }
-
-int api_port(const struct api *api)
-{
-  return api != NULL ? api->port : 0;
-}

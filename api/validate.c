@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "api/api_int.h"
+#include "common/lifecycle.h"
 
 #define MODEL_MAX     4096
 #define LABEL_MAX     1024
@@ -27,9 +28,12 @@ const char *const api_categories[] = { "gemm",         "attention",
                                        "softmax_topk", "sync",
                                        "other",        NULL };
 
-const char *const api_statuses[] = { "queued", "running",   "done",
-                                     "failed", "cancelled", "interrupted",
-                                     NULL };
+const char *const api_statuses[] = {
+#define XX(e, name, final) #name,
+  TR_STATUS_MAP(XX)
+#undef XX
+      NULL
+};
 
 /* ---- body members ---- */
 
@@ -133,29 +137,6 @@ static int check_env(const struct cfg *cfg, json_t *v, struct tr_err *err)
   return 0;
 }
 
-/* One member of a capture request: its check and default. */
-struct member {
-  const char *name;
-  enum { M_MODEL, M_INT, M_BOOL, M_WORDS, M_ENV, M_LABEL } type;
-  json_int_t lo, hi, dflt;
-};
-
-static const struct member capture_members[] = {
-  { "model", M_MODEL, 0, 0, 0 },
-  { "tp", M_INT, 1, 64, 8 },
-  { "isl", M_INT, 1, 1048576, 1024 },
-  { "osl", M_INT, 1, 1048576, 1024 },
-  { "conc", M_INT, 1, 65536, 64 },
-  { "more", M_BOOL, 0, 0, 0 },
-  { "prompt_multiplier", M_INT, 1, 1000, 1 },
-  { "server_args", M_WORDS, 0, 0, 0 },
-  { "bench_args", M_WORDS, 0, 0, 0 },
-  { "env", M_ENV, 0, 0, 0 },
-  { "label", M_LABEL, 0, 0, 0 },
-};
-
-#define NMEMBERS (sizeof(capture_members) / sizeof(capture_members[0]))
-
 static int check_model(json_t *v, struct tr_err *err)
 {
   if (check_string(v, "model", MODEL_MAX, false, err) != 0)
@@ -168,33 +149,46 @@ static int check_model(json_t *v, struct tr_err *err)
   return 0;
 }
 
-static int check_member(const struct cfg *cfg, const struct member *m,
+static int check_member(const struct cfg *cfg, const struct tr_member *m,
                         json_t *v, struct tr_err *err)
 {
   switch (m->type) {
-  case M_MODEL: return check_model(v, err);
-  case M_INT: return check_int(v, m->name, m->lo, m->hi, err);
-  case M_BOOL:
+  case TR_M_MODEL: return check_model(v, err);
+  case TR_M_INT: return check_int(v, m->name, m->lo, m->hi, err);
+  case TR_M_BOOL:
     if (!json_is_boolean(v))
       return tr_err_set(err, TR_EINVAL, m->name, "%s must be true or false",
                         m->name);
     return 0;
-  case M_WORDS: return check_words(v, m->name, err);
-  case M_ENV: return check_env(cfg, v, err);
-  case M_LABEL: return check_string(v, m->name, LABEL_MAX, false, err);
+  case TR_M_WORDS: return check_words(v, m->name, err);
+  case TR_M_ENV: return check_env(cfg, v, err);
+  case TR_M_TEXT: return check_string(v, m->name, LABEL_MAX, false, err);
   }
   return 0;
 }
 
-static json_t *member_default(const struct member *m)
+/* What a request that omits m gets; NULL: it stays absent (model is
+ * required, text members and tp have no default). */
+static json_t *member_default(const struct tr_member *m)
 {
   switch (m->type) {
-  case M_INT: return json_integer(m->dflt);
-  case M_BOOL: return json_false();
-  case M_WORDS: return json_array();
-  case M_ENV: return json_object();
-  default: return NULL; /* model is required; label stays absent */
+  case TR_M_INT: return m->dflt != 0 ? json_integer(m->dflt) : NULL;
+  case TR_M_BOOL: return json_false();
+  case TR_M_WORDS: return json_array();
+  case TR_M_ENV: return json_object();
+  default: return NULL;
   }
+}
+
+/* "model, tp, ...": the members, for an error message. */
+static void member_list(char *buf, size_t size)
+{
+  size_t used = 0;
+
+  buf[0] = '\0';
+  for (unsigned i = 0; i < tr_members_n && used < size; i++)
+    used += (size_t)snprintf(buf + used, size - used, "%s%s", i ? ", " : "",
+                             tr_members[i].name);
 }
 
 /* The body as a JSON object; "body" names the fault otherwise. */
@@ -217,41 +211,33 @@ static int load_object(const char *body, size_t len, json_t **out,
   return 0;
 }
 
-static const struct member *find_member(const char *name)
-{
-  for (size_t i = 0; i < NMEMBERS; i++)
-    if (strcmp(capture_members[i].name, name) == 0)
-      return &capture_members[i];
-  return NULL;
-}
-
 /* Checks every member present and fills in the defaults. */
 static int check_capture(const struct cfg *cfg, json_t *obj, struct tr_err *err)
 {
+  char names[256];
   const char *name;
   json_t *v;
 
   json_object_foreach(obj, name, v) {
-    const struct member *m = find_member(name);
+    const struct tr_member *m = tr_member_find(name);
 
-    if (m == NULL)
+    if (m == NULL) {
+      member_list(names, sizeof(names));
       return tr_err_set(err, TR_EINVAL, name,
-                        "unknown member \"%s\" (members: model, tp, isl, osl, "
-                        "conc, more, prompt_multiplier, server_args, "
-                        "bench_args, env, label)",
-                        name);
+                        "unknown member \"%s\" (members: %s)", name, names);
+    }
     if (check_member(cfg, m, v, err) != 0)
       return TR_EINVAL;
   }
   if (json_object_get(obj, "model") == NULL)
     return tr_err_set(err, TR_EINVAL, "model", "model is required");
-  for (size_t i = 0; i < NMEMBERS; i++) {
+  for (unsigned i = 0; i < tr_members_n; i++) {
     json_t *d;
 
-    if (json_object_get(obj, capture_members[i].name) != NULL)
+    if (json_object_get(obj, tr_members[i].name) != NULL)
       continue;
-    d = member_default(&capture_members[i]);
-    if (d != NULL && json_object_set_new(obj, capture_members[i].name, d) != 0)
+    d = member_default(&tr_members[i]);
+    if (d != NULL && json_object_set_new(obj, tr_members[i].name, d) != 0)
       return tr_err_set(err, TR_ENOMEM, "", "out of memory");
   }
   return 0;

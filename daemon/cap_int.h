@@ -18,6 +18,7 @@
 #include <uv.h>
 
 #include "common/config.h"
+#include "common/lifecycle.h"
 #include "common/tr.h"
 #include "daemon/atom_http.h"
 #include "daemon/layout.h"
@@ -39,8 +40,6 @@ enum cap_phase {
 };
 
 const char *cap_phase_name(enum cap_phase p);
-/* CAP_QUEUED for an unknown name. */
-enum cap_phase cap_phase_parse(const char *name);
 
 struct cap_job;
 struct cap_runner;

@@ -53,23 +53,9 @@
 
 #define LIVENESS_FAILURES 3 /* failed /v1/models in a row = dead */
 
-static const char *const phase_names[] = {
-  "queued",    "stopping",  "launching", "waiting_ready",
-  "benchmark", "exporting", "indexing",  "done",
-};
-
 const char *cap_phase_name(enum cap_phase p)
 {
-  return phase_names[p];
-}
-
-enum cap_phase cap_phase_parse(const char *name)
-{
-  for (size_t i = 0;
-       name != NULL && i < sizeof(phase_names) / sizeof(phase_names[0]); i++)
-    if (strcmp(name, phase_names[i]) == 0)
-      return (enum cap_phase)i;
-  return CAP_QUEUED;
+  return tr_phase_name((enum tr_phase)p);
 }
 
 void cap_invariants(const struct cap_job *job)

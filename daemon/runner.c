@@ -253,11 +253,6 @@ void cap_runner_wake(struct cap_runner *r)
   cap_runner_pump(r);
 }
 
-int64_t cap_runner_current(const struct cap_runner *r)
-{
-  return atomic_load(&r->capture_id);
-}
-
 bool cap_runner_running(const struct cap_runner *r, int64_t id)
 {
   return id != 0 && (atomic_load(&r->capture_id) == id ||

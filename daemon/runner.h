@@ -24,9 +24,6 @@ int cap_runner_new(uv_loop_t *loop, const struct cfg *cfg,
 /* Looks at the queue and starts what can start. */
 void cap_runner_wake(struct cap_runner *r);
 
-/* Id of the capture running now, or 0. Any thread. */
-int64_t cap_runner_current(const struct cap_runner *r);
-
 /* True when id is the capture or the import running now. Any thread. */
 bool cap_runner_running(const struct cap_runner *r, int64_t id);
 

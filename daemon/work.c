@@ -196,38 +196,16 @@ char *cap_read_tail(const char *path, size_t max_bytes)
 
 static void start_next_op(struct cap_job *job);
 
-/* The API cancels a queued capture in the store itself: the runner must
- * not take it back. Checked right before the runner's first write, which
- * leaves a window of microseconds, not of a pool round-trip. */
-static bool still_queued(struct store *st, int64_t id)
-{
-  json_t *cap = NULL;
-  const char *status;
-  bool queued;
-
-  if (store_capture_get(st, id, &cap, NULL) != 0)
-    return false;
-  status = json_string_value(json_object_get(cap, "status"));
-  queued = status != NULL && strcmp(status, "queued") == 0;
-  json_decref(cap);
-  return queued;
-}
-
 static void run_op(struct cap_work *w)
 {
   struct cap_op *op = (struct cap_op *)w;
   struct cap_job *job = w->job;
   struct store *st = cap_db_take(w->r, &op->err);
-  const char *column;
-  json_t *obj;
+  struct store_apply a = { op->claim, tr_status_parse(op->status),
+                           tr_phase_parse(op->phase), op->merges };
 
   if (st == NULL) {
     op->rc = op->err.code;
-    return;
-  }
-  if (op->claim && !still_queued(st, job->id)) {
-    op->rc = TR_ECONFLICT;
-    cap_db_give(w->r, st);
     return;
   }
   if (op->tail_path != NULL) {
@@ -237,12 +215,7 @@ static void run_op(struct cap_work *w)
                         tail ? json_string(tail) : json_null());
     free(tail);
   }
-  json_object_foreach(op->merges, column, obj)
-    if (op->rc == 0)
-      op->rc = store_capture_merge(st, job->id, column, obj, &op->err);
-  if (op->rc == 0 && op->phase != NULL)
-    op->rc =
-        store_capture_set_phase(st, job->id, op->status, op->phase, &op->err);
+  op->rc = store_capture_apply(st, job->id, &a, &op->err);
   cap_db_give(w->r, st);
 }
 

@@ -2,7 +2,7 @@
  * agg: the aggregation half of the indexer. It receives the reader's
  * struct idx_event records (index/event.h) one at a time, in file order,
  * and turns them into one rank's summary (the JSON of docs/API.md, "Rank
- * summary"; the exact contract is in notes/BRIEF.md).
+ * summary").
  *
  * Memory grows with the number of distinct kernel names, launch shapes and
  * runtime names, never with the number of events: the only per-event state

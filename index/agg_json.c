@@ -1,6 +1,6 @@
 /*
  * The rank summary as JSON: the exact field list and orders of the data
- * contract (notes/BRIEF.md, "The rank summary"; docs/API.md). Durations and
+ * contract (docs/API.md, "Rank summary"). Durations and
  * timestamps are integer ns, first/last/start/end relative to t0; avg is
  * floor(total / count); share is total / denominator rounded half up to 6
  * decimals (0 when the denominator is 0).

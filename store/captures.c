@@ -1,19 +1,14 @@
 /*
  * Capture rows: insert, phase moves, JSON merges, the capture object of
- * BRIEF.md, listing, cancel and delete, and /metrics counts.
+ * docs/API.md, listing, cancel and delete, and /metrics counts.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/lifecycle.h"
 #include "store/store_int.h"
 
-static const char *const statuses[] = { "queued", "running",   "done",
-                                        "failed", "cancelled", "interrupted",
-                                        NULL };
-static const char *const phases[] = { "queued",        "stopping",  "launching",
-                                      "waiting_ready", "benchmark", "exporting",
-                                      "indexing",      "done",      NULL };
 static const char *const kinds[] = { "capture", "import", NULL };
 static const char *const json_columns[] = { "progress", "bench", "extra",
                                             "error", NULL };
@@ -35,6 +30,14 @@ static const char initial_progress[] =
   " END AS queue_position,"                                                    \
   " c.progress AS progress_json, c.error AS error_json,"                       \
   " c.bench AS bench_json, c.extra AS extra_json FROM captures c "
+
+/* A status filter: NULL (any) or a status of the vocabulary. */
+static int check_status(const char *status, struct tr_err *err)
+{
+  if (status != NULL && tr_status_parse(status) < 0)
+    return tr_err_set(err, TR_EINVAL, "status", "status: unknown value");
+  return 0;
+}
 
 static int step_write(struct store *st, sqlite3_stmt *s, struct tr_err *err)
 {
@@ -92,66 +95,132 @@ static int changed_or_missing(struct store *st, int64_t id, int rc,
   return rc;
 }
 
-/* After an UPDATE guarded by "not final" changed nothing: the capture is
- * either missing or already finished (a cancel won the race). */
-static int final_or_missing(struct store *st, int64_t id, int rc,
-                            struct tr_err *err)
+/* The status of capture id, inside the caller's transaction. */
+static int read_status(struct store *st, int64_t id, int *status,
+                       struct tr_err *err)
 {
   sqlite3_stmt *s;
+  int rc = store__stmt_id(st, "SELECT status FROM captures WHERE id = ?1", id,
+                          0, &s, err);
 
-  if (rc != 0 || sqlite3_changes(st->db) != 0)
-    return rc;
-  rc = store__stmt_id(st, "SELECT status FROM captures WHERE id = ?1", id, 0,
-                      &s, err);
   if (rc < 0)
     return rc;
   rc = store__step_capture(st, s, id, err);
   if (rc == 0)
-    rc = tr_err_set(err, TR_ECONFLICT, "status", "capture %lld is already %s",
-                    (long long)id, (const char *)sqlite3_column_text(s, 0));
+    *status = tr_status_parse((const char *)sqlite3_column_text(s, 0));
   store__done(s);
   return rc;
+}
+
+/* Moves the row to status/phase (either may be -1: kept), stamping
+ * phase_started_at when the phase changes, started_at on the first move
+ * to running, finished_at on the first final status. SET expressions see
+ * the old row. */
+static int write_phase(struct store *st, int64_t id, int status, int phase,
+                       bool final, struct tr_err *err)
+{
+  sqlite3_stmt *s;
+  int rc = store__stmt(
+      st,
+      "UPDATE captures SET status = coalesce(?2, status),"
+      " phase = coalesce(?3, phase),"
+      " phase_started_at = CASE WHEN ?3 IS NULL OR (phase = ?3 AND"
+      "  phase_started_at IS NOT NULL) THEN phase_started_at ELSE ?4 END,"
+      " started_at = CASE WHEN ?2 = 'running' AND started_at IS NULL"
+      "  THEN ?4 ELSE started_at END,"
+      " finished_at = CASE WHEN ?5 AND finished_at IS NULL THEN ?4"
+      "  ELSE finished_at END"
+      " WHERE id = ?1",
+      &s, err);
+
+  if (rc < 0)
+    return rc;
+  sqlite3_bind_int64(s, 1, id);
+  store__bind_text(s, 2, status >= 0 ? tr_status_name(status) : NULL);
+  store__bind_text(s, 3, phase >= 0 ? tr_phase_name(phase) : NULL);
+  sqlite3_bind_int64(s, 4, tr_now_ns());
+  sqlite3_bind_int(s, 5, final);
+  return changed_or_missing(st, id, step_write(st, s, err), err);
+}
+
+static int read_json_column(struct store *st, int64_t id, const char *column,
+                            json_t **out, struct tr_err *err);
+static int write_json_column(struct store *st, int64_t id, const char *column,
+                             json_t *v, struct tr_err *err);
+
+/* Merges obj's members into column, inside the caller's transaction. */
+static int merge_column(struct store *st, int64_t id, const char *column,
+                        json_t *obj, struct tr_err *err)
+{
+  json_t *cur = NULL; /* the column's object, members replaced by obj's */
+  int rc = store__check_enum(column, json_columns, "column", err);
+
+  if (rc == 0 && !json_is_object(obj))
+    rc = tr_err_set(err, TR_EINVAL, column, "%s: not an object", column);
+  if (rc == 0)
+    rc = read_json_column(st, id, column, &cur, err);
+  if (rc == 0 && json_object_update(cur, obj) < 0)
+    rc = tr_err_set(err, TR_ENOMEM, column, "%s", column);
+  if (rc == 0)
+    rc = write_json_column(st, id, column, cur, err);
+  json_decref(cur);
+  return rc;
+}
+
+static int check_apply(const struct store_apply *a, struct tr_err *err)
+{
+  if (a->status >= TR_NSTATUS || a->status < -1)
+    return tr_err_set(err, TR_EINVAL, "status", "status: unknown value");
+  if (a->phase >= TR_NPHASE || a->phase < -1)
+    return tr_err_set(err, TR_EINVAL, "phase", "phase: unknown value");
+  if (a->merges != NULL && !json_is_object(a->merges))
+    return tr_err_set(err, TR_EINVAL, "merges", "merges: not an object");
+  return 0;
+}
+
+int store_capture_apply(struct store *st, int64_t id,
+                        const struct store_apply *a, struct tr_err *err)
+{
+  const char *column;
+  json_t *obj;
+  int now = -1;
+  int rc = check_apply(a, err);
+
+  if (rc == 0)
+    rc = store__wr_begin(st, err);
+  if (rc < 0)
+    return rc;
+  rc = read_status(st, id, &now, err);
+  /* A final status is never left, and a final capture never changes (its
+   * answers are cached); a claim holds only while the row is queued (the
+   * API cancels queued captures in the store itself). */
+  if (rc == 0 && tr_status_final(now))
+    rc = tr_err_set(err, TR_ECONFLICT, "status", "capture %lld is already %s",
+                    (long long)id, tr_status_name(now));
+  if (rc == 0 && a->claim && now != TR_STATUS_QUEUED)
+    rc = tr_err_set(err, TR_ECONFLICT, "status",
+                    "capture %lld is no longer queued", (long long)id);
+  json_object_foreach(a->merges, column, obj) {
+    if (rc == 0)
+      rc = merge_column(st, id, column, obj, err);
+  }
+  if (rc == 0 && (a->status >= 0 || a->phase >= 0))
+    rc = write_phase(st, id, a->status, a->phase,
+                     a->status >= 0 && tr_status_final(a->status), err);
+  return store__wr_end(st, rc, err);
 }
 
 int store_capture_set_phase(struct store *st, int64_t id, const char *status,
                             const char *phase, struct tr_err *err)
 {
-  sqlite3_stmt *s;
-  int rc;
+  struct store_apply a = { false, tr_status_parse(status),
+                           tr_phase_parse(phase), NULL };
 
-  if (status == NULL || phase == NULL)
-    return tr_err_set(err, TR_EINVAL, status ? "phase" : "status",
-                      "status and phase are required");
-  rc = store__check_enum(status, statuses, "status", err);
-  if (rc == 0)
-    rc = store__check_enum(phase, phases, "phase", err);
-  if (rc == 0)
-    rc = store__wr_begin(st, err);
-  if (rc < 0)
-    return rc;
-  /* SET expressions see the old row: phase_started_at moves only when the
-   * phase does, started_at and finished_at are stamped once. */
-  rc = store__stmt(
-      st,
-      "UPDATE captures SET status = ?2, phase = ?3,"
-      " phase_started_at = CASE WHEN phase = ?3 AND phase_started_at"
-      "  IS NOT NULL THEN phase_started_at ELSE ?4 END,"
-      " started_at = CASE WHEN ?2 = 'running' AND started_at IS NULL"
-      "  THEN ?4 ELSE started_at END,"
-      " finished_at = CASE WHEN ?2 IN ('done','failed','cancelled',"
-      "  'interrupted') AND finished_at IS NULL THEN ?4"
-      "  ELSE finished_at END"
-      " WHERE id = ?1 AND status NOT IN ('done','failed','cancelled',"
-      "  'interrupted')",
-      &s, err);
-  if (rc == 0) {
-    sqlite3_bind_int64(s, 1, id);
-    sqlite3_bind_text(s, 2, status, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s, 3, phase, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(s, 4, tr_now_ns());
-    rc = final_or_missing(st, id, step_write(st, s, err), err);
-  }
-  return store__wr_end(st, rc, err);
+  if (a.status < 0)
+    return tr_err_set(err, TR_EINVAL, "status", "status: unknown value");
+  if (a.phase < 0)
+    return tr_err_set(err, TR_EINVAL, "phase", "phase: unknown value");
+  return store_capture_apply(st, id, &a, err);
 }
 
 /* Reads column (one of json_columns) of capture id as an object. */
@@ -202,25 +271,18 @@ static int write_json_column(struct store *st, int64_t id, const char *column,
 int store_capture_merge(struct store *st, int64_t id, const char *column,
                         json_t *obj, struct tr_err *err)
 {
-  json_t *cur = NULL; /* the column's object, members replaced by obj's */
+  json_t *merges = json_object();
+  struct store_apply a = { false, -1, -1, merges };
   int rc;
 
-  if (column == NULL)
+  if (column == NULL) {
+    json_decref(merges);
     return tr_err_set(err, TR_EINVAL, "column", "column missing");
-  rc = store__check_enum(column, json_columns, "column", err);
-  if (rc == 0 && !json_is_object(obj))
-    rc = tr_err_set(err, TR_EINVAL, column, "%s: not an object", column);
-  if (rc == 0)
-    rc = store__wr_begin(st, err);
-  if (rc < 0)
-    return rc;
-  rc = read_json_column(st, id, column, &cur, err);
-  if (rc == 0 && json_object_update(cur, obj) < 0)
-    rc = tr_err_set(err, TR_ENOMEM, column, "%s", column);
-  if (rc == 0)
-    rc = write_json_column(st, id, column, cur, err);
-  json_decref(cur);
-  return store__wr_end(st, rc, err);
+  }
+  json_object_set(merges, column, obj);
+  rc = store_capture_apply(st, id, &a, err);
+  json_decref(merges);
+  return rc;
 }
 
 /* Turns the generic row of CAPTURE_SELECT into the capture object:
@@ -286,7 +348,7 @@ int store_capture_list(struct store *st, const struct store_list_filter *f,
   json_t *rows = NULL, *v;
   sqlite3_stmt *s;
   size_t i;
-  int rc = store__check_enum(f->status, statuses, "status", err);
+  int rc = check_status(f->status, err);
 
   if (rc == 0)
     rc = store__check_enum(f->kind, kinds, "kind", err);
@@ -324,7 +386,7 @@ int store_capture_ids(struct store *st, const char *status, const char *kind,
   int64_t *arr = NULL; /* grows by doubling */
   size_t len = 0, cap = 0;
   sqlite3_stmt *s;
-  int rc = store__check_enum(status, statuses, "status", err);
+  int rc = check_status(status, err);
 
   if (rc == 0)
     rc = store__check_enum(kind, kinds, "kind", err);
@@ -419,8 +481,8 @@ int store_status_counts(struct store *st, json_t **out, struct tr_err *err)
   sqlite3_stmt *s;
   int rc;
 
-  for (size_t i = 0; statuses[i] != NULL; i++)
-    json_object_set_new(counts, statuses[i], json_integer(0));
+  for (int i = 0; i < TR_NSTATUS; i++)
+    json_object_set_new(counts, tr_status_name(i), json_integer(0));
   rc = store__stmt(st, "SELECT status, count(*) FROM captures GROUP BY status",
                    &s, err);
   if (rc < 0) {

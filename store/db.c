@@ -222,10 +222,24 @@ static int check_not_newer(int have, struct tr_err *err)
   return 0;
 }
 
+static int migrate_steps(struct store *st, struct tr_err *err);
+
 /* Applies the missing migration steps, one transaction each. The version
  * is read again inside each transaction: another connection may have
- * migrated meanwhile. */
+ * migrated meanwhile. Foreign keys are off meanwhile (the pragma is a no-op
+ * inside a transaction): a step that rebuilds a table drops the old one. */
 static int migrate(struct store *st, struct tr_err *err)
+{
+  int rc = exec(st, "PRAGMA foreign_keys = OFF", err);
+
+  if (rc == 0)
+    rc = migrate_steps(st, err);
+  if (exec(st, "PRAGMA foreign_keys = ON", err) != 0 && rc == 0)
+    rc = TR_EDB;
+  return rc;
+}
+
+static int migrate_steps(struct store *st, struct tr_err *err)
 {
   for (int step = 0; step < store__schema_version; step++) {
     char sql[64];

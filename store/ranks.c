@@ -1,5 +1,5 @@
 /*
- * Ranks: storing a rank summary (BRIEF.md "The rank summary") with all its
+ * Ranks: storing a rank summary (docs/API.md, "Rank summary") with all its
  * tables in one transaction, failed ranks, and the ranks' short form for
  * the capture object. The summary is mapped to columns by the tables
  * below, which drive both the INSERT text and the checks of each value.

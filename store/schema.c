@@ -15,7 +15,7 @@
  * since the epoch; params/progress/error/bench/extra are JSON text.
  *
  * ranks: one row per indexed (or failed) rank, with every scalar of the
- * rank summary (BRIEF.md) as a column; trace_rank is the summary's own
+ * rank summary (docs/API.md) as a column; trace_rank is the summary's own
  * "rank" (distributedInfo.rank, may be NULL), rank the capture's number
  * for it (what ?rank= selects).
  *
@@ -117,6 +117,38 @@ static const char step1[] =
     " top_kernels TEXT NOT NULL, top_launches TEXT NOT NULL,"
     " PRIMARY KEY(rank_id, idx)) WITHOUT ROWID;";
 
-const char *const store__migrations[] = { step1 };
+/*
+ * Version 2: captures without CHECKs on status and phase. The words are
+ * common/lifecycle.h's and checked there, so that a new phase needs no
+ * table rebuild again. SQLite cannot drop a CHECK in place: the table is
+ * rebuilt (https://www.sqlite.org/lang_altertable.html, "Making Other
+ * Kinds Of Table Schema Changes"; migrate() turns foreign keys off around
+ * it, or dropping the old table would cascade into ranks). The
+ * AUTOINCREMENT counter moves with it, so no id is ever handed out twice.
+ */
+static const char step2[] =
+    "CREATE TABLE captures_v2("
+    " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " kind TEXT NOT NULL CHECK(kind IN ('capture','import')),"
+    " label TEXT,"
+    " params TEXT NOT NULL DEFAULT '{}',"
+    " status TEXT NOT NULL,"
+    " phase TEXT NOT NULL,"
+    " created_at INTEGER NOT NULL,"
+    " started_at INTEGER,"
+    " finished_at INTEGER,"
+    " phase_started_at INTEGER,"
+    " progress TEXT NOT NULL DEFAULT '{}',"
+    " error TEXT,"
+    " bench TEXT,"
+    " extra TEXT NOT NULL DEFAULT '{}');"
+    "INSERT INTO captures_v2 SELECT * FROM captures;"
+    "DELETE FROM sqlite_sequence WHERE name = 'captures_v2';"
+    "UPDATE sqlite_sequence SET name = 'captures_v2' WHERE name = 'captures';"
+    "DROP TABLE captures;"
+    "ALTER TABLE captures_v2 RENAME TO captures;"
+    "CREATE INDEX captures_queue ON captures(status, kind, id);";
+
+const char *const store__migrations[] = { step1, step2 };
 const int store__schema_version =
     (int)(sizeof(store__migrations) / sizeof(store__migrations[0]));

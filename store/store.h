@@ -45,21 +45,39 @@ void store_close(struct store *st);
 int store_capture_insert(struct store *st, const char *kind, const char *label,
                          json_t *params, int64_t *id, struct tr_err *err);
 
-/* Moves a capture to status/phase and stamps phase_started_at when the
- * phase changes (and started_at on the first move to "running",
- * finished_at on the first final status: done, failed, cancelled,
- * interrupted). One short UPDATE. TR_EINVAL (field "status"/"phase") for
- * a value not in docs/API.md, TR_ENOTFOUND for an unknown id, TR_ECONFLICT
- * when the capture already has a final status (a final status is never
- * left: a cancel that won a race with the runner stays). */
+/* One state write of a capture, made in one transaction (see
+ * store_capture_apply). */
+struct store_apply {
+  bool claim;     /* only while the capture is still "queued" */
+  int status;     /* enum tr_status (common/lifecycle.h), -1: kept */
+  int phase;      /* enum tr_phase, -1: kept */
+  json_t *merges; /* {column: object} merged in as store_capture_merge()
+                     does; borrowed; NULL: none */
+};
+
+/*
+ * Applies a to capture id in one write transaction: the claim check, the
+ * merges, then status/phase, stamping phase_started_at when the phase
+ * changes (started_at on the first move to "running", finished_at on the
+ * first final status). Either all of it is written or none. TR_ECONFLICT
+ * (field "status") when the capture already has a final status (a final
+ * status is never left and a final capture never changes: a cancel that
+ * won a race with the runner stays) or, with claim, is no longer queued;
+ * TR_EINVAL naming "status", "phase", "merges" or the column for a bad
+ * value; TR_ENOTFOUND for an unknown id.
+ */
+int store_capture_apply(struct store *st, int64_t id,
+                        const struct store_apply *a, struct tr_err *err);
+
+/* store_capture_apply() of a status and a phase by name (both required). */
 int store_capture_set_phase(struct store *st, int64_t id, const char *status,
                             const char *phase, struct tr_err *err);
 
-/* Merges the members of obj into the capture's JSON column `column`:
- * "progress", "bench", "extra" (trace_dir, log_dir, argv used,
- * use_chat_template...), or "error" (phase, message, log_tail). A member
- * of obj replaces the one of the same name (json_object_update()). obj is
- * borrowed. TR_EINVAL (field "column") for another column. */
+/* store_capture_apply() of one merge: the members of obj (borrowed) go into
+ * the capture's JSON column `column`: "progress", "bench", "extra"
+ * (trace_dir, log_dir, argv used, use_chat_template...), or "error" (phase,
+ * message, log_tail); a member of obj replaces the one of the same name
+ * (json_object_update()). TR_EINVAL (field "column") for another column. */
 int store_capture_merge(struct store *st, int64_t id, const char *column,
                         json_t *obj, struct tr_err *err);
 
@@ -147,7 +165,7 @@ struct store_query {
   int limit;            /* 0: no limit */
 };
 
-/* Each answers a JSON array of rows as in docs/API.md and BRIEF.md (avg_ns
+/* Each answers a JSON array of rows as in docs/API.md (avg_ns
  * = total_ns / count floored; share rounded to 6 decimals). With rank -1
  * rows are summed over the done ranks: count, total_ns, bytes, tokens
  * summed; min_ns the least, max_ns/max_bytes the largest; avg_ns and share

@@ -9,7 +9,7 @@ tests import it:
 
 `python3 ref_index.py FILE` prints the reference as JSON.
 
-Rules (the contract in notes/BRIEF.md, docs/TRACE_FORMATS.md, docs/ATOM.md):
+Rules (the contract in docs/API.md, docs/TRACE_FORMATS.md, docs/ATOM.md):
 - kineto ts/dur are microseconds, converted to integer ns exactly
   (truncated past the ns); mcTracer ts/dur are ns.
 - an element of traceEvents that is not an object, has a non-string

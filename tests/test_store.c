@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include "tests/check.h"
+#include "common/lifecycle.h"
+#include "store/store_int.h"
 #include "tests/test_store_util.h"
 
 static struct tr_err err;
@@ -46,7 +48,7 @@ static void store_migrates_empty_file(void)
   CHECK(f != NULL);
   fclose(f);
   st = open_rw(path);
-  CHECK_INT(fx_count(path, "PRAGMA user_version", -1), 1);
+  CHECK_INT(fx_count(path, "PRAGMA user_version", -1), store__schema_version);
   CHECK_INT(fx_count(path,
                      "SELECT count(*) FROM sqlite_master WHERE"
                      " type = 'table' AND name IN ('captures',"
@@ -59,7 +61,7 @@ static void store_migrates_empty_file(void)
   store_close(st);
   /* Reopening migrates nothing and keeps the data. */
   st = open_rw(path);
-  CHECK_INT(fx_count(path, "PRAGMA user_version", -1), 1);
+  CHECK_INT(fx_count(path, "PRAGMA user_version", -1), store__schema_version);
   CHECK_INT(store_capture_get(st, id, &cap, &err), 0);
   CHECK_STR(json_string_value(json_object_get(cap, "label")), "x");
   json_decref(cap);
@@ -78,6 +80,45 @@ static void store_migrates_empty_file(void)
     sqlite3_close(db);
     CHECK_STR(one, "wal");
   }
+  fx_db_remove(path);
+}
+
+/* A version 1 database (phase and status CHECKs, captures with ranks, the
+ * newest capture deleted) migrates without losing a row, an id or the
+ * AUTOINCREMENT counter, and takes words the old CHECKs did not know. */
+static void store_migrates_v1_keeping_rows(void)
+{
+  char path[256], sql[512];
+  struct store *st;
+  int64_t id;
+
+  fx_db_path(path, sizeof(path));
+  exec_sql(path, store__migrations[0]);
+  exec_sql(path, "PRAGMA user_version = 1");
+  for (int i = 1; i <= 3; i++) {
+    snprintf(sql, sizeof(sql),
+             "INSERT INTO captures(kind, status, phase, created_at)"
+             " VALUES('capture', 'done', 'done', %d);"
+             "INSERT INTO ranks(capture_id, rank, status) VALUES(%d, 0,"
+             " 'done');",
+             i, i);
+    exec_sql(path, sql);
+  }
+  exec_sql(path, "PRAGMA foreign_keys = ON; DELETE FROM captures WHERE id = 3");
+  st = open_rw(path);
+  CHECK_INT(fx_count(path, "PRAGMA user_version", -1), store__schema_version);
+  CHECK_INT(fx_count(path, "SELECT count(*) FROM captures", -1), 2);
+  CHECK_INT(fx_count(path, "SELECT count(*) FROM ranks", -1), 2);
+  CHECK_INT(fx_count(path, "SELECT count(*) FROM pragma_foreign_key_check", -1),
+            0);
+  CHECK_INT(store_capture_insert(st, "capture", NULL, NULL, &id, &err), 0);
+  CHECK_INT(id, 4); /* 3 was handed out once: never again */
+  exec_sql(path,
+           "UPDATE captures SET phase = 'a_phase_of_tomorrow' WHERE id = 4");
+  /* Deleting a capture still removes its ranks. */
+  CHECK_INT(store_capture_delete(st, 1, &err), 0);
+  CHECK_INT(fx_count(path, "SELECT count(*) FROM ranks", -1), 1);
+  store_close(st);
   fx_db_remove(path);
 }
 
@@ -280,6 +321,60 @@ static void store_capture_merge_members(void)
   CHECK(json_real_value(json_object_get(json_object_get(cap, "bench"),
                                         "throughput")) == 12.5);
   json_decref(cap);
+  store_close(st);
+  fx_db_remove(path);
+}
+
+/* One state write is all or nothing: a claim of a capture that is no
+ * longer queued writes none of its merges, and a final capture takes no
+ * write at all. */
+static void store_capture_apply_all_or_nothing(void)
+{
+  char path[256];
+  struct store *st;
+  json_t *cap, *merges;
+  struct store_apply a = { true, TR_STATUS_RUNNING, TR_PHASE_STOPPING, NULL };
+  int64_t id;
+  bool was_queued;
+
+  fx_db_path(path, sizeof(path));
+  st = open_rw(path);
+  CHECK_INT(store_capture_insert(st, "capture", NULL, NULL, &id, &err), 0);
+  merges = json_pack("{s:{s:s}}", "extra", "trace_dir", "/t/x");
+  a.merges = merges;
+  CHECK_INT(store_capture_cancel_queued(st, id, &was_queued, &err), 0);
+  CHECK(was_queued);
+  CHECK_INT(store_capture_apply(st, id, &a, &err), TR_ECONFLICT);
+  CHECK_STR(err.field, "status");
+  tr_err_clear(&err);
+  a.claim = false;
+  a.status = a.phase = -1; /* a plain merge is refused too */
+  CHECK_INT(store_capture_apply(st, id, &a, &err), TR_ECONFLICT);
+  tr_err_clear(&err);
+  CHECK_INT(store_capture_get(st, id, &cap, &err), 0);
+  CHECK_STR(str_of(cap, "status"), "cancelled");
+  CHECK_STR(str_of(cap, "phase"), "queued");
+  CHECK(json_object_get(cap, "trace_dir") == NULL);
+  json_decref(cap);
+
+  /* A claim of a queued one writes merges, status and phase together. */
+  CHECK_INT(store_capture_insert(st, "capture", NULL, NULL, &id, &err), 0);
+  a.claim = true;
+  a.status = TR_STATUS_RUNNING;
+  a.phase = TR_PHASE_STOPPING;
+  CHECK_INT(store_capture_apply(st, id, &a, &err), 0);
+  CHECK_INT(store_capture_get(st, id, &cap, &err), 0);
+  CHECK_STR(str_of(cap, "status"), "running");
+  CHECK_STR(str_of(cap, "phase"), "stopping");
+  CHECK_STR(str_of(cap, "trace_dir"), "/t/x");
+  json_decref(cap);
+  CHECK_INT(store_capture_apply(st, id, &a, &err), TR_ECONFLICT);
+  tr_err_clear(&err);
+  a.phase = TR_NPHASE;
+  CHECK_INT(store_capture_apply(st, id, &a, &err), TR_EINVAL);
+  CHECK_STR(err.field, "phase");
+  tr_err_clear(&err);
+  json_decref(merges);
   store_close(st);
   fx_db_remove(path);
 }
@@ -490,10 +585,12 @@ static void store_delete_cascades(void)
 int main(void)
 {
   RUN(store_migrates_empty_file);
+  RUN(store_migrates_v1_keeping_rows);
   RUN(store_refuses_newer_schema);
   RUN(store_ro_needs_migrated_db);
   RUN(store_capture_lifecycle);
   RUN(store_capture_merge_members);
+  RUN(store_capture_apply_all_or_nothing);
   RUN(store_capture_list_filters);
   RUN(store_cancel_queued_atomic);
   RUN(store_delete_cascades);

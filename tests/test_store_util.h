@@ -39,7 +39,7 @@ struct fx_rank {
 void fx_db_path(char *buf, size_t size);
 void fx_db_remove(const char *path);
 
-/* The rank summary of BRIEF.md for r: scalars are computed from the rows
+/* The rank summary of docs/API.md for r: scalars are computed from the rows
  * (kernel_ns = sum of kernel totals, device_ns = kernel_ns + memcpy_ns,
  * categories = kernels summed per category plus "copy"). */
 json_t *fx_summary(int rank, const struct fx_rank *r);

@@ -75,13 +75,51 @@ class Refs(html.parser.HTMLParser):
             self.refs.append(a["href"])
 
 
+# lifecycle.js is made by traced from common/lifecycle.h, not a file of web/.
+MADE = ["lifecycle.js"]
+
+
+def vocabulary():
+    """Statuses (name, final) and phases, read from the X-macro rows of
+    common/lifecycle.h: the one definition the served lists must follow."""
+    src = read(os.path.join(SRC_DIR, "common", "lifecycle.h"))
+    statuses = re.findall(r"XX\((\w+), (\w+), (true|false)\)", src)
+    phases = re.findall(r"XX\((\w+), (\w+), (?:\"\w+\"|NULL)\)", src)
+    return ([(n, f == "true") for _, n, f in statuses],
+            [n for _, n in phases])
+
+
+def js_array(src, name):
+    m = re.search(r"const %s = \[([^\]]*)\];" % name, src)
+    check(m is not None, "lifecycle.js has no %s: %s" % (name, src))
+    return re.findall(r"'(\w+)'", m.group(1))
+
+
+def check_lifecycle_js(d):
+    statuses, phases = vocabulary()
+    check(len(statuses) >= 6 and len(phases) >= 8, (statuses, phases))
+    code, ctype, body = fetch(d, "/lifecycle.js")
+    check_eq(code, 200, "GET /lifecycle.js")
+    check(ctype.startswith("text/javascript"), ctype)
+    src = body.decode()
+    check_eq(js_array(src, "STATUSES"), [n for n, _ in statuses], "STATUSES")
+    check_eq(js_array(src, "FINAL"), [n for n, f in statuses if f], "FINAL")
+    check_eq(js_array(src, "PHASES"), phases, "PHASES")
+    spec = json.loads(read(os.path.join(SRC_DIR, "api", "openapi.yaml")))
+    enums = spec["components"]["schemas"]
+    check_eq(enums["Status"]["enum"], [n for n, _ in statuses],
+             "openapi Status")
+    check_eq(enums["Phase"]["enum"], phases, "openapi Phase")
+
+
 def case_assets_served():
     page_src = read(os.path.join(WEB, "index.html"), "rb")
     refs = Refs()
     refs.feed(page_src.decode())
     assets = sorted(os.path.basename(p) for p in glob.glob(
         os.path.join(WEB, "*")) if p.endswith((".js", ".css")))
-    check_eq(sorted(refs.refs), assets, "files index.html loads")
+    check_eq(sorted(refs.refs), sorted(assets + MADE),
+             "files index.html loads")
     check("app.js" in refs.refs and "style.css" in refs.refs, refs.refs)
     with Daemon() as d:
         code, ctype, body = fetch(d, "/")
@@ -95,6 +133,7 @@ def case_assets_served():
                   "%s served as %r" % (name, ctype))
             check_eq(body, read(os.path.join(WEB, name), "rb"), name)
         check_eq(fetch(d, "/no-such-file.js")[0], 404, "unknown file")
+        check_lifecycle_js(d)
     for name, src in js_sources().items():
         for bad in ("innerHTML", "outerHTML", "insertAdjacentHTML",
                     "document.write", "eval("):

@@ -11,8 +11,8 @@
  */
 'use strict';
 
-const FINAL = ['done', 'failed', 'cancelled', 'interrupted'];
-const STATUSES = ['queued', 'running'].concat(FINAL);
+/* STATUSES, FINAL and PHASES come from lifecycle.js, which traced makes
+ * from its own vocabulary (common/lifecycle.h). */
 const PROPS = ['value', 'checked', 'selected', 'disabled'];
 const nf = new Intl.NumberFormat('en-US');
 

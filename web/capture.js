@@ -16,8 +16,8 @@ const CATEGORIES = ['gemm', 'attention', 'moe', 'communication', 'custom',
 const OWN = ['id', 'kind', 'label', 'params', 'status', 'phase', 'created_at',
   'started_at', 'finished_at', 'phase_started_at', 'queue_position',
   'progress', 'error', 'bench', 'ranks'];
-const PHASES = ['stopping', 'launching', 'waiting_ready', 'benchmark',
-  'exporting', 'indexing', 'done'];
+/* The phases a capture runs after the queue (PHASES: lifecycle.js). */
+const RUN_PHASES = PHASES.filter(p => p !== 'queued');
 
 /* ---- capture view ---- */
 
@@ -82,7 +82,7 @@ function captureHead(c) {
 }
 
 function lifecycle(c) {
-  const seq = c.kind === 'import' ? ['indexing', 'done'] : PHASES;
+  const seq = c.kind === 'import' ? ['indexing', 'done'] : RUN_PHASES;
   const at = c.status === 'done' ? seq.length - 1
     : seq.indexOf(c.error && c.error.phase || c.phase);
   const bad = FINAL.includes(c.status) && c.status !== 'done';

@@ -1,0 +1,111 @@
+/*
+ * The capture lifecycle's vocabulary, defined once: the statuses and the
+ * phases of docs/API.md, and the members of a capture request with their
+ * defaults. Every module derives its words from these lists (the libuv
+ * UV_HANDLE_TYPE_MAP way): the daemon's phase table (daemon/phase.c), the
+ * store's checks, the API's validation and /lifecycle.js, which the
+ * dashboard loads. Adding a phase is one row here and the daemon's
+ * phase_<name>.c; the compiler finds the rest. Any thread.
+ */
+#ifndef TR_LIFECYCLE_H
+#define TR_LIFECYCLE_H
+
+#include <stdbool.h>
+
+/* XX(ENUM, name, final): a capture's status. */
+#define TR_STATUS_MAP(XX)                                                      \
+  XX(QUEUED, queued, false)                                                    \
+  XX(RUNNING, running, false)                                                  \
+  XX(DONE, done, true)                                                         \
+  XX(FAILED, failed, true)                                                     \
+  XX(CANCELLED, cancelled, true)                                               \
+  XX(INTERRUPTED, interrupted, true)
+
+/*
+ * XX(ENUM, name, log): a capture's phase, in the order a capture runs
+ * them. log names the log a failure in the phase quotes ("stop",
+ * "launcher", "bench", "server", or NULL). The daemon expands the same
+ * rows into its phase table, pasting the name into the functions that
+ * act (phase_<name>_enter) and budget (phase_<name>_budget_s).
+ */
+#define TR_PHASE_MAP(XX)                                                       \
+  XX(QUEUED, queued, NULL)                                                     \
+  XX(STOPPING, stopping, "stop")                                               \
+  XX(LAUNCHING, launching, "launcher")                                         \
+  XX(WAITING_READY, waiting_ready, "server")                                   \
+  XX(BENCHMARK, benchmark, "bench")                                            \
+  XX(EXPORTING, exporting, "server")                                           \
+  XX(INDEXING, indexing, NULL)                                                 \
+  XX(DONE, done, NULL)
+
+enum tr_status {
+#define XX(e, name, final) TR_STATUS_##e,
+  TR_STATUS_MAP(XX)
+#undef XX
+      TR_NSTATUS
+};
+
+enum tr_phase {
+#define XX(e, name, log) TR_PHASE_##e,
+  TR_PHASE_MAP(XX)
+#undef XX
+      TR_NPHASE
+};
+
+/* The name of s or p ("queued"...); "?" when out of range. Static. */
+const char *tr_status_name(enum tr_status s);
+const char *tr_phase_name(enum tr_phase p);
+/* True for done, failed, cancelled and interrupted: never left. */
+bool tr_status_final(enum tr_status s);
+/* The status or phase called name; -1 when none is (or name is NULL). */
+int tr_status_parse(const char *name);
+int tr_phase_parse(const char *name);
+
+/*
+ * XX(name, type, lo, hi, default): the members of POST /captures
+ * (docs/API.md), with their range and the default filled in when a
+ * request omits one. Types: MODEL (a path, required), INT, BOOL, WORDS
+ * (argv words), ENV (object of strings), TEXT (free text, no default).
+ * tp has no default here: a models.json preset gives it, else
+ * TR_DEFAULT_TP (the daemon decides, see daemon/plan.c).
+ */
+#define TR_REQUEST_MAP(XX)                                                     \
+  XX(model, MODEL, 0, 0, 0)                                                    \
+  XX(tp, INT, 1, 64, 0)                                                        \
+  XX(isl, INT, 1, 1048576, 1024)                                               \
+  XX(osl, INT, 1, 1048576, 1024)                                               \
+  XX(conc, INT, 1, 65536, 64)                                                  \
+  XX(more, BOOL, 0, 0, 0)                                                      \
+  XX(prompt_multiplier, INT, 1, 1000, 1)                                       \
+  XX(variant, TEXT, 0, 0, 0)                                                   \
+  XX(server_args, WORDS, 0, 0, 0)                                              \
+  XX(bench_args, WORDS, 0, 0, 0)                                               \
+  XX(env, ENV, 0, 0, 0)                                                        \
+  XX(label, TEXT, 0, 0, 0)
+
+/* The TP of a request that gives none and matches no preset. */
+#define TR_DEFAULT_TP 8
+
+enum tr_member_type {
+  TR_M_MODEL,
+  TR_M_INT,
+  TR_M_BOOL,
+  TR_M_WORDS,
+  TR_M_ENV,
+  TR_M_TEXT
+};
+
+struct tr_member {
+  const char *name;
+  enum tr_member_type type;
+  long long lo, hi, dflt; /* INT: range and default (0: none) */
+};
+
+/* The rows of TR_REQUEST_MAP, in order; tr_members_n of them. */
+extern const struct tr_member tr_members[];
+extern const unsigned tr_members_n;
+
+/* The row called name, or NULL. */
+const struct tr_member *tr_member_find(const char *name);
+
+#endif
