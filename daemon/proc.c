@@ -80,9 +80,10 @@ static void on_deadline(uv_timer_t *t)
   cap_proc_kill(p);
 }
 
-/* environ with env_add laid over it, as a new NULL-terminated array of
- * borrowed strings (only the array is allocated). */
-static char **build_env(const char *const *add)
+/* environ with env_add and the mark laid over it, as a new NULL-terminated
+ * array of borrowed strings (only the array is allocated; mark is the
+ * caller's buffer). */
+static char **build_env(const char *const *add, char *mark)
 {
   size_t n = 0, nadd = 0, k = 0;
   char **env;
@@ -91,7 +92,7 @@ static char **build_env(const char *const *add)
     n++;
   while (add != NULL && add[nadd] != NULL)
     nadd++;
-  env = calloc(n + nadd + 1, sizeof(*env));
+  env = calloc(n + nadd + 2, sizeof(*env));
   if (env == NULL)
     return NULL;
   for (size_t i = 0; i < n; i++) {
@@ -101,11 +102,15 @@ static char **build_env(const char *const *add)
 
     for (size_t j = 0; j < nadd && !replaced; j++)
       replaced = strncmp(add[j], environ[i], len) == 0;
+    if (mark[0] != '\0' && strncmp(mark, environ[i], len) == 0)
+      replaced = true;
     if (!replaced)
       env[k++] = environ[i];
   }
   for (size_t j = 0; j < nadd; j++)
     env[k++] = (char *)add[j];
+  if (mark[0] != '\0')
+    env[k++] = mark;
   return env;
 }
 
@@ -122,6 +127,7 @@ static int start_child(uv_loop_t *loop, struct cap_proc *p,
   stdio[2].flags = UV_INHERIT_FD;
   stdio[2].data.fd = fd;
   po.file = o->argv[0];
+  po.cwd = o->cwd;
   po.args = (char **)o->argv;
   po.env = env;
   po.flags = UV_PROCESS_DETACHED;
@@ -136,8 +142,13 @@ int cap_proc_spawn(uv_loop_t *loop, const struct cap_proc_opts *o,
                    struct cap_proc **out, struct tr_err *err)
 {
   struct cap_proc *p = calloc(1, sizeof(*p));
-  char **env = build_env(o->env_add);
+  char mark[64] = "";
+  char **env;
   int fd, rc;
+
+  if (o->mark > 0)
+    snprintf(mark, sizeof(mark), CAP_PROC_MARK "=%lld", (long long)o->mark);
+  env = build_env(o->env_add, mark);
 
   if (p == NULL || env == NULL) {
     free(p);

@@ -30,6 +30,10 @@ struct cap_proc_opts {
   const char *const *env_add; /* "K=V" set over traced's environment,
                                  NULL-terminated; may be NULL; borrowed */
   const char *log_path;       /* stdout+stderr appended here */
+  const char *cwd;            /* working folder; NULL: traced's */
+  int64_t mark;               /* > 0: TRACED_CAPTURE=<mark> is set in its
+                                 environment, so that a restarted traced
+                                 finds what a crashed one left running */
   int deadline_s;             /* kill the group after this; 0: none */
   int grace_s;                /* SIGTERM to SIGKILL; 0: 5 s */
   cap_proc_exit_cb on_exit;
@@ -46,6 +50,9 @@ int cap_proc_spawn(uv_loop_t *loop, const struct cap_proc_opts *opts,
  * of the group is left. Works after the leader exited too (the server it
  * left behind). Idempotent. */
 void cap_proc_kill(struct cap_proc *p);
+
+/* The environment variable cap_proc_opts.mark sets. */
+#define CAP_PROC_MARK "TRACED_CAPTURE"
 
 /* True while any process of the group is alive. */
 bool cap_proc_group_alive(const struct cap_proc *p);
