@@ -4,6 +4,7 @@
  * warm-up and the profiled run, EXPORTING when the profiled run is still
  * waiting on its /stop_profile as the export starts.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/file.h"
 #include "daemon/cap_int.h"
 
 #define RESULT_MAX     (16 * 1024 * 1024)
@@ -76,23 +78,17 @@ static void note_short_run(json_t *result, json_t *note)
 static const char *read_result(const char *path, const struct cap_bench *b,
                                json_t **out)
 {
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
   struct stat st;
-  int64_t mtime;
+  int fd = tr_open_file(NULL, path, RESULT_MAX, &st, NULL);
+  int64_t mtime = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
   const char *why = NULL;
 
-  if (fd < 0)
+  if (fd == -ENOENT)
     return "no result file";
-  mtime = fstat(fd, &st) == 0
-              ? (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec
-              : 0;
-  if (mtime == 0 || !S_ISREG(st.st_mode))
-    why = "not a regular file";
-  else if (mtime < b->start_ns - MTIME_SLACK_NS ||
-           mtime > b->end_ns + 1000000000LL)
+  if (fd < 0)
+    return "not a regular file of at most 16 MiB";
+  if (mtime < b->start_ns - MTIME_SLACK_NS || mtime > b->end_ns + 1000000000LL)
     why = "the file was not written during this bench";
-  else if (st.st_size > RESULT_MAX)
-    why = "the file is too large";
   else if ((*out = json_loadfd(fd, 0, NULL)) == NULL)
     why = "the file is not JSON";
   close(fd);

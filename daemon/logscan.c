@@ -1,5 +1,7 @@
 #include "daemon/logscan.h"
 
+#include "common/file.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -43,15 +45,7 @@ static void keep_fingerprint(struct cap_scan *s, const char *buf, size_t len)
  * never follow a link, never block on a FIFO, only a regular file. */
 static int open_log(const char *path, struct stat *st)
 {
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
-
-  if (fd < 0)
-    return -1;
-  if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
-    close(fd);
-    return -1;
-  }
-  return fd;
+  return tr_open_file(NULL, path, 0, st, NULL);
 }
 
 static void forget(struct cap_scan *s)

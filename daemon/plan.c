@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/file.h"
 #include "common/lifecycle.h"
 #include "common/preset.h"
 
@@ -276,19 +277,18 @@ static char *model_path(const char *model, const struct tr_preset *pre)
 
 /* ---- the chat template ---- */
 
-/* A model file traced reads for a client: no link, no FIFO, bounded. */
-static int open_model_file(const char *model, const char *name, struct stat *st)
+/* A file of the model folder exists as a regular file (a model folder is
+ * the client's: no link followed, nothing waited on). */
+static bool model_file(const char *model, const char *name)
 {
   char path[4096];
   int fd;
 
   snprintf(path, sizeof(path), "%s/%s", model, name);
-  fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
-  if (fd >= 0 && (fstat(fd, st) != 0 || !S_ISREG(st->st_mode))) {
-    close(fd);
-    return -2;
-  }
-  return fd;
+  if ((fd = tr_open_file(NULL, path, 0, NULL, NULL)) < 0)
+    return false;
+  close(fd);
+  return true;
 }
 
 static bool has_encoder_module(const char *model)
@@ -317,34 +317,27 @@ static bool has_encoder_module(const char *model)
 static int chat_template(const char *model, bool *yes, const char **why,
                          struct tr_err *err)
 {
-  struct stat st;
+  char path[4096], *text = NULL;
   json_t *doc, *t;
-  int fd;
+  int rc;
 
   *yes = true;
   if ((*why = "encoding/encoding_*.py", has_encoder_module(model)))
     return 0;
-  fd = open_model_file(model, "chat_template.jinja", &st);
-  if (fd >= 0) {
-    close(fd);
-    *why = "chat_template.jinja";
+  if ((*why = "chat_template.jinja", model_file(model, *why)))
     return 0;
-  }
   *yes = false;
   *why = "none";
-  fd = open_model_file(model, "tokenizer_config.json", &st);
-  if (fd == -2 || (fd >= 0 && (size_t)st.st_size > TOKENIZER_MAX)) {
-    if (fd >= 0)
-      close(fd);
-    return tr_err_set(err, TR_EFORMAT, "model",
-                      "%s/tokenizer_config.json is not a regular file of at "
-                      "most %zu bytes",
-                      model, TOKENIZER_MAX);
-  }
-  if (fd < 0)
+  snprintf(path, sizeof(path), "%s/tokenizer_config.json", model);
+  rc = tr_read_file(NULL, path, TOKENIZER_MAX, &text, NULL, err);
+  if (rc == -ENOENT || rc == -ENOTDIR) {
+    tr_err_clear(err);
     return 0;
-  doc = json_loadfd(fd, 0, NULL);
-  close(fd);
+  }
+  if (rc < 0)
+    return rc;
+  doc = json_loads(text, 0, NULL);
+  free(text);
   t = json_object_get(doc, "chat_template");
   if (t != NULL && !json_is_null(t)) {
     *yes = true;

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/file.h"
 #include "common/text.h"
 #include "daemon/cap_int.h"
 
@@ -113,14 +114,13 @@ void cap_make_utf8(char *text)
 
 char *cap_read_tail(const char *path, size_t max_bytes)
 {
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
   struct stat st;
+  int fd = tr_open_file(NULL, path, 0, &st, NULL);
   char *tail = NULL;
 
   if (fd < 0)
     return NULL;
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
-    tail = tr_read_tail(fd, (uint64_t)st.st_size, max_bytes, NULL);
+  tail = tr_read_tail(fd, (uint64_t)st.st_size, max_bytes, NULL);
   close(fd);
   if (tail != NULL)
     tr_make_utf8(tail);
