@@ -144,10 +144,6 @@ struct cap_write {
 };
 void cap_job_write(struct cap_job *job, const struct cap_write *w);
 
-/* Replaces what is not valid UTF-8 in text, and control characters but
- * newline and tab, with '?', so that it makes a JSON string. Any thread. */
-void cap_make_utf8(char *text);
-
 /* Pool thread: the last bytes of a text file, from a line start, as valid
  * UTF-8, or NULL. Caller frees. */
 char *cap_read_tail(const char *path, size_t max_bytes);

@@ -59,6 +59,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/text.h"
 #include "daemon/cap_int.h"
 
 static const struct phase {
@@ -283,7 +284,7 @@ void cap_fail(struct cap_job *job, enum cap_end how, const char *log,
   va_start(ap, fmt);
   vsnprintf(msg, sizeof(msg), fmt, ap);
   va_end(ap);
-  cap_make_utf8(msg);
+  tr_make_utf8(msg);
   fprintf(stderr, "traced: capture %lld: %s in %s: %s\n", (long long)job->id,
           tr_status_name(end_status[how]), tr_phase_name(job->phase), msg);
   w.merges = json_pack("{s:{s:s,s:s,s:n}}", "error", "phase",

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "common/stats.h"
+#include "common/text.h"
 #include "daemon/cap_int.h"
 
 #define FAILURES_MAX 4096 /* bytes of failure text kept */
@@ -160,7 +161,7 @@ static void run_rank(struct cap_work *w)
   } else if ((rw->rc = idx_file(rk->file, &o, &summary, &err)) != 0) {
     snprintf(rw->msg, sizeof(rw->msg), "%s", err.msg);
   }
-  cap_make_utf8(rw->msg);
+  tr_make_utf8(rw->msg);
   if (atomic_load(&job->cancel)) {
     rw->cancelled = true;
   } else {

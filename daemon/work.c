@@ -107,11 +107,6 @@ void cap_db_give(struct cap_runner *r, struct store *st)
 
 /* ---- log tails ---- */
 
-void cap_make_utf8(char *text)
-{
-  tr_make_utf8(text);
-}
-
 char *cap_read_tail(const char *path, size_t max_bytes)
 {
   struct stat st;

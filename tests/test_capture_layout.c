@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "common/text.h"
 #include "daemon/cap_int.h"
 
 static char root[256];
@@ -364,7 +365,7 @@ static void utf8_repair(void)
                 " \x01\tx\n\xE2\x82";
   json_t *js;
 
-  cap_make_utf8(text);
+  tr_make_utf8(text);
   CHECK_STR(text, "ok \xC3\xA9 ?? ??? ???? ?\tx\n??");
   js = json_string(text);
   CHECK(js != NULL);
