@@ -165,6 +165,8 @@ class Rig:
     def capture(self, **params):
         params.setdefault("model", "/data/Sim-Model")
         params.setdefault("tp", 2)
+        if params["tp"] is None:    # as a request without one
+            del params["tp"]
         params.setdefault("conc", 2)
         params.setdefault("isl", 8)
         params.setdefault("osl", 4)
