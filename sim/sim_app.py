@@ -180,9 +180,13 @@ class App:
         n = max(1, min(limit, int(sc.env_float("SIM_MAX_TOKENS", 8))))
         loop = asyncio.get_running_loop()
         tokens = asyncio.Queue()
-        seq = Seq(n, len(prompt.split()), lambda text, reason:
-                  loop.call_soon_threadsafe(tokens.put_nowait,
-                                            (text, reason)))
+
+        def deliver(text, reason):     # from the engine's thread
+            try:
+                loop.call_soon_threadsafe(tokens.put_nowait, (text, reason))
+            except RuntimeError:       # the loop is gone: shutting down
+                seq.aborted = True
+        seq = Seq(n, len(prompt.split()), deliver)
         self.mgr.add_request(seq)
         if stream:
             return Response(200, stream=self.stream(seq, tokens, chunks),
