@@ -16,7 +16,7 @@ import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tracedtest import (Daemon, SRC_DIR, TRACES_DIR, check,  # noqa: E402
-                        check_eq, free_port)
+                        check_eq, free_port, sim_path)
 import ref_index  # noqa: E402
 
 SCRIPTS = os.path.join(SRC_DIR, "sim", "scripts")
@@ -41,7 +41,7 @@ class Rig:
             "SIM_POLL_S": "0.1", "SIM_EXPORT_DELAY_S": "0.2",
             "SIM_TRACES_DIR": TRACES_DIR, "SIM_STOP_WAIT_S": "2",
             "SIM_LAUNCH_CAP_S": "3", "SIM_BENCH_WAIT_S": "10",
-            "SIM_TRACE_FILE": ":".join(traces)}
+            "SIM_TRACE_FILE": ":".join(traces), "PATH": sim_path()}
         self.env.update(sim_env or {})
         self.conf = {
             "atom_scripts": SCRIPTS, "atom_port": str(self.port),
