@@ -163,6 +163,7 @@ struct cap_watch {
   struct cap_http_req *conn; /* the connect probe */
   bool refused;              /* the probe of this round was refused */
   int refusals;              /* rounds in a row whose probe was refused */
+  bool group_lives;          /* the server's group had a live member */
   char why[512];
 };
 

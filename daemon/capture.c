@@ -172,7 +172,7 @@ int cap_spawn(struct cap_job *job, char **argv, char **env, const char *which,
   o.env_add = (const char *const *)env;
   o.log_path = cap_log_path(job, which, path, sizeof(path));
   o.cwd = job->work_dir;
-  o.mark = job->id;
+  o.mark = job->trace_dir;
   o.deadline_s = deadline_s;
   o.on_exit = cb;
   o.ud = job;

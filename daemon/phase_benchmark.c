@@ -106,11 +106,13 @@ static void on_run_exit(struct cap_job *job)
 
 static void on_look(struct cap_job *job, const char *dead)
 {
-  if (dead != NULL)
-    fail_dead(job, dead);
-  else if (!daemon_mode(job) && job->scan.profilers_stopping > 0)
-    /* The run goes on: it waits on /stop_profile. */
+  /* Once the profiler is stopping the ranks export: whatever happens from
+   * here (a dead worker too) is the export's, and the run goes on, waiting
+   * on its /stop_profile. */
+  if (!daemon_mode(job) && job->scan.profilers_stopping > 0)
     cap_enter(job, TR_PHASE_EXPORTING, NULL);
+  else if (dead != NULL)
+    fail_dead(job, dead);
 }
 
 static void on_tick(uv_timer_t *t)

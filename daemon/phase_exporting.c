@@ -186,5 +186,5 @@ void phase_exporting_enter(struct cap_job *job)
                                   "orphan_json", 0, "export_polls", 0,
                                   "exports_logged", 0));
   wait_for_run(job);
-  uv_timer_start(&job->tick, on_tick, every_ms, every_ms);
+  uv_timer_start(&job->tick, on_tick, 0, every_ms);
 }

@@ -103,10 +103,12 @@ static bool recover_capture(struct cap_runner *r, struct store *st, int64_t id,
 
 #define LEFTOVER_GRACE_MS 5000
 
-/* True when /proc/<pid>/environ holds the mark of one of ids. */
-static bool marked(const char *pid, const int64_t *ids, size_t n)
+/* True when /proc/<pid>/environ holds the mark of one of the captures of
+ * ids: CAP_PROC_MARK=<its trace folder> (proc.h). */
+static bool marked(const char *root, const char *pid, const int64_t *ids,
+                   size_t n)
 {
-  char path[300], want[64], *env;
+  char path[300], *env, *want;
   size_t len = 0;
   int fd;
   bool hit = false;
@@ -117,19 +119,19 @@ static bool marked(const char *pid, const int64_t *ids, size_t n)
   env = tr_read_tail(fd, 1 << 20, 1 << 20, &len);
   close(fd);
   for (size_t i = 0; env != NULL && i < n && !hit; i++) {
-    int w =
-        snprintf(want, sizeof(want), CAP_PROC_MARK "=%lld", (long long)ids[i]);
-
-    for (size_t at = 0; !hit && at + (size_t)w <= len;
-         at += strlen(env + at) + 1)
+    if (asprintf(&want, CAP_PROC_MARK "=%s/%lld", root, (long long)ids[i]) < 0)
+      break;
+    for (size_t at = 0; !hit && at < len; at += strlen(env + at) + 1)
       hit = strcmp(env + at, want) == 0;
+    free(want);
   }
   free(env);
   return hit;
 }
 
 /* Signals the process groups of every marked process; the number found. */
-static int signal_marked(const int64_t *ids, size_t n, int sig)
+static int signal_marked(const char *root, const int64_t *ids, size_t n,
+                         int sig)
 {
   DIR *d = opendir("/proc");
   struct dirent *e;
@@ -137,7 +139,8 @@ static int signal_marked(const int64_t *ids, size_t n, int sig)
   pid_t pgid;
 
   while (d != NULL && (e = readdir(d)) != NULL) {
-    if (e->d_name[0] < '1' || e->d_name[0] > '9' || !marked(e->d_name, ids, n))
+    if (e->d_name[0] < '1' || e->d_name[0] > '9' ||
+        !marked(root, e->d_name, ids, n))
       continue;
     found++;
     pgid = getpgid((pid_t)atoi(e->d_name));
@@ -154,18 +157,18 @@ static int signal_marked(const int64_t *ids, size_t n, int sig)
  * interrupted capture run on, holding the GPUs until the next capture's
  * stop script. Every process traced starts carries its capture's mark
  * (proc.h): SIGTERM to theirs, SIGKILL to what is left after a grace. */
-static void end_leftovers(const int64_t *ids, size_t n)
+static void end_leftovers(const char *root, const int64_t *ids, size_t n)
 {
   int left;
 
-  if (n == 0 || signal_marked(ids, n, SIGTERM) == 0)
+  if (n == 0 || signal_marked(root, ids, n, SIGTERM) == 0)
     return;
   for (int waited = 0; waited < LEFTOVER_GRACE_MS; waited += 100) {
     usleep(100 * 1000);
-    if ((left = signal_marked(ids, n, 0)) == 0)
+    if ((left = signal_marked(root, ids, n, 0)) == 0)
       return;
   }
-  left = signal_marked(ids, n, SIGKILL);
+  left = signal_marked(root, ids, n, SIGKILL);
   fprintf(stderr,
           "traced: %d leftover processes of interrupted captures "
           "killed\n",
@@ -196,7 +199,7 @@ static int recover(struct cap_runner *r, struct tr_err *err)
         ids[nleft++] = ids[i]; /* interrupted: end what it left */
       json_decref(obj);
     }
-    end_leftovers(ids, nleft);
+    end_leftovers(r->cfg->trace_root, ids, nleft);
     free(ids);
   }
   store_close(st);

@@ -38,7 +38,7 @@ static void finish(struct cap_job *job)
     snprintf(w->why, sizeof(w->why),
              "the server log shows the fatal marker \"%s\": %s",
              job->scan.marker, job->scan.marker_line);
-  else if (!cap_proc_group_alive(job->launcher))
+  else if (!w->group_lives)
     snprintf(w->why, sizeof(w->why),
              "the server's processes are gone (process group %d)",
              (int)cap_proc_pid(job->launcher));
@@ -58,15 +58,26 @@ static void part_done(struct cap_job *job)
     finish(job);
 }
 
+struct scan_work {
+  struct cap_work super;
+  pid_t pgid; /* the server's process group */
+  bool lives;
+};
+
+/* The log's new bytes and the group's members, off the loop. */
 static void run_scan(struct cap_work *w)
 {
+  struct scan_work *sw = (struct scan_work *)w;
+
   cap_scan_run(&w->job->scan);
+  sw->lives = cap_proc_group_lives(sw->pgid);
 }
 
 static void on_scan_done(struct cap_work *w)
 {
   struct cap_job *job = w->job;
 
+  job->watch.group_lives = ((struct scan_work *)w)->lives;
   free(w);
   job->watch.scanning = false;
   if (job->watch.waiting) {
@@ -91,7 +102,7 @@ static void begin(struct cap_job *job)
 {
   struct cap_watch *w = &job->watch;
   const struct cfg *c = job->r->cfg;
-  struct cap_work *work;
+  struct scan_work *work;
 
   /* A scan still in the pool (a snapshot, a dropped round) read bytes from
    * before this round: start when it is back. */
@@ -109,8 +120,9 @@ static void begin(struct cap_job *job)
       cap_atom_probe(job->r->http, c->atom_host, c->atom_port, PROBE_TIMEOUT_MS,
                      on_probe, job, &w->conn) == 0)
     w->pending++;
+  work->pgid = cap_proc_pid(job->launcher);
   w->scanning = true;
-  cap_work_queue(job->r, job, work, run_scan, on_scan_done);
+  cap_work_queue(job->r, job, &work->super, run_scan, on_scan_done);
 }
 
 void cap_watch_tick(struct cap_job *job, bool probe, cap_watch_cb cb)

@@ -164,8 +164,9 @@ def capture_tp_1_2_8_in_order():
 def capture_profile_daemon():
     """profile_control=daemon: traced POSTs /start_profile and
     /stop_profile around a bench with PROFILE 0; a bench result file that
-    predates the bench is not kept; a 500 from /start_profile fails the
-    capture in benchmark with the server's detail."""
+    predates the bench is not kept; a profiler start that kills its worker
+    (ATOM answers 500 only after its utility timeout) fails the capture in
+    benchmark as soon as the worker's death is logged."""
     root = tempfile.mkdtemp(prefix="capture-test-")
     stale = os.path.join(root, "benchmark.json")
     with open(stale, "w") as f:
@@ -177,8 +178,9 @@ def capture_profile_daemon():
             cid = rig.capture(tp=2)
             cap = rig.wait(cid)
             check_eq((cap["status"], cap["phase"]), ("done", "done"), "cap")
-            bench = rig.calls("run_benchmark.sh")[0]
-            check_eq(bench["argv"][6], "0", "PROFILE")
+            warmup, bench = rig.calls("run_benchmark.sh")[:2]
+            check_eq((warmup["argv"][5:7], bench["argv"][5:7]),
+                     (["2", "0"], ["1", "0"]), "PROMPT_MULTIPLIER, PROFILE")
             with open(os.path.join(cap["log_dir"], "server.log")) as f:
                 log = f.read()
             check("POST /start_profile" in log and
@@ -194,8 +196,7 @@ def capture_profile_daemon():
             check_eq((cap["status"], cap["phase"]), ("failed", "benchmark"),
                      "start_profile 500")
             msg = cap["error"]["message"]
-            check("/start_profile answered 500" in msg and
-                  "Failed to start profiling" in msg, msg)
+            check("proc died" in msg, msg)
             rig.wait_no_procs()
     finally:
         shutil.rmtree(root, ignore_errors=True)

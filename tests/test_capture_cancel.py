@@ -11,11 +11,6 @@ from test_capture_lib import (Rig, check, check_eq, check_rank_figures,
                               rank_gz, run_cases)
 
 
-def stop_calls_after(rig, stamp):
-    return [c for c in rig.calls("stop_atom_server.sh")
-            if c["time"].replace("+00:00", "Z") >= stamp]
-
-
 def wait_call(rig, script, n, timeout=30):
     """Until the simulator has recorded n calls of script."""
     deadline = time.time() + timeout
@@ -46,11 +41,12 @@ def cancel(rig, cid, phase, script=None, n=0, check_env=False, stops=True):
     check("cancelled by request" in cap["error"]["message"], cap["error"])
     if stops:
         rig.wait_no_procs()
-        check(stop_calls_after(rig, cap["finished_at"]),
-              "no stop script after the cancel of %d" % cid)
+        check(rig.stop_calls_after(cap["finished_at"], timeout=10),
+              "no stop script after the cancel of %d: %s" % (
+                  cid, rig.calls("stop_atom_server.sh")))
     else:
         time.sleep(1)
-        check(not stop_calls_after(rig, cap["finished_at"]),
+        check(not rig.stop_calls_after(cap["finished_at"]),
               "the stop script ran while ranks exported")
     return cap
 

@@ -50,7 +50,7 @@ static struct cap_proc *spawn(const char *script, const char *const *env,
                              .env_add = env,
                              .log_path = log,
                              .cwd = dir,
-                             .mark = 42,
+                             .mark = "/t/42",
                              .deadline_s = deadline_s,
                              .grace_s = 1,
                              .on_exit = on_exit_seen,
@@ -102,7 +102,7 @@ static void proc_log_env_status(void)
   cap_proc_close(p);
   CHECK_INT(uv_run(&loop, UV_RUN_DEFAULT), 0);
   text = slurp(log);
-  CHECK(strstr(text, "out new\nerr two\nmark 42\nin ") != NULL);
+  CHECK(strstr(text, "out new\nerr two\nmark /t/42\nin ") != NULL);
   CHECK(strstr(text, dir) != NULL);
   free(text);
   unsetenv(CAP_PROC_MARK);
