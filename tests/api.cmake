@@ -2,3 +2,7 @@
 foreach(case validation auth metrics contract imports diff cancel)
   traced_py_test(api_${case} test_api.py ${case})
 endforeach()
+
+# common/file.c: the safe open every read for a client goes through (links,
+# "..", FIFOs, folders, sizes; openat2 and the component walk).
+traced_c_test(test_file traced_common test_file.c)
