@@ -231,6 +231,11 @@ enum MHD_Result api_get_logs(struct api_req *r);
 /* The {id} segment of the path as a capture id; TR_EINVAL naming "id". */
 int api_path_id(struct api_req *r, int64_t *id, struct tr_err *err);
 
+/* The capture object of id without its ranks (one row: cheap), in *cap
+ * (caller decrefs). TR_ENOTFOUND naming "id". */
+int api_capture_brief(struct store *st, int64_t id, json_t **cap,
+                      struct tr_err *err);
+
 /* ---- routes_queries.c ---- */
 
 /* The table routes (kernels, launches, ...); route->arg says which. */

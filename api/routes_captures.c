@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "api/api_int.h"
+#include "common/file.h"
 #include "common/lifecycle.h"
 
 #define LOG_TAIL_BYTES 65536
@@ -27,6 +28,24 @@ static const char *const no_params[] = { NULL };
 int api_path_id(struct api_req *r, int64_t *id, struct tr_err *err)
 {
   return api_parse_int(r->seg[1], "id", 1, INT64_MAX, id, err);
+}
+
+int api_capture_brief(struct store *st, int64_t id, json_t **cap,
+                      struct tr_err *err)
+{
+  /* The newest capture below id + 1 is id, if id exists. */
+  struct store_list_filter f = { .before = id < INT64_MAX ? id + 1 : 0,
+                                 .limit = 1 };
+  json_t *list = NULL, *first;
+  int rc = store_capture_list(st, &f, &list, err);
+
+  first = json_array_get(list, 0);
+  if (rc == 0 && json_integer_value(json_object_get(first, "id")) != id)
+    rc = tr_err_set(err, TR_ENOTFOUND, "id", "no capture %lld", (long long)id);
+  if (rc == 0)
+    *cap = json_incref(first);
+  json_decref(list);
+  return rc;
 }
 
 /* A done capture's answers are final until it is deleted. */
@@ -85,43 +104,117 @@ enum MHD_Result api_post_captures(struct api_req *r)
   return ret;
 }
 
-/* The import's real path, checked against import_roots. A reply is made
- * (and MHD_YES/NO stored in *ret) when it is refused. */
+/* The absolute path with "." and ".." taken on its text ("a/b/../c" is
+ * "a/c", whatever a or b are): what it names then never depends on a
+ * folder outside the roots existing. NULL when out of memory. */
+static char *normalize(const char *path)
+{
+  char *out = malloc(strlen(path) + 2);
+  size_t n = 0;
+
+  if (out == NULL)
+    return NULL;
+  for (const char *c = path; *c != '\0';) {
+    const char *end = strchrnul(c, '/');
+    size_t len = (size_t)(end - c);
+
+    if (len == 2 && c[0] == '.' && c[1] == '.') {
+      while (n > 0 && out[n - 1] != '/')
+        n--;
+      if (n > 0)
+        n--;
+    } else if (len > 0 && !(len == 1 && c[0] == '.')) {
+      out[n++] = '/';
+      memcpy(out + n, c, len);
+      n += len;
+    }
+    c = *end == '/' ? end + 1 : end;
+  }
+  if (n == 0)
+    out[n++] = '/';
+  out[n] = '\0';
+  return out;
+}
+
+/* Where a path that does not exist would be: its deepest existing folder
+ * resolved, the rest as written. NULL when out of memory. */
+static char *resolve_missing(const char *path)
+{
+  char *copy = strdup(path), *cut, *real = NULL, *out = NULL;
+
+  while (copy != NULL && real == NULL && (cut = strrchr(copy, '/')) != NULL) {
+    *cut = '\0';
+    real = realpath(copy[0] != '\0' ? copy : "/", NULL);
+  }
+  if (real != NULL &&
+      asprintf(&out, "%s%s%s", real, strcmp(real, "/") ? "/" : "",
+               path + strlen(copy) + 1) < 0)
+    out = NULL;
+  free(real);
+  free(copy);
+  return out;
+}
+
+/* Whether real (resolved, under root) is a file or a folder traced can
+ * read, opened as the indexer will: under root, no link followed. 0, or
+ * -1 with the refusal replied (MHD's result in *ret). */
+static int check_import(struct api_req *r, const char *root, const char *path,
+                        const char *real, enum MHD_Result *ret)
+{
+  struct tr_err err = { 0 };
+  struct stat st;
+  int fd = tr_open_file(root, real, 0, &st, &err);
+
+  if (fd == TR_EFORMAT && S_ISDIR(st.st_mode)) {
+    tr_err_clear(&err);
+    fd = tr_open_dir(root, real, NULL, &err);
+  }
+  if (fd >= 0) {
+    close(fd);
+    return 0;
+  }
+  if (fd == -ELOOP || fd == -EACCES)
+    *ret =
+        api_reply_error(r, 403, "forbidden", "path", "%s: %s", path, err.msg);
+  else
+    *ret = api_reply_error(r, 400, "invalid", "path", "%s", err.msg);
+  return -1;
+}
+
+/* The import's real path, resolved once and checked against import_roots.
+ * The answer for a path outside the roots is the same whether it exists
+ * or not (no existence oracle): ".." is taken on the text first, and a
+ * missing path is judged by where its deepest existing folder lies. A
+ * reply is made (and MHD_YES/NO stored in *ret) when it is refused. */
 static char *import_path(struct api_req *r, const char *path,
                          enum MHD_Result *ret)
 {
-  struct stat sb;
-  char *real;
+  const char *root = NULL;
+  char *plain, *real = NULL;
+  int missing = 0;
 
   if (path[0] != '/') {
     *ret = api_reply_error(r, 400, "invalid", "path", "path must be absolute");
     return NULL;
   }
-  real = realpath(path, NULL);
-  if (real == NULL) {
-    /* Outside the roots, a missing path is refused like an existing one:
-     * the answer must not tell what exists there. */
-    if (cfg_import_allowed(r->api->cfg, path))
-      *ret = api_reply_error(r, 400, "invalid", "path", "%s: %s", path,
-                             strerror(errno));
-    else
-      *ret = api_reply_error(r, 403, "forbidden", "path",
-                             "%s is not under any of import_roots", path);
-    return NULL;
+  plain = normalize(path);
+  if (plain != NULL && (real = realpath(plain, NULL)) == NULL) {
+    missing = errno;
+    real = resolve_missing(plain);
   }
-  if (!cfg_import_allowed(r->api->cfg, real)) {
+  free(plain);
+  if (real != NULL)
+    root = cfg_import_root(r->api->cfg, real);
+  if (real == NULL)
+    *ret = api_reply_error(r, 500, "no_memory", NULL, "out of memory");
+  else if (root == NULL)
     *ret = api_reply_error(r, 403, "forbidden", "path",
-                           "%s is not under any of import_roots", real);
-  } else if (stat(real, &sb) != 0 ||
-             (!S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode))) {
-    *ret = api_reply_error(r, 400, "invalid", "path",
-                           "%s is not a file or a folder", real);
-  } else if (access(real, R_OK) != 0) {
-    *ret = api_reply_error(r, 400, "invalid", "path", "%s: %s", real,
-                           strerror(errno));
-  } else {
+                           "%s is not under any of import_roots", path);
+  else if (missing != 0)
+    *ret = api_reply_error(r, 400, "invalid", "path", "%s: %s", path,
+                           strerror(missing));
+  else if (check_import(r, root, path, real, ret) == 0)
     return real;
-  }
   free(real);
   return NULL;
 }
@@ -338,23 +431,32 @@ static void safe_name(char *out, size_t size, const char *path)
   out[i] = '\0';
 }
 
-/* Streams the file at path (the response owns the descriptor). */
-static enum MHD_Result send_file(struct api_req *r, const char *path,
-                                 const char *disposition_name)
+/* A file of a capture that cannot be served: 404 when it is gone, 403
+ * when it is no longer a regular file under the capture's folder (a link
+ * or a FIFO swapped in): not a byte of whatever it points at. */
+static enum MHD_Result open_refused(struct api_req *r, const struct tr_err *err,
+                                    const char *field, const char *what)
+{
+  if (err->code == -ENOENT)
+    return api_reply_error(r, 404, "not_found", field, "%s is gone", what);
+  return api_reply_error(r, 403, "forbidden", field, "%s: %s", what, err->msg);
+}
+
+/* Streams the file at path, opened under root (common/file.h): the
+ * response owns the descriptor, so what is sent is what was checked. */
+static enum MHD_Result send_file(struct api_req *r, const char *root,
+                                 const char *path, const char *disposition_name)
 {
   char disp[400], name[256];
   struct MHD_Response *resp;
+  struct tr_err err = { 0 };
   struct stat sb;
   size_t len = strlen(path);
   bool gz = len > 3 && strcmp(path + len - 3, ".gz") == 0;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = tr_open_file(root, path, 0, &sb, &err);
 
-  if (fd < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-    if (fd >= 0)
-      close(fd);
-    return api_reply_error(r, 404, "not_found", "rank",
-                           "the trace file of this rank is gone");
-  }
+  if (fd < 0)
+    return open_refused(r, &err, "rank", "the trace file of this rank");
   resp = MHD_create_response_from_fd64((uint64_t)sb.st_size, fd);
   if (resp == NULL) {
     close(fd);
@@ -369,12 +471,33 @@ static enum MHD_Result send_file(struct api_req *r, const char *path,
   return api_reply(r, 200, resp);
 }
 
+/* The folder a capture's rank files lie under: <trace_root>/<id> for a
+ * capture, the import root holding an import's path (NULL when that root
+ * is no longer configured). buf holds the first. */
+static const char *files_root(struct api_req *r, json_t *cap, char *buf,
+                              size_t size)
+{
+  const char *kind = json_string_value(json_object_get(cap, "kind"));
+  const char *path;
+  int64_t id = json_integer_value(json_object_get(cap, "id"));
+
+  if (kind != NULL && strcmp(kind, "import") == 0) {
+    path = json_string_value(
+        json_object_get(json_object_get(cap, "params"), "path"));
+    return path != NULL ? cfg_import_root(r->api->cfg, path) : NULL;
+  }
+  snprintf(buf, size, "%s/%lld", r->api->cfg->trace_root, (long long)id);
+  return buf;
+}
+
 enum MHD_Result api_get_trace(struct api_req *r)
 {
   struct tr_err err = { 0 };
-  char prefix[64];
+  char prefix[64], dir[PATH_MAX];
+  const char *root;
   struct store *st;
   char *path = NULL;
+  json_t *cap = NULL;
   enum MHD_Result ret;
   int64_t id, rank;
 
@@ -383,11 +506,19 @@ enum MHD_Result api_get_trace(struct api_req *r)
       api_parse_int(r->seg[3], "rank", 0, INT_MAX, &rank, &err) != 0)
     return api_reply_err(r, &err);
   st = api_store(r, STORE_RO, &err);
-  if (st == NULL || store_rank_file(st, id, (int)rank, &path, &err) != 0)
+  if (st == NULL || api_capture_brief(st, id, &cap, &err) != 0 ||
+      store_rank_file(st, id, (int)rank, &path, &err) != 0) {
+    json_decref(cap);
     return api_reply_err(r, &err);
+  }
+  root = files_root(r, cap, dir, sizeof(dir));
   snprintf(prefix, sizeof(prefix), "capture%lld-rank%lld", (long long)id,
            (long long)rank);
-  ret = send_file(r, path, prefix);
+  ret = root != NULL ? send_file(r, root, path, prefix)
+                     : api_reply_error(r, 403, "forbidden", "rank",
+                                       "the import's folder is no longer "
+                                       "under any of import_roots");
+  json_decref(cap);
   free(path);
   return ret;
 }
@@ -410,22 +541,24 @@ static size_t read_tail(int fd, off_t size, char *buf)
   return (size_t)n;
 }
 
-/* Answers the tail of the log at path as text/plain, with its full size
- * in X-Log-Bytes; 404 naming "which" when there is no such log. */
-static enum MHD_Result send_tail(struct api_req *r, const char *path,
-                                 int64_t id, const char *which)
+/* Answers the tail of the log at path (in the folder dir) as text/plain,
+ * with its full size in X-Log-Bytes; 404 naming "which" when there is no
+ * such log. */
+static enum MHD_Result send_tail(struct api_req *r, const char *dir,
+                                 const char *path, int64_t id,
+                                 const char *which)
 {
   struct MHD_Response *resp = NULL;
-  char size_text[32];
+  struct tr_err err = { 0 };
+  char size_text[32], what[64];
   struct stat sb;
   char *buf = NULL;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = tr_open_file(dir, path, 0, &sb, &err);
 
-  if (fd < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-    if (fd >= 0)
-      close(fd);
-    return api_reply_error(r, 404, "not_found", "which",
-                           "capture %lld has no %s log", (long long)id, which);
+  if (fd < 0) {
+    snprintf(what, sizeof(what), "the %s log of capture %lld", which,
+             (long long)id);
+    return open_refused(r, &err, "which", what);
   }
   buf = malloc(LOG_TAIL_BYTES);
   if (buf != NULL)
@@ -451,21 +584,26 @@ enum MHD_Result api_get_logs(struct api_req *r)
   const char *which = "server", *dir;
   char path[PATH_MAX], fallback[PATH_MAX];
   struct tr_err err = { 0 };
+  enum MHD_Result ret;
+  struct store *st;
   json_t *cap = NULL;
   int64_t id;
   int n;
 
   if (api_query_check(r, names, &err) != 0 || api_path_id(r, &id, &err) != 0 ||
       api_query_enum(r, "which", logs, &which, &err) != 0 ||
-      read_status(r, id, &cap, &err) != 0)
+      (st = api_store(r, STORE_RO, &err)) == NULL ||
+      api_capture_brief(st, id, &cap, &err) != 0)
     return api_reply_err(r, &err);
   /* log_dir is written by the runner, never by a client. */
   snprintf(fallback, sizeof(fallback), "%s/logs/%lld", r->api->cfg->trace_root,
            (long long)id);
   dir = json_string_value(json_object_get(cap, "log_dir"));
-  n = snprintf(path, sizeof(path), "%s/%s.log", dir ? dir : fallback, which);
+  dir = dir ? dir : fallback;
+  n = snprintf(path, sizeof(path), "%s/%s.log", dir, which);
+  ret = n < 0 || (size_t)n >= sizeof(path)
+            ? api_reply_error(r, 500, "system", NULL, "log path too long")
+            : send_tail(r, dir, path, id, which);
   json_decref(cap);
-  if (n < 0 || (size_t)n >= sizeof(path))
-    return api_reply_error(r, 500, "system", NULL, "log path too long");
-  return send_tail(r, path, id, which);
+  return ret;
 }

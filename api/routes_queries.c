@@ -58,16 +58,13 @@ static int table_query(struct api_req *r, struct store_query *q,
 /* True when capture id is done: its tables are final. */
 static bool capture_done(struct store *st, int64_t id)
 {
-  struct store_list_filter f = { .status = "done",
-                                 .before = id + 1,
-                                 .limit = 1 };
-  json_t *list = NULL;
-  bool done;
+  json_t *cap = NULL;
+  const char *status = api_capture_brief(st, id, &cap, NULL) == 0
+                           ? json_string_value(json_object_get(cap, "status"))
+                           : NULL;
+  bool done = status != NULL && strcmp(status, "done") == 0;
 
-  done =
-      store_capture_list(st, &f, &list, NULL) == 0 &&
-      json_integer_value(json_object_get(json_array_get(list, 0), "id")) == id;
-  json_decref(list);
+  json_decref(cap);
   return done;
 }
 

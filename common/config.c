@@ -297,17 +297,19 @@ bool cfg_env_allowed(const struct cfg *cfg, const char *name)
   return false;
 }
 
-bool cfg_import_allowed(const struct cfg *cfg, const char *real)
+const char *cfg_import_root(const struct cfg *cfg, const char *real)
 {
   for (char **p = cfg->import_roots; p != NULL && *p != NULL; p++) {
     size_t n = strlen(*p);
 
     while (n > 1 && (*p)[n - 1] == '/')
       n--;
+    if (n == 1 && (*p)[0] == '/')
+      return real[0] == '/' ? *p : NULL;
     if (strncmp(real, *p, n) == 0 && (real[n] == '\0' || real[n] == '/'))
-      return true;
+      return *p;
   }
-  return false;
+  return NULL;
 }
 
 void cfg_free(struct cfg *cfg)

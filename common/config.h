@@ -58,8 +58,9 @@ int cfg_finish(struct cfg *cfg, struct tr_err *err);
 /* True when name starts with one of cfg->env_allow. */
 bool cfg_env_allowed(const struct cfg *cfg, const char *name);
 
-/* True when the real path `real` lies inside one of cfg->import_roots. */
-bool cfg_import_allowed(const struct cfg *cfg, const char *real);
+/* The one of cfg->import_roots (resolved at cfg_finish()) that the real
+ * path `real` lies inside, or NULL. Borrowed from cfg. */
+const char *cfg_import_root(const struct cfg *cfg, const char *real);
 
 void cfg_free(struct cfg *cfg);
 

@@ -32,8 +32,7 @@ void tr_file_use_openat2(bool on)
   atomic_store(&no_openat2, !on);
 }
 
-/* What a file is, for a message. */
-static const char *kind_of(mode_t m)
+const char *tr_file_kind(mode_t m)
 {
   if (S_ISDIR(m))
     return "a folder";
@@ -185,10 +184,10 @@ static int check(const struct stat *sb, enum want w, uint64_t max_bytes,
     return link_fail(err, path, name);
   if (w == WANT_DIR && !S_ISDIR(sb->st_mode))
     return tr_err_set(err, TR_EFORMAT, "", "%s is not a folder (%s)", path,
-                      kind_of(sb->st_mode));
+                      tr_file_kind(sb->st_mode));
   if (w == WANT_FILE && !S_ISREG(sb->st_mode))
     return tr_err_set(err, TR_EFORMAT, "", "%s is not a regular file (%s)",
-                      path, kind_of(sb->st_mode));
+                      path, tr_file_kind(sb->st_mode));
   if (w == WANT_FILE && max_bytes > 0 && (uint64_t)sb->st_size > max_bytes)
     return tr_err_set(err, TR_ELIMIT, "", "%s is larger than %llu bytes", path,
                       (unsigned long long)max_bytes);

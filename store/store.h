@@ -135,15 +135,18 @@ int store_capture_cancel_queued(struct store *st, int64_t id, bool *was_queued,
 int store_rank_insert(struct store *st, int64_t capture_id, int rank,
                       const char *label, json_t *summary, struct tr_err *err);
 
-/* Records that a rank could not be indexed (message for a person); file
- * may be NULL. Replaces an earlier row of the same rank. */
+/* Records that a rank could not be indexed (message for a person).
+ * Replaces an earlier row of the same rank. A failed rank keeps no path
+ * (issue 12: the file may be what made it fail, a link or a FIFO, and
+ * nothing may serve it later): file is not stored, and goes from this
+ * signature once the daemon stops passing it. */
 int store_rank_fail(struct store *st, int64_t capture_id, int rank,
                     const char *label, const char *file, const char *message,
                     struct tr_err *err);
 
-/* The trace file of a rank (done or failed), for GET
- * /captures/<id>/ranks/<r>/trace. Caller frees *path. TR_ENOTFOUND, field
- * "id" or "rank". */
+/* The trace file of a done rank, for GET /captures/<id>/ranks/<r>/trace
+ * (the caller opens it under the capture's root, common/file.h). Caller
+ * frees *path. TR_ENOTFOUND, field "id" or "rank". */
 int store_rank_file(struct store *st, int64_t capture_id, int rank, char **path,
                     struct tr_err *err);
 

@@ -40,9 +40,9 @@ static void config_file_and_overrides(void)
   CHECK_INT(cfg.ready_poll_s, 2);
   CHECK_INT(cfg.ready_timeout_s, 30);
   CHECK_INT(cfg.profile_control, CFG_PROFILE_DAEMON);
-  CHECK(cfg_import_allowed(&cfg, "/b/x/y"));
-  CHECK(cfg_import_allowed(&cfg, "/a"));
-  CHECK(!cfg_import_allowed(&cfg, "/ab"));
+  CHECK_STR(cfg_import_root(&cfg, "/b/x/y"), "/b/");
+  CHECK_STR(cfg_import_root(&cfg, "/a"), "/a");
+  CHECK(cfg_import_root(&cfg, "/ab") == NULL);
   cfg_free(&cfg);
   unlink(path);
 }

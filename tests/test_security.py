@@ -1,0 +1,256 @@
+"""traced in a hostile local world (issue 12): each attack against a real
+daemon over real sockets, as another user of the machine would try it.
+
+Usage: test_security.py CASE, CASE one of
+  files     no byte of a file outside the import roots is ever served: a
+            trace linked to a secret, a rank folder linked out of the root,
+            a folder of linked files, a trace or rank folder swapped for a
+            link (or a FIFO) after indexing, a log swapped for a link; a
+            rank that fails keeps no path; POST /imports answers the same
+            for existing and missing paths outside the roots.
+  fifos     FIFOs named like traces (in rank folders, a folder of them, one
+            given as the path) end in a clear failure within seconds, and
+            the import after them finishes.
+"""
+import json
+import os
+import shutil
+import stat
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tracedtest import TRACES_DIR, Daemon, check, check_eq  # noqa: E402
+
+SMALL = "tracelens__mi210_gpu_only_trace.json.gz"
+SECRET = b"TRACED-SECRET-7f3a9c: never to be served\n"
+
+
+def error_of(resp, status, what):
+    code, body = resp
+    check_eq(code, status, "%s: status (%r)" % (what, body))
+    check(isinstance(body, dict) and "error" in body, what + ": " + repr(body))
+    return body["error"]
+
+
+def no_secret(resp, what):
+    """resp = (code, body): no byte of the secret in it."""
+    body = resp[1] if isinstance(resp[1], bytes) else json.dumps(resp[1])
+    body = body if isinstance(body, bytes) else body.encode()
+    check(SECRET[:20] not in body, "%s served the secret: %r" % (what,
+                                                                 body[:200]))
+
+
+class World:
+    """An import root, a secret outside it, and a daemon that may read the
+    root. Everything lives in private temp folders."""
+
+    def __init__(self, **conf):
+        self.top = tempfile.mkdtemp(prefix="traced-sec-")
+        self.root = os.path.join(self.top, "imports")
+        self.outside = os.path.join(self.top, "outside")
+        os.makedirs(self.root)
+        os.makedirs(self.outside)
+        self.secret = os.path.join(self.outside, "secret.json.gz")
+        with open(self.secret, "wb") as f:
+            f.write(SECRET)
+        conf.setdefault("import_roots", self.root)
+        conf.setdefault("atom_scripts", os.path.join(self.top, "none"))
+        self.d = Daemon(conf=conf)
+
+    def folder(self, name, files=(SMALL,)):
+        """root/name/rank_<i>/t.pt.trace.json.gz, copies of real traces."""
+        top = os.path.join(self.root, name)
+        for i, f in enumerate(files):
+            os.makedirs(os.path.join(top, "rank_%d" % i))
+            shutil.copy(os.path.join(TRACES_DIR, f), self.rank_file(top, i))
+        return top
+
+    @staticmethod
+    def rank_file(top, i):
+        return os.path.join(top, "rank_%d" % i, "t%d.pt.trace.json.gz" % i)
+
+    def imported(self, path, status="done", timeout=60):
+        code, cap = self.d.post("/imports", {"path": path})
+        check_eq(code, 202, "POST /imports %s: %r" % (path, cap))
+        cap = self.d.wait_status(cap["id"], timeout=timeout)
+        check_eq(cap["status"], status, "import of %s: %r" % (path, cap))
+        return cap
+
+    def close(self):
+        shutil.rmtree(self.top, ignore_errors=True)
+
+
+def trace(d, cid, rank):
+    return d.get("/captures/%d/ranks/%d/trace" % (cid, rank), raw=True)
+
+
+# ---- files ----
+
+def check_linked_at_import(w):
+    """Links in an import folder are refused by the scan, named, and no
+    rank is stored (so none can be served)."""
+    d = w.d
+    top = w.folder("linked_file")
+    os.unlink(w.rank_file(top, 0))
+    os.symlink(w.secret, w.rank_file(top, 0))
+    os.symlink(w.outside, os.path.join(w.folder("linked_dir"), "rank_1"))
+    files = os.path.join(w.root, "linked_files")
+    os.makedirs(files)
+    shutil.copy(os.path.join(TRACES_DIR, SMALL), os.path.join(files, "a.json.gz"))
+    os.symlink(w.secret, os.path.join(files, "b.json.gz"))
+    for path, named in [(top, "rank_0/t0.pt.trace.json.gz"),
+                        (os.path.join(w.root, "linked_dir"), "rank_1"),
+                        (files, "b.json.gz")]:
+        cap = w.imported(path, "failed")
+        msg = cap["error"]["message"]
+        check(named in msg and "symbolic link" in msg,
+              "the refusal names %s: %r" % (named, msg))
+        check_eq(cap["ranks"], [], "no rank stored for %s" % path)
+        for rank in (0, 1):
+            resp = trace(d, cap["id"], rank)
+            check_eq(resp[0], 404, "trace of a refused import")
+            no_secret(resp, "trace of %s" % path)
+
+
+def check_failed_rank_keeps_no_path(w):
+    """A rank that fails to index keeps no path: its file is never served,
+    not even after it is swapped for a link to the secret."""
+    d = w.d
+    top = w.folder("half_bad", [SMALL, SMALL])
+    with open(w.rank_file(top, 1), "wb") as f:
+        f.write(b"this is no trace")
+    cap = w.imported(top, "failed")
+    bad = [r for r in cap["ranks"] if r["status"] == "failed"]
+    check_eq(len(bad), 1, "one failed rank: %r" % cap["ranks"])
+    check(bad[0].get("file") is None, "failed rank keeps a path: %r" % bad)
+    check_eq(trace(d, cap["id"], 1)[0], 404, "trace of the failed rank")
+    os.unlink(w.rank_file(top, 1))
+    os.symlink(w.secret, w.rank_file(top, 1))
+    resp = trace(d, cap["id"], 1)
+    check_eq(resp[0], 404, "trace of the failed rank, linked")
+    no_secret(resp, "failed rank")
+    check_eq(trace(d, cap["id"], 0)[0], 200, "the good rank is served")
+
+
+def check_swapped_after_indexing(w):
+    """A done import whose files change under it: a trace swapped for a
+    link or a FIFO, a rank folder swapped for a link: 403 or 404 at once,
+    never a byte of the target."""
+    d = w.d
+    top = w.folder("swapped", [SMALL, SMALL, SMALL])
+    cap = w.imported(top)
+    cid = cap["id"]
+    with open(w.rank_file(top, 0), "rb") as f:
+        check_eq(trace(d, cid, 0), (200, f.read()), "trace before the swap")
+    os.unlink(w.rank_file(top, 0))
+    os.symlink(w.secret, w.rank_file(top, 0))
+    os.unlink(w.rank_file(top, 1))
+    os.mkfifo(w.rank_file(top, 1))
+    shutil.rmtree(os.path.join(top, "rank_2"))
+    os.makedirs(os.path.join(w.outside, "rank_2"))
+    shutil.copy(w.secret, w.rank_file(w.outside, 2))
+    os.symlink(os.path.join(w.outside, "rank_2"), os.path.join(top, "rank_2"))
+    for rank, what in [(0, "trace swapped for a link"),
+                       (1, "trace swapped for a FIFO"),
+                       (2, "rank folder swapped for a link")]:
+        t0 = time.time()
+        resp = trace(d, cid, rank)
+        check(resp[0] in (403, 404), "%s: %r" % (what, resp))
+        check(time.time() - t0 < 5, what + ": slow")
+        no_secret(resp, what)
+    os.unlink(os.path.join(top, "rank_2"))
+    shutil.rmtree(top)
+    check_eq(trace(d, cid, 0)[0], 404, "trace of a removed folder")
+
+
+def check_log_swapped(w):
+    """A log of a capture (here the fallback folder of an import) that is a
+    link: refused, never followed."""
+    d = w.d
+    cap = w.imported(w.folder("logged"))
+    logs = os.path.join(d.conf["trace_root"], "logs", str(cap["id"]))
+    os.makedirs(logs)
+    os.symlink(w.secret, os.path.join(logs, "server.log"))
+    resp = d.get("/captures/%d/logs?which=server" % cap["id"], raw=True)
+    check(resp[0] in (403, 404), "log linked to the secret: %r" % (resp,))
+    no_secret(resp, "log")
+
+
+def check_no_existence_oracle(w):
+    """Outside the roots, existing and missing paths get the same answer,
+    through a link inside the root or not, with ".." or not."""
+    d = w.d
+    link = os.path.join(w.root, "to_outside")
+    os.symlink(w.outside, link)
+    answers = []
+    for path in [w.secret, os.path.join(w.outside, "missing"),
+                 os.path.join(link, "secret.json.gz"),
+                 os.path.join(link, "missing"),
+                 os.path.join(link, "missing", "deeper"),
+                 w.root + "/../outside/secret.json.gz",
+                 w.root + "/../outside/missing"]:
+        err = error_of(d.post("/imports", {"path": path}), 403,
+                       "import of " + path)
+        answers.append((err["code"], err["field"],
+                        err["message"].replace(path, "<path>")))
+    check_eq(len(set(answers)), 1, "one answer outside: %r" % answers)
+    os.unlink(link)
+
+
+def case_files():
+    w = World()
+    try:
+        with w.d:
+            check_linked_at_import(w)
+            check_failed_rank_keeps_no_path(w)
+            check_swapped_after_indexing(w)
+            check_log_swapped(w)
+            check_no_existence_oracle(w)
+    finally:
+        w.close()
+
+
+# ---- fifos ----
+
+def case_fifos():
+    """More FIFOs than index_jobs (2): a blocking open would hold every
+    indexing thread; each import must fail fast, naming the FIFO, and the
+    good import after them must finish."""
+    w = World()
+    try:
+        with w.d as d:
+            fifo_ranks = os.path.join(w.root, "fifo_ranks")
+            for i in range(4):
+                os.makedirs(os.path.join(fifo_ranks, "rank_%d" % i))
+                os.mkfifo(os.path.join(fifo_ranks, "rank_%d" % i,
+                                       "t.pt.trace.json"))
+            fifo_files = os.path.join(w.root, "fifo_files")
+            os.makedirs(fifo_files)
+            for i in range(4):
+                os.mkfifo(os.path.join(fifo_files, "r%d.json" % i))
+            t0 = time.time()
+            for path in (fifo_ranks, fifo_files):
+                cap = w.imported(path, "failed", timeout=20)
+                check("FIFO" in cap["error"]["message"],
+                      "names the FIFO: %r" % cap["error"])
+            one = os.path.join(fifo_files, "r0.json")
+            err = error_of(d.post("/imports", {"path": one}), 400,
+                           "a FIFO as the path")
+            check("FIFO" in err["message"], "names the FIFO: %r" % err)
+            check(time.time() - t0 < 20, "FIFOs took %.1fs" % (
+                time.time() - t0))
+            w.imported(w.folder("after"), timeout=30)
+            check_eq(d.get("/healthz")[0], 200, "healthz")
+    finally:
+        w.close()
+
+
+CASES = {"files": case_files, "fifos": case_fifos}
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2 or sys.argv[1] not in CASES:
+        sys.exit("usage: test_security.py {%s}" % "|".join(CASES))
+    CASES[sys.argv[1]]()
+    print("ok")
