@@ -23,12 +23,17 @@
 #include "store/store.h"
 
 /* Request bodies above this are refused with 413. */
-#define API_BODY_MAX    ((size_t)1 << 20)
+#define API_BODY_MAX  ((size_t)1 << 20)
 /* A client still sending after this many bytes is answered at once (413)
  * and the connection closed; below it the body is drained first so that
  * the client, which writes its body before reading, sees the answer. */
-#define API_DRAIN_MAX   ((size_t)16 << 20)
-#define API_THREADS     4
+#define API_DRAIN_MAX ((size_t)16 << 20)
+#define API_THREADS   4
+/* The Content-Security-Policy of every answer (respond.c). */
+#define API_CSP                                                                \
+  "default-src 'none'; script-src 'self'; style-src 'self'; "                  \
+  "style-src-attr 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; " \
+  "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 /* Memory for answers about done captures (cache.c). */
 #define API_CACHE_BYTES ((size_t)64 << 20)
 
@@ -49,7 +54,7 @@ struct api_route {
 };
 
 /* Status codes counted per route in /metrics; others count as "other". */
-#define API_CODES 12
+#define API_CODES 16
 extern const unsigned api_codes[API_CODES];
 
 /* One MHD worker thread's store connections, opened on first use. */
@@ -62,7 +67,8 @@ struct api {
   struct MHD_Daemon *mhd;
   const struct cfg *cfg; /* borrowed until api_stop() */
   struct api_hooks hooks;
-  int port;
+  int port;             /* the port listened on (the chosen one for port 0) */
+  bool loopback;        /* listening on a loopback address */
   pthread_key_t key;    /* -> this thread's struct api_thread */
   pthread_mutex_t lock; /* guards threads */
   struct api_thread *threads;
@@ -101,6 +107,18 @@ void api_count(struct api *api, const struct api_route *route, unsigned status);
 
 /* GET /metrics (Prometheus text 0.0.4). */
 enum MHD_Result api_get_metrics(struct api_req *r);
+
+/* GET /healthz. */
+enum MHD_Result api_get_healthz(struct api_req *r);
+
+/* ---- guard.c: who may ask (Host, Origin, Sec-Fetch-Site, token) ---- */
+
+/* True when the request may go on; else the refusal (403 naming the
+ * header, 401) is replied and MHD's result is in *ret. */
+bool api_guard(struct api_req *r, enum MHD_Result *ret);
+
+/* The same for a POST's body: Content-Type application/json, else 415. */
+bool api_guard_body(struct api_req *r, enum MHD_Result *ret);
 
 /* ---- respond.c ---- */
 

@@ -22,6 +22,14 @@ enum MHD_Result api_reply(struct api_req *r, unsigned status,
   /* Answers depend on live state: never from a cache. */
   MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
   MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+  /* The dashboard's own scripts and styles only, no frame, no referrer;
+   * style-src-attr: its bars are sized by style attributes. Another
+   * origin may not embed an answer (CORP), nor share a window (COOP). */
+  MHD_add_response_header(resp, "Content-Security-Policy", API_CSP);
+  MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
+  MHD_add_response_header(resp, "X-Frame-Options", "DENY");
+  MHD_add_response_header(resp, "Cross-Origin-Resource-Policy", "same-origin");
+  MHD_add_response_header(resp, "Cross-Origin-Opener-Policy", "same-origin");
   if (status == 401)
     MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
                             "Bearer realm=\"traced\"");

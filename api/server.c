@@ -10,17 +10,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "api/api_int.h"
 #include "common/stats.h"
 
-static enum MHD_Result get_healthz(struct api_req *r);
-
 static const struct api_route routes[] = {
-  { "/healthz", get_healthz, NULL, NULL, NULL },
+  { "/healthz", api_get_healthz, NULL, NULL, NULL },
   { "/metrics", api_get_metrics, NULL, NULL, NULL },
   { "/captures", api_get_captures, api_post_captures, NULL, NULL },
   { "/imports", NULL, api_post_imports, NULL, NULL },
@@ -44,8 +41,8 @@ static const struct api_route routes[] = {
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
 
 /* The last entry, 0, stands for any other code. */
-const unsigned api_codes[API_CODES] = { 200, 202, 400, 401, 403, 404,
-                                        405, 409, 413, 500, 503, 0 };
+const unsigned api_codes[API_CODES] = { 200, 202, 400, 401, 403, 404, 405, 408,
+                                        409, 413, 415, 429, 500, 503, 507, 0 };
 
 /* ---- routing ---- */
 
@@ -94,49 +91,6 @@ static void route_find(struct api_req *r)
       r->route = &routes[i];
       return;
     }
-}
-
-/* ---- auth ---- */
-
-/* Compares in time that depends only on the token's length, so that the
- * answer's timing does not tell how much of a guess was right. */
-static bool token_equal(const char *given, const char *want)
-{
-  size_t n = strlen(want), m = strlen(given);
-  unsigned char diff = m != n;
-
-  for (size_t i = 0; i < n; i++)
-    diff |= (unsigned char)want[i] ^ (unsigned char)(i < m ? given[i] : 0);
-  return diff == 0;
-}
-
-/* GET /healthz and the dashboard's own files (public code, no data) are
- * open; a browser cannot send a bearer header when it loads a page. */
-static bool auth_exempt(const struct api_req *r)
-{
-  if (r->route == NULL || strcmp(r->method, MHD_HTTP_METHOD_GET) != 0)
-    return false;
-  if (r->route->get == get_healthz)
-    return true;
-  return r->route->get == api_get_asset &&
-         api_asset_exists(r->nseg == 0 ? "" : r->seg[0]);
-}
-
-static bool authorized(const struct api_req *r)
-{
-  const char *token = r->api->cfg->auth_token;
-  const char *h;
-
-  if (token[0] == '\0' || auth_exempt(r))
-    return true;
-  h = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
-                                  MHD_HTTP_HEADER_AUTHORIZATION);
-  if (h == NULL || strncasecmp(h, "Bearer ", 7) != 0)
-    return false;
-  h += 7;
-  while (*h == ' ')
-    h++;
-  return token_equal(h, token);
 }
 
 /* ---- requests ---- */
@@ -207,11 +161,10 @@ static enum MHD_Result dispatch(struct api_req *r)
 {
   const struct api_route *rt = r->route;
   enum MHD_Result (*h)(struct api_req *) = NULL;
+  enum MHD_Result ret;
 
-  if (!authorized(r))
-    return api_reply_error(r, 401, "unauthorized", NULL,
-                           "this request needs the header "
-                           "'Authorization: Bearer <auth_token>'");
+  if (!api_guard(r, &ret))
+    return ret;
   if (rt == NULL)
     return api_reply_error(r, 404, "not_found", NULL, "no route %s", r->url);
   if (r->body_len > API_BODY_MAX)
@@ -226,6 +179,8 @@ static enum MHD_Result dispatch(struct api_req *r)
     h = rt->del;
   if (h == NULL)
     return api_reply_method(r);
+  if (!api_guard_body(r, &ret))
+    return ret;
   return h(r);
 }
 
@@ -273,7 +228,7 @@ static void on_log(void *cls, const char *fmt, va_list ap)
 
 static const char *const no_params[] = { NULL };
 
-static enum MHD_Result get_healthz(struct api_req *r)
+enum MHD_Result api_get_healthz(struct api_req *r)
 {
   struct tr_err err = { 0 };
 
@@ -488,6 +443,7 @@ int api_start(const struct cfg *cfg, const struct api_hooks *hooks,
     return tr_err_set(err, TR_ENOMEM, "", "out of memory");
   api->cfg = cfg;
   api->hooks = *hooks;
+  api->loopback = cfg_listen_loopback(cfg);
   api->hits = calloc((NROUTES + 1) * API_CODES, sizeof(*api->hits));
   api->cache = api_cache_new();
   if (api->hits == NULL || api->cache == NULL ||

@@ -1,7 +1,10 @@
 #include "common/config.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +52,7 @@ static const struct key keys[] = {
   { "profile_control", K_PROFILE, offsetof(struct cfg, profile_control), 0, 0 },
   { "import_roots", K_LIST_COLON, offsetof(struct cfg, import_roots), 0, 0 },
   STR(auth_token),
+  { "allowed_hosts", K_LIST_SPACE, offsetof(struct cfg, allowed_hosts), 0, 0 },
   INT(index_jobs, 1, 256),
   { "env_allow", K_LIST_SPACE, offsetof(struct cfg, env_allow), 0, 0 },
   STR(models_json),
@@ -115,6 +119,7 @@ void cfg_defaults(struct cfg *cfg)
   cfg->profile_control = CFG_PROFILE_BENCH;
   cfg->import_roots = split("", ":");
   cfg->auth_token = strdup("");
+  cfg->allowed_hosts = split("", " ");
   cfg->index_jobs = cores > 0 ? (int)cores : 1;
   cfg->env_allow = split(DEFAULT_ENV_ALLOW, " ");
   cfg->models_json = strdup("");
@@ -245,11 +250,46 @@ static void derive_script(char **slot, const char *dir, const char *name)
   *slot = path;
 }
 
-static bool listen_is_loopback(const char *listen)
+bool cfg_address_loopback(const char *addr)
 {
-  return strncmp(listen, "127.", 4) == 0 ||
-         strncmp(listen, "localhost:", 10) == 0 ||
-         strncmp(listen, "[::1]:", 6) == 0;
+  struct addrinfo hints = { .ai_flags = AI_NUMERICHOST };
+  struct addrinfo *res = NULL;
+  bool yes = false;
+
+  if (getaddrinfo(addr, NULL, &hints, &res) != 0)
+    return false;
+  if (res->ai_family == AF_INET) {
+    const struct sockaddr_in *in = (const struct sockaddr_in *)res->ai_addr;
+
+    yes = (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+  } else if (res->ai_family == AF_INET6) {
+    const struct in6_addr *a =
+        &((const struct sockaddr_in6 *)res->ai_addr)->sin6_addr;
+
+    yes = IN6_IS_ADDR_LOOPBACK(a) ||
+          (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+  }
+  freeaddrinfo(res);
+  return yes;
+}
+
+/* The host of listen: a numeric loopback address, or the name
+ * "localhost"; a name that merely starts like one (127.1.nip.io) is not. */
+bool cfg_listen_loopback(const struct cfg *cfg)
+{
+  const char *listen = cfg->listen, *colon = strrchr(listen, ':');
+  size_t n = colon != NULL ? (size_t)(colon - listen) : strlen(listen);
+  char host[256];
+
+  if (n >= 2 && listen[0] == '[' && listen[n - 1] == ']') {
+    listen++;
+    n -= 2;
+  }
+  if (n >= sizeof(host))
+    return false;
+  memcpy(host, listen, n);
+  host[n] = '\0';
+  return strcmp(host, "localhost") == 0 || cfg_address_loopback(host);
 }
 
 /* Import roots are compared with real paths: resolve them once here (a
@@ -277,7 +317,7 @@ int cfg_finish(struct cfg *cfg, struct tr_err *err)
       *end != '\0' || port < 0 || port > 65535)
     return tr_err_set(err, TR_EINVAL, "listen",
                       "listen must be address:port, not \"%s\"", cfg->listen);
-  if (!listen_is_loopback(cfg->listen) && cfg->auth_token[0] == '\0')
+  if (!cfg_listen_loopback(cfg) && cfg->auth_token[0] == '\0')
     return tr_err_set(err, TR_EINVAL, "auth_token",
                       "auth_token is required when listen (%s) is not a "
                       "loopback address",

@@ -30,8 +30,10 @@ struct cfg {
   int export_poll_s;
   int export_max_polls;
   enum cfg_profile_control profile_control;
-  char **import_roots; /* NULL-terminated; empty: imports refused */
-  char *auth_token;    /* "" when unset */
+  char **import_roots;  /* NULL-terminated; empty: imports refused */
+  char *auth_token;     /* "" when unset */
+  char **allowed_hosts; /* NULL-terminated names the Host header may give
+                           besides the listen address and loopback */
   int index_jobs;
   char **env_allow;     /* NULL-terminated name prefixes */
   char *models_json;    /* ATOM's models.json for presets; "" when unset */
@@ -54,6 +56,13 @@ int cfg_set(struct cfg *cfg, const char *key, const char *value,
 /* Checks the whole configuration (ports, timeouts, auth on non-loopback
  * listen) and derives the script paths. */
 int cfg_finish(struct cfg *cfg, struct tr_err *err);
+
+/* True when addr (numeric text, no brackets) is a loopback address:
+ * 127.0.0.0/8, ::1, ::ffff:127.x. A name is never loopback here. */
+bool cfg_address_loopback(const char *addr);
+
+/* True when cfg->listen's host is a loopback address or "localhost". */
+bool cfg_listen_loopback(const struct cfg *cfg);
 
 /* True when name starts with one of cfg->env_allow. */
 bool cfg_env_allowed(const struct cfg *cfg, const char *name);

@@ -11,9 +11,18 @@ Usage: test_security.py CASE, CASE one of
   fifos     FIFOs named like traces (in rank folders, a folder of them, one
             given as the path) end in a clear failure within seconds, and
             the import after them finishes.
+  browser   what a page in a browser on the machine can send: a text/plain
+            or form POST is 415, a foreign or null Origin 403 (POST, DELETE,
+            preflight), a Host that does not name traced 403 (DNS
+            rebinding), a cross-site fetch 403; the dashboard's own
+            same-origin requests pass; no CORS header is ever sent; every
+            answer carries the CSP and safe headers; HEAD / needs no token
+            as GET / does not.
 """
+import http.client
 import json
 import os
+import re
 import shutil
 import stat
 import sys
@@ -80,6 +89,26 @@ class World:
 
     def close(self):
         shutil.rmtree(self.top, ignore_errors=True)
+
+
+def raw(d, method, path, body=None, headers=None, source="127.0.0.1"):
+    """(status, lower-case headers, body bytes), every header as given (a
+    Host among them replaces http.client's), from the address source."""
+    conn = http.client.HTTPConnection("127.0.0.1", d.port, timeout=30,
+                                      source_address=(source, 0))
+    try:
+        hdrs = dict(headers or {})
+        conn.putrequest(method, path, skip_host="Host" in hdrs,
+                        skip_accept_encoding=True)
+        for k, v in hdrs.items():
+            conn.putheader(k, v)
+        if body is not None:
+            conn.putheader("Content-Length", str(len(body)))
+        conn.endheaders(body)
+        r = conn.getresponse()
+        return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+    finally:
+        conn.close()
 
 
 def trace(d, cid, rank):
@@ -247,7 +276,138 @@ def case_fifos():
         w.close()
 
 
-CASES = {"files": case_files, "fifos": case_fifos}
+# ---- browser ----
+
+CAPTURE = json.dumps({"model": "/models/x", "tp": 1}).encode()
+JSON = {"Content-Type": "application/json"}
+
+
+def refused(resp, status, field, what):
+    code, hdrs, body = resp
+    check_eq(code, status, "%s: %r" % (what, body))
+    check_eq(json.loads(body)["error"]["field"], field, what + ": field")
+    return hdrs
+
+
+def check_no_cors(hdrs, what):
+    bad = [k for k in hdrs if k.startswith("access-control-")]
+    check(not bad, "%s: CORS headers %r" % (what, bad))
+
+
+def check_simple_posts(d):
+    """The POSTs a page may send without a preflight never reach a route."""
+    for ctype in ("text/plain", "application/x-www-form-urlencoded",
+                  "multipart/form-data; boundary=x", None,
+                  "application/jsonx"):
+        hdrs = {"Content-Type": ctype} if ctype else {}
+        refused(raw(d, "POST", "/captures", CAPTURE, hdrs), 415,
+                "Content-Type", "POST as %s" % ctype)
+    code, _, body = raw(d, "POST", "/captures", CAPTURE,
+                        {"Content-Type": "application/json; charset=utf-8"})
+    check_eq(code, 202, "POST as JSON with a charset: %r" % body)
+    return json.loads(body)["id"]
+
+
+def check_origins(d, cid):
+    port = d.port
+    evil = {"Origin": "http://evil.example"}
+    for origin in ("http://evil.example", "null",
+                   "http://127.0.0.1:%d.evil.example" % port,
+                   "http://localhost:%d" % port):
+        hdrs = dict(JSON, Origin=origin)
+        refused(raw(d, "POST", "/captures", CAPTURE, hdrs), 403, "Origin",
+                "POST from %s" % origin)
+    hdrs = refused(raw(d, "DELETE", "/captures/%d" % cid, None, evil), 403,
+                   "Origin", "DELETE from a foreign origin")
+    check_no_cors(hdrs, "DELETE")
+    check_eq(d.get("/captures/%d" % cid)[0], 200, "not deleted")
+    pre = dict(evil, **{"Access-Control-Request-Method": "DELETE",
+                        "Access-Control-Request-Headers": "content-type"})
+    hdrs = refused(raw(d, "OPTIONS", "/captures/%d" % cid, None, pre), 403,
+                   "Origin", "preflight from a foreign origin")
+    check_no_cors(hdrs, "preflight")
+    code, hdrs, _ = raw(d, "OPTIONS", "/captures", None,
+                        {"Origin": "http://127.0.0.1:%d" % port,
+                         "Access-Control-Request-Method": "POST"})
+    check_eq(code, 405, "preflight, same origin")
+    check_no_cors(hdrs, "same-origin preflight")
+    fetch = {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "no-cors"}
+    refused(raw(d, "GET", "/captures", None, fetch), 403, "Sec-Fetch-Site",
+            "cross-site fetch")
+    nav = {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate"}
+    check_eq(raw(d, "GET", "/", None, nav)[0], 200, "a link from elsewhere")
+    refused(raw(d, "POST", "/captures", CAPTURE, dict(JSON, **nav)), 403,
+            "Sec-Fetch-Site", "a cross-site form POST")
+
+
+def check_hosts(d):
+    port = d.port
+    for host in ("evil.example:%d" % port, "127.1.nip.io:%d" % port,
+                 "127.0.0.1.nip.io:%d" % port, "localhost.evil:%d" % port,
+                 "127.0.0.1:%d" % (port + 1), "127.0.0.1", "[::2]:%d" % port,
+                 "127.0.0.1:%dx" % port):
+        refused(raw(d, "POST", "/captures", CAPTURE, dict(JSON, Host=host)),
+                403, "Host", "POST with Host %s" % host)
+        refused(raw(d, "GET", "/captures", None, {"Host": host}), 403, "Host",
+                "GET with Host %s" % host)
+    for host in ("127.0.0.1:%d" % port, "localhost:%d" % port,
+                 "LocalHost:%d" % port, "127.0.0.2:%d" % port,
+                 "[::1]:%d" % port):
+        origin = "http://" + host
+        code, _, body = raw(d, "POST", "/captures", CAPTURE,
+                            dict(JSON, Host=host, Origin=origin,
+                                 **{"Sec-Fetch-Site": "same-origin"}))
+        check_eq(code, 202, "same-origin POST via %s: %r" % (host, body))
+
+
+def check_headers(d):
+    for path in ("/", "/app.js", "/captures", "/nope"):
+        code, hdrs, _ = raw(d, "GET", path)
+        csp = hdrs.get("content-security-policy", "")
+        for part in ("default-src 'none'", "script-src 'self'",
+                     "frame-ancestors 'none'", "connect-src 'self'"):
+            check(part in csp, "%s: CSP %r lacks %s" % (path, csp, part))
+        check_eq((hdrs.get("x-content-type-options"),
+                  hdrs.get("referrer-policy"), hdrs.get("x-frame-options")),
+                 ("nosniff", "no-referrer", "DENY"), path + ": headers")
+        check_no_cors(hdrs, path)
+    # The dashboard has no inline script or handler (the CSP blocks them).
+    page = raw(d, "GET", "/")[2].decode()
+    check(not re.search(r"<script(?![^>]*\bsrc=)[^>]*>|\son[a-z]+\s*=", page),
+          "inline script in index.html")
+
+
+def case_browser():
+    w = World()
+    try:
+        with w.d as d:
+            cid = check_simple_posts(d)
+            check_origins(d, cid)
+            check_hosts(d)
+            check_headers(d)
+    finally:
+        w.close()
+    token = "tok-3f9a"
+    allowed = Daemon(conf={"auth_token": token, "allowed_hosts":
+                           "traced.lab.example other.example",
+                           "atom_scripts": "/nonexistent"})
+    with allowed as d:
+        for method in ("GET", "HEAD"):
+            check_eq(raw(d, method, "/")[0], 200, method + " / without token")
+            check_eq(raw(d, method, "/captures")[0], 401,
+                     method + " /captures without token")
+        auth = {"Authorization": "Bearer " + token}
+        host = "traced.lab.example:%d" % d.port
+        code, _, body = raw(d, "POST", "/captures", CAPTURE,
+                            dict(JSON, Host=host, Origin="http://" + host,
+                                 **auth))
+        check_eq(code, 202, "POST via an allowed host: %r" % body)
+        refused(raw(d, "POST", "/captures", CAPTURE,
+                    dict(JSON, Host="evil.example:%d" % d.port, **auth)),
+                403, "Host", "a name not in allowed_hosts")
+
+
+CASES = {"files": case_files, "fifos": case_fifos, "browser": case_browser}
 
 if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] not in CASES:
