@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
+#include <fnmatch.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -329,8 +330,56 @@ int cfg_finish(struct cfg *cfg, struct tr_err *err)
   return 0;
 }
 
+/* Names no request may set, whatever env_allow says (issue 12): each loads
+ * code into the server (run as root), or points it at a file, folder or
+ * address of the client's choice. From ATOM (atom/utils/envs.py:
+ * ATOM_TORCH_PROFILER_DIR moves where the server writes, ATOM_RTL_TRACE_DIR
+ * wraps the launch in `rtl trace`, ATOM_*_DUMP_DIR, ATOM_DEBUG_TOPK_PATH,
+ * ATOM_KV_EVENTS_ENDPOINT), ROCm (HSA_TOOLS_LIB, ROCP_TOOL_LIBRARIES,
+ * AITER_ASM_DIR's kernels, AMD_COMGR_REDIRECT_LOGS, AMD_LOG_LEVEL_FILE,
+ * MIOPEN_USER_DB_PATH) and RCCL/NCCL (NCCL_NET_PLUGIN, NCCL_TUNER_PLUGIN,
+ * NCCL_PROFILER_PLUGIN, NCCL_ENV_PLUGIN, NCCL_DEBUG_FILE, NCCL_TOPO_FILE,
+ * NCCL_GRAPH_DUMP_FILE). fnmatch(3) patterns. */
+static const struct {
+  const char *pattern;
+  const char *why;
+} env_deny[] = {
+  { "LD_*", "it steers the dynamic loader" },
+  { "*PRELOAD*", "it preloads code" },
+  { "*_LIB", "it names a library to load" },
+  { "*_LIBS", "it names libraries to load" },
+  { "*_LIBRARY*", "it names libraries to load" },
+  { "*_PLUGIN*", "it loads a plugin" },
+  { "HSA_TOOLS_*", "HSA loads its tool libraries into every process" },
+  { "ROCP_*", "rocprofiler loads tool libraries from it" },
+  { "ROCPROFILER_*", "rocprofiler loads tool libraries from it" },
+  { "AMD_COMGR_*", "the code-object compiler writes files from it" },
+  { "PYTHON*", "Python runs or imports code from it" },
+  { "*_PATH", "it names a file or a search path" },
+  { "*_PATHS", "it names search paths" },
+  { "*_DIR", "it names a folder the server reads or writes" },
+  { "*_DIRS", "it names folders the server reads or writes" },
+  { "*_FILE", "it names a file the server reads or writes" },
+  { "*_HOME", "code is loaded from under it" },
+  { "*_ROOT", "code is loaded from under it" },
+  { "*_ENDPOINT", "it names an address the server connects to or binds" },
+};
+
+const char *cfg_env_denied(const char *name, const char **pattern)
+{
+  for (size_t i = 0; i < sizeof(env_deny) / sizeof(env_deny[0]); i++)
+    if (fnmatch(env_deny[i].pattern, name, 0) == 0) {
+      if (pattern != NULL)
+        *pattern = env_deny[i].pattern;
+      return env_deny[i].why;
+    }
+  return NULL;
+}
+
 bool cfg_env_allowed(const struct cfg *cfg, const char *name)
 {
+  if (cfg_env_denied(name, NULL) != NULL)
+    return false;
   for (char **p = cfg->env_allow; p != NULL && *p != NULL; p++)
     if (strncmp(name, *p, strlen(*p)) == 0)
       return true;

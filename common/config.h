@@ -64,7 +64,14 @@ bool cfg_address_loopback(const char *addr);
 /* True when cfg->listen's host is a loopback address or "localhost". */
 bool cfg_listen_loopback(const struct cfg *cfg);
 
-/* True when name starts with one of cfg->env_allow. */
+/* Why no request may set the variable name (a static phrase: "it names a
+ * library to load"), whatever env_allow says, with the matching pattern
+ * of the built-in deny list ("*_LIB") in *pattern (may be NULL); NULL
+ * when the list does not forbid it. */
+const char *cfg_env_denied(const char *name, const char **pattern);
+
+/* True when name starts with one of cfg->env_allow and the deny list does
+ * not forbid it. */
 bool cfg_env_allowed(const struct cfg *cfg, const char *name);
 
 /* The one of cfg->import_roots (resolved at cfg_finish()) that the real

@@ -18,6 +18,13 @@ Usage: test_security.py CASE, CASE one of
             same-origin requests pass; no CORS header is ever sent; every
             answer carries the CSP and safe headers; HEAD / needs no token
             as GET / does not.
+  args      server_args may not set a flag traced sets itself (or one that
+            would make the server write a file of the client's choice) in
+            any spelling ATOM's parser takes: kebab, snake, "=value", an
+            abbreviation, -tp/-t; bench_args neither its result path; a
+            word with a space is refused unless it is JSON (stored
+            compact); env may never set a variable of the deny list, even
+            when env_allow admits its prefix.
 """
 import http.client
 import json
@@ -407,7 +414,136 @@ def case_browser():
                 403, "Host", "a name not in allowed_hosts")
 
 
-CASES = {"files": case_files, "fifos": case_fifos, "browser": case_browser}
+# ---- args ----
+
+# ATOM's own flags (atom/model_engine/arg_utils.py, api_server.py): these
+# may be given; the ones traced sets may not.
+ATOM_FLAGS = ["--served-model-name", "--served_model_name",
+              "--trust-remote-code", "-pp", "-pcp", "-dp", "-dcp",
+              "--kv_cache_dtype", "--kv-cache-dtype", "--max-num-seqs",
+              "--moe-backend", "--method", "--num-speculative-tokens",
+              "--enable-expert-parallel", "--gpu-memory-utilization",
+              "--online_quant_config", "--host", "--port",
+              "--chat-template", "--max-model-len"]
+OWN = {"server_args": ["--model", "--tensor-parallel-size", "--server-port",
+                       "--torch-profiler-dir", "--request-log"],
+       "bench_args": ["--result-dir", "--result-filename", "--dataset-path"]}
+
+
+def spellings(flag):
+    """Every word argparse (allow_abbrev, ATOM's two spellings) would take
+    as flag: full, snake, =value, and each prefix that no other flag of
+    ours begins with... every prefix, to be safe: "--m" is refused too."""
+    out = []
+    for f in {flag, "--" + flag[2:].replace("-", "_")}:
+        out += [f, f + "=/x"]
+        out += [f[:n] for n in range(3, len(f))]
+        out += [f[:n] + "=/x" for n in range(3, len(f), 3)]
+    return out
+
+
+def atom_flags_from_source():
+    """ATOM's registered flags read from its source, where it is at hand."""
+    import re as re_
+    src = "/work/atom/atom"
+    files = [os.path.join(src, "model_engine", "arg_utils.py"),
+             os.path.join(src, "entrypoints", "openai", "api_server.py")]
+    flags = set()
+    for f in files:
+        if not os.path.exists(f):
+            return []
+        text = open(f).read()
+        for m in re_.finditer(r'add_argument\(\s*((?:"-[^"]+"\s*,\s*)+)',
+                              text):
+            for o in re_.findall(r'"(-[^"]+)"', m.group(1)):
+                flags.add(o)
+                if o.startswith("--"):
+                    flags.add("--" + o[2:].replace("_", "-"))
+                    flags.add("--" + o[2:].replace("-", "_"))
+    return sorted(flags)
+
+
+def post_args(d, **kw):
+    body = {"model": "/models/x", "tp": 1}
+    body.update(kw)
+    return d.post("/captures", body)
+
+
+def check_own_flags(d):
+    for member, flags in OWN.items():
+        for flag in flags:
+            for word in spellings(flag):
+                err = error_of(post_args(d, **{member: ["--x", word, "1"]}),
+                               400, "%s %s" % (member, word))
+                check_eq(err["field"], member + "[1]", word + ": field")
+                # "--t" could set two of them: it names one.
+                check(any(f in err["message"] for f in flags),
+                      "%s: %r" % (word, err))
+    for word in ("-tp", "-tp=4", "-tp4", "-t", "-t=4"):
+        err = error_of(post_args(d, server_args=[word]), 400, word)
+        check("-tp" in err["message"], "%s: %r" % (word, err))
+    own = {f2 for fl in OWN["server_args"] for f2 in
+           (fl, "--" + fl[2:].replace("-", "_"))} | {"-tp"}
+    legit = ATOM_FLAGS + [f for f in atom_flags_from_source() if f not in own]
+    for flag in legit:
+        code, cap = post_args(d, server_args=[flag, "1"])
+        check_eq(code, 202, "ATOM's own %s refused: %r" % (flag, cap))
+    code, cap = post_args(d, bench_args=["--num-warmups=0", "--seed", "3"])
+    check_eq(code, 202, "bench_args: %r" % (cap,))
+
+
+def check_spaces(d):
+    for word in ("{% if x %}", "a b", '{"a": "x y"}', '"a b"', "[1, 2] x",
+                 '{"a": 1, "a": 2}'):
+        err = error_of(post_args(d, server_args=["--chat-template", word]),
+                       400, "word %r" % word)
+        check_eq(err["field"], "server_args[1]", "field of %r" % word)
+    code, cap = post_args(d, server_args=[
+        "--online_quant_config", '{"use_index_cache": true, "x": [1, 2]}'],
+        bench_args=["--metadata", '{"k": "v"}'])
+    check_eq(code, 202, "JSON words: %r" % (cap,))
+    check_eq(cap["params"]["server_args"][1],
+             '{"use_index_cache":true,"x":[1,2]}', "stored compact")
+    check_eq(cap["params"]["bench_args"][1], '{"k":"v"}', "bench compact")
+
+
+DENIED = ["HSA_TOOLS_LIB", "HSA_TOOLS_REPORT_LOAD_FAILURE", "NCCL_NET_PLUGIN",
+          "NCCL_TUNER_PLUGIN", "NCCL_PROFILER_PLUGIN", "NCCL_ENV_PLUGIN",
+          "NCCL_DEBUG_FILE", "NCCL_TOPO_FILE", "NCCL_GRAPH_DUMP_FILE",
+          "ATOM_TORCH_PROFILER_DIR", "ATOM_RTL_TRACE_DIR", "ATOM_FWD_DUMP_DIR",
+          "ATOM_DEBUG_TOPK_PATH", "ATOM_KV_EVENTS_ENDPOINT", "AITER_ASM_DIR",
+          "ROCP_TOOL_LIBRARIES", "ROCPROFILER_REGISTER_LIB", "HIP_PATH",
+          "TORCH_HOME", "AMD_LOG_LEVEL_FILE", "AMD_COMGR_REDIRECT_LOGS",
+          "MIOPEN_USER_DB_PATH", "TORCH_EXTENSIONS_DIR", "LD_PRELOAD",
+          "LD_LIBRARY_PATH", "PYTHONPATH", "PYTHONSTARTUP",
+          "HIP_LD_PRELOAD_X"]
+ALLOWED = ["NCCL_DEBUG", "HIP_VISIBLE_DEVICES", "ATOM_USE_TRITON_MOE",
+           "AITER_LOG_LEVEL", "NCCL_SOCKET_IFNAME", "ATOM_PROFILER_TIMEOUT"]
+
+
+def check_env(d):
+    for name in DENIED:
+        err = error_of(post_args(d, env={name: "/tmp/x"}), 400, name)
+        check_eq(err["field"], "env." + name, name + ": field")
+        check("never" in err["message"], "%s: %r" % (name, err))
+    code, cap = post_args(d, env={n: "1" for n in ALLOWED})
+    check_eq(code, 202, "allowed env: %r" % (cap,))
+
+
+def case_args():
+    # An env_allow that admits loader and Python variables: the deny list
+    # still wins.
+    with Daemon(conf={"atom_scripts": "/nonexistent",
+                      "env_allow": "ATOM_ AITER_ HSA_ HIP_ AMD_ NCCL_ ROCP_ "
+                                   "ROCPROFILER_ MIOPEN_ TORCH_ LD_ PYTHON"}) \
+            as d:
+        check_own_flags(d)
+        check_spaces(d)
+        check_env(d)
+
+
+CASES = {"files": case_files, "fifos": case_fifos, "browser": case_browser,
+         "args": case_args}
 
 if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] not in CASES:
