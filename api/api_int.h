@@ -158,8 +158,8 @@ enum MHD_Result api_reply_error(struct api_req *r, unsigned status,
     __attribute__((format(printf, 5, 6)));
 
 /* Replies err, its HTTP status derived from err->code (TR_EINVAL 400,
- * TR_ENOTFOUND 404, TR_ECONFLICT 409, TR_ELIMIT 413, TR_EAUTH 401, else
- * 500). */
+ * TR_ENOTFOUND 404, TR_ECONFLICT 409, TR_ELIMIT 413, TR_EAUTH 401,
+ * TR_EBUSY 429, TR_ESTORAGE 507, else 500). */
 enum MHD_Result api_reply_err(struct api_req *r, const struct tr_err *err);
 
 /* 405 naming the methods the route takes, with an Allow header. */

@@ -200,6 +200,8 @@ static unsigned http_status(int code)
   case TR_ENOTFOUND: return 404;
   case TR_ECONFLICT: return 409;
   case TR_ELIMIT: return 413;
+  case TR_EBUSY: return 429;
+  case TR_ESTORAGE: return 507;
   default: return 500;
   }
 }

@@ -228,12 +228,21 @@ static void on_log(void *cls, const char *fmt, va_list ap)
 
 static const char *const no_params[] = { NULL };
 
+/* 200 while the daemon serves, "degraded" with the reason while the store
+ * refuses writes: reads still answer, and a restart would not free the
+ * disk, so a liveness probe must not restart it; monitoring alerts on the
+ * status (or on traced_store_degraded in /metrics). */
 enum MHD_Result api_get_healthz(struct api_req *r)
 {
   struct tr_err err = { 0 };
+  char reason[256];
 
   if (api_query_check(r, no_params, &err) != 0)
     return api_reply_err(r, &err);
+  if (tr_stats_store_degraded(reason, sizeof(reason)))
+    return api_reply_json(
+        r, 200,
+        json_pack("{s:s, s:s}", "status", "degraded", "reason", reason));
   return api_reply_json(r, 200, json_pack("{s:s}", "status", "ok"));
 }
 
@@ -308,12 +317,17 @@ static void metrics_index(FILE *f)
           "traced_ranks_indexed_total %llu\n"
           "# HELP traced_ranks_failed_total Ranks that failed to index.\n"
           "# TYPE traced_ranks_failed_total counter\n"
-          "traced_ranks_failed_total %llu\n",
+          "traced_ranks_failed_total %llu\n"
+          "# HELP traced_store_degraded 1 while the database refuses "
+          "writes (disk full, I/O error).\n"
+          "# TYPE traced_store_degraded gauge\n"
+          "traced_store_degraded %d\n",
           (unsigned long long)atomic_load(&tr_stats.index_bytes),
           (unsigned long long)(ns / 1000000000),
           (unsigned long long)(ns % 1000000000),
           (unsigned long long)atomic_load(&tr_stats.ranks_indexed),
-          (unsigned long long)atomic_load(&tr_stats.ranks_failed));
+          (unsigned long long)atomic_load(&tr_stats.ranks_failed),
+          tr_stats_store_degraded(NULL, 0) ? 1 : 0);
 }
 
 static void metrics_http(FILE *f, struct api *api)

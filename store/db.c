@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/stats.h"
 #include "store/store_int.h"
 
 /* One writer at a time across every connection of the process: a thread
@@ -18,10 +19,29 @@ static pthread_mutex_t write_lock = PTHREAD_MUTEX_INITIALIZER;
 
 enum { BUSY_TIMEOUT_MS = 10000 };
 
+/* SQLITE_FULL and SQLITE_IOERR on a read-write connection: the store
+ * cannot take writes now. The one place every writer's failure passes,
+ * so GET /healthz hears of the daemon's writes too. */
+static bool refuses_writes(struct store *st)
+{
+  int code = sqlite3_extended_errcode(st->db) & 0xff;
+
+  return st->mode == STORE_RW && (code == SQLITE_FULL || code == SQLITE_IOERR);
+}
+
 int store__db_err(struct store *st, const char *what, struct tr_err *err)
 {
-  return tr_err_set(err, TR_EDB, "", "%s: %s", what,
-                    st && st->db ? sqlite3_errmsg(st->db) : "no database");
+  char reason[256];
+
+  if (st == NULL || st->db == NULL)
+    return tr_err_set(err, TR_EDB, "", "%s: no database", what);
+  if (!refuses_writes(st))
+    return tr_err_set(err, TR_EDB, "", "%s: %s", what, sqlite3_errmsg(st->db));
+  snprintf(reason, sizeof(reason),
+           "the database refuses writes: %s (%s): free space on its disk",
+           sqlite3_errmsg(st->db), sqlite3_db_filename(st->db, "main"));
+  tr_stats_store_refused(reason);
+  return tr_err_set(err, TR_ESTORAGE, "", "%s: %s", what, reason);
 }
 
 int store__stmt(struct store *st, const char *sql, sqlite3_stmt **out,
@@ -92,6 +112,8 @@ int store__wr_end(struct store *st, int rc, struct tr_err *err)
 {
   if (rc == 0)
     rc = exec(st, "COMMIT", err);
+  if (rc == 0)
+    tr_stats_store_accepted();
   if (rc < 0 && !sqlite3_get_autocommit(st->db))
     sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
   pthread_mutex_unlock(&write_lock);

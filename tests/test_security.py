@@ -25,6 +25,11 @@ Usage: test_security.py CASE, CASE one of
             word with a space is refused unless it is JSON (stored
             compact); env may never set a variable of the deny list, even
             when env_allow admits its prefix.
+  disk      the database on a small tmpfs, filled: writes answer 507 with a
+            clear error, /healthz says degraded with the reason (and
+            /metrics traced_store_degraded 1); once space is freed, writes
+            and the DELETE of a finished import work and /healthz is ok.
+            Exits 77 (skipped) where tmpfs cannot be mounted.
 """
 import http.client
 import json
@@ -32,6 +37,7 @@ import os
 import re
 import shutil
 import stat
+import subprocess
 import sys
 import tempfile
 import time
@@ -542,8 +548,79 @@ def case_args():
         check_env(d)
 
 
+# ---- disk ----
+
+SKIPPED = 77
+
+
+def fill(folder):
+    """Writes a file in folder until the disk is full; returns its path."""
+    path = os.path.join(folder, "filler")
+    with open(path, "wb") as f:
+        try:
+            while True:
+                f.write(b"\0" * 65536)
+                f.flush()
+        except OSError:
+            pass
+    return path
+
+
+def post_until_refused(d, limit=5000):
+    """POSTs captures until one is refused (the WAL may hold free frames
+    for a while); returns the refusal."""
+    for i in range(limit):
+        code, body = d.post("/captures", {"model": "/models/full%d" % i,
+                                          "label": "x" * 512})
+        if code != 202:
+            return code, body
+    raise AssertionError("%d writes accepted on a full disk" % limit)
+
+
+def case_disk():
+    top = tempfile.mkdtemp(prefix="traced-sec-disk-")
+    mnt = os.path.join(top, "db")
+    os.makedirs(mnt)
+    if os.geteuid() != 0 or subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", mnt],
+            stderr=subprocess.DEVNULL).returncode != 0:
+        print("skipped: cannot mount a tmpfs")
+        shutil.rmtree(top)
+        sys.exit(SKIPPED)
+    w = World(db=os.path.join(mnt, "traced.db"))
+    try:
+        with w.d as d:
+            kept = w.imported(w.folder("kept"))["id"]
+            filler = fill(mnt)
+            code, body = post_until_refused(d)
+            check_eq(code, 507, "a write on a full disk: %r" % (body,))
+            check_eq(body["error"]["code"], "insufficient_storage", "code")
+            check("full" in body["error"]["message"], "message: %r" % body)
+            code, health = d.get("/healthz")
+            check_eq((code, health["status"]), (200, "degraded"),
+                     "healthz on a full disk: %r" % health)
+            check("full" in health["reason"], "reason: %r" % health)
+            metrics = d.get("/metrics", raw=True)[1].decode()
+            check("traced_store_degraded 1" in metrics, "metrics gauge")
+            code, _ = d.delete("/captures/%d" % kept)
+            check(code in (200, 507), "DELETE on a full disk: %d" % code)
+            os.unlink(filler)
+            code, cap = d.post("/captures", {"model": "/models/after"})
+            check_eq(code, 202, "a write once space is back: %r" % (cap,))
+            check_eq(d.get("/healthz"), (200, {"status": "ok"}),
+                     "healthz once space is back")
+            if code == 202 and d.get("/captures/%d" % kept)[0] == 200:
+                check_eq(d.delete("/captures/%d" % kept),
+                         (200, {"deleted": kept}), "DELETE once space is back")
+            check_eq(d.get("/captures/%d" % kept)[0], 404, "deleted")
+    finally:
+        subprocess.run(["umount", "-l", mnt])
+        w.close()
+        shutil.rmtree(top, ignore_errors=True)
+
+
 CASES = {"files": case_files, "fifos": case_fifos, "browser": case_browser,
-         "args": case_args}
+         "args": case_args, "disk": case_disk}
 
 if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] not in CASES:
