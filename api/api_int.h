@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "api/api.h"
 #include "store/store.h"
@@ -40,6 +41,7 @@
 struct api_req;
 struct api_table;
 struct api_cache;
+struct api_conns;
 
 /* A handler answers the request with one api_reply*() call and returns
  * its result. */
@@ -75,6 +77,10 @@ struct api {
   /* [route index + 1][code index]; row 0 counts unknown routes. */
   atomic_uint_least64_t *hits;
   struct api_cache *cache;
+  struct api_conns *conns;  /* request deadlines (conns.c) */
+  pthread_mutex_t log_lock; /* guards the three below (MHD's messages) */
+  time_t log_second;
+  unsigned log_count, log_dropped;
 };
 
 #define API_MAX_SEGS 6
@@ -191,6 +197,26 @@ void api_cache_put(struct api_cache *c, uint64_t epoch, const char *key,
 
 /* Forgets every answer about capture id (it is being deleted). */
 void api_cache_drop(struct api_cache *c, int64_t id);
+
+/* ---- conns.c: request deadlines ---- */
+
+/* Starts the reaper that shuts down connections whose request is not
+ * received request_timeout_s after it began. 0 or TR_ENOMEM. */
+int api_conns_start(struct api *api, int request_timeout_s);
+
+/* Stops it; after MHD_stop_daemon(). NULL conns is ok. */
+void api_conns_stop(struct api *api);
+
+/* MHD_OPTION_NOTIFY_CONNECTION: tracks each connection (cls: the api). */
+void api_on_connection(void *cls, struct MHD_Connection *conn,
+                       void **socket_context,
+                       enum MHD_ConnectionNotificationCode toe);
+
+/* The connection's request is fully received: its deadline stops. */
+void api_conn_received(struct api *api, struct MHD_Connection *conn);
+
+/* Its request was answered: the next one's clock starts now. */
+void api_conn_next(struct api *api, struct MHD_Connection *conn);
 
 /* ---- validate.c ---- */
 

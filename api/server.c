@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "api/api_int.h"
@@ -204,6 +206,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn,
     *upload_size = 0;
     return r->answered ? MHD_YES : take_body(r, upload, n);
   }
+  /* The whole request is in: its deadline (conns.c) no longer runs. */
+  api_conn_received(r->api, conn);
   if (r->answered)
     return MHD_YES;
   return dispatch(r);
@@ -212,18 +216,37 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn,
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode why)
 {
-  (void)cls;
-  (void)conn;
   (void)why;
   req_free(*con_cls);
   *con_cls = NULL;
+  /* A kept-alive connection's next request starts its clock now. */
+  api_conn_next(cls, conn);
 }
+
+/* MHD's messages, at most LOG_PER_SECOND a second: a flood of refused
+ * connections must not flood the journal too. */
+#define LOG_PER_SECOND 10
 
 static void on_log(void *cls, const char *fmt, va_list ap)
 {
-  (void)cls;
-  fputs("traced: http: ", stderr);
-  vfprintf(stderr, fmt, ap);
+  struct api *api = cls;
+  time_t now = time(NULL);
+
+  pthread_mutex_lock(&api->log_lock);
+  if (now != api->log_second) {
+    if (api->log_dropped > 0)
+      fprintf(stderr, "traced: http: %u more messages in that second\n",
+              api->log_dropped);
+    api->log_second = now;
+    api->log_count = api->log_dropped = 0;
+  }
+  if (api->log_count++ < LOG_PER_SECOND) {
+    fputs("traced: http: ", stderr);
+    vfprintf(stderr, fmt, ap);
+  } else {
+    api->log_dropped++;
+  }
+  pthread_mutex_unlock(&api->log_lock);
 }
 
 static const char *const no_params[] = { NULL };
@@ -386,6 +409,28 @@ enum MHD_Result api_get_metrics(struct api_req *r)
 
 /* ---- start and stop ---- */
 
+/* Descriptors traced needs besides its connections: the database's, the
+ * indexer's files, the children's pipes and logs. */
+#define FDS_BESIDE 256
+
+/* Raises the soft descriptor limit towards want (systemd's default is
+ * 1024 soft, far more hard): every connection MHD accepts takes one, also
+ * those it refuses at once for the limits. */
+static void raise_fd_limit(rlim_t want)
+{
+  struct rlimit rl;
+
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want)
+    return;
+  rl.rlim_cur = want < rl.rlim_max ? want : rl.rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur < want)
+    fprintf(stderr,
+            "traced: only %llu file descriptors: max_connections (%llu) "
+            "needs %llu\n",
+            (unsigned long long)rl.rlim_cur,
+            (unsigned long long)(want - FDS_BESIDE), (unsigned long long)want);
+}
+
 /* The port a bound socket got (the chosen one when asked for port 0). */
 static int port_of(int fd)
 {
@@ -468,10 +513,17 @@ int api_start(const struct cfg *cfg, const struct api_hooks *hooks,
     return tr_err_set(err, TR_ENOMEM, "", "out of memory");
   }
   pthread_mutex_init(&api->lock, NULL);
+  pthread_mutex_init(&api->log_lock, NULL);
+  raise_fd_limit((rlim_t)cfg->max_connections + FDS_BESIDE);
   fd = listen_on(cfg->listen, &api->port, err);
   if (fd < 0) {
     api_stop(api);
     return fd;
+  }
+  if (api_conns_start(api, cfg->request_timeout_s) != 0) {
+    close(fd);
+    api_stop(api);
+    return tr_err_set(err, TR_ENOMEM, "", "out of memory");
   }
   /* MHD owns fd from here on, and closes it when stopped. */
   api->mhd = MHD_start_daemon(
@@ -480,8 +532,11 @@ int api_start(const struct cfg *cfg, const struct api_hooks *hooks,
       api, /* first: MHD says so */
       MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_THREAD_POOL_SIZE,
       (unsigned)API_THREADS, MHD_OPTION_NOTIFY_COMPLETED, on_completed, api,
-      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_CONNECTION_LIMIT,
-      (unsigned)1024, MHD_OPTION_END);
+      MHD_OPTION_NOTIFY_CONNECTION, api_on_connection, api,
+      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->idle_timeout_s,
+      MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
+      MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+      (unsigned)cfg->max_connections_per_client, MHD_OPTION_END);
   if (api->mhd == NULL) {
     close(fd);
     api_stop(api);
@@ -499,6 +554,7 @@ void api_stop(struct api *api)
   /* Joins the workers: no thread uses a store connection after this. */
   if (api->mhd != NULL)
     MHD_stop_daemon(api->mhd);
+  api_conns_stop(api);
   while (api->threads != NULL) {
     struct api_thread *t = api->threads;
 
@@ -509,6 +565,7 @@ void api_stop(struct api *api)
   }
   pthread_key_delete(api->key);
   pthread_mutex_destroy(&api->lock);
+  pthread_mutex_destroy(&api->log_lock);
   api_cache_free(api->cache);
   free(api->hits);
   free(api);

@@ -58,6 +58,10 @@ static const struct key keys[] = {
   { "env_allow", K_LIST_SPACE, offsetof(struct cfg, env_allow), 0, 0 },
   STR(models_json),
   STR(category_rules),
+  INT(max_connections, 16, 1000000),
+  INT(max_connections_per_client, 1, 1000000),
+  INT(request_timeout_s, 1, 3600),
+  INT(idle_timeout_s, 1, 86400),
   INT(stop_timeout_s, 1, 86400),
   INT(launch_timeout_s, 1, 86400),
 };
@@ -125,6 +129,10 @@ void cfg_defaults(struct cfg *cfg)
   cfg->env_allow = split(DEFAULT_ENV_ALLOW, " ");
   cfg->models_json = strdup("");
   cfg->category_rules = strdup("");
+  cfg->max_connections = 512;
+  cfg->max_connections_per_client = 64;
+  cfg->request_timeout_s = 10;
+  cfg->idle_timeout_s = 60;
   cfg->stop_timeout_s = 120;
   cfg->launch_timeout_s = 300;
 }

@@ -38,8 +38,12 @@ struct cfg {
   char **env_allow;     /* NULL-terminated name prefixes */
   char *models_json;    /* ATOM's models.json for presets; "" when unset */
   char *category_rules; /* extra category rules file; "" when unset */
-  int stop_timeout_s;   /* the stop script's deadline */
-  int launch_timeout_s; /* the start script's deadline */
+  int max_connections;  /* HTTP connections at once, in all */
+  int max_connections_per_client; /* from one client address */
+  int request_timeout_s;          /* to receive a request's headers and body */
+  int idle_timeout_s;             /* a connection silent this long is closed */
+  int stop_timeout_s;             /* the stop script's deadline */
+  int launch_timeout_s;           /* the start script's deadline */
 };
 
 /* Fills cfg with the defaults of docs/API.md. Caller frees with cfg_free(). */

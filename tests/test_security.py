@@ -30,11 +30,19 @@ Usage: test_security.py CASE, CASE one of
             /metrics traced_store_degraded 1); once space is freed, writes
             and the DELETE of a finished import work and /healthz is ok.
             Exits 77 (skipped) where tmpfs cannot be mounted.
+  slowloris 1,100 connections from 127.0.0.1, half trickling a header line
+            every 2 s, half idle: /healthz from 127.0.0.2 answers within 1 s
+            throughout; at most max_connections_per_client of them are
+            kept, and those are closed at request_timeout_s although they
+            keep sending (the deadline runs from the request's start).
 """
+import errno
 import http.client
 import json
 import os
 import re
+import resource
+import socket
 import shutil
 import stat
 import subprocess
@@ -619,8 +627,101 @@ def case_disk():
         shutil.rmtree(top, ignore_errors=True)
 
 
+# ---- slowloris ----
+
+ATTACKERS = 1100
+PER_CLIENT = 64  # max_connections_per_client's default
+
+
+def open_attackers(port, n):
+    """n connections from 127.0.0.1, every other one starting a request."""
+    socks = []
+    for i in range(n):
+        s = socket.socket()
+        s.settimeout(2)
+        try:
+            s.connect(("127.0.0.1", port))
+            if i % 2 == 0:
+                s.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+                          % port)
+        except OSError:
+            s.close()
+            continue
+        socks.append((s, i % 2 == 0))
+    return socks
+
+
+def still_open(s):
+    """False once the server has closed (or reset) the connection."""
+    s.setblocking(False)
+    try:
+        return s.recv(1, socket.MSG_PEEK) != b""
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        s.settimeout(2)
+
+
+def trickle(socks):
+    for s, talking in socks:
+        if talking:
+            try:
+                s.sendall(b"X-Slow: 1\r\n")
+            except OSError:
+                pass
+
+
+def probe(port):
+    """Seconds GET /healthz from 127.0.0.2 took (inf when it failed)."""
+    t0 = time.time()
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=3,
+                                      source_address=("127.0.0.2", 0))
+    try:
+        conn.request("GET", "/healthz")
+        ok = conn.getresponse().status == 200
+    except OSError:
+        ok = False
+    finally:
+        conn.close()
+    return time.time() - t0 if ok else float("inf")
+
+
+def case_slowloris():
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = min(hard, 4096)
+    if soft < want:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+    check(want >= ATTACKERS + 100, "need %d descriptors, have %d" % (
+        ATTACKERS + 100, want))
+    # The defaults: 64 per client address, 512 in all, 10 s per request.
+    with Daemon(conf={"atom_scripts": "/nonexistent"}) as d:
+        t0 = time.time()
+        socks = open_attackers(d.port, ATTACKERS)
+        worst, kept, rounds = 0.0, None, 0
+        while time.time() - t0 < 13:
+            worst = max(worst, probe(d.port))
+            if time.time() - t0 > 2 * rounds:
+                trickle(socks)
+                rounds += 1
+            if kept is None and time.time() - t0 > 2:
+                kept = sum(still_open(s) for s, _ in socks)
+            time.sleep(0.3)
+        left = sum(still_open(s) for s, _ in socks)
+        for s, _ in socks:
+            s.close()
+        print("slowloris: %d connections opened, %d kept after 2 s, %d "
+              "after 13 s; slowest /healthz %.3f s" % (len(socks), kept,
+                                                        left, worst))
+        check(worst < 1.0, "/healthz took %.2f s under attack" % worst)
+        check(kept is not None and kept <= PER_CLIENT,
+              "%s connections from one address kept" % kept)
+        check_eq(left, 0, "connections left after request_timeout_s")
+
+
 CASES = {"files": case_files, "fifos": case_fifos, "browser": case_browser,
-         "args": case_args, "disk": case_disk}
+         "args": case_args, "disk": case_disk, "slowloris": case_slowloris}
 
 if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] not in CASES:
