@@ -83,10 +83,34 @@ static struct MHD_Response *json_response(json_t *obj)
   return json_text_response(text);
 }
 
+/* True (and the refusal replied, MHD's result in *ret) when text, a JSON
+ * answer, is longer than max_response_bytes. Frees text then. */
+static bool too_large(struct api_req *r, char *text, enum MHD_Result *ret)
+{
+  size_t len = text != NULL ? strlen(text) : 0;
+  int max = r->api->cfg->max_response_bytes;
+
+  if (len <= (size_t)max)
+    return false;
+  free(text);
+  *ret = api_reply_error(r, 413, "too_large", "limit",
+                         "the answer would be %zu bytes, more than "
+                         "max_response_bytes (%d): ask for fewer rows "
+                         "(limit) or one rank",
+                         len, max);
+  return true;
+}
+
 enum MHD_Result api_reply_json(struct api_req *r, unsigned status, json_t *obj)
 {
+  char *text = obj != NULL ? json_dumps(obj, JSON_COMPACT) : NULL;
+  enum MHD_Result ret;
+
+  json_decref(obj);
+  if (too_large(r, text, &ret))
+    return ret;
   /* Out of memory: api_reply() drops the connection. */
-  return api_reply(r, status, json_response(obj));
+  return api_reply(r, status, json_text_response(text));
 }
 
 /* ---- kept answers (cache.c) ---- */
@@ -158,8 +182,11 @@ enum MHD_Result api_reply_keep(struct api_req *r, json_t *obj,
 {
   char key[KEY_MAX];
   char *text = obj != NULL ? json_dumps(obj, JSON_COMPACT) : NULL;
+  enum MHD_Result ret;
 
   json_decref(obj);
+  if (too_large(r, text, &ret))
+    return ret;
   if (text != NULL && ids != NULL && request_key(r, key, sizeof(key)))
     api_cache_put(r->api->cache, epoch, key, ids, text, strlen(text));
   return api_reply(r, 200, json_text_response(text));

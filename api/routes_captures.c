@@ -19,7 +19,6 @@
 
 #include "api/api_int.h"
 #include "common/file.h"
-#include "common/lifecycle.h"
 
 #define LOG_TAIL_BYTES 65536
 
@@ -56,11 +55,6 @@ static bool is_done(json_t *cap)
   return status != NULL && strcmp(status, "done") == 0;
 }
 
-static bool is_final(const char *status)
-{
-  return tr_status_final(tr_status_parse(status));
-}
-
 /* Inserts the queued row, tells the loop, answers 202 with the capture
  * object. params and label (may be NULL) are borrowed. */
 static enum MHD_Result queue(struct api_req *r, const char *kind,
@@ -73,7 +67,8 @@ static enum MHD_Result queue(struct api_req *r, const char *kind,
   int64_t id;
 
   if (st == NULL ||
-      store_capture_insert(st, kind, label, params, &id, &err) != 0)
+      store_capture_insert(st, kind, label, params, r->api->cfg->max_queued,
+                           &id, &err) != 0)
     return api_reply_err(r, &err);
   if (hooks->wake != NULL)
     hooks->wake(hooks->ud);
@@ -249,35 +244,57 @@ enum MHD_Result api_post_imports(struct api_req *r)
   return ret;
 }
 
+/* The id to pass as before= for the page after list (limit asked): its
+ * last id when the page is full, or cut short by max_response_bytes with
+ * more behind it; NULL on the last page. */
+static json_t *next_before(struct store *st, struct store_list_filter *f,
+                           json_t *list, int64_t limit)
+{
+  json_t *last =
+      json_object_get(json_array_get(list, json_array_size(list) - 1), "id");
+  json_t *more = NULL;
+  bool any;
+
+  if (last == NULL || json_array_size(list) == (size_t)limit)
+    return last;
+  f->before = json_integer_value(last);
+  f->limit = 1;
+  any =
+      store_capture_list(st, f, &more, NULL) == 0 && json_array_size(more) > 0;
+  json_decref(more);
+  return any ? last : NULL;
+}
+
 enum MHD_Result api_get_captures(struct api_req *r)
 {
   static const char *const names[] = { "status", "model",  "kind",
                                        "limit",  "before", NULL };
   static const char *const kinds[] = { "capture", "import", NULL };
+  const struct cfg *cfg = r->api->cfg;
   struct store_list_filter f = { 0 };
   struct tr_err err = { 0 };
-  int64_t limit = 50, before = 0;
-  json_t *list = NULL, *last;
+  int64_t limit = cfg->list_limit, before = 0;
+  json_t *list = NULL;
   struct store *st;
 
   if (api_query_check(r, names, &err) != 0 ||
       api_query_enum(r, "status", api_statuses, &f.status, &err) != 0 ||
       api_query_str(r, "model", 4096, &f.model, &err) != 0 ||
       api_query_enum(r, "kind", kinds, &f.kind, &err) != 0 ||
-      api_query_int(r, "limit", 1, 1000, &limit, &err) != 0 ||
+      api_query_int(r, "limit", 1, cfg->list_limit_max, &limit, &err) != 0 ||
       api_query_int(r, "before", 1, INT64_MAX, &before, &err) != 0)
     return api_reply_err(r, &err);
   f.limit = (int)limit;
   f.before = before;
+  /* The page stops early rather than build an answer too large to send. */
+  f.max_bytes = (size_t)cfg->max_response_bytes / 2;
   st = api_store(r, STORE_RO, &err);
   if (st == NULL || store_capture_list(st, &f, &list, &err) != 0)
     return api_reply_err(r, &err);
-  /* A full page may have a next one: it starts below its last id. */
-  last = json_array_size(list) == (size_t)limit
-             ? json_object_get(json_array_get(list, limit - 1), "id")
-             : NULL;
-  return api_reply_json(
-      r, 200, json_pack("{s:o, s:O?}", "captures", list, "next_before", last));
+  return api_reply_json(r, 200,
+                        json_pack("{s:o, s:O?}", "captures", list,
+                                  "next_before",
+                                  next_before(st, &f, list, limit)));
 }
 
 enum MHD_Result api_get_capture(struct api_req *r)
@@ -327,16 +344,13 @@ static int remove_files(const struct cfg *cfg, const char *sub, int64_t id)
   return 0;
 }
 
-/* A finished capture: its record, then its files under trace_root. */
-static enum MHD_Result delete_finished(struct api_req *r, int64_t id)
+/* A capture deleted: the answers kept about it, then its files under
+ * trace_root. */
+static enum MHD_Result deleted(struct api_req *r, int64_t id)
 {
   const struct cfg *cfg = r->api->cfg;
-  struct tr_err err = { 0 };
-  struct store *st = api_store(r, STORE_RW, &err);
   json_t *out;
 
-  if (st == NULL || store_capture_delete(st, id, &err) != 0)
-    return api_reply_err(r, &err);
   /* After the delete: a kept answer filled meanwhile is refused. */
   api_cache_drop(r->api->cache, id);
   out = json_pack("{s:I}", "deleted", (json_int_t)id);
@@ -347,21 +361,9 @@ static enum MHD_Result delete_finished(struct api_req *r, int64_t id)
   return api_reply_json(r, 200, out);
 }
 
-/* The capture's status now, or a reply when it is gone. */
-static int read_status(struct api_req *r, int64_t id, json_t **cap,
-                       struct tr_err *err)
-{
-  struct store *st = api_store(r, STORE_RO, err);
-
-  json_decref(*cap);
-  *cap = NULL;
-  if (st == NULL || store_capture_get(st, id, cap, err) != 0)
-    return err->code != 0 ? err->code : TR_EIO;
-  return 0;
-}
-
 /* Cancel a running one through the loop: answered at once (202), the
- * status changes when the runner has stopped it. */
+ * status changes when the runner has stopped it. If it has just finished,
+ * 409: a cancel never becomes a delete. */
 static enum MHD_Result cancel_running(struct api_req *r, int64_t id,
                                       json_t *cap)
 {
@@ -380,38 +382,30 @@ static enum MHD_Result cancel_running(struct api_req *r, int64_t id,
                          "too many cancel requests pending; retry");
 }
 
+/* The store decides (store_capture_end()): cancel a queued capture,
+ * delete a finished one, or leave a running one to the runner. */
 enum MHD_Result api_delete_capture(struct api_req *r)
 {
   struct tr_err err = { 0 };
+  enum store_end what;
   enum MHD_Result ret;
+  struct store *st;
   json_t *cap = NULL;
-  bool was_queued = false;
-  const char *status;
-  struct store *rw;
   int64_t id;
 
   if (api_query_check(r, no_params, &err) != 0 ||
-      api_path_id(r, &id, &err) != 0 || read_status(r, id, &cap, &err) != 0)
+      api_path_id(r, &id, &err) != 0 ||
+      (st = api_store(r, STORE_RW, &err)) == NULL ||
+      store_capture_end(st, id, &what, &err) != 0)
     return api_reply_err(r, &err);
-  status = json_string_value(json_object_get(cap, "status"));
-  if (status != NULL && strcmp(status, "queued") == 0) {
-    /* Atomic against the runner taking it: either we cancel it while
-     * queued, or it is running by now and is cancelled as such. */
-    rw = api_store(r, STORE_RW, &err);
-    if (rw == NULL ||
-        store_capture_cancel_queued(rw, id, &was_queued, &err) != 0 ||
-        read_status(r, id, &cap, &err) != 0) {
-      json_decref(cap);
-      return api_reply_err(r, &err);
-    }
-    if (was_queued)
-      return api_reply_json(r, 200, cap);
-    status = json_string_value(json_object_get(cap, "status"));
-  }
-  if (status != NULL && is_final(status))
-    ret = delete_finished(r, id);
-  else
-    ret = cancel_running(r, id, cap);
+  if (what == STORE_END_DELETED)
+    return deleted(r, id);
+  if ((st = api_store(r, STORE_RO, &err)) == NULL ||
+      store_capture_get(st, id, &cap, &err) != 0)
+    return api_reply_err(r, &err);
+  if (what == STORE_END_CANCELLED)
+    return api_reply_json(r, 200, cap);
+  ret = cancel_running(r, id, cap);
   json_decref(cap);
   return ret;
 }

@@ -358,6 +358,20 @@ static int check_capture(const struct cfg *cfg, json_t *obj, struct tr_err *err)
   return 0;
 }
 
+/* The request as it will be stored, at most max_params_bytes: each
+ * capture row keeps it, and every list of captures carries it. */
+static int check_size(const struct cfg *cfg, json_t *obj, struct tr_err *err)
+{
+  size_t n = json_dumpb(obj, NULL, 0, JSON_COMPACT);
+
+  if (n > (size_t)cfg->max_params_bytes)
+    return tr_err_set(err, TR_ELIMIT, "body",
+                      "the request is %zu bytes once validated; at most %d "
+                      "(max_params_bytes)",
+                      n, cfg->max_params_bytes);
+  return 0;
+}
+
 int api_parse_capture(const struct cfg *cfg, const char *body, size_t len,
                       json_t **params, struct tr_err *err)
 {
@@ -382,6 +396,11 @@ int api_parse_capture(const struct cfg *cfg, const char *body, size_t len,
                       "stacks and memory the trace grows 3-4x and its "
                       "export has run workers out of memory, so it is "
                       "allowed only with a short window");
+  }
+  rc = check_size(cfg, obj, err);
+  if (rc != 0) {
+    json_decref(obj);
+    return rc;
   }
   *params = obj;
   return 0;

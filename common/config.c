@@ -58,6 +58,13 @@ static const struct key keys[] = {
   { "env_allow", K_LIST_SPACE, offsetof(struct cfg, env_allow), 0, 0 },
   STR(models_json),
   STR(category_rules),
+  INT(max_queued, 1, 1000000),
+  INT(max_params_bytes, 1024, 16 << 20),
+  INT(list_limit, 1, 1000000),
+  INT(list_limit_max, 1, 1000000),
+  INT(table_limit, 1, 1000000),
+  INT(table_limit_max, 1, 1000000),
+  INT(max_response_bytes, 65536, 1 << 30),
   INT(max_connections, 16, 1000000),
   INT(max_connections_per_client, 1, 1000000),
   INT(request_timeout_s, 1, 3600),
@@ -129,6 +136,13 @@ void cfg_defaults(struct cfg *cfg)
   cfg->env_allow = split(DEFAULT_ENV_ALLOW, " ");
   cfg->models_json = strdup("");
   cfg->category_rules = strdup("");
+  cfg->max_queued = 256;
+  cfg->max_params_bytes = 64 << 10;
+  cfg->list_limit = 50;
+  cfg->list_limit_max = 500;
+  cfg->table_limit = 100;
+  cfg->table_limit_max = 1000;
+  cfg->max_response_bytes = 16 << 20;
   cfg->max_connections = 512;
   cfg->max_connections_per_client = 64;
   cfg->request_timeout_s = 10;
@@ -331,6 +345,14 @@ int cfg_finish(struct cfg *cfg, struct tr_err *err)
                       "auth_token is required when listen (%s) is not a "
                       "loopback address",
                       cfg->listen);
+  if (cfg->list_limit > cfg->list_limit_max)
+    return tr_err_set(err, TR_EINVAL, "list_limit",
+                      "list_limit (%d) is above list_limit_max (%d)",
+                      cfg->list_limit, cfg->list_limit_max);
+  if (cfg->table_limit > cfg->table_limit_max)
+    return tr_err_set(err, TR_EINVAL, "table_limit",
+                      "table_limit (%d) is above table_limit_max (%d)",
+                      cfg->table_limit, cfg->table_limit_max);
   resolve_roots(cfg->import_roots);
   derive_script(&cfg->start_script, cfg->atom_scripts, "start_atom_server.sh");
   derive_script(&cfg->bench_script, cfg->atom_scripts, "run_benchmark.sh");

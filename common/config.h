@@ -35,10 +35,17 @@ struct cfg {
   char **allowed_hosts; /* NULL-terminated names the Host header may give
                            besides the listen address and loopback */
   int index_jobs;
-  char **env_allow;     /* NULL-terminated name prefixes */
-  char *models_json;    /* ATOM's models.json for presets; "" when unset */
-  char *category_rules; /* extra category rules file; "" when unset */
-  int max_connections;  /* HTTP connections at once, in all */
+  char **env_allow;       /* NULL-terminated name prefixes */
+  char *models_json;      /* ATOM's models.json for presets; "" when unset */
+  char *category_rules;   /* extra category rules file; "" when unset */
+  int max_queued;         /* captures and imports waiting, at most */
+  int max_params_bytes;   /* a capture request, validated, at most */
+  int list_limit;         /* GET /captures' default limit */
+  int list_limit_max;     /* and its largest */
+  int table_limit;        /* the table routes' and /diff's default limit */
+  int table_limit_max;    /* and their largest */
+  int max_response_bytes; /* a JSON answer, at most */
+  int max_connections;    /* HTTP connections at once, in all */
   int max_connections_per_client; /* from one client address */
   int request_timeout_s;          /* to receive a request's headers and body */
   int idle_timeout_s;             /* a connection silent this long is closed */

@@ -185,15 +185,31 @@ static json_t *row_object(sqlite3_stmt *stmt)
   return row;
 }
 
-int store__rows(struct store *st, sqlite3_stmt *stmt, json_t **out,
-                struct tr_err *err)
+/* The bytes of the row's text and blob columns. */
+static size_t row_bytes(sqlite3_stmt *stmt)
+{
+  size_t n = 0;
+
+  for (int c = sqlite3_column_count(stmt) - 1; c >= 0; c--)
+    n += (size_t)sqlite3_column_bytes(stmt, c);
+  return n;
+}
+
+int store__rows_max(struct store *st, sqlite3_stmt *stmt, size_t max_bytes,
+                    json_t **out, struct tr_err *err)
 {
   json_t *arr = *out ? *out : json_array();
-  int rc = 0, s;
+  size_t used = 0;
+  int rc = 0, s = SQLITE_DONE;
 
   if (arr == NULL)
     rc = tr_err_set(err, TR_ENOMEM, "", "rows");
   while (rc == 0 && (s = sqlite3_step(stmt)) == SQLITE_ROW) {
+    used += row_bytes(stmt);
+    if (max_bytes > 0 && used > max_bytes && json_array_size(arr) > 0) {
+      s = SQLITE_DONE; /* the budget is spent: the rest stays unread */
+      break;
+    }
     if (json_array_append_new(arr, row_object(stmt)) < 0)
       rc = tr_err_set(err, TR_ENOMEM, "", "rows");
   }
@@ -205,6 +221,12 @@ int store__rows(struct store *st, sqlite3_stmt *stmt, json_t **out,
   else if (rc == 0)
     *out = arr;
   return rc;
+}
+
+int store__rows(struct store *st, sqlite3_stmt *stmt, json_t **out,
+                struct tr_err *err)
+{
+  return store__rows_max(st, stmt, 0, out, err);
 }
 
 int store__check_enum(const char *s, const char *const *allowed,

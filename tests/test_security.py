@@ -720,8 +720,105 @@ def case_slowloris():
         check_eq(left, 0, "connections left after request_timeout_s")
 
 
+# ---- bounds ----
+
+BIG = "tracelens__xdit_flux.1_aiter_sage_profile_trace_rank_0.json.gz"
+
+
+def check_queue_bound(d):
+    """The defaults: 256 queued at most (a capture runs, loading slowly)."""
+    from test_api import wait_running
+    first = d.post("/captures", {"model": "/models/q", "tp": 1})[1]["id"]
+    wait_running(d, first)
+    queued = []
+    for i in range(256):
+        code, cap = d.post("/captures", {"model": "/models/q%d" % i, "tp": 1})
+        check_eq(code, 202, "queued capture %d: %r" % (i, cap))
+        queued.append(cap["id"])
+    err = error_of(d.post("/captures", {"model": "/models/one-more"}), 429,
+                   "the 257th queued capture")
+    check_eq(err["field"], "queue", "field of a full queue")
+    check_eq(d.delete("/captures/%d" % queued[0])[0], 200, "cancel one")
+    check_eq(d.post("/captures", {"model": "/models/again"})[0], 202,
+             "room again")
+    return first
+
+
+def check_request_bounds(d):
+    big_env = {"ATOM_A": "x" * 40000, "ATOM_B": "y" * 30000}
+    err = error_of(d.post("/captures", {"model": "/m", "env": big_env}), 413,
+                   "70 KB of env")
+    check_eq(err["field"], "body", "field of a large request")
+    check("max_params_bytes" in err["message"], "names the key: %r" % err)
+    for path in ("/captures?limit=501", "/captures/1/kernels?limit=1001",
+                 "/diff?a=1&b=1&limit=1001"):
+        err = error_of(d.get(path), 400, path)
+        check_eq(err["field"], "limit", path + ": field")
+    code, page = d.get("/captures")
+    check_eq((code, len(page["captures"])), (200, 50), "default list page")
+    check(page["next_before"] is not None, "next_before of a full page")
+
+
+def case_bounds():
+    from test_api import sim_daemon
+    home, d = sim_daemon()
+    try:
+        with d:
+            first = check_queue_bound(d)
+            check_request_bounds(d)
+            check_eq(d.delete("/captures/%d" % first)[0], 202, "cancel")
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    for conf in ({}, {"max_response_bytes": "65536"}):
+        w = World(**conf)
+        try:
+            with w.d as d:
+                check_tables(w, d, bool(conf))
+                if conf:
+                    check_list_cut(d)
+        finally:
+            w.close()
+
+
+def check_tables(w, d, small):
+    """BIG has 135 kernels: 100 rows by default, all with limit=1000 (about
+    90 KB: too large with max_response_bytes = 64 KiB)."""
+    cid = w.imported(w.folder("big", [BIG]))["id"]
+    code, got = d.get("/captures/%d/kernels" % cid)
+    check_eq((code, len(got["rows"])), (200, 100), "default limit")
+    path = "/captures/%d/kernels?limit=1000" % cid
+    if not small:
+        code, got = d.get(path)
+        check_eq((code, len(got["rows"])), (200, 135), "limit=1000")
+        return
+    err = error_of(d.get(path), 413, "an answer above 64 KiB")
+    check_eq(err["field"], "limit", "field of a large answer")
+    check("max_response_bytes" in err["message"], "names the key")
+
+
+def check_list_cut(d):
+    """Pages cut at max_response_bytes / 2 of row text still lead on to
+    every capture, once."""
+    ids = {d.post("/captures", {"model": "/models/c%d" % i,
+                                "label": "%d" % i + "x" * 1000})[1]["id"]
+           for i in range(60)}
+    seen, before, pages = [], None, 0
+    while True:
+        code, page = d.get("/captures?kind=capture" +
+                           ("&before=%d" % before if before else ""))
+        check_eq(code, 200, "page %d" % pages)
+        pages += 1
+        seen += [c["id"] for c in page["captures"]]
+        before = page["next_before"]
+        if before is None:
+            break
+    check(pages > 2, "pages were not cut: %d" % pages)
+    check_eq(sorted(seen), sorted(ids), "every capture once")
+
+
 CASES = {"files": case_files, "fifos": case_fifos, "browser": case_browser,
-         "args": case_args, "disk": case_disk, "slowloris": case_slowloris}
+         "args": case_args, "disk": case_disk, "slowloris": case_slowloris,
+         "bounds": case_bounds}
 
 if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] not in CASES:
