@@ -9,7 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include "common/file.h"
 
 #define DEFAULT_ENV_ALLOW                                                      \
   "ATOM_ AITER_ HSA_ HIP_ AMD_ V4_ NCCL_ RCCL_ MIOPEN_ TORCH_ PYTORCH_"
@@ -53,6 +56,7 @@ static const struct key keys[] = {
   { "profile_control", K_PROFILE, offsetof(struct cfg, profile_control), 0, 0 },
   { "import_roots", K_LIST_COLON, offsetof(struct cfg, import_roots), 0, 0 },
   STR(auth_token),
+  STR(auth_token_file),
   { "allowed_hosts", K_LIST_SPACE, offsetof(struct cfg, allowed_hosts), 0, 0 },
   INT(index_jobs, 1, 256),
   { "env_allow", K_LIST_SPACE, offsetof(struct cfg, env_allow), 0, 0 },
@@ -131,6 +135,7 @@ void cfg_defaults(struct cfg *cfg)
   cfg->profile_control = CFG_PROFILE_BENCH;
   cfg->import_roots = split("", ":");
   cfg->auth_token = strdup("");
+  cfg->auth_token_file = strdup("");
   cfg->allowed_hosts = split("", " ");
   cfg->index_jobs = cores > 0 ? (int)cores : 1;
   cfg->env_allow = split(DEFAULT_ENV_ALLOW, " ");
@@ -329,6 +334,54 @@ static void resolve_roots(char **roots)
   }
 }
 
+/* auth_token_file: the token from a file only root reads (mode without
+ * group or other bits), so that it is in no command line (ps) and in no
+ * configuration file others may read. Trailing whitespace is dropped; the
+ * token itself is printable, without spaces. */
+static int read_token_file(struct cfg *cfg, struct tr_err *err)
+{
+  const char *path = cfg->auth_token_file;
+  struct stat st;
+  char *text = NULL;
+  size_t len = 0;
+  bool ok;
+
+  if (path[0] == '\0')
+    return 0;
+  if (cfg->auth_token[0] != '\0')
+    return tr_err_set(err, TR_EINVAL, "auth_token_file",
+                      "set auth_token or auth_token_file, not both");
+  if (stat(path, &st) == 0 && (st.st_mode & 0077) != 0)
+    return tr_err_set(err, TR_EINVAL, "auth_token_file",
+                      "%s may be read or written by others (mode %04o): "
+                      "chmod 600 it",
+                      path, (unsigned)(st.st_mode & 07777));
+  if (tr_read_file(NULL, path, 4096, &text, &len, err) != 0)
+    return TR_EINVAL;
+  while (len > 0 && isspace((unsigned char)text[len - 1]))
+    text[--len] = '\0';
+  ok = len > 0;
+  for (size_t i = 0; ok && i < len; i++)
+    ok = isgraph((unsigned char)text[i]);
+  if (!ok) {
+    free(text);
+    return tr_err_set(err, TR_EINVAL, "auth_token_file",
+                      "%s: the token must be one word of printable characters",
+                      path);
+  }
+  free(cfg->auth_token);
+  cfg->auth_token = text;
+  return 0;
+}
+
+void cfg_hide_args(int argc, char **argv)
+{
+  for (int i = 1; i + 1 < argc; i++)
+    if (strcmp(argv[i], "--auth-token") == 0 ||
+        strcmp(argv[i], "--auth_token") == 0)
+      memset(argv[i + 1], '*', strlen(argv[i + 1]));
+}
+
 int cfg_finish(struct cfg *cfg, struct tr_err *err)
 {
   const char *colon = strrchr(cfg->listen, ':');
@@ -340,6 +393,8 @@ int cfg_finish(struct cfg *cfg, struct tr_err *err)
       *end != '\0' || port < 0 || port > 65535)
     return tr_err_set(err, TR_EINVAL, "listen",
                       "listen must be address:port, not \"%s\"", cfg->listen);
+  if (read_token_file(cfg, err) != 0)
+    return TR_EINVAL;
   if (!cfg_listen_loopback(cfg) && cfg->auth_token[0] == '\0')
     return tr_err_set(err, TR_EINVAL, "auth_token",
                       "auth_token is required when listen (%s) is not a "

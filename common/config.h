@@ -30,10 +30,11 @@ struct cfg {
   int export_poll_s;
   int export_max_polls;
   enum cfg_profile_control profile_control;
-  char **import_roots;  /* NULL-terminated; empty: imports refused */
-  char *auth_token;     /* "" when unset */
-  char **allowed_hosts; /* NULL-terminated names the Host header may give
-                           besides the listen address and loopback */
+  char **import_roots;   /* NULL-terminated; empty: imports refused */
+  char *auth_token;      /* "" when unset */
+  char *auth_token_file; /* where auth_token is read from; "" when unset */
+  char **allowed_hosts;  /* NULL-terminated names the Host header may give
+                            besides the listen address and loopback */
   int index_jobs;
   char **env_allow;       /* NULL-terminated name prefixes */
   char *models_json;      /* ATOM's models.json for presets; "" when unset */
@@ -88,6 +89,10 @@ bool cfg_env_allowed(const struct cfg *cfg, const char *name);
 /* The one of cfg->import_roots (resolved at cfg_finish()) that the real
  * path `real` lies inside, or NULL. Borrowed from cfg. */
 const char *cfg_import_root(const struct cfg *cfg, const char *real);
+
+/* Overwrites the value of --auth-token in argv (with '*'), so that ps and
+ * /proc/<pid>/cmdline no longer show it. After the arguments are read. */
+void cfg_hide_args(int argc, char **argv);
 
 void cfg_free(struct cfg *cfg);
 

@@ -51,7 +51,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tracedtest import TRACES_DIR, Daemon, check, check_eq  # noqa: E402
+from tracedtest import SRC_DIR, TRACES_DIR, Daemon, check, check_eq  # noqa
 
 SMALL = "tracelens__mi210_gpu_only_trace.json.gz"
 SECRET = b"TRACED-SECRET-7f3a9c: never to be served\n"
@@ -816,9 +816,78 @@ def check_list_cut(d):
     check_eq(sorted(seen), sorted(ids), "every capture once")
 
 
+# ---- secrets ----
+
+def check_cmdline(token):
+    d = Daemon(conf={"atom_scripts": "/nonexistent"},
+               args=["--auth-token", token])
+    with d:
+        with open("/proc/%d/cmdline" % d.proc.pid, "rb") as f:
+            cmdline = f.read()
+        check(token.encode() not in cmdline, "token in cmdline: %r" % cmdline)
+        check(b"--auth-token" in cmdline, "cmdline: %r" % cmdline)
+        check_eq(d.get("/captures")[0], 401, "without the token")
+        check_eq(d.get("/captures", headers={
+            "Authorization": "Bearer " + token})[0], 200, "with the token")
+
+
+def check_token_file(top, token):
+    path = os.path.join(top, "token")
+    with open(path, "w") as f:
+        f.write(token + "\n")
+    os.chmod(path, 0o600)
+    with Daemon(conf={"atom_scripts": "/nonexistent",
+                      "auth_token_file": path}) as d:
+        check_eq(d.get("/captures", headers={
+            "Authorization": "Bearer " + token})[0], 200, "token from a file")
+        check_eq(d.get("/captures")[0], 401, "token file: without it")
+    for mode, conf in [(0o644, {"auth_token_file": path}),
+                       (0o600, {"auth_token_file": path,
+                                "auth_token": "other"})]:
+        os.chmod(path, mode)
+        d = Daemon(conf=dict(conf, atom_scripts="/nonexistent"))
+        try:
+            d.start(10)
+        except RuntimeError as e:
+            check("auth_token_file" in str(e) or "chmod" in str(e),
+                  "refusal names the key: %s" % e)
+            continue
+        finally:
+            d.stop()
+            shutil.rmtree(d.dir, ignore_errors=True)
+        raise AssertionError("started with %o %r" % (mode, conf))
+
+
+def check_install(top):
+    build = os.path.dirname(os.path.abspath(os.environ.get(
+        "TRACED_BIN", os.path.join(SRC_DIR, "build", "traced"))))
+    dest = os.path.join(top, "dest")
+    env = dict(os.environ, DESTDIR=dest)
+    for round in range(2):
+        r = subprocess.run(["cmake", "--install", build], env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        check_eq(r.returncode, 0, "cmake --install: %s" % r.stderr)
+        conf = os.path.join(dest, "etc", "traced", "traced.conf")
+        check_eq((stat.S_IMODE(os.stat(conf).st_mode),
+                  stat.S_IMODE(os.stat(os.path.dirname(conf)).st_mode)),
+                 (0o600, 0o700), "installed modes, round %d" % round)
+        os.chmod(conf, 0o644)   # as an older install left it
+        os.chmod(os.path.dirname(conf), 0o755)
+
+
+def case_secrets():
+    top = tempfile.mkdtemp(prefix="traced-sec-secrets-")
+    try:
+        check_cmdline("cmdline-tok-91c2")
+        check_token_file(top, "file-tok-5d7e")
+        check_install(top)
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
 CASES = {"files": case_files, "fifos": case_fifos, "browser": case_browser,
          "args": case_args, "disk": case_disk, "slowloris": case_slowloris,
-         "bounds": case_bounds}
+         "bounds": case_bounds, "secrets": case_secrets}
 
 if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] not in CASES:
