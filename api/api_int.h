@@ -56,7 +56,7 @@ struct api_route {
 };
 
 /* Status codes counted per route in /metrics; others count as "other". */
-#define API_CODES 16
+#define API_CODES 15
 extern const unsigned api_codes[API_CODES];
 
 /* One MHD worker thread's store connections, opened on first use. */
@@ -69,10 +69,12 @@ struct api {
   struct MHD_Daemon *mhd;
   const struct cfg *cfg; /* borrowed until api_stop() */
   struct api_hooks hooks;
-  int port;             /* the port listened on (the chosen one for port 0) */
-  bool loopback;        /* listening on a loopback address */
-  pthread_key_t key;    /* -> this thread's struct api_thread */
-  pthread_mutex_t lock; /* guards threads */
+  int port;              /* the port listened on (the chosen one for port 0) */
+  bool loopback;         /* listening on a loopback address */
+  char listen_host[280]; /* the Host header naming the listen address
+                            ("127.0.0.1:7700", with the bound port) */
+  pthread_key_t key;     /* -> this thread's struct api_thread */
+  pthread_mutex_t lock;  /* guards threads */
   struct api_thread *threads;
   /* [route index + 1][code index]; row 0 counts unknown routes. */
   atomic_uint_least64_t *hits;

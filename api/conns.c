@@ -15,10 +15,12 @@
  * (MHD_OPTION_PER_IP_CONNECTION_LIMIT, MHD_OPTION_CONNECTION_LIMIT).
  *
  * Threads: on_connection() and the marks run on MHD's workers; the list
- * is guarded by one mutex, under which the reaper shuts sockets down. MHD
+ * is guarded by one mutex (taken on connect and close only), under which
+ * the reaper shuts sockets down. MHD
  * calls NOTIFY_CLOSED (which unlinks the entry) before it closes the
  * socket, so the reaper never touches a descriptor that was reused.
  */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -27,11 +29,15 @@
 
 #define REAP_EVERY_NS 250000000 /* how often deadlines are looked at */
 
+/* began_ns and receiving are written by the connection's MHD thread
+ * without the lock (twice a request), read by the reaper: began_ns is
+ * stored before receiving is set, so a reaper that sees a new request
+ * sees its start too. */
 struct api_conn {
   int fd;
-  int64_t began_ns; /* CLOCK_MONOTONIC: when the current request began */
-  bool receiving;   /* the request is not fully received yet */
-  bool shut;        /* shut down by the reaper, not yet closed */
+  _Atomic int64_t began_ns; /* CLOCK_MONOTONIC: the current request's start */
+  atomic_bool receiving;    /* the request is not fully received yet */
+  bool shut;                /* shut down by the reaper, not yet closed */
   struct api_conn *prev, *next;
 };
 
@@ -56,7 +62,8 @@ static int64_t mono_ns(void)
 static void reap(struct api_conns *cs, int64_t now)
 {
   for (struct api_conn *c = cs->head; c != NULL; c = c->next)
-    if (c->receiving && !c->shut && now - c->began_ns >= cs->deadline_ns) {
+    if (atomic_load(&c->receiving) && !c->shut &&
+        now - atomic_load(&c->began_ns) >= cs->deadline_ns) {
       shutdown(c->fd, SHUT_RDWR);
       c->shut = true;
     }
@@ -137,8 +144,8 @@ void api_on_connection(void *cls, struct MHD_Connection *conn,
     if (c == NULL)
       return; /* not tracked: MHD's idle timeout still ends it */
     c->fd = ci->connect_fd;
-    c->began_ns = mono_ns();
-    c->receiving = true;
+    atomic_init(&c->began_ns, mono_ns());
+    atomic_init(&c->receiving, true);
     pthread_mutex_lock(&cs->lock);
     c->next = cs->head;
     if (cs->head != NULL)
@@ -170,13 +177,12 @@ static void mark(struct api *api, struct MHD_Connection *conn, bool receiving)
       MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
   struct api_conn *c = ci != NULL ? ci->socket_context : NULL;
 
-  if (c == NULL || api->conns == NULL)
+  (void)api;
+  if (c == NULL)
     return;
-  pthread_mutex_lock(&api->conns->lock);
-  c->receiving = receiving;
   if (receiving)
-    c->began_ns = mono_ns();
-  pthread_mutex_unlock(&api->conns->lock);
+    atomic_store(&c->began_ns, mono_ns());
+  atomic_store(&c->receiving, receiving);
 }
 
 void api_conn_received(struct api *api, struct MHD_Connection *conn)

@@ -22,14 +22,12 @@ enum MHD_Result api_reply(struct api_req *r, unsigned status,
   /* Answers depend on live state: never from a cache. */
   MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
   MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
-  /* The dashboard's own scripts and styles only, no frame, no referrer;
-   * style-src-attr: its bars are sized by style attributes. Another
-   * origin may not embed an answer (CORP), nor share a window (COOP). */
+  /* The dashboard's own scripts and styles only (style-src-attr: its bars
+   * are sized by style attributes), in no frame, an answer opened as a
+   * page included; another origin may not embed an answer (CORP). The
+   * headers that matter to pages alone: api_get_asset(). */
   MHD_add_response_header(resp, "Content-Security-Policy", API_CSP);
-  MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
-  MHD_add_response_header(resp, "X-Frame-Options", "DENY");
   MHD_add_response_header(resp, "Cross-Origin-Resource-Policy", "same-origin");
-  MHD_add_response_header(resp, "Cross-Origin-Opener-Policy", "same-origin");
   if (status == 401)
     MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
                             "Bearer realm=\"traced\"");
@@ -366,8 +364,15 @@ enum MHD_Result api_get_asset(struct api_req *r)
   /* The table is static for the life of the process. */
   resp = MHD_create_response_from_buffer(a->len, (void *)a->bytes,
                                          MHD_RESPMEM_PERSISTENT);
-  if (resp != NULL)
+  if (resp != NULL) {
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
                             asset_type(a->name));
+    /* A page: no referrer to the sites it links to, no frame (for
+     * browsers without frame-ancestors), no window shared with another
+     * origin's. */
+    MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
+    MHD_add_response_header(resp, "X-Frame-Options", "DENY");
+    MHD_add_response_header(resp, "Cross-Origin-Opener-Policy", "same-origin");
+  }
   return api_reply(r, 200, resp);
 }

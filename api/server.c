@@ -43,8 +43,8 @@ static const struct api_route routes[] = {
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
 
 /* The last entry, 0, stands for any other code. */
-const unsigned api_codes[API_CODES] = { 200, 202, 400, 401, 403, 404, 405, 408,
-                                        409, 413, 415, 429, 500, 503, 507, 0 };
+const unsigned api_codes[API_CODES] = { 200, 202, 400, 401, 403, 404, 405, 409,
+                                        413, 415, 429, 500, 503, 507, 0 };
 
 /* ---- routing ---- */
 
@@ -492,6 +492,17 @@ static int listen_on(const char *addr, int *port, struct tr_err *err)
   return fd;
 }
 
+/* The Host header a client gives for the listen address: its host part
+ * as written (brackets kept) with the bound port. */
+static void listen_host(struct api *api, const char *listen)
+{
+  const char *colon = strrchr(listen, ':');
+  int n = colon != NULL ? (int)(colon - listen) : (int)strlen(listen);
+
+  snprintf(api->listen_host, sizeof(api->listen_host), "%.*s:%d", n, listen,
+           api->port);
+}
+
 int api_start(const struct cfg *cfg, const struct api_hooks *hooks,
               struct api **out, struct tr_err *err)
 {
@@ -520,6 +531,7 @@ int api_start(const struct cfg *cfg, const struct api_hooks *hooks,
     api_stop(api);
     return fd;
   }
+  listen_host(api, cfg->listen);
   if (api_conns_start(api, cfg->request_timeout_s) != 0) {
     close(fd);
     api_stop(api);

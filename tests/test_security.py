@@ -389,8 +389,14 @@ def check_headers(d):
                      "frame-ancestors 'none'", "connect-src 'self'"):
             check(part in csp, "%s: CSP %r lacks %s" % (path, csp, part))
         check_eq((hdrs.get("x-content-type-options"),
-                  hdrs.get("referrer-policy"), hdrs.get("x-frame-options")),
-                 ("nosniff", "no-referrer", "DENY"), path + ": headers")
+                  hdrs.get("cross-origin-resource-policy")),
+                 ("nosniff", "same-origin"), path + ": headers")
+        if code == 200 and path != "/captures":
+            check_eq((hdrs.get("referrer-policy"),
+                      hdrs.get("x-frame-options"),
+                      hdrs.get("cross-origin-opener-policy")),
+                     ("no-referrer", "DENY", "same-origin"),
+                     path + ": a page's headers")
         check_no_cors(hdrs, path)
     # The dashboard has no inline script or handler (the CSP blocks them).
     page = raw(d, "GET", "/")[2].decode()
