@@ -6,10 +6,12 @@
  *
  *   Host     must name traced: the listen address, a numeric address the
  *            connection really arrived on, `localhost` or a loopback
- *            literal when listening on loopback, or one of allowed_hosts;
- *            with the listening port. A rebound name is none of these.
- *   Origin   when sent, must be this very origin (http(s)://<Host>); a
- *            foreign or "null" origin is refused, whatever the method.
+ *            literal when listening on loopback (with the listening port),
+ *            or one of allowed_hosts (any port). A rebound name is none of
+ *            these.
+ *   Origin   when sent, must be this very origin (http(s)://<Host>) or
+ *            name one of allowed_hosts; a foreign or "null" origin is
+ *            refused, whatever the method.
  *   Sec-Fetch-Site  cross-site fetches are refused, except a top-level
  *            navigation (a link to the dashboard pasted into a wiki).
  *   token    the bearer token when one is configured (GET/HEAD of the
@@ -109,10 +111,14 @@ static bool host_allowed(struct api_req *r, const char *host)
   /* What the dashboard and scripts send almost always: no parsing. */
   if (strcmp(host, r->api->listen_host) == 0)
     return true;
-  if (!split_host(host, name, sizeof(name), &port) || port != r->api->port)
+  if (!split_host(host, name, sizeof(name), &port))
     return false;
+  /* A configured name is the operator's, not a rebound one: any port
+   * (a reverse proxy may keep its own). */
   if (in_list(cfg->allowed_hosts, name))
     return true;
+  if (port != r->api->port)
+    return false;
   if (!numeric(name, canon, sizeof(canon)))
     return r->api->loopback && strcasecmp(name, "localhost") == 0;
   if (r->api->loopback && cfg_address_loopback(canon))
@@ -127,16 +133,24 @@ static const char *header(struct api_req *r, const char *name)
   return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
 }
 
-static bool same_origin(const char *origin, const char *host)
+/* The Origin is this very site (http(s)://<Host>), or one of allowed_hosts
+ * (the dashboard behind a reverse proxy that rewrites Host). */
+static bool origin_allowed(struct api_req *r, const char *origin,
+                           const char *host)
 {
   static const char *const schemes[] = { "http://", "https://" };
+  char name[256];
+  long port;
 
   for (size_t i = 0; i < 2; i++) {
     size_t n = strlen(schemes[i]);
 
-    if (strncasecmp(origin, schemes[i], n) == 0 &&
-        strcasecmp(origin + n, host) == 0)
+    if (strncasecmp(origin, schemes[i], n) != 0)
+      continue;
+    if (host != NULL && strcasecmp(origin + n, host) == 0)
       return true;
+    return split_host(origin + n, name, sizeof(name), &port) &&
+           in_list(r->api->cfg->allowed_hosts, name);
   }
   return false;
 }
@@ -216,7 +230,7 @@ bool api_guard(struct api_req *r, enum MHD_Result *ret)
                            "Host \"%s\" does not name this server: use its "
                            "address, or add the name to allowed_hosts",
                            host);
-  else if (origin != NULL && (host == NULL || !same_origin(origin, host)))
+  else if (origin != NULL && !origin_allowed(r, origin, host))
     *ret = api_reply_error(r, 403, "forbidden", "Origin",
                            "cross-origin requests are refused (Origin \"%s\")",
                            origin);

@@ -71,7 +71,7 @@ static const char *below_one(const char *root, const char *path)
   while (n > 1 && root[n - 1] == '/')
     n--;
   if (n == 1 && root[0] == '/')
-    return path + 1;
+    return path[0] == '/' ? path + 1 : NULL;
   if (strncmp(path, root, n) != 0 || (path[n] != '\0' && path[n] != '/'))
     return NULL;
   return path + n;
@@ -82,9 +82,13 @@ static const char *below(const char *root, const char *path)
   const char *rel;
   char *real;
 
-  if (path[0] != '/')
+  /* root as written first: a relative root and a path made from it
+   * ("traces/5", "traces/5/rank_0/x.gz") match too. */
+  if (path[0] != '/' && root[0] == '/')
     return path;
   rel = below_one(root, path);
+  if (rel == NULL && path[0] != '/')
+    return path;
   if (rel == NULL && (real = realpath(root, NULL)) != NULL) {
     rel = below_one(real, path);
     free(real);

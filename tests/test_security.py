@@ -432,6 +432,18 @@ def case_browser():
                             dict(JSON, Host=host, Origin="http://" + host,
                                  **auth))
         check_eq(code, 202, "POST via an allowed host: %r" % body)
+        # Behind a reverse proxy: its own port in Host, or Host rewritten
+        # to the listen address and the proxy's name in Origin.
+        for hdrs in ({"Host": "traced.lab.example",
+                      "Origin": "https://traced.lab.example"},
+                     {"Host": "traced.lab.example:8443"},
+                     {"Origin": "https://traced.lab.example"}):
+            code, _, body = raw(d, "POST", "/captures", CAPTURE,
+                                dict(JSON, **dict(auth, **hdrs)))
+            check_eq(code, 202, "behind a proxy %r: %r" % (hdrs, body))
+        refused(raw(d, "POST", "/captures", CAPTURE,
+                    dict(JSON, Origin="https://evil.example", **auth)),
+                403, "Origin", "a foreign origin, allowed_hosts set")
         refused(raw(d, "POST", "/captures", CAPTURE,
                     dict(JSON, Host="evil.example:%d" % d.port, **auth)),
                 403, "Host", "a name not in allowed_hosts")
