@@ -262,10 +262,15 @@ enum MHD_Result api_get_healthz(struct api_req *r)
 
   if (api_query_check(r, no_params, &err) != 0)
     return api_reply_err(r, &err);
-  if (tr_stats_store_degraded(reason, sizeof(reason)))
+  if (tr_stats_store_degraded(reason, sizeof(reason))) {
+    json_t *why = json_string(reason); /* NULL: not UTF-8 (a path's bytes) */
+
     return api_reply_json(
         r, 200,
-        json_pack("{s:s, s:s}", "status", "degraded", "reason", reason));
+        json_pack("{s:s, s:o}", "status", "degraded", "reason",
+                  why != NULL ? why
+                              : json_string("the database refuses writes")));
+  }
   return api_reply_json(r, 200, json_pack("{s:s}", "status", "ok"));
 }
 
