@@ -32,8 +32,7 @@ void tr_file_use_openat2(bool on)
   atomic_store(&no_openat2, !on);
 }
 
-/* What a file is, for a message. */
-static const char *kind_of(mode_t m)
+const char *tr_file_kind(mode_t m)
 {
   if (S_ISDIR(m))
     return "a folder";
@@ -72,7 +71,7 @@ static const char *below_one(const char *root, const char *path)
   while (n > 1 && root[n - 1] == '/')
     n--;
   if (n == 1 && root[0] == '/')
-    return path + 1;
+    return path[0] == '/' ? path + 1 : NULL;
   if (strncmp(path, root, n) != 0 || (path[n] != '\0' && path[n] != '/'))
     return NULL;
   return path + n;
@@ -83,9 +82,13 @@ static const char *below(const char *root, const char *path)
   const char *rel;
   char *real;
 
-  if (path[0] != '/')
+  /* root as written first: a relative root and a path made from it
+   * ("traces/5", "traces/5/rank_0/x.gz") match too. */
+  if (path[0] != '/' && root[0] == '/')
     return path;
   rel = below_one(root, path);
+  if (rel == NULL && path[0] != '/')
+    return path;
   if (rel == NULL && (real = realpath(root, NULL)) != NULL) {
     rel = below_one(real, path);
     free(real);
@@ -185,10 +188,10 @@ static int check(const struct stat *sb, enum want w, uint64_t max_bytes,
     return link_fail(err, path, name);
   if (w == WANT_DIR && !S_ISDIR(sb->st_mode))
     return tr_err_set(err, TR_EFORMAT, "", "%s is not a folder (%s)", path,
-                      kind_of(sb->st_mode));
+                      tr_file_kind(sb->st_mode));
   if (w == WANT_FILE && !S_ISREG(sb->st_mode))
     return tr_err_set(err, TR_EFORMAT, "", "%s is not a regular file (%s)",
-                      path, kind_of(sb->st_mode));
+                      path, tr_file_kind(sb->st_mode));
   if (w == WANT_FILE && max_bytes > 0 && (uint64_t)sb->st_size > max_bytes)
     return tr_err_set(err, TR_ELIMIT, "", "%s is larger than %llu bytes", path,
                       (unsigned long long)max_bytes);

@@ -56,6 +56,10 @@ int tr_read_file(const char *root, const char *path, size_t max_bytes,
 int tr_open_dir(const char *root, const char *path, struct stat *st,
                 struct tr_err *err);
 
+/* What a file of mode m is, for a message: "a regular file", "a folder",
+ * "a FIFO", "a device", "a socket", "a symbolic link". Static text. */
+const char *tr_file_kind(mode_t m);
+
 /* openat2() is used where the kernel has it (Linux 5.6); off, every call
  * walks the path a component at a time, as it does on older kernels. On by
  * default; the tests run both ways. */

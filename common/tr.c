@@ -42,6 +42,8 @@ const char *tr_strerror(int code)
   case TR_EIO: return "io";
   case TR_EDB: return "database";
   case TR_EAUTH: return "unauthorized";
+  case TR_ESTORAGE: return "insufficient_storage";
+  case TR_EBUSY: return "too_many";
   default: return "system";
   }
 }

@@ -20,7 +20,9 @@ enum {
   TR_ELIMIT = -1007, /* a ceiling was hit */
   TR_EIO = -1008,
   TR_EDB = -1009,
-  TR_EAUTH = -1010
+  TR_EAUTH = -1010,
+  TR_ESTORAGE = -1011, /* the database refuses writes: disk full, I/O error */
+  TR_EBUSY = -1012     /* a queue is full: retry later */
 };
 
 /*

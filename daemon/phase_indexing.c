@@ -110,8 +110,7 @@ static void store_result(struct rank_work *rw, json_t *summary)
                                   &err)) != 0)
     snprintf(rw->msg, sizeof(rw->msg), "cannot store: %s", err.msg);
   if (rw->rc != 0)
-    store_rank_fail(st, job->id, (int)rw->i, rk->label,
-                    rk->file ? rk->file : "", rw->msg, NULL);
+    store_rank_fail(st, job->id, (int)rw->i, rk->label, rw->msg, NULL);
   cap_db_give(rw->super.r, st);
 }
 
@@ -158,7 +157,8 @@ static void run_rank(struct cap_work *w)
   if (rk->file == NULL) {
     rw->rc = TR_ENOTFOUND;
     snprintf(rw->msg, sizeof(rw->msg), "no trace file in %s", rk->label);
-  } else if ((rw->rc = idx_file(rk->file, &o, &summary, &err)) != 0) {
+  } else if ((rw->rc = idx_file_under(job->layout->root, rk->file, &o, &summary,
+                                      &err)) != 0) {
     snprintf(rw->msg, sizeof(rw->msg), "%s", err.msg);
   }
   tr_make_utf8(rw->msg);

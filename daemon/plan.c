@@ -278,14 +278,12 @@ static char *model_path(const char *model, const struct tr_preset *pre)
 /* ---- the chat template ---- */
 
 /* A file of the model folder exists as a regular file (a model folder is
- * the client's: no link followed, nothing waited on). */
+ * the client's: opened under it, no link followed, nothing waited on). */
 static bool model_file(const char *model, const char *name)
 {
-  char path[4096];
-  int fd;
+  int fd = tr_open_file(model, name, 0, NULL, NULL);
 
-  snprintf(path, sizeof(path), "%s/%s", model, name);
-  if ((fd = tr_open_file(NULL, path, 0, NULL, NULL)) < 0)
+  if (fd < 0)
     return false;
   close(fd);
   return true;
@@ -293,14 +291,16 @@ static bool model_file(const char *model, const char *name)
 
 static bool has_encoder_module(const char *model)
 {
-  char path[4096];
-  DIR *d;
+  int fd = tr_open_dir(model, "encoding", NULL, NULL);
+  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
   struct dirent *e;
   bool yes = false;
 
-  snprintf(path, sizeof(path), "%s/encoding", model);
-  if ((d = opendir(path)) == NULL)
+  if (d == NULL) {
+    if (fd >= 0)
+      close(fd);
     return false;
+  }
   while (!yes && (e = readdir(d)) != NULL) {
     size_t n = strlen(e->d_name);
 
@@ -317,7 +317,7 @@ static bool has_encoder_module(const char *model)
 static int chat_template(const char *model, bool *yes, const char **why,
                          struct tr_err *err)
 {
-  char path[4096], *text = NULL;
+  char *text = NULL;
   json_t *doc, *t;
   int rc;
 
@@ -328,8 +328,8 @@ static int chat_template(const char *model, bool *yes, const char **why,
     return 0;
   *yes = false;
   *why = "none";
-  snprintf(path, sizeof(path), "%s/tokenizer_config.json", model);
-  rc = tr_read_file(NULL, path, TOKENIZER_MAX, &text, NULL, err);
+  rc = tr_read_file(model, "tokenizer_config.json", TOKENIZER_MAX, &text, NULL,
+                    err);
   if (rc == -ENOENT || rc == -ENOTDIR) {
     tr_err_clear(err);
     return 0;

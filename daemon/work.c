@@ -144,7 +144,8 @@ static void start_next_op(struct cap_job *job);
 /* Errors worth a retry: the store, not the request. */
 static bool retryable(int rc)
 {
-  return rc == TR_EDB || rc == TR_EIO || rc == -ENOSPC || rc == -EIO;
+  return rc == TR_ESTORAGE || rc == TR_EDB || rc == TR_EIO || rc == -ENOSPC ||
+         rc == -EIO;
 }
 
 static int apply(struct cap_runner *r, int64_t id, const struct store_apply *a,

@@ -118,6 +118,10 @@ struct idx_source;
 
 int idx_source_open(const char *path, struct idx_source **out,
                     struct tr_err *err);
+/* The same, the file opened under root (common/file.h's tr_open_file():
+ * no link followed below root; NULL: no root check). */
+int idx_source_open_under(const char *root, const char *path,
+                          struct idx_source **out, struct tr_err *err);
 
 /* Next chunk of JSON text: *buf, *len borrowed until the next call. Returns
  * 0 with *len == 0 at the end, or negative on a read or inflate error

@@ -72,6 +72,13 @@ static int pump(struct idx_source *src, struct idx_reader *rd,
 int idx_file(const char *path, const struct idx_options *opt, json_t **out,
              struct tr_err *err)
 {
+  return idx_file_under(NULL, path, opt, out, err);
+}
+
+int idx_file_under(const char *root, const char *path,
+                   const struct idx_options *opt, json_t **out,
+                   struct tr_err *err)
+{
   static const struct idx_options defaults = {
     IDX_FORMAT_AUTO, NULL, -1, NULL, NULL, NULL
   };
@@ -87,7 +94,7 @@ int idx_file(const char *path, const struct idx_options *opt, json_t **out,
   run.cancel = opt->cancel;
   if (idx_agg_init(&run.agg, opt->rules, 0) != 0)
     return tr_err_set(err, TR_ENOMEM, "", "%s: out of memory", path);
-  rc = idx_source_open(path, &src, &local);
+  rc = idx_source_open_under(root, path, &src, &local);
   if (rc == 0)
     rc = idx_reader_new(opt->format, on_event, &run, &rd);
   if (rc == 0)

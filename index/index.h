@@ -64,6 +64,15 @@ struct idx_options {
 int idx_file(const char *path, const struct idx_options *opt, json_t **out,
              struct tr_err *err);
 
+/* idx_file() of a file that must lie under the folder root, opened without
+ * following any link below it (common/file.h's tr_open_file()): the
+ * daemon gives the capture's or import's folder. idx_file() is root NULL:
+ * the path is trusted up to its last component, which is still never a
+ * link, a FIFO or a folder. */
+int idx_file_under(const char *root, const char *path,
+                   const struct idx_options *opt, json_t **out,
+                   struct tr_err *err);
+
 /* `traced index [--format F] [--rules FILE] FILE...`: argv[0] is "index".
  * Returns the process exit status (0, 1 a file failed, 2 usage). */
 int idx_cli_main(int argc, char **argv);

@@ -129,6 +129,17 @@ static void file_good(void)
   CHECK(fd >= 0);
   close(fd);
   CHECK_INT(unlink(path), 0);
+  /* A relative root, and a path made from it or relative to it. */
+  CHECK_INT(chdir(base), 0);
+  fd = tr_open_file("root", "root/sub/inner.json", 0, NULL, &err);
+  CHECK(fd >= 0);
+  close(fd);
+  fd = tr_open_file("root/sub", "inner.json", 0, NULL, &err);
+  CHECK(fd >= 0);
+  close(fd);
+  fd = tr_open_file("root", path, 0, NULL, &err); /* rootlink: gone */
+  CHECK_INT(fd, -EACCES);
+  CHECK_INT(chdir("/"), 0);
   CHECK_INT(tr_read_file(root, "good.json", 9, &text, &len, &err), 0);
   CHECK_STR(text, "{\"ok\": 1}");
   CHECK_INT(len, 9);

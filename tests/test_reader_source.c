@@ -155,5 +155,5 @@ void source_damaged_gzip(void)
   read_path(tmp_path("missing.json"), &t);
   check_msg(&t, "missing.json", "No such file");
   read_path(tmp_path(""), &t);
-  check_msg(&t, "test_reader.", "is a directory");
+  check_msg(&t, "test_reader.", "not a regular file (a folder)");
 }
