@@ -13,3 +13,6 @@ foreach(case blocking_export_bench blocking_export_daemon
         export_failure_and_presets launch_faults)
   traced_py_test(test_capture_atom_${case} test_capture_atom.py ${case})
 endforeach()
+# A full disk under the database mid-capture (needs root and a tmpfs).
+traced_py_test(test_capture_disk test_capture_disk.py)
+set_tests_properties(test_capture_disk PROPERTIES SKIP_RETURN_CODE 77)
