@@ -642,8 +642,11 @@ static int build_start(struct build *b, struct words *start, struct words *env,
   push(start, b->dirs->trace);
   rc = server_words(b, &server, err);
   push_all(start, server.v);
+  /* A disaggregated server (--enable-rapidserve) exports each rank in a
+   * prefill/ and a decode/ half (docs/ATOM.md). */
   b->p->pp_pcp = flag_int(server.v, "pipeline-parallel-size", 1) *
-                 flag_int(server.v, "prefill-context-parallel-size", 1);
+                 flag_int(server.v, "prefill-context-parallel-size", 1) *
+                 (words_have_flag(server.v, "enable-rapidserve") ? 2 : 1);
   b->p->ranks_argv =
       b->p->tp * b->p->pp_pcp * flag_int(server.v, "data-parallel-size", 1);
   tr_words_free(server.v);

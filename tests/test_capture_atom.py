@@ -211,6 +211,14 @@ def launch_faults():
         cap = expect_done(rig, cid, 4)
         check_eq(cap["export_ranks"]["source"], "server_info", "source")
         check_eq(cap["export_ranks"]["expected"], 4, "expected ranks")
+        # DP attention: one engine of TP 1 per GPU, folders dp<d>_tp0.
+        cid = rig.capture(tp=2, server_args=["--enable-dp-attention"])
+        cap = rig.wait(cid)
+        check_eq((cap["status"], cap["export_ranks"]["expected"]),
+                 ("done", 2), "DP attention: %s" % cap["error"])
+        check_eq(sorted(r["label"] for r in cap["ranks"]),
+                 ["dp0_tp0", "dp1_tp0"], "DP attention folders")
+        check_eq(cap["export_ranks"]["server_info"]["dp_size"], 2, "dp_size")
         cid = rig.capture(env={"ATOM_SIM_FAULTS": "no_rocm_smi"})
         cap = rig.wait(cid)
         check_eq((cap["status"], cap["phase"]), ("failed", "launching"),
