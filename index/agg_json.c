@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "index/agg.h"
+#include "index/agg_sum.h"
 
 static const char *const copy_kind_names[AGG_COPY_KINDS] = {
   "HtoD", "DtoH", "DtoD", "HtoH", "PtoP", "other", "memset"
@@ -53,31 +54,27 @@ json_t *agg_json_xyz(const int64_t v[3], int present)
                    (json_int_t)v[2]);
 }
 
-static json_t *share(int64_t total, int64_t den)
+static double share(int64_t total, int64_t den)
 {
   unsigned __int128 q;
 
   if (den <= 0 || total <= 0)
-    return json_real(0.0);
+    return 0.0;
   q = ((unsigned __int128)total * 2000000u + (uint64_t)den) /
       ((unsigned __int128)den * 2u);
-  return json_real((double)q / 1e6);
+  return (double)q / 1e6;
 }
 
-static void set_int(json_t *o, const char *k, int64_t v)
+static int64_t avg(const struct agg_stat *s)
 {
-  json_object_set_new(o, k, json_integer((json_int_t)v));
+  return s->count ? s->total_ns / (int64_t)s->count : 0;
 }
 
-static void set_stat(json_t *o, const struct agg_stat *s, int minmax)
+static struct agg_opt opt(int set, int64_t v)
 {
-  set_int(o, "count", (int64_t)s->count);
-  set_int(o, "total_ns", s->total_ns);
-  set_int(o, "avg_ns", s->count ? s->total_ns / (int64_t)s->count : 0);
-  if (minmax) {
-    set_int(o, "min_ns", s->min_ns);
-    set_int(o, "max_ns", s->max_ns);
-  }
+  struct agg_opt o = { set, v };
+
+  return o;
 }
 
 static const struct agg_key *key_of(const struct agg_map *m, uint32_t id)
@@ -139,26 +136,32 @@ static const char *category_of(const struct idx_agg *a, uint32_t id)
 static json_t *kernel_rows(struct idx_agg *a, const struct row *rows, size_t n,
                            struct agg_stat *cats)
 {
-  json_t *arr = json_array(), *o;
+  json_t *arr = json_array();
   size_t i;
 
+  AGG_SUM_FILLS(TR_SUM_KERNEL, 11);
   for (i = 0; i < n; i++) {
     const struct agg_kernel *k = &a->kernels[rows[i].id];
     const char *cat = category_of(a, rows[i].id);
     struct agg_stat *c = &cats[agg_category_index(cat)];
+    struct agg_sum_kernel r = {
+      .name = { rows[i].p, rows[i].n },
+      .category = agg_txt(cat),
+      .count = (int64_t)k->s.count,
+      .total_ns = k->s.total_ns,
+      .avg_ns = avg(&k->s),
+      .min_ns = k->s.min_ns,
+      .max_ns = k->s.max_ns,
+      .median_ns =
+          agg_hist_median(&k->hist, k->s.count, k->s.min_ns, k->s.max_ns),
+      .share = share(k->s.total_ns, a->kernel_ns),
+      .first_ns = k->first_ns - a->t0_ns,
+      .last_ns = k->last_ns - a->t0_ns,
+    };
 
     c->count += k->s.count;
     c->total_ns += k->s.total_ns;
-    o = json_object();
-    json_object_set_new(o, "name", agg_json_strn(rows[i].p, rows[i].n));
-    json_object_set_new(o, "category", json_string(cat));
-    set_stat(o, &k->s, 1);
-    set_int(o, "median_ns",
-            agg_hist_median(&k->hist, k->s.count, k->s.min_ns, k->s.max_ns));
-    json_object_set_new(o, "share", share(k->s.total_ns, a->kernel_ns));
-    set_int(o, "first_ns", k->first_ns - a->t0_ns);
-    set_int(o, "last_ns", k->last_ns - a->t0_ns);
-    json_array_append_new(arr, o);
+    json_array_append_new(arr, agg_sum_kernel_json(&r));
   }
   return arr;
 }
@@ -174,29 +177,29 @@ static int fill_launch(void *ud, uint32_t id, struct row *r)
 
 static json_t *launch_rows(struct idx_agg *a)
 {
-  json_t *arr = json_array(), *o;
+  json_t *arr = json_array();
   struct row *rows;
   size_t i, n;
 
+  AGG_SUM_FILLS(TR_SUM_LAUNCH, 10);
   rows = sorted_rows(a->launches_map.n, &n, fill_launch, a);
   for (i = 0; rows != NULL && i < n; i++) {
     const struct agg_launch *l = &a->launches[rows[i].id];
     const struct agg_shape *s = &a->shapes[l->shape];
+    struct agg_sum_launch r = {
+      .name = { rows[i].p, rows[i].n },
+      .grid = agg_json_xyz(s->grid, s->has & IDX_HAS_GRID),
+      .block = agg_json_xyz(s->block, s->has & IDX_HAS_BLOCK),
+      .registers_per_thread = opt(l->has & IDX_HAS_REGS, l->regs),
+      .shared_bytes = opt(l->has & IDX_HAS_SHMEM, l->shmem),
+      .count = (int64_t)l->s.count,
+      .total_ns = l->s.total_ns,
+      .avg_ns = avg(&l->s),
+      .min_ns = l->s.min_ns,
+      .max_ns = l->s.max_ns,
+    };
 
-    o = json_object();
-    json_object_set_new(o, "name", agg_json_strn(rows[i].p, rows[i].n));
-    json_object_set_new(o, "grid",
-                        agg_json_xyz(s->grid, s->has & IDX_HAS_GRID));
-    json_object_set_new(o, "block",
-                        agg_json_xyz(s->block, s->has & IDX_HAS_BLOCK));
-    json_object_set_new(o, "registers_per_thread",
-                        (l->has & IDX_HAS_REGS) ? json_integer(l->regs)
-                                                : json_null());
-    json_object_set_new(o, "shared_bytes",
-                        (l->has & IDX_HAS_SHMEM) ? json_integer(l->shmem)
-                                                 : json_null());
-    set_stat(o, &l->s, 1);
-    json_array_append_new(arr, o);
+    json_array_append_new(arr, agg_sum_launch_json(&r));
   }
   free(rows);
   return arr;
@@ -212,24 +215,27 @@ static int fill_runtime(void *ud, uint32_t id, struct row *r)
 
 static json_t *runtime_rows(struct idx_agg *a, struct agg_stat *sum)
 {
-  json_t *arr = json_array(), *o;
+  json_t *arr = json_array();
   struct row *rows;
   size_t i, n;
 
+  AGG_SUM_FILLS(TR_SUM_RUNTIME, 6);
   rows = sorted_rows(a->rt_map.n, &n, fill_runtime, a);
   for (i = 0; rows != NULL && i < n; i++) {
-    const struct agg_named *r = &a->runtime[rows[i].id];
+    const struct agg_named *rt = &a->runtime[rows[i].id];
+    struct agg_sum_runtime r = {
+      .name = { rows[i].p, rows[i].n },
+      .count = (int64_t)rt->s.count,
+      .total_ns = rt->s.total_ns,
+      .avg_ns = avg(&rt->s),
+      .median_ns =
+          agg_hist_median(&rt->hist, rt->s.count, rt->s.min_ns, rt->s.max_ns),
+      .max_ns = rt->s.max_ns,
+    };
 
-    sum->count += r->s.count;
-    sum->total_ns += r->s.total_ns;
-    o = json_object();
-    json_object_set_new(o, "name", agg_json_strn(rows[i].p, rows[i].n));
-    set_int(o, "count", (int64_t)r->s.count);
-    set_int(o, "total_ns", r->s.total_ns);
-    set_int(o, "median_ns",
-            agg_hist_median(&r->hist, r->s.count, r->s.min_ns, r->s.max_ns));
-    set_int(o, "max_ns", r->s.max_ns);
-    json_array_append_new(arr, o);
+    sum->count += rt->s.count;
+    sum->total_ns += rt->s.total_ns;
+    json_array_append_new(arr, agg_sum_runtime_json(&r));
   }
   free(rows);
   return arr;
@@ -247,21 +253,23 @@ static int fill_copy(void *ud, uint32_t id, struct row *r)
 
 static json_t *copy_rows(struct idx_agg *a)
 {
-  json_t *arr = json_array(), *o;
+  json_t *arr = json_array();
   struct row *rows;
   size_t i, n;
 
+  AGG_SUM_FILLS(TR_SUM_MEMCPY, 5);
   rows = sorted_rows(AGG_COPY_KINDS, &n, fill_copy, a);
   for (i = 0; rows != NULL && i < n; i++) {
     const struct agg_copy *c = &a->copies[rows[i].id];
+    struct agg_sum_memcpy r = {
+      .kind = { rows[i].p, rows[i].n },
+      .count = (int64_t)c->s.count,
+      .total_ns = c->s.total_ns,
+      .bytes = c->bytes,
+      .max_bytes = c->max_bytes,
+    };
 
-    o = json_object();
-    json_object_set_new(o, "kind", json_string(rows[i].p));
-    set_int(o, "count", (int64_t)c->s.count);
-    set_int(o, "total_ns", c->s.total_ns);
-    set_int(o, "bytes", c->bytes);
-    set_int(o, "max_bytes", c->max_bytes);
-    json_array_append_new(arr, o);
+    json_array_append_new(arr, agg_sum_memcpy_json(&r));
   }
   free(rows);
   return arr;
@@ -284,19 +292,22 @@ static int fill_cat(void *ud, uint32_t id, struct row *r)
 static json_t *category_rows(const struct agg_stat *cats, int64_t device_ns)
 {
   struct cat_ctx ctx = { cats };
-  json_t *arr = json_array(), *o;
+  json_t *arr = json_array();
   struct row *rows;
   size_t i, n;
 
+  AGG_SUM_FILLS(TR_SUM_CATEGORY, 4);
   rows = sorted_rows(AGG_NCATEGORIES, &n, fill_cat, &ctx);
   for (i = 0; rows != NULL && i < n; i++) {
-    o = json_object();
-    json_object_set_new(o, "category", json_string(rows[i].p));
-    set_int(o, "count", (int64_t)cats[rows[i].id].count);
-    set_int(o, "total_ns", cats[rows[i].id].total_ns);
-    json_object_set_new(o, "share",
-                        share(cats[rows[i].id].total_ns, device_ns));
-    json_array_append_new(arr, o);
+    const struct agg_stat *c = &cats[rows[i].id];
+    struct agg_sum_category r = {
+      .category = { rows[i].p, rows[i].n },
+      .count = (int64_t)c->count,
+      .total_ns = c->total_ns,
+      .share = share(c->total_ns, device_ns),
+    };
+
+    json_array_append_new(arr, agg_sum_category_json(&r));
   }
   free(rows);
   return arr;
@@ -321,9 +332,10 @@ static json_t *step_rows(struct idx_agg *a)
 {
   struct step_ctx ctx = { a, AGG_SIDE_CPU };
   size_t nk = a->kinds_map.n, i, n;
-  json_t *arr = json_array(), *o;
+  json_t *arr = json_array();
   struct row *rows;
 
+  AGG_SUM_FILLS(TR_SUM_STEP, 8);
   if (nk > AGG_MAX_STEP_KINDS)
     nk = AGG_MAX_STEP_KINDS;
   for (i = 0; i < nk; i++)
@@ -332,18 +344,18 @@ static json_t *step_rows(struct idx_agg *a)
   rows = sorted_rows(nk, &n, fill_step, &ctx);
   for (i = 0; rows != NULL && i < n; i++) {
     const struct agg_step *s = &a->steps[ctx.side][rows[i].id];
+    struct agg_sum_step r = {
+      .kind = { rows[i].p, rows[i].n },
+      .count = (int64_t)s->count,
+      .total_ns = s->total_ns,
+      .avg_ns = s->total_ns / (int64_t)s->count,
+      .tokens = s->tokens,
+      .padded = (int64_t)s->padded,
+      .kernel_ns = ctx.side == AGG_SIDE_GPU ? s->kernel_ns : 0,
+      .source = agg_txt(ctx.side == AGG_SIDE_GPU ? "gpu" : "cpu"),
+    };
 
-    o = json_object();
-    json_object_set_new(o, "kind", agg_json_strn(rows[i].p, rows[i].n));
-    set_int(o, "count", (int64_t)s->count);
-    set_int(o, "total_ns", s->total_ns);
-    set_int(o, "avg_ns", s->total_ns / (int64_t)s->count);
-    set_int(o, "tokens", s->tokens);
-    set_int(o, "padded", (int64_t)s->padded);
-    set_int(o, "kernel_ns", ctx.side == AGG_SIDE_GPU ? s->kernel_ns : 0);
-    json_object_set_new(o, "source",
-                        json_string(ctx.side == AGG_SIDE_GPU ? "gpu" : "cpu"));
-    json_array_append_new(arr, o);
+    json_array_append_new(arr, agg_sum_step_json(&r));
   }
   free(rows);
   return arr;
@@ -356,77 +368,73 @@ static uint32_t heaviest(const struct row *rows, size_t n)
   return n > 0 ? rows[0].id : UINT32_MAX;
 }
 
-static json_t *rank_value(const struct idx_doc *doc,
-                          const struct agg_file_info *info)
+static struct agg_opt rank_value(const struct idx_doc *doc,
+                                 const struct agg_file_info *info)
 {
   if (info->rank >= 0)
-    return json_integer(info->rank);
-  if (doc->rank >= 0)
-    return json_integer(doc->rank);
-  return json_null();
+    return opt(1, info->rank);
+  return opt(doc->rank >= 0, doc->rank);
 }
 
-static json_t *device_value(const struct idx_agg *a, const struct idx_doc *doc)
+static struct agg_txt device_value(const struct idx_agg *a,
+                                   const struct idx_doc *doc)
 {
   if (doc->device[0] != '\0')
-    return json_string(doc->device);
+    return agg_txt(doc->device);
   if (doc->format == IDX_FORMAT_MCTRACER && a->device[0] != '\0')
-    return json_string(a->device);
-  return json_null();
+    return agg_txt(a->device);
+  return agg_txt(NULL);
 }
 
-/* The head of the summary: identity and the file. */
-static json_t *summary_head(struct idx_agg *a, const struct idx_doc *doc,
-                            const struct agg_file_info *info)
+/* device_ns, the categories' denominator: kernels, copies and memsets. */
+static int64_t device_ns_of(const struct idx_agg *a)
 {
-  json_t *o = json_object();
-  int timed = a->t0_ns <= a->tend_ns;
-
-  json_object_set_new(o, "rank", rank_value(doc, info));
-  json_object_set_new(o, "file", json_string(info->path));
-  json_object_set_new(
-      o, "format",
-      json_string(doc->format == IDX_FORMAT_MCTRACER ? "mctracer" : "kineto"));
-  set_int(o, "file_bytes", (int64_t)info->file_bytes);
-  set_int(o, "json_bytes", (int64_t)doc->json_bytes);
-  set_int(o, "events", (int64_t)doc->events);
-  set_int(o, "skipped_events", (int64_t)(doc->skipped + a->skipped));
-  if (!timed)
-    a->t0_ns = a->tend_ns = 0;
-  set_int(o, "t0_ns", a->t0_ns);
-  set_int(o, "span_ns", a->tend_ns - a->t0_ns);
-  json_object_set_new(o, "device", device_value(a, doc));
-  return o;
-}
-
-/* The totals of the summary; returns device_ns, the categories'
- * denominator. */
-static int64_t summary_totals(struct idx_agg *a, json_t *o, size_t distinct,
-                              int64_t busy, const struct agg_stat *rt)
-{
-  const struct agg_copy *ms = &a->copies[AGG_COPY_MEMSET];
-  int64_t bytes = 0, ns = 0;
-  uint64_t count = 0;
+  int64_t ns = a->kernel_ns;
   int i;
 
-  for (i = 0; i < AGG_COPY_MEMSET; i++) {
-    count += a->copies[i].s.count;
-    bytes += a->copies[i].bytes;
+  for (i = 0; i < AGG_COPY_KINDS; i++)
     ns += a->copies[i].s.total_ns;
+  return ns;
+}
+
+/* The scalars of the summary: identity, the file and the totals. */
+static json_t *summary_head(struct idx_agg *a, const struct idx_doc *doc,
+                            const struct agg_file_info *info, size_t distinct,
+                            int64_t busy, const struct agg_stat *rt)
+{
+  const struct agg_copy *ms = &a->copies[AGG_COPY_MEMSET];
+  struct agg_sum_rank r = { 0 };
+  int i;
+
+  AGG_SUM_FILLS(TR_SUM_RANK, 22);
+  if (a->t0_ns > a->tend_ns) /* no timed event */
+    a->t0_ns = a->tend_ns = 0;
+  for (i = 0; i < AGG_COPY_MEMSET; i++) {
+    r.memcpy_count += (int64_t)a->copies[i].s.count;
+    r.memcpy_bytes += a->copies[i].bytes;
+    r.memcpy_ns += a->copies[i].s.total_ns;
   }
-  set_int(o, "kernel_events", (int64_t)a->kernel_events);
-  set_int(o, "kernel_ns", a->kernel_ns);
-  set_int(o, "distinct_kernels", (int64_t)distinct);
-  set_int(o, "memcpy_count", (int64_t)count);
-  set_int(o, "memcpy_bytes", bytes);
-  set_int(o, "memcpy_ns", ns);
-  set_int(o, "memset_count", (int64_t)ms->s.count);
-  set_int(o, "memset_ns", ms->s.total_ns);
-  set_int(o, "device_ns", a->kernel_ns + ns + ms->s.total_ns);
-  set_int(o, "gpu_busy_ns", busy);
-  set_int(o, "runtime_events", (int64_t)rt->count);
-  set_int(o, "runtime_ns", rt->total_ns);
-  return a->kernel_ns + ns + ms->s.total_ns;
+  r.rank = rank_value(doc, info);
+  r.file = agg_txt(info->path);
+  r.format =
+      agg_txt(doc->format == IDX_FORMAT_MCTRACER ? "mctracer" : "kineto");
+  r.file_bytes = (int64_t)info->file_bytes;
+  r.json_bytes = (int64_t)doc->json_bytes;
+  r.events = (int64_t)doc->events;
+  r.skipped_events = (int64_t)(doc->skipped + a->skipped);
+  r.t0_ns = a->t0_ns;
+  r.span_ns = a->tend_ns - a->t0_ns;
+  r.device = device_value(a, doc);
+  r.kernel_events = (int64_t)a->kernel_events;
+  r.kernel_ns = a->kernel_ns;
+  r.distinct_kernels = (int64_t)distinct;
+  r.memset_count = (int64_t)ms->s.count;
+  r.memset_ns = ms->s.total_ns;
+  r.device_ns = device_ns_of(a);
+  r.gpu_busy_ns = busy;
+  r.runtime_events = (int64_t)rt->count;
+  r.runtime_ns = rt->total_ns;
+  return agg_sum_rank_json(&r);
 }
 
 /* Copies and memsets join the kernels' categories: the category table is
@@ -451,10 +459,10 @@ int idx_agg_summary(struct idx_agg *a, const struct idx_doc *doc,
 {
   struct agg_stat cats[AGG_NCATEGORIES], rt = { 0, 0, 0, 0 };
   struct agg_time_out t = { 0, NULL };
-  json_t *o, *kernels, *runtime;
+  struct agg_sum_tables tab;
   struct row *krows;
-  int64_t device_ns;
   size_t nk;
+  json_t *o;
   int rc;
 
   if ((rc = idx_agg_resolve(a)) != 0)
@@ -468,19 +476,17 @@ int idx_agg_summary(struct idx_agg *a, const struct idx_doc *doc,
     return rc;
   }
   memset(cats, 0, sizeof(cats));
-  o = summary_head(a, doc, info);
-  kernels = kernel_rows(a, krows, nk, cats);
+  tab.kernels = kernel_rows(a, krows, nk, cats);
   free(krows);
-  runtime = runtime_rows(a, &rt);
+  tab.runtime = runtime_rows(a, &rt);
+  o = summary_head(a, doc, info, nk, t.gpu_busy_ns, &rt);
   device_categories(a, cats);
-  device_ns = summary_totals(a, o, nk, t.gpu_busy_ns, &rt);
-  json_object_set_new(o, "kernels", kernels);
-  json_object_set_new(o, "launches", launch_rows(a));
-  json_object_set_new(o, "categories", category_rows(cats, device_ns));
-  json_object_set_new(o, "memcpy", copy_rows(a));
-  json_object_set_new(o, "runtime", runtime);
-  json_object_set_new(o, "steps", step_rows(a));
-  json_object_set_new(o, "phases", t.phases);
+  tab.launches = launch_rows(a);
+  tab.categories = category_rows(cats, device_ns_of(a));
+  tab.memcpy = copy_rows(a);
+  tab.steps = step_rows(a);
+  tab.phases = t.phases;
+  agg_sum_tables_put(o, &tab);
   *out = o;
   return 0;
 }

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "index/agg.h"
+#include "index/agg_sum.h"
 
 #define GAP_MIN_NS    1000000
 #define PHASE_MAX     64
@@ -278,22 +279,20 @@ static void phase_emit(struct phase_sum *ps)
   struct idx_agg *a = ps->a;
   struct top_ctx launches = { ps->by_shape, &a->names, a->shapes };
   struct top_ctx kernels = { ps->by_name, &a->names, NULL };
-  json_t *ph = json_object();
+  struct agg_sum_phase ph = {
+    .index = (int64_t)ps->p,
+    .start_ns = ps->start - a->t0_ns,
+    .end_ns = ps->end - a->t0_ns,
+    .busy_ns = ps->busy,
+    .kernel_events = (int64_t)ps->kernel_events,
+    .cause = agg_txt(cause_names[ps->segs->v[ps->p].cause]),
+    .top_kernels = top_rows(&kernels, ps->names_seen, ps->nnames_seen),
+    .top_launches = top_rows(&launches, ps->shapes_seen, ps->nshapes_seen),
+  };
   size_t i;
 
-  json_object_set_new(ph, "index", json_integer((json_int_t)ps->p));
-  json_object_set_new(ph, "start_ns", json_integer(ps->start - a->t0_ns));
-  json_object_set_new(ph, "end_ns", json_integer(ps->end - a->t0_ns));
-  json_object_set_new(ph, "busy_ns", json_integer(ps->busy));
-  json_object_set_new(ph, "kernel_events",
-                      json_integer((json_int_t)ps->kernel_events));
-  json_object_set_new(ph, "cause",
-                      json_string(cause_names[ps->segs->v[ps->p].cause]));
-  json_object_set_new(ph, "top_kernels",
-                      top_rows(&kernels, ps->names_seen, ps->nnames_seen));
-  json_object_set_new(ph, "top_launches",
-                      top_rows(&launches, ps->shapes_seen, ps->nshapes_seen));
-  json_array_append_new(ps->out, ph);
+  AGG_SUM_FILLS(TR_SUM_PHASE, 8);
+  json_array_append_new(ps->out, agg_sum_phase_json(&ph));
   for (i = 0; i < ps->nshapes_seen; i++)
     memset(&ps->by_shape[ps->shapes_seen[i]], 0, sizeof(struct acc));
   for (i = 0; i < ps->nnames_seen; i++)

@@ -1,10 +1,9 @@
 # The indexer's aggregation (index/agg*.c, rules.c, file.c, cli.c).
 # test_index_agg links the aggregation sources directly (not the whole
 # traced_index library) so that it tests them alone, fed hand-made events.
-traced_c_test(test_index_agg traced_common test_index_agg.c
-  ${CMAKE_SOURCE_DIR}/index/agg.c ${CMAKE_SOURCE_DIR}/index/agg_map.c
-  ${CMAKE_SOURCE_DIR}/index/agg_runs.c ${CMAKE_SOURCE_DIR}/index/agg_time.c
-  ${CMAKE_SOURCE_DIR}/index/agg_json.c ${CMAKE_SOURCE_DIR}/index/rules.c)
+file(GLOB AGG_SRC CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/index/agg*.c)
+traced_c_test(test_index_agg traced_common test_index_agg.c ${AGG_SRC}
+  ${CMAKE_SOURCE_DIR}/index/rules.c)
 
 # `traced index` on every real trace against the Python reference.
 traced_py_test(test_index_traces test_index_traces.py)
