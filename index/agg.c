@@ -427,26 +427,36 @@ static void on_runtime_copy(struct idx_agg *a, const struct idx_event *ev)
     (void)agg_corr_put(&a->rtc_pending, ev->correlation, &ev->bytes);
 }
 
-/* Length of the run-label kind (the name up to '[', docs/ATOM.md), or 0
- * when the name is no run label ("ProfilerStep#3", "decode_helper[x]"). */
+/* The run-label kinds (docs/ATOM.md), both generations: ATOM ffdf3bb5
+ * writes prefill, decode, eager_decode and the dummy_* kinds
+ * (atom/model_engine/run_labels.py), draft[i/k bs=] (eagle_proposer.py),
+ * dspark[bs= T=], dspark_ctx_kv[bs= tok=] and dspark_sched[bs=]
+ * (dspark_proposer.py); the seed skill's newer ATOM renames the drafts
+ * propose_<drafter>[...] (any drafter, matched by prefix) and draft_kv. */
+static const char *const label_kinds[] = { "prefill",
+                                           "decode",
+                                           "eager_decode",
+                                           "dummy_decode",
+                                           "dummy_eager_decode",
+                                           "dummy_prefill",
+                                           "draft",
+                                           "dspark",
+                                           "dspark_ctx_kv",
+                                           "dspark_sched",
+                                           "draft_kv" };
+
+/* Length of the run-label kind, the name up to '[', or 0 when the name is
+ * no run label ("ProfilerStep#3", "capture_graph_bs_8", "decode_helper[x]"). */
 static size_t label_kind(struct idx_str n)
 {
-  static const char *const kinds[] = { "prefill",
-                                       "decode",
-                                       "eager_decode",
-                                       "dummy_decode",
-                                       "dummy_eager_decode",
-                                       "dummy_prefill",
-                                       "draft_kv",
-                                       "dspark_sched" };
   const char *b = n.p ? memchr(n.p, '[', n.n) : NULL;
   size_t len, i;
 
   if (b == NULL)
     return 0;
   len = (size_t)(b - n.p);
-  for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
-    if (len == strlen(kinds[i]) && memcmp(n.p, kinds[i], len) == 0)
+  for (i = 0; i < sizeof(label_kinds) / sizeof(label_kinds[0]); i++)
+    if (len == strlen(label_kinds[i]) && memcmp(n.p, label_kinds[i], len) == 0)
       return len;
   if (len <= 8 || memcmp(n.p, "propose_", 8) != 0)
     return 0;
@@ -458,7 +468,9 @@ static size_t label_kind(struct idx_str n)
 
 /* Parses the integer after `key` (e.g. "tok=") inside the brackets, where
  * key starts a field (after '[', ' ' or ','). *second gets the number
- * after a '/' (bs=117/128), or -1. Returns the first number or -1. */
+ * after a '/' (bs=117/128), or -1. Returns the first number or -1. Fields
+ * it is not asked for (ctx=, T=, sqsq= sqsk= sk= of ATOM's detailed
+ * annotation) are passed over, never an error. */
 static int64_t label_field(struct idx_str n, size_t from, const char *key,
                            int64_t *second)
 {

@@ -12,11 +12,18 @@ traced or ref_index, so tests can hold both to them.
     (atom/rank_<r>/<model>_ts_<YYYYmmdd_HHMMSS>_<ms>.pt.trace.json.gz): ROCm
     kineto with CPU user_annotation and GPU gpu_user_annotation run labels
     (prefill, decode padded and not, dummy_decode, dummy_eager_decode,
-    eager_decode, propose_eagle, draft_kv), kernels with grid/block only and
+    eager_decode, propose_eagle, propose_dspark, draft_kv, dspark_sched,
+    some with ATOM_ENABLE_DETAILED_ANNOTATION's sqsq= sqsk= sk=), kernels with
+    grid/block only and
     shared memory on hipLaunchKernel (written before the kernel, and every
     fourth one after it), decode graph replays (hipGraphLaunch: one
     correlation, many kernels), copies and memsets, events out of time
     order.
+(e) labels_<generation>_<side>/: one rank each of both run-label
+    generations (the seed's newer ATOM above; ATOM ffdf3bb5's draft[i/k bs=],
+    dspark[bs= T=], dspark_ctx_kv[bs= tok=], dspark_sched[bs=], with
+    capture_graph_bs_8 and decode_helper[...] that are no steps), with the
+    labels on the GPU side too (gpu) or on the CPU side only (cpu).
 (b) mctracer/tracer_out-39991.json: the seed 003 timeline in small: pid
     lanes 1/2/3, co_id, kernel_kernel and kernel_kernel_1 at the seed's
     shapes, registers 192/150, dynamic shared 32768/16384, memcpy
@@ -73,19 +80,42 @@ KERNELS = {
     "tri": ("triton_poi_fused_add_0", [512, 1, 1], [128, 1, 1], 0, 2500),
 }
 
-# (label, kernels, graph replay)
+# (label, kernels, graph replay): the seed skill's newer ATOM (000_*,
+# "record_function tag format"), detailed annotation fields on some labels
 SCHEDULE = [
-    ("prefill[bs=2 tok=1024 ctx=[512, 512]]",
+    ("prefill[bs=2 tok=1024 ctx=[512, 512] sqsq=524288 sqsk=524288 sk=1024]",
      ["norm", "gemm", "attn", "moe", "ar", "gemm"], False),
     ("decode[bs=117/128 tok=117 d=117 spec=1 graph]",
      ["norm", "gemm", "gattn", "moe", "gemm"], True),
-    ("decode[bs=32 tok=32 d=32]", ["norm", "gemm", "attn", "moe"], False),
+    ("decode[bs=32 tok=32 d=32 sqsq=32 sqsk=40960 sk=40960]",
+     ["norm", "gemm", "attn", "moe"], False),
     ("dummy_decode[bs=1 tok=1 d=1]", ["gemm", "ar"], False),
     ("dummy_eager_decode[bs=1 tok=1 ctx=[1]]", ["gemm"], False),
     ("eager_decode[bs=3 tok=3 ctx=[10, 11, 12]]",
      ["norm", "gemm", "attn", "moe"], False),
     ("propose_eagle[1/3 tok=16 bs=16/16 graph]", ["tri", "gemm"], False),
+    ("propose_dspark[bs=6/8 T=4 graph]", ["tri", "gemm"], False),
     ("draft_kv[bs=16 tok=16]", ["tri"], False),
+    ("dspark_sched[bs=6]", ["tri"], False),
+]
+# The same work as ATOM ffdf3bb5 labels it: draft[i/k bs=]
+# (atom/spec_decode/eagle_proposer.py), dspark[bs= T=], dspark_ctx_kv[bs=
+# tok=], dspark_sched[bs=] (dspark_proposer.py); capture_graph_bs_N and a
+# bracketed name of no known kind are not steps.
+SCHEDULE_FFDF3BB5 = [
+    ("prefill[bs=4 tok=2048 ctx=[1, 2, 3]...+1]",
+     ["norm", "gemm", "attn", "moe", "ar", "gemm"], False),
+    ("decode[bs=60/64 tok=60 d=60 spec=3 sqsq=60 sqsk=61440 sk=61440]",
+     ["norm", "gemm", "gattn", "moe", "gemm"], True),
+    ("draft[0/3 bs=60]", ["tri", "gemm"], False),
+    ("draft[1/3 bs=60]", ["tri"], False),
+    ("draft[2/3 bs=60]", ["tri"], False),
+    ("dspark_ctx_kv[bs=8 tok=512]", ["tri"], False),
+    ("dspark[bs=8 T=4]", ["tri", "gemm"], False),
+    ("dspark_sched[bs=8]", ["tri"], False),
+    ("capture_graph_bs_8", ["gemm"], False),
+    ("decode_helper[bs=8]", ["tri"], False),
+    ("dummy_decode[bs=1 tok=1 d=1]", ["gemm", "ar"], False),
 ]
 ROUNDS = 3
 
@@ -93,8 +123,10 @@ ROUNDS = 3
 class Rank:
     """One rank's kineto trace under construction, and its bookkeeping."""
 
-    def __init__(self, rank):
+    def __init__(self, rank, schedule=None, gpu_labels=True):
         self.rank = rank
+        self.schedule = schedule or SCHEDULE
+        self.gpu_labels = gpu_labels   # else CPU-side labels only
         self.rng = random.Random(100 + rank)
         self.cpu, self.gpu, self.labels, self.late = [], [], [], []
         self.corr = 1000
@@ -172,21 +204,28 @@ class Rank:
         self.ev(self.cpu, ph="X", cat="user_annotation", name=label,
                 pid=700 + self.rank, tid=700, ts=self.cpu_t, dur=cpu_dur)
         gpu_dur = self.gpu_t + 2000 - gpu_start
-        self.ev(self.labels, ph="X", cat="gpu_user_annotation", name=label,
-                pid=2 + self.rank, tid=0, ts=gpu_start, dur=gpu_dur)
+        if self.gpu_labels:
+            self.ev(self.labels, ph="X", cat="gpu_user_annotation",
+                    name=label, pid=2 + self.rank, tid=0, ts=gpu_start,
+                    dur=gpu_dur)
+        if "[" in label and kind in STEP_KINDS:
+            self.count_step(kind, label, gpu_dur if self.gpu_labels
+                            else cpu_dur, kernel_ns)
+        self.cpu_t += cpu_dur + 4000
+        self.gpu_t += 2000 + 50000   # idle between steps
+
+    def count_step(self, kind, label, dur, kernel_ns):
         m = re.search(r"tok=(\d+)", label)
         bs = re.search(r"bs=(\d+)(?:/(\d+))?", label)
         st = self.exp["steps"].setdefault(kind, {
             "count": 0, "total_ns": 0, "tokens": 0, "padded": 0,
-            "kernel_ns": 0, "source": "gpu"})
+            "kernel_ns": 0, "source": "gpu" if self.gpu_labels else "cpu"})
         st["count"] += 1
-        st["total_ns"] += gpu_dur
-        st["tokens"] += int(m.group(1))
+        st["total_ns"] += dur
+        st["tokens"] += int(m.group(1)) if m else 0
         st["padded"] += int(bool(bs.group(2)) and
                             int(bs.group(2)) > int(bs.group(1)))
-        st["kernel_ns"] += kernel_ns
-        self.cpu_t += cpu_dur + 4000
-        self.gpu_t += 2000 + 50000   # idle between steps
+        st["kernel_ns"] += kernel_ns if self.gpu_labels else 0
 
     def copies(self):
         """Between rounds: an unlabelled kernel, two copies, a memset."""
@@ -221,7 +260,7 @@ class Rank:
     def document(self, path):
         start = self.cpu_t - 1000
         for _ in range(ROUNDS):
-            for label, keys, graph in SCHEDULE:
+            for label, keys, graph in self.schedule:
                 self.step(label, keys, graph)
             self.copies()
         end = max(self.gpu_t, self.cpu_t)
@@ -248,17 +287,39 @@ class Rank:
                 "traceEvents": events, "traceName": path}, exp
 
 
-def make_atom(outdir):
-    """The TP=2 ATOM capture; returns the expectations per rank."""
+# The kinds the generator counts as steps (docs/ATOM.md): its own list.
+STEP_KINDS = {"prefill", "decode", "eager_decode", "dummy_decode",
+              "dummy_eager_decode", "dummy_prefill", "draft", "dspark",
+              "dspark_ctx_kv", "dspark_sched", "draft_kv", "propose_eagle",
+              "propose_dspark"}
+
+
+def make_atom(outdir, folder="atom", ranks=2, schedule=None,
+              gpu_labels=True):
+    """An ATOM capture of `ranks` ranks; returns the expectations per
+    rank."""
     out = []
-    for rank in range(2):
-        d = os.path.join(outdir, "atom", "rank_%d" % rank)
+    for rank in range(ranks):
+        d = os.path.join(outdir, folder, "rank_%d" % rank)
         os.makedirs(d, exist_ok=True)
         path = os.path.join(d, "%s_ts_%s.pt.trace.json.gz" % (MODEL, STAMP))
-        doc, exp = Rank(rank).document(path)
+        doc, exp = Rank(rank, schedule, gpu_labels).document(path)
         with gzip.open(path, "wb") as f:
             f.write(dumps(doc).encode())
         out.append(exp)
+    return out
+
+
+def make_generations(outdir):
+    """Both run-label generations, each with its labels on the GPU side
+    (gpu_user_annotation, which wins) and on the CPU side only
+    (user_annotation): {name: [expectations of its one rank]}."""
+    out = {}
+    for gen, schedule in (("seed", SCHEDULE),
+                          ("ffdf3bb5", SCHEDULE_FFDF3BB5)):
+        for side, gpu in (("gpu", True), ("cpu", False)):
+            name = "labels_%s_%s" % (gen, side)
+            out[name] = make_atom(outdir, name, 1, schedule, gpu)
     return out
 
 
@@ -622,13 +683,14 @@ def make_odd(d):
 def generate(outdir, traces_dir=None):
     """Writes every fixture under outdir; returns {"atom": [per rank],
     "mctracer": {...}, "legacy": {...}, "fail": {path: why}, "odd": (path,
-    {...})}."""
+    {...}), "generations": {name: [per rank]}}."""
     traces_dir = traces_dir or os.environ.get(
         "TRACES_DIR", os.path.join(os.path.dirname(__file__), "..", "..",
                                    "shared", "traces"))
     fail, odd = make_bad(outdir, traces_dir)
     return {"atom": make_atom(outdir), "mctracer": make_mctracer(outdir),
-            "legacy": make_legacy(outdir), "fail": fail, "odd": odd}
+            "legacy": make_legacy(outdir), "fail": fail, "odd": odd,
+            "generations": make_generations(outdir)}
 
 
 if __name__ == "__main__":

@@ -29,9 +29,11 @@ KERNEL_CATS = {"kernel", "Kernel"}
 COPY_CATS = {"gpu_memcpy", "Memcpy"}
 MEMSET_CATS = {"gpu_memset", "Memset"}
 RUNTIME_CATS = {"cuda_runtime", "cuda_driver", "Runtime"}
+# Run-label kinds of both ATOM generations (docs/ATOM.md): ffdf3bb5's
+# draft/dspark/dspark_ctx_kv, the seed's draft_kv and propose_* (below).
 STEP_KINDS = ("prefill", "decode", "eager_decode", "dummy_decode",
-              "dummy_eager_decode", "dummy_prefill", "draft_kv",
-              "dspark_sched")
+              "dummy_eager_decode", "dummy_prefill", "draft", "dspark",
+              "dspark_ctx_kv", "dspark_sched", "draft_kv")
 COPY_DIRS = {"htod": "HtoD", "dtoh": "DtoH", "dtod": "DtoD",
              "htoh": "HtoH", "ptop": "PtoP"}
 LABEL_RE = re.compile(r"^(propose_[A-Za-z0-9_]+|[a-z_]+)\[")

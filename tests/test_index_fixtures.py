@@ -102,6 +102,39 @@ def test_atom(exp_ranks):
         check(ref["steps"] == exp["steps"], tag + " ref: steps")
 
 
+def steps_of(got):
+    return {r["kind"]: {k: r[k] for k in ("count", "total_ns", "tokens",
+                                          "padded", "kernel_ns", "source")}
+            for r in got["steps"]}
+
+
+def test_generations(gens):
+    """Both run-label generations, GPU side and CPU side: every kind the
+    generator placed is counted with its tokens and padded steps, unknown
+    fields are passed over, capture_graph_bs_N and unknown kinds are not
+    steps; ref_index agrees."""
+    for name, exps in sorted(gens.items()):
+        exp = exps[0]
+        got = summaries(exp["path"])[0]
+        check(got["skipped_events"] == 0, name + ": skipped events")
+        check(steps_of(got) == exp["steps"], "%s: steps %r != %r" % (
+            name, steps_of(got), exp["steps"]))
+        ref = ref_index.reference(exp["path"])
+        check(ref["steps"] == exp["steps"], "%s ref: steps %r" % (
+            name, ref["steps"]))
+        kinds = set(exp["steps"])
+        want = ({"draft", "dspark", "dspark_ctx_kv", "dspark_sched"}
+                if "ffdf3bb5" in name else
+                {"propose_eagle", "propose_dspark", "draft_kv",
+                 "dspark_sched"})
+        check(want <= kinds, "%s: kinds %r" % (name, sorted(kinds)))
+        check(not {"capture_graph_bs_8", "decode_helper"} & kinds,
+              name + ": a non-step counted")
+        side = "cpu" if name.endswith("_cpu") else "gpu"
+        check(all(r["source"] == side for r in got["steps"]),
+              name + ": source")
+
+
 def test_mctracer(exp):
     g = summaries(exp["path"])[0]
     check_common("mctracer", g, exp)
@@ -183,6 +216,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         exp = make_fixtures.generate(tmp, os.environ["TRACES_DIR"])
         test_atom(exp["atom"])
+        test_generations(exp["generations"])
         test_mctracer(exp["mctracer"])
         test_legacy(exp["legacy"])
         test_failures(exp["fail"], exp["mctracer"]["path"])
