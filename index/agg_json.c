@@ -54,7 +54,7 @@ json_t *agg_json_xyz(const int64_t v[3], int present)
                    (json_int_t)v[2]);
 }
 
-static double share(int64_t total, int64_t den)
+double agg_share(int64_t total, int64_t den)
 {
   unsigned __int128 q;
 
@@ -117,36 +117,20 @@ static int fill_kernel(void *ud, uint32_t id, struct row *r)
   return a->kernels[id].is_kernel;
 }
 
-/* The category of a kernel name (names are not NUL-terminated). */
-static const char *category_of(const struct idx_agg *a, uint32_t id)
-{
-  const struct agg_key *k = key_of(&a->names, id);
-  char *name = malloc(k->n + 1);
-  const char *cat;
-
-  if (name == NULL)
-    return "other";
-  memcpy(name, k->p, k->n);
-  name[k->n] = '\0';
-  cat = idx_category(a->rules, name);
-  free(name);
-  return cat;
-}
-
 static json_t *kernel_rows(struct idx_agg *a, const struct row *rows, size_t n,
                            struct agg_stat *cats)
 {
   json_t *arr = json_array();
   size_t i;
 
-  AGG_SUM_FILLS(TR_SUM_KERNEL, 11);
+  AGG_SUM_FILLS(TR_SUM_KERNEL, 13);
   for (i = 0; i < n; i++) {
-    const struct agg_kernel *k = &a->kernels[rows[i].id];
-    const char *cat = category_of(a, rows[i].id);
-    struct agg_stat *c = &cats[agg_category_index(cat)];
+    uint32_t id = rows[i].id, fam = a->name_family[id];
+    const struct agg_kernel *k = &a->kernels[id];
+    struct agg_stat *c = &cats[a->name_cat[id]];
     struct agg_sum_kernel r = {
       .name = { rows[i].p, rows[i].n },
-      .category = agg_txt(cat),
+      .category = agg_txt(agg_category_name(a->name_cat[id])),
       .count = (int64_t)k->s.count,
       .total_ns = k->s.total_ns,
       .avg_ns = avg(&k->s),
@@ -154,9 +138,11 @@ static json_t *kernel_rows(struct idx_agg *a, const struct row *rows, size_t n,
       .max_ns = k->s.max_ns,
       .median_ns =
           agg_hist_median(&k->hist, k->s.count, k->s.min_ns, k->s.max_ns),
-      .share = share(k->s.total_ns, a->kernel_ns),
+      .share = agg_share(k->s.total_ns, a->kernel_ns),
       .first_ns = k->first_ns - a->t0_ns,
       .last_ns = k->last_ns - a->t0_ns,
+      .family = { a->fam_map.keys[fam].p, a->fam_map.keys[fam].n },
+      .demangled = agg_txt(a->demangled[id]),
     };
 
     c->count += k->s.count;
@@ -304,7 +290,7 @@ static json_t *category_rows(const struct agg_stat *cats, int64_t device_ns)
       .category = { rows[i].p, rows[i].n },
       .count = (int64_t)c->count,
       .total_ns = c->total_ns,
-      .share = share(c->total_ns, device_ns),
+      .share = agg_share(c->total_ns, device_ns),
     };
 
     json_array_append_new(arr, agg_sum_category_json(&r));
@@ -313,46 +299,59 @@ static json_t *category_rows(const struct agg_stat *cats, int64_t device_ns)
   return arr;
 }
 
-struct step_ctx {
-  struct idx_agg *a;
-  int side;
-};
-
 static int fill_step(void *ud, uint32_t id, struct row *r)
 {
-  struct step_ctx *c = ud;
+  struct idx_agg *a = ud;
 
-  row_set(r, 0, key_of(&c->a->kinds_map, id)); /* by kind name only */
-  return c->a->steps[c->side][id].count > 0;
+  row_set(r, 0, key_of(&a->kinds_map, id)); /* by kind name only */
+  return a->steps[a->step_side][id].s.count > 0;
 }
 
-/* Steps from the GPU-side labels when the trace has any, else the CPU
- * side (docs/ATOM.md): one trace never mixes the two. */
+/* Steps come from the GPU-side labels when the trace has any, else from
+ * the CPU side (docs/ATOM.md): one trace never mixes the two. */
+static void choose_step_side(struct idx_agg *a)
+{
+  a->nkinds =
+      a->kinds_map.n < AGG_MAX_STEP_KINDS ? a->kinds_map.n : AGG_MAX_STEP_KINDS;
+  a->step_side = AGG_SIDE_CPU;
+  for (uint32_t k = 0; k < a->nkinds; k++)
+    if (a->steps[AGG_SIDE_GPU][k].s.count > 0)
+      a->step_side = AGG_SIDE_GPU;
+}
+
 static json_t *step_rows(struct idx_agg *a)
 {
-  struct step_ctx ctx = { a, AGG_SIDE_CPU };
-  size_t nk = a->kinds_map.n, i, n;
+  int gpu = a->step_side == AGG_SIDE_GPU;
   json_t *arr = json_array();
   struct row *rows;
+  size_t i, n;
 
-  AGG_SUM_FILLS(TR_SUM_STEP, 8);
-  if (nk > AGG_MAX_STEP_KINDS)
-    nk = AGG_MAX_STEP_KINDS;
-  for (i = 0; i < nk; i++)
-    if (a->steps[AGG_SIDE_GPU][i].count > 0)
-      ctx.side = AGG_SIDE_GPU;
-  rows = sorted_rows(nk, &n, fill_step, &ctx);
+  AGG_SUM_FILLS(TR_SUM_STEP, 21);
+  rows = sorted_rows(a->nkinds, &n, fill_step, a);
   for (i = 0; rows != NULL && i < n; i++) {
-    const struct agg_step *s = &a->steps[ctx.side][rows[i].id];
+    const struct agg_step *s = &a->steps[a->step_side][rows[i].id];
     struct agg_sum_step r = {
       .kind = { rows[i].p, rows[i].n },
-      .count = (int64_t)s->count,
-      .total_ns = s->total_ns,
-      .avg_ns = s->total_ns / (int64_t)s->count,
+      .count = (int64_t)s->s.count,
+      .total_ns = s->s.total_ns,
+      .avg_ns = avg(&s->s),
       .tokens = s->tokens,
       .padded = (int64_t)s->padded,
-      .kernel_ns = ctx.side == AGG_SIDE_GPU ? s->kernel_ns : 0,
-      .source = agg_txt(ctx.side == AGG_SIDE_GPU ? "gpu" : "cpu"),
+      .kernel_ns = gpu ? s->kernel_ns : 0,
+      .source = agg_txt(gpu ? "gpu" : "cpu"),
+      .min_ns = s->s.min_ns,
+      .p50_ns = agg_pct(&s->hist, &s->s, 500),
+      .p90_ns = agg_pct(&s->hist, &s->s, 900),
+      .p99_ns = agg_pct(&s->hist, &s->s, 990),
+      .max_ns = s->s.max_ns,
+      .warmup_steps = (int64_t)s->warmup,
+      .steady_count = (int64_t)s->steady.count,
+      .steady_total_ns = s->steady.total_ns,
+      .steady_min_ns = s->steady.min_ns,
+      .steady_p50_ns = agg_pct(&s->steady_hist, &s->steady, 500),
+      .steady_p90_ns = agg_pct(&s->steady_hist, &s->steady, 900),
+      .steady_p99_ns = agg_pct(&s->steady_hist, &s->steady, 990),
+      .steady_max_ns = s->steady.max_ns,
     };
 
     json_array_append_new(arr, agg_sum_step_json(&r));
@@ -406,7 +405,7 @@ static json_t *summary_head(struct idx_agg *a, const struct idx_doc *doc,
   struct agg_sum_rank r = { 0 };
   int i;
 
-  AGG_SUM_FILLS(TR_SUM_RANK, 22);
+  AGG_SUM_FILLS(TR_SUM_RANK, 30);
   if (a->t0_ns > a->tend_ns) /* no timed event */
     a->t0_ns = a->tend_ns = 0;
   for (i = 0; i < AGG_COPY_MEMSET; i++) {
@@ -434,6 +433,15 @@ static json_t *summary_head(struct idx_agg *a, const struct idx_doc *doc,
   r.gpu_busy_ns = busy;
   r.runtime_events = (int64_t)rt->count;
   r.runtime_ns = rt->total_ns;
+  r.idle_ns = r.span_ns - busy;
+  r.launch_delays = (int64_t)a->delay.count;
+  r.launch_delay_min_ns = a->delay.min_ns;
+  r.launch_delay_p50_ns = agg_pct(&a->delay_hist, &a->delay, 500);
+  r.launch_delay_p99_ns = agg_pct(&a->delay_hist, &a->delay, 990);
+  r.launch_delay_max_ns = a->delay.max_ns;
+  for (uint32_t k = 0; k < a->nkinds; k++)
+    r.warmup_steps += (int64_t)a->steps[a->step_side][k].warmup;
+  r.timeline_bucket_ns = a->tl.width;
   return agg_sum_rank_json(&r);
 }
 
@@ -465,8 +473,9 @@ int idx_agg_summary(struct idx_agg *a, const struct idx_doc *doc,
   json_t *o;
   int rc;
 
-  if ((rc = idx_agg_resolve(a)) != 0)
+  if ((rc = idx_agg_resolve(a)) != 0 || (rc = agg_families(a)) != 0)
     return tr_err_set(err, rc, "", "%s: out of memory", info->path);
+  choose_step_side(a);
   krows = sorted_rows(a->names.n, &nk, fill_kernel, a);
   if (krows == NULL)
     return tr_err_set(err, TR_ENOMEM, "", "%s: out of memory", info->path);
@@ -486,6 +495,12 @@ int idx_agg_summary(struct idx_agg *a, const struct idx_doc *doc,
   tab.memcpy = copy_rows(a);
   tab.steps = step_rows(a);
   tab.phases = t.phases;
+  tab.step_buckets = agg_step_buckets_json(a);
+  tab.step_outliers = agg_step_outliers_json(a);
+  tab.idle = agg_idle_json(a);
+  tab.timeline = agg_timeline_json(a);
+  tab.families = agg_families_json(a);
+  tab.family_steps = agg_famsteps_json(a);
   agg_sum_tables_put(o, &tab);
   *out = o;
   return 0;

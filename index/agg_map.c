@@ -200,9 +200,10 @@ static int hist_rehash(struct agg_hist *h)
   return 0;
 }
 
-int agg_hist_add(struct agg_hist *h, int64_t v)
+/* Adds n samples to bucket key k (bucket + 1). */
+static int hist_bump(struct agg_hist *h, uint32_t k, uint64_t n)
 {
-  uint32_t k = hist_bucket(v) + 1, i;
+  uint32_t i;
 
   if ((h->n + 1) * 2 > h->cap && hist_rehash(h) != 0)
     return TR_ENOMEM;
@@ -213,8 +214,13 @@ int agg_hist_add(struct agg_hist *h, int64_t v)
     h->keys[i] = k;
     h->n++;
   }
-  h->counts[i]++;
+  h->counts[i] += n;
   return 0;
+}
+
+int agg_hist_add(struct agg_hist *h, int64_t v)
+{
+  return hist_bump(h, hist_bucket(v) + 1, 1);
 }
 
 static int cmp_u32(const void *a, const void *b)
@@ -237,8 +243,14 @@ static uint64_t hist_count(const struct agg_hist *h, uint32_t k)
 int64_t agg_hist_median(const struct agg_hist *h, uint64_t count, int64_t min,
                         int64_t max)
 {
+  return agg_hist_rank(h, count > 0 ? (count - 1) / 2 : 0, min, max);
+}
+
+int64_t agg_hist_rank(const struct agg_hist *h, uint64_t want, int64_t min,
+                      int64_t max)
+{
   uint32_t *order, i, j = 0;
-  uint64_t want = count > 0 ? (count - 1) / 2 : 0, seen = 0;
+  uint64_t seen = 0;
   int64_t v = min;
 
   if (h->n == 0)
@@ -259,6 +271,16 @@ int64_t agg_hist_median(const struct agg_hist *h, uint64_t count, int64_t min,
   }
   free(order);
   return v < min ? min : v > max ? max : v;
+}
+
+int agg_hist_merge(struct agg_hist *dst, const struct agg_hist *src)
+{
+  uint32_t i;
+
+  for (i = 0; i < src->cap; i++)
+    if (src->keys[i] != 0 && hist_bump(dst, src->keys[i], src->counts[i]) != 0)
+      return TR_ENOMEM;
+  return 0;
 }
 
 void agg_hist_free(struct agg_hist *h)

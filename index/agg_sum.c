@@ -71,6 +71,11 @@ static void set_SHARE(json_t *o, const char *key, double v)
   put(o, key, json_real(v));
 }
 
+static void set_RATIO(json_t *o, const char *key, double v)
+{
+  set_SHARE(o, key, v);
+}
+
 #define SET(key, col, ty, all, since) set_##ty(o, #key, r->key);
 
 json_t *agg_sum_rank_json(const struct agg_sum_rank *r)

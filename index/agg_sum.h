@@ -8,7 +8,7 @@
  * null); TEXT, TEXT_NULL and NAME struct agg_txt (bytes, not NUL-
  * terminated; p NULL: null for TEXT_NULL, "" otherwise); JSON and
  * JSON_NULL json_t * (the writer takes the reference; NULL: null); SHARE
- * double.
+ * and RATIO double.
  */
 #ifndef IDX_AGG_SUM_H
 #define IDX_AGG_SUM_H
@@ -41,6 +41,7 @@ struct agg_txt agg_txt(const char *s);
 #define AGG_CTYPE_JSON      json_t *
 #define AGG_CTYPE_JSON_NULL json_t *
 #define AGG_CTYPE_SHARE     double
+#define AGG_CTYPE_RATIO     double
 
 #define AGG_SUM_MEMBER_(key, col, ty, all, since) AGG_CTYPE_##ty key;
 

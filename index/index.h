@@ -38,6 +38,17 @@ void idx_rules_free(struct idx_rules *rules);
  * Returned string is static. */
 const char *idx_category(const struct idx_rules *rules, const char *name);
 
+/* The readable form of an Itanium-mangled name (_Z...: __cxa_demangle,
+ * see family.c) as a new string (caller frees), or NULL when name is not
+ * mangled, cannot be demangled, or memory ran out. */
+char *idx_demangle(const char *name);
+
+/* The family of a kernel name under rules (family.c): demangled, without
+ * template and parameter lists, then as the first family rule says (tile
+ * fields, Triton ordinals, a template argument...). A new string (caller
+ * frees), or NULL when out of memory. */
+char *idx_family(const struct idx_rules *rules, const char *name);
+
 struct idx_options {
   enum idx_format format;        /* IDX_FORMAT_AUTO detects */
   const struct idx_rules *rules; /* borrowed; NULL: built-ins */

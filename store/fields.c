@@ -7,8 +7,8 @@
 #include "common/summary.h"
 #include "store/store_int.h"
 
-/* A SHARE row's ALL slot names its denominator column, every other row's
- * names how it sums over ranks. */
+/* A SHARE row's ALL slot names its denominator column, a RATIO row's its
+ * numerator, every other row's how it sums over ranks. */
 #define FIELD_OF_SHARE(key, col, den)   { #key, #col, F_SHARE, A_SHARE, #den },
 #define FIELD_OF(key, col, ty, all)     { #key, #col, F_##ty, A_##all, NULL },
 #define FIELD_INT(k, c, a)              FIELD_OF(k, c, INT, a)
@@ -20,6 +20,7 @@
 #define FIELD_JSON_NULL(k, c, a)        FIELD_OF(k, c, JSON_NULL, a)
 #define FIELD_AVG(k, c, a)              FIELD_OF(k, c, AVG, a)
 #define FIELD_SHARE(k, c, a)            FIELD_OF_SHARE(k, c, a)
+#define FIELD_RATIO(k, c, a)            { #k, #c, F_RATIO, A_RATIO, #a },
 #define FIELD(key, col, ty, all, since) FIELD_##ty(key, col, all)
 
 const struct store__field store__rank_fields[] = { TR_SUM_RANK(FIELD) };
@@ -45,5 +46,5 @@ const struct store__table *store__table(const char *member)
 
 bool store__field_stored(const struct store__field *f)
 {
-  return f->ty != F_AVG && f->ty != F_SHARE;
+  return f->ty != F_AVG && f->ty != F_SHARE && f->ty != F_RATIO;
 }

@@ -132,6 +132,12 @@ static void col_single(char *b, size_t size, size_t *len,
         " ELSE 0.0 END AS \"%s\"",
         f->den, f->den, f->key);
     break;
+  case F_RATIO:
+    cat(b, size, len,
+        " CASE WHEN t.count > 0 THEN round(CAST(t.%s AS REAL) / t.count, 6)"
+        " ELSE 0.0 END AS \"%s\"",
+        f->den, f->key);
+    break;
   default: cat(b, size, len, " t.%s AS \"%s\"", f->col, f->key); break;
   }
 }
@@ -157,6 +163,12 @@ static bool col_all(char *b, size_t size, size_t *len,
     return true;
   case A_AVG:
     cat(b, size, len, " sum(t.total_ns) / sum(t.count) AS \"%s\"", f->key);
+    return true;
+  case A_RATIO:
+    cat(b, size, len,
+        " CASE WHEN sum(t.count) > 0 THEN round(CAST(sum(t.%s) AS REAL) /"
+        " sum(t.count), 6) ELSE 0.0 END AS \"%s\"",
+        f->den, f->key);
     return true;
   case A_SHARE:
     cat(b, size, len,

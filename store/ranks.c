@@ -102,7 +102,7 @@ static int bad_value(const char *where, const struct store__field *f,
     [F_TEXT] = "a string",       [F_TEXT_NULL] = "a string or null",
     [F_NAME] = "a string",       [F_JSON] = "present",
     [F_JSON_NULL] = "any value", [F_AVG] = "an integer",
-    [F_SHARE] = "a number"
+    [F_SHARE] = "a number",      [F_RATIO] = "a number"
   };
 
   return tr_err_set(err, TR_EINVAL, "summary",
@@ -366,7 +366,7 @@ static int short_form(struct store *st, int64_t id, json_t *r,
 int store__capture_ranks(struct store *st, int64_t id, json_t **out,
                          struct tr_err *err)
 {
-  char sql[1024];
+  char sql[2048];
   size_t len, i;
   sqlite3_stmt *s;
   json_t *rows = NULL, *r;

@@ -86,7 +86,8 @@ int store_capture_merge(struct store *st, int64_t id, const char *column,
  * (null until merged), queue_position (1-based FIFO place among queued
  * captures of the same kind; null when not queued), extra's members (the
  * columns win a name clash), and ranks by rank number: a done rank is its
- * summary without kernels/launches/runtime/phases, "rank" being the
+ * summary without its long tables (all but categories, memcpy and
+ * steps: they have their own routes), "rank" being the
  * capture's rank number, "trace_rank" the summary's own, plus "label" and
  * "status"; a failed one is {rank, label, file, status "failed", error}.
  * One read snapshot. TR_ENOTFOUND (field "id") when no such id. */

@@ -33,7 +33,8 @@ enum store__fty {
   F_JSON,      /* any JSON value, required, stored as compact text */
   F_JSON_NULL, /* JSON value or null/absent */
   F_AVG,       /* derived when read: total_ns / count; not stored */
-  F_SHARE      /* derived when read: total_ns / a rank column; not stored */
+  F_SHARE,     /* derived when read: total_ns / a rank column; not stored */
+  F_RATIO      /* derived when read: a column / count; not stored */
 };
 
 enum store__fall { /* how a row sums over ranks: common/summary.h's ALL */
@@ -46,7 +47,8 @@ enum store__fall { /* how a row sums over ranks: common/summary.h's ALL */
                    A_NONE,
                    A_EACH,
                    A_AVG,
-                   A_SHARE
+                   A_SHARE,
+                   A_RATIO
 };
 
 struct store__field {
@@ -54,7 +56,8 @@ struct store__field {
   const char *col; /* column it is stored in */
   enum store__fty ty;
   enum store__fall all;
-  const char *den; /* F_SHARE: the ranks column it is a share of */
+  const char *den; /* F_SHARE: the ranks column it is a share of; F_RATIO:
+                      the row's column over its count */
 };
 
 struct store__table {
@@ -71,7 +74,7 @@ extern const size_t store__ntables;
 /* The table of the summary member (kernels, launches...), or NULL. */
 const struct store__table *store__table(const char *member);
 
-/* False for the derived members (avg_ns, share). */
+/* False for the derived members (avg_ns, share, padded_share). */
 bool store__field_stored(const struct store__field *f);
 
 /* schema.c: migration step i takes user_version i to i+1. */

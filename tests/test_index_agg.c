@@ -202,8 +202,9 @@ static void index_runs_spill_merge(void)
   for (n = 0; n < 5000; n++) {
     rec.start_ns = rand() % 100000;
     rec.dur_ns = n;
-    rec.type = (uint32_t)(rand() % 4);
+    rec.type = (uint32_t)(rand() % 6);
     rec.id = 0;
+    rec.aux = n % 3;
     sum_in += rec.start_ns + rec.dur_ns;
     CHECK_INT(agg_runs_add(&r, &rec), 0);
   }
