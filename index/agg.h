@@ -101,9 +101,9 @@ void agg_corr_free(struct agg_corr *c);
 
 /* ---- time records, sorted runs, merge (agg_runs.c) ---- */
 
-/* Sort order at equal start: labels first, so that a kernel starting with
- * its label is inside it; host calls last, so that a call starting with a
- * kernel did not issue it. */
+/* Records sort by start, then type: labels first, so that a kernel
+ * starting with its label is inside it; host calls last, so that a call
+ * starting with a kernel did not issue it; then by aux, id and duration. */
 enum agg_rec_type {
   AGG_REC_LABEL = 0,     /* GPU-side run label; id = step kind, aux = its
                             label number (agg_labels) */

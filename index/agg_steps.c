@@ -471,13 +471,13 @@ static void outlier_row(struct idx_agg *a, uint32_t k, const char *role,
     .index = index,
     .start_ns = p->start_ns - a->t0_ns,
     .dur_ns = p->dur_ns,
-    .label = agg_txt(text),
     .top_kernels = top,
   };
 
   AGG_SUM_FILLS(TR_SUM_STEP_OUTLIER, 7);
   if (agg_labels_get(&a->labels, p->seq, text, sizeof(text)) != 0)
     text[0] = '\0'; /* the spill file failed: the row keeps its figures */
+  r.label = agg_txt(text);
   json_array_append_new(rows, agg_sum_step_outlier_json(&r));
 }
 

@@ -125,7 +125,6 @@ static json_t *steps_of(const struct idx_agg *a, uint32_t i, int *step)
 
     if (c[k] <= 0)
       continue;
-    json_object_set_new(o, json_string_value(json_string_nocheck("")), NULL);
     json_object_setn_new_nocheck(o, key->p, key->n, json_integer(c[k]));
     if (*step < 0 || c[k] > c[*step] ||
         (c[k] == c[*step] && key_before(key, &a->kinds_map.keys[*step])))

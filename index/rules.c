@@ -86,15 +86,16 @@ enum {
 
 static const struct rule builtin[] = {
   /* Families (family.c): what of a name to drop so that the same
-   * kernel at another tile or ordinal is one family. */
+   * kernel at another tile or ordinal is one family. ck_tile first: its
+   * kernel is the 2nd argument of kentry<>, whatever it holds (GEMMs). */
+  FAM("ck_tile::kentry<", ARG, 2),
   FAM("^cijk_", TILE, 0), /* Tensile: solution fields from _MT... */
   FAM("nvjet", TILE, 0),
   FAM("cutlass", TILE, 0),
   FAM("xmma", TILE, 0),
   FAM("cudnn", TILE, 0),
-  FAM("gemm", TILE, 0),            /* volta_sgemm_128x64_nn */
-  FAM("triton_", ORDINAL, 0),      /* triton_poi_fused_add_0 */
-  FAM("ck_tile::kentry<", ARG, 2), /* the kernel is its 2nd argument */
+  FAM("gemm", TILE, 0),       /* volta_sgemm_128x64_nn */
+  FAM("triton_", ORDINAL, 0), /* triton_poi_fused_add_0 */
   /* Categories. */
   CAT("nccl", COMM),
   CAT("rccl", COMM),
@@ -300,7 +301,8 @@ static int parse_family(struct idx_rules *r, size_t *cap, char *pat, char *act,
 
   while (act != NULL && i < 5 && strcmp(act, acts[i]) != 0)
     i++;
-  if (pat == NULL || strcmp(pat, "^") == 0 || i == 5 || extra != NULL ||
+  if (pat == NULL || act == NULL || strcmp(pat, "^") == 0 || i == 5 ||
+      extra != NULL ||
       (((int)i == AGG_FAM_ARG || (int)i == AGG_FAM_AS) != (arg != NULL)))
     return TR_EINVAL;
   if ((int)i == AGG_FAM_ARG &&

@@ -21,9 +21,13 @@ Rules (the contract in docs/API.md, docs/TRACE_FORMATS.md, docs/ATOM.md):
 import bisect
 import gzip
 import json
+import os
 import re
 import sys
 from decimal import Decimal, InvalidOperation
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ref_analysis  # noqa: E402
 
 KERNEL_CATS = {"kernel", "Kernel"}
 COPY_CATS = {"gpu_memcpy", "Memcpy"}
@@ -288,7 +292,46 @@ class _Launches:
         return {k: tuple(v) for k, v in self.rows.items()}
 
 
-def reference(path, fmt="auto"):
+def analysis(r, t0, tend, ev, categories):
+    """The analysis figures (ref_analysis.py) into r: step distributions,
+    buckets and outliers, idle time by cause, launch delays, the timeline,
+    families and their time per step kind."""
+    side = "gpu" if r["steps"] and r["steps"][next(iter(r["steps"]))][
+        "source"] == "gpu" else "cpu"
+    labels = [lab[:5] for lab in ev["labels"] if lab[5] == side]
+    kernels = [(d[0], d[1], d[4]) for d in ev["device"] if d[2] == "kernel"]
+    more, r["step_buckets"], r["step_outliers"] = ref_analysis.steps(
+        labels, kernels)
+    for kind, extra in more.items():
+        r["steps"][kind].update(extra)
+    for o in r["step_outliers"]:
+        o["start_ns"] -= t0
+    r["warmup_steps"] = sum(v["warmup_steps"] for v in more.values())
+    r["idle"], r["idle_ns"] = ref_analysis.idle(
+        t0, tend, ev["device"], ev["calls"], labels, ev["kinds"])
+    delays = ref_analysis.launch_delays(ev["device"], ev["calls"])
+    r["launch_delays"] = len(delays)
+    for k, p in (("min", None), ("p50", 500), ("p99", 990), ("max", None)):
+        r["launch_delay_%s_ns" % k] = (
+            0 if not delays else min(delays) if k == "min" else
+            max(delays) if k == "max" else ref_analysis.pct(delays, p))
+
+    def category(rec):
+        if rec[2] != "kernel":
+            return rec[2]
+        return (categories or {}).get(rec[4], "other")
+    r["timeline"], r["timeline_bucket_ns"] = ref_analysis.timeline(
+        t0, tend, ev["device"], labels, category)
+    durs = {}
+    for ts, dur, name in kernels:
+        durs.setdefault(name, []).append(dur)
+    r["families"] = ref_analysis.families(durs)
+    r["family_steps"] = ref_analysis.family_steps(
+        labels, kernels, {k: v["count"] for k, v in r["steps"].items()}) \
+        if side == "gpu" else {}
+
+
+def reference(path, fmt="auto", categories=None):
     """The reference figures of one trace file:
     events, skipped_events, format, t0_ns, span_ns, device, kernel_events,
     kernel_ns, distinct_kernels, memcpy_count, memcpy_bytes, memcpy_ns,
@@ -317,7 +360,11 @@ def reference(path, fmt="auto"):
     launches = _Launches()
     t0 = tend = None
     device = None
-    for e in events:
+    # For the analysis: device records (ts, dur, type, corr, name), host
+    # calls (ts, dur, corr, name), run labels (ts, dur, kind, name, place
+    # in the file, side), the kinds in the order first seen.
+    ev = {"device": [], "calls": [], "labels": [], "kinds": []}
+    for place, e in enumerate(events):
         tsdur = well_formed(e, scale) if isinstance(e, dict) else None
         if tsdur is None:
             r["skipped_events"] += 1
@@ -338,6 +385,8 @@ def reference(path, fmt="auto"):
             continue
         cls = classify(fmt, e)
         name = e.get("name") or ""
+        rcorr = num(args.get("correlation", args.get("co_id")))
+        rcorr = -1 if rcorr is None else rcorr
         if cls == "kernel":
             k = kernels.setdefault(name, {"durs": [], "starts": []})
             k["durs"].append(dur)
@@ -345,6 +394,7 @@ def reference(path, fmt="auto"):
             kernel_times.append((ts, dur))
             device_ivs.append((ts, ts + dur))
             launches.add_kernel(fmt, name, args, dur)
+            ev["device"].append((ts, dur, "kernel", rcorr, name))
         elif cls in ("copy", "memset"):
             kind = "memset" if cls == "memset" else copy_kind(e)
             c = copies.setdefault(kind, {"count": 0, "total_ns": 0,
@@ -359,8 +409,11 @@ def reference(path, fmt="auto"):
             c["bytes"] += b
             c["max_bytes"] = max(c["max_bytes"], b)
             device_ivs.append((ts, ts + dur))
+            ev["device"].append((ts, dur, "memset" if cls == "memset"
+                                 else "copy", rcorr, name))
         elif cls == "runtime":
             runtime.setdefault(name, []).append(dur)
+            ev["calls"].append((ts, dur, rcorr, name))
             corr = num(args.get("correlation"))
             if fmt != "mctracer" and corr is not None:
                 launches.add_launch(args)
@@ -373,6 +426,9 @@ def reference(path, fmt="auto"):
                 continue
             kind, tokens, padded = lab
             side = "gpu" if cls == "label_gpu" else "cpu"
+            ev["labels"].append((ts, dur, kind, name, place, side))
+            if kind not in ev["kinds"]:
+                ev["kinds"].append(kind)
             s = steps[side].setdefault(kind, {"count": 0, "total_ns": 0,
                                               "tokens": 0, "padded": 0})
             s["count"] += 1
@@ -427,6 +483,7 @@ def reference(path, fmt="auto"):
     r["steps"] = {k: dict(v, kernel_ns=in_labels.get(k, 0) if side == "gpu"
                           else 0, source=side)
                   for k, v in steps[side].items()}
+    analysis(r, t0, tend, ev, categories)
     return r
 
 
