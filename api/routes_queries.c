@@ -1,8 +1,10 @@
 /*
  * The read-only query routes: a capture's tables (kernels, launches,
- * categories, steps, memcpy, runtime, phases) and /diff. The SQL is the
- * store's; this file checks the parameters and shapes the envelope
- * {"capture": id, "rank": N|null, "rows": [...]} (api/openapi.yaml).
+ * categories, steps, memcpy, runtime, phases, and the analysis:
+ * steps/buckets, steps/outliers, idle, timeline, families, families/steps)
+ * and /diff. The SQL is the store's; this file checks the parameters and
+ * shapes the envelope {"capture": id, "rank": N|null, "rows": [...]}
+ * (api/openapi.yaml).
  */
 #include <limits.h>
 #include <string.h>
@@ -18,10 +20,18 @@ struct api_table {
 /* docs/API.md's parameters, plus limit everywhere and sort where rows
  * have a name (the store orders the others itself). */
 static const char *const kernel_params[] = { "rank", "q",     "category",
-                                             "sort", "limit", NULL };
+                                             "sort", "limit", "family",
+                                             NULL };
 static const char *const named_params[] = { "rank", "q", "sort", "limit",
                                             NULL };
 static const char *const rank_params[] = { "rank", "limit", NULL };
+static const char *const kind_params[] = { "rank", "kind", "limit", NULL };
+static const char *const family_params[] = { "rank", "q",     "category",
+                                             "sort", "limit", NULL };
+static const char *const famstep_params[] = { "rank", "q", "kind", "limit",
+                                              NULL };
+static const char *const idle_params[] = { "rank", "by", NULL };
+static const char *const timeline_params[] = { "rank", "buckets", NULL };
 
 const struct api_table api_table_kernels = { store_kernels, kernel_params };
 const struct api_table api_table_launches = { store_launches, named_params };
@@ -30,8 +40,20 @@ const struct api_table api_table_steps = { store_steps, rank_params };
 const struct api_table api_table_memcpy = { store_memcpy, rank_params };
 const struct api_table api_table_runtime = { store_runtime, named_params };
 const struct api_table api_table_phases = { store_phases, rank_params };
+const struct api_table api_table_step_buckets = { store_step_buckets,
+                                                  kind_params };
+const struct api_table api_table_step_outliers = { store_step_outliers,
+                                                   kind_params };
+const struct api_table api_table_step_histogram = { store_step_histogram,
+                                                    kind_params };
+const struct api_table api_table_idle = { store_idle, idle_params };
+const struct api_table api_table_timeline = { store_timeline, timeline_params };
+const struct api_table api_table_families = { store_families, family_params };
+const struct api_table api_table_family_steps = { store_family_steps,
+                                                  famstep_params };
 
-#define Q_MAX 256 /* bytes of a name substring */
+#define Q_MAX    256 /* bytes of a name substring, or a family */
+#define KIND_MAX 64  /* bytes of a step kind */
 
 /* Reads the parameters every table route may take; the route's list has
  * already refused the ones it does not. */
@@ -39,7 +61,8 @@ static int table_query(struct api_req *r, struct store_query *q,
                        struct tr_err *err)
 {
   static const char *const sorts[] = { "total", "count", "avg", "name", NULL };
-  int64_t id = 0, rank = -1, limit = 0;
+  static const char *const bys[] = { "cause", "step", NULL };
+  int64_t id = 0, rank = -1, limit = 0, buckets = 0;
 
   if (api_query_check(r, r->route->table->params, err) != 0 ||
       api_path_id(r, &id, err) != 0 ||
@@ -47,11 +70,16 @@ static int table_query(struct api_req *r, struct store_query *q,
       api_query_str(r, "q", Q_MAX, &q->q, err) != 0 ||
       api_query_enum(r, "category", api_categories, &q->category, err) != 0 ||
       api_query_enum(r, "sort", sorts, &q->sort, err) != 0 ||
-      api_query_int(r, "limit", 1, 100000, &limit, err) != 0)
+      api_query_int(r, "limit", 1, 100000, &limit, err) != 0 ||
+      api_query_str(r, "family", Q_MAX, &q->family, err) != 0 ||
+      api_query_str(r, "kind", KIND_MAX, &q->kind, err) != 0 ||
+      api_query_enum(r, "by", bys, &q->by, err) != 0 ||
+      api_query_int(r, "buckets", 1, 4096, &buckets, err) != 0)
     return TR_EINVAL;
   q->capture_id = id;
   q->rank = (int)rank;
   q->limit = (int)limit;
+  q->buckets = (int)buckets;
   return 0;
 }
 
@@ -102,7 +130,8 @@ enum MHD_Result api_get_diff(struct api_req *r)
 {
   static const char *const names[] = { "a",    "b",     "rank", "by",
                                        "norm", "limit", NULL };
-  static const char *const bys[] = { "kernel", "category", "step", NULL };
+  static const char *const bys[] = { "kernel", "category", "step", "family",
+                                     NULL };
   static const char *const norms[] = { "none", "per_step", NULL };
   struct store_diff_opts o = { .by = "kernel", .norm = "none" };
   struct tr_err err = { 0 };

@@ -168,6 +168,15 @@
   XX(p99_ns, p99_ns, INT, MAX, 3)                                              \
   XX(max_ns, max_ns, INT, MAX, 3)
 
+/* Each kind's step durations in bins made of whole histogram buckets
+ * (agg_map.c): 64 ns wide below 1024 ns, 8 per power of two above, so
+ * every count is exact; [lo_ns, hi_ns). */
+#define TR_SUM_STEP_HIST(XX)                                                   \
+  XX(kind, kind, TEXT, KEY, 3)                                                 \
+  XX(lo_ns, lo_ns, INT, KEY, 3)                                                \
+  XX(hi_ns, hi_ns, INT, KEY, 3)                                                \
+  XX(count, count, INT, SUM, 3)
+
 /* The slowest steps of each kind (role "slowest", index 0 the slowest) and
  * its median step (role "median"), each with its top kernels. */
 #define TR_SUM_STEP_OUTLIER(XX)                                                \
@@ -238,6 +247,7 @@
   XX(steps, TR_SUM_STEP, step)                                                 \
   XX(phases, TR_SUM_PHASE, phase)                                              \
   XX(step_buckets, TR_SUM_STEP_BUCKET, step_bucket)                            \
+  XX(step_histogram, TR_SUM_STEP_HIST, step_hist)                              \
   XX(step_outliers, TR_SUM_STEP_OUTLIER, step_outlier)                         \
   XX(idle, TR_SUM_IDLE, idle)                                                  \
   XX(timeline, TR_SUM_TIMELINE, timeline)                                      \

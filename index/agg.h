@@ -71,6 +71,12 @@ int64_t agg_hist_median(const struct agg_hist *h, uint64_t count, int64_t min,
  * clamped to [min, max]; 0 for an empty histogram. */
 int64_t agg_hist_rank(const struct agg_hist *h, uint64_t rank, int64_t min,
                       int64_t max);
+/* Calls fn with each bucket that holds samples, in ascending order: its
+ * values [low, high) and its count. 0 or TR_ENOMEM (fn not called). */
+int agg_hist_each(const struct agg_hist *h,
+                  void (*fn)(void *ud, int64_t low, int64_t high,
+                             uint64_t count),
+                  void *ud);
 /* Adds every sample of src to dst. 0 or TR_ENOMEM (dst then holds part). */
 int agg_hist_merge(struct agg_hist *dst, const struct agg_hist *src);
 void agg_hist_free(struct agg_hist *h);
@@ -214,9 +220,9 @@ struct agg_copy {
 #define AGG_SIDE_CPU       0
 #define AGG_SIDE_GPU       1
 #define AGG_MAX_STEP_KINDS 64
-#define AGG_SLOWEST        5 /* outlier steps kept per kind */
-#define AGG_TOP            5 /* kernels listed per picked step */
-#define AGG_BUCKETS        21 /* bs/tok buckets: 1, 2, 3-4, ... 2^19+1-2^20, more */
+#define AGG_SLOWEST        5  /* outlier steps kept per kind */
+#define AGG_TOP            5  /* kernels listed per picked step */
+#define AGG_BUCKETS        21 /* bs/tok: 1, 2, 3-4, ..., 2^20, more */
 
 enum { AGG_DIM_BS, AGG_DIM_TOK, AGG_DIMS };
 
@@ -479,6 +485,7 @@ void agg_families_free(struct idx_agg *a);
  * agg_family.c. */
 json_t *agg_step_buckets_json(const struct idx_agg *a);
 json_t *agg_step_outliers_json(struct idx_agg *a);
+json_t *agg_step_hist_json(const struct idx_agg *a);
 json_t *agg_idle_json(const struct idx_agg *a);
 json_t *agg_timeline_json(const struct idx_agg *a);
 json_t *agg_families_json(const struct idx_agg *a);

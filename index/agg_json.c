@@ -496,6 +496,7 @@ int idx_agg_summary(struct idx_agg *a, const struct idx_doc *doc,
   tab.steps = step_rows(a);
   tab.phases = t.phases;
   tab.step_buckets = agg_step_buckets_json(a);
+  tab.step_histogram = agg_step_hist_json(a);
   tab.step_outliers = agg_step_outliers_json(a);
   tab.idle = agg_idle_json(a);
   tab.timeline = agg_timeline_json(a);

@@ -157,18 +157,28 @@ static uint32_t hist_bucket(int64_t v)
          (uint32_t)((u >> (e - HIST_SUB_BITS)) & ((1u << HIST_SUB_BITS) - 1));
 }
 
+/* The bucket's first value; its values are [low, low + width). */
+static void hist_range(uint32_t b, uint64_t *low, uint64_t *width)
+{
+  uint32_t e, m;
+
+  if (b < HIST_EXACT) {
+    *low = b;
+    *width = 1;
+    return;
+  }
+  e = (b - HIST_EXACT) / (1u << HIST_SUB_BITS) + 10;
+  m = (b - HIST_EXACT) % (1u << HIST_SUB_BITS);
+  *width = 1ull << (e - HIST_SUB_BITS);
+  *low = ((uint64_t)(1u << HIST_SUB_BITS) + m) * *width;
+}
+
 /* The bucket's midpoint (exact for the small buckets). */
 static int64_t hist_value(uint32_t b)
 {
-  uint32_t e, m;
   uint64_t low, width;
 
-  if (b < HIST_EXACT)
-    return b;
-  e = (b - HIST_EXACT) / (1u << HIST_SUB_BITS) + 10;
-  m = (b - HIST_EXACT) % (1u << HIST_SUB_BITS);
-  width = 1ull << (e - HIST_SUB_BITS);
-  low = ((uint64_t)(1u << HIST_SUB_BITS) + m) * width;
+  hist_range(b, &low, &width);
   return (int64_t)(low + width / 2);
 }
 
@@ -246,23 +256,31 @@ int64_t agg_hist_median(const struct agg_hist *h, uint64_t count, int64_t min,
   return agg_hist_rank(h, count > 0 ? (count - 1) / 2 : 0, min, max);
 }
 
+/* The bucket keys in use, ascending (n of them); NULL when out of memory
+ * or empty. Caller frees. */
+static uint32_t *sorted_keys(const struct agg_hist *h, uint32_t *n)
+{
+  uint32_t *order = h->n ? malloc(h->n * sizeof(*order)) : NULL, i;
+
+  *n = 0;
+  for (i = 0; order != NULL && i < h->cap; i++)
+    if (h->keys[i] != 0)
+      order[(*n)++] = h->keys[i];
+  if (order != NULL)
+    qsort(order, *n, sizeof(*order), cmp_u32);
+  return order;
+}
+
 int64_t agg_hist_rank(const struct agg_hist *h, uint64_t want, int64_t min,
                       int64_t max)
 {
-  uint32_t *order, i, j = 0;
+  uint32_t n, i, *order = sorted_keys(h, &n);
   uint64_t seen = 0;
-  int64_t v = min;
+  int64_t v = min; /* out of memory at the very end: degrade, never fail */
 
   if (h->n == 0)
     return 0;
-  order = malloc(h->n * sizeof(*order));
-  if (order == NULL)
-    return min; /* out of memory at the very end: degrade, never fail */
-  for (i = 0; i < h->cap; i++)
-    if (h->keys[i] != 0)
-      order[j++] = h->keys[i];
-  qsort(order, j, sizeof(*order), cmp_u32);
-  for (i = 0; i < j; i++) {
+  for (i = 0; i < n; i++) {
     seen += hist_count(h, order[i]);
     if (seen > want) {
       v = hist_value(order[i] - 1);
@@ -271,6 +289,24 @@ int64_t agg_hist_rank(const struct agg_hist *h, uint64_t want, int64_t min,
   }
   free(order);
   return v < min ? min : v > max ? max : v;
+}
+
+int agg_hist_each(const struct agg_hist *h,
+                  void (*fn)(void *ud, int64_t low, int64_t high,
+                             uint64_t count),
+                  void *ud)
+{
+  uint32_t n, i, *order = sorted_keys(h, &n);
+  uint64_t low, width;
+
+  if (order == NULL)
+    return h->n == 0 ? 0 : TR_ENOMEM;
+  for (i = 0; i < n; i++) {
+    hist_range(order[i] - 1, &low, &width);
+    fn(ud, (int64_t)low, (int64_t)(low + width), hist_count(h, order[i]));
+  }
+  free(order);
+  return 0;
 }
 
 int agg_hist_merge(struct agg_hist *dst, const struct agg_hist *src)

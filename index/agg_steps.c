@@ -444,6 +444,56 @@ json_t *agg_step_buckets_json(const struct idx_agg *a)
   return rows;
 }
 
+/* The bins of the step-time histogram being written. */
+struct hist_out {
+  struct agg_txt kind;
+  json_t *rows;
+  int64_t lo, hi;
+  uint64_t count;
+};
+
+static void hist_flush(struct hist_out *h)
+{
+  struct agg_sum_step_hist r = { h->kind, h->lo, h->hi, (int64_t)h->count };
+
+  AGG_SUM_FILLS(TR_SUM_STEP_HIST, 4);
+  if (h->count > 0)
+    json_array_append_new(h->rows, agg_sum_step_hist_json(&r));
+  h->count = 0;
+}
+
+/* One histogram bucket [low, high): it lies inside one display bin. */
+static void hist_bucket(void *ud, int64_t low, int64_t high, uint64_t count)
+{
+  struct hist_out *h = ud;
+  int e = low > 0 ? 63 - __builtin_clzll((uint64_t)low) : 0; /* log2 */
+  int64_t width = low < 1024 ? 64 : (int64_t)1 << (e - 3);
+
+  (void)high;
+  if (h->count > 0 && low >= h->hi)
+    hist_flush(h);
+  if (h->count == 0) {
+    h->lo = low & ~(width - 1);
+    h->hi = h->lo + width;
+  }
+  h->count += count;
+}
+
+json_t *agg_step_hist_json(const struct idx_agg *a)
+{
+  struct hist_out h = { { NULL, 0 }, json_array(), 0, 0, 0 };
+  uint32_t n, *kinds = kinds_by_name(a, &n);
+
+  for (uint32_t i = 0; i < n; i++) {
+    h.kind = kind_txt(a, kinds[i]);
+    if (agg_hist_each(&a->steps[a->step_side][kinds[i]].hist, hist_bucket,
+                      &h) == 0)
+      hist_flush(&h);
+  }
+  free(kinds);
+  return h.rows;
+}
+
 static json_t *top_json(const struct idx_agg *a, const struct agg_top *top,
                         uint32_t n)
 {

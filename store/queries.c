@@ -1,9 +1,11 @@
 /*
  * The queries behind GET /captures/<id>/{kernels,launches,categories,
- * steps,memcpy,runtime,phases}. Each table has a single-rank and an
- * all-ranks statement with the same result columns (named as the JSON
- * keys: see store__rows). Every statement takes the same parameters:
- *   ?1 capture id, ?2 rank, ?3 name substring, ?4 category, ?5 limit
+ * steps,memcpy,runtime,phases,steps/buckets,steps/outliers,families,
+ * families/steps}. Each table has a single-rank and an all-ranks statement
+ * with the same result columns (named as the JSON keys: see store__rows).
+ * Every statement takes the same parameters:
+ *   ?1 capture id, ?2 rank, ?3 name substring, ?4 category, ?5 limit,
+ *   ?6 family, ?7 step kind
  * (a statement may ignore some). Client text is only ever bound.
  *
  * All-ranks rules: count, total_ns and byte counts are summed; min_ns is
@@ -43,10 +45,14 @@ struct spec {
 #define ALL_RANKS " WHERE r.capture_id = ?1 AND r.status = 'done'"
 #define NAME_MATCH " AND (?3 IS NULL OR instr(lower(n.name), lower(?3)) > 0)"
 #define CATEGORY_MATCH " AND (?4 IS NULL OR t.category = ?4)"
+#define FAMILY_MATCH " AND (?6 IS NULL OR t.family = ?6)"
+#define KIND_MATCH " AND (?7 IS NULL OR t.kind = ?7)"
+#define FAMILY_Q " AND (?3 IS NULL OR instr(lower(t.family), lower(?3)) > 0)"
 #define RANKS ", count(*) AS ranks"
 
 static const struct spec kernels = {
-    "kernels", FROM_RANK("kernels") NAMES, ONE_RANK NAME_MATCH CATEGORY_MATCH,
+    "kernels", FROM_RANK("kernels") NAMES,
+    ONE_RANK NAME_MATCH CATEGORY_MATCH FAMILY_MATCH,
     /* row_number() picks, per kernel, the rank with the largest and the
      * smallest total (ties: the lower rank number). */
     "WITH per AS (SELECT t.*, r.rank AS rank,"
@@ -54,7 +60,8 @@ static const struct spec kernels = {
     "  ORDER BY t.total_ns DESC, r.rank) AS slow_i,"
     " row_number() OVER (PARTITION BY t.name_id"
     "  ORDER BY t.total_ns, r.rank) AS fast_i"
-    FROM_RANK("kernels") NAMES ALL_RANKS NAME_MATCH CATEGORY_MATCH ")"
+    FROM_RANK("kernels") NAMES ALL_RANKS NAME_MATCH CATEGORY_MATCH
+    FAMILY_MATCH ")"
     " SELECT",
     RANKS ","
     " max(CASE WHEN t.slow_i = 1 THEN t.rank END) AS slowest_rank,"
@@ -94,6 +101,35 @@ static const struct spec phases = {
     "phases", FROM_RANK("phases"), ONE_RANK,
     "SELECT r.rank AS rank,", FROM_RANK("phases"), ALL_RANKS,
     "rank, \"index\""};
+
+static const struct spec step_buckets = {
+    "step_buckets", FROM_RANK("step_buckets"), ONE_RANK KIND_MATCH,
+    NULL, RANKS FROM_RANK("step_buckets"), ALL_RANKS KIND_MATCH,
+    "kind, dim, lo"};
+
+static const struct spec step_histogram = {
+    "step_histogram", FROM_RANK("step_histogram"), ONE_RANK KIND_MATCH,
+    NULL, RANKS FROM_RANK("step_histogram"), ALL_RANKS KIND_MATCH,
+    "kind, lo_ns"};
+
+/* Every rank's outliers, each with its rank: the slowest, then the
+ * median step, per kind. */
+static const struct spec step_outliers = {
+    "step_outliers", FROM_RANK("step_outliers"), ONE_RANK KIND_MATCH,
+    "SELECT r.rank AS rank,", FROM_RANK("step_outliers"),
+    ALL_RANKS KIND_MATCH, "rank, kind, role DESC, \"index\""};
+
+static const struct spec families = {
+    "families", FROM_RANK("families"), ONE_RANK FAMILY_Q CATEGORY_MATCH,
+    NULL, RANKS FROM_RANK("families"), ALL_RANKS FAMILY_Q CATEGORY_MATCH,
+    NULL};
+
+static const struct spec family_steps = {
+    "family_steps", FROM_RANK("family_steps"),
+    ONE_RANK FAMILY_Q " AND (?7 IS NULL OR t.step = ?7)",
+    NULL, RANKS FROM_RANK("family_steps"),
+    ALL_RANKS FAMILY_Q " AND (?7 IS NULL OR t.step = ?7)",
+    "step, total_ns DESC, family"};
 
 /* clang-format on */
 
@@ -222,19 +258,23 @@ static size_t build_sql(const struct spec *sp, bool all, char *buf, size_t size)
 }
 
 static const char *const sorts[] = { "total", "count", "avg", "name", NULL };
-static const char *const sort_orders[] = { "total_ns DESC, name",
-                                           "count DESC, name",
-                                           "avg_ns DESC, name", "name" };
+static const char *const sort_orders[] = { "total_ns DESC, ", "count DESC, ",
+                                           "avg_ns DESC, ", "" };
 
-static const char *order_of(const struct spec *sp, const char *sort)
+/* The ORDER BY of sp for sort, into buf: rows with a name sort by it,
+ * families by family. */
+static const char *order_of(const struct spec *sp, const char *sort, char *buf,
+                            size_t size)
 {
+  const char *key = strcmp(sp->table, "families") == 0 ? "family" : "name";
+  size_t i = 0;
+
   if (sp->order != NULL)
     return sp->order;
-  for (size_t i = 0; sort != NULL && sorts[i] != NULL; i++) {
-    if (strcmp(sort, sorts[i]) == 0)
-      return sort_orders[i];
-  }
-  return sort_orders[0];
+  while (sort != NULL && sorts[i] != NULL && strcmp(sort, sorts[i]) != 0)
+    i++;
+  snprintf(buf, size, "%s%s", sort_orders[sort && sorts[i] ? i : 0], key);
+  return buf;
 }
 
 /* Runs sp for q inside the caller's read transaction, no checks. */
@@ -242,13 +282,14 @@ static int query_rows(struct store *st, const struct spec *sp,
                       const struct store_query *q, json_t **out,
                       struct tr_err *err)
 {
-  char sql[4096];
+  char sql[4096], order[64];
   sqlite3_stmt *s;
   size_t len;
   int rc;
 
   len = build_sql(sp, q->rank < 0, sql, sizeof(sql));
-  cat(sql, sizeof(sql), &len, " ORDER BY %s LIMIT ?5", order_of(sp, q->sort));
+  cat(sql, sizeof(sql), &len, " ORDER BY %s LIMIT ?5",
+      order_of(sp, q->sort, order, sizeof(order)));
   if (len >= sizeof(sql))
     return tr_err_set(err, TR_EDB, "", "%s: query too long", sp->table);
   rc = store__stmt(st, sql, &s, err);
@@ -259,6 +300,8 @@ static int query_rows(struct store *st, const struct spec *sp,
   store__bind_text(s, 3, q->q && *q->q ? q->q : NULL);
   store__bind_text(s, 4, q->category && *q->category ? q->category : NULL);
   sqlite3_bind_int(s, 5, q->limit > 0 ? q->limit : -1);
+  store__bind_text(s, 6, q->family && *q->family ? q->family : NULL);
+  store__bind_text(s, 7, q->kind && *q->kind ? q->kind : NULL);
   return store__rows(st, s, out, err);
 }
 
@@ -287,27 +330,22 @@ int store__rank_exists(struct store *st, int64_t capture_id, int rank,
   return rc;
 }
 
-static int run(struct store *st, const struct spec *sp,
-               const struct store_query *q, json_t **out, struct tr_err *err)
+int store__snapshot(struct store *st, const struct store_query *q,
+                    store__rows_fn fn, const void *ctx, json_t **out,
+                    struct tr_err *err)
 {
   json_t *rows = NULL;
-  int rc = 0;
+  int rc = q->rank < -1
+               ? tr_err_set(err, TR_EINVAL, "rank", "rank must be >= 0")
+               : store__rd_begin(st, err);
 
-  if (q->rank < -1)
-    rc = tr_err_set(err, TR_EINVAL, "rank", "rank must be >= 0");
-  else if (q->limit < 0)
-    rc = tr_err_set(err, TR_EINVAL, "limit", "limit must be >= 0");
-  if (rc == 0)
-    rc = store__check_enum(q->sort, sorts, "sort", err);
-  if (rc == 0)
-    rc = store__rd_begin(st, err);
   if (rc < 0)
     return rc;
   rc = store__capture_exists(st, q->capture_id, NULL, err);
   if (rc == 0 && q->rank >= 0)
     rc = store__rank_exists(st, q->capture_id, q->rank, err);
   if (rc == 0)
-    rc = query_rows(st, sp, q, &rows, err);
+    rc = fn(st, ctx, q, &rows, err);
   rc = store__rd_end(st, rc, err);
   if (rc < 0) {
     json_decref(rows);
@@ -315,6 +353,27 @@ static int run(struct store *st, const struct spec *sp,
   }
   *out = rows;
   return 0;
+}
+
+static int spec_rows(struct store *st, const void *ctx,
+                     const struct store_query *q, json_t **out,
+                     struct tr_err *err)
+{
+  return query_rows(st, ctx, q, out, err);
+}
+
+static int run(struct store *st, const struct spec *sp,
+               const struct store_query *q, json_t **out, struct tr_err *err)
+{
+  int rc = 0;
+
+  if (q->limit < 0)
+    rc = tr_err_set(err, TR_EINVAL, "limit", "limit must be >= 0");
+  if (rc == 0)
+    rc = store__check_enum(q->sort, sorts, "sort", err);
+  if (rc < 0)
+    return rc;
+  return store__snapshot(st, q, spec_rows, sp, out, err);
 }
 
 int store__rank_table(struct store *st, int64_t capture_id, int rank,
@@ -368,4 +427,34 @@ int store_phases(struct store *st, const struct store_query *q, json_t **out,
                  struct tr_err *err)
 {
   return run(st, &phases, q, out, err);
+}
+
+int store_step_buckets(struct store *st, const struct store_query *q,
+                       json_t **out, struct tr_err *err)
+{
+  return run(st, &step_buckets, q, out, err);
+}
+
+int store_step_histogram(struct store *st, const struct store_query *q,
+                         json_t **out, struct tr_err *err)
+{
+  return run(st, &step_histogram, q, out, err);
+}
+
+int store_step_outliers(struct store *st, const struct store_query *q,
+                        json_t **out, struct tr_err *err)
+{
+  return run(st, &step_outliers, q, out, err);
+}
+
+int store_families(struct store *st, const struct store_query *q, json_t **out,
+                   struct tr_err *err)
+{
+  return run(st, &families, q, out, err);
+}
+
+int store_family_steps(struct store *st, const struct store_query *q,
+                       json_t **out, struct tr_err *err)
+{
+  return run(st, &family_steps, q, out, err);
 }

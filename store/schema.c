@@ -188,13 +188,15 @@ static const char step2[] =
 #define ADD3_KERNEL(key, col, ty, all, since)                                \
   IN3_##since(ADD_##ty("kernels", col))
 #define ADD3_STEP(key, col, ty, all, since) IN3_##since(ADD_##ty("steps", col))
-#define OF_RANK " rank_id INTEGER NOT NULL REFERENCES ranks(id) ON DELETE CASCADE"
+#define OF_RANK                                                            \
+  " rank_id INTEGER NOT NULL REFERENCES ranks(id) ON DELETE CASCADE"
 
 /*
  * Version 3: the analysis of why the GPU waits. Step-time distributions
  * and the steady state on steps; demangled names and families on kernels;
  * idle time, launch delays and the timeline's bucket width on ranks; new
- * tables for the batch-size buckets, the outlier steps, idle time by cause,
+ * tables for the batch-size buckets, the step-time histograms, the outlier
+ * steps, idle time by cause,
  * the utilisation timeline, the families and their time per step kind.
  * The idle table's step may be NULL (outside steps), so it keeps a rowid.
  */
@@ -202,6 +204,8 @@ static const char step3[] =
     TR_SUM_RANK(ADD3_RANK) TR_SUM_KERNEL(ADD3_KERNEL) TR_SUM_STEP(ADD3_STEP)
     "CREATE TABLE step_buckets(" OF_RANK TR_SUM_STEP_BUCKET(NEW3)
     ", PRIMARY KEY(rank_id, kind, dim, lo)) WITHOUT ROWID;"
+    "CREATE TABLE step_histogram(" OF_RANK TR_SUM_STEP_HIST(NEW3)
+    ", PRIMARY KEY(rank_id, kind, lo_ns)) WITHOUT ROWID;"
     "CREATE TABLE step_outliers(" OF_RANK TR_SUM_STEP_OUTLIER(NEW3)
     ", PRIMARY KEY(rank_id, kind, role, idx)) WITHOUT ROWID;"
     "CREATE TABLE idle(" OF_RANK TR_SUM_IDLE(NEW3) ");"

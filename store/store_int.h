@@ -147,6 +147,16 @@ int store__check_enum(const char *s, const char *const *allowed,
 int store__rank_exists(struct store *st, int64_t capture_id, int rank,
                        struct tr_err *err);
 
+/* queries.c: runs fn(st, ctx, q, &rows, err) in one read snapshot after
+ * checking that the capture (and q->rank, unless -1) exists and is
+ * indexed; *out gets the rows. TR_EINVAL naming "rank" for a rank < -1. */
+typedef int (*store__rows_fn)(struct store *st, const void *ctx,
+                              const struct store_query *q, json_t **out,
+                              struct tr_err *err);
+int store__snapshot(struct store *st, const struct store_query *q,
+                    store__rows_fn fn, const void *ctx, json_t **out,
+                    struct tr_err *err);
+
 /* queries.c: the single-rank rows of one small table (categories, memcpy,
  * steps) for the capture object's rank short form. */
 int store__rank_table(struct store *st, int64_t capture_id, int rank,

@@ -84,7 +84,7 @@ def steps(labels, kernels):
         by_kind.setdefault(lab[2], []).append(lab)
     kstarts = sorted(kernels)
     starts = [k[0] for k in kstarts]
-    out, buckets, outliers = {}, [], []
+    out, buckets, outliers, hist = {}, [], [], []
     for kind, labs in sorted(by_kind.items()):
         durs = [lab[1] for lab in labs]
         p50 = pct(durs, 500)
@@ -97,8 +97,26 @@ def steps(labels, kernels):
         row.update({"steady_" + k: v for k, v in dist(steady).items()})
         out[kind] = row
         buckets += kind_buckets(kind, labs)
+        hist += kind_histogram(kind, labs)
         outliers += kind_outliers(kind, labs, p50, kstarts, starts)
-    return out, buckets, outliers
+    return out, buckets, outliers, hist
+
+
+def hist_bin(v):
+    """The step-time histogram's bin of v: 64 ns below 1024, else 8 per
+    power of two."""
+    width = 64 if v < 1024 else 1 << (v.bit_length() - 1 - 3)
+    lo = v - v % width
+    return lo, lo + width
+
+
+def kind_histogram(kind, labs):
+    bins = {}
+    for lab in labs:
+        b = hist_bin(lab[1])
+        bins[b] = bins.get(b, 0) + 1
+    return [{"kind": kind, "lo_ns": lo, "hi_ns": hi, "count": n}
+            for (lo, hi), n in sorted(bins.items())]
 
 
 def kind_buckets(kind, labs):

@@ -300,8 +300,8 @@ def analysis(r, t0, tend, ev, categories):
         "source"] == "gpu" else "cpu"
     labels = [lab[:5] for lab in ev["labels"] if lab[5] == side]
     kernels = [(d[0], d[1], d[4]) for d in ev["device"] if d[2] == "kernel"]
-    more, r["step_buckets"], r["step_outliers"] = ref_analysis.steps(
-        labels, kernels)
+    more, r["step_buckets"], r["step_outliers"], r["step_histogram"] = \
+        ref_analysis.steps(labels, kernels)
     for kind, extra in more.items():
         r["steps"][kind].update(extra)
     for o in r["step_outliers"]:

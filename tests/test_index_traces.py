@@ -261,6 +261,9 @@ def check_analysis(name, got, ref):
     check(got["step_buckets"] == ref["step_buckets"],
           "%s: step buckets %r != %r" % (name, got["step_buckets"][:3],
                                          ref["step_buckets"][:3]))
+    check(got["step_histogram"] == ref["step_histogram"],
+          "%s: step histogram %r != %r" % (name, got["step_histogram"][:3],
+                                           ref["step_histogram"][:3]))
     check(got["step_outliers"] == ref["step_outliers"],
           "%s: step outliers differ" % name)
     check(sum(r["busy_ns"] for r in got["timeline"]) == got["gpu_busy_ns"],

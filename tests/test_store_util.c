@@ -206,6 +206,7 @@ static void analysis_rows(const struct fx_rank *r, int64_t busy,
                     "per_step_ns", fx_int(f, "total_ns") / r->s[0].count));
   }
   json_object_set_new(sum, "step_buckets", buckets);
+  json_object_set_new(sum, "step_histogram", json_array());
   json_object_set_new(sum, "step_outliers", outliers);
   json_object_set_new(sum, "family_steps", famsteps);
   json_object_set_new(sum, "idle",

@@ -7,7 +7,8 @@
  * hold <, > and &): el() never parses HTML. Every API path is written as
  * url('/route/{param}', ...) with the template of api/openapi.yaml, so that
  * tests/test_web.py can check each one against that file. The capture view
- * is in capture.js.
+ * is in capture.js, its analysis tabs in analysis.js, the pictures (SVG) in
+ * charts.js.
  */
 'use strict';
 
@@ -410,7 +411,8 @@ function importForm() {
 /* ---- diff view ---- */
 
 /* The member naming a row of GET /diff, by its by= (api/openapi.yaml). */
-const DIFF_KEY = {kernel: 'name', category: 'category', step: 'kind'};
+const DIFF_KEY = {kernel: 'name', category: 'category', step: 'kind',
+  family: 'family'};
 const DIFF_LIMIT = 200;
 
 function signed(v, text) {
@@ -419,10 +421,14 @@ function signed(v, text) {
 }
 
 function diffTable(by, rows) {
-  return table([T(by, DIFF_KEY[by], nameCell), C('A count', 'a_count'),
-    C('B count', 'b_count'), N('A total', 'a_total_ns'),
+  const most = Math.max(0, ...rows.map(r => Math.abs(r.delta_ns)));
+  /* On a narrow screen the counts give way (class opt, style.css). */
+  return table([T(by, DIFF_KEY[by], nameCell),
+    T('A count', 'a_count', num, 'num opt'),
+    T('B count', 'b_count', num, 'num opt'), N('A total', 'a_total_ns'),
     N('B total', 'b_total_ns'),
-    T('delta (B\u2212A)', 'delta_ns', v => signed(v, nsCell(v)), 'num'),
+    T('delta (B\u2212A)', 'delta_ns', v => [deltaBar(v, most),
+      signed(v, nsCell(v))], 'num'),
     T('delta %', 'delta_pct', v => v == null ? '\u2013'
       : signed(v, (v > 0 ? '+' : '') + v.toFixed(1) + '%'), 'num'),
     T('status', 'status', badge)], rows);
