@@ -11,6 +11,7 @@
 
 #include "api/api_int.h"
 #include "common/lifecycle.h"
+#include "common/preset.h"
 
 #define MODEL_MAX     4096
 #define LABEL_MAX     1024
@@ -243,6 +244,29 @@ static int check_capture(const struct cfg *cfg, json_t *obj, struct tr_err *err)
   return 0;
 }
 
+/* A variant names a row of the model's entry in models.json: one that is
+ * not there is refused now, naming the labels that are (the file is the
+ * operator's and small; reading it here costs a request a few ms). */
+static int check_variant(const struct cfg *cfg, json_t *obj, struct tr_err *err)
+{
+  const char *variant = json_string_value(json_object_get(obj, "variant"));
+  struct tr_preset pre = { 0 };
+  int rc;
+
+  if (variant == NULL || variant[0] == '\0')
+    return 0;
+  if (cfg->models_json[0] == '\0')
+    return tr_err_set(err, TR_EINVAL, "variant",
+                      "variant \"%s\" asked for, but traced has no "
+                      "models_json",
+                      variant);
+  rc = tr_preset_find(cfg->models_json,
+                      json_string_value(json_object_get(obj, "model")), variant,
+                      &pre, err);
+  tr_preset_free(&pre);
+  return rc < 0 ? rc : 0;
+}
+
 int api_parse_capture(const struct cfg *cfg, const char *body, size_t len,
                       json_t **params, struct tr_err *err)
 {
@@ -252,6 +276,8 @@ int api_parse_capture(const struct cfg *cfg, const char *body, size_t len,
   if (load_object(body, len, &obj, err) != 0)
     return TR_EINVAL;
   rc = check_capture(cfg, obj, err);
+  if (rc == 0)
+    rc = check_variant(cfg, obj, err);
   if (rc != 0) {
     json_decref(obj);
     return rc;

@@ -55,6 +55,7 @@ static const struct key keys[] = {
   STR(category_rules),
   INT(stop_timeout_s, 1, 86400),
   INT(launch_timeout_s, 1, 86400),
+  INT(profiler_timeout_s, 1, 86400),
 };
 
 static char **split(const char *text, const char *seps)
@@ -121,6 +122,7 @@ void cfg_defaults(struct cfg *cfg)
   cfg->category_rules = strdup("");
   cfg->stop_timeout_s = 120;
   cfg->launch_timeout_s = 300;
+  cfg->profiler_timeout_s = 300;
 }
 
 static const struct key *find_key(const char *name)

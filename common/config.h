@@ -38,6 +38,9 @@ struct cfg {
   char *category_rules; /* extra category rules file; "" when unset */
   int stop_timeout_s;   /* the stop script's deadline */
   int launch_timeout_s; /* the start script's deadline */
+  /* ATOM_PROFILER_TIMEOUT of the server when neither the capture's env nor
+   * traced's own environment sets it (ATOM's default: 300 s). */
+  int profiler_timeout_s;
 };
 
 /* Fills cfg with the defaults of docs/API.md. Caller frees with cfg_free(). */

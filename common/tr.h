@@ -52,6 +52,11 @@ int64_t tr_now_ns(void);
  * ("2026-11-29T08:39:45.123Z") into buf of at least 32 bytes. */
 void tr_rfc3339(int64_t t_ns, char *buf, size_t size);
 
+/* A capture's folder under trace_root: "<root>/<id>" (sub NULL, its
+ * traces) or "<root>/<sub>/<id>" (sub "logs"). New string, NULL when out
+ * of memory. */
+char *tr_capture_dir(const char *root, int64_t id, const char *sub);
+
 /* mkdir -p: creates path and its missing parents (mode 0755). Returns 0
  * (also when it exists already) or -errno. */
 int tr_mkdir_p(const char *path);

@@ -14,7 +14,7 @@
 
 struct run {
   struct idx_agg agg;
-  const volatile bool *cancel;
+  const atomic_bool *cancel;
 };
 
 /* Checks the cancel flag between events too: a single gzip chunk can
@@ -24,7 +24,7 @@ static int on_event(void *ud, const struct idx_doc *doc,
 {
   struct run *run = ud;
 
-  if (run->cancel != NULL && *run->cancel)
+  if (run->cancel != NULL && atomic_load(run->cancel))
     return TR_ECONFLICT;
   return idx_agg_event(&run->agg, doc, ev);
 }
@@ -54,7 +54,7 @@ static int pump(struct idx_source *src, struct idx_reader *rd,
   int rc;
 
   for (;;) {
-    if (opt->cancel != NULL && *opt->cancel)
+    if (opt->cancel != NULL && atomic_load(opt->cancel))
       return TR_ECONFLICT;
     if ((rc = idx_source_next(src, &buf, &len, err)) != 0)
       return rc;

@@ -13,6 +13,7 @@
 #define IDX_INDEX_H
 
 #include <jansson.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -60,7 +61,7 @@ struct idx_options {
   void *ud;
   /* When non-NULL and set true by another thread, indexing stops soon with
    * TR_ECONFLICT ("cancelled"). */
-  const volatile bool *cancel;
+  const atomic_bool *cancel;
 };
 
 /*

@@ -4,3 +4,7 @@ foreach(case validation auth metrics contract imports diff cancel)
 endforeach()
 # The analysis routes against tests/ref_index.py. See tests/test_api_analysis.py.
 traced_py_test(api_analysis test_api_analysis.py)
+
+# common/file.c: the safe open every read for a client goes through (links,
+# "..", FIFOs, folders, sizes; openat2 and the component walk).
+traced_c_test(test_file traced_common test_file.c)
