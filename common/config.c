@@ -53,6 +53,7 @@ static const struct key keys[] = {
   { "env_allow", K_LIST_SPACE, offsetof(struct cfg, env_allow), 0, 0 },
   STR(models_json),
   STR(category_rules),
+  INT(max_kernel_names, 100, 10000000),
   INT(stop_timeout_s, 1, 86400),
   INT(launch_timeout_s, 1, 86400),
   INT(profiler_timeout_s, 1, 86400),
@@ -120,6 +121,7 @@ void cfg_defaults(struct cfg *cfg)
   cfg->env_allow = split(DEFAULT_ENV_ALLOW, " ");
   cfg->models_json = strdup("");
   cfg->category_rules = strdup("");
+  cfg->max_kernel_names = CFG_MAX_KERNEL_NAMES;
   cfg->stop_timeout_s = 120;
   cfg->launch_timeout_s = 300;
   cfg->profiler_timeout_s = 300;

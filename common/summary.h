@@ -70,7 +70,10 @@
   XX(launch_delay_p99_ns, launch_delay_p99_ns, INT, NONE, 3)                   \
   XX(launch_delay_max_ns, launch_delay_max_ns, INT, NONE, 3)                   \
   XX(warmup_steps, warmup_steps, INT, NONE, 3)                                 \
-  XX(timeline_bucket_ns, timeline_bucket_ns, INT, NONE, 3)
+  XX(timeline_bucket_ns, timeline_bucket_ns, INT, NONE, 3)                     \
+  XX(kernel_names_folded, kernel_names_folded, INT, NONE, 4)                   \
+  XX(runtime_names_folded, runtime_names_folded, INT, NONE, 4)                 \
+  XX(warnings, warnings, JSON, NONE, 4)
 
 #define TR_SUM_KERNEL(XX)                                                      \
   XX(name, name_id, NAME, KEY, 1)                                              \

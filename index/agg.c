@@ -162,9 +162,12 @@ static int shape_id(struct idx_agg *a, uint32_t name, uint32_t has,
   return 0;
 }
 
-static int name_id(struct idx_agg *a, struct idx_str s, uint32_t *out)
+/* The id of a kernel name, folded beyond the cap (agg_fold.c); kernel:
+ * the name of a kernel event, counted among the folded names. */
+static int name_id(struct idx_agg *a, struct idx_str s, int kernel,
+                   uint32_t *out)
 {
-  int rc = agg_map_intern(&a->names, s.p ? s.p : "", s.p ? s.n : 0, out);
+  int rc = agg_fold_intern(&a->kfold, &a->names, s, kernel, out);
 
   if (rc < 0)
     return rc;
@@ -261,7 +264,7 @@ static int on_kernel(struct idx_agg *a, const struct idx_doc *doc,
   uint32_t nid, shape;
   int rc;
 
-  if ((rc = name_id(a, ev->name, &nid)) != 0 ||
+  if ((rc = name_id(a, ev->name, 1, &nid)) != 0 ||
       (rc = shape_id(a, nid, ev->has, ev->grid, ev->block, &shape)) != 0)
     return rc;
   k = &a->kernels[nid];
@@ -305,7 +308,7 @@ static int launch_shape_note(struct idx_agg *a, const struct idx_event *ev,
 
   if (ev->kernel.p == NULL)
     return 0;
-  if ((rc = name_id(a, ev->kernel, &nid)) != 0 ||
+  if ((rc = name_id(a, ev->kernel, 0, &nid)) != 0 ||
       (rc = shape_id(a, nid, pl->has, pl->grid, pl->block, &shape)) != 0)
     return rc;
   s = &a->shapes[shape];
@@ -382,8 +385,7 @@ static int on_runtime(struct idx_agg *a, const struct idx_doc *doc,
   uint32_t id;
   int rc;
 
-  rc = agg_map_intern(&a->rt_map, ev->name.p ? ev->name.p : "",
-                      ev->name.p ? ev->name.n : 0, &id);
+  rc = agg_fold_intern(&a->rfold, &a->rt_map, ev->name, 1, &id);
   if (rc < 0 ||
       agg_grow(&a->runtime, &a->runtime_cap, id, sizeof(*a->runtime)) != 0)
     return TR_ENOMEM;
@@ -639,6 +641,8 @@ int idx_agg_init(struct idx_agg *a, const struct idx_rules *rules,
   memset(a, 0, sizeof(*a));
   a->rules = rules;
   a->t0_ns = 1; /* t0 > tend: no timed event yet */
+  agg_fold_init(&a->kfold, IDX_MAX_KERNEL_NAMES);
+  agg_fold_init(&a->rfold, AGG_MAX_RUNTIME_NAMES);
   if (agg_runs_init(&a->runs, rec_cap ? rec_cap : AGG_DEFAULT_RECS) != 0 ||
       agg_corr_init(&a->k_pending, sizeof(struct pend_kernel), AGG_PENDING) !=
           0 ||
@@ -651,6 +655,14 @@ int idx_agg_init(struct idx_agg *a, const struct idx_rules *rules,
     return TR_ENOMEM;
   }
   return 0;
+}
+
+void idx_agg_cap_names(struct idx_agg *a, uint32_t cap)
+{
+  if (cap > 0) {
+    a->kfold.cap = cap;
+    a->rfold.cap = cap < AGG_MAX_RUNTIME_NAMES ? cap : AGG_MAX_RUNTIME_NAMES;
+  }
 }
 
 void idx_agg_free(struct idx_agg *a)
@@ -669,6 +681,8 @@ void idx_agg_free(struct idx_agg *a)
   agg_families_free(a);
   agg_timeline_free(&a->tl);
   agg_hist_free(&a->delay_hist);
+  agg_fold_free(&a->kfold);
+  agg_fold_free(&a->rfold);
   free(a->kernels);
   free(a->shapes);
   free(a->launches);

@@ -43,6 +43,9 @@ struct agg_map {
  * it was known, TR_ENOMEM (map unchanged) when memory ran out. */
 int agg_map_intern(struct agg_map *m, const void *key, size_t len,
                    uint32_t *id);
+/* 1 with *id when key is in the map, else 0 (the map is unchanged). */
+int agg_map_find(const struct agg_map *m, const void *key, size_t len,
+                 uint32_t *id);
 void agg_map_free(struct agg_map *m);
 
 /* Grows *arr (elements of size elem) so that index `need` is valid, new
@@ -157,6 +160,35 @@ int agg_iter_open(struct agg_runs *r, struct agg_iter **out);
 /* 1 with *rec filled in time order, 0 at the end, negative on I/O error. */
 int agg_iter_next(struct agg_iter *it, struct agg_rec *rec);
 void agg_iter_close(struct agg_iter *it);
+
+/* ---- the cap on distinct names (agg_fold.c) ---- */
+
+#define AGG_FOLD_RECENT       4096 /* hashes of names folded lately */
+/* Host API names kept: a real trace calls a few dozen APIs; beyond, as
+ * kernel names beyond max_kernel_names, they fold. */
+#define AGG_MAX_RUNTIME_NAMES 1000
+
+struct agg_fold { /* the names of one map beyond its cap */
+  uint32_t cap;   /* names kept; a new name beyond folds */
+  uint32_t id;    /* the fold row's id; UINT32_MAX: nothing folded */
+  uint64_t recent[AGG_FOLD_RECENT];
+  struct agg_runs seen; /* hashes of the folded names */
+  int seen_open;
+  uint64_t events;   /* events folded */
+  uint64_t distinct; /* distinct names folded (agg_fold_end) */
+  char name[48];     /* the row's name, "(N more names)" */
+};
+
+void agg_fold_init(struct agg_fold *f, uint32_t cap);
+/* agg_map_intern() of s into m, or, when m holds f->cap names and s is not
+ * one of them, the fold row's id (count: s is counted among the folded
+ * names). Returns like agg_map_intern(), or a spill error. */
+int agg_fold_intern(struct agg_fold *f, struct agg_map *m, struct idx_str s,
+                    int count, uint32_t *id);
+/* End of events: counts the folded names and renames the fold row of m
+ * "(N more names)" (m is then only read). 0 or an I/O error. */
+int agg_fold_end(struct agg_fold *f, struct agg_map *m);
+void agg_fold_free(struct agg_fold *f);
 
 /* ---- the aggregation (agg.c) ---- */
 
@@ -322,7 +354,9 @@ struct idx_agg {
   struct agg_map rt_map; /* runtime API names */
   struct agg_named *runtime;
   size_t runtime_cap;
-  struct agg_map kinds_map; /* run-label kinds */
+  struct agg_fold kfold, rfold; /* kernel and runtime names beyond the
+                                   cap */
+  struct agg_map kinds_map;     /* run-label kinds */
   struct agg_step steps[2][AGG_MAX_STEP_KINDS];
   struct agg_labels labels;
   struct agg_copy copies[AGG_COPY_KINDS];
@@ -363,9 +397,12 @@ struct idx_agg {
   size_t famsteps_cap;
 };
 
-/* rec_cap: time records held in memory before spilling (0: default). */
+/* rec_cap: time records held in memory before spilling (0: default). The
+ * name cap starts at IDX_MAX_KERNEL_NAMES. */
 int idx_agg_init(struct idx_agg *a, const struct idx_rules *rules,
                  size_t rec_cap);
+/* Sets the cap on distinct kernel (and host API) names; 0 keeps it. */
+void idx_agg_cap_names(struct idx_agg *a, uint32_t cap);
 /* An idx_event_cb: accounts one event. Returns 0 or a negative error. */
 int idx_agg_event(void *ud, const struct idx_doc *doc,
                   const struct idx_event *ev);

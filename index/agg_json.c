@@ -385,6 +385,31 @@ static struct agg_txt device_value(const struct idx_agg *a,
   return agg_txt(NULL);
 }
 
+/* The summary's warnings: names folded beyond the cap (agg_fold.c). */
+static json_t *fold_warnings(const struct idx_agg *a)
+{
+  const struct agg_fold *folds[2] = { &a->kfold, &a->rfold };
+  static const char *const what[2] = { "kernel", "host API" };
+  json_t *w = json_array();
+  char msg[256];
+
+  for (int i = 0; i < 2; i++) {
+    if (folds[i]->id == UINT32_MAX)
+      continue;
+    snprintf(msg, sizeof(msg),
+             "%llu distinct %s names beyond the cap of %u "
+             "(max_kernel_names) are folded into one row \"%s\": its "
+             "figures are their %llu events summed",
+             (unsigned long long)folds[i]->distinct, what[i], folds[i]->cap,
+             folds[i]->name, (unsigned long long)folds[i]->events);
+    json_array_append_new(
+        w, json_pack("{s:s,s:s}", "code",
+                     i ? "runtime_names_capped" : "kernel_names_capped",
+                     "message", msg));
+  }
+  return w;
+}
+
 /* device_ns, the categories' denominator: kernels, copies and memsets. */
 static int64_t device_ns_of(const struct idx_agg *a)
 {
@@ -405,7 +430,7 @@ static json_t *summary_head(struct idx_agg *a, const struct idx_doc *doc,
   struct agg_sum_rank r = { 0 };
   int i;
 
-  AGG_SUM_FILLS(TR_SUM_RANK, 30);
+  AGG_SUM_FILLS(TR_SUM_RANK, 33);
   if (a->t0_ns > a->tend_ns) /* no timed event */
     a->t0_ns = a->tend_ns = 0;
   for (i = 0; i < AGG_COPY_MEMSET; i++) {
@@ -426,7 +451,11 @@ static json_t *summary_head(struct idx_agg *a, const struct idx_doc *doc,
   r.device = device_value(a, doc);
   r.kernel_events = (int64_t)a->kernel_events;
   r.kernel_ns = a->kernel_ns;
-  r.distinct_kernels = (int64_t)distinct;
+  /* Every distinct name: those kept, and those folded. */
+  r.distinct_kernels =
+      (int64_t)distinct -
+      (a->kfold.id != UINT32_MAX && a->kernels[a->kfold.id].is_kernel) +
+      (int64_t)a->kfold.distinct;
   r.memset_count = (int64_t)ms->s.count;
   r.memset_ns = ms->s.total_ns;
   r.device_ns = device_ns_of(a);
@@ -442,6 +471,9 @@ static json_t *summary_head(struct idx_agg *a, const struct idx_doc *doc,
   for (uint32_t k = 0; k < a->nkinds; k++)
     r.warmup_steps += (int64_t)a->steps[a->step_side][k].warmup;
   r.timeline_bucket_ns = a->tl.width;
+  r.kernel_names_folded = (int64_t)a->kfold.distinct;
+  r.runtime_names_folded = (int64_t)a->rfold.distinct;
+  r.warnings = fold_warnings(a);
   return agg_sum_rank_json(&r);
 }
 
@@ -473,6 +505,10 @@ int idx_agg_summary(struct idx_agg *a, const struct idx_doc *doc,
   json_t *o;
   int rc;
 
+  if ((rc = agg_fold_end(&a->kfold, &a->names)) != 0 ||
+      (rc = agg_fold_end(&a->rfold, &a->rt_map)) != 0)
+    return tr_err_set(err, rc, "", "%s: name spill: %s", info->path,
+                      tr_strerror(rc));
   if ((rc = idx_agg_resolve(a)) != 0 || (rc = agg_families(a)) != 0)
     return tr_err_set(err, rc, "", "%s: out of memory", info->path);
   choose_step_side(a);

@@ -96,6 +96,36 @@ static int map_rehash(struct agg_map *m)
   return 0;
 }
 
+/* The slot holding key (hash h), or the empty one where it would go. */
+static size_t map_probe(const struct agg_map *m, const void *key, size_t len,
+                        uint32_t h)
+{
+  size_t i;
+
+  for (i = h & (m->cap - 1); m->slots[i] != 0; i = (i + 1) & (m->cap - 1)) {
+    uint32_t cand = (uint32_t)(m->slots[i] & 0xffffffffu) - 1;
+
+    if ((uint32_t)(m->slots[i] >> 32) == h && m->keys[cand].n == len &&
+        memcmp(m->keys[cand].p, key, len) == 0)
+      break;
+  }
+  return i;
+}
+
+int agg_map_find(const struct agg_map *m, const void *key, size_t len,
+                 uint32_t *id)
+{
+  size_t i;
+
+  if (m->cap == 0)
+    return 0;
+  i = map_probe(m, key, len, hash_bytes(key, len));
+  if (m->slots[i] == 0)
+    return 0;
+  *id = (uint32_t)(m->slots[i] & 0xffffffffu) - 1;
+  return 1;
+}
+
 int agg_map_intern(struct agg_map *m, const void *key, size_t len, uint32_t *id)
 {
   uint32_t h = hash_bytes(key, len);
@@ -104,14 +134,10 @@ int agg_map_intern(struct agg_map *m, const void *key, size_t len, uint32_t *id)
 
   if ((m->n + 1) * 2 > m->cap && map_rehash(m) != 0)
     return TR_ENOMEM;
-  for (i = h & (m->cap - 1); m->slots[i] != 0; i = (i + 1) & (m->cap - 1)) {
-    uint32_t cand = (uint32_t)(m->slots[i] & 0xffffffffu) - 1;
-
-    if ((uint32_t)(m->slots[i] >> 32) == h && m->keys[cand].n == len &&
-        memcmp(m->keys[cand].p, key, len) == 0) {
-      *id = cand;
-      return 0;
-    }
+  i = map_probe(m, key, len, h);
+  if (m->slots[i] != 0) {
+    *id = (uint32_t)(m->slots[i] & 0xffffffffu) - 1;
+    return 0;
   }
   if (agg_grow(&m->keys, &m->keys_cap, m->n, sizeof(*m->keys)) != 0)
     return TR_ENOMEM;

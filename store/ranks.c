@@ -373,9 +373,14 @@ int store__capture_ranks(struct store *st, int64_t id, json_t **out,
   int rc;
 
   len = (size_t)snprintf(sql, sizeof(sql), "SELECT rank, label, status, error");
-  for (i = 0; i < store__rank_nfields && len < sizeof(sql); i++)
-    len += (size_t)snprintf(sql + len, sizeof(sql) - len, ", %s",
-                            store__rank_fields[i].col);
+  for (i = 0; i < store__rank_nfields && len < sizeof(sql); i++) {
+    const struct store__field *f = &store__rank_fields[i];
+    bool json = f->ty == F_JSON || f->ty == F_JSON_NULL;
+
+    len += (size_t)snprintf(sql + len, sizeof(sql) - len, ", %s%s%s%s", f->col,
+                            json ? " AS " : "", json ? f->key : "",
+                            json ? "_json" : "");
+  }
   if (len < sizeof(sql))
     snprintf(sql + len, sizeof(sql) - len,
              " FROM ranks WHERE capture_id = ?1 ORDER BY rank");

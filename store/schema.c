@@ -179,10 +179,12 @@ static const char step2[] =
 #define ADD_SHARE(t, c)
 #define ADD_RATIO(t, c)
 
-/* Version 3 expands the rows of since 3 only. */
+/* Version 3 expands the rows of since 3 only (a row of a later version
+ * adds its empty IN3_<version> here: the compiler asks for it). */
 #define IN3_1(x)
 #define IN3_2(x)
 #define IN3_3(x) x
+#define IN3_4(x)
 #define NEW3(key, col, ty, all, since) IN3_##since(NEW_##ty(col))
 #define ADD3_RANK(key, col, ty, all, since) IN3_##since(ADD_##ty("ranks", col))
 #define ADD3_KERNEL(key, col, ty, all, since)                                \
@@ -218,6 +220,22 @@ static const char step3[] =
     ", PRIMARY KEY(rank_id, family, step)) WITHOUT ROWID;";
 /* clang-format on */
 
-const char *const store__migrations[] = { step1, step2, step3 };
+/* clang-format off */
+/* Version 4 expands the rows of since 4 only. */
+#define IN4_1(x)
+#define IN4_2(x)
+#define IN4_3(x)
+#define IN4_4(x) x
+#define ADD4_RANK(key, col, ty, all, since) IN4_##since(ADD_##ty("ranks", col))
+
+/*
+ * Version 4: the cap on distinct names per rank (index/agg_fold.c): how
+ * many kernel and host API names folded into one row, and the summary's
+ * warnings ([{code, message}] as JSON text).
+ */
+static const char step4[] = TR_SUM_RANK(ADD4_RANK);
+/* clang-format on */
+
+const char *const store__migrations[] = { step1, step2, step3, step4 };
 const int store__schema_version =
     (int)(sizeof(store__migrations) / sizeof(store__migrations[0]));

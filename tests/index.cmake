@@ -19,3 +19,7 @@ traced_py_test(test_index_memory test_index_memory.py)
 
 # idx_file(): progress, cancel, rank override, rules, errors.
 traced_c_test(test_index_file traced_index test_index_file.c)
+
+# The distinct-names bomb through a running daemon: VmHWM under 128 MB,
+# names beyond max_kernel_names folded, every count and total kept.
+traced_py_test(test_name_bomb test_name_bomb.py)

@@ -820,6 +820,60 @@ static void index_families_user_file(void)
   remove(path);
 }
 
+/* Beyond the cap, new names fold into one row "(N more names)": N the
+ * distinct names folded, its figures theirs summed, the names kept the
+ * first of the file, totals whole, a warning in the summary. */
+static void index_names_fold_beyond_cap(void)
+{
+  static const char *const order[] = { "a", "b", "c", "d", "e", "d",
+                                       "f", "a", "g", "e", "h" };
+  struct idx_doc d = doc_of(IDX_FORMAT_KINETO);
+  struct idx_agg a;
+  int64_t total = 0, fold_total = 0;
+  uint64_t fold_count = 0;
+  char name[16];
+  json_t *sum, *fold;
+  size_t i;
+
+  CHECK_INT(idx_agg_init(&a, NULL, 0), 0);
+  idx_agg_cap_names(&a, 3);
+  for (i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+    struct idx_event e = ev_x("kernel", order[i], 100 * (int64_t)i, 10 + i);
+
+    feed(&a, &d, &e);
+    total += 10 + (int64_t)i;
+    if (strcmp(order[i], "c") > 0) { /* a, b, c are kept */
+      fold_total += 10 + (int64_t)i;
+      fold_count++;
+    }
+  }
+  for (i = 0; i < 5; i++) {
+    struct idx_event e;
+
+    snprintf(name, sizeof(name), "hip%zu", i);
+    e = ev_x("cuda_runtime", name, 5 + (int64_t)i, 1);
+    feed(&a, &d, &e);
+  }
+  sum = summary(&a, &d);
+  fold = row_by(json_object_get(sum, "kernels"), "name", "(5 more names)");
+  CHECK(fold != NULL);
+  CHECK_INT(geti(fold, "count"), fold_count);
+  CHECK_INT(geti(fold, "total_ns"), fold_total);
+  CHECK_INT(json_array_size(json_object_get(sum, "kernels")), 4);
+  CHECK(row_by(json_object_get(sum, "kernels"), "name", "c") != NULL);
+  CHECK_INT(geti(sum, "kernel_ns"), total);
+  CHECK_INT(geti(sum, "distinct_kernels"), 8);
+  CHECK_INT(geti(sum, "kernel_names_folded"), 5);
+  CHECK_INT(geti(sum, "runtime_names_folded"), 2);
+  CHECK(row_by(json_object_get(sum, "runtime"), "name", "(2 more names)"));
+  CHECK_INT(json_array_size(json_object_get(sum, "warnings")), 2);
+  CHECK_STR(json_string_value(json_object_get(
+                json_array_get(json_object_get(sum, "warnings"), 0), "code")),
+            "kernel_names_capped");
+  json_decref(sum);
+  idx_agg_free(&a);
+}
+
 static void index_empty_summary(void)
 {
   struct idx_doc d = doc_of(IDX_FORMAT_KINETO);
@@ -864,6 +918,7 @@ int main(void)
   RUN(index_families_builtin);
   RUN(index_demangle_bounds);
   RUN(index_families_user_file);
+  RUN(index_names_fold_beyond_cap);
   RUN(index_empty_summary);
   return 0;
 }

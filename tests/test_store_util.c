@@ -271,6 +271,9 @@ json_t *fx_summary(int rank, const struct fx_rank *r)
                      "launch_delay_min_ns", 0, "launch_delay_p50_ns", 0,
                      "launch_delay_p99_ns", 0, "launch_delay_max_ns", 0,
                      "warmup_steps", 0, "timeline_bucket_ns", 500000));
+  json_object_update_new(sum,
+                         json_pack("{s:i,s:i,s:[]}", "kernel_names_folded", 0,
+                                   "runtime_names_folded", 0, "warnings"));
   kernel_rows(r, kernel_ns, device_ns, sum);
   json_object_set_new(sum, "families", family_rows(r, kernel_ns));
   json_object_set_new(sum, "memcpy",
