@@ -541,7 +541,12 @@ int64_t agg_pct(const struct agg_hist *h, const struct agg_stat *s, int p);
 int agg_category_index(const char *category);
 const char *agg_category_name(int index);
 
-/* Shared row helpers (agg_json.c). */
+/* Shared row helpers (agg_json.c). agg_key_cmp: byte order, a prefix
+ * first. agg_order: the ids 0..n-1 sorted by cmp (qsort_r's), a new array
+ * (caller frees), NULL when out of memory. */
+int agg_key_cmp(const struct agg_key *x, const struct agg_key *y);
+uint32_t *agg_order(uint32_t n, int (*cmp)(const void *, const void *, void *),
+                    const void *ud);
 json_t *agg_json_xyz(const int64_t v[3], int present);
 json_t *agg_json_strn(const char *p, size_t n);
 

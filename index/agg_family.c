@@ -124,14 +124,6 @@ void agg_families_free(struct idx_agg *a)
 
 /* ---- the summary's tables ---- */
 
-static int key_cmp(const struct agg_key *x, const struct agg_key *y)
-{
-  size_t n = x->n < y->n ? x->n : y->n;
-  int d = n ? memcmp(x->p, y->p, n) : 0;
-
-  return d ? d : (x->n > y->n) - (x->n < y->n);
-}
-
 static struct agg_txt key_txt(const struct agg_key *k)
 {
   struct agg_txt t = { k->p, k->n };
@@ -148,19 +140,15 @@ static int family_cmp(const void *x, const void *y, void *ud)
 
   if (ti != tj)
     return ti > tj ? -1 : 1;
-  return key_cmp(&a->fam_map.keys[i], &a->fam_map.keys[j]);
+  return agg_key_cmp(&a->fam_map.keys[i], &a->fam_map.keys[j]);
 }
 
 json_t *agg_families_json(const struct idx_agg *a)
 {
-  uint32_t n = a->fam_map.n, *order = malloc((n + 1) * sizeof(*order));
+  uint32_t n = a->fam_map.n, *order = agg_order(n, family_cmp, a);
   json_t *rows = json_array();
 
   AGG_SUM_FILLS(TR_SUM_FAMILY, 11);
-  for (uint32_t i = 0; order != NULL && i < n; i++)
-    order[i] = i;
-  if (order != NULL)
-    qsort_r(order, n, sizeof(*order), family_cmp, (void *)a);
   for (uint32_t i = 0; order != NULL && i < n; i++) {
     const struct agg_family *f = &a->families[order[i]];
     struct agg_sum_family r = {
@@ -189,25 +177,21 @@ static int famstep_cmp(const void *x, const void *y, void *ud)
   const struct idx_agg *a = ud;
   const struct agg_famstep *p = &a->famsteps[*(const uint32_t *)x];
   const struct agg_famstep *q = &a->famsteps[*(const uint32_t *)y];
-  int d = key_cmp(&a->kinds_map.keys[p->kind], &a->kinds_map.keys[q->kind]);
+  int d = agg_key_cmp(&a->kinds_map.keys[p->kind], &a->kinds_map.keys[q->kind]);
 
   if (d != 0)
     return d;
   if (p->s.total_ns != q->s.total_ns)
     return p->s.total_ns > q->s.total_ns ? -1 : 1;
-  return key_cmp(&a->fam_map.keys[p->family], &a->fam_map.keys[q->family]);
+  return agg_key_cmp(&a->fam_map.keys[p->family], &a->fam_map.keys[q->family]);
 }
 
 json_t *agg_famsteps_json(const struct idx_agg *a)
 {
-  uint32_t n = a->famstep_map.n, *order = malloc((n + 1) * sizeof(*order));
+  uint32_t n = a->famstep_map.n, *order = agg_order(n, famstep_cmp, a);
   json_t *rows = json_array();
 
   AGG_SUM_FILLS(TR_SUM_FAMILY_STEP, 6);
-  for (uint32_t i = 0; order != NULL && i < n; i++)
-    order[i] = i;
-  if (order != NULL)
-    qsort_r(order, n, sizeof(*order), famstep_cmp, (void *)a);
   for (uint32_t i = 0; order != NULL && i < n; i++) {
     const struct agg_famstep *fs = &a->famsteps[order[i]];
     int64_t steps = (int64_t)a->steps[a->step_side][fs->kind].s.count;

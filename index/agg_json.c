@@ -39,6 +39,26 @@ static int row_cmp(const void *x, const void *y)
   return (a->id > b->id) - (a->id < b->id);
 }
 
+int agg_key_cmp(const struct agg_key *x, const struct agg_key *y)
+{
+  size_t n = x->n < y->n ? x->n : y->n;
+  int d = n ? memcmp(x->p, y->p, n) : 0;
+
+  return d ? d : (x->n > y->n) - (x->n < y->n);
+}
+
+uint32_t *agg_order(uint32_t n, int (*cmp)(const void *, const void *, void *),
+                    const void *ud)
+{
+  uint32_t *order = malloc((n + 1) * sizeof(*order));
+
+  for (uint32_t i = 0; order != NULL && i < n; i++)
+    order[i] = i;
+  if (order != NULL)
+    qsort_r(order, n, sizeof(*order), cmp, (void *)ud);
+  return order;
+}
+
 json_t *agg_json_strn(const char *p, size_t n)
 {
   json_t *s = json_stringn_nocheck(p ? p : "", p ? n : 0);

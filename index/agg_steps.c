@@ -224,19 +224,12 @@ static int acc_add(struct win *x, uint32_t name, int64_t dur)
 static int top_before(const struct idx_agg *a, const struct acc *x,
                       const struct acc *y)
 {
-  const struct agg_key *kx = &a->names.keys[x->key - 1];
-  const struct agg_key *ky = &a->names.keys[y->key - 1];
-  size_t n = kx->n < ky->n ? kx->n : ky->n;
   int d;
 
   if (x->total != y->total)
     return x->total > y->total;
-  d = n ? memcmp(kx->p, ky->p, n) : 0;
-  if (d != 0)
-    return d < 0;
-  if (kx->n != ky->n)
-    return kx->n < ky->n;
-  return x->key < y->key;
+  d = agg_key_cmp(&a->names.keys[x->key - 1], &a->names.keys[y->key - 1]);
+  return d ? d < 0 : x->key < y->key;
 }
 
 /* The window's top kernels into the pick's slot of its kind. */
@@ -365,26 +358,18 @@ void agg_steps_walk_end(struct agg_steps_walk *w)
 
 /* ---- the summary's tables ---- */
 
-struct kind_order {
-  const struct agg_map *kinds;
-};
-
 static int kind_cmp(const void *x, const void *y, void *ud)
 {
-  const struct agg_map *m = ((const struct kind_order *)ud)->kinds;
-  const struct agg_key *a = &m->keys[*(const uint32_t *)x];
-  const struct agg_key *b = &m->keys[*(const uint32_t *)y];
-  size_t n = a->n < b->n ? a->n : b->n;
-  int d = n ? memcmp(a->p, b->p, n) : 0;
+  const struct agg_map *m = ud;
 
-  return d ? d : (a->n > b->n) - (a->n < b->n);
+  return agg_key_cmp(&m->keys[*(const uint32_t *)x],
+                     &m->keys[*(const uint32_t *)y]);
 }
 
 /* The step side's kinds with steps, by name. Caller frees; NULL: none or
  * out of memory (then *n is 0). */
 static uint32_t *kinds_by_name(const struct idx_agg *a, uint32_t *n)
 {
-  struct kind_order o = { &a->kinds_map };
   uint32_t *v = malloc((a->nkinds + 1) * sizeof(*v));
 
   *n = 0;
@@ -393,7 +378,7 @@ static uint32_t *kinds_by_name(const struct idx_agg *a, uint32_t *n)
   for (uint32_t k = 0; k < a->nkinds; k++)
     if (a->steps[a->step_side][k].s.count > 0)
       v[(*n)++] = k;
-  qsort_r(v, *n, sizeof(*v), kind_cmp, &o);
+  qsort_r(v, *n, sizeof(*v), kind_cmp, (void *)&a->kinds_map);
   return v;
 }
 

@@ -105,14 +105,6 @@ void agg_timeline_end(struct agg_timeline *tl)
   }
 }
 
-static int key_before(const struct agg_key *x, const struct agg_key *y)
-{
-  size_t n = x->n < y->n ? x->n : y->n;
-  int d = n ? memcmp(x->p, y->p, n) : 0;
-
-  return d ? d < 0 : x->n < y->n;
-}
-
 /* Bucket i's steps object; *step the kind covering most, or -1. */
 static json_t *steps_of(const struct idx_agg *a, uint32_t i, int *step)
 {
@@ -127,7 +119,7 @@ static json_t *steps_of(const struct idx_agg *a, uint32_t i, int *step)
       continue;
     json_object_setn_new_nocheck(o, key->p, key->n, json_integer(c[k]));
     if (*step < 0 || c[k] > c[*step] ||
-        (c[k] == c[*step] && key_before(key, &a->kinds_map.keys[*step])))
+        (c[k] == c[*step] && agg_key_cmp(key, &a->kinds_map.keys[*step]) < 0))
       *step = (int)k;
   }
   return o;

@@ -340,8 +340,14 @@ def reference(path, fmt="auto", categories=None):
     last_ns}}, memcpy {kind: {count,total_ns,bytes,max_bytes}},
     runtime {name: {count,total_ns,median_ns,max_ns}},
     launches {(name, grid, block, regs, shared): (count,total,min,max)},
-    steps {kind: {count,total_ns,tokens,padded,kernel_ns,source}},
-    json_bytes, rank."""
+    steps {kind: {count,total_ns,tokens,padded,kernel_ns,source, and the
+    distribution of ref_analysis.steps()}}, json_bytes, rank; and the
+    analysis (ref_analysis.py): step_buckets, step_histogram,
+    step_outliers, warmup_steps, idle {(step, cause): ns}, idle_ns,
+    launch_delays and launch_delay_{min,p50,p99,max}_ns, timeline,
+    timeline_bucket_ns, families {family: row}, family_steps {(family,
+    step): row}. categories ({kernel name: category}, e.g. traced's own
+    kernel rows) names the categories of the timeline; others: "other"."""
     doc, json_bytes = load(path)
     events = doc if isinstance(doc, list) else doc.get("traceEvents")
     if not isinstance(events, list):
@@ -490,6 +496,9 @@ def reference(path, fmt="auto", categories=None):
 def _jsonable(r):
     out = dict(r)
     out["launches"] = [list(k) + list(v) for k, v in r["launches"].items()]
+    out["idle"] = [[s, c, ns] for (s, c), ns in r["idle"].items()]
+    out["family_steps"] = [dict(v, family=f, step=k) for (f, k), v in
+                           r["family_steps"].items()]
     return out
 
 
