@@ -289,6 +289,8 @@ enum MHD_Result api_get_table(struct api_req *r);
 enum MHD_Result api_get_diff(struct api_req *r);
 extern const struct api_table api_table_kernels, api_table_launches,
     api_table_categories, api_table_steps, api_table_memcpy, api_table_runtime,
-    api_table_phases;
+    api_table_phases, api_table_step_buckets, api_table_step_outliers,
+    api_table_step_histogram, api_table_idle, api_table_timeline,
+    api_table_families, api_table_family_steps;
 
 #endif

@@ -1,8 +1,10 @@
 /*
  * The read-only query routes: a capture's tables (kernels, launches,
- * categories, steps, memcpy, runtime, phases) and /diff. The SQL is the
- * store's; this file checks the parameters and shapes the envelope
- * {"capture": id, "rank": N|null, "rows": [...]} (api/openapi.yaml).
+ * categories, steps, memcpy, runtime, phases, and the analysis:
+ * steps/buckets, steps/outliers, idle, timeline, families, families/steps)
+ * and /diff. The SQL is the store's; this file checks the parameters and
+ * shapes the envelope {"capture": id, "rank": N|null, "rows": [...]}
+ * (api/openapi.yaml).
  */
 #include <limits.h>
 #include <string.h>
@@ -21,10 +23,18 @@ struct api_table {
 /* docs/API.md's parameters, plus limit everywhere and sort where rows
  * have a name (the store orders the others itself). */
 static const char *const kernel_params[] = { "rank", "q",     "category",
-                                             "sort", "limit", NULL };
+                                             "sort", "limit", "family",
+                                             NULL };
 static const char *const named_params[] = { "rank", "q", "sort", "limit",
                                             NULL };
 static const char *const rank_params[] = { "rank", "limit", NULL };
+static const char *const kind_params[] = { "rank", "kind", "limit", NULL };
+static const char *const family_params[] = { "rank", "q",     "category",
+                                             "sort", "limit", NULL };
+static const char *const famstep_params[] = { "rank", "q", "kind", "limit",
+                                              NULL };
+static const char *const idle_params[] = { "rank", "by", NULL };
+static const char *const timeline_params[] = { "rank", "buckets", NULL };
 
 const struct api_table api_table_kernels = { store_kernels, kernel_params,
                                              true };
@@ -37,8 +47,32 @@ const struct api_table api_table_memcpy = { store_memcpy, rank_params, false };
 const struct api_table api_table_runtime = { store_runtime, named_params,
                                              true };
 const struct api_table api_table_phases = { store_phases, rank_params, false };
+const struct api_table api_table_step_buckets = { store_step_buckets,
+                                                  kind_params, false };
+const struct api_table api_table_step_outliers = { store_step_outliers,
+                                                   kind_params, false };
+const struct api_table api_table_step_histogram = { store_step_histogram,
+                                                    kind_params, false };
+const struct api_table api_table_idle = { store_idle, idle_params, false };
+const struct api_table api_table_timeline = { store_timeline, timeline_params,
+                                              false };
+const struct api_table api_table_families = { store_families, family_params,
+                                              true };
+const struct api_table api_table_family_steps = { store_family_steps,
+                                                  famstep_params, true };
 
-#define Q_MAX 256 /* bytes of a name substring */
+#define Q_MAX    256 /* bytes of a name substring, or a family */
+#define KIND_MAX 64  /* bytes of a step kind */
+
+/* A table without a limit parameter is bounded by design (a timeline's
+ * buckets, idle causes): it answers whole. */
+static bool takes_limit(const struct api_table *t)
+{
+  for (const char *const *p = t->params; *p != NULL; p++)
+    if (strcmp(*p, "limit") == 0)
+      return true;
+  return false;
+}
 
 /* Reads the parameters every table route may take; the route's list has
  * already refused the ones it does not. */
@@ -46,10 +80,13 @@ static int table_query(struct api_req *r, struct store_query *q,
                        struct tr_err *err)
 {
   static const char *const sorts[] = { "total", "count", "avg", "name", NULL };
+  static const char *const bys[] = { "cause", "step", NULL };
   const struct cfg *cfg = r->api->cfg;
-  int64_t id = 0, rank = -1;
-  int64_t limit =
-      r->route->table->grows ? cfg->table_limit : cfg->table_limit_max;
+  const struct api_table *t = r->route->table;
+  int64_t id = 0, rank = -1, buckets = 0;
+  int64_t limit = !takes_limit(t) ? 0
+                  : t->grows      ? cfg->table_limit
+                                  : cfg->table_limit_max;
 
   if (api_query_check(r, r->route->table->params, err) != 0 ||
       api_path_id(r, &id, err) != 0 ||
@@ -57,11 +94,16 @@ static int table_query(struct api_req *r, struct store_query *q,
       api_query_str(r, "q", Q_MAX, &q->q, err) != 0 ||
       api_query_enum(r, "category", api_categories, &q->category, err) != 0 ||
       api_query_enum(r, "sort", sorts, &q->sort, err) != 0 ||
-      api_query_int(r, "limit", 1, cfg->table_limit_max, &limit, err) != 0)
+      api_query_int(r, "limit", 1, cfg->table_limit_max, &limit, err) != 0 ||
+      api_query_str(r, "family", Q_MAX, &q->family, err) != 0 ||
+      api_query_str(r, "kind", KIND_MAX, &q->kind, err) != 0 ||
+      api_query_enum(r, "by", bys, &q->by, err) != 0 ||
+      api_query_int(r, "buckets", 1, 4096, &buckets, err) != 0)
     return TR_EINVAL;
   q->capture_id = id;
   q->rank = (int)rank;
   q->limit = (int)limit;
+  q->buckets = (int)buckets;
   return 0;
 }
 
@@ -109,7 +151,8 @@ enum MHD_Result api_get_diff(struct api_req *r)
 {
   static const char *const names[] = { "a",    "b",     "rank", "by",
                                        "norm", "limit", NULL };
-  static const char *const bys[] = { "kernel", "category", "step", NULL };
+  static const char *const bys[] = { "kernel", "category", "step", "family",
+                                     NULL };
   static const char *const norms[] = { "none", "per_step", NULL };
   struct store_diff_opts o = { .by = "kernel", .norm = "none" };
   const struct cfg *cfg = r->api->cfg;

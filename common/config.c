@@ -73,6 +73,7 @@ static const struct key keys[] = {
   INT(max_connections_per_client, 1, 1000000),
   INT(request_timeout_s, 1, 3600),
   INT(idle_timeout_s, 1, 86400),
+  INT(max_kernel_names, 100, 10000000),
   INT(stop_timeout_s, 1, 86400),
   INT(launch_timeout_s, 1, 86400),
   INT(profiler_timeout_s, 1, 86400),
@@ -153,6 +154,7 @@ void cfg_defaults(struct cfg *cfg)
   cfg->max_connections_per_client = 64;
   cfg->request_timeout_s = 10;
   cfg->idle_timeout_s = 60;
+  cfg->max_kernel_names = CFG_MAX_KERNEL_NAMES;
   cfg->stop_timeout_s = 120;
   cfg->launch_timeout_s = 300;
   cfg->profiler_timeout_s = 300;

@@ -10,6 +10,11 @@
 
 #include "common/tr.h"
 
+/* The default of max_kernel_names: distinct kernel names kept per rank.
+ * A trace of made-up names then costs the daemon under 128 MB (each name
+ * kept is a few KB of summary rows: tests/test_name_bomb.py). */
+#define CFG_MAX_KERNEL_NAMES 10000
+
 enum cfg_profile_control { CFG_PROFILE_BENCH, CFG_PROFILE_DAEMON };
 
 struct cfg {
@@ -50,6 +55,7 @@ struct cfg {
   int max_connections_per_client; /* from one client address */
   int request_timeout_s;          /* to receive a request's headers and body */
   int idle_timeout_s;             /* a connection silent this long is closed */
+  int max_kernel_names;           /* distinct kernel names kept per rank */
   int stop_timeout_s;             /* the stop script's deadline */
   int launch_timeout_s;           /* the start script's deadline */
   /* ATOM_PROFILER_TIMEOUT of the server when neither the capture's env nor

@@ -148,7 +148,8 @@ static void run_rank(struct cap_work *w)
                            (int)rw->i,
                            on_idx_progress,
                            (void *)&job->index.read[rw->i],
-                           &job->cancel };
+                           &job->cancel,
+                           (uint32_t)w->r->cfg->max_kernel_names };
   struct tr_err err = { 0 };
   json_t *summary = NULL;
   int64_t t0 = tr_now_ns();

@@ -37,7 +37,7 @@
 #include "index/agg.h"
 
 #define AGG_PENDING      (1u << 15)
-#define AGG_DEFAULT_RECS (1u << 18) /* 6 MB of time records */
+#define AGG_DEFAULT_RECS (3u << 16) /* 6 MB of time records */
 #define HAS_SHAPE        (IDX_HAS_GRID | IDX_HAS_BLOCK)
 #define HAS_RES          (IDX_HAS_REGS | IDX_HAS_SHMEM)
 
@@ -125,7 +125,7 @@ static enum ev_class classify(const struct idx_doc *doc,
   }
 }
 
-static void stat_add(struct agg_stat *s, int64_t dur)
+void agg_stat_add(struct agg_stat *s, int64_t dur)
 {
   if (s->count == 0 || dur < s->min_ns)
     s->min_ns = dur;
@@ -162,9 +162,12 @@ static int shape_id(struct idx_agg *a, uint32_t name, uint32_t has,
   return 0;
 }
 
-static int name_id(struct idx_agg *a, struct idx_str s, uint32_t *out)
+/* The id of a kernel name, folded beyond the cap (agg_fold.c); kernel:
+ * the name of a kernel event, counted among the folded names. */
+static int name_id(struct idx_agg *a, struct idx_str s, int kernel,
+                   uint32_t *out)
 {
-  int rc = agg_map_intern(&a->names, s.p ? s.p : "", s.p ? s.n : 0, out);
+  int rc = agg_fold_intern(&a->kfold, &a->names, s, kernel, out);
 
   if (rc < 0)
     return rc;
@@ -236,12 +239,20 @@ static int launch_joined(struct idx_agg *a, uint32_t shape,
   return launch_add_one(a, shape, pl->has, pl->regs, pl->shmem, dur);
 }
 
+/* A time record of ev; aux is the correlation (-1: none) unless given. */
+static int record_aux(struct idx_agg *a, const struct idx_event *ev,
+                      enum agg_rec_type type, uint32_t id, int64_t aux)
+{
+  struct agg_rec r = { ev->ts_ns, ev->dur_ns, aux, type, id };
+
+  return agg_runs_add(&a->runs, &r);
+}
+
 static int record(struct idx_agg *a, const struct idx_event *ev,
                   enum agg_rec_type type, uint32_t id)
 {
-  struct agg_rec r = { ev->ts_ns, ev->dur_ns, type, id };
-
-  return agg_runs_add(&a->runs, &r);
+  return record_aux(a, ev, type, id,
+                    (ev->has & IDX_HAS_CORR) ? ev->correlation : -1);
 }
 
 static int on_kernel(struct idx_agg *a, const struct idx_doc *doc,
@@ -253,7 +264,7 @@ static int on_kernel(struct idx_agg *a, const struct idx_doc *doc,
   uint32_t nid, shape;
   int rc;
 
-  if ((rc = name_id(a, ev->name, &nid)) != 0 ||
+  if ((rc = name_id(a, ev->name, 1, &nid)) != 0 ||
       (rc = shape_id(a, nid, ev->has, ev->grid, ev->block, &shape)) != 0)
     return rc;
   k = &a->kernels[nid];
@@ -262,7 +273,7 @@ static int on_kernel(struct idx_agg *a, const struct idx_doc *doc,
   if (k->s.count == 0 || ev->ts_ns > k->last_ns)
     k->last_ns = ev->ts_ns;
   k->is_kernel = 1;
-  stat_add(&k->s, ev->dur_ns);
+  agg_stat_add(&k->s, ev->dur_ns);
   if (agg_hist_add(&k->hist, ev->dur_ns) != 0)
     return TR_ENOMEM;
   a->kernel_events++;
@@ -282,7 +293,7 @@ static int on_kernel(struct idx_agg *a, const struct idx_doc *doc,
   pk.dur_ns = ev->dur_ns;
   if (agg_corr_put(&a->k_pending, ev->correlation, &pk) == 0)
     return 0;
-  stat_add(&a->shapes[shape].unresolved, ev->dur_ns);
+  agg_stat_add(&a->shapes[shape].unresolved, ev->dur_ns);
   return 0;
 }
 
@@ -297,7 +308,7 @@ static int launch_shape_note(struct idx_agg *a, const struct idx_event *ev,
 
   if (ev->kernel.p == NULL)
     return 0;
-  if ((rc = name_id(a, ev->kernel, &nid)) != 0 ||
+  if ((rc = name_id(a, ev->kernel, 0, &nid)) != 0 ||
       (rc = shape_id(a, nid, pl->has, pl->grid, pl->block, &shape)) != 0)
     return rc;
   s = &a->shapes[shape];
@@ -338,6 +349,35 @@ static int on_launch(struct idx_agg *a, const struct idx_event *ev)
 
 static void on_runtime_copy(struct idx_agg *a, const struct idx_event *ev);
 
+/* AGG_CALL_SYNC for a call that holds the host until the device is done:
+ * *Synchronize* (cuda/hip/mc Device, Stream, Event), or a copy call that is
+ * not *Async (hipMemcpy, cudaMemcpy, hipMemcpyWithStream, mcMemcpy...). */
+static uint32_t call_flags(struct idx_str n)
+{
+  static const char *const words[] = { "Synchronize", "Memcpy", "memcpy",
+                                       "Async" };
+  int has[4] = { 0, 0, 0, 0 };
+
+  for (size_t w = 0; n.p != NULL && w < 4; w++) {
+    size_t k = strlen(words[w]);
+
+    for (size_t i = 0; !has[w] && i + k <= n.n; i++)
+      has[w] = memcmp(n.p + i, words[w], k) == 0;
+  }
+  return has[0] || ((has[1] || has[2]) && !has[3]) ? AGG_CALL_SYNC : 0;
+}
+
+/* A host call the time pass needs: one that may issue device work (it has
+ * a correlation) or that waits for the device. */
+static int record_call(struct idx_agg *a, const struct idx_event *ev)
+{
+  uint32_t flags = call_flags(ev->name);
+
+  if (flags == 0 && !(ev->has & IDX_HAS_CORR))
+    return 0;
+  return record(a, ev, AGG_REC_CALL, flags);
+}
+
 static int on_runtime(struct idx_agg *a, const struct idx_doc *doc,
                       const struct idx_event *ev)
 {
@@ -345,15 +385,16 @@ static int on_runtime(struct idx_agg *a, const struct idx_doc *doc,
   uint32_t id;
   int rc;
 
-  rc = agg_map_intern(&a->rt_map, ev->name.p ? ev->name.p : "",
-                      ev->name.p ? ev->name.n : 0, &id);
+  rc = agg_fold_intern(&a->rfold, &a->rt_map, ev->name, 1, &id);
   if (rc < 0 ||
       agg_grow(&a->runtime, &a->runtime_cap, id, sizeof(*a->runtime)) != 0)
     return TR_ENOMEM;
   r = &a->runtime[id];
-  stat_add(&r->s, ev->dur_ns);
+  agg_stat_add(&r->s, ev->dur_ns);
   if (agg_hist_add(&r->hist, ev->dur_ns) != 0)
     return TR_ENOMEM;
+  if ((rc = record_call(a, ev)) != 0)
+    return rc;
   if (doc->format == IDX_FORMAT_MCTRACER || !(ev->has & IDX_HAS_CORR))
     return 0;
   if (ev->kernel.p != NULL || (ev->has & HAS_RES))
@@ -411,7 +452,7 @@ static int on_copy(struct idx_agg *a, const struct idx_event *ev, int memset)
   enum agg_copy_kind kind = memset ? AGG_COPY_MEMSET : copy_kind(ev);
   struct agg_copy *c = &a->copies[kind];
 
-  stat_add(&c->s, ev->dur_ns);
+  agg_stat_add(&c->s, ev->dur_ns);
   copy_bytes_add(c, copy_bytes(a, ev, kind));
   return record(a, ev, memset ? AGG_REC_MEMSET : AGG_REC_COPY, kind);
 }
@@ -427,26 +468,36 @@ static void on_runtime_copy(struct idx_agg *a, const struct idx_event *ev)
     (void)agg_corr_put(&a->rtc_pending, ev->correlation, &ev->bytes);
 }
 
-/* Length of the run-label kind (the name up to '[', docs/ATOM.md), or 0
- * when the name is no run label ("ProfilerStep#3", "decode_helper[x]"). */
+/* The run-label kinds (docs/ATOM.md), both generations: ATOM ffdf3bb5
+ * writes prefill, decode, eager_decode and the dummy_* kinds
+ * (atom/model_engine/run_labels.py), draft[i/k bs=] (eagle_proposer.py),
+ * dspark[bs= T=], dspark_ctx_kv[bs= tok=] and dspark_sched[bs=]
+ * (dspark_proposer.py); the seed skill's newer ATOM renames the drafts
+ * propose_<drafter>[...] (any drafter, matched by prefix) and draft_kv. */
+static const char *const label_kinds[] = { "prefill",
+                                           "decode",
+                                           "eager_decode",
+                                           "dummy_decode",
+                                           "dummy_eager_decode",
+                                           "dummy_prefill",
+                                           "draft",
+                                           "dspark",
+                                           "dspark_ctx_kv",
+                                           "dspark_sched",
+                                           "draft_kv" };
+
+/* Length of the run-label kind, the name up to '[', or 0 when the name is
+ * no run label ("ProfilerStep#3", "capture_graph_bs_8", "decode_helper[x]"). */
 static size_t label_kind(struct idx_str n)
 {
-  static const char *const kinds[] = { "prefill",
-                                       "decode",
-                                       "eager_decode",
-                                       "dummy_decode",
-                                       "dummy_eager_decode",
-                                       "dummy_prefill",
-                                       "draft_kv",
-                                       "dspark_sched" };
   const char *b = n.p ? memchr(n.p, '[', n.n) : NULL;
   size_t len, i;
 
   if (b == NULL)
     return 0;
   len = (size_t)(b - n.p);
-  for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
-    if (len == strlen(kinds[i]) && memcmp(n.p, kinds[i], len) == 0)
+  for (i = 0; i < sizeof(label_kinds) / sizeof(label_kinds[0]); i++)
+    if (len == strlen(label_kinds[i]) && memcmp(n.p, label_kinds[i], len) == 0)
       return len;
   if (len <= 8 || memcmp(n.p, "propose_", 8) != 0)
     return 0;
@@ -458,7 +509,9 @@ static size_t label_kind(struct idx_str n)
 
 /* Parses the integer after `key` (e.g. "tok=") inside the brackets, where
  * key starts a field (after '[', ' ' or ','). *second gets the number
- * after a '/' (bs=117/128), or -1. Returns the first number or -1. */
+ * after a '/' (bs=117/128), or -1. Returns the first number or -1. Fields
+ * it is not asked for (ctx=, T=, sqsq= sqsk= sk= of ATOM's detailed
+ * annotation) are passed over, never an error. */
 static int64_t label_field(struct idx_str n, size_t from, const char *key,
                            int64_t *second)
 {
@@ -491,11 +544,12 @@ static int64_t label_field(struct idx_str n, size_t from, const char *key,
   return v[0];
 }
 
+/* A run label: its step figures (agg_steps.c), its text kept by number
+ * for the outliers, and a time record. */
 static int on_label(struct idx_agg *a, const struct idx_event *ev, int side)
 {
   size_t len = label_kind(ev->name);
-  struct agg_step *st;
-  int64_t tok, bs, graph_bs;
+  int64_t tok, bs, graph_bs, seq;
   uint32_t kind;
   int rc;
 
@@ -508,16 +562,15 @@ static int on_label(struct idx_agg *a, const struct idx_event *ev, int side)
     a->skipped++; /* a flood of made-up propose_* kinds: count, drop */
     return 0;
   }
-  st = &a->steps[side][kind];
-  st->count++;
-  st->total_ns += ev->dur_ns;
   tok = label_field(ev->name, len + 1, "tok=", NULL);
-  if (tok > 0)
-    st->tokens += tok;
   bs = label_field(ev->name, len + 1, "bs=", &graph_bs);
-  if (bs >= 0 && graph_bs > bs)
-    st->padded++;
-  return side == AGG_SIDE_GPU ? record(a, ev, AGG_REC_LABEL, kind) : 0;
+  if ((rc = agg_labels_add(&a->labels, ev->name.p, ev->name.n, &seq)) != 0 ||
+      (rc = agg_step_seen(&a->steps[side][kind], ev, seq, bs,
+                          bs >= 0 && graph_bs > bs, tok)) != 0)
+    return rc;
+  return record_aux(a, ev,
+                    side == AGG_SIDE_GPU ? AGG_REC_LABEL : AGG_REC_LABEL_CPU,
+                    kind, seq);
 }
 
 /* mcTracer names the device in M metadata on the device lane (pid 2).
@@ -588,6 +641,8 @@ int idx_agg_init(struct idx_agg *a, const struct idx_rules *rules,
   memset(a, 0, sizeof(*a));
   a->rules = rules;
   a->t0_ns = 1; /* t0 > tend: no timed event yet */
+  agg_fold_init(&a->kfold, IDX_MAX_KERNEL_NAMES);
+  agg_fold_init(&a->rfold, AGG_MAX_RUNTIME_NAMES);
   if (agg_runs_init(&a->runs, rec_cap ? rec_cap : AGG_DEFAULT_RECS) != 0 ||
       agg_corr_init(&a->k_pending, sizeof(struct pend_kernel), AGG_PENDING) !=
           0 ||
@@ -602,6 +657,14 @@ int idx_agg_init(struct idx_agg *a, const struct idx_rules *rules,
   return 0;
 }
 
+void idx_agg_cap_names(struct idx_agg *a, uint32_t cap)
+{
+  if (cap > 0) {
+    a->kfold.cap = cap;
+    a->rfold.cap = cap < AGG_MAX_RUNTIME_NAMES ? cap : AGG_MAX_RUNTIME_NAMES;
+  }
+}
+
 void idx_agg_free(struct idx_agg *a)
 {
   size_t i;
@@ -612,6 +675,14 @@ void idx_agg_free(struct idx_agg *a)
     agg_hist_free(&a->kernels[i].hist);
   for (i = 0; i < a->rt_map.n; i++)
     agg_hist_free(&a->runtime[i].hist);
+  for (i = 0; i < 2 * AGG_MAX_STEP_KINDS; i++)
+    agg_step_free(&a->steps[i / AGG_MAX_STEP_KINDS][i % AGG_MAX_STEP_KINDS]);
+  agg_labels_free(&a->labels);
+  agg_families_free(a);
+  agg_timeline_free(&a->tl);
+  agg_hist_free(&a->delay_hist);
+  agg_fold_free(&a->kfold);
+  agg_fold_free(&a->rfold);
   free(a->kernels);
   free(a->shapes);
   free(a->launches);
@@ -634,7 +705,7 @@ static void park_pending(void *ud, const void *val)
   struct idx_agg *a = ud;
   const struct pend_kernel *pk = val;
 
-  stat_add(&a->shapes[pk->shape].unresolved, pk->dur_ns);
+  agg_stat_add(&a->shapes[pk->shape].unresolved, pk->dur_ns);
 }
 
 int idx_agg_resolve(struct idx_agg *a)

@@ -43,6 +43,9 @@ struct agg_map {
  * it was known, TR_ENOMEM (map unchanged) when memory ran out. */
 int agg_map_intern(struct agg_map *m, const void *key, size_t len,
                    uint32_t *id);
+/* 1 with *id when key is in the map, else 0 (the map is unchanged). */
+int agg_map_find(const struct agg_map *m, const void *key, size_t len,
+                 uint32_t *id);
 void agg_map_free(struct agg_map *m);
 
 /* Grows *arr (elements of size elem) so that index `need` is valid, new
@@ -67,6 +70,18 @@ int agg_hist_add(struct agg_hist *h, int64_t v);
  * bucket value, clamped to [min, max]; 0 for an empty histogram. */
 int64_t agg_hist_median(const struct agg_hist *h, uint64_t count, int64_t min,
                         int64_t max);
+/* The sample of rank `rank` (0-based, in sorted order) as its bucket value,
+ * clamped to [min, max]; 0 for an empty histogram. */
+int64_t agg_hist_rank(const struct agg_hist *h, uint64_t rank, int64_t min,
+                      int64_t max);
+/* Calls fn with each bucket that holds samples, in ascending order: its
+ * values [low, high) and its count. 0 or TR_ENOMEM (fn not called). */
+int agg_hist_each(const struct agg_hist *h,
+                  void (*fn)(void *ud, int64_t low, int64_t high,
+                             uint64_t count),
+                  void *ud);
+/* Adds every sample of src to dst. 0 or TR_ENOMEM (dst then holds part). */
+int agg_hist_merge(struct agg_hist *dst, const struct agg_hist *src);
 void agg_hist_free(struct agg_hist *h);
 
 /* ---- correlation table with removal (agg_map.c) ---- */
@@ -95,17 +110,28 @@ void agg_corr_free(struct agg_corr *c);
 
 /* ---- time records, sorted runs, merge (agg_runs.c) ---- */
 
-enum agg_rec_type { /* sort order at equal start: labels first, so a
-                       kernel starting with its label is inside it */
-                    AGG_REC_LABEL = 0,  /* GPU-side run label; id = step kind */
-                    AGG_REC_KERNEL = 1, /* id = shape id */
-                    AGG_REC_COPY = 2,   /* id = copy kind */
-                    AGG_REC_MEMSET = 3
+/* Records sort by start, then type: labels first, so that a kernel
+ * starting with its label is inside it; host calls last, so that a call
+ * starting with a kernel did not issue it; then by aux, id and duration. */
+enum agg_rec_type {
+  AGG_REC_LABEL = 0,     /* GPU-side run label; id = step kind, aux = its
+                            label number (agg_labels) */
+  AGG_REC_LABEL_CPU = 1, /* CPU-side run label; same */
+  AGG_REC_KERNEL = 2,    /* id = shape id; aux = correlation or -1 */
+  AGG_REC_COPY = 3,      /* id = copy kind; aux = correlation or -1 */
+  AGG_REC_MEMSET = 4,    /* id = AGG_COPY_MEMSET; aux = correlation or -1 */
+  AGG_REC_CALL = 5       /* host runtime call; id = AGG_CALL_* bits, aux =
+                            correlation or -1 */
 };
+
+#define AGG_CALL_SYNC                                                          \
+  1u /* waits for the device (*Synchronize, blocking                           \
+        copies) */
 
 struct agg_rec {
   int64_t start_ns;
   int64_t dur_ns;
+  int64_t aux;
   uint32_t type;
   uint32_t id;
 };
@@ -135,6 +161,35 @@ int agg_iter_open(struct agg_runs *r, struct agg_iter **out);
 int agg_iter_next(struct agg_iter *it, struct agg_rec *rec);
 void agg_iter_close(struct agg_iter *it);
 
+/* ---- the cap on distinct names (agg_fold.c) ---- */
+
+#define AGG_FOLD_RECENT       4096 /* hashes of names folded lately */
+/* Host API names kept: a real trace calls a few dozen APIs; beyond, as
+ * kernel names beyond max_kernel_names, they fold. */
+#define AGG_MAX_RUNTIME_NAMES 1000
+
+struct agg_fold { /* the names of one map beyond its cap */
+  uint32_t cap;   /* names kept; a new name beyond folds */
+  uint32_t id;    /* the fold row's id; UINT32_MAX: nothing folded */
+  uint64_t recent[AGG_FOLD_RECENT];
+  struct agg_runs seen; /* hashes of the folded names */
+  int seen_open;
+  uint64_t events;   /* events folded */
+  uint64_t distinct; /* distinct names folded (agg_fold_end) */
+  char name[48];     /* the row's name, "(N more names)" */
+};
+
+void agg_fold_init(struct agg_fold *f, uint32_t cap);
+/* agg_map_intern() of s into m, or, when m holds f->cap names and s is not
+ * one of them, the fold row's id (count: s is counted among the folded
+ * names). Returns like agg_map_intern(), or a spill error. */
+int agg_fold_intern(struct agg_fold *f, struct agg_map *m, struct idx_str s,
+                    int count, uint32_t *id);
+/* End of events: counts the folded names and renames the fold row of m
+ * "(N more names)" (m is then only read). 0 or an I/O error. */
+int agg_fold_end(struct agg_fold *f, struct agg_map *m);
+void agg_fold_free(struct agg_fold *f);
+
 /* ---- the aggregation (agg.c) ---- */
 
 enum agg_copy_kind {
@@ -152,6 +207,9 @@ struct agg_stat { /* the figures every table row shares */
   uint64_t count;
   int64_t total_ns, min_ns, max_ns;
 };
+
+/* Adds one sample to s (agg.c). */
+void agg_stat_add(struct agg_stat *s, int64_t dur);
 
 struct agg_kernel { /* by kernel name id */
   struct agg_stat s;
@@ -194,10 +252,89 @@ struct agg_copy {
 #define AGG_SIDE_CPU       0
 #define AGG_SIDE_GPU       1
 #define AGG_MAX_STEP_KINDS 64
+#define AGG_SLOWEST        5  /* outlier steps kept per kind */
+#define AGG_TOP            5  /* kernels listed per picked step */
+#define AGG_BUCKETS        21 /* bs/tok: 1, 2, 3-4, ..., 2^20, more */
+
+enum { AGG_DIM_BS, AGG_DIM_TOK, AGG_DIMS };
+
+struct agg_pick { /* a step picked out (slowest, median); seq -1: none */
+  int64_t start_ns, dur_ns, seq;
+};
+
+struct agg_top { /* a kernel of a picked step */
+  uint32_t name, pad;
+  uint64_t count;
+  int64_t total_ns;
+};
+
+struct agg_bucket { /* the steps of a kind with bs (or tok) in a bucket */
+  struct agg_stat s;
+  uint64_t padded;
+  struct agg_hist hist;
+};
 
 struct agg_step { /* by (side, step kind id) */
-  uint64_t count, padded;
-  int64_t total_ns, tokens, kernel_ns;
+  struct agg_stat s;
+  uint64_t padded;
+  int64_t tokens, kernel_ns;
+  struct agg_hist hist;
+  struct agg_pick slow[AGG_SLOWEST]; /* slowest first */
+  uint32_t nslow;
+  struct agg_bucket *buckets; /* [AGG_DIMS][AGG_BUCKETS]; NULL: none */
+  /* Set by the time pass, for the side the steps come from. */
+  uint64_t warmup; /* leading steps dropped from the steady state */
+  struct agg_stat steady;
+  struct agg_hist steady_hist;
+  struct agg_pick median;
+  struct agg_top slow_top[AGG_SLOWEST][AGG_TOP], median_top[AGG_TOP];
+  uint32_t nslow_top[AGG_SLOWEST], nmedian_top;
+};
+
+/* Idle time causes (agg_idle.c), in the order the summary lists them. */
+enum agg_idle_cause {
+  AGG_IDLE_HOST_LATE,
+  AGG_IDLE_SYNC,
+  AGG_IDLE_COLLECTIVE,
+  AGG_IDLE_GRAPH,
+  AGG_IDLE_BETWEEN_STEPS,
+  AGG_IDLE_OTHER,
+  AGG_IDLE_CAUSES
+};
+
+/* The utilisation timeline (agg_timeline.c): n equal buckets over the span,
+ * union-busy ns per bucket and per category, and each step kind's label
+ * cover. */
+#define AGG_TIMELINE_BUCKETS 4096
+
+struct agg_timeline {
+  int64_t t0, width; /* bucket i is [t0 + i width, t0 + (i + 1) width) */
+  uint32_t n, nk;
+  int64_t *busy;  /* [n] */
+  int64_t *cat;   /* [n][AGG_NCATEGORIES] */
+  int64_t *cover; /* [n][nk] */
+  int64_t cur_start[AGG_MAX_STEP_KINDS], cur_end[AGG_MAX_STEP_KINDS];
+};
+
+struct agg_family { /* by family id */
+  struct agg_stat s;
+  struct agg_hist hist;
+  uint32_t kernels; /* distinct names */
+  uint32_t top;     /* name id of its largest total */
+};
+
+struct agg_famstep { /* kernels of a family inside a step kind's labels */
+  uint32_t family, kind;
+  struct agg_stat s;
+};
+
+/* Run-label texts, spilled: label number -> text (agg_runs.c). */
+#define AGG_LABEL_TEXT 256 /* bytes kept of a label (cut on a character) */
+
+struct agg_labels {
+  FILE *text, *index; /* tmpfile()s, NULL until the first label */
+  int64_t n;
+  uint64_t bytes;
 };
 
 struct idx_agg {
@@ -217,8 +354,11 @@ struct idx_agg {
   struct agg_map rt_map; /* runtime API names */
   struct agg_named *runtime;
   size_t runtime_cap;
-  struct agg_map kinds_map; /* run-label kinds */
+  struct agg_fold kfold, rfold; /* kernel and runtime names beyond the
+                                   cap */
+  struct agg_map kinds_map;     /* run-label kinds */
   struct agg_step steps[2][AGG_MAX_STEP_KINDS];
+  struct agg_labels labels;
   struct agg_copy copies[AGG_COPY_KINDS];
 
   /* Launch join (ROCm): kernels waiting for their runtime launch event,
@@ -234,11 +374,35 @@ struct idx_agg {
                        name), used for mcTracer only */
 
   struct agg_runs runs;
+
+  /* Before the time pass (agg_family.c): each kernel name's category
+   * index and family id, the families. */
+  uint8_t *name_cat;
+  uint32_t *name_family;
+  struct agg_map fam_map;
+  struct agg_family *families;
+  size_t families_cap;
+  char **demangled; /* by name id; NULL: not mangled or not demangled */
+
+  /* The time pass's results (agg_time.c and its parts). */
+  int step_side;   /* the side steps come from (AGG_SIDE_*) */
+  uint32_t nkinds; /* step kinds tracked: min(kinds, AGG_MAX_STEP_KINDS) */
+  int64_t idle[AGG_MAX_STEP_KINDS + 1][AGG_IDLE_CAUSES]; /* [0]: no step,
+                                                            [k + 1]: kind k */
+  struct agg_stat delay; /* launch delays (agg_idle.c) */
+  struct agg_hist delay_hist;
+  struct agg_timeline tl;
+  struct agg_map famstep_map; /* (family, kind) */
+  struct agg_famstep *famsteps;
+  size_t famsteps_cap;
 };
 
-/* rec_cap: time records held in memory before spilling (0: default). */
+/* rec_cap: time records held in memory before spilling (0: default). The
+ * name cap starts at IDX_MAX_KERNEL_NAMES. */
 int idx_agg_init(struct idx_agg *a, const struct idx_rules *rules,
                  size_t rec_cap);
+/* Sets the cap on distinct kernel (and host API) names; 0 keeps it. */
+void idx_agg_cap_names(struct idx_agg *a, uint32_t cap);
 /* An idx_event_cb: accounts one event. Returns 0 or a negative error. */
 int idx_agg_event(void *ud, const struct idx_doc *doc,
                   const struct idx_event *ev);
@@ -275,13 +439,114 @@ struct agg_time_out {
 int agg_time_pass(struct idx_agg *a, uint32_t heavy, struct agg_time_out *out,
                   struct tr_err *err);
 
+/* ---- the time pass's parts ---- */
+
+/* agg_labels (agg_runs.c): stores the text of a run label (borrowed,
+ * copied up to AGG_LABEL_TEXT bytes) and gives its number in *seq. */
+int agg_labels_add(struct agg_labels *l, const char *p, size_t n, int64_t *seq);
+/* The text of label seq into buf, NUL-terminated; "" for an unknown seq.
+ * 0 or TR_EIO. */
+int agg_labels_get(struct agg_labels *l, int64_t seq, char *buf, size_t size);
+void agg_labels_free(struct agg_labels *l);
+
+/* agg_steps.c: a run label of kind k seen in the event pass (side, its
+ * duration, start and number, bs (-1: none), the padded flag, tok (-1)). */
+int agg_step_seen(struct agg_step *st, const struct idx_event *ev, int64_t seq,
+                  int64_t bs, int padded, int64_t tok);
+void agg_step_free(struct agg_step *st);
+
+/* The time pass walks the records once per consumer state below; each
+ * _rec() takes every record in time order. busy_end: end of the device
+ * union before this record (t0 before any). */
+struct agg_steps_walk;
+int agg_steps_walk_new(struct idx_agg *a, struct agg_steps_walk **out);
+int agg_steps_walk_rec(struct agg_steps_walk *w, const struct agg_rec *r);
+/* Ends the walk: the picks' top kernels and the steady state into a->steps
+ * of the step side. Frees w. */
+void agg_steps_walk_end(struct agg_steps_walk *w);
+
+struct agg_idle_walk;
+int agg_idle_walk_new(struct idx_agg *a, struct agg_idle_walk **out);
+int agg_idle_walk_rec(struct agg_idle_walk *w, const struct agg_rec *r,
+                      int64_t busy_end);
+/* Accounts the idle time up to the end of the span into a->idle and the
+ * launch delays into a->delay*. Frees w. */
+int agg_idle_walk_end(struct agg_idle_walk *w, int64_t busy_end);
+/* Frees w without accounting (an earlier failure); NULL is fine. */
+void agg_idle_walk_free(struct agg_idle_walk *w);
+
+/* agg_timeline.c: a->tl over [t0, tend) for nk step kinds. */
+int agg_timeline_init(struct agg_timeline *tl, int64_t t0, int64_t tend,
+                      uint32_t nk);
+/* Union-busy ns [start, end) of a record of category index cat. */
+void agg_timeline_busy(struct agg_timeline *tl, int64_t start, int64_t end,
+                       int cat);
+/* A label of kind k [start, end); labels arrive in start order. */
+void agg_timeline_label(struct agg_timeline *tl, uint32_t k, int64_t start,
+                        int64_t end);
+void agg_timeline_end(struct agg_timeline *tl);
+void agg_timeline_free(struct agg_timeline *tl);
+
+/* rules.c: the first family rule matching name (demangled), into *out;
+ * 0 when none matches. */
+enum agg_fam_action {
+  AGG_FAM_KEEP,
+  AGG_FAM_TILE,
+  AGG_FAM_ORDINAL,
+  AGG_FAM_ARG,
+  AGG_FAM_AS
+};
+
+struct agg_family_rule {
+  enum agg_fam_action action;
+  int arg;        /* AGG_FAM_ARG: from 1 */
+  const char *as; /* AGG_FAM_AS: borrowed from the rules */
+};
+
+int agg_family_rule(const struct idx_rules *rules, const char *name,
+                    struct agg_family_rule *out);
+
+/* family.c: idx_family() of name whose demangled form is demangled
+ * (NULL: not mangled). A new string, or NULL when out of memory. */
+char *agg_family_of(const struct idx_rules *rules, const char *name,
+                    const char *demangled);
+
+/* agg_family.c: categories, demangled names and families of the kernel
+ * names, before the time pass. Returns 0 or TR_ENOMEM. */
+int agg_families(struct idx_agg *a);
+/* A kernel of family f inside step kind k's labels. */
+int agg_famstep_add(struct idx_agg *a, uint32_t f, uint32_t k, int64_t dur);
+void agg_families_free(struct idx_agg *a);
+
+/* The analysis' summary tables: agg_steps.c, agg_idle.c, agg_timeline.c,
+ * agg_family.c. */
+json_t *agg_step_buckets_json(const struct idx_agg *a);
+json_t *agg_step_outliers_json(struct idx_agg *a);
+json_t *agg_step_hist_json(const struct idx_agg *a);
+json_t *agg_idle_json(const struct idx_agg *a);
+json_t *agg_timeline_json(const struct idx_agg *a);
+json_t *agg_families_json(const struct idx_agg *a);
+json_t *agg_famsteps_json(const struct idx_agg *a);
+
+/* total / den rounded half up to 6 decimals; 0 when either is <= 0. */
+double agg_share(int64_t total, int64_t den);
+
+/* The percentile p (per mille) of n samples in h: the sample of rank
+ * ceil(p n / 1000) - 1, as agg_hist_rank() values it. */
+int64_t agg_pct(const struct agg_hist *h, const struct agg_stat *s, int p);
+
 /* The index of a category id in the fixed list of rules.c, 0..
  * AGG_NCATEGORIES-1, and back. */
 #define AGG_NCATEGORIES 13
 int agg_category_index(const char *category);
 const char *agg_category_name(int index);
 
-/* Shared row helpers (agg_json.c). */
+/* Shared row helpers (agg_json.c). agg_key_cmp: byte order, a prefix
+ * first. agg_order: the ids 0..n-1 sorted by cmp (qsort_r's), a new array
+ * (caller frees), NULL when out of memory. */
+int agg_key_cmp(const struct agg_key *x, const struct agg_key *y);
+uint32_t *agg_order(uint32_t n, int (*cmp)(const void *, const void *, void *),
+                    const void *ud);
 json_t *agg_json_xyz(const int64_t v[3], int present);
 json_t *agg_json_strn(const char *p, size_t n);
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "index/agg.h"
+#include "index/agg_sum.h"
 
 static const char *const copy_kind_names[AGG_COPY_KINDS] = {
   "HtoD", "DtoH", "DtoD", "HtoH", "PtoP", "other", "memset"
@@ -38,6 +39,26 @@ static int row_cmp(const void *x, const void *y)
   return (a->id > b->id) - (a->id < b->id);
 }
 
+int agg_key_cmp(const struct agg_key *x, const struct agg_key *y)
+{
+  size_t n = x->n < y->n ? x->n : y->n;
+  int d = n ? memcmp(x->p, y->p, n) : 0;
+
+  return d ? d : (x->n > y->n) - (x->n < y->n);
+}
+
+uint32_t *agg_order(uint32_t n, int (*cmp)(const void *, const void *, void *),
+                    const void *ud)
+{
+  uint32_t *order = malloc((n + 1) * sizeof(*order));
+
+  for (uint32_t i = 0; order != NULL && i < n; i++)
+    order[i] = i;
+  if (order != NULL)
+    qsort_r(order, n, sizeof(*order), cmp, (void *)ud);
+  return order;
+}
+
 json_t *agg_json_strn(const char *p, size_t n)
 {
   json_t *s = json_stringn_nocheck(p ? p : "", p ? n : 0);
@@ -53,31 +74,27 @@ json_t *agg_json_xyz(const int64_t v[3], int present)
                    (json_int_t)v[2]);
 }
 
-static json_t *share(int64_t total, int64_t den)
+double agg_share(int64_t total, int64_t den)
 {
   unsigned __int128 q;
 
   if (den <= 0 || total <= 0)
-    return json_real(0.0);
+    return 0.0;
   q = ((unsigned __int128)total * 2000000u + (uint64_t)den) /
       ((unsigned __int128)den * 2u);
-  return json_real((double)q / 1e6);
+  return (double)q / 1e6;
 }
 
-static void set_int(json_t *o, const char *k, int64_t v)
+static int64_t avg(const struct agg_stat *s)
 {
-  json_object_set_new(o, k, json_integer((json_int_t)v));
+  return s->count ? s->total_ns / (int64_t)s->count : 0;
 }
 
-static void set_stat(json_t *o, const struct agg_stat *s, int minmax)
+static struct agg_opt opt(int set, int64_t v)
 {
-  set_int(o, "count", (int64_t)s->count);
-  set_int(o, "total_ns", s->total_ns);
-  set_int(o, "avg_ns", s->count ? s->total_ns / (int64_t)s->count : 0);
-  if (minmax) {
-    set_int(o, "min_ns", s->min_ns);
-    set_int(o, "max_ns", s->max_ns);
-  }
+  struct agg_opt o = { set, v };
+
+  return o;
 }
 
 static const struct agg_key *key_of(const struct agg_map *m, uint32_t id)
@@ -120,45 +137,37 @@ static int fill_kernel(void *ud, uint32_t id, struct row *r)
   return a->kernels[id].is_kernel;
 }
 
-/* The category of a kernel name (names are not NUL-terminated). */
-static const char *category_of(const struct idx_agg *a, uint32_t id)
-{
-  const struct agg_key *k = key_of(&a->names, id);
-  char *name = malloc(k->n + 1);
-  const char *cat;
-
-  if (name == NULL)
-    return "other";
-  memcpy(name, k->p, k->n);
-  name[k->n] = '\0';
-  cat = idx_category(a->rules, name);
-  free(name);
-  return cat;
-}
-
 static json_t *kernel_rows(struct idx_agg *a, const struct row *rows, size_t n,
                            struct agg_stat *cats)
 {
-  json_t *arr = json_array(), *o;
+  json_t *arr = json_array();
   size_t i;
 
+  AGG_SUM_FILLS(TR_SUM_KERNEL, 13);
   for (i = 0; i < n; i++) {
-    const struct agg_kernel *k = &a->kernels[rows[i].id];
-    const char *cat = category_of(a, rows[i].id);
-    struct agg_stat *c = &cats[agg_category_index(cat)];
+    uint32_t id = rows[i].id, fam = a->name_family[id];
+    const struct agg_kernel *k = &a->kernels[id];
+    struct agg_stat *c = &cats[a->name_cat[id]];
+    struct agg_sum_kernel r = {
+      .name = { rows[i].p, rows[i].n },
+      .category = agg_txt(agg_category_name(a->name_cat[id])),
+      .count = (int64_t)k->s.count,
+      .total_ns = k->s.total_ns,
+      .avg_ns = avg(&k->s),
+      .min_ns = k->s.min_ns,
+      .max_ns = k->s.max_ns,
+      .median_ns =
+          agg_hist_median(&k->hist, k->s.count, k->s.min_ns, k->s.max_ns),
+      .share = agg_share(k->s.total_ns, a->kernel_ns),
+      .first_ns = k->first_ns - a->t0_ns,
+      .last_ns = k->last_ns - a->t0_ns,
+      .family = { a->fam_map.keys[fam].p, a->fam_map.keys[fam].n },
+      .demangled = agg_txt(a->demangled[id]),
+    };
 
     c->count += k->s.count;
     c->total_ns += k->s.total_ns;
-    o = json_object();
-    json_object_set_new(o, "name", agg_json_strn(rows[i].p, rows[i].n));
-    json_object_set_new(o, "category", json_string(cat));
-    set_stat(o, &k->s, 1);
-    set_int(o, "median_ns",
-            agg_hist_median(&k->hist, k->s.count, k->s.min_ns, k->s.max_ns));
-    json_object_set_new(o, "share", share(k->s.total_ns, a->kernel_ns));
-    set_int(o, "first_ns", k->first_ns - a->t0_ns);
-    set_int(o, "last_ns", k->last_ns - a->t0_ns);
-    json_array_append_new(arr, o);
+    json_array_append_new(arr, agg_sum_kernel_json(&r));
   }
   return arr;
 }
@@ -174,29 +183,29 @@ static int fill_launch(void *ud, uint32_t id, struct row *r)
 
 static json_t *launch_rows(struct idx_agg *a)
 {
-  json_t *arr = json_array(), *o;
+  json_t *arr = json_array();
   struct row *rows;
   size_t i, n;
 
+  AGG_SUM_FILLS(TR_SUM_LAUNCH, 10);
   rows = sorted_rows(a->launches_map.n, &n, fill_launch, a);
   for (i = 0; rows != NULL && i < n; i++) {
     const struct agg_launch *l = &a->launches[rows[i].id];
     const struct agg_shape *s = &a->shapes[l->shape];
+    struct agg_sum_launch r = {
+      .name = { rows[i].p, rows[i].n },
+      .grid = agg_json_xyz(s->grid, s->has & IDX_HAS_GRID),
+      .block = agg_json_xyz(s->block, s->has & IDX_HAS_BLOCK),
+      .registers_per_thread = opt(l->has & IDX_HAS_REGS, l->regs),
+      .shared_bytes = opt(l->has & IDX_HAS_SHMEM, l->shmem),
+      .count = (int64_t)l->s.count,
+      .total_ns = l->s.total_ns,
+      .avg_ns = avg(&l->s),
+      .min_ns = l->s.min_ns,
+      .max_ns = l->s.max_ns,
+    };
 
-    o = json_object();
-    json_object_set_new(o, "name", agg_json_strn(rows[i].p, rows[i].n));
-    json_object_set_new(o, "grid",
-                        agg_json_xyz(s->grid, s->has & IDX_HAS_GRID));
-    json_object_set_new(o, "block",
-                        agg_json_xyz(s->block, s->has & IDX_HAS_BLOCK));
-    json_object_set_new(o, "registers_per_thread",
-                        (l->has & IDX_HAS_REGS) ? json_integer(l->regs)
-                                                : json_null());
-    json_object_set_new(o, "shared_bytes",
-                        (l->has & IDX_HAS_SHMEM) ? json_integer(l->shmem)
-                                                 : json_null());
-    set_stat(o, &l->s, 1);
-    json_array_append_new(arr, o);
+    json_array_append_new(arr, agg_sum_launch_json(&r));
   }
   free(rows);
   return arr;
@@ -212,24 +221,27 @@ static int fill_runtime(void *ud, uint32_t id, struct row *r)
 
 static json_t *runtime_rows(struct idx_agg *a, struct agg_stat *sum)
 {
-  json_t *arr = json_array(), *o;
+  json_t *arr = json_array();
   struct row *rows;
   size_t i, n;
 
+  AGG_SUM_FILLS(TR_SUM_RUNTIME, 6);
   rows = sorted_rows(a->rt_map.n, &n, fill_runtime, a);
   for (i = 0; rows != NULL && i < n; i++) {
-    const struct agg_named *r = &a->runtime[rows[i].id];
+    const struct agg_named *rt = &a->runtime[rows[i].id];
+    struct agg_sum_runtime r = {
+      .name = { rows[i].p, rows[i].n },
+      .count = (int64_t)rt->s.count,
+      .total_ns = rt->s.total_ns,
+      .avg_ns = avg(&rt->s),
+      .median_ns =
+          agg_hist_median(&rt->hist, rt->s.count, rt->s.min_ns, rt->s.max_ns),
+      .max_ns = rt->s.max_ns,
+    };
 
-    sum->count += r->s.count;
-    sum->total_ns += r->s.total_ns;
-    o = json_object();
-    json_object_set_new(o, "name", agg_json_strn(rows[i].p, rows[i].n));
-    set_int(o, "count", (int64_t)r->s.count);
-    set_int(o, "total_ns", r->s.total_ns);
-    set_int(o, "median_ns",
-            agg_hist_median(&r->hist, r->s.count, r->s.min_ns, r->s.max_ns));
-    set_int(o, "max_ns", r->s.max_ns);
-    json_array_append_new(arr, o);
+    sum->count += rt->s.count;
+    sum->total_ns += rt->s.total_ns;
+    json_array_append_new(arr, agg_sum_runtime_json(&r));
   }
   free(rows);
   return arr;
@@ -247,21 +259,23 @@ static int fill_copy(void *ud, uint32_t id, struct row *r)
 
 static json_t *copy_rows(struct idx_agg *a)
 {
-  json_t *arr = json_array(), *o;
+  json_t *arr = json_array();
   struct row *rows;
   size_t i, n;
 
+  AGG_SUM_FILLS(TR_SUM_MEMCPY, 5);
   rows = sorted_rows(AGG_COPY_KINDS, &n, fill_copy, a);
   for (i = 0; rows != NULL && i < n; i++) {
     const struct agg_copy *c = &a->copies[rows[i].id];
+    struct agg_sum_memcpy r = {
+      .kind = { rows[i].p, rows[i].n },
+      .count = (int64_t)c->s.count,
+      .total_ns = c->s.total_ns,
+      .bytes = c->bytes,
+      .max_bytes = c->max_bytes,
+    };
 
-    o = json_object();
-    json_object_set_new(o, "kind", json_string(rows[i].p));
-    set_int(o, "count", (int64_t)c->s.count);
-    set_int(o, "total_ns", c->s.total_ns);
-    set_int(o, "bytes", c->bytes);
-    set_int(o, "max_bytes", c->max_bytes);
-    json_array_append_new(arr, o);
+    json_array_append_new(arr, agg_sum_memcpy_json(&r));
   }
   free(rows);
   return arr;
@@ -284,66 +298,83 @@ static int fill_cat(void *ud, uint32_t id, struct row *r)
 static json_t *category_rows(const struct agg_stat *cats, int64_t device_ns)
 {
   struct cat_ctx ctx = { cats };
-  json_t *arr = json_array(), *o;
+  json_t *arr = json_array();
   struct row *rows;
   size_t i, n;
 
+  AGG_SUM_FILLS(TR_SUM_CATEGORY, 4);
   rows = sorted_rows(AGG_NCATEGORIES, &n, fill_cat, &ctx);
   for (i = 0; rows != NULL && i < n; i++) {
-    o = json_object();
-    json_object_set_new(o, "category", json_string(rows[i].p));
-    set_int(o, "count", (int64_t)cats[rows[i].id].count);
-    set_int(o, "total_ns", cats[rows[i].id].total_ns);
-    json_object_set_new(o, "share",
-                        share(cats[rows[i].id].total_ns, device_ns));
-    json_array_append_new(arr, o);
+    const struct agg_stat *c = &cats[rows[i].id];
+    struct agg_sum_category r = {
+      .category = { rows[i].p, rows[i].n },
+      .count = (int64_t)c->count,
+      .total_ns = c->total_ns,
+      .share = agg_share(c->total_ns, device_ns),
+    };
+
+    json_array_append_new(arr, agg_sum_category_json(&r));
   }
   free(rows);
   return arr;
 }
 
-struct step_ctx {
-  struct idx_agg *a;
-  int side;
-};
-
 static int fill_step(void *ud, uint32_t id, struct row *r)
 {
-  struct step_ctx *c = ud;
+  struct idx_agg *a = ud;
 
-  row_set(r, 0, key_of(&c->a->kinds_map, id)); /* by kind name only */
-  return c->a->steps[c->side][id].count > 0;
+  row_set(r, 0, key_of(&a->kinds_map, id)); /* by kind name only */
+  return a->steps[a->step_side][id].s.count > 0;
 }
 
-/* Steps from the GPU-side labels when the trace has any, else the CPU
- * side (docs/ATOM.md): one trace never mixes the two. */
+/* Steps come from the GPU-side labels when the trace has any, else from
+ * the CPU side (docs/ATOM.md): one trace never mixes the two. */
+static void choose_step_side(struct idx_agg *a)
+{
+  a->nkinds =
+      a->kinds_map.n < AGG_MAX_STEP_KINDS ? a->kinds_map.n : AGG_MAX_STEP_KINDS;
+  a->step_side = AGG_SIDE_CPU;
+  for (uint32_t k = 0; k < a->nkinds; k++)
+    if (a->steps[AGG_SIDE_GPU][k].s.count > 0)
+      a->step_side = AGG_SIDE_GPU;
+}
+
 static json_t *step_rows(struct idx_agg *a)
 {
-  struct step_ctx ctx = { a, AGG_SIDE_CPU };
-  size_t nk = a->kinds_map.n, i, n;
-  json_t *arr = json_array(), *o;
+  int gpu = a->step_side == AGG_SIDE_GPU;
+  json_t *arr = json_array();
   struct row *rows;
+  size_t i, n;
 
-  if (nk > AGG_MAX_STEP_KINDS)
-    nk = AGG_MAX_STEP_KINDS;
-  for (i = 0; i < nk; i++)
-    if (a->steps[AGG_SIDE_GPU][i].count > 0)
-      ctx.side = AGG_SIDE_GPU;
-  rows = sorted_rows(nk, &n, fill_step, &ctx);
+  AGG_SUM_FILLS(TR_SUM_STEP, 21);
+  rows = sorted_rows(a->nkinds, &n, fill_step, a);
   for (i = 0; rows != NULL && i < n; i++) {
-    const struct agg_step *s = &a->steps[ctx.side][rows[i].id];
+    const struct agg_step *s = &a->steps[a->step_side][rows[i].id];
+    struct agg_sum_step r = {
+      .kind = { rows[i].p, rows[i].n },
+      .count = (int64_t)s->s.count,
+      .total_ns = s->s.total_ns,
+      .avg_ns = avg(&s->s),
+      .tokens = s->tokens,
+      .padded = (int64_t)s->padded,
+      .kernel_ns = gpu ? s->kernel_ns : 0,
+      .source = agg_txt(gpu ? "gpu" : "cpu"),
+      .min_ns = s->s.min_ns,
+      .p50_ns = agg_pct(&s->hist, &s->s, 500),
+      .p90_ns = agg_pct(&s->hist, &s->s, 900),
+      .p99_ns = agg_pct(&s->hist, &s->s, 990),
+      .max_ns = s->s.max_ns,
+      .warmup_steps = (int64_t)s->warmup,
+      .steady_count = (int64_t)s->steady.count,
+      .steady_total_ns = s->steady.total_ns,
+      .steady_min_ns = s->steady.min_ns,
+      .steady_p50_ns = agg_pct(&s->steady_hist, &s->steady, 500),
+      .steady_p90_ns = agg_pct(&s->steady_hist, &s->steady, 900),
+      .steady_p99_ns = agg_pct(&s->steady_hist, &s->steady, 990),
+      .steady_max_ns = s->steady.max_ns,
+    };
 
-    o = json_object();
-    json_object_set_new(o, "kind", agg_json_strn(rows[i].p, rows[i].n));
-    set_int(o, "count", (int64_t)s->count);
-    set_int(o, "total_ns", s->total_ns);
-    set_int(o, "avg_ns", s->total_ns / (int64_t)s->count);
-    set_int(o, "tokens", s->tokens);
-    set_int(o, "padded", (int64_t)s->padded);
-    set_int(o, "kernel_ns", ctx.side == AGG_SIDE_GPU ? s->kernel_ns : 0);
-    json_object_set_new(o, "source",
-                        json_string(ctx.side == AGG_SIDE_GPU ? "gpu" : "cpu"));
-    json_array_append_new(arr, o);
+    json_array_append_new(arr, agg_sum_step_json(&r));
   }
   free(rows);
   return arr;
@@ -356,77 +387,114 @@ static uint32_t heaviest(const struct row *rows, size_t n)
   return n > 0 ? rows[0].id : UINT32_MAX;
 }
 
-static json_t *rank_value(const struct idx_doc *doc,
-                          const struct agg_file_info *info)
+static struct agg_opt rank_value(const struct idx_doc *doc,
+                                 const struct agg_file_info *info)
 {
   if (info->rank >= 0)
-    return json_integer(info->rank);
-  if (doc->rank >= 0)
-    return json_integer(doc->rank);
-  return json_null();
+    return opt(1, info->rank);
+  return opt(doc->rank >= 0, doc->rank);
 }
 
-static json_t *device_value(const struct idx_agg *a, const struct idx_doc *doc)
+static struct agg_txt device_value(const struct idx_agg *a,
+                                   const struct idx_doc *doc)
 {
   if (doc->device[0] != '\0')
-    return json_string(doc->device);
+    return agg_txt(doc->device);
   if (doc->format == IDX_FORMAT_MCTRACER && a->device[0] != '\0')
-    return json_string(a->device);
-  return json_null();
+    return agg_txt(a->device);
+  return agg_txt(NULL);
 }
 
-/* The head of the summary: identity and the file. */
-static json_t *summary_head(struct idx_agg *a, const struct idx_doc *doc,
-                            const struct agg_file_info *info)
+/* The summary's warnings: names folded beyond the cap (agg_fold.c). */
+static json_t *fold_warnings(const struct idx_agg *a)
 {
-  json_t *o = json_object();
-  int timed = a->t0_ns <= a->tend_ns;
+  const struct agg_fold *folds[2] = { &a->kfold, &a->rfold };
+  static const char *const what[2] = { "kernel", "host API" };
+  json_t *w = json_array();
+  char msg[256];
 
-  json_object_set_new(o, "rank", rank_value(doc, info));
-  json_object_set_new(o, "file", json_string(info->path));
-  json_object_set_new(
-      o, "format",
-      json_string(doc->format == IDX_FORMAT_MCTRACER ? "mctracer" : "kineto"));
-  set_int(o, "file_bytes", (int64_t)info->file_bytes);
-  set_int(o, "json_bytes", (int64_t)doc->json_bytes);
-  set_int(o, "events", (int64_t)doc->events);
-  set_int(o, "skipped_events", (int64_t)(doc->skipped + a->skipped));
-  if (!timed)
-    a->t0_ns = a->tend_ns = 0;
-  set_int(o, "t0_ns", a->t0_ns);
-  set_int(o, "span_ns", a->tend_ns - a->t0_ns);
-  json_object_set_new(o, "device", device_value(a, doc));
-  return o;
+  for (int i = 0; i < 2; i++) {
+    if (folds[i]->id == UINT32_MAX)
+      continue;
+    snprintf(msg, sizeof(msg),
+             "%llu distinct %s names beyond the cap of %u "
+             "(max_kernel_names) are folded into one row \"%s\": its "
+             "figures are their %llu events summed",
+             (unsigned long long)folds[i]->distinct, what[i], folds[i]->cap,
+             folds[i]->name, (unsigned long long)folds[i]->events);
+    json_array_append_new(
+        w, json_pack("{s:s,s:s}", "code",
+                     i ? "runtime_names_capped" : "kernel_names_capped",
+                     "message", msg));
+  }
+  return w;
 }
 
-/* The totals of the summary; returns device_ns, the categories'
- * denominator. */
-static int64_t summary_totals(struct idx_agg *a, json_t *o, size_t distinct,
-                              int64_t busy, const struct agg_stat *rt)
+/* device_ns, the categories' denominator: kernels, copies and memsets. */
+static int64_t device_ns_of(const struct idx_agg *a)
 {
-  const struct agg_copy *ms = &a->copies[AGG_COPY_MEMSET];
-  int64_t bytes = 0, ns = 0;
-  uint64_t count = 0;
+  int64_t ns = a->kernel_ns;
   int i;
 
-  for (i = 0; i < AGG_COPY_MEMSET; i++) {
-    count += a->copies[i].s.count;
-    bytes += a->copies[i].bytes;
+  for (i = 0; i < AGG_COPY_KINDS; i++)
     ns += a->copies[i].s.total_ns;
+  return ns;
+}
+
+/* The scalars of the summary: identity, the file and the totals. */
+static json_t *summary_head(struct idx_agg *a, const struct idx_doc *doc,
+                            const struct agg_file_info *info, size_t distinct,
+                            int64_t busy, const struct agg_stat *rt)
+{
+  const struct agg_copy *ms = &a->copies[AGG_COPY_MEMSET];
+  struct agg_sum_rank r = { 0 };
+  int i;
+
+  AGG_SUM_FILLS(TR_SUM_RANK, 33);
+  if (a->t0_ns > a->tend_ns) /* no timed event */
+    a->t0_ns = a->tend_ns = 0;
+  for (i = 0; i < AGG_COPY_MEMSET; i++) {
+    r.memcpy_count += (int64_t)a->copies[i].s.count;
+    r.memcpy_bytes += a->copies[i].bytes;
+    r.memcpy_ns += a->copies[i].s.total_ns;
   }
-  set_int(o, "kernel_events", (int64_t)a->kernel_events);
-  set_int(o, "kernel_ns", a->kernel_ns);
-  set_int(o, "distinct_kernels", (int64_t)distinct);
-  set_int(o, "memcpy_count", (int64_t)count);
-  set_int(o, "memcpy_bytes", bytes);
-  set_int(o, "memcpy_ns", ns);
-  set_int(o, "memset_count", (int64_t)ms->s.count);
-  set_int(o, "memset_ns", ms->s.total_ns);
-  set_int(o, "device_ns", a->kernel_ns + ns + ms->s.total_ns);
-  set_int(o, "gpu_busy_ns", busy);
-  set_int(o, "runtime_events", (int64_t)rt->count);
-  set_int(o, "runtime_ns", rt->total_ns);
-  return a->kernel_ns + ns + ms->s.total_ns;
+  r.rank = rank_value(doc, info);
+  r.file = agg_txt(info->path);
+  r.format =
+      agg_txt(doc->format == IDX_FORMAT_MCTRACER ? "mctracer" : "kineto");
+  r.file_bytes = (int64_t)info->file_bytes;
+  r.json_bytes = (int64_t)doc->json_bytes;
+  r.events = (int64_t)doc->events;
+  r.skipped_events = (int64_t)(doc->skipped + a->skipped);
+  r.t0_ns = a->t0_ns;
+  r.span_ns = a->tend_ns - a->t0_ns;
+  r.device = device_value(a, doc);
+  r.kernel_events = (int64_t)a->kernel_events;
+  r.kernel_ns = a->kernel_ns;
+  /* Every distinct name: those kept, and those folded. */
+  r.distinct_kernels =
+      (int64_t)distinct -
+      (a->kfold.id != UINT32_MAX && a->kernels[a->kfold.id].is_kernel) +
+      (int64_t)a->kfold.distinct;
+  r.memset_count = (int64_t)ms->s.count;
+  r.memset_ns = ms->s.total_ns;
+  r.device_ns = device_ns_of(a);
+  r.gpu_busy_ns = busy;
+  r.runtime_events = (int64_t)rt->count;
+  r.runtime_ns = rt->total_ns;
+  r.idle_ns = r.span_ns - busy;
+  r.launch_delays = (int64_t)a->delay.count;
+  r.launch_delay_min_ns = a->delay.min_ns;
+  r.launch_delay_p50_ns = agg_pct(&a->delay_hist, &a->delay, 500);
+  r.launch_delay_p99_ns = agg_pct(&a->delay_hist, &a->delay, 990);
+  r.launch_delay_max_ns = a->delay.max_ns;
+  for (uint32_t k = 0; k < a->nkinds; k++)
+    r.warmup_steps += (int64_t)a->steps[a->step_side][k].warmup;
+  r.timeline_bucket_ns = a->tl.width;
+  r.kernel_names_folded = (int64_t)a->kfold.distinct;
+  r.runtime_names_folded = (int64_t)a->rfold.distinct;
+  r.warnings = fold_warnings(a);
+  return agg_sum_rank_json(&r);
 }
 
 /* Copies and memsets join the kernels' categories: the category table is
@@ -451,14 +519,19 @@ int idx_agg_summary(struct idx_agg *a, const struct idx_doc *doc,
 {
   struct agg_stat cats[AGG_NCATEGORIES], rt = { 0, 0, 0, 0 };
   struct agg_time_out t = { 0, NULL };
-  json_t *o, *kernels, *runtime;
+  struct agg_sum_tables tab;
   struct row *krows;
-  int64_t device_ns;
   size_t nk;
+  json_t *o;
   int rc;
 
-  if ((rc = idx_agg_resolve(a)) != 0)
+  if ((rc = agg_fold_end(&a->kfold, &a->names)) != 0 ||
+      (rc = agg_fold_end(&a->rfold, &a->rt_map)) != 0)
+    return tr_err_set(err, rc, "", "%s: name spill: %s", info->path,
+                      tr_strerror(rc));
+  if ((rc = idx_agg_resolve(a)) != 0 || (rc = agg_families(a)) != 0)
     return tr_err_set(err, rc, "", "%s: out of memory", info->path);
+  choose_step_side(a);
   krows = sorted_rows(a->names.n, &nk, fill_kernel, a);
   if (krows == NULL)
     return tr_err_set(err, TR_ENOMEM, "", "%s: out of memory", info->path);
@@ -468,19 +541,24 @@ int idx_agg_summary(struct idx_agg *a, const struct idx_doc *doc,
     return rc;
   }
   memset(cats, 0, sizeof(cats));
-  o = summary_head(a, doc, info);
-  kernels = kernel_rows(a, krows, nk, cats);
+  tab.kernels = kernel_rows(a, krows, nk, cats);
   free(krows);
-  runtime = runtime_rows(a, &rt);
+  tab.runtime = runtime_rows(a, &rt);
+  o = summary_head(a, doc, info, nk, t.gpu_busy_ns, &rt);
   device_categories(a, cats);
-  device_ns = summary_totals(a, o, nk, t.gpu_busy_ns, &rt);
-  json_object_set_new(o, "kernels", kernels);
-  json_object_set_new(o, "launches", launch_rows(a));
-  json_object_set_new(o, "categories", category_rows(cats, device_ns));
-  json_object_set_new(o, "memcpy", copy_rows(a));
-  json_object_set_new(o, "runtime", runtime);
-  json_object_set_new(o, "steps", step_rows(a));
-  json_object_set_new(o, "phases", t.phases);
+  tab.launches = launch_rows(a);
+  tab.categories = category_rows(cats, device_ns_of(a));
+  tab.memcpy = copy_rows(a);
+  tab.steps = step_rows(a);
+  tab.phases = t.phases;
+  tab.step_buckets = agg_step_buckets_json(a);
+  tab.step_histogram = agg_step_hist_json(a);
+  tab.step_outliers = agg_step_outliers_json(a);
+  tab.idle = agg_idle_json(a);
+  tab.timeline = agg_timeline_json(a);
+  tab.families = agg_families_json(a);
+  tab.family_steps = agg_famsteps_json(a);
+  agg_sum_tables_put(o, &tab);
   *out = o;
   return 0;
 }

@@ -96,6 +96,36 @@ static int map_rehash(struct agg_map *m)
   return 0;
 }
 
+/* The slot holding key (hash h), or the empty one where it would go. */
+static size_t map_probe(const struct agg_map *m, const void *key, size_t len,
+                        uint32_t h)
+{
+  size_t i;
+
+  for (i = h & (m->cap - 1); m->slots[i] != 0; i = (i + 1) & (m->cap - 1)) {
+    uint32_t cand = (uint32_t)(m->slots[i] & 0xffffffffu) - 1;
+
+    if ((uint32_t)(m->slots[i] >> 32) == h && m->keys[cand].n == len &&
+        memcmp(m->keys[cand].p, key, len) == 0)
+      break;
+  }
+  return i;
+}
+
+int agg_map_find(const struct agg_map *m, const void *key, size_t len,
+                 uint32_t *id)
+{
+  size_t i;
+
+  if (m->cap == 0)
+    return 0;
+  i = map_probe(m, key, len, hash_bytes(key, len));
+  if (m->slots[i] == 0)
+    return 0;
+  *id = (uint32_t)(m->slots[i] & 0xffffffffu) - 1;
+  return 1;
+}
+
 int agg_map_intern(struct agg_map *m, const void *key, size_t len, uint32_t *id)
 {
   uint32_t h = hash_bytes(key, len);
@@ -104,14 +134,10 @@ int agg_map_intern(struct agg_map *m, const void *key, size_t len, uint32_t *id)
 
   if ((m->n + 1) * 2 > m->cap && map_rehash(m) != 0)
     return TR_ENOMEM;
-  for (i = h & (m->cap - 1); m->slots[i] != 0; i = (i + 1) & (m->cap - 1)) {
-    uint32_t cand = (uint32_t)(m->slots[i] & 0xffffffffu) - 1;
-
-    if ((uint32_t)(m->slots[i] >> 32) == h && m->keys[cand].n == len &&
-        memcmp(m->keys[cand].p, key, len) == 0) {
-      *id = cand;
-      return 0;
-    }
+  i = map_probe(m, key, len, h);
+  if (m->slots[i] != 0) {
+    *id = (uint32_t)(m->slots[i] & 0xffffffffu) - 1;
+    return 0;
   }
   if (agg_grow(&m->keys, &m->keys_cap, m->n, sizeof(*m->keys)) != 0)
     return TR_ENOMEM;
@@ -157,18 +183,28 @@ static uint32_t hist_bucket(int64_t v)
          (uint32_t)((u >> (e - HIST_SUB_BITS)) & ((1u << HIST_SUB_BITS) - 1));
 }
 
+/* The bucket's first value; its values are [low, low + width). */
+static void hist_range(uint32_t b, uint64_t *low, uint64_t *width)
+{
+  uint32_t e, m;
+
+  if (b < HIST_EXACT) {
+    *low = b;
+    *width = 1;
+    return;
+  }
+  e = (b - HIST_EXACT) / (1u << HIST_SUB_BITS) + 10;
+  m = (b - HIST_EXACT) % (1u << HIST_SUB_BITS);
+  *width = 1ull << (e - HIST_SUB_BITS);
+  *low = ((uint64_t)(1u << HIST_SUB_BITS) + m) * *width;
+}
+
 /* The bucket's midpoint (exact for the small buckets). */
 static int64_t hist_value(uint32_t b)
 {
-  uint32_t e, m;
   uint64_t low, width;
 
-  if (b < HIST_EXACT)
-    return b;
-  e = (b - HIST_EXACT) / (1u << HIST_SUB_BITS) + 10;
-  m = (b - HIST_EXACT) % (1u << HIST_SUB_BITS);
-  width = 1ull << (e - HIST_SUB_BITS);
-  low = ((uint64_t)(1u << HIST_SUB_BITS) + m) * width;
+  hist_range(b, &low, &width);
   return (int64_t)(low + width / 2);
 }
 
@@ -200,9 +236,10 @@ static int hist_rehash(struct agg_hist *h)
   return 0;
 }
 
-int agg_hist_add(struct agg_hist *h, int64_t v)
+/* Adds n samples to bucket key k (bucket + 1). */
+static int hist_bump(struct agg_hist *h, uint32_t k, uint64_t n)
 {
-  uint32_t k = hist_bucket(v) + 1, i;
+  uint32_t i;
 
   if ((h->n + 1) * 2 > h->cap && hist_rehash(h) != 0)
     return TR_ENOMEM;
@@ -213,8 +250,13 @@ int agg_hist_add(struct agg_hist *h, int64_t v)
     h->keys[i] = k;
     h->n++;
   }
-  h->counts[i]++;
+  h->counts[i] += n;
   return 0;
+}
+
+int agg_hist_add(struct agg_hist *h, int64_t v)
+{
+  return hist_bump(h, hist_bucket(v) + 1, 1);
 }
 
 static int cmp_u32(const void *a, const void *b)
@@ -237,20 +279,34 @@ static uint64_t hist_count(const struct agg_hist *h, uint32_t k)
 int64_t agg_hist_median(const struct agg_hist *h, uint64_t count, int64_t min,
                         int64_t max)
 {
-  uint32_t *order, i, j = 0;
-  uint64_t want = count > 0 ? (count - 1) / 2 : 0, seen = 0;
-  int64_t v = min;
+  return agg_hist_rank(h, count > 0 ? (count - 1) / 2 : 0, min, max);
+}
+
+/* The bucket keys in use, ascending (n of them); NULL when out of memory
+ * or empty. Caller frees. */
+static uint32_t *sorted_keys(const struct agg_hist *h, uint32_t *n)
+{
+  uint32_t *order = h->n ? malloc(h->n * sizeof(*order)) : NULL, i;
+
+  *n = 0;
+  for (i = 0; order != NULL && i < h->cap; i++)
+    if (h->keys[i] != 0)
+      order[(*n)++] = h->keys[i];
+  if (order != NULL)
+    qsort(order, *n, sizeof(*order), cmp_u32);
+  return order;
+}
+
+int64_t agg_hist_rank(const struct agg_hist *h, uint64_t want, int64_t min,
+                      int64_t max)
+{
+  uint32_t n, i, *order = sorted_keys(h, &n);
+  uint64_t seen = 0;
+  int64_t v = min; /* out of memory at the very end: degrade, never fail */
 
   if (h->n == 0)
     return 0;
-  order = malloc(h->n * sizeof(*order));
-  if (order == NULL)
-    return min; /* out of memory at the very end: degrade, never fail */
-  for (i = 0; i < h->cap; i++)
-    if (h->keys[i] != 0)
-      order[j++] = h->keys[i];
-  qsort(order, j, sizeof(*order), cmp_u32);
-  for (i = 0; i < j; i++) {
+  for (i = 0; i < n; i++) {
     seen += hist_count(h, order[i]);
     if (seen > want) {
       v = hist_value(order[i] - 1);
@@ -259,6 +315,34 @@ int64_t agg_hist_median(const struct agg_hist *h, uint64_t count, int64_t min,
   }
   free(order);
   return v < min ? min : v > max ? max : v;
+}
+
+int agg_hist_each(const struct agg_hist *h,
+                  void (*fn)(void *ud, int64_t low, int64_t high,
+                             uint64_t count),
+                  void *ud)
+{
+  uint32_t n, i, *order = sorted_keys(h, &n);
+  uint64_t low, width;
+
+  if (order == NULL)
+    return h->n == 0 ? 0 : TR_ENOMEM;
+  for (i = 0; i < n; i++) {
+    hist_range(order[i] - 1, &low, &width);
+    fn(ud, (int64_t)low, (int64_t)(low + width), hist_count(h, order[i]));
+  }
+  free(order);
+  return 0;
+}
+
+int agg_hist_merge(struct agg_hist *dst, const struct agg_hist *src)
+{
+  uint32_t i;
+
+  for (i = 0; i < src->cap; i++)
+    if (src->keys[i] != 0 && hist_bump(dst, src->keys[i], src->counts[i]) != 0)
+      return TR_ENOMEM;
+  return 0;
 }
 
 void agg_hist_free(struct agg_hist *h)

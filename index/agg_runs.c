@@ -5,7 +5,7 @@
  * a fixed buffer; a full buffer is sorted and appended to a tmpfile() as a
  * run; at the end the runs are k-way merged through a heap, each read
  * through a small window. Exact, and RSS stays flat with file size: the
- * disk holds 24 bytes per device event instead.
+ * disk holds 32 bytes per device event, host call and run label instead.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -22,14 +22,126 @@ static int rec_cmp(const struct agg_rec *a, const struct agg_rec *b)
     return a->start_ns < b->start_ns ? -1 : 1;
   if (a->type != b->type)
     return a->type < b->type ? -1 : 1;
+  /* Then the correlation (device records, calls) or the label number
+   * (labels: file order), which tests can know, before the ids. */
+  if (a->aux != b->aux)
+    return a->aux < b->aux ? -1 : 1;
   if (a->id != b->id)
     return a->id < b->id ? -1 : 1;
   return (a->dur_ns > b->dur_ns) - (a->dur_ns < b->dur_ns);
 }
 
-static int rec_qcmp(const void *a, const void *b)
+/* ---- sorting a run in place (introsort) ----
+ *
+ * qsort() would do, but glibc's allocates a buffer as large as the run for
+ * every call: a spill of many runs would allocate and free 6 MB each time
+ * (and under ASan each freed buffer stays in quarantine). This sorts in
+ * place: quicksort on a median of three, insertion sort for short ranges,
+ * heapsort when the recursion gets too deep, so O(n log n) always. */
+
+static void rec_swap(struct agg_rec *a, struct agg_rec *b)
 {
-  return rec_cmp(a, b);
+  struct agg_rec t = *a;
+
+  *a = *b;
+  *b = t;
+}
+
+static void insertion_sort(struct agg_rec *v, size_t n)
+{
+  for (size_t i = 1; i < n; i++) {
+    struct agg_rec x = v[i];
+    size_t j = i;
+
+    while (j > 0 && rec_cmp(&x, &v[j - 1]) < 0) {
+      v[j] = v[j - 1];
+      j--;
+    }
+    v[j] = x;
+  }
+}
+
+static void sift_down(struct agg_rec *v, size_t i, size_t n)
+{
+  for (;;) {
+    size_t c = 2 * i + 1;
+
+    if (c >= n)
+      return;
+    if (c + 1 < n && rec_cmp(&v[c], &v[c + 1]) < 0)
+      c++;
+    if (rec_cmp(&v[i], &v[c]) >= 0)
+      return;
+    rec_swap(&v[i], &v[c]);
+    i = c;
+  }
+}
+
+static void heap_sort(struct agg_rec *v, size_t n)
+{
+  for (size_t i = n / 2; i-- > 0;)
+    sift_down(v, i, n);
+  for (size_t i = n; i-- > 1;) {
+    rec_swap(&v[0], &v[i]);
+    sift_down(v, 0, i);
+  }
+}
+
+/* Hoare partition around the median of v[0], v[n/2], v[n-1]; returns the
+ * size of the left part, which holds nothing greater than the right. */
+static size_t partition(struct agg_rec *v, size_t n)
+{
+  struct agg_rec *m = &v[n / 2], pivot;
+  size_t i = 0, j = n - 1;
+
+  if (rec_cmp(m, &v[0]) < 0)
+    rec_swap(m, &v[0]);
+  if (rec_cmp(&v[n - 1], m) < 0) {
+    rec_swap(&v[n - 1], m);
+    if (rec_cmp(m, &v[0]) < 0)
+      rec_swap(m, &v[0]);
+  }
+  pivot = *m;
+  for (;;) {
+    while (rec_cmp(&v[i], &pivot) < 0)
+      i++;
+    while (rec_cmp(&pivot, &v[j]) < 0)
+      j--;
+    if (i >= j)
+      return j + 1;
+    rec_swap(&v[i++], &v[j--]);
+  }
+}
+
+static void intro_sort(struct agg_rec *v, size_t n, int depth)
+{
+  while (n > 16) {
+    size_t left;
+
+    if (depth-- == 0) {
+      heap_sort(v, n);
+      return;
+    }
+    left = partition(v, n);
+    if (left < n - left) { /* recurse on the smaller part: O(log n) stack */
+      intro_sort(v, left, depth);
+      v += left;
+      n -= left;
+    } else {
+      intro_sort(v + left, n - left, depth);
+      n = left;
+    }
+  }
+  insertion_sort(v, n);
+}
+
+static void sort_recs(struct agg_rec *v, size_t n)
+{
+  int depth = 0;
+
+  for (size_t m = n; m > 1; m >>= 1)
+    depth += 2;
+  intro_sort(v, n, depth);
 }
 
 int agg_runs_init(struct agg_runs *r, size_t cap)
@@ -51,7 +163,7 @@ static int spill(struct agg_runs *r)
     return -errno;
   if (agg_grow(&r->runs, &r->runs_cap, r->nruns, sizeof(*r->runs)) != 0)
     return TR_ENOMEM;
-  qsort(r->buf, r->n, sizeof(*r->buf), rec_qcmp);
+  sort_recs(r->buf, r->n);
   run.first =
       r->nruns ? r->runs[r->nruns - 1].first + r->runs[r->nruns - 1].n : 0;
   run.n = r->n;
@@ -79,7 +191,7 @@ int agg_runs_seal(struct agg_runs *r)
   r->sealed = 1;
   if (r->spill != NULL)
     return spill(r);
-  qsort(r->buf, r->n, sizeof(*r->buf), rec_qcmp);
+  sort_recs(r->buf, r->n);
   return 0;
 }
 
@@ -233,4 +345,68 @@ void agg_iter_close(struct agg_iter *it)
   free(it->heap);
   free(it->windows);
   free(it);
+}
+
+/* ---- run-label texts ---- */
+
+struct label_entry { /* the index file: one per label */
+  uint64_t off;
+  uint32_t len, pad;
+};
+
+/* The length of at most max bytes of p that ends on a UTF-8 character. */
+static size_t utf8_cut(const char *p, size_t n, size_t max)
+{
+  if (n <= max)
+    return n;
+  while (max > 0 && ((unsigned char)p[max] & 0xC0) == 0x80)
+    max--;
+  return max;
+}
+
+int agg_labels_add(struct agg_labels *l, const char *p, size_t n, int64_t *seq)
+{
+  struct label_entry e = { l->bytes, 0, 0 };
+
+  if (l->text == NULL) {
+    if ((l->text = tmpfile()) == NULL || (l->index = tmpfile()) == NULL)
+      return -errno;
+  }
+  e.len = (uint32_t)utf8_cut(p, n, AGG_LABEL_TEXT);
+  if ((e.len > 0 && fwrite(p, 1, e.len, l->text) != e.len) ||
+      fwrite(&e, sizeof(e), 1, l->index) != 1)
+    return TR_EIO;
+  l->bytes += e.len;
+  *seq = l->n++;
+  return 0;
+}
+
+int agg_labels_get(struct agg_labels *l, int64_t seq, char *buf, size_t size)
+{
+  struct label_entry e;
+  size_t len;
+
+  buf[0] = '\0';
+  if (seq < 0 || seq >= l->n)
+    return 0;
+  if (fflush(l->index) != 0 || fflush(l->text) != 0 ||
+      pread(fileno(l->index), &e, sizeof(e), (off_t)seq * (off_t)sizeof(e)) !=
+          (ssize_t)sizeof(e))
+    return TR_EIO;
+  len = e.len < size - 1 ? e.len : size - 1;
+  if (len > 0 && pread(fileno(l->text), buf, len, (off_t)e.off) != (ssize_t)len)
+    return TR_EIO;
+  buf[len] = '\0';
+  return 0;
+}
+
+void agg_labels_free(struct agg_labels *l)
+{
+  if (l == NULL)
+    return;
+  if (l->text != NULL)
+    fclose(l->text);
+  if (l->index != NULL)
+    fclose(l->index);
+  memset(l, 0, sizeof(*l));
 }

@@ -1,8 +1,11 @@
 /*
- * The time-ordered pass over the device records (agg_runs.c merges them in
- * start order). Pass 1: union of device intervals (gpu_busy_ns), kernel
- * time inside each step kind's GPU-side labels, and the phase cuts. Pass 2:
- * per-phase figures (busy time, kernels, top kernels and launch shapes).
+ * The time-ordered pass over the records (agg_runs.c merges them in start
+ * order). Pass 1: union of device intervals (gpu_busy_ns), kernel time
+ * inside each step kind's GPU-side labels (per kind and per family), the
+ * phase cuts, and, each in its own file, the step distributions
+ * (agg_steps.c), idle time by cause (agg_idle.c) and the utilisation
+ * timeline (agg_timeline.c). Pass 2: per-phase figures (busy time,
+ * kernels, top kernels and launch shapes).
  *
  * Phases (the seed 003 analysis, section 7: warm-up, each steady shape,
  * idle gaps): a new phase starts
@@ -26,6 +29,7 @@
 #include <string.h>
 
 #include "index/agg.h"
+#include "index/agg_sum.h"
 
 #define GAP_MIN_NS    1000000
 #define PHASE_MAX     64
@@ -56,7 +60,25 @@ struct walk {
   int64_t busy;
   int64_t cover_end[AGG_MAX_STEP_KINDS]; /* per kind: end of labels */
   struct segs segs;
+  uint32_t label_type; /* the step side's label records */
+  int copy_cat, memset_cat;
+  struct agg_steps_walk *steps;
+  struct agg_idle_walk *idle;
 };
+
+static int is_device(uint32_t type)
+{
+  return type == AGG_REC_KERNEL || type == AGG_REC_COPY ||
+         type == AGG_REC_MEMSET;
+}
+
+/* The category index of a device record. */
+static int rec_category(const struct walk *w, const struct agg_rec *r)
+{
+  if (r->type == AGG_REC_KERNEL)
+    return w->a->name_cat[w->a->shapes[r->id].name];
+  return r->type == AGG_REC_COPY ? w->copy_cat : w->memset_cat;
+}
 
 static int64_t seg_len(const struct seg *s)
 {
@@ -141,10 +163,13 @@ static int walk_device(struct walk *w, const struct agg_rec *r)
       cause = CAUSE_SHAPE;
     w->heavy_shape = r->id;
   }
-  if (!w->any || r->start_ns >= w->cur_end)
+  if (!w->any || r->start_ns >= w->cur_end) {
     w->busy += r->dur_ns;
-  else if (end > w->cur_end)
+    agg_timeline_busy(&w->a->tl, r->start_ns, end, rec_category(w, r));
+  } else if (end > w->cur_end) {
     w->busy += end - w->cur_end;
+    agg_timeline_busy(&w->a->tl, w->cur_end, end, rec_category(w, r));
+  }
   if (!w->any || end > w->cur_end)
     w->cur_end = end;
   w->any = 1;
@@ -158,23 +183,43 @@ static int walk_device(struct walk *w, const struct agg_rec *r)
 
 /* A kernel inside the union of a kind's labels started so far counts for
  * that kind: labels arrive in start order, so the union covers t exactly
- * when t is before the largest label end seen. */
-static void walk_rec(struct walk *w, const struct agg_rec *r)
+ * when t is before the largest label end seen. Kernel time inside labels
+ * is GPU-side only (a CPU label spans the launches, not the kernels). */
+static int walk_rec(struct walk *w, const struct agg_rec *r)
 {
-  uint32_t k, nk = w->a->kinds_map.n;
+  struct idx_agg *a = w->a;
+  uint32_t k, fam;
+  int rc;
 
-  if (nk > AGG_MAX_STEP_KINDS)
-    nk = AGG_MAX_STEP_KINDS;
-  if (r->type == AGG_REC_LABEL) {
-    if (r->id < AGG_MAX_STEP_KINDS &&
-        r->start_ns + r->dur_ns > w->cover_end[r->id])
+  if (r->type == w->label_type) {
+    if (r->id < a->nkinds && r->start_ns + r->dur_ns > w->cover_end[r->id])
       w->cover_end[r->id] = r->start_ns + r->dur_ns;
-    return;
+    if (r->id < a->nkinds)
+      agg_timeline_label(&a->tl, r->id, r->start_ns, r->start_ns + r->dur_ns);
+    return 0;
   }
-  if (r->type == AGG_REC_KERNEL)
-    for (k = 0; k < nk; k++)
-      if (r->start_ns < w->cover_end[k])
-        w->a->steps[AGG_SIDE_GPU][k].kernel_ns += r->dur_ns;
+  if (r->type != AGG_REC_KERNEL || a->step_side != AGG_SIDE_GPU)
+    return 0;
+  fam = a->name_family[a->shapes[r->id].name];
+  for (k = 0; k < a->nkinds; k++)
+    if (r->start_ns < w->cover_end[k]) {
+      a->steps[AGG_SIDE_GPU][k].kernel_ns += r->dur_ns;
+      if (fam != UINT32_MAX &&
+          (rc = agg_famstep_add(a, fam, k, r->dur_ns)) != 0)
+        return rc;
+    }
+  return 0;
+}
+
+static int pass1_rec(struct walk *w, const struct agg_rec *r)
+{
+  int64_t busy_end = w->any ? w->cur_end : w->a->t0_ns;
+  int rc;
+
+  if ((rc = agg_idle_walk_rec(w->idle, r, busy_end)) != 0 ||
+      (rc = agg_steps_walk_rec(w->steps, r)) != 0 || (rc = walk_rec(w, r)) != 0)
+    return rc;
+  return is_device(r->type) ? walk_device(w, r) : 0;
 }
 
 static int pass1(struct walk *w)
@@ -186,14 +231,15 @@ static int pass1(struct walk *w)
 
   for (k = 0; k < AGG_MAX_STEP_KINDS; k++)
     w->cover_end[k] = INT64_MIN;
-  if ((rc = agg_iter_open(&w->a->runs, &it)) != 0)
+  if ((rc = agg_steps_walk_new(w->a, &w->steps)) != 0 ||
+      (rc = agg_idle_walk_new(w->a, &w->idle)) != 0 ||
+      (rc = agg_iter_open(&w->a->runs, &it)) != 0)
     return rc;
-  while ((rc = agg_iter_next(it, &r)) == 1) {
-    walk_rec(w, &r);
-    if (r.type != AGG_REC_LABEL && (rc = walk_device(w, &r)) != 0)
+  while ((rc = agg_iter_next(it, &r)) == 1)
+    if ((rc = pass1_rec(w, &r)) != 0)
       break;
-  }
   agg_iter_close(it);
+  agg_timeline_end(&w->a->tl);
   return rc;
 }
 
@@ -278,22 +324,20 @@ static void phase_emit(struct phase_sum *ps)
   struct idx_agg *a = ps->a;
   struct top_ctx launches = { ps->by_shape, &a->names, a->shapes };
   struct top_ctx kernels = { ps->by_name, &a->names, NULL };
-  json_t *ph = json_object();
+  struct agg_sum_phase ph = {
+    .index = (int64_t)ps->p,
+    .start_ns = ps->start - a->t0_ns,
+    .end_ns = ps->end - a->t0_ns,
+    .busy_ns = ps->busy,
+    .kernel_events = (int64_t)ps->kernel_events,
+    .cause = agg_txt(cause_names[ps->segs->v[ps->p].cause]),
+    .top_kernels = top_rows(&kernels, ps->names_seen, ps->nnames_seen),
+    .top_launches = top_rows(&launches, ps->shapes_seen, ps->nshapes_seen),
+  };
   size_t i;
 
-  json_object_set_new(ph, "index", json_integer((json_int_t)ps->p));
-  json_object_set_new(ph, "start_ns", json_integer(ps->start - a->t0_ns));
-  json_object_set_new(ph, "end_ns", json_integer(ps->end - a->t0_ns));
-  json_object_set_new(ph, "busy_ns", json_integer(ps->busy));
-  json_object_set_new(ph, "kernel_events",
-                      json_integer((json_int_t)ps->kernel_events));
-  json_object_set_new(ph, "cause",
-                      json_string(cause_names[ps->segs->v[ps->p].cause]));
-  json_object_set_new(ph, "top_kernels",
-                      top_rows(&kernels, ps->names_seen, ps->nnames_seen));
-  json_object_set_new(ph, "top_launches",
-                      top_rows(&launches, ps->shapes_seen, ps->nshapes_seen));
-  json_array_append_new(ps->out, ph);
+  AGG_SUM_FILLS(TR_SUM_PHASE, 8);
+  json_array_append_new(ps->out, agg_sum_phase_json(&ph));
   for (i = 0; i < ps->nshapes_seen; i++)
     memset(&ps->by_shape[ps->shapes_seen[i]], 0, sizeof(struct acc));
   for (i = 0; i < ps->nnames_seen; i++)
@@ -352,7 +396,7 @@ static int pass2(struct phase_sum *ps)
   if ((rc = agg_iter_open(&ps->a->runs, &it)) != 0)
     return rc;
   while ((rc = agg_iter_next(it, &r)) == 1)
-    if (r.type != AGG_REC_LABEL)
+    if (is_device(r.type))
       phase_add(ps, &r);
   agg_iter_close(it);
   if (rc == 0 && ps->nrec > 0)
@@ -400,13 +444,24 @@ int agg_time_pass(struct idx_agg *a, uint32_t heavy, struct agg_time_out *out,
   w.a = a;
   w.heavy = heavy;
   w.heavy_shape = UINT32_MAX;
+  w.label_type =
+      a->step_side == AGG_SIDE_GPU ? AGG_REC_LABEL : AGG_REC_LABEL_CPU;
+  w.copy_cat = agg_category_index("copy");
+  w.memset_cat = agg_category_index("memset");
   w.gap_ns = span / 1000 > GAP_MIN_NS ? span / 1000 : GAP_MIN_NS;
   w.min_len_ns = span / 100;
-  if ((rc = agg_runs_seal(&a->runs)) == 0 && (rc = pass1(&w)) == 0) {
+  if ((rc = agg_runs_seal(&a->runs)) == 0 &&
+      (rc = agg_timeline_init(&a->tl, a->t0_ns, a->tend_ns, a->nkinds)) == 0 &&
+      (rc = pass1(&w)) == 0) {
+    rc = agg_idle_walk_end(w.idle, w.any ? w.cur_end : a->t0_ns);
+    w.idle = NULL;
     merge_short(&w.segs, w.min_len_ns);
     cap_count(&w.segs, PHASE_MAX);
-    rc = phases(a, &w.segs, &out->phases);
+    if (rc == 0)
+      rc = phases(a, &w.segs, &out->phases);
   }
+  agg_steps_walk_end(w.steps);
+  agg_idle_walk_free(w.idle);
   free(w.segs.v);
   if (rc != 0)
     return tr_err_set(err, rc, "", "time pass failed: %s (%d)", tr_strerror(rc),

@@ -1,5 +1,6 @@
 /*
- * `traced index [--format auto|kineto|mctracer] [--rules FILE] FILE...`
+ * `traced index [--format auto|kineto|mctracer] [--rules FILE]
+ * [--max-kernel-names N] FILE...`
  * (docs/API.md, "Command line"): indexes each file without a daemon and
  * prints its rank summary as one compact JSON document per line. A file
  * that fails is reported on stderr (file and byte offset) and the others
@@ -15,7 +16,7 @@ static int usage(const char *why)
   fprintf(stderr,
           "traced index: %s\n"
           "usage: traced index [--format auto|kineto|mctracer] "
-          "[--rules FILE] FILE...\n",
+          "[--rules FILE] [--max-kernel-names N] FILE...\n",
           why);
   return 2;
 }
@@ -58,7 +59,7 @@ static int index_one(const char *path, const struct idx_options *opt)
 
 int idx_cli_main(int argc, char **argv)
 {
-  struct idx_options opt = { IDX_FORMAT_AUTO, NULL, -1, NULL, NULL, NULL };
+  struct idx_options opt = { IDX_FORMAT_AUTO, NULL, -1, NULL, NULL, NULL, 0 };
   const char *rules_path = NULL;
   struct idx_rules *rules = NULL;
   struct tr_err err = { 0 };
@@ -76,6 +77,13 @@ int idx_cli_main(int argc, char **argv)
         return usage("--format must be auto, kineto or mctracer");
     } else if (strcmp(argv[i], "--rules") == 0) {
       rules_path = argv[i + 1];
+    } else if (strcmp(argv[i], "--max-kernel-names") == 0) {
+      char *end;
+      unsigned long n = strtoul(argv[i + 1], &end, 10);
+
+      if (*argv[i + 1] == '\0' || *end != '\0' || n < 1 || n > 10000000)
+        return usage("--max-kernel-names must be 1..10000000");
+      opt.max_kernel_names = (uint32_t)n;
     } else {
       return usage("unknown option");
     }

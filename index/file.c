@@ -80,7 +80,7 @@ int idx_file_under(const char *root, const char *path,
                    struct tr_err *err)
 {
   static const struct idx_options defaults = {
-    IDX_FORMAT_AUTO, NULL, -1, NULL, NULL, NULL
+    IDX_FORMAT_AUTO, NULL, -1, NULL, NULL, NULL, 0
   };
   struct agg_file_info info = { path, 0, -1 };
   struct idx_source *src = NULL;
@@ -94,6 +94,7 @@ int idx_file_under(const char *root, const char *path,
   run.cancel = opt->cancel;
   if (idx_agg_init(&run.agg, opt->rules, 0) != 0)
     return tr_err_set(err, TR_ENOMEM, "", "%s: out of memory", path);
+  idx_agg_cap_names(&run.agg, opt->max_kernel_names);
   rc = idx_source_open_under(root, path, &src, &local);
   if (rc == 0)
     rc = idx_reader_new(opt->format, on_event, &run, &rd);

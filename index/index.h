@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/config.h"
 #include "common/tr.h"
 
 enum idx_format { IDX_FORMAT_AUTO, IDX_FORMAT_KINETO, IDX_FORMAT_MCTRACER };
@@ -39,6 +40,21 @@ void idx_rules_free(struct idx_rules *rules);
  * Returned string is static. */
 const char *idx_category(const struct idx_rules *rules, const char *name);
 
+/* The readable form of an Itanium-mangled name (_Z...: __cxa_demangle,
+ * see family.c) as a new string (caller frees), or NULL when name is not
+ * mangled, cannot be demangled, or memory ran out. */
+char *idx_demangle(const char *name);
+
+/* The family of a kernel name under rules (family.c): demangled, without
+ * template and parameter lists, then as the first family rule says (tile
+ * fields, Triton ordinals, a template argument...). A new string (caller
+ * frees), or NULL when out of memory. */
+char *idx_family(const struct idx_rules *rules, const char *name);
+
+/* The default cap on distinct kernel names per rank (config key
+ * max_kernel_names). */
+#define IDX_MAX_KERNEL_NAMES CFG_MAX_KERNEL_NAMES
+
 struct idx_options {
   enum idx_format format;        /* IDX_FORMAT_AUTO detects */
   const struct idx_rules *rules; /* borrowed; NULL: built-ins */
@@ -51,6 +67,10 @@ struct idx_options {
   /* When non-NULL and set true by another thread, indexing stops soon with
    * TR_ECONFLICT ("cancelled"). */
   const atomic_bool *cancel;
+  /* Distinct kernel names (and host API names) kept per rank; beyond, new
+   * names fold into one row "(N more names)" (index/agg_fold.c). 0:
+   * IDX_MAX_KERNEL_NAMES. */
+  uint32_t max_kernel_names;
 };
 
 /*

@@ -1,10 +1,12 @@
 #!/bin/sh
 # Installs traced's Debian build and test dependencies when any is missing.
 # Needs root (or sudo) only when something has to be installed. chromium is
-# for the dashboard test (headless), wrk for bench/bench_api.sh.
+# for the dashboard test (headless), wrk for bench/bench_api.sh,
+# libiberty-dev for its kernel-name demangler (index/family.c).
 set -eu
 PKGS="build-essential cmake pkg-config libuv1-dev libmicrohttpd-dev
 libcurl4-openssl-dev libjansson-dev libsqlite3-dev zlib1g-dev libisal-dev
+libiberty-dev
 isal clang libclang-rt-14-dev python3 curl wrk sqlite3 procps chromium"
 missing=""
 for p in $PKGS; do

@@ -1,7 +1,9 @@
 /*
- * GET /diff: two captures compared by kernel, category or run-label step
- * kind, with per-category totals and warnings about what makes the two
- * hard to compare.
+ * GET /diff: two captures compared by kernel, category, run-label step
+ * kind or kernel family (index/family.c: the same GEMM at another tile is
+ * one family, so it is matched instead of shown as only_a + only_b), with
+ * per-category totals and warnings about what makes the two hard to
+ * compare.
  *
  * Normalisation (norm=per_step): a run's real step count is its number of
  * "prefill" plus "decode" steps (exactly those kinds). With ?rank=N it is
@@ -19,7 +21,8 @@
 
 #include "store/store_int.h"
 
-static const char *const bys[] = { "kernel", "category", "step", NULL };
+static const char *const bys[] = { "kernel", "category", "step", "family",
+                                   NULL };
 static const char *const norms[] = { "none", "per_step", NULL };
 
 /* One run as the warnings see it. */
@@ -51,6 +54,9 @@ static void side_sql(const char *by, const char *param, char *buf, size_t size)
   } else if (strcmp(by, "category") == 0) {
     key = "x.category";
     table = "categories";
+  } else if (strcmp(by, "family") == 0) {
+    key = "x.family";
+    table = "families";
   }
   snprintf(buf, size,
            "SELECT %s AS key, sum(x.count) AS c, sum(x.total_ns) AS t"
@@ -172,6 +178,7 @@ static int diff_rows(struct store *st, const char *by, bool norm,
 {
   const char *keyname = strcmp(by, "kernel") == 0     ? "name"
                         : strcmp(by, "category") == 0 ? "category"
+                        : strcmp(by, "family") == 0   ? "family"
                                                       : "kind";
   struct drow *rows = NULL;
   size_t n = 0;

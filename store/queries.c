@@ -1,9 +1,11 @@
 /*
  * The queries behind GET /captures/<id>/{kernels,launches,categories,
- * steps,memcpy,runtime,phases}. Each table has a single-rank and an
- * all-ranks statement with the same result columns (named as the JSON
- * keys: see store__rows). Every statement takes the same parameters:
- *   ?1 capture id, ?2 rank, ?3 name substring, ?4 category, ?5 limit
+ * steps,memcpy,runtime,phases,steps/buckets,steps/outliers,families,
+ * families/steps}. Each table has a single-rank and an all-ranks statement
+ * with the same result columns (named as the JSON keys: see store__rows).
+ * Every statement takes the same parameters:
+ *   ?1 capture id, ?2 rank, ?3 name substring, ?4 category, ?5 limit,
+ *   ?6 family, ?7 step kind
  * (a statement may ignore some). Client text is only ever bound.
  *
  * All-ranks rules: count, total_ns and byte counts are summed; min_ns is
@@ -14,159 +16,265 @@
  * per-rank median (the straggler's). steps' source is the ranks' common
  * source, or "mixed".
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "store/store_int.h"
 
+/*
+ * A table's query: the column list is made from the field list
+ * (store/fields.c) by build_sql(); the rest is written here. SQL =
+ * head, columns, from, [the share denominator join], where, [GROUP BY the
+ * KEY columns]. Columns read the table as "t" and names as "n".
+ */
 struct spec {
-  const char *single;
-  const char *all;
+  const char *table; /* the summary member: its fields */
+  const char *single_from, *single_where;
+  const char *all_head; /* before the columns; NULL: "SELECT" */
+  const char *all_from, *all_where;
   const char *order; /* fixed ORDER BY, or NULL: by q->sort */
 };
 
 /* The SQL below is laid out by hand: clang-format cannot break it. */
 /* clang-format off */
-/* Shares are rounded to 6 decimals as in the rank summary; 0 when the
- * denominator is. */
-#define SHARE(num, den)                                                    \
-  "CASE WHEN " den " > 0 THEN round(CAST(" num " AS REAL) / " den ", 6)"  \
-  " ELSE 0.0 END AS share"
-#define FROM_RANK(t, alias)                                                \
-  " FROM ranks r JOIN " t " " alias " ON " alias ".rank_id = r.id"
+#define FROM_RANK(t) " FROM ranks r JOIN " t " t ON t.rank_id = r.id"
+#define NAMES " JOIN names n ON n.id = t.name_id"
 #define ONE_RANK                                                           \
   " WHERE r.capture_id = ?1 AND r.rank = ?2 AND r.status = 'done'"
 #define ALL_RANKS " WHERE r.capture_id = ?1 AND r.status = 'done'"
 #define NAME_MATCH " AND (?3 IS NULL OR instr(lower(n.name), lower(?3)) > 0)"
-#define DEN(col)                                                           \
-  ", (SELECT sum(" col ") AS d FROM ranks WHERE capture_id = ?1 AND"      \
-  " status = 'done') den"
-
-/* t.c AS c: results are named explicitly, never by SQLite's default. */
-#define C(t, c) " " t "." c " AS " c
-#define AVG(t) " " t ".total_ns / " t ".count AS avg_ns"
-#define SUM(t, c) " sum(" t "." c ") AS " c
-#define SUM_AVG(t) " sum(" t ".total_ns) / sum(" t ".count) AS avg_ns"
+#define CATEGORY_MATCH " AND (?4 IS NULL OR t.category = ?4)"
+#define FAMILY_MATCH " AND (?6 IS NULL OR t.family = ?6)"
+#define KIND_MATCH " AND (?7 IS NULL OR t.kind = ?7)"
+#define FAMILY_Q " AND (?3 IS NULL OR instr(lower(t.family), lower(?3)) > 0)"
+#define RANKS ", count(*) AS ranks"
 
 static const struct spec kernels = {
-    "SELECT" C("n", "name") "," C("k", "category") "," C("k", "count") ","
-    C("k", "total_ns") "," AVG("k") "," C("k", "min_ns") "," C("k", "max_ns")
-    "," C("k", "median_ns") ", " SHARE("k.total_ns", "r.kernel_ns") ","
-    C("k", "first_ns") "," C("k", "last_ns")
-    FROM_RANK("kernels", "k") " JOIN names n ON n.id = k.name_id"
-    ONE_RANK NAME_MATCH " AND (?4 IS NULL OR k.category = ?4)",
+    "kernels", FROM_RANK("kernels") NAMES,
+    ONE_RANK NAME_MATCH CATEGORY_MATCH FAMILY_MATCH,
     /* row_number() picks, per kernel, the rank with the largest and the
      * smallest total (ties: the lower rank number). */
-    "WITH per AS (SELECT k.*, r.rank AS rank,"
-    " row_number() OVER (PARTITION BY k.name_id"
-    "  ORDER BY k.total_ns DESC, r.rank) AS slow_i,"
-    " row_number() OVER (PARTITION BY k.name_id"
-    "  ORDER BY k.total_ns, r.rank) AS fast_i"
-    FROM_RANK("kernels", "k") " JOIN names n ON n.id = k.name_id"
-    ALL_RANKS NAME_MATCH " AND (?4 IS NULL OR k.category = ?4))"
-    " SELECT" C("n", "name") ", max(p.category) AS category,"
-    SUM("p", "count") "," SUM("p", "total_ns") "," SUM_AVG("p") ","
-    " min(p.min_ns) AS min_ns, max(p.max_ns) AS max_ns, "
-    SHARE("sum(p.total_ns)", "den.d") ", count(*) AS ranks,"
-    " max(CASE WHEN p.slow_i = 1 THEN p.rank END) AS slowest_rank,"
-    " max(CASE WHEN p.slow_i = 1 THEN p.total_ns END) AS slowest_rank_ns,"
-    " max(CASE WHEN p.fast_i = 1 THEN p.rank END) AS fastest_rank,"
-    " max(CASE WHEN p.fast_i = 1 THEN p.total_ns END) AS fastest_rank_ns"
-    " FROM per p JOIN names n ON n.id = p.name_id" DEN("kernel_ns")
-    " GROUP BY p.name_id",
+    "WITH per AS (SELECT t.*, r.rank AS rank,"
+    " row_number() OVER (PARTITION BY t.name_id"
+    "  ORDER BY t.total_ns DESC, r.rank) AS slow_i,"
+    " row_number() OVER (PARTITION BY t.name_id"
+    "  ORDER BY t.total_ns, r.rank) AS fast_i"
+    FROM_RANK("kernels") NAMES ALL_RANKS NAME_MATCH CATEGORY_MATCH
+    FAMILY_MATCH ")"
+    " SELECT",
+    RANKS ","
+    " max(CASE WHEN t.slow_i = 1 THEN t.rank END) AS slowest_rank,"
+    " max(CASE WHEN t.slow_i = 1 THEN t.total_ns END) AS slowest_rank_ns,"
+    " max(CASE WHEN t.fast_i = 1 THEN t.rank END) AS fastest_rank,"
+    " max(CASE WHEN t.fast_i = 1 THEN t.total_ns END) AS fastest_rank_ns"
+    " FROM per t" NAMES, "",
     NULL};
 
-#define LAUNCH_SHAPE                                                       \
-  C("n", "name") ", l.grid AS grid_json, l.block AS block_json,"          \
-  C("l", "registers_per_thread") "," C("l", "shared_bytes")
-
 static const struct spec launches = {
-    "SELECT" LAUNCH_SHAPE "," C("l", "count") "," C("l", "total_ns") ","
-    AVG("l") "," C("l", "min_ns") "," C("l", "max_ns")
-    FROM_RANK("launches", "l") " JOIN names n ON n.id = l.name_id"
-    ONE_RANK NAME_MATCH,
-    "SELECT" LAUNCH_SHAPE "," SUM("l", "count") "," SUM("l", "total_ns") ","
-    SUM_AVG("l") ", min(l.min_ns) AS min_ns, max(l.max_ns) AS max_ns,"
-    " count(*) AS ranks"
-    FROM_RANK("launches", "l") " JOIN names n ON n.id = l.name_id"
-    ALL_RANKS NAME_MATCH " GROUP BY l.name_id, l.grid, l.block,"
-    " l.registers_per_thread, l.shared_bytes",
+    "launches", FROM_RANK("launches") NAMES, ONE_RANK NAME_MATCH,
+    NULL, RANKS FROM_RANK("launches") NAMES, ALL_RANKS NAME_MATCH,
     NULL};
 
 static const struct spec categories = {
-    "SELECT" C("c", "category") "," C("c", "count") "," C("c", "total_ns")
-    ", " SHARE("c.total_ns", "r.device_ns")
-    FROM_RANK("categories", "c") ONE_RANK
-    " AND (?4 IS NULL OR c.category = ?4)",
-    "SELECT" C("c", "category") "," SUM("c", "count") ","
-    SUM("c", "total_ns") ", " SHARE("sum(c.total_ns)", "den.d") ","
-    " count(*) AS ranks"
-    FROM_RANK("categories", "c") DEN("device_ns") ALL_RANKS
-    " AND (?4 IS NULL OR c.category = ?4) GROUP BY c.category",
+    "categories", FROM_RANK("categories"), ONE_RANK CATEGORY_MATCH,
+    NULL, RANKS FROM_RANK("categories"), ALL_RANKS CATEGORY_MATCH,
     "total_ns DESC, category"};
 
 static const struct spec memcpy_spec = {
-    "SELECT" C("m", "kind") "," C("m", "count") "," C("m", "total_ns") ","
-    C("m", "bytes") "," C("m", "max_bytes") FROM_RANK("memcpy", "m")
-    ONE_RANK,
-    "SELECT" C("m", "kind") "," SUM("m", "count") "," SUM("m", "total_ns")
-    "," SUM("m", "bytes") ", max(m.max_bytes) AS max_bytes,"
-    " count(*) AS ranks" FROM_RANK("memcpy", "m") ALL_RANKS
-    " GROUP BY m.kind",
+    "memcpy", FROM_RANK("memcpy"), ONE_RANK,
+    NULL, RANKS FROM_RANK("memcpy"), ALL_RANKS,
     "total_ns DESC, kind"};
 
 static const struct spec runtime = {
-    "SELECT" C("n", "name") "," C("t", "count") "," C("t", "total_ns") ","
-    AVG("t") "," C("t", "median_ns") "," C("t", "max_ns")
-    FROM_RANK("runtime", "t") " JOIN names n ON n.id = t.name_id" ONE_RANK
-    NAME_MATCH,
-    "SELECT" C("n", "name") "," SUM("t", "count") "," SUM("t", "total_ns")
-    "," SUM_AVG("t") ", max(t.median_ns) AS median_ns,"
-    " max(t.max_ns) AS max_ns, count(*) AS ranks"
-    FROM_RANK("runtime", "t") " JOIN names n ON n.id = t.name_id"
-    ALL_RANKS NAME_MATCH " GROUP BY t.name_id",
+    "runtime", FROM_RANK("runtime") NAMES, ONE_RANK NAME_MATCH,
+    NULL, RANKS FROM_RANK("runtime") NAMES, ALL_RANKS NAME_MATCH,
     NULL};
 
 static const struct spec steps = {
-    "SELECT" C("s", "kind") "," C("s", "count") "," C("s", "total_ns") ","
-    AVG("s") "," C("s", "tokens") "," C("s", "padded") ","
-    C("s", "kernel_ns") "," C("s", "source") FROM_RANK("steps", "s")
-    ONE_RANK,
-    "SELECT" C("s", "kind") "," SUM("s", "count") "," SUM("s", "total_ns")
-    "," SUM_AVG("s") "," SUM("s", "tokens") "," SUM("s", "padded") ","
-    SUM("s", "kernel_ns") ","
-    " CASE WHEN min(s.source) = max(s.source) THEN min(s.source)"
-    "  ELSE 'mixed' END AS source, count(*) AS ranks"
-    FROM_RANK("steps", "s") ALL_RANKS " GROUP BY s.kind",
+    "steps", FROM_RANK("steps"), ONE_RANK,
+    NULL, RANKS FROM_RANK("steps"), ALL_RANKS,
     "kind"};
 
-#define PHASE_COLS                                                         \
-  " p.idx AS \"index\"," C("p", "start_ns") "," C("p", "end_ns") ","      \
-  C("p", "busy_ns") "," C("p", "kernel_events") "," C("p", "cause") ","   \
-  " p.top_kernels AS top_kernels_json,"                                    \
-  " p.top_launches AS top_launches_json" FROM_RANK("phases", "p")
-
+/* Every rank's phases, each with its rank (the rows are EACH). */
 static const struct spec phases = {
-    "SELECT" PHASE_COLS ONE_RANK,
-    "SELECT r.rank AS rank," PHASE_COLS ALL_RANKS,
+    "phases", FROM_RANK("phases"), ONE_RANK,
+    "SELECT r.rank AS rank,", FROM_RANK("phases"), ALL_RANKS,
     "rank, \"index\""};
+
+static const struct spec step_buckets = {
+    "step_buckets", FROM_RANK("step_buckets"), ONE_RANK KIND_MATCH,
+    NULL, RANKS FROM_RANK("step_buckets"), ALL_RANKS KIND_MATCH,
+    "kind, dim, lo"};
+
+static const struct spec step_histogram = {
+    "step_histogram", FROM_RANK("step_histogram"), ONE_RANK KIND_MATCH,
+    NULL, RANKS FROM_RANK("step_histogram"), ALL_RANKS KIND_MATCH,
+    "kind, lo_ns"};
+
+/* Every rank's outliers, each with its rank: the slowest, then the
+ * median step, per kind. */
+static const struct spec step_outliers = {
+    "step_outliers", FROM_RANK("step_outliers"), ONE_RANK KIND_MATCH,
+    "SELECT r.rank AS rank,", FROM_RANK("step_outliers"),
+    ALL_RANKS KIND_MATCH, "rank, kind, role DESC, \"index\""};
+
+static const struct spec families = {
+    "families", FROM_RANK("families"), ONE_RANK FAMILY_Q CATEGORY_MATCH,
+    NULL, RANKS FROM_RANK("families"), ALL_RANKS FAMILY_Q CATEGORY_MATCH,
+    NULL};
+
+static const struct spec family_steps = {
+    "family_steps", FROM_RANK("family_steps"),
+    ONE_RANK FAMILY_Q " AND (?7 IS NULL OR t.step = ?7)",
+    NULL, RANKS FROM_RANK("family_steps"),
+    ALL_RANKS FAMILY_Q " AND (?7 IS NULL OR t.step = ?7)",
+    "step, total_ns DESC, family"};
 
 /* clang-format on */
 
-static const char *const sorts[] = { "total", "count", "avg", "name", NULL };
-static const char *const sort_orders[] = { "total_ns DESC, name",
-                                           "count DESC, name",
-                                           "avg_ns DESC, name", "name" };
+/* Appends printf-style text to buf (len tracks it; output is cut at size,
+ * and the statement then fails to prepare, never runs truncated SQL). */
+static void cat(char *buf, size_t size, size_t *len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
-static const char *order_of(const struct spec *sp, const char *sort)
+static void cat(char *buf, size_t size, size_t *len, const char *fmt, ...)
 {
+  va_list ap;
+
+  if (*len >= size)
+    return;
+  va_start(ap, fmt);
+  *len += (size_t)vsnprintf(buf + *len, size - *len, fmt, ap);
+  va_end(ap);
+}
+
+/* The expression of f when one rank's rows are read as they are. */
+static void col_single(char *b, size_t size, size_t *len,
+                       const struct store__field *f)
+{
+  switch (f->ty) {
+  case F_NAME: cat(b, size, len, " n.name AS \"%s\"", f->key); break;
+  case F_JSON:
+  case F_JSON_NULL:
+    cat(b, size, len, " t.%s AS \"%s_json\"", f->col, f->key);
+    break;
+  case F_AVG:
+    cat(b, size, len, " t.total_ns / t.count AS \"%s\"", f->key);
+    break;
+  case F_SHARE:
+    cat(b, size, len,
+        " CASE WHEN r.%s > 0 THEN round(CAST(t.total_ns AS REAL) / r.%s, 6)"
+        " ELSE 0.0 END AS \"%s\"",
+        f->den, f->den, f->key);
+    break;
+  case F_RATIO:
+    cat(b, size, len,
+        " CASE WHEN t.count > 0 THEN round(CAST(t.%s AS REAL) / t.count, 6)"
+        " ELSE 0.0 END AS \"%s\"",
+        f->den, f->key);
+    break;
+  default: cat(b, size, len, " t.%s AS \"%s\"", f->col, f->key); break;
+  }
+}
+
+/* The expression of f over the rows of every rank (ALL of the list); false
+ * when f is not in that answer. */
+static bool col_all(char *b, size_t size, size_t *len,
+                    const struct store__field *f)
+{
+  static const char *const fn[] = {
+    [A_SUM] = "sum", [A_MIN] = "min", [A_MAX] = "max", [A_ANY] = "max"
+  };
+
+  switch (f->all) {
+  case A_KEY:
+  case A_EACH: col_single(b, size, len, f); return true;
+  case A_NONE: return false;
+  case A_MIXED:
+    cat(b, size, len,
+        " CASE WHEN min(t.%s) = max(t.%s) THEN min(t.%s) ELSE 'mixed' END"
+        " AS \"%s\"",
+        f->col, f->col, f->col, f->key);
+    return true;
+  case A_AVG:
+    cat(b, size, len, " sum(t.total_ns) / sum(t.count) AS \"%s\"", f->key);
+    return true;
+  case A_RATIO:
+    cat(b, size, len,
+        " CASE WHEN sum(t.count) > 0 THEN round(CAST(sum(t.%s) AS REAL) /"
+        " sum(t.count), 6) ELSE 0.0 END AS \"%s\"",
+        f->den, f->key);
+    return true;
+  case A_SHARE:
+    cat(b, size, len,
+        " CASE WHEN den.d > 0 THEN round(CAST(sum(t.total_ns) AS REAL) /"
+        " den.d, 6) ELSE 0.0 END AS \"%s\"",
+        f->key);
+    return true;
+  default:
+    cat(b, size, len, " %s(t.%s) AS \"%s\"", fn[f->all], f->col, f->key);
+    return true;
+  }
+}
+
+/* The statement of sp, for one rank or (all) every rank, into buf; its
+ * length, >= size when it did not fit. */
+static size_t build_sql(const struct spec *sp, bool all, char *buf, size_t size)
+{
+  const struct store__table *t = store__table(sp->table);
+  const char *den = NULL, *sep = "";
+  size_t len = 0;
+  bool group = false;
+
+  cat(buf, size, &len, "%s", all && sp->all_head ? sp->all_head : "SELECT");
+  for (size_t i = 0; i < t->n; i++) {
+    size_t at = len;
+
+    cat(buf, size, &len, "%s", sep);
+    if (all ? col_all(buf, size, &len, &t->f[i])
+            : (col_single(buf, size, &len, &t->f[i]), true))
+      sep = ",";
+    else
+      len = at; /* not in this answer: drop the separator too */
+    if (t->f[i].ty == F_SHARE)
+      den = t->f[i].den;
+    group |= all && t->f[i].all != A_EACH;
+  }
+  cat(buf, size, &len, "%s", all ? sp->all_from : sp->single_from);
+  if (all && den != NULL)
+    cat(buf, size, &len,
+        ", (SELECT sum(%s) AS d FROM ranks WHERE capture_id = ?1 AND"
+        " status = 'done') den",
+        den);
+  cat(buf, size, &len, "%s", all ? sp->all_where : sp->single_where);
+  sep = " GROUP BY";
+  for (size_t i = 0; group && i < t->n; i++)
+    if (t->f[i].all == A_KEY) {
+      cat(buf, size, &len, "%s t.%s", sep, t->f[i].col);
+      sep = ",";
+    }
+  return len;
+}
+
+static const char *const sorts[] = { "total", "count", "avg", "name", NULL };
+static const char *const sort_orders[] = { "total_ns DESC, ", "count DESC, ",
+                                           "avg_ns DESC, ", "" };
+
+/* The ORDER BY of sp for sort, into buf: rows with a name sort by it,
+ * families by family. */
+static const char *order_of(const struct spec *sp, const char *sort, char *buf,
+                            size_t size)
+{
+  const char *key = strcmp(sp->table, "families") == 0 ? "family" : "name";
+  size_t i = 0;
+
   if (sp->order != NULL)
     return sp->order;
-  for (size_t i = 0; sort != NULL && sorts[i] != NULL; i++) {
-    if (strcmp(sort, sorts[i]) == 0)
-      return sort_orders[i];
-  }
-  return sort_orders[0];
+  while (sort != NULL && sorts[i] != NULL && strcmp(sort, sorts[i]) != 0)
+    i++;
+  snprintf(buf, size, "%s%s", sort_orders[sort && sorts[i] ? i : 0], key);
+  return buf;
 }
 
 /* Runs sp for q inside the caller's read transaction, no checks. */
@@ -174,12 +282,16 @@ static int query_rows(struct store *st, const struct spec *sp,
                       const struct store_query *q, json_t **out,
                       struct tr_err *err)
 {
-  char sql[4096];
+  char sql[4096], order[64];
   sqlite3_stmt *s;
+  size_t len;
   int rc;
 
-  snprintf(sql, sizeof(sql), "%s ORDER BY %s LIMIT ?5",
-           q->rank < 0 ? sp->all : sp->single, order_of(sp, q->sort));
+  len = build_sql(sp, q->rank < 0, sql, sizeof(sql));
+  cat(sql, sizeof(sql), &len, " ORDER BY %s LIMIT ?5",
+      order_of(sp, q->sort, order, sizeof(order)));
+  if (len >= sizeof(sql))
+    return tr_err_set(err, TR_EDB, "", "%s: query too long", sp->table);
   rc = store__stmt(st, sql, &s, err);
   if (rc < 0)
     return rc;
@@ -188,6 +300,8 @@ static int query_rows(struct store *st, const struct spec *sp,
   store__bind_text(s, 3, q->q && *q->q ? q->q : NULL);
   store__bind_text(s, 4, q->category && *q->category ? q->category : NULL);
   sqlite3_bind_int(s, 5, q->limit > 0 ? q->limit : -1);
+  store__bind_text(s, 6, q->family && *q->family ? q->family : NULL);
+  store__bind_text(s, 7, q->kind && *q->kind ? q->kind : NULL);
   return store__rows(st, s, out, err);
 }
 
@@ -216,27 +330,22 @@ int store__rank_exists(struct store *st, int64_t capture_id, int rank,
   return rc;
 }
 
-static int run(struct store *st, const struct spec *sp,
-               const struct store_query *q, json_t **out, struct tr_err *err)
+int store__snapshot(struct store *st, const struct store_query *q,
+                    store__rows_fn fn, const void *ctx, json_t **out,
+                    struct tr_err *err)
 {
   json_t *rows = NULL;
-  int rc = 0;
+  int rc = q->rank < -1
+               ? tr_err_set(err, TR_EINVAL, "rank", "rank must be >= 0")
+               : store__rd_begin(st, err);
 
-  if (q->rank < -1)
-    rc = tr_err_set(err, TR_EINVAL, "rank", "rank must be >= 0");
-  else if (q->limit < 0)
-    rc = tr_err_set(err, TR_EINVAL, "limit", "limit must be >= 0");
-  if (rc == 0)
-    rc = store__check_enum(q->sort, sorts, "sort", err);
-  if (rc == 0)
-    rc = store__rd_begin(st, err);
   if (rc < 0)
     return rc;
   rc = store__capture_exists(st, q->capture_id, NULL, err);
   if (rc == 0 && q->rank >= 0)
     rc = store__rank_exists(st, q->capture_id, q->rank, err);
   if (rc == 0)
-    rc = query_rows(st, sp, q, &rows, err);
+    rc = fn(st, ctx, q, &rows, err);
   rc = store__rd_end(st, rc, err);
   if (rc < 0) {
     json_decref(rows);
@@ -244,6 +353,27 @@ static int run(struct store *st, const struct spec *sp,
   }
   *out = rows;
   return 0;
+}
+
+static int spec_rows(struct store *st, const void *ctx,
+                     const struct store_query *q, json_t **out,
+                     struct tr_err *err)
+{
+  return query_rows(st, ctx, q, out, err);
+}
+
+static int run(struct store *st, const struct spec *sp,
+               const struct store_query *q, json_t **out, struct tr_err *err)
+{
+  int rc = 0;
+
+  if (q->limit < 0)
+    rc = tr_err_set(err, TR_EINVAL, "limit", "limit must be >= 0");
+  if (rc == 0)
+    rc = store__check_enum(q->sort, sorts, "sort", err);
+  if (rc < 0)
+    return rc;
+  return store__snapshot(st, q, spec_rows, sp, out, err);
 }
 
 int store__rank_table(struct store *st, int64_t capture_id, int rank,
@@ -297,4 +427,34 @@ int store_phases(struct store *st, const struct store_query *q, json_t **out,
                  struct tr_err *err)
 {
   return run(st, &phases, q, out, err);
+}
+
+int store_step_buckets(struct store *st, const struct store_query *q,
+                       json_t **out, struct tr_err *err)
+{
+  return run(st, &step_buckets, q, out, err);
+}
+
+int store_step_histogram(struct store *st, const struct store_query *q,
+                         json_t **out, struct tr_err *err)
+{
+  return run(st, &step_histogram, q, out, err);
+}
+
+int store_step_outliers(struct store *st, const struct store_query *q,
+                        json_t **out, struct tr_err *err)
+{
+  return run(st, &step_outliers, q, out, err);
+}
+
+int store_families(struct store *st, const struct store_query *q, json_t **out,
+                   struct tr_err *err)
+{
+  return run(st, &families, q, out, err);
+}
+
+int store_family_steps(struct store *st, const struct store_query *q,
+                       json_t **out, struct tr_err *err)
+{
+  return run(st, &family_steps, q, out, err);
 }

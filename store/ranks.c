@@ -1,8 +1,9 @@
 /*
  * Ranks: storing a rank summary (docs/API.md, "Rank summary") with all its
  * tables in one transaction, failed ranks, and the ranks' short form for
- * the capture object. The summary is mapped to columns by the tables
- * below, which drive both the INSERT text and the checks of each value.
+ * the capture object. The summary is mapped to columns by the field list
+ * (common/summary.h, store/fields.c), which drives both the INSERT text
+ * and the checks of each value.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,153 +11,56 @@
 
 #include "store/store_int.h"
 
-enum fty {
-  F_INT,       /* integer, required */
-  F_INT_NULL,  /* integer or null/absent */
-  F_TEXT,      /* string, required */
-  F_TEXT_NULL, /* string or null/absent */
-  F_NAME,      /* string, required, interned into names: column name_id */
-  F_JSON,      /* any JSON value, required, stored as compact text */
-  F_JSON_NULL  /* JSON value or null/absent */
-};
-
-struct field {
-  const char *key; /* member of the summary object or row */
-  const char *col; /* column it is stored in */
-  enum fty ty;
-};
-
+/* A summary table as inserted: the head columns the caller binds, then one
+ * parameter per stored member. */
 struct table {
   const char *key;       /* the summary member holding the rows */
   const char *name;      /* SQL table */
   const char *head_cols; /* leading columns, bound ?1.. by the caller */
   const char *head_vals;
   int nhead; /* parameters used by head_vals */
-  const struct field *f;
+  const struct store__field *f;
   size_t n;
 };
 
 #define NF(a) (sizeof(a) / sizeof((a)[0]))
-#define INT(k)                                                                 \
-  {                                                                            \
-    k, k, F_INT                                                                \
-  }
 
-static const struct field rank_fields[] = { { "rank", "trace_rank",
-                                              F_INT_NULL },
-                                            { "file", "file", F_TEXT },
-                                            { "format", "format", F_TEXT },
-                                            { "device", "device", F_TEXT_NULL },
-                                            INT("file_bytes"),
-                                            INT("json_bytes"),
-                                            INT("events"),
-                                            INT("skipped_events"),
-                                            INT("t0_ns"),
-                                            INT("span_ns"),
-                                            INT("kernel_events"),
-                                            INT("kernel_ns"),
-                                            INT("distinct_kernels"),
-                                            INT("memcpy_count"),
-                                            INT("memcpy_bytes"),
-                                            INT("memcpy_ns"),
-                                            INT("memset_count"),
-                                            INT("memset_ns"),
-                                            INT("device_ns"),
-                                            INT("gpu_busy_ns"),
-                                            INT("runtime_events"),
-                                            INT("runtime_ns") };
+static struct table rank_table(void)
+{
+  struct table t = { NULL,
+                     "ranks",
+                     "capture_id, rank, label, status",
+                     "?1, ?2, ?3, 'done'",
+                     3,
+                     store__rank_fields,
+                     store__rank_nfields };
 
-static const struct field kernel_fields[] = { { "name", "name_id", F_NAME },
-                                              { "category", "category",
-                                                F_TEXT },
-                                              INT("count"),
-                                              INT("total_ns"),
-                                              INT("min_ns"),
-                                              INT("max_ns"),
-                                              INT("median_ns"),
-                                              INT("first_ns"),
-                                              INT("last_ns") };
+  return t;
+}
 
-static const struct field launch_fields[] = {
-  { "name", "name_id", F_NAME },
-  { "grid", "grid", F_JSON_NULL },
-  { "block", "block", F_JSON_NULL },
-  { "registers_per_thread", "registers_per_thread", F_INT_NULL },
-  { "shared_bytes", "shared_bytes", F_INT_NULL },
-  INT("count"),
-  INT("total_ns"),
-  INT("min_ns"),
-  INT("max_ns")
-};
+static struct table child_table(const struct store__table *c)
+{
+  struct table t = { c->member, c->member, "rank_id", "?1", 1, c->f, c->n };
 
-static const struct field category_fields[] = {
-  { "category", "category", F_TEXT }, INT("count"), INT("total_ns")
-};
+  return t;
+}
 
-static const struct field memcpy_fields[] = { { "kind", "kind", F_TEXT },
-                                              INT("count"),
-                                              INT("total_ns"),
-                                              INT("bytes"),
-                                              INT("max_bytes") };
-
-static const struct field runtime_fields[] = { { "name", "name_id", F_NAME },
-                                               INT("count"),
-                                               INT("total_ns"),
-                                               INT("median_ns"),
-                                               INT("max_ns") };
-
-static const struct field step_fields[] = { { "kind", "kind", F_TEXT },
-                                            INT("count"),
-                                            INT("total_ns"),
-                                            INT("tokens"),
-                                            INT("padded"),
-                                            INT("kernel_ns"),
-                                            { "source", "source", F_TEXT } };
-
-static const struct field phase_fields[] = {
-  { "index", "idx", F_INT },
-  INT("start_ns"),
-  INT("end_ns"),
-  INT("busy_ns"),
-  INT("kernel_events"),
-  { "cause", "cause", F_TEXT },
-  { "top_kernels", "top_kernels", F_JSON },
-  { "top_launches", "top_launches", F_JSON }
-};
-
-static const struct table rank_table = { NULL,
-                                         "ranks",
-                                         "capture_id, rank, label, status",
-                                         "?1, ?2, ?3, 'done'",
-                                         3,
-                                         rank_fields,
-                                         NF(rank_fields) };
-
-#define CHILD(key, fields)                                                     \
-  {                                                                            \
-    key, key, "rank_id", "?1", 1, fields, NF(fields)                           \
-  }
-
-static const struct table child_tables[] = {
-  CHILD("kernels", kernel_fields),      CHILD("launches", launch_fields),
-  CHILD("categories", category_fields), CHILD("memcpy", memcpy_fields),
-  CHILD("runtime", runtime_fields),     CHILD("steps", step_fields),
-  CHILD("phases", phase_fields)
-};
-
-/* "INSERT INTO t(head, cols...) VALUES(head, ?k...)" from the table. */
+/* "INSERT INTO t(head, cols...) VALUES(head, ?k...)" from the table: one
+ * parameter per stored member, in order. */
 static void insert_sql(const struct table *t, char *buf, size_t size)
 {
   size_t len =
       (size_t)snprintf(buf, size, "INSERT INTO %s(%s", t->name, t->head_cols);
+  int k = t->nhead;
 
   for (size_t i = 0; i < t->n && len < size; i++)
-    len += (size_t)snprintf(buf + len, size - len, ", %s", t->f[i].col);
+    if (store__field_stored(&t->f[i]))
+      len += (size_t)snprintf(buf + len, size - len, ", %s", t->f[i].col);
   if (len < size)
     len += (size_t)snprintf(buf + len, size - len, ") VALUES(%s", t->head_vals);
   for (size_t i = 0; i < t->n && len < size; i++)
-    len +=
-        (size_t)snprintf(buf + len, size - len, ", ?%d", t->nhead + 1 + (int)i);
+    if (store__field_stored(&t->f[i]))
+      len += (size_t)snprintf(buf + len, size - len, ", ?%d", ++k);
   if (len < size)
     snprintf(buf + len, size - len, ")");
 }
@@ -190,14 +94,15 @@ static int intern(struct store *st, const char *name, int64_t *id,
   return rc;
 }
 
-static int bad_value(const char *where, const struct field *f,
+static int bad_value(const char *where, const struct store__field *f,
                      struct tr_err *err)
 {
   static const char *const want[] = {
-    [F_INT] = "an integer",     [F_INT_NULL] = "an integer or null",
-    [F_TEXT] = "a string",      [F_TEXT_NULL] = "a string or null",
-    [F_NAME] = "a string",      [F_JSON] = "present",
-    [F_JSON_NULL] = "any value"
+    [F_INT] = "an integer",      [F_INT_NULL] = "an integer or null",
+    [F_TEXT] = "a string",       [F_TEXT_NULL] = "a string or null",
+    [F_NAME] = "a string",       [F_JSON] = "present",
+    [F_JSON_NULL] = "any value", [F_AVG] = "an integer",
+    [F_SHARE] = "a number",      [F_RATIO] = "a number"
   };
 
   return tr_err_set(err, TR_EINVAL, "summary",
@@ -208,8 +113,8 @@ static int bad_value(const char *where, const struct field *f,
 /* Binds f's value from obj at parameter i: 0, a TR_E* code, or a positive
  * SQLite code from the bind. */
 static int bind_field(struct store *st, sqlite3_stmt *s, int i,
-                      const struct field *f, json_t *obj, const char *where,
-                      struct tr_err *err)
+                      const struct store__field *f, json_t *obj,
+                      const char *where, struct tr_err *err)
 {
   json_t *v = json_object_get(obj, f->key);
   bool absent = v == NULL || json_is_null(v);
@@ -251,13 +156,15 @@ static int bind_field(struct store *st, sqlite3_stmt *s, int i,
 static int insert_row(struct store *st, sqlite3_stmt *s, const struct table *t,
                       json_t *obj, const char *where, struct tr_err *err)
 {
-  int rc = 0;
+  int rc = 0, k = t->nhead;
 
   if (!json_is_object(obj))
     rc = tr_err_set(err, TR_EINVAL, "summary",
                     "rank summary: %s: not an object", where);
   for (size_t i = 0; i < t->n && rc == 0; i++) {
-    rc = bind_field(st, s, t->nhead + 1 + (int)i, &t->f[i], obj, where, err);
+    if (!store__field_stored(&t->f[i]))
+      continue;
+    rc = bind_field(st, s, ++k, &t->f[i], obj, where, err);
     if (rc > 0)
       rc = store__db_err(st, "bind", err);
   }
@@ -272,7 +179,7 @@ static int insert_children(struct store *st, int64_t rank_id,
                            struct tr_err *err)
 {
   json_t *rows = json_object_get(summary, t->key), *row;
-  char sql[1024], where[64];
+  char sql[2048], where[64];
   sqlite3_stmt *s;
   size_t i;
   int rc = 0;
@@ -315,12 +222,13 @@ static int insert_summary(struct store *st, int64_t capture_id, int rank,
                           const char *label, json_t *summary,
                           struct tr_err *err)
 {
-  char sql[1024];
+  struct table head = rank_table();
+  char sql[2048];
   sqlite3_stmt *s;
   int64_t rank_id;
   int rc = delete_rank(st, capture_id, rank, err);
 
-  insert_sql(&rank_table, sql, sizeof(sql));
+  insert_sql(&head, sql, sizeof(sql));
   if (rc == 0)
     rc = store__stmt(st, sql, &s, err);
   if (rc < 0)
@@ -328,10 +236,13 @@ static int insert_summary(struct store *st, int64_t capture_id, int rank,
   sqlite3_bind_int64(s, 1, capture_id);
   sqlite3_bind_int(s, 2, rank);
   store__bind_text(s, 3, label);
-  rc = insert_row(st, s, &rank_table, summary, "", err);
+  rc = insert_row(st, s, &head, summary, "", err);
   rank_id = sqlite3_last_insert_rowid(st->db);
-  for (size_t i = 0; i < NF(child_tables) && rc == 0; i++)
-    rc = insert_children(st, rank_id, &child_tables[i], summary, err);
+  for (size_t i = 0; i < store__ntables && rc == 0; i++) {
+    struct table t = child_table(&store__tables[i]);
+
+    rc = insert_children(st, rank_id, &t, summary, err);
+  }
   return rc;
 }
 
@@ -453,16 +364,21 @@ static int short_form(struct store *st, int64_t id, json_t *r,
 int store__capture_ranks(struct store *st, int64_t id, json_t **out,
                          struct tr_err *err)
 {
-  char sql[1024];
+  char sql[2048];
   size_t len, i;
   sqlite3_stmt *s;
   json_t *rows = NULL, *r;
   int rc;
 
   len = (size_t)snprintf(sql, sizeof(sql), "SELECT rank, label, status, error");
-  for (i = 0; i < NF(rank_fields) && len < sizeof(sql); i++)
-    len += (size_t)snprintf(sql + len, sizeof(sql) - len, ", %s",
-                            rank_fields[i].col);
+  for (i = 0; i < store__rank_nfields && len < sizeof(sql); i++) {
+    const struct store__field *f = &store__rank_fields[i];
+    bool json = f->ty == F_JSON || f->ty == F_JSON_NULL;
+
+    len += (size_t)snprintf(sql + len, sizeof(sql) - len, ", %s%s%s%s", f->col,
+                            json ? " AS " : "", json ? f->key : "",
+                            json ? "_json" : "");
+  }
   if (len < sizeof(sql))
     snprintf(sql + len, sizeof(sql) - len,
              " FROM ranks WHERE capture_id = ?1 ORDER BY rank");

@@ -2,8 +2,10 @@
  * The schema as a list of migration steps. Step i (0-based) takes a
  * database from PRAGMA user_version i to i+1; store__migrate() applies the
  * missing ones in order, one transaction each. Never edit a released step:
- * append a new one.
+ * append a new one (and never edit a field-list row a released step
+ * expanded: add a row with the next `since`).
  */
+#include "common/summary.h"
 #include "store/store_int.h"
 
 /*
@@ -149,6 +151,91 @@ static const char step2[] =
     "ALTER TABLE captures_v2 RENAME TO captures;"
     "CREATE INDEX captures_queue ON captures(status, kind, id);";
 
-const char *const store__migrations[] = { step1, step2 };
+/*
+ * From version 3 on, a step's SQL is expanded from the field list
+ * (common/summary.h): the rows whose `since` is that step's version. A
+ * row's column definition by TYPE: in a new table NOT NULL, since every
+ * row has it; added to an existing table nullable, since the rows stored
+ * before have none. Derived members (AVG, SHARE, RATIO) have no column.
+ */
+/* clang-format off */
+#define NEW_INT(c)       ", " #c " INTEGER NOT NULL"
+#define NEW_INT_NULL(c)  ", " #c " INTEGER"
+#define NEW_TEXT(c)      ", " #c " TEXT NOT NULL"
+#define NEW_TEXT_NULL(c) ", " #c " TEXT"
+#define NEW_NAME(c)      ", " #c " INTEGER NOT NULL REFERENCES names(id)"
+#define NEW_JSON(c)      ", " #c " TEXT NOT NULL"
+#define NEW_JSON_NULL(c) ", " #c " TEXT"
+#define NEW_AVG(c)
+#define NEW_SHARE(c)
+#define NEW_RATIO(c)
+#define ADD_INT(t, c)       "ALTER TABLE " t " ADD COLUMN " #c " INTEGER;"
+#define ADD_INT_NULL(t, c)  ADD_INT(t, c)
+#define ADD_TEXT(t, c)      "ALTER TABLE " t " ADD COLUMN " #c " TEXT;"
+#define ADD_TEXT_NULL(t, c) ADD_TEXT(t, c)
+#define ADD_JSON(t, c)      ADD_TEXT(t, c)
+#define ADD_JSON_NULL(t, c) ADD_TEXT(t, c)
+#define ADD_AVG(t, c)
+#define ADD_SHARE(t, c)
+#define ADD_RATIO(t, c)
+
+/* Version 3 expands the rows of since 3 only (a row of a later version
+ * adds its empty IN3_<version> here: the compiler asks for it). */
+#define IN3_1(x)
+#define IN3_2(x)
+#define IN3_3(x) x
+#define IN3_4(x)
+#define NEW3(key, col, ty, all, since) IN3_##since(NEW_##ty(col))
+#define ADD3_RANK(key, col, ty, all, since) IN3_##since(ADD_##ty("ranks", col))
+#define ADD3_KERNEL(key, col, ty, all, since)                                \
+  IN3_##since(ADD_##ty("kernels", col))
+#define ADD3_STEP(key, col, ty, all, since) IN3_##since(ADD_##ty("steps", col))
+#define OF_RANK                                                            \
+  " rank_id INTEGER NOT NULL REFERENCES ranks(id) ON DELETE CASCADE"
+
+/*
+ * Version 3: the analysis of why the GPU waits. Step-time distributions
+ * and the steady state on steps; demangled names and families on kernels;
+ * idle time, launch delays and the timeline's bucket width on ranks; new
+ * tables for the batch-size buckets, the step-time histograms, the outlier
+ * steps, idle time by cause,
+ * the utilisation timeline, the families and their time per step kind.
+ * The idle table's step may be NULL (outside steps), so it keeps a rowid.
+ */
+static const char step3[] =
+    TR_SUM_RANK(ADD3_RANK) TR_SUM_KERNEL(ADD3_KERNEL) TR_SUM_STEP(ADD3_STEP)
+    "CREATE TABLE step_buckets(" OF_RANK TR_SUM_STEP_BUCKET(NEW3)
+    ", PRIMARY KEY(rank_id, kind, dim, lo)) WITHOUT ROWID;"
+    "CREATE TABLE step_histogram(" OF_RANK TR_SUM_STEP_HIST(NEW3)
+    ", PRIMARY KEY(rank_id, kind, lo_ns)) WITHOUT ROWID;"
+    "CREATE TABLE step_outliers(" OF_RANK TR_SUM_STEP_OUTLIER(NEW3)
+    ", PRIMARY KEY(rank_id, kind, role, idx)) WITHOUT ROWID;"
+    "CREATE TABLE idle(" OF_RANK TR_SUM_IDLE(NEW3) ");"
+    "CREATE INDEX idle_rank ON idle(rank_id);"
+    "CREATE TABLE timeline(" OF_RANK TR_SUM_TIMELINE(NEW3)
+    ", PRIMARY KEY(rank_id, idx)) WITHOUT ROWID;"
+    "CREATE TABLE families(" OF_RANK TR_SUM_FAMILY(NEW3)
+    ", PRIMARY KEY(rank_id, family)) WITHOUT ROWID;"
+    "CREATE TABLE family_steps(" OF_RANK TR_SUM_FAMILY_STEP(NEW3)
+    ", PRIMARY KEY(rank_id, family, step)) WITHOUT ROWID;";
+/* clang-format on */
+
+/* clang-format off */
+/* Version 4 expands the rows of since 4 only. */
+#define IN4_1(x)
+#define IN4_2(x)
+#define IN4_3(x)
+#define IN4_4(x) x
+#define ADD4_RANK(key, col, ty, all, since) IN4_##since(ADD_##ty("ranks", col))
+
+/*
+ * Version 4: the cap on distinct names per rank (index/agg_fold.c): how
+ * many kernel and host API names folded into one row, and the summary's
+ * warnings ([{code, message}] as JSON text).
+ */
+static const char step4[] = TR_SUM_RANK(ADD4_RANK);
+/* clang-format on */
+
+const char *const store__migrations[] = { step1, step2, step3, step4 };
 const int store__schema_version =
     (int)(sizeof(store__migrations) / sizeof(store__migrations[0]));

@@ -89,7 +89,8 @@ int store_capture_merge(struct store *st, int64_t id, const char *column,
  * (null until merged), queue_position (1-based FIFO place among queued
  * captures of the same kind; null when not queued), extra's members (the
  * columns win a name clash), and ranks by rank number: a done rank is its
- * summary without kernels/launches/runtime/phases, "rank" being the
+ * summary without its long tables (all but categories, memcpy and
+ * steps: they have their own routes), "rank" being the
  * capture's rank number, "trace_rank" the summary's own, plus "label" and
  * "status"; a failed one is {rank, label, file, status "failed", error}.
  * One read snapshot. TR_ENOTFOUND (field "id") when no such id. */
@@ -187,6 +188,12 @@ struct store_query {
                            keep their order: categories and memcpy total
                            desc, steps by kind, phases by rank, index) */
   int limit;            /* 0: no limit */
+  const char *family;   /* NULL or "": any; else exactly. kernels */
+  const char *kind;     /* NULL or "": any; else exactly: the step kind of
+                           steps/buckets, steps/outliers, families/steps */
+  const char *by;       /* idle: "cause" (NULL) or "step" */
+  int buckets;          /* timeline: rows wanted per rank, 1..4096 (0:
+                           256) */
 };
 
 /* Each answers a JSON array of rows as in docs/API.md (avg_ns
@@ -216,22 +223,56 @@ int store_runtime(struct store *st, const struct store_query *q, json_t **out,
 int store_phases(struct store *st, const struct store_query *q, json_t **out,
                  struct tr_err *err);
 
+/* The analysis tables (docs/API.md, api/openapi.yaml), rows as the rank
+ * summary's: step_buckets by kind, dim, lo (all ranks: counts summed, the
+ * percentiles the largest of the ranks'); step_outliers every rank's (each
+ * with "rank" when all ranks), slowest first then the median step, per
+ * kind; families by sort (q: a family substring, category) with
+ * all-ranks sums; family_steps by step kind, total first; step_histogram
+ * by kind and lo_ns (all ranks: counts summed). */
+int store_step_buckets(struct store *st, const struct store_query *q,
+                       json_t **out, struct tr_err *err);
+int store_step_outliers(struct store *st, const struct store_query *q,
+                        json_t **out, struct tr_err *err);
+int store_step_histogram(struct store *st, const struct store_query *q,
+                         json_t **out, struct tr_err *err);
+int store_families(struct store *st, const struct store_query *q, json_t **out,
+                   struct tr_err *err);
+int store_family_steps(struct store *st, const struct store_query *q,
+                       json_t **out, struct tr_err *err);
+
+/* GET /captures/<id>/idle: rows {cause, idle_ns, share} (by "step": {step,
+ * cause, idle_ns, share}, step null outside steps), share of the rank's
+ * idle_ns (all ranks: of their sum, rows summed and with "ranks"); largest
+ * first. TR_EINVAL naming "by" or "rank". */
+int store_idle(struct store *st, const struct store_query *q, json_t **out,
+               struct tr_err *err);
+
+/* GET /captures/<id>/timeline: the rank's timeline re-binned into at most
+ * q->buckets rows {start_ns, end_ns, busy_ns, by_category, steps, step}
+ * (sums of the stored buckets: busy_ns still sums to gpu_busy_ns; step the
+ * kind covering most of the row, ties by name); all ranks: every rank's
+ * rows, each with "rank". TR_EINVAL naming "buckets" or "rank". */
+int store_timeline(struct store *st, const struct store_query *q, json_t **out,
+                   struct tr_err *err);
+
 struct store_diff_opts {
   int rank;         /* -1: all ranks summed */
-  const char *by;   /* kernel|category|step; NULL: kernel */
+  const char *by;   /* kernel|category|step|family; NULL: kernel */
   const char *norm; /* none|per_step; NULL: none */
   int limit;        /* 0: no limit */
 };
 
 /* GET /diff: {"a", "b", "by", "norm", "rank" (null: all), "a_steps",
- * "b_steps", "rows", "categories", "warnings"}. rows: {name|category|kind,
- * a_count, b_count, a_total_ns, b_total_ns, delta_ns (b - a), delta_pct
- * (delta / a_total * 100, null when a_total is 0), status both|only_a|
- * only_b}, sorted by |delta_ns| desc then key, at most limit. categories:
- * the by=category rows, always, never limited. a_steps/b_steps: each run's
- * real step count (prefill + decode; the largest per-rank count, or the
- * rank's). norm=per_step divides each run's total_ns by its real step
- * count, rounded half away from zero to integer ns; counts stay raw.
+ * "b_steps", "rows", "categories", "warnings"}. rows: {name|category|kind|
+ * family, a_count, b_count, a_total_ns, b_total_ns, delta_ns (b - a),
+ * delta_pct (delta / a_total * 100, null when a_total is 0), status
+ * both|only_a|only_b}, sorted by |delta_ns| desc then key, at most
+ * limit. categories: the by=category rows, always, never limited.
+ * a_steps/b_steps: each run's real step count (prefill + decode; the
+ * largest per-rank count, or the rank's). norm=per_step divides each
+ * run's total_ns by its real step count, rounded half away from zero to
+ * integer ns; counts stay raw.
  * warnings: [{code, message}], codes different_tp (params.tp, else the
  * number of ranks), different_device, no_labels (a run without steps),
  * different_step_kinds, different_step_counts, pre_taxonomy (a run with

@@ -22,6 +22,61 @@ struct store {
   size_t ncache, capcache;
 };
 
+/* fields.c: the rank summary's members (common/summary.h) as the store
+ * sees them. */
+enum store__fty {
+  F_INT,       /* integer, required */
+  F_INT_NULL,  /* integer or null/absent */
+  F_TEXT,      /* string, required */
+  F_TEXT_NULL, /* string or null/absent */
+  F_NAME,      /* string, required, interned into names: column name_id */
+  F_JSON,      /* any JSON value, required, stored as compact text */
+  F_JSON_NULL, /* JSON value or null/absent */
+  F_AVG,       /* derived when read: total_ns / count; not stored */
+  F_SHARE,     /* derived when read: total_ns / a rank column; not stored */
+  F_RATIO      /* derived when read: a column / count; not stored */
+};
+
+enum store__fall { /* how a row sums over ranks: common/summary.h's ALL */
+                   A_KEY,
+                   A_SUM,
+                   A_MIN,
+                   A_MAX,
+                   A_ANY,
+                   A_MIXED,
+                   A_NONE,
+                   A_EACH,
+                   A_AVG,
+                   A_SHARE,
+                   A_RATIO
+};
+
+struct store__field {
+  const char *key; /* member of the summary object or row */
+  const char *col; /* column it is stored in */
+  enum store__fty ty;
+  enum store__fall all;
+  const char *den; /* F_SHARE: the ranks column it is a share of; F_RATIO:
+                      the row's column over its count */
+};
+
+struct store__table {
+  const char *member; /* the summary's array, and the SQL table */
+  const struct store__field *f;
+  size_t n;
+};
+
+extern const struct store__field store__rank_fields[];
+extern const size_t store__rank_nfields;
+extern const struct store__table store__tables[];
+extern const size_t store__ntables;
+
+/* The table of the summary member (kernels, launches...), or NULL. */
+const struct store__table *store__table(const char *member);
+
+/* False for the derived members (avg_ns, share, padded_share). */
+bool store__field_stored(const struct store__field *f);
+
 /* schema.c: migration step i takes user_version i to i+1. */
 extern const char *const store__migrations[];
 extern const int store__schema_version;
@@ -96,6 +151,16 @@ int store__check_enum(const char *s, const char *const *allowed,
  * rank indexed (status done). */
 int store__rank_exists(struct store *st, int64_t capture_id, int rank,
                        struct tr_err *err);
+
+/* queries.c: runs fn(st, ctx, q, &rows, err) in one read snapshot after
+ * checking that the capture (and q->rank, unless -1) exists and is
+ * indexed; *out gets the rows. TR_EINVAL naming "rank" for a rank < -1. */
+typedef int (*store__rows_fn)(struct store *st, const void *ctx,
+                              const struct store_query *q, json_t **out,
+                              struct tr_err *err);
+int store__snapshot(struct store *st, const struct store_query *q,
+                    store__rows_fn fn, const void *ctx, json_t **out,
+                    struct tr_err *err);
 
 /* queries.c: the single-rank rows of one small table (categories, memcpy,
  * steps) for the capture object's rank short form. */

@@ -1,10 +1,10 @@
 # The indexer's aggregation (index/agg*.c, rules.c, file.c, cli.c).
 # test_index_agg links the aggregation sources directly (not the whole
 # traced_index library) so that it tests them alone, fed hand-made events.
-traced_c_test(test_index_agg traced_common test_index_agg.c
-  ${CMAKE_SOURCE_DIR}/index/agg.c ${CMAKE_SOURCE_DIR}/index/agg_map.c
-  ${CMAKE_SOURCE_DIR}/index/agg_runs.c ${CMAKE_SOURCE_DIR}/index/agg_time.c
-  ${CMAKE_SOURCE_DIR}/index/agg_json.c ${CMAKE_SOURCE_DIR}/index/rules.c)
+file(GLOB AGG_SRC CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/index/agg*.c)
+traced_c_test(test_index_agg traced_common test_index_agg.c ${AGG_SRC}
+  ${CMAKE_SOURCE_DIR}/index/rules.c ${CMAKE_SOURCE_DIR}/index/family.c)
+target_link_libraries(test_index_agg PRIVATE ${IBERTY_LIB})
 
 # `traced index` on every real trace against the Python reference.
 traced_py_test(test_index_traces test_index_traces.py)
@@ -19,3 +19,7 @@ traced_py_test(test_index_memory test_index_memory.py)
 
 # idx_file(): progress, cancel, rank override, rules, errors.
 traced_c_test(test_index_file traced_index test_index_file.c)
+
+# The distinct-names bomb through a running daemon: VmHWM under 128 MB,
+# names beyond max_kernel_names folded, every count and total kept.
+traced_py_test(test_name_bomb test_name_bomb.py)

@@ -12,11 +12,23 @@ traced or ref_index, so tests can hold both to them.
     (atom/rank_<r>/<model>_ts_<YYYYmmdd_HHMMSS>_<ms>.pt.trace.json.gz): ROCm
     kineto with CPU user_annotation and GPU gpu_user_annotation run labels
     (prefill, decode padded and not, dummy_decode, dummy_eager_decode,
-    eager_decode, propose_eagle, draft_kv), kernels with grid/block only and
+    eager_decode, propose_eagle, propose_dspark, draft_kv, dspark_sched,
+    some with ATOM_ENABLE_DETAILED_ANNOTATION's sqsq= sqsk= sk=), kernels with
+    grid/block only and
     shared memory on hipLaunchKernel (written before the kernel, and every
     fourth one after it), decode graph replays (hipGraphLaunch: one
     correlation, many kernels), copies and memsets, events out of time
     order.
+(e) labels_<generation>_<side>/: one rank each of both run-label
+    generations (the seed's newer ATOM above; ATOM ffdf3bb5's draft[i/k bs=],
+    dspark[bs= T=], dspark_ctx_kv[bs= tok=], dspark_sched[bs=], with
+    capture_graph_bs_8 and decode_helper[...] that are no steps), with the
+    labels on the GPU side too (gpu) or on the CPU side only (cpu).
+(f) idle/idle_causes.pt.trace.json.gz: a ROCm rank built to hold every idle
+    cause (host_late, sync, collective, graph_replay, between_steps, other)
+    inside decode and prefill steps, a first decode step slow enough to be
+    warm-up, and kernel names of every family rule (Tensile tiles, Triton
+    ordinals, nvjet tiles, mangled CK and ck_tile kernels).
 (b) mctracer/tracer_out-39991.json: the seed 003 timeline in small: pid
     lanes 1/2/3, co_id, kernel_kernel and kernel_kernel_1 at the seed's
     shapes, registers 192/150, dynamic shared 32768/16384, memcpy
@@ -73,19 +85,42 @@ KERNELS = {
     "tri": ("triton_poi_fused_add_0", [512, 1, 1], [128, 1, 1], 0, 2500),
 }
 
-# (label, kernels, graph replay)
+# (label, kernels, graph replay): the seed skill's newer ATOM (000_*,
+# "record_function tag format"), detailed annotation fields on some labels
 SCHEDULE = [
-    ("prefill[bs=2 tok=1024 ctx=[512, 512]]",
+    ("prefill[bs=2 tok=1024 ctx=[512, 512] sqsq=524288 sqsk=524288 sk=1024]",
      ["norm", "gemm", "attn", "moe", "ar", "gemm"], False),
     ("decode[bs=117/128 tok=117 d=117 spec=1 graph]",
      ["norm", "gemm", "gattn", "moe", "gemm"], True),
-    ("decode[bs=32 tok=32 d=32]", ["norm", "gemm", "attn", "moe"], False),
+    ("decode[bs=32 tok=32 d=32 sqsq=32 sqsk=40960 sk=40960]",
+     ["norm", "gemm", "attn", "moe"], False),
     ("dummy_decode[bs=1 tok=1 d=1]", ["gemm", "ar"], False),
     ("dummy_eager_decode[bs=1 tok=1 ctx=[1]]", ["gemm"], False),
     ("eager_decode[bs=3 tok=3 ctx=[10, 11, 12]]",
      ["norm", "gemm", "attn", "moe"], False),
     ("propose_eagle[1/3 tok=16 bs=16/16 graph]", ["tri", "gemm"], False),
+    ("propose_dspark[bs=6/8 T=4 graph]", ["tri", "gemm"], False),
     ("draft_kv[bs=16 tok=16]", ["tri"], False),
+    ("dspark_sched[bs=6]", ["tri"], False),
+]
+# The same work as ATOM ffdf3bb5 labels it: draft[i/k bs=]
+# (atom/spec_decode/eagle_proposer.py), dspark[bs= T=], dspark_ctx_kv[bs=
+# tok=], dspark_sched[bs=] (dspark_proposer.py); capture_graph_bs_N and a
+# bracketed name of no known kind are not steps.
+SCHEDULE_FFDF3BB5 = [
+    ("prefill[bs=4 tok=2048 ctx=[1, 2, 3]...+1]",
+     ["norm", "gemm", "attn", "moe", "ar", "gemm"], False),
+    ("decode[bs=60/64 tok=60 d=60 spec=3 sqsq=60 sqsk=61440 sk=61440]",
+     ["norm", "gemm", "gattn", "moe", "gemm"], True),
+    ("draft[0/3 bs=60]", ["tri", "gemm"], False),
+    ("draft[1/3 bs=60]", ["tri"], False),
+    ("draft[2/3 bs=60]", ["tri"], False),
+    ("dspark_ctx_kv[bs=8 tok=512]", ["tri"], False),
+    ("dspark[bs=8 T=4]", ["tri", "gemm"], False),
+    ("dspark_sched[bs=8]", ["tri"], False),
+    ("capture_graph_bs_8", ["gemm"], False),
+    ("decode_helper[bs=8]", ["tri"], False),
+    ("dummy_decode[bs=1 tok=1 d=1]", ["gemm", "ar"], False),
 ]
 ROUNDS = 3
 
@@ -93,8 +128,10 @@ ROUNDS = 3
 class Rank:
     """One rank's kineto trace under construction, and its bookkeeping."""
 
-    def __init__(self, rank):
+    def __init__(self, rank, schedule=None, gpu_labels=True):
         self.rank = rank
+        self.schedule = schedule or SCHEDULE
+        self.gpu_labels = gpu_labels   # else CPU-side labels only
         self.rng = random.Random(100 + rank)
         self.cpu, self.gpu, self.labels, self.late = [], [], [], []
         self.corr = 1000
@@ -172,21 +209,28 @@ class Rank:
         self.ev(self.cpu, ph="X", cat="user_annotation", name=label,
                 pid=700 + self.rank, tid=700, ts=self.cpu_t, dur=cpu_dur)
         gpu_dur = self.gpu_t + 2000 - gpu_start
-        self.ev(self.labels, ph="X", cat="gpu_user_annotation", name=label,
-                pid=2 + self.rank, tid=0, ts=gpu_start, dur=gpu_dur)
+        if self.gpu_labels:
+            self.ev(self.labels, ph="X", cat="gpu_user_annotation",
+                    name=label, pid=2 + self.rank, tid=0, ts=gpu_start,
+                    dur=gpu_dur)
+        if "[" in label and kind in STEP_KINDS:
+            self.count_step(kind, label, gpu_dur if self.gpu_labels
+                            else cpu_dur, kernel_ns)
+        self.cpu_t += cpu_dur + 4000
+        self.gpu_t += 2000 + 50000   # idle between steps
+
+    def count_step(self, kind, label, dur, kernel_ns):
         m = re.search(r"tok=(\d+)", label)
         bs = re.search(r"bs=(\d+)(?:/(\d+))?", label)
         st = self.exp["steps"].setdefault(kind, {
             "count": 0, "total_ns": 0, "tokens": 0, "padded": 0,
-            "kernel_ns": 0, "source": "gpu"})
+            "kernel_ns": 0, "source": "gpu" if self.gpu_labels else "cpu"})
         st["count"] += 1
-        st["total_ns"] += gpu_dur
-        st["tokens"] += int(m.group(1))
+        st["total_ns"] += dur
+        st["tokens"] += int(m.group(1)) if m else 0
         st["padded"] += int(bool(bs.group(2)) and
                             int(bs.group(2)) > int(bs.group(1)))
-        st["kernel_ns"] += kernel_ns
-        self.cpu_t += cpu_dur + 4000
-        self.gpu_t += 2000 + 50000   # idle between steps
+        st["kernel_ns"] += kernel_ns if self.gpu_labels else 0
 
     def copies(self):
         """Between rounds: an unlabelled kernel, two copies, a memset."""
@@ -221,7 +265,7 @@ class Rank:
     def document(self, path):
         start = self.cpu_t - 1000
         for _ in range(ROUNDS):
-            for label, keys, graph in SCHEDULE:
+            for label, keys, graph in self.schedule:
                 self.step(label, keys, graph)
             self.copies()
         end = max(self.gpu_t, self.cpu_t)
@@ -248,17 +292,39 @@ class Rank:
                 "traceEvents": events, "traceName": path}, exp
 
 
-def make_atom(outdir):
-    """The TP=2 ATOM capture; returns the expectations per rank."""
+# The kinds the generator counts as steps (docs/ATOM.md): its own list.
+STEP_KINDS = {"prefill", "decode", "eager_decode", "dummy_decode",
+              "dummy_eager_decode", "dummy_prefill", "draft", "dspark",
+              "dspark_ctx_kv", "dspark_sched", "draft_kv", "propose_eagle",
+              "propose_dspark"}
+
+
+def make_atom(outdir, folder="atom", ranks=2, schedule=None,
+              gpu_labels=True):
+    """An ATOM capture of `ranks` ranks; returns the expectations per
+    rank."""
     out = []
-    for rank in range(2):
-        d = os.path.join(outdir, "atom", "rank_%d" % rank)
+    for rank in range(ranks):
+        d = os.path.join(outdir, folder, "rank_%d" % rank)
         os.makedirs(d, exist_ok=True)
         path = os.path.join(d, "%s_ts_%s.pt.trace.json.gz" % (MODEL, STAMP))
-        doc, exp = Rank(rank).document(path)
+        doc, exp = Rank(rank, schedule, gpu_labels).document(path)
         with gzip.open(path, "wb") as f:
             f.write(dumps(doc).encode())
         out.append(exp)
+    return out
+
+
+def make_generations(outdir):
+    """Both run-label generations, each with its labels on the GPU side
+    (gpu_user_annotation, which wins) and on the CPU side only
+    (user_annotation): {name: [expectations of its one rank]}."""
+    out = {}
+    for gen, schedule in (("seed", SCHEDULE),
+                          ("ffdf3bb5", SCHEDULE_FFDF3BB5)):
+        for side, gpu in (("gpu", True), ("cpu", False)):
+            name = "labels_%s_%s" % (gen, side)
+            out[name] = make_atom(outdir, name, 1, schedule, gpu)
     return out
 
 
@@ -619,16 +685,174 @@ def make_odd(d):
                   "t0_ns": 10500, "span_ns": 10500}
 
 
+# ------------------------------------------------- (f) idle causes, names
+
+# Kernel names and the family each must get (docs: index/family.c): Tensile
+# at two tiles, Triton ordinals, nvjet tiles, mangled CK kernels at two
+# template instances, ck_tile's kentry<1, X> (family X), an anonymous
+# namespace, and a collective.
+NAMED = {
+    "gemm_a": ("Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT128x128x64_"
+               "MI16x16x1_SN_LDSB1_GRVWA8", "Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_"
+               "SAV_UserArgs"),
+    "gemm_b": ("Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT64x256x64_"
+               "MI32x32x8_SN_LDSB0_GRVWA4", "Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_"
+               "SAV_UserArgs"),
+    "tri_0": ("triton_poi_fused_add_0", "triton_poi_fused_add"),
+    "tri_1": ("triton_poi_fused_add_1", "triton_poi_fused_add"),
+    "nccl": ("ncclDevKernel_AllReduce_Sum_bf16_RING_LL",
+             "ncclDevKernel_AllReduce_Sum_bf16_RING_LL"),
+    "ck_256": ("_ZN2ck13kernel_gemm_vILi256EEEvPKfPf", "ck::kernel_gemm_v"),
+    "ck_128": ("_ZN2ck13kernel_gemm_vILi128EEEvPKfPf", "ck::kernel_gemm_v"),
+    "norm": ("_ZN7ck_tile6kentryILi1ENS_12Rmsnorm2dFwdIfEEEEvv",
+             "ck_tile::Rmsnorm2dFwd"),
+    "tgemm": ("_ZN7ck_tile6kentryILi1ENS_10GemmKernelIfEEEEvv",
+              "ck_tile::GemmKernel"),
+    "fill": ("_ZN2at6native12_GLOBAL__N_111fill_kernelIfEEvPf",
+             "at::native::(anonymous namespace)::fill_kernel"),
+    "jet_a": ("nvjet_tst_128x256_64x4_2x1_v_bz_coopA_NTN", "nvjet_tst"),
+    "jet_b": ("nvjet_tst_256x128_64x4_1x2_h_bz_coopB_NTN", "nvjet_tst"),
+}
+IDLE_T0 = 9_000_000_000
+
+
+class IdleTrace:
+    """A ROCm kineto rank built to hold each idle cause, with the figures
+    it was built with: idle ns per (step kind or None, cause)."""
+
+    def __init__(self):
+        self.cpu, self.gpu, self.corr = [], [], 500
+        self.idle = {}
+        self.kernels = {}
+        self.t = IDLE_T0 + 10_000   # the device clock
+
+    def call(self, name, ts, dur, corr=None, **args):
+        a = dict(args)
+        if corr is not None:
+            a["correlation"] = corr
+        self.cpu.append({"ph": "X", "cat": "cuda_runtime", "name": name,
+                         "pid": 800, "tid": 800, "ts": us(ts),
+                         "dur": us(dur), "args": a})
+
+    def kernel(self, key, ts, dur, corr, stream=0):
+        name = NAMED[key][0]
+        self.gpu.append({"ph": "X", "cat": "kernel", "name": name,
+                         "pid": 4, "tid": stream, "ts": us(ts),
+                         "dur": us(dur),
+                         "args": {"device": 4, "stream": stream,
+                                  "correlation": corr, "grid": [64, 1, 1],
+                                  "block": [256, 1, 1]}})
+        self.kernels.setdefault(name, []).append(dur)
+        self.t = ts + dur
+
+    def launch(self, key, at, gap, dur=8000):
+        """A kernel `gap` ns after the device went idle (self.t), its
+        hipLaunchKernel starting at `at` (absolute)."""
+        self.corr += 1
+        self.call("hipLaunchKernel", at, 1500, self.corr,
+                  kernel=NAMED[key][0], **{"shared memory": 0})
+        self.kernel(key, self.t + gap, dur, self.corr)
+
+    def gap(self, kind, cause, ns):
+        k = (kind, cause)
+        self.idle[k] = self.idle.get(k, 0) + ns
+
+    def label(self, name, start, end):
+        for cat, pid in (("user_annotation", 800), ("gpu_user_annotation",
+                                                    4)):
+            self.cpu.append({"ph": "X", "cat": cat, "name": name, "pid": pid,
+                             "tid": 800 if pid == 800 else 0,
+                             "ts": us(start), "dur": us(end - start)})
+
+    def decode(self, i, slow):
+        """One decode step: every cause inside it, then a graph replay."""
+        s = self.t
+        early = s - 9000          # calls issued before the device idled
+        self.launch("gemm_a" if i % 2 else "gemm_b", early, 0,
+                    200000 if slow else 10000)
+        self.launch("tri_0", early + 1, 3000)           # queued: other
+        self.gap("decode", "other", 3000)
+        self.launch("tri_1", self.t + 1000, 4000)       # host_late
+        self.gap("decode", "host_late", 4000)
+        self.corr += 1
+        self.call("hipDeviceSynchronize", self.t - 2000, 2500, self.corr)
+        self.launch("ck_256" if i % 2 else "ck_128", self.t + 1000, 5000)
+        self.gap("decode", "sync", 5000)
+        self.launch("nccl", early + 2, 6000)            # collective
+        self.gap("decode", "collective", 6000)
+        self.corr += 1
+        self.call("hipGraphLaunch", early + 3, 3000, self.corr)
+        g = self.corr
+        for key, gap in (("jet_a", 2000), ("jet_b", 700), ("jet_a", 800)):
+            self.kernel(key, self.t + gap, 4000, g)
+        self.gap("decode", "other", 2000)               # queued replay
+        self.gap("decode", "graph_replay", 1500)
+        self.label("decode[bs=%d tok=%d d=%d]" % (i + 1, i + 1, i + 1), s,
+                   self.t + 1000)
+        return self.t + 1000
+
+    def prefill(self, end_decode):
+        """Between steps, then a prefill whose first kernel the host
+        issued late: its stretch starts inside the decode label."""
+        last = self.t
+        s = end_decode + 20000
+        self.launch("norm", last + 500, s + 2000 - last)
+        self.gap("decode", "host_late", end_decode - last)
+        self.gap(None, "between_steps", 20000)
+        self.gap("prefill", "host_late", 2000)
+        self.launch("tgemm", last + 600, 0)
+        self.launch("fill", last + 700, 1000)
+        self.gap("prefill", "other", 1000)
+        self.label("prefill[bs=2 tok=512 ctx=[256, 256]]", s, self.t)
+        return self.t
+
+    def document(self, path):
+        self.call("hipGetDevice", IDLE_T0, 100)
+        self.gap(None, "between_steps", self.t - IDLE_T0)
+        end = None
+        for i in range(12):
+            end = self.decode(i, i == 0)
+            end = self.prefill(end)
+            self.t = end + 0   # the next decode starts where this ended
+            self.gap(None, "between_steps", 0)
+        tend = self.t + 30000
+        self.gap(None, "between_steps", 30000)
+        self.cpu.append({"ph": "X", "cat": "user_annotation",
+                         "name": "ProfilerStep#1", "pid": 800, "tid": 800,
+                         "ts": us(IDLE_T0), "dur": us(tend - IDLE_T0)})
+        busy = sum(sum(v) for v in self.kernels.values())
+        exp = {"path": path, "idle": {k: v for k, v in self.idle.items()
+                                      if v},
+               "span_ns": tend - IDLE_T0, "gpu_busy_ns": busy,
+               "families": {NAMED[k][0]: NAMED[k][1] for k in NAMED},
+               "warmup": {"decode": 1, "prefill": 0}}
+        return {"schemaVersion": 1, "deviceProperties": [
+            {"id": 0, "name": "AMD Instinct MI300X"}],
+            "traceEvents": self.cpu + self.gpu[::-1]}, exp
+
+
+def make_idle(outdir):
+    d = os.path.join(outdir, "idle")
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, "idle_causes.pt.trace.json.gz")
+    doc, exp = IdleTrace().document(path)
+    with gzip.open(path, "wb") as f:
+        f.write(dumps(doc).encode())
+    return exp
+
+
 def generate(outdir, traces_dir=None):
     """Writes every fixture under outdir; returns {"atom": [per rank],
     "mctracer": {...}, "legacy": {...}, "fail": {path: why}, "odd": (path,
-    {...})}."""
+    {...}), "generations": {name: [per rank]}}."""
     traces_dir = traces_dir or os.environ.get(
         "TRACES_DIR", os.path.join(os.path.dirname(__file__), "..", "..",
                                    "shared", "traces"))
     fail, odd = make_bad(outdir, traces_dir)
     return {"atom": make_atom(outdir), "mctracer": make_mctracer(outdir),
-            "legacy": make_legacy(outdir), "fail": fail, "odd": odd}
+            "legacy": make_legacy(outdir), "fail": fail, "odd": odd,
+            "generations": make_generations(outdir),
+            "idle": make_idle(outdir)}
 
 
 if __name__ == "__main__":

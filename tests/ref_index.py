@@ -21,17 +21,23 @@ Rules (the contract in docs/API.md, docs/TRACE_FORMATS.md, docs/ATOM.md):
 import bisect
 import gzip
 import json
+import os
 import re
 import sys
 from decimal import Decimal, InvalidOperation
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ref_analysis  # noqa: E402
 
 KERNEL_CATS = {"kernel", "Kernel"}
 COPY_CATS = {"gpu_memcpy", "Memcpy"}
 MEMSET_CATS = {"gpu_memset", "Memset"}
 RUNTIME_CATS = {"cuda_runtime", "cuda_driver", "Runtime"}
+# Run-label kinds of both ATOM generations (docs/ATOM.md): ffdf3bb5's
+# draft/dspark/dspark_ctx_kv, the seed's draft_kv and propose_* (below).
 STEP_KINDS = ("prefill", "decode", "eager_decode", "dummy_decode",
-              "dummy_eager_decode", "dummy_prefill", "draft_kv",
-              "dspark_sched")
+              "dummy_eager_decode", "dummy_prefill", "draft", "dspark",
+              "dspark_ctx_kv", "dspark_sched", "draft_kv")
 COPY_DIRS = {"htod": "HtoD", "dtoh": "DtoH", "dtod": "DtoD",
              "htoh": "HtoH", "ptop": "PtoP"}
 LABEL_RE = re.compile(r"^(propose_[A-Za-z0-9_]+|[a-z_]+)\[")
@@ -286,7 +292,46 @@ class _Launches:
         return {k: tuple(v) for k, v in self.rows.items()}
 
 
-def reference(path, fmt="auto"):
+def analysis(r, t0, tend, ev, categories):
+    """The analysis figures (ref_analysis.py) into r: step distributions,
+    buckets and outliers, idle time by cause, launch delays, the timeline,
+    families and their time per step kind."""
+    side = "gpu" if r["steps"] and r["steps"][next(iter(r["steps"]))][
+        "source"] == "gpu" else "cpu"
+    labels = [lab[:5] for lab in ev["labels"] if lab[5] == side]
+    kernels = [(d[0], d[1], d[4]) for d in ev["device"] if d[2] == "kernel"]
+    more, r["step_buckets"], r["step_outliers"], r["step_histogram"] = \
+        ref_analysis.steps(labels, kernels)
+    for kind, extra in more.items():
+        r["steps"][kind].update(extra)
+    for o in r["step_outliers"]:
+        o["start_ns"] -= t0
+    r["warmup_steps"] = sum(v["warmup_steps"] for v in more.values())
+    r["idle"], r["idle_ns"] = ref_analysis.idle(
+        t0, tend, ev["device"], ev["calls"], labels, ev["kinds"])
+    delays = ref_analysis.launch_delays(ev["device"], ev["calls"])
+    r["launch_delays"] = len(delays)
+    for k, p in (("min", None), ("p50", 500), ("p99", 990), ("max", None)):
+        r["launch_delay_%s_ns" % k] = (
+            0 if not delays else min(delays) if k == "min" else
+            max(delays) if k == "max" else ref_analysis.pct(delays, p))
+
+    def category(rec):
+        if rec[2] != "kernel":
+            return rec[2]
+        return (categories or {}).get(rec[4], "other")
+    r["timeline"], r["timeline_bucket_ns"] = ref_analysis.timeline(
+        t0, tend, ev["device"], labels, category)
+    durs = {}
+    for ts, dur, name in kernels:
+        durs.setdefault(name, []).append(dur)
+    r["families"] = ref_analysis.families(durs)
+    r["family_steps"] = ref_analysis.family_steps(
+        labels, kernels, {k: v["count"] for k, v in r["steps"].items()}) \
+        if side == "gpu" else {}
+
+
+def reference(path, fmt="auto", categories=None):
     """The reference figures of one trace file:
     events, skipped_events, format, t0_ns, span_ns, device, kernel_events,
     kernel_ns, distinct_kernels, memcpy_count, memcpy_bytes, memcpy_ns,
@@ -295,8 +340,14 @@ def reference(path, fmt="auto"):
     last_ns}}, memcpy {kind: {count,total_ns,bytes,max_bytes}},
     runtime {name: {count,total_ns,median_ns,max_ns}},
     launches {(name, grid, block, regs, shared): (count,total,min,max)},
-    steps {kind: {count,total_ns,tokens,padded,kernel_ns,source}},
-    json_bytes, rank."""
+    steps {kind: {count,total_ns,tokens,padded,kernel_ns,source, and the
+    distribution of ref_analysis.steps()}}, json_bytes, rank; and the
+    analysis (ref_analysis.py): step_buckets, step_histogram,
+    step_outliers, warmup_steps, idle {(step, cause): ns}, idle_ns,
+    launch_delays and launch_delay_{min,p50,p99,max}_ns, timeline,
+    timeline_bucket_ns, families {family: row}, family_steps {(family,
+    step): row}. categories ({kernel name: category}, e.g. traced's own
+    kernel rows) names the categories of the timeline; others: "other"."""
     doc, json_bytes = load(path)
     events = doc if isinstance(doc, list) else doc.get("traceEvents")
     if not isinstance(events, list):
@@ -315,7 +366,11 @@ def reference(path, fmt="auto"):
     launches = _Launches()
     t0 = tend = None
     device = None
-    for e in events:
+    # For the analysis: device records (ts, dur, type, corr, name), host
+    # calls (ts, dur, corr, name), run labels (ts, dur, kind, name, place
+    # in the file, side), the kinds in the order first seen.
+    ev = {"device": [], "calls": [], "labels": [], "kinds": []}
+    for place, e in enumerate(events):
         tsdur = well_formed(e, scale) if isinstance(e, dict) else None
         if tsdur is None:
             r["skipped_events"] += 1
@@ -336,6 +391,8 @@ def reference(path, fmt="auto"):
             continue
         cls = classify(fmt, e)
         name = e.get("name") or ""
+        rcorr = num(args.get("correlation", args.get("co_id")))
+        rcorr = -1 if rcorr is None else rcorr
         if cls == "kernel":
             k = kernels.setdefault(name, {"durs": [], "starts": []})
             k["durs"].append(dur)
@@ -343,6 +400,7 @@ def reference(path, fmt="auto"):
             kernel_times.append((ts, dur))
             device_ivs.append((ts, ts + dur))
             launches.add_kernel(fmt, name, args, dur)
+            ev["device"].append((ts, dur, "kernel", rcorr, name))
         elif cls in ("copy", "memset"):
             kind = "memset" if cls == "memset" else copy_kind(e)
             c = copies.setdefault(kind, {"count": 0, "total_ns": 0,
@@ -357,8 +415,11 @@ def reference(path, fmt="auto"):
             c["bytes"] += b
             c["max_bytes"] = max(c["max_bytes"], b)
             device_ivs.append((ts, ts + dur))
+            ev["device"].append((ts, dur, "memset" if cls == "memset"
+                                 else "copy", rcorr, name))
         elif cls == "runtime":
             runtime.setdefault(name, []).append(dur)
+            ev["calls"].append((ts, dur, rcorr, name))
             corr = num(args.get("correlation"))
             if fmt != "mctracer" and corr is not None:
                 launches.add_launch(args)
@@ -371,6 +432,9 @@ def reference(path, fmt="auto"):
                 continue
             kind, tokens, padded = lab
             side = "gpu" if cls == "label_gpu" else "cpu"
+            ev["labels"].append((ts, dur, kind, name, place, side))
+            if kind not in ev["kinds"]:
+                ev["kinds"].append(kind)
             s = steps[side].setdefault(kind, {"count": 0, "total_ns": 0,
                                               "tokens": 0, "padded": 0})
             s["count"] += 1
@@ -425,12 +489,16 @@ def reference(path, fmt="auto"):
     r["steps"] = {k: dict(v, kernel_ns=in_labels.get(k, 0) if side == "gpu"
                           else 0, source=side)
                   for k, v in steps[side].items()}
+    analysis(r, t0, tend, ev, categories)
     return r
 
 
 def _jsonable(r):
     out = dict(r)
     out["launches"] = [list(k) + list(v) for k, v in r["launches"].items()]
+    out["idle"] = [[s, c, ns] for (s, c), ns in r["idle"].items()]
+    out["family_steps"] = [dict(v, family=f, step=k) for (f, k), v in
+                           r["family_steps"].items()]
     return out
 
 

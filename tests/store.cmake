@@ -15,3 +15,7 @@ target_link_libraries(test_store_concurrency PRIVATE m)
 traced_c_test(test_store_index traced_store test_store_index.c
               test_store_util.c)
 target_link_libraries(test_store_index PRIVATE traced_index m)
+# The analysis tables: idle, the re-binned timeline, families, by family.
+traced_c_test(test_store_analysis traced_store test_store_analysis.c
+              test_store_util.c)
+target_link_libraries(test_store_analysis PRIVATE m)

@@ -202,8 +202,9 @@ static void index_runs_spill_merge(void)
   for (n = 0; n < 5000; n++) {
     rec.start_ns = rand() % 100000;
     rec.dur_ns = n;
-    rec.type = (uint32_t)(rand() % 4);
+    rec.type = (uint32_t)(rand() % 6);
     rec.id = 0;
+    rec.aux = n % 3;
     sum_in += rec.start_ns + rec.dur_ns;
     CHECK_INT(agg_runs_add(&r, &rec), 0);
   }
@@ -706,6 +707,173 @@ static void index_rules_user_file(void)
   idx_rules_free(NULL);
 }
 
+/* Families by the built-in rules: templates and parameters go, Tensile
+ * solution fields, tiles and Triton ordinals go, ck_tile's kentry is its
+ * kernel, mangled names are read first. */
+static void index_families_builtin(void)
+{
+  static const char *const cases[][2] = {
+    { "Cijk_Alik_Bljk_BBS_BH_Bias_MT128x128x64_MI16x16x1_SN_LDSB1",
+      "Cijk_Alik_Bljk_BBS_BH_Bias" },
+    { "Cijk_Alik_Bljk_BBS_BH_Bias_MT64x16x512_MI32x32x8_SN_GRVWA8",
+      "Cijk_Alik_Bljk_BBS_BH_Bias" },
+    { "triton_red_fused_add_mean_mul_pow_rsqrt_10",
+      "triton_red_fused_add_mean_mul_pow_rsqrt" },
+    { "nvjet_tst_128x256_64x4_2x1_v_bz_coopA_NTN", "nvjet_tst" },
+    { "cutlass_80_tensorop_s16816gemm_f16_128x128_32x3_nn_align8",
+      "cutlass_80_tensorop_s16816gemm_f16" },
+    { "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_"
+      "warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
+      "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n" },
+    { "volta_sgemm_128x64_nn", "volta_sgemm" },
+    { "void at::native::vectorized_elementwise_kernel<4, at::native::"
+      "FillFunctor<float> >(int, at::native::FillFunctor<float>, "
+      "std::array<char*, 1ul>)",
+      "at::native::vectorized_elementwise_kernel" },
+    { "void at::native::(anonymous namespace)::distribution_kernel<float, "
+      "4>(long, at::PhiloxCudaState)",
+      "at::native::(anonymous namespace)::distribution_kernel" },
+    { "_ZN2ck13kernel_gemm_vILi256EEEvPKfPf", "ck::kernel_gemm_v" },
+    { "_ZN7ck_tile6kentryILi1ENS_10GemmKernelIfEEEEvv", "ck_tile::GemmKernel" },
+    { "_Znot_a_mangled_name", "_Znot_a_mangled_name" },
+    { "batched_transpose_256x4_half", "batched_transpose_256x4_half" },
+    { "", "" },
+  };
+
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    char *f = idx_family(NULL, cases[i][0]);
+
+    CHECK_STR(f, cases[i][1]);
+    free(f);
+  }
+}
+
+/* The demangler reads real-world manglings (std::bfloat16_t as DF16b),
+ * refuses names that are not manglings, and hostile ones, deep or long,
+ * end in NULL or text, never in a crash (the sanitized build runs it). */
+static void index_demangle_bounds(void)
+{
+  char *d = idx_demangle("_ZN7ck_tile6kentryILi1ENS_12Rmsnorm2dFwdIDF16bEE"
+                         "EEvv");
+  size_t n = 200000, i;
+  char *deep = malloc(n + 16);
+
+  CHECK_STR(d, "void ck_tile::kentry<1, ck_tile::Rmsnorm2dFwd<std::"
+               "bfloat16_t> >()");
+  free(d);
+  CHECK(idx_demangle("gemm_kernel") == NULL);
+  CHECK(idx_demangle("_Z") == NULL);
+  memcpy(deep, "_Z1fI", 5);
+  for (i = 5; i + 4 < 8000; i += 3)
+    memcpy(deep + i, "1aI", 3);
+  strcpy(deep + i, "iEvv");
+  free(idx_demangle(deep));
+  for (i = 5; i + 4 < n; i += 3)
+    memcpy(deep + i, "1aI", 3);
+  strcpy(deep + i, "iEvv");
+  CHECK(idx_demangle(deep) == NULL); /* longer than the cap */
+  free(deep);
+}
+
+/* family lines in a user's rules file come before the built-ins, and bad
+ * ones are refused naming the line. */
+static void index_families_user_file(void)
+{
+  const char *path = "test_index_agg.family.rules";
+  struct idx_rules *r = NULL;
+  struct tr_err err = { 0 };
+  static const char *const cases[][2] = {
+    { "my_gemm_128x128", "my_gemm" },
+    { "aiter::fmoe_stage1_bf16_g1u1_32x128_pf3",
+      "aiter::fmoe_stage1_bf16_g1u1" },
+    { "Cijk_Alik_MT128x128x64", "Cijk_Alik_MT128x128x64" },
+    { "wrap<inner<int>, 3>", "inner" },
+  };
+  FILE *f = fopen(path, "w");
+  char *fam;
+
+  CHECK(f != NULL);
+  fputs("family ^my_gemm_ as my_gemm\nfamily fmoe tile\n"
+        "family ^Cijk_ keep\nfamily ^wrap< arg 1\ngemm ^my_\n",
+        f);
+  fclose(f);
+  CHECK_INT(idx_rules_load(path, &r, &err), 0);
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    fam = idx_family(r, cases[i][0]);
+    CHECK_STR(fam, cases[i][1]);
+    free(fam);
+  }
+  CHECK_STR(idx_category(r, "my_gemm_128x128"), "gemm");
+  idx_rules_free(r);
+  for (int bad = 0; bad < 4; bad++) {
+    static const char *const lines[] = { "family x\n", "family x tile y\n",
+                                         "family x arg 0\n",
+                                         "family x bogus\n" };
+
+    f = fopen(path, "w");
+    fputs(lines[bad], f);
+    fclose(f);
+    r = NULL;
+    CHECK_INT(idx_rules_load(path, &r, &err), TR_EINVAL);
+    CHECK(r == NULL && strstr(err.msg, ":1:") != NULL);
+  }
+  remove(path);
+}
+
+/* Beyond the cap, new names fold into one row "(N more names)": N the
+ * distinct names folded, its figures theirs summed, the names kept the
+ * first of the file, totals whole, a warning in the summary. */
+static void index_names_fold_beyond_cap(void)
+{
+  static const char *const order[] = { "a", "b", "c", "d", "e", "d",
+                                       "f", "a", "g", "e", "h" };
+  struct idx_doc d = doc_of(IDX_FORMAT_KINETO);
+  struct idx_agg a;
+  int64_t total = 0, fold_total = 0;
+  uint64_t fold_count = 0;
+  char name[16];
+  json_t *sum, *fold;
+  size_t i;
+
+  CHECK_INT(idx_agg_init(&a, NULL, 0), 0);
+  idx_agg_cap_names(&a, 3);
+  for (i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+    struct idx_event e = ev_x("kernel", order[i], 100 * (int64_t)i, 10 + i);
+
+    feed(&a, &d, &e);
+    total += 10 + (int64_t)i;
+    if (strcmp(order[i], "c") > 0) { /* a, b, c are kept */
+      fold_total += 10 + (int64_t)i;
+      fold_count++;
+    }
+  }
+  for (i = 0; i < 5; i++) {
+    struct idx_event e;
+
+    snprintf(name, sizeof(name), "hip%zu", i);
+    e = ev_x("cuda_runtime", name, 5 + (int64_t)i, 1);
+    feed(&a, &d, &e);
+  }
+  sum = summary(&a, &d);
+  fold = row_by(json_object_get(sum, "kernels"), "name", "(5 more names)");
+  CHECK(fold != NULL);
+  CHECK_INT(geti(fold, "count"), fold_count);
+  CHECK_INT(geti(fold, "total_ns"), fold_total);
+  CHECK_INT(json_array_size(json_object_get(sum, "kernels")), 4);
+  CHECK(row_by(json_object_get(sum, "kernels"), "name", "c") != NULL);
+  CHECK_INT(geti(sum, "kernel_ns"), total);
+  CHECK_INT(geti(sum, "distinct_kernels"), 8);
+  CHECK_INT(geti(sum, "kernel_names_folded"), 5);
+  CHECK_INT(geti(sum, "runtime_names_folded"), 2);
+  CHECK(row_by(json_object_get(sum, "runtime"), "name", "(2 more names)"));
+  CHECK_INT(json_array_size(json_object_get(sum, "warnings")), 2);
+  CHECK_STR(json_string_value(json_object_get(
+                json_array_get(json_object_get(sum, "warnings"), 0), "code")),
+            "kernel_names_capped");
+  json_decref(sum);
+  idx_agg_free(&a);
+}
+
 static void index_empty_summary(void)
 {
   struct idx_doc d = doc_of(IDX_FORMAT_KINETO);
@@ -747,6 +915,10 @@ int main(void)
   RUN(index_mctracer_lanes);
   RUN(index_rules_builtin);
   RUN(index_rules_user_file);
+  RUN(index_families_builtin);
+  RUN(index_demangle_bounds);
+  RUN(index_families_user_file);
+  RUN(index_names_fold_beyond_cap);
   RUN(index_empty_summary);
   return 0;
 }

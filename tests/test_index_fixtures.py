@@ -18,6 +18,7 @@ sys.dont_write_bytecode = True   # keep tests/ free of __pycache__
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import make_fixtures  # noqa: E402
 import ref_index  # noqa: E402
+import test_index_traces  # noqa: E402  (its check_analysis)
 
 failures = []
 
@@ -99,7 +100,70 @@ def test_atom(exp_ranks):
                "normalization", "copy", "memset"} <= cats,
               "%s: categories %r" % (tag, cats))
         ref = check_reference(tag, exp["path"], exp)
-        check(ref["steps"] == exp["steps"], tag + " ref: steps")
+        check(basic_steps(ref["steps"]) == exp["steps"], tag + " ref: steps")
+
+
+def basic_steps(steps):
+    """The figures the generator keeps of each step kind."""
+    return {kind: {k: v[k] for k in ("count", "total_ns", "tokens",
+                                     "padded", "kernel_ns", "source")}
+            for kind, v in steps.items()}
+
+
+def steps_of(got):
+    return {r["kind"]: {k: r[k] for k in ("count", "total_ns", "tokens",
+                                          "padded", "kernel_ns", "source")}
+            for r in got["steps"]}
+
+
+def test_generations(gens):
+    """Both run-label generations, GPU side and CPU side: every kind the
+    generator placed is counted with its tokens and padded steps, unknown
+    fields are passed over, capture_graph_bs_N and unknown kinds are not
+    steps; ref_index agrees."""
+    for name, exps in sorted(gens.items()):
+        exp = exps[0]
+        got = summaries(exp["path"])[0]
+        check(got["skipped_events"] == 0, name + ": skipped events")
+        check(steps_of(got) == exp["steps"], "%s: steps %r != %r" % (
+            name, steps_of(got), exp["steps"]))
+        ref = ref_index.reference(exp["path"])
+        check(basic_steps(ref["steps"]) == exp["steps"],
+              "%s ref: steps %r" % (name, ref["steps"]))
+        kinds = set(exp["steps"])
+        want = ({"draft", "dspark", "dspark_ctx_kv", "dspark_sched"}
+                if "ffdf3bb5" in name else
+                {"propose_eagle", "propose_dspark", "draft_kv",
+                 "dspark_sched"})
+        check(want <= kinds, "%s: kinds %r" % (name, sorted(kinds)))
+        check(not {"capture_graph_bs_8", "decode_helper"} & kinds,
+              name + ": a non-step counted")
+        side = "cpu" if name.endswith("_cpu") else "gpu"
+        check(all(r["source"] == side for r in got["steps"]),
+              name + ": source")
+
+
+def test_idle(exp):
+    """Every idle cause where the generator put it, families of every rule,
+    the warm-up step; and every analysis figure equal to ref_index's."""
+    g = summaries(exp["path"])[0]
+    idle = {(r["step"], r["cause"]): r["idle_ns"] for r in g["idle"]}
+    check(idle == exp["idle"], "idle: %r != %r" % (idle, exp["idle"]))
+    check({c for _, c in idle} == {"host_late", "sync", "collective",
+                                   "graph_replay", "between_steps",
+                                   "other"}, "idle: a cause is missing")
+    for k in ("span_ns", "gpu_busy_ns"):
+        check(g[k] == exp[k], "idle: %s %r != %r" % (k, g[k], exp[k]))
+    fams = {k["name"]: k["family"] for k in g["kernels"]}
+    check(fams == exp["families"], "idle: families %r" % fams)
+    warm = {s["kind"]: s["warmup_steps"] for s in g["steps"]}
+    check(warm == exp["warmup"], "idle: warm-up %r" % warm)
+    check(g["launch_delays"] > 0, "idle: no launch delays")
+    ref = ref_index.reference(exp["path"], categories={
+        k["name"]: k["category"] for k in g["kernels"]})
+    check(ref["idle"] == exp["idle"], "idle ref: %r" % ref["idle"])
+    test_index_traces.check_analysis("idle", g, ref)
+    check(g["family_steps"], "idle: no family steps")
 
 
 def test_mctracer(exp):
@@ -183,11 +247,20 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         exp = make_fixtures.generate(tmp, os.environ["TRACES_DIR"])
         test_atom(exp["atom"])
+        test_generations(exp["generations"])
+        test_idle(exp["idle"])
+        for exps in [exp["atom"]] + list(exp["generations"].values()):
+            for e in exps:
+                g = summaries(e["path"])[0]
+                ref = ref_index.reference(e["path"], categories={
+                    k["name"]: k["category"] for k in g["kernels"]})
+                test_index_traces.check_analysis(e["path"], g, ref)
         test_mctracer(exp["mctracer"])
         test_legacy(exp["legacy"])
         test_failures(exp["fail"], exp["mctracer"]["path"])
         test_odd(*exp["odd"])
         test_cli(tmp, exp["mctracer"]["path"])
+    failures.extend(test_index_traces.failures)
     if failures:
         sys.exit("%d failures" % len(failures))
     print("ok")

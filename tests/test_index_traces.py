@@ -2,12 +2,17 @@
 """`traced index` on every real trace in $TRACES_DIR against ref_index (an
 independent Python + Decimal reference): totals, every kernel's figures,
 launch rows, copies, runtime, steps, gpu_busy, and the shape of the tables
-(orders, shares, categories summing to device time, phases). Each trace is
-also indexed uncompressed: the summary must not change."""
+(orders, shares, categories summing to device time, phases); the analysis
+(check_analysis): step distributions, buckets and outliers, idle time by
+cause summing to the idle time, launch delays, the timeline summing to
+gpu_busy_ns, demangled names (against llvm-cxxfilt, another demangler, where
+it reads them) and families. Each trace is also indexed uncompressed: the
+summary must not change."""
 import glob
 import gzip
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -119,8 +124,10 @@ def check_tables(name, got, ref):
     steps = {r["kind"]: {k: r[k] for k in ("count", "total_ns", "tokens",
                                            "padded", "kernel_ns", "source")}
              for r in got["steps"]}
-    check(steps == ref["steps"], "%s: steps %r != %r" % (name, steps,
-                                                         ref["steps"]))
+    want = {kind: {k: v[k] for k in ("count", "total_ns", "tokens",
+                                     "padded", "kernel_ns", "source")}
+            for kind, v in ref["steps"].items()}
+    check(steps == want, "%s: steps %r != %r" % (name, steps, want))
     check([r["kind"] for r in got["steps"]] == sorted(steps),
           name + ": steps order")
 
@@ -168,13 +175,114 @@ def check_phases(name, got):
               name + ": top lists")
 
 
+STEP_EXTRA = ("min_ns", "p50_ns", "p90_ns", "p99_ns", "max_ns",
+              "warmup_steps", "steady_count", "steady_total_ns",
+              "steady_min_ns", "steady_p50_ns", "steady_p90_ns",
+              "steady_p99_ns", "steady_max_ns")
+ANALYSIS_TOTALS = ("idle_ns", "launch_delays", "launch_delay_min_ns",
+                   "launch_delay_p50_ns", "launch_delay_p99_ns",
+                   "launch_delay_max_ns", "warmup_steps",
+                   "timeline_bucket_ns")
+FAMILY_KEYS = ("kernels", "count", "total_ns", "min_ns", "max_ns",
+               "p50_ns", "p99_ns", "avg_ns")
+
+
+def demangled_by_llvm(names):
+    """{name: llvm-cxxfilt's reading} for the names it reads (it stops at
+    what LLVM 14 does not know, e.g. DF16b)."""
+    tool = shutil.which("llvm-cxxfilt")
+    if not tool or not names:
+        return {}
+    out = subprocess.run([tool], input="\n".join(names) + "\n",
+                         capture_output=True, text=True, timeout=60)
+    return {n: d for n, d in zip(names, out.stdout.splitlines())
+            if d != n}
+
+
+def check_names(name, got):
+    mangled = [k["name"] for k in got["kernels"] if k["name"].startswith(
+        "_Z")]
+    llvm = demangled_by_llvm(mangled)
+    for k in got["kernels"]:
+        if k["name"].startswith("_Z"):
+            check(isinstance(k["demangled"], str) and
+                  k["demangled"].startswith("void "),
+                  "%s: %s not demangled" % (name, k["name"][:60]))
+            if k["name"] in llvm:
+                check(k["demangled"] == llvm[k["name"]],
+                      "%s: demangled %s" % (name, k["name"][:60]))
+        else:
+            check(k["demangled"] is None, name + ": demangled a plain name")
+
+
+def check_families(name, got, ref):
+    fams = {f["family"]: f for f in got["families"]}
+    check(set(fams) == set(ref["families"]), "%s: families %r" % (
+        name, sorted(set(fams) ^ set(ref["families"]))[:6]))
+    top = {}
+    for k in got["kernels"]:
+        check(k["family"] in fams, name + ": kernel family unknown")
+        t = top.get(k["family"])
+        if t is None or k["total_ns"] > t["total_ns"]:
+            top[k["family"]] = k
+    for fam, f in fams.items():
+        want = ref["families"].get(fam, {})
+        check(all(f[k] == want.get(k) for k in FAMILY_KEYS),
+              "%s: family %s %r != %r" % (name, fam[:50], f, want))
+        check(f["category"] == top[fam]["category"],
+              name + ": family category " + fam[:50])
+        check(share_ok(f["share"], f["total_ns"], got["kernel_ns"]),
+              name + ": family share")
+    check(sorted_by_total(got["families"], "family"),
+          name + ": families order")
+    fsteps = {(r["family"], r["step"]): {k: r[k] for k in (
+        "count", "total_ns", "steps", "per_step_ns")}
+        for r in got["family_steps"]}
+    check(fsteps == ref["family_steps"], "%s: family steps %r != %r" % (
+        name, fsteps, ref["family_steps"]))
+
+
+def check_analysis(name, got, ref):
+    """The analysis figures against ref_analysis.py, and its sums."""
+    for k in ANALYSIS_TOTALS:
+        check(got[k] == ref[k], "%s: %s %r != %r" % (name, k, got[k],
+                                                     ref[k]))
+    check(got["idle_ns"] == got["span_ns"] - got["gpu_busy_ns"],
+          name + ": idle is span minus busy")
+    idle = {(r["step"], r["cause"]): r["idle_ns"] for r in got["idle"]}
+    check(idle == ref["idle"], "%s: idle %r != %r" % (name, idle,
+                                                      ref["idle"]))
+    check(sum(idle.values()) == got["idle_ns"], name + ": causes sum")
+    for row in got["steps"]:
+        want = ref["steps"][row["kind"]]
+        for k in STEP_EXTRA:
+            check(row[k] == want[k], "%s: step %s %s %r != %r" % (
+                name, row["kind"], k, row[k], want[k]))
+    check(got["step_buckets"] == ref["step_buckets"],
+          "%s: step buckets %r != %r" % (name, got["step_buckets"][:3],
+                                         ref["step_buckets"][:3]))
+    check(got["step_histogram"] == ref["step_histogram"],
+          "%s: step histogram %r != %r" % (name, got["step_histogram"][:3],
+                                           ref["step_histogram"][:3]))
+    check(got["step_outliers"] == ref["step_outliers"],
+          "%s: step outliers differ" % name)
+    check(sum(r["busy_ns"] for r in got["timeline"]) == got["gpu_busy_ns"],
+          name + ": timeline sums to gpu_busy_ns")
+    check(all(sum(r["by_category"].values()) == r["busy_ns"]
+              for r in got["timeline"]), name + ": categories sum to busy")
+    check(got["timeline"] == ref["timeline"], "%s: timeline differs" % name)
+    check_names(name, got)
+    check_families(name, got, ref)
+
+
 def main():
     traces = sorted(glob.glob(os.path.join(os.environ["TRACES_DIR"], "*.gz")))
     check(len(traces) >= 10, "traces found: %d" % len(traces))
     for path in traces:
         name = os.path.basename(path)
         got = run_index(path)
-        ref = ref_index.reference(path)
+        ref = ref_index.reference(path, categories={
+            k["name"]: k["category"] for k in got["kernels"]})
         for k in TOTALS:
             check(got[k] == ref[k], "%s: %s %r != %r" % (name, k, got[k],
                                                          ref[k]))
@@ -185,6 +293,7 @@ def main():
         check_tables(name, got, ref)
         check_categories(name, got)
         check_phases(name, got)
+        check_analysis(name, got, ref)
         with tempfile.NamedTemporaryFile(suffix=".json") as plain:
             with gzip.open(path, "rb") as f:
                 plain.write(f.read())

@@ -792,7 +792,7 @@ def case_bounds():
             check_eq(d.delete("/captures/%d" % first)[0], 202, "cancel")
     finally:
         shutil.rmtree(home, ignore_errors=True)
-    for conf in ({}, {"max_response_bytes": "65536"}):
+    for conf in ({}, {"max_response_bytes": "98304"}):
         w = World(**conf)
         try:
             with w.d as d:
@@ -804,8 +804,8 @@ def case_bounds():
 
 
 def check_tables(w, d, small):
-    """BIG has 135 kernels: 100 rows by default, all with limit=1000 (about
-    90 KB: too large with max_response_bytes = 64 KiB)."""
+    """BIG has 135 kernels: 100 rows by default (about 80 KB), all with
+    limit=1000 (about 110 KB: too large with max_response_bytes = 96 KiB)."""
     cid = w.imported(w.folder("big", [BIG]))["id"]
     code, got = d.get("/captures/%d/kernels" % cid)
     check_eq((code, len(got["rows"])), (200, 100), "default limit")
@@ -814,7 +814,7 @@ def check_tables(w, d, small):
         code, got = d.get(path)
         check_eq((code, len(got["rows"])), (200, 135), "limit=1000")
         return
-    err = error_of(d.get(path), 413, "an answer above 64 KiB")
+    err = error_of(d.get(path), 413, "an answer above 96 KiB")
     check_eq(err["field"], "limit", "field of a large answer")
     check("max_response_bytes" in err["message"], "names the key")
 

@@ -41,6 +41,58 @@ static json_int_t at(json_t *pair, size_t i)
   return json_integer_value(json_array_get(pair, i));
 }
 
+/* The family of a fixture kernel: its name up to a '#' ("gemm#128x64" and
+ * "gemm#256x64" are family "gemm"), else the name. */
+static json_t *family_of(const char *name)
+{
+  const char *hash = strchr(name, '#');
+
+  return hash ? json_stringn(name, (size_t)(hash - name)) : json_string(name);
+}
+
+/* families rows: the kernels summed per family, total first. */
+static json_t *family_rows(const struct fx_rank *r, int64_t kernel_ns)
+{
+  json_t *by = json_object(), *rows = json_array(), *v;
+  const char *fam;
+
+  for (size_t i = 0; i < r->nk; i++) {
+    const struct fx_kernel *k = &r->k[i];
+    json_t *f = family_of(k->name), *row;
+
+    row = json_object_get(by, json_string_value(f));
+    if (row == NULL) {
+      row = json_pack("{s:O,s:s,s:i,s:i,s:i,s:I,s:I,s:I,s:I}", "family", f,
+                      "category", k->category, "kernels", 0, "count", 0,
+                      "total_ns", 0, "min_ns", k->min_ns, "max_ns", k->max_ns,
+                      "p50_ns", k->median_ns, "p99_ns", k->max_ns);
+      json_object_set_new(by, json_string_value(f), row);
+    }
+    json_object_set_new(row, "kernels",
+                        json_integer(fx_int(row, "kernels") + 1));
+    json_object_set_new(row, "count",
+                        json_integer(fx_int(row, "count") + k->count));
+    json_object_set_new(row, "total_ns",
+                        json_integer(fx_int(row, "total_ns") + k->total_ns));
+    if (k->min_ns < fx_int(row, "min_ns"))
+      json_object_set_new(row, "min_ns", json_integer(k->min_ns));
+    if (k->max_ns > fx_int(row, "max_ns")) {
+      json_object_set_new(row, "max_ns", json_integer(k->max_ns));
+      json_object_set_new(row, "p99_ns", json_integer(k->max_ns));
+    }
+    json_decref(f);
+  }
+  json_object_foreach(by, fam, v) {
+    json_object_set_new(
+        v, "avg_ns", json_integer(fx_int(v, "total_ns") / fx_int(v, "count")));
+    json_object_set_new(v, "share",
+                        json_real(share(fx_int(v, "total_ns"), kernel_ns)));
+    json_array_append(rows, v);
+  }
+  json_decref(by);
+  return rows;
+}
+
 /* kernels and launches rows, and categories summed per category. */
 static void kernel_rows(const struct fx_rank *r, int64_t kernel_ns,
                         int64_t device_ns, json_t *sum)
@@ -63,6 +115,9 @@ static void kernel_rows(const struct fx_rank *r, int64_t kernel_ns,
                   k->median_ns, "share", share(k->total_ns, kernel_ns),
                   "first_ns", (json_int_t)i * 10, "last_ns",
                   (json_int_t)i * 10 + 5));
+    json_object_set_new(json_array_get(kernels, i), "family",
+                        family_of(k->name));
+    json_object_set_new(json_array_get(kernels, i), "demangled", json_null());
     json_array_append_new(
         launches,
         json_pack("{s:s,s:[I,i,i],s:[i,i,i],s:i,s:n,s:I,s:I,s:I,s:I,s:I}",
@@ -93,6 +148,83 @@ static void kernel_rows(const struct fx_rank *r, int64_t kernel_ns,
   json_object_set_new(sum, "categories", catrows);
 }
 
+/* A step row's distribution: its steps all last avg_ns but the first,
+ * which is the remainder (and the one warm-up step when it is slow). */
+static void step_stats(json_t *row, const struct fx_step *s)
+{
+  int64_t avg = s->total_ns / s->count;
+  int64_t first = s->total_ns - avg * (s->count - 1);
+  int warm = s->count > 1 && first > 2 * avg;
+  const char *keys[] = { "min_ns",        "p50_ns",        "p90_ns",
+                         "p99_ns",        "max_ns",        "steady_min_ns",
+                         "steady_p50_ns", "steady_p90_ns", "steady_p99_ns",
+                         "steady_max_ns" };
+
+  for (size_t i = 0; i < 10; i++)
+    json_object_set_new(
+        row, keys[i], json_integer(i == 4 || (i == 9 && !warm) ? first : avg));
+  json_object_set_new(row, "warmup_steps", json_integer(warm));
+  json_object_set_new(row, "steady_count", json_integer(s->count - warm));
+  json_object_set_new(row, "steady_total_ns",
+                      json_integer(s->total_ns - (warm ? first : 0)));
+}
+
+/* The analysis tables of a rank whose idle time is idle_ns: two causes,
+ * two timeline buckets, and per step kind one bucket, one outlier and the
+ * families' time (each family's total over the first kind). */
+static void analysis_rows(const struct fx_rank *r, int64_t busy,
+                          int64_t idle_ns, json_t *sum)
+{
+  json_t *buckets = json_array(), *outliers = json_array();
+  json_t *famsteps = json_array(), *fams = json_object_get(sum, "families");
+  json_t *f;
+  size_t i;
+
+  for (i = 0; i < r->ns; i++) {
+    const struct fx_step *s = &r->s[i];
+
+    json_array_append_new(
+        buckets,
+        json_pack("{s:s,s:s,s:i,s:i,s:I,s:i,s:f,s:I,s:I,s:I,s:I}", "kind",
+                  s->kind, "dim", "bs", "lo", 1, "hi", 1, "count", s->count,
+                  "padded", 1, "padded_share", 1.0 / (double)s->count, "min_ns",
+                  1, "p50_ns", 2, "p99_ns", 3, "max_ns", 4));
+    json_array_append_new(outliers,
+                          json_pack("{s:s,s:s,s:i,s:i,s:I,s:s,s:[]}", "kind",
+                                    s->kind, "role", "slowest", "index", 0,
+                                    "start_ns", 0, "dur_ns", s->total_ns,
+                                    "label", s->kind, "top_kernels"));
+  }
+  json_array_foreach(fams, i, f) {
+    if (r->ns > 0)
+      json_array_append_new(
+          famsteps,
+          json_pack("{s:O,s:s,s:O,s:O,s:I,s:I}", "family",
+                    json_object_get(f, "family"), "step", r->s[0].kind, "count",
+                    json_object_get(f, "count"), "total_ns",
+                    json_object_get(f, "total_ns"), "steps", r->s[0].count,
+                    "per_step_ns", fx_int(f, "total_ns") / r->s[0].count));
+  }
+  json_object_set_new(sum, "step_buckets", buckets);
+  json_object_set_new(sum, "step_histogram", json_array());
+  json_object_set_new(sum, "step_outliers", outliers);
+  json_object_set_new(sum, "family_steps", famsteps);
+  json_object_set_new(sum, "idle",
+                      json_pack("[{s:n,s:s,s:I},{s:n,s:s,s:I}]", "step",
+                                "cause", "host_late", "idle_ns", idle_ns / 3,
+                                "step", "cause", "sync", "idle_ns",
+                                idle_ns - idle_ns / 3));
+  json_object_set_new(sum, "timeline",
+                      json_pack("[{s:i,s:i,s:i,s:I,s:{s:I},s:{},s:n},"
+                                "{s:i,s:i,s:i,s:I,s:{s:I},s:{},s:n}]",
+                                "index", 0, "start_ns", 0, "end_ns", 500000,
+                                "busy_ns", busy / 2, "by_category", "gemm",
+                                busy / 2, "steps", "step", "index", 1,
+                                "start_ns", 500000, "end_ns", 1000000,
+                                "busy_ns", busy - busy / 2, "by_category",
+                                "gemm", busy - busy / 2, "steps", "step"));
+}
+
 static json_t *step_rows(const struct fx_rank *r)
 {
   json_t *steps = json_array();
@@ -106,6 +238,7 @@ static json_t *step_rows(const struct fx_rank *r)
                   s->count, "total_ns", s->total_ns, "avg_ns",
                   s->total_ns / s->count, "tokens", s->count * 4, "padded", 1,
                   "kernel_ns", s->total_ns / 2, "source", "gpu"));
+    step_stats(json_array_get(steps, i), s);
   }
   return steps;
 }
@@ -132,7 +265,17 @@ json_t *fx_summary(int rank, const struct fx_rank *r)
       (json_int_t)r->nk, "memcpy_count", 1, "memcpy_bytes", 4096, "memcpy_ns",
       r->memcpy_ns, "memset_count", 0, "memset_ns", 0, "device_ns", device_ns,
       "gpu_busy_ns", device_ns, "runtime_events", 3, "runtime_ns", 300);
+  json_object_update_new(
+      sum, json_pack("{s:I,s:i,s:i,s:i,s:i,s:i,s:i,s:i}", "idle_ns",
+                     1000000 - device_ns, "launch_delays", 0,
+                     "launch_delay_min_ns", 0, "launch_delay_p50_ns", 0,
+                     "launch_delay_p99_ns", 0, "launch_delay_max_ns", 0,
+                     "warmup_steps", 0, "timeline_bucket_ns", 500000));
+  json_object_update_new(sum,
+                         json_pack("{s:i,s:i,s:[]}", "kernel_names_folded", 0,
+                                   "runtime_names_folded", 0, "warnings"));
   kernel_rows(r, kernel_ns, device_ns, sum);
+  json_object_set_new(sum, "families", family_rows(r, kernel_ns));
   json_object_set_new(sum, "memcpy",
                       json_pack("[{s:s,s:i,s:I,s:i,s:i}]", "kind", "HtoD",
                                 "count", 1, "total_ns", r->memcpy_ns, "bytes",
@@ -150,6 +293,7 @@ json_t *fx_summary(int rank, const struct fx_rank *r)
                 "kernel_events", kernel_events, "cause", "start", "top_kernels",
                 "name", r->nk ? r->k[0].name : "none", "count", 1, "total_ns",
                 1, "top_launches"));
+  analysis_rows(r, device_ns, 1000000 - device_ns, sum);
   CHECK(sum != NULL);
   return sum;
 }

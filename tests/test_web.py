@@ -13,8 +13,16 @@ Usage: test_web.py CASE, CASE one of
                      tests/ref_index.py) appear in order as whole text
                      nodes, and names and labels holding < > & are escaped.
                      Exits 77 (skipped) without /usr/bin/chromium.
+  dom_shows_pictures headless chromium renders the analysis pictures of an
+                     import (the generated trace with every idle cause, and
+                     a real one): the timeline, the step-time histograms,
+                     the idle bars and the diff's signed bars, whose text
+                     alternatives (<desc>) must say tests/ref_index.py's
+                     figures; screenshots, wide and narrow, are kept in
+                     <build>/web-artifacts. Exits 77 without chromium.
 """
 import glob
+import gzip
 import html
 import html.parser
 import json
@@ -29,7 +37,8 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ref_index  # noqa: E402
-from tracedtest import SRC_DIR, TRACES_DIR, Daemon, check, check_eq  # noqa
+from tracedtest import (SRC_DIR, TRACED_BIN, TRACES_DIR, Daemon,  # noqa
+                        check, check_eq)
 
 WEB = os.path.join(SRC_DIR, "web")
 OPENAPI = os.path.join(SRC_DIR, "api", "openapi.yaml")
@@ -139,7 +148,9 @@ def case_assets_served():
                     "document.write", "eval("):
             check(bad not in src, "%s uses %s" % (name, bad))
     for name in ["index.html"] + assets:
-        src = read(os.path.join(WEB, name))
+        # The SVG namespace is a name (createElementNS), never fetched.
+        src = read(os.path.join(WEB, name)).replace(
+            "'http://www.w3.org/2000/svg'", "SVGNS")
         check(not re.search(r"(https?:)?//[a-z0-9.-]+\.[a-z]{2,}/", src),
               name + " loads something from outside")
 
@@ -190,24 +201,46 @@ ROW_KEYS = {
     "runtime": ["name", "count", "total_ns", "median_ns", "max_ns"],
     "phases": ["index", "start_ns", "end_ns", "busy_ns", "kernel_events",
                "cause", "top_kernels", "top_launches"],
+    "steps/histogram": ["kind", "lo_ns", "hi_ns", "count"],
+    "steps/buckets": ["kind", "dim", "lo", "hi", "count", "padded_share",
+                      "p50_ns", "p99_ns", "max_ns"],
+    "steps/outliers": ["kind", "role", "index", "start_ns", "dur_ns",
+                       "label", "top_kernels"],
+    "idle": ["cause", "idle_ns", "share"],
+    "timeline": ["start_ns", "end_ns", "busy_ns", "by_category", "step"],
+    "families": ["family", "category", "kernels", "count", "total_ns",
+                 "avg_ns", "p50_ns", "p99_ns", "max_ns", "share"],
+    "families/steps": ["family", "step", "count", "total_ns", "steps",
+                       "per_step_ns"],
 }
+# Tables that may be empty for a trace without GPU-side run labels.
+MAY_BE_EMPTY = ("steps", "memcpy", "steps/histogram", "steps/buckets",
+                "steps/outliers", "families/steps")
 ALL_RANK_KEYS = ["ranks", "slowest_rank", "slowest_rank_ns", "fastest_rank",
                  "fastest_rank_ns"]
 # The query parameters web/*.js may send to each route.
 JS_PARAMS = {
     "/captures": {"status", "kind", "limit"},
-    "/captures/{id}/kernels": {"rank", "q", "category", "sort", "limit"},
+    "/captures/{id}/kernels": {"rank", "q", "category", "sort", "limit",
+                               "family"},
     "/captures/{id}/launches": {"rank", "q", "sort", "limit"},
     "/captures/{id}/runtime": {"rank", "q", "sort", "limit"},
     "/captures/{id}/categories": {"rank"},
     "/captures/{id}/steps": {"rank"},
     "/captures/{id}/memcpy": {"rank"},
     "/captures/{id}/phases": {"rank"},
+    "/captures/{id}/steps/histogram": {"rank"},
+    "/captures/{id}/steps/buckets": {"rank"},
+    "/captures/{id}/steps/outliers": {"rank"},
+    "/captures/{id}/idle": {"rank", "by"},
+    "/captures/{id}/timeline": {"rank", "buckets"},
+    "/captures/{id}/families": {"rank", "q", "category", "sort", "limit"},
+    "/captures/{id}/families/steps": {"rank", "q", "limit"},
     "/captures/{id}/logs": {"which"},
     "/diff": {"a", "b", "by", "norm", "rank", "limit"},
 }
 # Tables asked with sort and a row limit, as web/capture.js does.
-LONG_TABLES = ("kernels", "launches", "runtime")
+LONG_TABLES = ("kernels", "launches", "runtime", "families")
 
 
 def check_table(d, cid, table, rank):
@@ -220,7 +253,7 @@ def check_table(d, cid, table, rank):
     check_eq(code, 200, "%s %s" % (table, t))
     has(t, ["rank", "rows"], table)
     check_eq(t["rank"], rank, table + " rank")
-    check(t["rows"] or table in ("steps", "memcpy"), table + " has no rows")
+    check(t["rows"] or table in MAY_BE_EMPTY, table + " has no rows")
     for row in t["rows"]:
         has(row, ROW_KEYS[table] + (ALL_RANK_KEYS if table == "kernels" and
                                     rank is None else []), table + " row")
@@ -313,27 +346,35 @@ class Texts(html.parser.HTMLParser):
         self.texts.append(data)
 
 
-def dump_dom(chromium, url):
+def chromium_run(chromium, url, *extra):
     profile = tempfile.mkdtemp(prefix="traced-web-chromium-")
     try:
-        out = subprocess.run(
+        return subprocess.run(
             [chromium, "--headless", "--no-sandbox", "--disable-gpu",
              "--disable-background-networking", "--disable-component-update",
              "--disable-sync", "--no-first-run", "--user-data-dir=" + profile,
-             "--virtual-time-budget=15000", "--dump-dom", url],
+             "--virtual-time-budget=15000"] + list(extra) + [url],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=180,
             check=True)
     finally:
         shutil.rmtree(profile, ignore_errors=True)
+
+
+def dump_dom(chromium, url):
+    out = chromium_run(chromium, url, "--dump-dom")
     dom = out.stdout.decode("utf-8")
     page = Texts()
     page.feed(dom)
     return dom, page
 
 
+def find_chromium():
+    return next((p for p in ("/usr/bin/chromium", shutil.which("chromium"))
+                 if p and os.access(p, os.X_OK)), None)
+
+
 def case_dom_shows_kernels():
-    chromium = next((p for p in ("/usr/bin/chromium", shutil.which(
-        "chromium")) if p and os.access(p, os.X_OK)), None)
+    chromium = find_chromium()
     if not chromium:
         print("note: no /usr/bin/chromium: the headless DOM check is skipped")
         return SKIPPED
@@ -354,6 +395,208 @@ def case_dom_shows_kernels():
         check("b" not in page.tags, "the label became markup")
         dom, page = dump_dom(chromium, "%s/#/diff/%d/%d" % (d.base, cid, cid))
         check(top[0] in page.texts, "top kernel not in the diff")
+    return 0
+
+
+# ---- the analysis pictures ----
+
+VLLM = "tracelens__vllm_decode_full_graph_execution.json.gz"
+
+
+class Pictures(html.parser.HTMLParser):
+    """The <desc> texts of the SVG pictures, and the signed bars of a
+    diff: [(class of its rect or None, rect width)]."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.descs, self.bars, self.svgs = [], [], []
+        self._in_desc, self._delta = False, False
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "svg":
+            self.svgs.append(a)
+            self._delta = "delta" in (a.get("class") or "")
+            if self._delta:
+                self.bars.append([None, 0.0])
+        elif tag == "desc":
+            self._in_desc = True
+            self.descs.append("")
+        elif tag == "rect" and self._delta:
+            self.bars[-1] = [a.get("class"), float(a.get("width", 0))]
+
+    def handle_endtag(self, tag):
+        if tag == "desc":
+            self._in_desc = False
+        elif tag == "svg":
+            self._delta = False
+
+    def handle_data(self, data):
+        if self._in_desc:
+            self.descs[-1] += data
+
+
+def ns(text):
+    """The integers of "1,234 ns" figures in text, in order."""
+    return [int(x.replace(",", "")) for x in re.findall(
+        r"([\d,]+) ns", text)]
+
+
+def pictures(chromium, url, shot, width):
+    """The page's pictures; a screenshot of it kept as shot."""
+    dom = chromium_run(chromium, url, "--dump-dom",
+                       "--window-size=%d,2000" % width).stdout.decode()
+    chromium_run(chromium, url, "--hide-scrollbars", "--screenshot=" + shot,
+                 "--window-size=%d,2400" % width)
+    p = Pictures()
+    p.feed(dom)
+    check(os.path.getsize(shot) > 0, "no screenshot " + shot)
+    return p
+
+
+def import_folder(d, root, name, files):
+    top = os.path.join(root, name)
+    for i, data in enumerate(files):
+        os.makedirs(os.path.join(top, "rank_%d" % i))
+        with open(os.path.join(top, "rank_%d" % i, "t.pt.trace.json.gz"),
+                  "wb") as f:
+            f.write(data)
+    code, cap = d.post("/imports", {"path": top})
+    check_eq(code, 202, "import " + name)
+    cap = d.wait_status(cap["id"])
+    check_eq(cap["status"], "done", "import " + name)
+    return cap
+
+
+def picture_refs(d, cap):
+    out = {}
+    for r in cap["ranks"]:
+        code, t = d.get("/captures/%d/kernels?rank=%d" % (cap["id"],
+                                                          r["rank"]))
+        out[r["rank"]] = ref_index.reference(r["file"], categories={
+            k["name"]: k["category"] for k in t["rows"]})
+    return out
+
+
+def check_timeline_descs(p, refs):
+    descs = [t for t in p.descs if t.startswith("Rank ")]
+    check_eq(len(descs), len(refs), "one timeline per rank")
+    for text in descs:
+        rank = int(re.match(r"Rank (\d+):", text).group(1))
+        ref = refs[rank]
+        busy, span = ns(text)[:2]
+        check_eq((busy, span), (ref["gpu_busy_ns"], ref["span_ns"]),
+                 "timeline busy and span of rank %d" % rank)
+        cats = {}
+        for row in ref["timeline"]:
+            for k, v in row["by_category"].items():
+                cats[k] = cats.get(k, 0) + v
+        said = dict((m.group(1), int(m.group(2).replace(",", "")))
+                    for m in re.finditer(r"(\w+) ([\d,]+) ns", text.split(
+                        "By category:")[1].split(".")[0]))
+        check_eq(said, cats, "timeline categories of rank %d" % rank)
+
+
+def check_idle_descs(p, refs):
+    descs = [t for t in p.descs if t.startswith("rank ")]
+    check_eq(len(descs), len(refs), "one idle bar per rank")
+    for text in descs:
+        rank = int(re.match(r"rank (\d+) idle", text).group(1))
+        ref = refs[rank]
+        want = {}
+        for (_, cause), v in ref["idle"].items():
+            want[cause] = want.get(cause, 0) + v
+        said = {m.group(1): int(m.group(2).replace(",", "")) for m in
+                re.finditer(r"(\w+) ([\d,]+) ns \(", text)}
+        check_eq(ns(text)[0], ref["idle_ns"], "idle of rank %d" % rank)
+        check_eq(said, want, "idle causes of rank %d" % rank)
+
+
+def check_histogram_descs(p, ref):
+    descs = [t for t in p.descs if re.match(r"\w+: \d+ steps in", t)]
+    check_eq(len(descs), len(ref["steps"]), "one histogram per kind")
+    for text in descs:
+        kind = text.split(":")[0]
+        step, bins = ref["steps"][kind], [b for b in ref["step_histogram"]
+                                          if b["kind"] == kind]
+        check_eq(int(re.search(r": (\d+) steps", text).group(1)),
+                 step["count"], kind + " steps")
+        p50 = int(re.search(r"p50 ([\d,]+) ns", text).group(1).replace(
+            ",", ""))
+        p99 = int(re.search(r"p99 ([\d,]+) ns", text).group(1).replace(
+            ",", ""))
+        check_eq((p50, p99), (step["p50_ns"], step["p99_ns"]),
+                 kind + " p50/p99")
+        said = [(int(a.replace(",", "")), int(n)) for a, n in re.findall(
+            r"([\d,]+) ns: (\d+)", text.split("Bins:")[1])]
+        check_eq(said, [(b["lo_ns"], b["count"]) for b in bins],
+                 kind + " bins")
+
+
+def check_diff_bars(p, d, a, b):
+    code, diff = d.get("/diff?a=%d&b=%d&by=kernel&norm=none&limit=200" % (
+        a, b))
+    check_eq(code, 200, "diff")
+    tables = (diff["rows"], diff["categories"])
+    check_eq(len(p.bars), sum(map(len, tables)), "one bar per diff row")
+    bars = iter(p.bars)
+    for rows in tables:   # the kernels' table, then the categories'
+        most = max(abs(r["delta_ns"]) for r in rows)
+        check(most > 0 or rows is diff["categories"],
+              "the two imports differ")
+        for row in rows:
+            cls, width = next(bars)
+            want = None if row["delta_ns"] == 0 else (
+                "worse" if row["delta_ns"] > 0 else "better")
+            what = str(row.get("name", row.get("category")))[:40]
+            check_eq(cls, want, "bar of " + what)
+            check(abs(width - (abs(row["delta_ns"]) / most * 50 if most
+                               else 0)) < 1e-6, "bar width of " + what)
+
+
+def artifacts_dir():
+    out = os.path.join(os.path.dirname(os.path.abspath(TRACED_BIN)),
+                       "web-artifacts")
+    os.makedirs(out, exist_ok=True)
+    return out
+
+
+def case_dom_shows_pictures():
+    chromium = find_chromium()
+    if not chromium:
+        print("note: no /usr/bin/chromium: the pictures check is skipped")
+        return SKIPPED
+    import make_fixtures
+    shots = artifacts_dir()
+    with tempfile.TemporaryDirectory(prefix="traced-web-pics-") as root:
+        with open(make_fixtures.make_idle(root)["path"], "rb") as f:
+            idle = f.read()
+        other = gzip.compress(gzip.decompress(idle).replace(
+            b"MT128x128x64_MI16x16x1", b"MT256x64x64_MI32x32x8"), mtime=0)
+        with open(os.path.join(TRACES_DIR, VLLM), "rb") as f:
+            vllm = f.read()
+        with Daemon(conf={"import_roots": root}) as d:
+            a = import_folder(d, root, "a", [idle, vllm])
+            b = import_folder(d, root, "b", [other, vllm])
+            refs = picture_refs(d, a)
+            base = "%s/#/captures/%d" % (d.base, a["id"])
+            for width, tag in ((1280, "wide"), (400, "narrow")):
+                p = pictures(chromium, base + "?tab=timeline", os.path.join(
+                    shots, "timeline_%s.png" % tag), width)
+                check_timeline_descs(p, refs)
+                check(all(s.get("viewbox") and s.get("width") == "100%"
+                          for s in p.svgs), "pictures scale to the width")
+                p = pictures(chromium, base + "?tab=idle", os.path.join(
+                    shots, "idle_%s.png" % tag), width)
+                check_idle_descs(p, refs)
+                p = pictures(chromium, base + "?tab=steps&rank=0",
+                             os.path.join(shots, "steps_%s.png" % tag), width)
+                check_histogram_descs(p, refs[0])
+                p = pictures(chromium, "%s/#/diff/%d/%d" % (
+                    d.base, a["id"], b["id"]), os.path.join(
+                        shots, "diff_%s.png" % tag), width)
+                check_diff_bars(p, d, a["id"], b["id"])
+    print("screenshots in", shots)
     return 0
 
 

@@ -7,13 +7,17 @@
  * hold <, > and &): el() never parses HTML. Every API path is written as
  * url('/route/{param}', ...) with the template of api/openapi.yaml, so that
  * tests/test_web.py can check each one against that file. The capture view
- * is in capture.js.
+ * is in capture.js, its analysis tabs in analysis.js, the pictures (SVG) in
+ * charts.js.
  */
 'use strict';
 
 /* STATUSES, FINAL and PHASES come from lifecycle.js, which traced makes
  * from its own vocabulary (common/lifecycle.h). */
 const PROPS = ['value', 'checked', 'selected', 'disabled'];
+/* Captures per page of the list (the API's list_limit, at most
+ * list_limit_max). */
+const LIST_PAGE = 50;
 const nf = new Intl.NumberFormat('en-US');
 
 /* ---- DOM ---- */
@@ -290,7 +294,7 @@ function route() {
 function listView(app, q) {
   const g = gen;
   const st = {status: q.get('status') || '', kind: q.get('kind') || '',
-    limit: 50, sel: new Set(), rows: [], more: false};
+    pages: 1, sel: new Set(), rows: [], more: false};
   const box = el('div');
   const compare = el('button', {disabled: true, onclick: () => {
     const [a, b] = Array.from(st.sel).sort((x, y) => x - y);
@@ -320,7 +324,8 @@ function listView(app, q) {
       const p = c.params && (c.params.model || c.params.path);
       return p ? el('span', {title: p}, p.split('/').pop()) : '\u2013';
     }),
-    T('tp', null, c => num(c.params && c.params.tp), 'num'),
+    T('tp', null, c => num(c.launch ? c.launch.tp : c.params && c.params.tp),
+      'num'),
     T('status', 'status', badge), S('phase', 'phase'),
     T('created', 'created_at', when),
     T('duration', null, c => elapsed(c.started_at, c.finished_at), 'num'),
@@ -328,23 +333,36 @@ function listView(app, q) {
 
   function render() {
     put(box, table(cols, st.rows, c => st.sel.has(c.id) ? 'picked' : null),
-      st.more ? el('button', {onclick: () => { st.limit += 50; load(); }},
+      st.more ? el('button', {onclick: () => { st.pages++; load(); }},
         'show more') : null);
+  }
+
+  /* The pages shown so far, each LIST_PAGE captures, led on by
+   * next_before (the API bounds one page: list_limit_max). */
+  async function pages() {
+    let rows = [], before = null;
+    for (let p = 0; p < st.pages; p++) {
+      const data = await get(url('/captures', {}, {status: st.status,
+        kind: st.kind, limit: LIST_PAGE, before}));
+      rows = rows.concat(data.captures);
+      before = data.next_before;
+      if (before === null) break;
+    }
+    return {rows, more: before !== null};
   }
 
   async function load() {
     saveOpts({status: st.status, kind: st.kind});
-    let data;
+    let got;
     try {
-      data = await get(url('/captures', {}, {status: st.status,
-        kind: st.kind, limit: st.limit}));
+      got = await pages();
     } catch (e) {
       if (g === gen) put(box, errorBox(e));
       return;
     }
     if (g !== gen) return;
-    st.rows = data.captures;
-    st.more = data.next_before !== null;
+    st.rows = got.rows;
+    st.more = got.more;
     render();
     if (st.rows.some(c => !FINAL.includes(c.status))) later(load, 2000);
   }
@@ -410,7 +428,8 @@ function importForm() {
 /* ---- diff view ---- */
 
 /* The member naming a row of GET /diff, by its by= (api/openapi.yaml). */
-const DIFF_KEY = {kernel: 'name', category: 'category', step: 'kind'};
+const DIFF_KEY = {kernel: 'name', category: 'category', step: 'kind',
+  family: 'family'};
 const DIFF_LIMIT = 200;
 
 function signed(v, text) {
@@ -419,10 +438,14 @@ function signed(v, text) {
 }
 
 function diffTable(by, rows) {
-  return table([T(by, DIFF_KEY[by], nameCell), C('A count', 'a_count'),
-    C('B count', 'b_count'), N('A total', 'a_total_ns'),
+  const most = Math.max(0, ...rows.map(r => Math.abs(r.delta_ns)));
+  /* On a narrow screen the counts give way (class opt, style.css). */
+  return table([T(by, DIFF_KEY[by], nameCell),
+    T('A count', 'a_count', num, 'num opt'),
+    T('B count', 'b_count', num, 'num opt'), N('A total', 'a_total_ns'),
     N('B total', 'b_total_ns'),
-    T('delta (B\u2212A)', 'delta_ns', v => signed(v, nsCell(v)), 'num'),
+    T('delta (B\u2212A)', 'delta_ns', v => [deltaBar(v, most),
+      signed(v, nsCell(v))], 'num'),
     T('delta %', 'delta_pct', v => v == null ? '\u2013'
       : signed(v, (v > 0 ? '+' : '') + v.toFixed(1) + '%'), 'num'),
     T('status', 'status', badge)], rows);

@@ -1,7 +1,8 @@
 /*
  * traced dashboard, the capture view (#/captures/<id>): status and phase
  * while it runs (polled every second), then the per-rank figures and one
- * tab per table route. Uses the helpers of app.js (loaded first).
+ * tab per table route; the analysis tabs (timeline, idle, families) are
+ * analysis.js's. Uses the helpers of app.js and charts.js.
  */
 'use strict';
 
@@ -216,11 +217,19 @@ function timeline(rows) {
 
 const TABS = [
   {id: 'kernels', label: 'Kernels', path: '/captures/{id}/kernels', q: true,
-    sort: true, limit: LIMIT, note: 'A name opens its launch configs.',
-    cols: (all, st, show) => [T('name', 'name', v => el('a', {href: '#',
+    sort: true, limit: LIMIT, note: 'A name opens its launch configs, a ' +
+      'family its kernels. Mangled names are shown demangled (the name ' +
+      'as traced is in the tooltip).',
+    cols: (all, st, show) => [T('name', 'name', (v, r) => el('a', {href: '#',
       onclick: ev => {
         ev.preventDefault();
         Object.assign(st, {tab: 'launches', q: v.slice(0, MAX_Q)});
+        show();
+      }}, el('span', {class: 'name', title: v}, r.demangled || v))),
+    T('family', 'family', v => v == null ? '\u2013' : el('a', {href: '#',
+      title: 'only this family', onclick: ev => {
+        ev.preventDefault();
+        st.family = v;
         show();
       }}, nameCell(v))), S('category', 'category'), C('count', 'count'),
     N('total', 'total_ns'), N('avg', 'avg_ns'), N('min', 'min_ns'),
@@ -251,8 +260,15 @@ const TABS = [
     C('events', 'count'), N('total', 'total_ns'),
     T('share of device time', 'share', shareCell, 'num')]},
   {id: 'steps', label: 'Steps', path: '/captures/{id}/steps',
+    note: 'Percentiles are of the step durations (all ranks: the largest ' +
+      'rank\'s). Steady: without the warm-up, the leading steps slower ' +
+      'than twice the p50 (at most a tenth of them).',
+    after: (c, st, rows) => stepsExtra(c, st, rows),
     cols: () => [S('kind', 'kind'), C('count', 'count'),
-      N('total', 'total_ns'), N('avg', 'avg_ns'), C('tokens', 'tokens'),
+      N('total', 'total_ns'), N('avg', 'avg_ns'), N('p50', 'p50_ns'),
+      N('p90', 'p90_ns'), N('p99', 'p99_ns'), N('max', 'max_ns'),
+      C('warm-up', 'warmup_steps'), N('steady p50', 'steady_p50_ns'),
+      N('steady p99', 'steady_p99_ns'), C('tokens', 'tokens'),
       C('padded', 'padded'), N('kernel time inside', 'kernel_ns'),
       S('source', 'source')]},
   {id: 'memcpy', label: 'Copies', path: '/captures/{id}/memcpy',
@@ -277,6 +293,11 @@ const TABS = [
       T('top kernels', 'top_kernels', v => topList(v)),
       T('top launch configs', 'top_launches', v => topList(v, true))]}];
 
+/* Every tab: these and the analysis ones (analysis.js, loaded after). */
+function allTabs() {
+  return TABS.concat(ANALYSIS_TABS);
+}
+
 function tabsView(box, c, ranks, hq) {
   const g = gen;
   /* One rank: its own figures (median, first/last seen) from the start. */
@@ -285,7 +306,7 @@ function tabsView(box, c, ranks, hq) {
     : '';
   const st = {tab: hq.get('tab') || 'kernels', rank: hq.get('rank') || only,
     q: hq.get('q') || '', sort: hq.get('sort') || 'total',
-    category: hq.get('category') || ''};
+    category: hq.get('category') || '', family: hq.get('family') || ''};
   const bar = el('nav', {class: 'tabs'});
   const tools = el('div', {class: 'tools'});
   const out = el('div');
@@ -300,49 +321,63 @@ function tabsView(box, c, ranks, hq) {
   add(box, el('h3', null, 'Analysis'), bar, tools, out);
 
   function show() {
-    const tab = TABS.find(t => t.id === st.tab) || TABS[0];
+    const tab = allTabs().find(t => t.id === st.tab) || TABS[0];
     st.tab = tab.id;
-    put(bar, TABS.map(t => el('a', {href: '#', class: t === tab ? 'on' : null,
+    put(bar, allTabs().map(t => el('a', {href: '#',
+      class: t === tab ? 'on' : null,
       onclick: ev => { ev.preventDefault(); st.tab = t.id; show(); }},
     t.label)));
     search.value = st.q;
     put(tools, select(st.rank, [['', 'all ranks']].concat(numbered.map(r =>
       [r.rank, 'rank ' + r.rank])), v => { st.rank = v; load(); }),
-    tab.q ? search : null, tab.id === 'kernels' ? select(st.category,
+    tab.q ? search : null, tab.id === 'kernels' || tab.id === 'families'
+      ? select(st.category,
       [['', 'any category']].concat(CATEGORIES), v => {
         st.category = v;
         load();
-      }) : null, tab.sort ? select(st.sort, ['total', 'count', 'avg',
+      }) : null, tab.id === 'kernels' && st.family ? el('button', {
+      title: 'show every family', onclick: () => { st.family = ''; show(); }},
+    'family ', el('code', null, st.family), ' \u00d7') : null,
+    tab.sort ? select(st.sort, ['total', 'count', 'avg',
       'name'].map(s => [s, 'by ' + s]), v => { st.sort = v; load(); })
       : null);
     load();
   }
 
-  async function load() {
-    const tab = TABS.find(t => t.id === st.tab);
-    const kernels = tab.id === 'kernels';
-    const query = {rank: st.rank, q: tab.q ? st.q : '',
-      category: kernels ? st.category : '', sort: tab.sort ? st.sort : ''};
-    saveOpts(Object.assign({tab: kernels ? '' : tab.id}, query,
-      {sort: query.sort === 'total' ? '' : query.sort}));
-    const my = ++seq;
-    put(out, el('p', {class: 'muted'}, 'loading\u2026'));
-    let data;
-    try {
-      data = await get(url(tab.path, {id: c.id}, Object.assign(query,
-        {limit: tab.limit})));
-    } catch (e) {
-      if (g === gen && my === seq) put(out, errorBox(e));
-      return;
-    }
-    if (g !== gen || my !== seq) return;
+  /* A table tab: its rows, a picture before them, more after them. */
+  async function tableTab(tab, query) {
+    const data = await get(url(tab.path, {id: c.id}, Object.assign(query,
+      {limit: tab.limit})));
     const all = data.rank === null;
-    put(out, tab.note ? el('p', {class: 'muted'}, tab.note) : null,
+    return [tab.note ? el('p', {class: 'muted'}, tab.note) : null,
       tab.before && data.rows.length ? tab.before(data.rows) : null,
       table(tab.cols(all, st, show).filter(Boolean), data.rows),
       tab.limit && data.rows.length === tab.limit ? el('p',
         {class: 'muted'}, 'first ' + tab.limit + ' rows: narrow with the ' +
-        'name filter') : null);
+        'name filter') : null,
+      tab.after && data.rows.length ? await tab.after(c, st, data.rows)
+        : null];
+  }
+
+  async function load() {
+    const tab = allTabs().find(t => t.id === st.tab);
+    const kernels = tab.id === 'kernels';
+    const query = {rank: st.rank, q: tab.q ? st.q : '',
+      category: kernels || tab.id === 'families' ? st.category : '',
+      sort: tab.sort ? st.sort : '', family: kernels ? st.family : ''};
+    saveOpts(Object.assign({tab: kernels ? '' : tab.id}, query,
+      {sort: query.sort === 'total' ? '' : query.sort}));
+    const my = ++seq;
+    put(out, el('p', {class: 'muted'}, 'loading\u2026'));
+    let nodes;
+    try {
+      nodes = tab.render ? await tab.render(c, st, ranks)
+        : await tableTab(tab, query);
+    } catch (e) {
+      if (g === gen && my === seq) put(out, errorBox(e));
+      return;
+    }
+    if (g === gen && my === seq) put(out, nodes);
   }
   show();
 }

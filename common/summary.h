@@ -1,0 +1,264 @@
+/*
+ * The rank summary's vocabulary, defined once (docs/API.md, "Rank
+ * summary"): every member of the summary object and of each of its
+ * tables' rows, with its type, its column in the store, how it sums over
+ * the ranks of a capture and the schema version that added it. The
+ * indexer expands these lists into the C structs it fills and the JSON it
+ * writes (index/agg_sum.h), the store into its INSERTs, its new migration
+ * steps and its SELECT lists (store/ranks.c, schema.c, queries.c), so a
+ * figure has one name and one type on both sides of the "figure types
+ * only" contract between index/ and store/, and the compiler finds a
+ * member one side forgot. Header only; any thread.
+ *
+ * Rows: XX(key, column, TYPE, ALL, since).
+ *   key     the JSON member
+ *   column  the store column (ranks: also the SELECT name)
+ *   TYPE    INT        integer, required
+ *           INT_NULL   integer or null
+ *           TEXT       string, required
+ *           TEXT_NULL  string or null
+ *           NAME       string interned into names: column is name_id
+ *           JSON       any JSON value, stored as compact text
+ *           JSON_NULL  JSON value or null
+ *           AVG        derived, not stored: floor(total_ns / count)
+ *           SHARE      derived, not stored: total_ns over the rank's ALL
+ *                      column, rounded half up to 6 decimals
+ *           RATIO      derived, not stored: the row's ALL column over its
+ *                      count, rounded half up to 6 decimals
+ *   ALL     how GET .../<table> without ?rank= sums the ranks' rows:
+ *           KEY (grouped by), SUM, MIN, MAX, ANY (max(): one value per
+ *           key), MIXED (the ranks' common text, else "mixed"), NONE (not
+ *           in the all-ranks answer), EACH (the table is not summed: every
+ *           rank's rows as they are, each with its rank); for SHARE rows,
+ *           the rank column it is a share of (kernel_ns, device_ns), for
+ *           RATIO rows the row's column over its count
+ *   since   the schema version (store/schema.c) whose step created the
+ *           column; a new figure is a new row with the next version, and
+ *           a released row is never edited.
+ */
+#ifndef TR_SUMMARY_H
+#define TR_SUMMARY_H
+
+/* The scalars of a rank summary, in the order the summary prints them. */
+#define TR_SUM_RANK(XX)                                                        \
+  XX(rank, trace_rank, INT_NULL, NONE, 1)                                      \
+  XX(file, file, TEXT, NONE, 1)                                                \
+  XX(format, format, TEXT, NONE, 1)                                            \
+  XX(file_bytes, file_bytes, INT, NONE, 1)                                     \
+  XX(json_bytes, json_bytes, INT, NONE, 1)                                     \
+  XX(events, events, INT, NONE, 1)                                             \
+  XX(skipped_events, skipped_events, INT, NONE, 1)                             \
+  XX(t0_ns, t0_ns, INT, NONE, 1)                                               \
+  XX(span_ns, span_ns, INT, NONE, 1)                                           \
+  XX(device, device, TEXT_NULL, NONE, 1)                                       \
+  XX(kernel_events, kernel_events, INT, NONE, 1)                               \
+  XX(kernel_ns, kernel_ns, INT, NONE, 1)                                       \
+  XX(distinct_kernels, distinct_kernels, INT, NONE, 1)                         \
+  XX(memcpy_count, memcpy_count, INT, NONE, 1)                                 \
+  XX(memcpy_bytes, memcpy_bytes, INT, NONE, 1)                                 \
+  XX(memcpy_ns, memcpy_ns, INT, NONE, 1)                                       \
+  XX(memset_count, memset_count, INT, NONE, 1)                                 \
+  XX(memset_ns, memset_ns, INT, NONE, 1)                                       \
+  XX(device_ns, device_ns, INT, NONE, 1)                                       \
+  XX(gpu_busy_ns, gpu_busy_ns, INT, NONE, 1)                                   \
+  XX(runtime_events, runtime_events, INT, NONE, 1)                             \
+  XX(runtime_ns, runtime_ns, INT, NONE, 1)                                     \
+  XX(idle_ns, idle_ns, INT, NONE, 3)                                           \
+  XX(launch_delays, launch_delays, INT, NONE, 3)                               \
+  XX(launch_delay_min_ns, launch_delay_min_ns, INT, NONE, 3)                   \
+  XX(launch_delay_p50_ns, launch_delay_p50_ns, INT, NONE, 3)                   \
+  XX(launch_delay_p99_ns, launch_delay_p99_ns, INT, NONE, 3)                   \
+  XX(launch_delay_max_ns, launch_delay_max_ns, INT, NONE, 3)                   \
+  XX(warmup_steps, warmup_steps, INT, NONE, 3)                                 \
+  XX(timeline_bucket_ns, timeline_bucket_ns, INT, NONE, 3)                     \
+  XX(kernel_names_folded, kernel_names_folded, INT, NONE, 4)                   \
+  XX(runtime_names_folded, runtime_names_folded, INT, NONE, 4)                 \
+  XX(warnings, warnings, JSON, NONE, 4)
+
+#define TR_SUM_KERNEL(XX)                                                      \
+  XX(name, name_id, NAME, KEY, 1)                                              \
+  XX(category, category, TEXT, ANY, 1)                                         \
+  XX(count, count, INT, SUM, 1)                                                \
+  XX(total_ns, total_ns, INT, SUM, 1)                                          \
+  XX(avg_ns, avg_ns, AVG, AVG, 1)                                              \
+  XX(min_ns, min_ns, INT, MIN, 1)                                              \
+  XX(max_ns, max_ns, INT, MAX, 1)                                              \
+  XX(median_ns, median_ns, INT, NONE, 1)                                       \
+  XX(share, share, SHARE, kernel_ns, 1)                                        \
+  XX(first_ns, first_ns, INT, NONE, 1)                                         \
+  XX(last_ns, last_ns, INT, NONE, 1)                                           \
+  XX(family, family, TEXT, ANY, 3)                                             \
+  XX(demangled, demangled, TEXT_NULL, ANY, 3)
+
+#define TR_SUM_LAUNCH(XX)                                                      \
+  XX(name, name_id, NAME, KEY, 1)                                              \
+  XX(grid, grid, JSON_NULL, KEY, 1)                                            \
+  XX(block, block, JSON_NULL, KEY, 1)                                          \
+  XX(registers_per_thread, registers_per_thread, INT_NULL, KEY, 1)             \
+  XX(shared_bytes, shared_bytes, INT_NULL, KEY, 1)                             \
+  XX(count, count, INT, SUM, 1)                                                \
+  XX(total_ns, total_ns, INT, SUM, 1)                                          \
+  XX(avg_ns, avg_ns, AVG, AVG, 1)                                              \
+  XX(min_ns, min_ns, INT, MIN, 1)                                              \
+  XX(max_ns, max_ns, INT, MAX, 1)
+
+#define TR_SUM_CATEGORY(XX)                                                    \
+  XX(category, category, TEXT, KEY, 1)                                         \
+  XX(count, count, INT, SUM, 1)                                                \
+  XX(total_ns, total_ns, INT, SUM, 1)                                          \
+  XX(share, share, SHARE, device_ns, 1)
+
+#define TR_SUM_MEMCPY(XX)                                                      \
+  XX(kind, kind, TEXT, KEY, 1)                                                 \
+  XX(count, count, INT, SUM, 1)                                                \
+  XX(total_ns, total_ns, INT, SUM, 1)                                          \
+  XX(bytes, bytes, INT, SUM, 1)                                                \
+  XX(max_bytes, max_bytes, INT, MAX, 1)
+
+#define TR_SUM_RUNTIME(XX)                                                     \
+  XX(name, name_id, NAME, KEY, 1)                                              \
+  XX(count, count, INT, SUM, 1)                                                \
+  XX(total_ns, total_ns, INT, SUM, 1)                                          \
+  XX(avg_ns, avg_ns, AVG, AVG, 1)                                              \
+  XX(median_ns, median_ns, INT, MAX, 1)                                        \
+  XX(max_ns, max_ns, INT, MAX, 1)
+
+#define TR_SUM_STEP(XX)                                                        \
+  XX(kind, kind, TEXT, KEY, 1)                                                 \
+  XX(count, count, INT, SUM, 1)                                                \
+  XX(total_ns, total_ns, INT, SUM, 1)                                          \
+  XX(avg_ns, avg_ns, AVG, AVG, 1)                                              \
+  XX(tokens, tokens, INT, SUM, 1)                                              \
+  XX(padded, padded, INT, SUM, 1)                                              \
+  XX(kernel_ns, kernel_ns, INT, SUM, 1)                                        \
+  XX(source, source, TEXT, MIXED, 1)                                           \
+  XX(min_ns, min_ns, INT, MIN, 3)                                              \
+  XX(p50_ns, p50_ns, INT, MAX, 3)                                              \
+  XX(p90_ns, p90_ns, INT, MAX, 3)                                              \
+  XX(p99_ns, p99_ns, INT, MAX, 3)                                              \
+  XX(max_ns, max_ns, INT, MAX, 3)                                              \
+  XX(warmup_steps, warmup_steps, INT, SUM, 3)                                  \
+  XX(steady_count, steady_count, INT, SUM, 3)                                  \
+  XX(steady_total_ns, steady_total_ns, INT, SUM, 3)                            \
+  XX(steady_min_ns, steady_min_ns, INT, MIN, 3)                                \
+  XX(steady_p50_ns, steady_p50_ns, INT, MAX, 3)                                \
+  XX(steady_p90_ns, steady_p90_ns, INT, MAX, 3)                                \
+  XX(steady_p99_ns, steady_p99_ns, INT, MAX, 3)                                \
+  XX(steady_max_ns, steady_max_ns, INT, MAX, 3)
+
+#define TR_SUM_PHASE(XX)                                                       \
+  XX(index, idx, INT, EACH, 1)                                                 \
+  XX(start_ns, start_ns, INT, EACH, 1)                                         \
+  XX(end_ns, end_ns, INT, EACH, 1)                                             \
+  XX(busy_ns, busy_ns, INT, EACH, 1)                                           \
+  XX(kernel_events, kernel_events, INT, EACH, 1)                               \
+  XX(cause, cause, TEXT, EACH, 1)                                              \
+  XX(top_kernels, top_kernels, JSON, EACH, 1)                                  \
+  XX(top_launches, top_launches, JSON, EACH, 1)
+
+/* The steps of a kind by real batch size (dim "bs") or tokens ("tok"):
+ * buckets [lo, hi], hi null for the last, open one. */
+#define TR_SUM_STEP_BUCKET(XX)                                                 \
+  XX(kind, kind, TEXT, KEY, 3)                                                 \
+  XX(dim, dim, TEXT, KEY, 3)                                                   \
+  XX(lo, lo, INT, KEY, 3)                                                      \
+  XX(hi, hi, INT_NULL, KEY, 3)                                                 \
+  XX(count, count, INT, SUM, 3)                                                \
+  XX(padded, padded, INT, SUM, 3)                                              \
+  XX(padded_share, padded_share, RATIO, padded, 3)                             \
+  XX(min_ns, min_ns, INT, MIN, 3)                                              \
+  XX(p50_ns, p50_ns, INT, MAX, 3)                                              \
+  XX(p99_ns, p99_ns, INT, MAX, 3)                                              \
+  XX(max_ns, max_ns, INT, MAX, 3)
+
+/* Each kind's step durations in bins made of whole histogram buckets
+ * (agg_map.c): 64 ns wide below 1024 ns, 8 per power of two above, so
+ * every count is exact; [lo_ns, hi_ns). */
+#define TR_SUM_STEP_HIST(XX)                                                   \
+  XX(kind, kind, TEXT, KEY, 3)                                                 \
+  XX(lo_ns, lo_ns, INT, KEY, 3)                                                \
+  XX(hi_ns, hi_ns, INT, KEY, 3)                                                \
+  XX(count, count, INT, SUM, 3)
+
+/* The slowest steps of each kind (role "slowest", index 0 the slowest) and
+ * its median step (role "median"), each with its top kernels. */
+#define TR_SUM_STEP_OUTLIER(XX)                                                \
+  XX(kind, kind, TEXT, EACH, 3)                                                \
+  XX(role, role, TEXT, EACH, 3)                                                \
+  XX(index, idx, INT, EACH, 3)                                                 \
+  XX(start_ns, start_ns, INT, EACH, 3)                                         \
+  XX(dur_ns, dur_ns, INT, EACH, 3)                                             \
+  XX(label, label, TEXT, EACH, 3)                                              \
+  XX(top_kernels, top_kernels, JSON, EACH, 3)
+
+/* Idle time (span minus busy) by step kind (null: outside any step, or a
+ * trace without steps) and cause. */
+#define TR_SUM_IDLE(XX)                                                        \
+  XX(step, step, TEXT_NULL, KEY, 3)                                            \
+  XX(cause, cause, TEXT, KEY, 3)                                               \
+  XX(idle_ns, idle_ns, INT, SUM, 3)
+
+/* The utilisation timeline: equal buckets over the span. by_category and
+ * steps are objects {name: ns}; step is the kind covering most of it. */
+#define TR_SUM_TIMELINE(XX)                                                    \
+  XX(index, idx, INT, EACH, 3)                                                 \
+  XX(start_ns, start_ns, INT, EACH, 3)                                         \
+  XX(end_ns, end_ns, INT, EACH, 3)                                             \
+  XX(busy_ns, busy_ns, INT, EACH, 3)                                           \
+  XX(by_category, by_category, JSON, EACH, 3)                                  \
+  XX(steps, steps, JSON, EACH, 3)                                              \
+  XX(step, step, TEXT_NULL, EACH, 3)
+
+/* Kernel families (index/family.c): kernels names with the template and
+ * parameter lists and the tile and ordinal suffixes dropped. */
+#define TR_SUM_FAMILY(XX)                                                      \
+  XX(family, family, TEXT, KEY, 3)                                             \
+  XX(category, category, TEXT, ANY, 3)                                         \
+  XX(kernels, kernels, INT, MAX, 3)                                            \
+  XX(count, count, INT, SUM, 3)                                                \
+  XX(total_ns, total_ns, INT, SUM, 3)                                          \
+  XX(avg_ns, avg_ns, AVG, AVG, 3)                                              \
+  XX(min_ns, min_ns, INT, MIN, 3)                                              \
+  XX(max_ns, max_ns, INT, MAX, 3)                                              \
+  XX(p50_ns, p50_ns, INT, MAX, 3)                                              \
+  XX(p99_ns, p99_ns, INT, MAX, 3)                                              \
+  XX(share, share, SHARE, kernel_ns, 3)
+
+/* A family's kernels that start inside the labels of a step kind, and per
+ * step of that kind (per_step_ns: total_ns / steps, floored; all ranks:
+ * the largest). */
+#define TR_SUM_FAMILY_STEP(XX)                                                 \
+  XX(family, family, TEXT, KEY, 3)                                             \
+  XX(step, step, TEXT, KEY, 3)                                                 \
+  XX(count, count, INT, SUM, 3)                                                \
+  XX(total_ns, total_ns, INT, SUM, 3)                                          \
+  XX(steps, steps, INT, SUM, 3)                                                \
+  XX(per_step_ns, per_step_ns, INT, MAX, 3)
+
+/*
+ * XX(member, ROWS, row): the summary's tables, in the order the summary
+ * prints them. member is the summary's array and the SQL table (one per
+ * rank row, rank_id first); ROWS its row list above; row names the
+ * indexer's struct (struct agg_sum_<row>).
+ */
+#define TR_SUM_TABLES(XX)                                                      \
+  XX(kernels, TR_SUM_KERNEL, kernel)                                           \
+  XX(launches, TR_SUM_LAUNCH, launch)                                          \
+  XX(categories, TR_SUM_CATEGORY, category)                                    \
+  XX(memcpy, TR_SUM_MEMCPY, memcpy)                                            \
+  XX(runtime, TR_SUM_RUNTIME, runtime)                                         \
+  XX(steps, TR_SUM_STEP, step)                                                 \
+  XX(phases, TR_SUM_PHASE, phase)                                              \
+  XX(step_buckets, TR_SUM_STEP_BUCKET, step_bucket)                            \
+  XX(step_histogram, TR_SUM_STEP_HIST, step_hist)                              \
+  XX(step_outliers, TR_SUM_STEP_OUTLIER, step_outlier)                         \
+  XX(idle, TR_SUM_IDLE, idle)                                                  \
+  XX(timeline, TR_SUM_TIMELINE, timeline)                                      \
+  XX(families, TR_SUM_FAMILY, family)                                          \
+  XX(family_steps, TR_SUM_FAMILY_STEP, family_step)
+
+/* The number of rows of a list: TR_SUM_COUNT(TR_SUM_KERNEL). */
+#define TR_SUM_ONE_(key, col, ty, all, since) +1
+#define TR_SUM_COUNT(ROWS)                    (0 ROWS(TR_SUM_ONE_))
+
+#endif
