@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <time.h>
 
 #include "api/api.h"
@@ -35,8 +36,6 @@
   "default-src 'none'; script-src 'self'; style-src 'self'; "                  \
   "style-src-attr 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; " \
   "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
-/* Memory for answers about done captures (cache.c). */
-#define API_CACHE_BYTES ((size_t)64 << 20)
 
 struct api_req;
 struct api_table;
@@ -110,6 +109,9 @@ struct api_req {
  * first use and closed by api_stop(). NULL with err set on failure. */
 struct store *api_store(struct api_req *r, int mode, struct tr_err *err);
 
+/* The PUT handler of a route, or NULL. */
+enum MHD_Result (*api_route_put(const struct api_route *rt))(struct api_req *);
+
 /* Counts a response for /metrics. */
 void api_count(struct api *api, const struct api_route *route, unsigned status);
 
@@ -159,6 +161,11 @@ struct store *api_read_begin(struct api_req *r, uint64_t *epoch,
 enum MHD_Result api_reply_keep(struct api_req *r, json_t *obj,
                                const int64_t *ids, uint64_t epoch);
 
+/* api_reply_keep() of an answer already written as JSON text: takes
+ * body's bytes (body->p is NULL afterwards). */
+enum MHD_Result api_reply_keep_text(struct api_req *r, struct tr_buf *body,
+                                    const int64_t *ids, uint64_t epoch);
+
 /* Replies {"error":{"code","message","field"}}; field may be NULL or "". */
 enum MHD_Result api_reply_error(struct api_req *r, unsigned status,
                                 const char *code, const char *field,
@@ -181,8 +188,9 @@ bool api_asset_exists(const char *name);
 
 /* ---- cache.c: answers about done captures ---- */
 
-/* NULL when out of memory. Free with api_cache_free() (NULL is ok). */
-struct api_cache *api_cache_new(void);
+/* A cache of at most max_bytes (0: keeps nothing). NULL when out of
+ * memory. Free with api_cache_free() (NULL is ok). */
+struct api_cache *api_cache_new(size_t max_bytes);
 void api_cache_free(struct api_cache *c);
 
 /* The epoch to pass to api_cache_put(): read it before checking that the
@@ -228,10 +236,16 @@ void api_conn_next(struct api *api, struct MHD_Connection *conn);
 int api_parse_capture(const struct cfg *cfg, const char *body, size_t len,
                       json_t **params, struct tr_err *err);
 
-/* Parses a POST /imports body: *params gets {path, format, label?} as
- * sent (the path is not resolved here). */
+/* Parses a POST /imports body: *params gets {path, format, label?, and
+ * the configuration members given} as sent (the path is not resolved
+ * here). */
 int api_parse_import(const char *body, size_t len, json_t **params,
                      struct tr_err *err);
+
+/* True for the members of a capture's configuration an import may
+ * declare (model, tp, isl, osl, conc, variant, more: POST /captures'
+ * rules), so that its verdict has a baseline. */
+bool api_import_config(const char *name);
 
 /* A capture id or rank from text: decimal digits only, lo..hi. err names
  * field. */
@@ -291,6 +305,17 @@ extern const struct api_table api_table_kernels, api_table_launches,
     api_table_categories, api_table_steps, api_table_memcpy, api_table_runtime,
     api_table_phases, api_table_step_buckets, api_table_step_outliers,
     api_table_step_histogram, api_table_idle, api_table_timeline,
-    api_table_families, api_table_family_steps;
+    api_table_families, api_table_family_steps, api_table_collectives,
+    api_table_collective_instances, api_table_collective_timeline;
+
+/* ---- routes_results.c: verdicts and baselines (issue 10) ---- */
+
+enum MHD_Result api_get_verdict(struct api_req *r);
+enum MHD_Result api_put_baseline(struct api_req *r);
+enum MHD_Result api_delete_baseline(struct api_req *r);
+
+/* /metrics: done captures by verdict, each configuration's latest
+ * regressed or not, webhook deliveries. */
+void api_metrics_verdicts(FILE *f, struct store *st);
 
 #endif

@@ -11,8 +11,8 @@
  * The epoch closes that gap: api_cache_drop() bumps it, and a put whose
  * epoch (read before the status) is older is refused.
  *
- * Any thread; one mutex. Ceiling: API_CACHE_BYTES; the oldest entries go
- * first.
+ * Any thread; one mutex. Ceiling: answer_cache_mb (0: nothing is kept);
+ * the oldest entries go first.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +33,7 @@ struct entry {
 struct api_cache {
   pthread_mutex_t lock; /* guards everything below */
   uint64_t epoch;
-  size_t bytes;
+  size_t bytes, max; /* kept, and at most */
   struct entry *buckets[NBUCKETS];
   struct entry *oldest, *newest;
 };
@@ -47,12 +47,14 @@ static size_t hash(const char *key)
   return h % NBUCKETS;
 }
 
-struct api_cache *api_cache_new(void)
+struct api_cache *api_cache_new(size_t max_bytes)
 {
   struct api_cache *c = calloc(1, sizeof(*c));
 
-  if (c != NULL)
+  if (c != NULL) {
     pthread_mutex_init(&c->lock, NULL);
+    c->max = max_bytes;
+  }
   return c;
 }
 
@@ -159,7 +161,7 @@ void api_cache_put(struct api_cache *c, uint64_t epoch, const char *key,
   struct entry *e;
 
   /* One answer may not push out most of the others. */
-  if (len > API_CACHE_BYTES / 8)
+  if (len > c->max / 8)
     return;
   e = entry_new(key, ids, body, len);
   if (e == NULL)
@@ -179,7 +181,7 @@ void api_cache_put(struct api_cache *c, uint64_t epoch, const char *key,
     c->oldest = e;
   c->newest = e;
   c->bytes += len + strlen(key);
-  while (c->bytes > API_CACHE_BYTES)
+  while (c->bytes > c->max)
     unlink_entry(c, c->oldest);
   pthread_mutex_unlock(&c->lock);
 }

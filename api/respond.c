@@ -190,6 +190,21 @@ enum MHD_Result api_reply_keep(struct api_req *r, json_t *obj,
   return api_reply(r, 200, json_text_response(text));
 }
 
+enum MHD_Result api_reply_keep_text(struct api_req *r, struct tr_buf *body,
+                                    const int64_t *ids, uint64_t epoch)
+{
+  char key[KEY_MAX], *text;
+
+  if (body->p == NULL)
+    return MHD_NO;
+  if (ids != NULL && request_key(r, key, sizeof(key)))
+    api_cache_put(r->api->cache, epoch, key, ids, body->p, body->n);
+  text = body->p; /* NUL-terminated: the response takes it, and frees */
+  body->p = NULL;
+  body->n = body->cap = 0;
+  return api_reply(r, 200, json_text_response(text));
+}
+
 enum MHD_Result api_reply_error(struct api_req *r, unsigned status,
                                 const char *code, const char *field,
                                 const char *fmt, ...)
@@ -243,11 +258,12 @@ enum MHD_Result api_reply_err(struct api_req *r, const struct tr_err *err)
 enum MHD_Result api_reply_method(struct api_req *r)
 {
   const struct api_route *rt = r->route;
-  char allow[32] = "";
+  char allow[40] = "";
   struct MHD_Response *resp;
 
-  snprintf(allow, sizeof(allow), "%s%s%s", rt->get ? "GET, " : "",
-           rt->post ? "POST, " : "", rt->del ? "DELETE, " : "");
+  snprintf(allow, sizeof(allow), "%s%s%s%s", rt->get ? "GET, " : "",
+           rt->post ? "POST, " : "", api_route_put(rt) ? "PUT, " : "",
+           rt->del ? "DELETE, " : "");
   allow[strlen(allow) - 2] = '\0'; /* every route takes one method */
   resp = json_response(json_pack(
       "{s:{s:s, s:s++, s:n}}", "error", "code", "method_not_allowed", "message",

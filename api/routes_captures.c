@@ -233,8 +233,15 @@ enum MHD_Result api_post_imports(struct api_req *r)
     return api_reply_err(r, &err);
   real = import_path(r, json_string_value(json_object_get(req, "path")), &ret);
   if (real != NULL) {
+    const char *key;
+    json_t *v;
+
     params = json_pack("{s:s, s:O}", "path", real, "format",
                        json_object_get(req, "format"));
+    json_object_foreach(req, key, v) {
+      if (params != NULL && api_import_config(key))
+        json_object_set(params, key, v);
+    }
     ret = params != NULL
               ? queue(r, "import", label_of(req), params)
               : api_reply_error(r, 500, "no_memory", NULL, "out of memory");

@@ -35,6 +35,10 @@ static const char *const famstep_params[] = { "rank", "q", "kind", "limit",
                                               NULL };
 static const char *const idle_params[] = { "rank", "by", NULL };
 static const char *const timeline_params[] = { "rank", "buckets", NULL };
+static const char *const coll_params[] = { "rank", "by", "family", "limit",
+                                           NULL };
+static const char *const instance_params[] = { "family", "limit", NULL };
+static const char *const rank_only_params[] = { "rank", NULL };
 
 const struct api_table api_table_kernels = { store_kernels, kernel_params,
                                              true };
@@ -60,6 +64,33 @@ const struct api_table api_table_families = { store_families, family_params,
                                               true };
 const struct api_table api_table_family_steps = { store_family_steps,
                                                   famstep_params, true };
+/* Collectives across ranks (issue 10). */
+const struct api_table api_table_collectives = { store_collectives, coll_params,
+                                                 false };
+const struct api_table api_table_collective_instances = {
+  store_collective_instances, instance_params, true
+};
+const struct api_table api_table_collective_timeline = {
+  store_collective_timeline, rank_only_params, false
+};
+
+/* The tables whose all-ranks answer a done capture keeps summed (store/
+ * sums.c): sent as stored, without building the JSON again. */
+static const struct {
+  const struct api_table *t;
+  const char *sum;
+} summed[] = {
+  { &api_table_kernels, "kernels" },
+  { &api_table_launches, "launches" },
+  { &api_table_categories, "categories" },
+  { &api_table_steps, "steps" },
+  { &api_table_memcpy, "memcpy" },
+  { &api_table_runtime, "runtime" },
+  { &api_table_step_buckets, "step_buckets" },
+  { &api_table_step_histogram, "step_histogram" },
+  { &api_table_families, "families" },
+  { &api_table_family_steps, "family_steps" },
+};
 
 #define Q_MAX    256 /* bytes of a name substring, or a family */
 #define KIND_MAX 64  /* bytes of a step kind */
@@ -80,7 +111,7 @@ static int table_query(struct api_req *r, struct store_query *q,
                        struct tr_err *err)
 {
   static const char *const sorts[] = { "total", "count", "avg", "name", NULL };
-  static const char *const bys[] = { "cause", "step", NULL };
+  static const char *const bys[] = { "cause", "step", "family", "rank", NULL };
   const struct cfg *cfg = r->api->cfg;
   const struct api_table *t = r->route->table;
   int64_t id = 0, rank = -1, buckets = 0;
@@ -120,6 +151,47 @@ static bool capture_done(struct store *st, int64_t id)
   return done;
 }
 
+/* The summed table the route reads over all ranks, or NULL. */
+static const char *summed_name(const struct api_table *t)
+{
+  for (size_t i = 0; i < sizeof(summed) / sizeof(summed[0]); i++)
+    if (summed[i].t == t)
+      return summed[i].sum;
+  return NULL;
+}
+
+/* A done capture's all-ranks table from its sums, as text: 1 when it has
+ * none (the caller answers from the store's rows), else the reply's
+ * result in *ret. */
+static int reply_summed(struct api_req *r, struct store *st,
+                        const struct store_query *q, uint64_t epoch,
+                        enum MHD_Result *ret)
+{
+  const char *tbl = summed_name(r->route->table);
+  struct tr_buf body = { .max = (size_t)r->api->cfg->max_response_bytes };
+  int64_t ids[2] = { q->capture_id, q->capture_id };
+  struct tr_err err = { 0 };
+  int rc;
+
+  if (tbl == NULL || q->rank >= 0)
+    return 1;
+  tr_buf_printf(&body, "{\"capture\":%lld,\"rank\":null,\"rows\":",
+                (long long)q->capture_id);
+  rc = store_table_text(st, tbl, q, &body, &err);
+  tr_buf_put(&body, "}", 1);
+  if (rc == 0 && body.failed)
+    rc = tr_err_set(&err, TR_ELIMIT, "limit",
+                    "the answer would be more than max_response_bytes (%d): "
+                    "ask for fewer rows (limit) or one rank",
+                    r->api->cfg->max_response_bytes);
+  if (rc == 0)
+    *ret = api_reply_keep_text(r, &body, ids, epoch);
+  else if (rc < 0)
+    *ret = api_reply_err(r, &err);
+  tr_buf_free(&body);
+  return rc == 1 ? 1 : 0;
+}
+
 enum MHD_Result api_get_table(struct api_req *r)
 {
   struct store_query q = { 0 };
@@ -134,7 +206,7 @@ enum MHD_Result api_get_table(struct api_req *r)
   if (table_query(r, &q, &err) != 0)
     return api_reply_err(r, &err);
   st = api_read_begin(r, &epoch, &ret);
-  if (st == NULL)
+  if (st == NULL || reply_summed(r, st, &q, epoch, &ret) == 0)
     return ret;
   done = capture_done(st, q.capture_id);
   if (r->route->table->query(st, &q, &rows, &err) != 0)

@@ -440,6 +440,17 @@ static bool one_of(const char *s, const char *const *list)
   return false;
 }
 
+bool api_import_config(const char *name)
+{
+  static const char *const config[] = { "model", "tp",      "isl", "osl",
+                                        "conc",  "variant", "more" };
+
+  for (size_t i = 0; i < sizeof(config) / sizeof(config[0]); i++)
+    if (strcmp(name, config[i]) == 0)
+      return true;
+  return false;
+}
+
 int api_parse_import(const char *body, size_t len, json_t **params,
                      struct tr_err *err)
 {
@@ -457,10 +468,13 @@ int api_parse_import(const char *body, size_t len, json_t **params,
       rc = check_string(v, name, LABEL_MAX, false, err);
     else if (strcmp(name, "format") == 0)
       rc = check_string(v, name, 16, false, err);
+    else if (api_import_config(name))
+      rc = check_member(NULL, tr_member_find(name), v, err);
     else
       rc = tr_err_set(err, TR_EINVAL, name,
                       "unknown member \"%s\" (members: path, label, "
-                      "format)",
+                      "format, and the configuration it was run with: "
+                      "model, tp, isl, osl, conc, variant, more)",
                       name);
     if (rc != 0)
       break;

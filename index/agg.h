@@ -217,6 +217,7 @@ struct agg_kernel { /* by kernel name id */
   struct agg_hist hist;
   int is_kernel; /* seen as a device kernel (names are also
                     interned from runtime launch events) */
+  int comm;      /* agg_coll.c: 0 not known yet, 1 a collective, 2 not */
 };
 
 struct agg_shape { /* by shape id: (name, grid, block) */
@@ -395,6 +396,17 @@ struct idx_agg {
   struct agg_map famstep_map; /* (family, kind) */
   struct agg_famstep *famsteps;
   size_t famsteps_cap;
+
+  /* Collectives (agg_coll.c): their records (aux = lane), the lanes
+   * (device, stream), the side file (NULL: none; borrowed) and the
+   * rank's totals. */
+  struct agg_runs coll_runs;
+  struct agg_map lanes;
+  FILE *coll_out;
+  struct {
+    uint64_t events;
+    int64_t ns, exposed_ns;
+  } coll;
 };
 
 /* rec_cap: time records held in memory before spilling (0: default). The
@@ -465,6 +477,20 @@ int agg_steps_walk_rec(struct agg_steps_walk *w, const struct agg_rec *r);
  * of the step side. Frees w. */
 void agg_steps_walk_end(struct agg_steps_walk *w);
 
+/* agg_idle.c: which step kind covers a time, as the labels of the step
+ * side arrive in start order: kind k covers t while t is before the
+ * largest end of its labels so far; of the kinds covering t, the one whose
+ * latest label started last wins (ties: the kind seen first). */
+struct agg_cover {
+  int64_t start[AGG_MAX_STEP_KINDS]; /* the latest label's start */
+  int64_t end[AGG_MAX_STEP_KINDS];   /* the largest end; INT64_MIN: none */
+};
+void agg_cover_init(struct agg_cover *c);
+void agg_cover_label(struct agg_cover *c, uint32_t k, int64_t start,
+                     int64_t end);
+/* The covering kind of t among the first nk, or -1. */
+int agg_cover_kind(const struct agg_cover *c, uint32_t nk, int64_t t);
+
 struct agg_idle_walk;
 int agg_idle_walk_new(struct idx_agg *a, struct agg_idle_walk **out);
 int agg_idle_walk_rec(struct agg_idle_walk *w, const struct agg_rec *r,
@@ -474,6 +500,18 @@ int agg_idle_walk_rec(struct agg_idle_walk *w, const struct agg_rec *r,
 int agg_idle_walk_end(struct agg_idle_walk *w, int64_t busy_end);
 /* Frees w without accounting (an earlier failure); NULL is fine. */
 void agg_idle_walk_free(struct agg_idle_walk *w);
+
+/* agg_coll.c: a kernel event of name nid and shape: recorded when it is
+ * a collective. The walk takes every main record in time order, and
+ * writes each collective to a->coll_out (when set) as it ends; _end()
+ * closes the rest, writes the side file's tables and frees w. */
+int agg_coll_seen(struct idx_agg *a, const struct idx_event *ev, uint32_t nid,
+                  uint32_t shape);
+struct agg_coll_walk;
+int agg_coll_walk_new(struct idx_agg *a, struct agg_coll_walk **out);
+int agg_coll_walk_rec(struct agg_coll_walk *w, const struct agg_rec *r);
+int agg_coll_walk_end(struct agg_coll_walk *w);
+void agg_coll_walk_free(struct agg_coll_walk *w);
 
 /* agg_timeline.c: a->tl over [t0, tend) for nk step kinds. */
 int agg_timeline_init(struct agg_timeline *tl, int64_t t0, int64_t tend,

@@ -58,7 +58,7 @@ struct agg_idle_walk {
   int steps;           /* the step side has labels */
   int any;             /* a device record was seen */
   int comm;            /* the communication category's index */
-  int64_t cov_start[AGG_MAX_STEP_KINDS], cov_end[AGG_MAX_STEP_KINDS];
+  struct agg_cover cover;
   int gap;                              /* a stretch is open since gap_start */
   int64_t gap_start;                    /* when the device went idle */
   int64_t cursor;                       /* idle accounted up to here */
@@ -82,10 +82,9 @@ int agg_idle_walk_new(struct idx_agg *a, struct agg_idle_walk **out)
   w->a = a;
   w->label_type =
       a->step_side == AGG_SIDE_GPU ? AGG_REC_LABEL : AGG_REC_LABEL_CPU;
-  for (uint32_t k = 0; k < a->nkinds; k++) {
+  for (uint32_t k = 0; k < a->nkinds; k++)
     w->steps |= a->steps[a->step_side][k].s.count > 0;
-    w->cov_end[k] = INT64_MIN;
-  }
+  agg_cover_init(&w->cover);
   w->comm = agg_category_index("communication");
   w->cursor = a->t0_ns;
   w->prev_corr = -1;
@@ -94,13 +93,28 @@ int agg_idle_walk_new(struct idx_agg *a, struct agg_idle_walk **out)
   return 0;
 }
 
-/* The kind whose label covering t started last, or -1. */
-static int covering(const struct agg_idle_walk *w, int64_t t)
+void agg_cover_init(struct agg_cover *c)
+{
+  for (uint32_t k = 0; k < AGG_MAX_STEP_KINDS; k++) {
+    c->start[k] = 0;
+    c->end[k] = INT64_MIN;
+  }
+}
+
+void agg_cover_label(struct agg_cover *c, uint32_t k, int64_t start,
+                     int64_t end)
+{
+  if (end > c->end[k])
+    c->end[k] = end;
+  c->start[k] = start;
+}
+
+int agg_cover_kind(const struct agg_cover *c, uint32_t nk, int64_t t)
 {
   int best = -1;
 
-  for (uint32_t k = 0; k < w->a->nkinds; k++)
-    if (w->cov_end[k] > t && (best < 0 || w->cov_start[k] > w->cov_start[best]))
+  for (uint32_t k = 0; k < nk; k++)
+    if (c->end[k] > t && (best < 0 || c->start[k] > c->start[best]))
       best = (int)k;
   return best;
 }
@@ -121,11 +135,11 @@ static void advance(struct agg_idle_walk *w, int64_t t, int64_t busy_end)
       w->pend[0] += t - c;
       break;
     }
-    if ((k = covering(w, c)) < 0) {
+    if ((k = agg_cover_kind(&w->cover, w->a->nkinds, c)) < 0) {
       w->a->idle[0][AGG_IDLE_BETWEEN_STEPS] += t - c;
       break;
     }
-    e = w->cov_end[k] < t ? w->cov_end[k] : t;
+    e = w->cover.end[k] < t ? w->cover.end[k] : t;
     w->pend[k + 1] += e - c;
     c = e;
   }
@@ -227,9 +241,7 @@ int agg_idle_walk_rec(struct agg_idle_walk *w, const struct agg_rec *r,
   if (r->type != w->label_type || r->id >= w->a->nkinds)
     return 0;
   advance(w, r->start_ns, busy_end);
-  if (r->start_ns + r->dur_ns > w->cov_end[r->id])
-    w->cov_end[r->id] = r->start_ns + r->dur_ns;
-  w->cov_start[r->id] = r->start_ns;
+  agg_cover_label(&w->cover, r->id, r->start_ns, r->start_ns + r->dur_ns);
   return 0;
 }
 

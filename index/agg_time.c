@@ -64,6 +64,7 @@ struct walk {
   int copy_cat, memset_cat;
   struct agg_steps_walk *steps;
   struct agg_idle_walk *idle;
+  struct agg_coll_walk *coll;
 };
 
 static int is_device(uint32_t type)
@@ -216,7 +217,8 @@ static int pass1_rec(struct walk *w, const struct agg_rec *r)
   int64_t busy_end = w->any ? w->cur_end : w->a->t0_ns;
   int rc;
 
-  if ((rc = agg_idle_walk_rec(w->idle, r, busy_end)) != 0 ||
+  if ((rc = agg_coll_walk_rec(w->coll, r)) != 0 ||
+      (rc = agg_idle_walk_rec(w->idle, r, busy_end)) != 0 ||
       (rc = agg_steps_walk_rec(w->steps, r)) != 0 || (rc = walk_rec(w, r)) != 0)
     return rc;
   return is_device(r->type) ? walk_device(w, r) : 0;
@@ -233,6 +235,7 @@ static int pass1(struct walk *w)
     w->cover_end[k] = INT64_MIN;
   if ((rc = agg_steps_walk_new(w->a, &w->steps)) != 0 ||
       (rc = agg_idle_walk_new(w->a, &w->idle)) != 0 ||
+      (rc = agg_coll_walk_new(w->a, &w->coll)) != 0 ||
       (rc = agg_iter_open(&w->a->runs, &it)) != 0)
     return rc;
   while ((rc = agg_iter_next(it, &r)) == 1)
@@ -240,6 +243,11 @@ static int pass1(struct walk *w)
       break;
   agg_iter_close(it);
   agg_timeline_end(&w->a->tl);
+  if (rc == 0)
+    rc = agg_coll_walk_end(w->coll);
+  else
+    agg_coll_walk_free(w->coll);
+  w->coll = NULL;
   return rc;
 }
 
@@ -451,6 +459,7 @@ int agg_time_pass(struct idx_agg *a, uint32_t heavy, struct agg_time_out *out,
   w.gap_ns = span / 1000 > GAP_MIN_NS ? span / 1000 : GAP_MIN_NS;
   w.min_len_ns = span / 100;
   if ((rc = agg_runs_seal(&a->runs)) == 0 &&
+      (rc = agg_runs_seal(&a->coll_runs)) == 0 &&
       (rc = agg_timeline_init(&a->tl, a->t0_ns, a->tend_ns, a->nkinds)) == 0 &&
       (rc = pass1(&w)) == 0) {
     rc = agg_idle_walk_end(w.idle, w.any ? w.cur_end : a->t0_ns);
@@ -462,6 +471,7 @@ int agg_time_pass(struct idx_agg *a, uint32_t heavy, struct agg_time_out *out,
   }
   agg_steps_walk_end(w.steps);
   agg_idle_walk_free(w.idle);
+  agg_coll_walk_free(w.coll);
   free(w.segs.v);
   if (rc != 0)
     return tr_err_set(err, rc, "", "time pass failed: %s (%d)", tr_strerror(rc),

@@ -71,6 +71,10 @@ struct idx_options {
    * names fold into one row "(N more names)" (index/agg_fold.c). 0:
    * IDX_MAX_KERNEL_NAMES. */
   uint32_t max_kernel_names;
+  /* Where to write the rank's collectives for the capture-level matching
+   * (idx_collectives_match()): a new file at that path (written beside it
+   * as path.tmp, then renamed; never through a link). NULL: none. */
+  const char *collectives_path;
 };
 
 /*
@@ -92,6 +96,27 @@ int idx_file(const char *path, const struct idx_options *opt, json_t **out,
 int idx_file_under(const char *root, const char *path,
                    const struct idx_options *opt, json_t **out,
                    struct tr_err *err);
+
+/* One rank's collectives for idx_collectives_match(). */
+struct idx_coll_rank {
+  const char *path; /* its idx_options.collectives_path, borrowed */
+  int rank;         /* the capture's rank number */
+  int group;        /* ranks match only within one group: a disaggregated
+                       server's halves, pipeline stages */
+};
+
+/*
+ * Matches the collectives of the n ranks across ranks (index/coll_match.c)
+ * and answers, in *out (caller json_decref()s): {t0_ns (the earliest
+ * rank's t0), span_ns, matched (instances), families, steps, instances,
+ * timeline (the rows of common/summary.h's TR_CAP_TABLES, instances the
+ * `keep` of the largest skew, worst first; timeline in `bins` bins over
+ * the span), warnings [{code, message}]}. A rank whose file cannot be
+ * read is left out with a warning. Blocks on its reads: a worker thread.
+ */
+int idx_collectives_match(const struct idx_coll_rank *ranks, size_t n,
+                          size_t keep, int bins, json_t **out,
+                          struct tr_err *err);
 
 /* `traced index [--format F] [--rules FILE] FILE...`: argv[0] is "index".
  * Returns the process exit status (0, 1 a file failed, 2 usage). */
