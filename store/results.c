@@ -34,6 +34,7 @@ int store__results_drop(struct store *st, int64_t id, struct tr_err *err)
   static const char *const drops[] = {
     "DELETE FROM capture_results WHERE capture_id = ?1",
     "DELETE FROM sum_rows WHERE capture_id = ?1",
+    "DELETE FROM sum_texts WHERE capture_id = ?1",
     "DELETE FROM collective_families WHERE capture_id = ?1",
     "DELETE FROM collective_steps WHERE capture_id = ?1",
     "DELETE FROM collective_instances WHERE capture_id = ?1",

@@ -260,7 +260,10 @@ static const char step4[] = TR_SUM_RANK(ADD4_RANK);
  * baseline it was judged against); sum_rows: the all-ranks answer of
  * each summed table, row by row, as the JSON text the live query gives
  * (row), in that query's order (seq), with the columns its filters and
- * sorts read; baselines: the capture pinned for a configuration (the
+ * sorts read; sum_texts: each summed table's whole answer in that
+ * order as one text (rows, "[...]") with the end of each row in it (ends:
+ * native uint32 offsets), so that an answer without filters is a prefix
+ * of one text; baselines: the capture pinned for a configuration (the
  * canonical JSON of model, tp, isl, osl, conc, variant and more).
  */
 static const char step5[] =
@@ -289,6 +292,9 @@ static const char step5[] =
     " count INTEGER, total_ns INTEGER, avg_ns INTEGER,"
     " row TEXT NOT NULL,"
     " PRIMARY KEY(capture_id, tbl, seq)) WITHOUT ROWID;"
+    "CREATE TABLE sum_texts(" OF_CAPTURE ","
+    " tbl TEXT NOT NULL, rows TEXT NOT NULL, ends BLOB NOT NULL,"
+    " PRIMARY KEY(capture_id, tbl));"
     "CREATE TABLE baselines("
     " config TEXT PRIMARY KEY,"
     " capture_id INTEGER NOT NULL REFERENCES captures(id) ON DELETE CASCADE,"

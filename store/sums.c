@@ -99,6 +99,53 @@ static int insert_sum(struct store *st, int64_t id, const struct sum_tbl *t,
   return rc;
 }
 
+/* The whole answer of t as one text, and where each row ends in it. */
+static int insert_text(struct store *st, int64_t id, const struct sum_tbl *t,
+                       json_t *rows, struct tr_err *err)
+{
+  struct tr_buf text = { 0 }, ends = { 0 };
+  sqlite3_stmt *s;
+  json_t *row;
+  size_t i;
+  int rc;
+
+  tr_buf_put(&text, "[", 1);
+  json_array_foreach(rows, i, row) {
+    char *one = json_dumps(row, JSON_COMPACT);
+    uint32_t end;
+
+    if (one == NULL) {
+      text.failed = 1;
+      break;
+    }
+    if (i > 0)
+      tr_buf_put(&text, ",", 1);
+    tr_buf_put(&text, one, strlen(one));
+    end = (uint32_t)text.n;
+    tr_buf_put(&ends, (const char *)&end, sizeof(end));
+    free(one);
+  }
+  tr_buf_put(&text, "]", 1);
+  tr_buf_put(&ends, "", 0);
+  rc = text.failed || ends.failed || text.n > UINT32_MAX
+           ? tr_err_set(err, TR_ENOMEM, "", "sums")
+           : store__stmt(st,
+                         "INSERT INTO sum_texts(capture_id, tbl, rows, ends)"
+                         " VALUES(?1, ?2, ?3, ?4)",
+                         &s, err);
+  if (rc == 0) {
+    sqlite3_bind_int64(s, 1, id);
+    sqlite3_bind_text(s, 2, t->tbl, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 3, text.p, (int)text.n, SQLITE_STATIC);
+    sqlite3_bind_blob(s, 4, ends.p, (int)ends.n, SQLITE_STATIC);
+    rc = sqlite3_step(s) == SQLITE_DONE ? 0 : store__db_err(st, "sums", err);
+    store__done(s);
+  }
+  tr_buf_free(&text);
+  tr_buf_free(&ends);
+  return rc;
+}
+
 static int write_table(struct store *st, int64_t id, const struct sum_tbl *t,
                        struct tr_err *err)
 {
@@ -112,19 +159,27 @@ static int write_table(struct store *st, int64_t id, const struct sum_tbl *t,
     if (rc == 0)
       rc = insert_sum(st, id, t, i, row, err);
   }
+  if (rc == 0)
+    rc = insert_text(st, id, t, rows, err);
   json_decref(rows);
   return rc;
 }
 
 int store__sums_write(struct store *st, int64_t id, struct tr_err *err)
 {
+  static const char *const drops[] = {
+    "DELETE FROM sum_rows WHERE capture_id = ?1",
+    "DELETE FROM sum_texts WHERE capture_id = ?1",
+  };
   sqlite3_stmt *s;
-  int rc = store__stmt_id(st, "DELETE FROM sum_rows WHERE capture_id = ?1", id,
-                          0, &s, err);
+  int rc = 0;
 
-  if (rc == 0) {
-    rc = sqlite3_step(s) == SQLITE_DONE ? 0 : store__db_err(st, "sums", err);
-    store__done(s);
+  for (size_t i = 0; rc == 0 && i < 2; i++) {
+    rc = store__stmt_id(st, drops[i], id, 0, &s, err);
+    if (rc == 0) {
+      rc = sqlite3_step(s) == SQLITE_DONE ? 0 : store__db_err(st, "sums", err);
+      store__done(s);
+    }
   }
   for (size_t i = 0; rc == 0 && i < NSUMS; i++)
     rc = write_table(st, id, &sums[i], err);
@@ -236,6 +291,53 @@ int store__sum_rows(struct store *st, const char *tbl,
   return rc == 0 ? collect(st, s, out, NULL, err) : rc;
 }
 
+/* The answer without filters in the table's own order: a prefix of its
+ * whole text, the first limit rows. */
+static bool whole_text(const struct sum_tbl *t, const struct store_query *q)
+{
+  return (!t->key || !q->q || !*q->q) && (!q->category || !*q->category) &&
+         (!q->family || !*q->family) && (!t->kind || !q->kind || !*q->kind) &&
+         (!t->sorts || !q->sort || strcmp(q->sort, "total") == 0);
+}
+
+static int text_prefix(struct store *st, const struct sum_tbl *t,
+                       const struct store_query *q, struct tr_buf *out,
+                       struct tr_err *err)
+{
+  sqlite3_stmt *s;
+  int rc = store__stmt_id(st,
+                          "SELECT rows, ends FROM sum_texts"
+                          " WHERE capture_id = ?1 AND tbl = ?2",
+                          q->capture_id, 0, &s, err);
+  const char *text;
+  size_t n, len;
+  uint32_t end;
+
+  if (rc < 0)
+    return rc;
+  sqlite3_bind_text(s, 2, t->tbl, -1, SQLITE_STATIC);
+  if ((rc = sqlite3_step(s)) != SQLITE_ROW) {
+    rc = rc == SQLITE_DONE ? 1 : store__db_err(st, "sums", err);
+    store__done(s);
+    return rc;
+  }
+  text = (const char *)sqlite3_column_text(s, 0);
+  len = (size_t)sqlite3_column_bytes(s, 0);
+  n = (size_t)sqlite3_column_bytes(s, 1) / sizeof(end);
+  if (q->limit > 0 && (size_t)q->limit < n) {
+    memcpy(&end,
+           (const char *)sqlite3_column_blob(s, 1) +
+               (size_t)(q->limit - 1) * sizeof(end),
+           sizeof(end));
+    tr_buf_put(out, text, end);
+    tr_buf_put(out, "]", 1);
+  } else {
+    tr_buf_put(out, text, len);
+  }
+  store__done(s);
+  return out->failed ? tr_err_set(err, TR_ENOMEM, "", "rows") : 0;
+}
+
 int store_table_text(struct store *st, const char *tbl,
                      const struct store_query *q, struct tr_buf *out,
                      struct tr_err *err)
@@ -252,7 +354,9 @@ int store_table_text(struct store *st, const char *tbl,
   if ((rc = store__rd_begin(st, err)) < 0)
     return rc;
   rc = summed(st, q->capture_id, true, err);
-  if (rc == 0 && (rc = rows_stmt(st, t, q, &s, err)) == 0)
+  if (rc == 0 && whole_text(t, q))
+    rc = text_prefix(st, t, q, out, err);
+  else if (rc == 0 && (rc = rows_stmt(st, t, q, &s, err)) == 0)
     rc = collect(st, s, NULL, out, err);
   return rc == 1 ? store__rd_end(st, 0, err) == 0 ? 1 : TR_EDB
                  : store__rd_end(st, rc, err);
