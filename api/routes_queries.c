@@ -179,12 +179,15 @@ static int reply_summed(struct api_req *r, struct store *st,
                 (long long)q->capture_id);
   rc = store_table_text(st, tbl, q, &body, &err);
   tr_buf_put(&body, "}", 1);
-  if (rc == 0 && body.failed)
-    rc = tr_err_set(&err, TR_ELIMIT, "limit",
-                    "the answer would be more than max_response_bytes (%d): "
-                    "ask for fewer rows (limit) or one rank",
-                    r->api->cfg->max_response_bytes);
-  if (rc == 0)
+  if (rc == 0 && body.failed == TR_ELIMIT)
+    *ret = api_reply_error(r, 413, "too_large", "limit",
+                           "the answer would be more than "
+                           "max_response_bytes (%d): ask for fewer rows "
+                           "(limit) or one rank",
+                           r->api->cfg->max_response_bytes);
+  else if (rc == 0 && body.failed)
+    *ret = api_reply_error(r, 500, "no_memory", NULL, "out of memory");
+  else if (rc == 0)
     *ret = api_reply_keep_text(r, &body, ids, epoch);
   else if (rc < 0)
     *ret = api_reply_err(r, &err);

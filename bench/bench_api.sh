@@ -105,7 +105,9 @@ echo "indexed import $SMALL (4 ranks of real traces)"
 
 for r in $(seq 0 $((BIG_RANKS - 1))); do
   mkdir -p "$RUN/imports/big/rank_$r"
-  ln -s "$BIG" "$RUN/imports/big/rank_$r/big.pt.trace.json.gz"
+  # A hard link: traced follows no symbolic link in a trace folder.
+  ln "$BIG" "$RUN/imports/big/rank_$r/big.pt.trace.json.gz" 2>/dev/null ||
+    cp "$BIG" "$RUN/imports/big/rank_$r/big.pt.trace.json.gz"
 done
 BIGID=$(import_path "$RUN/imports/big")
 START=$(date +%s)

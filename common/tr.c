@@ -102,14 +102,14 @@ void tr_buf_put(struct tr_buf *b, const char *data, size_t len)
   if (b->failed)
     return;
   if (b->max > 0 && b->n + len > b->max) {
-    b->failed = 1;
+    b->failed = TR_ELIMIT;
     return;
   }
   while (cap < b->n + len + 1)
     cap *= 2;
   if (cap != b->cap) {
     if ((grown = realloc(b->p, cap)) == NULL) {
-      b->failed = 1;
+      b->failed = TR_ENOMEM;
       return;
     }
     b->p = grown;
@@ -135,7 +135,7 @@ void tr_buf_printf(struct tr_buf *b, const char *fmt, ...)
     va_end(ap);
   }
   if (n < 0)
-    b->failed = 1;
+    b->failed = TR_ENOMEM;
   else
     tr_buf_put(b, big != NULL ? big : small, (size_t)n);
   free(big);

@@ -313,7 +313,8 @@ int store_capture_finish(struct store *st, int64_t id,
  * JSON text of its rows array, "[{...},...]", appended to out: the bytes
  * the JSON answer would hold, read from the sums without building it.
  * 1 when it has no sums or is not done (ask store_kernels()...), 0, or
- * TR_EINVAL naming "limit" or "sort". One read snapshot. */
+ * TR_EINVAL naming "limit" or "sort". An answer past out->max leaves
+ * out->failed TR_ELIMIT (and returns 0). One read snapshot. */
 int store_table_text(struct store *st, const char *tbl,
                      const struct store_query *q, struct tr_buf *out,
                      struct tr_err *err);

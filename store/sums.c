@@ -115,7 +115,7 @@ static int insert_text(struct store *st, int64_t id, const struct sum_tbl *t,
     uint32_t end;
 
     if (one == NULL) {
-      text.failed = 1;
+      text.failed = TR_ENOMEM;
       break;
     }
     if (i > 0)
@@ -269,7 +269,7 @@ static int collect(struct store *st, sqlite3_stmt *s, json_t **out,
   store__done(s);
   if (buf != NULL && rc == 0)
     tr_buf_put(buf, "]", 1);
-  if (rc == 0 && buf != NULL && buf->failed)
+  if (rc == 0 && buf != NULL && buf->failed == TR_ENOMEM)
     rc = tr_err_set(err, TR_ENOMEM, "", "rows");
   if (out != NULL && rc == 0)
     *out = rows;
@@ -335,7 +335,7 @@ static int text_prefix(struct store *st, const struct sum_tbl *t,
     tr_buf_put(out, text, len);
   }
   store__done(s);
-  return out->failed ? tr_err_set(err, TR_ENOMEM, "", "rows") : 0;
+  return out->failed == TR_ENOMEM ? tr_err_set(err, TR_ENOMEM, "", "rows") : 0;
 }
 
 int store_table_text(struct store *st, const char *tbl,

@@ -8,8 +8,9 @@ test server on loopback.
 
     test_verdicts.py verdicts   the verdicts, baselines, list, metrics and
                                 the webhook's bodies
-    test_verdicts.py failures   a webhook answering 500 and one refusing
-                                connections: retried, bounded, never fatal
+    test_verdicts.py failures   a webhook answering 500, one redirecting
+                                elsewhere and one refusing connections:
+                                retried, bounded, never fatal
 """
 import http.server
 import json
@@ -46,6 +47,8 @@ class Hook:
                 hook.bodies.append((self.headers.get("Content-Type"),
                                     json.loads(self.rfile.read(n))))
                 self.send_response(hook.status)
+                if 300 <= hook.status < 400:   # elsewhere: not followed
+                    self.send_header("Location", "http://192.0.2.1/away")
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 
@@ -223,15 +226,16 @@ def metric(d, name):
 def case_failures(tmp):
     sets = os.path.join(tmp, "sets")
     top = make_collectives.make_verdict_set(sets, "one", 1, decode=6)
-    failing = Hook(status=500)
+    failing, moved = Hook(status=500), Hook(status=302)
     dead = "http://127.0.0.1:%d/hook" % free_port()
     try:
-        for url, attempts in ((failing.url, 3), (dead, 0)):
+        for hook, url in ((failing, failing.url), (moved, moved.url),
+                          (None, dead)):
             d = Daemon(conf={"import_roots": tmp, "webhook_url": url,
                              "webhook_retries": "2",
                              "webhook_timeout_s": "2"})
             with d:
-                t, before = time.time(), len(failing.bodies)
+                t = time.time()
                 imported(d, top)
                 deadline = time.time() + 20
                 while (metric(d, 'traced_webhooks_total{result="failed"}')
@@ -240,13 +244,15 @@ def case_failures(tmp):
                 check_eq(metric(d, 'traced_webhooks_total{result="failed"}'),
                          1, "%s: given up once" % url)
                 check(time.time() - t >= 3, "backed off 1 s then 2 s")
-                check_eq(len(failing.bodies) - before, attempts,
+                check_eq(len(hook.bodies) if hook else 3, 3,
                          url + " attempts")
                 check_eq(d.get("/healthz")[0], 200, "still serving")
                 check("dropped after 3 attempts" in d.log_text(), "said")
     finally:
         failing.close()
-    print("failures: 500 tried 3 times, refused 3 times; captures done")
+        moved.close()
+    print("failures: 500, a redirect elsewhere (not followed) and a refused "
+          "connection each tried 3 times; captures done")
 
 
 if __name__ == "__main__":

@@ -326,7 +326,8 @@ function listView(app, q) {
     }),
     T('tp', null, c => num(c.launch ? c.launch.tp : c.params && c.params.tp),
       'num'),
-    T('status', 'status', badge), S('phase', 'phase'),
+    T('status', 'status', badge), T('verdict', 'verdict', verdictBadge),
+    S('phase', 'phase'),
     T('created', 'created_at', when),
     T('duration', null, c => elapsed(c.started_at, c.finished_at), 'num'),
     T('', null, c => el('a', {href: '#/captures/' + c.id}, 'open'))];

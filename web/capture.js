@@ -16,7 +16,7 @@ const CATEGORIES = ['gemm', 'attention', 'moe', 'communication', 'custom',
 /* Members of the capture object itself; the others are its extra. */
 const OWN = ['id', 'kind', 'label', 'params', 'status', 'phase', 'created_at',
   'started_at', 'finished_at', 'phase_started_at', 'queue_position',
-  'progress', 'error', 'bench', 'ranks'];
+  'progress', 'error', 'bench', 'ranks', 'collectives', 'verdict'];
 /* The phases a capture runs after the queue (PHASES: lifecycle.js). */
 const RUN_PHASES = PHASES.filter(p => p !== 'queued');
 
@@ -67,7 +67,8 @@ function captureHead(c) {
   const live = !FINAL.includes(c.status);
   return el('div', {class: 'head'},
     el('h2', null, (c.kind === 'import' ? 'Import #' : 'Capture #') + c.id,
-      c.label ? [' \u00b7 ', c.label] : null, ' ', badge(c.status)),
+      c.label ? [' \u00b7 ', c.label] : null, ' ', badge(c.status),
+      c.verdict ? [' ', verdictBadge(c.verdict)] : null),
     el('p', {class: 'meta'},
       p.model ? ['model ', el('code', null, p.model), ' \u00b7 tp ',
         num(p.tp), ' \u00b7 isl ', num(p.isl), ' \u00b7 osl ', num(p.osl),
@@ -136,6 +137,7 @@ function captureBody(c) {
       el('strong', null, 'failed in ', c.error.phase || c.phase), ': ',
       c.error.message, c.error.log_tail ? el('pre', null, c.error.log_tail)
         : null) : null,
+    c.verdict ? verdictBox(c) : null,
     c.bench ? [el('h3', null, 'Benchmark'), metrics(c.bench)] : null,
     c.ranks && c.ranks.length ? [el('h3', null, 'Ranks'), totals(c.ranks),
       ranksTable(c)] : null,
@@ -293,9 +295,10 @@ const TABS = [
       T('top kernels', 'top_kernels', v => topList(v)),
       T('top launch configs', 'top_launches', v => topList(v, true))]}];
 
-/* Every tab: these and the analysis ones (analysis.js, loaded after). */
+/* Every tab: these, the analysis ones and the collectives (analysis.js,
+ * results.js, loaded after). */
 function allTabs() {
-  return TABS.concat(ANALYSIS_TABS);
+  return TABS.concat(ANALYSIS_TABS, RESULT_TABS);
 }
 
 function tabsView(box, c, ranks, hq) {
