@@ -202,8 +202,8 @@ int store__sum_rows(struct store *st, const char *tbl,
                     const struct store_query *q, json_t **out,
                     struct tr_err *err);
 
-/* sums.c: every summed table of capture id into sum_rows (replacing what
- * was there), inside the caller's write transaction. */
+/* sums.c: every summed table of capture id into sum_rows and sum_texts,
+ * inside the caller's write transaction, after store__results_drop(). */
 int store__sums_write(struct store *st, int64_t id, struct tr_err *err);
 
 /* diff.c: one run as /diff's warnings (and the verdicts) see it. */

@@ -167,20 +167,8 @@ static int write_table(struct store *st, int64_t id, const struct sum_tbl *t,
 
 int store__sums_write(struct store *st, int64_t id, struct tr_err *err)
 {
-  static const char *const drops[] = {
-    "DELETE FROM sum_rows WHERE capture_id = ?1",
-    "DELETE FROM sum_texts WHERE capture_id = ?1",
-  };
-  sqlite3_stmt *s;
   int rc = 0;
 
-  for (size_t i = 0; rc == 0 && i < 2; i++) {
-    rc = store__stmt_id(st, drops[i], id, 0, &s, err);
-    if (rc == 0) {
-      rc = sqlite3_step(s) == SQLITE_DONE ? 0 : store__db_err(st, "sums", err);
-      store__done(s);
-    }
-  }
   for (size_t i = 0; rc == 0 && i < NSUMS; i++)
     rc = write_table(st, id, &sums[i], err);
   return rc;

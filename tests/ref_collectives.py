@@ -73,15 +73,9 @@ def covered(union, s, e):
 
 
 def covering_kind(labels, kinds, t):
-    best = None
-    for kind in kinds:
-        mine = [lab for lab in labels if lab[2] == kind and lab[0] <= t]
-        if not any(lab[0] + lab[1] > t for lab in mine):
-            continue
-        last = max(lab[0] for lab in mine)
-        if best is None or last > best[1]:
-            best = (kind, last)
-    return best[0] if best else None
+    """The kind covering the nanosecond at t: idle time's rule
+    (ref_analysis.cover_pieces)."""
+    return ref_analysis.cover_pieces(t, t + 1, labels, kinds)[0][2]
 
 
 def read_rank(path):
@@ -117,7 +111,7 @@ def read_rank(path):
             lab = ref_index.parse_label(e.get("name"))
             side = "gpu" if cls == "label_gpu" else "cpu"
             if lab is not None:
-                labels[side].append((ts, dur, lab[0]))
+                labels[side].append((ts, dur, lab[0], e.get("name"), None))
                 if lab[0] not in kinds[side]:
                     kinds[side].append(lab[0])
     side = "gpu" if labels["gpu"] else "cpu"
