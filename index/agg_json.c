@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "index/agg.h"
+#include "index/format.h"
 
 static const char *const copy_kind_names[AGG_COPY_KINDS] = {
   "HtoD", "DtoH", "DtoD", "HtoH", "PtoP", "other", "memset"
@@ -370,7 +371,7 @@ static json_t *device_value(const struct idx_agg *a, const struct idx_doc *doc)
 {
   if (doc->device[0] != '\0')
     return json_string(doc->device);
-  if (doc->format == IDX_FORMAT_MCTRACER && a->device[0] != '\0')
+  if (idx_format_get(doc->format)->meta_device && a->device[0] != '\0')
     return json_string(a->device);
   return json_null();
 }
@@ -384,9 +385,8 @@ static json_t *summary_head(struct idx_agg *a, const struct idx_doc *doc,
 
   json_object_set_new(o, "rank", rank_value(doc, info));
   json_object_set_new(o, "file", json_string(info->path));
-  json_object_set_new(
-      o, "format",
-      json_string(doc->format == IDX_FORMAT_MCTRACER ? "mctracer" : "kineto"));
+  json_object_set_new(o, "format",
+                      json_string(idx_format_get(doc->format)->name));
   set_int(o, "file_bytes", (int64_t)info->file_bytes);
   set_int(o, "json_bytes", (int64_t)doc->json_bytes);
   set_int(o, "events", (int64_t)doc->events);

@@ -10,27 +10,28 @@
 
 #include "index/index.h"
 
+/* "auto|kineto|mctracer": the --format values, from the format table. */
+static const char *format_names(void)
+{
+  static char names[128];
+  size_t n;
+  int f;
+
+  n = (size_t)snprintf(names, sizeof(names), "%s",
+                       idx_format_name(IDX_FORMAT_AUTO));
+  for (f = IDX_FORMAT_AUTO + 1; f < IDX_FORMAT_COUNT && n < sizeof(names); f++)
+    n += (size_t)snprintf(names + n, sizeof(names) - n, "|%s",
+                          idx_format_name((enum idx_format)f));
+  return names;
+}
+
 static int usage(const char *why)
 {
   fprintf(stderr,
           "traced index: %s\n"
-          "usage: traced index [--format auto|kineto|mctracer] "
-          "[--rules FILE] FILE...\n",
-          why);
+          "usage: traced index [--format %s] [--rules FILE] FILE...\n",
+          why, format_names());
   return 2;
-}
-
-static int parse_format(const char *s, enum idx_format *out)
-{
-  if (strcmp(s, "auto") == 0)
-    *out = IDX_FORMAT_AUTO;
-  else if (strcmp(s, "kineto") == 0)
-    *out = IDX_FORMAT_KINETO;
-  else if (strcmp(s, "mctracer") == 0)
-    *out = IDX_FORMAT_MCTRACER;
-  else
-    return -1;
-  return 0;
 }
 
 /* Indexes one file and prints its summary; 0 ok, 1 failed. */
@@ -72,8 +73,8 @@ int idx_cli_main(int argc, char **argv)
     if (i + 1 >= argc)
       return usage("an option lacks its value");
     if (strcmp(argv[i], "--format") == 0) {
-      if (parse_format(argv[i + 1], &opt.format) != 0)
-        return usage("--format must be auto, kineto or mctracer");
+      if (idx_format_parse(argv[i + 1], &opt.format) != 0)
+        return usage("--format names no trace format");
     } else if (strcmp(argv[i], "--rules") == 0) {
       rules_path = argv[i + 1];
     } else {

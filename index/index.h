@@ -18,7 +18,21 @@
 
 #include "common/tr.h"
 
-enum idx_format { IDX_FORMAT_AUTO, IDX_FORMAT_KINETO, IDX_FORMAT_MCTRACER };
+/* Trace formats. Each has one row in index/format.c (name, unit,
+ * detection, classification); IDX_FORMAT_AUTO detects. */
+enum idx_format {
+  IDX_FORMAT_AUTO,
+  IDX_FORMAT_KINETO,
+  IDX_FORMAT_MCTRACER,
+  IDX_FORMAT_COUNT /* not a format: the number of rows */
+};
+
+/* The format named name ("auto", "kineto", "mctracer") into *out; 0, or
+ * TR_EINVAL for a name that is none. */
+int idx_format_parse(const char *name, enum idx_format *out);
+
+/* The name of f ("auto" for IDX_FORMAT_AUTO). Static string. */
+const char *idx_format_name(enum idx_format f);
 
 /* Category rules: an ordered table of name patterns (first match wins).
  * Built-in rules always apply after the user's. */

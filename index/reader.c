@@ -50,13 +50,14 @@
  *   numeric kind is handed over as written;
  * - an element that is not an object, or an event over IDX_EVENT_CEILING
  *   bytes, is counted as skipped.
- * Format (IDX_FORMAT_AUTO): kineto once a top-level kineto key is seen or
- * the file is a bare array; else settled at the first event whose ph is
- * not "M" (settle()); metadata events before it get kineto's unit.
+ * Format (IDX_FORMAT_AUTO): settled by a top-level key only one format
+ * writes, by a bare array, or else at the first event whose ph is not "M"
+ * (format.c); metadata events before it get the default format's unit.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "index/format.h"
 #include "index/reader_int.h"
 
 enum state {
@@ -145,30 +146,15 @@ static int is_ws(char c)
 /* The ts/dur scale of the settled format, -1 while unsettled. */
 static int scale_of(const struct idx_reader *r)
 {
-  switch (r->doc.format) {
-  case IDX_FORMAT_KINETO: return 3;
-  case IDX_FORMAT_MCTRACER: return 0;
-  default: return -1;
-  }
+  if (r->doc.format == IDX_FORMAT_AUTO)
+    return -1;
+  return (int)idx_format_get(r->doc.format)->ts_scale;
 }
 
-/* Settles the format at the first event that is not metadata ("M"):
- * kineto events have a "cat"; mcTracer's have none, and either args.co_id
- * or a numeric pid lane 1 (host), 2 (kernels) or 3 (copies). Top-level
- * kineto keys and bare arrays settle it earlier (on_value, on_start). */
-static void settle(struct idx_reader *r, const struct idx_parsed *e)
-{
-  const struct idx_event *ev = &e->ev;
-  int lane = (ev->has & IDX_HAS_PID) && ev->pid >= 1 && ev->pid <= 3;
-
-  if (ev->cat.p == NULL && (e->co_id || lane))
-    r->doc.format = IDX_FORMAT_MCTRACER;
-  else
-    r->doc.format = IDX_FORMAT_KINETO;
-}
-
-/* Counts the parsed event and hands it over unless it is malformed. M
- * events before the format is settled get kineto's unit. */
+/* Counts the parsed event and hands it over unless it is malformed. The
+ * first event that is not metadata settles the format (format.c), unless
+ * a top-level key or a bare array did (on_value, on_start); M events
+ * before it get the default format's unit. */
 static int deliver(struct idx_reader *r)
 {
   struct idx_parsed *e = &r->ev;
@@ -176,9 +162,9 @@ static int deliver(struct idx_reader *r)
 
   r->doc.events++;
   if (r->doc.format == IDX_FORMAT_AUTO && e->ev.ph != 'M')
-    settle(r, e);
+    r->doc.format = idx_format_detect(&e->ev, e->co_id);
   if (!e->bad)
-    idx_parsed_times(e, r->doc.format == IDX_FORMAT_MCTRACER ? 0 : 3);
+    idx_parsed_times(e, idx_format_get(r->doc.format)->ts_scale);
   if (e->bad) {
     r->doc.skipped++;
     return 0;
@@ -348,16 +334,11 @@ static int scan(struct idx_reader *r, const char **pp, const char *end)
 }
 
 /* Top-level keys the reader acts on. */
-enum tkey { TK_OTHER, TK_EVENTS, TK_DEVPROPS, TK_DISTINFO, TK_KINETO };
+enum tkey { TK_OTHER, TK_EVENTS, TK_DEVPROPS, TK_DISTINFO };
 
 /* What the top-level key just read is to the reader. */
 static enum tkey top_key(const struct idx_reader *r)
 {
-  static const char *const kineto[] = { "schemaVersion", "traceName",
-                                        "displayTimeUnit",
-                                        "baseTimeNanoseconds" };
-  size_t i;
-
   if (r->key_esc || r->key_n > sizeof(r->key))
     return TK_OTHER;
 #define IS(s) (r->key_n == strlen(s) && memcmp(r->key, s, r->key_n) == 0)
@@ -367,9 +348,6 @@ static enum tkey top_key(const struct idx_reader *r)
     return TK_DEVPROPS;
   if (IS("distributedInfo"))
     return TK_DISTINFO;
-  for (i = 0; i < sizeof(kineto) / sizeof(kineto[0]); i++)
-    if (IS(kineto[i]))
-      return TK_KINETO;
 #undef IS
   return TK_OTHER;
 }
@@ -379,8 +357,9 @@ static int on_value(struct idx_reader *r, const char **pp)
 {
   enum tkey k = top_key(r);
 
-  if (k != TK_OTHER && k != TK_EVENTS && r->doc.format == IDX_FORMAT_AUTO)
-    r->doc.format = IDX_FORMAT_KINETO;
+  if (r->doc.format == IDX_FORMAT_AUTO && !r->key_esc &&
+      r->key_n <= sizeof(r->key))
+    r->doc.format = idx_format_of_key(r->key, r->key_n);
   switch (k) {
   case TK_EVENTS:
     if (**pp != '[')
@@ -463,7 +442,7 @@ static int on_start(struct idx_reader *r, const char **pp)
     r->events_seen = 1;
     r->elem_depth = 1;
     if (r->doc.format == IDX_FORMAT_AUTO)
-      r->doc.format = IDX_FORMAT_KINETO;
+      r->doc.format = idx_format_bare();
     r->st = ST_ELEM;
   } else {
     return fail_at(r, off, "not JSON (expected '{' or '[')");
@@ -596,7 +575,7 @@ int idx_reader_finish(struct idx_reader *r, struct tr_err *err)
   if (!r->events_seen)
     return fail_at(r, r->off, "no traceEvents array");
   if (r->doc.format == IDX_FORMAT_AUTO)
-    r->doc.format = IDX_FORMAT_KINETO;
+    r->doc.format = idx_format_get(IDX_FORMAT_AUTO)->id;
   r->err = NULL;
   return 0;
 }

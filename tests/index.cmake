@@ -4,7 +4,8 @@
 traced_c_test(test_index_agg traced_common test_index_agg.c
   ${CMAKE_SOURCE_DIR}/index/agg.c ${CMAKE_SOURCE_DIR}/index/agg_map.c
   ${CMAKE_SOURCE_DIR}/index/agg_runs.c ${CMAKE_SOURCE_DIR}/index/agg_time.c
-  ${CMAKE_SOURCE_DIR}/index/agg_json.c ${CMAKE_SOURCE_DIR}/index/rules.c)
+  ${CMAKE_SOURCE_DIR}/index/agg_json.c ${CMAKE_SOURCE_DIR}/index/rules.c
+  ${CMAKE_SOURCE_DIR}/index/format.c)
 
 # `traced index` on every real trace against the Python reference.
 traced_py_test(test_index_traces test_index_traces.py)

@@ -1,0 +1,167 @@
+/*
+ * The format table (format.h): kineto and MetaX mcTracer JSON, as
+ * ../shared/docs/TRACE_FORMATS.md describes them.
+ */
+#include <ctype.h>
+#include <string.h>
+
+#include "index/format.h"
+
+/* 1 when s is the literal lit. */
+static int str_is(struct idx_str s, const char *lit)
+{
+  size_t n = strlen(lit);
+
+  return s.p != NULL && s.n == n && memcmp(s.p, lit, n) == 0;
+}
+
+/* kineto's cat values, new and legacy (2021) spellings. */
+static const struct {
+  const char *cat;
+  enum idx_class cls;
+} kineto_cats[] = {
+  { "kernel", IDX_CLASS_KERNEL },
+  { "Kernel", IDX_CLASS_KERNEL },
+  { "gpu_memcpy", IDX_CLASS_COPY },
+  { "Memcpy", IDX_CLASS_COPY },
+  { "gpu_memset", IDX_CLASS_MEMSET },
+  { "Memset", IDX_CLASS_MEMSET },
+  { "cuda_runtime", IDX_CLASS_RUNTIME },
+  { "cuda_driver", IDX_CLASS_RUNTIME },
+  { "Runtime", IDX_CLASS_RUNTIME },
+  { "user_annotation", IDX_CLASS_LABEL_CPU },
+  { "gpu_user_annotation", IDX_CLASS_LABEL_GPU },
+};
+
+/* kineto: by cat. An X event without cat (the bare-array legacy format,
+ * record_function labels as plain events) may be a host run label. */
+static enum idx_class kineto_classify(const struct idx_event *ev)
+{
+  size_t i;
+
+  if (ev->cat.p == NULL)
+    return IDX_CLASS_LABEL_CPU;
+  for (i = 0; i < sizeof(kineto_cats) / sizeof(kineto_cats[0]); i++)
+    if (str_is(ev->cat, kineto_cats[i].cat))
+      return kineto_cats[i].cls;
+  return IDX_CLASS_NONE;
+}
+
+/* mcTracer: by pid lane, 1 host runtime API, 2 kernels, 3 copies (memsets
+ * by name). */
+static enum idx_class mctracer_classify(const struct idx_event *ev)
+{
+  size_t i;
+
+  if (!(ev->has & IDX_HAS_PID))
+    return IDX_CLASS_NONE;
+  switch (ev->pid) {
+  case 1: return IDX_CLASS_RUNTIME;
+  case 2: return IDX_CLASS_KERNEL;
+  case 3:
+    for (i = 0; i < 6 && i < ev->name.n; i++)
+      if (tolower((unsigned char)ev->name.p[i]) != "memset"[i])
+        break;
+    return i == 6 ? IDX_CLASS_MEMSET : IDX_CLASS_COPY;
+  default: return IDX_CLASS_NONE;
+  }
+}
+
+/* mcTracer events have no cat, and either args.co_id or a numeric pid
+ * lane 1..3. */
+static int mctracer_claims(const struct idx_event *ev, int co_id)
+{
+  int lane = (ev->has & IDX_HAS_PID) && ev->pid >= 1 && ev->pid <= 3;
+
+  return ev->cat.p == NULL && (co_id || lane);
+}
+
+static const char *const kineto_keys[] = { "schemaVersion",
+                                           "traceName",
+                                           "displayTimeUnit",
+                                           "deviceProperties",
+                                           "distributedInfo",
+                                           "baseTimeNanoseconds",
+                                           NULL };
+
+/* The default format (claims == NULL) is the last row tried. */
+static const struct idx_format_desc formats[] = {
+  [IDX_FORMAT_KINETO] = { IDX_FORMAT_KINETO, "kineto", 3, kineto_keys, 1, NULL,
+                          kineto_classify, 1, 0 },
+  [IDX_FORMAT_MCTRACER] = { IDX_FORMAT_MCTRACER, "mctracer", 0, NULL, 0,
+                            mctracer_claims, mctracer_classify, 0, 1 },
+};
+
+#define NFORMATS (sizeof(formats) / sizeof(formats[0]))
+_Static_assert(NFORMATS == IDX_FORMAT_COUNT, "a row per enum idx_format");
+
+/* The row that claims what no other row does. */
+static const struct idx_format_desc *default_row(void)
+{
+  size_t i;
+
+  for (i = 1; i < NFORMATS; i++)
+    if (formats[i].claims == NULL)
+      return &formats[i];
+  return &formats[IDX_FORMAT_KINETO];
+}
+
+const struct idx_format_desc *idx_format_get(enum idx_format f)
+{
+  if (f <= IDX_FORMAT_AUTO || (size_t)f >= NFORMATS)
+    return default_row();
+  return &formats[f];
+}
+
+enum idx_format idx_format_detect(const struct idx_event *ev, int co_id)
+{
+  size_t i;
+
+  for (i = 1; i < NFORMATS; i++)
+    if (formats[i].claims != NULL && formats[i].claims(ev, co_id))
+      return formats[i].id;
+  return default_row()->id;
+}
+
+enum idx_format idx_format_of_key(const char *k, size_t n)
+{
+  const char *const *key;
+  size_t i;
+
+  for (i = 1; i < NFORMATS; i++)
+    for (key = formats[i].top_keys; key != NULL && *key != NULL; key++)
+      if (strlen(*key) == n && memcmp(*key, k, n) == 0)
+        return formats[i].id;
+  return IDX_FORMAT_AUTO;
+}
+
+enum idx_format idx_format_bare(void)
+{
+  size_t i;
+
+  for (i = 1; i < NFORMATS; i++)
+    if (formats[i].bare_array)
+      return formats[i].id;
+  return default_row()->id;
+}
+
+int idx_format_parse(const char *name, enum idx_format *out)
+{
+  size_t i;
+
+  if (strcmp(name, "auto") == 0) {
+    *out = IDX_FORMAT_AUTO;
+    return 0;
+  }
+  for (i = 1; i < NFORMATS; i++)
+    if (strcmp(name, formats[i].name) == 0) {
+      *out = formats[i].id;
+      return 0;
+    }
+  return TR_EINVAL;
+}
+
+const char *idx_format_name(enum idx_format f)
+{
+  return f == IDX_FORMAT_AUTO ? "auto" : idx_format_get(f)->name;
+}
