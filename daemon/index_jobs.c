@@ -142,7 +142,8 @@ static void run_rank(struct cap_work *w)
                            (int)rw->i,
                            on_idx_progress,
                            (void *)&job->rank_read[rw->i],
-                           &job->cancel };
+                           &job->cancel,
+                           0 };
   struct tr_err err = { 0 };
   json_t *summary = NULL;
   int64_t t0 = tr_now_ns();

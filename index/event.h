@@ -111,12 +111,13 @@ void idx_reader_free(struct idx_reader *r);
 
 /*
  * The byte source: a plain or gzip file (detected by its magic bytes),
- * inflated on a thread of its own (ISA-L where built with it, else zlib)
- * into a small ring of buffers, so that inflating overlaps parsing.
+ * inflated (ISA-L where built with it, else zlib) on a thread of its own
+ * into a small ring of buffers, so that inflating overlaps parsing; or,
+ * threaded 0, on the caller's thread as it asks for each chunk.
  */
 struct idx_source;
 
-int idx_source_open(const char *path, struct idx_source **out,
+int idx_source_open(const char *path, int threaded, struct idx_source **out,
                     struct tr_err *err);
 
 /* Next chunk of JSON text: *buf, *len borrowed until the next call. Returns

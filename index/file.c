@@ -5,6 +5,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "index/agg.h"
 #include "index/event.h"
@@ -69,11 +70,22 @@ static int pump(struct idx_source *src, struct idx_reader *rd,
   }
 }
 
+/* The threads this file may use (idx_options.threads). */
+static int threads(const struct idx_options *opt)
+{
+  long cores;
+
+  if (opt->threads > 0)
+    return opt->threads;
+  cores = sysconf(_SC_NPROCESSORS_ONLN);
+  return cores >= 2 ? 2 : 1;
+}
+
 int idx_file(const char *path, const struct idx_options *opt, json_t **out,
              struct tr_err *err)
 {
   static const struct idx_options defaults = {
-    IDX_FORMAT_AUTO, NULL, -1, NULL, NULL, NULL
+    IDX_FORMAT_AUTO, NULL, -1, NULL, NULL, NULL, 0
   };
   struct agg_file_info info = { path, 0, -1 };
   struct idx_source *src = NULL;
@@ -87,7 +99,7 @@ int idx_file(const char *path, const struct idx_options *opt, json_t **out,
   run.cancel = opt->cancel;
   if (idx_agg_init(&run.agg, opt->rules, 0) != 0)
     return tr_err_set(err, TR_ENOMEM, "", "%s: out of memory", path);
-  rc = idx_source_open(path, &src, &local);
+  rc = idx_source_open(path, threads(opt) > 1, &src, &local);
   if (rc == 0)
     rc = idx_reader_new(opt->format, on_event, &run, &rd);
   if (rc == 0)

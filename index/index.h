@@ -6,8 +6,9 @@
  *
  * Threads: idx_file() blocks for as long as the file takes (seconds for a
  * GB): call it from a worker thread (uv_queue_work), never from the loop.
- * It starts one helper thread of its own to inflate while it parses.
- * Everything here is reentrant: many files may be indexed at once.
+ * Unless told to use one thread (idx_options.threads), it starts one
+ * helper thread of its own to inflate while it parses. Everything here is
+ * reentrant: many files may be indexed at once.
  */
 #ifndef IDX_INDEX_H
 #define IDX_INDEX_H
@@ -64,6 +65,13 @@ struct idx_options {
   /* When non-NULL and set true by another thread, indexing stops soon with
    * TR_ECONFLICT ("cancelled"). */
   const volatile bool *cancel;
+  /* Threads idx_file() may keep busy for this file, the caller's own
+   * included: 1 does everything on the calling thread; 2 or more inflate
+   * on a thread of idx_file()'s while the caller parses and aggregates.
+   * 0: as the machine allows (2 when it has 2 cores or more). A caller
+   * indexing several files at once passes its cores / files (the daemon:
+   * cores / index_jobs). */
+  int threads;
 };
 
 /*

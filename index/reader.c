@@ -101,10 +101,21 @@ struct idx_reader {
   enum cap cap;         /* CAPTURE: what the value is */
   char *buf;            /* CAPTURE: the value's bytes, and a NUL */
   size_t buf_n, buf_cap;
-  uint64_t buf_off;     /* document offset of buf[0] */
-  int over;             /* the value passed IDX_EVENT_CEILING */
-  struct idx_parsed ev; /* the event being handed over */
+  uint64_t buf_off;        /* document offset of buf[0] */
+  int over;                /* the value passed IDX_EVENT_CEILING */
+  struct idx_parsed ev;    /* the event being handed over */
+  int fast;                /* stage 1 is on: events go the token walk */
+  int win_ok;              /* win and walk are of the current chunk */
+  struct idx_scan_map win; /* stage 1 masks of a window of the chunk */
+  struct idx_walk walk;
 };
+
+/* Bytes scanned at a time: with its masks (1/64 of it) it stays in the
+ * core's cache while the token walk reads it. */
+#define WINDOW (64u << 10)
+
+/* on_elem: the token walk gives the event to the byte-wise parser. */
+#define FAST_BAIL 1
 
 /* The document offset of p, a pointer into the current chunk. */
 static uint64_t at(const struct idx_reader *r, const char *p)
@@ -384,6 +395,97 @@ static void end_events(struct idx_reader *r)
   r->st = r->doc.bare_array ? ST_DONE : ST_OBJ_NEXT;
 }
 
+/* Scans the window that starts at p, between two elements of
+ * traceEvents (so outside any string). 0 or TR_ENOMEM. */
+static int scan_window(struct idx_reader *r, const char *p, const char *end)
+{
+  struct idx_scan_carry carry = { 0, 0, 0 };
+  size_t len = (size_t)(end - p) < WINDOW ? (size_t)(end - p) : WINDOW;
+
+  r->win_ok = 0;
+  if (idx_scan_run(&r->win, &carry, p, len) != 0) {
+    r->st = ST_FAILED;
+    r->fail = TR_ENOMEM;
+    return tr_err_set(r->err, TR_ENOMEM, NULL, "out of memory at byte %llu",
+                      (unsigned long long)at(r, p));
+  }
+  idx_walk_init(&r->walk, &r->win, end);
+  r->win_ok = 1;
+  return 0;
+}
+
+/* 1 when a block of the window from a to b (inclusive) is dirty. */
+static int dirty(const struct idx_reader *r, const char *a, const char *b)
+{
+  size_t i = (size_t)(a - r->win.base) / 64, j = (size_t)(b - r->win.base) / 64;
+
+  if (!r->win.any_dirty)
+    return 0;
+  for (; i <= j; i++)
+    if ((r->win.dirty[i / 64] >> (i % 64)) & 1)
+      return 1;
+  return 0;
+}
+
+/* The event at p ('{') by the token walk, scanning a window from p when
+ * the current one does not hold it. IDX_W_* or TR_ENOMEM. */
+static int walk_event(struct idx_reader *r, const char *p, const char *end)
+{
+  int rc;
+
+  if (!r->win_ok || p >= r->win.base + r->win.len) {
+    if ((rc = scan_window(r, p, end)) != 0)
+      return rc;
+  }
+  idx_walk_seek(&r->walk, p);
+  r->ev.scale = scale_of(r);
+  rc = idx_fast_event(&r->walk, r->elem_depth, &r->ev);
+  if (rc == IDX_W_SHORT && r->win.base != p) {
+    if ((rc = scan_window(r, p, end)) != 0)
+      return rc;
+    idx_walk_seek(&r->walk, p);
+    rc = idx_fast_event(&r->walk, r->elem_depth, &r->ev);
+  }
+  if (rc == IDX_W_OK && dirty(r, p, r->walk.at))
+    rc = IDX_W_BAIL;
+  return rc;
+}
+
+/* ELEM at '{': events by the token walk, as long as it takes them, each
+ * handed over as on_elem would. Returns 0 (the state machine goes on from
+ * *pp), FAST_BAIL (*pp at an event the walk leaves to on_elem), or an
+ * error. */
+static int fast_events(struct idx_reader *r, const char **pp, const char *end)
+{
+  const char *t;
+  int rc;
+
+  for (;;) {
+    rc = walk_event(r, *pp, end);
+    if (rc < 0)
+      return rc;
+    if (rc != IDX_W_OK)
+      return FAST_BAIL;
+    t = r->walk.at + 1;
+    r->st = ST_ELEM_NEXT;
+    if ((size_t)(t - *pp) > IDX_EVENT_CEILING) {
+      count_skipped(r);
+    } else if ((rc = deliver(r)) != 0) {
+      *pp = t;
+      return rc;
+    }
+    *pp = t;
+    /* ", {" goes on here; anything else is the state machine's. */
+    if (!idx_walk_next(&r->walk, &t) || *t != ',')
+      return 0;
+    *pp = t + 1;
+    r->st = ST_ELEM;
+    if (!idx_walk_next(&r->walk, &t) || *t != '{')
+      return 0;
+    *pp = t;
+  }
+}
+
 /* ELEM: the first byte of an element of traceEvents. An object is parsed
  * in place when it lies wholly in the chunk; else it is captured. */
 static int on_elem(struct idx_reader *r, const char **pp, const char *end)
@@ -401,6 +503,9 @@ static int on_elem(struct idx_reader *r, const char **pp, const char *end)
     start_skip(r, ST_ELEM_NEXT);
     return 0;
   }
+  if (r->fast && (rc = fast_events(r, pp, end)) != FAST_BAIL)
+    return rc;
+  c.p = *pp;
   r->ev.scale = scale_of(r);
   rc = idx_parse_event(&c, &r->ev);
   if (rc == IDX_P_MORE || rc == IDX_P_COPY) {
@@ -533,6 +638,7 @@ int idx_reader_new(enum idx_format forced, idx_event_cb cb, void *ud,
     return TR_ENOMEM;
   r->cb = cb;
   r->ud = ud;
+  r->fast = idx_scan_enabled();
   r->doc.format = forced;
   r->doc.rank = -1;
   *out = r;
@@ -549,6 +655,7 @@ int idx_reader_feed(struct idx_reader *r, const char *buf, size_t len,
     return r->fail;
   r->chunk = buf;
   r->err = err;
+  r->win_ok = 0;
   while (p < end && rc == 0)
     rc = step(r, &p, end);
   r->off += len;
@@ -590,5 +697,6 @@ void idx_reader_free(struct idx_reader *r)
   if (r == NULL)
     return;
   free(r->buf);
+  idx_scan_map_free(&r->win);
   free(r);
 }

@@ -1,7 +1,8 @@
 /*
  * The byte source (event.h): a plain or gzip trace file read by a thread of
  * its own, which reads (and inflates) into a ring of SLOTS buffers while the
- * caller parses the previous ones.
+ * caller parses the previous ones; or, without a thread, read into one
+ * buffer on the caller's own turn (produce() does both).
  *
  * Ring protocol, under mu: the thread fills slot i only while it is not
  * full, then marks it full; the caller hands out full slots in order and
@@ -31,10 +32,18 @@ struct slot {
   int full;
 };
 
+/* The state of gzip reading between slots. */
+struct gz {
+  struct idx_inflate_io io;
+  int eof;       /* read() returned 0 */
+  int in_member; /* inside a gzip member (else at a member boundary) */
+};
+
 struct idx_source {
   char *path;
   int fd;
-  int gzip; /* 1f 8b magic seen */
+  int gzip;     /* 1f 8b magic seen */
+  int threaded; /* a thread produces the slots */
   uint64_t file_bytes;
   _Atomic uint64_t read_bytes; /* file bytes read by the thread */
   pthread_t thread;
@@ -47,8 +56,9 @@ struct idx_source {
   int stop;              /* close: the thread must quit */
   int ended;             /* the thread filled its last slot */
   struct tr_err end_err; /* why it ended; code 0 at a clean end */
-  uint8_t *in;           /* thread: compressed input, IN_BYTES */
-  struct idx_inflate *z; /* thread: NULL for plain files */
+  uint8_t *in;           /* producer: compressed input, IN_BYTES */
+  struct idx_inflate *z; /* producer: NULL for plain files */
+  struct gz g;           /* producer: gzip state */
 };
 
 /* Thread: waits until slot i is free; NULL when close() asks to stop. */
@@ -95,36 +105,20 @@ static ssize_t read_some(struct idx_source *s, void *buf, size_t cap)
   return (ssize_t)got;
 }
 
-/* Thread, plain file: slots are filled straight by read(). */
-static void run_plain(struct idx_source *s)
+/* Plain file: a slot is filled straight by read(). 1, 0 at the end, or
+ * negative (end_err set). */
+static int produce_plain(struct idx_source *s, char *buf, size_t *len)
 {
-  unsigned i;
-  char *buf;
-  ssize_t n;
+  ssize_t n = read_some(s, buf, SLOT_BYTES);
 
-  for (i = 0;; i = (i + 1) % SLOTS) {
-    buf = wait_free(s, i);
-    if (buf == NULL)
-      return;
-    n = read_some(s, buf, SLOT_BYTES);
-    if (n < 0) {
-      tr_err_set(&s->end_err, (int)n, NULL, "%s: read: %s at byte %llu",
-                 s->path, strerror((int)-n),
-                 (unsigned long long)atomic_load(&s->read_bytes));
-      return;
-    }
-    if (n == 0)
-      return;
-    put_full(s, i, (size_t)n);
-  }
+  *len = 0;
+  if (n < 0)
+    return tr_err_set(&s->end_err, (int)n, NULL, "%s: read: %s at byte %llu",
+                      s->path, strerror((int)-n),
+                      (unsigned long long)atomic_load(&s->read_bytes));
+  *len = (size_t)n;
+  return n > 0;
 }
-
-/* The state of the gzip thread between slots. */
-struct gz {
-  struct idx_inflate_io io;
-  int eof;       /* read() returned 0 */
-  int in_member; /* inside a gzip member (else at a member boundary) */
-};
 
 /* Tops up the compressed input (keeping unread bytes) when it is below
  * half a buffer, or whenever `force`. 0 or -errno. */
@@ -206,40 +200,44 @@ static int fill_gzip(struct idx_source *s, struct gz *g)
   return 1;
 }
 
-/* Thread, gzip: fills slots until the end of the file, an error, or
- * close(). */
-static void run_gzip(struct idx_source *s)
+/* Gzip: inflates into one slot (*len bytes). 1 when more may follow, 0
+ * at the end of the file, negative on error (end_err set). */
+static int produce_gzip(struct idx_source *s, char *buf, size_t *len)
 {
-  struct gz g;
-  unsigned i;
-  char *buf;
+  struct gz *g = &s->g;
   int rc;
 
-  memset(&g, 0, sizeof(g));
-  g.io.in = s->in;
-  for (i = 0;; i = (i + 1) % SLOTS) {
-    buf = wait_free(s, i);
-    if (buf == NULL)
-      return;
-    g.io.out = (uint8_t *)buf;
-    g.io.out_len = SLOT_BYTES;
-    rc = fill_gzip(s, &g);
-    if (g.io.out_len < SLOT_BYTES)
-      put_full(s, i, SLOT_BYTES - g.io.out_len);
-    if (rc <= 0)
-      return;
-  }
+  g->io.out = (uint8_t *)buf;
+  g->io.out_len = SLOT_BYTES;
+  rc = fill_gzip(s, g);
+  *len = SLOT_BYTES - g->io.out_len;
+  return rc;
+}
+
+/* The next slot's bytes into buf: 1, 0 at the end, or negative. */
+static int produce(struct idx_source *s, char *buf, size_t *len)
+{
+  return s->gzip ? produce_gzip(s, buf, len) : produce_plain(s, buf, len);
 }
 
 /* The thread: produces the whole file, then marks the ring ended. */
 static void *run(void *arg)
 {
   struct idx_source *s = arg;
+  unsigned i;
+  size_t len;
+  char *buf;
+  int rc;
 
-  if (s->gzip)
-    run_gzip(s);
-  else
-    run_plain(s);
+  for (i = 0;; i = (i + 1) % SLOTS) {
+    if ((buf = wait_free(s, i)) == NULL)
+      break;
+    rc = produce(s, buf, &len);
+    if (len > 0)
+      put_full(s, i, len);
+    if (rc <= 0)
+      break;
+  }
   pthread_mutex_lock(&s->mu);
   s->ended = 1;
   pthread_cond_broadcast(&s->cv);
@@ -277,7 +275,7 @@ static int alloc_buffers(struct idx_source *s)
 {
   unsigned i;
 
-  for (i = 0; i < SLOTS; i++) {
+  for (i = 0; i < (s->threaded ? SLOTS : 1); i++) {
     s->slot[i].buf = malloc(SLOT_BYTES);
     if (s->slot[i].buf == NULL)
       return TR_ENOMEM;
@@ -287,10 +285,11 @@ static int alloc_buffers(struct idx_source *s)
   s->in = malloc(IN_BYTES);
   if (s->in == NULL)
     return TR_ENOMEM;
+  s->g.io.in = s->in;
   return idx_inflate_new(&s->z);
 }
 
-int idx_source_open(const char *path, struct idx_source **out,
+int idx_source_open(const char *path, int threaded, struct idx_source **out,
                     struct tr_err *err)
 {
   struct idx_source *s = calloc(1, sizeof(*s));
@@ -299,6 +298,7 @@ int idx_source_open(const char *path, struct idx_source **out,
   if (s == NULL)
     return tr_err_set(err, TR_ENOMEM, NULL, "%s: out of memory", path);
   s->fd = -1;
+  s->threaded = threaded;
   pthread_mutex_init(&s->mu, NULL);
   pthread_cond_init(&s->cv, NULL);
   s->path = strdup(path);
@@ -309,14 +309,37 @@ int idx_source_open(const char *path, struct idx_source **out,
   rc = open_file(s, err);
   if (rc == 0 && alloc_buffers(s) != 0)
     rc = tr_err_set(err, TR_ENOMEM, NULL, "%s: out of memory", path);
-  if (rc == 0 && (rc = pthread_create(&s->thread, NULL, run, s)) != 0)
+  if (rc == 0 && threaded &&
+      (rc = pthread_create(&s->thread, NULL, run, s)) != 0)
     rc = tr_err_set(err, -rc, NULL, "%s: thread: %s", path, strerror(rc));
   if (rc != 0) {
     idx_source_close(s);
     return rc;
   }
-  s->started = 1;
+  s->started = threaded;
   *out = s;
+  return 0;
+}
+
+/* Without a thread: the next slot is produced now, into the one buffer.
+ * Bytes produced before an error are handed out first. */
+static int next_inline(struct idx_source *s, const char **buf, size_t *len,
+                       struct tr_err *err)
+{
+  int rc;
+
+  *buf = NULL;
+  *len = 0;
+  if (!s->ended) {
+    rc = produce(s, s->slot[0].buf, len);
+    s->ended = rc <= 0;
+  }
+  if (*len > 0) {
+    *buf = s->slot[0].buf;
+    return 0;
+  }
+  if (s->end_err.code != 0)
+    return tr_err_set(err, s->end_err.code, NULL, "%s", s->end_err.msg);
   return 0;
 }
 
@@ -325,6 +348,8 @@ int idx_source_next(struct idx_source *s, const char **buf, size_t *len,
 {
   struct slot *sl;
 
+  if (!s->threaded)
+    return next_inline(s, buf, len, err);
   pthread_mutex_lock(&s->mu);
   if (s->holding) {
     s->slot[(s->next + SLOTS - 1) % SLOTS].full = 0;

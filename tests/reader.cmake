@@ -1,7 +1,7 @@
 # The trace reader and byte source (index/reader*.c, index/source.c,
 # index/inflate_*.c).
 traced_c_test(test_reader traced_index test_reader.c test_reader_source.c
-              test_reader_util.c)
+              test_reader_util.c test_reader_scan.c)
 
 # libFuzzer target (scripts/fuzz.sh): clang only, with ASan and UBSan.
 if(TRACED_FUZZ)

@@ -42,7 +42,7 @@ static void index_file_progress(void)
 {
   const char *path = trace("tracelens__mi300_resnet_act_checkpoint.json.gz");
   struct idx_options opt = {
-    IDX_FORMAT_AUTO, NULL, 5, on_progress, NULL, NULL
+    IDX_FORMAT_AUTO, NULL, 5, on_progress, NULL, NULL, 0
   };
   struct progress p = { 0, 0, NULL };
   struct tr_err err = { 0 };
@@ -71,7 +71,9 @@ static void index_file_cancel(void)
   const char *path = trace("tracelens__xdit_flux.1_aiter_sage_profile_"
                            "trace_rank_0.json.gz");
   volatile bool cancel = true;
-  struct idx_options opt = { IDX_FORMAT_AUTO, NULL, -1, NULL, NULL, &cancel };
+  struct idx_options opt = {
+    IDX_FORMAT_AUTO, NULL, -1, NULL, NULL, &cancel, 0
+  };
   struct tr_err err = { 0 };
   json_t *out = NULL;
 
@@ -88,9 +90,8 @@ static void index_file_cancel_midway(void)
   const char *path = "test_index_file_big.json";
   volatile bool cancel = false;
   struct progress p = { 0, 0, &cancel };
-  struct idx_options opt = {
-    IDX_FORMAT_AUTO, NULL, -1, on_progress, &p, &cancel
-  };
+  struct idx_options opt = { IDX_FORMAT_AUTO, NULL, -1, on_progress, &p,
+                             &cancel,         0 };
   struct tr_err err = { 0 };
   json_t *out = NULL;
   FILE *f = fopen(path, "w");
@@ -129,7 +130,7 @@ static void index_file_rules(void)
 {
   const char *path = trace("tracelens__torch_compile_triton_trace.json.gz");
   const char *rules_path = "test_index_file.rules";
-  struct idx_options opt = { IDX_FORMAT_KINETO, NULL, -1, NULL, NULL, NULL };
+  struct idx_options opt = { IDX_FORMAT_KINETO, NULL, -1, NULL, NULL, NULL, 0 };
   struct idx_rules *rules = NULL;
   struct tr_err err = { 0 };
   json_t *out = NULL, *row;

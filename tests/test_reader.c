@@ -520,6 +520,7 @@ static void reader_callback_stop(void)
 
 int main(void)
 {
+  RUN(scan_kernels_match);
   RUN(reader_callback_stop);
   RUN(reader_exact_decimals);
   RUN(reader_numbers_in_events);

@@ -75,6 +75,9 @@ void source_inflater(void);
 void source_damaged_gzip(void);
 void source_close_early(void);
 
+/* The stage-1 cases (test_reader_scan.c). */
+void scan_kernels_match(void);
+
 #define EVENTS(...) "{\"traceEvents\": [" __VA_ARGS__ "]}"
 
 #endif

@@ -87,13 +87,13 @@ void source_close_early(void)
 
   trace_path(path, sizeof(path),
              "tracelens__xdit_flux.1_aiter_sage_profile_trace_rank_0.json.gz");
-  CHECK_INT(idx_source_open(path, &s, &err), 0);
+  CHECK_INT(idx_source_open(path, 1, &s, &err), 0);
   CHECK_INT(idx_source_next(s, &buf, &len, &err), 0);
   CHECK(len >= 4 && memcmp(buf, "\n  {", 4) == 0);
   CHECK(idx_source_file_bytes(s) == 3858078);
   CHECK(idx_source_read_bytes(s) > 0);
   idx_source_close(s);
-  CHECK_INT(idx_source_open(path, &s, &err), 0);
+  CHECK_INT(idx_source_open(path, 1, &s, &err), 0);
   idx_source_close(s);
   idx_source_close(NULL);
 }

@@ -111,7 +111,7 @@ char *slurp(const char *path, size_t *n, struct tr_err *err)
 
   CHECK(out != NULL);
   *n = 0;
-  rc = idx_source_open(path, &s, err);
+  rc = idx_source_open(path, 1, &s, err);
   if (rc != 0) {
     free(out);
     return NULL;

@@ -1,0 +1,333 @@
+/*
+ * The token walk (reader_int.h): an event parsed from the tokens stage 1
+ * found (scan.h) instead of byte by byte. Each member costs a handful of
+ * bit operations: the key's quotes, the colon, the value, the comma are
+ * consecutive tokens, and whitespace and string bodies are never looked
+ * at. It takes the shapes real traces are made of, strings and plain
+ * numbers where values are read, anything at all where they are skipped,
+ * and gives every other shape (null where a value is read, a number
+ * written as a string or with an exponent, a syntax error) back to the
+ * byte-wise parser, reader_event.c, whose result on what this accepts is
+ * the same: the fuzzer (tests/fuzz_reader.c) holds the two to it. The
+ * caller (reader.c) leaves events with escapes, bytes >= 0x80 or bytes
+ * JSON does not allow (dirty blocks) to reader_event.c too.
+ */
+#include <string.h>
+
+#include "index/reader_int.h"
+
+/* The cursor of one event's walk: a small struct, so that, with every
+ * function it is passed to inlined into idx_fast_event(), it lives in
+ * registers. */
+struct cur {
+  const char *blk;     /* the first byte of the current word's block */
+  uint64_t bits;       /* its tokens not yet returned */
+  const uint64_t *nx;  /* the next word */
+  const uint64_t *end; /* the window's last word + 1 */
+  const char *limit;   /* the end of the bytes numbers may be read to */
+};
+
+#define INLINE static inline __attribute__((always_inline))
+
+/* The cursor moved to the next word that has tokens (bits 0 at the
+ * window's end). Out of line and by value, so that the cursor's address
+ * is never taken. */
+struct refilled {
+  const char *blk;
+  uint64_t bits;
+  const uint64_t *nx;
+};
+
+static struct refilled refill(const char *blk, const uint64_t *nx,
+                              const uint64_t *end)
+{
+  struct refilled r = { blk, 0, nx };
+
+  while (r.bits == 0 && r.nx != end) {
+    r.bits = *r.nx++;
+    r.blk += 64;
+  }
+  return r;
+}
+
+/* The next token into t, or IDX_W_SHORT from the function. */
+#define NEXT(t)                                                                \
+  do {                                                                         \
+    if (__builtin_expect(w->bits == 0, 0)) {                                   \
+      struct refilled r_ = refill(w->blk, w->nx, w->end);                      \
+      w->blk = r_.blk, w->bits = r_.bits, w->nx = r_.nx;                       \
+      if (w->bits == 0)                                                        \
+        return IDX_W_SHORT;                                                    \
+    }                                                                          \
+    (t) = w->blk + (unsigned)__builtin_ctzll(w->bits);                         \
+    w->bits &= w->bits - 1;                                                    \
+  } while (0)
+
+void idx_walk_init(struct idx_walk *w, const struct idx_scan_map *m,
+                   const char *limit)
+{
+  w->base = m->base;
+  w->limit = limit;
+  w->tok = m->tok;
+  w->tok_end = m->tok + m->nblocks;
+  idx_walk_seek(w, m->base);
+}
+
+void idx_walk_seek(struct idx_walk *w, const char *p)
+{
+  size_t i = (size_t)(p - w->base), b = i / 64;
+
+  if (w->tok + b >= w->tok_end) {
+    w->next = w->tok_end;
+    w->bits = 0;
+    return;
+  }
+  w->next = w->tok + b + 1;
+  w->blk = w->base + b * 64;
+  w->bits = w->tok[b] & (~0ull << (i % 64));
+}
+
+/* What may follow a number: anything but another byte of a number or
+ * literal (reader_event.c's read_num). */
+INLINE int ends_number(char c)
+{
+  return !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
+           (c >= 'A' && c <= 'Z') || c == '+' || c == '-' || c == '.');
+}
+
+/* The plain number whose first byte is the token v, at scale: the shape
+ * idx_num_fast() takes, ended by a byte that cannot go on a number. */
+INLINE int num_val(const struct cur *w, const char *v, unsigned scale,
+                   int64_t *out, const char **end)
+{
+  const char *q = idx_num_fast(v, w->limit, scale, out);
+
+  if (q == NULL || q >= w->limit || !ends_number(*q))
+    return IDX_W_BAIL;
+  *end = q;
+  return IDX_W_OK;
+}
+
+/* The string whose opening quote is the token v. */
+INLINE int str_val(struct cur *w, const char *v, struct idx_str *out)
+{
+  const char *q;
+
+  if (*v != '"')
+    return IDX_W_BAIL;
+  NEXT(q);
+  out->p = v + 1;
+  out->n = (size_t)(q - v - 1);
+  return IDX_W_OK;
+}
+
+/* An integer member: the number goes to *dst, bit into *has. */
+INLINE int int_val(struct cur *w, const char *v, int64_t *dst, uint32_t *has,
+                   uint32_t bit)
+{
+  const char *q;
+  int rc = num_val(w, v, 0, dst, &q);
+
+  if (rc == IDX_W_OK)
+    *has |= bit;
+  return rc;
+}
+
+/* Skips the value whose first token is v, opening at most max_depth
+ * containers (reader_event.c's skip_value): brackets must match, nothing
+ * else is looked at. */
+INLINE int skip(struct cur *w, const char *v, unsigned max_depth)
+{
+  uint64_t arrays = 0; /* bit d: the container at depth d is an array */
+  unsigned d = 0;
+  const char *t = v;
+
+  switch (*v) {
+  case '"': NEXT(t); return IDX_W_OK;
+  case '{':
+  case '[': break;
+  case ',':
+  case ':':
+  case '}':
+  case ']': return IDX_W_BAIL;
+  default: return IDX_W_OK; /* a number or literal is one token */
+  }
+  for (;;) {
+    if (*t == '{' || *t == '[') {
+      if (d >= max_depth || d >= 64)
+        return IDX_W_BAIL;
+      arrays = (arrays & ~(1ull << d)) | ((uint64_t)(*t == '[') << d);
+      d++;
+    } else if (*t == '}' || *t == ']') {
+      d--;
+      if (((arrays >> d) & 1) != (*t == ']'))
+        return IDX_W_BAIL;
+      if (d == 0)
+        return IDX_W_OK;
+    } else if (*t == '"') {
+      NEXT(t); /* its closing quote */
+    }
+    NEXT(t);
+  }
+}
+
+/* grid / block: exactly [x, y, z] of plain integers; a value of another
+ * type is skipped, as reader_event.c does. */
+INLINE int dim3(struct cur *w, struct idx_parsed *e, const char *v,
+                int64_t dst[3], uint32_t bit, unsigned depth)
+{
+  int64_t d[3];
+  const char *t, *q;
+  int i;
+
+  if (*v != '[')
+    return skip(w, v, IDX_MAX_DEPTH - depth);
+  for (i = 0; i < 3; i++) {
+    NEXT(t);
+    if (num_val(w, t, 0, &d[i], &q) != IDX_W_OK)
+      return IDX_W_BAIL;
+    NEXT(t);
+    if (*t != (i < 2 ? ',' : ']'))
+      return IDX_W_BAIL;
+  }
+  memcpy(dst, d, sizeof(d));
+  e->ev.has |= bit;
+  return IDX_W_OK;
+}
+
+/* One member of args (reader_event.c's on_arg). */
+INLINE int on_arg(struct cur *w, struct idx_parsed *e, const char *k, size_t kn,
+                  const char *v, unsigned depth)
+{
+  struct idx_event *ev = &e->ev;
+  int key = idx_arg_key(k, kn);
+  struct idx_slot s;
+
+  if (idx_arg_slot(e, key, &s))
+    return int_val(w, v, s.dst, s.has, s.bit);
+  switch (key) {
+  case IDX_A_GRID: return dim3(w, e, v, ev->grid, IDX_HAS_GRID, depth);
+  case IDX_A_BLOCK: return dim3(w, e, v, ev->block, IDX_HAS_BLOCK, depth);
+  case IDX_A_KIND: return str_val(w, v, &ev->kind);
+  case IDX_A_KERNEL: return str_val(w, v, &ev->kernel);
+  case IDX_A_NAME: return str_val(w, v, &ev->arg_name);
+  default: return skip(w, v, IDX_MAX_DEPTH - depth);
+  }
+}
+
+/* ts / dur as a plain number at the settled format's scale. */
+INLINE int time_val(struct cur *w, struct idx_parsed *e, const char *v,
+                    struct idx_numtok *t)
+{
+  const char *q;
+  int64_t val;
+
+  if (e->scale < 0 || num_val(w, v, (unsigned)e->scale, &val, &q) != 0)
+    return IDX_W_BAIL;
+  memset(t, 0, sizeof(*t));
+  t->p = v;
+  t->n = (size_t)(q - v);
+  t->present = t->done = 1;
+  t->val = val;
+  return IDX_W_OK;
+}
+
+/* One member of an event but args (reader_event.c's on_event_key), key
+ * an IDX_K_*. */
+INLINE int on_member(struct cur *w, struct idx_parsed *e, int key,
+                     const char *v, unsigned depth)
+{
+  struct idx_event *ev = &e->ev;
+  struct idx_str ph = { NULL, 0 };
+  int rc;
+
+  switch (key) {
+  case IDX_K_PH:
+    rc = str_val(w, v, &ph);
+    ev->ph = ph.n > 0 ? ph.p[0] : 0;
+    return rc;
+  case IDX_K_CAT: return str_val(w, v, &ev->cat);
+  case IDX_K_NAME: return str_val(w, v, &ev->name);
+  case IDX_K_PID:
+    if (*v == '"')
+      return str_val(w, v, &ev->pid_str);
+    return int_val(w, v, &ev->pid, &ev->has, IDX_HAS_PID);
+  case IDX_K_TID:
+    if (*v == '"')
+      return str_val(w, v, &ev->tid_str);
+    return int_val(w, v, &ev->tid, &ev->has, IDX_HAS_TID);
+  case IDX_K_TS: return time_val(w, e, v, &e->ts);
+  case IDX_K_DUR: return time_val(w, e, v, &e->dur);
+  default: return skip(w, v, IDX_MAX_DEPTH - depth);
+  }
+}
+
+/*
+ * The members of the event and of its args object in one loop (in_args
+ * says which object a member is of): key, ':', value, then ',' or '}', a
+ * trailing comma allowed, as reader_event.c's obj_each. depth: the
+ * event's nesting; its members are one level deeper, args' two.
+ */
+INLINE int event(struct cur *w, unsigned depth, struct idx_parsed *e,
+                 const char **close)
+{
+  const char *t, *k, *v;
+  int in_args = 0, key, rc;
+
+  NEXT(t);
+  if (*t != '{')
+    return IDX_W_BAIL;
+  NEXT(t);
+  for (;;) {
+    if (*t == '}') {
+      *close = t;
+      if (!in_args)
+        return IDX_W_OK;
+      in_args = 0; /* the end of args: its event goes on */
+    } else {
+      if (*t != '"')
+        return IDX_W_BAIL;
+      k = t + 1;
+      NEXT(t); /* the key's closing quote */
+      NEXT(v);
+      if (*v != ':')
+        return IDX_W_BAIL;
+      NEXT(v);
+      if (in_args) {
+        rc = on_arg(w, e, k, (size_t)(t - k), v, depth + 2);
+      } else if ((key = idx_event_key(k, (size_t)(t - k))) == IDX_K_ARGS &&
+                 *v == '{') {
+        in_args = 1;
+        NEXT(t);
+        continue;
+      } else {
+        rc = on_member(w, e, key, v, depth + 1);
+      }
+      if (rc != IDX_W_OK)
+        return rc;
+    }
+    NEXT(t);
+    if (*t == ',')
+      NEXT(t);
+    else if (*t != '}')
+      return IDX_W_BAIL;
+  }
+}
+
+int idx_fast_event(struct idx_walk *walk, unsigned depth,
+                   struct idx_parsed *out)
+{
+  struct cur c = { walk->blk, walk->bits, walk->next, walk->tok_end,
+                   walk->limit };
+  int scale = out->scale, rc;
+
+  memset(out, 0, sizeof(*out));
+  out->scale = scale;
+  rc = event(&c, depth, out, &walk->at);
+  walk->blk = c.blk;
+  walk->bits = c.bits;
+  walk->next = c.nx;
+  if (rc == IDX_W_OK)
+    idx_finish_event(out);
+  return rc;
+}
