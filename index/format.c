@@ -7,31 +7,29 @@
 
 #include "index/format.h"
 
-/* 1 when s is the literal lit. */
-static int str_is(struct idx_str s, const char *lit)
-{
-  size_t n = strlen(lit);
-
-  return s.p != NULL && s.n == n && memcmp(s.p, lit, n) == 0;
-}
-
 /* kineto's cat values, new and legacy (2021) spellings. */
+#define CAT(s, cls)                                                            \
+  {                                                                            \
+    s, sizeof(s) - 1, cls                                                      \
+  }
 static const struct {
   const char *cat;
+  size_t n;
   enum idx_class cls;
 } kineto_cats[] = {
-  { "kernel", IDX_CLASS_KERNEL },
-  { "Kernel", IDX_CLASS_KERNEL },
-  { "gpu_memcpy", IDX_CLASS_COPY },
-  { "Memcpy", IDX_CLASS_COPY },
-  { "gpu_memset", IDX_CLASS_MEMSET },
-  { "Memset", IDX_CLASS_MEMSET },
-  { "cuda_runtime", IDX_CLASS_RUNTIME },
-  { "cuda_driver", IDX_CLASS_RUNTIME },
-  { "Runtime", IDX_CLASS_RUNTIME },
-  { "user_annotation", IDX_CLASS_LABEL_CPU },
-  { "gpu_user_annotation", IDX_CLASS_LABEL_GPU },
+  CAT("kernel", IDX_CLASS_KERNEL),
+  CAT("Kernel", IDX_CLASS_KERNEL),
+  CAT("gpu_memcpy", IDX_CLASS_COPY),
+  CAT("Memcpy", IDX_CLASS_COPY),
+  CAT("gpu_memset", IDX_CLASS_MEMSET),
+  CAT("Memset", IDX_CLASS_MEMSET),
+  CAT("cuda_runtime", IDX_CLASS_RUNTIME),
+  CAT("cuda_driver", IDX_CLASS_RUNTIME),
+  CAT("Runtime", IDX_CLASS_RUNTIME),
+  CAT("user_annotation", IDX_CLASS_LABEL_CPU),
+  CAT("gpu_user_annotation", IDX_CLASS_LABEL_GPU),
 };
+#undef CAT
 
 /* kineto: by cat. An X event without cat (the bare-array legacy format,
  * record_function labels as plain events) may be a host run label. */
@@ -42,7 +40,8 @@ static enum idx_class kineto_classify(const struct idx_event *ev)
   if (ev->cat.p == NULL)
     return IDX_CLASS_LABEL_CPU;
   for (i = 0; i < sizeof(kineto_cats) / sizeof(kineto_cats[0]); i++)
-    if (str_is(ev->cat, kineto_cats[i].cat))
+    if (ev->cat.n == kineto_cats[i].n &&
+        memcmp(ev->cat.p, kineto_cats[i].cat, ev->cat.n) == 0)
       return kineto_cats[i].cls;
   return IDX_CLASS_NONE;
 }
@@ -84,7 +83,9 @@ static const char *const kineto_keys[] = { "schemaVersion",
                                            "baseTimeNanoseconds",
                                            NULL };
 
-/* The default format (claims == NULL) is the last row tried. */
+/* What no other row claims (its claims is NULL): kineto. */
+#define DEFAULT IDX_FORMAT_KINETO
+
 static const struct idx_format_desc formats[] = {
   [IDX_FORMAT_KINETO] = { IDX_FORMAT_KINETO, "kineto", 3, kineto_keys, 1, NULL,
                           kineto_classify, 1, 0 },
@@ -95,22 +96,9 @@ static const struct idx_format_desc formats[] = {
 #define NFORMATS (sizeof(formats) / sizeof(formats[0]))
 _Static_assert(NFORMATS == IDX_FORMAT_COUNT, "a row per enum idx_format");
 
-/* The row that claims what no other row does. */
-static const struct idx_format_desc *default_row(void)
-{
-  size_t i;
-
-  for (i = 1; i < NFORMATS; i++)
-    if (formats[i].claims == NULL)
-      return &formats[i];
-  return &formats[IDX_FORMAT_KINETO];
-}
-
 const struct idx_format_desc *idx_format_get(enum idx_format f)
 {
-  if (f <= IDX_FORMAT_AUTO || (size_t)f >= NFORMATS)
-    return default_row();
-  return &formats[f];
+  return &formats[f > IDX_FORMAT_AUTO && (size_t)f < NFORMATS ? f : DEFAULT];
 }
 
 enum idx_format idx_format_detect(const struct idx_event *ev, int co_id)
@@ -120,7 +108,7 @@ enum idx_format idx_format_detect(const struct idx_event *ev, int co_id)
   for (i = 1; i < NFORMATS; i++)
     if (formats[i].claims != NULL && formats[i].claims(ev, co_id))
       return formats[i].id;
-  return default_row()->id;
+  return DEFAULT;
 }
 
 enum idx_format idx_format_of_key(const char *k, size_t n)
@@ -142,7 +130,7 @@ enum idx_format idx_format_bare(void)
   for (i = 1; i < NFORMATS; i++)
     if (formats[i].bare_array)
       return formats[i].id;
-  return default_row()->id;
+  return DEFAULT;
 }
 
 int idx_format_parse(const char *name, enum idx_format *out)

@@ -111,8 +111,12 @@ struct idx_reader {
 };
 
 /* Bytes scanned at a time: with its masks (1/64 of it) it stays in the
- * core's cache while the token walk reads it. */
-#define WINDOW (64u << 10)
+ * core's cache while the token walk reads it. The fuzzer's build makes it
+ * small, so that events cross windows. */
+#ifndef IDX_SCAN_WINDOW
+#define IDX_SCAN_WINDOW (64u << 10)
+#endif
+#define WINDOW IDX_SCAN_WINDOW
 
 /* on_elem: the token walk gives the event to the byte-wise parser. */
 #define FAST_BAIL 1

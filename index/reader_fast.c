@@ -16,35 +16,31 @@
 
 #include "index/reader_int.h"
 
-/* The cursor of one event's walk: a small struct, so that, with every
- * function it is passed to inlined into idx_fast_event(), it lives in
- * registers. */
+/* The cursor of one event's walk: the two words it uses for every token,
+ * kept in registers (every function it is passed to is inlined into
+ * idx_fast_event()), and the walk for the rest. */
 struct cur {
   const char *blk;     /* the first byte of the current word's block */
   uint64_t bits;       /* its tokens not yet returned */
-  const uint64_t *nx;  /* the next word */
-  const uint64_t *end; /* the window's last word + 1 */
-  const char *limit;   /* the end of the bytes numbers may be read to */
+  struct idx_walk *wk; /* the next word, the window's end, the limit */
 };
 
 #define INLINE static inline __attribute__((always_inline))
 
-/* The cursor moved to the next word that has tokens (bits 0 at the
- * window's end). Out of line and by value, so that the cursor's address
+/* The next word that has tokens (bits 0 at the window's end). Out of line
+ * and returned by value (in two registers), so that the cursor's address
  * is never taken. */
 struct refilled {
   const char *blk;
   uint64_t bits;
-  const uint64_t *nx;
 };
 
-static struct refilled refill(const char *blk, const uint64_t *nx,
-                              const uint64_t *end)
+static struct refilled refill(struct idx_walk *wk, const char *blk)
 {
-  struct refilled r = { blk, 0, nx };
+  struct refilled r = { blk, 0 };
 
-  while (r.bits == 0 && r.nx != end) {
-    r.bits = *r.nx++;
+  while (r.bits == 0 && wk->next != wk->tok_end) {
+    r.bits = *wk->next++;
     r.blk += 64;
   }
   return r;
@@ -54,8 +50,8 @@ static struct refilled refill(const char *blk, const uint64_t *nx,
 #define NEXT(t)                                                                \
   do {                                                                         \
     if (__builtin_expect(w->bits == 0, 0)) {                                   \
-      struct refilled r_ = refill(w->blk, w->nx, w->end);                      \
-      w->blk = r_.blk, w->bits = r_.bits, w->nx = r_.nx;                       \
+      struct refilled r_ = refill(w->wk, w->blk);                              \
+      w->blk = r_.blk, w->bits = r_.bits;                                      \
       if (w->bits == 0)                                                        \
         return IDX_W_SHORT;                                                    \
     }                                                                          \
@@ -100,9 +96,9 @@ INLINE int ends_number(char c)
 INLINE int num_val(const struct cur *w, const char *v, unsigned scale,
                    int64_t *out, const char **end)
 {
-  const char *q = idx_num_fast(v, w->limit, scale, out);
+  const char *q = idx_num_fast(v, w->wk->limit, scale, out);
 
-  if (q == NULL || q >= w->limit || !ends_number(*q))
+  if (q == NULL || q >= w->wk->limit || !ends_number(*q))
     return IDX_W_BAIL;
   *end = q;
   return IDX_W_OK;
@@ -317,8 +313,7 @@ INLINE int event(struct cur *w, unsigned depth, struct idx_parsed *e,
 int idx_fast_event(struct idx_walk *walk, unsigned depth,
                    struct idx_parsed *out)
 {
-  struct cur c = { walk->blk, walk->bits, walk->next, walk->tok_end,
-                   walk->limit };
+  struct cur c = { walk->blk, walk->bits, walk };
   int scale = out->scale, rc;
 
   memset(out, 0, sizeof(*out));
@@ -326,7 +321,6 @@ int idx_fast_event(struct idx_walk *walk, unsigned depth,
   rc = event(&c, depth, out, &walk->at);
   walk->blk = c.blk;
   walk->bits = c.bits;
-  walk->next = c.nx;
   if (rc == IDX_W_OK)
     idx_finish_event(out);
   return rc;

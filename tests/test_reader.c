@@ -536,6 +536,7 @@ int main(void)
   RUN(source_plain_and_gzip);
   RUN(source_damaged_gzip);
   RUN(source_close_early);
+  RUN(source_unthreaded);
   RUN(reader_real_traces);
   return 0;
 }

@@ -49,6 +49,10 @@ void doc_bad(const char *json, size_t n, const char *what);
 /* Fails unless t failed with both a and b in its message. */
 void check_msg(const struct tally *t, const char *a, const char *b);
 
+/* Whether idx_source runs a thread of its own in slurp() and read_path()
+ * (1, the default). */
+extern int source_threaded;
+
 /* The JSON text of a file through idx_source (caller frees), or NULL
  * with err set. */
 char *slurp(const char *path, size_t *n, struct tr_err *err);
@@ -74,6 +78,7 @@ void source_plain_and_gzip(void);
 void source_inflater(void);
 void source_damaged_gzip(void);
 void source_close_early(void);
+void source_unthreaded(void);
 
 /* The stage-1 cases (test_reader_scan.c). */
 void scan_kernels_match(void);

@@ -87,13 +87,13 @@ void source_close_early(void)
 
   trace_path(path, sizeof(path),
              "tracelens__xdit_flux.1_aiter_sage_profile_trace_rank_0.json.gz");
-  CHECK_INT(idx_source_open(path, 1, &s, &err), 0);
+  CHECK_INT(idx_source_open(path, source_threaded, &s, &err), 0);
   CHECK_INT(idx_source_next(s, &buf, &len, &err), 0);
   CHECK(len >= 4 && memcmp(buf, "\n  {", 4) == 0);
   CHECK(idx_source_file_bytes(s) == 3858078);
   CHECK(idx_source_read_bytes(s) > 0);
   idx_source_close(s);
-  CHECK_INT(idx_source_open(path, 1, &s, &err), 0);
+  CHECK_INT(idx_source_open(path, source_threaded, &s, &err), 0);
   idx_source_close(s);
   idx_source_close(NULL);
 }
@@ -156,4 +156,15 @@ void source_damaged_gzip(void)
   check_msg(&t, "missing.json", "No such file");
   read_path(tmp_path(""), &t);
   check_msg(&t, "test_reader.", "is a directory");
+}
+
+/* Without a thread of its own (idx_options.threads 1) the source reads
+ * the same bytes and fails the same way. */
+void source_unthreaded(void)
+{
+  source_threaded = 0;
+  source_plain_and_gzip();
+  source_damaged_gzip();
+  source_close_early();
+  source_threaded = 1;
 }

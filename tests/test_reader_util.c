@@ -100,6 +100,8 @@ void same_tally(const struct tally *a, const struct tally *b)
   CHECK_STR(a->err.msg, b->err.msg);
 }
 
+int source_threaded = 1;
+
 /* The whole JSON text of a file, through idx_source. Caller frees. */
 char *slurp(const char *path, size_t *n, struct tr_err *err)
 {
@@ -111,7 +113,7 @@ char *slurp(const char *path, size_t *n, struct tr_err *err)
 
   CHECK(out != NULL);
   *n = 0;
-  rc = idx_source_open(path, 1, &s, err);
+  rc = idx_source_open(path, source_threaded, &s, err);
   if (rc != 0) {
     free(out);
     return NULL;
