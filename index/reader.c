@@ -403,7 +403,7 @@ static void end_events(struct idx_reader *r)
  * traceEvents (so outside any string). 0 or TR_ENOMEM. */
 static int scan_window(struct idx_reader *r, const char *p, const char *end)
 {
-  struct idx_scan_carry carry = { 0, 0, 0 };
+  struct idx_scan_carry carry = { 0, 0, 0, 0, 0 };
   size_t len = (size_t)(end - p) < WINDOW ? (size_t)(end - p) : WINDOW;
 
   r->win_ok = 0;
@@ -479,8 +479,9 @@ static int fast_events(struct idx_reader *r, const char **pp, const char *end)
       return rc;
     }
     *pp = t;
-    /* ", {" goes on here; anything else is the state machine's. */
-    if (!idx_walk_next(&r->walk, &t) || *t != ',')
+    /* "}, {" goes on here (a ',' is the byte after the '}', scan.h);
+     * anything else is the state machine's. */
+    if (t == end || *t != ',')
       return 0;
     *pp = t + 1;
     r->st = ST_ELEM;

@@ -83,29 +83,38 @@ void idx_walk_seek(struct idx_walk *w, const char *p)
   w->bits = w->tok[b] & (~0ull << (i % 64));
 }
 
-/* What may follow a number: anything but another byte of a number or
- * literal (reader_event.c's read_num). */
-INLINE int ends_number(char c)
+/* The bytes of a number or literal: + - . 0-9 A-Z a-z. */
+#define R8(c)                                                                  \
+  [c] = 1, [c + 1] = 1, [c + 2] = 1, [c + 3] = 1, [c + 4] = 1, [c + 5] = 1,    \
+  [c + 6] = 1, [c + 7] = 1
+#define R26(c) R8(c), R8(c + 8), R8(c + 16), [c + 24] = 1, [c + 25] = 1
+static const unsigned char scalar_bytes[256] = {
+  ['+'] = 1, ['-'] = 1, ['.'] = 1, R8('0'),
+  ['8'] = 1, ['9'] = 1, R26('A'),  R26('a'),
+};
+
+INLINE int scalar_byte(char c)
 {
-  return !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
-           (c >= 'A' && c <= 'Z') || c == '+' || c == '-' || c == '.');
+  return scalar_bytes[(unsigned char)c];
 }
 
 /* The plain number whose first byte is the token v, at scale: the shape
- * idx_num_fast() takes, ended by a byte that cannot go on a number. */
+ * idx_num_fast() takes, ended by a byte that cannot go on a number
+ * (reader_event.c's read_num). *end: the byte after it. */
 INLINE int num_val(const struct cur *w, const char *v, unsigned scale,
                    int64_t *out, const char **end)
 {
   const char *q = idx_num_fast(v, w->wk->limit, scale, out);
 
-  if (q == NULL || q >= w->wk->limit || !ends_number(*q))
+  if (q == NULL || q >= w->wk->limit || scalar_byte(*q))
     return IDX_W_BAIL;
   *end = q;
   return IDX_W_OK;
 }
 
-/* The string whose opening quote is the token v. */
-INLINE int str_val(struct cur *w, const char *v, struct idx_str *out)
+/* The string whose opening quote is the token v; *end: after it. */
+INLINE int str_val(struct cur *w, const char *v, struct idx_str *out,
+                   const char **end)
 {
   const char *q;
 
@@ -114,15 +123,15 @@ INLINE int str_val(struct cur *w, const char *v, struct idx_str *out)
   NEXT(q);
   out->p = v + 1;
   out->n = (size_t)(q - v - 1);
+  *end = q + 1;
   return IDX_W_OK;
 }
 
 /* An integer member: the number goes to *dst, bit into *has. */
 INLINE int int_val(struct cur *w, const char *v, int64_t *dst, uint32_t *has,
-                   uint32_t bit)
+                   uint32_t bit, const char **end)
 {
-  const char *q;
-  int rc = num_val(w, v, 0, dst, &q);
+  int rc = num_val(w, v, 0, dst, end);
 
   if (rc == IDX_W_OK)
     *has |= bit;
@@ -131,22 +140,28 @@ INLINE int int_val(struct cur *w, const char *v, int64_t *dst, uint32_t *has,
 
 /* Skips the value whose first token is v, opening at most max_depth
  * containers (reader_event.c's skip_value): brackets must match, nothing
- * else is looked at. */
-INLINE int skip(struct cur *w, const char *v, unsigned max_depth)
+ * else is looked at. *end: the byte after it. */
+INLINE int skip(struct cur *w, const char *v, unsigned max_depth,
+                const char **end)
 {
   uint64_t arrays = 0; /* bit d: the container at depth d is an array */
   unsigned d = 0;
   const char *t = v;
 
   switch (*v) {
-  case '"': NEXT(t); return IDX_W_OK;
+  case '"':
+    NEXT(t);
+    *end = t + 1;
+    return IDX_W_OK;
   case '{':
   case '[': break;
-  case ',':
-  case ':':
   case '}':
   case ']': return IDX_W_BAIL;
-  default: return IDX_W_OK; /* a number or literal is one token */
+  default: /* a number or literal: one token, its bytes up to the next */
+    for (t = v + 1; t < w->wk->limit && scalar_byte(*t); t++)
+      ;
+    *end = t;
+    return IDX_W_OK;
   }
   for (;;) {
     if (*t == '{' || *t == '[') {
@@ -158,8 +173,10 @@ INLINE int skip(struct cur *w, const char *v, unsigned max_depth)
       d--;
       if (((arrays >> d) & 1) != (*t == ']'))
         return IDX_W_BAIL;
-      if (d == 0)
+      if (d == 0) {
+        *end = t + 1;
         return IDX_W_OK;
+      }
     } else if (*t == '"') {
       NEXT(t); /* its closing quote */
     }
@@ -170,59 +187,59 @@ INLINE int skip(struct cur *w, const char *v, unsigned max_depth)
 /* grid / block: exactly [x, y, z] of plain integers; a value of another
  * type is skipped, as reader_event.c does. */
 INLINE int dim3(struct cur *w, struct idx_parsed *e, const char *v,
-                int64_t dst[3], uint32_t bit, unsigned depth)
+                int64_t dst[3], uint32_t bit, unsigned depth, const char **end)
 {
   int64_t d[3];
   const char *t, *q;
   int i;
 
   if (*v != '[')
-    return skip(w, v, IDX_MAX_DEPTH - depth);
+    return skip(w, v, IDX_MAX_DEPTH - depth, end);
   for (i = 0; i < 3; i++) {
     NEXT(t);
-    if (num_val(w, t, 0, &d[i], &q) != IDX_W_OK)
-      return IDX_W_BAIL;
-    NEXT(t);
-    if (*t != (i < 2 ? ',' : ']'))
+    if (num_val(w, t, 0, &d[i], &q) != IDX_W_OK || (i < 2 && *q != ','))
       return IDX_W_BAIL;
   }
+  NEXT(t);
+  if (*t != ']')
+    return IDX_W_BAIL;
   memcpy(dst, d, sizeof(d));
   e->ev.has |= bit;
+  *end = t + 1;
   return IDX_W_OK;
 }
 
 /* One member of args (reader_event.c's on_arg). */
 INLINE int on_arg(struct cur *w, struct idx_parsed *e, const char *k, size_t kn,
-                  const char *v, unsigned depth)
+                  const char *v, unsigned depth, const char **end)
 {
   struct idx_event *ev = &e->ev;
   int key = idx_arg_key(k, kn);
   struct idx_slot s;
 
   if (idx_arg_slot(e, key, &s))
-    return int_val(w, v, s.dst, s.has, s.bit);
+    return int_val(w, v, s.dst, s.has, s.bit, end);
   switch (key) {
-  case IDX_A_GRID: return dim3(w, e, v, ev->grid, IDX_HAS_GRID, depth);
-  case IDX_A_BLOCK: return dim3(w, e, v, ev->block, IDX_HAS_BLOCK, depth);
-  case IDX_A_KIND: return str_val(w, v, &ev->kind);
-  case IDX_A_KERNEL: return str_val(w, v, &ev->kernel);
-  case IDX_A_NAME: return str_val(w, v, &ev->arg_name);
-  default: return skip(w, v, IDX_MAX_DEPTH - depth);
+  case IDX_A_GRID: return dim3(w, e, v, ev->grid, IDX_HAS_GRID, depth, end);
+  case IDX_A_BLOCK: return dim3(w, e, v, ev->block, IDX_HAS_BLOCK, depth, end);
+  case IDX_A_KIND: return str_val(w, v, &ev->kind, end);
+  case IDX_A_KERNEL: return str_val(w, v, &ev->kernel, end);
+  case IDX_A_NAME: return str_val(w, v, &ev->arg_name, end);
+  default: return skip(w, v, IDX_MAX_DEPTH - depth, end);
   }
 }
 
 /* ts / dur as a plain number at the settled format's scale. */
 INLINE int time_val(struct cur *w, struct idx_parsed *e, const char *v,
-                    struct idx_numtok *t)
+                    struct idx_numtok *t, const char **end)
 {
-  const char *q;
   int64_t val;
 
-  if (e->scale < 0 || num_val(w, v, (unsigned)e->scale, &val, &q) != 0)
+  if (e->scale < 0 || num_val(w, v, (unsigned)e->scale, &val, end) != 0)
     return IDX_W_BAIL;
   memset(t, 0, sizeof(*t));
   t->p = v;
-  t->n = (size_t)(q - v);
+  t->n = (size_t)(*end - v);
   t->present = t->done = 1;
   t->val = val;
   return IDX_W_OK;
@@ -231,7 +248,7 @@ INLINE int time_val(struct cur *w, struct idx_parsed *e, const char *v,
 /* One member of an event but args (reader_event.c's on_event_key), key
  * an IDX_K_*. */
 INLINE int on_member(struct cur *w, struct idx_parsed *e, int key,
-                     const char *v, unsigned depth)
+                     const char *v, unsigned depth, const char **end)
 {
   struct idx_event *ev = &e->ev;
   struct idx_str ph = { NULL, 0 };
@@ -239,35 +256,38 @@ INLINE int on_member(struct cur *w, struct idx_parsed *e, int key,
 
   switch (key) {
   case IDX_K_PH:
-    rc = str_val(w, v, &ph);
+    rc = str_val(w, v, &ph, end);
     ev->ph = ph.n > 0 ? ph.p[0] : 0;
     return rc;
-  case IDX_K_CAT: return str_val(w, v, &ev->cat);
-  case IDX_K_NAME: return str_val(w, v, &ev->name);
+  case IDX_K_CAT: return str_val(w, v, &ev->cat, end);
+  case IDX_K_NAME: return str_val(w, v, &ev->name, end);
   case IDX_K_PID:
     if (*v == '"')
-      return str_val(w, v, &ev->pid_str);
-    return int_val(w, v, &ev->pid, &ev->has, IDX_HAS_PID);
+      return str_val(w, v, &ev->pid_str, end);
+    return int_val(w, v, &ev->pid, &ev->has, IDX_HAS_PID, end);
   case IDX_K_TID:
     if (*v == '"')
-      return str_val(w, v, &ev->tid_str);
-    return int_val(w, v, &ev->tid, &ev->has, IDX_HAS_TID);
-  case IDX_K_TS: return time_val(w, e, v, &e->ts);
-  case IDX_K_DUR: return time_val(w, e, v, &e->dur);
-  default: return skip(w, v, IDX_MAX_DEPTH - depth);
+      return str_val(w, v, &ev->tid_str, end);
+    return int_val(w, v, &ev->tid, &ev->has, IDX_HAS_TID, end);
+  case IDX_K_TS: return time_val(w, e, v, &e->ts, end);
+  case IDX_K_DUR: return time_val(w, e, v, &e->dur, end);
+  default: return skip(w, v, IDX_MAX_DEPTH - depth, end);
   }
 }
 
 /*
  * The members of the event and of its args object in one loop (in_args
  * says which object a member is of): key, ':', value, then ',' or '}', a
- * trailing comma allowed, as reader_event.c's obj_each. depth: the
- * event's nesting; its members are one level deeper, args' two.
+ * trailing comma allowed, as reader_event.c's obj_each. Separators are
+ * no tokens (scan.h): the ':' is the byte after the key's closing quote,
+ * a ',' the byte after the value (any other place for one made the block
+ * dirty). depth: the event's nesting; its members are one level deeper,
+ * args' two.
  */
 INLINE int event(struct cur *w, unsigned depth, struct idx_parsed *e,
                  const char **close)
 {
-  const char *t, *k, *v;
+  const char *limit = w->wk->limit, *t, *k, *v, *end;
   int in_args = 0, key, rc;
 
   NEXT(t);
@@ -280,32 +300,32 @@ INLINE int event(struct cur *w, unsigned depth, struct idx_parsed *e,
       if (!in_args)
         return IDX_W_OK;
       in_args = 0; /* the end of args: its event goes on */
+      end = t + 1;
     } else {
       if (*t != '"')
         return IDX_W_BAIL;
       k = t + 1;
       NEXT(t); /* the key's closing quote */
-      NEXT(v);
-      if (*v != ':')
+      if (t + 1 >= limit || t[1] != ':')
         return IDX_W_BAIL;
       NEXT(v);
       if (in_args) {
-        rc = on_arg(w, e, k, (size_t)(t - k), v, depth + 2);
+        rc = on_arg(w, e, k, (size_t)(t - k), v, depth + 2, &end);
       } else if ((key = idx_event_key(k, (size_t)(t - k))) == IDX_K_ARGS &&
                  *v == '{') {
         in_args = 1;
         NEXT(t);
         continue;
       } else {
-        rc = on_member(w, e, key, v, depth + 1);
+        rc = on_member(w, e, key, v, depth + 1, &end);
       }
       if (rc != IDX_W_OK)
         return rc;
     }
+    if (end >= limit)
+      return IDX_W_BAIL;
     NEXT(t);
-    if (*t == ',')
-      NEXT(t);
-    else if (*t != '}')
+    if (*end != ',' && *t != '}')
       return IDX_W_BAIL;
   }
 }

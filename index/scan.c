@@ -54,14 +54,17 @@ static uint64_t gather8(uint64_t x)
 static void raw_generic(const uint8_t *p, struct idx_scan_raw *r)
 {
   const uint64_t ones = 0x0101010101010101ull;
-  uint64_t w;
+  uint64_t w, x;
   unsigned i, k, sh;
 
   memset(r, 0, sizeof(*r));
   for (i = 0; i < 64; i += 8) {
     for (w = 0, k = 0; k < 8; k++)
       w |= (uint64_t)classes[p[i + k]] << (8 * k);
+    memcpy(&x, p + i, 8);
     sh = i;
+    r->b0 |= gather8(x & ones) << sh;
+    r->b1 |= gather8((x >> 1) & ones) << sh;
     r->quote |= gather8(w & ones) << sh;
     r->bs |= gather8((w >> 1) & ones) << sh;
     r->ws |= gather8((w >> 2) & ones) << sh;
@@ -134,11 +137,18 @@ static int has_avx2(void)
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("pclmul");
 }
+
+static int has_avx512(void)
+{
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("pclmul");
+}
 #endif
 
 /* Best first; "none" last, never picked on its own. */
 static const struct kernel kernels[] = {
 #if defined(__x86_64__)
+  { "avx512", idx_scan_avx512, has_avx512 },
   { "avx2", idx_scan_avx2, has_avx2 },
   { "sse2", idx_scan_sse2, has_sse2 },
 #endif

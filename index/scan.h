@@ -20,19 +20,27 @@ struct idx_scan_carry {
   uint64_t in_str; /* ~0: the previous block ended inside a string */
   uint64_t esc;    /* 1: it ended on an escaping backslash */
   uint64_t scalar; /* 1: it ended inside a number or literal */
+  uint64_t quote;  /* 1: it ended on a closing quote */
+  uint64_t value;  /* 1: it ended on the last byte of a value */
 };
 
 /*
  * The masks of a scanned region: byte i of [base, base + len) is bit i % 64
  * of word i / 64 of tok. Bits past len are 0.
- *   tok    the bytes the event parser stops at: , : [ ] { } outside
- *          strings, every unescaped quote (both ends of a string), and the
- *          first byte of each number or literal. Between two tokens there
- *          is only whitespace, or the rest of a number or literal.
- *   dirty  bit b of word b / 64: block b holds a backslash, a byte >= 0x80
- *          or, outside strings, a byte JSON does not allow. The parser
- *          leaves an event that touches such a block to the byte-wise path,
- *          which unescapes, checks UTF-8 and reports errors.
+ *   tok    the bytes the event parser stops at: [ ] { } outside strings,
+ *          every unescaped quote (both ends of a string), and the first
+ *          byte of each number or literal. Between two tokens there is only
+ *          whitespace, the rest of a number or literal, and separators.
+ *   dirty  bit b of word b / 64: block b holds a backslash, a byte >= 0x80,
+ *          outside strings a byte JSON does not allow, or a separator not
+ *          right after what it separates: a ':' not right after a closing
+ *          quote, a ',' not right after the end of a string, number,
+ *          literal, array or object. The parser leaves an event that
+ *          touches such a block to the byte-wise path, which unescapes,
+ *          checks UTF-8 and reports errors.
+ * So separators are no tokens: the parser finds them next to the key or
+ * value before them (`"key": value,`, as every writer of traces puts them),
+ * a third fewer stops than a token for each.
  */
 struct idx_scan_map {
   const char *base;
@@ -50,7 +58,8 @@ int idx_scan_run(struct idx_scan_map *m, struct idx_scan_carry *c,
 
 void idx_scan_map_free(struct idx_scan_map *m);
 
-/* Kernel selection: "avx2", "sse2", "generic", or "none" (no scan: the
+/* Kernel selection: "avx512", "avx2", "sse2", "generic", or "none" (no
+ * scan: the
  * reader walks every byte itself, as before stage 1 existed). The first
  * use picks the best the CPU supports, or what the environment variable
  * TRACED_SCAN names (a test and benchmark hook). idx_scan_select() returns
@@ -63,12 +72,14 @@ int idx_scan_enabled(void); /* 0 for "none" */
 /* ---- for the kernels (scan*.c) ---- */
 
 /* One block's masks before the string state is applied: bytes equal
- * to or in the class. bad: bytes that may not appear outside strings (not
- * whitespace, , : [ ] { }, a quote, or + - . 0-9 A-Z a-z); hb: bytes >= 0x80
- * and backslashes; bs: the backslashes, needed only when hb is not 0. A
- * kernel may also count a byte it finds bad as op (the block is dirty). */
+ * to or in the class. op: , : [ ] { }; b0, b1: bit 0 and bit 1 of each
+ * byte, which tell them apart (brackets are odd, '{' '[' have bit 1, ':'
+ * too); bad: bytes that may not appear outside strings (not whitespace,
+ * op, a quote, or + - . 0-9 A-Z a-z); hb: bytes >= 0x80 and backslashes;
+ * bs: the backslashes, needed only when hb is not 0. A kernel may also
+ * count a byte it finds bad as op (the block is dirty). */
 struct idx_scan_raw {
-  uint64_t quote, ws, op, bad, hb, bs;
+  uint64_t quote, ws, op, b0, b1, bad, hb, bs;
 };
 
 /* Bit i: byte i follows an escaping backslash (bs: the backslashes). */
@@ -94,17 +105,27 @@ static inline void idx_scan_finish(struct idx_scan_map *m, size_t b,
                                    const struct idx_scan_raw *r, unsigned n,
                                    uint64_t (*pxor)(uint64_t))
 {
-  uint64_t quote = r->quote, in_str, scalar, start;
+  uint64_t quote = r->quote, in_str, scalar, start, op, sep, closing, value;
+  uint64_t ok;
 
   if (r->hb != 0 || c->esc != 0)
     quote &= ~idx_scan_escaped(r->bs, n, &c->esc);
   in_str = pxor(quote) ^ c->in_str;
   c->in_str = (uint64_t)((int64_t)(in_str << (64 - n)) >> 63);
+  op = r->op & ~in_str;
+  sep = op & ~r->b0;
   scalar = ~(r->ws | r->op | quote | in_str);
   start = scalar & ~((scalar << 1) | c->scalar);
+  closing = quote & ~in_str;
+  value = closing | scalar | (op & r->b0 & ~r->b1); /* a value's last byte */
+  /* ':' after a closing quote, ',' after a value's last byte. */
+  ok = (sep & r->b1 & ((closing << 1) | c->quote)) |
+       (sep & ~r->b1 & ((value << 1) | c->value));
   c->scalar = (scalar >> (n - 1)) & 1;
-  m->tok[b] = (r->op & ~in_str) | quote | start;
-  if ((r->hb | (r->bad & ~in_str)) != 0) {
+  c->quote = (closing >> (n - 1)) & 1;
+  c->value = (value >> (n - 1)) & 1;
+  m->tok[b] = (op & ~sep) | quote | start;
+  if ((r->hb | (r->bad & ~in_str) | (sep & ~ok)) != 0) {
     m->dirty[b / 64] |= 1ull << (b % 64);
     m->any_dirty = 1;
   }
@@ -119,6 +140,9 @@ void idx_scan_sse2(struct idx_scan_map *m, size_t b0, struct idx_scan_carry *c,
                    const uint8_t *p, size_t nblocks);
 void idx_scan_avx2(struct idx_scan_map *m, size_t b0, struct idx_scan_carry *c,
                    const uint8_t *p, size_t nblocks);
+void idx_scan_avx512(struct idx_scan_map *m, size_t b0,
+                     struct idx_scan_carry *c, const uint8_t *p,
+                     size_t nblocks);
 #endif
 
 #endif

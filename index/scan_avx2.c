@@ -43,8 +43,8 @@ static inline void init(struct consts *k)
   k->bs = _mm256_set1_epi8('\\');
 }
 
-/* The masks of 32 bytes: quote, ws, op, bad, hb, bs in m[0..5]. */
-static inline void raw32(const struct consts *k, __m256i v, uint32_t m[6])
+/* The masks of 32 bytes: quote, ws, op, bad, hb, bs, b0, b1 in m[0..7]. */
+static inline void raw32(const struct consts *k, __m256i v, uint32_t m[8])
 {
   __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), k->nib);
   __m256i bad = _mm256_and_si256(_mm256_shuffle_epi8(k->bad_lo, v),
@@ -60,6 +60,8 @@ static inline void raw32(const struct consts *k, __m256i v, uint32_t m[6])
       _mm256_cmpeq_epi8(bad, _mm256_setzero_si256()));
   m[4] = (uint32_t)_mm256_movemask_epi8(_mm256_or_si256(v, bs));
   m[5] = (uint32_t)_mm256_movemask_epi8(bs);
+  m[6] = (uint32_t)_mm256_movemask_epi8(_mm256_slli_epi16(v, 7));
+  m[7] = (uint32_t)_mm256_movemask_epi8(_mm256_slli_epi16(v, 6));
 }
 
 static uint64_t pxor_clmul(uint64_t x)
@@ -77,7 +79,7 @@ void idx_scan_avx2(struct idx_scan_map *m, size_t b0, struct idx_scan_carry *c,
 {
   struct idx_scan_raw r;
   struct consts k;
-  uint32_t lo[6], hi[6];
+  uint32_t lo[8], hi[8];
   size_t b;
 
   init(&k);
@@ -90,6 +92,8 @@ void idx_scan_avx2(struct idx_scan_map *m, size_t b0, struct idx_scan_carry *c,
     r.bad = JOIN(3);
     r.hb = JOIN(4);
     r.bs = JOIN(5);
+    r.b0 = JOIN(6);
+    r.b1 = JOIN(7);
     idx_scan_finish(m, b0 + b, c, &r, 64, pxor_clmul);
   }
 }

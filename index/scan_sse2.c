@@ -42,6 +42,8 @@ static inline void raw16(const uint8_t *p, unsigned sh, struct idx_scan_raw *r)
       _mm_or_si128(eq(v, '+'), le(_mm_sub_epi8(v, _mm_set1_epi8('-')), 1)));
   __m128i ok = _mm_or_si128(_mm_or_si128(quote, ws), _mm_or_si128(op, alpha));
 
+  r->b0 |= bits(_mm_slli_epi16(v, 7), sh);
+  r->b1 |= bits(_mm_slli_epi16(v, 6), sh);
   r->quote |= bits(quote, sh);
   r->ws |= bits(ws, sh);
   r->op |= bits(op, sh);

@@ -2,7 +2,7 @@
  * libFuzzer target for the trace reader: the input (after one byte that
  * picks the split point and the forced format) is read by the byte-wise
  * reader alone (stage 1 off), then with each stage-1 kernel the CPU runs
- * (portable, SSE2, AVX2: index/scan.h), whole and in two chunks. Any
+ * (portable, SSE2, AVX2, AVX-512: index/scan.h), whole and in two chunks. Any
  * crash, leak, hang or sanitizer report is a bug, and so is an outcome
  * (events handed over, every field of each, skips, error message) that
  * differs between them: the token walk must read what the byte-wise reader
@@ -29,12 +29,12 @@ static int on_event(void *ud, const struct idx_doc *doc,
   const struct idx_str *s[] = { &ev->name,    &ev->cat,  &ev->pid_str,
                                 &ev->tid_str, &ev->kind, &ev->kernel,
                                 &ev->arg_name };
-  const int64_t n[] = { ev->pid,          ev->tid,          ev->ts_ns,
-                        ev->dur_ns,       ev->correlation,  ev->external_id,
-                        ev->device,       ev->stream,       ev->grid[0],
-                        ev->grid[1],      ev->grid[2],      ev->block[0],
-                        ev->block[1],     ev->block[2],     ev->registers,
-                        ev->shared_bytes, ev->bytes,        doc->format };
+  const int64_t n[] = { ev->pid,          ev->tid,         ev->ts_ns,
+                        ev->dur_ns,       ev->correlation, ev->external_id,
+                        ev->device,       ev->stream,      ev->grid[0],
+                        ev->grid[1],      ev->grid[2],     ev->block[0],
+                        ev->block[1],     ev->block[2],    ev->registers,
+                        ev->shared_bytes, ev->bytes,       doc->format };
   uint64_t *h = ud;
   size_t i, k;
 
@@ -86,7 +86,7 @@ static void same(const struct outcome *a, const struct outcome *b)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-  static const char *const kernels[] = { "generic", "sse2", "avx2" };
+  static const char *const kernels[] = { "generic", "sse2", "avx2", "avx512" };
   struct outcome want, got;
   enum idx_format fmt;
   size_t at, k;
