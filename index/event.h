@@ -87,6 +87,8 @@ struct idx_doc {
 typedef int (*idx_event_cb)(void *ud, const struct idx_doc *doc,
                             const struct idx_event *ev);
 
+struct idx_scan_map; /* index/scan.h */
+
 /*
  * The streaming JSON reader: push parser over chunks of any size (1 byte
  * works). Never holds the whole document: one event at a time, up to a
@@ -102,6 +104,12 @@ int idx_reader_new(enum idx_format forced, idx_event_cb cb, void *ud,
 int idx_reader_feed(struct idx_reader *r, const char *buf, size_t len,
                     struct tr_err *err);
 
+/* The same, with stage 1's masks of buf[0..len) (index/scan.h), scanned
+ * with the string state of the whole document before it (as idx_source
+ * hands out chunks); map NULL: the reader scans windows itself. */
+int idx_reader_feed_scanned(struct idx_reader *r, const char *buf, size_t len,
+                            const struct idx_scan_map *map, struct tr_err *err);
+
 /* End of input: fails when the document is incomplete (truncated), has no
  * traceEvents array, or is empty. */
 int idx_reader_finish(struct idx_reader *r, struct tr_err *err);
@@ -113,18 +121,24 @@ void idx_reader_free(struct idx_reader *r);
  * The byte source: a plain or gzip file (detected by its magic bytes),
  * inflated (ISA-L where built with it, else zlib) on a thread of its own
  * into a small ring of buffers, so that inflating overlaps parsing; or,
- * threaded 0, on the caller's thread as it asks for each chunk.
+ * without IDX_SOURCE_THREAD, on the caller's thread as it asks for each
+ * chunk. With IDX_SOURCE_SCAN each chunk comes with its stage-1 masks
+ * (index/scan.h), scanned by the thread when it has time, else by the
+ * caller.
  */
 struct idx_source;
 
-int idx_source_open(const char *path, int threaded, struct idx_source **out,
+enum { IDX_SOURCE_THREAD = 1, IDX_SOURCE_SCAN = 2 };
+
+int idx_source_open(const char *path, unsigned flags, struct idx_source **out,
                     struct tr_err *err);
 
-/* Next chunk of JSON text: *buf, *len borrowed until the next call. Returns
- * 0 with *len == 0 at the end, or negative on a read or inflate error
- * (truncated gzip, bad CRC) with err naming the file and offset. */
+/* Next chunk of JSON text: *buf, *len and *map (NULL when not scanned)
+ * borrowed until the next call. Returns 0 with *len == 0 at the end, or
+ * negative on a read or inflate error (truncated gzip, bad CRC) with err
+ * naming the file and offset. */
 int idx_source_next(struct idx_source *s, const char **buf, size_t *len,
-                    struct tr_err *err);
+                    const struct idx_scan_map **map, struct tr_err *err);
 
 uint64_t idx_source_file_bytes(const struct idx_source *s); /* file size */
 uint64_t idx_source_read_bytes(const struct idx_source *s); /* read so far */

@@ -56,6 +56,7 @@ static int pump(struct idx_source *src, struct idx_reader *rd,
                 const struct idx_options *opt, struct tr_err *err)
 {
   uint64_t next_report = PROGRESS_EVERY;
+  const struct idx_scan_map *map;
   const char *buf;
   size_t len;
   int rc;
@@ -63,11 +64,11 @@ static int pump(struct idx_source *src, struct idx_reader *rd,
   for (;;) {
     if (opt->cancel != NULL && *opt->cancel)
       return TR_ECONFLICT;
-    if ((rc = idx_source_next(src, &buf, &len, err)) != 0)
+    if ((rc = idx_source_next(src, &buf, &len, &map, err)) != 0)
       return rc;
     if (len == 0)
       return idx_reader_finish(rd, err);
-    if ((rc = idx_reader_feed(rd, buf, len, err)) != 0)
+    if ((rc = idx_reader_feed_scanned(rd, buf, len, map, err)) != 0)
       return rc;
     if (opt->on_progress != NULL && idx_source_read_bytes(src) >= next_report) {
       opt->on_progress(opt->ud, idx_source_read_bytes(src));
@@ -105,7 +106,9 @@ int idx_file(const char *path, const struct idx_options *opt, json_t **out,
   run.cancel = opt->cancel;
   if (idx_agg_init(&run.agg, opt->rules, TIME_RECORDS) != 0)
     return tr_err_set(err, TR_ENOMEM, "", "%s: out of memory", path);
-  rc = idx_source_open(path, threads(opt) > 1, &src, &local);
+  rc = idx_source_open(
+      path, IDX_SOURCE_SCAN | (threads(opt) > 1 ? IDX_SOURCE_THREAD : 0), &src,
+      &local);
   if (rc == 0)
     rc = idx_reader_new(opt->format, on_event, &run, &rd);
   if (rc == 0)

@@ -101,12 +101,14 @@ struct idx_reader {
   enum cap cap;         /* CAPTURE: what the value is */
   char *buf;            /* CAPTURE: the value's bytes, and a NUL */
   size_t buf_n, buf_cap;
-  uint64_t buf_off;        /* document offset of buf[0] */
-  int over;                /* the value passed IDX_EVENT_CEILING */
-  struct idx_parsed ev;    /* the event being handed over */
-  int fast;                /* stage 1 is on: events go the token walk */
-  int win_ok;              /* win and walk are of the current chunk */
-  struct idx_scan_map win; /* stage 1 masks of a window of the chunk */
+  uint64_t buf_off;               /* document offset of buf[0] */
+  int over;                       /* the value passed IDX_EVENT_CEILING */
+  struct idx_parsed ev;           /* the event being handed over */
+  int fast;                       /* stage 1 is on: events go the token walk */
+  int win_ok;                     /* map and walk are of the current chunk */
+  const struct idx_scan_map *map; /* the masks the walk uses: win, or the
+                                     chunk's own (idx_reader_feed_scanned) */
+  struct idx_scan_map win;        /* stage 1 masks of a window of the chunk */
   struct idx_walk walk;
 };
 
@@ -414,6 +416,7 @@ static int scan_window(struct idx_reader *r, const char *p, const char *end)
                       (unsigned long long)at(r, p));
   }
   idx_walk_init(&r->walk, &r->win, end);
+  r->map = &r->win;
   r->win_ok = 1;
   return 0;
 }
@@ -421,12 +424,13 @@ static int scan_window(struct idx_reader *r, const char *p, const char *end)
 /* 1 when a block of the window from a to b (inclusive) is dirty. */
 static int dirty(const struct idx_reader *r, const char *a, const char *b)
 {
-  size_t i = (size_t)(a - r->win.base) / 64, j = (size_t)(b - r->win.base) / 64;
+  const struct idx_scan_map *m = r->map;
+  size_t i = (size_t)(a - m->base) / 64, j = (size_t)(b - m->base) / 64;
 
-  if (!r->win.any_dirty)
+  if (!m->any_dirty)
     return 0;
   for (; i <= j; i++)
-    if ((r->win.dirty[i / 64] >> (i % 64)) & 1)
+    if ((m->dirty[i / 64] >> (i % 64)) & 1)
       return 1;
   return 0;
 }
@@ -437,14 +441,16 @@ static int walk_event(struct idx_reader *r, const char *p, const char *end)
 {
   int rc;
 
-  if (!r->win_ok || p >= r->win.base + r->win.len) {
+  if (!r->win_ok || p >= r->map->base + r->map->len) {
     if ((rc = scan_window(r, p, end)) != 0)
       return rc;
   }
   idx_walk_seek(&r->walk, p);
   r->ev.scale = scale_of(r);
   rc = idx_fast_event(&r->walk, r->elem_depth, &r->ev);
-  if (rc == IDX_W_SHORT && r->win.base != p) {
+  /* Cut by the window's end, not the chunk's: once more from p. */
+  if (rc == IDX_W_SHORT && r->map->base + r->map->len < end &&
+      r->map->base != p) {
     if ((rc = scan_window(r, p, end)) != 0)
       return rc;
     idx_walk_seek(&r->walk, p);
@@ -650,8 +656,8 @@ int idx_reader_new(enum idx_format forced, idx_event_cb cb, void *ud,
   return 0;
 }
 
-int idx_reader_feed(struct idx_reader *r, const char *buf, size_t len,
-                    struct tr_err *err)
+int idx_reader_feed_scanned(struct idx_reader *r, const char *buf, size_t len,
+                            const struct idx_scan_map *map, struct tr_err *err)
 {
   const char *p = buf, *end = buf + len;
   int rc = 0;
@@ -661,12 +667,24 @@ int idx_reader_feed(struct idx_reader *r, const char *buf, size_t len,
   r->chunk = buf;
   r->err = err;
   r->win_ok = 0;
+  if (map != NULL && r->fast) {
+    idx_walk_init(&r->walk, map, end);
+    r->map = map;
+    r->win_ok = 1;
+  }
   while (p < end && rc == 0)
     rc = step(r, &p, end);
   r->off += len;
   r->doc.json_bytes = r->off;
   r->err = NULL;
+  r->win_ok = 0;
   return rc;
+}
+
+int idx_reader_feed(struct idx_reader *r, const char *buf, size_t len,
+                    struct tr_err *err)
+{
+  return idx_reader_feed_scanned(r, buf, len, NULL, err);
 }
 
 int idx_reader_finish(struct idx_reader *r, struct tr_err *err)

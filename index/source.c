@@ -9,6 +9,14 @@
  * marks the one it held free on its next call. `ended` is set after the
  * thread's last slot, with end_err saying why (code 0: clean end), so the
  * caller sees every byte produced before an error, then the error.
+ *
+ * Stage 1 (IDX_SOURCE_SCAN): each slot's masks are scanned in file order,
+ * carrying the string state from slot to slot, by whichever thread gets
+ * there first: the thread, when the ring is full and it would only wait,
+ * or the caller, when the slot it takes is not scanned yet. So inflating
+ * keeps its own core busy and the scan goes where there is time for it.
+ * scan_next is the slot to scan next; `scanning` says a thread is at it
+ * (the mutex is not held while scanning).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +29,7 @@
 
 #include "index/event.h"
 #include "index/inflate.h"
+#include "index/scan.h"
 
 #define SLOTS      4
 #define SLOT_BYTES (1u << 20) /* JSON text per slot */
@@ -30,6 +39,8 @@ struct slot {
   char *buf;  /* SLOT_BYTES */
   size_t len; /* bytes of text when full */
   int full;
+  int scanned;             /* map holds the masks of buf */
+  struct idx_scan_map map; /* IDX_SOURCE_SCAN */
 };
 
 /* The state of gzip reading between slots. */
@@ -44,6 +55,7 @@ struct idx_source {
   int fd;
   int gzip;     /* 1f 8b magic seen */
   int threaded; /* a thread produces the slots */
+  int scan;     /* slots get stage-1 masks */
   uint64_t file_bytes;
   _Atomic uint64_t read_bytes; /* file bytes read by the thread */
   pthread_t thread;
@@ -51,15 +63,42 @@ struct idx_source {
   pthread_mutex_t mu; /* guards slot[].full, stop, ended */
   pthread_cond_t cv;  /* any change of those */
   struct slot slot[SLOTS];
-  unsigned next;         /* caller: slot handed out next */
-  int holding;           /* caller holds the slot before next */
-  int stop;              /* close: the thread must quit */
-  int ended;             /* the thread filled its last slot */
-  struct tr_err end_err; /* why it ended; code 0 at a clean end */
-  uint8_t *in;           /* producer: compressed input, IN_BYTES */
-  struct idx_inflate *z; /* producer: NULL for plain files */
-  struct gz g;           /* producer: gzip state */
+  unsigned next;               /* caller: slot handed out next */
+  int holding;                 /* caller holds the slot before next */
+  int stop;                    /* close: the thread must quit */
+  int ended;                   /* the thread filled its last slot */
+  struct tr_err end_err;       /* why it ended; code 0 at a clean end */
+  uint8_t *in;                 /* producer: compressed input, IN_BYTES */
+  struct idx_inflate *z;       /* producer: NULL for plain files */
+  struct gz g;                 /* producer: gzip state */
+  unsigned scan_next;          /* the slot to scan next, in file order */
+  int scanning;                /* a thread scans it now */
+  struct idx_scan_carry carry; /* the string state after the last slot
+                                  scanned */
 };
+
+/* Under mu: scans slot scan_next if it is full, not scanned, and no one
+ * is at it, releasing mu meanwhile. 1 when it did. Out of memory, scanning
+ * stops for the rest of the file: the reader scans for itself then. */
+static int scan_one(struct idx_source *s)
+{
+  struct slot *sl = &s->slot[s->scan_next];
+  int rc;
+
+  if (!s->scan || s->scanning || !sl->full || sl->scanned)
+    return 0;
+  s->scanning = 1;
+  pthread_mutex_unlock(&s->mu);
+  rc = idx_scan_run(&sl->map, &s->carry, sl->buf, sl->len);
+  pthread_mutex_lock(&s->mu);
+  s->scanning = 0;
+  if (rc != 0)
+    s->scan = 0;
+  sl->scanned = rc == 0;
+  s->scan_next = (s->scan_next + 1) % SLOTS;
+  pthread_cond_broadcast(&s->cv);
+  return 1;
+}
 
 /* Thread: waits until slot i is free; NULL when close() asks to stop. */
 static char *wait_free(struct idx_source *s, unsigned i)
@@ -68,7 +107,8 @@ static char *wait_free(struct idx_source *s, unsigned i)
 
   pthread_mutex_lock(&s->mu);
   while (s->slot[i].full && !s->stop)
-    pthread_cond_wait(&s->cv, &s->mu);
+    if (!scan_one(s))
+      pthread_cond_wait(&s->cv, &s->mu);
   if (!s->stop)
     buf = s->slot[i].buf;
   pthread_mutex_unlock(&s->mu);
@@ -289,7 +329,7 @@ static int alloc_buffers(struct idx_source *s)
   return idx_inflate_new(&s->z);
 }
 
-int idx_source_open(const char *path, int threaded, struct idx_source **out,
+int idx_source_open(const char *path, unsigned flags, struct idx_source **out,
                     struct tr_err *err)
 {
   struct idx_source *s = calloc(1, sizeof(*s));
@@ -298,7 +338,8 @@ int idx_source_open(const char *path, int threaded, struct idx_source **out,
   if (s == NULL)
     return tr_err_set(err, TR_ENOMEM, NULL, "%s: out of memory", path);
   s->fd = -1;
-  s->threaded = threaded;
+  s->threaded = (flags & IDX_SOURCE_THREAD) != 0;
+  s->scan = (flags & IDX_SOURCE_SCAN) != 0 && idx_scan_enabled();
   pthread_mutex_init(&s->mu, NULL);
   pthread_cond_init(&s->cv, NULL);
   s->path = strdup(path);
@@ -309,33 +350,38 @@ int idx_source_open(const char *path, int threaded, struct idx_source **out,
   rc = open_file(s, err);
   if (rc == 0 && alloc_buffers(s) != 0)
     rc = tr_err_set(err, TR_ENOMEM, NULL, "%s: out of memory", path);
-  if (rc == 0 && threaded &&
+  if (rc == 0 && s->threaded &&
       (rc = pthread_create(&s->thread, NULL, run, s)) != 0)
     rc = tr_err_set(err, -rc, NULL, "%s: thread: %s", path, strerror(rc));
   if (rc != 0) {
     idx_source_close(s);
     return rc;
   }
-  s->started = threaded;
+  s->started = s->threaded;
   *out = s;
   return 0;
 }
 
-/* Without a thread: the next slot is produced now, into the one buffer.
- * Bytes produced before an error are handed out first. */
+/* Without a thread: the next slot is produced (and scanned) now, into the
+ * one buffer. Bytes produced before an error are handed out first. */
 static int next_inline(struct idx_source *s, const char **buf, size_t *len,
-                       struct tr_err *err)
+                       const struct idx_scan_map **map, struct tr_err *err)
 {
+  struct slot *sl = &s->slot[0];
   int rc;
 
   *buf = NULL;
   *len = 0;
+  *map = NULL;
   if (!s->ended) {
-    rc = produce(s, s->slot[0].buf, len);
+    rc = produce(s, sl->buf, len);
     s->ended = rc <= 0;
   }
   if (*len > 0) {
-    *buf = s->slot[0].buf;
+    if (s->scan && idx_scan_run(&sl->map, &s->carry, sl->buf, *len) != 0)
+      s->scan = 0;
+    *map = s->scan ? &sl->map : NULL;
+    *buf = sl->buf;
     return 0;
   }
   if (s->end_err.code != 0)
@@ -344,21 +390,29 @@ static int next_inline(struct idx_source *s, const char **buf, size_t *len,
 }
 
 int idx_source_next(struct idx_source *s, const char **buf, size_t *len,
-                    struct tr_err *err)
+                    const struct idx_scan_map **map, struct tr_err *err)
 {
   struct slot *sl;
 
   if (!s->threaded)
-    return next_inline(s, buf, len, err);
+    return next_inline(s, buf, len, map, err);
+  *map = NULL;
   pthread_mutex_lock(&s->mu);
   if (s->holding) {
-    s->slot[(s->next + SLOTS - 1) % SLOTS].full = 0;
+    sl = &s->slot[(s->next + SLOTS - 1) % SLOTS];
+    sl->full = sl->scanned = 0;
     s->holding = 0;
     pthread_cond_broadcast(&s->cv);
   }
   sl = &s->slot[s->next];
   while (!sl->full && !s->ended)
     pthread_cond_wait(&s->cv, &s->mu);
+  /* Scanned by the thread, or by this one now. */
+  while (sl->full && s->scan && !sl->scanned)
+    if (!scan_one(s))
+      pthread_cond_wait(&s->cv, &s->mu);
+  if (sl->scanned)
+    *map = &sl->map;
   if (!sl->full) {
     pthread_mutex_unlock(&s->mu);
     if (s->end_err.code != 0) {
@@ -402,8 +456,10 @@ void idx_source_close(struct idx_source *s)
   }
   if (s->fd >= 0)
     close(s->fd);
-  for (i = 0; i < SLOTS; i++)
+  for (i = 0; i < SLOTS; i++) {
     free(s->slot[i].buf);
+    idx_scan_map_free(&s->slot[i].map);
+  }
   free(s->in);
   idx_inflate_free(s->z);
   pthread_cond_destroy(&s->cv);

@@ -537,6 +537,7 @@ int main(void)
   RUN(source_damaged_gzip);
   RUN(source_close_early);
   RUN(source_unthreaded);
+  RUN(source_scanned);
   RUN(reader_real_traces);
   return 0;
 }

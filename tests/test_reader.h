@@ -49,15 +49,17 @@ void doc_bad(const char *json, size_t n, const char *what);
 /* Fails unless t failed with both a and b in its message. */
 void check_msg(const struct tally *t, const char *a, const char *b);
 
-/* Whether idx_source runs a thread of its own in slurp() and read_path()
- * (1, the default). */
-extern int source_threaded;
+/* The idx_source_open() flags of slurp(), read_path() and read_scanned():
+ * IDX_SOURCE_THREAD by default. */
+extern unsigned source_flags;
 
 /* The JSON text of a file through idx_source (caller frees), or NULL
  * with err set. */
 char *slurp(const char *path, size_t *n, struct tr_err *err);
 /* The file through idx_source and the reader, into *t. */
 void read_path(const char *path, struct tally *t);
+/* The same as idx_file() reads it: chunks with their stage-1 masks. */
+void read_scanned(const char *path, struct tally *t);
 /* The raw bytes of a file, with 16 spare bytes; caller frees. */
 unsigned char *load(const char *path, size_t *n);
 
@@ -79,6 +81,7 @@ void source_inflater(void);
 void source_damaged_gzip(void);
 void source_close_early(void);
 void source_unthreaded(void);
+void source_scanned(void);
 
 /* The stage-1 cases (test_reader_scan.c). */
 void scan_kernels_match(void);

@@ -52,22 +52,12 @@ static int on_event(void *ud, const struct idx_doc *doc,
 }
 
 /* Feeds data[0..n) in chunks of `chunk` bytes (0: whole). */
-void run_reader(const char *data, size_t n, size_t chunk,
-                enum idx_format forced, struct tally *t)
+/* Finishes a run of n bytes: what the reader knows of the document into
+ * *t; frees r. */
+static void end_run(struct idx_reader *r, size_t n, struct tally *t)
 {
-  struct idx_reader *r;
   const struct idx_doc *doc;
-  size_t off = 0, len;
 
-  memset(t, 0, sizeof(*t));
-  CHECK_INT(idx_reader_new(forced, on_event, t, &r), 0);
-  if (chunk == 0)
-    chunk = n > 0 ? n : 1;
-  while (off < n && t->rc == 0) {
-    len = n - off < chunk ? n - off : chunk;
-    t->rc = idx_reader_feed(r, data + off, len, &t->err);
-    off += len;
-  }
   if (t->rc == 0)
     t->rc = idx_reader_finish(r, &t->err);
   doc = idx_reader_doc(r);
@@ -79,6 +69,24 @@ void run_reader(const char *data, size_t n, size_t chunk,
   if (t->rc == 0)
     CHECK_INT(doc->json_bytes, n);
   idx_reader_free(r);
+}
+
+void run_reader(const char *data, size_t n, size_t chunk,
+                enum idx_format forced, struct tally *t)
+{
+  struct idx_reader *r;
+  size_t off = 0, len;
+
+  memset(t, 0, sizeof(*t));
+  CHECK_INT(idx_reader_new(forced, on_event, t, &r), 0);
+  if (chunk == 0)
+    chunk = n > 0 ? n : 1;
+  while (off < n && t->rc == 0) {
+    len = n - off < chunk ? n - off : chunk;
+    t->rc = idx_reader_feed(r, data + off, len, &t->err);
+    off += len;
+  }
+  end_run(r, n, t);
 }
 
 void same_tally(const struct tally *a, const struct tally *b)
@@ -100,11 +108,12 @@ void same_tally(const struct tally *a, const struct tally *b)
   CHECK_STR(a->err.msg, b->err.msg);
 }
 
-int source_threaded = 1;
+unsigned source_flags = IDX_SOURCE_THREAD;
 
 /* The whole JSON text of a file, through idx_source. Caller frees. */
 char *slurp(const char *path, size_t *n, struct tr_err *err)
 {
+  const struct idx_scan_map *map;
   struct idx_source *s;
   const char *buf;
   size_t len, cap = 1 << 20;
@@ -113,12 +122,12 @@ char *slurp(const char *path, size_t *n, struct tr_err *err)
 
   CHECK(out != NULL);
   *n = 0;
-  rc = idx_source_open(path, source_threaded, &s, err);
+  rc = idx_source_open(path, source_flags & ~IDX_SOURCE_SCAN, &s, err);
   if (rc != 0) {
     free(out);
     return NULL;
   }
-  while ((rc = idx_source_next(s, &buf, &len, err)) == 0 && len > 0) {
+  while ((rc = idx_source_next(s, &buf, &len, &map, err)) == 0 && len > 0) {
     while (*n + len > cap)
       cap *= 2;
     out = realloc(out, cap);
@@ -309,6 +318,29 @@ unsigned char *gzip_member(const char *data, size_t n, size_t *out_n)
   *out_n = zs.total_out;
   deflateEnd(&zs);
   return out;
+}
+
+/* The file's chunks straight from idx_source (with source_flags and the
+ * stage-1 masks) into the reader, as idx_file() reads, into *t. */
+void read_scanned(const char *path, struct tally *t)
+{
+  const struct idx_scan_map *map;
+  struct idx_source *s = NULL;
+  struct idx_reader *r;
+  const char *buf;
+  size_t len, n = 0;
+
+  memset(t, 0, sizeof(*t));
+  CHECK_INT(idx_reader_new(IDX_FORMAT_AUTO, on_event, t, &r), 0);
+  t->rc = idx_source_open(path, source_flags | IDX_SOURCE_SCAN, &s, &t->err);
+  while (t->rc == 0 &&
+         (t->rc = idx_source_next(s, &buf, &len, &map, &t->err)) == 0 &&
+         len > 0) {
+    n += len;
+    t->rc = idx_reader_feed_scanned(r, buf, len, map, &t->err);
+  }
+  idx_source_close(s);
+  end_run(r, n, t);
 }
 
 /* Reads path through idx_source into a tally; the source's error (if
