@@ -112,7 +112,14 @@ INLINE int num_val(const struct cur *w, const char *v, unsigned scale,
   return IDX_W_OK;
 }
 
-/* The string whose opening quote is the token v; *end: after it. */
+/*
+ * Where a value ends goes to *end for the check of the ',' after it: the
+ * byte after a string, number or container, or NULL for a number or
+ * literal only skipped (its end is not looked for; comma_before() then
+ * looks back from the next token).
+ */
+
+/* The string whose opening quote is the token v. */
 INLINE int str_val(struct cur *w, const char *v, struct idx_str *out,
                    const char **end)
 {
@@ -140,7 +147,7 @@ INLINE int int_val(struct cur *w, const char *v, int64_t *dst, uint32_t *has,
 
 /* Skips the value whose first token is v, opening at most max_depth
  * containers (reader_event.c's skip_value): brackets must match, nothing
- * else is looked at. *end: the byte after it. */
+ * else is looked at. */
 INLINE int skip(struct cur *w, const char *v, unsigned max_depth,
                 const char **end)
 {
@@ -157,11 +164,7 @@ INLINE int skip(struct cur *w, const char *v, unsigned max_depth,
   case '[': break;
   case '}':
   case ']': return IDX_W_BAIL;
-  default: /* a number or literal: one token, its bytes up to the next */
-    for (t = v + 1; t < w->wk->limit && scalar_byte(*t); t++)
-      ;
-    *end = t;
-    return IDX_W_OK;
+  default: /* a number or literal is one token */ *end = NULL; return IDX_W_OK;
   }
   for (;;) {
     if (*t == '{' || *t == '[') {
@@ -275,19 +278,31 @@ INLINE int on_member(struct cur *w, struct idx_parsed *e, int key,
   }
 }
 
+/* 1 when the last byte before token t that is no whitespace is a ','. In
+ * a clean block (scan.h) a separator sits right after the value it
+ * follows, and there is only one: so this is the comma after the value
+ * before t, if it has one (and *end == ',' says the same where the value's
+ * end is known). Bytes <= ' ' outside strings are whitespace there (any
+ * other would have made the block dirty). */
+INLINE int comma_before(const char *t)
+{
+  while ((unsigned char)*--t <= ' ')
+    ;
+  return *t == ',';
+}
+
 /*
  * The members of the event and of its args object in one loop (in_args
  * says which object a member is of): key, ':', value, then ',' or '}', a
  * trailing comma allowed, as reader_event.c's obj_each. Separators are
  * no tokens (scan.h): the ':' is the byte after the key's closing quote,
- * a ',' the byte after the value (any other place for one made the block
- * dirty). depth: the event's nesting; its members are one level deeper,
- * args' two.
+ * a ',' the byte after the value. depth: the event's nesting; its members
+ * are one level deeper, args' two.
  */
 INLINE int event(struct cur *w, unsigned depth, struct idx_parsed *e,
                  const char **close)
 {
-  const char *limit = w->wk->limit, *t, *k, *v, *end;
+  const char *t, *k, *v, *end;
   int in_args = 0, key, rc;
 
   NEXT(t);
@@ -306,9 +321,9 @@ INLINE int event(struct cur *w, unsigned depth, struct idx_parsed *e,
         return IDX_W_BAIL;
       k = t + 1;
       NEXT(t); /* the key's closing quote */
-      if (t + 1 >= limit || t[1] != ':')
-        return IDX_W_BAIL;
       NEXT(v);
+      if (t[1] != ':') /* v is past it: t[1] is in the window */
+        return IDX_W_BAIL;
       if (in_args) {
         rc = on_arg(w, e, k, (size_t)(t - k), v, depth + 2, &end);
       } else if ((key = idx_event_key(k, (size_t)(t - k))) == IDX_K_ARGS &&
@@ -322,10 +337,8 @@ INLINE int event(struct cur *w, unsigned depth, struct idx_parsed *e,
       if (rc != IDX_W_OK)
         return rc;
     }
-    if (end >= limit)
-      return IDX_W_BAIL;
     NEXT(t);
-    if (*end != ',' && *t != '}')
+    if (*t != '}' && !(end != NULL ? *end == ',' : comma_before(t)))
       return IDX_W_BAIL;
   }
 }
@@ -334,10 +347,15 @@ int idx_fast_event(struct idx_walk *walk, unsigned depth,
                    struct idx_parsed *out)
 {
   struct cur c = { walk->blk, walk->bits, walk };
-  int scale = out->scale, rc;
+  int rc;
 
-  memset(out, 0, sizeof(*out));
-  out->scale = scale;
+  /* What idx_parse_event()'s reset gives the reader to read: all of the
+   * event, and no ts, dur, co_id or args-derived fields yet. A struct
+   * assignment is a few vector stores (a memset of the whole, rep stos). */
+  out->ev = (struct idx_event){ 0 };
+  out->ts.present = out->dur.present = 0;
+  out->bad = out->co_id = 0;
+  out->xhas = 0;
   rc = event(&c, depth, out, &walk->at);
   walk->blk = c.blk;
   walk->bits = c.bits;

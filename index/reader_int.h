@@ -116,6 +116,15 @@ static inline uint64_t idx_eight_digits(uint64_t d)
          32;
 }
 
+/* The k leading digits of x (the first byte in the low byte) as digit
+ * values moved to the top, with leading zeros below them: what
+ * idx_eight_digits() reads as a k-digit number. Two shifts, as one by 64
+ * is undefined. */
+static inline uint64_t idx_top_digits(uint64_t x, unsigned k)
+{
+  return (x - 0x3030303030303030ull) << (32 - 4 * k) << (32 - 4 * k);
+}
+
 /* The run of digits at p (before end): its length, and in *v its value
  * when the length is at most 19. Eight bytes at a time while eight are
  * there. */
@@ -129,9 +138,7 @@ idx_digit_run(const char *p, const char *end, uint64_t *v)
   while (end - p >= 8) {
     memcpy(&x, p, 8);
     k = idx_leading_digits(x);
-    /* The k digits moved to the top (leading zeros below them); two
-     * shifts, as one by 64 is undefined. */
-    d = (x - 0x3030303030303030ull) << (32 - 4 * k) << (32 - 4 * k);
+    d = idx_top_digits(x, k);
     acc = acc * idx_pow10[k] + idx_eight_digits(d);
     p += k;
     if (k < 8) {
@@ -145,13 +152,65 @@ idx_digit_run(const char *p, const char *end, uint64_t *v)
   return (size_t)(p - s);
 }
 
+/* idx_num_fast() when 26 bytes can be read at p: the integer part in one
+ * or two words, the fraction in one, no loop. NULL with *general set when
+ * the number has more digits than that takes. */
+static inline __attribute__((always_inline)) const char *
+idx_num_words(const char *p, unsigned scale, int64_t *out, int *general)
+{
+  const char *s = p + (*p == '-'), *q;
+  uint64_t x, y, acc;
+  unsigned k, n, f;
+
+  memcpy(&x, s, 8);
+  k = idx_leading_digits(x);
+  if (k < 8) {
+    n = k;
+    acc = idx_eight_digits(idx_top_digits(x, k));
+  } else {
+    memcpy(&y, s + 8, 8);
+    n = idx_leading_digits(y);
+    if (n == 8)
+      return *general = 1, NULL;
+    acc = idx_eight_digits(x - 0x3030303030303030ull) * idx_pow10[n] +
+          idx_eight_digits(idx_top_digits(y, n));
+    n += 8;
+  }
+  if (n == 0 || n + scale > 18)
+    return NULL;
+  acc *= idx_pow10[scale];
+  q = s + n;
+  if (*q == '.') {
+    memcpy(&x, q + 1, 8);
+    f = idx_leading_digits(x);
+    if (f == 0)
+      return NULL;
+    if (f == 8)
+      return *general = 1, NULL;
+    /* Digits past the scale are truncated. */
+    k = f < scale ? f : scale;
+    acc += idx_eight_digits(idx_top_digits(x, k)) * idx_pow10[scale - k];
+    q += 1 + f;
+  }
+  if (*q == 'e' || *q == 'E')
+    return NULL;
+  *out = *p == '-' ? -(int64_t)acc : (int64_t)acc;
+  return q;
+}
+
 static inline __attribute__((always_inline)) const char *
 idx_num_fast(const char *p, const char *end, unsigned scale, int64_t *out)
 {
   uint64_t acc, frac;
   size_t n, f;
-  int neg = 0;
+  int neg = 0, general = 0;
 
+  if (end - p >= 26) {
+    const char *q = idx_num_words(p, scale, out, &general);
+
+    if (!general)
+      return q;
+  }
   if (p < end && *p == '-')
     neg = 1, p++;
   n = idx_digit_run(p, end, &acc);

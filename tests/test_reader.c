@@ -151,6 +151,47 @@ static void reader_exact_decimals(void)
   }
 }
 
+/* idx_num_fast() reads a number with 26 bytes after it a word at a time
+ * and near the end of the text a digit at a time: both must agree, on
+ * every shape (signs, long integer parts, fractions past the scale,
+ * exponents, junk after), at scales 0 and 3. */
+static void reader_number_words(void)
+{
+  static const char tails[][4] = { ",", "}", "e5", ".", "x", " " };
+  char num[64], buf[128];
+  unsigned seed = 7, i, k, n, scale;
+  const char *a, *b;
+  int64_t va = 0, vb = 0;
+
+  for (i = 0; i < 200000; i++) {
+    seed = seed * 1103515245u + 12345u;
+    n = 0;
+    if (seed >> 31)
+      num[n++] = '-';
+    for (k = 1 + (seed >> 8) % 19; k > 0; k--)
+      num[n++] = (char)('0' + (seed = seed * 1103515245u + 12345u) % 10);
+    if ((seed >> 12) % 3 != 0) {
+      num[n++] = '.';
+      for (k = (seed >> 16) % 11; k > 0; k--)
+        num[n++] = (char)('0' + (seed = seed * 1103515245u + 12345u) % 10);
+    }
+    n += (unsigned)snprintf(num + n, sizeof(num) - n, "%s",
+                            tails[(seed >> 20) % 6]);
+    scale = (seed >> 24) % 2 ? 3 : 0;
+    memset(buf, ' ', sizeof(buf));
+    memcpy(buf, num, n);
+    a = idx_num_fast(buf, buf + n, scale, &va);
+    b = idx_num_fast(buf, buf + sizeof(buf), scale, &vb);
+    if ((a == NULL) != (b == NULL) || (a != NULL && (a != b || va != vb)))
+      fprintf(stderr, "number \"%.*s\" scale %u\n", (int)n, num, scale);
+    CHECK((a == NULL) == (b == NULL));
+    if (a != NULL) {
+      CHECK(a == b);
+      CHECK_INT(va, vb);
+    }
+  }
+}
+
 /* Numbers in events: kineto microseconds to exact ns; numbers written as
  * strings count; "inf", "N/A", "" and null leave the field absent. */
 static void reader_numbers_in_events(void)
@@ -523,6 +564,7 @@ int main(void)
   RUN(scan_kernels_match);
   RUN(reader_callback_stop);
   RUN(reader_exact_decimals);
+  RUN(reader_number_words);
   RUN(reader_numbers_in_events);
   RUN(reader_bad_documents);
   RUN(reader_depth_limit);
