@@ -39,8 +39,11 @@ static enum idx_class kineto_classify(const struct idx_event *ev)
 
   if (ev->cat.p == NULL)
     return IDX_CLASS_LABEL_CPU;
+  /* Length and first byte before the compare: this runs for every event,
+   * most of them python_function or cpu_op. */
   for (i = 0; i < sizeof(kineto_cats) / sizeof(kineto_cats[0]); i++)
     if (ev->cat.n == kineto_cats[i].n &&
+        ev->cat.p[0] == kineto_cats[i].cat[0] &&
         memcmp(ev->cat.p, kineto_cats[i].cat, ev->cat.n) == 0)
       return kineto_cats[i].cls;
   return IDX_CLASS_NONE;
@@ -83,32 +86,24 @@ static const char *const kineto_keys[] = { "schemaVersion",
                                            "baseTimeNanoseconds",
                                            NULL };
 
-/* What no other row claims (its claims is NULL): kineto. */
-#define DEFAULT IDX_FORMAT_KINETO
-
-static const struct idx_format_desc formats[] = {
+const struct idx_format_desc idx_formats[] = {
   [IDX_FORMAT_KINETO] = { IDX_FORMAT_KINETO, "kineto", 3, kineto_keys, 1, NULL,
                           kineto_classify, 1, 0 },
   [IDX_FORMAT_MCTRACER] = { IDX_FORMAT_MCTRACER, "mctracer", 0, NULL, 0,
                             mctracer_claims, mctracer_classify, 0, 1 },
 };
 
-#define NFORMATS (sizeof(formats) / sizeof(formats[0]))
+#define NFORMATS (sizeof(idx_formats) / sizeof(idx_formats[0]))
 _Static_assert(NFORMATS == IDX_FORMAT_COUNT, "a row per enum idx_format");
-
-const struct idx_format_desc *idx_format_get(enum idx_format f)
-{
-  return &formats[f > IDX_FORMAT_AUTO && (size_t)f < NFORMATS ? f : DEFAULT];
-}
 
 enum idx_format idx_format_detect(const struct idx_event *ev, int co_id)
 {
   size_t i;
 
   for (i = 1; i < NFORMATS; i++)
-    if (formats[i].claims != NULL && formats[i].claims(ev, co_id))
-      return formats[i].id;
-  return DEFAULT;
+    if (idx_formats[i].claims != NULL && idx_formats[i].claims(ev, co_id))
+      return idx_formats[i].id;
+  return IDX_FORMAT_DEFAULT;
 }
 
 enum idx_format idx_format_of_key(const char *k, size_t n)
@@ -117,9 +112,9 @@ enum idx_format idx_format_of_key(const char *k, size_t n)
   size_t i;
 
   for (i = 1; i < NFORMATS; i++)
-    for (key = formats[i].top_keys; key != NULL && *key != NULL; key++)
+    for (key = idx_formats[i].top_keys; key != NULL && *key != NULL; key++)
       if (strlen(*key) == n && memcmp(*key, k, n) == 0)
-        return formats[i].id;
+        return idx_formats[i].id;
   return IDX_FORMAT_AUTO;
 }
 
@@ -128,9 +123,9 @@ enum idx_format idx_format_bare(void)
   size_t i;
 
   for (i = 1; i < NFORMATS; i++)
-    if (formats[i].bare_array)
-      return formats[i].id;
-  return DEFAULT;
+    if (idx_formats[i].bare_array)
+      return idx_formats[i].id;
+  return IDX_FORMAT_DEFAULT;
 }
 
 int idx_format_parse(const char *name, enum idx_format *out)
@@ -142,8 +137,8 @@ int idx_format_parse(const char *name, enum idx_format *out)
     return 0;
   }
   for (i = 1; i < NFORMATS; i++)
-    if (strcmp(name, formats[i].name) == 0) {
-      *out = formats[i].id;
+    if (strcmp(name, idx_formats[i].name) == 0) {
+      *out = idx_formats[i].id;
       return 0;
     }
   return TR_EINVAL;

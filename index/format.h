@@ -46,10 +46,22 @@ struct idx_format_desc {
   int meta_device;
 };
 
+/* The rows, by enum idx_format (row 0, AUTO, is empty). */
+extern const struct idx_format_desc idx_formats[IDX_FORMAT_COUNT];
+
+/* What no other row claims (its claims is NULL). */
+#define IDX_FORMAT_DEFAULT IDX_FORMAT_KINETO
+
 /* The row of format f; IDX_FORMAT_AUTO (not settled) gives the default
  * format's row, whose unit metadata events read before the format is
- * settled take. Never NULL: f is an enum idx_format. */
-const struct idx_format_desc *idx_format_get(enum idx_format f);
+ * settled take. Never NULL: f is an enum idx_format. Inline: the reader
+ * and the aggregation ask for every event. */
+static inline const struct idx_format_desc *idx_format_get(enum idx_format f)
+{
+  return &idx_formats[f > IDX_FORMAT_AUTO && f < IDX_FORMAT_COUNT
+                          ? f
+                          : IDX_FORMAT_DEFAULT];
+}
 
 /* The format the first event that is not metadata says the file is. */
 enum idx_format idx_format_detect(const struct idx_event *ev, int co_id);
