@@ -80,6 +80,8 @@ struct idx_doc {
   uint64_t skipped;       /* events skipped as malformed (counted, never
                              silently dropped) */
   uint64_t json_bytes;    /* JSON text consumed so far */
+  uint64_t walked_ahead;  /* events handed over from batches walked ahead
+                             by idx_source's thread (for tests, benches) */
 };
 
 /* Called once per event, in file order. A non-zero return stops reading
@@ -104,11 +106,28 @@ int idx_reader_new(enum idx_format forced, idx_event_cb cb, void *ud,
 int idx_reader_feed(struct idx_reader *r, const char *buf, size_t len,
                     struct tr_err *err);
 
-/* The same, with stage 1's masks of buf[0..len) (index/scan.h), scanned
- * with the string state of the whole document before it (as idx_source
- * hands out chunks); map NULL: the reader scans windows itself. */
-int idx_reader_feed_scanned(struct idx_reader *r, const char *buf, size_t len,
-                            const struct idx_scan_map *map, struct tr_err *err);
+/* A chunk of the document as idx_source hands it out: its text, stage
+ * 1's masks of it (index/scan.h) scanned with the string state and nesting
+ * of the whole document before it, and events walked ahead in it
+ * (reader_int.h); either may be NULL (the reader then scans windows and
+ * walks events itself). All borrowed for the call. */
+struct idx_batch;
+struct idx_chunk {
+  const char *text;
+  size_t len;
+  const struct idx_scan_map *map;
+  const struct idx_batch *batch;
+};
+
+/* idx_reader_feed() of a whole chunk. */
+int idx_reader_feed_chunk(struct idx_reader *r, const struct idx_chunk *c,
+                          struct tr_err *err);
+
+/* 1, with the events' nesting and the ts/dur unit (a reader_num.c scale)
+ * into *depth and *scale, once the reader is inside traceEvents with the
+ * format settled: what a batch must be walked for (idx_source_hint). */
+int idx_reader_walk_hint(const struct idx_reader *r, unsigned *depth,
+                         int *scale);
 
 /* End of input: fails when the document is incomplete (truncated), has no
  * traceEvents array, or is empty. */
@@ -133,12 +152,17 @@ enum { IDX_SOURCE_THREAD = 1, IDX_SOURCE_SCAN = 2 };
 int idx_source_open(const char *path, unsigned flags, struct idx_source **out,
                     struct tr_err *err);
 
-/* Next chunk of JSON text: *buf, *len and *map (NULL when not scanned)
- * borrowed until the next call. Returns 0 with *len == 0 at the end, or
- * negative on a read or inflate error (truncated gzip, bad CRC) with err
- * naming the file and offset. */
-int idx_source_next(struct idx_source *s, const char **buf, size_t *len,
-                    const struct idx_scan_map **map, struct tr_err *err);
+/* Next chunk of JSON text into *c, borrowed until the next call: with its
+ * masks under IDX_SOURCE_SCAN, and with the events the thread walked ahead
+ * when it had the time and a hint. Returns 0 with c->len == 0 at the end,
+ * or negative on a read or inflate error (truncated gzip, bad CRC) with
+ * err naming the file and offset. */
+int idx_source_next(struct idx_source *s, struct idx_chunk *c,
+                    struct tr_err *err);
+
+/* What the thread's walks ahead are for (idx_reader_walk_hint()); until it
+ * is given, the thread walks nothing. Any thread. */
+void idx_source_hint(struct idx_source *s, unsigned depth, int scale);
 
 uint64_t idx_source_file_bytes(const struct idx_source *s); /* file size */
 uint64_t idx_source_read_bytes(const struct idx_source *s); /* read so far */

@@ -56,20 +56,22 @@ static int pump(struct idx_source *src, struct idx_reader *rd,
                 const struct idx_options *opt, struct tr_err *err)
 {
   uint64_t next_report = PROGRESS_EVERY;
-  const struct idx_scan_map *map;
-  const char *buf;
-  size_t len;
-  int rc;
+  struct idx_chunk c;
+  int hinted = 0, scale, rc;
+  unsigned depth;
 
   for (;;) {
     if (opt->cancel != NULL && *opt->cancel)
       return TR_ECONFLICT;
-    if ((rc = idx_source_next(src, &buf, &len, &map, err)) != 0)
+    if ((rc = idx_source_next(src, &c, err)) != 0)
       return rc;
-    if (len == 0)
+    if (c.len == 0)
       return idx_reader_finish(rd, err);
-    if ((rc = idx_reader_feed_scanned(rd, buf, len, map, err)) != 0)
+    if ((rc = idx_reader_feed_chunk(rd, &c, err)) != 0)
       return rc;
+    /* Once in traceEvents, the source's thread may walk ahead. */
+    if (!hinted && (hinted = idx_reader_walk_hint(rd, &depth, &scale)))
+      idx_source_hint(src, depth, scale);
     if (opt->on_progress != NULL && idx_source_read_bytes(src) >= next_report) {
       opt->on_progress(opt->ud, idx_source_read_bytes(src));
       next_report = idx_source_read_bytes(src) + PROGRESS_EVERY;

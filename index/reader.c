@@ -107,7 +107,8 @@ struct idx_reader {
   int fast;                       /* stage 1 is on: events go the token walk */
   int win_ok;                     /* map and walk are of the current chunk */
   const struct idx_scan_map *map; /* the masks the walk uses: win, or the
-                                     chunk's own (idx_reader_feed_scanned) */
+                                     chunk's own (idx_reader_feed_chunk) */
+  const struct idx_batch *batch;  /* the chunk's events walked ahead */
   struct idx_scan_map win;        /* stage 1 masks of a window of the chunk */
   struct idx_walk walk;
 };
@@ -405,7 +406,7 @@ static void end_events(struct idx_reader *r)
  * traceEvents (so outside any string). 0 or TR_ENOMEM. */
 static int scan_window(struct idx_reader *r, const char *p, const char *end)
 {
-  struct idx_scan_carry carry = { 0, 0, 0, 0, 0 };
+  struct idx_scan_carry carry = { 0 };
   size_t len = (size_t)(end - p) < WINDOW ? (size_t)(end - p) : WINDOW;
 
   r->win_ok = 0;
@@ -418,20 +419,6 @@ static int scan_window(struct idx_reader *r, const char *p, const char *end)
   idx_walk_init(&r->walk, &r->win, end);
   r->map = &r->win;
   r->win_ok = 1;
-  return 0;
-}
-
-/* 1 when a block of the window from a to b (inclusive) is dirty. */
-static int dirty(const struct idx_reader *r, const char *a, const char *b)
-{
-  const struct idx_scan_map *m = r->map;
-  size_t i = (size_t)(a - m->base) / 64, j = (size_t)(b - m->base) / 64;
-
-  if (!m->any_dirty)
-    return 0;
-  for (; i <= j; i++)
-    if ((m->dirty[i / 64] >> (i % 64)) & 1)
-      return 1;
   return 0;
 }
 
@@ -456,7 +443,7 @@ static int walk_event(struct idx_reader *r, const char *p, const char *end)
     idx_walk_seek(&r->walk, p);
     rc = idx_fast_event(&r->walk, r->elem_depth, &r->ev);
   }
-  if (rc == IDX_W_OK && dirty(r, p, r->walk.at))
+  if (rc == IDX_W_OK && idx_scan_dirty(r->map, p, r->walk.at))
     rc = IDX_W_BAIL;
   return rc;
 }
@@ -491,10 +478,41 @@ static int fast_events(struct idx_reader *r, const char **pp, const char *end)
       return 0;
     *pp = t + 1;
     r->st = ST_ELEM;
-    if (!idx_walk_next(&r->walk, &t) || *t != '{')
+    if (!idx_walk_next(&r->walk, &t) || *t != '{' || !idx_ws_gap(*pp, t))
       return 0;
     *pp = t;
   }
+}
+
+/* ELEM at '{': when the chunk's batch (reader_batch.c) starts here and was
+ * walked for this nesting and unit, its events are handed over as
+ * deliver() would (the format is settled: a batch needs the unit), and
+ * the state machine goes on where its walk stopped. FAST_BAIL when there
+ * is no such batch. */
+static int use_batch(struct idx_reader *r, const char **pp)
+{
+  const struct idx_batch *b = r->batch;
+  size_t i;
+  int rc;
+
+  if (b == NULL || b->start != *pp || b->n == 0 || b->depth != r->elem_depth ||
+      b->scale != scale_of(r))
+    return FAST_BAIL;
+  r->batch = NULL;
+  r->doc.walked_ahead += b->n;
+  for (i = 0; i < b->n; i++) {
+    r->doc.events++;
+    if (b->ev[i].bad || b->ev[i].over) {
+      r->doc.skipped++;
+    } else if ((rc = r->cb(r->ud, &r->doc, &b->ev[i].ev)) != 0) {
+      r->st = ST_FAILED;
+      r->fail = rc;
+      return rc;
+    }
+  }
+  *pp = b->stop;
+  r->st = b->stop_elem ? ST_ELEM : ST_ELEM_NEXT;
+  return 0;
 }
 
 /* ELEM: the first byte of an element of traceEvents. An object is parsed
@@ -514,6 +532,8 @@ static int on_elem(struct idx_reader *r, const char **pp, const char *end)
     start_skip(r, ST_ELEM_NEXT);
     return 0;
   }
+  if (r->batch != NULL && (rc = use_batch(r, pp)) != FAST_BAIL)
+    return rc;
   if (r->fast && (rc = fast_events(r, pp, end)) != FAST_BAIL)
     return rc;
   c.p = *pp;
@@ -656,35 +676,49 @@ int idx_reader_new(enum idx_format forced, idx_event_cb cb, void *ud,
   return 0;
 }
 
-int idx_reader_feed_scanned(struct idx_reader *r, const char *buf, size_t len,
-                            const struct idx_scan_map *map, struct tr_err *err)
+int idx_reader_feed_chunk(struct idx_reader *r, const struct idx_chunk *c,
+                          struct tr_err *err)
 {
-  const char *p = buf, *end = buf + len;
+  const char *p = c->text, *end = c->text + c->len;
   int rc = 0;
 
   if (r->st == ST_FAILED)
     return r->fail;
-  r->chunk = buf;
+  r->chunk = c->text;
   r->err = err;
   r->win_ok = 0;
-  if (map != NULL && r->fast) {
-    idx_walk_init(&r->walk, map, end);
-    r->map = map;
+  r->batch = r->fast ? c->batch : NULL;
+  if (c->map != NULL && r->fast) {
+    idx_walk_init(&r->walk, c->map, end);
+    r->map = c->map;
     r->win_ok = 1;
   }
   while (p < end && rc == 0)
     rc = step(r, &p, end);
-  r->off += len;
+  r->off += c->len;
   r->doc.json_bytes = r->off;
   r->err = NULL;
   r->win_ok = 0;
+  r->batch = NULL;
   return rc;
 }
 
 int idx_reader_feed(struct idx_reader *r, const char *buf, size_t len,
                     struct tr_err *err)
 {
-  return idx_reader_feed_scanned(r, buf, len, NULL, err);
+  struct idx_chunk c = { buf, len, NULL, NULL };
+
+  return idx_reader_feed_chunk(r, &c, err);
+}
+
+int idx_reader_walk_hint(const struct idx_reader *r, unsigned *depth,
+                         int *scale)
+{
+  if (!r->fast || !r->events_seen || r->events_done || scale_of(r) < 0)
+    return 0;
+  *depth = r->elem_depth;
+  *scale = scale_of(r);
+  return 1;
 }
 
 int idx_reader_finish(struct idx_reader *r, struct tr_err *err)

@@ -65,8 +65,9 @@ enum { IDX_NUM_OK = 0, IDX_NUM_NAN = 1, IDX_NUM_RANGE = 2 };
  * result does not fit an int64. */
 int idx_num_parse(const char *p, size_t n, unsigned scale, int64_t *out);
 
-/* The common shapes of a number at p ("123", "4203669604595.407"; no
- * exponent, at most 18 digits kept) parsed as idx_num_parse() does, in one
+/* The common shapes of a number at p ("123", "4203669604595.407",
+ * "1712195495607095.056"; no exponent, at most 19 digits kept, the result
+ * within int64 but not INT64_MIN) parsed as idx_num_parse() does, in one
  * pass: returns the byte after the number, or NULL when the general path
  * is needed. Does not look at what follows the number. */
 
@@ -152,31 +153,28 @@ idx_digit_run(const char *p, const char *end, uint64_t *v)
   return (size_t)(p - s);
 }
 
-/* idx_num_fast() when 26 bytes can be read at p: the integer part in one
- * or two words, the fraction in one, no loop. NULL with *general set when
- * the number has more digits than that takes. */
+/* At most this many digits kept: 19 of them never overflow a uint64. */
+#define IDX_NUM_DIGITS 19
+
+/* idx_num_fast() when 34 bytes can be read at p: the integer part in up
+ * to three words, the fraction in one, no loop. NULL with *general set
+ * when the number has more digits than that takes. */
 static inline __attribute__((always_inline)) const char *
 idx_num_words(const char *p, unsigned scale, int64_t *out, int *general)
 {
   const char *s = p + (*p == '-'), *q;
-  uint64_t x, y, acc;
-  unsigned k, n, f;
+  uint64_t x, acc = 0;
+  unsigned k, n = 0, f;
 
-  memcpy(&x, s, 8);
-  k = idx_leading_digits(x);
-  if (k < 8) {
-    n = k;
-    acc = idx_eight_digits(idx_top_digits(x, k));
-  } else {
-    memcpy(&y, s + 8, 8);
-    n = idx_leading_digits(y);
-    if (n == 8)
-      return *general = 1, NULL;
-    acc = idx_eight_digits(x - 0x3030303030303030ull) * idx_pow10[n] +
-          idx_eight_digits(idx_top_digits(y, n));
-    n += 8;
-  }
-  if (n == 0 || n + scale > 18)
+  do { /* eight digits a word while all of its bytes are digits */
+    memcpy(&x, s + n, 8);
+    k = idx_leading_digits(x);
+    acc = acc * idx_pow10[k] + idx_eight_digits(idx_top_digits(x, k));
+    n += k;
+  } while (k == 8 && n < 24);
+  if (k == 8)
+    return *general = 1, NULL;
+  if (n == 0 || n + scale > IDX_NUM_DIGITS)
     return NULL;
   acc *= idx_pow10[scale];
   q = s + n;
@@ -192,7 +190,7 @@ idx_num_words(const char *p, unsigned scale, int64_t *out, int *general)
     acc += idx_eight_digits(idx_top_digits(x, k)) * idx_pow10[scale - k];
     q += 1 + f;
   }
-  if (*q == 'e' || *q == 'E')
+  if (*q == 'e' || *q == 'E' || acc > (uint64_t)INT64_MAX)
     return NULL;
   *out = *p == '-' ? -(int64_t)acc : (int64_t)acc;
   return q;
@@ -205,7 +203,7 @@ idx_num_fast(const char *p, const char *end, unsigned scale, int64_t *out)
   size_t n, f;
   int neg = 0, general = 0;
 
-  if (end - p >= 26) {
+  if (end - p >= 34) {
     const char *q = idx_num_words(p, scale, out, &general);
 
     if (!general)
@@ -214,7 +212,7 @@ idx_num_fast(const char *p, const char *end, unsigned scale, int64_t *out)
   if (p < end && *p == '-')
     neg = 1, p++;
   n = idx_digit_run(p, end, &acc);
-  if (n == 0 || n + scale > 18)
+  if (n == 0 || n + scale > IDX_NUM_DIGITS)
     return NULL;
   p += n;
   acc *= idx_pow10[scale];
@@ -231,7 +229,7 @@ idx_num_fast(const char *p, const char *end, unsigned scale, int64_t *out)
     acc += frac;
     p += f;
   }
-  if (p < end && (*p == 'e' || *p == 'E'))
+  if ((p < end && (*p == 'e' || *p == 'E')) || acc > (uint64_t)INT64_MAX)
     return NULL;
   *out = neg ? -(int64_t)acc : (int64_t)acc;
   return p;
@@ -493,6 +491,44 @@ static inline int idx_walk_next(struct idx_walk *w, const char **t)
   }
   *t = w->blk + __builtin_ctzll(w->bits);
   w->bits &= w->bits - 1;
+  return 1;
+}
+
+/* ---- events walked ahead (reader_batch.c) ---- */
+
+/* At most this many events a batch (264 bytes each): a 1 MB chunk of
+ * kineto holds about 3800. */
+#define IDX_BATCH_MAX 4096
+
+struct idx_batch {
+  const char *start; /* the '{' of its first event, or NULL */
+  const char *stop;  /* where the walk stopped */
+  int stop_elem;     /* at stop the reader is in ELEM (else ELEM_NEXT) */
+  unsigned depth;    /* the events' nesting it was walked for */
+  int scale;         /* and the unit */
+  size_t n;
+  struct idx_batch_ev {
+    struct idx_event ev; /* ts and dur converted at scale */
+    int bad;             /* malformed: counted, not handed over */
+    int over;            /* over IDX_EVENT_CEILING: the same */
+  } * ev;                /* IDX_BATCH_MAX, allocated at the first build */
+};
+
+/* Walks the events of m's text (m scanned with the document's string
+ * state and nesting, as idx_source scans its chunks) from the first '{'
+ * at depth, with ts/dur at scale, into b. 0 or TR_ENOMEM. */
+int idx_batch_build(struct idx_batch *b, const struct idx_scan_map *m,
+                    unsigned depth, int scale);
+void idx_batch_free(struct idx_batch *b);
+
+/* 1 when [a, b) is only JSON whitespace. Between two tokens there may
+ * also be separators (scan.h): where the walk steps from one event to the
+ * next ("}, {") it checks the gap, no event's blocks covering it. */
+static inline int idx_ws_gap(const char *a, const char *b)
+{
+  for (; a < b; a++)
+    if (*a != ' ' && *a != '\n' && *a != '\t' && *a != '\r')
+      return 0;
   return 1;
 }
 

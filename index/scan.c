@@ -215,7 +215,7 @@ static int reserve(struct idx_scan_map *m, size_t nblocks)
   size_t cap = m->cap ? m->cap : 64, words;
   uint64_t *tok, *dirty;
 
-  if (nblocks <= m->cap)
+  if (nblocks <= m->cap && m->tok != NULL)
     return 0;
   while (cap < nblocks)
     cap *= 2;
@@ -244,6 +244,7 @@ int idx_scan_run(struct idx_scan_map *m, struct idx_scan_carry *c,
     return TR_ENOMEM;
   m->base = text;
   m->len = len;
+  m->depth = c->depth;
   m->nblocks = whole + (rest != 0);
   m->any_dirty = 0;
   memset(m->dirty, 0, (m->nblocks + 63) / 64 * sizeof(*m->dirty));

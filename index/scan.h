@@ -22,6 +22,7 @@ struct idx_scan_carry {
   uint64_t scalar; /* 1: it ended inside a number or literal */
   uint64_t quote;  /* 1: it ended on a closing quote */
   uint64_t value;  /* 1: it ended on the last byte of a value */
+  int64_t depth;   /* [ and { minus ] and } outside strings so far */
 };
 
 /*
@@ -45,6 +46,7 @@ struct idx_scan_carry {
 struct idx_scan_map {
   const char *base;
   size_t len;
+  int64_t depth; /* the nesting at base: the carry's depth before */
   size_t nblocks;
   uint64_t *tok, *dirty;
   int any_dirty; /* some dirty bit is set */
@@ -68,6 +70,21 @@ void idx_scan_map_free(struct idx_scan_map *m);
 int idx_scan_select(const char *name);
 const char *idx_scan_name(void);
 int idx_scan_enabled(void); /* 0 for "none" */
+
+/* 1 when a block of m from a to b (both in m's text, inclusive) is
+ * dirty. */
+static inline int idx_scan_dirty(const struct idx_scan_map *m, const char *a,
+                                 const char *b)
+{
+  size_t i = (size_t)(a - m->base) / 64, j = (size_t)(b - m->base) / 64;
+
+  if (!m->any_dirty)
+    return 0;
+  for (; i <= j; i++)
+    if ((m->dirty[i / 64] >> (i % 64)) & 1)
+      return 1;
+  return 0;
+}
 
 /* ---- for the kernels (scan*.c) ---- */
 
@@ -124,6 +141,8 @@ static inline void idx_scan_finish(struct idx_scan_map *m, size_t b,
   c->scalar = (scalar >> (n - 1)) & 1;
   c->quote = (closing >> (n - 1)) & 1;
   c->value = (value >> (n - 1)) & 1;
+  c->depth += __builtin_popcountll(op & r->b0 & r->b1) -
+              __builtin_popcountll(op & r->b0 & ~r->b1);
   m->tok[b] = (op & ~sep) | quote | start;
   if ((r->hb | (r->bad & ~in_str) | (sep & ~ok)) != 0) {
     m->dirty[b / 64] |= 1ull << (b % 64);

@@ -17,6 +17,13 @@
  * keeps its own core busy and the scan goes where there is time for it.
  * scan_next is the slot to scan next; `scanning` says a thread is at it
  * (the mutex is not held while scanning).
+ *
+ * Walks ahead (reader_batch.c): once the reader has said what to walk for
+ * (idx_source_hint), the thread, still only when the ring is full and no
+ * slot waits to be scanned, walks the events of a scanned slot the caller
+ * does not hold (batch BUILDING, then DONE, under mu; the caller waits for
+ * a BUILDING slot it takes). The reader uses a batch only where its own
+ * walk would have given the same events.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,11 +36,14 @@
 
 #include "index/event.h"
 #include "index/inflate.h"
+#include "index/reader_int.h"
 #include "index/scan.h"
 
 #define SLOTS      4
 #define SLOT_BYTES (1u << 20) /* JSON text per slot */
 #define IN_BYTES   (1u << 20) /* compressed bytes per read() */
+
+enum { BATCH_NONE, BATCH_BUILDING, BATCH_DONE };
 
 struct slot {
   char *buf;  /* SLOT_BYTES */
@@ -41,6 +51,8 @@ struct slot {
   int full;
   int scanned;             /* map holds the masks of buf */
   struct idx_scan_map map; /* IDX_SOURCE_SCAN */
+  int batch_state;         /* BATCH_* */
+  struct idx_batch batch;  /* events walked ahead in buf */
 };
 
 /* The state of gzip reading between slots. */
@@ -75,6 +87,9 @@ struct idx_source {
   int scanning;                /* a thread scans it now */
   struct idx_scan_carry carry; /* the string state after the last slot
                                   scanned */
+  int hinted;                  /* walks ahead are for: */
+  unsigned hint_depth;         /* the events' nesting */
+  int hint_scale;              /* and the unit */
 };
 
 /* Under mu: scans slot scan_next if it is full, not scanned, and no one
@@ -100,14 +115,40 @@ static int scan_one(struct idx_source *s)
   return 1;
 }
 
-/* Thread: waits until slot i is free; NULL when close() asks to stop. */
+/* Under mu: walks ahead in the oldest scanned slot that has no batch and
+ * that the caller does not hold, releasing mu meanwhile. 1 when it did.
+ * Out of memory, that slot simply has no batch. */
+static int walk_one(struct idx_source *s)
+{
+  unsigned i, k = s->next; /* the caller's next; it holds the one before */
+  struct slot *sl = NULL;
+
+  if (!s->hinted)
+    return 0;
+  for (i = 0; i < SLOTS - 1 && sl == NULL; i++, k = (k + 1) % SLOTS)
+    if (s->slot[k].full && s->slot[k].scanned &&
+        s->slot[k].batch_state == BATCH_NONE)
+      sl = &s->slot[k];
+  if (sl == NULL)
+    return 0;
+  sl->batch_state = BATCH_BUILDING;
+  pthread_mutex_unlock(&s->mu);
+  (void)idx_batch_build(&sl->batch, &sl->map, s->hint_depth, s->hint_scale);
+  pthread_mutex_lock(&s->mu);
+  sl->batch_state = BATCH_DONE;
+  pthread_cond_broadcast(&s->cv);
+  return 1;
+}
+
+/* Thread: waits until slot i is free, scanning and walking ahead in the
+ * meantime; NULL when close() asks to stop. */
 static char *wait_free(struct idx_source *s, unsigned i)
 {
   char *buf = NULL;
 
   pthread_mutex_lock(&s->mu);
   while (s->slot[i].full && !s->stop)
-    if (!scan_one(s))
+    if (!scan_one(s) && !walk_one(s))
       pthread_cond_wait(&s->cv, &s->mu);
   if (!s->stop)
     buf = s->slot[i].buf;
@@ -364,24 +405,21 @@ int idx_source_open(const char *path, unsigned flags, struct idx_source **out,
 
 /* Without a thread: the next slot is produced (and scanned) now, into the
  * one buffer. Bytes produced before an error are handed out first. */
-static int next_inline(struct idx_source *s, const char **buf, size_t *len,
-                       const struct idx_scan_map **map, struct tr_err *err)
+static int next_inline(struct idx_source *s, struct idx_chunk *c,
+                       struct tr_err *err)
 {
   struct slot *sl = &s->slot[0];
   int rc;
 
-  *buf = NULL;
-  *len = 0;
-  *map = NULL;
   if (!s->ended) {
-    rc = produce(s, sl->buf, len);
+    rc = produce(s, sl->buf, &c->len);
     s->ended = rc <= 0;
   }
-  if (*len > 0) {
-    if (s->scan && idx_scan_run(&sl->map, &s->carry, sl->buf, *len) != 0)
+  if (c->len > 0) {
+    if (s->scan && idx_scan_run(&sl->map, &s->carry, sl->buf, c->len) != 0)
       s->scan = 0;
-    *map = s->scan ? &sl->map : NULL;
-    *buf = sl->buf;
+    c->map = s->scan ? &sl->map : NULL;
+    c->text = sl->buf;
     return 0;
   }
   if (s->end_err.code != 0)
@@ -389,46 +427,53 @@ static int next_inline(struct idx_source *s, const char **buf, size_t *len,
   return 0;
 }
 
-int idx_source_next(struct idx_source *s, const char **buf, size_t *len,
-                    const struct idx_scan_map **map, struct tr_err *err)
+int idx_source_next(struct idx_source *s, struct idx_chunk *c,
+                    struct tr_err *err)
 {
   struct slot *sl;
 
+  memset(c, 0, sizeof(*c));
   if (!s->threaded)
-    return next_inline(s, buf, len, map, err);
-  *map = NULL;
+    return next_inline(s, c, err);
   pthread_mutex_lock(&s->mu);
   if (s->holding) {
     sl = &s->slot[(s->next + SLOTS - 1) % SLOTS];
     sl->full = sl->scanned = 0;
+    sl->batch_state = BATCH_NONE;
     s->holding = 0;
     pthread_cond_broadcast(&s->cv);
   }
   sl = &s->slot[s->next];
   while (!sl->full && !s->ended)
     pthread_cond_wait(&s->cv, &s->mu);
-  /* Scanned by the thread, or by this one now. */
-  while (sl->full && s->scan && !sl->scanned)
+  /* Scanned by the thread, or by this one now; walked ahead or not. */
+  while (sl->full &&
+         ((s->scan && !sl->scanned) || sl->batch_state == BATCH_BUILDING))
     if (!scan_one(s))
       pthread_cond_wait(&s->cv, &s->mu);
-  if (sl->scanned)
-    *map = &sl->map;
   if (!sl->full) {
     pthread_mutex_unlock(&s->mu);
-    if (s->end_err.code != 0) {
-      tr_err_set(err, s->end_err.code, NULL, "%s", s->end_err.msg);
-      return s->end_err.code;
-    }
-    *buf = NULL;
-    *len = 0;
+    if (s->end_err.code != 0)
+      return tr_err_set(err, s->end_err.code, NULL, "%s", s->end_err.msg);
     return 0;
   }
+  c->map = sl->scanned ? &sl->map : NULL;
+  c->batch = sl->batch_state == BATCH_DONE ? &sl->batch : NULL;
   s->holding = 1;
   s->next = (s->next + 1) % SLOTS;
   pthread_mutex_unlock(&s->mu);
-  *buf = sl->buf;
-  *len = sl->len;
+  c->text = sl->buf;
+  c->len = sl->len;
   return 0;
+}
+
+void idx_source_hint(struct idx_source *s, unsigned depth, int scale)
+{
+  pthread_mutex_lock(&s->mu);
+  s->hint_depth = depth;
+  s->hint_scale = scale;
+  s->hinted = s->threaded;
+  pthread_mutex_unlock(&s->mu);
 }
 
 uint64_t idx_source_file_bytes(const struct idx_source *s)
@@ -459,6 +504,7 @@ void idx_source_close(struct idx_source *s)
   for (i = 0; i < SLOTS; i++) {
     free(s->slot[i].buf);
     idx_scan_map_free(&s->slot[i].map);
+    idx_batch_free(&s->slot[i].batch);
   }
   free(s->in);
   idx_inflate_free(s->z);

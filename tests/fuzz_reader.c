@@ -2,7 +2,9 @@
  * libFuzzer target for the trace reader: the input (after one byte that
  * picks the split point and the forced format) is read by the byte-wise
  * reader alone (stage 1 off), then with each stage-1 kernel the CPU runs
- * (portable, SSE2, AVX2, AVX-512: index/scan.h), whole and in two chunks. Any
+ * (portable, SSE2, AVX2, AVX-512: index/scan.h), whole and in two chunks,
+ * and in two chunks with their masks and events walked ahead (as
+ * idx_source gives them to idx_file()). Any
  * crash, leak, hang or sanitizer report is a bug, and so is an outcome
  * (events handed over, every field of each, skips, error message) that
  * differs between them: the token walk must read what the byte-wise reader
@@ -14,6 +16,7 @@
 #include <string.h>
 
 #include "index/event.h"
+#include "index/reader_int.h"
 #include "index/scan.h"
 
 static uint64_t mix(uint64_t h, uint64_t v)
@@ -77,6 +80,44 @@ static void run(enum idx_format fmt, const char *data, size_t size,
   idx_reader_free(r);
 }
 
+/* The same two chunks, each with its stage-1 masks (the string state and
+ * nesting carried) and a batch walked ahead for the reader's hint, or
+ * for kineto's traceEvents before it has one, as idx_source gives them. */
+static void run_batched(enum idx_format fmt, const char *data, size_t size,
+                        size_t split, struct outcome *o)
+{
+  struct idx_scan_carry carry = { 0 };
+  struct idx_scan_map map = { 0 };
+  struct idx_batch batch = { 0 };
+  const size_t cut[3] = { 0, split, size };
+  struct idx_reader *r;
+  struct idx_chunk c;
+  unsigned depth = 2;
+  int scale = 3, i;
+
+  memset(o, 0, sizeof(*o));
+  if (idx_reader_new(fmt, on_event, &o->digest, &r) != 0)
+    __builtin_trap();
+  for (i = 0; i < 2 && o->rc == 0; i++) {
+    c.text = data + cut[i];
+    c.len = cut[i + 1] - cut[i];
+    (void)idx_reader_walk_hint(r, &depth, &scale);
+    if (idx_scan_run(&map, &carry, c.text, c.len) != 0 ||
+        idx_batch_build(&batch, &map, depth, scale) != 0)
+      __builtin_trap();
+    c.map = &map;
+    c.batch = &batch;
+    o->rc = idx_reader_feed_chunk(r, &c, &o->err);
+  }
+  if (o->rc == 0)
+    o->rc = idx_reader_finish(r, &o->err);
+  o->events = idx_reader_doc(r)->events;
+  o->skipped = idx_reader_doc(r)->skipped;
+  idx_reader_free(r);
+  idx_scan_map_free(&map);
+  idx_batch_free(&batch);
+}
+
 static void same(const struct outcome *a, const struct outcome *b)
 {
   if (a->rc != b->rc || a->digest != b->digest || a->events != b->events ||
@@ -108,6 +149,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     run(fmt, (const char *)data, size, size, &got);
     same(&want, &got);
     run(fmt, (const char *)data, size, at, &got);
+    same(&want, &got);
+    run_batched(fmt, (const char *)data, size, at, &got);
     same(&want, &got);
   }
   return 0;

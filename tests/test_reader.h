@@ -20,6 +20,7 @@ struct tally {
   uint64_t sum_ts, sum_dur, sum_ids; /* wrapping sums */
   uint64_t strings;                  /* hash of every string handed over */
   uint64_t has_bits;                 /* sum of idx_event.has */
+  uint64_t walked_ahead;             /* idx_doc.walked_ahead */
   enum idx_format format;
   int64_t rank;
   char device[256];
@@ -37,10 +38,15 @@ struct last {
 /* Feeds data[0..n) in chunks of `chunk` bytes (0: whole) into *t. */
 void run_reader(const char *data, size_t n, size_t chunk,
                 enum idx_format forced, struct tally *t);
+/* The same, each chunk with its stage-1 masks and events walked ahead
+ * (index/reader_batch.c), as idx_file() is given them. */
+void run_batched(const char *data, size_t n, size_t chunk,
+                 enum idx_format forced, struct tally *t);
 /* Fails unless a and b saw the same (events, sums, errors). */
 void same_tally(const struct tally *a, const struct tally *b);
-/* One document read whole, checked against 1- and 7-byte chunks; the
- * whole run in *t, its last event in *l. */
+/* One document read whole, checked against 1- and 7-byte chunks and
+ * against chunks with their events walked ahead; the whole run in *t, its
+ * last event in *l. */
 void read_doc(const char *json, size_t n, enum idx_format forced,
               struct tally *t, struct last *l);
 void doc_ok(const char *json, struct tally *t, struct last *l);

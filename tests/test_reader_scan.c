@@ -10,9 +10,12 @@
 #include "index/scan.h"
 #include "test_reader.h"
 
-/* The masks by definition, one byte at a time. */
-static void reference(const char *text, size_t len, struct idx_scan_map *m)
+/* The masks by definition, one byte at a time; depth[i]: the nesting
+ * before byte i (depth has len + 1 entries). */
+static void reference(const char *text, size_t len, struct idx_scan_map *m,
+                      int64_t *depth)
 {
+  int64_t d = 0;
   int in_str = 0, esc = 0, q, ws, op, alpha, scalar, sep, ok;
   int prev_scalar = 0, prev_close = 0, prev_value = 0; /* byte i - 1 */
   unsigned char c;
@@ -25,6 +28,7 @@ static void reference(const char *text, size_t len, struct idx_scan_map *m)
   for (i = 0; i < len; i++) {
     c = (unsigned char)text[i];
     b = i / 64;
+    depth[i] = d;
     q = c == '"' && !esc;
     esc = !esc && c == '\\';
     in_str ^= q;
@@ -39,6 +43,10 @@ static void reference(const char *text, size_t len, struct idx_scan_map *m)
       m->tok[b] |= 1ull << (i % 64);
     if (c == '\\' || c >= 0x80 || (scalar && !alpha) || (sep && !ok))
       m->dirty[b / 64] |= 1ull << (b % 64);
+    if (!in_str && (c == '{' || c == '['))
+      d++;
+    if (!in_str && (c == '}' || c == ']'))
+      d--;
     prev_scalar = scalar;
     prev_close = q && !in_str;
     prev_value = prev_close || scalar || (!in_str && (c == '}' || c == ']'));
@@ -58,16 +66,19 @@ static int dirty_at(const uint64_t *dirty, size_t b)
 static void compare(const char *text, size_t len, size_t piece)
 {
   struct idx_scan_map want = { 0 }, got = { 0 };
-  struct idx_scan_carry carry = { 0, 0, 0, 0, 0 };
+  struct idx_scan_carry carry = { 0 };
+  int64_t *depth = malloc((len + 1) * sizeof(*depth));
   size_t off = 0, n, b;
 
-  reference(text, len, &want);
+  CHECK(depth != NULL);
+  reference(text, len, &want, depth);
   if (piece == 0)
     piece = len;
   for (; off < len; off += n) {
     n = len - off < piece ? len - off : piece;
     CHECK_INT(idx_scan_run(&got, &carry, text + off, n), 0);
     CHECK_INT(got.nblocks, (n + 63) / 64);
+    CHECK_INT(got.depth, depth[off]);
     for (b = 0; b < got.nblocks; b++) {
       size_t wb = off / 64 + b; /* pieces are multiples of 64 */
       int used = !dirty_at(want.dirty, wb) &&
@@ -83,6 +94,7 @@ static void compare(const char *text, size_t len, size_t piece)
     }
   }
   idx_scan_map_free(&got);
+  free(depth);
   free(want.tok);
   free(want.dirty);
 }

@@ -81,17 +81,15 @@ void source_plain_and_gzip(void)
 void source_close_early(void)
 {
   char path[1024];
-  const struct idx_scan_map *map;
   struct idx_source *s;
   struct tr_err err = { 0 };
-  const char *buf;
-  size_t len;
+  struct idx_chunk c;
 
   trace_path(path, sizeof(path),
              "tracelens__xdit_flux.1_aiter_sage_profile_trace_rank_0.json.gz");
   CHECK_INT(idx_source_open(path, source_flags, &s, &err), 0);
-  CHECK_INT(idx_source_next(s, &buf, &len, &map, &err), 0);
-  CHECK(len >= 4 && memcmp(buf, "\n  {", 4) == 0);
+  CHECK_INT(idx_source_next(s, &c, &err), 0);
+  CHECK(c.len >= 4 && memcmp(c.text, "\n  {", 4) == 0);
   CHECK(idx_source_file_bytes(s) == 3858078);
   CHECK(idx_source_read_bytes(s) > 0);
   idx_source_close(s);
