@@ -192,9 +192,13 @@ static void reader_walk_shapes(void)
   struct tally t;
   struct last l;
 
-  /* Junk between events, where no event's blocks are checked. */
+  /* Junk between events, where no event's blocks are checked (the first
+   * ends on byte 63, the end of a clean block). */
   doc_bad(EVENTS("{\"ph\":\"X\"},: {\"ph\":\"X\"}"), 42,
           "not JSON (unexpected ':') at byte 28");
+  doc_bad(EVENTS("{\"ph\":\"X\",\"name\":\"aaaaaaaaaaaaaaaaaaaaaaaaaaa\"},: "
+                 "{\"ph\":\"X\"}"),
+          79, "not JSON (unexpected ':') at byte 65");
   doc_bad(EVENTS("{\"ph\":\"X\"},, {\"ph\":\"X\"}"), 42,
           "not JSON (unexpected ',') at byte 28");
   /* A missing comma or colon, a colon after a value, two of them. */
