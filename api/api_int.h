@@ -18,23 +18,30 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "api/api.h"
 #include "store/store.h"
 
 /* Request bodies above this are refused with 413. */
-#define API_BODY_MAX    ((size_t)1 << 20)
+#define API_BODY_MAX  ((size_t)1 << 20)
 /* A client still sending after this many bytes is answered at once (413)
  * and the connection closed; below it the body is drained first so that
  * the client, which writes its body before reading, sees the answer. */
-#define API_DRAIN_MAX   ((size_t)16 << 20)
-#define API_THREADS     4
+#define API_DRAIN_MAX ((size_t)16 << 20)
+#define API_THREADS   4
+/* The Content-Security-Policy of every answer (respond.c). */
+#define API_CSP                                                                \
+  "default-src 'none'; script-src 'self'; style-src 'self'; "                  \
+  "style-src-attr 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; " \
+  "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 /* Memory for answers about done captures (cache.c). */
 #define API_CACHE_BYTES ((size_t)64 << 20)
 
 struct api_req;
 struct api_table;
 struct api_cache;
+struct api_conns;
 
 /* A handler answers the request with one api_reply*() call and returns
  * its result. */
@@ -49,7 +56,7 @@ struct api_route {
 };
 
 /* Status codes counted per route in /metrics; others count as "other". */
-#define API_CODES 12
+#define API_CODES 15
 extern const unsigned api_codes[API_CODES];
 
 /* One MHD worker thread's store connections, opened on first use. */
@@ -62,13 +69,20 @@ struct api {
   struct MHD_Daemon *mhd;
   const struct cfg *cfg; /* borrowed until api_stop() */
   struct api_hooks hooks;
-  int port;
-  pthread_key_t key;    /* -> this thread's struct api_thread */
-  pthread_mutex_t lock; /* guards threads */
+  int port;              /* the port listened on (the chosen one for port 0) */
+  bool loopback;         /* listening on a loopback address */
+  char listen_host[280]; /* the Host header naming the listen address
+                            ("127.0.0.1:7700", with the bound port) */
+  pthread_key_t key;     /* -> this thread's struct api_thread */
+  pthread_mutex_t lock;  /* guards threads */
   struct api_thread *threads;
   /* [route index + 1][code index]; row 0 counts unknown routes. */
   atomic_uint_least64_t *hits;
   struct api_cache *cache;
+  struct api_conns *conns;  /* request deadlines (conns.c) */
+  pthread_mutex_t log_lock; /* guards the three below (MHD's messages) */
+  time_t log_second;
+  unsigned log_count, log_dropped;
 };
 
 #define API_MAX_SEGS 6
@@ -101,6 +115,18 @@ void api_count(struct api *api, const struct api_route *route, unsigned status);
 
 /* GET /metrics (Prometheus text 0.0.4). */
 enum MHD_Result api_get_metrics(struct api_req *r);
+
+/* GET /healthz. */
+enum MHD_Result api_get_healthz(struct api_req *r);
+
+/* ---- guard.c: who may ask (Host, Origin, Sec-Fetch-Site, token) ---- */
+
+/* True when the request may go on; else the refusal (403 naming the
+ * header, 401) is replied and MHD's result is in *ret. */
+bool api_guard(struct api_req *r, enum MHD_Result *ret);
+
+/* The same for a POST's body: Content-Type application/json, else 415. */
+bool api_guard_body(struct api_req *r, enum MHD_Result *ret);
 
 /* ---- respond.c ---- */
 
@@ -140,8 +166,8 @@ enum MHD_Result api_reply_error(struct api_req *r, unsigned status,
     __attribute__((format(printf, 5, 6)));
 
 /* Replies err, its HTTP status derived from err->code (TR_EINVAL 400,
- * TR_ENOTFOUND 404, TR_ECONFLICT 409, TR_ELIMIT 413, TR_EAUTH 401, else
- * 500). */
+ * TR_ENOTFOUND 404, TR_ECONFLICT 409, TR_ELIMIT 413, TR_EAUTH 401,
+ * TR_EBUSY 429, TR_ESTORAGE 507, else 500). */
 enum MHD_Result api_reply_err(struct api_req *r, const struct tr_err *err);
 
 /* 405 naming the methods the route takes, with an Allow header. */
@@ -173,6 +199,26 @@ void api_cache_put(struct api_cache *c, uint64_t epoch, const char *key,
 
 /* Forgets every answer about capture id (it is being deleted). */
 void api_cache_drop(struct api_cache *c, int64_t id);
+
+/* ---- conns.c: request deadlines ---- */
+
+/* Starts the reaper that shuts down connections whose request is not
+ * received request_timeout_s after it began. 0 or TR_ENOMEM. */
+int api_conns_start(struct api *api, int request_timeout_s);
+
+/* Stops it; after MHD_stop_daemon(). NULL conns is ok. */
+void api_conns_stop(struct api *api);
+
+/* MHD_OPTION_NOTIFY_CONNECTION: tracks each connection (cls: the api). */
+void api_on_connection(void *cls, struct MHD_Connection *conn,
+                       void **socket_context,
+                       enum MHD_ConnectionNotificationCode toe);
+
+/* The connection's request is fully received: its deadline stops. */
+void api_conn_received(struct api *api, struct MHD_Connection *conn);
+
+/* Its request was answered: the next one's clock starts now. */
+void api_conn_next(struct api *api, struct MHD_Connection *conn);
 
 /* ---- validate.c ---- */
 
@@ -230,6 +276,11 @@ enum MHD_Result api_get_logs(struct api_req *r);
 
 /* The {id} segment of the path as a capture id; TR_EINVAL naming "id". */
 int api_path_id(struct api_req *r, int64_t *id, struct tr_err *err);
+
+/* The capture object of id without its ranks (one row: cheap), in *cap
+ * (caller decrefs). TR_ENOTFOUND naming "id". */
+int api_capture_brief(struct store *st, int64_t id, json_t **cap,
+                      struct tr_err *err);
 
 /* ---- routes_queries.c ---- */
 

@@ -22,6 +22,12 @@ enum MHD_Result api_reply(struct api_req *r, unsigned status,
   /* Answers depend on live state: never from a cache. */
   MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
   MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+  /* The dashboard's own scripts and styles only (style-src-attr: its bars
+   * are sized by style attributes), in no frame, an answer opened as a
+   * page included; another origin may not embed an answer (CORP). The
+   * headers that matter to pages alone: api_get_asset(). */
+  MHD_add_response_header(resp, "Content-Security-Policy", API_CSP);
+  MHD_add_response_header(resp, "Cross-Origin-Resource-Policy", "same-origin");
   if (status == 401)
     MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
                             "Bearer realm=\"traced\"");
@@ -75,10 +81,34 @@ static struct MHD_Response *json_response(json_t *obj)
   return json_text_response(text);
 }
 
+/* True (and the refusal replied, MHD's result in *ret) when text, a JSON
+ * answer, is longer than max_response_bytes. Frees text then. */
+static bool too_large(struct api_req *r, char *text, enum MHD_Result *ret)
+{
+  size_t len = text != NULL ? strlen(text) : 0;
+  int max = r->api->cfg->max_response_bytes;
+
+  if (len <= (size_t)max)
+    return false;
+  free(text);
+  *ret = api_reply_error(r, 413, "too_large", "limit",
+                         "the answer would be %zu bytes, more than "
+                         "max_response_bytes (%d): ask for fewer rows "
+                         "(limit) or one rank",
+                         len, max);
+  return true;
+}
+
 enum MHD_Result api_reply_json(struct api_req *r, unsigned status, json_t *obj)
 {
+  char *text = obj != NULL ? json_dumps(obj, JSON_COMPACT) : NULL;
+  enum MHD_Result ret;
+
+  json_decref(obj);
+  if (too_large(r, text, &ret))
+    return ret;
   /* Out of memory: api_reply() drops the connection. */
-  return api_reply(r, status, json_response(obj));
+  return api_reply(r, status, json_text_response(text));
 }
 
 /* ---- kept answers (cache.c) ---- */
@@ -150,8 +180,11 @@ enum MHD_Result api_reply_keep(struct api_req *r, json_t *obj,
 {
   char key[KEY_MAX];
   char *text = obj != NULL ? json_dumps(obj, JSON_COMPACT) : NULL;
+  enum MHD_Result ret;
 
   json_decref(obj);
+  if (too_large(r, text, &ret))
+    return ret;
   if (text != NULL && ids != NULL && request_key(r, key, sizeof(key)))
     api_cache_put(r->api->cache, epoch, key, ids, text, strlen(text));
   return api_reply(r, 200, json_text_response(text));
@@ -192,6 +225,8 @@ static unsigned http_status(int code)
   case TR_ENOTFOUND: return 404;
   case TR_ECONFLICT: return 409;
   case TR_ELIMIT: return 413;
+  case TR_EBUSY: return 429;
+  case TR_ESTORAGE: return 507;
   default: return 500;
   }
 }
@@ -329,8 +364,15 @@ enum MHD_Result api_get_asset(struct api_req *r)
   /* The table is static for the life of the process. */
   resp = MHD_create_response_from_buffer(a->len, (void *)a->bytes,
                                          MHD_RESPMEM_PERSISTENT);
-  if (resp != NULL)
+  if (resp != NULL) {
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
                             asset_type(a->name));
+    /* A page: no referrer to the sites it links to, no frame (for
+     * browsers without frame-ancestors), no window shared with another
+     * origin's. */
+    MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
+    MHD_add_response_header(resp, "X-Frame-Options", "DENY");
+    MHD_add_response_header(resp, "Cross-Origin-Opener-Policy", "same-origin");
+  }
   return api_reply(r, 200, resp);
 }

@@ -18,7 +18,8 @@
 #include <unistd.h>
 
 #include "api/api_int.h"
-#include "common/lifecycle.h"
+#include "common/file.h"
+#include "common/text.h"
 
 #define LOG_TAIL_BYTES 65536
 
@@ -29,17 +30,30 @@ int api_path_id(struct api_req *r, int64_t *id, struct tr_err *err)
   return api_parse_int(r->seg[1], "id", 1, INT64_MAX, id, err);
 }
 
+int api_capture_brief(struct store *st, int64_t id, json_t **cap,
+                      struct tr_err *err)
+{
+  /* The newest capture below id + 1 is id, if id exists. */
+  struct store_list_filter f = { .before = id < INT64_MAX ? id + 1 : 0,
+                                 .limit = 1 };
+  json_t *list = NULL, *first;
+  int rc = store_capture_list(st, &f, &list, err);
+
+  first = json_array_get(list, 0);
+  if (rc == 0 && json_integer_value(json_object_get(first, "id")) != id)
+    rc = tr_err_set(err, TR_ENOTFOUND, "id", "no capture %lld", (long long)id);
+  if (rc == 0)
+    *cap = json_incref(first);
+  json_decref(list);
+  return rc;
+}
+
 /* A done capture's answers are final until it is deleted. */
 static bool is_done(json_t *cap)
 {
   const char *status = json_string_value(json_object_get(cap, "status"));
 
   return status != NULL && strcmp(status, "done") == 0;
-}
-
-static bool is_final(const char *status)
-{
-  return tr_status_final(tr_status_parse(status));
 }
 
 /* Inserts the queued row, tells the loop, answers 202 with the capture
@@ -54,7 +68,8 @@ static enum MHD_Result queue(struct api_req *r, const char *kind,
   int64_t id;
 
   if (st == NULL ||
-      store_capture_insert(st, kind, label, params, &id, &err) != 0)
+      store_capture_insert(st, kind, label, params, r->api->cfg->max_queued,
+                           &id, &err) != 0)
     return api_reply_err(r, &err);
   if (hooks->wake != NULL)
     hooks->wake(hooks->ud);
@@ -85,43 +100,117 @@ enum MHD_Result api_post_captures(struct api_req *r)
   return ret;
 }
 
-/* The import's real path, checked against import_roots. A reply is made
- * (and MHD_YES/NO stored in *ret) when it is refused. */
+/* The absolute path with "." and ".." taken on its text ("a/b/../c" is
+ * "a/c", whatever a or b are): what it names then never depends on a
+ * folder outside the roots existing. NULL when out of memory. */
+static char *normalize(const char *path)
+{
+  char *out = malloc(strlen(path) + 2);
+  size_t n = 0;
+
+  if (out == NULL)
+    return NULL;
+  for (const char *c = path; *c != '\0';) {
+    const char *end = strchrnul(c, '/');
+    size_t len = (size_t)(end - c);
+
+    if (len == 2 && c[0] == '.' && c[1] == '.') {
+      while (n > 0 && out[n - 1] != '/')
+        n--;
+      if (n > 0)
+        n--;
+    } else if (len > 0 && !(len == 1 && c[0] == '.')) {
+      out[n++] = '/';
+      memcpy(out + n, c, len);
+      n += len;
+    }
+    c = *end == '/' ? end + 1 : end;
+  }
+  if (n == 0)
+    out[n++] = '/';
+  out[n] = '\0';
+  return out;
+}
+
+/* Where a path that does not exist would be: its deepest existing folder
+ * resolved, the rest as written. NULL when out of memory. */
+static char *resolve_missing(const char *path)
+{
+  char *copy = strdup(path), *cut, *real = NULL, *out = NULL;
+
+  while (copy != NULL && real == NULL && (cut = strrchr(copy, '/')) != NULL) {
+    *cut = '\0';
+    real = realpath(copy[0] != '\0' ? copy : "/", NULL);
+  }
+  if (real != NULL &&
+      asprintf(&out, "%s%s%s", real, strcmp(real, "/") ? "/" : "",
+               path + strlen(copy) + 1) < 0)
+    out = NULL;
+  free(real);
+  free(copy);
+  return out;
+}
+
+/* Whether real (resolved, under root) is a file or a folder traced can
+ * read, opened as the indexer will: under root, no link followed. 0, or
+ * -1 with the refusal replied (MHD's result in *ret). */
+static int check_import(struct api_req *r, const char *root, const char *path,
+                        const char *real, enum MHD_Result *ret)
+{
+  struct tr_err err = { 0 };
+  struct stat st;
+  int fd = tr_open_file(root, real, 0, &st, &err);
+
+  if (fd == TR_EFORMAT && S_ISDIR(st.st_mode)) {
+    tr_err_clear(&err);
+    fd = tr_open_dir(root, real, NULL, &err);
+  }
+  if (fd >= 0) {
+    close(fd);
+    return 0;
+  }
+  if (fd == -ELOOP || fd == -EACCES)
+    *ret =
+        api_reply_error(r, 403, "forbidden", "path", "%s: %s", path, err.msg);
+  else
+    *ret = api_reply_error(r, 400, "invalid", "path", "%s", err.msg);
+  return -1;
+}
+
+/* The import's real path, resolved once and checked against import_roots.
+ * The answer for a path outside the roots is the same whether it exists
+ * or not (no existence oracle): ".." is taken on the text first, and a
+ * missing path is judged by where its deepest existing folder lies. A
+ * reply is made (and MHD_YES/NO stored in *ret) when it is refused. */
 static char *import_path(struct api_req *r, const char *path,
                          enum MHD_Result *ret)
 {
-  struct stat sb;
-  char *real;
+  const char *root = NULL;
+  char *plain, *real = NULL;
+  int missing = 0;
 
   if (path[0] != '/') {
     *ret = api_reply_error(r, 400, "invalid", "path", "path must be absolute");
     return NULL;
   }
-  real = realpath(path, NULL);
-  if (real == NULL) {
-    /* Outside the roots, a missing path is refused like an existing one:
-     * the answer must not tell what exists there. */
-    if (cfg_import_allowed(r->api->cfg, path))
-      *ret = api_reply_error(r, 400, "invalid", "path", "%s: %s", path,
-                             strerror(errno));
-    else
-      *ret = api_reply_error(r, 403, "forbidden", "path",
-                             "%s is not under any of import_roots", path);
-    return NULL;
+  plain = normalize(path);
+  if (plain != NULL && (real = realpath(plain, NULL)) == NULL) {
+    missing = errno;
+    real = resolve_missing(plain);
   }
-  if (!cfg_import_allowed(r->api->cfg, real)) {
+  free(plain);
+  if (real != NULL)
+    root = cfg_import_root(r->api->cfg, real);
+  if (real == NULL)
+    *ret = api_reply_error(r, 500, "no_memory", NULL, "out of memory");
+  else if (root == NULL)
     *ret = api_reply_error(r, 403, "forbidden", "path",
-                           "%s is not under any of import_roots", real);
-  } else if (stat(real, &sb) != 0 ||
-             (!S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode))) {
-    *ret = api_reply_error(r, 400, "invalid", "path",
-                           "%s is not a file or a folder", real);
-  } else if (access(real, R_OK) != 0) {
-    *ret = api_reply_error(r, 400, "invalid", "path", "%s: %s", real,
-                           strerror(errno));
-  } else {
+                           "%s is not under any of import_roots", path);
+  else if (missing != 0)
+    *ret = api_reply_error(r, 400, "invalid", "path", "%s: %s", path,
+                           strerror(missing));
+  else if (check_import(r, root, path, real, ret) == 0)
     return real;
-  }
   free(real);
   return NULL;
 }
@@ -156,35 +245,57 @@ enum MHD_Result api_post_imports(struct api_req *r)
   return ret;
 }
 
+/* The id to pass as before= for the page after list (limit asked): its
+ * last id when the page is full, or cut short by max_response_bytes with
+ * more behind it; NULL on the last page. */
+static json_t *next_before(struct store *st, struct store_list_filter *f,
+                           json_t *list, int64_t limit)
+{
+  json_t *last =
+      json_object_get(json_array_get(list, json_array_size(list) - 1), "id");
+  json_t *more = NULL;
+  bool any;
+
+  if (last == NULL || json_array_size(list) == (size_t)limit)
+    return last;
+  f->before = json_integer_value(last);
+  f->limit = 1;
+  any =
+      store_capture_list(st, f, &more, NULL) == 0 && json_array_size(more) > 0;
+  json_decref(more);
+  return any ? last : NULL;
+}
+
 enum MHD_Result api_get_captures(struct api_req *r)
 {
   static const char *const names[] = { "status", "model",  "kind",
                                        "limit",  "before", NULL };
   static const char *const kinds[] = { "capture", "import", NULL };
+  const struct cfg *cfg = r->api->cfg;
   struct store_list_filter f = { 0 };
   struct tr_err err = { 0 };
-  int64_t limit = 50, before = 0;
-  json_t *list = NULL, *last;
+  int64_t limit = cfg->list_limit, before = 0;
+  json_t *list = NULL;
   struct store *st;
 
   if (api_query_check(r, names, &err) != 0 ||
       api_query_enum(r, "status", api_statuses, &f.status, &err) != 0 ||
       api_query_str(r, "model", 4096, &f.model, &err) != 0 ||
       api_query_enum(r, "kind", kinds, &f.kind, &err) != 0 ||
-      api_query_int(r, "limit", 1, 1000, &limit, &err) != 0 ||
+      api_query_int(r, "limit", 1, cfg->list_limit_max, &limit, &err) != 0 ||
       api_query_int(r, "before", 1, INT64_MAX, &before, &err) != 0)
     return api_reply_err(r, &err);
   f.limit = (int)limit;
   f.before = before;
+  /* The page stops early rather than build an answer too large to send. */
+  f.max_bytes = (size_t)cfg->max_response_bytes / 2;
   st = api_store(r, STORE_RO, &err);
   if (st == NULL || store_capture_list(st, &f, &list, &err) != 0)
     return api_reply_err(r, &err);
-  /* A full page may have a next one: it starts below its last id. */
-  last = json_array_size(list) == (size_t)limit
-             ? json_object_get(json_array_get(list, limit - 1), "id")
-             : NULL;
-  return api_reply_json(
-      r, 200, json_pack("{s:o, s:O?}", "captures", list, "next_before", last));
+  return api_reply_json(r, 200,
+                        json_pack("{s:o, s:O?}", "captures", list,
+                                  "next_before",
+                                  next_before(st, &f, list, limit)));
 }
 
 enum MHD_Result api_get_capture(struct api_req *r)
@@ -217,58 +328,42 @@ static int on_remove(const char *path, const struct stat *sb, int flag,
   return remove(path) == 0 || errno == ENOENT ? 0 : -1;
 }
 
-/* Removes <trace_root>/<sub><id> and all under it without following a
- * symbolic link (FTW_PHYS): a link to an import's originals is unlinked,
- * never walked. 0 when gone. */
+/* Removes the capture's folder (tr_capture_dir(), sub NULL or "logs") and
+ * all under it without following a symbolic link (FTW_PHYS): a link to an
+ * import's originals is unlinked, never walked. 0 when gone. */
 static int remove_files(const struct cfg *cfg, const char *sub, int64_t id)
 {
-  char path[PATH_MAX];
-  int n = snprintf(path, sizeof(path), "%s/%s%lld", cfg->trace_root, sub,
-                   (long long)id);
+  char *path = tr_capture_dir(cfg->trace_root, id, sub);
+  int rc = 0;
 
-  /* A cut path would name another capture's folder: never walk it. */
-  if (n < 0 || (size_t)n >= sizeof(path))
-    return -ENAMETOOLONG;
+  if (path == NULL)
+    return -ENOMEM;
   if (nftw(path, on_remove, 16, FTW_DEPTH | FTW_PHYS) != 0 && errno != ENOENT)
-    return -errno;
-  return 0;
+    rc = -errno;
+  free(path);
+  return rc;
 }
 
-/* A finished capture: its record, then its files under trace_root. */
-static enum MHD_Result delete_finished(struct api_req *r, int64_t id)
+/* A capture deleted: the answers kept about it, then its files under
+ * trace_root. */
+static enum MHD_Result deleted(struct api_req *r, int64_t id)
 {
   const struct cfg *cfg = r->api->cfg;
-  struct tr_err err = { 0 };
-  struct store *st = api_store(r, STORE_RW, &err);
   json_t *out;
 
-  if (st == NULL || store_capture_delete(st, id, &err) != 0)
-    return api_reply_err(r, &err);
   /* After the delete: a kept answer filled meanwhile is refused. */
   api_cache_drop(r->api->cache, id);
   out = json_pack("{s:I}", "deleted", (json_int_t)id);
-  if (remove_files(cfg, "", id) != 0 || remove_files(cfg, "logs/", id) != 0)
+  if (remove_files(cfg, NULL, id) != 0 || remove_files(cfg, "logs", id) != 0)
     json_object_set_new(out, "warning",
                         json_string("some trace or log files could not be "
                                     "removed"));
   return api_reply_json(r, 200, out);
 }
 
-/* The capture's status now, or a reply when it is gone. */
-static int read_status(struct api_req *r, int64_t id, json_t **cap,
-                       struct tr_err *err)
-{
-  struct store *st = api_store(r, STORE_RO, err);
-
-  json_decref(*cap);
-  *cap = NULL;
-  if (st == NULL || store_capture_get(st, id, cap, err) != 0)
-    return err->code != 0 ? err->code : TR_EIO;
-  return 0;
-}
-
 /* Cancel a running one through the loop: answered at once (202), the
- * status changes when the runner has stopped it. */
+ * status changes when the runner has stopped it. If it has just finished,
+ * 409: a cancel never becomes a delete. */
 static enum MHD_Result cancel_running(struct api_req *r, int64_t id,
                                       json_t *cap)
 {
@@ -287,38 +382,30 @@ static enum MHD_Result cancel_running(struct api_req *r, int64_t id,
                          "too many cancel requests pending; retry");
 }
 
+/* The store decides (store_capture_end()): cancel a queued capture,
+ * delete a finished one, or leave a running one to the runner. */
 enum MHD_Result api_delete_capture(struct api_req *r)
 {
   struct tr_err err = { 0 };
+  enum store_end what;
   enum MHD_Result ret;
+  struct store *st;
   json_t *cap = NULL;
-  bool was_queued = false;
-  const char *status;
-  struct store *rw;
   int64_t id;
 
   if (api_query_check(r, no_params, &err) != 0 ||
-      api_path_id(r, &id, &err) != 0 || read_status(r, id, &cap, &err) != 0)
+      api_path_id(r, &id, &err) != 0 ||
+      (st = api_store(r, STORE_RW, &err)) == NULL ||
+      store_capture_end(st, id, &what, &err) != 0)
     return api_reply_err(r, &err);
-  status = json_string_value(json_object_get(cap, "status"));
-  if (status != NULL && strcmp(status, "queued") == 0) {
-    /* Atomic against the runner taking it: either we cancel it while
-     * queued, or it is running by now and is cancelled as such. */
-    rw = api_store(r, STORE_RW, &err);
-    if (rw == NULL ||
-        store_capture_cancel_queued(rw, id, &was_queued, &err) != 0 ||
-        read_status(r, id, &cap, &err) != 0) {
-      json_decref(cap);
-      return api_reply_err(r, &err);
-    }
-    if (was_queued)
-      return api_reply_json(r, 200, cap);
-    status = json_string_value(json_object_get(cap, "status"));
-  }
-  if (status != NULL && is_final(status))
-    ret = delete_finished(r, id);
-  else
-    ret = cancel_running(r, id, cap);
+  if (what == STORE_END_DELETED)
+    return deleted(r, id);
+  if ((st = api_store(r, STORE_RO, &err)) == NULL ||
+      store_capture_get(st, id, &cap, &err) != 0)
+    return api_reply_err(r, &err);
+  if (what == STORE_END_CANCELLED)
+    return api_reply_json(r, 200, cap);
+  ret = cancel_running(r, id, cap);
   json_decref(cap);
   return ret;
 }
@@ -338,23 +425,32 @@ static void safe_name(char *out, size_t size, const char *path)
   out[i] = '\0';
 }
 
-/* Streams the file at path (the response owns the descriptor). */
-static enum MHD_Result send_file(struct api_req *r, const char *path,
-                                 const char *disposition_name)
+/* A file of a capture that cannot be served: 404 when it is gone, 403
+ * when it is no longer a regular file under the capture's folder (a link
+ * or a FIFO swapped in): not a byte of whatever it points at. */
+static enum MHD_Result open_refused(struct api_req *r, const struct tr_err *err,
+                                    const char *field, const char *what)
+{
+  if (err->code == -ENOENT)
+    return api_reply_error(r, 404, "not_found", field, "%s is gone", what);
+  return api_reply_error(r, 403, "forbidden", field, "%s: %s", what, err->msg);
+}
+
+/* Streams the file at path, opened under root (common/file.h): the
+ * response owns the descriptor, so what is sent is what was checked. */
+static enum MHD_Result send_file(struct api_req *r, const char *root,
+                                 const char *path, const char *disposition_name)
 {
   char disp[400], name[256];
   struct MHD_Response *resp;
+  struct tr_err err = { 0 };
   struct stat sb;
   size_t len = strlen(path);
   bool gz = len > 3 && strcmp(path + len - 3, ".gz") == 0;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = tr_open_file(root, path, 0, &sb, &err);
 
-  if (fd < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-    if (fd >= 0)
-      close(fd);
-    return api_reply_error(r, 404, "not_found", "rank",
-                           "the trace file of this rank is gone");
-  }
+  if (fd < 0)
+    return open_refused(r, &err, "rank", "the trace file of this rank");
   resp = MHD_create_response_from_fd64((uint64_t)sb.st_size, fd);
   if (resp == NULL) {
     close(fd);
@@ -369,12 +465,31 @@ static enum MHD_Result send_file(struct api_req *r, const char *path,
   return api_reply(r, 200, resp);
 }
 
+/* The folder a capture's rank files lie under, as a new string:
+ * <trace_root>/<id> for a capture, the import root holding an import's
+ * path (NULL when that root is no longer configured). */
+static char *files_root(struct api_req *r, json_t *cap)
+{
+  const char *kind = json_string_value(json_object_get(cap, "kind"));
+  const char *path, *root;
+  int64_t id = json_integer_value(json_object_get(cap, "id"));
+
+  if (kind != NULL && strcmp(kind, "import") == 0) {
+    path = json_string_value(
+        json_object_get(json_object_get(cap, "params"), "path"));
+    root = path != NULL ? cfg_import_root(r->api->cfg, path) : NULL;
+    return root != NULL ? strdup(root) : NULL;
+  }
+  return tr_capture_dir(r->api->cfg->trace_root, id, NULL);
+}
+
 enum MHD_Result api_get_trace(struct api_req *r)
 {
   struct tr_err err = { 0 };
-  char prefix[64];
+  char prefix[64], *root;
   struct store *st;
   char *path = NULL;
+  json_t *cap = NULL;
   enum MHD_Result ret;
   int64_t id, rank;
 
@@ -383,55 +498,50 @@ enum MHD_Result api_get_trace(struct api_req *r)
       api_parse_int(r->seg[3], "rank", 0, INT_MAX, &rank, &err) != 0)
     return api_reply_err(r, &err);
   st = api_store(r, STORE_RO, &err);
-  if (st == NULL || store_rank_file(st, id, (int)rank, &path, &err) != 0)
+  if (st == NULL || api_capture_brief(st, id, &cap, &err) != 0 ||
+      store_rank_file(st, id, (int)rank, &path, &err) != 0) {
+    json_decref(cap);
     return api_reply_err(r, &err);
+  }
+  root = files_root(r, cap);
   snprintf(prefix, sizeof(prefix), "capture%lld-rank%lld", (long long)id,
            (long long)rank);
-  ret = send_file(r, path, prefix);
+  ret = root != NULL ? send_file(r, root, path, prefix)
+                     : api_reply_error(r, 403, "forbidden", "rank",
+                                       "the import's folder is no longer "
+                                       "under any of import_roots");
+  json_decref(cap);
+  free(root);
   free(path);
   return ret;
 }
 
-/* Reads the last LOG_TAIL_BYTES of fd into buf; a tail that starts inside
- * a line starts at the next one. Returns the bytes kept. */
-static size_t read_tail(int fd, off_t size, char *buf)
-{
-  off_t off = size > LOG_TAIL_BYTES ? size - LOG_TAIL_BYTES : 0;
-  ssize_t n = pread(fd, buf, LOG_TAIL_BYTES, off);
-  char *nl;
-
-  if (n <= 0)
-    return 0;
-  nl = off > 0 ? memchr(buf, '\n', (size_t)n) : NULL;
-  if (nl != NULL) {
-    n -= nl + 1 - buf;
-    memmove(buf, nl + 1, (size_t)n);
-  }
-  return (size_t)n;
-}
-
-/* Answers the tail of the log at path as text/plain, with its full size
- * in X-Log-Bytes; 404 naming "which" when there is no such log. */
-static enum MHD_Result send_tail(struct api_req *r, const char *path,
-                                 int64_t id, const char *which)
+/* Answers the tail of the log at path (in the folder dir) as text/plain,
+ * with its full size in X-Log-Bytes; 404 naming "which" when there is no
+ * such log. */
+static enum MHD_Result send_tail(struct api_req *r, const char *dir,
+                                 const char *path, int64_t id,
+                                 const char *which)
 {
   struct MHD_Response *resp = NULL;
-  char size_text[32];
+  struct tr_err err = { 0 };
+  char size_text[32], what[64];
   struct stat sb;
   char *buf = NULL;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  size_t len = 0;
+  int fd = tr_open_file(dir, path, 0, &sb, &err);
 
-  if (fd < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-    if (fd >= 0)
-      close(fd);
-    return api_reply_error(r, 404, "not_found", "which",
-                           "capture %lld has no %s log", (long long)id, which);
+  if (fd < 0) {
+    snprintf(what, sizeof(what), "the %s log of capture %lld", which,
+             (long long)id);
+    return open_refused(r, &err, "which", what);
   }
-  buf = malloc(LOG_TAIL_BYTES);
-  if (buf != NULL)
-    resp = MHD_create_response_from_buffer(read_tail(fd, sb.st_size, buf), buf,
-                                           MHD_RESPMEM_MUST_FREE);
+  buf = tr_read_tail(fd, (uint64_t)sb.st_size, LOG_TAIL_BYTES, &len);
   close(fd);
+  if (buf == NULL)
+    buf = strdup(""); /* an empty log */
+  if (buf != NULL)
+    resp = MHD_create_response_from_buffer(len, buf, MHD_RESPMEM_MUST_FREE);
   if (resp == NULL) {
     free(buf);
     return MHD_NO;
@@ -448,24 +558,27 @@ enum MHD_Result api_get_logs(struct api_req *r)
   static const char *const names[] = { "which", NULL };
   static const char *const logs[] = { "server", "bench", "launcher", "stop",
                                       NULL };
-  const char *which = "server", *dir;
-  char path[PATH_MAX], fallback[PATH_MAX];
+  const char *which = "server";
+  char path[PATH_MAX], *dir;
   struct tr_err err = { 0 };
+  enum MHD_Result ret;
+  struct store *st;
   json_t *cap = NULL;
   int64_t id;
   int n;
 
   if (api_query_check(r, names, &err) != 0 || api_path_id(r, &id, &err) != 0 ||
       api_query_enum(r, "which", logs, &which, &err) != 0 ||
-      read_status(r, id, &cap, &err) != 0)
+      (st = api_store(r, STORE_RO, &err)) == NULL ||
+      api_capture_brief(st, id, &cap, &err) != 0)
     return api_reply_err(r, &err);
-  /* log_dir is written by the runner, never by a client. */
-  snprintf(fallback, sizeof(fallback), "%s/logs/%lld", r->api->cfg->trace_root,
-           (long long)id);
-  dir = json_string_value(json_object_get(cap, "log_dir"));
-  n = snprintf(path, sizeof(path), "%s/%s.log", dir ? dir : fallback, which);
-  json_decref(cap);
-  if (n < 0 || (size_t)n >= sizeof(path))
-    return api_reply_error(r, 500, "system", NULL, "log path too long");
-  return send_tail(r, path, id, which);
+  json_decref(cap); /* it exists: its logs are where the runner puts them */
+  if ((dir = tr_capture_dir(r->api->cfg->trace_root, id, "logs")) == NULL)
+    return MHD_NO;
+  n = snprintf(path, sizeof(path), "%s/%s.log", dir, which);
+  ret = n < 0 || (size_t)n >= sizeof(path)
+            ? api_reply_error(r, 500, "system", NULL, "log path too long")
+            : send_tail(r, dir, path, id, which);
+  free(dir);
+  return ret;
 }

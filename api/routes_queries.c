@@ -13,6 +13,9 @@ struct api_table {
   int (*query)(struct store *st, const struct store_query *q, json_t **out,
                struct tr_err *err);
   const char *const *params; /* the query parameters it takes */
+  bool grows; /* rows grow with the trace (one per name): the default limit
+                 is table_limit; the others are bounded by the taxonomy or
+                 64 phases a rank, and default to table_limit_max */
 };
 
 /* docs/API.md's parameters, plus limit everywhere and sort where rows
@@ -23,13 +26,17 @@ static const char *const named_params[] = { "rank", "q", "sort", "limit",
                                             NULL };
 static const char *const rank_params[] = { "rank", "limit", NULL };
 
-const struct api_table api_table_kernels = { store_kernels, kernel_params };
-const struct api_table api_table_launches = { store_launches, named_params };
-const struct api_table api_table_categories = { store_categories, rank_params };
-const struct api_table api_table_steps = { store_steps, rank_params };
-const struct api_table api_table_memcpy = { store_memcpy, rank_params };
-const struct api_table api_table_runtime = { store_runtime, named_params };
-const struct api_table api_table_phases = { store_phases, rank_params };
+const struct api_table api_table_kernels = { store_kernels, kernel_params,
+                                             true };
+const struct api_table api_table_launches = { store_launches, named_params,
+                                              true };
+const struct api_table api_table_categories = { store_categories, rank_params,
+                                                false };
+const struct api_table api_table_steps = { store_steps, rank_params, false };
+const struct api_table api_table_memcpy = { store_memcpy, rank_params, false };
+const struct api_table api_table_runtime = { store_runtime, named_params,
+                                             true };
+const struct api_table api_table_phases = { store_phases, rank_params, false };
 
 #define Q_MAX 256 /* bytes of a name substring */
 
@@ -39,7 +46,10 @@ static int table_query(struct api_req *r, struct store_query *q,
                        struct tr_err *err)
 {
   static const char *const sorts[] = { "total", "count", "avg", "name", NULL };
-  int64_t id = 0, rank = -1, limit = 0;
+  const struct cfg *cfg = r->api->cfg;
+  int64_t id = 0, rank = -1;
+  int64_t limit =
+      r->route->table->grows ? cfg->table_limit : cfg->table_limit_max;
 
   if (api_query_check(r, r->route->table->params, err) != 0 ||
       api_path_id(r, &id, err) != 0 ||
@@ -47,7 +57,7 @@ static int table_query(struct api_req *r, struct store_query *q,
       api_query_str(r, "q", Q_MAX, &q->q, err) != 0 ||
       api_query_enum(r, "category", api_categories, &q->category, err) != 0 ||
       api_query_enum(r, "sort", sorts, &q->sort, err) != 0 ||
-      api_query_int(r, "limit", 1, 100000, &limit, err) != 0)
+      api_query_int(r, "limit", 1, cfg->table_limit_max, &limit, err) != 0)
     return TR_EINVAL;
   q->capture_id = id;
   q->rank = (int)rank;
@@ -58,16 +68,13 @@ static int table_query(struct api_req *r, struct store_query *q,
 /* True when capture id is done: its tables are final. */
 static bool capture_done(struct store *st, int64_t id)
 {
-  struct store_list_filter f = { .status = "done",
-                                 .before = id + 1,
-                                 .limit = 1 };
-  json_t *list = NULL;
-  bool done;
+  json_t *cap = NULL;
+  const char *status = api_capture_brief(st, id, &cap, NULL) == 0
+                           ? json_string_value(json_object_get(cap, "status"))
+                           : NULL;
+  bool done = status != NULL && strcmp(status, "done") == 0;
 
-  done =
-      store_capture_list(st, &f, &list, NULL) == 0 &&
-      json_integer_value(json_object_get(json_array_get(list, 0), "id")) == id;
-  json_decref(list);
+  json_decref(cap);
   return done;
 }
 
@@ -105,8 +112,9 @@ enum MHD_Result api_get_diff(struct api_req *r)
   static const char *const bys[] = { "kernel", "category", "step", NULL };
   static const char *const norms[] = { "none", "per_step", NULL };
   struct store_diff_opts o = { .by = "kernel", .norm = "none" };
+  const struct cfg *cfg = r->api->cfg;
   struct tr_err err = { 0 };
-  int64_t a = 0, b = 0, rank = -1, limit = 0;
+  int64_t a = 0, b = 0, rank = -1, limit = cfg->table_limit;
   enum MHD_Result ret;
   struct store *st;
   json_t *out = NULL;
@@ -118,7 +126,7 @@ enum MHD_Result api_get_diff(struct api_req *r)
       api_query_int(r, "rank", 0, INT_MAX, &rank, &err) != 0 ||
       api_query_enum(r, "by", bys, &o.by, &err) != 0 ||
       api_query_enum(r, "norm", norms, &o.norm, &err) != 0 ||
-      api_query_int(r, "limit", 1, 100000, &limit, &err) != 0)
+      api_query_int(r, "limit", 1, cfg->table_limit_max, &limit, &err) != 0)
     return api_reply_err(r, &err);
   if (a == 0 || b == 0)
     return api_reply_error(r, 400, "invalid", a == 0 ? "a" : "b",

@@ -10,17 +10,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "api/api_int.h"
 #include "common/stats.h"
 
-static enum MHD_Result get_healthz(struct api_req *r);
-
 static const struct api_route routes[] = {
-  { "/healthz", get_healthz, NULL, NULL, NULL },
+  { "/healthz", api_get_healthz, NULL, NULL, NULL },
   { "/metrics", api_get_metrics, NULL, NULL, NULL },
   { "/captures", api_get_captures, api_post_captures, NULL, NULL },
   { "/imports", NULL, api_post_imports, NULL, NULL },
@@ -44,8 +43,8 @@ static const struct api_route routes[] = {
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
 
 /* The last entry, 0, stands for any other code. */
-const unsigned api_codes[API_CODES] = { 200, 202, 400, 401, 403, 404,
-                                        405, 409, 413, 500, 503, 0 };
+const unsigned api_codes[API_CODES] = { 200, 202, 400, 401, 403, 404, 405, 409,
+                                        413, 415, 429, 500, 503, 507, 0 };
 
 /* ---- routing ---- */
 
@@ -94,49 +93,6 @@ static void route_find(struct api_req *r)
       r->route = &routes[i];
       return;
     }
-}
-
-/* ---- auth ---- */
-
-/* Compares in time that depends only on the token's length, so that the
- * answer's timing does not tell how much of a guess was right. */
-static bool token_equal(const char *given, const char *want)
-{
-  size_t n = strlen(want), m = strlen(given);
-  unsigned char diff = m != n;
-
-  for (size_t i = 0; i < n; i++)
-    diff |= (unsigned char)want[i] ^ (unsigned char)(i < m ? given[i] : 0);
-  return diff == 0;
-}
-
-/* GET /healthz and the dashboard's own files (public code, no data) are
- * open; a browser cannot send a bearer header when it loads a page. */
-static bool auth_exempt(const struct api_req *r)
-{
-  if (r->route == NULL || strcmp(r->method, MHD_HTTP_METHOD_GET) != 0)
-    return false;
-  if (r->route->get == get_healthz)
-    return true;
-  return r->route->get == api_get_asset &&
-         api_asset_exists(r->nseg == 0 ? "" : r->seg[0]);
-}
-
-static bool authorized(const struct api_req *r)
-{
-  const char *token = r->api->cfg->auth_token;
-  const char *h;
-
-  if (token[0] == '\0' || auth_exempt(r))
-    return true;
-  h = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
-                                  MHD_HTTP_HEADER_AUTHORIZATION);
-  if (h == NULL || strncasecmp(h, "Bearer ", 7) != 0)
-    return false;
-  h += 7;
-  while (*h == ' ')
-    h++;
-  return token_equal(h, token);
 }
 
 /* ---- requests ---- */
@@ -207,11 +163,10 @@ static enum MHD_Result dispatch(struct api_req *r)
 {
   const struct api_route *rt = r->route;
   enum MHD_Result (*h)(struct api_req *) = NULL;
+  enum MHD_Result ret;
 
-  if (!authorized(r))
-    return api_reply_error(r, 401, "unauthorized", NULL,
-                           "this request needs the header "
-                           "'Authorization: Bearer <auth_token>'");
+  if (!api_guard(r, &ret))
+    return ret;
   if (rt == NULL)
     return api_reply_error(r, 404, "not_found", NULL, "no route %s", r->url);
   if (r->body_len > API_BODY_MAX)
@@ -226,6 +181,8 @@ static enum MHD_Result dispatch(struct api_req *r)
     h = rt->del;
   if (h == NULL)
     return api_reply_method(r);
+  if (!api_guard_body(r, &ret))
+    return ret;
   return h(r);
 }
 
@@ -249,6 +206,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn,
     *upload_size = 0;
     return r->answered ? MHD_YES : take_body(r, upload, n);
   }
+  /* The whole request is in: its deadline (conns.c) no longer runs. */
+  api_conn_received(r->api, conn);
   if (r->answered)
     return MHD_YES;
   return dispatch(r);
@@ -257,28 +216,61 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn,
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode why)
 {
-  (void)cls;
-  (void)conn;
   (void)why;
   req_free(*con_cls);
   *con_cls = NULL;
+  /* A kept-alive connection's next request starts its clock now. */
+  api_conn_next(cls, conn);
 }
+
+/* MHD's messages, at most LOG_PER_SECOND a second: a flood of refused
+ * connections must not flood the journal too. */
+#define LOG_PER_SECOND 10
 
 static void on_log(void *cls, const char *fmt, va_list ap)
 {
-  (void)cls;
-  fputs("traced: http: ", stderr);
-  vfprintf(stderr, fmt, ap);
+  struct api *api = cls;
+  time_t now = time(NULL);
+
+  pthread_mutex_lock(&api->log_lock);
+  if (now != api->log_second) {
+    if (api->log_dropped > 0)
+      fprintf(stderr, "traced: http: %u more messages in that second\n",
+              api->log_dropped);
+    api->log_second = now;
+    api->log_count = api->log_dropped = 0;
+  }
+  if (api->log_count++ < LOG_PER_SECOND) {
+    fputs("traced: http: ", stderr);
+    vfprintf(stderr, fmt, ap);
+  } else {
+    api->log_dropped++;
+  }
+  pthread_mutex_unlock(&api->log_lock);
 }
 
 static const char *const no_params[] = { NULL };
 
-static enum MHD_Result get_healthz(struct api_req *r)
+/* 200 while the daemon serves, "degraded" with the reason while the store
+ * refuses writes: reads still answer, and a restart would not free the
+ * disk, so a liveness probe must not restart it; monitoring alerts on the
+ * status (or on traced_store_degraded in /metrics). */
+enum MHD_Result api_get_healthz(struct api_req *r)
 {
   struct tr_err err = { 0 };
+  char reason[256];
 
   if (api_query_check(r, no_params, &err) != 0)
     return api_reply_err(r, &err);
+  if (tr_stats_store_degraded(reason, sizeof(reason))) {
+    json_t *why = json_string(reason); /* NULL: not UTF-8 (a path's bytes) */
+
+    return api_reply_json(
+        r, 200,
+        json_pack("{s:s, s:o}", "status", "degraded", "reason",
+                  why != NULL ? why
+                              : json_string("the database refuses writes")));
+  }
   return api_reply_json(r, 200, json_pack("{s:s}", "status", "ok"));
 }
 
@@ -353,12 +345,17 @@ static void metrics_index(FILE *f)
           "traced_ranks_indexed_total %llu\n"
           "# HELP traced_ranks_failed_total Ranks that failed to index.\n"
           "# TYPE traced_ranks_failed_total counter\n"
-          "traced_ranks_failed_total %llu\n",
+          "traced_ranks_failed_total %llu\n"
+          "# HELP traced_store_degraded 1 while the database refuses "
+          "writes (disk full, I/O error).\n"
+          "# TYPE traced_store_degraded gauge\n"
+          "traced_store_degraded %d\n",
           (unsigned long long)atomic_load(&tr_stats.index_bytes),
           (unsigned long long)(ns / 1000000000),
           (unsigned long long)(ns % 1000000000),
           (unsigned long long)atomic_load(&tr_stats.ranks_indexed),
-          (unsigned long long)atomic_load(&tr_stats.ranks_failed));
+          (unsigned long long)atomic_load(&tr_stats.ranks_failed),
+          tr_stats_store_degraded(NULL, 0) ? 1 : 0);
 }
 
 static void metrics_http(FILE *f, struct api *api)
@@ -416,6 +413,28 @@ enum MHD_Result api_get_metrics(struct api_req *r)
 }
 
 /* ---- start and stop ---- */
+
+/* Descriptors traced needs besides its connections: the database's, the
+ * indexer's files, the children's pipes and logs. */
+#define FDS_BESIDE 256
+
+/* Raises the soft descriptor limit towards want (systemd's default is
+ * 1024 soft, far more hard): every connection MHD accepts takes one, also
+ * those it refuses at once for the limits. */
+static void raise_fd_limit(rlim_t want)
+{
+  struct rlimit rl;
+
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want)
+    return;
+  rl.rlim_cur = want < rl.rlim_max ? want : rl.rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur < want)
+    fprintf(stderr,
+            "traced: only %llu file descriptors: max_connections (%llu) "
+            "needs %llu\n",
+            (unsigned long long)rl.rlim_cur,
+            (unsigned long long)(want - FDS_BESIDE), (unsigned long long)want);
+}
 
 /* The port a bound socket got (the chosen one when asked for port 0). */
 static int port_of(int fd)
@@ -478,6 +497,17 @@ static int listen_on(const char *addr, int *port, struct tr_err *err)
   return fd;
 }
 
+/* The Host header a client gives for the listen address: its host part
+ * as written (brackets kept) with the bound port. */
+static void listen_host(struct api *api, const char *listen)
+{
+  const char *colon = strrchr(listen, ':');
+  int n = colon != NULL ? (int)(colon - listen) : (int)strlen(listen);
+
+  snprintf(api->listen_host, sizeof(api->listen_host), "%.*s:%d", n, listen,
+           api->port);
+}
+
 int api_start(const struct cfg *cfg, const struct api_hooks *hooks,
               struct api **out, struct tr_err *err)
 {
@@ -488,6 +518,7 @@ int api_start(const struct cfg *cfg, const struct api_hooks *hooks,
     return tr_err_set(err, TR_ENOMEM, "", "out of memory");
   api->cfg = cfg;
   api->hooks = *hooks;
+  api->loopback = cfg_listen_loopback(cfg);
   api->hits = calloc((NROUTES + 1) * API_CODES, sizeof(*api->hits));
   api->cache = api_cache_new();
   if (api->hits == NULL || api->cache == NULL ||
@@ -498,10 +529,18 @@ int api_start(const struct cfg *cfg, const struct api_hooks *hooks,
     return tr_err_set(err, TR_ENOMEM, "", "out of memory");
   }
   pthread_mutex_init(&api->lock, NULL);
+  pthread_mutex_init(&api->log_lock, NULL);
+  raise_fd_limit((rlim_t)cfg->max_connections + FDS_BESIDE);
   fd = listen_on(cfg->listen, &api->port, err);
   if (fd < 0) {
     api_stop(api);
     return fd;
+  }
+  listen_host(api, cfg->listen);
+  if (api_conns_start(api, cfg->request_timeout_s) != 0) {
+    close(fd);
+    api_stop(api);
+    return tr_err_set(err, TR_ENOMEM, "", "out of memory");
   }
   /* MHD owns fd from here on, and closes it when stopped. */
   api->mhd = MHD_start_daemon(
@@ -510,8 +549,11 @@ int api_start(const struct cfg *cfg, const struct api_hooks *hooks,
       api, /* first: MHD says so */
       MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_THREAD_POOL_SIZE,
       (unsigned)API_THREADS, MHD_OPTION_NOTIFY_COMPLETED, on_completed, api,
-      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_CONNECTION_LIMIT,
-      (unsigned)1024, MHD_OPTION_END);
+      MHD_OPTION_NOTIFY_CONNECTION, api_on_connection, api,
+      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)cfg->idle_timeout_s,
+      MHD_OPTION_CONNECTION_LIMIT, (unsigned)cfg->max_connections,
+      MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+      (unsigned)cfg->max_connections_per_client, MHD_OPTION_END);
   if (api->mhd == NULL) {
     close(fd);
     api_stop(api);
@@ -529,6 +571,7 @@ void api_stop(struct api *api)
   /* Joins the workers: no thread uses a store connection after this. */
   if (api->mhd != NULL)
     MHD_stop_daemon(api->mhd);
+  api_conns_stop(api);
   while (api->threads != NULL) {
     struct api_thread *t = api->threads;
 
@@ -539,6 +582,7 @@ void api_stop(struct api *api)
   }
   pthread_key_delete(api->key);
   pthread_mutex_destroy(&api->lock);
+  pthread_mutex_destroy(&api->log_lock);
   api_cache_free(api->cache);
   free(api->hits);
   free(api);

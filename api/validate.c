@@ -11,6 +11,7 @@
 
 #include "api/api_int.h"
 #include "common/lifecycle.h"
+#include "common/preset.h"
 
 #define MODEL_MAX     4096
 #define LABEL_MAX     1024
@@ -93,6 +94,113 @@ static int check_words(json_t *v, const char *field, struct tr_err *err)
   return 0;
 }
 
+/* Flags traced sets itself, or that would make ATOM's server or bench
+ * (run as root) write or read a file of the client's choice. Both parse
+ * with ATOM's FlexibleArgumentParser (atom/utils/arg_parser.py): every
+ * long flag in kebab and snake spelling, and argparse's allow_abbrev (left
+ * on in atom/entrypoints/openai/api_server.py and benchmark_serving.py)
+ * takes any unambiguous prefix, with "=value" or not; the last flag wins,
+ * so a word given here would override traced's own. */
+struct own_flag {
+  const char *member; /* server_args or bench_args */
+  const char *flag;   /* as ATOM registers it */
+  const char *why;
+};
+
+static const struct own_flag own_flags[] = {
+  { "server_args", "--model", "traced passes the request's model" },
+  { "server_args", "--tensor-parallel-size", "traced passes the capture's tp" },
+  { "server_args", "-tp", "traced passes the capture's tp" },
+  { "server_args", "--server-port", "traced's atom_port is where it polls" },
+  { "server_args", "--torch-profiler-dir",
+    "traced gives each capture its own trace folder" },
+  { "server_args", "--request-log",
+    "the server would write that file wherever a client says, as root" },
+  { "bench_args", "--result-dir",
+    "the bench would write its result wherever a client says, as root" },
+  { "bench_args", "--result-filename",
+    "traced reads the bench's result from bench_result" },
+  { "bench_args", "--dataset-path",
+    "the bench would read a file of the client's choice, as root" },
+};
+
+/* True when argparse would take word (before any "=value") as flag: an
+ * unambiguous prefix of it in either spelling; for the short -tp, any
+ * word starting like it (-t, -tp, -tp8). */
+static bool sets_flag(const char *word, const char *flag)
+{
+  size_t n = strcspn(word, "=");
+  char snake[64];
+
+  if (flag[1] != '-')
+    return word[0] == '-' && word[1] == flag[1] &&
+           (n == 2 || strncmp(word, flag, strlen(flag)) == 0 ||
+            strncmp(word, flag, n) == 0);
+  if (n <= 2 || strncmp(word, "--", 2) != 0 || n > strlen(flag))
+    return false;
+  snprintf(snake, sizeof(snake), "%s", flag);
+  for (char *c = snake + 2; *c != '\0'; c++)
+    if (*c == '-')
+      *c = '_';
+  return strncmp(word, flag, n) == 0 || strncmp(word, snake, n) == 0;
+}
+
+/* A word holding a space must be JSON whose compact form has none: ATOM's
+ * start and bench scripts pass their extra words unquoted ($EXTRA_ARGS),
+ * so the shell splits them again at whitespace; a JSON value is stored
+ * (and passed) compact. Any other word with a space could never reach the
+ * server intact. */
+static int check_spaced(json_t *arr, size_t i, const char *item,
+                        const char *target, struct tr_err *err)
+{
+  const char *w = json_string_value(json_array_get(arr, i));
+  json_t *v = json_loads(w, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, NULL);
+  char *compact =
+      v != NULL ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+  int rc = 0;
+
+  if (compact == NULL || strchr(compact, ' ') != NULL)
+    rc = tr_err_set(err, TR_EINVAL, item,
+                    "%s holds a space and is not JSON without spaces inside "
+                    "its strings: ATOM's scripts split their extra words "
+                    "again at whitespace, so it cannot reach %s intact; "
+                    "give each word on its own",
+                    item, target);
+  else if (json_array_set_new(arr, i, json_string(compact)) != 0)
+    rc = tr_err_set(err, TR_ENOMEM, item, "out of memory");
+  free(compact);
+  json_decref(v);
+  return rc;
+}
+
+/* server_args and bench_args words: none may set one of own_flags, and
+ * one with a space must be JSON (stored compact). */
+static int check_argv(json_t *arr, const char *member, struct tr_err *err)
+{
+  char item[64];
+  size_t i;
+  json_t *w;
+
+  json_array_foreach(arr, i, w) {
+    const char *word = json_string_value(w);
+
+    snprintf(item, sizeof(item), "%s[%zu]", member, i);
+    for (size_t k = 0; k < sizeof(own_flags) / sizeof(own_flags[0]); k++)
+      if (strcmp(own_flags[k].member, member) == 0 &&
+          sets_flag(word, own_flags[k].flag))
+        return tr_err_set(err, TR_EINVAL, item,
+                          "%s \"%.200s\" would set %s, which may not be given "
+                          "here: %s",
+                          item, word, own_flags[k].flag, own_flags[k].why);
+    if (strchr(word, ' ') != NULL &&
+        check_spaced(arr, i, item,
+                     strcmp(member, "bench_args") ? "the server" : "the bench",
+                     err) != 0)
+      return TR_EINVAL;
+  }
+  return 0;
+}
+
 static bool env_name_ok(const char *name)
 {
   if (!isalpha((unsigned char)name[0]) && name[0] != '_')
@@ -108,7 +216,7 @@ static bool env_name_ok(const char *name)
 static int check_env(const struct cfg *cfg, json_t *v, struct tr_err *err)
 {
   char field[64];
-  const char *name;
+  const char *name, *why, *pattern;
   json_t *val;
 
   if (!json_is_object(v))
@@ -122,6 +230,11 @@ static int check_env(const struct cfg *cfg, json_t *v, struct tr_err *err)
     if (!env_name_ok(name))
       return tr_err_set(err, TR_EINVAL, field,
                         "%s: a variable name is [A-Za-z_][A-Za-z0-9_]*", field);
+    if ((why = cfg_env_denied(name, &pattern)) != NULL)
+      return tr_err_set(err, TR_EINVAL, field,
+                        "%s may never be set: it matches %s (%s); no "
+                        "env_allow admits it",
+                        name, pattern, why);
     if (!cfg_env_allowed(cfg, name))
       return tr_err_set(err, TR_EINVAL, field,
                         "%s may not be set: env takes only names starting "
@@ -160,7 +273,10 @@ static int check_member(const struct cfg *cfg, const struct tr_member *m,
       return tr_err_set(err, TR_EINVAL, m->name, "%s must be true or false",
                         m->name);
     return 0;
-  case TR_M_WORDS: return check_words(v, m->name, err);
+  case TR_M_WORDS:
+    if (check_words(v, m->name, err) != 0)
+      return TR_EINVAL;
+    return check_argv(v, m->name, err);
   case TR_M_ENV: return check_env(cfg, v, err);
   case TR_M_TEXT: return check_string(v, m->name, LABEL_MAX, false, err);
   }
@@ -243,6 +359,43 @@ static int check_capture(const struct cfg *cfg, json_t *obj, struct tr_err *err)
   return 0;
 }
 
+/* A variant names a row of the model's entry in models.json: one that is
+ * not there is refused now, naming the labels that are (the file is the
+ * operator's and small; reading it here costs a request a few ms). */
+static int check_variant(const struct cfg *cfg, json_t *obj, struct tr_err *err)
+{
+  const char *variant = json_string_value(json_object_get(obj, "variant"));
+  struct tr_preset pre = { 0 };
+  int rc;
+
+  if (variant == NULL || variant[0] == '\0')
+    return 0;
+  if (cfg->models_json[0] == '\0')
+    return tr_err_set(err, TR_EINVAL, "variant",
+                      "variant \"%s\" asked for, but traced has no "
+                      "models_json",
+                      variant);
+  rc = tr_preset_find(cfg->models_json,
+                      json_string_value(json_object_get(obj, "model")), variant,
+                      &pre, err);
+  tr_preset_free(&pre);
+  return rc < 0 ? rc : 0;
+}
+
+/* The request as it will be stored, at most max_params_bytes: each
+ * capture row keeps it, and every list of captures carries it. */
+static int check_size(const struct cfg *cfg, json_t *obj, struct tr_err *err)
+{
+  size_t n = json_dumpb(obj, NULL, 0, JSON_COMPACT);
+
+  if (n > (size_t)cfg->max_params_bytes)
+    return tr_err_set(err, TR_ELIMIT, "body",
+                      "the request is %zu bytes once validated; at most %d "
+                      "(max_params_bytes)",
+                      n, cfg->max_params_bytes);
+  return 0;
+}
+
 int api_parse_capture(const struct cfg *cfg, const char *body, size_t len,
                       json_t **params, struct tr_err *err)
 {
@@ -252,6 +405,8 @@ int api_parse_capture(const struct cfg *cfg, const char *body, size_t len,
   if (load_object(body, len, &obj, err) != 0)
     return TR_EINVAL;
   rc = check_capture(cfg, obj, err);
+  if (rc == 0)
+    rc = check_variant(cfg, obj, err);
   if (rc != 0) {
     json_decref(obj);
     return rc;
@@ -267,6 +422,11 @@ int api_parse_capture(const struct cfg *cfg, const char *body, size_t len,
                       "stacks and memory the trace grows 3-4x and its "
                       "export has run workers out of memory, so it is "
                       "allowed only with a short window");
+  }
+  rc = check_size(cfg, obj, err);
+  if (rc != 0) {
+    json_decref(obj);
+    return rc;
   }
   *params = obj;
   return 0;

@@ -23,6 +23,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 ROUNDS = int(os.environ.get("ROUNDS", "5"))
@@ -31,14 +32,18 @@ TRACED_ZLIB = os.environ.get("TRACED_ZLIB_BIN", "build-zlib/traced")
 
 
 def run(cmd):
-    """(wall seconds, peak RSS in KB) of one run of cmd."""
-    t = time.monotonic()
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
-    _, status, ru = os.wait4(p.pid, 0)
-    wall = time.monotonic() - t
-    if status != 0:
-        sys.exit("bench: %s failed (status %d)" % (" ".join(cmd), status))
-    return wall, ru.ru_maxrss
+    """(wall seconds, peak RSS in KB) of one run of cmd. The RSS is GNU
+    time's (-f %M): a child forked from this Python process would count
+    the interpreter's pages it shares until exec."""
+    with tempfile.NamedTemporaryFile("r") as rss:
+        t = time.monotonic()
+        p = subprocess.Popen(["/usr/bin/time", "-f", "%M", "-o", rss.name]
+                             + cmd, stdout=subprocess.DEVNULL)
+        status = p.wait()
+        wall = time.monotonic() - t
+        if status != 0:
+            sys.exit("bench: %s failed (status %d)" % (" ".join(cmd), status))
+        return wall, int(rss.read().split()[-1])
 
 
 def rounds(cmds):

@@ -17,6 +17,7 @@ SRC=${BENCH_SOURCE:-../shared/traces/tracelens__xdit_flux.1_aiter_sage_profile_t
 
 [ -x "$BIN" ] || { echo "bench: $BIN not built (make)" >&2; exit 2; }
 command -v igzip >/dev/null || { echo "bench: igzip missing (apt-get install isal)" >&2; exit 2; }
+[ -x /usr/bin/time ] || { echo "bench: GNU time missing (apt-get install time)" >&2; exit 2; }
 if [ -z "${TRACED_ZLIB_BIN:-}" ]; then
   cmake -S . -B build-zlib -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DTRACED_INFLATE=zlib >/dev/null

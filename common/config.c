@@ -1,11 +1,18 @@
 #include "common/config.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
+#include <fnmatch.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include "common/file.h"
 
 #define DEFAULT_ENV_ALLOW                                                      \
   "ATOM_ AITER_ HSA_ HIP_ AMD_ V4_ NCCL_ RCCL_ MIOPEN_ TORCH_ PYTORCH_"
@@ -49,12 +56,26 @@ static const struct key keys[] = {
   { "profile_control", K_PROFILE, offsetof(struct cfg, profile_control), 0, 0 },
   { "import_roots", K_LIST_COLON, offsetof(struct cfg, import_roots), 0, 0 },
   STR(auth_token),
+  STR(auth_token_file),
+  { "allowed_hosts", K_LIST_SPACE, offsetof(struct cfg, allowed_hosts), 0, 0 },
   INT(index_jobs, 1, 256),
   { "env_allow", K_LIST_SPACE, offsetof(struct cfg, env_allow), 0, 0 },
   STR(models_json),
   STR(category_rules),
+  INT(max_queued, 1, 1000000),
+  INT(max_params_bytes, 1024, 16 << 20),
+  INT(list_limit, 1, 1000000),
+  INT(list_limit_max, 1, 1000000),
+  INT(table_limit, 1, 1000000),
+  INT(table_limit_max, 1, 1000000),
+  INT(max_response_bytes, 65536, 1 << 30),
+  INT(max_connections, 16, 1000000),
+  INT(max_connections_per_client, 1, 1000000),
+  INT(request_timeout_s, 1, 3600),
+  INT(idle_timeout_s, 1, 86400),
   INT(stop_timeout_s, 1, 86400),
   INT(launch_timeout_s, 1, 86400),
+  INT(profiler_timeout_s, 1, 86400),
 };
 
 static char **split(const char *text, const char *seps)
@@ -115,12 +136,26 @@ void cfg_defaults(struct cfg *cfg)
   cfg->profile_control = CFG_PROFILE_BENCH;
   cfg->import_roots = split("", ":");
   cfg->auth_token = strdup("");
+  cfg->auth_token_file = strdup("");
+  cfg->allowed_hosts = split("", " ");
   cfg->index_jobs = cores > 0 ? (int)cores : 1;
   cfg->env_allow = split(DEFAULT_ENV_ALLOW, " ");
   cfg->models_json = strdup("");
   cfg->category_rules = strdup("");
+  cfg->max_queued = 256;
+  cfg->max_params_bytes = 64 << 10;
+  cfg->list_limit = 50;
+  cfg->list_limit_max = 500;
+  cfg->table_limit = 100;
+  cfg->table_limit_max = 1000;
+  cfg->max_response_bytes = 16 << 20;
+  cfg->max_connections = 512;
+  cfg->max_connections_per_client = 64;
+  cfg->request_timeout_s = 10;
+  cfg->idle_timeout_s = 60;
   cfg->stop_timeout_s = 120;
   cfg->launch_timeout_s = 300;
+  cfg->profiler_timeout_s = 300;
 }
 
 static const struct key *find_key(const char *name)
@@ -245,11 +280,46 @@ static void derive_script(char **slot, const char *dir, const char *name)
   *slot = path;
 }
 
-static bool listen_is_loopback(const char *listen)
+bool cfg_address_loopback(const char *addr)
 {
-  return strncmp(listen, "127.", 4) == 0 ||
-         strncmp(listen, "localhost:", 10) == 0 ||
-         strncmp(listen, "[::1]:", 6) == 0;
+  struct addrinfo hints = { .ai_flags = AI_NUMERICHOST };
+  struct addrinfo *res = NULL;
+  bool yes = false;
+
+  if (getaddrinfo(addr, NULL, &hints, &res) != 0)
+    return false;
+  if (res->ai_family == AF_INET) {
+    const struct sockaddr_in *in = (const struct sockaddr_in *)res->ai_addr;
+
+    yes = (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+  } else if (res->ai_family == AF_INET6) {
+    const struct in6_addr *a =
+        &((const struct sockaddr_in6 *)res->ai_addr)->sin6_addr;
+
+    yes = IN6_IS_ADDR_LOOPBACK(a) ||
+          (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+  }
+  freeaddrinfo(res);
+  return yes;
+}
+
+/* The host of listen: a numeric loopback address, or the name
+ * "localhost"; a name that merely starts like one (127.1.nip.io) is not. */
+bool cfg_listen_loopback(const struct cfg *cfg)
+{
+  const char *listen = cfg->listen, *colon = strrchr(listen, ':');
+  size_t n = colon != NULL ? (size_t)(colon - listen) : strlen(listen);
+  char host[256];
+
+  if (n >= 2 && listen[0] == '[' && listen[n - 1] == ']') {
+    listen++;
+    n -= 2;
+  }
+  if (n >= sizeof(host))
+    return false;
+  memcpy(host, listen, n);
+  host[n] = '\0';
+  return strcmp(host, "localhost") == 0 || cfg_address_loopback(host);
 }
 
 /* Import roots are compared with real paths: resolve them once here (a
@@ -266,6 +336,54 @@ static void resolve_roots(char **roots)
   }
 }
 
+/* auth_token_file: the token from a file only root reads (mode without
+ * group or other bits), so that it is in no command line (ps) and in no
+ * configuration file others may read. Trailing whitespace is dropped; the
+ * token itself is printable, without spaces. */
+static int read_token_file(struct cfg *cfg, struct tr_err *err)
+{
+  const char *path = cfg->auth_token_file;
+  struct stat st;
+  char *text = NULL;
+  size_t len = 0;
+  bool ok;
+
+  if (path[0] == '\0')
+    return 0;
+  if (cfg->auth_token[0] != '\0')
+    return tr_err_set(err, TR_EINVAL, "auth_token_file",
+                      "set auth_token or auth_token_file, not both");
+  if (stat(path, &st) == 0 && (st.st_mode & 0077) != 0)
+    return tr_err_set(err, TR_EINVAL, "auth_token_file",
+                      "%s may be read or written by others (mode %04o): "
+                      "chmod 600 it",
+                      path, (unsigned)(st.st_mode & 07777));
+  if (tr_read_file(NULL, path, 4096, &text, &len, err) != 0)
+    return TR_EINVAL;
+  while (len > 0 && isspace((unsigned char)text[len - 1]))
+    text[--len] = '\0';
+  ok = len > 0;
+  for (size_t i = 0; ok && i < len; i++)
+    ok = isgraph((unsigned char)text[i]);
+  if (!ok) {
+    free(text);
+    return tr_err_set(err, TR_EINVAL, "auth_token_file",
+                      "%s: the token must be one word of printable characters",
+                      path);
+  }
+  free(cfg->auth_token);
+  cfg->auth_token = text;
+  return 0;
+}
+
+void cfg_hide_args(int argc, char **argv)
+{
+  for (int i = 1; i + 1 < argc; i++)
+    if (strcmp(argv[i], "--auth-token") == 0 ||
+        strcmp(argv[i], "--auth_token") == 0)
+      memset(argv[i + 1], '*', strlen(argv[i + 1]));
+}
+
 int cfg_finish(struct cfg *cfg, struct tr_err *err)
 {
   const char *colon = strrchr(cfg->listen, ':');
@@ -277,11 +395,21 @@ int cfg_finish(struct cfg *cfg, struct tr_err *err)
       *end != '\0' || port < 0 || port > 65535)
     return tr_err_set(err, TR_EINVAL, "listen",
                       "listen must be address:port, not \"%s\"", cfg->listen);
-  if (!listen_is_loopback(cfg->listen) && cfg->auth_token[0] == '\0')
+  if (read_token_file(cfg, err) != 0)
+    return TR_EINVAL;
+  if (!cfg_listen_loopback(cfg) && cfg->auth_token[0] == '\0')
     return tr_err_set(err, TR_EINVAL, "auth_token",
                       "auth_token is required when listen (%s) is not a "
                       "loopback address",
                       cfg->listen);
+  if (cfg->list_limit > cfg->list_limit_max)
+    return tr_err_set(err, TR_EINVAL, "list_limit",
+                      "list_limit (%d) is above list_limit_max (%d)",
+                      cfg->list_limit, cfg->list_limit_max);
+  if (cfg->table_limit > cfg->table_limit_max)
+    return tr_err_set(err, TR_EINVAL, "table_limit",
+                      "table_limit (%d) is above table_limit_max (%d)",
+                      cfg->table_limit, cfg->table_limit_max);
   resolve_roots(cfg->import_roots);
   derive_script(&cfg->start_script, cfg->atom_scripts, "start_atom_server.sh");
   derive_script(&cfg->bench_script, cfg->atom_scripts, "run_benchmark.sh");
@@ -289,25 +417,75 @@ int cfg_finish(struct cfg *cfg, struct tr_err *err)
   return 0;
 }
 
+/* Names no request may set, whatever env_allow says (issue 12): each loads
+ * code into the server (run as root), or points it at a file, folder or
+ * address of the client's choice. From ATOM (atom/utils/envs.py:
+ * ATOM_TORCH_PROFILER_DIR moves where the server writes, ATOM_RTL_TRACE_DIR
+ * wraps the launch in `rtl trace`, ATOM_*_DUMP_DIR, ATOM_DEBUG_TOPK_PATH,
+ * ATOM_KV_EVENTS_ENDPOINT), ROCm (HSA_TOOLS_LIB, ROCP_TOOL_LIBRARIES,
+ * AITER_ASM_DIR's kernels, AMD_COMGR_REDIRECT_LOGS, AMD_LOG_LEVEL_FILE,
+ * MIOPEN_USER_DB_PATH) and RCCL/NCCL (NCCL_NET_PLUGIN, NCCL_TUNER_PLUGIN,
+ * NCCL_PROFILER_PLUGIN, NCCL_ENV_PLUGIN, NCCL_DEBUG_FILE, NCCL_TOPO_FILE,
+ * NCCL_GRAPH_DUMP_FILE). fnmatch(3) patterns. */
+static const struct {
+  const char *pattern;
+  const char *why;
+} env_deny[] = {
+  { "LD_*", "it steers the dynamic loader" },
+  { "*PRELOAD*", "it preloads code" },
+  { "*_LIB", "it names a library to load" },
+  { "*_LIBS", "it names libraries to load" },
+  { "*_LIBRARY*", "it names libraries to load" },
+  { "*_PLUGIN*", "it loads a plugin" },
+  { "HSA_TOOLS_*", "HSA loads its tool libraries into every process" },
+  { "ROCP_*", "rocprofiler loads tool libraries from it" },
+  { "ROCPROFILER_*", "rocprofiler loads tool libraries from it" },
+  { "AMD_COMGR_*", "the code-object compiler writes files from it" },
+  { "PYTHON*", "Python runs or imports code from it" },
+  { "*_PATH", "it names a file or a search path" },
+  { "*_PATHS", "it names search paths" },
+  { "*_DIR", "it names a folder the server reads or writes" },
+  { "*_DIRS", "it names folders the server reads or writes" },
+  { "*_FILE", "it names a file the server reads or writes" },
+  { "*_HOME", "code is loaded from under it" },
+  { "*_ROOT", "code is loaded from under it" },
+  { "*_ENDPOINT", "it names an address the server connects to or binds" },
+};
+
+const char *cfg_env_denied(const char *name, const char **pattern)
+{
+  for (size_t i = 0; i < sizeof(env_deny) / sizeof(env_deny[0]); i++)
+    if (fnmatch(env_deny[i].pattern, name, 0) == 0) {
+      if (pattern != NULL)
+        *pattern = env_deny[i].pattern;
+      return env_deny[i].why;
+    }
+  return NULL;
+}
+
 bool cfg_env_allowed(const struct cfg *cfg, const char *name)
 {
+  if (cfg_env_denied(name, NULL) != NULL)
+    return false;
   for (char **p = cfg->env_allow; p != NULL && *p != NULL; p++)
     if (strncmp(name, *p, strlen(*p)) == 0)
       return true;
   return false;
 }
 
-bool cfg_import_allowed(const struct cfg *cfg, const char *real)
+const char *cfg_import_root(const struct cfg *cfg, const char *real)
 {
   for (char **p = cfg->import_roots; p != NULL && *p != NULL; p++) {
     size_t n = strlen(*p);
 
     while (n > 1 && (*p)[n - 1] == '/')
       n--;
+    if (n == 1 && (*p)[0] == '/')
+      return real[0] == '/' ? *p : NULL;
     if (strncmp(real, *p, n) == 0 && (real[n] == '\0' || real[n] == '/'))
-      return true;
+      return *p;
   }
-  return false;
+  return NULL;
 }
 
 void cfg_free(struct cfg *cfg)

@@ -30,14 +30,31 @@ struct cfg {
   int export_poll_s;
   int export_max_polls;
   enum cfg_profile_control profile_control;
-  char **import_roots; /* NULL-terminated; empty: imports refused */
-  char *auth_token;    /* "" when unset */
+  char **import_roots;   /* NULL-terminated; empty: imports refused */
+  char *auth_token;      /* "" when unset */
+  char *auth_token_file; /* where auth_token is read from; "" when unset */
+  char **allowed_hosts;  /* NULL-terminated names the Host header may give
+                            besides the listen address and loopback */
   int index_jobs;
-  char **env_allow;     /* NULL-terminated name prefixes */
-  char *models_json;    /* ATOM's models.json for presets; "" when unset */
-  char *category_rules; /* extra category rules file; "" when unset */
-  int stop_timeout_s;   /* the stop script's deadline */
-  int launch_timeout_s; /* the start script's deadline */
+  char **env_allow;       /* NULL-terminated name prefixes */
+  char *models_json;      /* ATOM's models.json for presets; "" when unset */
+  char *category_rules;   /* extra category rules file; "" when unset */
+  int max_queued;         /* captures and imports waiting, at most */
+  int max_params_bytes;   /* a capture request, validated, at most */
+  int list_limit;         /* GET /captures' default limit */
+  int list_limit_max;     /* and its largest */
+  int table_limit;        /* the table routes' and /diff's default limit */
+  int table_limit_max;    /* and their largest */
+  int max_response_bytes; /* a JSON answer, at most */
+  int max_connections;    /* HTTP connections at once, in all */
+  int max_connections_per_client; /* from one client address */
+  int request_timeout_s;          /* to receive a request's headers and body */
+  int idle_timeout_s;             /* a connection silent this long is closed */
+  int stop_timeout_s;             /* the stop script's deadline */
+  int launch_timeout_s;           /* the start script's deadline */
+  /* ATOM_PROFILER_TIMEOUT of the server when neither the capture's env nor
+   * traced's own environment sets it (ATOM's default: 300 s). */
+  int profiler_timeout_s;
 };
 
 /* Fills cfg with the defaults of docs/API.md. Caller frees with cfg_free(). */
@@ -55,11 +72,30 @@ int cfg_set(struct cfg *cfg, const char *key, const char *value,
  * listen) and derives the script paths. */
 int cfg_finish(struct cfg *cfg, struct tr_err *err);
 
-/* True when name starts with one of cfg->env_allow. */
+/* True when addr (numeric text, no brackets) is a loopback address:
+ * 127.0.0.0/8, ::1, ::ffff:127.x. A name is never loopback here. */
+bool cfg_address_loopback(const char *addr);
+
+/* True when cfg->listen's host is a loopback address or "localhost". */
+bool cfg_listen_loopback(const struct cfg *cfg);
+
+/* Why no request may set the variable name (a static phrase: "it names a
+ * library to load"), whatever env_allow says, with the matching pattern
+ * of the built-in deny list ("*_LIB") in *pattern (may be NULL); NULL
+ * when the list does not forbid it. */
+const char *cfg_env_denied(const char *name, const char **pattern);
+
+/* True when name starts with one of cfg->env_allow and the deny list does
+ * not forbid it. */
 bool cfg_env_allowed(const struct cfg *cfg, const char *name);
 
-/* True when the real path `real` lies inside one of cfg->import_roots. */
-bool cfg_import_allowed(const struct cfg *cfg, const char *real);
+/* The one of cfg->import_roots (resolved at cfg_finish()) that the real
+ * path `real` lies inside, or NULL. Borrowed from cfg. */
+const char *cfg_import_root(const struct cfg *cfg, const char *real);
+
+/* Overwrites the value of --auth-token in argv (with '*'), so that ps and
+ * /proc/<pid>/cmdline no longer show it. After the arguments are read. */
+void cfg_hide_args(int argc, char **argv);
 
 void cfg_free(struct cfg *cfg);
 

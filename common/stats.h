@@ -1,11 +1,14 @@
 /*
  * Process-wide counters for GET /metrics, updated by the daemon's workers
- * and read by the HTTP threads. Lock-free: C11 atomics.
+ * and read by the HTTP threads, and whether the store accepts writes (for
+ * GET /healthz). Lock-free but for the refusal's reason: C11 atomics.
  */
 #ifndef TR_STATS_H
 #define TR_STATS_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct tr_stats {
@@ -14,8 +17,23 @@ struct tr_stats {
   atomic_uint_least64_t ranks_indexed;
   atomic_uint_least64_t ranks_failed;
   atomic_uint_least64_t queue_length; /* captures and imports waiting */
+  /* Set while the store refuses writes (SQLite answered SQLITE_FULL or an
+   * I/O error to a write); the reason is kept by tr_stats_store_refused(). */
+  atomic_bool store_refusing;
 };
 
 extern struct tr_stats tr_stats;
+
+/* A write failed because the store cannot take it (full disk, I/O error):
+ * sets the flag and keeps a short reason (copied, cut to 255 bytes). Any
+ * thread: the store's write path calls it, so every writer does. */
+void tr_stats_store_refused(const char *reason);
+
+/* A write committed: clears the flag. Cheap when it is clear. */
+void tr_stats_store_accepted(void);
+
+/* True while the store refuses writes; reason (size bytes, may be NULL)
+ * gets why. */
+bool tr_stats_store_degraded(char *reason, size_t size);
 
 #endif

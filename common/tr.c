@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -41,6 +42,8 @@ const char *tr_strerror(int code)
   case TR_EIO: return "io";
   case TR_EDB: return "database";
   case TR_EAUTH: return "unauthorized";
+  case TR_ESTORAGE: return "insufficient_storage";
+  case TR_EBUSY: return "too_many";
   default: return "system";
   }
 }
@@ -80,4 +83,13 @@ int tr_mkdir_p(const char *path)
     *p = '/';
   }
   return mkdir(buf, 0755) != 0 && errno != EEXIST ? -errno : 0;
+}
+
+char *tr_capture_dir(const char *root, int64_t id, const char *sub)
+{
+  char *out;
+  int n = sub != NULL ? asprintf(&out, "%s/%s/%lld", root, sub, (long long)id)
+                      : asprintf(&out, "%s/%lld", root, (long long)id);
+
+  return n < 0 ? NULL : out;
 }

@@ -20,7 +20,9 @@ enum {
   TR_ELIMIT = -1007, /* a ceiling was hit */
   TR_EIO = -1008,
   TR_EDB = -1009,
-  TR_EAUTH = -1010
+  TR_EAUTH = -1010,
+  TR_ESTORAGE = -1011, /* the database refuses writes: disk full, I/O error */
+  TR_EBUSY = -1012     /* a queue is full: retry later */
 };
 
 /*
@@ -51,6 +53,11 @@ int64_t tr_now_ns(void);
 /* Formats t (ns since the epoch, UTC) as RFC 3339 with milliseconds
  * ("2026-11-29T08:39:45.123Z") into buf of at least 32 bytes. */
 void tr_rfc3339(int64_t t_ns, char *buf, size_t size);
+
+/* A capture's folder under trace_root: "<root>/<id>" (sub NULL, its
+ * traces) or "<root>/<sub>/<id>" (sub "logs"). New string, NULL when out
+ * of memory. */
+char *tr_capture_dir(const char *root, int64_t id, const char *sub);
 
 /* mkdir -p: creates path and its missing parents (mode 0755). Returns 0
  * (also when it exists already) or -errno. */

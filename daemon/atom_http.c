@@ -27,8 +27,8 @@ struct cap_http_req {
   struct cap_http *h;
   CURL *easy;
   struct cap_http_req *next; /* in h->reqs */
-  bool profile;              /* /start_profile or /stop_profile rule */
-  char what[64];             /* "GET /v1/models", for messages */
+  enum { RULE_GET, RULE_PROFILE, RULE_CONNECT } rule;
+  char what[64]; /* "GET /v1/models", for messages */
   char body[BODY_MAX + 1];
   size_t len;
   char errbuf[CURL_ERROR_SIZE];
@@ -89,36 +89,44 @@ static void free_req(struct cap_http_req *req)
   free(req);
 }
 
-/* What the call's rule makes of the answer. The body is capped at
- * BODY_MAX, so parsing it here on the loop costs microseconds. */
-static bool judge(struct cap_http_req *req, CURLcode rc, long status, char *msg,
-                  size_t size)
+/* What the call's rule makes of the answer, into a (a->msg is msg). The
+ * body is capped at BODY_MAX, so parsing it here on the loop costs
+ * microseconds. */
+static void judge(struct cap_http_req *req, CURLcode rc, long status,
+                  struct cap_http_answer *a, char *msg, size_t size)
 {
-  json_t *doc;
   const char *st, *detail;
-  bool ok;
 
+  a->status = status;
+  a->msg = msg;
+  a->refused = rc == CURLE_COULDNT_CONNECT;
   if (rc != CURLE_OK) {
     snprintf(msg, size, "%s failed: %s", req->what,
              req->errbuf[0] ? req->errbuf : curl_easy_strerror(rc));
-    return false;
+    return;
   }
   req->body[req->len] = '\0';
-  if (!req->profile) {
+  a->doc = json_loadb(req->body, req->len, 0, NULL);
+  switch (req->rule) {
+  case RULE_CONNECT:
+    a->ok = true;
+    snprintf(msg, size, "%s: connected", req->what);
+    return;
+  case RULE_GET:
+    a->ok = status == 200;
     snprintf(msg, size, "%s answered %ld", req->what, status);
-    return status == 200;
+    return;
+  case RULE_PROFILE:
+    st = json_string_value(json_object_get(a->doc, "status"));
+    detail = json_string_value(json_object_get(a->doc, "detail"));
+    a->ok = status == 200 && st != NULL && strcmp(st, "success") == 0;
+    if (a->ok)
+      snprintf(msg, size, "%s: %s", req->what, st);
+    else
+      snprintf(msg, size, "%s answered %ld: %.300s", req->what, status,
+               detail ? detail : req->body);
+    return;
   }
-  doc = json_loadb(req->body, req->len, 0, NULL);
-  st = json_string_value(json_object_get(doc, "status"));
-  detail = json_string_value(json_object_get(doc, "detail"));
-  ok = status == 200 && st != NULL && strcmp(st, "success") == 0;
-  if (ok)
-    snprintf(msg, size, "%s: %s", req->what, st);
-  else
-    snprintf(msg, size, "%s answered %ld: %.300s", req->what, status,
-             detail ? detail : req->body);
-  json_decref(doc);
-  return ok;
 }
 
 static void check_done(struct cap_http *h)
@@ -128,23 +136,23 @@ static void check_done(struct cap_http *h)
 
   while ((m = curl_multi_info_read(h->multi, &pending)) != NULL) {
     struct cap_http_req *req = NULL;
+    struct cap_http_answer a = { 0 };
     long status = 0;
     char msg[512];
-    bool ok;
+    cap_http_cb cb;
+    void *ud;
 
     if (m->msg != CURLMSG_DONE)
       continue;
     curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&req);
     curl_easy_getinfo(m->easy_handle, CURLINFO_RESPONSE_CODE, &status);
-    ok = judge(req, m->data.result, status, msg, sizeof(msg));
+    judge(req, m->data.result, status, &a, msg, sizeof(msg));
     /* Free before the callback: it may start the next request. */
-    {
-      cap_http_cb cb = req->cb;
-      void *ud = req->ud;
-
-      free_req(req);
-      cb(ud, ok, status, msg);
-    }
+    cb = req->cb;
+    ud = req->ud;
+    free_req(req);
+    cb(ud, &a);
+    json_decref(a.doc);
   }
 }
 
@@ -282,8 +290,8 @@ static size_t on_body(char *data, size_t size, size_t n, void *ud)
   return len;
 }
 
-static int start(struct cap_http *h, const char *url, bool post,
-                 long timeout_ms, struct cap_http_req *req, struct tr_err *err)
+static int start(struct cap_http *h, const char *url, long timeout_ms,
+                 struct cap_http_req *req, struct tr_err *err)
 {
   req->easy = curl_easy_init();
   if (req->easy == NULL) {
@@ -300,7 +308,9 @@ static int start(struct cap_http *h, const char *url, bool post,
   curl_easy_setopt(req->easy, CURLOPT_TIMEOUT_MS, timeout_ms);
   curl_easy_setopt(req->easy, CURLOPT_FORBID_REUSE, 1L);
   curl_easy_setopt(req->easy, CURLOPT_PROXY, "");
-  if (post) {
+  if (req->rule == RULE_CONNECT)
+    curl_easy_setopt(req->easy, CURLOPT_CONNECT_ONLY, 1L);
+  if (req->rule == RULE_PROFILE) {
     curl_easy_setopt(req->easy, CURLOPT_POST, 1L);
     curl_easy_setopt(req->easy, CURLOPT_POSTFIELDS, "");
     curl_easy_setopt(req->easy, CURLOPT_POSTFIELDSIZE, 0L);
@@ -315,10 +325,11 @@ static int start(struct cap_http *h, const char *url, bool post,
   return 0;
 }
 
-static int request(struct cap_http *h, const char *host, int port,
-                   const char *method, const char *path, long timeout_ms,
-                   cap_http_cb cb, void *ud, struct cap_http_req **out)
+static int request(struct cap_http *h, const char *host, int port, int rule,
+                   const char *path, long timeout_ms, cap_http_cb cb, void *ud,
+                   struct cap_http_req **out)
 {
+  static const char *const methods[] = { "GET", "POST", "connect to" };
   struct cap_http_req *req = calloc(1, sizeof(*req));
   char url[512];
   int rc;
@@ -326,21 +337,22 @@ static int request(struct cap_http *h, const char *host, int port,
   if (req == NULL)
     return TR_ENOMEM;
   snprintf(url, sizeof(url), "http://%s:%d%s", host, port, path);
-  snprintf(req->what, sizeof(req->what), "%s %s", method, path);
-  req->profile = strcmp(method, "POST") == 0;
+  snprintf(req->what, sizeof(req->what), "%s %.48s", methods[rule],
+           rule == RULE_CONNECT ? url + 7 : path);
+  req->rule = rule;
   req->cb = cb;
   req->ud = ud;
-  rc = start(h, url, req->profile, timeout_ms, req, NULL);
+  rc = start(h, url, timeout_ms, req, NULL);
   if (rc == 0 && out != NULL)
     *out = req;
   return rc;
 }
 
-int cap_atom_models(struct cap_http *h, const char *host, int port,
-                    long timeout_ms, cap_http_cb cb, void *ud,
-                    struct cap_http_req **out)
+int cap_atom_get(struct cap_http *h, const char *host, int port,
+                 const char *path, long timeout_ms, cap_http_cb cb, void *ud,
+                 struct cap_http_req **out)
 {
-  return request(h, host, port, "GET", "/v1/models", timeout_ms, cb, ud, out);
+  return request(h, host, port, RULE_GET, path, timeout_ms, cb, ud, out);
 }
 
 int cap_atom_profile(struct cap_http *h, const char *host, int port,
@@ -350,7 +362,14 @@ int cap_atom_profile(struct cap_http *h, const char *host, int port,
   const char *path =
       strcmp(which, "start") == 0 ? "/start_profile" : "/stop_profile";
 
-  return request(h, host, port, "POST", path, timeout_ms, cb, ud, out);
+  return request(h, host, port, RULE_PROFILE, path, timeout_ms, cb, ud, out);
+}
+
+int cap_atom_probe(struct cap_http *h, const char *host, int port,
+                   long timeout_ms, cap_http_cb cb, void *ud,
+                   struct cap_http_req **out)
+{
+  return request(h, host, port, RULE_CONNECT, "", timeout_ms, cb, ud, out);
 }
 
 void cap_http_cancel(struct cap_http_req *req)

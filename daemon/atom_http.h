@@ -8,6 +8,7 @@
 #ifndef DAEMON_ATOM_HTTP_H
 #define DAEMON_ATOM_HTTP_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <uv.h>
 
@@ -16,10 +17,16 @@
 struct cap_http;
 struct cap_http_req;
 
-/* The answer to one ATOM call: ok per the call's rule (see below); status
- * is the HTTP status or 0 when none came; msg says what went wrong, for a
- * person (borrowed for the callback's duration). */
-typedef void (*cap_http_cb)(void *ud, bool ok, long status, const char *msg);
+/* The answer to one ATOM call, borrowed for the callback's duration. */
+struct cap_http_answer {
+  bool ok;         /* per the call's rule (see below) */
+  bool refused;    /* nothing listens at host:port: connection refused */
+  long status;     /* the HTTP status, 0 when none came */
+  const char *msg; /* what happened, for a person */
+  json_t *doc;     /* the body when it is JSON, else NULL */
+};
+
+typedef void (*cap_http_cb)(void *ud, const struct cap_http_answer *a);
 
 int cap_http_new(uv_loop_t *loop, struct cap_http **out, struct tr_err *err);
 
@@ -27,18 +34,26 @@ int cap_http_new(uv_loop_t *loop, struct cap_http **out, struct tr_err *err);
  * done(ud) runs on the loop when all is closed. NULL h: done at once. */
 void cap_http_close(struct cap_http *h, void (*done)(void *ud), void *ud);
 
-/* GET http://host:port/v1/models. ok when the answer is 200 (docs/ATOM.md:
- * the readiness probe; /health gives false negatives under load). */
-int cap_atom_models(struct cap_http *h, const char *host, int port,
-                    long timeout_ms, cap_http_cb cb, void *ud,
-                    struct cap_http_req **out);
+/* GET http://host:port<path> ("/v1/models", "/server_info"). ok when the
+ * answer is 200 (docs/ATOM.md: /v1/models is the readiness probe). */
+int cap_atom_get(struct cap_http *h, const char *host, int port,
+                 const char *path, long timeout_ms, cap_http_cb cb, void *ud,
+                 struct cap_http_req **out);
 
 /* POST /start_profile or /stop_profile (which: "start" or "stop"). ok when
  * the answer is 200 with "status": "success"; a 500's "detail" goes into
- * msg. */
+ * msg. ATOM answers /stop_profile only once rank 0 has exported: give it
+ * minutes. */
 int cap_atom_profile(struct cap_http *h, const char *host, int port,
                      const char *which, long timeout_ms, cap_http_cb cb,
                      void *ud, struct cap_http_req **out);
+
+/* A TCP connect to host:port and nothing more: ok when it connects. A
+ * server busy in a blocking call (ATOM's /stop_profile) still connects: its
+ * kernel accepts into the listen backlog; refused means nobody listens. */
+int cap_atom_probe(struct cap_http *h, const char *host, int port,
+                   long timeout_ms, cap_http_cb cb, void *ud,
+                   struct cap_http_req **out);
 
 /* Drops a request in flight: its callback is never called. NULL is ok. */
 void cap_http_cancel(struct cap_http_req *req);

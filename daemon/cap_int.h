@@ -1,10 +1,19 @@
 /*
- * The capture runner's internals, shared by daemon/runner.c (queues,
- * cancel, shutdown), recover.c (start-up and recovery after a crash),
- * capture.c (the state machine: its diagram and transitions are there),
- * export.c (end of the bench, export polling), index_jobs.c (indexing,
- * done), work.c (thread-pool jobs and ordered state writes), plan.c (argv
- * and environment of the ATOM scripts) and logscan.c (the server log).
+ * The capture runner's internals.
+ *
+ *   capture.c         the state machine: the phase table, the transitions,
+ *                     failure, cancel, deadlines (its diagram is there)
+ *   phase_<name>.c    each phase's body, one file per phase of
+ *                     TR_PHASE_MAP (common/lifecycle.h); a phase calls the
+ *                     transitions of capture.c and the helpers below, never
+ *                     another phase
+ *   runner.c          the queues, cancel, shutdown; recover.c start-up
+ *   work.c            the thread pool and the ordered state writes
+ *   watch.c           the server's signs of life; logscan.c its log
+ *   bench.c           runs of ATOM's bench script and their result file
+ *   plan.c            the scripts' argv; layout.c the trace folder
+ *   proc.c, atom_http.c   processes and the HTTP client of ATOM
+ *
  * Loop thread unless a function says otherwise.
  */
 #ifndef DAEMON_CAP_INT_H
@@ -22,29 +31,75 @@
 #include "common/tr.h"
 #include "daemon/atom_http.h"
 #include "daemon/layout.h"
+#include "daemon/logscan.h"
+#include "daemon/plan.h"
 #include "daemon/proc.h"
 #include "daemon/runner.h"
 #include "index/index.h"
 #include "store/store.h"
 
-/* The API's phases (docs/API.md), in the order a capture runs them. */
-enum cap_phase {
-  CAP_QUEUED,
-  CAP_STOPPING,
-  CAP_LAUNCHING,
-  CAP_WAITING_READY,
-  CAP_BENCHMARK,
-  CAP_EXPORTING,
-  CAP_INDEXING,
-  CAP_DONE
-};
-
-const char *cap_phase_name(enum cap_phase p);
-
 struct cap_job;
 struct cap_runner;
 
-/* ---- thread-pool jobs (work.c) ---- */
+/* ---- the phases (capture.c holds the table) ---- */
+
+/* Each row of TR_PHASE_MAP has, in daemon/phase_<name>.c:
+ *   void phase_<name>_enter(struct cap_job *job)   acts, once the phase is
+ *                                                  stored
+ *   int phase_<name>_budget_s(const struct cap_job *job)   its deadline
+ *                                                  (0: none) */
+#define XX(e, name, log)                                                       \
+  void phase_##name##_enter(struct cap_job *job);                              \
+  int phase_##name##_budget_s(const struct cap_job *job);
+TR_PHASE_MAP(XX)
+#undef XX
+
+enum cap_end {
+  END_NONE,
+  END_FAILED,
+  END_CANCELLED,
+  END_INTERRUPTED,
+  END_SHUTDOWN /* indexing stops; the row stays running for recovery */
+};
+
+/* Moves job to phase to: stores it (status running, or done for DONE; the
+ * first move of a queued capture claims it) with merges (taken, may be
+ * NULL), arms the phase's deadline, and enters it once committed (not when
+ * the job ended meanwhile). */
+void cap_enter(struct cap_job *job, enum tr_phase to, json_t *merges);
+
+/* Failure, cancel and interruption, from any phase; the first call wins.
+ * log: the log to quote ("server", "bench"...; NULL: none). */
+void cap_fail(struct cap_job *job, enum cap_end how, const char *log,
+              const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* Re-arms the phase's deadline for secs from now. */
+void cap_arm_deadline(struct cap_job *job, int secs);
+
+/* logs/<id>/<which>.log (which: "server" gives the server log's copy). */
+const char *cap_log_path(const struct cap_job *job, const char *which,
+                         char *buf, size_t size);
+
+/* Spawns an ATOM script (argv, env additions may be NULL) with its output
+ * in log which, a deadline, and the capture's mark in its environment;
+ * on failure the job fails and *slot stays NULL. */
+int cap_spawn(struct cap_job *job, char **argv, char **env, const char *which,
+              int deadline_s, cap_proc_exit_cb cb, struct cap_proc **slot);
+
+/* An ATOM script ended: true when it succeeded; else the job fails here,
+ * naming the script and how it ended (limit: its deadline). */
+bool cap_script_ok(struct cap_job *job, const char *which, int64_t status,
+                   int sig, bool timed_out, int limit);
+
+/* Merges obj (taken) into the progress column; folded into a progress
+ * write still waiting, so a fast stream of updates costs one write per
+ * round-trip. */
+void cap_job_progress(struct cap_job *job, json_t *obj);
+
+/* A state write of merges (taken) without a phase change, in order. */
+void cap_job_merge(struct cap_job *job, json_t *merges);
+
+/* ---- the thread pool (work.c) ---- */
 
 /* A uv_work_t with its owner. Types of work embed it first. run() is on a
  * pool thread and touches only its own fields and a store connection from
@@ -64,7 +119,7 @@ void cap_work_queue(struct cap_runner *r, struct cap_job *job,
 
 /* Allocates a zeroed work of size bytes (a struct that starts with struct
  * cap_work) and queues it for job; when the allocation fails the job fails
- * instead. For works that need no fields set before they run. */
+ * instead. */
 void cap_job_queue_new(struct cap_job *job, size_t size,
                        void (*run)(struct cap_work *),
                        void (*done)(struct cap_work *));
@@ -73,85 +128,88 @@ void cap_job_queue_new(struct cap_job *job, size_t size,
 struct store *cap_db_take(struct cap_runner *r, struct tr_err *err);
 void cap_db_give(struct cap_runner *r, struct store *st);
 
-/*
- * Ordered state writes of one job, done in the pool one after the other:
- * merges (an object of column -> object, taken), then status/phase (static
- * strings, or NULL for no phase change). tail_path (copied, may be NULL):
- * its last bytes go into merges.error.log_tail. then(job) runs on the loop
- * once committed, only when the job is not ending (see cap_fail) unless
- * always is set.
- */
-void cap_job_write(struct cap_job *job, const char *status, const char *phase,
-                   json_t *merges, const char *tail_path,
-                   void (*then)(struct cap_job *job), bool always);
-
-/* cap_job_write(job, "running", phase, merges, NULL, then, false) for the
- * first move of a queued job, done only if its row is still "queued" (the
- * API cancels queued ones in the store); otherwise the job ends, with no
- * write. */
-void cap_job_claim(struct cap_job *job, const char *phase, json_t *merges,
-                   void (*then)(struct cap_job *job));
-
-/* Merges obj (taken) into the progress column; folded into a progress
- * write still waiting in the queue, so a fast stream of updates costs one
- * write per round-trip. */
-void cap_job_progress(struct cap_job *job, json_t *obj);
-
-/* Replaces what is not valid UTF-8 in text (a log cut mid-character, a
- * binary blurt, a path in another encoding) and control characters but
- * newline and tab with '?', so that it makes a JSON string. Any thread. */
-void cap_make_utf8(char *text);
+/* One state write, done in the pool after the job's earlier ones (a FIFO
+ * per job). status/phase: enum values, or -1 for none; merges taken (may
+ * be NULL); tail: a log whose last bytes go into merges.error.log_tail
+ * (copied; may be NULL). then(job) runs on the loop once committed, unless
+ * the job is ending and always is false. claim: only while the row is
+ * still queued. A write the store refuses is retried (a full disk); one
+ * that cannot be made fails the job (see work.c). */
+struct cap_write {
+  int status, phase;
+  json_t *merges;
+  const char *tail;
+  void (*then)(struct cap_job *job);
+  bool always, claim;
+};
+void cap_job_write(struct cap_job *job, const struct cap_write *w);
 
 /* Pool thread: the last bytes of a text file, from a line start, as valid
  * UTF-8, or NULL. Caller frees. */
 char *cap_read_tail(const char *path, size_t max_bytes);
 
-/* ---- the server log (logscan.c) ---- */
+/* ---- the server's signs of life (watch.c) ---- */
 
-/* What one capture knows of the server log. One scan at a time runs in the
- * pool with it; the loop reads it only between scans. */
-struct cap_scan {
-  char *src;            /* cfg->server_log (borrowed) */
-  char *copy;           /* logs/<id>/server.log: this launch's bytes */
-  uint64_t offset;      /* next byte of src to read */
-  unsigned char fp[64]; /* the bytes of src just before offset */
-  size_t fp_len;
-  char carry[32]; /* tail of the last read, for a marker cut in
-                     two by a read boundary */
-  size_t carry_len;
-  const char *marker; /* found: static string, else NULL */
-  char line[256];     /* the line holding it */
+/* dead: NULL while the server lives, else why it is dead (borrowed). */
+typedef void (*cap_watch_cb)(struct cap_job *job, const char *dead);
+
+struct cap_watch {
+  cap_watch_cb cb; /* a round in flight calls it; NULL: none */
+  bool again;      /* a fresh round was asked for meanwhile */
+  bool probe, again_probe;
+  int pending;               /* parts of the round still out */
+  bool scanning;             /* a log scan is in the pool */
+  bool waiting;              /* a round waits for that scan to come back */
+  struct cap_http_req *conn; /* the connect probe */
+  bool refused;              /* the probe of this round was refused */
+  int refusals;              /* rounds in a row whose probe was refused */
+  bool group_lives;          /* the server's group had a live member */
+  char why[512];
 };
 
-/* Pool thread: records the end of src as this launch's start. */
-void cap_scan_snapshot(struct cap_scan *s);
-/* Pool thread: reads at most a few MiB of src past offset, copying them
- * to copy and looking for the fatal markers. When src shrank or its bytes
- * before offset changed (the launcher truncated and rewrote it), starts
- * again from byte 0: a marker of an earlier run never counts. */
-void cap_scan_run(struct cap_scan *s);
+/* A look at the server: this launch's new log bytes (fatal markers), its
+ * process group (the launcher's), and with probe a connect to its port.
+ * Death is only what cannot be slow (docs/ATOM.md: a server exporting in
+ * /stop_profile answers nothing for minutes): a fatal marker, the group
+ * gone, or connections refused twice in a row. cap_watch_tick() skips
+ * when a round is out; cap_watch_fresh() makes sure the round that answers
+ * started after the call. cb runs on the loop, not once the job ended. */
+void cap_watch_tick(struct cap_job *job, bool probe, cap_watch_cb cb);
+void cap_watch_fresh(struct cap_job *job, bool probe, cap_watch_cb cb);
+/* Drops a round in flight (its callback is not called). */
+void cap_watch_stop(struct cap_job *job);
+/* Records the server log's end as this launch's start, then calls then. */
+void cap_watch_snapshot(struct cap_job *job, void (*then)(struct cap_job *));
 
-/* ---- the ATOM commands (plan.c) ---- */
+/* ---- bench runs (bench.c) ---- */
 
-struct cap_plan {
-  char **start_argv; /* NULL-terminated, owned */
-  char **start_env;  /* "K=V" additions for the server */
-  char **bench_argv;
-  char **stop_argv;
-  json_t *extra;     /* commands, preset, use_chat_template... */
-  char *moved_aside; /* where an old non-empty trace folder went */
+/* BENCHMARK's steps (phase_benchmark.c). */
+enum cap_step { CAP_STEP_WARMUP, CAP_STEP_PROFILE_START, CAP_STEP_RUN };
+
+struct cap_bench {
+  enum cap_step step;
+  struct cap_proc *proc;             /* a run in progress, else NULL */
+  void (*on_exit)(struct cap_job *); /* the phase waiting for it */
+  int64_t start_ns, end_ns;          /* of the last run */
+  int64_t status;                    /* its exit */
+  int sig;
+  bool timed_out;
+  bool done;      /* the profiled run exited */
+  json_t *result; /* its result file, when usable */
+  json_t *note;   /* extra.bench_result */
 };
 
-/* Pool thread: makes the trace folder fresh (moving a non-empty one
- * aside) and the log folder, reads the model's tokenizer_config.json and
- * the presets of cfg->models_json, and builds the argv of every script.
- * params borrowed. Caller frees *out with cap_plan_free(). */
-int cap_plan_build(const struct cfg *cfg, json_t *params, const char *trace_dir,
-                   const char *log_dir, struct cap_plan **out,
-                   struct tr_err *err);
-void cap_plan_free(struct cap_plan *p);
-/* An integer member of the request, or dflt. */
-int cap_param_int(json_t *params, const char *key, int dflt);
+/* Runs the bench script with argv; job->bench.on_exit(job) is called when
+ * it exits (the exit is in job->bench). */
+int cap_bench_start(struct cap_job *job, char **argv);
+/* Pool: reads the result file written during the last run into
+ * job->bench.result/note, then calls then(job) on the loop. */
+void cap_bench_read(struct cap_job *job, void (*then)(struct cap_job *));
+/* The capture's "bench" (the result, when usable) and extra.bench_result
+ * (what was read and why) as merges for a state write. */
+json_t *cap_bench_merges(struct cap_job *job);
+/* What the profiler calls of ATOM may take. */
+int cap_profile_timeout_ms(const struct cap_job *job);
 
 /* ---- runner and jobs ---- */
 
@@ -179,16 +237,29 @@ struct cap_runner {
   pthread_mutex_t db_lock; /* guards dbs */
   struct store **dbs;      /* idle connections for pool threads */
   size_t ndbs, dbs_cap;
+  struct cap_orphan *orphans; /* final writes the store refused */
+  uv_timer_t orphan_timer;
 };
 
 struct cap_op;
 
-enum cap_end {
-  END_NONE,
-  END_FAILED,
-  END_CANCELLED,
-  END_INTERRUPTED,
-  END_SHUTDOWN
+/* INDEXING's state (phase_indexing.c). */
+struct cap_index {
+  size_t next_rank; /* next rank to hand out */
+  int running, indexed, failed;
+  uint64_t bytes_reported;
+  _Atomic uint64_t *read; /* per rank, written by index workers */
+  bool *skip;             /* recovered: stored before a restart */
+  char *failures;         /* "rank 2 (rank_2): ..." */
+};
+
+/* EXPORTING's state (phase_exporting.c). */
+struct cap_export {
+  int polls;
+  bool busy;          /* a folder scan is in the pool */
+  bool stop_answered; /* profile_control daemon: /stop_profile */
+  int ranks_expected;
+  const char *ranks_source; /* "server_info" or "argv" (static) */
 };
 
 struct cap_job {
@@ -196,38 +267,30 @@ struct cap_job {
   int64_t id;
   bool is_import;
   bool recovered; /* re-indexed after a restart */
-  enum cap_phase phase;
+  enum tr_phase phase;
   enum cap_end ending;  /* END_NONE while the job runs */
   bool finished;        /* cap_job_finish ran */
+  atomic_bool cancel;   /* read by index workers */
   json_t *params;       /* the request, owned */
   json_t *stored_ranks; /* recovered: ranks already stored */
-  char *trace_dir, *log_dir;
+  char *trace_dir, *log_dir, *work_dir;
   struct cap_plan *plan;
   struct cap_proc *launcher; /* kept: the server lives in its group */
-  struct cap_proc *child;    /* the stop script or the bench */
+  struct cap_proc *child;    /* the stop script */
   uv_timer_t deadline;       /* the phase's deadline */
-  int deadline_s;            /* ... armed for this many seconds */
+  int deadline_s;
   uv_timer_t tick;           /* polls of the phase */
   uv_timer_t progress_timer; /* indexing progress, throttled */
   int open_handles;
-  struct cap_http_req *http; /* one ATOM call at a time */
-  int live_failures;         /* consecutive failed liveness checks */
+  struct cap_http_req *http; /* the phase's ATOM call */
+  int64_t ready_since_ns;    /* WAITING_READY began */
+  int64_t launch_exit;       /* the start script's exit status */
+  struct cap_watch watch;
   struct cap_scan scan;
-  bool scan_busy;
-  const char *marker_seen; /* a fatal marker waiting for a phase */
-  char marker_line[256];
-  int64_t bench_start_ns, bench_end_ns;
-  int export_polls;
-  bool export_busy;
+  struct cap_bench bench;
+  struct cap_export export;
   struct cap_layout *layout;
-  size_t next_rank; /* indexing: next rank to hand out */
-  int ranks_running, ranks_indexed, ranks_failed;
-  uint64_t bytes_done; /* of finished ranks */
-  uint64_t bytes_reported;
-  _Atomic uint64_t *rank_read; /* per rank, written by index workers */
-  bool *rank_skip;             /* recovered: stored before a restart */
-  char *failures;              /* "rank 2 (rank_2): ..." */
-  volatile bool cancel;        /* stops idx_file early */
+  struct cap_index index;
   struct cap_op *ops_head, *ops_tail;
   bool op_busy;
   int works; /* pool jobs of this job in flight */
@@ -241,38 +304,18 @@ void cap_job_finish(struct cap_job *job);
 void cap_job_release(struct cap_job *job);
 void cap_runner_pump(struct cap_runner *r);
 void cap_runner_check_down(struct cap_runner *r);
+/* A job the store would not let end (a full disk): its final status and
+ * error (taken, may be NULL) are written from the runner, retried until
+ * the store takes them. */
+void cap_runner_orphan(struct cap_runner *r, int64_t id, int status,
+                       json_t *error);
+/* Shutdown: forgets the final writes still refused (said on stderr). */
+void cap_runner_orphans_free(struct cap_runner *r);
 
-/* capture.c: the transitions and their helpers. */
-void cap_enter_stopping(struct cap_job *job);
-/* Stores phase `to` (status running, phase_started_at) with merges
- * (taken, may be NULL), arms its deadline, and calls act once committed
- * (not when the job ended meanwhile). */
-void cap_transition(struct cap_job *job, enum cap_phase to, json_t *merges,
-                    void (*act)(struct cap_job *));
-void cap_arm_deadline(struct cap_job *job, int secs);
-const char *cap_log_path(const struct cap_job *job, const char *which,
-                         char *buf, size_t size);
-/* Queues a scan of the server log's new bytes, unless one runs. */
-void cap_queue_scan(struct cap_job *job);
-/* Spawns the bench script. */
-void cap_bench_run(struct cap_job *job);
-
-/* export.c: the end of BENCHMARK and EXPORTING. */
-/* Begins the bench: with profile_control=daemon after /start_profile. */
-void cap_bench_start(struct cap_job *job);
-/* The bench exited 0: /stop_profile (daemon), its result, then export. */
-void cap_bench_exited(struct cap_job *job);
-
-/* index_jobs.c: INDEXING and DONE. */
-void cap_enter_indexing(struct cap_job *job);
-void cap_enter_done(struct cap_job *job);
-/* Failure, cancel and interruption: the end of a job, from any phase. The
- * first call wins. tail_path: the log to quote (may be NULL). */
-void cap_fail(struct cap_job *job, enum cap_end how, const char *tail_path,
-              const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-void cap_invariants(const struct cap_job *job);
-
-/* Hands out ranks to the pool, index_jobs at a time over all jobs. */
+/* phase_indexing.c: hands out ranks to the pool, index_jobs at a time over
+ * all jobs. */
 void cap_index_pump(struct cap_runner *r);
+
+void cap_invariants(const struct cap_job *job);
 
 #endif

@@ -8,9 +8,11 @@
 #include "daemon/daemon.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <uv.h>
 
 #include "api/api.h"
@@ -102,6 +104,27 @@ static void on_runner_down(void *ud)
   uv_close((uv_handle_t *)&d->sigint, on_closed);
 }
 
+/* The unit gives traced TimeoutStopSec (60 s) before SIGKILL. A stop is
+ * normally done in seconds (children get SIGTERM, then SIGKILL after 5 s;
+ * indexing stops at its next chunk); should anything hold it past this,
+ * traced exits on its own, its state already in the store (every write is
+ * a transaction, and a restart recovers what was running). */
+#define STOP_DEADLINE_S 45
+#define STRINGIFY(x)    #x
+#define TEXT_OF(x)      STRINGIFY(x)
+
+static void on_stop_deadline(int sig)
+{
+  static const char msg[] =
+      "traced: not stopped after " TEXT_OF(STOP_DEADLINE_S) " s: exiting\n";
+
+  (void)sig;
+  if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0) {
+    /* nothing more to say */
+  }
+  _exit(1);
+}
+
 static void on_signal(uv_signal_t *h, int signum)
 {
   struct daemon *d = h->data;
@@ -110,6 +133,8 @@ static void on_signal(uv_signal_t *h, int signum)
     return;
   fprintf(stderr, "traced: signal %d, stopping\n", signum);
   d->stopping = 1;
+  signal(SIGALRM, on_stop_deadline);
+  alarm(STOP_DEADLINE_S);
   tr_notify("STOPPING=1");
   /* No new requests from here on; those in flight finish first. */
   api_stop(d->api);

@@ -9,12 +9,16 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/file.h"
 
 #define MAX_RANKS 4096 /* ceiling: a folder is not allowed to grow us */
 
@@ -77,13 +81,6 @@ static char *join(const char *a, const char *b)
   return asprintf(&out, "%s/%s", a, b) < 0 ? NULL : out;
 }
 
-static uint64_t file_size(const char *path)
-{
-  struct stat st;
-
-  return stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
-}
-
 static struct cap_rank *add_rank(struct cap_layout *l, size_t *cap)
 {
   struct cap_rank *rank;
@@ -105,51 +102,103 @@ static struct cap_rank *add_rank(struct cap_layout *l, size_t *cap)
   return rank;
 }
 
-/* Fills rank from the files of its folder dir. Keeps the first .gz by
- * name order of readdir; two .gz make the rank incomplete anyway. */
-static int scan_rank_dir(const char *dir, struct cap_rank *rank)
-{
-  DIR *d = opendir(dir);
-  struct dirent *e;
-  char *json = NULL;
-
-  if (d == NULL)
-    return -errno;
-  while ((e = readdir(d)) != NULL) {
-    if (ends_with(e->d_name, ".json.gz")) {
-      if (rank->gz_count++ == 0)
-        rank->file = join(dir, e->d_name);
-    } else if (ends_with(e->d_name, ".json")) {
-      rank->orphan_json++;
-      if (json == NULL)
-        json = join(dir, e->d_name);
-    }
-  }
-  closedir(d);
-  /* An import may hold a plain .json export: index it when no .gz. */
-  if (rank->file == NULL)
-    rank->file = json;
-  else
-    free(json);
-  if (rank->file != NULL)
-    rank->bytes = file_size(rank->file);
-  return 0;
-}
-
 struct scan {
   struct cap_layout *l;
   size_t cap;
-  const char *root;
-  int files;      /* trace files found directly in root */
-  int from_files; /* ranks are files, not rank folders */
+  const char *root;   /* the folder scanned, as given */
+  struct tr_err *err; /* why the scan was refused */
+  int files;          /* trace files found directly in root */
+  int from_files;     /* ranks are files, not rank folders */
 };
 
-static int add_rank_dir(struct scan *s, const char *rel, int half, int pp,
-                        int dp, int tp)
+/* Looks at entry name (rel below root) of folder dfd without following
+ * it: 1 when it is a `want` (S_IFDIR or S_IFREG), with *st filled; 0 when
+ * it vanished meanwhile (an export deletes its .json); else the refusal,
+ * naming it: a link, a FIFO, a device... in a trace folder is never
+ * followed nor opened. */
+static int look(struct scan *s, int dfd, const char *name, const char *rel,
+                mode_t want, struct stat *st)
+{
+  if (fstatat(dfd, name, st, AT_SYMLINK_NOFOLLOW) != 0)
+    return errno == ENOENT ? 0
+                           : tr_err_set(s->err, -errno, "path", "%s/%s: %s",
+                                        s->root, rel, strerror(errno));
+  if ((st->st_mode & S_IFMT) == want)
+    return 1;
+  if (S_ISLNK(st->st_mode))
+    return tr_err_set(s->err, -ELOOP, "path",
+                      "%s/%s is a symbolic link: traced follows no link in a "
+                      "trace folder (copy the file in instead)",
+                      s->root, rel);
+  return tr_err_set(s->err, TR_EFORMAT, "path", "%s/%s is not %s but %s",
+                    s->root, rel,
+                    want == S_IFDIR ? "a folder" : "a regular file",
+                    tr_file_kind(st->st_mode));
+}
+
+/* The sub-folder name (rel below root) of dfd, opened without following
+ * a link swapped in since look(). NULL with s->err set. */
+static DIR *open_sub(struct scan *s, int dfd, const char *name, const char *rel)
+{
+  int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+
+  if (d != NULL)
+    return d;
+  if (fd >= 0)
+    close(fd);
+  tr_err_set(
+      s->err, errno == ENOTDIR ? -ELOOP : -errno, "path", "%s/%s: %s", s->root,
+      rel, errno == ENOTDIR ? "no longer a folder (a link?)" : strerror(errno));
+  return NULL;
+}
+
+/* Fills rank from the files of its folder (rel below root). Keeps the
+ * first .gz by name order of readdir; two .gz make the rank incomplete
+ * anyway. */
+static int scan_rank_dir(struct scan *s, int dfd, const char *name,
+                         const char *rel, struct cap_rank *rank)
+{
+  DIR *d = open_sub(s, dfd, name, rel);
+  struct dirent *e;
+  struct stat st;
+  char *json = NULL, *sub;
+  uint64_t json_bytes = 0;
+  int rc = 0;
+
+  if (d == NULL)
+    return s->err->code;
+  while (rc >= 0 && (e = readdir(d)) != NULL) {
+    bool gz = ends_with(e->d_name, ".json.gz");
+
+    if (!gz && !ends_with(e->d_name, ".json"))
+      continue;
+    sub = join(rel, e->d_name);
+    rc = sub ? look(s, dirfd(d), e->d_name, sub, S_IFREG, &st) : TR_ENOMEM;
+    if (rc == 1 && gz && rank->gz_count++ == 0) {
+      rank->file = join(s->root, sub);
+      rank->bytes = (uint64_t)st.st_size;
+    } else if (rc == 1 && !gz && rank->orphan_json++ == 0) {
+      json = join(s->root, sub);
+      json_bytes = (uint64_t)st.st_size;
+    }
+    free(sub);
+  }
+  closedir(d);
+  /* An import may hold a plain .json export: index it when no .gz. */
+  if (rank->file == NULL) {
+    rank->file = json;
+    rank->bytes = json_bytes;
+  } else {
+    free(json);
+  }
+  return rc < 0 ? rc : 0;
+}
+
+static int add_rank_dir(struct scan *s, int dfd, const char *name,
+                        const char *rel, int half, int pp, int dp, int tp)
 {
   struct cap_rank *rank = add_rank(s->l, &s->cap);
-  char *full;
-  int rc;
 
   if (rank == NULL)
     return TR_ELIMIT;
@@ -158,76 +207,87 @@ static int add_rank_dir(struct scan *s, const char *rel, int half, int pp,
   rank->pp = pp;
   rank->dp = dp;
   rank->tp = tp;
-  full = join(s->root, rel);
-  if (rank->label == NULL || full == NULL) {
-    free(full);
+  if (rank->label == NULL)
     return TR_ENOMEM;
+  return scan_rank_dir(s, dfd, name, rel, rank);
+}
+
+/* One entry of a level: a half (at the root), a rank folder, or a trace
+ * file counted for scan_files(). Other names are left alone. */
+static int scan_level(struct scan *s, DIR *d, const char *prefix, int half);
+
+static int scan_entry(struct scan *s, DIR *d, const char *name, const char *rel,
+                      int half)
+{
+  bool is_half = half == 0 &&
+                 (strcmp(name, "prefill") == 0 || strcmp(name, "decode") == 0);
+  struct stat st;
+  int pp, dp, tp, rc;
+  DIR *sub;
+
+  if (!is_half && !parse_rank_name(name, &pp, &dp, &tp)) {
+    if (half == 0 && is_trace_name(name))
+      s->files++;
+    return 0;
   }
-  rc = scan_rank_dir(full, rank);
-  free(full);
+  rc = look(s, dirfd(d), name, rel, S_IFDIR, &st);
+  if (rc <= 0)
+    return rc;
+  if (!is_half)
+    return add_rank_dir(s, dirfd(d), name, rel, half, pp, dp, tp);
+  sub = open_sub(s, dirfd(d), name, rel);
+  if (sub == NULL)
+    return s->err->code;
+  rc = scan_level(s, sub, rel, name[0] == 'p' ? 1 : 2);
+  closedir(sub);
   return rc;
 }
 
 /* Rank folders of one half (prefix "" for the root, "prefill", "decode"),
  * plus the halves themselves when at the root. */
-static int scan_level(struct scan *s, const char *prefix, int half)
+static int scan_level(struct scan *s, DIR *d, const char *prefix, int half)
 {
-  char *dir = join(s->root, prefix);
-  DIR *d = dir ? opendir(dir) : NULL;
   struct dirent *e;
-  int rc = 0, pp, dp, tp;
+  int rc = 0;
 
-  free(dir);
-  if (d == NULL)
-    return -errno;
   while (rc == 0 && (e = readdir(d)) != NULL) {
     char *rel;
 
     if (e->d_name[0] == '.')
       continue;
     rel = join(prefix, e->d_name);
-    if (rel == NULL) {
-      rc = TR_ENOMEM;
-    } else if (half == 0 && (strcmp(e->d_name, "prefill") == 0 ||
-                             strcmp(e->d_name, "decode") == 0)) {
-      rc = scan_level(s, rel, e->d_name[0] == 'p' ? 1 : 2);
-    } else if (parse_rank_name(e->d_name, &pp, &dp, &tp)) {
-      rc = add_rank_dir(s, rel, half, pp, dp, tp);
-    } else if (half == 0 && is_trace_name(e->d_name)) {
-      s->files++;
-    }
+    rc = rel ? scan_entry(s, d, e->d_name, rel, half) : TR_ENOMEM;
     free(rel);
   }
-  closedir(d);
   return rc;
 }
 
 /* A folder of trace files without rank folders: one rank per file. */
-static int scan_files(struct scan *s)
+static int scan_files(struct scan *s, DIR *d)
 {
-  DIR *d = opendir(s->root);
   struct dirent *e;
+  struct stat st;
   int rc = 0;
 
-  if (d == NULL)
-    return -errno;
   s->from_files = 1;
+  rewinddir(d);
   while (rc == 0 && (e = readdir(d)) != NULL) {
     struct cap_rank *rank;
 
     if (e->d_name[0] == '.' || !is_trace_name(e->d_name))
       continue;
+    rc = look(s, dirfd(d), e->d_name, e->d_name, S_IFREG, &st);
+    if (rc <= 0)
+      continue;
     rank = add_rank(s->l, &s->cap);
-    if (rank == NULL) {
-      rc = TR_ELIMIT;
-      break;
-    }
+    if (rank == NULL)
+      return TR_ELIMIT;
     rank->label = strdup(e->d_name);
     rank->file = join(s->root, e->d_name);
     rank->gz_count = ends_with(e->d_name, ".gz");
-    rank->bytes = rank->file ? file_size(rank->file) : 0;
+    rank->bytes = (uint64_t)st.st_size;
+    rc = rank->label && rank->file ? 0 : TR_ENOMEM;
   }
-  closedir(d);
   return rc;
 }
 
@@ -263,7 +323,10 @@ static void summarize(struct cap_layout *l, int from_files)
   }
 }
 
-static int scan_single_file(struct scan *s, const char *path)
+/* path is one trace file (an import): one rank, label its name; the
+ * layout's root is its folder. */
+static int scan_single_file(struct scan *s, const char *path,
+                            const struct stat *st)
 {
   struct cap_rank *rank = add_rank(s->l, &s->cap);
   const char *slash = strrchr(path, '/');
@@ -274,35 +337,59 @@ static int scan_single_file(struct scan *s, const char *path)
   rank->label = strdup(slash ? slash + 1 : path);
   rank->file = strdup(path);
   rank->gz_count = ends_with(path, ".gz");
-  rank->bytes = file_size(path);
-  return rank->label && rank->file ? 0 : TR_ENOMEM;
+  rank->bytes = (uint64_t)st->st_size;
+  free(s->l->root);
+  s->l->root = slash == path ? strdup("/")
+               : slash       ? strndup(path, (size_t)(slash - path))
+                             : strdup(".");
+  return rank->label && rank->file && s->l->root ? 0 : TR_ENOMEM;
+}
+
+/* The folder path (not a link itself) and what lies in it. */
+static int scan_top(struct scan *s, const char *path)
+{
+  struct stat st;
+  int fd = tr_open_dir(NULL, path, &st, s->err);
+  DIR *d;
+  int rc;
+
+  if (fd == TR_EFORMAT && S_ISREG(st.st_mode)) {
+    tr_err_clear(s->err);
+    return scan_single_file(s, path, &st);
+  }
+  if (fd < 0)
+    return fd;
+  d = fdopendir(fd);
+  if (d == NULL) {
+    close(fd);
+    return tr_err_set(s->err, -errno, "path", "%s: %s", path, strerror(errno));
+  }
+  rc = scan_level(s, d, "", 0);
+  if (rc == 0 && s->l->n == 0 && s->files > 0)
+    rc = scan_files(s, d);
+  closedir(d);
+  return rc;
 }
 
 int cap_layout_scan(const char *path, struct cap_layout **out,
                     struct tr_err *err)
 {
   struct cap_layout *l = calloc(1, sizeof(*l));
-  struct scan s = { l, 0, path, 0, 0 };
-  struct stat st;
+  struct tr_err local = { 0 };
+  struct scan s = { l, 0, path, &local, 0, 0 };
   int rc;
 
-  if (l == NULL)
+  if (l == NULL || (l->root = strdup(path)) == NULL) {
+    free(l);
     return tr_err_set(err, TR_ENOMEM, "", "out of memory");
-  if (stat(path, &st) != 0) {
-    rc = -errno;
-  } else if (!S_ISDIR(st.st_mode)) {
-    rc = scan_single_file(&s, path);
-  } else {
-    rc = scan_level(&s, "", 0);
-    if (rc == 0 && l->n == 0 && s.files > 0)
-      rc = scan_files(&s);
   }
+  rc = scan_top(&s, path);
   if (rc != 0) {
     cap_layout_free(l);
+    if (local.code != 0)
+      return tr_err_set(err, local.code, "path", "%s", local.msg);
     return tr_err_set(err, rc, "path", "cannot read %s: %s", path,
-                      rc == TR_ELIMIT        ? "too many ranks"
-                      : rc < 0 && rc > -4096 ? strerror(-rc)
-                                             : "failed");
+                      rc == TR_ELIMIT ? "too many ranks" : tr_strerror(rc));
   }
   if (l->n > 1)
     qsort(l->ranks, l->n, sizeof(l->ranks[0]), cmp_rank);
@@ -320,6 +407,7 @@ void cap_layout_free(struct cap_layout *l)
     free(l->ranks[i].file);
   }
   free(l->ranks);
+  free(l->root);
   free(l);
 }
 

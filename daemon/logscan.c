@@ -1,10 +1,7 @@
-/*
- * The server log, read as ATOM's wait_server_ready.sh reads it
- * (docs/ATOM.md): only the bytes appended since this launch, looking for
- * the fatal markers. The launcher truncates the log at every launch, so a
- * file that shrank, or whose bytes before our offset changed, is a new
- * log: read it again from byte 0. Pool threads only; bounded work per call.
- */
+#include "daemon/logscan.h"
+
+#include "common/file.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -13,14 +10,21 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "daemon/cap_int.h"
-
 #define CHUNK    (64 * 1024)
 #define PASS_MAX (4 * 1024 * 1024) /* bytes read per call */
 
+/* docs/ATOM.md (wait_server_ready.sh, wait_infer_drain.sh): a launch with
+ * one of these is dead or will never be ready. "proc died" is also how
+ * ATOM reports a worker that died (async_proc.py), and the parser's error
+ * line is how a refused argv ends. */
 static const char *const markers[] = {
-  "cluster_dims", "InductorError",       "SHUTDOWN signal",
-  "proc died",    "Memory access fault", "HSA_STATUS_ERROR",
+  "cluster_dims",
+  "InductorError",
+  "SHUTDOWN signal",
+  "proc died",
+  "Memory access fault",
+  "HSA_STATUS_ERROR",
+  "openai_server.py: error:",
 };
 
 /* Remembers the bytes just before offset (buf holds the last len bytes
@@ -37,24 +41,39 @@ static void keep_fingerprint(struct cap_scan *s, const char *buf, size_t len)
   s->fp_len = keep + n;
 }
 
-void cap_scan_snapshot(struct cap_scan *s)
+/* The log is a file traced reads as root where other users may write:
+ * never follow a link, never block on a FIFO, only a regular file. */
+static int open_log(const char *path, struct stat *st)
 {
-  int fd = open(s->src, O_RDONLY | O_CLOEXEC);
-  struct stat st;
-  char buf[sizeof(s->fp)];
-  ssize_t n;
+  return tr_open_file(NULL, path, 0, st, NULL);
+}
 
+static void forget(struct cap_scan *s)
+{
   s->offset = 0;
   s->fp_len = 0;
-  s->carry_len = 0;
+  s->partial_len = 0;
+  s->bytes_seen = 0;
+  s->marker = NULL;
+  s->marker_line[0] = s->start_failed[0] = s->export_failed[0] = '\0';
+  s->last_exported[0] = '\0';
+  s->profilers_started = s->profilers_stopping = s->traces_exported = 0;
+}
+
+void cap_scan_snapshot(struct cap_scan *s)
+{
+  struct stat st;
+  char buf[sizeof(s->fp)];
+  int fd = open_log(s->src, &st);
+
+  forget(s);
   if (fd < 0)
     return;
-  if (fstat(fd, &st) == 0 && st.st_size > 0) {
+  if (st.st_size > 0) {
     size_t want =
         st.st_size < (off_t)sizeof(buf) ? (size_t)st.st_size : sizeof(buf);
 
-    n = pread(fd, buf, want, st.st_size - (off_t)want);
-    if (n == (ssize_t)want) {
+    if (pread(fd, buf, want, st.st_size - (off_t)want) == (ssize_t)want) {
       s->offset = (uint64_t)st.st_size;
       keep_fingerprint(s, buf, want);
     }
@@ -76,33 +95,96 @@ static bool same_file(const struct cap_scan *s, int fd, off_t size)
          memcmp(buf, s->fp, s->fp_len) == 0;
 }
 
-/* Looks for a marker in carry + buf; on a find fills s->marker/line. */
-static void find_marker(struct cap_scan *s, const char *buf, size_t len)
+static void quote(char *dst, const char *line, size_t n)
 {
-  char *text = malloc(s->carry_len + len);
-  size_t n = s->carry_len + len;
+  snprintf(dst, CAP_SCAN_LINE, "%.*s", (int)n, line);
+}
 
-  if (text == NULL)
-    return;
-  memcpy(text, s->carry, s->carry_len);
-  memcpy(text + s->carry_len, buf, len);
-  for (size_t i = 0; i < sizeof(markers) / sizeof(markers[0]); i++) {
-    const char *at = memmem(text, n, markers[i], strlen(markers[i]));
-    const char *from = at, *to = at;
+/* "Rank N: <what>" at the start of the message of line (after ATOM's
+ * logger prefix). */
+static const char *rank_says(const char *line, size_t n, const char *what)
+{
+  const char *at = memmem(line, n, "Rank ", 5);
+  const char *p, *end = line + n;
 
-    if (at == NULL)
-      continue;
-    while (from > text && from[-1] != '\n' && at - from < 120)
-      from--;
-    while (to < text + n && *to != '\n' && to - at < 120)
-      to++;
-    s->marker = markers[i];
-    snprintf(s->line, sizeof(s->line), "%.*s", (int)(to - from), from);
-    break;
+  if (at == NULL)
+    return NULL;
+  for (p = at + 5; p < end && *p >= '0' && *p <= '9'; p++)
+    ;
+  if (p == at + 5 || end - p < 2 || p[0] != ':' || p[1] != ' ')
+    return NULL;
+  p += 2;
+  return (size_t)(end - p) >= strlen(what) && memcmp(p, what, strlen(what)) == 0
+             ? p + strlen(what)
+             : NULL;
+}
+
+static void account_profiler(struct cap_scan *s, const char *line, size_t n)
+{
+  const char *path;
+  size_t dir = strlen(s->trace_dir);
+
+  if (rank_says(line, n, "profiler started") != NULL)
+    s->profilers_started++;
+  else if (rank_says(line, n, "stopping profiler") != NULL)
+    s->profilers_stopping++;
+  else if (rank_says(line, n, "failed to export trace to ") != NULL) {
+    if (s->export_failed[0] == '\0')
+      quote(s->export_failed, line, n);
+  } else if ((path = rank_says(line, n, "trace exported to ")) != NULL) {
+    /* Only this capture's folder: a --mark-trace graph trace or another
+     * server's would not be a rank of ours. */
+    if ((size_t)(line + n - path) > dir &&
+        memcmp(path, s->trace_dir, dir) == 0 && path[dir] == '/') {
+      s->traces_exported++;
+      quote(s->last_exported, line, n);
+    }
+  } else if (s->start_failed[0] == '\0' &&
+             memmem(line, n, "Failed to start profiling", 25) != NULL) {
+    quote(s->start_failed, line, n);
   }
-  s->carry_len = n < sizeof(s->carry) ? n : sizeof(s->carry);
-  memcpy(s->carry, text + n - s->carry_len, s->carry_len);
-  free(text);
+}
+
+static void account_line(struct cap_scan *s, const char *line, size_t n)
+{
+  for (size_t i = 0;
+       s->marker == NULL && i < sizeof(markers) / sizeof(*markers); i++) {
+    if (memmem(line, n, markers[i], strlen(markers[i])) != NULL) {
+      s->marker = markers[i];
+      quote(s->marker_line, line, n);
+    }
+  }
+  account_profiler(s, line, n);
+}
+
+/* Splits buf into lines, the first continuing s->partial. A line longer
+ * than partial is accounted by its first bytes. */
+static void account(struct cap_scan *s, const char *buf, size_t len)
+{
+  const char *p = buf, *end = buf + len, *nl;
+
+  while (p < end && (nl = memchr(p, '\n', (size_t)(end - p))) != NULL) {
+    size_t n = (size_t)(nl - p);
+
+    if (s->partial_len > 0) {
+      size_t room = sizeof(s->partial) - s->partial_len;
+
+      n = n < room ? n : room;
+      memcpy(s->partial + s->partial_len, p, n);
+      account_line(s, s->partial, s->partial_len + n);
+      s->partial_len = 0;
+    } else {
+      account_line(s, p, n);
+    }
+    p = nl + 1;
+  }
+  if (p < end) {
+    size_t n = (size_t)(end - p), room = sizeof(s->partial) - s->partial_len;
+
+    n = n < room ? n : room;
+    memcpy(s->partial + s->partial_len, p, n);
+    s->partial_len += n;
+  }
 }
 
 static void append_copy(struct cap_scan *s, const char *buf, size_t len,
@@ -121,28 +203,27 @@ static void append_copy(struct cap_scan *s, const char *buf, size_t len,
 
 void cap_scan_run(struct cap_scan *s)
 {
-  int fd = open(s->src, O_RDONLY | O_CLOEXEC);
-  char *buf = malloc(CHUNK);
   struct stat st;
+  int fd = open_log(s->src, &st);
+  char *buf = malloc(CHUNK);
   size_t total = 0;
 
-  if (fd < 0 || buf == NULL || fstat(fd, &st) != 0)
+  if (fd < 0 || buf == NULL)
     goto out;
   if (!same_file(s, fd, st.st_size)) {
-    s->offset = 0;
-    s->fp_len = 0;
-    s->carry_len = 0;
+    forget(s);
     append_copy(s, NULL, 0, true);
   }
-  while (s->marker == NULL && total < PASS_MAX) {
+  while (total < PASS_MAX) {
     ssize_t n = pread(fd, buf, CHUNK, (off_t)s->offset);
 
     if (n <= 0)
       break;
-    find_marker(s, buf, (size_t)n);
+    account(s, buf, (size_t)n);
     append_copy(s, buf, (size_t)n, false);
     keep_fingerprint(s, buf, (size_t)n);
     s->offset += (uint64_t)n;
+    s->bytes_seen += (uint64_t)n;
     total += (size_t)n;
   }
 out:

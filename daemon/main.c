@@ -67,6 +67,7 @@ int main(int argc, char **argv)
   }
   cfg_defaults(&cfg);
   rc = parse_args(argc, argv, &cfg);
+  cfg_hide_args(argc, argv);
   if (rc == 0)
     rc = daemon_run(&cfg);
   cfg_free(&cfg);

@@ -1,20 +1,21 @@
-/*
- * What a capture will run, decided before it runs (pool thread): the
- * argv of each ATOM script, the server's environment, and the ATOM
- * know-how of docs/ATOM.md that a person would otherwise forget:
- * PROMPT_MULTIPLIER 1, ATOM_PROFILER_MORE on the server (never the bench),
- * --use-chat-template when the model has a chat template, the per-model
- * presets of ATOM's models.json, and a fresh, empty trace folder.
- */
+#include "daemon/plan.h"
+
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "daemon/cap_int.h"
+#include "common/file.h"
+#include "common/lifecycle.h"
+#include "common/preset.h"
+
+#define TOKENIZER_MAX ((size_t)8 << 20) /* tokenizer_config.json ceiling */
 
 struct words {
   char **v; /* NULL-terminated */
@@ -24,8 +25,6 @@ struct words {
 
 static void push(struct words *w, const char *s)
 {
-  if (s == NULL)
-    s = "";
   if (w->n + 1 >= w->cap) {
     size_t cap = w->cap ? 2 * w->cap : 16;
     char **grown = realloc(w->v, cap * sizeof(*grown));
@@ -37,7 +36,7 @@ static void push(struct words *w, const char *s)
     w->v = grown;
     w->cap = cap;
   }
-  if ((w->v[w->n] = strdup(s)) == NULL) {
+  if ((w->v[w->n] = strdup(s ? s : "")) == NULL) {
     w->oom = true;
     return;
   }
@@ -52,19 +51,18 @@ static void pushf(struct words *w, const char *fmt, long long v)
   push(w, buf);
 }
 
-static void free_words(char **v)
+static void push_all(struct words *w, char *const *v)
 {
-  for (char **p = v; p != NULL && *p != NULL; p++)
-    free(*p);
-  free(v);
+  for (; v != NULL && *v != NULL; v++)
+    push(w, *v);
 }
 
-static json_t *words_json(char **v)
+json_t *cap_words_json(char *const *words)
 {
   json_t *a = json_array();
 
-  for (char **p = v; p != NULL && *p != NULL; p++)
-    json_array_append_new(a, json_string(*p));
+  for (; words != NULL && *words != NULL; words++)
+    json_array_append_new(a, json_string(*words));
   return a;
 }
 
@@ -75,6 +73,469 @@ static void push_script(struct words *w, const char *path)
   if (access(path, X_OK) != 0)
     push(w, "/bin/bash");
   push(w, path);
+}
+
+/* ---- words that survive start_atom_server.sh ---- */
+
+/* docs/ATOM.md: the start script expands EXTRA_ARGS unquoted, so each word
+ * is split again at blanks and glob-expanded. A compact JSON document has
+ * blanks only inside strings, where \uXXXX means the same to json.loads;
+ * glob characters there are escaped too. The brackets of arrays stay: the
+ * scripts run in an empty folder, where such a pattern matches nothing. */
+char *cap_word_for_shell(const char *word)
+{
+  json_t *doc;
+  char *text, *out;
+  bool in_str = false, esc = false;
+  size_t n = 0;
+
+  if (word[0] != '{' && word[0] != '[')
+    return strdup(word);
+  doc = json_loads(word, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, NULL);
+  if (doc == NULL)
+    return strdup(word);
+  text = json_dumps(doc, JSON_COMPACT | JSON_ENCODE_ANY);
+  json_decref(doc);
+  if (text == NULL || (out = malloc(6 * strlen(text) + 1)) == NULL) {
+    free(text);
+    return NULL;
+  }
+  for (const char *p = text; *p != '\0'; p++) {
+    if (in_str && !esc && strchr(" *?[]", *p) != NULL)
+      n += (size_t)sprintf(out + n, "\\u%04x", (unsigned char)*p);
+    else
+      out[n++] = *p;
+    if (in_str && !esc && *p == '"')
+      in_str = false;
+    else if (!in_str && *p == '"')
+      in_str = true;
+    esc = in_str && !esc && *p == '\\';
+  }
+  out[n] = '\0';
+  free(text);
+  return out;
+}
+
+/* ---- flags ---- */
+
+/* ATOM's short spellings of the flags read here (arg_utils.py). */
+static const char *const aliases[][2] = {
+  { "tp", "tensor-parallel-size" },
+  { "pp", "pipeline-parallel-size" },
+  { "pcp", "prefill-context-parallel-size" },
+  { "dp", "data-parallel-size" },
+  { "dcp", "decode-context-parallel-size" },
+};
+
+/* The flag a word names, as ATOM's parser sees it: dashes stripped, up to
+ * '=', '_' as '-', short spellings as long ones; "" for a value word. */
+static void flag_of(const char *word, char *buf, size_t size)
+{
+  size_t n = 0;
+
+  buf[0] = '\0';
+  if (word[0] != '-' || isdigit((unsigned char)word[1]))
+    return;
+  word += word[1] == '-' ? 2 : 1;
+  for (; *word != '\0' && *word != '=' && n + 1 < size; word++)
+    buf[n++] = *word == '_' ? '-' : *word;
+  buf[n] = '\0';
+  for (size_t i = 0; i < sizeof(aliases) / sizeof(aliases[0]); i++)
+    if (strcmp(buf, aliases[i][0]) == 0)
+      snprintf(buf, size, "%s", aliases[i][1]);
+}
+
+static bool is_flag(const char *word)
+{
+  char f[128];
+
+  flag_of(word, f, sizeof(f));
+  return f[0] != '\0';
+}
+
+static bool words_have_flag(char *const *words, const char *flag)
+{
+  char f[128];
+
+  for (; words != NULL && *words != NULL; words++) {
+    flag_of(*words, f, sizeof(f));
+    if (f[0] != '\0' && strcmp(f, flag) == 0)
+      return true;
+  }
+  return false;
+}
+
+/* The integer value of the last occurrence of flag (argparse: the last
+ * wins), or dflt. */
+static int flag_int(char *const *words, const char *flag, int dflt)
+{
+  char f[128];
+  int v = dflt;
+
+  for (size_t i = 0; words != NULL && words[i] != NULL; i++) {
+    const char *eq = strchr(words[i], '=');
+    const char *val = eq ? eq + 1 : words[i + 1];
+
+    flag_of(words[i], f, sizeof(f));
+    if (f[0] == '\0' || strcmp(f, flag) != 0 || val == NULL)
+      continue;
+    v = atoi(val) > 0 ? atoi(val) : v;
+  }
+  return v;
+}
+
+/* Appends preset words, but not a flag (with its value) that the request's
+ * own words set: the request wins, and an argparse "append" option would
+ * otherwise keep both. applied gets what was added. */
+static void push_unless_given(struct words *w, char *const *preset,
+                              char *const *req, json_t *applied)
+{
+  char f[128];
+
+  for (size_t i = 0; preset != NULL && preset[i] != NULL; i++) {
+    bool has_value = preset[i + 1] != NULL && !is_flag(preset[i + 1]) &&
+                     strchr(preset[i], '=') == NULL;
+
+    flag_of(preset[i], f, sizeof(f));
+    if (f[0] != '\0' && words_have_flag(req, f)) {
+      i += has_value;
+      continue;
+    }
+    push(w, preset[i]);
+    json_array_append_new(applied, json_string(preset[i]));
+  }
+}
+
+/* ---- the request and the preset ---- */
+
+static const char *param_str(json_t *params, const char *key)
+{
+  return json_string_value(json_object_get(params, key));
+}
+
+static int param_int(json_t *params, const char *key)
+{
+  json_t *v = json_object_get(params, key);
+  const struct tr_member *m = tr_member_find(key);
+
+  return json_is_integer(v) ? (int)json_integer_value(v)
+                            : (int)(m ? m->dflt : 0);
+}
+
+/* The request's words of key ("server_args"), as a NULL-terminated array
+ * of borrowed strings (only the array is allocated). */
+static char **param_words(json_t *params, const char *key)
+{
+  json_t *arr = json_object_get(params, key), *v;
+  char **out = calloc(json_array_size(arr) + 1, sizeof(*out));
+  size_t i, n = 0;
+
+  json_array_foreach(arr, i, v) {
+    if (out != NULL && json_is_string(v))
+      out[n++] = (char *)json_string_value(v);
+  }
+  return out;
+}
+
+/* The words of a shell-text member of the preset's variant or config. */
+static char **preset_words(json_t *obj, const char *key, struct tr_err *err)
+{
+  return tr_shell_words(json_string_value(json_object_get(obj, key)), key, err);
+}
+
+/* A word that still holds blanks after cap_word_for_shell() cannot reach
+ * the server intact. */
+static int check_shell_safe(char *const *words, const char *what,
+                            struct tr_err *err)
+{
+  for (; words != NULL && *words != NULL; words++)
+    if (strpbrk(*words, " \t\n") != NULL)
+      return tr_err_set(err, TR_EINVAL, what,
+                        "%s: the word \"%.200s\" holds blanks and is not "
+                        "JSON: ATOM's start script would split it",
+                        what, *words);
+  return 0;
+}
+
+/* The model path launched: a variant with its own "path" names another
+ * checkpoint, which sits beside the model asked for. New string. */
+static char *model_path(const char *model, const struct tr_preset *pre)
+{
+  const char *vpath = json_string_value(json_object_get(pre->variant, "path"));
+  const char *slash = strrchr(model, '/'), *vbase;
+  char *out;
+
+  if (vpath == NULL)
+    return strdup(model);
+  vbase = strrchr(vpath, '/') ? strrchr(vpath, '/') + 1 : vpath;
+  if (slash == NULL)
+    return strdup(vbase);
+  if (asprintf(&out, "%.*s/%s", (int)(slash - model), model, vbase) < 0)
+    return NULL;
+  return out;
+}
+
+/* ---- the chat template ---- */
+
+/* A file of the model folder exists as a regular file (a model folder is
+ * the client's: opened under it, no link followed, nothing waited on). */
+static bool model_file(const char *model, const char *name)
+{
+  int fd = tr_open_file(model, name, 0, NULL, NULL);
+
+  if (fd < 0)
+    return false;
+  close(fd);
+  return true;
+}
+
+static bool has_encoder_module(const char *model)
+{
+  int fd = tr_open_dir(model, "encoding", NULL, NULL);
+  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+  struct dirent *e;
+  bool yes = false;
+
+  if (d == NULL) {
+    if (fd >= 0)
+      close(fd);
+    return false;
+  }
+  while (!yes && (e = readdir(d)) != NULL) {
+    size_t n = strlen(e->d_name);
+
+    yes = strncmp(e->d_name, "encoding_", 9) == 0 && n > 12 &&
+          strcmp(e->d_name + n - 3, ".py") == 0;
+  }
+  closedir(d);
+  return yes;
+}
+
+/* docs/ATOM.md: the server applies <model>/encoding/encoding_*.py when
+ * present, else the tokenizer's template (a non-null chat_template in
+ * tokenizer_config.json, or chat_template.jinja). *why names the source. */
+static int chat_template(const char *model, bool *yes, const char **why,
+                         struct tr_err *err)
+{
+  char *text = NULL;
+  json_t *doc, *t;
+  int rc;
+
+  *yes = true;
+  if ((*why = "encoding/encoding_*.py", has_encoder_module(model)))
+    return 0;
+  if ((*why = "chat_template.jinja", model_file(model, *why)))
+    return 0;
+  *yes = false;
+  *why = "none";
+  rc = tr_read_file(model, "tokenizer_config.json", TOKENIZER_MAX, &text, NULL,
+                    err);
+  if (rc == -ENOENT || rc == -ENOTDIR) {
+    tr_err_clear(err);
+    return 0;
+  }
+  if (rc < 0)
+    return rc;
+  doc = json_loads(text, 0, NULL);
+  free(text);
+  t = json_object_get(doc, "chat_template");
+  if (t != NULL && !json_is_null(t)) {
+    *yes = true;
+    *why = "tokenizer_config.json";
+  }
+  json_decref(doc);
+  return 0;
+}
+
+/* ---- the plan ---- */
+
+struct build {
+  const struct cfg *cfg;
+  json_t *params;
+  const struct cap_dirs *dirs;
+  struct tr_preset pre; /* pre.model NULL: no preset */
+  struct cap_plan *p;
+  json_t *preset_json; /* extra.preset */
+};
+
+/* --trust-remote-code, config.extra_args, variant.extra_args (ATOM CI's
+ * order, .github/scripts/catalog.py), then the request's server_args;
+ * every word made safe for the start script. */
+static int server_words(struct build *b, struct words *out, struct tr_err *err)
+{
+  char **req = param_words(b->params, "server_args");
+  char **cfg_w = NULL, **var_w = NULL;
+  json_t *applied = json_array();
+  struct words raw = { 0 };
+  int rc = 0;
+
+  if (b->pre.model != NULL) {
+    if (json_is_true(json_object_get(json_object_get(b->pre.model, "config"),
+                                     "trust_remote_code")) &&
+        !words_have_flag(req, "trust-remote-code")) {
+      push(&raw, "--trust-remote-code");
+      json_array_append_new(applied, json_string("--trust-remote-code"));
+    }
+    cfg_w = preset_words(json_object_get(b->pre.model, "config"), "extra_args",
+                         err);
+    var_w = preset_words(b->pre.variant, "extra_args", err);
+    if (cfg_w == NULL || var_w == NULL)
+      rc = err && err->code ? err->code : TR_ENOMEM;
+    push_unless_given(&raw, cfg_w, req, applied);
+    push_unless_given(&raw, var_w, req, applied);
+    json_object_set_new(b->preset_json, "args", applied);
+  } else {
+    json_decref(applied);
+  }
+  push_all(&raw, req);
+  for (size_t i = 0; rc == 0 && i < raw.n; i++) {
+    char *safe = cap_word_for_shell(raw.v[i]);
+
+    push(out, safe);
+    free(safe);
+  }
+  if (rc == 0)
+    rc = check_shell_safe(out->v, "server_args", err);
+  tr_words_free(cfg_w);
+  tr_words_free(var_w);
+  tr_words_free(raw.v);
+  free(req);
+  return rc;
+}
+
+static void put_env(json_t *env, json_t *req_env, json_t *applied,
+                    const char *key, const char *value)
+{
+  if (json_object_get(req_env, key) != NULL)
+    return; /* the request wins */
+  json_object_set_new(env, key, json_string(value));
+  json_object_set_new(applied, key, json_string(value));
+}
+
+/* "K=V" lines of a preset's env_vars into env. */
+static void preset_env_lines(json_t *obj, json_t *env, json_t *req_env,
+                             json_t *applied)
+{
+  const char *text = json_string_value(json_object_get(obj, "env_vars"));
+  char *copy = text ? strdup(text) : NULL, *save = NULL;
+
+  for (char *t = copy ? strtok_r(copy, "\n", &save) : NULL; t != NULL;
+       t = strtok_r(NULL, "\n", &save)) {
+    char *eq, *key = t + strspn(t, " \t");
+
+    if ((eq = strchr(key, '=')) == NULL || eq == key)
+      continue;
+    *eq = '\0';
+    put_env(env, req_env, applied, key, eq + 1);
+  }
+  free(copy);
+}
+
+/* The server's environment additions: the request's, the preset's where
+ * the request is silent (env_vars of the model and its variant, and
+ * config.kv_cache_dtype as the start script's KV_CACHE_DTYPE), and
+ * ATOM_PROFILER_MORE from "more" (it belongs on the server). */
+static json_t *server_env(struct build *b)
+{
+  json_t *req_env = json_object_get(b->params, "env");
+  json_t *env = json_object(), *applied = json_object();
+  const char *dtype;
+
+  json_object_update(env, req_env);
+  if (b->pre.model != NULL) {
+    preset_env_lines(b->pre.model, env, req_env, applied);
+    preset_env_lines(b->pre.variant, env, req_env, applied);
+    if ((dtype = tr_preset_config_str(&b->pre, "kv_cache_dtype")) != NULL)
+      put_env(env, req_env, applied, "KV_CACHE_DTYPE", dtype);
+    json_object_set_new(b->preset_json, "env", applied);
+  } else {
+    json_decref(applied);
+  }
+  json_object_set_new(
+      env, "ATOM_PROFILER_MORE",
+      json_string(json_is_true(json_object_get(b->params, "more")) ? "1"
+                                                                   : "0"));
+  return env;
+}
+
+static void env_words(json_t *env, struct words *w)
+{
+  const char *key;
+  json_t *v;
+  char *kv;
+
+  json_object_foreach(env, key, v) {
+    if (json_is_string(v) &&
+        asprintf(&kv, "%s=%s", key, json_string_value(v)) >= 0) {
+      push(w, kv);
+      free(kv);
+    }
+  }
+}
+
+/* ATOM_PROFILER_TIMEOUT as the server will see it: its env additions,
+ * else traced's environment (the scripts inherit it), else the config. */
+static int profiler_timeout(const struct cfg *cfg, json_t *env)
+{
+  const char *v =
+      json_string_value(json_object_get(env, "ATOM_PROFILER_TIMEOUT"));
+  double s;
+
+  if (v == NULL)
+    v = getenv("ATOM_PROFILER_TIMEOUT");
+  s = v != NULL ? strtod(v, NULL) : 0;
+  return s >= 1 && s < 1e6 ? (int)(s + 0.999) : cfg->profiler_timeout_s;
+}
+
+/* MODEL PORT ISL OSL CONC PROMPT_MULTIPLIER PROFILE [bench words]. */
+static void bench_words(struct build *b, struct words *w, int pm, bool profile,
+                        char *const *extra, bool no_warmups)
+{
+  push_script(w, b->cfg->bench_script);
+  push(w, b->p->model);
+  pushf(w, "%lld", b->cfg->atom_port);
+  pushf(w, "%lld", param_int(b->params, "isl"));
+  pushf(w, "%lld", param_int(b->params, "osl"));
+  pushf(w, "%lld", param_int(b->params, "conc"));
+  pushf(w, "%lld", pm);
+  push(w, profile ? "1" : "0");
+  push_all(w, extra);
+  /* argparse: the last value wins over the script's --num-warmups. */
+  if (no_warmups) {
+    push(w, "--num-warmups");
+    push(w, "0");
+  }
+}
+
+/* The bench's words: the request's bench_args, then the preset variant's
+ * bench_args, or without a preset --use-chat-template when the model has
+ * a template (docs/ATOM.md: a workload without it is silently wrong). */
+static int bench_extra(struct build *b, struct words *out, struct tr_err *err)
+{
+  char **req = param_words(b->params, "bench_args"), **var = NULL;
+  const char *why = "preset";
+  bool chat = false;
+  int rc = 0;
+
+  push_all(out, req);
+  if (b->pre.model != NULL) {
+    json_t *applied = json_array();
+
+    var = preset_words(b->pre.variant, "bench_args", err);
+    if (var == NULL)
+      rc = err && err->code ? err->code : TR_ENOMEM;
+    push_unless_given(out, var, req, applied);
+    json_object_set_new(b->preset_json, "bench_args", applied);
+  } else if ((rc = chat_template(b->p->model, &chat, &why, err)) == 0 && chat &&
+             !words_have_flag(out->v, "use-chat-template")) {
+    push(out, "--use-chat-template");
+  }
+  chat = chat || words_have_flag(out->v, "use-chat-template");
+  json_object_set_new(b->p->extra, "use_chat_template", json_boolean(chat));
+  json_object_set_new(b->p->extra, "chat_template_source", json_string(why));
+  tr_words_free(var);
+  free(req);
+  return rc;
 }
 
 static bool dir_empty(const char *path)
@@ -91,322 +552,216 @@ static bool dir_empty(const char *path)
   return empty;
 }
 
-/* The trace folder must start empty (docs/ATOM.md): a folder left by a
- * database that was reset is moved aside, never deleted. */
-static int fresh_dir(const char *dir, char **moved, struct tr_err *err)
+/* A folder that must start empty (docs/ATOM.md: the trace folder; the
+ * scripts' working folder): one left by a database that was reset is
+ * moved aside, never deleted. */
+static int fresh_dir(const char *dir, json_t *extra, struct tr_err *err)
 {
-  struct stat st;
+  char *moved;
   int rc;
 
-  if (stat(dir, &st) == 0 && !dir_empty(dir)) {
-    if (asprintf(moved, "%s.old-%lld", dir, (long long)tr_now_ns()) < 0)
+  if (!dir_empty(dir)) {
+    if (asprintf(&moved, "%s.old-%lld", dir, (long long)tr_now_ns()) < 0)
       return tr_err_set(err, TR_ENOMEM, "", "out of memory");
-    if (rename(dir, *moved) != 0)
-      return tr_err_set(err, -errno, "", "cannot move %s aside: %s", dir,
-                        strerror(errno));
+    rc = rename(dir, moved) == 0 ? 0 : -errno;
+    if (rc == 0)
+      json_object_set_new(extra, "moved_aside", json_string(moved));
+    free(moved);
+    if (rc != 0)
+      return tr_err_set(err, rc, "", "cannot move %s aside: %s", dir,
+                        strerror(-rc));
   }
   if ((rc = tr_mkdir_p(dir)) != 0)
     return tr_err_set(err, rc, "", "cannot create %s: %s", dir, strerror(-rc));
   return 0;
 }
 
-static const char *base_name(const char *path)
+/* The request's tp, else the preset's config.tp, else TR_DEFAULT_TP. */
+static const char *resolve_tp(struct build *b)
 {
-  size_t n = strlen(path);
-  const char *slash;
+  json_t *ptp = json_object_get(json_object_get(b->pre.model, "config"), "tp");
 
-  while (n > 1 && path[n - 1] == '/')
-    n--;
-  for (slash = path + n - 1; slash > path && slash[-1] != '/'; slash--)
-    ;
-  return slash;
-}
-
-/* Compares base names, ignoring trailing slashes. */
-static bool same_base(const char *a, const char *b)
-{
-  const char *x = base_name(a), *y = base_name(b);
-  size_t nx = strcspn(x, "/"), ny = strcspn(y, "/");
-
-  return nx == ny && strncmp(x, y, nx) == 0;
-}
-
-/* The entry of models.json for model: its path equals the model's, or
- * has the same last component, or its name is that component. New
- * reference or NULL. */
-static json_t *find_preset(const char *models_json, const char *model)
-{
-  json_t *doc = json_load_file(models_json, 0, NULL), *list, *entry, *hit;
-  size_t i;
-
-  if (doc == NULL)
-    return NULL;
-  list = json_is_array(doc) ? doc : json_object_get(doc, "models");
-  hit = NULL;
-  json_array_foreach(list, i, entry) {
-    const char *path = json_string_value(json_object_get(entry, "path"));
-    const char *name = json_string_value(json_object_get(entry, "name"));
-
-    if ((path != NULL &&
-         (strcmp(path, model) == 0 || same_base(path, model))) ||
-        (name != NULL && same_base(name, model))) {
-      hit = json_incref(entry);
-      break;
-    }
+  if (json_is_integer(json_object_get(b->params, "tp"))) {
+    b->p->tp = param_int(b->params, "tp");
+    return "request";
   }
-  json_decref(doc);
-  return hit;
-}
-
-/* A preset member at the entry or inside its "config". */
-static json_t *preset_get(json_t *entry, const char *key)
-{
-  json_t *v = json_object_get(entry, key);
-
-  return v ? v : json_object_get(json_object_get(entry, "config"), key);
-}
-
-/* True when the request's server_args already give flag (as `--flag` or
- * `--flag=value`). */
-static bool has_flag(json_t *args, const char *word)
-{
-  size_t n = strcspn(word, "="), i;
-  json_t *a;
-
-  json_array_foreach(args, i, a) {
-    const char *s = json_string_value(a);
-
-    if (s != NULL && strncmp(s, word, n) == 0 && (s[n] == '\0' || s[n] == '='))
-      return true;
+  if (json_is_integer(ptp) && json_integer_value(ptp) >= 1 &&
+      json_integer_value(ptp) <= 1024) {
+    b->p->tp = (int)json_integer_value(ptp);
+    return "preset";
   }
-  return false;
+  b->p->tp = TR_DEFAULT_TP;
+  return "default";
 }
 
-/* Preset server args not already set by the request, as argv words. */
-static void preset_args(json_t *entry, json_t *server_args, struct words *out,
-                        json_t *applied)
+static int find_preset(struct build *b, struct tr_err *err)
 {
-  const char *text = json_string_value(preset_get(entry, "extra_args"));
-  char *copy = text ? strdup(text) : NULL, *save = NULL;
-  struct words w = { 0 };
+  const char *variant = param_str(b->params, "variant");
+  int rc;
 
-  for (char *t = copy ? strtok_r(copy, " \t\n", &save) : NULL; t != NULL;
-       t = strtok_r(NULL, " \t\n", &save))
-    push(&w, t);
-  for (size_t i = 0; i < w.n; i++) {
-    bool has_value = w.v[i][0] == '-' && i + 1 < w.n && w.v[i + 1][0] != '-';
-    bool skip = w.v[i][0] == '-' && has_flag(server_args, w.v[i]);
-
-    for (size_t k = 0; k <= (size_t)has_value; k++) {
-      if (!skip) {
-        push(out, w.v[i + k]);
-        json_array_append_new(applied, json_string(w.v[i + k]));
-      }
-    }
-    i += has_value;
+  if (b->cfg->models_json[0] == '\0') {
+    if (variant != NULL && variant[0] != '\0')
+      return tr_err_set(err, TR_EINVAL, "variant",
+                        "variant \"%s\" asked for, but models_json is not "
+                        "set",
+                        variant);
+    return 0;
   }
-  free_words(w.v);
-  free(copy);
+  rc = tr_preset_find(b->cfg->models_json, param_str(b->params, "model"),
+                      variant, &b->pre, err);
+  return rc < 0 ? rc : 0;
 }
 
-/* Preset env lines "K=V" into env unless the request set K. */
-static void preset_env(json_t *entry, json_t *req_env, json_t *env,
-                       json_t *applied)
+/* extra.preset: what matched and what it added (null: no preset). */
+static void preset_extra(struct build *b)
 {
-  const char *text = json_string_value(preset_get(entry, "env_vars"));
-  char *copy = text ? strdup(text) : NULL, *save = NULL;
+  const char *label =
+      json_string_value(json_object_get(b->pre.variant, "label"));
 
-  for (char *t = copy ? strtok_r(copy, "\n", &save) : NULL; t != NULL;
-       t = strtok_r(NULL, "\n", &save)) {
-    char *eq, *key = t + strspn(t, " \t");
-
-    if ((eq = strchr(key, '=')) == NULL || eq == key)
-      continue;
-    *eq = '\0';
-    if (json_object_get(req_env, key) != NULL)
-      continue;
-    json_object_set_new(env, key, json_string(eq + 1));
-    json_object_set_new(applied, key, json_string(eq + 1));
+  if (b->pre.model == NULL) {
+    json_object_set_new(b->p->extra, "preset", json_null());
+    return;
   }
-  free(copy);
+  b->preset_json = json_pack("{s:s,s:s,s:s}", "match", b->pre.match, "variant",
+                             label ? label : "", "model", b->p->model);
+  json_object_set_new(b->p->extra, "preset", b->preset_json);
 }
 
-/* Docs/ATOM.md: a non-null chat_template in tokenizer_config.json means
- * the bench needs --use-chat-template, or the workload is silently wrong. */
-static bool has_chat_template(const char *model)
+static int build_start(struct build *b, struct words *start, struct words *env,
+                       struct tr_err *err)
 {
-  char *path;
-  json_t *doc, *t;
-  bool yes;
+  struct words server = { 0 };
+  json_t *env_obj;
+  int rc;
 
-  if (asprintf(&path, "%s/tokenizer_config.json", model) < 0)
-    return false;
-  doc = json_load_file(path, 0, NULL);
-  free(path);
-  t = json_object_get(doc, "chat_template");
-  yes = t != NULL && !json_is_null(t);
-  json_decref(doc);
-  return yes;
+  push_script(start, b->cfg->start_script);
+  push(start, b->p->model);
+  pushf(start, "%lld", b->p->tp);
+  pushf(start, "%lld", b->cfg->atom_port);
+  push(start, "--torch-profiler-dir");
+  push(start, b->dirs->trace);
+  rc = server_words(b, &server, err);
+  push_all(start, server.v);
+  /* A disaggregated server (--enable-rapidserve) exports each rank in a
+   * prefill/ and a decode/ half (docs/ATOM.md). */
+  b->p->pp_pcp = flag_int(server.v, "pipeline-parallel-size", 1) *
+                 flag_int(server.v, "prefill-context-parallel-size", 1) *
+                 (words_have_flag(server.v, "enable-rapidserve") ? 2 : 1);
+  b->p->ranks_argv =
+      b->p->tp * b->p->pp_pcp * flag_int(server.v, "data-parallel-size", 1);
+  tr_words_free(server.v);
+  env_obj = server_env(b);
+  env_words(env_obj, env);
+  b->p->profiler_timeout_s = profiler_timeout(b->cfg, env_obj);
+  json_object_set_new(json_object_get(b->p->extra, "commands"), "start_env",
+                      env_obj);
+  return rc;
 }
 
-int cap_param_int(json_t *params, const char *key, int dflt)
+/* The bench runs: with profile_control bench one run whose --profile starts
+ * the profiler after ATOM's CONC*2 warm-ups; with daemon a warm-up run of
+ * the same CONC*2 requests, then (traced POSTs /start_profile) the profiled
+ * run without warm-ups, so the trace holds the CONC*PROMPT_MULTIPLIER
+ * prompts and nothing else. */
+static int build_bench(struct build *b, struct words *warmup,
+                       struct words *bench, struct tr_err *err)
 {
-  json_t *v = json_object_get(params, key);
+  struct words extra = { 0 };
+  int pm = param_int(b->params, "prompt_multiplier");
+  bool daemon = b->cfg->profile_control == CFG_PROFILE_DAEMON;
+  int rc = bench_extra(b, &extra, err);
 
-  return json_is_integer(v) ? (int)json_integer_value(v) : dflt;
+  if (daemon)
+    bench_words(b, warmup, 2, false, extra.v, true);
+  bench_words(b, bench, pm, !daemon, extra.v, daemon);
+  tr_words_free(extra.v);
+  return rc;
 }
 
-static void push_strings(struct words *w, json_t *arr)
+static void commands_extra(struct cap_plan *p)
 {
-  size_t i;
-  json_t *a;
+  json_t *c = json_object_get(p->extra, "commands");
 
-  json_array_foreach(arr, i, a)
-    if (json_is_string(a))
-      push(w, json_string_value(a));
+  json_object_set_new(c, "stop", cap_words_json(p->stop_argv));
+  json_object_set_new(c, "start", cap_words_json(p->start_argv));
+  json_object_set_new(c, "bench", cap_words_json(p->bench_argv));
+  if (p->warmup_argv != NULL)
+    json_object_set_new(c, "warmup", cap_words_json(p->warmup_argv));
 }
 
-/* start: MODEL TP PORT --torch-profiler-dir DIR [preset] [server_args]. */
-static void build_start(const struct cfg *cfg, json_t *params,
-                        const char *trace_dir, json_t *preset, struct words *w,
-                        json_t *extra)
+static int plan(struct build *b, struct tr_err *err)
 {
-  json_t *applied = json_object(), *args = json_array();
+  struct words start = { 0 }, env = { 0 }, warmup = { 0 }, bench = { 0 },
+               stop = { 0 };
+  const char *tp_source;
+  int rc;
 
-  push_script(w, cfg->start_script);
-  push(w, json_string_value(json_object_get(params, "model")));
-  pushf(w, "%lld", cap_param_int(params, "tp", 8));
-  pushf(w, "%lld", cfg->atom_port);
-  push(w, "--torch-profiler-dir");
-  push(w, trace_dir);
-  if (preset != NULL)
-    preset_args(preset, json_object_get(params, "server_args"), w, args);
-  push_strings(w, json_object_get(params, "server_args"));
-  if (preset != NULL) {
-    json_object_set_new(applied, "match",
-                        json_incref(json_object_get(preset, "path")
-                                        ? json_object_get(preset, "path")
-                                        : json_object_get(preset, "name")));
-    json_object_set_new(applied, "args", args);
-    json_object_set_new(extra, "preset", applied);
-  } else {
-    json_decref(args);
-    json_decref(applied);
-    json_object_set_new(extra, "preset", json_null());
-  }
-}
-
-/* The server's env additions: the request's, the preset's where the
- * request is silent, and ATOM_PROFILER_MORE from "more" (docs/ATOM.md:
- * it belongs on the server). */
-static void build_env(json_t *params, json_t *preset, struct words *w,
-                      json_t *extra)
-{
-  json_t *req_env = json_object_get(params, "env"), *env = json_object();
-  json_t *applied = json_object(), *v;
-  const char *key;
-  char *kv;
-
-  if (json_is_object(req_env))
-    json_object_update(env, req_env);
-  if (preset != NULL) {
-    preset_env(preset, req_env, env, applied);
-    json_object_set_new(json_object_get(extra, "preset"), "env", applied);
-  } else {
-    json_decref(applied);
-  }
+  if ((b->p->model = model_path(param_str(b->params, "model"), &b->pre)) ==
+      NULL)
+    return tr_err_set(err, TR_ENOMEM, "", "out of memory");
+  preset_extra(b);
+  tp_source = resolve_tp(b);
+  push_script(&stop, b->cfg->stop_script);
+  rc = build_start(b, &start, &env, err);
+  if (rc == 0)
+    rc = build_bench(b, &warmup, &bench, err);
+  b->p->start_argv = start.v;
+  b->p->start_env = env.v;
+  b->p->warmup_argv = warmup.v;
+  b->p->bench_argv = bench.v;
+  b->p->stop_argv = stop.v;
   json_object_set_new(
-      env, "ATOM_PROFILER_MORE",
-      json_string(json_is_true(json_object_get(params, "more")) ? "1" : "0"));
-  json_object_foreach(env, key, v) {
-    if (!json_is_string(v) ||
-        asprintf(&kv, "%s=%s", key, json_string_value(v)) < 0)
-      continue;
-    push(w, kv);
-    free(kv);
-  }
-  json_object_set_new(json_object_get(extra, "commands"), "start_env", env);
+      b->p->extra, "launch",
+      json_pack("{s:s,s:i,s:s,s:i,s:i}", "model", b->p->model, "tp", b->p->tp,
+                "tp_source", tp_source, "ranks_argv", b->p->ranks_argv,
+                "profiler_timeout_s", b->p->profiler_timeout_s));
+  commands_extra(b->p);
+  if (rc == 0 && (start.oom || env.oom || warmup.oom || bench.oom || stop.oom))
+    rc = tr_err_set(err, TR_ENOMEM, "", "out of memory");
+  return rc;
 }
 
-/* bench: MODEL PORT ISL OSL CONC PROMPT_MULTIPLIER PROFILE [bench_args].
- * PROFILE 1 lets the bench start/stop the profiler; with
- * profile_control=daemon traced does, around a bench run with PROFILE 0. */
-static void build_bench(const struct cfg *cfg, json_t *params, struct words *w,
-                        json_t *extra)
+int cap_plan_build(const struct cfg *cfg, json_t *params,
+                   const struct cap_dirs *dirs, struct cap_plan **out,
+                   struct tr_err *err)
 {
-  json_t *bench_args = json_object_get(params, "bench_args");
-  const char *model = json_string_value(json_object_get(params, "model"));
-  bool chat = has_chat_template(model);
+  struct build b = { cfg, params, dirs, { 0 }, NULL, NULL };
+  int rc;
 
-  push_script(w, cfg->bench_script);
-  push(w, model);
-  pushf(w, "%lld", cfg->atom_port);
-  pushf(w, "%lld", cap_param_int(params, "isl", 1024));
-  pushf(w, "%lld", cap_param_int(params, "osl", 1024));
-  pushf(w, "%lld", cap_param_int(params, "conc", 64));
-  pushf(w, "%lld", cap_param_int(params, "prompt_multiplier", 1));
-  push(w, cfg->profile_control == CFG_PROFILE_DAEMON ? "0" : "1");
-  push_strings(w, bench_args);
-  if (chat && !has_flag(bench_args, "--use-chat-template"))
-    push(w, "--use-chat-template");
-  json_object_set_new(extra, "use_chat_template", json_boolean(chat));
+  if ((b.p = calloc(1, sizeof(*b.p))) == NULL)
+    return tr_err_set(err, TR_ENOMEM, "", "out of memory");
+  b.p->extra = json_pack("{s:s,s:s,s:{}}", "trace_dir", dirs->trace, "log_dir",
+                         dirs->log, "commands");
+  if ((rc = tr_mkdir_p(dirs->log)) != 0)
+    rc = tr_err_set(err, rc, "", "cannot create %s: %s", dirs->log,
+                    strerror(-rc));
+  if (rc == 0)
+    rc = fresh_dir(dirs->trace, b.p->extra, err);
+  if (rc == 0)
+    rc = fresh_dir(dirs->work, b.p->extra, err);
+  if (rc == 0)
+    rc = find_preset(&b, err);
+  if (rc == 0)
+    rc = plan(&b, err);
+  tr_preset_free(&b.pre);
+  if (rc != 0) {
+    cap_plan_free(b.p);
+    return rc;
+  }
+  *out = b.p;
+  return 0;
 }
 
 void cap_plan_free(struct cap_plan *p)
 {
   if (p == NULL)
     return;
-  free_words(p->start_argv);
-  free_words(p->start_env);
-  free_words(p->bench_argv);
-  free_words(p->stop_argv);
+  tr_words_free(p->start_argv);
+  tr_words_free(p->start_env);
+  tr_words_free(p->warmup_argv);
+  tr_words_free(p->bench_argv);
+  tr_words_free(p->stop_argv);
+  free(p->model);
   json_decref(p->extra);
-  free(p->moved_aside);
   free(p);
-}
-
-int cap_plan_build(const struct cfg *cfg, json_t *params, const char *trace_dir,
-                   const char *log_dir, struct cap_plan **out,
-                   struct tr_err *err)
-{
-  struct cap_plan *p = calloc(1, sizeof(*p));
-  struct words start = { 0 }, env = { 0 }, bench = { 0 }, stop = { 0 };
-  json_t *preset = NULL, *commands;
-  int rc;
-
-  if (p == NULL)
-    return tr_err_set(err, TR_ENOMEM, "", "out of memory");
-  if ((rc = tr_mkdir_p(log_dir)) != 0 ||
-      (rc = fresh_dir(trace_dir, &p->moved_aside, err)) != 0) {
-    cap_plan_free(p);
-    return tr_err_set(err, rc, "", "cannot create %s: %s", log_dir,
-                      strerror(-rc));
-  }
-  if (cfg->models_json[0] != '\0')
-    preset = find_preset(cfg->models_json,
-                         json_string_value(json_object_get(params, "model")));
-  p->extra = json_pack("{s:s,s:s,s:{}}", "trace_dir", trace_dir, "log_dir",
-                       log_dir, "commands");
-  if (p->moved_aside != NULL)
-    json_object_set_new(p->extra, "trace_dir_moved_aside",
-                        json_string(p->moved_aside));
-  commands = json_object_get(p->extra, "commands");
-  push_script(&stop, cfg->stop_script);
-  build_start(cfg, params, trace_dir, preset, &start, p->extra);
-  build_env(params, preset, &env, p->extra);
-  build_bench(cfg, params, &bench, p->extra);
-  json_decref(preset);
-  p->start_argv = start.v;
-  p->start_env = env.v;
-  p->bench_argv = bench.v;
-  p->stop_argv = stop.v;
-  json_object_set_new(commands, "stop", words_json(stop.v));
-  json_object_set_new(commands, "start", words_json(start.v));
-  json_object_set_new(commands, "bench", words_json(bench.v));
-  if (start.oom || env.oom || bench.oom || stop.oom) {
-    cap_plan_free(p);
-    return tr_err_set(err, TR_ENOMEM, "", "out of memory");
-  }
-  *out = p;
-  return 0;
 }

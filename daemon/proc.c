@@ -5,8 +5,10 @@
  */
 #include "daemon/proc.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,9 +82,10 @@ static void on_deadline(uv_timer_t *t)
   cap_proc_kill(p);
 }
 
-/* environ with env_add laid over it, as a new NULL-terminated array of
- * borrowed strings (only the array is allocated). */
-static char **build_env(const char *const *add)
+/* environ with env_add and the mark laid over it, as a new NULL-terminated
+ * array of borrowed strings (only the array is allocated; mark is the
+ * caller's buffer). */
+static char **build_env(const char *const *add, const char *mark)
 {
   size_t n = 0, nadd = 0, k = 0;
   char **env;
@@ -91,7 +94,7 @@ static char **build_env(const char *const *add)
     n++;
   while (add != NULL && add[nadd] != NULL)
     nadd++;
-  env = calloc(n + nadd + 1, sizeof(*env));
+  env = calloc(n + nadd + 2, sizeof(*env));
   if (env == NULL)
     return NULL;
   for (size_t i = 0; i < n; i++) {
@@ -101,11 +104,15 @@ static char **build_env(const char *const *add)
 
     for (size_t j = 0; j < nadd && !replaced; j++)
       replaced = strncmp(add[j], environ[i], len) == 0;
+    if (mark[0] != '\0' && strncmp(mark, environ[i], len) == 0)
+      replaced = true;
     if (!replaced)
       env[k++] = environ[i];
   }
   for (size_t j = 0; j < nadd; j++)
     env[k++] = (char *)add[j];
+  if (mark[0] != '\0')
+    env[k++] = (char *)mark;
   return env;
 }
 
@@ -122,6 +129,7 @@ static int start_child(uv_loop_t *loop, struct cap_proc *p,
   stdio[2].flags = UV_INHERIT_FD;
   stdio[2].data.fd = fd;
   po.file = o->argv[0];
+  po.cwd = o->cwd;
   po.args = (char **)o->argv;
   po.env = env;
   po.flags = UV_PROCESS_DETACHED;
@@ -136,12 +144,18 @@ int cap_proc_spawn(uv_loop_t *loop, const struct cap_proc_opts *o,
                    struct cap_proc **out, struct tr_err *err)
 {
   struct cap_proc *p = calloc(1, sizeof(*p));
-  char **env = build_env(o->env_add);
+  char *mark = NULL;
+  char **env;
   int fd, rc;
+
+  if (o->mark != NULL && asprintf(&mark, CAP_PROC_MARK "=%s", o->mark) < 0)
+    mark = NULL;
+  env = build_env(o->env_add, mark ? mark : "");
 
   if (p == NULL || env == NULL) {
     free(p);
     free(env);
+    free(mark);
     return tr_err_set(err, TR_ENOMEM, "", "out of memory");
   }
   fd = open(o->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -149,12 +163,14 @@ int cap_proc_spawn(uv_loop_t *loop, const struct cap_proc_opts *o,
     rc = -errno;
     free(p);
     free(env);
+    free(mark);
     return tr_err_set(err, rc, "", "cannot open %s: %s", o->log_path,
                       strerror(-rc));
   }
   rc = start_child(loop, p, o, fd, env);
   close(fd);
   free(env);
+  free(mark);
   if (rc != 0) {
     /* uv_spawn initialised the handle even on failure: close it. */
     p->open_handles = 1;
@@ -191,6 +207,52 @@ void cap_proc_kill(struct cap_proc *p)
 bool cap_proc_group_alive(const struct cap_proc *p)
 {
   return p != NULL && p->pgid > 0 && (kill(-p->pgid, 0) == 0 || errno == EPERM);
+}
+
+/* The state and the process group of /proc/<pid>/stat ("pid (comm) S ppid
+ * pgrp ..."; comm may hold blanks and parentheses: read after the last
+ * ')'). */
+static bool proc_stat(const char *pid, char *state, pid_t *pgrp)
+{
+  char path[300], buf[512], *close_paren;
+  int fd, ppid, group;
+  ssize_t n;
+
+  snprintf(path, sizeof(path), "/proc/%s/stat", pid);
+  if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+    return false;
+  n = read(fd, buf, sizeof(buf) - 1);
+  close(fd);
+  if (n <= 0)
+    return false;
+  buf[n] = '\0';
+  if ((close_paren = strrchr(buf, ')')) == NULL ||
+      sscanf(close_paren + 1, " %c %d %d", state, &ppid, &group) != 3)
+    return false;
+  *pgrp = group;
+  return true;
+}
+
+bool cap_proc_group_lives(pid_t pgid)
+{
+  DIR *d;
+  struct dirent *e;
+  bool lives = false;
+
+  if (pgid <= 0 || (kill(-pgid, 0) != 0 && errno != EPERM))
+    return false;
+  if ((d = opendir("/proc")) == NULL)
+    return true; /* cannot tell: kill() found it */
+  while (!lives && (e = readdir(d)) != NULL) {
+    char state;
+    pid_t group;
+
+    lives = e->d_name[0] >= '1' && e->d_name[0] <= '9' &&
+            proc_stat(e->d_name, &state, &group) && group == pgid &&
+            state != 'Z' && state != 'X';
+  }
+  closedir(d);
+  return lives;
 }
 
 bool cap_proc_running(const struct cap_proc *p)

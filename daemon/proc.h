@@ -30,6 +30,12 @@ struct cap_proc_opts {
   const char *const *env_add; /* "K=V" set over traced's environment,
                                  NULL-terminated; may be NULL; borrowed */
   const char *log_path;       /* stdout+stderr appended here */
+  const char *cwd;            /* working folder; NULL: traced's */
+  const char *mark;           /* non-NULL: CAP_PROC_MARK=<mark> is set in
+                                 its environment (the capture's trace
+                                 folder: unique to one traced and one
+                                 capture), so that a restarted traced
+                                 finds what a crashed one left running */
   int deadline_s;             /* kill the group after this; 0: none */
   int grace_s;                /* SIGTERM to SIGKILL; 0: 5 s */
   cap_proc_exit_cb on_exit;
@@ -47,8 +53,16 @@ int cap_proc_spawn(uv_loop_t *loop, const struct cap_proc_opts *opts,
  * left behind). Idempotent. */
 void cap_proc_kill(struct cap_proc *p);
 
+/* The environment variable cap_proc_opts.mark sets. */
+#define CAP_PROC_MARK "TRACED_CAPTURE"
+
 /* True while any process of the group is alive. */
 bool cap_proc_group_alive(const struct cap_proc *p);
+
+/* True while the group pgid has a member that is not a zombie: a server
+ * whose parent (the launcher) is gone stays a zombie until init reaps it,
+ * and kill() still finds it. Reads /proc: any thread but the loop. */
+bool cap_proc_group_lives(pid_t pgid);
 
 /* True until on_exit was called. */
 bool cap_proc_running(const struct cap_proc *p);

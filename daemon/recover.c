@@ -5,15 +5,23 @@
  * has its one .gz and no .json) is indexed; any other becomes
  * "interrupted" with the phase it was in. An import is indexed again.
  *
+ * The processes an interrupted capture left (its server, its bench) are
+ * ended: after a kill -9 nothing else would end them.
+ *
  * This runs in cap_runner_new(), before the loop runs and before the HTTP
  * API starts: nothing waits on the loop yet, so these blocking reads and
  * one-row writes delay only the start-up.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "common/text.h"
 #include "daemon/cap_int.h"
 
 static void push_id(struct cap_runner *r, int kind, int64_t id)
@@ -48,30 +56,123 @@ static void interrupt(struct store *st, int64_t id, const char *phase,
           phase, why);
 }
 
-static void recover_capture(struct cap_runner *r, struct store *st, int64_t id,
+/* The ranks the capture's export was to hold: as settled at its ready gate
+ * (progress.ranks_expected), else its TP. */
+static int expected_ranks(json_t *obj)
+{
+  json_t *n =
+      json_object_get(json_object_get(obj, "progress"), "ranks_expected");
+  json_t *tp = json_object_get(json_object_get(obj, "params"), "tp");
+
+  if (json_is_integer(n) && json_integer_value(n) > 0)
+    return (int)json_integer_value(n);
+  return json_is_integer(tp) ? (int)json_integer_value(tp) : TR_DEFAULT_TP;
+}
+
+/* Returns true when the capture is interrupted (its processes must go). */
+static bool recover_capture(struct cap_runner *r, struct store *st, int64_t id,
                             json_t *obj)
 {
   const char *phase = json_string_value(json_object_get(obj, "phase"));
-  int tp = cap_param_int(json_object_get(obj, "params"), "tp", 8);
   struct cap_layout *l = NULL;
-  char dir[4096], problems[1024] = "";
+  char *dir = tr_capture_dir(r->cfg->trace_root, id, NULL);
+  char problems[1024] = "";
 
   phase = phase ? phase : "queued";
-  snprintf(dir, sizeof(dir), "%s/%lld", r->cfg->trace_root, (long long)id);
-  if (cap_layout_scan(dir, &l, NULL) != 0)
-    snprintf(problems, sizeof(problems), "no trace folder %.900s", dir);
-  else if (cap_layout_complete(l, tp, problems, sizeof(problems)))
+  if (dir == NULL || cap_layout_scan(dir, &l, NULL) != 0)
+    snprintf(problems, sizeof(problems), "no trace folder %.900s",
+             dir ? dir : "");
+  else if (cap_layout_complete(l, expected_ranks(obj), problems,
+                               sizeof(problems)))
     problems[0] = '\0';
   cap_layout_free(l);
+  free(dir);
   if (problems[0] == '\0') {
     fprintf(stderr,
             "traced: capture %lld: trace folder complete after a "
             "restart in %s: indexing it\n",
             (long long)id, phase);
     push_id(r, 0, id);
-  } else {
-    interrupt(st, id, phase, problems);
+    return false;
   }
+  interrupt(st, id, phase, problems);
+  return true;
+}
+
+/* ---- what a crashed traced left running ---- */
+
+#define LEFTOVER_GRACE_MS 5000
+
+/* True when /proc/<pid>/environ holds the mark of one of the captures of
+ * ids: CAP_PROC_MARK=<its trace folder> (proc.h). */
+static bool marked(const char *root, const char *pid, const int64_t *ids,
+                   size_t n)
+{
+  char path[300], *env, *want;
+  size_t len = 0;
+  int fd;
+  bool hit = false;
+
+  snprintf(path, sizeof(path), "/proc/%s/environ", pid);
+  if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+    return false;
+  env = tr_read_tail(fd, 1 << 20, 1 << 20, &len);
+  close(fd);
+  for (size_t i = 0; env != NULL && i < n && !hit; i++) {
+    if (asprintf(&want, CAP_PROC_MARK "=%s/%lld", root, (long long)ids[i]) < 0)
+      break;
+    for (size_t at = 0; !hit && at < len; at += strlen(env + at) + 1)
+      hit = strcmp(env + at, want) == 0;
+    free(want);
+  }
+  free(env);
+  return hit;
+}
+
+/* Signals the process groups of every marked process; the number found. */
+static int signal_marked(const char *root, const int64_t *ids, size_t n,
+                         int sig)
+{
+  DIR *d = opendir("/proc");
+  struct dirent *e;
+  int found = 0;
+  pid_t pgid;
+
+  while (d != NULL && (e = readdir(d)) != NULL) {
+    if (e->d_name[0] < '1' || e->d_name[0] > '9' ||
+        !marked(root, e->d_name, ids, n))
+      continue;
+    found++;
+    pgid = getpgid((pid_t)atoi(e->d_name));
+    if (pgid > 1 && pgid != getpgrp())
+      kill(-pgid, sig);
+    kill((pid_t)atoi(e->d_name), sig);
+  }
+  if (d != NULL)
+    closedir(d);
+  return found;
+}
+
+/* After a crash (kill -9) the scripts, the bench and the server of an
+ * interrupted capture run on, holding the GPUs until the next capture's
+ * stop script. Every process traced starts carries its capture's mark
+ * (proc.h): SIGTERM to theirs, SIGKILL to what is left after a grace. */
+static void end_leftovers(const char *root, const int64_t *ids, size_t n)
+{
+  int left;
+
+  if (n == 0 || signal_marked(root, ids, n, SIGTERM) == 0)
+    return;
+  for (int waited = 0; waited < LEFTOVER_GRACE_MS; waited += 100) {
+    usleep(100 * 1000);
+    if ((left = signal_marked(root, ids, n, 0)) == 0)
+      return;
+  }
+  left = signal_marked(root, ids, n, SIGKILL);
+  fprintf(stderr,
+          "traced: %d leftover processes of interrupted captures "
+          "killed\n",
+          left);
 }
 
 static int recover(struct cap_runner *r, struct tr_err *err)
@@ -84,7 +185,7 @@ static int recover(struct cap_runner *r, struct tr_err *err)
     return rc;
   for (int kind = 0; kind < 2 && rc == 0; kind++) {
     int64_t *ids = NULL;
-    size_t n = 0;
+    size_t n = 0, nleft = 0;
 
     rc = store_capture_ids(st, "running", kinds[kind], &ids, &n, err);
     for (size_t i = 0; rc == 0 && i < n; i++) {
@@ -92,12 +193,13 @@ static int recover(struct cap_runner *r, struct tr_err *err)
 
       if (store_capture_get(st, ids[i], &obj, NULL) != 0)
         continue;
-      if (kind == 0)
-        recover_capture(r, st, ids[i], obj);
-      else
+      if (kind == 1)
         push_id(r, 1, ids[i]);
+      else if (recover_capture(r, st, ids[i], obj))
+        ids[nleft++] = ids[i]; /* interrupted: end what it left */
       json_decref(obj);
     }
+    end_leftovers(r->cfg->trace_root, ids, nleft);
     free(ids);
   }
   store_close(st);
@@ -135,6 +237,8 @@ int cap_runner_new(uv_loop_t *loop, const struct cfg *cfg,
     cap_runner_free(r);
     return rc;
   }
+  uv_timer_init(loop, &r->orphan_timer);
+  r->orphan_timer.data = r;
   *out = r;
   return 0;
 }

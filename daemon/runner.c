@@ -2,7 +2,8 @@
  * The capture runner: two FIFO queues read from the store, captures (one at
  * a time: one GPU server) and imports (one at a time, beside the capture:
  * they need no GPU), recovery after a crash, cancel and shutdown. The
- * phases themselves are in capture.c, export.c and index_jobs.c.
+ * phases themselves are capture.c's and phase_<name>.c's. Also the final
+ * writes the store refused (a full disk), retried until it takes them.
  */
 #include <assert.h>
 #include <stdio.h>
@@ -37,21 +38,24 @@ static struct cap_job *job_new(struct cap_runner *r, int64_t id, int kind,
   job->id = id;
   job->is_import = kind == KIND_IMPORT;
   job->recovered = recovered;
-  job->phase = CAP_QUEUED;
+  job->phase = TR_PHASE_QUEUED;
   job->params = json_incref(json_object_get(obj, "params"));
   if (recovered)
     job->stored_ranks = json_incref(json_object_get(obj, "ranks"));
-  if (asprintf(&job->trace_dir, "%s/%lld", root, (long long)id) < 0 ||
-      asprintf(&job->log_dir, "%s/logs/%lld", root, (long long)id) < 0 ||
+  if ((job->trace_dir = tr_capture_dir(root, id, NULL)) == NULL ||
+      (job->log_dir = tr_capture_dir(root, id, "logs")) == NULL ||
+      asprintf(&job->work_dir, "%s/work", job->log_dir) < 0 ||
       asprintf(&job->scan.copy, "%s/server.log", job->log_dir) < 0) {
     free(job->trace_dir);
     free(job->log_dir);
+    free(job->work_dir);
     json_decref(job->params);
     json_decref(job->stored_ranks);
     free(job);
     return NULL;
   }
   job->scan.src = r->cfg->server_log;
+  job->scan.trace_dir = job->trace_dir;
   uv_timer_init(r->loop, &job->deadline);
   uv_timer_init(r->loop, &job->tick);
   uv_timer_init(r->loop, &job->progress_timer);
@@ -72,12 +76,15 @@ void cap_job_release(struct cap_job *job)
   cap_layout_free(job->layout);
   json_decref(job->params);
   json_decref(job->stored_ranks);
+  json_decref(job->bench.result);
+  json_decref(job->bench.note);
   free(job->trace_dir);
   free(job->log_dir);
+  free(job->work_dir);
   free(job->scan.copy);
-  free(job->rank_read);
-  free(job->rank_skip);
-  free(job->failures);
+  free(job->index.read);
+  free(job->index.skip);
+  free(job->index.failures);
   free(job);
   r->jobs--;
   cap_runner_check_down(r);
@@ -101,7 +108,7 @@ void cap_job_finish(struct cap_job *job)
   if (job->finished)
     return;
   job->finished = true;
-  job->cancel = true;
+  atomic_store(&job->cancel, true);
   if (r->capture == job) {
     r->capture = NULL;
     atomic_store(&r->capture_id, 0);
@@ -111,18 +118,20 @@ void cap_job_finish(struct cap_job *job)
   }
   cap_http_cancel(job->http);
   job->http = NULL;
+  cap_watch_stop(job);
   /* A server left by a good capture stays up (the skill's way); groups
    * being killed get SIGKILL now. */
   cap_proc_close(job->child);
   cap_proc_close(job->launcher);
-  job->child = job->launcher = NULL;
+  cap_proc_close(job->bench.proc);
+  job->child = job->launcher = job->bench.proc = NULL;
   uv_close((uv_handle_t *)&job->deadline, on_job_handle_closed);
   uv_close((uv_handle_t *)&job->tick, on_job_handle_closed);
   uv_close((uv_handle_t *)&job->progress_timer, on_job_handle_closed);
   /* The server log's last bytes of this launch go to its copy. */
-  if (!job->is_import && job->phase >= CAP_WAITING_READY && !job->scan_busy &&
-      (w = calloc(1, sizeof(*w))) != NULL) {
-    job->scan_busy = true;
+  if (!job->is_import && job->phase >= TR_PHASE_WAITING_READY &&
+      !job->watch.scanning && (w = calloc(1, sizeof(*w))) != NULL) {
+    job->watch.scanning = true;
     cap_work_queue(r, job, w, run_final_scan, on_final_scan_done);
   }
   cap_runner_pump(r);
@@ -184,10 +193,7 @@ static void start_job(struct cap_runner *r, struct pick_work *pw)
     r->capture = job;
     atomic_store(&r->capture_id, job->id);
   }
-  if (pw->kind == KIND_CAPTURE && !pw->recovered)
-    cap_enter_stopping(job);
-  else
-    cap_enter_indexing(job);
+  phase_queued_enter(job);
 }
 
 static void on_pick_done(struct cap_work *w)
@@ -270,7 +276,7 @@ int cap_runner_cancel(struct cap_runner *r, int64_t id)
   if (job == NULL || job->ending != END_NONE)
     return TR_ENOTFOUND;
   cap_fail(job, END_CANCELLED, NULL, "cancelled by request during %s",
-           cap_phase_name(job->phase));
+           tr_phase_name(job->phase));
   return 0;
 }
 
@@ -287,12 +293,20 @@ static void on_http_closed(void *ud)
     down(r->down_ud);
 }
 
+static void on_timer_closed(uv_handle_t *h)
+{
+  struct cap_runner *r = h->data;
+
+  cap_http_close(r->http, on_http_closed, r);
+}
+
 void cap_runner_check_down(struct cap_runner *r)
 {
   if (!r->stopping || r->jobs > 0 || r->works > 0 || r->http_closed)
     return;
   r->http_closed = true;
-  cap_http_close(r->http, on_http_closed, r);
+  cap_runner_orphans_free(r);
+  uv_close((uv_handle_t *)&r->orphan_timer, on_timer_closed);
 }
 
 /* A job indexing when traced stops stays "running" in the store: the next
@@ -301,15 +315,15 @@ static void stop_job(struct cap_job *job)
 {
   if (job == NULL || job->ending != END_NONE)
     return;
-  if (job->phase == CAP_INDEXING) {
+  if (job->phase == TR_PHASE_INDEXING) {
     job->ending = END_SHUTDOWN;
-    job->cancel = true;
-    if (job->ranks_running == 0)
+    atomic_store(&job->cancel, true);
+    if (job->index.running == 0)
       cap_job_finish(job);
     return;
   }
   cap_fail(job, END_INTERRUPTED, NULL, "traced stopped during %s",
-           cap_phase_name(job->phase));
+           tr_phase_name(job->phase));
 }
 
 void cap_runner_shutdown(struct cap_runner *r, void (*done)(void *ud), void *ud)

@@ -3,7 +3,9 @@
  * reads) runs in uv_queue_work; the loop only routes. A job's state writes
  * go through one FIFO and run one at a time, so they commit in the order
  * the state machine made them; a transition acts only after its phase is
- * committed (then-callbacks).
+ * committed (then-callbacks). A write the store refuses is retried; the
+ * final write of a job that cannot be made is left to the runner, which
+ * tries it until the store takes it (a full disk must not hold the GPU).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,20 +15,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/file.h"
+#include "common/text.h"
 #include "daemon/cap_int.h"
-
-struct cap_op {
-  struct cap_work super;
-  struct cap_op *next;
-  const char *status, *phase; /* static strings, or NULL */
-  json_t *merges;             /* column -> object; owned */
-  char *tail_path;
-  void (*then)(struct cap_job *job);
-  bool always;
-  bool claim; /* only if the row is still "queued" */
-  int rc;
-  struct tr_err err;
-};
 
 static void after_work(uv_work_t *req, int status)
 {
@@ -116,133 +107,132 @@ void cap_db_give(struct cap_runner *r, struct store *st)
 
 /* ---- log tails ---- */
 
-/* Length of the valid UTF-8 sequence at s (n bytes left), or 0: no
- * overlong forms, no surrogates, nothing past U+10FFFF (as jansson). */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-  static const uint32_t min[] = { 0, 0, 0x80, 0x800, 0x10000 };
-  size_t len = s[0] < 0x80             ? 1
-               : (s[0] & 0xE0) == 0xC0 ? 2
-               : (s[0] & 0xF0) == 0xE0 ? 3
-               : (s[0] & 0xF8) == 0xF0 ? 4
-                                       : 0;
-  uint32_t cp;
-
-  if (len <= 1)
-    return len;
-  if (len > n)
-    return 0;
-  cp = s[0] & (0x7F >> len);
-  for (size_t k = 1; k < len; k++) {
-    if ((s[k] & 0xC0) != 0x80)
-      return 0;
-    cp = (cp << 6) | (s[k] & 0x3F);
-  }
-  if (cp < min[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-    return 0;
-  return len;
-}
-
-void cap_make_utf8(char *text)
-{
-  unsigned char *s = (unsigned char *)text;
-  size_t n = strlen(text), i = 0;
-
-  while (i < n) {
-    size_t len = utf8_len(s + i, n - i);
-
-    if (len == 0 || (len == 1 && s[i] < 0x20 && s[i] != '\n' && s[i] != '\t')) {
-      s[i++] = '?';
-      continue;
-    }
-    i += len;
-  }
-}
-
 char *cap_read_tail(const char *path, size_t max_bytes)
 {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
   struct stat st;
-  char *buf, *start;
-  ssize_t n;
-  off_t from;
+  int fd = tr_open_file(NULL, path, 0, &st, NULL);
+  char *tail = NULL;
 
   if (fd < 0)
     return NULL;
-  if (fstat(fd, &st) != 0 || (buf = malloc(max_bytes + 1)) == NULL) {
-    close(fd);
-    return NULL;
-  }
-  from = st.st_size > (off_t)max_bytes ? st.st_size - (off_t)max_bytes : 0;
-  n = pread(fd, buf, max_bytes, from);
+  tail = tr_read_tail(fd, (uint64_t)st.st_size, max_bytes, NULL);
   close(fd);
-  if (n <= 0) {
-    free(buf);
-    return NULL;
-  }
-  buf[n] = '\0';
-  start = buf;
-  /* Start at a line when the tail was cut. */
-  if (from > 0 && (start = memchr(buf, '\n', (size_t)n)) != NULL)
-    start++;
-  else
-    start = buf;
-  memmove(buf, start, (size_t)(buf + n - start) + 1);
-  cap_make_utf8(buf);
-  return buf;
+  if (tail != NULL)
+    tr_make_utf8(tail);
+  return tail;
 }
 
 /* ---- ordered state writes ---- */
 
+/* A write the store refuses (a full disk, an I/O error) is tried again
+ * this many times, WRITE_BACKOFF_MS, doubling, apart (a pool thread waits:
+ * never the loop). */
+#define WRITE_TRIES      6
+#define WRITE_BACKOFF_MS 100
+
+struct cap_op {
+  struct cap_work super;
+  struct cap_op *next;
+  struct cap_write w; /* w.tail copied into tail */
+  char *tail;
+  int rc;
+  struct tr_err err;
+};
+
 static void start_next_op(struct cap_job *job);
+
+/* Errors worth a retry: the store, not the request. */
+static bool retryable(int rc)
+{
+  return rc == TR_ESTORAGE || rc == TR_EDB || rc == TR_EIO || rc == -ENOSPC ||
+         rc == -EIO;
+}
+
+static int apply(struct cap_runner *r, int64_t id, const struct store_apply *a,
+                 struct tr_err *err)
+{
+  unsigned delay_ms = WRITE_BACKOFF_MS;
+  int rc = 0;
+
+  for (int i = 0; i < WRITE_TRIES; i++, delay_ms *= 2) {
+    struct store *st = cap_db_take(r, err);
+
+    if (st != NULL) {
+      tr_err_clear(err);
+      rc = store_capture_apply(st, id, a, err);
+      cap_db_give(r, st);
+    } else {
+      rc = err->code ? err->code : TR_EDB;
+    }
+    if (!retryable(rc))
+      return rc;
+    usleep(delay_ms * 1000);
+  }
+  return rc;
+}
 
 static void run_op(struct cap_work *w)
 {
   struct cap_op *op = (struct cap_op *)w;
-  struct cap_job *job = w->job;
-  struct store *st = cap_db_take(w->r, &op->err);
-  struct store_apply a = { op->claim, tr_status_parse(op->status),
-                           tr_phase_parse(op->phase), op->merges };
+  struct store_apply a = { op->w.claim, op->w.status, op->w.phase,
+                           op->w.merges };
 
-  if (st == NULL) {
-    op->rc = op->err.code;
-    return;
-  }
-  if (op->tail_path != NULL) {
-    char *tail = cap_read_tail(op->tail_path, 4096);
+  if (op->tail != NULL) {
+    char *tail = cap_read_tail(op->tail, 4096);
 
-    json_object_set_new(json_object_get(op->merges, "error"), "log_tail",
+    json_object_set_new(json_object_get(op->w.merges, "error"), "log_tail",
                         tail ? json_string(tail) : json_null());
     free(tail);
   }
-  op->rc = store_capture_apply(st, job->id, &a, &op->err);
-  cap_db_give(w->r, st);
+  op->rc = apply(w->r, w->job->id, &a, &op->err);
+}
+
+/* The store would not take a write. A final one becomes the runner's to
+ * retry (the job ends now: its GPU slot must not wait for a disk); any
+ * other fails the job, which comes back here with its final write. */
+static void write_refused(struct cap_job *job, struct cap_op *op)
+{
+  fprintf(stderr, "traced: capture %lld: state write failed: %s\n",
+          (long long)job->id, op->err.msg);
+  if (op->w.status >= 0 && tr_status_final(op->w.status)) {
+    json_t *error = json_object_get(op->w.merges, "error");
+
+    cap_runner_orphan(job->r, job->id, op->w.status,
+                      error ? json_incref(error) : NULL);
+  } else if (job->ending == END_NONE) {
+    cap_fail(job, END_FAILED, NULL,
+             "the store refuses writes (%s): the capture cannot go on",
+             op->err.msg);
+  }
 }
 
 static void on_op_done(struct cap_work *w)
 {
   struct cap_op *op = (struct cap_op *)w;
   struct cap_job *job = w->job;
+  bool written = op->rc == 0;
 
-  if (op->rc != 0)
-    fprintf(stderr, "traced: capture %lld: state write failed: %s\n",
-            (long long)job->id, op->err.msg);
   job->op_busy = false;
   job->ops_head = op->next;
   if (job->ops_head == NULL)
     job->ops_tail = NULL;
-  if (op->claim && op->rc == TR_ECONFLICT && job->ending == END_NONE) {
-    fprintf(stderr,
-            "traced: capture %lld was cancelled before it "
-            "started\n",
+  if (op->w.claim && op->rc == TR_ECONFLICT && job->ending == END_NONE) {
+    fprintf(stderr, "traced: capture %lld was cancelled before it started\n",
             (long long)job->id);
     job->ending = END_CANCELLED;
     cap_job_finish(job);
+  } else if (retryable(op->rc)) {
+    write_refused(job, op);
+    written = op->w.always;
+  } else if (op->rc != 0) {
+    fprintf(stderr, "traced: capture %lld: state write: %s\n",
+            (long long)job->id, op->err.msg);
   }
-  if (op->then != NULL && (op->always || job->ending == END_NONE))
-    op->then(job);
-  json_decref(op->merges);
-  free(op->tail_path);
+  if (written && op->w.then != NULL &&
+      (op->w.always || job->ending == END_NONE))
+    op->w.then(job);
+  json_decref(op->w.merges);
+  free(op->tail);
   free(op);
   start_next_op(job);
 }
@@ -255,50 +245,33 @@ static void start_next_op(struct cap_job *job)
   cap_work_queue(job->r, job, &job->ops_head->super, run_op, on_op_done);
 }
 
-static struct cap_op *queue_op(struct cap_job *job, const char *status,
-                               const char *phase, json_t *merges,
-                               const char *tail_path,
-                               void (*then)(struct cap_job *job), bool always)
+void cap_job_write(struct cap_job *job, const struct cap_write *w)
 {
   struct cap_op *op = calloc(1, sizeof(*op));
 
-  if (op == NULL) {
-    json_decref(merges);
+  if (op == NULL || (w->tail != NULL && (op->tail = strdup(w->tail)) == NULL)) {
+    json_decref(w->merges);
+    free(op);
     fprintf(stderr, "traced: capture %lld: out of memory\n",
             (long long)job->id);
-    return NULL;
+    return;
   }
-  op->status = status;
-  op->phase = phase;
-  op->merges = merges ? merges : json_object();
-  op->tail_path = tail_path ? strdup(tail_path) : NULL;
-  op->then = then;
-  op->always = always;
+  op->w = *w;
+  op->w.merges = w->merges ? w->merges : json_object();
+  op->w.tail = NULL;
   if (job->ops_tail != NULL)
     job->ops_tail->next = op;
   else
     job->ops_head = op;
   job->ops_tail = op;
-  return op;
-}
-
-void cap_job_write(struct cap_job *job, const char *status, const char *phase,
-                   json_t *merges, const char *tail_path,
-                   void (*then)(struct cap_job *job), bool always)
-{
-  queue_op(job, status, phase, merges, tail_path, then, always);
   start_next_op(job);
 }
 
-void cap_job_claim(struct cap_job *job, const char *phase, json_t *merges,
-                   void (*then)(struct cap_job *job))
+void cap_job_merge(struct cap_job *job, json_t *merges)
 {
-  struct cap_op *op =
-      queue_op(job, "running", phase, merges, NULL, then, false);
+  struct cap_write w = { -1, -1, merges, NULL, NULL, false, false };
 
-  if (op != NULL)
-    op->claim = true;
-  start_next_op(job);
+  cap_job_write(job, &w);
 }
 
 void cap_job_progress(struct cap_job *job, json_t *obj)
@@ -306,13 +279,122 @@ void cap_job_progress(struct cap_job *job, json_t *obj)
   struct cap_op *tail = job->ops_tail;
 
   /* A queued (not yet running) plain progress write takes the update. */
-  if (tail != NULL && tail != job->ops_head && tail->phase == NULL &&
-      tail->then == NULL && json_object_size(tail->merges) == 1 &&
-      json_object_get(tail->merges, "progress") != NULL) {
-    json_object_update(json_object_get(tail->merges, "progress"), obj);
+  if (tail != NULL && tail != job->ops_head && tail->w.phase < 0 &&
+      tail->w.status < 0 && tail->w.then == NULL &&
+      json_object_size(tail->w.merges) == 1 &&
+      json_object_get(tail->w.merges, "progress") != NULL) {
+    json_object_update(json_object_get(tail->w.merges, "progress"), obj);
     json_decref(obj);
     return;
   }
-  cap_job_write(job, NULL, NULL, json_pack("{s:o}", "progress", obj), NULL,
-                NULL, false);
+  cap_job_merge(job, json_pack("{s:o}", "progress", obj));
+}
+
+/* ---- final writes the store refused ---- */
+
+#define ORPHAN_RETRY_MS 5000
+
+struct cap_orphan {
+  struct cap_orphan *next;
+  int64_t id;
+  int status;
+  json_t *error; /* or NULL */
+  bool written;
+};
+
+struct orphan_work {
+  struct cap_work super;
+  struct cap_orphan *list; /* taken from the runner for the attempt */
+};
+
+static void run_orphans(struct cap_work *w)
+{
+  struct orphan_work *ow = (struct orphan_work *)w;
+
+  for (struct cap_orphan *o = ow->list; o != NULL; o = o->next) {
+    json_t *merges = o->error ? json_pack("{s:O}", "error", o->error) : NULL;
+    struct store_apply a = { false, o->status, -1, merges };
+    struct tr_err err = { 0 };
+    struct store *st = cap_db_take(w->r, &err);
+    int rc = st != NULL ? store_capture_apply(st, o->id, &a, &err) : TR_EDB;
+
+    cap_db_give(w->r, st);
+    /* Written, or no longer ours to write (deleted, ended otherwise). */
+    o->written = !retryable(rc);
+    json_decref(merges);
+  }
+}
+
+static void orphan_free(struct cap_orphan *o)
+{
+  json_decref(o->error);
+  free(o);
+}
+
+static void on_orphans_done(struct cap_work *w)
+{
+  struct orphan_work *ow = (struct orphan_work *)w;
+  struct cap_runner *r = w->r;
+  struct cap_orphan *o, *next;
+
+  for (o = ow->list; o != NULL; o = next) {
+    next = o->next;
+    if (o->written) {
+      fprintf(stderr, "traced: capture %lld: final state written at last\n",
+              (long long)o->id);
+      orphan_free(o);
+    } else {
+      o->next = r->orphans;
+      r->orphans = o;
+    }
+  }
+  free(ow);
+  if (r->orphans == NULL)
+    uv_timer_stop(&r->orphan_timer);
+}
+
+static void on_orphan_timer(uv_timer_t *t)
+{
+  struct cap_runner *r = t->data;
+  struct orphan_work *ow;
+
+  if (r->orphans == NULL || (ow = calloc(1, sizeof(*ow))) == NULL)
+    return;
+  ow->list = r->orphans;
+  r->orphans = NULL;
+  cap_work_queue(r, NULL, &ow->super, run_orphans, on_orphans_done);
+}
+
+void cap_runner_orphan(struct cap_runner *r, int64_t id, int status,
+                       json_t *error)
+{
+  struct cap_orphan *o = calloc(1, sizeof(*o));
+
+  if (o == NULL) {
+    json_decref(error);
+    return;
+  }
+  o->id = id;
+  o->status = status;
+  o->error = error;
+  o->next = r->orphans;
+  r->orphans = o;
+  if (!uv_is_active((uv_handle_t *)&r->orphan_timer))
+    uv_timer_start(&r->orphan_timer, on_orphan_timer, ORPHAN_RETRY_MS,
+                   ORPHAN_RETRY_MS);
+}
+
+void cap_runner_orphans_free(struct cap_runner *r)
+{
+  struct cap_orphan *o, *next;
+
+  for (o = r->orphans; o != NULL; o = next) {
+    next = o->next;
+    fprintf(stderr,
+            "traced: capture %lld: its final state was never written "
+            "(the next start marks it interrupted)\n",
+            (long long)o->id);
+    orphan_free(o);
+  }
+  r->orphans = NULL;
 }

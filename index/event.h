@@ -151,6 +151,10 @@ enum { IDX_SOURCE_THREAD = 1, IDX_SOURCE_SCAN = 2 };
 
 int idx_source_open(const char *path, unsigned flags, struct idx_source **out,
                     struct tr_err *err);
+/* The same, the file opened under root (common/file.h's tr_open_file():
+ * no link followed below root; NULL: no root check). */
+int idx_source_open_under(const char *root, const char *path, unsigned flags,
+                          struct idx_source **out, struct tr_err *err);
 
 /* Next chunk of JSON text into *c, borrowed until the next call: with its
  * masks under IDX_SOURCE_SCAN, and with the events the thread walked ahead

@@ -21,7 +21,7 @@
 
 struct run {
   struct idx_agg agg;
-  const volatile bool *cancel;
+  const atomic_bool *cancel;
 };
 
 /* Checks the cancel flag between events too: a single gzip chunk can
@@ -31,7 +31,7 @@ static int on_event(void *ud, const struct idx_doc *doc,
 {
   struct run *run = ud;
 
-  if (run->cancel != NULL && *run->cancel)
+  if (run->cancel != NULL && atomic_load(run->cancel))
     return TR_ECONFLICT;
   return idx_agg_event(&run->agg, doc, ev);
 }
@@ -61,7 +61,7 @@ static int pump(struct idx_source *src, struct idx_reader *rd,
   unsigned depth;
 
   for (;;) {
-    if (opt->cancel != NULL && *opt->cancel)
+    if (opt->cancel != NULL && atomic_load(opt->cancel))
       return TR_ECONFLICT;
     if ((rc = idx_source_next(src, &c, err)) != 0)
       return rc;
@@ -93,6 +93,13 @@ static int threads(const struct idx_options *opt)
 int idx_file(const char *path, const struct idx_options *opt, json_t **out,
              struct tr_err *err)
 {
+  return idx_file_under(NULL, path, opt, out, err);
+}
+
+int idx_file_under(const char *root, const char *path,
+                   const struct idx_options *opt, json_t **out,
+                   struct tr_err *err)
+{
   static const struct idx_options defaults = {
     IDX_FORMAT_AUTO, NULL, -1, NULL, NULL, NULL, 0
   };
@@ -108,9 +115,9 @@ int idx_file(const char *path, const struct idx_options *opt, json_t **out,
   run.cancel = opt->cancel;
   if (idx_agg_init(&run.agg, opt->rules, TIME_RECORDS) != 0)
     return tr_err_set(err, TR_ENOMEM, "", "%s: out of memory", path);
-  rc = idx_source_open(
-      path, IDX_SOURCE_SCAN | (threads(opt) > 1 ? IDX_SOURCE_THREAD : 0), &src,
-      &local);
+  rc = idx_source_open_under(
+      root, path, IDX_SOURCE_SCAN | (threads(opt) > 1 ? IDX_SOURCE_THREAD : 0),
+      &src, &local);
   if (rc == 0)
     rc = idx_reader_new(opt->format, on_event, &run, &rd);
   if (rc == 0)

@@ -14,6 +14,7 @@
 #define IDX_INDEX_H
 
 #include <jansson.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -64,7 +65,7 @@ struct idx_options {
   void *ud;
   /* When non-NULL and set true by another thread, indexing stops soon with
    * TR_ECONFLICT ("cancelled"). */
-  const volatile bool *cancel;
+  const atomic_bool *cancel;
   /* Threads idx_file() may keep busy for this file, the caller's own
    * included: 1 does everything on the calling thread; 2 or more inflate
    * on a thread of idx_file()'s while the caller parses and aggregates.
@@ -84,6 +85,15 @@ struct idx_options {
  */
 int idx_file(const char *path, const struct idx_options *opt, json_t **out,
              struct tr_err *err);
+
+/* idx_file() of a file that must lie under the folder root, opened without
+ * following any link below it (common/file.h's tr_open_file()): the
+ * daemon gives the capture's or import's folder. idx_file() is root NULL:
+ * the path is trusted up to its last component, which is still never a
+ * link, a FIFO or a folder. */
+int idx_file_under(const char *root, const char *path,
+                   const struct idx_options *opt, json_t **out,
+                   struct tr_err *err);
 
 /* `traced index [--format F] [--rules FILE] FILE...`: argv[0] is "index".
  * Returns the process exit status (0, 1 a file failed, 2 usage). */

@@ -34,6 +34,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/file.h"
 #include "index/event.h"
 #include "index/inflate.h"
 #include "index/reader_int.h"
@@ -326,20 +327,19 @@ static void *run(void *arg)
   return NULL;
 }
 
-/* Opens the file and sniffs the gzip magic. 0 or negative with err. */
-static int open_file(struct idx_source *s, struct tr_err *err)
+/* Opens the file (common/file.h: a regular file, under root when one is
+ * given, never through a link, never blocking) and sniffs the gzip
+ * magic. 0 or negative with err. */
+static int open_file(struct idx_source *s, const char *root, struct tr_err *err)
 {
   unsigned char magic[2];
   struct stat st;
   ssize_t n;
+  int fd = tr_open_file(root, s->path, 0, &st, err);
 
-  s->fd = open(s->path, O_RDONLY | O_CLOEXEC);
-  if (s->fd < 0)
-    return tr_err_set(err, -errno, NULL, "%s: %s", s->path, strerror(errno));
-  if (fstat(s->fd, &st) != 0)
-    return tr_err_set(err, -errno, NULL, "%s: %s", s->path, strerror(errno));
-  if (S_ISDIR(st.st_mode))
-    return tr_err_set(err, -EISDIR, NULL, "%s: is a directory", s->path);
+  if (fd < 0)
+    return fd;
+  s->fd = fd;
   s->file_bytes = (uint64_t)st.st_size;
   n = pread(s->fd, magic, 2, 0);
   if (n < 0)
@@ -373,6 +373,12 @@ static int alloc_buffers(struct idx_source *s)
 int idx_source_open(const char *path, unsigned flags, struct idx_source **out,
                     struct tr_err *err)
 {
+  return idx_source_open_under(NULL, path, flags, out, err);
+}
+
+int idx_source_open_under(const char *root, const char *path, unsigned flags,
+                          struct idx_source **out, struct tr_err *err)
+{
   struct idx_source *s = calloc(1, sizeof(*s));
   int rc;
 
@@ -388,7 +394,7 @@ int idx_source_open(const char *path, unsigned flags, struct idx_source **out,
     idx_source_close(s);
     return tr_err_set(err, TR_ENOMEM, NULL, "%s: out of memory", path);
   }
-  rc = open_file(s, err);
+  rc = open_file(s, root, err);
   if (rc == 0 && alloc_buffers(s) != 0)
     rc = tr_err_set(err, TR_ENOMEM, NULL, "%s: out of memory", path);
   if (rc == 0 && s->threaded &&

@@ -19,6 +19,8 @@ fi
 
 DEMO=${TRACED_DEMO_DIR:-$PWD/demo}
 export ATOM_SIM_HOME="$DEMO/atom-sim"
+# ATOM's scripts (and the simulator's) need rocm-smi: the sim's stand-in.
+export PATH="$PWD/sim/bin:$PATH"
 mkdir -p "$DEMO/model/Demo-Model" "$ATOM_SIM_HOME"
 echo '{"chat_template": null}' > "$DEMO/model/Demo-Model/tokenizer_config.json"
 TRACES=$(cd ../shared/traces 2>/dev/null && pwd || echo "$DEMO")

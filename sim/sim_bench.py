@@ -1,296 +1,267 @@
-"""A stand-in for `python -m atom.benchmarks.benchmark_serving` (ROCm/ATOM)
-with the options run_benchmark.sh passes: warm-ups, optional
-/start_profile, CONC-limited streamed completions, /stop_profile, the
-metrics table, and the result JSON with benchmark_serving's keys.
+"""A stand-in for `python -m atom.benchmarks.benchmark_serving` (ROCm/ATOM
+ffdf3bb5, with backend_request_func.py): its option set (ATOM's
+two-spelling parser; options of the dataset groups have one spelling
+only; an unknown option is argparse's exit 2; the last value of a flag
+wins), its random dataset, --num-warmups warm-ups of the first prompt,
+with --profile a POST /start_profile after them and a POST /stop_profile
+after the last request, its printed result table and its result JSON.
 
-As the real client, when requests fail it still writes the JSON (with
-"completed" short of "num_prompts") and exits 0; the strict_bench switch
-makes it exit 1 and write nothing instead.
-Standard library only.
+As ATOM's client:
+  - the profile calls go through the completion request function, whose
+    success needs a streamed chunk with "choices": a profile answer has
+    none, so "Starting profiler..." / "Stopping profiler..." are printed
+    and never "Profiler started" / "Profiler stopped";
+  - every request has a 6-hour timeout (aiohttp's ClientTimeout there);
+  - failed requests only shorten "completed": the JSON is written and the
+    exit status is 0 even when the server died (strict_bench: exit 1 and
+    no JSON instead).
+Threads stand in for asyncio + aiohttp; the prompt's words stand in for
+tokens (no tokenizer). Standard library only.
 """
-import argparse
-import datetime
 import http.client
 import json
-import math
 import os
+import random
 import statistics
 import sys
 import time
+import traceback
 import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import simcommon as sc  # noqa: E402
+from bench_args import parse_args  # noqa: E402
+from bench_report import check_goodput, report, save_result  # noqa: E402
 
-REQUEST_TIMEOUT_S = 6 * 60 * 60  # aiohttp's timeout in benchmark_serving
-
-
-def parse_args(argv):
-    """benchmark_serving's options; an unknown one is an argparse error
-    (exit 2), as with the real client."""
-    p = argparse.ArgumentParser(prog="benchmark_serving.py")
-    add = p.add_argument
-    add("--backend", default="vllm")
-    add("--base-url", default=None)
-    add("--host", default="127.0.0.1")
-    add("--port", type=int, default=8000)
-    add("--endpoint", default="/v1/completions")
-    add("--dataset-name", default="sharegpt", choices=["random"])
-    add("--dataset-path", default=None)
-    add("--max-concurrency", type=int, default=None)
-    add("--model", required=True)
-    add("--tokenizer", default=None)
-    add("--best-of", type=int, default=1)
-    add("--use-beam-search", action="store_true")
-    add("--num-prompts", type=int, default=1000)
-    add("--logprobs", type=int, default=None)
-    add("--request-rate", type=float, default=float("inf"))
-    add("--burstiness", type=float, default=1.0)
-    add("--seed", type=int, default=0)
-    add("--trust-remote-code", action="store_true")
-    add("--disable-tqdm", action="store_true")
-    add("--profile", action="store_true")
-    add("--save-result", action="store_true")
-    add("--save-detailed", action="store_true")
-    add("--metadata", nargs="*")
-    add("--result-dir", default=None)
-    add("--result-filename", default=None)
-    add("--ignore-eos", action="store_true")
-    add("--percentile-metrics", default="ttft,tpot,itl")
-    add("--metric-percentiles", default="99")
-    add("--goodput", nargs="+")
-    add("--random-input-len", type=int, default=1024)
-    add("--random-output-len", type=int, default=128)
-    add("--random-range-ratio", type=float, default=1.0)
-    add("--random-prefix-len", type=int, default=0)
-    add("--use-chat-template", action="store_true")
-    add("--tokenizer-mode", default="auto")
-    add("--served-model-name", default=None)
-    add("--lora-modules", nargs="+", default=None)
-    add("--num-warmups", type=int, default=1)
-    return p.parse_args(argv)
+REQUEST_TIMEOUT_S = 6 * 60 * 60   # backend_request_func.AIOHTTP_TIMEOUT
+SESSION_TIMEOUT_S = 5 * 60        # aiohttp's default, for /debug/mtp_stats
+COMPLETIONS = ("vllm", "lmdeploy", "openai", "scalellm", "sglang")
 
 
 class Output:
+    """backend_request_func.RequestFuncOutput."""
+
     def __init__(self, prompt_len):
-        self.prompt_len = prompt_len
-        self.success = False
-        self.ttft = 0.0
-        self.latency = 0.0
-        self.itl = []
-        self.output_tokens = 0
         self.generated_text = ""
+        self.success = False
+        self.latency = 0.0
+        self.output_tokens = None
+        self.ttft = 0.0
+        self.itl = []
+        self.prompt_len = prompt_len
         self.error = ""
 
 
-def post(url, payload, timeout):
-    """(status, response) of a JSON POST; the caller reads and closes."""
+def post_lines(url, payload):
+    """(status, reason, body lines iterator, connection) of a JSON POST."""
     u = urllib.parse.urlsplit(url)
     conn = http.client.HTTPConnection(u.hostname, u.port or 80,
-                                      timeout=timeout)
-    body = json.dumps(payload).encode()
-    conn.request("POST", u.path or "/", body=body,
-                 headers={"Content-Type": "application/json"})
+                                      timeout=REQUEST_TIMEOUT_S)
+    conn.request("POST", u.path or "/", body=json.dumps(payload).encode(),
+                 headers={"Content-Type": "application/json",
+                          "Authorization": "Bearer %s"
+                          % os.environ.get("OPENAI_API_KEY")})
     resp = conn.getresponse()
     return resp, conn
 
 
-def stream_request(url, model, prompt, prompt_len, output_len):
-    """One streamed completion, timed as benchmark_serving's vllm backend
-    does: ttft to the first token, itl between tokens."""
-    out = Output(prompt_len)
-    payload = {"model": model, "prompt": prompt, "max_tokens": output_len,
-               "temperature": 0.0, "stream": True, "ignore_eos": True}
+def request_completions(req):
+    """async_request_openai_completions: success when a chunk with
+    choices arrived; output tokens from the usage chunk."""
+    assert req["api_url"].endswith(("completions", "profile")), \
+        "OpenAI Completions API URL must end with 'completions' or 'profile'."
+    payload = {"model": req["model_name"] or req["model"],
+               "prompt": req["prompt"], "temperature": 0.0,
+               "best_of": req["best_of"], "max_tokens": req["output_len"],
+               "logprobs": req["logprobs"], "stream": True,
+               "stream_options": {"include_usage": True}}
+    if req["ignore_eos"]:
+        payload["ignore_eos"] = True
+
+    def on_data(out, data, state):
+        choices = data.get("choices")
+        if choices:
+            state["text"] += choices[0].get("text") or ""
+            return True
+        if data.get("usage"):
+            out.output_tokens = data["usage"].get("completion_tokens")
+        return False
+    return stream_request(req, payload, on_data, needs_chunk=True)
+
+
+def request_chat(req):
+    """async_request_openai_chat_completions: any 200 is a success."""
+    assert req["api_url"].endswith("chat/completions"), \
+        "OpenAI Chat Completions API URL must end with 'chat/completions'."
+    payload = {"model": req["model_name"] or req["model"],
+               "messages": [{"role": "user", "content": [
+                   {"type": "text", "text": req["prompt"]}]}],
+               "temperature": 0.0, "max_completion_tokens": req["output_len"],
+               "stream": True, "stream_options": {"include_usage": True}}
+    if req["ignore_eos"]:
+        payload["ignore_eos"] = True
+
+    def on_data(out, data, state):
+        choices = data.get("choices")
+        if choices:
+            state["text"] += choices[0]["delta"].get("content") or ""
+            return True
+        if data.get("usage"):
+            out.output_tokens = data["usage"].get("completion_tokens")
+        return False
+    return stream_request(req, payload, on_data, needs_chunk=False)
+
+
+def stream_request(req, payload, on_data, needs_chunk):
+    out = Output(req["prompt_len"])
+    state = {"text": ""}
     t0 = time.perf_counter()
-    last = t0
+    last, first = t0, False
     try:
-        resp, conn = post(url, payload, REQUEST_TIMEOUT_S)
+        resp, conn = post_lines(req["api_url"], payload)
         try:
             if resp.status != 200:
-                out.error = "HTTP %d: %s" % (resp.status, resp.read()[:200])
+                out.error = resp.reason or ""
                 return out
             for raw in resp:
                 line = raw.strip()
-                if not line.startswith(b"data: "):
+                if not line:
                     continue
-                data = line[6:]
-                if data == b"[DONE]":
-                    break
-                chunk = json.loads(data)
+                chunk = line.decode("utf-8")
+                if chunk.startswith("data: "):
+                    chunk = chunk[6:]
+                if chunk == "[DONE]":
+                    continue
                 now = time.perf_counter()
-                if out.output_tokens == 0:
-                    out.ttft = now - t0
-                else:
-                    out.itl.append(now - last)
-                last = now
-                out.output_tokens += 1
-                out.generated_text += chunk["choices"][0].get("text", "")
+                if on_data(out, json.loads(chunk), state):
+                    if not first:
+                        first, out.ttft = True, now - t0
+                    else:
+                        out.itl.append(now - last)
+                    last = now
         finally:
             conn.close()
-        out.latency = time.perf_counter() - t0
-        out.success = out.output_tokens > 0
+        out.success = first or not needs_chunk
         if not out.success:
-            out.error = "stream ended without a token"
-    except (OSError, ValueError, KeyError, IndexError,
-            http.client.HTTPException) as e:
-        out.error = "%s: %s" % (type(e).__name__, e)
+            out.error = ("Never received a valid chunk to calculate TTFT."
+                         "This response will be marked as failed!")
+        out.generated_text = state["text"]
+        out.latency = last - t0
+    except Exception:  # noqa: BLE001 - as ATOM: the traceback is the error
+        out.error = traceback.format_exc()
     return out
 
 
-def profile_call(base_url, route):
-    """POST /start_profile or /stop_profile; True on HTTP 200."""
-    try:
-        resp, conn = post(base_url + route, {}, 60)
-        try:
-            resp.read()
-            return resp.status == 200
-        finally:
-            conn.close()
-    except (OSError, http.client.HTTPException):
-        return False
+def request_func(backend):
+    if backend in COMPLETIONS:
+        return request_completions
+    if backend == "openai-chat":
+        return request_chat
+    raise NotImplementedError("backend %r is not simulated (sim/README.md)"
+                              % backend)
 
 
-def percentile(values, p):
-    """numpy.percentile's default (linear interpolation)."""
-    if not values:
-        return 0.0
-    s = sorted(values)
-    k = (len(s) - 1) * p / 100.0
-    lo, hi = math.floor(k), math.ceil(k)
-    return s[lo] + (s[hi] - s[lo]) * (k - lo)
+def sample_random_requests(args):
+    """[(prompt, prompt_len, output_len)]: lengths drawn uniformly in
+    [len * range_ratio, len] as ATOM's random dataset, a word per token."""
+    rng = random.Random(args.seed)
+
+    def lens(n):
+        lower = int(n * args.random_range_ratio)
+        return [rng.randint(lower, n) for _ in range(args.num_prompts)]
+    ins, outs = lens(args.random_input_len), lens(args.random_output_len)
+    prefix = ["p"] * args.random_prefix_len
+    reqs = [(" ".join(prefix + ["w%d" % rng.randrange(1000)
+                                for _ in range(i)]), args.random_prefix_len
+             + i, o) for i, o in zip(ins, outs)]
+    header = "%s  Input/Output Length Statistics  %s" % ("-" * 19, "-" * 19)
+    print(header)
+    print(" input_lens : min=%-4d  max=%-4d  mean=%-7.2f  "
+          "avg_token_mismatch=%-5.2f " % (
+              min(r[1] for r in reqs), max(r[1] for r in reqs),
+              statistics.fmean(r[1] for r in reqs), 0.0))
+    print(" output_lens: min=%-4d  max=%-4d  mean=%-7.2f " % (
+        min(r[2] for r in reqs), max(r[2] for r in reqs),
+        statistics.fmean(r[2] for r in reqs)))
+    print("-" * len(header), "\n")
+    return reqs
 
 
-def stats_ms(values, percentiles):
-    v = values or [0.0]
-    out = {"mean": statistics.fmean(v) * 1000,
-           "median": statistics.median(v) * 1000,
-           "std": statistics.pstdev(v) * 1000}
-    out["p"] = [(p, percentile(v, p) * 1000) for p in percentiles]
-    return out
+def make_input(args, urls, prompt, prompt_len, output_len, api_url=None):
+    return {"model": args.model, "model_name": args.served_model_name,
+            "prompt": prompt, "api_url": api_url or urls["api"],
+            "prompt_len": prompt_len, "output_len": output_len,
+            "logprobs": args.logprobs, "best_of": args.best_of,
+            "ignore_eos": args.ignore_eos}
 
 
-def run_all(fn, items, conc):
-    with ThreadPoolExecutor(max_workers=max(1, conc or len(items))) as ex:
-        return list(ex.map(fn, items))
+def run_limited(fn, inputs, conc, gaps=None):
+    """Every input at once (or `gaps` seconds apart), at most `conc` in
+    flight (None: no limit), outputs in input order."""
+    with ThreadPoolExecutor(max_workers=max(1, conc or len(inputs))) as ex:
+        futures = []
+        for i, item in enumerate(inputs):
+            futures.append(ex.submit(fn, item))
+            if gaps is not None and i + 1 < len(inputs):
+                time.sleep(gaps())
+        return [f.result() for f in futures]
 
 
-def fmt_row(label, value, digits=2):
-    if isinstance(value, float):
-        return "{:<40} {:<10.{d}f}".format(label, value, d=digits)
-    return "{:<40} {:<10}".format(label, value)
-
-
-def metrics(args, outputs, duration):
-    ok = [o for o in outputs if o.success]
-    total_in = sum(o.prompt_len for o in ok)
-    total_out = sum(o.output_tokens for o in ok)
-    tpots = [(o.latency - o.ttft) / (o.output_tokens - 1)
-             for o in ok if o.output_tokens > 1]
-    itls = [x for o in ok for x in o.itl]
-    e2els = [o.latency for o in ok]
-    pcts = [float(p) for p in args.metric_percentiles.split(",")]
-    return {
-        "duration": duration,
-        "completed": len(ok),
-        "total_input_tokens": total_in,
-        "total_output_tokens": total_out,
-        "request_throughput": len(ok) / duration,
-        "request_goodput:": None,
-        "output_throughput": total_out / duration,
-        "total_token_throughput": (total_in + total_out) / duration,
-        "concurrency": sum(e2els) / duration,
-        "accept_length": None,
-        "acceptance_rate": None,
-    }, {"ttft": stats_ms([o.ttft for o in ok], pcts),
-        "tpot": stats_ms(tpots, pcts), "itl": stats_ms(itls, pcts),
-        "e2el": stats_ms(e2els, pcts)}
-
-
-def report(args, result, per_metric):
-    """Prints benchmark_serving's table and adds the per-metric keys
-    (mean_ttft_ms, p99_itl_ms ...) to `result`."""
-    print("{s:{c}^{n}}".format(s=" Serving Benchmark Result ", n=50, c="="))
-    print(fmt_row("Successful requests:", result["completed"]))
-    print(fmt_row("Benchmark duration (s):", result["duration"]))
-    print(fmt_row("Total input tokens:", result["total_input_tokens"]))
-    print(fmt_row("Total generated tokens:", result["total_output_tokens"]))
-    print(fmt_row("Request throughput (req/s):",
-                  result["request_throughput"]))
-    print(fmt_row("Output token throughput (tok/s):",
-                  result["output_throughput"]))
-    print(fmt_row("Total Token throughput (tok/s):",
-                  result["total_token_throughput"]))
-    print(fmt_row("Concurrency:", result["concurrency"]))
-    names = {"ttft": ("TTFT", "Time to First Token"),
-             "tpot": ("TPOT", "Time per Output Token (excl. 1st token)"),
-             "itl": ("ITL", "Inter-token Latency"),
-             "e2el": ("E2EL", "End-to-end Latency")}
-    for key in args.percentile_metrics.split(","):
-        if key not in names:
-            continue
-        short, header = names[key]
-        m = per_metric[key]
-        print("{s:{c}^{n}}".format(s=header, n=50, c="-"))
-        print(fmt_row("Mean %s (ms):" % short, m["mean"]))
-        print(fmt_row("Median %s (ms):" % short, m["median"]))
-        for stat in ("mean", "median", "std"):
-            result["%s_%s_ms" % (stat, key)] = m[stat]
-        for p, value in m["p"]:
-            word = str(int(p)) if int(p) == p else str(p)
-            print(fmt_row("P%s %s (ms):" % (word, short), value))
-            result["p%s_%s_ms" % (word, key)] = value
-    print("=" * 50)
-
-
-def benchmark(args):
-    """Warm-ups, profiler start, the main run, profiler stop; returns the
-    outputs and the main run's duration."""
-    base = args.base_url or "http://%s:%d" % (args.host, args.port)
-    url = base + args.endpoint
-    isl, osl = args.random_input_len, args.random_output_len
-    prompt = " ".join(["hi"] * max(1, isl))
-
-    def one(_):
-        return stream_request(url, args.model, prompt, isl, osl)
-
+def benchmark(args, urls, reqs):
+    """benchmark(): warm-ups, profiler start, main run, profiler stop.
+    Returns (outputs, duration)."""
+    fn = request_func(args.backend)
     print("Starting initial single prompt test run...")
+    test = make_input(args, urls, *reqs[0])
     if args.num_warmups > 0:
         print("Warming up with %d requests..." % args.num_warmups)
-        run_all(one, range(args.num_warmups), args.max_concurrency)
+        run_limited(fn, [test] * args.num_warmups, args.max_concurrency)
         print("Warmup completed.")
     if args.profile:
         print("Starting profiler...")
-        if profile_call(base, "/start_profile"):
+        if fn(dict(test, api_url=urls["base"] + "/start_profile")).success:
             print("Profiler started")
+    dist = "Poisson process" if args.burstiness == 1.0 else \
+        "Gamma distribution"
     print("Traffic request rate: %s" % args.request_rate)
-    print("Burstiness factor: %s (Poisson process)" % args.burstiness)
+    print("Burstiness factor: %s (%s)" % (args.burstiness, dist))
     print("Maximum request concurrency: %s" % args.max_concurrency)
+    gaps = None
+    if args.request_rate != float("inf"):
+        theta = 1.0 / (args.request_rate * args.burstiness)
+        gaps = lambda: random.gammavariate(args.burstiness, theta)  # noqa
     print("Starting main benchmark run...")
     t0 = time.perf_counter()
-    outputs = run_all(one, range(args.num_prompts), args.max_concurrency)
-    duration = max(time.perf_counter() - t0, 1e-9)
+    outputs = run_limited(fn, [make_input(args, urls, *r) for r in reqs],
+                          args.max_concurrency, gaps)
+    duration = time.perf_counter() - t0
     if args.profile:
         print("Stopping profiler...")
-        if profile_call(base, "/stop_profile"):
+        if fn(dict(test, api_url=urls["base"] + "/stop_profile")).success:
             print("Profiler stopped")
     return outputs, duration
 
 
-def result_json(args, result):
-    doc = {"date": datetime.datetime.now().strftime("%Y%m%d-%H%M%S"),
-           "backend": args.backend, "model_id": args.model,
-           "tokenizer_id": args.tokenizer or args.model,
-           "best_of": args.best_of, "num_prompts": args.num_prompts}
-    for item in args.metadata or []:
-        k, _, v = item.partition("=")
-        doc[k.strip()] = v.strip()
-    doc["request_rate"] = (args.request_rate
-                           if args.request_rate < float("inf") else "inf")
-    doc["burstiness"] = args.burstiness
-    doc["max_concurrency"] = args.max_concurrency
-    doc.update(result)
-    return doc
+def spec_stats(base):
+    """get_spec_stats: GET /debug/mtp_stats; None unless 200 and
+    enabled."""
+    u = urllib.parse.urlsplit(base)
+    try:
+        conn = http.client.HTTPConnection(u.hostname, u.port or 80,
+                                          timeout=SESSION_TIMEOUT_S)
+        try:
+            conn.request("GET", "/debug/mtp_stats")
+            resp = conn.getresponse()
+            body = resp.read()
+        finally:
+            conn.close()
+        if resp.status != 200:
+            return None
+        stats = json.loads(body)
+    except Exception:  # noqa: BLE001 - as ATOM
+        return None
+    return stats if stats.get("enabled") else None
 
 
 def main(argv):
@@ -298,24 +269,25 @@ def main(argv):
     args = parse_args(argv)
     print(args)
     sys.stdout.flush()
-    outputs, duration = benchmark(args)
-    result, per_metric = metrics(args, outputs, duration)
-    report(args, result, per_metric)
+    random.seed(args.seed)
+    base = args.base_url or "http://%s:%d" % (args.host, args.port)
+    urls = {"base": base, "api": base + args.endpoint}
+    if args.dataset_name != "random":
+        raise ValueError("Unknown dataset: %s" % args.dataset_name)
+    reqs = sample_random_requests(args)
+    goodput = check_goodput(args)
+    outputs, duration = benchmark(args, urls, reqs)
+    result = report(args, reqs, outputs, duration, goodput,
+                    spec_stats(base))
     failed = [o.error for o in outputs if not o.success]
     if failed and sc.fault_on("strict_bench"):
         print("ERROR: %d of %d requests failed; first: %s" % (
-            len(failed), len(outputs), failed[0]))
+            len(failed), len(outputs), failed[0].strip().splitlines()[-1]
+            if failed[0].strip() else "?"))
         return 1
     if args.save_result:
-        name = args.result_filename or "%s-%sqps-%s.json" % (
-            args.backend, args.request_rate,
-            os.path.basename(args.model.rstrip("/")))
-        if args.result_dir:
-            name = os.path.join(args.result_dir, name)
-        with open(name, "w", encoding="utf-8") as f:
-            json.dump(result_json(args, result), f)
+        save_result(args, result)
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

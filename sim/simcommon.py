@@ -1,19 +1,18 @@
 """Shared helpers of the ATOM simulator (standard library only): the sim
-home, the call record, the fault switches, the readiness probe.
+home, the call record, the fault switches, ATOM's two-spelling argument
+parser, ATOM's and uvicorn's log formats, and the VRAM records the
+rocm-smi stand-in reads.
 
 Also a small command line for the bash scripts:
   simcommon.py record SCRIPT [ARGS...]   append one line to calls.jsonl
-  simcommon.py ready URL [--timeout S]   what ATOM's check_server_ready.py
-                                         does: print the served model ids
-                                         and exit 0 when /v1/models lists
-                                         at least one, else print nothing
-                                         and exit 1
 """
+import argparse
 import datetime
 import json
+import logging
 import os
 import sys
-import urllib.request
+import threading
 
 # Environment names worth recording: what ATOM's launcher dumps in its log
 # header, what traced's env_allow lets a request set, and the sim's knobs.
@@ -56,6 +55,8 @@ def record_call(script, argv):
         os.close(fd)
 
 
+# ---- fault switches ----
+
 def parse_switches(text, seps):
     """[(name, value or None)] from switch text such as 'orphan_json=1'.
     Values may hold spaces (fatal_marker=Memory access fault by GPU ...),
@@ -72,24 +73,17 @@ def parse_switches(text, seps):
     return out
 
 
-def launch_faults():
-    """Switches from ATOM_SIM_FAULTS (';' or newline separated) as the
-    process was started with them."""
-    return parse_switches(os.environ.get("ATOM_SIM_FAULTS", ""), ";\n")
-
-
-def file_faults():
-    """Switches from $ATOM_SIM_HOME/faults, one per line, read now: tests
-    flip them between steps without relaunching."""
+def faults():
+    """Switches from ATOM_SIM_FAULTS (';' or newline separated, as the
+    process was started) plus $ATOM_SIM_HOME/faults (one per line, read
+    now: tests flip them between steps without relaunching)."""
+    out = parse_switches(os.environ.get("ATOM_SIM_FAULTS", ""), ";\n")
     try:
         with open(os.path.join(home(), "faults")) as f:
-            return parse_switches(f.read(), "\n")
+            out += parse_switches(f.read(), "\n")
     except FileNotFoundError:
-        return []
-
-
-def faults():
-    return launch_faults() + file_faults()
+        pass
+    return out
 
 
 def fault_values(name):
@@ -102,14 +96,26 @@ def fault_on(name):
     return bool(fault_values(name))
 
 
-def fault_ranks(name):
-    """The rank numbers given to a per-rank switch (orphan_json=1 ...)."""
+def fault_ranks(*names):
+    """The rank numbers given to per-rank switches (orphan_json=1,3 ...)."""
     out = set()
-    for v in fault_values(name):
-        for part in (v or "").split(","):
-            if part.strip().isdigit():
-                out.add(int(part))
+    for name in names:
+        for v in fault_values(name):
+            for part in (v or "").split(","):
+                if part.strip().isdigit():
+                    out.add(int(part))
     return out
+
+
+def fault_number(name, default):
+    """The number given to a switch (die_during_bench=N,
+    start_profile_500=S), or `default` when bare or not a number."""
+    for v in fault_values(name):
+        try:
+            return float(v)
+        except (TypeError, ValueError):
+            pass
+    return default
 
 
 def env_float(name, default):
@@ -119,31 +125,152 @@ def env_float(name, default):
         return default
 
 
-def ready(url, timeout):
-    """The model ids /v1/models serves, or [] when it does not answer."""
+# ---- ATOM's argument parser ----
+
+class FlexibleArgumentParser(argparse.ArgumentParser):
+    """ATOM's parser (atom/utils/arg_parser.py): every long option given to
+    the parser itself also answers to its other spelling (--max-num-seqs
+    and --max_num_seqs). Options added through an argument group go
+    through argparse's own add_argument and get no second spelling, as in
+    ATOM (--dcp-config has no --dcp_config)."""
+
+    def add_argument(self, *names, **kwargs):
+        spellings = list(names)
+        for name in names:
+            if not name.startswith("--"):
+                continue
+            for other in ("--" + name[2:].replace("_", "-"),
+                          "--" + name[2:].replace("-", "_")):
+                taken = self._option_string_actions
+                if other not in spellings and other not in taken:
+                    spellings.append(other)
+        return super().add_argument(*spellings, **kwargs)
+
+
+# ---- log formats ----
+
+_log_lock = threading.RLock()
+
+
+def write_line(stream, text):
+    """One whole line to stdout or stderr: the start script appends both
+    to the server log, and request threads must never interleave."""
+    with _log_lock:
+        stream.write(text + "\n")
+        stream.flush()
+
+
+class _ThreadProcessName(logging.Filter):
+    """ATOM's workers are processes named ModelRunner<r>/<n>; the sim's
+    are threads that carry that name for %(processName)s."""
+
+    def filter(self, record):
+        name = getattr(threading.current_thread(), "process_name", None)
+        if name:
+            record.processName = name
+        return True
+
+
+class _LockedHandler(logging.StreamHandler):
+    def emit(self, record):
+        with _log_lock:
+            super().emit(record)
+
+
+def atom_logger():
+    """The "atom" logger as ATOM configures it (atom/utils/__init__.py
+    getLogger): INFO to stderr, '[atom HH:MM:SS] msg', or the long format
+    with ATOM_LOG_MORE set to a nonzero integer."""
+    logger = logging.getLogger("atom")
+    if logger.handlers:
+        return logger
+    logger.setLevel(logging.INFO)
+    handler = _LockedHandler(sys.stderr)
+    more = os.environ.get("ATOM_LOG_MORE", "0").strip()
+    if more.lstrip("-").isdigit() and int(more) != 0:
+        fmt = logging.Formatter(
+            "[%(name)s %(levelname)s] %(asctime)s.%(msecs)01d - "
+            "%(processName)s:%(process)d - %(pathname)s:%(lineno)d - "
+            "%(funcName)s\n%(message)s", "%Y-%m-%d %H:%M:%S")
+    else:
+        fmt = logging.Formatter("[%(name)s %(asctime)s] %(message)s",
+                                "%H:%M:%S")
+    handler.setFormatter(fmt)
+    handler.addFilter(_ThreadProcessName())
+    logger.addHandler(handler)
+    logger.propagate = False
+    return logger
+
+
+def uvicorn_log(level, msg, stream=None):
+    """uvicorn's default format: the level, padded to 9 columns with its
+    colon ('INFO:     ', 'ERROR:    '). Its access lines go to stdout,
+    everything else to stderr."""
+    write_line(stream or sys.stderr, "%-9s %s" % (level + ":", msg))
+
+
+# ---- VRAM records, read by sim/bin/rocm-smi ----
+
+def gpu_dir():
+    return os.path.join(home(), "gpu")
+
+
+def gpu_claim(pid, gpus, percent):
+    """Marks GPUs 0..gpus-1 as holding `percent` % VRAM for server `pid`
+    (its model is loaded). Written whole, then renamed into place."""
+    os.makedirs(gpu_dir(), exist_ok=True)
+    path = os.path.join(gpu_dir(), str(pid))
+    with open(path + ".tmp", "w") as f:
+        json.dump({"pid": pid, "gpus": list(range(gpus)),
+                   "percent": percent}, f)
+    os.replace(path + ".tmp", path)
+
+
+def gpu_release(pid):
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as r:
-            doc = json.load(r)
-        return [m.get("id", "") for m in doc.get("data", [])]
-    except (OSError, ValueError, AttributeError):
-        return []
+        os.unlink(os.path.join(gpu_dir(), str(pid)))
+    except FileNotFoundError:
+        pass
+
+
+def server_alive(pid):
+    """The process runs (not a zombie) and is a sim server: a record left
+    by a SIGKILLed server, or its pid reused, holds no VRAM."""
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            if "\nState:\tZ" in f.read():
+                return False
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            argv = f.read().split(b"\0")
+    except OSError:
+        return False
+    return len(argv) > 1 and argv[1].endswith(b"atom_sim_server.py")
+
+
+def gpu_holders():
+    """[(pid, [gpu...], percent)] of this home's live servers."""
+    out = []
+    try:
+        names = sorted(os.listdir(gpu_dir()))
+    except FileNotFoundError:
+        return out
+    for name in names:
+        if not name.isdigit() or not server_alive(int(name)):
+            continue
+        try:
+            with open(os.path.join(gpu_dir(), name)) as f:
+                rec = json.load(f)
+        except (OSError, ValueError):
+            continue
+        out.append((int(name), rec.get("gpus", []), rec.get("percent", 0)))
+    return out
 
 
 def main(argv):
     if len(argv) >= 2 and argv[0] == "record":
         record_call(argv[1], argv[2:])
         return 0
-    if len(argv) >= 2 and argv[0] == "ready":
-        timeout = 3.0
-        if len(argv) >= 4 and argv[2] == "--timeout":
-            timeout = float(argv[3])
-        ids = ready(argv[1], timeout)
-        if ids:
-            print(",".join(ids))
-            return 0
-        return 1
-    print("usage: simcommon.py record SCRIPT [ARGS...] | "
-          "ready URL [--timeout S]", file=sys.stderr)
+    print("usage: simcommon.py record SCRIPT [ARGS...]", file=sys.stderr)
     return 2
 
 

@@ -47,8 +47,36 @@ static int step_write(struct store *st, sqlite3_stmt *s, struct tr_err *err)
   return rc;
 }
 
+/* TR_EBUSY when max_queued (> 0) captures and imports are queued. Inside
+ * the caller's write transaction, so that two inserts cannot both pass. */
+static int check_queue(struct store *st, int max_queued, struct tr_err *err)
+{
+  sqlite3_stmt *s;
+  int64_t queued = 0;
+  int rc;
+
+  if (max_queued <= 0)
+    return 0;
+  rc = store__stmt(st, "SELECT count(*) FROM captures WHERE status = 'queued'",
+                   &s, err);
+  if (rc < 0)
+    return rc;
+  if (sqlite3_step(s) == SQLITE_ROW)
+    queued = sqlite3_column_int64(s, 0);
+  else
+    rc = store__db_err(st, "queue", err);
+  store__done(s);
+  if (rc == 0 && queued >= max_queued)
+    rc = tr_err_set(err, TR_EBUSY, "queue",
+                    "%lld captures and imports are queued already "
+                    "(max_queued): retry when some have run, or cancel some",
+                    (long long)queued);
+  return rc;
+}
+
 int store_capture_insert(struct store *st, const char *kind, const char *label,
-                         json_t *params, int64_t *id, struct tr_err *err)
+                         json_t *params, int max_queued, int64_t *id,
+                         struct tr_err *err)
 {
   char *text; /* params as compact JSON */
   sqlite3_stmt *s;
@@ -68,11 +96,13 @@ int store_capture_insert(struct store *st, const char *kind, const char *label,
     free(text);
     return rc;
   }
-  rc = store__stmt(st,
-                   "INSERT INTO captures(kind, label, params, status,"
-                   " phase, created_at, phase_started_at, progress)"
-                   " VALUES(?1, ?2, ?3, 'queued', 'queued', ?4, ?4, ?5)",
-                   &s, err);
+  rc = check_queue(st, max_queued, err);
+  if (rc == 0)
+    rc = store__stmt(st,
+                     "INSERT INTO captures(kind, label, params, status,"
+                     " phase, created_at, phase_started_at, progress)"
+                     " VALUES(?1, ?2, ?3, 'queued', 'queued', ?4, ?4, ?5)",
+                     &s, err);
   if (rc == 0) {
     sqlite3_bind_text(s, 1, kind, -1, SQLITE_TRANSIENT);
     store__bind_text(s, 2, label);
@@ -371,7 +401,7 @@ int store_capture_list(struct store *st, const struct store_list_filter *f,
   store__bind_text(s, 3, f->kind);
   sqlite3_bind_int64(s, 4, f->before);
   sqlite3_bind_int(s, 5, f->limit > 0 ? f->limit : 50);
-  rc = store__rows(st, s, &rows, err);
+  rc = store__rows_max(st, s, f->max_bytes, &rows, err);
   if (rc < 0)
     return rc;
   json_array_foreach(rows, i, v)
@@ -428,50 +458,89 @@ int store_capture_ids(struct store *st, const char *status, const char *kind,
   return 0;
 }
 
-int store_capture_delete(struct store *st, int64_t id, struct tr_err *err)
+/* Deletes the row (its ranks and tables go with it). Inside the caller's
+ * write transaction. */
+static int delete_row(struct store *st, int64_t id, struct tr_err *err)
 {
   sqlite3_stmt *s;
+  int rc = store__stmt(st, "DELETE FROM captures WHERE id = ?1", &s, err);
+
+  if (rc < 0)
+    return rc;
+  sqlite3_bind_int64(s, 1, id);
+  return changed_or_missing(st, id, step_write(st, s, err), err);
+}
+
+/* Marks the row cancelled if it is still queued; *changed says whether it
+ * was. Inside the caller's write transaction. The status test is in the
+ * WHERE clause of the one UPDATE: whoever (runner or HTTP thread) writes
+ * first wins, the other sees 0 rows. */
+static int cancel_if_queued(struct store *st, int64_t id, bool *changed,
+                            struct tr_err *err)
+{
+  sqlite3_stmt *s;
+  int rc = store__stmt(st,
+                       "UPDATE captures SET status = 'cancelled',"
+                       " finished_at = ?2, error = json_object('phase', phase,"
+                       " 'message', 'cancelled before it started',"
+                       " 'log_tail', NULL)"
+                       " WHERE id = ?1 AND status = 'queued'",
+                       &s, err);
+
+  if (rc < 0)
+    return rc;
+  sqlite3_bind_int64(s, 1, id);
+  sqlite3_bind_int64(s, 2, tr_now_ns());
+  rc = step_write(st, s, err);
+  *changed = rc == 0 && sqlite3_changes(st->db) > 0;
+  return rc;
+}
+
+int store_capture_delete(struct store *st, int64_t id, struct tr_err *err)
+{
   int rc = store__wr_begin(st, err);
 
   if (rc < 0)
     return rc;
-  rc = store__stmt(st, "DELETE FROM captures WHERE id = ?1", &s, err);
-  if (rc == 0) {
-    sqlite3_bind_int64(s, 1, id);
-    rc = changed_or_missing(st, id, step_write(st, s, err), err);
-  }
-  return store__wr_end(st, rc, err);
+  return store__wr_end(st, delete_row(st, id, err), err);
 }
 
 int store_capture_cancel_queued(struct store *st, int64_t id, bool *was_queued,
                                 struct tr_err *err)
 {
-  bool changed; /* our UPDATE found it queued */
-  sqlite3_stmt *s;
+  bool changed = false; /* our UPDATE found it queued */
   int rc = store__wr_begin(st, err);
 
   if (rc < 0)
     return rc;
-  /* The status test is in the WHERE clause of the one UPDATE: whoever
-   * (runner or HTTP thread) writes first wins, the other sees 0 rows. */
-  rc = store__stmt(st,
-                   "UPDATE captures SET status = 'cancelled',"
-                   " finished_at = ?2, error = json_object('phase', phase,"
-                   " 'message', 'cancelled before it started',"
-                   " 'log_tail', NULL)"
-                   " WHERE id = ?1 AND status = 'queued'",
-                   &s, err);
-  if (rc == 0) {
-    sqlite3_bind_int64(s, 1, id);
-    sqlite3_bind_int64(s, 2, tr_now_ns());
-    rc = step_write(st, s, err);
-  }
-  changed = rc == 0 && sqlite3_changes(st->db) > 0;
+  rc = cancel_if_queued(st, id, &changed, err);
   if (rc == 0 && !changed)
     rc = store__capture_exists(st, id, NULL, err);
   rc = store__wr_end(st, rc, err);
   if (rc == 0)
     *was_queued = changed;
+  return rc;
+}
+
+int store_capture_end(struct store *st, int64_t id, enum store_end *what,
+                      struct tr_err *err)
+{
+  bool changed = false;
+  int status = -1;
+  int rc = store__wr_begin(st, err);
+
+  if (rc < 0)
+    return rc;
+  rc = cancel_if_queued(st, id, &changed, err);
+  if (rc == 0 && !changed)
+    rc = read_status(st, id, &status, err);
+  if (rc == 0 && !changed && tr_status_final(status))
+    rc = delete_row(st, id, err);
+  rc = store__wr_end(st, rc, err);
+  if (rc == 0)
+    *what = changed                   ? STORE_END_CANCELLED
+            : tr_status_final(status) ? STORE_END_DELETED
+                                      : STORE_END_RUNNING;
   return rc;
 }
 

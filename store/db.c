@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/stats.h"
 #include "store/store_int.h"
 
 /* One writer at a time across every connection of the process: a thread
@@ -18,10 +19,29 @@ static pthread_mutex_t write_lock = PTHREAD_MUTEX_INITIALIZER;
 
 enum { BUSY_TIMEOUT_MS = 10000 };
 
+/* SQLITE_FULL and SQLITE_IOERR on a read-write connection: the store
+ * cannot take writes now. The one place every writer's failure passes,
+ * so GET /healthz hears of the daemon's writes too. */
+static bool refuses_writes(struct store *st)
+{
+  int code = sqlite3_extended_errcode(st->db) & 0xff;
+
+  return st->mode == STORE_RW && (code == SQLITE_FULL || code == SQLITE_IOERR);
+}
+
 int store__db_err(struct store *st, const char *what, struct tr_err *err)
 {
-  return tr_err_set(err, TR_EDB, "", "%s: %s", what,
-                    st && st->db ? sqlite3_errmsg(st->db) : "no database");
+  char reason[256];
+
+  if (st == NULL || st->db == NULL)
+    return tr_err_set(err, TR_EDB, "", "%s: no database", what);
+  if (!refuses_writes(st))
+    return tr_err_set(err, TR_EDB, "", "%s: %s", what, sqlite3_errmsg(st->db));
+  snprintf(reason, sizeof(reason),
+           "the database refuses writes: %s (%s): free space on its disk",
+           sqlite3_errmsg(st->db), sqlite3_db_filename(st->db, "main"));
+  tr_stats_store_refused(reason);
+  return tr_err_set(err, TR_ESTORAGE, "", "%s: %s", what, reason);
 }
 
 int store__stmt(struct store *st, const char *sql, sqlite3_stmt **out,
@@ -92,6 +112,8 @@ int store__wr_end(struct store *st, int rc, struct tr_err *err)
 {
   if (rc == 0)
     rc = exec(st, "COMMIT", err);
+  if (rc == 0)
+    tr_stats_store_accepted();
   if (rc < 0 && !sqlite3_get_autocommit(st->db))
     sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
   pthread_mutex_unlock(&write_lock);
@@ -163,15 +185,31 @@ static json_t *row_object(sqlite3_stmt *stmt)
   return row;
 }
 
-int store__rows(struct store *st, sqlite3_stmt *stmt, json_t **out,
-                struct tr_err *err)
+/* The bytes of the row's text and blob columns. */
+static size_t row_bytes(sqlite3_stmt *stmt)
+{
+  size_t n = 0;
+
+  for (int c = sqlite3_column_count(stmt) - 1; c >= 0; c--)
+    n += (size_t)sqlite3_column_bytes(stmt, c);
+  return n;
+}
+
+int store__rows_max(struct store *st, sqlite3_stmt *stmt, size_t max_bytes,
+                    json_t **out, struct tr_err *err)
 {
   json_t *arr = *out ? *out : json_array();
-  int rc = 0, s;
+  size_t used = 0;
+  int rc = 0, s = SQLITE_DONE;
 
   if (arr == NULL)
     rc = tr_err_set(err, TR_ENOMEM, "", "rows");
   while (rc == 0 && (s = sqlite3_step(stmt)) == SQLITE_ROW) {
+    used += row_bytes(stmt);
+    if (max_bytes > 0 && used > max_bytes && json_array_size(arr) > 0) {
+      s = SQLITE_DONE; /* the budget is spent: the rest stays unread */
+      break;
+    }
     if (json_array_append_new(arr, row_object(stmt)) < 0)
       rc = tr_err_set(err, TR_ENOMEM, "", "rows");
   }
@@ -183,6 +221,12 @@ int store__rows(struct store *st, sqlite3_stmt *stmt, json_t **out,
   else if (rc == 0)
     *out = arr;
   return rc;
+}
+
+int store__rows(struct store *st, sqlite3_stmt *stmt, json_t **out,
+                struct tr_err *err)
+{
+  return store__rows_max(st, stmt, 0, out, err);
 }
 
 int store__check_enum(const char *s, const char *const *allowed,

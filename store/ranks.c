@@ -354,8 +354,7 @@ int store_rank_insert(struct store *st, int64_t capture_id, int rank,
 }
 
 int store_rank_fail(struct store *st, int64_t capture_id, int rank,
-                    const char *label, const char *file, const char *message,
-                    struct tr_err *err)
+                    const char *label, const char *message, struct tr_err *err)
 {
   sqlite3_stmt *s;
   int rc;
@@ -370,15 +369,14 @@ int store_rank_fail(struct store *st, int64_t capture_id, int rank,
     rc = delete_rank(st, capture_id, rank, err);
   if (rc == 0)
     rc = store__stmt(st,
-                     "INSERT INTO ranks(capture_id, rank, label, file,"
-                     " status, error) VALUES(?1, ?2, ?3, ?4, 'failed', ?5)",
+                     "INSERT INTO ranks(capture_id, rank, label, status,"
+                     " error) VALUES(?1, ?2, ?3, 'failed', ?4)",
                      &s, err);
   if (rc == 0) {
     sqlite3_bind_int64(s, 1, capture_id);
     sqlite3_bind_int(s, 2, rank);
     store__bind_text(s, 3, label);
-    store__bind_text(s, 4, file);
-    store__bind_text(s, 5, message ? message : "indexing failed");
+    store__bind_text(s, 4, message ? message : "indexing failed");
     rc = sqlite3_step(s) == SQLITE_DONE ? 0 : store__db_err(st, "rank", err);
     store__done(s);
   }
@@ -392,7 +390,7 @@ int store_rank_file(struct store *st, int64_t capture_id, int rank, char **path,
   char *copy = NULL;
   int rc = store__stmt_id(st,
                           "SELECT file FROM ranks WHERE capture_id = ?1 AND"
-                          " rank = ?2 AND file IS NOT NULL",
+                          " rank = ?2 AND status = 'done'",
                           capture_id, rank, &s, err);
 
   if (rc < 0)

@@ -41,9 +41,12 @@ void store_close(struct store *st);
 /* A new capture row, status "queued", phase "queued", progress with every
  * member 0. kind: "capture" or "import" (else TR_EINVAL, field "kind").
  * params: the validated request (borrowed; stored as text; NULL: {}).
- * label may be NULL. Ids are never reused, even after a delete. */
+ * label may be NULL. max_queued (0: no bound): TR_EBUSY (field "queue")
+ * when that many captures and imports are queued already, counted in the
+ * same transaction. Ids are never reused, even after a delete. */
 int store_capture_insert(struct store *st, const char *kind, const char *label,
-                         json_t *params, int64_t *id, struct tr_err *err);
+                         json_t *params, int max_queued, int64_t *id,
+                         struct tr_err *err);
 
 /* One state write of a capture, made in one transaction (see
  * store_capture_apply). */
@@ -99,6 +102,9 @@ struct store_list_filter {
   const char *kind;   /* NULL: any */
   int64_t before;     /* 0: none; else ids < before */
   int limit;          /* 0: 50 */
+  size_t max_bytes;   /* 0: none; else the page ends before the rows' text
+                         passes it (at least one row): a short page then
+                         has more after it */
 };
 
 /* Capture objects (without ranks), newest first. TR_EINVAL naming the
@@ -114,6 +120,23 @@ int store_capture_ids(struct store *st, const char *status, const char *kind,
 /* Deletes the capture and everything of it (ranks, tables). The files are
  * the caller's to remove. */
 int store_capture_delete(struct store *st, int64_t id, struct tr_err *err);
+
+/* What store_capture_end() did. */
+enum store_end {
+  STORE_END_CANCELLED, /* it was queued: now cancelled */
+  STORE_END_DELETED,   /* it was finished: deleted (the files are the
+                          caller's to remove) */
+  STORE_END_RUNNING    /* it runs: nothing changed; cancel it through the
+                          runner */
+};
+
+/* DELETE /captures/<id>, decided in one write transaction from the status
+ * it finds: a queued capture is cancelled, a finished one deleted, a
+ * running one left alone (*what says which). A cancel racing the
+ * capture's end therefore never deletes it: the status is read once,
+ * where the decision is made. TR_ENOTFOUND for an unknown id. */
+int store_capture_end(struct store *st, int64_t id, enum store_end *what,
+                      struct tr_err *err);
 
 /* Atomically: if the capture is still "queued", marks it "cancelled"
  * (finished_at stamped, error {phase, message}) and sets *was_queued;
@@ -135,15 +158,16 @@ int store_capture_cancel_queued(struct store *st, int64_t id, bool *was_queued,
 int store_rank_insert(struct store *st, int64_t capture_id, int rank,
                       const char *label, json_t *summary, struct tr_err *err);
 
-/* Records that a rank could not be indexed (message for a person); file
- * may be NULL. Replaces an earlier row of the same rank. */
+/* Records that a rank could not be indexed (message for a person).
+ * Replaces an earlier row of the same rank. A failed rank keeps no path
+ * (issue 12: the file may be what made it fail, a link or a FIFO, and
+ * nothing may serve it later). */
 int store_rank_fail(struct store *st, int64_t capture_id, int rank,
-                    const char *label, const char *file, const char *message,
-                    struct tr_err *err);
+                    const char *label, const char *message, struct tr_err *err);
 
-/* The trace file of a rank (done or failed), for GET
- * /captures/<id>/ranks/<r>/trace. Caller frees *path. TR_ENOTFOUND, field
- * "id" or "rank". */
+/* The trace file of a done rank, for GET /captures/<id>/ranks/<r>/trace
+ * (the caller opens it under the capture's root, common/file.h). Caller
+ * frees *path. TR_ENOTFOUND, field "id" or "rank". */
 int store_rank_file(struct store *st, int64_t capture_id, int rank, char **path,
                     struct tr_err *err);
 

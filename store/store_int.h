@@ -60,6 +60,11 @@ int store__bind_text(sqlite3_stmt *stmt, int i, const char *s);
 int store__rows(struct store *st, sqlite3_stmt *stmt, json_t **out,
                 struct tr_err *err);
 
+/* store__rows() that stops before the rows' column bytes pass max_bytes
+ * (0: no bound); the first row is always taken. */
+int store__rows_max(struct store *st, sqlite3_stmt *stmt, size_t max_bytes,
+                    json_t **out, struct tr_err *err);
+
 /* The JSON value of a column holding JSON text (NULL -> json null). */
 json_t *store__col_json(sqlite3_stmt *stmt, int col);
 

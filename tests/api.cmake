@@ -2,3 +2,20 @@
 foreach(case validation auth metrics contract imports diff cancel)
   traced_py_test(api_${case} test_api.py ${case})
 endforeach()
+
+# common/file.c: the safe open every read for a client goes through (links,
+# "..", FIFOs, folders, sizes; openat2 and the component walk).
+traced_c_test(test_file traced_common test_file.c)
+# daemon/layout.c: the trace-folder scan follows no link and opens nothing.
+traced_c_test(test_layout_links traced_daemon test_layout_links.c)
+
+# Issue 12's attacks, each against a real daemon: see tests/test_security.py.
+foreach(case files fifos browser args slowloris bounds secrets)
+  traced_py_test(security_${case} test_security.py ${case})
+endforeach()
+traced_py_test(security_disk test_security.py disk)
+set_tests_properties(security_disk PROPERTIES SKIP_RETURN_CODE 77)
+# store/: the queue bound, the list's byte budget, DELETE's one decision.
+traced_c_test(test_store_bounds traced_store test_store_bounds.c
+              test_store_util.c)
+target_link_libraries(test_store_bounds PRIVATE m)

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "common/text.h"
 #include "daemon/cap_int.h"
 
 static char root[256];
@@ -231,6 +232,7 @@ static void scan_setup(struct cap_scan *s, char *src, char *copy, size_t size)
   snprintf(copy, size, "%s/server.log", root);
   s->src = src;
   s->copy = copy;
+  s->trace_dir = "/t/7";
   unlink(copy);
 }
 
@@ -255,7 +257,7 @@ static void logscan_only_new_bytes(void)
   write_text(src, "a", "worker 3: proc died, exit 9\n");
   cap_scan_run(&s);
   CHECK_STR(s.marker, "proc died");
-  CHECK_STR(s.line, "worker 3: proc died, exit 9");
+  CHECK_STR(s.marker_line, "worker 3: proc died, exit 9");
 }
 
 /* The launcher truncates the log and writes it again: a log that shrank,
@@ -306,6 +308,54 @@ static void logscan_marker_across_reads(void)
   CHECK_STR(s.marker, "SHUTDOWN signal");
 }
 
+/* ATOM's profiler lines (model_runner.py, api_server.py) are counted per
+ * line, exports only under this capture's folder; the first failure is
+ * kept; a line cut by a read is read whole. */
+static void logscan_profiler_lines(void)
+{
+  struct cap_scan s;
+  char src[300], copy[300];
+  const char *pre = "2026-11-29 10:00:00,123 - atom - INFO - ";
+
+  fresh_root();
+  scan_setup(&s, src, copy, sizeof(src));
+  write_text(src, "w", "Rank 0: profiler started (detailed=False, dir=/x)\n");
+  cap_scan_snapshot(&s);
+  write_text(src, "a", "");
+  for (int r = 0; r < 2; r++) {
+    char line[300];
+
+    snprintf(line, sizeof(line),
+             "%sRank %d: profiler started (detailed=False, dir=/t/7/rank_%d)\n"
+             "%sRank %d: stopping profiler...\n",
+             pre, r, r, pre, r);
+    write_text(src, "a", line);
+  }
+  write_text(src, "a",
+             "INFO: Rank 0: trace exported to /t/7/rank_0/m_ts_1.pt."
+             "trace.json.gz (1.5 MB, 0.3s)\n"
+             "Rank 1: trace exported to /t/70/rank_1/m.pt.trace.json.gz"
+             " (1.0 MB, 0.1s)\n"
+             "ERROR Rank 1: failed to export trace to /t/7/rank_1/m.pt");
+  cap_scan_run(&s);
+  CHECK_INT(s.profilers_started, 2); /* the one before the snapshot is old */
+  CHECK_INT(s.profilers_stopping, 2);
+  CHECK_INT(s.traces_exported, 1); /* /t/70 is not /t/7 */
+  CHECK(strstr(s.last_exported, "/t/7/rank_0/") != NULL);
+  CHECK_STR(s.export_failed, ""); /* its line has not ended yet */
+  write_text(src, "a",
+             ".trace.json.gz\nTraceback (most recent call last):\n"
+             "ERROR Rank 2: failed to export trace to /t/7/rank_2/x\n"
+             "ERROR Failed to start profiling: no\n");
+  cap_scan_run(&s);
+  CHECK_STR(s.export_failed,
+            "ERROR Rank 1: failed to export trace to /t/7/rank_1/m.pt.trace."
+            "json.gz");
+  CHECK_STR(s.start_failed, "ERROR Failed to start profiling: no");
+  CHECK(s.marker == NULL);
+  CHECK(s.bytes_seen > 0);
+}
+
 /* Log tails and messages become valid JSON strings: invalid UTF-8
  * (overlong, surrogate, past U+10FFFF, cut short) and control bytes turn
  * into '?', valid text and newlines stay. */
@@ -315,7 +365,7 @@ static void utf8_repair(void)
                 " \x01\tx\n\xE2\x82";
   json_t *js;
 
-  cap_make_utf8(text);
+  tr_make_utf8(text);
   CHECK_STR(text, "ok \xC3\xA9 ?? ??? ???? ?\tx\n??");
   js = json_string(text);
   CHECK(js != NULL);
@@ -333,6 +383,7 @@ int main(void)
   RUN(logscan_only_new_bytes);
   RUN(logscan_truncated_log);
   RUN(logscan_marker_across_reads);
+  RUN(logscan_profiler_lines);
   RUN(utf8_repair);
   snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
   CHECK(system(cmd) == 0);

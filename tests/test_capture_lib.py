@@ -3,6 +3,7 @@ driving the ATOM simulator (sim/) in a private ATOM_SIM_HOME, on a free
 port, with short polls; the simulator's record of every script call; the
 processes left behind (found in /proc by their environment, so nothing of
 ours can hide). Standard library only."""
+import datetime
 import gzip
 import json
 import os
@@ -16,7 +17,7 @@ import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tracedtest import (Daemon, SRC_DIR, TRACES_DIR, check,  # noqa: E402
-                        check_eq, free_port)
+                        check_eq, free_port, sim_path)
 import ref_index  # noqa: E402
 
 SCRIPTS = os.path.join(SRC_DIR, "sim", "scripts")
@@ -41,7 +42,7 @@ class Rig:
             "SIM_POLL_S": "0.1", "SIM_EXPORT_DELAY_S": "0.2",
             "SIM_TRACES_DIR": TRACES_DIR, "SIM_STOP_WAIT_S": "2",
             "SIM_LAUNCH_CAP_S": "3", "SIM_BENCH_WAIT_S": "10",
-            "SIM_TRACE_FILE": ":".join(traces)}
+            "SIM_TRACE_FILE": ":".join(traces), "PATH": sim_path()}
         self.env.update(sim_env or {})
         self.conf = {
             "atom_scripts": SCRIPTS, "atom_port": str(self.port),
@@ -129,6 +130,18 @@ class Rig:
             return []
         return [r for r in rows if script is None or r["script"] == script]
 
+    def stop_calls_after(self, stamp, timeout=0):
+        """The stop script's calls at or after the RFC 3339 stamp (traced's
+        finished_at), waiting up to timeout seconds for one."""
+        deadline = time.time() + timeout
+        while True:
+            at = epoch(stamp)
+            calls = [c for c in self.calls("stop_atom_server.sh")
+                     if epoch(c["time"]) >= at]
+            if calls or time.time() >= deadline:
+                return calls
+            time.sleep(0.1)
+
     def sim_procs(self):
         """Live processes (not zombies) whose environment holds this home,
         traced itself excepted: the scripts, the server, the bench."""
@@ -165,6 +178,8 @@ class Rig:
     def capture(self, **params):
         params.setdefault("model", "/data/Sim-Model")
         params.setdefault("tp", 2)
+        if params["tp"] is None:    # as a request without one
+            del params["tp"]
         params.setdefault("conc", 2)
         params.setdefault("isl", 8)
         params.setdefault("osl", 4)
@@ -190,6 +205,13 @@ class Rig:
                   "capture %d ended before %s: %s" % (cid, phase, cap))
             time.sleep(0.05)
         raise AssertionError("capture %d never in %s" % (cid, phase))
+
+
+def epoch(stamp):
+    """Seconds since the epoch of an ISO 8601 / RFC 3339 UTC stamp, with or
+    without fractions ("...T09:50:00.123Z", "...T09:50:00.123456+00:00")."""
+    stamp = stamp.replace("Z", "+00:00")
+    return datetime.datetime.fromisoformat(stamp).timestamp()
 
 
 def rank_gz(cap, label):

@@ -1,9 +1,10 @@
 /*
  * daemon/proc.c and daemon/atom_http.c on a real libuv loop: children in
  * their own process group (a background grandchild dies with the group),
- * their output in the log file, the environment additions, the deadline;
- * the curl-multi client against a canned HTTP server on a loopback port
- * (ATOM's success and 500 answers) and against a closed port. Callbacks
+ * their output in the log file, the environment additions and the
+ * capture's mark, the working folder, the deadline; the curl-multi client
+ * against a canned HTTP server on a loopback port (ATOM's success and 500
+ * answers, a JSON body, a connect probe) and against a closed port. Callbacks
  * are counted, asserted after uv_run, and every handle is closed.
  */
 #include <errno.h>
@@ -45,9 +46,15 @@ static struct cap_proc *spawn(const char *script, const char *const *env,
                               const char *log)
 {
   const char *argv[] = { "/bin/sh", "-c", script, NULL };
-  struct cap_proc_opts o = {
-    argv, env, log, deadline_s, 1, on_exit_seen, seen
-  };
+  struct cap_proc_opts o = { .argv = argv,
+                             .env_add = env,
+                             .log_path = log,
+                             .cwd = dir,
+                             .mark = "/t/42",
+                             .deadline_s = deadline_s,
+                             .grace_s = 1,
+                             .on_exit = on_exit_seen,
+                             .ud = seen };
   struct cap_proc *p = NULL;
   struct tr_err err = { 0 };
 
@@ -77,6 +84,7 @@ static void proc_log_env_status(void)
 
   snprintf(log, sizeof(log), "%s/one.log", dir);
   setenv("CAP_TEST_A", "old", 1);
+  setenv(CAP_PROC_MARK, "7", 1); /* a mark of traced's own is replaced */
   cap_proc_close(spawn("echo out $CAP_TEST_A; echo err $CAP_TEST_B >&2;"
                        " exit 3",
                        env, 0, &seen, log));
@@ -84,7 +92,7 @@ static void proc_log_env_status(void)
   CHECK_INT(uv_run(&loop, UV_RUN_DEFAULT), 0);
   CHECK_INT(seen.calls, 0);
   struct cap_proc *p = spawn("echo out $CAP_TEST_A; echo err $CAP_TEST_B >&2;"
-                             " exit 3",
+                             " echo mark $TRACED_CAPTURE; echo in $PWD; exit 3",
                              env, 0, &seen, log);
   CHECK_INT(uv_run(&loop, UV_RUN_DEFAULT), 0);
   CHECK_INT(seen.calls, 1);
@@ -94,8 +102,10 @@ static void proc_log_env_status(void)
   cap_proc_close(p);
   CHECK_INT(uv_run(&loop, UV_RUN_DEFAULT), 0);
   text = slurp(log);
-  CHECK(strstr(text, "out new\nerr two\n") != NULL);
+  CHECK(strstr(text, "out new\nerr two\nmark /t/42\nin ") != NULL);
+  CHECK(strstr(text, dir) != NULL);
   free(text);
+  unsetenv(CAP_PROC_MARK);
 }
 
 /* A kill ends the whole group: the leader and what it left in the
@@ -234,20 +244,23 @@ static void canned_start(struct canned *c, const char *response)
 
 struct answer {
   int calls;
-  bool ok;
+  bool ok, refused;
   long status;
   char msg[512];
+  json_t *doc;
   struct canned *stop; /* closed once the answer came */
 };
 
-static void on_answer(void *ud, bool ok, long status, const char *msg)
+static void on_answer(void *ud, const struct cap_http_answer *ans)
 {
   struct answer *a = ud;
 
   a->calls++;
-  a->ok = ok;
-  a->status = status;
-  snprintf(a->msg, sizeof(a->msg), "%s", msg);
+  a->ok = ans->ok;
+  a->refused = ans->refused;
+  a->status = ans->status;
+  a->doc = json_incref(ans->doc);
+  snprintf(a->msg, sizeof(a->msg), "%s", ans->msg);
   if (a->stop != NULL)
     uv_close((uv_handle_t *)&a->stop->server, NULL);
 }
@@ -270,7 +283,7 @@ static void http_profile_and_models(void)
       "Content-Length: 50\r\nConnection: close\r\n\r\n"
       "{\"status\":\"success\",\"message\":\"Profiling started\"}";
   struct canned c500 = { 0 }, c200 = { 0 };
-  struct answer a = { 0 }, b = { 0 }, m = { 0 };
+  struct answer a = { 0 }, b = { 0 }, m = { 0 }, p = { 0 };
   struct cap_http *h = NULL;
   int closed = 0;
 
@@ -286,20 +299,30 @@ static void http_profile_and_models(void)
   CHECK_INT(cap_atom_profile(h, "127.0.0.1", c200.port, "stop", 5000, on_answer,
                              &b, NULL),
             0);
+  CHECK_INT(cap_atom_get(h, "127.0.0.1", c200.port, "/v1/models", 5000,
+                         on_answer, &m, NULL),
+            0);
   CHECK_INT(
-      cap_atom_models(h, "127.0.0.1", c200.port, 5000, on_answer, &m, NULL), 0);
+      cap_atom_probe(h, "127.0.0.1", c200.port, 5000, on_answer, &p, NULL), 0);
   m.stop = &c200;
-  while (a.calls + b.calls + m.calls < 3)
+  while (a.calls + b.calls + m.calls + p.calls < 4)
     uv_run(&loop, UV_RUN_ONCE);
-  CHECK_INT(a.calls + b.calls + m.calls, 3);
+  CHECK_INT(a.calls + b.calls + m.calls + p.calls, 4);
   CHECK(!a.ok);
   CHECK_INT(a.status, 500);
   CHECK_STR(a.msg, "POST /start_profile answered 500: Failed to start "
                    "profiling: no dir");
   CHECK(b.ok);
   CHECK_INT(b.status, 200);
+  CHECK_STR(json_string_value(json_object_get(b.doc, "message")),
+            "Profiling started");
   CHECK(m.ok);
-  CHECK_INT(c200.accepted, 2);
+  CHECK(p.ok && !p.refused);
+  CHECK_INT(p.status, 0);
+  CHECK_INT(c200.accepted, 3);
+  json_decref(a.doc);
+  json_decref(b.doc);
+  json_decref(m.doc);
   cap_http_close(h, on_http_closed, &closed);
   CHECK_INT(uv_run(&loop, UV_RUN_DEFAULT), 0);
   CHECK_INT(closed, 1);
@@ -310,7 +333,7 @@ static void http_profile_and_models(void)
 static void http_refused_and_cancel(void)
 {
   struct canned idle = { 0 };
-  struct answer a = { 0 }, never = { 0 };
+  struct answer a = { 0 }, never = { 0 }, probe = { 0 };
   struct cap_http *h = NULL;
   struct cap_http_req *req = NULL;
   int port, closed = 0;
@@ -320,16 +343,21 @@ static void http_refused_and_cancel(void)
   uv_close((uv_handle_t *)&idle.server, NULL);
   CHECK_INT(uv_run(&loop, UV_RUN_DEFAULT), 0);
   CHECK_INT(cap_http_new(&loop, &h, NULL), 0);
-  CHECK_INT(cap_atom_models(h, "127.0.0.1", port, 5000, on_answer, &a, NULL),
+  CHECK_INT(cap_atom_get(h, "127.0.0.1", port, "/v1/models", 5000, on_answer,
+                         &a, NULL),
             0);
-  CHECK_INT(
-      cap_atom_models(h, "127.0.0.1", port, 5000, on_answer, &never, &req), 0);
+  CHECK_INT(cap_atom_get(h, "127.0.0.1", port, "/v1/models", 5000, on_answer,
+                         &never, &req),
+            0);
   cap_http_cancel(req);
-  while (a.calls == 0)
+  CHECK_INT(cap_atom_probe(h, "127.0.0.1", port, 5000, on_answer, &probe, NULL),
+            0);
+  while (a.calls == 0 || probe.calls == 0)
     uv_run(&loop, UV_RUN_ONCE);
-  CHECK(!a.ok);
+  CHECK(!a.ok && a.refused);
   CHECK_INT(a.status, 0);
   CHECK(strstr(a.msg, "GET /v1/models failed") != NULL);
+  CHECK(!probe.ok && probe.refused);
   cap_http_close(h, on_http_closed, &closed);
   CHECK_INT(uv_run(&loop, UV_RUN_DEFAULT), 0);
   CHECK_INT(closed, 1);

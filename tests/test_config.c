@@ -40,9 +40,9 @@ static void config_file_and_overrides(void)
   CHECK_INT(cfg.ready_poll_s, 2);
   CHECK_INT(cfg.ready_timeout_s, 30);
   CHECK_INT(cfg.profile_control, CFG_PROFILE_DAEMON);
-  CHECK(cfg_import_allowed(&cfg, "/b/x/y"));
-  CHECK(cfg_import_allowed(&cfg, "/a"));
-  CHECK(!cfg_import_allowed(&cfg, "/ab"));
+  CHECK_STR(cfg_import_root(&cfg, "/b/x/y"), "/b/");
+  CHECK_STR(cfg_import_root(&cfg, "/a"), "/a");
+  CHECK(cfg_import_root(&cfg, "/ab") == NULL);
   cfg_free(&cfg);
   unlink(path);
 }
@@ -68,10 +68,39 @@ static void config_rejects_bad_values(void)
   cfg_free(&cfg);
 }
 
+/* Loopback is a numeric address (or the name localhost), never a name
+ * that merely starts like one: 127.1.nip.io resolves anywhere. */
+static void config_loopback_is_numeric(void)
+{
+  static const char *const yes[] = { "127.0.0.1:7700", "127.8.9.10:1",
+                                     "[::1]:7700", "localhost:7700",
+                                     "[::ffff:127.0.0.1]:7700" };
+  static const char *const no[] = { "127.1.nip.io:7700", "127.0.0.1.evil:80",
+                                    "0.0.0.0:7700",      "[::]:7700",
+                                    "10.1.2.3:7700",     "localhost.evil:1" };
+  struct cfg cfg;
+  struct tr_err err = { 0 };
+
+  cfg_defaults(&cfg);
+  for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+    CHECK_INT(cfg_set(&cfg, "listen", yes[i], &err), 0);
+    CHECK(cfg_listen_loopback(&cfg));
+  }
+  for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++) {
+    CHECK_INT(cfg_set(&cfg, "listen", no[i], &err), 0);
+    CHECK(!cfg_listen_loopback(&cfg));
+  }
+  CHECK_INT(cfg_set(&cfg, "listen", "127.1.nip.io:7700", &err), 0);
+  CHECK(cfg_finish(&cfg, &err) < 0);
+  CHECK_STR(err.field, "auth_token");
+  cfg_free(&cfg);
+}
+
 int main(void)
 {
   RUN(config_defaults_match_api_md);
   RUN(config_file_and_overrides);
   RUN(config_rejects_bad_values);
+  RUN(config_loopback_is_numeric);
   return 0;
 }

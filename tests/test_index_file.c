@@ -24,7 +24,7 @@ static const char *trace(const char *name)
 struct progress {
   int calls;
   uint64_t last;
-  volatile bool *cancel; /* set at the first report when non-NULL */
+  atomic_bool *cancel; /* set at the first report when non-NULL */
 };
 
 static void on_progress(void *ud, uint64_t file_bytes_read)
@@ -35,7 +35,7 @@ static void on_progress(void *ud, uint64_t file_bytes_read)
   p->last = file_bytes_read;
   p->calls++;
   if (p->cancel != NULL)
-    *p->cancel = true;
+    atomic_store(p->cancel, true);
 }
 
 static void index_file_progress(void)
@@ -70,7 +70,7 @@ static void index_file_cancel(void)
 {
   const char *path = trace("tracelens__xdit_flux.1_aiter_sage_profile_"
                            "trace_rank_0.json.gz");
-  volatile bool cancel = true;
+  atomic_bool cancel = true;
   struct idx_options opt = {
     IDX_FORMAT_AUTO, NULL, -1, NULL, NULL, &cancel, 0
   };
@@ -88,7 +88,7 @@ static void index_file_cancel(void)
 static void index_file_cancel_midway(void)
 {
   const char *path = "test_index_file_big.json";
-  volatile bool cancel = false;
+  atomic_bool cancel = false;
   struct progress p = { 0, 0, &cancel };
   struct idx_options opt = { IDX_FORMAT_AUTO, NULL, -1, on_progress, &p,
                              &cancel,         0 };

@@ -155,7 +155,7 @@ void source_damaged_gzip(void)
   read_path(tmp_path("missing.json"), &t);
   check_msg(&t, "missing.json", "No such file");
   read_path(tmp_path(""), &t);
-  check_msg(&t, "test_reader.", "is a directory");
+  check_msg(&t, "test_reader.", "not a regular file (a folder)");
 }
 
 /* Without a thread of its own (idx_options.threads 1) the source reads

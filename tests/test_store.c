@@ -57,7 +57,7 @@ static void store_migrates_empty_file(void)
                      " 'phases')",
                      -1),
             10);
-  CHECK_INT(store_capture_insert(st, "capture", "x", NULL, &id, &err), 0);
+  CHECK_INT(store_capture_insert(st, "capture", "x", NULL, 0, &id, &err), 0);
   store_close(st);
   /* Reopening migrates nothing and keeps the data. */
   st = open_rw(path);
@@ -111,7 +111,7 @@ static void store_migrates_v1_keeping_rows(void)
   CHECK_INT(fx_count(path, "SELECT count(*) FROM ranks", -1), 2);
   CHECK_INT(fx_count(path, "SELECT count(*) FROM pragma_foreign_key_check", -1),
             0);
-  CHECK_INT(store_capture_insert(st, "capture", NULL, NULL, &id, &err), 0);
+  CHECK_INT(store_capture_insert(st, "capture", NULL, NULL, 0, &id, &err), 0);
   CHECK_INT(id, 4); /* 3 was handed out once: never again */
   exec_sql(path,
            "UPDATE captures SET phase = 'a_phase_of_tomorrow' WHERE id = 4");
@@ -154,7 +154,7 @@ static void store_ro_needs_migrated_db(void)
   st = open_rw(path);
   CHECK_INT(store_open(path, STORE_RO, &ro, &err), 0);
   tr_err_clear(&err);
-  CHECK(store_capture_insert(ro, "capture", NULL, NULL, &id, &err) < 0);
+  CHECK(store_capture_insert(ro, "capture", NULL, NULL, 0, &id, &err) < 0);
   store_close(ro);
   store_close(st);
   fx_db_remove(path);
@@ -195,7 +195,8 @@ static void insert_three(struct store *st, const char *path, int64_t *id1,
   json_t *cap;
 
   t0 = tr_now_ns();
-  CHECK_INT(store_capture_insert(st, "capture", "first", NULL, id1, &err), 0);
+  CHECK_INT(store_capture_insert(st, "capture", "first", NULL, 0, id1, &err),
+            0);
   t1 = tr_now_ns();
   CHECK(col_ns(path, "created_at", *id1) >= t0);
   CHECK(col_ns(path, "created_at", *id1) <= t1);
@@ -214,8 +215,8 @@ static void insert_three(struct store *st, const char *path, int64_t *id1,
   CHECK_INT(json_array_size(json_object_get(cap, "ranks")), 0);
   json_decref(cap);
 
-  CHECK_INT(store_capture_insert(st, "capture", NULL, NULL, id2, &err), 0);
-  CHECK_INT(store_capture_insert(st, "import", NULL, NULL, &id3, &err), 0);
+  CHECK_INT(store_capture_insert(st, "capture", NULL, NULL, 0, id2, &err), 0);
+  CHECK_INT(store_capture_insert(st, "import", NULL, NULL, 0, &id3, &err), 0);
   check_queue_position(st, *id1, 1);
   check_queue_position(st, *id2, 2);
   check_queue_position(st, id3, 1); /* imports queue on their own */
@@ -285,7 +286,7 @@ static void store_capture_merge_members(void)
 
   fx_db_path(path, sizeof(path));
   st = open_rw(path);
-  CHECK_INT(store_capture_insert(st, "import", "m", NULL, &id, &err), 0);
+  CHECK_INT(store_capture_insert(st, "import", "m", NULL, 0, &id, &err), 0);
   obj = json_pack("{s:i}", "ranks_expected", 8);
   CHECK_INT(store_capture_merge(st, id, "progress", obj, &err), 0);
   json_decref(obj);
@@ -339,7 +340,7 @@ static void store_capture_apply_all_or_nothing(void)
 
   fx_db_path(path, sizeof(path));
   st = open_rw(path);
-  CHECK_INT(store_capture_insert(st, "capture", NULL, NULL, &id, &err), 0);
+  CHECK_INT(store_capture_insert(st, "capture", NULL, NULL, 0, &id, &err), 0);
   merges = json_pack("{s:{s:s}}", "extra", "trace_dir", "/t/x");
   a.merges = merges;
   CHECK_INT(store_capture_cancel_queued(st, id, &was_queued, &err), 0);
@@ -358,7 +359,7 @@ static void store_capture_apply_all_or_nothing(void)
   json_decref(cap);
 
   /* A claim of a queued one writes merges, status and phase together. */
-  CHECK_INT(store_capture_insert(st, "capture", NULL, NULL, &id, &err), 0);
+  CHECK_INT(store_capture_insert(st, "capture", NULL, NULL, 0, &id, &err), 0);
   a.claim = true;
   a.status = TR_STATUS_RUNNING;
   a.phase = TR_PHASE_STOPPING;
@@ -413,7 +414,7 @@ static void store_capture_list_filters(void)
   for (size_t i = 0; i < 5; i++) {
     json_t *p = json_pack("{s:s}", "model", models[i]);
 
-    CHECK_INT(store_capture_insert(st, kinds[i], NULL, p, &c[i], &err), 0);
+    CHECK_INT(store_capture_insert(st, kinds[i], NULL, p, 0, &c[i], &err), 0);
     json_decref(p);
   }
   CHECK_INT(store_capture_set_phase(st, c[0], "done", "done", &err), 0);
@@ -486,7 +487,7 @@ static void store_cancel_queued_atomic(void)
   fx_db_path(path, sizeof(path));
   st = open_rw(path);
   for (size_t i = 0; i < 64; i++)
-    CHECK_INT(store_capture_insert(st, "capture", NULL, NULL, &ids[i], &err),
+    CHECK_INT(store_capture_insert(st, "capture", NULL, NULL, 0, &ids[i], &err),
               0);
   CHECK_INT(store_capture_cancel_queued(st, ids[0], &was, &err), 0);
   CHECK(was);
@@ -505,7 +506,8 @@ static void store_cancel_queued_atomic(void)
   CHECK_INT(store_capture_get(st, ids[0], &cap, &err), 0);
   CHECK_STR(str_of(cap, "status"), "cancelled");
   json_decref(cap);
-  CHECK_INT(store_capture_insert(st, "capture", NULL, NULL, &running, &err), 0);
+  CHECK_INT(store_capture_insert(st, "capture", NULL, NULL, 0, &running, &err),
+            0);
   CHECK_INT(store_capture_set_phase(st, running, "running", "launching", &err),
             0);
   CHECK_INT(store_capture_cancel_queued(st, running, &was, &err), 0);

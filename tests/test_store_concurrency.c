@@ -117,8 +117,9 @@ static void store_reader_sees_whole_ranks(void)
   int looks = 0;
 
   CHECK_INT(store_open(path, STORE_RW, &st, &err), 0);
-  CHECK_INT(store_capture_insert(st, "import", NULL, NULL, &cap, &err), 0);
-  CHECK_INT(store_capture_insert(st, "capture", NULL, NULL, &other, &err), 0);
+  CHECK_INT(store_capture_insert(st, "import", NULL, NULL, 0, &cap, &err), 0);
+  CHECK_INT(store_capture_insert(st, "capture", NULL, NULL, 0, &other, &err),
+            0);
   CHECK_INT(store_open(path, STORE_RO, &ro, &err), 0);
   CHECK_INT(pthread_create(&w1, NULL, insert_ranks, NULL), 0);
   CHECK_INT(pthread_create(&w2, NULL, small_writes, NULL), 0);

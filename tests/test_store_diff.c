@@ -333,7 +333,8 @@ static void store_diff_warnings_and_errors(void)
               "b");
   check_fails(999, ida, (struct store_diff_opts){ .rank = -1 }, TR_ENOTFOUND,
               "a");
-  CHECK_INT(store_capture_insert(st, "capture", NULL, NULL, &queued, &err), 0);
+  CHECK_INT(store_capture_insert(st, "capture", NULL, NULL, 0, &queued, &err),
+            0);
   check_fails(ida, queued, (struct store_diff_opts){ .rank = -1 }, TR_ECONFLICT,
               "b");
   check_fails(ida, idb, (struct store_diff_opts){ .rank = -1, .by = "x;" },

@@ -162,7 +162,7 @@ static void store_real_summaries_round_trip(void)
   CHECK(dir != NULL);
   fx_db_path(path, sizeof(path));
   CHECK_INT(store_open(path, STORE_RW, &st, &err), 0);
-  CHECK_INT(store_capture_insert(st, "import", "real", NULL, &cap, &err), 0);
+  CHECK_INT(store_capture_insert(st, "import", "real", NULL, 0, &cap, &err), 0);
   for (int r = 0; r < NTRACES; r++) {
     snprintf(file, sizeof(file), "%s/%s", dir, traces[r]);
     if (idx_file(file, &opt, &sums[r], &err) != 0) {

@@ -163,7 +163,7 @@ int64_t fx_capture(struct store *st, const char *model, int tp,
 
   if (tp > 0)
     json_object_set_new(params, "tp", json_integer(tp));
-  CHECK_INT(store_capture_insert(st, "capture", NULL, params, &id, &err), 0);
+  CHECK_INT(store_capture_insert(st, "capture", NULL, params, 0, &id, &err), 0);
   json_decref(params);
   for (size_t i = 0; i < n; i++) {
     json_t *sum = fx_summary((int)i, &r[i]);

@@ -18,6 +18,17 @@ TRACES_DIR = os.environ.get("TRACES_DIR") or os.path.join(
     SRC_DIR, "..", "shared", "traces")
 TRACED_BIN = os.environ.get("TRACED_BIN") or os.path.join(
     SRC_DIR, "build", "traced")
+# The simulator's rocm-smi stand-in: ATOM's scripts (and the sim's) exit 1
+# without a rocm-smi on PATH.
+SIM_BIN = os.path.join(SRC_DIR, "sim", "bin")
+
+
+def sim_path(path=None):
+    """PATH with the rocm-smi stand-in first (once)."""
+    path = os.environ.get("PATH", "") if path is None else path
+    if path.split(os.pathsep)[0] == SIM_BIN:
+        return path
+    return SIM_BIN + os.pathsep + path
 
 
 def trace_files():
@@ -65,7 +76,8 @@ class Daemon:
         cmd = [TRACED_BIN, "--config", self.write_conf()] + self.args
         self.log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(cmd, stdout=self.log,
-                                     stderr=subprocess.STDOUT)
+                                     stderr=subprocess.STDOUT,
+                                     env=dict(os.environ, PATH=sim_path()))
         deadline = time.time() + timeout
         while time.time() < deadline:
             if self.proc.poll() is not None:

@@ -3,14 +3,15 @@
 # Usage: bash run_benchmark.sh [MODEL] [PORT] [ISL] [OSL] [CONCURRENCY]
 #            [PROMPT_MULTIPLIER] [PROFILE] [BENCH_EXTRA_ARGS...]
 #
-# Same argv, defaults, output and exit codes as ATOM's
-# scripts/run_benchmark.sh: PROMPT_MULTIPLIER defaults to 10, PROFILE=1
-# adds --profile (the client POSTs /start_profile after the CONC*2
-# warm-ups and /stop_profile after the last of the CONC*PROMPT_MULTIPLIER
-# prompts). Writes $ATOM_SIM_HOME/logs/benchmark.log and
-# $ATOM_SIM_HOME/logs/benchmark.json, as ATOM's client, even when requests
-# failed ("completed" then falls short); with the strict_bench switch a
-# failed run writes none and leaves a stale one in place.
+# As ATOM's scripts/run_benchmark.sh (ffdf3bb5): PROMPT_MULTIPLIER
+# defaults to 10, PROFILE=1 adds --profile, RANDOM_RANGE_RATIO defaults to
+# 0.8. Ready = GET /v1/models answers and rocm-smi shows VRAM in use, up
+# to 120 tries (at SIM_POLL_S=1; without rocm-smi on PATH the script exits
+# 1 at its first answer). The client gets --num-warmups=CONC*2 and the
+# extra args AFTER ATOM's own, so the last value of a flag wins
+# (`--num-warmups 0` there overrides). Writes $ATOM_SIM_HOME/logs/
+# benchmark.log and benchmark.json; its exit status is the client's, 0
+# even when requests failed or the server died (sim/sim_bench.py).
 
 set -euo pipefail
 # shellcheck source=simlib.sh
@@ -28,10 +29,10 @@ _n=$(( $# < 7 ? $# : 7 ))
 shift "$_n" 2>/dev/null || true
 EXTRA_ARGS="$*"
 NUM_PROMPTS=$(( CONCURRENCY * PROMPT_MULTIPLIER ))
-RANDOM_RANGE_RATIO="${RANDOM_RANGE_RATIO:-1}"
+RANDOM_RANGE_RATIO="${RANDOM_RANGE_RATIO:-0.8}"
 OUTPUT_DIR="$SIM_LOG_DIR"
-WAIT_CAP_S="${SIM_BENCH_WAIT_S:-120}"
 POLL_S="${SIM_POLL_S:-1}"
+TRIES=$(sim_polls "${SIM_BENCH_WAIT_S:-120}" "$POLL_S")
 
 # The config header, to stdout and (with a date) to the log, as ATOM's.
 bench_header() {
@@ -55,15 +56,20 @@ bench_header() {
 bench_header
 
 echo "Waiting for server to be ready..."
-POLLS=$(sim_polls "$WAIT_CAP_S" "$POLL_S")
-for i in $(seq 1 "$POLLS"); do
+for i in $(seq 1 "$TRIES"); do
     if curl -sf "http://localhost:${PORT}/v1/models" > /dev/null 2>&1; then
-        echo "Server is ready! (GPU VRAM loaded on 1 GPUs)"
-        break
+        VRAM_COUNT=$(sim_gpus_in_use)
+        if [ "$VRAM_COUNT" -gt 0 ]; then
+            echo "Server is ready! (GPU VRAM loaded on $VRAM_COUNT GPUs)"
+            break
+        fi
     fi
-    if [ "$i" -eq "$POLLS" ]; then
-        echo "ERROR: Server not ready after ${WAIT_CAP_S}s"
+    if [ "$i" -eq "$TRIES" ]; then
+        echo "ERROR: Server not ready after ${SIM_BENCH_WAIT_S:-120}s"
         exit 1
+    fi
+    if [ $((i % 10)) -eq 0 ]; then
+        echo "  Waiting... (${i}s)"
     fi
     sleep "$POLL_S"
 done
@@ -73,7 +79,7 @@ RESULT_FILE="${OUTPUT_DIR}/benchmark.json"
 
 bench_header "$(date)" > "$LOG_FILE"
 
-# shellcheck disable=SC2046,SC2086
+# shellcheck disable=SC2046,SC2086  # split and globbed, as ATOM's
 "$SIM_PY" -u "$SIM_DIR/sim_bench.py" \
     --model="$MODEL" --backend=vllm --base-url="http://localhost:${PORT}" \
     --dataset-name=random \

@@ -1,12 +1,12 @@
 # Sourced by the simulator's scripts: where the sim lives, its home, the
-# call record and the search for this home's server processes.
+# call record, this home's server processes, and ATOM's GPU check.
 # shellcheck shell=bash
 
 SIM_DIR="$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd)"
 SIM_PY="${SIM_PYTHON:-python3}"
-# Absolute, exported: the server inherits it and the stop script matches
-# servers by this exact value in /proc/<pid>/environ, so concurrent sims
-# with different homes never touch each other's processes.
+# Absolute, exported: the server inherits it and the scripts match servers
+# by this exact value in /proc/<pid>/environ, so concurrent sims with
+# different homes never touch each other's processes.
 ATOM_SIM_HOME="$(mkdir -p "${ATOM_SIM_HOME:-/tmp/atom-sim}" &&
     cd -- "${ATOM_SIM_HOME:-/tmp/atom-sim}" && pwd)"
 export ATOM_SIM_HOME
@@ -21,13 +21,13 @@ sim_record() {
 }
 
 # The pids of this home's sim servers: python running atom_sim_server.py
-# with our ATOM_SIM_HOME in its environment (the pid file alone would miss
-# a server whose launcher was killed before writing it). ATOM's scripts
-# find theirs by name ('atom\.entrypoints'); a name alone would also hit
-# other homes' servers.
+# with our ATOM_SIM_HOME in its environment. ATOM's scripts find theirs
+# by name (pkill -f 'atom.entrypoints'); a name alone would also hit
+# other homes' servers, so parallel tests would kill each other.
 sim_server_pids() {
     local f pid
-    grep -l -a 'atom_sim_server[.]py' /proc/[0-9]*/cmdline 2>/dev/null |
+    { grep -l -a 'atom_sim_server[.]py' /proc/[0-9]*/cmdline 2>/dev/null ||
+        true; } |
     while read -r f; do
         pid="${f#/proc/}"
         pid="${pid%/cmdline}"
@@ -37,23 +37,26 @@ sim_server_pids() {
             grep 'atom_sim_server[.]py$' >/dev/null || continue
         tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null |
             grep -xF "ATOM_SIM_HOME=$ATOM_SIM_HOME" >/dev/null || continue
-        echo "$pid"
+        if sim_alive "$pid"; then
+            echo "$pid"
+        fi
     done | sort -un
 }
 
-# sim_kill_tree PID: SIGKILL a process and everything under it, children
-# first, as ATOM's launcher does.
-sim_kill_tree() {
-    local child
-    for child in $(pgrep -P "$1" 2>/dev/null); do
-        sim_kill_tree "$child"
+# sim_signal SIGNAL PIDS...: signals each, ignoring those already gone.
+# The server takes TERM as ATOM's API process does; USR1 and USR2 stand
+# for SIGKILL and SIGTERM of ATOM's engine and worker processes
+# (sim/atom_sim_server.py).
+sim_signal() {
+    local sig="$1" pid
+    shift
+    for pid in "$@"; do
+        kill "-$sig" "$pid" 2>/dev/null || true
     done
-    kill -9 "$1" 2>/dev/null || true
 }
 
-# sim_alive PID: the process exists and is not a zombie. An orphaned
-# server's zombie can linger until init reaps it (about a second here),
-# and kill -0 succeeds on a zombie.
+# sim_alive PID: the process exists and is not a zombie (kill -0 succeeds
+# on a zombie, and an orphaned server's lingers until init reaps it).
 sim_alive() {
     local state
     kill -0 "$1" 2>/dev/null || return 1
@@ -62,27 +65,42 @@ sim_alive() {
     [ -n "$state" ] && [ "$state" != "Z" ]
 }
 
-# sim_wait_gone SECONDS PIDS...: poll until none of PIDS is alive; 0 when
-# they all went, 1 on timeout.
-sim_wait_gone() {
-    local cap="$1" n pid alive
-    shift
-    n=$(awk -v c="$cap" 'BEGIN { print int(c / 0.1) }')
-    while :; do
-        alive=0
-        for pid in "$@"; do
-            sim_alive "$pid" && alive=1
-        done
-        [ "$alive" -eq 0 ] && return 0
-        [ "$n" -le 0 ] && return 1
-        n=$((n - 1))
-        sleep 0.1
-    done
-}
-
 # sim_polls CAP_S POLL_S: how many polls POLL_S apart fill CAP_S seconds
 # (rounded up; both may be fractional).
 sim_polls() {
     awk -v c="$1" -v p="$2" \
         'BEGIN { n = c / p; print (n == int(n)) ? n : int(n) + 1 }'
+}
+
+# sim_part SECONDS NUM DEN: SECONDS * NUM / DEN, for sleeps that keep
+# ATOM's proportions (its 2 s and 3 s pre-flight pauses).
+sim_part() {
+    awk -v s="$1" -v n="$2" -v d="$3" 'BEGIN { printf "%.3f", s * n / d }'
+}
+
+# sim_gpus_in_use: how many GPUs rocm-smi shows with VRAM in use, by
+# ATOM's own pipeline shape: under `set -euo pipefail` a missing rocm-smi
+# (or one that prints no VRAM% line) makes grep fail, the pipeline fails,
+# and the assignment that calls this exits the script with status 1,
+# printing nothing (rocm-smi's stderr goes to /dev/null), as ATOM's does.
+sim_gpus_in_use() {
+    rocm-smi --showmemuse 2>/dev/null | grep "VRAM%" |
+        awk '$NF > 0' | wc -l
+}
+
+# sim_wait_vram_free TRIES WORD: up to TRIES rocm-smi checks SIM_POLL_S
+# apart; "GPU memory WORD after Ns" once no GPU holds VRAM. Leaves the
+# count of the last check in SIM_VRAM_HELD. Call it as a plain command:
+# under the caller's `set -e` a missing rocm-smi then ends the caller at
+# the check, as ATOM's loop does.
+sim_wait_vram_free() {
+    local i
+    for i in $(seq 1 "$1"); do
+        SIM_VRAM_HELD=$(sim_gpus_in_use)
+        if [ "$SIM_VRAM_HELD" -eq 0 ]; then
+            echo "GPU memory $2 after ${i}s"
+            return 0
+        fi
+        sleep "${SIM_POLL_S:-1}"
+    done
 }

@@ -3,14 +3,27 @@
 # Usage: bash start_atom_server.sh [MODEL_PATH] [TP_SIZE] [PORT]
 #                                  [EXTRA_ARGS...]
 #
-# Same argv, defaults, output and exit codes as ATOM's scripts/
-# start_atom_server.sh: kills this home's earlier servers, truncates the
-# log with a config header, starts the server in the background appending
-# to the log, then polls /v1/models for at most SIM_LAUNCH_CAP_S (120) s.
-# "Server is ready!" exit 0, or "ERROR: Server process died" exit 1; when
-# the cap passes it FALLS THROUGH and exits 0 with the server still
-# loading, as ATOM's does. EXTRA_ARGS are word-split (ATOM passes them as
-# an unquoted "$*"). Log: $ATOM_SIM_HOME/logs/atom_server.log.
+# Behaves as ATOM's scripts/start_atom_server.sh (ffdf3bb5):
+#  - set -euo pipefail; EXTRA_ARGS="$*" is expanded unquoted, so every
+#    argument is split again at whitespace and glob-expanded, and quotes
+#    inside it are not removed: a JSON value with a space can never reach
+#    the server intact;
+#  - pre-flight: SIGTERM to the server, a pause, SIGKILL of its engine and
+#    worker processes (a server that could not handle its SIGTERM, e.g.
+#    blocked in /stop_profile, lives on), a pause, then up to 30 checks of
+#    `rocm-smi --showmemuse`: without rocm-smi on PATH the script exits 1
+#    right there, printing nothing useful (sim/bin/rocm-smi stands in);
+#  - clears the compile cache, truncates the log with a config header,
+#    starts the server in the background with a plain `&` (it stays in
+#    this script's process group), then tries up to 120 times (ATOM's
+#    count at SIM_POLL_S=1): ready = GET /v1/models answers (curl without
+#    a timeout) AND rocm-smi shows VRAM in use -> "Server is ready!" exit 0;
+#    the server gone -> "ERROR: Server process died" exit 1; after the last
+#    try it FALLS THROUGH and exits 0 with the server possibly still
+#    loading.
+# One deviation: ATOM kills every 'atom.entrypoints' process of the
+# machine; the sim only this ATOM_SIM_HOME's server, so that tests running
+# side by side never kill each other's servers.
 
 set -euo pipefail
 # shellcheck source=simlib.sh
@@ -26,24 +39,42 @@ KV_CACHE_DTYPE="${KV_CACHE_DTYPE:-fp8}"
 MAX_NUM_SEQS="${MAX_NUM_SEQS:-256}"
 GPU_MEM_UTIL="${GPU_MEM_UTIL:-0.9}"
 LOG_FILE="$SIM_LOG_DIR/atom_server.log"
-LAUNCH_CAP_S="${SIM_LAUNCH_CAP_S:-120}"
 POLL_S="${SIM_POLL_S:-1}"
+TRIES=$(sim_polls "${SIM_LAUNCH_CAP_S:-120}" "$POLL_S")
+PREFLIGHT_S="${SIM_PREFLIGHT_S:-0.5}"   # ATOM pauses 2 s + 3 s
 
 export AITER_LOG_LEVEL="${AITER_LOG_LEVEL:-INFO}"
+# ATOM exports its own hard-coded KINETO_CONFIG, whatever the caller set.
+export KINETO_CONFIG="$ATOM_SIM_HOME/libkineto.conf"
 
-# === Pre-flight: ensure GPU is clean ===
 echo "Pre-flight: cleaning up processes and GPU memory..."
-KILLED=""
-for pid in $(sim_server_pids); do
-    echo "  killing server $pid and its children"
-    sim_kill_tree "$pid"
-    KILLED="$KILLED $pid"
-done
-# shellcheck disable=SC2086
-sim_wait_gone 10 $KILLED || true
-echo "GPU memory clear after 1s"
+# shellcheck disable=SC2046
+sim_signal TERM $(sim_server_pids)
+sleep "$(sim_part "$PREFLIGHT_S" 2 5)"
+# shellcheck disable=SC2046
+sim_signal USR1 $(sim_server_pids)
+sleep "$(sim_part "$PREFLIGHT_S" 3 5)"
 
-# Write config header to log (truncates old content).
+sim_wait_vram_free 30 clear
+if [ "$SIM_VRAM_HELD" -gt 0 ]; then
+    echo "WARNING: GPU memory still in use after 30s. Dumping GPU process" \
+        "info:"
+    rocm-smi --showpidgpus 2>&1 | grep "PID.*is using" | grep -v "0 DRM" ||
+        true
+    echo "Attempting force kill of GPU-holding processes..."
+    for pid in $(rocm-smi --showpidgpus 2>&1 |
+                 sed -n 's/^PID \([0-9][0-9]*\) .*/\1/p'); do
+        kill -9 "$pid" 2>/dev/null || true
+    done
+    sleep "$POLL_S"
+fi
+
+# ATOM clears ~/.cache/atom (its compile cache) and ./gpucore.* here.
+rm -rf "$ATOM_SIM_HOME/cache/atom/"*
+rm -rf ./gpucore.*
+
+# Config header, to stdout and the log (truncating it: a fatal marker of
+# the previous run never survives a launch).
 {
 echo "========================================"
 echo " ATOM Server Launcher"
@@ -65,11 +96,8 @@ env | grep -E "$ENV_RE" \
 echo "========================================"
 } | tee "$LOG_FILE"
 
-# setsid: the server leaves the caller's session and process group, so
-# signalling the launcher's group does not stop it: stop_atom_server.sh
-# does. Its stdio goes to the log only, never to the launcher's pipes.
-# shellcheck disable=SC2086
-setsid "$SIM_PY" "$SIM_DIR/atom_sim_server.py" \
+# shellcheck disable=SC2086  # word splitting and globbing, as ATOM's
+"$SIM_PY" "$SIM_DIR/atom_sim_server.py" \
     --model "$MODEL_PATH" \
     --kv_cache_dtype "$KV_CACHE_DTYPE" \
     -tp "$TP_SIZE" \
@@ -77,20 +105,22 @@ setsid "$SIM_PY" "$SIM_DIR/atom_sim_server.py" \
     --gpu-memory-utilization "$GPU_MEM_UTIL" \
     --server-port "$PORT" \
     $EXTRA_ARGS \
-    >> "$LOG_FILE" 2>&1 < /dev/null &
+    >> "$LOG_FILE" 2>&1 &
 
 SERVER_PID=$!
 echo "$SERVER_PID" > "$SIM_PID_FILE"
 echo "Server started in background (PID: $SERVER_PID)"
 
 echo "Waiting for server to be ready..."
-POLLS=$(sim_polls "$LAUNCH_CAP_S" "$POLL_S")
-for _ in $(seq 1 "$POLLS"); do
+for _ in $(seq 1 "$TRIES"); do
     if curl -sf "http://localhost:${PORT}/v1/models" > /dev/null 2>&1; then
-        echo "Server is ready! (PID: $SERVER_PID, GPU VRAM loaded)"
-        exit 0
+        VRAM_COUNT=$(sim_gpus_in_use)
+        if [ "$VRAM_COUNT" -gt 0 ]; then
+            echo "Server is ready! (PID: $SERVER_PID, GPU VRAM loaded)"
+            exit 0
+        fi
     fi
-    if ! sim_alive "$SERVER_PID"; then
+    if ! kill -0 "$SERVER_PID" 2>/dev/null; then
         echo "ERROR: Server process died. Check $LOG_FILE"
         exit 1
     fi

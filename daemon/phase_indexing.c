@@ -1,10 +1,10 @@
 /*
- * The INDEXING phase of captures and imports: each rank's trace goes
- * through idx_file() and store_rank_insert() in one pool job with its own
- * store connection; at most index_jobs ranks run at once over all jobs,
- * so the pool (UV_THREADPOOL_SIZE = index_jobs + 2, see runner.c) always
- * has a thread for the state writes. A rank that fails is recorded with
- * store_rank_fail() and the others are kept.
+ * INDEXING, of captures and imports: each rank's trace goes through
+ * idx_file() and store_rank_insert() in one pool job with its own store
+ * connection; at most index_jobs ranks run at once over all jobs, so the
+ * pool (UV_THREADPOOL_SIZE = index_jobs + 2, see recover.c) always has a
+ * thread for the state writes. A rank that fails is recorded with
+ * store_rank_fail() and the others are kept. All indexed: DONE.
  */
 #include <assert.h>
 #include <errno.h>
@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "common/stats.h"
+#include "common/text.h"
 #include "daemon/cap_int.h"
 
 #define FAILURES_MAX 4096 /* bytes of failure text kept */
@@ -26,6 +27,12 @@ static const char *index_path(const struct cap_job *job)
   if (job->is_import)
     return json_string_value(json_object_get(job->params, "path"));
   return job->trace_dir;
+}
+
+int phase_indexing_budget_s(const struct cap_job *job)
+{
+  (void)job;
+  return 3600; /* re-armed once the size is known (begin()) */
 }
 
 static enum idx_format index_format(const struct cap_job *job)
@@ -43,16 +50,16 @@ static void add_failure(struct cap_job *job, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static void add_failure(struct cap_job *job, const char *fmt, ...)
 {
-  size_t used = job->failures ? strlen(job->failures) : 0;
+  size_t used = job->index.failures ? strlen(job->index.failures) : 0;
   char *grown;
   va_list ap;
 
   if (used >= FAILURES_MAX)
     return;
-  grown = realloc(job->failures, FAILURES_MAX + 1);
+  grown = realloc(job->index.failures, FAILURES_MAX + 1);
   if (grown == NULL)
     return;
-  job->failures = grown;
+  job->index.failures = grown;
   if (used > 0) {
     snprintf(grown + used, FAILURES_MAX + 1 - used, "; ");
     used += 2;
@@ -67,7 +74,7 @@ static uint64_t bytes_read(const struct cap_job *job)
   uint64_t sum = 0;
 
   for (size_t i = 0; i < job->layout->n; i++)
-    sum += atomic_load(&job->rank_read[i]);
+    sum += atomic_load(&job->index.read[i]);
   return sum;
 }
 
@@ -103,8 +110,7 @@ static void store_result(struct rank_work *rw, json_t *summary)
                                   &err)) != 0)
     snprintf(rw->msg, sizeof(rw->msg), "cannot store: %s", err.msg);
   if (rw->rc != 0)
-    store_rank_fail(st, job->id, (int)rw->i, rk->label,
-                    rk->file ? rk->file : "", rw->msg, NULL);
+    store_rank_fail(st, job->id, (int)rw->i, rk->label, rw->msg, NULL);
   cap_db_give(rw->super.r, st);
 }
 
@@ -141,7 +147,7 @@ static void run_rank(struct cap_work *w)
                            w->r->rules,
                            (int)rw->i,
                            on_idx_progress,
-                           (void *)&job->rank_read[rw->i],
+                           (void *)&job->index.read[rw->i],
                            &job->cancel,
                            0 };
   struct tr_err err = { 0 };
@@ -152,11 +158,12 @@ static void run_rank(struct cap_work *w)
   if (rk->file == NULL) {
     rw->rc = TR_ENOTFOUND;
     snprintf(rw->msg, sizeof(rw->msg), "no trace file in %s", rk->label);
-  } else if ((rw->rc = idx_file(rk->file, &o, &summary, &err)) != 0) {
+  } else if ((rw->rc = idx_file_under(job->layout->root, rk->file, &o, &summary,
+                                      &err)) != 0) {
     snprintf(rw->msg, sizeof(rw->msg), "%s", err.msg);
   }
-  cap_make_utf8(rw->msg);
-  if (job->cancel) {
+  tr_make_utf8(rw->msg);
+  if (atomic_load(&job->cancel)) {
     rw->cancelled = true;
   } else {
     store_result(rw, summary);
@@ -171,16 +178,19 @@ static void run_rank(struct cap_work *w)
 
 static void check_complete(struct cap_job *job)
 {
-  if (job->ending != END_NONE || job->ranks_running > 0 ||
-      job->next_rank < job->layout->n)
+  if (job->ending != END_NONE || job->index.running > 0 ||
+      job->index.next_rank < job->layout->n)
     return;
-  if (job->ranks_failed > 0)
+  if (job->index.failed > 0)
     cap_fail(job, END_FAILED, NULL,
              "%d of %zu ranks could not be indexed (the others are kept): "
              "%s",
-             job->ranks_failed, job->layout->n, job->failures);
+             job->index.failed, job->layout->n, job->index.failures);
   else
-    cap_enter_done(job);
+    cap_enter(job, TR_PHASE_DONE,
+              json_pack("{s:{s:i,s:I}}", "progress", "ranks_indexed",
+                        job->index.indexed, "bytes_indexed",
+                        (json_int_t)bytes_read(job)));
 }
 
 static void on_rank_done(struct cap_work *w)
@@ -190,23 +200,23 @@ static void on_rank_done(struct cap_work *w)
   const struct cap_rank *rk = &job->layout->ranks[rw->i];
 
   w->r->index_running--;
-  job->ranks_running--;
+  job->index.running--;
   if (!rw->cancelled) {
-    atomic_store(&job->rank_read[rw->i], rk->bytes);
+    atomic_store(&job->index.read[rw->i], rk->bytes);
     if (rw->rc == 0)
-      job->ranks_indexed++;
+      job->index.indexed++;
     else {
-      job->ranks_failed++;
+      job->index.failed++;
       add_failure(job, "rank %zu (%s): %s", rw->i, rk->label, rw->msg);
     }
   }
   if (job->ending == END_NONE && !job->finished) {
-    job->bytes_reported = bytes_read(job);
+    job->index.bytes_reported = bytes_read(job);
     cap_job_progress(job, json_pack("{s:i,s:I}", "ranks_indexed",
-                                    job->ranks_indexed, "bytes_indexed",
-                                    (json_int_t)job->bytes_reported));
+                                    job->index.indexed, "bytes_indexed",
+                                    (json_int_t)job->index.bytes_reported));
     check_complete(job);
-  } else if (job->ending == END_SHUTDOWN && job->ranks_running == 0) {
+  } else if (job->ending == END_SHUTDOWN && job->index.running == 0) {
     cap_job_finish(job);
   }
   free(rw);
@@ -219,14 +229,16 @@ static bool take_rank(struct cap_job *job)
   struct rank_work *rw;
 
   if (job == NULL || job->ending != END_NONE || job->finished ||
-      job->phase != CAP_INDEXING || job->rank_read == NULL)
+      job->phase != TR_PHASE_INDEXING || job->index.read == NULL)
     return false;
-  while (job->next_rank < job->layout->n && job->rank_skip[job->next_rank])
-    job->next_rank++;
-  if (job->next_rank >= job->layout->n || (rw = calloc(1, sizeof(*rw))) == NULL)
+  while (job->index.next_rank < job->layout->n &&
+         job->index.skip[job->index.next_rank])
+    job->index.next_rank++;
+  if (job->index.next_rank >= job->layout->n ||
+      (rw = calloc(1, sizeof(*rw))) == NULL)
     return false;
-  rw->i = job->next_rank++;
-  job->ranks_running++;
+  rw->i = job->index.next_rank++;
+  job->index.running++;
   job->r->index_running++;
   cap_work_queue(job->r, job, &rw->super, run_rank, on_rank_done);
   return true;
@@ -251,9 +263,9 @@ static void on_progress_tick(uv_timer_t *t)
   struct cap_job *job = t->data;
   uint64_t now = bytes_read(job);
 
-  if (now == job->bytes_reported)
+  if (now == job->index.bytes_reported)
     return;
-  job->bytes_reported = now;
+  job->index.bytes_reported = now;
   cap_job_progress(job, json_pack("{s:I}", "bytes_indexed", (json_int_t)now));
 }
 
@@ -270,12 +282,12 @@ static void skip_stored(struct cap_job *job)
     for (i = 0; label != NULL && i < job->layout->n; i++) {
       if (strcmp(job->layout->ranks[i].label, label) != 0)
         continue;
-      job->rank_skip[i] = true;
-      atomic_store(&job->rank_read[i], job->layout->ranks[i].bytes);
+      job->index.skip[i] = true;
+      atomic_store(&job->index.read[i], job->layout->ranks[i].bytes);
       if (status != NULL && strcmp(status, "done") == 0) {
-        job->ranks_indexed++;
+        job->index.indexed++;
       } else {
-        job->ranks_failed++;
+        job->index.failed++;
         add_failure(job, "rank %zu (%s): failed before the restart", i, label);
       }
     }
@@ -286,22 +298,22 @@ static void begin(struct cap_job *job)
 {
   const struct cap_layout *l = job->layout;
 
-  job->rank_read = calloc(l->n ? l->n : 1, sizeof(*job->rank_read));
-  job->rank_skip = calloc(l->n ? l->n : 1, sizeof(*job->rank_skip));
-  if (job->rank_read == NULL || job->rank_skip == NULL) {
+  job->index.read = calloc(l->n ? l->n : 1, sizeof(*job->index.read));
+  job->index.skip = calloc(l->n ? l->n : 1, sizeof(*job->index.skip));
+  if (job->index.read == NULL || job->index.skip == NULL) {
     cap_fail(job, END_FAILED, NULL, "out of memory");
     return;
   }
   skip_stored(job);
   /* A generous budget: 10 minutes plus a second per MiB of trace. */
   cap_arm_deadline(job, 600 + (int)(l->bytes_total >> 20));
-  job->bytes_reported = bytes_read(job);
+  job->index.bytes_reported = bytes_read(job);
   cap_job_progress(job, json_pack("{s:i,s:i,s:i,s:I,s:i,s:I}", "ranks_expected",
                                   (int)l->n, "ranks_exported", l->exported,
                                   "orphan_json", l->orphan_json, "bytes_total",
                                   (json_int_t)l->bytes_total, "ranks_indexed",
-                                  job->ranks_indexed, "bytes_indexed",
-                                  (json_int_t)job->bytes_reported));
+                                  job->index.indexed, "bytes_indexed",
+                                  (json_int_t)job->index.bytes_reported));
   uv_timer_start(&job->progress_timer, on_progress_tick, 1000, 1000);
   cap_index_pump(job->r);
   check_complete(job);
@@ -344,44 +356,11 @@ static void on_layout_done(struct cap_work *w)
   free(lw);
 }
 
-static void act_indexing(struct cap_job *job)
+void phase_indexing_enter(struct cap_job *job)
 {
   if (job->layout != NULL)
     begin(job);
   else
     cap_job_queue_new(job, sizeof(struct layout_work), run_layout,
                       on_layout_done);
-}
-
-void cap_enter_indexing(struct cap_job *job)
-{
-  json_t *progress;
-
-  assert(job->phase == CAP_EXPORTING || job->recovered ||
-         (job->is_import && job->phase == CAP_QUEUED));
-  progress = json_pack("{s:i,s:i}", "ranks_indexed", 0, "bytes_indexed", 0);
-  if (job->export_polls > 0)
-    json_object_set_new(progress, "export_polls",
-                        json_integer(job->export_polls));
-  cap_transition(job, CAP_INDEXING, json_pack("{s:o}", "progress", progress),
-                 act_indexing);
-}
-
-static void on_done_stored(struct cap_job *job)
-{
-  cap_job_finish(job);
-}
-
-void cap_enter_done(struct cap_job *job)
-{
-  assert(job->phase == CAP_INDEXING);
-  cap_invariants(job);
-  uv_timer_stop(&job->deadline);
-  uv_timer_stop(&job->progress_timer);
-  job->phase = CAP_DONE;
-  cap_job_write(job, "done", cap_phase_name(CAP_DONE),
-                json_pack("{s:{s:i,s:I}}", "progress", "ranks_indexed",
-                          job->ranks_indexed, "bytes_indexed",
-                          (json_int_t)bytes_read(job)),
-                NULL, on_done_stored, false);
 }

@@ -1,0 +1,262 @@
+/*
+ * Who may ask: every request passes here before its route runs. A browser
+ * on the machine is the attacker's best tool (issue 12): a page anywhere
+ * can make it POST to 127.0.0.1, and DNS rebinding can make it read the
+ * answers. So:
+ *
+ *   Host     must name traced: the listen address, a numeric address the
+ *            connection really arrived on, `localhost` or a loopback
+ *            literal when listening on loopback (with the listening port),
+ *            or one of allowed_hosts (any port). A rebound name is none of
+ *            these.
+ *   Origin   when sent, must be this very origin (http(s)://<Host>) or
+ *            name one of allowed_hosts; a foreign or "null" origin is
+ *            refused, whatever the method.
+ *   Sec-Fetch-Site  cross-site fetches are refused, except a top-level
+ *            navigation (a link to the dashboard pasted into a wiki).
+ *   token    the bearer token when one is configured (GET/HEAD of the
+ *            dashboard's files and /healthz are exempt).
+ *   Content-Type  a POST body must say application/json (415): a form or
+ *            text/plain POST, the ones a page may send without a
+ *            preflight, never reach a route. Other methods need a
+ *            preflight, which is never granted: no CORS header is ever
+ *            sent.
+ */
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+
+#include "api/api_int.h"
+
+/* ---- Host ---- */
+
+/* "[::1]:7700" -> name "[::1]", port 7700; "localhost" -> port 80. False
+ * when it is not name[:port]. */
+static bool split_host(const char *host, char *name, size_t size, long *port)
+{
+  const char *close = host[0] == '[' ? strchr(host, ']') : NULL;
+  const char *colon = close ? strchr(close, ':') : strrchr(host, ':');
+  size_t n = colon ? (size_t)(colon - host) : strlen(host);
+  char *end;
+
+  if (n == 0 || n >= size || (host[0] == '[' && close == NULL))
+    return false;
+  memcpy(name, host, n);
+  name[n] = '\0';
+  *port = 80;
+  if (colon == NULL)
+    return true;
+  *port = strtol(colon + 1, &end, 10);
+  return end != colon + 1 && *end == '\0';
+}
+
+/* name (a v6 literal in brackets) as a numeric address in canonical text
+ * (inet_ntop's); false when it is not a plain numeric address: a name
+ * needs DNS and is never trusted as an address, nor is "127.1". */
+static bool numeric(const char *name, char *canon, size_t size)
+{
+  unsigned char addr[16];
+  char bare[64];
+  size_t n = strlen(name);
+  int af = AF_INET;
+
+  if (name[0] == '[' && n >= 2 && n - 2 < sizeof(bare)) {
+    memcpy(bare, name + 1, n - 2);
+    bare[n - 2] = '\0';
+    af = AF_INET6;
+  } else if (snprintf(bare, sizeof(bare), "%s", name) >= (int)sizeof(bare)) {
+    return false;
+  }
+  return inet_pton(af, bare, addr) == 1 &&
+         inet_ntop(af, addr, canon, (socklen_t)size) != NULL;
+}
+
+/* The address the connection arrived on, in canonical text (a v4 address
+ * on a dual-stack socket without its ::ffff: prefix). */
+static bool local_address(struct api_req *r, char *canon, size_t size)
+{
+  const union MHD_ConnectionInfo *ci =
+      MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+  struct sockaddr_storage ss;
+  socklen_t len = sizeof(ss);
+
+  if (ci == NULL ||
+      getsockname(ci->connect_fd, (struct sockaddr *)&ss, &len) != 0 ||
+      getnameinfo((struct sockaddr *)&ss, len, canon, (socklen_t)size, NULL, 0,
+                  NI_NUMERICHOST) != 0)
+    return false;
+  if (strncmp(canon, "::ffff:", 7) == 0 && strchr(canon + 7, '.') != NULL)
+    memmove(canon, canon + 7, strlen(canon + 7) + 1);
+  return true;
+}
+
+static bool in_list(char *const *list, const char *name)
+{
+  for (; list != NULL && *list != NULL; list++)
+    if (strcasecmp(*list, name) == 0)
+      return true;
+  return false;
+}
+
+static bool host_allowed(struct api_req *r, const char *host)
+{
+  const struct cfg *cfg = r->api->cfg;
+  char name[256], canon[64], local[64];
+  long port;
+
+  /* What the dashboard and scripts send almost always: no parsing. */
+  if (strcmp(host, r->api->listen_host) == 0)
+    return true;
+  if (!split_host(host, name, sizeof(name), &port))
+    return false;
+  /* A configured name is the operator's, not a rebound one: any port
+   * (a reverse proxy may keep its own). */
+  if (in_list(cfg->allowed_hosts, name))
+    return true;
+  if (port != r->api->port)
+    return false;
+  if (!numeric(name, canon, sizeof(canon)))
+    return r->api->loopback && strcasecmp(name, "localhost") == 0;
+  if (r->api->loopback && cfg_address_loopback(canon))
+    return true;
+  return local_address(r, local, sizeof(local)) && strcmp(local, canon) == 0;
+}
+
+/* ---- Origin and Sec-Fetch-Site ---- */
+
+static const char *header(struct api_req *r, const char *name)
+{
+  return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+/* The Origin is this very site (http(s)://<Host>), or one of allowed_hosts
+ * (the dashboard behind a reverse proxy that rewrites Host). */
+static bool origin_allowed(struct api_req *r, const char *origin,
+                           const char *host)
+{
+  static const char *const schemes[] = { "http://", "https://" };
+  char name[256];
+  long port;
+
+  for (size_t i = 0; i < 2; i++) {
+    size_t n = strlen(schemes[i]);
+
+    if (strncasecmp(origin, schemes[i], n) != 0)
+      continue;
+    if (host != NULL && strcasecmp(origin + n, host) == 0)
+      return true;
+    return split_host(origin + n, name, sizeof(name), &port) &&
+           in_list(r->api->cfg->allowed_hosts, name);
+  }
+  return false;
+}
+
+static bool safe_method(const struct api_req *r)
+{
+  return strcmp(r->method, MHD_HTTP_METHOD_GET) == 0 ||
+         strcmp(r->method, MHD_HTTP_METHOD_HEAD) == 0;
+}
+
+/* A cross-site fetch that is not a top-level navigation. */
+static bool cross_site(struct api_req *r)
+{
+  const char *site = header(r, "Sec-Fetch-Site");
+  const char *mode = header(r, "Sec-Fetch-Mode");
+
+  if (site == NULL || strcasecmp(site, "same-origin") == 0 ||
+      strcasecmp(site, "none") == 0)
+    return false;
+  return !safe_method(r) || mode == NULL || strcasecmp(mode, "navigate") != 0;
+}
+
+/* ---- the token ---- */
+
+/* Compares in time that depends only on the token's length, so that the
+ * answer's timing does not tell how much of a guess was right. */
+static bool token_equal(const char *given, const char *want)
+{
+  size_t n = strlen(want), m = strlen(given);
+  unsigned char diff = m != n;
+
+  for (size_t i = 0; i < n; i++)
+    diff |= (unsigned char)want[i] ^ (unsigned char)(i < m ? given[i] : 0);
+  return diff == 0;
+}
+
+/* GET (and HEAD) of /healthz and of the dashboard's own files (public
+ * code, no data) are open; a browser cannot send a bearer header when it
+ * loads a page. */
+static bool auth_exempt(const struct api_req *r)
+{
+  if (r->route == NULL || !safe_method(r))
+    return false;
+  if (r->route->get == api_get_healthz)
+    return true;
+  return r->route->get == api_get_asset &&
+         api_asset_exists(r->nseg == 0 ? "" : r->seg[0]);
+}
+
+static bool authorized(struct api_req *r)
+{
+  const char *token = r->api->cfg->auth_token;
+  const char *h;
+
+  if (token[0] == '\0' || auth_exempt(r))
+    return true;
+  h = header(r, MHD_HTTP_HEADER_AUTHORIZATION);
+  if (h == NULL || strncasecmp(h, "Bearer ", 7) != 0)
+    return false;
+  h += 7;
+  while (*h == ' ')
+    h++;
+  return token_equal(h, token);
+}
+
+/* ---- the entry points ---- */
+
+bool api_guard(struct api_req *r, enum MHD_Result *ret)
+{
+  const char *host = header(r, MHD_HTTP_HEADER_HOST);
+  const char *origin = header(r, "Origin");
+
+  /* HTTP/1.0 may omit Host (MHD refuses an HTTP/1.1 request without
+   * one); every browser sends it. */
+  if (host != NULL && !host_allowed(r, host))
+    *ret = api_reply_error(r, 403, "forbidden", "Host",
+                           "Host \"%s\" does not name this server: use its "
+                           "address, or add the name to allowed_hosts",
+                           host);
+  else if (origin != NULL && !origin_allowed(r, origin, host))
+    *ret = api_reply_error(r, 403, "forbidden", "Origin",
+                           "cross-origin requests are refused (Origin \"%s\")",
+                           origin);
+  else if (cross_site(r))
+    *ret = api_reply_error(r, 403, "forbidden", "Sec-Fetch-Site",
+                           "cross-site requests are refused");
+  else if (!authorized(r))
+    *ret = api_reply_error(r, 401, "unauthorized", NULL,
+                           "this request needs the header "
+                           "'Authorization: Bearer <auth_token>'");
+  else
+    return true;
+  return false;
+}
+
+bool api_guard_body(struct api_req *r, enum MHD_Result *ret)
+{
+  const char *type = header(r, MHD_HTTP_HEADER_CONTENT_TYPE);
+  size_t n = type != NULL ? strcspn(type, "; \t") : 0;
+
+  if (strcmp(r->method, MHD_HTTP_METHOD_POST) != 0 ||
+      (n == 16 && strncasecmp(type, "application/json", 16) == 0))
+    return true;
+  *ret = api_reply_error(r, 415, "unsupported_media_type", "Content-Type",
+                         "a POST body must be sent as "
+                         "'Content-Type: application/json', not \"%s\"",
+                         type != NULL ? type : "(none)");
+  return false;
+}

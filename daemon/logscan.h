@@ -1,0 +1,63 @@
+/*
+ * cap_scan: what this launch's bytes of ATOM's server log say, read as
+ * ATOM's wait_server_ready.sh reads it (docs/ATOM.md): only the bytes
+ * appended since the launch. The launcher truncates the log at every
+ * launch, so a file that shrank, or whose bytes before our offset changed,
+ * is a new log: it is read again from byte 0 and what an earlier run wrote
+ * never counts. Line by line, it finds the fatal markers and the lines of
+ * ATOM's profiler (atom/model_engine/model_runner.py, api_server.py):
+ *
+ *   Rank N: profiler started (detailed=..., dir=...)
+ *   Failed to start profiling                       (the API's log line)
+ *   Rank N: stopping profiler...
+ *   Rank N: trace exported to PATH (S MB, T s)
+ *   Rank N: failed to export trace to PATH          (then a traceback)
+ *
+ * The bytes read are copied to the capture's own server.log.
+ *
+ * Pool threads only (file reads); one scan of a cap_scan at a time, and the
+ * loop reads its fields only between scans. Bounded work per call.
+ */
+#ifndef DAEMON_LOGSCAN_H
+#define DAEMON_LOGSCAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CAP_SCAN_LINE 256 /* bytes of a quoted line kept */
+
+struct cap_scan {
+  /* Set by the owner before the first call. */
+  const char *src;       /* ATOM's server log (borrowed) */
+  char *copy;            /* the capture's copy (owned by the owner) */
+  const char *trace_dir; /* exports are counted under it (borrowed) */
+
+  /* Position: the next byte of src, the bytes just before it. */
+  uint64_t offset;
+  unsigned char fp[64];
+  size_t fp_len;
+  char partial[1024]; /* a line not yet ended */
+  size_t partial_len;
+  uint64_t bytes_seen; /* this launch's bytes read so far */
+
+  /* What the launch's lines said. */
+  const char *marker; /* a fatal marker (static string), or NULL */
+  char marker_line[CAP_SCAN_LINE];
+  int profilers_started;             /* "profiler started" lines */
+  char start_failed[CAP_SCAN_LINE];  /* "Failed to start profiling" */
+  int profilers_stopping;            /* "stopping profiler..." lines */
+  int traces_exported;               /* under trace_dir */
+  char export_failed[CAP_SCAN_LINE]; /* the first such line, or "" */
+  char last_exported[CAP_SCAN_LINE]; /* the latest such line */
+};
+
+/* Records the end of src as this launch's start and forgets what was
+ * seen. */
+void cap_scan_snapshot(struct cap_scan *s);
+
+/* Reads at most a few MiB of src past the offset: copies them to copy,
+ * and accounts each complete line. */
+void cap_scan_run(struct cap_scan *s);
+
+#endif

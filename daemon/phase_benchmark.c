@@ -1,0 +1,163 @@
+/*
+ * BENCHMARK: the short run that the trace holds (docs/ATOM.md).
+ *
+ * profile_control bench: one run of the bench script with PROFILE 1.
+ * ATOM's client runs its CONC*2 warm-ups, POSTs /start_profile, sends the
+ * CONC*PROMPT_MULTIPLIER prompts and POSTs /stop_profile, which answers
+ * only once rank 0 has exported. The phase ends as soon as the server log
+ * says the profiler is stopping (the export has begun; EXPORTING waits for
+ * the rest of the run), or when the run exits 0 with the profiler started.
+ *
+ * profile_control daemon, in steps: WARMUP (a run of the same CONC*2
+ * requests, not traced), PROFILE_START (traced POSTs /start_profile; the
+ * server answers nothing meanwhile), RUN (the profiled run, without
+ * warm-ups), then EXPORTING, which POSTs /stop_profile.
+ *
+ * A look at the server every few seconds (watch.c). ATOM's client exits 0
+ * even when the server died under it, and when /start_profile failed it
+ * says nothing: after the run the server's life and the profiler's "Rank
+ * N: profiler started" lines are checked.
+ */
+#include <stdio.h>
+
+#include "daemon/cap_int.h"
+
+static const char *const step_names[] = {
+  [CAP_STEP_WARMUP] = "warmup",
+  [CAP_STEP_PROFILE_START] = "profile_start",
+  [CAP_STEP_RUN] = "run",
+};
+
+static bool daemon_mode(const struct cap_job *job)
+{
+  return job->r->cfg->profile_control == CFG_PROFILE_DAEMON;
+}
+
+int phase_benchmark_budget_s(const struct cap_job *job)
+{
+  int run = job->r->cfg->bench_timeout_s + 10; /* its own limit wins */
+
+  if (!daemon_mode(job))
+    return run + 60;
+  return 2 * run + cap_profile_timeout_ms(job) / 1000 + 60;
+}
+
+static void set_step(struct cap_job *job, enum cap_step step)
+{
+  job->bench.step = step;
+  cap_job_progress(job, json_pack("{s:s}", "bench_step", step_names[step]));
+}
+
+static void fail_dead(struct cap_job *job, const char *dead)
+{
+  cap_fail(job, END_FAILED, "server", "the server died during the bench: %s",
+           dead);
+}
+
+/* ---- the end of a run ---- */
+
+/* The profiler must have started: ATOM's client says nothing when
+ * /start_profile failed, and no file would ever come. */
+static bool profiler_started(struct cap_job *job)
+{
+  const struct cap_scan *s = &job->scan;
+
+  if (s->start_failed[0] != '\0')
+    cap_fail(job, END_FAILED, "server",
+             "the profiler never started: the server log says: %s",
+             s->start_failed);
+  else if (s->profilers_started == 0)
+    cap_fail(job, END_FAILED, "server",
+             "the profiler never started: no rank logged \"profiler "
+             "started\" (is --torch-profiler-dir reaching the server?)");
+  return job->ending == END_NONE;
+}
+
+static void start_step(struct cap_job *job, enum cap_step step);
+
+static void on_result(struct cap_job *job)
+{
+  cap_enter(job, TR_PHASE_EXPORTING, cap_bench_merges(job));
+}
+
+/* A look after a run that exited 0. */
+static void on_after_run(struct cap_job *job, const char *dead)
+{
+  if (dead != NULL) {
+    fail_dead(job, dead);
+  } else if (job->bench.step == CAP_STEP_WARMUP) {
+    start_step(job, CAP_STEP_PROFILE_START);
+  } else if (daemon_mode(job) || profiler_started(job)) {
+    job->bench.done = true;
+    cap_bench_read(job, on_result);
+  }
+}
+
+static void on_run_exit(struct cap_job *job)
+{
+  const struct cap_bench *b = &job->bench;
+
+  if (cap_script_ok(job, "bench", b->status, b->sig, b->timed_out,
+                    job->r->cfg->bench_timeout_s))
+    cap_watch_fresh(job, true, on_after_run);
+}
+
+/* ---- during a run ---- */
+
+static void on_look(struct cap_job *job, const char *dead)
+{
+  /* Once the profiler is stopping the ranks export: whatever happens from
+   * here (a dead worker too) is the export's, and the run goes on, waiting
+   * on its /stop_profile. */
+  if (!daemon_mode(job) && job->scan.profilers_stopping > 0)
+    cap_enter(job, TR_PHASE_EXPORTING, NULL);
+  else if (dead != NULL)
+    fail_dead(job, dead);
+}
+
+static void on_tick(uv_timer_t *t)
+{
+  cap_watch_tick(t->data, true, on_look);
+}
+
+/* ---- the steps ---- */
+
+static void on_profile_started(void *ud, const struct cap_http_answer *a)
+{
+  struct cap_job *job = ud;
+
+  job->http = NULL;
+  if (!a->ok)
+    cap_fail(job, END_FAILED, "server", "%s", a->msg);
+  else
+    start_step(job, CAP_STEP_RUN);
+}
+
+static void start_step(struct cap_job *job, enum cap_step step)
+{
+  const struct cfg *c = job->r->cfg;
+
+  set_step(job, step);
+  switch (step) {
+  case CAP_STEP_WARMUP: cap_bench_start(job, job->plan->warmup_argv); break;
+  case CAP_STEP_RUN: cap_bench_start(job, job->plan->bench_argv); break;
+  case CAP_STEP_PROFILE_START:
+    if (cap_atom_profile(job->r->http, c->atom_host, c->atom_port, "start",
+                         cap_profile_timeout_ms(job), on_profile_started, job,
+                         &job->http) != 0)
+      cap_fail(job, END_FAILED, NULL, "cannot call ATOM's /start_profile");
+    break;
+  }
+}
+
+void phase_benchmark_enter(struct cap_job *job)
+{
+  int every_s = job->r->cfg->ready_poll_s;
+
+  every_s = every_s < 1 ? 1 : every_s > 5 ? 5 : every_s;
+  job->watch.refusals = 0;
+  job->bench.on_exit = on_run_exit;
+  uv_timer_start(&job->tick, on_tick, (uint64_t)every_s * 1000,
+                 (uint64_t)every_s * 1000);
+  start_step(job, daemon_mode(job) ? CAP_STEP_WARMUP : CAP_STEP_RUN);
+}

@@ -1,0 +1,66 @@
+/*
+ * STOPPING: the capture's plan is made (folders, argv, presets: plan.c, in
+ * the pool) and recorded, then ATOM's stop script ends whatever server ran
+ * before (its launch arguments must change: a profiler folder).
+ */
+#include <stdlib.h>
+
+#include "daemon/cap_int.h"
+
+int phase_stopping_budget_s(const struct cap_job *job)
+{
+  return job->r->cfg->stop_timeout_s + 10; /* the script's own limit wins */
+}
+
+static void on_stop_exit(struct cap_proc *p, int64_t status, int sig,
+                         bool timed_out, void *ud)
+{
+  struct cap_job *job = ud;
+
+  (void)p;
+  cap_proc_close(job->child);
+  job->child = NULL;
+  if (cap_script_ok(job, "stop", status, sig, timed_out,
+                    job->r->cfg->stop_timeout_s))
+    cap_enter(job, TR_PHASE_LAUNCHING, NULL);
+}
+
+struct plan_work {
+  struct cap_work super;
+  struct cap_plan *plan;
+  struct tr_err err;
+};
+
+static void run_plan(struct cap_work *w)
+{
+  struct plan_work *pw = (struct plan_work *)w;
+  struct cap_job *job = w->job;
+  struct cap_dirs dirs = { job->trace_dir, job->log_dir, job->work_dir };
+
+  cap_plan_build(w->r->cfg, job->params, &dirs, &pw->plan, &pw->err);
+}
+
+static void on_plan_done(struct cap_work *w)
+{
+  struct plan_work *pw = (struct plan_work *)w;
+  struct cap_job *job = w->job;
+
+  if (job->ending != END_NONE || pw->plan == NULL) {
+    if (job->ending == END_NONE)
+      cap_fail(job, END_FAILED, NULL, "cannot prepare the capture: %s",
+               pw->err.msg);
+    cap_plan_free(pw->plan);
+    free(pw);
+    return;
+  }
+  job->plan = pw->plan;
+  free(pw);
+  cap_job_merge(job, json_pack("{s:O}", "extra", job->plan->extra));
+  cap_spawn(job, job->plan->stop_argv, NULL, "stop",
+            job->r->cfg->stop_timeout_s, on_stop_exit, &job->child);
+}
+
+void phase_stopping_enter(struct cap_job *job)
+{
+  cap_job_queue_new(job, sizeof(struct plan_work), run_plan, on_plan_done);
+}

@@ -1,0 +1,192 @@
+/*
+ * The server's signs of life, for the phases that wait on it. ATOM's server
+ * can be silent for minutes and healthy (docs/ATOM.md: /stop_profile blocks
+ * its event loop until rank 0 has exported), so an unanswered HTTP call
+ * proves nothing. What cannot be slow decides: its process group (the
+ * launcher's: ATOM's start script backgrounds the server with a plain `&`),
+ * a refused connection (the kernel still accepts into the listen backlog
+ * of a busy server), and this launch's log lines.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/cap_int.h"
+
+#define PROBE_TIMEOUT_MS 3000
+#define REFUSALS_DEAD    2 /* refused rounds in a row: nobody listens */
+
+static void begin(struct cap_job *job);
+
+/* Decides the round; called once its parts are in. */
+static void finish(struct cap_job *job)
+{
+  struct cap_watch *w = &job->watch;
+  const char *dead = NULL;
+  cap_watch_cb cb = w->cb;
+
+  if (w->again) {
+    w->probe = w->again_probe;
+    w->again = w->again_probe = false;
+    begin(job);
+    return;
+  }
+  w->cb = NULL;
+  if (w->probe)
+    w->refusals = w->refused ? w->refusals + 1 : 0;
+  if (job->scan.marker != NULL)
+    snprintf(w->why, sizeof(w->why),
+             "the server log shows the fatal marker \"%s\": %s",
+             job->scan.marker, job->scan.marker_line);
+  else if (!w->group_lives)
+    snprintf(w->why, sizeof(w->why),
+             "the server's processes are gone (process group %d)",
+             (int)cap_proc_pid(job->launcher));
+  else if (w->refusals >= REFUSALS_DEAD)
+    snprintf(w->why, sizeof(w->why), "the server refuses connections on %s:%d",
+             job->r->cfg->atom_host, job->r->cfg->atom_port);
+  else
+    w->why[0] = '\0';
+  dead = w->why[0] != '\0' ? w->why : NULL;
+  if (job->ending == END_NONE && !job->finished)
+    cb(job, dead);
+}
+
+static void part_done(struct cap_job *job)
+{
+  if (job->watch.cb != NULL && --job->watch.pending == 0)
+    finish(job);
+}
+
+struct scan_work {
+  struct cap_work super;
+  pid_t pgid; /* the server's process group */
+  bool lives;
+};
+
+/* The log's new bytes and the group's members, off the loop. */
+static void run_scan(struct cap_work *w)
+{
+  struct scan_work *sw = (struct scan_work *)w;
+
+  cap_scan_run(&w->job->scan);
+  sw->lives = cap_proc_group_lives(sw->pgid);
+}
+
+static void on_scan_done(struct cap_work *w)
+{
+  struct cap_job *job = w->job;
+
+  job->watch.group_lives = ((struct scan_work *)w)->lives;
+  free(w);
+  job->watch.scanning = false;
+  if (job->watch.waiting) {
+    job->watch.waiting = false;
+    if (job->watch.cb != NULL)
+      begin(job);
+    return;
+  }
+  part_done(job);
+}
+
+static void on_probe(void *ud, const struct cap_http_answer *a)
+{
+  struct cap_job *job = ud;
+
+  job->watch.conn = NULL;
+  job->watch.refused = a->refused;
+  part_done(job);
+}
+
+static void begin(struct cap_job *job)
+{
+  struct cap_watch *w = &job->watch;
+  const struct cfg *c = job->r->cfg;
+  struct scan_work *work;
+
+  /* A scan still in the pool (a snapshot, a dropped round) read bytes from
+   * before this round: start when it is back. */
+  if (w->scanning) {
+    w->waiting = true;
+    return;
+  }
+  if ((work = calloc(1, sizeof(*work))) == NULL) {
+    cap_fail(job, END_FAILED, NULL, "out of memory");
+    return;
+  }
+  w->refused = false;
+  w->pending = 1;
+  if (w->probe &&
+      cap_atom_probe(job->r->http, c->atom_host, c->atom_port, PROBE_TIMEOUT_MS,
+                     on_probe, job, &w->conn) == 0)
+    w->pending++;
+  work->pgid = cap_proc_pid(job->launcher);
+  w->scanning = true;
+  cap_work_queue(job->r, job, &work->super, run_scan, on_scan_done);
+}
+
+void cap_watch_tick(struct cap_job *job, bool probe, cap_watch_cb cb)
+{
+  if (job->watch.cb != NULL)
+    return;
+  job->watch.cb = cb;
+  job->watch.probe = probe;
+  begin(job);
+}
+
+void cap_watch_fresh(struct cap_job *job, bool probe, cap_watch_cb cb)
+{
+  struct cap_watch *w = &job->watch;
+
+  if (w->cb == NULL) {
+    cap_watch_tick(job, probe, cb);
+    return;
+  }
+  w->cb = cb;
+  w->again = true;
+  w->again_probe = w->again_probe || probe;
+}
+
+void cap_watch_stop(struct cap_job *job)
+{
+  cap_http_cancel(job->watch.conn);
+  job->watch.conn = NULL;
+  job->watch.cb = NULL;
+  job->watch.again = job->watch.waiting = false;
+  job->watch.pending = 0;
+}
+
+struct snapshot_work {
+  struct cap_work super;
+  void (*then)(struct cap_job *job);
+};
+
+static void run_snapshot(struct cap_work *w)
+{
+  cap_scan_snapshot(&w->job->scan);
+}
+
+static void on_snapshot_done(struct cap_work *w)
+{
+  struct snapshot_work *sw = (struct snapshot_work *)w;
+  struct cap_job *job = w->job;
+  void (*then)(struct cap_job *) = sw->then;
+
+  free(sw);
+  job->watch.scanning = false;
+  if (job->ending == END_NONE)
+    then(job);
+}
+
+void cap_watch_snapshot(struct cap_job *job, void (*then)(struct cap_job *))
+{
+  struct snapshot_work *sw = calloc(1, sizeof(*sw));
+
+  if (sw == NULL) {
+    cap_fail(job, END_FAILED, NULL, "out of memory");
+    return;
+  }
+  sw->then = then;
+  job->watch.scanning = true;
+  cap_work_queue(job->r, job, &sw->super, run_snapshot, on_snapshot_done);
+}

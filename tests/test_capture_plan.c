@@ -1,0 +1,370 @@
+/*
+ * daemon/plan.c and common/preset.c: the argv traced gives ATOM's scripts.
+ * Presets from a models.json shaped like ATOM CI's (tests/data/
+ * atom_models.json): the preset's TP when the request has none, its
+ * trust_remote_code and shell-text extra_args (a quoted JSON value), the
+ * variants and their checkpoint, bench args and env; words made to survive
+ * the start script's re-splitting; the chat template found without a
+ * preset; FIFOs and giant files in a model folder refused, not waited on.
+ */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "common/lifecycle.h"
+#include "common/preset.h"
+#include "daemon/plan.h"
+
+static char root[64];
+static struct cfg cfg;
+
+static void setup(void)
+{
+  struct tr_err err = { 0 };
+  char models[512];
+
+  snprintf(root, sizeof(root), "/tmp/test_capture_plan.XXXXXX");
+  CHECK(mkdtemp(root) != NULL);
+  cfg_defaults(&cfg);
+  CHECK_INT(cfg_set(&cfg, "atom_scripts", "/atom/scripts", &err), 0);
+  snprintf(models, sizeof(models), "%s/tests/data/atom_models.json",
+           getenv("SRC_DIR") ? getenv("SRC_DIR") : ".");
+  CHECK_INT(cfg_set(&cfg, "models_json", models, &err), 0);
+  CHECK_INT(cfg_set(&cfg, "atom_port", "8123", &err), 0);
+  CHECK_INT(cfg_finish(&cfg, &err), 0);
+}
+
+static int n_plans;
+
+/* Builds the plan of the request body (JSON text) in fresh folders. */
+static int build(const char *body, struct cap_plan **out, struct tr_err *err)
+{
+  char trace[128], log[128], work[128];
+  struct cap_dirs dirs = { trace, log, work };
+  json_t *params = json_loads(body, 0, NULL);
+  int rc;
+
+  CHECK(params != NULL);
+  n_plans++;
+  snprintf(trace, sizeof(trace), "%s/traces/%d", root, n_plans);
+  snprintf(log, sizeof(log), "%s/logs/%d", root, n_plans);
+  snprintf(work, sizeof(work), "%s/logs/%d/work", root, n_plans);
+  tr_err_clear(err);
+  rc = cap_plan_build(&cfg, params, &dirs, out, err);
+  json_decref(params);
+  return rc;
+}
+
+/* The words after the script (the scripts of the test are not
+ * executable: traced runs them with /bin/bash, as the skill does). */
+static char *const *args_of(char *const *argv)
+{
+  return argv + (strcmp(argv[0], "/bin/bash") == 0 ? 2 : 1);
+}
+
+/* The script's words from index from on, joined by single blanks. */
+static char *join(char *const *argv, size_t from)
+{
+  argv = args_of(argv);
+  size_t n = 1;
+  char *out;
+
+  for (size_t i = from; argv[i] != NULL; i++)
+    n += strlen(argv[i]) + 1;
+  out = calloc(1, n);
+  for (size_t i = from; argv[i] != NULL; i++) {
+    if (i > from)
+      strcat(out, " ");
+    strcat(out, argv[i]);
+  }
+  return out;
+}
+
+static bool has_env(const struct cap_plan *p, const char *kv)
+{
+  for (char *const *e = p->start_env; *e != NULL; e++)
+    if (strcmp(*e, kv) == 0)
+      return true;
+  return false;
+}
+
+static const char *extra_str(const struct cap_plan *p, const char *obj,
+                             const char *key)
+{
+  return json_string_value(
+      json_object_get(json_object_get(p->extra, obj), key));
+}
+
+/* A JSON word comes out compact, with no blank and no glob character left
+ * in its strings, and decodes to the same document. */
+static void plan_words_for_shell(void)
+{
+  const char *in = "{\"a\": \"x y\", \"b\": [\"*.gate\", \"[0-9]?\", 1],"
+                   " \"c\": \"q\\\"uote\"}";
+  char *out = cap_word_for_shell(in);
+  json_t *a = json_loads(in, 0, NULL), *b = json_loads(out, 0, NULL);
+
+  CHECK_STR(out, "{\"a\":\"x\\u0020y\",\"b\":[\"\\u002a.gate\",\"\\u005b0-"
+                 "9\\u005d\\u003f\",1],\"c\":\"q\\\"uote\"}");
+  CHECK(strpbrk(out, " \t\n") == NULL);
+  CHECK(b != NULL && json_equal(a, b));
+  json_decref(a);
+  json_decref(b);
+  free(out);
+  out = cap_word_for_shell("--not-json");
+  CHECK_STR(out, "--not-json");
+  free(out);
+  out = cap_word_for_shell("{broken");
+  CHECK_STR(out, "{broken");
+  free(out);
+}
+
+static void preset_shell_words(void)
+{
+  struct tr_err err = { 0 };
+  char **w = tr_shell_words("--a '{\"x\": 1}'  \"b c\\\"\" d\\ e '' \"\"",
+                            "extra_args", &err);
+
+  CHECK(w != NULL);
+  CHECK_STR(w[0], "--a");
+  CHECK_STR(w[1], "{\"x\": 1}");
+  CHECK_STR(w[2], "b c\"");
+  CHECK_STR(w[3], "d e");
+  CHECK_STR(w[4], "");
+  CHECK_STR(w[5], "");
+  CHECK(w[6] == NULL);
+  tr_words_free(w);
+  CHECK(tr_shell_words("--a '{\"x\"", "extra_args", &err) == NULL);
+  CHECK_STR(err.field, "extra_args");
+  CHECK(strstr(err.msg, "unbalanced") != NULL);
+}
+
+/* GLM-5.2-FP8 without a tp: the preset's 4, its env, its kv_cache_dtype as
+ * KV_CACHE_DTYPE, its quoted JSON option as one compact word. */
+static void plan_preset_glm(void)
+{
+  struct cap_plan *p = NULL;
+  struct tr_err err;
+  char *args;
+
+  CHECK_INT(build("{\"model\":\"/data/GLM-5.2-FP8\",\"isl\":128,\"osl\":32,"
+                  "\"conc\":4,\"prompt_multiplier\":1,\"more\":false}",
+                  &p, &err),
+            0);
+  CHECK_STR(args_of(p->start_argv)[0], "/data/GLM-5.2-FP8");
+  CHECK_STR(args_of(p->start_argv)[1], "4");
+  CHECK_STR(args_of(p->start_argv)[2], "8123");
+  CHECK_STR(args_of(p->start_argv)[3], "--torch-profiler-dir");
+  args = join(p->start_argv, 5);
+  CHECK_STR(args, "--no-enable_prefix_caching --online_quant_config "
+                  "{\"global_quant_config\":\"ptpc_fp8\",\"layer_quant_config"
+                  "\":{\"model.layers.\\u002a.mlp.experts\":\"mxfp8\"},"
+                  "\"exclude_layer\":[\"lm_head\",\"model.embed_tokens\","
+                  "\"\\u002a.mlp.gate\"]}");
+  free(args);
+  CHECK(has_env(p, "AITER_QUICK_REDUCE_QUANTIZATION=INT4"));
+  CHECK(has_env(p, "KV_CACHE_DTYPE=fp8"));
+  CHECK(has_env(p, "ATOM_PROFILER_MORE=0"));
+  CHECK_INT(p->tp, 4);
+  CHECK_STR(extra_str(p, "launch", "tp_source"), "preset");
+  CHECK_STR(extra_str(p, "preset", "match"), "zai-org/GLM-5.2-FP8");
+  /* The base variant has no bench_args: no --use-chat-template. */
+  args = join(p->bench_argv, 0);
+  CHECK_STR(args, "/data/GLM-5.2-FP8 8123 128 32 4 1 1");
+  free(args);
+  CHECK(p->warmup_argv == NULL);
+  cap_plan_free(p);
+}
+
+/* The MTP3 variant adds its server flags and its bench's chat template;
+ * the request's tp and server_args win over the preset's. */
+static void plan_variant_and_overrides(void)
+{
+  struct cap_plan *p = NULL;
+  struct tr_err err;
+  char *args;
+
+  CHECK_INT(build("{\"model\":\"/data/GLM-5.2-FP8\",\"tp\":8,\"variant\":"
+                  "\"MTP3\",\"server_args\":[\"--online-quant-config\","
+                  "\"{\\\"global_quant_config\\\": \\\"fp8\\\"}\"],"
+                  "\"conc\":4}",
+                  &p, &err),
+            0);
+  CHECK_STR(args_of(p->start_argv)[1], "8");
+  CHECK_STR(extra_str(p, "launch", "tp_source"), "request");
+  args = join(p->start_argv, 5);
+  CHECK_STR(args, "--no-enable_prefix_caching --method mtp "
+                  "--num-speculative-tokens 3 --online-quant-config "
+                  "{\"global_quant_config\":\"fp8\"}");
+  free(args);
+  CHECK_STR(args_of(p->bench_argv)[7], "--use-chat-template");
+  CHECK(json_is_true(json_object_get(p->extra, "use_chat_template")));
+  CHECK_STR(extra_str(p, "preset", "variant"), "MTP3");
+  cap_plan_free(p);
+
+  /* A variant that does not exist names those that do. */
+  CHECK_INT(build("{\"model\":\"/data/GLM-5.2-FP8\",\"variant\":\"EAGLE9\"}",
+                  &p, &err),
+            TR_EINVAL);
+  CHECK_STR(err.field, "variant");
+  CHECK(strstr(err.msg, "\"\", \"MTP3\"") != NULL);
+}
+
+/* Kimi: trust_remote_code becomes --trust-remote-code, first. */
+static void plan_trust_remote_code(void)
+{
+  struct cap_plan *p = NULL;
+  struct tr_err err;
+
+  CHECK_INT(build("{\"model\":\"/models/Kimi-K2.7-Code-MXFP4/\"}", &p, &err),
+            0);
+  CHECK_STR(args_of(p->start_argv)[5], "--trust-remote-code");
+  CHECK_STR(args_of(p->start_argv)[6], "--gpu-memory-utilization");
+  CHECK_INT(p->tp, 4);
+  cap_plan_free(p);
+}
+
+/* A variant with its own checkpoint launches that one, from beside the
+ * model asked for; an entry without tp and no request tp: 8. */
+static void plan_variant_path_and_default_tp(void)
+{
+  struct cap_plan *p = NULL;
+  struct tr_err err;
+
+  CHECK_INT(build("{\"model\":\"/data/DeepSeek-V4-Pro\",\"variant\":"
+                  "\"DPA DSpark\"}",
+                  &p, &err),
+            0);
+  CHECK_STR(args_of(p->start_argv)[0], "/data/DeepSeek-V4-Pro-DSpark");
+  CHECK_STR(p->model, "/data/DeepSeek-V4-Pro-DSpark");
+  CHECK_INT(p->tp, 8);
+  cap_plan_free(p);
+  CHECK_INT(build("{\"model\":\"/data/gpt-oss-120b\"}", &p, &err), 0);
+  CHECK_INT(p->tp, TR_DEFAULT_TP);
+  CHECK_STR(extra_str(p, "launch", "tp_source"), "default");
+  cap_plan_free(p);
+}
+
+/* Ranks asked for: tp x dp x pp x pcp, in any spelling. */
+static void plan_ranks_from_argv(void)
+{
+  struct cap_plan *p = NULL;
+  struct tr_err err;
+
+  CHECK_INT(build("{\"model\":\"/data/M\",\"tp\":2,\"server_args\":[\"-pcp\","
+                  "\"2\",\"--pipeline_parallel_size=3\"]}",
+                  &p, &err),
+            0);
+  CHECK_INT(p->ranks_argv, 12);
+  CHECK_INT(p->pp_pcp, 6);
+  cap_plan_free(p);
+}
+
+/* A word with blanks that is not JSON cannot reach ATOM's server. */
+static void plan_refuses_split_words(void)
+{
+  struct cap_plan *p = NULL;
+  struct tr_err err;
+
+  CHECK_INT(build("{\"model\":\"/data/M\",\"server_args\":[\"--x\","
+                  "\"two words\"]}",
+                  &p, &err),
+            TR_EINVAL);
+  CHECK_STR(err.field, "server_args");
+  CHECK(strstr(err.msg, "two words") != NULL);
+}
+
+/* profile_control daemon: a warm-up run of CONC*2 requests, then the
+ * profiled run without warm-ups and without --profile. */
+static void plan_daemon_runs(void)
+{
+  struct cap_plan *p = NULL;
+  struct tr_err err = { 0 };
+  char *args;
+
+  CHECK_INT(cfg_set(&cfg, "profile_control", "daemon", &err), 0);
+  CHECK_INT(build("{\"model\":\"/data/M\",\"tp\":1,\"conc\":8,\"isl\":1,"
+                  "\"osl\":2,\"prompt_multiplier\":3}",
+                  &p, &err),
+            0);
+  args = join(p->warmup_argv, 0);
+  CHECK_STR(args, "/data/M 8123 1 2 8 2 0 --num-warmups 0");
+  free(args);
+  args = join(p->bench_argv, 0);
+  CHECK_STR(args, "/data/M 8123 1 2 8 3 0 --num-warmups 0");
+  free(args);
+  cap_plan_free(p);
+  CHECK_INT(cfg_set(&cfg, "profile_control", "bench", &err), 0);
+}
+
+static void write_file(const char *path, const char *text)
+{
+  FILE *f = fopen(path, "w");
+
+  CHECK(f != NULL);
+  fputs(text, f);
+  fclose(f);
+}
+
+/* Without a preset, the model's own template decides --use-chat-template;
+ * a FIFO or a giant tokenizer_config.json is refused at once. */
+static void plan_chat_template(void)
+{
+  char model[128], file[192], body[256];
+  struct cap_plan *p = NULL;
+  struct tr_err err;
+  int fd;
+
+  snprintf(model, sizeof(model), "%s/Plain-Model", root);
+  CHECK_INT(mkdir(model, 0755), 0);
+  snprintf(file, sizeof(file), "%s/tokenizer_config.json", model);
+  write_file(file, "{\"chat_template\": null}");
+  snprintf(body, sizeof(body), "{\"model\":\"%s\",\"tp\":1}", model);
+  CHECK_INT(build(body, &p, &err), 0);
+  CHECK(json_is_false(json_object_get(p->extra, "use_chat_template")));
+  cap_plan_free(p);
+  snprintf(file, sizeof(file), "%s/chat_template.jinja", model);
+  write_file(file, "{{ messages }}");
+  CHECK_INT(build(body, &p, &err), 0);
+  CHECK(json_is_true(json_object_get(p->extra, "use_chat_template")));
+  CHECK_STR(
+      json_string_value(json_object_get(p->extra, "chat_template_source")),
+      "chat_template.jinja");
+  cap_plan_free(p);
+  unlink(file);
+  snprintf(file, sizeof(file), "%s/tokenizer_config.json", model);
+  unlink(file);
+  CHECK_INT(mkfifo(file, 0644), 0);
+  CHECK_INT(build(body, &p, &err), TR_EFORMAT);
+  CHECK(strstr(err.msg, "not a regular file") != NULL);
+  unlink(file);
+  fd = open(file, O_WRONLY | O_CREAT, 0644);
+  CHECK(fd >= 0 && ftruncate(fd, (off_t)9 << 20) == 0);
+  close(fd);
+  CHECK_INT(build(body, &p, &err), TR_ELIMIT);
+  CHECK(strstr(err.msg, "tokenizer_config.json") != NULL);
+}
+
+int main(void)
+{
+  char cmd[128];
+
+  setup();
+  RUN(plan_words_for_shell);
+  RUN(preset_shell_words);
+  RUN(plan_preset_glm);
+  RUN(plan_variant_and_overrides);
+  RUN(plan_trust_remote_code);
+  RUN(plan_variant_path_and_default_tp);
+  RUN(plan_ranks_from_argv);
+  RUN(plan_refuses_split_words);
+  RUN(plan_daemon_runs);
+  RUN(plan_chat_template);
+  cfg_free(&cfg);
+  snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
+  CHECK(system(cmd) == 0);
+  return 0;
+}
