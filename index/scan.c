@@ -78,36 +78,16 @@ void idx_scan_generic(struct idx_scan_map *m, size_t b0,
                       struct idx_scan_carry *c, const uint8_t *p,
                       size_t nblocks)
 {
+  struct idx_scan_carry cc;
   struct idx_scan_raw r;
   size_t b;
 
+  cc = *c; /* in registers: m's stores cannot alias it */
   for (b = 0; b < nblocks; b++, p += 64) {
     raw_generic(p, &r);
-    idx_scan_finish(m, b0 + b, c, &r, 64, idx_scan_pxor_shift);
+    idx_scan_finish(m, b0 + b, &cc, &r, 64, idx_scan_pxor_shift);
   }
-}
-
-uint64_t idx_scan_escaped(uint64_t bs, unsigned n, uint64_t *carry)
-{
-  uint64_t esc = 0;
-  unsigned i;
-
-  if (*carry != 0) {
-    esc = 1; /* escaped by the block before: no escaper itself */
-    bs &= ~1ull;
-  }
-  *carry = 0;
-  while (bs != 0) {
-    i = (unsigned)__builtin_ctzll(bs);
-    bs &= bs - 1;
-    if (i + 1 >= n) {
-      *carry = 1;
-      break;
-    }
-    esc |= 1ull << (i + 1);
-    bs &= ~(1ull << (i + 1));
-  }
-  return esc;
+  *c = cc;
 }
 
 typedef void (*kernel_fn)(struct idx_scan_map *m, size_t b0,

@@ -99,8 +99,23 @@ struct idx_scan_raw {
   uint64_t quote, ws, op, b0, b1, bad, hb, bs;
 };
 
-/* Bit i: byte i follows an escaping backslash (bs: the backslashes). */
-uint64_t idx_scan_escaped(uint64_t bs, unsigned n, uint64_t *carry);
+/* Bit i: byte i follows an escaping backslash (bs: the backslashes;
+ * carry: the block before ended on one). A run of backslashes escapes
+ * every other byte after its start: simdjson's branchless find_escaped,
+ * sequences that start on an odd bit told from those on an even one by
+ * one addition. Inline and branchless: a call in the kernels' loop would
+ * make them keep their constants in memory. */
+static inline uint64_t idx_scan_escaped(uint64_t bs, uint64_t carry)
+{
+  const uint64_t even = 0x5555555555555555ull;
+  uint64_t follows, odd_starts, seq;
+
+  bs &= ~carry; /* escaped by the block before: no escaper itself */
+  follows = (bs << 1) | carry;
+  odd_starts = bs & ~even & ~follows;
+  seq = odd_starts + bs;
+  return (even ^ (seq << 1)) & follows;
+}
 
 /* Prefix XOR by shifts, for kernels without a carry-less multiply. */
 static inline uint64_t idx_scan_pxor_shift(uint64_t x)
@@ -125,8 +140,14 @@ static inline void idx_scan_finish(struct idx_scan_map *m, size_t b,
   uint64_t quote = r->quote, in_str, scalar, start, op, sep, closing, value;
   uint64_t ok;
 
-  if (r->hb != 0 || c->esc != 0)
-    quote &= ~idx_scan_escaped(r->bs, n, &c->esc);
+  if (r->hb != 0 || c->esc != 0) {
+    uint64_t esc = idx_scan_escaped(r->bs, c->esc);
+
+    quote &= ~esc;
+    /* The next block's first byte is escaped when this one's last is a
+     * backslash that is not escaped itself. */
+    c->esc = ((r->bs & ~esc) >> (n - 1)) & 1;
+  }
   in_str = pxor(quote) ^ c->in_str;
   c->in_str = (uint64_t)((int64_t)(in_str << (64 - n)) >> 63);
   op = r->op & ~in_str;

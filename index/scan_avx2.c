@@ -77,12 +77,14 @@ static uint64_t pxor_clmul(uint64_t x)
 void idx_scan_avx2(struct idx_scan_map *m, size_t b0, struct idx_scan_carry *c,
                    const uint8_t *p, size_t nblocks)
 {
+  struct idx_scan_carry cc;
   struct idx_scan_raw r;
   struct consts k;
   uint32_t lo[8], hi[8];
   size_t b;
 
   init(&k);
+  cc = *c; /* in registers: m's stores cannot alias it */
   for (b = 0; b < nblocks; b++, p += 64) {
     raw32(&k, _mm256_loadu_si256((const __m256i *)(const void *)p), lo);
     raw32(&k, _mm256_loadu_si256((const __m256i *)(const void *)(p + 32)), hi);
@@ -94,8 +96,9 @@ void idx_scan_avx2(struct idx_scan_map *m, size_t b0, struct idx_scan_carry *c,
     r.bs = JOIN(5);
     r.b0 = JOIN(6);
     r.b1 = JOIN(7);
-    idx_scan_finish(m, b0 + b, c, &r, 64, pxor_clmul);
+    idx_scan_finish(m, b0 + b, &cc, &r, 64, pxor_clmul);
   }
+  *c = cc;
 }
 
 #endif

@@ -23,6 +23,7 @@ static uint64_t pxor_clmul(uint64_t x)
 void idx_scan_avx512(struct idx_scan_map *m, size_t b0,
                      struct idx_scan_carry *c, const uint8_t *p, size_t nblocks)
 {
+  struct idx_scan_carry cc;
   const __m512i ws_t =
       TABLE(' ', 0, 0, 0, 0, 0, 0, 0, 0, '\t', '\n', 0, 0, '\r', 0, 0);
   const __m512i op_t =
@@ -38,6 +39,7 @@ void idx_scan_avx512(struct idx_scan_map *m, size_t b0,
   __m512i v, hi;
   size_t b;
 
+  cc = *c; /* in registers: m's stores cannot alias it */
   for (b = 0; b < nblocks; b++, p += 64) {
     v = _mm512_loadu_si512((const void *)p);
     hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nib);
@@ -51,8 +53,9 @@ void idx_scan_avx512(struct idx_scan_map *m, size_t b0,
     r.hb = _mm512_movepi8_mask(v) | r.bs;
     r.b0 = _mm512_test_epi8_mask(v, one);
     r.b1 = _mm512_test_epi8_mask(v, two);
-    idx_scan_finish(m, b0 + b, c, &r, 64, pxor_clmul);
+    idx_scan_finish(m, b0 + b, &cc, &r, 64, pxor_clmul);
   }
+  *c = cc;
 }
 
 #endif

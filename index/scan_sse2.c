@@ -55,17 +55,20 @@ static inline void raw16(const uint8_t *p, unsigned sh, struct idx_scan_raw *r)
 void idx_scan_sse2(struct idx_scan_map *m, size_t b0, struct idx_scan_carry *c,
                    const uint8_t *p, size_t nblocks)
 {
+  struct idx_scan_carry cc;
   struct idx_scan_raw r;
   size_t b;
 
+  cc = *c; /* in registers: m's stores cannot alias it */
   for (b = 0; b < nblocks; b++, p += 64) {
     r = (struct idx_scan_raw){ 0 };
     raw16(p, 0, &r);
     raw16(p + 16, 16, &r);
     raw16(p + 32, 32, &r);
     raw16(p + 48, 48, &r);
-    idx_scan_finish(m, b0 + b, c, &r, 64, idx_scan_pxor_shift);
+    idx_scan_finish(m, b0 + b, &cc, &r, 64, idx_scan_pxor_shift);
   }
+  *c = cc;
 }
 
 #endif
