@@ -11,8 +11,8 @@ shared machine slows them alike.
                              the targets (<= 1.5x igzip, <= 1.2x zcat, peak
                              RSS < 32 MB)
   bench.py scale  TRACE      N copies of one rank (1, 2, 4) indexed with
-                             --jobs 1, 2, 4 in one process; times and the
-                             ratios to one copy
+                             --jobs 1, 2, 4 (and --jobs 2 --threads 2) in
+                             one process; times and the ratios to one copy
 
 Env: TRACED_BIN (build/traced), TRACED_ZLIB_BIN (build-zlib/traced),
 ROUNDS (5), BENCH_PYTHON=1 adds Python's json.load on the first trace.
@@ -132,25 +132,32 @@ def bench_index(paths):
 def bench_scale(path):
     """1, 2 and 4 copies of the rank with --jobs 1, 2, 4 (a copy is the
     same file named again: it is in the page cache, as a capture's ranks
-    are right after the export)."""
+    are right after the export). Each file gets the cores / jobs threads
+    (traced index's default), and for 2 and 4 copies --jobs 2 is also run
+    with 2 threads a file, to show what oversubscribing costs."""
     print("machine:", machine())
     got = check_facts(path)
-    print("== %d copies of %s (%.2f GB JSON each)" % (
-        4, os.path.basename(path), got["json_bytes"] / 1e9))
+    print("== up to 4 copies of %s (%.2f GB JSON each)" % (
+        os.path.basename(path), got["json_bytes"] / 1e9))
+    cores = os.cpu_count() or 1
     cmds = {}
     for copies in (1, 2, 4):
-        for jobs in (1, 2, 4):
-            if jobs <= copies:
-                cmds[(copies, jobs)] = [TRACED, "index", "--jobs", str(jobs)] \
-                    + [path] * copies
+        configs = [(jobs, max(1, cores // jobs)) for jobs in (1, 2, 4)
+                   if jobs <= copies]
+        if copies >= 2:
+            configs.append((2, 2))  # two jobs of two threads each
+        for jobs, threads in sorted(set(configs)):
+            cmds[(copies, jobs, threads)] = [
+                TRACED, "index", "--jobs", str(jobs), "--threads",
+                str(threads)] + [path] * copies
     m = rounds(cmds)
-    one = m[(1, 1)][0]
-    print("  copies jobs   wall s   x one copy   speed-up vs --jobs 1   "
-          "peak RSS MB")
-    for (copies, jobs), (wall, kb, _) in m.items():
-        print("  %6d %4d %8.2f %12.2f %22.2f %13.1f" % (
-            copies, jobs, wall, wall / one, m[(copies, 1)][0] / wall,
-            kb / 1024))
+    one = [v[0] for k, v in m.items() if k[0] == 1][0]
+    print("  copies jobs threads   wall s   x one copy   speed-up vs --jobs 1"
+          "   peak RSS MB")
+    for (copies, jobs, threads), (wall, kb, _) in m.items():
+        seq = [v[0] for k, v in m.items() if k[0] == copies and k[1] == 1][0]
+        print("  %6d %4d %7d %8.2f %12.2f %22.2f %13.1f" % (
+            copies, jobs, threads, wall, wall / one, seq / wall, kb / 1024))
 
 
 def main():
