@@ -1,10 +1,17 @@
 /*
  * The streaming trace reader (event.h): a push parser over chunks of any
  * size. The top level (the object around traceEvents, or a bare array of
- * events) is walked byte by byte by the state machine below; each event is
- * parsed whole by reader_event.c, straight from the caller's chunk when it
- * lies inside one (the common case: no copy), else from a copy gathered in
- * r->buf across chunks, with a ceiling.
+ * events) is walked byte by byte by the state machine below. Events, three
+ * ways, each giving the same result where it applies:
+ *   - handed over from a batch the source's thread walked ahead in this
+ *     chunk (reader_batch.c), when it starts where the state machine is;
+ *   - walked from stage 1's token masks (scan.h, reader_fast.c: the
+ *     chunk's own, or a window the reader scans), one after another while
+ *     "}, {" follows, when the event lies in the window and its blocks are
+ *     clean [fast_events];
+ *   - else parsed by reader_event.c byte by byte, straight from the chunk
+ *     when the event lies inside it, else from a copy gathered in r->buf
+ *     across chunks, with a ceiling.
  *
  * States (r->st) and transitions [function]:
  *   START -> KEY_WAIT ('{') | ELEM ('[': bare array of events)
@@ -13,9 +20,11 @@
  *   VALUE -> ELEM (traceEvents) | CAPTURE (deviceProperties,
  *            distributedInfo) | SKIP (any other key) [on_value]
  *   OBJ_NEXT -> KEY_WAIT (',') | DONE ('}')
- *   ELEM -> ELEM_NEXT (event parsed in place) | CAPTURE (event crosses
- *           the chunk or has escapes) | SKIP (element is no object)
- *           | OBJ_NEXT / DONE (']') [on_elem]
+ *   ELEM -> ELEM_NEXT (event parsed in place, walked, or a batch's last)
+ *           | ELEM (a batch or walk stopped after a ',') | CAPTURE (event
+ *           crosses the chunk or has escapes) | SKIP (element is no
+ *           object) | OBJ_NEXT / DONE (']') [on_elem, use_batch,
+ *           fast_events]
  *   ELEM_NEXT -> ELEM (',') | OBJ_NEXT / DONE (']')
  *   SKIP -> r->after;  CAPTURE -> ELEM_NEXT | OBJ_NEXT [end_capture]
  *   any -> FAILED (error or callback stop; final)
