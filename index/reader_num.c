@@ -70,35 +70,6 @@ static int split(const char *p, const char *end, int *neg, struct digits *d,
   return p == end ? IDX_NUM_OK : IDX_NUM_NAN;
 }
 
-const char *idx_num_fast(const char *p, const char *end, unsigned scale,
-                         int64_t *out)
-{
-  const char *s;
-  uint64_t acc = 0;
-  unsigned f = 0; /* fraction digits kept */
-  int neg = 0;
-
-  if (p < end && *p == '-')
-    neg = 1, p++;
-  for (s = p; p < end && is_digit(*p); p++)
-    acc = acc * 10 + (uint64_t)(*p - '0');
-  if (p == s || (size_t)(p - s) + scale > 18)
-    return NULL;
-  if (p < end && *p == '.') {
-    for (s = ++p; p < end && is_digit(*p); p++)
-      if (f < scale)
-        acc = acc * 10 + (uint64_t)(*p - '0'), f++;
-    if (p == s)
-      return NULL;
-  }
-  if (p < end && (*p == 'e' || *p == 'E'))
-    return NULL;
-  for (; f < scale; f++)
-    acc *= 10;
-  *out = neg ? -(int64_t)acc : (int64_t)acc;
-  return p;
-}
-
 int idx_num_parse(const char *p, size_t n, unsigned scale, int64_t *out)
 {
   const uint64_t lim = (uint64_t)INT64_MAX; /* +1 when negative */
