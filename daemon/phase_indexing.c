@@ -35,15 +35,15 @@ int phase_indexing_budget_s(const struct cap_job *job)
   return 3600; /* re-armed once the size is known (begin()) */
 }
 
+/* The import's format (validated by the API), else detected. */
 static enum idx_format index_format(const struct cap_job *job)
 {
   const char *f = json_string_value(json_object_get(job->params, "format"));
+  enum idx_format format = IDX_FORMAT_AUTO;
 
-  if (f != NULL && strcmp(f, "kineto") == 0)
-    return IDX_FORMAT_KINETO;
-  if (f != NULL && strcmp(f, "mctracer") == 0)
-    return IDX_FORMAT_MCTRACER;
-  return IDX_FORMAT_AUTO;
+  if (f != NULL)
+    idx_format_parse(f, &format);
+  return format;
 }
 
 static void add_failure(struct cap_job *job, const char *fmt, ...)

@@ -22,27 +22,15 @@
 #define MAX_JOBS 256
 
 /* "auto|kineto|mctracer": the --format values, from the format table. */
-static const char *format_names(void)
-{
-  static char names[128];
-  size_t n;
-  int f;
-
-  n = (size_t)snprintf(names, sizeof(names), "%s",
-                       idx_format_name(IDX_FORMAT_AUTO));
-  for (f = IDX_FORMAT_AUTO + 1; f < IDX_FORMAT_COUNT && n < sizeof(names); f++)
-    n += (size_t)snprintf(names + n, sizeof(names) - n, "|%s",
-                          idx_format_name((enum idx_format)f));
-  return names;
-}
-
 static int usage(const char *why)
 {
+  char names[128];
+
   fprintf(stderr,
           "traced index: %s\n"
           "usage: traced index [--format %s] [--rules FILE] [--jobs N] "
           "[--threads T] [--max-kernel-names N] FILE...\n",
-          why, format_names());
+          why, idx_format_names(names, sizeof(names), "|"));
   return 2;
 }
 

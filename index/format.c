@@ -3,6 +3,7 @@
  * ../shared/docs/TRACE_FORMATS.md describes them.
  */
 #include <ctype.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "index/format.h"
@@ -147,4 +148,15 @@ int idx_format_parse(const char *name, enum idx_format *out)
 const char *idx_format_name(enum idx_format f)
 {
   return f == IDX_FORMAT_AUTO ? "auto" : idx_format_get(f)->name;
+}
+
+const char *idx_format_names(char *buf, size_t size, const char *sep)
+{
+  size_t n = 0;
+
+  buf[0] = '\0';
+  for (int f = IDX_FORMAT_AUTO; f < IDX_FORMAT_COUNT && n < size; f++)
+    n += (size_t)snprintf(buf + n, size - n, "%s%s", f ? sep : "",
+                          idx_format_name((enum idx_format)f));
+  return buf;
 }

@@ -37,6 +37,9 @@ int idx_format_parse(const char *name, enum idx_format *out);
 /* The name of f ("auto" for IDX_FORMAT_AUTO). Static string. */
 const char *idx_format_name(enum idx_format f);
 
+/* Every name, "auto" first, joined by sep into buf (cut to size); buf. */
+const char *idx_format_names(char *buf, size_t size, const char *sep);
+
 /* Category rules: an ordered table of name patterns (first match wins).
  * Built-in rules always apply after the user's. */
 struct idx_rules;

@@ -12,6 +12,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "common/text.h"
 #include "index/reader_int.h"
 
 /* Byte classes outside strings; from C_WS on, a byte inside a skipped
@@ -274,7 +275,7 @@ static int get_str(struct idx_cur *c, struct idx_str *out, int *bad)
       n = 0;
     }
   }
-  if (!idx_utf8_valid(b, n))
+  if (!tr_utf8_valid(b, n))
     *bad = 1;
   out->p = b;
   out->n = n;

@@ -235,10 +235,6 @@ idx_num_fast(const char *p, const char *end, unsigned scale, int64_t *out)
   return p;
 }
 
-/* 1 when s[0..n) is valid UTF-8 (no overlongs, surrogates or code points
- * past U+10FFFF), else 0. */
-int idx_utf8_valid(const char *s, size_t n);
-
 /* Decodes the JSON escapes of a string body s[0..n) in place (the result is
  * never longer) and stores its length in *out_n. Returns 0, or -1 on a bad
  * escape or a lone surrogate (s is then garbage). */
