@@ -178,6 +178,24 @@ def check_eq(a, b, what=""):
         raise AssertionError("%s: %r != %r" % (what, a, b))
 
 
+def without_demangled(rows, demangled):
+    """rows (step outliers) with their top kernels' "demangled" members
+    taken out, each checked first against demangled (name -> the kernels
+    table's demangled form, None for a plain name): top lists show what the
+    kernels table shows. For comparing with the reference, which reads
+    names only."""
+    out = []
+    for row in rows:
+        tops = []
+        for top in row["top_kernels"]:
+            top = dict(top)
+            check_eq(top.pop("demangled", None), demangled.get(top["name"]),
+                     "demangled form of the top kernel %s" % top["name"][:60])
+            tops.append(top)
+        out.append(dict(row, top_kernels=tops))
+    return out
+
+
 # ---- a full disk (the tests that need it exit SKIPPED without root) ----
 
 SKIPPED = 77  # ctest's SKIP_RETURN_CODE for them
