@@ -6,8 +6,9 @@
  *
  * Threads: idx_file() blocks for as long as the file takes (seconds for a
  * GB): call it from a worker thread (uv_queue_work), never from the loop.
- * It starts one helper thread of its own to inflate while it parses.
- * Everything here is reentrant: many files may be indexed at once.
+ * Unless told to use one thread (idx_options.threads), it starts one
+ * helper thread of its own to inflate while it parses. Everything here is
+ * reentrant: many files may be indexed at once.
  */
 #ifndef IDX_INDEX_H
 #define IDX_INDEX_H
@@ -20,7 +21,24 @@
 #include "common/config.h"
 #include "common/tr.h"
 
-enum idx_format { IDX_FORMAT_AUTO, IDX_FORMAT_KINETO, IDX_FORMAT_MCTRACER };
+/* Trace formats. Each has one row in index/format.c (name, unit,
+ * detection, classification); IDX_FORMAT_AUTO detects. */
+enum idx_format {
+  IDX_FORMAT_AUTO,
+  IDX_FORMAT_KINETO,
+  IDX_FORMAT_MCTRACER,
+  IDX_FORMAT_COUNT /* not a format: the number of rows */
+};
+
+/* The format named name ("auto", "kineto", "mctracer") into *out; 0, or
+ * TR_EINVAL for a name that is none. */
+int idx_format_parse(const char *name, enum idx_format *out);
+
+/* The name of f ("auto" for IDX_FORMAT_AUTO). Static string. */
+const char *idx_format_name(enum idx_format f);
+
+/* Every name, "auto" first, joined by sep into buf (cut to size); buf. */
+const char *idx_format_names(char *buf, size_t size, const char *sep);
 
 /* Category rules: an ordered table of name patterns (first match wins).
  * Built-in rules always apply after the user's. */
@@ -71,6 +89,13 @@ struct idx_options {
    * names fold into one row "(N more names)" (index/agg_fold.c). 0:
    * IDX_MAX_KERNEL_NAMES. */
   uint32_t max_kernel_names;
+  /* Threads idx_file() may keep busy for this file, the caller's own
+   * included: 1 does everything on the calling thread; 2 or more inflate
+   * on a thread of idx_file()'s while the caller parses and aggregates.
+   * 0: as the machine allows (2 when it has 2 cores or more). A caller
+   * indexing several files at once passes its cores / files (the daemon:
+   * cores / index_jobs). */
+  int threads;
   /* Where to write the rank's collectives for the capture-level matching
    * (idx_collectives_match()): a new file at that path (written beside it
    * as path.tmp, then renamed; never through a link). NULL: none. */

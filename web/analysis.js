@@ -91,7 +91,7 @@ function stepCard(o) {
       : null, ' \u00b7 ', nsCell(o.dur_ns), ' at ', nsCell(o.start_ns),
     el('div', null, el('code', {class: 'name'}, o.label)),
     el('ol', {class: 'step-kernels'}, o.top_kernels.map(k => el('li', null,
-      nameCell(k.name), ' \u00d7', num(k.count), ' ', nsCell(k.total_ns)))));
+      kernelName(k), ' \u00d7', num(k.count), ' ', nsCell(k.total_ns)))));
 }
 
 function outlierView(rows) {
