@@ -162,6 +162,22 @@ def make_tp4(outdir, steps=24):
     return paths
 
 
+def make_many(outdir, n=20000):
+    """TP=2, n all-reduces a rank, each after a short kernel: more
+    collectives than a rank's index holds in memory (index/agg.c's
+    AGG_COLL_RECS), so that their records spill in sorted runs."""
+    g = Group(2, seed=7)
+    for i in range(n):
+        g.compute("tri", scale={1: 1.0 + (i % 7) * 0.05})
+        g.collective(NCCL_AR, 1000)
+    paths = []
+    for r, t in enumerate(g.traces):
+        path = os.path.join(outdir, "many", "rank_%d" % r, "m.pt.trace.json.gz")
+        t.write(path)
+        paths.append(path)
+    return paths
+
+
 # ------------------------------------------------------------ verdicts
 
 # The two taxonomies of speculative-decoding labels (docs/ATOM.md): the

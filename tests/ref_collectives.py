@@ -31,6 +31,7 @@ The rules it implements (api/openapi.yaml, README "Collectives"):
 - timeline: `bins` equal bins over [min t0, max end) of the ranks, width
   ceil(span / bins), by the first arrival.
 """
+import bisect
 import json
 import os
 import sys
@@ -67,9 +68,16 @@ def merged(intervals):
     return out
 
 
-def covered(union, s, e):
-    return sum(max(0, min(e, b) - max(s, a)) for a, b in union
-               if a < e and b > s)
+def covered(union, starts, s, e):
+    """The part of [s, e) inside the merged intervals union (starts: their
+    starts, for bisect)."""
+    i = max(bisect.bisect_right(starts, s) - 1, 0)
+    total = 0
+    while i < len(union) and union[i][0] < e:
+        a, b = union[i]
+        total += max(0, min(e, b) - max(s, a))
+        i += 1
+    return total
 
 
 def covering_kind(labels, kinds, t):
@@ -117,6 +125,7 @@ def read_rank(path):
     side = "gpu" if labels["gpu"] else "cpu"
     union = merged((ts, ts + dur) for ts, dur, name, _ in kernels
                    if kind_of_kernel(name) == "compute")
+    starts = [a for a, _ in union]
     comm = sorted(k for k in kernels if kind_of_kernel(k[2]) == "comm")
     lanes, out = {}, []
     for ts, dur, name, stream in comm:
@@ -124,7 +133,7 @@ def read_rank(path):
         lane = lanes.setdefault(fam, {}).setdefault(stream,
                                                     len(lanes.get(fam, {})))
         out.append({"start": ts, "dur": dur, "family": fam, "lane": lane,
-                    "exposed": dur - covered(union, ts, ts + dur),
+                    "exposed": dur - covered(union, starts, ts, ts + dur),
                     "kind": covering_kind(labels[side], kinds[side], ts)})
     return t0 or 0, tend or 0, out
 

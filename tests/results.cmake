@@ -2,7 +2,7 @@
 # Collectives matched across ranks against tests/ref_collectives.py, on two
 # real ranks (tests/data/hta_two_ranks) and the generated TP=4 set
 # (tests/make_collectives.py): `traced index --collectives` and the routes.
-foreach(case cli api)
+foreach(case cli api spill)
   traced_py_test(collectives_${case} test_collectives.py ${case})
 endforeach()
 # Verdicts against baselines through a daemon: regressed, within noise,

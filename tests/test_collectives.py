@@ -7,6 +7,8 @@ with a straggler, overlap and one rank running one collective more
     test_collectives.py cli   `traced index --collectives`, every instance
     test_collectives.py api   a daemon's imports: every route and filter,
                               the capture object, the ranks' totals
+    test_collectives.py spill 20,000 collectives a rank (their records
+                              spill in sorted runs): still exact
 """
 import os
 import shutil
@@ -188,10 +190,22 @@ def case_api(tmp):
                                                           ref["matched"]))
 
 
+def case_spill(tmp):
+    files = make_collectives.make_many(tmp)
+    out = os.path.join(tmp, "many.json")
+    subprocess.run([TRACED_BIN, "index", "--collectives", out] + files,
+                   check=True, stdout=subprocess.DEVNULL, timeout=300)
+    with open(out) as f:
+        got = json.load(f)
+    compare(got, ref_collectives.reference(files), "many")
+    check_eq(got["matched"], 20000, "every all-reduce matched")
+    print("spill: %d instances, exact" % got["matched"])
+
+
 if __name__ == "__main__":
-    cases = {"cli": case_cli, "api": case_api}
+    cases = {"cli": case_cli, "api": case_api, "spill": case_spill}
     if len(sys.argv) != 2 or sys.argv[1] not in cases:
-        sys.exit("usage: test_collectives.py cli|api")
+        sys.exit("usage: test_collectives.py cli|api|spill")
     tmp = tempfile.mkdtemp(prefix="traced-coll-")
     try:
         cases[sys.argv[1]](tmp)
