@@ -94,7 +94,7 @@ char *tr_capture_dir(const char *root, int64_t id, const char *sub)
   return n < 0 ? NULL : out;
 }
 
-void tr_buf_put(struct tr_buf *b, const char *data, size_t len)
+void tr_buf_reserve(struct tr_buf *b, size_t len)
 {
   size_t cap = b->cap ? b->cap : 256;
   char *grown;
@@ -107,14 +107,21 @@ void tr_buf_put(struct tr_buf *b, const char *data, size_t len)
   }
   while (cap < b->n + len + 1)
     cap *= 2;
-  if (cap != b->cap) {
-    if ((grown = realloc(b->p, cap)) == NULL) {
-      b->failed = TR_ENOMEM;
-      return;
-    }
-    b->p = grown;
-    b->cap = cap;
+  if (cap == b->cap)
+    return;
+  if ((grown = realloc(b->p, cap)) == NULL) {
+    b->failed = TR_ENOMEM;
+    return;
   }
+  b->p = grown;
+  b->cap = cap;
+}
+
+void tr_buf_put(struct tr_buf *b, const char *data, size_t len)
+{
+  tr_buf_reserve(b, len);
+  if (b->failed)
+    return;
   memcpy(b->p + b->n, data, len);
   b->n += len;
   b->p[b->n] = '\0';

@@ -74,6 +74,9 @@ struct tr_buf {
   int failed; /* 0, TR_ELIMIT or TR_ENOMEM */
 };
 void tr_buf_put(struct tr_buf *b, const char *data, size_t len);
+/* Makes room for len more bytes at once (a put of them then copies
+ * once); a failure is kept as a put's. */
+void tr_buf_reserve(struct tr_buf *b, size_t len);
 void tr_buf_printf(struct tr_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void tr_buf_free(struct tr_buf *b);

@@ -701,8 +701,7 @@ static int load(struct match *m)
     if (rc != 0) {
       tr_note(m->warnings, "no_collective_record",
               "rank %d: its collectives cannot be read (%s): it is left out",
-              r->in->rank,
-              rc < 0 && rc > -4096 ? strerror(-rc) : tr_strerror(rc));
+              r->in->rank, rc > -1000 ? strerror(-rc) : tr_strerror(rc));
       if (r->f != NULL)
         fclose(r->f);
       r->f = NULL;

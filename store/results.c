@@ -244,12 +244,10 @@ int store_collective_instances(struct store *st, const struct store_query *q,
                                        FAMILY_WHERE,
                                        "t.skew_ns DESC, t.start_ns,"
                                        " t.family, t.lane, t.idx" };
-  struct store_query all = *q;
-
   if (q->rank >= 0)
     return tr_err_set(err, TR_EINVAL, "rank",
                       "an instance is every rank's: rank does not apply");
-  return store__snapshot(st, &all, coll_rows, &c, out, err);
+  return store__snapshot(st, q, coll_rows, &c, out, err);
 }
 
 int store_collective_timeline(struct store *st, const struct store_query *q,

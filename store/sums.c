@@ -312,6 +312,7 @@ static int text_prefix(struct store *st, const struct sum_tbl *t,
   text = (const char *)sqlite3_column_text(s, 0);
   len = (size_t)sqlite3_column_bytes(s, 0);
   n = (size_t)sqlite3_column_bytes(s, 1) / sizeof(end);
+  tr_buf_reserve(out, len + 2); /* and the caller's "}" after */
   if (q->limit > 0 && (size_t)q->limit < n) {
     memcpy(&end,
            (const char *)sqlite3_column_blob(s, 1) +
