@@ -159,6 +159,12 @@ struct store *api_read_begin(struct api_req *r, uint64_t *epoch,
 enum MHD_Result api_reply_keep(struct api_req *r, json_t *obj,
                                const int64_t *ids, uint64_t epoch);
 
+/* A table route's answer: obj (an object with "rows") as api_reply_keep()
+ * replies it, or, when csv, its rows as CSV (csv.c), kept the same way.
+ * Takes ownership of obj. */
+enum MHD_Result api_reply_table(struct api_req *r, json_t *obj, bool csv,
+                                const int64_t *ids, uint64_t epoch);
+
 /* Replies {"error":{"code","message","field"}}; field may be NULL or "". */
 enum MHD_Result api_reply_error(struct api_req *r, unsigned status,
                                 const char *code, const char *field,
@@ -179,6 +185,16 @@ enum MHD_Result api_get_asset(struct api_req *r);
 /* True when name is one of the dashboard files ("" is index.html). */
 bool api_asset_exists(const char *name);
 
+/* ---- csv.c: the table routes' ?format=csv ---- */
+
+/* The Content-Type of a CSV answer (RFC 4180, with its header line). */
+#define API_CSV_TYPE "text/csv; charset=utf-8; header=present"
+
+/* rows (an array of objects, borrowed) as RFC 4180 text in *text (caller
+ * frees), *len bytes: the members as columns in the order first met,
+ * nested values as their JSON text (csv.c says how). 0 or TR_ENOMEM. */
+int api_csv_rows(json_t *rows, char **text, size_t *len);
+
 /* ---- cache.c: answers about done captures ---- */
 
 /* NULL when out of memory. Free with api_cache_free() (NULL is ok). */
@@ -192,10 +208,12 @@ uint64_t api_cache_epoch(struct api_cache *c);
 /* A new response holding a copy of key's answer, or NULL. */
 struct MHD_Response *api_cache_get(struct api_cache *c, const char *key);
 
-/* Keeps a copy of body for key, unless a drop happened since epoch (the
- * answer may be about a deleted capture) or the ceiling forbids it. */
+/* Keeps a copy of body, of type ctype (a static string), for key, unless
+ * a drop happened since epoch (the answer may be about a deleted capture)
+ * or the ceiling forbids it. */
 void api_cache_put(struct api_cache *c, uint64_t epoch, const char *key,
-                   const int64_t ids[2], const char *body, size_t len);
+                   const int64_t ids[2], const char *ctype, const char *body,
+                   size_t len);
 
 /* Forgets every answer about capture id (it is being deleted). */
 void api_cache_drop(struct api_cache *c, int64_t id);
@@ -253,6 +271,9 @@ int api_query_int(struct api_req *r, const char *name, int64_t lo, int64_t hi,
 int api_query_enum(struct api_req *r, const char *name,
                    const char *const *values, const char **out,
                    struct tr_err *err);
+
+/* ?format=json|csv (absent: json) of a table route: *csv says which. */
+int api_query_csv(struct api_req *r, bool *csv, struct tr_err *err);
 
 /* Query parameter name as free text of at most max bytes without control
  * characters; *out is left alone when absent or empty. */

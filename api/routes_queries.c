@@ -20,21 +20,25 @@ struct api_table {
                  64 phases a rank, and default to table_limit_max */
 };
 
-/* docs/API.md's parameters, plus limit everywhere and sort where rows
- * have a name (the store orders the others itself). */
-static const char *const kernel_params[] = { "rank", "q",     "category",
-                                             "sort", "limit", "family",
-                                             NULL };
-static const char *const named_params[] = { "rank", "q", "sort", "limit",
-                                            NULL };
-static const char *const rank_params[] = { "rank", "limit", NULL };
-static const char *const kind_params[] = { "rank", "kind", "limit", NULL };
-static const char *const family_params[] = { "rank", "q",     "category",
-                                             "sort", "limit", NULL };
-static const char *const famstep_params[] = { "rank", "q", "kind", "limit",
-                                              NULL };
-static const char *const idle_params[] = { "rank", "by", NULL };
-static const char *const timeline_params[] = { "rank", "buckets", NULL };
+/* A table's query parameters: docs/API.md's, plus limit everywhere and
+ * sort where rows have a name (the store orders the others itself), and
+ * format (json or csv) on every table. */
+/* clang-format off */
+#define TABLE_PARAMS(...) { __VA_ARGS__, "format", NULL }
+/* clang-format on */
+
+static const char *const kernel_params[] =
+    TABLE_PARAMS("rank", "q", "category", "sort", "limit", "family");
+static const char *const named_params[] =
+    TABLE_PARAMS("rank", "q", "sort", "limit");
+static const char *const rank_params[] = TABLE_PARAMS("rank", "limit");
+static const char *const kind_params[] = TABLE_PARAMS("rank", "kind", "limit");
+static const char *const family_params[] =
+    TABLE_PARAMS("rank", "q", "category", "sort", "limit");
+static const char *const famstep_params[] =
+    TABLE_PARAMS("rank", "q", "kind", "limit");
+static const char *const idle_params[] = TABLE_PARAMS("rank", "by");
+static const char *const timeline_params[] = TABLE_PARAMS("rank", "buckets");
 
 const struct api_table api_table_kernels = { store_kernels, kernel_params,
                                              true };
@@ -76,7 +80,7 @@ static bool takes_limit(const struct api_table *t)
 
 /* Reads the parameters every table route may take; the route's list has
  * already refused the ones it does not. */
-static int table_query(struct api_req *r, struct store_query *q,
+static int table_query(struct api_req *r, struct store_query *q, bool *csv,
                        struct tr_err *err)
 {
   static const char *const sorts[] = { "total", "count", "avg", "name", NULL };
@@ -98,7 +102,8 @@ static int table_query(struct api_req *r, struct store_query *q,
       api_query_str(r, "family", Q_MAX, &q->family, err) != 0 ||
       api_query_str(r, "kind", KIND_MAX, &q->kind, err) != 0 ||
       api_query_enum(r, "by", bys, &q->by, err) != 0 ||
-      api_query_int(r, "buckets", 1, 4096, &buckets, err) != 0)
+      api_query_int(r, "buckets", 1, 4096, &buckets, err) != 0 ||
+      api_query_csv(r, csv, err) != 0)
     return TR_EINVAL;
   q->capture_id = id;
   q->rank = (int)rank;
@@ -129,9 +134,9 @@ enum MHD_Result api_get_table(struct api_req *r)
   json_t *rows = NULL;
   uint64_t epoch;
   int64_t ids[2];
-  bool done;
+  bool done, csv;
 
-  if (table_query(r, &q, &err) != 0)
+  if (table_query(r, &q, &csv, &err) != 0)
     return api_reply_err(r, &err);
   st = api_read_begin(r, &epoch, &ret);
   if (st == NULL)
@@ -140,17 +145,17 @@ enum MHD_Result api_get_table(struct api_req *r)
   if (r->route->table->query(st, &q, &rows, &err) != 0)
     return api_reply_err(r, &err);
   ids[0] = ids[1] = q.capture_id;
-  return api_reply_keep(
+  return api_reply_table(
       r,
       json_pack("{s:I, s:o, s:o}", "capture", (json_int_t)q.capture_id, "rank",
                 q.rank < 0 ? json_null() : json_integer(q.rank), "rows", rows),
-      done ? ids : NULL, epoch);
+      csv, done ? ids : NULL, epoch);
 }
 
 enum MHD_Result api_get_diff(struct api_req *r)
 {
-  static const char *const names[] = { "a",    "b",     "rank", "by",
-                                       "norm", "limit", NULL };
+  static const char *const names[] = { "a",    "b",     "rank",   "by",
+                                       "norm", "limit", "format", NULL };
   static const char *const bys[] = { "kernel", "category", "step", "family",
                                      NULL };
   static const char *const norms[] = { "none", "per_step", NULL };
@@ -162,8 +167,10 @@ enum MHD_Result api_get_diff(struct api_req *r)
   struct store *st;
   json_t *out = NULL;
   uint64_t epoch;
+  bool csv;
 
   if (api_query_check(r, names, &err) != 0 ||
+      api_query_csv(r, &csv, &err) != 0 ||
       api_query_int(r, "a", 1, INT64_MAX, &a, &err) != 0 ||
       api_query_int(r, "b", 1, INT64_MAX, &b, &err) != 0 ||
       api_query_int(r, "rank", 0, INT_MAX, &rank, &err) != 0 ||
@@ -183,5 +190,5 @@ enum MHD_Result api_get_diff(struct api_req *r)
    * or "b"): a diff is always final. */
   if (store_diff(st, a, b, &o, &out, &err) != 0)
     return api_reply_err(r, &err);
-  return api_reply_keep(r, out, (int64_t[2]){ a, b }, epoch);
+  return api_reply_table(r, out, csv, (int64_t[2]){ a, b }, epoch);
 }
