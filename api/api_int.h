@@ -79,8 +79,9 @@ struct api {
   /* [route index + 1][code index]; row 0 counts unknown routes. */
   atomic_uint_least64_t *hits;
   struct api_cache *cache;
-  struct api_conns *conns;  /* request deadlines (conns.c) */
-  pthread_mutex_t log_lock; /* guards the three below (MHD's messages) */
+  struct api_conns *conns;   /* request deadlines (conns.c) */
+  struct api_slices *slices; /* slices being streamed (routes_slice.c) */
+  pthread_mutex_t log_lock;  /* guards the three below (MHD's messages) */
   time_t log_second;
   unsigned log_count, log_dropped;
 };
@@ -295,6 +296,19 @@ enum MHD_Result api_post_imports(struct api_req *r);
 enum MHD_Result api_get_trace(struct api_req *r);
 enum MHD_Result api_get_logs(struct api_req *r);
 
+/* The folder a capture's rank files lie under, as a new string (caller
+ * frees): <trace_root>/<id> for a capture (cap: its object), the import
+ * root holding an import's path (NULL when that root is no longer
+ * configured). */
+char *api_files_root(struct api_req *r, json_t *cap);
+
+/* A file of a capture that cannot be served (err: tr_open_file()'s):
+ * 404 when it is gone, 403 when it is no longer a regular file under the
+ * capture's folder (a link or a FIFO swapped in): not a byte of whatever
+ * it points at. field and what name it. */
+enum MHD_Result api_open_refused(struct api_req *r, const struct tr_err *err,
+                                 const char *field, const char *what);
+
 /* The {id} segment of the path as a capture id; TR_EINVAL naming "id". */
 int api_path_id(struct api_req *r, int64_t *id, struct tr_err *err);
 
@@ -302,6 +316,21 @@ int api_path_id(struct api_req *r, int64_t *id, struct tr_err *err);
  * (caller decrefs). TR_ENOTFOUND naming "id". */
 int api_capture_brief(struct store *st, int64_t id, json_t **cap,
                       struct tr_err *err);
+
+/* ---- routes_slice.c: GET /captures/<id>/ranks/<r>/slice ---- */
+
+/* The slices being streamed: a producer thread each. */
+struct api_slices;
+
+/* NULL when out of memory. */
+struct api_slices *api_slices_new(void);
+/* Before MHD_stop_daemon(): every slice is cancelled and its connection
+ * resumed (MHD may not stop with a connection suspended). */
+void api_slices_cancel(struct api_slices *sl);
+/* After it: waits for every producer to end, and frees sl (NULL is ok). */
+void api_slices_free(struct api_slices *sl);
+
+enum MHD_Result api_get_slice(struct api_req *r);
 
 /* ---- routes_queries.c ---- */
 

@@ -29,10 +29,8 @@ static int on_event(void *ud, const struct idx_doc *doc,
   return idx_agg_event(&run->agg, doc, ev);
 }
 
-/* Re-records err as "<path>: <message>" unless the message names the
- * file already; the first failure recorded wins. */
-static int fail(struct tr_err *err, const struct tr_err *local, int rc,
-                const char *path)
+int idx_file_fail(struct tr_err *err, const struct tr_err *local, int rc,
+                  const char *path)
 {
   if (rc == TR_ECONFLICT && local->code == 0)
     return tr_err_set(err, rc, "", "%s: cancelled", path);
@@ -69,6 +67,24 @@ static int pump(struct idx_source *src, struct idx_reader *rd,
   }
 }
 
+int idx_read_under(const char *root, const char *path, struct idx_reader *rd,
+                   const struct idx_options *opt, uint64_t *file_bytes,
+                   struct tr_err *err)
+{
+  struct idx_source *src = NULL;
+  int rc = idx_source_open_under(root, path, &src, err);
+
+  if (rc == 0)
+    rc = pump(src, rd, opt, err);
+  if (rc == 0) {
+    *file_bytes = idx_source_file_bytes(src);
+    if (opt->on_progress != NULL)
+      opt->on_progress(opt->ud, idx_source_read_bytes(src));
+  }
+  idx_source_close(src);
+  return rc;
+}
+
 int idx_file(const char *path, const struct idx_options *opt, json_t **out,
              struct tr_err *err)
 {
@@ -83,7 +99,6 @@ int idx_file_under(const char *root, const char *path,
     IDX_FORMAT_AUTO, NULL, -1, NULL, NULL, NULL, 0
   };
   struct agg_file_info info = { path, 0, -1 };
-  struct idx_source *src = NULL;
   struct idx_reader *rd = NULL;
   struct tr_err local = { 0 };
   struct run run;
@@ -95,20 +110,14 @@ int idx_file_under(const char *root, const char *path,
   if (idx_agg_init(&run.agg, opt->rules, 0) != 0)
     return tr_err_set(err, TR_ENOMEM, "", "%s: out of memory", path);
   idx_agg_cap_names(&run.agg, opt->max_kernel_names);
-  rc = idx_source_open_under(root, path, &src, &local);
+  rc = idx_reader_new(opt->format, on_event, &run, &rd);
   if (rc == 0)
-    rc = idx_reader_new(opt->format, on_event, &run, &rd);
-  if (rc == 0)
-    rc = pump(src, rd, opt, &local);
+    rc = idx_read_under(root, path, rd, opt, &info.file_bytes, &local);
   if (rc == 0) {
-    info.file_bytes = idx_source_file_bytes(src);
     info.rank = opt->rank;
-    if (opt->on_progress != NULL)
-      opt->on_progress(opt->ud, idx_source_read_bytes(src));
     rc = idx_agg_summary(&run.agg, idx_reader_doc(rd), &info, out, &local);
   }
   idx_reader_free(rd);
-  idx_source_close(src);
   idx_agg_free(&run.agg);
-  return rc == 0 ? 0 : fail(err, &local, rc, path);
+  return rc == 0 ? 0 : idx_file_fail(err, &local, rc, path);
 }
