@@ -72,7 +72,8 @@ struct api_slices {
   pthread_mutex_t lock; /* guards the rest */
   pthread_cond_t ended; /* a producer ended */
   struct slice_job *jobs;
-  int running;   /* producers alive */
+  int busy;      /* slices being made: API_SLICES at most */
+  int running;   /* producer threads alive (busy ones and ending ones) */
   bool stopping; /* the daemon stops: no new slice, no new suspension */
 };
 
@@ -165,6 +166,11 @@ static void *produce(void *arg)
   idx_rules_free(rules);
   if (rc != 0 && !atomic_load(&j->cancel))
     fprintf(stderr, "traced: slice of %s failed: %s\n", j->what, err.msg);
+  /* The slot frees before the end is told: a client that has read the
+   * whole answer finds it free. */
+  pthread_mutex_lock(&sl->lock);
+  sl->busy--;
+  pthread_mutex_unlock(&sl->lock);
   pthread_mutex_lock(&j->lock);
   j->state = rc == 0 ? JOB_DONE : JOB_FAILED;
   wake(j);
@@ -327,13 +333,13 @@ static bool start_producer(struct api_slices *sl, struct slice_job *j)
   bool ok = false;
 
   pthread_mutex_lock(&sl->lock);
-  if (!sl->stopping && sl->running < API_SLICES &&
-      pthread_attr_init(&attr) == 0) {
+  if (!sl->stopping && sl->busy < API_SLICES && pthread_attr_init(&attr) == 0) {
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     ok = pthread_create(&tid, &attr, produce, j) == 0;
     pthread_attr_destroy(&attr);
   }
   if (ok) {
+    sl->busy++;
     sl->running++;
     j->next = sl->jobs;
     sl->jobs = j;

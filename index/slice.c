@@ -104,17 +104,8 @@ static int hold_write(void *ud, const char *p, size_t n)
 {
   struct held *h = ud;
 
-  if (h->n + n > h->cap) {
-    size_t cap = h->cap ? h->cap : 4096;
-    char *np;
-
-    while (cap < h->n + n)
-      cap *= 2;
-    if ((np = realloc(h->p, cap)) == NULL)
-      return TR_ENOMEM;
-    h->p = np;
-    h->cap = cap;
-  }
+  if (n > 0 && agg_grow(&h->p, &h->cap, h->n + n - 1, 1) != 0)
+    return TR_ENOMEM;
   memcpy(h->p + h->n, p, n);
   h->n += n;
   return 0;

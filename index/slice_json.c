@@ -22,6 +22,7 @@
  */
 #include <string.h>
 
+#include "common/text.h"
 #include "index/reader_int.h"
 #include "index/slice.h"
 
@@ -67,17 +68,6 @@ static int is_hex(char c)
 {
   return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') ||
          (c >= 'A' && c <= 'F');
-}
-
-/* The length of the valid UTF-8 sequence at p (before end), 0 if none. */
-static size_t utf8_len(const char *p, const char *end)
-{
-  unsigned char c = (unsigned char)*p;
-  size_t k = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 0;
-
-  if (k == 0 || (size_t)(end - p) < k || !idx_utf8_valid(p, k))
-    return 0;
-  return k;
 }
 
 /* One escape at p ('\\'): its length when it is JSON's, else 0. */
@@ -126,7 +116,8 @@ static int string_body(struct mend *m, int closed)
     if (*m->p == '\\' && (k = escape_len(m->p, m->end)) > 0) {
       emit(m, m->p, k);
     } else if ((unsigned char)*m->p >= 0x80 &&
-               (k = utf8_len(m->p, m->end)) > 0) {
+               (k = tr_utf8_len((const unsigned char *)m->p,
+                                (size_t)(m->end - m->p))) > 0) {
       emit(m, m->p, k);
     } else {
       m->changed = 1;

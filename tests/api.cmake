@@ -24,3 +24,6 @@ target_link_libraries(test_store_bounds PRIVATE m)
 # Open results (issue 10 item 3): CSV of every table route. See
 # tests/test_api_open.py.
 traced_py_test(api_open_csv test_api_open.py csv)
+# Slices of the raw trace against tests/ref_slice.py, and their bounds.
+traced_py_test(api_open_slice test_api_open.py slice)
+traced_py_test(api_open_slice_bounds test_api_open.py slice_bounds)
