@@ -320,8 +320,8 @@ static enum MHD_Result check_file(struct api_req *r, json_t *cap,
                            "indexed: it changed since",
                            (long long)sb.st_size, (long long)t->file_bytes);
   /* The format it was indexed as (an import may have forced it). */
-  j->o.format = strcmp(t->format, "mctracer") == 0 ? IDX_FORMAT_MCTRACER
-                                                   : IDX_FORMAT_KINETO;
+  if (idx_format_parse(t->format, &j->o.format) != 0)
+    j->o.format = IDX_FORMAT_AUTO;
   return MHD_YES;
 }
 

@@ -12,6 +12,7 @@
 #include "api/api_int.h"
 #include "common/lifecycle.h"
 #include "common/preset.h"
+#include "index/index.h"
 
 #define MODEL_MAX     4096
 #define LABEL_MAX     1024
@@ -432,18 +433,11 @@ int api_parse_capture(const struct cfg *cfg, const char *body, size_t len,
   return 0;
 }
 
-static bool one_of(const char *s, const char *const *list)
-{
-  for (; *list != NULL; list++)
-    if (strcmp(s, *list) == 0)
-      return true;
-  return false;
-}
-
 int api_parse_import(const char *body, size_t len, json_t **params,
                      struct tr_err *err)
 {
-  static const char *const formats[] = { "auto", "kineto", "mctracer", NULL };
+  char names[128];
+  enum idx_format format;
   const char *name, *fmt;
   json_t *obj, *v;
   int rc = 0;
@@ -468,9 +462,9 @@ int api_parse_import(const char *body, size_t len, json_t **params,
   if (rc == 0 && json_object_get(obj, "path") == NULL)
     rc = tr_err_set(err, TR_EINVAL, "path", "path is required");
   fmt = json_string_value(json_object_get(obj, "format"));
-  if (rc == 0 && fmt != NULL && !one_of(fmt, formats))
-    rc = tr_err_set(err, TR_EINVAL, "format",
-                    "format must be auto, kineto or mctracer");
+  if (rc == 0 && fmt != NULL && idx_format_parse(fmt, &format) != 0)
+    rc = tr_err_set(err, TR_EINVAL, "format", "format must be one of %s",
+                    idx_format_names(names, sizeof(names), ", "));
   if (rc == 0 && fmt == NULL &&
       json_object_set_new(obj, "format", json_string("auto")) != 0)
     rc = tr_err_set(err, TR_ENOMEM, "", "out of memory");

@@ -30,6 +30,29 @@ size_t tr_utf8_len(const unsigned char *s, size_t n)
   return len;
 }
 
+bool tr_utf8_valid(const char *s, size_t n)
+{
+  const unsigned char *u = (const unsigned char *)s;
+  size_t i = 0, len;
+  uint64_t w;
+
+  while (i < n) {
+    /* Names are nearly always ASCII: eight bytes at a time. */
+    while (i + 8 <= n) {
+      memcpy(&w, u + i, 8);
+      if (w & 0x8080808080808080ull)
+        break;
+      i += 8;
+    }
+    if (i == n)
+      break;
+    if ((len = tr_utf8_len(u + i, n - i)) == 0)
+      return false;
+    i += len;
+  }
+  return true;
+}
+
 void tr_make_utf8(char *text)
 {
   unsigned char *s = (unsigned char *)text;

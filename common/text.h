@@ -6,12 +6,17 @@
 #ifndef TR_TEXT_H
 #define TR_TEXT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 /* Length of the valid UTF-8 sequence at s (n bytes left), or 0: no
  * overlong forms, no surrogates, nothing past U+10FFFF (jansson's rule). */
 size_t tr_utf8_len(const unsigned char *s, size_t n);
+
+/* True when s[0..n) is valid UTF-8 by that rule (ASCII control bytes
+ * included: JSON's own rules about them are the parser's). */
+bool tr_utf8_valid(const char *s, size_t n);
 
 /* Replaces, in place, each byte that does not start a valid UTF-8
  * sequence, and control characters but newline and tab, with '?'. */

@@ -62,6 +62,10 @@ enum cap_end {
   END_SHUTDOWN /* indexing stops; the row stays running for recovery */
 };
 
+/* A job the runner took from the queue: QUEUED's body decides where it
+ * goes first (phase_queued.c). */
+void cap_start(struct cap_job *job);
+
 /* Moves job to phase to: stores it (status running, or done for DONE; the
  * first move of a queued capture claims it) with merges (taken, may be
  * NULL), arms the phase's deadline, and enters it once committed (not when

@@ -124,6 +124,12 @@ void cap_arm_deadline(struct cap_job *job, int secs)
 
 /* ---- transitions ---- */
 
+void cap_start(struct cap_job *job)
+{
+  assert(job->phase == TR_PHASE_QUEUED);
+  phases[TR_PHASE_QUEUED].enter(job);
+}
+
 static void on_entered(struct cap_job *job)
 {
   phases[job->phase].enter(job);

@@ -35,15 +35,15 @@ int phase_indexing_budget_s(const struct cap_job *job)
   return 3600; /* re-armed once the size is known (begin()) */
 }
 
+/* The import's format (validated by the API), else detected. */
 static enum idx_format index_format(const struct cap_job *job)
 {
   const char *f = json_string_value(json_object_get(job->params, "format"));
+  enum idx_format format = IDX_FORMAT_AUTO;
 
-  if (f != NULL && strcmp(f, "kineto") == 0)
-    return IDX_FORMAT_KINETO;
-  if (f != NULL && strcmp(f, "mctracer") == 0)
-    return IDX_FORMAT_MCTRACER;
-  return IDX_FORMAT_AUTO;
+  if (f != NULL)
+    idx_format_parse(f, &format);
+  return format;
 }
 
 static void add_failure(struct cap_job *job, const char *fmt, ...)
@@ -138,18 +138,37 @@ static void restore_priority(int old)
   (void)setpriority(PRIO_PROCESS, (id_t)gettid(), old);
 }
 
+/* The threads one rank's indexing may keep busy (idx_options.threads):
+ * the cores shared among the ranks that run at once, so that a single
+ * import inflates on one core while it parses on the other, and eight
+ * ranks on two index_jobs do not oversubscribe the machine. */
+static int rank_threads(const struct cap_job *job)
+{
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  size_t at_once = (size_t)job->r->cfg->index_jobs;
+
+  if (job->layout->n < at_once)
+    at_once = job->layout->n;
+  if (cores < 1 || at_once < 1 || cores / (long)at_once < 1)
+    return 1;
+  return (int)(cores / (long)at_once);
+}
+
 static void run_rank(struct cap_work *w)
 {
   struct rank_work *rw = (struct rank_work *)w;
   struct cap_job *job = w->job;
   const struct cap_rank *rk = &job->layout->ranks[rw->i];
-  struct idx_options o = { index_format(job),
-                           w->r->rules,
-                           (int)rw->i,
-                           on_idx_progress,
-                           (void *)&job->index.read[rw->i],
-                           &job->cancel,
-                           (uint32_t)w->r->cfg->max_kernel_names };
+  struct idx_options o = {
+    .format = index_format(job),
+    .rules = w->r->rules,
+    .rank = (int)rw->i,
+    .on_progress = on_idx_progress,
+    .ud = (void *)&job->index.read[rw->i],
+    .cancel = &job->cancel,
+    .max_kernel_names = (uint32_t)w->r->cfg->max_kernel_names,
+    .threads = rank_threads(job),
+  };
   struct tr_err err = { 0 };
   json_t *summary = NULL;
   int64_t t0 = tr_now_ns();

@@ -193,7 +193,7 @@ static void start_job(struct cap_runner *r, struct pick_work *pw)
     r->capture = job;
     atomic_store(&r->capture_id, job->id);
   }
-  phase_queued_enter(job);
+  cap_start(job);
 }
 
 static void on_pick_done(struct cap_work *w)

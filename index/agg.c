@@ -1,15 +1,7 @@
 /*
- * Accounting of single events: which class an event belongs to (device
- * kernel, copy, memset, host runtime API, run label) and the per-name,
- * per-shape and per-kind tables it feeds. Classes by format
- * (docs/TRACE_FORMATS.md):
- *
- *   kineto    cat kernel/Kernel, gpu_memcpy/Memcpy, gpu_memset/Memset,
- *             cuda_runtime/cuda_driver/Runtime, user_annotation (CPU labels),
- *             gpu_user_annotation (GPU labels); an X event without cat (the
- *             bare-array legacy format) may be a CPU-side run label.
- *   mcTracer  pid 1 host runtime API, pid 2 kernels, pid 3 copies (memsets
- *             by name).
+ * Accounting of single events: the per-name, per-shape and per-kind tables
+ * each class of event (device kernel, copy, memset, host runtime API, run
+ * label) feeds. The format's row (format.c) says which class an event is.
  *
  * Only ph "X" events carry durations; an X event without a numeric ts or
  * dur, or with a negative dur, is skipped and counted.
@@ -35,21 +27,12 @@
 #include <string.h>
 
 #include "index/agg.h"
+#include "index/format.h"
 
 #define AGG_PENDING      (1u << 15)
 #define AGG_DEFAULT_RECS (3u << 16) /* 6 MB of time records */
 #define HAS_SHAPE        (IDX_HAS_GRID | IDX_HAS_BLOCK)
 #define HAS_RES          (IDX_HAS_REGS | IDX_HAS_SHMEM)
-
-enum ev_class {
-  EV_NONE,
-  EV_KERNEL,
-  EV_COPY,
-  EV_MEMSET,
-  EV_RUNTIME,
-  EV_LABEL_CPU,
-  EV_LABEL_GPU
-};
 
 struct pend_kernel { /* a kernel waiting for its launch event */
   uint32_t shape;
@@ -69,13 +52,6 @@ struct pend_copy { /* a copy without bytes waiting for its runtime call */
   uint32_t pad;
 };
 
-static int str_is(struct idx_str s, const char *lit)
-{
-  size_t n = strlen(lit);
-
-  return s.p != NULL && s.n == n && memcmp(s.p, lit, n) == 0;
-}
-
 static int str_ieq(const char *p, const char *lit, size_t n)
 {
   size_t i;
@@ -84,45 +60,6 @@ static int str_ieq(const char *p, const char *lit, size_t n)
     if (tolower((unsigned char)p[i]) != lit[i])
       return 0;
   return 1;
-}
-
-static enum ev_class classify_kineto(const struct idx_event *ev)
-{
-  struct idx_str c = ev->cat;
-
-  if (c.p == NULL)
-    return EV_LABEL_CPU;
-  if (str_is(c, "kernel") || str_is(c, "Kernel"))
-    return EV_KERNEL;
-  if (str_is(c, "gpu_memcpy") || str_is(c, "Memcpy"))
-    return EV_COPY;
-  if (str_is(c, "gpu_memset") || str_is(c, "Memset"))
-    return EV_MEMSET;
-  if (str_is(c, "cuda_runtime") || str_is(c, "cuda_driver") ||
-      str_is(c, "Runtime"))
-    return EV_RUNTIME;
-  if (str_is(c, "user_annotation"))
-    return EV_LABEL_CPU;
-  if (str_is(c, "gpu_user_annotation"))
-    return EV_LABEL_GPU;
-  return EV_NONE;
-}
-
-static enum ev_class classify(const struct idx_doc *doc,
-                              const struct idx_event *ev)
-{
-  if (doc->format != IDX_FORMAT_MCTRACER)
-    return classify_kineto(ev);
-  if (!(ev->has & IDX_HAS_PID))
-    return EV_NONE;
-  switch (ev->pid) {
-  case 1: return EV_RUNTIME;
-  case 2: return EV_KERNEL;
-  case 3:
-    return ev->name.n >= 6 && str_ieq(ev->name.p, "memset", 6) ? EV_MEMSET
-                                                               : EV_COPY;
-  default: return EV_NONE;
-  }
 }
 
 void agg_stat_add(struct agg_stat *s, int64_t dur)
@@ -282,7 +219,7 @@ static int on_kernel(struct idx_agg *a, const struct idx_doc *doc,
     return rc;
   /* CUDA and mcTracer kernels describe themselves; ROCm ones need the
    * launch event. */
-  if (doc->format == IDX_FORMAT_MCTRACER || (ev->has & IDX_HAS_SHMEM) ||
+  if (!idx_format_get(doc->format)->launch_join || (ev->has & IDX_HAS_SHMEM) ||
       !(ev->has & IDX_HAS_CORR))
     return launch_add_one(a, shape, ev->has, ev->registers, ev->shared_bytes,
                           ev->dur_ns);
@@ -395,7 +332,7 @@ static int on_runtime(struct idx_agg *a, const struct idx_doc *doc,
     return TR_ENOMEM;
   if ((rc = record_call(a, ev)) != 0)
     return rc;
-  if (doc->format == IDX_FORMAT_MCTRACER || !(ev->has & IDX_HAS_CORR))
+  if (!idx_format_get(doc->format)->launch_join || !(ev->has & IDX_HAS_CORR))
     return 0;
   if (ev->kernel.p != NULL || (ev->has & HAS_RES))
     return on_launch(a, ev);
@@ -624,13 +561,13 @@ int idx_agg_event(void *ud, const struct idx_doc *doc,
     note_time(a, ev);
   if (ev->ph != 'X')
     return 0;
-  switch (classify(doc, ev)) {
-  case EV_KERNEL: return on_kernel(a, doc, ev);
-  case EV_COPY: return on_copy(a, ev, 0);
-  case EV_MEMSET: return on_copy(a, ev, 1);
-  case EV_RUNTIME: return on_runtime(a, doc, ev);
-  case EV_LABEL_CPU: return on_label(a, ev, AGG_SIDE_CPU);
-  case EV_LABEL_GPU: return on_label(a, ev, AGG_SIDE_GPU);
+  switch (idx_format_get(doc->format)->classify(ev)) {
+  case IDX_CLASS_KERNEL: return on_kernel(a, doc, ev);
+  case IDX_CLASS_COPY: return on_copy(a, ev, 0);
+  case IDX_CLASS_MEMSET: return on_copy(a, ev, 1);
+  case IDX_CLASS_RUNTIME: return on_runtime(a, doc, ev);
+  case IDX_CLASS_LABEL_CPU: return on_label(a, ev, AGG_SIDE_CPU);
+  case IDX_CLASS_LABEL_GPU: return on_label(a, ev, AGG_SIDE_GPU);
   default: return 0;
   }
 }

@@ -10,6 +10,7 @@
 
 #include "index/agg.h"
 #include "index/agg_sum.h"
+#include "index/format.h"
 
 static const char *const copy_kind_names[AGG_COPY_KINDS] = {
   "HtoD", "DtoH", "DtoD", "HtoH", "PtoP", "other", "memset"
@@ -400,7 +401,7 @@ static struct agg_txt device_value(const struct idx_agg *a,
 {
   if (doc->device[0] != '\0')
     return agg_txt(doc->device);
-  if (doc->format == IDX_FORMAT_MCTRACER && a->device[0] != '\0')
+  if (idx_format_get(doc->format)->meta_device && a->device[0] != '\0')
     return agg_txt(a->device);
   return agg_txt(NULL);
 }
@@ -460,8 +461,7 @@ static json_t *summary_head(struct idx_agg *a, const struct idx_doc *doc,
   }
   r.rank = rank_value(doc, info);
   r.file = agg_txt(info->path);
-  r.format =
-      agg_txt(doc->format == IDX_FORMAT_MCTRACER ? "mctracer" : "kineto");
+  r.format = agg_txt(idx_format_get(doc->format)->name);
   r.file_bytes = (int64_t)info->file_bytes;
   r.json_bytes = (int64_t)doc->json_bytes;
   r.events = (int64_t)doc->events;

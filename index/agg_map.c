@@ -18,17 +18,26 @@ struct agg_chunk {
   char data[];
 };
 
-/* FNV-1a: names are short-lived keys, speed over quality is fine here as
- * probing handles collisions. */
+/* Eight bytes at a time, a multiply and a fold each (kernel names run to
+ * hundreds of bytes and every kernel event interns its name), finished
+ * with the murmur3 mix. */
 static uint32_t hash_bytes(const void *key, size_t len)
 {
   const unsigned char *p = key;
-  uint32_t h = 2166136261u;
+  uint64_t h = 0x9e3779b97f4a7c15ull ^ len, w;
   size_t i;
 
-  for (i = 0; i < len; i++)
-    h = (h ^ p[i]) * 16777619u;
-  return h;
+  for (; len >= 8; p += 8, len -= 8) {
+    memcpy(&w, p, 8);
+    h = (h ^ w) * 0xff51afd7ed558ccdull;
+    h ^= h >> 32;
+  }
+  for (w = 0, i = 0; i < len; i++)
+    w |= (uint64_t)p[i] << (8 * i);
+  h = (h ^ w) * 0xff51afd7ed558ccdull;
+  h ^= h >> 29;
+  h *= 0xc4ceb9fe1a85ec53ull;
+  return (uint32_t)(h ^ (h >> 32));
 }
 
 int agg_grow(void *arr, size_t *cap, size_t need, size_t elem)
@@ -363,22 +372,35 @@ static uint32_t corr_home(const struct agg_corr *c, int64_t key)
   return (uint32_t)(x >> 32) & (c->cap - 1);
 }
 
+/* Arrays for cap slots, all empty, in *c; 0 or TR_ENOMEM (c unchanged). */
+static int corr_alloc(struct agg_corr *c, uint32_t cap)
+{
+  int64_t *keys = calloc(cap, sizeof(*keys));
+  unsigned char *vals = calloc(cap, c->vsize), *used = calloc(cap, 1);
+
+  if (keys == NULL || vals == NULL || used == NULL) {
+    free(keys);
+    free(vals);
+    free(used);
+    return TR_ENOMEM;
+  }
+  c->keys = keys;
+  c->vals = vals;
+  c->used = used;
+  c->cap = cap;
+  return 0;
+}
+
+/* The table starts small and doubles as entries come, up to twice max
+ * slots: its memory follows what is in flight (a few hundred launches),
+ * not the file, as a table of its full size would once every slot had
+ * been written. */
 int agg_corr_init(struct agg_corr *c, size_t vsize, uint32_t max)
 {
   memset(c, 0, sizeof(*c));
   c->vsize = vsize;
   c->max = max;
-  c->cap = 16;
-  while (c->cap < max * 2)
-    c->cap *= 2;
-  c->keys = calloc(c->cap, sizeof(*c->keys));
-  c->vals = calloc(c->cap, vsize);
-  c->used = calloc(c->cap, 1);
-  if (c->keys == NULL || c->vals == NULL || c->used == NULL) {
-    agg_corr_free(c);
-    return TR_ENOMEM;
-  }
-  return 0;
+  return corr_alloc(c, 16);
 }
 
 /* Slot of key, or of the empty slot where it would go. */
@@ -391,6 +413,29 @@ static uint32_t corr_find(const struct agg_corr *c, int64_t key)
   return i;
 }
 
+/* Twice the slots, every entry moved over. 0 or TR_ENOMEM (unchanged). */
+static int corr_grow(struct agg_corr *c)
+{
+  struct agg_corr old = *c;
+  uint32_t i, j;
+
+  if (corr_alloc(c, old.cap * 2) != 0)
+    return TR_ENOMEM;
+  for (i = 0; i < old.cap; i++) {
+    if (!old.used[i])
+      continue;
+    j = corr_find(c, old.keys[i]);
+    c->used[j] = 1;
+    c->keys[j] = old.keys[i];
+    memcpy(c->vals + (size_t)j * c->vsize, old.vals + (size_t)i * c->vsize,
+           c->vsize);
+  }
+  free(old.keys);
+  free(old.vals);
+  free(old.used);
+  return 0;
+}
+
 int agg_corr_put(struct agg_corr *c, int64_t key, const void *val)
 {
   uint32_t i = corr_find(c, key);
@@ -399,6 +444,11 @@ int agg_corr_put(struct agg_corr *c, int64_t key, const void *val)
     return TR_ECONFLICT;
   if (c->n >= c->max)
     return TR_ELIMIT;
+  if ((c->n + 1) * 2 > c->cap) {
+    if (corr_grow(c) != 0)
+      return TR_ENOMEM;
+    i = corr_find(c, key);
+  }
   c->used[i] = 1;
   c->keys[i] = key;
   c->n++;

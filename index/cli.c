@@ -1,70 +1,168 @@
 /*
- * `traced index [--format auto|kineto|mctracer] [--rules FILE]
- * [--max-kernel-names N] FILE...`
- * (docs/API.md, "Command line"): indexes each file without a daemon and
- * prints its rank summary as one compact JSON document per line. A file
+ * `traced index [--format auto|kineto|mctracer] [--rules FILE] [--jobs N]
+ * [--threads T] [--max-kernel-names N] FILE...` (docs/API.md, "Command
+ * line"): indexes each file without a daemon and prints its rank summary as
+ * one compact JSON document per line, in the order of the arguments. A file
  * that fails is reported on stderr (file and byte offset) and the others
  * still run; exit 0 all ok, 1 some file failed, 2 bad usage.
+ *
+ * --jobs N indexes N files at once (the ranks of a capture, as the daemon's
+ * index_jobs does), each on a worker thread of its own; --threads T is
+ * idx_options.threads for each file, by default the cores shared among the
+ * jobs. Summaries are printed as soon as every earlier file's is.
  */
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "index/index.h"
 
+#define MAX_JOBS 256
+
+/* "auto|kineto|mctracer": the --format values, from the format table. */
 static int usage(const char *why)
 {
+  char names[128];
+
   fprintf(stderr,
           "traced index: %s\n"
-          "usage: traced index [--format auto|kineto|mctracer] "
-          "[--rules FILE] [--max-kernel-names N] FILE...\n",
-          why);
+          "usage: traced index [--format %s] [--rules FILE] [--jobs N] "
+          "[--threads T] [--max-kernel-names N] FILE...\n",
+          why, idx_format_names(names, sizeof(names), "|"));
   return 2;
 }
 
-static int parse_format(const char *s, enum idx_format *out)
-{
-  if (strcmp(s, "auto") == 0)
-    *out = IDX_FORMAT_AUTO;
-  else if (strcmp(s, "kineto") == 0)
-    *out = IDX_FORMAT_KINETO;
-  else if (strcmp(s, "mctracer") == 0)
-    *out = IDX_FORMAT_MCTRACER;
-  else
-    return -1;
-  return 0;
-}
+/* One file's outcome, kept until it is its turn to be printed. */
+struct result {
+  json_t *summary; /* NULL when it failed */
+  char msg[512];   /* why it failed */
+  int done;
+};
 
-/* Indexes one file and prints its summary; 0 ok, 1 failed. */
-static int index_one(const char *path, const struct idx_options *opt)
+/* The files and the workers that take them in turn. */
+struct batch {
+  char **files;
+  int nfiles;
+  struct idx_options opt;
+  pthread_mutex_t mu;
+  pthread_cond_t cv; /* a result is done */
+  int next;          /* the next file a worker takes */
+  struct result *res;
+};
+
+static void index_one(struct batch *b, int i)
 {
   struct tr_err err = { 0 };
   json_t *summary = NULL;
+  struct result *r = &b->res[i];
 
-  if (idx_file(path, opt, &summary, &err) != 0) {
-    fprintf(stderr, "traced index: %s\n", err.msg);
+  if (idx_file(b->files[i], &b->opt, &summary, &err) != 0)
+    snprintf(r->msg, sizeof(r->msg), "%s", err.msg);
+  pthread_mutex_lock(&b->mu);
+  r->summary = summary;
+  r->done = 1;
+  pthread_cond_broadcast(&b->cv);
+  pthread_mutex_unlock(&b->mu);
+}
+
+static void *worker(void *arg)
+{
+  struct batch *b = arg;
+  int i;
+
+  for (;;) {
+    pthread_mutex_lock(&b->mu);
+    i = b->next < b->nfiles ? b->next++ : -1;
+    pthread_mutex_unlock(&b->mu);
+    if (i < 0)
+      return NULL;
+    index_one(b, i);
+  }
+}
+
+/* Prints result i (waiting for it); 0 ok, 1 failed. */
+static int print_one(struct batch *b, int i)
+{
+  struct result *r = &b->res[i];
+  int rc = 0;
+
+  pthread_mutex_lock(&b->mu);
+  while (!r->done)
+    pthread_cond_wait(&b->cv, &b->mu);
+  pthread_mutex_unlock(&b->mu);
+  if (r->summary == NULL) {
+    fprintf(stderr, "traced index: %s\n", r->msg);
     return 1;
   }
   /* 15 significant digits print shares (6 decimals) without binary
    * noise such as 0.10000000000000001. */
-  if (json_dumpf(summary, stdout, JSON_COMPACT | JSON_REAL_PRECISION(15)) !=
+  if (json_dumpf(r->summary, stdout, JSON_COMPACT | JSON_REAL_PRECISION(15)) !=
           0 ||
       fputc('\n', stdout) == EOF || fflush(stdout) != 0) {
-    fprintf(stderr, "traced index: %s: cannot write the summary\n", path);
-    json_decref(summary);
+    fprintf(stderr, "traced index: %s: cannot write the summary\n",
+            b->files[i]);
+    rc = 1;
+  }
+  json_decref(r->summary);
+  r->summary = NULL;
+  return rc;
+}
+
+/* Indexes every file, jobs at a time, printing each summary as soon as
+ * the ones before it are printed; the exit status. */
+static int run_batch(struct batch *b, int jobs)
+{
+  pthread_t tid[MAX_JOBS];
+  int started = 0, status = 0, i;
+
+  b->res = calloc((size_t)b->nfiles, sizeof(*b->res));
+  if (b->res == NULL) {
+    fprintf(stderr, "traced index: out of memory\n");
     return 1;
   }
-  json_decref(summary);
+  pthread_mutex_init(&b->mu, NULL);
+  pthread_cond_init(&b->cv, NULL);
+  for (; jobs > 1 && started < jobs && started < b->nfiles; started++)
+    if (pthread_create(&tid[started], NULL, worker, b) != 0)
+      break;
+  for (i = 0; i < b->nfiles; i++) {
+    if (started == 0)
+      index_one(b, b->next++); /* one job: this thread does them */
+    status |= print_one(b, i);
+  }
+  while (started > 0)
+    pthread_join(tid[--started], NULL);
+  pthread_cond_destroy(&b->cv);
+  pthread_mutex_destroy(&b->mu);
+  free(b->res);
+  return status;
+}
+
+/* A positive integer option value, at most max. */
+static int parse_count(const char *s, int max, int *out)
+{
+  char *end;
+  long v = strtol(s, &end, 10);
+
+  if (*s == '\0' || *end != '\0' || v < 1 || v > max)
+    return -1;
+  *out = (int)v;
   return 0;
 }
 
 int idx_cli_main(int argc, char **argv)
 {
-  struct idx_options opt = { IDX_FORMAT_AUTO, NULL, -1, NULL, NULL, NULL, 0 };
+  struct batch b = { 0 };
   const char *rules_path = NULL;
   struct idx_rules *rules = NULL;
   struct tr_err err = { 0 };
-  int i, status = 0;
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  int i, jobs = 1, threads = 0, status;
 
+  b.opt.format = IDX_FORMAT_AUTO;
+  b.opt.rank = -1;
   for (i = 1; i < argc && strncmp(argv[i], "--", 2) == 0; i += 2) {
     if (strcmp(argv[i], "--") == 0) {
       i++; /* end of options: files follow */
@@ -73,17 +171,23 @@ int idx_cli_main(int argc, char **argv)
     if (i + 1 >= argc)
       return usage("an option lacks its value");
     if (strcmp(argv[i], "--format") == 0) {
-      if (parse_format(argv[i + 1], &opt.format) != 0)
-        return usage("--format must be auto, kineto or mctracer");
+      if (idx_format_parse(argv[i + 1], &b.opt.format) != 0)
+        return usage("--format names no trace format");
     } else if (strcmp(argv[i], "--rules") == 0) {
       rules_path = argv[i + 1];
+    } else if (strcmp(argv[i], "--jobs") == 0) {
+      if (parse_count(argv[i + 1], MAX_JOBS, &jobs) != 0)
+        return usage("--jobs must be 1 to 256");
+    } else if (strcmp(argv[i], "--threads") == 0) {
+      if (parse_count(argv[i + 1], 64, &threads) != 0)
+        return usage("--threads must be 1 to 64");
     } else if (strcmp(argv[i], "--max-kernel-names") == 0) {
       char *end;
       unsigned long n = strtoul(argv[i + 1], &end, 10);
 
       if (*argv[i + 1] == '\0' || *end != '\0' || n < 1 || n > 10000000)
         return usage("--max-kernel-names must be 1..10000000");
-      opt.max_kernel_names = (uint32_t)n;
+      b.opt.max_kernel_names = (uint32_t)n;
     } else {
       return usage("unknown option");
     }
@@ -94,9 +198,14 @@ int idx_cli_main(int argc, char **argv)
     fprintf(stderr, "traced index: %s\n", err.msg);
     return 2;
   }
-  opt.rules = rules;
-  for (; i < argc; i++)
-    status |= index_one(argv[i], &opt);
+  b.opt.rules = rules;
+  b.files = argv + i;
+  b.nfiles = argc - i;
+  /* The cores shared among the jobs, unless told. */
+  b.opt.threads = threads > 0        ? threads
+                  : cores / jobs > 1 ? (int)(cores / jobs)
+                                     : 1;
+  status = run_batch(&b, jobs);
   idx_rules_free(rules);
   return status;
 }

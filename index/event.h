@@ -85,6 +85,8 @@ struct idx_doc {
   uint64_t skipped;       /* events skipped as malformed (counted, never
                              silently dropped) */
   uint64_t json_bytes;    /* JSON text consumed so far */
+  uint64_t walked_ahead;  /* events handed over from batches walked ahead
+                             by idx_source's thread (for tests, benches) */
 };
 
 /* Called once per event, in file order. A non-zero return stops reading
@@ -104,6 +106,8 @@ typedef int (*idx_member_cb)(void *ud, struct idx_str key,
 /* Longest top-level key handed to an idx_member_cb. */
 #define IDX_KEY_MAX 4096
 
+struct idx_scan_map; /* index/scan.h */
+
 /*
  * The streaming JSON reader: push parser over chunks of any size (1 byte
  * works). Never holds the whole document: one event at a time, up to a
@@ -118,6 +122,29 @@ int idx_reader_new(enum idx_format forced, idx_event_cb cb, void *ud,
  * and the byte offset in the JSON text ("at byte 123456"). */
 int idx_reader_feed(struct idx_reader *r, const char *buf, size_t len,
                     struct tr_err *err);
+
+/* A chunk of the document as idx_source hands it out: its text, stage
+ * 1's masks of it (index/scan.h) scanned with the string state and nesting
+ * of the whole document before it, and events walked ahead in it
+ * (reader_int.h); either may be NULL (the reader then scans windows and
+ * walks events itself). All borrowed for the call. */
+struct idx_batch;
+struct idx_chunk {
+  const char *text;
+  size_t len;
+  const struct idx_scan_map *map;
+  const struct idx_batch *batch;
+};
+
+/* idx_reader_feed() of a whole chunk. */
+int idx_reader_feed_chunk(struct idx_reader *r, const struct idx_chunk *c,
+                          struct tr_err *err);
+
+/* 1, with the events' nesting and the ts/dur unit (a reader_num.c scale)
+ * into *depth and *scale, once the reader is inside traceEvents with the
+ * format settled: what a batch must be walked for (idx_source_hint). */
+int idx_reader_walk_hint(const struct idx_reader *r, unsigned *depth,
+                         int *scale);
 
 /* End of input: fails when the document is incomplete (truncated), has no
  * traceEvents array, or is empty. */
@@ -135,23 +162,35 @@ int idx_reader_keep_raw(struct idx_reader *r, idx_member_cb on_member);
 
 /*
  * The byte source: a plain or gzip file (detected by its magic bytes),
- * inflated on a thread of its own (ISA-L where built with it, else zlib)
- * into a small ring of buffers, so that inflating overlaps parsing.
+ * inflated (ISA-L where built with it, else zlib) on a thread of its own
+ * into a small ring of buffers, so that inflating overlaps parsing; or,
+ * without IDX_SOURCE_THREAD, on the caller's thread as it asks for each
+ * chunk. With IDX_SOURCE_SCAN each chunk comes with its stage-1 masks
+ * (index/scan.h), scanned by the thread when it has time, else by the
+ * caller.
  */
 struct idx_source;
 
-int idx_source_open(const char *path, struct idx_source **out,
+enum { IDX_SOURCE_THREAD = 1, IDX_SOURCE_SCAN = 2 };
+
+int idx_source_open(const char *path, unsigned flags, struct idx_source **out,
                     struct tr_err *err);
 /* The same, the file opened under root (common/file.h's tr_open_file():
  * no link followed below root; NULL: no root check). */
-int idx_source_open_under(const char *root, const char *path,
+int idx_source_open_under(const char *root, const char *path, unsigned flags,
                           struct idx_source **out, struct tr_err *err);
 
-/* Next chunk of JSON text: *buf, *len borrowed until the next call. Returns
- * 0 with *len == 0 at the end, or negative on a read or inflate error
- * (truncated gzip, bad CRC) with err naming the file and offset. */
-int idx_source_next(struct idx_source *s, const char **buf, size_t *len,
+/* Next chunk of JSON text into *c, borrowed until the next call: with its
+ * masks under IDX_SOURCE_SCAN, and with the events the thread walked ahead
+ * when it had the time and a hint. Returns 0 with c->len == 0 at the end,
+ * or negative on a read or inflate error (truncated gzip, bad CRC) with
+ * err naming the file and offset. */
+int idx_source_next(struct idx_source *s, struct idx_chunk *c,
                     struct tr_err *err);
+
+/* What the thread's walks ahead are for (idx_reader_walk_hint()); until it
+ * is given, the thread walks nothing. Any thread. */
+void idx_source_hint(struct idx_source *s, unsigned depth, int scale);
 
 uint64_t idx_source_file_bytes(const struct idx_source *s); /* file size */
 uint64_t idx_source_read_bytes(const struct idx_source *s); /* read so far */

@@ -5,12 +5,19 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "index/agg.h"
 #include "index/event.h"
 #include "index/index.h"
 
 #define PROGRESS_EVERY (4u << 20) /* file bytes between progress calls */
+
+/* Device time records held in memory before a sorted run is spilled
+ * (agg_runs.c): 1.5 MB. A small buffer is full, and so resident, on a 1 GB
+ * trace as on a 4 GB one, which keeps peak memory flat in the file's size;
+ * a bigger one only spills less (24 bytes a kernel to a temporary file). */
+#define TIME_RECORDS (1u << 16)
 
 struct run {
   struct idx_agg agg;
@@ -47,19 +54,22 @@ static int pump(struct idx_source *src, struct idx_reader *rd,
                 const struct idx_options *opt, struct tr_err *err)
 {
   uint64_t next_report = PROGRESS_EVERY;
-  const char *buf;
-  size_t len;
-  int rc;
+  struct idx_chunk c;
+  int hinted = 0, scale, rc;
+  unsigned depth;
 
   for (;;) {
     if (opt->cancel != NULL && atomic_load(opt->cancel))
       return TR_ECONFLICT;
-    if ((rc = idx_source_next(src, &buf, &len, err)) != 0)
+    if ((rc = idx_source_next(src, &c, err)) != 0)
       return rc;
-    if (len == 0)
+    if (c.len == 0)
       return idx_reader_finish(rd, err);
-    if ((rc = idx_reader_feed(rd, buf, len, err)) != 0)
+    if ((rc = idx_reader_feed_chunk(rd, &c, err)) != 0)
       return rc;
+    /* Once in traceEvents, the source's thread may walk ahead. */
+    if (!hinted && (hinted = idx_reader_walk_hint(rd, &depth, &scale)))
+      idx_source_hint(src, depth, scale);
     if (opt->on_progress != NULL && idx_source_read_bytes(src) >= next_report) {
       opt->on_progress(opt->ud, idx_source_read_bytes(src));
       next_report = idx_source_read_bytes(src) + PROGRESS_EVERY;
@@ -67,12 +77,25 @@ static int pump(struct idx_source *src, struct idx_reader *rd,
   }
 }
 
+/* The threads this file may use (idx_options.threads). */
+static int threads(const struct idx_options *opt)
+{
+  long cores;
+
+  if (opt->threads > 0)
+    return opt->threads;
+  cores = sysconf(_SC_NPROCESSORS_ONLN);
+  return cores >= 2 ? 2 : 1;
+}
+
 int idx_read_under(const char *root, const char *path, struct idx_reader *rd,
                    const struct idx_options *opt, uint64_t *file_bytes,
                    struct tr_err *err)
 {
   struct idx_source *src = NULL;
-  int rc = idx_source_open_under(root, path, &src, err);
+  int rc = idx_source_open_under(
+      root, path, IDX_SOURCE_SCAN | (threads(opt) > 1 ? IDX_SOURCE_THREAD : 0),
+      &src, err);
 
   if (rc == 0)
     rc = pump(src, rd, opt, err);
@@ -95,9 +118,8 @@ int idx_file_under(const char *root, const char *path,
                    const struct idx_options *opt, json_t **out,
                    struct tr_err *err)
 {
-  static const struct idx_options defaults = {
-    IDX_FORMAT_AUTO, NULL, -1, NULL, NULL, NULL, 0
-  };
+  static const struct idx_options defaults = { .format = IDX_FORMAT_AUTO,
+                                               .rank = -1 };
   struct agg_file_info info = { path, 0, -1 };
   struct idx_reader *rd = NULL;
   struct tr_err local = { 0 };
@@ -107,7 +129,7 @@ int idx_file_under(const char *root, const char *path,
   if (opt == NULL)
     opt = &defaults;
   run.cancel = opt->cancel;
-  if (idx_agg_init(&run.agg, opt->rules, 0) != 0)
+  if (idx_agg_init(&run.agg, opt->rules, TIME_RECORDS) != 0)
     return tr_err_set(err, TR_ENOMEM, "", "%s: out of memory", path);
   idx_agg_cap_names(&run.agg, opt->max_kernel_names);
   rc = idx_reader_new(opt->format, on_event, &run, &rd);

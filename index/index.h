@@ -6,8 +6,9 @@
  *
  * Threads: idx_file() blocks for as long as the file takes (seconds for a
  * GB): call it from a worker thread (uv_queue_work), never from the loop.
- * It starts one helper thread of its own to inflate while it parses.
- * Everything here is reentrant: many files may be indexed at once.
+ * Unless told to use one thread (idx_options.threads), it starts one
+ * helper thread of its own to inflate while it parses. Everything here is
+ * reentrant: many files may be indexed at once.
  */
 #ifndef IDX_INDEX_H
 #define IDX_INDEX_H
@@ -20,7 +21,24 @@
 #include "common/config.h"
 #include "common/tr.h"
 
-enum idx_format { IDX_FORMAT_AUTO, IDX_FORMAT_KINETO, IDX_FORMAT_MCTRACER };
+/* Trace formats. Each has one row in index/format.c (name, unit,
+ * detection, classification); IDX_FORMAT_AUTO detects. */
+enum idx_format {
+  IDX_FORMAT_AUTO,
+  IDX_FORMAT_KINETO,
+  IDX_FORMAT_MCTRACER,
+  IDX_FORMAT_COUNT /* not a format: the number of rows */
+};
+
+/* The format named name ("auto", "kineto", "mctracer") into *out; 0, or
+ * TR_EINVAL for a name that is none. */
+int idx_format_parse(const char *name, enum idx_format *out);
+
+/* The name of f ("auto" for IDX_FORMAT_AUTO). Static string. */
+const char *idx_format_name(enum idx_format f);
+
+/* Every name, "auto" first, joined by sep into buf (cut to size); buf. */
+const char *idx_format_names(char *buf, size_t size, const char *sep);
 
 /* Category rules: an ordered table of name patterns (first match wins).
  * Built-in rules always apply after the user's. */
@@ -71,6 +89,13 @@ struct idx_options {
    * names fold into one row "(N more names)" (index/agg_fold.c). 0:
    * IDX_MAX_KERNEL_NAMES. */
   uint32_t max_kernel_names;
+  /* Threads idx_file() may keep busy for this file, the caller's own
+   * included: 1 does everything on the calling thread; 2 or more inflate
+   * on a thread of idx_file()'s while the caller parses and aggregates.
+   * 0: as the machine allows (2 when it has 2 cores or more). A caller
+   * indexing several files at once passes its cores / files (the daemon:
+   * cores / index_jobs). */
+  int threads;
 };
 
 /*
@@ -108,6 +133,7 @@ struct idx_slice_opts {
                                     phases are; start_ns < end_ns */
   bool findings;                 /* add traced's tracks: steps, idle */
   const atomic_bool *cancel;     /* as idx_options' */
+  int threads;                   /* as idx_options' */
 };
 
 /* What a slice holds (its last member, traced_slice, says the same). */

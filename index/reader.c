@@ -1,10 +1,17 @@
 /*
  * The streaming trace reader (event.h): a push parser over chunks of any
  * size. The top level (the object around traceEvents, or a bare array of
- * events) is walked byte by byte by the state machine below; each event is
- * parsed whole by reader_event.c, straight from the caller's chunk when it
- * lies inside one (the common case: no copy), else from a copy gathered in
- * r->buf across chunks, with a ceiling.
+ * events) is walked byte by byte by the state machine below. Events, three
+ * ways, each giving the same result where it applies:
+ *   - handed over from a batch the source's thread walked ahead in this
+ *     chunk (reader_batch.c), when it starts where the state machine is;
+ *   - walked from stage 1's token masks (scan.h, reader_fast.c: the
+ *     chunk's own, or a window the reader scans), one after another while
+ *     "}, {" follows, when the event lies in the window and its blocks are
+ *     clean [fast_events];
+ *   - else parsed by reader_event.c byte by byte, straight from the chunk
+ *     when the event lies inside it, else from a copy gathered in r->buf
+ *     across chunks, with a ceiling.
  *
  * States (r->st) and transitions [function]:
  *   START -> KEY_WAIT ('{') | ELEM ('[': bare array of events)
@@ -13,9 +20,11 @@
  *   VALUE -> ELEM (traceEvents) | CAPTURE (deviceProperties,
  *            distributedInfo) | SKIP (any other key) [on_value]
  *   OBJ_NEXT -> KEY_WAIT (',') | DONE ('}')
- *   ELEM -> ELEM_NEXT (event parsed in place) | CAPTURE (event crosses
- *           the chunk or has escapes) | SKIP (element is no object)
- *           | OBJ_NEXT / DONE (']') [on_elem]
+ *   ELEM -> ELEM_NEXT (event parsed in place, walked, or a batch's last)
+ *           | ELEM (a batch or walk stopped after a ',') | CAPTURE (event
+ *           crosses the chunk or has escapes) | SKIP (element is no
+ *           object) | OBJ_NEXT / DONE (']') [on_elem, use_batch,
+ *           fast_events]
  *   ELEM_NEXT -> ELEM (',') | OBJ_NEXT / DONE (']')
  *   SKIP -> r->after;  CAPTURE -> ELEM_NEXT | OBJ_NEXT [end_capture]
  *   any -> FAILED (error or callback stop; final)
@@ -50,13 +59,14 @@
  *   numeric kind is handed over as written;
  * - an element that is not an object, or an event over IDX_EVENT_CEILING
  *   bytes, is counted as skipped.
- * Format (IDX_FORMAT_AUTO): kineto once a top-level kineto key is seen or
- * the file is a bare array; else settled at the first event whose ph is
- * not "M" (settle()); metadata events before it get kineto's unit.
+ * Format (IDX_FORMAT_AUTO): settled by a top-level key only one format
+ * writes, by a bare array, or else at the first event whose ph is not "M"
+ * (format.c); metadata events before it get the default format's unit.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "index/format.h"
 #include "index/reader_int.h"
 
 enum state {
@@ -100,9 +110,16 @@ struct idx_reader {
   enum cap cap;         /* CAPTURE: what the value is */
   char *buf;            /* CAPTURE: the value's bytes, and a NUL */
   size_t buf_n, buf_cap;
-  uint64_t buf_off;     /* document offset of buf[0] */
-  int over;             /* the value passed IDX_EVENT_CEILING */
-  struct idx_parsed ev; /* the event being handed over */
+  uint64_t buf_off;               /* document offset of buf[0] */
+  int over;                       /* the value passed IDX_EVENT_CEILING */
+  struct idx_parsed ev;           /* the event being handed over */
+  int fast;                       /* stage 1 is on: events go the token walk */
+  int win_ok;                     /* map and walk are of the current chunk */
+  const struct idx_scan_map *map; /* the masks the walk uses: win, or the
+                                     chunk's own (idx_reader_feed_chunk) */
+  const struct idx_batch *batch;  /* the chunk's events walked ahead */
+  struct idx_scan_map win;        /* stage 1 masks of a window of the chunk */
+  struct idx_walk walk;
   /* idx_reader_keep_raw(): */
   int keep_raw;
   idx_member_cb on_member;
@@ -112,6 +129,17 @@ struct idx_reader {
                 unescapes in place) */
   size_t raw_cap;
 };
+
+/* Bytes scanned at a time: with its masks (1/64 of it) it stays in the
+ * core's cache while the token walk reads it. The fuzzer's build makes it
+ * small, so that events cross windows. */
+#ifndef IDX_SCAN_WINDOW
+#define IDX_SCAN_WINDOW (64u << 10)
+#endif
+#define WINDOW IDX_SCAN_WINDOW
+
+/* on_elem: the token walk gives the event to the byte-wise parser. */
+#define FAST_BAIL 1
 
 /* The document offset of p, a pointer into the current chunk. */
 static uint64_t at(const struct idx_reader *r, const char *p)
@@ -153,30 +181,15 @@ static int is_ws(char c)
 /* The ts/dur scale of the settled format, -1 while unsettled. */
 static int scale_of(const struct idx_reader *r)
 {
-  switch (r->doc.format) {
-  case IDX_FORMAT_KINETO: return 3;
-  case IDX_FORMAT_MCTRACER: return 0;
-  default: return -1;
-  }
+  if (r->doc.format == IDX_FORMAT_AUTO)
+    return -1;
+  return (int)idx_format_get(r->doc.format)->ts_scale;
 }
 
-/* Settles the format at the first event that is not metadata ("M"):
- * kineto events have a "cat"; mcTracer's have none, and either args.co_id
- * or a numeric pid lane 1 (host), 2 (kernels) or 3 (copies). Top-level
- * kineto keys and bare arrays settle it earlier (on_value, on_start). */
-static void settle(struct idx_reader *r, const struct idx_parsed *e)
-{
-  const struct idx_event *ev = &e->ev;
-  int lane = (ev->has & IDX_HAS_PID) && ev->pid >= 1 && ev->pid <= 3;
-
-  if (ev->cat.p == NULL && (e->co_id || lane))
-    r->doc.format = IDX_FORMAT_MCTRACER;
-  else
-    r->doc.format = IDX_FORMAT_KINETO;
-}
-
-/* Counts the parsed event and hands it over unless it is malformed. M
- * events before the format is settled get kineto's unit. */
+/* Counts the parsed event and hands it over unless it is malformed. The
+ * first event that is not metadata settles the format (format.c), unless
+ * a top-level key or a bare array did (on_value, on_start); M events
+ * before it get the default format's unit. */
 static int deliver(struct idx_reader *r)
 {
   struct idx_parsed *e = &r->ev;
@@ -184,9 +197,9 @@ static int deliver(struct idx_reader *r)
 
   r->doc.events++;
   if (r->doc.format == IDX_FORMAT_AUTO && e->ev.ph != 'M')
-    settle(r, e);
+    r->doc.format = idx_format_detect(&e->ev, e->co_id);
   if (!e->bad)
-    idx_parsed_times(e, r->doc.format == IDX_FORMAT_MCTRACER ? 0 : 3);
+    idx_parsed_times(e, idx_format_get(r->doc.format)->ts_scale);
   if (e->bad) {
     r->doc.skipped++;
     return 0;
@@ -402,16 +415,11 @@ static int scan(struct idx_reader *r, const char **pp, const char *end)
 }
 
 /* Top-level keys the reader acts on. */
-enum tkey { TK_OTHER, TK_EVENTS, TK_DEVPROPS, TK_DISTINFO, TK_KINETO };
+enum tkey { TK_OTHER, TK_EVENTS, TK_DEVPROPS, TK_DISTINFO };
 
 /* What the top-level key just read is to the reader. */
 static enum tkey top_key(const struct idx_reader *r)
 {
-  static const char *const kineto[] = { "schemaVersion", "traceName",
-                                        "displayTimeUnit",
-                                        "baseTimeNanoseconds" };
-  size_t i;
-
   if (r->key_esc || r->key_n > sizeof(r->key))
     return TK_OTHER;
 #define IS(s) (r->key_n == strlen(s) && memcmp(r->key, s, r->key_n) == 0)
@@ -421,9 +429,6 @@ static enum tkey top_key(const struct idx_reader *r)
     return TK_DEVPROPS;
   if (IS("distributedInfo"))
     return TK_DISTINFO;
-  for (i = 0; i < sizeof(kineto) / sizeof(kineto[0]); i++)
-    if (IS(kineto[i]))
-      return TK_KINETO;
 #undef IS
   return TK_OTHER;
 }
@@ -433,8 +438,9 @@ static int on_value(struct idx_reader *r, const char **pp)
 {
   enum tkey k = top_key(r);
 
-  if (k != TK_OTHER && k != TK_EVENTS && r->doc.format == IDX_FORMAT_AUTO)
-    r->doc.format = IDX_FORMAT_KINETO;
+  if (r->doc.format == IDX_FORMAT_AUTO && !r->key_esc &&
+      r->key_n <= sizeof(r->key))
+    r->doc.format = idx_format_of_key(r->key, r->key_n);
   switch (k) {
   case TK_EVENTS:
     if (**pp != '[')
@@ -464,6 +470,121 @@ static void end_events(struct idx_reader *r)
   r->st = r->doc.bare_array ? ST_DONE : ST_OBJ_NEXT;
 }
 
+/* Scans the window that starts at p, between two elements of
+ * traceEvents (so outside any string). 0 or TR_ENOMEM. */
+static int scan_window(struct idx_reader *r, const char *p, const char *end)
+{
+  struct idx_scan_carry carry = { 0 };
+  size_t len = (size_t)(end - p) < WINDOW ? (size_t)(end - p) : WINDOW;
+
+  r->win_ok = 0;
+  if (idx_scan_run(&r->win, &carry, p, len) != 0) {
+    r->st = ST_FAILED;
+    r->fail = TR_ENOMEM;
+    return tr_err_set(r->err, TR_ENOMEM, NULL, "out of memory at byte %llu",
+                      (unsigned long long)at(r, p));
+  }
+  idx_walk_init(&r->walk, &r->win, end);
+  r->map = &r->win;
+  r->win_ok = 1;
+  return 0;
+}
+
+/* The event at p ('{') by the token walk, scanning a window from p when
+ * the current one does not hold it. IDX_W_* or TR_ENOMEM. */
+static int walk_event(struct idx_reader *r, const char *p, const char *end)
+{
+  int rc;
+
+  if (!r->win_ok || p >= r->map->base + r->map->len) {
+    if ((rc = scan_window(r, p, end)) != 0)
+      return rc;
+  }
+  idx_walk_seek(&r->walk, p);
+  r->ev.scale = scale_of(r);
+  rc = idx_fast_event(&r->walk, r->elem_depth, &r->ev);
+  /* Cut by the window's end, not the chunk's: once more from p. */
+  if (rc == IDX_W_SHORT && r->map->base + r->map->len < end &&
+      r->map->base != p) {
+    if ((rc = scan_window(r, p, end)) != 0)
+      return rc;
+    idx_walk_seek(&r->walk, p);
+    rc = idx_fast_event(&r->walk, r->elem_depth, &r->ev);
+  }
+  if (rc == IDX_W_OK && idx_scan_dirty(r->map, p, r->walk.at))
+    rc = IDX_W_BAIL;
+  return rc;
+}
+
+/* ELEM at '{': events by the token walk, as long as it takes them, each
+ * handed over as on_elem would. Returns 0 (the state machine goes on from
+ * *pp), FAST_BAIL (*pp at an event the walk leaves to on_elem), or an
+ * error. */
+static int fast_events(struct idx_reader *r, const char **pp, const char *end)
+{
+  const char *t;
+  int rc;
+
+  for (;;) {
+    rc = walk_event(r, *pp, end);
+    if (rc < 0)
+      return rc;
+    if (rc != IDX_W_OK)
+      return FAST_BAIL;
+    t = r->walk.at + 1;
+    r->st = ST_ELEM_NEXT;
+    r->ev.ev.raw.p = *pp;
+    r->ev.ev.raw.n = (size_t)(t - *pp);
+    if ((size_t)(t - *pp) > IDX_EVENT_CEILING) {
+      count_skipped(r);
+    } else if ((rc = deliver(r)) != 0) {
+      *pp = t;
+      return rc;
+    }
+    *pp = t;
+    /* "}, {" goes on here (a ',' is the byte after the '}', scan.h);
+     * anything else is the state machine's. */
+    if (t == end || *t != ',')
+      return 0;
+    *pp = t + 1;
+    r->st = ST_ELEM;
+    if (!idx_walk_next(&r->walk, &t) || *t != '{' || !idx_ws_gap(*pp, t))
+      return 0;
+    *pp = t;
+  }
+}
+
+/* ELEM at '{': when the chunk's batch (reader_batch.c) starts here and was
+ * walked for this nesting and unit, its events are handed over as
+ * deliver() would (the format is settled: a batch needs the unit), and
+ * the state machine goes on where its walk stopped. FAST_BAIL when there
+ * is no such batch. */
+static int use_batch(struct idx_reader *r, const char **pp)
+{
+  const struct idx_batch *b = r->batch;
+  size_t i;
+  int rc;
+
+  if (b == NULL || b->start != *pp || b->n == 0 || b->depth != r->elem_depth ||
+      b->scale != scale_of(r))
+    return FAST_BAIL;
+  r->batch = NULL;
+  r->doc.walked_ahead += b->n;
+  for (i = 0; i < b->n; i++) {
+    r->doc.events++;
+    if (b->ev[i].bad || b->ev[i].over) {
+      r->doc.skipped++;
+    } else if ((rc = r->cb(r->ud, &r->doc, &b->ev[i].ev)) != 0) {
+      r->st = ST_FAILED;
+      r->fail = rc;
+      return rc;
+    }
+  }
+  *pp = b->stop;
+  r->st = b->stop_elem ? ST_ELEM : ST_ELEM_NEXT;
+  return 0;
+}
+
 /* ELEM: the first byte of an element of traceEvents. An object is parsed
  * in place when it lies wholly in the chunk; else it is captured. */
 static int on_elem(struct idx_reader *r, const char **pp, const char *end)
@@ -481,6 +602,11 @@ static int on_elem(struct idx_reader *r, const char **pp, const char *end)
     start_skip(r, ST_ELEM_NEXT);
     return 0;
   }
+  if (r->batch != NULL && (rc = use_batch(r, pp)) != FAST_BAIL)
+    return rc;
+  if (r->fast && (rc = fast_events(r, pp, end)) != FAST_BAIL)
+    return rc;
+  c.p = *pp;
   r->ev.scale = scale_of(r);
   rc = idx_parse_event(&c, &r->ev);
   if (rc == IDX_P_MORE || rc == IDX_P_COPY) {
@@ -524,7 +650,7 @@ static int on_start(struct idx_reader *r, const char **pp)
     r->events_seen = 1;
     r->elem_depth = 1;
     if (r->doc.format == IDX_FORMAT_AUTO)
-      r->doc.format = IDX_FORMAT_KINETO;
+      r->doc.format = idx_format_bare();
     r->st = ST_ELEM;
   } else {
     return fail_at(r, off, "not JSON (expected '{' or '[')");
@@ -631,28 +757,56 @@ int idx_reader_new(enum idx_format forced, idx_event_cb cb, void *ud,
     return TR_ENOMEM;
   r->cb = cb;
   r->ud = ud;
+  r->fast = idx_scan_enabled();
   r->doc.format = forced;
   r->doc.rank = -1;
   *out = r;
   return 0;
 }
 
-int idx_reader_feed(struct idx_reader *r, const char *buf, size_t len,
-                    struct tr_err *err)
+int idx_reader_feed_chunk(struct idx_reader *r, const struct idx_chunk *c,
+                          struct tr_err *err)
 {
-  const char *p = buf, *end = buf + len;
+  const char *p = c->text, *end = c->text + c->len;
   int rc = 0;
 
   if (r->st == ST_FAILED)
     return r->fail;
-  r->chunk = buf;
+  r->chunk = c->text;
   r->err = err;
+  r->win_ok = 0;
+  r->batch = r->fast ? c->batch : NULL;
+  if (c->map != NULL && r->fast) {
+    idx_walk_init(&r->walk, c->map, end);
+    r->map = c->map;
+    r->win_ok = 1;
+  }
   while (p < end && rc == 0)
     rc = step(r, &p, end);
-  r->off += len;
+  r->off += c->len;
   r->doc.json_bytes = r->off;
   r->err = NULL;
+  r->win_ok = 0;
+  r->batch = NULL;
   return rc;
+}
+
+int idx_reader_feed(struct idx_reader *r, const char *buf, size_t len,
+                    struct tr_err *err)
+{
+  struct idx_chunk c = { buf, len, NULL, NULL };
+
+  return idx_reader_feed_chunk(r, &c, err);
+}
+
+int idx_reader_walk_hint(const struct idx_reader *r, unsigned *depth,
+                         int *scale)
+{
+  if (!r->fast || !r->events_seen || r->events_done || scale_of(r) < 0)
+    return 0;
+  *depth = r->elem_depth;
+  *scale = scale_of(r);
+  return 1;
 }
 
 int idx_reader_finish(struct idx_reader *r, struct tr_err *err)
@@ -673,7 +827,7 @@ int idx_reader_finish(struct idx_reader *r, struct tr_err *err)
   if (!r->events_seen)
     return fail_at(r, r->off, "no traceEvents array");
   if (r->doc.format == IDX_FORMAT_AUTO)
-    r->doc.format = IDX_FORMAT_KINETO;
+    r->doc.format = idx_format_get(IDX_FORMAT_AUTO)->id;
   r->err = NULL;
   return 0;
 }
@@ -699,5 +853,6 @@ void idx_reader_free(struct idx_reader *r)
   free(r->mkey);
   free(r->raw);
   free(r->buf);
+  idx_scan_map_free(&r->win);
   free(r);
 }

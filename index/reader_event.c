@@ -12,6 +12,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "common/text.h"
 #include "index/reader_int.h"
 
 /* Byte classes outside strings; from C_WS on, a byte inside a skipped
@@ -274,7 +275,7 @@ static int get_str(struct idx_cur *c, struct idx_str *out, int *bad)
       n = 0;
     }
   }
-  if (!idx_utf8_valid(b, n))
+  if (!tr_utf8_valid(b, n))
     *bad = 1;
   out->p = b;
   out->n = n;
@@ -565,63 +566,6 @@ static int dim3_field(struct idx_cur *c, struct idx_parsed *e, int64_t *dst,
   return rc;
 }
 
-enum {
-  A_CORR,
-  A_COID,
-  A_EXTID,
-  A_DEVICE,
-  A_STREAM,
-  A_GRID,
-  A_BLOCK,
-  A_REGS,
-  A_SHMEM,
-  A_DYN,
-  A_STATIC,
-  A_BYTES,
-  A_SIZE,
-  A_KIND,
-  A_KERNEL,
-  A_NAME
-};
-
-/* The args keys we read (docs/TRACE_FORMATS.md): kineto's, legacy
- * kineto's lower-case "external id", and mcTracer's. By length first:
- * this runs for every key of every event. */
-static int arg_key(const char *k, size_t n)
-{
-#define IS(s) (memcmp(k, s, sizeof(s) - 1) == 0)
-  switch (n) {
-  case 4:
-    return IS("grid")   ? A_GRID
-           : IS("kind") ? A_KIND
-           : IS("name") ? A_NAME
-           : IS("size") ? A_SIZE
-                        : -1;
-  case 5:
-    return IS("block")   ? A_BLOCK
-           : IS("bytes") ? A_BYTES
-           : IS("co_id") ? A_COID
-                         : -1;
-  case 6:
-    return IS("device")   ? A_DEVICE
-           : IS("stream") ? A_STREAM
-           : IS("kernel") ? A_KERNEL
-                          : -1;
-  case 11:
-    return IS("correlation")                        ? A_CORR
-           : IS("External id") || IS("external id") ? A_EXTID
-                                                    : -1;
-  case 13:
-    return IS("shared memory") ? A_SHMEM : IS("static_shared") ? A_STATIC : -1;
-  case 14: return IS("dynamic_shared") ? A_DYN : -1;
-  case 20:
-    return IS("registers per thread") || IS("registers_per_thread") ? A_REGS
-                                                                    : -1;
-  default: return -1;
-  }
-#undef IS
-}
-
 /* "kind" is a string on kineto ("Dispatch Kernel") and may be a number
  * elsewhere: a number is kept as written. */
 static int kind_field(struct idx_cur *c, struct idx_parsed *e)
@@ -645,57 +589,18 @@ static int on_arg(struct idx_cur *c, const char *k, size_t kn, void *ctx)
 {
   struct idx_parsed *e = ctx;
   struct idx_event *ev = &e->ev;
-  uint32_t *has = &ev->has, bit; /* where presence is recorded */
-  int64_t *dst;                  /* the integer read */
+  int key = idx_arg_key(k, kn);
+  struct idx_slot slot;
 
-  switch (arg_key(k, kn)) {
-  case A_COID: e->co_id = 1; /* fall through */
-  case A_CORR: dst = &ev->correlation, bit = IDX_HAS_CORR; break;
-  case A_EXTID: dst = &ev->external_id, bit = IDX_HAS_EXTID; break;
-  case A_DEVICE: dst = &ev->device, bit = IDX_HAS_DEVICE; break;
-  case A_STREAM: dst = &ev->stream, bit = IDX_HAS_STREAM; break;
-  case A_REGS: dst = &ev->registers, bit = IDX_HAS_REGS; break;
-  case A_SHMEM: dst = &ev->shared_bytes, bit = IDX_HAS_SHMEM; break;
-  case A_BYTES: dst = &ev->bytes, bit = IDX_HAS_BYTES; break;
-  case A_SIZE: dst = &e->size, has = &e->xhas, bit = IDX_X_SIZE; break;
-  case A_DYN: dst = &e->dyn_shared, has = &e->xhas, bit = IDX_X_DYN; break;
-  case A_STATIC:
-    dst = &e->static_shared, has = &e->xhas, bit = IDX_X_STATIC;
-    break;
-  case A_GRID: return dim3_field(c, e, ev->grid, IDX_HAS_GRID);
-  case A_BLOCK: return dim3_field(c, e, ev->block, IDX_HAS_BLOCK);
-  case A_KIND: return kind_field(c, e);
-  case A_KERNEL: return str_field(c, &ev->kernel, &e->bad, 0);
-  case A_NAME: return str_field(c, &ev->arg_name, &e->bad, 0);
+  if (idx_arg_slot(e, key, &slot))
+    return int_field(c, e, slot.dst, slot.has, slot.bit);
+  switch (key) {
+  case IDX_A_GRID: return dim3_field(c, e, ev->grid, IDX_HAS_GRID);
+  case IDX_A_BLOCK: return dim3_field(c, e, ev->block, IDX_HAS_BLOCK);
+  case IDX_A_KIND: return kind_field(c, e);
+  case IDX_A_KERNEL: return str_field(c, &ev->kernel, &e->bad, 0);
+  case IDX_A_NAME: return str_field(c, &ev->arg_name, &e->bad, 0);
   default: return skip_value(c);
-  }
-  return int_field(c, e, dst, has, bit);
-}
-
-enum { K_OTHER, K_PH, K_CAT, K_NAME, K_PID, K_TID, K_TS, K_DUR, K_ARGS };
-
-/* The event-level keys we read, by length first (every key of every
- * event goes through here). */
-static int event_key(const char *k, size_t n)
-{
-  switch (n) {
-  case 2:
-    if (k[0] == 'p' && k[1] == 'h')
-      return K_PH;
-    return k[0] == 't' && k[1] == 's' ? K_TS : K_OTHER;
-  case 3:
-    if (memcmp(k, "cat", 3) == 0)
-      return K_CAT;
-    if (memcmp(k, "pid", 3) == 0)
-      return K_PID;
-    if (memcmp(k, "tid", 3) == 0)
-      return K_TID;
-    return memcmp(k, "dur", 3) == 0 ? K_DUR : K_OTHER;
-  case 4:
-    if (memcmp(k, "name", 4) == 0)
-      return K_NAME;
-    return memcmp(k, "args", 4) == 0 ? K_ARGS : K_OTHER;
-  default: return K_OTHER;
   }
 }
 
@@ -728,36 +633,19 @@ static int on_event_key(struct idx_cur *c, const char *k, size_t kn, void *ctx)
   struct idx_str ph = { 0 };
   int rc;
 
-  switch (event_key(k, kn)) {
-  case K_PH:
+  switch (idx_event_key(k, kn)) {
+  case IDX_K_PH:
     rc = str_field(c, &ph, &e->bad, 1);
     ev->ph = ph.n > 0 ? ph.p[0] : 0;
     return rc;
-  case K_CAT: return str_field(c, &ev->cat, &e->bad, 1);
-  case K_NAME: return str_field(c, &ev->name, &e->bad, 1);
-  case K_PID: return lane_field(c, e, &ev->pid, &ev->pid_str, IDX_HAS_PID);
-  case K_TID: return lane_field(c, e, &ev->tid, &ev->tid_str, IDX_HAS_TID);
-  case K_TS: return time_field(c, e, &e->ts);
-  case K_DUR: return time_field(c, e, &e->dur);
-  case K_ARGS: return *c->p == '{' ? obj_each(c, on_arg, e) : skip_value(c);
+  case IDX_K_CAT: return str_field(c, &ev->cat, &e->bad, 1);
+  case IDX_K_NAME: return str_field(c, &ev->name, &e->bad, 1);
+  case IDX_K_PID: return lane_field(c, e, &ev->pid, &ev->pid_str, IDX_HAS_PID);
+  case IDX_K_TID: return lane_field(c, e, &ev->tid, &ev->tid_str, IDX_HAS_TID);
+  case IDX_K_TS: return time_field(c, e, &e->ts);
+  case IDX_K_DUR: return time_field(c, e, &e->dur);
+  case IDX_K_ARGS: return *c->p == '{' ? obj_each(c, on_arg, e) : skip_value(c);
   default: return skip_value(c);
-  }
-}
-
-/* Fields derived from others once the whole event is read. */
-static void finish_event(struct idx_parsed *e)
-{
-  struct idx_event *ev = &e->ev;
-
-  if (!(ev->has & IDX_HAS_SHMEM) && (e->xhas & (IDX_X_DYN | IDX_X_STATIC))) {
-    if (__builtin_add_overflow(e->dyn_shared, e->static_shared,
-                               &ev->shared_bytes))
-      e->bad = 1;
-    ev->has |= IDX_HAS_SHMEM;
-  }
-  if (!(ev->has & IDX_HAS_BYTES) && (e->xhas & IDX_X_SIZE)) {
-    ev->bytes = e->size;
-    ev->has |= IDX_HAS_BYTES;
   }
 }
 
@@ -771,7 +659,7 @@ int idx_parse_event(struct idx_cur *c, struct idx_parsed *out)
     return IDX_P_SYNTAX;
   rc = obj_each(c, on_event_key, out);
   if (rc == IDX_P_OK)
-    finish_event(out);
+    idx_finish_event(out);
   return rc;
 }
 

@@ -70,35 +70,6 @@ static int split(const char *p, const char *end, int *neg, struct digits *d,
   return p == end ? IDX_NUM_OK : IDX_NUM_NAN;
 }
 
-const char *idx_num_fast(const char *p, const char *end, unsigned scale,
-                         int64_t *out)
-{
-  const char *s;
-  uint64_t acc = 0;
-  unsigned f = 0; /* fraction digits kept */
-  int neg = 0;
-
-  if (p < end && *p == '-')
-    neg = 1, p++;
-  for (s = p; p < end && is_digit(*p); p++)
-    acc = acc * 10 + (uint64_t)(*p - '0');
-  if (p == s || (size_t)(p - s) + scale > 18)
-    return NULL;
-  if (p < end && *p == '.') {
-    for (s = ++p; p < end && is_digit(*p); p++)
-      if (f < scale)
-        acc = acc * 10 + (uint64_t)(*p - '0'), f++;
-    if (p == s)
-      return NULL;
-  }
-  if (p < end && (*p == 'e' || *p == 'E'))
-    return NULL;
-  for (; f < scale; f++)
-    acc *= 10;
-  *out = neg ? -(int64_t)acc : (int64_t)acc;
-  return p;
-}
-
 int idx_num_parse(const char *p, size_t n, unsigned scale, int64_t *out)
 {
   const uint64_t lim = (uint64_t)INT64_MAX; /* +1 when negative */
@@ -130,64 +101,6 @@ int idx_num_parse(const char *p, size_t n, unsigned scale, int64_t *out)
     return IDX_NUM_RANGE;
   *out = neg ? (int64_t)(0 - acc) : (int64_t)acc;
   return IDX_NUM_OK;
-}
-
-/* Length of the UTF-8 sequence led by c, with the allowed range of its
- * second byte (which rules out overlongs, surrogates and > U+10FFFF). */
-static int lead(unsigned char c, unsigned char *lo, unsigned char *hi)
-{
-  *lo = 0x80;
-  *hi = 0xbf;
-  if (c >= 0xc2 && c <= 0xdf)
-    return 2;
-  if (c >= 0xe0 && c <= 0xef) {
-    if (c == 0xe0)
-      *lo = 0xa0;
-    if (c == 0xed)
-      *hi = 0x9f;
-    return 3;
-  }
-  if (c >= 0xf0 && c <= 0xf4) {
-    if (c == 0xf0)
-      *lo = 0x90;
-    if (c == 0xf4)
-      *hi = 0x8f;
-    return 4;
-  }
-  return 0;
-}
-
-int idx_utf8_valid(const char *s, size_t n)
-{
-  const unsigned char *u = (const unsigned char *)s;
-  unsigned char lo, hi;
-  size_t i = 0;
-  uint64_t w;
-  int len, k;
-
-  while (i < n) {
-    /* Names are nearly always ASCII: eight bytes at a time. */
-    while (i + 8 <= n) {
-      memcpy(&w, u + i, 8);
-      if (w & 0x8080808080808080ull)
-        break;
-      i += 8;
-    }
-    if (i == n)
-      break;
-    if (u[i] < 0x80) {
-      i++;
-      continue;
-    }
-    len = lead(u[i], &lo, &hi);
-    if (len == 0 || i + (size_t)len > n || u[i + 1] < lo || u[i + 1] > hi)
-      return 0;
-    for (k = 2; k < len; k++)
-      if (u[i + k] < 0x80 || u[i + k] > 0xbf)
-        return 0;
-    i += (size_t)len;
-  }
-  return 1;
 }
 
 /* Four hex digits at s, or -1. */

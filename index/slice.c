@@ -42,6 +42,7 @@
 
 #include "index/agg.h"
 #include "index/event.h"
+#include "index/format.h"
 #include "index/slice.h"
 
 /* Members read after the events start, held for the end (each at most
@@ -59,7 +60,7 @@ struct slicer {
   int members_written; /* a member is written before it */
   int events_written;  /* an element is written in it */
   int tracks_named;    /* traced's process and threads are named */
-  int scale;           /* ts unit: 3 kineto (us), 0 mcTracer (ns) */
+  int scale;           /* ts unit: digits to ns (format.h's ts_scale) */
   int64_t max_pid;     /* largest numeric pid, INT64_MIN: none */
   struct held held;
   struct idx_agg agg;
@@ -242,18 +243,22 @@ static int on_event(void *ud, const struct idx_doc *doc,
 #define TRACK_STEPS 1
 #define TRACK_IDLE  2
 
-/* t in trace ns as the file writes it: microseconds with three decimals
- * (kineto), nanoseconds (mcTracer). */
+/* t in trace ns as the file writes it (format.h's ts_scale): microseconds
+ * with three decimals (kineto), nanoseconds (mcTracer). */
 static void put_time(struct slicer *s, const char *key, int64_t t)
 {
   char buf[64];
   uint64_t a = t < 0 ? 0 - (uint64_t)t : (uint64_t)t;
 
+  uint64_t unit = 1;
+
+  for (int i = 0; i < s->scale; i++)
+    unit *= 10;
   if (s->scale == 0)
     snprintf(buf, sizeof(buf), ",\"%s\":%" PRId64, key, t);
   else
-    snprintf(buf, sizeof(buf), ",\"%s\":%s%" PRIu64 ".%03" PRIu64, key,
-             t < 0 ? "-" : "", a / 1000, a % 1000);
+    snprintf(buf, sizeof(buf), ",\"%s\":%s%" PRIu64 ".%0*" PRIu64, key,
+             t < 0 ? "-" : "", a / unit, s->scale, a % unit);
   slice_out_str(&s->out, buf);
 }
 
@@ -396,7 +401,7 @@ static int finish(struct slicer *s, const struct idx_doc *doc, const char *path,
 {
   int rc;
 
-  s->scale = doc->format == IDX_FORMAT_MCTRACER ? 0 : 3;
+  s->scale = (int)idx_format_get(doc->format)->ts_scale;
   open_array(s);
   if (s->agg_on && (rc = tracks(s, doc, path, err)) != 0)
     return rc;
@@ -441,9 +446,11 @@ int idx_slice_under(const char *root, const char *path,
                     const struct idx_slice_opts *o, idx_write_fn write,
                     void *ud, struct idx_slice_stats *stats, struct tr_err *err)
 {
-  struct idx_options ropt = {
-    o->format, o->rules, -1, NULL, NULL, o->cancel, 0
-  };
+  struct idx_options ropt = { .format = o->format,
+                              .rules = o->rules,
+                              .rank = -1,
+                              .cancel = o->cancel,
+                              .threads = o->threads };
   struct tr_err local = { 0 };
   struct idx_reader *rd = NULL;
   struct slicer *s = calloc(1, sizeof(*s));

@@ -1,13 +1,29 @@
 /*
  * The byte source (event.h): a plain or gzip trace file read by a thread of
  * its own, which reads (and inflates) into a ring of SLOTS buffers while the
- * caller parses the previous ones.
+ * caller parses the previous ones; or, without a thread, read into one
+ * buffer on the caller's own turn (produce() does both).
  *
  * Ring protocol, under mu: the thread fills slot i only while it is not
  * full, then marks it full; the caller hands out full slots in order and
  * marks the one it held free on its next call. `ended` is set after the
  * thread's last slot, with end_err saying why (code 0: clean end), so the
  * caller sees every byte produced before an error, then the error.
+ *
+ * Stage 1 (IDX_SOURCE_SCAN): each slot's masks are scanned in file order,
+ * carrying the string state from slot to slot, by whichever thread gets
+ * there first: the thread, when the ring is full and it would only wait,
+ * or the caller, when the slot it takes is not scanned yet. So inflating
+ * keeps its own core busy and the scan goes where there is time for it.
+ * scan_next is the slot to scan next; `scanning` says a thread is at it
+ * (the mutex is not held while scanning).
+ *
+ * Walks ahead (reader_batch.c): once the reader has said what to walk for
+ * (idx_source_hint), the thread, still only when the ring is full and no
+ * slot waits to be scanned, walks the events of a scanned slot the caller
+ * does not hold (batch BUILDING, then DONE, under mu; the caller waits for
+ * a BUILDING slot it takes). The reader uses a batch only where its own
+ * walk would have given the same events.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,21 +37,38 @@
 #include "common/file.h"
 #include "index/event.h"
 #include "index/inflate.h"
+#include "index/reader_int.h"
+#include "index/scan.h"
 
 #define SLOTS      4
 #define SLOT_BYTES (1u << 20) /* JSON text per slot */
 #define IN_BYTES   (1u << 20) /* compressed bytes per read() */
 
+enum { BATCH_NONE, BATCH_BUILDING, BATCH_DONE };
+
 struct slot {
   char *buf;  /* SLOT_BYTES */
   size_t len; /* bytes of text when full */
   int full;
+  int scanned;             /* map holds the masks of buf */
+  struct idx_scan_map map; /* IDX_SOURCE_SCAN */
+  int batch_state;         /* BATCH_* */
+  struct idx_batch batch;  /* events walked ahead in buf */
+};
+
+/* The state of gzip reading between slots. */
+struct gz {
+  struct idx_inflate_io io;
+  int eof;       /* read() returned 0 */
+  int in_member; /* inside a gzip member (else at a member boundary) */
 };
 
 struct idx_source {
   char *path;
   int fd;
-  int gzip; /* 1f 8b magic seen */
+  int gzip;     /* 1f 8b magic seen */
+  int threaded; /* a thread produces the slots */
+  int scan;     /* slots get stage-1 masks */
   uint64_t file_bytes;
   _Atomic uint64_t read_bytes; /* file bytes read by the thread */
   pthread_t thread;
@@ -43,23 +76,81 @@ struct idx_source {
   pthread_mutex_t mu; /* guards slot[].full, stop, ended */
   pthread_cond_t cv;  /* any change of those */
   struct slot slot[SLOTS];
-  unsigned next;         /* caller: slot handed out next */
-  int holding;           /* caller holds the slot before next */
-  int stop;              /* close: the thread must quit */
-  int ended;             /* the thread filled its last slot */
-  struct tr_err end_err; /* why it ended; code 0 at a clean end */
-  uint8_t *in;           /* thread: compressed input, IN_BYTES */
-  struct idx_inflate *z; /* thread: NULL for plain files */
+  unsigned next;               /* caller: slot handed out next */
+  int holding;                 /* caller holds the slot before next */
+  int stop;                    /* close: the thread must quit */
+  int ended;                   /* the thread filled its last slot */
+  struct tr_err end_err;       /* why it ended; code 0 at a clean end */
+  uint8_t *in;                 /* producer: compressed input, IN_BYTES */
+  struct idx_inflate *z;       /* producer: NULL for plain files */
+  struct gz g;                 /* producer: gzip state */
+  unsigned scan_next;          /* the slot to scan next, in file order */
+  int scanning;                /* a thread scans it now */
+  struct idx_scan_carry carry; /* the string state after the last slot
+                                  scanned */
+  int hinted;                  /* walks ahead are for: */
+  unsigned hint_depth;         /* the events' nesting */
+  int hint_scale;              /* and the unit */
 };
 
-/* Thread: waits until slot i is free; NULL when close() asks to stop. */
+/* Under mu: scans slot scan_next if it is full, not scanned, and no one
+ * is at it, releasing mu meanwhile. 1 when it did. Out of memory, scanning
+ * stops for the rest of the file: the reader scans for itself then. */
+static int scan_one(struct idx_source *s)
+{
+  struct slot *sl = &s->slot[s->scan_next];
+  int rc;
+
+  if (!s->scan || s->scanning || !sl->full || sl->scanned)
+    return 0;
+  s->scanning = 1;
+  pthread_mutex_unlock(&s->mu);
+  rc = idx_scan_run(&sl->map, &s->carry, sl->buf, sl->len);
+  pthread_mutex_lock(&s->mu);
+  s->scanning = 0;
+  if (rc != 0)
+    s->scan = 0;
+  sl->scanned = rc == 0;
+  s->scan_next = (s->scan_next + 1) % SLOTS;
+  pthread_cond_broadcast(&s->cv);
+  return 1;
+}
+
+/* Under mu: walks ahead in the oldest scanned slot that has no batch and
+ * that the caller does not hold, releasing mu meanwhile. 1 when it did.
+ * Out of memory, that slot simply has no batch. */
+static int walk_one(struct idx_source *s)
+{
+  unsigned i, k = s->next; /* the caller's next; it holds the one before */
+  struct slot *sl = NULL;
+
+  if (!s->hinted)
+    return 0;
+  for (i = 0; i < SLOTS - 1 && sl == NULL; i++, k = (k + 1) % SLOTS)
+    if (s->slot[k].full && s->slot[k].scanned &&
+        s->slot[k].batch_state == BATCH_NONE)
+      sl = &s->slot[k];
+  if (sl == NULL)
+    return 0;
+  sl->batch_state = BATCH_BUILDING;
+  pthread_mutex_unlock(&s->mu);
+  (void)idx_batch_build(&sl->batch, &sl->map, s->hint_depth, s->hint_scale);
+  pthread_mutex_lock(&s->mu);
+  sl->batch_state = BATCH_DONE;
+  pthread_cond_broadcast(&s->cv);
+  return 1;
+}
+
+/* Thread: waits until slot i is free, scanning and walking ahead in the
+ * meantime; NULL when close() asks to stop. */
 static char *wait_free(struct idx_source *s, unsigned i)
 {
   char *buf = NULL;
 
   pthread_mutex_lock(&s->mu);
   while (s->slot[i].full && !s->stop)
-    pthread_cond_wait(&s->cv, &s->mu);
+    if (!scan_one(s) && !walk_one(s))
+      pthread_cond_wait(&s->cv, &s->mu);
   if (!s->stop)
     buf = s->slot[i].buf;
   pthread_mutex_unlock(&s->mu);
@@ -96,36 +187,20 @@ static ssize_t read_some(struct idx_source *s, void *buf, size_t cap)
   return (ssize_t)got;
 }
 
-/* Thread, plain file: slots are filled straight by read(). */
-static void run_plain(struct idx_source *s)
+/* Plain file: a slot is filled straight by read(). 1, 0 at the end, or
+ * negative (end_err set). */
+static int produce_plain(struct idx_source *s, char *buf, size_t *len)
 {
-  unsigned i;
-  char *buf;
-  ssize_t n;
+  ssize_t n = read_some(s, buf, SLOT_BYTES);
 
-  for (i = 0;; i = (i + 1) % SLOTS) {
-    buf = wait_free(s, i);
-    if (buf == NULL)
-      return;
-    n = read_some(s, buf, SLOT_BYTES);
-    if (n < 0) {
-      tr_err_set(&s->end_err, (int)n, NULL, "%s: read: %s at byte %llu",
-                 s->path, strerror((int)-n),
-                 (unsigned long long)atomic_load(&s->read_bytes));
-      return;
-    }
-    if (n == 0)
-      return;
-    put_full(s, i, (size_t)n);
-  }
+  *len = 0;
+  if (n < 0)
+    return tr_err_set(&s->end_err, (int)n, NULL, "%s: read: %s at byte %llu",
+                      s->path, strerror((int)-n),
+                      (unsigned long long)atomic_load(&s->read_bytes));
+  *len = (size_t)n;
+  return n > 0;
 }
-
-/* The state of the gzip thread between slots. */
-struct gz {
-  struct idx_inflate_io io;
-  int eof;       /* read() returned 0 */
-  int in_member; /* inside a gzip member (else at a member boundary) */
-};
 
 /* Tops up the compressed input (keeping unread bytes) when it is below
  * half a buffer, or whenever `force`. 0 or -errno. */
@@ -207,40 +282,44 @@ static int fill_gzip(struct idx_source *s, struct gz *g)
   return 1;
 }
 
-/* Thread, gzip: fills slots until the end of the file, an error, or
- * close(). */
-static void run_gzip(struct idx_source *s)
+/* Gzip: inflates into one slot (*len bytes). 1 when more may follow, 0
+ * at the end of the file, negative on error (end_err set). */
+static int produce_gzip(struct idx_source *s, char *buf, size_t *len)
 {
-  struct gz g;
-  unsigned i;
-  char *buf;
+  struct gz *g = &s->g;
   int rc;
 
-  memset(&g, 0, sizeof(g));
-  g.io.in = s->in;
-  for (i = 0;; i = (i + 1) % SLOTS) {
-    buf = wait_free(s, i);
-    if (buf == NULL)
-      return;
-    g.io.out = (uint8_t *)buf;
-    g.io.out_len = SLOT_BYTES;
-    rc = fill_gzip(s, &g);
-    if (g.io.out_len < SLOT_BYTES)
-      put_full(s, i, SLOT_BYTES - g.io.out_len);
-    if (rc <= 0)
-      return;
-  }
+  g->io.out = (uint8_t *)buf;
+  g->io.out_len = SLOT_BYTES;
+  rc = fill_gzip(s, g);
+  *len = SLOT_BYTES - g->io.out_len;
+  return rc;
+}
+
+/* The next slot's bytes into buf: 1, 0 at the end, or negative. */
+static int produce(struct idx_source *s, char *buf, size_t *len)
+{
+  return s->gzip ? produce_gzip(s, buf, len) : produce_plain(s, buf, len);
 }
 
 /* The thread: produces the whole file, then marks the ring ended. */
 static void *run(void *arg)
 {
   struct idx_source *s = arg;
+  unsigned i;
+  size_t len;
+  char *buf;
+  int rc;
 
-  if (s->gzip)
-    run_gzip(s);
-  else
-    run_plain(s);
+  for (i = 0;; i = (i + 1) % SLOTS) {
+    if ((buf = wait_free(s, i)) == NULL)
+      break;
+    rc = produce(s, buf, &len);
+    if (len > 0)
+      put_full(s, i, len);
+    if (rc <= 0)
+      break;
+  }
   pthread_mutex_lock(&s->mu);
   s->ended = 1;
   pthread_cond_broadcast(&s->cv);
@@ -277,7 +356,7 @@ static int alloc_buffers(struct idx_source *s)
 {
   unsigned i;
 
-  for (i = 0; i < SLOTS; i++) {
+  for (i = 0; i < (s->threaded ? SLOTS : 1); i++) {
     s->slot[i].buf = malloc(SLOT_BYTES);
     if (s->slot[i].buf == NULL)
       return TR_ENOMEM;
@@ -287,16 +366,17 @@ static int alloc_buffers(struct idx_source *s)
   s->in = malloc(IN_BYTES);
   if (s->in == NULL)
     return TR_ENOMEM;
+  s->g.io.in = s->in;
   return idx_inflate_new(&s->z);
 }
 
-int idx_source_open(const char *path, struct idx_source **out,
+int idx_source_open(const char *path, unsigned flags, struct idx_source **out,
                     struct tr_err *err)
 {
-  return idx_source_open_under(NULL, path, out, err);
+  return idx_source_open_under(NULL, path, flags, out, err);
 }
 
-int idx_source_open_under(const char *root, const char *path,
+int idx_source_open_under(const char *root, const char *path, unsigned flags,
                           struct idx_source **out, struct tr_err *err)
 {
   struct idx_source *s = calloc(1, sizeof(*s));
@@ -305,6 +385,8 @@ int idx_source_open_under(const char *root, const char *path,
   if (s == NULL)
     return tr_err_set(err, TR_ENOMEM, NULL, "%s: out of memory", path);
   s->fd = -1;
+  s->threaded = (flags & IDX_SOURCE_THREAD) != 0;
+  s->scan = (flags & IDX_SOURCE_SCAN) != 0 && idx_scan_enabled();
   pthread_mutex_init(&s->mu, NULL);
   pthread_cond_init(&s->cv, NULL);
   s->path = strdup(path);
@@ -315,47 +397,89 @@ int idx_source_open_under(const char *root, const char *path,
   rc = open_file(s, root, err);
   if (rc == 0 && alloc_buffers(s) != 0)
     rc = tr_err_set(err, TR_ENOMEM, NULL, "%s: out of memory", path);
-  if (rc == 0 && (rc = pthread_create(&s->thread, NULL, run, s)) != 0)
+  if (rc == 0 && s->threaded &&
+      (rc = pthread_create(&s->thread, NULL, run, s)) != 0)
     rc = tr_err_set(err, -rc, NULL, "%s: thread: %s", path, strerror(rc));
   if (rc != 0) {
     idx_source_close(s);
     return rc;
   }
-  s->started = 1;
+  s->started = s->threaded;
   *out = s;
   return 0;
 }
 
-int idx_source_next(struct idx_source *s, const char **buf, size_t *len,
+/* Without a thread: the next slot is produced (and scanned) now, into the
+ * one buffer. Bytes produced before an error are handed out first. */
+static int next_inline(struct idx_source *s, struct idx_chunk *c,
+                       struct tr_err *err)
+{
+  struct slot *sl = &s->slot[0];
+  int rc;
+
+  if (!s->ended) {
+    rc = produce(s, sl->buf, &c->len);
+    s->ended = rc <= 0;
+  }
+  if (c->len > 0) {
+    if (s->scan && idx_scan_run(&sl->map, &s->carry, sl->buf, c->len) != 0)
+      s->scan = 0;
+    c->map = s->scan ? &sl->map : NULL;
+    c->text = sl->buf;
+    return 0;
+  }
+  if (s->end_err.code != 0)
+    return tr_err_set(err, s->end_err.code, NULL, "%s", s->end_err.msg);
+  return 0;
+}
+
+int idx_source_next(struct idx_source *s, struct idx_chunk *c,
                     struct tr_err *err)
 {
   struct slot *sl;
 
+  memset(c, 0, sizeof(*c));
+  if (!s->threaded)
+    return next_inline(s, c, err);
   pthread_mutex_lock(&s->mu);
   if (s->holding) {
-    s->slot[(s->next + SLOTS - 1) % SLOTS].full = 0;
+    sl = &s->slot[(s->next + SLOTS - 1) % SLOTS];
+    sl->full = sl->scanned = 0;
+    sl->batch_state = BATCH_NONE;
     s->holding = 0;
     pthread_cond_broadcast(&s->cv);
   }
   sl = &s->slot[s->next];
   while (!sl->full && !s->ended)
     pthread_cond_wait(&s->cv, &s->mu);
+  /* Scanned by the thread, or by this one now; walked ahead or not. */
+  while (sl->full &&
+         ((s->scan && !sl->scanned) || sl->batch_state == BATCH_BUILDING))
+    if (!scan_one(s))
+      pthread_cond_wait(&s->cv, &s->mu);
   if (!sl->full) {
     pthread_mutex_unlock(&s->mu);
-    if (s->end_err.code != 0) {
-      tr_err_set(err, s->end_err.code, NULL, "%s", s->end_err.msg);
-      return s->end_err.code;
-    }
-    *buf = NULL;
-    *len = 0;
+    if (s->end_err.code != 0)
+      return tr_err_set(err, s->end_err.code, NULL, "%s", s->end_err.msg);
     return 0;
   }
+  c->map = sl->scanned ? &sl->map : NULL;
+  c->batch = sl->batch_state == BATCH_DONE ? &sl->batch : NULL;
   s->holding = 1;
   s->next = (s->next + 1) % SLOTS;
   pthread_mutex_unlock(&s->mu);
-  *buf = sl->buf;
-  *len = sl->len;
+  c->text = sl->buf;
+  c->len = sl->len;
   return 0;
+}
+
+void idx_source_hint(struct idx_source *s, unsigned depth, int scale)
+{
+  pthread_mutex_lock(&s->mu);
+  s->hint_depth = depth;
+  s->hint_scale = scale;
+  s->hinted = s->threaded;
+  pthread_mutex_unlock(&s->mu);
 }
 
 uint64_t idx_source_file_bytes(const struct idx_source *s)
@@ -383,8 +507,11 @@ void idx_source_close(struct idx_source *s)
   }
   if (s->fd >= 0)
     close(s->fd);
-  for (i = 0; i < SLOTS; i++)
+  for (i = 0; i < SLOTS; i++) {
     free(s->slot[i].buf);
+    idx_scan_map_free(&s->slot[i].map);
+    idx_batch_free(&s->slot[i].batch);
+  }
   free(s->in);
   idx_inflate_free(s->z);
   pthread_cond_destroy(&s->cv);

@@ -1,37 +1,61 @@
 /*
  * libFuzzer target for the trace reader: the input (after one byte that
- * picks the split point and the forced format) is fed whole, and again in
- * two chunks. Any crash, leak, hang or sanitizer report is a bug, and so
- * is an outcome (events, skips, error message) that depends on the split;
- * any one outcome is acceptable.
+ * picks the split point and the forced format) is read by the byte-wise
+ * reader alone (stage 1 off), then with each stage-1 kernel the CPU runs
+ * (portable, SSE2, AVX2, AVX-512: index/scan.h), whole and in two chunks,
+ * and in two chunks with their masks and events walked ahead (as
+ * idx_source gives them to idx_file()). Any
+ * crash, leak, hang or sanitizer report is a bug, and so is an outcome
+ * (events handed over, every field of each, skips, error message) that
+ * differs between them: the token walk must read what the byte-wise reader
+ * reads, and reject what it rejects at the same byte. Any one outcome is
+ * acceptable.
  */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "index/event.h"
+#include "index/reader_int.h"
+#include "index/scan.h"
 
-/* Touches every byte handed over, so that ASan sees bad borrows. */
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+  return (h ^ v) * 1099511628211ull;
+}
+
+/* A digest of every field handed over; touches every byte of each string,
+ * so that ASan sees bad borrows. */
 static int on_event(void *ud, const struct idx_doc *doc,
                     const struct idx_event *ev)
 {
   const struct idx_str *s[] = { &ev->name,    &ev->cat,  &ev->pid_str,
                                 &ev->tid_str, &ev->kind, &ev->kernel,
                                 &ev->arg_name };
-  unsigned *sum = ud;
+  const int64_t n[] = { ev->pid,          ev->tid,         ev->ts_ns,
+                        ev->dur_ns,       ev->correlation, ev->external_id,
+                        ev->device,       ev->stream,      ev->grid[0],
+                        ev->grid[1],      ev->grid[2],     ev->block[0],
+                        ev->block[1],     ev->block[2],    ev->registers,
+                        ev->shared_bytes, ev->bytes,       doc->format };
+  uint64_t *h = ud;
   size_t i, k;
 
-  (void)doc;
-  for (i = 0; i < sizeof(s) / sizeof(s[0]); i++)
+  *h = mix(*h, (unsigned char)ev->ph);
+  *h = mix(*h, ev->has);
+  for (i = 0; i < sizeof(n) / sizeof(n[0]); i++)
+    *h = mix(*h, (uint64_t)n[i]);
+  for (i = 0; i < sizeof(s) / sizeof(s[0]); i++) {
+    *h = mix(*h, s[i]->p == NULL ? 7 : s[i]->n);
     for (k = 0; s[i]->p != NULL && k < s[i]->n; k++)
-      *sum += (unsigned char)s[i]->p[k];
+      *h = mix(*h, (unsigned char)s[i]->p[k]);
+  }
   return 0;
 }
 
 struct outcome {
   int rc;
-  unsigned sum;
-  uint64_t events, skipped;
+  uint64_t digest, events, skipped;
   struct tr_err err;
 };
 
@@ -42,7 +66,7 @@ static void run(enum idx_format fmt, const char *data, size_t size,
   struct idx_reader *r;
 
   memset(o, 0, sizeof(*o));
-  if (idx_reader_new(fmt, on_event, &o->sum, &r) != 0)
+  if (idx_reader_new(fmt, on_event, &o->digest, &r) != 0)
     __builtin_trap();
   o->rc = idx_reader_feed(r, data, split, &o->err);
   if (o->rc == 0)
@@ -56,11 +80,57 @@ static void run(enum idx_format fmt, const char *data, size_t size,
   idx_reader_free(r);
 }
 
+/* The same two chunks, each with its stage-1 masks (the string state and
+ * nesting carried) and a batch walked ahead for the reader's hint, or
+ * for kineto's traceEvents before it has one, as idx_source gives them. */
+static void run_batched(enum idx_format fmt, const char *data, size_t size,
+                        size_t split, struct outcome *o)
+{
+  struct idx_scan_carry carry = { 0 };
+  struct idx_scan_map map = { 0 };
+  struct idx_batch batch = { 0 };
+  const size_t cut[3] = { 0, split, size };
+  struct idx_reader *r;
+  struct idx_chunk c;
+  unsigned depth = 2;
+  int scale = 3, i;
+
+  memset(o, 0, sizeof(*o));
+  if (idx_reader_new(fmt, on_event, &o->digest, &r) != 0)
+    __builtin_trap();
+  for (i = 0; i < 2 && o->rc == 0; i++) {
+    c.text = data + cut[i];
+    c.len = cut[i + 1] - cut[i];
+    (void)idx_reader_walk_hint(r, &depth, &scale);
+    if (idx_scan_run(&map, &carry, c.text, c.len) != 0 ||
+        idx_batch_build(&batch, &map, depth, scale) != 0)
+      __builtin_trap();
+    c.map = &map;
+    c.batch = &batch;
+    o->rc = idx_reader_feed_chunk(r, &c, &o->err);
+  }
+  if (o->rc == 0)
+    o->rc = idx_reader_finish(r, &o->err);
+  o->events = idx_reader_doc(r)->events;
+  o->skipped = idx_reader_doc(r)->skipped;
+  idx_reader_free(r);
+  idx_scan_map_free(&map);
+  idx_batch_free(&batch);
+}
+
+static void same(const struct outcome *a, const struct outcome *b)
+{
+  if (a->rc != b->rc || a->digest != b->digest || a->events != b->events ||
+      a->skipped != b->skipped || strcmp(a->err.msg, b->err.msg) != 0)
+    __builtin_trap();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-  struct outcome whole, split;
+  static const char *const kernels[] = { "generic", "sse2", "avx2", "avx512" };
+  struct outcome want, got;
   enum idx_format fmt;
-  size_t at;
+  size_t at, k;
 
   if (size < 1)
     return 0;
@@ -68,11 +138,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   at = data[0] % size;
   data++, size--;
   at = at > size ? size : at;
-  run(fmt, (const char *)data, size, size, &whole);
-  run(fmt, (const char *)data, size, at, &split);
-  if (whole.rc != split.rc || whole.sum != split.sum ||
-      whole.events != split.events || whole.skipped != split.skipped ||
-      strcmp(whole.err.msg, split.err.msg) != 0)
+  if (idx_scan_select("none") != 0)
     __builtin_trap();
+  run(fmt, (const char *)data, size, size, &want);
+  run(fmt, (const char *)data, size, at, &got);
+  same(&want, &got);
+  for (k = 0; k < sizeof(kernels) / sizeof(kernels[0]); k++) {
+    if (idx_scan_select(kernels[k]) != 0)
+      continue; /* the CPU lacks it */
+    run(fmt, (const char *)data, size, size, &got);
+    same(&want, &got);
+    run(fmt, (const char *)data, size, at, &got);
+    same(&want, &got);
+    run_batched(fmt, (const char *)data, size, at, &got);
+    same(&want, &got);
+  }
   return 0;
 }

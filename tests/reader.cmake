@@ -1,7 +1,7 @@
 # The trace reader and byte source (index/reader*.c, index/source.c,
 # index/inflate_*.c).
 traced_c_test(test_reader traced_index test_reader.c test_reader_source.c
-              test_reader_util.c)
+              test_reader_util.c test_reader_scan.c)
 
 # libFuzzer target (scripts/fuzz.sh): clang only, with ASan and UBSan.
 if(TRACED_FUZZ)
@@ -10,6 +10,8 @@ if(TRACED_FUZZ)
   endif()
   # Coverage feedback from the reader itself, not just the harness.
   target_compile_options(traced_index PRIVATE -fsanitize=fuzzer-no-link)
+  # Small scan windows, so that events cross them (index/reader.c).
+  target_compile_definitions(traced_index PRIVATE IDX_SCAN_WINDOW=1024)
   add_executable(fuzz_reader fuzz_reader.c)
   target_compile_options(fuzz_reader PRIVATE
                          -fsanitize=fuzzer,address,undefined)

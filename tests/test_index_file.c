@@ -41,9 +41,9 @@ static void on_progress(void *ud, uint64_t file_bytes_read)
 static void index_file_progress(void)
 {
   const char *path = trace("tracelens__mi300_resnet_act_checkpoint.json.gz");
-  struct idx_options opt = {
-    IDX_FORMAT_AUTO, NULL, 5, on_progress, NULL, NULL, 0
-  };
+  struct idx_options opt = { .format = IDX_FORMAT_AUTO,
+                             .rank = 5,
+                             .on_progress = on_progress };
   struct progress p = { 0, 0, NULL };
   struct tr_err err = { 0 };
   json_t *out = NULL, *plain = NULL;
@@ -71,9 +71,9 @@ static void index_file_cancel(void)
   const char *path = trace("tracelens__xdit_flux.1_aiter_sage_profile_"
                            "trace_rank_0.json.gz");
   atomic_bool cancel = true;
-  struct idx_options opt = {
-    IDX_FORMAT_AUTO, NULL, -1, NULL, NULL, &cancel, 0
-  };
+  struct idx_options opt = { .format = IDX_FORMAT_AUTO,
+                             .rank = -1,
+                             .cancel = &cancel };
   struct tr_err err = { 0 };
   json_t *out = NULL;
 
@@ -90,8 +90,11 @@ static void index_file_cancel_midway(void)
   const char *path = "test_index_file_big.json";
   atomic_bool cancel = false;
   struct progress p = { 0, 0, &cancel };
-  struct idx_options opt = { IDX_FORMAT_AUTO, NULL, -1, on_progress, &p,
-                             &cancel,         0 };
+  struct idx_options opt = { .format = IDX_FORMAT_AUTO,
+                             .rank = -1,
+                             .on_progress = on_progress,
+                             .ud = &p,
+                             .cancel = &cancel };
   struct tr_err err = { 0 };
   json_t *out = NULL;
   FILE *f = fopen(path, "w");
@@ -130,7 +133,7 @@ static void index_file_rules(void)
 {
   const char *path = trace("tracelens__torch_compile_triton_trace.json.gz");
   const char *rules_path = "test_index_file.rules";
-  struct idx_options opt = { IDX_FORMAT_KINETO, NULL, -1, NULL, NULL, NULL, 0 };
+  struct idx_options opt = { .format = IDX_FORMAT_KINETO, .rank = -1 };
   struct idx_rules *rules = NULL;
   struct tr_err err = { 0 };
   json_t *out = NULL, *row;

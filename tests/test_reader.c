@@ -93,6 +93,38 @@ static void reader_real_traces(void)
       run_reader(data, n, chunks[i], IDX_FORMAT_AUTO, &part);
       same_tally(&whole, &part);
     }
+
+    free(data);
+  }
+}
+
+/* Every real trace with its chunks' events walked ahead (as idx_file()'s
+ * source thread does): the same as read whole, the batches used for most
+ * events, and turned down where they were walked for a wrong guess. */
+static void reader_batched_traces(void)
+{
+  static char names[64][256];
+  struct tally whole, part;
+  struct tr_err err = { 0 };
+  char path[1024];
+  int k, count = list_traces(names, 64);
+  char *data;
+  size_t n;
+
+  for (k = 0; k < count; k++) {
+    trace_path(path, sizeof(path), names[k]);
+    data = slurp(path, &n, &err);
+    CHECK(data != NULL);
+    run_reader(data, n, 0, IDX_FORMAT_AUTO, &whole);
+    run_batched(data, n, 1u << 20, IDX_FORMAT_AUTO, &part);
+    same_tally(&whole, &part);
+    fprintf(stderr, "   %s: %llu of %llu walked ahead\n", names[k],
+            (unsigned long long)part.walked_ahead,
+            (unsigned long long)whole.delivered);
+    if (n > (4u << 20)) /* several chunks: all but the first batched */
+      CHECK(part.walked_ahead > whole.delivered / 2);
+    run_batched(data, n, 4096, IDX_FORMAT_AUTO, &part);
+    same_tally(&whole, &part);
     free(data);
   }
 }
@@ -148,6 +180,90 @@ static void reader_exact_decimals(void)
     CHECK_INT(rc, cases[i].rc);
     if (rc == IDX_NUM_OK)
       CHECK_INT(v, cases[i].val);
+  }
+}
+
+/* Shapes the token walk hands back to the byte-wise parser, and the
+ * separators stage 1 does not make tokens: the same events, skips and
+ * errors at the same byte either way (read_doc compares the walk, whole
+ * and walked ahead, with 1- and 7-byte chunks, which never walk). */
+static void reader_walk_shapes(void)
+{
+  struct tally t;
+  struct last l;
+
+  /* Junk between events, where no event's blocks are checked (the first
+   * ends on byte 63, the end of a clean block). */
+  doc_bad(EVENTS("{\"ph\":\"X\"},: {\"ph\":\"X\"}"), 42,
+          "not JSON (unexpected ':') at byte 28");
+  doc_bad(EVENTS("{\"ph\":\"X\",\"name\":\"aaaaaaaaaaaaaaaaaaaaaaaaaaa\"},: "
+                 "{\"ph\":\"X\"}"),
+          79, "not JSON (unexpected ':') at byte 65");
+  doc_bad(EVENTS("{\"ph\":\"X\"},, {\"ph\":\"X\"}"), 42,
+          "not JSON (unexpected ',') at byte 28");
+  /* A missing comma or colon, a colon after a value, two of them. */
+  doc_bad(EVENTS("{\"ph\":\"X\" \"ts\":1}"), 36,
+          "not JSON (unexpected '\"') at byte 27");
+  doc_bad(EVENTS("{\"ph\" \"X\"}"), 29,
+          "not JSON (unexpected '\"') at byte 23");
+  doc_bad(EVENTS("{\"ph\":\"X\":1}"), 31,
+          "not JSON (unexpected ':') at byte 26");
+  doc_bad(EVENTS("{\"ph\"::\"X\"}"), 30,
+          "not JSON (unexpected ':') at byte 23");
+  doc_bad(EVENTS("{\"args\":{\"a\":1 \"b\":2}}"), 41,
+          "not JSON (unexpected '\"') at byte 32");
+  /* Separators apart from what they follow, epoch microseconds (19
+   * digits as ns), a number that is no int64, trailing commas. */
+  doc_ok(EVENTS("{\"ph\" : \"X\" , \"ts\" :1712195495607095.056 ,"
+                "\"dur\":1,\"args\":{\"grid\":[1 , 2,3,]},}"),
+         &t, &l);
+  CHECK_INT(l.ev.ts_ns, 1712195495607095056);
+  CHECK(l.ev.has & IDX_HAS_GRID);
+  doc_ok(EVENTS("{\"ph\":\"X\",\"ts\":9223372036854775.807,\"dur\":1},"
+                "{\"ph\":\"X\",\"ts\":9223372036854775.808,\"dur\":1}"),
+         &t, &l);
+  CHECK_INT(t.skipped, 1);
+  CHECK_INT(l.ev.ts_ns, INT64_MAX);
+}
+
+/* idx_num_fast() reads a number with 34 bytes after it a word at a time
+ * and near the end of the text a digit at a time: both must agree, on
+ * every shape (signs, long integer parts, fractions past the scale,
+ * exponents, junk after), at scales 0 and 3. */
+static void reader_number_words(void)
+{
+  static const char tails[][4] = { ",", "}", "e5", ".", "x", " " };
+  char num[64], buf[128];
+  unsigned seed = 7, i, k, n, scale;
+  const char *a, *b;
+  int64_t va = 0, vb = 0;
+
+  for (i = 0; i < 200000; i++) {
+    seed = seed * 1103515245u + 12345u;
+    n = 0;
+    if (seed >> 31)
+      num[n++] = '-';
+    for (k = 1 + (seed >> 8) % 22; k > 0; k--)
+      num[n++] = (char)('0' + (seed = seed * 1103515245u + 12345u) % 10);
+    if ((seed >> 12) % 3 != 0) {
+      num[n++] = '.';
+      for (k = (seed >> 16) % 11; k > 0; k--)
+        num[n++] = (char)('0' + (seed = seed * 1103515245u + 12345u) % 10);
+    }
+    n += (unsigned)snprintf(num + n, sizeof(num) - n, "%s",
+                            tails[(seed >> 20) % 6]);
+    scale = (seed >> 24) % 2 ? 3 : 0;
+    memset(buf, ' ', sizeof(buf));
+    memcpy(buf, num, n);
+    a = idx_num_fast(buf, buf + n, scale, &va);
+    b = idx_num_fast(buf, buf + sizeof(buf), scale, &vb);
+    if ((a == NULL) != (b == NULL) || (a != NULL && (a != b || va != vb)))
+      fprintf(stderr, "number \"%.*s\" scale %u\n", (int)n, num, scale);
+    CHECK((a == NULL) == (b == NULL));
+    if (a != NULL) {
+      CHECK(a == b);
+      CHECK_INT(va, vb);
+    }
   }
 }
 
@@ -520,8 +636,11 @@ static void reader_callback_stop(void)
 
 int main(void)
 {
+  RUN(scan_kernels_match);
   RUN(reader_callback_stop);
   RUN(reader_exact_decimals);
+  RUN(reader_number_words);
+  RUN(reader_walk_shapes);
   RUN(reader_numbers_in_events);
   RUN(reader_bad_documents);
   RUN(reader_depth_limit);
@@ -535,6 +654,9 @@ int main(void)
   RUN(source_plain_and_gzip);
   RUN(source_damaged_gzip);
   RUN(source_close_early);
+  RUN(source_unthreaded);
+  RUN(source_scanned);
   RUN(reader_real_traces);
+  RUN(reader_batched_traces);
   return 0;
 }

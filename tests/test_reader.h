@@ -20,6 +20,7 @@ struct tally {
   uint64_t sum_ts, sum_dur, sum_ids; /* wrapping sums */
   uint64_t strings;                  /* hash of every string handed over */
   uint64_t has_bits;                 /* sum of idx_event.has */
+  uint64_t walked_ahead;             /* idx_doc.walked_ahead */
   enum idx_format format;
   int64_t rank;
   char device[256];
@@ -37,10 +38,15 @@ struct last {
 /* Feeds data[0..n) in chunks of `chunk` bytes (0: whole) into *t. */
 void run_reader(const char *data, size_t n, size_t chunk,
                 enum idx_format forced, struct tally *t);
+/* The same, each chunk with its stage-1 masks and events walked ahead
+ * (index/reader_batch.c), as idx_file() is given them. */
+void run_batched(const char *data, size_t n, size_t chunk,
+                 enum idx_format forced, struct tally *t);
 /* Fails unless a and b saw the same (events, sums, errors). */
 void same_tally(const struct tally *a, const struct tally *b);
-/* One document read whole, checked against 1- and 7-byte chunks; the
- * whole run in *t, its last event in *l. */
+/* One document read whole, checked against 1- and 7-byte chunks and
+ * against chunks with their events walked ahead; the whole run in *t, its
+ * last event in *l. */
 void read_doc(const char *json, size_t n, enum idx_format forced,
               struct tally *t, struct last *l);
 void doc_ok(const char *json, struct tally *t, struct last *l);
@@ -49,11 +55,17 @@ void doc_bad(const char *json, size_t n, const char *what);
 /* Fails unless t failed with both a and b in its message. */
 void check_msg(const struct tally *t, const char *a, const char *b);
 
+/* The idx_source_open() flags of slurp(), read_path() and read_scanned():
+ * IDX_SOURCE_THREAD by default. */
+extern unsigned source_flags;
+
 /* The JSON text of a file through idx_source (caller frees), or NULL
  * with err set. */
 char *slurp(const char *path, size_t *n, struct tr_err *err);
 /* The file through idx_source and the reader, into *t. */
 void read_path(const char *path, struct tally *t);
+/* The same as idx_file() reads it: chunks with their stage-1 masks. */
+void read_scanned(const char *path, struct tally *t);
 /* The raw bytes of a file, with 16 spare bytes; caller frees. */
 unsigned char *load(const char *path, size_t *n);
 
@@ -74,6 +86,11 @@ void source_plain_and_gzip(void);
 void source_inflater(void);
 void source_damaged_gzip(void);
 void source_close_early(void);
+void source_unthreaded(void);
+void source_scanned(void);
+
+/* The stage-1 cases (test_reader_scan.c). */
+void scan_kernels_match(void);
 
 #define EVENTS(...) "{\"traceEvents\": [" __VA_ARGS__ "]}"
 

@@ -7,6 +7,7 @@
 
 #include "check.h"
 #include "index/inflate.h"
+#include "index/scan.h"
 #include "test_reader.h"
 
 static void many_members(const char *json, size_t n, const struct tally *plain)
@@ -82,18 +83,17 @@ void source_close_early(void)
   char path[1024];
   struct idx_source *s;
   struct tr_err err = { 0 };
-  const char *buf;
-  size_t len;
+  struct idx_chunk c;
 
   trace_path(path, sizeof(path),
              "tracelens__xdit_flux.1_aiter_sage_profile_trace_rank_0.json.gz");
-  CHECK_INT(idx_source_open(path, &s, &err), 0);
-  CHECK_INT(idx_source_next(s, &buf, &len, &err), 0);
-  CHECK(len >= 4 && memcmp(buf, "\n  {", 4) == 0);
+  CHECK_INT(idx_source_open(path, source_flags, &s, &err), 0);
+  CHECK_INT(idx_source_next(s, &c, &err), 0);
+  CHECK(c.len >= 4 && memcmp(c.text, "\n  {", 4) == 0);
   CHECK(idx_source_file_bytes(s) == 3858078);
   CHECK(idx_source_read_bytes(s) > 0);
   idx_source_close(s);
-  CHECK_INT(idx_source_open(path, &s, &err), 0);
+  CHECK_INT(idx_source_open(path, source_flags, &s, &err), 0);
   idx_source_close(s);
   idx_source_close(NULL);
 }
@@ -156,4 +156,68 @@ void source_damaged_gzip(void)
   check_msg(&t, "missing.json", "No such file");
   read_path(tmp_path(""), &t);
   check_msg(&t, "test_reader.", "not a regular file (a folder)");
+}
+
+/* Without a thread of its own (idx_options.threads 1) the source reads
+ * the same bytes and fails the same way. */
+void source_unthreaded(void)
+{
+  unsigned saved = source_flags;
+
+  source_flags = 0;
+  source_plain_and_gzip();
+  source_damaged_gzip();
+  source_close_early();
+  source_flags = saved;
+}
+
+/* Chunks with their stage-1 masks, as idx_file() reads them, scanned by
+ * the source's thread or the caller, with and without the thread: every
+ * trace reads as its text read whole does, with every kernel the CPU runs
+ * on one of them; a cut file fails the same way. */
+void source_scanned(void)
+{
+  static const char *const kernels[] = { "avx512", "avx2", "sse2", "generic" };
+  static const unsigned flags[] = { IDX_SOURCE_THREAD, 0 };
+  static char names[64][256];
+  const char *best = idx_scan_name(), *cut = tmp_path("cut.json.gz");
+  int count = list_traces(names, 64), k, f, i;
+  struct tally want, got;
+  struct tr_err err = { 0 };
+  unsigned char *gz;
+  char path[1024], *json;
+  size_t n;
+
+  for (k = 0; k < count; k++) {
+    trace_path(path, sizeof(path), names[k]);
+    json = slurp(path, &n, &err);
+    CHECK(json != NULL);
+    run_reader(json, n, 0, IDX_FORMAT_AUTO, &want);
+    free(json);
+    for (f = 0; f < 2; f++) {
+      source_flags = flags[f];
+      for (i = 0; i < 4; i++) {
+        if (idx_scan_select(kernels[i]) != 0)
+          continue;
+        read_scanned(path, &got);
+        same_tally(&want, &got);
+        if (strstr(names[k], "mi300_resnet") == NULL)
+          break; /* one kernel for the others */
+      }
+      CHECK_INT(idx_scan_select(best), 0);
+    }
+  }
+  trace_path(path, sizeof(path),
+             "tracelens__mi300_resnet_act_checkpoint.json.gz");
+  gz = load(path, &n);
+  write_file(cut, gz, n / 2);
+  for (f = 0; f < 2; f++) {
+    source_flags = flags[f];
+    read_path(cut, &want);
+    read_scanned(cut, &got);
+    check_msg(&got, "truncated gzip", "at byte");
+    CHECK_STR(got.err.msg, want.err.msg);
+  }
+  source_flags = IDX_SOURCE_THREAD;
+  free(gz);
 }

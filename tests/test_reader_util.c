@@ -4,6 +4,7 @@
 #include <zlib.h>
 
 #include "check.h"
+#include "index/reader_int.h"
 #include "test_reader.h"
 
 static uint64_t hash_str(uint64_t h, struct idx_str s)
@@ -52,11 +53,30 @@ static int on_event(void *ud, const struct idx_doc *doc,
 }
 
 /* Feeds data[0..n) in chunks of `chunk` bytes (0: whole). */
+/* Finishes a run of n bytes: what the reader knows of the document into
+ * *t; frees r. */
+static void end_run(struct idx_reader *r, size_t n, struct tally *t)
+{
+  const struct idx_doc *doc;
+
+  if (t->rc == 0)
+    t->rc = idx_reader_finish(r, &t->err);
+  doc = idx_reader_doc(r);
+  t->events = doc->events;
+  t->skipped = doc->skipped;
+  t->walked_ahead = doc->walked_ahead;
+  t->format = doc->format;
+  t->rank = doc->rank;
+  memcpy(t->device, doc->device, sizeof(t->device));
+  if (t->rc == 0)
+    CHECK_INT(doc->json_bytes, n);
+  idx_reader_free(r);
+}
+
 void run_reader(const char *data, size_t n, size_t chunk,
                 enum idx_format forced, struct tally *t)
 {
   struct idx_reader *r;
-  const struct idx_doc *doc;
   size_t off = 0, len;
 
   memset(t, 0, sizeof(*t));
@@ -68,17 +88,7 @@ void run_reader(const char *data, size_t n, size_t chunk,
     t->rc = idx_reader_feed(r, data + off, len, &t->err);
     off += len;
   }
-  if (t->rc == 0)
-    t->rc = idx_reader_finish(r, &t->err);
-  doc = idx_reader_doc(r);
-  t->events = doc->events;
-  t->skipped = doc->skipped;
-  t->format = doc->format;
-  t->rank = doc->rank;
-  memcpy(t->device, doc->device, sizeof(t->device));
-  if (t->rc == 0)
-    CHECK_INT(doc->json_bytes, n);
-  idx_reader_free(r);
+  end_run(r, n, t);
 }
 
 void same_tally(const struct tally *a, const struct tally *b)
@@ -100,29 +110,31 @@ void same_tally(const struct tally *a, const struct tally *b)
   CHECK_STR(a->err.msg, b->err.msg);
 }
 
+unsigned source_flags = IDX_SOURCE_THREAD;
+
 /* The whole JSON text of a file, through idx_source. Caller frees. */
 char *slurp(const char *path, size_t *n, struct tr_err *err)
 {
   struct idx_source *s;
-  const char *buf;
-  size_t len, cap = 1 << 20;
+  struct idx_chunk c;
+  size_t cap = 1 << 20;
   char *out = malloc(cap);
   int rc;
 
   CHECK(out != NULL);
   *n = 0;
-  rc = idx_source_open(path, &s, err);
+  rc = idx_source_open(path, source_flags & ~IDX_SOURCE_SCAN, &s, err);
   if (rc != 0) {
     free(out);
     return NULL;
   }
-  while ((rc = idx_source_next(s, &buf, &len, err)) == 0 && len > 0) {
-    while (*n + len > cap)
+  while ((rc = idx_source_next(s, &c, err)) == 0 && c.len > 0) {
+    while (*n + c.len > cap)
       cap *= 2;
     out = realloc(out, cap);
     CHECK(out != NULL);
-    memcpy(out + *n, buf, len);
-    *n += len;
+    memcpy(out + *n, c.text, c.len);
+    *n += c.len;
   }
   idx_source_close(s);
   if (rc != 0) {
@@ -212,6 +224,10 @@ void read_doc(const char *json, size_t n, enum idx_format forced,
   run_reader(json, n, 1, forced, &part);
   same_tally(t, &part);
   run_reader(json, n, 7, forced, &part);
+  same_tally(t, &part);
+  run_batched(json, n, n > 0 ? n : 1, forced, &part);
+  same_tally(t, &part);
+  run_batched(json, n, 16, forced, &part);
   same_tally(t, &part);
   memset(l, 0, sizeof(*l));
   CHECK_INT(idx_reader_new(forced, on_last, l, &r), 0);
@@ -309,6 +325,31 @@ unsigned char *gzip_member(const char *data, size_t n, size_t *out_n)
   return out;
 }
 
+/* The file's chunks straight from idx_source (with source_flags and the
+ * stage-1 masks) into the reader, as idx_file() reads, into *t. */
+void read_scanned(const char *path, struct tally *t)
+{
+  struct idx_source *s = NULL;
+  struct idx_reader *r;
+  struct idx_chunk c;
+  unsigned depth;
+  size_t n = 0;
+  int scale;
+
+  memset(t, 0, sizeof(*t));
+  CHECK_INT(idx_reader_new(IDX_FORMAT_AUTO, on_event, t, &r), 0);
+  t->rc = idx_source_open(path, source_flags | IDX_SOURCE_SCAN, &s, &t->err);
+  while (t->rc == 0 && (t->rc = idx_source_next(s, &c, &t->err)) == 0 &&
+         c.len > 0) {
+    n += c.len;
+    t->rc = idx_reader_feed_chunk(r, &c, &t->err);
+    if (idx_reader_walk_hint(r, &depth, &scale))
+      idx_source_hint(s, depth, scale);
+  }
+  idx_source_close(s);
+  end_run(r, n, t);
+}
+
 /* Reads path through idx_source into a tally; the source's error (if
  * any) in t->rc / t->err. */
 void read_path(const char *path, struct tally *t)
@@ -354,4 +395,38 @@ unsigned char *load(const char *path, size_t *n)
   fclose(f);
   *n = (size_t)len;
   return d;
+}
+
+/* Feeds data in chunks of `chunk` bytes, each with its stage-1 masks
+ * (scanned in order, the string state and nesting carried) and a batch
+ * walked ahead for the reader's hint, or for kineto's traceEvents until
+ * the reader gives one (a guess it must turn down where it is wrong). */
+void run_batched(const char *data, size_t n, size_t chunk,
+                 enum idx_format forced, struct tally *t)
+{
+  struct idx_scan_carry carry = { 0 };
+  struct idx_scan_map map = { 0 };
+  struct idx_batch batch = { 0 };
+  struct idx_reader *r;
+  struct idx_chunk c;
+  size_t off = 0;
+  unsigned depth = 2;
+  int scale = 3;
+
+  memset(t, 0, sizeof(*t));
+  CHECK_INT(idx_reader_new(forced, on_event, t, &r), 0);
+  while (off < n && t->rc == 0) {
+    c.text = data + off;
+    c.len = n - off < chunk ? n - off : chunk;
+    CHECK_INT(idx_scan_run(&map, &carry, c.text, c.len), 0);
+    (void)idx_reader_walk_hint(r, &depth, &scale);
+    CHECK_INT(idx_batch_build(&batch, &map, depth, scale), 0);
+    c.map = &map;
+    c.batch = &batch;
+    t->rc = idx_reader_feed_chunk(r, &c, &t->err);
+    off += c.len;
+  }
+  end_run(r, n, t);
+  idx_scan_map_free(&map);
+  idx_batch_free(&batch);
 }

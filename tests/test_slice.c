@@ -128,8 +128,11 @@ static char *write_trace(const char *text)
 static char *slice(const char *text, int64_t t0, int64_t start, int64_t end,
                    int findings, struct idx_slice_stats *st)
 {
-  struct idx_slice_opts o = { IDX_FORMAT_AUTO, NULL, 0,        t0,
-                              start,           end,  findings, NULL };
+  struct idx_slice_opts o = { .format = IDX_FORMAT_AUTO,
+                              .t0_ns = t0,
+                              .start_ns = start,
+                              .end_ns = end,
+                              .findings = findings };
   struct tr_err err = { 0 };
   struct mem m = { NULL, 0 };
   char *path = write_trace(text);
