@@ -82,7 +82,7 @@ int slice_out_flush(struct slice_out *o)
 
 int slice_out_put(struct slice_out *o, const char *p, size_t n)
 {
-  if (o->rc != 0)
+  if (o->rc != 0 || n == 0)
     return o->rc;
   if (o->n + n > sizeof(o->buf) && slice_out_flush(o) != 0)
     return o->rc;
@@ -105,7 +105,9 @@ static int hold_write(void *ud, const char *p, size_t n)
 {
   struct held *h = ud;
 
-  if (n > 0 && agg_grow(&h->p, &h->cap, h->n + n - 1, 1) != 0)
+  if (n == 0)
+    return 0;
+  if (agg_grow(&h->p, &h->cap, h->n + n - 1, 1) != 0)
     return TR_ENOMEM;
   memcpy(h->p + h->n, p, n);
   h->n += n;
