@@ -4,8 +4,8 @@
 Imports bench/out/big1.json.gz (bench/make_big_trace.py: copies of a real
 MI300X trace, each shifted by the source's span), restarts the daemon so
 that its peak RSS (VmHWM) starts again from the idle daemon, then asks
-for slices of it over HTTP: a 1 ms window, a phase, a tenth of the span
-and the whole span. For each: wall time to the first byte and to the
+for slices of it over HTTP: a 1 ms window (with and without traced's
+tracks), a phase, a tenth of the span and the whole span. For each: wall time to the first byte and to the
 end, bytes, events kept, and the daemon's VmHWM after it (target < 64
 MB). Each answer is checked without loading the big trace: the events the
 window must hold are counted from the source trace, copy by copy (the
@@ -163,11 +163,11 @@ class Counter:
         return json.loads("{" + self.tail[1:])["traced_slice"]
 
 
-def small(d, cap, src, start, end, what):
+def small(d, cap, src, start, end, what, extra=""):
     """A window small enough to check whole."""
     rank = cap["ranks"][0]
-    url = "/captures/%d/ranks/0/slice?start_ns=%d&end_ns=%d" % (
-        cap["id"], start, end)
+    url = "/captures/%d/ranks/0/slice?start_ns=%d&end_ns=%d%s" % (
+        cap["id"], start, end, extra)
     body = []
     status, first, total, n = stream(d.port, url, body.append)
     assert status == 200, (status, b"".join(body)[:300])
@@ -238,13 +238,15 @@ def main():
             mid = phases[len(phases) // 2]
             span = rank["span_ns"]
             wins = [(span // 2, span // 2 + 1000000, "1 ms in the middle"),
+                    (span // 2, span // 2 + 1000000, "the same, findings=false"),
                     (mid["start_ns"], mid["end_ns"],
                      "phase %d (%.1f ms)" % (mid["index"], (
                          mid["end_ns"] - mid["start_ns"]) / 1e6)),
                     (span // 3, span // 3 + span // 10, "a tenth of the span")]
             for start, end, what in wins:
-                first, total, n, kept, found = small(d, cap, src, start, end,
-                                                     what)
+                first, total, n, kept, found = small(
+                    d, cap, src, start, end, what,
+                    "&findings=false" if "findings=false" in what else "")
                 print("  %-24s %6.2f s (first byte %.2f s)  %8.1f MB  "
                       "%8d events (= the generator's)  tracks %s  "
                       "VmHWM %.1f MB" % (
