@@ -533,6 +533,11 @@ int agg_family_rule(const struct idx_rules *rules, const char *name,
 char *agg_family_of(const struct idx_rules *rules, const char *name,
                     const char *demangled);
 
+/* agg_family.c: row["demangled"] = the demangled form of kernel name id,
+ * when it was mangled (top-kernel lists show what the kernels table
+ * shows). */
+void agg_set_demangled(const struct idx_agg *a, uint32_t id, json_t *row);
+
 /* agg_family.c: categories, demangled names and families of the kernel
  * names, before the time pass. Returns 0 or TR_ENOMEM. */
 int agg_families(struct idx_agg *a);

@@ -268,7 +268,7 @@ struct phase_sum {
 
 struct top_ctx {
   const struct acc *acc;
-  const struct agg_map *names;
+  const struct idx_agg *a;        /* its names and their demangled forms */
   const struct agg_shape *shapes; /* ids are shapes; NULL: names */
 };
 
@@ -282,8 +282,8 @@ static int top_cmp(const void *x, const void *y, void *ud)
 {
   const struct top_ctx *c = ud;
   uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
-  const struct agg_key *ka = &c->names->keys[top_name(c, a)];
-  const struct agg_key *kb = &c->names->keys[top_name(c, b)];
+  const struct agg_key *ka = &c->a->names.keys[top_name(c, a)];
+  const struct agg_key *kb = &c->a->names.keys[top_name(c, b)];
   size_t n = ka->n < kb->n ? ka->n : kb->n;
   int d;
 
@@ -304,10 +304,11 @@ static json_t *top_rows(struct top_ctx *c, uint32_t *ids, size_t n)
 
   qsort_r(ids, n, sizeof(*ids), top_cmp, c);
   for (i = 0; i < n && i < TOP_N; i++) {
-    const struct agg_key *k = &c->names->keys[top_name(c, ids[i])];
+    const struct agg_key *k = &c->a->names.keys[top_name(c, ids[i])];
 
     row = json_object();
     json_object_set_new(row, "name", agg_json_strn(k->p, k->n));
+    agg_set_demangled(c->a, top_name(c, ids[i]), row);
     if (c->shapes != NULL) {
       const struct agg_shape *s = &c->shapes[ids[i]];
 
@@ -327,8 +328,8 @@ static json_t *top_rows(struct top_ctx *c, uint32_t *ids, size_t n)
 static void phase_emit(struct phase_sum *ps)
 {
   struct idx_agg *a = ps->a;
-  struct top_ctx launches = { ps->by_shape, &a->names, a->shapes };
-  struct top_ctx kernels = { ps->by_name, &a->names, NULL };
+  struct top_ctx launches = { ps->by_shape, a, a->shapes };
+  struct top_ctx kernels = { ps->by_name, a, NULL };
   struct agg_sum_phase ph = {
     .index = (int64_t)ps->p,
     .start_ns = ps->start - a->t0_ns,

@@ -96,7 +96,7 @@ function stepCard(o, id, rank) {
       'open in Perfetto (slice)'),
     el('div', null, el('code', {class: 'name'}, o.label)),
     el('ol', {class: 'step-kernels'}, o.top_kernels.map(k => el('li', null,
-      nameCell(k.name), ' \u00d7', num(k.count), ' ', nsCell(k.total_ns)))));
+      kernelName(k), ' \u00d7', num(k.count), ' ', nsCell(k.total_ns)))));
 }
 
 function outlierView(rows, id, rank) {

@@ -123,6 +123,12 @@ function elapsed(from, to) {
 
 function nameCell(v) { return el('span', {class: 'name', title: v}, v); }
 
+/* A kernel of a top list: its demangled form where its name was mangled
+ * (as the kernels table shows it), the name itself on hover. */
+function kernelName(k) {
+  return el('span', {class: 'name', title: k.name}, k.demangled || k.name);
+}
+
 function badge(status) {
   return el('span', {class: 'badge ' + status}, status);
 }

@@ -187,7 +187,7 @@ function catBar(rows) {
 
 function topList(items, launch) {
   return el('ul', {class: 'top'}, (items || []).map(k => el('li', null,
-    nameCell(k.name), launch ? ' ' + dim(k.grid) + ' / ' + dim(k.block)
+    kernelName(k), launch ? ' ' + dim(k.grid) + ' / ' + dim(k.block)
       : null, ' \u00d7', num(k.count), ' ', nsCell(k.total_ns))));
 }
 
