@@ -114,20 +114,14 @@ static int hold_write(void *ud, const char *p, size_t n)
   return 0;
 }
 
-/* Writes the JSON value p[0..n) to o: as it is when strict JSON, mended
- * when it can be. 0, or SLICE_JSON_BAD (nothing written). */
-static int put_json(struct slice_out *o, struct idx_str v, int *mended)
+/* Writes the JSON value v to o as judged (slice_json_mend() with no
+ * output gave verdict, VALID or MENDED): as it is, or mended. */
+static void put_judged(struct slice_out *o, struct idx_str v, int verdict)
 {
-  int judged = slice_json_mend(v.p, v.n, NULL);
-
-  if (judged == SLICE_JSON_BAD)
-    return SLICE_JSON_BAD;
-  *mended = judged == SLICE_JSON_MENDED;
-  if (*mended)
+  if (verdict == SLICE_JSON_MENDED)
     slice_json_mend(v.p, v.n, o);
   else
     slice_out_put(o, v.p, v.n);
-  return 0;
 }
 
 /* Writes a member `key:value` to o, after a comma when comma. 0, or
@@ -135,16 +129,17 @@ static int put_json(struct slice_out *o, struct idx_str v, int *mended)
 static int put_member(struct slice_out *o, int comma, struct idx_str key,
                       struct idx_str value)
 {
-  int m;
+  int k = slice_json_mend(key.p, key.n, NULL);
+  int v = slice_json_mend(value.p, value.n, NULL);
 
-  if (slice_json_mend(key.p, key.n, NULL) == SLICE_JSON_BAD ||
-      slice_json_mend(value.p, value.n, NULL) == SLICE_JSON_BAD)
+  if (k == SLICE_JSON_BAD || v == SLICE_JSON_BAD)
     return SLICE_JSON_BAD;
   if (comma)
     slice_out_put(o, ",", 1);
-  put_json(o, key, &m);
+  put_judged(o, key, k);
   slice_out_put(o, ":", 1);
-  return put_json(o, value, &m);
+  put_judged(o, value, v);
+  return 0;
 }
 
 /* Opens the output's traceEvents array, once. */
@@ -217,7 +212,7 @@ static int on_event(void *ud, const struct idx_doc *doc,
                     const struct idx_event *ev)
 {
   struct slicer *s = ud;
-  int meta = ev->ph == 'M', mended, rc;
+  int meta = ev->ph == 'M', verdict, rc;
 
   if (s->o->cancel != NULL && atomic_load(s->o->cancel))
     return TR_ECONFLICT;
@@ -228,15 +223,16 @@ static int on_event(void *ud, const struct idx_doc *doc,
     return rc;
   if (!meta && (!(ev->has & IDX_HAS_TS) || !in_window(s, ev)))
     return 0;
-  if (slice_json_mend(ev->raw.p, ev->raw.n, NULL) == SLICE_JSON_BAD) {
+  verdict = slice_json_mend(ev->raw.p, ev->raw.n, NULL);
+  if (verdict == SLICE_JSON_BAD) {
     s->st.events_dropped++;
     return 0;
   }
   next_element(s);
-  put_json(&s->out, ev->raw, &mended);
+  put_judged(&s->out, ev->raw, verdict);
   s->st.events_kept++;
   s->st.metadata_events += meta;
-  s->st.events_mended += mended;
+  s->st.events_mended += verdict == SLICE_JSON_MENDED;
   return s->out.rc;
 }
 
@@ -249,10 +245,8 @@ static int on_event(void *ud, const struct idx_doc *doc,
  * with three decimals (kineto), nanoseconds (mcTracer). */
 static void put_time(struct slicer *s, const char *key, int64_t t)
 {
+  uint64_t a = t < 0 ? 0 - (uint64_t)t : (uint64_t)t, unit = 1;
   char buf[64];
-  uint64_t a = t < 0 ? 0 - (uint64_t)t : (uint64_t)t;
-
-  uint64_t unit = 1;
 
   for (int i = 0; i < s->scale; i++)
     unit *= 10;
