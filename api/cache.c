@@ -1,8 +1,8 @@
 /*
  * Answers about finished work, kept in memory. A capture whose status is
  * "done" never changes again (its ranks, tables and object are final)
- * until it is deleted, and deleting goes through this API: so its JSON
- * answers are kept, keyed by the request, and dropped on DELETE. The
+ * until it is deleted, and deleting goes through this API: so its JSON (and
+ * CSV) answers are kept, keyed by the request, and dropped on DELETE. The
  * dashboard and scripts poll the same few URLs; a hit costs a copy
  * instead of a query.
  *
@@ -26,6 +26,7 @@ struct entry {
   struct entry *older, *newer; /* the age list */
   int64_t ids[2];              /* captures the answer depends on */
   char *key;
+  const char *ctype; /* static: the answer's Content-Type */
   char *body;
   size_t len;
 };
@@ -121,22 +122,24 @@ static struct entry *find(struct api_cache *c, const char *key)
 struct MHD_Response *api_cache_get(struct api_cache *c, const char *key)
 {
   struct MHD_Response *resp = NULL;
+  const char *ctype = NULL;
   struct entry *e;
 
   pthread_mutex_lock(&c->lock);
   e = find(c, key);
-  if (e != NULL)
+  if (e != NULL) {
     resp =
         MHD_create_response_from_buffer(e->len, e->body, MHD_RESPMEM_MUST_COPY);
+    ctype = e->ctype;
+  }
   pthread_mutex_unlock(&c->lock);
   if (resp != NULL)
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
-                            "application/json");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
   return resp;
 }
 
 static struct entry *entry_new(const char *key, const int64_t ids[2],
-                               const char *body, size_t len)
+                               const char *ctype, const char *body, size_t len)
 {
   struct entry *e = calloc(1, sizeof(*e));
 
@@ -149,6 +152,7 @@ static struct entry *entry_new(const char *key, const int64_t ids[2],
     return NULL;
   }
   memcpy(e->body, body, len);
+  e->ctype = ctype;
   e->len = len;
   e->ids[0] = ids[0];
   e->ids[1] = ids[1];
@@ -156,14 +160,15 @@ static struct entry *entry_new(const char *key, const int64_t ids[2],
 }
 
 void api_cache_put(struct api_cache *c, uint64_t epoch, const char *key,
-                   const int64_t ids[2], const char *body, size_t len)
+                   const int64_t ids[2], const char *ctype, const char *body,
+                   size_t len)
 {
   struct entry *e;
 
   /* One answer may not push out most of the others. */
   if (len > c->max / 8)
     return;
-  e = entry_new(key, ids, body, len);
+  e = entry_new(key, ids, ctype, body, len);
   if (e == NULL)
     return; /* not kept: the next request asks the store again */
   pthread_mutex_lock(&c->lock);

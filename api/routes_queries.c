@@ -20,25 +20,29 @@ struct api_table {
                  64 phases a rank, and default to table_limit_max */
 };
 
-/* docs/API.md's parameters, plus limit everywhere and sort where rows
- * have a name (the store orders the others itself). */
-static const char *const kernel_params[] = { "rank", "q",     "category",
-                                             "sort", "limit", "family",
-                                             NULL };
-static const char *const named_params[] = { "rank", "q", "sort", "limit",
-                                            NULL };
-static const char *const rank_params[] = { "rank", "limit", NULL };
-static const char *const kind_params[] = { "rank", "kind", "limit", NULL };
-static const char *const family_params[] = { "rank", "q",     "category",
-                                             "sort", "limit", NULL };
-static const char *const famstep_params[] = { "rank", "q", "kind", "limit",
-                                              NULL };
-static const char *const idle_params[] = { "rank", "by", NULL };
-static const char *const timeline_params[] = { "rank", "buckets", NULL };
-static const char *const coll_params[] = { "rank", "by", "family", "limit",
-                                           NULL };
-static const char *const instance_params[] = { "family", "limit", NULL };
-static const char *const rank_only_params[] = { "rank", NULL };
+/* A table's query parameters: docs/API.md's, plus limit everywhere and
+ * sort where rows have a name (the store orders the others itself), and
+ * format (json or csv) on every table. */
+/* clang-format off */
+#define TABLE_PARAMS(...) { __VA_ARGS__, "format", NULL }
+/* clang-format on */
+
+static const char *const kernel_params[] =
+    TABLE_PARAMS("rank", "q", "category", "sort", "limit", "family");
+static const char *const named_params[] =
+    TABLE_PARAMS("rank", "q", "sort", "limit");
+static const char *const rank_params[] = TABLE_PARAMS("rank", "limit");
+static const char *const kind_params[] = TABLE_PARAMS("rank", "kind", "limit");
+static const char *const family_params[] =
+    TABLE_PARAMS("rank", "q", "category", "sort", "limit");
+static const char *const famstep_params[] =
+    TABLE_PARAMS("rank", "q", "kind", "limit");
+static const char *const idle_params[] = TABLE_PARAMS("rank", "by");
+static const char *const timeline_params[] = TABLE_PARAMS("rank", "buckets");
+static const char *const coll_params[] =
+    TABLE_PARAMS("rank", "by", "family", "limit");
+static const char *const instance_params[] = TABLE_PARAMS("family", "limit");
+static const char *const rank_only_params[] = TABLE_PARAMS("rank");
 
 const struct api_table api_table_kernels = { store_kernels, kernel_params,
                                              true };
@@ -107,7 +111,7 @@ static bool takes_limit(const struct api_table *t)
 
 /* Reads the parameters every table route may take; the route's list has
  * already refused the ones it does not. */
-static int table_query(struct api_req *r, struct store_query *q,
+static int table_query(struct api_req *r, struct store_query *q, bool *csv,
                        struct tr_err *err)
 {
   static const char *const sorts[] = { "total", "count", "avg", "name", NULL };
@@ -129,7 +133,8 @@ static int table_query(struct api_req *r, struct store_query *q,
       api_query_str(r, "family", Q_MAX, &q->family, err) != 0 ||
       api_query_str(r, "kind", KIND_MAX, &q->kind, err) != 0 ||
       api_query_enum(r, "by", bys, &q->by, err) != 0 ||
-      api_query_int(r, "buckets", 1, 4096, &buckets, err) != 0)
+      api_query_int(r, "buckets", 1, 4096, &buckets, err) != 0 ||
+      api_query_csv(r, csv, err) != 0)
     return TR_EINVAL;
   q->capture_id = id;
   q->rank = (int)rank;
@@ -161,10 +166,10 @@ static const char *summed_name(const struct api_table *t)
 }
 
 /* A done capture's all-ranks table from its sums, as text: 1 when it has
- * none (the caller answers from the store's rows), else the reply's
- * result in *ret. */
+ * none or CSV is asked for (the caller answers from the store's rows),
+ * else the reply's result in *ret. */
 static int reply_summed(struct api_req *r, struct store *st,
-                        const struct store_query *q, uint64_t epoch,
+                        const struct store_query *q, bool csv, uint64_t epoch,
                         enum MHD_Result *ret)
 {
   const char *tbl = summed_name(r->route->table);
@@ -173,7 +178,7 @@ static int reply_summed(struct api_req *r, struct store *st,
   struct tr_err err = { 0 };
   int rc;
 
-  if (tbl == NULL || q->rank >= 0)
+  if (tbl == NULL || q->rank >= 0 || csv)
     return 1;
   tr_buf_printf(&body, "{\"capture\":%lld,\"rank\":null,\"rows\":",
                 (long long)q->capture_id);
@@ -204,28 +209,28 @@ enum MHD_Result api_get_table(struct api_req *r)
   json_t *rows = NULL;
   uint64_t epoch;
   int64_t ids[2];
-  bool done;
+  bool done, csv;
 
-  if (table_query(r, &q, &err) != 0)
+  if (table_query(r, &q, &csv, &err) != 0)
     return api_reply_err(r, &err);
   st = api_read_begin(r, &epoch, &ret);
-  if (st == NULL || reply_summed(r, st, &q, epoch, &ret) == 0)
+  if (st == NULL || reply_summed(r, st, &q, csv, epoch, &ret) == 0)
     return ret;
   done = capture_done(st, q.capture_id);
   if (r->route->table->query(st, &q, &rows, &err) != 0)
     return api_reply_err(r, &err);
   ids[0] = ids[1] = q.capture_id;
-  return api_reply_keep(
+  return api_reply_table(
       r,
       json_pack("{s:I, s:o, s:o}", "capture", (json_int_t)q.capture_id, "rank",
                 q.rank < 0 ? json_null() : json_integer(q.rank), "rows", rows),
-      done ? ids : NULL, epoch);
+      csv, done ? ids : NULL, epoch);
 }
 
 enum MHD_Result api_get_diff(struct api_req *r)
 {
-  static const char *const names[] = { "a",    "b",     "rank", "by",
-                                       "norm", "limit", NULL };
+  static const char *const names[] = { "a",    "b",     "rank",   "by",
+                                       "norm", "limit", "format", NULL };
   static const char *const bys[] = { "kernel", "category", "step", "family",
                                      NULL };
   static const char *const norms[] = { "none", "per_step", NULL };
@@ -237,8 +242,10 @@ enum MHD_Result api_get_diff(struct api_req *r)
   struct store *st;
   json_t *out = NULL;
   uint64_t epoch;
+  bool csv;
 
   if (api_query_check(r, names, &err) != 0 ||
+      api_query_csv(r, &csv, &err) != 0 ||
       api_query_int(r, "a", 1, INT64_MAX, &a, &err) != 0 ||
       api_query_int(r, "b", 1, INT64_MAX, &b, &err) != 0 ||
       api_query_int(r, "rank", 0, INT_MAX, &rank, &err) != 0 ||
@@ -258,5 +265,5 @@ enum MHD_Result api_get_diff(struct api_req *r)
    * or "b"): a diff is always final. */
   if (store_diff(st, a, b, &o, &out, &err) != 0)
     return api_reply_err(r, &err);
-  return api_reply_keep(r, out, (int64_t[2]){ a, b }, epoch);
+  return api_reply_table(r, out, csv, (int64_t[2]){ a, b }, epoch);
 }

@@ -55,6 +55,7 @@ static const struct api_route routes[] = {
   { "/captures/{id}/verdict", api_get_verdict, NULL, NULL, NULL },
   { "/captures/{id}/baseline", NULL, NULL, api_delete_baseline, NULL },
   { "/captures/{id}/ranks/{r}/trace", api_get_trace, NULL, NULL, NULL },
+  { "/captures/{id}/ranks/{r}/slice", api_get_slice, NULL, NULL, NULL },
   { "/captures/{id}/logs", api_get_logs, NULL, NULL, NULL },
   { "/", api_get_asset, NULL, NULL, NULL },
   /* Last: any other single segment is a dashboard file or nothing. */
@@ -561,10 +562,12 @@ int api_start(const struct cfg *cfg, const struct api_hooks *hooks,
   api->loopback = cfg_listen_loopback(cfg);
   api->hits = calloc((NROUTES + 1) * API_CODES, sizeof(*api->hits));
   api->cache = api_cache_new((size_t)cfg->answer_cache_mb << 20);
-  if (api->hits == NULL || api->cache == NULL ||
+  api->slices = api_slices_new();
+  if (api->hits == NULL || api->cache == NULL || api->slices == NULL ||
       pthread_key_create(&api->key, NULL) != 0) {
     free(api->hits);
     api_cache_free(api->cache);
+    api_slices_free(api->slices);
     free(api);
     return tr_err_set(err, TR_ENOMEM, "", "out of memory");
   }
@@ -584,8 +587,9 @@ int api_start(const struct cfg *cfg, const struct api_hooks *hooks,
   }
   /* MHD owns fd from here on, and closes it when stopped. */
   api->mhd = MHD_start_daemon(
-      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG, 0,
-      NULL, NULL, on_access, api, MHD_OPTION_EXTERNAL_LOGGER, on_log,
+      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG |
+          MHD_ALLOW_SUSPEND_RESUME, /* slices: routes_slice.c */
+      0, NULL, NULL, on_access, api, MHD_OPTION_EXTERNAL_LOGGER, on_log,
       api, /* first: MHD says so */
       MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_THREAD_POOL_SIZE,
       (unsigned)API_THREADS, MHD_OPTION_NOTIFY_COMPLETED, on_completed, api,
@@ -608,10 +612,13 @@ void api_stop(struct api *api)
 {
   if (api == NULL)
     return;
+  /* MHD may not stop with a connection suspended: slices resume theirs. */
+  api_slices_cancel(api->slices);
   /* Joins the workers: no thread uses a store connection after this. */
   if (api->mhd != NULL)
     MHD_stop_daemon(api->mhd);
   api_conns_stop(api);
+  api_slices_free(api->slices);
   while (api->threads != NULL) {
     struct api_thread *t = api->threads;
 

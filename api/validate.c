@@ -603,6 +603,16 @@ int api_query_enum(struct api_req *r, const char *name,
   return tr_err_set(err, TR_EINVAL, name, "%s must be one of %s", name, list);
 }
 
+int api_query_csv(struct api_req *r, bool *csv, struct tr_err *err)
+{
+  static const char *const formats[] = { "json", "csv", NULL };
+  const char *format = "json";
+  int rc = api_query_enum(r, "format", formats, &format, err);
+
+  *csv = rc == 0 && strcmp(format, "csv") == 0;
+  return rc;
+}
+
 int api_query_str(struct api_req *r, const char *name, size_t max,
                   const char **out, struct tr_err *err)
 {

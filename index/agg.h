@@ -303,6 +303,24 @@ enum agg_idle_cause {
   AGG_IDLE_CAUSES
 };
 
+/* The name of an idle cause ("host_late", ...): a static string. */
+const char *agg_idle_cause_name(int cause);
+
+/* What the time pass finds, handed one at a time in start order to
+ * idx_agg.on_finding when set (index/slice.c draws them as tracks): each
+ * run label of the step side, and each idle stretch. */
+enum agg_finding_what { AGG_FOUND_STEP, AGG_FOUND_IDLE };
+
+struct agg_finding {
+  enum agg_finding_what what;
+  int64_t start_ns, end_ns;
+  uint32_t kind;      /* STEP: its kind id (kinds_map) */
+  int64_t label;      /* STEP: its label number (agg_labels_get) */
+  int cause;          /* IDLE: the stretch's cause (AGG_IDLE_*) */
+  int64_t between_ns; /* IDLE: its part outside every step label (counted
+                         as between_steps, not as the cause) */
+};
+
 /* The utilisation timeline (agg_timeline.c): n equal buckets over the span,
  * union-busy ns per bucket and per category, and each step kind's label
  * cover. */
@@ -407,6 +425,10 @@ struct idx_agg {
     uint64_t events;
     int64_t ns, exposed_ns;
   } coll;
+
+  /* Optional: the time pass's findings (struct agg_finding). */
+  void (*on_finding)(void *ud, const struct agg_finding *f);
+  void *finding_ud;
 };
 
 /* rec_cap: time records held in memory before spilling (0: default). The

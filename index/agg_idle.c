@@ -64,6 +64,7 @@ struct agg_idle_walk {
   int64_t cursor;                       /* idle accounted up to here */
   int64_t pend[AGG_MAX_STEP_KINDS + 1]; /* covered ns of the open stretch,
                                            by kind + 1; [0] without steps */
+  int64_t pend_between;                 /* its ns outside every label */
   int64_t prev_corr; /* of the record that last extended the union */
   int64_t sync_end;  /* latest end of a synchronising call so far */
   struct slot *join; /* [JOIN_SLOTS] */
@@ -137,6 +138,7 @@ static void advance(struct agg_idle_walk *w, int64_t t, int64_t busy_end)
     }
     if ((k = agg_cover_kind(&w->cover, w->a->nkinds, c)) < 0) {
       w->a->idle[0][AGG_IDLE_BETWEEN_STEPS] += t - c;
+      w->pend_between += t - c;
       break;
     }
     e = w->cover.end[k] < t ? w->cover.end[k] : t;
@@ -169,12 +171,19 @@ static int cause_of(const struct agg_idle_walk *w, const struct agg_rec *r,
   return AGG_IDLE_OTHER;
 }
 
-static void close_gap(struct agg_idle_walk *w, int cause)
+/* Ends the open stretch at end with its cause. */
+static void close_gap(struct agg_idle_walk *w, int cause, int64_t end)
 {
+  struct agg_finding f = { AGG_FOUND_IDLE, w->gap_start,   end, 0, -1,
+                           cause,          w->pend_between };
+
   for (uint32_t j = 0; j <= w->a->nkinds; j++) {
     w->a->idle[j][cause] += w->pend[j];
     w->pend[j] = 0;
   }
+  if (w->a->on_finding != NULL)
+    w->a->on_finding(w->a->finding_ud, &f);
+  w->pend_between = 0;
   w->gap = 0;
 }
 
@@ -207,7 +216,7 @@ static int on_device(struct agg_idle_walk *w, const struct agg_rec *r,
 
   advance(w, r->start_ns, busy_end);
   if (w->gap)
-    close_gap(w, cause_of(w, r, launch));
+    close_gap(w, cause_of(w, r, launch), r->start_ns);
   if (!w->any || r->start_ns + r->dur_ns > busy_end)
     w->prev_corr = r->aux;
   w->any = 1;
@@ -249,7 +258,7 @@ int agg_idle_walk_end(struct agg_idle_walk *w, int64_t busy_end)
 {
   advance(w, w->a->tend_ns, busy_end);
   if (w->gap)
-    close_gap(w, cause_of(w, NULL, INT64_MIN));
+    close_gap(w, cause_of(w, NULL, INT64_MIN), w->a->tend_ns);
   agg_idle_walk_free(w);
   return 0;
 }
@@ -260,6 +269,11 @@ void agg_idle_walk_free(struct agg_idle_walk *w)
     return;
   free(w->join);
   free(w);
+}
+
+const char *agg_idle_cause_name(int cause)
+{
+  return cause >= 0 && cause < AGG_IDLE_CAUSES ? cause_names[cause] : "other";
 }
 
 json_t *agg_idle_json(const struct idx_agg *a)

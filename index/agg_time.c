@@ -193,6 +193,11 @@ static int walk_rec(struct walk *w, const struct agg_rec *r)
   int rc;
 
   if (r->type == w->label_type) {
+    if (r->id < a->nkinds && a->on_finding != NULL)
+      a->on_finding(a->finding_ud,
+                    &(struct agg_finding){ AGG_FOUND_STEP, r->start_ns,
+                                           r->start_ns + r->dur_ns, r->id,
+                                           r->aux, 0, 0 });
     if (r->id < a->nkinds && r->start_ns + r->dur_ns > w->cover_end[r->id])
       w->cover_end[r->id] = r->start_ns + r->dur_ns;
     if (r->id < a->nkinds)

@@ -39,10 +39,8 @@ static int on_event(void *ud, const struct idx_doc *doc,
   return idx_agg_event(&run->agg, doc, ev);
 }
 
-/* Re-records err as "<path>: <message>" unless the message names the
- * file already; the first failure recorded wins. */
-static int fail(struct tr_err *err, const struct tr_err *local, int rc,
-                const char *path)
+int idx_file_fail(struct tr_err *err, const struct tr_err *local, int rc,
+                  const char *path)
 {
   if (rc == TR_ECONFLICT && local->code == 0)
     return tr_err_set(err, rc, "", "%s: cancelled", path);
@@ -129,6 +127,26 @@ static int threads(const struct idx_options *opt)
   return cores >= 2 ? 2 : 1;
 }
 
+int idx_read_under(const char *root, const char *path, struct idx_reader *rd,
+                   const struct idx_options *opt, uint64_t *file_bytes,
+                   struct tr_err *err)
+{
+  struct idx_source *src = NULL;
+  int rc = idx_source_open_under(
+      root, path, IDX_SOURCE_SCAN | (threads(opt) > 1 ? IDX_SOURCE_THREAD : 0),
+      &src, err);
+
+  if (rc == 0)
+    rc = pump(src, rd, opt, err);
+  if (rc == 0) {
+    *file_bytes = idx_source_file_bytes(src);
+    if (opt->on_progress != NULL)
+      opt->on_progress(opt->ud, idx_source_read_bytes(src));
+  }
+  idx_source_close(src);
+  return rc;
+}
+
 int idx_file(const char *path, const struct idx_options *opt, json_t **out,
              struct tr_err *err)
 {
@@ -142,7 +160,6 @@ int idx_file_under(const char *root, const char *path,
   static const struct idx_options defaults = { .format = IDX_FORMAT_AUTO,
                                                .rank = -1 };
   struct agg_file_info info = { path, 0, -1 };
-  struct idx_source *src = NULL;
   struct idx_reader *rd = NULL;
   struct tr_err local = { 0 };
   char *coll_tmp = NULL;
@@ -159,19 +176,11 @@ int idx_file_under(const char *root, const char *path,
   if (opt->collectives_path != NULL)
     rc = coll_open(opt->collectives_path, &run.agg.coll_out, &coll_tmp, &local);
   if (rc == 0)
-    rc = idx_source_open_under(root, path,
-                               IDX_SOURCE_SCAN |
-                                   (threads(opt) > 1 ? IDX_SOURCE_THREAD : 0),
-                               &src, &local);
-  if (rc == 0)
     rc = idx_reader_new(opt->format, on_event, &run, &rd);
   if (rc == 0)
-    rc = pump(src, rd, opt, &local);
+    rc = idx_read_under(root, path, rd, opt, &info.file_bytes, &local);
   if (rc == 0) {
-    info.file_bytes = idx_source_file_bytes(src);
     info.rank = opt->rank;
-    if (opt->on_progress != NULL)
-      opt->on_progress(opt->ud, idx_source_read_bytes(src));
     rc = idx_agg_summary(&run.agg, idx_reader_doc(rd), &info, &summary, &local);
   }
   if (opt->collectives_path != NULL)
@@ -182,7 +191,6 @@ int idx_file_under(const char *root, const char *path,
   else
     json_decref(summary);
   idx_reader_free(rd);
-  idx_source_close(src);
   idx_agg_free(&run.agg);
-  return rc == 0 ? 0 : fail(err, &local, rc, path);
+  return rc == 0 ? 0 : idx_file_fail(err, &local, rc, path);
 }

@@ -315,27 +315,34 @@ int store_rank_fail(struct store *st, int64_t capture_id, int rank,
   return store__wr_end(st, rc, err);
 }
 
-int store_rank_file(struct store *st, int64_t capture_id, int rank, char **path,
-                    struct tr_err *err)
+int store_rank_trace(struct store *st, int64_t capture_id, int rank,
+                     struct store_trace *out, struct tr_err *err)
 {
+  struct store_trace t = { NULL, 0, 0, 0, "" };
+  const char *format;
   sqlite3_stmt *s;
-  char *copy = NULL;
   int rc = store__stmt_id(st,
-                          "SELECT file FROM ranks WHERE capture_id = ?1 AND"
-                          " rank = ?2 AND status = 'done'",
+                          "SELECT file, t0_ns, span_ns, file_bytes, format"
+                          " FROM ranks WHERE capture_id = ?1 AND rank = ?2"
+                          " AND status = 'done'",
                           capture_id, rank, &s, err);
 
   if (rc < 0)
     return rc;
   rc = sqlite3_step(s);
   if (rc == SQLITE_ROW) {
-    copy = strdup((const char *)sqlite3_column_text(s, 0));
-    rc = copy ? 0 : tr_err_set(err, TR_ENOMEM, "", "path");
+    t.path = strdup((const char *)sqlite3_column_text(s, 0));
+    t.t0_ns = sqlite3_column_int64(s, 1);
+    t.span_ns = sqlite3_column_int64(s, 2);
+    t.file_bytes = sqlite3_column_int64(s, 3);
+    format = (const char *)sqlite3_column_text(s, 4);
+    snprintf(t.format, sizeof(t.format), "%s", format ? format : "");
+    rc = t.path ? 0 : tr_err_set(err, TR_ENOMEM, "", "path");
   } else {
     rc = rc == SQLITE_DONE ? 0 : store__db_err(st, "rank file", err);
   }
   store__done(s);
-  if (rc == 0 && copy == NULL) {
+  if (rc == 0 && t.path == NULL) {
     rc = store__capture_exists(st, capture_id, NULL, err);
     if (rc == 0)
       rc = tr_err_set(err, TR_ENOTFOUND, "rank",
@@ -343,7 +350,18 @@ int store_rank_file(struct store *st, int64_t capture_id, int rank, char **path,
                       (long long)capture_id, rank);
   }
   if (rc == 0)
-    *path = copy;
+    *out = t;
+  return rc;
+}
+
+int store_rank_file(struct store *st, int64_t capture_id, int rank, char **path,
+                    struct tr_err *err)
+{
+  struct store_trace t;
+  int rc = store_rank_trace(st, capture_id, rank, &t, err);
+
+  if (rc == 0)
+    *path = t.path;
   return rc;
 }
 

@@ -172,6 +172,17 @@ int store_rank_fail(struct store *st, int64_t capture_id, int rank,
 int store_rank_file(struct store *st, int64_t capture_id, int rank, char **path,
                     struct tr_err *err);
 
+/* store_rank_file() with what a slice of it needs (GET /captures/<id>/
+ * ranks/<r>/slice): the summary's t0_ns, span_ns, file_bytes and format.
+ * The caller frees out->path. Same errors. */
+struct store_trace {
+  char *path;
+  int64_t t0_ns, span_ns, file_bytes;
+  char format[16]; /* "kineto", "mctracer" */
+};
+int store_rank_trace(struct store *st, int64_t capture_id, int rank,
+                     struct store_trace *out, struct tr_err *err);
+
 /* ---- queries behind the routes ---- */
 
 struct store_query {

@@ -20,6 +20,13 @@ Usage: test_web.py CASE, CASE one of
                      (badges in the list and the head, the regressed
                      family); screenshots in <build>/web-artifacts. Exits
                      77 without chromium.
+  dom_links_slices   headless chromium renders a capture's steps and
+                     phases: every outlier step (slowest and median) and
+                     every phase links to its slice, the rank's window of
+                     the raw trace (/captures/<id>/ranks/<r>/slice), for
+                     one rank and for all; each link answers a slice of
+                     that window holding that step. Exits 77 without
+                     chromium.
   dom_shows_pictures headless chromium renders the analysis pictures of an
                      import (the generated trace with every idle cause, and
                      a real one): the timeline, the step-time histograms,
@@ -250,7 +257,13 @@ JS_PARAMS = {
     "/captures/{id}/collectives/instances": {"limit"},
     "/captures/{id}/collectives/timeline": set(),
     "/captures/{id}/verdict": set(),
+    "/captures/{id}/ranks/{r}/slice": {"start_ns", "end_ns"},
 }
+# Every table tab offers its rows as CSV (the same query, format=csv).
+for _path in JS_PARAMS:
+    if _path.startswith("/captures/{id}/") and "/ranks/" not in _path and \
+            _path != "/captures/{id}/logs":
+        JS_PARAMS[_path] = JS_PARAMS[_path] | {"format"}
 # What web/results.js reads of the collective routes and the verdict.
 RESULT_KEYS = {
     "collectives": ["rank", "count", "total_ns", "exposed_ns", "matched",
@@ -592,6 +605,83 @@ def check_diff_bars(p, d, a, b):
             check_eq(cls, want, "bar of " + what)
             check(abs(width - (abs(row["delta_ns"]) / most * 50 if most
                                else 0)) < 1e-6, "bar width of " + what)
+
+
+class Links(html.parser.HTMLParser):
+    """The href of every link of a page."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.hrefs = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "a" and dict(attrs).get("href"):
+            self.hrefs.append(dict(attrs)["href"])
+
+
+def slice_links(chromium, url):
+    p = Links()
+    p.feed(dump_dom(chromium, url)[0])
+    return {h for h in p.hrefs if "/slice?" in h}
+
+
+def slice_href(cid, rank, start, end):
+    return "captures/%d/ranks/%d/slice?start_ns=%d&end_ns=%d" % (
+        cid, rank, start, max(end, start + 1))
+
+
+def check_slice_link(d, href, step=None):
+    """The link answers the slice of its window; a step's holds it."""
+    code, ctype, body = fetch(d, "/" + href)
+    check_eq((code, ctype), (200, "application/json"), href)
+    doc = json.loads(body)
+    q = dict(kv.split("=") for kv in href.split("?")[1].split("&"))
+    st = doc["traced_slice"]
+    check_eq((st["start_ns"], st["end_ns"]), (int(q["start_ns"]),
+                                              int(q["end_ns"])), href)
+    if step is not None:
+        steps = [e for e in doc["traceEvents"] if e.get("cat") == "traced"
+                 and e.get("tid") == 1 and e["args"]["label"] ==
+                 step["label"] and e["args"]["step_ns"] == step["dur_ns"]]
+        check_eq(len(steps), 1, href + ": the step's track")
+
+
+def case_dom_links_slices():
+    chromium = find_chromium()
+    if not chromium:
+        print("note: no /usr/bin/chromium: the slice links check is skipped")
+        return SKIPPED
+    import make_fixtures
+    with tempfile.TemporaryDirectory(prefix="traced-web-slices-") as root:
+        with open(make_fixtures.make_idle(root)["path"], "rb") as f:
+            idle = f.read()
+        with open(os.path.join(TRACES_DIR, VLLM), "rb") as f:
+            vllm = f.read()
+        with Daemon(conf={"import_roots": root}) as d:
+            cid = import_folder(d, root, "a", [idle, vllm])["id"]
+            base = "%s/#/captures/%d" % (d.base, cid)
+            outliers = d.get("/captures/%d/steps/outliers" % cid)[1]["rows"]
+            check(len(outliers) >= 4, "outlier steps: %r" % outliers)
+            for rank, q in ((0, "&rank=0"), (None, "")):
+                links = slice_links(chromium, base + "?tab=steps" + q)
+                for o in outliers:
+                    if rank is not None and o["rank"] != rank:
+                        continue
+                    href = slice_href(cid, o["rank"], o["start_ns"],
+                                      o["start_ns"] + o["dur_ns"])
+                    check(href in links, "no slice link for the %s step "
+                          "%r: %r" % (o["role"], o, sorted(links)))
+                    check_slice_link(d, href, o)
+            phases = d.get("/captures/%d/phases" % cid)[1]["rows"]
+            check({p["rank"] for p in phases} == {0, 1}, "phases of 2 ranks")
+            for rank, q in ((1, "&rank=1"), (None, "")):
+                links = slice_links(chromium, base + "?tab=phases" + q)
+                want = {slice_href(cid, p["rank"], p["start_ns"], p["end_ns"])
+                        for p in phases if rank is None or p["rank"] == rank}
+                check_eq(links, want, "phase slice links (rank %s)" % rank)
+                for href in sorted(want)[:3]:
+                    check_slice_link(d, href)
+    return 0
 
 
 def artifacts_dir():

@@ -245,6 +245,17 @@ function fileLink(href, text, download) {
     target: download ? null : '_blank', onclick: open}, text);
 }
 
+/* A link to the slice of a rank's raw trace over [start, end) ns from its
+ * t0 (a step, a phase, a collective): a kineto JSON to open in Perfetto,
+ * with traced's steps and idle causes as extra tracks. */
+function sliceLink(id, rank, start, end, text) {
+  if (rank === '' || rank == null) return null;
+  const stop = Math.max(end, start + 1);
+  return fileLink(url('/captures/{id}/ranks/{r}/slice', {id, r: rank},
+    {start_ns: start, end_ns: stop}), text || 'slice',
+  'capture' + id + '-rank' + rank + '-' + start + '-' + stop + '.json');
+}
+
 function errorBox(e) {
   return el('div', {class: 'error'}, el('strong', null,
     e.status ? 'HTTP ' + e.status + (e.code ? ' ' + e.code : '') : 'error'),

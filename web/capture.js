@@ -285,15 +285,18 @@ const TABS = [
     cols: () => [T('name', 'name', nameCell), C('count', 'count'),
       N('total', 'total_ns'), N('median', 'median_ns'), N('max', 'max_ns')]},
   {id: 'phases', label: 'Phases', path: '/captures/{id}/phases',
-    note: 'Cut at idle gaps (gap) and launch-shape changes (shape).',
-    before: timeline, cols: all => [all ? C('rank', 'rank') : null,
+    note: 'Cut at idle gaps (gap) and launch-shape changes (shape). A ' +
+      'slice is the rank\'s raw trace over the phase, to open in Perfetto.',
+    before: timeline, cols: (all, st) => [all ? C('rank', 'rank') : null,
       C('#', 'index'), N('start', 'start_ns'), N('end', 'end_ns'),
       T('length', null, r => nsCell(r.end_ns - r.start_ns), 'num'),
       N('busy', 'busy_ns'), T('busy %', null, r => r.end_ns > r.start_ns
         ? pct(r.busy_ns / (r.end_ns - r.start_ns), 1) : '\u2013', 'num'),
       C('kernels', 'kernel_events'), S('cause', 'cause'),
       T('top kernels', 'top_kernels', v => topList(v)),
-      T('top launch configs', 'top_launches', v => topList(v, true))]}];
+      T('top launch configs', 'top_launches', v => topList(v, true)),
+      T('raw events', null, r => sliceLink(st.id, all ? r.rank : st.rank,
+        r.start_ns, r.end_ns))]}];
 
 /* Every tab: these, the analysis ones and the collectives (analysis.js,
  * results.js, loaded after). */
@@ -307,7 +310,8 @@ function tabsView(box, c, ranks, hq) {
   const numbered = ranks.filter(r => r.rank != null);
   const only = ranks.length === 1 && numbered.length ? String(ranks[0].rank)
     : '';
-  const st = {tab: hq.get('tab') || 'kernels', rank: hq.get('rank') || only,
+  const st = {id: c.id, tab: hq.get('tab') || 'kernels',
+    rank: hq.get('rank') || only,
     q: hq.get('q') || '', sort: hq.get('sort') || 'total',
     category: hq.get('category') || '', family: hq.get('family') || ''};
   const bar = el('nav', {class: 'tabs'});
@@ -355,6 +359,10 @@ function tabsView(box, c, ranks, hq) {
     return [tab.note ? el('p', {class: 'muted'}, tab.note) : null,
       tab.before && data.rows.length ? tab.before(data.rows) : null,
       table(tab.cols(all, st, show).filter(Boolean), data.rows),
+      data.rows.length ? el('p', {class: 'small'}, fileLink(url(tab.path,
+        {id: c.id}, Object.assign({}, query, {limit: tab.limit,
+          format: 'csv'})), 'these rows as CSV', tab.id.replace('/', '-') +
+        '-' + c.id + '.csv')) : null,
       tab.limit && data.rows.length === tab.limit ? el('p',
         {class: 'muted'}, 'first ' + tab.limit + ' rows: narrow with the ' +
         'name filter') : null,
