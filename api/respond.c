@@ -228,16 +228,12 @@ enum MHD_Result api_reply_table(struct api_req *r, json_t *obj, bool csv,
 enum MHD_Result api_reply_keep_text(struct api_req *r, struct tr_buf *body,
                                     const int64_t *ids, uint64_t epoch)
 {
-  char key[KEY_MAX], *text;
+  char *text = body->p; /* NUL-terminated: the response takes it */
+  size_t len = body->n;
 
-  if (body->p == NULL)
-    return MHD_NO;
-  if (ids != NULL && request_key(r, key, sizeof(key)))
-    api_cache_put(r->api->cache, epoch, key, ids, body->p, body->n);
-  text = body->p; /* NUL-terminated: the response takes it, and frees */
   body->p = NULL;
   body->n = body->cap = 0;
-  return api_reply(r, 200, json_text_response(text));
+  return reply_kept(r, text, len, "application/json", ids, epoch);
 }
 
 enum MHD_Result api_reply_error(struct api_req *r, unsigned status,

@@ -262,7 +262,7 @@ JS_PARAMS = {
 # Every table tab offers its rows as CSV (the same query, format=csv).
 for _path in JS_PARAMS:
     if _path.startswith("/captures/{id}/") and "/ranks/" not in _path and \
-            _path != "/captures/{id}/logs":
+            _path not in ("/captures/{id}/logs", "/captures/{id}/verdict"):
         JS_PARAMS[_path] = JS_PARAMS[_path] | {"format"}
 # What web/results.js reads of the collective routes and the verdict.
 RESULT_KEYS = {
