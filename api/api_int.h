@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <time.h>
 
 #include "api/api.h"
@@ -35,8 +36,6 @@
   "default-src 'none'; script-src 'self'; style-src 'self'; "                  \
   "style-src-attr 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; " \
   "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
-/* Memory for answers about done captures (cache.c). */
-#define API_CACHE_BYTES ((size_t)64 << 20)
 
 struct api_req;
 struct api_table;
@@ -79,8 +78,9 @@ struct api {
   /* [route index + 1][code index]; row 0 counts unknown routes. */
   atomic_uint_least64_t *hits;
   struct api_cache *cache;
-  struct api_conns *conns;  /* request deadlines (conns.c) */
-  pthread_mutex_t log_lock; /* guards the three below (MHD's messages) */
+  struct api_conns *conns;   /* request deadlines (conns.c) */
+  struct api_slices *slices; /* slices being streamed (routes_slice.c) */
+  pthread_mutex_t log_lock;  /* guards the three below (MHD's messages) */
   time_t log_second;
   unsigned log_count, log_dropped;
 };
@@ -109,6 +109,9 @@ struct api_req {
 /* This thread's store connection (mode STORE_RO or STORE_RW), opened on
  * first use and closed by api_stop(). NULL with err set on failure. */
 struct store *api_store(struct api_req *r, int mode, struct tr_err *err);
+
+/* The PUT handler of a route, or NULL. */
+enum MHD_Result (*api_route_put(const struct api_route *rt))(struct api_req *);
 
 /* Counts a response for /metrics. */
 void api_count(struct api *api, const struct api_route *route, unsigned status);
@@ -159,6 +162,17 @@ struct store *api_read_begin(struct api_req *r, uint64_t *epoch,
 enum MHD_Result api_reply_keep(struct api_req *r, json_t *obj,
                                const int64_t *ids, uint64_t epoch);
 
+/* api_reply_keep() of an answer already written as JSON text: takes
+ * body's bytes (body->p is NULL afterwards). */
+enum MHD_Result api_reply_keep_text(struct api_req *r, struct tr_buf *body,
+                                    const int64_t *ids, uint64_t epoch);
+
+/* A table route's answer: obj (an object with "rows") as api_reply_keep()
+ * replies it, or, when csv, its rows as CSV (csv.c), kept the same way.
+ * Takes ownership of obj. */
+enum MHD_Result api_reply_table(struct api_req *r, json_t *obj, bool csv,
+                                const int64_t *ids, uint64_t epoch);
+
 /* Replies {"error":{"code","message","field"}}; field may be NULL or "". */
 enum MHD_Result api_reply_error(struct api_req *r, unsigned status,
                                 const char *code, const char *field,
@@ -179,10 +193,21 @@ enum MHD_Result api_get_asset(struct api_req *r);
 /* True when name is one of the dashboard files ("" is index.html). */
 bool api_asset_exists(const char *name);
 
+/* ---- csv.c: the table routes' ?format=csv ---- */
+
+/* The Content-Type of a CSV answer (RFC 4180, with its header line). */
+#define API_CSV_TYPE "text/csv; charset=utf-8; header=present"
+
+/* rows (an array of objects, borrowed) as RFC 4180 text in *text (caller
+ * frees), *len bytes: the members as columns in the order first met,
+ * nested values as their JSON text (csv.c says how). 0 or TR_ENOMEM. */
+int api_csv_rows(json_t *rows, char **text, size_t *len);
+
 /* ---- cache.c: answers about done captures ---- */
 
-/* NULL when out of memory. Free with api_cache_free() (NULL is ok). */
-struct api_cache *api_cache_new(void);
+/* A cache of at most max_bytes (0: keeps nothing). NULL when out of
+ * memory. Free with api_cache_free() (NULL is ok). */
+struct api_cache *api_cache_new(size_t max_bytes);
 void api_cache_free(struct api_cache *c);
 
 /* The epoch to pass to api_cache_put(): read it before checking that the
@@ -192,10 +217,12 @@ uint64_t api_cache_epoch(struct api_cache *c);
 /* A new response holding a copy of key's answer, or NULL. */
 struct MHD_Response *api_cache_get(struct api_cache *c, const char *key);
 
-/* Keeps a copy of body for key, unless a drop happened since epoch (the
- * answer may be about a deleted capture) or the ceiling forbids it. */
+/* Keeps a copy of body, of type ctype (a static string), for key, unless
+ * a drop happened since epoch (the answer may be about a deleted capture)
+ * or the ceiling forbids it. */
 void api_cache_put(struct api_cache *c, uint64_t epoch, const char *key,
-                   const int64_t ids[2], const char *body, size_t len);
+                   const int64_t ids[2], const char *ctype, const char *body,
+                   size_t len);
 
 /* Forgets every answer about capture id (it is being deleted). */
 void api_cache_drop(struct api_cache *c, int64_t id);
@@ -228,10 +255,16 @@ void api_conn_next(struct api *api, struct MHD_Connection *conn);
 int api_parse_capture(const struct cfg *cfg, const char *body, size_t len,
                       json_t **params, struct tr_err *err);
 
-/* Parses a POST /imports body: *params gets {path, format, label?} as
- * sent (the path is not resolved here). */
+/* Parses a POST /imports body: *params gets {path, format, label?, and
+ * the configuration members given} as sent (the path is not resolved
+ * here). */
 int api_parse_import(const char *body, size_t len, json_t **params,
                      struct tr_err *err);
+
+/* True for the members of a capture's configuration an import may
+ * declare (model, tp, isl, osl, conc, variant, more: POST /captures'
+ * rules), so that its verdict has a baseline. */
+bool api_import_config(const char *name);
 
 /* A capture id or rank from text: decimal digits only, lo..hi. err names
  * field. */
@@ -254,6 +287,9 @@ int api_query_enum(struct api_req *r, const char *name,
                    const char *const *values, const char **out,
                    struct tr_err *err);
 
+/* ?format=json|csv (absent: json) of a table route: *csv says which. */
+int api_query_csv(struct api_req *r, bool *csv, struct tr_err *err);
+
 /* Query parameter name as free text of at most max bytes without control
  * characters; *out is left alone when absent or empty. */
 int api_query_str(struct api_req *r, const char *name, size_t max,
@@ -274,6 +310,19 @@ enum MHD_Result api_post_imports(struct api_req *r);
 enum MHD_Result api_get_trace(struct api_req *r);
 enum MHD_Result api_get_logs(struct api_req *r);
 
+/* The folder a capture's rank files lie under, as a new string (caller
+ * frees): <trace_root>/<id> for a capture (cap: its object), the import
+ * root holding an import's path (NULL when that root is no longer
+ * configured). */
+char *api_files_root(struct api_req *r, json_t *cap);
+
+/* A file of a capture that cannot be served (err: tr_open_file()'s):
+ * 404 when it is gone, 403 when it is no longer a regular file under the
+ * capture's folder (a link or a FIFO swapped in): not a byte of whatever
+ * it points at. field and what name it. */
+enum MHD_Result api_open_refused(struct api_req *r, const struct tr_err *err,
+                                 const char *field, const char *what);
+
 /* The {id} segment of the path as a capture id; TR_EINVAL naming "id". */
 int api_path_id(struct api_req *r, int64_t *id, struct tr_err *err);
 
@@ -281,6 +330,21 @@ int api_path_id(struct api_req *r, int64_t *id, struct tr_err *err);
  * (caller decrefs). TR_ENOTFOUND naming "id". */
 int api_capture_brief(struct store *st, int64_t id, json_t **cap,
                       struct tr_err *err);
+
+/* ---- routes_slice.c: GET /captures/<id>/ranks/<r>/slice ---- */
+
+/* The slices being streamed: a producer thread each. */
+struct api_slices;
+
+/* NULL when out of memory. */
+struct api_slices *api_slices_new(void);
+/* Before MHD_stop_daemon(): every slice is cancelled and its connection
+ * resumed (MHD may not stop with a connection suspended). */
+void api_slices_cancel(struct api_slices *sl);
+/* After it: waits for every producer to end, and frees sl (NULL is ok). */
+void api_slices_free(struct api_slices *sl);
+
+enum MHD_Result api_get_slice(struct api_req *r);
 
 /* ---- routes_queries.c ---- */
 
@@ -291,6 +355,17 @@ extern const struct api_table api_table_kernels, api_table_launches,
     api_table_categories, api_table_steps, api_table_memcpy, api_table_runtime,
     api_table_phases, api_table_step_buckets, api_table_step_outliers,
     api_table_step_histogram, api_table_idle, api_table_timeline,
-    api_table_families, api_table_family_steps;
+    api_table_families, api_table_family_steps, api_table_collectives,
+    api_table_collective_instances, api_table_collective_timeline;
+
+/* ---- routes_results.c: verdicts and baselines (issue 10) ---- */
+
+enum MHD_Result api_get_verdict(struct api_req *r);
+enum MHD_Result api_put_baseline(struct api_req *r);
+enum MHD_Result api_delete_baseline(struct api_req *r);
+
+/* /metrics: done captures by verdict, each configuration's latest
+ * regressed or not, webhook deliveries. */
+void api_metrics_verdicts(FILE *f, struct store *st);
 
 #endif

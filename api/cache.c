@@ -1,8 +1,8 @@
 /*
  * Answers about finished work, kept in memory. A capture whose status is
  * "done" never changes again (its ranks, tables and object are final)
- * until it is deleted, and deleting goes through this API: so its JSON
- * answers are kept, keyed by the request, and dropped on DELETE. The
+ * until it is deleted, and deleting goes through this API: so its JSON (and
+ * CSV) answers are kept, keyed by the request, and dropped on DELETE. The
  * dashboard and scripts poll the same few URLs; a hit costs a copy
  * instead of a query.
  *
@@ -11,8 +11,8 @@
  * The epoch closes that gap: api_cache_drop() bumps it, and a put whose
  * epoch (read before the status) is older is refused.
  *
- * Any thread; one mutex. Ceiling: API_CACHE_BYTES; the oldest entries go
- * first.
+ * Any thread; one mutex. Ceiling: answer_cache_mb (0: nothing is kept);
+ * the oldest entries go first.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +26,7 @@ struct entry {
   struct entry *older, *newer; /* the age list */
   int64_t ids[2];              /* captures the answer depends on */
   char *key;
+  const char *ctype; /* static: the answer's Content-Type */
   char *body;
   size_t len;
 };
@@ -33,7 +34,7 @@ struct entry {
 struct api_cache {
   pthread_mutex_t lock; /* guards everything below */
   uint64_t epoch;
-  size_t bytes;
+  size_t bytes, max; /* kept, and at most */
   struct entry *buckets[NBUCKETS];
   struct entry *oldest, *newest;
 };
@@ -47,12 +48,14 @@ static size_t hash(const char *key)
   return h % NBUCKETS;
 }
 
-struct api_cache *api_cache_new(void)
+struct api_cache *api_cache_new(size_t max_bytes)
 {
   struct api_cache *c = calloc(1, sizeof(*c));
 
-  if (c != NULL)
+  if (c != NULL) {
     pthread_mutex_init(&c->lock, NULL);
+    c->max = max_bytes;
+  }
   return c;
 }
 
@@ -119,22 +122,24 @@ static struct entry *find(struct api_cache *c, const char *key)
 struct MHD_Response *api_cache_get(struct api_cache *c, const char *key)
 {
   struct MHD_Response *resp = NULL;
+  const char *ctype = NULL;
   struct entry *e;
 
   pthread_mutex_lock(&c->lock);
   e = find(c, key);
-  if (e != NULL)
+  if (e != NULL) {
     resp =
         MHD_create_response_from_buffer(e->len, e->body, MHD_RESPMEM_MUST_COPY);
+    ctype = e->ctype;
+  }
   pthread_mutex_unlock(&c->lock);
   if (resp != NULL)
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
-                            "application/json");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
   return resp;
 }
 
 static struct entry *entry_new(const char *key, const int64_t ids[2],
-                               const char *body, size_t len)
+                               const char *ctype, const char *body, size_t len)
 {
   struct entry *e = calloc(1, sizeof(*e));
 
@@ -147,6 +152,7 @@ static struct entry *entry_new(const char *key, const int64_t ids[2],
     return NULL;
   }
   memcpy(e->body, body, len);
+  e->ctype = ctype;
   e->len = len;
   e->ids[0] = ids[0];
   e->ids[1] = ids[1];
@@ -154,14 +160,15 @@ static struct entry *entry_new(const char *key, const int64_t ids[2],
 }
 
 void api_cache_put(struct api_cache *c, uint64_t epoch, const char *key,
-                   const int64_t ids[2], const char *body, size_t len)
+                   const int64_t ids[2], const char *ctype, const char *body,
+                   size_t len)
 {
   struct entry *e;
 
   /* One answer may not push out most of the others. */
-  if (len > API_CACHE_BYTES / 8)
+  if (len > c->max / 8)
     return;
-  e = entry_new(key, ids, body, len);
+  e = entry_new(key, ids, ctype, body, len);
   if (e == NULL)
     return; /* not kept: the next request asks the store again */
   pthread_mutex_lock(&c->lock);
@@ -179,7 +186,7 @@ void api_cache_put(struct api_cache *c, uint64_t epoch, const char *key,
     c->oldest = e;
   c->newest = e;
   c->bytes += len + strlen(key);
-  while (c->bytes > API_CACHE_BYTES)
+  while (c->bytes > c->max)
     unlink_entry(c, c->oldest);
   pthread_mutex_unlock(&c->lock);
 }

@@ -50,25 +50,32 @@ enum MHD_Result api_reply_text(struct api_req *r, unsigned status,
   return api_reply(r, status, resp);
 }
 
-/* A response holding text, JSON from json_dumps(). Takes ownership of
- * text (NULL is ok). NULL when out of memory. */
-static struct MHD_Response *json_text_response(char *text)
+/* A response holding text[0..len) of type ctype. Takes ownership of text
+ * (NULL is ok). NULL when out of memory. */
+static struct MHD_Response *text_response(char *text, size_t len,
+                                          const char *ctype)
 {
   struct MHD_Response *resp;
 
   if (text == NULL)
     return NULL;
-  /* jansson allocates with malloc() (we never change its allocator), so
-   * MHD may free() the text. */
-  resp = MHD_create_response_from_buffer(strlen(text), text,
-                                         MHD_RESPMEM_MUST_FREE);
+  /* jansson allocates with malloc() (we never change its allocator), and
+   * so does open_memstream(): MHD may free() the text. */
+  resp = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
   if (resp == NULL) {
     free(text);
     return NULL;
   }
-  MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
-                          "application/json");
+  MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
   return resp;
+}
+
+/* A response holding text, JSON from json_dumps(). Takes ownership of
+ * text (NULL is ok). NULL when out of memory. */
+static struct MHD_Response *json_text_response(char *text)
+{
+  return text_response(text, text != NULL ? strlen(text) : 0,
+                       "application/json");
 }
 
 /* A response holding obj as compact JSON. Takes ownership of obj. NULL
@@ -81,11 +88,11 @@ static struct MHD_Response *json_response(json_t *obj)
   return json_text_response(text);
 }
 
-/* True (and the refusal replied, MHD's result in *ret) when text, a JSON
- * answer, is longer than max_response_bytes. Frees text then. */
-static bool too_large(struct api_req *r, char *text, enum MHD_Result *ret)
+/* True (and the refusal replied, MHD's result in *ret) when an answer of
+ * len bytes, text, is longer than max_response_bytes. Frees text then. */
+static bool too_large(struct api_req *r, char *text, size_t len,
+                      enum MHD_Result *ret)
 {
-  size_t len = text != NULL ? strlen(text) : 0;
   int max = r->api->cfg->max_response_bytes;
 
   if (len <= (size_t)max)
@@ -105,7 +112,7 @@ enum MHD_Result api_reply_json(struct api_req *r, unsigned status, json_t *obj)
   enum MHD_Result ret;
 
   json_decref(obj);
-  if (too_large(r, text, &ret))
+  if (too_large(r, text, text != NULL ? strlen(text) : 0, &ret))
     return ret;
   /* Out of memory: api_reply() drops the connection. */
   return api_reply(r, status, json_text_response(text));
@@ -175,19 +182,58 @@ struct store *api_read_begin(struct api_req *r, uint64_t *epoch,
   return st;
 }
 
+/* Replies text[0..len) (taken) of type ctype, 200, kept as
+ * api_reply_keep() says. */
+static enum MHD_Result reply_kept(struct api_req *r, char *text, size_t len,
+                                  const char *ctype, const int64_t *ids,
+                                  uint64_t epoch)
+{
+  char key[KEY_MAX];
+  enum MHD_Result ret;
+
+  if (text == NULL)
+    return MHD_NO; /* out of memory: MHD drops the connection */
+  if (too_large(r, text, len, &ret))
+    return ret;
+  if (ids != NULL && request_key(r, key, sizeof(key)))
+    api_cache_put(r->api->cache, epoch, key, ids, ctype, text, len);
+  return api_reply(r, 200, text_response(text, len, ctype));
+}
+
 enum MHD_Result api_reply_keep(struct api_req *r, json_t *obj,
                                const int64_t *ids, uint64_t epoch)
 {
-  char key[KEY_MAX];
   char *text = obj != NULL ? json_dumps(obj, JSON_COMPACT) : NULL;
-  enum MHD_Result ret;
 
   json_decref(obj);
-  if (too_large(r, text, &ret))
-    return ret;
-  if (text != NULL && ids != NULL && request_key(r, key, sizeof(key)))
-    api_cache_put(r->api->cache, epoch, key, ids, text, strlen(text));
-  return api_reply(r, 200, json_text_response(text));
+  return reply_kept(r, text, text != NULL ? strlen(text) : 0,
+                    "application/json", ids, epoch);
+}
+
+enum MHD_Result api_reply_table(struct api_req *r, json_t *obj, bool csv,
+                                const int64_t *ids, uint64_t epoch)
+{
+  char *text = NULL;
+  size_t len = 0;
+  int rc;
+
+  if (!csv)
+    return api_reply_keep(r, obj, ids, epoch);
+  rc = obj != NULL ? api_csv_rows(json_object_get(obj, "rows"), &text, &len)
+                   : TR_ENOMEM;
+  json_decref(obj);
+  return reply_kept(r, rc == 0 ? text : NULL, len, API_CSV_TYPE, ids, epoch);
+}
+
+enum MHD_Result api_reply_keep_text(struct api_req *r, struct tr_buf *body,
+                                    const int64_t *ids, uint64_t epoch)
+{
+  char *text = body->p; /* NUL-terminated: the response takes it */
+  size_t len = body->n;
+
+  body->p = NULL;
+  body->n = body->cap = 0;
+  return reply_kept(r, text, len, "application/json", ids, epoch);
 }
 
 enum MHD_Result api_reply_error(struct api_req *r, unsigned status,
@@ -243,11 +289,12 @@ enum MHD_Result api_reply_err(struct api_req *r, const struct tr_err *err)
 enum MHD_Result api_reply_method(struct api_req *r)
 {
   const struct api_route *rt = r->route;
-  char allow[32] = "";
+  char allow[40] = "";
   struct MHD_Response *resp;
 
-  snprintf(allow, sizeof(allow), "%s%s%s", rt->get ? "GET, " : "",
-           rt->post ? "POST, " : "", rt->del ? "DELETE, " : "");
+  snprintf(allow, sizeof(allow), "%s%s%s%s", rt->get ? "GET, " : "",
+           rt->post ? "POST, " : "", api_route_put(rt) ? "PUT, " : "",
+           rt->del ? "DELETE, " : "");
   allow[strlen(allow) - 2] = '\0'; /* every route takes one method */
   resp = json_response(json_pack(
       "{s:{s:s, s:s++, s:n}}", "error", "code", "method_not_allowed", "message",

@@ -233,8 +233,15 @@ enum MHD_Result api_post_imports(struct api_req *r)
     return api_reply_err(r, &err);
   real = import_path(r, json_string_value(json_object_get(req, "path")), &ret);
   if (real != NULL) {
+    const char *key;
+    json_t *v;
+
     params = json_pack("{s:s, s:O}", "path", real, "format",
                        json_object_get(req, "format"));
+    json_object_foreach(req, key, v) {
+      if (params != NULL && api_import_config(key))
+        json_object_set(params, key, v);
+    }
     ret = params != NULL
               ? queue(r, "import", label_of(req), params)
               : api_reply_error(r, 500, "no_memory", NULL, "out of memory");
@@ -425,11 +432,8 @@ static void safe_name(char *out, size_t size, const char *path)
   out[i] = '\0';
 }
 
-/* A file of a capture that cannot be served: 404 when it is gone, 403
- * when it is no longer a regular file under the capture's folder (a link
- * or a FIFO swapped in): not a byte of whatever it points at. */
-static enum MHD_Result open_refused(struct api_req *r, const struct tr_err *err,
-                                    const char *field, const char *what)
+enum MHD_Result api_open_refused(struct api_req *r, const struct tr_err *err,
+                                 const char *field, const char *what)
 {
   if (err->code == -ENOENT)
     return api_reply_error(r, 404, "not_found", field, "%s is gone", what);
@@ -450,7 +454,7 @@ static enum MHD_Result send_file(struct api_req *r, const char *root,
   int fd = tr_open_file(root, path, 0, &sb, &err);
 
   if (fd < 0)
-    return open_refused(r, &err, "rank", "the trace file of this rank");
+    return api_open_refused(r, &err, "rank", "the trace file of this rank");
   resp = MHD_create_response_from_fd64((uint64_t)sb.st_size, fd);
   if (resp == NULL) {
     close(fd);
@@ -465,10 +469,7 @@ static enum MHD_Result send_file(struct api_req *r, const char *root,
   return api_reply(r, 200, resp);
 }
 
-/* The folder a capture's rank files lie under, as a new string:
- * <trace_root>/<id> for a capture, the import root holding an import's
- * path (NULL when that root is no longer configured). */
-static char *files_root(struct api_req *r, json_t *cap)
+char *api_files_root(struct api_req *r, json_t *cap)
 {
   const char *kind = json_string_value(json_object_get(cap, "kind"));
   const char *path, *root;
@@ -503,7 +504,7 @@ enum MHD_Result api_get_trace(struct api_req *r)
     json_decref(cap);
     return api_reply_err(r, &err);
   }
-  root = files_root(r, cap);
+  root = api_files_root(r, cap);
   snprintf(prefix, sizeof(prefix), "capture%lld-rank%lld", (long long)id,
            (long long)rank);
   ret = root != NULL ? send_file(r, root, path, prefix)
@@ -534,7 +535,7 @@ static enum MHD_Result send_tail(struct api_req *r, const char *dir,
   if (fd < 0) {
     snprintf(what, sizeof(what), "the %s log of capture %lld", which,
              (long long)id);
-    return open_refused(r, &err, "which", what);
+    return api_open_refused(r, &err, "which", what);
   }
   buf = tr_read_tail(fd, (uint64_t)sb.st_size, LOG_TAIL_BYTES, &len);
   close(fd);

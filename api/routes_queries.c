@@ -20,21 +20,29 @@ struct api_table {
                  64 phases a rank, and default to table_limit_max */
 };
 
-/* docs/API.md's parameters, plus limit everywhere and sort where rows
- * have a name (the store orders the others itself). */
-static const char *const kernel_params[] = { "rank", "q",     "category",
-                                             "sort", "limit", "family",
-                                             NULL };
-static const char *const named_params[] = { "rank", "q", "sort", "limit",
-                                            NULL };
-static const char *const rank_params[] = { "rank", "limit", NULL };
-static const char *const kind_params[] = { "rank", "kind", "limit", NULL };
-static const char *const family_params[] = { "rank", "q",     "category",
-                                             "sort", "limit", NULL };
-static const char *const famstep_params[] = { "rank", "q", "kind", "limit",
-                                              NULL };
-static const char *const idle_params[] = { "rank", "by", NULL };
-static const char *const timeline_params[] = { "rank", "buckets", NULL };
+/* A table's query parameters: docs/API.md's, plus limit everywhere and
+ * sort where rows have a name (the store orders the others itself), and
+ * format (json or csv) on every table. */
+/* clang-format off */
+#define TABLE_PARAMS(...) { __VA_ARGS__, "format", NULL }
+/* clang-format on */
+
+static const char *const kernel_params[] =
+    TABLE_PARAMS("rank", "q", "category", "sort", "limit", "family");
+static const char *const named_params[] =
+    TABLE_PARAMS("rank", "q", "sort", "limit");
+static const char *const rank_params[] = TABLE_PARAMS("rank", "limit");
+static const char *const kind_params[] = TABLE_PARAMS("rank", "kind", "limit");
+static const char *const family_params[] =
+    TABLE_PARAMS("rank", "q", "category", "sort", "limit");
+static const char *const famstep_params[] =
+    TABLE_PARAMS("rank", "q", "kind", "limit");
+static const char *const idle_params[] = TABLE_PARAMS("rank", "by");
+static const char *const timeline_params[] = TABLE_PARAMS("rank", "buckets");
+static const char *const coll_params[] =
+    TABLE_PARAMS("rank", "by", "family", "limit");
+static const char *const instance_params[] = TABLE_PARAMS("family", "limit");
+static const char *const rank_only_params[] = TABLE_PARAMS("rank");
 
 const struct api_table api_table_kernels = { store_kernels, kernel_params,
                                              true };
@@ -60,6 +68,33 @@ const struct api_table api_table_families = { store_families, family_params,
                                               true };
 const struct api_table api_table_family_steps = { store_family_steps,
                                                   famstep_params, true };
+/* Collectives across ranks (issue 10). */
+const struct api_table api_table_collectives = { store_collectives, coll_params,
+                                                 false };
+const struct api_table api_table_collective_instances = {
+  store_collective_instances, instance_params, true
+};
+const struct api_table api_table_collective_timeline = {
+  store_collective_timeline, rank_only_params, false
+};
+
+/* The tables whose all-ranks answer a done capture keeps summed (store/
+ * sums.c): sent as stored, without building the JSON again. */
+static const struct {
+  const struct api_table *t;
+  const char *sum;
+} summed[] = {
+  { &api_table_kernels, "kernels" },
+  { &api_table_launches, "launches" },
+  { &api_table_categories, "categories" },
+  { &api_table_steps, "steps" },
+  { &api_table_memcpy, "memcpy" },
+  { &api_table_runtime, "runtime" },
+  { &api_table_step_buckets, "step_buckets" },
+  { &api_table_step_histogram, "step_histogram" },
+  { &api_table_families, "families" },
+  { &api_table_family_steps, "family_steps" },
+};
 
 #define Q_MAX    256 /* bytes of a name substring, or a family */
 #define KIND_MAX 64  /* bytes of a step kind */
@@ -76,11 +111,11 @@ static bool takes_limit(const struct api_table *t)
 
 /* Reads the parameters every table route may take; the route's list has
  * already refused the ones it does not. */
-static int table_query(struct api_req *r, struct store_query *q,
+static int table_query(struct api_req *r, struct store_query *q, bool *csv,
                        struct tr_err *err)
 {
   static const char *const sorts[] = { "total", "count", "avg", "name", NULL };
-  static const char *const bys[] = { "cause", "step", NULL };
+  static const char *const bys[] = { "cause", "step", "family", "rank", NULL };
   const struct cfg *cfg = r->api->cfg;
   const struct api_table *t = r->route->table;
   int64_t id = 0, rank = -1, buckets = 0;
@@ -98,7 +133,8 @@ static int table_query(struct api_req *r, struct store_query *q,
       api_query_str(r, "family", Q_MAX, &q->family, err) != 0 ||
       api_query_str(r, "kind", KIND_MAX, &q->kind, err) != 0 ||
       api_query_enum(r, "by", bys, &q->by, err) != 0 ||
-      api_query_int(r, "buckets", 1, 4096, &buckets, err) != 0)
+      api_query_int(r, "buckets", 1, 4096, &buckets, err) != 0 ||
+      api_query_csv(r, csv, err) != 0)
     return TR_EINVAL;
   q->capture_id = id;
   q->rank = (int)rank;
@@ -120,6 +156,50 @@ static bool capture_done(struct store *st, int64_t id)
   return done;
 }
 
+/* The summed table the route reads over all ranks, or NULL. */
+static const char *summed_name(const struct api_table *t)
+{
+  for (size_t i = 0; i < sizeof(summed) / sizeof(summed[0]); i++)
+    if (summed[i].t == t)
+      return summed[i].sum;
+  return NULL;
+}
+
+/* A done capture's all-ranks table from its sums, as text: 1 when it has
+ * none or CSV is asked for (the caller answers from the store's rows),
+ * else the reply's result in *ret. */
+static int reply_summed(struct api_req *r, struct store *st,
+                        const struct store_query *q, bool csv, uint64_t epoch,
+                        enum MHD_Result *ret)
+{
+  const char *tbl = summed_name(r->route->table);
+  struct tr_buf body = { .max = (size_t)r->api->cfg->max_response_bytes };
+  int64_t ids[2] = { q->capture_id, q->capture_id };
+  struct tr_err err = { 0 };
+  int rc;
+
+  if (tbl == NULL || q->rank >= 0 || csv)
+    return 1;
+  tr_buf_printf(&body, "{\"capture\":%lld,\"rank\":null,\"rows\":",
+                (long long)q->capture_id);
+  rc = store_table_text(st, tbl, q, &body, &err);
+  tr_buf_put(&body, "}", 1);
+  if (rc == 0 && body.failed == TR_ELIMIT)
+    *ret = api_reply_error(r, 413, "too_large", "limit",
+                           "the answer would be more than "
+                           "max_response_bytes (%d): ask for fewer rows "
+                           "(limit) or one rank",
+                           r->api->cfg->max_response_bytes);
+  else if (rc == 0 && body.failed)
+    *ret = api_reply_error(r, 500, "no_memory", NULL, "out of memory");
+  else if (rc == 0)
+    *ret = api_reply_keep_text(r, &body, ids, epoch);
+  else if (rc < 0)
+    *ret = api_reply_err(r, &err);
+  tr_buf_free(&body);
+  return rc == 1 ? 1 : 0;
+}
+
 enum MHD_Result api_get_table(struct api_req *r)
 {
   struct store_query q = { 0 };
@@ -129,28 +209,28 @@ enum MHD_Result api_get_table(struct api_req *r)
   json_t *rows = NULL;
   uint64_t epoch;
   int64_t ids[2];
-  bool done;
+  bool done, csv;
 
-  if (table_query(r, &q, &err) != 0)
+  if (table_query(r, &q, &csv, &err) != 0)
     return api_reply_err(r, &err);
   st = api_read_begin(r, &epoch, &ret);
-  if (st == NULL)
+  if (st == NULL || reply_summed(r, st, &q, csv, epoch, &ret) == 0)
     return ret;
   done = capture_done(st, q.capture_id);
   if (r->route->table->query(st, &q, &rows, &err) != 0)
     return api_reply_err(r, &err);
   ids[0] = ids[1] = q.capture_id;
-  return api_reply_keep(
+  return api_reply_table(
       r,
       json_pack("{s:I, s:o, s:o}", "capture", (json_int_t)q.capture_id, "rank",
                 q.rank < 0 ? json_null() : json_integer(q.rank), "rows", rows),
-      done ? ids : NULL, epoch);
+      csv, done ? ids : NULL, epoch);
 }
 
 enum MHD_Result api_get_diff(struct api_req *r)
 {
-  static const char *const names[] = { "a",    "b",     "rank", "by",
-                                       "norm", "limit", NULL };
+  static const char *const names[] = { "a",    "b",     "rank",   "by",
+                                       "norm", "limit", "format", NULL };
   static const char *const bys[] = { "kernel", "category", "step", "family",
                                      NULL };
   static const char *const norms[] = { "none", "per_step", NULL };
@@ -162,8 +242,10 @@ enum MHD_Result api_get_diff(struct api_req *r)
   struct store *st;
   json_t *out = NULL;
   uint64_t epoch;
+  bool csv;
 
   if (api_query_check(r, names, &err) != 0 ||
+      api_query_csv(r, &csv, &err) != 0 ||
       api_query_int(r, "a", 1, INT64_MAX, &a, &err) != 0 ||
       api_query_int(r, "b", 1, INT64_MAX, &b, &err) != 0 ||
       api_query_int(r, "rank", 0, INT_MAX, &rank, &err) != 0 ||
@@ -183,5 +265,5 @@ enum MHD_Result api_get_diff(struct api_req *r)
    * or "b"): a diff is always final. */
   if (store_diff(st, a, b, &o, &out, &err) != 0)
     return api_reply_err(r, &err);
-  return api_reply_keep(r, out, (int64_t[2]){ a, b }, epoch);
+  return api_reply_table(r, out, csv, (int64_t[2]){ a, b }, epoch);
 }

@@ -45,7 +45,17 @@ static const struct api_route routes[] = {
   { "/captures/{id}/families", api_get_table, NULL, NULL, &api_table_families },
   { "/captures/{id}/families/steps", api_get_table, NULL, NULL,
     &api_table_family_steps },
+  /* Across ranks and runs (api/routes_queries.c, routes_results.c). */
+  { "/captures/{id}/collectives", api_get_table, NULL, NULL,
+    &api_table_collectives },
+  { "/captures/{id}/collectives/instances", api_get_table, NULL, NULL,
+    &api_table_collective_instances },
+  { "/captures/{id}/collectives/timeline", api_get_table, NULL, NULL,
+    &api_table_collective_timeline },
+  { "/captures/{id}/verdict", api_get_verdict, NULL, NULL, NULL },
+  { "/captures/{id}/baseline", NULL, NULL, api_delete_baseline, NULL },
   { "/captures/{id}/ranks/{r}/trace", api_get_trace, NULL, NULL, NULL },
+  { "/captures/{id}/ranks/{r}/slice", api_get_slice, NULL, NULL, NULL },
   { "/captures/{id}/logs", api_get_logs, NULL, NULL, NULL },
   { "/", api_get_asset, NULL, NULL, NULL },
   /* Last: any other single segment is a dashboard file or nothing. */
@@ -53,6 +63,22 @@ static const struct api_route routes[] = {
 };
 
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))
+
+/* The routes that take PUT, and its handler. */
+static const struct {
+  const char *tmpl;
+  enum MHD_Result (*put)(struct api_req *r);
+} puts_[] = {
+  { "/captures/{id}/baseline", api_put_baseline },
+};
+
+enum MHD_Result (*api_route_put(const struct api_route *rt))(struct api_req *)
+{
+  for (size_t i = 0; rt != NULL && i < sizeof(puts_) / sizeof(puts_[0]); i++)
+    if (strcmp(puts_[i].tmpl, rt->tmpl) == 0)
+      return puts_[i].put;
+  return NULL;
+}
 
 /* The last entry, 0, stands for any other code. */
 const unsigned api_codes[API_CODES] = { 200, 202, 400, 401, 403, 404, 405, 409,
@@ -191,6 +217,8 @@ static enum MHD_Result dispatch(struct api_req *r)
     h = rt->post;
   else if (strcmp(r->method, MHD_HTTP_METHOD_DELETE) == 0)
     h = rt->del;
+  else if (strcmp(r->method, MHD_HTTP_METHOD_PUT) == 0)
+    h = api_route_put(rt);
   if (h == NULL)
     return api_reply_method(r);
   if (!api_guard_body(r, &ret))
@@ -415,6 +443,7 @@ enum MHD_Result api_get_metrics(struct api_req *r)
   }
   metrics_captures(f, counts);
   metrics_index(f);
+  api_metrics_verdicts(f, st);
   metrics_http(f, r->api);
   fclose(f);
   json_decref(counts);
@@ -532,11 +561,13 @@ int api_start(const struct cfg *cfg, const struct api_hooks *hooks,
   api->hooks = *hooks;
   api->loopback = cfg_listen_loopback(cfg);
   api->hits = calloc((NROUTES + 1) * API_CODES, sizeof(*api->hits));
-  api->cache = api_cache_new();
-  if (api->hits == NULL || api->cache == NULL ||
+  api->cache = api_cache_new((size_t)cfg->answer_cache_mb << 20);
+  api->slices = api_slices_new();
+  if (api->hits == NULL || api->cache == NULL || api->slices == NULL ||
       pthread_key_create(&api->key, NULL) != 0) {
     free(api->hits);
     api_cache_free(api->cache);
+    api_slices_free(api->slices);
     free(api);
     return tr_err_set(err, TR_ENOMEM, "", "out of memory");
   }
@@ -556,8 +587,9 @@ int api_start(const struct cfg *cfg, const struct api_hooks *hooks,
   }
   /* MHD owns fd from here on, and closes it when stopped. */
   api->mhd = MHD_start_daemon(
-      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG, 0,
-      NULL, NULL, on_access, api, MHD_OPTION_EXTERNAL_LOGGER, on_log,
+      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG |
+          MHD_ALLOW_SUSPEND_RESUME, /* slices: routes_slice.c */
+      0, NULL, NULL, on_access, api, MHD_OPTION_EXTERNAL_LOGGER, on_log,
       api, /* first: MHD says so */
       MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_THREAD_POOL_SIZE,
       (unsigned)API_THREADS, MHD_OPTION_NOTIFY_COMPLETED, on_completed, api,
@@ -580,10 +612,13 @@ void api_stop(struct api *api)
 {
   if (api == NULL)
     return;
+  /* MHD may not stop with a connection suspended: slices resume theirs. */
+  api_slices_cancel(api->slices);
   /* Joins the workers: no thread uses a store connection after this. */
   if (api->mhd != NULL)
     MHD_stop_daemon(api->mhd);
   api_conns_stop(api);
+  api_slices_free(api->slices);
   while (api->threads != NULL) {
     struct api_thread *t = api->threads;
 

@@ -433,6 +433,17 @@ int api_parse_capture(const struct cfg *cfg, const char *body, size_t len,
   return 0;
 }
 
+bool api_import_config(const char *name)
+{
+  static const char *const config[] = { "model", "tp",      "isl", "osl",
+                                        "conc",  "variant", "more" };
+
+  for (size_t i = 0; i < sizeof(config) / sizeof(config[0]); i++)
+    if (strcmp(name, config[i]) == 0)
+      return true;
+  return false;
+}
+
 int api_parse_import(const char *body, size_t len, json_t **params,
                      struct tr_err *err)
 {
@@ -451,10 +462,13 @@ int api_parse_import(const char *body, size_t len, json_t **params,
       rc = check_string(v, name, LABEL_MAX, false, err);
     else if (strcmp(name, "format") == 0)
       rc = check_string(v, name, 16, false, err);
+    else if (api_import_config(name))
+      rc = check_member(NULL, tr_member_find(name), v, err);
     else
       rc = tr_err_set(err, TR_EINVAL, name,
                       "unknown member \"%s\" (members: path, label, "
-                      "format)",
+                      "format, and the configuration it was run with: "
+                      "model, tp, isl, osl, conc, variant, more)",
                       name);
     if (rc != 0)
       break;
@@ -587,6 +601,16 @@ int api_query_enum(struct api_req *r, const char *name,
     strncat(list, *p, sizeof(list) - strlen(list) - 1);
   }
   return tr_err_set(err, TR_EINVAL, name, "%s must be one of %s", name, list);
+}
+
+int api_query_csv(struct api_req *r, bool *csv, struct tr_err *err)
+{
+  static const char *const formats[] = { "json", "csv", NULL };
+  const char *format = "json";
+  int rc = api_query_enum(r, "format", formats, &format, err);
+
+  *csv = rc == 0 && strcmp(format, "csv") == 0;
+  return rc;
 }
 
 int api_query_str(struct api_req *r, const char *name, size_t max,

@@ -77,6 +77,11 @@ static const struct key keys[] = {
   INT(stop_timeout_s, 1, 86400),
   INT(launch_timeout_s, 1, 86400),
   INT(profiler_timeout_s, 1, 86400),
+  INT(answer_cache_mb, 0, 65536),
+  INT(regression_threshold_pct, 0, 1000),
+  STR(webhook_url),
+  INT(webhook_timeout_s, 1, 600),
+  INT(webhook_retries, 0, 10),
 };
 
 static char **split(const char *text, const char *seps)
@@ -158,6 +163,11 @@ void cfg_defaults(struct cfg *cfg)
   cfg->stop_timeout_s = 120;
   cfg->launch_timeout_s = 300;
   cfg->profiler_timeout_s = 300;
+  cfg->answer_cache_mb = 64;
+  cfg->regression_threshold_pct = 5;
+  cfg->webhook_url = strdup("");
+  cfg->webhook_timeout_s = 10;
+  cfg->webhook_retries = 3;
 }
 
 static const struct key *find_key(const char *name)
@@ -386,6 +396,22 @@ void cfg_hide_args(int argc, char **argv)
       memset(argv[i + 1], '*', strlen(argv[i + 1]));
 }
 
+/* webhook_url: empty, or an http:// or https:// URL of printable
+ * characters without blanks (it is handed to libcurl as it is). */
+static int check_webhook(const char *url, struct tr_err *err)
+{
+  bool ok = url[0] == '\0' || strncmp(url, "http://", 7) == 0 ||
+            strncmp(url, "https://", 8) == 0;
+
+  for (const char *c = url; ok && *c != '\0'; c++)
+    ok = isgraph((unsigned char)*c);
+  if (!ok || strlen(url) > 2048)
+    return tr_err_set(err, TR_EINVAL, "webhook_url",
+                      "webhook_url must be an http:// or https:// URL "
+                      "without blanks, of at most 2048 bytes");
+  return 0;
+}
+
 int cfg_finish(struct cfg *cfg, struct tr_err *err)
 {
   const char *colon = strrchr(cfg->listen, ':');
@@ -412,6 +438,8 @@ int cfg_finish(struct cfg *cfg, struct tr_err *err)
     return tr_err_set(err, TR_EINVAL, "table_limit",
                       "table_limit (%d) is above table_limit_max (%d)",
                       cfg->table_limit, cfg->table_limit_max);
+  if (check_webhook(cfg->webhook_url, err) != 0)
+    return TR_EINVAL;
   resolve_roots(cfg->import_roots);
   derive_script(&cfg->start_script, cfg->atom_scripts, "start_atom_server.sh");
   derive_script(&cfg->bench_script, cfg->atom_scripts, "run_benchmark.sh");

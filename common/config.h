@@ -61,6 +61,17 @@ struct cfg {
   /* ATOM_PROFILER_TIMEOUT of the server when neither the capture's env nor
    * traced's own environment sets it (ATOM's default: 300 s). */
   int profiler_timeout_s;
+  /* Answers about done captures kept in memory (api/cache.c), MiB; 0:
+   * none (every request goes to the store). */
+  int answer_cache_mb;
+  /* Regression verdicts (store/verdict.c): a change counts only beyond
+   * max(this, the noise band), in percent. */
+  int regression_threshold_pct;
+  /* POSTed the verdict of every capture and import that finishes (daemon/
+   * webhook.c); "" when unset. http:// or https:// only. */
+  char *webhook_url;
+  int webhook_timeout_s; /* one attempt, at most */
+  int webhook_retries;   /* attempts after the first, backing off */
 };
 
 /* Fills cfg with the defaults of docs/API.md. Caller frees with cfg_free(). */

@@ -16,7 +16,9 @@ struct tr_stats {
   atomic_uint_least64_t index_ns;    /* wall time spent indexing */
   atomic_uint_least64_t ranks_indexed;
   atomic_uint_least64_t ranks_failed;
-  atomic_uint_least64_t queue_length; /* captures and imports waiting */
+  atomic_uint_least64_t queue_length;       /* captures and imports waiting */
+  atomic_uint_least64_t webhooks_delivered; /* verdicts POSTed (2xx) */
+  atomic_uint_least64_t webhooks_failed;    /* given up or dropped */
   /* Set while the store refuses writes (SQLite answered SQLITE_FULL or an
    * I/O error to a write); the reason is kept by tr_stats_store_refused(). */
   atomic_bool store_refusing;

@@ -73,7 +73,10 @@
   XX(timeline_bucket_ns, timeline_bucket_ns, INT, NONE, 3)                     \
   XX(kernel_names_folded, kernel_names_folded, INT, NONE, 4)                   \
   XX(runtime_names_folded, runtime_names_folded, INT, NONE, 4)                 \
-  XX(warnings, warnings, JSON, NONE, 4)
+  XX(warnings, warnings, JSON, NONE, 4)                                        \
+  XX(collective_events, collective_events, INT, NONE, 5)                       \
+  XX(collective_ns, collective_ns, INT, NONE, 5)                               \
+  XX(exposed_comm_ns, exposed_comm_ns, INT, NONE, 5)
 
 #define TR_SUM_KERNEL(XX)                                                      \
   XX(name, name_id, NAME, KEY, 1)                                              \
@@ -256,6 +259,84 @@
   XX(timeline, TR_SUM_TIMELINE, timeline)                                      \
   XX(families, TR_SUM_FAMILY, family)                                          \
   XX(family_steps, TR_SUM_FAMILY_STEP, family_step)
+
+/*
+ * The capture's own tables (issue 10): computed across ranks once every
+ * rank is indexed (index/coll_match.c), stored per capture (capture_id
+ * first, store/schema.c), served as they are (ALL is EACH).
+ *
+ * The collective figures of a rank, for a family or a step kind:
+ *   count, total_ns  its collectives (all of them, matched or not)
+ *   exposed_ns       of total_ns, the time no compute kernel ran on the
+ *                    rank (index/agg_coll.c)
+ *   matched          of count, those matched with the other ranks' k-th
+ *   wait_ns          over the matched: the last arrival minus its own
+ *                    start (within its duration)
+ *   transfer_ns      its duration minus its wait
+ *   late_ns          its own start minus the first arrival
+ *   last             how often it arrived last (ties: the lower rank)
+ *   held_ns          when last, the others' waits summed: how long it held
+ *                    them back
+ */
+#define TR_COLL_FIGURES(XX)                                                    \
+  XX(count, count, INT, EACH, 5)                                               \
+  XX(total_ns, total_ns, INT, EACH, 5)                                         \
+  XX(exposed_ns, exposed_ns, INT, EACH, 5)                                     \
+  XX(matched, matched, INT, EACH, 5)                                           \
+  XX(wait_ns, wait_ns, INT, EACH, 5)                                           \
+  XX(transfer_ns, transfer_ns, INT, EACH, 5)                                   \
+  XX(late_ns, late_ns, INT, EACH, 5)                                           \
+  XX(last, last, INT, EACH, 5)                                                 \
+  XX(held_ns, held_ns, INT, EACH, 5)
+
+/* Per kernel family (index/family.c) and rank. */
+#define TR_COLL_FAMILY(XX)                                                     \
+  XX(family, family, TEXT, EACH, 5)                                            \
+  XX(rank, rank, INT, EACH, 5)                                                 \
+  TR_COLL_FIGURES(XX)
+
+/* Per step kind (null: outside every label) and rank: each rank's
+ * collectives by the kind whose label covers their start on that rank. */
+#define TR_COLL_STEP(XX)                                                       \
+  XX(step, step, TEXT_NULL, EACH, 5)                                           \
+  XX(rank, rank, INT, EACH, 5)                                                 \
+  TR_COLL_FIGURES(XX)
+
+/* The matched collectives of the largest start skew: the index-th of its
+ * family on its lane (the stream's ordinal among the rank's streams of
+ * that family); start_ns the first arrival from the capture's t0 (its
+ * earliest rank's t0_ns); per_rank [{rank, start_ns (from that rank's
+ * t0_ns, as its phases), dur_ns, wait_ns, transfer_ns}]. */
+#define TR_COLL_INSTANCE(XX)                                                   \
+  XX(family, family, TEXT, EACH, 5)                                            \
+  XX(index, idx, INT, EACH, 5)                                                 \
+  XX(lane, lane, INT, EACH, 5)                                                 \
+  XX(start_ns, start_ns, INT, EACH, 5)                                         \
+  XX(skew_ns, skew_ns, INT, EACH, 5)                                           \
+  XX(last_rank, last_rank, INT, EACH, 5)                                       \
+  XX(per_rank, per_rank, JSON, EACH, 5)
+
+/* The rank x time picture: equal bins over the capture's span (from its
+ * t0), matched collectives binned by their first arrival; per rank that
+ * took part: how many, its lateness, wait and last arrivals summed; the
+ * bin's largest skew. */
+#define TR_COLL_TIMELINE(XX)                                                   \
+  XX(bin, bin, INT, EACH, 5)                                                   \
+  XX(start_ns, start_ns, INT, EACH, 5)                                         \
+  XX(end_ns, end_ns, INT, EACH, 5)                                             \
+  XX(rank, rank, INT, EACH, 5)                                                 \
+  XX(instances, instances, INT, EACH, 5)                                       \
+  XX(late_ns, late_ns, INT, EACH, 5)                                           \
+  XX(wait_ns, wait_ns, INT, EACH, 5)                                           \
+  XX(last, last, INT, EACH, 5)                                                 \
+  XX(skew_max_ns, skew_max_ns, INT, EACH, 5)
+
+/* XX(member, ROWS, row) as TR_SUM_TABLES: the capture's tables. */
+#define TR_CAP_TABLES(XX)                                                      \
+  XX(collective_families, TR_COLL_FAMILY, coll_family)                         \
+  XX(collective_steps, TR_COLL_STEP, coll_step)                                \
+  XX(collective_instances, TR_COLL_INSTANCE, coll_instance)                    \
+  XX(collective_timeline, TR_COLL_TIMELINE, coll_timeline)
 
 /* The number of rows of a list: TR_SUM_COUNT(TR_SUM_KERNEL). */
 #define TR_SUM_ONE_(key, col, ty, all, since) +1

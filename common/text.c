@@ -1,5 +1,7 @@
 #include "common/text.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
@@ -90,4 +92,17 @@ char *tr_read_tail(int fd, uint64_t size, size_t max, size_t *len)
   if (len != NULL)
     *len = (size_t)n;
   return buf;
+}
+
+void tr_note(json_t *notes, const char *code, const char *fmt, ...)
+{
+  char msg[1024];
+  va_list ap;
+
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  tr_make_utf8(msg);
+  json_array_append_new(notes,
+                        json_pack("{s:s,s:s}", "code", code, "message", msg));
 }

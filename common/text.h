@@ -6,6 +6,7 @@
 #ifndef TR_TEXT_H
 #define TR_TEXT_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -26,5 +27,10 @@ void tr_make_utf8(char *text);
  * line when the cut falls inside one, as a new NUL-terminated string
  * (*len its length, may be NULL); NULL when nothing could be read. */
 char *tr_read_tail(int fd, uint64_t size, size_t max, size_t *len);
+
+/* Appends {"code": code, "message": the formatted text, cut to 1 KB and
+ * made UTF-8} to the array notes: the warnings and reasons of answers. */
+void tr_note(json_t *notes, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 #endif

@@ -93,3 +93,66 @@ char *tr_capture_dir(const char *root, int64_t id, const char *sub)
 
   return n < 0 ? NULL : out;
 }
+
+void tr_buf_reserve(struct tr_buf *b, size_t len)
+{
+  size_t cap = b->cap ? b->cap : 256;
+  char *grown;
+
+  if (b->failed)
+    return;
+  if (b->max > 0 && b->n + len > b->max) {
+    b->failed = TR_ELIMIT;
+    return;
+  }
+  while (cap < b->n + len + 1)
+    cap *= 2;
+  if (cap == b->cap)
+    return;
+  if ((grown = realloc(b->p, cap)) == NULL) {
+    b->failed = TR_ENOMEM;
+    return;
+  }
+  b->p = grown;
+  b->cap = cap;
+}
+
+void tr_buf_put(struct tr_buf *b, const char *data, size_t len)
+{
+  tr_buf_reserve(b, len);
+  if (b->failed)
+    return;
+  memcpy(b->p + b->n, data, len);
+  b->n += len;
+  b->p[b->n] = '\0';
+}
+
+void tr_buf_printf(struct tr_buf *b, const char *fmt, ...)
+{
+  char small[256], *big = NULL;
+  va_list ap;
+  int n;
+
+  va_start(ap, fmt);
+  n = vsnprintf(small, sizeof(small), fmt, ap);
+  va_end(ap);
+  if (n >= (int)sizeof(small)) {
+    va_start(ap, fmt);
+    n = vasprintf(&big, fmt, ap);
+    va_end(ap);
+  }
+  if (n < 0)
+    b->failed = TR_ENOMEM;
+  else
+    tr_buf_put(b, big != NULL ? big : small, (size_t)n);
+  free(big);
+}
+
+void tr_buf_free(struct tr_buf *b)
+{
+  if (b == NULL)
+    return;
+  free(b->p);
+  b->p = NULL;
+  b->n = b->cap = 0;
+}

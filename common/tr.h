@@ -63,4 +63,22 @@ char *tr_capture_dir(const char *root, int64_t id, const char *sub);
  * (also when it exists already) or -errno. */
 int tr_mkdir_p(const char *path);
 
+/* A growing byte buffer with a ceiling (curl's dynbuf): a put that would
+ * pass max (0: none) sets failed to TR_ELIMIT, one that fails to allocate
+ * to TR_ENOMEM, and keeps what was there; later puts do nothing.
+ * Zero-initialised is empty; p is NUL-terminated once anything was put.
+ * tr_buf_free(NULL) is fine. */
+struct tr_buf {
+  char *p;
+  size_t n, cap, max;
+  int failed; /* 0, TR_ELIMIT or TR_ENOMEM */
+};
+void tr_buf_put(struct tr_buf *b, const char *data, size_t len);
+/* Makes room for len more bytes at once (a put of them then copies
+ * once); a failure is kept as a put's. */
+void tr_buf_reserve(struct tr_buf *b, size_t len);
+void tr_buf_printf(struct tr_buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void tr_buf_free(struct tr_buf *b);
+
 #endif

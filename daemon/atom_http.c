@@ -27,8 +27,9 @@ struct cap_http_req {
   struct cap_http *h;
   CURL *easy;
   struct cap_http_req *next; /* in h->reqs */
-  enum { RULE_GET, RULE_PROFILE, RULE_CONNECT } rule;
-  char what[64]; /* "GET /v1/models", for messages */
+  enum { RULE_GET, RULE_PROFILE, RULE_CONNECT, RULE_POST } rule;
+  char what[64];              /* "GET /v1/models", for messages */
+  struct curl_slist *headers; /* RULE_POST's */
   char body[BODY_MAX + 1];
   size_t len;
   char errbuf[CURL_ERROR_SIZE];
@@ -86,6 +87,7 @@ static void free_req(struct cap_http_req *req)
   unlink_req(req->h, req);
   curl_multi_remove_handle(req->h->multi, req->easy);
   curl_easy_cleanup(req->easy);
+  curl_slist_free_all(req->headers);
   free(req);
 }
 
@@ -115,6 +117,12 @@ static void judge(struct cap_http_req *req, CURLcode rc, long status,
   case RULE_GET:
     a->ok = status == 200;
     snprintf(msg, size, "%s answered %ld", req->what, status);
+    return;
+  case RULE_POST:
+    a->ok = status >= 200 && status < 300;
+    snprintf(msg, size, "%s answered %ld%s", req->what, status,
+             status >= 300 && status < 400 ? " (redirects are not followed)"
+                                           : "");
     return;
   case RULE_PROFILE:
     st = json_string_value(json_object_get(a->doc, "status"));
@@ -290,10 +298,23 @@ static size_t on_body(char *data, size_t size, size_t n, void *ud)
   return len;
 }
 
+/* A POST of a JSON body (CURLOPT_COPYPOSTFIELDS, set by the caller) to a
+ * URL from the configuration: http(s) only, no redirect followed (a 3xx
+ * is a failure), no proxy from the environment. */
+static void post_options(struct cap_http_req *req)
+{
+  req->headers = curl_slist_append(NULL, "Content-Type: application/json");
+  curl_easy_setopt(req->easy, CURLOPT_HTTPHEADER, req->headers);
+  curl_easy_setopt(req->easy, CURLOPT_FOLLOWLOCATION, 0L);
+  curl_easy_setopt(req->easy, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(req->easy, CURLOPT_USERAGENT, "traced");
+}
+
 static int start(struct cap_http *h, const char *url, long timeout_ms,
                  struct cap_http_req *req, struct tr_err *err)
 {
-  req->easy = curl_easy_init();
+  if (req->easy == NULL)
+    req->easy = curl_easy_init();
   if (req->easy == NULL) {
     free(req);
     return tr_err_set(err, TR_ENOMEM, "", "cannot start libcurl");
@@ -315,8 +336,11 @@ static int start(struct cap_http *h, const char *url, long timeout_ms,
     curl_easy_setopt(req->easy, CURLOPT_POSTFIELDS, "");
     curl_easy_setopt(req->easy, CURLOPT_POSTFIELDSIZE, 0L);
   }
+  if (req->rule == RULE_POST)
+    post_options(req);
   if (curl_multi_add_handle(h->multi, req->easy) != CURLM_OK) {
     curl_easy_cleanup(req->easy);
+    curl_slist_free_all(req->headers);
     free(req);
     return tr_err_set(err, TR_ENOMEM, "", "cannot start a transfer");
   }
@@ -370,6 +394,33 @@ int cap_atom_probe(struct cap_http *h, const char *host, int port,
                    struct cap_http_req **out)
 {
   return request(h, host, port, RULE_CONNECT, "", timeout_ms, cb, ud, out);
+}
+
+int cap_http_post_json(struct cap_http *h, const char *url, const char *body,
+                       long timeout_ms, cap_http_cb cb, void *ud,
+                       struct cap_http_req **out)
+{
+  struct cap_http_req *req = calloc(1, sizeof(*req));
+  int rc;
+
+  if (req == NULL)
+    return TR_ENOMEM;
+  snprintf(req->what, sizeof(req->what), "POST %.58s", url);
+  req->rule = RULE_POST;
+  req->cb = cb;
+  req->ud = ud;
+  req->easy = curl_easy_init();
+  if (req->easy == NULL) {
+    free(req);
+    return TR_ENOMEM;
+  }
+  curl_easy_setopt(req->easy, CURLOPT_COPYPOSTFIELDS, body);
+  curl_easy_setopt(req->easy, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
+  /* start() takes the handle made here. */
+  rc = start(h, url, timeout_ms, req, NULL);
+  if (rc == 0 && out != NULL)
+    *out = req;
+  return rc;
 }
 
 void cap_http_cancel(struct cap_http_req *req)

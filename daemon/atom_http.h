@@ -1,7 +1,8 @@
 /*
- * cap_http: the asynchronous HTTP client to the ATOM server: libcurl's multi
- * interface driven by the libuv loop (socket readiness through uv_poll,
- * curl's timeouts through a uv_timer). Never a blocking transfer.
+ * cap_http: the asynchronous HTTP client to the ATOM server (and the
+ * verdicts' webhook): libcurl's multi interface driven by the libuv loop
+ * (socket readiness through uv_poll, curl's timeouts through a uv_timer). Never
+ * a blocking transfer.
  *
  * Loop thread only.
  */
@@ -54,6 +55,15 @@ int cap_atom_profile(struct cap_http *h, const char *host, int port,
 int cap_atom_probe(struct cap_http *h, const char *host, int port,
                    long timeout_ms, cap_http_cb cb, void *ud,
                    struct cap_http_req **out);
+
+/* POST body (a NUL-terminated JSON text, copied) to url (http or https,
+ * from the configuration: webhook_url) with Content-Type
+ * application/json. ok when the answer is 2xx; a redirect is not
+ * followed (a failure, said in msg). timeout_ms bounds the whole
+ * transfer. */
+int cap_http_post_json(struct cap_http *h, const char *url, const char *body,
+                       long timeout_ms, cap_http_cb cb, void *ud,
+                       struct cap_http_req **out);
 
 /* Drops a request in flight: its callback is never called. NULL is ok. */
 void cap_http_cancel(struct cap_http_req *req);

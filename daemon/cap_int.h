@@ -215,12 +215,30 @@ json_t *cap_bench_merges(struct cap_job *job);
 /* What the profiler calls of ATOM may take. */
 int cap_profile_timeout_ms(const struct cap_job *job);
 
+/* ---- the verdicts' webhook (webhook.c) ---- */
+
+struct cap_webhook;
+int cap_webhook_new(uv_loop_t *loop, struct cap_http *http,
+                    const struct cfg *cfg, struct cap_webhook **out);
+/* POSTs body (taken) to webhook_url, with retries; nothing when unset. */
+void cap_webhook_send(struct cap_webhook *w, int64_t id, json_t *body);
+/* Drops what waits, frees w; done(ud) once closed. NULL w: done now. */
+void cap_webhook_close(struct cap_webhook *w, void (*done)(void *ud), void *ud);
+
+/* ---- the finish (finish.c) ---- */
+
+/* Every rank of job is indexed: its collectives matched, its tables
+ * summed and its verdict made (store_capture_finish()) in the pool, then
+ * DONE is entered with merges (taken); a failure fails the job. */
+void cap_finish_start(struct cap_job *job, json_t *merges);
+
 /* ---- runner and jobs ---- */
 
 struct cap_runner {
   uv_loop_t *loop;
   const struct cfg *cfg;
   struct cap_http *http;
+  struct cap_webhook *webhook;
   struct idx_rules *rules;
   struct cap_job *capture;    /* the GPU slot */
   struct cap_job *import;     /* imports run beside it */
@@ -251,6 +269,7 @@ struct cap_op;
 struct cap_index {
   size_t next_rank; /* next rank to hand out */
   int running, indexed, failed;
+  bool finishing; /* every rank is in: the finish runs (finish.c) */
   uint64_t bytes_reported;
   _Atomic uint64_t *read; /* per rank, written by index workers */
   bool *skip;             /* recovered: stored before a restart */
@@ -297,7 +316,8 @@ struct cap_job {
   struct cap_index index;
   struct cap_op *ops_head, *ops_tail;
   bool op_busy;
-  int works; /* pool jobs of this job in flight */
+  int works;       /* pool jobs of this job in flight */
+  json_t *verdict; /* made at the finish, for the webhook once done */
 };
 
 /* runner.c */
@@ -319,6 +339,10 @@ void cap_runner_orphans_free(struct cap_runner *r);
 /* phase_indexing.c: hands out ranks to the pool, index_jobs at a time over
  * all jobs. */
 void cap_index_pump(struct cap_runner *r);
+/* Where rank's collectives go (logs/<id>/collectives/rank_<r>.bin), a new
+ * string; with make (pool threads only) the folder is made first. NULL
+ * when out of memory or the folder cannot be made. */
+char *cap_coll_path(const struct cap_job *job, size_t rank, bool make);
 
 void cap_invariants(const struct cap_job *job);
 

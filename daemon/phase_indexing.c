@@ -78,6 +78,19 @@ static uint64_t bytes_read(const struct cap_job *job)
   return sum;
 }
 
+char *cap_coll_path(const struct cap_job *job, size_t rank, bool make)
+{
+  char *dir = NULL, *path = NULL;
+
+  if (asprintf(&dir, "%s/collectives", job->log_dir) < 0)
+    return NULL;
+  if ((!make || tr_mkdir_p(dir) == 0) &&
+      asprintf(&path, "%s/rank_%zu.bin", dir, rank) < 0)
+    path = NULL;
+  free(dir);
+  return path;
+}
+
 /* ---- one rank, in the pool ---- */
 
 struct rank_work {
@@ -173,8 +186,14 @@ static void run_rank(struct cap_work *w)
   json_t *summary = NULL;
   int64_t t0 = tr_now_ns();
   int nice = lower_priority();
+  char *coll = cap_coll_path(job, rw->i, true);
 
-  if (rk->file == NULL) {
+  o.collectives_path = coll;
+  if (coll == NULL) {
+    rw->rc = TR_ENOMEM;
+    snprintf(rw->msg, sizeof(rw->msg), "cannot make %s/collectives",
+             job->log_dir);
+  } else if (rk->file == NULL) {
     rw->rc = TR_ENOTFOUND;
     snprintf(rw->msg, sizeof(rw->msg), "no trace file in %s", rk->label);
   } else if ((rw->rc = idx_file_under(job->layout->root, rk->file, &o, &summary,
@@ -192,24 +211,26 @@ static void run_rank(struct cap_work *w)
     atomic_fetch_add(&tr_stats.index_ns, (uint64_t)(tr_now_ns() - t0));
   }
   json_decref(summary);
+  free(coll);
   restore_priority(nice);
 }
 
 static void check_complete(struct cap_job *job)
 {
   if (job->ending != END_NONE || job->index.running > 0 ||
-      job->index.next_rank < job->layout->n)
+      job->index.next_rank < job->layout->n || job->index.finishing)
     return;
+  job->index.finishing = true;
   if (job->index.failed > 0)
     cap_fail(job, END_FAILED, NULL,
              "%d of %zu ranks could not be indexed (the others are kept): "
              "%s",
              job->index.failed, job->layout->n, job->index.failures);
   else
-    cap_enter(job, TR_PHASE_DONE,
-              json_pack("{s:{s:i,s:I}}", "progress", "ranks_indexed",
-                        job->index.indexed, "bytes_indexed",
-                        (json_int_t)bytes_read(job)));
+    cap_finish_start(job,
+                     json_pack("{s:{s:i,s:I}}", "progress", "ranks_indexed",
+                               job->index.indexed, "bytes_indexed",
+                               (json_int_t)bytes_read(job)));
 }
 
 static void on_rank_done(struct cap_work *w)

@@ -233,7 +233,8 @@ int cap_runner_new(uv_loop_t *loop, const struct cfg *cfg,
   size_thread_pool(cfg);
   if ((rc = idx_rules_load(cfg->category_rules, &r->rules, err)) != 0 ||
       (rc = recover(r, err)) != 0 ||
-      (rc = cap_http_new(loop, &r->http, err)) != 0) {
+      (rc = cap_http_new(loop, &r->http, err)) != 0 ||
+      (rc = cap_webhook_new(loop, r->http, cfg, &r->webhook)) != 0) {
     cap_runner_free(r);
     return rc;
   }

@@ -78,6 +78,7 @@ void cap_job_release(struct cap_job *job)
   json_decref(job->stored_ranks);
   json_decref(job->bench.result);
   json_decref(job->bench.note);
+  json_decref(job->verdict);
   free(job->trace_dir);
   free(job->log_dir);
   free(job->work_dir);
@@ -293,11 +294,19 @@ static void on_http_closed(void *ud)
     down(r->down_ud);
 }
 
+static void on_webhook_closed(void *ud)
+{
+  struct cap_runner *r = ud;
+
+  r->webhook = NULL;
+  cap_http_close(r->http, on_http_closed, r);
+}
+
 static void on_timer_closed(uv_handle_t *h)
 {
   struct cap_runner *r = h->data;
 
-  cap_http_close(r->http, on_http_closed, r);
+  cap_webhook_close(r->webhook, on_webhook_closed, r);
 }
 
 void cap_runner_check_down(struct cap_runner *r)

@@ -31,6 +31,7 @@
 
 #define AGG_PENDING      (1u << 15)
 #define AGG_DEFAULT_RECS (3u << 16) /* 6 MB of time records */
+#define AGG_COLL_RECS    (1u << 14) /* 512 KB of collectives */
 #define HAS_SHAPE        (IDX_HAS_GRID | IDX_HAS_BLOCK)
 #define HAS_RES          (IDX_HAS_REGS | IDX_HAS_SHMEM)
 
@@ -215,7 +216,8 @@ static int on_kernel(struct idx_agg *a, const struct idx_doc *doc,
     return TR_ENOMEM;
   a->kernel_events++;
   a->kernel_ns += ev->dur_ns;
-  if ((rc = record(a, ev, AGG_REC_KERNEL, shape)) != 0)
+  if ((rc = record(a, ev, AGG_REC_KERNEL, shape)) != 0 ||
+      (rc = agg_coll_seen(a, ev, nid, shape)) != 0)
     return rc;
   /* CUDA and mcTracer kernels describe themselves; ROCm ones need the
    * launch event. */
@@ -581,6 +583,7 @@ int idx_agg_init(struct idx_agg *a, const struct idx_rules *rules,
   agg_fold_init(&a->kfold, IDX_MAX_KERNEL_NAMES);
   agg_fold_init(&a->rfold, AGG_MAX_RUNTIME_NAMES);
   if (agg_runs_init(&a->runs, rec_cap ? rec_cap : AGG_DEFAULT_RECS) != 0 ||
+      agg_runs_init(&a->coll_runs, rec_cap ? rec_cap : AGG_COLL_RECS) != 0 ||
       agg_corr_init(&a->k_pending, sizeof(struct pend_kernel), AGG_PENDING) !=
           0 ||
       agg_corr_init(&a->rt_pending, sizeof(struct pend_launch), AGG_PENDING) !=
@@ -634,6 +637,8 @@ void idx_agg_free(struct idx_agg *a)
   agg_corr_free(&a->c_pending);
   agg_corr_free(&a->rtc_pending);
   agg_runs_free(&a->runs);
+  agg_runs_free(&a->coll_runs);
+  agg_map_free(&a->lanes);
   memset(a, 0, sizeof(*a));
 }
 

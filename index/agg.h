@@ -217,6 +217,7 @@ struct agg_kernel { /* by kernel name id */
   struct agg_hist hist;
   int is_kernel; /* seen as a device kernel (names are also
                     interned from runtime launch events) */
+  int comm;      /* agg_coll.c: 0 not known yet, 1 a collective, 2 not */
 };
 
 struct agg_shape { /* by shape id: (name, grid, block) */
@@ -300,6 +301,24 @@ enum agg_idle_cause {
   AGG_IDLE_BETWEEN_STEPS,
   AGG_IDLE_OTHER,
   AGG_IDLE_CAUSES
+};
+
+/* The name of an idle cause ("host_late", ...): a static string. */
+const char *agg_idle_cause_name(int cause);
+
+/* What the time pass finds, handed one at a time in start order to
+ * idx_agg.on_finding when set (index/slice.c draws them as tracks): each
+ * run label of the step side, and each idle stretch. */
+enum agg_finding_what { AGG_FOUND_STEP, AGG_FOUND_IDLE };
+
+struct agg_finding {
+  enum agg_finding_what what;
+  int64_t start_ns, end_ns;
+  uint32_t kind;      /* STEP: its kind id (kinds_map) */
+  int64_t label;      /* STEP: its label number (agg_labels_get) */
+  int cause;          /* IDLE: the stretch's cause (AGG_IDLE_*) */
+  int64_t between_ns; /* IDLE: its part outside every step label (counted
+                         as between_steps, not as the cause) */
 };
 
 /* The utilisation timeline (agg_timeline.c): n equal buckets over the span,
@@ -395,6 +414,21 @@ struct idx_agg {
   struct agg_map famstep_map; /* (family, kind) */
   struct agg_famstep *famsteps;
   size_t famsteps_cap;
+
+  /* Collectives (agg_coll.c): their records (aux = lane), the lanes
+   * (device, stream), the side file (NULL: none; borrowed) and the
+   * rank's totals. */
+  struct agg_runs coll_runs;
+  struct agg_map lanes;
+  FILE *coll_out;
+  struct {
+    uint64_t events;
+    int64_t ns, exposed_ns;
+  } coll;
+
+  /* Optional: the time pass's findings (struct agg_finding). */
+  void (*on_finding)(void *ud, const struct agg_finding *f);
+  void *finding_ud;
 };
 
 /* rec_cap: time records held in memory before spilling (0: default). The
@@ -465,6 +499,20 @@ int agg_steps_walk_rec(struct agg_steps_walk *w, const struct agg_rec *r);
  * of the step side. Frees w. */
 void agg_steps_walk_end(struct agg_steps_walk *w);
 
+/* agg_idle.c: which step kind covers a time, as the labels of the step
+ * side arrive in start order: kind k covers t while t is before the
+ * largest end of its labels so far; of the kinds covering t, the one whose
+ * latest label started last wins (ties: the kind seen first). */
+struct agg_cover {
+  int64_t start[AGG_MAX_STEP_KINDS]; /* the latest label's start */
+  int64_t end[AGG_MAX_STEP_KINDS];   /* the largest end; INT64_MIN: none */
+};
+void agg_cover_init(struct agg_cover *c);
+void agg_cover_label(struct agg_cover *c, uint32_t k, int64_t start,
+                     int64_t end);
+/* The covering kind of t among the first nk, or -1. */
+int agg_cover_kind(const struct agg_cover *c, uint32_t nk, int64_t t);
+
 struct agg_idle_walk;
 int agg_idle_walk_new(struct idx_agg *a, struct agg_idle_walk **out);
 int agg_idle_walk_rec(struct agg_idle_walk *w, const struct agg_rec *r,
@@ -474,6 +522,18 @@ int agg_idle_walk_rec(struct agg_idle_walk *w, const struct agg_rec *r,
 int agg_idle_walk_end(struct agg_idle_walk *w, int64_t busy_end);
 /* Frees w without accounting (an earlier failure); NULL is fine. */
 void agg_idle_walk_free(struct agg_idle_walk *w);
+
+/* agg_coll.c: a kernel event of name nid and shape: recorded when it is
+ * a collective. The walk takes every main record in time order, and
+ * writes each collective to a->coll_out (when set) as it ends; _end()
+ * closes the rest, writes the side file's tables and frees w. */
+int agg_coll_seen(struct idx_agg *a, const struct idx_event *ev, uint32_t nid,
+                  uint32_t shape);
+struct agg_coll_walk;
+int agg_coll_walk_new(struct idx_agg *a, struct agg_coll_walk **out);
+int agg_coll_walk_rec(struct agg_coll_walk *w, const struct agg_rec *r);
+int agg_coll_walk_end(struct agg_coll_walk *w);
+void agg_coll_walk_free(struct agg_coll_walk *w);
 
 /* agg_timeline.c: a->tl over [t0, tend) for nk step kinds. */
 int agg_timeline_init(struct agg_timeline *tl, int64_t t0, int64_t tend,
@@ -510,6 +570,11 @@ int agg_family_rule(const struct idx_rules *rules, const char *name,
  * (NULL: not mangled). A new string, or NULL when out of memory. */
 char *agg_family_of(const struct idx_rules *rules, const char *name,
                     const char *demangled);
+
+/* agg_family.c: row["demangled"] = the demangled form of kernel name id,
+ * when it was mangled (top-kernel lists show what the kernels table
+ * shows). */
+void agg_set_demangled(const struct idx_agg *a, uint32_t id, json_t *row);
 
 /* agg_family.c: categories, demangled names and families of the kernel
  * names, before the time pass. Returns 0 or TR_ENOMEM. */

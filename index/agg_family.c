@@ -143,6 +143,12 @@ static int family_cmp(const void *x, const void *y, void *ud)
   return agg_key_cmp(&a->fam_map.keys[i], &a->fam_map.keys[j]);
 }
 
+void agg_set_demangled(const struct idx_agg *a, uint32_t id, json_t *row)
+{
+  if (a->demangled != NULL && id < a->names.n && a->demangled[id] != NULL)
+    json_object_set_new(row, "demangled", json_string(a->demangled[id]));
+}
+
 json_t *agg_families_json(const struct idx_agg *a)
 {
   uint32_t n = a->fam_map.n, *order = agg_order(n, family_cmp, a);

@@ -58,12 +58,13 @@ struct agg_idle_walk {
   int steps;           /* the step side has labels */
   int any;             /* a device record was seen */
   int comm;            /* the communication category's index */
-  int64_t cov_start[AGG_MAX_STEP_KINDS], cov_end[AGG_MAX_STEP_KINDS];
+  struct agg_cover cover;
   int gap;                              /* a stretch is open since gap_start */
   int64_t gap_start;                    /* when the device went idle */
   int64_t cursor;                       /* idle accounted up to here */
   int64_t pend[AGG_MAX_STEP_KINDS + 1]; /* covered ns of the open stretch,
                                            by kind + 1; [0] without steps */
+  int64_t pend_between;                 /* its ns outside every label */
   int64_t prev_corr; /* of the record that last extended the union */
   int64_t sync_end;  /* latest end of a synchronising call so far */
   struct slot *join; /* [JOIN_SLOTS] */
@@ -82,10 +83,9 @@ int agg_idle_walk_new(struct idx_agg *a, struct agg_idle_walk **out)
   w->a = a;
   w->label_type =
       a->step_side == AGG_SIDE_GPU ? AGG_REC_LABEL : AGG_REC_LABEL_CPU;
-  for (uint32_t k = 0; k < a->nkinds; k++) {
+  for (uint32_t k = 0; k < a->nkinds; k++)
     w->steps |= a->steps[a->step_side][k].s.count > 0;
-    w->cov_end[k] = INT64_MIN;
-  }
+  agg_cover_init(&w->cover);
   w->comm = agg_category_index("communication");
   w->cursor = a->t0_ns;
   w->prev_corr = -1;
@@ -94,13 +94,28 @@ int agg_idle_walk_new(struct idx_agg *a, struct agg_idle_walk **out)
   return 0;
 }
 
-/* The kind whose label covering t started last, or -1. */
-static int covering(const struct agg_idle_walk *w, int64_t t)
+void agg_cover_init(struct agg_cover *c)
+{
+  for (uint32_t k = 0; k < AGG_MAX_STEP_KINDS; k++) {
+    c->start[k] = 0;
+    c->end[k] = INT64_MIN;
+  }
+}
+
+void agg_cover_label(struct agg_cover *c, uint32_t k, int64_t start,
+                     int64_t end)
+{
+  if (end > c->end[k])
+    c->end[k] = end;
+  c->start[k] = start;
+}
+
+int agg_cover_kind(const struct agg_cover *c, uint32_t nk, int64_t t)
 {
   int best = -1;
 
-  for (uint32_t k = 0; k < w->a->nkinds; k++)
-    if (w->cov_end[k] > t && (best < 0 || w->cov_start[k] > w->cov_start[best]))
+  for (uint32_t k = 0; k < nk; k++)
+    if (c->end[k] > t && (best < 0 || c->start[k] > c->start[best]))
       best = (int)k;
   return best;
 }
@@ -121,11 +136,12 @@ static void advance(struct agg_idle_walk *w, int64_t t, int64_t busy_end)
       w->pend[0] += t - c;
       break;
     }
-    if ((k = covering(w, c)) < 0) {
+    if ((k = agg_cover_kind(&w->cover, w->a->nkinds, c)) < 0) {
       w->a->idle[0][AGG_IDLE_BETWEEN_STEPS] += t - c;
+      w->pend_between += t - c;
       break;
     }
-    e = w->cov_end[k] < t ? w->cov_end[k] : t;
+    e = w->cover.end[k] < t ? w->cover.end[k] : t;
     w->pend[k + 1] += e - c;
     c = e;
   }
@@ -155,12 +171,19 @@ static int cause_of(const struct agg_idle_walk *w, const struct agg_rec *r,
   return AGG_IDLE_OTHER;
 }
 
-static void close_gap(struct agg_idle_walk *w, int cause)
+/* Ends the open stretch at end with its cause. */
+static void close_gap(struct agg_idle_walk *w, int cause, int64_t end)
 {
+  struct agg_finding f = { AGG_FOUND_IDLE, w->gap_start,   end, 0, -1,
+                           cause,          w->pend_between };
+
   for (uint32_t j = 0; j <= w->a->nkinds; j++) {
     w->a->idle[j][cause] += w->pend[j];
     w->pend[j] = 0;
   }
+  if (w->a->on_finding != NULL)
+    w->a->on_finding(w->a->finding_ud, &f);
+  w->pend_between = 0;
   w->gap = 0;
 }
 
@@ -193,7 +216,7 @@ static int on_device(struct agg_idle_walk *w, const struct agg_rec *r,
 
   advance(w, r->start_ns, busy_end);
   if (w->gap)
-    close_gap(w, cause_of(w, r, launch));
+    close_gap(w, cause_of(w, r, launch), r->start_ns);
   if (!w->any || r->start_ns + r->dur_ns > busy_end)
     w->prev_corr = r->aux;
   w->any = 1;
@@ -227,9 +250,7 @@ int agg_idle_walk_rec(struct agg_idle_walk *w, const struct agg_rec *r,
   if (r->type != w->label_type || r->id >= w->a->nkinds)
     return 0;
   advance(w, r->start_ns, busy_end);
-  if (r->start_ns + r->dur_ns > w->cov_end[r->id])
-    w->cov_end[r->id] = r->start_ns + r->dur_ns;
-  w->cov_start[r->id] = r->start_ns;
+  agg_cover_label(&w->cover, r->id, r->start_ns, r->start_ns + r->dur_ns);
   return 0;
 }
 
@@ -237,7 +258,7 @@ int agg_idle_walk_end(struct agg_idle_walk *w, int64_t busy_end)
 {
   advance(w, w->a->tend_ns, busy_end);
   if (w->gap)
-    close_gap(w, cause_of(w, NULL, INT64_MIN));
+    close_gap(w, cause_of(w, NULL, INT64_MIN), w->a->tend_ns);
   agg_idle_walk_free(w);
   return 0;
 }
@@ -248,6 +269,11 @@ void agg_idle_walk_free(struct agg_idle_walk *w)
     return;
   free(w->join);
   free(w);
+}
+
+const char *agg_idle_cause_name(int cause)
+{
+  return cause >= 0 && cause < AGG_IDLE_CAUSES ? cause_names[cause] : "other";
 }
 
 json_t *agg_idle_json(const struct idx_agg *a)

@@ -451,7 +451,7 @@ static json_t *summary_head(struct idx_agg *a, const struct idx_doc *doc,
   struct agg_sum_rank r = { 0 };
   int i;
 
-  AGG_SUM_FILLS(TR_SUM_RANK, 33);
+  AGG_SUM_FILLS(TR_SUM_RANK, 36);
   if (a->t0_ns > a->tend_ns) /* no timed event */
     a->t0_ns = a->tend_ns = 0;
   for (i = 0; i < AGG_COPY_MEMSET; i++) {
@@ -494,6 +494,9 @@ static json_t *summary_head(struct idx_agg *a, const struct idx_doc *doc,
   r.kernel_names_folded = (int64_t)a->kfold.distinct;
   r.runtime_names_folded = (int64_t)a->rfold.distinct;
   r.warnings = fold_warnings(a);
+  r.collective_events = (int64_t)a->coll.events;
+  r.collective_ns = a->coll.ns;
+  r.exposed_comm_ns = a->coll.exposed_ns;
   return agg_sum_rank_json(&r);
 }
 

@@ -486,11 +486,12 @@ static json_t *top_json(const struct idx_agg *a, const struct agg_top *top,
 
   for (uint32_t i = 0; i < n; i++) {
     const struct agg_key *k = &a->names.keys[top[i].name];
+    json_t *row = json_pack("{s:s%,s:I,s:I}", "name", k->p, k->n, "count",
+                            (json_int_t)top[i].count, "total_ns",
+                            (json_int_t)top[i].total_ns);
 
-    json_array_append_new(arr,
-                          json_pack("{s:s%,s:I,s:I}", "name", k->p, k->n,
-                                    "count", (json_int_t)top[i].count,
-                                    "total_ns", (json_int_t)top[i].total_ns));
+    agg_set_demangled(a, top[i].name, row);
+    json_array_append_new(arr, row);
   }
   return arr;
 }

@@ -95,6 +95,7 @@ json_t *agg_sum_rank_json(const struct agg_sum_rank *r)
     return o;                                                                  \
   }
 TR_SUM_TABLES(WRITER)
+TR_CAP_TABLES(WRITER)
 
 void agg_sum_tables_put(json_t *o, const struct agg_sum_tables *t)
 {

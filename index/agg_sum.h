@@ -55,6 +55,7 @@ struct agg_sum_rank {
     ROWS(AGG_SUM_MEMBER_)                                                      \
   };
 TR_SUM_TABLES(AGG_SUM_STRUCT_)
+TR_CAP_TABLES(AGG_SUM_STRUCT_)
 #undef AGG_SUM_STRUCT_
 
 /* The JSON object of a row, members in the list's order; takes the
@@ -63,6 +64,7 @@ json_t *agg_sum_rank_json(const struct agg_sum_rank *r);
 #define AGG_SUM_DECL_(member, ROWS, row)                                       \
   json_t *agg_sum_##row##_json(const struct agg_sum_##row *r);
 TR_SUM_TABLES(AGG_SUM_DECL_)
+TR_CAP_TABLES(AGG_SUM_DECL_)
 #undef AGG_SUM_DECL_
 
 /* The summary's tables, one array per TR_SUM_TABLES row. */

@@ -64,6 +64,7 @@ struct walk {
   int copy_cat, memset_cat;
   struct agg_steps_walk *steps;
   struct agg_idle_walk *idle;
+  struct agg_coll_walk *coll;
 };
 
 static int is_device(uint32_t type)
@@ -192,6 +193,11 @@ static int walk_rec(struct walk *w, const struct agg_rec *r)
   int rc;
 
   if (r->type == w->label_type) {
+    if (r->id < a->nkinds && a->on_finding != NULL)
+      a->on_finding(a->finding_ud,
+                    &(struct agg_finding){ AGG_FOUND_STEP, r->start_ns,
+                                           r->start_ns + r->dur_ns, r->id,
+                                           r->aux, 0, 0 });
     if (r->id < a->nkinds && r->start_ns + r->dur_ns > w->cover_end[r->id])
       w->cover_end[r->id] = r->start_ns + r->dur_ns;
     if (r->id < a->nkinds)
@@ -216,7 +222,8 @@ static int pass1_rec(struct walk *w, const struct agg_rec *r)
   int64_t busy_end = w->any ? w->cur_end : w->a->t0_ns;
   int rc;
 
-  if ((rc = agg_idle_walk_rec(w->idle, r, busy_end)) != 0 ||
+  if ((rc = agg_coll_walk_rec(w->coll, r)) != 0 ||
+      (rc = agg_idle_walk_rec(w->idle, r, busy_end)) != 0 ||
       (rc = agg_steps_walk_rec(w->steps, r)) != 0 || (rc = walk_rec(w, r)) != 0)
     return rc;
   return is_device(r->type) ? walk_device(w, r) : 0;
@@ -233,6 +240,7 @@ static int pass1(struct walk *w)
     w->cover_end[k] = INT64_MIN;
   if ((rc = agg_steps_walk_new(w->a, &w->steps)) != 0 ||
       (rc = agg_idle_walk_new(w->a, &w->idle)) != 0 ||
+      (rc = agg_coll_walk_new(w->a, &w->coll)) != 0 ||
       (rc = agg_iter_open(&w->a->runs, &it)) != 0)
     return rc;
   while ((rc = agg_iter_next(it, &r)) == 1)
@@ -240,6 +248,11 @@ static int pass1(struct walk *w)
       break;
   agg_iter_close(it);
   agg_timeline_end(&w->a->tl);
+  if (rc == 0)
+    rc = agg_coll_walk_end(w->coll);
+  else
+    agg_coll_walk_free(w->coll);
+  w->coll = NULL;
   return rc;
 }
 
@@ -263,7 +276,7 @@ struct phase_sum {
 
 struct top_ctx {
   const struct acc *acc;
-  const struct agg_map *names;
+  const struct idx_agg *a;        /* its names and their demangled forms */
   const struct agg_shape *shapes; /* ids are shapes; NULL: names */
 };
 
@@ -277,8 +290,8 @@ static int top_cmp(const void *x, const void *y, void *ud)
 {
   const struct top_ctx *c = ud;
   uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
-  const struct agg_key *ka = &c->names->keys[top_name(c, a)];
-  const struct agg_key *kb = &c->names->keys[top_name(c, b)];
+  const struct agg_key *ka = &c->a->names.keys[top_name(c, a)];
+  const struct agg_key *kb = &c->a->names.keys[top_name(c, b)];
   size_t n = ka->n < kb->n ? ka->n : kb->n;
   int d;
 
@@ -299,10 +312,11 @@ static json_t *top_rows(struct top_ctx *c, uint32_t *ids, size_t n)
 
   qsort_r(ids, n, sizeof(*ids), top_cmp, c);
   for (i = 0; i < n && i < TOP_N; i++) {
-    const struct agg_key *k = &c->names->keys[top_name(c, ids[i])];
+    const struct agg_key *k = &c->a->names.keys[top_name(c, ids[i])];
 
     row = json_object();
     json_object_set_new(row, "name", agg_json_strn(k->p, k->n));
+    agg_set_demangled(c->a, top_name(c, ids[i]), row);
     if (c->shapes != NULL) {
       const struct agg_shape *s = &c->shapes[ids[i]];
 
@@ -322,8 +336,8 @@ static json_t *top_rows(struct top_ctx *c, uint32_t *ids, size_t n)
 static void phase_emit(struct phase_sum *ps)
 {
   struct idx_agg *a = ps->a;
-  struct top_ctx launches = { ps->by_shape, &a->names, a->shapes };
-  struct top_ctx kernels = { ps->by_name, &a->names, NULL };
+  struct top_ctx launches = { ps->by_shape, a, a->shapes };
+  struct top_ctx kernels = { ps->by_name, a, NULL };
   struct agg_sum_phase ph = {
     .index = (int64_t)ps->p,
     .start_ns = ps->start - a->t0_ns,
@@ -451,6 +465,7 @@ int agg_time_pass(struct idx_agg *a, uint32_t heavy, struct agg_time_out *out,
   w.gap_ns = span / 1000 > GAP_MIN_NS ? span / 1000 : GAP_MIN_NS;
   w.min_len_ns = span / 100;
   if ((rc = agg_runs_seal(&a->runs)) == 0 &&
+      (rc = agg_runs_seal(&a->coll_runs)) == 0 &&
       (rc = agg_timeline_init(&a->tl, a->t0_ns, a->tend_ns, a->nkinds)) == 0 &&
       (rc = pass1(&w)) == 0) {
     rc = agg_idle_walk_end(w.idle, w.any ? w.cur_end : a->t0_ns);
@@ -462,6 +477,7 @@ int agg_time_pass(struct idx_agg *a, uint32_t heavy, struct agg_time_out *out,
   }
   agg_steps_walk_end(w.steps);
   agg_idle_walk_free(w.idle);
+  agg_coll_walk_free(w.coll);
   free(w.segs.v);
   if (rc != 0)
     return tr_err_set(err, rc, "", "time pass failed: %s (%d)", tr_strerror(rc),

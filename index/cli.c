@@ -10,6 +10,11 @@
  * index_jobs does), each on a worker thread of its own; --threads T is
  * idx_options.threads for each file, by default the cores shared among the
  * jobs. Summaries are printed as soon as every earlier file's is.
+ *
+ * --collectives OUT: the files are the ranks of one capture, in the order
+ * given; their collectives are matched across them as the daemon does
+ * (idx_collectives_match(), every instance kept, 256 timeline bins) and
+ * the answer is written to OUT.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -19,7 +24,8 @@
 
 #include "index/index.h"
 
-#define MAX_JOBS 256
+#define MAX_JOBS          256
+#define CLI_TIMELINE_BINS 256
 
 /* "auto|kineto|mctracer": the --format values, from the format table. */
 static int usage(const char *why)
@@ -29,7 +35,8 @@ static int usage(const char *why)
   fprintf(stderr,
           "traced index: %s\n"
           "usage: traced index [--format %s] [--rules FILE] [--jobs N] "
-          "[--threads T] [--max-kernel-names N] FILE...\n",
+          "[--threads T] [--max-kernel-names N] [--collectives OUT] "
+          "FILE...\n",
           why, idx_format_names(names, sizeof(names), "|"));
   return 2;
 }
@@ -50,15 +57,28 @@ struct batch {
   pthread_cond_t cv; /* a result is done */
   int next;          /* the next file a worker takes */
   struct result *res;
+  const char *coll_dir; /* --collectives: where the side files go */
 };
+
+/* The side file of file i (rank i) in dir. */
+static void coll_file(const char *dir, int i, char *buf, size_t size)
+{
+  snprintf(buf, size, "%s/rank_%d.bin", dir, i);
+}
 
 static void index_one(struct batch *b, int i)
 {
   struct tr_err err = { 0 };
   json_t *summary = NULL;
   struct result *r = &b->res[i];
+  struct idx_options o = b->opt;
+  char side[64];
 
-  if (idx_file(b->files[i], &b->opt, &summary, &err) != 0)
+  if (b->coll_dir != NULL) {
+    coll_file(b->coll_dir, i, side, sizeof(side));
+    o.collectives_path = side;
+  }
+  if (idx_file(b->files[i], &o, &summary, &err) != 0)
     snprintf(r->msg, sizeof(r->msg), "%s", err.msg);
   pthread_mutex_lock(&b->mu);
   r->summary = summary;
@@ -140,6 +160,60 @@ static int run_batch(struct batch *b, int jobs)
   return status;
 }
 
+/* --collectives: the side files of ranks 0..n-1 in dir matched, the
+ * answer written to out. 0 ok, 1 failed. */
+static int match_all(const char *dir, int n, const char *out)
+{
+  struct idx_coll_rank *ranks = calloc((size_t)n + 1, sizeof(*ranks));
+  char(*paths)[64] = calloc((size_t)n + 1, sizeof(*paths));
+  struct tr_err err = { 0 };
+  json_t *doc = NULL;
+  int rc = ranks && paths ? 0 : 1;
+
+  for (int i = 0; rc == 0 && i < n; i++) {
+    coll_file(dir, i, paths[i], sizeof(paths[i]));
+    ranks[i] = (struct idx_coll_rank){ paths[i], i, 0 };
+  }
+  if (rc == 0 && idx_collectives_match(ranks, (size_t)n, SIZE_MAX / 2,
+                                       CLI_TIMELINE_BINS, &doc, &err) != 0) {
+    fprintf(stderr, "traced index: %s\n", err.msg);
+    rc = 1;
+  }
+  if (rc == 0 && json_dump_file(doc, out, JSON_COMPACT) != 0) {
+    fprintf(stderr, "traced index: cannot write %s\n", out);
+    rc = 1;
+  }
+  json_decref(doc);
+  free(paths);
+  free(ranks);
+  return rc;
+}
+
+/* run_batch(), and with --collectives (out) the matching, in a private
+ * folder of side files removed afterwards. */
+static int run_all(struct batch *b, int jobs, const char *out)
+{
+  char dir[] = "/tmp/traced-collectives-XXXXXX", side[64];
+  int status;
+
+  if (out != NULL && mkdtemp(dir) == NULL) {
+    fprintf(stderr, "traced index: cannot make a folder in /tmp\n");
+    return 1;
+  }
+  b->coll_dir = out != NULL ? dir : NULL;
+  status = run_batch(b, jobs);
+  if (out == NULL)
+    return status;
+  if (status == 0)
+    status = match_all(dir, b->nfiles, out);
+  for (int i = 0; i < b->nfiles; i++) {
+    coll_file(dir, i, side, sizeof(side));
+    (void)unlink(side);
+  }
+  (void)rmdir(dir);
+  return status;
+}
+
 /* A positive integer option value, at most max. */
 static int parse_count(const char *s, int max, int *out)
 {
@@ -155,7 +229,7 @@ static int parse_count(const char *s, int max, int *out)
 int idx_cli_main(int argc, char **argv)
 {
   struct batch b = { 0 };
-  const char *rules_path = NULL;
+  const char *rules_path = NULL, *coll = NULL;
   struct idx_rules *rules = NULL;
   struct tr_err err = { 0 };
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -175,6 +249,8 @@ int idx_cli_main(int argc, char **argv)
         return usage("--format names no trace format");
     } else if (strcmp(argv[i], "--rules") == 0) {
       rules_path = argv[i + 1];
+    } else if (strcmp(argv[i], "--collectives") == 0) {
+      coll = argv[i + 1];
     } else if (strcmp(argv[i], "--jobs") == 0) {
       if (parse_count(argv[i + 1], MAX_JOBS, &jobs) != 0)
         return usage("--jobs must be 1 to 256");
@@ -205,7 +281,7 @@ int idx_cli_main(int argc, char **argv)
   b.opt.threads = threads > 0        ? threads
                   : cores / jobs > 1 ? (int)(cores / jobs)
                                      : 1;
-  status = run_batch(&b, jobs);
+  status = run_all(&b, jobs, coll);
   idx_rules_free(rules);
   return status;
 }

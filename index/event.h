@@ -65,6 +65,11 @@ struct idx_event {
   struct idx_str kernel;   /* "kernel": the launched kernel on a runtime
                               launch event (hipLaunchKernel...) */
   struct idx_str arg_name; /* "name": M events (process_name...) */
+
+  /* The event's text as in the file, from its '{' to its '}' (escapes as
+   * written): set when the reader was asked for it (idx_reader_keep_raw),
+   * else it may be empty. */
+  struct idx_str raw;
 };
 
 /* What the reader knows of the whole document. Filled as it reads; the
@@ -88,6 +93,18 @@ struct idx_doc {
  * and is returned by idx_reader_feed(). */
 typedef int (*idx_event_cb)(void *ud, const struct idx_doc *doc,
                             const struct idx_event *ev);
+
+/* A top-level member of the document other than traceEvents, as written:
+ * key is its JSON string with the quotes, value its text (no whitespace
+ * around). key.p is NULL when the key is longer than IDX_KEY_MAX bytes,
+ * value.p when the value is longer than the event ceiling (neither is
+ * kept). Called in file order with the events, for idx_reader_keep_raw().
+ * Borrowed for the call. A non-zero return stops reading. */
+typedef int (*idx_member_cb)(void *ud, struct idx_str key,
+                             struct idx_str value);
+
+/* Longest top-level key handed to an idx_member_cb. */
+#define IDX_KEY_MAX 4096
 
 /*
  * The streaming JSON reader: push parser over chunks of any size (1 byte
@@ -131,6 +148,13 @@ int idx_reader_finish(struct idx_reader *r, struct tr_err *err);
 const struct idx_doc *idx_reader_doc(const struct idx_reader *r);
 void idx_reader_free(struct idx_reader *r);
 
+/* For a consumer that copies the document (index/slice.c): from now on
+ * each event comes with its text (idx_event.raw) and each top-level
+ * member other than traceEvents goes to on_member (may be NULL) with the
+ * reader's ud. Members the reader would skip are then held whole, up to
+ * the event ceiling. Call before the first feed. 0 or TR_ENOMEM. */
+int idx_reader_keep_raw(struct idx_reader *r, idx_member_cb on_member);
+
 /*
  * The byte source: a plain or gzip file (detected by its magic bytes),
  * inflated (ISA-L where built with it, else zlib) on a thread of its own
@@ -166,5 +190,21 @@ void idx_source_hint(struct idx_source *s, unsigned depth, int scale);
 uint64_t idx_source_file_bytes(const struct idx_source *s); /* file size */
 uint64_t idx_source_read_bytes(const struct idx_source *s); /* read so far */
 void idx_source_close(struct idx_source *s);
+
+/* ---- file.c: one file through a reader ---- */
+
+/* Reads the file at path (under root as idx_file_under() says; NULL: no
+ * root) to its end through rd, which idx_reader_finish()es: the source
+ * inflates on its own thread; opt's cancel and on_progress act as for
+ * idx_file(). *file_bytes: the file's size. */
+int idx_read_under(const char *root, const char *path, struct idx_reader *rd,
+                   const struct idx_options *opt, uint64_t *file_bytes,
+                   struct tr_err *err);
+
+/* Re-records local (the failure rc of the file at path) into err as
+ * "<path>: <message>" unless the message names the file already; the first
+ * failure recorded wins. Returns rc. */
+int idx_file_fail(struct tr_err *err, const struct tr_err *local, int rc,
+                  const char *path);
 
 #endif

@@ -3,7 +3,10 @@
  * thread; here chunks go to the reader, whose events go to the
  * aggregation; at the end the aggregation builds the rank summary.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -36,10 +39,8 @@ static int on_event(void *ud, const struct idx_doc *doc,
   return idx_agg_event(&run->agg, doc, ev);
 }
 
-/* Re-records err as "<path>: <message>" unless the message names the
- * file already; the first failure recorded wins. */
-static int fail(struct tr_err *err, const struct tr_err *local, int rc,
-                const char *path)
+int idx_file_fail(struct tr_err *err, const struct tr_err *local, int rc,
+                  const char *path)
 {
   if (rc == TR_ECONFLICT && local->code == 0)
     return tr_err_set(err, rc, "", "%s: cancelled", path);
@@ -79,6 +80,42 @@ static int pump(struct idx_source *src, struct idx_reader *rd,
   }
 }
 
+/* The side file of the collectives (opt->collectives_path): path.tmp,
+ * created afresh without following a link; *tmp gets its name. */
+static int coll_open(const char *path, FILE **f, char **tmp, struct tr_err *err)
+{
+  int fd;
+
+  if (asprintf(tmp, "%s.tmp", path) < 0) {
+    *tmp = NULL;
+    return tr_err_set(err, TR_ENOMEM, "", "out of memory");
+  }
+  (void)unlink(*tmp);
+  fd = open(*tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0 || (*f = fdopen(fd, "wb")) == NULL) {
+    int e = errno;
+
+    if (fd >= 0)
+      close(fd);
+    return tr_err_set(err, -e, "", "%s: %s", *tmp, strerror(e));
+  }
+  return 0;
+}
+
+/* Ends the side file: renamed into place when rc is 0, else removed. */
+static int coll_close(FILE *f, char *tmp, const char *path, int rc,
+                      struct tr_err *err)
+{
+  if (f != NULL && fclose(f) != 0 && rc == 0)
+    rc = tr_err_set(err, TR_EIO, "", "%s: %s", tmp, strerror(errno));
+  if (tmp != NULL && rc == 0 && rename(tmp, path) != 0)
+    rc = tr_err_set(err, -errno, "", "%s: %s", path, strerror(errno));
+  if (tmp != NULL && rc != 0)
+    (void)unlink(tmp);
+  free(tmp);
+  return rc;
+}
+
 /* The threads this file may use (idx_options.threads). */
 static int threads(const struct idx_options *opt)
 {
@@ -88,6 +125,26 @@ static int threads(const struct idx_options *opt)
     return opt->threads;
   cores = sysconf(_SC_NPROCESSORS_ONLN);
   return cores >= 2 ? 2 : 1;
+}
+
+int idx_read_under(const char *root, const char *path, struct idx_reader *rd,
+                   const struct idx_options *opt, uint64_t *file_bytes,
+                   struct tr_err *err)
+{
+  struct idx_source *src = NULL;
+  int rc = idx_source_open_under(
+      root, path, IDX_SOURCE_SCAN | (threads(opt) > 1 ? IDX_SOURCE_THREAD : 0),
+      &src, err);
+
+  if (rc == 0)
+    rc = pump(src, rd, opt, err);
+  if (rc == 0) {
+    *file_bytes = idx_source_file_bytes(src);
+    if (opt->on_progress != NULL)
+      opt->on_progress(opt->ud, idx_source_read_bytes(src));
+  }
+  idx_source_close(src);
+  return rc;
 }
 
 int idx_file(const char *path, const struct idx_options *opt, json_t **out,
@@ -103,11 +160,12 @@ int idx_file_under(const char *root, const char *path,
   static const struct idx_options defaults = { .format = IDX_FORMAT_AUTO,
                                                .rank = -1 };
   struct agg_file_info info = { path, 0, -1 };
-  struct idx_source *src = NULL;
   struct idx_reader *rd = NULL;
   struct tr_err local = { 0 };
+  char *coll_tmp = NULL;
+  json_t *summary = NULL;
   struct run run;
-  int rc;
+  int rc = 0;
 
   if (opt == NULL)
     opt = &defaults;
@@ -115,22 +173,24 @@ int idx_file_under(const char *root, const char *path,
   if (idx_agg_init(&run.agg, opt->rules, TIME_RECORDS) != 0)
     return tr_err_set(err, TR_ENOMEM, "", "%s: out of memory", path);
   idx_agg_cap_names(&run.agg, opt->max_kernel_names);
-  rc = idx_source_open_under(
-      root, path, IDX_SOURCE_SCAN | (threads(opt) > 1 ? IDX_SOURCE_THREAD : 0),
-      &src, &local);
+  if (opt->collectives_path != NULL)
+    rc = coll_open(opt->collectives_path, &run.agg.coll_out, &coll_tmp, &local);
   if (rc == 0)
     rc = idx_reader_new(opt->format, on_event, &run, &rd);
   if (rc == 0)
-    rc = pump(src, rd, opt, &local);
+    rc = idx_read_under(root, path, rd, opt, &info.file_bytes, &local);
   if (rc == 0) {
-    info.file_bytes = idx_source_file_bytes(src);
     info.rank = opt->rank;
-    if (opt->on_progress != NULL)
-      opt->on_progress(opt->ud, idx_source_read_bytes(src));
-    rc = idx_agg_summary(&run.agg, idx_reader_doc(rd), &info, out, &local);
+    rc = idx_agg_summary(&run.agg, idx_reader_doc(rd), &info, &summary, &local);
   }
+  if (opt->collectives_path != NULL)
+    rc = coll_close(run.agg.coll_out, coll_tmp, opt->collectives_path, rc,
+                    &local);
+  if (rc == 0)
+    *out = summary;
+  else
+    json_decref(summary);
   idx_reader_free(rd);
-  idx_source_close(src);
   idx_agg_free(&run.agg);
-  return rc == 0 ? 0 : fail(err, &local, rc, path);
+  return rc == 0 ? 0 : idx_file_fail(err, &local, rc, path);
 }

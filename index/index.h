@@ -96,6 +96,10 @@ struct idx_options {
    * indexing several files at once passes its cores / files (the daemon:
    * cores / index_jobs). */
   int threads;
+  /* Where to write the rank's collectives for the capture-level matching
+   * (idx_collectives_match()): a new file at that path (written beside it
+   * as path.tmp, then renamed; never through a link). NULL: none. */
+  const char *collectives_path;
 };
 
 /*
@@ -117,6 +121,74 @@ int idx_file(const char *path, const struct idx_options *opt, json_t **out,
 int idx_file_under(const char *root, const char *path,
                    const struct idx_options *opt, json_t **out,
                    struct tr_err *err);
+
+/* One rank's collectives for idx_collectives_match(). */
+struct idx_coll_rank {
+  const char *path; /* its idx_options.collectives_path, borrowed */
+  int rank;         /* the capture's rank number */
+  int group;        /* ranks match only within one group: a disaggregated
+                       server's halves, pipeline stages */
+};
+
+/*
+ * Matches the collectives of the n ranks across ranks (index/coll_match.c)
+ * and answers, in *out (caller json_decref()s): {t0_ns (the earliest
+ * rank's t0), span_ns, matched (instances), families, steps, instances,
+ * timeline (the rows of common/summary.h's TR_CAP_TABLES, instances the
+ * `keep` of the largest skew, worst first; timeline in `bins` bins over
+ * the span), warnings [{code, message}]}. A rank whose file cannot be
+ * read is left out with a warning. Blocks on its reads: a worker thread.
+ */
+int idx_collectives_match(const struct idx_coll_rank *ranks, size_t n,
+                          size_t keep, int bins, json_t **out,
+                          struct tr_err *err);
+
+/* ---- slices: a window of the raw trace (slice.c) ---- */
+
+/* Where a slice's text goes: n bytes at p, in order. A non-zero return
+ * stops the slice, and idx_slice_under() returns it. */
+typedef int (*idx_write_fn)(void *ud, const char *p, size_t n);
+
+struct idx_slice_opts {
+  enum idx_format format;        /* as the rank was indexed; AUTO detects */
+  const struct idx_rules *rules; /* borrowed; NULL: built-ins */
+  uint32_t max_kernel_names;     /* as idx_options' */
+  int64_t t0_ns;                 /* the rank's t0_ns (its summary) */
+  int64_t start_ns, end_ns;      /* the window, relative to t0_ns as the
+                                    phases are; start_ns < end_ns */
+  bool findings;                 /* add traced's tracks: steps, idle */
+  const atomic_bool *cancel;     /* as idx_options' */
+  int threads;                   /* as idx_options' */
+};
+
+/* What a slice holds (its last member, traced_slice, says the same). */
+struct idx_slice_stats {
+  uint64_t events_read;     /* elements of traceEvents handed over */
+  uint64_t events_kept;     /* in the window, metadata included */
+  uint64_t metadata_events; /* ph "M", kept whatever their time */
+  uint64_t events_mended;   /* kept after mending (slice_json.c) */
+  uint64_t events_dropped;  /* in the window but not mendable JSON */
+  uint64_t members_kept, members_dropped; /* top-level members */
+  uint64_t steps, idle;                   /* findings written */
+};
+
+/*
+ * Streams to write a kineto JSON document holding exactly the events of
+ * the trace at path (opened under root as idx_file_under() does) that
+ * overlap [t0_ns + start_ns, t0_ns + end_ns), byte for byte, with the
+ * metadata: every ph "M" event and every top-level member but
+ * traceEvents, in file order; with findings, traced's steps and idle
+ * stretches that overlap the window as two more tracks (a process of its
+ * own); last, a member traced_slice with the window and the counts. One
+ * streaming pass; memory as for idx_file() (the findings need its time
+ * pass) plus 64 KiB, never the window's size. Blocks as idx_file() does.
+ * On failure after some text was written, the text is cut short: the
+ * writer's consumer must drop it. *stats may be NULL.
+ */
+int idx_slice_under(const char *root, const char *path,
+                    const struct idx_slice_opts *o, idx_write_fn write,
+                    void *ud, struct idx_slice_stats *stats,
+                    struct tr_err *err);
 
 /* `traced index [--format F] [--rules FILE] FILE...`: argv[0] is "index".
  * Returns the process exit status (0, 1 a file failed, 2 usage). */

@@ -85,7 +85,7 @@ enum state {
 };
 
 /* What a captured value is. */
-enum cap { CAP_EVENT, CAP_DEVPROPS, CAP_DISTINFO };
+enum cap { CAP_EVENT, CAP_DEVPROPS, CAP_DISTINFO, CAP_MEMBER };
 
 struct idx_reader {
   idx_event_cb cb;
@@ -116,6 +116,14 @@ struct idx_reader {
   int fast;                      /* stage 1 is on: events go the walker */
   struct idx_walker walker;      /* layouts and the token walk */
   const struct idx_batch *batch; /* the chunk's events walked ahead */
+  /* idx_reader_keep_raw(): */
+  int keep_raw;
+  idx_member_cb on_member;
+  char *mkey; /* the top-level key being read, quotes included */
+  size_t mkey_n;
+  char *raw; /* a captured event's text before it is parsed (parsing
+                unescapes in place) */
+  size_t raw_cap;
 };
 
 /* on_elem: the token walk gives the event to the byte-wise parser. */
@@ -265,6 +273,9 @@ static int parse_capture(struct idx_reader *r, size_t n, const char **stop)
     c.depth = r->elem_depth;
     r->ev.scale = scale_of(r);
     rc = idx_parse_event(&c, &r->ev);
+  } else if (r->cap == CAP_MEMBER) {
+    c.p = c.end; /* kept as written: the consumer judges it */
+    rc = IDX_P_OK;
   } else if (r->cap == CAP_DEVPROPS) {
     rc = idx_parse_devprops(&c, r->doc.device, sizeof(r->doc.device));
   } else {
@@ -293,6 +304,39 @@ static int earlier_error(struct idx_reader *r, uint64_t limit)
   return bad_byte(r, off, rc, (unsigned char)*stop);
 }
 
+/* Hands the captured top-level member to on_member (keep_raw). */
+static int hand_member(struct idx_reader *r)
+{
+  struct idx_str key = { r->mkey_n <= IDX_KEY_MAX ? r->mkey : NULL, r->mkey_n };
+  struct idx_str value = { r->over ? NULL : r->buf, r->buf_n };
+  int rc = r->on_member != NULL ? r->on_member(r->ud, key, value) : 0;
+
+  if (rc != 0) {
+    r->st = ST_FAILED;
+    r->fail = rc;
+  }
+  return rc;
+}
+
+/* keep_raw: the captured event's text, kept before parsing changes it. */
+static int keep_event_text(struct idx_reader *r)
+{
+  if (r->buf_n > r->raw_cap) {
+    char *nb = realloc(r->raw, r->buf_n);
+
+    if (nb == NULL) {
+      r->st = ST_FAILED;
+      r->fail = TR_ENOMEM;
+      return tr_err_set(r->err, TR_ENOMEM, NULL, "out of memory at byte %llu",
+                        (unsigned long long)r->buf_off);
+    }
+    r->raw = nb;
+    r->raw_cap = r->buf_n;
+  }
+  memcpy(r->raw, r->buf, r->buf_n);
+  return 0;
+}
+
 /* Parses the captured value. A NUL after it ends a trailing scalar. */
 static int end_capture(struct idx_reader *r)
 {
@@ -300,11 +344,17 @@ static int end_capture(struct idx_reader *r)
   int rc;
 
   r->st = r->cap == CAP_EVENT ? ST_ELEM_NEXT : ST_OBJ_NEXT;
+  if (r->cap != CAP_EVENT && r->keep_raw && (rc = hand_member(r)) != 0)
+    return rc;
   if (r->over) {
     if (r->cap == CAP_EVENT)
       count_skipped(r);
     return 0;
   }
+  if (r->cap == CAP_MEMBER)
+    return 0;
+  if (r->cap == CAP_EVENT && r->keep_raw && (rc = keep_event_text(r)) != 0)
+    return rc;
   r->buf[r->buf_n] = 0;
   rc = parse_capture(r, r->buf_n + 1, &stop);
   if (rc == IDX_P_OK && stop != r->buf + r->buf_n)
@@ -316,7 +366,11 @@ static int end_capture(struct idx_reader *r)
                     rc == IDX_P_DEPTH ? rc : IDX_P_SYNTAX,
                     (unsigned char)*stop);
   }
-  return r->cap == CAP_EVENT ? deliver(r) : 0;
+  if (r->cap != CAP_EVENT)
+    return 0;
+  r->ev.ev.raw.p = r->keep_raw ? r->raw : NULL;
+  r->ev.ev.raw.n = r->keep_raw ? r->buf_n : 0;
+  return deliver(r);
 }
 
 /* SKIP and CAPTURE: runs the value scanner over the chunk. */
@@ -388,7 +442,12 @@ static int on_value(struct idx_reader *r, const char **pp)
     return 0;
   case TK_DEVPROPS: start_capture(r, CAP_DEVPROPS, *pp); return 0;
   case TK_DISTINFO: start_capture(r, CAP_DISTINFO, *pp); return 0;
-  default: start_skip(r, ST_OBJ_NEXT); return 0;
+  default:
+    if (r->keep_raw)
+      start_capture(r, CAP_MEMBER, *pp);
+    else
+      start_skip(r, ST_OBJ_NEXT);
+    return 0;
   }
 }
 
@@ -421,6 +480,8 @@ static int fast_events(struct idx_reader *r, const char **pp, const char *end)
       return FAST_BAIL;
     t = r->walker.at + 1;
     r->st = ST_ELEM_NEXT;
+    r->ev.ev.raw.p = *pp;
+    r->ev.ev.raw.n = (size_t)(t - *pp);
     if ((size_t)(t - *pp) > IDX_EVENT_CEILING) {
       count_skipped(r);
     } else if ((rc = deliver(r)) != 0) {
@@ -509,6 +570,8 @@ static int on_elem(struct idx_reader *r, const char **pp, const char *end)
     count_skipped(r);
     return 0;
   }
+  r->ev.ev.raw.p = *pp;
+  r->ev.ev.raw.n = (size_t)(c.p - *pp);
   *pp = c.p;
   return deliver(r);
 }
@@ -544,6 +607,16 @@ static int on_start(struct idx_reader *r, const char **pp)
   return 0;
 }
 
+/* keep_raw: n more bytes of the key's text; past IDX_KEY_MAX only its
+ * length is counted. */
+static void keep_key_text(struct idx_reader *r, const char *p, size_t n)
+{
+  size_t room = r->mkey_n < IDX_KEY_MAX ? IDX_KEY_MAX - r->mkey_n : 0;
+
+  memcpy(r->mkey + r->mkey_n, p, n < room ? n : room);
+  r->mkey_n += n;
+}
+
 /* KEY: the bytes of a top-level key up to its closing quote. */
 static int on_key(struct idx_reader *r, const char **pp, const char *end)
 {
@@ -564,6 +637,8 @@ static int on_key(struct idx_reader *r, const char **pp, const char *end)
     else
       r->key_n = sizeof(r->key) + 1;
   }
+  if (r->keep_raw)
+    keep_key_text(r, *pp, (size_t)(p - *pp));
   *pp = p;
   return 0;
 }
@@ -581,6 +656,10 @@ static int expect(struct idx_reader *r, const char **pp, char ok1,
   if (r->st == ST_KEY) {
     r->key_n = 0;
     r->key_bs = r->key_esc = 0;
+    if (r->keep_raw) {
+      r->mkey_n = 0;
+      keep_key_text(r, "\"", 1);
+    }
   }
   if (c == ']')
     end_events(r);
@@ -700,10 +779,21 @@ const struct idx_doc *idx_reader_doc(const struct idx_reader *r)
   return &r->doc;
 }
 
+int idx_reader_keep_raw(struct idx_reader *r, idx_member_cb on_member)
+{
+  if (r->mkey == NULL && (r->mkey = malloc(IDX_KEY_MAX)) == NULL)
+    return TR_ENOMEM;
+  r->keep_raw = 1;
+  r->on_member = on_member;
+  return 0;
+}
+
 void idx_reader_free(struct idx_reader *r)
 {
   if (r == NULL)
     return;
+  free(r->mkey);
+  free(r->raw);
   free(r->buf);
   idx_walker_free(&r->walker);
   free(r);

@@ -59,6 +59,8 @@ static void walk_run(struct idx_batch *b, struct idx_walker *w, const char *end)
       return; /* the reader takes this one */
     idx_parsed_times(&e, (unsigned)b->scale);
     t = w->at + 1;
+    e.ev.raw.p = p; /* in the chunk, which the reader holds meanwhile */
+    e.ev.raw.n = (size_t)(t - p);
     b->ev[b->n].ev = e.ev;
     b->ev[b->n].bad = e.bad;
     b->ev[b->n].over = (size_t)(t - p) > IDX_EVENT_CEILING;

@@ -108,6 +108,12 @@ static const struct rule builtin[] = {
   CAT("cross_device", COMM),
   CAT("alltoall", COMM),
   CAT("all_to_all", COMM),
+  /* vLLM's symmetric-memory all-reduce, NCCL's point-to-point kernel
+   * outside an nccl* name, MSCCL++ and AITER's quick all-reduce. */
+  CAT("multimem", COMM),
+  CAT("sendrecv", COMM),
+  CAT("mscclpp", COMM),
+  CAT("quickreduce", COMM),
   CAT("^memory_copy", COPY),
   CAT("copybuffer", COPY),
   CAT("memcpy", COPY),

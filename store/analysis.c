@@ -38,20 +38,42 @@ static const char idle_by_step[] =
     " ORDER BY i.step IS NOT NULL, step, idle_ns DESC, cause";
 /* clang-format on */
 
-static int idle_rows(struct store *st, const void *ctx,
-                     const struct store_query *q, json_t **out,
-                     struct tr_err *err)
+static int idle_query(struct store *st, const struct store_query *q,
+                      json_t **out, struct tr_err *err)
 {
   bool by_step = q->by != NULL && strcmp(q->by, "step") == 0;
   sqlite3_stmt *s;
   int rc = store__stmt_id(st, by_step ? idle_by_step : idle_by_cause,
                           q->capture_id, q->rank, &s, err);
+
+  return rc == 0 ? store__rows(st, s, out, err) : rc;
+}
+
+int store__idle_live(struct store *st, const struct store_query *q,
+                     json_t **out, struct tr_err *err)
+{
+  struct store_query all = *q;
+
+  all.rank = -1;
+  return idle_query(st, &all, out, err);
+}
+
+/* The idle tables are summed at a capture's finish as "idle" and
+ * "idle_step" (sums.c). */
+static int idle_rows(struct store *st, const void *ctx,
+                     const struct store_query *q, json_t **out,
+                     struct tr_err *err)
+{
+  bool by_step = q->by != NULL && strcmp(q->by, "step") == 0;
+  int rc = q->rank < 0 ? store__sum_rows(st, by_step ? "idle_step" : "idle", q,
+                                         out, err)
+                       : 1;
   json_t *row;
   size_t i;
 
   (void)ctx;
-  if (rc == 0)
-    rc = store__rows(st, s, out, err);
+  if (rc == 1)
+    rc = idle_query(st, q, out, err);
   json_array_foreach(*out, i, row) {
     if (q->rank >= 0)
       json_object_del(row, "ranks");

@@ -29,7 +29,11 @@ static const char initial_progress[] =
   "  WHERE q.status = 'queued' AND q.kind = c.kind AND q.id <= c.id)"          \
   " END AS queue_position,"                                                    \
   " c.progress AS progress_json, c.error AS error_json,"                       \
-  " c.bench AS bench_json, c.extra AS extra_json FROM captures c "
+  " c.bench AS bench_json, c.extra AS extra_json,"                             \
+  " cr.collectives AS collectives_json,"                                       \
+  " CASE WHEN cr.verdict_code IS NOT NULL THEN json_object('verdict',"         \
+  "  cr.verdict_code, 'baseline', cr.baseline_id) END AS verdict_json"         \
+  " FROM captures c LEFT JOIN capture_results cr ON cr.capture_id = c.id "
 
 /* A status filter: NULL (any) or a status of the vocabulary. */
 static int check_status(const char *status, struct tr_err *err)

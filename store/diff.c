@@ -19,22 +19,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/text.h"
 #include "store/store_int.h"
 
 static const char *const bys[] = { "kernel", "category", "step", "family",
                                    NULL };
 static const char *const norms[] = { "none", "per_step", NULL };
 
-/* One run as the warnings see it. */
-struct side {
-  int64_t id;
-  const char *field;  /* "a" or "b": the query parameter naming it */
-  int64_t tp;         /* params.tp, else its number of ranks */
-  int64_t real_steps; /* prefill + decode, see the top comment */
-  bool has_steps, has_decode, has_dummy;
-  char kinds[512]; /* its step kinds, "decode, prefill" */
-  char device[128];
-};
+#define side store__side
 
 struct drow {
   char *key;
@@ -223,7 +215,8 @@ static int side_capture(struct store *st, struct side *sd, struct tr_err *err)
                     sd->field, (long long)sd->id);
   } else if (rc != SQLITE_ROW) {
     rc = store__db_err(st, "diff", err);
-  } else if (strcmp((const char *)sqlite3_column_text(s, 0), "done")) {
+  } else if (!sd->finishing &&
+             strcmp((const char *)sqlite3_column_text(s, 0), "done")) {
     rc = tr_err_set(err, TR_ECONFLICT, sd->field,
                     "%s: capture %lld is %s, not done", sd->field,
                     (long long)sd->id, sqlite3_column_text(s, 0));
@@ -289,20 +282,7 @@ static int side_steps(struct store *st, struct side *sd, int rank,
   return rc;
 }
 
-static void warn(json_t *warnings, const char *code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void warn(json_t *warnings, const char *code, const char *fmt, ...)
-{
-  char msg[1024];
-  va_list ap;
-
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof(msg), fmt, ap);
-  va_end(ap);
-  json_array_append_new(warnings,
-                        json_pack("{s:s,s:s}", "code", code, "message", msg));
-}
+#define warn tr_note
 
 /* A run whose labels predate dummy_* kinds counts dummy steps as decode:
  * warn only when the other run shows the taxonomy (it has dummy_* kinds)
@@ -317,7 +297,7 @@ static void warn_taxonomy(json_t *w, const struct side *x, const struct side *y)
          x->field, (long long)x->id, y->field);
 }
 
-static json_t *warnings_of(const struct side *a, const struct side *b)
+json_t *store__side_warnings(const struct side *a, const struct side *b)
 {
   json_t *w = json_array();
   const struct side *sides[2] = { a, b };
@@ -360,7 +340,7 @@ static int check_opts(const struct store_diff_opts *o, struct tr_err *err)
   return rc;
 }
 
-static int load_side(struct store *st, struct side *sd, int rank, bool norm,
+int store__side_load(struct store *st, struct side *sd, int rank,
                      struct tr_err *err)
 {
   int rc = side_capture(st, sd, err);
@@ -369,6 +349,14 @@ static int load_side(struct store *st, struct side *sd, int rank, bool norm,
     rc = store__rank_exists(st, sd->id, rank, err);
   if (rc == 0)
     rc = side_steps(st, sd, rank, err);
+  return rc;
+}
+
+static int load_side(struct store *st, struct side *sd, int rank, bool norm,
+                     struct tr_err *err)
+{
+  int rc = store__side_load(st, sd, rank, err);
+
   if (rc == 0 && norm && sd->real_steps == 0)
     rc = tr_err_set(err, TR_EINVAL, "norm",
                     "norm=per_step: %s (capture %lld) has no prefill or "
@@ -404,7 +392,7 @@ static int diff_in_txn(struct store *st, struct side *a, struct side *b,
   json_object_set_new(res, "b_steps", json_integer(b->real_steps));
   json_object_set_new(res, "rows", rows);
   json_object_set_new(res, "categories", cats);
-  json_object_set_new(res, "warnings", warnings_of(a, b));
+  json_object_set_new(res, "warnings", store__side_warnings(a, b));
   return 0;
 }
 

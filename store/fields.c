@@ -36,6 +36,11 @@ TR_SUM_TABLES(ROW_FIELDS)
 const struct store__table store__tables[] = { TR_SUM_TABLES(TABLE) };
 const size_t store__ntables = sizeof(store__tables) / sizeof(store__tables[0]);
 
+TR_CAP_TABLES(ROW_FIELDS)
+const struct store__table store__cap_tables[] = { TR_CAP_TABLES(TABLE) };
+const size_t store__ncap_tables =
+    sizeof(store__cap_tables) / sizeof(store__cap_tables[0]);
+
 const struct store__table *store__table(const char *member)
 {
   for (size_t i = 0; i < store__ntables; i++)

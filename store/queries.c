@@ -150,8 +150,8 @@ static void cat(char *buf, size_t size, size_t *len, const char *fmt, ...)
 }
 
 /* The expression of f when one rank's rows are read as they are. */
-static void col_single(char *b, size_t size, size_t *len,
-                       const struct store__field *f)
+void store__col_expr(char *b, size_t size, size_t *len,
+                     const struct store__field *f)
 {
   switch (f->ty) {
   case F_NAME: cat(b, size, len, " n.name AS \"%s\"", f->key); break;
@@ -189,7 +189,7 @@ static bool col_all(char *b, size_t size, size_t *len,
 
   switch (f->all) {
   case A_KEY:
-  case A_EACH: col_single(b, size, len, f); return true;
+  case A_EACH: store__col_expr(b, size, len, f); return true;
   case A_NONE: return false;
   case A_MIXED:
     cat(b, size, len,
@@ -233,7 +233,7 @@ static size_t build_sql(const struct spec *sp, bool all, char *buf, size_t size)
 
     cat(buf, size, &len, "%s", sep);
     if (all ? col_all(buf, size, &len, &t->f[i])
-            : (col_single(buf, size, &len, &t->f[i]), true))
+            : (store__col_expr(buf, size, &len, &t->f[i]), true))
       sep = ",";
     else
       len = at; /* not in this answer: drop the separator too */
@@ -355,11 +355,34 @@ int store__snapshot(struct store *st, const struct store_query *q,
   return 0;
 }
 
+/* All ranks of a done capture: its sums stored at its finish (sums.c),
+ * else summed now. */
 static int spec_rows(struct store *st, const void *ctx,
                      const struct store_query *q, json_t **out,
                      struct tr_err *err)
 {
-  return query_rows(st, ctx, q, out, err);
+  const struct spec *sp = ctx;
+  int rc = q->rank < 0 ? store__sum_rows(st, sp->table, q, out, err) : 1;
+
+  return rc == 1 ? query_rows(st, sp, q, out, err) : rc;
+}
+
+int store__table_live(struct store *st, const char *tbl,
+                      const struct store_query *q, json_t **out,
+                      struct tr_err *err)
+{
+  static const struct spec *const specs[] = {
+    &kernels,        &launches,      &categories, &memcpy_spec,
+    &runtime,        &steps,         &phases,     &step_buckets,
+    &step_histogram, &step_outliers, &families,   &family_steps
+  };
+  struct store_query all = *q;
+
+  all.rank = -1;
+  for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++)
+    if (strcmp(specs[i]->table, tbl) == 0)
+      return query_rows(st, specs[i], &all, out, err);
+  return tr_err_set(err, TR_ENOTFOUND, "", "no table %s", tbl);
 }
 
 static int run(struct store *st, const struct spec *sp,

@@ -174,12 +174,12 @@ static int insert_row(struct store *st, sqlite3_stmt *s, const struct table *t,
   return rc;
 }
 
-static int insert_children(struct store *st, int64_t rank_id,
-                           const struct table *t, json_t *summary,
-                           struct tr_err *err)
+/* Inserts every row of the array rows into t, its head ?1 = head_id. */
+static int insert_rows(struct store *st, int64_t head_id, const struct table *t,
+                       json_t *rows, struct tr_err *err)
 {
-  json_t *rows = json_object_get(summary, t->key), *row;
   char sql[2048], where[64];
+  json_t *row;
   sqlite3_stmt *s;
   size_t i;
   int rc = 0;
@@ -192,13 +192,29 @@ static int insert_children(struct store *st, int64_t rank_id,
     rc = store__stmt(st, sql, &s, err);
     if (rc < 0)
       break;
-    sqlite3_bind_int64(s, 1, rank_id);
+    sqlite3_bind_int64(s, 1, head_id);
     snprintf(where, sizeof(where), "%s[%zu]", t->key, i);
     rc = insert_row(st, s, t, row, where, err);
     if (rc < 0)
       break;
   }
   return rc;
+}
+
+static int insert_children(struct store *st, int64_t rank_id,
+                           const struct table *t, json_t *summary,
+                           struct tr_err *err)
+{
+  return insert_rows(st, rank_id, t, json_object_get(summary, t->key), err);
+}
+
+int store__insert_capture_rows(struct store *st, int64_t capture_id,
+                               const struct store__table *c, json_t *rows,
+                               struct tr_err *err)
+{
+  struct table t = { c->member, c->member, "capture_id", "?1", 1, c->f, c->n };
+
+  return insert_rows(st, capture_id, &t, rows, err);
 }
 
 /* Removes an earlier attempt at the same rank (a re-index replaces it). */
@@ -228,6 +244,9 @@ static int insert_summary(struct store *st, int64_t capture_id, int rank,
   int64_t rank_id;
   int rc = delete_rank(st, capture_id, rank, err);
 
+  /* What was made of the ranks before is no longer true. */
+  if (rc == 0)
+    rc = store__results_drop(st, capture_id, err);
   insert_sql(&head, sql, sizeof(sql));
   if (rc == 0)
     rc = store__stmt(st, sql, &s, err);
@@ -279,6 +298,8 @@ int store_rank_fail(struct store *st, int64_t capture_id, int rank,
   if (rc == 0)
     rc = delete_rank(st, capture_id, rank, err);
   if (rc == 0)
+    rc = store__results_drop(st, capture_id, err);
+  if (rc == 0)
     rc = store__stmt(st,
                      "INSERT INTO ranks(capture_id, rank, label, status,"
                      " error) VALUES(?1, ?2, ?3, 'failed', ?4)",
@@ -294,27 +315,34 @@ int store_rank_fail(struct store *st, int64_t capture_id, int rank,
   return store__wr_end(st, rc, err);
 }
 
-int store_rank_file(struct store *st, int64_t capture_id, int rank, char **path,
-                    struct tr_err *err)
+int store_rank_trace(struct store *st, int64_t capture_id, int rank,
+                     struct store_trace *out, struct tr_err *err)
 {
+  struct store_trace t = { NULL, 0, 0, 0, "" };
+  const char *format;
   sqlite3_stmt *s;
-  char *copy = NULL;
   int rc = store__stmt_id(st,
-                          "SELECT file FROM ranks WHERE capture_id = ?1 AND"
-                          " rank = ?2 AND status = 'done'",
+                          "SELECT file, t0_ns, span_ns, file_bytes, format"
+                          " FROM ranks WHERE capture_id = ?1 AND rank = ?2"
+                          " AND status = 'done'",
                           capture_id, rank, &s, err);
 
   if (rc < 0)
     return rc;
   rc = sqlite3_step(s);
   if (rc == SQLITE_ROW) {
-    copy = strdup((const char *)sqlite3_column_text(s, 0));
-    rc = copy ? 0 : tr_err_set(err, TR_ENOMEM, "", "path");
+    t.path = strdup((const char *)sqlite3_column_text(s, 0));
+    t.t0_ns = sqlite3_column_int64(s, 1);
+    t.span_ns = sqlite3_column_int64(s, 2);
+    t.file_bytes = sqlite3_column_int64(s, 3);
+    format = (const char *)sqlite3_column_text(s, 4);
+    snprintf(t.format, sizeof(t.format), "%s", format ? format : "");
+    rc = t.path ? 0 : tr_err_set(err, TR_ENOMEM, "", "path");
   } else {
     rc = rc == SQLITE_DONE ? 0 : store__db_err(st, "rank file", err);
   }
   store__done(s);
-  if (rc == 0 && copy == NULL) {
+  if (rc == 0 && t.path == NULL) {
     rc = store__capture_exists(st, capture_id, NULL, err);
     if (rc == 0)
       rc = tr_err_set(err, TR_ENOTFOUND, "rank",
@@ -322,7 +350,18 @@ int store_rank_file(struct store *st, int64_t capture_id, int rank, char **path,
                       (long long)capture_id, rank);
   }
   if (rc == 0)
-    *path = copy;
+    *out = t;
+  return rc;
+}
+
+int store_rank_file(struct store *st, int64_t capture_id, int rank, char **path,
+                    struct tr_err *err)
+{
+  struct store_trace t;
+  int rc = store_rank_trace(st, capture_id, rank, &t, err);
+
+  if (rc == 0)
+    *path = t.path;
   return rc;
 }
 

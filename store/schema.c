@@ -185,6 +185,7 @@ static const char step2[] =
 #define IN3_2(x)
 #define IN3_3(x) x
 #define IN3_4(x)
+#define IN3_5(x)
 #define NEW3(key, col, ty, all, since) IN3_##since(NEW_##ty(col))
 #define ADD3_RANK(key, col, ty, all, since) IN3_##since(ADD_##ty("ranks", col))
 #define ADD3_KERNEL(key, col, ty, all, since)                                \
@@ -226,6 +227,7 @@ static const char step3[] =
 #define IN4_2(x)
 #define IN4_3(x)
 #define IN4_4(x) x
+#define IN4_5(x)
 #define ADD4_RANK(key, col, ty, all, since) IN4_##since(ADD_##ty("ranks", col))
 
 /*
@@ -236,6 +238,70 @@ static const char step3[] =
 static const char step4[] = TR_SUM_RANK(ADD4_RANK);
 /* clang-format on */
 
-const char *const store__migrations[] = { step1, step2, step3, step4 };
+/* clang-format off */
+/* Version 5 expands the rows of since 5 only. */
+#define IN5_1(x)
+#define IN5_2(x)
+#define IN5_3(x)
+#define IN5_4(x)
+#define IN5_5(x) x
+#define NEW5(key, col, ty, all, since) IN5_##since(NEW_##ty(col))
+#define ADD5_RANK(key, col, ty, all, since) IN5_##since(ADD_##ty("ranks", col))
+#define OF_CAPTURE                                                         \
+  " capture_id INTEGER NOT NULL REFERENCES captures(id) ON DELETE CASCADE"
+
+/*
+ * Version 5: across ranks and across runs (issue 10, issue 11's summed
+ * tables). Each rank's collective totals; the capture's collective tables
+ * (common/summary.h's TR_CAP_TABLES); capture_results: one row per
+ * capture written when its ranks are all indexed, before it is done
+ * (summed: its all-ranks tables are in sum_rows; collectives: the
+ * matching's t0_ns, span_ns, matched and warnings; its verdict and the
+ * baseline it was judged against); sum_rows: the all-ranks answer of
+ * each summed table, row by row, as the JSON text the live query gives
+ * (row), in that query's order (seq), with the columns its filters and
+ * sorts read; sum_texts: each summed table's whole answer in that
+ * order as one text (rows, "[...]") with the end of each row in it (ends:
+ * native uint32 offsets), so that an answer without filters is a prefix
+ * of one text; baselines: the capture pinned for a configuration (the
+ * canonical JSON of model, tp, isl, osl, conc, variant and more).
+ */
+static const char step5[] =
+    TR_SUM_RANK(ADD5_RANK)
+    "CREATE TABLE collective_families(" OF_CAPTURE TR_COLL_FAMILY(NEW5)
+    ", PRIMARY KEY(capture_id, family, rank)) WITHOUT ROWID;"
+    "CREATE TABLE collective_steps(" OF_CAPTURE TR_COLL_STEP(NEW5) ");"
+    "CREATE INDEX collective_steps_capture ON collective_steps(capture_id);"
+    "CREATE TABLE collective_instances(" OF_CAPTURE TR_COLL_INSTANCE(NEW5)
+    ", PRIMARY KEY(capture_id, family, lane, idx)) WITHOUT ROWID;"
+    "CREATE INDEX collective_instances_skew ON"
+    " collective_instances(capture_id, skew_ns DESC);"
+    "CREATE TABLE collective_timeline(" OF_CAPTURE TR_COLL_TIMELINE(NEW5)
+    ", PRIMARY KEY(capture_id, bin, rank)) WITHOUT ROWID;"
+    "CREATE TABLE capture_results("
+    " capture_id INTEGER PRIMARY KEY REFERENCES captures(id)"
+    "  ON DELETE CASCADE,"
+    " summed INTEGER NOT NULL DEFAULT 0,"
+    " collectives TEXT,"
+    " verdict TEXT,"
+    " verdict_code TEXT,"
+    " baseline_id INTEGER);"
+    "CREATE TABLE sum_rows(" OF_CAPTURE ","
+    " tbl TEXT NOT NULL, seq INTEGER NOT NULL,"
+    " name TEXT, category TEXT, family TEXT, kind TEXT,"
+    " count INTEGER, total_ns INTEGER, avg_ns INTEGER,"
+    " row TEXT NOT NULL,"
+    " PRIMARY KEY(capture_id, tbl, seq)) WITHOUT ROWID;"
+    "CREATE TABLE sum_texts(" OF_CAPTURE ","
+    " tbl TEXT NOT NULL, rows TEXT NOT NULL, ends BLOB NOT NULL,"
+    " PRIMARY KEY(capture_id, tbl));"
+    "CREATE TABLE baselines("
+    " config TEXT PRIMARY KEY,"
+    " capture_id INTEGER NOT NULL REFERENCES captures(id) ON DELETE CASCADE,"
+    " pinned_at INTEGER NOT NULL);"
+    "CREATE INDEX baselines_capture ON baselines(capture_id);";
+/* clang-format on */
+
+const char *const store__migrations[] = { step1, step2, step3, step4, step5 };
 const int store__schema_version =
     (int)(sizeof(store__migrations) / sizeof(store__migrations[0]));

@@ -172,6 +172,17 @@ int store_rank_fail(struct store *st, int64_t capture_id, int rank,
 int store_rank_file(struct store *st, int64_t capture_id, int rank, char **path,
                     struct tr_err *err);
 
+/* store_rank_file() with what a slice of it needs (GET /captures/<id>/
+ * ranks/<r>/slice): the summary's t0_ns, span_ns, file_bytes and format.
+ * The caller frees out->path. Same errors. */
+struct store_trace {
+  char *path;
+  int64_t t0_ns, span_ns, file_bytes;
+  char format[16]; /* "kineto", "mctracer" */
+};
+int store_rank_trace(struct store *st, int64_t capture_id, int rank,
+                     struct store_trace *out, struct tr_err *err);
+
 /* ---- queries behind the routes ---- */
 
 struct store_query {
@@ -283,6 +294,86 @@ struct store_diff_opts {
 int store_diff(struct store *st, int64_t a, int64_t b,
                const struct store_diff_opts *o, json_t **out,
                struct tr_err *err);
+
+/* ---- across ranks and runs (issue 10; issue 11's sums) ---- */
+
+/* What store_capture_finish() writes besides the sums and the verdict. */
+struct store_finish {
+  json_t *collectives; /* idx_collectives_match()'s answer (borrowed), or
+                          {"warnings": [...]} alone; NULL: none */
+  int threshold_pct;   /* regression_threshold_pct */
+};
+
+/*
+ * Capture id's ranks are all indexed (it runs, not done yet): stores in
+ * one write transaction its collective tables (collectives), every
+ * all-ranks table summed (store/sums.c: later all-ranks reads answer
+ * from them) and its verdict against its baseline (store/verdict.c),
+ * replacing what an earlier finish stored; the capture object then has
+ * "collectives" (t0_ns, span_ns, matched, warnings) and "verdict"
+ * ({verdict, baseline}). *verdict gets the verdict (caller decrefs; see
+ * store_verdict()). TR_ECONFLICT (field "status") unless the capture
+ * runs. Call before the write that makes it done.
+ */
+int store_capture_finish(struct store *st, int64_t id,
+                         const struct store_finish *f, json_t **verdict,
+                         struct tr_err *err);
+
+/* A done capture's all-ranks table tbl ("kernels", ... as the routes;
+ * "idle" and "idle_step" for /idle by cause and by step) for q as the
+ * JSON text of its rows array, "[{...},...]", appended to out: the bytes
+ * the JSON answer would hold, read from the sums without building it.
+ * 1 when it has no sums or is not done (ask store_kernels()...), 0, or
+ * TR_EINVAL naming "limit" or "sort". An answer past out->max leaves
+ * out->failed TR_ELIMIT (and returns 0). One read snapshot. */
+int store_table_text(struct store *st, const char *tbl,
+                     const struct store_query *q, struct tr_buf *out,
+                     struct tr_err *err);
+
+/* GET /captures/<id>/collectives: rows per family and rank (q->by NULL or
+ * "family"; q->family filters), per step kind and rank ("step"), or per
+ * rank summed ("rank"), each common/summary.h's TR_COLL_FIGURES; q->rank
+ * filters. TR_EINVAL naming "by". */
+int store_collectives(struct store *st, const struct store_query *q,
+                      json_t **out, struct tr_err *err);
+
+/* GET .../collectives/instances: the kept instances, worst skew first
+ * (q->family filters, q->limit). TR_EINVAL naming "rank" when given. */
+int store_collective_instances(struct store *st, const struct store_query *q,
+                               json_t **out, struct tr_err *err);
+
+/* GET .../collectives/timeline: the rank x time bins, by bin and rank. */
+int store_collective_timeline(struct store *st, const struct store_query *q,
+                              json_t **out, struct tr_err *err);
+
+/*
+ * GET /captures/<id>/verdict: with baseline 0 the verdict stored at its
+ * finish (made now for a capture done before verdicts existed), else the
+ * comparison with capture baseline (any done capture or import). Answer:
+ * {capture, baseline (null: none), baseline_source (pinned, latest,
+ * asked, absent), verdict (regressed, improved, unchanged, incomparable),
+ * reasons [{code, message}], threshold_pct, step_noise_pct, compared,
+ * changes [{figure (step_p50, step_p99, category, family), name,
+ * baseline, value (ns; null: absent there), delta_pct, band_pct, change}]
+ * largest first, pinned (whether id is its configuration's baseline)}.
+ * TR_ECONFLICT (field "id") unless id is done, naming "baseline" for a
+ * baseline not done; TR_ENOTFOUND naming "id" or "baseline"; TR_EINVAL
+ * naming "baseline" for id itself.
+ */
+int store_verdict(struct store *st, int64_t id, int64_t baseline, int threshold,
+                  json_t **out, struct tr_err *err);
+
+/* PUT (pin true) or DELETE /captures/<id>/baseline: id becomes (stops
+ * being) the baseline of its configuration, replacing an earlier pin.
+ * *out: {capture, pinned}. TR_ECONFLICT (field "id") to pin a capture
+ * that is not done. */
+int store_baseline_set(struct store *st, int64_t id, bool pin, json_t **out,
+                       struct tr_err *err);
+
+/* For /metrics: {"counts": {verdict: n} over done captures, "latest":
+ * [{config [model, tp, isl, osl, conc, variant, more], verdict, capture}]
+ * each configuration's latest verdict, newest first, at most 100}. */
+int store_verdict_metrics(struct store *st, json_t **out, struct tr_err *err);
 
 /* Counts of captures by status, for /metrics: {"queued": n, ...}, every
  * status present (0 when none). */

@@ -70,6 +70,9 @@ extern const struct store__field store__rank_fields[];
 extern const size_t store__rank_nfields;
 extern const struct store__table store__tables[];
 extern const size_t store__ntables;
+/* The capture's own tables (common/summary.h's TR_CAP_TABLES). */
+extern const struct store__table store__cap_tables[];
+extern const size_t store__ncap_tables;
 
 /* The table of the summary member (kernels, launches...), or NULL. */
 const struct store__table *store__table(const char *member);
@@ -166,6 +169,74 @@ int store__snapshot(struct store *st, const struct store_query *q,
  * steps) for the capture object's rank short form. */
 int store__rank_table(struct store *st, int64_t capture_id, int rank,
                       const char *table, json_t **out, struct tr_err *err);
+
+/* ranks.c: inserts the rows (a JSON array, borrowed) of the capture
+ * table c for capture_id, inside the caller's write transaction;
+ * TR_EINVAL naming "summary" for a row that does not fit c. */
+int store__insert_capture_rows(struct store *st, int64_t capture_id,
+                               const struct store__table *c, json_t *rows,
+                               struct tr_err *err);
+
+/* queries.c: appends to buf (len tracks it, cut at size) the expression
+ * that reads field f of a table read as "t" (names as "n", the rank as
+ * "r"), named as its JSON key (JSON text columns as key_json). */
+void store__col_expr(char *buf, size_t size, size_t *len,
+                     const struct store__field *f);
+
+/* queries.c: the all-ranks rows of the summary table tbl ("kernels",
+ * ...) summed live from the ranks' rows, as q asks (q->rank ignored),
+ * inside the caller's transaction; TR_ENOTFOUND for an unknown table. */
+int store__table_live(struct store *st, const char *tbl,
+                      const struct store_query *q, json_t **out,
+                      struct tr_err *err);
+
+/* analysis.c: the all-ranks idle rows (q->by), live, inside the caller's
+ * transaction. */
+int store__idle_live(struct store *st, const struct store_query *q,
+                     json_t **out, struct tr_err *err);
+
+/* sums.c: the all-ranks rows of table tbl for q from sum_rows (a done
+ * capture's sums, stored at its finish): 0 with *out, 1 when the capture
+ * has none (answer live), or an error. Inside the caller's snapshot. */
+int store__sum_rows(struct store *st, const char *tbl,
+                    const struct store_query *q, json_t **out,
+                    struct tr_err *err);
+
+/* sums.c: every summed table of capture id into sum_rows and sum_texts,
+ * inside the caller's write transaction, after store__results_drop(). */
+int store__sums_write(struct store *st, int64_t id, struct tr_err *err);
+
+/* diff.c: one run as /diff's warnings (and the verdicts) see it. */
+struct store__side {
+  int64_t id;
+  const char *field;  /* the query parameter naming it ("a", "b") */
+  int64_t tp;         /* params.tp, else its number of ranks */
+  int64_t real_steps; /* prefill + decode, the largest per-rank count */
+  bool has_steps, has_decode, has_dummy;
+  char kinds[512]; /* its step kinds, "decode, prefill" */
+  char device[128];
+  bool finishing; /* set by the caller: its ranks are indexed, it is not
+                     done yet (store_capture_finish()) */
+};
+
+/* Fills sd (id, field, finishing set by the caller) inside the caller's
+ * transaction: TR_ENOTFOUND / TR_ECONFLICT naming sd->field unless the
+ * capture exists and is done (and has rank, unless -1). */
+int store__side_load(struct store *st, struct store__side *sd, int rank,
+                     struct tr_err *err);
+
+/* /diff's warnings about comparing a with b: [{code, message}]. */
+json_t *store__side_warnings(const struct store__side *a,
+                             const struct store__side *b);
+
+/* results.c: drops what capture id got at its finish (its rows are
+ * changing), inside the caller's write transaction. */
+int store__results_drop(struct store *st, int64_t id, struct tr_err *err);
+
+/* verdict.c: the verdict of capture id (its ranks indexed, not done
+ * yet) against its baseline, inside the caller's transaction. */
+int store__verdict_finish(struct store *st, int64_t id, int threshold,
+                          json_t **out, struct tr_err *err);
 
 /* ranks.c: the rank short forms of a capture (GET /captures/<id>). */
 int store__capture_ranks(struct store *st, int64_t id, json_t **out,

@@ -21,3 +21,9 @@ set_tests_properties(security_disk PROPERTIES SKIP_RETURN_CODE 77)
 traced_c_test(test_store_bounds traced_store test_store_bounds.c
               test_store_util.c)
 target_link_libraries(test_store_bounds PRIVATE m)
+# Open results (issue 10 item 3): CSV of every table route. See
+# tests/test_api_open.py.
+traced_py_test(api_open_csv test_api_open.py csv)
+# Slices of the raw trace against tests/ref_slice.py, and their bounds.
+traced_py_test(api_open_slice test_api_open.py slice)
+traced_py_test(api_open_slice_bounds test_api_open.py slice_bounds)

@@ -9,7 +9,11 @@
  * (events handed over, every field of each, skips, error message) that
  * differs between them: the token walk must read what the byte-wise reader
  * reads, and reject what it rejects at the same byte. Any one outcome is
- * acceptable.
+ * acceptable. With the input's first byte's top bit set every run also
+ * asks for the events' texts and the top-level members
+ * (idx_reader_keep_raw, for slices): each text must be its event's '{' to
+ * '}', the texts and members the same in every run, and the slicer's
+ * mending (index/slice_json.c) of each must give text it judges strict.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -18,6 +22,9 @@
 #include "index/event.h"
 #include "index/reader_int.h"
 #include "index/scan.h"
+#include "index/slice.h"
+
+static int keep_raw; /* this input's runs ask for texts and members */
 
 static uint64_t mix(uint64_t h, uint64_t v)
 {
@@ -26,6 +33,67 @@ static uint64_t mix(uint64_t h, uint64_t v)
 
 /* A digest of every field handed over; touches every byte of each string,
  * so that ASan sees bad borrows. */
+/* A slice_out that keeps at most a buffer of text (the rest is lost:
+ * only short texts are judged again). */
+struct sink {
+  char text[1 << 16];
+  size_t n;
+  int cut;
+};
+
+static int sink_write(void *ud, const char *p, size_t n)
+{
+  struct sink *k = ud;
+
+  if (k->n + n > sizeof(k->text)) {
+    k->cut = 1;
+    return 0;
+  }
+  memcpy(k->text + k->n, p, n);
+  k->n += n;
+  return 0;
+}
+
+/* The slicer's verdict on a text; a mended one must then be strict. */
+static uint64_t judge(struct idx_str t)
+{
+  static struct slice_out o;
+  static struct sink k;
+  int v = slice_json_mend(t.p, t.n, NULL);
+
+  if (v == SLICE_JSON_MENDED) {
+    memset(&o, 0, offsetof(struct slice_out, buf));
+    o.write = sink_write;
+    o.ud = &k;
+    k.n = 0;
+    k.cut = 0;
+    if (slice_json_mend(t.p, t.n, &o) != SLICE_JSON_MENDED)
+      __builtin_trap();
+    slice_out_flush(&o);
+    if (!k.cut && slice_json_mend(k.text, k.n, NULL) != SLICE_JSON_VALID)
+      __builtin_trap();
+  }
+  return (uint64_t)v;
+}
+
+static uint64_t digest(uint64_t h, struct idx_str s)
+{
+  h = mix(h, s.p == NULL ? 7 : s.n);
+  for (size_t k = 0; s.p != NULL && k < s.n; k++)
+    h = mix(h, (unsigned char)s.p[k]);
+  return h;
+}
+
+static int on_member(void *ud, struct idx_str key, struct idx_str value)
+{
+  uint64_t *h = ud;
+
+  if (key.p == NULL || key.n < 2 || key.p[0] != '"' || key.p[key.n - 1] != '"')
+    __builtin_trap();
+  *h = mix(digest(digest(*h, key), value), judge(value));
+  return 0;
+}
+
 static int on_event(void *ud, const struct idx_doc *doc,
                     const struct idx_event *ev)
 {
@@ -41,6 +109,12 @@ static int on_event(void *ud, const struct idx_doc *doc,
   uint64_t *h = ud;
   size_t i, k;
 
+  if (keep_raw) {
+    if (ev->raw.p == NULL || ev->raw.n < 2 || ev->raw.p[0] != '{' ||
+        ev->raw.p[ev->raw.n - 1] != '}')
+      __builtin_trap();
+    *h = mix(digest(*h, ev->raw), judge(ev->raw));
+  }
   *h = mix(*h, (unsigned char)ev->ph);
   *h = mix(*h, ev->has);
   for (i = 0; i < sizeof(n) / sizeof(n[0]); i++)
@@ -66,7 +140,8 @@ static void run(enum idx_format fmt, const char *data, size_t size,
   struct idx_reader *r;
 
   memset(o, 0, sizeof(*o));
-  if (idx_reader_new(fmt, on_event, &o->digest, &r) != 0)
+  if (idx_reader_new(fmt, on_event, &o->digest, &r) != 0 ||
+      (keep_raw && idx_reader_keep_raw(r, on_member) != 0))
     __builtin_trap();
   o->rc = idx_reader_feed(r, data, split, &o->err);
   if (o->rc == 0)
@@ -95,7 +170,8 @@ static void run_batched(enum idx_format fmt, const char *data, size_t size,
   int scale = 3, i;
 
   memset(o, 0, sizeof(*o));
-  if (idx_reader_new(fmt, on_event, &o->digest, &r) != 0)
+  if (idx_reader_new(fmt, on_event, &o->digest, &r) != 0 ||
+      (keep_raw && idx_reader_keep_raw(r, on_member) != 0))
     __builtin_trap();
   for (i = 0; i < 2 && o->rc == 0; i++) {
     c.text = data + cut[i];
@@ -132,6 +208,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   if (size < 1)
     return 0;
   fmt = (enum idx_format)(data[0] % 3);
+  keep_raw = data[0] >> 7;
   at = data[0] % size;
   data++, size--;
   at = at > size ? size : at;

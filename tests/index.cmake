@@ -24,3 +24,7 @@ traced_c_test(test_index_file traced_index test_index_file.c)
 # The distinct-names bomb through a running daemon: VmHWM under 128 MB,
 # names beyond max_kernel_names folded, every count and total kept.
 traced_py_test(test_name_bomb test_name_bomb.py)
+
+# Slices of the raw trace (index/slice.c, slice_json.c): the mending of
+# the reader's quirks, hand-made traces byte for byte, traced's tracks.
+traced_c_test(test_slice traced_index test_slice.c)

@@ -17,7 +17,8 @@ import re
 
 COMM = ("nccl", "rccl", "allreduce", "all_reduce", "all_gather",
         "allgather", "reduce_scatter", "reducescatter", "cross_device",
-        "alltoall", "all_to_all")
+        "alltoall", "all_to_all", "multimem", "sendrecv", "mscclpp",
+        "quickreduce")
 TYPE_ORDER = {"kernel": 2, "copy": 3, "memset": 4}
 BUCKETS = 21
 TIMELINE_BUCKETS = 4096

@@ -103,8 +103,9 @@ def detect_format(doc, events):
     return "kineto"
 
 
-def well_formed(e, scale):
-    """(ts_ns, dur_ns) or None when the event is malformed."""
+def delivered(e, scale):
+    """(ts_ns, dur_ns), each None when absent, of an event the reader
+    hands over; None when it skips the event as malformed."""
     for k in ("ph", "cat", "name"):
         if k in e and e[k] is not None and not isinstance(e[k], str):
             return None
@@ -121,9 +122,16 @@ def well_formed(e, scale):
             return None
         if dur is not None and dur < 0:
             return None
-    if e.get("ph") == "X" and (ts is None or dur is None):
-        return None
     return ts, dur
+
+
+def well_formed(e, scale):
+    """(ts_ns, dur_ns) or None when the event is malformed, or a ph "X"
+    event without ts or dur (nothing to count)."""
+    tsdur = delivered(e, scale)
+    if tsdur is not None and e.get("ph") == "X" and None in tsdur:
+        return None
+    return tsdur
 
 
 def classify(fmt, e):

@@ -19,3 +19,8 @@ target_link_libraries(test_store_index PRIVATE traced_index m)
 traced_c_test(test_store_analysis traced_store test_store_analysis.c
               test_store_util.c)
 target_link_libraries(test_store_analysis PRIVATE m)
+# A capture's finish: the all-ranks tables summed once answer what summing
+# the ranks' rows answers, for every table, filter, sort and limit.
+traced_c_test(test_store_results traced_store test_store_results.c
+              test_store_util.c)
+target_link_libraries(test_store_results PRIVATE traced_index m)

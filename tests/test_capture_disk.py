@@ -5,41 +5,10 @@ state is written (failed, never left running), /healthz says ok again and
 imports work. Needs root and a tmpfs: exits 77 (skipped) elsewhere."""
 import os
 import shutil
-import subprocess
-import sys
-import tempfile
 import time
 
 from test_capture_lib import SMALL, Rig, check, check_eq, run_cases
-
-SKIPPED = 77
-
-
-def fill(folder):
-    """Writes a file in folder until the disk is full; returns its path."""
-    path = os.path.join(folder, "filler")
-    with open(path, "wb") as f:
-        try:
-            while True:
-                f.write(b"\0" * 65536)
-                f.flush()
-        except OSError:
-            pass
-    return path
-
-
-def use_up_the_wal(d):
-    """Queues captures until the store refuses one: the WAL holds free
-    frames for a while after the disk is full. Returns their ids."""
-    ids = []
-    for i in range(5000):
-        code, body = d.post("/captures", {"model": "/models/full%d" % i,
-                                          "label": "x" * 512})
-        if code != 202:
-            check_eq(code, 507, "refused write: %r" % (body,))
-            return ids
-        ids.append(body["id"])
-    raise AssertionError("5000 writes accepted on a full disk")
+from tracedtest import fill, post_until_refused, small_disk
 
 
 def wait_for(what, cond, timeout):
@@ -65,7 +34,8 @@ def full_disk_mid_capture(mnt, root):
         cid = rig.capture(tp=2, osl=40)
         rig.wait_phase(cid, "benchmark")
         filler = fill(mnt)
-        queued = use_up_the_wal(rig.d)
+        code, body, queued = post_until_refused(rig.d)
+        check_eq(code, 507, "a write on the full disk: %r" % (body,))
         check_eq(rig.d.get("/healthz")[1]["status"], "degraded", "healthz")
         # The capture's next write (its move to exporting) is refused; it
         # fails in memory and says so on traced's log.
@@ -91,23 +61,13 @@ def full_disk_mid_capture(mnt, root):
 
 
 def main():
-    top = tempfile.mkdtemp(prefix="capture-disk-")
-    mnt = os.path.join(top, "db")
-    os.makedirs(mnt)
-    if os.geteuid() != 0 or subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", mnt],
-            stderr=subprocess.DEVNULL).returncode != 0:
-        print("skipped: cannot mount a tmpfs")
-        shutil.rmtree(top)
-        sys.exit(SKIPPED)
-    def full_disk_mid_capture_case():
-        full_disk_mid_capture(mnt, top)
+    with small_disk() as mnt:
+        top = os.path.dirname(mnt)
 
-    try:
+        def full_disk_mid_capture_case():
+            full_disk_mid_capture(mnt, top)
+
         run_cases([full_disk_mid_capture_case])
-    finally:
-        subprocess.run(["umount", "-l", mnt])
-        shutil.rmtree(top, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -129,6 +129,48 @@ static void reader_batched_traces(void)
   }
 }
 
+/* idx_reader_keep_raw(): every event's text and every top-level member,
+ * the same whole, in 7-byte chunks and walked ahead; each text parses to
+ * its event (test_reader_util.c); the document's quirks too. */
+static void reader_raw_texts(void)
+{
+  static char names[64][256];
+  static const char *const docs[] = {
+    "{\"a\": [1, {\"b\": \"}\"}], \"traceEvents\": [{\"ph\": \"X\", \"name\":"
+    " \"e\\\"sc\", \"ts\": 1, \"dur\": 2,}, 7, {\"ph\": \"i\", \"ts\": 3},],"
+    " \"z\": \"tail\", \"\\u0041\": null,}",
+    "[{\"ph\": \"X\", \"name\": \"f\", \"ts\": 1, \"dur\": 1}]",
+  };
+  struct tally whole, part;
+  struct tr_err err = { 0 };
+  char path[1024];
+  int k, count = list_traces(names, 64);
+  char *data;
+  size_t n, i;
+
+  keep_raw = 1;
+  for (i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+    run_reader(docs[i], strlen(docs[i]), 0, IDX_FORMAT_AUTO, &whole);
+    CHECK_INT(whole.rc, 0);
+    CHECK(whole.raw != 0);
+    run_reader(docs[i], strlen(docs[i]), 1, IDX_FORMAT_AUTO, &part);
+    same_tally(&whole, &part);
+  }
+  for (k = 0; k < count; k++) {
+    trace_path(path, sizeof(path), names[k]);
+    data = slurp(path, &n, &err);
+    CHECK(data != NULL);
+    run_reader(data, n, 0, IDX_FORMAT_AUTO, &whole);
+    CHECK(whole.raw != 0);
+    run_reader(data, n, 7, IDX_FORMAT_AUTO, &part);
+    same_tally(&whole, &part);
+    run_batched(data, n, 1u << 20, IDX_FORMAT_AUTO, &part);
+    same_tally(&whole, &part);
+    free(data);
+  }
+  keep_raw = 0;
+}
+
 static void reader_exact_decimals(void)
 {
   static const struct {
@@ -658,5 +700,6 @@ int main(void)
   RUN(source_scanned);
   RUN(reader_real_traces);
   RUN(reader_batched_traces);
+  RUN(reader_raw_texts);
   return 0;
 }

@@ -21,6 +21,8 @@ struct tally {
   uint64_t strings;                  /* hash of every string handed over */
   uint64_t has_bits;                 /* sum of idx_event.has */
   uint64_t walked_ahead;             /* idx_doc.walked_ahead */
+  uint64_t raw, members;             /* hashes of the event texts and the
+                                        members (keep_raw runs only) */
   enum idx_format format;
   int64_t rank;
   char device[256];
@@ -54,6 +56,12 @@ void doc_ok(const char *json, struct tally *t, struct last *l);
 void doc_bad(const char *json, size_t n, const char *what);
 /* Fails unless t failed with both a and b in its message. */
 void check_msg(const struct tally *t, const char *a, const char *b);
+
+/* When set, run_reader() and run_batched() ask for the events' texts
+ * and the top-level members (idx_reader_keep_raw): each text must be the
+ * event's '{' to '}' and parse to the event handed over, and the tally
+ * hashes them. */
+extern int keep_raw;
 
 /* The idx_source_open() flags of slurp(), read_path() and read_scanned():
  * IDX_SOURCE_THREAD by default. */

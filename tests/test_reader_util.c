@@ -4,6 +4,7 @@
 #include <zlib.h>
 
 #include "check.h"
+#include "index/format.h"
 #include "index/reader_int.h"
 #include "test_reader.h"
 
@@ -18,6 +19,44 @@ static uint64_t hash_str(uint64_t h, struct idx_str s)
   return h * 31 + s.n;
 }
 
+int keep_raw;
+
+/* keep_raw: ev's text is its '{' to '}', and parses to ev. */
+static void check_raw(const struct idx_doc *doc, const struct idx_event *ev)
+{
+  char *copy = malloc(ev->raw.n + 1);
+  struct idx_cur c = { copy, copy + ev->raw.n, 1, doc->bare_array ? 1 : 2 };
+  struct idx_parsed again;
+
+  CHECK(ev->raw.p != NULL && copy != NULL);
+  CHECK(ev->raw.n >= 2 && ev->raw.p[0] == '{' &&
+        ev->raw.p[ev->raw.n - 1] == '}');
+  memcpy(copy, ev->raw.p, ev->raw.n);
+  copy[ev->raw.n] = '\0';
+  again.scale = (int)idx_format_get(doc->format)->ts_scale;
+  CHECK_INT(idx_parse_event(&c, &again), IDX_P_OK);
+  CHECK(c.p == copy + ev->raw.n);
+  idx_parsed_times(&again, (unsigned)again.scale);
+  CHECK_INT(again.ev.ph, ev->ph);
+  CHECK_INT(again.ev.has, ev->has);
+  CHECK_INT(again.ev.ts_ns, ev->ts_ns);
+  CHECK_INT(again.ev.dur_ns, ev->dur_ns);
+  CHECK_INT(again.ev.name.n, ev->name.n);
+  CHECK(ev->name.n == 0 ||
+        memcmp(again.ev.name.p, ev->name.p, ev->name.n) == 0);
+  free(copy);
+}
+
+static int on_member(void *ud, struct idx_str key, struct idx_str value)
+{
+  struct tally *t = ud;
+
+  CHECK(key.p != NULL && key.n >= 2 && key.p[0] == '"' &&
+        key.p[key.n - 1] == '"');
+  t->members = hash_str(hash_str(t->members, key), value);
+  return 0;
+}
+
 static int on_event(void *ud, const struct idx_doc *doc,
                     const struct idx_event *ev)
 {
@@ -25,7 +64,10 @@ static int on_event(void *ud, const struct idx_doc *doc,
   uint64_t h = t->strings;
   int i;
 
-  (void)doc;
+  if (keep_raw) {
+    check_raw(doc, ev);
+    t->raw = hash_str(t->raw, ev->raw);
+  }
   t->delivered++;
   t->ph[(unsigned char)ev->ph]++;
   if (ev->cat.p != NULL && ev->cat.n == 6 &&
@@ -81,6 +123,8 @@ void run_reader(const char *data, size_t n, size_t chunk,
 
   memset(t, 0, sizeof(*t));
   CHECK_INT(idx_reader_new(forced, on_event, t, &r), 0);
+  if (keep_raw)
+    CHECK_INT(idx_reader_keep_raw(r, on_member), 0);
   if (chunk == 0)
     chunk = n > 0 ? n : 1;
   while (off < n && t->rc == 0) {
@@ -103,6 +147,8 @@ void same_tally(const struct tally *a, const struct tally *b)
   CHECK_INT(a->sum_ids, b->sum_ids);
   CHECK_INT(a->has_bits, b->has_bits);
   CHECK(a->strings == b->strings);
+  CHECK(a->raw == b->raw);
+  CHECK(a->members == b->members);
   CHECK(memcmp(a->ph, b->ph, sizeof(a->ph)) == 0);
   CHECK_INT(a->format, b->format);
   CHECK_INT(a->rank, b->rank);
@@ -414,6 +460,8 @@ void run_batched(const char *data, size_t n, size_t chunk,
 
   memset(t, 0, sizeof(*t));
   CHECK_INT(idx_reader_new(forced, on_event, t, &r), 0);
+  if (keep_raw)
+    CHECK_INT(idx_reader_keep_raw(r, on_member), 0);
   while (off < n && t->rc == 0) {
     c.text = data + off;
     c.len = n - off < chunk ? n - off : chunk;

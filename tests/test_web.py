@@ -13,6 +13,20 @@ Usage: test_web.py CASE, CASE one of
                      tests/ref_index.py) appear in order as whole text
                      nodes, and names and labels holding < > & are escaped.
                      Exits 77 (skipped) without /usr/bin/chromium.
+  dom_shows_results  headless chromium renders the collectives of a
+                     generated TP=4 import (who held the others back, the
+                     rank x time skew map: their text alternatives say
+                     tests/ref_collectives.py's figures) and the verdicts
+                     (badges in the list and the head, the regressed
+                     family); screenshots in <build>/web-artifacts. Exits
+                     77 without chromium.
+  dom_links_slices   headless chromium renders a capture's steps and
+                     phases: every outlier step (slowest and median) and
+                     every phase links to its slice, the rank's window of
+                     the raw trace (/captures/<id>/ranks/<r>/slice), for
+                     one rank and for all; each link answers a slice of
+                     that window holding that step. Exits 77 without
+                     chromium.
   dom_shows_pictures headless chromium renders the analysis pictures of an
                      import (the generated trace with every idle cause, and
                      a real one): the timeline, the step-time histograms,
@@ -26,6 +40,7 @@ import gzip
 import html
 import html.parser
 import json
+import math
 import os
 import re
 import shutil
@@ -186,7 +201,7 @@ def has(obj, keys, what):
 # What the dashboard reads from each answer.
 CAPTURE_KEYS = ["id", "kind", "label", "params", "status", "phase",
                 "created_at", "started_at", "finished_at", "phase_started_at",
-                "progress", "error", "bench"]
+                "progress", "error", "bench", "collectives", "verdict"]
 RANK_KEYS = ["rank", "label", "status", "device", "kernel_events",
              "distinct_kernels", "kernel_ns", "gpu_busy_ns", "span_ns",
              "memcpy_bytes", "runtime_ns"]
@@ -238,7 +253,29 @@ JS_PARAMS = {
     "/captures/{id}/families/steps": {"rank", "q", "limit"},
     "/captures/{id}/logs": {"which"},
     "/diff": {"a", "b", "by", "norm", "rank", "limit"},
+    "/captures/{id}/collectives": {"rank", "by"},
+    "/captures/{id}/collectives/instances": {"limit"},
+    "/captures/{id}/collectives/timeline": set(),
+    "/captures/{id}/verdict": set(),
+    "/captures/{id}/ranks/{r}/slice": {"start_ns", "end_ns"},
 }
+# Every table tab offers its rows as CSV (the same query, format=csv).
+for _path in JS_PARAMS:
+    if _path.startswith("/captures/{id}/") and "/ranks/" not in _path and \
+            _path != "/captures/{id}/logs":
+        JS_PARAMS[_path] = JS_PARAMS[_path] | {"format"}
+# What web/results.js reads of the collective routes and the verdict.
+RESULT_KEYS = {
+    "collectives": ["rank", "count", "total_ns", "exposed_ns", "matched",
+                    "wait_ns", "transfer_ns", "last", "held_ns"],
+    "collectives/instances": ["family", "index", "start_ns", "skew_ns",
+                              "last_rank", "per_rank"],
+    "collectives/timeline": ["bin", "start_ns", "rank", "instances",
+                             "late_ns", "last"],
+}
+VERDICT_KEYS = ["verdict", "baseline", "baseline_source", "compared",
+                "threshold_pct", "step_noise_pct", "pinned", "reasons",
+                "changes"]
 # Tables asked with sort and a row limit, as web/capture.js does.
 LONG_TABLES = ("kernels", "launches", "runtime", "families")
 
@@ -257,6 +294,21 @@ def check_table(d, cid, table, rank):
     for row in t["rows"]:
         has(row, ROW_KEYS[table] + (ALL_RANK_KEYS if table == "kernels" and
                                     rank is None else []), table + " row")
+
+
+def check_results(d, cid, used):
+    """The collective routes and the verdict as web/results.js asks."""
+    for table, keys in RESULT_KEYS.items():
+        check(("/captures/{id}/" + table) in used, table)
+        code, t = d.get("/captures/%d/%s" % (cid, table))
+        check_eq(code, 200, "%s %s" % (table, t))
+        has(t, ["rank", "rows"], table)
+        for row in t["rows"]:
+            has(row, keys, table + " row")
+    code, v = d.get("/captures/%d/verdict" % cid)
+    check_eq(code, 200, "verdict %s" % (v,))
+    has(v, VERDICT_KEYS, "verdict")
+    check("/captures/{id}/baseline" in used, "the pin")
 
 
 def query_params(doc, path):
@@ -298,6 +350,7 @@ def case_paths_in_openapi():
             check(("/captures/{id}/" + table) in used, table)
             check_table(d, cid, table, None)
             check_table(d, cid, table, rank)
+        check_results(d, cid, used)
         code, diff = d.get("/diff?a=%d&b=%d&by=kernel&norm=none&limit=200"
                            % (cid, cid))
         check_eq(code, 200, "diff %s" % (diff,))
@@ -554,6 +607,83 @@ def check_diff_bars(p, d, a, b):
                                else 0)) < 1e-6, "bar width of " + what)
 
 
+class Links(html.parser.HTMLParser):
+    """The href of every link of a page."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.hrefs = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "a" and dict(attrs).get("href"):
+            self.hrefs.append(dict(attrs)["href"])
+
+
+def slice_links(chromium, url):
+    p = Links()
+    p.feed(dump_dom(chromium, url)[0])
+    return {h for h in p.hrefs if "/slice?" in h}
+
+
+def slice_href(cid, rank, start, end):
+    return "captures/%d/ranks/%d/slice?start_ns=%d&end_ns=%d" % (
+        cid, rank, start, max(end, start + 1))
+
+
+def check_slice_link(d, href, step=None):
+    """The link answers the slice of its window; a step's holds it."""
+    code, ctype, body = fetch(d, "/" + href)
+    check_eq((code, ctype), (200, "application/json"), href)
+    doc = json.loads(body)
+    q = dict(kv.split("=") for kv in href.split("?")[1].split("&"))
+    st = doc["traced_slice"]
+    check_eq((st["start_ns"], st["end_ns"]), (int(q["start_ns"]),
+                                              int(q["end_ns"])), href)
+    if step is not None:
+        steps = [e for e in doc["traceEvents"] if e.get("cat") == "traced"
+                 and e.get("tid") == 1 and e["args"]["label"] ==
+                 step["label"] and e["args"]["step_ns"] == step["dur_ns"]]
+        check_eq(len(steps), 1, href + ": the step's track")
+
+
+def case_dom_links_slices():
+    chromium = find_chromium()
+    if not chromium:
+        print("note: no /usr/bin/chromium: the slice links check is skipped")
+        return SKIPPED
+    import make_fixtures
+    with tempfile.TemporaryDirectory(prefix="traced-web-slices-") as root:
+        with open(make_fixtures.make_idle(root)["path"], "rb") as f:
+            idle = f.read()
+        with open(os.path.join(TRACES_DIR, VLLM), "rb") as f:
+            vllm = f.read()
+        with Daemon(conf={"import_roots": root}) as d:
+            cid = import_folder(d, root, "a", [idle, vllm])["id"]
+            base = "%s/#/captures/%d" % (d.base, cid)
+            outliers = d.get("/captures/%d/steps/outliers" % cid)[1]["rows"]
+            check(len(outliers) >= 4, "outlier steps: %r" % outliers)
+            for rank, q in ((0, "&rank=0"), (None, "")):
+                links = slice_links(chromium, base + "?tab=steps" + q)
+                for o in outliers:
+                    if rank is not None and o["rank"] != rank:
+                        continue
+                    href = slice_href(cid, o["rank"], o["start_ns"],
+                                      o["start_ns"] + o["dur_ns"])
+                    check(href in links, "no slice link for the %s step "
+                          "%r: %r" % (o["role"], o, sorted(links)))
+                    check_slice_link(d, href, o)
+            phases = d.get("/captures/%d/phases" % cid)[1]["rows"]
+            check({p["rank"] for p in phases} == {0, 1}, "phases of 2 ranks")
+            for rank, q in ((1, "&rank=1"), (None, "")):
+                links = slice_links(chromium, base + "?tab=phases" + q)
+                want = {slice_href(cid, p["rank"], p["start_ns"], p["end_ns"])
+                        for p in phases if rank is None or p["rank"] == rank}
+                check_eq(links, want, "phase slice links (rank %s)" % rank)
+                for href in sorted(want)[:3]:
+                    check_slice_link(d, href)
+    return 0
+
+
 def artifacts_dir():
     out = os.path.join(os.path.dirname(os.path.abspath(TRACED_BIN)),
                        "web-artifacts")
@@ -596,6 +726,96 @@ def case_dom_shows_pictures():
                     d.base, a["id"], b["id"]), os.path.join(
                         shots, "diff_%s.png" % tag), width)
                 check_diff_bars(p, d, a["id"], b["id"])
+    print("screenshots in", shots)
+    return 0
+
+
+# ---- collectives and verdicts (web/results.js) ----
+
+def held_descs(p):
+    """{rank: (last, matched, held_ns, wait_ns)} said by the held bars."""
+    out = {}
+    for t in p.descs:
+        m = re.match(r"rank (\d+) arrived last ([\d,]+) times of ([\d,]+) "
+                     r"and held the others back ([\d,]+) ns; it waited "
+                     r"([\d,]+) ns\.", t)
+        if m:
+            out[int(m.group(1))] = tuple(int(x.replace(",", ""))
+                                         for x in m.groups()[1:])
+    return out
+
+
+def skew_desc(p):
+    """{rank: (mean late ns, collectives)} said by the rank x time map."""
+    out = {}
+    for t in p.descs:
+        m = re.match(r"rank (\d+) ([\d,]+) ns late on average over ([\d,]+) "
+                     r"collectives\.", t)
+        if m:
+            out[int(m.group(1))] = (int(m.group(2).replace(",", "")),
+                                    int(m.group(3).replace(",", "")))
+    return out
+
+
+def check_collective_pictures(p, ref):
+    by_rank = {}
+    for f in ref["families"]:
+        row = by_rank.setdefault(f["rank"], [0, 0, 0, 0])
+        for i, k in enumerate(("last", "matched", "held_ns", "wait_ns")):
+            row[i] += f[k]
+    check_eq(held_descs(p), {r: tuple(v) for r, v in by_rank.items()},
+             "held bars")
+    late = {}
+    for t in ref["timeline"]:
+        v = late.setdefault(t["rank"], [0, 0])
+        v[0] += t["late_ns"]
+        v[1] += t["instances"]
+    check_eq(skew_desc(p), {r: (int(math.floor(l / n + 0.5)), n)
+                            for r, (l, n) in late.items()}, "skew map")
+
+
+def case_dom_shows_results():
+    chromium = find_chromium()
+    if not chromium:
+        print("note: no /usr/bin/chromium: the results check is skipped")
+        return SKIPPED
+    import make_collectives
+    import ref_collectives
+    shots = artifacts_dir()
+    config = {"model": "web-model", "tp": 2, "isl": 128, "osl": 128,
+              "conc": 4}
+    with tempfile.TemporaryDirectory(prefix="traced-web-results-") as root:
+        tp4 = make_collectives.make_tp4(root)
+        base = make_collectives.make_verdict_set(root, "base", 1, decode=12)
+        slow = make_collectives.make_verdict_set(root, "slow", 3, decode=12,
+                                                 slow={"moe": 1.2})
+        with Daemon(conf={"import_roots": root}) as d:
+            ids = []
+            for top, extra in ((os.path.dirname(os.path.dirname(tp4[0])), {}),
+                               (base, config), (slow, config)):
+                code, cap = d.post("/imports", dict(extra, path=top))
+                check_eq(code, 202, "import %s" % top)
+                ids.append(d.wait_status(cap["id"])["id"])
+            ref = ref_collectives.reference(tp4, keep=1000)
+            for width, tag in ((1280, "wide"), (400, "narrow")):
+                p = pictures(chromium, "%s/#/captures/%d?tab=collectives" % (
+                    d.base, ids[0]), os.path.join(
+                        shots, "collectives_%s.png" % tag), width)
+                check_collective_pictures(p, ref)
+            dom, page = dump_dom(chromium, "%s/#/captures/%d" % (d.base,
+                                                                ids[2]))
+            check("regressed" in page.texts, "the capture's badge")
+            check("fused_moe_kernel" in " ".join(page.texts),
+                  "the regressed family in the verdict")
+            chromium_run(chromium, "%s/#/captures/%d" % (d.base, ids[2]),
+                         "--hide-scrollbars", "--window-size=1280,1600",
+                         "--screenshot=" + os.path.join(shots,
+                                                        "verdict.png"))
+            dom, page = dump_dom(chromium, d.base + "/#/")
+            check_eq(sorted(t for t in page.texts if t in (
+                "regressed", "incomparable", "unchanged", "improved")),
+                ["incomparable", "incomparable", "regressed"],
+                "the list's badges")
     print("screenshots in", shots)
     return 0
 

@@ -1,12 +1,14 @@
 """Shared helpers for the Python tests: paths, a running daemon on a free
 loopback port with a private database and trace root, and HTTP calls over
 real sockets. Standard library only."""
+import contextlib
 import json
 import os
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.error
@@ -174,3 +176,73 @@ def check(cond, msg=""):
 def check_eq(a, b, what=""):
     if a != b:
         raise AssertionError("%s: %r != %r" % (what, a, b))
+
+
+def without_demangled(rows, demangled):
+    """rows (step outliers) with their top kernels' "demangled" members
+    taken out, each checked first against demangled (name -> the kernels
+    table's demangled form, None for a plain name): top lists show what the
+    kernels table shows. For comparing with the reference, which reads
+    names only."""
+    out = []
+    for row in rows:
+        tops = []
+        for top in row["top_kernels"]:
+            top = dict(top)
+            check_eq(top.pop("demangled", None), demangled.get(top["name"]),
+                     "demangled form of the top kernel %s" % top["name"][:60])
+            tops.append(top)
+        out.append(dict(row, top_kernels=tops))
+    return out
+
+
+# ---- a full disk (the tests that need it exit SKIPPED without root) ----
+
+SKIPPED = 77  # ctest's SKIP_RETURN_CODE for them
+
+
+@contextlib.contextmanager
+def small_disk(size="3m"):
+    """A tmpfs of size mounted on a fresh folder, yielded; unmounted and
+    removed after. Exits SKIPPED where mounting is not allowed."""
+    top = tempfile.mkdtemp(prefix="traced-disk-")
+    mnt = os.path.join(top, "disk")
+    os.makedirs(mnt)
+    if os.geteuid() != 0 or subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=" + size, "tmpfs", mnt],
+            stderr=subprocess.DEVNULL).returncode != 0:
+        print("skipped: cannot mount a tmpfs")
+        shutil.rmtree(top)
+        sys.exit(SKIPPED)
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", mnt])
+        shutil.rmtree(top, ignore_errors=True)
+
+
+def fill(folder):
+    """Writes a file in folder until the disk is full; returns its path."""
+    path = os.path.join(folder, "filler")
+    with open(path, "wb") as f:
+        try:
+            while True:
+                f.write(b"\0" * 65536)
+                f.flush()
+        except OSError:
+            pass
+    return path
+
+
+def post_until_refused(d, limit=5000):
+    """POSTs captures until one is refused (the WAL may hold free frames
+    for a while after the disk is full); returns the refusal's status and
+    body and the ids accepted."""
+    ids = []
+    for i in range(limit):
+        code, body = d.post("/captures", {"model": "/models/full%d" % i,
+                                          "label": "x" * 512})
+        if code != 202:
+            return code, body, ids
+        ids.append(body["id"])
+    raise AssertionError("%d writes accepted on a full disk" % limit)

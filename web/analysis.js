@@ -81,27 +81,32 @@ async function stepsExtra(c, st, rows) {
         'num'), N('p50', 'p50_ns'), N('p99', 'p99_ns'), N('max', 'max_ns')],
     buckets.rows),
     el('h4', null, 'Slowest steps beside the median step'),
-    outlierView(outliers.rows)];
+    outlierView(outliers.rows, c.id, st.rank)];
 }
 
-function stepCard(o) {
+/* A step's card; its slice is the rank's (rank: the one picked, when the
+ * rows are of one rank). */
+function stepCard(o, id, rank) {
+  const r = o.rank != null ? o.rank : rank;
   return el('div', {class: 'card step ' + o.role},
     el('strong', null, o.role === 'median' ? 'median step'
       : 'slowest #' + (o.index + 1)), o.rank != null ? ' rank ' + o.rank
       : null, ' \u00b7 ', nsCell(o.dur_ns), ' at ', nsCell(o.start_ns),
+    ' \u00b7 ', sliceLink(id, r, o.start_ns, o.start_ns + o.dur_ns,
+      'open in Perfetto (slice)'),
     el('div', null, el('code', {class: 'name'}, o.label)),
     el('ol', {class: 'step-kernels'}, o.top_kernels.map(k => el('li', null,
-      nameCell(k.name), ' \u00d7', num(k.count), ' ', nsCell(k.total_ns)))));
+      kernelName(k), ' \u00d7', num(k.count), ' ', nsCell(k.total_ns)))));
 }
 
-function outlierView(rows) {
+function outlierView(rows, id, rank) {
   if (!rows.length) return el('p', {class: 'muted'}, 'no steps');
   const kinds = [...new Set(rows.map(o => o.kind))];
+  const card = o => stepCard(o, id, rank);
   return kinds.map(k => el('div', {class: 'outliers'},
     el('h5', null, k), el('div', {class: 'cards'},
-      rows.filter(o => o.kind === k && o.role === 'median').map(stepCard),
-      rows.filter(o => o.kind === k && o.role === 'slowest')
-        .map(stepCard))));
+      rows.filter(o => o.kind === k && o.role === 'median').map(card),
+      rows.filter(o => o.kind === k && o.role === 'slowest').map(card))));
 }
 
 /* Under the Families table: each family's time per step kind. */

@@ -123,6 +123,12 @@ function elapsed(from, to) {
 
 function nameCell(v) { return el('span', {class: 'name', title: v}, v); }
 
+/* A kernel of a top list: its demangled form where its name was mangled
+ * (as the kernels table shows it), the name itself on hover. */
+function kernelName(k) {
+  return el('span', {class: 'name', title: k.name}, k.demangled || k.name);
+}
+
 function badge(status) {
   return el('span', {class: 'badge ' + status}, status);
 }
@@ -239,6 +245,17 @@ function fileLink(href, text, download) {
     target: download ? null : '_blank', onclick: open}, text);
 }
 
+/* A link to the slice of a rank's raw trace over [start, end) ns from its
+ * t0 (a step, a phase, a collective): a kineto JSON to open in Perfetto,
+ * with traced's steps and idle causes as extra tracks. */
+function sliceLink(id, rank, start, end, text) {
+  if (rank === '' || rank == null) return null;
+  const stop = Math.max(end, start + 1);
+  return fileLink(url('/captures/{id}/ranks/{r}/slice', {id, r: rank},
+    {start_ns: start, end_ns: stop}), text || 'slice',
+  'capture' + id + '-rank' + rank + '-' + start + '-' + stop + '.json');
+}
+
 function errorBox(e) {
   return el('div', {class: 'error'}, el('strong', null,
     e.status ? 'HTTP ' + e.status + (e.code ? ' ' + e.code : '') : 'error'),
@@ -326,7 +343,8 @@ function listView(app, q) {
     }),
     T('tp', null, c => num(c.launch ? c.launch.tp : c.params && c.params.tp),
       'num'),
-    T('status', 'status', badge), S('phase', 'phase'),
+    T('status', 'status', badge), T('verdict', 'verdict', verdictBadge),
+    S('phase', 'phase'),
     T('created', 'created_at', when),
     T('duration', null, c => elapsed(c.started_at, c.finished_at), 'num'),
     T('', null, c => el('a', {href: '#/captures/' + c.id}, 'open'))];

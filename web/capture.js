@@ -16,7 +16,7 @@ const CATEGORIES = ['gemm', 'attention', 'moe', 'communication', 'custom',
 /* Members of the capture object itself; the others are its extra. */
 const OWN = ['id', 'kind', 'label', 'params', 'status', 'phase', 'created_at',
   'started_at', 'finished_at', 'phase_started_at', 'queue_position',
-  'progress', 'error', 'bench', 'ranks'];
+  'progress', 'error', 'bench', 'ranks', 'collectives', 'verdict'];
 /* The phases a capture runs after the queue (PHASES: lifecycle.js). */
 const RUN_PHASES = PHASES.filter(p => p !== 'queued');
 
@@ -67,7 +67,8 @@ function captureHead(c) {
   const live = !FINAL.includes(c.status);
   return el('div', {class: 'head'},
     el('h2', null, (c.kind === 'import' ? 'Import #' : 'Capture #') + c.id,
-      c.label ? [' \u00b7 ', c.label] : null, ' ', badge(c.status)),
+      c.label ? [' \u00b7 ', c.label] : null, ' ', badge(c.status),
+      c.verdict ? [' ', verdictBadge(c.verdict)] : null),
     el('p', {class: 'meta'},
       p.model ? ['model ', el('code', null, p.model), ' \u00b7 tp ',
         num(p.tp), ' \u00b7 isl ', num(p.isl), ' \u00b7 osl ', num(p.osl),
@@ -136,6 +137,7 @@ function captureBody(c) {
       el('strong', null, 'failed in ', c.error.phase || c.phase), ': ',
       c.error.message, c.error.log_tail ? el('pre', null, c.error.log_tail)
         : null) : null,
+    c.verdict ? verdictBox(c) : null,
     c.bench ? [el('h3', null, 'Benchmark'), metrics(c.bench)] : null,
     c.ranks && c.ranks.length ? [el('h3', null, 'Ranks'), totals(c.ranks),
       ranksTable(c)] : null,
@@ -187,7 +189,7 @@ function catBar(rows) {
 
 function topList(items, launch) {
   return el('ul', {class: 'top'}, (items || []).map(k => el('li', null,
-    nameCell(k.name), launch ? ' ' + dim(k.grid) + ' / ' + dim(k.block)
+    kernelName(k), launch ? ' ' + dim(k.grid) + ' / ' + dim(k.block)
       : null, ' \u00d7', num(k.count), ' ', nsCell(k.total_ns))));
 }
 
@@ -283,19 +285,23 @@ const TABS = [
     cols: () => [T('name', 'name', nameCell), C('count', 'count'),
       N('total', 'total_ns'), N('median', 'median_ns'), N('max', 'max_ns')]},
   {id: 'phases', label: 'Phases', path: '/captures/{id}/phases',
-    note: 'Cut at idle gaps (gap) and launch-shape changes (shape).',
-    before: timeline, cols: all => [all ? C('rank', 'rank') : null,
+    note: 'Cut at idle gaps (gap) and launch-shape changes (shape). A ' +
+      'slice is the rank\'s raw trace over the phase, to open in Perfetto.',
+    before: timeline, cols: (all, st) => [all ? C('rank', 'rank') : null,
       C('#', 'index'), N('start', 'start_ns'), N('end', 'end_ns'),
       T('length', null, r => nsCell(r.end_ns - r.start_ns), 'num'),
       N('busy', 'busy_ns'), T('busy %', null, r => r.end_ns > r.start_ns
         ? pct(r.busy_ns / (r.end_ns - r.start_ns), 1) : '\u2013', 'num'),
       C('kernels', 'kernel_events'), S('cause', 'cause'),
       T('top kernels', 'top_kernels', v => topList(v)),
-      T('top launch configs', 'top_launches', v => topList(v, true))]}];
+      T('top launch configs', 'top_launches', v => topList(v, true)),
+      T('raw events', null, r => sliceLink(st.id, all ? r.rank : st.rank,
+        r.start_ns, r.end_ns))]}];
 
-/* Every tab: these and the analysis ones (analysis.js, loaded after). */
+/* Every tab: these, the analysis ones and the collectives (analysis.js,
+ * results.js, loaded after). */
 function allTabs() {
-  return TABS.concat(ANALYSIS_TABS);
+  return TABS.concat(ANALYSIS_TABS, RESULT_TABS);
 }
 
 function tabsView(box, c, ranks, hq) {
@@ -304,7 +310,8 @@ function tabsView(box, c, ranks, hq) {
   const numbered = ranks.filter(r => r.rank != null);
   const only = ranks.length === 1 && numbered.length ? String(ranks[0].rank)
     : '';
-  const st = {tab: hq.get('tab') || 'kernels', rank: hq.get('rank') || only,
+  const st = {id: c.id, tab: hq.get('tab') || 'kernels',
+    rank: hq.get('rank') || only,
     q: hq.get('q') || '', sort: hq.get('sort') || 'total',
     category: hq.get('category') || '', family: hq.get('family') || ''};
   const bar = el('nav', {class: 'tabs'});
@@ -352,6 +359,10 @@ function tabsView(box, c, ranks, hq) {
     return [tab.note ? el('p', {class: 'muted'}, tab.note) : null,
       tab.before && data.rows.length ? tab.before(data.rows) : null,
       table(tab.cols(all, st, show).filter(Boolean), data.rows),
+      data.rows.length ? el('p', {class: 'small'}, fileLink(url(tab.path,
+        {id: c.id}, Object.assign({}, query, {limit: tab.limit,
+          format: 'csv'})), 'these rows as CSV', tab.id.replace('/', '-') +
+        '-' + c.id + '.csv')) : null,
       tab.limit && data.rows.length === tab.limit ? el('p',
         {class: 'muted'}, 'first ' + tab.limit + ' rows: narrow with the ' +
         'name filter') : null,

@@ -1,0 +1,474 @@
+/*
+ * idx_slice_under(): a window of a rank's raw trace as a kineto JSON
+ * document small enough for Perfetto, in one streaming pass.
+ *
+ * The reader hands each event with its text and each top-level member
+ * (idx_reader_keep_raw); what is kept is copied byte for byte, timestamps
+ * as in the file, and only mended where it is not strict JSON
+ * (slice_json.c). The output is
+ *
+ *   {<members before traceEvents>, "traceEvents": [<kept events>,
+ *    <traced's tracks>], <members after traceEvents>, "traced_slice": {..}}
+ *
+ * whatever the input's shape (a bare array gives no members); separators
+ * and whitespace between values are the slicer's, so a trailing comma of
+ * the input never reaches the output. Members read after the first event
+ * are held (up to the event ceiling each, bounded as the reader bounds
+ * them) until the tracks are written: the tracks are known only at the end.
+ *
+ * Which events: an event spans [ts, ts + dur) for ph "X" (dur when
+ * present), else the instant [ts, ts + 1 ns); it is kept when that span
+ * overlaps the window [t0 + start_ns, t0 + end_ns). Every ph "M" event
+ * (process and thread names, sort indices) is kept whatever its time;
+ * events without a ts that are not "M" have no place on the timeline and
+ * are not. Events the reader skips as malformed are not handed over, so
+ * not kept (the reader counts them).
+ *
+ * traced's tracks (with findings): the same events go through the
+ * aggregation of idx_file() (agg.c), whose time pass reports each step of
+ * the step side and each idle stretch (agg.h, struct agg_finding); those
+ * overlapping the window become ph "X" events of a process of their own
+ * (the largest numeric pid of the trace + 1, named "traced"): thread 1
+ * the steps (name: the kind; args: the label, step_ns), thread 2 the idle
+ * stretches (name: the cause; args: idle_ns, between_steps_ns, the part
+ * of it no step label covers, counted as between_steps). Their ts and dur
+ * are written in the trace's own unit (kineto microseconds with three
+ * decimals, mcTracer nanoseconds).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "index/agg.h"
+#include "index/event.h"
+#include "index/format.h"
+#include "index/slice.h"
+
+/* Members read after the events start, held for the end (each at most
+ * the event ceiling: the reader drops larger ones). */
+struct held {
+  char *p;
+  size_t n, cap;
+};
+
+struct slicer {
+  const struct idx_slice_opts *o;
+  int64_t lo, hi;      /* the window in trace ns: [lo, hi) */
+  int events_begun;    /* an event was read: later members are held */
+  int array_open;      /* "traceEvents":[ is written */
+  int members_written; /* a member is written before it */
+  int events_written;  /* an element is written in it */
+  int tracks_named;    /* traced's process and threads are named */
+  int scale;           /* ts unit: digits to ns (format.h's ts_scale) */
+  int64_t max_pid;     /* largest numeric pid, INT64_MIN: none */
+  struct held held;
+  struct idx_agg agg;
+  int agg_on;
+  struct idx_slice_stats st;
+  struct slice_out out;      /* the document */
+  struct slice_out held_out; /* into held */
+};
+
+/* ---- output ---- */
+
+int slice_out_flush(struct slice_out *o)
+{
+  if (o->rc == 0 && o->n > 0)
+    o->rc = o->write(o->ud, o->buf, o->n);
+  o->n = 0;
+  return o->rc;
+}
+
+int slice_out_put(struct slice_out *o, const char *p, size_t n)
+{
+  if (o->rc != 0 || n == 0)
+    return o->rc;
+  if (o->n + n > sizeof(o->buf) && slice_out_flush(o) != 0)
+    return o->rc;
+  if (n > sizeof(o->buf)) {
+    o->rc = o->write(o->ud, p, n);
+    return o->rc;
+  }
+  memcpy(o->buf + o->n, p, n);
+  o->n += n;
+  return 0;
+}
+
+int slice_out_str(struct slice_out *o, const char *s)
+{
+  return slice_out_put(o, s, strlen(s));
+}
+
+/* An idx_write_fn that appends to a struct held. */
+static int hold_write(void *ud, const char *p, size_t n)
+{
+  struct held *h = ud;
+
+  if (n == 0)
+    return 0;
+  if (agg_grow(&h->p, &h->cap, h->n + n - 1, 1) != 0)
+    return TR_ENOMEM;
+  memcpy(h->p + h->n, p, n);
+  h->n += n;
+  return 0;
+}
+
+/* Writes the JSON value v to o as judged (slice_json_mend() with no
+ * output gave verdict, VALID or MENDED): as it is, or mended. */
+static void put_judged(struct slice_out *o, struct idx_str v, int verdict)
+{
+  if (verdict == SLICE_JSON_MENDED)
+    slice_json_mend(v.p, v.n, o);
+  else
+    slice_out_put(o, v.p, v.n);
+}
+
+/* Writes a member `key:value` to o, after a comma when comma. 0, or
+ * SLICE_JSON_BAD when either is not mendable (nothing written then). */
+static int put_member(struct slice_out *o, int comma, struct idx_str key,
+                      struct idx_str value)
+{
+  int k = slice_json_mend(key.p, key.n, NULL);
+  int v = slice_json_mend(value.p, value.n, NULL);
+
+  if (k == SLICE_JSON_BAD || v == SLICE_JSON_BAD)
+    return SLICE_JSON_BAD;
+  if (comma)
+    slice_out_put(o, ",", 1);
+  put_judged(o, key, k);
+  slice_out_put(o, ":", 1);
+  put_judged(o, value, v);
+  return 0;
+}
+
+/* Opens the output's traceEvents array, once. */
+static void open_array(struct slicer *s)
+{
+  if (s->array_open)
+    return;
+  slice_out_str(&s->out, s->members_written ? ",\"traceEvents\":["
+                                            : "\"traceEvents\":[");
+  s->array_open = 1;
+}
+
+/* Starts an element of the array: the comma before all but the first. */
+static void next_element(struct slicer *s)
+{
+  open_array(s);
+  if (s->events_written++)
+    slice_out_put(&s->out, ",", 1);
+}
+
+/* ---- the reader's callbacks ---- */
+
+static int on_member(void *ud, struct idx_str key, struct idx_str value)
+{
+  struct slicer *s = ud;
+  int rc;
+
+  if (key.p == NULL || value.p == NULL) {
+    s->st.members_dropped++;
+    return 0;
+  }
+  if (!s->events_begun) {
+    rc = put_member(&s->out, s->members_written, key, value);
+    s->members_written += rc == 0;
+  } else {
+    /* After the array: a comma always (traceEvents comes first). */
+    rc = put_member(&s->held_out, 1, key, value);
+    if (s->held_out.rc != 0)
+      return s->held_out.rc;
+  }
+  if (rc != 0)
+    s->st.members_dropped++;
+  else
+    s->st.members_kept++;
+  return s->out.rc;
+}
+
+/* The event's span overlaps the window (the file's comment says how). */
+static int in_window(const struct slicer *s, const struct idx_event *ev)
+{
+  int64_t b = ev->ts_ns, e = b, dur;
+
+  if (ev->ph == 'X' && (ev->has & IDX_HAS_DUR)) {
+    dur = ev->dur_ns;
+    if (__builtin_add_overflow(b, dur, &e))
+      e = INT64_MAX;
+  }
+  if (e <= b)
+    e = b < INT64_MAX ? b + 1 : b;
+  return b < s->hi && e > s->lo;
+}
+
+static void note_pid(struct slicer *s, const struct idx_event *ev)
+{
+  if ((ev->has & IDX_HAS_PID) && ev->pid > s->max_pid)
+    s->max_pid = ev->pid;
+}
+
+static int on_event(void *ud, const struct idx_doc *doc,
+                    const struct idx_event *ev)
+{
+  struct slicer *s = ud;
+  int meta = ev->ph == 'M', verdict, rc;
+
+  if (s->o->cancel != NULL && atomic_load(s->o->cancel))
+    return TR_ECONFLICT;
+  s->st.events_read++;
+  s->events_begun = 1;
+  note_pid(s, ev);
+  if (s->agg_on && (rc = idx_agg_event(&s->agg, doc, ev)) != 0)
+    return rc;
+  if (!meta && (!(ev->has & IDX_HAS_TS) || !in_window(s, ev)))
+    return 0;
+  verdict = slice_json_mend(ev->raw.p, ev->raw.n, NULL);
+  if (verdict == SLICE_JSON_BAD) {
+    s->st.events_dropped++;
+    return 0;
+  }
+  next_element(s);
+  put_judged(&s->out, ev->raw, verdict);
+  s->st.events_kept++;
+  s->st.metadata_events += meta;
+  s->st.events_mended += verdict == SLICE_JSON_MENDED;
+  return s->out.rc;
+}
+
+/* ---- traced's tracks ---- */
+
+#define TRACK_STEPS 1
+#define TRACK_IDLE  2
+
+/* t in trace ns as the file writes it (format.h's ts_scale): microseconds
+ * with three decimals (kineto), nanoseconds (mcTracer). */
+static void put_time(struct slicer *s, const char *key, int64_t t)
+{
+  uint64_t a = t < 0 ? 0 - (uint64_t)t : (uint64_t)t, unit = 1;
+  char buf[64];
+
+  for (int i = 0; i < s->scale; i++)
+    unit *= 10;
+  if (s->scale == 0)
+    snprintf(buf, sizeof(buf), ",\"%s\":%" PRId64, key, t);
+  else
+    snprintf(buf, sizeof(buf), ",\"%s\":%s%" PRIu64 ".%0*" PRIu64, key,
+             t < 0 ? "-" : "", a / unit, s->scale, a % unit);
+  slice_out_str(&s->out, buf);
+}
+
+/* The pid of traced's tracks: past every numeric pid of the trace. */
+static int64_t tracks_pid(const struct slicer *s)
+{
+  if (s->max_pid == INT64_MIN)
+    return 1;
+  return s->max_pid < INT64_MAX ? s->max_pid + 1 : -1;
+}
+
+/* One ph "M" event naming traced's process or one of its threads. */
+static void put_name(struct slicer *s, const char *what, int tid,
+                     const char *name)
+{
+  char buf[256];
+
+  next_element(s);
+  snprintf(buf, sizeof(buf),
+           "{\"ph\":\"M\",\"name\":\"%s\",\"pid\":%" PRId64
+           ",\"tid\":%d,\"args\":{\"name\":\"%s\"}}",
+           what, tracks_pid(s), tid, name);
+  slice_out_str(&s->out, buf);
+}
+
+static void name_tracks(struct slicer *s)
+{
+  if (s->tracks_named++)
+    return;
+  put_name(s, "process_name", 0, "traced");
+  put_name(s, "thread_name", TRACK_STEPS,
+           s->agg.step_side == AGG_SIDE_GPU ? "steps (GPU-side labels)"
+                                            : "steps (CPU-side labels)");
+  put_name(s, "thread_name", TRACK_IDLE, "idle time by cause");
+}
+
+/* The head of a finding's X event, up to its args' opening brace. */
+static void put_head(struct slicer *s, int tid, const char *name, size_t n,
+                     const struct agg_finding *f)
+{
+  char buf[96];
+
+  name_tracks(s);
+  next_element(s);
+  slice_out_str(&s->out, "{\"ph\":\"X\",\"cat\":\"traced\",\"name\":\"");
+  slice_json_escape(&s->out, name, n);
+  snprintf(buf, sizeof(buf), "\",\"pid\":%" PRId64 ",\"tid\":%d", tracks_pid(s),
+           tid);
+  slice_out_str(&s->out, buf);
+  put_time(s, "ts", f->start_ns);
+  put_time(s, "dur", f->end_ns - f->start_ns);
+  slice_out_str(&s->out, ",\"args\":{");
+}
+
+static void put_step(struct slicer *s, const struct agg_finding *f)
+{
+  const struct agg_key *k = &s->agg.kinds_map.keys[f->kind];
+  char label[AGG_LABEL_TEXT + 1], buf[64];
+
+  if (agg_labels_get(&s->agg.labels, f->label, label, sizeof(label)) != 0)
+    label[0] = '\0';
+  put_head(s, TRACK_STEPS, k->p, k->n, f);
+  slice_out_str(&s->out, "\"label\":\"");
+  slice_json_escape(&s->out, label, strlen(label));
+  snprintf(buf, sizeof(buf), "\",\"step_ns\":%" PRId64 "}}",
+           f->end_ns - f->start_ns);
+  slice_out_str(&s->out, buf);
+  s->st.steps++;
+}
+
+static void put_idle(struct slicer *s, const struct agg_finding *f)
+{
+  const char *cause = agg_idle_cause_name(f->cause);
+  char buf[96];
+
+  put_head(s, TRACK_IDLE, cause, strlen(cause), f);
+  snprintf(buf, sizeof(buf),
+           "\"idle_ns\":%" PRId64 ",\"between_steps_ns\":%" PRId64 "}}",
+           f->end_ns - f->start_ns, f->between_ns);
+  slice_out_str(&s->out, buf);
+  s->st.idle++;
+}
+
+/* agg's on_finding: the findings that overlap the window. */
+static void on_finding(void *ud, const struct agg_finding *f)
+{
+  struct slicer *s = ud;
+
+  if (f->start_ns >= s->hi || f->end_ns <= s->lo || s->out.rc != 0)
+    return;
+  if (f->what == AGG_FOUND_STEP)
+    put_step(s, f);
+  else
+    put_idle(s, f);
+}
+
+/* Runs the aggregation's end (its time pass reports the findings). */
+static int tracks(struct slicer *s, const struct idx_doc *doc, const char *path,
+                  struct tr_err *err)
+{
+  struct agg_file_info info = { path, 0, -1 };
+  json_t *summary = NULL;
+  int rc;
+
+  s->agg.on_finding = on_finding;
+  s->agg.finding_ud = s;
+  rc = idx_agg_summary(&s->agg, doc, &info, &summary, err);
+  json_decref(summary);
+  return rc != 0 ? rc : s->out.rc;
+}
+
+/* ---- the document's end ---- */
+
+static void put_stats(struct slicer *s)
+{
+  const struct idx_slice_stats *t = &s->st;
+  char buf[640];
+
+  snprintf(buf, sizeof(buf),
+           ",\"traced_slice\":{\"t0_ns\":%" PRId64 ",\"start_ns\":%" PRId64
+           ",\"end_ns\":%" PRId64 ",\"events_read\":%" PRIu64
+           ",\"events_kept\":%" PRIu64 ",\"metadata_events\":%" PRIu64
+           ",\"events_mended\":%" PRIu64 ",\"events_dropped\":%" PRIu64
+           ",\"members_kept\":%" PRIu64 ",\"members_dropped\":%" PRIu64
+           ",\"findings\":",
+           s->o->t0_ns, s->o->start_ns, s->o->end_ns, t->events_read,
+           t->events_kept, t->metadata_events, t->events_mended,
+           t->events_dropped, t->members_kept, t->members_dropped);
+  slice_out_str(&s->out, buf);
+  if (s->agg_on)
+    snprintf(buf, sizeof(buf), "{\"steps\":%" PRIu64 ",\"idle\":%" PRIu64 "}}}",
+             t->steps, t->idle);
+  else
+    snprintf(buf, sizeof(buf), "null}}");
+  slice_out_str(&s->out, buf);
+}
+
+static int finish(struct slicer *s, const struct idx_doc *doc, const char *path,
+                  struct tr_err *err)
+{
+  int rc;
+
+  s->scale = (int)idx_format_get(doc->format)->ts_scale;
+  open_array(s);
+  if (s->agg_on && (rc = tracks(s, doc, path, err)) != 0)
+    return rc;
+  slice_out_put(&s->out, "]", 1);
+  if ((rc = slice_out_flush(&s->held_out)) != 0)
+    return rc;
+  slice_out_put(&s->out, s->held.p, s->held.n);
+  put_stats(s);
+  return slice_out_flush(&s->out);
+}
+
+/* [t0 + start, t0 + end), saturated at the int64 range. */
+static void window(struct slicer *s)
+{
+  if (__builtin_add_overflow(s->o->t0_ns, s->o->start_ns, &s->lo))
+    s->lo = s->o->start_ns < 0 ? INT64_MIN : INT64_MAX;
+  if (__builtin_add_overflow(s->o->t0_ns, s->o->end_ns, &s->hi))
+    s->hi = s->o->end_ns < 0 ? INT64_MIN : INT64_MAX;
+}
+
+/* s is zeroed. */
+static int slicer_init(struct slicer *s, const struct idx_slice_opts *o,
+                       idx_write_fn write, void *ud)
+{
+  s->out.write = write;
+  s->out.ud = ud;
+  s->held_out.write = hold_write;
+  s->held_out.ud = &s->held;
+  s->o = o;
+  s->max_pid = INT64_MIN;
+  window(s);
+  if (!o->findings)
+    return 0;
+  if (idx_agg_init(&s->agg, o->rules, 0) != 0)
+    return TR_ENOMEM;
+  idx_agg_cap_names(&s->agg, o->max_kernel_names);
+  s->agg_on = 1;
+  return 0;
+}
+
+int idx_slice_under(const char *root, const char *path,
+                    const struct idx_slice_opts *o, idx_write_fn write,
+                    void *ud, struct idx_slice_stats *stats, struct tr_err *err)
+{
+  struct idx_options ropt = { .format = o->format,
+                              .rules = o->rules,
+                              .rank = -1,
+                              .cancel = o->cancel,
+                              .threads = o->threads };
+  struct tr_err local = { 0 };
+  struct idx_reader *rd = NULL;
+  struct slicer *s = calloc(1, sizeof(*s));
+  uint64_t file_bytes = 0;
+  int rc = s != NULL ? slicer_init(s, o, write, ud) : TR_ENOMEM;
+
+  if (rc == 0)
+    rc = idx_reader_new(o->format, on_event, s, &rd);
+  if (rc == 0)
+    rc = idx_reader_keep_raw(rd, on_member);
+  if (rc == 0 && (rc = slice_out_put(&s->out, "{", 1)) == 0)
+    rc = idx_read_under(root, path, rd, &ropt, &file_bytes, &local);
+  if (rc == 0)
+    rc = finish(s, idx_reader_doc(rd), path, &local);
+  if (rc == 0 && stats != NULL)
+    *stats = s->st;
+  idx_reader_free(rd);
+  if (s != NULL) {
+    if (s->agg_on)
+      idx_agg_free(&s->agg);
+    free(s->held.p);
+    free(s);
+  }
+  return rc == 0 ? 0 : idx_file_fail(err, &local, rc, path);
+}

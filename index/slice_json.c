@@ -1,0 +1,374 @@
+/*
+ * Strict JSON out of what the reader accepts (slice.h). A slice copies
+ * events and top-level members byte for byte, but the reader takes more
+ * than RFC 8259 does (reader.c, "Document policies"; it only checks the
+ * brackets, strings and alphabet of values it does not read), and a
+ * slice must open in any JSON reader. So each copied value is judged
+ * first: strict JSON is copied as it is; else these quirks are mended,
+ * the rest of the text kept as written:
+ *   - a trailing comma before '}' or ']': dropped;
+ *   - a control character inside a string: escaped (\u00XX);
+ *   - a byte that is not UTF-8 inside a string: U+FFFD (\ufffd);
+ *   - a backslash that starts no JSON escape: escaped itself (\\);
+ *   - a number the reader reads leniently ("+5", "007", ".5", "5."):
+ *     written as JSON writes that number ("5", "7", "0.5", "5");
+ *   - any other bare word (NaN, Infinity, a cut literal): a string of it;
+ *   - an object key written bare: quoted.
+ * Anything else (a missing ':' or ',', an empty value, a cut string) is
+ * not mended: the caller leaves the value out and counts it.
+ *
+ * One recursive descent, at most IDX_MAX_DEPTH deep, serves both the
+ * judging (no output) and the mending (output to a slice_out).
+ */
+#include <string.h>
+
+#include "common/text.h"
+#include "index/reader_int.h"
+#include "index/slice.h"
+
+struct mend {
+  const char *p, *end;
+  struct slice_out *o; /* NULL: judge only */
+  int changed;         /* something was mended */
+  unsigned depth;
+};
+
+/* Results of the descent's steps. */
+enum { M_OK = 0, M_BAD = -1 };
+
+static void emit(struct mend *m, const char *s, size_t n)
+{
+  if (m->o != NULL && n > 0)
+    slice_out_put(m->o, s, n);
+}
+
+static int is_ws(char c)
+{
+  return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
+
+/* Ends a bare word: whitespace, a structural byte or a quote. */
+static int is_delim(char c)
+{
+  return is_ws(c) || c == ',' || c == ':' || c == '[' || c == ']' || c == '{' ||
+         c == '}' || c == '"';
+}
+
+/* Copies the whitespace at m->p. */
+static void ws(struct mend *m)
+{
+  const char *s = m->p;
+
+  while (m->p < m->end && is_ws(*m->p))
+    m->p++;
+  emit(m, s, (size_t)(m->p - s));
+}
+
+static int is_hex(char c)
+{
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') ||
+         (c >= 'A' && c <= 'F');
+}
+
+/* One escape at p ('\\'): its length when it is JSON's, else 0. */
+static size_t escape_len(const char *p, const char *end)
+{
+  if (end - p < 2)
+    return 0;
+  if (strchr("\"\\/bfnrt", p[1]) != NULL && p[1] != '\0')
+    return 2;
+  if (p[1] == 'u' && end - p >= 6 && is_hex(p[2]) && is_hex(p[3]) &&
+      is_hex(p[4]) && is_hex(p[5]))
+    return 6;
+  return 0;
+}
+
+/* The bytes of a string body from *pp that need no mending. */
+static const char *plain_run(const char *p, const char *end)
+{
+  while (p < end) {
+    unsigned char c = (unsigned char)*p;
+
+    if (c < 0x20 || c == '"' || c == '\\' || c >= 0x80)
+      break;
+    p++;
+  }
+  return p;
+}
+
+/* A string's body from m->p up to its closing quote (or to end, when
+ * closed is 0: a bare word quoted). */
+static int string_body(struct mend *m, int closed)
+{
+  static const char hex[] = "0123456789abcdef";
+  char u[6] = { '\\', 'u', '0', '0', 0, 0 };
+  size_t k;
+
+  for (;;) {
+    const char *s = m->p;
+
+    m->p = plain_run(m->p, m->end);
+    emit(m, s, (size_t)(m->p - s));
+    if (m->p == m->end)
+      return closed ? M_BAD : M_OK; /* a string cut short */
+    if (*m->p == '"' && closed)
+      return M_OK;
+    if (*m->p == '\\' && (k = escape_len(m->p, m->end)) > 0) {
+      emit(m, m->p, k);
+    } else if ((unsigned char)*m->p >= 0x80 &&
+               (k = tr_utf8_len((const unsigned char *)m->p,
+                                (size_t)(m->end - m->p))) > 0) {
+      emit(m, m->p, k);
+    } else {
+      m->changed = 1;
+      k = 1;
+      if (*m->p == '\\' || *m->p == '"') {
+        emit(m, "\\", 1);
+        emit(m, m->p, 1);
+      } else if ((unsigned char)*m->p < 0x20) {
+        u[4] = hex[(unsigned char)*m->p >> 4];
+        u[5] = hex[*m->p & 0xf];
+        emit(m, u, 6);
+      } else {
+        emit(m, "\\ufffd", 6);
+      }
+    }
+    m->p += k;
+  }
+}
+
+static int string(struct mend *m)
+{
+  int rc;
+
+  emit(m, "\"", 1);
+  m->p++;
+  if ((rc = string_body(m, 1)) != M_OK)
+    return rc;
+  emit(m, "\"", 1);
+  m->p++;
+  return M_OK;
+}
+
+/* p[0..n) as JSON's number grammar, strictly. */
+static int strict_number(const char *p, size_t n)
+{
+  const char *e = p + n;
+
+  if (p < e && *p == '-')
+    p++;
+  if (p == e || (*p == '0' && p + 1 < e && p[1] >= '0' && p[1] <= '9'))
+    return 0;
+  if (*p < '0' || *p > '9')
+    return 0;
+  while (p < e && *p >= '0' && *p <= '9')
+    p++;
+  if (p < e && *p == '.') {
+    if (++p == e || *p < '0' || *p > '9')
+      return 0;
+    while (p < e && *p >= '0' && *p <= '9')
+      p++;
+  }
+  if (p < e && (*p == 'e' || *p == 'E')) {
+    if (++p < e && (*p == '+' || *p == '-'))
+      p++;
+    if (p == e || *p < '0' || *p > '9')
+      return 0;
+    while (p < e && *p >= '0' && *p <= '9')
+      p++;
+  }
+  return p == e;
+}
+
+/* p (before e) holds an exponent as JSON writes one: [eE][+-]?digits. */
+static int exponent_ok(const char *p, const char *e)
+{
+  if (p == e || (*p != 'e' && *p != 'E'))
+    return 0;
+  if (++p < e && (*p == '+' || *p == '-'))
+    p++;
+  if (p == e)
+    return 0;
+  for (; p < e; p++)
+    if (*p < '0' || *p > '9')
+      return 0;
+  return 1;
+}
+
+/* A number the reader reads leniently (idx_num_parse: a leading '+',
+ * leading zeros, ".5", "5.") written as JSON would: 1 when p[0..n) is
+ * one (and it was emitted), else 0. */
+static int lenient_number(struct mend *m, const char *p, size_t n)
+{
+  const char *e = p + n, *ip, *fp;
+  size_t in, fn;
+  int neg = 0;
+
+  if (p < e && (*p == '+' || *p == '-'))
+    neg = *p++ == '-';
+  for (ip = p; p < e && *p >= '0' && *p <= '9'; p++)
+    ;
+  in = (size_t)(p - ip);
+  fp = p;
+  fn = 0;
+  if (p < e && *p == '.') {
+    for (fp = ++p; p < e && *p >= '0' && *p <= '9'; p++)
+      ;
+    fn = (size_t)(p - fp);
+  }
+  if (in + fn == 0 || (p < e && !exponent_ok(p, e)))
+    return 0;
+  while (in > 1 && *ip == '0') /* "007" -> "7"; "0" stays */
+    ip++, in--;
+  if (neg)
+    emit(m, "-", 1);
+  emit(m, in > 0 ? ip : "0", in > 0 ? in : 1);
+  if (fn > 0) {
+    emit(m, ".", 1);
+    emit(m, fp, fn);
+  }
+  emit(m, p, (size_t)(e - p));
+  return 1;
+}
+
+/* A bare word at m->p: a literal or number as it is, a lenient number
+ * as JSON writes it, anything else as a string. */
+static int scalar(struct mend *m)
+{
+  const char *s = m->p;
+  struct mend word;
+  size_t n;
+
+  while (m->p < m->end && !is_delim(*m->p))
+    m->p++;
+  n = (size_t)(m->p - s);
+  if (n == 0)
+    return M_BAD; /* no value where one must be */
+  if ((n == 4 && (memcmp(s, "true", 4) == 0 || memcmp(s, "null", 4) == 0)) ||
+      (n == 5 && memcmp(s, "false", 5) == 0) || strict_number(s, n)) {
+    emit(m, s, n);
+    return M_OK;
+  }
+  m->changed = 1;
+  if (lenient_number(m, s, n))
+    return M_OK;
+  word = (struct mend){ s, s + n, m->o, 0, m->depth };
+  emit(m, "\"", 1);
+  string_body(&word, 0);
+  emit(m, "\"", 1);
+  return M_OK;
+}
+
+static int value(struct mend *m);
+
+/* After an element of a container: ',' then the next one, or the closing
+ * byte (a trailing comma before it is dropped). 1: another element
+ * follows, 0: closed, M_BAD. */
+static int next_elem(struct mend *m, char close)
+{
+  const char *q;
+
+  ws(m);
+  if (m->p == m->end)
+    return M_BAD;
+  if (*m->p == close) {
+    emit(m, m->p++, 1);
+    return 0;
+  }
+  if (*m->p != ',')
+    return M_BAD;
+  q = ++m->p;
+  while (q < m->end && is_ws(*q))
+    q++;
+  if (q < m->end && *q == close) { /* a trailing comma */
+    m->changed = 1;
+    ws(m);
+    emit(m, m->p++, 1);
+    return 0;
+  }
+  emit(m, ",", 1);
+  return 1;
+}
+
+/* An object key: a string, or a bare word quoted. */
+static int key(struct mend *m)
+{
+  const char *s = m->p;
+  struct mend word;
+
+  if (m->p < m->end && *m->p == '"')
+    return string(m);
+  while (m->p < m->end && !is_delim(*m->p))
+    m->p++;
+  if (m->p == s)
+    return M_BAD;
+  m->changed = 1;
+  word = (struct mend){ s, m->p, m->o, 0, m->depth };
+  emit(m, "\"", 1);
+  string_body(&word, 0);
+  emit(m, "\"", 1);
+  return M_OK;
+}
+
+/* An object or array at m->p ('{' or '['). */
+static int container(struct mend *m)
+{
+  char close = *m->p == '{' ? '}' : ']';
+  int rc;
+
+  if (++m->depth > IDX_MAX_DEPTH)
+    return M_BAD;
+  emit(m, m->p++, 1);
+  ws(m);
+  if (m->p < m->end && *m->p == close) {
+    emit(m, m->p++, 1);
+    m->depth--;
+    return M_OK;
+  }
+  do {
+    ws(m);
+    if (close == '}') {
+      if (key(m) != M_OK)
+        return M_BAD;
+      ws(m);
+      if (m->p == m->end || *m->p != ':')
+        return M_BAD;
+      emit(m, m->p++, 1);
+    }
+    if (value(m) != M_OK)
+      return M_BAD;
+  } while ((rc = next_elem(m, close)) == 1);
+  m->depth--;
+  return rc == 0 ? M_OK : M_BAD;
+}
+
+static int value(struct mend *m)
+{
+  ws(m);
+  if (m->p == m->end)
+    return M_BAD;
+  if (*m->p == '{' || *m->p == '[')
+    return container(m);
+  if (*m->p == '"')
+    return string(m);
+  return scalar(m);
+}
+
+int slice_json_mend(const char *p, size_t n, struct slice_out *o)
+{
+  struct mend m = { p, p + n, o, 0, 0 };
+
+  if (value(&m) != M_OK)
+    return SLICE_JSON_BAD;
+  ws(&m);
+  if (m.p != m.end)
+    return SLICE_JSON_BAD;
+  return m.changed ? SLICE_JSON_MENDED : SLICE_JSON_VALID;
+}
+
+void slice_json_escape(struct slice_out *o, const char *p, size_t n)
+{
+  struct mend m = { p, p + n, o, 0, 0 };
+
+  string_body(&m, 0);
+}

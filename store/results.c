@@ -1,0 +1,260 @@
+/*
+ * What a capture gets once its ranks are all indexed, before it is done
+ * (issue 10, issue 11): its collectives matched across ranks (the tables
+ * of common/summary.h's TR_CAP_TABLES), its all-ranks tables summed
+ * (sums.c) and its verdict (verdict.c), written in one transaction
+ * (store_capture_finish()); and the queries behind the collective routes.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/summary.h"
+#include "store/store_int.h"
+
+#define ONE_TABLE_(member, ROWS, row) +1
+
+/* ---- the finish ---- */
+
+static int run_sql(struct store *st, const char *sql, int64_t id,
+                   struct tr_err *err)
+{
+  sqlite3_stmt *s;
+  int rc = store__stmt_id(st, sql, id, 0, &s, err);
+
+  if (rc < 0)
+    return rc;
+  rc = sqlite3_step(s) == SQLITE_DONE ? 0 : store__db_err(st, "results", err);
+  store__done(s);
+  return rc;
+}
+
+int store__results_drop(struct store *st, int64_t id, struct tr_err *err)
+{
+  static const char *const drops[] = {
+    "DELETE FROM capture_results WHERE capture_id = ?1",
+    "DELETE FROM sum_rows WHERE capture_id = ?1",
+    "DELETE FROM sum_texts WHERE capture_id = ?1",
+    "DELETE FROM collective_families WHERE capture_id = ?1",
+    "DELETE FROM collective_steps WHERE capture_id = ?1",
+    "DELETE FROM collective_instances WHERE capture_id = ?1",
+    "DELETE FROM collective_timeline WHERE capture_id = ?1",
+  };
+  int rc = 0;
+
+  for (size_t i = 0; rc == 0 && i < sizeof(drops) / sizeof(drops[0]); i++)
+    rc = run_sql(st, drops[i], id, err);
+  return rc;
+}
+
+/* The matching's tables; its scalars and warnings as the summary. */
+static int write_collectives(struct store *st, int64_t id, json_t *coll,
+                             json_t **summary, struct tr_err *err)
+{
+  /* idx_collectives_match()'s arrays, in TR_CAP_TABLES' order. */
+  static const char *const rows_of[] = { "families", "steps", "instances",
+                                         "timeline" };
+  static const char *const scalars[] = { "t0_ns", "span_ns", "matched",
+                                         "warnings" };
+  int rc = 0;
+
+  *summary = json_object();
+  for (size_t i = 0; i < 4; i++) {
+    json_t *v = json_object_get(coll, scalars[i]);
+
+    if (v != NULL)
+      json_object_set(*summary, scalars[i], v);
+  }
+  _Static_assert(sizeof(rows_of) / sizeof(rows_of[0]) ==
+                     (0 TR_CAP_TABLES(ONE_TABLE_)),
+                 "one array of the matching per capture table");
+  for (size_t i = 0; rc == 0 && i < store__ncap_tables; i++) {
+    json_t *rows = json_object_get(coll, rows_of[i]);
+
+    if (rows != NULL)
+      rc = store__insert_capture_rows(st, id, &store__cap_tables[i], rows, err);
+  }
+  return rc;
+}
+
+static int write_results(struct store *st, int64_t id, json_t *summary,
+                         json_t *verdict, struct tr_err *err)
+{
+  char *coll = summary ? json_dumps(summary, JSON_COMPACT) : NULL;
+  char *text = json_dumps(verdict, JSON_COMPACT);
+  json_t *base = json_object_get(verdict, "baseline");
+  sqlite3_stmt *s;
+  int rc = text != NULL ? 0 : tr_err_set(err, TR_ENOMEM, "", "verdict");
+
+  if (rc == 0)
+    rc = store__stmt(st,
+                     "INSERT INTO capture_results(capture_id, summed,"
+                     " collectives, verdict, verdict_code, baseline_id)"
+                     " VALUES(?1, 1, ?2, ?3, ?4, ?5)",
+                     &s, err);
+  if (rc == 0) {
+    sqlite3_bind_int64(s, 1, id);
+    store__bind_text(s, 2, coll);
+    store__bind_text(s, 3, text);
+    store__bind_text(s, 4,
+                     json_string_value(json_object_get(verdict, "verdict")));
+    if (json_is_integer(base))
+      sqlite3_bind_int64(s, 5, json_integer_value(base));
+    rc = sqlite3_step(s) == SQLITE_DONE ? 0 : store__db_err(st, "results", err);
+    store__done(s);
+  }
+  free(coll);
+  free(text);
+  return rc;
+}
+
+static int finish_in(struct store *st, int64_t id, const struct store_finish *f,
+                     json_t **verdict, struct tr_err *err)
+{
+  json_t *summary = NULL;
+  char status[16];
+  int rc = store__capture_exists(st, id, status, err);
+
+  if (rc == 0 && strcmp(status, "running") != 0)
+    rc = tr_err_set(err, TR_ECONFLICT, "status",
+                    "capture %lld is %s, not running", (long long)id, status);
+  if (rc == 0)
+    rc = store__results_drop(st, id, err);
+  if (rc == 0 && f->collectives != NULL)
+    rc = write_collectives(st, id, f->collectives, &summary, err);
+  if (rc == 0)
+    rc = store__sums_write(st, id, err);
+  if (rc == 0)
+    rc = store__verdict_finish(st, id, f->threshold_pct, verdict, err);
+  if (rc == 0)
+    rc = write_results(st, id, summary, *verdict, err);
+  json_decref(summary);
+  return rc;
+}
+
+int store_capture_finish(struct store *st, int64_t id,
+                         const struct store_finish *f, json_t **verdict,
+                         struct tr_err *err)
+{
+  json_t *v = NULL;
+  int rc = store__wr_begin(st, err);
+
+  if (rc < 0)
+    return rc;
+  rc = store__wr_end(st, finish_in(st, id, f, &v, err), err);
+  if (rc < 0) {
+    json_decref(v);
+    return rc;
+  }
+  *verdict = v;
+  return 0;
+}
+
+/* ---- the collective routes ---- */
+
+/* "SELECT <every field of t>" (or, grouped by rank, rank and the
+ * figures summed) "FROM <t> t". */
+static void select_of(const struct store__table *t, bool by_rank, char *buf,
+                      size_t size)
+{
+  size_t len = 0;
+  const char *sep = "";
+
+  len = (size_t)snprintf(buf, size, "SELECT");
+  for (size_t i = 0; i < t->n && len < size; i++) {
+    const struct store__field *f = &t->f[i];
+
+    if (by_rank && f->ty != F_INT)
+      continue;
+    len += (size_t)snprintf(buf + len, size - len, "%s", sep);
+    if (by_rank && strcmp(f->key, "rank") != 0)
+      len += (size_t)snprintf(buf + len, size - len, " sum(t.%s) AS \"%s\"",
+                              f->col, f->key);
+    else
+      store__col_expr(buf, size, &len, f);
+    sep = ",";
+  }
+  if (len < size)
+    snprintf(buf + len, size - len, " FROM %s t", t->member);
+}
+
+struct coll_query {
+  const char *table; /* of TR_CAP_TABLES */
+  bool by_rank;
+  const char *where, *order;
+};
+
+static int coll_rows(struct store *st, const void *ctx,
+                     const struct store_query *q, json_t **out,
+                     struct tr_err *err)
+{
+  const struct coll_query *c = ctx;
+  const struct store__table *t = NULL;
+  char sql[2048];
+  size_t len;
+  sqlite3_stmt *s;
+
+  for (size_t i = 0; i < store__ncap_tables; i++)
+    if (strcmp(store__cap_tables[i].member, c->table) == 0)
+      t = &store__cap_tables[i];
+  select_of(t, c->by_rank, sql, sizeof(sql));
+  len = strlen(sql);
+  snprintf(sql + len, sizeof(sql) - len,
+           " WHERE t.capture_id = ?1 %s%s ORDER BY %s LIMIT ?5", c->where,
+           c->by_rank ? " GROUP BY t.rank" : "", c->order);
+  if (store__stmt(st, sql, &s, err) < 0)
+    return TR_EDB;
+  sqlite3_bind_int64(s, 1, q->capture_id);
+  sqlite3_bind_int(s, 2, q->rank);
+  sqlite3_bind_int(s, 5, q->limit > 0 ? q->limit : -1);
+  store__bind_text(s, 6, q->family && *q->family ? q->family : NULL);
+  return store__rows(st, s, out, err);
+}
+
+#define RANK_WHERE   "AND (?2 < 0 OR t.rank = ?2)"
+#define FAMILY_WHERE "AND (?6 IS NULL OR t.family = ?6)"
+
+int store_collectives(struct store *st, const struct store_query *q,
+                      json_t **out, struct tr_err *err)
+{
+  static const char *const bys[] = { "family", "step", "rank", NULL };
+  static const struct coll_query by_family = { "collective_families", false,
+                                               RANK_WHERE " " FAMILY_WHERE,
+                                               "t.family, t.rank" };
+  static const struct coll_query by_step = { "collective_steps", false,
+                                             RANK_WHERE,
+                                             "t.step IS NOT NULL, t.step,"
+                                             " t.rank" };
+  static const struct coll_query by_rank = { "collective_families", true,
+                                             RANK_WHERE " " FAMILY_WHERE,
+                                             "t.rank" };
+  int rc = store__check_enum(q->by, bys, "by", err);
+  const struct coll_query *c = q->by == NULL || !strcmp(q->by, "family")
+                                   ? &by_family
+                               : !strcmp(q->by, "step") ? &by_step
+                                                        : &by_rank;
+
+  return rc < 0 ? rc : store__snapshot(st, q, coll_rows, c, out, err);
+}
+
+int store_collective_instances(struct store *st, const struct store_query *q,
+                               json_t **out, struct tr_err *err)
+{
+  static const struct coll_query c = { "collective_instances", false,
+                                       FAMILY_WHERE,
+                                       "t.skew_ns DESC, t.start_ns,"
+                                       " t.family, t.lane, t.idx" };
+  if (q->rank >= 0)
+    return tr_err_set(err, TR_EINVAL, "rank",
+                      "an instance is every rank's: rank does not apply");
+  return store__snapshot(st, q, coll_rows, &c, out, err);
+}
+
+int store_collective_timeline(struct store *st, const struct store_query *q,
+                              json_t **out, struct tr_err *err)
+{
+  static const struct coll_query c = { "collective_timeline", false, RANK_WHERE,
+                                       "t.bin, t.rank" };
+
+  return store__snapshot(st, q, coll_rows, &c, out, err);
+}

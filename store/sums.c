@@ -1,0 +1,352 @@
+/*
+ * A capture's all-ranks tables summed once (issue 11): when its ranks are
+ * all indexed, the all-ranks answer of each table that sums its ranks'
+ * rows is stored row by row in sum_rows (schema step 5), so that an
+ * all-ranks request reads a few rows in order instead of grouping every
+ * rank's rows again. A row is kept as the JSON text of the live query's
+ * row (queries.c, analysis.c), in that query's order (seq), beside the
+ * members its filters and sorts read: an answer made of them is the live
+ * answer, byte for byte, and the route can send the text as it is
+ * (store_table_text()).
+ *
+ * A rank stored again drops its capture's sums (ranks.c): they never
+ * outlive the rows they were made from.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/store_int.h"
+
+struct sum_tbl {
+  const char *tbl;  /* sum_rows.tbl */
+  const char *live; /* store__table_live()'s table; NULL: idle */
+  const char *by;   /* idle's by */
+  const char *key;  /* the member ?q= and the sorts read; NULL: none */
+  bool sorts;       /* ?sort= applies, else the query's fixed order */
+  const char *kind; /* the member ?kind= matches; NULL: none */
+};
+
+static const struct sum_tbl sums[] = {
+  { "kernels", "kernels", NULL, "name", true, NULL },
+  { "launches", "launches", NULL, "name", true, NULL },
+  { "categories", "categories", NULL, NULL, false, NULL },
+  { "memcpy", "memcpy", NULL, NULL, false, NULL },
+  { "runtime", "runtime", NULL, "name", true, NULL },
+  { "steps", "steps", NULL, NULL, false, NULL },
+  { "step_buckets", "step_buckets", NULL, NULL, false, "kind" },
+  { "step_histogram", "step_histogram", NULL, NULL, false, "kind" },
+  { "families", "families", NULL, "family", true, NULL },
+  { "family_steps", "family_steps", NULL, "family", false, "step" },
+  { "idle", NULL, "cause", NULL, false, NULL },
+  { "idle_step", NULL, "step", NULL, false, NULL },
+};
+
+#define NSUMS (sizeof(sums) / sizeof(sums[0]))
+
+static const struct sum_tbl *sum_of(const char *tbl)
+{
+  for (size_t i = 0; i < NSUMS; i++)
+    if (strcmp(sums[i].tbl, tbl) == 0)
+      return &sums[i];
+  return NULL;
+}
+
+/* ---- writing ---- */
+
+static void bind_member(sqlite3_stmt *s, int i, json_t *row, const char *key)
+{
+  json_t *v = key != NULL ? json_object_get(row, key) : NULL;
+
+  if (json_is_string(v))
+    sqlite3_bind_text(s, i, json_string_value(v), -1, SQLITE_TRANSIENT);
+  else if (json_is_integer(v))
+    sqlite3_bind_int64(s, i, json_integer_value(v));
+  else
+    sqlite3_bind_null(s, i);
+}
+
+static int insert_sum(struct store *st, int64_t id, const struct sum_tbl *t,
+                      size_t seq, json_t *row, struct tr_err *err)
+{
+  char *text = json_dumps(row, JSON_COMPACT);
+  sqlite3_stmt *s;
+  int rc = text != NULL ? 0 : tr_err_set(err, TR_ENOMEM, "", "sums");
+
+  if (rc == 0)
+    rc = store__stmt(st,
+                     "INSERT INTO sum_rows(capture_id, tbl, seq, name,"
+                     " category, family, kind, count, total_ns, avg_ns, row)"
+                     " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                     &s, err);
+  if (rc < 0) {
+    free(text);
+    return rc;
+  }
+  sqlite3_bind_int64(s, 1, id);
+  sqlite3_bind_text(s, 2, t->tbl, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(s, 3, (sqlite3_int64)seq);
+  bind_member(s, 4, row, t->key);
+  bind_member(s, 5, row, "category");
+  bind_member(s, 6, row, "family");
+  bind_member(s, 7, row, t->kind);
+  bind_member(s, 8, row, "count");
+  bind_member(s, 9, row, "total_ns");
+  bind_member(s, 10, row, "avg_ns");
+  sqlite3_bind_text(s, 11, text, -1, free);
+  rc = sqlite3_step(s) == SQLITE_DONE ? 0 : store__db_err(st, "sums", err);
+  store__done(s);
+  return rc;
+}
+
+/* The whole answer of t as one text, and where each row ends in it. */
+static int insert_text(struct store *st, int64_t id, const struct sum_tbl *t,
+                       json_t *rows, struct tr_err *err)
+{
+  struct tr_buf text = { 0 }, ends = { 0 };
+  sqlite3_stmt *s;
+  json_t *row;
+  size_t i;
+  int rc;
+
+  tr_buf_put(&text, "[", 1);
+  json_array_foreach(rows, i, row) {
+    char *one = json_dumps(row, JSON_COMPACT);
+    uint32_t end;
+
+    if (one == NULL) {
+      text.failed = TR_ENOMEM;
+      break;
+    }
+    if (i > 0)
+      tr_buf_put(&text, ",", 1);
+    tr_buf_put(&text, one, strlen(one));
+    end = (uint32_t)text.n;
+    tr_buf_put(&ends, (const char *)&end, sizeof(end));
+    free(one);
+  }
+  tr_buf_put(&text, "]", 1);
+  tr_buf_put(&ends, "", 0);
+  rc = text.failed || ends.failed || text.n > UINT32_MAX
+           ? tr_err_set(err, TR_ENOMEM, "", "sums")
+           : store__stmt(st,
+                         "INSERT INTO sum_texts(capture_id, tbl, rows, ends)"
+                         " VALUES(?1, ?2, ?3, ?4)",
+                         &s, err);
+  if (rc == 0) {
+    sqlite3_bind_int64(s, 1, id);
+    sqlite3_bind_text(s, 2, t->tbl, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 3, text.p, (int)text.n, SQLITE_STATIC);
+    sqlite3_bind_blob(s, 4, ends.p, (int)ends.n, SQLITE_STATIC);
+    rc = sqlite3_step(s) == SQLITE_DONE ? 0 : store__db_err(st, "sums", err);
+    store__done(s);
+  }
+  tr_buf_free(&text);
+  tr_buf_free(&ends);
+  return rc;
+}
+
+static int write_table(struct store *st, int64_t id, const struct sum_tbl *t,
+                       struct tr_err *err)
+{
+  struct store_query q = { .capture_id = id, .rank = -1, .by = t->by };
+  json_t *rows = NULL, *row;
+  size_t i;
+  int rc = t->live != NULL ? store__table_live(st, t->live, &q, &rows, err)
+                           : store__idle_live(st, &q, &rows, err);
+
+  json_array_foreach(rows, i, row) {
+    if (rc == 0)
+      rc = insert_sum(st, id, t, i, row, err);
+  }
+  if (rc == 0)
+    rc = insert_text(st, id, t, rows, err);
+  json_decref(rows);
+  return rc;
+}
+
+int store__sums_write(struct store *st, int64_t id, struct tr_err *err)
+{
+  int rc = 0;
+
+  for (size_t i = 0; rc == 0 && i < NSUMS; i++)
+    rc = write_table(st, id, &sums[i], err);
+  return rc;
+}
+
+/* ---- reading ---- */
+
+/* The statement of t's rows for q (bound), ordered as the live query. */
+static int rows_stmt(struct store *st, const struct sum_tbl *t,
+                     const struct store_query *q, sqlite3_stmt **out,
+                     struct tr_err *err)
+{
+  static const char *const orders[][2] = {
+    { "total", "seq" },
+    { "count", "count DESC, name, seq" },
+    { "avg", "avg_ns DESC, name, seq" },
+    { "name", "name, seq" },
+  };
+  const char *order = "seq";
+  char sql[512];
+
+  for (size_t i = 0; t->sorts && q->sort && i < 4; i++)
+    if (strcmp(q->sort, orders[i][0]) == 0)
+      order = orders[i][1];
+  snprintf(sql, sizeof(sql),
+           "SELECT row FROM sum_rows WHERE capture_id = ?1 AND tbl = ?2"
+           " AND (?3 IS NULL OR instr(lower(name), lower(?3)) > 0)"
+           " AND (?4 IS NULL OR category = ?4) AND (?6 IS NULL OR family = ?6)"
+           " AND (?7 IS NULL OR kind = ?7) ORDER BY %s LIMIT ?5",
+           order);
+  if (store__stmt(st, sql, out, err) < 0)
+    return TR_EDB;
+  sqlite3_bind_int64(*out, 1, q->capture_id);
+  sqlite3_bind_text(*out, 2, t->tbl, -1, SQLITE_STATIC);
+  store__bind_text(*out, 3, t->key && q->q && *q->q ? q->q : NULL);
+  store__bind_text(*out, 4, q->category && *q->category ? q->category : NULL);
+  sqlite3_bind_int(*out, 5, q->limit > 0 ? q->limit : -1);
+  store__bind_text(*out, 6, q->family && *q->family ? q->family : NULL);
+  store__bind_text(*out, 7, t->kind && q->kind && *q->kind ? q->kind : NULL);
+  return 0;
+}
+
+/* 1 unless capture id has its sums (and, with done, is done). */
+static int summed(struct store *st, int64_t id, bool done, struct tr_err *err)
+{
+  sqlite3_stmt *s;
+  int rc = store__stmt_id(st,
+                          "SELECT c.status = 'done' FROM capture_results r"
+                          " JOIN captures c ON c.id = r.capture_id"
+                          " WHERE r.capture_id = ?1 AND r.summed = 1",
+                          id, 0, &s, err);
+
+  if (rc < 0)
+    return rc;
+  rc = sqlite3_step(s);
+  if (rc == SQLITE_ROW)
+    rc = !done || sqlite3_column_int(s, 0) ? 0 : 1;
+  else
+    rc = rc == SQLITE_DONE ? 1 : store__db_err(st, "sums", err);
+  store__done(s);
+  return rc;
+}
+
+/* Steps s to its end: each row's text parsed into *out (a new array), or
+ * (text) appended to buf between [ and ]. Gives s back. */
+static int collect(struct store *st, sqlite3_stmt *s, json_t **out,
+                   struct tr_buf *buf, struct tr_err *err)
+{
+  json_t *rows = out != NULL ? json_array() : NULL;
+  int rc = 0, n = 0, step;
+
+  if (buf != NULL)
+    tr_buf_put(buf, "[", 1);
+  while (rc == 0 && (step = sqlite3_step(s)) == SQLITE_ROW) {
+    if (buf != NULL) {
+      if (n++ > 0)
+        tr_buf_put(buf, ",", 1);
+      tr_buf_put(buf, (const char *)sqlite3_column_text(s, 0),
+                 (size_t)sqlite3_column_bytes(s, 0));
+    } else if (json_array_append_new(rows, store__col_json(s, 0)) != 0) {
+      rc = tr_err_set(err, TR_ENOMEM, "", "rows");
+    }
+  }
+  if (rc == 0 && step != SQLITE_DONE)
+    rc = store__db_err(st, "sums", err);
+  store__done(s);
+  if (buf != NULL && rc == 0)
+    tr_buf_put(buf, "]", 1);
+  if (rc == 0 && buf != NULL && buf->failed == TR_ENOMEM)
+    rc = tr_err_set(err, TR_ENOMEM, "", "rows");
+  if (out != NULL && rc == 0)
+    *out = rows;
+  else
+    json_decref(rows);
+  return rc;
+}
+
+int store__sum_rows(struct store *st, const char *tbl,
+                    const struct store_query *q, json_t **out,
+                    struct tr_err *err)
+{
+  const struct sum_tbl *t = sum_of(tbl);
+  sqlite3_stmt *s;
+  int rc = t != NULL ? summed(st, q->capture_id, false, err) : 1;
+
+  if (rc == 0)
+    rc = rows_stmt(st, t, q, &s, err);
+  return rc == 0 ? collect(st, s, out, NULL, err) : rc;
+}
+
+/* The answer without filters in the table's own order: a prefix of its
+ * whole text, the first limit rows. */
+static bool whole_text(const struct sum_tbl *t, const struct store_query *q)
+{
+  return (!t->key || !q->q || !*q->q) && (!q->category || !*q->category) &&
+         (!q->family || !*q->family) && (!t->kind || !q->kind || !*q->kind) &&
+         (!t->sorts || !q->sort || strcmp(q->sort, "total") == 0);
+}
+
+static int text_prefix(struct store *st, const struct sum_tbl *t,
+                       const struct store_query *q, struct tr_buf *out,
+                       struct tr_err *err)
+{
+  sqlite3_stmt *s;
+  int rc = store__stmt_id(st,
+                          "SELECT rows, ends FROM sum_texts"
+                          " WHERE capture_id = ?1 AND tbl = ?2",
+                          q->capture_id, 0, &s, err);
+  const char *text;
+  size_t n, len;
+  uint32_t end;
+
+  if (rc < 0)
+    return rc;
+  sqlite3_bind_text(s, 2, t->tbl, -1, SQLITE_STATIC);
+  if ((rc = sqlite3_step(s)) != SQLITE_ROW) {
+    rc = rc == SQLITE_DONE ? 1 : store__db_err(st, "sums", err);
+    store__done(s);
+    return rc;
+  }
+  text = (const char *)sqlite3_column_text(s, 0);
+  len = (size_t)sqlite3_column_bytes(s, 0);
+  n = (size_t)sqlite3_column_bytes(s, 1) / sizeof(end);
+  tr_buf_reserve(out, len + 2); /* and the caller's "}" after */
+  if (q->limit > 0 && (size_t)q->limit < n) {
+    memcpy(&end,
+           (const char *)sqlite3_column_blob(s, 1) +
+               (size_t)(q->limit - 1) * sizeof(end),
+           sizeof(end));
+    tr_buf_put(out, text, end);
+    tr_buf_put(out, "]", 1);
+  } else {
+    tr_buf_put(out, text, len);
+  }
+  store__done(s);
+  return out->failed == TR_ENOMEM ? tr_err_set(err, TR_ENOMEM, "", "rows") : 0;
+}
+
+int store_table_text(struct store *st, const char *tbl,
+                     const struct store_query *q, struct tr_buf *out,
+                     struct tr_err *err)
+{
+  static const char *const sorts[] = { "total", "count", "avg", "name", NULL };
+  const struct sum_tbl *t = sum_of(tbl);
+  sqlite3_stmt *s;
+  int rc = q->limit < 0
+               ? tr_err_set(err, TR_EINVAL, "limit", "limit must be >= 0")
+               : store__check_enum(q->sort, sorts, "sort", err);
+
+  if (rc < 0 || t == NULL || q->rank >= 0)
+    return rc < 0 ? rc : 1;
+  if ((rc = store__rd_begin(st, err)) < 0)
+    return rc;
+  rc = summed(st, q->capture_id, true, err);
+  if (rc == 0 && whole_text(t, q))
+    rc = text_prefix(st, t, q, out, err);
+  else if (rc == 0 && (rc = rows_stmt(st, t, q, &s, err)) == 0)
+    rc = collect(st, s, NULL, out, err);
+  return rc == 1 ? store__rd_end(st, 0, err) == 0 ? 1 : TR_EDB
+                 : store__rd_end(st, rc, err);
+}

@@ -1,0 +1,502 @@
+"""Open results (issue 10 item 3), against a real daemon over real sockets.
+
+Usage: test_api_open.py CASE, CASE one of
+  csv    every route of api/openapi.yaml that declares the format parameter
+         answers ?format=csv with RFC 4180 text holding the JSON answer's
+         rows, row for row, in order: a header naming the members in the
+         order first met, each cell the documented rendering of the JSON
+         value (nested values as their JSON text), CRLF records; asked
+         with no parameters and with the file's examples, for one rank and
+         all ranks, of an import of real traces; every route whose JSON
+         answer has rows declares format; a bad format is 400 naming it;
+         kept answers keep their type.
+  slice  a slice of every rank of an import (every real trace, the
+         generated rank with every idle cause and GPU-side labels, an
+         mcTracer rank, a rank with the reader's quirks) holds exactly the
+         events tests/ref_slice.py keeps for the window, in file order and
+         each byte for byte as in the file, with the document's other
+         members and the counts; over the whole span traced's idle tracks
+         sum to /idle's figures by cause and its steps to /steps' counts;
+         over phases, outlier steps and other windows the tracks are the
+         whole-span ones that overlap, and an outlier step's slice holds
+         that step; findings=false adds none; bad windows, unknown ranks,
+         a trace swapped for a link, gone or changed since indexing are
+         refused with JSON errors naming the field.
+  slice_bounds  at most 2 slices at once (429 naming slice) while two
+         clients read nothing; when they go their producers end and the
+         next slice is served; the daemon stops promptly (exit 0) with a
+         slice in flight.
+"""
+import csv
+import gzip
+import io
+import json
+import os
+import random
+import shutil
+import socket
+import sys
+import time
+from decimal import Decimal
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tracedtest import TRACES_DIR, check, check_eq, trace_files  # noqa: E402
+from test_api import (OPENAPI, RANKS_A, RANKS_B, check_error, deref,  # noqa
+                      example_query, import_daemon, import_done, lay_out, raw,
+                      walk_paths)
+import make_fixtures  # noqa: E402
+import ref_index  # noqa: E402
+import ref_slice  # noqa: E402
+
+CSV_TYPE = "text/csv; charset=utf-8; header=present"
+
+
+# ---- CSV ----
+
+def columns(rows):
+    """Every member of any row, in the order first met."""
+    out = []
+    for row in rows:
+        for k in row:
+            if k not in out:
+                out.append(k)
+    return out
+
+
+def same_cell(cell, value):
+    """True when cell is the documented rendering of the JSON value."""
+    if value is None:
+        return cell == ""
+    if isinstance(value, bool):
+        return cell == ("true" if value else "false")
+    if isinstance(value, str):
+        return cell == value
+    if isinstance(value, int):
+        return cell == str(value)
+    # reals, arrays, objects: their JSON text, read back
+    return json.loads(cell) == value
+
+
+def check_records(body, what):
+    """body is CRLF-terminated records (a bare LF only inside quotes)."""
+    text = body.decode("utf-8")
+    check(text == "" or text.endswith("\r\n"), what + ": no final CRLF")
+    quoted = False
+    for i, ch in enumerate(text):
+        if ch == '"':
+            quoted = not quoted
+        elif ch == "\n" and not quoted:
+            check(i > 0 and text[i - 1] == "\r", "%s: bare LF at %d" % (
+                what, i))
+    check(not quoted, what + ": unbalanced quotes")
+    return text
+
+
+def check_csv(d, url, what):
+    """GET url as JSON and as CSV: the CSV holds the JSON rows."""
+    sep = "&" if "?" in url else "?"
+    code, hdrs, jbody = raw(d, "GET", url + sep + "format=json")
+    check_eq(code, 200, "%s json: %r" % (what, jbody[:300]))
+    code2, _, plain = raw(d, "GET", url)
+    check_eq((code2, plain), (200, jbody), what + ": format=json is the "
+             "default")
+    rows = json.loads(jbody)["rows"]
+    code, hdrs, cbody = raw(d, "GET", url + sep + "format=csv")
+    check_eq(code, 200, "%s csv: %r" % (what, cbody[:300]))
+    check_eq(hdrs.get("content-type"), CSV_TYPE, what + ": type")
+    text = check_records(cbody, what)
+    records = list(csv.reader(io.StringIO(text, newline=""), strict=True))
+    if not rows:
+        check_eq(records, [], what + ": no rows, empty body")
+        return 0
+    cols = columns(rows)
+    check_eq(records[0], cols, what + ": header")
+    check_eq(len(records) - 1, len(rows), what + ": rows")
+    for i, (rec, row) in enumerate(zip(records[1:], rows)):
+        check_eq(len(rec), len(cols), "%s: row %d width" % (what, i))
+        for name, cell in zip(cols, rec):
+            check(same_cell(cell, row.get(name)),
+                  "%s: row %d %s: %r is not %r" % (what, i, name, cell,
+                                                   row.get(name)))
+    # Kept answers (done captures) keep their type and bytes.
+    code, hdrs, again = raw(d, "GET", url + sep + "format=csv")
+    check_eq((code, hdrs.get("content-type"), again), (200, CSV_TYPE, cbody),
+             what + ": kept CSV")
+    return len(rows)
+
+
+def has_rows(spec, op):
+    """The route's JSON answer is a table (an object with rows)."""
+    content = op["responses"]["200"]["content"]
+    schema = deref(spec, content.get("application/json", {}).get(
+        "schema", {}))
+    return "rows" in schema.get("properties", {})
+
+
+def declares_format(spec, op):
+    return any(deref(spec, p)["name"] == "format"
+               for p in op.get("parameters", []))
+
+
+def csv_urls(spec, tmpl, op, common, url, ids):
+    """The queries to compare: none (all ranks), the examples (format
+    dropped), and the examples without rank."""
+    qs = [q for q in example_query(spec, op, common)
+          if not q.startswith("format=")]
+    if tmpl == "/diff":
+        qs = ["a=%d" % ids[0], "b=%d" % ids[1]] + [
+            q for q in qs if q[:2] not in ("a=", "b=")]
+        variants = [qs, [q for q in qs if not q.startswith("rank=")],
+                    qs[:2] + ["by=category"]]
+    else:
+        variants = [[], qs, [q for q in qs if not q.startswith("rank=")]]
+    for q in variants:
+        yield url + ("?" + "&".join(q) if q else "")
+
+
+def case_csv():
+    spec = json.load(open(OPENAPI))
+    root, d = import_daemon()
+    with d:
+        a = import_done(d, lay_out(root, "a", RANKS_A))["id"]
+        b = import_done(d, lay_out(root, "b", RANKS_B))["id"]
+        walked, rows = set(), 0
+        for tmpl, op, common, url in walk_paths(spec, (a, b), None):
+            if has_rows(spec, op):
+                check(declares_format(spec, op),
+                      tmpl + ": a table route without format")
+            if not declares_format(spec, op):
+                continue
+            content = op["responses"]["200"]["content"]
+            check("text/csv" in content, tmpl + ": text/csv not declared")
+            for full in csv_urls(spec, tmpl, op, common, url, (a, b)):
+                rows += check_csv(d, full, "GET " + full)
+            check_error(d.get(url + "?format=xml"), 400, "format",
+                        tmpl + " format=xml")
+            walked.add(tmpl)
+        check(len(walked) >= 15, "table routes walked: %r" % sorted(walked))
+        check(rows > 1000, "rows compared: %d" % rows)
+        print("csv: %d routes, %d rows compared" % (len(walked), rows))
+    shutil.rmtree(root)
+
+
+# ---- slices ----
+
+# A rank with the reader's quirks (docs/TRACE_FORMATS.md, "seen in the
+# wild"): trailing commas in the document, in an event and in its args, a
+# raw tab inside a name. Kernels at 1000..1003 us, the second and third
+# quirky.
+QUIRKS = (b'{"schemaVersion": 1, "traceEvents": [\n'
+          b'{"ph": "X", "cat": "kernel", "name": "k0", "pid": 0, "tid": 1,'
+          b' "ts": 1000.000, "dur": 0.500},\n'
+          b'{"ph": "X", "cat": "kernel", "name": "k\t1", "pid": 0, "tid": 1,'
+          b' "ts": 1001.000, "dur": 0.500},\n'
+          b'{"ph": "X", "cat": "kernel", "name": "k2", "pid": 0, "tid": 1,'
+          b' "ts": 1002.000, "dur": 0.500, "args": {"grid": [1, 1, 1,],},},\n'
+          b'{"ph": "X", "cat": "kernel", "name": "k3", "pid": 0, "tid": 1,'
+          b' "ts": 1003.000, "dur": 0.500},\n'
+          b'],\n"traceName": "quirks",}\n')
+# The quirky rank's events by window (start_ns, end_ns): names kept and
+# how many of them were mended.
+QUIRK_WINDOWS = {(0, 3500): (["k0", "k\t1", "k2", "k3"], 2),
+                 (1000, 2000): (["k\t1"], 1), (3000, 3001): (["k3"], 0)}
+
+
+def rank_files(root):
+    """(name, gzip bytes) of every rank: the real traces, the generated
+    ranks (every idle cause with GPU labels; mcTracer), the quirks."""
+    out = []
+    for path in trace_files():
+        with open(path, "rb") as f:
+            out.append((os.path.basename(path), f.read()))
+    gen = os.path.join(root, "gen")
+    for made in (make_fixtures.make_idle(gen),
+                 make_fixtures.make_mctracer(gen)):
+        with open(made["path"], "rb") as f:
+            data = f.read()
+        out.append((os.path.basename(made["path"]), data if data[:2] ==
+                    b"\x1f\x8b" else gzip.compress(data, mtime=0)))
+    out.append(("quirks", gzip.compress(QUIRKS, mtime=0)))
+    return out
+
+
+def lay_out_files(root, name, files):
+    """root/name/rank_<i>/m_ts_<i>.pt.trace.json.gz holding files[i]."""
+    top = os.path.join(root, name)
+    for i, (_, data) in enumerate(files):
+        os.makedirs(os.path.join(top, "rank_%d" % i))
+        with open(os.path.join(top, "rank_%d" % i,
+                               "m_ts_%d.pt.trace.json.gz" % i), "wb") as f:
+            f.write(data)
+    return top
+
+
+def slice_url(cid, rank, start, end, extra=""):
+    return "/captures/%d/ranks/%d/slice?start_ns=%d&end_ns=%d%s" % (
+        cid, rank, start, end, extra)
+
+
+def get_slice(d, cid, rank, start, end, extra=""):
+    url = slice_url(cid, rank, start, end, extra)
+    code, hdrs, body = raw(d, "GET", url)
+    check_eq(code, 200, "GET %s: %r" % (url, body[:300]))
+    check_eq(hdrs.get("content-type"), "application/json", url + ": type")
+    check(hdrs.get("content-disposition", "").startswith("attachment"),
+          url + ": disposition")
+    return ref_slice.load_slice(body), body
+
+
+def ns(v, scale):
+    return int(Decimal(v).scaleb(scale))
+
+
+class Rank:
+    """One rank of the import: its file, the reference's view, the
+    store's figures."""
+
+    def __init__(self, d, cid, summary, path):
+        self.d, self.cid, self.rank = d, cid, summary["rank"]
+        self.path, self.t0, self.span = path, summary["t0_ns"], \
+            summary["span_ns"]
+        self.ref = ref_slice.Trace(path)
+        doc = self.ref.doc
+        events = ref_slice.events_of(doc)
+        self.scale = 3 if ref_index.detect_format(doc, events) == \
+            "kineto" else 0
+        pids = [e["pid"] for e in events if isinstance(e, dict) and
+                isinstance(e.get("pid"), int) and
+                not isinstance(e.get("pid"), bool)]
+        self.pid = max(pids) + 1 if pids else 1
+        check_eq(self.t0, self.ref.t0_ns, "rank %d t0_ns" % self.rank)
+
+    def table(self, route):
+        code, body = self.d.get("/captures/%d/%s?rank=%d" % (
+            self.cid, route, self.rank))
+        check_eq(code, 200, route)
+        return body["rows"]
+
+    def tracks(self, rest, what):
+        """traced's events after the kept ones: names first, then
+        findings (tid, name, start_ns, end_ns, args), trace ns."""
+        for e in rest:
+            check_eq((e.get("pid"), e.get("cat", "traced")),
+                     (self.pid, "traced"), what + ": a track event")
+        xs = [e for e in rest if e["ph"] == "X"]
+        if not xs:
+            check_eq(rest, [], what + ": names without findings")
+            return []
+        check_eq([(e["ph"], e["name"], e["tid"]) for e in rest[:3]],
+                 [("M", "process_name", 0), ("M", "thread_name", 1),
+                  ("M", "thread_name", 2)], what + ": traced's names")
+        check_eq((rest[0]["args"]["name"], len(rest)), ("traced", len(xs) + 3),
+                 what + ": traced's process, names first")
+        out = []
+        for e in xs:
+            b, dur = ns(e["ts"], self.scale), ns(e["dur"], self.scale)
+            key = "step_ns" if e["tid"] == 1 else "idle_ns"
+            check_eq(dur, e["args"][key], what + ": dur is " + key)
+            out.append((e["tid"], e["name"], b, b + dur, e["args"]))
+        return out
+
+    def check(self, start, end, what, extra=""):
+        """The slice of [start, end) against the reference: (its document,
+        its bytes, its findings, how many events it kept)."""
+        doc, body = get_slice(self.d, self.cid, self.rank, start, end, extra)
+        ref = self.ref.window(start, end)
+        evs, n = doc["traceEvents"], len(ref["events"])
+        check_eq(evs[:n], ref["events"], what + ": events")
+        check_eq([(k, v) for k, v in doc.items() if k not in (
+            "traceEvents", "traced_slice")], ref["members"], what +
+            ": members")
+        check_eq(list(doc)[-1], "traced_slice", what + ": last member")
+        st = doc["traced_slice"]
+        check_eq((st["t0_ns"], st["start_ns"], st["end_ns"], st["events_read"],
+                  st["events_kept"], st["metadata_events"],
+                  st["events_dropped"], st["members_dropped"]),
+                 (self.t0, start, end, ref["read"], n, ref["metadata"], 0, 0),
+                 what + ": traced_slice")
+        found = self.tracks(evs[n:], what)
+        if "findings=false" in extra:
+            check_eq((found, st["findings"]), ([], None), what + ": none")
+        else:
+            check_eq(st["findings"], {
+                "steps": sum(f[0] == 1 for f in found),
+                "idle": sum(f[0] == 2 for f in found)}, what + ": counted")
+        return doc, body, found, n
+
+    def check_whole(self):
+        """The whole span: events byte for byte; the tracks sum to the
+        store's idle by cause and count its steps."""
+        _, body, found, n = self.check(0, self.span + 1, "rank %d whole" %
+                                       self.rank)
+        texts = set(ref_slice.event_texts(ref_slice.plain_text(self.path)))
+        kept = ref_slice.event_texts(body.decode("utf-8"))
+        for t in kept[:n]:
+            check(t in texts, "rank %d: %r is not byte for byte" % (
+                self.rank, t[:200]))
+        by_cause = {}
+        for tid, name, b, e, args in found:
+            if tid == 2:
+                by_cause[name] = by_cause.get(name, 0) + args["idle_ns"] - \
+                    args["between_steps_ns"]
+                by_cause["between_steps"] = by_cause.get(
+                    "between_steps", 0) + args["between_steps_ns"]
+        check_eq({k: v for k, v in by_cause.items() if v},
+                 {r["cause"]: r["idle_ns"] for r in self.table("idle")},
+                 "rank %d: idle tracks by cause" % self.rank)
+        check_eq(sum(f[0] == 1 for f in found),
+                 sum(r["count"] for r in self.table("steps")),
+                 "rank %d: step tracks" % self.rank)
+        return found
+
+    def check_windows(self, whole, rnd):
+        """Phases, outlier steps and random windows: their tracks are the
+        whole span's that overlap."""
+        wins = [(p["start_ns"], max(p["end_ns"], p["start_ns"] + 1),
+                 "phase %d" % p["index"]) for p in self.table("phases")[:4]]
+        outliers = self.table("steps/outliers")
+        wins += [(o["start_ns"], o["start_ns"] + max(o["dur_ns"], 1),
+                  "%s step %s %d" % (o["kind"], o["role"], o["index"]))
+                 for o in outliers[:4]]
+        for _ in range(2):
+            a = rnd.randrange(0, self.span + 1)
+            wins.append((a, a + rnd.randrange(1, self.span // 20 + 2),
+                         "random"))
+        wins.append((self.span + 10, self.span + 20, "after the end"))
+        for start, end, what in wins:
+            what = "rank %d %s [%d, %d)" % (self.rank, what, start, end)
+            found = self.check(start, end, what)[2]
+            lo, hi = self.t0 + start, self.t0 + end
+            check_eq(found, [f for f in whole if f[2] < hi and f[3] > lo],
+                     what + ": tracks")
+        for o in outliers[:4]:
+            found = self.check(o["start_ns"], o["start_ns"] +
+                               max(o["dur_ns"], 1), "outlier")[2]
+            check((1, o["kind"], self.t0 + o["start_ns"], self.t0 +
+                   o["start_ns"] + o["dur_ns"], {"label": o["label"],
+                                                 "step_ns": o["dur_ns"]})
+                  in found, "rank %d: outlier %r not in its slice" % (
+                      self.rank, o))
+        self.check(0, self.span + 1, "rank %d no findings" % self.rank,
+                   "&findings=false")
+
+
+def check_quirks(d, cid, rank):
+    """The quirky rank: strict JSON out, mended where it had to be."""
+    for (start, end), (names, mended) in QUIRK_WINDOWS.items():
+        doc, _ = get_slice(d, cid, rank, start, end, "&findings=false")
+        check_eq([e["name"] for e in doc["traceEvents"]], names,
+                 "quirks [%d, %d)" % (start, end))
+        check_eq((doc["traced_slice"]["events_mended"],
+                  doc["traceName"]), (mended, "quirks"), "quirks mended")
+
+
+def check_refusals(d, cid, top):
+    """Bad requests and files that may not be served: JSON errors."""
+    base = "/captures/%d/ranks/0/slice" % cid
+    for q, field in (("", "start_ns"), ("?start_ns=5", "end_ns"),
+                     ("?end_ns=5", "start_ns"),
+                     ("?start_ns=5&end_ns=5", "end_ns"),
+                     ("?start_ns=-1&end_ns=5", "start_ns"),
+                     ("?start_ns=x&end_ns=5", "start_ns"),
+                     ("?start_ns=1&end_ns=5&findings=yes", "findings"),
+                     ("?start_ns=1&end_ns=5&bogus=1", "bogus"),
+                     ("?start_ns=1&start_ns=2&end_ns=5", "start_ns")):
+        check_error(d.get(base + q), 400, field, "slice" + q)
+    check_error(d.get("/captures/%d/ranks/99/slice?start_ns=0&end_ns=1" %
+                      cid), 404, "rank", "unknown rank")
+    check_error(d.get("/captures/%d/ranks/x/slice?start_ns=0&end_ns=1" %
+                      cid), 400, "rank", "bad rank")
+    check_error(d.get("/captures/999999/ranks/0/slice?start_ns=0&end_ns=1"),
+                404, "id", "unknown capture")
+    path = os.path.join(top, "rank_0", "m_ts_0.pt.trace.json.gz")
+    with open(path, "rb") as f:
+        data = f.read()
+    url = base + "?start_ns=0&end_ns=1000"
+    with open(path, "ab") as f:
+        f.write(b"\0")
+    check_error(d.get(url), 409, "rank", "a trace that changed")
+    os.unlink(path)
+    check_error(d.get(url), 404, "rank", "a trace that is gone")
+    os.symlink(os.path.join(TRACES_DIR, RANKS_A[0]), path)
+    check_error(d.get(url), 403, "rank", "a trace swapped for a link")
+    os.unlink(path)
+    with open(path, "wb") as f:
+        f.write(data)
+    check_eq(get_slice(d, cid, 0, 0, 1000)[0]["traced_slice"]["start_ns"], 0,
+             "served again once restored")
+
+
+def case_slice():
+    root, d = import_daemon()
+    rnd = random.Random(10)
+    with d:
+        files = rank_files(root)
+        top = lay_out_files(root, "s", files)
+        cap = import_done(d, top)
+        by_rank = {r["rank"]: r for r in cap["ranks"]}
+        check_eq(sorted(by_rank), list(range(len(files))), "ranks indexed")
+        for i, (name, _) in enumerate(files):
+            path = os.path.join(top, "rank_%d" % i,
+                                "m_ts_%d.pt.trace.json.gz" % i)
+            if name == "quirks":
+                check_quirks(d, cap["id"], i)
+                continue
+            r = Rank(d, cap["id"], by_rank[i], path)
+            r.check_windows(r.check_whole(), rnd)
+        check_refusals(d, cap["id"], top)
+    shutil.rmtree(root)
+
+
+# ---- slices: bounds ----
+
+def open_slice(d, url):
+    """A connection that asks for url and reads only its status line."""
+    s = socket.create_connection(("127.0.0.1", d.port), timeout=30)
+    s.sendall(("GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % (
+        url, d.port)).encode())
+    head = b""
+    while b"\r\n" not in head:
+        chunk = s.recv(1)
+        check(chunk, "connection closed before the status line")
+        head += chunk
+    check(head.startswith(b"HTTP/1.1 200"), "status %r" % head)
+    return s
+
+
+def case_slice_bounds():
+    root, d = import_daemon()
+    with d:
+        cap = import_done(d, lay_out(root, "big", [
+            "tracelens__xdit_flux.1_aiter_sage_profile_trace_rank_0.json.gz"]))
+        whole = slice_url(cap["id"], 0, 0, cap["ranks"][0]["span_ns"] + 1)
+        # Two clients that read nothing: their producers fill the ring
+        # and the sockets, and wait.
+        held = [open_slice(d, whole), open_slice(d, whole)]
+        check_error(d.get(whole), 429, "slice", "a third slice")
+        for s in held:
+            s.close()
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            code, _, _ = raw(d, "GET", slice_url(cap["id"], 0, 0, 1000))
+            if code == 200:
+                break
+            time.sleep(0.2)
+        check_eq(code, 200, "a slice once the others went")
+        # A slice in flight when the daemon stops: it ends at once.
+        held = open_slice(d, whole)
+        t = time.time()
+        check_eq(d.stop(timeout=30), 0, "exit status with a slice in flight")
+        check(time.time() - t < 10, "stopped in %.1f s" % (time.time() - t))
+        held.close()
+    shutil.rmtree(root)
+
+
+CASES = {"csv": case_csv, "slice": case_slice,
+         "slice_bounds": case_slice_bounds}
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2 or sys.argv[1] not in CASES:
+        sys.exit("usage: test_api_open.py {%s}" % "|".join(CASES))
+    CASES[sys.argv[1]]()
+    print("ok")

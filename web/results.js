@@ -1,0 +1,167 @@
+/*
+ * traced dashboard, across ranks and across runs (issue 10): the verdict
+ * badge of the list and the capture page, the verdict with its reasons
+ * and changes (and the baseline pin), and the Collectives tab: who held
+ * the others back (a bar per rank), a rank x time picture of how late
+ * each rank arrived, the worst instances and the per-family figures.
+ * Uses app.js and charts.js; capture.js lists RESULT_TABS.
+ */
+'use strict';
+
+/* ---- verdicts ---- */
+
+/* The list's and the head's badge: {verdict, baseline} of the capture
+ * object (null: none). */
+function verdictBadge(v) {
+  if (!v) return '\u2013';
+  return el('span', {class: 'verdict ' + v.verdict,
+    title: v.baseline ? 'against #' + v.baseline : 'no baseline'},
+  v.verdict);
+}
+
+const CHANGE_COLS = [S('figure', 'figure'), T('name', 'name', nameCell),
+  N('baseline', 'baseline'), N('this run', 'value'),
+  T('change', 'delta_pct', (v, r) => v == null ? (r.value == null ? 'gone'
+    : 'new') : (v > 0 ? '+' : '') + v.toFixed(1) + '%', 'num'),
+  T('band', 'band_pct', v => '\u00b1' + v.toFixed(1) + '%', 'num'),
+  T('', 'change', v => el('span', {class: 'verdict ' + v}, v))];
+
+/* The verdict of capture c: its reasons, what changed beyond the band,
+ * the baseline (a link, and a compare link), and the pin. */
+function verdictBox(c) {
+  const box = el('div', {class: 'verdict-box'});
+  async function load() {
+    let v;
+    try {
+      v = await get(url('/captures/{id}/verdict', {id: c.id}));
+    } catch (e) {
+      put(box, errorBox(e));
+      return;
+    }
+    put(box, el('h3', null, 'Verdict ', verdictBadge(v)),
+      el('p', {class: 'meta'}, v.baseline
+        ? ['against ', el('a', {href: '#/captures/' + v.baseline},
+          '#' + v.baseline), ' (', v.baseline_source, ') \u00b7 ',
+        el('a', {href: '#/diff/' + v.baseline + '/' + c.id},
+          'compare'), ' \u00b7 ']
+        : null, num(v.compared), ' figures compared; a change counts ',
+      'beyond \u00b1', String(v.threshold_pct), '% or the noise band (',
+      '\u00b1', v.step_noise_pct.toFixed(1), '% for a time per step) ',
+      el('button', {onclick: () => pin(!v.pinned)}, v.pinned
+        ? 'unpin as baseline' : 'pin as baseline of this configuration')),
+      el('ul', {class: 'reasons'}, v.reasons.map(r => el('li', null,
+        el('code', null, r.code), ' ', r.message))),
+      v.changes.length ? table(CHANGE_COLS, v.changes) : null);
+  }
+  async function pin(on) {
+    try {
+      await call(on ? 'PUT' : 'DELETE', url('/captures/{id}/baseline',
+        {id: c.id}));
+    } catch (e) {
+      window.alert(e.message);
+    }
+    load();
+  }
+  load();
+  return box;
+}
+
+/* ---- collectives ---- */
+
+const COLL_NOTE = 'The k-th collective of a kernel family on a stream of ' +
+  'every rank is one collective. Wait: from a rank\'s start to the last ' +
+  'rank\'s arrival; transfer: the rest of it. Exposed: collective time ' +
+  'with no compute kernel running on the rank. Held the others back: ' +
+  'when a rank arrived last, the others\' waits.';
+
+/* One bar per rank, one scale: how long it held the others back. */
+function heldBars(rows) {
+  const W = 1000, H = 18;
+  const most = Math.max(1, ...rows.map(r => r.held_ns));
+  return el('div', {class: 'held-bars'}, rows.map(r => {
+    const w = r.held_ns / most * W;
+    const desc = 'rank ' + r.rank + ' arrived last ' + gi.format(r.last) +
+      ' times of ' + gi.format(r.matched) + ' and held the others back ' +
+      exactNs(r.held_ns) + '; it waited ' + exactNs(r.wait_ns) + '.';
+    return el('div', {class: 'idle-row'}, el('span', {class: 'lane-name'},
+      'rank ' + r.rank), figure('held', W, H, 'Rank ' + r.rank +
+      ' held the others back', desc, [fmtNs(r.held_ns), ' held, last ',
+      num(r.last), '\u00d7'], svg('rect', {x: 0, y: 0, width: w, height: H,
+      class: 'held'})));
+  }), el('p', {class: 'muted'}, 'One scale: the longest is ', fmtNs(most),
+    '.'));
+}
+
+/* The rank x time picture: a strip per rank, a cell per time bin, darker
+ * the later the rank arrived on average (its start minus the first
+ * arrival); one scale for all. */
+function skewMap(rows, ranks) {
+  const bins = Math.max(1, ...rows.map(r => r.bin + 1));
+  const W = 1000, H = 24;
+  const late = r => r.instances ? r.late_ns / r.instances : 0;
+  const most = Math.max(1, ...rows.map(late));
+  const strips = ranks.map(rank => {
+    const mine = rows.filter(r => r.rank === rank);
+    const n = mine.reduce((a, r) => a + r.instances, 0);
+    const l = mine.reduce((a, r) => a + r.late_ns, 0);
+    const cells = mine.map(r => svg('rect', {x: r.bin / bins * W, y: 0,
+      width: Math.max(W / bins, 1), height: H, class: 'skew',
+      'fill-opacity': (0.08 + 0.92 * late(r) / most).toFixed(3)},
+    svg('title', null, fmtNs(r.start_ns) + ': ' + r.instances +
+      ' collectives, ' + fmtNs(Math.round(late(r))) + ' late on average, last ' +
+      r.last + '\u00d7')));
+    const desc = 'rank ' + rank + ' ' + exactNs(n ? Math.round(l / n) : 0) +
+      ' late on average over ' + gi.format(n) + ' collectives.';
+    return el('div', {class: 'idle-row'}, el('span', {class: 'lane-name'},
+      'rank ' + rank), figure('skew', W, H, 'How late rank ' + rank +
+      ' arrived at its collectives, over time', desc,
+      [fmtNs(n ? Math.round(l / n) : 0), ' late on average'], cells));
+  });
+  return el('div', {class: 'skew-map'}, strips, el('p', {class: 'muted'},
+    'Time runs left to right over the capture; darker: later (up to ',
+    fmtNs(Math.round(most)), ' late on average in a bin).'));
+}
+
+const FIG_COLS = [C('count', 'count'), N('time', 'total_ns'),
+  N('exposed', 'exposed_ns'), C('matched', 'matched'), N('wait', 'wait_ns'),
+  N('transfer', 'transfer_ns'), C('last', 'last'), N('held back', 'held_ns')];
+
+function instanceCols() {
+  return [T('family', 'family', nameCell), C('#', 'index'),
+    N('first start', 'start_ns'), N('skew', 'skew_ns'),
+    C('last rank', 'last_rank'),
+    T('waits', 'per_rank', v => el('span', {class: 'waits'}, v.map(p =>
+      'rank ' + p.rank + ' ' + fmtNs(p.wait_ns)).join(', ')))];
+}
+
+async function collectivesTab(c, st) {
+  const q = {rank: st.rank};
+  const [byRank, fams, steps, tl, worst] = await Promise.all([
+    get(url('/captures/{id}/collectives', {id: c.id}, {by: 'rank'})),
+    get(url('/captures/{id}/collectives', {id: c.id}, q)),
+    get(url('/captures/{id}/collectives', {id: c.id},
+      Object.assign({by: 'step'}, q))),
+    get(url('/captures/{id}/collectives/timeline', {id: c.id})),
+    get(url('/captures/{id}/collectives/instances', {id: c.id},
+      {limit: 20}))]);
+  const info = c.collectives || {warnings: []};
+  if (!byRank.rows.length) {
+    return el('p', {class: 'muted'}, 'No collectives: no communication ',
+      'kernel ran', (info.warnings || []).map(w => [' (', w.message, ')']));
+  }
+  const ranks = byRank.rows.map(r => r.rank);
+  return [el('p', {class: 'muted'}, COLL_NOTE),
+    (info.warnings || []).map(w => el('p', {class: 'warn'}, w.message)),
+    el('h4', null, 'Who held the others back'), heldBars(byRank.rows),
+    el('h4', null, 'Arrival skew over time'), skewMap(tl.rows, ranks),
+    el('h4', null, 'The worst skews'), table(instanceCols(), worst.rows),
+    el('h4', null, 'By family and rank'),
+    table([T('family', 'family', nameCell), C('rank', 'rank')]
+      .concat(FIG_COLS), fams.rows),
+    el('h4', null, 'By step kind and rank'),
+    table([T('step', 'step', v => v == null ? 'outside steps' : v),
+      C('rank', 'rank')].concat(FIG_COLS), steps.rows)];
+}
+
+const RESULT_TABS = [
+  {id: 'collectives', label: 'Collectives', render: collectivesTab}];
