@@ -10,6 +10,7 @@
  * and unit, so the events are the ones it would have walked itself; else
  * it walks them itself, as it does without a batch.
  */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,7 +47,8 @@ static const char *first_event(const char *text, size_t len)
 }
 
 /* Walks events from b->start as reader.c's fast_events() does: one event
- * after another while the walker takes each and "}, {" follows. */
+ * after another while the walker takes each and "}, {" follows, and the
+ * reader has not cut the walk short. */
 static void walk_run(struct idx_batch *b, struct idx_walker *w, const char *end)
 {
   struct idx_parsed e;
@@ -54,7 +56,8 @@ static void walk_run(struct idx_batch *b, struct idx_walker *w, const char *end)
 
   b->stop = p;
   b->stop_elem = 1;
-  while (b->n < IDX_BATCH_MAX) {
+  while (b->n < IDX_BATCH_MAX &&
+         !atomic_load_explicit(&b->cut, memory_order_relaxed)) {
     if (idx_walker_event(w, p, end, b->depth, b->scale, &e) != IDX_W_OK)
       return; /* the reader takes this one */
     idx_parsed_times(&e, (unsigned)b->scale);

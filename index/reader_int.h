@@ -580,6 +580,7 @@ struct idx_walker {
   int win_ok;              /* win is of the current text */
   struct idx_walk walk;
   const char *at; /* set by idx_walker_event(): the event's '}' */
+  int layouts_on; /* 1 on, -1 off, 0 not asked yet (idx_layouts_enabled) */
 };
 
 /* A new text: the window is stale. */
@@ -609,6 +610,10 @@ struct idx_batch {
   unsigned depth;    /* the events' nesting it was walked for */
   int scale;         /* and the unit */
   size_t n;
+  /* Set by the reader's thread when it needs the chunk while the walk is
+   * on: the walk stops after the event it is at, and the reader takes the
+   * events walked so far (source.c). */
+  _Atomic int cut;
   struct idx_batch_ev {
     struct idx_event ev; /* ts and dur converted at scale */
     int bad;             /* malformed: counted, not handed over */
@@ -618,7 +623,7 @@ struct idx_batch {
 
 /* Walks the events of text[0..len) (a chunk of the document) with w,
  * from the first '{' that looks like an event's, at nesting depth with
- * ts/dur at scale, into b. 0 or TR_ENOMEM. */
+ * ts/dur at scale, into b, until b->cut is set. 0 or TR_ENOMEM. */
 int idx_batch_build(struct idx_batch *b, struct idx_walker *w, const char *text,
                     size_t len, unsigned depth, int scale);
 void idx_batch_free(struct idx_batch *b);

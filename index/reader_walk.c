@@ -65,7 +65,11 @@ static int walk_tokens(struct idx_walker *w, const char *p, const char *end,
 int idx_walker_event(struct idx_walker *w, const char *p, const char *end,
                      unsigned depth, int scale, struct idx_parsed *e)
 {
-  int layouts = scale >= 0 && idx_layouts_enabled(), rc;
+  int layouts, rc;
+
+  if (w->layouts_on == 0) /* read once: not a call for every event */
+    w->layouts_on = idx_layouts_enabled() ? 1 : -1;
+  layouts = scale >= 0 && w->layouts_on > 0;
 
   if (layouts &&
       idx_layouts_match(&w->layouts, p, end, depth, scale, e, &w->at))

@@ -97,6 +97,7 @@ static int walk_one(struct idx_source *s)
   if (sl == NULL)
     return 0;
   sl->batch_state = BATCH_BUILDING;
+  atomic_store_explicit(&sl->batch.cut, 0, memory_order_relaxed);
   pthread_mutex_unlock(&s->mu);
   (void)idx_batch_build(&sl->batch, &s->walker, sl->buf, sl->len, s->hint_depth,
                         s->hint_scale);
@@ -414,7 +415,10 @@ int idx_source_next(struct idx_source *s, struct idx_chunk *c,
   sl = &s->slot[s->next];
   while (!sl->full && !s->ended)
     pthread_cond_wait(&s->cv, &s->mu);
-  /* Walked ahead or not, but not while it is. */
+  /* Walked ahead or not, but not while it is: a walk under way stops
+   * after its current event, and what it walked is taken. */
+  if (sl->full && sl->batch_state == BATCH_BUILDING)
+    atomic_store_explicit(&sl->batch.cut, 1, memory_order_relaxed);
   while (sl->full && sl->batch_state == BATCH_BUILDING)
     pthread_cond_wait(&s->cv, &s->mu);
   if (!sl->full) {
