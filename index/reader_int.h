@@ -461,10 +461,36 @@ static inline void idx_finish_event(struct idx_parsed *e)
  * when !c->mut), or an error with c->p at the bad byte. */
 int idx_parse_event(struct idx_cur *c, struct idx_parsed *out);
 
+/* ts or dur to ns at scale unless done at parse time. */
+static inline void idx_parsed_time(struct idx_numtok *t, unsigned scale,
+                                   int64_t *dst, struct idx_parsed *e,
+                                   uint32_t bit)
+{
+  if (!t->present)
+    return;
+  if (!t->done) {
+    t->rc = idx_num_parse(t->p, t->n, scale, &t->val);
+    t->done = 1;
+  }
+  if (t->rc != IDX_NUM_OK) {
+    e->bad = 1; /* out of range, or a string that is no number */
+    return;
+  }
+  *dst = t->val;
+  e->ev.has |= bit;
+}
+
 /* Converts ts and dur to integer ns at scale (3: microseconds, 0:
  * nanoseconds) unless the parser did already; sets IDX_HAS_TS/DUR, or
- * e->bad when a value is out of range or dur is negative. */
-void idx_parsed_times(struct idx_parsed *e, unsigned scale);
+ * e->bad when a value is out of range or dur is negative. Inline: it runs
+ * for every event. */
+static inline void idx_parsed_times(struct idx_parsed *e, unsigned scale)
+{
+  idx_parsed_time(&e->ts, scale, &e->ev.ts_ns, e, IDX_HAS_TS);
+  idx_parsed_time(&e->dur, scale, &e->ev.dur_ns, e, IDX_HAS_DUR);
+  if ((e->ev.has & IDX_HAS_DUR) && e->ev.dur_ns < 0)
+    e->bad = 1;
+}
 
 /* deviceProperties value at c->p: copies [0].name into device (NUL
  * terminated, cut at a character boundary to fit size); leaves device
@@ -589,12 +615,33 @@ static inline void idx_walker_text(struct idx_walker *w)
   w->win_ok = 0;
 }
 
+/* idx_walker_event() past the layouts (reader_walk.c). */
+int idx_walker_slow(struct idx_walker *w, const char *p, const char *end,
+                    unsigned depth, int scale, struct idx_parsed *e);
+
+/* idx_walker_event() by a layout, or 0. */
+static inline int idx_walker_layout(struct idx_walker *w, const char *p,
+                                    const char *end, unsigned depth, int scale,
+                                    struct idx_parsed *e)
+{
+  return w->layouts_on > 0 && scale >= 0 &&
+         idx_layouts_match(&w->layouts, p, end, depth, scale, e, &w->at);
+}
+
 /* The event at p ('{', in the current text, which ends at end) at
  * nesting depth, ts/dur at scale (-1: the format is unsettled), into *e
  * as idx_parse_event() would parse it: IDX_W_OK with w->at on its '}';
- * IDX_W_BAIL where reader_event.c must parse it; TR_ENOMEM. */
-int idx_walker_event(struct idx_walker *w, const char *p, const char *end,
-                     unsigned depth, int scale, struct idx_parsed *e);
+ * IDX_W_BAIL where reader_event.c must parse it; TR_ENOMEM. Inline, so
+ * that an event a layout takes costs no call but the match. */
+static inline int idx_walker_event(struct idx_walker *w, const char *p,
+                                   const char *end, unsigned depth, int scale,
+                                   struct idx_parsed *e)
+{
+  if (idx_walker_layout(w, p, end, depth, scale, e))
+    return IDX_W_OK;
+  return idx_walker_slow(w, p, end, depth, scale, e);
+}
+
 void idx_walker_free(struct idx_walker *w);
 
 /* ---- events walked ahead (reader_batch.c) ---- */

@@ -714,26 +714,36 @@ static void forget(struct idx_layouts *t, unsigned depth, int scale)
   t->scale = scale;
 }
 
-int idx_layouts_match(struct idx_layouts *t, const char *p, const char *end,
-                      unsigned depth, int scale, struct idx_parsed *e,
-                      const char **close)
+/* idx_layouts_match() past the most recently matched layout. */
+static __attribute__((noinline)) int
+match_others(struct idx_layouts *t, const char *p, const char *end,
+             struct idx_parsed *e, const char **close)
 {
   struct idx_layout *l;
   unsigned i;
 
-  if (t->depth != depth || t->scale != scale)
-    forget(t, depth, scale);
-  for (i = 0; i < t->n; i++) {
+  for (i = 1; i < t->n; i++) {
     if (!match(t->l[i], p, end, e, close))
       continue;
-    if (i > 0) { /* most recently matched first */
-      l = t->l[i];
-      memmove(&t->l[1], &t->l[0], i * sizeof(t->l[0]));
-      t->l[0] = l;
-    }
+    l = t->l[i]; /* most recently matched first */
+    memmove(&t->l[1], &t->l[0], i * sizeof(t->l[0]));
+    t->l[0] = l;
     return 1;
   }
   return 0;
+}
+
+int idx_layouts_match(struct idx_layouts *t, const char *p, const char *end,
+                      unsigned depth, int scale, struct idx_parsed *e,
+                      const char **close)
+{
+  if (__builtin_expect(t->depth != depth || t->scale != scale, 0))
+    forget(t, depth, scale);
+  if (t->n == 0)
+    return 0;
+  if (match(t->l[0], p, end, e, close))
+    return 1;
+  return match_others(t, p, end, e, close);
 }
 
 void idx_layouts_learn(struct idx_layouts *t, const char *p, const char *close,

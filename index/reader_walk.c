@@ -62,18 +62,17 @@ static int walk_tokens(struct idx_walker *w, const char *p, const char *end,
   return rc;
 }
 
-int idx_walker_event(struct idx_walker *w, const char *p, const char *end,
-                     unsigned depth, int scale, struct idx_parsed *e)
+int idx_walker_slow(struct idx_walker *w, const char *p, const char *end,
+                    unsigned depth, int scale, struct idx_parsed *e)
 {
   int layouts, rc;
 
-  if (w->layouts_on == 0) /* read once: not a call for every event */
+  if (w->layouts_on == 0) { /* read once: not a call for every event */
     w->layouts_on = idx_layouts_enabled() ? 1 : -1;
+    if (idx_walker_layout(w, p, end, depth, scale, e))
+      return IDX_W_OK;
+  }
   layouts = scale >= 0 && w->layouts_on > 0;
-
-  if (layouts &&
-      idx_layouts_match(&w->layouts, p, end, depth, scale, e, &w->at))
-    return IDX_W_OK;
   e->scale = scale;
   rc = walk_tokens(w, p, end, depth, e);
   if (rc != IDX_W_OK)
