@@ -258,10 +258,15 @@ static inline const char *us_at(struct step *st, const char *p, const char *end,
   if (*q == '.') {
     memcpy(&x, q + 1, 8);
     f = idx_leading_digits(x);
-    if (f == 0 || f == 8)
-      return idx_num_fast(p, end, 3, v);
-    k = f < 3 ? f : 3; /* digits past the ns are truncated */
-    acc += idx_eight_digits(idx_top_digits(x, k)) * idx_pow10[3 - k];
+    if (f == 3) { /* kineto's "%.3f": the ns digits, read as they are */
+      x -= zeros;
+      acc += (x & 0xff) * 100 + (x >> 8 & 0xff) * 10 + (x >> 16 & 0xff);
+    } else {
+      if (f == 0 || f == 8)
+        return idx_num_fast(p, end, 3, v);
+      k = f < 3 ? f : 3; /* digits past the ns are truncated */
+      acc += idx_eight_digits(idx_top_digits(x, k)) * idx_pow10[3 - k];
+    }
     q += 1 + f;
   }
   if (*q == 'e' || *q == 'E')
