@@ -89,6 +89,13 @@ static int shape_id(struct idx_agg *a, uint32_t name, uint32_t has,
   if (has & IDX_HAS_BLOCK)
     memcpy(key.block, block, sizeof(key.block));
   /* The key is the identity part of the struct, up to rt_has. */
+  if (a->shapes_map.n >= a->shape_cap && key.has != 0 &&
+      !agg_map_find(&a->shapes_map, &key, offsetof(struct agg_shape, rt_has),
+                    out)) {
+    memset(&key, 0, sizeof(key)); /* beyond the cap: the name alone */
+    key.name = name;
+    a->shapes_folded++;
+  }
   rc = agg_map_intern(&a->shapes_map, &key, offsetof(struct agg_shape, rt_has),
                       out);
   if (rc < 0)
@@ -125,6 +132,13 @@ static int launch_add(struct idx_agg *a, uint32_t shape, uint32_t has,
   key.has = has & HAS_RES;
   key.regs = (has & IDX_HAS_REGS) ? regs : 0;
   key.shmem = (has & IDX_HAS_SHMEM) ? shmem : 0;
+  if (a->launches_map.n >= a->shape_cap && key.has != 0 &&
+      !agg_map_find(&a->launches_map, &key, offsetof(struct agg_launch, s),
+                    &id)) {
+    key.has = 0; /* beyond the cap: the shape alone */
+    key.regs = key.shmem = 0;
+    a->launches_folded += (uint64_t)s->count;
+  }
   rc = agg_map_intern(&a->launches_map, &key, offsetof(struct agg_launch, s),
                       &id);
   if (rc < 0)
@@ -581,6 +595,7 @@ int idx_agg_init(struct idx_agg *a, const struct idx_rules *rules,
   a->rules = rules;
   a->t0_ns = 1; /* t0 > tend: no timed event yet */
   agg_fold_init(&a->kfold, IDX_MAX_KERNEL_NAMES);
+  a->shape_cap = IDX_MAX_KERNEL_NAMES;
   agg_fold_init(&a->rfold, AGG_MAX_RUNTIME_NAMES);
   if (agg_runs_init(&a->runs, rec_cap ? rec_cap : AGG_DEFAULT_RECS) != 0 ||
       agg_runs_init(&a->coll_runs, rec_cap ? rec_cap : AGG_COLL_RECS) != 0 ||
@@ -601,6 +616,7 @@ void idx_agg_cap_names(struct idx_agg *a, uint32_t cap)
 {
   if (cap > 0) {
     a->kfold.cap = cap;
+    a->shape_cap = cap;
     a->rfold.cap = cap < AGG_MAX_RUNTIME_NAMES ? cap : AGG_MAX_RUNTIME_NAMES;
   }
 }

@@ -370,6 +370,13 @@ struct idx_agg {
   struct agg_map launches_map;
   struct agg_launch *launches;
   size_t launches_cap;
+  /* Distinct shapes, and launch rows, kept (the name cap: a trace of one
+   * shape per launch must not grow the tables with its events); beyond it
+   * a kernel of a new shape is counted without grid and block
+   * (shapes_folded counts them), one of a new launch row without
+   * registers and shared memory (launches_folded). */
+  uint32_t shape_cap;
+  uint64_t shapes_folded, launches_folded;
   struct agg_map rt_map; /* runtime API names */
   struct agg_named *runtime;
   size_t runtime_cap;
@@ -432,10 +439,11 @@ struct idx_agg {
 };
 
 /* rec_cap: time records held in memory before spilling (0: default). The
- * name cap starts at IDX_MAX_KERNEL_NAMES. */
+ * name cap, and the shape cap, start at IDX_MAX_KERNEL_NAMES. */
 int idx_agg_init(struct idx_agg *a, const struct idx_rules *rules,
                  size_t rec_cap);
-/* Sets the cap on distinct kernel (and host API) names; 0 keeps it. */
+/* Sets the cap on distinct kernel (and host API) names, and on launch
+ * shapes and rows; 0 keeps it. */
 void idx_agg_cap_names(struct idx_agg *a, uint32_t cap);
 /* An idx_event_cb: accounts one event. Returns 0 or a negative error. */
 int idx_agg_event(void *ud, const struct idx_doc *doc,

@@ -406,13 +406,14 @@ static struct agg_txt device_value(const struct idx_agg *a,
   return agg_txt(NULL);
 }
 
-/* The summary's warnings: names folded beyond the cap (agg_fold.c). */
+/* The summary's warnings: names folded beyond the cap (agg_fold.c),
+ * launch shapes beyond theirs (agg.c). */
 static json_t *fold_warnings(const struct idx_agg *a)
 {
   const struct agg_fold *folds[2] = { &a->kfold, &a->rfold };
   static const char *const what[2] = { "kernel", "host API" };
   json_t *w = json_array();
-  char msg[256];
+  char msg[384];
 
   for (int i = 0; i < 2; i++) {
     if (folds[i]->id == UINT32_MAX)
@@ -427,6 +428,17 @@ static json_t *fold_warnings(const struct idx_agg *a)
         w, json_pack("{s:s,s:s}", "code",
                      i ? "runtime_names_capped" : "kernel_names_capped",
                      "message", msg));
+  }
+  if (a->shapes_folded > 0 || a->launches_folded > 0) {
+    snprintf(msg, sizeof(msg),
+             "beyond the cap of %u distinct launch shapes and launch rows "
+             "(max_kernel_names), %llu kernels are counted without "
+             "their grid and block and %llu without their registers and "
+             "shared memory: their kernels' rows and totals still hold them",
+             a->shape_cap, (unsigned long long)a->shapes_folded,
+             (unsigned long long)a->launches_folded);
+    json_array_append_new(w, json_pack("{s:s,s:s}", "code",
+                                       "launch_shapes_capped", "message", msg));
   }
   return w;
 }

@@ -444,8 +444,12 @@ static inline void idx_finish_event(struct idx_parsed *e)
   struct idx_event *ev = &e->ev;
 
   if (!(ev->has & IDX_HAS_SHMEM) && (e->xhas & (IDX_X_DYN | IDX_X_STATIC))) {
-    if (__builtin_add_overflow(e->dyn_shared, e->static_shared,
-                               &ev->shared_bytes))
+    /* One of the two may be absent: its slot holds what an earlier event
+     * left there (the walks reset the flags, not the slots). */
+    int64_t dyn = e->xhas & IDX_X_DYN ? e->dyn_shared : 0;
+    int64_t stat = e->xhas & IDX_X_STATIC ? e->static_shared : 0;
+
+    if (__builtin_add_overflow(dyn, stat, &ev->shared_bytes))
       e->bad = 1;
     ev->has |= IDX_HAS_SHMEM;
   }

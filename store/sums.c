@@ -298,7 +298,7 @@ static int text_prefix(struct store *st, const struct sum_tbl *t,
                           " WHERE capture_id = ?1 AND tbl = ?2",
                           q->capture_id, 0, &s, err);
   const char *text;
-  size_t n, len;
+  size_t n, len, whole;
   uint32_t end;
 
   if (rc < 0)
@@ -310,19 +310,21 @@ static int text_prefix(struct store *st, const struct sum_tbl *t,
     return rc;
   }
   text = (const char *)sqlite3_column_text(s, 0);
-  len = (size_t)sqlite3_column_bytes(s, 0);
+  len = whole = (size_t)sqlite3_column_bytes(s, 0);
   n = (size_t)sqlite3_column_bytes(s, 1) / sizeof(end);
-  tr_buf_reserve(out, len + 2); /* and the caller's "}" after */
   if (q->limit > 0 && (size_t)q->limit < n) {
     memcpy(&end,
            (const char *)sqlite3_column_blob(s, 1) +
                (size_t)(q->limit - 1) * sizeof(end),
            sizeof(end));
-    tr_buf_put(out, text, end);
-    tr_buf_put(out, "]", 1);
-  } else {
-    tr_buf_put(out, text, len);
+    len = end;
   }
+  /* Room for what is sent, not the whole text: a prefix within
+   * max_response_bytes must not fail for the rows it leaves out. */
+  tr_buf_reserve(out, len + 2); /* "]" and the caller's "}" after */
+  tr_buf_put(out, text, len);
+  if (len < whole)
+    tr_buf_put(out, "]", 1);
   store__done(s);
   return out->failed == TR_ENOMEM ? tr_err_set(err, TR_ENOMEM, "", "rows") : 0;
 }

@@ -10,7 +10,7 @@ traced_c_test(test_capture_plan traced_daemon test_capture_plan.c)
 # Captures against ATOM as it ships: each case is its own entry so that the
 # long ones (an export holding the server 20 s and 65 s) run side by side.
 foreach(case blocking_export_bench blocking_export_daemon
-        export_failure_and_presets launch_faults)
+        export_failure_and_presets every_preset launch_faults)
   traced_py_test(test_capture_atom_${case} test_capture_atom.py ${case})
 endforeach()
 # A full disk under the database mid-capture (needs root and a tmpfs).

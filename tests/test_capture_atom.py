@@ -7,9 +7,11 @@
   side);
 - a failed export on rank 1 fails the capture in exporting, naming rank 1,
   within 15 s of ATOM's log line;
-- presets from a models.json shaped like ATOM CI's launch with the preset's
-  TP and arguments ATOM's parser accepts intact (a JSON value with blanks
-  and globs, --trust-remote-code, a variant), and end done;
+- presets from a copy of ATOM's own models.json (tests/data/atom) launch
+  with the preset's TP and arguments ATOM's parser accepts intact (a JSON
+  value with blanks and globs, --trust-remote-code, a variant), and end
+  done; every model and variant of that copy launches to a ready server
+  whose argv holds the preset's flags and values;
 - a profiler that never started fails in benchmark; a missing rocm-smi
   says so; the ranks that export come from /server_info.
 """
@@ -17,6 +19,7 @@ import calendar
 import json
 import os
 import re
+import shlex
 import shutil
 import sys
 import tempfile
@@ -26,7 +29,8 @@ from test_capture_lib import (SMALL, Rig, check, check_eq,
                               check_rank_figures, rank_gz, run_cases)
 from tracedtest import SRC_DIR
 
-MODELS_JSON = os.path.join(SRC_DIR, "tests", "data", "atom_models.json")
+MODELS_JSON = os.path.join(SRC_DIR, "tests", "data", "atom", "models.json")
+DEFAULT_TP = 8  # common/lifecycle.h TR_DEFAULT_TP: a preset without one
 
 
 def expect_done(rig, cid, ranks, timeout=240):
@@ -190,6 +194,73 @@ def presets(rig, root):
     check("--use-chat-template" in bench, bench)
 
 
+def flag_values(words):
+    """(flag, value or None) of shell words as ATOM's parser reads them: a
+    flag takes the next word unless that is a flag too."""
+    out = []
+    for i, w in enumerate(words):
+        if w.startswith("-") and not re.match(r"-\d", w):
+            nxt = words[i + 1] if i + 1 < len(words) else None
+            takes = nxt is not None and not nxt.startswith("--")
+            out.append((w, nxt if takes else None))
+    return out
+
+
+def check_preset_argv(argv, entry, variant, what):
+    """The server's argv holds the preset's TP and every flag of its
+    config's and variant's extra_args with its value (JSON values compared
+    parsed: traced passes them compact)."""
+    tp = entry.get("config", {}).get("tp", DEFAULT_TP)
+    check_eq(option(argv, "-tp"), str(tp), what + ": -tp")
+    words = shlex.split(entry.get("config", {}).get("extra_args", "")) + \
+        shlex.split(variant.get("extra_args", ""))
+    for flag, value in flag_values(words):
+        if value is None:
+            check(flag in argv, "%s: %s not in %s" % (what, flag, argv))
+            continue
+        got = option(argv, flag)
+        if value.startswith(("{", "[")):
+            check_eq(json.loads(got), json.loads(value), what + ": " + flag)
+        else:
+            check_eq(got, value, what + ": " + flag)
+    if entry.get("config", {}).get("trust_remote_code"):
+        check("--trust-remote-code" in argv, what + ": --trust-remote-code")
+
+
+def every_preset():
+    """Every model and variant of ATOM's own models.json (tests/data/atom)
+    launches with no tp in the request: the strict simulator's parser (ATOM's
+    option set) takes its argv and the server becomes ready; then the
+    capture is cancelled."""
+    with open(MODELS_JSON) as f:
+        doc = json.load(f)
+    root = tempfile.mkdtemp(prefix="capture-presets-")
+    rig = Rig(conf={"models_json": MODELS_JSON})
+    tried = 0
+    try:
+        with rig:
+            for entry in doc["models"]:
+                for variant in entry.get("variants", [{"label": ""}]):
+                    for p in (entry["path"], variant.get("path")):
+                        if p:
+                            model_dir(root, os.path.basename(p))
+                    what = "%s %r" % (entry["display"], variant["label"])
+                    extra = {"variant": variant["label"]} \
+                        if variant["label"] else {}
+                    cid = rig.capture(model=os.path.join(
+                        root, os.path.basename(entry["path"])), tp=None,
+                        **extra)
+                    rig.wait_phase(cid, "benchmark", timeout=90)
+                    check_preset_argv(server_argv(rig), entry, variant, what)
+                    code, _ = rig.d.delete("/captures/%d" % cid)
+                    check_eq(code, 202, what + ": DELETE")
+                    check_eq(rig.wait(cid)["status"], "cancelled", what)
+                    tried += 1
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    check_eq(tried, 25, "models and variants tried")
+
+
 def launch_faults():
     """A profiler that never started (no rank logs it; ATOM's bench says
     nothing and exits 0) and one whose start killed its worker; no rocm-smi
@@ -231,5 +302,5 @@ if __name__ == "__main__":
     cases = {c.__name__: c for c in (blocking_export_bench,
                                      blocking_export_daemon,
                                      export_failure_and_presets,
-                                     launch_faults)}
+                                     every_preset, launch_faults)}
     run_cases([cases[n] for n in sys.argv[1:]] or list(cases.values()))

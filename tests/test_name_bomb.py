@@ -6,7 +6,14 @@ default) the names fold into one row "(N more names)": the daemon's peak
 RSS (VmHWM) stays under 128 MB and its database small, while every count
 and total still adds up to the generator's, N is exact and the summary
 warns. A second daemon with max_kernel_names = 1000 keeps the first 1000
-names of the file exactly."""
+names of the file exactly.
+
+The shapes bomb: 400,000 launches of three kernels, each in a grid and with
+shared memory of its own. Beyond max_kernel_names distinct launch shapes
+(and launch rows) a launch is counted without its grid, block and
+shared memory: the launch rows stay under the cap + 3, the first shapes
+of the file are kept exactly, every count and total still adds up per
+kernel, and the summary warns."""
 import gzip
 import json
 import os
@@ -51,6 +58,61 @@ def write_bomb(path):
         f.write('{"ph": "i", "name": "end", "pid": 9, "tid": 9, '
                 '"ts": 10}]}\n')
     return names, durs, calls, cdurs
+
+
+SHAPE_KERNELS = ("gemm_a", "gemm_b", "reduce_c")
+
+
+def write_shapes_bomb(path):
+    """The shapes trace; returns [(name, grid x, shared, dur)] in order."""
+    rng = random.Random(13)
+    launches = []
+    with gzip.open(path, "wt", compresslevel=6) as f:
+        f.write('{"schemaVersion": 1, "traceEvents": [\n')
+        for i in range(KERNELS):
+            name = SHAPE_KERNELS[i % 3]
+            dur = 1000 + rng.randrange(5000)
+            launches.append((name, i + 1, i, dur))
+            f.write('{"ph": "X", "cat": "kernel", "name": "%s", "pid": 2, '
+                    '"tid": 0, "ts": %d.000, "dur": %d.%03d, "args": '
+                    '{"grid": [%d, 1, 1], "block": [64, 1, 1], '
+                    '"shared memory": %d}},\n' % (
+                        name, 1000 + 10 * i, dur // 1000, dur % 1000, i + 1,
+                        i))
+        f.write('{"ph": "i", "name": "end", "pid": 9, "tid": 9, '
+                '"ts": 10}]}\n')
+    return launches
+
+
+def check_shapes(d, cap, launches, names_cap):
+    """Launch rows: the first names_cap launches of the file as they are,
+    then one row per kernel without grid, block and shared memory."""
+    kept = names_cap
+    r = cap["ranks"][0]
+    codes = [w["code"] for w in r["warnings"]]
+    check("launch_shapes_capped" in codes, "shapes warning %r" % codes)
+    code, t = d.get("/captures/%d/launches?rank=0&limit=%d" % (
+        cap["id"], kept + 10))
+    check_eq(code, 200, "launches")
+    rows = t["rows"]
+    check_eq(len(rows), kept + 3, "launch rows")
+    whole = {(n, g, s): dur for n, g, s, dur in launches[:kept]}
+    got = {(x["name"], x["grid"][0], x["shared_bytes"]): x for x in rows
+           if x.get("grid") is not None}
+    check_eq(set(got), set(whole), "the shapes kept")
+    check(all(got[k]["count"] == 1 and got[k]["total_ns"] == whole[k]
+              for k in whole), "each kept shape's launch")
+    rest = {x["name"]: x for x in rows if x.get("grid") is None}
+    check_eq(sorted(rest), sorted(SHAPE_KERNELS), "rows without a shape")
+    for name in SHAPE_KERNELS:
+        mine = [dur for n, _, _, dur in launches[kept:] if n == name]
+        check_eq((rest[name]["count"], rest[name]["total_ns"],
+                  rest[name]["shared_bytes"]), (len(mine), sum(mine), None),
+                 "the folded launches of " + name)
+    for k in kernel_rows(d, cap["id"]):
+        mine = [dur for n, _, _, dur in launches if n == k["name"]]
+        check_eq((k["count"], k["total_ns"]), (len(mine), sum(mine)),
+                 "kernel " + k["name"])
 
 
 def vm_hwm(pid):
@@ -141,6 +203,19 @@ def main():
         with Daemon(conf=dict(wide, max_kernel_names="1000")) as d:
             cap = imported(d, path)
             check_folded(d, cap, names, durs, 1000, "cap 1000")
+        shapes = os.path.join(root, "shapes.pt.trace.json.gz")
+        launches = write_shapes_bomb(shapes)
+        with Daemon(conf=wide) as d:
+            cap = imported(d, shapes)
+            hwm = vm_hwm(d.proc.pid)
+            db = sum(os.path.getsize(d.conf["db"] + s) for s in
+                     ("", "-wal") if os.path.exists(d.conf["db"] + s))
+            print("shapes: daemon VmHWM %.1f MB, database %.1f MB" % (
+                hwm / 1e6, db / 1e6))
+            if not sanitized(d.proc.pid):
+                check(hwm < MAX_HWM, "VmHWM %d >= %d" % (hwm, MAX_HWM))
+            check(db < MAX_DB, "database %d bytes" % db)
+            check_shapes(d, cap, launches, 10000)
     print("ok")
 
 

@@ -510,6 +510,25 @@ static void reader_odd_events(void)
   CHECK_INT(l.ev.has & (IDX_HAS_GRID | IDX_HAS_DEVICE), 0);
 }
 
+/* mcTracer's shared memory is dynamic_shared + static_shared; one of them
+ * absent counts as 0, whatever an earlier event held (a bug the fuzzer
+ * found on the walked-ahead path). */
+static void reader_shared_memory(void)
+{
+  struct tally t;
+  struct last l;
+
+  doc_ok(EVENTS("{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"a\","
+                "\"ts\":1,\"dur\":1,"
+                "\"args\":{\"dynamic_shared\":100,\"static_shared\":20}},"
+                "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"b\","
+                "\"ts\":2,\"dur\":1,\"args\":{\"static_shared\":7}}"),
+         &t, &l);
+  CHECK_INT(t.delivered, 2);
+  CHECK(l.ev.has & IDX_HAS_SHMEM);
+  CHECK_INT(l.ev.shared_bytes, 7);
+}
+
 /* kineto or mcTracer, settled before the first event that is not "M". */
 static void reader_format_detection(void)
 {
@@ -688,6 +707,7 @@ int main(void)
   RUN(reader_depth_limit);
   RUN(reader_lenient_inputs);
   RUN(reader_odd_events);
+  RUN(reader_shared_memory);
   RUN(reader_format_detection);
   RUN(reader_document_fields);
   RUN(reader_big_values);

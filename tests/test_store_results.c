@@ -152,8 +152,8 @@ static void store_sums_are_the_live_answer(void)
     char *summed = answer(st, &asks[i], cap);
 
     if (strcmp(summed, live[i]) != 0)
-      fprintf(stderr, "%s #%d:\n live   %.300s\n summed %.300s\n",
-              asks[i].tbl, i, live[i], summed);
+      fprintf(stderr, "%s #%d:\n live   %.300s\n summed %.300s\n", asks[i].tbl,
+              i, live[i], summed);
     CHECK_STR(summed, live[i]);
     CHECK_INT(text_of(st, &asks[i], cap, &text), 1); /* running, not done */
     free(text);
@@ -187,8 +187,8 @@ static void store_finish_rules(void)
   finish(st, cap);
   /* A rank stored again: the sums and the verdict go. */
   q.capture_id = cap;
-  CHECK_INT(store_kernels(st, &(struct store_query){ .capture_id = cap,
-                                                     .rank = 0 },
+  CHECK_INT(store_kernels(st,
+                          &(struct store_query){ .capture_id = cap, .rank = 0 },
                           &sum, &err),
             0);
   json_decref(sum);
@@ -202,7 +202,8 @@ static void store_finish_rules(void)
     CHECK_INT(store_rank_insert(st, cap, 0, traces[0], sum, &err), 0);
     json_decref(sum);
   }
-  CHECK_INT(fx_count(path, "SELECT count(*) FROM sum_rows WHERE capture_id = ?1",
+  CHECK_INT(fx_count(path,
+                     "SELECT count(*) FROM sum_rows WHERE capture_id = ?1",
                      cap),
             0);
   CHECK_INT(fx_count(path,

@@ -274,9 +274,9 @@ json_t *fx_summary(int rank, const struct fx_rank *r)
   json_object_update_new(sum,
                          json_pack("{s:i,s:i,s:[]}", "kernel_names_folded", 0,
                                    "runtime_names_folded", 0, "warnings"));
-  json_object_update_new(
-      sum, json_pack("{s:i,s:i,s:i}", "collective_events", 0, "collective_ns",
-                     0, "exposed_comm_ns", 0));
+  json_object_update_new(sum,
+                         json_pack("{s:i,s:i,s:i}", "collective_events", 0,
+                                   "collective_ns", 0, "exposed_comm_ns", 0));
   kernel_rows(r, kernel_ns, device_ns, sum);
   json_object_set_new(sum, "families", family_rows(r, kernel_ns));
   json_object_set_new(sum, "memcpy",

@@ -18,8 +18,10 @@ Usage: test_web.py CASE, CASE one of
                      rank x time skew map: their text alternatives say
                      tests/ref_collectives.py's figures) and the verdicts
                      (badges in the list and the head, the regressed
-                     family); screenshots in <build>/web-artifacts. Exits
-                     77 without chromium.
+                     family); each rank's part of the worst instances
+                     links to its slice, which holds that rank's kernel;
+                     screenshots in <build>/web-artifacts. Exits 77
+                     without chromium.
   dom_links_slices   headless chromium renders a capture's steps and
                      phases: every outlier step (slowest and median) and
                      every phase links to its slice, the rank's window of
@@ -262,7 +264,7 @@ JS_PARAMS = {
 # Every table tab offers its rows as CSV (the same query, format=csv).
 for _path in JS_PARAMS:
     if _path.startswith("/captures/{id}/") and "/ranks/" not in _path and \
-            _path != "/captures/{id}/logs":
+            _path not in ("/captures/{id}/logs", "/captures/{id}/verdict"):
         JS_PARAMS[_path] = JS_PARAMS[_path] | {"format"}
 # What web/results.js reads of the collective routes and the verdict.
 RESULT_KEYS = {
@@ -774,6 +776,26 @@ def check_collective_pictures(p, ref):
                             for r, (l, n) in late.items()}, "skew map")
 
 
+def check_instance_slices(d, chromium, cid):
+    """Each rank's part of a worst collective links to its slice: the
+    rank's window of the instance, holding that rank's kernel of it."""
+    rows = d.get("/captures/%d/collectives/instances?limit=20" % cid)[1]
+    want = {slice_href(cid, p["rank"], p["start_ns"],
+                       p["start_ns"] + p["dur_ns"]): p
+            for r in rows["rows"] for p in r["per_rank"]}
+    check(len(want) >= 8, "instances of 4 ranks: %r" % rows)
+    links = slice_links(chromium, "%s/#/captures/%d?tab=collectives" % (
+        d.base, cid))
+    check_eq(links, set(want), "the worst instances' slice links")
+    for href in sorted(want)[:4]:
+        check_slice_link(d, href)
+        doc = json.loads(fetch(d, "/" + href)[2])
+        durs = [round(e["dur"] * 1000) for e in doc["traceEvents"]
+                if e.get("ph") == "X" and e.get("cat") == "kernel"]
+        check(want[href]["dur_ns"] in durs, href + ": the rank's collective "
+              "kernel (%d ns) in its slice" % want[href]["dur_ns"])
+
+
 def case_dom_shows_results():
     chromium = find_chromium()
     if not chromium:
@@ -802,6 +824,7 @@ def case_dom_shows_results():
                     d.base, ids[0]), os.path.join(
                         shots, "collectives_%s.png" % tag), width)
                 check_collective_pictures(p, ref)
+            check_instance_slices(d, chromium, ids[0])
             dom, page = dump_dom(chromium, "%s/#/captures/%d" % (d.base,
                                                                 ids[2]))
             check("regressed" in page.texts, "the capture's badge")
