@@ -106,8 +106,6 @@ typedef int (*idx_member_cb)(void *ud, struct idx_str key,
 /* Longest top-level key handed to an idx_member_cb. */
 #define IDX_KEY_MAX 4096
 
-struct idx_scan_map; /* index/scan.h */
-
 /*
  * The streaming JSON reader: push parser over chunks of any size (1 byte
  * works). Never holds the whole document: one event at a time, up to a
@@ -123,16 +121,13 @@ int idx_reader_new(enum idx_format forced, idx_event_cb cb, void *ud,
 int idx_reader_feed(struct idx_reader *r, const char *buf, size_t len,
                     struct tr_err *err);
 
-/* A chunk of the document as idx_source hands it out: its text, stage
- * 1's masks of it (index/scan.h) scanned with the string state and nesting
- * of the whole document before it, and events walked ahead in it
- * (reader_int.h); either may be NULL (the reader then scans windows and
- * walks events itself). All borrowed for the call. */
+/* A chunk of the document as idx_source hands it out: its text and the
+ * events its thread walked ahead in it (reader_int.h), or NULL (the
+ * reader then walks them itself). All borrowed for the call. */
 struct idx_batch;
 struct idx_chunk {
   const char *text;
   size_t len;
-  const struct idx_scan_map *map;
   const struct idx_batch *batch;
 };
 
@@ -165,9 +160,9 @@ int idx_reader_keep_raw(struct idx_reader *r, idx_member_cb on_member);
  * inflated (ISA-L where built with it, else zlib) on a thread of its own
  * into a small ring of buffers, so that inflating overlaps parsing; or,
  * without IDX_SOURCE_THREAD, on the caller's thread as it asks for each
- * chunk. With IDX_SOURCE_SCAN each chunk comes with its stage-1 masks
- * (index/scan.h), scanned by the thread when it has time, else by the
- * caller.
+ * chunk. With IDX_SOURCE_SCAN (and stage 1 on, index/scan.h) the thread,
+ * when it is ahead, also walks the events of chunks the caller has not
+ * taken yet (reader_batch.c).
  */
 struct idx_source;
 
@@ -180,9 +175,9 @@ int idx_source_open(const char *path, unsigned flags, struct idx_source **out,
 int idx_source_open_under(const char *root, const char *path, unsigned flags,
                           struct idx_source **out, struct tr_err *err);
 
-/* Next chunk of JSON text into *c, borrowed until the next call: with its
- * masks under IDX_SOURCE_SCAN, and with the events the thread walked ahead
- * when it had the time and a hint. Returns 0 with c->len == 0 at the end,
+/* Next chunk of JSON text into *c, borrowed until the next call: with the
+ * events the thread walked ahead under IDX_SOURCE_SCAN when it had the
+ * time and a hint. Returns 0 with c->len == 0 at the end,
  * or negative on a read or inflate error (truncated gzip, bad CRC) with
  * err naming the file and offset. */
 int idx_source_next(struct idx_source *s, struct idx_chunk *c,

@@ -110,16 +110,12 @@ struct idx_reader {
   enum cap cap;         /* CAPTURE: what the value is */
   char *buf;            /* CAPTURE: the value's bytes, and a NUL */
   size_t buf_n, buf_cap;
-  uint64_t buf_off;               /* document offset of buf[0] */
-  int over;                       /* the value passed IDX_EVENT_CEILING */
-  struct idx_parsed ev;           /* the event being handed over */
-  int fast;                       /* stage 1 is on: events go the token walk */
-  int win_ok;                     /* map and walk are of the current chunk */
-  const struct idx_scan_map *map; /* the masks the walk uses: win, or the
-                                     chunk's own (idx_reader_feed_chunk) */
-  const struct idx_batch *batch;  /* the chunk's events walked ahead */
-  struct idx_scan_map win;        /* stage 1 masks of a window of the chunk */
-  struct idx_walk walk;
+  uint64_t buf_off;              /* document offset of buf[0] */
+  int over;                      /* the value passed IDX_EVENT_CEILING */
+  struct idx_parsed ev;          /* the event being handed over */
+  int fast;                      /* stage 1 is on: events go the walker */
+  struct idx_walker walker;      /* layouts and the token walk */
+  const struct idx_batch *batch; /* the chunk's events walked ahead */
   /* idx_reader_keep_raw(): */
   int keep_raw;
   idx_member_cb on_member;
@@ -129,14 +125,6 @@ struct idx_reader {
                 unescapes in place) */
   size_t raw_cap;
 };
-
-/* Bytes scanned at a time: with its masks (1/64 of it) it stays in the
- * core's cache while the token walk reads it. The fuzzer's build makes it
- * small, so that events cross windows. */
-#ifndef IDX_SCAN_WINDOW
-#define IDX_SCAN_WINDOW (64u << 10)
-#endif
-#define WINDOW IDX_SCAN_WINDOW
 
 /* on_elem: the token walk gives the event to the byte-wise parser. */
 #define FAST_BAIL 1
@@ -470,68 +458,27 @@ static void end_events(struct idx_reader *r)
   r->st = r->doc.bare_array ? ST_DONE : ST_OBJ_NEXT;
 }
 
-/* Scans the window that starts at p, between two elements of
- * traceEvents (so outside any string). 0 or TR_ENOMEM. */
-static int scan_window(struct idx_reader *r, const char *p, const char *end)
-{
-  struct idx_scan_carry carry = { 0 };
-  size_t len = (size_t)(end - p) < WINDOW ? (size_t)(end - p) : WINDOW;
-
-  r->win_ok = 0;
-  if (idx_scan_run(&r->win, &carry, p, len) != 0) {
-    r->st = ST_FAILED;
-    r->fail = TR_ENOMEM;
-    return tr_err_set(r->err, TR_ENOMEM, NULL, "out of memory at byte %llu",
-                      (unsigned long long)at(r, p));
-  }
-  idx_walk_init(&r->walk, &r->win, end);
-  r->map = &r->win;
-  r->win_ok = 1;
-  return 0;
-}
-
-/* The event at p ('{') by the token walk, scanning a window from p when
- * the current one does not hold it. IDX_W_* or TR_ENOMEM. */
-static int walk_event(struct idx_reader *r, const char *p, const char *end)
-{
-  int rc;
-
-  if (!r->win_ok || p >= r->map->base + r->map->len) {
-    if ((rc = scan_window(r, p, end)) != 0)
-      return rc;
-  }
-  idx_walk_seek(&r->walk, p);
-  r->ev.scale = scale_of(r);
-  rc = idx_fast_event(&r->walk, r->elem_depth, &r->ev);
-  /* Cut by the window's end, not the chunk's: once more from p. */
-  if (rc == IDX_W_SHORT && r->map->base + r->map->len < end &&
-      r->map->base != p) {
-    if ((rc = scan_window(r, p, end)) != 0)
-      return rc;
-    idx_walk_seek(&r->walk, p);
-    rc = idx_fast_event(&r->walk, r->elem_depth, &r->ev);
-  }
-  if (rc == IDX_W_OK && idx_scan_dirty(r->map, p, r->walk.at))
-    rc = IDX_W_BAIL;
-  return rc;
-}
-
-/* ELEM at '{': events by the token walk, as long as it takes them, each
- * handed over as on_elem would. Returns 0 (the state machine goes on from
- * *pp), FAST_BAIL (*pp at an event the walk leaves to on_elem), or an
- * error. */
+/* ELEM at '{': events by the walker (a layout, or the token walk), as
+ * long as it takes them, each handed over as on_elem would. Returns 0 (the
+ * state machine goes on from *pp), FAST_BAIL (*pp at an event the walker
+ * leaves to on_elem), or an error. */
 static int fast_events(struct idx_reader *r, const char **pp, const char *end)
 {
   const char *t;
   int rc;
 
   for (;;) {
-    rc = walk_event(r, *pp, end);
-    if (rc < 0)
-      return rc;
+    rc = idx_walker_event(&r->walker, *pp, end, r->elem_depth, scale_of(r),
+                          &r->ev);
+    if (rc < 0) {
+      r->st = ST_FAILED;
+      r->fail = rc;
+      return tr_err_set(r->err, rc, NULL, "out of memory at byte %llu",
+                        (unsigned long long)at(r, *pp));
+    }
     if (rc != IDX_W_OK)
       return FAST_BAIL;
-    t = r->walk.at + 1;
+    t = r->walker.at + 1;
     r->st = ST_ELEM_NEXT;
     r->ev.ev.raw.p = *pp;
     r->ev.ev.raw.n = (size_t)(t - *pp);
@@ -542,13 +489,14 @@ static int fast_events(struct idx_reader *r, const char **pp, const char *end)
       return rc;
     }
     *pp = t;
-    /* "}, {" goes on here (a ',' is the byte after the '}', scan.h);
-     * anything else is the state machine's. */
+    /* "}, {" goes on here; anything else is the state machine's. */
     if (t == end || *t != ',')
       return 0;
-    *pp = t + 1;
+    *pp = ++t;
     r->st = ST_ELEM;
-    if (!idx_walk_next(&r->walk, &t) || *t != '{' || !idx_ws_gap(*pp, t))
+    while (t < end && is_ws(*t))
+      t++;
+    if (t == end || *t != '{')
       return 0;
     *pp = t;
   }
@@ -774,19 +722,13 @@ int idx_reader_feed_chunk(struct idx_reader *r, const struct idx_chunk *c,
     return r->fail;
   r->chunk = c->text;
   r->err = err;
-  r->win_ok = 0;
   r->batch = r->fast ? c->batch : NULL;
-  if (c->map != NULL && r->fast) {
-    idx_walk_init(&r->walk, c->map, end);
-    r->map = c->map;
-    r->win_ok = 1;
-  }
+  idx_walker_text(&r->walker);
   while (p < end && rc == 0)
     rc = step(r, &p, end);
   r->off += c->len;
   r->doc.json_bytes = r->off;
   r->err = NULL;
-  r->win_ok = 0;
   r->batch = NULL;
   return rc;
 }
@@ -794,7 +736,7 @@ int idx_reader_feed_chunk(struct idx_reader *r, const struct idx_chunk *c,
 int idx_reader_feed(struct idx_reader *r, const char *buf, size_t len,
                     struct tr_err *err)
 {
-  struct idx_chunk c = { buf, len, NULL, NULL };
+  struct idx_chunk c = { buf, len, NULL };
 
   return idx_reader_feed_chunk(r, &c, err);
 }
@@ -853,6 +795,6 @@ void idx_reader_free(struct idx_reader *r)
   free(r->mkey);
   free(r->raw);
   free(r->buf);
-  idx_scan_map_free(&r->win);
+  idx_walker_free(&r->walker);
   free(r);
 }

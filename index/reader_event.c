@@ -663,32 +663,6 @@ int idx_parse_event(struct idx_cur *c, struct idx_parsed *out)
   return rc;
 }
 
-/* ts or dur to ns at scale unless done at parse time. */
-static void convert(struct idx_numtok *t, unsigned scale, int64_t *dst,
-                    struct idx_parsed *e, uint32_t bit)
-{
-  if (!t->present)
-    return;
-  if (!t->done) {
-    t->rc = idx_num_parse(t->p, t->n, scale, &t->val);
-    t->done = 1;
-  }
-  if (t->rc != IDX_NUM_OK) {
-    e->bad = 1; /* out of range, or a string that is no number */
-    return;
-  }
-  *dst = t->val;
-  e->ev.has |= bit;
-}
-
-void idx_parsed_times(struct idx_parsed *e, unsigned scale)
-{
-  convert(&e->ts, scale, &e->ev.ts_ns, e, IDX_HAS_TS);
-  convert(&e->dur, scale, &e->ev.dur_ns, e, IDX_HAS_DUR);
-  if ((e->ev.has & IDX_HAS_DUR) && e->ev.dur_ns < 0)
-    e->bad = 1;
-}
-
 struct devprops {
   char *device;
   size_t size;

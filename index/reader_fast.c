@@ -83,20 +83,14 @@ void idx_walk_seek(struct idx_walk *w, const char *p)
   w->bits = w->tok[b] & (~0ull << (i % 64));
 }
 
-/* The bytes of a number or literal: + - . 0-9 A-Z a-z. */
 #define R8(c)                                                                  \
   [c] = 1, [c + 1] = 1, [c + 2] = 1, [c + 3] = 1, [c + 4] = 1, [c + 5] = 1,    \
   [c + 6] = 1, [c + 7] = 1
 #define R26(c) R8(c), R8(c + 8), R8(c + 16), [c + 24] = 1, [c + 25] = 1
-static const unsigned char scalar_bytes[256] = {
+const unsigned char idx_scalar_bytes[256] = {
   ['+'] = 1, ['-'] = 1, ['.'] = 1, R8('0'),
   ['8'] = 1, ['9'] = 1, R26('A'),  R26('a'),
 };
-
-INLINE int scalar_byte(char c)
-{
-  return scalar_bytes[(unsigned char)c];
-}
 
 /* The plain number whose first byte is the token v, at scale: the shape
  * idx_num_fast() takes, ended by a byte that cannot go on a number
@@ -106,7 +100,7 @@ INLINE int num_val(const struct cur *w, const char *v, unsigned scale,
 {
   const char *q = idx_num_fast(v, w->wk->limit, scale, out);
 
-  if (q == NULL || q >= w->wk->limit || scalar_byte(*q))
+  if (q == NULL || q >= w->wk->limit || idx_scalar_byte(*q))
     return IDX_W_BAIL;
   *end = q;
   return IDX_W_OK;
@@ -338,7 +332,10 @@ INLINE int event(struct cur *w, unsigned depth, struct idx_parsed *e,
         return rc;
     }
     NEXT(t);
-    if (*t != '}' && !(end != NULL ? *end == ',' : comma_before(t)))
+    /* Before a '}' a ',' may be left, not a ':' ("name": "x":}, clean as
+     * a ':' after a closing quote is). */
+    if (*t == '}' ? end != NULL && *end == ':'
+                  : !(end != NULL ? *end == ',' : comma_before(t)))
       return IDX_W_BAIL;
   }
 }
@@ -349,13 +346,7 @@ int idx_fast_event(struct idx_walk *walk, unsigned depth,
   struct cur c = { walk->blk, walk->bits, walk };
   int rc;
 
-  /* What idx_parse_event()'s reset gives the reader to read: all of the
-   * event, and no ts, dur, co_id or args-derived fields yet. A struct
-   * assignment is a few vector stores (a memset of the whole, rep stos). */
-  out->ev = (struct idx_event){ 0 };
-  out->ts.present = out->dur.present = 0;
-  out->bad = out->co_id = 0;
-  out->xhas = 0;
+  idx_parsed_reset(out);
   rc = event(&c, depth, out, &walk->at);
   walk->blk = c.blk;
   walk->bits = c.bits;

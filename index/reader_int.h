@@ -9,6 +9,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "index/event.h"
 #include "index/scan.h"
@@ -409,6 +412,31 @@ static inline int idx_arg_slot(struct idx_parsed *e, int key,
   return 1;
 }
 
+/* What a parse of an event starts from (the reset of idx_parse_event()
+ * gives the reader to read): all of the event, and no ts, dur, co_id or
+ * args-derived fields yet. The event is zeroed by vector stores: GCC
+ * makes a struct assignment or a memset of it a rep stos, which costs
+ * many times more on every event. The empty asm hides the loop from
+ * that. */
+static inline void idx_parsed_reset(struct idx_parsed *e)
+{
+#ifdef __SSE2__
+  char *d = (char *)&e->ev;
+  size_t i;
+
+  _Static_assert(sizeof(e->ev) % 16 == 0, "idx_event: whole vectors");
+  for (i = 0; i < sizeof(e->ev) / 16; i++) {
+    __asm__("" : "+r"(d));
+    _mm_storeu_si128((__m128i *)(void *)(d + 16 * i), _mm_setzero_si128());
+  }
+#else
+  e->ev = (struct idx_event){ 0 };
+#endif
+  e->ts.present = e->dur.present = 0;
+  e->bad = e->co_id = 0;
+  e->xhas = 0;
+}
+
 /* Fields derived from others once the whole event is read: shared memory
  * from mcTracer's dynamic + static, bytes from "size". */
 static inline void idx_finish_event(struct idx_parsed *e)
@@ -437,10 +465,36 @@ static inline void idx_finish_event(struct idx_parsed *e)
  * when !c->mut), or an error with c->p at the bad byte. */
 int idx_parse_event(struct idx_cur *c, struct idx_parsed *out);
 
+/* ts or dur to ns at scale unless done at parse time. */
+static inline void idx_parsed_time(struct idx_numtok *t, unsigned scale,
+                                   int64_t *dst, struct idx_parsed *e,
+                                   uint32_t bit)
+{
+  if (!t->present)
+    return;
+  if (!t->done) {
+    t->rc = idx_num_parse(t->p, t->n, scale, &t->val);
+    t->done = 1;
+  }
+  if (t->rc != IDX_NUM_OK) {
+    e->bad = 1; /* out of range, or a string that is no number */
+    return;
+  }
+  *dst = t->val;
+  e->ev.has |= bit;
+}
+
 /* Converts ts and dur to integer ns at scale (3: microseconds, 0:
  * nanoseconds) unless the parser did already; sets IDX_HAS_TS/DUR, or
- * e->bad when a value is out of range or dur is negative. */
-void idx_parsed_times(struct idx_parsed *e, unsigned scale);
+ * e->bad when a value is out of range or dur is negative. Inline: it runs
+ * for every event. */
+static inline void idx_parsed_times(struct idx_parsed *e, unsigned scale)
+{
+  idx_parsed_time(&e->ts, scale, &e->ev.ts_ns, e, IDX_HAS_TS);
+  idx_parsed_time(&e->dur, scale, &e->ev.dur_ns, e, IDX_HAS_DUR);
+  if ((e->ev.has & IDX_HAS_DUR) && e->ev.dur_ns < 0)
+    e->bad = 1;
+}
 
 /* deviceProperties value at c->p: copies [0].name into device (NUL
  * terminated, cut at a character boundary to fit size); leaves device
@@ -452,6 +506,14 @@ int idx_parse_devprops(struct idx_cur *c, char *device, size_t size);
 int idx_parse_distinfo(struct idx_cur *c, int64_t *rank);
 
 /* ---- the token walk (reader_fast.c) ---- */
+
+/* The bytes a number or literal is made of: + - . 0-9 A-Z a-z. */
+extern const unsigned char idx_scalar_bytes[256];
+
+static inline int idx_scalar_byte(char c)
+{
+  return idx_scalar_bytes[(unsigned char)c];
+}
 
 /* A cursor over the tokens of a scanned window (scan.h). */
 struct idx_walk {
@@ -494,6 +556,98 @@ static inline int idx_walk_next(struct idx_walk *w, const char **t)
   return 1;
 }
 
+/* ---- event layouts (reader_layout.c) ---- */
+
+/* Layouts a walker keeps: a PyTorch trace has about twenty kinds of
+ * event, a few of them most of its events. */
+#define IDX_LAYOUTS 16
+
+struct idx_layout;
+
+/* The layouts one thread learnt, for one nesting and unit; zeroed: none. */
+struct idx_layouts {
+  struct idx_layout *l[IDX_LAYOUTS]; /* the most recently matched first */
+  unsigned n;
+  unsigned depth; /* what they were learnt for */
+  int scale;
+  struct idx_layout *spare; /* the next one learnt goes here */
+  unsigned wait;            /* events to let pass before learning again */
+  unsigned fails;           /* learnt nothing this many times in a row */
+};
+
+/* The event at p ('{'), nesting depth, ts/dur at scale (>= 0), against
+ * every layout: 1, with *e as idx_fast_event() gives it and *close at
+ * its '}', when one matches. Reads nothing at
+ * or past end. Layouts of another depth or scale are forgotten. */
+int idx_layouts_match(struct idx_layouts *t, const char *p, const char *end,
+                      unsigned depth, int scale, struct idx_parsed *e,
+                      const char **close);
+
+/* Learns the layout of the event [p, close] that the token walk read into
+ * *walked (at that depth and scale), unless it has a shape no layout
+ * holds or learning backs off after failures. Numbers may be read up to
+ * end. */
+void idx_layouts_learn(struct idx_layouts *t, const char *p, const char *close,
+                       const char *end, unsigned depth, int scale,
+                       const struct idx_parsed *walked);
+void idx_layouts_free(struct idx_layouts *t);
+
+/* Layouts on (the default) or off, for tests and benchmarks; the first
+ * use reads TRACED_LAYOUTS ("off"). Call before any reader runs. */
+void idx_layouts_select(int on);
+int idx_layouts_enabled(void);
+
+/* ---- the walker (reader_walk.c) ---- */
+
+/*
+ * One thread's way through the events of a text: a layout when one
+ * matches, else the token walk over stage-1 masks of a window of the text
+ * it scans itself, learning the event's layout then. Zeroed: ready.
+ */
+struct idx_walker {
+  struct idx_layouts layouts;
+  struct idx_scan_map win; /* masks of [win.base, win.base + win.len) */
+  int win_ok;              /* win is of the current text */
+  struct idx_walk walk;
+  const char *at; /* set by idx_walker_event(): the event's '}' */
+  int layouts_on; /* 1 on, -1 off, 0 not asked yet (idx_layouts_enabled) */
+};
+
+/* A new text: the window is stale. */
+static inline void idx_walker_text(struct idx_walker *w)
+{
+  w->win_ok = 0;
+}
+
+/* idx_walker_event() past the layouts (reader_walk.c). */
+int idx_walker_slow(struct idx_walker *w, const char *p, const char *end,
+                    unsigned depth, int scale, struct idx_parsed *e);
+
+/* idx_walker_event() by a layout, or 0. */
+static inline int idx_walker_layout(struct idx_walker *w, const char *p,
+                                    const char *end, unsigned depth, int scale,
+                                    struct idx_parsed *e)
+{
+  return w->layouts_on > 0 && scale >= 0 &&
+         idx_layouts_match(&w->layouts, p, end, depth, scale, e, &w->at);
+}
+
+/* The event at p ('{', in the current text, which ends at end) at
+ * nesting depth, ts/dur at scale (-1: the format is unsettled), into *e
+ * as idx_parse_event() would parse it: IDX_W_OK with w->at on its '}';
+ * IDX_W_BAIL where reader_event.c must parse it; TR_ENOMEM. Inline, so
+ * that an event a layout takes costs no call but the match. */
+static inline int idx_walker_event(struct idx_walker *w, const char *p,
+                                   const char *end, unsigned depth, int scale,
+                                   struct idx_parsed *e)
+{
+  if (idx_walker_layout(w, p, end, depth, scale, e))
+    return IDX_W_OK;
+  return idx_walker_slow(w, p, end, depth, scale, e);
+}
+
+void idx_walker_free(struct idx_walker *w);
+
 /* ---- events walked ahead (reader_batch.c) ---- */
 
 /* At most this many events a batch (264 bytes each): a 1 MB chunk of
@@ -507,6 +661,10 @@ struct idx_batch {
   unsigned depth;    /* the events' nesting it was walked for */
   int scale;         /* and the unit */
   size_t n;
+  /* Set by the reader's thread when it needs the chunk while the walk is
+   * on: the walk stops after the event it is at, and the reader takes the
+   * events walked so far (source.c). */
+  _Atomic int cut;
   struct idx_batch_ev {
     struct idx_event ev; /* ts and dur converted at scale */
     int bad;             /* malformed: counted, not handed over */
@@ -514,23 +672,12 @@ struct idx_batch {
   } * ev;                /* IDX_BATCH_MAX, allocated at the first build */
 };
 
-/* Walks the events of m's text (m scanned with the document's string
- * state and nesting, as idx_source scans its chunks) from the first '{'
- * at depth, with ts/dur at scale, into b. 0 or TR_ENOMEM. */
-int idx_batch_build(struct idx_batch *b, const struct idx_scan_map *m,
-                    unsigned depth, int scale);
+/* Walks the events of text[0..len) (a chunk of the document) with w,
+ * from the first '{' that looks like an event's, at nesting depth with
+ * ts/dur at scale, into b, until b->cut is set. 0 or TR_ENOMEM. */
+int idx_batch_build(struct idx_batch *b, struct idx_walker *w, const char *text,
+                    size_t len, unsigned depth, int scale);
 void idx_batch_free(struct idx_batch *b);
-
-/* 1 when [a, b) is only JSON whitespace. Between two tokens there may
- * also be separators (scan.h): where the walk steps from one event to the
- * next ("}, {") it checks the gap, no event's blocks covering it. */
-static inline int idx_ws_gap(const char *a, const char *b)
-{
-  for (; a < b; a++)
-    if (*a != ' ' && *a != '\n' && *a != '\t' && *a != '\r')
-      return 0;
-  return 1;
-}
 
 /* Parses the event object whose '{' is the next token, at nesting depth
  * (2 in traceEvents, 1 in a bare array), into *out as idx_parse_event()

@@ -10,20 +10,13 @@
  * thread's last slot, with end_err saying why (code 0: clean end), so the
  * caller sees every byte produced before an error, then the error.
  *
- * Stage 1 (IDX_SOURCE_SCAN): each slot's masks are scanned in file order,
- * carrying the string state from slot to slot, by whichever thread gets
- * there first: the thread, when the ring is full and it would only wait,
- * or the caller, when the slot it takes is not scanned yet. So inflating
- * keeps its own core busy and the scan goes where there is time for it.
- * scan_next is the slot to scan next; `scanning` says a thread is at it
- * (the mutex is not held while scanning).
- *
- * Walks ahead (reader_batch.c): once the reader has said what to walk for
- * (idx_source_hint), the thread, still only when the ring is full and no
- * slot waits to be scanned, walks the events of a scanned slot the caller
- * does not hold (batch BUILDING, then DONE, under mu; the caller waits for
- * a BUILDING slot it takes). The reader uses a batch only where its own
- * walk would have given the same events.
+ * Walks ahead (IDX_SOURCE_SCAN, reader_batch.c): once the reader has said
+ * what to walk for (idx_source_hint), the thread, when the ring is full
+ * and it would only wait, walks the events of a full slot the caller does
+ * not hold (batch BUILDING, then DONE, under mu; the caller waits for a
+ * BUILDING slot it takes). So inflating keeps its own core busy and the
+ * walk goes where there is time for it. The reader uses a batch only
+ * where its own walk would have given the same events.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -50,10 +43,8 @@ struct slot {
   char *buf;  /* SLOT_BYTES */
   size_t len; /* bytes of text when full */
   int full;
-  int scanned;             /* map holds the masks of buf */
-  struct idx_scan_map map; /* IDX_SOURCE_SCAN */
-  int batch_state;         /* BATCH_* */
-  struct idx_batch batch;  /* events walked ahead in buf */
+  int batch_state;        /* BATCH_* */
+  struct idx_batch batch; /* events walked ahead in buf */
 };
 
 /* The state of gzip reading between slots. */
@@ -68,7 +59,7 @@ struct idx_source {
   int fd;
   int gzip;     /* 1f 8b magic seen */
   int threaded; /* a thread produces the slots */
-  int scan;     /* slots get stage-1 masks */
+  int ahead;    /* the thread walks events ahead */
   uint64_t file_bytes;
   _Atomic uint64_t read_bytes; /* file bytes read by the thread */
   pthread_t thread;
@@ -76,47 +67,21 @@ struct idx_source {
   pthread_mutex_t mu; /* guards slot[].full, stop, ended */
   pthread_cond_t cv;  /* any change of those */
   struct slot slot[SLOTS];
-  unsigned next;               /* caller: slot handed out next */
-  int holding;                 /* caller holds the slot before next */
-  int stop;                    /* close: the thread must quit */
-  int ended;                   /* the thread filled its last slot */
-  struct tr_err end_err;       /* why it ended; code 0 at a clean end */
-  uint8_t *in;                 /* producer: compressed input, IN_BYTES */
-  struct idx_inflate *z;       /* producer: NULL for plain files */
-  struct gz g;                 /* producer: gzip state */
-  unsigned scan_next;          /* the slot to scan next, in file order */
-  int scanning;                /* a thread scans it now */
-  struct idx_scan_carry carry; /* the string state after the last slot
-                                  scanned */
-  int hinted;                  /* walks ahead are for: */
-  unsigned hint_depth;         /* the events' nesting */
-  int hint_scale;              /* and the unit */
+  unsigned next;            /* caller: slot handed out next */
+  int holding;              /* caller holds the slot before next */
+  int stop;                 /* close: the thread must quit */
+  int ended;                /* the thread filled its last slot */
+  struct tr_err end_err;    /* why it ended; code 0 at a clean end */
+  uint8_t *in;              /* producer: compressed input, IN_BYTES */
+  struct idx_inflate *z;    /* producer: NULL for plain files */
+  struct gz g;              /* producer: gzip state */
+  struct idx_walker walker; /* producer: its walks ahead */
+  int hinted;               /* walks ahead are for: */
+  unsigned hint_depth;      /* the events' nesting */
+  int hint_scale;           /* and the unit */
 };
 
-/* Under mu: scans slot scan_next if it is full, not scanned, and no one
- * is at it, releasing mu meanwhile. 1 when it did. Out of memory, scanning
- * stops for the rest of the file: the reader scans for itself then. */
-static int scan_one(struct idx_source *s)
-{
-  struct slot *sl = &s->slot[s->scan_next];
-  int rc;
-
-  if (!s->scan || s->scanning || !sl->full || sl->scanned)
-    return 0;
-  s->scanning = 1;
-  pthread_mutex_unlock(&s->mu);
-  rc = idx_scan_run(&sl->map, &s->carry, sl->buf, sl->len);
-  pthread_mutex_lock(&s->mu);
-  s->scanning = 0;
-  if (rc != 0)
-    s->scan = 0;
-  sl->scanned = rc == 0;
-  s->scan_next = (s->scan_next + 1) % SLOTS;
-  pthread_cond_broadcast(&s->cv);
-  return 1;
-}
-
-/* Under mu: walks ahead in the oldest scanned slot that has no batch and
+/* Under mu: walks ahead in the oldest full slot that has no batch and
  * that the caller does not hold, releasing mu meanwhile. 1 when it did.
  * Out of memory, that slot simply has no batch. */
 static int walk_one(struct idx_source *s)
@@ -127,29 +92,30 @@ static int walk_one(struct idx_source *s)
   if (!s->hinted)
     return 0;
   for (i = 0; i < SLOTS - 1 && sl == NULL; i++, k = (k + 1) % SLOTS)
-    if (s->slot[k].full && s->slot[k].scanned &&
-        s->slot[k].batch_state == BATCH_NONE)
+    if (s->slot[k].full && s->slot[k].batch_state == BATCH_NONE)
       sl = &s->slot[k];
   if (sl == NULL)
     return 0;
   sl->batch_state = BATCH_BUILDING;
+  atomic_store_explicit(&sl->batch.cut, 0, memory_order_relaxed);
   pthread_mutex_unlock(&s->mu);
-  (void)idx_batch_build(&sl->batch, &sl->map, s->hint_depth, s->hint_scale);
+  (void)idx_batch_build(&sl->batch, &s->walker, sl->buf, sl->len, s->hint_depth,
+                        s->hint_scale);
   pthread_mutex_lock(&s->mu);
   sl->batch_state = BATCH_DONE;
   pthread_cond_broadcast(&s->cv);
   return 1;
 }
 
-/* Thread: waits until slot i is free, scanning and walking ahead in the
- * meantime; NULL when close() asks to stop. */
+/* Thread: waits until slot i is free, walking ahead in the meantime;
+ * NULL when close() asks to stop. */
 static char *wait_free(struct idx_source *s, unsigned i)
 {
   char *buf = NULL;
 
   pthread_mutex_lock(&s->mu);
   while (s->slot[i].full && !s->stop)
-    if (!scan_one(s) && !walk_one(s))
+    if (!walk_one(s))
       pthread_cond_wait(&s->cv, &s->mu);
   if (!s->stop)
     buf = s->slot[i].buf;
@@ -386,7 +352,7 @@ int idx_source_open_under(const char *root, const char *path, unsigned flags,
     return tr_err_set(err, TR_ENOMEM, NULL, "%s: out of memory", path);
   s->fd = -1;
   s->threaded = (flags & IDX_SOURCE_THREAD) != 0;
-  s->scan = (flags & IDX_SOURCE_SCAN) != 0 && idx_scan_enabled();
+  s->ahead = (flags & IDX_SOURCE_SCAN) != 0 && idx_scan_enabled();
   pthread_mutex_init(&s->mu, NULL);
   pthread_cond_init(&s->cv, NULL);
   s->path = strdup(path);
@@ -409,8 +375,8 @@ int idx_source_open_under(const char *root, const char *path, unsigned flags,
   return 0;
 }
 
-/* Without a thread: the next slot is produced (and scanned) now, into the
- * one buffer. Bytes produced before an error are handed out first. */
+/* Without a thread: the next slot is produced now, into the one buffer.
+ * Bytes produced before an error are handed out first. */
 static int next_inline(struct idx_source *s, struct idx_chunk *c,
                        struct tr_err *err)
 {
@@ -422,9 +388,6 @@ static int next_inline(struct idx_source *s, struct idx_chunk *c,
     s->ended = rc <= 0;
   }
   if (c->len > 0) {
-    if (s->scan && idx_scan_run(&sl->map, &s->carry, sl->buf, c->len) != 0)
-      s->scan = 0;
-    c->map = s->scan ? &sl->map : NULL;
     c->text = sl->buf;
     return 0;
   }
@@ -444,7 +407,7 @@ int idx_source_next(struct idx_source *s, struct idx_chunk *c,
   pthread_mutex_lock(&s->mu);
   if (s->holding) {
     sl = &s->slot[(s->next + SLOTS - 1) % SLOTS];
-    sl->full = sl->scanned = 0;
+    sl->full = 0;
     sl->batch_state = BATCH_NONE;
     s->holding = 0;
     pthread_cond_broadcast(&s->cv);
@@ -452,18 +415,18 @@ int idx_source_next(struct idx_source *s, struct idx_chunk *c,
   sl = &s->slot[s->next];
   while (!sl->full && !s->ended)
     pthread_cond_wait(&s->cv, &s->mu);
-  /* Scanned by the thread, or by this one now; walked ahead or not. */
-  while (sl->full &&
-         ((s->scan && !sl->scanned) || sl->batch_state == BATCH_BUILDING))
-    if (!scan_one(s))
-      pthread_cond_wait(&s->cv, &s->mu);
+  /* Walked ahead or not, but not while it is: a walk under way stops
+   * after its current event, and what it walked is taken. */
+  if (sl->full && sl->batch_state == BATCH_BUILDING)
+    atomic_store_explicit(&sl->batch.cut, 1, memory_order_relaxed);
+  while (sl->full && sl->batch_state == BATCH_BUILDING)
+    pthread_cond_wait(&s->cv, &s->mu);
   if (!sl->full) {
     pthread_mutex_unlock(&s->mu);
     if (s->end_err.code != 0)
       return tr_err_set(err, s->end_err.code, NULL, "%s", s->end_err.msg);
     return 0;
   }
-  c->map = sl->scanned ? &sl->map : NULL;
   c->batch = sl->batch_state == BATCH_DONE ? &sl->batch : NULL;
   s->holding = 1;
   s->next = (s->next + 1) % SLOTS;
@@ -478,7 +441,7 @@ void idx_source_hint(struct idx_source *s, unsigned depth, int scale)
   pthread_mutex_lock(&s->mu);
   s->hint_depth = depth;
   s->hint_scale = scale;
-  s->hinted = s->threaded;
+  s->hinted = s->threaded && s->ahead;
   pthread_mutex_unlock(&s->mu);
 }
 
@@ -509,9 +472,9 @@ void idx_source_close(struct idx_source *s)
     close(s->fd);
   for (i = 0; i < SLOTS; i++) {
     free(s->slot[i].buf);
-    idx_scan_map_free(&s->slot[i].map);
     idx_batch_free(&s->slot[i].batch);
   }
+  idx_walker_free(&s->walker);
   free(s->in);
   idx_inflate_free(s->z);
   pthread_cond_destroy(&s->cv);

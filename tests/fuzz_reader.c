@@ -161,8 +161,7 @@ static void run(enum idx_format fmt, const char *data, size_t size,
 static void run_batched(enum idx_format fmt, const char *data, size_t size,
                         size_t split, struct outcome *o)
 {
-  struct idx_scan_carry carry = { 0 };
-  struct idx_scan_map map = { 0 };
+  struct idx_walker walker = { 0 };
   struct idx_batch batch = { 0 };
   const size_t cut[3] = { 0, split, size };
   struct idx_reader *r;
@@ -178,10 +177,8 @@ static void run_batched(enum idx_format fmt, const char *data, size_t size,
     c.text = data + cut[i];
     c.len = cut[i + 1] - cut[i];
     (void)idx_reader_walk_hint(r, &depth, &scale);
-    if (idx_scan_run(&map, &carry, c.text, c.len) != 0 ||
-        idx_batch_build(&batch, &map, depth, scale) != 0)
+    if (idx_batch_build(&batch, &walker, c.text, c.len, depth, scale) != 0)
       __builtin_trap();
-    c.map = &map;
     c.batch = &batch;
     o->rc = idx_reader_feed_chunk(r, &c, &o->err);
   }
@@ -190,7 +187,7 @@ static void run_batched(enum idx_format fmt, const char *data, size_t size,
   o->events = idx_reader_doc(r)->events;
   o->skipped = idx_reader_doc(r)->skipped;
   idx_reader_free(r);
-  idx_scan_map_free(&map);
+  idx_walker_free(&walker);
   idx_batch_free(&batch);
 }
 

@@ -450,8 +450,7 @@ unsigned char *load(const char *path, size_t *n)
 void run_batched(const char *data, size_t n, size_t chunk,
                  enum idx_format forced, struct tally *t)
 {
-  struct idx_scan_carry carry = { 0 };
-  struct idx_scan_map map = { 0 };
+  struct idx_walker walker = { 0 };
   struct idx_batch batch = { 0 };
   struct idx_reader *r;
   struct idx_chunk c;
@@ -466,15 +465,13 @@ void run_batched(const char *data, size_t n, size_t chunk,
   while (off < n && t->rc == 0) {
     c.text = data + off;
     c.len = n - off < chunk ? n - off : chunk;
-    CHECK_INT(idx_scan_run(&map, &carry, c.text, c.len), 0);
     (void)idx_reader_walk_hint(r, &depth, &scale);
-    CHECK_INT(idx_batch_build(&batch, &map, depth, scale), 0);
-    c.map = &map;
+    CHECK_INT(idx_batch_build(&batch, &walker, c.text, c.len, depth, scale), 0);
     c.batch = &batch;
     t->rc = idx_reader_feed_chunk(r, &c, &t->err);
     off += c.len;
   }
   end_run(r, n, t);
-  idx_scan_map_free(&map);
+  idx_walker_free(&walker);
   idx_batch_free(&batch);
 }
