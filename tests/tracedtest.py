@@ -2,6 +2,7 @@
 loopback port with a private database and trace root, and HTTP calls over
 real sockets. Standard library only."""
 import contextlib
+import errno
 import json
 import os
 import shutil
@@ -222,15 +223,22 @@ def small_disk(size="3m"):
 
 
 def fill(folder):
-    """Writes a file in folder until the disk is full; returns its path."""
+    """Writes a file in folder until the disk is full; returns its path.
+    Unbuffered, so that no refused bytes are left to flush at the close
+    (a buffered file raised ENOSPC again there); then a byte at a time, so
+    the disk is full to its last block."""
     path = os.path.join(folder, "filler")
-    with open(path, "wb") as f:
-        try:
-            while True:
-                f.write(b"\0" * 65536)
-                f.flush()
-        except OSError:
-            pass
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        for size in (65536, 4096, 1):
+            try:
+                while True:
+                    os.write(fd, b"\0" * size)
+            except OSError as e:
+                if e.errno != errno.ENOSPC:
+                    raise
+    finally:
+        os.close(fd)
     return path
 
 
