@@ -5,20 +5,10 @@ state is written (failed, never left running), /healthz says ok again and
 imports work. Needs root and a tmpfs: exits 77 (skipped) elsewhere."""
 import os
 import shutil
-import time
 
 from test_capture_lib import SMALL, Rig, check, check_eq, run_cases
-from tracedtest import fill, post_until_refused, small_disk
+from tracedtest import fill, post_until_refused, small_disk, wait_for
 
-
-def wait_for(what, cond, timeout):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = cond()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError("%s: not within %d s" % (what, timeout))
 
 
 def full_disk_mid_capture(mnt, root):
@@ -39,13 +29,13 @@ def full_disk_mid_capture(mnt, root):
         check_eq(rig.d.get("/healthz")[1]["status"], "degraded", "healthz")
         # The capture's next write (its move to exporting) is refused; it
         # fails in memory and says so on traced's log.
-        wait_for("the capture failed in memory", lambda: "store refuses "
-                 "writes" in rig.d.log_text(), 90)
+        wait_for(lambda: "store refuses writes" in rig.d.log_text(), 90,
+                 "the capture failed in memory")
         check_eq(rig.get(cid)["status"], "running", "the store lags")
         os.unlink(filler)
-        cap = wait_for("the final state written",
-                       lambda: (lambda c: c if c["status"] != "running"
-                                else None)(rig.get(cid)), 30)
+        cap = wait_for(lambda: (lambda c: c if c["status"] != "running"
+                                else None)(rig.get(cid)), 30,
+                       "the final state written")
         check_eq(cap["status"], "failed", "status once space is back")
         check("store refuses writes" in cap["error"]["message"], cap["error"])
         check(cap["finished_at"] is not None, "finished_at")

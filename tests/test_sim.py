@@ -22,7 +22,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tracedtest import (SIM_BIN, SRC_DIR, TRACES_DIR, check,  # noqa: E402
-                        check_eq, free_port, sim_path)
+                        check_eq, free_port, sim_path, wait_for)
 
 SCRIPTS = os.path.join(SRC_DIR, "sim", "scripts")
 SERVER = os.path.join(SRC_DIR, "sim", "atom_sim_server.py")
@@ -231,16 +231,6 @@ class Sim:
 def timed(fn):
     t0 = time.time()
     return fn() + (time.time() - t0,)
-
-
-def wait_for(cond, timeout, what):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        v = cond()
-        if v:
-            return v
-        time.sleep(0.02)
-    raise AssertionError("timed out waiting for " + what)
 
 
 def rank_files(folder):   # (.gz names, .json names), None when absent

@@ -633,7 +633,8 @@ def slice_href(cid, rank, start, end):
 
 
 def check_slice_link(d, href, step=None):
-    """The link answers the slice of its window; a step's holds it."""
+    """The link answers the slice of its window; a step's holds it.
+    Returns the slice."""
     code, ctype, body = fetch(d, "/" + href)
     check_eq((code, ctype), (200, "application/json"), href)
     doc = json.loads(body)
@@ -646,6 +647,7 @@ def check_slice_link(d, href, step=None):
                  and e.get("tid") == 1 and e["args"]["label"] ==
                  step["label"] and e["args"]["step_ns"] == step["dur_ns"]]
         check_eq(len(steps), 1, href + ": the step's track")
+    return doc
 
 
 def case_dom_links_slices():
@@ -788,8 +790,7 @@ def check_instance_slices(d, chromium, cid):
         d.base, cid))
     check_eq(links, set(want), "the worst instances' slice links")
     for href in sorted(want)[:4]:
-        check_slice_link(d, href)
-        doc = json.loads(fetch(d, "/" + href)[2])
+        doc = check_slice_link(d, href)
         durs = [round(e["dur"] * 1000) for e in doc["traceEvents"]
                 if e.get("ph") == "X" and e.get("cat") == "kernel"]
         check(want[href]["dur_ns"] in durs, href + ": the rank's collective "

@@ -222,6 +222,18 @@ def small_disk(size="3m"):
         shutil.rmtree(top, ignore_errors=True)
 
 
+def wait_for(cond, timeout, what, every=0.05):
+    """cond()'s first true value, asked every `every` s for at most timeout
+    seconds; fails naming what."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = cond()
+        if value:
+            return value
+        time.sleep(every)
+    raise AssertionError("timed out waiting for %s (%s s)" % (what, timeout))
+
+
 def fill(folder):
     """Writes a file in folder until the disk is full; returns its path.
     Unbuffered, so that no refused bytes are left to flush at the close
