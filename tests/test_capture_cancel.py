@@ -9,14 +9,13 @@ import time
 
 from test_capture_lib import (Rig, check, check_eq, check_rank_figures,
                               rank_gz, run_cases)
+from tracedtest import wait_for
 
 
 def wait_call(rig, script, n, timeout=30):
     """Until the simulator has recorded n calls of script."""
-    deadline = time.time() + timeout
-    while len(rig.calls(script)) < n:
-        check(time.time() < deadline, "no call %d of %s" % (n, script))
-        time.sleep(0.05)
+    wait_for(lambda: len(rig.calls(script)) >= n, timeout,
+             "call %d of %s" % (n, script))
 
 
 def cancel(rig, cid, phase, script=None, n=0, check_env=False, stops=True):
@@ -78,15 +77,12 @@ def cancel_in_each_phase():
 
 def wait_exported(folder, tp, timeout=30):
     """Until every rank_<r> holds one .gz and no .json."""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
+    def exported():
         names = [sorted(os.listdir(os.path.join(folder, "rank_%d" % r)))
                  if os.path.isdir(os.path.join(folder, "rank_%d" % r))
                  else [] for r in range(tp)]
-        if all(len(n) == 1 and n[0].endswith(".gz") for n in names):
-            return
-        time.sleep(0.1)
-    raise AssertionError("export of %s never completed" % folder)
+        return all(len(n) == 1 and n[0].endswith(".gz") for n in names)
+    wait_for(exported, timeout, "the export of %s" % folder, every=0.1)
 
 
 def kill9_and_restart():
