@@ -25,6 +25,8 @@
  *                      column, rounded half up to 6 decimals
  *           RATIO      derived, not stored: the row's ALL column over its
  *                      count, rounded half up to 6 decimals
+ *           PART       derived, not stored: total_ns over the row's ALL
+ *                      column, rounded half up to 6 decimals
  *   ALL     how GET .../<table> without ?rank= sums the ranks' rows:
  *           KEY (grouped by), SUM, MIN, MAX, ANY (max(): one value per
  *           key), MIXED (the ranks' common text, else "mixed"), NONE (not
@@ -76,7 +78,37 @@
   XX(warnings, warnings, JSON, NONE, 4)                                        \
   XX(collective_events, collective_events, INT, NONE, 5)                       \
   XX(collective_ns, collective_ns, INT, NONE, 5)                               \
-  XX(exposed_comm_ns, exposed_comm_ns, INT, NONE, 5)
+  XX(exposed_comm_ns, exposed_comm_ns, INT, NONE, 5)                           \
+  TR_SUM_RANK_DECODE(XX)
+
+/* Decode's completeness on a rank (index/decode.h, docs/DECODE.md,
+ * "Completeness"): the capture traces read and their graphs; graph
+ * replays (graph launches), how many were matched to a captured graph
+ * exactly, short (fewer kernels than the graph's launches, placed one way
+ * only: missing_launches of the graphs' launches had no kernel), left
+ * unmatched (by reason in unmatched_reasons: {reason: {replays, ns}}), or
+ * had no device record at all; device records whose launch the trace
+ * does not hold, and those whose launch has no op above it. Shares are of
+ * device_ns. */
+#define TR_SUM_RANK_DECODE(XX)                                                 \
+  XX(capture_traces, capture_traces, INT, NONE, 6)                             \
+  XX(capture_graphs, capture_graphs, INT, NONE, 6)                             \
+  XX(capture_launches, capture_launches, INT, NONE, 6)                         \
+  XX(replays, replays, INT, NONE, 6)                                           \
+  XX(replay_kernels, replay_kernels, INT, NONE, 6)                             \
+  XX(replay_ns, replay_ns, INT, NONE, 6)                                       \
+  XX(replays_matched, replays_matched, INT, NONE, 6)                           \
+  XX(replays_short, replays_short, INT, NONE, 6)                               \
+  XX(replays_short_ns, replays_short_ns, INT, NONE, 6)                         \
+  XX(missing_launches, missing_launches, INT, NONE, 6)                         \
+  XX(replays_unmatched, replays_unmatched, INT, NONE, 6)                       \
+  XX(replays_unmatched_ns, replays_unmatched_ns, INT, NONE, 6)                 \
+  XX(unmatched_reasons, unmatched_reasons, JSON, NONE, 6)                      \
+  XX(empty_graph_launches, empty_graph_launches, INT, NONE, 6)                 \
+  XX(kernels_no_launch, kernels_no_launch, INT, NONE, 6)                       \
+  XX(kernels_no_launch_ns, kernels_no_launch_ns, INT, NONE, 6)                 \
+  XX(kernels_no_op, kernels_no_op, INT, NONE, 6)                               \
+  XX(kernels_no_op_ns, kernels_no_op_ns, INT, NONE, 6)
 
 #define TR_SUM_KERNEL(XX)                                                      \
   XX(name, name_id, NAME, KEY, 1)                                              \
@@ -238,6 +270,99 @@
   XX(steps, steps, INT, SUM, 3)                                                \
   XX(per_step_ns, per_step_ns, INT, MAX, 3)
 
+/* Decode (index/decode.h, docs/DECODE.md): device time by what launched
+ * it, per step kind (step null: outside every step), from the op, module
+ * and layer above each kernel's launch (a replayed kernel's: above the
+ * launch that recorded it into its graph). The figures the tables share:
+ *   kernels      device records (kernels, copies, memsets)
+ *   total_ns     their durations
+ *   steps        the kind's steps on the rank (0 outside steps)
+ *   per_step_ns  total_ns / steps, floored (all ranks: the largest)
+ *   p50_ns       its time per step across the kind's steps, a step where
+ *   p99_ns       it took none counting 0 (all ranks: the largest)
+ *   step_ns      the kind's device time on the rank
+ *   share        total_ns / step_ns */
+#define TR_DEC_FIGURES(XX)                                                     \
+  XX(kernels, kernels, INT, SUM, 6)                                            \
+  XX(total_ns, total_ns, INT, SUM, 6)                                          \
+  XX(steps, steps, INT, SUM, 6)                                                \
+  XX(per_step_ns, per_step_ns, INT, MAX, 6)                                    \
+  XX(p50_ns, p50_ns, INT, MAX, 6)                                              \
+  XX(p99_ns, p99_ns, INT, MAX, 6)                                              \
+  XX(step_ns, step_ns, INT, SUM, 6)                                            \
+  XX(share, share, PART, step_ns, 6)
+
+/* By module path (layers collapsed: layers.*); layers: how many layers
+ * it ran in. */
+#define TR_SUM_DEC_MODULE(XX)                                                  \
+  XX(step, step, TEXT_NULL, KEY, 6)                                            \
+  XX(module, module, TEXT_NULL, KEY, 6)                                        \
+  XX(layers, layers, INT, MAX, 6)                                              \
+  TR_DEC_FIGURES(XX)
+
+#define TR_SUM_DEC_LAYER(XX)                                                   \
+  XX(step, step, TEXT_NULL, KEY, 6)                                            \
+  XX(layer, layer, INT_NULL, KEY, 6)                                           \
+  TR_DEC_FIGURES(XX)
+
+/* By op, the innermost one above the launch (its direct time: total_ns);
+ * count: its instances that launched; subtree_ns: every kernel with the
+ * op anywhere above its launch. */
+#define TR_SUM_DEC_OP(XX)                                                      \
+  XX(step, step, TEXT_NULL, KEY, 6)                                            \
+  XX(op, op, TEXT_NULL, KEY, 6)                                                \
+  XX(count, count, INT, SUM, 6)                                                \
+  TR_DEC_FIGURES(XX)                                                           \
+  XX(subtree_ns, subtree_ns, INT, SUM, 6)
+
+#define TR_SUM_DEC_LAYER_MODULE(XX)                                            \
+  XX(step, step, TEXT_NULL, KEY, 6)                                            \
+  XX(layer, layer, INT_NULL, KEY, 6)                                           \
+  XX(module, module, TEXT_NULL, KEY, 6)                                        \
+  TR_DEC_FIGURES(XX)
+
+/* By (op, module): TraceLens's ops summary by parent module. */
+#define TR_SUM_DEC_OP_MODULE(XX)                                               \
+  XX(step, step, TEXT_NULL, KEY, 6)                                            \
+  XX(op, op, TEXT_NULL, KEY, 6)                                                \
+  XX(module, module, TEXT_NULL, KEY, 6)                                        \
+  XX(count, count, INT, SUM, 6)                                                \
+  XX(kernels, kernels, INT, SUM, 6)                                            \
+  XX(total_ns, total_ns, INT, SUM, 6)
+
+/* The kernels of each module. */
+#define TR_SUM_DEC_KERNEL(XX)                                                  \
+  XX(step, step, TEXT_NULL, KEY, 6)                                            \
+  XX(module, module, TEXT_NULL, KEY, 6)                                        \
+  XX(name, name_id, NAME, KEY, 6)                                              \
+  XX(kernels, kernels, INT, SUM, 6)                                            \
+  XX(total_ns, total_ns, INT, SUM, 6)
+
+/* Each step kind: its steps, their device time (step_ns) and what of it
+ * has an op (attributed_ns); the median step (the earliest of the steps
+ * whose label lasted nearest the kind's p50): its label, start (from
+ * t0_ns) and label duration, its device time. */
+#define TR_SUM_DEC_STEP(XX)                                                    \
+  XX(step, step, TEXT, KEY, 6)                                                 \
+  XX(steps, steps, INT, SUM, 6)                                                \
+  XX(kernels, kernels, INT, SUM, 6)                                            \
+  XX(step_ns, step_ns, INT, SUM, 6)                                            \
+  XX(attributed_ns, attributed_ns, INT, SUM, 6)                                \
+  XX(median_label, median_label, TEXT_NULL, ANY, 6)                            \
+  XX(median_start_ns, median_start_ns, INT_NULL, ANY, 6)                       \
+  XX(median_dur_ns, median_dur_ns, INT_NULL, ANY, 6)                           \
+  XX(median_ns, median_ns, INT, MAX, 6)
+
+/* The median step of each kind (decode_steps) by layer, module and
+ * kernel: the stacked bar of one step. */
+#define TR_SUM_DEC_MEDIAN(XX)                                                  \
+  XX(step, step, TEXT, EACH, 6)                                                \
+  XX(layer, layer, INT_NULL, EACH, 6)                                          \
+  XX(module, module, TEXT_NULL, EACH, 6)                                       \
+  XX(name, name_id, NAME, EACH, 6)                                             \
+  XX(kernels, kernels, INT, EACH, 6)                                           \
+  XX(total_ns, total_ns, INT, EACH, 6)
+
 /*
  * XX(member, ROWS, row): the summary's tables, in the order the summary
  * prints them. member is the summary's array and the SQL table (one per
@@ -258,7 +383,15 @@
   XX(idle, TR_SUM_IDLE, idle)                                                  \
   XX(timeline, TR_SUM_TIMELINE, timeline)                                      \
   XX(families, TR_SUM_FAMILY, family)                                          \
-  XX(family_steps, TR_SUM_FAMILY_STEP, family_step)
+  XX(family_steps, TR_SUM_FAMILY_STEP, family_step)                           \
+  XX(decode_modules, TR_SUM_DEC_MODULE, dec_module)                            \
+  XX(decode_layers, TR_SUM_DEC_LAYER, dec_layer)                               \
+  XX(decode_ops, TR_SUM_DEC_OP, dec_op)                                        \
+  XX(decode_layer_modules, TR_SUM_DEC_LAYER_MODULE, dec_layer_module)          \
+  XX(decode_op_modules, TR_SUM_DEC_OP_MODULE, dec_op_module)                   \
+  XX(decode_kernels, TR_SUM_DEC_KERNEL, dec_kernel)                            \
+  XX(decode_steps, TR_SUM_DEC_STEP, dec_step)                                  \
+  XX(decode_median, TR_SUM_DEC_MEDIAN, dec_median)
 
 /*
  * The capture's own tables (issue 10): computed across ranks once every

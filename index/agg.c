@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "index/agg.h"
+#include "index/decode.h"
 #include "index/format.h"
 
 #define AGG_PENDING      (1u << 15)
@@ -439,9 +440,7 @@ static const char *const label_kinds[] = { "prefill",
                                            "dspark_sched",
                                            "draft_kv" };
 
-/* Length of the run-label kind, the name up to '[', or 0 when the name is
- * no run label ("ProfilerStep#3", "capture_graph_bs_8", "decode_helper[x]"). */
-static size_t label_kind(struct idx_str n)
+size_t agg_label_kind(struct idx_str n)
 {
   const char *b = n.p ? memchr(n.p, '[', n.n) : NULL;
   size_t len, i;
@@ -460,13 +459,8 @@ static size_t label_kind(struct idx_str n)
   return len;
 }
 
-/* Parses the integer after `key` (e.g. "tok=") inside the brackets, where
- * key starts a field (after '[', ' ' or ','). *second gets the number
- * after a '/' (bs=117/128), or -1. Returns the first number or -1. Fields
- * it is not asked for (ctx=, T=, sqsq= sqsk= sk= of ATOM's detailed
- * annotation) are passed over, never an error. */
-static int64_t label_field(struct idx_str n, size_t from, const char *key,
-                           int64_t *second)
+int64_t agg_label_field(struct idx_str n, size_t from, const char *key,
+                        int64_t *second)
 {
   size_t kl = strlen(key), i;
   int64_t v[2] = { -1, -1 };
@@ -501,7 +495,7 @@ static int64_t label_field(struct idx_str n, size_t from, const char *key,
  * for the outliers, and a time record. */
 static int on_label(struct idx_agg *a, const struct idx_event *ev, int side)
 {
-  size_t len = label_kind(ev->name);
+  size_t len = agg_label_kind(ev->name);
   int64_t tok, bs, graph_bs, seq;
   uint32_t kind;
   int rc;
@@ -515,8 +509,8 @@ static int on_label(struct idx_agg *a, const struct idx_event *ev, int side)
     a->skipped++; /* a flood of made-up propose_* kinds: count, drop */
     return 0;
   }
-  tok = label_field(ev->name, len + 1, "tok=", NULL);
-  bs = label_field(ev->name, len + 1, "bs=", &graph_bs);
+  tok = agg_label_field(ev->name, len + 1, "tok=", NULL);
+  bs = agg_label_field(ev->name, len + 1, "bs=", &graph_bs);
   if ((rc = agg_labels_add(&a->labels, ev->name.p, ev->name.n, &seq)) != 0 ||
       (rc = agg_step_seen(&a->steps[side][kind], ev, seq, bs,
                           bs >= 0 && graph_bs > bs, tok)) != 0)
@@ -559,10 +553,27 @@ static void note_time(struct idx_agg *a, const struct idx_event *ev)
     a->tend_ns = end;
 }
 
+/* One X event by its class. */
+static int account(struct idx_agg *a, const struct idx_doc *doc,
+                   const struct idx_event *ev, enum idx_class cls)
+{
+  switch (cls) {
+  case IDX_CLASS_KERNEL: return on_kernel(a, doc, ev);
+  case IDX_CLASS_COPY: return on_copy(a, ev, 0);
+  case IDX_CLASS_MEMSET: return on_copy(a, ev, 1);
+  case IDX_CLASS_RUNTIME: return on_runtime(a, doc, ev);
+  case IDX_CLASS_LABEL_CPU: return on_label(a, ev, AGG_SIDE_CPU);
+  case IDX_CLASS_LABEL_GPU: return on_label(a, ev, AGG_SIDE_GPU);
+  default: return 0;
+  }
+}
+
 int idx_agg_event(void *ud, const struct idx_doc *doc,
                   const struct idx_event *ev)
 {
   struct idx_agg *a = ud;
+  enum idx_class cls;
+  int rc;
 
   if (ev->ph == 'M') {
     on_meta(a, ev);
@@ -577,15 +588,10 @@ int idx_agg_event(void *ud, const struct idx_doc *doc,
     note_time(a, ev);
   if (ev->ph != 'X')
     return 0;
-  switch (idx_format_get(doc->format)->classify(ev)) {
-  case IDX_CLASS_KERNEL: return on_kernel(a, doc, ev);
-  case IDX_CLASS_COPY: return on_copy(a, ev, 0);
-  case IDX_CLASS_MEMSET: return on_copy(a, ev, 1);
-  case IDX_CLASS_RUNTIME: return on_runtime(a, doc, ev);
-  case IDX_CLASS_LABEL_CPU: return on_label(a, ev, AGG_SIDE_CPU);
-  case IDX_CLASS_LABEL_GPU: return on_label(a, ev, AGG_SIDE_GPU);
-  default: return 0;
-  }
+  cls = idx_format_get(doc->format)->classify(ev);
+  if ((rc = account(a, doc, ev, cls)) != 0 || a->dec == NULL)
+    return rc;
+  return dec_event(a->dec, ev, cls);
 }
 
 int idx_agg_init(struct idx_agg *a, const struct idx_rules *rules,

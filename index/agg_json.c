@@ -10,6 +10,7 @@
 
 #include "index/agg.h"
 #include "index/agg_sum.h"
+#include "index/decode.h"
 #include "index/format.h"
 
 static const char *const copy_kind_names[AGG_COPY_KINDS] = {
@@ -463,7 +464,7 @@ static json_t *summary_head(struct idx_agg *a, const struct idx_doc *doc,
   struct agg_sum_rank r = { 0 };
   int i;
 
-  AGG_SUM_FILLS(TR_SUM_RANK, 36);
+  AGG_SUM_FILLS(TR_SUM_RANK, 54); /* 18 of them dec_put_rank()'s */
   if (a->t0_ns > a->tend_ns) /* no timed event */
     a->t0_ns = a->tend_ns = 0;
   for (i = 0; i < AGG_COPY_MEMSET; i++) {
@@ -506,6 +507,9 @@ static json_t *summary_head(struct idx_agg *a, const struct idx_doc *doc,
   r.kernel_names_folded = (int64_t)a->kfold.distinct;
   r.runtime_names_folded = (int64_t)a->rfold.distinct;
   r.warnings = fold_warnings(a);
+  if (a->dec != NULL)
+    dec_warnings(a->dec, r.warnings);
+  dec_put_rank(a->dec, &r);
   r.collective_events = (int64_t)a->coll.events;
   r.collective_ns = a->coll.ns;
   r.exposed_comm_ns = a->coll.exposed_ns;
@@ -546,6 +550,8 @@ int idx_agg_summary(struct idx_agg *a, const struct idx_doc *doc,
                       tr_strerror(rc));
   if ((rc = idx_agg_resolve(a)) != 0 || (rc = agg_families(a)) != 0)
     return tr_err_set(err, rc, "", "%s: out of memory", info->path);
+  if (a->dec != NULL && (rc = dec_end(a->dec, err)) != 0)
+    return rc;
   choose_step_side(a);
   krows = sorted_rows(a->names.n, &nk, fill_kernel, a);
   if (krows == NULL)
@@ -573,6 +579,7 @@ int idx_agg_summary(struct idx_agg *a, const struct idx_doc *doc,
   tab.timeline = agg_timeline_json(a);
   tab.families = agg_families_json(a);
   tab.family_steps = agg_famsteps_json(a);
+  dec_put_tables(a->dec, a->t0_ns, &tab);
   agg_sum_tables_put(o, &tab);
   *out = o;
   return 0;

@@ -149,6 +149,17 @@ static void cat(char *buf, size_t size, size_t *len, const char *fmt, ...)
   va_end(ap);
 }
 
+/* total_ns over the column den of the table `of` (r: the rank, t: the
+ * row), rounded to 6 decimals, as key. */
+static void part_expr(char *b, size_t size, size_t *len, const char *of,
+                      const char *den, const char *key)
+{
+  cat(b, size, len,
+      " CASE WHEN %s.%s > 0 THEN round(CAST(t.total_ns AS REAL) / %s.%s, 6)"
+      " ELSE 0.0 END AS \"%s\"",
+      of, den, of, den, key);
+}
+
 /* The expression of f when one rank's rows are read as they are. */
 void store__col_expr(char *b, size_t size, size_t *len,
                      const struct store__field *f)
@@ -162,18 +173,14 @@ void store__col_expr(char *b, size_t size, size_t *len,
   case F_AVG:
     cat(b, size, len, " t.total_ns / t.count AS \"%s\"", f->key);
     break;
-  case F_SHARE:
-    cat(b, size, len,
-        " CASE WHEN r.%s > 0 THEN round(CAST(t.total_ns AS REAL) / r.%s, 6)"
-        " ELSE 0.0 END AS \"%s\"",
-        f->den, f->den, f->key);
-    break;
+  case F_SHARE: part_expr(b, size, len, "r", f->den, f->key); break;
   case F_RATIO:
     cat(b, size, len,
         " CASE WHEN t.count > 0 THEN round(CAST(t.%s AS REAL) / t.count, 6)"
         " ELSE 0.0 END AS \"%s\"",
         f->den, f->key);
     break;
+  case F_PART: part_expr(b, size, len, "t", f->den, f->key); break;
   default: cat(b, size, len, " t.%s AS \"%s\"", f->col, f->key); break;
   }
 }
@@ -205,6 +212,12 @@ static bool col_all(char *b, size_t size, size_t *len,
         " CASE WHEN sum(t.count) > 0 THEN round(CAST(sum(t.%s) AS REAL) /"
         " sum(t.count), 6) ELSE 0.0 END AS \"%s\"",
         f->den, f->key);
+    return true;
+  case A_PART:
+    cat(b, size, len,
+        " CASE WHEN sum(t.%s) > 0 THEN round(CAST(sum(t.total_ns) AS REAL) /"
+        " sum(t.%s), 6) ELSE 0.0 END AS \"%s\"",
+        f->den, f->den, f->key);
     return true;
   case A_SHARE:
     cat(b, size, len,
