@@ -383,7 +383,7 @@
   XX(idle, TR_SUM_IDLE, idle)                                                  \
   XX(timeline, TR_SUM_TIMELINE, timeline)                                      \
   XX(families, TR_SUM_FAMILY, family)                                          \
-  XX(family_steps, TR_SUM_FAMILY_STEP, family_step)                           \
+  XX(family_steps, TR_SUM_FAMILY_STEP, family_step)                            \
   XX(decode_modules, TR_SUM_DEC_MODULE, dec_module)                            \
   XX(decode_layers, TR_SUM_DEC_LAYER, dec_layer)                               \
   XX(decode_ops, TR_SUM_DEC_OP, dec_op)                                        \

@@ -465,7 +465,7 @@ static json_t *summary_head(struct idx_agg *a, const struct idx_doc *doc,
   int i;
 
   AGG_SUM_FILLS(TR_SUM_RANK, 54); /* 18 of them dec_put_rank()'s */
-  if (a->t0_ns > a->tend_ns) /* no timed event */
+  if (a->t0_ns > a->tend_ns)      /* no timed event */
     a->t0_ns = a->tend_ns = 0;
   for (i = 0; i < AGG_COPY_MEMSET; i++) {
     r.memcpy_count += (int64_t)a->copies[i].s.count;

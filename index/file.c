@@ -91,7 +91,8 @@ static int read_capture(const char *root, struct dec_lib *lib,
 
   o.on_progress = NULL;
   if ((rc = dec_file_new(lib, DEC_CAPTURE, cap, &run.dec)) == 0 &&
-      (rc = idx_reader_new(IDX_FORMAT_AUTO, on_capture_event, &run, &rd)) == 0 &&
+      (rc = idx_reader_new(IDX_FORMAT_AUTO, on_capture_event, &run, &rd)) ==
+          0 &&
       (rc = idx_read_under(root, cap->path, rd, &o, &bytes, &local)) == 0)
     rc = dec_end(run.dec, &local);
   idx_reader_free(rd);

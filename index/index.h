@@ -78,11 +78,7 @@ char *idx_family(const struct idx_rules *rules, const char *name);
  * several graphs a step with eager parts between them, the i-th graph for
  * the i-th graph launch of a step. AUTO: FULL when the capture trace holds
  * one graph, PIECEWISE when it holds more. */
-enum idx_graph_mode {
-  IDX_GRAPH_AUTO,
-  IDX_GRAPH_FULL,
-  IDX_GRAPH_PIECEWISE
-};
+enum idx_graph_mode { IDX_GRAPH_AUTO, IDX_GRAPH_FULL, IDX_GRAPH_PIECEWISE };
 
 /* A capture trace of a rank: the profile a server wrote while it captured
  * its CUDA/HIP graphs, where every launch still sits under its op and
@@ -99,8 +95,7 @@ struct idx_capture {
 /* ATOM's capture trace name "bs_<bs>_q_<q>_rank<N>.json.gz" (the _q_
  * part may be absent: older ATOM) into *bs, *q (-1 when absent) and
  * *rank; 1 when base is one, else 0 (nothing written). */
-int idx_capture_name(const char *base, int64_t *bs, int64_t *q,
-                     int64_t *rank);
+int idx_capture_name(const char *base, int64_t *bs, int64_t *q, int64_t *rank);
 
 /* The entries of an execution_details.json text (SGLang, vLLM, TraceLens:
  * [{"file", "batch_size", "mode": "FULL"|"PIECEWISE"}]), each to fn with

@@ -232,7 +232,6 @@ static json_t *step_rows(const struct fx_rank *r)
   for (size_t i = 0; i < r->ns; i++) {
     const struct fx_step *s = &r->s[i];
 
-
     json_array_append_new(
         steps,
         json_pack("{s:s,s:I,s:I,s:I,s:I,s:i,s:I,s:s}", "kind", s->kind, "count",
@@ -249,17 +248,20 @@ static json_t *step_rows(const struct fx_rank *r)
 static json_t *decode_empty(void)
 {
   static const char *const keys[] = {
-    "capture_traces",       "capture_graphs",       "capture_launches",
-    "replays",              "replay_kernels",       "replay_ns",
-    "replays_matched",      "replays_short",        "replays_short_ns",
-    "missing_launches",     "replays_unmatched",    "replays_unmatched_ns",
-    "empty_graph_launches", "kernels_no_launch",    "kernels_no_launch_ns",
-    "kernels_no_op",        "kernels_no_op_ns"
+    "capture_traces",       "capture_graphs",
+    "capture_launches",     "replays",
+    "replay_kernels",       "replay_ns",
+    "replays_matched",      "replays_short",
+    "replays_short_ns",     "missing_launches",
+    "replays_unmatched",    "replays_unmatched_ns",
+    "empty_graph_launches", "kernels_no_launch",
+    "kernels_no_launch_ns", "kernels_no_op",
+    "kernels_no_op_ns"
   };
   static const char *const tables[] = {
-    "decode_modules",    "decode_layers",  "decode_ops",
+    "decode_modules",       "decode_layers",     "decode_ops",
     "decode_layer_modules", "decode_op_modules", "decode_kernels",
-    "decode_steps",      "decode_median"
+    "decode_steps",         "decode_median"
   };
   json_t *o = json_object();
 
