@@ -30,3 +30,11 @@ traced_py_test(test_name_bomb test_name_bomb.py)
 # Slices of the raw trace (index/slice.c, slice_json.c): the mending of
 # the reader's quirks, hand-made traces byte for byte, traced's tracks.
 traced_c_test(test_slice traced_index test_slice.c)
+
+# Decode (docs/DECODE.md): host stacks and replay matching alone; every
+# decode table of `traced index` against tests/ref_decode.py on every real
+# trace, both real graph-capture pairs and a generated ATOM-style folder;
+# the (op, parent module) rows against TraceLens's own ops summary.
+traced_c_test(test_index_decode traced_index test_index_decode.c)
+traced_py_test(test_decode test_decode.py)
+traced_py_test(test_decode_tracelens test_decode_tracelens.py)
