@@ -318,6 +318,92 @@ static json_t *table(struct dec_file *d, uint32_t tag, const uint32_t *layers)
   return arr;
 }
 
+/* ---- the repeated block ---- */
+
+struct block { /* a (kind, module) over its layers */
+  uint32_t kind, module, layers;
+  int64_t total, fast_ns, slow_ns;
+  int32_t fast, slow;
+};
+
+static int block_cmp(const void *x, const void *y, void *ud)
+{
+  const struct block *a = x, *b = y;
+
+  if (a->kind != b->kind)
+    return a->kind < b->kind ? -1 : 1;
+  if (a->total != b->total)
+    return a->total > b->total ? -1 : 1;
+  return txt_cmp(mod_txt(ud, a->module), mod_txt(ud, b->module));
+}
+
+/* One T_LM entry (a layer of a module) into its block. */
+static void block_add(struct block *b, const struct dec_ent *e)
+{
+  int32_t layer = (int32_t)e->key.a - 1;
+
+  if (b->layers == 0 || e->ns < b->fast_ns ||
+      (e->ns == b->fast_ns && layer < b->fast)) {
+    b->fast_ns = e->ns;
+    b->fast = layer;
+  }
+  if (b->layers == 0 || e->ns > b->slow_ns ||
+      (e->ns == b->slow_ns && layer < b->slow)) {
+    b->slow_ns = e->ns;
+    b->slow = layer;
+  }
+  b->layers++;
+  b->total += e->ns;
+}
+
+static json_t *blocks(struct dec_file *d)
+{
+  const struct dec_tab *t = &d->tab;
+  struct agg_map ids = { 0 };
+  struct block *v = NULL;
+  size_t cap = 0;
+  json_t *arr = json_array();
+  uint32_t id;
+
+  for (uint32_t i = 0; i < t->ents.n; i++) {
+    const struct dec_ent *e = &t->ent[i];
+    uint32_t key[2] = { e->key.kind, e->key.b };
+
+    if (e->key.tag != T_LM || e->key.a == 0 || e->key.b == DEC_NONE)
+      continue;
+    if (agg_map_intern(&ids, key, sizeof(key), &id) < 0 ||
+        agg_grow(&v, &cap, id, sizeof(*v)) != 0)
+      break;
+    v[id].kind = e->key.kind;
+    v[id].module = e->key.b;
+    block_add(&v[id], e);
+  }
+  if (ids.n > 0)
+    qsort_r(v, ids.n, sizeof(*v), block_cmp, d);
+  for (uint32_t i = 0; i < ids.n; i++) {
+    const struct block *b = &v[i];
+    int64_t steps = b->kind < DEC_MAX_KINDS ? (int64_t)t->steps[b->kind] : 0;
+    struct agg_sum_dec_block r = {
+      .step = kind_txt(d, b->kind),
+      .module = mod_txt(d, b->module),
+      .layers = b->layers,
+      .total_ns = b->total,
+      .steps = steps,
+      .layer_ns = steps ? b->total / ((int64_t)b->layers * steps) : 0,
+      .fastest_layer = b->fast,
+      .fastest_ns = steps ? b->fast_ns / steps : 0,
+      .slowest_layer = b->slow,
+      .slowest_ns = steps ? b->slow_ns / steps : 0,
+    };
+
+    AGG_SUM_FILLS(TR_SUM_DEC_BLOCK, 10);
+    json_array_append_new(arr, agg_sum_dec_block_json(&r));
+  }
+  free(v);
+  agg_map_free(&ids);
+  return arr;
+}
+
 /* ---- steps and their median ---- */
 
 struct mkey { /* a row of the median step */
@@ -400,6 +486,7 @@ void dec_put_tables(struct dec_file *d, int64_t t0_ns, struct agg_sum_tables *t)
     t->decode_layer_modules = json_array();
     t->decode_op_modules = json_array();
     t->decode_kernels = json_array();
+    t->decode_blocks = json_array();
     t->decode_steps = json_array();
     t->decode_median = json_array();
     return;
@@ -412,6 +499,7 @@ void dec_put_tables(struct dec_file *d, int64_t t0_ns, struct agg_sum_tables *t)
   t->decode_layer_modules = table(d, T_LM, NULL);
   t->decode_op_modules = table(d, T_OM, NULL);
   t->decode_kernels = table(d, T_KERN, NULL);
+  t->decode_blocks = blocks(d);
   t->decode_steps = json_array();
   t->decode_median = json_array();
   nk = d->kinds.n < DEC_MAX_KINDS ? d->kinds.n : DEC_MAX_KINDS;

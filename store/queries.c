@@ -1,11 +1,13 @@
 /*
- * The queries behind GET /captures/<id>/{kernels,launches,categories,
- * steps,memcpy,runtime,phases,steps/buckets,steps/outliers,families,
- * families/steps}. Each table has a single-rank and an all-ranks statement
+ * The SQL of the tables whose rows are a rank summary's table as it is
+ * (kernels, launches, categories, memcpy, runtime, steps, phases,
+ * step_buckets, step_histogram, step_outliers, families, family_steps):
+ * each is one SPEC() row, registered as its store__sql_<name> (tables.c).
+ * Each table has a single-rank and an all-ranks statement
  * with the same result columns (named as the JSON keys: see store__rows).
  * Every statement takes the same parameters:
  *   ?1 capture id, ?2 rank, ?3 name substring, ?4 category, ?5 limit,
- *   ?6 family, ?7 step kind
+ *   ?6 family, ?7 step kind, ?8 module
  * (a statement may ignore some). Client text is only ever bound.
  *
  * All-ranks rules: count, total_ns and byte counts are summed; min_ns is
@@ -29,12 +31,23 @@
  * KEY columns]. Columns read the table as "t" and names as "n".
  */
 struct spec {
+  enum tr_table t;
   const char *table; /* the summary member: its fields */
   const char *single_from, *single_where;
   const char *all_head; /* before the columns; NULL: "SELECT" */
   const char *all_from, *all_where;
   const char *order; /* fixed ORDER BY, or NULL: by q->sort */
 };
+
+static int spec_rows(struct store *st, const void *ctx,
+                     const struct store_query *q, json_t **out,
+                     struct tr_err *err);
+
+/* A table's spec, registered as its SQL (tables.c). */
+#define SPEC(name, ...)                                                        \
+  static const struct spec name##_spec = { TR_TABLE_##name, #name,             \
+                                           __VA_ARGS__ };                      \
+  const struct store__sql store__sql_##name = { spec_rows, &name##_spec, NULL }
 
 /* The SQL below is laid out by hand: clang-format cannot break it. */
 /* clang-format off */
@@ -50,8 +63,7 @@ struct spec {
 #define FAMILY_Q " AND (?3 IS NULL OR instr(lower(t.family), lower(?3)) > 0)"
 #define RANKS ", count(*) AS ranks"
 
-static const struct spec kernels = {
-    "kernels", FROM_RANK("kernels") NAMES,
+SPEC(kernels, FROM_RANK("kernels") NAMES,
     ONE_RANK NAME_MATCH CATEGORY_MATCH FAMILY_MATCH,
     /* row_number() picks, per kernel, the rank with the largest and the
      * smallest total (ties: the lower rank number). */
@@ -69,67 +81,105 @@ static const struct spec kernels = {
     " max(CASE WHEN t.fast_i = 1 THEN t.rank END) AS fastest_rank,"
     " max(CASE WHEN t.fast_i = 1 THEN t.total_ns END) AS fastest_rank_ns"
     " FROM per t" NAMES, "",
-    NULL};
+    NULL);
 
-static const struct spec launches = {
-    "launches", FROM_RANK("launches") NAMES, ONE_RANK NAME_MATCH,
+SPEC(launches, FROM_RANK("launches") NAMES, ONE_RANK NAME_MATCH,
     NULL, RANKS FROM_RANK("launches") NAMES, ALL_RANKS NAME_MATCH,
-    NULL};
+    NULL);
 
-static const struct spec categories = {
-    "categories", FROM_RANK("categories"), ONE_RANK CATEGORY_MATCH,
+SPEC(categories, FROM_RANK("categories"), ONE_RANK CATEGORY_MATCH,
     NULL, RANKS FROM_RANK("categories"), ALL_RANKS CATEGORY_MATCH,
-    "total_ns DESC, category"};
+    "total_ns DESC, category");
 
-static const struct spec memcpy_spec = {
-    "memcpy", FROM_RANK("memcpy"), ONE_RANK,
+SPEC(memcpy, FROM_RANK("memcpy"), ONE_RANK,
     NULL, RANKS FROM_RANK("memcpy"), ALL_RANKS,
-    "total_ns DESC, kind"};
+    "total_ns DESC, kind");
 
-static const struct spec runtime = {
-    "runtime", FROM_RANK("runtime") NAMES, ONE_RANK NAME_MATCH,
+SPEC(runtime, FROM_RANK("runtime") NAMES, ONE_RANK NAME_MATCH,
     NULL, RANKS FROM_RANK("runtime") NAMES, ALL_RANKS NAME_MATCH,
-    NULL};
+    NULL);
 
-static const struct spec steps = {
-    "steps", FROM_RANK("steps"), ONE_RANK,
+SPEC(steps, FROM_RANK("steps"), ONE_RANK,
     NULL, RANKS FROM_RANK("steps"), ALL_RANKS,
-    "kind"};
+    "kind");
 
 /* Every rank's phases, each with its rank (the rows are EACH). */
-static const struct spec phases = {
-    "phases", FROM_RANK("phases"), ONE_RANK,
+SPEC(phases, FROM_RANK("phases"), ONE_RANK,
     "SELECT r.rank AS rank,", FROM_RANK("phases"), ALL_RANKS,
-    "rank, \"index\""};
+    "rank, \"index\"");
 
-static const struct spec step_buckets = {
-    "step_buckets", FROM_RANK("step_buckets"), ONE_RANK KIND_MATCH,
+SPEC(step_buckets, FROM_RANK("step_buckets"), ONE_RANK KIND_MATCH,
     NULL, RANKS FROM_RANK("step_buckets"), ALL_RANKS KIND_MATCH,
-    "kind, dim, lo"};
+    "kind, dim, lo");
 
-static const struct spec step_histogram = {
-    "step_histogram", FROM_RANK("step_histogram"), ONE_RANK KIND_MATCH,
+SPEC(step_histogram, FROM_RANK("step_histogram"), ONE_RANK KIND_MATCH,
     NULL, RANKS FROM_RANK("step_histogram"), ALL_RANKS KIND_MATCH,
-    "kind, lo_ns"};
+    "kind, lo_ns");
 
 /* Every rank's outliers, each with its rank: the slowest, then the
  * median step, per kind. */
-static const struct spec step_outliers = {
-    "step_outliers", FROM_RANK("step_outliers"), ONE_RANK KIND_MATCH,
+SPEC(step_outliers, FROM_RANK("step_outliers"), ONE_RANK KIND_MATCH,
     "SELECT r.rank AS rank,", FROM_RANK("step_outliers"),
-    ALL_RANKS KIND_MATCH, "rank, kind, role DESC, \"index\""};
+    ALL_RANKS KIND_MATCH, "rank, kind, role DESC, \"index\"");
 
-static const struct spec families = {
-    "families", FROM_RANK("families"), ONE_RANK FAMILY_Q CATEGORY_MATCH,
+SPEC(families, FROM_RANK("families"), ONE_RANK FAMILY_Q CATEGORY_MATCH,
     NULL, RANKS FROM_RANK("families"), ALL_RANKS FAMILY_Q CATEGORY_MATCH,
-    NULL};
+    NULL);
 
-static const struct spec family_steps = {
-    "family_steps", FROM_RANK("family_steps"),
+SPEC(family_steps, FROM_RANK("family_steps"),
     ONE_RANK FAMILY_Q " AND (?7 IS NULL OR t.step = ?7)",
     NULL, RANKS FROM_RANK("family_steps"),
     ALL_RANKS FAMILY_Q " AND (?7 IS NULL OR t.step = ?7)",
-    "step, total_ns DESC, family"};
+    "step, total_ns DESC, family");
+
+/* Decode (index/decode.h): per step kind (?kind=), outside every step
+ * (step null) last; ?q= a substring of the module (op, kernel name),
+ * ?module= exactly the module. */
+#define STEP_MATCH " AND (?7 IS NULL OR t.step = ?7)"
+#define Q_OF(c) " AND (?3 IS NULL OR instr(lower(" c "), lower(?3)) > 0)"
+#define MODULE_MATCH " AND (?8 IS NULL OR t.module = ?8)"
+#define STEP_ORDER "step IS NULL, step, "
+
+SPEC(decode_modules, FROM_RANK("decode_modules"),
+    ONE_RANK STEP_MATCH Q_OF("t.module"),
+    NULL, RANKS FROM_RANK("decode_modules"),
+    ALL_RANKS STEP_MATCH Q_OF("t.module"),
+    STEP_ORDER "total_ns DESC, module");
+
+SPEC(decode_layers, FROM_RANK("decode_layers"), ONE_RANK STEP_MATCH,
+    NULL, RANKS FROM_RANK("decode_layers"), ALL_RANKS STEP_MATCH,
+    STEP_ORDER "total_ns DESC, layer");
+
+SPEC(decode_ops, FROM_RANK("decode_ops"), ONE_RANK STEP_MATCH Q_OF("t.op"),
+    NULL, RANKS FROM_RANK("decode_ops"), ALL_RANKS STEP_MATCH Q_OF("t.op"),
+    STEP_ORDER "total_ns DESC, op");
+
+SPEC(decode_layer_modules, FROM_RANK("decode_layer_modules"),
+    ONE_RANK STEP_MATCH Q_OF("t.module") MODULE_MATCH,
+    NULL, RANKS FROM_RANK("decode_layer_modules"),
+    ALL_RANKS STEP_MATCH Q_OF("t.module") MODULE_MATCH,
+    STEP_ORDER "layer IS NULL, layer, total_ns DESC, module");
+
+SPEC(decode_op_modules, FROM_RANK("decode_op_modules"),
+    ONE_RANK STEP_MATCH Q_OF("t.op") MODULE_MATCH,
+    NULL, RANKS FROM_RANK("decode_op_modules"),
+    ALL_RANKS STEP_MATCH Q_OF("t.op") MODULE_MATCH,
+    STEP_ORDER "total_ns DESC, op, module");
+
+SPEC(decode_kernels, FROM_RANK("decode_kernels") NAMES,
+    ONE_RANK STEP_MATCH NAME_MATCH MODULE_MATCH,
+    NULL, RANKS FROM_RANK("decode_kernels") NAMES,
+    ALL_RANKS STEP_MATCH NAME_MATCH MODULE_MATCH,
+    STEP_ORDER "total_ns DESC, module, name");
+
+SPEC(decode_steps, FROM_RANK("decode_steps"), ONE_RANK,
+    NULL, RANKS FROM_RANK("decode_steps"), ALL_RANKS,
+    "step");
+
+/* Every rank's median step, each with its rank. */
+SPEC(decode_median, FROM_RANK("decode_median") NAMES, ONE_RANK STEP_MATCH,
+    "SELECT r.rank AS rank,", FROM_RANK("decode_median") NAMES,
+    ALL_RANKS STEP_MATCH, "rank, step, total_ns DESC, name");
 
 /* clang-format on */
 
@@ -270,23 +320,23 @@ static size_t build_sql(const struct spec *sp, bool all, char *buf, size_t size)
   return len;
 }
 
-static const char *const sorts[] = { "total", "count", "avg", "name", NULL };
+/* By tr_sorts: what each sort orders by before the table's key. */
 static const char *const sort_orders[] = { "total_ns DESC, ", "count DESC, ",
                                            "avg_ns DESC, ", "" };
 
 /* The ORDER BY of sp for sort, into buf: rows with a name sort by it,
- * families by family. */
+ * families by family (the map's key). */
 static const char *order_of(const struct spec *sp, const char *sort, char *buf,
                             size_t size)
 {
-  const char *key = strcmp(sp->table, "families") == 0 ? "family" : "name";
+  const char *key = tr_tables[sp->t].key;
   size_t i = 0;
 
   if (sp->order != NULL)
     return sp->order;
-  while (sort != NULL && sorts[i] != NULL && strcmp(sort, sorts[i]) != 0)
+  while (sort != NULL && tr_sorts[i] != NULL && strcmp(sort, tr_sorts[i]) != 0)
     i++;
-  snprintf(buf, size, "%s%s", sort_orders[sort && sorts[i] ? i : 0], key);
+  snprintf(buf, size, "%s%s", sort_orders[sort && tr_sorts[i] ? i : 0], key);
   return buf;
 }
 
@@ -315,6 +365,7 @@ static int query_rows(struct store *st, const struct spec *sp,
   sqlite3_bind_int(s, 5, q->limit > 0 ? q->limit : -1);
   store__bind_text(s, 6, q->family && *q->family ? q->family : NULL);
   store__bind_text(s, 7, q->kind && *q->kind ? q->kind : NULL);
+  store__bind_text(s, 8, q->module && *q->module ? q->module : NULL);
   return store__rows(st, s, out, err);
 }
 
@@ -368,129 +419,9 @@ int store__snapshot(struct store *st, const struct store_query *q,
   return 0;
 }
 
-/* All ranks of a done capture: its sums stored at its finish (sums.c),
- * else summed now. */
 static int spec_rows(struct store *st, const void *ctx,
                      const struct store_query *q, json_t **out,
                      struct tr_err *err)
 {
-  const struct spec *sp = ctx;
-  int rc = q->rank < 0 ? store__sum_rows(st, sp->table, q, out, err) : 1;
-
-  return rc == 1 ? query_rows(st, sp, q, out, err) : rc;
-}
-
-int store__table_live(struct store *st, const char *tbl,
-                      const struct store_query *q, json_t **out,
-                      struct tr_err *err)
-{
-  static const struct spec *const specs[] = {
-    &kernels,        &launches,      &categories, &memcpy_spec,
-    &runtime,        &steps,         &phases,     &step_buckets,
-    &step_histogram, &step_outliers, &families,   &family_steps
-  };
-  struct store_query all = *q;
-
-  all.rank = -1;
-  for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++)
-    if (strcmp(specs[i]->table, tbl) == 0)
-      return query_rows(st, specs[i], &all, out, err);
-  return tr_err_set(err, TR_ENOTFOUND, "", "no table %s", tbl);
-}
-
-static int run(struct store *st, const struct spec *sp,
-               const struct store_query *q, json_t **out, struct tr_err *err)
-{
-  int rc = 0;
-
-  if (q->limit < 0)
-    rc = tr_err_set(err, TR_EINVAL, "limit", "limit must be >= 0");
-  if (rc == 0)
-    rc = store__check_enum(q->sort, sorts, "sort", err);
-  if (rc < 0)
-    return rc;
-  return store__snapshot(st, q, spec_rows, sp, out, err);
-}
-
-int store__rank_table(struct store *st, int64_t capture_id, int rank,
-                      const char *table, json_t **out, struct tr_err *err)
-{
-  struct store_query q = { .capture_id = capture_id, .rank = rank };
-  const struct spec *sp = strcmp(table, "categories") == 0 ? &categories
-                          : strcmp(table, "memcpy") == 0   ? &memcpy_spec
-                                                           : &steps;
-
-  return query_rows(st, sp, &q, out, err);
-}
-
-int store_kernels(struct store *st, const struct store_query *q, json_t **out,
-                  struct tr_err *err)
-{
-  return run(st, &kernels, q, out, err);
-}
-
-int store_launches(struct store *st, const struct store_query *q, json_t **out,
-                   struct tr_err *err)
-{
-  return run(st, &launches, q, out, err);
-}
-
-int store_categories(struct store *st, const struct store_query *q,
-                     json_t **out, struct tr_err *err)
-{
-  return run(st, &categories, q, out, err);
-}
-
-int store_steps(struct store *st, const struct store_query *q, json_t **out,
-                struct tr_err *err)
-{
-  return run(st, &steps, q, out, err);
-}
-
-int store_memcpy(struct store *st, const struct store_query *q, json_t **out,
-                 struct tr_err *err)
-{
-  return run(st, &memcpy_spec, q, out, err);
-}
-
-int store_runtime(struct store *st, const struct store_query *q, json_t **out,
-                  struct tr_err *err)
-{
-  return run(st, &runtime, q, out, err);
-}
-
-int store_phases(struct store *st, const struct store_query *q, json_t **out,
-                 struct tr_err *err)
-{
-  return run(st, &phases, q, out, err);
-}
-
-int store_step_buckets(struct store *st, const struct store_query *q,
-                       json_t **out, struct tr_err *err)
-{
-  return run(st, &step_buckets, q, out, err);
-}
-
-int store_step_histogram(struct store *st, const struct store_query *q,
-                         json_t **out, struct tr_err *err)
-{
-  return run(st, &step_histogram, q, out, err);
-}
-
-int store_step_outliers(struct store *st, const struct store_query *q,
-                        json_t **out, struct tr_err *err)
-{
-  return run(st, &step_outliers, q, out, err);
-}
-
-int store_families(struct store *st, const struct store_query *q, json_t **out,
-                   struct tr_err *err)
-{
-  return run(st, &families, q, out, err);
-}
-
-int store_family_steps(struct store *st, const struct store_query *q,
-                       json_t **out, struct tr_err *err)
-{
-  return run(st, &family_steps, q, out, err);
+  return query_rows(st, ctx, q, out, err);
 }

@@ -322,9 +322,10 @@ static const char step5[] =
  * Version 6: decode opened up (index/decode.h, docs/DECODE.md). Each
  * rank's completeness (capture traces, replays matched or not, kernels
  * without a launch or an op); device time per step kind by module, layer,
- * op, (layer, module), (op, module) and module kernel; the step kinds and
- * their median step by layer, module and kernel. Their step, module,
- * layer and op may be NULL, so the tables keep a rowid.
+ * op, (layer, module), (op, module) and module kernel; the repeated
+ * blocks; the step kinds and their median step by layer, module and
+ * kernel. Their step, module, layer and op may be NULL, so the tables
+ * keep a rowid.
  */
 static const char step6[] =
     TR_SUM_RANK(ADD6_RANK)
@@ -343,6 +344,8 @@ static const char step6[] =
     "CREATE INDEX decode_kernels_rank ON decode_kernels(rank_id);"
     "CREATE TABLE decode_steps(" OF_RANK TR_SUM_DEC_STEP(NEW6)
     ", PRIMARY KEY(rank_id, step)) WITHOUT ROWID;"
+    "CREATE TABLE decode_blocks(" OF_RANK TR_SUM_DEC_BLOCK(NEW6) ");"
+    "CREATE INDEX decode_blocks_rank ON decode_blocks(rank_id);"
     "CREATE TABLE decode_median(" OF_RANK TR_SUM_DEC_MEDIAN(NEW6) ");"
     "CREATE INDEX decode_median_rank ON decode_median(rank_id);";
 /* clang-format on */

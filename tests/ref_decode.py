@@ -609,6 +609,30 @@ def _tables(c, steps, kinds, attributed, f):
         out[t] = rows
     out["steps"], out["median"] = _steps(steps, kinds, kind_ns, kind_kernels,
                                          kind_attr, nsteps)
+    out["blocks"] = blocks(out["layer_modules"], nsteps)
+    return out
+
+
+def blocks(layer_modules, nsteps):
+    """The repeated block: {(step, module): row} over the layers of each
+    module (layer and module known)."""
+    per = {}
+    for (kind, layer, module), row in layer_modules.items():
+        if layer is not None and module is not None:
+            per.setdefault((kind, module), []).append((layer,
+                                                       row["total_ns"]))
+    out = {}
+    for key, layers in per.items():
+        n = nsteps.get(key[0], 0) if key[0] is not None else 0
+        total = sum(ns for _, ns in layers)
+        fast = min(layers, key=lambda x: (x[1], x[0]))
+        slow = min(layers, key=lambda x: (-x[1], x[0]))
+        out[key] = {"layers": len(layers), "total_ns": total, "steps": n,
+                    "layer_ns": total // (len(layers) * n) if n else 0,
+                    "fastest_layer": fast[0],
+                    "fastest_ns": fast[1] // n if n else 0,
+                    "slowest_layer": slow[0],
+                    "slowest_ns": slow[1] // n if n else 0}
     return out
 
 

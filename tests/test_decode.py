@@ -28,7 +28,8 @@ TABLES = {"modules": ("decode_modules", ("step", "module")),
           "layer_modules": ("decode_layer_modules",
                             ("step", "layer", "module")),
           "op_modules": ("decode_op_modules", ("step", "op", "module")),
-          "kernels": ("decode_kernels", ("step", "module", "name"))}
+          "kernels": ("decode_kernels", ("step", "module", "name")),
+          "blocks": ("decode_blocks", ("step", "module"))}
 STEP_FIELDS = ("steps", "kernels", "step_ns", "attributed_ns",
                "median_label", "median_dur_ns", "median_ns")
 

@@ -30,15 +30,12 @@ static const struct fx_rank ra[] = { { ka, 3, steps, 1, 400, 7 },
                                      { kb, 2, steps, 1, 300, 5 } };
 static const struct fx_rank rb[] = { { kb, 2, steps, 1, 350, 5 } };
 
-static json_t *query(struct store *st,
-                     int (*fn)(struct store *, const struct store_query *,
-                               json_t **, struct tr_err *),
-                     struct store_query q)
+static json_t *query(struct store *st, enum tr_table t, struct store_query q)
 {
   json_t *rows = NULL;
 
   tr_err_clear(&err);
-  if (fn(st, &q, &rows, &err) != 0) {
+  if (store_table(st, t, &q, &rows, &err) != 0) {
     fprintf(stderr, "query: %s (%s)\n", err.msg, err.field);
     exit(1);
   }
@@ -70,7 +67,7 @@ static void store_idle_sums(struct store *st, int64_t cap)
 {
   int64_t total = idle_of(&ra[0]) + idle_of(&ra[1]);
   int64_t late = idle_of(&ra[0]) / 3 + idle_of(&ra[1]) / 3;
-  json_t *rows = query(st, store_idle,
+  json_t *rows = query(st, TR_TABLE_idle,
                        (struct store_query){ .capture_id = cap, .rank = 1 });
   json_t *late_row = fx_find(rows, "cause", "host_late");
 
@@ -81,7 +78,7 @@ static void store_idle_sums(struct store *st, int64_t cap)
   check_share(late_row, idle_of(&ra[1]) / 3, idle_of(&ra[1]));
   CHECK(json_object_get(late_row, "ranks") == NULL);
   json_decref(rows);
-  rows = query(st, store_idle,
+  rows = query(st, TR_TABLE_idle,
                (struct store_query){ .capture_id = cap, .rank = -1 });
   late_row = fx_find(rows, "cause", "host_late");
   CHECK_INT(fx_int(late_row, "idle_ns"), late);
@@ -93,15 +90,15 @@ static void store_idle_sums(struct store *st, int64_t cap)
       "sync");
   json_decref(rows);
   rows =
-      query(st, store_idle,
+      query(st, TR_TABLE_idle,
             (struct store_query){ .capture_id = cap, .rank = 0, .by = "step" });
   CHECK_INT(json_array_size(rows), 2);
   CHECK(json_is_null(json_object_get(json_array_get(rows, 0), "step")));
   json_decref(rows);
-  CHECK_INT(store_idle(st,
-                       &(struct store_query){
-                           .capture_id = cap, .rank = -1, .by = "kind" },
-                       &rows, &err),
+  CHECK_INT(store_table(st, TR_TABLE_idle,
+                        &(struct store_query){
+                            .capture_id = cap, .rank = -1, .by = "kind" },
+                        &rows, &err),
             TR_EINVAL);
   CHECK_STR(err.field, "by");
 }
@@ -110,7 +107,7 @@ static void store_idle_sums(struct store *st, int64_t cap)
 static void store_timeline_rebins(struct store *st, int64_t cap)
 {
   json_t *rows =
-      query(st, store_timeline,
+      query(st, TR_TABLE_timeline,
             (struct store_query){ .capture_id = cap, .rank = 0, .buckets = 1 });
   json_t *row = json_array_get(rows, 0);
 
@@ -123,7 +120,7 @@ static void store_timeline_rebins(struct store *st, int64_t cap)
   CHECK(json_is_null(json_object_get(row, "step")));
   CHECK(json_object_get(row, "rank") == NULL);
   json_decref(rows);
-  rows = query(st, store_timeline,
+  rows = query(st, TR_TABLE_timeline,
                (struct store_query){ .capture_id = cap, .rank = -1 });
   CHECK_INT(json_array_size(rows), 4); /* as stored: 2 per rank */
   CHECK_INT(fx_int(json_array_get(rows, 2), "rank"), 1);
@@ -131,10 +128,10 @@ static void store_timeline_rebins(struct store *st, int64_t cap)
                 fx_int(json_array_get(rows, 3), "busy_ns"),
             device_ns(&ra[1]));
   json_decref(rows);
-  CHECK_INT(store_timeline(st,
-                           &(struct store_query){
-                               .capture_id = cap, .rank = -1, .buckets = 5000 },
-                           &rows, &err),
+  CHECK_INT(store_table(st, TR_TABLE_timeline,
+                        &(struct store_query){
+                            .capture_id = cap, .rank = -1, .buckets = 5000 },
+                        &rows, &err),
             TR_EINVAL);
   CHECK_STR(err.field, "buckets");
 }
@@ -142,7 +139,7 @@ static void store_timeline_rebins(struct store *st, int64_t cap)
 /* Families sum their names; kernels?family= gives exactly its names. */
 static void store_families_rows(struct store *st, int64_t cap)
 {
-  json_t *rows = query(st, store_families,
+  json_t *rows = query(st, TR_TABLE_families,
                        (struct store_query){ .capture_id = cap, .rank = 0 });
   json_t *gemm = fx_find(rows, "family", "gemm");
 
@@ -153,7 +150,7 @@ static void store_families_rows(struct store *st, int64_t cap)
   CHECK_INT(fx_int(gemm, "avg_ns"), 1600 / 14);
   check_share(gemm, 1600, 1720);
   json_decref(rows);
-  rows = query(st, store_families,
+  rows = query(st, TR_TABLE_families,
                (struct store_query){ .capture_id = cap, .rank = -1 });
   gemm = fx_find(rows, "family", "gemm");
   CHECK_INT(fx_int(gemm, "total_ns"), 1600 + 1500);
@@ -161,7 +158,7 @@ static void store_families_rows(struct store *st, int64_t cap)
   CHECK_INT(fx_int(gemm, "kernels"), 2); /* the most of one rank */
   json_decref(rows);
   rows = query(
-      st, store_kernels,
+      st, TR_TABLE_kernels,
       (struct store_query){ .capture_id = cap, .rank = -1, .family = "gemm" });
   CHECK_INT(json_array_size(rows), 3);
   CHECK(fx_find(rows, "name", "norm") == NULL);
