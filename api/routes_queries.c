@@ -10,8 +10,8 @@
 
 #include "api/api_int.h"
 
-#define Q_MAX    256 /* bytes of a name substring, or a family */
-#define KIND_MAX 64  /* bytes of a step kind */
+#define Q_MAX      256  /* bytes of a name substring, or a family */
+#define KIND_MAX   64   /* bytes of a step kind */
 #define MODULE_MAX 2048 /* bytes of a module path (index/dec_tab.c) */
 
 /* The query parameters table t takes, NULL-terminated, into names (room
@@ -144,9 +144,8 @@ enum MHD_Result api_get_table(struct api_req *r)
 
 enum MHD_Result api_get_diff(struct api_req *r)
 {
-  static const char *const names[] = { "a",     "b",      "rank",
-                                       "by",    "norm",   "limit",
-                                       "kind",  "format", NULL };
+  static const char *const names[] = { "a",     "b",    "rank",   "by", "norm",
+                                       "limit", "kind", "format", NULL };
   static const char *const bys[] = { "kernel", "category", "step", "family",
                                      "module", "layer",    "op",   NULL };
   static const char *const norms[] = { "none", "per_step", NULL };

@@ -115,6 +115,8 @@ static const struct own_flag own_flags[] = {
   { "server_args", "--server-port", "traced's atom_port is where it polls" },
   { "server_args", "--torch-profiler-dir",
     "traced gives each capture its own trace folder" },
+  { "server_args", "--mark-trace",
+    "ask for it with \"mark_trace\": true (its capture traces are then read)" },
   { "server_args", "--request-log",
     "the server would write that file wherever a client says, as root" },
   { "bench_args", "--result-dir",

@@ -181,6 +181,8 @@ static void run_rank(struct cap_work *w)
     .cancel = &job->cancel,
     .max_kernel_names = (uint32_t)w->r->cfg->max_kernel_names,
     .threads = rank_threads(job),
+    .captures = rk->caps, /* its capture traces (docs/DECODE.md) */
+    .ncaptures = rk->ncaps,
   };
   struct tr_err err = { 0 };
   json_t *summary = NULL;

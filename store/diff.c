@@ -35,8 +35,8 @@ static const struct by_spec {
   const char *keyname, *key, *count, *table, *join;
   bool decode;
 } by_specs[] = {
-  { "name", "n.name", "x.count", "kernels",
-    " JOIN names n ON n.id = x.name_id", false },
+  { "name", "n.name", "x.count", "kernels", " JOIN names n ON n.id = x.name_id",
+    false },
   { "category", "x.category", "x.count", "categories", "", false },
   { "kind", "x.kind", "x.count", "steps", "", false },
   { "family", "x.family", "x.count", "families", "", false },
@@ -204,8 +204,8 @@ static int diff_rows(struct store *st, const char *by, bool norm,
   const struct by_spec *spec = spec_of(by);
   struct drow *rows = NULL;
   size_t n = 0;
-  int rc = read_drows(st, by, a, b, rank, spec->decode ? kind : NULL, &rows,
-                      &n, err);
+  int rc = read_drows(st, by, a, b, rank, spec->decode ? kind : NULL, &rows, &n,
+                      err);
 
   if (rc < 0)
     return rc;
@@ -422,8 +422,10 @@ static int load_side(struct store *st, struct side *sd, int rank, bool norm,
     rc = tr_err_set(err, TR_EINVAL, "norm",
                     "norm=per_step: %s (capture %lld) has no %s%s to count "
                     "steps by",
-                    sd->field, (long long)sd->id, kind ? kind : "prefill or "
-                                                                "decode",
+                    sd->field, (long long)sd->id,
+                    kind ? kind
+                         : "prefill or "
+                           "decode",
                     kind ? " steps" : " run labels");
   return rc;
 }
@@ -440,8 +442,7 @@ static int diff_in_txn(struct store *st, struct side *a, struct side *b,
   if (rc == 0)
     rc = load_side(st, b, o->rank, norm, o->kind, err);
   if (rc == 0)
-    rc = diff_rows(st, by, norm, a, b, o->rank, o->kind, o->limit, &rows,
-                   err);
+    rc = diff_rows(st, by, norm, a, b, o->rank, o->kind, o->limit, &rows, err);
   if (rc == 0)
     rc = diff_rows(st, "category", norm, a, b, o->rank, NULL, 0, &cats, err);
   if (rc < 0) {

@@ -207,12 +207,12 @@ def capture_file(rank, bs, piecewise):
     return t.doc()
 
 
-def scale_of(x, rng):
-    """A kernel's time factor in the run trace: SLOW_LAYER 3x, jitter."""
-    return (3.0 if x[4] == SLOW_LAYER else 1.0) * rng.uniform(0.9, 1.1)
+def scale_of(x, rng, slow):
+    """A kernel's time factor in the run trace: layer `slow` 3x, jitter."""
+    return (3.0 if x[4] == slow else 1.0) * rng.uniform(0.9, 1.1)
 
 
-def replay(t, launches, rng, drop=None):
+def replay(t, launches, rng, slow, drop=None):
     """One graph launch and its replayed kernels (one correlation)."""
     t.corr += 1
     corr = t.corr
@@ -221,7 +221,7 @@ def replay(t, launches, rng, drop=None):
     t.cpu += 32_000
     t.gpu = max(t.gpu, t.cpu)
     for i, x in enumerate(launches):
-        ns = int(x[3] * scale_of(x, rng))
+        ns = int(x[3] * scale_of(x, rng, slow))
         if i != drop:
             t.x("kernel", x[2], t.gpu, ns, t.dev, 1, {
                 "device": t.dev, "stream": 1, "correlation": corr,
@@ -241,14 +241,14 @@ def step(t, label, body):
     t.cpu = max(t.cpu, t.gpu) + 40_000    # the host syncs on the sample
 
 
-def run_file(rank, rng):
+def run_file(rank, rng, slow):
     t = Trace(rank, 1_000_000)
     fwd = forward()
     facts = {"replays": 0, "short": 0, "unmatched": 0, "missing": 0}
 
     def prefill():
         for x in fwd:
-            t.eager(x, scale_of(x, rng) * 4)
+            t.eager(x, scale_of(x, rng, slow) * 4)
         t.eager(SAMPLER + (None,), 1.0)
 
     step(t, "prefill[bs=2 tok=64 ctx=[32, 32]]", prefill)
@@ -259,7 +259,7 @@ def run_file(rank, rng):
         drop = {3: lm_head, 5: mul_l1}.get(n)
 
         def full(drop=drop):
-            replay(t, fwd, rng, drop)
+            replay(t, fwd, rng, slow, drop)
             t.eager(SAMPLER + (None,), 1.0)
 
         step(t, "decode[bs=5/8 tok=5 d=5]", full)
@@ -271,9 +271,9 @@ def run_file(rank, rng):
         def piecewise():
             for p in pieces(fwd):
                 if isinstance(p, tuple):
-                    t.eager(p, scale_of(p, rng))
+                    t.eager(p, scale_of(p, rng, slow))
                 else:
-                    replay(t, p, rng)
+                    replay(t, p, rng, slow)
                     facts["replays"] += 1
             t.eager(SAMPLER + (None,), 1.0)
 
@@ -281,9 +281,10 @@ def run_file(rank, rng):
     return t.doc(), facts
 
 
-def make(out, ranks=2, seed=18):
+def make(out, ranks=2, seed=18, slow=SLOW_LAYER):
+    """The folder for `ranks` ranks whose layer `slow` is 3x slower."""
     rng = random.Random(seed)
-    facts = {"slow_layer": SLOW_LAYER, "layers": LAYERS, "ranks": []}
+    facts = {"slow_layer": slow, "layers": LAYERS, "ranks": []}
     for r in range(ranks):
         folder = os.path.join(out, "rank_%d" % r)
         run = os.path.join(folder, "%s_ts_20260901_120000_%03d.pt.trace."
@@ -294,7 +295,7 @@ def make(out, ranks=2, seed=18):
                                 "bs_%d_q_1_rank%d.json.gz" % (bs, r))
             write(path, capture_file(r, bs, piecewise))
             caps.append((path, bs, 1, "AUTO"))
-        doc, f = run_file(r, rng)
+        doc, f = run_file(r, rng, slow)
         write(run, doc)
         f.update({"run": run, "captures": caps,
                   "graphs": 1 + len([p for p in pieces(forward())
