@@ -378,15 +378,16 @@
   XX(slowest_layer, slowest_layer, INT, ANY, 6)                                \
   XX(slowest_ns, slowest_ns, INT, MAX, 6)
 
-/* The median step of each kind (decode_steps) by layer, module and
- * kernel: the stacked bar of one step. */
+/* The median step of each kind (decode_steps) by layer and module: the
+ * stacked bar of one step; top_kernels its kernels, largest first (at
+ * most 5: [{name, kernels, total_ns}]). */
 #define TR_SUM_DEC_MEDIAN(XX)                                                  \
   XX(step, step, TEXT, EACH, 6)                                                \
   XX(layer, layer, INT_NULL, EACH, 6)                                          \
   XX(module, module, TEXT_NULL, EACH, 6)                                       \
-  XX(name, name_id, NAME, EACH, 6)                                             \
   XX(kernels, kernels, INT, EACH, 6)                                           \
-  XX(total_ns, total_ns, INT, EACH, 6)
+  XX(total_ns, total_ns, INT, EACH, 6)                                         \
+  XX(top_kernels, top_kernels, JSON, EACH, 6)
 
 /*
  * The capture's own tables: computed across ranks once every rank is
@@ -555,7 +556,7 @@
   R(XX, decode_steps, TR_SUM_DEC_STEP, dec_step, "decode/steps",               \
     TR_P(RANK) | TR_P(LIMIT), TR_NO_BY, TR_T_SUMMED | TR_T_CSV, NULL, NULL)    \
   R(XX, decode_median, TR_SUM_DEC_MEDIAN, dec_median, "decode/median",         \
-    TR_P(RANK) | TR_P(KIND) | TR_P(LIMIT), TR_NO_BY, TR_T_GROWS | TR_T_CSV,   \
+    TR_P(RANK) | TR_P(KIND) | TR_P(LIMIT), TR_NO_BY, TR_T_GROWS | TR_T_CSV,    \
     NULL, "step")                                                              \
   C(XX, collective_families, TR_COLL_FAMILY, coll_family, "collectives",       \
     TR_P(RANK) | TR_P(BY) | TR_P(FAMILY) | TR_P(LIMIT),                        \

@@ -589,7 +589,8 @@ int idx_agg_event(void *ud, const struct idx_doc *doc,
   if (ev->ph != 'X')
     return 0;
   cls = idx_format_get(doc->format)->classify(ev);
-  if ((rc = account(a, doc, ev, cls)) != 0 || a->dec == NULL)
+  if ((rc = account(a, doc, ev, cls)) != 0 || a->dec == NULL ||
+      !dec_wants(ev, cls))
     return rc;
   return dec_event(a->dec, ev, cls);
 }

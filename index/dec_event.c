@@ -159,6 +159,8 @@ void dec_file_free(struct dec_file *d)
   free(d->nested);
   hs_lanes_free(&d->lanes);
   agg_map_free(&d->stream_ids);
+  agg_map_free(&d->rt_names);
+  free(d->rt_class);
   agg_map_free(&d->kinds);
   agg_map_free(&d->descs);
   for (size_t i = 0; i < DEC_MAX_KINDS; i++)
@@ -198,10 +200,23 @@ static int put(struct dec_file *d, const struct idx_event *ev, uint32_t type,
 static int lane_of(struct dec_file *d, const struct idx_event *ev,
                    uint32_t *lane)
 {
-  return hs_lanes_id(
+  int numeric = (ev->has & IDX_HAS_PID) && (ev->has & IDX_HAS_TID);
+  int rc;
+
+  if (numeric && d->last_lane.valid && d->last_lane.pid == ev->pid &&
+      d->last_lane.tid == ev->tid) {
+    *lane = d->last_lane.lane;
+    return 0;
+  }
+  rc = hs_lanes_id(
       &d->lanes, ev->pid, ev->tid,
       (ev->has & IDX_HAS_PID) ? NULL : ev->pid_str.p, ev->pid_str.n,
       (ev->has & IDX_HAS_TID) ? NULL : ev->tid_str.p, ev->tid_str.n, lane);
+  d->last_lane.valid = numeric && rc == 0;
+  d->last_lane.pid = ev->pid;
+  d->last_lane.tid = ev->tid;
+  d->last_lane.lane = *lane;
+  return rc;
 }
 
 /* SGLang's profiler ops carry a counter that changes from run to run
@@ -425,35 +440,73 @@ static int on_annotation(struct dec_file *d, const struct idx_event *ev)
 
 /* ---- launches and device records ---- */
 
+/* What a runtime call is to decode, by its name (any case). */
+enum rt_kind {
+  RT_OTHER,
+  RT_BEGIN_CAPTURE, /* *StreamBeginCapture */
+  RT_END_CAPTURE,   /* *StreamEndCapture */
+  RT_GRAPH,         /* *GraphLaunch */
+  RT_KERNEL,        /* *Launch*, not *HostFunc */
+  RT_COPY,          /* *Memcpy* */
+  RT_MEMSET         /* *Memset* */
+};
+
+static enum rt_kind rt_kind_of(struct idx_str n)
+{
+  if (has_word(n, "streambegincapture"))
+    return RT_BEGIN_CAPTURE;
+  if (has_word(n, "streamendcapture"))
+    return RT_END_CAPTURE;
+  if (has_word(n, "graphlaunch"))
+    return RT_GRAPH;
+  if (has_word(n, "launch") && !has_word(n, "hostfunc"))
+    return RT_KERNEL;
+  if (has_word(n, "memcpy"))
+    return RT_COPY;
+  return has_word(n, "memset") ? RT_MEMSET : RT_OTHER;
+}
+
+/* rt_kind_of(), once per distinct name (a trace calls a few dozen). */
+static int rt_kind(struct dec_file *d, struct idx_str n, enum rt_kind *out)
+{
+  uint32_t id;
+  int rc = agg_map_intern(&d->rt_names, n.p, n.n, &id);
+
+  if (rc < 0 || agg_grow(&d->rt_class, &d->rt_class_cap, id, 1) != 0)
+    return TR_ENOMEM;
+  if (rc == 1)
+    d->rt_class[id] = (uint8_t)rt_kind_of(n);
+  *out = (enum rt_kind)d->rt_class[id];
+  return 0;
+}
+
 static int on_runtime(struct dec_file *d, const struct idx_event *ev)
 {
   uint32_t lane, name = DEC_NONE;
+  enum rt_kind kind;
   enum dec_cls cls;
   int rc;
 
-  if (d->mode == DEC_CAPTURE && has_word(ev->name, "streambegincapture")) {
+  if ((rc = rt_kind(d, ev->name, &kind)) != 0)
+    return rc;
+  if (d->mode == DEC_CAPTURE && kind == RT_BEGIN_CAPTURE) {
     d->begins++;
     return window(d, ev, DR_WINOPEN, ev->ts_ns + ev->dur_ns, 0);
   }
-  if (d->mode == DEC_CAPTURE && has_word(ev->name, "streamendcapture"))
+  if (d->mode == DEC_CAPTURE && kind == RT_END_CAPTURE)
     return window(d, ev, DR_WINCLOSE, ev->ts_ns, 0);
-  if (!(ev->has & IDX_HAS_CORR))
+  if (!(ev->has & IDX_HAS_CORR) || kind < RT_GRAPH)
     return 0;
-  if (has_word(ev->name, "graphlaunch")) {
+  if (kind == RT_GRAPH) {
     if (d->mode != DEC_RUN)
       return 0;
     return (rc = lane_of(d, ev, &lane)) != 0
                ? rc
                : put(d, ev, DR_GRAPH, lane, ev->correlation & DEC_CORR_MASK, 0);
   }
-  if (has_word(ev->name, "launch") && !has_word(ev->name, "hostfunc"))
-    cls = DEC_KERNEL;
-  else if (has_word(ev->name, "memcpy"))
-    cls = DEC_COPY;
-  else if (has_word(ev->name, "memset"))
-    cls = DEC_MEMSET;
-  else
-    return 0;
+  cls = kind == RT_KERNEL ? DEC_KERNEL
+        : kind == RT_COPY ? DEC_COPY
+                          : DEC_MEMSET;
   if ((rc = lane_of(d, ev, &lane)) != 0)
     return rc;
   if (d->mode == DEC_CAPTURE && cls == DEC_KERNEL && ev->kernel.p != NULL &&
@@ -469,12 +522,20 @@ static int stream_of(struct dec_file *d, const struct idx_event *ev,
 {
   int64_t key[2] = { (ev->has & IDX_HAS_DEVICE) ? ev->device : ev->pid,
                      (ev->has & IDX_HAS_STREAM) ? ev->stream : ev->tid };
-  int rc = agg_map_intern(&d->stream_ids, key, sizeof(key), lane);
+  int rc;
 
-  if (rc < 0)
+  if (d->last_stream.valid && d->last_stream.key[0] == key[0] &&
+      d->last_stream.key[1] == key[1]) {
+    *lane = d->last_stream.lane;
+    return 0;
+  }
+  if ((rc = agg_map_intern(&d->stream_ids, key, sizeof(key), lane)) < 0)
     return rc;
   if (*lane >= (1u << 15))
     *lane = (1u << 15) - 1; /* a flood of streams shares the last lane */
+  d->last_stream.valid = 1;
+  memcpy(d->last_stream.key, key, sizeof(key));
+  d->last_stream.lane = *lane;
   return 0;
 }
 
@@ -501,11 +562,13 @@ int dec_event(struct dec_file *d, const struct idx_event *ev,
     return 0;
   switch (cls) {
   case IDX_CLASS_NONE:
-    if (str_is(ev->cat, "cpu_op") || str_is(ev->cat, "Operator"))
-      return frame(d, ev, HS_OP, ev->name.p, ev->name.n);
-    if (starts(ev->name, MOD_PFX) && str_is(ev->cat, "python_function"))
+    /* Nine in ten events: python_function, most of them no module. */
+    if (ev->name.n > MOD_PFX_N && ev->name.p[0] == 'n' &&
+        starts(ev->name, MOD_PFX) && str_is(ev->cat, "python_function"))
       return frame(d, ev, HS_MODULE, ev->name.p + MOD_PFX_N,
                    ev->name.n - MOD_PFX_N);
+    if (str_is(ev->cat, "cpu_op") || str_is(ev->cat, "Operator"))
+      return frame(d, ev, HS_OP, ev->name.p, ev->name.n);
     return 0;
   case IDX_CLASS_LABEL_CPU:
     return str_is(ev->cat, "user_annotation") ? on_annotation(d, ev) : 0;

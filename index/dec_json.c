@@ -406,47 +406,94 @@ static json_t *blocks(struct dec_file *d)
 
 /* ---- steps and their median ---- */
 
-struct mkey { /* a row of the median step */
+#define MEDIAN_TOP 5 /* kernels listed per segment of the median step */
+
+struct mrow { /* a kernel of a segment (layer, module) of the median step */
   uint32_t layer, module, name;
+  uint64_t kernels;
+  int64_t ns;
 };
 
-static json_t *median_rows(struct dec_file *d, uint32_t kind)
+/* Segment, then the segment's kernels largest first, then name. */
+static int mrow_cmp(const void *x, const void *y, void *ud)
 {
-  const struct dec_median *m = &d->tab.median[kind];
-  struct agg_map rows = { 0 };
-  struct dec_mk *sum = NULL;
+  const struct mrow *a = x, *b = y;
+
+  if (a->layer != b->layer)
+    return a->layer < b->layer ? -1 : 1;
+  if (a->module != b->module)
+    return txt_cmp(mod_txt(ud, a->module), mod_txt(ud, b->module));
+  if (a->ns != b->ns)
+    return a->ns > b->ns ? -1 : 1;
+  return txt_cmp(name_txt(ud, a->name), name_txt(ud, b->name));
+}
+
+/* The median step's (stack, kernel) entries as rows of (layer, module,
+ * kernel) summed, into *out (caller frees); their number. */
+static size_t median_kernels(struct dec_file *d, const struct dec_median *m,
+                             struct mrow **out)
+{
+  struct agg_map ids = { 0 };
+  struct mrow *v = NULL;
   size_t cap = 0;
-  json_t *arr = json_array();
   uint32_t id;
 
   for (size_t i = 0; i < m->n; i++) {
     const struct dec_ident *ident = dec_ident_of(d, m->v[i].node);
-    struct mkey k;
+    uint32_t key[3];
 
     if (ident == NULL)
       break;
-    k = (struct mkey){ (uint32_t)(ident->layer + 1), ident->module,
-                       m->v[i].name };
-    if (agg_map_intern(&rows, &k, sizeof(k), &id) < 0 ||
-        agg_grow(&sum, &cap, id, sizeof(*sum)) != 0)
+    key[0] = (uint32_t)(ident->layer + 1);
+    key[1] = ident->module;
+    key[2] = m->v[i].name;
+    if (agg_map_intern(&ids, key, sizeof(key), &id) < 0 ||
+        agg_grow(&v, &cap, id, sizeof(*v)) != 0)
       break;
-    sum[id].kernels += m->v[i].kernels;
-    sum[id].ns += m->v[i].ns;
+    v[id].layer = key[0];
+    v[id].module = key[1];
+    v[id].name = key[2];
+    v[id].kernels += m->v[i].kernels;
+    v[id].ns += m->v[i].ns;
   }
-  for (uint32_t i = 0; i < rows.n; i++) {
-    const struct mkey *k = (const void *)rows.keys[i].p;
+  *out = v;
+  id = ids.n;
+  agg_map_free(&ids);
+  return id;
+}
+
+static json_t *median_rows(struct dec_file *d, uint32_t kind)
+{
+  struct mrow *v = NULL;
+  size_t n = median_kernels(d, &d->tab.median[kind], &v), i = 0;
+  json_t *arr = json_array();
+
+  if (n > 0)
+    qsort_r(v, n, sizeof(*v), mrow_cmp, d);
+  while (i < n) {
     struct agg_sum_dec_median r = { .step = kind_txt(d, kind),
-                                    .layer = layer_opt(k->layer),
-                                    .module = mod_txt(d, k->module),
-                                    .name = name_txt(d, k->name),
-                                    .kernels = (int64_t)sum[i].kernels,
-                                    .total_ns = sum[i].ns };
+                                    .layer = layer_opt(v[i].layer),
+                                    .module = mod_txt(d, v[i].module),
+                                    .top_kernels = json_array() };
+    size_t j = i;
 
     AGG_SUM_FILLS(TR_SUM_DEC_MEDIAN, 6);
+    for (; j < n && v[j].layer == v[i].layer && v[j].module == v[i].module;
+         j++) {
+      struct agg_txt name = name_txt(d, v[j].name);
+
+      r.kernels += (int64_t)v[j].kernels;
+      r.total_ns += v[j].ns;
+      if (j - i < MEDIAN_TOP)
+        json_array_append_new(
+            r.top_kernels, json_pack("{s:s%,s:I,s:I}", "name", name.p, name.n,
+                                     "kernels", (json_int_t)v[j].kernels,
+                                     "total_ns", (json_int_t)v[j].ns));
+    }
     json_array_append_new(arr, agg_sum_dec_median_json(&r));
+    i = j;
   }
-  free(sum);
-  agg_map_free(&rows);
+  free(v);
   return arr;
 }
 

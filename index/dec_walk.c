@@ -102,6 +102,7 @@ struct walk {
   int64_t *ring; /* launch correlations in arrival order */
   size_t ring_head, ring_n;
   struct replay rp[MAX_REPLAYS];
+  size_t rp_hi; /* above the last replay in use (loops stop there) */
   uint32_t *at; /* dec_match's placement, at most maxlen entries */
   size_t at_cap;
   struct cwin win[8];
@@ -278,6 +279,8 @@ static int replay_resolve(struct walk *w, struct replay *r)
     s->replays--;
   r->used = 0;
   r->n = 0;
+  while (w->rp_hi > 0 && !w->rp[w->rp_hi - 1].used)
+    w->rp_hi--;
   return rc;
 }
 
@@ -289,6 +292,8 @@ static int replay_slot(struct walk *w, struct replay **out)
   for (size_t i = 0; i < MAX_REPLAYS; i++) {
     if (!w->rp[i].used) {
       *out = &w->rp[i];
+      if (i >= w->rp_hi)
+        w->rp_hi = i + 1;
       return 0;
     }
     if (old == NULL || w->rp[i].corr < old->corr)
@@ -340,7 +345,7 @@ static int step_open(struct walk *w, const struct agg_rec *r)
       old = &w->steps[i];
   if (slot == NO_SLOT) { /* the oldest, still waiting, is closed now */
     w->d->c.steps_forced++;
-    for (size_t i = 0; i < MAX_REPLAYS; i++)
+    for (size_t i = 0; i < w->rp_hi; i++)
       if (w->rp[i].used && w->rp[i].slot == (uint32_t)(old - w->steps) &&
           (rc = replay_resolve(w, &w->rp[i])) != 0)
         return rc;
@@ -483,7 +488,7 @@ static int on_graph(struct walk *w, const struct agg_rec *r)
 
 static struct replay *replay_of(struct walk *w, int64_t corr)
 {
-  for (size_t i = 0; i < MAX_REPLAYS; i++)
+  for (size_t i = 0; i < w->rp_hi; i++)
     if (w->rp[i].used && w->rp[i].corr == corr)
       return &w->rp[i];
   return NULL;
@@ -526,7 +531,7 @@ static int replay_add(struct walk *w, struct replay *r, const struct agg_rec *d,
 static int replays_over(struct walk *w, int64_t corr, uint32_t stream,
                         int64_t t)
 {
-  for (size_t i = 0; i < MAX_REPLAYS; i++) {
+  for (size_t i = 0; i < w->rp_hi; i++) {
     struct replay *r = &w->rp[i];
     uint32_t passed = 0;
     int rc;
@@ -690,7 +695,7 @@ static int walk_end(struct walk *w)
 {
   int rc = 0;
 
-  for (size_t i = 0; i < MAX_REPLAYS && rc == 0; i++)
+  for (size_t i = 0; i < w->rp_hi && rc == 0; i++)
     if (w->rp[i].used)
       rc = replay_resolve(w, &w->rp[i]);
   while (rc == 0) {

@@ -217,7 +217,22 @@ struct dec_file {
                                 its thread, not a step of its own */
   struct hs_lanes lanes;     /* thread ids of the event pass */
   struct agg_map stream_ids; /* (device, stream) -> stream lane */
-  struct agg_map kinds;      /* step kind names */
+  /* The last thread and stream looked up: consecutive events share them,
+   * so most lookups cost a compare. */
+  struct {
+    int64_t pid, tid;
+    uint32_t lane;
+    int valid;
+  } last_lane;
+  struct {
+    int64_t key[2];
+    uint32_t lane;
+    int valid;
+  } last_stream;
+  struct agg_map rt_names; /* runtime call names -> rt_class[id] */
+  uint8_t *rt_class;
+  size_t rt_class_cap;
+  struct agg_map kinds; /* step kind names */
   struct dec_kind kind[DEC_MAX_KINDS];
   struct agg_map descs;     /* struct dec_desc -> id */
   struct agg_labels labels; /* step label texts by seq */

@@ -75,10 +75,18 @@ int hs_trie_child(struct hs_trie *t, uint32_t parent, uint32_t name,
                   uint32_t *node)
 {
   struct trie_key k = { parent, name };
+  struct hs_cached *c =
+      &t->cache[((parent * 0x9E3779B1u) ^ (name * 0x85EBCA77u)) >> 20 &
+                (HS_CACHE - 1)];
   uint32_t id;
   int rc;
 
+  if (c->node != 0 && c->parent == parent && c->name == name) {
+    *node = c->node;
+    return 0;
+  }
   if (agg_map_find(&t->keys, &k, sizeof(k), &id)) {
+    *c = (struct hs_cached){ parent, name, id + 1 };
     *node = id + 1;
     return 0;
   }
@@ -94,6 +102,7 @@ int hs_trie_child(struct hs_trie *t, uint32_t parent, uint32_t name,
   t->nodes[id + 1].name = name;
   t->nodes[id + 1].depth = t->nodes[parent].depth + 1;
   t->nnodes = id + 2;
+  *c = (struct hs_cached){ parent, name, id + 1 };
   *node = id + 1;
   return 0;
 }
@@ -169,6 +178,8 @@ void hs_lanes_advance(struct hs_lanes *l, struct hs_trie *t, uint32_t lane,
   /* The top frame ends first when frames nest; then this is one pop. */
   while (ln->n > 0 && ln->v[ln->n - 1].end <= t_ns)
     ln->n--;
+  if (!ln->ill)
+    return;
   for (i = 0; i < ln->n; i++) {
     if (ln->v[i].end <= t_ns) {
       if (first == UINT32_MAX)
@@ -178,6 +189,9 @@ void hs_lanes_advance(struct hs_lanes *l, struct hs_trie *t, uint32_t lane,
     ln->v[k++] = ln->v[i];
   }
   ln->n = k;
+  ln->ill = 0;
+  for (i = 1; i < ln->n; i++)
+    ln->ill |= ln->v[i].end > ln->v[i - 1].end;
   /* A frame left from the middle: the ones above it have new stacks. A
    * renode failure (out of memory) leaves their old nodes: still a stack
    * they were on. */
@@ -231,6 +245,10 @@ int hs_lanes_push(struct hs_lanes *l, struct hs_trie *t, uint32_t lane,
   ln->v[at].name = name;
   ln->v[at].launched = 0;
   ln->n++;
+  if (at > 0 && end > ln->v[at - 1].end)
+    ln->ill = 1;
+  if (at + 1 < ln->n && ln->v[at + 1].end > end)
+    ln->ill = 1;
   return renode(t, ln, at);
 }
 

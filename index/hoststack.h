@@ -44,9 +44,14 @@ struct hs_node {
   uint32_t depth;  /* frames on the stack, 1 for a bottom frame */
 };
 
+#define HS_CACHE 4096 /* (parent, name) -> node lookups remembered */
+
 struct hs_trie {
   struct agg_map names; /* kind byte + frame text -> name id */
   struct agg_map keys;  /* (parent, name) -> node id - 1 */
+  struct hs_cached {    /* direct-mapped: a push is a probe, mostly */
+    uint32_t parent, name, node;
+  } cache[HS_CACHE];
   struct hs_node *nodes;
   size_t nodes_cap;
   uint32_t nnodes;    /* node 0 included */
@@ -90,6 +95,8 @@ struct hs_open {
 struct hs_lane {
   struct hs_open *v;
   uint32_t n, cap;
+  int ill; /* a frame outlasts the one below it: an end may be found
+              below the top */
 };
 
 struct hs_lanes {

@@ -177,9 +177,10 @@ SPEC(decode_steps, FROM_RANK("decode_steps"), ONE_RANK,
     "step");
 
 /* Every rank's median step, each with its rank. */
-SPEC(decode_median, FROM_RANK("decode_median") NAMES, ONE_RANK STEP_MATCH,
-    "SELECT r.rank AS rank,", FROM_RANK("decode_median") NAMES,
-    ALL_RANKS STEP_MATCH, "rank, step, total_ns DESC, name");
+SPEC(decode_median, FROM_RANK("decode_median"), ONE_RANK STEP_MATCH,
+    "SELECT r.rank AS rank,", FROM_RANK("decode_median"),
+    ALL_RANKS STEP_MATCH,
+    "rank, step, layer IS NULL, layer, total_ns DESC, module");
 
 /* clang-format on */
 

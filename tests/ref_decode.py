@@ -11,7 +11,7 @@ reference(run_path, captures) -> {
   "ops": {(step, op): row}, "layer_modules": {(step, layer, module): row},
   "op_modules": {(step, op, module): row},
   "kernels": {(step, module, name): row},
-  "steps": {step: row}, "median": {(step, layer, module, name): row}}
+  "steps": {step: row}, "median": {(step, layer, module): row}}
 with rows as the summary's (share rounded as the C side rounds it).
 captures: [(path, bs, q, mode)] with mode "AUTO", "FULL", "PIECEWISE".
 """
@@ -659,11 +659,21 @@ def _steps(steps, kinds, kind_ns, kind_kernels, kind_attr, nsteps):
             "median_dur_ns": best["end"] - best["ts"],
             "median_abs_start": best["ts"],
             "median_ns": sum(r[3] for r in best["recs"])}
+        kernels = {}
         for layer, module, name, dur in best["recs"]:
-            m = median.setdefault((kind, layer, module, name),
-                                  {"kernels": 0, "total_ns": 0})
-            m["kernels"] += 1
-            m["total_ns"] += dur
+            m = kernels.setdefault((layer, module, name), [0, 0])
+            m[0] += 1
+            m[1] += dur
+        for (layer, module, name), (n, ns) in kernels.items():
+            seg = median.setdefault((kind, layer, module), {
+                "kernels": 0, "total_ns": 0, "all": []})
+            seg["kernels"] += n
+            seg["total_ns"] += ns
+            seg["all"].append((name, n, ns))
+    for seg in median.values():
+        top = sorted(seg.pop("all"), key=lambda k: (-k[2], k[0].encode()))
+        seg["top_kernels"] = [{"name": k[0], "kernels": k[1],
+                               "total_ns": k[2]} for k in top[:5]]
     return rows, median
 
 

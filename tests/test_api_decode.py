@@ -76,10 +76,11 @@ def check_rank(d, cid, rank, ref):
         check_eq(steps[(kind,)]["median_ns"], want["median_ns"],
                  "rank %d median step" % rank)
     med = rows(d, cid, "decode/median", rank=rank, kind="decode")
-    check_eq({(r["layer"], r["module"], r["name"]): r["total_ns"]
+    check_eq({(r["layer"], r["module"]): (r["total_ns"], r["top_kernels"])
               for r in med},
-             {k[1:]: v["total_ns"] for k, v in ref["median"].items()
-              if k[0] == "decode"}, "rank %d median rows" % rank)
+             {k[1:]: (v["total_ns"], v["top_kernels"])
+              for k, v in ref["median"].items() if k[0] == "decode"},
+             "rank %d median rows" % rank)
 
 
 def summed(refs, t):

@@ -64,10 +64,10 @@ def compare(what, s, ref):
         check_eq(steps[kind]["median_start_ns"],
                  None if start is None else start - s["t0_ns"],
                  "%s: step %s median start" % (what, kind))
-    med = {(r["step"], r["layer"], r["module"], r["name"]):
-           (r["kernels"], r["total_ns"]) for r in s["decode_median"]}
-    check_eq(med, {k: (v["kernels"], v["total_ns"])
-                   for k, v in ref["median"].items()}, what + ": median")
+    med = {(r["step"], r["layer"], r["module"]):
+           {k: r[k] for k in ("kernels", "total_ns", "top_kernels")}
+           for r in s["decode_median"]}
+    check_eq(med, ref["median"], what + ": median")
     # Every device record is in the tables once.
     for member in ("decode_modules", "decode_layers", "decode_op_modules",
                    "decode_kernels"):
