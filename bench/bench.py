@@ -49,7 +49,7 @@ def run(cmd):
 
 
 def rounds(cmds, n=None):
-    """{label: (median wall, median RSS KB, [walls], median CPU s)}, the
+    """{label: (median wall, median RSS KB, [walls], [CPU s])}, the
     commands run in turn n (ROUNDS) times."""
     walls = {k: [] for k in cmds}
     rss = {k: [] for k in cmds}
@@ -61,7 +61,7 @@ def rounds(cmds, n=None):
             rss[label].append(r)
             cpu[label].append(c)
     return {k: (statistics.median(walls[k]), statistics.median(rss[k]),
-                walls[k], statistics.median(cpu[k])) for k in cmds}
+                walls[k], cpu[k]) for k in cmds}
 
 
 def machine():

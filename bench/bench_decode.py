@@ -2,9 +2,12 @@
 """Decode's cost (bench_decode.sh; docs/DECODE.md, "Cost"), in one run:
 
   1. bench/'s big trace indexed with its real capture trace beside it, by
-     this traced (TRACED_BIN) and by today's (TRACED_BASE_BIN) in turn,
-     ROUNDS times: wall and CPU ratios (target: wall <= 1.2x today's) and
-     peak RSS (target < 48 MB); the replays it matched.
+     this traced (TRACED_BIN) and by today's (TRACED_BASE_BIN), and by this
+     one without the capture, in turn, ROUNDS times: the median of each
+     round's ratio to today's, CPU time (user + system: the target, <=
+     1.2x; on a machine shared with other work, wall time is mostly the
+     wait for a core) and wall; peak RSS (target < 48 MB); the replays it
+     matched.
   2. The real pair itself, traced against TraceLens's own graph-mode
      report (tracelens_report.py, with TRACELENS_DIR): wall, CPU, peak RSS,
      and figure for figure their time per (op, parent module): how many
@@ -17,6 +20,7 @@ Usage: bench_decode.py BIG_TRACE CAPTURE_FOLDER PAIR_RUN PAIR_CSV
 import csv
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -37,10 +41,12 @@ def summary(args):
 
 
 def show(m):
-    for label, (wall, kb, walls, cpu) in m.items():
-        print("  %-22s %7.3f s wall %7.3f s CPU  peak RSS %7.1f MB  runs %s"
-              % (label, wall, cpu, kb / 1024,
-                 " ".join("%.2f" % w for w in walls)))
+    for label, (wall, kb, walls, cpus) in m.items():
+        print("  %-22s %7.3f s wall %7.3f s CPU  peak RSS %7.1f MB  runs "
+              "(wall/CPU s) %s" % (label, wall, statistics.median(cpus),
+                                   kb / 1024, " ".join(
+                                       "%.2f/%.2f" % wc for wc in
+                                       zip(walls, cpus))))
 
 
 def big(path, caps):
@@ -56,13 +62,22 @@ def big(path, caps):
     m = bench.rounds({
         "today (%s)" % BASE: [BASE, "index", path],
         "traced with captures": [bench.TRACED, "index", "--captures", caps,
-                                 path]})
+                                 path],
+        "traced, no captures": [bench.TRACED, "index", path]})
     show(m)
-    (tw, _, _, tc), (dw, dkb, _, dc) = list(m.values())
-    print("  traced / today: wall %.2f (target <= 1.20: %s), CPU %.2f; "
-          "peak RSS %.1f MB (target < 48 MB: %s)" % (
-              dw / tw, bench.verdict(dw / tw <= 1.2), dc / tc, dkb / 1024,
-              bench.verdict(dkb / 1024 < 48)))
+    (_, _, tws, tcs), (_, dkb, dws, dcs), (_, nkb, nws, ncs) = m.values()
+
+    def ratio(xs, ys):
+        return statistics.median(x / y for x, y in zip(xs, ys))
+    cpu, wall = ratio(dcs, tcs), ratio(dws, tws)
+    print("  with captures / today, the median of each round's ratio: CPU "
+          "%.2f (target <= 1.20: %s), wall %.2f (load average %.1f: on a "
+          "busy machine wall time is mostly waiting for a core); peak RSS "
+          "%.1f MB (target < 48 MB: %s)" % (
+              cpu, bench.verdict(cpu <= 1.2), wall, os.getloadavg()[0],
+              dkb / 1024, bench.verdict(dkb / 1024 < 48)))
+    print("  no captures / today: CPU %.2f, wall %.2f; peak RSS %.1f MB" % (
+        ratio(ncs, tcs), ratio(nws, tws), nkb / 1024))
 
 
 def op_rows(s):
@@ -100,9 +115,10 @@ def pair(run, caps, csv_path):
                   "from %s)" % csv_path)
         show(m)
         if TL_DIR:
-            print("  TraceLens / traced: wall %.1fx, CPU %.1fx, peak RSS %.1fx"
-                  % tuple(m["TraceLens graph-mode report"][i] /
-                          m["traced"][i] for i in (0, 3, 1)))
+            tl, tr = m["TraceLens graph-mode report"], m["traced"]
+            print("  TraceLens / traced: wall %.1fx, CPU %.1fx, peak RSS "
+                  "%.1fx" % (tl[0] / tr[0], statistics.median(tl[3]) /
+                             statistics.median(tr[3]), tl[1] / tr[1]))
         theirs = tracelens_rows(csv_path)
     ours = op_rows(summary(["--captures", caps, run]))
     agree = [k for k in ours if k in theirs and

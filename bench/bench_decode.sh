@@ -3,8 +3,10 @@
 #   traced index of bench/'s big trace (1 GB, bench/make_big_trace.py's
 #   copies of the xDiT run trace) with that run's real capture trace beside
 #   it (graph_pairs/xdit_flux.1_aiter_sage/capture_traces: every replay
-#   matched) against today's traced (TRACED_BASE_BIN, main's build) on the
-#   same trace: <= 1.2x its wall time; peak RSS < 48 MB;
+#   matched, short: the run trace lost one of its kernels) against
+#   today's traced (TRACED_BASE_BIN, main's build) on the same trace:
+#   <= 1.2x its time (CPU, user + system; wall beside it);
+#   peak RSS < 48 MB; and this traced without the capture beside them;
 #   and beside it, on the real pair itself, traced and TraceLens's own
 #   graph-mode inference report (the capture merged into the replays, its
 #   ops summary by parent module), time for time and figure for figure.

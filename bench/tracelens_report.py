@@ -10,11 +10,15 @@ Usage: tracelens_report.py TRACELENS_DIR RUN_TRACE CAPTURE_FOLDER OUT_DIR
 (OUT_DIR gets ops_summary.csv and TraceLens's other tables)."""
 import os
 import sys
+import warnings
 
 
 def main():
     tl_dir, run, caps, out = sys.argv[1:5]
     sys.path.insert(0, tl_dir)
+    # Its notes (no orjson; events without kernel time) say nothing here.
+    warnings.simplefilter("ignore")
+    sys.stdout = open(os.devnull, "w")
     from TraceLens.Reporting.generate_perf_report_pytorch_inference import (
         classify_graph_capture_trace, generate_perf_report_pytorch)
     from TraceLens.Trace2Tree.trace_capture_merge_experimental import \
