@@ -17,7 +17,6 @@
 
 Usage: bench_decode.py BIG_TRACE CAPTURE_FOLDER PAIR_RUN PAIR_CSV
 """
-import csv
 import json
 import os
 import statistics
@@ -27,11 +26,15 @@ import tempfile
 
 import bench
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests"))
+# The rows as the test that holds them to TraceLens's reads them.
+from test_decode_tracelens import tracelens_rows, traced_rows  # noqa: E402
+
 BASE = os.environ.get("TRACED_BASE_BIN", "../main/build/traced")
 TL_DIR = os.environ.get("TRACELENS_DIR", "")
 TL_PY = os.environ.get("TRACELENS_PYTHON", "/usr/bin/python3")
 TL_ROUNDS = int(os.environ.get("TL_ROUNDS", "1"))
-HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def summary(args):
@@ -80,26 +83,6 @@ def big(path, caps):
         ratio(ncs, tcs), ratio(nws, tws), nkb / 1024))
 
 
-def op_rows(s):
-    out = {}
-    for r in s["decode_op_modules"]:
-        key = (r["op"], r["module"].split("/")[-1] if r["module"] else None)
-        row = out.setdefault(key, [0, 0, 0])
-        row[0] += r["total_ns"]
-        row[1] += r["count"]
-        row[2] += r["kernels"]
-    return out
-
-
-def tracelens_rows(path):
-    out = {}
-    for r in csv.DictReader(open(path, newline="")):
-        pm = r["parent_module"]
-        out[(r["name"], None if pm == "NA" else pm[len("nn.Module: "):])] = (
-            float(r["total_direct_kernel_time_sum"]), int(r["Count"]))
-    return out
-
-
 def pair(run, caps, csv_path):
     print("== the pair: %s with %s" % (os.path.basename(run), caps))
     cmds = {"traced": [bench.TRACED, "index", "--captures", caps, run]}
@@ -120,7 +103,7 @@ def pair(run, caps, csv_path):
                   "%.1fx" % (tl[0] / tr[0], statistics.median(tl[3]) /
                              statistics.median(tr[3]), tl[1] / tr[1]))
         theirs = tracelens_rows(csv_path)
-    ours = op_rows(summary(["--captures", caps, run]))
+    ours = traced_rows(summary(["--captures", caps, run]))
     agree = [k for k in ours if k in theirs and
              abs(ours[k][0] - theirs[k][0] * 1000) <= 0.5 * ours[k][2] and
              ours[k][1] == theirs[k][1]]

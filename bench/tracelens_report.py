@@ -8,6 +8,7 @@ part of traced: this only calls a checkout of it.
 
 Usage: tracelens_report.py TRACELENS_DIR RUN_TRACE CAPTURE_FOLDER OUT_DIR
 (OUT_DIR gets ops_summary.csv and TraceLens's other tables)."""
+import logging
 import os
 import sys
 import warnings
@@ -18,6 +19,7 @@ def main():
     sys.path.insert(0, tl_dir)
     # Its notes (no orjson; events without kernel time) say nothing here.
     warnings.simplefilter("ignore")
+    logging.disable(logging.WARNING)
     sys.stdout = open(os.devnull, "w")
     from TraceLens.Reporting.generate_perf_report_pytorch_inference import (
         classify_graph_capture_trace, generate_perf_report_pytorch)
