@@ -238,6 +238,31 @@
   XX(steps, steps, INT, SUM, 3)                                                \
   XX(per_step_ns, per_step_ns, INT, MAX, 3)
 
+/* The figures tracked in single steps (index/agg_samples.c): each
+ * category with device time, the largest families (at least 0.5% of the
+ * kernel time, at most 24) and kernels (at least 1%, at most 12); index is
+ * the place of its value in each step sample's values. */
+#define TR_SUM_SAMPLE_FIGURE(XX)                                               \
+  XX(index, idx, INT, EACH, 6)                                                 \
+  XX(figure, figure, TEXT, EACH, 6)                                            \
+  XX(name, name, TEXT, EACH, 6)
+
+/* Single real steps of the step side (at most 2048 a rank: every stride-th
+ * of a kind, in start order): ordinal its place among its kind's steps,
+ * step the N of ProfilerStep#N, bs and tok its label's (null: none),
+ * start_ns from the rank's t0_ns, warmup 1 when the steady state leaves it
+ * out, values each tracked figure's device time in it (ns, by index). */
+#define TR_SUM_STEP_SAMPLE(XX)                                                 \
+  XX(kind, kind, TEXT, EACH, 6)                                                \
+  XX(ordinal, ordinal, INT, EACH, 6)                                           \
+  XX(step, step, INT_NULL, EACH, 6)                                            \
+  XX(bs, bs, INT_NULL, EACH, 6)                                                \
+  XX(tok, tok, INT_NULL, EACH, 6)                                              \
+  XX(start_ns, start_ns, INT, EACH, 6)                                         \
+  XX(dur_ns, dur_ns, INT, EACH, 6)                                             \
+  XX(warmup, warmup, INT, EACH, 6)                                             \
+  XX(values, vals, JSON, EACH, 6)
+
 /*
  * XX(member, ROWS, row): the summary's tables, in the order the summary
  * prints them. member is the summary's array and the SQL table (one per
@@ -258,7 +283,9 @@
   XX(idle, TR_SUM_IDLE, idle)                                                  \
   XX(timeline, TR_SUM_TIMELINE, timeline)                                      \
   XX(families, TR_SUM_FAMILY, family)                                          \
-  XX(family_steps, TR_SUM_FAMILY_STEP, family_step)
+  XX(family_steps, TR_SUM_FAMILY_STEP, family_step)                            \
+  XX(sample_figures, TR_SUM_SAMPLE_FIGURE, sample_figure)                      \
+  XX(step_samples, TR_SUM_STEP_SAMPLE, step_sample)
 
 /*
  * The capture's own tables (issue 10): computed across ranks once every
