@@ -34,7 +34,7 @@
 #include "store/store_int.h"
 #include "store/verdict_int.h"
 
-#define MIN_STEPS   5
+#define MIN_STEPS   8
 #define MIN_HISTORY 3
 #define ALPHA       0.05
 #define MAX_BUCKETS 12 /* buckets listed with a change */
