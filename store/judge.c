@@ -316,7 +316,7 @@ static void band_note(const struct store__vfig *f, double noise, int threshold,
 
   if (f->var <= 0 && f->history)
     snprintf(buf, size,
-             "band %.1f%% from %zu earlier captures (no spread "
+             "band %.3g%% from %zu earlier captures (no spread "
              "of its own: too few steps)",
              noise, f->history);
   else if (f->var <= 0)
@@ -329,11 +329,11 @@ static void band_note(const struct store__vfig *f, double noise, int threshold,
                           "configuration");
   else if (f->history)
     snprintf(buf, size,
-             "band %.1f%% from the spread of its steps (%zu %s) "
+             "band %.3g%% from the spread of its steps (%zu %s) "
              "and from %zu earlier captures",
              noise, f->strata, what, f->history);
   else
-    snprintf(buf, size, "band %.1f%% from the spread of its steps (%zu %s)",
+    snprintf(buf, size, "band %.3g%% from the spread of its steps (%zu %s)",
              noise, f->strata, what);
 }
 

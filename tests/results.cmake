@@ -21,3 +21,7 @@ traced_c_test(test_index_coll traced_index test_index_coll.c)
 # 10% slower regressed naming it, each at least 95% of 40 pairs; the rate
 # at 5% printed (bench/bench_verdict.sh sweeps further).
 traced_py_test(verdicts_rates test_verdict_rates.py)
+# Verdicts on every real trace with steps (run labels or ProfilerStep#N):
+# a copy with the dominant family 20% slower regressed naming it, a copy
+# with 2% jitter on every kernel unchanged.
+traced_py_test(verdicts_traces test_verdict_traces.py)
