@@ -143,7 +143,8 @@ static void by_strata(const struct store__figstat *a, size_t na,
     }
     i++, j++;
     if (is_pair(a[i - 1].stratum) || is_pool(a[i - 1].stratum) != pool ||
-        x->n < MIN_STEPS || y->n < MIN_STEPS || !x->has_se || !y->has_se)
+        x->n < MIN_STEPS || y->n < MIN_STEPS || !x->has_se || !y->has_se ||
+        (x->loc <= 0 && y->loc <= 0)) /* none there: nothing to compare */
       continue;
     w = (double)x->n * (double)y->n / (double)(x->n + y->n);
     ra += w * x->loc;

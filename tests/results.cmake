@@ -8,7 +8,7 @@ endforeach()
 # Verdicts against baselines through a daemon: regressed, within noise,
 # incomparable; pins; the list's badges, /metrics, the webhook on loopback
 # (and a failing one, which never fails a capture).
-foreach(case verdicts failures)
+foreach(case verdicts failures history)
   traced_py_test(verdicts_${case} test_verdicts.py ${case})
 endforeach()
 # The dashboard's collectives and verdicts in headless chromium.
