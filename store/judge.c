@@ -313,7 +313,10 @@ static const char *band_source(const struct store__vfig *f)
 static void band_note(const struct store__vfig *f, double noise, int threshold,
                       char *buf, size_t size)
 {
-  const char *what = f->paired ? "profiler steps" : "buckets";
+  const char *what = f->paired ? (f->strata == 1 ? "profiler step"
+                                                 : "profiler steps")
+                     : f->strata == 1 ? "bucket"
+                                      : "buckets";
 
   if (f->var <= 0 && f->history)
     snprintf(buf, size,
