@@ -67,8 +67,8 @@ class Rates:
     def __init__(self, d, tmp, pairs, tp=1, seed=1):
         self.d, self.tmp, self.pairs, self.tp = d, tmp, pairs, tp
         self.seed = seed * 100000
+        self.gen_s = 0.0   # seconds spent generating
         self.base = self._make("a", 1, {})
-        self.gen_s = 0.0
 
     def _make(self, tag, offset, slow):
         t = time.time()
@@ -81,7 +81,7 @@ class Rates:
             for root, _, files in os.walk(top):
                 for f in files:
                     os.unlink(os.path.join(root, f))
-        self.gen_s = getattr(self, "gen_s", 0.0) + gen
+        self.gen_s += gen
         return [ids["%s%d" % (tag, i)] for i in range(self.pairs)]
 
     def false_alarms(self):
