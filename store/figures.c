@@ -84,18 +84,25 @@ static char *col_dup(sqlite3_stmt *s, int i)
   return strdup(t ? t : "");
 }
 
-/* A rank's tracked figures: [(type, name)] as an array of {figure, name}. */
-static int rank_figs(struct store *st, int64_t rank_id, json_t **out,
-                     struct tr_err *err)
+/* The rows of sql (?1 = id) as an array of objects. */
+static int id_rows(struct store *st, const char *sql, int64_t id, json_t **out,
+                   struct tr_err *err)
 {
   sqlite3_stmt *s;
-  int rc = store__stmt_id(st,
-                          "SELECT figure, name FROM sample_figures"
-                          " WHERE rank_id = ?1 ORDER BY idx",
-                          rank_id, 0, &s, err);
+  int rc = store__stmt_id(st, sql, id, 0, &s, err);
 
   *out = NULL;
   return rc < 0 ? rc : store__rows(st, s, out, err);
+}
+
+/* A rank's tracked figures: [{figure, name}] by index. */
+static int rank_figs(struct store *st, int64_t rank_id, json_t **out,
+                     struct tr_err *err)
+{
+  return id_rows(st,
+                 "SELECT figure, name FROM sample_figures"
+                 " WHERE rank_id = ?1 ORDER BY idx",
+                 rank_id, out, err);
 }
 
 static bool fig_eq(json_t *row, const char *type, const char *name)
@@ -201,14 +208,10 @@ static int rank_steps(struct store *st, int64_t rank_id, struct capset *c,
 static int rank_ids(struct store *st, int64_t id, json_t **out,
                     struct tr_err *err)
 {
-  sqlite3_stmt *s;
-  int rc = store__stmt_id(st,
-                          "SELECT id FROM ranks WHERE capture_id = ?1"
-                          " AND status = 'done' ORDER BY rank",
-                          id, 0, &s, err);
-
-  *out = NULL;
-  return rc < 0 ? rc : store__rows(st, s, out, err);
+  return id_rows(st,
+                 "SELECT id FROM ranks WHERE capture_id = ?1"
+                 " AND status = 'done' ORDER BY rank",
+                 id, out, err);
 }
 
 static int capset_load(struct store *st, int64_t id, struct capset *c,

@@ -108,6 +108,25 @@ static json_t *top_buckets(json_t *all)
   return out;
 }
 
+/* Advances *i and *j (both sorted by stratum) to the next stratum both
+ * have; false when there is none. */
+static bool next_match(const struct store__figstat *a, size_t na,
+                       const struct store__figstat *b, size_t nb, size_t *i,
+                       size_t *j)
+{
+  while (*i < na && *j < nb) {
+    int o = strcmp(a[*i].stratum, b[*j].stratum);
+
+    if (o == 0)
+      return true;
+    if (o < 0)
+      ++*i;
+    else
+      ++*j;
+  }
+  return false;
+}
+
 static void note_bucket(json_t *all, const struct store__figstat *x,
                         const struct store__figstat *y, double w)
 {
@@ -129,20 +148,11 @@ static void by_strata(const struct store__figstat *a, size_t na,
   double ra = 0, rb = 0, va = 0, vb = 0, den_a = 0, den_b = 0;
   size_t i = 0, j = 0;
 
-  while (i < na && j < nb) {
-    int o = strcmp(a[i].stratum, b[j].stratum);
+  for (; next_match(a, na, b, nb, &i, &j); i++, j++) {
     const struct est *x = &a[i].e, *y = &b[j].e;
     double w, ca, cb;
 
-    if (o != 0) {
-      if (o < 0)
-        i++;
-      else
-        j++;
-      continue;
-    }
-    i++, j++;
-    if (is_pair(a[i - 1].stratum) || is_pool(a[i - 1].stratum) != pool ||
+    if (is_pair(a[i].stratum) || is_pool(a[i].stratum) != pool ||
         x->n < MIN_STEPS || y->n < MIN_STEPS || !x->has_se || !y->has_se ||
         (x->loc <= 0 && y->loc <= 0)) /* none there: nothing to compare */
       continue;
@@ -156,7 +166,7 @@ static void by_strata(const struct store__figstat *a, size_t na,
     den_a += ca * ca / x->df;
     den_b += cb * cb / y->df;
     c->strata++;
-    note_bucket(c->buckets, &a[i - 1], &b[j - 1], w);
+    note_bucket(c->buckets, &a[i], &b[j], w);
   }
   if (c->strata == 0 || ra <= 0 || rb <= 0)
     return;
@@ -180,22 +190,11 @@ static void by_pairs(const struct store__figstat *a, size_t na,
   size_t i = 0, j = 0, m = 0;
   struct est e;
 
-  while (l != NULL && i < na && j < nb) {
-    int o = strcmp(a[i].stratum, b[j].stratum);
-
-    if (o != 0) {
-      if (o < 0)
-        i++;
-      else
-        j++;
-      continue;
-    }
+  for (; l != NULL && next_match(a, na, b, nb, &i, &j); i++, j++)
     if (is_pair(a[i].stratum) && a[i].e.loc > 0 && b[j].e.loc > 0) {
       l[m++] = log(b[j].e.loc / a[i].e.loc);
       note_bucket(c->buckets, &a[i], &b[j], 1.0);
     }
-    i++, j++;
-  }
   if (m == 0) {
     free(l);
     return;
@@ -313,8 +312,8 @@ static const char *band_source(const struct store__vfig *f)
 static void band_note(const struct store__vfig *f, double noise, int threshold,
                       char *buf, size_t size)
 {
-  const char *what = f->paired ? (f->strata == 1 ? "profiler step"
-                                                 : "profiler steps")
+  const char *what = f->paired
+                         ? (f->strata == 1 ? "profiler step" : "profiler steps")
                      : f->strata == 1 ? "bucket"
                                       : "buckets";
 
