@@ -316,28 +316,32 @@ static void band_note(const struct store__vfig *f, double noise, int threshold,
                          ? (f->strata == 1 ? "profiler step" : "profiler steps")
                      : f->strata == 1 ? "bucket"
                                       : "buckets";
+  char band[32];
 
+  if (noise < 0.01)
+    snprintf(band, sizeof(band), "band <0.01%%");
+  else
+    snprintf(band, sizeof(band), "band %.3g%%", noise);
   if (f->var <= 0 && f->history)
     snprintf(buf, size,
-             "band %.3g%% from %zu earlier captures (no spread "
-             "of its own: too few steps)",
-             noise, f->history);
+             "%s from %zu earlier captures (no spread of its own: too few "
+             "steps)",
+             band, f->history);
   else if (f->var <= 0)
     snprintf(buf, size,
-             "band %d%% (the threshold): too few steps to "
-             "measure its noise%s",
+             "band %d%% (the threshold): too few steps to measure its "
+             "noise%s",
              threshold,
              f->history ? ""
-                        : ", and no earlier captures of this "
-                          "configuration");
+                        : ", and no earlier captures of this configuration");
   else if (f->history)
     snprintf(buf, size,
-             "band %.3g%% from the spread of its steps (%zu %s) "
-             "and from %zu earlier captures",
-             noise, f->strata, what, f->history);
+             "%s from the spread of its steps (%zu %s) and from %zu earlier "
+             "captures",
+             band, f->strata, what, f->history);
   else
-    snprintf(buf, size, "band %.3g%% from the spread of its steps (%zu %s)",
-             noise, f->strata, what);
+    snprintf(buf, size, "%s from the spread of its steps (%zu %s)", band,
+             f->strata, what);
 }
 
 /* Decides f among m judged figures; true when it is a change. */

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Verdicts on the real traces of $TRACES_DIR (every *.gz below it, the
 graph pairs' included) that have steps, ATOM run labels or the profiler's
-ProfilerStep#N (ref_index.py finds them, not traced), and kernels:
+ProfilerStep#N (ref_index.py's rules find them, not traced), and kernels:
 
   - a slowed copy: every kernel of the trace's dominant family (the
     largest total, ref_analysis.family()) 20% longer;
@@ -93,12 +93,29 @@ def changed_copy(path, out, scale):
         f.write(dumps(doc))
 
 
-def dominant_family(ref):
-    fams = {}
-    for name, k in ref["kernels"].items():
-        f = ref_analysis.family(name)
-        fams[f] = fams.get(f, 0) + k["total_ns"]
-    return max(sorted(fams), key=lambda f: fams[f]) if fams else None
+def facts(path):
+    """(step kinds, dominant family or None) of a trace, read with
+    ref_index's rules (its classes, its run labels and ProfilerStep,
+    dropped where run labels are) without the whole reference."""
+    doc, _ = ref_index.load(path)
+    evs = events_of(doc)
+    fmt = ref_index.detect_format(doc, evs)
+    kinds, fams = set(), {}
+    for e in evs:
+        if not isinstance(e, dict) or e.get("ph") != "X":
+            continue
+        cls = ref_index.classify(fmt, e)
+        if cls in ("label_cpu", "label_gpu"):
+            lab = ref_index.parse_label(e.get("name"))
+            if lab and not (cls == "label_gpu" and lab[0] == "ProfilerStep"):
+                kinds.add(lab[0])
+        elif cls == "kernel" and e.get("dur") is not None:
+            f = ref_analysis.family(e.get("name") or "")
+            fams[f] = fams.get(f, 0) + ns(e["dur"])
+    if len(kinds) > 1:
+        kinds.discard("ProfilerStep")
+    return kinds, (max(sorted(fams), key=lambda f: fams[f]) if fams
+                   else None)
 
 
 def imported(d, path):
@@ -115,7 +132,7 @@ def verdict(d, b, a):
     return v
 
 
-def one_trace(d, tmp, path, ref, family, failures):
+def one_trace(d, tmp, path, kinds, family, failures):
     name = os.path.basename(path)
     rng = random.Random(name)
     slow = os.path.join(tmp, "slow_" + name)
@@ -137,7 +154,7 @@ def one_trace(d, tmp, path, ref, family, failures):
             (c["figure"], c["name"][:30], c.get("diff_pct"), c["band_pct"])
             for c in w["changes"]]))
     print("%s (%s): slowed %s, %s %s%% [%s]; jittered %s" % (
-        name, ", ".join(sorted(ref["steps"])), v["verdict"],
+        name, ", ".join(sorted(kinds)), v["verdict"],
         family[:40], named[0].get("diff_pct") if named else None,
         named[0].get("band_note") if named else "", w["verdict"]))
 
@@ -151,15 +168,14 @@ def main():
     try:
         with Daemon(conf={"import_roots": "%s:%s" % (top, tmp)}) as d:
             for path in paths:
-                ref = ref_index.reference(path)
-                family = dominant_family(ref)
-                if not ref["steps"]:
+                kinds, family = facts(path)
+                if not kinds:
                     continue
                 if family is None:
                     print("%s: steps %s but no kernel: no family to slow" % (
-                        os.path.basename(path), sorted(ref["steps"])))
+                        os.path.basename(path), sorted(kinds)))
                     continue
-                one_trace(d, tmp, path, ref, family, failures)
+                one_trace(d, tmp, path, kinds, family, failures)
                 judged += 1
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
