@@ -21,6 +21,13 @@ traced_c_test(test_index_coll traced_index test_index_coll.c)
 # 10% slower regressed naming it, each at least 95% of 40 pairs; the rate
 # at 5% printed (bench/bench_verdict.sh sweeps further).
 traced_py_test(verdicts_rates test_verdict_rates.py)
+# Under the sanitizers every import is several times slower: half the
+# pairs keep the test bounded on a loaded machine (the release build
+# measures the rates on 40).
+if(TRACED_SANITIZE)
+  set_property(TEST verdicts_rates APPEND PROPERTY ENVIRONMENT
+               "VERDICT_PAIRS=20")
+endif()
 # Verdicts on every real trace with steps (run labels or ProfilerStep#N):
 # a copy with the dominant family 20% slower regressed naming it, a copy
 # with 2% jitter on every kernel unchanged.
