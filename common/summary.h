@@ -245,6 +245,31 @@
   XX(steps, steps, INT, SUM, 3)                                                \
   XX(per_step_ns, per_step_ns, INT, MAX, 3)
 
+/* The figures tracked in single steps (index/agg_samples.c): each
+ * category with device time, the largest families (at least 0.5% of the
+ * kernel time, at most 24) and kernels (at least 1%, at most 12); index is
+ * the place of its value in each step sample's values. */
+#define TR_SUM_SAMPLE_FIGURE(XX)                                               \
+  XX(index, idx, INT, EACH, 6)                                                 \
+  XX(figure, figure, TEXT, EACH, 6)                                            \
+  XX(name, name, TEXT, EACH, 6)
+
+/* Single real steps of the step side (at most 2048 a rank: every stride-th
+ * of a kind, in start order): ordinal its place among its kind's steps,
+ * step the N of ProfilerStep#N, bs and tok its label's (null: none),
+ * start_ns from the rank's t0_ns, warmup 1 when the steady state leaves it
+ * out, values each tracked figure's device time in it (ns, by index). */
+#define TR_SUM_STEP_SAMPLE(XX)                                                 \
+  XX(kind, kind, TEXT, EACH, 6)                                                \
+  XX(ordinal, ordinal, INT, EACH, 6)                                           \
+  XX(step, step, INT_NULL, EACH, 6)                                            \
+  XX(bs, bs, INT_NULL, EACH, 6)                                                \
+  XX(tok, tok, INT_NULL, EACH, 6)                                              \
+  XX(start_ns, start_ns, INT, EACH, 6)                                         \
+  XX(dur_ns, dur_ns, INT, EACH, 6)                                             \
+  XX(warmup, warmup, INT, EACH, 6)                                             \
+  XX(values, vals, JSON, EACH, 6)
+
 /*
  * The capture's own tables: computed across ranks once every rank is
  * indexed (index/coll_match.c), stored per capture (capture_id first,
@@ -386,6 +411,11 @@
   R(XX, family_steps, TR_SUM_FAMILY_STEP, family_step, "families/steps",       \
     TR_P(RANK) | TR_P(Q) | TR_P(KIND) | TR_P(LIMIT), TR_NO_BY,                 \
     TR_T_GROWS | TR_T_SUMMED | TR_T_CSV, "family", "step")                     \
+  R(XX, sample_figures, TR_SUM_SAMPLE_FIGURE, sample_figure,                   \
+    "steps/samples/figures", TR_P(RANK) | TR_P(LIMIT), TR_NO_BY, TR_T_CSV,     \
+    NULL, NULL)                                                                \
+  R(XX, step_samples, TR_SUM_STEP_SAMPLE, step_sample, "steps/samples",        \
+    TR_P(RANK) | TR_P(KIND) | TR_P(LIMIT), TR_NO_BY, TR_T_CSV, NULL, NULL)     \
   C(XX, collective_families, TR_COLL_FAMILY, coll_family, "collectives",       \
     TR_P(RANK) | TR_P(BY) | TR_P(FAMILY) | TR_P(LIMIT),                        \
     TR_BY("family", "step", "rank"), TR_T_CSV, NULL, NULL)                     \

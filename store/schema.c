@@ -186,6 +186,7 @@ static const char step2[] =
 #define IN3_3(x) x
 #define IN3_4(x)
 #define IN3_5(x)
+#define IN3_6(x)
 #define NEW3(key, col, ty, all, since) IN3_##since(NEW_##ty(col))
 #define ADD3_RANK(key, col, ty, all, since) IN3_##since(ADD_##ty("ranks", col))
 #define ADD3_KERNEL(key, col, ty, all, since)                                \
@@ -228,6 +229,7 @@ static const char step3[] =
 #define IN4_3(x)
 #define IN4_4(x) x
 #define IN4_5(x)
+#define IN4_6(x)
 #define ADD4_RANK(key, col, ty, all, since) IN4_##since(ADD_##ty("ranks", col))
 
 /*
@@ -245,6 +247,7 @@ static const char step4[] = TR_SUM_RANK(ADD4_RANK);
 #define IN5_3(x)
 #define IN5_4(x)
 #define IN5_5(x) x
+#define IN5_6(x)
 #define NEW5(key, col, ty, all, since) IN5_##since(NEW_##ty(col))
 #define ADD5_RANK(key, col, ty, all, since) IN5_##since(ADD_##ty("ranks", col))
 #define OF_CAPTURE                                                         \
@@ -302,6 +305,39 @@ static const char step5[] =
     "CREATE INDEX baselines_capture ON baselines(capture_id);";
 /* clang-format on */
 
-const char *const store__migrations[] = { step1, step2, step3, step4, step5 };
+/* clang-format off */
+/* Version 6 expands the rows of since 6 only. */
+#define IN6_1(x)
+#define IN6_2(x)
+#define IN6_3(x)
+#define IN6_4(x)
+#define IN6_5(x)
+#define IN6_6(x) x
+#define NEW6(key, col, ty, all, since) IN6_##since(NEW_##ty(col))
+
+/*
+ * Version 6: verdicts from each figure's own noise. Each rank's single
+ * steps with the figures tracked in them (index/agg_samples.c); and
+ * capture_figures, written with a capture's results: per figure (step
+ * time of a kind, category, family, kernel: figure, name) and stratum
+ * (the kind and its batch-size bucket, or the profiler step: store/
+ * figures.c), the steps counted (n), their 20% trimmed mean (loc, ns) and
+ * its standard error (se, ns; NULL below two steps) with its degrees of
+ * freedom (df): what a verdict of this capture, or against it, and the
+ * history of its configuration read.
+ */
+static const char step6[] =
+    "CREATE TABLE sample_figures(" OF_RANK TR_SUM_SAMPLE_FIGURE(NEW6)
+    ", PRIMARY KEY(rank_id, idx)) WITHOUT ROWID;"
+    "CREATE TABLE step_samples(" OF_RANK TR_SUM_STEP_SAMPLE(NEW6)
+    ", PRIMARY KEY(rank_id, kind, ordinal)) WITHOUT ROWID;"
+    "CREATE TABLE capture_figures(" OF_CAPTURE ","
+    " figure TEXT NOT NULL, name TEXT NOT NULL, stratum TEXT NOT NULL,"
+    " n INTEGER NOT NULL, loc REAL NOT NULL, se REAL, df REAL,"
+    " PRIMARY KEY(capture_id, figure, name, stratum)) WITHOUT ROWID;";
+/* clang-format on */
+
+const char *const store__migrations[] = { step1, step2, step3,
+                                          step4, step5, step6 };
 const int store__schema_version =
     (int)(sizeof(store__migrations) / sizeof(store__migrations[0]));
