@@ -73,6 +73,8 @@ struct api {
   struct api_hooks hooks;
   int port;              /* the port listened on (the chosen one for port 0) */
   bool loopback;         /* listening on a loopback address */
+  char *token;           /* the bearer token ("" when none): auth_token or
+                            auth_token_file's, api_token_load() */
   char listen_host[280]; /* the Host header naming the listen address
                             ("127.0.0.1:7700", with the bound port) */
   pthread_key_t key;     /* -> this thread's struct api_thread */
@@ -133,6 +135,11 @@ bool api_guard(struct api_req *r, enum MHD_Result *ret);
 
 /* The same for a POST's body: Content-Type application/json, else 415. */
 bool api_guard_body(struct api_req *r, enum MHD_Result *ret);
+
+/* api->token from the configuration: auth_token, or the contents of
+ * auth_token_file, refused (TR_EINVAL naming it) when group or others may
+ * read it or it is not one printable word. Before listening. */
+int api_token_load(struct api *api, struct tr_err *err);
 
 /* ---- respond.c ---- */
 

@@ -200,7 +200,7 @@ static char *import_path(struct api_req *r, const char *path,
   }
   free(plain);
   if (real != NULL)
-    root = cfg_import_root(r->api->cfg, real);
+    root = tr_path_root(r->api->cfg->import_roots, real);
   if (real == NULL)
     *ret = api_reply_error(r, 500, "no_memory", NULL, "out of memory");
   else if (root == NULL)
@@ -478,7 +478,7 @@ char *api_files_root(struct api_req *r, json_t *cap)
   if (kind != NULL && strcmp(kind, "import") == 0) {
     path = json_string_value(
         json_object_get(json_object_get(cap, "params"), "path"));
-    root = path != NULL ? cfg_import_root(r->api->cfg, path) : NULL;
+    root = path != NULL ? tr_path_root(r->api->cfg->import_roots, path) : NULL;
     return root != NULL ? strdup(root) : NULL;
   }
   return tr_capture_dir(r->api->cfg->trace_root, id, NULL);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "api/api_int.h"
+#include "common/net.h"
 #include "common/stats.h"
 
 const struct api_route api_routes[] = {
@@ -534,13 +535,13 @@ int api_start(const struct cfg *cfg, const struct api_hooks *hooks,
               struct api **out, struct tr_err *err)
 {
   struct api *api = calloc(1, sizeof(*api));
-  int fd;
+  int fd, rc;
 
   if (api == NULL)
     return tr_err_set(err, TR_ENOMEM, "", "out of memory");
   api->cfg = cfg;
   api->hooks = *hooks;
-  api->loopback = cfg_listen_loopback(cfg);
+  api->loopback = tr_listen_loopback(cfg->listen);
   api->hits = calloc((NROUTES + 1) * API_CODES, sizeof(*api->hits));
   api->cache = api_cache_new((size_t)cfg->answer_cache_mb << 20);
   api->slices = api_slices_new();
@@ -554,6 +555,10 @@ int api_start(const struct cfg *cfg, const struct api_hooks *hooks,
   }
   pthread_mutex_init(&api->lock, NULL);
   pthread_mutex_init(&api->log_lock, NULL);
+  if ((rc = api_token_load(api, err)) != 0) {
+    api_stop(api);
+    return rc;
+  }
   raise_fd_limit((rlim_t)cfg->max_connections + FDS_BESIDE);
   fd = listen_on(cfg->listen, &api->port, err);
   if (fd < 0) {
@@ -613,5 +618,6 @@ void api_stop(struct api *api)
   pthread_mutex_destroy(&api->log_lock);
   api_cache_free(api->cache);
   free(api->hits);
+  free(api->token);
   free(api);
 }

@@ -12,7 +12,7 @@ traced_c_test(test_file traced_common test_file.c)
 traced_c_test(test_layout_links traced_daemon test_layout_links.c)
 
 # Issue 12's attacks, each against a real daemon: see tests/test_security.py.
-foreach(case files fifos browser args slowloris bounds secrets)
+foreach(case files fifos browser args slowloris bounds secrets echo)
   traced_py_test(security_${case} test_security.py ${case})
 endforeach()
 traced_py_test(security_disk test_security.py disk)
