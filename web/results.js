@@ -143,8 +143,7 @@ async function collectivesTab(c, st) {
   const [byRank, fams, steps, tl, worst] = await Promise.all([
     get(url('/captures/{id}/collectives', {id: c.id}, {by: 'rank'})),
     get(url('/captures/{id}/collectives', {id: c.id}, q)),
-    get(url('/captures/{id}/collectives', {id: c.id},
-      Object.assign({by: 'step'}, q))),
+    get(url('/captures/{id}/collectives/steps', {id: c.id}, q)),
     get(url('/captures/{id}/collectives/timeline', {id: c.id})),
     get(url('/captures/{id}/collectives/instances', {id: c.id},
       {limit: 20}))]);
