@@ -16,7 +16,7 @@ static const bool status_final[] = {
 };
 
 static const char *const phase_names[] = {
-#define XX(e, name, log) #name,
+#define XX(e, name, log, from) #name,
   TR_PHASE_MAP(XX)
 #undef XX
 };

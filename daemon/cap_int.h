@@ -48,7 +48,7 @@ struct cap_runner;
  *                                                  stored
  *   int phase_<name>_budget_s(const struct cap_job *job)   its deadline
  *                                                  (0: none) */
-#define XX(e, name, log)                                                       \
+#define XX(e, name, log, from)                                                 \
   void phase_##name##_enter(struct cap_job *job);                              \
   int phase_##name##_budget_s(const struct cap_job *job);
 TR_PHASE_MAP(XX)
@@ -225,13 +225,6 @@ void cap_webhook_send(struct cap_webhook *w, int64_t id, json_t *body);
 /* Drops what waits, frees w; done(ud) once closed. NULL w: done now. */
 void cap_webhook_close(struct cap_webhook *w, void (*done)(void *ud), void *ud);
 
-/* ---- the finish (finish.c) ---- */
-
-/* Every rank of job is indexed: its collectives matched, its tables
- * summed and its verdict made (store_capture_finish()) in the pool, then
- * DONE is entered with merges (taken); a failure fails the job. */
-void cap_finish_start(struct cap_job *job, json_t *merges);
-
 /* ---- runner and jobs ---- */
 
 struct cap_runner {
@@ -269,7 +262,6 @@ struct cap_op;
 struct cap_index {
   size_t next_rank; /* next rank to hand out */
   int running, indexed, failed;
-  bool finishing; /* every rank is in: the finish runs (finish.c) */
   uint64_t bytes_reported;
   _Atomic uint64_t *read; /* per rank, written by index workers */
   bool *skip;             /* recovered: stored before a restart */

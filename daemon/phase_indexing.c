@@ -4,7 +4,7 @@
  * connection; at most index_jobs ranks run at once over all jobs, so the
  * pool (UV_THREADPOOL_SIZE = index_jobs + 2, see recover.c) always has a
  * thread for the state writes. A rank that fails is recorded with
- * store_rank_fail() and the others are kept. All indexed: DONE.
+ * store_rank_fail() and the others are kept. All indexed: FINISHING.
  */
 #include <assert.h>
 #include <errno.h>
@@ -215,22 +215,23 @@ static void run_rank(struct cap_work *w)
   restore_priority(nice);
 }
 
+/* Every rank is in: FINISHING, or a failure naming the ranks that are
+ * not. */
 static void check_complete(struct cap_job *job)
 {
-  if (job->ending != END_NONE || job->index.running > 0 ||
-      job->index.next_rank < job->layout->n || job->index.finishing)
+  if (job->ending != END_NONE || job->phase != TR_PHASE_INDEXING ||
+      job->index.running > 0 || job->index.next_rank < job->layout->n)
     return;
-  job->index.finishing = true;
   if (job->index.failed > 0)
     cap_fail(job, END_FAILED, NULL,
              "%d of %zu ranks could not be indexed (the others are kept): "
              "%s",
              job->index.failed, job->layout->n, job->index.failures);
   else
-    cap_finish_start(job,
-                     json_pack("{s:{s:i,s:I}}", "progress", "ranks_indexed",
-                               job->index.indexed, "bytes_indexed",
-                               (json_int_t)bytes_read(job)));
+    cap_enter(job, TR_PHASE_FINISHING,
+              json_pack("{s:{s:i,s:I}}", "progress", "ranks_indexed",
+                        job->index.indexed, "bytes_indexed",
+                        (json_int_t)bytes_read(job)));
 }
 
 static void on_rank_done(struct cap_work *w)

@@ -318,13 +318,14 @@ void cap_runner_check_down(struct cap_runner *r)
   uv_close((uv_handle_t *)&r->orphan_timer, on_timer_closed);
 }
 
-/* A job indexing when traced stops stays "running" in the store: the next
- * start indexes it again (recover()). Any other is interrupted now. */
+/* A job indexing or finishing when traced stops stays "running" in the
+ * store: the next start indexes it again (recover()). Any other is
+ * interrupted now. */
 static void stop_job(struct cap_job *job)
 {
   if (job == NULL || job->ending != END_NONE)
     return;
-  if (job->phase == TR_PHASE_INDEXING) {
+  if (job->phase == TR_PHASE_INDEXING || job->phase == TR_PHASE_FINISHING) {
     job->ending = END_SHUTDOWN;
     atomic_store(&job->cancel, true);
     if (job->index.running == 0)

@@ -1,12 +1,13 @@
 /*
- * The finish of a capture or import, once every rank is indexed and
- * before it is done (issue 10, issue 11): in one pool job, its ranks'
- * collectives are matched (idx_collectives_match(): the side files the
- * rank jobs wrote under logs/<id>/collectives), and store_capture_finish()
- * writes them, its all-ranks tables summed and its verdict in one
- * transaction; only then is DONE entered (its own state write), so a done
- * capture's answers never change afterwards. A restart before DONE does it
- * again (the rank jobs skip the ranks stored, their side files stay).
+ * FINISHING, of captures and imports, once every rank is indexed and
+ * before it is done: in one pool job, its ranks' collectives are matched
+ * (idx_collectives_match(): the side files the rank jobs wrote under
+ * logs/<id>/collectives), and store_capture_finish() writes them, its
+ * all-ranks tables summed and its verdict in one transaction; only then
+ * is DONE entered (its own state write), so a done capture's answers never
+ * change afterwards. A restart before DONE does it again (the capture is
+ * indexed again: the rank jobs skip the ranks stored, their side files
+ * stay).
  *
  * The collectives never fail a capture: a matching that cannot be made is
  * a warning in the capture's "collectives". A store that refuses the
@@ -22,13 +23,13 @@
 #define INSTANCES_KEPT                                                         \
   1000 /* as table_limit_max's default: every row a                            \
           route may ask for */
-#define TIMELINE_BINS  256
-#define FINISH_TRIES   6
-#define FINISH_WAIT_MS 100
+#define TIMELINE_BINS   256
+#define FINISH_BUDGET_S 600
+#define FINISH_TRIES    6
+#define FINISH_WAIT_MS  100
 
 struct finish_work {
   struct cap_work super;
-  json_t *merges;  /* for DONE */
   json_t *verdict; /* made */
   int rc;
   char msg[600];
@@ -107,30 +108,27 @@ static void on_finish_done(struct cap_work *w)
   struct cap_job *job = w->job;
 
   if (job->ending != END_NONE || job->finished) {
-    json_decref(fw->merges);
     json_decref(fw->verdict);
   } else if (fw->rc != 0) {
-    json_decref(fw->merges);
     cap_fail(job, END_FAILED, NULL,
              "every rank is indexed, but the capture's results cannot be "
              "stored: %s",
              fw->msg);
   } else {
     job->verdict = fw->verdict;
-    cap_enter(job, TR_PHASE_DONE, fw->merges);
+    cap_enter(job, TR_PHASE_DONE, NULL);
   }
   free(fw);
 }
 
-void cap_finish_start(struct cap_job *job, json_t *merges)
+/* As indexing's: 10 minutes and a second per MiB of trace. */
+int phase_finishing_budget_s(const struct cap_job *job)
 {
-  struct finish_work *fw = calloc(1, sizeof(*fw));
+  return FINISH_BUDGET_S + (int)(job->layout->bytes_total >> 20);
+}
 
-  if (fw == NULL) {
-    json_decref(merges);
-    cap_fail(job, END_FAILED, NULL, "out of memory");
-    return;
-  }
-  fw->merges = merges;
-  cap_work_queue(job->r, job, &fw->super, run_finish, on_finish_done);
+void phase_finishing_enter(struct cap_job *job)
+{
+  cap_job_queue_new(job, sizeof(struct finish_work), run_finish,
+                    on_finish_done);
 }
