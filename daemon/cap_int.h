@@ -59,7 +59,8 @@ enum cap_end {
   END_FAILED,
   END_CANCELLED,
   END_INTERRUPTED,
-  END_SHUTDOWN /* indexing stops; the row stays running for recovery */
+  END_SHUTDOWN, /* indexing stops; the row stays running for recovery */
+  END_REQUEUED  /* the store refused its claim: the row stays queued */
 };
 
 /* A job the runner took from the queue: QUEUED's body decides where it
@@ -114,6 +115,9 @@ struct cap_work {
   struct cap_job *job; /* NULL for runner-wide work */
   void (*run)(struct cap_work *w);
   void (*done)(struct cap_work *w);
+  int tries;              /* retries so far (cap_work_retry) */
+  uint64_t due_ms;        /* a retry waiting: when it runs (uv_now) */
+  struct cap_work *later; /* the runner's list of retries waiting */
 };
 
 /* Queues w (allocated by the caller with malloc, freed after done()). */
@@ -128,6 +132,17 @@ void cap_job_queue_new(struct cap_job *job, size_t size,
                        void (*run)(struct cap_work *),
                        void (*done)(struct cap_work *));
 
+/* The one rule for a store that refuses. cap_store_refused(): rc says the
+ * store refused (a full disk, an I/O error), not the request. Loop: from
+ * w's done(), queues w (its fields as run() left them) to run again after
+ * a delay, doubling from 100 ms; false when it may not: traced stops, or
+ * (unless until_taken, whose delay stops growing at 5 s) it was tried 6
+ * times already; the caller then does what the refusal means. */
+bool cap_store_refused(int rc);
+bool cap_work_retry(struct cap_work *w, bool until_taken);
+/* Shutdown: every retry waiting is done() now, and retries no more. */
+void cap_work_give_up(struct cap_runner *r);
+
 /* Pool threads: a store connection for this job alone; give it back. */
 struct store *cap_db_take(struct cap_runner *r, struct tr_err *err);
 void cap_db_give(struct cap_runner *r, struct store *st);
@@ -137,8 +152,9 @@ void cap_db_give(struct cap_runner *r, struct store *st);
  * be NULL); tail: a log whose last bytes go into merges.error.log_tail
  * (copied; may be NULL). then(job) runs on the loop once committed, unless
  * the job is ending and always is false. claim: only while the row is
- * still queued. A write the store refuses is retried (a full disk); one
- * that cannot be made fails the job (see work.c). */
+ * still queued. A write the store refuses is retried (cap_work_retry);
+ * one that cannot be made leaves a claimed capture queued, and fails any
+ * other (see work.c). */
 struct cap_write {
   int status, phase;
   json_t *merges;
@@ -252,8 +268,8 @@ struct cap_runner {
   pthread_mutex_t db_lock; /* guards dbs */
   struct store **dbs;      /* idle connections for pool threads */
   size_t ndbs, dbs_cap;
-  struct cap_orphan *orphans; /* final writes the store refused */
-  uv_timer_t orphan_timer;
+  struct cap_work *later; /* work waiting to be tried again */
+  uv_timer_t later_timer;
 };
 
 struct cap_op;
@@ -320,13 +336,12 @@ void cap_job_finish(struct cap_job *job);
 void cap_job_release(struct cap_job *job);
 void cap_runner_pump(struct cap_runner *r);
 void cap_runner_check_down(struct cap_runner *r);
-/* A job the store would not let end (a full disk): its final status and
- * error (taken, may be NULL) are written from the runner, retried until
- * the store takes them. */
-void cap_runner_orphan(struct cap_runner *r, int64_t id, int status,
+/* A job the store would not let end (a full disk): its final status,
+ * phase and error (taken, may be NULL) are written from the runner, tried
+ * until the store takes them; at shutdown they are forgotten (said on
+ * stderr: the next start marks the capture interrupted). */
+void cap_runner_orphan(struct cap_runner *r, int64_t id, int status, int phase,
                        json_t *error);
-/* Shutdown: forgets the final writes still refused (said on stderr). */
-void cap_runner_orphans_free(struct cap_runner *r);
 
 /* phase_indexing.c: hands out ranks to the pool, index_jobs at a time over
  * all jobs. */

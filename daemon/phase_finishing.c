@@ -11,22 +11,17 @@
  *
  * The collectives never fail a capture: a matching that cannot be made is
  * a warning in the capture's "collectives". A store that refuses the
- * write (a full disk) is tried again as state writes are, then fails it.
+ * write (a full disk) is tried again as state writes are (work.c's rule),
+ * then fails it.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "daemon/cap_int.h"
 
-#define INSTANCES_KEPT                                                         \
-  1000 /* as table_limit_max's default: every row a                            \
-          route may ask for */
-#define TIMELINE_BINS   256
+#define TIMELINE_BINS   256 /* of the collectives' rank x time picture */
 #define FINISH_BUDGET_S 600
-#define FINISH_TRIES    6
-#define FINISH_WAIT_MS  100
 
 struct finish_work {
   struct cap_work super;
@@ -61,8 +56,9 @@ static json_t *collectives(struct cap_job *job)
   if (ranks == NULL || i < l->n)
     tr_err_set(&err, TR_ENOMEM, "", "out of memory");
   else
-    idx_collectives_match(ranks, l->n, INSTANCES_KEPT, TIMELINE_BINS, &out,
-                          &err);
+    /* Every instance a route may ask for (limit up to table_limit_max). */
+    idx_collectives_match(ranks, l->n, (size_t)job->r->cfg->table_limit_max,
+                          TIMELINE_BINS, &out, &err);
   for (i = 0; ranks != NULL && i < l->n; i++)
     free((char *)ranks[i].path);
   free(ranks);
@@ -72,32 +68,19 @@ static json_t *collectives(struct cap_job *job)
   return out;
 }
 
-static bool retryable(int rc)
-{
-  return rc == TR_ESTORAGE || rc == TR_EDB || rc == TR_EIO;
-}
-
 static void run_finish(struct cap_work *w)
 {
   struct finish_work *fw = (struct finish_work *)w;
   struct store_finish f = { collectives(w->job),
                             w->r->cfg->regression_threshold_pct };
-  unsigned wait_ms = FINISH_WAIT_MS;
   struct tr_err err = { 0 };
+  struct store *st = cap_db_take(w->r, &err);
 
-  for (int i = 0; i < FINISH_TRIES; i++, wait_ms *= 2) {
-    struct store *st;
-
-    tr_err_clear(&err);
-    st = cap_db_take(w->r, &err);
-    fw->rc = st != NULL
-                 ? store_capture_finish(st, w->job->id, &f, &fw->verdict, &err)
-                 : TR_EDB;
-    cap_db_give(w->r, st);
-    if (!retryable(fw->rc))
-      break;
-    usleep(wait_ms * 1000);
-  }
+  fw->rc = st != NULL
+               ? store_capture_finish(st, w->job->id, &f, &fw->verdict, &err)
+           : err.code ? err.code
+                      : TR_EDB;
+  cap_db_give(w->r, st);
   snprintf(fw->msg, sizeof(fw->msg), "%s", err.msg);
   json_decref(f.collectives);
 }
@@ -107,6 +90,9 @@ static void on_finish_done(struct cap_work *w)
   struct finish_work *fw = (struct finish_work *)w;
   struct cap_job *job = w->job;
 
+  if (job->ending == END_NONE && !job->finished && cap_store_refused(fw->rc) &&
+      cap_work_retry(w, false))
+    return; /* the store refused it: again, as state writes are */
   if (job->ending != END_NONE || job->finished) {
     json_decref(fw->verdict);
   } else if (fw->rc != 0) {

@@ -238,8 +238,8 @@ int cap_runner_new(uv_loop_t *loop, const struct cfg *cfg,
     cap_runner_free(r);
     return rc;
   }
-  uv_timer_init(loop, &r->orphan_timer);
-  r->orphan_timer.data = r;
+  uv_timer_init(loop, &r->later_timer);
+  r->later_timer.data = r;
   *out = r;
   return 0;
 }

@@ -205,6 +205,17 @@ static void on_pick_done(struct cap_work *w)
   bool found = pw->obj != NULL;
   bool slot_free = (kind == KIND_IMPORT ? r->import : r->capture) == NULL;
 
+  if (!found && cap_store_refused(pw->err.code) && !pw->recovered &&
+      cap_work_retry(w, true)) {
+    /* The store cannot be read now: looked at again until it can, or
+     * the queue would wait for the next request. */
+    if (w->tries == 1)
+      fprintf(stderr, "traced: reading the %s queue: %s (trying again)\n",
+              kind_names[kind], pw->err.msg);
+    tr_err_clear(&pw->err);
+    pw->id = 0;
+    return;
+  }
   r->picking[kind] = false;
   if (pw->err.code != 0)
     fprintf(stderr, "traced: reading the %s queue: %s\n", kind_names[kind],
@@ -314,8 +325,7 @@ void cap_runner_check_down(struct cap_runner *r)
   if (!r->stopping || r->jobs > 0 || r->works > 0 || r->http_closed)
     return;
   r->http_closed = true;
-  cap_runner_orphans_free(r);
-  uv_close((uv_handle_t *)&r->orphan_timer, on_timer_closed);
+  uv_close((uv_handle_t *)&r->later_timer, on_timer_closed);
 }
 
 /* A job indexing or finishing when traced stops stays "running" in the
@@ -343,6 +353,9 @@ void cap_runner_shutdown(struct cap_runner *r, void (*done)(void *ud), void *ud)
   r->down_ud = ud;
   stop_job(r->capture);
   stop_job(r->import);
+  /* A store that refuses is not waited for: what it refused is given up
+   * (a job's final state too: the next start marks it interrupted). */
+  cap_work_give_up(r);
   cap_runner_check_down(r);
 }
 
