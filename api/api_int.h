@@ -267,9 +267,9 @@ int api_parse_capture(const struct cfg *cfg, const char *body, size_t len,
 
 /* Parses a POST /imports body: *params gets {path, format, label?, and
  * the configuration members given} as sent (the path is not resolved
- * here). */
-int api_parse_import(const char *body, size_t len, json_t **params,
-                     struct tr_err *err);
+ * here); format is one of formats (NULL-terminated: api_hooks.formats). */
+int api_parse_import(const char *const *formats, const char *body, size_t len,
+                     json_t **params, struct tr_err *err);
 
 /* True for the members of a capture's configuration an import may
  * declare (model, tp, isl, osl, conc, variant, more: POST /captures'

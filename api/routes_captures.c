@@ -9,7 +9,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -229,7 +228,8 @@ enum MHD_Result api_post_imports(struct api_req *r)
                            "separated folders POST /imports may read) in "
                            "the configuration to enable them");
   if (api_query_check(r, no_params, &err) != 0 ||
-      api_parse_import(r->body ? r->body : "", r->body_len, &req, &err) != 0)
+      api_parse_import(r->api->hooks.formats, r->body ? r->body : "",
+                       r->body_len, &req, &err) != 0)
     return api_reply_err(r, &err);
   real = import_path(r, json_string_value(json_object_get(req, "path")), &ret);
   if (real != NULL) {
@@ -326,28 +326,23 @@ enum MHD_Result api_get_capture(struct api_req *r)
   return api_reply_keep(r, cap, is_done(cap) ? ids : NULL, epoch);
 }
 
-static int on_remove(const char *path, const struct stat *sb, int flag,
-                     struct FTW *ftw)
-{
-  (void)sb;
-  (void)flag;
-  (void)ftw;
-  return remove(path) == 0 || errno == ENOENT ? 0 : -1;
-}
-
-/* Removes the capture's folder (tr_capture_dir(), sub NULL or "logs") and
- * all under it without following a symbolic link (FTW_PHYS): a link to an
- * import's originals is unlinked, never walked. 0 when gone. */
-static int remove_files(const struct cfg *cfg, const char *sub, int64_t id)
+/* Moves the capture's folder (tr_capture_dir(), sub NULL or "logs") into
+ * the trash (tr_trash_dir()): one rename, so it is gone at once; the walk
+ * of its tree is the daemon's (api_hooks.purge), never an HTTP thread's.
+ * rename() takes a link as it is: a link to an import's originals is
+ * moved, never followed. 0 when gone. */
+static int to_trash(const struct cfg *cfg, const char *sub, int64_t id)
 {
   char *path = tr_capture_dir(cfg->trace_root, id, sub);
-  int rc = 0;
+  char *trash = tr_trash_dir(cfg->trace_root, 0, NULL);
+  char *dest = tr_trash_dir(cfg->trace_root, id, sub);
+  int rc = path && trash && dest ? tr_mkdir_p(trash) : -ENOMEM;
 
-  if (path == NULL)
-    return -ENOMEM;
-  if (nftw(path, on_remove, 16, FTW_DEPTH | FTW_PHYS) != 0 && errno != ENOENT)
+  if (rc == 0 && rename(path, dest) != 0 && errno != ENOENT)
     rc = -errno;
   free(path);
+  free(trash);
+  free(dest);
   return rc;
 }
 
@@ -356,15 +351,18 @@ static int remove_files(const struct cfg *cfg, const char *sub, int64_t id)
 static enum MHD_Result deleted(struct api_req *r, int64_t id)
 {
   const struct cfg *cfg = r->api->cfg;
+  const struct api_hooks *hooks = &r->api->hooks;
   json_t *out;
 
   /* After the delete: a kept answer filled meanwhile is refused. */
   api_cache_drop(r->api->cache, id);
   out = json_pack("{s:I}", "deleted", (json_int_t)id);
-  if (remove_files(cfg, NULL, id) != 0 || remove_files(cfg, "logs", id) != 0)
+  if (to_trash(cfg, NULL, id) != 0 || to_trash(cfg, "logs", id) != 0)
     json_object_set_new(out, "warning",
                         json_string("some trace or log files could not be "
                                     "removed"));
+  if (hooks->purge != NULL)
+    hooks->purge(hooks->ud);
   return api_reply_json(r, 200, out);
 }
 

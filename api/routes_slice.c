@@ -4,22 +4,22 @@
  * document (index/slice.c says what it holds), streamed.
  *
  * A slice reads the whole trace (its events are in file order, not time
- * order), so it is made on a producer thread of its own, never on an MHD
- * worker and never on the loop: the thread runs idx_slice_under() at a
- * lower priority (as indexing does) and writes into a small ring; MHD
- * takes the answer from the ring through a callback response (chunked),
- * which copies what is there and returns. When the ring is empty the
- * callback suspends the connection (MHD_ALLOW_SUSPEND_RESUME) and the
- * producer resumes it when it has written more or ended; when the ring is
- * full the producer waits. So memory is the slicer's (as indexing's) plus
- * the ring, whatever the window, and a slow client only slows its own
- * producer.
+ * order), so it is never made on an MHD worker and never on the loop, and
+ * never here: the daemon makes it in its pool (api_hooks.slice, with the
+ * category rules it holds, at the indexer's lower priority), handing the
+ * document to ring_write() into a small ring; MHD takes the answer from
+ * the ring through a callback response (chunked), which copies what is
+ * there and returns. When the ring is empty the callback suspends the
+ * connection (MHD_ALLOW_SUSPEND_RESUME) and the producer resumes it when
+ * it has written more or ended; when the ring is full the producer waits.
+ * So memory is the slicer's (as indexing's) plus the ring, whatever the
+ * window, and a slow client only slows its own producer.
  *
- * Lifetime: a job has two owners, its producer and its response; the last
- * to let go frees it. The response goes when MHD is done with the
- * connection (the client read all, went away, or the daemon stops): the
- * producer then sees `gone`, stops at its next event and touches the
- * connection never again. A failure after the 200 is sent cuts the
+ * Lifetime: a job has two owners, its producer (the daemon's, until it
+ * calls done) and its response; the last to let go frees it. The response goes
+ * when MHD is done with the connection (the client read all, went away, or the
+ * daemon stops): the producer then sees `gone`, stops at its next event and
+ * touches the connection never again. A failure after the 200 is sent cuts the
  * chunked answer short (MHD_CONTENT_READER_END_WITH_ERROR): the client
  * sees an incomplete transfer, never a complete-looking document.
  * Errors found before (no such rank, the file gone, swapped for a link,
@@ -33,27 +33,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "api/api_int.h"
 #include "common/file.h"
-#include "index/index.h"
 
-#define API_SLICES  2            /* slices at once */
 #define SLICE_RING  (256u << 10) /* bytes between producer and MHD */
-#define SLICE_NICE  10           /* the producer's priority, as indexing */
 #define SLICE_BLOCK (64u << 10)  /* MHD's block size for the answer */
 
 enum job_state { JOB_RUNNING, JOB_DONE, JOB_FAILED };
 
 struct slice_job {
   struct api_slices *sl;
-  char *root, *path;      /* the rank's file under the capture's folder */
-  const char *rules_file; /* cfg's category_rules (borrowed) */
-  char what[64];          /* "capture 3 rank 1", for the log */
-  struct idx_slice_opts o;
+  char *root, *path;        /* the rank's file under the capture's folder */
+  char format[16];          /* as it was indexed */
+  char what[64];            /* "capture 3 rank 1", for the log */
+  struct api_slice_req req; /* what the daemon is asked, pointing here */
   atomic_bool cancel;
 
   pthread_mutex_t lock; /* guards the rest */
@@ -121,7 +117,7 @@ static void wake(struct slice_job *j)
 
 /* ---- the producer ---- */
 
-/* idx_write_fn: into the ring, waiting for room. */
+/* api_slice_req.write: into the ring, waiting for room. */
 static int ring_write(void *ud, const char *p, size_t n)
 {
   struct slice_job *j = ud;
@@ -148,24 +144,14 @@ static int ring_write(void *ud, const char *p, size_t n)
   return n == 0 ? 0 : TR_ECONFLICT;
 }
 
-static void *produce(void *arg)
+/* api_slice_req.done: the producer lets go. */
+static void produced(void *ud, int rc, const char *msg)
 {
-  struct slice_job *j = arg;
+  struct slice_job *j = ud;
   struct api_slices *sl = j->sl;
-  struct idx_rules *rules = NULL;
-  struct tr_err err = { 0 };
-  int rc;
 
-  (void)setpriority(PRIO_PROCESS, (id_t)gettid(), SLICE_NICE);
-  /* The daemon's own rules (category_rules), read as the runner reads
-   * them: the idle cause "collective" follows the categories. */
-  rc = idx_rules_load(j->rules_file, &rules, &err);
-  j->o.rules = rules;
-  if (rc == 0)
-    rc = idx_slice_under(j->root, j->path, &j->o, ring_write, j, NULL, &err);
-  idx_rules_free(rules);
   if (rc != 0 && !atomic_load(&j->cancel))
-    fprintf(stderr, "traced: slice of %s failed: %s\n", j->what, err.msg);
+    fprintf(stderr, "traced: slice of %s failed: %s\n", j->what, msg);
   /* The slot frees before the end is told: a client that has read the
    * whole answer finds it free. */
   pthread_mutex_lock(&sl->lock);
@@ -179,7 +165,6 @@ static void *produce(void *arg)
   sl->running--;
   pthread_cond_broadcast(&sl->ended);
   pthread_mutex_unlock(&sl->lock);
-  return NULL;
 }
 
 /* ---- MHD's side ---- */
@@ -268,8 +253,8 @@ void api_slices_free(struct api_slices *sl)
 
 /* ---- the route ---- */
 
-/* The window and the findings flag from the query into o. */
-static int slice_query(struct api_req *r, struct idx_slice_opts *o,
+/* The window and the findings flag from the query into q. */
+static int slice_query(struct api_req *r, struct api_slice_req *q,
                        struct tr_err *err)
 {
   static const char *const names[] = { "start_ns", "end_ns", "findings", NULL };
@@ -289,15 +274,15 @@ static int slice_query(struct api_req *r, struct idx_slice_opts *o,
   if (end <= start)
     return tr_err_set(err, TR_EINVAL, "end_ns",
                       "end_ns must be greater than start_ns");
-  o->start_ns = start;
-  o->end_ns = end;
-  o->findings = strcmp(findings, "true") == 0;
+  q->start_ns = start;
+  q->end_ns = end;
+  q->findings = strcmp(findings, "true") == 0;
   return 0;
 }
 
 /* The file a slice of rank r of capture cap reads, checked now so that a
  * refusal is a JSON error: under its folder, a regular file, the size it
- * had when indexed. Fills j's root, path and format. */
+ * had when indexed. Fills j's root. */
 static enum MHD_Result check_file(struct api_req *r, json_t *cap,
                                   const struct store_trace *t,
                                   struct slice_job *j)
@@ -319,25 +304,18 @@ static enum MHD_Result check_file(struct api_req *r, json_t *cap,
                            "the trace file is %lld bytes, %lld when it was "
                            "indexed: it changed since",
                            (long long)sb.st_size, (long long)t->file_bytes);
-  /* The format it was indexed as (an import may have forced it). */
-  if (idx_format_parse(t->format, &j->o.format) != 0)
-    j->o.format = IDX_FORMAT_AUTO;
   return MHD_YES;
 }
 
-/* Starts j's producer, counted; false when at the bound or stopping. */
-static bool start_producer(struct api_slices *sl, struct slice_job *j)
+/* Hands j to the daemon, counted; false when at the bound or stopping. */
+static bool start_producer(struct api *api, struct slice_job *j)
 {
-  pthread_attr_t attr;
-  pthread_t tid;
+  struct api_slices *sl = api->slices;
   bool ok = false;
 
   pthread_mutex_lock(&sl->lock);
-  if (!sl->stopping && sl->busy < API_SLICES && pthread_attr_init(&attr) == 0) {
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    ok = pthread_create(&tid, &attr, produce, j) == 0;
-    pthread_attr_destroy(&attr);
-  }
+  if (!sl->stopping && sl->busy < API_SLICES && api->hooks.slice != NULL)
+    ok = api->hooks.slice(api->hooks.ud, &j->req) == 0;
   if (ok) {
     sl->busy++;
     sl->running++;
@@ -359,9 +337,11 @@ static struct slice_job *job_new(struct api_req *r, int64_t id, int64_t rank)
   atomic_init(&j->cancel, false);
   j->sl = r->api->slices;
   j->conn = r->conn;
-  j->o.cancel = &j->cancel;
-  j->o.max_kernel_names = (uint32_t)r->api->cfg->max_kernel_names;
-  j->rules_file = r->api->cfg->category_rules;
+  j->req.format = j->format;
+  j->req.cancel = &j->cancel;
+  j->req.write = ring_write;
+  j->req.done = produced;
+  j->req.ud = j;
   snprintf(j->what, sizeof(j->what), "capture %lld rank %lld", (long long)id,
            (long long)rank);
   return j;
@@ -375,7 +355,7 @@ static enum MHD_Result stream(struct api_req *r, struct slice_job *j,
   char disp[160];
 
   j->owners = 2; /* before the producer can let go */
-  if (!start_producer(j->sl, j)) {
+  if (!start_producer(r->api, j)) {
     job_free(j);
     return api_reply_error(r, 429, "busy", "slice",
                            "%d slices are being made: retry when one ends",
@@ -390,8 +370,8 @@ static enum MHD_Result stream(struct api_req *r, struct slice_job *j,
   snprintf(disp, sizeof(disp),
            "attachment; filename=\"capture%lld-rank%lld-slice-%lld-%lld"
            ".json\"",
-           (long long)id, (long long)rank, (long long)j->o.start_ns,
-           (long long)j->o.end_ns);
+           (long long)id, (long long)rank, (long long)j->req.start_ns,
+           (long long)j->req.end_ns);
   MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
                           "application/json");
   MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_DISPOSITION, disp);
@@ -401,7 +381,7 @@ static enum MHD_Result stream(struct api_req *r, struct slice_job *j,
 enum MHD_Result api_get_slice(struct api_req *r)
 {
   struct store_trace t = { NULL, 0, 0, 0, "" };
-  struct idx_slice_opts o = { 0 };
+  struct api_slice_req q = { 0 };
   struct tr_err err = { 0 };
   struct slice_job *j = NULL;
   enum MHD_Result ret;
@@ -411,7 +391,7 @@ enum MHD_Result api_get_slice(struct api_req *r)
 
   if (api_path_id(r, &id, &err) != 0 ||
       api_parse_int(r->seg[3], "rank", 0, INT_MAX, &rank, &err) != 0 ||
-      slice_query(r, &o, &err) != 0 ||
+      slice_query(r, &q, &err) != 0 ||
       (st = api_store(r, STORE_RO, &err)) == NULL ||
       api_capture_brief(st, id, &cap, &err) != 0 ||
       store_rank_trace(st, id, (int)rank, &t, &err) != 0) {
@@ -421,13 +401,16 @@ enum MHD_Result api_get_slice(struct api_req *r)
   if ((j = job_new(r, id, rank)) == NULL) {
     ret = MHD_NO;
   } else {
-    j->o.start_ns = o.start_ns;
-    j->o.end_ns = o.end_ns;
-    j->o.findings = o.findings;
-    j->o.t0_ns = t.t0_ns;
+    j->req.start_ns = q.start_ns;
+    j->req.end_ns = q.end_ns;
+    j->req.findings = q.findings;
+    j->req.t0_ns = t.t0_ns;
+    snprintf(j->format, sizeof(j->format), "%s", t.format);
     j->path = t.path;
     t.path = NULL;
     ret = check_file(r, cap, &t, j);
+    j->req.root = j->root;
+    j->req.path = j->path;
     if (!r->answered)
       ret = stream(r, j, id, rank);
     else

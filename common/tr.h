@@ -59,6 +59,13 @@ void tr_rfc3339(int64_t t_ns, char *buf, size_t size);
  * of memory. */
 char *tr_capture_dir(const char *root, int64_t id, const char *sub);
 
+/* The trash of deleted captures: "<root>/.trash" (id 0), or a folder moved
+ * into it, "<root>/.trash/<id>" (sub NULL) or "<root>/.trash/<sub>-<id>".
+ * A capture's folders are renamed there when it is deleted (one rename,
+ * at once) and removed by the daemon's pool. New string, NULL when out of
+ * memory. */
+char *tr_trash_dir(const char *root, int64_t id, const char *sub);
+
 /* mkdir -p: creates path and its missing parents (mode 0755). Returns 0
  * (also when it exists already) or -errno. */
 int tr_mkdir_p(const char *path);

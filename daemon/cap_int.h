@@ -143,6 +143,11 @@ bool cap_work_retry(struct cap_work *w, bool until_taken);
 /* Shutdown: every retry waiting is done() now, and retries no more. */
 void cap_work_give_up(struct cap_runner *r);
 
+/* Pool threads: the thread's priority lowered to the indexer's (the HTTP
+ * threads and the loop go first), and given back. */
+int cap_nice_lower(void);
+void cap_nice_restore(int old);
+
 /* Pool threads: a store connection for this job alone; give it back. */
 struct store *cap_db_take(struct cap_runner *r, struct tr_err *err);
 void cap_db_give(struct cap_runner *r, struct store *st);
@@ -256,11 +261,12 @@ struct cap_runner {
   int64_t *recover[2]; /* ids to index after a restart:
                           [0] captures, [1] imports */
   size_t nrecover[2];
-  bool picking[2];    /* a queue look-up is in the pool */
-  bool pick_again[2]; /* woken while it was */
-  int index_running;  /* rank jobs in the pool, all jobs */
-  int works;          /* pool jobs in flight */
-  int jobs;           /* jobs not yet freed */
+  bool purging, purge_again; /* the trash is emptied in the pool */
+  bool picking[2];           /* a queue look-up is in the pool */
+  bool pick_again[2];        /* woken while it was */
+  int index_running;         /* rank jobs in the pool, all jobs */
+  int works;                 /* pool jobs in flight */
+  int jobs;                  /* jobs not yet freed */
   bool stopping;
   bool http_closed;
   void (*down)(void *ud);

@@ -2,8 +2,8 @@
  * INDEXING, of captures and imports: each rank's trace goes through
  * idx_file() and store_rank_insert() in one pool job with its own store
  * connection; at most index_jobs ranks run at once over all jobs, so the
- * pool (UV_THREADPOOL_SIZE = index_jobs + 2, see recover.c) always has a
- * thread for the state writes. A rank that fails is recorded with
+ * pool (UV_THREADPOOL_SIZE = index_jobs + 2 + API_SLICES, see recover.c) always
+ * has a thread for the state writes. A rank that fails is recorded with
  * store_rank_fail() and the others are kept. All indexed: FINISHING.
  */
 #include <assert.h>
@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -127,30 +126,6 @@ static void store_result(struct rank_work *rw, json_t *summary)
   cap_db_give(rw->super.r, st);
 }
 
-/* Indexing yields the CPU to the HTTP threads and the loop: on a small
- * box a GB of trace otherwise pushes read latency up (measured by
- * bench/bench_api.sh). On Linux setpriority(PRIO_PROCESS, tid) applies to
- * one thread, and the inflate thread idx_file() starts inherits it. The
- * pool thread gets its priority back afterwards where allowed (root). */
-#define INDEX_NICE 10
-
-static int lower_priority(void)
-{
-  int old;
-
-  errno = 0;
-  old = getpriority(PRIO_PROCESS, (id_t)gettid());
-  if (errno != 0)
-    old = 0;
-  (void)setpriority(PRIO_PROCESS, (id_t)gettid(), INDEX_NICE);
-  return old;
-}
-
-static void restore_priority(int old)
-{
-  (void)setpriority(PRIO_PROCESS, (id_t)gettid(), old);
-}
-
 /* The threads one rank's indexing may keep busy (idx_options.threads):
  * the cores shared among the ranks that run at once, so that a single
  * import inflates on one core while it parses on the other, and eight
@@ -185,7 +160,7 @@ static void run_rank(struct cap_work *w)
   struct tr_err err = { 0 };
   json_t *summary = NULL;
   int64_t t0 = tr_now_ns();
-  int nice = lower_priority();
+  int nice = cap_nice_lower();
   char *coll = cap_coll_path(job, rw->i, true);
 
   o.collectives_path = coll;
@@ -212,7 +187,7 @@ static void run_rank(struct cap_work *w)
   }
   json_decref(summary);
   free(coll);
-  restore_priority(nice);
+  cap_nice_restore(nice);
 }
 
 /* Every rank is in: FINISHING, or a failure naming the ranks that are

@@ -206,16 +206,17 @@ static int recover(struct cap_runner *r, struct tr_err *err)
   return rc;
 }
 
-/* Index workers must never hold every pool thread: the state writes and
- * log scans need one. libuv reads the variable once, at its first
- * uv_queue_work, which has not happened yet when this runs. */
+/* Index workers and slices (a slow client holds its producer) must never
+ * hold every pool thread: the state writes and log scans need one. libuv
+ * reads the variable once, at its first uv_queue_work, which has not
+ * happened yet when this runs. */
 static void size_thread_pool(const struct cfg *cfg)
 {
   char value[16];
 
   if (getenv("UV_THREADPOOL_SIZE") != NULL)
     return;
-  snprintf(value, sizeof(value), "%d", cfg->index_jobs + 2);
+  snprintf(value, sizeof(value), "%d", cfg->index_jobs + 2 + API_SLICES);
   setenv("UV_THREADPOOL_SIZE", value, 0);
 }
 

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -193,6 +194,31 @@ void cap_db_give(struct cap_runner *r, struct store *st)
   }
   pthread_mutex_unlock(&r->db_lock);
   store_close(st);
+}
+
+/* Reading traces (indexing, slices) yields the CPU to the HTTP threads and
+ * the loop: on a small box a GB of trace otherwise pushes read latency up
+ * (measured by bench/bench_api.sh). On Linux setpriority(PRIO_PROCESS,
+ * tid) applies to one thread, and the inflate thread idx_file() starts
+ * inherits it. The pool thread gets its priority back afterwards where
+ * allowed (root). */
+#define INDEX_NICE 10
+
+int cap_nice_lower(void)
+{
+  int old;
+
+  errno = 0;
+  old = getpriority(PRIO_PROCESS, (id_t)gettid());
+  if (errno != 0)
+    old = 0;
+  (void)setpriority(PRIO_PROCESS, (id_t)gettid(), INDEX_NICE);
+  return old;
+}
+
+void cap_nice_restore(int old)
+{
+  (void)setpriority(PRIO_PROCESS, (id_t)gettid(), old);
 }
 
 /* ---- log tails ---- */
