@@ -1,5 +1,5 @@
 # The HTTP API (api/): a real daemon over real sockets. See tests/test_api.py.
-foreach(case validation auth metrics contract imports diff cancel)
+foreach(case validation auth metrics contract imports diff cancel statuses)
   traced_py_test(api_${case} test_api.py ${case})
 endforeach()
 # The analysis routes against tests/ref_index.py. See tests/test_api_analysis.py.

@@ -153,6 +153,8 @@ static void check_by(const struct tr_table_row *tt, json_t *op)
 /* What the map says of a table, the spec says of its route. */
 static void check_table(int t)
 {
+  static const char *const statuses[] = { "200", "400", "401", "403",
+                                          "404", "405", "413", "500" };
   const struct tr_table_row *tt = &tr_tables[t];
   const struct api_route *rt = table_route(t);
   char tmpl[256];
@@ -188,6 +190,12 @@ static void check_table(int t)
                        ? "#/components/parameters/limit"
                        : "#/components/parameters/limit_bounded");
   check_by(tt, op);
+  /* What every table route may answer (api_statuses walks them). */
+  for (size_t i = 0; i < sizeof(statuses) / sizeof(statuses[0]); i++) {
+    if (json_object_get(json_object_get(op, "responses"), statuses[i]) == NULL)
+      fprintf(stderr, "%s: status %s undeclared\n", tmpl, statuses[i]);
+    CHECK(json_object_get(json_object_get(op, "responses"), statuses[i]));
+  }
   content = json_object_get(
       json_object_get(json_object_get(op, "responses"), "200"), "content");
   CHECK((json_object_get(content, "text/csv") != NULL) ==
