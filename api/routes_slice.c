@@ -26,7 +26,12 @@
  * or changed since it was indexed) are JSON errors as everywhere.
  *
  * Bounds: at most API_SLICES slices at once (429 beyond, field "slice");
- * the window is checked (start_ns < end_ns, both integers >= 0).
+ * the window is checked (start_ns < end_ns, both integers >= 0). A slot
+ * is not held by a client that does not read: while the producer waits
+ * for room, a client that read less than slice_min_bytes_per_s over
+ * slice_window_s (the producer having waited for it half that time at
+ * least), or a slice older than slice_timeout_s, ends the slice (cut
+ * short, as any failure after the 200) and frees its slot.
  */
 #include <errno.h>
 #include <limits.h>
@@ -34,13 +39,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "api/api_int.h"
 #include "common/file.h"
 
-#define SLICE_RING  (256u << 10) /* bytes between producer and MHD */
-#define SLICE_BLOCK (64u << 10)  /* MHD's block size for the answer */
+#define SLICE_RING    (256u << 10) /* bytes between producer and MHD */
+#define SLICE_BLOCK   (64u << 10)  /* MHD's block size for the answer */
+#define SLICE_TICK_NS 250000000    /* a waiting producer looks at its client */
 
 enum job_state { JOB_RUNNING, JOB_DONE, JOB_FAILED };
 
@@ -62,6 +69,11 @@ struct slice_job {
   struct MHD_Connection *conn;
   int owners; /* the producer and the response */
   struct slice_job *next;
+  /* Its client (slow_client()): ns on CLOCK_MONOTONIC. */
+  int64_t started_ns, deadline_ns;      /* slice_timeout_s */
+  int64_t window_ns, min_per_s;         /* slice_window_s, its floor */
+  int64_t win_start_ns, win_blocked_ns; /* the window, the wait in it */
+  uint64_t sent, win_sent;              /* bytes handed to MHD */
 };
 
 struct api_slices {
@@ -117,18 +129,83 @@ static void wake(struct slice_job *j)
 
 /* ---- the producer ---- */
 
+static int64_t mono_ns(void)
+{
+  struct timespec ts;
+
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Whether j's client has held it too long (job lock held): the slice is
+ * older than slice_timeout_s, or over the last window, the producer
+ * having waited for room at least half of it, the client read less than
+ * slice_min_bytes_per_s. Says why on stderr. */
+static bool slow_client(struct slice_job *j, int64_t now)
+{
+  int64_t elapsed = now - j->win_start_ns;
+  uint64_t read = j->sent - j->win_sent;
+  bool slow;
+
+  if (now >= j->deadline_ns) {
+    fprintf(stderr,
+            "traced: slice of %s ended: it took longer than "
+            "slice_timeout_s (%lld s)\n",
+            j->what,
+            (long long)((j->deadline_ns - j->started_ns) / 1000000000));
+    return true;
+  }
+  if (elapsed < j->window_ns)
+    return false;
+  slow = j->min_per_s > 0 && j->win_blocked_ns * 2 >= elapsed &&
+         (double)read * 1e9 < (double)j->min_per_s * (double)elapsed;
+  j->win_start_ns = now;
+  j->win_sent = j->sent;
+  j->win_blocked_ns = 0;
+  if (slow)
+    fprintf(stderr,
+            "traced: slice of %s ended: its client read %.0f bytes/s, "
+            "below slice_min_bytes_per_s (%lld)\n",
+            j->what, (double)read * 1e9 / (double)elapsed,
+            (long long)j->min_per_s);
+  return slow;
+}
+
+/* Waits for room in the ring (job lock held), a tick at a time, until
+ * there is, the response is gone, or the client is too slow (then j is
+ * cancelled). */
+static void wait_for_room(struct slice_job *j)
+{
+  int64_t now = mono_ns();
+
+  while (!j->gone && j->len == SLICE_RING && !atomic_load(&j->cancel)) {
+    struct timespec until = { (now + SLICE_TICK_NS) / 1000000000,
+                              (now + SLICE_TICK_NS) % 1000000000 };
+    int64_t was = now;
+
+    if (slow_client(j, now)) {
+      atomic_store(&j->cancel, true);
+      return;
+    }
+    pthread_cond_timedwait(&j->room, &j->lock, &until);
+    now = mono_ns();
+    j->win_blocked_ns += now - was;
+  }
+}
+
 /* api_slice_req.write: into the ring, waiting for room. */
 static int ring_write(void *ud, const char *p, size_t n)
 {
   struct slice_job *j = ud;
 
   pthread_mutex_lock(&j->lock);
-  while (n > 0) {
+  if (slow_client(j, mono_ns()))
+    atomic_store(&j->cancel, true);
+  while (n > 0 && !atomic_load(&j->cancel)) {
     size_t at, k, first;
 
-    while (!j->gone && j->len == SLICE_RING)
-      pthread_cond_wait(&j->room, &j->lock);
-    if (j->gone)
+    wait_for_room(j);
+    if (j->gone || atomic_load(&j->cancel))
       break;
     at = (j->head + j->len) % SLICE_RING;
     k = SLICE_RING - j->len < n ? SLICE_RING - j->len : n;
@@ -186,6 +263,7 @@ static ssize_t on_read(void *cls, uint64_t pos, char *buf, size_t max)
     memcpy(buf + first, j->ring, k - first);
     j->head = (j->head + k) % SLICE_RING;
     j->len -= k;
+    j->sent += k;
     pthread_cond_signal(&j->room);
     ret = (ssize_t)k;
   } else if (j->state == JOB_DONE) {
@@ -329,12 +407,21 @@ static bool start_producer(struct api *api, struct slice_job *j)
 static struct slice_job *job_new(struct api_req *r, int64_t id, int64_t rank)
 {
   struct slice_job *j = calloc(1, sizeof(*j));
+  const struct cfg *cfg = r->api->cfg;
+  pthread_condattr_t attr;
 
   if (j == NULL)
     return NULL;
   pthread_mutex_init(&j->lock, NULL);
-  pthread_cond_init(&j->room, NULL);
+  pthread_condattr_init(&attr);
+  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+  pthread_cond_init(&j->room, &attr);
+  pthread_condattr_destroy(&attr);
   atomic_init(&j->cancel, false);
+  j->started_ns = j->win_start_ns = mono_ns();
+  j->deadline_ns = j->started_ns + (int64_t)cfg->slice_timeout_s * 1000000000;
+  j->window_ns = (int64_t)cfg->slice_window_s * 1000000000;
+  j->min_per_s = cfg->slice_min_bytes_per_s;
   j->sl = r->api->slices;
   j->conn = r->conn;
   j->req.format = j->format;

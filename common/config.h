@@ -124,6 +124,12 @@ enum cfg_profile_control { CFG_PROFILE_BENCH, CFG_PROFILE_DAEMON };
      "the largest limit of every table (the others' default)")                 \
   XX(max_response_bytes, INT(65536, 1 << 30), "16777216", NULL,                \
      "a JSON answer, at most (413 beyond)")                                    \
+  XX(slice_min_bytes_per_s, INT(0, 1 << 30), "65536", NULL,                    \
+     "a slice's client reading slower while traced waits for it loses it")     \
+  XX(slice_window_s, INT(1, 3600), "20", NULL,                                 \
+     "seconds over which slice_min_bytes_per_s is measured")                   \
+  XX(slice_timeout_s, INT(1, 86400), "1800", NULL,                             \
+     "seconds a slice may take, read or not")                                  \
   XX(answer_cache_mb, INT(0, 65536), "64", NULL,                               \
      "MiB of answers about done captures kept in memory (0: none)")            \
   XX(import_roots, LIST(":"), "", resolve_roots,                               \
