@@ -183,16 +183,18 @@ enum MHD_Result api_reply_keep_text(struct api_req *r, struct tr_buf *body,
 enum MHD_Result api_reply_table(struct api_req *r, json_t *obj, bool csv,
                                 const int64_t *ids, uint64_t epoch);
 
-/* Replies {"error":{"code","message","field"}}; field may be NULL or "". */
+/* Replies {"error":{"code","message","field"}} with status, for an error
+ * the route finds itself; field may be NULL or "". */
 enum MHD_Result api_reply_error(struct api_req *r, unsigned status,
                                 const char *code, const char *field,
                                 const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
-/* Replies err, its HTTP status derived from err->code (TR_EINVAL 400,
+/* Replies a struct tr_err a callee filled (the store's, validation's),
+ * its HTTP status derived from err->code (TR_EINVAL 400,
  * TR_ENOTFOUND 404, TR_ECONFLICT 409, TR_ELIMIT 413, TR_EAUTH 401,
  * TR_EBUSY 429, TR_ESTORAGE 507, else 500). */
-enum MHD_Result api_reply_err(struct api_req *r, const struct tr_err *err);
+enum MHD_Result api_reply_tr_err(struct api_req *r, const struct tr_err *err);
 
 /* 405 naming the methods the route takes, with an Allow header. */
 enum MHD_Result api_reply_method(struct api_req *r);
@@ -362,7 +364,7 @@ enum MHD_Result api_get_slice(struct api_req *r);
 enum MHD_Result api_get_table(struct api_req *r);
 enum MHD_Result api_get_diff(struct api_req *r);
 
-/* ---- routes_results.c: verdicts and baselines (issue 10) ---- */
+/* ---- routes_results.c: verdicts and baselines ---- */
 
 enum MHD_Result api_get_verdict(struct api_req *r);
 enum MHD_Result api_put_baseline(struct api_req *r);

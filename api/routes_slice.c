@@ -483,7 +483,7 @@ enum MHD_Result api_get_slice(struct api_req *r)
       api_capture_brief(st, id, &cap, &err) != 0 ||
       store_rank_trace(st, id, (int)rank, &t, &err) != 0) {
     json_decref(cap);
-    return api_reply_err(r, &err);
+    return api_reply_tr_err(r, &err);
   }
   if ((j = job_new(r, id, rank)) == NULL) {
     ret = MHD_NO;

@@ -283,7 +283,7 @@ enum MHD_Result api_get_healthz(struct api_req *r)
   char reason[256];
 
   if (api_query_check(r, no_params, &err) != 0)
-    return api_reply_err(r, &err);
+    return api_reply_tr_err(r, &err);
   if (tr_stats_store_degraded(reason, sizeof(reason))) {
     json_t *why = json_string(reason); /* NULL: not UTF-8 (a path's bytes) */
 
@@ -414,10 +414,10 @@ enum MHD_Result api_get_metrics(struct api_req *r)
   FILE *f;
 
   if (api_query_check(r, no_params, &err) != 0)
-    return api_reply_err(r, &err);
+    return api_reply_tr_err(r, &err);
   st = api_store(r, STORE_RO, &err);
   if (st == NULL || store_status_counts(st, &counts, &err) != 0)
-    return api_reply_err(r, &err);
+    return api_reply_tr_err(r, &err);
   f = open_memstream(&text, &len);
   if (f == NULL) {
     json_decref(counts);

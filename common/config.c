@@ -443,8 +443,8 @@ static int resolve_roots(struct cfg *cfg, const struct setting *s,
   return 0;
 }
 
-/* Names no request may set, whatever env_allow says (issue 12): each loads
- * code into the server (run as root), or points it at a file, folder or
+/* Names no request may set, whatever env_allow says (docs/SECURITY.md): each
+ * loads code into the server (run as root), or points it at a file, folder or
  * address of the client's choice. From ATOM (atom/utils/envs.py:
  * ATOM_TORCH_PROFILER_DIR moves where the server writes, ATOM_RTL_TRACE_DIR
  * wraps the launch in `rtl trace`, ATOM_*_DUMP_DIR, ATOM_DEBUG_TOPK_PATH,

@@ -46,6 +46,20 @@
 /* The bit of phase e in a row's from. */
 #define TR_FROM(e) (1u << TR_PHASE_##e)
 
+/* XX(ENUM, name): what a capture is: one traced runs against ATOM, or
+ * traces taken elsewhere (POST /imports). Each kind has its own queue and
+ * its own slot in the runner. */
+#define TR_KIND_MAP(XX)                                                        \
+  XX(CAPTURE, capture)                                                         \
+  XX(IMPORT, import)
+
+enum tr_kind {
+#define XX(e, name) TR_KIND_##e,
+  TR_KIND_MAP(XX)
+#undef XX
+      TR_NKIND
+};
+
 enum tr_status {
 #define XX(e, name, final) TR_STATUS_##e,
   TR_STATUS_MAP(XX)
@@ -63,6 +77,8 @@ enum tr_phase {
 /* The name of s or p ("queued"...); "?" when out of range. Static. */
 const char *tr_status_name(enum tr_status s);
 const char *tr_phase_name(enum tr_phase p);
+/* The kinds' names by enum tr_kind, NULL-terminated. */
+extern const char *const tr_kind_names[];
 /* True for done, failed, cancelled and interrupted: never left. */
 bool tr_status_final(enum tr_status s);
 /* The status or phase called name; -1 when none is (or name is NULL). */

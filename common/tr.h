@@ -30,10 +30,12 @@ enum {
  * field or file at fault. The first failure is kept: a later tr_err_set()
  * on an err that already holds one does nothing.
  */
+#define TR_ERR_MSG 512 /* bytes of an error's message */
+
 struct tr_err {
   int code;       /* 0 when no error is recorded */
   char field[64]; /* request field, query parameter or "" */
-  char msg[512];
+  char msg[TR_ERR_MSG];
 };
 
 /* Records the error in err (may be NULL) unless one is held already, and

@@ -248,22 +248,25 @@ void cap_webhook_close(struct cap_webhook *w, void (*done)(void *ud), void *ud);
 
 /* ---- runner and jobs ---- */
 
+/* One kind's queue (common/lifecycle.h's TR_KIND_MAP): captures have the
+ * GPU slot, imports a slot beside it. */
+struct cap_queue {
+  struct cap_job *job; /* its slot: the job running, or NULL */
+  _Atomic int64_t id;  /* the job's id for other threads: 0 when idle */
+  int64_t *recover;    /* ids to index first after a restart */
+  size_t nrecover;
+  bool picking;    /* a look-up of the queue is in the pool */
+  bool pick_again; /* woken while it was */
+};
+
 struct cap_runner {
   uv_loop_t *loop;
   const struct cfg *cfg;
   struct cap_http *http;
   struct cap_webhook *webhook;
   struct idx_rules *rules;
-  struct cap_job *capture;    /* the GPU slot */
-  struct cap_job *import;     /* imports run beside it */
-  _Atomic int64_t capture_id; /* for other threads: 0 when idle */
-  _Atomic int64_t import_id;
-  int64_t *recover[2]; /* ids to index after a restart:
-                          [0] captures, [1] imports */
-  size_t nrecover[2];
+  struct cap_queue queues[TR_NKIND];
   bool purging, purge_again; /* the trash is emptied in the pool */
-  bool picking[2];           /* a queue look-up is in the pool */
-  bool pick_again[2];        /* woken while it was */
   int index_running;         /* rank jobs in the pool, all jobs */
   int works;                 /* pool jobs in flight */
   int jobs;                  /* jobs not yet freed */
@@ -302,7 +305,8 @@ struct cap_export {
 struct cap_job {
   struct cap_runner *r;
   int64_t id;
-  bool is_import;
+  enum tr_kind kind;
+  bool is_import; /* kind is TR_KIND_IMPORT */
   bool recovered; /* re-indexed after a restart */
   enum tr_phase phase;
   enum cap_end ending;  /* END_NONE while the job runs */
@@ -358,5 +362,14 @@ void cap_index_pump(struct cap_runner *r);
 char *cap_coll_path(const struct cap_job *job, size_t rank, bool make);
 
 void cap_invariants(const struct cap_job *job);
+
+/* A failure's message made of a callee's (struct tr_err) and a few words
+ * of its own ("cannot store: ..."). */
+#define CAP_MSG_MAX (TR_ERR_MSG + 88)
+
+/* phase_indexing.c: the deadline of reading job's traces (INDEXING, and
+ * FINISHING, which reads their side files): 10 minutes and a second per
+ * MiB of trace. */
+int cap_trace_budget_s(const struct cap_job *job);
 
 #endif

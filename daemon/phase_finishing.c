@@ -20,14 +20,13 @@
 
 #include "daemon/cap_int.h"
 
-#define TIMELINE_BINS   256 /* of the collectives' rank x time picture */
-#define FINISH_BUDGET_S 600
+#define TIMELINE_BINS 256 /* of the collectives' rank x time picture */
 
 struct finish_work {
   struct cap_work super;
   json_t *verdict; /* made */
   int rc;
-  char msg[600];
+  char msg[CAP_MSG_MAX];
 };
 
 /* Ranks run together within a group: a disaggregated server's halves and
@@ -107,10 +106,9 @@ static void on_finish_done(struct cap_work *w)
   free(fw);
 }
 
-/* As indexing's: 10 minutes and a second per MiB of trace. */
 int phase_finishing_budget_s(const struct cap_job *job)
 {
-  return FINISH_BUDGET_S + (int)(job->layout->bytes_total >> 20);
+  return cap_trace_budget_s(job);
 }
 
 void phase_finishing_enter(struct cap_job *job)

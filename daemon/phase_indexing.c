@@ -28,10 +28,20 @@ static const char *index_path(const struct cap_job *job)
   return job->trace_dir;
 }
 
+/* Before the folder is scanned its size is not known: an hour for the
+ * scan, re-armed with cap_trace_budget_s() once it is (begin()). */
+#define SCAN_BUDGET_S  3600
+#define TRACE_BUDGET_S 600 /* and a second per MiB */
+
 int phase_indexing_budget_s(const struct cap_job *job)
 {
   (void)job;
-  return 3600; /* re-armed once the size is known (begin()) */
+  return SCAN_BUDGET_S;
+}
+
+int cap_trace_budget_s(const struct cap_job *job)
+{
+  return TRACE_BUDGET_S + (int)(job->layout->bytes_total >> 20);
 }
 
 /* The import's format (validated by the API), else detected. */
@@ -97,7 +107,7 @@ struct rank_work {
   size_t i; /* rank number in the capture */
   int rc;
   bool cancelled;
-  char msg[600];
+  char msg[CAP_MSG_MAX];
 };
 
 static void on_idx_progress(void *ud, uint64_t file_bytes_read)
@@ -262,13 +272,12 @@ static bool take_rank(struct cap_job *job)
 
 void cap_index_pump(struct cap_runner *r)
 {
-  struct cap_job *jobs[2] = { r->capture, r->import };
   int k = 0, idle = 0;
 
-  /* Alternate between the capture and the import: neither starves. */
-  while (r->index_running < r->cfg->index_jobs && idle < 2) {
-    idle = take_rank(jobs[k]) ? 0 : idle + 1;
-    k ^= 1;
+  /* Take from each kind's job in turn: none starves. */
+  while (r->index_running < r->cfg->index_jobs && idle < TR_NKIND) {
+    idle = take_rank(r->queues[k].job) ? 0 : idle + 1;
+    k = (k + 1) % TR_NKIND;
   }
 }
 
@@ -321,8 +330,7 @@ static void begin(struct cap_job *job)
     return;
   }
   skip_stored(job);
-  /* A generous budget: 10 minutes plus a second per MiB of trace. */
-  cap_arm_deadline(job, 600 + (int)(l->bytes_total >> 20));
+  cap_arm_deadline(job, cap_trace_budget_s(job));
   job->index.bytes_reported = bytes_read(job);
   cap_job_progress(job, json_pack("{s:i,s:i,s:i,s:I,s:i,s:I}", "ranks_expected",
                                   (int)l->n, "ranks_exported", l->exported,

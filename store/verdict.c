@@ -1,5 +1,5 @@
 /*
- * Regression verdicts (issue 10): a finished capture or import compared
+ * Regression verdicts (docs/ANALYSIS.md): a finished capture or import compared
  * with its baseline, decided for the reader.
  *
  * The baseline: the capture pinned for the same configuration (baselines,

@@ -11,7 +11,8 @@ traced_c_test(test_file traced_common test_file.c)
 # daemon/layout.c: the trace-folder scan follows no link and opens nothing.
 traced_c_test(test_layout_links traced_daemon test_layout_links.c)
 
-# Issue 12's attacks, each against a real daemon: see tests/test_security.py.
+# The attacks of docs/SECURITY.md, each against a real daemon: see
+# tests/test_security.py.
 foreach(case files fifos browser args slowloris bounds secrets echo)
   traced_py_test(security_${case} test_security.py ${case})
 endforeach()
@@ -21,7 +22,7 @@ set_tests_properties(security_disk PROPERTIES SKIP_RETURN_CODE 77)
 traced_c_test(test_store_bounds traced_store test_store_bounds.c
               test_store_util.c)
 target_link_libraries(test_store_bounds PRIVATE m)
-# Open results (issue 10 item 3): CSV of every table route. See
+# Open results: CSV of every table route. See
 # tests/test_api_open.py.
 traced_py_test(api_open_csv test_api_open.py csv)
 # Slices of the raw trace against tests/ref_slice.py, and their bounds.

@@ -1,4 +1,4 @@
-"""Open results (issue 10 item 3), against a real daemon over real sockets.
+"""Open results (CSV and slices), against a real daemon over real sockets.
 
 Usage: test_api_open.py CASE, CASE one of
   csv    every route of api/openapi.yaml that declares the format parameter

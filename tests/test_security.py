@@ -1,4 +1,4 @@
-"""traced in a hostile local world (issue 12): each attack against a real
+"""traced in a hostile local world (docs/SECURITY.md): each attack against a real
 daemon over real sockets, as another user of the machine would try it.
 
 Usage: test_security.py CASE, CASE one of

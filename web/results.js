@@ -1,5 +1,5 @@
 /*
- * traced dashboard, across ranks and across runs (issue 10): the verdict
+ * traced dashboard, across ranks and across runs (docs/ANALYSIS.md): the verdict
  * badge of the list and the capture page, the verdict with its reasons
  * and changes (and the baseline pin), and the Collectives tab: who held
  * the others back (a bar per rank), a rank x time picture of how late
