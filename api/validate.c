@@ -12,7 +12,6 @@
 #include "api/api_int.h"
 #include "common/lifecycle.h"
 #include "common/preset.h"
-#include "index/index.h"
 
 #define MODEL_MAX     4096
 #define LABEL_MAX     1024
@@ -446,11 +445,30 @@ bool api_import_config(const char *name)
   return false;
 }
 
-int api_parse_import(const char *body, size_t len, json_t **params,
-                     struct tr_err *err)
+static bool in(const char *word, const char *const *list)
+{
+  for (size_t i = 0; list[i] != NULL; i++)
+    if (strcmp(word, list[i]) == 0)
+      return true;
+  return false;
+}
+
+/* "a, b, c" of a NULL-terminated list, into buf. */
+static const char *one_of(const char *const *list, char *buf, size_t size)
+{
+  size_t n = 0;
+
+  buf[0] = '\0';
+  for (size_t i = 0; list[i] != NULL && n < size; i++)
+    n += (size_t)snprintf(buf + n, size - n, "%s%s", i == 0 ? "" : ", ",
+                          list[i]);
+  return buf;
+}
+
+int api_parse_import(const char *const *formats, const char *body, size_t len,
+                     json_t **params, struct tr_err *err)
 {
   char names[128];
-  enum idx_format format;
   const char *name, *fmt;
   json_t *obj, *v;
   int rc = 0;
@@ -478,9 +496,9 @@ int api_parse_import(const char *body, size_t len, json_t **params,
   if (rc == 0 && json_object_get(obj, "path") == NULL)
     rc = tr_err_set(err, TR_EINVAL, "path", "path is required");
   fmt = json_string_value(json_object_get(obj, "format"));
-  if (rc == 0 && fmt != NULL && idx_format_parse(fmt, &format) != 0)
+  if (rc == 0 && fmt != NULL && !in(fmt, formats))
     rc = tr_err_set(err, TR_EINVAL, "format", "format must be one of %s",
-                    idx_format_names(names, sizeof(names), ", "));
+                    one_of(formats, names, sizeof(names)));
   if (rc == 0 && fmt == NULL &&
       json_object_set_new(obj, "format", json_string("auto")) != 0)
     rc = tr_err_set(err, TR_ENOMEM, "", "out of memory");

@@ -94,24 +94,24 @@
  * does not hold, and those whose launch has no op above it. Shares are of
  * device_ns. */
 #define TR_SUM_RANK_DECODE(XX)                                                 \
-  XX(capture_traces, capture_traces, INT, NONE, 6)                             \
-  XX(capture_graphs, capture_graphs, INT, NONE, 6)                             \
-  XX(capture_launches, capture_launches, INT, NONE, 6)                         \
-  XX(replays, replays, INT, NONE, 6)                                           \
-  XX(replay_kernels, replay_kernels, INT, NONE, 6)                             \
-  XX(replay_ns, replay_ns, INT, NONE, 6)                                       \
-  XX(replays_matched, replays_matched, INT, NONE, 6)                           \
-  XX(replays_short, replays_short, INT, NONE, 6)                               \
-  XX(replays_short_ns, replays_short_ns, INT, NONE, 6)                         \
-  XX(missing_launches, missing_launches, INT, NONE, 6)                         \
-  XX(replays_unmatched, replays_unmatched, INT, NONE, 6)                       \
-  XX(replays_unmatched_ns, replays_unmatched_ns, INT, NONE, 6)                 \
-  XX(unmatched_reasons, unmatched_reasons, JSON, NONE, 6)                      \
-  XX(empty_graph_launches, empty_graph_launches, INT, NONE, 6)                 \
-  XX(kernels_no_launch, kernels_no_launch, INT, NONE, 6)                       \
-  XX(kernels_no_launch_ns, kernels_no_launch_ns, INT, NONE, 6)                 \
-  XX(kernels_no_op, kernels_no_op, INT, NONE, 6)                               \
-  XX(kernels_no_op_ns, kernels_no_op_ns, INT, NONE, 6)
+  XX(capture_traces, capture_traces, INT, NONE, 7)                             \
+  XX(capture_graphs, capture_graphs, INT, NONE, 7)                             \
+  XX(capture_launches, capture_launches, INT, NONE, 7)                         \
+  XX(replays, replays, INT, NONE, 7)                                           \
+  XX(replay_kernels, replay_kernels, INT, NONE, 7)                             \
+  XX(replay_ns, replay_ns, INT, NONE, 7)                                       \
+  XX(replays_matched, replays_matched, INT, NONE, 7)                           \
+  XX(replays_short, replays_short, INT, NONE, 7)                               \
+  XX(replays_short_ns, replays_short_ns, INT, NONE, 7)                         \
+  XX(missing_launches, missing_launches, INT, NONE, 7)                         \
+  XX(replays_unmatched, replays_unmatched, INT, NONE, 7)                       \
+  XX(replays_unmatched_ns, replays_unmatched_ns, INT, NONE, 7)                 \
+  XX(unmatched_reasons, unmatched_reasons, JSON, NONE, 7)                      \
+  XX(empty_graph_launches, empty_graph_launches, INT, NONE, 7)                 \
+  XX(kernels_no_launch, kernels_no_launch, INT, NONE, 7)                       \
+  XX(kernels_no_launch_ns, kernels_no_launch_ns, INT, NONE, 7)                 \
+  XX(kernels_no_op, kernels_no_op, INT, NONE, 7)                               \
+  XX(kernels_no_op_ns, kernels_no_op_ns, INT, NONE, 7)
 
 #define TR_SUM_KERNEL(XX)                                                      \
   XX(name, name_id, NAME, KEY, 1)                                              \
@@ -277,6 +277,31 @@
   XX(steps, steps, INT, SUM, 3)                                                \
   XX(per_step_ns, per_step_ns, INT, MAX, 3)
 
+/* The figures tracked in single steps (index/agg_samples.c): each
+ * category with device time, the largest families (at least 0.5% of the
+ * kernel time, at most 24) and kernels (at least 1%, at most 12); index is
+ * the place of its value in each step sample's values. */
+#define TR_SUM_SAMPLE_FIGURE(XX)                                               \
+  XX(index, idx, INT, EACH, 6)                                                 \
+  XX(figure, figure, TEXT, EACH, 6)                                            \
+  XX(name, name, TEXT, EACH, 6)
+
+/* Single real steps of the step side (at most 2048 a rank: every stride-th
+ * of a kind, in start order): ordinal its place among its kind's steps,
+ * step the N of ProfilerStep#N, bs and tok its label's (null: none),
+ * start_ns from the rank's t0_ns, warmup 1 when the steady state leaves it
+ * out, values each tracked figure's device time in it (ns, by index). */
+#define TR_SUM_STEP_SAMPLE(XX)                                                 \
+  XX(kind, kind, TEXT, EACH, 6)                                                \
+  XX(ordinal, ordinal, INT, EACH, 6)                                           \
+  XX(step, step, INT_NULL, EACH, 6)                                            \
+  XX(bs, bs, INT_NULL, EACH, 6)                                                \
+  XX(tok, tok, INT_NULL, EACH, 6)                                              \
+  XX(start_ns, start_ns, INT, EACH, 6)                                         \
+  XX(dur_ns, dur_ns, INT, EACH, 6)                                             \
+  XX(warmup, warmup, INT, EACH, 6)                                             \
+  XX(values, vals, JSON, EACH, 6)
+
 /* Decode (index/decode.h, docs/DECODE.md): device time by what launched
  * it, per step kind (step null: outside every step), from the op, module
  * and layer above each kernel's launch (a replayed kernel's: above the
@@ -290,75 +315,75 @@
  *   step_ns      the kind's device time on the rank
  *   share        total_ns / step_ns */
 #define TR_DEC_FIGURES(XX)                                                     \
-  XX(kernels, kernels, INT, SUM, 6)                                            \
-  XX(total_ns, total_ns, INT, SUM, 6)                                          \
-  XX(steps, steps, INT, SUM, 6)                                                \
-  XX(per_step_ns, per_step_ns, INT, MAX, 6)                                    \
-  XX(p50_ns, p50_ns, INT, MAX, 6)                                              \
-  XX(p99_ns, p99_ns, INT, MAX, 6)                                              \
-  XX(step_ns, step_ns, INT, SUM, 6)                                            \
-  XX(share, share, PART, step_ns, 6)
+  XX(kernels, kernels, INT, SUM, 7)                                            \
+  XX(total_ns, total_ns, INT, SUM, 7)                                          \
+  XX(steps, steps, INT, SUM, 7)                                                \
+  XX(per_step_ns, per_step_ns, INT, MAX, 7)                                    \
+  XX(p50_ns, p50_ns, INT, MAX, 7)                                              \
+  XX(p99_ns, p99_ns, INT, MAX, 7)                                              \
+  XX(step_ns, step_ns, INT, SUM, 7)                                            \
+  XX(share, share, PART, step_ns, 7)
 
 /* By module path (layers collapsed: layers.*); layers: how many layers
  * it ran in. */
 #define TR_SUM_DEC_MODULE(XX)                                                  \
-  XX(step, step, TEXT_NULL, KEY, 6)                                            \
-  XX(module, module, TEXT_NULL, KEY, 6)                                        \
-  XX(layers, layers, INT, MAX, 6)                                              \
+  XX(step, step, TEXT_NULL, KEY, 7)                                            \
+  XX(module, module, TEXT_NULL, KEY, 7)                                        \
+  XX(layers, layers, INT, MAX, 7)                                              \
   TR_DEC_FIGURES(XX)
 
 #define TR_SUM_DEC_LAYER(XX)                                                   \
-  XX(step, step, TEXT_NULL, KEY, 6)                                            \
-  XX(layer, layer, INT_NULL, KEY, 6)                                           \
+  XX(step, step, TEXT_NULL, KEY, 7)                                            \
+  XX(layer, layer, INT_NULL, KEY, 7)                                           \
   TR_DEC_FIGURES(XX)
 
 /* By op, the innermost one above the launch (its direct time: total_ns);
  * count: its instances that launched; subtree_ns: every kernel with the
  * op anywhere above its launch. */
 #define TR_SUM_DEC_OP(XX)                                                      \
-  XX(step, step, TEXT_NULL, KEY, 6)                                            \
-  XX(op, op, TEXT_NULL, KEY, 6)                                                \
-  XX(count, count, INT, SUM, 6)                                                \
+  XX(step, step, TEXT_NULL, KEY, 7)                                            \
+  XX(op, op, TEXT_NULL, KEY, 7)                                                \
+  XX(count, count, INT, SUM, 7)                                                \
   TR_DEC_FIGURES(XX)                                                           \
-  XX(subtree_ns, subtree_ns, INT, SUM, 6)
+  XX(subtree_ns, subtree_ns, INT, SUM, 7)
 
 #define TR_SUM_DEC_LAYER_MODULE(XX)                                            \
-  XX(step, step, TEXT_NULL, KEY, 6)                                            \
-  XX(layer, layer, INT_NULL, KEY, 6)                                           \
-  XX(module, module, TEXT_NULL, KEY, 6)                                        \
+  XX(step, step, TEXT_NULL, KEY, 7)                                            \
+  XX(layer, layer, INT_NULL, KEY, 7)                                           \
+  XX(module, module, TEXT_NULL, KEY, 7)                                        \
   TR_DEC_FIGURES(XX)
 
 /* By (op, module): TraceLens's ops summary by parent module. */
 #define TR_SUM_DEC_OP_MODULE(XX)                                               \
-  XX(step, step, TEXT_NULL, KEY, 6)                                            \
-  XX(op, op, TEXT_NULL, KEY, 6)                                                \
-  XX(module, module, TEXT_NULL, KEY, 6)                                        \
-  XX(count, count, INT, SUM, 6)                                                \
-  XX(kernels, kernels, INT, SUM, 6)                                            \
-  XX(total_ns, total_ns, INT, SUM, 6)
+  XX(step, step, TEXT_NULL, KEY, 7)                                            \
+  XX(op, op, TEXT_NULL, KEY, 7)                                                \
+  XX(module, module, TEXT_NULL, KEY, 7)                                        \
+  XX(count, count, INT, SUM, 7)                                                \
+  XX(kernels, kernels, INT, SUM, 7)                                            \
+  XX(total_ns, total_ns, INT, SUM, 7)
 
 /* The kernels of each module. */
 #define TR_SUM_DEC_KERNEL(XX)                                                  \
-  XX(step, step, TEXT_NULL, KEY, 6)                                            \
-  XX(module, module, TEXT_NULL, KEY, 6)                                        \
-  XX(name, name_id, NAME, KEY, 6)                                              \
-  XX(kernels, kernels, INT, SUM, 6)                                            \
-  XX(total_ns, total_ns, INT, SUM, 6)
+  XX(step, step, TEXT_NULL, KEY, 7)                                            \
+  XX(module, module, TEXT_NULL, KEY, 7)                                        \
+  XX(name, name_id, NAME, KEY, 7)                                              \
+  XX(kernels, kernels, INT, SUM, 7)                                            \
+  XX(total_ns, total_ns, INT, SUM, 7)
 
 /* Each step kind: its steps, their device time (step_ns) and what of it
  * has an op (attributed_ns); the median step (the earliest of the steps
  * whose label lasted nearest the kind's p50): its label, start (from
  * t0_ns) and label duration, its device time. */
 #define TR_SUM_DEC_STEP(XX)                                                    \
-  XX(step, step, TEXT, KEY, 6)                                                 \
-  XX(steps, steps, INT, SUM, 6)                                                \
-  XX(kernels, kernels, INT, SUM, 6)                                            \
-  XX(step_ns, step_ns, INT, SUM, 6)                                            \
-  XX(attributed_ns, attributed_ns, INT, SUM, 6)                                \
-  XX(median_label, median_label, TEXT_NULL, ANY, 6)                            \
-  XX(median_start_ns, median_start_ns, INT_NULL, ANY, 6)                       \
-  XX(median_dur_ns, median_dur_ns, INT_NULL, ANY, 6)                           \
-  XX(median_ns, median_ns, INT, MAX, 6)
+  XX(step, step, TEXT, KEY, 7)                                                 \
+  XX(steps, steps, INT, SUM, 7)                                                \
+  XX(kernels, kernels, INT, SUM, 7)                                            \
+  XX(step_ns, step_ns, INT, SUM, 7)                                            \
+  XX(attributed_ns, attributed_ns, INT, SUM, 7)                                \
+  XX(median_label, median_label, TEXT_NULL, ANY, 7)                            \
+  XX(median_start_ns, median_start_ns, INT_NULL, ANY, 7)                       \
+  XX(median_dur_ns, median_dur_ns, INT_NULL, ANY, 7)                           \
+  XX(median_ns, median_ns, INT, MAX, 7)
 
 /* The repeated block: each module that ran in layers (layers collapsed
  * in its path), over those layers: their number, total_ns, the kind's
@@ -367,27 +392,27 @@
  * floored) and which layers they are (ties: the lower). All ranks: each
  * layer's time summed over the ranks, steps summed, then the same. */
 #define TR_SUM_DEC_BLOCK(XX)                                                   \
-  XX(step, step, TEXT_NULL, KEY, 6)                                            \
-  XX(module, module, TEXT, KEY, 6)                                             \
-  XX(layers, layers, INT, MAX, 6)                                              \
-  XX(total_ns, total_ns, INT, SUM, 6)                                          \
-  XX(steps, steps, INT, SUM, 6)                                                \
-  XX(layer_ns, layer_ns, INT, MAX, 6)                                          \
-  XX(fastest_layer, fastest_layer, INT, ANY, 6)                                \
-  XX(fastest_ns, fastest_ns, INT, MIN, 6)                                      \
-  XX(slowest_layer, slowest_layer, INT, ANY, 6)                                \
-  XX(slowest_ns, slowest_ns, INT, MAX, 6)
+  XX(step, step, TEXT_NULL, KEY, 7)                                            \
+  XX(module, module, TEXT, KEY, 7)                                             \
+  XX(layers, layers, INT, MAX, 7)                                              \
+  XX(total_ns, total_ns, INT, SUM, 7)                                          \
+  XX(steps, steps, INT, SUM, 7)                                                \
+  XX(layer_ns, layer_ns, INT, MAX, 7)                                          \
+  XX(fastest_layer, fastest_layer, INT, ANY, 7)                                \
+  XX(fastest_ns, fastest_ns, INT, MIN, 7)                                      \
+  XX(slowest_layer, slowest_layer, INT, ANY, 7)                                \
+  XX(slowest_ns, slowest_ns, INT, MAX, 7)
 
 /* The median step of each kind (decode_steps) by layer and module: the
  * stacked bar of one step; top_kernels its kernels, largest first (at
  * most 5: [{name, kernels, total_ns}]). */
 #define TR_SUM_DEC_MEDIAN(XX)                                                  \
-  XX(step, step, TEXT, EACH, 6)                                                \
-  XX(layer, layer, INT_NULL, EACH, 6)                                          \
-  XX(module, module, TEXT_NULL, EACH, 6)                                       \
-  XX(kernels, kernels, INT, EACH, 6)                                           \
-  XX(total_ns, total_ns, INT, EACH, 6)                                         \
-  XX(top_kernels, top_kernels, JSON, EACH, 6)
+  XX(step, step, TEXT, EACH, 7)                                                \
+  XX(layer, layer, INT_NULL, EACH, 7)                                          \
+  XX(module, module, TEXT_NULL, EACH, 7)                                       \
+  XX(kernels, kernels, INT, EACH, 7)                                           \
+  XX(total_ns, total_ns, INT, EACH, 7)                                         \
+  XX(top_kernels, top_kernels, JSON, EACH, 7)
 
 /*
  * The capture's own tables: computed across ranks once every rank is
@@ -530,6 +555,11 @@
   R(XX, family_steps, TR_SUM_FAMILY_STEP, family_step, "families/steps",       \
     TR_P(RANK) | TR_P(Q) | TR_P(KIND) | TR_P(LIMIT), TR_NO_BY,                 \
     TR_T_GROWS | TR_T_SUMMED | TR_T_CSV, "family", "step")                     \
+  R(XX, sample_figures, TR_SUM_SAMPLE_FIGURE, sample_figure,                   \
+    "steps/samples/figures", TR_P(RANK) | TR_P(LIMIT), TR_NO_BY, TR_T_CSV,     \
+    NULL, NULL)                                                                \
+  R(XX, step_samples, TR_SUM_STEP_SAMPLE, step_sample, "steps/samples",        \
+    TR_P(RANK) | TR_P(KIND) | TR_P(LIMIT), TR_NO_BY, TR_T_CSV, NULL, NULL)     \
   R(XX, decode_modules, TR_SUM_DEC_MODULE, dec_module, "decode/modules",       \
     TR_P(RANK) | TR_P(KIND) | TR_P(Q) | TR_P(LIMIT), TR_NO_BY,                 \
     TR_T_GROWS | TR_T_SUMMED | TR_T_CSV, "module", "step")                     \

@@ -48,7 +48,7 @@ struct cap_runner;
  *                                                  stored
  *   int phase_<name>_budget_s(const struct cap_job *job)   its deadline
  *                                                  (0: none) */
-#define XX(e, name, log)                                                       \
+#define XX(e, name, log, from)                                                 \
   void phase_##name##_enter(struct cap_job *job);                              \
   int phase_##name##_budget_s(const struct cap_job *job);
 TR_PHASE_MAP(XX)
@@ -59,7 +59,8 @@ enum cap_end {
   END_FAILED,
   END_CANCELLED,
   END_INTERRUPTED,
-  END_SHUTDOWN /* indexing stops; the row stays running for recovery */
+  END_SHUTDOWN, /* indexing stops; the row stays running for recovery */
+  END_REQUEUED  /* the store refused its claim: the row stays queued */
 };
 
 /* A job the runner took from the queue: QUEUED's body decides where it
@@ -114,6 +115,9 @@ struct cap_work {
   struct cap_job *job; /* NULL for runner-wide work */
   void (*run)(struct cap_work *w);
   void (*done)(struct cap_work *w);
+  int tries;              /* retries so far (cap_work_retry) */
+  uint64_t due_ms;        /* a retry waiting: when it runs (uv_now) */
+  struct cap_work *later; /* the runner's list of retries waiting */
 };
 
 /* Queues w (allocated by the caller with malloc, freed after done()). */
@@ -128,6 +132,22 @@ void cap_job_queue_new(struct cap_job *job, size_t size,
                        void (*run)(struct cap_work *),
                        void (*done)(struct cap_work *));
 
+/* The one rule for a store that refuses. cap_store_refused(): rc says the
+ * store refused (a full disk, an I/O error), not the request. Loop: from
+ * w's done(), queues w (its fields as run() left them) to run again after
+ * a delay, doubling from 100 ms; false when it may not: traced stops, or
+ * (unless until_taken, whose delay stops growing at 5 s) it was tried 6
+ * times already; the caller then does what the refusal means. */
+bool cap_store_refused(int rc);
+bool cap_work_retry(struct cap_work *w, bool until_taken);
+/* Shutdown: every retry waiting is done() now, and retries no more. */
+void cap_work_give_up(struct cap_runner *r);
+
+/* Pool threads: the thread's priority lowered to the indexer's (the HTTP
+ * threads and the loop go first), and given back. */
+int cap_nice_lower(void);
+void cap_nice_restore(int old);
+
 /* Pool threads: a store connection for this job alone; give it back. */
 struct store *cap_db_take(struct cap_runner *r, struct tr_err *err);
 void cap_db_give(struct cap_runner *r, struct store *st);
@@ -137,8 +157,9 @@ void cap_db_give(struct cap_runner *r, struct store *st);
  * be NULL); tail: a log whose last bytes go into merges.error.log_tail
  * (copied; may be NULL). then(job) runs on the loop once committed, unless
  * the job is ending and always is false. claim: only while the row is
- * still queued. A write the store refuses is retried (a full disk); one
- * that cannot be made fails the job (see work.c). */
+ * still queued. A write the store refuses is retried (cap_work_retry);
+ * one that cannot be made leaves a claimed capture queued, and fails any
+ * other (see work.c). */
 struct cap_write {
   int status, phase;
   json_t *merges;
@@ -225,14 +246,18 @@ void cap_webhook_send(struct cap_webhook *w, int64_t id, json_t *body);
 /* Drops what waits, frees w; done(ud) once closed. NULL w: done now. */
 void cap_webhook_close(struct cap_webhook *w, void (*done)(void *ud), void *ud);
 
-/* ---- the finish (finish.c) ---- */
-
-/* Every rank of job is indexed: its collectives matched, its tables
- * summed and its verdict made (store_capture_finish()) in the pool, then
- * DONE is entered with merges (taken); a failure fails the job. */
-void cap_finish_start(struct cap_job *job, json_t *merges);
-
 /* ---- runner and jobs ---- */
+
+/* One kind's queue (common/lifecycle.h's TR_KIND_MAP): captures have the
+ * GPU slot, imports a slot beside it. */
+struct cap_queue {
+  struct cap_job *job; /* its slot: the job running, or NULL */
+  _Atomic int64_t id;  /* the job's id for other threads: 0 when idle */
+  int64_t *recover;    /* ids to index first after a restart */
+  size_t nrecover;
+  bool picking;    /* a look-up of the queue is in the pool */
+  bool pick_again; /* woken while it was */
+};
 
 struct cap_runner {
   uv_loop_t *loop;
@@ -240,18 +265,11 @@ struct cap_runner {
   struct cap_http *http;
   struct cap_webhook *webhook;
   struct idx_rules *rules;
-  struct cap_job *capture;    /* the GPU slot */
-  struct cap_job *import;     /* imports run beside it */
-  _Atomic int64_t capture_id; /* for other threads: 0 when idle */
-  _Atomic int64_t import_id;
-  int64_t *recover[2]; /* ids to index after a restart:
-                          [0] captures, [1] imports */
-  size_t nrecover[2];
-  bool picking[2];    /* a queue look-up is in the pool */
-  bool pick_again[2]; /* woken while it was */
-  int index_running;  /* rank jobs in the pool, all jobs */
-  int works;          /* pool jobs in flight */
-  int jobs;           /* jobs not yet freed */
+  struct cap_queue queues[TR_NKIND];
+  bool purging, purge_again; /* the trash is emptied in the pool */
+  int index_running;         /* rank jobs in the pool, all jobs */
+  int works;                 /* pool jobs in flight */
+  int jobs;                  /* jobs not yet freed */
   bool stopping;
   bool http_closed;
   void (*down)(void *ud);
@@ -259,8 +277,8 @@ struct cap_runner {
   pthread_mutex_t db_lock; /* guards dbs */
   struct store **dbs;      /* idle connections for pool threads */
   size_t ndbs, dbs_cap;
-  struct cap_orphan *orphans; /* final writes the store refused */
-  uv_timer_t orphan_timer;
+  struct cap_work *later; /* work waiting to be tried again */
+  uv_timer_t later_timer;
 };
 
 struct cap_op;
@@ -269,7 +287,6 @@ struct cap_op;
 struct cap_index {
   size_t next_rank; /* next rank to hand out */
   int running, indexed, failed;
-  bool finishing; /* every rank is in: the finish runs (finish.c) */
   uint64_t bytes_reported;
   _Atomic uint64_t *read; /* per rank, written by index workers */
   bool *skip;             /* recovered: stored before a restart */
@@ -288,7 +305,8 @@ struct cap_export {
 struct cap_job {
   struct cap_runner *r;
   int64_t id;
-  bool is_import;
+  enum tr_kind kind;
+  bool is_import; /* kind is TR_KIND_IMPORT */
   bool recovered; /* re-indexed after a restart */
   enum tr_phase phase;
   enum cap_end ending;  /* END_NONE while the job runs */
@@ -328,13 +346,12 @@ void cap_job_finish(struct cap_job *job);
 void cap_job_release(struct cap_job *job);
 void cap_runner_pump(struct cap_runner *r);
 void cap_runner_check_down(struct cap_runner *r);
-/* A job the store would not let end (a full disk): its final status and
- * error (taken, may be NULL) are written from the runner, retried until
- * the store takes them. */
-void cap_runner_orphan(struct cap_runner *r, int64_t id, int status,
+/* A job the store would not let end (a full disk): its final status,
+ * phase and error (taken, may be NULL) are written from the runner, tried
+ * until the store takes them; at shutdown they are forgotten (said on
+ * stderr: the next start marks the capture interrupted). */
+void cap_runner_orphan(struct cap_runner *r, int64_t id, int status, int phase,
                        json_t *error);
-/* Shutdown: forgets the final writes still refused (said on stderr). */
-void cap_runner_orphans_free(struct cap_runner *r);
 
 /* phase_indexing.c: hands out ranks to the pool, index_jobs at a time over
  * all jobs. */
@@ -345,5 +362,14 @@ void cap_index_pump(struct cap_runner *r);
 char *cap_coll_path(const struct cap_job *job, size_t rank, bool make);
 
 void cap_invariants(const struct cap_job *job);
+
+/* A failure's message made of a callee's (struct tr_err) and a few words
+ * of its own ("cannot store: ..."). */
+#define CAP_MSG_MAX (TR_ERR_MSG + 88)
+
+/* phase_indexing.c: the deadline of reading job's traces (INDEXING, and
+ * FINISHING, which reads their side files): 10 minutes and a second per
+ * MiB of trace. */
+int cap_trace_budget_s(const struct cap_job *job);
 
 #endif

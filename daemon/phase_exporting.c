@@ -12,6 +12,7 @@
  * fails the capture at once, naming the rank and quoting the line.
  * Complete and the run (or the call) over: INDEXING.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,8 +98,10 @@ static void on_folder_scan(struct cap_work *w)
 static int rank_of(const char *line)
 {
   const char *at = strstr(line, "Rank ");
+  char *end = NULL;
+  long n = at != NULL ? strtol(at + 5, &end, 10) : -1;
 
-  return at != NULL ? atoi(at + 5) : -1;
+  return at != NULL && end != at + 5 && n >= 0 && n <= INT_MAX ? (int)n : -1;
 }
 
 static void on_look(struct cap_job *job, const char *dead)

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,7 +103,7 @@ char *cap_word_for_shell(const char *word)
   }
   for (const char *p = text; *p != '\0'; p++) {
     if (in_str && !esc && strchr(" *?[]", *p) != NULL)
-      n += (size_t)sprintf(out + n, "\\u%04x", (unsigned char)*p);
+      n += (size_t)snprintf(out + n, 7, "\\u%04x", (unsigned char)*p);
     else
       out[n++] = *p;
     if (in_str && !esc && *p == '"')
@@ -171,6 +172,7 @@ static int flag_int(char *const *words, const char *flag, int dflt)
 {
   char f[128];
   int v = dflt;
+  long n;
 
   for (size_t i = 0; words != NULL && words[i] != NULL; i++) {
     const char *eq = strchr(words[i], '=');
@@ -179,7 +181,8 @@ static int flag_int(char *const *words, const char *flag, int dflt)
     flag_of(words[i], f, sizeof(f));
     if (f[0] == '\0' || strcmp(f, flag) != 0 || val == NULL)
       continue;
-    v = atoi(val) > 0 ? atoi(val) : v;
+    n = strtol(val, NULL, 10);
+    v = n > 0 && n <= INT_MAX ? (int)n : v;
   }
   return v;
 }

@@ -440,6 +440,29 @@ static const char *const label_kinds[] = { "prefill",
                                            "dspark_sched",
                                            "draft_kv" };
 
+/* The profiler's own step annotation, "ProfilerStep#<N>" (torch.profiler's
+ * step(): each iteration of a training or generic PyTorch loop): a step
+ * kind of its own, "ProfilerStep", where a trace has no run labels
+ * (agg_json.c drops it otherwise). */
+#define PROFILER_STEP     "ProfilerStep"
+#define PROFILER_STEP_LEN (sizeof(PROFILER_STEP) - 1)
+
+int agg_profiler_step_no(const char *p, size_t n, int64_t *no)
+{
+  int64_t v = 0;
+  size_t i = PROFILER_STEP_LEN + 1;
+
+  if (p == NULL || n <= i || memcmp(p, PROFILER_STEP "#", i) != 0)
+    return 0;
+  for (; i < n; i++) {
+    if (!isdigit((unsigned char)p[i]) || v > INT64_MAX / 10 - 9)
+      return 0;
+    v = v * 10 + (p[i] - '0');
+  }
+  *no = v;
+  return 1;
+}
+
 size_t agg_label_kind(struct idx_str n)
 {
   const char *b = n.p ? memchr(n.p, '[', n.n) : NULL;
@@ -457,6 +480,16 @@ size_t agg_label_kind(struct idx_str n)
     if (!isalnum((unsigned char)n.p[i]) && n.p[i] != '_')
       return 0;
   return len;
+}
+
+/* The steps table's kind of a label: a run label's, or "ProfilerStep". */
+static size_t label_kind(struct idx_str n)
+{
+  int64_t no;
+
+  if (agg_profiler_step_no(n.p, n.n, &no))
+    return PROFILER_STEP_LEN;
+  return agg_label_kind(n);
 }
 
 int64_t agg_label_field(struct idx_str n, size_t from, const char *key,
@@ -495,13 +528,13 @@ int64_t agg_label_field(struct idx_str n, size_t from, const char *key,
  * for the outliers, and a time record. */
 static int on_label(struct idx_agg *a, const struct idx_event *ev, int side)
 {
-  size_t len = agg_label_kind(ev->name);
+  size_t len = label_kind(ev->name);
   int64_t tok, bs, graph_bs, seq;
   uint32_t kind;
   int rc;
 
-  if (len == 0)
-    return 0;
+  if (len == 0 || (side == AGG_SIDE_GPU && ev->name.p[len] == '#'))
+    return 0; /* kineto's GPU-side ProfilerStep spans only some kernels */
   rc = agg_map_intern(&a->kinds_map, ev->name.p, len, &kind);
   if (rc < 0)
     return rc;
@@ -604,6 +637,7 @@ int idx_agg_init(struct idx_agg *a, const struct idx_rules *rules,
   agg_fold_init(&a->kfold, IDX_MAX_KERNEL_NAMES);
   a->shape_cap = IDX_MAX_KERNEL_NAMES;
   agg_fold_init(&a->rfold, AGG_MAX_RUNTIME_NAMES);
+  a->dropped_kind = UINT32_MAX;
   if (agg_runs_init(&a->runs, rec_cap ? rec_cap : AGG_DEFAULT_RECS) != 0 ||
       agg_runs_init(&a->coll_runs, rec_cap ? rec_cap : AGG_COLL_RECS) != 0 ||
       agg_corr_init(&a->k_pending, sizeof(struct pend_kernel), AGG_PENDING) !=
@@ -643,6 +677,7 @@ void idx_agg_free(struct idx_agg *a)
   agg_labels_free(&a->labels);
   agg_families_free(a);
   agg_timeline_free(&a->tl);
+  agg_samples_free(&a->samples);
   agg_hist_free(&a->delay_hist);
   agg_fold_free(&a->kfold);
   agg_fold_free(&a->rfold);

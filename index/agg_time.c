@@ -65,6 +65,7 @@ struct walk {
   struct agg_steps_walk *steps;
   struct agg_idle_walk *idle;
   struct agg_coll_walk *coll;
+  struct agg_samples_walk *samples;
 };
 
 static int is_device(uint32_t type)
@@ -220,11 +221,18 @@ static int walk_rec(struct walk *w, const struct agg_rec *r)
 static int pass1_rec(struct walk *w, const struct agg_rec *r)
 {
   int64_t busy_end = w->any ? w->cur_end : w->a->t0_ns;
+  int label = r->type == AGG_REC_LABEL || r->type == AGG_REC_LABEL_CPU;
   int rc;
 
+  if (label && r->id == w->a->dropped_kind)
+    return 0;
   if ((rc = agg_coll_walk_rec(w->coll, r)) != 0 ||
       (rc = agg_idle_walk_rec(w->idle, r, busy_end)) != 0 ||
-      (rc = agg_steps_walk_rec(w->steps, r)) != 0 || (rc = walk_rec(w, r)) != 0)
+      (rc = agg_steps_walk_rec(w->steps, r)) != 0 ||
+      (rc = agg_samples_walk_rec(
+           w->samples, r,
+           label && agg_steps_walk_warmup(w->steps, r->id))) != 0 ||
+      (rc = walk_rec(w, r)) != 0)
     return rc;
   return is_device(r->type) ? walk_device(w, r) : 0;
 }
@@ -241,6 +249,7 @@ static int pass1(struct walk *w)
   if ((rc = agg_steps_walk_new(w->a, &w->steps)) != 0 ||
       (rc = agg_idle_walk_new(w->a, &w->idle)) != 0 ||
       (rc = agg_coll_walk_new(w->a, &w->coll)) != 0 ||
+      (rc = agg_samples_walk_new(w->a, &w->samples)) != 0 ||
       (rc = agg_iter_open(&w->a->runs, &it)) != 0)
     return rc;
   while ((rc = agg_iter_next(it, &r)) == 1)
@@ -476,6 +485,7 @@ int agg_time_pass(struct idx_agg *a, uint32_t heavy, struct agg_time_out *out,
       rc = phases(a, &w.segs, &out->phases);
   }
   agg_steps_walk_end(w.steps);
+  agg_samples_walk_end(w.samples);
   agg_idle_walk_free(w.idle);
   agg_coll_walk_free(w.coll);
   free(w.segs.v);

@@ -132,6 +132,16 @@ SPEC(family_steps, FROM_RANK("family_steps"),
     ALL_RANKS FAMILY_Q " AND (?7 IS NULL OR t.step = ?7)",
     "step, total_ns DESC, family");
 
+/* The verdicts' inputs as they are (index/agg_samples.c): every rank's
+ * sampled steps and the figures their values are of, each with its rank. */
+SPEC(sample_figures, FROM_RANK("sample_figures"), ONE_RANK,
+    "SELECT r.rank AS rank,", FROM_RANK("sample_figures"), ALL_RANKS,
+    "rank, idx");
+
+SPEC(step_samples, FROM_RANK("step_samples"), ONE_RANK KIND_MATCH,
+    "SELECT r.rank AS rank,", FROM_RANK("step_samples"),
+    ALL_RANKS KIND_MATCH, "rank, kind, ordinal");
+
 /* Decode (index/decode.h): per step kind (?kind=), outside every step
  * (step null) last; ?q= a substring of the module (op, kernel name),
  * ?module= exactly the module. */

@@ -189,6 +189,7 @@ static const char step2[] =
 #define IN3_4(x)
 #define IN3_5(x)
 #define IN3_6(x)
+#define IN3_7(x)
 #define NEW3(key, col, ty, all, since) IN3_##since(NEW_##ty(col))
 #define ADD3_RANK(key, col, ty, all, since) IN3_##since(ADD_##ty("ranks", col))
 #define ADD3_KERNEL(key, col, ty, all, since)                                \
@@ -232,6 +233,7 @@ static const char step3[] =
 #define IN4_4(x) x
 #define IN4_5(x)
 #define IN4_6(x)
+#define IN4_7(x)
 #define ADD4_RANK(key, col, ty, all, since) IN4_##since(ADD_##ty("ranks", col))
 
 /*
@@ -250,13 +252,14 @@ static const char step4[] = TR_SUM_RANK(ADD4_RANK);
 #define IN5_4(x)
 #define IN5_5(x) x
 #define IN5_6(x)
+#define IN5_7(x)
 #define NEW5(key, col, ty, all, since) IN5_##since(NEW_##ty(col))
 #define ADD5_RANK(key, col, ty, all, since) IN5_##since(ADD_##ty("ranks", col))
 #define OF_CAPTURE                                                         \
   " capture_id INTEGER NOT NULL REFERENCES captures(id) ON DELETE CASCADE"
 
 /*
- * Version 5: across ranks and across runs (issue 10, issue 11's summed
+ * Version 5: across ranks and across runs (docs/ANALYSIS.md: the summed
  * tables). Each rank's collective totals; the capture's collective tables
  * (common/summary.h's TR_CAP_TABLES); capture_results: one row per
  * capture written when its ranks are all indexed, before it is done
@@ -315,11 +318,45 @@ static const char step5[] =
 #define IN6_4(x)
 #define IN6_5(x)
 #define IN6_6(x) x
+#define IN6_7(x)
 #define NEW6(key, col, ty, all, since) IN6_##since(NEW_##ty(col))
-#define ADD6_RANK(key, col, ty, all, since) IN6_##since(ADD_##ty("ranks", col))
 
 /*
- * Version 6: decode opened up (index/decode.h, docs/DECODE.md). Each
+ * Version 6: verdicts from each figure's own noise. Each rank's single
+ * steps with the figures tracked in them (index/agg_samples.c); and
+ * capture_figures, written with a capture's results: per figure (step
+ * time of a kind, category, family, kernel: figure, name) and stratum
+ * (the kind and its batch-size bucket, or the profiler step: store/
+ * figures.c), the steps counted (n), their 20% trimmed mean (loc, ns) and
+ * its standard error (se, ns; NULL below two steps) with its degrees of
+ * freedom (df): what a verdict of this capture, or against it, and the
+ * history of its configuration read.
+ */
+static const char step6[] =
+    "CREATE TABLE sample_figures(" OF_RANK TR_SUM_SAMPLE_FIGURE(NEW6)
+    ", PRIMARY KEY(rank_id, idx)) WITHOUT ROWID;"
+    "CREATE TABLE step_samples(" OF_RANK TR_SUM_STEP_SAMPLE(NEW6)
+    ", PRIMARY KEY(rank_id, kind, ordinal)) WITHOUT ROWID;"
+    "CREATE TABLE capture_figures(" OF_CAPTURE ","
+    " figure TEXT NOT NULL, name TEXT NOT NULL, stratum TEXT NOT NULL,"
+    " n INTEGER NOT NULL, loc REAL NOT NULL, se REAL, df REAL,"
+    " PRIMARY KEY(capture_id, figure, name, stratum)) WITHOUT ROWID;";
+/* clang-format on */
+
+/* clang-format off */
+/* Version 7 expands the rows of since 7 only. */
+#define IN7_1(x)
+#define IN7_2(x)
+#define IN7_3(x)
+#define IN7_4(x)
+#define IN7_5(x)
+#define IN7_6(x)
+#define IN7_7(x) x
+#define NEW7(key, col, ty, all, since) IN7_##since(NEW_##ty(col))
+#define ADD7_RANK(key, col, ty, all, since) IN7_##since(ADD_##ty("ranks", col))
+
+/*
+ * Version 7: decode opened up (index/decode.h, docs/DECODE.md). Each
  * rank's completeness (capture traces, replays matched or not, kernels
  * without a launch or an op); device time per step kind by module, layer,
  * op, (layer, module), (op, module) and module kernel; the repeated
@@ -327,30 +364,30 @@ static const char step5[] =
  * kernel. Their step, module, layer and op may be NULL, so the tables
  * keep a rowid.
  */
-static const char step6[] =
-    TR_SUM_RANK(ADD6_RANK)
-    "CREATE TABLE decode_modules(" OF_RANK TR_SUM_DEC_MODULE(NEW6) ");"
+static const char step7[] =
+    TR_SUM_RANK(ADD7_RANK)
+    "CREATE TABLE decode_modules(" OF_RANK TR_SUM_DEC_MODULE(NEW7) ");"
     "CREATE INDEX decode_modules_rank ON decode_modules(rank_id);"
-    "CREATE TABLE decode_layers(" OF_RANK TR_SUM_DEC_LAYER(NEW6) ");"
+    "CREATE TABLE decode_layers(" OF_RANK TR_SUM_DEC_LAYER(NEW7) ");"
     "CREATE INDEX decode_layers_rank ON decode_layers(rank_id);"
-    "CREATE TABLE decode_ops(" OF_RANK TR_SUM_DEC_OP(NEW6) ");"
+    "CREATE TABLE decode_ops(" OF_RANK TR_SUM_DEC_OP(NEW7) ");"
     "CREATE INDEX decode_ops_rank ON decode_ops(rank_id);"
     "CREATE TABLE decode_layer_modules(" OF_RANK
-    TR_SUM_DEC_LAYER_MODULE(NEW6) ");"
+    TR_SUM_DEC_LAYER_MODULE(NEW7) ");"
     "CREATE INDEX decode_layer_modules_rank ON decode_layer_modules(rank_id);"
-    "CREATE TABLE decode_op_modules(" OF_RANK TR_SUM_DEC_OP_MODULE(NEW6) ");"
+    "CREATE TABLE decode_op_modules(" OF_RANK TR_SUM_DEC_OP_MODULE(NEW7) ");"
     "CREATE INDEX decode_op_modules_rank ON decode_op_modules(rank_id);"
-    "CREATE TABLE decode_kernels(" OF_RANK TR_SUM_DEC_KERNEL(NEW6) ");"
+    "CREATE TABLE decode_kernels(" OF_RANK TR_SUM_DEC_KERNEL(NEW7) ");"
     "CREATE INDEX decode_kernels_rank ON decode_kernels(rank_id);"
-    "CREATE TABLE decode_steps(" OF_RANK TR_SUM_DEC_STEP(NEW6)
+    "CREATE TABLE decode_steps(" OF_RANK TR_SUM_DEC_STEP(NEW7)
     ", PRIMARY KEY(rank_id, step)) WITHOUT ROWID;"
-    "CREATE TABLE decode_blocks(" OF_RANK TR_SUM_DEC_BLOCK(NEW6) ");"
+    "CREATE TABLE decode_blocks(" OF_RANK TR_SUM_DEC_BLOCK(NEW7) ");"
     "CREATE INDEX decode_blocks_rank ON decode_blocks(rank_id);"
-    "CREATE TABLE decode_median(" OF_RANK TR_SUM_DEC_MEDIAN(NEW6) ");"
+    "CREATE TABLE decode_median(" OF_RANK TR_SUM_DEC_MEDIAN(NEW7) ");"
     "CREATE INDEX decode_median_rank ON decode_median(rank_id);";
 /* clang-format on */
 
-const char *const store__migrations[] = { step1, step2, step3,
-                                          step4, step5, step6 };
+const char *const store__migrations[] = { step1, step2, step3, step4,
+                                          step5, step6, step7 };
 const int store__schema_version =
     (int)(sizeof(store__migrations) / sizeof(store__migrations[0]));

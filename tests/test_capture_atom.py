@@ -1,4 +1,4 @@
-"""Captures against ATOM as it ships (issue 7), on the strict simulator:
+"""Captures against ATOM as it ships (docs/ATOM.md), on the strict simulator:
 
 - the server answers nothing while rank 0 exports inside /stop_profile
   (20 s with profile_control bench, 65 s with daemon: longer than any

@@ -1,4 +1,4 @@
-"""traced in a hostile local world (issue 12): each attack against a real
+"""traced in a hostile local world (docs/SECURITY.md): each attack against a real
 daemon over real sockets, as another user of the machine would try it.
 
 Usage: test_security.py CASE, CASE one of
@@ -35,6 +35,11 @@ Usage: test_security.py CASE, CASE one of
             throughout; at most max_connections_per_client of them are
             kept, and those are closed at request_timeout_s although they
             keep sending (the deadline runs from the request's start).
+  echo      the command line's and the configuration file's errors name the
+            key, never a value: --auth-token=SECRET, an unknown key with a
+            value, a value in a key's place, a bad number or word, a bad
+            listen, a line of the file; each exits 2 without the secret
+            on stdout or stderr.
 """
 import errno
 import http.client
@@ -51,8 +56,9 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tracedtest import (SRC_DIR, TRACES_DIR, Daemon, check,  # noqa: E402
-                        check_eq, fill, post_until_refused, small_disk)
+from tracedtest import (SRC_DIR, TRACED_BIN, TRACES_DIR, Daemon,  # noqa
+                        check, check_eq, fill, post_until_refused,
+                        small_disk)
 
 SMALL = "tracelens__mi210_gpu_only_trace.json.gz"
 SECRET = b"TRACED-SECRET-7f3a9c: never to be served\n"
@@ -876,9 +882,37 @@ def case_secrets():
         shutil.rmtree(top, ignore_errors=True)
 
 
+def case_echo():
+    secret = "SECRET-9d41e"
+    top = tempfile.mkdtemp(prefix="traced-sec-echo-")
+    conf = os.path.join(top, "traced.conf")
+    try:
+        for args, names in [
+                (["--auth-token=" + secret], "auth-token"),
+                (["--auth-token", secret, secret], None),
+                (["--no-such-key", secret], "no-such-key"),
+                (["--atom-port", secret], "atom_port"),
+                (["--profile-control", secret], "profile_control"),
+                (["--listen", secret], "listen"),
+                (["--index-jobs", "0", secret], None),
+                (["--config", conf], "atom_port")]:
+            with open(conf, "w") as f:
+                f.write("db = %s/db\natom_port = %s\n" % (top, secret))
+            r = subprocess.run([TRACED_BIN] + args, capture_output=True,
+                               timeout=30)
+            out = r.stdout + r.stderr
+            check_eq(r.returncode, 2, "%r: exit (%r)" % (args, out))
+            check(secret.encode() not in out, "%r echoed: %r" % (args, out))
+            if names is not None:
+                check(names.encode() in out, "%r: %r names no key" % (
+                    args, out))
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
 CASES = {"files": case_files, "fifos": case_fifos, "browser": case_browser,
          "args": case_args, "disk": case_disk, "slowloris": case_slowloris,
-         "bounds": case_bounds, "secrets": case_secrets}
+         "bounds": case_bounds, "secrets": case_secrets, "echo": case_echo}
 
 if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] not in CASES:

@@ -84,7 +84,8 @@ function captureHead(c) {
 }
 
 function lifecycle(c) {
-  const seq = c.kind === 'import' ? ['indexing', 'done'] : RUN_PHASES;
+  const seq = c.kind === 'import'
+    ? RUN_PHASES.slice(RUN_PHASES.indexOf('indexing')) : RUN_PHASES;
   const at = c.status === 'done' ? seq.length - 1
     : seq.indexOf(c.error && c.error.phase || c.phase);
   const bad = FINAL.includes(c.status) && c.status !== 'done';
