@@ -172,6 +172,19 @@ def write(path, doc):
         json.dump(doc, f)
 
 
+def capture_window(t, launches):
+    """One graph: hipStreamBeginCapture, the launches it records (their
+    kernels not run), hipStreamEndCapture."""
+    t.x("cuda_runtime", "hipStreamBeginCapture", t.cpu, 3_000,
+        args={"correlation": t.corr})
+    t.cpu += 4_000
+    for x in launches:
+        t.eager(x, 1.0, emit=False)
+    t.x("cuda_runtime", "hipStreamEndCapture", t.cpu, 5_000,
+        args={"correlation": t.corr})
+    t.cpu += 6_000
+
+
 def capture_file(rank, bs, piecewise):
     """A capture trace: the warm-up forward, then the capture windows."""
     t = Trace(rank, 10_000 * (bs + 1))
@@ -181,14 +194,7 @@ def capture_file(rank, bs, piecewise):
     t.cpu += 50_000
     if not piecewise:
         start = t.cpu
-        t.x("cuda_runtime", "hipStreamBeginCapture", t.cpu, 3_000,
-            args={"correlation": t.corr})
-        t.cpu += 4_000
-        for x in fwd:
-            t.eager(x, 1.0, emit=False)
-        t.x("cuda_runtime", "hipStreamEndCapture", t.cpu, 5_000,
-            args={"correlation": t.corr})
-        t.cpu += 6_000
+        capture_window(t, fwd)
         t.x("user_annotation", "capture_graph_bs_%d" % bs, start,
             t.cpu - start)
         return t.doc()
@@ -196,14 +202,7 @@ def capture_file(rank, bs, piecewise):
         if isinstance(p, tuple):
             t.eager(p, 1.0)
             continue
-        t.x("cuda_runtime", "hipStreamBeginCapture", t.cpu, 3_000,
-            args={"correlation": t.corr})
-        t.cpu += 4_000
-        for x in p:
-            t.eager(x, 1.0, emit=False)
-        t.x("cuda_runtime", "hipStreamEndCapture", t.cpu, 5_000,
-            args={"correlation": t.corr})
-        t.cpu += 6_000
+        capture_window(t, p)
     return t.doc()
 
 

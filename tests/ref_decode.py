@@ -31,6 +31,14 @@ LAYER_TAG = re.compile(r"(?:^|(?<=\.))layers\.(\d+)(?=\.|$)")
 INSTANCE = re.compile(r"^(.*)_(\d{1,9})$")
 SGLANG_OP = re.compile(r"^(sglang_profiler::.+)_\d+$")
 REASONS = ("no_capture", "no_graph", "count_differs", "names_differ")
+# Each table of the reference and the summary's keys of its rows (the
+# summary's member decode_<table>, the route decode/<table>).
+TABLE_KEYS = {"modules": ("step", "module"), "layers": ("step", "layer"),
+              "ops": ("step", "op"),
+              "layer_modules": ("step", "layer", "module"),
+              "op_modules": ("step", "op", "module"),
+              "kernels": ("step", "module", "name"),
+              "blocks": ("step", "module")}
 
 
 # ------------------------------------------------------------- events

@@ -30,14 +30,8 @@ import ref_decode  # noqa: E402
 from test_capture_lib import Rig  # noqa: E402
 from tracedtest import TRACES_DIR, Daemon, check, check_eq  # noqa: E402
 
-TABLES = {"modules": ("decode/modules", ("step", "module")),
-          "layers": ("decode/layers", ("step", "layer")),
-          "ops": ("decode/ops", ("step", "op")),
-          "layer_modules": ("decode/layer_modules",
-                            ("step", "layer", "module")),
-          "op_modules": ("decode/op_modules", ("step", "op", "module")),
-          "kernels": ("decode/kernels", ("step", "module", "name")),
-          "blocks": ("decode/blocks", ("step", "module"))}
+TABLES = {t: ("decode/%s" % t, keys)
+          for t, keys in ref_decode.TABLE_KEYS.items()}
 # How each figure sums over ranks (common/summary.h's TR_SUM_DEC_*).
 SUMMED = {"kernels", "total_ns", "steps", "step_ns", "count", "subtree_ns"}
 LARGEST = {"per_step_ns", "p50_ns", "p99_ns", "layers"}
@@ -48,14 +42,6 @@ def rows(d, cid, route, **query):
     code, body = d.get("/captures/%d/%s?%s" % (cid, route, q))
     check_eq(code, 200, "%s %s: %s" % (route, query, body))
     return body["rows"]
-
-
-def imported(d, path):
-    code, cap = d.post("/imports", {"path": path})
-    check_eq(code, 202, "POST /imports %s" % (cap,))
-    cap = d.wait_status(cap["id"])
-    check_eq(cap["status"], "done", "import %s" % (cap,))
-    return cap
 
 
 def keyed(got, keys):
@@ -183,16 +169,16 @@ def imports(root):
     refs = [ref_decode.reference(r["run"], [tuple(c) for c in r["captures"]])
             for r in fa["ranks"]]
     with Daemon(conf={"import_roots": root + ":" + TRACES_DIR}) as d:
-        a = imported(d, os.path.join(root, "a"))
+        a = d.imported(os.path.join(root, "a"))
         check_complete(a, refs)
         for rank, ref in enumerate(refs):
             check_rank(d, a["id"], rank, ref)
         check_all_ranks(d, a["id"], refs)
         check_filters(d, a["id"])
-        b = imported(d, os.path.join(root, "b"))
+        b = d.imported(os.path.join(root, "b"))
         check_diff(d, a["id"], b["id"], 2, 1)
-        sg = imported(d, os.path.join(TRACES_DIR, "graph_pairs",
-                                      "sglang_decode"))
+        sg = d.imported(os.path.join(TRACES_DIR, "graph_pairs",
+                                     "sglang_decode"))
         check_eq((sg["ranks"][0]["capture_traces"],
                   sg["ranks"][0]["replays_matched"]), (1, 1), "sglang pair")
         got = rows(d, sg["id"], "decode/blocks", kind="decode")

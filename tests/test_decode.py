@@ -22,14 +22,8 @@ import tracedtest  # noqa: E402
 from tracedtest import check, check_eq  # noqa: E402
 
 PAIRS = os.path.join(tracedtest.TRACES_DIR, "graph_pairs")
-TABLES = {"modules": ("decode_modules", ("step", "module")),
-          "layers": ("decode_layers", ("step", "layer")),
-          "ops": ("decode_ops", ("step", "op")),
-          "layer_modules": ("decode_layer_modules",
-                            ("step", "layer", "module")),
-          "op_modules": ("decode_op_modules", ("step", "op", "module")),
-          "kernels": ("decode_kernels", ("step", "module", "name")),
-          "blocks": ("decode_blocks", ("step", "module"))}
+TABLES = {t: ("decode_%s" % t, keys)
+          for t, keys in ref_decode.TABLE_KEYS.items()}
 STEP_FIELDS = ("steps", "kernels", "step_ns", "attributed_ns",
                "median_label", "median_dur_ns", "median_ns")
 
