@@ -203,7 +203,8 @@ int idx_captures_find(const char *dir, int rank, struct idx_capture **out,
                ? rc
                : tr_err_set(err, rc, "", "%s: %s", dir, tr_strerror(rc));
   }
-  qsort(f.v, f.n, sizeof(*f.v), path_cmp);
+  if (f.n > 1) /* f.v is NULL when none was found */
+    qsort(f.v, f.n, sizeof(*f.v), path_cmp);
   *out = f.v;
   *n = f.n;
   return 0;
