@@ -186,7 +186,8 @@ function completeness(ranks) {
       'that fits no graph is left unmatched with its reason, never ',
       'guessed. Eager kernels take the op and module stack above their ',
       'launch.'),
-    table([C('rank', 'rank'), C('capture traces', 'capture_traces'),
+    el('div', {class: 'hscroll'}, table([C('rank', 'rank'),
+      C('capture traces', 'capture_traces'),
       C('graphs', 'capture_graphs'), C('replays', 'replays'),
       C('matched', 'replays_matched'),
       T('short', 'replays_short', (v, r) => v
@@ -202,7 +203,7 @@ function completeness(ranks) {
         [num(r.kernels_no_launch), ': ', share(v, r)], 'num'),
       T('outside any op', 'kernels_no_op_ns', (v, r) =>
         [num(r.kernels_no_op), ': ', share(v, r)], 'num')],
-    ranks.filter(r => r.replays != null))];
+    ranks.filter(r => r.replays != null)))];
 }
 
 async function decodeTab(c, st, ranks) {
