@@ -3,3 +3,4 @@
 traced_py_test(test_sim_scripts test_sim.py scripts)
 traced_py_test(test_sim_server test_sim.py server)
 traced_py_test(test_sim_faults test_sim.py faults)
+traced_py_test(test_sim_strict test_sim.py strict)
