@@ -3,7 +3,6 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
-#include <fnmatch.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -14,10 +13,21 @@
 
 #include "common/file.h"
 
+/* Prefixes (a trailing '_') and exact names; api/policy.c judges with
+ * them and its deny list (docs/ATOM.md, "What a request may pass"). The
+ * exact names are the start script's knobs and models.json's. */
 #define DEFAULT_ENV_ALLOW                                                      \
-  "ATOM_ AITER_ HSA_ HIP_ AMD_ V4_ NCCL_ RCCL_ MIOPEN_ TORCH_ PYTORCH_"
+  "ATOM_ AITER_ HSA_ HIP_ AMD_ V4_ NCCL_ RCCL_ MIOPEN_ TORCH_ PYTORCH_ "       \
+  "MAX_NUM_SEQS KV_CACHE_DTYPE GPU_MEM_UTIL GPU_MAX_HW_QUEUES"
 
-enum key_type { K_STR, K_INT, K_LIST_COLON, K_LIST_SPACE, K_PROFILE };
+enum key_type {
+  K_STR,
+  K_INT,
+  K_LIST_COLON,
+  K_LIST_SPACE,
+  K_PROFILE,
+  K_BOOL
+};
 
 struct key {
   const char *name;
@@ -82,6 +92,14 @@ static const struct key keys[] = {
   STR(webhook_url),
   INT(webhook_timeout_s, 1, 600),
   INT(webhook_retries, 0, 10),
+  { "model_roots", K_LIST_COLON, offsetof(struct cfg, model_roots), 0, 0 },
+  { "allow_trust_remote_code", K_BOOL,
+    offsetof(struct cfg, allow_trust_remote_code), 0, 0 },
+  { "allow_hub_ids", K_BOOL, offsetof(struct cfg, allow_hub_ids), 0, 0 },
+  { "take_over_foreign_gpu", K_BOOL, offsetof(struct cfg, take_over_foreign_gpu),
+    0, 0 },
+  INT(ready_max_s, 10, 86400 * 7),
+  INT(export_max_s, 10, 86400 * 7),
 };
 
 static char **split(const char *text, const char *seps)
@@ -160,14 +178,17 @@ void cfg_defaults(struct cfg *cfg)
   cfg->request_timeout_s = 10;
   cfg->idle_timeout_s = 60;
   cfg->max_kernel_names = CFG_MAX_KERNEL_NAMES;
-  cfg->stop_timeout_s = 120;
-  cfg->launch_timeout_s = 300;
+  cfg->stop_timeout_s = CFG_STOP_TIMEOUT_S;     /* 316 s */
+  cfg->launch_timeout_s = CFG_LAUNCH_TIMEOUT_S; /* 883 s */
   cfg->profiler_timeout_s = 300;
   cfg->answer_cache_mb = 64;
   cfg->regression_threshold_pct = 5;
   cfg->webhook_url = strdup("");
   cfg->webhook_timeout_s = 10;
   cfg->webhook_retries = 3;
+  cfg->model_roots = split("/data", ":");
+  cfg->ready_max_s = 3600;   /* ATOM CI waits 45 min (atom_test.sh:88) */
+  cfg->export_max_s = 7200;  /* a 30 GB rank: docs/ATOM.md, "Budgets" */
 }
 
 static const struct key *find_key(const char *name)
@@ -219,6 +240,13 @@ int cfg_set(struct cfg *cfg, const char *key, const char *value,
   case K_LIST_SPACE:
     free_list(*(char ***)dst);
     *(char ***)dst = split(value, k->type == K_LIST_COLON ? ":" : " ,");
+    return 0;
+  case K_BOOL:
+    if (strcmp(value, "true") != 0 && strcmp(value, "false") != 0)
+      return tr_err_set(err, TR_EINVAL, k->name,
+                        "%s must be true or false, not \"%s\"", k->name,
+                        value);
+    *(bool *)dst = strcmp(value, "true") == 0;
     return 0;
   case K_PROFILE:
     if (strcmp(value, "bench") == 0)
@@ -441,71 +469,21 @@ int cfg_finish(struct cfg *cfg, struct tr_err *err)
   if (check_webhook(cfg->webhook_url, err) != 0)
     return TR_EINVAL;
   resolve_roots(cfg->import_roots);
+  resolve_roots(cfg->model_roots);
   derive_script(&cfg->start_script, cfg->atom_scripts, "start_atom_server.sh");
   derive_script(&cfg->bench_script, cfg->atom_scripts, "run_benchmark.sh");
   derive_script(&cfg->stop_script, cfg->atom_scripts, "stop_atom_server.sh");
   return 0;
 }
 
-/* Names no request may set, whatever env_allow says (issue 12): each loads
- * code into the server (run as root), or points it at a file, folder or
- * address of the client's choice. From ATOM (atom/utils/envs.py:
- * ATOM_TORCH_PROFILER_DIR moves where the server writes, ATOM_RTL_TRACE_DIR
- * wraps the launch in `rtl trace`, ATOM_*_DUMP_DIR, ATOM_DEBUG_TOPK_PATH,
- * ATOM_KV_EVENTS_ENDPOINT), ROCm (HSA_TOOLS_LIB, ROCP_TOOL_LIBRARIES,
- * AITER_ASM_DIR's kernels, AMD_COMGR_REDIRECT_LOGS, AMD_LOG_LEVEL_FILE,
- * MIOPEN_USER_DB_PATH) and RCCL/NCCL (NCCL_NET_PLUGIN, NCCL_TUNER_PLUGIN,
- * NCCL_PROFILER_PLUGIN, NCCL_ENV_PLUGIN, NCCL_DEBUG_FILE, NCCL_TOPO_FILE,
- * NCCL_GRAPH_DUMP_FILE). fnmatch(3) patterns. */
-static const struct {
-  const char *pattern;
-  const char *why;
-} env_deny[] = {
-  { "LD_*", "it steers the dynamic loader" },
-  { "*PRELOAD*", "it preloads code" },
-  { "*_LIB", "it names a library to load" },
-  { "*_LIBS", "it names libraries to load" },
-  { "*_LIBRARY*", "it names libraries to load" },
-  { "*_PLUGIN*", "it loads a plugin" },
-  { "HSA_TOOLS_*", "HSA loads its tool libraries into every process" },
-  { "ROCP_*", "rocprofiler loads tool libraries from it" },
-  { "ROCPROFILER_*", "rocprofiler loads tool libraries from it" },
-  { "AMD_COMGR_*", "the code-object compiler writes files from it" },
-  { "PYTHON*", "Python runs or imports code from it" },
-  { "*_PATH", "it names a file or a search path" },
-  { "*_PATHS", "it names search paths" },
-  { "*_DIR", "it names a folder the server reads or writes" },
-  { "*_DIRS", "it names folders the server reads or writes" },
-  { "*_FILE", "it names a file the server reads or writes" },
-  { "*_HOME", "code is loaded from under it" },
-  { "*_ROOT", "code is loaded from under it" },
-  { "*_ENDPOINT", "it names an address the server connects to or binds" },
-};
-
-const char *cfg_env_denied(const char *name, const char **pattern)
-{
-  for (size_t i = 0; i < sizeof(env_deny) / sizeof(env_deny[0]); i++)
-    if (fnmatch(env_deny[i].pattern, name, 0) == 0) {
-      if (pattern != NULL)
-        *pattern = env_deny[i].pattern;
-      return env_deny[i].why;
-    }
-  return NULL;
-}
-
-bool cfg_env_allowed(const struct cfg *cfg, const char *name)
-{
-  if (cfg_env_denied(name, NULL) != NULL)
-    return false;
-  for (char **p = cfg->env_allow; p != NULL && *p != NULL; p++)
-    if (strncmp(name, *p, strlen(*p)) == 0)
-      return true;
-  return false;
-}
-
 const char *cfg_import_root(const struct cfg *cfg, const char *real)
 {
-  for (char **p = cfg->import_roots; p != NULL && *p != NULL; p++) {
+  return cfg_root_of(cfg->import_roots, real);
+}
+
+const char *cfg_root_of(char *const *roots, const char *real)
+{
+  for (char *const *p = roots; p != NULL && *p != NULL; p++) {
     size_t n = strlen(*p);
 
     while (n > 1 && (*p)[n - 1] == '/')

@@ -17,6 +17,26 @@
 
 enum cfg_profile_control { CFG_PROFILE_BENCH, CFG_PROFILE_DAEMON };
 
+/* The deadlines of ATOM's stop and start scripts (stop_timeout_s,
+ * launch_timeout_s): each script's own worst case read from its code
+ * (docs/ATOM.md, "Budgets"), a fifth more. CFG_SMI_S bounds one rocm-smi
+ * call, CFG_CURL_S one curl of the local server. */
+#define CFG_SMI_S  3
+#define CFG_CURL_S 1
+/* stop_atom_server.sh: 5 checks 1 s apart after SIGTERM, SIGKILL and 2 s,
+ * a last SIGKILL and 3 s, 60 rocm-smi checks 1 s apart, then the force
+ * kill: rocm-smi, 5 s, rocm-smi twice. */
+#define CFG_STOP_WORST_S                                                       \
+  (5 * 1 + 2 + 3 + 60 * (CFG_SMI_S + 1) + 5 + 3 * CFG_SMI_S)
+/* start_atom_server.sh: the pre-flight's 2 + 3 s, 30 rocm-smi checks 1 s
+ * apart, the force kill (rocm-smi twice, 5 s), then 120 tries of curl,
+ * rocm-smi and 1 s before it falls through. */
+#define CFG_LAUNCH_WORST_S                                                     \
+  (2 + 3 + 30 * (CFG_SMI_S + 1) + 2 * CFG_SMI_S + 5 +                          \
+   120 * (CFG_CURL_S + CFG_SMI_S + 1))
+#define CFG_STOP_TIMEOUT_S   (CFG_STOP_WORST_S * 6 / 5)
+#define CFG_LAUNCH_TIMEOUT_S (CFG_LAUNCH_WORST_S * 6 / 5)
+
 struct cfg {
   char *listen; /* "127.0.0.1:7700" */
   char *db;
@@ -41,8 +61,12 @@ struct cfg {
   char **allowed_hosts;  /* NULL-terminated names the Host header may give
                             besides the listen address and loopback */
   int index_jobs;
-  char **env_allow;       /* NULL-terminated name prefixes */
-  char *models_json;      /* ATOM's models.json for presets; "" when unset */
+  char **env_allow;       /* NULL-terminated names and prefixes (ending in
+                             '_' or '*') a request's env may set
+                             (api/policy.c) */
+  char *models_json;      /* ATOM's models.json for presets; "" when unset:
+                             <atom_scripts>/../.github/benchmark/models.json
+                             when it exists; "none": no presets */
   char *category_rules;   /* extra category rules file; "" when unset */
   int max_queued;         /* captures and imports waiting, at most */
   int max_params_bytes;   /* a capture request, validated, at most */
@@ -72,6 +96,21 @@ struct cfg {
   char *webhook_url;
   int webhook_timeout_s; /* one attempt, at most */
   int webhook_retries;   /* attempts after the first, backing off */
+  /* What a capture request may ask of ATOM (api/policy.c, docs/ATOM.md):
+   * the folders its model and path values must resolve under; whether it
+   * may pass --trust-remote-code without a preset that sets it, and
+   * Hugging Face ids. */
+  char **model_roots; /* NULL-terminated, resolved at cfg_finish() */
+  bool allow_trust_remote_code;
+  bool allow_hub_ids;
+  /* GPU memory held by a process that is not ATOM's (or that traced cannot
+   * see) fails the capture instead of letting ATOM's scripts kill it
+   * (daemon/gpu.c); true lets them. */
+  bool take_over_foreign_gpu;
+  /* Hard caps of the waits that follow progress (docs/ATOM.md, "Budgets"):
+   * the ready gate, and the export. */
+  int ready_max_s;
+  int export_max_s;
 };
 
 /* Fills cfg with the defaults of docs/API.md. Caller frees with cfg_free(). */
@@ -96,19 +135,13 @@ bool cfg_address_loopback(const char *addr);
 /* True when cfg->listen's host is a loopback address or "localhost". */
 bool cfg_listen_loopback(const struct cfg *cfg);
 
-/* Why no request may set the variable name (a static phrase: "it names a
- * library to load"), whatever env_allow says, with the matching pattern
- * of the built-in deny list ("*_LIB") in *pattern (may be NULL); NULL
- * when the list does not forbid it. */
-const char *cfg_env_denied(const char *name, const char **pattern);
-
-/* True when name starts with one of cfg->env_allow and the deny list does
- * not forbid it. */
-bool cfg_env_allowed(const struct cfg *cfg, const char *name);
-
 /* The one of cfg->import_roots (resolved at cfg_finish()) that the real
  * path `real` lies inside, or NULL. Borrowed from cfg. */
 const char *cfg_import_root(const struct cfg *cfg, const char *real);
+
+/* The one of roots (NULL-terminated, resolved) that the real path `real`
+ * lies inside, or NULL. Borrowed from roots. */
+const char *cfg_root_of(char *const *roots, const char *real);
 
 /* Overwrites the value of --auth-token in argv (with '*'), so that ps and
  * /proc/<pid>/cmdline no longer show it. After the arguments are read. */

@@ -16,8 +16,9 @@ static void config_defaults_match_api_md(void)
   CHECK_INT(cfg.ready_timeout_s, 900);
   CHECK_INT(cfg.export_max_polls, 60);
   CHECK_STR(cfg.start_script, "/app/ATOM/scripts/start_atom_server.sh");
-  CHECK(cfg_env_allowed(&cfg, "ATOM_PROFILER_MORE"));
-  CHECK(!cfg_env_allowed(&cfg, "LD_PRELOAD"));
+  CHECK_STR(cfg.model_roots[0], "/data");
+  CHECK(cfg.model_roots[1] == NULL);
+  CHECK(!cfg.allow_trust_remote_code && !cfg.allow_hub_ids);
   CHECK(cfg.import_roots[0] == NULL);
   cfg_free(&cfg);
 }

@@ -61,6 +61,9 @@ class Daemon:
             "db": os.path.join(self.dir, "traced.db"),
             "trace_root": os.path.join(self.dir, "traces"),
             "index_jobs": "2",
+            # Captures of any absolute model path (tests/test_capture_*.py
+            # and tests/test_policy.py confine them).
+            "model_roots": "/",
         }
         self.conf.update(conf or {})
         self.args = list(args or [])
