@@ -32,7 +32,8 @@ static void count_encoders(const char *model, struct tr_chat_probe *p)
         strcmp(e->d_name + n - 3, ".py") != 0)
       continue;
     if (p->encoders++ == 0 || strcmp(e->d_name, p->encoder) < 0)
-      snprintf(p->encoder, sizeof(p->encoder), "%s", e->d_name);
+      snprintf(p->encoder, sizeof(p->encoder), "%.*s",
+               (int)sizeof(p->encoder) - 1, e->d_name);
   }
   closedir(d);
 }

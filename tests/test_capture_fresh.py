@@ -45,6 +45,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_capture_lib import (SCRIPTS, Rig, check, check_eq,  # noqa: E402
                               check_rank_figures, epoch, model_dir, rank_gz,
                               run_cases)
+from test_web import dump_dom, find_chromium  # noqa: E402
 from tracedtest import (SRC_DIR, TRACED_BIN, free_port,  # noqa: E402
                         wait_for)
 
@@ -158,9 +159,28 @@ def presets():
         check_eq(option(server_argv(rig), "-tp"), "1", "server -tp")
         check_eq(option(server_argv(rig), "--gpu-memory-utilization"),
                  "0.9", "the preset's flag")
+        shown(rig, cap["id"], ["preset ", "openai/gpt-oss-120b",
+                               " (base variant) \u00b7 launched at tp 1 "
+                               "(atom_default)"])
         cap = expect_done(rig, rig.capture(tp=1), 1)
         check_eq(cap["preset"]["applied"], False, "no preset")
         check("no entry" in cap["preset"]["why"], cap["preset"])
+        shown(rig, cap["id"], ["no preset: " + cap["preset"]["why"] +
+                               " \u00b7 launched at tp 1 (request)"])
+
+
+def shown(rig, cid, texts):
+    """The capture's page in headless chromium holds texts, in a row of
+    text nodes (skipped, saying so, without chromium)."""
+    chromium = find_chromium()
+    if chromium is None:
+        print("skipped: the dashboard's preset line (no chromium)")
+        return
+    _, page = dump_dom(chromium, "%s/#/captures/%d" % (rig.d.base, cid))
+    nodes = page.texts
+    check(any(nodes[i:i + len(texts)] == texts for i in range(len(nodes))),
+          "%r not on the page: %r" % (texts, [t for t in nodes if t.strip()]
+                                      [:80]))
 
 
 # ---------------------------------------------------------------- seqs
@@ -267,10 +287,10 @@ def budgets():
                     "export_max_s": "25"},
               sim_env={"SIM_COMPILE_LOG_S": "1"})
     with rig:
-        # A compile of 10 s, logging a line a second: the ready wait
+        # A compile of 20 s, logging a line a second: the ready wait
         # follows it although ready_timeout_s is 4.
         expect_done(rig, rig.capture(env={"ATOM_SIM_FAULTS":
-                                          "slow_compile=10"}), 2)
+                                          "slow_compile=20"}), 2)
         # An export whose .json grows for 8 s, and one that writes nothing
         # for 6 s while the log says the rank is exporting: 3 polls 1 s
         # apart without progress would have failed both.
