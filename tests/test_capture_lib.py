@@ -212,7 +212,7 @@ class Rig:
         check_eq(code, 200, "GET /captures/%d" % cid)
         return cap
 
-    def wait(self, cid, statuses=FINAL, timeout=90):
+    def wait(self, cid, statuses=FINAL, timeout=180):
         return self.d.wait_status(cid, statuses, timeout=timeout)
 
     def wait_phase(self, cid, phase, timeout=60):
