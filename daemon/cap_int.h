@@ -201,10 +201,12 @@ void cap_watch_errors_from(struct cap_job *job, uint64_t offset);
 
 struct cap_gpu {
   void (*then)(struct cap_job *job); /* a check in flight continues here */
-  char which[32];                     /* its log ("gpu-before-stop") */
+  char which[32];                     /* its record ("gpu-before-stop") */
+  uint64_t from;                      /* its output's offset in gpu.log */
 };
 
-/* Runs `rocm-smi --showpids` (as the child, its output in log which) and
+/* Runs `rocm-smi --showpids` (as the child, its output appended to log
+ * "gpu") and
  * judges each GPU memory holder (docs/ATOM.md, "Someone else's GPU job");
  * then(job) runs when they are all ATOM's, or take_over_foreign_gpu is
  * set, or there is no rocm-smi to ask; else the job fails naming the

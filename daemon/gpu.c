@@ -19,13 +19,12 @@
  * take_over_foreign_gpu = true. Without rocm-smi nothing is asked: ATOM's
  * scripts then fail at their own rocm-smi line and the launch says so.
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/file.h"
 #include "daemon/cap_int.h"
 
 #define SMI_DEADLINE_S  60         /* rocm-smi, at most */
@@ -152,15 +151,35 @@ static void judge(struct gpu_check *g, pid_t pid)
 
 /* rocm-smi --showpids: the KFD table's rows after its "PID" header, as
  * ATOM's stop script reads them (stop_atom_server.sh:77). */
+/* This run's output: the bytes of logs/<id>/gpu.log from where it ended
+ * before the run (the capture's two checks append to it). */
+static char *run_output(struct cap_job *job)
+{
+  char path[4096], *text;
+  FILE *f = fopen(cap_log_path(job, "gpu", path, sizeof(path)), "re");
+  size_t n = 0;
+
+  if (f == NULL)
+    return NULL;
+  if (fseeko(f, (off_t)job->gpu.from, SEEK_SET) == 0 &&
+      (text = malloc(SMI_OUTPUT_MAX + 1)) != NULL) {
+    n = fread(text, 1, SMI_OUTPUT_MAX, f);
+    text[n] = '\0';
+  } else {
+    text = NULL;
+  }
+  fclose(f);
+  return text;
+}
+
 static void run_parse(struct cap_work *w)
 {
   struct gpu_check *g = (struct gpu_check *)w;
-  char path[4096], *text = NULL, *save = NULL;
+  char *text = run_output(w->job), *save = NULL;
   bool table = false;
 
   g->holders = json_array();
-  cap_log_path(w->job, w->job->gpu.which, path, sizeof(path));
-  if (tr_read_file(NULL, path, SMI_OUTPUT_MAX, &text, NULL, NULL) != 0)
+  if (text == NULL)
     return;
   for (char *line = strtok_r(text, "\n", &save); line != NULL;
        line = strtok_r(NULL, "\n", &save)) {
@@ -241,6 +260,8 @@ void cap_gpu_check(struct cap_job *job, const char *which,
                    void (*then)(struct cap_job *))
 {
   static char *const argv[] = { "rocm-smi", "--showpids", NULL };
+  char path[4096];
+  struct stat st;
 
   if (!cap_rocm_smi_on_path()) {
     then(job);
@@ -248,7 +269,12 @@ void cap_gpu_check(struct cap_job *job, const char *which,
   }
   job->gpu.then = then;
   snprintf(job->gpu.which, sizeof(job->gpu.which), "%s", which);
-  cap_spawn(job, (char **)argv, NULL, which, SMI_DEADLINE_S, on_smi_exit,
+  /* One stat of the capture's own log, on the loop: where this run's
+   * output will start. */
+  job->gpu.from = stat(cap_log_path(job, "gpu", path, sizeof(path)), &st) == 0
+                      ? (uint64_t)st.st_size
+                      : 0;
+  cap_spawn(job, (char **)argv, NULL, "gpu", SMI_DEADLINE_S, on_smi_exit,
             &job->child);
 }
 

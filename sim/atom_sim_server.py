@@ -142,9 +142,9 @@ def load(args, mgr):
 def compile_graphs(args):
     """torch.compile and CUDA-graph capture after the load, for
     SIM_COMPILE_S (+ slow_compile=S) seconds (minutes in ATOM on a cold
-    cache, which the
-    start script wipes at every launch), a line every SIM_COMPILE_LOG_S
-    (the progress a ready wait can follow); the port is not bound yet."""
+    cache, which the start script wipes at every launch), a line every
+    SIM_COMPILE_LOG_S (the progress a ready wait can follow); the port is
+    not bound yet."""
     total = sc.env_float("SIM_COMPILE_S", 0.0) + \
         sc.fault_number("slow_compile", 0.0)
     every = max(0.05, sc.env_float("SIM_COMPILE_LOG_S", 1.0))

@@ -141,7 +141,8 @@ function progress(c) {
 }
 
 function captureBody(c) {
-  const logs = c.kind === 'capture' ? ['server', 'bench', 'launcher', 'stop']
+  const logs = c.kind === 'capture'
+    ? ['server', 'bench', 'launcher', 'stop', 'gpu']
     .map(w => fileLink(url('/captures/{id}/logs', {id: c.id}, {which: w}),
       w + ' log')) : [];
   const extra = {};
