@@ -599,6 +599,10 @@ def test_fatal_marker_and_old_marker():
         check("log truncated" in out, out)
         marker = "Memory access fault by GPU node-2 (Agent handle: 0x1)"
         sim.faults("fatal_marker=" + marker)
+        # The old server stopped first: on a loaded machine the waiter's
+        # first poll can come before the relaunch's pre-flight has
+        # stopped it, and the old server answers ready.
+        sim.stop()
         w = sim.spawn("wait_server_ready.sh", sim.port, 1, 1)
         time.sleep(0.5)
         r = sim.start()
@@ -792,11 +796,13 @@ def test_sigterm_waits_for_the_loop():
 def test_stop_script_while_exporting():
     """The stop script while /stop_profile blocks: the server cannot take
     its SIGTERM, the ranks finish only what fits in the wait, then
-    SIGKILL: rank 0's export is cut, its .json left behind."""
+    SIGKILL: rank 0's export is cut, its .json left behind. (Its export
+    takes 60 s: the script's five checks of /proc took over 10 s on a
+    loaded machine; the kill ends the test well before.)"""
     sim = Sim(SIM_STOP_WAIT_S="1")
     try:
         sim.start(tp=2)
-        sim.faults("slow_export_rank=0:10")
+        sim.faults("slow_export_rank=0:60")
         sim.http("POST", "/start_profile")
         sim.later("POST", "/stop_profile")
         wait_for(lambda: "Rank 0: stopping profiler" in sim.log(), 5, "stop")
