@@ -8,7 +8,6 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <fnmatch.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +46,10 @@ static int check_table_limit(struct cfg *cfg, const struct setting *s,
                              struct tr_err *err);
 static int resolve_roots(struct cfg *cfg, const struct setting *s,
                          struct tr_err *err);
+
+/* The rows' stop and start deadlines are the scripts' computed ones. */
+_Static_assert(CFG_STOP_TIMEOUT_S == 316, "stop_timeout_s's row default");
+_Static_assert(CFG_LAUNCH_TIMEOUT_S == 883, "launch_timeout_s's row default");
 
 /* clang-format off */
 #define ROW_STR()     .type = T_STR
@@ -424,15 +427,16 @@ static int check_table_limit(struct cfg *cfg, const struct setting *s,
   return 0;
 }
 
-/* Import roots are compared with real paths (api/routes_captures.c):
- * resolve them once here (a root that does not exist yet stays as
- * written). */
+/* Import and model roots are compared with real paths
+ * (api/routes_captures.c, api/policy.c): resolve them once here (a root
+ * that does not exist yet stays as written). */
 static int resolve_roots(struct cfg *cfg, const struct setting *s,
                          struct tr_err *err)
 {
-  (void)s;
+  char **roots = *(char ***)((char *)cfg + s->offset);
+
   (void)err;
-  for (char **p = cfg->import_roots; p != NULL && *p != NULL; p++) {
+  for (char **p = roots; p != NULL && *p != NULL; p++) {
     char *real = realpath(*p, NULL);
 
     if (real != NULL) {
@@ -441,60 +445,4 @@ static int resolve_roots(struct cfg *cfg, const struct setting *s,
     }
   }
   return 0;
-}
-
-/* Names no request may set, whatever env_allow says (docs/SECURITY.md): each
- * loads code into the server (run as root), or points it at a file, folder or
- * address of the client's choice. From ATOM (atom/utils/envs.py:
- * ATOM_TORCH_PROFILER_DIR moves where the server writes, ATOM_RTL_TRACE_DIR
- * wraps the launch in `rtl trace`, ATOM_*_DUMP_DIR, ATOM_DEBUG_TOPK_PATH,
- * ATOM_KV_EVENTS_ENDPOINT), ROCm (HSA_TOOLS_LIB, ROCP_TOOL_LIBRARIES,
- * AITER_ASM_DIR's kernels, AMD_COMGR_REDIRECT_LOGS, AMD_LOG_LEVEL_FILE,
- * MIOPEN_USER_DB_PATH) and RCCL/NCCL (NCCL_NET_PLUGIN, NCCL_TUNER_PLUGIN,
- * NCCL_PROFILER_PLUGIN, NCCL_ENV_PLUGIN, NCCL_DEBUG_FILE, NCCL_TOPO_FILE,
- * NCCL_GRAPH_DUMP_FILE). fnmatch(3) patterns. */
-static const struct {
-  const char *pattern;
-  const char *why;
-} env_deny[] = {
-  { "LD_*", "it steers the dynamic loader" },
-  { "*PRELOAD*", "it preloads code" },
-  { "*_LIB", "it names a library to load" },
-  { "*_LIBS", "it names libraries to load" },
-  { "*_LIBRARY*", "it names libraries to load" },
-  { "*_PLUGIN*", "it loads a plugin" },
-  { "HSA_TOOLS_*", "HSA loads its tool libraries into every process" },
-  { "ROCP_*", "rocprofiler loads tool libraries from it" },
-  { "ROCPROFILER_*", "rocprofiler loads tool libraries from it" },
-  { "AMD_COMGR_*", "the code-object compiler writes files from it" },
-  { "PYTHON*", "Python runs or imports code from it" },
-  { "*_PATH", "it names a file or a search path" },
-  { "*_PATHS", "it names search paths" },
-  { "*_DIR", "it names a folder the server reads or writes" },
-  { "*_DIRS", "it names folders the server reads or writes" },
-  { "*_FILE", "it names a file the server reads or writes" },
-  { "*_HOME", "code is loaded from under it" },
-  { "*_ROOT", "code is loaded from under it" },
-  { "*_ENDPOINT", "it names an address the server connects to or binds" },
-};
-
-const char *cfg_env_denied(const char *name, const char **pattern)
-{
-  for (size_t i = 0; i < sizeof(env_deny) / sizeof(env_deny[0]); i++)
-    if (fnmatch(env_deny[i].pattern, name, 0) == 0) {
-      if (pattern != NULL)
-        *pattern = env_deny[i].pattern;
-      return env_deny[i].why;
-    }
-  return NULL;
-}
-
-bool cfg_env_allowed(const struct cfg *cfg, const char *name)
-{
-  if (cfg_env_denied(name, NULL) != NULL)
-    return false;
-  for (char **p = cfg->env_allow; p != NULL && *p != NULL; p++)
-    if (strncmp(name, *p, strlen(*p)) == 0)
-      return true;
-  return false;
 }

@@ -27,6 +27,8 @@ struct cap_rank {
   int orphan_json; /* *.json left beside: an export still running, or
                       one that died midway */
   uint64_t bytes;  /* size of file */
+  uint64_t written; /* sizes of every .json and .json.gz of the folder:
+                       grows while the rank exports */
 };
 
 struct cap_layout {
@@ -40,6 +42,7 @@ struct cap_layout {
   int exported;         /* ranks with exactly one .gz and no .json */
   int orphan_json;      /* .json files over all ranks */
   uint64_t bytes_total; /* sum of bytes of ranks with a file */
+  uint64_t written;     /* sum of the ranks' written */
 };
 
 /*

@@ -47,7 +47,7 @@ def full_disk_mid_capture(mnt, root):
         cid = rig.capture(tp=2, osl=40)
         rig.wait_phase(cid, "benchmark")
         filler = fill(mnt)
-        code, body, queued = post_until_refused(rig.d)
+        code, body, queued = post_until_refused(rig.d, models=rig.models)
         check_eq(code, 507, "a write on the full disk: %r" % (body,))
         check_eq(rig.d.get("/healthz")[1]["status"], "degraded", "healthz")
         # The capture's next write (its move to exporting) is refused; it

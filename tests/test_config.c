@@ -21,8 +21,16 @@ static void config_defaults_match_api_md(void)
   CHECK_INT(cfg.ready_timeout_s, 900);
   CHECK_INT(cfg.export_max_polls, 60);
   CHECK_STR(cfg.start_script, "/app/ATOM/scripts/start_atom_server.sh");
-  CHECK(cfg_env_allowed(&cfg, "ATOM_PROFILER_MORE"));
-  CHECK(!cfg_env_allowed(&cfg, "LD_PRELOAD"));
+  /* The scripts' deadlines from their worst cases (docs/ATOM.md, "The
+   * launch and its budget"): stop 5+2+3+60*(3+1)+5+3*3 = 264 s, start
+   * 2+3+30*(3+1)+2*3+5+120*(1+3+1) = 736 s, a fifth more each. */
+  CHECK_INT(cfg.stop_timeout_s, 316);
+  CHECK_INT(cfg.launch_timeout_s, 883);
+  CHECK_INT(cfg.ready_max_s, 3600);
+  CHECK_INT(cfg.export_max_s, 7200);
+  CHECK_STR(cfg.model_roots[0], "/data");
+  CHECK(cfg.model_roots[1] == NULL);
+  CHECK(!cfg.allow_trust_remote_code && !cfg.allow_hub_ids);
   CHECK(cfg.import_roots[0] == NULL);
   cfg_free(&cfg);
 }
