@@ -51,6 +51,7 @@ enum job_state { JOB_RUNNING, JOB_DONE, JOB_FAILED };
 struct slice_job {
   struct api_slices *sl;
   char *root, *path;      /* the rank's file under the capture's folder */
+  char *spill;            /* o.spill_dir: the state folder's */
   const char *rules_file; /* cfg's category_rules (borrowed) */
   char what[64];          /* "capture 3 rank 1", for the log */
   struct idx_slice_opts o;
@@ -96,6 +97,7 @@ static void job_free(struct slice_job *j)
   pthread_cond_destroy(&j->room);
   free(j->root);
   free(j->path);
+  free(j->spill);
   free(j);
 }
 
@@ -361,6 +363,11 @@ static struct slice_job *job_new(struct api_req *r, int64_t id, int64_t rank)
   j->conn = r->conn;
   j->o.cancel = &j->cancel;
   j->o.max_kernel_names = (uint32_t)r->api->cfg->max_kernel_names;
+  /* A slice reads and spills what indexing does, under the same caps. */
+  j->spill = tr_state_dir(r->api->cfg->db, "spill");
+  j->o.spill_dir = j->spill;
+  j->o.max_inflated_bytes = (uint64_t)r->api->cfg->max_rank_inflated_bytes;
+  j->o.max_spill_bytes = (uint64_t)r->api->cfg->max_rank_spill_bytes;
   j->rules_file = r->api->cfg->category_rules;
   snprintf(j->what, sizeof(j->what), "capture %lld rank %lld", (long long)id,
            (long long)rank);

@@ -17,7 +17,7 @@
 #define DEFAULT_ENV_ALLOW                                                      \
   "ATOM_ AITER_ HSA_ HIP_ AMD_ V4_ NCCL_ RCCL_ MIOPEN_ TORCH_ PYTORCH_"
 
-enum key_type { K_STR, K_INT, K_LIST_COLON, K_LIST_SPACE, K_PROFILE };
+enum key_type { K_STR, K_INT, K_BYTES, K_LIST_COLON, K_LIST_SPACE, K_PROFILE };
 
 struct key {
   const char *name;
@@ -82,6 +82,12 @@ static const struct key keys[] = {
   STR(webhook_url),
   INT(webhook_timeout_s, 1, 600),
   INT(webhook_retries, 0, 10),
+  { "max_rank_db_bytes", K_BYTES, offsetof(struct cfg, max_rank_db_bytes), 0,
+    0 },
+  { "max_rank_inflated_bytes", K_BYTES,
+    offsetof(struct cfg, max_rank_inflated_bytes), 0, 0 },
+  { "max_rank_spill_bytes", K_BYTES, offsetof(struct cfg, max_rank_spill_bytes),
+    0, 0 },
 };
 
 static char **split(const char *text, const char *seps)
@@ -168,6 +174,9 @@ void cfg_defaults(struct cfg *cfg)
   cfg->webhook_url = strdup("");
   cfg->webhook_timeout_s = 10;
   cfg->webhook_retries = 3;
+  cfg->max_rank_db_bytes = CFG_MAX_RANK_DB_BYTES;
+  cfg->max_rank_inflated_bytes = CFG_MAX_RANK_INFLATED_BYTES;
+  cfg->max_rank_spill_bytes = CFG_MAX_RANK_SPILL_BYTES;
 }
 
 static const struct key *find_key(const char *name)
@@ -200,6 +209,37 @@ static int set_int(const struct key *k, int *dst, const char *value,
   return 0;
 }
 
+/* A byte count: digits, then K, M, G or T (powers of 1024) or nothing;
+ * at least 1 MiB (a cap below cannot hold a real rank's figures). */
+static int set_bytes(const struct key *k, int64_t *dst, const char *value,
+                     struct tr_err *err)
+{
+  static const char units[] = "KMGT";
+  const char *u;
+  char *end;
+  long long v;
+
+  errno = 0;
+  v = strtoll(value, &end, 10);
+  if (errno == 0 && end != value && *end != '\0' && end[1] == '\0' &&
+      (u = strchr(units, *end)) != NULL) {
+    int shift = 10 * (int)(u - units + 1);
+
+    if (v < 0 || v > (INT64_MAX >> shift))
+      errno = ERANGE;
+    else
+      v *= (long long)1 << shift;
+    end++;
+  }
+  if (errno != 0 || end == value || *end != '\0' || v < (1 << 20))
+    return tr_err_set(err, TR_EINVAL, k->name,
+                      "%s must be a byte count of at least 1M (digits, then "
+                      "K, M, G or T), not \"%s\"",
+                      k->name, value);
+  *dst = v;
+  return 0;
+}
+
 int cfg_set(struct cfg *cfg, const char *key, const char *value,
             struct tr_err *err)
 {
@@ -215,6 +255,7 @@ int cfg_set(struct cfg *cfg, const char *key, const char *value,
     *(char **)dst = strdup(value);
     return 0;
   case K_INT: return set_int(k, dst, value, err);
+  case K_BYTES: return set_bytes(k, dst, value, err);
   case K_LIST_COLON:
   case K_LIST_SPACE:
     free_list(*(char ***)dst);

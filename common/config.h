@@ -15,6 +15,12 @@
  * kept is a few KB of summary rows: tests/test_name_bomb.py). */
 #define CFG_MAX_KERNEL_NAMES 10000
 
+/* The defaults of what one rank of an import or capture may cost
+ * (docs/SECURITY.md says how they were sized: a real 30 GB rank fits). */
+#define CFG_MAX_RANK_DB_BYTES       (256ll << 20)
+#define CFG_MAX_RANK_INFLATED_BYTES (64ll << 30)
+#define CFG_MAX_RANK_SPILL_BYTES    (16ll << 30)
+
 enum cfg_profile_control { CFG_PROFILE_BENCH, CFG_PROFILE_DAEMON };
 
 struct cfg {
@@ -72,6 +78,12 @@ struct cfg {
   char *webhook_url;
   int webhook_timeout_s; /* one attempt, at most */
   int webhook_retries;   /* attempts after the first, backing off */
+  /* What one rank of an import or capture may cost: bytes its summary
+   * adds to the database, JSON bytes its trace inflates to, bytes it
+   * spills to temporary files (under the state folder: cfg_spill_dir()). */
+  int64_t max_rank_db_bytes;
+  int64_t max_rank_inflated_bytes;
+  int64_t max_rank_spill_bytes;
 };
 
 /* Fills cfg with the defaults of docs/API.md. Caller frees with cfg_free(). */

@@ -59,6 +59,10 @@ void tr_rfc3339(int64_t t_ns, char *buf, size_t size);
  * of memory. */
 char *tr_capture_dir(const char *root, int64_t id, const char *sub);
 
+/* A folder of traced's state: "<the folder of db>/<sub>" (db: the
+ * database's path, cfg->db). New string, NULL when out of memory. */
+char *tr_state_dir(const char *db, const char *sub);
+
 /* mkdir -p: creates path and its missing parents (mode 0755). Returns 0
  * (also when it exists already) or -errno. */
 int tr_mkdir_p(const char *path);

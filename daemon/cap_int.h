@@ -333,6 +333,9 @@ void cap_runner_check_down(struct cap_runner *r);
  * the store takes them. */
 void cap_runner_orphan(struct cap_runner *r, int64_t id, int status,
                        json_t *error);
+/* Starts retrying the orphans, once the runner's timer exists (recover()
+ * queues them before it does). */
+void cap_runner_orphans_arm(struct cap_runner *r);
 /* Shutdown: forgets the final writes still refused (said on stderr). */
 void cap_runner_orphans_free(struct cap_runner *r);
 

@@ -352,6 +352,7 @@ void cap_runner_free(struct cap_runner *r)
   for (size_t i = 0; i < r->ndbs; i++)
     store_close(r->dbs[i]);
   free(r->dbs);
+  cap_runner_orphans_free(r); /* a start that failed after recover() */
   free(r->recover[0]);
   free(r->recover[1]);
   idx_rules_free(r->rules);

@@ -379,7 +379,14 @@ void cap_runner_orphan(struct cap_runner *r, int64_t id, int status,
   o->error = error;
   o->next = r->orphans;
   r->orphans = o;
-  if (!uv_is_active((uv_handle_t *)&r->orphan_timer))
+  cap_runner_orphans_arm(r);
+}
+
+void cap_runner_orphans_arm(struct cap_runner *r)
+{
+  /* The timer's loop is set once it is initialised (after recover()). */
+  if (r->orphans != NULL && r->orphan_timer.loop != NULL &&
+      !uv_is_active((uv_handle_t *)&r->orphan_timer))
     uv_timer_start(&r->orphan_timer, on_orphan_timer, ORPHAN_RETRY_MS,
                    ORPHAN_RETRY_MS);
 }

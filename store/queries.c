@@ -278,8 +278,9 @@ static const char *order_of(const struct spec *sp, const char *sort, char *buf,
 }
 
 /* Runs sp for q inside the caller's read transaction, no checks. */
-static int query_rows(struct store *st, const struct spec *sp,
-                      const struct store_query *q, json_t **out,
+/* The statement of sp's rows for q, bound. */
+static int query_stmt(struct store *st, const struct spec *sp,
+                      const struct store_query *q, sqlite3_stmt **out,
                       struct tr_err *err)
 {
   char sql[4096], order[64];
@@ -302,7 +303,18 @@ static int query_rows(struct store *st, const struct spec *sp,
   sqlite3_bind_int(s, 5, q->limit > 0 ? q->limit : -1);
   store__bind_text(s, 6, q->family && *q->family ? q->family : NULL);
   store__bind_text(s, 7, q->kind && *q->kind ? q->kind : NULL);
-  return store__rows(st, s, out, err);
+  *out = s;
+  return 0;
+}
+
+static int query_rows(struct store *st, const struct spec *sp,
+                      const struct store_query *q, json_t **out,
+                      struct tr_err *err)
+{
+  sqlite3_stmt *s;
+  int rc = query_stmt(st, sp, q, &s, err);
+
+  return rc < 0 ? rc : store__rows(st, s, out, err);
 }
 
 int store__rank_exists(struct store *st, int64_t capture_id, int rank,
@@ -367,22 +379,48 @@ static int spec_rows(struct store *st, const void *ctx,
   return rc == 1 ? query_rows(st, sp, q, out, err) : rc;
 }
 
-int store__table_live(struct store *st, const char *tbl,
-                      const struct store_query *q, json_t **out,
-                      struct tr_err *err)
+/* The spec of summary table tbl, or NULL. */
+static const struct spec *live_spec(const char *tbl)
 {
   static const struct spec *const specs[] = {
     &kernels,        &launches,      &categories, &memcpy_spec,
     &runtime,        &steps,         &phases,     &step_buckets,
     &step_histogram, &step_outliers, &families,   &family_steps
   };
+
+  for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++)
+    if (strcmp(specs[i]->table, tbl) == 0)
+      return specs[i];
+  return NULL;
+}
+
+int store__table_live(struct store *st, const char *tbl,
+                      const struct store_query *q, json_t **out,
+                      struct tr_err *err)
+{
+  const struct spec *sp = live_spec(tbl);
   struct store_query all = *q;
 
   all.rank = -1;
-  for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++)
-    if (strcmp(specs[i]->table, tbl) == 0)
-      return query_rows(st, specs[i], &all, out, err);
-  return tr_err_set(err, TR_ENOTFOUND, "", "no table %s", tbl);
+  if (sp == NULL)
+    return tr_err_set(err, TR_ENOTFOUND, "", "no table %s", tbl);
+  return query_rows(st, sp, &all, out, err);
+}
+
+int store__table_live_each(struct store *st, const char *tbl,
+                           const struct store_query *q, store__row_fn fn,
+                           void *ud, struct tr_err *err)
+{
+  const struct spec *sp = live_spec(tbl);
+  struct store_query all = *q;
+  sqlite3_stmt *s;
+  int rc;
+
+  all.rank = -1;
+  if (sp == NULL)
+    return tr_err_set(err, TR_ENOTFOUND, "", "no table %s", tbl);
+  rc = query_stmt(st, sp, &all, &s, err);
+  return rc < 0 ? rc : store__rows_each(st, s, fn, ud, err);
 }
 
 static int run(struct store *st, const struct spec *sp,

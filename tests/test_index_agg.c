@@ -191,13 +191,14 @@ static void index_corr_take_and_limit(void)
  * twice, every record once. */
 static void index_runs_spill_merge(void)
 {
+  struct agg_spill sp = { 0 };
   struct agg_runs r;
   struct agg_iter *it;
   struct agg_rec rec, prev;
   int64_t sum_in = 0, sum_out;
   int pass, n;
 
-  CHECK_INT(agg_runs_init(&r, 16), 0);
+  CHECK_INT(agg_runs_init(&r, 16, &sp), 0);
   srand(7);
   for (n = 0; n < 5000; n++) {
     rec.start_ns = rand() % 100000;
