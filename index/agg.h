@@ -543,6 +543,9 @@ struct agg_tree {
   json_t *doc;
 };
 void agg_tree_sink(struct agg_tree *t, struct idx_sink *out);
+/* Ends t after the call that fed it returned rc: with 0, *out gets the
+ * document (caller json_decref()s), else it is freed. Returns rc. */
+int agg_tree_take(struct agg_tree *t, int rc, json_t **out);
 
 /* idx_agg_rows() into one document, *out (caller json_decref()s). */
 int idx_agg_summary(struct idx_agg *a, const struct idx_doc *doc,

@@ -704,20 +704,23 @@ void agg_tree_sink(struct agg_tree *t, struct idx_sink *out)
   out->ud = t;
 }
 
+int agg_tree_take(struct agg_tree *t, int rc, json_t **out)
+{
+  if (rc != 0)
+    json_decref(t->doc);
+  else
+    *out = t->doc;
+  t->doc = NULL;
+  return rc;
+}
+
 int idx_agg_summary(struct idx_agg *a, const struct idx_doc *doc,
                     const struct agg_file_info *info, json_t **out,
                     struct tr_err *err)
 {
   struct agg_tree t;
   struct idx_sink sink;
-  int rc;
 
   agg_tree_sink(&t, &sink);
-  rc = idx_agg_rows(a, doc, info, &sink, err);
-  if (rc != 0) {
-    json_decref(t.doc);
-    return rc;
-  }
-  *out = t.doc;
-  return 0;
+  return agg_tree_take(&t, idx_agg_rows(a, doc, info, &sink, err), out);
 }

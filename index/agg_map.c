@@ -48,8 +48,10 @@ int agg_grow(void *arr, size_t *cap, size_t need, size_t elem)
 
   if (need < *cap)
     return 0;
+  /* By half again, not double: a table of ten thousand names then leaves
+   * a twentieth unused, not a third (the name cap's worst case). */
   while (ncap <= need)
-    ncap *= 2;
+    ncap += ncap / 2;
   p = realloc(*pa, ncap * elem);
   if (p == NULL)
     return TR_ENOMEM;

@@ -174,16 +174,9 @@ int idx_file_under(const char *root, const char *path,
 {
   struct agg_tree t;
   struct idx_sink sink;
-  int rc;
 
   agg_tree_sink(&t, &sink);
-  rc = idx_file_sink(root, path, opt, &sink, err);
-  if (rc != 0) {
-    json_decref(t.doc);
-    return rc;
-  }
-  *out = t.doc;
-  return 0;
+  return agg_tree_take(&t, idx_file_sink(root, path, opt, &sink, err), out);
 }
 
 int idx_file_sink(const char *root, const char *path,

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/stats.h"
 #include "store/store_int.h"
@@ -24,6 +25,22 @@ enum { BUSY_TIMEOUT_MS = 10000 };
   "it is read-only (file mode, immutable flag or a read-only mount): make "    \
   "it writable"
 
+/* True when the database file or its WAL may not be written: an
+ * immutable flag (EPERM), a read-only mount (EROFS), a mode (EACCES). A
+ * write that failed so leaves SQLite an I/O error, its errno often lost
+ * in the rollback after it: the files say. */
+static bool files_read_only(struct store *st)
+{
+  const char *db = sqlite3_db_filename(st->db, "main");
+  char wal[4096];
+
+  if (db == NULL || *db == '\0')
+    return false;
+  snprintf(wal, sizeof(wal), "%s-wal", db);
+  return (access(db, W_OK) != 0 && errno != ENOENT) ||
+         (access(wal, W_OK) != 0 && errno != ENOENT);
+}
+
 /* Why a read-write connection's store cannot take writes now, from the
  * last failure (SQLITE_FULL, SQLITE_READONLY, SQLITE_IOERR, SQLITE_PERM:
  * a full disk, a read-only or immutable file, a file system remounted
@@ -38,7 +55,9 @@ static const char *refusal(struct store *st)
   if (code == SQLITE_FULL || sys == ENOSPC || sys == EDQUOT)
     return "its disk is full: free space on it";
   if (code == SQLITE_READONLY || code == SQLITE_PERM || sys == EROFS ||
-      sys == EPERM || sys == EACCES)
+      sys == EPERM || sys == EACCES ||
+      ((code == SQLITE_IOERR || code == SQLITE_CANTOPEN) &&
+       files_read_only(st)))
     return READ_ONLY;
   if (code == SQLITE_IOERR)
     return "its disk fails writes (I/O error)";
@@ -61,13 +80,17 @@ static int refused(struct store *st, const char *what, const char *detail,
 
 int store__db_err(struct store *st, const char *what, struct tr_err *err)
 {
+  int sys = st != NULL && st->db != NULL ? sqlite3_system_errno(st->db) : 0;
   const char *why;
+  char detail[160];
 
   if (st == NULL || st->db == NULL)
     return tr_err_set(err, TR_EDB, "", "%s: no database", what);
   if ((why = refusal(st)) == NULL)
     return tr_err_set(err, TR_EDB, "", "%s: %s", what, sqlite3_errmsg(st->db));
-  return refused(st, what, sqlite3_errmsg(st->db), why, err);
+  snprintf(detail, sizeof(detail), "%s%s%s", sqlite3_errmsg(st->db),
+           sys != 0 ? ", the system says: " : "", sys != 0 ? strerror(sys) : "");
+  return refused(st, what, detail, why, err);
 }
 
 int store__stmt(struct store *st, const char *sql, sqlite3_stmt **out,
