@@ -98,9 +98,8 @@ char *tr_state_dir(const char *db, const char *sub)
 {
   const char *slash = strrchr(db, '/');
   char *out;
-  int n = slash == NULL
-              ? asprintf(&out, "%s", sub)
-              : asprintf(&out, "%.*s/%s", (int)(slash - db), db, sub);
+  int n = slash == NULL ? asprintf(&out, "%s", sub)
+                        : asprintf(&out, "%.*s/%s", (int)(slash - db), db, sub);
 
   return n < 0 ? NULL : out;
 }

@@ -156,7 +156,8 @@ static int make_spill_dir(const struct cfg *cfg, struct tr_err *err)
     rc = -errno;
   if (rc != 0)
     tr_err_set(err, rc, "db", "cannot create the spill folder %s: %s",
-               dir ? dir : "", rc == TR_ENOMEM ? "out of memory" : strerror(-rc));
+               dir ? dir : "",
+               rc == TR_ENOMEM ? "out of memory" : strerror(-rc));
   free(dir);
   return rc;
 }

@@ -227,11 +227,11 @@ uint64_t agg_hash64(const void *p, size_t n);
  * number, new names fold (a real trace's names take a few hundred KB). */
 #define AGG_NAME_BYTES (16u << 20)
 
-struct agg_fold { /* the names of one map beyond its cap */
-  struct agg_spill *sp; /* where the folded names' hashes spill */
-  uint32_t cap;   /* names kept; a new name beyond folds */
-  uint32_t id;    /* the fold row's id; UINT32_MAX: nothing folded */
-  uint64_t bytes; /* of the names kept */
+struct agg_fold {        /* the names of one map beyond its cap */
+  struct agg_spill *sp;  /* where the folded names' hashes spill */
+  uint32_t cap;          /* names kept; a new name beyond folds */
+  uint32_t id;           /* the fold row's id; UINT32_MAX: nothing folded */
+  uint64_t bytes;        /* of the names kept */
   uint64_t cut, escaped; /* names kept that were cut, or escaped */
   int by_bytes;          /* a name folded for AGG_NAME_BYTES */
   char *buf;             /* agg_name_clean()'s, once a name needs it */
@@ -476,7 +476,7 @@ struct idx_agg {
   struct agg_map fam_map;
   struct agg_family *families;
   size_t families_cap;
-  char **demangled; /* by name id; NULL: not mangled or not demangled */
+  char **demangled;   /* by name id; NULL: not mangled or not demangled */
   uint64_t texts_cut; /* demangled forms and families cut (agg_name.c) */
 
   /* The time pass's results (agg_time.c and its parts). */

@@ -429,10 +429,8 @@ static void name_warnings(const struct idx_agg *a, json_t *w)
              "names or families were longer than %u bytes (demangled "
              "names %u): each keeps its first bytes and ends in \"...#\" "
              "and a hash of the whole, so that distinct names stay distinct",
-             (unsigned long long)a->kfold.cut,
-             (unsigned long long)a->rfold.cut,
-             (unsigned long long)a->texts_cut, AGG_NAME_MAX,
-             AGG_DEMANGLED_MAX);
+             (unsigned long long)a->kfold.cut, (unsigned long long)a->rfold.cut,
+             (unsigned long long)a->texts_cut, AGG_NAME_MAX, AGG_DEMANGLED_MAX);
     warn(w, "names_cut", msg);
   }
   if (a->kfold.escaped + a->rfold.escaped > 0) {
@@ -581,7 +579,8 @@ static void phase_rows(json_t *phases, struct agg_out *o)
   json_t *row;
   size_t i;
 
-  json_array_foreach(phases, i, row) agg_out_row(o, json_incref(row));
+  json_array_foreach(phases, i, row)
+    agg_out_row(o, json_incref(row));
 }
 
 /* Every table after the head, in the summary's order (common/summary.h's

@@ -57,8 +57,9 @@ int agg_has_control(const char *p, size_t n)
 /* The escape of control byte c into e (7 bytes); its length. */
 static size_t escape(unsigned char c, char e[7])
 {
-  static const char shorts[] = { ['\b'] = 'b', ['\t'] = 't', ['\n'] = 'n',
-                                 ['\f'] = 'f', ['\r'] = 'r' };
+  static const char shorts[] = {
+    ['\b'] = 'b', ['\t'] = 't', ['\n'] = 'n', ['\f'] = 'f', ['\r'] = 'r'
+  };
 
   if (c < sizeof(shorts) && shorts[c] != 0) {
     e[0] = '\\';

@@ -3,9 +3,9 @@
  * writes CPU spans, then GPU activity per stream), yet the union of device
  * intervals, step kernel time and phases need time order. Records gather in
  * a fixed buffer; a full buffer is sorted and appended to a spill file
- * (agg_spill.c) as a run; at the end the runs are k-way merged through a heap, each read
- * through a small window. Exact, and RSS stays flat with file size: the
- * disk holds 32 bytes per device event, host call and run label instead.
+ * (agg_spill.c) as a run; at the end the runs are k-way merged through a heap,
+ * each read through a small window. Exact, and RSS stays flat with file size:
+ * the disk holds 32 bytes per device event, host call and run label instead.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -171,8 +171,8 @@ static int spill(struct agg_runs *r)
   run.n = r->n;
   if (fseeko(r->spill, (off_t)(run.first * sizeof(*r->buf)), SEEK_SET) != 0)
     return TR_EIO;
-  if ((rc = agg_spill_write(r->sp, r->spill, r->buf,
-                            r->n * sizeof(*r->buf))) != 0)
+  rc = agg_spill_write(r->sp, r->spill, r->buf, r->n * sizeof(*r->buf));
+  if (rc != 0)
     return rc;
   if (fflush(r->spill) != 0)
     return TR_EIO;

@@ -139,8 +139,7 @@ int idx_file_under(const char *root, const char *path,
  * (the callback's, which should say why). */
 struct idx_sink {
   int (*on_head)(void *ud, json_t *head, struct tr_err *err);
-  int (*on_row)(void *ud, const char *table, json_t *row,
-                struct tr_err *err);
+  int (*on_row)(void *ud, const char *table, json_t *row, struct tr_err *err);
   void *ud;
 };
 

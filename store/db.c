@@ -89,7 +89,8 @@ int store__db_err(struct store *st, const char *what, struct tr_err *err)
   if ((why = refusal(st)) == NULL)
     return tr_err_set(err, TR_EDB, "", "%s: %s", what, sqlite3_errmsg(st->db));
   snprintf(detail, sizeof(detail), "%s%s%s", sqlite3_errmsg(st->db),
-           sys != 0 ? ", the system says: " : "", sys != 0 ? strerror(sys) : "");
+           sys != 0 ? ", the system says: " : "",
+           sys != 0 ? strerror(sys) : "");
   return refused(st, what, detail, why, err);
 }
 
@@ -319,8 +320,8 @@ int store__rows_each(struct store *st, sqlite3_stmt *stmt, store__row_fn fn,
 
   while (rc == 0 && (s = sqlite3_step(stmt)) == SQLITE_ROW) {
     row = row_object(stmt);
-    rc = row != NULL ? fn(ud, row, err)
-                     : tr_err_set(err, TR_ENOMEM, "", "rows");
+    rc =
+        row != NULL ? fn(ud, row, err) : tr_err_set(err, TR_ENOMEM, "", "rows");
     json_decref(row);
   }
   if (rc == 0 && s != SQLITE_DONE)

@@ -294,7 +294,8 @@ int store_rank_open(struct store *st, int64_t capture_id, int rank,
   if (!json_is_object(head))
     return tr_err_set(err, TR_EINVAL, "summary", "rank summary: not an object");
   w = calloc(1, sizeof(*w));
-  if (w == NULL || (w->nrows = calloc(store__ntables, sizeof(size_t))) == NULL) {
+  if (w == NULL ||
+      (w->nrows = calloc(store__ntables, sizeof(size_t))) == NULL) {
     free(w);
     return tr_err_set(err, TR_ENOMEM, "", "out of memory");
   }
@@ -323,8 +324,8 @@ int store_rank_row(struct store_rank_writer *w, const char *table, json_t *row,
   int rc;
 
   if (c == NULL)
-    return tr_err_set(err, TR_EINVAL, "summary",
-                      "rank summary: no table %s", table);
+    return tr_err_set(err, TR_EINVAL, "summary", "rank summary: no table %s",
+                      table);
   t = child_table(c);
   i = w->nrows[c - store__tables]++;
   rc = insert_child(w->st, w->rank_id, &t, i, row, &w->bytes, err);

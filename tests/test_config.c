@@ -100,8 +100,8 @@ static void config_loopback_is_numeric(void)
  * real 30 GB rank (docs/SECURITY.md). */
 static void config_byte_caps(void)
 {
-  static const char *const bad[] = { "512K", "0",   "-1G", "1X", "1 G",
-                                     "G",    "1GG", "9999999999999T" };
+  static const char *const bad[] = { "512K", "0", "-1G", "1X",
+                                     "1 G",  "G", "1GG", "9999999999999T" };
   struct cfg cfg;
   struct tr_err err = { 0 };
 

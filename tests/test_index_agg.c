@@ -882,7 +882,8 @@ static void index_name_clean(void)
 {
   static char buf[AGG_NAME_MAX + 1];
   static char a[AGG_NAME_MAX * 2], b[AGG_NAME_MAX * 2];
-  struct idx_str plain = s_("void gemm<128>(float*)"), ctrl = { "a\0b\n\x7f", 5 };
+  struct idx_str plain = s_("void gemm<128>(float*)"),
+                 ctrl = { "a\0b\n\x7f", 5 };
   struct idx_str out, out_b;
   char first[64];
   unsigned what;
@@ -919,8 +920,10 @@ static void index_name_clean(void)
 static void index_names_escaped_and_cut(void)
 {
   static char huge[1 << 20];
-  struct idx_str names[] = { { "k\0one", 5 }, { "k\0two", 5 },
-                             { "line\nbreak", 10 }, { huge, sizeof(huge) } };
+  struct idx_str names[] = { { "k\0one", 5 },
+                             { "k\0two", 5 },
+                             { "line\nbreak", 10 },
+                             { huge, sizeof(huge) } };
   struct idx_doc d = doc_of(IDX_FORMAT_KINETO);
   struct idx_agg a;
   json_t *sum, *kernels, *w;
@@ -953,9 +956,9 @@ static void index_names_escaped_and_cut(void)
   CHECK_STR(json_string_value(json_object_get(json_array_get(w, 0), "code")),
             "names_cut");
   snprintf(want, sizeof(want), "1 kernel names, 0 host API names");
-  CHECK(strstr(json_string_value(
-                   json_object_get(json_array_get(w, 0), "message")),
-               want) != NULL);
+  CHECK(strstr(
+            json_string_value(json_object_get(json_array_get(w, 0), "message")),
+            want) != NULL);
   CHECK_STR(json_string_value(json_object_get(json_array_get(w, 1), "code")),
             "names_escaped");
   json_decref(sum);

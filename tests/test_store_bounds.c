@@ -256,9 +256,9 @@ static void store_rank_bytes_cap(void)
   CHECK_INT(rc, TR_ELIMIT);
   CHECK(strstr(err.msg, "max_rank_db_bytes (2000 bytes)") != NULL);
   CHECK_INT(store_rank_close(w, rc, &err), TR_ELIMIT);
-  CHECK_INT(fx_count(path, "SELECT count(*) FROM ranks WHERE capture_id = ?1",
-                     id),
-            0);
+  CHECK_INT(
+      fx_count(path, "SELECT count(*) FROM ranks WHERE capture_id = ?1", id),
+      0);
   CHECK_STR(status_of(st, id), "queued");
   tr_err_clear(&err);
   CHECK_INT(store_rank_insert(st, id, 0, "rank_0", sum, &err), 0);
