@@ -62,21 +62,23 @@ int agg_fold_intern(struct agg_fold *f, struct agg_map *m, struct idx_str s,
                     int count, uint32_t *id)
 {
   unsigned what = 0;
-  int rc;
+  int found, rc;
 
   if (s.p == NULL) {
     s.p = "";
     s.n = 0;
   }
-  /* A name already kept: every name kept is clean, so one that is not
-   * can never match, and one that is needs no cleaning. */
-  if (s.n <= AGG_NAME_MAX && agg_map_find(m, s.p, s.n, id))
+  /* Every name kept is clean: one that needs cleaning never matches as it
+   * is, and one that does not is looked up once. */
+  found = s.n <= AGG_NAME_MAX && agg_map_find(m, s.p, s.n, id);
+  if (!found && (s.n > AGG_NAME_MAX || agg_has_control(s.p, s.n))) {
+    if ((rc = clean(f, &s, &what)) != 0)
+      return rc;
+    found = agg_map_find(m, s.p, s.n, id);
+  }
+  if (found)
     return 0;
-  if ((s.n > AGG_NAME_MAX || agg_has_control(s.p, s.n)) &&
-      (rc = clean(f, &s, &what)) != 0)
-    return rc;
-  if ((m->n < f->cap && f->bytes + s.n <= AGG_NAME_BYTES) ||
-      agg_map_find(m, s.p, s.n, id)) {
+  if (m->n < f->cap && f->bytes + s.n <= AGG_NAME_BYTES) {
     rc = agg_map_intern(m, s.p, s.n, id);
     if (rc == 1) {
       f->bytes += s.n;

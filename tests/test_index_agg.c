@@ -890,6 +890,17 @@ static void index_name_clean(void)
 
   out = agg_name_clean(plain, AGG_NAME_MAX, buf, &what);
   CHECK(out.p == plain.p && out.n == plain.n && what == 0);
+  /* The word-at-a-time check against the byte rule, every byte value at
+   * every place of a 19-byte name among printable and UTF-8 bytes. */
+  for (int c = 0; c < 256; c++)
+    for (size_t at = 0; at < 19; at++) {
+      char name[19];
+
+      for (size_t i = 0; i < sizeof(name); i++)
+        name[i] = (char)(i % 2 ? 0xe2 : 0x7e);
+      name[at] = (char)c;
+      CHECK_INT(agg_has_control(name, sizeof(name)), c < 0x20 || c == 0x7f);
+    }
   out = agg_name_clean(ctrl, AGG_NAME_MAX, buf, &what);
   CHECK_INT(what, AGG_NAME_ESCAPED);
   CHECK_INT(out.n, 16);
