@@ -16,7 +16,7 @@
 
 #include "common/net.h"
 
-enum type { T_STR, T_INT, T_LIST, T_ENUM };
+enum type { T_STR, T_INT, T_BYTES, T_LIST, T_ENUM };
 
 struct setting {
   const char *name;
@@ -54,6 +54,7 @@ _Static_assert(CFG_LAUNCH_TIMEOUT_S == 883, "launch_timeout_s's row default");
 /* clang-format off */
 #define ROW_STR()     .type = T_STR
 #define ROW_INT(l, h) .type = T_INT, .lo = (l), .hi = (h)
+#define ROW_BYTES()   .type = T_BYTES
 #define ROW_LIST(s)   .type = T_LIST, .seps = (s)
 #define ROW_ENUM(...)                                                          \
   .type = T_ENUM, .values = (const char *const[]){ __VA_ARGS__, NULL }
@@ -123,6 +124,52 @@ static int set_int(const struct setting *s, int *dst, const char *value,
   return 0;
 }
 
+/* A byte count: digits, then K, M, G or T (powers of 1024) or nothing;
+ * at least 1 MiB (a cap below cannot hold a real rank's figures). */
+static int set_bytes(const struct setting *s, int64_t *dst, const char *value,
+                     struct tr_err *err)
+{
+  static const char units[] = "KMGT";
+  const char *u;
+  char *end;
+  long long v;
+
+  errno = 0;
+  v = strtoll(value, &end, 10);
+  if (errno == 0 && end != value && *end != '\0' && end[1] == '\0' &&
+      (u = strchr(units, *end)) != NULL) {
+    int shift = 10 * (int)(u - units + 1);
+
+    if (v < 0 || v > (INT64_MAX >> shift))
+      errno = ERANGE;
+    else
+      v *= (long long)1 << shift;
+    end++;
+  }
+  if (errno != 0 || end == value || *end != '\0' || v < (1 << 20))
+    return tr_err_set(err, TR_EINVAL, s->name,
+                      "%s must be a byte count of at least 1M (digits, then "
+                      "K, M, G or T)",
+                      s->name);
+  *dst = v;
+  return 0;
+}
+
+/* v as set_bytes() reads it back: the largest unit that divides it. */
+static void bytes_text(int64_t v, char *buf, size_t size)
+{
+  static const char units[] = "TGMK";
+  int i;
+
+  for (i = 0; units[i] != '\0'; i++)
+    if (v != 0 && v % ((int64_t)1 << (10 * (4 - i))) == 0)
+      break;
+  if (units[i] == '\0')
+    snprintf(buf, size, "%lld", (long long)v);
+  else
+    snprintf(buf, size, "%lld%c", (long long)(v >> (10 * (4 - i))), units[i]);
+}
+
 static int set_enum(const struct setting *s, int *dst, const char *value,
                     struct tr_err *err)
 {
@@ -152,6 +199,7 @@ static int set_value(struct cfg *cfg, const struct setting *s,
     *(char **)dst = strdup(value);
     return *(char **)dst ? 0 : tr_err_set(err, TR_ENOMEM, s->name, "no memory");
   case T_INT: return set_int(s, dst, value, err);
+  case T_BYTES: return set_bytes(s, dst, value, err);
   case T_LIST:
     free_list(*(char ***)dst);
     *(char ***)dst = split(value, s->seps);
@@ -219,6 +267,7 @@ int cfg_text(const struct cfg *cfg, const char *name, char *buf, size_t size)
   switch (s->type) {
   case T_STR: snprintf(buf, size, "%s", *(char *const *)v); break;
   case T_INT: snprintf(buf, size, "%d", *(const int *)v); break;
+  case T_BYTES: bytes_text(*(const int64_t *)v, buf, size); break;
   case T_ENUM: snprintf(buf, size, "%s", s->values[*(const int *)v]); break;
   case T_LIST:
     for (size_t i = 0; (*(char **const *)v)[i] != NULL && len < size; i++)

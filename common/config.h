@@ -14,6 +14,7 @@
 #define TR_CONFIG_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "common/tr.h"
@@ -58,6 +59,8 @@ enum cfg_profile_control { CFG_PROFILE_BENCH, CFG_PROFILE_DAEMON };
  * XX(name, TYPE, default, check, help): a setting.
  *   TYPE     STR()            text                      (char *)
  *            INT(lo, hi)      an integer in [lo, hi]    (int)
+ *            BYTES()          a byte count, at least 1M: digits, then K,
+ *                             M, G or T (powers of 1024) (int64_t)
  *            LIST(seps)       words split at any of seps (char **,
  *                             NULL-terminated)
  *            ENUM(v0, v1...)  one of the words, stored as its index (int)
@@ -163,6 +166,12 @@ enum cfg_profile_control { CFG_PROFILE_BENCH, CFG_PROFILE_DAEMON };
      "seconds a slice may take, read or not")                                  \
   XX(answer_cache_mb, INT(0, 65536), "64", NULL,                               \
      "MiB of answers about done captures kept in memory (0: none)")            \
+  XX(max_rank_db_bytes, BYTES(), "256M", NULL,                                 \
+     "bytes one rank's summary may add to the database")                       \
+  XX(max_rank_inflated_bytes, BYTES(), "64G", NULL,                            \
+     "JSON bytes one rank's trace may inflate to")                             \
+  XX(max_rank_spill_bytes, BYTES(), "16G", NULL,                               \
+     "bytes one rank may spill to temporary files under the state folder")     \
   XX(import_roots, LIST(":"), "", resolve_roots,                               \
      "folders POST /imports may read from (empty: imports refused)")           \
   XX(env_allow, LIST(" ,"), CFG_ENV_ALLOW, NULL,                               \
@@ -176,6 +185,7 @@ enum cfg_profile_control { CFG_PROFILE_BENCH, CFG_PROFILE_DAEMON };
 
 #define CFG_CTYPE_STR()       char *
 #define CFG_CTYPE_INT(lo, hi) int
+#define CFG_CTYPE_BYTES()     int64_t
 #define CFG_CTYPE_LIST(seps)  char **
 #define CFG_CTYPE_ENUM(...)   int
 

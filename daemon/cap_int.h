@@ -140,6 +140,9 @@ void cap_job_queue_new(struct cap_job *job, size_t size,
  * times already; the caller then does what the refusal means. */
 bool cap_store_refused(int rc);
 bool cap_work_retry(struct cap_work *w, bool until_taken);
+/* (Re)starts the runner's timer for the works waiting to be tried again;
+ * a no-op until cap_runner_new() has made the timer. */
+void cap_work_arm_later(struct cap_runner *r);
 /* Shutdown: every retry waiting is done() now, and retries no more. */
 void cap_work_give_up(struct cap_runner *r);
 

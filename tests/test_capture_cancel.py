@@ -26,11 +26,11 @@ def cancel(rig, cid, phase, script=None, n=0, check_env=False):
     if script is not None:
         wait_call(rig, script, n)
     if check_env:
-        # traced sized libuv's pool (index_jobs 2 + 2) before its first
-        # use; its children inherit the variable.
+        # traced sized libuv's pool (index_jobs 2, + 2, + API_SLICES 2 in
+        # api/api.h) before its first use; its children inherit it.
         pid = rig.calls(script)[n - 1]["pid"]
         with open("/proc/%d/environ" % pid, "rb") as f:
-            check(b"UV_THREADPOOL_SIZE=4" in f.read().split(b"\0"),
+            check(b"UV_THREADPOOL_SIZE=6" in f.read().split(b"\0"),
                   "UV_THREADPOOL_SIZE not set for traced's children")
     code, _ = rig.d.delete("/captures/%d" % cid)
     check_eq(code, 202, "DELETE running capture")

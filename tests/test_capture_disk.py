@@ -176,8 +176,12 @@ def imports_waiting(d, root, n_small):
 
 
 def full_disk_sigterm(mnt, root):
-    for name in os.listdir(mnt):
-        os.unlink(os.path.join(mnt, name))   # the queue case's database
+    for name in os.listdir(mnt):   # the queue case's database, its spill
+        path = os.path.join(mnt, name)
+        if os.path.isdir(path):
+            shutil.rmtree(path)
+        else:
+            os.unlink(path)
     db = os.path.join(mnt, "sigterm.db")
     d = Daemon(conf={"db": db, "import_roots": root, "index_jobs": "1"},
                keep=True)

@@ -200,6 +200,30 @@ def without_demangled(rows, demangled):
     return out
 
 
+# ---- a daemon's memory and database ----
+
+def vm_hwm(pid):
+    """The process's peak resident size (VmHWM), in bytes."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmHWM")
+
+
+def sanitized(pid):
+    """True when the process runs under ASan (its shadow memory is no
+    figure of traced's)."""
+    with open("/proc/%d/maps" % pid) as f:
+        return "libasan" in f.read()
+
+
+def db_bytes(db):
+    """(database file, WAL file) sizes in bytes."""
+    return tuple(os.path.getsize(db + s) if os.path.exists(db + s) else 0
+                 for s in ("", "-wal"))
+
+
 # ---- a full disk (the tests that need it exit SKIPPED without root) ----
 
 SKIPPED = 77  # ctest's SKIP_RETURN_CODE for them
