@@ -11,9 +11,16 @@
  * true/false, and an empty cell for null or a member the row lacks. A cell
  * holding '"', ',', a control character or DEL is quoted, its quotes
  * doubled; records end with CRLF. No rows: an empty body (no columns are
- * known). Cells are the data as it is: a kernel name that starts with '='
- * is written as it is, as in the JSON (a spreadsheet that evaluates
- * formulas in opened files must be told not to).
+ * known).
+ *
+ * A spreadsheet runs a cell that begins with '=', '+', '-' or '@' as a
+ * formula (and some take a tab or a carriage return before one): a kernel
+ * name is whatever a trace says, so such a text cell is written as OWASP
+ * recommends against CSV injection, quoted and prefixed with a single
+ * quote ("'=cmd|..."), which the spreadsheet shows as the text. Numbers
+ * stay numbers: an integer or a real (a negative delta_ns) is a JSON
+ * number, never a text cell, and is written as it is. A script reading the
+ * CSV drops the quote before '=', '+', '-', '@', tab or CR.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,10 +28,17 @@
 
 #include "api/api_int.h"
 
-/* Writes s[0..n) as one cell, quoted when it must be. */
-static void put_cell(FILE *f, const char *s, size_t n)
+/* True when a spreadsheet would take text s (n > 0) for a formula. */
+static bool formula_like(const char *s, size_t n)
 {
-  bool quote = false;
+  return n > 0 && memchr("=+-@\t\r", s[0], 6) != NULL;
+}
+
+/* Writes s[0..n) as one cell, quoted when it must be; text is a string of
+ * the data (escaped when a spreadsheet would run it), not a number. */
+static void put_cell(FILE *f, const char *s, size_t n, bool text)
+{
+  bool guard = text && formula_like(s, n), quote = guard;
 
   for (size_t i = 0; i < n && !quote; i++) {
     unsigned char c = (unsigned char)s[i];
@@ -36,6 +50,8 @@ static void put_cell(FILE *f, const char *s, size_t n)
     return;
   }
   fputc('"', f);
+  if (guard)
+    fputc('\'', f);
   for (size_t i = 0; i < n; i++) {
     if (s[i] == '"')
       fputc('"', f);
@@ -53,7 +69,7 @@ static int put_value(FILE *f, json_t *v)
   switch (v != NULL ? json_typeof(v) : JSON_NULL) {
   case JSON_NULL: return 0;
   case JSON_STRING:
-    put_cell(f, json_string_value(v), json_string_length(v));
+    put_cell(f, json_string_value(v), json_string_length(v), true);
     return 0;
   case JSON_INTEGER:
     snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
@@ -65,7 +81,7 @@ static int put_value(FILE *f, json_t *v)
     text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
     if (text == NULL)
       return TR_ENOMEM;
-    put_cell(f, text, strlen(text));
+    put_cell(f, text, strlen(text), false);
     free(text);
     return 0;
   }
@@ -104,7 +120,7 @@ static void put_header(FILE *f, json_t *cols)
   json_array_foreach(cols, j, c) {
     if (j > 0)
       fputc(',', f);
-    put_cell(f, json_string_value(c), json_string_length(c));
+    put_cell(f, json_string_value(c), json_string_length(c), true);
   }
   fputs("\r\n", f);
 }

@@ -556,7 +556,7 @@ enum MHD_Result api_get_logs(struct api_req *r)
 {
   static const char *const names[] = { "which", NULL };
   static const char *const logs[] = { "server", "bench", "launcher", "stop",
-                                      NULL };
+                                      "gpu", NULL };
   const char *which = "server";
   char path[PATH_MAX], *dir;
   struct tr_err err = { 0 };

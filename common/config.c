@@ -8,7 +8,6 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <fnmatch.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +16,7 @@
 
 #include "common/net.h"
 
-enum type { T_STR, T_INT, T_LIST, T_ENUM };
+enum type { T_STR, T_INT, T_BYTES, T_LIST, T_ENUM };
 
 struct setting {
   const char *name;
@@ -48,9 +47,14 @@ static int check_table_limit(struct cfg *cfg, const struct setting *s,
 static int resolve_roots(struct cfg *cfg, const struct setting *s,
                          struct tr_err *err);
 
+/* The rows' stop and start deadlines are the scripts' computed ones. */
+_Static_assert(CFG_STOP_TIMEOUT_S == 316, "stop_timeout_s's row default");
+_Static_assert(CFG_LAUNCH_TIMEOUT_S == 883, "launch_timeout_s's row default");
+
 /* clang-format off */
 #define ROW_STR()     .type = T_STR
 #define ROW_INT(l, h) .type = T_INT, .lo = (l), .hi = (h)
+#define ROW_BYTES()   .type = T_BYTES
 #define ROW_LIST(s)   .type = T_LIST, .seps = (s)
 #define ROW_ENUM(...)                                                          \
   .type = T_ENUM, .values = (const char *const[]){ __VA_ARGS__, NULL }
@@ -120,6 +124,52 @@ static int set_int(const struct setting *s, int *dst, const char *value,
   return 0;
 }
 
+/* A byte count: digits, then K, M, G or T (powers of 1024) or nothing;
+ * at least 1 MiB (a cap below cannot hold a real rank's figures). */
+static int set_bytes(const struct setting *s, int64_t *dst, const char *value,
+                     struct tr_err *err)
+{
+  static const char units[] = "KMGT";
+  const char *u;
+  char *end;
+  long long v;
+
+  errno = 0;
+  v = strtoll(value, &end, 10);
+  if (errno == 0 && end != value && *end != '\0' && end[1] == '\0' &&
+      (u = strchr(units, *end)) != NULL) {
+    int shift = 10 * (int)(u - units + 1);
+
+    if (v < 0 || v > (INT64_MAX >> shift))
+      errno = ERANGE;
+    else
+      v *= (long long)1 << shift;
+    end++;
+  }
+  if (errno != 0 || end == value || *end != '\0' || v < (1 << 20))
+    return tr_err_set(err, TR_EINVAL, s->name,
+                      "%s must be a byte count of at least 1M (digits, then "
+                      "K, M, G or T)",
+                      s->name);
+  *dst = v;
+  return 0;
+}
+
+/* v as set_bytes() reads it back: the largest unit that divides it. */
+static void bytes_text(int64_t v, char *buf, size_t size)
+{
+  static const char units[] = "TGMK";
+  int i;
+
+  for (i = 0; units[i] != '\0'; i++)
+    if (v != 0 && v % ((int64_t)1 << (10 * (4 - i))) == 0)
+      break;
+  if (units[i] == '\0')
+    snprintf(buf, size, "%lld", (long long)v);
+  else
+    snprintf(buf, size, "%lld%c", (long long)(v >> (10 * (4 - i))), units[i]);
+}
+
 static int set_enum(const struct setting *s, int *dst, const char *value,
                     struct tr_err *err)
 {
@@ -149,6 +199,7 @@ static int set_value(struct cfg *cfg, const struct setting *s,
     *(char **)dst = strdup(value);
     return *(char **)dst ? 0 : tr_err_set(err, TR_ENOMEM, s->name, "no memory");
   case T_INT: return set_int(s, dst, value, err);
+  case T_BYTES: return set_bytes(s, dst, value, err);
   case T_LIST:
     free_list(*(char ***)dst);
     *(char ***)dst = split(value, s->seps);
@@ -216,6 +267,7 @@ int cfg_text(const struct cfg *cfg, const char *name, char *buf, size_t size)
   switch (s->type) {
   case T_STR: snprintf(buf, size, "%s", *(char *const *)v); break;
   case T_INT: snprintf(buf, size, "%d", *(const int *)v); break;
+  case T_BYTES: bytes_text(*(const int64_t *)v, buf, size); break;
   case T_ENUM: snprintf(buf, size, "%s", s->values[*(const int *)v]); break;
   case T_LIST:
     for (size_t i = 0; (*(char **const *)v)[i] != NULL && len < size; i++)
@@ -424,15 +476,16 @@ static int check_table_limit(struct cfg *cfg, const struct setting *s,
   return 0;
 }
 
-/* Import roots are compared with real paths (api/routes_captures.c):
- * resolve them once here (a root that does not exist yet stays as
- * written). */
+/* Import and model roots are compared with real paths
+ * (api/routes_captures.c, api/policy.c): resolve them once here (a root
+ * that does not exist yet stays as written). */
 static int resolve_roots(struct cfg *cfg, const struct setting *s,
                          struct tr_err *err)
 {
-  (void)s;
+  char **roots = *(char ***)((char *)cfg + s->offset);
+
   (void)err;
-  for (char **p = cfg->import_roots; p != NULL && *p != NULL; p++) {
+  for (char **p = roots; p != NULL && *p != NULL; p++) {
     char *real = realpath(*p, NULL);
 
     if (real != NULL) {
@@ -441,60 +494,4 @@ static int resolve_roots(struct cfg *cfg, const struct setting *s,
     }
   }
   return 0;
-}
-
-/* Names no request may set, whatever env_allow says (docs/SECURITY.md): each
- * loads code into the server (run as root), or points it at a file, folder or
- * address of the client's choice. From ATOM (atom/utils/envs.py:
- * ATOM_TORCH_PROFILER_DIR moves where the server writes, ATOM_RTL_TRACE_DIR
- * wraps the launch in `rtl trace`, ATOM_*_DUMP_DIR, ATOM_DEBUG_TOPK_PATH,
- * ATOM_KV_EVENTS_ENDPOINT), ROCm (HSA_TOOLS_LIB, ROCP_TOOL_LIBRARIES,
- * AITER_ASM_DIR's kernels, AMD_COMGR_REDIRECT_LOGS, AMD_LOG_LEVEL_FILE,
- * MIOPEN_USER_DB_PATH) and RCCL/NCCL (NCCL_NET_PLUGIN, NCCL_TUNER_PLUGIN,
- * NCCL_PROFILER_PLUGIN, NCCL_ENV_PLUGIN, NCCL_DEBUG_FILE, NCCL_TOPO_FILE,
- * NCCL_GRAPH_DUMP_FILE). fnmatch(3) patterns. */
-static const struct {
-  const char *pattern;
-  const char *why;
-} env_deny[] = {
-  { "LD_*", "it steers the dynamic loader" },
-  { "*PRELOAD*", "it preloads code" },
-  { "*_LIB", "it names a library to load" },
-  { "*_LIBS", "it names libraries to load" },
-  { "*_LIBRARY*", "it names libraries to load" },
-  { "*_PLUGIN*", "it loads a plugin" },
-  { "HSA_TOOLS_*", "HSA loads its tool libraries into every process" },
-  { "ROCP_*", "rocprofiler loads tool libraries from it" },
-  { "ROCPROFILER_*", "rocprofiler loads tool libraries from it" },
-  { "AMD_COMGR_*", "the code-object compiler writes files from it" },
-  { "PYTHON*", "Python runs or imports code from it" },
-  { "*_PATH", "it names a file or a search path" },
-  { "*_PATHS", "it names search paths" },
-  { "*_DIR", "it names a folder the server reads or writes" },
-  { "*_DIRS", "it names folders the server reads or writes" },
-  { "*_FILE", "it names a file the server reads or writes" },
-  { "*_HOME", "code is loaded from under it" },
-  { "*_ROOT", "code is loaded from under it" },
-  { "*_ENDPOINT", "it names an address the server connects to or binds" },
-};
-
-const char *cfg_env_denied(const char *name, const char **pattern)
-{
-  for (size_t i = 0; i < sizeof(env_deny) / sizeof(env_deny[0]); i++)
-    if (fnmatch(env_deny[i].pattern, name, 0) == 0) {
-      if (pattern != NULL)
-        *pattern = env_deny[i].pattern;
-      return env_deny[i].why;
-    }
-  return NULL;
-}
-
-bool cfg_env_allowed(const struct cfg *cfg, const char *name)
-{
-  if (cfg_env_denied(name, NULL) != NULL)
-    return false;
-  for (char **p = cfg->env_allow; p != NULL && *p != NULL; p++)
-    if (strncmp(name, *p, strlen(*p)) == 0)
-      return true;
-  return false;
 }

@@ -14,6 +14,7 @@
 #define TR_CONFIG_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "common/tr.h"
@@ -23,8 +24,33 @@
  * kept is a few KB of summary rows: tests/test_name_bomb.py). */
 #define CFG_MAX_KERNEL_NAMES 10000
 
+/* Prefixes (a trailing '_') and exact names; api/policy.c judges with
+ * them and its deny list (docs/ATOM.md, "What a request may pass"). The
+ * exact names are the start script's knobs and models.json's. */
 #define CFG_ENV_ALLOW                                                          \
-  "ATOM_ AITER_ HSA_ HIP_ AMD_ V4_ NCCL_ RCCL_ MIOPEN_ TORCH_ PYTORCH_"
+  "ATOM_ AITER_ HSA_ HIP_ AMD_ V4_ NCCL_ RCCL_ MIOPEN_ TORCH_ PYTORCH_ "       \
+  "MAX_NUM_SEQS KV_CACHE_DTYPE GPU_MEM_UTIL GPU_MAX_HW_QUEUES"
+
+/* The deadlines of ATOM's stop and start scripts (stop_timeout_s,
+ * launch_timeout_s): each script's own worst case read from its code
+ * (docs/ATOM.md, "Budgets"), a fifth more. CFG_SMI_S bounds one rocm-smi
+ * call, CFG_CURL_S one curl of the local server. The rows give them as
+ * text; config.c asserts they agree. */
+#define CFG_SMI_S  3
+#define CFG_CURL_S 1
+/* stop_atom_server.sh: 5 checks 1 s apart after SIGTERM, SIGKILL and 2 s,
+ * a last SIGKILL and 3 s, 60 rocm-smi checks 1 s apart, then the force
+ * kill: rocm-smi, 5 s, rocm-smi twice. */
+#define CFG_STOP_WORST_S                                                       \
+  (5 * 1 + 2 + 3 + 60 * (CFG_SMI_S + 1) + 5 + 3 * CFG_SMI_S)
+/* start_atom_server.sh: the pre-flight's 2 + 3 s, 30 rocm-smi checks 1 s
+ * apart, the force kill (rocm-smi twice, 5 s), then 120 tries of curl,
+ * rocm-smi and 1 s before it falls through. */
+#define CFG_LAUNCH_WORST_S                                                     \
+  (2 + 3 + 30 * (CFG_SMI_S + 1) + 2 * CFG_SMI_S + 5 +                          \
+   120 * (CFG_CURL_S + CFG_SMI_S + 1))
+#define CFG_STOP_TIMEOUT_S   (CFG_STOP_WORST_S * 6 / 5)
+#define CFG_LAUNCH_TIMEOUT_S (CFG_LAUNCH_WORST_S * 6 / 5)
 
 /* profile_control's values, in the order of its row. */
 enum cfg_profile_control { CFG_PROFILE_BENCH, CFG_PROFILE_DAEMON };
@@ -33,6 +59,8 @@ enum cfg_profile_control { CFG_PROFILE_BENCH, CFG_PROFILE_DAEMON };
  * XX(name, TYPE, default, check, help): a setting.
  *   TYPE     STR()            text                      (char *)
  *            INT(lo, hi)      an integer in [lo, hi]    (int)
+ *            BYTES()          a byte count, at least 1M: digits, then K,
+ *                             M, G or T (powers of 1024) (int64_t)
  *            LIST(seps)       words split at any of seps (char **,
  *                             NULL-terminated)
  *            ENUM(v0, v1...)  one of the words, stored as its index (int)
@@ -78,13 +106,17 @@ enum cfg_profile_control { CFG_PROFILE_BENCH, CFG_PROFILE_DAEMON };
   XX(bench_result, STR(), "/app/logs_claude/benchmark.json", NULL,             \
      "the bench's result file, kept with the capture")                         \
   XX(models_json, STR(), "", NULL,                                             \
-     "ATOM CI's models.json: presets by model (empty: none)")                  \
-  XX(stop_timeout_s, INT(1, 86400), "120", NULL,                               \
+     "ATOM CI's models.json (empty: ATOM's own; none: no presets)")            \
+  XX(take_over_foreign_gpu, ENUM("false", "true"), "false", NULL,              \
+     "let ATOM's scripts kill GPU jobs that are not ATOM's")                   \
+  XX(stop_timeout_s, INT(1, 86400), "316", NULL,                               \
      "seconds the stop script may take")                                       \
-  XX(launch_timeout_s, INT(1, 86400), "300", NULL,                             \
+  XX(launch_timeout_s, INT(1, 86400), "883", NULL,                             \
      "seconds the start script may take")                                      \
   XX(ready_timeout_s, INT(1, 86400), "900", NULL,                              \
-     "seconds the server may take to answer GET /v1/models")                   \
+     "seconds the ready gate waits without a new server-log byte")             \
+  XX(ready_max_s, INT(10, 86400 * 7), "3600", NULL,                            \
+     "seconds the ready gate may take in all, log growing or not")             \
   XX(ready_poll_s, INT(1, 3600), "5", NULL,                                    \
      "seconds between two GET /v1/models")                                     \
   XX(bench_timeout_s, INT(1, 604800), "3600", NULL,                            \
@@ -92,7 +124,9 @@ enum cfg_profile_control { CFG_PROFILE_BENCH, CFG_PROFILE_DAEMON };
   XX(export_poll_s, INT(1, 3600), "10", NULL,                                  \
      "seconds between two looks at the exported traces")                       \
   XX(export_max_polls, INT(1, 100000), "60", NULL,                             \
-     "looks at the exported traces before the export fails")                   \
+     "looks in a row without progress before the export fails")               \
+  XX(export_max_s, INT(10, 86400 * 7), "7200", NULL,                           \
+     "seconds the export may take in all, progressing or not")                 \
   XX(profile_control, ENUM("bench", "daemon"), "bench", NULL,                  \
      "who starts the profiler: the bench's --profile, or traced")              \
   XX(profiler_timeout_s, INT(1, 86400), "300", NULL,                           \
@@ -132,13 +166,26 @@ enum cfg_profile_control { CFG_PROFILE_BENCH, CFG_PROFILE_DAEMON };
      "seconds a slice may take, read or not")                                  \
   XX(answer_cache_mb, INT(0, 65536), "64", NULL,                               \
      "MiB of answers about done captures kept in memory (0: none)")            \
+  XX(max_rank_db_bytes, BYTES(), "256M", NULL,                                 \
+     "bytes one rank's summary may add to the database")                       \
+  XX(max_rank_inflated_bytes, BYTES(), "64G", NULL,                            \
+     "JSON bytes one rank's trace may inflate to")                             \
+  XX(max_rank_spill_bytes, BYTES(), "16G", NULL,                               \
+     "bytes one rank may spill to temporary files under the state folder")     \
   XX(import_roots, LIST(":"), "", resolve_roots,                               \
      "folders POST /imports may read from (empty: imports refused)")           \
   XX(env_allow, LIST(" ,"), CFG_ENV_ALLOW, NULL,                               \
-     "name prefixes a capture request's env may set")
+     "names and prefixes (ending in _ or *) a capture request's env may set") \
+  XX(model_roots, LIST(":"), "/data", resolve_roots,                           \
+     "folders a request's model and every path it names must lie in")          \
+  XX(allow_trust_remote_code, ENUM("false", "true"), "false", NULL,            \
+     "a request may pass --trust-remote-code without a preset setting it")     \
+  XX(allow_hub_ids, ENUM("false", "true"), "false", NULL,                      \
+     "a request may name Hugging Face ids (downloaded and loaded)")
 
 #define CFG_CTYPE_STR()       char *
 #define CFG_CTYPE_INT(lo, hi) int
+#define CFG_CTYPE_BYTES()     int64_t
 #define CFG_CTYPE_LIST(seps)  char **
 #define CFG_CTYPE_ENUM(...)   int
 
@@ -176,16 +223,6 @@ int cfg_text(const struct cfg *cfg, const char *name, char *buf, size_t size);
 /* `traced --help`'s settings: each row as --name, its help line and its
  * value in cfg (the defaults, finished: what traced would run with). */
 void cfg_usage(FILE *out, const struct cfg *cfg);
-
-/* Why no request may set the variable name (a static phrase: "it names a
- * library to load"), whatever env_allow says, with the matching pattern
- * of the built-in deny list ("*_LIB") in *pattern (may be NULL); NULL
- * when the list does not forbid it. */
-const char *cfg_env_denied(const char *name, const char **pattern);
-
-/* True when name starts with one of cfg->env_allow and the deny list does
- * not forbid it. */
-bool cfg_env_allowed(const struct cfg *cfg, const char *name);
 
 void cfg_free(struct cfg *cfg);
 

@@ -105,6 +105,16 @@ char *tr_trash_dir(const char *root, int64_t id, const char *sub)
   return n < 0 ? NULL : out;
 }
 
+char *tr_state_dir(const char *db, const char *sub)
+{
+  const char *slash = strrchr(db, '/');
+  char *out;
+  int n = slash == NULL ? asprintf(&out, "%s", sub)
+                        : asprintf(&out, "%.*s/%s", (int)(slash - db), db, sub);
+
+  return n < 0 ? NULL : out;
+}
+
 void tr_buf_reserve(struct tr_buf *b, size_t len)
 {
   size_t cap = b->cap ? b->cap : 256;

@@ -67,6 +67,9 @@ char *tr_capture_dir(const char *root, int64_t id, const char *sub);
  * at once) and removed by the daemon's pool. New string, NULL when out of
  * memory. */
 char *tr_trash_dir(const char *root, int64_t id, const char *sub);
+/* A folder of traced's state: "<the folder of db>/<sub>" (db: the
+ * database's path, cfg->db). New string, NULL when out of memory. */
+char *tr_state_dir(const char *db, const char *sub);
 
 /* mkdir -p: creates path and its missing parents (mode 0755). Returns 0
  * (also when it exists already) or -errno. */

@@ -140,6 +140,9 @@ void cap_job_queue_new(struct cap_job *job, size_t size,
  * times already; the caller then does what the refusal means. */
 bool cap_store_refused(int rc);
 bool cap_work_retry(struct cap_work *w, bool until_taken);
+/* (Re)starts the runner's timer for the works waiting to be tried again;
+ * a no-op until cap_runner_new() has made the timer. */
+void cap_work_arm_later(struct cap_runner *r);
 /* Shutdown: every retry waiting is done() now, and retries no more. */
 void cap_work_give_up(struct cap_runner *r);
 
@@ -189,6 +192,10 @@ struct cap_watch {
   bool refused;              /* the probe of this round was refused */
   int refusals;              /* rounds in a row whose probe was refused */
   bool group_lives;          /* the server's group had a live member */
+  enum tr_phase dead_phase;  /* the phase the cause of death belongs to:
+                                a fatal marker's, by its line's offset */
+  bool errors_pending;       /* cap_watch_errors_from() waits for the scan */
+  uint64_t errors_from;
   char why[512];
 };
 
@@ -205,6 +212,36 @@ void cap_watch_fresh(struct cap_job *job, bool probe, cap_watch_cb cb);
 void cap_watch_stop(struct cap_job *job);
 /* Records the server log's end as this launch's start, then calls then. */
 void cap_watch_snapshot(struct cap_job *job, void (*then)(struct cap_job *));
+/* Records the server log's size as the start of phase (cap_enter). */
+void cap_watch_mark_phase(struct cap_job *job, enum tr_phase phase);
+/* The phase in which the server log's byte at offset at was written. */
+enum tr_phase cap_watch_phase_of(const struct cap_job *job, uint64_t at);
+/* The server log's size now (0 when it is not a regular file). */
+uint64_t cap_watch_log_size(const struct cap_job *job);
+/* The log's error lines count from offset on (cap_scan_errors_from). */
+void cap_watch_errors_from(struct cap_job *job, uint64_t offset);
+
+/* ---- who holds the GPUs (gpu.c) ---- */
+
+struct cap_gpu {
+  void (*then)(struct cap_job *job); /* a check in flight continues here */
+  char which[32];                     /* its record ("gpu-before-stop") */
+  uint64_t from;                      /* its output's offset in gpu.log */
+};
+
+/* Runs `rocm-smi --showpids` (as the child, its output appended to log
+ * "gpu") and
+ * judges each GPU memory holder (docs/ATOM.md, "Someone else's GPU job");
+ * then(job) runs when they are all ATOM's, or take_over_foreign_gpu is
+ * set, or there is no rocm-smi to ask; else the job fails naming the
+ * others. extra.<which> records the holders. */
+void cap_gpu_check(struct cap_job *job, const char *which,
+                   void (*then)(struct cap_job *));
+/* What a check may take, for a phase's budget. */
+int cap_gpu_check_budget_s(void);
+/* True when an executable rocm-smi is on traced's PATH (the scripts
+ * inherit it). */
+bool cap_rocm_smi_on_path(void);
 
 /* ---- bench runs (bench.c) ---- */
 
@@ -222,11 +259,15 @@ struct cap_bench {
   bool done;      /* the profiled run exited */
   json_t *result; /* its result file, when usable */
   json_t *note;   /* extra.bench_result */
+  char partial[160];          /* "the bench completed N of M prompts", or
+                                 "": the capture fails once exported */
+  int64_t profile_started_ns; /* daemon: /start_profile answered */
 };
 
-/* Runs the bench script with argv; job->bench.on_exit(job) is called when
- * it exits (the exit is in job->bench). */
-int cap_bench_start(struct cap_job *job, char **argv);
+/* Makes ATOM's folders, then runs the bench script with argv (borrowed
+ * until it runs); job->bench.on_exit(job) is called when it exits (the
+ * exit is in job->bench). */
+void cap_bench_start(struct cap_job *job, char **argv);
 /* Pool: reads the result file written during the last run into
  * job->bench.result/note, then calls then(job) on the loop. */
 void cap_bench_read(struct cap_job *job, void (*then)(struct cap_job *));
@@ -296,10 +337,30 @@ struct cap_index {
 /* EXPORTING's state (phase_exporting.c). */
 struct cap_export {
   int polls;
+  int quiet_polls;    /* polls in a row without progress */
   bool busy;          /* a folder scan is in the pool */
   bool stop_answered; /* profile_control daemon: /stop_profile */
   int ranks_expected;
   const char *ranks_source; /* "server_info" or "argv" (static) */
+  int64_t started_ns;       /* EXPORTING began (or the drain did) */
+  uint64_t last_written;    /* the last poll's figures, for progress */
+  int last_exported, last_completed;
+  void (*drained)(struct cap_job *job); /* the drain's continuation */
+  int64_t next_look_ns;                 /* the drain's next folder scan */
+};
+
+/* A cancel while ranks may export: true when they may (EXPORTING, or
+ * BENCHMARK once the profiler is stopping). */
+bool cap_export_running(const struct cap_job *job);
+/* Waits, after the job ended, until the exports end or the export's
+ * deadline passes (phase_exporting.c), then calls then(job); the job's
+ * tick timer is used. */
+void cap_export_drain(struct cap_job *job, void (*then)(struct cap_job *job));
+
+/* WAITING_READY's progress (phase_waiting_ready.c). */
+struct cap_ready {
+  uint64_t log_bytes;  /* the launch's log bytes at the last growth */
+  int64_t progress_ns; /* when it last grew */
 };
 
 struct cap_job {
@@ -327,9 +388,13 @@ struct cap_job {
   int64_t ready_since_ns;    /* WAITING_READY began */
   int64_t launch_exit;       /* the start script's exit status */
   struct cap_watch watch;
+  struct cap_gpu gpu;
   struct cap_scan scan;
+  uint64_t log_at[TR_NPHASE]; /* the server log's size as each phase began */
+  unsigned log_marked;        /* the phases log_at holds (bits) */
   struct cap_bench bench;
   struct cap_export export;
+  struct cap_ready ready;
   struct cap_layout *layout;
   struct cap_index index;
   struct cap_op *ops_head, *ops_tail;

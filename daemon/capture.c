@@ -169,6 +169,8 @@ void cap_enter(struct cap_job *job, enum tr_phase to, json_t *merges)
   job->http = NULL;
   job->bench.on_exit = NULL;
   job->phase = to;
+  if (!job->is_import)
+    cap_watch_mark_phase(job, to);
   if ((budget = phases[to].budget_s(job)) > 0)
     cap_arm_deadline(job, budget);
   cap_job_write(job, &w);
@@ -248,12 +250,20 @@ static bool must_stop_server(const struct cap_job *job)
          job->scan.profilers_stopping == 0;
 }
 
+static void stop_server(struct cap_job *job);
+
 /* After the failure is stored: end the children; stop the server when it
- * may hold the GPUs in a bad state. */
+ * may hold the GPUs in a bad state. A cancel while ranks export stops it
+ * once their exports end (docs/API.md: DELETE stops the server). */
 static void cleanup(struct cap_job *job)
 {
   cap_proc_kill(job->bench.proc);
   cap_proc_kill(job->child);
+  if (job->ending == END_CANCELLED && !job->r->stopping &&
+      cap_export_running(job)) {
+    cap_export_drain(job, stop_server);
+    return;
+  }
   if (!must_stop_server(job)) {
     /* The server stays up (exporting, or never launched); a launcher
      * still running is ended. */
@@ -262,6 +272,11 @@ static void cleanup(struct cap_job *job)
     cap_job_finish(job);
     return;
   }
+  stop_server(job);
+}
+
+static void stop_server(struct cap_job *job)
+{
   cap_proc_kill(job->launcher);
   cap_proc_close(job->child);
   job->child = NULL;

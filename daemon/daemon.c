@@ -7,11 +7,14 @@
  */
 #include "daemon/daemon.h"
 
+#include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -212,12 +215,29 @@ static void on_signal(uv_signal_t *h, int signum)
   cap_runner_shutdown(d->runner, on_runner_down, d);
 }
 
+/* The folder ranks spill their temporary records to: in the state folder
+ * beside the database (index/agg_spill.c), private to traced. */
+static int make_spill_dir(const struct cfg *cfg, struct tr_err *err)
+{
+  char *dir = tr_state_dir(cfg->db, "spill");
+  int rc = dir != NULL ? tr_mkdir_p(dir) : TR_ENOMEM;
+
+  if (rc == 0 && chmod(dir, 0700) != 0)
+    rc = -errno;
+  if (rc != 0)
+    tr_err_set(err, rc, "db", "cannot create the spill folder %s: %s",
+               dir ? dir : "",
+               rc == TR_ENOMEM ? "out of memory" : strerror(-rc));
+  free(dir);
+  return rc;
+}
+
 /* Creates the folders and the schema before anything else opens the db. */
 static int prepare_storage(const struct cfg *cfg, struct tr_err *err)
 {
   char dir[4096];
   char *slash;
-  struct store *st;
+  struct store *st = NULL;
   int rc;
 
   snprintf(dir, sizeof(dir), "%s", cfg->db);
@@ -231,6 +251,8 @@ static int prepare_storage(const struct cfg *cfg, struct tr_err *err)
   if ((rc = tr_mkdir_p(cfg->trace_root)) != 0)
     return tr_err_set(err, rc, "trace_root", "cannot create %s: %s",
                       cfg->trace_root, strerror(-rc));
+  if ((rc = make_spill_dir(cfg, err)) != 0)
+    return rc;
   rc = store_open(cfg->db, STORE_RW, &st, err);
   store_close(st);
   return rc;
@@ -270,6 +292,14 @@ int daemon_run(const struct cfg *cfg)
   struct tr_err err = { 0 };
   int rc;
 
+  /* The daemon's memory should follow what it holds. With glibc's
+   * dynamic thresholds, one big block freed (a summary table's text)
+   * raises the size below which freed memory stays resident, per thread
+   * arena, to tens of MB; fixed at 1 MiB, bigger blocks come from mmap
+   * and go back when freed, and free space at a heap's top goes back
+   * beyond 1 MiB. */
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 20);
   memset(&d, 0, sizeof(d));
   d.cfg = cfg;
   pthread_mutex_init(&d.inbox_lock, NULL);
@@ -284,6 +314,14 @@ int daemon_run(const struct cfg *cfg)
     }
   } else {
     fprintf(stderr, "traced: listening on %s\n", cfg->listen);
+    /* docs/ATOM.md, "What a request may pass": a capture runs ATOM's
+     * scripts as traced's user. */
+    if (cfg->auth_token[0] == '\0')
+      fprintf(stderr,
+              "traced: warning: no auth_token: anyone who can reach %s may "
+              "queue captures, which run ATOM's scripts, server and bench "
+              "as this daemon's user; set auth_token_file\n",
+              cfg->listen);
     tr_notify("READY=1");
   }
   uv_run(&d.loop, UV_RUN_DEFAULT);

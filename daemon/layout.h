@@ -35,6 +35,8 @@ struct cap_rank {
   int orphan_json;          /* *.json left beside: an export still running, or
                                one that died midway */
   uint64_t bytes;           /* size of file */
+  uint64_t written;         /* sizes of every .json and .json.gz of the
+                               folder: grows while the rank exports */
   struct idx_capture *caps; /* its capture traces (paths owned) */
   size_t ncaps;
   int caps_dropped; /* capture traces beyond CAP_LAYOUT_MAX_CAPS */
@@ -54,6 +56,7 @@ struct cap_layout {
   int exported;         /* ranks with exactly one .gz and no .json */
   int orphan_json;      /* .json files over all ranks */
   uint64_t bytes_total; /* sum of bytes of ranks with a file */
+  uint64_t written;     /* sum of the ranks' written */
 };
 
 /*

@@ -8,6 +8,7 @@
  */
 #include <assert.h>
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,25 +116,49 @@ static void on_idx_progress(void *ud, uint64_t file_bytes_read)
   atomic_store((_Atomic uint64_t *)ud, file_bytes_read);
 }
 
-static void store_result(struct rank_work *rw, json_t *summary)
+/* The rank's summary goes to the store as it is made (idx_file_sink()):
+ * the transaction begins with the head and ends after the last row, so no
+ * whole summary is ever held in memory. */
+struct rank_store {
+  struct rank_work *rw;
+  struct store *st;
+  struct store_rank_writer *w; /* NULL until the head came */
+};
+
+static int on_head(void *ud, json_t *head, struct tr_err *err)
+{
+  struct rank_store *rs = ud;
+  struct cap_job *job = rs->rw->super.job;
+  const struct cfg *cfg = rs->rw->super.r->cfg;
+
+  return store_rank_open(rs->st, job->id, (int)rs->rw->i,
+                         job->layout->ranks[rs->rw->i].label, head,
+                         (uint64_t)cfg->max_rank_db_bytes, &rs->w, err);
+}
+
+static int on_row(void *ud, const char *table, json_t *row, struct tr_err *err)
+{
+  struct rank_store *rs = ud;
+
+  return store_rank_row(rs->w, table, row, err);
+}
+
+/* Ends the rank's transaction: committed when it was indexed and not
+ * cancelled; a rank that failed is recorded as failed. */
+static void store_end(struct rank_work *rw, struct rank_store *rs)
 {
   struct cap_job *job = rw->super.job;
   const struct cap_rank *rk = &job->layout->ranks[rw->i];
   struct tr_err err = { 0 };
-  struct store *st = cap_db_take(rw->super.r, &err);
+  int rc = rw->rc != 0 ? rw->rc : rw->cancelled ? TR_ECONFLICT : 0;
 
-  if (st == NULL) {
-    rw->rc = err.code;
+  rc = store_rank_close(rs->w, rc, &err);
+  if (rw->rc == 0 && rc != 0 && !rw->cancelled) {
+    rw->rc = rc;
     snprintf(rw->msg, sizeof(rw->msg), "cannot store: %s", err.msg);
-    return;
   }
-  if (rw->rc == 0 &&
-      (rw->rc = store_rank_insert(st, job->id, (int)rw->i, rk->label, summary,
-                                  &err)) != 0)
-    snprintf(rw->msg, sizeof(rw->msg), "cannot store: %s", err.msg);
-  if (rw->rc != 0)
-    store_rank_fail(st, job->id, (int)rw->i, rk->label, rw->msg, NULL);
-  cap_db_give(rw->super.r, st);
+  if (rw->rc != 0 && !rw->cancelled)
+    store_rank_fail(rs->st, job->id, (int)rw->i, rk->label, rw->msg, NULL);
 }
 
 /* The threads one rank's indexing may keep busy (idx_options.threads):
@@ -152,11 +177,39 @@ static int rank_threads(const struct cap_job *job)
   return (int)(cores / (long)at_once);
 }
 
+/* Indexes the rank into the store: rw->rc and rw->msg say how it went. */
+static void index_rank(struct rank_work *rw, struct idx_options *o,
+                       struct rank_store *rs)
+{
+  struct cap_job *job = rw->super.job;
+  const struct cap_rank *rk = &job->layout->ranks[rw->i];
+  struct idx_sink sink = { on_head, on_row, rs };
+  struct tr_err err = { 0 };
+  char *coll = cap_coll_path(job, rw->i, true);
+
+  o->collectives_path = coll;
+  if (coll == NULL) {
+    rw->rc = TR_ENOMEM;
+    snprintf(rw->msg, sizeof(rw->msg), "cannot make %s/collectives",
+             job->log_dir);
+  } else if (rk->file == NULL) {
+    rw->rc = TR_ENOTFOUND;
+    snprintf(rw->msg, sizeof(rw->msg), "no trace file in %s", rk->label);
+  } else if ((rw->rc = idx_file_sink(job->layout->root, rk->file, o, &sink,
+                                     &err)) != 0) {
+    snprintf(rw->msg, sizeof(rw->msg), "%s", err.msg);
+  }
+  tr_make_utf8(rw->msg);
+  free(coll);
+}
+
 static void run_rank(struct cap_work *w)
 {
   struct rank_work *rw = (struct rank_work *)w;
   struct cap_job *job = w->job;
   const struct cap_rank *rk = &job->layout->ranks[rw->i];
+  /* The state folder's (daemon.c makes it); NULL: $TMPDIR, capped alike. */
+  char *spill = tr_state_dir(w->r->cfg->db, "spill");
   struct idx_options o = {
     .format = index_format(job),
     .rules = w->r->rules,
@@ -166,39 +219,40 @@ static void run_rank(struct cap_work *w)
     .cancel = &job->cancel,
     .max_kernel_names = (uint32_t)w->r->cfg->max_kernel_names,
     .threads = rank_threads(job),
+    .max_inflated_bytes = (uint64_t)w->r->cfg->max_rank_inflated_bytes,
+    .max_spill_bytes = (uint64_t)w->r->cfg->max_rank_spill_bytes,
+    .spill_dir = spill,
     .captures = rk->caps, /* its capture traces (docs/DECODE.md) */
     .ncaptures = rk->ncaps,
   };
+  struct rank_store rs = { rw, NULL, NULL };
   struct tr_err err = { 0 };
-  json_t *summary = NULL;
   int64_t t0 = tr_now_ns();
   int nice = cap_nice_lower();
-  char *coll = cap_coll_path(job, rw->i, true);
 
-  o.collectives_path = coll;
-  if (coll == NULL) {
-    rw->rc = TR_ENOMEM;
-    snprintf(rw->msg, sizeof(rw->msg), "cannot make %s/collectives",
-             job->log_dir);
-  } else if (rk->file == NULL) {
-    rw->rc = TR_ENOTFOUND;
-    snprintf(rw->msg, sizeof(rw->msg), "no trace file in %s", rk->label);
-  } else if ((rw->rc = idx_file_under(job->layout->root, rk->file, &o, &summary,
-                                      &err)) != 0) {
-    snprintf(rw->msg, sizeof(rw->msg), "%s", err.msg);
-  }
-  tr_make_utf8(rw->msg);
-  if (atomic_load(&job->cancel)) {
-    rw->cancelled = true;
+  if ((rs.st = cap_db_take(w->r, &err)) == NULL) {
+    rw->rc = err.code ? err.code : TR_EDB;
+    snprintf(rw->msg, sizeof(rw->msg), "cannot store: %s", err.msg);
   } else {
-    store_result(rw, summary);
+    index_rank(rw, &o, &rs);
+  }
+  rw->cancelled = atomic_load(&job->cancel);
+  if (rs.st != NULL)
+    store_end(rw, &rs);
+  if (!rw->cancelled) {
     atomic_fetch_add(
         rw->rc == 0 ? &tr_stats.ranks_indexed : &tr_stats.ranks_failed, 1);
     atomic_fetch_add(&tr_stats.index_bytes, rk->bytes);
     atomic_fetch_add(&tr_stats.index_ns, (uint64_t)(tr_now_ns() - t0));
   }
-  json_decref(summary);
-  free(coll);
+  /* What the rank's aggregation and its store connection's page cache
+   * freed goes back to the system now: else each pool thread's malloc
+   * arena keeps its high-water mark resident, and the capture's finish
+   * (other threads, other arenas) adds to it. */
+  store_release_memory(rs.st);
+  cap_db_give(w->r, rs.st);
+  malloc_trim(0);
+  free(spill);
   cap_nice_restore(nice);
 }
 

@@ -35,12 +35,17 @@ static void push_id(struct cap_runner *r, enum tr_kind kind, int64_t id)
   grown[q->nrecover++] = id;
 }
 
-static void interrupt(struct store *st, int64_t id, const char *phase,
-                      const char *why)
+/* Marks capture id interrupted with its error, in one write. A store that
+ * refuses it (a full disk, a read-only file) gets it again from the
+ * runner's retries (work.c) until it takes it: never left "running". */
+static void interrupt(struct cap_runner *r, struct store *st, int64_t id,
+                      const char *phase, const char *why)
 {
   char msg[1024];
-  json_t *error;
+  json_t *error, *merges;
   struct tr_err err = { 0 };
+  struct store_apply a = { false, TR_STATUS_INTERRUPTED, -1, NULL };
+  int rc;
 
   snprintf(msg, sizeof(msg),
            "traced stopped during %s (crash or restart); "
@@ -48,9 +53,14 @@ static void interrupt(struct store *st, int64_t id, const char *phase,
            phase, why);
   error =
       json_pack("{s:s,s:s,s:n}", "phase", phase, "message", msg, "log_tail");
-  if (store_capture_merge(st, id, "error", error, &err) != 0 ||
-      store_capture_set_phase(st, id, "interrupted", phase, &err) != 0)
+  merges = json_pack("{s:O}", "error", error);
+  a.merges = merges;
+  rc = store_capture_apply(st, id, &a, &err);
+  if (rc != 0)
     fprintf(stderr, "traced: capture %lld: %s\n", (long long)id, err.msg);
+  if (cap_store_refused(rc))
+    cap_runner_orphan(r, id, TR_STATUS_INTERRUPTED, -1, json_incref(error));
+  json_decref(merges);
   json_decref(error);
   fprintf(stderr, "traced: capture %lld interrupted in %s: %s\n", (long long)id,
           phase, why);
@@ -95,7 +105,7 @@ static bool recover_capture(struct cap_runner *r, struct store *st, int64_t id,
     push_id(r, TR_KIND_CAPTURE, id);
     return false;
   }
-  interrupt(st, id, phase, problems);
+  interrupt(r, st, id, phase, problems);
   return true;
 }
 
@@ -241,6 +251,7 @@ int cap_runner_new(uv_loop_t *loop, const struct cfg *cfg,
   }
   uv_timer_init(loop, &r->later_timer);
   r->later_timer.data = r;
+  cap_work_arm_later(r); /* what recover() could not write */
   *out = r;
   return 0;
 }

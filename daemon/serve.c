@@ -33,14 +33,23 @@ static void run_slice(struct cap_work *w)
     .end_ns = q->end_ns,
     .findings = q->findings,
     .cancel = q->cancel,
+    /* A slice reads and spills what indexing does, under the same caps. */
+    .max_inflated_bytes = (uint64_t)w->r->cfg->max_rank_inflated_bytes,
+    .max_spill_bytes = (uint64_t)w->r->cfg->max_rank_spill_bytes,
   };
   struct tr_err err = { 0 };
-  int nice = cap_nice_lower(), rc;
+  char *spill = tr_state_dir(w->r->cfg->db, "spill");
+  int nice = cap_nice_lower(), rc = TR_ENOMEM;
 
   /* The format it was indexed as (an import may have forced it). */
   if (idx_format_parse(q->format, &o.format) != 0)
     o.format = IDX_FORMAT_AUTO;
-  rc = idx_slice_under(q->root, q->path, &o, q->write, q->ud, NULL, &err);
+  o.spill_dir = spill;
+  if (spill == NULL)
+    tr_err_set(&err, rc, "", "out of memory");
+  else
+    rc = idx_slice_under(q->root, q->path, &o, q->write, q->ud, NULL, &err);
+  free(spill);
   cap_nice_restore(nice);
   q->done(q->ud, rc, err.msg); /* q is the API's no more */
 }

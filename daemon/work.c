@@ -95,8 +95,6 @@ bool cap_store_refused(int rc)
          rc == -EIO;
 }
 
-static void arm_later(struct cap_runner *r);
-
 static void on_later(uv_timer_t *t)
 {
   struct cap_runner *r = t->data;
@@ -113,13 +111,16 @@ static void on_later(uv_timer_t *t)
     *p = w->later;
     uv_queue_work(r->loop, &w->req, run_work, after_work);
   }
-  arm_later(r);
+  cap_work_arm_later(r);
 }
 
 /* The timer at the first work due. */
-static void arm_later(struct cap_runner *r)
+void cap_work_arm_later(struct cap_runner *r)
 {
   uint64_t first = UINT64_MAX, now = uv_now(r->loop);
+
+  if (r->later_timer.loop == NULL)
+    return; /* recover() runs before the timer exists: armed after it */
 
   for (struct cap_work *w = r->later; w != NULL; w = w->later)
     first = w->due_ms < first ? w->due_ms : first;
@@ -146,7 +147,7 @@ bool cap_work_retry(struct cap_work *w, bool until_taken)
     w->job->works++;
   w->later = r->later;
   r->later = w;
-  arm_later(r);
+  cap_work_arm_later(r);
   return true;
 }
 

@@ -471,6 +471,8 @@ size_t agg_label_kind(struct idx_str n)
   if (b == NULL)
     return 0;
   len = (size_t)(b - n.p);
+  if (len > AGG_KIND_MAX)
+    return 0; /* no kind is that long: a made-up propose_... */
   for (i = 0; i < sizeof(label_kinds) / sizeof(label_kinds[0]); i++)
     if (len == strlen(label_kinds[i]) && memcmp(n.p, label_kinds[i], len) == 0)
       return len;
@@ -634,12 +636,17 @@ int idx_agg_init(struct idx_agg *a, const struct idx_rules *rules,
   memset(a, 0, sizeof(*a));
   a->rules = rules;
   a->t0_ns = 1; /* t0 > tend: no timed event yet */
-  agg_fold_init(&a->kfold, IDX_MAX_KERNEL_NAMES);
+  agg_fold_init(&a->kfold, IDX_MAX_KERNEL_NAMES, &a->spill);
   a->shape_cap = IDX_MAX_KERNEL_NAMES;
-  agg_fold_init(&a->rfold, AGG_MAX_RUNTIME_NAMES);
+  agg_fold_init(&a->rfold, AGG_MAX_RUNTIME_NAMES, &a->spill);
+  a->labels.sp = &a->spill;
   a->dropped_kind = UINT32_MAX;
-  if (agg_runs_init(&a->runs, rec_cap ? rec_cap : AGG_DEFAULT_RECS) != 0 ||
-      agg_runs_init(&a->coll_runs, rec_cap ? rec_cap : AGG_COLL_RECS) != 0 ||
+  if (agg_runs_init(&a->runs, rec_cap ? rec_cap : AGG_DEFAULT_RECS,
+                    &a->spill) != 0 ||
+      agg_runs_init(&a->coll_runs,
+                    rec_cap && rec_cap < AGG_COLL_RECS ? rec_cap
+                                                       : AGG_COLL_RECS,
+                    &a->spill) != 0 ||
       agg_corr_init(&a->k_pending, sizeof(struct pend_kernel), AGG_PENDING) !=
           0 ||
       agg_corr_init(&a->rt_pending, sizeof(struct pend_launch), AGG_PENDING) !=

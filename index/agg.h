@@ -114,6 +114,30 @@ void agg_corr_drain(struct agg_corr *c, void (*fn)(void *ud, const void *val),
                     void *ud);
 void agg_corr_free(struct agg_corr *c);
 
+/* ---- temporary files, bounded together (agg_spill.c) ---- */
+
+/* What a rank's temporary files may hold. Zero-initialised: in $TMPDIR
+ * (else /tmp), bounded by the disk's free space alone. */
+struct agg_spill {
+  const char *dir;     /* folder of the files (borrowed); NULL: $TMPDIR */
+  uint64_t max_bytes;  /* all the rank's files together; 0: no cap */
+  uint64_t bytes;      /* written so far */
+  uint64_t next_check; /* bytes at which the disk's free space is read */
+  char why[256];       /* why the last refusal, for the rank's error */
+};
+
+/* The folder sp's files go to. */
+const char *agg_spill_dir(const struct agg_spill *sp);
+/* A new temporary file of sp, read-write, without a name. 0 or -errno
+ * (why set). */
+int agg_spill_open(struct agg_spill *sp, FILE **out);
+/* Writes n bytes at f's position, counted against sp's caps: TR_ELIMIT
+ * past max_bytes or the disk's reserve, TR_EIO (why set either way). */
+int agg_spill_write(struct agg_spill *sp, FILE *f, const void *p, size_t n);
+/* When rc is a failure and sp refused a write, err says why instead of
+ * what the refusal made fail later ("time pass failed..."). */
+void agg_spill_blame(const struct agg_spill *sp, int rc, struct tr_err *err);
+
 /* ---- time records, sorted runs, merge (agg_runs.c) ---- */
 
 /* Records sort by start, then type: labels first, so that a kernel
@@ -145,7 +169,8 @@ struct agg_rec {
 struct agg_runs {
   struct agg_rec *buf; /* records not yet spilled */
   size_t n, cap;
-  FILE *spill; /* tmpfile() of sorted runs, NULL until needed */
+  struct agg_spill *sp; /* where runs spill (borrowed) */
+  FILE *spill;          /* file of sorted runs, NULL until needed */
   struct agg_run {
     uint64_t first; /* index of its first record in the spill file */
     uint64_t n;
@@ -154,8 +179,9 @@ struct agg_runs {
   int sealed;
 };
 
-/* cap: records held in memory before a sorted run is spilled (>= 2). */
-int agg_runs_init(struct agg_runs *r, size_t cap);
+/* cap: records held in memory before a sorted run is spilled (>= 2) to
+ * a file of sp (borrowed, outlives r). */
+int agg_runs_init(struct agg_runs *r, size_t cap, struct agg_spill *sp);
 int agg_runs_add(struct agg_runs *r, const struct agg_rec *rec);
 /* Ends input: sorts what is left. Then any number of iterations. */
 int agg_runs_seal(struct agg_runs *r);
@@ -167,6 +193,35 @@ int agg_iter_open(struct agg_runs *r, struct agg_iter **out);
 int agg_iter_next(struct agg_iter *it, struct agg_rec *rec);
 void agg_iter_close(struct agg_iter *it);
 
+/* ---- names as kept: printable and bounded (agg_name.c) ---- */
+
+/* Bytes of a name (kernel, host API, family) kept, and of a demangled
+ * form (two to three times its mangled name); a longer one is cut and
+ * ends in a hash of the whole. */
+#define AGG_NAME_MAX      (8u << 10)
+#define AGG_DEMANGLED_MAX (16u << 10)
+
+enum { AGG_NAME_ESCAPED = 1u, AGG_NAME_CUT = 2u };
+
+/* s as kept: control bytes written as JSON escapes, cut beyond max bytes
+ * with a hash of the whole ("...#<16 hex>"). s itself when it needs
+ * neither (the common case, no copy), else a view of buf (room for max +
+ * 1 bytes). *what: AGG_NAME_* bits of what was done. */
+struct idx_str agg_name_clean(struct idx_str s, size_t max, char *buf,
+                              unsigned *what);
+/* A malloc()ed NUL-terminated string (demangled form, family) bounded:
+ * s itself, or, longer than max, a new string cut as agg_name_clean()
+ * cuts (s freed, *cut counted); NULL when memory ran out (s freed). */
+char *agg_name_bound(char *s, size_t max, uint64_t *cut);
+/* p[0..n) with control bytes escaped into out, at most max bytes, cut on
+ * a character or an escape; returns the bytes written, *taken the bytes
+ * of p they hold. */
+size_t agg_text_escape(const char *p, size_t n, char *out, size_t max,
+                       size_t *taken);
+int agg_has_control(const char *p, size_t n);
+/* FNV-1a, 64 bits. */
+uint64_t agg_hash64(const void *p, size_t n);
+
 /* ---- the cap on distinct names (agg_fold.c) ---- */
 
 #define AGG_FOLD_RECENT       4096 /* hashes of names folded lately */
@@ -174,9 +229,18 @@ void agg_iter_close(struct agg_iter *it);
  * kernel names beyond max_kernel_names, they fold. */
 #define AGG_MAX_RUNTIME_NAMES 1000
 
-struct agg_fold { /* the names of one map beyond its cap */
-  uint32_t cap;   /* names kept; a new name beyond folds */
-  uint32_t id;    /* the fold row's id; UINT32_MAX: nothing folded */
+/* Bytes of the names of one map kept: beyond, as beyond the cap on their
+ * number, new names fold (a real trace's names take a few hundred KB). */
+#define AGG_NAME_BYTES (16u << 20)
+
+struct agg_fold {        /* the names of one map beyond its cap */
+  struct agg_spill *sp;  /* where the folded names' hashes spill */
+  uint32_t cap;          /* names kept; a new name beyond folds */
+  uint32_t id;           /* the fold row's id; UINT32_MAX: nothing folded */
+  uint64_t bytes;        /* of the names kept */
+  uint64_t cut, escaped; /* names kept that were cut, or escaped */
+  int by_bytes;          /* a name folded for AGG_NAME_BYTES */
+  char *buf;             /* agg_name_clean()'s, once a name needs it */
   uint64_t recent[AGG_FOLD_RECENT];
   struct agg_runs seen; /* hashes of the folded names */
   int seen_open;
@@ -185,10 +249,11 @@ struct agg_fold { /* the names of one map beyond its cap */
   char name[48];     /* the row's name, "(N more names)" */
 };
 
-void agg_fold_init(struct agg_fold *f, uint32_t cap);
-/* agg_map_intern() of s into m, or, when m holds f->cap names and s is not
- * one of them, the fold row's id (count: s is counted among the folded
- * names). Returns like agg_map_intern(), or a spill error. */
+void agg_fold_init(struct agg_fold *f, uint32_t cap, struct agg_spill *sp);
+/* agg_map_intern() of s as kept (agg_name_clean()) into m, or, when m
+ * holds f->cap names or AGG_NAME_BYTES of them and s is not one of them,
+ * the fold row's id (count: s is counted among the folded names).
+ * Returns like agg_map_intern(), or a spill error. */
 int agg_fold_intern(struct agg_fold *f, struct agg_map *m, struct idx_str s,
                     int count, uint32_t *id);
 /* End of events: counts the folded names and renames the fold row of m
@@ -261,6 +326,7 @@ struct agg_copy {
 #define AGG_SIDE_CPU       0
 #define AGG_SIDE_GPU       1
 #define AGG_MAX_STEP_KINDS 64
+#define AGG_KIND_MAX       64 /* bytes of a step kind's name */
 #define AGG_SLOWEST        5  /* outlier steps kept per kind */
 #define AGG_TOP            5  /* kernels listed per picked step */
 #define AGG_BUCKETS        21 /* bs/tok: 1, 2, 3-4, ..., 2^20, more */
@@ -387,7 +453,8 @@ struct agg_samples {
 #define AGG_LABEL_TEXT 256 /* bytes kept of a label (cut on a character) */
 
 struct agg_labels {
-  FILE *text, *index; /* tmpfile()s, NULL until the first label */
+  struct agg_spill *sp; /* where the texts spill (borrowed) */
+  FILE *text, *index;   /* NULL until the first label */
   int64_t n;
   uint64_t bytes;
 };
@@ -436,6 +503,7 @@ struct idx_agg {
                        name), used for mcTracer only */
 
   struct agg_runs runs;
+  struct agg_spill spill; /* every temporary file of the rank */
 
   /* Before the time pass (agg_family.c): each kernel name's category
    * index and family id, the families. */
@@ -444,7 +512,8 @@ struct idx_agg {
   struct agg_map fam_map;
   struct agg_family *families;
   size_t families_cap;
-  char **demangled; /* by name id; NULL: not mangled or not demangled */
+  char **demangled;   /* by name id; NULL: not mangled or not demangled */
+  uint64_t texts_cut; /* demangled forms and families cut (agg_name.c) */
 
   /* The time pass's results (agg_time.c and its parts). */
   int step_side;   /* the side steps come from (AGG_SIDE_*) */
@@ -482,7 +551,8 @@ struct idx_agg {
   void *finding_ud;
 };
 
-/* rec_cap: time records held in memory before spilling (0: default). The
+/* rec_cap: time records held in memory before spilling (0: default; the
+ * collectives' records, at most AGG_COLL_RECS of them). The
  * name cap, and the shape cap, start at IDX_MAX_KERNEL_NAMES. */
 int idx_agg_init(struct idx_agg *a, const struct idx_rules *rules,
                  size_t rec_cap);
@@ -505,8 +575,23 @@ struct agg_file_info {
   int rank; /* idx_options.rank: >= 0 wins over the trace's */
 };
 
-/* Ends the aggregation (time-ordered pass included) and builds the rank
- * summary into *out (caller json_decref()s). agg_json.c. */
+/* Ends the aggregation (time-ordered pass included) and hands the rank
+ * summary to sink: its head, then its tables row by row (agg_json.c). */
+int idx_agg_rows(struct idx_agg *a, const struct idx_doc *doc,
+                 const struct agg_file_info *info, const struct idx_sink *sink,
+                 struct tr_err *err);
+
+/* A sink that builds the whole summary as one document: t->doc, NULL
+ * until the head came (then the caller json_decref()s it). */
+struct agg_tree {
+  json_t *doc;
+};
+void agg_tree_sink(struct agg_tree *t, struct idx_sink *out);
+/* Ends t after the call that fed it returned rc: with 0, *out gets the
+ * document (caller json_decref()s), else it is freed. Returns rc. */
+int agg_tree_take(struct agg_tree *t, int rc, json_t **out);
+
+/* idx_agg_rows() into one document, *out (caller json_decref()s). */
 int idx_agg_summary(struct idx_agg *a, const struct idx_doc *doc,
                     const struct agg_file_info *info, json_t **out,
                     struct tr_err *err);
@@ -579,9 +664,6 @@ int agg_samples_walk_rec(struct agg_samples_walk *w, const struct agg_rec *r,
                          int warmup);
 void agg_samples_walk_end(struct agg_samples_walk *w);
 void agg_samples_free(struct agg_samples *s);
-/* The summary's tables of them. */
-json_t *agg_sample_figures_json(const struct idx_agg *a);
-json_t *agg_step_samples_json(struct idx_agg *a);
 
 /* agg_idle.c: which step kind covers a time, as the labels of the step
  * side arrive in start order: kind k covers t while t is before the
@@ -667,15 +749,33 @@ int agg_families(struct idx_agg *a);
 int agg_famstep_add(struct idx_agg *a, uint32_t f, uint32_t k, int64_t dur);
 void agg_families_free(struct idx_agg *a);
 
-/* The analysis' summary tables: agg_steps.c, agg_idle.c, agg_timeline.c,
- * agg_family.c. */
-json_t *agg_step_buckets_json(const struct idx_agg *a);
-json_t *agg_step_outliers_json(struct idx_agg *a);
-json_t *agg_step_hist_json(const struct idx_agg *a);
-json_t *agg_idle_json(const struct idx_agg *a);
-json_t *agg_timeline_json(const struct idx_agg *a);
-json_t *agg_families_json(const struct idx_agg *a);
-json_t *agg_famsteps_json(const struct idx_agg *a);
+/* Where a summary table's rows go (agg_json.c): each table's writer hands
+ * its rows one at a time to agg_out_row(), which gives them to the sink
+ * (index.h) under the table's name and frees them. */
+struct agg_out {
+  const struct idx_sink *sink;
+  const char *table; /* the TR_SUM_TABLES member being written */
+  struct tr_err *err;
+  int rc; /* the first failure; rows after it are dropped */
+};
+
+/* Hands row (taken: freed here; NULL: out of memory) to o's sink. */
+void agg_out_row(struct agg_out *o, json_t *row);
+
+/* agg_samples.c: the steps sampled and the figures they keep, row by
+ * row. */
+void agg_sample_figures_rows(const struct idx_agg *a, struct agg_out *o);
+void agg_step_samples_rows(struct idx_agg *a, struct agg_out *o);
+
+/* The analysis' summary tables, row by row: agg_steps.c, agg_idle.c,
+ * agg_timeline.c, agg_family.c. */
+void agg_step_buckets_rows(const struct idx_agg *a, struct agg_out *o);
+void agg_step_outliers_rows(struct idx_agg *a, struct agg_out *o);
+void agg_step_hist_rows(const struct idx_agg *a, struct agg_out *o);
+void agg_idle_rows(const struct idx_agg *a, struct agg_out *o);
+void agg_timeline_rows(const struct idx_agg *a, struct agg_out *o);
+void agg_families_rows(const struct idx_agg *a, struct agg_out *o);
+void agg_famsteps_rows(const struct idx_agg *a, struct agg_out *o);
 
 /* total / den rounded half up to 6 decimals; 0 when either is <= 0. */
 double agg_share(int64_t total, int64_t den);

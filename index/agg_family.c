@@ -48,8 +48,13 @@ static int name_facts(struct idx_agg *a, uint32_t id, const char *name)
   a->name_family[id] = UINT32_MAX;
   if (!a->kernels[id].is_kernel)
     return 0; /* a launch's args.kernel only */
-  a->demangled[id] = idx_demangle(name);
-  if ((fam = agg_family_of(a->rules, name, a->demangled[id])) == NULL)
+  /* Both may be longer than the name (a demangled form two to three
+   * times), so both are bounded as names are (agg_name.c). */
+  a->demangled[id] =
+      agg_name_bound(idx_demangle(name), AGG_DEMANGLED_MAX, &a->texts_cut);
+  fam = agg_name_bound(agg_family_of(a->rules, name, a->demangled[id]),
+                       AGG_NAME_MAX, &a->texts_cut);
+  if (fam == NULL)
     return TR_ENOMEM;
   rc = family_add(a, id, fam);
   free(fam);
@@ -149,10 +154,9 @@ void agg_set_demangled(const struct idx_agg *a, uint32_t id, json_t *row)
     json_object_set_new(row, "demangled", json_string(a->demangled[id]));
 }
 
-json_t *agg_families_json(const struct idx_agg *a)
+void agg_families_rows(const struct idx_agg *a, struct agg_out *o)
 {
   uint32_t n = a->fam_map.n, *order = agg_order(n, family_cmp, a);
-  json_t *rows = json_array();
 
   AGG_SUM_FILLS(TR_SUM_FAMILY, 11);
   for (uint32_t i = 0; order != NULL && i < n; i++) {
@@ -171,10 +175,9 @@ json_t *agg_families_json(const struct idx_agg *a)
       .share = agg_share(f->s.total_ns, a->kernel_ns),
     };
 
-    json_array_append_new(rows, agg_sum_family_json(&r));
+    agg_out_row(o, agg_sum_family_json(&r));
   }
   free(order);
-  return rows;
 }
 
 /* Step kind name, then total descending, then family name. */
@@ -192,10 +195,9 @@ static int famstep_cmp(const void *x, const void *y, void *ud)
   return agg_key_cmp(&a->fam_map.keys[p->family], &a->fam_map.keys[q->family]);
 }
 
-json_t *agg_famsteps_json(const struct idx_agg *a)
+void agg_famsteps_rows(const struct idx_agg *a, struct agg_out *o)
 {
   uint32_t n = a->famstep_map.n, *order = agg_order(n, famstep_cmp, a);
-  json_t *rows = json_array();
 
   AGG_SUM_FILLS(TR_SUM_FAMILY_STEP, 6);
   for (uint32_t i = 0; order != NULL && i < n; i++) {
@@ -210,8 +212,7 @@ json_t *agg_famsteps_json(const struct idx_agg *a)
       .per_step_ns = steps ? fs->s.total_ns / steps : 0,
     };
 
-    json_array_append_new(rows, agg_sum_family_step_json(&r));
+    agg_out_row(o, agg_sum_family_step_json(&r));
   }
   free(order);
-  return rows;
 }

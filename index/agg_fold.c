@@ -11,6 +11,7 @@
  * at the end.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "index/agg.h"
@@ -21,26 +22,18 @@
  * a trace (the reader keeps only valid UTF-8) can be it. */
 static const char fold_key[] = "\xff";
 
-void agg_fold_init(struct agg_fold *f, uint32_t cap)
+void agg_fold_init(struct agg_fold *f, uint32_t cap, struct agg_spill *sp)
 {
   memset(f, 0, sizeof(*f));
+  f->sp = sp;
   f->cap = cap;
   f->id = UINT32_MAX;
 }
 
-/* FNV-1a, 64 bits: a collision would undercount N by one. */
-static uint64_t hash64(const char *p, size_t n)
-{
-  uint64_t h = 14695981039346656037ull;
-
-  for (size_t i = 0; i < n; i++)
-    h = (h ^ (unsigned char)p[i]) * 1099511628211ull;
-  return h;
-}
-
+/* A collision of the 64-bit hashes would undercount N by one. */
 static int remember(struct agg_fold *f, const char *p, size_t n)
 {
-  uint64_t h = hash64(p, n);
+  uint64_t h = agg_hash64(p, n);
   uint64_t *slot = &f->recent[h & (AGG_FOLD_RECENT - 1)];
   struct agg_rec r = { (int64_t)h, 0, 0, 0, 0 };
   int rc;
@@ -49,24 +42,54 @@ static int remember(struct agg_fold *f, const char *p, size_t n)
     return 0;
   *slot = h;
   if (!f->seen_open) {
-    if ((rc = agg_runs_init(&f->seen, SEEN_RECS)) != 0)
+    if ((rc = agg_runs_init(&f->seen, SEEN_RECS, f->sp)) != 0)
       return rc;
     f->seen_open = 1;
   }
   return agg_runs_add(&f->seen, &r);
 }
 
+/* s as kept, into f's buffer when it needs escaping or cutting. */
+static int clean(struct agg_fold *f, struct idx_str *s, unsigned *what)
+{
+  if (f->buf == NULL && (f->buf = malloc(AGG_NAME_MAX + 1)) == NULL)
+    return TR_ENOMEM;
+  *s = agg_name_clean(*s, AGG_NAME_MAX, f->buf, what);
+  return 0;
+}
+
 int agg_fold_intern(struct agg_fold *f, struct agg_map *m, struct idx_str s,
                     int count, uint32_t *id)
 {
-  const char *p = s.p ? s.p : "";
-  size_t n = s.p ? s.n : 0;
-  int rc;
+  unsigned what = 0;
+  int found, rc;
 
-  if (m->n < f->cap || agg_map_find(m, p, n, id))
-    return agg_map_intern(m, p, n, id);
+  if (s.p == NULL) {
+    s.p = "";
+    s.n = 0;
+  }
+  /* Every name kept is clean: one that needs cleaning never matches as it
+   * is, and one that does not is looked up once. */
+  found = s.n <= AGG_NAME_MAX && agg_map_find(m, s.p, s.n, id);
+  if (!found && (s.n > AGG_NAME_MAX || agg_has_control(s.p, s.n))) {
+    if ((rc = clean(f, &s, &what)) != 0)
+      return rc;
+    found = agg_map_find(m, s.p, s.n, id);
+  }
+  if (found)
+    return 0;
+  if (m->n < f->cap && f->bytes + s.n <= AGG_NAME_BYTES) {
+    rc = agg_map_intern(m, s.p, s.n, id);
+    if (rc == 1) {
+      f->bytes += s.n;
+      f->cut += (what & AGG_NAME_CUT) != 0;
+      f->escaped += (what & AGG_NAME_ESCAPED) != 0;
+    }
+    return rc;
+  }
   f->events++;
-  if (count && (rc = remember(f, p, n)) != 0)
+  f->by_bytes |= m->n < f->cap;
+  if (count && (rc = remember(f, s.p, s.n)) != 0)
     return rc;
   if (f->id != UINT32_MAX) {
     *id = f->id;
@@ -115,6 +138,8 @@ int agg_fold_end(struct agg_fold *f, struct agg_map *m)
 
 void agg_fold_free(struct agg_fold *f)
 {
+  free(f->buf);
+  f->buf = NULL;
   if (f->seen_open)
     agg_runs_free(&f->seen);
   f->seen_open = 0;

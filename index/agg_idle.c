@@ -276,9 +276,8 @@ const char *agg_idle_cause_name(int cause)
   return cause >= 0 && cause < AGG_IDLE_CAUSES ? cause_names[cause] : "other";
 }
 
-json_t *agg_idle_json(const struct idx_agg *a)
+void agg_idle_rows(const struct idx_agg *a, struct agg_out *o)
 {
-  json_t *rows = json_array();
 
   AGG_SUM_FILLS(TR_SUM_IDLE, 3);
   for (uint32_t j = 0; j <= a->nkinds; j++)
@@ -291,7 +290,6 @@ json_t *agg_idle_json(const struct idx_agg *a)
       };
 
       if (a->idle[j][c] > 0)
-        json_array_append_new(rows, agg_sum_idle_json(&r));
+        agg_out_row(o, agg_sum_idle_json(&r));
     }
-  return rows;
 }

@@ -139,17 +139,28 @@ static int fill_kernel(void *ud, uint32_t id, struct row *r)
   return a->kernels[id].is_kernel;
 }
 
-static json_t *kernel_rows(struct idx_agg *a, const struct row *rows, size_t n,
-                           struct agg_stat *cats)
+/* Each kernel's category's count and total into cats. */
+static void kernel_cats(const struct idx_agg *a, const struct row *rows,
+                        size_t n, struct agg_stat *cats)
 {
-  json_t *arr = json_array();
+  for (size_t i = 0; i < n; i++) {
+    const struct agg_kernel *k = &a->kernels[rows[i].id];
+    struct agg_stat *c = &cats[a->name_cat[rows[i].id]];
+
+    c->count += k->s.count;
+    c->total_ns += k->s.total_ns;
+  }
+}
+
+static void kernel_rows(struct idx_agg *a, const struct row *rows, size_t n,
+                        struct agg_out *o)
+{
   size_t i;
 
   AGG_SUM_FILLS(TR_SUM_KERNEL, 13);
   for (i = 0; i < n; i++) {
     uint32_t id = rows[i].id, fam = a->name_family[id];
     const struct agg_kernel *k = &a->kernels[id];
-    struct agg_stat *c = &cats[a->name_cat[id]];
     struct agg_sum_kernel r = {
       .name = { rows[i].p, rows[i].n },
       .category = agg_txt(agg_category_name(a->name_cat[id])),
@@ -167,11 +178,8 @@ static json_t *kernel_rows(struct idx_agg *a, const struct row *rows, size_t n,
       .demangled = agg_txt(a->demangled[id]),
     };
 
-    c->count += k->s.count;
-    c->total_ns += k->s.total_ns;
-    json_array_append_new(arr, agg_sum_kernel_json(&r));
+    agg_out_row(o, agg_sum_kernel_json(&r));
   }
-  return arr;
 }
 
 static int fill_launch(void *ud, uint32_t id, struct row *r)
@@ -183,9 +191,8 @@ static int fill_launch(void *ud, uint32_t id, struct row *r)
   return a->launches[id].s.count > 0;
 }
 
-static json_t *launch_rows(struct idx_agg *a)
+static void launch_rows(struct idx_agg *a, struct agg_out *o)
 {
-  json_t *arr = json_array();
   struct row *rows;
   size_t i, n;
 
@@ -207,10 +214,9 @@ static json_t *launch_rows(struct idx_agg *a)
       .max_ns = l->s.max_ns,
     };
 
-    json_array_append_new(arr, agg_sum_launch_json(&r));
+    agg_out_row(o, agg_sum_launch_json(&r));
   }
   free(rows);
-  return arr;
 }
 
 static int fill_runtime(void *ud, uint32_t id, struct row *r)
@@ -221,9 +227,17 @@ static int fill_runtime(void *ud, uint32_t id, struct row *r)
   return 1;
 }
 
-static json_t *runtime_rows(struct idx_agg *a, struct agg_stat *sum)
+/* The runtime rows' count and total summed into *sum. */
+static void runtime_sum(const struct idx_agg *a, struct agg_stat *sum)
 {
-  json_t *arr = json_array();
+  for (uint32_t i = 0; i < a->rt_map.n; i++) {
+    sum->count += a->runtime[i].s.count;
+    sum->total_ns += a->runtime[i].s.total_ns;
+  }
+}
+
+static void runtime_rows(struct idx_agg *a, struct agg_out *o)
+{
   struct row *rows;
   size_t i, n;
 
@@ -241,12 +255,9 @@ static json_t *runtime_rows(struct idx_agg *a, struct agg_stat *sum)
       .max_ns = rt->s.max_ns,
     };
 
-    sum->count += rt->s.count;
-    sum->total_ns += rt->s.total_ns;
-    json_array_append_new(arr, agg_sum_runtime_json(&r));
+    agg_out_row(o, agg_sum_runtime_json(&r));
   }
   free(rows);
-  return arr;
 }
 
 static int fill_copy(void *ud, uint32_t id, struct row *r)
@@ -259,9 +270,8 @@ static int fill_copy(void *ud, uint32_t id, struct row *r)
   return a->copies[id].s.count > 0;
 }
 
-static json_t *copy_rows(struct idx_agg *a)
+static void copy_rows(struct idx_agg *a, struct agg_out *o)
 {
-  json_t *arr = json_array();
   struct row *rows;
   size_t i, n;
 
@@ -277,10 +287,9 @@ static json_t *copy_rows(struct idx_agg *a)
       .max_bytes = c->max_bytes,
     };
 
-    json_array_append_new(arr, agg_sum_memcpy_json(&r));
+    agg_out_row(o, agg_sum_memcpy_json(&r));
   }
   free(rows);
-  return arr;
 }
 
 struct cat_ctx {
@@ -297,10 +306,10 @@ static int fill_cat(void *ud, uint32_t id, struct row *r)
   return c->cats[id].count > 0;
 }
 
-static json_t *category_rows(const struct agg_stat *cats, int64_t device_ns)
+static void category_rows(const struct agg_stat *cats, int64_t device_ns,
+                          struct agg_out *o)
 {
   struct cat_ctx ctx = { cats };
-  json_t *arr = json_array();
   struct row *rows;
   size_t i, n;
 
@@ -315,10 +324,9 @@ static json_t *category_rows(const struct agg_stat *cats, int64_t device_ns)
       .share = agg_share(c->total_ns, device_ns),
     };
 
-    json_array_append_new(arr, agg_sum_category_json(&r));
+    agg_out_row(o, agg_sum_category_json(&r));
   }
   free(rows);
-  return arr;
 }
 
 static int fill_step(void *ud, uint32_t id, struct row *r)
@@ -363,10 +371,9 @@ static void choose_step_side(struct idx_agg *a)
       a->step_side = AGG_SIDE_GPU;
 }
 
-static json_t *step_rows(struct idx_agg *a)
+static void step_rows(struct idx_agg *a, struct agg_out *o)
 {
   int gpu = a->step_side == AGG_SIDE_GPU;
-  json_t *arr = json_array();
   struct row *rows;
   size_t i, n;
 
@@ -398,10 +405,9 @@ static json_t *step_rows(struct idx_agg *a)
       .steady_max_ns = s->steady.max_ns,
     };
 
-    json_array_append_new(arr, agg_sum_step_json(&r));
+    agg_out_row(o, agg_sum_step_json(&r));
   }
   free(rows);
-  return arr;
 }
 
 /* The kernel with the largest total (ties: first name), UINT32_MAX when
@@ -429,28 +435,58 @@ static struct agg_txt device_value(const struct idx_agg *a,
   return agg_txt(NULL);
 }
 
+static void warn(json_t *w, const char *code, const char *msg)
+{
+  json_array_append_new(w,
+                        json_pack("{s:s,s:s}", "code", code, "message", msg));
+}
+
+/* Names cut and escaped (agg_name.c). */
+static void name_warnings(const struct idx_agg *a, json_t *w)
+{
+  char msg[384];
+
+  if (a->kfold.cut + a->rfold.cut + a->texts_cut > 0) {
+    snprintf(msg, sizeof(msg),
+             "%llu kernel names, %llu host API names and %llu demangled "
+             "names or families were longer than %u bytes (demangled "
+             "names %u): each keeps its first bytes and ends in \"...#\" "
+             "and a hash of the whole, so that distinct names stay distinct",
+             (unsigned long long)a->kfold.cut, (unsigned long long)a->rfold.cut,
+             (unsigned long long)a->texts_cut, AGG_NAME_MAX, AGG_DEMANGLED_MAX);
+    warn(w, "names_cut", msg);
+  }
+  if (a->kfold.escaped + a->rfold.escaped > 0) {
+    snprintf(msg, sizeof(msg),
+             "%llu kernel names and %llu host API names held control "
+             "characters (a NUL, a newline...): they are written as JSON "
+             "escapes (\\u0000, \\n)",
+             (unsigned long long)a->kfold.escaped,
+             (unsigned long long)a->rfold.escaped);
+    warn(w, "names_escaped", msg);
+  }
+}
+
 /* The summary's warnings: names folded beyond the cap (agg_fold.c),
- * launch shapes beyond theirs (agg.c). */
+ * launch shapes beyond theirs (agg.c), names cut or escaped. */
 static json_t *fold_warnings(const struct idx_agg *a)
 {
   const struct agg_fold *folds[2] = { &a->kfold, &a->rfold };
   static const char *const what[2] = { "kernel", "host API" };
   json_t *w = json_array();
-  char msg[384];
+  char msg[384], cap[96];
 
   for (int i = 0; i < 2; i++) {
     if (folds[i]->id == UINT32_MAX)
       continue;
+    snprintf(cap, sizeof(cap), "%u (max_kernel_names)%s", folds[i]->cap,
+             folds[i]->by_bytes ? " or of 16 MiB of name text" : "");
     snprintf(msg, sizeof(msg),
-             "%llu distinct %s names beyond the cap of %u "
-             "(max_kernel_names) are folded into one row \"%s\": its "
-             "figures are their %llu events summed",
-             (unsigned long long)folds[i]->distinct, what[i], folds[i]->cap,
+             "%llu distinct %s names beyond the cap of %s are folded into "
+             "one row \"%s\": its figures are their %llu events summed",
+             (unsigned long long)folds[i]->distinct, what[i], cap,
              folds[i]->name, (unsigned long long)folds[i]->events);
-    json_array_append_new(
-        w, json_pack("{s:s,s:s}", "code",
-                     i ? "runtime_names_capped" : "kernel_names_capped",
-                     "message", msg));
+    warn(w, i ? "runtime_names_capped" : "kernel_names_capped", msg);
   }
   if (a->shapes_folded > 0 || a->launches_folded > 0) {
     snprintf(msg, sizeof(msg),
@@ -460,9 +496,9 @@ static json_t *fold_warnings(const struct idx_agg *a)
              "shared memory: their kernels' rows and totals still hold them",
              a->shape_cap, (unsigned long long)a->shapes_folded,
              (unsigned long long)a->launches_folded);
-    json_array_append_new(w, json_pack("{s:s,s:s}", "code",
-                                       "launch_shapes_capped", "message", msg));
+    warn(w, "launch_shapes_capped", msg);
   }
+  name_warnings(a, w);
   return w;
 }
 
@@ -554,16 +590,100 @@ static void device_categories(const struct idx_agg *a, struct agg_stat *cats)
   mset->total_ns += a->copies[AGG_COPY_MEMSET].s.total_ns;
 }
 
-int idx_agg_summary(struct idx_agg *a, const struct idx_doc *doc,
-                    const struct agg_file_info *info, json_t **out,
-                    struct tr_err *err)
+void agg_out_row(struct agg_out *o, json_t *row)
+{
+  if (row == NULL && o->rc == 0)
+    o->rc = tr_err_set(o->err, TR_ENOMEM, "", "out of memory");
+  if (o->rc == 0)
+    o->rc = o->sink->on_row(o->sink->ud, o->table, row, o->err);
+  json_decref(row);
+}
+
+/* The phases of the time pass, held until their turn. */
+static void phase_rows(json_t *phases, struct agg_out *o)
+{
+  json_t *row;
+  size_t i;
+
+  json_array_foreach(phases, i, row)
+    agg_out_row(o, json_incref(row));
+}
+
+/* Every table after the head, in the summary's order (common/summary.h's
+ * TR_SUM_TABLES). */
+static int table_rows(struct idx_agg *a, const struct row *krows, size_t nk,
+                      const struct agg_stat *cats, json_t *phases,
+                      struct agg_out *o)
+{
+#define ONE_TABLE(member, ROWS, row) +1
+  _Static_assert((0 TR_SUM_TABLES(ONE_TABLE)) == 25,
+                 "a summary table this function does not write");
+#undef ONE_TABLE
+  o->table = "kernels";
+  kernel_rows(a, krows, nk, o);
+  o->table = "launches";
+  launch_rows(a, o);
+  o->table = "categories";
+  category_rows(cats, device_ns_of(a), o);
+  o->table = "memcpy";
+  copy_rows(a, o);
+  o->table = "runtime";
+  runtime_rows(a, o);
+  o->table = "steps";
+  step_rows(a, o);
+  o->table = "phases";
+  phase_rows(phases, o);
+  o->table = "step_buckets";
+  agg_step_buckets_rows(a, o);
+  o->table = "step_histogram";
+  agg_step_hist_rows(a, o);
+  o->table = "step_outliers";
+  agg_step_outliers_rows(a, o);
+  o->table = "idle";
+  agg_idle_rows(a, o);
+  o->table = "timeline";
+  agg_timeline_rows(a, o);
+  o->table = "families";
+  agg_families_rows(a, o);
+  o->table = "family_steps";
+  agg_famsteps_rows(a, o);
+  o->table = "sample_figures";
+  agg_sample_figures_rows(a, o);
+  o->table = "step_samples";
+  agg_step_samples_rows(a, o);
+  dec_rows(a->dec, a->t0_ns, o); /* the decode_* tables */
+  return o->rc;
+}
+
+/* The head, then the tables. */
+static int emit(struct idx_agg *a, const struct idx_doc *doc,
+                const struct agg_file_info *info, const struct row *krows,
+                size_t nk, const struct agg_time_out *t, struct agg_out *o)
 {
   struct agg_stat cats[AGG_NCATEGORIES], rt = { 0, 0, 0, 0 };
+  json_t *head;
+  int rc;
+
+  memset(cats, 0, sizeof(cats));
+  kernel_cats(a, krows, nk, cats);
+  device_categories(a, cats);
+  runtime_sum(a, &rt);
+  head = summary_head(a, doc, info, nk, t->gpu_busy_ns, &rt);
+  if (head == NULL)
+    return tr_err_set(o->err, TR_ENOMEM, "", "%s: out of memory", info->path);
+  rc = o->sink->on_head(o->sink->ud, head, o->err);
+  json_decref(head);
+  return rc != 0 ? rc : table_rows(a, krows, nk, cats, t->phases, o);
+}
+
+int idx_agg_rows(struct idx_agg *a, const struct idx_doc *doc,
+                 const struct agg_file_info *info, const struct idx_sink *sink,
+                 struct tr_err *err)
+{
   struct agg_time_out t = { 0, NULL };
-  struct agg_sum_tables tab;
+  struct agg_out o = { sink, NULL, err, 0 };
   struct row *krows;
   size_t nk;
-  json_t *o;
   int rc;
 
   if ((rc = agg_fold_end(&a->kfold, &a->names)) != 0 ||
@@ -581,32 +701,60 @@ int idx_agg_summary(struct idx_agg *a, const struct idx_doc *doc,
   if (krows == NULL)
     return tr_err_set(err, TR_ENOMEM, "", "%s: out of memory", info->path);
   rc = agg_time_pass(a, heaviest(krows, nk), &t, err);
-  if (rc != 0) {
-    free(krows);
-    return rc;
-  }
-  memset(cats, 0, sizeof(cats));
-  tab.kernels = kernel_rows(a, krows, nk, cats);
+  if (rc == 0)
+    rc = emit(a, doc, info, krows, nk, &t, &o);
   free(krows);
-  tab.runtime = runtime_rows(a, &rt);
-  o = summary_head(a, doc, info, nk, t.gpu_busy_ns, &rt);
-  device_categories(a, cats);
-  tab.launches = launch_rows(a);
-  tab.categories = category_rows(cats, device_ns_of(a));
-  tab.memcpy = copy_rows(a);
-  tab.steps = step_rows(a);
-  tab.phases = t.phases;
-  tab.step_buckets = agg_step_buckets_json(a);
-  tab.step_histogram = agg_step_hist_json(a);
-  tab.step_outliers = agg_step_outliers_json(a);
-  tab.idle = agg_idle_json(a);
-  tab.timeline = agg_timeline_json(a);
-  tab.families = agg_families_json(a);
-  tab.family_steps = agg_famsteps_json(a);
-  tab.sample_figures = agg_sample_figures_json(a);
-  tab.step_samples = agg_step_samples_json(a);
-  dec_put_tables(a->dec, a->t0_ns, &tab);
-  agg_sum_tables_put(o, &tab);
-  *out = o;
+  json_decref(t.phases);
+  return rc;
+}
+
+/* ---- the whole summary as one document ---- */
+
+static int tree_head(void *ud, json_t *head, struct tr_err *err)
+{
+  struct agg_tree *t = ud;
+
+  (void)err;
+  t->doc = json_incref(head);
+  agg_sum_tables_new(t->doc);
   return 0;
+}
+
+static int tree_row(void *ud, const char *table, json_t *row,
+                    struct tr_err *err)
+{
+  struct agg_tree *t = ud;
+
+  if (json_array_append(json_object_get(t->doc, table), row) != 0)
+    return tr_err_set(err, TR_ENOMEM, "", "out of memory");
+  return 0;
+}
+
+void agg_tree_sink(struct agg_tree *t, struct idx_sink *out)
+{
+  t->doc = NULL;
+  out->on_head = tree_head;
+  out->on_row = tree_row;
+  out->ud = t;
+}
+
+int agg_tree_take(struct agg_tree *t, int rc, json_t **out)
+{
+  if (rc != 0)
+    json_decref(t->doc);
+  else
+    *out = t->doc;
+  t->doc = NULL;
+  return rc;
+}
+
+int idx_agg_summary(struct idx_agg *a, const struct idx_doc *doc,
+                    const struct agg_file_info *info, json_t **out,
+                    struct tr_err *err)
+{
+  struct agg_tree t;
+  struct idx_sink sink;
+
+  agg_tree_sink(&t, &sink);
+  return agg_tree_take(&t, idx_agg_rows(a, doc, info, &sink, err), out);
 }

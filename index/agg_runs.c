@@ -2,10 +2,10 @@
  * Time records in bounded memory. Trace files are not time-sorted (kineto
  * writes CPU spans, then GPU activity per stream), yet the union of device
  * intervals, step kernel time and phases need time order. Records gather in
- * a fixed buffer; a full buffer is sorted and appended to a tmpfile() as a
- * run; at the end the runs are k-way merged through a heap, each read
- * through a small window. Exact, and RSS stays flat with file size: the
- * disk holds 32 bytes per device event, host call and run label instead.
+ * a fixed buffer; a full buffer is sorted and appended to a spill file
+ * (agg_spill.c) as a run; at the end the runs are k-way merged through a heap,
+ * each read through a small window. Exact, and RSS stays flat with file size:
+ * the disk holds 32 bytes per device event, host call and run label instead.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -144,9 +144,10 @@ static void sort_recs(struct agg_rec *v, size_t n)
   intro_sort(v, n, depth);
 }
 
-int agg_runs_init(struct agg_runs *r, size_t cap)
+int agg_runs_init(struct agg_runs *r, size_t cap, struct agg_spill *sp)
 {
   memset(r, 0, sizeof(*r));
+  r->sp = sp;
   r->cap = cap < 2 ? 2 : cap;
   r->buf = malloc(r->cap * sizeof(*r->buf));
   return r->buf == NULL ? TR_ENOMEM : 0;
@@ -156,20 +157,24 @@ int agg_runs_init(struct agg_runs *r, size_t cap)
 static int spill(struct agg_runs *r)
 {
   struct agg_run run;
+  int rc;
 
   if (r->n == 0)
     return 0;
-  if (r->spill == NULL && (r->spill = tmpfile()) == NULL)
-    return -errno;
+  if (r->spill == NULL && (rc = agg_spill_open(r->sp, &r->spill)) != 0)
+    return rc;
   if (agg_grow(&r->runs, &r->runs_cap, r->nruns, sizeof(*r->runs)) != 0)
     return TR_ENOMEM;
   sort_recs(r->buf, r->n);
   run.first =
       r->nruns ? r->runs[r->nruns - 1].first + r->runs[r->nruns - 1].n : 0;
   run.n = r->n;
-  if (fseeko(r->spill, (off_t)(run.first * sizeof(*r->buf)), SEEK_SET) != 0 ||
-      fwrite(r->buf, sizeof(*r->buf), r->n, r->spill) != r->n ||
-      fflush(r->spill) != 0)
+  if (fseeko(r->spill, (off_t)(run.first * sizeof(*r->buf)), SEEK_SET) != 0)
+    return TR_EIO;
+  rc = agg_spill_write(r->sp, r->spill, r->buf, r->n * sizeof(*r->buf));
+  if (rc != 0)
+    return rc;
+  if (fflush(r->spill) != 0)
     return TR_EIO;
   r->runs[r->nruns++] = run;
   r->n = 0;
@@ -354,28 +359,22 @@ struct label_entry { /* the index file: one per label */
   uint32_t len, pad;
 };
 
-/* The length of at most max bytes of p that ends on a UTF-8 character. */
-static size_t utf8_cut(const char *p, size_t n, size_t max)
-{
-  if (n <= max)
-    return n;
-  while (max > 0 && ((unsigned char)p[max] & 0xC0) == 0x80)
-    max--;
-  return max;
-}
-
 int agg_labels_add(struct agg_labels *l, const char *p, size_t n, int64_t *seq)
 {
   struct label_entry e = { l->bytes, 0, 0 };
+  char text[AGG_LABEL_TEXT];
+  size_t taken;
 
-  if (l->text == NULL) {
-    if ((l->text = tmpfile()) == NULL || (l->index = tmpfile()) == NULL)
-      return -errno;
-  }
-  e.len = (uint32_t)utf8_cut(p, n, AGG_LABEL_TEXT);
-  if ((e.len > 0 && fwrite(p, 1, e.len, l->text) != e.len) ||
-      fwrite(&e, sizeof(e), 1, l->index) != 1)
-    return TR_EIO;
+  int rc;
+
+  if (l->text == NULL && ((rc = agg_spill_open(l->sp, &l->text)) != 0 ||
+                          (rc = agg_spill_open(l->sp, &l->index)) != 0))
+    return rc;
+  /* Cut on a character, control bytes escaped as names' are. */
+  e.len = (uint32_t)agg_text_escape(p, n, text, sizeof(text), &taken);
+  if ((rc = agg_spill_write(l->sp, l->text, text, e.len)) != 0 ||
+      (rc = agg_spill_write(l->sp, l->index, &e, sizeof(e))) != 0)
+    return rc;
   l->bytes += e.len;
   *seq = l->n++;
   return 0;

@@ -407,10 +407,8 @@ static struct agg_txt fig_name(const struct idx_agg *a, uint32_t i)
   return (struct agg_txt){ k->p, k->n };
 }
 
-json_t *agg_sample_figures_json(const struct idx_agg *a)
+void agg_sample_figures_rows(const struct idx_agg *a, struct agg_out *o)
 {
-  json_t *rows = json_array();
-
   AGG_SUM_FILLS(TR_SUM_SAMPLE_FIGURE, 3);
   for (uint32_t i = 0; a->samples.nslots > 0 && i < a->samples.nfig; i++) {
     struct agg_sum_sample_figure r = {
@@ -419,9 +417,8 @@ json_t *agg_sample_figures_json(const struct idx_agg *a)
       .name = fig_name(a, i),
     };
 
-    json_array_append_new(rows, agg_sum_sample_figure_json(&r));
+    agg_out_row(o, agg_sum_sample_figure_json(&r));
   }
-  return rows;
 }
 
 static struct agg_opt opt_of(int64_t v)
@@ -438,11 +435,10 @@ static int kind_name_cmp(const void *x, const void *y, void *ud)
 }
 
 /* Rows by kind name, then ordinal (a kind's slots are in ordinal order). */
-json_t *agg_step_samples_json(struct idx_agg *a)
+void agg_step_samples_rows(struct idx_agg *a, struct agg_out *o)
 {
   const struct agg_samples *s = &a->samples;
   uint32_t *kinds = agg_order(a->nkinds, kind_name_cmp, &a->kinds_map);
-  json_t *rows = json_array();
 
   AGG_SUM_FILLS(TR_SUM_STEP_SAMPLE, 9);
   for (uint32_t i = 0; kinds != NULL && s->nslots > 0 && i < a->nkinds; i++) {
@@ -473,9 +469,8 @@ json_t *agg_step_samples_json(struct idx_agg *a)
         .warmup = smp->warmup,
         .values = vals,
       };
-      json_array_append_new(rows, agg_sum_step_sample_json(&r));
+      agg_out_row(o, agg_sum_step_sample_json(&r));
     }
   }
   free(kinds);
-  return rows;
 }

@@ -395,7 +395,7 @@ static struct agg_txt kind_txt(const struct idx_agg *a, uint32_t k)
 }
 
 static void bucket_row(const struct idx_agg *a, uint32_t k, int dim, int b,
-                       json_t *rows)
+                       struct agg_out *o)
 {
   const struct agg_bucket *x =
       &a->steps[a->step_side][k].buckets[dim * AGG_BUCKETS + b];
@@ -414,12 +414,11 @@ static void bucket_row(const struct idx_agg *a, uint32_t k, int dim, int b,
   };
 
   AGG_SUM_FILLS(TR_SUM_STEP_BUCKET, 11);
-  json_array_append_new(rows, agg_sum_step_bucket_json(&r));
+  agg_out_row(o, agg_sum_step_bucket_json(&r));
 }
 
-json_t *agg_step_buckets_json(const struct idx_agg *a)
+void agg_step_buckets_rows(const struct idx_agg *a, struct agg_out *o)
 {
-  json_t *rows = json_array();
   uint32_t n, *kinds = kinds_by_name(a, &n);
 
   for (uint32_t i = 0; i < n; i++) {
@@ -428,16 +427,15 @@ json_t *agg_step_buckets_json(const struct idx_agg *a)
     for (int dim = 0; st->buckets != NULL && dim < AGG_DIMS; dim++)
       for (int b = 0; b < AGG_BUCKETS; b++)
         if (st->buckets[dim * AGG_BUCKETS + b].s.count > 0)
-          bucket_row(a, kinds[i], dim, b, rows);
+          bucket_row(a, kinds[i], dim, b, o);
   }
   free(kinds);
-  return rows;
 }
 
 /* The bins of the step-time histogram being written. */
 struct hist_out {
   struct agg_txt kind;
-  json_t *rows;
+  struct agg_out *o;
   int64_t lo, hi;
   uint64_t count;
 };
@@ -448,7 +446,7 @@ static void hist_flush(struct hist_out *h)
 
   AGG_SUM_FILLS(TR_SUM_STEP_HIST, 4);
   if (h->count > 0)
-    json_array_append_new(h->rows, agg_sum_step_hist_json(&r));
+    agg_out_row(h->o, agg_sum_step_hist_json(&r));
   h->count = 0;
 }
 
@@ -469,9 +467,9 @@ static void hist_bucket(void *ud, int64_t low, int64_t high, uint64_t count)
   h->count += count;
 }
 
-json_t *agg_step_hist_json(const struct idx_agg *a)
+void agg_step_hist_rows(const struct idx_agg *a, struct agg_out *o)
 {
-  struct hist_out h = { { NULL, 0 }, json_array(), 0, 0, 0 };
+  struct hist_out h = { { NULL, 0 }, o, 0, 0, 0 };
   uint32_t n, *kinds = kinds_by_name(a, &n);
 
   for (uint32_t i = 0; i < n; i++) {
@@ -481,7 +479,6 @@ json_t *agg_step_hist_json(const struct idx_agg *a)
       hist_flush(&h);
   }
   free(kinds);
-  return h.rows;
 }
 
 static json_t *top_json(const struct idx_agg *a, const struct agg_top *top,
@@ -503,7 +500,7 @@ static json_t *top_json(const struct idx_agg *a, const struct agg_top *top,
 
 static void outlier_row(struct idx_agg *a, uint32_t k, const char *role,
                         int index, const struct agg_pick *p, json_t *top,
-                        json_t *rows)
+                        struct agg_out *o)
 {
   char text[AGG_LABEL_TEXT + 1];
   struct agg_sum_step_outlier r = {
@@ -519,12 +516,11 @@ static void outlier_row(struct idx_agg *a, uint32_t k, const char *role,
   if (agg_labels_get(&a->labels, p->seq, text, sizeof(text)) != 0)
     text[0] = '\0'; /* the spill file failed: the row keeps its figures */
   r.label = agg_txt(text);
-  json_array_append_new(rows, agg_sum_step_outlier_json(&r));
+  agg_out_row(o, agg_sum_step_outlier_json(&r));
 }
 
-json_t *agg_step_outliers_json(struct idx_agg *a)
+void agg_step_outliers_rows(struct idx_agg *a, struct agg_out *o)
 {
-  json_t *rows = json_array();
   uint32_t n, *kinds = kinds_by_name(a, &n);
 
   for (uint32_t i = 0; i < n; i++) {
@@ -532,11 +528,10 @@ json_t *agg_step_outliers_json(struct idx_agg *a)
 
     for (uint32_t j = 0; j < st->nslow; j++)
       outlier_row(a, kinds[i], "slowest", (int)j, &st->slow[j],
-                  top_json(a, st->slow_top[j], st->nslow_top[j]), rows);
+                  top_json(a, st->slow_top[j], st->nslow_top[j]), o);
     if (st->median.seq >= 0)
       outlier_row(a, kinds[i], "median", 0, &st->median,
-                  top_json(a, st->median_top, st->nmedian_top), rows);
+                  top_json(a, st->median_top, st->nmedian_top), o);
   }
   free(kinds);
-  return rows;
 }

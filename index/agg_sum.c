@@ -102,9 +102,9 @@ json_t *agg_sum_rank_json(const struct agg_sum_rank *r)
 TR_SUM_TABLES(WRITER)
 TR_CAP_TABLES(WRITER)
 
-void agg_sum_tables_put(json_t *o, const struct agg_sum_tables *t)
+void agg_sum_tables_new(json_t *o)
 {
-#define PUT(member, ROWS, row) put(o, #member, t->member);
+#define PUT(member, ROWS, row) put(o, #member, json_array());
   TR_SUM_TABLES(PUT)
 #undef PUT
 }

@@ -68,16 +68,9 @@ TR_SUM_TABLES(AGG_SUM_DECL_)
 TR_CAP_TABLES(AGG_SUM_DECL_)
 #undef AGG_SUM_DECL_
 
-/* The summary's tables, one array per TR_SUM_TABLES row. */
-#define AGG_SUM_TABLE_(member, ROWS, row) json_t *member;
-struct agg_sum_tables {
-  TR_SUM_TABLES(AGG_SUM_TABLE_)
-};
-#undef AGG_SUM_TABLE_
-
-/* Sets each table of t into the summary object o, in the list's order;
- * takes the references. */
-void agg_sum_tables_put(json_t *o, const struct agg_sum_tables *t);
+/* Sets an empty array per TR_SUM_TABLES row into the summary object o,
+ * in the list's order: the tables a row goes to. */
+void agg_sum_tables_new(json_t *o);
 
 /* Compile-time reminder at each place that fills a row: a row added to the
  * list fails it until that place sets the new member. */

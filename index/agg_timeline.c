@@ -136,11 +136,10 @@ static json_t *categories_of(const struct idx_agg *a, uint32_t i)
   return o;
 }
 
-json_t *agg_timeline_json(const struct idx_agg *a)
+void agg_timeline_rows(const struct idx_agg *a, struct agg_out *o)
 {
   const struct agg_timeline *tl = &a->tl;
   int64_t span = a->tend_ns - a->t0_ns;
-  json_t *rows = json_array();
 
   AGG_SUM_FILLS(TR_SUM_TIMELINE, 7);
   for (uint32_t i = 0; i < tl->n; i++) {
@@ -159,7 +158,6 @@ json_t *agg_timeline_json(const struct idx_agg *a)
       r.step.p = a->kinds_map.keys[step].p;
       r.step.n = a->kinds_map.keys[step].n;
     }
-    json_array_append_new(rows, agg_sum_timeline_json(&r));
+    agg_out_row(o, agg_sum_timeline_json(&r));
   }
-  return rows;
 }

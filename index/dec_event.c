@@ -61,7 +61,8 @@ static int has_word(struct idx_str s, const char *lit)
 
 /* ---- the library ---- */
 
-int dec_lib_new(uint32_t max_names, struct dec_lib **out)
+int dec_lib_new(uint32_t max_names, struct agg_spill *sp,
+                struct dec_lib **out)
 {
   struct dec_lib *lib = calloc(1, sizeof(*lib));
 
@@ -70,6 +71,7 @@ int dec_lib_new(uint32_t max_names, struct dec_lib **out)
     return TR_ENOMEM;
   }
   lib->max_names = max_names ? max_names : IDX_MAX_KERNEL_NAMES;
+  lib->sp = sp;
   *out = lib;
   return 0;
 }
@@ -138,8 +140,9 @@ int dec_file_new(struct dec_lib *lib, enum dec_mode mode,
   d->lib = lib;
   d->mode = mode;
   d->cap = cap;
-  if (agg_runs_init(&d->runs, DEC_RECS) == 0 &&
-      agg_runs_init(&d->step_runs, STEP_RECS) == 0 &&
+  d->labels.sp = lib->sp;
+  if (agg_runs_init(&d->runs, DEC_RECS, lib->sp) == 0 &&
+      agg_runs_init(&d->step_runs, STEP_RECS, lib->sp) == 0 &&
       hs_lanes_init(&d->lanes) == 0 && dec_tab_init(&d->tab) == 0)
     rc = mode == DEC_CAPTURE ? add_capfile(lib, cap, &d->file) : 0;
   if (rc != 0) {

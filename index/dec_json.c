@@ -522,41 +522,43 @@ static json_t *step_row(struct dec_file *d, uint32_t kind, int64_t t0_ns)
   return agg_sum_dec_step_json(&r);
 }
 
-void dec_put_tables(struct dec_file *d, int64_t t0_ns, struct agg_sum_tables *t)
+/* Each row of rows (taken; NULL: out of memory) to o as table name. */
+static void put(struct agg_out *o, const char *name, json_t *rows)
+{
+  json_t *row;
+  size_t i;
+
+  o->table = name;
+  if (rows == NULL) {
+    agg_out_row(o, NULL);
+    return;
+  }
+  json_array_foreach(rows, i, row)
+    agg_out_row(o, json_incref(row));
+  json_decref(rows);
+}
+
+void dec_rows(struct dec_file *d, int64_t t0_ns, struct agg_out *o)
 {
   uint32_t *layers, nk;
 
-  if (d == NULL) {
-    t->decode_modules = json_array();
-    t->decode_layers = json_array();
-    t->decode_ops = json_array();
-    t->decode_layer_modules = json_array();
-    t->decode_op_modules = json_array();
-    t->decode_kernels = json_array();
-    t->decode_blocks = json_array();
-    t->decode_steps = json_array();
-    t->decode_median = json_array();
-    return;
-  }
+  if (d == NULL)
+    return; /* decode not run: its tables have no rows */
   layers = module_layers(d);
-  t->decode_modules = table(d, T_MOD, layers);
+  put(o, "decode_modules", table(d, T_MOD, layers));
   free(layers);
-  t->decode_layers = table(d, T_LAYER, NULL);
-  t->decode_ops = table(d, T_OP, NULL);
-  t->decode_layer_modules = table(d, T_LM, NULL);
-  t->decode_op_modules = table(d, T_OM, NULL);
-  t->decode_kernels = table(d, T_KERN, NULL);
-  t->decode_blocks = blocks(d);
-  t->decode_steps = json_array();
-  t->decode_median = json_array();
+  put(o, "decode_layers", table(d, T_LAYER, NULL));
+  put(o, "decode_ops", table(d, T_OP, NULL));
+  put(o, "decode_layer_modules", table(d, T_LM, NULL));
+  put(o, "decode_op_modules", table(d, T_OM, NULL));
+  put(o, "decode_kernels", table(d, T_KERN, NULL));
+  put(o, "decode_blocks", blocks(d));
   nk = d->kinds.n < DEC_MAX_KINDS ? d->kinds.n : DEC_MAX_KINDS;
-  for (uint32_t k = 0; k < nk; k++) {
-    json_t *rows = median_rows(d, k);
-
-    json_array_append_new(t->decode_steps, step_row(d, k, t0_ns));
-    json_array_extend(t->decode_median, rows);
-    json_decref(rows);
-  }
+  o->table = "decode_steps";
+  for (uint32_t k = 0; k < nk; k++)
+    agg_out_row(o, step_row(d, k, t0_ns));
+  for (uint32_t k = 0; k < nk; k++)
+    put(o, "decode_median", median_rows(d, k));
 }
 
 /* ---- warnings ---- */

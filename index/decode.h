@@ -33,8 +33,11 @@ enum dec_mode {
 };
 
 /* A library for one rank; max_names caps distinct kernel names (0:
- * IDX_MAX_KERNEL_NAMES). Caller frees with dec_lib_free(). */
-int dec_lib_new(uint32_t max_names, struct dec_lib **out);
+ * IDX_MAX_KERNEL_NAMES); its files' records spill to sp (borrowed: the
+ * rank's, so that they count against its bounds). Caller frees with
+ * dec_lib_free(). */
+int dec_lib_new(uint32_t max_names, struct agg_spill *sp,
+                struct dec_lib **out);
 void dec_lib_free(struct dec_lib *lib);
 /* A capture trace of lib could not be read (the summary warns). */
 void dec_lib_capture_failed(struct dec_lib *lib);
@@ -68,11 +71,11 @@ static inline int dec_wants(const struct idx_event *ev, enum idx_class cls)
 int dec_end(struct dec_file *d, struct tr_err *err);
 
 /* The run trace's figures into the summary: its scalars (completeness)
- * into r; its tables into t (new references). d NULL (decode not run):
- * zeros and empty tables. */
+ * into r; the rows of its tables (the decode_* members of common/
+ * summary.h's TR_SUM_TABLES, in that order) to o. d NULL (decode not
+ * run): zeros and no rows. */
 void dec_put_rank(const struct dec_file *d, struct agg_sum_rank *r);
-void dec_put_tables(struct dec_file *d, int64_t t0_ns,
-                    struct agg_sum_tables *t);
+void dec_rows(struct dec_file *d, int64_t t0_ns, struct agg_out *o);
 
 /* The summary's warnings about the decode figures (stacks or names
  * capped, replays left unmatched, steps closed before their kernels

@@ -51,6 +51,7 @@ struct dec_lib {
   struct hs_trie trie;
   struct agg_map names; /* device names: kernels, copies, memsets */
   uint32_t max_names;
+  struct agg_spill *sp; /* where the files' records spill (borrowed) */
   uint64_t names_folded;
   struct dec_launch *launches;
   size_t nlaunches, launches_cap;

@@ -112,7 +112,7 @@ static int decode_open(const char *root, const struct idx_options *opt,
 {
   int rc;
 
-  if (dec_lib_new(opt->max_kernel_names, lib) != 0)
+  if (dec_lib_new(opt->max_kernel_names, &agg->spill, lib) != 0)
     return tr_err_set(err, TR_ENOMEM, "", "out of memory");
   for (size_t i = 0; i < opt->ncaptures; i++)
     if ((rc = read_capture(root, *lib, &opt->captures[i], opt, err)) != 0)
@@ -120,6 +120,20 @@ static int decode_open(const char *root, const struct idx_options *opt,
   if (dec_file_new(*lib, DEC_RUN, NULL, &agg->dec) != 0)
     return tr_err_set(err, TR_ENOMEM, "", "out of memory");
   return 0;
+}
+
+/* TR_ELIMIT once the reader has taken more JSON than opt allows. */
+static int check_inflated(const struct idx_reader *rd,
+                          const struct idx_options *opt, struct tr_err *err)
+{
+  uint64_t n = idx_reader_doc(rd)->json_bytes;
+
+  if (opt->max_inflated_bytes == 0 || n <= opt->max_inflated_bytes)
+    return 0;
+  return tr_err_set(err, TR_ELIMIT, "",
+                    "the trace inflates to more than max_rank_inflated_bytes "
+                    "(%llu bytes of JSON): refused",
+                    (unsigned long long)opt->max_inflated_bytes);
 }
 
 /* Pumps the source into the reader until the end of the input. */
@@ -138,7 +152,8 @@ static int pump(struct idx_source *src, struct idx_reader *rd,
       return rc;
     if (c.len == 0)
       return idx_reader_finish(rd, err);
-    if ((rc = idx_reader_feed_chunk(rd, &c, err)) != 0)
+    if ((rc = idx_reader_feed_chunk(rd, &c, err)) != 0 ||
+        (rc = check_inflated(rd, opt, err)) != 0)
       return rc;
     /* Once in traceEvents, the source's thread may walk ahead. */
     if (!hinted && (hinted = idx_reader_walk_hint(rd, &depth, &scale)))
@@ -227,6 +242,17 @@ int idx_file_under(const char *root, const char *path,
                    const struct idx_options *opt, json_t **out,
                    struct tr_err *err)
 {
+  struct agg_tree t;
+  struct idx_sink sink;
+
+  agg_tree_sink(&t, &sink);
+  return agg_tree_take(&t, idx_file_sink(root, path, opt, &sink, err), out);
+}
+
+int idx_file_sink(const char *root, const char *path,
+                  const struct idx_options *opt, const struct idx_sink *sink,
+                  struct tr_err *err)
+{
   static const struct idx_options defaults = { .format = IDX_FORMAT_AUTO,
                                                .rank = -1 };
   struct agg_file_info info = { path, 0, -1 };
@@ -234,7 +260,6 @@ int idx_file_under(const char *root, const char *path,
   struct idx_reader *rd = NULL;
   struct tr_err local = { 0 };
   char *coll_tmp = NULL;
-  json_t *summary = NULL;
   struct run run;
   int rc = 0;
 
@@ -244,6 +269,8 @@ int idx_file_under(const char *root, const char *path,
   if (idx_agg_init(&run.agg, opt->rules, TIME_RECORDS) != 0)
     return tr_err_set(err, TR_ENOMEM, "", "%s: out of memory", path);
   idx_agg_cap_names(&run.agg, opt->max_kernel_names);
+  run.agg.spill.dir = opt->spill_dir;
+  run.agg.spill.max_bytes = opt->max_spill_bytes;
   if ((rc = decode_open(root, opt, &run.agg, &lib, &local)) == 0 &&
       opt->collectives_path != NULL)
     rc = coll_open(opt->collectives_path, &run.agg.coll_out, &coll_tmp, &local);
@@ -253,15 +280,12 @@ int idx_file_under(const char *root, const char *path,
     rc = idx_read_under(root, path, rd, opt, &info.file_bytes, &local);
   if (rc == 0) {
     info.rank = opt->rank;
-    rc = idx_agg_summary(&run.agg, idx_reader_doc(rd), &info, &summary, &local);
+    rc = idx_agg_rows(&run.agg, idx_reader_doc(rd), &info, sink, &local);
   }
+  agg_spill_blame(&run.agg.spill, rc, &local);
   if (opt->collectives_path != NULL)
     rc = coll_close(run.agg.coll_out, coll_tmp, opt->collectives_path, rc,
                     &local);
-  if (rc == 0)
-    *out = summary;
-  else
-    json_decref(summary);
   idx_reader_free(rd);
   dec_file_free(run.agg.dec);
   run.agg.dec = NULL;

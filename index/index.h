@@ -144,6 +144,14 @@ struct idx_options {
    * (idx_collectives_match()): a new file at that path (written beside it
    * as path.tmp, then renamed; never through a link). NULL: none. */
   const char *collectives_path;
+  /* What the file may cost (docs/SECURITY.md), each refused with an error
+   * naming its setting: JSON bytes inflated (max_rank_inflated_bytes) and
+   * bytes of temporary files (max_rank_spill_bytes), 0: no cap; the
+   * temporary files go to spill_dir (NULL: $TMPDIR, else /tmp), whose
+   * disk keeps 1 GiB (or a twentieth of it) free whatever the cap. */
+  uint64_t max_inflated_bytes;
+  uint64_t max_spill_bytes;
+  const char *spill_dir;
   /* The rank's capture traces (borrowed; docs/DECODE.md): each is read
    * before the run trace, and the run trace's graph replays are matched
    * to the graphs they captured. None: replays stay unmatched (counted). */
@@ -170,6 +178,28 @@ int idx_file(const char *path, const struct idx_options *opt, json_t **out,
 int idx_file_under(const char *root, const char *path,
                    const struct idx_options *opt, json_t **out,
                    struct tr_err *err);
+
+/* Where idx_file_sink() hands a rank summary, piece by piece: first its
+ * head (an object holding every member of the summary but the tables),
+ * then every row of every table (table: the summary's member, "kernels",
+ * "launches"..., common/summary.h's TR_SUM_TABLES), each row as the
+ * summary's array would hold it. head and row are borrowed for the call.
+ * A non-zero return stops indexing; idx_file_sink() returns it, with err
+ * (the callback's, which should say why). */
+struct idx_sink {
+  int (*on_head)(void *ud, json_t *head, struct tr_err *err);
+  int (*on_row)(void *ud, const char *table, json_t *row, struct tr_err *err);
+  void *ud;
+};
+
+/* idx_file_under() whose summary goes to sink instead of into one
+ * document: each row is built, handed over and freed in turn, so memory
+ * is the aggregation's alone (the daemon stores rows as they come). On
+ * failure after the head was handed over, the sink has had part of the
+ * rows: its owner drops them. */
+int idx_file_sink(const char *root, const char *path,
+                  const struct idx_options *opt, const struct idx_sink *sink,
+                  struct tr_err *err);
 
 /* One rank's collectives for idx_collectives_match(). */
 struct idx_coll_rank {
@@ -208,6 +238,9 @@ struct idx_slice_opts {
   bool findings;                 /* add traced's tracks: steps, idle */
   const atomic_bool *cancel;     /* as idx_options' */
   int threads;                   /* as idx_options' */
+  uint64_t max_inflated_bytes;   /* as idx_options' */
+  uint64_t max_spill_bytes;      /* as idx_options' */
+  const char *spill_dir;         /* as idx_options' */
 };
 
 /* What a slice holds (its last member, traced_slice, says the same). */

@@ -351,18 +351,33 @@ static void on_finding(void *ud, const struct agg_finding *f)
     put_idle(s, f);
 }
 
+/* The summary's pieces are not the slice's: dropped as they come. */
+static int drop_head(void *ud, json_t *head, struct tr_err *err)
+{
+  (void)ud;
+  (void)head;
+  (void)err;
+  return 0;
+}
+
+static int drop_row(void *ud, const char *table, json_t *row,
+                    struct tr_err *err)
+{
+  (void)table;
+  return drop_head(ud, row, err);
+}
+
 /* Runs the aggregation's end (its time pass reports the findings). */
 static int tracks(struct slicer *s, const struct idx_doc *doc, const char *path,
                   struct tr_err *err)
 {
+  static const struct idx_sink drop = { drop_head, drop_row, NULL };
   struct agg_file_info info = { path, 0, -1 };
-  json_t *summary = NULL;
   int rc;
 
   s->agg.on_finding = on_finding;
   s->agg.finding_ud = s;
-  rc = idx_agg_summary(&s->agg, doc, &info, &summary, err);
-  json_decref(summary);
+  rc = idx_agg_rows(&s->agg, doc, &info, &drop, err);
   return rc != 0 ? rc : s->out.rc;
 }
 
@@ -434,6 +449,8 @@ static int slicer_init(struct slicer *s, const struct idx_slice_opts *o,
   if (idx_agg_init(&s->agg, o->rules, 0) != 0)
     return TR_ENOMEM;
   idx_agg_cap_names(&s->agg, o->max_kernel_names);
+  s->agg.spill.dir = o->spill_dir;
+  s->agg.spill.max_bytes = o->max_spill_bytes;
   s->agg_on = 1;
   return 0;
 }
@@ -446,7 +463,8 @@ int idx_slice_under(const char *root, const char *path,
                               .rules = o->rules,
                               .rank = -1,
                               .cancel = o->cancel,
-                              .threads = o->threads };
+                              .threads = o->threads,
+                              .max_inflated_bytes = o->max_inflated_bytes };
   struct tr_err local = { 0 };
   struct idx_reader *rd = NULL;
   struct slicer *s = calloc(1, sizeof(*s));
@@ -465,8 +483,10 @@ int idx_slice_under(const char *root, const char *path,
     *stats = s->st;
   idx_reader_free(rd);
   if (s != NULL) {
-    if (s->agg_on)
+    if (s->agg_on) {
+      agg_spill_blame(&s->agg.spill, rc, &local);
       idx_agg_free(&s->agg);
+    }
     free(s->held.p);
     free(s);
   }

@@ -71,7 +71,7 @@ static int idle_rows(struct store *st, const void *ctx,
 }
 
 /* By cause or (by step) by step kind and cause. */
-const struct store__sql store__sql_idle = { idle_rows, NULL, NULL };
+const struct store__sql store__sql_idle = { idle_rows, NULL, NULL, NULL };
 
 /* ---- the timeline ---- */
 
@@ -207,4 +207,4 @@ static int timeline_check(const struct store_query *q, struct tr_err *err)
  * busy_ns still sums to gpu_busy_ns; step the kind covering most of the
  * row, ties by name); all ranks: every rank's rows, each with "rank". */
 const struct store__sql store__sql_timeline = { timeline_rows, NULL,
-                                                timeline_check };
+                                                timeline_check, NULL };

@@ -3,10 +3,12 @@
  * process-wide write lock, transactions, and the row-to-JSON helper every
  * query uses.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/stats.h"
 #include "store/store_int.h"
@@ -19,29 +21,77 @@ static pthread_mutex_t write_lock = PTHREAD_MUTEX_INITIALIZER;
 
 enum { BUSY_TIMEOUT_MS = 10000 };
 
-/* SQLITE_FULL and SQLITE_IOERR on a read-write connection: the store
- * cannot take writes now. The one place every writer's failure passes,
- * so GET /healthz hears of the daemon's writes too. */
-static bool refuses_writes(struct store *st)
+#define READ_ONLY                                                              \
+  "it is read-only (file mode, immutable flag or a read-only mount): make "    \
+  "it writable"
+
+/* True when the database file or its WAL may not be written: an
+ * immutable flag (EPERM), a read-only mount (EROFS), a mode (EACCES). A
+ * write that failed so leaves SQLite an I/O error, its errno often lost
+ * in the rollback after it: the files say. */
+static bool files_read_only(struct store *st)
+{
+  const char *db = sqlite3_db_filename(st->db, "main");
+  char wal[4096];
+
+  if (db == NULL || *db == '\0')
+    return false;
+  snprintf(wal, sizeof(wal), "%s-wal", db);
+  return (access(db, W_OK) != 0 && errno != ENOENT) ||
+         (access(wal, W_OK) != 0 && errno != ENOENT);
+}
+
+/* Why a read-write connection's store cannot take writes now, from the
+ * last failure (SQLITE_FULL, SQLITE_READONLY, SQLITE_IOERR, SQLITE_PERM:
+ * a full disk, a read-only or immutable file, a file system remounted
+ * read-only), as a person should read it; NULL for any other failure. */
+static const char *refusal(struct store *st)
 {
   int code = sqlite3_extended_errcode(st->db) & 0xff;
+  int sys = sqlite3_system_errno(st->db);
 
-  return st->mode == STORE_RW && (code == SQLITE_FULL || code == SQLITE_IOERR);
+  if (st->mode != STORE_RW)
+    return NULL;
+  if (code == SQLITE_FULL || sys == ENOSPC || sys == EDQUOT)
+    return "its disk is full: free space on it";
+  if (code == SQLITE_READONLY || code == SQLITE_PERM || sys == EROFS ||
+      sys == EPERM || sys == EACCES ||
+      ((code == SQLITE_IOERR || code == SQLITE_CANTOPEN) &&
+       files_read_only(st)))
+    return READ_ONLY;
+  if (code == SQLITE_IOERR)
+    return "its disk fails writes (I/O error)";
+  return NULL;
+}
+
+/* Records that the store refuses writes (GET /healthz and /metrics say
+ * so until a write succeeds again) and returns TR_ESTORAGE. detail: what
+ * SQLite said. */
+static int refused(struct store *st, const char *what, const char *detail,
+                   const char *why, struct tr_err *err)
+{
+  char reason[384];
+
+  snprintf(reason, sizeof(reason), "the database refuses writes: %s (%s): %s",
+           detail, sqlite3_db_filename(st->db, "main"), why);
+  tr_stats_store_refused(reason);
+  return tr_err_set(err, TR_ESTORAGE, "", "%s: %s", what, reason);
 }
 
 int store__db_err(struct store *st, const char *what, struct tr_err *err)
 {
-  char reason[256];
+  int sys = st != NULL && st->db != NULL ? sqlite3_system_errno(st->db) : 0;
+  const char *why;
+  char detail[160];
 
   if (st == NULL || st->db == NULL)
     return tr_err_set(err, TR_EDB, "", "%s: no database", what);
-  if (!refuses_writes(st))
+  if ((why = refusal(st)) == NULL)
     return tr_err_set(err, TR_EDB, "", "%s: %s", what, sqlite3_errmsg(st->db));
-  snprintf(reason, sizeof(reason),
-           "the database refuses writes: %s (%s): free space on its disk",
-           sqlite3_errmsg(st->db), sqlite3_db_filename(st->db, "main"));
-  tr_stats_store_refused(reason);
-  return tr_err_set(err, TR_ESTORAGE, "", "%s: %s", what, reason);
+  snprintf(detail, sizeof(detail), "%s%s%s", sqlite3_errmsg(st->db),
+           sys != 0 ? ", the system says: " : "",
+           sys != 0 ? strerror(sys) : "");
+  return refused(st, what, detail, why, err);
 }
 
 int store__stmt(struct store *st, const char *sql, sqlite3_stmt **out,
@@ -95,12 +145,45 @@ static int exec(struct store *st, const char *sql, struct tr_err *err)
   return 0;
 }
 
+/* Opens st's database again in place: 0 when the new connection takes
+ * writes (the old one is closed), else st is left as it was. */
+static int reopen(struct store *st)
+{
+  const char *name = sqlite3_db_filename(st->db, "main");
+  char *path = name != NULL ? strdup(name) : NULL;
+  struct store *fresh = NULL, old;
+  int rc = path != NULL ? store_open(path, STORE_RW, &fresh, NULL) : TR_ENOMEM;
+
+  free(path);
+  if (rc == 0 && sqlite3_db_readonly(fresh->db, "main") != 0)
+    rc = TR_ESTORAGE;
+  if (rc == 0) {
+    old = *st;
+    *st = *fresh;
+    *fresh = old;
+  }
+  store_close(fresh);
+  return rc;
+}
+
+/* A read-write connection that SQLite opened read-only (the file was not
+ * writable then) stays read-only: opened again when a write comes, it
+ * takes writes as soon as the file does. TR_ESTORAGE while it does not. */
+static int writable(struct store *st, struct tr_err *err)
+{
+  if (sqlite3_db_readonly(st->db, "main") != 1 || reopen(st) == 0)
+    return 0;
+  return refused(st, "write", "opened read-only", READ_ONLY, err);
+}
+
 int store__wr_begin(struct store *st, struct tr_err *err)
 {
   int rc;
 
   if (st->mode != STORE_RW)
     return tr_err_set(err, TR_EDB, "", "write on a read-only connection");
+  if ((rc = writable(st, err)) != 0)
+    return rc;
   pthread_mutex_lock(&write_lock);
   rc = exec(st, "BEGIN IMMEDIATE", err);
   if (rc < 0)
@@ -229,6 +312,24 @@ int store__rows(struct store *st, sqlite3_stmt *stmt, json_t **out,
   return store__rows_max(st, stmt, 0, out, err);
 }
 
+int store__rows_each(struct store *st, sqlite3_stmt *stmt, store__row_fn fn,
+                     void *ud, struct tr_err *err)
+{
+  int rc = 0, s = SQLITE_DONE;
+  json_t *row;
+
+  while (rc == 0 && (s = sqlite3_step(stmt)) == SQLITE_ROW) {
+    row = row_object(stmt);
+    rc =
+        row != NULL ? fn(ud, row, err) : tr_err_set(err, TR_ENOMEM, "", "rows");
+    json_decref(row);
+  }
+  if (rc == 0 && s != SQLITE_DONE)
+    rc = store__db_err(st, "query", err);
+  store__done(stmt);
+  return rc;
+}
+
 int store__check_enum(const char *s, const char *const *allowed,
                       const char *field, struct tr_err *err)
 {
@@ -320,13 +421,26 @@ static int configure(struct store *st, struct tr_err *err)
     rc = exec(st, "PRAGMA foreign_keys = ON", err);
   if (rc == 0 && st->mode == STORE_RW)
     rc = exec(st, "PRAGMA journal_mode = WAL", err);
+  /* The WAL grows to the largest transaction (a rank's summary, up to
+   * max_rank_db_bytes) and stays that size: back to 64 MiB once it is
+   * checkpointed. */
+  if (rc == 0 && st->mode == STORE_RW)
+    rc = exec(st, "PRAGMA journal_size_limit = 67108864", err);
   if (rc == 0)
     rc = exec(st, "PRAGMA synchronous = NORMAL", err);
   if (rc == 0)
     rc = user_version(st, &have, err);
   if (rc == 0)
     rc = check_not_newer(have, err);
-  if (rc == 0 && st->mode == STORE_RW)
+  /* Up to date: no write, so a read-only file opens (and the daemon serves
+   * reads, degraded) instead of failing an empty transaction. */
+  if (rc == 0 && st->mode == STORE_RW && have != store__schema_version &&
+      sqlite3_db_readonly(st->db, "main") == 1)
+    rc = tr_err_set(err, TR_ESTORAGE, "db",
+                    "database schema version %d, expected %d: it must be "
+                    "migrated, but %s",
+                    have, store__schema_version, READ_ONLY);
+  else if (rc == 0 && st->mode == STORE_RW && have != store__schema_version)
     rc = migrate(st, err);
   else if (rc == 0 && have != store__schema_version)
     rc = tr_err_set(err, TR_EDB, "db",
@@ -360,8 +474,18 @@ int store_open(const char *path, int mode, struct store **out,
     store_close(st);
     return rc;
   }
+  /* SQLite opens a file it may not write read-only, silently: the store
+   * is degraded from the start (GET /healthz says why). */
+  if (st->mode == STORE_RW && sqlite3_db_readonly(st->db, "main") == 1)
+    refused(st, "open", "opened read-only", READ_ONLY, NULL);
   *out = st;
   return 0;
+}
+
+void store_release_memory(struct store *st)
+{
+  if (st != NULL)
+    sqlite3_db_release_memory(st->db);
 }
 
 void store_close(struct store *st)

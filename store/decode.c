@@ -74,4 +74,5 @@ static int blocks_rows(struct store *st, const void *ctx,
   return store__rows(st, s, out, err);
 }
 
-const struct store__sql store__sql_decode_blocks = { blocks_rows, NULL, NULL };
+const struct store__sql store__sql_decode_blocks = { blocks_rows, NULL, NULL,
+                                                      NULL };

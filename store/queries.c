@@ -42,12 +42,16 @@ struct spec {
 static int spec_rows(struct store *st, const void *ctx,
                      const struct store_query *q, json_t **out,
                      struct tr_err *err);
+static int spec_each(struct store *st, const void *ctx,
+                     const struct store_query *q, store__row_fn fn, void *ud,
+                     struct tr_err *err);
 
 /* A table's spec, registered as its SQL (tables.c). */
 #define SPEC(name, ...)                                                        \
   static const struct spec name##_spec = { TR_TABLE_##name, #name,             \
                                            __VA_ARGS__ };                      \
-  const struct store__sql store__sql_##name = { spec_rows, &name##_spec, NULL }
+  const struct store__sql store__sql_##name = { spec_rows, &name##_spec,      \
+                                                NULL, spec_each }
 
 /* The SQL below is laid out by hand: clang-format cannot break it. */
 /* clang-format off */
@@ -351,9 +355,10 @@ static const char *order_of(const struct spec *sp, const char *sort, char *buf,
   return buf;
 }
 
-/* Runs sp for q inside the caller's read transaction, no checks. */
-static int query_rows(struct store *st, const struct spec *sp,
-                      const struct store_query *q, json_t **out,
+/* The statement of sp's rows for q, bound, inside the caller's read
+ * transaction, no checks. */
+static int query_stmt(struct store *st, const struct spec *sp,
+                      const struct store_query *q, sqlite3_stmt **out,
                       struct tr_err *err)
 {
   char sql[4096], order[64];
@@ -377,7 +382,29 @@ static int query_rows(struct store *st, const struct spec *sp,
   store__bind_text(s, 6, q->family && *q->family ? q->family : NULL);
   store__bind_text(s, 7, q->kind && *q->kind ? q->kind : NULL);
   store__bind_text(s, 8, q->module && *q->module ? q->module : NULL);
-  return store__rows(st, s, out, err);
+  *out = s;
+  return 0;
+}
+
+static int query_rows(struct store *st, const struct spec *sp,
+                      const struct store_query *q, json_t **out,
+                      struct tr_err *err)
+{
+  sqlite3_stmt *s;
+  int rc = query_stmt(st, sp, q, &s, err);
+
+  return rc < 0 ? rc : store__rows(st, s, out, err);
+}
+
+/* query_rows()'s rows handed to fn one at a time. */
+static int spec_each(struct store *st, const void *ctx,
+                     const struct store_query *q, store__row_fn fn, void *ud,
+                     struct tr_err *err)
+{
+  sqlite3_stmt *s;
+  int rc = query_stmt(st, ctx, q, &s, err);
+
+  return rc < 0 ? rc : store__rows_each(st, s, fn, ud, err);
 }
 
 int store__rank_exists(struct store *st, int64_t capture_id, int rank,

@@ -65,9 +65,10 @@ static void insert_sql(const struct table *t, char *buf, size_t size)
     snprintf(buf + len, size - len, ")");
 }
 
-/* The id of name in names, adding it when new. */
+/* The id of name in names, adding it when new; a new name's bytes go to
+ * *bytes twice (its row and its index entry). */
 static int intern(struct store *st, const char *name, int64_t *id,
-                  struct tr_err *err)
+                  uint64_t *bytes, struct tr_err *err)
 {
   sqlite3_stmt *s;
   int rc = store__stmt(st, "SELECT id FROM names WHERE name = ?1", &s, err);
@@ -89,8 +90,10 @@ static int intern(struct store *st, const char *name, int64_t *id,
   sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
   rc = sqlite3_step(s) == SQLITE_DONE ? 0 : store__db_err(st, "names", err);
   store__done(s);
-  if (rc == 0)
+  if (rc == 0) {
     *id = sqlite3_last_insert_rowid(st->db);
+    *bytes += 2 * strlen(name);
+  }
   return rc;
 }
 
@@ -111,11 +114,11 @@ static int bad_value(const char *where, const struct store__field *f,
                     *where ? "." : "", f->key, want[f->ty]);
 }
 
-/* Binds f's value from obj at parameter i: 0, a TR_E* code, or a positive
- * SQLite code from the bind. */
+/* Binds f's value from obj at parameter i, adding the bytes it stores to
+ * *bytes: 0, a TR_E* code, or a positive SQLite code from the bind. */
 static int bind_field(struct store *st, sqlite3_stmt *s, int i,
                       const struct store__field *f, json_t *obj,
-                      const char *where, struct tr_err *err)
+                      const char *where, uint64_t *bytes, struct tr_err *err)
 {
   json_t *v = json_object_get(obj, f->key);
   bool absent = v == NULL || json_is_null(v);
@@ -131,16 +134,19 @@ static int bind_field(struct store *st, sqlite3_stmt *s, int i,
   case F_INT_NULL:
     if (!json_is_integer(v))
       return bad_value(where, f, err);
+    *bytes += sizeof(int64_t);
     return sqlite3_bind_int64(s, i, json_integer_value(v));
   case F_TEXT:
   case F_TEXT_NULL:
     if (!json_is_string(v))
       return bad_value(where, f, err);
+    *bytes += json_string_length(v);
     return sqlite3_bind_text(s, i, json_string_value(v), -1, SQLITE_TRANSIENT);
   case F_NAME:
     if (!json_is_string(v))
       return bad_value(where, f, err);
-    rc = intern(st, json_string_value(v), &id, err);
+    rc = intern(st, json_string_value(v), &id, bytes, err);
+    *bytes += sizeof(int64_t);
     return rc < 0 ? rc : sqlite3_bind_int64(s, i, id);
   default:
     if (v == NULL)
@@ -148,14 +154,16 @@ static int bind_field(struct store *st, sqlite3_stmt *s, int i,
     text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
     if (text == NULL)
       return tr_err_set(err, TR_ENOMEM, "summary", "%s", f->key);
+    *bytes += strlen(text);
     return sqlite3_bind_text(s, i, text, -1, free);
   }
 }
 
 /* Binds every field of t from obj after the head parameters the caller
- * bound, and runs the INSERT. */
+ * bound, and runs the INSERT; the bytes it stores go to *bytes. */
 static int insert_row(struct store *st, sqlite3_stmt *s, const struct table *t,
-                      json_t *obj, const char *where, struct tr_err *err)
+                      json_t *obj, const char *where, uint64_t *bytes,
+                      struct tr_err *err)
 {
   int rc = 0, k = t->nhead;
 
@@ -165,7 +173,7 @@ static int insert_row(struct store *st, sqlite3_stmt *s, const struct table *t,
   for (size_t i = 0; i < t->n && rc == 0; i++) {
     if (!store__field_stored(&t->f[i]))
       continue;
-    rc = bind_field(st, s, ++k, &t->f[i], obj, where, err);
+    rc = bind_field(st, s, ++k, &t->f[i], obj, where, bytes, err);
     if (rc > 0)
       rc = store__db_err(st, "bind", err);
   }
@@ -175,38 +183,33 @@ static int insert_row(struct store *st, sqlite3_stmt *s, const struct table *t,
   return rc;
 }
 
-/* Inserts every row of the array rows into t, its head ?1 = head_id. */
-static int insert_rows(struct store *st, int64_t head_id, const struct table *t,
-                       json_t *rows, struct tr_err *err)
+/* Inserts obj as the i-th row of t, its head ?1 = head_id. */
+static int insert_child(struct store *st, int64_t head_id,
+                        const struct table *t, size_t i, json_t *obj,
+                        uint64_t *bytes, struct tr_err *err)
 {
   char sql[2048], where[64];
-  json_t *row;
   sqlite3_stmt *s;
-  size_t i;
-  int rc = 0;
+  int rc;
 
-  if (!json_is_array(rows))
-    return tr_err_set(err, TR_EINVAL, "summary",
-                      "rank summary: %s: missing or not an array", t->key);
   insert_sql(t, sql, sizeof(sql));
-  json_array_foreach(rows, i, row) {
-    rc = store__stmt(st, sql, &s, err);
-    if (rc < 0)
-      break;
-    sqlite3_bind_int64(s, 1, head_id);
-    snprintf(where, sizeof(where), "%s[%zu]", t->key, i);
-    rc = insert_row(st, s, t, row, where, err);
-    if (rc < 0)
-      break;
-  }
-  return rc;
+  rc = store__stmt(st, sql, &s, err);
+  if (rc < 0)
+    return rc;
+  sqlite3_bind_int64(s, 1, head_id);
+  snprintf(where, sizeof(where), "%s[%zu]", t->key, i);
+  return insert_row(st, s, t, obj, where, bytes, err);
 }
 
-static int insert_children(struct store *st, int64_t rank_id,
-                           const struct table *t, json_t *summary,
-                           struct tr_err *err)
+/* The array member of the summary holding t's rows. */
+static json_t *rows_of(json_t *summary, const char *key, struct tr_err *err)
 {
-  return insert_rows(st, rank_id, t, json_object_get(summary, t->key), err);
+  json_t *rows = json_object_get(summary, key);
+
+  if (!json_is_array(rows))
+    tr_err_set(err, TR_EINVAL, "summary",
+               "rank summary: %s: missing or not an array", key);
+  return json_is_array(rows) ? rows : NULL;
 }
 
 int store__insert_capture_rows(struct store *st, int64_t capture_id,
@@ -214,8 +217,19 @@ int store__insert_capture_rows(struct store *st, int64_t capture_id,
                                struct tr_err *err)
 {
   struct table t = { c->member, c->member, "capture_id", "?1", 1, c->f, c->n };
+  uint64_t bytes = 0;
+  json_t *row;
+  size_t i;
+  int rc = 0;
 
-  return insert_rows(st, capture_id, &t, rows, err);
+  if (!json_is_array(rows))
+    return tr_err_set(err, TR_EINVAL, "summary",
+                      "rank summary: %s: missing or not an array", t.key);
+  json_array_foreach(rows, i, row) {
+    if (rc == 0)
+      rc = insert_child(st, capture_id, &t, i, row, &bytes, err);
+  }
+  return rc;
 }
 
 /* Removes an earlier attempt at the same rank (a re-index replaces it). */
@@ -235,53 +249,125 @@ static int delete_rank(struct store *st, int64_t capture_id, int rank,
   return rc;
 }
 
-static int insert_summary(struct store *st, int64_t capture_id, int rank,
-                          const char *label, json_t *summary,
-                          struct tr_err *err)
+/* ---- a rank stored as it is made ---- */
+
+struct store_rank_writer {
+  struct store *st;
+  int64_t rank_id;
+  uint64_t bytes, max_bytes; /* stored so far; the cap (0: none) */
+  size_t *nrows;             /* rows so far, by store__tables index */
+};
+
+static int insert_head(struct store_rank_writer *w, int64_t capture_id,
+                       int rank, const char *label, json_t *head,
+                       struct tr_err *err)
 {
-  struct table head = rank_table();
+  struct table t = rank_table();
   char sql[2048];
   sqlite3_stmt *s;
-  int64_t rank_id;
-  int rc = delete_rank(st, capture_id, rank, err);
+  int rc = delete_rank(w->st, capture_id, rank, err);
 
   /* What was made of the ranks before is no longer true. */
   if (rc == 0)
-    rc = store__results_drop(st, capture_id, err);
-  insert_sql(&head, sql, sizeof(sql));
+    rc = store__results_drop(w->st, capture_id, err);
+  insert_sql(&t, sql, sizeof(sql));
   if (rc == 0)
-    rc = store__stmt(st, sql, &s, err);
+    rc = store__stmt(w->st, sql, &s, err);
   if (rc < 0)
     return rc;
   sqlite3_bind_int64(s, 1, capture_id);
   sqlite3_bind_int(s, 2, rank);
   store__bind_text(s, 3, label);
-  rc = insert_row(st, s, &head, summary, "", err);
-  rank_id = sqlite3_last_insert_rowid(st->db);
-  for (size_t i = 0; i < store__ntables && rc == 0; i++) {
-    struct table t = child_table(&store__tables[i]);
+  rc = insert_row(w->st, s, &t, head, "", &w->bytes, err);
+  w->rank_id = sqlite3_last_insert_rowid(w->st->db);
+  return rc;
+}
 
-    rc = insert_children(st, rank_id, &t, summary, err);
+int store_rank_open(struct store *st, int64_t capture_id, int rank,
+                    const char *label, json_t *head, uint64_t max_bytes,
+                    struct store_rank_writer **out, struct tr_err *err)
+{
+  struct store_rank_writer *w;
+  int rc;
+
+  if (rank < 0)
+    return tr_err_set(err, TR_EINVAL, "rank", "rank must be >= 0");
+  if (!json_is_object(head))
+    return tr_err_set(err, TR_EINVAL, "summary", "rank summary: not an object");
+  w = calloc(1, sizeof(*w));
+  if (w == NULL ||
+      (w->nrows = calloc(store__ntables, sizeof(size_t))) == NULL) {
+    free(w);
+    return tr_err_set(err, TR_ENOMEM, "", "out of memory");
   }
+  w->st = st;
+  w->max_bytes = max_bytes;
+  if ((rc = store__wr_begin(st, err)) != 0) {
+    free(w->nrows);
+    free(w);
+    return rc;
+  }
+  rc = store__capture_exists(st, capture_id, NULL, err);
+  if (rc == 0)
+    rc = insert_head(w, capture_id, rank, label, head, err);
+  if (rc != 0)
+    return store_rank_close(w, rc, err);
+  *out = w;
+  return 0;
+}
+
+int store_rank_row(struct store_rank_writer *w, const char *table, json_t *row,
+                   struct tr_err *err)
+{
+  const struct store__table *c = store__table(table);
+  struct table t;
+  size_t i;
+  int rc;
+
+  if (c == NULL)
+    return tr_err_set(err, TR_EINVAL, "summary", "rank summary: no table %s",
+                      table);
+  t = child_table(c);
+  i = w->nrows[c - store__tables]++;
+  rc = insert_child(w->st, w->rank_id, &t, i, row, &w->bytes, err);
+  if (rc == 0 && w->max_bytes > 0 && w->bytes > w->max_bytes)
+    rc = tr_err_set(err, TR_ELIMIT, "",
+                    "the rank's summary would add more than "
+                    "max_rank_db_bytes (%llu bytes) to the database "
+                    "(%s, row %zu): refused",
+                    (unsigned long long)w->max_bytes, table, i);
+  return rc;
+}
+
+int store_rank_close(struct store_rank_writer *w, int rc, struct tr_err *err)
+{
+  if (w == NULL)
+    return rc;
+  rc = store__wr_end(w->st, rc, err);
+  free(w->nrows);
+  free(w);
   return rc;
 }
 
 int store_rank_insert(struct store *st, int64_t capture_id, int rank,
                       const char *label, json_t *summary, struct tr_err *err)
 {
-  int rc;
+  struct store_rank_writer *w = NULL;
+  json_t *rows, *row;
+  size_t i;
+  int rc = store_rank_open(st, capture_id, rank, label, summary, 0, &w, err);
 
-  if (rank < 0)
-    return tr_err_set(err, TR_EINVAL, "rank", "rank must be >= 0");
-  if (!json_is_object(summary))
-    return tr_err_set(err, TR_EINVAL, "summary", "rank summary: not an object");
-  rc = store__wr_begin(st, err);
-  if (rc < 0)
-    return rc;
-  rc = store__capture_exists(st, capture_id, NULL, err);
-  if (rc == 0)
-    rc = insert_summary(st, capture_id, rank, label, summary, err);
-  return store__wr_end(st, rc, err);
+  for (size_t k = 0; rc == 0 && k < store__ntables; k++) {
+    const char *key = store__tables[k].member;
+
+    if ((rows = rows_of(summary, key, err)) == NULL)
+      rc = TR_EINVAL;
+    json_array_foreach(rows, i, row) {
+      if (rc == 0)
+        rc = store_rank_row(w, key, row, err);
+    }
+  }
+  return store_rank_close(w, rc, err);
 }
 
 int store_rank_fail(struct store *st, int64_t capture_id, int rank,

@@ -243,11 +243,11 @@ static int coll_by_rows(struct store *st, const void *ctx,
 }
 
 const struct store__sql store__sql_collective_families = { coll_by_rows, NULL,
-                                                           NULL };
+                                                           NULL, NULL };
 
 /* /collectives/steps: /collectives?by=step. */
 const struct store__sql store__sql_collective_steps = { coll_rows, &by_step,
-                                                        NULL };
+                                                        NULL, NULL };
 
 static int instances_check(const struct store_query *q, struct tr_err *err)
 {
@@ -264,10 +264,11 @@ static const struct coll_query instances = { "collective_instances", false,
                                              " t.family, t.lane, t.idx" };
 const struct store__sql store__sql_collective_instances = { coll_rows,
                                                             &instances,
-                                                            instances_check };
+                                                            instances_check,
+                                                            NULL };
 
 /* The rank x time bins, by bin and rank. */
 static const struct coll_query timeline = { "collective_timeline", false,
                                             RANK_WHERE, "t.bin, t.rank" };
 const struct store__sql store__sql_collective_timeline = { coll_rows, &timeline,
-                                                           NULL };
+                                                           NULL, NULL };

@@ -37,6 +37,10 @@ int store_open(const char *path, int mode, struct store **out,
                struct tr_err *err);
 void store_close(struct store *st);
 
+/* Frees what the connection's page cache holds unused (after a big
+ * write, before the connection waits in a pool). NULL is fine. */
+void store_release_memory(struct store *st);
+
 /* ---- captures ---- */
 
 /* A new capture row, status "queued", phase "queued", progress with every
@@ -159,6 +163,33 @@ int store_capture_cancel_queued(struct store *st, int64_t id, bool *was_queued,
  * unknown capture. */
 int store_rank_insert(struct store *st, int64_t capture_id, int rank,
                       const char *label, json_t *summary, struct tr_err *err);
+
+/* A rank's summary stored as the indexer makes it (index.h's
+ * idx_file_sink()), row by row, in one write transaction held from
+ * store_rank_open() to store_rank_close() (the process-wide write lock
+ * with it: open it when the summary's head is ready, not before the
+ * indexing). Either all of it is visible, or none. */
+struct store_rank_writer;
+
+/* Begins rank `rank` of the capture: replaces an earlier row of that rank
+ * and inserts head (the summary's scalars, borrowed; a whole summary does
+ * too). The summary may add at most max_bytes (0: no cap) to the
+ * database, counted as the bytes of the values stored (text and JSON as
+ * stored, 8 per integer, a new name twice: its row and its index);
+ * beyond, store_rank_row() fails with TR_ELIMIT naming max_rank_db_bytes.
+ * On failure nothing is stored and *out is untouched. */
+int store_rank_open(struct store *st, int64_t capture_id, int rank,
+                    const char *label, json_t *head, uint64_t max_bytes,
+                    struct store_rank_writer **out, struct tr_err *err);
+
+/* Stores row (borrowed) in table (a summary member: "kernels"...). Errors
+ * as store_rank_insert()'s; after one, close with it. */
+int store_rank_row(struct store_rank_writer *w, const char *table, json_t *row,
+                   struct tr_err *err);
+
+/* Commits when rc is 0, else rolls back; frees w. Returns the outcome
+ * (rc, or the commit's failure). w NULL: returns rc. */
+int store_rank_close(struct store_rank_writer *w, int rc, struct tr_err *err);
 
 /* Records that a rank could not be indexed (message for a person).
  * Replaces an earlier row of the same rank. A failed rank keeps no path

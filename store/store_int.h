@@ -128,6 +128,15 @@ int store__rows(struct store *st, sqlite3_stmt *stmt, json_t **out,
 int store__rows_max(struct store *st, sqlite3_stmt *stmt, size_t max_bytes,
                     json_t **out, struct tr_err *err);
 
+/* Called with each row of a statement (store__rows_each()), borrowed for
+ * the call; a non-zero return stops the rows and is returned. */
+typedef int (*store__row_fn)(void *ud, json_t *row, struct tr_err *err);
+
+/* Steps stmt to the end, handing each row, made as store__rows() makes
+ * it, to fn: memory holds one row at a time. Gives stmt back. */
+int store__rows_each(struct store *st, sqlite3_stmt *stmt, store__row_fn fn,
+                     void *ud, struct tr_err *err);
+
 /* The JSON value of a column holding JSON text (NULL -> json null). */
 json_t *store__col_json(sqlite3_stmt *stmt, int col);
 
@@ -194,6 +203,10 @@ struct store__sql {
   store__rows_fn rows;
   const void *ctx;
   int (*check)(const struct store_query *q, struct tr_err *err);
+  /* rows' rows handed to fn one at a time (store__rows_each()); NULL:
+   * the table is small, rows' answer is walked. */
+  int (*each)(struct store *st, const void *ctx, const struct store_query *q,
+              store__row_fn fn, void *ud, struct tr_err *err);
 };
 #define STORE__SQL_DECL_(scope, name, ...)                                     \
   extern const struct store__sql store__sql_##name;
@@ -205,6 +218,10 @@ TR_TABLE_MAP(STORE__SQL_DECL_)
 int store__table_live(struct store *st, enum tr_table t,
                       const struct store_query *q, json_t **out,
                       struct tr_err *err);
+/* The same rows handed to fn one at a time (store__rows_each()). */
+int store__table_live_each(struct store *st, enum tr_table t,
+                           const struct store_query *q, store__row_fn fn,
+                           void *ud, struct tr_err *err);
 
 /* tables.c: the single-rank rows of table t, inside the caller's
  * transaction (the capture object's short form of a rank). */

@@ -56,101 +56,104 @@ static void bind_member(sqlite3_stmt *s, int i, json_t *row, const char *key)
     sqlite3_bind_null(s, i);
 }
 
-static int insert_sum(struct store *st, int64_t id, const struct sum_tbl *t,
-                      size_t seq, json_t *row, struct tr_err *err)
-{
-  char *text = json_dumps(row, JSON_COMPACT);
-  sqlite3_stmt *s;
-  int rc = text != NULL ? 0 : tr_err_set(err, TR_ENOMEM, "", "sums");
+/* One table's sums being written: each row goes to sum_rows as it comes,
+ * and its text to the whole answer's. */
+struct sum_writer {
+  struct store *st;
+  int64_t id;
+  const struct sum_tbl *t;
+  size_t seq;
+  struct tr_buf text, ends; /* the answer, where each row ends in it */
+};
 
-  if (rc == 0)
-    rc = store__stmt(st,
-                     "INSERT INTO sum_rows(capture_id, tbl, seq, name,"
-                     " category, family, kind, count, total_ns, avg_ns, row)"
-                     " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-                     &s, err);
-  if (rc < 0) {
-    free(text);
+static int insert_sum(struct sum_writer *w, json_t *row, const char *text,
+                      struct tr_err *err)
+{
+  sqlite3_stmt *s;
+  int rc = store__stmt(w->st,
+                       "INSERT INTO sum_rows(capture_id, tbl, seq, name,"
+                       " category, family, kind, count, total_ns, avg_ns, row)"
+                       " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                       &s, err);
+
+  if (rc < 0)
     return rc;
-  }
-  sqlite3_bind_int64(s, 1, id);
-  sqlite3_bind_text(s, 2, t->name, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(s, 3, (sqlite3_int64)seq);
-  bind_member(s, 4, row, t->tt->key);
+  sqlite3_bind_int64(s, 1, w->id);
+  sqlite3_bind_text(s, 2, w->t->name, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(s, 3, (sqlite3_int64)w->seq);
+  bind_member(s, 4, row, w->t->tt->key);
   bind_member(s, 5, row, "category");
   bind_member(s, 6, row, "family");
-  bind_member(s, 7, row, t->tt->kind);
+  bind_member(s, 7, row, w->t->tt->kind);
   bind_member(s, 8, row, "count");
   bind_member(s, 9, row, "total_ns");
   bind_member(s, 10, row, "avg_ns");
-  sqlite3_bind_text(s, 11, text, -1, free);
-  rc = sqlite3_step(s) == SQLITE_DONE ? 0 : store__db_err(st, "sums", err);
+  sqlite3_bind_text(s, 11, text, -1, SQLITE_STATIC);
+  rc = sqlite3_step(s) == SQLITE_DONE ? 0 : store__db_err(w->st, "sums", err);
   store__done(s);
   return rc;
 }
 
-/* The whole answer of t as one text, and where each row ends in it. */
-static int insert_text(struct store *st, int64_t id, const struct sum_tbl *t,
-                       json_t *rows, struct tr_err *err)
+/* A store__row_fn: one row of the live answer, in its order. */
+static int put_row(void *ud, json_t *row, struct tr_err *err)
 {
-  struct tr_buf text = { 0 }, ends = { 0 };
-  sqlite3_stmt *s;
-  json_t *row;
-  size_t i;
+  struct sum_writer *w = ud;
+  char *one = json_dumps(row, JSON_COMPACT);
+  uint32_t end;
   int rc;
 
-  tr_buf_put(&text, "[", 1);
-  json_array_foreach(rows, i, row) {
-    char *one = json_dumps(row, JSON_COMPACT);
-    uint32_t end;
+  if (one == NULL)
+    return tr_err_set(err, TR_ENOMEM, "", "sums");
+  rc = insert_sum(w, row, one, err);
+  if (w->seq++ > 0)
+    tr_buf_put(&w->text, ",", 1);
+  tr_buf_put(&w->text, one, strlen(one));
+  end = (uint32_t)w->text.n;
+  tr_buf_put(&w->ends, (const char *)&end, sizeof(end));
+  free(one);
+  return rc;
+}
 
-    if (one == NULL) {
-      text.failed = TR_ENOMEM;
-      break;
-    }
-    if (i > 0)
-      tr_buf_put(&text, ",", 1);
-    tr_buf_put(&text, one, strlen(one));
-    end = (uint32_t)text.n;
-    tr_buf_put(&ends, (const char *)&end, sizeof(end));
-    free(one);
-  }
-  tr_buf_put(&text, "]", 1);
-  tr_buf_put(&ends, "", 0);
-  rc = text.failed || ends.failed || text.n > UINT32_MAX
+/* The whole answer as one text, and where each row ends in it. */
+static int insert_text(struct sum_writer *w, struct tr_err *err)
+{
+  sqlite3_stmt *s;
+  int rc;
+
+  tr_buf_put(&w->text, "]", 1);
+  tr_buf_put(&w->ends, "", 0);
+  rc = w->text.failed || w->ends.failed || w->text.n > UINT32_MAX
            ? tr_err_set(err, TR_ENOMEM, "", "sums")
-           : store__stmt(st,
+           : store__stmt(w->st,
                          "INSERT INTO sum_texts(capture_id, tbl, rows, ends)"
                          " VALUES(?1, ?2, ?3, ?4)",
                          &s, err);
   if (rc == 0) {
-    sqlite3_bind_int64(s, 1, id);
-    sqlite3_bind_text(s, 2, t->name, -1, SQLITE_STATIC);
-    sqlite3_bind_text(s, 3, text.p, (int)text.n, SQLITE_STATIC);
-    sqlite3_bind_blob(s, 4, ends.p, (int)ends.n, SQLITE_STATIC);
-    rc = sqlite3_step(s) == SQLITE_DONE ? 0 : store__db_err(st, "sums", err);
+    sqlite3_bind_int64(s, 1, w->id);
+    sqlite3_bind_text(s, 2, w->t->name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 3, w->text.p, (int)w->text.n, SQLITE_STATIC);
+    sqlite3_bind_blob(s, 4, w->ends.p, (int)w->ends.n, SQLITE_STATIC);
+    rc = sqlite3_step(s) == SQLITE_DONE ? 0 : store__db_err(w->st, "sums", err);
     store__done(s);
   }
-  tr_buf_free(&text);
-  tr_buf_free(&ends);
   return rc;
 }
 
+/* The rows stream from the live query to the store, one at a time: a
+ * table of ten thousand kernels is never held as JSON. */
 static int write_table(struct store *st, int64_t id, const struct sum_tbl *t,
                        struct tr_err *err)
 {
   struct store_query q = { .capture_id = id, .rank = -1, .by = t->by };
-  json_t *rows = NULL, *row;
-  size_t i;
-  int rc = store__table_live(st, t->t, &q, &rows, err);
+  struct sum_writer w = { st, id, t, 0, { 0 }, { 0 } };
+  int rc;
 
-  json_array_foreach(rows, i, row) {
-    if (rc == 0)
-      rc = insert_sum(st, id, t, i, row, err);
-  }
+  tr_buf_put(&w.text, "[", 1);
+  rc = store__table_live_each(st, t->t, &q, put_row, &w, err);
   if (rc == 0)
-    rc = insert_text(st, id, t, rows, err);
-  json_decref(rows);
+    rc = insert_text(&w, err);
+  tr_buf_free(&w.text);
+  tr_buf_free(&w.ends);
   return rc;
 }
 

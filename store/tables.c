@@ -64,6 +64,27 @@ int store__table_live(struct store *st, enum tr_table t,
   return sqls[t]->rows(st, sqls[t]->ctx, &all, out, err);
 }
 
+int store__table_live_each(struct store *st, enum tr_table t,
+                           const struct store_query *q, store__row_fn fn,
+                           void *ud, struct tr_err *err)
+{
+  struct store_query all = *q;
+  json_t *rows = NULL, *row;
+  size_t i;
+  int rc;
+
+  all.rank = -1;
+  if (sqls[t]->each != NULL)
+    return sqls[t]->each(st, sqls[t]->ctx, &all, fn, ud, err);
+  rc = sqls[t]->rows(st, sqls[t]->ctx, &all, &rows, err);
+  json_array_foreach(rows, i, row) {
+    if (rc == 0)
+      rc = fn(ud, row, err);
+  }
+  json_decref(rows);
+  return rc;
+}
+
 int store__rank_table(struct store *st, int64_t capture_id, int rank,
                       enum tr_table t, json_t **out, struct tr_err *err)
 {

@@ -77,7 +77,10 @@ def same_cell(cell, value):
     if isinstance(value, bool):
         return cell == ("true" if value else "false")
     if isinstance(value, str):
-        return cell == value
+        # A text a spreadsheet would run as a formula carries a leading
+        # quote (OWASP's CSV injection advice, api/csv.c).
+        guarded = value[:1] in ("=", "+", "-", "@", "\t", "\r")
+        return cell == ("'" + value if guarded else value)
     if isinstance(value, int):
         return cell == str(value)
     # reals, arrays, objects: their JSON text, read back

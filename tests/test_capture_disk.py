@@ -47,7 +47,7 @@ def full_disk_mid_capture(mnt, root):
         cid = rig.capture(tp=2, osl=40)
         rig.wait_phase(cid, "benchmark")
         filler = fill(mnt)
-        code, body, queued = post_until_refused(rig.d)
+        code, body, queued = post_until_refused(rig.d, models=rig.models)
         check_eq(code, 507, "a write on the full disk: %r" % (body,))
         check_eq(rig.d.get("/healthz")[1]["status"], "degraded", "healthz")
         # The capture's next write (its move to exporting) is refused; it
@@ -176,8 +176,12 @@ def imports_waiting(d, root, n_small):
 
 
 def full_disk_sigterm(mnt, root):
-    for name in os.listdir(mnt):
-        os.unlink(os.path.join(mnt, name))   # the queue case's database
+    for name in os.listdir(mnt):   # the queue case's database, its spill
+        path = os.path.join(mnt, name)
+        if os.path.isdir(path):
+            shutil.rmtree(path)
+        else:
+            os.unlink(path)
     db = os.path.join(mnt, "sigterm.db")
     d = Daemon(conf={"db": db, "import_roots": root, "index_jobs": "1"},
                keep=True)

@@ -21,8 +21,16 @@ static void config_defaults_match_api_md(void)
   CHECK_INT(cfg.ready_timeout_s, 900);
   CHECK_INT(cfg.export_max_polls, 60);
   CHECK_STR(cfg.start_script, "/app/ATOM/scripts/start_atom_server.sh");
-  CHECK(cfg_env_allowed(&cfg, "ATOM_PROFILER_MORE"));
-  CHECK(!cfg_env_allowed(&cfg, "LD_PRELOAD"));
+  /* The scripts' deadlines from their worst cases (docs/ATOM.md, "The
+   * launch and its budget"): stop 5+2+3+60*(3+1)+5+3*3 = 264 s, start
+   * 2+3+30*(3+1)+2*3+5+120*(1+3+1) = 736 s, a fifth more each. */
+  CHECK_INT(cfg.stop_timeout_s, 316);
+  CHECK_INT(cfg.launch_timeout_s, 883);
+  CHECK_INT(cfg.ready_max_s, 3600);
+  CHECK_INT(cfg.export_max_s, 7200);
+  CHECK_STR(cfg.model_roots[0], "/data");
+  CHECK(cfg.model_roots[1] == NULL);
+  CHECK(!cfg.allow_trust_remote_code && !cfg.allow_hub_ids);
   CHECK(cfg.import_roots[0] == NULL);
   cfg_free(&cfg);
 }
@@ -150,6 +158,34 @@ static void config_example_file_is_the_rows(void)
   cfg_free(&cfg);
 }
 
+/* The byte caps: digits with K, M, G or T, at least 1M; the defaults fit a
+ * real 30 GB rank (docs/SECURITY.md). */
+static void config_byte_caps(void)
+{
+  static const char *const bad[] = { "512K", "0", "-1G", "1X",
+                                     "1 G",  "G", "1GG", "9999999999999T" };
+  struct cfg cfg;
+  struct tr_err err = { 0 };
+
+  cfg_defaults(&cfg);
+  CHECK_INT(cfg.max_rank_db_bytes, 256ll << 20);
+  CHECK_INT(cfg.max_rank_inflated_bytes, 64ll << 30);
+  CHECK_INT(cfg.max_rank_spill_bytes, 16ll << 30);
+  CHECK_INT(cfg_set(&cfg, "max-rank-db-bytes", "1M", &err), 0);
+  CHECK_INT(cfg.max_rank_db_bytes, 1 << 20);
+  CHECK_INT(cfg_set(&cfg, "max_rank_inflated_bytes", "2T", &err), 0);
+  CHECK_INT(cfg.max_rank_inflated_bytes, 2ll << 40);
+  CHECK_INT(cfg_set(&cfg, "max_rank_spill_bytes", "3000000", &err), 0);
+  CHECK_INT(cfg.max_rank_spill_bytes, 3000000);
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    tr_err_clear(&err);
+    CHECK_INT(cfg_set(&cfg, "max_rank_spill_bytes", bad[i], &err), TR_EINVAL);
+    CHECK_STR(err.field, "max_rank_spill_bytes");
+    CHECK_INT(cfg.max_rank_spill_bytes, 3000000);
+  }
+  cfg_free(&cfg);
+}
+
 int main(void)
 {
   RUN(config_defaults_match_api_md);
@@ -157,5 +193,6 @@ int main(void)
   RUN(config_rejects_bad_values);
   RUN(config_loopback_is_numeric);
   RUN(config_example_file_is_the_rows);
+  RUN(config_byte_caps);
   return 0;
 }

@@ -191,13 +191,14 @@ static void index_corr_take_and_limit(void)
  * twice, every record once. */
 static void index_runs_spill_merge(void)
 {
+  struct agg_spill sp = { 0 };
   struct agg_runs r;
   struct agg_iter *it;
   struct agg_rec rec, prev;
   int64_t sum_in = 0, sum_out;
   int pass, n;
 
-  CHECK_INT(agg_runs_init(&r, 16), 0);
+  CHECK_INT(agg_runs_init(&r, 16, &sp), 0);
   srand(7);
   for (n = 0; n < 5000; n++) {
     rec.start_ns = rand() % 100000;
@@ -874,6 +875,107 @@ static void index_names_fold_beyond_cap(void)
   idx_agg_free(&a);
 }
 
+/* agg_name_clean(): a plain name as it is (no copy); control bytes as
+ * JSON escapes; a long name cut on a character with the hash of the whole,
+ * so that two names alike in their first 8 KiB stay apart. */
+static void index_name_clean(void)
+{
+  static char buf[AGG_NAME_MAX + 1];
+  static char a[AGG_NAME_MAX * 2], b[AGG_NAME_MAX * 2];
+  struct idx_str plain = s_("void gemm<128>(float*)"),
+                 ctrl = { "a\0b\n\x7f", 5 };
+  struct idx_str out, out_b;
+  char first[64];
+  unsigned what;
+
+  out = agg_name_clean(plain, AGG_NAME_MAX, buf, &what);
+  CHECK(out.p == plain.p && out.n == plain.n && what == 0);
+  /* The word-at-a-time check against the byte rule, every byte value at
+   * every place of a 19-byte name among printable and UTF-8 bytes. */
+  for (int c = 0; c < 256; c++)
+    for (size_t at = 0; at < 19; at++) {
+      char name[19];
+
+      for (size_t i = 0; i < sizeof(name); i++)
+        name[i] = (char)(i % 2 ? 0xe2 : 0x7e);
+      name[at] = (char)c;
+      CHECK_INT(agg_has_control(name, sizeof(name)), c < 0x20 || c == 0x7f);
+    }
+  out = agg_name_clean(ctrl, AGG_NAME_MAX, buf, &what);
+  CHECK_INT(what, AGG_NAME_ESCAPED);
+  CHECK_INT(out.n, 16);
+  CHECK(memcmp(out.p, "a\\u0000b\\n\\u007f", 16) == 0);
+  /* 'x' then 3-byte characters: the cut falls inside one, and backs off. */
+  memset(a, 'x', sizeof(a));
+  for (size_t i = 1; i + 3 <= sizeof(a); i += 3)
+    memcpy(a + i, "\xe2\x82\xac", 3); /* the euro sign */
+  memcpy(b, a, sizeof(b));
+  b[sizeof(b) - 1] = 'y'; /* differs only at its last byte */
+  out = agg_name_clean((struct idx_str){ a, sizeof(a) }, AGG_NAME_MAX, buf,
+                       &what);
+  CHECK_INT(what, AGG_NAME_CUT);
+  CHECK(out.n <= AGG_NAME_MAX && out.n > AGG_NAME_MAX - 24);
+  CHECK(memcmp(out.p + out.n - 20, "...#", 4) == 0);
+  CHECK(((unsigned char)out.p[out.n - 21] & 0xC0) != 0xC0); /* whole chars */
+  CHECK_INT((out.n - 20 - 1) % 3, 0);
+  snprintf(first, sizeof(first), "%.20s", out.p + out.n - 20);
+  out_b = agg_name_clean((struct idx_str){ b, sizeof(b) }, AGG_NAME_MAX, buf,
+                         &what);
+  CHECK_INT(out_b.n, out.n);
+  CHECK(memcmp(first, out_b.p + out_b.n - 20, 20) != 0);
+}
+
+/* Kernel names with a NUL (two of them equal up to it), a newline and a
+ * name of 1 MiB: every one a row of its own, escaped or cut, counted in
+ * the warnings; counts and totals exact. */
+static void index_names_escaped_and_cut(void)
+{
+  static char huge[1 << 20];
+  struct idx_str names[] = { { "k\0one", 5 },
+                             { "k\0two", 5 },
+                             { "line\nbreak", 10 },
+                             { huge, sizeof(huge) } };
+  struct idx_doc d = doc_of(IDX_FORMAT_KINETO);
+  struct idx_agg a;
+  json_t *sum, *kernels, *w;
+  char want[64];
+  size_t i;
+
+  memset(huge, 'h', sizeof(huge));
+  CHECK_INT(idx_agg_init(&a, NULL, 0), 0);
+  for (i = 0; i < 8; i++) {
+    struct idx_event e = ev_x("kernel", "x", 100 * (int64_t)i, 10);
+
+    e.name = names[i % 4];
+    feed(&a, &d, &e);
+  }
+  sum = summary(&a, &d);
+  kernels = json_object_get(sum, "kernels");
+  CHECK_INT(json_array_size(kernels), 4);
+  CHECK_INT(geti(row_by(kernels, "name", "k\\u0000one"), "count"), 2);
+  CHECK_INT(geti(row_by(kernels, "name", "k\\u0000two"), "count"), 2);
+  CHECK_INT(geti(row_by(kernels, "name", "line\\nbreak"), "total_ns"), 20);
+  json_array_foreach(kernels, i, w) {
+    const char *n = json_string_value(json_object_get(w, "name"));
+
+    CHECK(strlen(n) <= AGG_NAME_MAX);
+    CHECK(strlen(json_string_value(json_object_get(w, "family"))) <=
+          AGG_NAME_MAX);
+  }
+  w = json_object_get(sum, "warnings");
+  CHECK_INT(json_array_size(w), 2);
+  CHECK_STR(json_string_value(json_object_get(json_array_get(w, 0), "code")),
+            "names_cut");
+  snprintf(want, sizeof(want), "1 kernel names, 0 host API names");
+  CHECK(strstr(
+            json_string_value(json_object_get(json_array_get(w, 0), "message")),
+            want) != NULL);
+  CHECK_STR(json_string_value(json_object_get(json_array_get(w, 1), "code")),
+            "names_escaped");
+  json_decref(sum);
+  idx_agg_free(&a);
+}
+
 static void index_empty_summary(void)
 {
   struct idx_doc d = doc_of(IDX_FORMAT_KINETO);
@@ -919,6 +1021,8 @@ int main(void)
   RUN(index_demangle_bounds);
   RUN(index_families_user_file);
   RUN(index_names_fold_beyond_cap);
+  RUN(index_name_clean);
+  RUN(index_names_escaped_and_cut);
   RUN(index_empty_summary);
   return 0;
 }

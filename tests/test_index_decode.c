@@ -171,7 +171,7 @@ static void match_cases(void)
   struct dec_match m = { 0, 0, 0, at };
   size_t n;
 
-  CHECK_INT(dec_lib_new(0, &f.lib), 0);
+  CHECK_INT(dec_lib_new(0, NULL, &f.lib), 0); /* nothing spills */
   CHECK_INT(dec_name(f.lib, "a", 1, &f.a), 0);
   CHECK_INT(dec_name(f.lib, "b", 1, &f.b), 0);
   CHECK_INT(dec_name(f.lib, "c", 1, &f.c), 0);

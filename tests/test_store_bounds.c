@@ -224,6 +224,53 @@ static void store_end_race(void)
   store_close(st);
 }
 
+/* max_rank_db_bytes (store_rank_open()): a summary whose values pass the
+ * cap is refused row by row, with an error naming the setting, and
+ * nothing of the rank is stored; under the cap it is stored whole. The
+ * count: 8 bytes an integer, text as stored, a new name twice. */
+static void store_rank_bytes_cap(void)
+{
+  static char names[50][16];
+  struct fx_kernel k[50];
+  struct fx_rank r = { k, 50, NULL, 0, 50, 7 };
+  struct tr_err err = { 0 };
+  struct store *st = open_rw();
+  struct store_rank_writer *w = NULL;
+  json_t *sum, *rows, *row;
+  int64_t id;
+  size_t i;
+  int rc = 0;
+
+  for (i = 0; i < 50; i++) {
+    snprintf(names[i], sizeof(names[i]), "kernel_%02zu", i);
+    k[i] = (struct fx_kernel){ names[i], "gemm", 3, 300, 90, 110, 100 };
+  }
+  sum = fx_summary(0, &r);
+  CHECK_INT(store_capture_insert(st, "import", "cap", NULL, 0, &id, &err), 0);
+  CHECK_INT(store_rank_open(st, id, 0, "rank_0", sum, 2000, &w, &err), 0);
+  rows = json_object_get(sum, "kernels");
+  json_array_foreach(rows, i, row) {
+    if (rc == 0)
+      rc = store_rank_row(w, "kernels", row, &err);
+  }
+  CHECK_INT(rc, TR_ELIMIT);
+  CHECK(strstr(err.msg, "max_rank_db_bytes (2000 bytes)") != NULL);
+  CHECK_INT(store_rank_close(w, rc, &err), TR_ELIMIT);
+  CHECK_INT(
+      fx_count(path, "SELECT count(*) FROM ranks WHERE capture_id = ?1", id),
+      0);
+  CHECK_STR(status_of(st, id), "queued");
+  tr_err_clear(&err);
+  CHECK_INT(store_rank_insert(st, id, 0, "rank_0", sum, &err), 0);
+  CHECK_INT(fx_count(path,
+                     "SELECT count(*) FROM kernels k JOIN ranks r ON"
+                     " r.id = k.rank_id WHERE r.capture_id = ?1",
+                     id),
+            50);
+  json_decref(sum);
+  store_close(st);
+}
+
 int main(void)
 {
   fx_db_path(path, sizeof(path));
@@ -231,6 +278,7 @@ int main(void)
   RUN(store_list_budget);
   RUN(store_end_decides);
   RUN(store_end_race);
+  RUN(store_rank_bytes_cap);
   fx_db_remove(path);
   return 0;
 }

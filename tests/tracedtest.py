@@ -61,6 +61,9 @@ class Daemon:
             "db": os.path.join(self.dir, "traced.db"),
             "trace_root": os.path.join(self.dir, "traces"),
             "index_jobs": "2",
+            # Captures of any absolute model path (tests/test_capture_*.py
+            # and tests/test_policy.py confine them).
+            "model_roots": "/",
         }
         self.conf.update(conf or {})
         self.args = list(args or [])
@@ -205,6 +208,30 @@ def without_demangled(rows, demangled):
     return out
 
 
+# ---- a daemon's memory and database ----
+
+def vm_hwm(pid):
+    """The process's peak resident size (VmHWM), in bytes."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no VmHWM")
+
+
+def sanitized(pid):
+    """True when the process runs under ASan (its shadow memory is no
+    figure of traced's)."""
+    with open("/proc/%d/maps" % pid) as f:
+        return "libasan" in f.read()
+
+
+def db_bytes(db):
+    """(database file, WAL file) sizes in bytes."""
+    return tuple(os.path.getsize(db + s) if os.path.exists(db + s) else 0
+                 for s in ("", "-wal"))
+
+
 # ---- a full disk (the tests that need it exit SKIPPED without root) ----
 
 SKIPPED = 77  # ctest's SKIP_RETURN_CODE for them
@@ -262,13 +289,14 @@ def fill(folder):
     return path
 
 
-def post_until_refused(d, limit=5000):
-    """POSTs captures until one is refused (the WAL may hold free frames
-    for a while after the disk is full); returns the refusal's status and
-    body and the ids accepted."""
+def post_until_refused(d, limit=5000, models="/models"):
+    """POSTs captures (of models in the folder models, under the daemon's
+    model_roots) until one is refused (the WAL may hold free frames for a
+    while after the disk is full); returns the refusal's status and body
+    and the ids accepted."""
     ids = []
     for i in range(limit):
-        code, body = d.post("/captures", {"model": "/models/full%d" % i,
+        code, body = d.post("/captures", {"model": "%s/full%d" % (models, i),
                                           "label": "x" * 512})
         if code != 202:
             return code, body, ids
