@@ -30,8 +30,7 @@ from test_capture_lib import FINAL, Rig  # noqa: E402
 from tracedtest import TRACES_DIR  # noqa: E402
 
 PAIR = os.path.join(TRACES_DIR, "graph_pairs", "sglang_decode")
-REQUEST = {"model": "/models/Qwen3-8B", "tp": 2, "conc": 2, "isl": 8,
-           "osl": 4}
+REQUEST = {"tp": 2, "conc": 2, "isl": 8, "osl": 4}  # the rig's model
 
 
 def run_trace():

@@ -241,12 +241,15 @@ static uint32_t *module_layers(const struct dec_file *d)
   return layers;
 }
 
-static json_t *table(struct dec_file *d, uint32_t tag, const uint32_t *layers)
+/* The rows of table tag to o, one at a time. */
+static void table(struct dec_file *d, uint32_t tag, const uint32_t *layers,
+                  struct agg_out *o)
 {
-  json_t *arr = json_array();
   size_t n;
   uint32_t *ids = rows_of(d, tag, &n);
 
+  if (ids == NULL)
+    agg_out_row(o, NULL); /* out of memory */
   for (size_t i = 0; ids != NULL && i < n; i++) {
     const struct dec_ent *e = &d->tab.ent[ids[i]];
     struct figures f = figures_of(d, e);
@@ -312,10 +315,9 @@ static json_t *table(struct dec_file *d, uint32_t tag, const uint32_t *layers)
       break;
     }
     }
-    json_array_append_new(arr, row);
+    agg_out_row(o, row);
   }
   free(ids);
-  return arr;
 }
 
 /* ---- the repeated block ---- */
@@ -356,13 +358,12 @@ static void block_add(struct block *b, const struct dec_ent *e)
   b->total += e->ns;
 }
 
-static json_t *blocks(struct dec_file *d)
+static void blocks(struct dec_file *d, struct agg_out *o)
 {
   const struct dec_tab *t = &d->tab;
   struct agg_map ids = { 0 };
   struct block *v = NULL;
   size_t cap = 0;
-  json_t *arr = json_array();
   uint32_t id;
 
   for (uint32_t i = 0; i < t->ents.n; i++) {
@@ -372,8 +373,10 @@ static json_t *blocks(struct dec_file *d)
     if (e->key.tag != T_LM || e->key.a == 0 || e->key.b == DEC_NONE)
       continue;
     if (agg_map_intern(&ids, key, sizeof(key), &id) < 0 ||
-        agg_grow(&v, &cap, id, sizeof(*v)) != 0)
+        agg_grow(&v, &cap, id, sizeof(*v)) != 0) {
+      agg_out_row(o, NULL); /* out of memory */
       break;
+    }
     v[id].kind = e->key.kind;
     v[id].module = e->key.b;
     block_add(&v[id], e);
@@ -397,11 +400,10 @@ static json_t *blocks(struct dec_file *d)
     };
 
     AGG_SUM_FILLS(TR_SUM_DEC_BLOCK, 10);
-    json_array_append_new(arr, agg_sum_dec_block_json(&r));
+    agg_out_row(o, agg_sum_dec_block_json(&r));
   }
   free(v);
   agg_map_free(&ids);
-  return arr;
 }
 
 /* ---- steps and their median ---- */
@@ -462,11 +464,10 @@ static size_t median_kernels(struct dec_file *d, const struct dec_median *m,
   return id;
 }
 
-static json_t *median_rows(struct dec_file *d, uint32_t kind)
+static void median_rows(struct dec_file *d, uint32_t kind, struct agg_out *o)
 {
   struct mrow *v = NULL;
   size_t n = median_kernels(d, &d->tab.median[kind], &v), i = 0;
-  json_t *arr = json_array();
 
   if (n > 0)
     qsort_r(v, n, sizeof(*v), mrow_cmp, d);
@@ -490,11 +491,10 @@ static json_t *median_rows(struct dec_file *d, uint32_t kind)
                                      "kernels", (json_int_t)v[j].kernels,
                                      "total_ns", (json_int_t)v[j].ns));
     }
-    json_array_append_new(arr, agg_sum_dec_median_json(&r));
+    agg_out_row(o, agg_sum_dec_median_json(&r));
     i = j;
   }
   free(v);
-  return arr;
 }
 
 static json_t *step_row(struct dec_file *d, uint32_t kind, int64_t t0_ns)
@@ -522,43 +522,36 @@ static json_t *step_row(struct dec_file *d, uint32_t kind, int64_t t0_ns)
   return agg_sum_dec_step_json(&r);
 }
 
-/* Each row of rows (taken; NULL: out of memory) to o as table name. */
-static void put(struct agg_out *o, const char *name, json_t *rows)
-{
-  json_t *row;
-  size_t i;
-
-  o->table = name;
-  if (rows == NULL) {
-    agg_out_row(o, NULL);
-    return;
-  }
-  json_array_foreach(rows, i, row)
-    agg_out_row(o, json_incref(row));
-  json_decref(rows);
-}
-
 void dec_rows(struct dec_file *d, int64_t t0_ns, struct agg_out *o)
 {
+  static const struct {
+    const char *name;
+    uint32_t tag;
+  } tables[] = { { "decode_modules", T_MOD },
+                 { "decode_layers", T_LAYER },
+                 { "decode_ops", T_OP },
+                 { "decode_layer_modules", T_LM },
+                 { "decode_op_modules", T_OM },
+                 { "decode_kernels", T_KERN } };
   uint32_t *layers, nk;
 
   if (d == NULL)
     return; /* decode not run: its tables have no rows */
   layers = module_layers(d);
-  put(o, "decode_modules", table(d, T_MOD, layers));
+  for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
+    o->table = tables[i].name;
+    table(d, tables[i].tag, tables[i].tag == T_MOD ? layers : NULL, o);
+  }
   free(layers);
-  put(o, "decode_layers", table(d, T_LAYER, NULL));
-  put(o, "decode_ops", table(d, T_OP, NULL));
-  put(o, "decode_layer_modules", table(d, T_LM, NULL));
-  put(o, "decode_op_modules", table(d, T_OM, NULL));
-  put(o, "decode_kernels", table(d, T_KERN, NULL));
-  put(o, "decode_blocks", blocks(d));
+  o->table = "decode_blocks";
+  blocks(d, o);
   nk = d->kinds.n < DEC_MAX_KINDS ? d->kinds.n : DEC_MAX_KINDS;
   o->table = "decode_steps";
   for (uint32_t k = 0; k < nk; k++)
     agg_out_row(o, step_row(d, k, t0_ns));
+  o->table = "decode_median";
   for (uint32_t k = 0; k < nk; k++)
-    put(o, "decode_median", median_rows(d, k));
+    median_rows(d, k, o);
 }
 
 /* ---- warnings ---- */

@@ -188,12 +188,11 @@ def imports(root):
 
 def sim_capture():
     with Rig() as rig:
-        code, body = rig.d.post("/captures", {"model": "/models/x", "tp": 1,
+        code, body = rig.d.post("/captures", {"model": rig.model, "tp": 1,
                                               "server_args": ["--mark-trace"]})
         check_eq((code, body["error"]["field"]), (400, "server_args[0]"),
                  "--mark-trace as a word")
-        cid = rig.capture(model="/models/Qwen3-8B", tp=2, conc=2, isl=8,
-                          osl=4, mark_trace=True)
+        cid = rig.capture(tp=2, conc=2, isl=8, osl=4, mark_trace=True)
         cap = rig.wait(cid)
         check_eq(cap["status"], "done", "capture %s" % (cap,))
         start = rig.calls("start_atom_server.sh")[-1]
