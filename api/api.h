@@ -24,6 +24,9 @@ struct api_hooks {
    * the running one. */
   int (*cancel)(void *ud, int64_t id);
   void *ud;
+  /* fleet_view: the lab view's reader (fleet/fleet.h), borrowed until
+   * api_stop(); NULL: the fleet's read routes answer 404. */
+  struct fleet_lab *lab;
 };
 
 struct api;

@@ -17,7 +17,7 @@
 #define DEFAULT_ENV_ALLOW                                                      \
   "ATOM_ AITER_ HSA_ HIP_ AMD_ V4_ NCCL_ RCCL_ MIOPEN_ TORCH_ PYTORCH_"
 
-enum key_type { K_STR, K_INT, K_LIST_COLON, K_LIST_SPACE, K_PROFILE };
+enum key_type { K_STR, K_INT, K_LIST_COLON, K_LIST_SPACE, K_PROFILE, K_BOOL };
 
 struct key {
   const char *name;
@@ -82,6 +82,15 @@ static const struct key keys[] = {
   STR(webhook_url),
   INT(webhook_timeout_s, 1, 600),
   INT(webhook_retries, 0, 10),
+  STR(fleet_dsn),
+  STR(node_name),
+  STR(node_url),
+  { "fleet_view", K_BOOL, offsetof(struct cfg, fleet_view), 0, 0 },
+  INT(fleet_outbox_max_age_s, 1, 86400 * 30),
+  INT(fleet_backfill_per_s, 1, 100000),
+  INT(fleet_timeout_s, 1, 3600),
+  INT(fleet_read_timeout_ms, 100, 600000),
+  INT(fleet_cache_mb, 1, 1 << 20),
 };
 
 static char **split(const char *text, const char *seps)
@@ -168,6 +177,14 @@ void cfg_defaults(struct cfg *cfg)
   cfg->webhook_url = strdup("");
   cfg->webhook_timeout_s = 10;
   cfg->webhook_retries = 3;
+  cfg->fleet_dsn = strdup("");
+  cfg->node_name = strdup("");
+  cfg->node_url = strdup("");
+  cfg->fleet_outbox_max_age_s = 600;
+  cfg->fleet_backfill_per_s = 20;
+  cfg->fleet_timeout_s = 30;
+  cfg->fleet_read_timeout_ms = 5000;
+  cfg->fleet_cache_mb = 2048;
 }
 
 static const struct key *find_key(const char *name)
@@ -229,6 +246,13 @@ int cfg_set(struct cfg *cfg, const char *key, const char *value,
       return tr_err_set(err, TR_EINVAL, k->name,
                         "profile_control must be bench or daemon, not \"%s\"",
                         value);
+    return 0;
+  case K_BOOL:
+    if (strcmp(value, "true") != 0 && strcmp(value, "false") != 0)
+      return tr_err_set(err, TR_EINVAL, k->name,
+                        "%s must be true or false, not \"%s\"", k->name,
+                        value);
+    *(bool *)dst = strcmp(value, "true") == 0;
     return 0;
   }
   return 0;
@@ -412,6 +436,42 @@ static int check_webhook(const char *url, struct tr_err *err)
   return 0;
 }
 
+/* The fleet's settings: node_name (default: the host name) is a node's
+ * name in the fleet and its PostgreSQL role's (docs/FLEET.md), so it is
+ * what a role name and a URL segment can both be: 1 to 63 of [A-Za-z0-9
+ * ._-]; node_url defaults to http://<listen>; a lab view needs the DSN.
+ * That fleet_dsn holds no password is checked by fleet/ (libpq parses
+ * it). */
+static int check_fleet(struct cfg *cfg, struct tr_err *err)
+{
+  char host[256] = "";
+  size_t n;
+
+  if (cfg->node_name[0] == '\0') {
+    gethostname(host, sizeof(host) - 1);
+    host[strcspn(host, ".")] = '\0';
+    free(cfg->node_name);
+    cfg->node_name = strdup(host[0] ? host : "localhost");
+  }
+  n = strlen(cfg->node_name);
+  if (n > 63 || strspn(cfg->node_name, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                       "abcdefghijklmnopqrstuvwxyz"
+                                       "0123456789._-") != n)
+    return tr_err_set(err, TR_EINVAL, "node_name",
+                      "node_name must be 1 to 63 letters, digits, '.', '_' "
+                      "or '-', not \"%s\"",
+                      cfg->node_name);
+  if (cfg->node_url[0] == '\0') {
+    free(cfg->node_url);
+    if (asprintf(&cfg->node_url, "http://%s", cfg->listen) < 0)
+      cfg->node_url = strdup("");
+  }
+  if (cfg->fleet_view && cfg->fleet_dsn[0] == '\0')
+    return tr_err_set(err, TR_EINVAL, "fleet_view",
+                      "fleet_view needs fleet_dsn");
+  return 0;
+}
+
 int cfg_finish(struct cfg *cfg, struct tr_err *err)
 {
   const char *colon = strrchr(cfg->listen, ':');
@@ -439,6 +499,8 @@ int cfg_finish(struct cfg *cfg, struct tr_err *err)
                       "table_limit (%d) is above table_limit_max (%d)",
                       cfg->table_limit, cfg->table_limit_max);
   if (check_webhook(cfg->webhook_url, err) != 0)
+    return TR_EINVAL;
+  if (check_fleet(cfg, err) != 0)
     return TR_EINVAL;
   resolve_roots(cfg->import_roots);
   derive_script(&cfg->start_script, cfg->atom_scripts, "start_atom_server.sh");

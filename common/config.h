@@ -72,6 +72,20 @@ struct cfg {
   char *webhook_url;
   int webhook_timeout_s; /* one attempt, at most */
   int webhook_retries;   /* attempts after the first, backing off */
+  /* The fleet (docs/FLEET.md): the lab's PostgreSQL as a libpq conninfo
+   * without a password ("" when unset: nothing is published); this
+   * node's name in it (default: the host name) and the URL its raw traces
+   * and slices are fetched from (default: http://<listen>); fleet_view
+   * serves the fleet's captures too. */
+  char *fleet_dsn;
+  char *node_name;
+  char *node_url;
+  bool fleet_view;
+  int fleet_outbox_max_age_s; /* /healthz degraded beyond */
+  int fleet_backfill_per_s;   /* old captures put in the outbox a second */
+  int fleet_timeout_s;        /* a publish or a migration, at most */
+  int fleet_read_timeout_ms;  /* a lab view's read of PostgreSQL */
+  int fleet_cache_mb;         /* the lab view's copies of captures */
 };
 
 /* Fills cfg with the defaults of docs/API.md. Caller frees with cfg_free(). */

@@ -18,6 +18,7 @@
 #include "api/api.h"
 #include "daemon/notify.h"
 #include "daemon/runner.h"
+#include "fleet/fleet.h"
 #include "store/store.h"
 
 #define MAX_CANCELS 64
@@ -29,6 +30,8 @@ struct daemon {
   const struct cfg *cfg;
   struct api *api;
   struct cap_runner *runner;
+  struct fleet_pub *pub; /* fleet_dsn: the outbox's publisher */
+  struct fleet_lab *lab; /* fleet_view: the lab view's reader */
   int stopping;
 
   pthread_mutex_t inbox_lock; /* guards the inbox below */
@@ -139,6 +142,9 @@ static void on_signal(uv_signal_t *h, int signum)
   /* No new requests from here on; those in flight finish first. */
   api_stop(d->api);
   d->api = NULL;
+  fleet_lab_stop(d->lab);
+  d->lab = NULL;
+  fleet_pub_stop(d->pub, NULL, NULL);
   cap_runner_shutdown(d->runner, on_runner_down, d);
 }
 
@@ -162,19 +168,44 @@ static int prepare_storage(const struct cfg *cfg, struct tr_err *err)
     return tr_err_set(err, rc, "trace_root", "cannot create %s: %s",
                       cfg->trace_root, strerror(-rc));
   rc = store_open(cfg->db, STORE_RW, &st, err);
+  /* Before the runner recovers anything: a capture it ends is published
+   * (or, without fleet_dsn, not) as any other. */
+  if (rc == 0)
+    rc = store_fleet_enable(st, cfg->fleet_dsn[0] != '\0', err);
   store_close(st);
   return rc;
 }
 
+/* The publisher holds one pool thread during a publish: the pool gets one
+ * more than the runner asks for (daemon/recover.c), before libuv reads
+ * the variable at its first uv_queue_work. */
+static void size_pool_for_fleet(const struct cfg *cfg)
+{
+  char value[16];
+
+  if (cfg->fleet_dsn[0] == '\0' || getenv("UV_THREADPOOL_SIZE") != NULL)
+    return;
+  snprintf(value, sizeof(value), "%d", cfg->index_jobs + 3);
+  setenv("UV_THREADPOOL_SIZE", value, 0);
+}
+
 static int start(struct daemon *d, struct tr_err *err)
 {
-  struct api_hooks hooks = { hook_wake, hook_cancel, d };
+  struct api_hooks hooks = { hook_wake, hook_cancel, d, NULL };
   int rc;
 
   if ((rc = prepare_storage(d->cfg, err)) != 0)
     return rc;
+  size_pool_for_fleet(d->cfg);
   if ((rc = cap_runner_new(&d->loop, d->cfg, &d->runner, err)) != 0)
     return rc;
+  if (d->cfg->fleet_dsn[0] != '\0' &&
+      (rc = fleet_pub_start(&d->loop, d->cfg, &d->pub, err)) != 0)
+    return rc;
+  if (d->cfg->fleet_view &&
+      (rc = fleet_lab_start(d->cfg, &d->lab, err)) != 0)
+    return rc;
+  hooks.lab = d->lab;
   uv_async_init(&d->loop, &d->inbox_async, on_inbox);
   d->inbox_async.data = d;
   uv_signal_init(&d->loop, &d->sigterm);
@@ -203,6 +234,8 @@ int daemon_run(const struct cfg *cfg)
   if (rc != 0) {
     fprintf(stderr, "traced: %s\n", err.msg);
     api_stop(d.api);
+    fleet_lab_stop(d.lab);
+    fleet_pub_stop(d.pub, NULL, NULL);
     if (d.runner != NULL) {
       d.stopping = 1;
       cap_runner_shutdown(d.runner, on_runner_down, &d);
@@ -212,6 +245,7 @@ int daemon_run(const struct cfg *cfg)
     tr_notify("READY=1");
   }
   uv_run(&d.loop, UV_RUN_DEFAULT);
+  fleet_pub_free(d.pub);
   cap_runner_free(d.runner);
   uv_loop_close(&d.loop);
   pthread_mutex_destroy(&d.inbox_lock);

@@ -65,8 +65,7 @@ static void insert_sql(const struct table *t, char *buf, size_t size)
     snprintf(buf + len, size - len, ")");
 }
 
-/* The id of name in names, adding it when new. */
-static int intern(struct store *st, const char *name, int64_t *id,
+int store__intern(struct store *st, const char *name, int64_t *id,
                   struct tr_err *err)
 {
   sqlite3_stmt *s;
@@ -139,7 +138,7 @@ static int bind_field(struct store *st, sqlite3_stmt *s, int i,
   case F_NAME:
     if (!json_is_string(v))
       return bad_value(where, f, err);
-    rc = intern(st, json_string_value(v), &id, err);
+    rc = store__intern(st, json_string_value(v), &id, err);
     return rc < 0 ? rc : sqlite3_bind_int64(s, i, id);
   default:
     if (v == NULL)
