@@ -2,12 +2,16 @@
 # Installs traced's Debian build and test dependencies when any is missing.
 # Needs root (or sudo) only when something has to be installed. chromium is
 # for the dashboard test (headless), wrk for bench/bench_api.sh,
-# libiberty-dev for its kernel-name demangler (index/family.c).
+# libiberty-dev for its kernel-name demangler (index/family.c), libpq-dev
+# for the fleet's PostgreSQL (fleet/), and postgresql for the fleet's tests,
+# which start throwaway clusters of their own (tests/pgtest.py; the
+# package's own cluster is not used).
 set -eu
 PKGS="build-essential cmake pkg-config libuv1-dev libmicrohttpd-dev
 libcurl4-openssl-dev libjansson-dev libsqlite3-dev zlib1g-dev libisal-dev
-libiberty-dev
-isal clang libclang-rt-14-dev python3 curl wrk sqlite3 procps chromium"
+libiberty-dev libpq-dev
+isal clang libclang-rt-14-dev python3 curl wrk sqlite3 procps chromium
+postgresql"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||

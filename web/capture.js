@@ -39,6 +39,8 @@ function captureView(app, id, q) {
       return;
     }
     if (g !== gen) return;
+    /* A capture of the fleet (a lab view) goes by node:id everywhere. */
+    if (c.node) c.id = id;
     put(head, captureHead(c), captureBody(c));
     const ranks = (c.ranks || []).filter(r => r.status === 'done');
     if (!FINAL.includes(c.status)) later(poll, 1000);
@@ -67,6 +69,8 @@ function captureHead(c) {
   const live = !FINAL.includes(c.status);
   return el('div', {class: 'head'},
     el('h2', null, (c.kind === 'import' ? 'Import #' : 'Capture #') + c.id,
+      c.node ? [' on ', el('a', {href: c.node_url, title: 'its node: raw ' +
+        'traces and slices are there'}, c.node)] : null,
       c.label ? [' \u00b7 ', c.label] : null, ' ', badge(c.status),
       c.verdict ? [' ', verdictBadge(c.verdict)] : null),
     el('p', {class: 'meta'},

@@ -38,16 +38,19 @@ function verdictBox(c) {
       put(box, errorBox(e));
       return;
     }
+    /* In a lab view the baseline may be another node's: node:id. */
+    const base = v.baseline_node ? v.baseline_node + ':' + v.baseline
+      : v.baseline;
     put(box, el('h3', null, 'Verdict ', verdictBadge(v)),
       el('p', {class: 'meta'}, v.baseline
-        ? ['against ', el('a', {href: '#/captures/' + v.baseline},
-          '#' + v.baseline), ' (', v.baseline_source, ') \u00b7 ',
-        el('a', {href: '#/diff/' + v.baseline + '/' + c.id},
+        ? ['against ', el('a', {href: '#/captures/' + base},
+          '#' + base), ' (', v.baseline_source, ') \u00b7 ',
+        el('a', {href: '#/diff/' + base + '/' + c.id},
           'compare'), ' \u00b7 ']
         : null, num(v.compared), ' figures compared; a change counts ',
       'beyond \u00b1', String(v.threshold_pct), '% or the noise band (',
       '\u00b1', v.step_noise_pct.toFixed(1), '% for a time per step) ',
-      el('button', {onclick: () => pin(!v.pinned)}, v.pinned
+      c.node ? null : el('button', {onclick: () => pin(!v.pinned)}, v.pinned
         ? 'unpin as baseline' : 'pin as baseline of this configuration')),
       el('ul', {class: 'reasons'}, v.reasons.map(r => el('li', null,
         el('code', null, r.code), ' ', r.message))),
