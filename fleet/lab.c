@@ -432,6 +432,29 @@ static int fetch(struct fleet_lab *lab, struct lab_thread *t,
   return rc;
 }
 
+/* ref's rows read on this thread's connection; once more on a new one
+ * when the one kept from before turns out broken (the server restarted
+ * since: libpq learns it at the first statement). */
+static int fetch_fresh(struct fleet_lab *lab, struct lab_thread *t,
+                       const struct store_fleet_ref *ref, json_t **out,
+                       int64_t *bytes, struct tr_err *err)
+{
+  bool kept = !fleet_pg_broken(t->pg);
+  int rc = reader(lab, t, err);
+
+  if (rc == 0)
+    rc = fetch(lab, t, ref, out, bytes, err);
+  if (rc == TR_EIO && kept && fleet_pg_broken(t->pg)) {
+    tr_err_clear(err);
+    rc = reader(lab, t, err);
+    if (rc == 0)
+      rc = fetch(lab, t, ref, out, bytes, err);
+  }
+  if (rc == TR_EIO && fleet_pg_broken(t->pg))
+    atomic_store(&lab->down_until_ms, fleet_now_ms() + DOWN_MS);
+  return rc;
+}
+
 /* ref copied in from PostgreSQL: ref->cache_id set. */
 static int copy_in(struct fleet_lab *lab, struct store_fleet_ref *ref,
                    struct tr_err *err)
@@ -440,12 +463,10 @@ static int copy_in(struct fleet_lab *lab, struct store_fleet_ref *ref,
   struct store *rw = store_of(lab, STORE_RW, err);
   json_t *tables = NULL;
   int64_t bytes = 0;
-  int rc = t != NULL && rw != NULL ? reader(lab, t, err) : TR_EDB;
+  int rc = t != NULL && rw != NULL ? fetch_fresh(lab, t, ref, &tables, &bytes,
+                                                 err)
+                                   : TR_EDB;
 
-  if (rc == 0)
-    rc = fetch(lab, t, ref, &tables, &bytes, err);
-  if (rc == TR_EIO && fleet_pg_broken(t->pg))
-    atomic_store(&lab->down_until_ms, fleet_now_ms() + DOWN_MS);
   if (rc == 0)
     rc = store_fleet_import(rw, ref->node, ref->uuid, tables, bytes,
                             &ref->cache_id, err);

@@ -158,6 +158,7 @@ class Cluster:
                      data=os.path.join(self.top, "standby"))
         sb.sock = self.sock
         self.run(["pg_basebackup", "-D", sb.data, "-R", "-X", "stream",
+                  "--checkpoint=fast",
                   "-h", self.sock, "-p", str(self.port), "-U", SUPER])
         os.chmod(sb.data, 0o700)
         return sb.start()
@@ -174,7 +175,7 @@ def passfile(folder, cluster, user, password, db="fleet"):
     """A libpq password file (mode 0600) holding user's password."""
     path = os.path.join(folder, "pgpass-%s" % user)
     with open(path, "w") as f:
-        f.write("127.0.0.1:%d:%s:%s:%s\n" % (cluster.port, db, user,
-                                             password))
+        # Any port: the cluster's standby too.
+        f.write("127.0.0.1:*:%s:%s:%s\n" % (db, user, password))
     os.chmod(path, 0o600)
     return path
