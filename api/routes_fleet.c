@@ -464,11 +464,11 @@ enum MHD_Result api_get_fleet_captures(struct api_req *r)
   static const char *const kinds[] = { "capture", "import", NULL };
   const struct cfg *cfg = r->api->cfg;
   struct store_fleet_filter f = { 0 };
+  struct tr_buf out = { .max = (size_t)cfg->max_response_bytes };
   struct tr_err err = { 0 };
   int64_t limit = cfg->list_limit;
   enum MHD_Result ret;
   struct store *st;
-  json_t *out = NULL;
 
   if (api_query_check(r, names, &err) != 0 ||
       api_query_str(r, "node", NAME_MAX_, &f.node, &err) != 0 ||
@@ -485,9 +485,13 @@ enum MHD_Result api_get_fleet_captures(struct api_req *r)
   f.limit = (int)limit;
   if ((st = fleet_store(r, &ret)) == NULL)
     return ret;
-  if (store_fleet_list(st, &f, &out, &err) != 0)
+  if (store_fleet_list(st, &f, &out, &err) != 0) {
+    tr_buf_free(&out);
     return api_reply_err(r, &err);
-  return api_reply_json(r, 200, out);
+  }
+  ret = api_reply_text(r, 200, "application/json", out.p, out.n);
+  tr_buf_free(&out);
+  return ret;
 }
 
 enum MHD_Result api_get_fleet_nodes(struct api_req *r)

@@ -182,17 +182,16 @@ static const char *text_of(json_t *v, char *buf, size_t size)
   return NULL;
 }
 
-/* The capture's row and its tables, inserted only when the row is new:
- * *fresh says whether it was. */
+/* The capture's row and its tables (JSON text), inserted only when the
+ * row is new: *fresh says whether it was. */
 static int insert_capture(struct fleet_pub *p, const char *uuid, json_t *x,
-                          bool *fresh, struct tr_err *err)
+                          const char *tables, bool *fresh, struct tr_err *err)
 {
   json_t *brief = json_object_get(x, "brief");
   char id[32], version[16];
   char *figures = json_dumps(json_object_get(x, "figures"),
                              JSON_COMPACT | JSON_ENCODE_ANY);
   char *cap = json_dumps(brief, JSON_COMPACT);
-  char *tables = json_dumps(json_object_get(x, "tables"), JSON_COMPACT);
   const char *vals[17] = {
     p->cfg->node_name,
     uuid,
@@ -228,7 +227,7 @@ static int insert_capture(struct fleet_pub *p, const char *uuid, json_t *x,
                      " RETURNING node, uuid)"
                      " INSERT INTO fleet.capture_tables(node, uuid, tbl, rows)"
                      " SELECT c.node, c.uuid, t.key, t.value"
-                     " FROM c, jsonb_each($17::jsonb) t",
+                     " FROM c, json_each($17::json) t",
                      17, vals, &r, err)
                : tr_err_set(err, TR_ENOMEM, "", "fleet: out of memory");
 
@@ -237,19 +236,18 @@ static int insert_capture(struct fleet_pub *p, const char *uuid, json_t *x,
   PQclear(r);
   free(figures);
   free(cap);
-  free(tables);
   return rc;
 }
 
 static int publish_capture(struct fleet_pub *p,
                            const struct store_outbox_item *it, json_t *x,
-                           struct tr_err *err)
+                           const char *tables, struct tr_err *err)
 {
   bool fresh = false;
   int rc = exec(p, "BEGIN", err);
 
   if (rc == 0)
-    rc = insert_capture(p, it->uuid, x, &fresh, err);
+    rc = insert_capture(p, it->uuid, x, tables, &fresh, err);
   if (rc == 0 && fresh)
     rc = take_seq(p, it->uuid, err);
   if (rc == 0)
@@ -302,14 +300,21 @@ static void refresh_stats(struct fleet_pub *p)
 static int send_one(struct fleet_pub *p, const struct store_outbox_item *it,
                     struct tr_err *err)
 {
+  struct tr_buf tables = { 0 };
   json_t *x = NULL;
-  int rc = it->del ? 0 : store_fleet_export(p->st, it->capture_id, &x, err);
+  int rc = it->del ? 0
+                   : store_fleet_export(p->st, it->capture_id, &x, &tables,
+                                        err);
 
-  if (rc == TR_ENOTFOUND) /* deleted since: its delete row follows */
+  if (rc == TR_ENOTFOUND) { /* deleted since: its delete row follows */
+    tr_buf_free(&tables);
     return store_outbox_done(p->st, it->seq, err);
+  }
   if (rc == 0)
-    rc = it->del ? publish_delete(p, it, err) : publish_capture(p, it, x, err);
+    rc = it->del ? publish_delete(p, it, err)
+                 : publish_capture(p, it, x, tables.p, err);
   json_decref(x);
+  tr_buf_free(&tables);
   if (rc == 0 && p->fault_after_commit)
     raise(SIGKILL); /* tests: a crash between the commit and the outbox */
   if (rc == 0) {

@@ -29,8 +29,11 @@
  * deleted: a tombstone, kept so that a lab view following the changes
  * hears of the delete; seq: the change order, given at the end of each
  * transaction under FLEET_LOCK_SEQ.
- * capture_tables: a capture's rows, one row per store table, as a jsonb
- * array of {column: value} (store_fleet_export()).
+ * capture_tables: a capture's rows, one row per store table, as a json
+ * array of {column: value} (store_fleet_export()): json, not jsonb, since
+ * it is stored and read back whole (the text is checked, not taken apart:
+ * a capture's timeline alone is 4096 rows a rank), and queries that want
+ * its members still have json's operators (json_array_elements(rows)).
  */
 static const char v1[] =
     "DO $$ BEGIN"
@@ -76,7 +79,7 @@ static const char v1[] =
     " node text NOT NULL,"
     " uuid uuid NOT NULL,"
     " tbl text NOT NULL,"
-    " rows jsonb NOT NULL,"
+    " rows json NOT NULL,"
     " PRIMARY KEY (node, uuid, tbl),"
     " FOREIGN KEY (node, uuid) REFERENCES fleet.captures ON DELETE CASCADE);"
     "ALTER TABLE fleet.nodes ENABLE ROW LEVEL SECURITY;"

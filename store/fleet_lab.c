@@ -494,6 +494,21 @@ static int remove_row(struct store *st, const struct store_fleet_row *r,
   return rc;
 }
 
+/* JSON text (PostgreSQL writes jsonb with blanks) bound compact, as the
+ * list writes it out (put_listed()); NULL stays NULL. */
+static void bind_compact(sqlite3_stmt *s, int i, const char *text)
+{
+  json_t *v = text != NULL ? json_loads(text, JSON_DECODE_ANY, NULL) : NULL;
+  char *compact = v != NULL ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY)
+                            : NULL;
+
+  if (compact != NULL)
+    sqlite3_bind_text(s, i, compact, -1, free);
+  else
+    store__bind_text(s, i, text);
+  json_decref(v);
+}
+
 static int upsert_row(struct store *st, const struct store_fleet_row *r,
                       struct tr_err *err)
 {
@@ -521,8 +536,8 @@ static int upsert_row(struct store *st, const struct store_fleet_row *r,
   sqlite3_bind_int64(s, 11, r->created_at);
   sqlite3_bind_int64(s, 12, r->finished_at);
   store__bind_text(s, 13, r->verdict);
-  store__bind_text(s, 14, r->figures);
-  store__bind_text(s, 15, r->brief ? r->brief : "{}");
+  bind_compact(s, 14, r->figures);
+  bind_compact(s, 15, r->brief ? r->brief : "{}");
   rc = sqlite3_step(s) == SQLITE_DONE ? 0 : store__db_err(st, "fleet", err);
   store__done(s);
   return rc;
@@ -774,41 +789,63 @@ int store_fleet_baseline(struct store *st, const struct store_fleet_ref *ref,
   return ref_row(st, s, out, err);
 }
 
-/* Each row's "brief" object with the row's other members put into it. */
-static json_t *lift_briefs(json_t *rows)
+/* A text column as a JSON string, or null. */
+static void put_text(struct tr_buf *b, sqlite3_stmt *s, int c)
 {
-  json_t *out = json_array(), *row;
-  size_t i;
+  if (sqlite3_column_type(s, c) == SQLITE_NULL)
+    tr_buf_put(b, "null", 4);
+  else
+    store__put_string(b, (const char *)sqlite3_column_text(s, c),
+                      (size_t)sqlite3_column_bytes(s, c));
+}
 
-  json_array_foreach(rows, i, row) {
-    json_t *brief = json_object_get(row, "brief");
-    const char *key;
-    json_t *v;
+/* A column holding JSON text, as it is, or null. */
+static void put_json(struct tr_buf *b, sqlite3_stmt *s, int c)
+{
+  if (sqlite3_column_type(s, c) == SQLITE_NULL)
+    tr_buf_put(b, "null", 4);
+  else
+    tr_buf_put(b, (const char *)sqlite3_column_text(s, c),
+               (size_t)sqlite3_column_bytes(s, c));
+}
 
-    if (!json_is_object(brief))
-      continue;
-    json_object_foreach(row, key, v) {
-      if (strcmp(key, "brief") != 0 && strcmp(key, "lid") != 0 &&
-          strcmp(key, "created_ns") != 0)
-        json_object_set(brief, key, v);
-    }
-    json_array_append(out, brief);
+/* One row of the list: its brief (compact JSON, stored so by
+ * store_fleet_apply()) with the fleet's members put in before its
+ * closing brace: written, never parsed. */
+static void put_listed(struct tr_buf *b, sqlite3_stmt *s)
+{
+  static const char *const text_keys[] = { "node", "ref", "uuid", "gpu" };
+  const char *brief = (const char *)sqlite3_column_text(s, 2);
+  size_t n = (size_t)sqlite3_column_bytes(s, 2);
+
+  while (n > 0 && brief[n - 1] != '}')
+    n--;
+  tr_buf_put(b, brief, n > 0 ? n - 1 : 0);
+  tr_buf_put(b, n > 2 ? "," : "", n > 2 ? 1 : 0);
+  for (int k = 0; k < 4; k++) {
+    tr_buf_printf(b, "%s\"%s\":", k ? "," : "", text_keys[k]);
+    put_text(b, s, 3 + k);
   }
-  return out;
+  tr_buf_printf(b, ",\"config\":");
+  put_json(b, s, 7);
+  tr_buf_printf(b, ",\"figures\":");
+  put_json(b, s, 8);
+  tr_buf_printf(b, ",\"node_url\":");
+  put_text(b, s, 9);
+  tr_buf_put(b, "}", 1);
 }
 
 int store_fleet_list(struct store *st, const struct store_fleet_filter *f,
-                     json_t **out, struct tr_err *err)
+                     struct tr_buf *out, struct tr_err *err)
 {
-  json_t *rows = NULL, *last;
+  int limit = f->limit > 0 ? f->limit : 50, n = 0;
+  int64_t last_at = 0, last_lid = 0;
   sqlite3_stmt *s;
-  char next[64];
   int rc = store__stmt(
       st,
-      "SELECT i.lid, i.created_at AS created_ns, i.brief AS brief_json,"
-      " i.node, " REF_OF("i") " AS ref, i.uuid, i.gpu,"
-      " i.config AS config_json, i.figures AS figures_json,"
-      " (SELECT n.url FROM fleet_nodes n WHERE n.node = i.node) AS node_url"
+      "SELECT i.lid, i.created_at, i.brief, i.node, " REF_OF("i") ","
+      " i.uuid, i.gpu, i.config, i.figures,"
+      " (SELECT n.url FROM fleet_nodes n WHERE n.node = i.node)"
       " FROM fleet_index i"
       " WHERE (?1 IS NULL OR i.node = ?1) AND (?2 IS NULL OR i.gpu = ?2)"
       " AND (?3 IS NULL OR i.model = ?3) AND (?4 IS NULL OR i.config = ?4)"
@@ -831,20 +868,25 @@ int store_fleet_list(struct store *st, const struct store_fleet_filter *f,
   sqlite3_bind_int64(s, 8, f->until);
   sqlite3_bind_int64(s, 9, f->before_at);
   sqlite3_bind_int64(s, 10, f->before_lid);
-  sqlite3_bind_int(s, 11, f->limit > 0 ? f->limit : 50);
-  rc = store__rows(st, s, &rows, err);
-  if (rc < 0)
-    return rc;
-  last = json_array_get(rows, json_array_size(rows) - 1);
-  snprintf(next, sizeof(next), "%lld.%lld",
-           (long long)json_integer_value(json_object_get(last, "created_ns")),
-           (long long)json_integer_value(json_object_get(last, "lid")));
-  *out = json_pack("{s:o,s:o}", "captures", lift_briefs(rows), "next_before",
-                   (int)json_array_size(rows) == (f->limit > 0 ? f->limit : 50)
-                       ? json_string(next)
-                       : json_null());
-  json_decref(rows);
-  return 0;
+  sqlite3_bind_int(s, 11, limit);
+  tr_buf_put(out, "{\"captures\":[", 13);
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    if (n++ > 0)
+      tr_buf_put(out, ",", 1);
+    put_listed(out, s);
+    last_lid = sqlite3_column_int64(s, 0);
+    last_at = sqlite3_column_int64(s, 1);
+  }
+  rc = rc == SQLITE_DONE ? 0 : store__db_err(st, "fleet list", err);
+  store__done(s);
+  if (n == limit)
+    tr_buf_printf(out, "],\"next_before\":\"%lld.%lld\"}",
+                  (long long)last_at, (long long)last_lid);
+  else
+    tr_buf_printf(out, "],\"next_before\":null}");
+  if (rc == 0 && out->failed)
+    rc = tr_err_set(err, out->failed, "limit", "the list is too large");
+  return rc;
 }
 
 /* finished_at (ns) members as RFC 3339. */

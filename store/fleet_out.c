@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/lifecycle.h"
+#include "common/text.h"
 #include "store/store_int.h"
 
 int store_fleet_enable(struct store *st, bool on, struct tr_err *err)
@@ -194,66 +195,113 @@ static void put_ident(struct tr_buf *b, const char *name)
   tr_buf_printf(b, "\"%s\"", name);
 }
 
-/* The text of a column that JSON (and PostgreSQL's jsonb) can hold as a
- * string: UTF-8 without NUL. */
-static json_t *text_value(const char *p, size_t n)
+/* ---- rows as JSON text, written straight from SQLite: a capture's rows
+ * are hundreds of thousands of values (4096 timeline buckets a rank), too
+ * many to make each a jansson value first ---- */
+
+void store__put_string(struct tr_buf *b, const char *s, size_t n)
+{
+  static const char hex[] = "0123456789abcdef";
+  size_t run = 0;
+
+  tr_buf_put(b, "\"", 1);
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)s[i];
+
+    if (c >= 0x20 && c != '"' && c != '\\')
+      continue;
+    tr_buf_put(b, s + run, i - run);
+    run = i + 1;
+    if (c == '"' || c == '\\') {
+      char e[2] = { '\\', (char)c };
+
+      tr_buf_put(b, e, 2);
+    } else {
+      char e[6] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15] };
+
+      tr_buf_put(b, e, 6);
+    }
+  }
+  tr_buf_put(b, s + run, n - run);
+  tr_buf_put(b, "\"", 1);
+}
+
+/* {"$hex": "..."}: the bytes of a blob, or of a text that JSON (and
+ * PostgreSQL) cannot hold as a string (not UTF-8, or with a NUL). */
+static void put_hex(struct tr_buf *b, const void *p, size_t n)
 {
   static const char digits[] = "0123456789abcdef";
-  json_t *v = memchr(p, '\0', n) == NULL ? json_stringn(p, n) : NULL;
-  char *hex;
+  const unsigned char *u = p;
 
-  if (v != NULL)
-    return v;
-  hex = malloc(2 * n + 1);
-  if (hex == NULL)
-    return NULL;
+  tr_buf_put(b, "{\"$hex\":\"", 9);
+  tr_buf_reserve(b, 2 * n + 2);
   for (size_t i = 0; i < n; i++) {
-    hex[2 * i] = digits[(unsigned char)p[i] >> 4];
-    hex[2 * i + 1] = digits[(unsigned char)p[i] & 15];
+    char two[2] = { digits[u[i] >> 4], digits[u[i] & 15] };
+
+    tr_buf_put(b, two, 2);
   }
-  hex[2 * n] = '\0';
-  v = json_pack("{s:s}", "$hex", hex);
-  free(hex);
-  return v;
+  tr_buf_put(b, "\"}", 2);
 }
 
-static json_t *column_value(sqlite3_stmt *s, int c)
+static void put_value(struct tr_buf *b, sqlite3_stmt *s, int c)
 {
+  const char *p;
+  double d;
+  size_t n;
+
   switch (sqlite3_column_type(s, c)) {
-  case SQLITE_INTEGER: return json_integer(sqlite3_column_int64(s, c));
-  case SQLITE_FLOAT: return json_real(sqlite3_column_double(s, c));
-  case SQLITE_NULL: return json_null();
+  case SQLITE_INTEGER:
+    tr_buf_printf(b, "%lld", (long long)sqlite3_column_int64(s, c));
+    break;
+  case SQLITE_FLOAT:
+    d = sqlite3_column_double(s, c);
+    if (d == d && d - d == 0) /* finite: JSON has no NaN or inf */
+      tr_buf_printf(b, "%.17g", d);
+    else
+      tr_buf_put(b, "null", 4);
+    break;
+  case SQLITE_NULL: tr_buf_put(b, "null", 4); break;
   case SQLITE_BLOB:
-    return text_value(sqlite3_column_blob(s, c),
-                      (size_t)sqlite3_column_bytes(s, c));
+    put_hex(b, sqlite3_column_blob(s, c), (size_t)sqlite3_column_bytes(s, c));
+    break;
   default:
-    return text_value((const char *)sqlite3_column_text(s, c),
-                      (size_t)sqlite3_column_bytes(s, c));
+    p = (const char *)sqlite3_column_text(s, c);
+    n = (size_t)sqlite3_column_bytes(s, c);
+    if (memchr(p, '\0', n) == NULL && tr_utf8_valid(p, n))
+      store__put_string(b, p, n);
+    else
+      put_hex(b, p, n);
   }
 }
 
-/* Steps s (?1 bound), one object per row into the array *out. */
-static int rows_of(struct store *st, sqlite3_stmt *s, json_t *out,
-                   struct tr_err *err)
+/* Steps s (?1 bound): its rows as a JSON array of {column: value}. */
+static int put_rows(struct store *st, sqlite3_stmt *s, struct tr_buf *b,
+                    struct tr_err *err)
 {
-  int rc;
+  int ncol = sqlite3_column_count(s), rc;
+  bool first = true;
 
+  tr_buf_put(b, "[", 1);
   while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-    json_t *row = json_object();
+    tr_buf_put(b, first ? "{" : ",{", first ? 1 : 2);
+    first = false;
+    for (int c = 0; c < ncol; c++) {
+      const char *name = sqlite3_column_name(s, c);
 
-    for (int c = 0; row != NULL && c < sqlite3_column_count(s); c++) {
-      json_t *v = column_value(s, c);
-
-      if (v == NULL || json_object_set_new(row, sqlite3_column_name(s, c), v))
-        json_decref(row), row = NULL;
+      if (c > 0)
+        tr_buf_put(b, ",", 1);
+      store__put_string(b, name, strlen(name));
+      tr_buf_put(b, ":", 1);
+      put_value(b, s, c);
     }
-    if (row == NULL || json_array_append_new(out, row) != 0) {
-      store__done(s);
-      return tr_err_set(err, TR_ENOMEM, "", "fleet export");
-    }
+    tr_buf_put(b, "}", 1);
   }
+  tr_buf_put(b, "]", 1);
   rc = rc == SQLITE_DONE ? 0 : store__db_err(st, "fleet export", err);
   store__done(s);
+  if (rc == 0 && b->failed)
+    rc = tr_err_set(err, b->failed, "", "fleet export: %s",
+                    b->failed == TR_ENOMEM ? "out of memory" : "too large");
   return rc;
 }
 
@@ -358,33 +406,36 @@ static int select_of(struct store *st, const struct store__hang *h, struct tr_bu
   return b->failed ? tr_err_set(err, b->failed, "", "fleet export") : 0;
 }
 
-/* The rows of one statement text (?1 = id) as the array tables[name]. */
+/* "name":[the rows of one statement text (?1 = id)], after a comma unless
+ * it is the first. */
 static int export_sql(struct store *st, const char *sql, int64_t id,
-                      const char *name, json_t *tables, struct tr_err *err)
+                      const char *name, bool first, struct tr_buf *b,
+                      struct tr_err *err)
 {
-  json_t *rows = json_array();
   sqlite3_stmt *s;
-  int rc = rows != NULL ? store__stmt_id(st, sql, id, 0, &s, err)
-                        : tr_err_set(err, TR_ENOMEM, "", "fleet export");
+  int rc = store__stmt_id(st, sql, id, 0, &s, err);
 
-  if (rc == 0)
-    rc = rows_of(st, s, rows, err);
-  if (rc == 0 && json_object_set_new(tables, name, rows) != 0)
-    rc = tr_err_set(err, TR_ENOMEM, "", "fleet export");
-  else if (rc != 0)
-    json_decref(rows);
-  return rc;
+  if (rc < 0)
+    return rc;
+  if (!first)
+    tr_buf_put(b, ",", 1);
+  store__put_string(b, name, strlen(name));
+  tr_buf_put(b, ":", 1);
+  return put_rows(st, s, b, err);
 }
 
-static int export_tables(struct store *st, int64_t id, json_t *tables,
+/* {"captures": [its row], "ranks": [...], "<table>": [...], ...}. */
+static int export_tables(struct store *st, int64_t id, struct tr_buf *b,
                          struct tr_err *err)
 {
   const struct store__hang ranks = { "ranks", "capture_id", false };
   struct store__hang *hs = NULL;
   size_t n = 0;
-  int rc = export_sql(st, "SELECT * FROM captures WHERE id = ?1", id,
-                      "captures", tables, err);
+  int rc;
 
+  tr_buf_put(b, "{", 1);
+  rc = export_sql(st, "SELECT * FROM captures WHERE id = ?1", id, "captures",
+                  true, b, err);
   if (rc == 0)
     rc = store__fleet_tables(st, &hs, &n, err);
   for (size_t i = 0; rc == 0 && i <= n; i++) {
@@ -393,9 +444,10 @@ static int export_tables(struct store *st, int64_t id, json_t *tables,
 
     rc = select_of(st, h, &sql, err);
     if (rc == 0)
-      rc = export_sql(st, sql.p, id, h->table, tables, err);
+      rc = export_sql(st, sql.p, id, h->table, false, b, err);
     tr_buf_free(&sql);
   }
+  tr_buf_put(b, "}", 1);
   free(hs);
   return rc;
 }
@@ -515,9 +567,8 @@ static int text_of(struct store *st, const char *sql, int64_t id,
 }
 
 static int export_in(struct store *st, int64_t id, json_t *out,
-                     struct tr_err *err)
+                     struct tr_buf *tables, struct tr_err *err)
 {
-  json_t *tables = json_object();
   char status[16];
   int rc = store__capture_exists(st, id, status, err);
 
@@ -525,10 +576,6 @@ static int export_in(struct store *st, int64_t id, json_t *out,
     rc = tr_err_set(err, TR_ECONFLICT, "id",
                     "capture %lld is %s: only a final capture is published",
                     (long long)id, status);
-  if (rc == 0)
-    rc = json_object_set_new(out, "tables", tables) ? TR_ENOMEM : 0;
-  else
-    json_decref(tables);
   if (rc == 0)
     rc = export_tables(st, id, tables, err);
   if (rc == 0)
@@ -549,7 +596,7 @@ static int export_in(struct store *st, int64_t id, json_t *out,
 }
 
 int store_fleet_export(struct store *st, int64_t id, json_t **out,
-                       struct tr_err *err)
+                       struct tr_buf *tables, struct tr_err *err)
 {
   json_t *obj = json_pack("{s:i}", "store_version", store__schema_version);
   json_t *brief = NULL;
@@ -561,7 +608,7 @@ int store_fleet_export(struct store *st, int64_t id, json_t **out,
     json_object_set_new(obj, "brief", brief);
     rc = store__rd_begin(st, err);
     if (rc == 0)
-      rc = store__rd_end(st, export_in(st, id, obj, err), err);
+      rc = store__rd_end(st, export_in(st, id, obj, tables, err), err);
   }
   if (rc < 0) {
     json_decref(obj);

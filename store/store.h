@@ -373,11 +373,13 @@ int store_outbox_backfill(struct store *st, int max, int *added,
  *  "gpu": its ranks' device names (", " between distinct ones; null),
  *  "figures": {"decode_p50_ns", "step_ns", "real_steps", "families":
  *   [{family, per_step_ns}] (the 5 largest per real step)},
- *  "store_version": this store's schema version,
- *  "tables": {table: [row, ...]}}.
- * tables holds every table whose rows hang off the capture (a foreign key
- * to captures(id) or ranks(id), found in the schema: a table added later
- * is published without a change here), the capture's own row as
+ *  "store_version": this store's schema version}
+ * and, appended to tables as JSON text (written from the rows without
+ * making them jansson values: a capture has hundreds of thousands),
+ * {table: [row, ...]}: every table whose rows hang off the capture (a
+ * foreign key to captures(id) or ranks(id), found in the schema: a table
+ * added later is published without a change here), the capture's own row
+ * as
  * "captures", its ranks as "ranks"; each row is {column: value} with the
  * ids that only mean something in this file taken out: no capture_id,
  * ranks without id, rank_id holding the rank's number, a reference to
@@ -385,10 +387,11 @@ int store_outbox_backfill(struct store *st, int max, int *added,
  * a blob, are {"$hex": "..."}. Left out: the node's own choices
  * (baselines) and what is made again from the rows (sum_rows, sum_texts:
  * store_fleet_import() sums again). TR_ENOTFOUND naming "id"; TR_ECONFLICT
- * unless it is final. Caller decrefs *out.
+ * unless it is final. Caller decrefs *out and frees tables; what tables
+ * held before stays.
  */
 int store_fleet_export(struct store *st, int64_t id, json_t **out,
-                       struct tr_err *err);
+                       struct tr_buf *tables, struct tr_err *err);
 
 /* ---- the fleet: a lab view's copy of it (its own database file) ---- */
 
@@ -474,11 +477,11 @@ struct store_fleet_filter {
   int limit;                     /* 1.. */
 };
 
-/* GET /fleet/captures: {"captures": [the brief of each, with node, ref,
- * uuid, gpu, config, node_url], "next_before": cursor text or null},
- * newest first (created_at). */
+/* GET /fleet/captures, appended to out as JSON text: {"captures": [the
+ * brief of each, with node, ref, uuid, gpu, config, figures, node_url],
+ * "next_before": cursor text or null}, newest first (created_at). */
 int store_fleet_list(struct store *st, const struct store_fleet_filter *f,
-                     json_t **out, struct tr_err *err);
+                     struct tr_buf *out, struct tr_err *err);
 
 /* GET /fleet/trend: the done captures of config and gpu (NULL: any),
  * oldest first, at most limit: [{node, id, ref, finished_at, figures}]. */

@@ -290,6 +290,10 @@ int store__capture_ranks(struct store *st, int64_t id, json_t **out,
 int store__intern(struct store *st, const char *name, int64_t *id,
                   struct tr_err *err);
 
+/* fleet_out.c: s[0..n) (valid UTF-8 without NUL) as a JSON string,
+ * appended to b. */
+void store__put_string(struct tr_buf *b, const char *s, size_t n);
+
 /* fleet_out.c: a table published with a capture (docs/FLEET.md): it
  * hangs off the capture by the column fk, a foreign key to captures(id),
  * or to ranks(id) when rank. */

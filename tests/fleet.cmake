@@ -7,5 +7,5 @@ foreach(case e2e web roles migrate_race backfill stop kill9 after_commit
         two_nodes rebuild newer_schema password disk standby)
   traced_py_test(fleet_${case} test_fleet.py ${case})
   set_tests_properties(fleet_${case} PROPERTIES SKIP_RETURN_CODE 77
-                       TIMEOUT 600)
+                       TIMEOUT 900)
 endforeach()

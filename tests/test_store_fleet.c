@@ -283,8 +283,10 @@ static void store_fleet_copy_answers(void)
   char pa[256], pb[256];
   struct store *node = open_db(pa, sizeof(pa));
   struct store *lab = open_db(pb, sizeof(pb));
-  json_t *x = NULL, *tables, *back, *ca = NULL, *cb = NULL;
+  json_t *x = NULL, *tables, *back, *ca = NULL, *cb = NULL, *rows;
+  struct tr_buf out = { 0 };
   int64_t cap, copy = 0, again = 0;
+  const char *key;
   char *text;
 
   CHECK_INT(store_fleet_enable(node, true, &err), 0);
@@ -292,8 +294,10 @@ static void store_fleet_copy_answers(void)
   cap = real_capture(node);
   CHECK_INT(store_outbox_next(node, &it, &err), 0);
   CHECK_INT(it.capture_id, cap);
-  CHECK_INT(store_fleet_export(node, cap, &x, &err), 0);
-  tables = json_object_get(x, "tables");
+  CHECK_INT(store_fleet_export(node, cap, &x, &out, &err), 0);
+  tables = json_loads(out.p, 0, NULL);
+  CHECK(tables != NULL);
+  tr_buf_free(&out);
   for (const char *t = "kernels\0launches\0idle\0timeline\0capture_results\0"
                        "collective_families\0ranks\0captures\0";
        *t; t += strlen(t) + 1)
@@ -309,10 +313,13 @@ static void store_fleet_copy_answers(void)
             "62616420ff206c6162656c");
   CHECK_STR(json_string_value(json_object_get(x, "config")),
             "[\"/m/x\",3,null,null,null,null,0]");
-  /* Through text, as PostgreSQL carries it. */
-  text = json_dumps(tables, JSON_COMPACT);
-  back = json_loads(text, 0, NULL);
-  free(text);
+  /* Table by table, as the lab view reads them from PostgreSQL. */
+  back = json_object();
+  json_object_foreach(tables, key, rows) {
+    text = json_dumps(rows, JSON_COMPACT);
+    json_object_set_new(back, key, json_loads(text, 0, NULL));
+    free(text);
+  }
   follow(lab, "fleet-1", 1, "n1", it.uuid, cap, "[]", "", 5);
   CHECK_INT(store_fleet_import(lab, "n1", it.uuid, back, 1000, &copy, &err),
             0);
@@ -333,6 +340,7 @@ static void store_fleet_copy_answers(void)
   json_decref(ca);
   json_decref(cb);
   json_decref(back);
+  json_decref(tables);
   json_decref(x);
   store_close(node);
   store_close(lab);
@@ -346,6 +354,20 @@ static const char *const U[] = { "00000000-0000-4000-8000-000000000001",
                                  "00000000-0000-4000-8000-000000000002",
                                  "00000000-0000-4000-8000-000000000003",
                                  "00000000-0000-4000-8000-000000000004" };
+
+/* The list's text, parsed. */
+static json_t *listed(struct store *st, const struct store_fleet_filter *f)
+{
+  struct tr_buf b = { 0 };
+  struct tr_err err = { 0 };
+  json_t *v;
+
+  CHECK_INT(store_fleet_list(st, f, &b, &err), 0);
+  v = json_loads(b.p, 0, NULL);
+  CHECK(v != NULL);
+  tr_buf_free(&b);
+  return v;
+}
 
 static void store_fleet_index(void)
 {
@@ -379,7 +401,7 @@ static void store_fleet_index(void)
   CHECK_INT(store_fleet_resolve(st, "n2", 6, NULL, &ref, &err), 0);
   CHECK_INT(store_fleet_baseline(st, &ref, &base, &err), 1);
   /* The list: newest first, refs, filters, pages. */
-  CHECK_INT(store_fleet_list(st, &f, &list, &err), 0);
+  list = listed(st, &f);
   CHECK_INT(json_array_size(json_object_get(list, "captures")), 4);
   CHECK_STR(json_string_value(json_object_get(
                 json_array_get(json_object_get(list, "captures"), 0), "ref")),
@@ -390,17 +412,17 @@ static void store_fleet_index(void)
   json_decref(list);
   f.node = "n2";
   f.gpu = "MI355X";
-  CHECK_INT(store_fleet_list(st, &f, &list, &err), 0);
+  list = listed(st, &f);
   CHECK_INT(json_array_size(json_object_get(list, "captures")), 1);
   json_decref(list);
   f = (struct store_fleet_filter){ .limit = 3 };
-  CHECK_INT(store_fleet_list(st, &f, &list, &err), 0);
+  list = listed(st, &f);
   CHECK(json_is_string(json_object_get(list, "next_before")));
   CHECK_INT(sscanf(json_string_value(json_object_get(list, "next_before")),
                    "%" SCNd64 ".%" SCNd64, &f.before_at, &f.before_lid),
             2);
   json_decref(list);
-  CHECK_INT(store_fleet_list(st, &f, &list, &err), 0);
+  list = listed(st, &f);
   CHECK_INT(json_array_size(json_object_get(list, "captures")), 1);
   json_decref(list);
   /* A copy; its capture deleted in the fleet: the copy goes. */
