@@ -49,6 +49,27 @@ def say(*a):
     print(*a, flush=True)
 
 
+def cpu_s(pid, children=False):
+    """CPU seconds of a process (with its reaped children's)."""
+    try:
+        f = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    ticks = int(f[11]) + int(f[12]) + (int(f[13]) + int(f[14])
+                                        if children else 0)
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def pg_cpu_s(pg):
+    """CPU seconds of the cluster: the postmaster with the backends it
+    reaped, and the live ones."""
+    with open(os.path.join(pg.data, "postmaster.pid")) as f:
+        pm = int(f.readline())
+    kids = subprocess.run(["pgrep", "-P", str(pm)], capture_output=True,
+                          text=True).stdout.split()
+    return cpu_s(pm, True) + sum(cpu_s(int(k)) for k in kids)
+
+
 def wait(cond, timeout, what):
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -148,11 +169,15 @@ def clone(path, n, spread_from):
 
 # ---- wrk ----
 
-def wrk(url):
-    """(req/s, p50 ms, p99 ms, errors) of one wrk run."""
+def wrk(url, pid):
+    """(req/s, p50 ms, p99 ms, errors, the daemon's CPU us per request) of
+    one wrk run."""
+    c0 = cpu_s(pid)
     out = subprocess.run(["wrk", "-t2", "-c32", "-d%ds" % SECONDS_EACH,
                           "--latency", url], capture_output=True, text=True,
                          check=True).stdout
+    used = cpu_s(pid) - c0
+    n = int(re.search(r"(\d+) requests in", out).group(1))
 
     def ms(label):
         m = re.search(r"^\s*%s%%\s+([\d.]+)(us|ms|s)\s*$" % label, out, re.M)
@@ -163,21 +188,23 @@ def wrk(url):
     errs = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     sock = re.search(r"Socket errors: (.*)", out)
     return rps, ms("50"), ms("99"), (int(errs.group(1)) if errs else 0,
-                                     sock.group(1) if sock else "")
+                                     sock.group(1) if sock else ""), \
+        used * 1e6 / max(n, 1)
 
 
 def measure(rows):
-    """rows: [(name, url)]: ROUNDS rounds, the rows taking turns; the
+    """rows: [(name, url, pid)]: ROUNDS rounds, the rows taking turns; the
     median of each figure."""
-    got = {name: [] for name, _ in rows}
+    got = {name: [] for name, _, _ in rows}
     for _ in range(ROUNDS):
-        for name, url in rows:
-            got[name].append(wrk(url))
+        for name, url, pid in rows:
+            got[name].append(wrk(url, pid))
     return {name: (statistics.median(r[0] for r in runs),
                    statistics.median(r[1] for r in runs),
                    statistics.median(r[2] for r in runs),
                    sum(r[3][0] for r in runs),
-                   ";".join(r[3][1] for r in runs if r[3][1]))
+                   ";".join(r[3][1] for r in runs if r[3][1]),
+                   statistics.median(r[4] for r in runs))
             for name, runs in got.items()}
 
 
@@ -233,19 +260,25 @@ def run(top, pg, daemons):
                          "db": db}, workdir=work)
         ds.append(d)
         daemons.append(d)
-    t0 = time.time()
+    t0, pg0 = time.time(), pg_cpu_s(pg)
     for d in ds:
         d.start(timeout=120)
     total = per * NODES
     wait(lambda: int(pg.value("SELECT count(*) FROM fleet.captures")) ==
          total, 7200, "every capture published")
     took = time.time() - t0
+    node_cpu = sum(cpu_s(d.proc.pid) for d in ds)
+    pg_cpu = pg_cpu_s(pg) - pg0
     size = int(pg.value("SELECT pg_total_relation_size('fleet.captures') +"
                         " pg_total_relation_size('fleet.capture_tables')"))
     dbsize = int(pg.value("SELECT pg_database_size('fleet')"))
     say("published: %d captures of %d ranks from %d nodes in %.1f s: %.1f "
         "captures/s (%.2f per node)" % (total, RANKS, NODES, took,
                                         total / took, total / took / NODES))
+    say("CPU per capture published: %.0f ms in the nodes (export and "
+        "send), %.0f ms in PostgreSQL; load average %s" % (
+            node_cpu * 1000 / total, pg_cpu * 1000 / total,
+            open("/proc/loadavg").read().split()[0]))
     say("PostgreSQL: %.0f KB per capture (tables, TOAST and indexes; the "
         "database %.0f MB in all); a node's SQLite: %.0f KB per capture" % (
             size / total / 1024, dbsize / 2**20, sqlite_per / 1024))
@@ -263,34 +296,49 @@ def run(top, pg, daemons):
     say("lab view: followed %d captures in %.1f s" % (total,
                                                       time.time() - t0))
     serve(lab, ds[0], per)
+    # Without the answer cache (answer_cache_mb = 0): every request runs
+    # the store's query, on the lab's copies and on the node's own rows.
+    for d in (lab, ds[0]):
+        d.stop()
+        d.conf["answer_cache_mb"] = "0"
+        d.start(timeout=120)
+    say("\nthe same without the answer cache (answer_cache_mb = 0):")
+    serve(lab, ds[0], per, lists=False)
 
 
-def serve(lab, node, per):
+def serve(lab, node, per, lists=True):
     a, b = 1, per // 2
     t0 = time.time()
-    code, _ = lab.get("/diff?a=n1:%d&b=n2:%d&limit=50" % (a, b))
+    other = "n2" if NODES > 1 else "n1"
+    code, _ = lab.get("/diff?a=n1:%d&b=%s:%d&limit=50" % (a, other, b))
     assert code == 200
-    say("first cross-node diff (two captures copied from PostgreSQL): "
-        "%.2f s" % (time.time() - t0))
-    rows = [("lab list", lab.base + "/fleet/captures?limit=50"),
-            ("node list", node.base + "/captures?limit=50"),
-            ("lab diff", lab.base + "/diff?a=n1:%d&b=n2:%d&limit=50" % (a,
-                                                                        b)),
-            ("node diff", node.base + "/diff?a=%d&b=%d&limit=50" % (a, b))]
+    if lists:
+        say("first cross-node diff (two captures copied from PostgreSQL): "
+            "%.2f s" % (time.time() - t0))
+    lp, npid = lab.proc.pid, node.proc.pid
+    rows = [("lab list", lab.base + "/fleet/captures?limit=50", lp),
+            ("node list", node.base + "/captures?limit=50", npid)] \
+        if lists else []
+    rows += [("lab diff", lab.base + "/diff?a=n1:%d&b=%s:%d&limit=50" % (
+        a, other, b), lp),
+        ("node diff", node.base + "/diff?a=%d&b=%d&limit=50" % (a, b),
+         npid)]
     got = measure(rows)
-    say("\nwrk, 32 connections, %d s each, %d rounds (medians):" % (
-        SECONDS_EACH, ROUNDS))
-    say("| route | req/s | p50 | p99 | non-2xx |")
-    say("|---|---|---|---|---|")
-    for name, url in rows:
-        rps, p50, p99, bad, sock = got[name]
-        say("| %s `%s` | %.0f | %.2f ms | %.2f ms | %d%s |" % (
-            name, url.split("/", 3)[3], rps, p50, p99, bad,
+    say("\nwrk, 32 connections, %d s each, %d rounds taking turns "
+        "(medians); load average %s:" % (
+            SECONDS_EACH, ROUNDS, open("/proc/loadavg").read().split()[0]))
+    say("| route | req/s | p50 | p99 | daemon CPU/req | non-2xx |")
+    say("|---|---|---|---|---|---|")
+    for name, url, _ in rows:
+        rps, p50, p99, bad, sock, us = got[name]
+        say("| %s `%s` | %.0f | %.2f ms | %.2f ms | %.0f us | %d%s |" % (
+            name, url.split("/", 3)[3], rps, p50, p99, us, bad,
             " (" + sock + ")" if sock else ""))
-    for what in ("list", "diff"):
-        lp, np_ = got["lab " + what], got["node " + what]
-        say("lab/node %s: p50 %.2fx, p99 %.2fx (target: at most 2x)" % (
-            what, lp[1] / np_[1], lp[2] / np_[2]))
+    for what in ("list", "diff") if lists else ("diff",):
+        lab_, node_ = got["lab " + what], got["node " + what]
+        say("lab/node %s: p50 %.2fx, p99 %.2fx, CPU/req %.2fx (target: at "
+            "most 2x)" % (what, lab_[1] / node_[1], lab_[2] / node_[2],
+                          lab_[5] / node_[5]))
 
 
 if __name__ == "__main__":

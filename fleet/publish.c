@@ -182,66 +182,94 @@ static const char *text_of(json_t *v, char *buf, size_t size)
   return NULL;
 }
 
-/* The capture's row and its tables (JSON text), inserted only when the
- * row is new: *fresh says whether it was. */
+#define CAPTURE_PARAMS 16
+
+/* The statement inserting the capture's row, and its n tables only when
+ * the row is new: one (name, rows) pair of parameters each after the
+ * capture's CAPTURE_PARAMS. */
+static char *insert_sql(size_t n)
+{
+  struct tr_buf b = { 0 };
+
+  tr_buf_printf(&b, "WITH c AS (INSERT INTO fleet.captures(node, uuid, id,"
+                    " kind, status, label, model, config, gpu, created_at,"
+                    " finished_at, verdict, figures, capture, store_version,"
+                    " traced_version) VALUES($1, $2::uuid, $3::bigint, $4,"
+                    " $5, $6, $7, $8, $9, $10::timestamptz,"
+                    " $11::timestamptz, $12, $13::jsonb, $14::jsonb,"
+                    " $15::int, $16) ON CONFLICT (node, uuid) DO NOTHING"
+                    " RETURNING node, uuid)"
+                    " INSERT INTO fleet.capture_tables(node, uuid, tbl, rows)"
+                    " SELECT c.node, c.uuid, v.tbl, v.rows FROM c, (VALUES");
+  for (size_t i = 0; i < n; i++)
+    tr_buf_printf(&b, "%s($%zu::text, $%zu::text)", i ? ", " : " ",
+                  CAPTURE_PARAMS + 2 * i + 1, CAPTURE_PARAMS + 2 * i + 2);
+  tr_buf_printf(&b, ") AS v(tbl, rows)");
+  return b.failed ? (tr_buf_free(&b), NULL) : b.p;
+}
+
+/* The capture's row and its tables, inserted only when the row is new:
+ * *fresh says whether it was. */
 static int insert_capture(struct fleet_pub *p, const char *uuid, json_t *x,
-                          const char *tables, bool *fresh, struct tr_err *err)
+                          const struct store_fleet_tables *t, bool *fresh,
+                          struct tr_err *err)
 {
   json_t *brief = json_object_get(x, "brief");
+  size_t nvals = CAPTURE_PARAMS + 2 * t->n;
+  const char **vals = calloc(nvals, sizeof(*vals));
   char id[32], version[16];
   char *figures = json_dumps(json_object_get(x, "figures"),
                              JSON_COMPACT | JSON_ENCODE_ANY);
   char *cap = json_dumps(brief, JSON_COMPACT);
-  const char *vals[17] = {
-    p->cfg->node_name,
-    uuid,
-    text_of(json_object_get(brief, "id"), id, sizeof(id)),
-    json_string_value(json_object_get(brief, "kind")),
-    json_string_value(json_object_get(brief, "status")),
-    json_string_value(json_object_get(brief, "label")),
-    json_string_value(
-        json_object_get(json_object_get(brief, "params"), "model")),
-    json_string_value(json_object_get(x, "config")),
-    json_string_value(json_object_get(x, "gpu")),
-    json_string_value(json_object_get(brief, "created_at")),
-    json_string_value(json_object_get(brief, "finished_at")),
-    json_string_value(
-        json_object_get(json_object_get(brief, "verdict"), "verdict")),
-    figures,
-    cap,
-    text_of(json_object_get(x, "store_version"), version, sizeof(version)),
-    TRACED_VERSION,
-    tables
-  };
+  char *sql = insert_sql(t->n);
   PGresult *r = NULL;
-  int rc = figures && cap && tables
-               ? fleet_pg_exec(
-                     p->pg,
-                     "WITH c AS (INSERT INTO fleet.captures(node, uuid, id,"
-                     " kind, status, label, model, config, gpu, created_at,"
-                     " finished_at, verdict, figures, capture, store_version,"
-                     " traced_version) VALUES($1, $2::uuid, $3::bigint, $4,"
-                     " $5, $6, $7, $8, $9, $10::timestamptz,"
-                     " $11::timestamptz, $12, $13::jsonb, $14::jsonb,"
-                     " $15::int, $16) ON CONFLICT (node, uuid) DO NOTHING"
-                     " RETURNING node, uuid)"
-                     " INSERT INTO fleet.capture_tables(node, uuid, tbl, rows)"
-                     " SELECT c.node, c.uuid, t.key, t.value"
-                     " FROM c, json_each($17::json) t",
-                     17, vals, &r, err)
+  int rc = vals && figures && cap && sql
+               ? 0
                : tr_err_set(err, TR_ENOMEM, "", "fleet: out of memory");
 
+  if (rc == 0) {
+    const char *head[CAPTURE_PARAMS] = {
+      p->cfg->node_name,
+      uuid,
+      text_of(json_object_get(brief, "id"), id, sizeof(id)),
+      json_string_value(json_object_get(brief, "kind")),
+      json_string_value(json_object_get(brief, "status")),
+      json_string_value(json_object_get(brief, "label")),
+      json_string_value(
+          json_object_get(json_object_get(brief, "params"), "model")),
+      json_string_value(json_object_get(x, "config")),
+      json_string_value(json_object_get(x, "gpu")),
+      json_string_value(json_object_get(brief, "created_at")),
+      json_string_value(json_object_get(brief, "finished_at")),
+      json_string_value(
+          json_object_get(json_object_get(brief, "verdict"), "verdict")),
+      figures,
+      cap,
+      text_of(json_object_get(x, "store_version"), version, sizeof(version)),
+      TRACED_VERSION
+    };
+
+    memcpy(vals, head, sizeof(head));
+    for (size_t i = 0; i < t->n; i++) {
+      vals[CAPTURE_PARAMS + 2 * i] = t->t[i].name;
+      vals[CAPTURE_PARAMS + 2 * i + 1] = t->text.p + t->t[i].at;
+    }
+    rc = fleet_pg_exec(p->pg, sql, (int)nvals, vals, &r, err);
+  }
   if (rc == 0)
     *fresh = strtoll(PQcmdTuples(r), NULL, 10) > 0;
   PQclear(r);
+  free(vals);
   free(figures);
   free(cap);
+  free(sql);
   return rc;
 }
 
 static int publish_capture(struct fleet_pub *p,
                            const struct store_outbox_item *it, json_t *x,
-                           const char *tables, struct tr_err *err)
+                           const struct store_fleet_tables *tables,
+                           struct tr_err *err)
 {
   bool fresh = false;
   int rc = exec(p, "BEGIN", err);
@@ -300,21 +328,21 @@ static void refresh_stats(struct fleet_pub *p)
 static int send_one(struct fleet_pub *p, const struct store_outbox_item *it,
                     struct tr_err *err)
 {
-  struct tr_buf tables = { 0 };
+  struct store_fleet_tables tables = { 0 };
   json_t *x = NULL;
   int rc = it->del ? 0
                    : store_fleet_export(p->st, it->capture_id, &x, &tables,
                                         err);
 
   if (rc == TR_ENOTFOUND) { /* deleted since: its delete row follows */
-    tr_buf_free(&tables);
+    store_fleet_tables_free(&tables);
     return store_outbox_done(p->st, it->seq, err);
   }
   if (rc == 0)
     rc = it->del ? publish_delete(p, it, err)
-                 : publish_capture(p, it, x, tables.p, err);
+                 : publish_capture(p, it, x, &tables, err);
   json_decref(x);
-  tr_buf_free(&tables);
+  store_fleet_tables_free(&tables);
   if (rc == 0 && p->fault_after_commit)
     raise(SIGKILL); /* tests: a crash between the commit and the outbox */
   if (rc == 0) {

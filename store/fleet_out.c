@@ -406,36 +406,54 @@ static int select_of(struct store *st, const struct store__hang *h, struct tr_bu
   return b->failed ? tr_err_set(err, b->failed, "", "fleet export") : 0;
 }
 
-/* "name":[the rows of one statement text (?1 = id)], after a comma unless
- * it is the first. */
+void store_fleet_tables_free(struct store_fleet_tables *t)
+{
+  if (t == NULL)
+    return;
+  tr_buf_free(&t->text);
+  free(t->t);
+  memset(t, 0, sizeof(*t));
+}
+
+/* The rows of one statement text (?1 = id) as table name's. */
 static int export_sql(struct store *st, const char *sql, int64_t id,
-                      const char *name, bool first, struct tr_buf *b,
+                      const char *name, struct store_fleet_tables *out,
                       struct tr_err *err)
 {
   sqlite3_stmt *s;
-  int rc = store__stmt_id(st, sql, id, 0, &s, err);
+  int rc;
 
+  if (out->n == out->cap) {
+    size_t cap = out->cap ? 2 * out->cap : 32;
+    void *grown = realloc(out->t, cap * sizeof(*out->t));
+
+    if (grown == NULL)
+      return tr_err_set(err, TR_ENOMEM, "", "fleet export");
+    out->t = grown;
+    out->cap = cap;
+  }
+  rc = store__stmt_id(st, sql, id, 0, &s, err);
   if (rc < 0)
     return rc;
-  if (!first)
-    tr_buf_put(b, ",", 1);
-  store__put_string(b, name, strlen(name));
-  tr_buf_put(b, ":", 1);
-  return put_rows(st, s, b, err);
+  snprintf(out->t[out->n].name, sizeof(out->t[out->n].name), "%s", name);
+  out->t[out->n].at = out->text.n;
+  rc = put_rows(st, s, &out->text, err);
+  tr_buf_put(&out->text, "", 1); /* its NUL: each is a C string */
+  if (rc == 0)
+    out->n++;
+  return rc;
 }
 
-/* {"captures": [its row], "ranks": [...], "<table>": [...], ...}. */
-static int export_tables(struct store *st, int64_t id, struct tr_buf *b,
-                         struct tr_err *err)
+/* The capture's own row, its ranks, every table hanging off it. */
+static int export_tables(struct store *st, int64_t id,
+                         struct store_fleet_tables *out, struct tr_err *err)
 {
   const struct store__hang ranks = { "ranks", "capture_id", false };
   struct store__hang *hs = NULL;
   size_t n = 0;
-  int rc;
+  int rc = export_sql(st, "SELECT * FROM captures WHERE id = ?1", id,
+                      "captures", out, err);
 
-  tr_buf_put(b, "{", 1);
-  rc = export_sql(st, "SELECT * FROM captures WHERE id = ?1", id, "captures",
-                  true, b, err);
   if (rc == 0)
     rc = store__fleet_tables(st, &hs, &n, err);
   for (size_t i = 0; rc == 0 && i <= n; i++) {
@@ -444,10 +462,9 @@ static int export_tables(struct store *st, int64_t id, struct tr_buf *b,
 
     rc = select_of(st, h, &sql, err);
     if (rc == 0)
-      rc = export_sql(st, sql.p, id, h->table, false, b, err);
+      rc = export_sql(st, sql.p, id, h->table, out, err);
     tr_buf_free(&sql);
   }
-  tr_buf_put(b, "}", 1);
   free(hs);
   return rc;
 }
@@ -567,7 +584,7 @@ static int text_of(struct store *st, const char *sql, int64_t id,
 }
 
 static int export_in(struct store *st, int64_t id, json_t *out,
-                     struct tr_buf *tables, struct tr_err *err)
+                     struct store_fleet_tables *tables, struct tr_err *err)
 {
   char status[16];
   int rc = store__capture_exists(st, id, status, err);
@@ -596,7 +613,7 @@ static int export_in(struct store *st, int64_t id, json_t *out,
 }
 
 int store_fleet_export(struct store *st, int64_t id, json_t **out,
-                       struct tr_buf *tables, struct tr_err *err)
+                       struct store_fleet_tables *tables, struct tr_err *err)
 {
   json_t *obj = json_pack("{s:i}", "store_version", store__schema_version);
   json_t *brief = NULL;

@@ -374,9 +374,9 @@ int store_outbox_backfill(struct store *st, int max, int *added,
  *  "figures": {"decode_p50_ns", "step_ns", "real_steps", "families":
  *   [{family, per_step_ns}] (the 5 largest per real step)},
  *  "store_version": this store's schema version}
- * and, appended to tables as JSON text (written from the rows without
- * making them jansson values: a capture has hundreds of thousands),
- * {table: [row, ...]}: every table whose rows hang off the capture (a
+ * and in tables, each as the JSON text of an array of its rows (written
+ * from SQLite without making each a jansson value: a capture has hundreds
+ * of thousands), every table whose rows hang off the capture (a
  * foreign key to captures(id) or ranks(id), found in the schema: a table
  * added later is published without a change here), the capture's own row
  * as
@@ -387,11 +387,20 @@ int store_outbox_backfill(struct store *st, int max, int *added,
  * a blob, are {"$hex": "..."}. Left out: the node's own choices
  * (baselines) and what is made again from the rows (sum_rows, sum_texts:
  * store_fleet_import() sums again). TR_ENOTFOUND naming "id"; TR_ECONFLICT
- * unless it is final. Caller decrefs *out and frees tables; what tables
- * held before stays.
+ * unless it is final. Caller decrefs *out and store_fleet_tables_free()s
+ * tables (zeroed before), also after an error.
  */
+struct store_fleet_tables {
+  struct tr_buf text; /* the tables' rows, each NUL-terminated */
+  struct {
+    char name[128];
+    size_t at; /* its rows: text.p + at */
+  } *t;
+  size_t n, cap;
+};
 int store_fleet_export(struct store *st, int64_t id, json_t **out,
-                       struct tr_buf *tables, struct tr_err *err);
+                       struct store_fleet_tables *tables, struct tr_err *err);
+void store_fleet_tables_free(struct store_fleet_tables *t);
 
 /* ---- the fleet: a lab view's copy of it (its own database file) ---- */
 

@@ -284,7 +284,7 @@ static void store_fleet_copy_answers(void)
   struct store *node = open_db(pa, sizeof(pa));
   struct store *lab = open_db(pb, sizeof(pb));
   json_t *x = NULL, *tables, *back, *ca = NULL, *cb = NULL, *rows;
-  struct tr_buf out = { 0 };
+  struct store_fleet_tables out = { 0 };
   int64_t cap, copy = 0, again = 0;
   const char *key;
   char *text;
@@ -295,9 +295,14 @@ static void store_fleet_copy_answers(void)
   CHECK_INT(store_outbox_next(node, &it, &err), 0);
   CHECK_INT(it.capture_id, cap);
   CHECK_INT(store_fleet_export(node, cap, &x, &out, &err), 0);
-  tables = json_loads(out.p, 0, NULL);
-  CHECK(tables != NULL);
-  tr_buf_free(&out);
+  tables = json_object();
+  for (size_t i = 0; i < out.n; i++) {
+    json_t *rows = json_loads(out.text.p + out.t[i].at, 0, NULL);
+
+    CHECK(rows != NULL && json_is_array(rows));
+    json_object_set_new(tables, out.t[i].name, rows);
+  }
+  store_fleet_tables_free(&out);
   for (const char *t = "kernels\0launches\0idle\0timeline\0capture_results\0"
                        "collective_families\0ranks\0captures\0";
        *t; t += strlen(t) + 1)
