@@ -18,8 +18,8 @@
 #include "api/api_int.h"
 #include "fleet/fleet.h"
 
-#define TEXT_MAX 4096 /* bytes of a model path or a configuration */
-#define NAME_MAX_ 128 /* bytes of a node or GPU name */
+#define TEXT_MAX  4096 /* bytes of a model path or a configuration */
+#define NAME_MAX_ 128  /* bytes of a node or GPU name */
 
 static const char *const no_params[] = { NULL };
 
@@ -48,15 +48,16 @@ bool api_fleet_wants(struct api_req *r)
     return (a != NULL && fleet_ref_syntax(a)) ||
            (b != NULL && fleet_ref_syntax(b));
   }
-  return r->route != NULL && strncmp(r->route->tmpl, "/captures/{id}", 14) == 0 &&
-         r->nseg >= 2 && fleet_ref_syntax(r->seg[1]);
+  return r->route != NULL &&
+         strncmp(r->route->tmpl, "/captures/{id}", 14) == 0 && r->nseg >= 2 &&
+         fleet_ref_syntax(r->seg[1]);
 }
 
 /* The store's words name a copy by its id in the lab's file ("capture
  * 12"): the text with each of refs' named as its node does ("capture
  * n1:5") instead, new (caller frees). */
-static char *renamed(const char *text, const struct store_fleet_ref *const *refs,
-                     size_t n)
+static char *renamed(const char *text,
+                     const struct store_fleet_ref *const *refs, size_t n)
 {
   static const char word[] = "capture ";
   struct tr_buf b = { 0 };
@@ -83,8 +84,7 @@ static char *renamed(const char *text, const struct store_fleet_ref *const *refs
 
 /* The messages of obj's warnings and reasons, renamed. */
 static void rename_messages(json_t *obj,
-                            const struct store_fleet_ref *const *refs,
-                            size_t n)
+                            const struct store_fleet_ref *const *refs, size_t n)
 {
   static const char *const lists[] = { "warnings", "reasons" };
 
@@ -183,7 +183,8 @@ static enum MHD_Result fleet_capture(struct api_req *r)
       (st = lab_capture(r, r->seg[1], "id", &ref, &ret)) == NULL)
     return ret;
   if (store_capture_get(st, ref.cache_id, &cap, &err) != 0)
-    return reply_renamed(r, &err, (const struct store_fleet_ref *[]){ &ref }, 1);
+    return reply_renamed(r, &err, (const struct store_fleet_ref *[]){ &ref },
+                         1);
   name_capture(cap, &ref);
   /* The node's own verdict names a baseline of that node. */
   verdict = json_object_get(cap, "verdict");
@@ -212,7 +213,8 @@ static enum MHD_Result fleet_table(struct api_req *r)
     return ret;
   q.capture_id = ref.cache_id;
   if (store_table(st, (enum tr_table)(t - tr_tables), &q, &rows, &err) != 0)
-    return reply_renamed(r, &err, (const struct store_fleet_ref *[]){ &ref }, 1);
+    return reply_renamed(r, &err, (const struct store_fleet_ref *[]){ &ref },
+                         1);
   return api_reply_table(
       r,
       json_pack("{s:I, s:s, s:o, s:o}", "capture", (json_int_t)ref.id, "node",
@@ -342,7 +344,9 @@ static enum MHD_Result fleet_elsewhere(struct api_req *r)
 
   if (lab_capture(r, r->seg[1], "id", &ref, &ret) == NULL)
     return ret;
-  if (ref.url[0] == '\0')
+  /* Only where a node's URL may lead: nodes write their own row. */
+  if (strncmp(ref.url, "http://", 7) != 0 &&
+      strncmp(ref.url, "https://", 8) != 0)
     return api_reply_error(r, 404, "not_found", "id",
                            "%s:%lld's raw files stay on its node, whose URL "
                            "is not known",
@@ -369,7 +373,8 @@ enum MHD_Result api_fleet_dispatch(struct api_req *r)
   const char *tmpl = r->route->tmpl;
 
   if (lab_of(r) == NULL)
-    return api_reply_error(r, 404, "not_found", route_is(r, "/diff") ? "a" : "id",
+    return api_reply_error(r, 404, "not_found",
+                           route_is(r, "/diff") ? "a" : "id",
                            "this traced is not a lab view (fleet_view): it "
                            "has no capture of the fleet");
   if (strcmp(r->method, MHD_HTTP_METHOD_GET) != 0 &&
@@ -458,9 +463,9 @@ static int query_cursor(struct api_req *r, struct store_fleet_filter *f,
 
 enum MHD_Result api_get_fleet_captures(struct api_req *r)
 {
-  static const char *const names[] = { "node",  "gpu",   "model", "config",
-                                       "status", "kind", "since", "until",
-                                       "limit", "before", NULL };
+  static const char *const names[] = { "node",   "gpu",    "model", "config",
+                                       "status", "kind",   "since", "until",
+                                       "limit",  "before", NULL };
   static const char *const kinds[] = { "capture", "import", NULL };
   const struct cfg *cfg = r->api->cfg;
   struct store_fleet_filter f = { 0 };
@@ -494,38 +499,44 @@ enum MHD_Result api_get_fleet_captures(struct api_req *r)
   return ret;
 }
 
-enum MHD_Result api_get_fleet_nodes(struct api_req *r)
+/* The rows fn reads from the lab view's mirror into *rows (a route
+ * without parameters), or false with the reply made in *ret. */
+static bool mirror_rows(struct api_req *r,
+                        int (*fn)(struct store *, json_t **, struct tr_err *),
+                        json_t **rows, enum MHD_Result *ret)
 {
   struct tr_err err = { 0 };
-  enum MHD_Result ret;
   struct store *st;
-  json_t *out = NULL;
 
-  if (api_query_check(r, no_params, &err) != 0)
-    return api_reply_err(r, &err);
-  if ((st = fleet_store(r, &ret)) == NULL)
+  if (api_query_check(r, no_params, &err) != 0 ||
+      (st = fleet_store(r, ret)) == NULL || fn(st, rows, &err) != 0) {
+    if (err.code != 0)
+      *ret = api_reply_err(r, &err);
+    return false;
+  }
+  return true;
+}
+
+enum MHD_Result api_get_fleet_nodes(struct api_req *r)
+{
+  enum MHD_Result ret;
+  json_t *rows = NULL;
+
+  if (!mirror_rows(r, store_fleet_nodes, &rows, &ret))
     return ret;
-  if (store_fleet_nodes(st, &out, &err) != 0)
-    return api_reply_err(r, &err);
-  return api_reply_json(r, 200, json_pack("{s:s,s:o}", "node",
-                                          r->api->cfg->node_name, "nodes",
-                                          out));
+  return api_reply_json(
+      r, 200,
+      json_pack("{s:s,s:o}", "node", r->api->cfg->node_name, "nodes", rows));
 }
 
 enum MHD_Result api_get_fleet_configs(struct api_req *r)
 {
-  struct tr_err err = { 0 };
   enum MHD_Result ret;
-  struct store *st;
-  json_t *out = NULL;
+  json_t *rows = NULL;
 
-  if (api_query_check(r, no_params, &err) != 0)
-    return api_reply_err(r, &err);
-  if ((st = fleet_store(r, &ret)) == NULL)
+  if (!mirror_rows(r, store_fleet_configs, &rows, &ret))
     return ret;
-  if (store_fleet_configs(st, &out, &err) != 0)
-    return api_reply_err(r, &err);
-  return api_reply_json(r, 200, json_pack("{s:o}", "configs", out));
+  return api_reply_json(r, 200, json_pack("{s:o}", "configs", rows));
 }
 
 enum MHD_Result api_get_fleet_trend(struct api_req *r)
@@ -551,7 +562,7 @@ enum MHD_Result api_get_fleet_trend(struct api_req *r)
     return ret;
   if (store_fleet_trend(st, config, gpu, (int)limit, &out, &err) != 0)
     return api_reply_err(r, &err);
-  return api_reply_json(r, 200,
-                        json_pack("{s:s,s:s?,s:o}", "config", config, "gpu",
-                                  gpu, "points", out));
+  return api_reply_json(
+      r, 200,
+      json_pack("{s:s,s:s?,s:o}", "config", config, "gpu", gpu, "points", out));
 }

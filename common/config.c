@@ -420,16 +420,22 @@ void cfg_hide_args(int argc, char **argv)
       memset(argv[i + 1], '*', strlen(argv[i + 1]));
 }
 
-/* webhook_url: empty, or an http:// or https:// URL of printable
- * characters without blanks (it is handed to libcurl as it is). */
-static int check_webhook(const char *url, struct tr_err *err)
+/* An http:// or https:// URL of printable characters without blanks, of
+ * at most 2048 bytes, or empty: 0, else -1. */
+static int check_url(const char *url)
 {
   bool ok = url[0] == '\0' || strncmp(url, "http://", 7) == 0 ||
             strncmp(url, "https://", 8) == 0;
 
   for (const char *c = url; ok && *c != '\0'; c++)
     ok = isgraph((unsigned char)*c);
-  if (!ok || strlen(url) > 2048)
+  return ok && strlen(url) <= 2048 ? 0 : -1;
+}
+
+/* webhook_url: it is handed to libcurl as it is. */
+static int check_webhook(const char *url, struct tr_err *err)
+{
+  if (check_url(url) != 0)
     return tr_err_set(err, TR_EINVAL, "webhook_url",
                       "webhook_url must be an http:// or https:// URL "
                       "without blanks, of at most 2048 bytes");
@@ -466,6 +472,10 @@ static int check_fleet(struct cfg *cfg, struct tr_err *err)
     if (asprintf(&cfg->node_url, "http://%s", cfg->listen) < 0)
       cfg->node_url = strdup("");
   }
+  if (check_url(cfg->node_url) != 0)
+    return tr_err_set(err, TR_EINVAL, "node_url",
+                      "node_url must be an http:// or https:// URL "
+                      "without blanks, of at most 2048 bytes");
   if (cfg->fleet_view && cfg->fleet_dsn[0] == '\0')
     return tr_err_set(err, TR_EINVAL, "fleet_view",
                       "fleet_view needs fleet_dsn");

@@ -29,12 +29,12 @@
 
 #include "fleet/fleet_int.h"
 
-#define POLL_MS      500
-#define BACKOFF_MAX  30000
-#define PAGE         500 /* changes read at once */
-#define NODES_EVERY  10  /* polls between reads of the nodes */
-#define CONNECT_S    2   /* libpq's least connect_timeout */
-#define DOWN_MS      2000
+#define POLL_MS     500
+#define BACKOFF_MAX 30000
+#define PAGE        500 /* changes read at once */
+#define NODES_EVERY 10  /* polls between reads of the nodes */
+#define CONNECT_S   2   /* libpq's least connect_timeout */
+#define DOWN_MS     2000
 
 struct lab_thread {
   struct store *st[2]; /* [STORE_RW], [STORE_RO] */
@@ -116,9 +116,11 @@ static struct store_fleet_row *rows_of(PGresult *r, int n)
  * columns). */
 static const char changes_sql[] =
     "SELECT node, uuid::text, id, seq, deleted, kind, status, label, model,"
-    " config, gpu, " NS_OF("created_at") ", " NS_OF("finished_at") ","
-    " verdict, figures::text, capture::text FROM fleet.captures"
-    " WHERE seq > $1 ORDER BY seq LIMIT 500";
+    " config, gpu, " NS_OF("created_at") ", " NS_OF(
+        "finished_at") ","
+                       " verdict, figures::text, capture::text FROM "
+                       "fleet.captures"
+                       " WHERE seq > $1 ORDER BY seq LIMIT 500";
 
 static int follow_changes(struct fleet_lab *lab, struct store *st, PGconn *pg,
                           const char *fleet, bool *more, struct tr_err *err)
@@ -156,10 +158,10 @@ static int follow_nodes(struct store *st, PGconn *pg, struct tr_err *err)
 {
   PGresult *r = NULL;
   json_t *nodes = json_array();
-  int rc = fleet_pg_exec(pg,
-                         "SELECT node, url, traced_version, " NS_OF(
-                             "seen_at") " FROM fleet.nodes",
-                         0, NULL, &r, err);
+  int rc = fleet_pg_exec(
+      pg,
+      "SELECT node, url, traced_version, " NS_OF("seen_at") " FROM fleet.nodes",
+      0, NULL, &r, err);
 
   for (int i = 0; rc == 0 && i < PQntuples(r); i++)
     json_array_append_new(
@@ -324,8 +326,9 @@ static bool is_uuid(const char *s)
   if (n != 36)
     return false;
   for (size_t i = 0; i < n; i++)
-    if (i == 8 || i == 13 || i == 18 || i == 23 ? s[i] != '-'
-                                                 : !isxdigit((unsigned char)s[i]))
+    if (i == 8 || i == 13 || i == 18 || i == 23
+            ? s[i] != '-'
+            : !isxdigit((unsigned char)s[i]))
       return false;
   return true;
 }
@@ -374,8 +377,9 @@ static int reader(struct fleet_lab *lab, struct lab_thread *t,
   if (!fleet_pg_broken(t->pg))
     return 0;
   if (now < atomic_load(&lab->down_until_ms))
-    return tr_err_set(err, TR_EIO, "", "the fleet's PostgreSQL could not be "
-                                       "reached a moment ago");
+    return tr_err_set(err, TR_EIO, "",
+                      "the fleet's PostgreSQL could not be "
+                      "reached a moment ago");
   PQfinish(t->pg);
   t->pg = NULL;
   rc = fleet_pg_connect(lab->cfg->fleet_dsn, "lab view", CONNECT_S,
@@ -404,9 +408,8 @@ static int fetch(struct fleet_lab *lab, struct lab_thread *t,
                      " WHERE node = $1 AND uuid = $2::uuid",
                      3, vals, &r, err);
   if (rc == 0 && PQntuples(r) == 0)
-    rc = tr_err_set(err, TR_ENOTFOUND, "id",
-                    "the fleet no longer has %s:%lld", ref->node,
-                    (long long)ref->id);
+    rc = tr_err_set(err, TR_ENOTFOUND, "id", "the fleet no longer has %s:%lld",
+                    ref->node, (long long)ref->id);
   *bytes = 0;
   for (int i = 0; rc == 0 && i < PQntuples(r); i++) {
     json_t *rows;
@@ -417,8 +420,7 @@ static int fetch(struct fleet_lab *lab, struct lab_thread *t,
                       "%s:%lld is larger than fleet_cache_mb (%d MiB)",
                       ref->node, (long long)ref->id, lab->cfg->fleet_cache_mb);
     else if ((rows = json_loadb(PQgetvalue(r, i, 1),
-                                (size_t)PQgetlength(r, i, 1), 0, NULL)) ==
-             NULL)
+                                (size_t)PQgetlength(r, i, 1), 0, NULL)) == NULL)
       rc = tr_err_set(err, TR_EIO, "id", "%s:%lld: table %s is not JSON",
                       ref->node, (long long)ref->id, PQgetvalue(r, i, 0));
     else
@@ -463,9 +465,9 @@ static int copy_in(struct fleet_lab *lab, struct store_fleet_ref *ref,
   struct store *rw = store_of(lab, STORE_RW, err);
   json_t *tables = NULL;
   int64_t bytes = 0;
-  int rc = t != NULL && rw != NULL ? fetch_fresh(lab, t, ref, &tables, &bytes,
-                                                 err)
-                                   : TR_EDB;
+  int rc = t != NULL && rw != NULL
+               ? fetch_fresh(lab, t, ref, &tables, &bytes, err)
+               : TR_EDB;
 
   if (rc == 0)
     rc = store_fleet_import(rw, ref->node, ref->uuid, tables, bytes,

@@ -44,11 +44,16 @@ int fleet_pg_connect(const char *dsn, const char *app, int connect_s,
                      int statement_ms, PGconn **out, struct tr_err *err)
 {
   char timeout[16], options[128], user_timeout[16], name[128];
-  const char *const keys[] = { "connect_timeout", "options",
-                               "keepalives",      "keepalives_idle",
-                               "keepalives_interval", "keepalives_count",
-                               "tcp_user_timeout", "application_name",
-                               "dbname",          NULL };
+  const char *const keys[] = { "connect_timeout",
+                               "options",
+                               "keepalives",
+                               "keepalives_idle",
+                               "keepalives_interval",
+                               "keepalives_count",
+                               "tcp_user_timeout",
+                               "application_name",
+                               "dbname",
+                               NULL };
   const char *vals[10];
   PGconn *c;
 

@@ -218,8 +218,8 @@ static int insert_capture(struct fleet_pub *p, const char *uuid, json_t *x,
   size_t nvals = CAPTURE_PARAMS + 2 * t->n;
   const char **vals = calloc(nvals, sizeof(*vals));
   char id[32], version[16];
-  char *figures = json_dumps(json_object_get(x, "figures"),
-                             JSON_COMPACT | JSON_ENCODE_ANY);
+  char *figures =
+      json_dumps(json_object_get(x, "figures"), JSON_COMPACT | JSON_ENCODE_ANY);
   char *cap = json_dumps(brief, JSON_COMPACT);
   char *sql = insert_sql(t->n);
   PGresult *r = NULL;
@@ -266,18 +266,16 @@ static int insert_capture(struct fleet_pub *p, const char *uuid, json_t *x,
   return rc;
 }
 
-static int publish_capture(struct fleet_pub *p,
-                           const struct store_outbox_item *it, json_t *x,
-                           const struct store_fleet_tables *tables,
-                           struct tr_err *err)
+/* BEGIN, body(p, ctx), then COMMIT, or ROLLBACK when body failed. */
+static int transaction(struct fleet_pub *p,
+                       int (*body)(struct fleet_pub *, const void *ctx,
+                                   struct tr_err *),
+                       const void *ctx, struct tr_err *err)
 {
-  bool fresh = false;
   int rc = exec(p, "BEGIN", err);
 
   if (rc == 0)
-    rc = insert_capture(p, it->uuid, x, tables, &fresh, err);
-  if (rc == 0 && fresh)
-    rc = take_seq(p, it->uuid, err);
+    rc = body(p, ctx, err);
   if (rc == 0)
     rc = exec(p, "COMMIT", err);
   else if (!fleet_pg_broken(p->pg))
@@ -285,32 +283,40 @@ static int publish_capture(struct fleet_pub *p,
   return rc;
 }
 
-/* The tombstone: the row stays (deleted, a new seq), its tables go. */
-static int publish_delete(struct fleet_pub *p,
-                          const struct store_outbox_item *it,
-                          struct tr_err *err)
-{
-  const char *vals[] = { p->cfg->node_name, it->uuid };
-  int rc = exec(p, "BEGIN", err);
+struct publish {
+  const struct store_outbox_item *it;
+  json_t *x;
+  const struct store_fleet_tables *tables;
+};
 
-  if (rc == 0)
-    rc = fleet_pg_exec(p->pg,
-                       "DELETE FROM fleet.capture_tables"
-                       " WHERE node = $1 AND uuid = $2::uuid",
-                       2, vals, NULL, err);
+/* The capture and its tables; a new change seq when it is new. */
+static int publish_body(struct fleet_pub *p, const void *ctx,
+                        struct tr_err *err)
+{
+  const struct publish *c = ctx;
+  bool fresh = false;
+  int rc = insert_capture(p, c->it->uuid, c->x, c->tables, &fresh, err);
+
+  return rc == 0 && fresh ? take_seq(p, c->it->uuid, err) : rc;
+}
+
+/* The tombstone: the row stays (deleted, a new seq), its tables go. */
+static int delete_body(struct fleet_pub *p, const void *ctx, struct tr_err *err)
+{
+  const struct store_outbox_item *it = ctx;
+  const char *vals[] = { p->cfg->node_name, it->uuid };
+  int rc = fleet_pg_exec(p->pg,
+                         "DELETE FROM fleet.capture_tables"
+                         " WHERE node = $1 AND uuid = $2::uuid",
+                         2, vals, NULL, err);
+
   if (rc == 0)
     rc = fleet_pg_exec(p->pg,
                        "UPDATE fleet.captures SET deleted = true,"
                        " deleted_at = now(), capture = NULL, figures = NULL"
                        " WHERE node = $1 AND uuid = $2::uuid AND NOT deleted",
                        2, vals, NULL, err);
-  if (rc == 0)
-    rc = take_seq(p, it->uuid, err);
-  if (rc == 0)
-    rc = exec(p, "COMMIT", err);
-  else if (!fleet_pg_broken(p->pg))
-    PQclear(PQexec(p->pg, "ROLLBACK"));
-  return rc;
+  return rc == 0 ? take_seq(p, it->uuid, err) : rc;
 }
 
 static void refresh_stats(struct fleet_pub *p)
@@ -330,17 +336,20 @@ static int send_one(struct fleet_pub *p, const struct store_outbox_item *it,
 {
   struct store_fleet_tables tables = { 0 };
   json_t *x = NULL;
-  int rc = it->del ? 0
-                   : store_fleet_export(p->st, it->capture_id, &x, &tables,
-                                        err);
+  int rc =
+      it->del ? 0 : store_fleet_export(p->st, it->capture_id, &x, &tables, err);
 
   if (rc == TR_ENOTFOUND) { /* deleted since: its delete row follows */
     store_fleet_tables_free(&tables);
     return store_outbox_done(p->st, it->seq, err);
   }
-  if (rc == 0)
-    rc = it->del ? publish_delete(p, it, err)
-                 : publish_capture(p, it, x, &tables, err);
+  if (rc == 0 && it->del) {
+    rc = transaction(p, delete_body, it, err);
+  } else if (rc == 0) {
+    const struct publish c = { it, x, &tables };
+
+    rc = transaction(p, publish_body, &c, err);
+  }
   json_decref(x);
   store_fleet_tables_free(&tables);
   if (rc == 0 && p->fault_after_commit)
@@ -439,8 +448,8 @@ static void after_step(uv_work_t *w, int status)
   }
   if (p->step == STEP_FAILED) {
     wait = p->backoff_ms;
-    p->backoff_ms = p->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS
-                                                       : p->backoff_ms * 2;
+    p->backoff_ms =
+        p->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : p->backoff_ms * 2;
   } else {
     p->backoff_ms = BACKOFF_MIN_MS;
     if (p->step == STEP_MORE)
@@ -454,8 +463,8 @@ static void after_step(uv_work_t *w, int status)
 static int grant(struct fleet_pub *p)
 {
   uint64_t now = uv_now(p->loop);
-  uint64_t n = (now - p->granted_at) * (uint64_t)p->cfg->fleet_backfill_per_s /
-               1000;
+  uint64_t n =
+      (now - p->granted_at) * (uint64_t)p->cfg->fleet_backfill_per_s / 1000;
 
   if (n == 0)
     return 0;

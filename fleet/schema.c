@@ -138,8 +138,8 @@ int fleet_schema_have(PGconn *c, int *have, struct tr_err *err)
   PQclear(r);
   r = NULL;
   if (rc == 0 && exists)
-    rc = fleet_pg_exec(c, "SELECT max(version) FROM fleet.schema_migrations",
-                       0, NULL, &r, err);
+    rc = fleet_pg_exec(c, "SELECT max(version) FROM fleet.schema_migrations", 0,
+                       NULL, &r, err);
   if (rc == 0)
     *have = exists ? (int)first_int(r) : 0;
   PQclear(r);
@@ -202,8 +202,8 @@ int fleet_schema_migrate(PGconn *c, int *from, struct tr_err *err)
     rc = exec(c, "COMMIT", err);
   else
     PQclear(PQexec(c, "ROLLBACK"));
-  PQclear(PQexecParams(c, "SELECT pg_advisory_unlock($1)", 1, NULL, vals,
-                       NULL, NULL, 0));
+  PQclear(PQexecParams(c, "SELECT pg_advisory_unlock($1)", 1, NULL, vals, NULL,
+                       NULL, 0));
   return rc;
 }
 
@@ -232,9 +232,9 @@ int fleet_schema_ready(PGconn *c, bool may_migrate, struct tr_err *err)
 int fleet_schema_id(PGconn *c, char *id, struct tr_err *err)
 {
   PGresult *r = NULL;
-  int rc = fleet_pg_exec(c,
-                         "SELECT value FROM fleet.meta WHERE key = 'fleet_id'",
-                         0, NULL, &r, err);
+  int rc =
+      fleet_pg_exec(c, "SELECT value FROM fleet.meta WHERE key = 'fleet_id'", 0,
+                    NULL, &r, err);
 
   if (rc == 0 && PQntuples(r) != 1)
     rc = tr_err_set(err, TR_EIO, "fleet_dsn", "the fleet has no fleet_id");

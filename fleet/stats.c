@@ -78,8 +78,8 @@ bool fleet_degraded(const struct cfg *cfg, char *reason, size_t size)
 
 static void gauge(FILE *f, const char *name, const char *help, long long v)
 {
-  fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n%s %lld\n", name, help, name,
-          name, v);
+  fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n%s %lld\n", name, help, name, name,
+          v);
 }
 
 static void counter(FILE *f, const char *name, const char *help,

@@ -75,8 +75,8 @@ static int columns_of(struct store *st, const char *table, struct col **out,
   sqlite3_bind_text(s, 1, table, -1, SQLITE_STATIC);
   while (sqlite3_step(s) == SQLITE_ROW) {
     if (*n == cap) {
-      struct col *grown = realloc(cols, (cap = cap ? 2 * cap : 32) *
-                                            sizeof(*grown));
+      struct col *grown =
+          realloc(cols, (cap = cap ? 2 * cap : 32) * sizeof(*grown));
 
       if (grown == NULL) {
         rc = tr_err_set(err, TR_ENOMEM, "", "fleet copy");
@@ -237,8 +237,8 @@ static int insert_rows(struct store *st, const char *table, json_t *rows,
 static int insert_capture(struct store *st, json_t *tables, int64_t *id,
                           struct tr_err *err)
 {
-  json_t *row = json_deep_copy(json_array_get(
-      json_object_get(tables, "captures"), 0));
+  json_t *row =
+      json_deep_copy(json_array_get(json_object_get(tables, "captures"), 0));
   const struct hang_to h = { "", 0, NULL };
   json_t *rows = json_array();
   int rc = row != NULL && rows != NULL
@@ -303,11 +303,10 @@ static int index_row(struct store *st, const char *node, const char *uuid,
     *lid = sqlite3_column_int64(s, 0);
     *cache_id = sqlite3_column_int64(s, 1);
   }
-  rc = rc == SQLITE_ROW ? 0
-       : rc == SQLITE_DONE
-           ? tr_err_set(err, TR_ENOTFOUND, "id", "%s has no capture %s", node,
-                        uuid)
-           : store__db_err(st, "fleet index", err);
+  rc = rc == SQLITE_ROW    ? 0
+       : rc == SQLITE_DONE ? tr_err_set(err, TR_ENOTFOUND, "id",
+                                        "%s has no capture %s", node, uuid)
+                           : store__db_err(st, "fleet index", err);
   store__done(s);
   return rc;
 }
@@ -489,8 +488,7 @@ static int remove_row(struct store *st, const struct store_fleet_row *r,
   if (rc == 0 && cache_id > 0)
     rc = uncopy(st, cache_id, err);
   if (rc == 0)
-    rc = exec_ids(st, "DELETE FROM fleet_index WHERE lid = ?1", lid, 0, 0,
-                  err);
+    rc = exec_ids(st, "DELETE FROM fleet_index WHERE lid = ?1", lid, 0, 0, err);
   return rc;
 }
 
@@ -499,8 +497,8 @@ static int remove_row(struct store *st, const struct store_fleet_row *r,
 static void bind_compact(sqlite3_stmt *s, int i, const char *text)
 {
   json_t *v = text != NULL ? json_loads(text, JSON_DECODE_ANY, NULL) : NULL;
-  char *compact = v != NULL ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY)
-                            : NULL;
+  char *compact =
+      v != NULL ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
 
   if (compact != NULL)
     sqlite3_bind_text(s, i, compact, -1, free);
@@ -590,8 +588,7 @@ int store_fleet_apply(struct store *st, const char *fleet, int64_t seq,
   int rc = store__wr_begin(st, err);
 
   if (rc == 0)
-    rc = store__wr_end(st, apply_in(st, fleet, seq, rows, n, &gone, err),
-                       err);
+    rc = store__wr_end(st, apply_in(st, fleet, seq, rows, n, &gone, err), err);
   if (rc < 0) {
     free(gone.v);
     return rc;
@@ -696,8 +693,8 @@ int store_fleet_evict(struct store *st, int64_t max_bytes, int64_t **drop,
  * of its node and id, else its uuid. */
 #define REF_OF(i)                                                              \
   "CASE WHEN " i ".seq = (SELECT max(j.seq) FROM fleet_index j"                \
-  " WHERE j.node = " i ".node AND j.id = " i ".id) THEN " i ".node || ':' || " \
-  i ".id ELSE " i ".uuid END"
+  " WHERE j.node = " i ".node AND j.id = " i ".id) THEN " i                    \
+  ".node || ':' || " i ".id ELSE " i ".uuid END"
 
 #define REF_COLUMNS                                                            \
   "SELECT node, uuid, id, coalesce(cache_id, 0), coalesce(finished_at, 0),"    \
@@ -715,8 +712,7 @@ static int ref_row(struct store *st, sqlite3_stmt *s,
     out->id = sqlite3_column_int64(s, 2);
     out->cache_id = sqlite3_column_int64(s, 3);
     out->finished_at = sqlite3_column_int64(s, 4);
-    snprintf(out->status, sizeof(out->status), "%s",
-             sqlite3_column_text(s, 5));
+    snprintf(out->status, sizeof(out->status), "%s", sqlite3_column_text(s, 5));
     snprintf(out->config, sizeof(out->config), "%s",
              sqlite3_column_type(s, 6) == SQLITE_NULL
                  ? ""
@@ -843,17 +839,22 @@ int store_fleet_list(struct store *st, const struct store_fleet_filter *f,
   sqlite3_stmt *s;
   int rc = store__stmt(
       st,
-      "SELECT i.lid, i.created_at, i.brief, i.node, " REF_OF("i") ","
-      " i.uuid, i.gpu, i.config, i.figures,"
-      " (SELECT n.url FROM fleet_nodes n WHERE n.node = i.node)"
-      " FROM fleet_index i"
-      " WHERE (?1 IS NULL OR i.node = ?1) AND (?2 IS NULL OR i.gpu = ?2)"
-      " AND (?3 IS NULL OR i.model = ?3) AND (?4 IS NULL OR i.config = ?4)"
-      " AND (?5 IS NULL OR i.status = ?5) AND (?6 IS NULL OR i.kind = ?6)"
-      " AND (?7 = 0 OR i.created_at >= ?7) AND (?8 = 0 OR i.created_at < ?8)"
-      " AND (?9 = 0 OR i.created_at < ?9 OR"
-      "  (i.created_at = ?9 AND i.lid < ?10))"
-      " ORDER BY i.created_at DESC, i.lid DESC LIMIT ?11",
+      "SELECT i.lid, i.created_at, i.brief, i.node, " REF_OF(
+          "i") ","
+               " i.uuid, i.gpu, i.config, i.figures,"
+               " (SELECT n.url FROM fleet_nodes n WHERE n.node = i.node)"
+               " FROM fleet_index i"
+               " WHERE (?1 IS NULL OR i.node = ?1) AND (?2 IS NULL OR i.gpu = "
+               "?2)"
+               " AND (?3 IS NULL OR i.model = ?3) AND (?4 IS NULL OR i.config "
+               "= ?4)"
+               " AND (?5 IS NULL OR i.status = ?5) AND (?6 IS NULL OR i.kind = "
+               "?6)"
+               " AND (?7 = 0 OR i.created_at >= ?7) AND (?8 = 0 OR "
+               "i.created_at < ?8)"
+               " AND (?9 = 0 OR i.created_at < ?9 OR"
+               "  (i.created_at = ?9 AND i.lid < ?10))"
+               " ORDER BY i.created_at DESC, i.lid DESC LIMIT ?11",
       &s, err);
 
   if (rc < 0)
@@ -880,8 +881,8 @@ int store_fleet_list(struct store *st, const struct store_fleet_filter *f,
   rc = rc == SQLITE_DONE ? 0 : store__db_err(st, "fleet list", err);
   store__done(s);
   if (n == limit)
-    tr_buf_printf(out, "],\"next_before\":\"%lld.%lld\"}",
-                  (long long)last_at, (long long)last_lid);
+    tr_buf_printf(out, "],\"next_before\":\"%lld.%lld\"}", (long long)last_at,
+                  (long long)last_lid);
   else
     tr_buf_printf(out, "],\"next_before\":null}");
   if (rc == 0 && out->failed)
@@ -912,14 +913,16 @@ int store_fleet_trend(struct store *st, const char *config, const char *gpu,
                       int limit, json_t **out, struct tr_err *err)
 {
   sqlite3_stmt *s;
-  int rc = store__stmt(st,
-                       "SELECT i.node, i.id, " REF_OF("i") " AS ref, i.gpu,"
-                       " i.finished_at, i.verdict,"
-                       " i.figures AS figures_json FROM fleet_index i"
-                       " WHERE i.config = ?1 AND (?2 IS NULL OR i.gpu = ?2)"
-                       " AND i.status = 'done'"
-                       " ORDER BY i.finished_at, i.lid LIMIT ?3",
-                       &s, err);
+  int rc =
+      store__stmt(st,
+                  "SELECT i.node, i.id, " REF_OF(
+                      "i") " AS ref, i.gpu,"
+                           " i.finished_at, i.verdict,"
+                           " i.figures AS figures_json FROM fleet_index i"
+                           " WHERE i.config = ?1 AND (?2 IS NULL OR i.gpu = ?2)"
+                           " AND i.status = 'done'"
+                           " ORDER BY i.finished_at, i.lid LIMIT ?3",
+                  &s, err);
 
   if (rc < 0)
     return rc;
@@ -933,40 +936,39 @@ int store_fleet_trend(struct store *st, const char *config, const char *gpu,
   return rc;
 }
 
-int store_fleet_configs(struct store *st, json_t **out, struct tr_err *err)
+/* The rows of sql (no parameters), its column stamp made RFC 3339. */
+static int stamped_rows(struct store *st, const char *sql,
+                        const char *stamp_key, json_t **out, struct tr_err *err)
 {
   sqlite3_stmt *s;
-  int rc = store__stmt(st,
-                       "SELECT config AS key, config AS config_json, gpu,"
-                       " max(model) AS model, count(*) AS captures,"
-                       " count(DISTINCT node) AS nodes,"
-                       " max(finished_at) AS latest FROM fleet_index"
-                       " WHERE status = 'done' AND config IS NOT NULL"
-                       " GROUP BY config, gpu ORDER BY latest DESC LIMIT 1000",
-                       &s, err);
+  int rc = store__stmt(st, sql, &s, err);
 
   *out = NULL;
   if (rc == 0)
     rc = store__rows(st, s, out, err);
   if (rc == 0)
-    stamp(*out, "latest");
+    stamp(*out, stamp_key);
   return rc;
+}
+
+int store_fleet_configs(struct store *st, json_t **out, struct tr_err *err)
+{
+  return stamped_rows(st,
+                      "SELECT config AS key, config AS config_json, gpu,"
+                      " max(model) AS model, count(*) AS captures,"
+                      " count(DISTINCT node) AS nodes,"
+                      " max(finished_at) AS latest FROM fleet_index"
+                      " WHERE status = 'done' AND config IS NOT NULL"
+                      " GROUP BY config, gpu ORDER BY latest DESC LIMIT 1000",
+                      "latest", out, err);
 }
 
 int store_fleet_nodes(struct store *st, json_t **out, struct tr_err *err)
 {
-  sqlite3_stmt *s;
-  int rc = store__stmt(st,
-                       "SELECT n.node, n.url, n.traced_version, n.seen_at,"
-                       " (SELECT count(*) FROM fleet_index i"
-                       "  WHERE i.node = n.node) AS captures"
-                       " FROM fleet_nodes n ORDER BY n.node",
-                       &s, err);
-
-  *out = NULL;
-  if (rc == 0)
-    rc = store__rows(st, s, out, err);
-  if (rc == 0)
-    stamp(*out, "seen_at");
-  return rc;
+  return stamped_rows(st,
+                      "SELECT n.node, n.url, n.traced_version, n.seen_at,"
+                      " (SELECT count(*) FROM fleet_index i"
+                      "  WHERE i.node = n.node) AS captures"
+                      " FROM fleet_nodes n ORDER BY n.node",
+                      "seen_at", out, err);
 }

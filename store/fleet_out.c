@@ -337,8 +337,7 @@ int store__fleet_tables(struct store *st, struct store__hang **out, size_t *n,
       list = grown;
     }
     snprintf(list[*n].table, sizeof(list[*n].table), "%s", name);
-    snprintf(list[*n].fk, sizeof(list[*n].fk), "%s",
-             sqlite3_column_text(s, 1));
+    snprintf(list[*n].fk, sizeof(list[*n].fk), "%s", sqlite3_column_text(s, 1));
     list[*n].rank = sqlite3_column_int(s, 2) != 0;
     (*n)++;
   }
@@ -352,8 +351,8 @@ int store__fleet_tables(struct store *st, struct store__hang **out, size_t *n,
 
 /* "SELECT <its columns, ids made portable> FROM table t ... WHERE <it is
  * capture ?1's>" into b. */
-static int select_of(struct store *st, const struct store__hang *h, struct tr_buf *b,
-                     struct tr_err *err)
+static int select_of(struct store *st, const struct store__hang *h,
+                     struct tr_buf *b, struct tr_err *err)
 {
   const char *sep = "SELECT ";
   sqlite3_stmt *s;
@@ -529,12 +528,12 @@ static json_t *figures_of(json_t *steps, json_t *fams, int64_t real_steps)
     if (i == TOP_FAMILIES)
       break;
     json_array_append_new(
-        top, json_pack("{s:O,s:I,s:o}", "family",
-                       json_object_get(row, "family"), "total_ns",
-                       (json_int_t)member(row, "total_ns"), "per_step_ns",
-                       real_steps > 0 ? json_integer(per(member(row, "total_ns"),
-                                                         real_steps))
-                                      : json_null()));
+        top, json_pack(
+                 "{s:O,s:I,s:o}", "family", json_object_get(row, "family"),
+                 "total_ns", (json_int_t)member(row, "total_ns"), "per_step_ns",
+                 real_steps > 0
+                     ? json_integer(per(member(row, "total_ns"), real_steps))
+                     : json_null()));
   }
   return out;
 }
@@ -556,8 +555,7 @@ static int figures(struct store *st, int64_t id, json_t *out,
   if (rc == 0)
     rc = all_ranks(st, TR_TABLE_families, id, &fams, err);
   if (rc == 0)
-    json_object_set_new(out, "figures",
-                        figures_of(steps, fams, sd.real_steps));
+    json_object_set_new(out, "figures", figures_of(steps, fams, sd.real_steps));
   json_decref(steps);
   json_decref(fams);
   return rc;
@@ -598,8 +596,9 @@ static int export_in(struct store *st, int64_t id, json_t *out,
   if (rc == 0)
     rc = text_of(st,
                  "SELECT CASE WHEN json_extract(c.params, '$.model')"
-                 " IS NOT NULL THEN " STORE__CONFIG_OF("c") " END"
-                 " FROM captures c WHERE c.id = ?1",
+                 " IS NOT NULL THEN " STORE__CONFIG_OF(
+                     "c") " END"
+                          " FROM captures c WHERE c.id = ?1",
                  id, "config", out, err);
   if (rc == 0)
     rc = text_of(st,

@@ -1,4 +1,5 @@
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "common/config.h"
@@ -96,11 +97,49 @@ static void config_loopback_is_numeric(void)
   cfg_free(&cfg);
 }
 
+/* The fleet's keys (docs/FLEET.md): node_name from the host name, a name
+ * that is a role name and a URL segment, node_url an http(s) URL made
+ * from listen, fleet_view a boolean that needs fleet_dsn. */
+static void config_fleet_keys(void)
+{
+  static const char *const bad[][2] = {
+    { "node_name", "a:b" },       { "node_name", "has space" },
+    { "node_url", "javascript:1" }, { "node_url", "http://a b" },
+  };
+  struct cfg cfg;
+  struct tr_err err = { 0 };
+  char host[256] = "";
+
+  cfg_defaults(&cfg);
+  CHECK_INT(cfg_finish(&cfg, &err), 0);
+  gethostname(host, sizeof(host) - 1);
+  host[strcspn(host, ".")] = '\0';
+  CHECK_STR(cfg.node_name, host[0] ? host : "localhost");
+  CHECK_STR(cfg.node_url, "http://127.0.0.1:7700");
+  CHECK(!cfg.fleet_view && cfg.fleet_dsn[0] == '\0');
+  CHECK(cfg_set(&cfg, "fleet_view", "yes", &err) < 0);
+  CHECK_STR(err.field, "fleet_view");
+  tr_err_clear(&err);
+  CHECK_INT(cfg_set(&cfg, "fleet-view", "true", &err), 0);
+  CHECK(cfg_finish(&cfg, &err) < 0);
+  CHECK_STR(err.field, "fleet_view");
+  cfg_free(&cfg);
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    tr_err_clear(&err);
+    cfg_defaults(&cfg);
+    CHECK_INT(cfg_set(&cfg, bad[i][0], bad[i][1], &err), 0);
+    CHECK(cfg_finish(&cfg, &err) < 0);
+    CHECK_STR(err.field, bad[i][0]);
+    cfg_free(&cfg);
+  }
+}
+
 int main(void)
 {
   RUN(config_defaults_match_api_md);
   RUN(config_file_and_overrides);
   RUN(config_rejects_bad_values);
   RUN(config_loopback_is_numeric);
+  RUN(config_fleet_keys);
   return 0;
 }

@@ -43,9 +43,9 @@ static bool uuid_v4(const char *u)
   if (strlen(u) != 36 || u[14] != '4' || !strchr("89ab", u[19]))
     return false;
   for (int i = 0; i < 36; i++)
-    if (i == 8 || i == 13 || i == 18 || i == 23 ? u[i] != '-'
-                                                 : !strchr("0123456789abcdef",
-                                                           u[i]))
+    if (i == 8 || i == 13 || i == 18 || i == 23
+            ? u[i] != '-'
+            : !strchr("0123456789abcdef", u[i]))
       return false;
   return true;
 }
@@ -115,8 +115,9 @@ static void store_fleet_outbox_triggers(void)
   CHECK(it.del && it.capture_id == id[0]);
   CHECK_STR(it.uuid, first);
   CHECK_INT(fx_count(path, "SELECT count(*) FROM fleet_outbox", -1), 1);
-  CHECK_INT(fx_count(path, "SELECT count(*) FROM fleet_ids WHERE"
-                           " capture_id = ?1",
+  CHECK_INT(fx_count(path,
+                     "SELECT count(*) FROM fleet_ids WHERE"
+                     " capture_id = ?1",
                      id[0]),
             0);
   store_close(st);
@@ -147,9 +148,9 @@ static void store_fleet_backfill_and_order(void)
   CHECK_INT(store_outbox_failed(st, a.seq, "disk full", &err), 0);
   CHECK_INT(store_outbox_next(st, &b, &err), 0);
   CHECK_INT(b.capture_id, old[1]);
-  CHECK_INT(fx_count(path, "SELECT tries FROM fleet_outbox WHERE seq = ?1",
-                     a.seq),
-            1);
+  CHECK_INT(
+      fx_count(path, "SELECT tries FROM fleet_outbox WHERE seq = ?1", a.seq),
+      1);
   store_close(st);
   fx_db_remove(path);
 }
@@ -176,10 +177,10 @@ static int64_t real_capture(struct store *st)
   int64_t cap;
 
   CHECK(dir != NULL);
-  CHECK_INT(store_capture_insert(st, "import", "bad \xff label",
-                                 json_pack("{s:s,s:i}", "model", "/m/x", "tp",
-                                           NTRACES),
-                                 0, &cap, &err),
+  CHECK_INT(store_capture_insert(
+                st, "import", "bad \xff label",
+                json_pack("{s:s,s:i}", "model", "/m/x", "tp", NTRACES), 0, &cap,
+                &err),
             0);
   CHECK_INT(store_capture_set_phase(st, cap, "running", "indexing", &err), 0);
   for (int r = 0; r < NTRACES; r++) {
@@ -233,8 +234,7 @@ static void same_answers(struct store *a, int64_t ida, struct store *b,
 
   for (int t = 0; t < TR_NTABLES; t++)
     for (int rank = -1; rank < NTRACES; rank++)
-      for (int k = 0; k == 0 || (tr_tables[t].by && tr_tables[t].by[k]);
-           k++) {
+      for (int k = 0; k == 0 || (tr_tables[t].by && tr_tables[t].by[k]); k++) {
         const char *by = tr_tables[t].by ? tr_tables[t].by[k] : NULL;
         char *x = table_text(a, (enum tr_table)t, ida, rank, by);
         char *y = table_text(b, (enum tr_table)t, idb, rank, by);
@@ -262,11 +262,17 @@ static void follow(struct store *lab, const char *fleet, int64_t seq,
                    const char *node, const char *uuid, int64_t id,
                    const char *config, const char *gpu, int64_t finished)
 {
-  struct store_fleet_row row = { .node = node, .uuid = uuid, .id = id,
-                                 .seq = seq, .kind = "import",
-                                 .status = "done", .config = config,
-                                 .gpu = gpu, .created_at = finished - 1000,
-                                 .finished_at = finished, .brief = "{}" };
+  struct store_fleet_row row = { .node = node,
+                                 .uuid = uuid,
+                                 .id = id,
+                                 .seq = seq,
+                                 .kind = "import",
+                                 .status = "done",
+                                 .config = config,
+                                 .gpu = gpu,
+                                 .created_at = finished - 1000,
+                                 .finished_at = finished,
+                                 .brief = "{}" };
   struct tr_err err = { 0 };
   int64_t *drop = NULL;
   size_t ndrop = 0;
@@ -310,12 +316,12 @@ static void store_fleet_copy_answers(void)
   CHECK(json_object_get(tables, "sum_rows") == NULL);
   CHECK(json_object_get(tables, "baselines") == NULL);
   CHECK_INT(json_array_size(json_object_get(tables, "ranks")), NTRACES);
-  CHECK_STR(json_string_value(json_object_get(
-                json_object_get(json_array_get(
-                                    json_object_get(tables, "captures"), 0),
-                                "label"),
-                "$hex")),
-            "62616420ff206c6162656c");
+  CHECK_STR(
+      json_string_value(json_object_get(
+          json_object_get(
+              json_array_get(json_object_get(tables, "captures"), 0), "label"),
+          "$hex")),
+      "62616420ff206c6162656c");
   CHECK_STR(json_string_value(json_object_get(x, "config")),
             "[\"/m/x\",3,null,null,null,null,0]");
   /* Table by table, as the lab view reads them from PostgreSQL. */
@@ -326,8 +332,7 @@ static void store_fleet_copy_answers(void)
     free(text);
   }
   follow(lab, "fleet-1", 1, "n1", it.uuid, cap, "[]", "", 5);
-  CHECK_INT(store_fleet_import(lab, "n1", it.uuid, back, 1000, &copy, &err),
-            0);
+  CHECK_INT(store_fleet_import(lab, "n1", it.uuid, back, 1000, &copy, &err), 0);
   CHECK(copy != cap);
   CHECK_INT(store_fleet_import(lab, "n1", it.uuid, back, 1000, &again, &err),
             0);
@@ -337,9 +342,10 @@ static void store_fleet_copy_answers(void)
   CHECK_INT(store_capture_get(lab, copy, &cb, &err), 0);
   json_object_set_new(cb, "id", json_integer(cap));
   CHECK(json_equal(ca, cb));
-  CHECK_INT(fx_count(pb, "SELECT count(*) FROM captures WHERE label ="
-                         " CAST(x'62616420ff206c6162656c' AS TEXT)"
-                         " AND id = ?1",
+  CHECK_INT(fx_count(pb,
+                     "SELECT count(*) FROM captures WHERE label ="
+                     " CAST(x'62616420ff206c6162656c' AS TEXT)"
+                     " AND id = ?1",
                      copy),
             1);
   json_decref(ca);
@@ -381,11 +387,11 @@ static void store_fleet_index(void)
   struct tr_err err = { 0 };
   char path[256];
   struct store *st = open_db(path, sizeof(path));
-  json_t *list = NULL, *tables = json_pack(
-                           "{s:[{s:s,s:s,s:s,s:s,s:I}],s:[]}", "captures",
-                           "kind", "import", "status", "done", "phase",
-                           "done", "params", "{}", "created_at",
-                           (json_int_t)1, "ranks");
+  json_t *list = NULL,
+         *tables =
+             json_pack("{s:[{s:s,s:s,s:s,s:s,s:I}],s:[]}", "captures", "kind",
+                       "import", "status", "done", "phase", "done", "params",
+                       "{}", "created_at", (json_int_t)1, "ranks");
   int64_t *drop = NULL, copy = 0;
   size_t ndrop = 0;
 
@@ -433,16 +439,16 @@ static void store_fleet_index(void)
   /* A copy; its capture deleted in the fleet: the copy goes. */
   CHECK_INT(store_fleet_import(st, "n2", U[1], tables, 10, &copy, &err), 0);
   {
-    struct store_fleet_row gone = { .node = "n2", .uuid = U[1], .id = 5,
-                                    .seq = 5, .deleted = true };
+    struct store_fleet_row gone = {
+      .node = "n2", .uuid = U[1], .id = 5, .seq = 5, .deleted = true
+    };
 
     CHECK_INT(store_fleet_apply(st, "F", 5, &gone, 1, &drop, &ndrop, &err), 0);
     CHECK_INT(ndrop, 1);
     CHECK_INT(drop[0], copy);
     free(drop);
   }
-  CHECK_INT(fx_count(path, "SELECT count(*) FROM captures WHERE id = ?1",
-                     copy),
+  CHECK_INT(fx_count(path, "SELECT count(*) FROM captures WHERE id = ?1", copy),
             0);
   /* Copies past the bound go, oldest first. */
   CHECK_INT(store_fleet_import(st, "n1", U[0], tables, 10, &copy, &err), 0);

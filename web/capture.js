@@ -69,8 +69,9 @@ function captureHead(c) {
   const live = !FINAL.includes(c.status);
   return el('div', {class: 'head'},
     el('h2', null, (c.kind === 'import' ? 'Import #' : 'Capture #') + c.id,
-      c.node ? [' on ', el('a', {href: c.node_url, title: 'its node: raw ' +
-        'traces and slices are there'}, c.node)] : null,
+      c.node ? [' on ', el('a', {href: /^https?:\/\//.test(c.node_url || '')
+        ? c.node_url : null, title: 'its node: raw traces and slices are ' +
+        'there'}, c.node)] : null,
       c.label ? [' \u00b7 ', c.label] : null, ' ', badge(c.status),
       c.verdict ? [' ', verdictBadge(c.verdict)] : null),
     el('p', {class: 'meta'},
