@@ -84,8 +84,9 @@ function captureHead(c) {
       when(c.started_at), ' \u00b7 finished ', when(c.finished_at),
       ' \u00b7 took ', elapsed(c.started_at, c.finished_at),
       c.queue_position ? ' \u00b7 queue position ' + c.queue_position : null,
-      ' ', el('button', {onclick: () => dropCapture(c)},
-        live ? 'cancel' : 'delete')));
+      /* A capture of the fleet is deleted on its node. */
+      c.node ? null : [' ', el('button', {onclick: () => dropCapture(c)},
+        live ? 'cancel' : 'delete')]));
 }
 
 function lifecycle(c) {
