@@ -370,8 +370,8 @@ int api_diff_query(struct api_req *r, struct store_diff_opts *o, bool *csv,
  * where a capture id goes: the path's {id}, or /diff's a or b. */
 bool api_fleet_wants(struct api_req *r);
 
-/* Answers such a request from the lab view's copies (404 without
- * fleet_view). */
+/* Answers such a request from the lab view's copies (with fleet_view
+ * only). */
 enum MHD_Result api_fleet_dispatch(struct api_req *r);
 
 enum MHD_Result api_get_fleet_captures(struct api_req *r);

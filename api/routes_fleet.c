@@ -372,11 +372,6 @@ enum MHD_Result api_fleet_dispatch(struct api_req *r)
 {
   const char *tmpl = r->route->tmpl;
 
-  if (lab_of(r) == NULL)
-    return api_reply_error(r, 404, "not_found",
-                           route_is(r, "/diff") ? "a" : "id",
-                           "this traced is not a lab view (fleet_view): it "
-                           "has no capture of the fleet");
   if (strcmp(r->method, MHD_HTTP_METHOD_GET) != 0 &&
       strcmp(r->method, MHD_HTTP_METHOD_HEAD) != 0)
     return api_reply_error(r, 405, "method_not_allowed", "id",
