@@ -337,7 +337,93 @@ static const char step6[] =
     " PRIMARY KEY(capture_id, figure, name, stratum)) WITHOUT ROWID;";
 /* clang-format on */
 
-const char *const store__migrations[] = { step1, step2, step3,
-                                          step4, step5, step6 };
+/*
+ * Version 7: the fleet (docs/FLEET.md): what a node publishes to the lab's
+ * PostgreSQL, and what a lab view keeps of it.
+ *
+ * fleet_node: one row, whether this database publishes (fleet_dsn is set:
+ * the daemon writes it at every start).
+ * fleet_ids: a capture's identity in the fleet, a random UUID given when
+ * it first reaches a final state (or is backfilled): ids repeat across
+ * nodes and restart when a database is made anew, UUIDs never do.
+ * fleet_outbox: what is not published yet, oldest first: "publish" rows
+ * written by the trigger below in the same transaction as the capture's
+ * final state, "delete" rows in the same transaction as its deletion
+ * (which also takes back a publish not sent yet: the delete is sent
+ * anyway, since that publish may have reached PostgreSQL just before a
+ * crash). At most one publish and one delete row per capture: the outbox
+ * is bounded by the captures the node has had.
+ *
+ * The lab view's side, in its own database file (<db>.fleet, made by the
+ * same steps): fleet_index mirrors the fleet's capture list (followed in
+ * PostgreSQL's change order, seq), cache_id naming the capture's rows
+ * once they were copied into this file's own tables to be answered by
+ * the store's queries; fleet_nodes the nodes and their URLs; fleet_follow
+ * how far the mirror has followed, and of which fleet.
+ *
+ * The final statuses are common/lifecycle.h's (test_store_fleet checks
+ * that each one fires the trigger).
+ */
+static const char step7[] =
+    "CREATE TABLE fleet_node("
+    " id INTEGER PRIMARY KEY CHECK(id = 1),"
+    " enabled INTEGER NOT NULL DEFAULT 0);"
+    "INSERT INTO fleet_node(id, enabled) VALUES(1, 0);"
+    "CREATE TABLE fleet_ids("
+    " capture_id INTEGER PRIMARY KEY,"
+    " uuid TEXT NOT NULL UNIQUE);"
+    "CREATE TABLE fleet_outbox("
+    " seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " capture_id INTEGER NOT NULL,"
+    " uuid TEXT NOT NULL,"
+    " op TEXT NOT NULL CHECK(op IN ('publish','delete')),"
+    " queued_ms INTEGER NOT NULL,"
+    " tries INTEGER NOT NULL DEFAULT 0,"
+    " last_error TEXT,"
+    " UNIQUE(capture_id, op));"
+    "CREATE TRIGGER fleet_final AFTER UPDATE OF status ON captures"
+    " WHEN new.status IN " STORE__FINAL " AND old.status NOT IN " STORE__FINAL
+    " AND (SELECT enabled FROM fleet_node WHERE id = 1)"
+    " BEGIN"
+    "  INSERT OR IGNORE INTO fleet_ids(capture_id, uuid)"
+    "   VALUES(new.id, " STORE__UUID ");"
+    "  INSERT OR IGNORE INTO fleet_outbox(capture_id, uuid, op, queued_ms)"
+    "   SELECT new.id, uuid, 'publish', " STORE__NOW_MS
+    "   FROM fleet_ids WHERE capture_id = new.id;"
+    " END;"
+    "CREATE TRIGGER fleet_gone AFTER DELETE ON captures"
+    " WHEN EXISTS (SELECT 1 FROM fleet_ids WHERE capture_id = old.id)"
+    " BEGIN"
+    "  DELETE FROM fleet_outbox WHERE capture_id = old.id"
+    "   AND op = 'publish';"
+    "  INSERT OR IGNORE INTO fleet_outbox(capture_id, uuid, op, queued_ms)"
+    "   SELECT old.id, uuid, 'delete', " STORE__NOW_MS
+    "   FROM fleet_ids WHERE capture_id = old.id;"
+    "  DELETE FROM fleet_ids WHERE capture_id = old.id;"
+    " END;"
+    "CREATE TABLE fleet_index("
+    " lid INTEGER PRIMARY KEY,"
+    " node TEXT NOT NULL, uuid TEXT NOT NULL, id INTEGER NOT NULL,"
+    " seq INTEGER NOT NULL,"
+    " kind TEXT NOT NULL, status TEXT NOT NULL, label TEXT, model TEXT,"
+    " config TEXT, gpu TEXT, created_at INTEGER, finished_at INTEGER,"
+    " verdict TEXT, figures TEXT, brief TEXT NOT NULL,"
+    " cache_id INTEGER, cache_bytes INTEGER,"
+    " UNIQUE(node, uuid));"
+    "CREATE INDEX fleet_index_ref ON fleet_index(node, id, seq);"
+    "CREATE INDEX fleet_index_created ON fleet_index(created_at, lid);"
+    "CREATE INDEX fleet_index_config ON"
+    " fleet_index(config, gpu, finished_at);"
+    "CREATE INDEX fleet_index_cached ON fleet_index(cache_id)"
+    " WHERE cache_id IS NOT NULL;"
+    "CREATE TABLE fleet_nodes("
+    " node TEXT PRIMARY KEY, url TEXT, traced_version TEXT,"
+    " seen_at INTEGER);"
+    "CREATE TABLE fleet_follow("
+    " id INTEGER PRIMARY KEY CHECK(id = 1),"
+    " fleet TEXT NOT NULL, seq INTEGER NOT NULL);";
+
+const char *const store__migrations[] = { step1, step2, step3, step4,
+                                          step5, step6, step7 };
 const int store__schema_version =
     (int)(sizeof(store__migrations) / sizeof(store__migrations[0]));
