@@ -64,6 +64,9 @@ struct api_hooks {
    * NULL-terminated; borrowed until api_stop(). */
   const char *const *formats;
   void *ud;
+  /* fleet_view: the lab view's reader (fleet/fleet.h), borrowed until
+   * api_stop(); NULL: the fleet's read routes answer 404. */
+  struct fleet_lab *lab;
 };
 
 struct api;

@@ -364,6 +364,30 @@ enum MHD_Result api_get_slice(struct api_req *r);
 enum MHD_Result api_get_table(struct api_req *r);
 enum MHD_Result api_get_diff(struct api_req *r);
 
+/* A table route's query parameters (route->table's) into q, all but the
+ * capture's id; *csv for ?format=csv. TR_EINVAL naming the parameter. */
+int api_table_query(struct api_req *r, struct store_query *q, bool *csv,
+                    struct tr_err *err);
+
+/* /diff's parameters but a and b into o; *csv for ?format=csv. */
+int api_diff_query(struct api_req *r, struct store_diff_opts *o, bool *csv,
+                   struct tr_err *err);
+
+/* ---- routes_fleet.c: the lab view (docs/FLEET.md) ---- */
+
+/* True when the request names a capture of the fleet (node:id or a UUID)
+ * where a capture id goes: the path's {id}, or /diff's a or b. */
+bool api_fleet_wants(struct api_req *r);
+
+/* Answers such a request from the lab view's copies (with fleet_view
+ * only). */
+enum MHD_Result api_fleet_dispatch(struct api_req *r);
+
+enum MHD_Result api_get_fleet_captures(struct api_req *r);
+enum MHD_Result api_get_fleet_nodes(struct api_req *r);
+enum MHD_Result api_get_fleet_configs(struct api_req *r);
+enum MHD_Result api_get_fleet_trend(struct api_req *r);
+
 /* ---- routes_results.c: verdicts and baselines ---- */
 
 enum MHD_Result api_get_verdict(struct api_req *r);

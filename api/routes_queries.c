@@ -33,20 +33,20 @@ static void table_params(const struct tr_table_row *t,
  * has refused the ones it does not. A table without a limit parameter is
  * bounded by design (a timeline's buckets, idle causes): it answers
  * whole. */
-static int table_query(struct api_req *r, struct store_query *q, bool *csv,
-                       struct tr_err *err)
+int api_table_query(struct api_req *r, struct store_query *q, bool *csv,
+                    struct tr_err *err)
 {
   static const char *const no_by[] = { NULL };
   const struct cfg *cfg = r->api->cfg;
   const struct tr_table_row *t = r->route->table;
   const char *names[TR_NPARAMS + 2];
-  int64_t id = 0, rank = -1, buckets = 0;
+  int64_t rank = -1, buckets = 0;
   int64_t limit = !(t->params & TR_P(LIMIT)) ? 0
                   : t->flags & TR_T_GROWS    ? cfg->table_limit
                                              : cfg->table_limit_max;
 
   table_params(t, names);
-  if (api_query_check(r, names, err) != 0 || api_path_id(r, &id, err) != 0 ||
+  if (api_query_check(r, names, err) != 0 ||
       api_query_int(r, "rank", 0, INT_MAX, &rank, err) != 0 ||
       api_query_str(r, "q", Q_MAX, &q->q, err) != 0 ||
       api_query_enum(r, "category", api_categories, &q->category, err) != 0 ||
@@ -59,7 +59,6 @@ static int table_query(struct api_req *r, struct store_query *q, bool *csv,
       api_query_int(r, "buckets", 1, TR_TIMELINE_BUCKETS, &buckets, err) != 0 ||
       api_query_csv(r, csv, err) != 0)
     return TR_EINVAL;
-  q->capture_id = id;
   q->rank = (int)rank;
   q->limit = (int)limit;
   q->buckets = (int)buckets;
@@ -125,7 +124,8 @@ enum MHD_Result api_get_table(struct api_req *r)
   int64_t ids[2];
   bool done, csv;
 
-  if (table_query(r, &q, &csv, &err) != 0)
+  if (api_table_query(r, &q, &csv, &err) != 0 ||
+      api_path_id(r, &q.capture_id, &err) != 0)
     return api_reply_tr_err(r, &err);
   st = api_read_begin(r, &epoch, &ret);
   if (st == NULL || reply_summed(r, st, &q, csv, epoch, &ret) == 0)
@@ -142,40 +142,52 @@ enum MHD_Result api_get_table(struct api_req *r)
       csv, done ? ids : NULL, epoch);
 }
 
-enum MHD_Result api_get_diff(struct api_req *r)
+int api_diff_query(struct api_req *r, struct store_diff_opts *o, bool *csv,
+                   struct tr_err *err)
 {
   static const char *const names[] = { "a",     "b",    "rank",   "by", "norm",
                                        "limit", "kind", "format", NULL };
   static const char *const bys[] = { "kernel", "category", "step", "family",
                                      "module", "layer",    "op",   NULL };
   static const char *const norms[] = { "none", "per_step", NULL };
-  struct store_diff_opts o = { .by = "kernel", .norm = "none" };
   const struct cfg *cfg = r->api->cfg;
+  int64_t rank = -1, limit = cfg->table_limit;
+
+  o->by = "kernel";
+  o->norm = "none";
+  o->kind = NULL;
+  if (api_query_check(r, names, err) != 0 || api_query_csv(r, csv, err) != 0 ||
+      api_query_int(r, "rank", 0, INT_MAX, &rank, err) != 0 ||
+      api_query_enum(r, "by", bys, &o->by, err) != 0 ||
+      api_query_enum(r, "norm", norms, &o->norm, err) != 0 ||
+      api_query_int(r, "limit", 1, cfg->table_limit_max, &limit, err) != 0 ||
+      api_query_str(r, "kind", KIND_MAX, &o->kind, err) != 0)
+    return TR_EINVAL;
+  if (o->kind != NULL && *o->kind == '\0')
+    o->kind = NULL;
+  o->rank = (int)rank;
+  o->limit = (int)limit;
+  return 0;
+}
+
+enum MHD_Result api_get_diff(struct api_req *r)
+{
+  struct store_diff_opts o;
   struct tr_err err = { 0 };
-  int64_t a = 0, b = 0, rank = -1, limit = cfg->table_limit;
+  int64_t a = 0, b = 0;
   enum MHD_Result ret;
   struct store *st;
   json_t *out = NULL;
   uint64_t epoch;
   bool csv;
 
-  if (api_query_check(r, names, &err) != 0 ||
-      api_query_csv(r, &csv, &err) != 0 ||
+  if (api_diff_query(r, &o, &csv, &err) != 0 ||
       api_query_int(r, "a", 1, INT64_MAX, &a, &err) != 0 ||
-      api_query_int(r, "b", 1, INT64_MAX, &b, &err) != 0 ||
-      api_query_int(r, "rank", 0, INT_MAX, &rank, &err) != 0 ||
-      api_query_enum(r, "by", bys, &o.by, &err) != 0 ||
-      api_query_enum(r, "norm", norms, &o.norm, &err) != 0 ||
-      api_query_int(r, "limit", 1, cfg->table_limit_max, &limit, &err) != 0 ||
-      api_query_str(r, "kind", KIND_MAX, &o.kind, &err) != 0)
+      api_query_int(r, "b", 1, INT64_MAX, &b, &err) != 0)
     return api_reply_tr_err(r, &err);
-  if (o.kind != NULL && *o.kind == '\0')
-    o.kind = NULL;
   if (a == 0 || b == 0)
     return api_reply_error(r, 400, "invalid", a == 0 ? "a" : "b",
                            "%s (a capture id) is required", a == 0 ? "a" : "b");
-  o.rank = (int)rank;
-  o.limit = (int)limit;
   st = api_read_begin(r, &epoch, &ret);
   if (st == NULL)
     return ret;

@@ -18,6 +18,7 @@
 #include "api/api_int.h"
 #include "common/net.h"
 #include "common/stats.h"
+#include "fleet/fleet.h"
 
 const struct api_route api_routes[] = {
   { "/healthz", api_get_healthz, NULL, NULL, NULL },
@@ -38,6 +39,11 @@ const struct api_route api_routes[] = {
   { "/captures/{id}/ranks/{r}/trace", api_get_trace, NULL, NULL, NULL },
   { "/captures/{id}/ranks/{r}/slice", api_get_slice, NULL, NULL, NULL },
   { "/captures/{id}/logs", api_get_logs, NULL, NULL, NULL },
+  /* The lab view (routes_fleet.c). */
+  { "/fleet/captures", api_get_fleet_captures, NULL, NULL, NULL },
+  { "/fleet/nodes", api_get_fleet_nodes, NULL, NULL, NULL },
+  { "/fleet/configs", api_get_fleet_configs, NULL, NULL, NULL },
+  { "/fleet/trend", api_get_fleet_trend, NULL, NULL, NULL },
   { "/", api_get_asset, NULL, NULL, NULL },
   /* Last: any other single segment is a dashboard file or nothing. */
   { "/{file}", api_get_asset, NULL, NULL, NULL },
@@ -192,6 +198,10 @@ static enum MHD_Result dispatch(struct api_req *r)
   if (r->body_len > API_BODY_MAX)
     return api_reply_error(r, 413, "too_large", "body",
                            "the body is larger than %zu bytes", API_BODY_MAX);
+  /* A lab view's capture of the fleet (routes_fleet.c); elsewhere such
+   * an id is refused by the route as it always was. */
+  if (r->api->hooks.lab != NULL && api_fleet_wants(r))
+    return api_fleet_dispatch(r);
   if (strcmp(r->method, MHD_HTTP_METHOD_GET) == 0 ||
       strcmp(r->method, MHD_HTTP_METHOD_HEAD) == 0)
     h = rt->get;
@@ -280,11 +290,12 @@ static const char *const no_params[] = { NULL };
 enum MHD_Result api_get_healthz(struct api_req *r)
 {
   struct tr_err err = { 0 };
-  char reason[256];
+  char reason[768];
 
   if (api_query_check(r, no_params, &err) != 0)
     return api_reply_tr_err(r, &err);
-  if (tr_stats_store_degraded(reason, sizeof(reason))) {
+  if (tr_stats_store_degraded(reason, sizeof(reason)) ||
+      fleet_degraded(r->api->cfg, reason, sizeof(reason))) {
     json_t *why = json_string(reason); /* NULL: not UTF-8 (a path's bytes) */
 
     return api_reply_json(
@@ -426,6 +437,7 @@ enum MHD_Result api_get_metrics(struct api_req *r)
   metrics_captures(f, counts);
   metrics_index(f);
   api_metrics_verdicts(f, st);
+  fleet_metrics(r->api->cfg, f);
   metrics_http(f, r->api);
   fclose(f);
   json_decref(counts);
@@ -531,6 +543,11 @@ static void listen_host(struct api *api, const char *listen)
            api->port);
 }
 
+static void forget_copy(void *cache, int64_t id)
+{
+  api_cache_drop(cache, id);
+}
+
 int api_start(const struct cfg *cfg, const struct api_hooks *hooks,
               struct api **out, struct tr_err *err)
 {
@@ -566,6 +583,9 @@ int api_start(const struct cfg *cfg, const struct api_hooks *hooks,
     return fd;
   }
   listen_host(api, cfg->listen);
+  /* The lab view's copies that change drop their kept answers. */
+  if (hooks->lab != NULL)
+    fleet_lab_on_drop(hooks->lab, forget_copy, api->cache);
   if (api_conns_start(api, cfg->request_timeout_s) != 0) {
     close(fd);
     api_stop(api);
@@ -616,6 +636,8 @@ void api_stop(struct api *api)
   pthread_key_delete(api->key);
   pthread_mutex_destroy(&api->lock);
   pthread_mutex_destroy(&api->log_lock);
+  if (api->hooks.lab != NULL)
+    fleet_lab_on_drop(api->hooks.lab, NULL, NULL);
   api_cache_free(api->cache);
   free(api->hits);
   free(api->token);

@@ -38,8 +38,14 @@ static int default_script(struct cfg *cfg, const struct setting *s,
                           struct tr_err *err);
 static int default_jobs(struct cfg *cfg, const struct setting *s,
                         struct tr_err *err);
-static int check_webhook(struct cfg *cfg, const struct setting *s,
-                         struct tr_err *err);
+static int check_url(struct cfg *cfg, const struct setting *s,
+                     struct tr_err *err);
+static int default_node_name(struct cfg *cfg, const struct setting *s,
+                             struct tr_err *err);
+static int default_node_url(struct cfg *cfg, const struct setting *s,
+                            struct tr_err *err);
+static int check_fleet_view(struct cfg *cfg, const struct setting *s,
+                            struct tr_err *err);
 static int check_list_limit(struct cfg *cfg, const struct setting *s,
                             struct tr_err *err);
 static int check_table_limit(struct cfg *cfg, const struct setting *s,
@@ -438,10 +444,12 @@ static int default_jobs(struct cfg *cfg, const struct setting *s,
 
 /* Empty, or an http:// or https:// URL of printable characters without
  * blanks (it is handed to libcurl as it is). */
-static int check_webhook(struct cfg *cfg, const struct setting *s,
-                         struct tr_err *err)
+/* A URL handed to libcurl or to a browser as it is: empty, or http:// or
+ * https:// then printable characters without blanks, at most 2048 bytes. */
+static int check_url(struct cfg *cfg, const struct setting *s,
+                     struct tr_err *err)
 {
-  const char *url = cfg->webhook_url;
+  const char *url = *(char **)((char *)cfg + s->offset);
   bool ok = url[0] == '\0' || strncmp(url, "http://", 7) == 0 ||
             strncmp(url, "https://", 8) == 0;
 
@@ -449,8 +457,60 @@ static int check_webhook(struct cfg *cfg, const struct setting *s,
     ok = isgraph((unsigned char)*c);
   if (!ok || strlen(url) > 2048)
     return tr_err_set(err, TR_EINVAL, s->name,
-                      "webhook_url must be an http:// or https:// URL "
-                      "without blanks, of at most 2048 bytes");
+                      "%s must be an http:// or https:// URL "
+                      "without blanks, of at most 2048 bytes",
+                      s->name);
+  return 0;
+}
+
+/* node_name (docs/FLEET.md) is a node's name in the fleet and its
+ * PostgreSQL role's, so it is what a role name and a URL segment can both
+ * be: 1 to 63 of [A-Za-z0-9._-]; by default the host name. */
+static int default_node_name(struct cfg *cfg, const struct setting *s,
+                             struct tr_err *err)
+{
+  char host[256] = "";
+  size_t n;
+
+  if (cfg->node_name[0] == '\0') {
+    gethostname(host, sizeof(host) - 1);
+    host[strcspn(host, ".")] = '\0';
+    free(cfg->node_name);
+    cfg->node_name = strdup(host[0] ? host : "localhost");
+    if (cfg->node_name == NULL)
+      return tr_err_set(err, TR_ENOMEM, s->name, "no memory");
+  }
+  n = strlen(cfg->node_name);
+  if (n > 63 || strspn(cfg->node_name, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                       "abcdefghijklmnopqrstuvwxyz"
+                                       "0123456789._-") != n)
+    return tr_err_set(err, TR_EINVAL, s->name,
+                      "node_name must be 1 to 63 letters, digits, '.', '_' "
+                      "or '-'");
+  return 0;
+}
+
+/* node_url: by default http://<listen>. */
+static int default_node_url(struct cfg *cfg, const struct setting *s,
+                            struct tr_err *err)
+{
+  if (cfg->node_url[0] == '\0') {
+    free(cfg->node_url);
+    if (asprintf(&cfg->node_url, "http://%s", cfg->listen) < 0) {
+      cfg->node_url = NULL;
+      return tr_err_set(err, TR_ENOMEM, s->name, "no memory");
+    }
+  }
+  return check_url(cfg, s, err);
+}
+
+/* A lab view reads the fleet's PostgreSQL. (That fleet_dsn holds no
+ * password is checked by fleet/, where libpq parses it.) */
+static int check_fleet_view(struct cfg *cfg, const struct setting *s,
+                            struct tr_err *err)
+{
+  if (cfg->fleet_view && cfg->fleet_dsn[0] == '\0')
+    return tr_err_set(err, TR_EINVAL, s->name, "fleet_view needs fleet_dsn");
   return 0;
 }
 

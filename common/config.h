@@ -139,7 +139,7 @@ enum cfg_profile_control { CFG_PROFILE_BENCH, CFG_PROFILE_DAEMON };
      "distinct kernel names (and launch shapes) kept per rank")                \
   XX(regression_threshold_pct, INT(0, 1000), "5", NULL,                        \
      "a verdict's change counts beyond this percentage (and the noise)")       \
-  XX(webhook_url, STR(), "", check_webhook,                                    \
+  XX(webhook_url, STR(), "", check_url,                                    \
      "http(s) URL POSTed each finished capture's verdict (empty: none)")       \
   XX(webhook_timeout_s, INT(1, 600), "10", NULL,                               \
      "seconds one webhook attempt may take")                                   \
@@ -181,7 +181,25 @@ enum cfg_profile_control { CFG_PROFILE_BENCH, CFG_PROFILE_DAEMON };
   XX(allow_trust_remote_code, ENUM("false", "true"), "false", NULL,            \
      "a request may pass --trust-remote-code without a preset setting it")     \
   XX(allow_hub_ids, ENUM("false", "true"), "false", NULL,                      \
-     "a request may name Hugging Face ids (downloaded and loaded)")
+     "a request may name Hugging Face ids (downloaded and loaded)")          \
+  XX(fleet_dsn, STR(), "", NULL,                                               \
+     "the lab's PostgreSQL (libpq conninfo, no password; empty: none)")       \
+  XX(node_name, STR(), "", default_node_name,                                  \
+     "this node's name in the fleet (default: the host name)")                 \
+  XX(node_url, STR(), "", default_node_url,                                    \
+     "where a lab view sends people for raw traces (default: http://<listen>)") \
+  XX(fleet_view, ENUM("false", "true"), "false", check_fleet_view,             \
+     "serve every node's captures too (a lab view)")                           \
+  XX(fleet_outbox_max_age_s, INT(1, 86400 * 30), "600", NULL,                  \
+     "seconds a capture may wait to be published before /healthz degrades")   \
+  XX(fleet_backfill_per_s, INT(1, 100000), "20", NULL,                         \
+     "older captures put in the outbox a second")                              \
+  XX(fleet_timeout_s, INT(1, 3600), "30", NULL,                                \
+     "seconds a publish or a migration may take")                              \
+  XX(fleet_read_timeout_ms, INT(100, 600000), "5000", NULL,                    \
+     "milliseconds a lab view's read of PostgreSQL may take")                  \
+  XX(fleet_cache_mb, INT(1, 1 << 20), "2048", NULL,                            \
+     "MiB of captures a lab view keeps copied from PostgreSQL")
 
 #define CFG_CTYPE_STR()       char *
 #define CFG_CTYPE_INT(lo, hi) int

@@ -94,24 +94,24 @@
  * does not hold, and those whose launch has no op above it. Shares are of
  * device_ns. */
 #define TR_SUM_RANK_DECODE(XX)                                                 \
-  XX(capture_traces, capture_traces, INT, NONE, 7)                             \
-  XX(capture_graphs, capture_graphs, INT, NONE, 7)                             \
-  XX(capture_launches, capture_launches, INT, NONE, 7)                         \
-  XX(replays, replays, INT, NONE, 7)                                           \
-  XX(replay_kernels, replay_kernels, INT, NONE, 7)                             \
-  XX(replay_ns, replay_ns, INT, NONE, 7)                                       \
-  XX(replays_matched, replays_matched, INT, NONE, 7)                           \
-  XX(replays_short, replays_short, INT, NONE, 7)                               \
-  XX(replays_short_ns, replays_short_ns, INT, NONE, 7)                         \
-  XX(missing_launches, missing_launches, INT, NONE, 7)                         \
-  XX(replays_unmatched, replays_unmatched, INT, NONE, 7)                       \
-  XX(replays_unmatched_ns, replays_unmatched_ns, INT, NONE, 7)                 \
-  XX(unmatched_reasons, unmatched_reasons, JSON, NONE, 7)                      \
-  XX(empty_graph_launches, empty_graph_launches, INT, NONE, 7)                 \
-  XX(kernels_no_launch, kernels_no_launch, INT, NONE, 7)                       \
-  XX(kernels_no_launch_ns, kernels_no_launch_ns, INT, NONE, 7)                 \
-  XX(kernels_no_op, kernels_no_op, INT, NONE, 7)                               \
-  XX(kernels_no_op_ns, kernels_no_op_ns, INT, NONE, 7)
+  XX(capture_traces, capture_traces, INT, NONE, 8)                             \
+  XX(capture_graphs, capture_graphs, INT, NONE, 8)                             \
+  XX(capture_launches, capture_launches, INT, NONE, 8)                         \
+  XX(replays, replays, INT, NONE, 8)                                           \
+  XX(replay_kernels, replay_kernels, INT, NONE, 8)                             \
+  XX(replay_ns, replay_ns, INT, NONE, 8)                                       \
+  XX(replays_matched, replays_matched, INT, NONE, 8)                           \
+  XX(replays_short, replays_short, INT, NONE, 8)                               \
+  XX(replays_short_ns, replays_short_ns, INT, NONE, 8)                         \
+  XX(missing_launches, missing_launches, INT, NONE, 8)                         \
+  XX(replays_unmatched, replays_unmatched, INT, NONE, 8)                       \
+  XX(replays_unmatched_ns, replays_unmatched_ns, INT, NONE, 8)                 \
+  XX(unmatched_reasons, unmatched_reasons, JSON, NONE, 8)                      \
+  XX(empty_graph_launches, empty_graph_launches, INT, NONE, 8)                 \
+  XX(kernels_no_launch, kernels_no_launch, INT, NONE, 8)                       \
+  XX(kernels_no_launch_ns, kernels_no_launch_ns, INT, NONE, 8)                 \
+  XX(kernels_no_op, kernels_no_op, INT, NONE, 8)                               \
+  XX(kernels_no_op_ns, kernels_no_op_ns, INT, NONE, 8)
 
 #define TR_SUM_KERNEL(XX)                                                      \
   XX(name, name_id, NAME, KEY, 1)                                              \
@@ -315,75 +315,75 @@
  *   step_ns      the kind's device time on the rank
  *   share        total_ns / step_ns */
 #define TR_DEC_FIGURES(XX)                                                     \
-  XX(kernels, kernels, INT, SUM, 7)                                            \
-  XX(total_ns, total_ns, INT, SUM, 7)                                          \
-  XX(steps, steps, INT, SUM, 7)                                                \
-  XX(per_step_ns, per_step_ns, INT, MAX, 7)                                    \
-  XX(p50_ns, p50_ns, INT, MAX, 7)                                              \
-  XX(p99_ns, p99_ns, INT, MAX, 7)                                              \
-  XX(step_ns, step_ns, INT, SUM, 7)                                            \
-  XX(share, share, PART, step_ns, 7)
+  XX(kernels, kernels, INT, SUM, 8)                                            \
+  XX(total_ns, total_ns, INT, SUM, 8)                                          \
+  XX(steps, steps, INT, SUM, 8)                                                \
+  XX(per_step_ns, per_step_ns, INT, MAX, 8)                                    \
+  XX(p50_ns, p50_ns, INT, MAX, 8)                                              \
+  XX(p99_ns, p99_ns, INT, MAX, 8)                                              \
+  XX(step_ns, step_ns, INT, SUM, 8)                                            \
+  XX(share, share, PART, step_ns, 8)
 
 /* By module path (layers collapsed: layers.*); layers: how many layers
  * it ran in. */
 #define TR_SUM_DEC_MODULE(XX)                                                  \
-  XX(step, step, TEXT_NULL, KEY, 7)                                            \
-  XX(module, module, TEXT_NULL, KEY, 7)                                        \
-  XX(layers, layers, INT, MAX, 7)                                              \
+  XX(step, step, TEXT_NULL, KEY, 8)                                            \
+  XX(module, module, TEXT_NULL, KEY, 8)                                        \
+  XX(layers, layers, INT, MAX, 8)                                              \
   TR_DEC_FIGURES(XX)
 
 #define TR_SUM_DEC_LAYER(XX)                                                   \
-  XX(step, step, TEXT_NULL, KEY, 7)                                            \
-  XX(layer, layer, INT_NULL, KEY, 7)                                           \
+  XX(step, step, TEXT_NULL, KEY, 8)                                            \
+  XX(layer, layer, INT_NULL, KEY, 8)                                           \
   TR_DEC_FIGURES(XX)
 
 /* By op, the innermost one above the launch (its direct time: total_ns);
  * count: its instances that launched; subtree_ns: every kernel with the
  * op anywhere above its launch. */
 #define TR_SUM_DEC_OP(XX)                                                      \
-  XX(step, step, TEXT_NULL, KEY, 7)                                            \
-  XX(op, op, TEXT_NULL, KEY, 7)                                                \
-  XX(count, count, INT, SUM, 7)                                                \
+  XX(step, step, TEXT_NULL, KEY, 8)                                            \
+  XX(op, op, TEXT_NULL, KEY, 8)                                                \
+  XX(count, count, INT, SUM, 8)                                                \
   TR_DEC_FIGURES(XX)                                                           \
-  XX(subtree_ns, subtree_ns, INT, SUM, 7)
+  XX(subtree_ns, subtree_ns, INT, SUM, 8)
 
 #define TR_SUM_DEC_LAYER_MODULE(XX)                                            \
-  XX(step, step, TEXT_NULL, KEY, 7)                                            \
-  XX(layer, layer, INT_NULL, KEY, 7)                                           \
-  XX(module, module, TEXT_NULL, KEY, 7)                                        \
+  XX(step, step, TEXT_NULL, KEY, 8)                                            \
+  XX(layer, layer, INT_NULL, KEY, 8)                                           \
+  XX(module, module, TEXT_NULL, KEY, 8)                                        \
   TR_DEC_FIGURES(XX)
 
 /* By (op, module): TraceLens's ops summary by parent module. */
 #define TR_SUM_DEC_OP_MODULE(XX)                                               \
-  XX(step, step, TEXT_NULL, KEY, 7)                                            \
-  XX(op, op, TEXT_NULL, KEY, 7)                                                \
-  XX(module, module, TEXT_NULL, KEY, 7)                                        \
-  XX(count, count, INT, SUM, 7)                                                \
-  XX(kernels, kernels, INT, SUM, 7)                                            \
-  XX(total_ns, total_ns, INT, SUM, 7)
+  XX(step, step, TEXT_NULL, KEY, 8)                                            \
+  XX(op, op, TEXT_NULL, KEY, 8)                                                \
+  XX(module, module, TEXT_NULL, KEY, 8)                                        \
+  XX(count, count, INT, SUM, 8)                                                \
+  XX(kernels, kernels, INT, SUM, 8)                                            \
+  XX(total_ns, total_ns, INT, SUM, 8)
 
 /* The kernels of each module. */
 #define TR_SUM_DEC_KERNEL(XX)                                                  \
-  XX(step, step, TEXT_NULL, KEY, 7)                                            \
-  XX(module, module, TEXT_NULL, KEY, 7)                                        \
-  XX(name, name_id, NAME, KEY, 7)                                              \
-  XX(kernels, kernels, INT, SUM, 7)                                            \
-  XX(total_ns, total_ns, INT, SUM, 7)
+  XX(step, step, TEXT_NULL, KEY, 8)                                            \
+  XX(module, module, TEXT_NULL, KEY, 8)                                        \
+  XX(name, name_id, NAME, KEY, 8)                                              \
+  XX(kernels, kernels, INT, SUM, 8)                                            \
+  XX(total_ns, total_ns, INT, SUM, 8)
 
 /* Each step kind: its steps, their device time (step_ns) and what of it
  * has an op (attributed_ns); the median step (the earliest of the steps
  * whose label lasted nearest the kind's p50): its label, start (from
  * t0_ns) and label duration, its device time. */
 #define TR_SUM_DEC_STEP(XX)                                                    \
-  XX(step, step, TEXT, KEY, 7)                                                 \
-  XX(steps, steps, INT, SUM, 7)                                                \
-  XX(kernels, kernels, INT, SUM, 7)                                            \
-  XX(step_ns, step_ns, INT, SUM, 7)                                            \
-  XX(attributed_ns, attributed_ns, INT, SUM, 7)                                \
-  XX(median_label, median_label, TEXT_NULL, ANY, 7)                            \
-  XX(median_start_ns, median_start_ns, INT_NULL, ANY, 7)                       \
-  XX(median_dur_ns, median_dur_ns, INT_NULL, ANY, 7)                           \
-  XX(median_ns, median_ns, INT, MAX, 7)
+  XX(step, step, TEXT, KEY, 8)                                                 \
+  XX(steps, steps, INT, SUM, 8)                                                \
+  XX(kernels, kernels, INT, SUM, 8)                                            \
+  XX(step_ns, step_ns, INT, SUM, 8)                                            \
+  XX(attributed_ns, attributed_ns, INT, SUM, 8)                                \
+  XX(median_label, median_label, TEXT_NULL, ANY, 8)                            \
+  XX(median_start_ns, median_start_ns, INT_NULL, ANY, 8)                       \
+  XX(median_dur_ns, median_dur_ns, INT_NULL, ANY, 8)                           \
+  XX(median_ns, median_ns, INT, MAX, 8)
 
 /* The repeated block: each module that ran in layers (layers collapsed
  * in its path), over those layers: their number, total_ns, the kind's
@@ -392,27 +392,27 @@
  * floored) and which layers they are (ties: the lower). All ranks: each
  * layer's time summed over the ranks, steps summed, then the same. */
 #define TR_SUM_DEC_BLOCK(XX)                                                   \
-  XX(step, step, TEXT_NULL, KEY, 7)                                            \
-  XX(module, module, TEXT, KEY, 7)                                             \
-  XX(layers, layers, INT, MAX, 7)                                              \
-  XX(total_ns, total_ns, INT, SUM, 7)                                          \
-  XX(steps, steps, INT, SUM, 7)                                                \
-  XX(layer_ns, layer_ns, INT, MAX, 7)                                          \
-  XX(fastest_layer, fastest_layer, INT, ANY, 7)                                \
-  XX(fastest_ns, fastest_ns, INT, MIN, 7)                                      \
-  XX(slowest_layer, slowest_layer, INT, ANY, 7)                                \
-  XX(slowest_ns, slowest_ns, INT, MAX, 7)
+  XX(step, step, TEXT_NULL, KEY, 8)                                            \
+  XX(module, module, TEXT, KEY, 8)                                             \
+  XX(layers, layers, INT, MAX, 8)                                              \
+  XX(total_ns, total_ns, INT, SUM, 8)                                          \
+  XX(steps, steps, INT, SUM, 8)                                                \
+  XX(layer_ns, layer_ns, INT, MAX, 8)                                          \
+  XX(fastest_layer, fastest_layer, INT, ANY, 8)                                \
+  XX(fastest_ns, fastest_ns, INT, MIN, 8)                                      \
+  XX(slowest_layer, slowest_layer, INT, ANY, 8)                                \
+  XX(slowest_ns, slowest_ns, INT, MAX, 8)
 
 /* The median step of each kind (decode_steps) by layer and module: the
  * stacked bar of one step; top_kernels its kernels, largest first (at
  * most 5: [{name, kernels, total_ns}]). */
 #define TR_SUM_DEC_MEDIAN(XX)                                                  \
-  XX(step, step, TEXT, EACH, 7)                                                \
-  XX(layer, layer, INT_NULL, EACH, 7)                                          \
-  XX(module, module, TEXT_NULL, EACH, 7)                                       \
-  XX(kernels, kernels, INT, EACH, 7)                                           \
-  XX(total_ns, total_ns, INT, EACH, 7)                                         \
-  XX(top_kernels, top_kernels, JSON, EACH, 7)
+  XX(step, step, TEXT, EACH, 8)                                                \
+  XX(layer, layer, INT_NULL, EACH, 8)                                          \
+  XX(module, module, TEXT_NULL, EACH, 8)                                       \
+  XX(kernels, kernels, INT, EACH, 8)                                           \
+  XX(total_ns, total_ns, INT, EACH, 8)                                         \
+  XX(top_kernels, top_kernels, JSON, EACH, 8)
 
 /*
  * The capture's own tables: computed across ranks once every rank is

@@ -21,6 +21,7 @@
 #include "api/api.h"
 #include "daemon/notify.h"
 #include "daemon/runner.h"
+#include "fleet/fleet.h"
 #include "store/store.h"
 
 #define MAX_CANCELS 64
@@ -32,6 +33,8 @@ struct daemon {
   const struct cfg *cfg;
   struct api *api;
   struct cap_runner *runner;
+  struct fleet_pub *pub; /* fleet_dsn: the outbox's publisher */
+  struct fleet_lab *lab; /* fleet_view: the lab view's reader */
   int stopping;
 
   pthread_mutex_t inbox_lock; /* guards the inbox below */
@@ -198,6 +201,9 @@ static void stop_api(struct daemon *d)
     slices[i]->done(slices[i]->ud, TR_EBUSY, "traced is stopping");
   api_stop(d->api);
   d->api = NULL;
+  fleet_lab_stop(d->lab);
+  d->lab = NULL;
+  fleet_pub_stop(d->pub, NULL, NULL);
 }
 
 static void on_signal(uv_signal_t *h, int signum)
@@ -254,6 +260,10 @@ static int prepare_storage(const struct cfg *cfg, struct tr_err *err)
   if ((rc = make_spill_dir(cfg, err)) != 0)
     return rc;
   rc = store_open(cfg->db, STORE_RW, &st, err);
+  /* Before the runner recovers anything: a capture it ends is published
+   * (or, without fleet_dsn, not) as any other. */
+  if (rc == 0)
+    rc = store_fleet_enable(st, cfg->fleet_dsn[0] != '\0', err);
   store_close(st);
   return rc;
 }
@@ -261,7 +271,7 @@ static int prepare_storage(const struct cfg *cfg, struct tr_err *err)
 static int start(struct daemon *d, struct tr_err *err)
 {
   struct api_hooks hooks = { hook_wake,  hook_cancel, hook_slice,
-                             hook_purge, d->formats,  d };
+                             hook_purge, d->formats,  d, NULL };
   int rc;
 
   cap_runner_formats(d->formats, sizeof(d->formats) / sizeof(d->formats[0]));
@@ -270,6 +280,13 @@ static int start(struct daemon *d, struct tr_err *err)
     return rc;
   if ((rc = cap_runner_new(&d->loop, d->cfg, &d->runner, err)) != 0)
     return rc;
+  if (d->cfg->fleet_dsn[0] != '\0' &&
+      (rc = fleet_pub_start(&d->loop, d->cfg, &d->pub, err)) != 0)
+    return rc;
+  if (d->cfg->fleet_view &&
+      (rc = fleet_lab_start(d->cfg, &d->lab, err)) != 0)
+    return rc;
+  hooks.lab = d->lab;
   uv_async_init(&d->loop, &d->inbox_async, on_inbox);
   d->inbox_async.data = d;
   uv_signal_init(&d->loop, &d->sigterm);
@@ -325,6 +342,7 @@ int daemon_run(const struct cfg *cfg)
     tr_notify("READY=1");
   }
   uv_run(&d.loop, UV_RUN_DEFAULT);
+  fleet_pub_free(d.pub);
   cap_runner_free(d.runner);
   uv_loop_close(&d.loop);
   pthread_mutex_destroy(&d.inbox_lock);

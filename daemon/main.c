@@ -9,6 +9,7 @@
 
 #include "common/config.h"
 #include "daemon/daemon.h"
+#include "fleet/fleet.h"
 #include "index/index.h"
 
 static void usage(FILE *out, bool settings)
@@ -17,6 +18,7 @@ static void usage(FILE *out, bool settings)
           "usage: traced [--config FILE] [--KEY VALUE ...]\n"
           "       traced index [--format auto|kineto|mctracer] "
           "[--rules FILE] FILE...\n"
+          "       traced fleet migrate [--config FILE] [--KEY VALUE ...]\n"
           "       traced --help | --version\n"
           "Every configuration key (see config/traced.conf) can be given as\n"
           "--key value, dashes or underscores, overriding the file. Prefer\n"
@@ -108,6 +110,17 @@ int main(int argc, char **argv)
     return 0;
   }
   cfg_defaults(&cfg);
+  if (argc >= 2 && strcmp(argv[1], "fleet") == 0) {
+    /* `traced fleet COMMAND --key value...`: COMMAND stands where the
+     * program's name does for parse_args(). */
+    rc = argc >= 3 ? parse_args(argc - 2, argv + 2, &cfg) : 2;
+    if (rc == 0)
+      rc = fleet_cli_main(&cfg, argv[2]);
+    else if (argc < 3)
+      rc = fleet_cli_main(&cfg, NULL);
+    cfg_free(&cfg);
+    return rc;
+  }
   rc = parse_args(argc, argv, &cfg);
   hide_args(argc, argv);
   if (rc == 0)

@@ -217,7 +217,8 @@ static int recover(struct cap_runner *r, struct tr_err *err)
 }
 
 /* Index workers and slices (a slow client holds its producer) must never
- * hold every pool thread: the state writes and log scans need one. libuv
+ * hold every pool thread: the state writes and log scans need one, and
+ * the fleet's publisher holds one during a publish (fleet/publish.c). libuv
  * reads the variable once, at its first uv_queue_work, which has not
  * happened yet when this runs. */
 static void size_thread_pool(const struct cfg *cfg)
@@ -226,7 +227,8 @@ static void size_thread_pool(const struct cfg *cfg)
 
   if (getenv("UV_THREADPOOL_SIZE") != NULL)
     return;
-  snprintf(value, sizeof(value), "%d", cfg->index_jobs + 2 + API_SLICES);
+  snprintf(value, sizeof(value), "%d",
+           cfg->index_jobs + 2 + API_SLICES + (cfg->fleet_dsn[0] != '\0'));
   setenv("UV_THREADPOOL_SIZE", value, 0);
 }
 

@@ -6,13 +6,16 @@
 # systemd-analyze (tests/test_unit.py rates systemd/traced.service): on a
 # Debian machine it is there already (Priority: important); in a container
 # its postinst touches no running system (its systemctl calls are guarded
-# by /run/systemd/system, the rest is machine-id, sysusers, tmpfiles).
+# by /run/systemd/system, the rest is machine-id, sysusers, tmpfiles);
+# libpq-dev for the fleet's PostgreSQL (fleet/), and postgresql for the
+# fleet's tests, which start throwaway clusters of their own
+# (tests/pgtest.py; the package's own cluster is not used).
 set -eu
 PKGS="build-essential cmake pkg-config libuv1-dev libmicrohttpd-dev
 libcurl4-openssl-dev libjansson-dev libsqlite3-dev zlib1g-dev libisal-dev
-libiberty-dev
+libiberty-dev libpq-dev
 isal clang libclang-rt-14-dev python3 curl wrk sqlite3 procps chromium
-systemd"
+systemd postgresql"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||

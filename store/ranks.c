@@ -65,9 +65,7 @@ static void insert_sql(const struct table *t, char *buf, size_t size)
     snprintf(buf + len, size - len, ")");
 }
 
-/* The id of name in names, adding it when new; a new name's bytes go to
- * *bytes twice (its row and its index entry). */
-static int intern(struct store *st, const char *name, int64_t *id,
+int store__intern(struct store *st, const char *name, int64_t *id,
                   uint64_t *bytes, struct tr_err *err)
 {
   sqlite3_stmt *s;
@@ -92,7 +90,8 @@ static int intern(struct store *st, const char *name, int64_t *id,
   store__done(s);
   if (rc == 0) {
     *id = sqlite3_last_insert_rowid(st->db);
-    *bytes += 2 * strlen(name);
+    if (bytes != NULL)
+      *bytes += 2 * strlen(name);
   }
   return rc;
 }
@@ -145,7 +144,7 @@ static int bind_field(struct store *st, sqlite3_stmt *s, int i,
   case F_NAME:
     if (!json_is_string(v))
       return bad_value(where, f, err);
-    rc = intern(st, json_string_value(v), &id, bytes, err);
+    rc = store__intern(st, json_string_value(v), &id, bytes, err);
     *bytes += sizeof(int64_t);
     return rc < 0 ? rc : sqlite3_bind_int64(s, i, id);
   default:

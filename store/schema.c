@@ -189,7 +189,7 @@ static const char step2[] =
 #define IN3_4(x)
 #define IN3_5(x)
 #define IN3_6(x)
-#define IN3_7(x)
+#define IN3_8(x)
 #define NEW3(key, col, ty, all, since) IN3_##since(NEW_##ty(col))
 #define ADD3_RANK(key, col, ty, all, since) IN3_##since(ADD_##ty("ranks", col))
 #define ADD3_KERNEL(key, col, ty, all, since)                                \
@@ -233,7 +233,7 @@ static const char step3[] =
 #define IN4_4(x) x
 #define IN4_5(x)
 #define IN4_6(x)
-#define IN4_7(x)
+#define IN4_8(x)
 #define ADD4_RANK(key, col, ty, all, since) IN4_##since(ADD_##ty("ranks", col))
 
 /*
@@ -252,7 +252,7 @@ static const char step4[] = TR_SUM_RANK(ADD4_RANK);
 #define IN5_4(x)
 #define IN5_5(x) x
 #define IN5_6(x)
-#define IN5_7(x)
+#define IN5_8(x)
 #define NEW5(key, col, ty, all, since) IN5_##since(NEW_##ty(col))
 #define ADD5_RANK(key, col, ty, all, since) IN5_##since(ADD_##ty("ranks", col))
 #define OF_CAPTURE                                                         \
@@ -318,7 +318,7 @@ static const char step5[] =
 #define IN6_4(x)
 #define IN6_5(x)
 #define IN6_6(x) x
-#define IN6_7(x)
+#define IN6_8(x)
 #define NEW6(key, col, ty, all, since) IN6_##since(NEW_##ty(col))
 
 /*
@@ -343,20 +343,107 @@ static const char step6[] =
     " PRIMARY KEY(capture_id, figure, name, stratum)) WITHOUT ROWID;";
 /* clang-format on */
 
+/*
+ * Version 7: the fleet (docs/FLEET.md): what a node publishes to the lab's
+ * PostgreSQL, and what a lab view keeps of it.
+ *
+ * fleet_node: one row, whether this database publishes (fleet_dsn is set:
+ * the daemon writes it at every start).
+ * fleet_ids: a capture's identity in the fleet, a random UUID given when
+ * it first reaches a final state (or is backfilled): ids repeat across
+ * nodes and restart when a database is made anew, UUIDs never do.
+ * fleet_outbox: what is not published yet, oldest first: "publish" rows
+ * written by the trigger below in the same transaction as the capture's
+ * final state, "delete" rows in the same transaction as its deletion
+ * (which also takes back a publish not sent yet: the delete is sent
+ * anyway, since that publish may have reached PostgreSQL just before a
+ * crash). At most one publish and one delete row per capture: the outbox
+ * is bounded by the captures the node has had.
+ *
+ * The lab view's side, in its own database file (<db>.fleet, made by the
+ * same steps): fleet_index mirrors the fleet's capture list (followed in
+ * PostgreSQL's change order, seq), cache_id naming the capture's rows
+ * once they were copied into this file's own tables to be answered by
+ * the store's queries; fleet_nodes the nodes and their URLs; fleet_follow
+ * how far the mirror has followed, and of which fleet.
+ *
+ * The final statuses are common/lifecycle.h's (test_store_fleet checks
+ * that each one fires the trigger).
+ */
+static const char step7[] =
+    "CREATE TABLE fleet_node("
+    " id INTEGER PRIMARY KEY CHECK(id = 1),"
+    " enabled INTEGER NOT NULL DEFAULT 0);"
+    "INSERT INTO fleet_node(id, enabled) VALUES(1, 0);"
+    "CREATE TABLE fleet_ids("
+    " capture_id INTEGER PRIMARY KEY,"
+    " uuid TEXT NOT NULL UNIQUE);"
+    "CREATE TABLE fleet_outbox("
+    " seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " capture_id INTEGER NOT NULL,"
+    " uuid TEXT NOT NULL,"
+    " op TEXT NOT NULL CHECK(op IN ('publish','delete')),"
+    " queued_ms INTEGER NOT NULL,"
+    " tries INTEGER NOT NULL DEFAULT 0,"
+    " last_error TEXT,"
+    " UNIQUE(capture_id, op));"
+    "CREATE TRIGGER fleet_final AFTER UPDATE OF status ON captures"
+    " WHEN new.status IN " STORE__FINAL " AND old.status NOT IN " STORE__FINAL
+    " AND (SELECT enabled FROM fleet_node WHERE id = 1)"
+    " BEGIN"
+    "  INSERT OR IGNORE INTO fleet_ids(capture_id, uuid)"
+    "   VALUES(new.id, " STORE__UUID ");"
+    "  INSERT OR IGNORE INTO fleet_outbox(capture_id, uuid, op, queued_ms)"
+    "   SELECT new.id, uuid, 'publish', " STORE__NOW_MS
+    "   FROM fleet_ids WHERE capture_id = new.id;"
+    " END;"
+    "CREATE TRIGGER fleet_gone AFTER DELETE ON captures"
+    " WHEN EXISTS (SELECT 1 FROM fleet_ids WHERE capture_id = old.id)"
+    " BEGIN"
+    "  DELETE FROM fleet_outbox WHERE capture_id = old.id"
+    "   AND op = 'publish';"
+    "  INSERT OR IGNORE INTO fleet_outbox(capture_id, uuid, op, queued_ms)"
+    "   SELECT old.id, uuid, 'delete', " STORE__NOW_MS
+    "   FROM fleet_ids WHERE capture_id = old.id;"
+    "  DELETE FROM fleet_ids WHERE capture_id = old.id;"
+    " END;"
+    "CREATE TABLE fleet_index("
+    " lid INTEGER PRIMARY KEY,"
+    " node TEXT NOT NULL, uuid TEXT NOT NULL, id INTEGER NOT NULL,"
+    " seq INTEGER NOT NULL,"
+    " kind TEXT NOT NULL, status TEXT NOT NULL, label TEXT, model TEXT,"
+    " config TEXT, gpu TEXT, created_at INTEGER, finished_at INTEGER,"
+    " verdict TEXT, figures TEXT, brief TEXT NOT NULL,"
+    " cache_id INTEGER, cache_bytes INTEGER,"
+    " UNIQUE(node, uuid));"
+    "CREATE INDEX fleet_index_ref ON fleet_index(node, id, seq);"
+    "CREATE INDEX fleet_index_created ON fleet_index(created_at, lid);"
+    "CREATE INDEX fleet_index_config ON"
+    " fleet_index(config, gpu, finished_at);"
+    "CREATE INDEX fleet_index_cached ON fleet_index(cache_id)"
+    " WHERE cache_id IS NOT NULL;"
+    "CREATE TABLE fleet_nodes("
+    " node TEXT PRIMARY KEY, url TEXT, traced_version TEXT,"
+    " seen_at INTEGER);"
+    "CREATE TABLE fleet_follow("
+    " id INTEGER PRIMARY KEY CHECK(id = 1),"
+    " fleet TEXT NOT NULL, seq INTEGER NOT NULL);";
+
 /* clang-format off */
-/* Version 7 expands the rows of since 7 only. */
-#define IN7_1(x)
-#define IN7_2(x)
-#define IN7_3(x)
-#define IN7_4(x)
-#define IN7_5(x)
-#define IN7_6(x)
-#define IN7_7(x) x
-#define NEW7(key, col, ty, all, since) IN7_##since(NEW_##ty(col))
-#define ADD7_RANK(key, col, ty, all, since) IN7_##since(ADD_##ty("ranks", col))
+/* Version 8 expands the rows of since 8 only. */
+#define IN8_1(x)
+#define IN8_2(x)
+#define IN8_3(x)
+#define IN8_4(x)
+#define IN8_5(x)
+#define IN8_6(x)
+#define IN8_7(x)
+#define IN8_8(x) x
+#define NEW8(key, col, ty, all, since) IN8_##since(NEW_##ty(col))
+#define ADD8_RANK(key, col, ty, all, since) IN8_##since(ADD_##ty("ranks", col))
 
 /*
- * Version 7: decode opened up (index/decode.h, docs/DECODE.md). Each
+ * Version 8: decode opened up (index/decode.h, docs/DECODE.md). Each
  * rank's completeness (capture traces, replays matched or not, kernels
  * without a launch or an op); device time per step kind by module, layer,
  * op, (layer, module), (op, module) and module kernel; the repeated
@@ -364,30 +451,30 @@ static const char step6[] =
  * kernel. Their step, module, layer and op may be NULL, so the tables
  * keep a rowid.
  */
-static const char step7[] =
-    TR_SUM_RANK(ADD7_RANK)
-    "CREATE TABLE decode_modules(" OF_RANK TR_SUM_DEC_MODULE(NEW7) ");"
+static const char step8[] =
+    TR_SUM_RANK(ADD8_RANK)
+    "CREATE TABLE decode_modules(" OF_RANK TR_SUM_DEC_MODULE(NEW8) ");"
     "CREATE INDEX decode_modules_rank ON decode_modules(rank_id);"
-    "CREATE TABLE decode_layers(" OF_RANK TR_SUM_DEC_LAYER(NEW7) ");"
+    "CREATE TABLE decode_layers(" OF_RANK TR_SUM_DEC_LAYER(NEW8) ");"
     "CREATE INDEX decode_layers_rank ON decode_layers(rank_id);"
-    "CREATE TABLE decode_ops(" OF_RANK TR_SUM_DEC_OP(NEW7) ");"
+    "CREATE TABLE decode_ops(" OF_RANK TR_SUM_DEC_OP(NEW8) ");"
     "CREATE INDEX decode_ops_rank ON decode_ops(rank_id);"
     "CREATE TABLE decode_layer_modules(" OF_RANK
-    TR_SUM_DEC_LAYER_MODULE(NEW7) ");"
+    TR_SUM_DEC_LAYER_MODULE(NEW8) ");"
     "CREATE INDEX decode_layer_modules_rank ON decode_layer_modules(rank_id);"
-    "CREATE TABLE decode_op_modules(" OF_RANK TR_SUM_DEC_OP_MODULE(NEW7) ");"
+    "CREATE TABLE decode_op_modules(" OF_RANK TR_SUM_DEC_OP_MODULE(NEW8) ");"
     "CREATE INDEX decode_op_modules_rank ON decode_op_modules(rank_id);"
-    "CREATE TABLE decode_kernels(" OF_RANK TR_SUM_DEC_KERNEL(NEW7) ");"
+    "CREATE TABLE decode_kernels(" OF_RANK TR_SUM_DEC_KERNEL(NEW8) ");"
     "CREATE INDEX decode_kernels_rank ON decode_kernels(rank_id);"
-    "CREATE TABLE decode_steps(" OF_RANK TR_SUM_DEC_STEP(NEW7)
+    "CREATE TABLE decode_steps(" OF_RANK TR_SUM_DEC_STEP(NEW8)
     ", PRIMARY KEY(rank_id, step)) WITHOUT ROWID;"
-    "CREATE TABLE decode_blocks(" OF_RANK TR_SUM_DEC_BLOCK(NEW7) ");"
+    "CREATE TABLE decode_blocks(" OF_RANK TR_SUM_DEC_BLOCK(NEW8) ");"
     "CREATE INDEX decode_blocks_rank ON decode_blocks(rank_id);"
-    "CREATE TABLE decode_median(" OF_RANK TR_SUM_DEC_MEDIAN(NEW7) ");"
+    "CREATE TABLE decode_median(" OF_RANK TR_SUM_DEC_MEDIAN(NEW8) ");"
     "CREATE INDEX decode_median_rank ON decode_median(rank_id);";
 /* clang-format on */
 
 const char *const store__migrations[] = { step1, step2, step3, step4,
-                                          step5, step6, step7 };
+                                          step5, step6, step7, step8 };
 const int store__schema_version =
     (int)(sizeof(store__migrations) / sizeof(store__migrations[0]));

@@ -359,4 +359,185 @@ int store_verdict_metrics(struct store *st, json_t **out, struct tr_err *err);
  * status present (0 when none). */
 int store_status_counts(struct store *st, json_t **out, struct tr_err *err);
 
+
+/* ---- the fleet (docs/FLEET.md): a node's outbox ---- */
+
+/* Whether this database publishes to the fleet (fleet_dsn set): from now
+ * on, a capture reaching a final status is put in the outbox by the same
+ * transaction (a trigger, store/schema.c). Deletes of captures that have
+ * a fleet identity are put there whatever this says. */
+int store_fleet_enable(struct store *st, bool on, struct tr_err *err);
+
+/* One row of the outbox: publish capture_id (its uuid), or delete it. */
+struct store_outbox_item {
+  int64_t seq;
+  int64_t capture_id;
+  char uuid[40];
+  bool del;
+  int64_t queued_ms; /* when it entered the outbox, ms since the epoch */
+  int tries;         /* publishes of it PostgreSQL refused so far */
+};
+
+/* The row to send next: fewest tries first, then oldest (a capture
+ * PostgreSQL keeps refusing does not hold the others back). 1 when the
+ * outbox is empty, 0 with *it. */
+int store_outbox_next(struct store *st, struct store_outbox_item *it,
+                      struct tr_err *err);
+
+/* Row seq was sent (or is not ours to send any more): removed. */
+int store_outbox_done(struct store *st, int64_t seq, struct tr_err *err);
+
+/* PostgreSQL refused row seq: tries + 1 and why (cut to 500 bytes). */
+int store_outbox_failed(struct store *st, int64_t seq, const char *why,
+                        struct tr_err *err);
+
+/* The outbox's length and its oldest row's queued_ms (0 when empty). */
+int store_outbox_stats(struct store *st, int64_t *length, int64_t *oldest_ms,
+                       struct tr_err *err);
+
+/* Backfill: up to max final captures that have no fleet identity yet (done
+ * before fleet_dsn was set, or while it was not) get one and a publish
+ * row, oldest first; *added says how many. */
+int store_outbox_backfill(struct store *st, int max, int *added,
+                          struct tr_err *err);
+
+/*
+ * What a node publishes of capture id (final), read in one snapshot:
+ * {"brief": the capture object without its ranks (GET /captures' form),
+ *  "config": its configuration as the verdicts compare it (JSON text of
+ *  [model, tp, isl, osl, conc, variant, more]; null without a model),
+ *  "gpu": its ranks' device names (", " between distinct ones; null),
+ *  "figures": {"decode_p50_ns", "step_ns", "real_steps", "families":
+ *   [{family, per_step_ns}] (the 5 largest per real step)},
+ *  "store_version": this store's schema version}
+ * and in tables, each as the JSON text of an array of its rows (written
+ * from SQLite without making each a jansson value: a capture has hundreds
+ * of thousands), every table whose rows hang off the capture (a
+ * foreign key to captures(id) or ranks(id), found in the schema: a table
+ * added later is published without a change here), the capture's own row
+ * as
+ * "captures", its ranks as "ranks"; each row is {column: value} with the
+ * ids that only mean something in this file taken out: no capture_id,
+ * ranks without id, rank_id holding the rank's number, a reference to
+ * names(id) holding the name. A text that is not UTF-8 or holds a NUL, and
+ * a blob, are {"$hex": "..."}. Left out: the node's own choices
+ * (baselines) and what is made again from the rows (sum_rows, sum_texts:
+ * store_fleet_import() sums again). TR_ENOTFOUND naming "id"; TR_ECONFLICT
+ * unless it is final. Caller decrefs *out and store_fleet_tables_free()s
+ * tables (zeroed before), also after an error.
+ */
+struct store_fleet_tables {
+  struct tr_buf text; /* the tables' rows, each NUL-terminated */
+  struct {
+    char name[128];
+    size_t at; /* its rows: text.p + at */
+  } *t;
+  size_t n, cap;
+};
+int store_fleet_export(struct store *st, int64_t id, json_t **out,
+                       struct store_fleet_tables *tables, struct tr_err *err);
+void store_fleet_tables_free(struct store_fleet_tables *t);
+
+/* ---- the fleet: a lab view's copy of it (its own database file) ---- */
+
+/* Copies a published capture's tables (store_fleet_export()'s "tables",
+ * borrowed) into this database as a new capture (its own id, answered by
+ * every query above as the node answers its own) and sums it again, in
+ * one write transaction; the index row of (node, uuid) then names it
+ * (cache_id, with bytes). When that row names one already (another thread
+ * was first), nothing is copied. *cache_id gets the capture's id here.
+ * Tables and columns this build does not have are left out. TR_ENOTFOUND
+ * when (node, uuid) is not in the index (deleted meanwhile); TR_EINVAL
+ * naming "tables" for rows that do not fit. */
+int store_fleet_import(struct store *st, const char *node, const char *uuid,
+                       json_t *tables, int64_t bytes, int64_t *cache_id,
+                       struct tr_err *err);
+
+/* What the lab view follows of the fleet (fleet_follow): the fleet's id
+ * (*fleet, 64 bytes, "" when none yet) and the last change seq applied. */
+int store_fleet_follow_get(struct store *st, char *fleet, int64_t *seq,
+                           struct tr_err *err);
+
+/* The index row of a capture as PostgreSQL lists it (fleet.captures:
+ * node, uuid, id, seq, deleted, kind, status, label, model, config, gpu,
+ * created_at and finished_at in ns, verdict, figures, brief). */
+struct store_fleet_row {
+  const char *node, *uuid;
+  int64_t id, seq;
+  bool deleted;
+  const char *kind, *status, *label, *model, *config, *gpu, *verdict;
+  int64_t created_at, finished_at;
+  const char *figures, *brief; /* JSON texts */
+};
+
+/*
+ * Applies changes (in seq order) to the index in one write transaction,
+ * and records seq as followed of fleet: a row replaces the one of its
+ * (node, uuid), a deleted one removes it and its copied capture. When
+ * fleet differs from the one followed so far (another PostgreSQL), the
+ * index and every copied capture are emptied first. *drop gets the ids of
+ * the copied captures whose answers are stale now (deleted, or their
+ * node:id now names a newer capture), *ndrop how many (caller frees).
+ */
+int store_fleet_apply(struct store *st, const char *fleet, int64_t seq,
+                      const struct store_fleet_row *rows, size_t n,
+                      int64_t **drop, size_t *ndrop, struct tr_err *err);
+
+/* Replaces the nodes (a JSON array of {node, url, traced_version,
+ * seen_at (ns)}, borrowed). */
+int store_fleet_nodes_set(struct store *st, json_t *nodes, struct tr_err *err);
+
+/* A capture of the index: by node and id (the newest of that node and id:
+ * a node whose database was made anew counts its ids again), or by uuid
+ * (node NULL). */
+struct store_fleet_ref {
+  char node[64];
+  char uuid[40];
+  int64_t id;
+  int64_t cache_id; /* 0: not copied here yet */
+  int64_t finished_at;
+  char status[16];
+  char config[512], gpu[128];
+  char url[512]; /* its node's node_url ("" when not known) */
+};
+int store_fleet_resolve(struct store *st, const char *node, int64_t id,
+                        const char *uuid, struct store_fleet_ref *out,
+                        struct tr_err *err);
+
+/* The newest other done capture of ref's configuration and GPU, on any
+ * node, finished before it: 1 when there is none, 0 with *out. */
+int store_fleet_baseline(struct store *st, const struct store_fleet_ref *ref,
+                         struct store_fleet_ref *out, struct tr_err *err);
+
+/* While the copied captures take more than max_bytes, the oldest copied
+ * one is dropped (its index row stays: it is copied again when asked
+ * for); *drop as store_fleet_apply(). */
+int store_fleet_evict(struct store *st, int64_t max_bytes, int64_t **drop,
+                      size_t *ndrop, struct tr_err *err);
+
+struct store_fleet_filter {
+  const char *node, *gpu, *model, *config, *status, *kind;
+  int64_t since, until; /* created_at in ns, [since, until); 0: open */
+  int64_t before_at, before_lid; /* the page's cursor; 0: first page */
+  int limit;                     /* 1.. */
+};
+
+/* GET /fleet/captures, appended to out as JSON text: {"captures": [the
+ * brief of each, with node, ref, uuid, gpu, config, figures, node_url],
+ * "next_before": cursor text or null}, newest first (created_at). */
+int store_fleet_list(struct store *st, const struct store_fleet_filter *f,
+                     struct tr_buf *out, struct tr_err *err);
+
+/* GET /fleet/trend: the done captures of config and gpu (NULL: any),
+ * oldest first, at most limit: [{node, id, ref, finished_at, figures}]. */
+int store_fleet_trend(struct store *st, const char *config, const char *gpu,
+                      int limit, json_t **out, struct tr_err *err);
+
+/* GET /fleet/configs: [{config, gpu, model, captures, nodes, latest}],
+ * latest first. */
+int store_fleet_configs(struct store *st, json_t **out, struct tr_err *err);
+
+/* GET /fleet/nodes: [{node, url, traced_version, seen_at, captures}]. */
+int store_fleet_nodes(struct store *st, json_t **out, struct tr_err *err);
+
 #endif

@@ -300,4 +300,56 @@ void store__figstats_free(struct store__figstats *fs);
 int store__capture_ranks(struct store *st, int64_t id, json_t **out,
                          struct tr_err *err);
 
+/* The configuration of capture t (an SQL alias of captures) as one JSON
+ * text, [model, tp, isl, osl, conc, variant, more]: what a verdict's
+ * baseline shares (verdict.c), and what the fleet groups by (fleet_out.c).
+ * tp is params.tp, else the number of done ranks. */
+#define STORE__CONFIG_OF(t)                                                       \
+  "json_array(json_extract(" t ".params, '$.model'),"                          \
+  " coalesce(json_extract(" t ".params, '$.tp'), (SELECT count(*) FROM ranks"  \
+  "  WHERE capture_id = " t ".id AND status = 'done')),"                       \
+  " json_extract(" t ".params, '$.isl'), json_extract(" t ".params, '$.osl')," \
+  " json_extract(" t ".params, '$.conc'),"                                     \
+  " json_extract(" t ".params, '$.variant'),"                                  \
+  " coalesce(json_extract(" t ".params, '$.more'), 0))"
+
+/* A new random (version 4) UUID, as SQL: a capture's identity in the
+ * fleet (schema.c's triggers, fleet_out.c's backfill). */
+#define STORE__UUID                                                            \
+  "lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' ||"           \
+  " substr(hex(randomblob(2)), 2) || '-' ||"                                   \
+  " substr('89ab', 1 + abs(random() % 4), 1) ||"                               \
+  " substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6)))"
+
+/* Now in ms since the epoch, as SQL. */
+#define STORE__NOW_MS                                                          \
+  "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)"
+
+/* A capture's final statuses (common/lifecycle.h's), as SQL. */
+#define STORE__FINAL "('done','failed','cancelled','interrupted')"
+
+/* ranks.c: the id of name in names, adding it when new; a new name's
+ * bytes go to *bytes (may be NULL) twice (its row and its index entry). */
+int store__intern(struct store *st, const char *name, int64_t *id,
+                  uint64_t *bytes, struct tr_err *err);
+
+/* fleet_out.c: s[0..n) (valid UTF-8 without NUL) as a JSON string,
+ * appended to b. */
+void store__put_string(struct tr_buf *b, const char *s, size_t n);
+
+/* fleet_out.c: a table published with a capture (docs/FLEET.md): it
+ * hangs off the capture by the column fk, a foreign key to captures(id),
+ * or to ranks(id) when rank. */
+struct store__hang {
+  char table[128];
+  char fk[128];
+  bool rank;
+};
+
+/* The tables published with a capture, found in the schema's foreign
+ * keys (but ranks, the sums, the pins and the fleet's own): *out (caller
+ * frees), *n of them. */
+int store__fleet_tables(struct store *st, struct store__hang **out, size_t *n,
+                        struct tr_err *err);
+
 #endif

@@ -43,14 +43,7 @@
 #define MAX_FIGURES 20 /* figures listed beside the changes */
 
 /* The configuration of capture t (an SQL alias) as one JSON text. */
-#define CONFIG_OF(t)                                                           \
-  "json_array(json_extract(" t ".params, '$.model'),"                          \
-  " coalesce(json_extract(" t ".params, '$.tp'), (SELECT count(*) FROM ranks"  \
-  "  WHERE capture_id = " t ".id AND status = 'done')),"                       \
-  " json_extract(" t ".params, '$.isl'), json_extract(" t ".params, '$.osl')," \
-  " json_extract(" t ".params, '$.conc'),"                                     \
-  " json_extract(" t ".params, '$.variant'),"                                  \
-  " coalesce(json_extract(" t ".params, '$.more'), 0))"
+#define CONFIG_OF(t) STORE__CONFIG_OF(t)
 
 /* The device of capture t's first done rank. */
 #define DEVICE_OF(t)                                                           \

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Generated serving ranks for the verdicts' power and false-alarm rates
-(issue 20), stdlib only, fast enough for hundreds of captures:
+(docs/VERDICTS.md), stdlib only, fast enough for hundreds of captures:
 
     python3 make_serving.py OUTDIR NAME SEED [family=factor ...]
 

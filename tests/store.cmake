@@ -29,3 +29,9 @@ target_link_libraries(test_store_results PRIVATE traced_index m)
 traced_c_test(test_store_verdict traced_store test_store_verdict.c
               test_store_util.c)
 target_link_libraries(test_store_verdict PRIVATE m)
+# The fleet's side of the store (docs/FLEET.md): the outbox the triggers
+# fill, the backfill, a capture of real traces published and copied into a
+# lab view's file answering every table as its node does, the lab's index.
+traced_c_test(test_store_fleet traced_store test_store_fleet.c
+              test_store_util.c)
+target_link_libraries(test_store_fleet PRIVATE traced_index m)

@@ -111,7 +111,8 @@ static void config_loopback_is_numeric(void)
 
 /* config/traced.conf documents every setting, and only those: one
  * "#key = value" line each, the value what traced runs with by default
- * (derived ones included; index_jobs, the machine's cores, excepted). */
+ * (derived ones included; index_jobs and node_name, the machine's cores
+ * and name, excepted). */
 static void config_example_file_is_the_rows(void)
 {
   const char *dir = getenv("SRC_DIR");
@@ -144,7 +145,8 @@ static void config_example_file_is_the_rows(void)
     CHECK(!seen[i]);
     seen[i] = true;
     CHECK_INT(cfg_text(&cfg, cfg_names[i], value, sizeof(value)), 0);
-    if (strcmp(cfg_names[i], "index_jobs") != 0)
+    if (strcmp(cfg_names[i], "index_jobs") != 0 &&
+        strcmp(cfg_names[i], "node_name") != 0)
       CHECK_STR(text, value);
   }
   fclose(f);
@@ -186,6 +188,43 @@ static void config_byte_caps(void)
   cfg_free(&cfg);
 }
 
+/* The fleet's keys (docs/FLEET.md): node_name from the host name, a name
+ * that is a role name and a URL segment, node_url an http(s) URL made
+ * from listen, fleet_view a boolean that needs fleet_dsn. */
+static void config_fleet_keys(void)
+{
+  static const char *const bad[][2] = {
+    { "node_name", "a:b" },       { "node_name", "has space" },
+    { "node_url", "javascript:1" }, { "node_url", "http://a b" },
+  };
+  struct cfg cfg;
+  struct tr_err err = { 0 };
+  char host[256] = "";
+
+  cfg_defaults(&cfg);
+  CHECK_INT(cfg_finish(&cfg, &err), 0);
+  gethostname(host, sizeof(host) - 1);
+  host[strcspn(host, ".")] = '\0';
+  CHECK_STR(cfg.node_name, host[0] ? host : "localhost");
+  CHECK_STR(cfg.node_url, "http://127.0.0.1:7700");
+  CHECK(!cfg.fleet_view && cfg.fleet_dsn[0] == '\0');
+  CHECK(cfg_set(&cfg, "fleet_view", "yes", &err) < 0);
+  CHECK_STR(err.field, "fleet_view");
+  tr_err_clear(&err);
+  CHECK_INT(cfg_set(&cfg, "fleet-view", "true", &err), 0);
+  CHECK(cfg_finish(&cfg, &err) < 0);
+  CHECK_STR(err.field, "fleet_view");
+  cfg_free(&cfg);
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    tr_err_clear(&err);
+    cfg_defaults(&cfg);
+    CHECK_INT(cfg_set(&cfg, bad[i][0], bad[i][1], &err), 0);
+    CHECK(cfg_finish(&cfg, &err) < 0);
+    CHECK_STR(err.field, bad[i][0]);
+    cfg_free(&cfg);
+  }
+}
+
 int main(void)
 {
   RUN(config_defaults_match_api_md);
@@ -194,5 +233,6 @@ int main(void)
   RUN(config_loopback_is_numeric);
   RUN(config_example_file_is_the_rows);
   RUN(config_byte_caps);
+  RUN(config_fleet_keys);
   return 0;
 }

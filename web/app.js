@@ -299,12 +299,27 @@ function route() {
   const [path, qs] = location.hash.replace(/^#/, '').split('?');
   const q = new URLSearchParams(qs || '');
   const app = put(document.getElementById('app'));
-  let m = /^\/captures\/(\d+)\/?$/.exec(path);
-  if (m) return captureView(app, Number(m[1]), q);
-  m = /^\/diff\/(\d+)\/(\d+)\/?$/.exec(path);
-  if (m) return diffView(app, Number(m[1]), Number(m[2]), q);
-  return listView(app, q);
+  let m = new RegExp('^/captures/(' + REF + ')/?$').exec(path);
+  if (m) return captureView(app, idOf(m[1]), q);
+  m = new RegExp('^/diff/(' + REF + ')/(' + REF + ')/?$').exec(path);
+  if (m) return diffView(app, idOf(m[1]), idOf(m[2]), q);
+  /* #/fleet, #/trend (a lab view: fleet.js), #/local (this node's own
+   * list, which a lab view does not open on). */
+  const view = {fleet: fleetListView, trend: trendView, local: listView}[
+    path.replace(/^\/|\/$/g, '')];
+  if (view) return view(app, q);
+  /* A lab view opens on the fleet's list (fleet.js). */
+  const g = gen;
+  labView().then(lab => {
+    if (g === gen) (lab ? fleetListView : listView)(app, q);
+  });
 }
+
+/* A capture in a link: this node's id, or a capture of the fleet (a lab
+ * view, fleet.js): node:id or its UUID. */
+const REF = '\\d+|[\\w.-]+:\\d+|[0-9a-f]{8}-[0-9a-f-]{27}';
+
+function idOf(text) { return /^\d+$/.test(text) ? Number(text) : text; }
 
 /* ---- list view ---- */
 

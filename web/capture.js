@@ -39,6 +39,8 @@ function captureView(app, id, q) {
       return;
     }
     if (g !== gen) return;
+    /* A capture of the fleet (a lab view) goes by node:id everywhere. */
+    if (c.node) c.id = id;
     put(head, captureHead(c), captureBody(c));
     const ranks = (c.ranks || []).filter(r => r.status === 'done');
     if (!FINAL.includes(c.status)) later(poll, 1000);
@@ -80,6 +82,9 @@ function captureHead(c) {
   const live = !FINAL.includes(c.status);
   return el('div', {class: 'head'},
     el('h2', null, (c.kind === 'import' ? 'Import #' : 'Capture #') + c.id,
+      c.node ? [' on ', el('a', {href: /^https?:\/\//.test(c.node_url || '')
+        ? c.node_url : null, title: 'its node: raw traces and slices are ' +
+        'there'}, c.node)] : null,
       c.label ? [' \u00b7 ', c.label] : null, ' ', badge(c.status),
       c.verdict ? [' ', verdictBadge(c.verdict)] : null),
     el('p', {class: 'meta'},
@@ -93,8 +98,9 @@ function captureHead(c) {
       when(c.started_at), ' \u00b7 finished ', when(c.finished_at),
       ' \u00b7 took ', elapsed(c.started_at, c.finished_at),
       c.queue_position ? ' \u00b7 queue position ' + c.queue_position : null,
-      ' ', el('button', {onclick: () => dropCapture(c)},
-        live ? 'cancel' : 'delete')));
+      /* A capture of the fleet is deleted on its node. */
+      c.node ? null : [' ', el('button', {onclick: () => dropCapture(c)},
+        live ? 'cancel' : 'delete')]));
 }
 
 function lifecycle(c) {

@@ -98,18 +98,21 @@ function verdictBox(c) {
       put(box, errorBox(e));
       return;
     }
+    /* In a lab view the baseline may be another node's: node:id. */
+    const base = v.baseline_node ? v.baseline_node + ':' + v.baseline
+      : v.baseline;
     put(box, el('h3', null, 'Verdict ', verdictBadge(v)),
       el('p', {class: 'meta'}, v.baseline
-        ? ['against ', el('a', {href: '#/captures/' + v.baseline},
-          '#' + v.baseline), ' (', v.baseline_source, ') \u00b7 ',
-        el('a', {href: '#/diff/' + v.baseline + '/' + c.id},
+        ? ['against ', el('a', {href: '#/captures/' + base},
+          '#' + base), ' (', v.baseline_source, ') \u00b7 ',
+        el('a', {href: '#/diff/' + base + '/' + c.id},
           'compare'), ' \u00b7 ']
         : null, num(v.compared), ' figures compared; a change counts ',
       'beyond \u00b1', String(v.threshold_pct), '% and its own noise band',
       v.history && v.history.captures ? ' \u00b7 ' + v.history.captures +
         ' earlier captures of this configuration' + (v.history.captures < 3
         ? ' (3 widen a band)' : '') : '', ' ',
-      el('button', {onclick: () => pin(!v.pinned)}, v.pinned
+      c.node ? null : el('button', {onclick: () => pin(!v.pinned)}, v.pinned
         ? 'unpin as baseline' : 'pin as baseline of this configuration')),
       el('ul', {class: 'reasons'}, v.reasons.map(r => el('li', null,
         el('code', null, r.code), ' ', r.message))),
