@@ -10,8 +10,9 @@
 
 #include "api/api_int.h"
 
-#define Q_MAX    256 /* bytes of a name substring, or a family */
-#define KIND_MAX 64  /* bytes of a step kind */
+#define Q_MAX      256  /* bytes of a name substring, or a family */
+#define KIND_MAX   64   /* bytes of a step kind */
+#define MODULE_MAX 2048 /* bytes of a module path (index/dec_tab.c) */
 
 /* The query parameters table t takes, NULL-terminated, into names (room
  * for every parameter, format and the NULL). */
@@ -53,6 +54,7 @@ int api_table_query(struct api_req *r, struct store_query *q, bool *csv,
       api_query_int(r, "limit", 1, cfg->table_limit_max, &limit, err) != 0 ||
       api_query_str(r, "family", Q_MAX, &q->family, err) != 0 ||
       api_query_str(r, "kind", KIND_MAX, &q->kind, err) != 0 ||
+      api_query_str(r, "module", MODULE_MAX, &q->module, err) != 0 ||
       api_query_enum(r, "by", t->by ? t->by : no_by, &q->by, err) != 0 ||
       api_query_int(r, "buckets", 1, TR_TIMELINE_BUCKETS, &buckets, err) != 0 ||
       api_query_csv(r, csv, err) != 0)
@@ -143,22 +145,26 @@ enum MHD_Result api_get_table(struct api_req *r)
 int api_diff_query(struct api_req *r, struct store_diff_opts *o, bool *csv,
                    struct tr_err *err)
 {
-  static const char *const names[] = { "a",    "b",     "rank",   "by",
-                                       "norm", "limit", "format", NULL };
+  static const char *const names[] = { "a",     "b",    "rank",   "by", "norm",
+                                       "limit", "kind", "format", NULL };
   static const char *const bys[] = { "kernel", "category", "step", "family",
-                                     NULL };
+                                     "module", "layer",    "op",   NULL };
   static const char *const norms[] = { "none", "per_step", NULL };
   const struct cfg *cfg = r->api->cfg;
   int64_t rank = -1, limit = cfg->table_limit;
 
   o->by = "kernel";
   o->norm = "none";
+  o->kind = NULL;
   if (api_query_check(r, names, err) != 0 || api_query_csv(r, csv, err) != 0 ||
       api_query_int(r, "rank", 0, INT_MAX, &rank, err) != 0 ||
       api_query_enum(r, "by", bys, &o->by, err) != 0 ||
       api_query_enum(r, "norm", norms, &o->norm, err) != 0 ||
-      api_query_int(r, "limit", 1, cfg->table_limit_max, &limit, err) != 0)
+      api_query_int(r, "limit", 1, cfg->table_limit_max, &limit, err) != 0 ||
+      api_query_str(r, "kind", KIND_MAX, &o->kind, err) != 0)
     return TR_EINVAL;
+  if (o->kind != NULL && *o->kind == '\0')
+    o->kind = NULL;
   o->rank = (int)rank;
   o->limit = (int)limit;
   return 0;

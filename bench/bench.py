@@ -32,32 +32,36 @@ TRACED_ZLIB = os.environ.get("TRACED_ZLIB_BIN", "build-zlib/traced")
 
 
 def run(cmd):
-    """(wall seconds, peak RSS in KB) of one run of cmd. The RSS is GNU
-    time's (-f %M): a child forked from this Python process would count
-    the interpreter's pages it shares until exec."""
-    with tempfile.NamedTemporaryFile("r") as rss:
+    """(wall seconds, peak RSS in KB, CPU seconds: user + system) of one
+    run of cmd. RSS and CPU are GNU time's (-f %M %U %S): a child forked
+    from this Python process would count the interpreter's pages it shares
+    until exec."""
+    with tempfile.NamedTemporaryFile("r") as out:
         t = time.monotonic()
-        p = subprocess.Popen(["/usr/bin/time", "-f", "%M", "-o", rss.name]
-                             + cmd, stdout=subprocess.DEVNULL)
+        p = subprocess.Popen(["/usr/bin/time", "-f", "%M %U %S", "-o",
+                              out.name] + cmd, stdout=subprocess.DEVNULL)
         status = p.wait()
         wall = time.monotonic() - t
         if status != 0:
             sys.exit("bench: %s failed (status %d)" % (" ".join(cmd), status))
-        return wall, int(rss.read().split()[-1])
+        rss, user, system = out.read().split()[-3:]
+        return wall, int(rss), float(user) + float(system)
 
 
-def rounds(cmds):
-    """{label: (median wall, median RSS KB, [walls])}, the commands run in
-    turn ROUNDS times."""
+def rounds(cmds, n=None):
+    """{label: (median wall, median RSS KB, [walls], [CPU s])}, the
+    commands run in turn n (ROUNDS) times."""
     walls = {k: [] for k in cmds}
     rss = {k: [] for k in cmds}
-    for _ in range(ROUNDS):
+    cpu = {k: [] for k in cmds}
+    for _ in range(n or ROUNDS):
         for label, cmd in cmds.items():
-            w, r = run(cmd)
+            w, r, c = run(cmd)
             walls[label].append(w)
             rss[label].append(r)
+            cpu[label].append(c)
     return {k: (statistics.median(walls[k]), statistics.median(rss[k]),
-                walls[k]) for k in cmds}
+                walls[k], cpu[k]) for k in cmds}
 
 
 def machine():
@@ -118,7 +122,7 @@ def bench_index(paths):
         t, z = m["traced"], m["traced-zlib"]
         r_i, r_z = t[0] / m["igzip"][0], z[0] / m["zcat"][0]
         rss = max(t[1], z[1]) / 1024
-        for label, (wall, kb, walls) in m.items():
+        for label, (wall, kb, walls, _) in m.items():
             print("  %-12s %7.3f s  peak RSS %7.1f MB   runs %s" % (
                 label, wall, kb / 1024, " ".join("%.2f" % w for w in walls)))
         print("  traced (ISA-L) / igzip -dc = %.2f  (target <= 1.50: %s)" % (
@@ -154,7 +158,7 @@ def bench_scale(path):
     one = [v[0] for k, v in m.items() if k[0] == 1][0]
     print("  copies jobs threads   wall s   x one copy   speed-up vs --jobs 1"
           "   peak RSS MB")
-    for (copies, jobs, threads), (wall, kb, _) in m.items():
+    for (copies, jobs, threads), (wall, kb, _, _) in m.items():
         seq = [v[0] for k, v in m.items() if k[0] == copies and k[1] == 1][0]
         print("  %6d %4d %7d %8.2f %12.2f %22.2f %13.1f" % (
             copies, jobs, threads, wall, wall / one, seq / wall, kb / 1024))

@@ -68,7 +68,9 @@ static const struct tr_atom_opt server_opts[] = {
        "it couples this server with another one (prefill/decode "
        "disaggregation: addresses of other nodes)"),
   VAL("--scheduler-delay-factor", true, FLOAT),
-  SW("--mark-trace", true),
+  { "--mark-trace", true, TR_ARITY_NONE, TR_VAL_OWN, NULL,
+    "ask for it with \"mark_trace\": true (its capture traces are then "
+    "read)" },
   SW("--enable-rapidserve", true),
   VAL("--disagg-prefill-max-num-seqs", true, INT),
   SW("--disagg-constrained", true),

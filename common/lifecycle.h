@@ -100,6 +100,7 @@ int tr_phase_parse(const char *name);
   XX(osl, INT, 1, 1048576, 1024)                                               \
   XX(conc, INT, 1, 65536, 64)                                                  \
   XX(more, BOOL, 0, 0, 0)                                                      \
+  XX(mark_trace, BOOL, 0, 0, 0)                                                \
   XX(prompt_multiplier, INT, 1, 1000, 1)                                       \
   XX(variant, TEXT, 0, 0, 0)                                                   \
   XX(server_args, WORDS, 0, 0, 0)                                              \

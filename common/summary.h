@@ -26,6 +26,8 @@
  *                      column, rounded half up to 6 decimals
  *           RATIO      derived, not stored: the row's ALL column over its
  *                      count, rounded half up to 6 decimals
+ *           PART       derived, not stored: total_ns over the row's ALL
+ *                      column, rounded half up to 6 decimals
  *   ALL     how GET .../<table> without ?rank= sums the ranks' rows:
  *           KEY (grouped by), SUM, MIN, MAX, ANY (max(): one value per
  *           key), MIXED (the ranks' common text, else "mixed"), NONE (not
@@ -79,7 +81,37 @@
   XX(warnings, warnings, JSON, NONE, 4)                                        \
   XX(collective_events, collective_events, INT, NONE, 5)                       \
   XX(collective_ns, collective_ns, INT, NONE, 5)                               \
-  XX(exposed_comm_ns, exposed_comm_ns, INT, NONE, 5)
+  XX(exposed_comm_ns, exposed_comm_ns, INT, NONE, 5)                           \
+  TR_SUM_RANK_DECODE(XX)
+
+/* Decode's completeness on a rank (index/decode.h, docs/DECODE.md,
+ * "Completeness"): the capture traces read and their graphs; graph
+ * replays (graph launches), how many were matched to a captured graph
+ * exactly, short (fewer kernels than the graph's launches, placed one way
+ * only: missing_launches of the graphs' launches had no kernel), left
+ * unmatched (by reason in unmatched_reasons: {reason: {replays, ns}}), or
+ * had no device record at all; device records whose launch the trace
+ * does not hold, and those whose launch has no op above it. Shares are of
+ * device_ns. */
+#define TR_SUM_RANK_DECODE(XX)                                                 \
+  XX(capture_traces, capture_traces, INT, NONE, 8)                             \
+  XX(capture_graphs, capture_graphs, INT, NONE, 8)                             \
+  XX(capture_launches, capture_launches, INT, NONE, 8)                         \
+  XX(replays, replays, INT, NONE, 8)                                           \
+  XX(replay_kernels, replay_kernels, INT, NONE, 8)                             \
+  XX(replay_ns, replay_ns, INT, NONE, 8)                                       \
+  XX(replays_matched, replays_matched, INT, NONE, 8)                           \
+  XX(replays_short, replays_short, INT, NONE, 8)                               \
+  XX(replays_short_ns, replays_short_ns, INT, NONE, 8)                         \
+  XX(missing_launches, missing_launches, INT, NONE, 8)                         \
+  XX(replays_unmatched, replays_unmatched, INT, NONE, 8)                       \
+  XX(replays_unmatched_ns, replays_unmatched_ns, INT, NONE, 8)                 \
+  XX(unmatched_reasons, unmatched_reasons, JSON, NONE, 8)                      \
+  XX(empty_graph_launches, empty_graph_launches, INT, NONE, 8)                 \
+  XX(kernels_no_launch, kernels_no_launch, INT, NONE, 8)                       \
+  XX(kernels_no_launch_ns, kernels_no_launch_ns, INT, NONE, 8)                 \
+  XX(kernels_no_op, kernels_no_op, INT, NONE, 8)                               \
+  XX(kernels_no_op_ns, kernels_no_op_ns, INT, NONE, 8)
 
 #define TR_SUM_KERNEL(XX)                                                      \
   XX(name, name_id, NAME, KEY, 1)                                              \
@@ -270,6 +302,118 @@
   XX(warmup, warmup, INT, EACH, 6)                                             \
   XX(values, vals, JSON, EACH, 6)
 
+/* Decode (index/decode.h, docs/DECODE.md): device time by what launched
+ * it, per step kind (step null: outside every step), from the op, module
+ * and layer above each kernel's launch (a replayed kernel's: above the
+ * launch that recorded it into its graph). The figures the tables share:
+ *   kernels      device records (kernels, copies, memsets)
+ *   total_ns     their durations
+ *   steps        the kind's steps on the rank (0 outside steps)
+ *   per_step_ns  total_ns / steps, floored (all ranks: the largest)
+ *   p50_ns       its time per step across the kind's steps, a step where
+ *   p99_ns       it took none counting 0 (all ranks: the largest)
+ *   step_ns      the kind's device time on the rank
+ *   share        total_ns / step_ns */
+#define TR_DEC_FIGURES(XX)                                                     \
+  XX(kernels, kernels, INT, SUM, 8)                                            \
+  XX(total_ns, total_ns, INT, SUM, 8)                                          \
+  XX(steps, steps, INT, SUM, 8)                                                \
+  XX(per_step_ns, per_step_ns, INT, MAX, 8)                                    \
+  XX(p50_ns, p50_ns, INT, MAX, 8)                                              \
+  XX(p99_ns, p99_ns, INT, MAX, 8)                                              \
+  XX(step_ns, step_ns, INT, SUM, 8)                                            \
+  XX(share, share, PART, step_ns, 8)
+
+/* By module path (layers collapsed: layers.*); layers: how many layers
+ * it ran in. */
+#define TR_SUM_DEC_MODULE(XX)                                                  \
+  XX(step, step, TEXT_NULL, KEY, 8)                                            \
+  XX(module, module, TEXT_NULL, KEY, 8)                                        \
+  XX(layers, layers, INT, MAX, 8)                                              \
+  TR_DEC_FIGURES(XX)
+
+#define TR_SUM_DEC_LAYER(XX)                                                   \
+  XX(step, step, TEXT_NULL, KEY, 8)                                            \
+  XX(layer, layer, INT_NULL, KEY, 8)                                           \
+  TR_DEC_FIGURES(XX)
+
+/* By op, the innermost one above the launch (its direct time: total_ns);
+ * count: its instances that launched; subtree_ns: every kernel with the
+ * op anywhere above its launch. */
+#define TR_SUM_DEC_OP(XX)                                                      \
+  XX(step, step, TEXT_NULL, KEY, 8)                                            \
+  XX(op, op, TEXT_NULL, KEY, 8)                                                \
+  XX(count, count, INT, SUM, 8)                                                \
+  TR_DEC_FIGURES(XX)                                                           \
+  XX(subtree_ns, subtree_ns, INT, SUM, 8)
+
+#define TR_SUM_DEC_LAYER_MODULE(XX)                                            \
+  XX(step, step, TEXT_NULL, KEY, 8)                                            \
+  XX(layer, layer, INT_NULL, KEY, 8)                                           \
+  XX(module, module, TEXT_NULL, KEY, 8)                                        \
+  TR_DEC_FIGURES(XX)
+
+/* By (op, module): TraceLens's ops summary by parent module. */
+#define TR_SUM_DEC_OP_MODULE(XX)                                               \
+  XX(step, step, TEXT_NULL, KEY, 8)                                            \
+  XX(op, op, TEXT_NULL, KEY, 8)                                                \
+  XX(module, module, TEXT_NULL, KEY, 8)                                        \
+  XX(count, count, INT, SUM, 8)                                                \
+  XX(kernels, kernels, INT, SUM, 8)                                            \
+  XX(total_ns, total_ns, INT, SUM, 8)
+
+/* The kernels of each module. */
+#define TR_SUM_DEC_KERNEL(XX)                                                  \
+  XX(step, step, TEXT_NULL, KEY, 8)                                            \
+  XX(module, module, TEXT_NULL, KEY, 8)                                        \
+  XX(name, name_id, NAME, KEY, 8)                                              \
+  XX(kernels, kernels, INT, SUM, 8)                                            \
+  XX(total_ns, total_ns, INT, SUM, 8)
+
+/* Each step kind: its steps, their device time (step_ns) and what of it
+ * has an op (attributed_ns); the median step (the earliest of the steps
+ * whose label lasted nearest the kind's p50): its label, start (from
+ * t0_ns) and label duration, its device time. */
+#define TR_SUM_DEC_STEP(XX)                                                    \
+  XX(step, step, TEXT, KEY, 8)                                                 \
+  XX(steps, steps, INT, SUM, 8)                                                \
+  XX(kernels, kernels, INT, SUM, 8)                                            \
+  XX(step_ns, step_ns, INT, SUM, 8)                                            \
+  XX(attributed_ns, attributed_ns, INT, SUM, 8)                                \
+  XX(median_label, median_label, TEXT_NULL, ANY, 8)                            \
+  XX(median_start_ns, median_start_ns, INT_NULL, ANY, 8)                       \
+  XX(median_dur_ns, median_dur_ns, INT_NULL, ANY, 8)                           \
+  XX(median_ns, median_ns, INT, MAX, 8)
+
+/* The repeated block: each module that ran in layers (layers collapsed
+ * in its path), over those layers: their number, total_ns, the kind's
+ * steps, a layer's time per step on average (total_ns / layers / steps,
+ * floored), the fastest and slowest layer's (a layer's total / steps,
+ * floored) and which layers they are (ties: the lower). All ranks: each
+ * layer's time summed over the ranks, steps summed, then the same. */
+#define TR_SUM_DEC_BLOCK(XX)                                                   \
+  XX(step, step, TEXT_NULL, KEY, 8)                                            \
+  XX(module, module, TEXT, KEY, 8)                                             \
+  XX(layers, layers, INT, MAX, 8)                                              \
+  XX(total_ns, total_ns, INT, SUM, 8)                                          \
+  XX(steps, steps, INT, SUM, 8)                                                \
+  XX(layer_ns, layer_ns, INT, MAX, 8)                                          \
+  XX(fastest_layer, fastest_layer, INT, ANY, 8)                                \
+  XX(fastest_ns, fastest_ns, INT, MIN, 8)                                      \
+  XX(slowest_layer, slowest_layer, INT, ANY, 8)                                \
+  XX(slowest_ns, slowest_ns, INT, MAX, 8)
+
+/* The median step of each kind (decode_steps) by layer and module: the
+ * stacked bar of one step; top_kernels its kernels, largest first (at
+ * most 5: [{name, kernels, total_ns}]). */
+#define TR_SUM_DEC_MEDIAN(XX)                                                  \
+  XX(step, step, TEXT, EACH, 8)                                                \
+  XX(layer, layer, INT_NULL, EACH, 8)                                          \
+  XX(module, module, TEXT_NULL, EACH, 8)                                       \
+  XX(kernels, kernels, INT, EACH, 8)                                           \
+  XX(total_ns, total_ns, INT, EACH, 8)                                         \
+  XX(top_kernels, top_kernels, JSON, EACH, 8)
+
 /*
  * The capture's own tables: computed across ranks once every rank is
  * indexed (index/coll_match.c), stored per capture (capture_id first,
@@ -416,6 +560,34 @@
     NULL, NULL)                                                                \
   R(XX, step_samples, TR_SUM_STEP_SAMPLE, step_sample, "steps/samples",        \
     TR_P(RANK) | TR_P(KIND) | TR_P(LIMIT), TR_NO_BY, TR_T_CSV, NULL, NULL)     \
+  R(XX, decode_modules, TR_SUM_DEC_MODULE, dec_module, "decode/modules",       \
+    TR_P(RANK) | TR_P(KIND) | TR_P(Q) | TR_P(LIMIT), TR_NO_BY,                 \
+    TR_T_GROWS | TR_T_SUMMED | TR_T_CSV, "module", "step")                     \
+  R(XX, decode_layers, TR_SUM_DEC_LAYER, dec_layer, "decode/layers",           \
+    TR_P(RANK) | TR_P(KIND) | TR_P(LIMIT), TR_NO_BY,                           \
+    TR_T_GROWS | TR_T_SUMMED | TR_T_CSV, NULL, "step")                         \
+  R(XX, decode_ops, TR_SUM_DEC_OP, dec_op, "decode/ops",                       \
+    TR_P(RANK) | TR_P(KIND) | TR_P(Q) | TR_P(LIMIT), TR_NO_BY,                 \
+    TR_T_GROWS | TR_T_SUMMED | TR_T_CSV, "op", "step")                         \
+  R(XX, decode_layer_modules, TR_SUM_DEC_LAYER_MODULE, dec_layer_module,       \
+    "decode/layer_modules",                                                    \
+    TR_P(RANK) | TR_P(KIND) | TR_P(Q) | TR_P(MODULE) | TR_P(LIMIT), TR_NO_BY,  \
+    TR_T_GROWS | TR_T_SUMMED | TR_T_CSV, "module", "step")                     \
+  R(XX, decode_op_modules, TR_SUM_DEC_OP_MODULE, dec_op_module,                \
+    "decode/op_modules",                                                       \
+    TR_P(RANK) | TR_P(KIND) | TR_P(Q) | TR_P(MODULE) | TR_P(LIMIT), TR_NO_BY,  \
+    TR_T_GROWS | TR_T_SUMMED | TR_T_CSV, "op", "step")                         \
+  R(XX, decode_kernels, TR_SUM_DEC_KERNEL, dec_kernel, "decode/kernels",       \
+    TR_P(RANK) | TR_P(KIND) | TR_P(Q) | TR_P(MODULE) | TR_P(LIMIT), TR_NO_BY,  \
+    TR_T_GROWS | TR_T_SUMMED | TR_T_CSV, "name", "step")                       \
+  R(XX, decode_blocks, TR_SUM_DEC_BLOCK, dec_block, "decode/blocks",           \
+    TR_P(RANK) | TR_P(KIND) | TR_P(Q) | TR_P(LIMIT), TR_NO_BY,                 \
+    TR_T_GROWS | TR_T_CSV, "module", "step")                                   \
+  R(XX, decode_steps, TR_SUM_DEC_STEP, dec_step, "decode/steps",               \
+    TR_P(RANK) | TR_P(LIMIT), TR_NO_BY, TR_T_SUMMED | TR_T_CSV, NULL, NULL)    \
+  R(XX, decode_median, TR_SUM_DEC_MEDIAN, dec_median, "decode/median",         \
+    TR_P(RANK) | TR_P(KIND) | TR_P(LIMIT), TR_NO_BY, TR_T_GROWS | TR_T_CSV,    \
+    NULL, "step")                                                              \
   C(XX, collective_families, TR_COLL_FAMILY, coll_family, "collectives",       \
     TR_P(RANK) | TR_P(BY) | TR_P(FAMILY) | TR_P(LIMIT),                        \
     TR_BY("family", "step", "rank"), TR_T_CSV, NULL, NULL)                     \
@@ -453,7 +625,8 @@
   XX(FAMILY, family)                                                           \
   XX(KIND, kind)                                                               \
   XX(BY, by)                                                                   \
-  XX(BUCKETS, buckets)
+  XX(BUCKETS, buckets)                                                         \
+  XX(MODULE, module)
 
 enum tr_param {
 #define XX(e, name) TR_PARAM_##e,

@@ -20,7 +20,10 @@
 
 #include "common/file.h"
 
-#define MAX_RANKS 4096 /* ceiling: a folder is not allowed to grow us */
+#define MAX_RANKS   4096 /* ceiling: a folder is not allowed to grow us */
+#define CAPTURES    "capture_traces"
+#define DETAILS     "execution_details.json"
+#define DETAILS_MAX (1u << 20) /* bytes of execution_details.json read */
 
 static bool ends_with(const char *s, const char *suffix)
 {
@@ -153,9 +156,131 @@ static DIR *open_sub(struct scan *s, int dfd, const char *name, const char *rel)
   return NULL;
 }
 
+/* ---- capture traces ---- */
+
+struct caps_ctx { /* a capture_traces folder being read into a rank */
+  struct scan *s;
+  DIR *d;
+  const char *rel; /* the folder below root */
+  struct cap_rank *rank;
+};
+
+/* One capture trace name of the folder: a regular file (a link or a FIFO
+ * refuses the scan, as everywhere in a trace folder) joins the rank. */
+static int caps_add(struct caps_ctx *c, const char *name, int64_t bs, int64_t q,
+                    enum idx_graph_mode mode)
+{
+  struct cap_rank *rank = c->rank;
+  struct idx_capture *cap;
+  char *rel = join(c->rel, name);
+  struct stat st;
+  int rc = rel ? look(c->s, dirfd(c->d), name, rel, S_IFREG, &st) : TR_ENOMEM;
+
+  if (rc == 1 && rank->ncaps >= CAP_LAYOUT_MAX_CAPS) {
+    rank->caps_dropped++;
+    rc = 0;
+  } else if (rc == 1) {
+    cap = realloc(rank->caps, (rank->ncaps + 1) * sizeof(*cap));
+    rc = cap ? 0 : TR_ENOMEM;
+    if (cap != NULL) {
+      rank->caps = cap;
+      cap = &cap[rank->ncaps];
+      cap->path = join(c->s->root, rel);
+      cap->bs = bs;
+      cap->q = q;
+      cap->mode = mode;
+      rc = cap->path ? 0 : TR_ENOMEM;
+      rank->ncaps += cap->path != NULL;
+    }
+  }
+  free(rel);
+  return rc < 0 ? rc : 0;
+}
+
+static int on_detail(void *ud, const char *file, int64_t bs,
+                     enum idx_graph_mode mode)
+{
+  return caps_add(ud, file, bs, -1, mode);
+}
+
+/* execution_details.json of the folder: 1 read (its entries added), 0
+ * there is none, or the refusal. Opened without following a link, a
+ * regular file, at most DETAILS_MAX bytes read. */
+static int caps_details(struct caps_ctx *c)
+{
+  int fd = openat(dirfd(c->d), DETAILS,
+                  O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  char *text = NULL;
+  struct tr_err perr = { 0 };
+  struct stat st;
+  ssize_t n = 0;
+  int rc;
+
+  if (fd < 0)
+    return errno == ENOENT
+               ? 0
+               : tr_err_set(c->s->err, errno == ELOOP ? -ELOOP : -errno, "path",
+                            "%s/%s/%s: %s", c->s->root, c->rel, DETAILS,
+                            strerror(errno));
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+      (text = malloc(DETAILS_MAX)) == NULL ||
+      (n = read(fd, text, DETAILS_MAX)) < 0)
+    rc = tr_err_set(c->s->err, TR_EFORMAT, "path",
+                    "%s/%s/%s: not a readable regular file", c->s->root, c->rel,
+                    DETAILS);
+  else
+    rc = idx_capture_details(text, (size_t)n, on_detail, c, &perr) == 0
+             ? 1
+             : tr_err_set(c->s->err, TR_EFORMAT, "path", "%s/%s: %s",
+                          c->s->root, c->rel, perr.msg);
+  free(text);
+  close(fd);
+  return rc;
+}
+
+static int cmp_cap(const void *x, const void *y)
+{
+  return strcmp(((const struct idx_capture *)x)->path,
+                ((const struct idx_capture *)y)->path);
+}
+
+/* The capture_traces folder of dfd (parent: its folder below root), when
+ * there is one, into rank: by execution_details.json, else every ATOM
+ * name (of rank `only` when >= 0). */
+static int scan_captures(struct scan *s, int dfd, const char *parent,
+                         struct cap_rank *rank, int only)
+{
+  struct caps_ctx c = { s, NULL, NULL, rank };
+  char *rel = join(parent, CAPTURES);
+  struct dirent *e;
+  struct stat st;
+  int64_t bs, q, r;
+  int rc = rel ? look(s, dfd, CAPTURES, rel, S_IFDIR, &st) : TR_ENOMEM;
+
+  if (rc != 1) { /* none (0), or refused */
+    free(rel);
+    return rc;
+  }
+  if ((c.d = open_sub(s, dfd, CAPTURES, rel)) == NULL) {
+    free(rel);
+    return s->err->code;
+  }
+  c.rel = rel;
+  rc = caps_details(&c);
+  while (rc == 0 && (e = readdir(c.d)) != NULL)
+    if (idx_capture_name(e->d_name, &bs, &q, &r) && (only < 0 || r == only))
+      rc = caps_add(&c, e->d_name, bs, q, IDX_GRAPH_AUTO);
+  closedir(c.d);
+  free(rel);
+  if (rank->ncaps > 1)
+    qsort(rank->caps, rank->ncaps, sizeof(*rank->caps), cmp_cap);
+  return rc < 0 ? rc : 0;
+}
+
 /* Fills rank from the files of its folder (rel below root). Keeps the
  * first .gz by name order of readdir; two .gz make the rank incomplete
- * anyway. */
+ * anyway. An older ATOM's whole-phase capture trace beside the run trace
+ * (capture_graph_<model>_ts_*) is no run trace. */
 static int scan_rank_dir(struct scan *s, int dfd, const char *name,
                          const char *rel, struct cap_rank *rank)
 {
@@ -171,7 +296,8 @@ static int scan_rank_dir(struct scan *s, int dfd, const char *name,
   while (rc >= 0 && (e = readdir(d)) != NULL) {
     bool gz = ends_with(e->d_name, ".json.gz");
 
-    if (!gz && !ends_with(e->d_name, ".json"))
+    if ((!gz && !ends_with(e->d_name, ".json")) ||
+        strncmp(e->d_name, "capture_graph_", 14) == 0)
       continue;
     sub = join(rel, e->d_name);
     rc = sub ? look(s, dirfd(d), e->d_name, sub, S_IFREG, &st) : TR_ENOMEM;
@@ -186,6 +312,8 @@ static int scan_rank_dir(struct scan *s, int dfd, const char *name,
     }
     free(sub);
   }
+  if (rc >= 0)
+    rc = scan_captures(s, dirfd(d), rel, rank, -1);
   closedir(d);
   /* An import may hold a plain .json export: index it when no .gz. */
   if (rank->file == NULL) {
@@ -264,7 +392,15 @@ static int scan_level(struct scan *s, DIR *d, const char *prefix, int half)
   return rc;
 }
 
-/* A folder of trace files without rank folders: one rank per file. */
+static int cmp_label(const void *pa, const void *pb)
+{
+  return strcmp(((const struct cap_rank *)pa)->label,
+                ((const struct cap_rank *)pb)->label);
+}
+
+/* A folder of trace files without rank folders: one rank per file; the
+ * folder's capture_traces/ belongs to each (its ATOM names of rank r to
+ * the r-th file by name). */
 static int scan_files(struct scan *s, DIR *d)
 {
   struct dirent *e;
@@ -290,6 +426,11 @@ static int scan_files(struct scan *s, DIR *d)
     rank->bytes = (uint64_t)st.st_size;
     rc = rank->label && rank->file ? 0 : TR_ENOMEM;
   }
+  if (rc == 0 && s->l->n > 1)
+    qsort(s->l->ranks, s->l->n, sizeof(s->l->ranks[0]), cmp_label);
+  for (size_t i = 0; rc == 0 && i < s->l->n; i++)
+    rc = scan_captures(s, dirfd(d), "", &s->l->ranks[i],
+                       s->l->n > 1 ? (int)i : -1);
   return rc;
 }
 
@@ -326,6 +467,21 @@ static void summarize(struct cap_layout *l, int from_files)
   }
 }
 
+/* The capture_traces folder beside a single trace file (its folder, the
+ * layout's root). */
+static int single_file_captures(struct scan *s, struct cap_rank *rank)
+{
+  struct stat st;
+  int fd = tr_open_dir(NULL, s->l->root, &st, s->err), rc;
+
+  if (fd < 0)
+    return fd;
+  s->root = s->l->root;
+  rc = scan_captures(s, fd, "", rank, -1);
+  close(fd);
+  return rc;
+}
+
 /* path is one trace file (an import): one rank, label its name; the
  * layout's root is its folder. */
 static int scan_single_file(struct scan *s, const char *path,
@@ -345,7 +501,9 @@ static int scan_single_file(struct scan *s, const char *path,
   s->l->root = slash == path ? strdup("/")
                : slash       ? strndup(path, (size_t)(slash - path))
                              : strdup(".");
-  return rank->label && rank->file && s->l->root ? 0 : TR_ENOMEM;
+  if (!rank->label || !rank->file || !s->l->root)
+    return TR_ENOMEM;
+  return single_file_captures(s, rank);
 }
 
 /* The folder path (not a link itself) and what lies in it. */
@@ -408,6 +566,9 @@ void cap_layout_free(struct cap_layout *l)
   for (size_t i = 0; i < l->n; i++) {
     free(l->ranks[i].label);
     free(l->ranks[i].file);
+    for (size_t k = 0; k < l->ranks[i].ncaps; k++)
+      free((char *)l->ranks[i].caps[k].path);
+    free(l->ranks[i].caps);
   }
   free(l->ranks);
   free(l->root);

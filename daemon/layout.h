@@ -3,7 +3,14 @@
  * "Where traces land"): one folder per rank, `rank_<r>`, `dp<d>_tp<r>`,
  * either with a `pp<p>_` prefix, and a disaggregated server's `prefill/`
  * and `decode/` halves, each with its own set of ranks. Also a single
- * trace file, or a folder of trace files, for imports.
+ * trace file, or a folder of trace files, for imports. Beside each rank's
+ * run trace, its graph capture traces (docs/DECODE.md, "Captures"): ATOM
+ * with --mark-trace writes rank_<r>/capture_traces/bs_<bs>_q_<q>_rank<r>
+ * .json.gz; SGLang and vLLM a capture_traces/ folder with
+ * execution_details.json beside the run trace. A capture trace is never
+ * taken for a run trace: the run trace is looked for outside
+ * capture_traces/, and an older ATOM's capture_graph_* file beside it is
+ * left out.
  *
  * Pure file-system reads: blocks on disk, so call it from a worker thread
  * (uv_queue_work) or before the loop runs. Reentrant.
@@ -15,21 +22,28 @@
 #include <stdint.h>
 
 #include "common/tr.h"
+#include "index/index.h"
 
 struct cap_rank {
-  char *label;     /* folder relative to the root ("rank_3",
-                      "prefill/pp1_dp0_tp2") or the file's name */
-  char *file;      /* the trace to index: the one .gz, else a plain
-                      .json (imports); NULL when the folder has none */
-  int half;        /* 0 none, 1 prefill, 2 decode */
-  int pp, dp, tp;  /* -1 when the name has no such part */
-  int gz_count;    /* *.pt.trace.json.gz (or *.json.gz) files */
-  int orphan_json; /* *.json left beside: an export still running, or
-                      one that died midway */
-  uint64_t bytes;  /* size of file */
-  uint64_t written; /* sizes of every .json and .json.gz of the folder:
-                       grows while the rank exports */
+  char *label;              /* folder relative to the root ("rank_3",
+                               "prefill/pp1_dp0_tp2") or the file's name */
+  char *file;               /* the trace to index: the one .gz, else a plain
+                               .json (imports); NULL when the folder has none */
+  int half;                 /* 0 none, 1 prefill, 2 decode */
+  int pp, dp, tp;           /* -1 when the name has no such part */
+  int gz_count;             /* *.pt.trace.json.gz (or *.json.gz) files */
+  int orphan_json;          /* *.json left beside: an export still running, or
+                               one that died midway */
+  uint64_t bytes;           /* size of file */
+  uint64_t written;         /* sizes of every .json and .json.gz of the
+                               folder: grows while the rank exports */
+  struct idx_capture *caps; /* its capture traces (paths owned) */
+  size_t ncaps;
+  int caps_dropped; /* capture traces beyond CAP_LAYOUT_MAX_CAPS */
 };
+
+/* Capture traces kept per rank (ATOM: one per batch size and q bucket). */
+#define CAP_LAYOUT_MAX_CAPS 1024
 
 struct cap_layout {
   char *root;             /* the folder scanned (a single file's folder):

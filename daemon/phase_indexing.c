@@ -222,6 +222,8 @@ static void run_rank(struct cap_work *w)
     .max_inflated_bytes = (uint64_t)w->r->cfg->max_rank_inflated_bytes,
     .max_spill_bytes = (uint64_t)w->r->cfg->max_rank_spill_bytes,
     .spill_dir = spill,
+    .captures = rk->caps, /* its capture traces (docs/DECODE.md) */
+    .ncaptures = rk->ncaps,
   };
   struct rank_store rs = { rw, NULL, NULL };
   struct tr_err err = { 0 };

@@ -666,6 +666,10 @@ static int build_start(struct build *b, struct words *start, struct words *env,
   pushf(start, "%lld", b->cfg->atom_port);
   push(start, "--torch-profiler-dir");
   push(start, b->dirs->trace);
+  /* ATOM then profiles each graph capture into rank_N/capture_traces/,
+   * which decode's matching reads (docs/DECODE.md). */
+  if (json_is_true(json_object_get(b->params, "mark_trace")))
+    push(start, "--mark-trace");
   rc = server_words(b, &server, err);
   push_all(start, server.v);
   /* A disaggregated server (--enable-rapidserve) exports each rank in a

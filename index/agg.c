@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "index/agg.h"
+#include "index/decode.h"
 #include "index/format.h"
 
 #define AGG_PENDING      (1u << 15)
@@ -462,17 +463,11 @@ int agg_profiler_step_no(const char *p, size_t n, int64_t *no)
   return 1;
 }
 
-/* Length of the run-label kind, the name up to '[' (or "ProfilerStep"),
- * or 0 when the name is no run label ("capture_graph_bs_8",
- * "decode_helper[x]"). */
-static size_t label_kind(struct idx_str n)
+size_t agg_label_kind(struct idx_str n)
 {
   const char *b = n.p ? memchr(n.p, '[', n.n) : NULL;
   size_t len, i;
-  int64_t no;
 
-  if (agg_profiler_step_no(n.p, n.n, &no))
-    return PROFILER_STEP_LEN;
   if (b == NULL)
     return 0;
   len = (size_t)(b - n.p);
@@ -489,8 +484,16 @@ static size_t label_kind(struct idx_str n)
   return len;
 }
 
-/* Fields it is not asked for (ctx=, T=, sqsq= sqsk= sk= of ATOM's
- * detailed annotation) are passed over, never an error. */
+/* The steps table's kind of a label: a run label's, or "ProfilerStep". */
+static size_t label_kind(struct idx_str n)
+{
+  int64_t no;
+
+  if (agg_profiler_step_no(n.p, n.n, &no))
+    return PROFILER_STEP_LEN;
+  return agg_label_kind(n);
+}
+
 int64_t agg_label_field(struct idx_str n, size_t from, const char *key,
                         int64_t *second)
 {
@@ -585,10 +588,27 @@ static void note_time(struct idx_agg *a, const struct idx_event *ev)
     a->tend_ns = end;
 }
 
+/* One X event by its class. */
+static int account(struct idx_agg *a, const struct idx_doc *doc,
+                   const struct idx_event *ev, enum idx_class cls)
+{
+  switch (cls) {
+  case IDX_CLASS_KERNEL: return on_kernel(a, doc, ev);
+  case IDX_CLASS_COPY: return on_copy(a, ev, 0);
+  case IDX_CLASS_MEMSET: return on_copy(a, ev, 1);
+  case IDX_CLASS_RUNTIME: return on_runtime(a, doc, ev);
+  case IDX_CLASS_LABEL_CPU: return on_label(a, ev, AGG_SIDE_CPU);
+  case IDX_CLASS_LABEL_GPU: return on_label(a, ev, AGG_SIDE_GPU);
+  default: return 0;
+  }
+}
+
 int idx_agg_event(void *ud, const struct idx_doc *doc,
                   const struct idx_event *ev)
 {
   struct idx_agg *a = ud;
+  enum idx_class cls;
+  int rc;
 
   if (ev->ph == 'M') {
     on_meta(a, ev);
@@ -603,15 +623,11 @@ int idx_agg_event(void *ud, const struct idx_doc *doc,
     note_time(a, ev);
   if (ev->ph != 'X')
     return 0;
-  switch (idx_format_get(doc->format)->classify(ev)) {
-  case IDX_CLASS_KERNEL: return on_kernel(a, doc, ev);
-  case IDX_CLASS_COPY: return on_copy(a, ev, 0);
-  case IDX_CLASS_MEMSET: return on_copy(a, ev, 1);
-  case IDX_CLASS_RUNTIME: return on_runtime(a, doc, ev);
-  case IDX_CLASS_LABEL_CPU: return on_label(a, ev, AGG_SIDE_CPU);
-  case IDX_CLASS_LABEL_GPU: return on_label(a, ev, AGG_SIDE_GPU);
-  default: return 0;
-  }
+  cls = idx_format_get(doc->format)->classify(ev);
+  if ((rc = account(a, doc, ev, cls)) != 0 || a->dec == NULL ||
+      !dec_wants(ev, cls))
+    return rc;
+  return dec_event(a->dec, ev, cls);
 }
 
 int idx_agg_init(struct idx_agg *a, const struct idx_rules *rules,

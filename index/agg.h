@@ -104,6 +104,11 @@ int agg_corr_init(struct agg_corr *c, size_t vsize, uint32_t max);
 int agg_corr_put(struct agg_corr *c, int64_t key, const void *val);
 /* Copies the value into out and removes the entry. 1 found, 0 not. */
 int agg_corr_take(struct agg_corr *c, int64_t key, void *out);
+/* The value of key, in place (valid until the next put or removal), or
+ * NULL. */
+void *agg_corr_get(struct agg_corr *c, int64_t key);
+/* Removes key; 1 when it was held. */
+int agg_corr_remove(struct agg_corr *c, int64_t key);
 /* Calls fn on every entry left, then empties the table. */
 void agg_corr_drain(struct agg_corr *c, void (*fn)(void *ud, const void *val),
                     void *ud);
@@ -537,6 +542,10 @@ struct idx_agg {
     int64_t ns, exposed_ns;
   } coll;
 
+  /* Optional: decode's figures (index/decode.h), fed every event; borrowed.
+   * NULL: none. */
+  struct dec_file *dec;
+
   /* Optional: the time pass's findings (struct agg_finding). */
   void (*on_finding)(void *ud, const struct agg_finding *f);
   void *finding_ud;
@@ -613,10 +622,15 @@ void agg_labels_free(struct agg_labels *l);
 
 /* agg.c: 1 with *no when p[0..n) is "ProfilerStep#<N>", else 0. */
 int agg_profiler_step_no(const char *p, size_t n, int64_t *no);
-/* agg.c: the integer after `key` (e.g. "tok=") inside a run label's
- * brackets, from byte `from`, where key starts a field (after '[', ' ' or
- * ','); *second (may be NULL) gets the number after a '/' (bs=117/128), or
- * -1. Returns the first number or -1. */
+/* agg.c: the length of a run label's kind, the name up to '[' (docs/
+ * ATOM.md's kinds, propose_<drafter> by prefix), or 0 when the name is no
+ * run label ("ProfilerStep#3", "capture_graph_bs_8", "decode_helper[x]"). */
+size_t agg_label_kind(struct idx_str n);
+/* agg.c: the integer after `key` (e.g. "tok=") from byte `from` on, where
+ * key starts a field (after '[', ' ' or ','); *second (may be NULL) gets
+ * the number after a '/' (bs=117/128), or -1. The first number or -1.
+ * Fields it is not asked for (ctx=, T=, sqsq= sqsk= sk= of ATOM's detailed
+ * annotation) are passed over, never an error. */
 int64_t agg_label_field(struct idx_str n, size_t from, const char *key,
                         int64_t *second);
 

@@ -10,6 +10,7 @@
 
 #include "index/agg.h"
 #include "index/agg_sum.h"
+#include "index/decode.h"
 #include "index/format.h"
 
 static const char *const copy_kind_names[AGG_COPY_KINDS] = {
@@ -521,8 +522,8 @@ static json_t *summary_head(struct idx_agg *a, const struct idx_doc *doc,
   struct agg_sum_rank r = { 0 };
   int i;
 
-  AGG_SUM_FILLS(TR_SUM_RANK, 36);
-  if (a->t0_ns > a->tend_ns) /* no timed event */
+  AGG_SUM_FILLS(TR_SUM_RANK, 54); /* 18 of them dec_put_rank()'s */
+  if (a->t0_ns > a->tend_ns)      /* no timed event */
     a->t0_ns = a->tend_ns = 0;
   for (i = 0; i < AGG_COPY_MEMSET; i++) {
     r.memcpy_count += (int64_t)a->copies[i].s.count;
@@ -564,6 +565,9 @@ static json_t *summary_head(struct idx_agg *a, const struct idx_doc *doc,
   r.kernel_names_folded = (int64_t)a->kfold.distinct;
   r.runtime_names_folded = (int64_t)a->rfold.distinct;
   r.warnings = fold_warnings(a);
+  if (a->dec != NULL)
+    dec_warnings(a->dec, r.warnings);
+  dec_put_rank(a->dec, &r);
   r.collective_events = (int64_t)a->coll.events;
   r.collective_ns = a->coll.ns;
   r.exposed_comm_ns = a->coll.exposed_ns;
@@ -612,7 +616,7 @@ static int table_rows(struct idx_agg *a, const struct row *krows, size_t nk,
                       struct agg_out *o)
 {
 #define ONE_TABLE(member, ROWS, row) +1
-  _Static_assert((0 TR_SUM_TABLES(ONE_TABLE)) == 16,
+  _Static_assert((0 TR_SUM_TABLES(ONE_TABLE)) == 25,
                  "a summary table this function does not write");
 #undef ONE_TABLE
   o->table = "kernels";
@@ -647,6 +651,7 @@ static int table_rows(struct idx_agg *a, const struct row *krows, size_t nk,
   agg_sample_figures_rows(a, o);
   o->table = "step_samples";
   agg_step_samples_rows(a, o);
+  dec_rows(a->dec, a->t0_ns, o); /* the decode_* tables */
   return o->rc;
 }
 
@@ -687,6 +692,8 @@ int idx_agg_rows(struct idx_agg *a, const struct idx_doc *doc,
                       tr_strerror(rc));
   if ((rc = idx_agg_resolve(a)) != 0 || (rc = agg_families(a)) != 0)
     return tr_err_set(err, rc, "", "%s: out of memory", info->path);
+  if (a->dec != NULL && (rc = dec_end(a->dec, err)) != 0)
+    return rc;
   choose_step_side(a);
   if (agg_samples_init(a) != 0)
     return tr_err_set(err, TR_ENOMEM, "", "%s: out of memory", info->path);

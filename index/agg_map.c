@@ -485,14 +485,39 @@ static void corr_remove(struct agg_corr *c, uint32_t i)
   c->n--;
 }
 
-int agg_corr_take(struct agg_corr *c, int64_t key, void *out)
+/* The slot holding key, or UINT32_MAX. */
+static uint32_t corr_slot(const struct agg_corr *c, int64_t key)
 {
   uint32_t i;
 
   if (c->n == 0)
-    return 0;
+    return UINT32_MAX;
   i = corr_find(c, key);
-  if (!c->used[i])
+  return c->used[i] ? i : UINT32_MAX;
+}
+
+void *agg_corr_get(struct agg_corr *c, int64_t key)
+{
+  uint32_t i = corr_slot(c, key);
+
+  return i == UINT32_MAX ? NULL : c->vals + (size_t)i * c->vsize;
+}
+
+int agg_corr_remove(struct agg_corr *c, int64_t key)
+{
+  uint32_t i = corr_slot(c, key);
+
+  if (i == UINT32_MAX)
+    return 0;
+  corr_remove(c, i);
+  return 1;
+}
+
+int agg_corr_take(struct agg_corr *c, int64_t key, void *out)
+{
+  uint32_t i = corr_slot(c, key);
+
+  if (i == UINT32_MAX)
     return 0;
   memcpy(out, c->vals + (size_t)i * c->vsize, c->vsize);
   corr_remove(c, i);

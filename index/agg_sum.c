@@ -76,6 +76,11 @@ static void set_RATIO(json_t *o, const char *key, double v)
   set_SHARE(o, key, v);
 }
 
+static void set_PART(json_t *o, const char *key, double v)
+{
+  set_SHARE(o, key, v);
+}
+
 #define SET(key, col, ty, all, since) set_##ty(o, #key, r->key);
 
 json_t *agg_sum_rank_json(const struct agg_sum_rank *r)

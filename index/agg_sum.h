@@ -42,6 +42,7 @@ struct agg_txt agg_txt(const char *s);
 #define AGG_CTYPE_JSON_NULL json_t *
 #define AGG_CTYPE_SHARE     double
 #define AGG_CTYPE_RATIO     double
+#define AGG_CTYPE_PART      double
 
 #define AGG_SUM_MEMBER_(key, col, ty, all, since) AGG_CTYPE_##ty key;
 

@@ -15,6 +15,11 @@
  * given; their collectives are matched across them as the daemon does
  * (idx_collectives_match(), every instance kept, 256 timeline bins) and
  * the answer is written to OUT.
+ *
+ * --captures auto|none|DIR: the capture traces each file's graph replays
+ * are matched against (docs/DECODE.md): auto (the default) the
+ * capture_traces folder beside each file, DIR one folder for every file,
+ * none no captures.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -36,7 +41,7 @@ static int usage(const char *why)
           "traced index: %s\n"
           "usage: traced index [--format %s] [--rules FILE] [--jobs N] "
           "[--threads T] [--max-kernel-names N] [--collectives OUT] "
-          "FILE...\n",
+          "[--captures auto|none|DIR] FILE...\n",
           why, idx_format_names(names, sizeof(names), "|"));
   return 2;
 }
@@ -58,7 +63,30 @@ struct batch {
   int next;          /* the next file a worker takes */
   struct result *res;
   const char *coll_dir; /* --collectives: where the side files go */
+  const char *captures; /* --captures: "auto", "none" or a folder */
 };
+
+/* The capture traces of file (--captures) into *c, *n. */
+static int captures_of(const struct batch *b, const char *file,
+                       struct idx_capture **c, size_t *n, struct tr_err *err)
+{
+  const char *slash = strrchr(file, '/');
+  char *dir = NULL;
+  int rc;
+
+  *c = NULL;
+  *n = 0;
+  if (strcmp(b->captures, "none") == 0)
+    return 0;
+  if (strcmp(b->captures, "auto") != 0)
+    return idx_captures_find(b->captures, -1, c, n, err);
+  if (asprintf(&dir, "%.*s%scapture_traces", slash ? (int)(slash - file) : 0,
+               file, slash ? "/" : "") < 0)
+    return tr_err_set(err, TR_ENOMEM, "", "out of memory");
+  rc = idx_captures_find(dir, -1, c, n, err);
+  free(dir);
+  return rc;
+}
 
 /* The side file of file i (rank i) in dir. */
 static void coll_file(const char *dir, int i, char *buf, size_t size)
@@ -74,12 +102,22 @@ static void index_one(struct batch *b, int i)
   struct idx_options o = b->opt;
   char side[64];
 
+  struct idx_capture *caps = NULL;
+  size_t ncaps = 0;
+
   if (b->coll_dir != NULL) {
     coll_file(b->coll_dir, i, side, sizeof(side));
     o.collectives_path = side;
   }
-  if (idx_file(b->files[i], &o, &summary, &err) != 0)
+  if (captures_of(b, b->files[i], &caps, &ncaps, &err) == 0) {
+    o.captures = caps;
+    o.ncaptures = ncaps;
+    if (idx_file(b->files[i], &o, &summary, &err) != 0)
+      summary = NULL;
+  }
+  if (summary == NULL)
     snprintf(r->msg, sizeof(r->msg), "%s", err.msg);
+  idx_captures_free(caps, ncaps);
   pthread_mutex_lock(&b->mu);
   r->summary = summary;
   r->done = 1;
@@ -237,6 +275,7 @@ int idx_cli_main(int argc, char **argv)
 
   b.opt.format = IDX_FORMAT_AUTO;
   b.opt.rank = -1;
+  b.captures = "auto";
   for (i = 1; i < argc && strncmp(argv[i], "--", 2) == 0; i += 2) {
     if (strcmp(argv[i], "--") == 0) {
       i++; /* end of options: files follow */
@@ -251,6 +290,8 @@ int idx_cli_main(int argc, char **argv)
       rules_path = argv[i + 1];
     } else if (strcmp(argv[i], "--collectives") == 0) {
       coll = argv[i + 1];
+    } else if (strcmp(argv[i], "--captures") == 0) {
+      b.captures = argv[i + 1];
     } else if (strcmp(argv[i], "--jobs") == 0) {
       if (parse_count(argv[i + 1], MAX_JOBS, &jobs) != 0)
         return usage("--jobs must be 1 to 256");

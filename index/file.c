@@ -1,7 +1,10 @@
 /*
  * idx_file(): one trace file, start to end. The source inflates on its own
  * thread; here chunks go to the reader, whose events go to the
- * aggregation; at the end the aggregation builds the rank summary.
+ * aggregation; at the end the aggregation builds the rank summary. The
+ * rank's capture traces (idx_options.captures) are read first into the
+ * decode library the run trace's replays are matched against
+ * (index/decode.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -11,7 +14,9 @@
 #include <unistd.h>
 
 #include "index/agg.h"
+#include "index/decode.h"
 #include "index/event.h"
+#include "index/format.h"
 #include "index/index.h"
 
 #define PROGRESS_EVERY (4u << 20) /* file bytes between progress calls */
@@ -50,6 +55,71 @@ int idx_file_fail(struct tr_err *err, const struct tr_err *local, int rc,
   if (strstr(local->msg, path) != NULL)
     return tr_err_set(err, rc, local->field, "%s", local->msg);
   return tr_err_set(err, rc, local->field, "%s: %s", path, local->msg);
+}
+
+/* A capture trace's events go to its decode file alone. */
+struct cap_run {
+  struct dec_file *dec;
+  const atomic_bool *cancel;
+};
+
+static int on_capture_event(void *ud, const struct idx_doc *doc,
+                            const struct idx_event *ev)
+{
+  struct cap_run *run = ud;
+
+  if (run->cancel != NULL && atomic_load(run->cancel))
+    return TR_ECONFLICT;
+  if (ev->ph != 'X')
+    return 0;
+  return dec_event(run->dec, ev, idx_format_get(doc->format)->classify(ev));
+}
+
+/* Reads one capture trace into lib. A trace that cannot be read is
+ * counted (the summary warns) and left out; a cancel or running out of
+ * memory fails the rank. */
+static int read_capture(const char *root, struct dec_lib *lib,
+                        const struct idx_capture *cap,
+                        const struct idx_options *opt, struct tr_err *err)
+{
+  struct idx_options o = *opt;
+  struct cap_run run = { NULL, opt->cancel };
+  struct idx_reader *rd = NULL;
+  struct tr_err local = { 0 };
+  uint64_t bytes;
+  int rc;
+
+  o.on_progress = NULL;
+  if ((rc = dec_file_new(lib, DEC_CAPTURE, cap, &run.dec)) == 0 &&
+      (rc = idx_reader_new(IDX_FORMAT_AUTO, on_capture_event, &run, &rd)) ==
+          0 &&
+      (rc = idx_read_under(root, cap->path, rd, &o, &bytes, &local)) == 0)
+    rc = dec_end(run.dec, &local);
+  idx_reader_free(rd);
+  dec_file_free(run.dec);
+  if (rc == TR_ECONFLICT || rc == TR_ENOMEM)
+    return idx_file_fail(err, &local, rc, cap->path);
+  if (rc != 0)
+    dec_lib_capture_failed(lib);
+  return 0;
+}
+
+/* The decode library of the rank from its capture traces, and the run
+ * trace's decode file, attached to agg. */
+static int decode_open(const char *root, const struct idx_options *opt,
+                       struct idx_agg *agg, struct dec_lib **lib,
+                       struct tr_err *err)
+{
+  int rc;
+
+  if (dec_lib_new(opt->max_kernel_names, &agg->spill, lib) != 0)
+    return tr_err_set(err, TR_ENOMEM, "", "out of memory");
+  for (size_t i = 0; i < opt->ncaptures; i++)
+    if ((rc = read_capture(root, *lib, &opt->captures[i], opt, err)) != 0)
+      return rc;
+  if (dec_file_new(*lib, DEC_RUN, NULL, &agg->dec) != 0)
+    return tr_err_set(err, TR_ENOMEM, "", "out of memory");
+  return 0;
 }
 
 /* TR_ELIMIT once the reader has taken more JSON than opt allows. */
@@ -186,6 +256,7 @@ int idx_file_sink(const char *root, const char *path,
   static const struct idx_options defaults = { .format = IDX_FORMAT_AUTO,
                                                .rank = -1 };
   struct agg_file_info info = { path, 0, -1 };
+  struct dec_lib *lib = NULL;
   struct idx_reader *rd = NULL;
   struct tr_err local = { 0 };
   char *coll_tmp = NULL;
@@ -200,7 +271,8 @@ int idx_file_sink(const char *root, const char *path,
   idx_agg_cap_names(&run.agg, opt->max_kernel_names);
   run.agg.spill.dir = opt->spill_dir;
   run.agg.spill.max_bytes = opt->max_spill_bytes;
-  if (opt->collectives_path != NULL)
+  if ((rc = decode_open(root, opt, &run.agg, &lib, &local)) == 0 &&
+      opt->collectives_path != NULL)
     rc = coll_open(opt->collectives_path, &run.agg.coll_out, &coll_tmp, &local);
   if (rc == 0)
     rc = idx_reader_new(opt->format, on_event, &run, &rd);
@@ -215,6 +287,9 @@ int idx_file_sink(const char *root, const char *path,
     rc = coll_close(run.agg.coll_out, coll_tmp, opt->collectives_path, rc,
                     &local);
   idx_reader_free(rd);
+  dec_file_free(run.agg.dec);
+  run.agg.dec = NULL;
   idx_agg_free(&run.agg);
+  dec_lib_free(lib);
   return rc == 0 ? 0 : idx_file_fail(err, &local, rc, path);
 }

@@ -74,6 +74,49 @@ char *idx_family(const struct idx_rules *rules, const char *name);
  * max_kernel_names). */
 #define IDX_MAX_KERNEL_NAMES CFG_MAX_KERNEL_NAMES
 
+/* How a server captured a set of graphs (docs/DECODE.md, "Captures"):
+ * FULL, one graph for the whole forward, replayed once a step; PIECEWISE,
+ * several graphs a step with eager parts between them, the i-th graph for
+ * the i-th graph launch of a step. AUTO: FULL when the capture trace holds
+ * one graph, PIECEWISE when it holds more. */
+enum idx_graph_mode { IDX_GRAPH_AUTO, IDX_GRAPH_FULL, IDX_GRAPH_PIECEWISE };
+
+/* A capture trace of a rank: the profile a server wrote while it captured
+ * its CUDA/HIP graphs, where every launch still sits under its op and
+ * module (ATOM with --mark-trace: rank_N/capture_traces/
+ * bs_<bs>_q_<q>_rank<N>.json.gz; SGLang and vLLM: capture_traces/ with
+ * execution_details.json). */
+struct idx_capture {
+  const char *path;
+  int64_t bs; /* the graphs' batch size; -1 unknown */
+  int64_t q;  /* ATOM's q bucket (max query length); -1 unknown */
+  enum idx_graph_mode mode;
+};
+
+/* ATOM's capture trace name "bs_<bs>_q_<q>_rank<N>.json.gz" (the _q_
+ * part may be absent: older ATOM) into *bs, *q (-1 when absent) and
+ * *rank; 1 when base is one, else 0 (nothing written). */
+int idx_capture_name(const char *base, int64_t *bs, int64_t *q, int64_t *rank);
+
+/* The entries of an execution_details.json text (SGLang, vLLM, TraceLens:
+ * [{"file", "batch_size", "mode": "FULL"|"PIECEWISE"}]), each to fn with
+ * the file's name (a plain name: no '/', not "." or ".."), its batch size
+ * and mode; entries that are none of these are skipped. 0, or TR_EINVAL
+ * with err saying why the text is not such a list. */
+int idx_capture_details(const char *text, size_t n,
+                        int (*fn)(void *ud, const char *file, int64_t bs,
+                                  enum idx_graph_mode mode),
+                        void *ud, struct tr_err *err);
+
+/* The capture traces in the folder dir (a capture_traces/ folder; the
+ * CLI's --captures): by its execution_details.json when it has one, else
+ * every ATOM-named file (of rank `rank` when rank >= 0), by name. *out: a
+ * new array of *n entries whose paths are new strings; caller frees with
+ * idx_captures_free(). 0 (no folder, or none in it: *n 0) or an error. */
+int idx_captures_find(const char *dir, int rank, struct idx_capture **out,
+                      size_t *n, struct tr_err *err);
+void idx_captures_free(struct idx_capture *c, size_t n);
+
 struct idx_options {
   enum idx_format format;        /* IDX_FORMAT_AUTO detects */
   const struct idx_rules *rules; /* borrowed; NULL: built-ins */
@@ -109,6 +152,11 @@ struct idx_options {
   uint64_t max_inflated_bytes;
   uint64_t max_spill_bytes;
   const char *spill_dir;
+  /* The rank's capture traces (borrowed; docs/DECODE.md): each is read
+   * before the run trace, and the run trace's graph replays are matched
+   * to the graphs they captured. None: replays stay unmatched (counted). */
+  const struct idx_capture *captures;
+  size_t ncaptures;
 };
 
 /*

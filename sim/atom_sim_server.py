@@ -34,6 +34,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import atom_args  # noqa: E402
+import sim_capture  # noqa: E402
 import simcommon as sc  # noqa: E402
 from sim_app import App  # noqa: E402
 from sim_engine import CoreManager  # noqa: E402
@@ -133,6 +134,9 @@ def load(args, mgr):
             log.info("[%s] Model load done: %s",
                      os.path.basename(w.dir or "rank_%d" % w.rank),
                      args.model)
+            # capture_cudagraph: --mark-trace profiles each capture.
+            if args.mark_trace and w.dir:
+                sim_capture.write(w.dir, w.rank)
     if sc.fault_on("never_ready"):
         hang()
     time.sleep(load_s / 2)
@@ -202,6 +206,9 @@ def main(argv):
     life.install_children_signals()
     sc.record_call("atom_sim_server", argv)
     args = atom_args.parse(argv)
+    if args.mark_trace and args.torch_profiler_dir:
+        # The run traces whose graph replays the capture traces recorded.
+        os.environ["SIM_TRACE_FILE"] = sim_capture.pair_run_trace()
     mgr = build_engine(args)
     life.mgr = mgr
     pid = os.getpid()

@@ -1,9 +1,10 @@
 /*
  * GET /diff: two captures compared by kernel, category, run-label step
  * kind or kernel family (index/family.c: the same GEMM at another tile is
- * one family, so it is matched instead of shown as only_a + only_b), with
- * per-category totals and warnings about what makes the two hard to
- * compare.
+ * one family, so it is matched instead of shown as only_a + only_b), or by
+ * what launched the kernels (docs/DECODE.md: module path, layer, op; of
+ * one step kind with ?kind=), with per-category totals and warnings about
+ * what makes the two hard to compare.
  *
  * Normalisation (norm=per_step): a run's real step count is its number of
  * "prefill" plus "decode" steps (exactly those kinds), or of profiler
@@ -13,7 +14,9 @@
  * recorded no labels must not shrink it). Each run's summed total_ns is
  * divided by its own count and rounded half away from zero to an integer
  * ns; counts stay raw launch counts (a_steps/b_steps are returned so that
- * a client can divide them too).
+ * a client can divide them too). By module, layer or op of one step kind
+ * (?kind=), the count is that kind's steps (decode_steps, the largest
+ * per-rank count over all ranks).
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -24,7 +27,38 @@
 #include "store/store_int.h"
 
 static const char *const bys[] = { "kernel", "category", "step", "family",
-                                   NULL };
+                                   "module", "layer",    "op",   NULL };
+
+/* What each ?by= (bys, in that order) reads: its rows' key member, the
+ * key and count expressions over its table x (joined), and whether it is
+ * a decode table (it takes ?kind=; '' keys stand for null). */
+static const struct by_spec {
+  const char *keyname, *key, *count, *table, *join;
+  bool decode;
+} by_specs[] = {
+  { "name", "n.name", "x.count", "kernels", " JOIN names n ON n.id = x.name_id",
+    false },
+  { "category", "x.category", "x.count", "categories", "", false },
+  { "kind", "x.kind", "x.count", "steps", "", false },
+  { "family", "x.family", "x.count", "families", "", false },
+  { "module", "coalesce(x.module, '')", "x.kernels", "decode_modules", "",
+    true },
+  { "layer", "coalesce(CAST(x.layer AS TEXT), '')", "x.kernels",
+    "decode_layers", "", true },
+  { "op", "coalesce(x.op, '')", "x.count", "decode_ops", "", true },
+};
+_Static_assert(sizeof(by_specs) / sizeof(by_specs[0]) ==
+                   sizeof(bys) / sizeof(bys[0]) - 1,
+               "a by_specs row per value of ?by=");
+
+static const struct by_spec *spec_of(const char *by)
+{
+  size_t i = 0;
+
+  while (bys[i + 1] != NULL && strcmp(bys[i], by) != 0)
+    i++;
+  return &by_specs[i];
+}
 static const char *const norms[] = { "none", "per_step", NULL };
 
 #define side store__side
@@ -35,28 +69,19 @@ struct drow {
   int64_t ac, at, bc, bt, delta;
 };
 
-/* Per key of one run: ?1 or ?3 the capture, ?2 the rank or -1. */
+/* Per key of one run: ?1 or ?3 the capture, ?2 the rank or -1, ?4 the
+ * step kind of a decode table or NULL. */
 static void side_sql(const char *by, const char *param, char *buf, size_t size)
 {
-  const char *key = "x.kind", *table = "steps", *join = "";
+  const struct by_spec *b = spec_of(by);
 
-  if (strcmp(by, "kernel") == 0) {
-    key = "n.name";
-    table = "kernels";
-    join = " JOIN names n ON n.id = x.name_id";
-  } else if (strcmp(by, "category") == 0) {
-    key = "x.category";
-    table = "categories";
-  } else if (strcmp(by, "family") == 0) {
-    key = "x.family";
-    table = "families";
-  }
   snprintf(buf, size,
-           "SELECT %s AS key, sum(x.count) AS c, sum(x.total_ns) AS t"
+           "SELECT %s AS key, sum(%s) AS c, sum(x.total_ns) AS t"
            " FROM ranks r JOIN %s x ON x.rank_id = r.id%s"
            " WHERE r.capture_id = %s AND r.status = 'done'"
-           " AND (?2 < 0 OR r.rank = ?2) GROUP BY 1",
-           key, table, join, param);
+           " AND (?2 < 0 OR r.rank = ?2)%s GROUP BY 1",
+           b->key, b->count, b->table, b->join, param,
+           b->decode ? " AND (?4 IS NULL OR x.step = ?4)" : "");
 }
 
 /* total / steps rounded half away from zero (totals are never negative,
@@ -76,11 +101,17 @@ static int cmp_drow(const void *x, const void *y)
   return strcmp(a->key, b->key);
 }
 
-static json_t *drow_json(const struct drow *d, const char *keyname)
+static json_t *drow_json(const struct drow *d, const struct by_spec *b)
 {
-  json_t *o = json_object();
+  json_t *o = json_object(), *key;
 
-  json_object_set_new(o, keyname, json_string(d->key));
+  if (b->decode && d->key[0] == '\0')
+    key = json_null();
+  else if (strcmp(b->keyname, "layer") == 0)
+    key = json_integer(strtoll(d->key, NULL, 10));
+  else
+    key = json_string(d->key);
+  json_object_set_new(o, b->keyname, key);
   json_object_set_new(o, "a_count", json_integer(d->ac));
   json_object_set_new(o, "b_count", json_integer(d->bc));
   json_object_set_new(o, "a_total_ns", json_integer(d->at));
@@ -106,8 +137,8 @@ static void free_drows(struct drow *rows, size_t n)
 
 /* Reads the FULL JOIN of both runs' per-key totals into *rows. */
 static int read_drows(struct store *st, const char *by, const struct side *a,
-                      const struct side *b, int rank, struct drow **rows,
-                      size_t *n, struct tr_err *err)
+                      const struct side *b, int rank, const char *kind,
+                      struct drow **rows, size_t *n, struct tr_err *err)
 {
   char sql[2048], sa[768], sb[768];
   struct drow *arr = NULL;
@@ -127,6 +158,7 @@ static int read_drows(struct store *st, const char *by, const struct side *a,
   sqlite3_bind_int64(s, 1, a->id);
   sqlite3_bind_int(s, 2, rank);
   sqlite3_bind_int64(s, 3, b->id);
+  store__bind_text(s, 4, kind);
   while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
     struct drow *d;
 
@@ -167,15 +199,14 @@ static int read_drows(struct store *st, const char *by, const struct side *a,
  * |delta| then key, at most limit (0: all). */
 static int diff_rows(struct store *st, const char *by, bool norm,
                      const struct side *a, const struct side *b, int rank,
-                     int limit, json_t **out, struct tr_err *err)
+                     const char *kind, int limit, json_t **out,
+                     struct tr_err *err)
 {
-  const char *keyname = strcmp(by, "kernel") == 0     ? "name"
-                        : strcmp(by, "category") == 0 ? "category"
-                        : strcmp(by, "family") == 0   ? "family"
-                                                      : "kind";
+  const struct by_spec *spec = spec_of(by);
   struct drow *rows = NULL;
   size_t n = 0;
-  int rc = read_drows(st, by, a, b, rank, &rows, &n, err);
+  int rc = read_drows(st, by, a, b, rank, spec->decode ? kind : NULL, &rows, &n,
+                      err);
 
   if (rc < 0)
     return rc;
@@ -189,7 +220,7 @@ static int diff_rows(struct store *st, const char *by, bool norm,
   qsort(rows, n, sizeof(*rows), cmp_drow);
   *out = json_array();
   for (size_t i = 0; i < n && (limit <= 0 || i < (size_t)limit); i++)
-    json_array_append_new(*out, drow_json(&rows[i], keyname));
+    json_array_append_new(*out, drow_json(&rows[i], spec));
   free_drows(rows, n);
   return 0;
 }
@@ -339,6 +370,34 @@ static int check_opts(const struct store_diff_opts *o, struct tr_err *err)
     rc = tr_err_set(err, TR_EINVAL, "rank", "rank must be >= 0");
   if (rc == 0 && o->limit < 0)
     rc = tr_err_set(err, TR_EINVAL, "limit", "limit must be >= 0");
+  if (rc == 0 && o->kind != NULL && !spec_of(o->by ? o->by : "kernel")->decode)
+    rc = tr_err_set(err, TR_EINVAL, "kind",
+                    "kind applies to by=module, layer or op");
+  return rc;
+}
+
+/* With ?kind=, the steps per_step divides by: that kind's, the largest
+ * per-rank count (decode_steps). */
+static int kind_steps(struct store *st, struct side *sd, int rank,
+                      const char *kind, struct tr_err *err)
+{
+  sqlite3_stmt *s;
+  int rc = store__stmt_id(
+      st,
+      "SELECT coalesce(max(c), 0) FROM (SELECT sum(s.steps) AS c"
+      " FROM ranks r JOIN decode_steps s ON s.rank_id = r.id"
+      " WHERE r.capture_id = ?1 AND r.status = 'done'"
+      " AND (?2 < 0 OR r.rank = ?2) AND s.step = ?3 GROUP BY r.id)",
+      sd->id, rank, &s, err);
+
+  if (rc < 0)
+    return rc;
+  store__bind_text(s, 3, kind);
+  if (sqlite3_step(s) == SQLITE_ROW)
+    sd->real_steps = sqlite3_column_int64(s, 0);
+  else
+    rc = store__db_err(st, "diff steps", err);
+  store__done(s);
   return rc;
 }
 
@@ -355,15 +414,21 @@ int store__side_load(struct store *st, struct side *sd, int rank,
 }
 
 static int load_side(struct store *st, struct side *sd, int rank, bool norm,
-                     struct tr_err *err)
+                     const char *kind, struct tr_err *err)
 {
   int rc = store__side_load(st, sd, rank, err);
 
+  if (rc == 0 && kind != NULL)
+    rc = kind_steps(st, sd, rank, kind, err);
   if (rc == 0 && norm && sd->real_steps == 0)
     rc = tr_err_set(err, TR_EINVAL, "norm",
-                    "norm=per_step: %s (capture %lld) has no prefill or "
-                    "decode run labels to count steps by",
-                    sd->field, (long long)sd->id);
+                    "norm=per_step: %s (capture %lld) has no %s%s to count "
+                    "steps by",
+                    sd->field, (long long)sd->id,
+                    kind ? kind
+                         : "prefill or "
+                           "decode",
+                    kind ? " steps" : " run labels");
   return rc;
 }
 
@@ -374,19 +439,21 @@ static int diff_in_txn(struct store *st, struct side *a, struct side *b,
   const char *by = o->by ? o->by : "kernel";
   bool norm = o->norm && strcmp(o->norm, "per_step") == 0;
   json_t *rows = NULL, *cats = NULL;
-  int rc = load_side(st, a, o->rank, norm, err);
+  int rc = load_side(st, a, o->rank, norm, o->kind, err);
 
   if (rc == 0)
-    rc = load_side(st, b, o->rank, norm, err);
+    rc = load_side(st, b, o->rank, norm, o->kind, err);
   if (rc == 0)
-    rc = diff_rows(st, by, norm, a, b, o->rank, o->limit, &rows, err);
+    rc = diff_rows(st, by, norm, a, b, o->rank, o->kind, o->limit, &rows, err);
   if (rc == 0)
-    rc = diff_rows(st, "category", norm, a, b, o->rank, 0, &cats, err);
+    rc = diff_rows(st, "category", norm, a, b, o->rank, NULL, 0, &cats, err);
   if (rc < 0) {
     json_decref(rows);
     return rc;
   }
   json_object_set_new(res, "by", json_string(by));
+  if (o->kind != NULL)
+    json_object_set_new(res, "kind", json_string(o->kind));
   json_object_set_new(res, "norm", json_string(norm ? "per_step" : "none"));
   json_object_set_new(res, "rank",
                       o->rank < 0 ? json_null() : json_integer(o->rank));

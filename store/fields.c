@@ -21,6 +21,7 @@
 #define FIELD_AVG(k, c, a)              FIELD_OF(k, c, AVG, a)
 #define FIELD_SHARE(k, c, a)            FIELD_OF_SHARE(k, c, a)
 #define FIELD_RATIO(k, c, a)            { #k, #c, F_RATIO, A_RATIO, #a },
+#define FIELD_PART(k, c, a)             { #k, #c, F_PART, A_PART, #a },
 #define FIELD(key, col, ty, all, since) FIELD_##ty(key, col, all)
 
 const struct store__field store__rank_fields[] = { TR_SUM_RANK(FIELD) };
@@ -51,5 +52,6 @@ const struct store__table *store__table(const char *member)
 
 bool store__field_stored(const struct store__field *f)
 {
-  return f->ty != F_AVG && f->ty != F_SHARE && f->ty != F_RATIO;
+  return f->ty != F_AVG && f->ty != F_SHARE && f->ty != F_RATIO &&
+         f->ty != F_PART;
 }

@@ -7,7 +7,7 @@
  * with the same result columns (named as the JSON keys: see store__rows).
  * Every statement takes the same parameters:
  *   ?1 capture id, ?2 rank, ?3 name substring, ?4 category, ?5 limit,
- *   ?6 family, ?7 step kind
+ *   ?6 family, ?7 step kind, ?8 module
  * (a statement may ignore some). Client text is only ever bound.
  *
  * All-ranks rules: count, total_ns and byte counts are summed; min_ns is
@@ -146,6 +146,56 @@ SPEC(step_samples, FROM_RANK("step_samples"), ONE_RANK KIND_MATCH,
     "SELECT r.rank AS rank,", FROM_RANK("step_samples"),
     ALL_RANKS KIND_MATCH, "rank, kind, ordinal");
 
+/* Decode (index/decode.h): per step kind (?kind=), outside every step
+ * (step null) last; ?q= a substring of the module (op, kernel name),
+ * ?module= exactly the module. */
+#define STEP_MATCH " AND (?7 IS NULL OR t.step = ?7)"
+#define Q_OF(c) " AND (?3 IS NULL OR instr(lower(" c "), lower(?3)) > 0)"
+#define MODULE_MATCH " AND (?8 IS NULL OR t.module = ?8)"
+#define STEP_ORDER "step IS NULL, step, "
+
+SPEC(decode_modules, FROM_RANK("decode_modules"),
+    ONE_RANK STEP_MATCH Q_OF("t.module"),
+    NULL, RANKS FROM_RANK("decode_modules"),
+    ALL_RANKS STEP_MATCH Q_OF("t.module"),
+    STEP_ORDER "total_ns DESC, module");
+
+SPEC(decode_layers, FROM_RANK("decode_layers"), ONE_RANK STEP_MATCH,
+    NULL, RANKS FROM_RANK("decode_layers"), ALL_RANKS STEP_MATCH,
+    STEP_ORDER "total_ns DESC, layer");
+
+SPEC(decode_ops, FROM_RANK("decode_ops"), ONE_RANK STEP_MATCH Q_OF("t.op"),
+    NULL, RANKS FROM_RANK("decode_ops"), ALL_RANKS STEP_MATCH Q_OF("t.op"),
+    STEP_ORDER "total_ns DESC, op");
+
+SPEC(decode_layer_modules, FROM_RANK("decode_layer_modules"),
+    ONE_RANK STEP_MATCH Q_OF("t.module") MODULE_MATCH,
+    NULL, RANKS FROM_RANK("decode_layer_modules"),
+    ALL_RANKS STEP_MATCH Q_OF("t.module") MODULE_MATCH,
+    STEP_ORDER "layer IS NULL, layer, total_ns DESC, module");
+
+SPEC(decode_op_modules, FROM_RANK("decode_op_modules"),
+    ONE_RANK STEP_MATCH Q_OF("t.op") MODULE_MATCH,
+    NULL, RANKS FROM_RANK("decode_op_modules"),
+    ALL_RANKS STEP_MATCH Q_OF("t.op") MODULE_MATCH,
+    STEP_ORDER "total_ns DESC, op, module");
+
+SPEC(decode_kernels, FROM_RANK("decode_kernels") NAMES,
+    ONE_RANK STEP_MATCH NAME_MATCH MODULE_MATCH,
+    NULL, RANKS FROM_RANK("decode_kernels") NAMES,
+    ALL_RANKS STEP_MATCH NAME_MATCH MODULE_MATCH,
+    STEP_ORDER "total_ns DESC, module, name");
+
+SPEC(decode_steps, FROM_RANK("decode_steps"), ONE_RANK,
+    NULL, RANKS FROM_RANK("decode_steps"), ALL_RANKS,
+    "step");
+
+/* Every rank's median step, each with its rank. */
+SPEC(decode_median, FROM_RANK("decode_median"), ONE_RANK STEP_MATCH,
+    "SELECT r.rank AS rank,", FROM_RANK("decode_median"),
+    ALL_RANKS STEP_MATCH,
+    "rank, step, layer IS NULL, layer, total_ns DESC, module");
+
 /* clang-format on */
 
 /* Appends printf-style text to buf (len tracks it; output is cut at size,
@@ -164,6 +214,17 @@ static void cat(char *buf, size_t size, size_t *len, const char *fmt, ...)
   va_end(ap);
 }
 
+/* total_ns over the column den of the table `of` (r: the rank, t: the
+ * row), rounded to 6 decimals, as key. */
+static void part_expr(char *b, size_t size, size_t *len, const char *of,
+                      const char *den, const char *key)
+{
+  cat(b, size, len,
+      " CASE WHEN %s.%s > 0 THEN round(CAST(t.total_ns AS REAL) / %s.%s, 6)"
+      " ELSE 0.0 END AS \"%s\"",
+      of, den, of, den, key);
+}
+
 /* The expression of f when one rank's rows are read as they are. */
 void store__col_expr(char *b, size_t size, size_t *len,
                      const struct store__field *f)
@@ -177,18 +238,14 @@ void store__col_expr(char *b, size_t size, size_t *len,
   case F_AVG:
     cat(b, size, len, " t.total_ns / t.count AS \"%s\"", f->key);
     break;
-  case F_SHARE:
-    cat(b, size, len,
-        " CASE WHEN r.%s > 0 THEN round(CAST(t.total_ns AS REAL) / r.%s, 6)"
-        " ELSE 0.0 END AS \"%s\"",
-        f->den, f->den, f->key);
-    break;
+  case F_SHARE: part_expr(b, size, len, "r", f->den, f->key); break;
   case F_RATIO:
     cat(b, size, len,
         " CASE WHEN t.count > 0 THEN round(CAST(t.%s AS REAL) / t.count, 6)"
         " ELSE 0.0 END AS \"%s\"",
         f->den, f->key);
     break;
+  case F_PART: part_expr(b, size, len, "t", f->den, f->key); break;
   default: cat(b, size, len, " t.%s AS \"%s\"", f->col, f->key); break;
   }
 }
@@ -220,6 +277,12 @@ static bool col_all(char *b, size_t size, size_t *len,
         " CASE WHEN sum(t.count) > 0 THEN round(CAST(sum(t.%s) AS REAL) /"
         " sum(t.count), 6) ELSE 0.0 END AS \"%s\"",
         f->den, f->key);
+    return true;
+  case A_PART:
+    cat(b, size, len,
+        " CASE WHEN sum(t.%s) > 0 THEN round(CAST(sum(t.total_ns) AS REAL) /"
+        " sum(t.%s), 6) ELSE 0.0 END AS \"%s\"",
+        f->den, f->den, f->key);
     return true;
   case A_SHARE:
     cat(b, size, len,
@@ -318,6 +381,7 @@ static int query_stmt(struct store *st, const struct spec *sp,
   sqlite3_bind_int(s, 5, q->limit > 0 ? q->limit : -1);
   store__bind_text(s, 6, q->family && *q->family ? q->family : NULL);
   store__bind_text(s, 7, q->kind && *q->kind ? q->kind : NULL);
+  store__bind_text(s, 8, q->module && *q->module ? q->module : NULL);
   *out = s;
   return 0;
 }

@@ -104,7 +104,8 @@ static int bad_value(const char *where, const struct store__field *f,
     [F_TEXT] = "a string",       [F_TEXT_NULL] = "a string or null",
     [F_NAME] = "a string",       [F_JSON] = "present",
     [F_JSON_NULL] = "any value", [F_AVG] = "an integer",
-    [F_SHARE] = "a number",      [F_RATIO] = "a number"
+    [F_SHARE] = "a number",      [F_RATIO] = "a number",
+    [F_PART] = "a number"
   };
 
   return tr_err_set(err, TR_EINVAL, "summary",

@@ -169,6 +169,7 @@ static const char step2[] =
 #define NEW_AVG(c)
 #define NEW_SHARE(c)
 #define NEW_RATIO(c)
+#define NEW_PART(c)
 #define ADD_INT(t, c)       "ALTER TABLE " t " ADD COLUMN " #c " INTEGER;"
 #define ADD_INT_NULL(t, c)  ADD_INT(t, c)
 #define ADD_TEXT(t, c)      "ALTER TABLE " t " ADD COLUMN " #c " TEXT;"
@@ -178,6 +179,7 @@ static const char step2[] =
 #define ADD_AVG(t, c)
 #define ADD_SHARE(t, c)
 #define ADD_RATIO(t, c)
+#define ADD_PART(t, c)
 
 /* Version 3 expands the rows of since 3 only (a row of a later version
  * adds its empty IN3_<version> here: the compiler asks for it). */
@@ -187,6 +189,7 @@ static const char step2[] =
 #define IN3_4(x)
 #define IN3_5(x)
 #define IN3_6(x)
+#define IN3_8(x)
 #define NEW3(key, col, ty, all, since) IN3_##since(NEW_##ty(col))
 #define ADD3_RANK(key, col, ty, all, since) IN3_##since(ADD_##ty("ranks", col))
 #define ADD3_KERNEL(key, col, ty, all, since)                                \
@@ -230,6 +233,7 @@ static const char step3[] =
 #define IN4_4(x) x
 #define IN4_5(x)
 #define IN4_6(x)
+#define IN4_8(x)
 #define ADD4_RANK(key, col, ty, all, since) IN4_##since(ADD_##ty("ranks", col))
 
 /*
@@ -248,6 +252,7 @@ static const char step4[] = TR_SUM_RANK(ADD4_RANK);
 #define IN5_4(x)
 #define IN5_5(x) x
 #define IN5_6(x)
+#define IN5_8(x)
 #define NEW5(key, col, ty, all, since) IN5_##since(NEW_##ty(col))
 #define ADD5_RANK(key, col, ty, all, since) IN5_##since(ADD_##ty("ranks", col))
 #define OF_CAPTURE                                                         \
@@ -313,6 +318,7 @@ static const char step5[] =
 #define IN6_4(x)
 #define IN6_5(x)
 #define IN6_6(x) x
+#define IN6_8(x)
 #define NEW6(key, col, ty, all, since) IN6_##since(NEW_##ty(col))
 
 /*
@@ -423,7 +429,52 @@ static const char step7[] =
     " id INTEGER PRIMARY KEY CHECK(id = 1),"
     " fleet TEXT NOT NULL, seq INTEGER NOT NULL);";
 
+/* clang-format off */
+/* Version 8 expands the rows of since 8 only. */
+#define IN8_1(x)
+#define IN8_2(x)
+#define IN8_3(x)
+#define IN8_4(x)
+#define IN8_5(x)
+#define IN8_6(x)
+#define IN8_7(x)
+#define IN8_8(x) x
+#define NEW8(key, col, ty, all, since) IN8_##since(NEW_##ty(col))
+#define ADD8_RANK(key, col, ty, all, since) IN8_##since(ADD_##ty("ranks", col))
+
+/*
+ * Version 8: decode opened up (index/decode.h, docs/DECODE.md). Each
+ * rank's completeness (capture traces, replays matched or not, kernels
+ * without a launch or an op); device time per step kind by module, layer,
+ * op, (layer, module), (op, module) and module kernel; the repeated
+ * blocks; the step kinds and their median step by layer, module and
+ * kernel. Their step, module, layer and op may be NULL, so the tables
+ * keep a rowid.
+ */
+static const char step8[] =
+    TR_SUM_RANK(ADD8_RANK)
+    "CREATE TABLE decode_modules(" OF_RANK TR_SUM_DEC_MODULE(NEW8) ");"
+    "CREATE INDEX decode_modules_rank ON decode_modules(rank_id);"
+    "CREATE TABLE decode_layers(" OF_RANK TR_SUM_DEC_LAYER(NEW8) ");"
+    "CREATE INDEX decode_layers_rank ON decode_layers(rank_id);"
+    "CREATE TABLE decode_ops(" OF_RANK TR_SUM_DEC_OP(NEW8) ");"
+    "CREATE INDEX decode_ops_rank ON decode_ops(rank_id);"
+    "CREATE TABLE decode_layer_modules(" OF_RANK
+    TR_SUM_DEC_LAYER_MODULE(NEW8) ");"
+    "CREATE INDEX decode_layer_modules_rank ON decode_layer_modules(rank_id);"
+    "CREATE TABLE decode_op_modules(" OF_RANK TR_SUM_DEC_OP_MODULE(NEW8) ");"
+    "CREATE INDEX decode_op_modules_rank ON decode_op_modules(rank_id);"
+    "CREATE TABLE decode_kernels(" OF_RANK TR_SUM_DEC_KERNEL(NEW8) ");"
+    "CREATE INDEX decode_kernels_rank ON decode_kernels(rank_id);"
+    "CREATE TABLE decode_steps(" OF_RANK TR_SUM_DEC_STEP(NEW8)
+    ", PRIMARY KEY(rank_id, step)) WITHOUT ROWID;"
+    "CREATE TABLE decode_blocks(" OF_RANK TR_SUM_DEC_BLOCK(NEW8) ");"
+    "CREATE INDEX decode_blocks_rank ON decode_blocks(rank_id);"
+    "CREATE TABLE decode_median(" OF_RANK TR_SUM_DEC_MEDIAN(NEW8) ");"
+    "CREATE INDEX decode_median_rank ON decode_median(rank_id);";
+/* clang-format on */
+
 const char *const store__migrations[] = { step1, step2, step3, step4,
-                                          step5, step6, step7 };
+                                          step5, step6, step7, step8 };
 const int store__schema_version =
     (int)(sizeof(store__migrations) / sizeof(store__migrations[0]));

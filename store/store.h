@@ -234,6 +234,8 @@ struct store_query {
   const char *family;   /* NULL or "": any; else exactly. kernels */
   const char *kind;     /* NULL or "": any; else exactly: the step kind of
                            steps/buckets, steps/outliers, families/steps */
+  const char *module;   /* NULL or "": any; else exactly: the module of
+                           decode/layer_modules, op_modules, kernels */
   const char *by;       /* idle: "cause" (NULL) or "step" */
   int buckets;          /* timeline: rows wanted per rank, 1..4096 (0:
                            256) */
@@ -260,7 +262,10 @@ int store_table(struct store *st, enum tr_table t, const struct store_query *q,
 
 struct store_diff_opts {
   int rank;         /* -1: all ranks summed */
-  const char *by;   /* kernel|category|step|family; NULL: kernel */
+  const char *by;   /* kernel|category|step|family|module|layer|op; NULL:
+                       kernel */
+  const char *kind; /* NULL: every step kind; else (module, layer, op
+                       only) that kind, per_step by its steps */
   const char *norm; /* none|per_step; NULL: none */
   int limit;        /* 0: no limit */
 };

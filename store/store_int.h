@@ -36,7 +36,8 @@ enum store__fty {
   F_JSON_NULL, /* JSON value or null/absent */
   F_AVG,       /* derived when read: total_ns / count; not stored */
   F_SHARE,     /* derived when read: total_ns / a rank column; not stored */
-  F_RATIO      /* derived when read: a column / count; not stored */
+  F_RATIO,     /* derived when read: a column / count; not stored */
+  F_PART       /* derived when read: total_ns / a column; not stored */
 };
 
 enum store__fall { /* how a row sums over ranks: common/summary.h's ALL */
@@ -50,7 +51,8 @@ enum store__fall { /* how a row sums over ranks: common/summary.h's ALL */
                    A_EACH,
                    A_AVG,
                    A_SHARE,
-                   A_RATIO
+                   A_RATIO,
+                   A_PART
 };
 
 struct store__field {
@@ -59,7 +61,8 @@ struct store__field {
   enum store__fty ty;
   enum store__fall all;
   const char *den; /* F_SHARE: the ranks column it is a share of; F_RATIO:
-                      the row's column over its count */
+                      the row's column over its count; F_PART: the row's
+                      column total_ns is a part of */
 };
 
 struct store__table {

@@ -204,7 +204,9 @@ static int rows_stmt(struct store *st, const struct sum_tbl *t,
            "SELECT row FROM sum_rows WHERE capture_id = ?1 AND tbl = ?2"
            " AND (?3 IS NULL OR instr(lower(name), lower(?3)) > 0)"
            " AND (?4 IS NULL OR category = ?4) AND (?6 IS NULL OR family = ?6)"
-           " AND (?7 IS NULL OR kind = ?7) ORDER BY %s LIMIT ?5",
+           " AND (?7 IS NULL OR kind = ?7)"
+           " AND (?8 IS NULL OR json_extract(row, '$.module') = ?8)"
+           " ORDER BY %s LIMIT ?5",
            order);
   if (store__stmt(st, sql, out, err) < 0)
     return TR_EDB;
@@ -216,6 +218,7 @@ static int rows_stmt(struct store *st, const struct sum_tbl *t,
   store__bind_text(*out, 6, q->family && *q->family ? q->family : NULL);
   store__bind_text(*out, 7,
                    t->tt->kind && q->kind && *q->kind ? q->kind : NULL);
+  store__bind_text(*out, 8, q->module && *q->module ? q->module : NULL);
   return 0;
 }
 
@@ -297,6 +300,7 @@ static bool whole_text(const struct sum_tbl *t, const struct store_query *q)
   return (!t->tt->key || !q->q || !*q->q) && (!q->category || !*q->category) &&
          (!q->family || !*q->family) &&
          (!t->tt->kind || !q->kind || !*q->kind) &&
+         (!q->module || !*q->module) &&
          (!sorts(t) || !q->sort || strcmp(q->sort, "total") == 0);
 }
 

@@ -33,3 +33,9 @@ traced_py_test(api_open_slice_slow test_api_open.py slice_slow)
 # The routes, the table of tables (common/summary.h) and api/openapi.yaml
 # agree, route by route and table by table.
 traced_c_test(test_api_spec traced_api test_api_spec.c)
+
+# Decode's routes (docs/DECODE.md) over HTTP against tests/ref_decode.py:
+# generated ATOM-style imports per rank and summed, the repeated block,
+# filters, CSV, /diff by module/layer/op; the SGLang pair's import; a
+# capture with mark_trace on the simulator.
+traced_py_test(test_api_decode test_api_decode.py)

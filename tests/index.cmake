@@ -1,7 +1,9 @@
 # The indexer's aggregation (index/agg*.c, rules.c, file.c, cli.c).
 # test_index_agg links the aggregation sources directly (not the whole
 # traced_index library) so that it tests them alone, fed hand-made events.
-file(GLOB AGG_SRC CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/index/agg*.c)
+# The decode unit (index/dec_*.c, hoststack.c) is fed by the aggregation.
+file(GLOB AGG_SRC CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/index/agg*.c
+     ${CMAKE_SOURCE_DIR}/index/dec_*.c ${CMAKE_SOURCE_DIR}/index/hoststack.c)
 traced_c_test(test_index_agg traced_common test_index_agg.c ${AGG_SRC}
   ${CMAKE_SOURCE_DIR}/index/rules.c ${CMAKE_SOURCE_DIR}/index/family.c
   ${CMAKE_SOURCE_DIR}/index/format.c)
@@ -28,3 +30,11 @@ traced_py_test(test_name_bomb test_name_bomb.py)
 # Slices of the raw trace (index/slice.c, slice_json.c): the mending of
 # the reader's quirks, hand-made traces byte for byte, traced's tracks.
 traced_c_test(test_slice traced_index test_slice.c)
+
+# Decode (docs/DECODE.md): host stacks and replay matching alone; every
+# decode table of `traced index` against tests/ref_decode.py on every real
+# trace, both real graph-capture pairs and a generated ATOM-style folder;
+# the (op, parent module) rows against TraceLens's own ops summary.
+traced_c_test(test_index_decode traced_index test_index_decode.c)
+traced_py_test(test_decode test_decode.py)
+traced_py_test(test_decode_tracelens test_decode_tracelens.py)

@@ -321,7 +321,7 @@ def case_validation():
         code, cap = d.post("/captures", body)
         check_eq(code, 202, "good POST: %r" % (cap,))
         want = dict(body, isl=1024, osl=1024, conc=64, prompt_multiplier=1,
-                    bench_args=[])
+                    bench_args=[], mark_trace=False)
         check_eq(cap["params"], want, "stored params with defaults")
         check_eq((cap["kind"], cap["label"]), ("capture", "ok"), "kind")
         check(cap["status"] in STATUSES, "status %r" % cap["status"])

@@ -1,7 +1,9 @@
 /*
  * daemon/layout.c and daemon/logscan.c on real temp folders and files:
  * ATOM's rank folders (docs/ATOM.md), export completeness, rank order and
- * labels; the server log scan (only this launch's bytes, a truncated log
+ * labels, each rank's capture traces (docs/DECODE.md: ATOM's names,
+ * execution_details.json, never taken for the run trace); the server log
+ * scan (only this launch's bytes, a truncated log
  * rescanned from 0, a marker cut by a read boundary); UTF-8 repair of
  * the text that goes into error messages.
  */
@@ -204,6 +206,77 @@ static void layout_files(void)
   CHECK(cap_layout_scan(path, &l, NULL) < 0);
 }
 
+/* Capture traces (docs/DECODE.md): ATOM's rank_N/capture_traces with
+ * its names (another rank's skipped only in a shared folder), the run
+ * trace never one of them, an older ATOM's capture_graph_* beside the run
+ * trace left out; an import folder's capture_traces with
+ * execution_details.json; a link refused. */
+static void layout_captures(void)
+{
+  static const char details[] =
+      "[{\"file\": \"g.json.gz\", \"batch_size\": 32, \"mode\": \"FULL\"},"
+      " {\"file\": \"p.json.gz\", \"batch_size\": 8, "
+      "\"mode\": \"PIECEWISE\"}]";
+  struct cap_layout *l;
+  struct tr_err err = { 0 };
+  char path[600];
+  FILE *f;
+
+  fresh_root();
+  make_dir("rank_0");
+  make_dir("rank_0/capture_traces");
+  make_file("rank_0/M_ts_20261129_090000_000.pt.trace.json.gz", 10);
+  make_file("rank_0/capture_graph_M_ts_20261129_080000_000.pt.trace.json.gz",
+            5);
+  make_file("rank_0/capture_traces/bs_16_q_1_rank0.json.gz", 3);
+  make_file("rank_0/capture_traces/bs_8_q_1_rank0.json.gz", 3);
+  make_file("rank_0/capture_traces/notes.txt", 3);
+  l = scan(root);
+  CHECK_INT(l->n, 1);
+  CHECK_INT(l->ranks[0].gz_count, 1); /* the legacy capture trace is none */
+  CHECK(strstr(l->ranks[0].file, "/M_ts_") != NULL);
+  CHECK_INT(l->ranks[0].ncaps, 2);
+  CHECK(strstr(l->ranks[0].caps[0].path,
+               "rank_0/capture_traces/bs_16_q_1_rank0.json.gz") != NULL);
+  CHECK_INT(l->ranks[0].caps[0].bs, 16);
+  CHECK_INT(l->ranks[0].caps[1].q, 1);
+  CHECK_INT(l->ranks[0].caps[1].mode, IDX_GRAPH_AUTO);
+  cap_layout_free(l);
+
+  fresh_root(); /* an import: the run trace and capture_traces beside */
+  make_dir("capture_traces");
+  make_file("run.json.gz", 10);
+  make_file("capture_traces/g.json.gz", 4);
+  make_file("capture_traces/p.json.gz", 4);
+  snprintf(path, sizeof(path), "%s/capture_traces/execution_details.json",
+           root);
+  f = fopen(path, "w");
+  CHECK(f != NULL);
+  fputs(details, f);
+  fclose(f);
+  l = scan(root);
+  CHECK_INT(l->n, 1);
+  CHECK_INT(l->ranks[0].ncaps, 2);
+  CHECK_INT(l->ranks[0].caps[0].bs, 32);
+  CHECK_INT(l->ranks[0].caps[0].mode, IDX_GRAPH_FULL);
+  CHECK_INT(l->ranks[0].caps[1].mode, IDX_GRAPH_PIECEWISE);
+  cap_layout_free(l);
+  snprintf(path, sizeof(path), "%s/run.json.gz", root);
+  l = scan(path); /* the single file: the same captures */
+  CHECK_INT(l->ranks[0].ncaps, 2);
+  cap_layout_free(l);
+
+  fresh_root(); /* a capture trace that is a link: refused */
+  make_dir("rank_0");
+  make_dir("rank_0/capture_traces");
+  make_file("rank_0/M_ts_20261129_090000_000.pt.trace.json.gz", 10);
+  snprintf(path, sizeof(path), "%s/rank_0/capture_traces/bs_8_rank0.json.gz",
+           root);
+  CHECK(symlink("/etc/passwd", path) == 0);
+  CHECK(cap_layout_scan(root, &l, &err) == -ELOOP);
+  CHECK(strstr(err.msg, "bs_8_rank0.json.gz") != NULL);
+}
+
 static void write_text(const char *path, const char *mode, const char *text)
 {
   FILE *f = fopen(path, mode);
@@ -380,6 +453,7 @@ int main(void)
   RUN(layout_incomplete_export);
   RUN(layout_halves_and_prefixes);
   RUN(layout_files);
+  RUN(layout_captures);
   RUN(logscan_only_new_bytes);
   RUN(logscan_truncated_log);
   RUN(logscan_marker_across_reads);

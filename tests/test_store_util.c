@@ -245,6 +245,36 @@ static json_t *step_rows(const struct fx_rank *r)
   return steps;
 }
 
+/* A rank without decode figures (common/summary.h's TR_SUM_RANK_DECODE
+ * and decode_* tables): every count 0, every table empty. */
+static json_t *decode_empty(void)
+{
+  static const char *const keys[] = {
+    "capture_traces",       "capture_graphs",
+    "capture_launches",     "replays",
+    "replay_kernels",       "replay_ns",
+    "replays_matched",      "replays_short",
+    "replays_short_ns",     "missing_launches",
+    "replays_unmatched",    "replays_unmatched_ns",
+    "empty_graph_launches", "kernels_no_launch",
+    "kernels_no_launch_ns", "kernels_no_op",
+    "kernels_no_op_ns"
+  };
+  static const char *const tables[] = {
+    "decode_modules",       "decode_layers",     "decode_ops",
+    "decode_layer_modules", "decode_op_modules", "decode_kernels",
+    "decode_blocks",        "decode_steps",      "decode_median"
+  };
+  json_t *o = json_object();
+
+  for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+    json_object_set_new(o, keys[i], json_integer(0));
+  for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++)
+    json_object_set_new(o, tables[i], json_array());
+  json_object_set_new(o, "unmatched_reasons", json_object());
+  return o;
+}
+
 json_t *fx_summary(int rank, const struct fx_rank *r)
 {
   int64_t kernel_ns = 0, kernel_events = 0, device_ns;
@@ -279,6 +309,7 @@ json_t *fx_summary(int rank, const struct fx_rank *r)
   json_object_update_new(sum,
                          json_pack("{s:i,s:i,s:i}", "collective_events", 0,
                                    "collective_ns", 0, "exposed_comm_ns", 0));
+  json_object_update_new(sum, decode_empty());
   kernel_rows(r, kernel_ns, device_ns, sum);
   json_object_set_new(sum, "families", family_rows(r, kernel_ns));
   json_object_set_new(sum, "memcpy",

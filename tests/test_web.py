@@ -29,6 +29,18 @@ Usage: test_web.py CASE, CASE one of
                      one rank and for all; each link answers a slice of
                      that window holding that step. Exits 77 without
                      chromium.
+  dom_shows_decode   headless chromium renders the Decode tab of a
+                     generated ATOM-style import (make_decode_pairs.py: two
+                     graph batch sizes, piecewise and full, layer 2 3x
+                     slower, a replay with a dropped kernel): the median
+                     step's stacked bar (its text alternative and each
+                     part's tooltip with its kernels say
+                     tests/ref_decode.py's figures), the slow layer first,
+                     the repeated block's spread bars, a module's kernels,
+                     the dropped kernel in the completeness table, CSV
+                     links, and /diff by module of one step kind per step;
+                     screenshots in <build>/web-artifacts. Exits 77
+                     without chromium.
   dom_shows_pictures headless chromium renders the analysis pictures of an
                      import (the generated trace with every idle cause, and
                      a real one): the timeline, the step-time histograms,
@@ -254,12 +266,21 @@ JS_PARAMS = {
     "/captures/{id}/families": {"rank", "q", "category", "sort", "limit"},
     "/captures/{id}/families/steps": {"rank", "q", "limit"},
     "/captures/{id}/logs": {"which"},
-    "/diff": {"a", "b", "by", "norm", "rank", "limit"},
+    "/diff": {"a", "b", "by", "norm", "rank", "kind", "limit"},
     "/captures/{id}/collectives": {"rank", "by"},
     "/captures/{id}/collectives/instances": {"limit"},
     "/captures/{id}/collectives/timeline": set(),
     "/captures/{id}/verdict": set(),
     "/captures/{id}/ranks/{r}/slice": {"start_ns", "end_ns"},
+    "/captures/{id}/decode/steps": {"rank"},
+    "/captures/{id}/decode/median": {"rank", "kind"},
+    "/captures/{id}/decode/modules": {"rank", "kind", "q", "limit"},
+    "/captures/{id}/decode/layers": {"rank", "kind", "limit"},
+    "/captures/{id}/decode/ops": {"rank", "kind", "q", "limit"},
+    "/captures/{id}/decode/layer_modules": {"rank", "kind", "q", "limit"},
+    "/captures/{id}/decode/op_modules": {"rank", "kind", "q", "limit"},
+    "/captures/{id}/decode/blocks": {"rank", "kind", "q", "limit"},
+    "/captures/{id}/decode/kernels": {"rank", "kind", "module", "limit"},
 }
 # Every table tab offers its rows as CSV (the same query, format=csv).
 for _path in JS_PARAMS:
@@ -892,6 +913,196 @@ def case_dom_shows_results():
                 "regressed", "incomparable", "unchanged", "improved")),
                 ["incomparable", "incomparable", "regressed"],
                 "the list's badges")
+    print("screenshots in", shots)
+    return 0
+
+
+# ---- decode (web/decode.js) ----
+
+class Grids(html.parser.HTMLParser):
+    """Tables (their header and rows of cell texts), the median bar's parts
+    (layer, module, tooltip), the spread bars' labels, the hrefs."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.tables, self.parts, self.spreads, self.hrefs = [], [], [], []
+        self.descs = []
+        self._cell = None
+        self._text = None
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "table":
+            self.tables.append({"head": [], "rows": []})
+        elif tag == "tr" and self.tables:
+            self.tables[-1]["rows"].append([])
+        elif tag in ("th", "td") and self.tables:
+            self._cell = [tag, ""]
+        elif tag == "rect" and "part" in (a.get("class") or ""):
+            self.parts.append([a.get("data-layer"), a.get("data-module"), ""])
+            self._text = self.parts[-1]
+        elif tag == "svg" and "spread" in (a.get("class") or ""):
+            self.spreads.append(a.get("aria-label"))
+        elif tag == "desc":
+            self.descs.append(["", "", ""])
+            self._text = self.descs[-1]
+        elif tag == "a" and a.get("href"):
+            self.hrefs.append(a["href"])
+
+    def handle_endtag(self, tag):
+        if tag in ("th", "td") and self._cell:
+            t = self.tables[-1]
+            if self._cell[0] == "th":
+                t["head"].append(self._cell[1].strip())
+            else:
+                t["rows"][-1].append(self._cell[1].strip())
+            self._cell = None
+        elif tag in ("rect", "desc"):
+            self._text = None
+
+    def handle_data(self, data):
+        if self._cell:
+            self._cell[1] += data
+        if self._text is not None:
+            self._text[2] += data
+
+    def table(self, *head):
+        """The table whose headers start with head: its header and rows."""
+        got = [t for t in self.tables if tuple(t["head"][:len(head)]) == head]
+        check(got, "no table headed %r: %r" % (head, [
+            t["head"][:2] for t in self.tables]))
+        return {"head": got[0]["head"], "rows": [r for r in got[0]["rows"]
+                                                 if r]}
+
+
+def grids(chromium, url, shot=None, width=1280):
+    dom = chromium_run(chromium, url, "--dump-dom",
+                       "--window-size=%d,2000" % width).stdout.decode()
+    if shot:
+        chromium_run(chromium, url, "--hide-scrollbars", "--screenshot=" +
+                     shot, "--window-size=%d,3000" % width)
+    g = Grids()
+    g.feed(dom)
+    return g
+
+
+def exact(v):
+    return "{:,} ns".format(v)
+
+
+def check_median_bar(g, ref, slow):
+    """The median step's bar of rank 0: its parts and their tooltips, its
+    text alternative's layers, the slow layer named."""
+    med = {k[1:]: v for k, v in ref["median"].items() if k[0] == "decode"}
+    check_eq(sorted(((None if l == "" else int(l), m) for l, m, _ in
+                     g.parts), key=repr),
+             sorted(((l, m if m is not None else "(none)") for l, m in med),
+                    key=repr), "the median bar's parts")
+    for l, m, tip in g.parts:
+        want = med[(None if l == "" else int(l), None if m == "(none)" else m)]
+        check(exact(want["total_ns"]) in tip, "part %s %s: %r" % (l, m, tip))
+        for k in want["top_kernels"]:
+            check("%s \u00d7%d %s" % (k["name"], k["kernels"], exact(
+                k["total_ns"])) in tip, "part %s %s kernels: %r" % (l, m, tip))
+    by_layer = {}
+    for (layer, _), v in med.items():
+        by_layer[layer] = by_layer.get(layer, 0) + v["total_ns"]
+    desc = [d for d in g.descs if d[2].startswith("decode median step")]
+    check_eq(len(desc), 1, "one median bar")
+    text = desc[0][2]
+    check(exact(sum(by_layer.values())) in text, text)
+    for layer, v in by_layer.items():
+        check(("layer %d %s" % (layer, exact(v)) if layer is not None else
+               "outside layers " + exact(v)) in text, text)
+    check("Slowest layer: %d." % slow in text, text)
+
+
+def case_dom_shows_decode():
+    chromium = find_chromium()
+    if not chromium:
+        print("note: no /usr/bin/chromium: the decode check is skipped")
+        return SKIPPED
+    import make_decode_pairs
+    import ref_decode
+    shots = artifacts_dir()
+    with tempfile.TemporaryDirectory(prefix="traced-web-decode-") as root:
+        fa = make_decode_pairs.make(os.path.join(root, "a"), ranks=2, slow=2)
+        make_decode_pairs.make(os.path.join(root, "b"), ranks=2, seed=5,
+                               slow=1)
+        r0 = fa["ranks"][0]
+        ref = ref_decode.reference(r0["run"], [tuple(c) for c in
+                                               r0["captures"]])
+        with Daemon(conf={"import_roots": root}) as d:
+            ids = []
+            for name in ("a", "b"):
+                code, cap = d.post("/imports", {"path": os.path.join(root,
+                                                                     name)})
+                check_eq(code, 202, "import " + name)
+                cap = d.wait_status(cap["id"])
+                check_eq(cap["status"], "done", "import %s" % (cap,))
+                ids.append(cap["id"])
+            base = "%s/#/captures/%d?tab=decode&rank=0" % (d.base, ids[0])
+            g = grids(chromium, base, os.path.join(shots, "decode_wide.png"))
+            check_median_bar(g, ref, 2)
+            # By module (the default), all figures of the reference.
+            mods = g.table("module")
+            want = sorted(((k[1], v) for k, v in ref["modules"].items()
+                           if k[0] == "decode"),
+                          key=lambda kv: (-kv[1]["total_ns"], kv[0] or ""))
+            check_eq([r[0] for r in mods["rows"]][:5],
+                     [k or "(none)" for k, _ in want][:5],
+                     "modules, largest first")
+            # The completeness table: the replay that lost a kernel.
+            comp = g.table("rank", "capture traces")
+            short = comp["head"].index("short")
+            for row, rf in zip(comp["rows"], fa["ranks"]):
+                check(row[short].startswith("%d (%d kernels missing;" % (
+                    rf["short"], rf["missing"])), "short: %r" % row)
+            for t in ("modules", "median", "steps"):
+                check(any("decode/%s?" % t in h and "format=csv" in h
+                          for h in g.hrefs), "CSV of decode/" + t)
+            # By layer: the slow layer first.
+            g = grids(chromium, base + "&view=layers")
+            rows = g.table("layer")["rows"]
+            check_eq(rows[0][0], "2", "the slow layer first")
+            check_eq(len(rows), len([k for k in ref["layers"]
+                                     if k[0] == "decode"]), "layer rows")
+            # The repeated block: a spread bar per module, layer 2 slowest.
+            g = grids(chromium, base + "&view=blocks", os.path.join(
+                shots, "decode_blocks.png"))
+            blocks = [v for k, v in ref["blocks"].items() if k[0] == "decode"]
+            check_eq(sorted(g.spreads), sorted(
+                "fastest layer %d %s, mean %s, slowest layer %d %s" % (
+                    b["fastest_layer"], exact(b["fastest_ns"]),
+                    exact(b["layer_ns"]), b["slowest_layer"],
+                    exact(b["slowest_ns"])) for b in blocks), "spreads")
+            check(all(b["slowest_layer"] == 2 for b in blocks), "slowest")
+            # A module's kernels.
+            mod = "model.layers.*.mlp.down_proj"
+            g = grids(chromium, base + "&module=" + mod)
+            names = [r[0] for r in g.table("kernel")["rows"]]
+            check_eq(sorted(names), sorted(
+                k[2] for k in ref["kernels"] if k[:2] == ("decode", mod)),
+                "kernels of " + mod)
+            # Narrow.
+            grids(chromium, base, os.path.join(shots, "decode_narrow.png"),
+                  400)
+            # /diff by module, per decode step.
+            q = "by=module&kind=decode&norm=per_step"
+            p = pictures(chromium, "%s/#/diff/%d/%d?%s" % (
+                d.base, ids[0], ids[1], q), os.path.join(
+                    shots, "diff_module.png"), 1280)
+            code, diff = d.get("/diff?a=%d&b=%d&%s&limit=200" % (
+                ids[0], ids[1], q))
+            check_eq(code, 200, "diff by module")
+            check_eq(diff["kind"], "decode", "kind")
+            check_eq(len(p.bars), len(diff["rows"]) + len(
+                diff["categories"]), "one bar per diff row")
+            g = grids(chromium, "%s/#/diff/%d/%d?%s" % (d.base, ids[0],
+                                                       ids[1], q))
+            check_eq([r[0] for r in g.table("module")["rows"]],
+                     [r["module"] or "(none)" for r in diff["rows"]],
+                     "the diff's modules")
     print("screenshots in", shots)
     return 0
 

@@ -171,6 +171,14 @@ class Daemon:
         raise AssertionError("capture %s not in %s after %ds: %s\n%s" % (
             cid, statuses, timeout, cap, self.log_text()))
 
+    def imported(self, path, timeout=300):
+        """POST /imports of path, waited for: the done capture."""
+        code, cap = self.post("/imports", {"path": path})
+        check(code == 202, "POST /imports %s: %s" % (path, cap))
+        cap = self.wait_status(cap["id"], timeout=timeout)
+        check(cap["status"] == "done", "import %s: %s" % (path, cap))
+        return cap
+
 
 def check(cond, msg=""):
     if not cond:

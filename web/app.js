@@ -462,7 +462,9 @@ function importForm() {
 
 /* The member naming a row of GET /diff, by its by= (api/openapi.yaml). */
 const DIFF_KEY = {kernel: 'name', category: 'category', step: 'kind',
-  family: 'family'};
+  family: 'family', module: 'module', layer: 'layer', op: 'op'};
+/* What launched the kernels (decode.js): one step kind at a time. */
+const DIFF_DECODE = ['module', 'layer', 'op'];
 const DIFF_LIMIT = 200;
 
 function signed(v, text) {
@@ -473,7 +475,8 @@ function signed(v, text) {
 function diffTable(by, rows) {
   const most = Math.max(0, ...rows.map(r => Math.abs(r.delta_ns)));
   /* On a narrow screen the counts give way (class opt, style.css). */
-  return table([T(by, DIFF_KEY[by], nameCell),
+  return table([T(by, DIFF_KEY[by], v => v == null
+    ? el('span', {class: 'muted'}, '(none)') : nameCell(String(v))),
     T('A count', 'a_count', num, 'num opt'),
     T('B count', 'b_count', num, 'num opt'), N('A total', 'a_total_ns'),
     N('B total', 'b_total_ns'),
@@ -488,9 +491,12 @@ function diffBody(d) {
   return [d.warnings.length ? el('div', {class: 'warnings'},
     el('strong', null, 'Read with care:'), el('ul', null,
       d.warnings.map(w => el('li', {title: w.code}, w.message)))) : null,
-  el('p', {class: 'meta'}, 'real steps (prefill + decode): A ',
+  d.kind != null ? el('p', {class: 'meta'}, d.kind, ' steps: A ',
     num(d.a_steps), ', B ', num(d.b_steps), d.norm === 'per_step'
-      ? ' \u00b7 figures per real step' : ''),
+      ? ' \u00b7 figures per ' + d.kind + ' step' : '')
+    : el('p', {class: 'meta'}, 'real steps (prefill + decode): A ',
+      num(d.a_steps), ', B ', num(d.b_steps), d.norm === 'per_step'
+        ? ' \u00b7 figures per real step' : ''),
   diffTable(d.by, d.rows),
   d.rows.length === DIFF_LIMIT ? el('p', {class: 'muted'}, 'the ' +
     DIFF_LIMIT + ' largest differences') : null,
@@ -501,7 +507,7 @@ function diffBody(d) {
 function diffView(app, a, b, hq) {
   const g = gen;
   const st = {by: hq.get('by') || 'kernel', norm: hq.get('norm') || 'none',
-    rank: hq.get('rank') || ''};
+    rank: hq.get('rank') || '', kind: hq.get('kind') || 'decode'};
   const who = el('p', {class: 'meta'});
   const tools = el('div', {class: 'tools'});
   const out = el('div');
@@ -514,10 +520,14 @@ function diffView(app, a, b, hq) {
       st.rank = rankIn.value;
       load();
     }});
+  const kindIn = el('input', {type: 'text', value: st.kind, size: 12,
+    maxlength: 64, onchange: () => { st.kind = kindIn.value; load(); }});
+  const kindBox = el('label', null, 'step kind ', kindIn);
   add(tools, select(st.by, Object.keys(DIFF_KEY).map(v => [v, 'by ' + v]),
     v => { st.by = v; load(); }),
-  select(st.norm, [['none', 'totals'], ['per_step', 'per real step']],
-    v => { st.norm = v; load(); }), el('label', null, 'rank ', rankIn));
+  select(st.norm, [['none', 'totals'], ['per_step', 'per step']],
+    v => { st.norm = v; load(); }), kindBox, el('label', null, 'rank ',
+    rankIn));
   Promise.all([a, b].map(id => get(url('/captures/{id}', {id}))
     .catch(() => null))).then(cs => {
     if (g !== gen) return;
@@ -528,13 +538,15 @@ function diffView(app, a, b, hq) {
   });
 
   async function load() {
+    const kind = DIFF_DECODE.includes(st.by) ? st.kind : '';
+    kindBox.hidden = !DIFF_DECODE.includes(st.by);
     saveOpts({by: st.by === 'kernel' ? '' : st.by,
-      norm: st.norm === 'none' ? '' : st.norm, rank: st.rank});
+      norm: st.norm === 'none' ? '' : st.norm, rank: st.rank, kind});
     put(out, el('p', {class: 'muted'}, 'loading\u2026'));
     let d;
     try {
       d = await get(url('/diff', {}, {a, b, by: st.by, norm: st.norm,
-        rank: st.rank, limit: DIFF_LIMIT}));
+        rank: st.rank, kind, limit: DIFF_LIMIT}));
     } catch (e) {
       if (g === gen) put(out, errorBox(e));
       return;

@@ -320,10 +320,10 @@ const TABS = [
       T('raw events', null, r => sliceLink(st.id, all ? r.rank : st.rank,
         r.start_ns, r.end_ns))]}];
 
-/* Every tab: these, the analysis ones and the collectives (analysis.js,
- * results.js, loaded after). */
+/* Every tab: these, the analysis ones, the collectives and decode
+ * (analysis.js, results.js, decode.js, loaded after). */
 function allTabs() {
-  return TABS.concat(ANALYSIS_TABS, RESULT_TABS);
+  return TABS.concat(ANALYSIS_TABS, RESULT_TABS, DECODE_TABS);
 }
 
 function tabsView(box, c, ranks, hq) {
@@ -335,7 +335,9 @@ function tabsView(box, c, ranks, hq) {
   const st = {id: c.id, tab: hq.get('tab') || 'kernels',
     rank: hq.get('rank') || only,
     q: hq.get('q') || '', sort: hq.get('sort') || 'total',
-    category: hq.get('category') || '', family: hq.get('family') || ''};
+    category: hq.get('category') || '', family: hq.get('family') || '',
+    kind: hq.get('kind') || '', view: hq.get('view') || '',
+    module: hq.get('module') || ''};
   const bar = el('nav', {class: 'tabs'});
   const tools = el('div', {class: 'tools'});
   const out = el('div');
