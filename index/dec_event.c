@@ -82,6 +82,7 @@ void dec_lib_free(struct dec_lib *lib)
     return;
   hs_trie_free(&lib->trie);
   agg_map_free(&lib->names);
+  free(lib->name_buf);
   for (size_t i = 0; i < lib->nfiles; i++)
     free(lib->files[i].path);
   free(lib->files);
@@ -97,8 +98,22 @@ void dec_lib_capture_failed(struct dec_lib *lib)
 
 int dec_name(struct dec_lib *lib, const char *p, size_t n, uint32_t *id)
 {
+  struct idx_str s = { p, n };
+  unsigned what;
   int rc;
 
+  /* A name as the kernels table keeps it (agg_fold.c): control bytes
+   * escaped, cut at AGG_NAME_MAX with a hash of the whole. Looked at only
+   * when it is new (a known name was kept as it came, or cleaned). */
+  if ((n > AGG_NAME_MAX || !agg_map_find(&lib->names, p, n, id)) &&
+      (n > AGG_NAME_MAX || agg_has_control(p, n))) {
+    if (lib->name_buf == NULL &&
+        (lib->name_buf = malloc(AGG_NAME_MAX + 1)) == NULL)
+      return TR_ENOMEM;
+    s = agg_name_clean(s, AGG_NAME_MAX, lib->name_buf, &what);
+    p = s.p;
+    n = s.n;
+  }
   if (lib->names.n >= lib->max_names && !agg_map_find(&lib->names, p, n, id)) {
     lib->names_folded++;
     *id = DEC_NONE;
