@@ -99,27 +99,20 @@ void dec_lib_capture_failed(struct dec_lib *lib)
 int dec_name(struct dec_lib *lib, const char *p, size_t n, uint32_t *id)
 {
   struct idx_str s = { p, n };
-  unsigned what;
+  unsigned what = 0;
   int rc;
 
-  /* A name as the kernels table keeps it (agg_fold.c): control bytes
-   * escaped, cut at AGG_NAME_MAX with a hash of the whole. Looked at only
-   * when it is new (a known name was kept as it came, or cleaned). */
-  if ((n > AGG_NAME_MAX || !agg_map_find(&lib->names, p, n, id)) &&
-      (n > AGG_NAME_MAX || agg_has_control(p, n))) {
-    if (lib->name_buf == NULL &&
-        (lib->name_buf = malloc(AGG_NAME_MAX + 1)) == NULL)
-      return TR_ENOMEM;
-    s = agg_name_clean(s, AGG_NAME_MAX, lib->name_buf, &what);
-    p = s.p;
-    n = s.n;
-  }
-  if (lib->names.n >= lib->max_names && !agg_map_find(&lib->names, p, n, id)) {
+  /* A name as the kernels table keeps it (agg_fold.c), so that the two
+   * tables name a kernel alike. */
+  if ((rc = agg_name_find_kept(&lib->names, &s, &lib->name_buf, &what, id)) !=
+      0)
+    return rc < 0 ? rc : 0;
+  if (lib->names.n >= lib->max_names) {
     lib->names_folded++;
     *id = DEC_NONE;
     return 0;
   }
-  rc = agg_map_intern(&lib->names, p, n, id);
+  rc = agg_map_intern(&lib->names, s.p, s.n, id);
   return rc < 0 ? rc : 0;
 }
 
