@@ -172,16 +172,16 @@ static int64_t real_capture(struct store *st)
   struct idx_options opt = { .format = IDX_FORMAT_AUTO, .rank = -1 };
   struct store_finish f = { NULL, 5 };
   struct tr_err err = { 0 };
+  json_t *params = json_pack("{s:s,s:i}", "model", "/m/x", "tp", NTRACES);
   json_t *sum = NULL, *v = NULL;
   char file[1024];
   int64_t cap;
 
   CHECK(dir != NULL);
-  CHECK_INT(store_capture_insert(
-                st, "import", "bad \xff label",
-                json_pack("{s:s,s:i}", "model", "/m/x", "tp", NTRACES), 0, &cap,
-                &err),
+  CHECK_INT(store_capture_insert(st, "import", "bad \xff label", params, 0,
+                                 &cap, &err),
             0);
+  json_decref(params); /* borrowed by the store */
   CHECK_INT(store_capture_set_phase(st, cap, "running", "indexing", &err), 0);
   for (int r = 0; r < NTRACES; r++) {
     snprintf(file, sizeof(file), "%s/%s", dir, traces[r]);
