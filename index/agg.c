@@ -27,7 +27,9 @@
 #include <string.h>
 
 #include "index/agg.h"
+#include "index/cpath.h"
 #include "index/format.h"
+#include "index/host.h"
 
 #define AGG_PENDING      (1u << 15)
 #define AGG_DEFAULT_RECS (3u << 16) /* 6 MB of time records */
@@ -441,7 +443,7 @@ static const char *const label_kinds[] = { "prefill",
 
 /* Length of the run-label kind, the name up to '[', or 0 when the name is
  * no run label ("ProfilerStep#3", "capture_graph_bs_8", "decode_helper[x]"). */
-static size_t label_kind(struct idx_str n)
+size_t agg_label_kind(struct idx_str n)
 {
   const char *b = n.p ? memchr(n.p, '[', n.n) : NULL;
   size_t len, i;
@@ -501,7 +503,7 @@ static int64_t label_field(struct idx_str n, size_t from, const char *key,
  * for the outliers, and a time record. */
 static int on_label(struct idx_agg *a, const struct idx_event *ev, int side)
 {
-  size_t len = label_kind(ev->name);
+  size_t len = agg_label_kind(ev->name);
   int64_t tok, bs, graph_bs, seq;
   uint32_t kind;
   int rc;
@@ -559,6 +561,25 @@ static void note_time(struct idx_agg *a, const struct idx_event *ev)
     a->tend_ns = end;
 }
 
+/* The accounting of one X event of class cls; the critical path's
+ * (index/cpath.c) after it. */
+static int account(struct idx_agg *a, const struct idx_doc *doc,
+                   const struct idx_event *ev, enum idx_class cls)
+{
+  int rc;
+
+  switch (cls) {
+  case IDX_CLASS_KERNEL: rc = on_kernel(a, doc, ev); break;
+  case IDX_CLASS_COPY: rc = on_copy(a, ev, 0); break;
+  case IDX_CLASS_MEMSET: rc = on_copy(a, ev, 1); break;
+  case IDX_CLASS_RUNTIME: rc = on_runtime(a, doc, ev); break;
+  case IDX_CLASS_LABEL_CPU: rc = on_label(a, ev, AGG_SIDE_CPU); break;
+  case IDX_CLASS_LABEL_GPU: rc = on_label(a, ev, AGG_SIDE_GPU); break;
+  default: rc = 0; break;
+  }
+  return rc != 0 ? rc : agg_cpath_event(a, doc, ev, cls);
+}
+
 int idx_agg_event(void *ud, const struct idx_doc *doc,
                   const struct idx_event *ev)
 {
@@ -577,15 +598,7 @@ int idx_agg_event(void *ud, const struct idx_doc *doc,
     note_time(a, ev);
   if (ev->ph != 'X')
     return 0;
-  switch (idx_format_get(doc->format)->classify(ev)) {
-  case IDX_CLASS_KERNEL: return on_kernel(a, doc, ev);
-  case IDX_CLASS_COPY: return on_copy(a, ev, 0);
-  case IDX_CLASS_MEMSET: return on_copy(a, ev, 1);
-  case IDX_CLASS_RUNTIME: return on_runtime(a, doc, ev);
-  case IDX_CLASS_LABEL_CPU: return on_label(a, ev, AGG_SIDE_CPU);
-  case IDX_CLASS_LABEL_GPU: return on_label(a, ev, AGG_SIDE_GPU);
-  default: return 0;
-  }
+  return account(a, doc, ev, idx_format_get(doc->format)->classify(ev));
 }
 
 int idx_agg_init(struct idx_agg *a, const struct idx_rules *rules,
@@ -597,7 +610,11 @@ int idx_agg_init(struct idx_agg *a, const struct idx_rules *rules,
   agg_fold_init(&a->kfold, IDX_MAX_KERNEL_NAMES);
   a->shape_cap = IDX_MAX_KERNEL_NAMES;
   agg_fold_init(&a->rfold, AGG_MAX_RUNTIME_NAMES);
-  if (agg_runs_init(&a->runs, rec_cap ? rec_cap : AGG_DEFAULT_RECS) != 0 ||
+  a->host = calloc(1, sizeof(*a->host));
+  a->cpath = calloc(1, sizeof(*a->cpath));
+  if (a->host == NULL || a->cpath == NULL || agg_host_init(a->host) != 0 ||
+      agg_cpath_init(a->cpath) != 0 ||
+      agg_runs_init(&a->runs, rec_cap ? rec_cap : AGG_DEFAULT_RECS) != 0 ||
       agg_runs_init(&a->coll_runs, rec_cap ? rec_cap : AGG_COLL_RECS) != 0 ||
       agg_corr_init(&a->k_pending, sizeof(struct pend_kernel), AGG_PENDING) !=
           0 ||
@@ -655,6 +672,12 @@ void idx_agg_free(struct idx_agg *a)
   agg_runs_free(&a->runs);
   agg_runs_free(&a->coll_runs);
   agg_map_free(&a->lanes);
+  if (a->host != NULL)
+    agg_host_free(a->host);
+  if (a->cpath != NULL)
+    agg_cpath_free(a->cpath);
+  free(a->host);
+  free(a->cpath);
   memset(a, 0, sizeof(*a));
 }
 

@@ -139,6 +139,8 @@ struct agg_rec {
 struct agg_runs {
   struct agg_rec *buf; /* records not yet spilled */
   size_t n, cap;
+  int unsorted;         /* buf is out of order (else no sort is needed) */
+  struct agg_rec last;  /* the last record spilled */
   FILE *spill; /* tmpfile() of sorted runs, NULL until needed */
   struct agg_run {
     uint64_t first; /* index of its first record in the spill file */
@@ -356,6 +358,10 @@ struct agg_labels {
   uint64_t bytes;
 };
 
+struct agg_host;        /* index/host.h */
+struct agg_cpath;       /* index/cpath.h */
+struct agg_cpath_walk;
+
 struct idx_agg {
   const struct idx_rules *rules;
   uint64_t skipped;       /* events skipped here (X without ts/dur...) */
@@ -433,10 +439,20 @@ struct idx_agg {
     int64_t ns, exposed_ns;
   } coll;
 
+  /* The host threads' events and the critical path (index/host.c,
+   * cpath*.c); the walk while the time pass runs, else NULL. */
+  struct agg_host *host;
+  struct agg_cpath *cpath;
+  struct agg_cpath_walk *cpath_walk;
+
   /* Optional: the time pass's findings (struct agg_finding). */
   void (*on_finding)(void *ud, const struct agg_finding *f);
   void *finding_ud;
 };
+
+/* Length of the ATOM run-label kind of name (the name up to '['), or 0
+ * when the name is no run label (agg.c). */
+size_t agg_label_kind(struct idx_str name);
 
 /* rec_cap: time records held in memory before spilling (0: default). The
  * name cap, and the shape cap, start at IDX_MAX_KERNEL_NAMES. */
@@ -598,7 +614,7 @@ json_t *agg_step_outliers_json(struct idx_agg *a);
 json_t *agg_step_hist_json(const struct idx_agg *a);
 json_t *agg_idle_json(const struct idx_agg *a);
 json_t *agg_timeline_json(const struct idx_agg *a);
-json_t *agg_families_json(const struct idx_agg *a);
+json_t *agg_families_json(struct idx_agg *a);
 json_t *agg_famsteps_json(const struct idx_agg *a);
 
 /* total / den rounded half up to 6 decimals; 0 when either is <= 0. */

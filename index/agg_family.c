@@ -11,6 +11,7 @@
 
 #include "index/agg.h"
 #include "index/agg_sum.h"
+#include "index/cpath.h"
 
 static int family_add(struct idx_agg *a, uint32_t name, const char *fam)
 {
@@ -149,12 +150,12 @@ void agg_set_demangled(const struct idx_agg *a, uint32_t id, json_t *row)
     json_object_set_new(row, "demangled", json_string(a->demangled[id]));
 }
 
-json_t *agg_families_json(const struct idx_agg *a)
+json_t *agg_families_json(struct idx_agg *a)
 {
   uint32_t n = a->fam_map.n, *order = agg_order(n, family_cmp, a);
   json_t *rows = json_array();
 
-  AGG_SUM_FILLS(TR_SUM_FAMILY, 11);
+  AGG_SUM_FILLS(TR_SUM_FAMILY, 19);
   for (uint32_t i = 0; order != NULL && i < n; i++) {
     const struct agg_family *f = &a->families[order[i]];
     struct agg_sum_family r = {
@@ -171,6 +172,7 @@ json_t *agg_families_json(const struct idx_agg *a)
       .share = agg_share(f->s.total_ns, a->kernel_ns),
     };
 
+    CP_COLS_SET(r, agg_cpath_family_cols(a, order[i]));
     json_array_append_new(rows, agg_sum_family_json(&r));
   }
   free(order);

@@ -10,7 +10,9 @@
 
 #include "index/agg.h"
 #include "index/agg_sum.h"
+#include "index/cpath.h"
 #include "index/format.h"
+#include "index/host.h"
 
 static const char *const copy_kind_names[AGG_COPY_KINDS] = {
   "HtoD", "DtoH", "DtoD", "HtoH", "PtoP", "other", "memset"
@@ -144,7 +146,7 @@ static json_t *kernel_rows(struct idx_agg *a, const struct row *rows, size_t n,
   json_t *arr = json_array();
   size_t i;
 
-  AGG_SUM_FILLS(TR_SUM_KERNEL, 13);
+  AGG_SUM_FILLS(TR_SUM_KERNEL, 21);
   for (i = 0; i < n; i++) {
     uint32_t id = rows[i].id, fam = a->name_family[id];
     const struct agg_kernel *k = &a->kernels[id];
@@ -166,6 +168,7 @@ static json_t *kernel_rows(struct idx_agg *a, const struct row *rows, size_t n,
       .demangled = agg_txt(a->demangled[id]),
     };
 
+    CP_COLS_SET(r, agg_cpath_kernel_cols(a, id));
     c->count += k->s.count;
     c->total_ns += k->s.total_ns;
     json_array_append_new(arr, agg_sum_kernel_json(&r));
@@ -461,9 +464,10 @@ static json_t *summary_head(struct idx_agg *a, const struct idx_doc *doc,
 {
   const struct agg_copy *ms = &a->copies[AGG_COPY_MEMSET];
   struct agg_sum_rank r = { 0 };
+  json_t *cw;
   int i;
 
-  AGG_SUM_FILLS(TR_SUM_RANK, 36);
+  AGG_SUM_FILLS(TR_SUM_RANK, 38);
   if (a->t0_ns > a->tend_ns) /* no timed event */
     a->t0_ns = a->tend_ns = 0;
   for (i = 0; i < AGG_COPY_MEMSET; i++) {
@@ -509,6 +513,12 @@ static json_t *summary_head(struct idx_agg *a, const struct idx_doc *doc,
   r.collective_events = (int64_t)a->coll.events;
   r.collective_ns = a->coll.ns;
   r.exposed_comm_ns = a->coll.exposed_ns;
+  for (int k = 0; k < AGG_HOST_KINDS; k++)
+    r.host_events += (int64_t)a->host->events[k];
+  r.critical_path_steps = (int64_t)a->cpath->steps_total;
+  cw = agg_cpath_warnings(a);
+  json_array_extend(r.warnings, cw);
+  json_decref(cw);
   return agg_sum_rank_json(&r);
 }
 
@@ -573,6 +583,14 @@ int idx_agg_summary(struct idx_agg *a, const struct idx_doc *doc,
   tab.timeline = agg_timeline_json(a);
   tab.families = agg_families_json(a);
   tab.family_steps = agg_famsteps_json(a);
+  tab.critical_kinds = agg_cpath_kinds_json(a);
+  tab.critical_steps = agg_cpath_steps_json(a);
+  tab.critical_segments = agg_cpath_segments_json(a);
+  tab.kernel_paths = agg_cpath_paths_json(a, 0);
+  tab.family_paths = agg_cpath_paths_json(a, 1);
+  tab.idle_culprits = agg_cpath_culprits_json(a);
+  tab.kernel_sequences = agg_cpath_sequences_json(a);
+  tab.median_sequence = agg_cpath_median_seq_json(a);
   agg_sum_tables_put(o, &tab);
   *out = o;
   return 0;

@@ -4,7 +4,11 @@
  * intervals, step kernel time and phases need time order. Records gather in
  * a fixed buffer; a full buffer is sorted and appended to a tmpfile() as a
  * run; at the end the runs are k-way merged through a heap, each read
- * through a small window. Exact, and RSS stays flat with file size: the
+ * through a small window. A stream that arrives in order (kineto writes
+ * each class of host event sorted by start, index/host.c) is never
+ * sorted: a buffer already in order is written as it is, and one that
+ * continues the run before it extends that run, so a sorted stream is one
+ * run however long. Exact, and RSS stays flat with file size: the
  * disk holds 32 bytes per device event, host call and run label instead.
  */
 #include <errno.h>
@@ -163,7 +167,8 @@ static int spill(struct agg_runs *r)
     return -errno;
   if (agg_grow(&r->runs, &r->runs_cap, r->nruns, sizeof(*r->runs)) != 0)
     return TR_ENOMEM;
-  sort_recs(r->buf, r->n);
+  if (r->unsorted)
+    sort_recs(r->buf, r->n);
   run.first =
       r->nruns ? r->runs[r->nruns - 1].first + r->runs[r->nruns - 1].n : 0;
   run.n = r->n;
@@ -171,8 +176,13 @@ static int spill(struct agg_runs *r)
       fwrite(r->buf, sizeof(*r->buf), r->n, r->spill) != r->n ||
       fflush(r->spill) != 0)
     return TR_EIO;
-  r->runs[r->nruns++] = run;
+  if (r->nruns > 0 && rec_cmp(&r->buf[0], &r->last) >= 0)
+    r->runs[r->nruns - 1].n += r->n; /* it goes on where that run ended */
+  else
+    r->runs[r->nruns++] = run;
+  r->last = r->buf[r->n - 1];
   r->n = 0;
+  r->unsorted = 0;
   return 0;
 }
 
@@ -182,6 +192,8 @@ int agg_runs_add(struct agg_runs *r, const struct agg_rec *rec)
 
   if (r->n == r->cap && (rc = spill(r)) != 0)
     return rc;
+  if (r->n > 0 && !r->unsorted && rec_cmp(rec, &r->buf[r->n - 1]) < 0)
+    r->unsorted = 1;
   r->buf[r->n++] = *rec;
   return 0;
 }
@@ -191,7 +203,9 @@ int agg_runs_seal(struct agg_runs *r)
   r->sealed = 1;
   if (r->spill != NULL)
     return spill(r);
-  sort_recs(r->buf, r->n);
+  if (r->unsorted)
+    sort_recs(r->buf, r->n);
+  r->unsorted = 0;
   return 0;
 }
 

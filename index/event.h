@@ -37,7 +37,10 @@ enum {
   IDX_HAS_BLOCK = 1u << 9,
   IDX_HAS_REGS = 1u << 10,
   IDX_HAS_SHMEM = 1u << 11,
-  IDX_HAS_BYTES = 1u << 12
+  IDX_HAS_BYTES = 1u << 12,
+  IDX_HAS_WAIT_STREAM = 1u << 13, /* cuda_sync: wait_on_stream */
+  IDX_HAS_WAIT_CORR = 1u << 14    /* cuda_sync: the awaited record's
+                                     correlation */
 };
 
 struct idx_event {
@@ -61,6 +64,10 @@ struct idx_event {
   int64_t shared_bytes;    /* "shared memory", or mcTracer dynamic_shared +
                               static_shared */
   int64_t bytes;           /* "bytes"; "size" on runtime copy calls */
+  /* kineto's cuda_sync events (docs/TRACE_FORMATS.md): the stream a
+   * Stream Wait Event or Event Sync waits on, and the correlation of the
+   * cudaEventRecord call that recorded the awaited event. */
+  int64_t wait_stream, wait_corr;
   struct idx_str kind;     /* "kind": "DtoD", "Dispatch Kernel", "1" */
   struct idx_str kernel;   /* "kernel": the launched kernel on a runtime
                               launch event (hipLaunchKernel...) */

@@ -186,6 +186,7 @@ static const char step2[] =
 #define IN3_3(x) x
 #define IN3_4(x)
 #define IN3_5(x)
+#define IN3_6(x)
 #define NEW3(key, col, ty, all, since) IN3_##since(NEW_##ty(col))
 #define ADD3_RANK(key, col, ty, all, since) IN3_##since(ADD_##ty("ranks", col))
 #define ADD3_KERNEL(key, col, ty, all, since)                                \
@@ -228,6 +229,7 @@ static const char step3[] =
 #define IN4_3(x)
 #define IN4_4(x) x
 #define IN4_5(x)
+#define IN4_6(x)
 #define ADD4_RANK(key, col, ty, all, since) IN4_##since(ADD_##ty("ranks", col))
 
 /*
@@ -245,6 +247,7 @@ static const char step4[] = TR_SUM_RANK(ADD4_RANK);
 #define IN5_3(x)
 #define IN5_4(x)
 #define IN5_5(x) x
+#define IN5_6(x)
 #define NEW5(key, col, ty, all, since) IN5_##since(NEW_##ty(col))
 #define ADD5_RANK(key, col, ty, all, since) IN5_##since(ADD_##ty("ranks", col))
 #define OF_CAPTURE                                                         \
@@ -302,6 +305,51 @@ static const char step5[] =
     "CREATE INDEX baselines_capture ON baselines(capture_id);";
 /* clang-format on */
 
-const char *const store__migrations[] = { step1, step2, step3, step4, step5 };
+/* clang-format off */
+/* Version 6 expands the rows of since 6 only. */
+#define IN6_1(x)
+#define IN6_2(x)
+#define IN6_3(x)
+#define IN6_4(x)
+#define IN6_5(x)
+#define IN6_6(x) x
+#define NEW6(key, col, ty, all, since) IN6_##since(NEW_##ty(col))
+#define ADD6_RANK(key, col, ty, all, since) IN6_##since(ADD_##ty("ranks", col))
+#define ADD6_KERNEL(key, col, ty, all, since)                                \
+  IN6_##since(ADD_##ty("kernels", col))
+#define ADD6_FAMILY(key, col, ty, all, since)                                \
+  IN6_##since(ADD_##ty("families", col))
+
+/*
+ * Version 6: the critical path (index/cpath*.c, docs/ANALYSIS.md). Host
+ * events and steps analysed on ranks; time on the path and launch cost on
+ * kernels and families; per step kind, per step, the picked steps' paths,
+ * per kernel and family and kind, the idle culprits (step and culprit may
+ * be NULL, so it keeps a rowid), kernel sequences and the median step's
+ * kernels.
+ */
+static const char step6[] =
+    TR_SUM_RANK(ADD6_RANK) TR_SUM_KERNEL(ADD6_KERNEL)
+    TR_SUM_FAMILY(ADD6_FAMILY)
+    "CREATE TABLE critical_kinds(" OF_RANK TR_SUM_CRIT_KIND(NEW6)
+    ", PRIMARY KEY(rank_id, step)) WITHOUT ROWID;"
+    "CREATE TABLE critical_steps(" OF_RANK TR_SUM_CRIT_STEP(NEW6)
+    ", PRIMARY KEY(rank_id, idx)) WITHOUT ROWID;"
+    "CREATE TABLE critical_segments(" OF_RANK TR_SUM_CRIT_SEGMENT(NEW6)
+    ", PRIMARY KEY(rank_id, idx, seq)) WITHOUT ROWID;"
+    "CREATE TABLE kernel_paths(" OF_RANK TR_SUM_KERNEL_PATH(NEW6)
+    ", PRIMARY KEY(rank_id, name_id, step)) WITHOUT ROWID;"
+    "CREATE TABLE family_paths(" OF_RANK TR_SUM_FAMILY_PATH(NEW6)
+    ", PRIMARY KEY(rank_id, family, step)) WITHOUT ROWID;"
+    "CREATE TABLE idle_culprits(" OF_RANK TR_SUM_CULPRIT(NEW6) ");"
+    "CREATE INDEX idle_culprits_rank ON idle_culprits(rank_id);"
+    "CREATE TABLE kernel_sequences(" OF_RANK TR_SUM_SEQUENCE(NEW6)
+    ", PRIMARY KEY(rank_id, step, n, sequence)) WITHOUT ROWID;"
+    "CREATE TABLE median_sequence(" OF_RANK TR_SUM_MEDIAN_SEQ(NEW6)
+    ", PRIMARY KEY(rank_id, step, position)) WITHOUT ROWID;";
+/* clang-format on */
+
+const char *const store__migrations[] = { step1, step2, step3,
+                                          step4, step5, step6 };
 const int store__schema_version =
     (int)(sizeof(store__migrations) / sizeof(store__migrations[0]));
