@@ -377,13 +377,15 @@
   XX(total_ns, total_ns, INT, SUM, 6)                                          \
   XX(steps, steps, INT, SUM, 6)
 
-/* The kernels of each kind's median step, in start order: family, name,
- * duration and share of the step's kernel time. */
+/* The kernels of each kind's median step, in start order, a run of one
+ * name as one row (count kernels): family, name, their time and its share
+ * of the step's kernel time. */
 #define TR_SUM_MEDIAN_SEQ(XX)                                                  \
   XX(step, step, TEXT, EACH, 6)                                                \
   XX(position, position, INT, EACH, 6)                                         \
   XX(family, family, TEXT, EACH, 6)                                            \
   XX(name, name, TEXT, EACH, 6)                                                \
+  XX(count, count, INT, EACH, 6)                                               \
   XX(dur_ns, dur_ns, INT, EACH, 6)                                             \
   XX(share, share, JSON, EACH, 6)
 

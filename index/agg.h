@@ -141,6 +141,7 @@ struct agg_runs {
   size_t n, cap;
   int unsorted;         /* buf is out of order (else no sort is needed) */
   struct agg_rec last;  /* the last record spilled */
+  size_t window;        /* records an iterator holds of the spilled runs */
   FILE *spill; /* tmpfile() of sorted runs, NULL until needed */
   struct agg_run {
     uint64_t first; /* index of its first record in the spill file */
@@ -150,8 +151,11 @@ struct agg_runs {
   int sealed;
 };
 
-/* cap: records held in memory before a sorted run is spilled (>= 2). */
+/* cap: records held in memory before a sorted run is spilled (>= 2);
+ * window: records an iterator over the spilled runs holds, all runs
+ * together (0: 64 Ki, 2 MB; a stream read in order needs little). */
 int agg_runs_init(struct agg_runs *r, size_t cap);
+void agg_runs_window(struct agg_runs *r, size_t window);
 int agg_runs_add(struct agg_runs *r, const struct agg_rec *rec);
 /* Ends input: sorts what is left. Then any number of iterations. */
 int agg_runs_seal(struct agg_runs *r);
@@ -161,6 +165,9 @@ struct agg_iter;
 int agg_iter_open(struct agg_runs *r, struct agg_iter **out);
 /* 1 with *rec filled in time order, 0 at the end, negative on I/O error. */
 int agg_iter_next(struct agg_iter *it, struct agg_rec *rec);
+/* Up to max next records into out, in time order: how many (0 at the end),
+ * or negative on I/O error. A stream of one run is copied in bulk. */
+int agg_iter_read(struct agg_iter *it, struct agg_rec *out, size_t max);
 void agg_iter_close(struct agg_iter *it);
 
 /* ---- the cap on distinct names (agg_fold.c) ---- */

@@ -152,8 +152,14 @@ int agg_runs_init(struct agg_runs *r, size_t cap)
 {
   memset(r, 0, sizeof(*r));
   r->cap = cap < 2 ? 2 : cap;
+  r->window = MERGE_MEMORY_RECS;
   r->buf = malloc(r->cap * sizeof(*r->buf));
   return r->buf == NULL ? TR_ENOMEM : 0;
+}
+
+void agg_runs_window(struct agg_runs *r, size_t window)
+{
+  r->window = window ? window : MERGE_MEMORY_RECS;
 }
 
 /* Sorts the buffer and appends it to the spill file as one run. */
@@ -290,7 +296,7 @@ static int iter_open_runs(struct agg_iter *it)
   int rc;
 
   it->ncur = r->nruns;
-  it->window = MERGE_MEMORY_RECS / (r->nruns ? r->nruns : 1);
+  it->window = r->window / (r->nruns ? r->nruns : 1);
   if (it->window < 64)
     it->window = 64;
   it->cur = calloc(it->ncur, sizeof(*it->cur));
@@ -349,6 +355,34 @@ int agg_iter_next(struct agg_iter *it, struct agg_rec *rec)
     it->heap[0] = it->heap[--it->nheap];
   heap_down(it, 0);
   return 1;
+}
+
+int agg_iter_read(struct agg_iter *it, struct agg_rec *out, size_t max)
+{
+  struct cursor *c;
+  size_t n = 0, k;
+  int rc = 0;
+
+  if (it->r->spill == NULL) {
+    k = it->r->n - it->mem_pos < max ? it->r->n - it->mem_pos : max;
+    memcpy(out, it->r->buf + it->mem_pos, k * sizeof(*out));
+    it->mem_pos += k;
+    return (int)k;
+  }
+  while (n < max && it->nheap == 1) { /* one run left: no merge */
+    c = &it->cur[it->heap[0]];
+    k = c->len - c->pos < max - n ? c->len - c->pos : max - n;
+    memcpy(out + n, c->win + c->pos, k * sizeof(*out));
+    c->pos += k;
+    n += k;
+    if (c->pos == c->len && (rc = cursor_fill(it, c)) != 0)
+      return rc;
+    if (c->len == 0)
+      it->nheap = 0;
+  }
+  while (n < max && (rc = agg_iter_next(it, &out[n])) == 1)
+    n++;
+  return rc < 0 ? rc : (int)n;
 }
 
 void agg_iter_close(struct agg_iter *it)

@@ -48,28 +48,48 @@ int agg_cpath_init(struct agg_cpath *c)
 {
   memset(c, 0, sizeof(*c));
   c->max_events = CP_MAX_EVENTS;
-  return agg_runs_init(&c->dev, 1u << 15);
+  if (agg_runs_init(&c->dev, 1u << 14) != 0)
+    return TR_ENOMEM;
+  agg_runs_window(&c->dev, 1u << 13);
+  return 0;
 }
 
-/* The lane of a device event, its device (args.device, else pid) and
- * stream (args.stream, else tid) as "device/stream"; NO_LANE beyond. */
+/* The lane of a device event: its (device, stream) as a key of 16 bytes
+ * (agg_cpath_lane_name() writes it "device/stream"); NO_LANE beyond. The
+ * last one is cached: records come in runs of one stream. */
 static int lane_of(struct agg_cpath *c, int64_t device, int64_t stream,
                    uint16_t *out)
 {
-  char key[48];
-  int n = snprintf(key, sizeof(key), "%lld/%lld", (long long)device,
-                   (long long)stream);
+  int64_t key[2] = { device, stream };
   uint32_t id;
   int rc;
 
-  if (c->lanes.n >= NO_LANE && !agg_map_find(&c->lanes, key, (size_t)n, &id)) {
+  if (c->lanes.n > 0 && key[0] == c->last_lane[0] &&
+      key[1] == c->last_lane[1]) {
+    *out = c->last_lane_id;
+    return 0;
+  }
+  if (c->lanes.n >= NO_LANE &&
+      !agg_map_find(&c->lanes, key, sizeof(key), &id)) {
     *out = NO_LANE;
     return 0;
   }
-  if ((rc = agg_map_intern(&c->lanes, key, (size_t)n, &id)) < 0)
+  if ((rc = agg_map_intern(&c->lanes, key, sizeof(key), &id)) < 0)
     return rc;
-  *out = (uint16_t)id;
+  c->last_lane[0] = device;
+  c->last_lane[1] = stream;
+  c->last_lane_id = *out = (uint16_t)id;
   return 0;
+}
+
+void agg_cpath_lane_name(const struct agg_cpath *c, uint16_t lane, char *buf,
+                         size_t size)
+{
+  int64_t key[2] = { -1, -1 };
+
+  if (lane < c->lanes.n)
+    memcpy(key, c->lanes.keys[lane].p, sizeof(key));
+  snprintf(buf, size, "%lld/%lld", (long long)key[0], (long long)key[1]);
 }
 
 static int64_t ev_device(const struct idx_event *ev)
@@ -218,14 +238,8 @@ void agg_cpath_free(struct agg_cpath *c)
     }
   }
   free(c->kind);
-  for (size_t i = 0; i < c->path_map.n; i++)
-    agg_hist_free(&c->paths[i].slack_hist);
-  for (size_t i = 0; i < c->fpath_map.n; i++)
-    agg_hist_free(&c->fpaths[i].slack_hist);
-  agg_map_free(&c->path_map);
-  agg_map_free(&c->fpath_map);
-  free(c->paths);
-  free(c->fpaths);
+  cp_paths_free(&c->paths);
+  cp_paths_free(&c->fpaths);
   free(c->critical_ns);
   free(c->fam_critical_ns);
   for (size_t i = 0; i < c->nlaunch; i++) {
@@ -237,7 +251,6 @@ void agg_cpath_free(struct agg_cpath *c)
     agg_hist_free(&c->culprits[i].hist);
   agg_map_free(&c->culprit_map);
   free(c->culprits);
-  agg_map_free(&c->seq_map);
   free(c->seqs);
   free(c->steps);
   memset(c, 0, sizeof(*c));
@@ -272,7 +285,7 @@ struct wlane { /* a lane of one step */
 };
 
 struct wstep { /* an open step */
-  uint64_t id;
+  uint32_t id;
   uint32_t kind, label;
   int64_t index, ws, we;
   struct cp_ev *ev;
@@ -295,11 +308,12 @@ struct agg_cpath_walk {
   struct agg_iter *dev;
   struct agg_rec dev_head;
   int dev_has, infer_sync;
-  struct agg_host_stacks stacks;
+  struct agg_host_stacks stacks; /* ops, annotations, calls */
+  struct agg_host_stacks py;     /* Python functions, brought up lazily */
   uint8_t *rt_flags; /* by runtime name id: CP_F_BLOCKING | CP_F_LAUNCHY */
   struct wstep *open[CP_OPEN_STEPS];
   uint32_t nopen;
-  uint64_t next_id;
+  uint32_t next_id;
   int64_t next_index;
   int64_t now; /* everything up to here is processed */
   struct jslot *join;
@@ -308,8 +322,10 @@ struct agg_cpath_walk {
   int64_t snap_t;
   struct snap *snap; /* [AGG_HOST_THREADS] */
   int span_open;
+  int comm;   /* the communication category's index */
   int rc;     /* the first failure of a call that cannot return one */
   FILE *dump; /* TRACED_CPATH_DUMP: every step's records, for tests */
+  struct cp_scratch scratch;
 };
 
 /* A call that waits for the device (HTA's BLOCKING_SYNC_CALLS, and their
@@ -375,12 +391,14 @@ int agg_cpath_walk_new(struct idx_agg *a, struct agg_cpath_walk **out)
   w->now = INT64_MIN;
   w->snap_t = INT64_MIN;
   w->infer_sync = a->cpath->syncs == 0;
+  w->comm = agg_category_index("communication");
   w->c->source = step_source(a);
   w->join = malloc(JOIN_SLOTS * sizeof(*w->join));
   w->snap = calloc(AGG_HOST_THREADS, sizeof(*w->snap));
   w->lanes = calloc((size_t)a->cpath->lanes.n + 1, sizeof(*w->lanes));
   if (w->join == NULL || w->snap == NULL || w->lanes == NULL ||
-      flags_init(w) != 0 || agg_host_stacks_init(&w->stacks) != 0)
+      flags_init(w) != 0 || agg_host_stacks_init(&w->stacks) != 0 ||
+      agg_host_stacks_init(&w->py) != 0)
     goto fail;
   for (uint32_t i = 0; i < JOIN_SLOTS; i++)
     w->join[i].corr = -1;
@@ -421,6 +439,8 @@ void agg_cpath_walk_free(struct agg_cpath_walk *w)
   agg_host_close(w->host);
   agg_iter_close(w->dev);
   agg_host_stacks_free(&w->stacks);
+  agg_host_stacks_free(&w->py);
+  cp_scratch_free(&w->scratch);
   if (w->dump != NULL)
     fclose(w->dump);
   free(w->rt_flags);
@@ -430,7 +450,7 @@ void agg_cpath_walk_free(struct agg_cpath_walk *w)
   free(w);
 }
 
-static struct wstep *open_step(const struct agg_cpath_walk *w, uint64_t id)
+static struct wstep *open_step(const struct agg_cpath_walk *w, uint32_t id)
 {
   for (uint32_t i = 0; id != 0 && i < w->nopen; i++)
     if (w->open[i]->id == id)
@@ -479,7 +499,7 @@ static void dump_step(struct agg_cpath_walk *w, const struct wstep *s,
                         json_integer(res->row.bound_ns[b]));
   for (uint32_t i = 0; i < s->n; i++) {
     const struct cp_ev *e = &s->ev[i];
-    const struct agg_key *lane = &w->c->lanes.keys[e->lane];
+    char lane[48];
     const struct agg_key *nm = e->kind == CP_EV_KERNEL && e->name < a->names.n
                                    ? &a->names.keys[e->name]
                                    : NULL;
@@ -487,10 +507,11 @@ static void dump_step(struct agg_cpath_walk *w, const struct wstep *s,
     if (e->kind != CP_EV_KERNEL && e->kind != CP_EV_COPY &&
         e->kind != CP_EV_MEMSET)
       continue;
+    agg_cpath_lane_name(w->c, e->lane, lane, sizeof(lane));
     json_array_append_new(
-        recs, json_pack("[s#s#IIiI]", nm ? nm->p : "copy", nm ? (int)nm->n : 4,
-                        lane->p, (int)lane->n, (json_int_t)e->start,
-                        (json_int_t)e->end, res->on_path ? res->on_path[i] : 0,
+        recs, json_pack("[s#sIIiI]", nm ? nm->p : "copy", nm ? (int)nm->n : 4,
+                        lane, (json_int_t)e->start, (json_int_t)e->end,
+                        res->on_path ? res->on_path[i] : 0,
                         (json_int_t)(res->slack ? res->slack[i] : 0)));
   }
   line = json_pack(
@@ -509,7 +530,7 @@ static int close_step(struct agg_cpath_walk *w, uint32_t i)
 {
   struct wstep *s = w->open[i];
   struct cp_result res = { 0 };
-  struct cp_stepdata sd = { s->kind, s->ev, s->n, &res };
+  struct cp_stepdata sd = { s->kind, s->ev, s->n, &res, &w->scratch };
   int rc = 0;
 
   res.row.index = s->index;
@@ -521,12 +542,11 @@ static int close_step(struct agg_cpath_walk *w, uint32_t i)
   if (s->too_big)
     res.row.status = CP_STEP_TOO_BIG;
   else
-    rc = cp_step_analyse(s->ev, s->n, w->infer_sync, &res);
+    rc = cp_step_analyse(s->ev, s->n, w->infer_sync, &w->scratch, &res);
   if (rc == 0 && w->dump != NULL)
     dump_step(w, s, &res);
   if (rc == 0)
     rc = cp_stats_step(w->a, &sd);
-  cp_result_free(&res);
   step_free(s);
   memmove(&w->open[i], &w->open[i + 1],
           (w->nopen - i - 1) * sizeof(w->open[0]));
@@ -680,17 +700,38 @@ static int on_host_node(struct agg_cpath_walk *w, const struct agg_host_ev *h,
   return 0;
 }
 
+/* The Python functions up to time t (agg_host_py_advance()). */
+static int py_advance(struct agg_cpath_walk *w, int64_t t)
+{
+  return agg_host_py_advance(w->host, t, &w->py);
+}
+
+/* Of two frames running at one time, the inner: the later start, or on
+ * equal starts the shorter. */
+static const struct agg_host_frame *inner(const struct agg_host_frame *a,
+                                          const struct agg_host_frame *b)
+{
+  if (a == NULL || b == NULL)
+    return a ? a : b;
+  if (a->ev.start_ns != b->ev.start_ns)
+    return a->ev.start_ns > b->ev.start_ns ? a : b;
+  return a->ev.dur_ns <= b->ev.dur_ns ? a : b;
+}
+
 static int on_host(struct agg_cpath_walk *w, const struct agg_host_ev *h)
 {
   const struct agg_host_frame *parent;
   int rc;
 
-  if ((rc = agg_host_stacks_push(&w->stacks, h, 0, &parent)) != 0 ||
+  if ((rc = py_advance(w, h->start_ns)) != 0 ||
+      (rc = agg_host_stacks_push(&w->stacks, h, 0, &parent)) != 0 ||
       (rc = maybe_open(w, h)) != 0)
     return rc;
-  if (h->kind == AGG_HOST_OP || h->kind == AGG_HOST_RT)
-    return on_host_node(w, h, parent);
-  return 0;
+  if (h->kind != AGG_HOST_OP && h->kind != AGG_HOST_RT)
+    return 0;
+  return on_host_node(
+      w, h,
+      inner(parent, agg_host_stacks_top(&w->py, h->thread, h->start_ns, 0)));
 }
 
 /* ---- device records and sync events ---- */
@@ -755,7 +796,7 @@ static int on_device_record(struct agg_cpath_walk *w, const struct agg_rec *r)
            : r->type == 1 ? CP_EV_COPY
                           : CP_EV_MEMSET;
   if (e.kind == CP_EV_KERNEL && r->id < w->a->names.n &&
-      w->a->name_cat[r->id] == agg_category_index("communication"))
+      w->a->name_cat[r->id] == w->comm)
     e.flags |= CP_F_COMM;
   if (first) {
     e.flags |= lane_item(w, ls, j, r->start_ns);
@@ -823,22 +864,19 @@ static int advance(struct agg_cpath_walk *w, int64_t t)
   int rc = 0, hh;
 
   while (rc == 0) {
-    int64_t hk, dk = w->dev_has ? w->dev_head.start_ns : INT64_MAX;
+    int64_t dk = w->dev_has ? w->dev_head.start_ns : INT64_MAX;
 
-    if ((hh = agg_host_peek(w->host, &h)) < 0)
+    while ((hh = agg_host_pop(w->host, dk < t ? dk : t, &h)) == 1)
+      if ((rc = on_host(w, h)) != 0)
+        return rc;
+    if (hh < 0)
       return hh;
-    hk = hh ? h->start_ns : INT64_MAX;
-    if (hh && hk <= dk && hk <= t) {
-      if ((rc = on_host(w, h)) == 0)
-        rc = agg_host_take(w->host);
-    } else if (w->dev_has && dk <= t) {
-      rc = w->dev_head.type >= DEV_SYNC ? on_sync_event(w, &w->dev_head)
-                                        : on_device_record(w, &w->dev_head);
-      if (rc == 0)
-        rc = dev_advance(w);
-    } else {
+    if (!w->dev_has || dk > t)
       break;
-    }
+    rc = w->dev_head.type >= DEV_SYNC ? on_sync_event(w, &w->dev_head)
+                                      : on_device_record(w, &w->dev_head);
+    if (rc == 0)
+      rc = dev_advance(w);
   }
   if (rc == 0 && t > w->now)
     w->now = t;
@@ -846,17 +884,24 @@ static int advance(struct agg_cpath_walk *w, int64_t t)
 }
 
 /* What each thread ran at t (innermost, step labels aside). */
-static void snapshot(struct agg_cpath_walk *w, int64_t t)
+static int snapshot(struct agg_cpath_walk *w, int64_t t)
 {
-  for (uint32_t i = 0; i < w->stacks.nactive; i++) {
-    uint16_t th = w->stacks.active[i];
-    const struct agg_host_frame *f =
-        agg_host_stacks_top(&w->stacks, th, t, AGG_HOST_LABEL | AGG_HOST_PSTEP);
+  const struct agg_host_stacks *st[2] = { &w->stacks, &w->py };
+  int rc = py_advance(w, t);
 
-    w->snap[th].name = f ? f->ev.name : 0;
-    w->snap[th].what = f ? f->ev.kind : CP_CULPRIT_NONE;
-  }
+  for (int k = 0; rc == 0 && k < 2; k++)
+    for (uint32_t i = 0; i < st[k]->nactive; i++) {
+      uint16_t th = st[k]->active[i];
+      const struct agg_host_frame *f =
+          inner(agg_host_stacks_top(&w->stacks, th, t,
+                                    AGG_HOST_LABEL | AGG_HOST_PSTEP),
+                agg_host_stacks_top(&w->py, th, t, 0));
+
+      w->snap[th].name = f ? f->ev.name : 0;
+      w->snap[th].what = f ? f->ev.kind : CP_CULPRIT_NONE;
+    }
   w->snap_t = t;
+  return rc;
 }
 
 /* A trace without steps is one step over its whole span ("trace"). */
@@ -881,9 +926,8 @@ int agg_cpath_walk_rec(struct agg_cpath_walk *w, const struct agg_rec *r,
   if (rc != 0)
     return rc;
   if (busy_end > w->snap_t && busy_end < r->start_ns) {
-    if ((rc = advance(w, busy_end)) != 0)
+    if ((rc = advance(w, busy_end)) != 0 || (rc = snapshot(w, busy_end)) != 0)
       return rc;
-    snapshot(w, busy_end);
   }
   if ((rc = advance(w, r->start_ns)) != 0)
     return rc;

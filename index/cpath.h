@@ -48,10 +48,13 @@ const char *cp_bound_name(int b);
 #define CP_KEEP_STEPS   65536 /* per-step rows kept per rank */
 #define CP_SEQ_MIN      2
 #define CP_SEQ_MAX      8
-#define CP_SEQ_KEEP     65536 /* distinct kernel sequences counted */
-#define CP_SEQ_TOP      10    /* sequences listed per kind and length */
-#define CP_MEDIAN_SEQ   4096  /* kernels listed of a median step */
-#define CP_SEGMENTS     8192  /* segments kept of a picked step */
+#define CP_SEQ_KEEP     16384 /* distinct kernel sequences counted */
+#define CP_SEQ_SLOTS    (2 * CP_SEQ_KEEP)
+#define CP_MAX_KINDS    (AGG_MAX_STEP_KINDS + 2) /* run-label kinds, ... */
+#define CP_NO_ROW       UINT32_MAX
+#define CP_SEQ_TOP      10   /* sequences listed per kind and length */
+#define CP_MEDIAN_SEQ   2048 /* runs of kernels listed of a median step */
+#define CP_SEGMENTS     2048 /* segments kept of a picked step */
 #define CP_QUEUE_POINTS 1024
 
 /* A stretch of one step's critical path. */
@@ -93,8 +96,9 @@ struct cp_pick {
   struct cp_steprow row;
   struct cp_segment *segs;
   uint32_t nsegs;
-  struct cp_seqitem { /* its kernels in start order */
-    uint32_t name, family;
+  struct cp_seqitem { /* its kernels in start order, a run of one name
+                        as one item */
+    uint32_t name, count;
     int64_t dur_ns;
   } * seq;
   uint32_t nseq;
@@ -140,7 +144,10 @@ struct cp_culprit { /* per (kind, cause, culprit) */
   struct agg_hist hist;
 };
 
-struct cp_seq { /* a kernel sequence (families) of a kind */
+struct cp_seq {  /* a kernel sequence (families) of a kind */
+  uint64_t hash; /* 0: an empty slot */
+  uint32_t kind, n;
+  uint32_t fam[CP_SEQ_MAX];
   uint64_t count;
   int64_t total_ns;
 };
@@ -148,21 +155,27 @@ struct cp_seq { /* a kernel sequence (families) of a kind */
 /* The event-pass state and the time pass's results, in struct idx_agg. */
 struct agg_cpath {
   struct agg_runs dev;  /* device records and cuda_sync events */
-  struct agg_map lanes; /* "device/stream" -> lane */
-  uint64_t syncs;       /* cuda_sync events seen */
-  uint32_t max_events;  /* per step */
+  struct agg_map lanes; /* (device, stream) -> lane */
+  int64_t last_lane[2]; /* the last lane asked for, and its id */
+  uint16_t last_lane_id;
+  uint64_t syncs;      /* cuda_sync events seen */
+  uint32_t max_events; /* per step */
 
   /* Results. */
   int source;           /* CP_SOURCE_*: where the steps came from */
   struct agg_map kinds; /* step kind names -> cp_kind */
   struct cp_kind *kind;
   size_t kind_cap;
-  struct agg_map path_map; /* (name, kind) */
-  struct cp_path_row *paths;
-  size_t paths_cap;
-  struct agg_map fpath_map; /* (family, kind) */
-  struct cp_path_row *fpaths;
-  size_t fpaths_cap;
+  /* Per (kernel name, kind) and (family, kind): rows, and per kind the
+   * row of each name or family (CP_NO_ROW: none yet). */
+  struct cp_paths {
+    struct cp_path_row *rows;
+    size_t n, cap;
+    uint32_t *row_of[CP_MAX_KINDS];
+  } paths, fpaths;
+  /* Kernel sequences: an open-addressing table of CP_SEQ_SLOTS. */
+  struct cp_seq *seqs;
+  uint32_t nseqs;
   int64_t *critical_ns;         /* by kernel name id: time on paths */
   int64_t *fam_critical_ns;     /* by family id */
   struct cp_launch_row *launch; /* by kernel name id */
@@ -171,9 +184,6 @@ struct agg_cpath {
   struct agg_map culprit_map;
   struct cp_culprit *culprits;
   size_t culprits_cap;
-  struct agg_map seq_map; /* (kind, n, families...) */
-  struct cp_seq *seqs;
-  size_t seqs_cap;
   uint64_t seq_dropped;
   struct cp_steprow *steps; /* the first CP_KEEP_STEPS */
   size_t nsteps, steps_cap;
@@ -183,6 +193,9 @@ struct agg_cpath {
 enum { CP_SOURCE_LABELS, CP_SOURCE_PSTEPS, CP_SOURCE_SPAN };
 
 int agg_cpath_init(struct agg_cpath *c);
+/* Lane id's "device/stream" into buf. */
+void agg_cpath_lane_name(const struct agg_cpath *c, uint16_t lane, char *buf,
+                         size_t size);
 void agg_cpath_free(struct agg_cpath *c);
 
 /* The event pass: one event of class cls (format.h) after agg.c has
@@ -248,7 +261,49 @@ enum {
 
 enum { CP_SYNC_EVENT, CP_SYNC_WAIT, CP_SYNC_CONTEXT, CP_SYNC_STREAM };
 
-/* What one step's analysis gives back. */
+/* Buffers one step's analysis takes from the one before: a step's arrays
+ * are megabytes, and fresh ones would be page-faulted in (and zeroed) for
+ * every step; these grow to the largest step and stay. */
+enum cp_buf {
+  CP_B_EDGES,
+  CP_B_BELOW,
+  CP_B_CALLKEY,
+  CP_B_CALLVAL,
+  CP_B_ENTRY,
+  CP_B_LAUNCHES,
+  CP_B_RECAT,
+  CP_B_RECS,
+  CP_B_FILL,
+  CP_B_BLOCKING,
+  CP_B_KSYNC,
+  CP_B_INDEG,
+  CP_B_FIRST,
+  CP_B_OUT,
+  CP_B_TOPO,
+  CP_B_FWD,
+  CP_B_BWD,
+  CP_B_PRED,
+  CP_B_PATH,
+  CP_B_SEGS,
+  CP_B_ONPATH,
+  CP_B_SLACK,
+  CP_B_QUEUE,
+  CP_B_FAM,
+  CP_B_DUR,
+  CP_BUFS
+};
+
+struct cp_scratch {
+  void *p[CP_BUFS];
+  size_t cap[CP_BUFS]; /* bytes */
+};
+
+/* Buffer b with room for bytes (its contents kept when it grows; zeroed
+ * up to bytes when zero), or NULL when out of memory. */
+void *cp_scratch(struct cp_scratch *s, enum cp_buf b, size_t bytes, int zero);
+void cp_scratch_free(struct cp_scratch *s);
+
+/* What one step's analysis gives back; its arrays are the scratch's. */
 struct cp_result {
   struct cp_steprow row;
   uint8_t *on_path; /* by event: its own edge is on the path */
@@ -260,11 +315,10 @@ struct cp_result {
 /* The critical path of the events ev[0..n) of one step (host events in
  * start order, device events in HTA's order: records by start, sync
  * events by end), with inferred sync edges from blocking calls when
- * infer_sync (a trace without cuda_sync events). Fills res (arrays the
- * caller frees with cp_result_free()). 0, or TR_ENOMEM. */
+ * infer_sync (a trace without cuda_sync events). Fills res, its arrays
+ * sc's (valid until sc is used again). 0, or TR_ENOMEM. */
 int cp_step_analyse(const struct cp_ev *ev, uint32_t n, int infer_sync,
-                    struct cp_result *res);
-void cp_result_free(struct cp_result *res);
+                    struct cp_scratch *sc, struct cp_result *res);
 
 /* ---- cpath_stats.c: figures over the steps, and the tables ---- */
 
@@ -274,6 +328,7 @@ struct cp_stepdata {
   const struct cp_ev *ev;
   uint32_t n;
   const struct cp_result *res;
+  struct cp_scratch *sc;
 };
 int cp_stats_step(struct idx_agg *a, const struct cp_stepdata *sd);
 /* A kernel's launch cost: call duration and the wait from the call's end
@@ -284,6 +339,7 @@ int cp_stats_culprit(struct idx_agg *a, uint32_t kind, int cause, uint32_t name,
                      uint32_t what, int64_t idle_ns);
 /* The kind id of a step kind name (interned). */
 int cp_stats_kind(struct idx_agg *a, const char *p, size_t n, uint32_t *id);
+void cp_paths_free(struct cp_paths *p);
 
 /* The columns the critical path adds to a kernel's and a family's row. */
 struct cp_cols {

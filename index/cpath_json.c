@@ -195,10 +195,8 @@ static void where_of(const struct idx_agg *a, const struct cp_segment *s,
     agg_host_thread_name(a->host, s->lane, id, sizeof(id));
     snprintf(buf, size, "thread %s", id);
   } else {
-    const struct agg_key *k =
-        s->lane < a->cpath->lanes.n ? &a->cpath->lanes.keys[s->lane] : NULL;
-
-    snprintf(buf, size, "stream %.*s", k ? (int)k->n : 0, k ? k->p : "");
+    agg_cpath_lane_name(a->cpath, s->lane, id, sizeof(id));
+    snprintf(buf, size, "stream %s", id);
   }
 }
 
@@ -275,10 +273,9 @@ static int path_cmp(const void *x, const void *y, void *ud)
 json_t *agg_cpath_paths_json(const struct idx_agg *a, int families)
 {
   const struct agg_cpath *c = a->cpath;
-  struct path_ctx p = { a, families ? c->fpaths : c->paths,
-                        families ? &a->fam_map : &a->names };
-  uint32_t n = families ? c->fpath_map.n : c->path_map.n;
-  uint32_t *order = agg_order(n, path_cmp, &p);
+  const struct cp_paths *ps = families ? &c->fpaths : &c->paths;
+  struct path_ctx p = { a, ps->rows, families ? &a->fam_map : &a->names };
+  uint32_t n = (uint32_t)ps->n, *order = agg_order(n, path_cmp, &p);
   json_t *rows = json_array();
 
   AGG_SUM_FILLS(TR_SUM_KERNEL_PATH, 11);
@@ -287,7 +284,7 @@ json_t *agg_cpath_paths_json(const struct idx_agg *a, int families)
     const struct cp_path_row *r = &p.rows[order[i]];
     uint32_t fam = families ? r->key : a->name_family[r->key];
     struct agg_sum_kernel_path k = {
-      .name = key_txt(&a->names.keys[r->key]),
+      .name = families ? agg_txt("") : key_txt(&a->names.keys[r->key]),
       .family =
           fam != UINT32_MAX ? key_txt(&a->fam_map.keys[fam]) : agg_txt(""),
       .step = kind_txt(c, r->kind),
@@ -466,49 +463,42 @@ json_t *agg_cpath_culprits_json(const struct idx_agg *a)
 
 /* ---- sequences ---- */
 
-/* A sequence's key: kind, n, then n families. */
-static const uint32_t *seq_key(const struct agg_cpath *c, uint32_t id)
-{
-  return (const uint32_t *)(const void *)c->seq_map.keys[id].p;
-}
-
 /* Kind name, n, count descending, time descending, families. */
 static int seq_cmp(const void *x, const void *y, void *ud)
 {
   const struct idx_agg *a = ud;
-  const struct agg_cpath *c = a->cpath;
-  uint32_t i = *(const uint32_t *)x, j = *(const uint32_t *)y;
-  const uint32_t *p = seq_key(c, i), *q = seq_key(c, j);
-  int d = agg_key_cmp(&c->kinds.keys[p[0]], &c->kinds.keys[q[0]]);
+  const struct cp_seq *p = *(const struct cp_seq *const *)x;
+  const struct cp_seq *q = *(const struct cp_seq *const *)y;
+  int d = agg_key_cmp(&a->cpath->kinds.keys[p->kind],
+                      &a->cpath->kinds.keys[q->kind]);
 
   if (d != 0)
     return d;
-  if (p[1] != q[1])
-    return p[1] < q[1] ? -1 : 1;
-  if (c->seqs[i].count != c->seqs[j].count)
-    return c->seqs[i].count > c->seqs[j].count ? -1 : 1;
-  if (c->seqs[i].total_ns != c->seqs[j].total_ns)
-    return c->seqs[i].total_ns > c->seqs[j].total_ns ? -1 : 1;
-  for (uint32_t k = 0; k < p[1]; k++)
-    if ((d = agg_key_cmp(&a->fam_map.keys[p[2 + k]],
-                         &a->fam_map.keys[q[2 + k]])) != 0)
+  if (p->n != q->n)
+    return p->n < q->n ? -1 : 1;
+  if (p->count != q->count)
+    return p->count > q->count ? -1 : 1;
+  if (p->total_ns != q->total_ns)
+    return p->total_ns > q->total_ns ? -1 : 1;
+  for (uint32_t k = 0; k < p->n; k++)
+    if ((d = agg_key_cmp(&a->fam_map.keys[p->fam[k]],
+                         &a->fam_map.keys[q->fam[k]])) != 0)
       return d;
-  return (i > j) - (i < j);
+  return 0;
 }
 
-/* The families of sequence id joined by " > ". NULL when out of memory. */
-static char *seq_text(const struct idx_agg *a, uint32_t id)
+/* The families of a sequence joined by " > ". NULL when out of memory. */
+static char *seq_text(const struct idx_agg *a, const struct cp_seq *q)
 {
-  const uint32_t *k = seq_key(a->cpath, id);
   size_t len = 1, at = 0;
   char *s;
 
-  for (uint32_t i = 0; i < k[1]; i++)
-    len += a->fam_map.keys[k[2 + i]].n + 3;
+  for (uint32_t i = 0; i < q->n; i++)
+    len += a->fam_map.keys[q->fam[i]].n + 3;
   if ((s = malloc(len)) == NULL)
     return NULL;
-  for (uint32_t i = 0; i < k[1]; i++) {
-    const struct agg_key *f = &a->fam_map.keys[k[2 + i]];
+  for (uint32_t i = 0; i < q->n; i++) {
+    const struct agg_key *f = &a->fam_map.keys[q->fam[i]];
 
     if (i > 0) {
       memcpy(s + at, " > ", 3);
@@ -524,33 +514,38 @@ static char *seq_text(const struct idx_agg *a, uint32_t id)
 json_t *agg_cpath_sequences_json(const struct idx_agg *a)
 {
   const struct agg_cpath *c = a->cpath;
-  uint32_t n = c->seq_map.n, *order = agg_order(n, seq_cmp, a), run = 0;
+  const struct cp_seq **v = malloc((c->nseqs + 1) * sizeof(*v));
+  uint32_t n = 0, run = 0;
   json_t *rows = json_array();
 
   AGG_SUM_FILLS(TR_SUM_SEQUENCE, 6);
-  for (uint32_t i = 0; order != NULL && i < n; i++) {
-    const uint32_t *k = seq_key(c, order[i]);
-    const uint32_t *prev = i ? seq_key(c, order[i - 1]) : NULL;
+  for (uint32_t i = 0; v != NULL && c->seqs != NULL && i < CP_SEQ_SLOTS; i++)
+    if (c->seqs[i].hash != 0)
+      v[n++] = &c->seqs[i];
+  if (v != NULL)
+    qsort_r(v, n, sizeof(*v), seq_cmp, (void *)a);
+  for (uint32_t i = 0; i < n; i++) {
+    const struct cp_seq *q = v[i], *prev = i ? v[i - 1] : NULL;
     char *text;
 
-    run = prev && prev[0] == k[0] && prev[1] == k[1] ? run + 1 : 0;
-    if (run >= CP_SEQ_TOP || (text = seq_text(a, order[i])) == NULL)
+    run = prev && prev->kind == q->kind && prev->n == q->n ? run + 1 : 0;
+    if (run >= CP_SEQ_TOP || (text = seq_text(a, q)) == NULL)
       continue;
     {
       struct agg_sum_sequence r = {
-        .step = kind_txt(c, k[0]),
-        .n = k[1],
+        .step = kind_txt(c, q->kind),
+        .n = q->n,
         .sequence = agg_txt(text),
-        .count = (int64_t)c->seqs[order[i]].count,
-        .total_ns = c->seqs[order[i]].total_ns,
-        .steps = (int64_t)c->kind[k[0]].analyzed,
+        .count = (int64_t)q->count,
+        .total_ns = q->total_ns,
+        .steps = (int64_t)c->kind[q->kind].analyzed,
       };
 
       json_array_append_new(rows, agg_sum_sequence_json(&r));
     }
     free(text);
   }
-  free(order);
+  free(v);
   return rows;
 }
 
@@ -560,7 +555,7 @@ json_t *agg_cpath_median_seq_json(const struct idx_agg *a)
   uint32_t n = c->kinds.n, *order = agg_order(n, kind_cmp, c);
   json_t *rows = json_array();
 
-  AGG_SUM_FILLS(TR_SUM_MEDIAN_SEQ, 6);
+  AGG_SUM_FILLS(TR_SUM_MEDIAN_SEQ, 7);
   for (uint32_t i = 0; order != NULL && i < n; i++) {
     const struct cp_pick *p = &c->kind[order[i]].median;
     int64_t total = 0;
@@ -576,6 +571,7 @@ json_t *agg_cpath_median_seq_json(const struct idx_agg *a)
         .family =
             fam != UINT32_MAX ? key_txt(&a->fam_map.keys[fam]) : agg_txt(""),
         .name = name_of(a, CP_WHAT_KERNEL, name),
+        .count = p->seq[j].count,
         .dur_ns = p->seq[j].dur_ns,
         .share = json_real(agg_share(p->seq[j].dur_ns, total)),
       };

@@ -47,20 +47,38 @@ int cp_stats_kind(struct idx_agg *a, const char *p, size_t n, uint32_t *id)
 
 /* ---- per kernel and family ---- */
 
-static struct cp_path_row *path_row(struct agg_map *m, struct cp_path_row **v,
-                                    size_t *cap, uint32_t key, uint32_t kind)
+void cp_paths_free(struct cp_paths *p)
 {
-  uint32_t k[2] = { key, kind }, id;
-  int rc = agg_map_intern(m, k, sizeof(k), &id);
+  for (size_t i = 0; i < p->n; i++)
+    agg_hist_free(&p->rows[i].slack_hist);
+  for (int k = 0; k < CP_MAX_KINDS; k++)
+    free(p->row_of[k]);
+  free(p->rows);
+  memset(p, 0, sizeof(*p));
+}
 
-  if (rc < 0 || agg_grow(v, cap, id, sizeof(**v)) != 0)
-    return NULL;
-  if (rc == 1) {
-    (*v)[id].key = key;
-    (*v)[id].kind = kind;
-    (*v)[id].last_step = (*v)[id].last_step_on = -1;
+/* The row of (key, kind); keys < nkeys. NULL when out of memory. */
+static struct cp_path_row *path_row(struct cp_paths *p, uint32_t nkeys,
+                                    uint32_t key, uint32_t kind)
+{
+  uint32_t **of = &p->row_of[kind];
+  struct cp_path_row *r;
+
+  if (*of == NULL) {
+    if ((*of = malloc((nkeys + 1) * sizeof(**of))) == NULL)
+      return NULL;
+    memset(*of, 0xff, (nkeys + 1) * sizeof(**of));
   }
-  return &(*v)[id];
+  if ((*of)[key] != CP_NO_ROW)
+    return &p->rows[(*of)[key]];
+  if (agg_grow(&p->rows, &p->cap, p->n, sizeof(*p->rows)) != 0)
+    return NULL;
+  (*of)[key] = (uint32_t)p->n;
+  r = &p->rows[p->n++];
+  r->key = key;
+  r->kind = kind;
+  r->last_step = r->last_step_on = -1;
+  return r;
 }
 
 static int path_add(struct cp_path_row *r, int64_t step, int on, int64_t dur,
@@ -111,16 +129,14 @@ static int kernels_add(struct idx_agg *a, const struct cp_stepdata *sd)
     if (e->kind != CP_EV_KERNEL || e->name >= a->names.n)
       continue;
     fam = a->name_family[e->name];
-    if ((r = path_row(&c->path_map, &c->paths, &c->paths_cap, e->name,
-                      sd->kind)) == NULL)
+    if ((r = path_row(&c->paths, a->names.n, e->name, sd->kind)) == NULL)
       return TR_ENOMEM;
     rc = path_add(r, res->row.index, on, e->end - e->start, res->slack[i]);
     if (on)
       c->critical_ns[e->name] += e->end - e->start;
     if (rc != 0 || fam == UINT32_MAX)
       continue;
-    if ((r = path_row(&c->fpath_map, &c->fpaths, &c->fpaths_cap, fam,
-                      sd->kind)) == NULL)
+    if ((r = path_row(&c->fpaths, a->fam_map.n, fam, sd->kind)) == NULL)
       return TR_ENOMEM;
     rc = path_add(r, res->row.index, on, e->end - e->start, res->slack[i]);
     if (on)
@@ -151,7 +167,8 @@ static int qchange_cmp(const void *x, const void *y)
 static int queue_of(const struct cp_stepdata *sd, struct cp_steprow *row,
                     struct cp_qpoint **series, uint32_t *nseries)
 {
-  struct qchange *q = malloc((2 * (size_t)sd->n + 1) * sizeof(*q));
+  struct qchange *q =
+      cp_scratch(sd->sc, CP_B_QUEUE, (2 * (size_t)sd->n + 1) * sizeof(*q), 0);
   int64_t depth = 0, end = row->end_ns;
   size_t n = 0;
 
@@ -185,54 +202,75 @@ static int queue_of(const struct cp_stepdata *sd, struct cp_steprow *row,
         (k + 1 == n || q[k + 1].t != q[k].t))
       (*series)[(*nseries)++] = (struct cp_qpoint){ q[k].t, depth };
   }
-  free(q);
   return 0;
 }
 
 /* ---- sequences ---- */
 
+/* The slot of sequence (kind, n, fam[0..n)) with hash h: its own, or the
+ * empty one where it goes. */
+static struct cp_seq *seq_slot(struct cp_seq *t, uint64_t h, uint32_t kind,
+                               uint32_t n, const uint32_t *fam)
+{
+  uint32_t i = (uint32_t)(h >> 40) & (CP_SEQ_SLOTS - 1);
+
+  for (;; i = (i + 1) & (CP_SEQ_SLOTS - 1)) {
+    struct cp_seq *q = &t[i];
+
+    if (q->hash == 0 || (q->hash == h && q->kind == kind && q->n == n &&
+                         memcmp(q->fam, fam, n * sizeof(*fam)) == 0))
+      return q;
+  }
+}
+
 /* Counts every run of CP_SEQ_MIN..CP_SEQ_MAX consecutive kernels of the
- * step (by family) for its kind. */
+ * step (by family) for its kind; beyond CP_SEQ_KEEP distinct ones, new
+ * ones are not counted (seq_dropped). */
 static int sequences_add(struct idx_agg *a, const struct cp_stepdata *sd)
 {
   struct agg_cpath *c = a->cpath;
-  uint32_t *fam = malloc((sd->n + 1) * sizeof(*fam)), nk = 0;
-  int64_t *dur = malloc((sd->n + 1) * sizeof(*dur));
-  int rc = fam && dur ? 0 : TR_ENOMEM;
+  uint32_t *fam = cp_scratch(sd->sc, CP_B_FAM, (sd->n + 1) * sizeof(*fam), 0);
+  int64_t *dur = cp_scratch(sd->sc, CP_B_DUR, (sd->n + 1) * sizeof(*dur), 0);
+  uint32_t nk = 0;
 
-  for (uint32_t i = 0; rc == 0 && i < sd->n; i++)
+  if (c->seqs == NULL)
+    c->seqs = calloc(CP_SEQ_SLOTS, sizeof(*c->seqs));
+  if (fam == NULL || dur == NULL || c->seqs == NULL)
+    return TR_ENOMEM;
+  for (uint32_t i = 0; i < sd->n; i++)
     if (sd->ev[i].kind == CP_EV_KERNEL && sd->ev[i].name < a->names.n &&
         a->name_family[sd->ev[i].name] != UINT32_MAX) {
       fam[nk] = a->name_family[sd->ev[i].name];
       dur[nk++] = sd->ev[i].end - sd->ev[i].start;
     }
-  for (uint32_t p = 0; rc == 0 && p < nk; p++) {
-    uint32_t key[2 + CP_SEQ_MAX], id;
+  for (uint32_t p = 0; p < nk; p++) {
+    uint64_t h = 0x9e3779b97f4a7c15ull * (sd->kind + 1);
     int64_t total = dur[p];
 
-    key[0] = sd->kind;
-    for (uint32_t n = CP_SEQ_MIN; rc == 0 && n <= CP_SEQ_MAX && p + n <= nk;
-         n++) {
+    h = (h ^ fam[p]) * 0xff51afd7ed558ccdull;
+    for (uint32_t n = CP_SEQ_MIN; n <= CP_SEQ_MAX && p + n <= nk; n++) {
+      struct cp_seq *q;
+
       total += dur[p + n - 1];
-      key[1] = n;
-      memcpy(key + 2, fam + p, n * sizeof(*fam));
-      if (c->seq_map.n >= CP_SEQ_KEEP &&
-          !agg_map_find(&c->seq_map, key, (2 + n) * sizeof(*key), &id)) {
-        c->seq_dropped++;
-        continue;
+      h = (h ^ fam[p + n - 1]) * 0xff51afd7ed558ccdull;
+      h ^= h >> 31;
+      q = seq_slot(c->seqs, h | 1, sd->kind, n, fam + p);
+      if (q->hash == 0) {
+        if (c->nseqs >= CP_SEQ_KEEP) {
+          c->seq_dropped++;
+          continue;
+        }
+        q->hash = h | 1;
+        q->kind = sd->kind;
+        q->n = n;
+        memcpy(q->fam, fam + p, n * sizeof(*fam));
+        c->nseqs++;
       }
-      if (agg_map_intern(&c->seq_map, key, (2 + n) * sizeof(*key), &id) < 0 ||
-          agg_grow(&c->seqs, &c->seqs_cap, id, sizeof(*c->seqs)) != 0) {
-        rc = TR_ENOMEM;
-        break;
-      }
-      c->seqs[id].count++;
-      c->seqs[id].total_ns += total;
+      q->count++;
+      q->total_ns += total;
     }
   }
-  free(fam);
-  free(dur);
-  return rc;
+  return 0;
 }
 
 /* ---- picks ---- */
@@ -245,15 +283,67 @@ static void pick_free(struct cp_pick *p)
   memset(p, 0, sizeof(*p));
 }
 
-/* Keeps the step as a kind's pick: its row, path, kernels and queue. */
+/* The group of segments v[0..n) as one: its times, weight and count
+ * summed, named by its heaviest member, bound by the bound of most wall
+ * time. */
+static struct cp_segment group_of(const struct cp_segment *v, uint32_t n)
+{
+  int64_t wall[CP_BOUNDS] = { 0 };
+  struct cp_segment g = v[0];
+  uint32_t heavy = 0;
+
+  g.weight_ns = 0;
+  g.count = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    wall[v[i].bound] += v[i].to_ns - v[i].from_ns;
+    g.weight_ns += v[i].weight_ns;
+    g.count += v[i].count;
+    if (v[i].weight_ns > v[heavy].weight_ns)
+      heavy = i;
+  }
+  g.to_ns = v[n - 1].to_ns;
+  g.name = v[heavy].name;
+  g.what = v[heavy].what;
+  for (int b = 0; b < CP_BOUNDS; b++)
+    if (wall[b] > wall[g.bound])
+      g.bound = (uint8_t)b;
+  return g;
+}
+
+/* A path of more than CP_SEGMENTS stretches as groups of consecutive ones
+ * on one lane, larger groups until it fits. Copies into out. */
+static uint32_t coalesce(const struct cp_segment *v, uint32_t n,
+                         struct cp_segment *out)
+{
+  uint32_t m = n, size = 1;
+
+  while (m > CP_SEGMENTS || size == 1) {
+    m = 0;
+    for (uint32_t i = 0; i < n && m < CP_SEGMENTS + size;) {
+      uint32_t j = i + 1;
+
+      while (j < n && j - i < size && v[j].lane == v[i].lane &&
+             v[j].what / 2 == v[i].what / 2)
+        j++;
+      out[m++] = size == 1 ? v[i] : group_of(v + i, j - i);
+      i = j;
+    }
+    if (m <= CP_SEGMENTS)
+      break;
+    size *= 2;
+  }
+  return m < CP_SEGMENTS ? m : CP_SEGMENTS;
+}
+
+/* Keeps the step as a kind's pick: its row, path, kernels (runs of one
+ * name as one) and queue. */
 static int pick_set(const struct cp_stepdata *sd, struct cp_pick *p)
 {
-  uint32_t nseg = sd->res->nsegs < CP_SEGMENTS ? sd->res->nsegs : CP_SEGMENTS;
   struct cp_pick np = { 0 };
   struct cp_steprow row = sd->res->row;
 
   np.set = 1;
-  np.segs = malloc((nseg + 1) * sizeof(*np.segs));
+  np.segs = malloc((CP_SEGMENTS * 2 + 1) * sizeof(*np.segs));
   np.seq = malloc((CP_MEDIAN_SEQ + 1) * sizeof(*np.seq));
   np.queue = malloc((CP_QUEUE_POINTS + 1) * sizeof(*np.queue));
   if (np.segs == NULL || np.seq == NULL || np.queue == NULL ||
@@ -262,13 +352,21 @@ static int pick_set(const struct cp_stepdata *sd, struct cp_pick *p)
     return TR_ENOMEM;
   }
   np.row = sd->res->row;
-  memcpy(np.segs, sd->res->segs, nseg * sizeof(*np.segs));
-  np.nsegs = nseg;
-  for (uint32_t i = 0; i < sd->n && np.nseq < CP_MEDIAN_SEQ; i++)
-    if (sd->ev[i].kind == CP_EV_KERNEL)
-      np.seq[np.nseq++] =
-          (struct cp_seqitem){ sd->ev[i].name, 0,
-                               sd->ev[i].end - sd->ev[i].start };
+  np.nsegs =
+      sd->res->nsegs ? coalesce(sd->res->segs, sd->res->nsegs, np.segs) : 0;
+  for (uint32_t i = 0; i < sd->n; i++) {
+    const struct cp_ev *e = &sd->ev[i];
+    struct cp_seqitem *last = np.nseq ? &np.seq[np.nseq - 1] : NULL;
+
+    if (e->kind != CP_EV_KERNEL)
+      continue;
+    if (last != NULL && last->name == e->name) {
+      last->count++;
+      last->dur_ns += e->end - e->start;
+    } else if (np.nseq < CP_MEDIAN_SEQ) {
+      np.seq[np.nseq++] = (struct cp_seqitem){ e->name, 1, e->end - e->start };
+    }
+  }
   pick_free(p);
   *p = np;
   return 0;

@@ -64,8 +64,38 @@ struct graph {
   uint32_t n;
   struct edge *e;
   size_t ne, cap;
+  struct cp_scratch *sc;
   int rc;
 };
+
+void *cp_scratch(struct cp_scratch *s, enum cp_buf b, size_t bytes, int zero)
+{
+  if (bytes == 0)
+    bytes = 1;
+  if (bytes > s->cap[b]) {
+    size_t cap = s->cap[b] * 2 > bytes ? s->cap[b] * 2 : bytes;
+    void *p = realloc(s->p[b], cap);
+
+    if (p == NULL)
+      return NULL;
+    s->p[b] = p;
+    s->cap[b] = cap;
+  }
+  if (zero)
+    memset(s->p[b], 0, bytes);
+  return s->p[b];
+}
+
+void cp_scratch_free(struct cp_scratch *s)
+{
+  for (int b = 0; b < CP_BUFS; b++)
+    free(s->p[b]);
+  memset(s, 0, sizeof(*s));
+}
+
+/* Scratch buffer b as an array of n elements of *type. */
+#define SCRATCH(g, b, n, type, zero)                                           \
+  ((type *)cp_scratch((g)->sc, (b), ((size_t)(n) + 1) * sizeof(type), (zero)))
 
 static int is_host(const struct cp_ev *e)
 {
@@ -94,9 +124,15 @@ static void add(struct graph *g, uint32_t src, uint32_t dst, int type,
 
   if (g->rc != 0)
     return;
-  if (g->ne == g->cap && agg_grow(&g->e, &g->cap, g->ne, sizeof(*g->e)) != 0) {
-    g->rc = TR_ENOMEM;
-    return;
+  if (g->ne == g->cap) {
+    struct edge *e2 = SCRATCH(g, CP_B_EDGES, 2 * g->cap, struct edge, 0);
+
+    if (e2 == NULL) {
+      g->rc = TR_ENOMEM;
+      return;
+    }
+    g->e = e2;
+    g->cap *= 2;
   }
   if (type == E_OP || type == E_LAUNCH || type == E_KK)
     w = node_time(g, dst) - node_time(g, src);
@@ -161,46 +197,44 @@ static void chain_enter(struct graph *g, struct chain *c, uint32_t i,
 }
 
 /* The chains of every thread: ops nest by time (an op ends before the
- * next one of its thread that starts at or after its end begins). */
+ * next one of its thread that starts at or after its end begins). A step
+ * has few threads: their chains are found by a scan. */
 static int host_chains(struct graph *g)
 {
-  uint32_t *slot = malloc(65536 * sizeof(*slot)), *below;
+  uint32_t *below = SCRATCH(g, CP_B_BELOW, g->n, uint32_t, 0), i;
   struct chain *ch = NULL;
-  size_t nch = 0, cap = 0;
-  uint32_t i;
+  uint16_t *lane = NULL;
+  size_t nch = 0, cap = 0, lcap = 0, k;
 
-  below = malloc((g->n + 1) * sizeof(*below));
-  if (slot == NULL || below == NULL) {
-    free(slot);
-    free(below);
+  if (below == NULL)
     return TR_ENOMEM;
-  }
-  memset(slot, 0xff, 65536 * sizeof(*slot));
   for (i = 0; i < g->n && g->rc == 0; i++) {
     const struct cp_ev *e = &g->ev[i];
     struct chain *c;
 
     if (!is_host(e))
       continue;
-    if (slot[e->lane] == NONE) {
-      if (agg_grow(&ch, &cap, nch, sizeof(*ch)) != 0) {
+    for (k = 0; k < nch && lane[k] != e->lane; k++)
+      ;
+    if (k == nch) {
+      if (agg_grow(&ch, &cap, nch, sizeof(*ch)) != 0 ||
+          agg_grow(&lane, &lcap, nch, sizeof(*lane)) != 0) {
         g->rc = TR_ENOMEM;
         break;
       }
       ch[nch] = (struct chain){ NONE, NONE, 0, 0 };
-      slot[e->lane] = (uint32_t)nch++;
+      lane[nch++] = e->lane;
     }
-    c = &ch[slot[e->lane]];
+    c = &ch[k];
     while (c->top != NONE && g->ev[c->top].end <= e->start)
       chain_exit(g, c, below);
     chain_enter(g, c, i, below);
   }
-  for (size_t k = 0; k < nch; k++)
+  for (k = 0; k < nch; k++)
     while (ch[k].top != NONE && g->rc == 0)
       chain_exit(g, &ch[k], below);
-  free(slot);
-  free(below);
   free(ch);
+  free(lane);
   return g->rc;
 }
 
@@ -230,6 +264,8 @@ struct dev { /* the device walk's state */
     uint32_t call, first, lastrec;
   } * launches;
   size_t nlaunches;
+  /* The records of each call (CSR): recs[rec_at[c] .. rec_at[c + 1]). */
+  uint32_t *rec_at, *recs;
 };
 
 static uint32_t hash_corr(int64_t k)
@@ -246,8 +282,8 @@ static int calls_init(struct corr_map *m, const struct graph *g)
   while (cap < 2 * g->n)
     cap *= 2;
   m->cap = cap;
-  m->key = malloc(cap * sizeof(*m->key));
-  m->val = malloc(cap * sizeof(*m->val));
+  m->key = SCRATCH(g, CP_B_CALLKEY, cap, int64_t, 0);
+  m->val = SCRATCH(g, CP_B_CALLVAL, cap, uint32_t, 0);
   if (m->key == NULL || m->val == NULL)
     return TR_ENOMEM;
   memset(m->key, 0xff, cap * sizeof(*m->key)); /* -1: empty */
@@ -298,8 +334,8 @@ static int launch_cmp(const void *x, const void *y)
  * its last record on that lane (a graph replay may run on several). */
 static int launches_init(struct dev *d)
 {
-  const struct graph *g = d->g;
-  uint32_t *entry = malloc((g->n + 1) * sizeof(*entry)); /* by call */
+  struct graph *g = d->g;
+  uint32_t *entry = SCRATCH(g, CP_B_ENTRY, g->n, uint32_t, 0); /* by call */
   size_t cap = 0;
   int rc = entry == NULL ? TR_ENOMEM : 0;
 
@@ -320,15 +356,18 @@ static int launches_init(struct dev *d)
       l->lastrec = i;
       continue;
     }
-    if (agg_grow(&d->launches, &cap, d->nlaunches, sizeof(*d->launches))) {
-      rc = TR_ENOMEM;
-      break;
+    if (d->nlaunches >= cap) {
+      cap = cap ? 2 * cap : 1024;
+      d->launches = SCRATCH(g, CP_B_LAUNCHES, cap, struct launch, 0);
+      if (d->launches == NULL) {
+        rc = TR_ENOMEM;
+        break;
+      }
     }
     if (entry[e->launch] == NONE)
       entry[e->launch] = (uint32_t)d->nlaunches;
     d->launches[d->nlaunches++] = (struct launch){ e->lane, e->launch, i, i };
   }
-  free(entry);
   if (rc == 0)
     qsort(d->launches, d->nlaunches, sizeof(*d->launches), launch_cmp);
   return rc;
@@ -386,20 +425,45 @@ static void sync_event(struct dev *d, uint32_t i)
     d->ksync[rec] = src;
 }
 
+/* The records of each launch call, by call. */
+static int records_by_call(struct dev *d)
+{
+  struct graph *g = d->g;
+  uint32_t *fill;
+
+  d->rec_at = SCRATCH(g, CP_B_RECAT, g->n + 1, uint32_t, 1);
+  d->recs = SCRATCH(g, CP_B_RECS, g->n, uint32_t, 0);
+  fill = SCRATCH(g, CP_B_FILL, g->n, uint32_t, 1);
+  if (d->rec_at == NULL || d->recs == NULL || fill == NULL)
+    return TR_ENOMEM;
+  for (uint32_t i = 0; i < g->n; i++)
+    if (is_record(&g->ev[i]) && g->ev[i].launch != NONE)
+      d->rec_at[g->ev[i].launch + 1]++;
+  for (uint32_t c = 0; c < g->n; c++)
+    d->rec_at[c + 1] += d->rec_at[c];
+  for (uint32_t i = 0; i < g->n; i++)
+    if (is_record(&g->ev[i]) && g->ev[i].launch != NONE) {
+      uint32_t c = g->ev[i].launch;
+
+      d->recs[d->rec_at[c] + fill[c]++] = i;
+    }
+  return 0;
+}
+
 /* A blocking call of a trace without cuda_sync events: it waited for its
  * own copy, or (a synchronize) for every stream's last record, where those
  * ended by its end. */
 static void inferred_sync(struct dev *d, uint32_t c)
 {
   const struct cp_ev *ev = d->g->ev;
-  int own = 0;
+  int own = d->rec_at[c + 1] > d->rec_at[c];
 
-  for (uint32_t i = 0; i < d->g->n; i++)
-    if (is_record(&ev[i]) && ev[i].launch == c) {
-      own = 1;
-      if (ev[i].end <= ev[c].end)
-        add(d->g, 2 * i + 1, 2 * c + 1, E_SYNC, A_NONE, 0);
-    }
+  for (uint32_t k = d->rec_at[c]; k < d->rec_at[c + 1]; k++) {
+    uint32_t i = d->recs[k];
+
+    if (ev[i].end <= ev[c].end)
+      add(d->g, 2 * i + 1, 2 * c + 1, E_SYNC, A_NONE, 0);
+  }
   for (size_t k = 0; !own && k < d->nlast; k++)
     if (ev[d->last[k].ev].end <= ev[c].end)
       add(d->g, 2 * d->last[k].ev + 1, 2 * c + 1, E_SYNC, A_NONE, 0);
@@ -447,9 +511,9 @@ static int end_cmp(const void *x, const void *y, void *ud)
 
 /* The blocking calls by end (inferred syncs run in the records' order by
  * that time), NULL-safe count in *n. */
-static uint32_t *blocking_by_end(const struct graph *g, int infer, size_t *n)
+static uint32_t *blocking_by_end(struct graph *g, int infer, size_t *n)
 {
-  uint32_t *v = malloc((g->n + 1) * sizeof(*v));
+  uint32_t *v = SCRATCH(g, CP_B_BLOCKING, g->n, uint32_t, 0);
 
   *n = 0;
   for (uint32_t i = 0; v != NULL && infer && i < g->n; i++)
@@ -460,16 +524,29 @@ static uint32_t *blocking_by_end(const struct graph *g, int infer, size_t *n)
   return v;
 }
 
+/* What the sync rules need, only when the step has syncs to place: its
+ * calls by correlation and launches by lane (cuda_sync events), or each
+ * call's records (blocking calls). */
+static int dev_init(struct dev *d, int syncs, size_t blocking)
+{
+  if (syncs && (calls_init(&d->calls, d->g) != 0 || launches_init(d) != 0))
+    return TR_ENOMEM;
+  if (blocking > 0 && records_by_call(d) != 0)
+    return TR_ENOMEM;
+  return 0;
+}
+
 static int device_edges(struct graph *g, int infer)
 {
   struct dev d = { .g = g };
   size_t nb = 0, b = 0;
   uint32_t *blocking = blocking_by_end(g, infer, &nb);
-  int rc = blocking == NULL ? TR_ENOMEM : 0;
+  int rc = blocking == NULL ? TR_ENOMEM : 0, syncs = 0;
 
-  d.ksync = malloc((g->n + 1) * sizeof(*d.ksync));
-  if (rc == 0 && (d.ksync == NULL || calls_init(&d.calls, g) != 0 ||
-                  launches_init(&d) != 0))
+  for (uint32_t i = 0; i < g->n && !syncs; i++)
+    syncs = g->ev[i].kind == CP_EV_SYNC;
+  d.ksync = SCRATCH(g, CP_B_KSYNC, g->n, uint32_t, 0);
+  if (rc == 0 && (d.ksync == NULL || dev_init(&d, syncs, nb) != 0))
     rc = TR_ENOMEM;
   if (rc == 0)
     memset(d.ksync, 0xff, (g->n + 1) * sizeof(*d.ksync));
@@ -490,12 +567,7 @@ static int device_edges(struct graph *g, int infer)
       rc = record_edges(&d, i);
     rc = rc ? rc : g->rc;
   }
-  free(blocking);
   free(d.last);
-  free(d.ksync);
-  free(d.calls.key);
-  free(d.calls.val);
-  free(d.launches);
   return rc ? rc : g->rc;
 }
 
@@ -508,18 +580,17 @@ struct order {     /* the graph in CSR form and a topological order */
   uint32_t ntopo;
 };
 
-static int toposort(const struct graph *g, uint32_t nodes, struct order *o)
+static int toposort(struct graph *g, uint32_t nodes, struct order *o)
 {
-  uint32_t *indeg = calloc(nodes + 1, sizeof(*indeg));
-  uint32_t *fill = calloc(nodes + 1, sizeof(*fill)), head = 0;
-  int rc = TR_ENOMEM;
+  uint32_t *indeg = SCRATCH(g, CP_B_INDEG, nodes, uint32_t, 1);
+  uint32_t *fill = SCRATCH(g, CP_B_FILL, nodes, uint32_t, 1), head = 0;
 
-  o->first = calloc(nodes + 2, sizeof(*o->first));
-  o->out = malloc((g->ne + 1) * sizeof(*o->out));
-  o->topo = malloc((nodes + 1) * sizeof(*o->topo));
+  o->first = SCRATCH(g, CP_B_FIRST, nodes + 1, uint32_t, 1);
+  o->out = SCRATCH(g, CP_B_OUT, g->ne, uint32_t, 0);
+  o->topo = SCRATCH(g, CP_B_TOPO, nodes, uint32_t, 0);
   if (indeg == NULL || fill == NULL || o->first == NULL || o->out == NULL ||
       o->topo == NULL)
-    goto out;
+    return TR_ENOMEM;
   for (size_t k = 0; k < g->ne; k++)
     o->first[g->e[k].src + 1]++;
   for (uint32_t v = 0; v < nodes; v++)
@@ -541,18 +612,7 @@ static int toposort(const struct graph *g, uint32_t nodes, struct order *o)
       if (--indeg[g->e[o->out[k]].dst] == 0)
         o->topo[o->ntopo++] = g->e[o->out[k]].dst;
   }
-  rc = 0;
-out:
-  free(indeg);
-  free(fill);
-  return rc;
-}
-
-static void order_free(struct order *o)
-{
-  free(o->first);
-  free(o->out);
-  free(o->topo);
+  return 0;
 }
 
 /* Longest path ending at each node (fwd, with the edge it came by) and
@@ -631,16 +691,16 @@ static void seg_what(const struct graph *g, const struct edge *e,
 /* The path's edges from its first node to its last, as merged stretches,
  * and the breakdown: weights by bound, and the wall time of the
  * zero-weight sync and idle edges. */
-static int path_segments(const struct graph *g, const uint32_t *pred,
-                         uint32_t end, struct cp_result *res)
+static int path_segments(struct graph *g, const uint32_t *pred, uint32_t end,
+                         struct cp_result *res)
 {
   uint32_t n = 0, *path, v = end;
-  size_t cap = 0;
 
   for (v = end; pred[v] != NONE; v = g->e[pred[v]].src)
     n++;
-  path = malloc((n + 1) * sizeof(*path));
-  if (path == NULL)
+  path = SCRATCH(g, CP_B_PATH, n, uint32_t, 0);
+  res->segs = SCRATCH(g, CP_B_SEGS, n, struct cp_segment, 0);
+  if (path == NULL || res->segs == NULL)
     return TR_ENOMEM;
   for (v = end, n = 0; pred[v] != NONE; v = g->e[pred[v]].src)
     path[n++] = pred[v];
@@ -667,24 +727,9 @@ static int path_segments(const struct graph *g, const uint32_t *pred,
       last->weight_ns += s.weight_ns;
       continue;
     }
-    if (agg_grow(&res->segs, &cap, res->nsegs, sizeof(*res->segs)) != 0) {
-      free(path);
-      return TR_ENOMEM;
-    }
     res->segs[res->nsegs++] = s;
   }
-  free(path);
   return 0;
-}
-
-void cp_result_free(struct cp_result *res)
-{
-  if (res == NULL)
-    return;
-  free(res->on_path);
-  free(res->slack);
-  free(res->segs);
-  memset(res, 0, sizeof(*res));
 }
 
 /* The first node of the largest length (in topological order). */
@@ -702,17 +747,18 @@ static int analyse(struct graph *g, struct cp_result *res)
 {
   uint32_t nodes = 2 * g->n, end;
   struct order o = { 0 };
-  int64_t *fwd = calloc(nodes + 1, sizeof(*fwd));
-  int64_t *bwd = calloc(nodes + 1, sizeof(*bwd));
-  uint32_t *pred = malloc((nodes + 1) * sizeof(*pred));
-  int rc = TR_ENOMEM;
+  int64_t *fwd = SCRATCH(g, CP_B_FWD, nodes, int64_t, 1);
+  int64_t *bwd = SCRATCH(g, CP_B_BWD, nodes, int64_t, 1);
+  uint32_t *pred = SCRATCH(g, CP_B_PRED, nodes, uint32_t, 0);
+  int rc;
 
-  if (fwd == NULL || bwd == NULL || pred == NULL ||
-      (rc = toposort(g, nodes, &o)) != 0)
-    goto out;
+  if (fwd == NULL || bwd == NULL || pred == NULL)
+    return TR_ENOMEM;
+  if ((rc = toposort(g, nodes, &o)) != 0)
+    return rc;
   if (o.ntopo < nodes) {
     res->row.status = CP_STEP_CYCLE;
-    goto out;
+    return 0;
   }
   memset(pred, 0xff, (nodes + 1) * sizeof(*pred));
   longest(g, &o, fwd, pred, bwd);
@@ -725,27 +771,22 @@ static int analyse(struct graph *g, struct cp_result *res)
       res->slack[i] =
           res->row.length_ns - (fwd[2 * i] + (w > 0 ? w : 0) + bwd[2 * i + 1]);
   }
-  rc = end == NONE ? 0 : path_segments(g, pred, end, res);
-out:
-  order_free(&o);
-  free(fwd);
-  free(bwd);
-  free(pred);
-  return rc;
+  return end == NONE ? 0 : path_segments(g, pred, end, res);
 }
 
 int cp_step_analyse(const struct cp_ev *ev, uint32_t n, int infer_sync,
-                    struct cp_result *res)
+                    struct cp_scratch *sc, struct cp_result *res)
 {
-  struct graph g = { ev, n, NULL, 0, 0, 0 };
+  struct graph g = { ev, n, NULL, 0, 3 * (size_t)n + 16, sc, 0 };
   int rc;
 
-  res->on_path = calloc(n + 1, 1);
-  res->slack = calloc(n + 1, sizeof(*res->slack));
-  if (res->on_path == NULL || res->slack == NULL)
+  /* About three edges an event: a growth is rare. */
+  g.e = SCRATCH(&g, CP_B_EDGES, g.cap, struct edge, 0);
+  res->on_path = SCRATCH(&g, CP_B_ONPATH, n, uint8_t, 1);
+  res->slack = SCRATCH(&g, CP_B_SLACK, n, int64_t, 1);
+  if (g.e == NULL || res->on_path == NULL || res->slack == NULL)
     return TR_ENOMEM;
   if ((rc = host_chains(&g)) == 0 && (rc = device_edges(&g, infer_sync)) == 0)
     rc = analyse(&g, res);
-  free(g.e);
   return rc;
 }

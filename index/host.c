@@ -23,7 +23,9 @@
 
 #include "index/host.h"
 
-#define HOST_RECS    (1u << 15) /* records a stream holds before spilling */
+#define HOST_RECS    (1u << 14) /* records a stream holds before spilling */
+#define HOST_WINDOW  (1u << 13) /* records its iterator holds */
+#define NAME_CACHE   4096       /* slots of the name cache */
 #define PAYLOAD_BITS 40
 #define PAYLOAD_MAX  ((1ll << PAYLOAD_BITS) - 1)
 
@@ -31,11 +33,19 @@ int agg_host_init(struct agg_host *h)
 {
   memset(h, 0, sizeof(*h));
   agg_fold_init(&h->fold, AGG_HOST_NAMES);
-  for (int i = 0; i < AGG_HOST_STREAMS; i++)
+  if ((h->cache = calloc(NAME_CACHE, sizeof(*h->cache))) == NULL)
+    return TR_ENOMEM;
+  if (agg_pystream_init(&h->py) != 0) {
+    agg_host_free(h);
+    return TR_ENOMEM;
+  }
+  for (int i = 0; i < AGG_HOST_STREAMS; i++) {
     if (agg_runs_init(&h->runs[i], HOST_RECS) != 0) {
       agg_host_free(h);
       return TR_ENOMEM;
     }
+    agg_runs_window(&h->runs[i], HOST_WINDOW);
+  }
   return 0;
 }
 
@@ -45,10 +55,12 @@ void agg_host_free(struct agg_host *h)
     return;
   for (int i = 0; i < AGG_HOST_STREAMS; i++)
     agg_runs_free(&h->runs[i]);
+  agg_pystream_free(&h->py);
   agg_map_free(&h->names);
   agg_fold_free(&h->fold);
   agg_map_free(&h->threads);
   agg_hist_free(&h->pstep_hist);
+  free(h->cache);
   memset(h, 0, sizeof(*h));
 }
 
@@ -102,12 +114,68 @@ static int thread_of(struct agg_host *h, const struct idx_event *ev,
   return 0;
 }
 
+/* A 64-bit hash of name s, every byte, sixteen at a time in two lanes
+ * that do not wait on each other (the last ones read whole, overlapping):
+ * Python function names differ in a line number in their middle
+ * ("torch/utils/_pytree.py(1308): tree_iter"). */
+static uint64_t name_hash(struct idx_str s)
+{
+  uint64_t a = 0x9e3779b97f4a7c15ull * (s.n + 1), b = 0xc2b2ae3d27d4eb4full;
+  uint64_t w = 0, v = 0;
+  size_t i;
+
+  if (s.p == NULL)
+    return 0;
+  if (s.n < 16) {
+    memcpy(&w, s.p, s.n < 8 ? s.n : 8);
+    if (s.n > 8)
+      memcpy(&v, s.p + s.n - 8, 8);
+  } else {
+    for (i = 0; i + 16 < s.n; i += 16) {
+      memcpy(&w, s.p + i, 8);
+      memcpy(&v, s.p + i + 8, 8);
+      a = (a ^ w) * 0xff51afd7ed558ccdull;
+      b = (b ^ v) * 0xc4ceb9fe1a85ec53ull;
+      a ^= a >> 29;
+      b ^= b >> 31;
+    }
+    memcpy(&w, s.p + s.n - 16, 8);
+    memcpy(&v, s.p + s.n - 8, 8);
+  }
+  a = (a ^ w) * 0xff51afd7ed558ccdull;
+  b = (b ^ v) * 0xc4ceb9fe1a85ec53ull;
+  a ^= b ^ (a >> 32);
+  a *= 0x9e3779b97f4a7c15ull;
+  return a ^ (a >> 29);
+}
+
+/* The host name id of s: from the cache of names seen lately, by their
+ * 64-bit hash (two names of a trace sharing one is a chance of 2^-64 a
+ * pair), else interned (folded beyond AGG_HOST_NAMES). */
+static int name_of(struct agg_host *h, struct idx_str s, uint32_t *id)
+{
+  uint64_t k = name_hash(s);
+  struct agg_host_name_slot *slot = &h->cache[(k >> 20) & (NAME_CACHE - 1)];
+  int rc;
+
+  if (slot->key == k && k != 0) {
+    *id = slot->id;
+    return 0;
+  }
+  if ((rc = agg_fold_intern(&h->fold, &h->names, s, 1, id)) < 0)
+    return rc;
+  if (*id != h->fold.id) {
+    slot->key = k;
+    slot->id = *id;
+  }
+  return 0;
+}
+
 int agg_host_event(struct agg_host *h, const struct idx_event *ev,
                    enum agg_host_kind kind, uint32_t name_id, uint32_t flags)
 {
   static const int stream_of[AGG_HOST_KINDS] = { AGG_HOST_STREAM_OP,
-                                                 AGG_HOST_STREAM_OP,
-                                                 AGG_HOST_STREAM_PY,
+                                                 AGG_HOST_STREAM_OP, -1,
                                                  AGG_HOST_STREAM_RT };
   struct agg_rec r;
   uint32_t thread;
@@ -120,8 +188,7 @@ int agg_host_event(struct agg_host *h, const struct idx_event *ev,
     h->dropped++;
     return 0;
   }
-  if (kind != AGG_HOST_RT &&
-      (rc = agg_fold_intern(&h->fold, &h->names, ev->name, 1, &name_id)) < 0)
+  if (kind != AGG_HOST_RT && (rc = name_of(h, ev->name, &name_id)) < 0)
     return rc;
   if (kind == AGG_HOST_RT)
     payload = (ev->has & IDX_HAS_CORR) && ev->correlation >= 0 &&
@@ -143,6 +210,8 @@ int agg_host_event(struct agg_host *h, const struct idx_event *ev,
       ((void)agg_stat_add(&h->psteps, ev->dur_ns),
        agg_hist_add(&h->pstep_hist, ev->dur_ns) != 0))
     return TR_ENOMEM;
+  if (kind == AGG_HOST_PY)
+    return agg_pystream_add(&h->py, &r, name_id, (uint16_t)thread);
   return agg_runs_add(&h->runs[stream_of[kind]], &r);
 }
 
@@ -163,7 +232,7 @@ void agg_host_thread_name(const struct agg_host *h, uint16_t t, char *buf,
 
 /* ---- reading back ---- */
 
-static void unpack(const struct agg_rec *r, struct agg_host_ev *ev)
+void agg_host_unpack(const struct agg_rec *r, struct agg_host_ev *ev)
 {
   int64_t payload = (int64_t)((uint64_t)r->aux >> 24);
 
@@ -176,13 +245,28 @@ static void unpack(const struct agg_rec *r, struct agg_host_ev *ev)
   ev->name = r->id;
 }
 
-struct agg_host_iter {
-  struct agg_iter *it[AGG_HOST_STREAMS];
-  struct agg_rec head[AGG_HOST_STREAMS];
-  int has[AGG_HOST_STREAMS]; /* head[i] holds the stream's next record */
-  int best;                  /* the stream peeked, -1: none yet */
-  struct agg_host_ev ev;
+#define ITER_BATCH 512 /* records read from a stream at a time */
+
+struct stream_buf { /* the next records of one stream */
+  struct agg_iter *it;
+  struct agg_rec rec[ITER_BATCH];
+  int n, pos;
 };
+
+struct agg_host_iter {
+  struct stream_buf s[AGG_HOST_STREAMS];
+  struct agg_host_ev ev; /* the last taken */
+  struct agg_pyreader py;
+};
+
+static int refill(struct stream_buf *b)
+{
+  int n = agg_iter_read(b->it, b->rec, ITER_BATCH);
+
+  b->n = n > 0 ? n : 0;
+  b->pos = 0;
+  return n < 0 ? n : 0;
+}
 
 int agg_host_open(struct agg_host *h, struct agg_host_iter **out)
 {
@@ -191,15 +275,13 @@ int agg_host_open(struct agg_host *h, struct agg_host_iter **out)
 
   if (it == NULL)
     return TR_ENOMEM;
-  it->best = -1;
-  for (int i = 0; i < AGG_HOST_STREAMS && rc == 0; i++) {
-    if ((rc = agg_runs_seal(&h->runs[i])) != 0 ||
-        (rc = agg_iter_open(&h->runs[i], &it->it[i])) != 0)
-      break;
-    rc = agg_iter_next(it->it[i], &it->head[i]);
-    it->has[i] = rc == 1;
-    rc = rc < 0 ? rc : 0;
-  }
+  for (int i = 0; i < AGG_HOST_STREAMS && rc == 0; i++)
+    if ((rc = agg_runs_seal(&h->runs[i])) == 0 &&
+        (rc = agg_iter_open(&h->runs[i], &it->s[i].it)) == 0)
+      rc = refill(&it->s[i]);
+  if (rc == 0 && (rc = agg_pystream_seal(&h->py)) == 0 &&
+      (rc = agg_pyreader_open(&h->py, &it->py)) == 0)
+    rc = agg_pyreader_start(&it->py);
   if (rc != 0) {
     agg_host_close(it);
     return rc;
@@ -208,48 +290,46 @@ int agg_host_open(struct agg_host *h, struct agg_host_iter **out)
   return 0;
 }
 
-/* a before b in the merged order: start, then the longer, then the
- * stream (ops before Python before runtime calls), then file order. */
-static int before(const struct agg_rec *a, int sa, const struct agg_rec *b,
-                  int sb)
+/* a before b in the merged order: start, then the longer (the parent);
+ * on a tie the caller's first stream (ops before runtime calls). */
+static int before(const struct agg_rec *a, const struct agg_rec *b)
 {
   if (a->start_ns != b->start_ns)
     return a->start_ns < b->start_ns;
-  if (a->type != b->type)
-    return a->type < b->type;
-  return sa < sb;
+  return a->type < b->type;
 }
 
-int agg_host_peek(struct agg_host_iter *it, const struct agg_host_ev **ev)
+/* The next record of stream b when it starts at or before limit, taken. */
+static int take(struct stream_buf *b, int64_t limit, struct agg_host_ev *ev)
 {
-  int best = -1;
-
-  if (it->best >= 0) {
-    *ev = &it->ev;
-    return 1;
-  }
-  for (int i = 0; i < AGG_HOST_STREAMS; i++)
-    if (it->has[i] &&
-        (best < 0 || before(&it->head[i], i, &it->head[best], best)))
-      best = i;
-  if (best < 0)
+  if (b->pos >= b->n || b->rec[b->pos].start_ns > limit)
     return 0;
-  it->best = best;
-  unpack(&it->head[best], &it->ev);
-  *ev = &it->ev;
+  int rc;
+
+  agg_host_unpack(&b->rec[b->pos], ev);
+  if (++b->pos == b->n && (rc = refill(b)) != 0)
+    return rc;
   return 1;
 }
 
-int agg_host_take(struct agg_host_iter *it)
+int agg_host_pop(struct agg_host_iter *it, int64_t limit,
+                 const struct agg_host_ev **ev)
 {
-  int i = it->best, rc;
+  struct stream_buf *op = &it->s[AGG_HOST_STREAM_OP];
+  struct stream_buf *rt = &it->s[AGG_HOST_STREAM_RT];
+  struct stream_buf *b = op;
 
-  if (i < 0)
-    return 0;
-  it->best = -1;
-  rc = agg_iter_next(it->it[i], &it->head[i]);
-  it->has[i] = rc == 1;
-  return rc < 0 ? rc : 0;
+  if (op->pos >= op->n ||
+      (rt->pos < rt->n && before(&rt->rec[rt->pos], &op->rec[op->pos])))
+    b = rt;
+  *ev = &it->ev;
+  return take(b, limit, &it->ev);
+}
+
+int agg_host_py_advance(struct agg_host_iter *it, int64_t t,
+                        struct agg_host_stacks *st)
+{
+  return agg_pyreader_advance(&it->py, t, st);
 }
 
 void agg_host_close(struct agg_host_iter *it)
@@ -257,7 +337,8 @@ void agg_host_close(struct agg_host_iter *it)
   if (it == NULL)
     return;
   for (int i = 0; i < AGG_HOST_STREAMS; i++)
-    agg_iter_close(it->it[i]);
+    agg_iter_close(it->s[i].it);
+  agg_pyreader_close(&it->py);
   free(it);
 }
 

@@ -61,17 +61,44 @@ struct agg_host_ev {
  * fold into one name (agg_fold.c). */
 #define AGG_HOST_NAMES   65536
 
-enum {
-  AGG_HOST_STREAM_OP,
-  AGG_HOST_STREAM_PY,
-  AGG_HOST_STREAM_RT,
-  AGG_HOST_STREAMS
+enum { AGG_HOST_STREAM_OP, AGG_HOST_STREAM_RT, AGG_HOST_STREAMS };
+
+/* The Python functions, compact (host_py.c). */
+struct agg_pystream {
+  FILE *f;            /* tmpfile() of 64 KiB blocks, NULL until one */
+  unsigned char *buf; /* the block being filled */
+  size_t len;         /* its bytes used */
+  uint64_t blocks;    /* blocks in f */
+  int64_t last_start; /* of the last event in order */
+  int any;
+  struct agg_runs late; /* events out of order */
+  uint64_t events;
+};
+
+struct agg_pyreader {
+  struct agg_pystream *ps;
+  unsigned char *block;
+  struct agg_host_ev *dec; /* the block decoded */
+  uint32_t ndec, pos;
+  uint64_t next; /* the next block to read */
+  int tail_done;
+  struct agg_iter *late;
+  struct agg_host_ev late_ev;
+  int late_has;
 };
 
 struct agg_host {
   struct agg_runs runs[AGG_HOST_STREAMS];
+  struct agg_pystream py;
   struct agg_map names; /* op, annotation and Python function names */
   struct agg_fold fold;
+  /* Names seen lately by their 64-bit hash: most events repeat one of the
+   * few thousand names a trace has; a hit costs the hash, not the
+   * interning map's probe and compare. */
+  struct agg_host_name_slot {
+    uint64_t key;
+    uint32_t id, pad;
+  } * cache;
   struct agg_map threads;     /* (pid, tid) -> index */
   int64_t last_pid, last_tid; /* the thread of the last event, cached */
   uint32_t last_thread;
@@ -103,16 +130,41 @@ void agg_host_thread_name(const struct agg_host *h, uint16_t t, char *buf,
 
 /* ---- the time pass ---- */
 
-/* The host events merged in start order (longer first on equal starts, so
- * that a parent comes before its child; then file order). */
+/* The host events in start order, in two merges: the CPU ops, annotations
+ * and runtime calls (agg_host_pop(): longer first on equal starts, so
+ * that a parent comes before its child; ops before calls, then file
+ * order), and the Python functions apart (agg_host_py_pop()), which a
+ * reader may take lazily: there are ten of them to one op. */
 struct agg_host_iter;
+struct agg_host_stacks;
 int agg_host_open(struct agg_host *h, struct agg_host_iter **out);
-/* The next event without taking it: 1 with *ev, 0 at the end, or an I/O
- * error. */
-int agg_host_peek(struct agg_host_iter *it, const struct agg_host_ev **ev);
-/* Takes the event agg_host_peek() showed. */
-int agg_host_take(struct agg_host_iter *it);
+/* Takes the next op, annotation or call when it starts at or before
+ * limit: 1 with *ev (valid until the next call), 0 when there is none
+ * such, or an I/O error. */
+int agg_host_pop(struct agg_host_iter *it, int64_t limit,
+                 const struct agg_host_ev **ev);
+/* Brings the Python functions up to time t onto st: those still running
+ * at t are pushed on their threads' stacks; those over by t are passed,
+ * for a reader whose questions come in time order (none later can be
+ * about them). 0 or an error. */
+int agg_host_py_advance(struct agg_host_iter *it, int64_t t,
+                        struct agg_host_stacks *st);
 void agg_host_close(struct agg_host_iter *it);
+
+/* host_py.c, for host.c: the Python stream's writer and reader. r is the
+ * event's time record (host.c's packing, for the out-of-order path). */
+int agg_pystream_init(struct agg_pystream *ps);
+int agg_pystream_add(struct agg_pystream *ps, const struct agg_rec *r,
+                     uint32_t name, uint16_t thread);
+int agg_pystream_seal(struct agg_pystream *ps);
+void agg_pystream_free(struct agg_pystream *ps);
+int agg_pyreader_open(struct agg_pystream *ps, struct agg_pyreader *pr);
+int agg_pyreader_start(struct agg_pyreader *pr);
+int agg_pyreader_advance(struct agg_pyreader *pr, int64_t t,
+                         struct agg_host_stacks *st);
+void agg_pyreader_close(struct agg_pyreader *pr);
+/* A host time record as an event. */
+void agg_host_unpack(const struct agg_rec *r, struct agg_host_ev *ev);
 
 /* Per thread, the events running at the current time: pushed in start
  * order; an event leaves its thread's stack once time passes its end. */

@@ -675,8 +675,7 @@ static int same_parsed(const struct idx_parsed *a, const struct idx_parsed *b)
          x->correlation == y->correlation && x->external_id == y->external_id &&
          x->device == y->device && x->stream == y->stream &&
          x->registers == y->registers && x->shared_bytes == y->shared_bytes &&
-         x->bytes == y->bytes && x->wait_stream == y->wait_stream &&
-         x->wait_corr == y->wait_corr &&
+         x->bytes == y->bytes &&
          memcmp(x->grid, y->grid, sizeof(x->grid)) == 0 &&
          memcmp(x->block, y->block, sizeof(x->block)) == 0 &&
          same_time(&a->ts, &b->ts) && same_time(&a->dur, &b->dur) &&

@@ -105,8 +105,7 @@ static int on_event(void *ud, const struct idx_doc *doc,
                         ev->device,       ev->stream,      ev->grid[0],
                         ev->grid[1],      ev->grid[2],     ev->block[0],
                         ev->block[1],     ev->block[2],    ev->registers,
-                        ev->shared_bytes, ev->bytes,       ev->wait_stream,
-                        ev->wait_corr,    doc->format };
+                        ev->shared_bytes, ev->bytes,       doc->format };
   uint64_t *h = ud;
   size_t i, k;
 

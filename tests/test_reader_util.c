@@ -80,8 +80,7 @@ static int on_event(void *ud, const struct idx_doc *doc,
   t->sum_ids += (uint64_t)ev->correlation + (uint64_t)ev->external_id +
                 (uint64_t)ev->device + (uint64_t)ev->stream +
                 (uint64_t)ev->registers + (uint64_t)ev->shared_bytes +
-                (uint64_t)ev->bytes + (uint64_t)ev->pid + (uint64_t)ev->tid +
-                (uint64_t)ev->wait_stream * 7 + (uint64_t)ev->wait_corr * 11;
+                (uint64_t)ev->bytes + (uint64_t)ev->pid + (uint64_t)ev->tid;
   for (i = 0; i < 3; i++)
     t->sum_ids += (uint64_t)ev->grid[i] * 3 + (uint64_t)ev->block[i] * 5;
   t->has_bits += ev->has;
