@@ -3,7 +3,7 @@
 # (not the whole traced_index library) so that it tests them alone, fed
 # hand-made events.
 file(GLOB AGG_SRC CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/index/agg*.c
-  ${CMAKE_SOURCE_DIR}/index/host.c ${CMAKE_SOURCE_DIR}/index/cpath*.c)
+  ${CMAKE_SOURCE_DIR}/index/host*.c ${CMAKE_SOURCE_DIR}/index/cpath*.c)
 traced_c_test(test_index_agg traced_common test_index_agg.c ${AGG_SRC}
   ${CMAKE_SOURCE_DIR}/index/rules.c ${CMAKE_SOURCE_DIR}/index/family.c
   ${CMAKE_SOURCE_DIR}/index/format.c)
