@@ -143,20 +143,28 @@ static json_t *step_json(const struct idx_agg *a, const struct cp_steprow *s)
   return agg_sum_crit_step_json(&r);
 }
 
-/* Every step kept, then the picks beyond them. */
+static int kept(const struct agg_cpath *c, int64_t index)
+{
+  for (size_t i = 0; i < c->nsteps; i++)
+    if (c->steps[i].index == index)
+      return 1;
+  return 0;
+}
+
+/* Every step kept (in the order they closed), then the picks that were
+ * not (beyond CP_KEEP_STEPS). */
 json_t *agg_cpath_steps_json(const struct idx_agg *a)
 {
   const struct agg_cpath *c = a->cpath;
-  int64_t last = c->nsteps ? c->steps[c->nsteps - 1].index : -1;
   json_t *rows = json_array();
 
   for (size_t i = 0; i < c->nsteps; i++)
     json_array_append_new(rows, step_json(a, &c->steps[i]));
-  for (uint32_t k = 0; k < c->kinds.n; k++) {
+  for (uint32_t k = 0; c->steps_total > c->nsteps && k < c->kinds.n; k++) {
     const struct cp_pick *p[2] = { &c->kind[k].median, &c->kind[k].slowest };
 
     for (int i = 0; i < 2; i++)
-      if (p[i]->set && p[i]->row.index > last &&
+      if (p[i]->set && !kept(c, p[i]->row.index) &&
           (i == 0 || !p[0]->set || p[0]->row.index != p[1]->row.index))
         json_array_append_new(rows, step_json(a, &p[i]->row));
   }

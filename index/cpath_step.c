@@ -33,8 +33,10 @@
  *
  * The longest path is found in topological order (Kahn's algorithm; a
  * graph with a cycle, which only clock skew on sync edges can make, is
- * counted and not analysed); ties go to the first predecessor met, the
- * path ends at the first node of the largest length. Negative weights
+ * counted and not analysed). Among equally long paths it takes, into each
+ * node, the edge from the earliest node (nodes are numbered in the step's
+ * event order: host events by start, then device events), then by edge
+ * type, and ends at the earliest node of the largest length. Negative weights
  * (a child starting before its parent, a kernel before its launch) are
  * 0. Slack of a record: the length minus the longest path through it.
  */
@@ -615,6 +617,16 @@ static int toposort(struct graph *g, uint32_t nodes, struct order *o)
   return 0;
 }
 
+/* Of two edges into one node that give it the same length, the one the
+ * path takes: from the earlier node (node ids follow the step's event
+ * order), then by type. */
+static int tie_before(const struct edge *a, const struct edge *b)
+{
+  if (a->src != b->src)
+    return a->src < b->src;
+  return a->type < b->type;
+}
+
 /* Longest path ending at each node (fwd, with the edge it came by) and
  * starting at each node (bwd). */
 static void longest(const struct graph *g, const struct order *o, int64_t *fwd,
@@ -627,7 +639,8 @@ static void longest(const struct graph *g, const struct order *o, int64_t *fwd,
       const struct edge *e = &g->e[o->out[k]];
       int64_t cand = fwd[v] + e->w;
 
-      if (pred[e->dst] == NONE || cand > fwd[e->dst]) {
+      if (pred[e->dst] == NONE || cand > fwd[e->dst] ||
+          (cand == fwd[e->dst] && tie_before(e, &g->e[pred[e->dst]]))) {
         fwd[e->dst] = cand;
         pred[e->dst] = o->out[k];
       }
@@ -725,6 +738,7 @@ static int path_segments(struct graph *g, const uint32_t *pred, uint32_t end,
         last->to_ns == s.from_ns) {
       last->to_ns = s.to_ns;
       last->weight_ns += s.weight_ns;
+      last->count++;
       continue;
     }
     res->segs[res->nsegs++] = s;
@@ -732,14 +746,14 @@ static int path_segments(struct graph *g, const uint32_t *pred, uint32_t end,
   return 0;
 }
 
-/* The first node of the largest length (in topological order). */
-static uint32_t path_end(const struct order *o, const int64_t *fwd)
+/* The node of the largest length, the first in the step's order. */
+static uint32_t path_end(uint32_t nodes, const int64_t *fwd)
 {
   uint32_t best = NONE;
 
-  for (uint32_t t = 0; t < o->ntopo; t++)
-    if (best == NONE || fwd[o->topo[t]] > fwd[best])
-      best = o->topo[t];
+  for (uint32_t v = 0; v < nodes; v++)
+    if (best == NONE || fwd[v] > fwd[best])
+      best = v;
   return best;
 }
 
@@ -762,7 +776,7 @@ static int analyse(struct graph *g, struct cp_result *res)
   }
   memset(pred, 0xff, (nodes + 1) * sizeof(*pred));
   longest(g, &o, fwd, pred, bwd);
-  end = path_end(&o, fwd);
+  end = path_end(nodes, fwd);
   res->row.length_ns = end == NONE ? 0 : fwd[end];
   for (uint32_t i = 0; i < g->n; i++) {
     int64_t w = g->ev[i].end - g->ev[i].start;

@@ -63,9 +63,14 @@ def run(args):
                    if args.annotation is not None else [('', None)])
         out = []
         for ann, inst in windows:
-            res = ta.critical_path_analysis(rank=0, annotation=ann,
-                                            instance_id=inst)
             row = {'annotation': ann, 'instance': inst, 'ok': False}
+            try:
+                res = ta.critical_path_analysis(rank=0, annotation=ann,
+                                                instance_id=inst)
+            except Exception as e:  # HTA fails on a window it cannot find
+                row['error'] = '%s: %s' % (type(e).__name__, e)
+                out.append(row)
+                continue
             if res is not None and res[1]:
                 g = res[0]
                 row['ok'] = True
