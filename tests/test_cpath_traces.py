@@ -109,6 +109,30 @@ def check(binary, path):
     return d.errors
 
 
+def check_atom(binary, path):
+    """The ATOM-style rank: its slow _prepare_inputs is the first culprit
+    of decode with the idle time it caused, and the side stream's kernel
+    is off the path in every step, its slack the attention's end minus its
+    own."""
+    d = Diff(os.path.basename(path) + " (ATOM-style)")
+    facts = json.load(open(path + ".facts.json"))
+    s, dump = traced(binary, path)
+    decode = [r for r in s["idle_culprits"] if r["step"] == "decode"]
+    top = max(decode, key=lambda r: r["idle_ns"])
+    d.eq("first culprit", (top["culprit"], top["culprit_kind"], top["cause"],
+                           top["count"], top["idle_ns"]),
+         ("atom/model_engine/model_runner.py(655): _prepare_inputs",
+          "python", "host_late", facts["slow_steps"],
+          facts["prepare_idle_ns"]))
+    for x, st in zip(sorted(dump, key=lambda x: x["index"]), facts["steps"]):
+        side, attn = st["side"], st["attention"]
+        got = [(r[4], r[5]) for r in x["records"]
+               if r[0] == side[0] and r[2] == side[1]]
+        d.eq("step %d side kernel (on path, slack)" % x["index"], got,
+             [(0, attn[2] - side[2])])
+    return d.errors
+
+
 def main():
     binary = sys.argv[1]
     paths = sys.argv[2:] or (
@@ -118,6 +142,8 @@ def main():
     errors = []
     for path in paths:
         got = check(binary, path)
+        if os.path.basename(path) == "atom_rank.json.gz":
+            got += check_atom(binary, path)
         print("%-60s %s" % (os.path.basename(path)[:60],
                             "ok" if not got else "%d differences" % len(got)))
         errors += got
