@@ -38,7 +38,6 @@
   "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
 struct api_req;
-struct api_table;
 struct api_cache;
 struct api_conns;
 
@@ -51,8 +50,12 @@ struct api_route {
   enum MHD_Result (*get)(struct api_req *r);
   enum MHD_Result (*post)(struct api_req *r);
   enum MHD_Result (*del)(struct api_req *r);
-  const struct api_table *table; /* the table routes' query */
+  const struct tr_table_row *table; /* a table route's row of TR_TABLE_MAP */
 };
+
+/* Every route, in the order they are matched and counted (server.c). */
+extern const struct api_route api_routes[];
+extern const size_t api_nroutes;
 
 /* Status codes counted per route in /metrics; others count as "other". */
 #define API_CODES 15
@@ -348,15 +351,9 @@ enum MHD_Result api_get_slice(struct api_req *r);
 
 /* ---- routes_queries.c ---- */
 
-/* The table routes (kernels, launches, ...); route->arg says which. */
+/* The table routes (kernels, launches, ...); route->table says which. */
 enum MHD_Result api_get_table(struct api_req *r);
 enum MHD_Result api_get_diff(struct api_req *r);
-extern const struct api_table api_table_kernels, api_table_launches,
-    api_table_categories, api_table_steps, api_table_memcpy, api_table_runtime,
-    api_table_phases, api_table_step_buckets, api_table_step_outliers,
-    api_table_step_histogram, api_table_idle, api_table_timeline,
-    api_table_families, api_table_family_steps, api_table_collectives,
-    api_table_collective_instances, api_table_collective_timeline;
 
 /* ---- routes_results.c: verdicts and baselines (issue 10) ---- */
 

@@ -18,40 +18,20 @@
 #include "api/api_int.h"
 #include "common/stats.h"
 
-static const struct api_route routes[] = {
+const struct api_route api_routes[] = {
   { "/healthz", api_get_healthz, NULL, NULL, NULL },
   { "/metrics", api_get_metrics, NULL, NULL, NULL },
   { "/captures", api_get_captures, api_post_captures, NULL, NULL },
   { "/imports", NULL, api_post_imports, NULL, NULL },
   { "/diff", api_get_diff, NULL, NULL, NULL },
   { "/captures/{id}", api_get_capture, NULL, api_delete_capture, NULL },
-  { "/captures/{id}/kernels", api_get_table, NULL, NULL, &api_table_kernels },
-  { "/captures/{id}/launches", api_get_table, NULL, NULL, &api_table_launches },
-  { "/captures/{id}/categories", api_get_table, NULL, NULL,
-    &api_table_categories },
-  { "/captures/{id}/steps", api_get_table, NULL, NULL, &api_table_steps },
-  { "/captures/{id}/memcpy", api_get_table, NULL, NULL, &api_table_memcpy },
-  { "/captures/{id}/runtime", api_get_table, NULL, NULL, &api_table_runtime },
-  { "/captures/{id}/phases", api_get_table, NULL, NULL, &api_table_phases },
-  /* The analysis (api/routes_queries.c). */
-  { "/captures/{id}/steps/buckets", api_get_table, NULL, NULL,
-    &api_table_step_buckets },
-  { "/captures/{id}/steps/outliers", api_get_table, NULL, NULL,
-    &api_table_step_outliers },
-  { "/captures/{id}/steps/histogram", api_get_table, NULL, NULL,
-    &api_table_step_histogram },
-  { "/captures/{id}/idle", api_get_table, NULL, NULL, &api_table_idle },
-  { "/captures/{id}/timeline", api_get_table, NULL, NULL, &api_table_timeline },
-  { "/captures/{id}/families", api_get_table, NULL, NULL, &api_table_families },
-  { "/captures/{id}/families/steps", api_get_table, NULL, NULL,
-    &api_table_family_steps },
-  /* Across ranks and runs (api/routes_queries.c, routes_results.c). */
-  { "/captures/{id}/collectives", api_get_table, NULL, NULL,
-    &api_table_collectives },
-  { "/captures/{id}/collectives/instances", api_get_table, NULL, NULL,
-    &api_table_collective_instances },
-  { "/captures/{id}/collectives/timeline", api_get_table, NULL, NULL,
-    &api_table_collective_timeline },
+/* Each table of common/summary.h's TR_TABLE_MAP (routes_queries.c). */
+#define XX(scope, name, ROWS, row, route, ...)                                 \
+  { "/captures/{id}/" route, api_get_table, NULL, NULL,                        \
+    &tr_tables[TR_TABLE_##name] },
+  TR_TABLE_MAP(XX)
+#undef XX
+  /* Across runs (routes_results.c). */
   { "/captures/{id}/verdict", api_get_verdict, NULL, NULL, NULL },
   { "/captures/{id}/baseline", NULL, NULL, api_delete_baseline, NULL },
   { "/captures/{id}/ranks/{r}/trace", api_get_trace, NULL, NULL, NULL },
@@ -62,7 +42,8 @@ static const struct api_route routes[] = {
   { "/{file}", api_get_asset, NULL, NULL, NULL },
 };
 
-#define NROUTES (sizeof(routes) / sizeof(routes[0]))
+#define NROUTES (sizeof(api_routes) / sizeof(api_routes[0]))
+const size_t api_nroutes = NROUTES;
 
 /* The routes that take PUT, and its handler. */
 static const struct {
@@ -127,8 +108,8 @@ static void route_find(struct api_req *r)
       r->seg[r->nseg++] = p; /* a trailing slash: an empty segment */
   }
   for (size_t i = 0; i < NROUTES; i++)
-    if (route_match(routes[i].tmpl, r->seg, r->nseg)) {
-      r->route = &routes[i];
+    if (route_match(api_routes[i].tmpl, r->seg, r->nseg)) {
+      r->route = &api_routes[i];
       return;
     }
 }
@@ -345,7 +326,7 @@ struct store *api_store(struct api_req *r, int mode, struct tr_err *err)
 
 void api_count(struct api *api, const struct api_route *route, unsigned status)
 {
-  size_t row = route != NULL ? (size_t)(route - routes) + 1 : 0;
+  size_t row = route != NULL ? (size_t)(route - api_routes) + 1 : 0;
   size_t col = 0;
 
   while (col < API_CODES - 1 && api_codes[col] != status)
@@ -416,7 +397,7 @@ static void metrics_http(FILE *f, struct api *api)
       fprintf(f,
               "traced_http_requests_total{route=\"%s\",code=\"%s\"} "
               "%llu\n",
-              row == 0 ? "other" : routes[row - 1].tmpl, code,
+              row == 0 ? "other" : api_routes[row - 1].tmpl, code,
               (unsigned long long)n);
     }
 }

@@ -8,7 +8,8 @@
  * steps and its SELECT lists (store/ranks.c, schema.c, queries.c), so a
  * figure has one name and one type on both sides of the "figure types
  * only" contract between index/ and store/, and the compiler finds a
- * member one side forgot. Header only; any thread.
+ * member one side forgot. The tables themselves, what serves them and how,
+ * are one map further down (TR_TABLE_MAP). Any thread.
  *
  * Rows: XX(key, column, TYPE, ALL, since).
  *   key     the JSON member
@@ -38,6 +39,8 @@
  */
 #ifndef TR_SUMMARY_H
 #define TR_SUMMARY_H
+
+#include <stdbool.h>
 
 /* The scalars of a rank summary, in the order the summary prints them. */
 #define TR_SUM_RANK(XX)                                                        \
@@ -76,7 +79,7 @@
   XX(warnings, warnings, JSON, NONE, 4)                                        \
   XX(collective_events, collective_events, INT, NONE, 5)                       \
   XX(collective_ns, collective_ns, INT, NONE, 5)                               \
-  XX(exposed_comm_ns, exposed_comm_ns, INT, NONE, 5)                         \
+  XX(exposed_comm_ns, exposed_comm_ns, INT, NONE, 5)                           \
   XX(host_events, host_events, INT, NONE, 6)                                   \
   XX(critical_path_steps, critical_path_steps, INT, NONE, 6)
 
@@ -93,14 +96,14 @@
   XX(first_ns, first_ns, INT, NONE, 1)                                         \
   XX(last_ns, last_ns, INT, NONE, 1)                                           \
   XX(family, family, TEXT, ANY, 3)                                             \
-  XX(demangled, demangled, TEXT_NULL, ANY, 3)                                 \
-  XX(critical_ns, critical_ns, INT, SUM, 6)                                   \
-  XX(launch_calls, launch_calls, INT, SUM, 6)                                 \
-  XX(launch_call_ns, launch_call_ns, INT, SUM, 6)                             \
-  XX(launch_call_p50_ns, launch_call_p50_ns, INT, MAX, 6)                     \
-  XX(launch_call_p99_ns, launch_call_p99_ns, INT, MAX, 6)                     \
-  XX(launch_queue_ns, launch_queue_ns, INT, SUM, 6)                           \
-  XX(launch_queue_p50_ns, launch_queue_p50_ns, INT, MAX, 6)                   \
+  XX(demangled, demangled, TEXT_NULL, ANY, 3)                                  \
+  XX(critical_ns, critical_ns, INT, SUM, 6)                                    \
+  XX(launch_calls, launch_calls, INT, SUM, 6)                                  \
+  XX(launch_call_ns, launch_call_ns, INT, SUM, 6)                              \
+  XX(launch_call_p50_ns, launch_call_p50_ns, INT, MAX, 6)                      \
+  XX(launch_call_p99_ns, launch_call_p99_ns, INT, MAX, 6)                      \
+  XX(launch_queue_ns, launch_queue_ns, INT, SUM, 6)                            \
+  XX(launch_queue_p50_ns, launch_queue_p50_ns, INT, MAX, 6)                    \
   XX(launch_queue_p99_ns, launch_queue_p99_ns, INT, MAX, 6)
 
 #define TR_SUM_LAUNCH(XX)                                                      \
@@ -222,6 +225,10 @@
   XX(steps, steps, JSON, EACH, 3)                                              \
   XX(step, step, TEXT_NULL, EACH, 3)
 
+/* The buckets a rank's timeline is cut into when indexed; a route
+ * re-bins them into at most this many rows. */
+#define TR_TIMELINE_BUCKETS 4096
+
 /* Kernel families (index/family.c): kernels names with the template and
  * parameter lists and the tile and ordinal suffixes dropped. */
 #define TR_SUM_FAMILY(XX)                                                      \
@@ -235,14 +242,14 @@
   XX(max_ns, max_ns, INT, MAX, 3)                                              \
   XX(p50_ns, p50_ns, INT, MAX, 3)                                              \
   XX(p99_ns, p99_ns, INT, MAX, 3)                                              \
-  XX(share, share, SHARE, kernel_ns, 3)                                       \
-  XX(critical_ns, critical_ns, INT, SUM, 6)                                   \
-  XX(launch_calls, launch_calls, INT, SUM, 6)                                 \
-  XX(launch_call_ns, launch_call_ns, INT, SUM, 6)                             \
-  XX(launch_call_p50_ns, launch_call_p50_ns, INT, MAX, 6)                     \
-  XX(launch_call_p99_ns, launch_call_p99_ns, INT, MAX, 6)                     \
-  XX(launch_queue_ns, launch_queue_ns, INT, SUM, 6)                           \
-  XX(launch_queue_p50_ns, launch_queue_p50_ns, INT, MAX, 6)                   \
+  XX(share, share, SHARE, kernel_ns, 3)                                        \
+  XX(critical_ns, critical_ns, INT, SUM, 6)                                    \
+  XX(launch_calls, launch_calls, INT, SUM, 6)                                  \
+  XX(launch_call_ns, launch_call_ns, INT, SUM, 6)                              \
+  XX(launch_call_p50_ns, launch_call_p50_ns, INT, MAX, 6)                      \
+  XX(launch_call_p99_ns, launch_call_p99_ns, INT, MAX, 6)                      \
+  XX(launch_queue_ns, launch_queue_ns, INT, SUM, 6)                            \
+  XX(launch_queue_p50_ns, launch_queue_p50_ns, INT, MAX, 6)                    \
   XX(launch_queue_p99_ns, launch_queue_p99_ns, INT, MAX, 6)
 
 /* A family's kernels that start inside the labels of a step kind, and per
@@ -312,11 +319,13 @@
   XX(role, role, TEXT_NULL, EACH, 6)                                           \
   XX(queue, queue, JSON_NULL, EACH, 6)
 
-/* The paths of the picked steps as stretches: what (a name), where
- * ("thread pid/tid" or "stream device/stream"), bound, from and to (from
- * t0), their weight in the length, and how many events merged into it. */
+/* The paths of the picked steps (step: its kind) as stretches: what (a
+ * name), where ("thread pid/tid" or "stream device/stream"), bound, from
+ * and to (from t0), their weight in the length, and how many events
+ * merged into it. */
 #define TR_SUM_CRIT_SEGMENT(XX)                                                \
   XX(index, idx, INT, EACH, 6)                                                 \
+  XX(step, step, TEXT, EACH, 6)                                                \
   XX(seq, seq, INT, EACH, 6)                                                   \
   XX(what, what, TEXT, EACH, 6)                                                \
   XX(kind, what_kind, TEXT, EACH, 6)                                           \
@@ -390,39 +399,9 @@
   XX(share, share, JSON, EACH, 6)
 
 /*
- * XX(member, ROWS, row): the summary's tables, in the order the summary
- * prints them. member is the summary's array and the SQL table (one per
- * rank row, rank_id first); ROWS its row list above; row names the
- * indexer's struct (struct agg_sum_<row>).
- */
-#define TR_SUM_TABLES(XX)                                                      \
-  XX(kernels, TR_SUM_KERNEL, kernel)                                           \
-  XX(launches, TR_SUM_LAUNCH, launch)                                          \
-  XX(categories, TR_SUM_CATEGORY, category)                                    \
-  XX(memcpy, TR_SUM_MEMCPY, memcpy)                                            \
-  XX(runtime, TR_SUM_RUNTIME, runtime)                                         \
-  XX(steps, TR_SUM_STEP, step)                                                 \
-  XX(phases, TR_SUM_PHASE, phase)                                              \
-  XX(step_buckets, TR_SUM_STEP_BUCKET, step_bucket)                            \
-  XX(step_histogram, TR_SUM_STEP_HIST, step_hist)                              \
-  XX(step_outliers, TR_SUM_STEP_OUTLIER, step_outlier)                         \
-  XX(idle, TR_SUM_IDLE, idle)                                                  \
-  XX(timeline, TR_SUM_TIMELINE, timeline)                                      \
-  XX(families, TR_SUM_FAMILY, family)                                          \
-  XX(family_steps, TR_SUM_FAMILY_STEP, family_step)                            \
-  XX(critical_kinds, TR_SUM_CRIT_KIND, crit_kind)                              \
-  XX(critical_steps, TR_SUM_CRIT_STEP, crit_step)                              \
-  XX(critical_segments, TR_SUM_CRIT_SEGMENT, crit_segment)                     \
-  XX(kernel_paths, TR_SUM_KERNEL_PATH, kernel_path)                            \
-  XX(family_paths, TR_SUM_FAMILY_PATH, family_path)                            \
-  XX(idle_culprits, TR_SUM_CULPRIT, culprit)                                   \
-  XX(kernel_sequences, TR_SUM_SEQUENCE, sequence)                              \
-  XX(median_sequence, TR_SUM_MEDIAN_SEQ, median_seq)
-
-/*
- * The capture's own tables (issue 10): computed across ranks once every
- * rank is indexed (index/coll_match.c), stored per capture (capture_id
- * first, store/schema.c), served as they are (ALL is EACH).
+ * The capture's own tables: computed across ranks once every rank is
+ * indexed (index/coll_match.c), stored per capture (capture_id first,
+ * store/schema.c), served as they are (ALL is EACH).
  *
  * The collective figures of a rank, for a family or a step kind:
  *   count, total_ns  its collectives (all of them, matched or not)
@@ -490,12 +469,184 @@
   XX(last, last, INT, EACH, 5)                                                 \
   XX(skew_max_ns, skew_max_ns, INT, EACH, 5)
 
-/* XX(member, ROWS, row) as TR_SUM_TABLES: the capture's tables. */
-#define TR_CAP_TABLES(XX)                                                      \
-  XX(collective_families, TR_COLL_FAMILY, coll_family)                         \
-  XX(collective_steps, TR_COLL_STEP, coll_step)                                \
-  XX(collective_instances, TR_COLL_INSTANCE, coll_instance)                    \
-  XX(collective_timeline, TR_COLL_TIMELINE, coll_timeline)
+/*
+ * The table of tables (libuv's UV_HANDLE_TYPE_MAP, Redis's command table):
+ * every table traced stores and serves, one row each. Its stored rows are
+ * the field list above it names; everything else about it is here:
+ *
+ *   R(XX, name, ROWS, row, route, params, by, flags, key, kind)
+ *   C(XX, ...)   the same for a table of the whole capture
+ *
+ *   name    the summary's member (R: in the order the summary prints
+ *           them) and the SQL table: one row per rank row (rank_id
+ *           first), or per capture (C: capture_id first), made across
+ *           the ranks at the capture's finish (index/coll_match.c)
+ *   ROWS    its field list; row names the indexer's struct
+ *           (struct agg_sum_<row>)
+ *   route   GET /captures/<id>/<route> serves it (api/server.c)
+ *   params  the query parameters it takes, TR_P() of TR_PARAM_MAP;
+ *           format (json or csv) comes with TR_T_CSV
+ *   by      the values ?by= takes (TR_BY(...), the first the default),
+ *           or TR_NO_BY
+ *   flags   TR_T_GROWS: one row per name, so ?limit defaults to
+ *           table_limit (else table_limit_max: the rows are bounded by
+ *           the taxonomy); TR_T_SUMMED: a done capture keeps its all-ranks
+ *           answer (store/sums.c: per value of by, the first stored as
+ *           name, the others as name_<by>); TR_T_CSV: ?format=csv
+ *   key     in the summed rows, the member ?q= and ?sort=name read
+ *           (NULL: none)
+ *   kind    in the summed rows, the member ?kind= matches (NULL: none)
+ *
+ * Only each table's SQL is written by hand (store/queries.c, analysis.c,
+ * results.c: struct store__sql store__sql_<name>); its rows are the
+ * indexer's (index/agg_*.c). docs/ARCHITECTURE.md lists what adding a
+ * table touches.
+ */
+#define TR_TABLE_ROWS_(R, C, XX)                                               \
+  R(XX, kernels, TR_SUM_KERNEL, kernel, "kernels",                             \
+    TR_P(RANK) | TR_P(Q) | TR_P(CATEGORY) | TR_P(SORT) | TR_P(LIMIT) |         \
+        TR_P(FAMILY) | TR_P(ON_PATH),                                          \
+    TR_NO_BY, TR_T_GROWS | TR_T_SUMMED | TR_T_CSV, "name", NULL)               \
+  R(XX, launches, TR_SUM_LAUNCH, launch, "launches",                           \
+    TR_P(RANK) | TR_P(Q) | TR_P(SORT) | TR_P(LIMIT), TR_NO_BY,                 \
+    TR_T_GROWS | TR_T_SUMMED | TR_T_CSV, "name", NULL)                         \
+  R(XX, categories, TR_SUM_CATEGORY, category, "categories",                   \
+    TR_P(RANK) | TR_P(LIMIT), TR_NO_BY, TR_T_SUMMED | TR_T_CSV, NULL, NULL)    \
+  R(XX, memcpy, TR_SUM_MEMCPY, memcpy, "memcpy", TR_P(RANK) | TR_P(LIMIT),     \
+    TR_NO_BY, TR_T_SUMMED | TR_T_CSV, NULL, NULL)                              \
+  R(XX, runtime, TR_SUM_RUNTIME, runtime, "runtime",                           \
+    TR_P(RANK) | TR_P(Q) | TR_P(SORT) | TR_P(LIMIT), TR_NO_BY,                 \
+    TR_T_GROWS | TR_T_SUMMED | TR_T_CSV, "name", NULL)                         \
+  R(XX, steps, TR_SUM_STEP, step, "steps", TR_P(RANK) | TR_P(LIMIT), TR_NO_BY, \
+    TR_T_SUMMED | TR_T_CSV, NULL, NULL)                                        \
+  R(XX, phases, TR_SUM_PHASE, phase, "phases", TR_P(RANK) | TR_P(LIMIT),       \
+    TR_NO_BY, TR_T_CSV, NULL, NULL)                                            \
+  R(XX, step_buckets, TR_SUM_STEP_BUCKET, step_bucket, "steps/buckets",        \
+    TR_P(RANK) | TR_P(KIND) | TR_P(LIMIT), TR_NO_BY, TR_T_SUMMED | TR_T_CSV,   \
+    NULL, "kind")                                                              \
+  R(XX, step_histogram, TR_SUM_STEP_HIST, step_hist, "steps/histogram",        \
+    TR_P(RANK) | TR_P(KIND) | TR_P(LIMIT), TR_NO_BY, TR_T_SUMMED | TR_T_CSV,   \
+    NULL, "kind")                                                              \
+  R(XX, step_outliers, TR_SUM_STEP_OUTLIER, step_outlier, "steps/outliers",    \
+    TR_P(RANK) | TR_P(KIND) | TR_P(LIMIT), TR_NO_BY, TR_T_CSV, NULL, NULL)     \
+  R(XX, idle, TR_SUM_IDLE, idle, "idle", TR_P(RANK) | TR_P(BY),                \
+    TR_BY("cause", "step"), TR_T_SUMMED | TR_T_CSV, NULL, NULL)                \
+  R(XX, timeline, TR_SUM_TIMELINE, timeline, "timeline",                       \
+    TR_P(RANK) | TR_P(BUCKETS), TR_NO_BY, TR_T_CSV, NULL, NULL)                \
+  R(XX, families, TR_SUM_FAMILY, family, "families",                           \
+    TR_P(RANK) | TR_P(Q) | TR_P(CATEGORY) | TR_P(SORT) | TR_P(LIMIT) |         \
+        TR_P(ON_PATH),                                                         \
+    TR_NO_BY, TR_T_GROWS | TR_T_SUMMED | TR_T_CSV, "family", NULL)             \
+  R(XX, family_steps, TR_SUM_FAMILY_STEP, family_step, "families/steps",       \
+    TR_P(RANK) | TR_P(Q) | TR_P(KIND) | TR_P(LIMIT), TR_NO_BY,                 \
+    TR_T_GROWS | TR_T_SUMMED | TR_T_CSV, "family", "step")                     \
+  R(XX, critical_kinds, TR_SUM_CRIT_KIND, crit_kind, "critical_path/summary",  \
+    TR_P(RANK) | TR_P(KIND) | TR_P(LIMIT), TR_NO_BY, TR_T_SUMMED | TR_T_CSV,   \
+    NULL, "step")                                                              \
+  R(XX, critical_steps, TR_SUM_CRIT_STEP, crit_step, "critical_path/steps",    \
+    TR_P(RANK) | TR_P(KIND) | TR_P(STEP) | TR_P(LIMIT), TR_NO_BY,              \
+    TR_T_GROWS | TR_T_CSV, NULL, NULL)                                         \
+  R(XX, critical_segments, TR_SUM_CRIT_SEGMENT, crit_segment, "critical_path", \
+    TR_P(RANK) | TR_P(KIND) | TR_P(STEP) | TR_P(LIMIT), TR_NO_BY,              \
+    TR_T_GROWS | TR_T_CSV, NULL, NULL)                                         \
+  R(XX, kernel_paths, TR_SUM_KERNEL_PATH, kernel_path,                         \
+    "critical_path/kernels",                                                   \
+    TR_P(RANK) | TR_P(Q) | TR_P(KIND) | TR_P(FAMILY) | TR_P(LIMIT), TR_NO_BY,  \
+    TR_T_GROWS | TR_T_SUMMED | TR_T_CSV, "name", "step")                       \
+  R(XX, family_paths, TR_SUM_FAMILY_PATH, family_path,                         \
+    "critical_path/families", TR_P(RANK) | TR_P(Q) | TR_P(KIND) | TR_P(LIMIT), \
+    TR_NO_BY, TR_T_GROWS | TR_T_SUMMED | TR_T_CSV, "family", "step")           \
+  R(XX, idle_culprits, TR_SUM_CULPRIT, culprit, "idle/culprits",               \
+    TR_P(RANK) | TR_P(KIND) | TR_P(LIMIT), TR_NO_BY,                           \
+    TR_T_GROWS | TR_T_SUMMED | TR_T_CSV, NULL, "step")                         \
+  R(XX, kernel_sequences, TR_SUM_SEQUENCE, sequence, "sequences",              \
+    TR_P(RANK) | TR_P(Q) | TR_P(KIND) | TR_P(LIMIT), TR_NO_BY,                 \
+    TR_T_GROWS | TR_T_SUMMED | TR_T_CSV, "sequence", "step")                   \
+  R(XX, median_sequence, TR_SUM_MEDIAN_SEQ, median_seq, "sequences/median",    \
+    TR_P(RANK) | TR_P(KIND) | TR_P(LIMIT), TR_NO_BY, TR_T_GROWS | TR_T_CSV,    \
+    NULL, NULL)                                                                \
+  C(XX, collective_families, TR_COLL_FAMILY, coll_family, "collectives",       \
+    TR_P(RANK) | TR_P(BY) | TR_P(FAMILY) | TR_P(LIMIT),                        \
+    TR_BY("family", "step", "rank"), TR_T_CSV, NULL, NULL)                     \
+  C(XX, collective_steps, TR_COLL_STEP, coll_step, "collectives/steps",        \
+    TR_P(RANK) | TR_P(LIMIT), TR_NO_BY, TR_T_CSV, NULL, NULL)                  \
+  C(XX, collective_instances, TR_COLL_INSTANCE, coll_instance,                 \
+    "collectives/instances", TR_P(FAMILY) | TR_P(LIMIT), TR_NO_BY,             \
+    TR_T_GROWS | TR_T_CSV, NULL, NULL)                                         \
+  C(XX, collective_timeline, TR_COLL_TIMELINE, coll_timeline,                  \
+    "collectives/timeline", TR_P(RANK), TR_NO_BY, TR_T_CSV, NULL, NULL)
+
+/* XX(scope, name, ROWS, row, route, params, by, flags, key, kind): every
+ * row, scope PER_RANK or PER_CAPTURE. */
+#define TR_TABLE_MAP(XX) TR_TABLE_ROWS_(TR_ROW_RANK_, TR_ROW_CAP_, XX)
+
+/* XX(name, ROWS, row): the rank summary's tables, in the order it prints
+ * them (the indexer's structs and JSON, the store's INSERTs expand it). */
+#define TR_SUM_TABLES(XX) TR_TABLE_ROWS_(TR_ROW_NAME_, TR_ROW_SKIP_, XX)
+
+/* XX(name, ROWS, row): the capture's tables. */
+#define TR_CAP_TABLES(XX) TR_TABLE_ROWS_(TR_ROW_SKIP_, TR_ROW_NAME_, XX)
+
+#define TR_ROW_RANK_(XX, ...)                  XX(PER_RANK, __VA_ARGS__)
+#define TR_ROW_CAP_(XX, ...)                   XX(PER_CAPTURE, __VA_ARGS__)
+#define TR_ROW_NAME_(XX, name, ROWS, row, ...) XX(name, ROWS, row)
+#define TR_ROW_SKIP_(XX, ...)
+
+/* XX(NAME, name): the query parameters of the table routes. */
+#define TR_PARAM_MAP(XX)                                                       \
+  XX(RANK, rank)                                                               \
+  XX(Q, q)                                                                     \
+  XX(CATEGORY, category)                                                       \
+  XX(SORT, sort)                                                               \
+  XX(LIMIT, limit)                                                             \
+  XX(FAMILY, family)                                                           \
+  XX(KIND, kind)                                                               \
+  XX(BY, by)                                                                   \
+  XX(BUCKETS, buckets)                                                         \
+  XX(STEP, step)                                                               \
+  XX(ON_PATH, on_path)
+
+enum tr_param {
+#define XX(e, name) TR_PARAM_##e,
+  TR_PARAM_MAP(XX)
+#undef XX
+      TR_NPARAMS
+};
+
+#define TR_P(e)     (1u << TR_PARAM_##e)
+#define TR_BY(...)  ((const char *const[]){ __VA_ARGS__, NULL })
+#define TR_NO_BY    NULL
+#define TR_T_GROWS  1u
+#define TR_T_SUMMED 2u
+#define TR_T_CSV    4u
+
+enum tr_table {
+#define XX(scope, name, ...) TR_TABLE_##name,
+  TR_TABLE_MAP(XX)
+#undef XX
+      TR_NTABLES
+};
+
+/* A row of TR_TABLE_MAP as data (common/summary.c). */
+struct tr_table_row {
+  const char *name;       /* the summary member, SQL table and sum */
+  const char *route;      /* after /captures/<id>/ */
+  unsigned params;        /* TR_P() bits */
+  const char *const *by;  /* NULL-terminated, or NULL */
+  unsigned flags;         /* TR_T_* */
+  const char *key, *kind; /* in the summed rows, or NULL */
+  bool per_capture;       /* a CAP row */
+};
+
+extern const struct tr_table_row tr_tables[TR_NTABLES];
+/* The names of TR_PARAM_MAP, by enum tr_param. */
+extern const char *const tr_param_names[TR_NPARAMS];
+/* The values of ?sort= (the first the default), NULL-terminated. */
+extern const char *const tr_sorts[];
+
+/* The table called name (or served at route), or -1. */
+int tr_table_find(const char *name);
+int tr_table_find_route(const char *route);
 
 /* The number of rows of a list: TR_SUM_COUNT(TR_SUM_KERNEL). */
 #define TR_SUM_ONE_(key, col, ty, all, since) +1

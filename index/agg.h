@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/summary.h"
 #include "common/tr.h"
 #include "index/event.h"
 #include "index/index.h"
@@ -333,7 +334,7 @@ struct agg_finding {
 /* The utilisation timeline (agg_timeline.c): n equal buckets over the span,
  * union-busy ns per bucket and per category, and each step kind's label
  * cover. */
-#define AGG_TIMELINE_BUCKETS 4096
+#define AGG_TIMELINE_BUCKETS TR_TIMELINE_BUCKETS
 
 struct agg_timeline {
   int64_t t0, width; /* bucket i is [t0 + i width, t0 + (i + 1) width) */

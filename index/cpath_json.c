@@ -213,7 +213,7 @@ static void segments_of(const struct idx_agg *a, const struct cp_pick *p,
 {
   char where[128];
 
-  AGG_SUM_FILLS(TR_SUM_CRIT_SEGMENT, 10);
+  AGG_SUM_FILLS(TR_SUM_CRIT_SEGMENT, 11);
   for (uint32_t i = 0; i < p->nsegs; i++) {
     const struct cp_segment *s = &p->segs[i];
     struct agg_sum_crit_segment r;
@@ -221,6 +221,7 @@ static void segments_of(const struct idx_agg *a, const struct cp_pick *p,
     where_of(a, s, where, sizeof(where));
     r = (struct agg_sum_crit_segment){
       .index = p->row.index,
+      .step = kind_txt(a->cpath, p->row.kind),
       .seq = i,
       .what = name_of(a, s->what, s->name),
       .kind = agg_txt(what_name(s->what)),

@@ -3,6 +3,10 @@
  * time by cause (and by step kind), and the utilisation timeline re-binned
  * into fewer buckets. The stored rows are the rank summary's (index/
  * agg_idle.c, agg_timeline.c); these sum them, so every figure stays exact.
+ *
+ * Idle: rows {cause, idle_ns, share} (by step: {step, cause, idle_ns,
+ * share}, step null outside steps), share of the rank's idle_ns (all
+ * ranks: of their sum, rows summed and with "ranks"); largest first.
  */
 #include <stdio.h>
 #include <string.h>
@@ -10,7 +14,6 @@
 #include "store/store_int.h"
 
 #define TIMELINE_DEFAULT 256
-#define TIMELINE_MAX     4096
 
 /* clang-format off */
 #define IDLE_SHARE(num, den)                                               \
@@ -49,31 +52,17 @@ static int idle_query(struct store *st, const struct store_query *q,
   return rc == 0 ? store__rows(st, s, out, err) : rc;
 }
 
-int store__idle_live(struct store *st, const struct store_query *q,
-                     json_t **out, struct tr_err *err)
-{
-  struct store_query all = *q;
-
-  all.rank = -1;
-  return idle_query(st, &all, out, err);
-}
-
-/* The idle tables are summed at a capture's finish as "idle" and
- * "idle_step" (sums.c). */
+/* Every rank's rows summed (q->rank -1) carry "ranks"; one rank's
+ * do not. */
 static int idle_rows(struct store *st, const void *ctx,
                      const struct store_query *q, json_t **out,
                      struct tr_err *err)
 {
-  bool by_step = q->by != NULL && strcmp(q->by, "step") == 0;
-  int rc = q->rank < 0 ? store__sum_rows(st, by_step ? "idle_step" : "idle", q,
-                                         out, err)
-                       : 1;
+  int rc = idle_query(st, q, out, err);
   json_t *row;
   size_t i;
 
   (void)ctx;
-  if (rc == 1)
-    rc = idle_query(st, q, out, err);
   json_array_foreach(*out, i, row) {
     if (q->rank >= 0)
       json_object_del(row, "ranks");
@@ -81,16 +70,8 @@ static int idle_rows(struct store *st, const void *ctx,
   return rc;
 }
 
-int store_idle(struct store *st, const struct store_query *q, json_t **out,
-               struct tr_err *err)
-{
-  static const char *const bys[] = { "cause", "step", NULL };
-  int rc = store__check_enum(q->by, bys, "by", err);
-
-  if (rc < 0)
-    return rc;
-  return store__snapshot(st, q, idle_rows, NULL, out, err);
-}
+/* By cause or (by step) by step kind and cause. */
+const struct store__sql store__sql_idle = { idle_rows, NULL, NULL };
 
 /* ---- the timeline ---- */
 
@@ -213,11 +194,17 @@ static int timeline_rows(struct store *st, const void *ctx,
   return rc;
 }
 
-int store_timeline(struct store *st, const struct store_query *q, json_t **out,
-                   struct tr_err *err)
+static int timeline_check(const struct store_query *q, struct tr_err *err)
 {
-  if (q->buckets < 0 || q->buckets > TIMELINE_MAX)
+  if (q->buckets < 0 || q->buckets > TR_TIMELINE_BUCKETS)
     return tr_err_set(err, TR_EINVAL, "buckets", "buckets must be 1..%d",
-                      TIMELINE_MAX);
-  return store__snapshot(st, q, timeline_rows, NULL, out, err);
+                      TR_TIMELINE_BUCKETS);
+  return 0;
 }
+
+/* The rank's timeline re-binned into at most q->buckets rows {start_ns,
+ * end_ns, busy_ns, by_category, steps, step} (sums of the stored buckets:
+ * busy_ns still sums to gpu_busy_ns; step the kind covering most of the
+ * row, ties by name); all ranks: every rank's rows, each with "rank". */
+const struct store__sql store__sql_timeline = { timeline_rows, NULL,
+                                                timeline_check };

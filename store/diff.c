@@ -22,8 +22,8 @@
 #include "common/text.h"
 #include "store/store_int.h"
 
-static const char *const bys[] = { "kernel", "category", "step", "family",
-                                   NULL };
+static const char *const bys[] = { "kernel", "category", "step",
+                                   "family", "sequence", NULL };
 static const char *const norms[] = { "none", "per_step", NULL };
 
 #define side store__side
@@ -49,6 +49,12 @@ static void side_sql(const char *by, const char *param, char *buf, size_t size)
   } else if (strcmp(by, "family") == 0) {
     key = "x.family";
     table = "families";
+  } else if (strcmp(by, "sequence") == 0) {
+    /* Each rank keeps the most frequent sequences of each step kind and
+     * length (index/cpath_json.c): one missing on a side was rarer
+     * there, not absent. */
+    key = "x.step || ': ' || x.sequence";
+    table = "kernel_sequences";
   }
   snprintf(buf, size,
            "SELECT %s AS key, sum(x.count) AS c, sum(x.total_ns) AS t"
@@ -171,6 +177,7 @@ static int diff_rows(struct store *st, const char *by, bool norm,
   const char *keyname = strcmp(by, "kernel") == 0     ? "name"
                         : strcmp(by, "category") == 0 ? "category"
                         : strcmp(by, "family") == 0   ? "family"
+                        : strcmp(by, "sequence") == 0 ? "sequence"
                                                       : "kind";
   struct drow *rows = NULL;
   size_t n = 0;

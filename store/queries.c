@@ -1,11 +1,14 @@
 /*
- * The queries behind GET /captures/<id>/{kernels,launches,categories,
- * steps,memcpy,runtime,phases,steps/buckets,steps/outliers,families,
- * families/steps}. Each table has a single-rank and an all-ranks statement
+ * The SQL of the tables whose rows are a rank summary's table as it is
+ * (kernels, launches, categories, memcpy, runtime, steps, phases,
+ * step_buckets, step_histogram, step_outliers, families, family_steps):
+ * each is one SPEC() row, registered as its store__sql_<name> (tables.c).
+ * Each table has a single-rank and an all-ranks statement
  * with the same result columns (named as the JSON keys: see store__rows).
  * Every statement takes the same parameters:
  *   ?1 capture id, ?2 rank, ?3 name substring, ?4 category, ?5 limit,
- *   ?6 family, ?7 step kind
+ *   ?6 family, ?7 step kind, ?8 on a critical path only, ?9 a step (an
+ *   index, median or slowest)
  * (a statement may ignore some). Client text is only ever bound.
  *
  * All-ranks rules: count, total_ns and byte counts are summed; min_ns is
@@ -29,12 +32,31 @@
  * KEY columns]. Columns read the table as "t" and names as "n".
  */
 struct spec {
+  enum tr_table t;
   const char *table; /* the summary member: its fields */
   const char *single_from, *single_where;
   const char *all_head; /* before the columns; NULL: "SELECT" */
   const char *all_from, *all_where;
   const char *order; /* fixed ORDER BY, or NULL: by q->sort */
 };
+
+static int spec_rows(struct store *st, const void *ctx,
+                     const struct store_query *q, json_t **out,
+                     struct tr_err *err);
+
+/* A table's spec, registered as its SQL (tables.c). */
+#define SPEC(name, ...)                                                        \
+  static const struct spec name##_spec = { TR_TABLE_##name, #name,             \
+                                           __VA_ARGS__ };                      \
+  const struct store__sql store__sql_##name = { spec_rows, &name##_spec, NULL }
+
+/* SPEC() with a check of ?step= (critical_path, critical_path/steps). */
+static int step_check(const struct store_query *q, struct tr_err *err);
+#define SPEC_CHECK(name, ...)                                                  \
+  static const struct spec name##_spec = { TR_TABLE_##name, #name,             \
+                                           __VA_ARGS__ };                      \
+  const struct store__sql store__sql_##name = { spec_rows, &name##_spec,       \
+                                                step_check }
 
 /* The SQL below is laid out by hand: clang-format cannot break it. */
 /* clang-format off */
@@ -49,10 +71,16 @@ struct spec {
 #define KIND_MATCH " AND (?7 IS NULL OR t.kind = ?7)"
 #define FAMILY_Q " AND (?3 IS NULL OR instr(lower(t.family), lower(?3)) > 0)"
 #define RANKS ", count(*) AS ranks"
+/* ?8: only the rows on a critical path (kernels, families); over all
+ * ranks, those on a path on some rank, summed over every rank. */
+#define ON_PATH " AND (?8 = 0 OR t.critical_ns > 0)"
+#define ON_PATH_ALL(table, key)                                            \
+  " AND (?8 = 0 OR t." key " IN (SELECT o." key " FROM ranks ro JOIN "     \
+  table " o ON o.rank_id = ro.id WHERE ro.capture_id = ?1"                 \
+  " AND ro.status = 'done' AND o.critical_ns > 0))"
 
-static const struct spec kernels = {
-    "kernels", FROM_RANK("kernels") NAMES,
-    ONE_RANK NAME_MATCH CATEGORY_MATCH FAMILY_MATCH,
+SPEC(kernels, FROM_RANK("kernels") NAMES,
+    ONE_RANK NAME_MATCH CATEGORY_MATCH FAMILY_MATCH ON_PATH,
     /* row_number() picks, per kernel, the rank with the largest and the
      * smallest total (ties: the lower rank number). */
     "WITH per AS (SELECT t.*, r.rank AS rank,"
@@ -61,7 +89,7 @@ static const struct spec kernels = {
     " row_number() OVER (PARTITION BY t.name_id"
     "  ORDER BY t.total_ns, r.rank) AS fast_i"
     FROM_RANK("kernels") NAMES ALL_RANKS NAME_MATCH CATEGORY_MATCH
-    FAMILY_MATCH ")"
+    FAMILY_MATCH ON_PATH_ALL("kernels", "name_id") ")"
     " SELECT",
     RANKS ","
     " max(CASE WHEN t.slow_i = 1 THEN t.rank END) AS slowest_rank,"
@@ -69,67 +97,108 @@ static const struct spec kernels = {
     " max(CASE WHEN t.fast_i = 1 THEN t.rank END) AS fastest_rank,"
     " max(CASE WHEN t.fast_i = 1 THEN t.total_ns END) AS fastest_rank_ns"
     " FROM per t" NAMES, "",
-    NULL};
+    NULL);
 
-static const struct spec launches = {
-    "launches", FROM_RANK("launches") NAMES, ONE_RANK NAME_MATCH,
+SPEC(launches, FROM_RANK("launches") NAMES, ONE_RANK NAME_MATCH,
     NULL, RANKS FROM_RANK("launches") NAMES, ALL_RANKS NAME_MATCH,
-    NULL};
+    NULL);
 
-static const struct spec categories = {
-    "categories", FROM_RANK("categories"), ONE_RANK CATEGORY_MATCH,
+SPEC(categories, FROM_RANK("categories"), ONE_RANK CATEGORY_MATCH,
     NULL, RANKS FROM_RANK("categories"), ALL_RANKS CATEGORY_MATCH,
-    "total_ns DESC, category"};
+    "total_ns DESC, category");
 
-static const struct spec memcpy_spec = {
-    "memcpy", FROM_RANK("memcpy"), ONE_RANK,
+SPEC(memcpy, FROM_RANK("memcpy"), ONE_RANK,
     NULL, RANKS FROM_RANK("memcpy"), ALL_RANKS,
-    "total_ns DESC, kind"};
+    "total_ns DESC, kind");
 
-static const struct spec runtime = {
-    "runtime", FROM_RANK("runtime") NAMES, ONE_RANK NAME_MATCH,
+SPEC(runtime, FROM_RANK("runtime") NAMES, ONE_RANK NAME_MATCH,
     NULL, RANKS FROM_RANK("runtime") NAMES, ALL_RANKS NAME_MATCH,
-    NULL};
+    NULL);
 
-static const struct spec steps = {
-    "steps", FROM_RANK("steps"), ONE_RANK,
+SPEC(steps, FROM_RANK("steps"), ONE_RANK,
     NULL, RANKS FROM_RANK("steps"), ALL_RANKS,
-    "kind"};
+    "kind");
 
 /* Every rank's phases, each with its rank (the rows are EACH). */
-static const struct spec phases = {
-    "phases", FROM_RANK("phases"), ONE_RANK,
+SPEC(phases, FROM_RANK("phases"), ONE_RANK,
     "SELECT r.rank AS rank,", FROM_RANK("phases"), ALL_RANKS,
-    "rank, \"index\""};
+    "rank, \"index\"");
 
-static const struct spec step_buckets = {
-    "step_buckets", FROM_RANK("step_buckets"), ONE_RANK KIND_MATCH,
+SPEC(step_buckets, FROM_RANK("step_buckets"), ONE_RANK KIND_MATCH,
     NULL, RANKS FROM_RANK("step_buckets"), ALL_RANKS KIND_MATCH,
-    "kind, dim, lo"};
+    "kind, dim, lo");
 
-static const struct spec step_histogram = {
-    "step_histogram", FROM_RANK("step_histogram"), ONE_RANK KIND_MATCH,
+SPEC(step_histogram, FROM_RANK("step_histogram"), ONE_RANK KIND_MATCH,
     NULL, RANKS FROM_RANK("step_histogram"), ALL_RANKS KIND_MATCH,
-    "kind, lo_ns"};
+    "kind, lo_ns");
 
 /* Every rank's outliers, each with its rank: the slowest, then the
  * median step, per kind. */
-static const struct spec step_outliers = {
-    "step_outliers", FROM_RANK("step_outliers"), ONE_RANK KIND_MATCH,
+SPEC(step_outliers, FROM_RANK("step_outliers"), ONE_RANK KIND_MATCH,
     "SELECT r.rank AS rank,", FROM_RANK("step_outliers"),
-    ALL_RANKS KIND_MATCH, "rank, kind, role DESC, \"index\""};
+    ALL_RANKS KIND_MATCH, "rank, kind, role DESC, \"index\"");
 
-static const struct spec families = {
-    "families", FROM_RANK("families"), ONE_RANK FAMILY_Q CATEGORY_MATCH,
-    NULL, RANKS FROM_RANK("families"), ALL_RANKS FAMILY_Q CATEGORY_MATCH,
-    NULL};
+SPEC(families, FROM_RANK("families"),
+    ONE_RANK FAMILY_Q CATEGORY_MATCH ON_PATH,
+    NULL, RANKS FROM_RANK("families"),
+    ALL_RANKS FAMILY_Q CATEGORY_MATCH ON_PATH_ALL("families", "family"),
+    NULL);
 
-static const struct spec family_steps = {
-    "family_steps", FROM_RANK("family_steps"),
+SPEC(family_steps, FROM_RANK("family_steps"),
     ONE_RANK FAMILY_Q " AND (?7 IS NULL OR t.step = ?7)",
     NULL, RANKS FROM_RANK("family_steps"),
     ALL_RANKS FAMILY_Q " AND (?7 IS NULL OR t.step = ?7)",
-    "step, total_ns DESC, family"};
+    "step, total_ns DESC, family");
+
+/* The critical path (index/cpath*.c, docs/CRITICAL_PATH.md): its tables
+ * name the step kind "step". */
+#define STEP_MATCH " AND (?7 IS NULL OR t.step = ?7)"
+#define SEQ_Q " AND (?3 IS NULL OR instr(lower(t.sequence), lower(?3)) > 0)"
+
+SPEC(critical_kinds, FROM_RANK("critical_kinds"), ONE_RANK STEP_MATCH,
+    NULL, RANKS FROM_RANK("critical_kinds"), ALL_RANKS STEP_MATCH, "step");
+
+/* ?9: a step by index, or the median or slowest of its kind (role holds
+ * both words when one step is both). */
+#define STEP_PICK(t)                                                       \
+  " AND (?9 IS NULL OR (?9 GLOB '[0-9]*' AND " t ".idx = CAST(?9 AS INTEGER))" \
+  " OR ' ' || " t ".role || ' ' LIKE '% ' || ?9 || ' %')"
+#define STEP_OF " JOIN critical_steps s ON s.rank_id = t.rank_id AND s.idx = t.idx"
+
+/* Every rank's steps and stretches, each with its rank (the rows are
+ * EACH). */
+SPEC_CHECK(critical_steps, FROM_RANK("critical_steps"),
+    ONE_RANK STEP_MATCH STEP_PICK("t"),
+    "SELECT r.rank AS rank,", FROM_RANK("critical_steps"),
+    ALL_RANKS STEP_MATCH STEP_PICK("t"), "rank, \"index\"");
+
+SPEC_CHECK(critical_segments, FROM_RANK("critical_segments") STEP_OF,
+    ONE_RANK STEP_MATCH STEP_PICK("s"),
+    "SELECT r.rank AS rank,", FROM_RANK("critical_segments") STEP_OF,
+    ALL_RANKS STEP_MATCH STEP_PICK("s"), "rank, \"index\", seq");
+
+SPEC(kernel_paths, FROM_RANK("kernel_paths") NAMES,
+    ONE_RANK NAME_MATCH STEP_MATCH FAMILY_MATCH, NULL,
+    RANKS FROM_RANK("kernel_paths") NAMES,
+    ALL_RANKS NAME_MATCH STEP_MATCH FAMILY_MATCH,
+    "step, critical_ns DESC, name");
+
+SPEC(family_paths, FROM_RANK("family_paths"), ONE_RANK FAMILY_Q STEP_MATCH,
+    NULL, RANKS FROM_RANK("family_paths"), ALL_RANKS FAMILY_Q STEP_MATCH,
+    "step, critical_ns DESC, family");
+
+SPEC(idle_culprits, FROM_RANK("idle_culprits"), ONE_RANK STEP_MATCH,
+    NULL, RANKS FROM_RANK("idle_culprits"), ALL_RANKS STEP_MATCH,
+    "step IS NULL, step, cause, idle_ns DESC, culprit, culprit_kind");
+
+SPEC(kernel_sequences, FROM_RANK("kernel_sequences"),
+    ONE_RANK STEP_MATCH SEQ_Q, NULL, RANKS FROM_RANK("kernel_sequences"),
+    ALL_RANKS STEP_MATCH SEQ_Q,
+    "step, n, count DESC, total_ns DESC, sequence");
+
+SPEC(median_sequence, FROM_RANK("median_sequence"), ONE_RANK STEP_MATCH,
+    "SELECT r.rank AS rank,", FROM_RANK("median_sequence"),
+    ALL_RANKS STEP_MATCH, "rank, step, position");
 
 /* clang-format on */
 
@@ -257,23 +326,23 @@ static size_t build_sql(const struct spec *sp, bool all, char *buf, size_t size)
   return len;
 }
 
-static const char *const sorts[] = { "total", "count", "avg", "name", NULL };
+/* By tr_sorts: what each sort orders by before the table's key. */
 static const char *const sort_orders[] = { "total_ns DESC, ", "count DESC, ",
                                            "avg_ns DESC, ", "" };
 
 /* The ORDER BY of sp for sort, into buf: rows with a name sort by it,
- * families by family. */
+ * families by family (the map's key). */
 static const char *order_of(const struct spec *sp, const char *sort, char *buf,
                             size_t size)
 {
-  const char *key = strcmp(sp->table, "families") == 0 ? "family" : "name";
+  const char *key = tr_tables[sp->t].key;
   size_t i = 0;
 
   if (sp->order != NULL)
     return sp->order;
-  while (sort != NULL && sorts[i] != NULL && strcmp(sort, sorts[i]) != 0)
+  while (sort != NULL && tr_sorts[i] != NULL && strcmp(sort, tr_sorts[i]) != 0)
     i++;
-  snprintf(buf, size, "%s%s", sort_orders[sort && sorts[i] ? i : 0], key);
+  snprintf(buf, size, "%s%s", sort_orders[sort && tr_sorts[i] ? i : 0], key);
   return buf;
 }
 
@@ -302,6 +371,8 @@ static int query_rows(struct store *st, const struct spec *sp,
   sqlite3_bind_int(s, 5, q->limit > 0 ? q->limit : -1);
   store__bind_text(s, 6, q->family && *q->family ? q->family : NULL);
   store__bind_text(s, 7, q->kind && *q->kind ? q->kind : NULL);
+  sqlite3_bind_int(s, 8, q->on_path);
+  store__bind_text(s, 9, q->step && *q->step ? q->step : NULL);
   return store__rows(st, s, out, err);
 }
 
@@ -355,129 +426,25 @@ int store__snapshot(struct store *st, const struct store_query *q,
   return 0;
 }
 
-/* All ranks of a done capture: its sums stored at its finish (sums.c),
- * else summed now. */
 static int spec_rows(struct store *st, const void *ctx,
                      const struct store_query *q, json_t **out,
                      struct tr_err *err)
 {
-  const struct spec *sp = ctx;
-  int rc = q->rank < 0 ? store__sum_rows(st, sp->table, q, out, err) : 1;
-
-  return rc == 1 ? query_rows(st, sp, q, out, err) : rc;
+  return query_rows(st, ctx, q, out, err);
 }
 
-int store__table_live(struct store *st, const char *tbl,
-                      const struct store_query *q, json_t **out,
-                      struct tr_err *err)
+/* A step is an index (digits), median or slowest. */
+static int step_check(const struct store_query *q, struct tr_err *err)
 {
-  static const struct spec *const specs[] = {
-    &kernels,        &launches,      &categories, &memcpy_spec,
-    &runtime,        &steps,         &phases,     &step_buckets,
-    &step_histogram, &step_outliers, &families,   &family_steps
-  };
-  struct store_query all = *q;
+  const char *p = q->step;
 
-  all.rank = -1;
-  for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++)
-    if (strcmp(specs[i]->table, tbl) == 0)
-      return query_rows(st, specs[i], &all, out, err);
-  return tr_err_set(err, TR_ENOTFOUND, "", "no table %s", tbl);
-}
-
-static int run(struct store *st, const struct spec *sp,
-               const struct store_query *q, json_t **out, struct tr_err *err)
-{
-  int rc = 0;
-
-  if (q->limit < 0)
-    rc = tr_err_set(err, TR_EINVAL, "limit", "limit must be >= 0");
-  if (rc == 0)
-    rc = store__check_enum(q->sort, sorts, "sort", err);
-  if (rc < 0)
-    return rc;
-  return store__snapshot(st, q, spec_rows, sp, out, err);
-}
-
-int store__rank_table(struct store *st, int64_t capture_id, int rank,
-                      const char *table, json_t **out, struct tr_err *err)
-{
-  struct store_query q = { .capture_id = capture_id, .rank = rank };
-  const struct spec *sp = strcmp(table, "categories") == 0 ? &categories
-                          : strcmp(table, "memcpy") == 0   ? &memcpy_spec
-                                                           : &steps;
-
-  return query_rows(st, sp, &q, out, err);
-}
-
-int store_kernels(struct store *st, const struct store_query *q, json_t **out,
-                  struct tr_err *err)
-{
-  return run(st, &kernels, q, out, err);
-}
-
-int store_launches(struct store *st, const struct store_query *q, json_t **out,
-                   struct tr_err *err)
-{
-  return run(st, &launches, q, out, err);
-}
-
-int store_categories(struct store *st, const struct store_query *q,
-                     json_t **out, struct tr_err *err)
-{
-  return run(st, &categories, q, out, err);
-}
-
-int store_steps(struct store *st, const struct store_query *q, json_t **out,
-                struct tr_err *err)
-{
-  return run(st, &steps, q, out, err);
-}
-
-int store_memcpy(struct store *st, const struct store_query *q, json_t **out,
-                 struct tr_err *err)
-{
-  return run(st, &memcpy_spec, q, out, err);
-}
-
-int store_runtime(struct store *st, const struct store_query *q, json_t **out,
-                  struct tr_err *err)
-{
-  return run(st, &runtime, q, out, err);
-}
-
-int store_phases(struct store *st, const struct store_query *q, json_t **out,
-                 struct tr_err *err)
-{
-  return run(st, &phases, q, out, err);
-}
-
-int store_step_buckets(struct store *st, const struct store_query *q,
-                       json_t **out, struct tr_err *err)
-{
-  return run(st, &step_buckets, q, out, err);
-}
-
-int store_step_histogram(struct store *st, const struct store_query *q,
-                         json_t **out, struct tr_err *err)
-{
-  return run(st, &step_histogram, q, out, err);
-}
-
-int store_step_outliers(struct store *st, const struct store_query *q,
-                        json_t **out, struct tr_err *err)
-{
-  return run(st, &step_outliers, q, out, err);
-}
-
-int store_families(struct store *st, const struct store_query *q, json_t **out,
-                   struct tr_err *err)
-{
-  return run(st, &families, q, out, err);
-}
-
-int store_family_steps(struct store *st, const struct store_query *q,
-                       json_t **out, struct tr_err *err)
-{
-  return run(st, &family_steps, q, out, err);
+  if (p == NULL || *p == '\0' || strcmp(p, "median") == 0 ||
+      strcmp(p, "slowest") == 0)
+    return 0;
+  while (*p >= '0' && *p <= '9')
+    p++;
+  return *p == '\0' && p - q->step <= 18
+             ? 0
+             : tr_err_set(err, TR_EINVAL, "step",
+                          "step is a step index, median or slowest");
 }

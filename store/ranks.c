@@ -372,7 +372,8 @@ static int short_form(struct store *st, int64_t id, json_t *r,
 {
   static const char *const failed_keys[] = { "rank", "label", "file", "status",
                                              "error" };
-  static const char *const small[] = { "categories", "memcpy", "steps" };
+  static const enum tr_table small[] = { TR_TABLE_categories, TR_TABLE_memcpy,
+                                         TR_TABLE_steps };
   int rank = (int)json_integer_value(json_object_get(r, "rank"));
   const char *key;
   json_t *v, *rows;
@@ -385,7 +386,7 @@ static int short_form(struct store *st, int64_t id, json_t *r,
       rows = NULL;
       rc = store__rank_table(st, id, rank, small[i], &rows, err);
       if (rc == 0)
-        json_object_set_new(r, small[i], rows);
+        json_object_set_new(r, tr_tables[small[i]].name, rows);
     }
     return rc;
   }

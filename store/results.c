@@ -1,9 +1,9 @@
 /*
- * What a capture gets once its ranks are all indexed, before it is done
- * (issue 10, issue 11): its collectives matched across ranks (the tables
- * of common/summary.h's TR_CAP_TABLES), its all-ranks tables summed
- * (sums.c) and its verdict (verdict.c), written in one transaction
- * (store_capture_finish()); and the queries behind the collective routes.
+ * What a capture gets once its ranks are all indexed, before it is done:
+ * its collectives matched across ranks (the capture's tables of
+ * common/summary.h's TR_TABLE_MAP), its all-ranks tables summed (sums.c)
+ * and its verdict (verdict.c), written in one transaction
+ * (store_capture_finish()); and the SQL of the collective tables.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,15 +31,13 @@ static int run_sql(struct store *st, const char *sql, int64_t id,
 
 int store__results_drop(struct store *st, int64_t id, struct tr_err *err)
 {
+#define DROP(name, ROWS, row) "DELETE FROM " #name " WHERE capture_id = ?1",
   static const char *const drops[] = {
     "DELETE FROM capture_results WHERE capture_id = ?1",
     "DELETE FROM sum_rows WHERE capture_id = ?1",
-    "DELETE FROM sum_texts WHERE capture_id = ?1",
-    "DELETE FROM collective_families WHERE capture_id = ?1",
-    "DELETE FROM collective_steps WHERE capture_id = ?1",
-    "DELETE FROM collective_instances WHERE capture_id = ?1",
-    "DELETE FROM collective_timeline WHERE capture_id = ?1",
+    "DELETE FROM sum_texts WHERE capture_id = ?1", TR_CAP_TABLES(DROP)
   };
+#undef DROP
   int rc = 0;
 
   for (size_t i = 0; rc == 0 && i < sizeof(drops) / sizeof(drops[0]); i++)
@@ -214,47 +212,59 @@ static int coll_rows(struct store *st, const void *ctx,
 #define RANK_WHERE   "AND (?2 < 0 OR t.rank = ?2)"
 #define FAMILY_WHERE "AND (?6 IS NULL OR t.family = ?6)"
 
-int store_collectives(struct store *st, const struct store_query *q,
-                      json_t **out, struct tr_err *err)
-{
-  static const char *const bys[] = { "family", "step", "rank", NULL };
-  static const struct coll_query by_family = { "collective_families", false,
-                                               RANK_WHERE " " FAMILY_WHERE,
-                                               "t.family, t.rank" };
-  static const struct coll_query by_step = { "collective_steps", false,
-                                             RANK_WHERE,
-                                             "t.step IS NOT NULL, t.step,"
-                                             " t.rank" };
-  static const struct coll_query by_rank = { "collective_families", true,
+static const struct coll_query by_family = { "collective_families", false,
                                              RANK_WHERE " " FAMILY_WHERE,
-                                             "t.rank" };
-  int rc = store__check_enum(q->by, bys, "by", err);
+                                             "t.family, t.rank" };
+static const struct coll_query by_step = { "collective_steps", false,
+                                           RANK_WHERE,
+                                           "t.step IS NOT NULL, t.step,"
+                                           " t.rank" };
+static const struct coll_query by_rank = { "collective_families", true,
+                                           RANK_WHERE " " FAMILY_WHERE,
+                                           "t.rank" };
+
+/* /collectives: rows per family and rank (by family, the default; q->family
+ * filters), per step kind and rank (by step), or per rank summed (by
+ * rank), each common/summary.h's TR_COLL_FIGURES; q->rank filters. */
+static int coll_by_rows(struct store *st, const void *ctx,
+                        const struct store_query *q, json_t **out,
+                        struct tr_err *err)
+{
   const struct coll_query *c = q->by == NULL || !strcmp(q->by, "family")
                                    ? &by_family
                                : !strcmp(q->by, "step") ? &by_step
                                                         : &by_rank;
 
-  return rc < 0 ? rc : store__snapshot(st, q, coll_rows, c, out, err);
+  (void)ctx;
+  return coll_rows(st, c, q, out, err);
 }
 
-int store_collective_instances(struct store *st, const struct store_query *q,
-                               json_t **out, struct tr_err *err)
+const struct store__sql store__sql_collective_families = { coll_by_rows, NULL,
+                                                           NULL };
+
+/* /collectives/steps: /collectives?by=step. */
+const struct store__sql store__sql_collective_steps = { coll_rows, &by_step,
+                                                        NULL };
+
+static int instances_check(const struct store_query *q, struct tr_err *err)
 {
-  static const struct coll_query c = { "collective_instances", false,
-                                       FAMILY_WHERE,
-                                       "t.skew_ns DESC, t.start_ns,"
-                                       " t.family, t.lane, t.idx" };
   if (q->rank >= 0)
     return tr_err_set(err, TR_EINVAL, "rank",
                       "an instance is every rank's: rank does not apply");
-  return store__snapshot(st, q, coll_rows, &c, out, err);
+  return 0;
 }
 
-int store_collective_timeline(struct store *st, const struct store_query *q,
-                              json_t **out, struct tr_err *err)
-{
-  static const struct coll_query c = { "collective_timeline", false, RANK_WHERE,
-                                       "t.bin, t.rank" };
+/* The kept instances, worst skew first (q->family filters, q->limit). */
+static const struct coll_query instances = { "collective_instances", false,
+                                             FAMILY_WHERE,
+                                             "t.skew_ns DESC, t.start_ns,"
+                                             " t.family, t.lane, t.idx" };
+const struct store__sql store__sql_collective_instances = { coll_rows,
+                                                            &instances,
+                                                            instances_check };
 
-  return store__snapshot(st, q, coll_rows, &c, out, err);
-}
+/* The rank x time bins, by bin and rank. */
+static const struct coll_query timeline = { "collective_timeline", false,
+                                            RANK_WHERE, "t.bin, t.rank" };
+const struct store__sql store__sql_collective_timeline = { coll_rows, &timeline,
+                                                           NULL };

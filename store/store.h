@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/summary.h"
 #include "common/tr.h"
 
 struct store;
@@ -203,69 +204,34 @@ struct store_query {
   const char *kind;     /* NULL or "": any; else exactly: the step kind of
                            steps/buckets, steps/outliers, families/steps */
   const char *by;       /* idle: "cause" (NULL) or "step" */
+  const char *step;     /* critical_path, critical_path/steps: NULL or
+                           "": any; a step index, "median" or "slowest"
+                           (of each kind, or of kind) */
+  bool on_path;         /* kernels, families: only those on a critical
+                           path (critical_ns > 0), read from the ranks'
+                           rows (the sums keep every row) */
   int buckets;          /* timeline: rows wanted per rank, 1..4096 (0:
                            256) */
 };
 
-/* Each answers a JSON array of rows as in docs/API.md (avg_ns
+/*
+ * GET /captures/<id>/<route> of table t (common/summary.h's TR_TABLE_MAP):
+ * a JSON array of rows in *out as docs/API.md describes each table (avg_ns
  * = total_ns / count floored; share rounded to 6 decimals). With rank -1
- * rows are summed over the done ranks: count, total_ns, bytes, tokens
+ * the rows are summed over the done ranks (count, total_ns, bytes, tokens
  * summed; min_ns the least, max_ns/max_bytes the largest; avg_ns and share
- * recomputed from the sums (share of the summed kernel_ns, or device_ns
- * for categories); "ranks" = on how many ranks the row appears; runtime's
- * median_ns is the largest per-rank median; steps' source the common one
- * or "mixed"; phases are every rank's, each with "rank". kernels of one
- * rank keep median_ns, first_ns, last_ns; launches and runtime also carry
- * avg_ns. TR_EINVAL (field "rank", "sort" or "limit") for a bad value,
+ * recomputed from the sums; "ranks" = on how many ranks the row appears;
+ * a median or percentile the largest of the ranks'), or are every rank's,
+ * each with its "rank", for the tables that do not sum (phases,
+ * step_outliers, timeline); a done capture answers from the sums stored at
+ * its finish, which are these rows exactly. Each table's own rules are
+ * beside its SQL (store/queries.c, analysis.c, results.c). TR_EINVAL
+ * (field "rank", "sort", "limit", "by", "buckets") for a bad value,
  * TR_ENOTFOUND (field "id" or "rank") when the capture or the indexed rank
- * does not exist. One read snapshot each. */
-int store_kernels(struct store *st, const struct store_query *q, json_t **out,
-                  struct tr_err *err);
-int store_launches(struct store *st, const struct store_query *q, json_t **out,
-                   struct tr_err *err);
-int store_categories(struct store *st, const struct store_query *q,
-                     json_t **out, struct tr_err *err);
-int store_steps(struct store *st, const struct store_query *q, json_t **out,
-                struct tr_err *err);
-int store_memcpy(struct store *st, const struct store_query *q, json_t **out,
-                 struct tr_err *err);
-int store_runtime(struct store *st, const struct store_query *q, json_t **out,
-                  struct tr_err *err);
-int store_phases(struct store *st, const struct store_query *q, json_t **out,
-                 struct tr_err *err);
-
-/* The analysis tables (docs/API.md, api/openapi.yaml), rows as the rank
- * summary's: step_buckets by kind, dim, lo (all ranks: counts summed, the
- * percentiles the largest of the ranks'); step_outliers every rank's (each
- * with "rank" when all ranks), slowest first then the median step, per
- * kind; families by sort (q: a family substring, category) with
- * all-ranks sums; family_steps by step kind, total first; step_histogram
- * by kind and lo_ns (all ranks: counts summed). */
-int store_step_buckets(struct store *st, const struct store_query *q,
-                       json_t **out, struct tr_err *err);
-int store_step_outliers(struct store *st, const struct store_query *q,
-                        json_t **out, struct tr_err *err);
-int store_step_histogram(struct store *st, const struct store_query *q,
-                         json_t **out, struct tr_err *err);
-int store_families(struct store *st, const struct store_query *q, json_t **out,
-                   struct tr_err *err);
-int store_family_steps(struct store *st, const struct store_query *q,
-                       json_t **out, struct tr_err *err);
-
-/* GET /captures/<id>/idle: rows {cause, idle_ns, share} (by "step": {step,
- * cause, idle_ns, share}, step null outside steps), share of the rank's
- * idle_ns (all ranks: of their sum, rows summed and with "ranks"); largest
- * first. TR_EINVAL naming "by" or "rank". */
-int store_idle(struct store *st, const struct store_query *q, json_t **out,
-               struct tr_err *err);
-
-/* GET /captures/<id>/timeline: the rank's timeline re-binned into at most
- * q->buckets rows {start_ns, end_ns, busy_ns, by_category, steps, step}
- * (sums of the stored buckets: busy_ns still sums to gpu_busy_ns; step the
- * kind covering most of the row, ties by name); all ranks: every rank's
- * rows, each with "rank". TR_EINVAL naming "buckets" or "rank". */
-int store_timeline(struct store *st, const struct store_query *q, json_t **out,
-                   struct tr_err *err);
+ * does not exist. One read snapshot.
+ */
+int store_table(struct store *st, enum tr_table t, const struct store_query *q,
+                json_t **out, struct tr_err *err);
 
 struct store_diff_opts {
   int rank;         /* -1: all ranks summed */
@@ -319,32 +285,16 @@ int store_capture_finish(struct store *st, int64_t id,
                          const struct store_finish *f, json_t **verdict,
                          struct tr_err *err);
 
-/* A done capture's all-ranks table tbl ("kernels", ... as the routes;
- * "idle" and "idle_step" for /idle by cause and by step) for q as the
- * JSON text of its rows array, "[{...},...]", appended to out: the bytes
- * the JSON answer would hold, read from the sums without building it.
- * 1 when it has no sums or is not done (ask store_kernels()...), 0, or
- * TR_EINVAL naming "limit" or "sort". An answer past out->max leaves
- * out->failed TR_ELIMIT (and returns 0). One read snapshot. */
-int store_table_text(struct store *st, const char *tbl,
+/* A done capture's all-ranks table t (q->rank -1; a table with
+ * TR_T_SUMMED) for q as the JSON text of its rows array, "[{...},...]",
+ * appended to out: the bytes store_table() would answer, read from the
+ * sums without building them. 1 when it has no sums, is not done or q
+ * asks for one rank (ask store_table()), 0, or TR_EINVAL naming "limit",
+ * "sort" or "by". An answer past out->max leaves out->failed TR_ELIMIT
+ * (and returns 0). One read snapshot. */
+int store_table_text(struct store *st, enum tr_table t,
                      const struct store_query *q, struct tr_buf *out,
                      struct tr_err *err);
-
-/* GET /captures/<id>/collectives: rows per family and rank (q->by NULL or
- * "family"; q->family filters), per step kind and rank ("step"), or per
- * rank summed ("rank"), each common/summary.h's TR_COLL_FIGURES; q->rank
- * filters. TR_EINVAL naming "by". */
-int store_collectives(struct store *st, const struct store_query *q,
-                      json_t **out, struct tr_err *err);
-
-/* GET .../collectives/instances: the kept instances, worst skew first
- * (q->family filters, q->limit). TR_EINVAL naming "rank" when given. */
-int store_collective_instances(struct store *st, const struct store_query *q,
-                               json_t **out, struct tr_err *err);
-
-/* GET .../collectives/timeline: the rank x time bins, by bin and rank. */
-int store_collective_timeline(struct store *st, const struct store_query *q,
-                              json_t **out, struct tr_err *err);
 
 /*
  * GET /captures/<id>/verdict: with baseline 0 the verdict stored at its

@@ -165,11 +165,6 @@ int store__snapshot(struct store *st, const struct store_query *q,
                     store__rows_fn fn, const void *ctx, json_t **out,
                     struct tr_err *err);
 
-/* queries.c: the single-rank rows of one small table (categories, memcpy,
- * steps) for the capture object's rank short form. */
-int store__rank_table(struct store *st, int64_t capture_id, int rank,
-                      const char *table, json_t **out, struct tr_err *err);
-
 /* ranks.c: inserts the rows (a JSON array, borrowed) of the capture
  * table c for capture_id, inside the caller's write transaction;
  * TR_EINVAL naming "summary" for a row that does not fit c. */
@@ -183,22 +178,43 @@ int store__insert_capture_rows(struct store *st, int64_t capture_id,
 void store__col_expr(char *buf, size_t size, size_t *len,
                      const struct store__field *f);
 
-/* queries.c: the all-ranks rows of the summary table tbl ("kernels",
- * ...) summed live from the ranks' rows, as q asks (q->rank ignored),
- * inside the caller's transaction; TR_ENOTFOUND for an unknown table. */
-int store__table_live(struct store *st, const char *tbl,
+/*
+ * A table's hand-written SQL, one per row of TR_TABLE_MAP (store__sql_<name>
+ * in queries.c, analysis.c, results.c): rows(st, ctx, q, ...) answers q
+ * from the stored rows as they are (never from the sums), inside the
+ * caller's transaction; check (may be NULL) refuses what the table cannot
+ * answer before anything is read. tables.c is the registry.
+ */
+struct store__sql {
+  store__rows_fn rows;
+  const void *ctx;
+  int (*check)(const struct store_query *q, struct tr_err *err);
+};
+#define STORE__SQL_DECL_(scope, name, ...)                                     \
+  extern const struct store__sql store__sql_##name;
+TR_TABLE_MAP(STORE__SQL_DECL_)
+#undef STORE__SQL_DECL_
+
+/* tables.c: table t's rows for q (q->rank ignored: every rank) as its
+ * SQL answers them, inside the caller's transaction. */
+int store__table_live(struct store *st, enum tr_table t,
                       const struct store_query *q, json_t **out,
                       struct tr_err *err);
 
-/* analysis.c: the all-ranks idle rows (q->by), live, inside the caller's
- * transaction. */
-int store__idle_live(struct store *st, const struct store_query *q,
-                     json_t **out, struct tr_err *err);
+/* tables.c: the single-rank rows of table t, inside the caller's
+ * transaction (the capture object's short form of a rank). */
+int store__rank_table(struct store *st, int64_t capture_id, int rank,
+                      enum tr_table t, json_t **out, struct tr_err *err);
 
-/* sums.c: the all-ranks rows of table tbl for q from sum_rows (a done
+/* tables.c: TR_EINVAL naming the member of q that table t does not take
+ * (limit < 0, an unknown sort or by), else 0. */
+int store__table_check(enum tr_table t, const struct store_query *q,
+                       struct tr_err *err);
+
+/* sums.c: the all-ranks rows of table t for q from sum_rows (a done
  * capture's sums, stored at its finish): 0 with *out, 1 when the capture
  * has none (answer live), or an error. Inside the caller's snapshot. */
-int store__sum_rows(struct store *st, const char *tbl,
+int store__sum_rows(struct store *st, enum tr_table t,
                     const struct store_query *q, json_t **out,
                     struct tr_err *err);
 

@@ -1,13 +1,14 @@
 /*
- * A capture's all-ranks tables summed once (issue 11): when its ranks are
- * all indexed, the all-ranks answer of each table that sums its ranks'
- * rows is stored row by row in sum_rows (schema step 5), so that an
- * all-ranks request reads a few rows in order instead of grouping every
- * rank's rows again. A row is kept as the JSON text of the live query's
- * row (queries.c, analysis.c), in that query's order (seq), beside the
- * members its filters and sorts read: an answer made of them is the live
- * answer, byte for byte, and the route can send the text as it is
- * (store_table_text()).
+ * A capture's all-ranks tables summed once: when its ranks are all
+ * indexed, the all-ranks answer of each table with TR_T_SUMMED
+ * (common/summary.h's TR_TABLE_MAP) is stored row by row in sum_rows
+ * (schema step 5), one sum per value of its ?by=, so that an all-ranks
+ * request reads a few rows in order instead of grouping every rank's rows
+ * again. A row is kept as the JSON text of the live query's row (the
+ * table's SQL), in that query's order (seq), beside the members its
+ * filters and sorts read (the map's key and kind): an answer made of them
+ * is the live answer, byte for byte, and the route can send the text as
+ * it is (store_table_text()).
  *
  * A rank stored again drops its capture's sums (ranks.c): they never
  * outlive the rows they were made from.
@@ -18,38 +19,27 @@
 
 #include "store/store_int.h"
 
+/* A table's sum: one per value of its ?by= (tr_table.by). */
 struct sum_tbl {
-  const char *tbl;  /* sum_rows.tbl */
-  const char *live; /* store__table_live()'s table; NULL: idle */
-  const char *by;   /* idle's by */
-  const char *key;  /* the member ?q= and the sorts read; NULL: none */
-  bool sorts;       /* ?sort= applies, else the query's fixed order */
-  const char *kind; /* the member ?kind= matches; NULL: none */
+  enum tr_table t;
+  const struct tr_table_row *tt;
+  const char *by; /* the by it answers, or NULL */
+  char name[64];  /* sum_rows.tbl: the table's name, then _<by> for
+                     every by but the first */
 };
 
-static const struct sum_tbl sums[] = {
-  { "kernels", "kernels", NULL, "name", true, NULL },
-  { "launches", "launches", NULL, "name", true, NULL },
-  { "categories", "categories", NULL, NULL, false, NULL },
-  { "memcpy", "memcpy", NULL, NULL, false, NULL },
-  { "runtime", "runtime", NULL, "name", true, NULL },
-  { "steps", "steps", NULL, NULL, false, NULL },
-  { "step_buckets", "step_buckets", NULL, NULL, false, "kind" },
-  { "step_histogram", "step_histogram", NULL, NULL, false, "kind" },
-  { "families", "families", NULL, "family", true, NULL },
-  { "family_steps", "family_steps", NULL, "family", false, "step" },
-  { "idle", NULL, "cause", NULL, false, NULL },
-  { "idle_step", NULL, "step", NULL, false, NULL },
-};
-
-#define NSUMS (sizeof(sums) / sizeof(sums[0]))
-
-static const struct sum_tbl *sum_of(const char *tbl)
+/* The sum of t answering by (checked: NULL or one of t's), into *out. */
+static void sum_of(enum tr_table t, const char *by, struct sum_tbl *out)
 {
-  for (size_t i = 0; i < NSUMS; i++)
-    if (strcmp(sums[i].tbl, tbl) == 0)
-      return &sums[i];
-  return NULL;
+  const struct tr_table_row *tt = &tr_tables[t];
+
+  out->t = t;
+  out->tt = tt;
+  out->by = by;
+  if (by != NULL && tt->by != NULL && strcmp(by, tt->by[0]) != 0)
+    snprintf(out->name, sizeof(out->name), "%s_%s", tt->name, by);
+  else
+    snprintf(out->name, sizeof(out->name), "%s", tt->name);
 }
 
 /* ---- writing ---- */
@@ -84,12 +74,12 @@ static int insert_sum(struct store *st, int64_t id, const struct sum_tbl *t,
     return rc;
   }
   sqlite3_bind_int64(s, 1, id);
-  sqlite3_bind_text(s, 2, t->tbl, -1, SQLITE_STATIC);
+  sqlite3_bind_text(s, 2, t->name, -1, SQLITE_STATIC);
   sqlite3_bind_int64(s, 3, (sqlite3_int64)seq);
-  bind_member(s, 4, row, t->key);
+  bind_member(s, 4, row, t->tt->key);
   bind_member(s, 5, row, "category");
   bind_member(s, 6, row, "family");
-  bind_member(s, 7, row, t->kind);
+  bind_member(s, 7, row, t->tt->kind);
   bind_member(s, 8, row, "count");
   bind_member(s, 9, row, "total_ns");
   bind_member(s, 10, row, "avg_ns");
@@ -135,7 +125,7 @@ static int insert_text(struct store *st, int64_t id, const struct sum_tbl *t,
                          &s, err);
   if (rc == 0) {
     sqlite3_bind_int64(s, 1, id);
-    sqlite3_bind_text(s, 2, t->tbl, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 2, t->name, -1, SQLITE_STATIC);
     sqlite3_bind_text(s, 3, text.p, (int)text.n, SQLITE_STATIC);
     sqlite3_bind_blob(s, 4, ends.p, (int)ends.n, SQLITE_STATIC);
     rc = sqlite3_step(s) == SQLITE_DONE ? 0 : store__db_err(st, "sums", err);
@@ -152,8 +142,7 @@ static int write_table(struct store *st, int64_t id, const struct sum_tbl *t,
   struct store_query q = { .capture_id = id, .rank = -1, .by = t->by };
   json_t *rows = NULL, *row;
   size_t i;
-  int rc = t->live != NULL ? store__table_live(st, t->live, &q, &rows, err)
-                           : store__idle_live(st, &q, &rows, err);
+  int rc = store__table_live(st, t->t, &q, &rows, err);
 
   json_array_foreach(rows, i, row) {
     if (rc == 0)
@@ -167,14 +156,29 @@ static int write_table(struct store *st, int64_t id, const struct sum_tbl *t,
 
 int store__sums_write(struct store *st, int64_t id, struct tr_err *err)
 {
+  struct sum_tbl sum;
   int rc = 0;
 
-  for (size_t i = 0; rc == 0 && i < NSUMS; i++)
-    rc = write_table(st, id, &sums[i], err);
+  for (int t = 0; rc == 0 && t < TR_NTABLES; t++) {
+    const char *const *by = tr_tables[t].by;
+
+    if (!(tr_tables[t].flags & TR_T_SUMMED))
+      continue;
+    do {
+      sum_of(t, by != NULL ? *by : NULL, &sum);
+      rc = write_table(st, id, &sum, err);
+    } while (rc == 0 && by != NULL && *++by != NULL);
+  }
   return rc;
 }
 
 /* ---- reading ---- */
+
+/* Whether ?sort= orders t's rows (else they keep the query's order). */
+static bool sorts(const struct sum_tbl *t)
+{
+  return (t->tt->params & TR_P(SORT)) != 0;
+}
 
 /* The statement of t's rows for q (bound), ordered as the live query. */
 static int rows_stmt(struct store *st, const struct sum_tbl *t,
@@ -190,7 +194,7 @@ static int rows_stmt(struct store *st, const struct sum_tbl *t,
   const char *order = "seq";
   char sql[512];
 
-  for (size_t i = 0; t->sorts && q->sort && i < 4; i++)
+  for (size_t i = 0; sorts(t) && q->sort && i < 4; i++)
     if (strcmp(q->sort, orders[i][0]) == 0)
       order = orders[i][1];
   snprintf(sql, sizeof(sql),
@@ -202,12 +206,13 @@ static int rows_stmt(struct store *st, const struct sum_tbl *t,
   if (store__stmt(st, sql, out, err) < 0)
     return TR_EDB;
   sqlite3_bind_int64(*out, 1, q->capture_id);
-  sqlite3_bind_text(*out, 2, t->tbl, -1, SQLITE_STATIC);
-  store__bind_text(*out, 3, t->key && q->q && *q->q ? q->q : NULL);
+  sqlite3_bind_text(*out, 2, t->name, -1, SQLITE_STATIC);
+  store__bind_text(*out, 3, t->tt->key && q->q && *q->q ? q->q : NULL);
   store__bind_text(*out, 4, q->category && *q->category ? q->category : NULL);
   sqlite3_bind_int(*out, 5, q->limit > 0 ? q->limit : -1);
   store__bind_text(*out, 6, q->family && *q->family ? q->family : NULL);
-  store__bind_text(*out, 7, t->kind && q->kind && *q->kind ? q->kind : NULL);
+  store__bind_text(*out, 7,
+                   t->tt->kind && q->kind && *q->kind ? q->kind : NULL);
   return 0;
 }
 
@@ -266,16 +271,19 @@ static int collect(struct store *st, sqlite3_stmt *s, json_t **out,
   return rc;
 }
 
-int store__sum_rows(struct store *st, const char *tbl,
+int store__sum_rows(struct store *st, enum tr_table t,
                     const struct store_query *q, json_t **out,
                     struct tr_err *err)
 {
-  const struct sum_tbl *t = sum_of(tbl);
+  struct sum_tbl sum;
   sqlite3_stmt *s;
-  int rc = t != NULL ? summed(st, q->capture_id, false, err) : 1;
+  int rc = tr_tables[t].flags & TR_T_SUMMED
+               ? summed(st, q->capture_id, false, err)
+               : 1;
 
+  sum_of(t, q->by, &sum);
   if (rc == 0)
-    rc = rows_stmt(st, t, q, &s, err);
+    rc = rows_stmt(st, &sum, q, &s, err);
   return rc == 0 ? collect(st, s, out, NULL, err) : rc;
 }
 
@@ -283,9 +291,10 @@ int store__sum_rows(struct store *st, const char *tbl,
  * whole text, the first limit rows. */
 static bool whole_text(const struct sum_tbl *t, const struct store_query *q)
 {
-  return (!t->key || !q->q || !*q->q) && (!q->category || !*q->category) &&
-         (!q->family || !*q->family) && (!t->kind || !q->kind || !*q->kind) &&
-         (!t->sorts || !q->sort || strcmp(q->sort, "total") == 0);
+  return (!t->tt->key || !q->q || !*q->q) && (!q->category || !*q->category) &&
+         (!q->family || !*q->family) &&
+         (!t->tt->kind || !q->kind || !*q->kind) &&
+         (!sorts(t) || !q->sort || strcmp(q->sort, "total") == 0);
 }
 
 static int text_prefix(struct store *st, const struct sum_tbl *t,
@@ -303,7 +312,7 @@ static int text_prefix(struct store *st, const struct sum_tbl *t,
 
   if (rc < 0)
     return rc;
-  sqlite3_bind_text(s, 2, t->tbl, -1, SQLITE_STATIC);
+  sqlite3_bind_text(s, 2, t->name, -1, SQLITE_STATIC);
   if ((rc = sqlite3_step(s)) != SQLITE_ROW) {
     rc = rc == SQLITE_DONE ? 1 : store__db_err(st, "sums", err);
     store__done(s);
@@ -329,19 +338,17 @@ static int text_prefix(struct store *st, const struct sum_tbl *t,
   return out->failed == TR_ENOMEM ? tr_err_set(err, TR_ENOMEM, "", "rows") : 0;
 }
 
-int store_table_text(struct store *st, const char *tbl,
+int store_table_text(struct store *st, enum tr_table table,
                      const struct store_query *q, struct tr_buf *out,
                      struct tr_err *err)
 {
-  static const char *const sorts[] = { "total", "count", "avg", "name", NULL };
-  const struct sum_tbl *t = sum_of(tbl);
+  struct sum_tbl sum, *t = &sum;
   sqlite3_stmt *s;
-  int rc = q->limit < 0
-               ? tr_err_set(err, TR_EINVAL, "limit", "limit must be >= 0")
-               : store__check_enum(q->sort, sorts, "sort", err);
+  int rc = store__table_check(table, q, err);
 
-  if (rc < 0 || t == NULL || q->rank >= 0)
+  if (rc < 0 || !(tr_tables[table].flags & TR_T_SUMMED) || q->rank >= 0)
     return rc < 0 ? rc : 1;
+  sum_of(table, q->by, &sum);
   if ((rc = store__rd_begin(st, err)) < 0)
     return rc;
   rc = summed(st, q->capture_id, true, err);

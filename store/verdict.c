@@ -120,13 +120,13 @@ static int find_baseline(struct store *st, int64_t id, int64_t *out,
 
 /* ---- the figures of a side ---- */
 
-static int all_rows(struct store *st, const char *tbl, int64_t id, json_t **out,
+static int all_rows(struct store *st, enum tr_table t, int64_t id, json_t **out,
                     struct tr_err *err)
 {
   struct store_query q = { .capture_id = id, .rank = -1 };
-  int rc = store__sum_rows(st, tbl, &q, out, err);
+  int rc = store__sum_rows(st, t, &q, out, err);
 
-  return rc == 1 ? store__table_live(st, tbl, &q, out, err) : rc;
+  return rc == 1 ? store__table_live(st, t, &q, out, err) : rc;
 }
 
 static int load(struct store *st, struct vside *v, struct tr_err *err)
@@ -134,11 +134,11 @@ static int load(struct store *st, struct vside *v, struct tr_err *err)
   int rc = store__side_load(st, &v->sd, -1, err);
 
   if (rc == 0)
-    rc = all_rows(st, "steps", v->sd.id, &v->steps, err);
+    rc = all_rows(st, TR_TABLE_steps, v->sd.id, &v->steps, err);
   if (rc == 0)
-    rc = all_rows(st, "categories", v->sd.id, &v->cats, err);
+    rc = all_rows(st, TR_TABLE_categories, v->sd.id, &v->cats, err);
   if (rc == 0)
-    rc = all_rows(st, "families", v->sd.id, &v->fams, err);
+    rc = all_rows(st, TR_TABLE_families, v->sd.id, &v->fams, err);
   return rc;
 }
 

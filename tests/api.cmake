@@ -27,3 +27,6 @@ traced_py_test(api_open_csv test_api_open.py csv)
 # Slices of the raw trace against tests/ref_slice.py, and their bounds.
 traced_py_test(api_open_slice test_api_open.py slice)
 traced_py_test(api_open_slice_bounds test_api_open.py slice_bounds)
+# The routes, the table of tables (common/summary.h) and api/openapi.yaml
+# agree, route by route and table by table.
+traced_c_test(test_api_spec traced_api test_api_spec.c)

@@ -1,9 +1,11 @@
 /*
  * store: the analysis tables out (idle by cause, the re-binned timeline,
- * families, kernels of a family, /diff by family). Every expected figure
- * is computed here from the hand-written inputs (test_store_util.c makes
- * the summaries: idle split 1/3 host_late, the rest sync; two timeline
- * buckets; a kernel's family is its name up to '#').
+ * families, kernels of a family, /diff by family, the critical path).
+ * Every expected figure is computed here from the hand-written inputs
+ * (test_store_util.c makes the summaries: idle split 1/3 host_late, the
+ * rest sync; two timeline buckets; a kernel's family is its name up to
+ * '#'; the even-indexed kernels on the critical path for half their
+ * time).
  */
 #include <math.h>
 #include <stdio.h>
@@ -30,15 +32,12 @@ static const struct fx_rank ra[] = { { ka, 3, steps, 1, 400, 7 },
                                      { kb, 2, steps, 1, 300, 5 } };
 static const struct fx_rank rb[] = { { kb, 2, steps, 1, 350, 5 } };
 
-static json_t *query(struct store *st,
-                     int (*fn)(struct store *, const struct store_query *,
-                               json_t **, struct tr_err *),
-                     struct store_query q)
+static json_t *query(struct store *st, enum tr_table t, struct store_query q)
 {
   json_t *rows = NULL;
 
   tr_err_clear(&err);
-  if (fn(st, &q, &rows, &err) != 0) {
+  if (store_table(st, t, &q, &rows, &err) != 0) {
     fprintf(stderr, "query: %s (%s)\n", err.msg, err.field);
     exit(1);
   }
@@ -70,7 +69,7 @@ static void store_idle_sums(struct store *st, int64_t cap)
 {
   int64_t total = idle_of(&ra[0]) + idle_of(&ra[1]);
   int64_t late = idle_of(&ra[0]) / 3 + idle_of(&ra[1]) / 3;
-  json_t *rows = query(st, store_idle,
+  json_t *rows = query(st, TR_TABLE_idle,
                        (struct store_query){ .capture_id = cap, .rank = 1 });
   json_t *late_row = fx_find(rows, "cause", "host_late");
 
@@ -81,7 +80,7 @@ static void store_idle_sums(struct store *st, int64_t cap)
   check_share(late_row, idle_of(&ra[1]) / 3, idle_of(&ra[1]));
   CHECK(json_object_get(late_row, "ranks") == NULL);
   json_decref(rows);
-  rows = query(st, store_idle,
+  rows = query(st, TR_TABLE_idle,
                (struct store_query){ .capture_id = cap, .rank = -1 });
   late_row = fx_find(rows, "cause", "host_late");
   CHECK_INT(fx_int(late_row, "idle_ns"), late);
@@ -93,15 +92,15 @@ static void store_idle_sums(struct store *st, int64_t cap)
       "sync");
   json_decref(rows);
   rows =
-      query(st, store_idle,
+      query(st, TR_TABLE_idle,
             (struct store_query){ .capture_id = cap, .rank = 0, .by = "step" });
   CHECK_INT(json_array_size(rows), 2);
   CHECK(json_is_null(json_object_get(json_array_get(rows, 0), "step")));
   json_decref(rows);
-  CHECK_INT(store_idle(st,
-                       &(struct store_query){
-                           .capture_id = cap, .rank = -1, .by = "kind" },
-                       &rows, &err),
+  CHECK_INT(store_table(st, TR_TABLE_idle,
+                        &(struct store_query){
+                            .capture_id = cap, .rank = -1, .by = "kind" },
+                        &rows, &err),
             TR_EINVAL);
   CHECK_STR(err.field, "by");
 }
@@ -110,7 +109,7 @@ static void store_idle_sums(struct store *st, int64_t cap)
 static void store_timeline_rebins(struct store *st, int64_t cap)
 {
   json_t *rows =
-      query(st, store_timeline,
+      query(st, TR_TABLE_timeline,
             (struct store_query){ .capture_id = cap, .rank = 0, .buckets = 1 });
   json_t *row = json_array_get(rows, 0);
 
@@ -123,7 +122,7 @@ static void store_timeline_rebins(struct store *st, int64_t cap)
   CHECK(json_is_null(json_object_get(row, "step")));
   CHECK(json_object_get(row, "rank") == NULL);
   json_decref(rows);
-  rows = query(st, store_timeline,
+  rows = query(st, TR_TABLE_timeline,
                (struct store_query){ .capture_id = cap, .rank = -1 });
   CHECK_INT(json_array_size(rows), 4); /* as stored: 2 per rank */
   CHECK_INT(fx_int(json_array_get(rows, 2), "rank"), 1);
@@ -131,10 +130,10 @@ static void store_timeline_rebins(struct store *st, int64_t cap)
                 fx_int(json_array_get(rows, 3), "busy_ns"),
             device_ns(&ra[1]));
   json_decref(rows);
-  CHECK_INT(store_timeline(st,
-                           &(struct store_query){
-                               .capture_id = cap, .rank = -1, .buckets = 5000 },
-                           &rows, &err),
+  CHECK_INT(store_table(st, TR_TABLE_timeline,
+                        &(struct store_query){
+                            .capture_id = cap, .rank = -1, .buckets = 5000 },
+                        &rows, &err),
             TR_EINVAL);
   CHECK_STR(err.field, "buckets");
 }
@@ -142,7 +141,7 @@ static void store_timeline_rebins(struct store *st, int64_t cap)
 /* Families sum their names; kernels?family= gives exactly its names. */
 static void store_families_rows(struct store *st, int64_t cap)
 {
-  json_t *rows = query(st, store_families,
+  json_t *rows = query(st, TR_TABLE_families,
                        (struct store_query){ .capture_id = cap, .rank = 0 });
   json_t *gemm = fx_find(rows, "family", "gemm");
 
@@ -153,7 +152,7 @@ static void store_families_rows(struct store *st, int64_t cap)
   CHECK_INT(fx_int(gemm, "avg_ns"), 1600 / 14);
   check_share(gemm, 1600, 1720);
   json_decref(rows);
-  rows = query(st, store_families,
+  rows = query(st, TR_TABLE_families,
                (struct store_query){ .capture_id = cap, .rank = -1 });
   gemm = fx_find(rows, "family", "gemm");
   CHECK_INT(fx_int(gemm, "total_ns"), 1600 + 1500);
@@ -161,7 +160,7 @@ static void store_families_rows(struct store *st, int64_t cap)
   CHECK_INT(fx_int(gemm, "kernels"), 2); /* the most of one rank */
   json_decref(rows);
   rows = query(
-      st, store_kernels,
+      st, TR_TABLE_kernels,
       (struct store_query){ .capture_id = cap, .rank = -1, .family = "gemm" });
   CHECK_INT(json_array_size(rows), 3);
   CHECK(fx_find(rows, "name", "norm") == NULL);
@@ -190,6 +189,102 @@ static void store_diff_by_family(struct store *st, int64_t a, int64_t b)
   json_decref(out);
 }
 
+/* The critical path tables (test_store_util.c's critical_rows()): on_path
+ * keeps the kernels on a path, on one rank and over all; a step is picked
+ * by index or role; the per-kind rows and culprits sum over ranks. */
+static void store_critical_rows(struct store *st, int64_t cap)
+{
+  json_t *rows = query(
+      st, TR_TABLE_kernels,
+      (struct store_query){ .capture_id = cap, .rank = 0, .on_path = true });
+
+  CHECK_INT(json_array_size(rows), 2); /* ka[0] and ka[2] */
+  CHECK_INT(fx_int(fx_find(rows, "name", "norm"), "critical_ns"), 120 / 2);
+  CHECK(fx_find(rows, "name", "gemm#64x256") == NULL);
+  json_decref(rows);
+  rows = query(
+      st, TR_TABLE_kernels,
+      (struct store_query){ .capture_id = cap, .rank = -1, .on_path = true });
+  CHECK_INT(json_array_size(rows), 3); /* and gemm#256x64 of rank 1 */
+  /* On rank 0's path, not rank 1's: both ranks' rows summed. */
+  CHECK_INT(fx_int(fx_find(rows, "name", "norm"), "critical_ns"), 120 / 2);
+  CHECK_INT(fx_int(fx_find(rows, "name", "norm"), "total_ns"), 120 + 110);
+  CHECK_INT(fx_int(fx_find(rows, "name", "norm"), "ranks"), 2);
+  CHECK_INT(fx_int(fx_find(rows, "name", "gemm#256x64"), "critical_ns"),
+            1500 / 2);
+  json_decref(rows);
+  rows = query(
+      st, TR_TABLE_families,
+      (struct store_query){ .capture_id = cap, .rank = -1, .on_path = true });
+  CHECK_INT(fx_int(fx_find(rows, "family", "gemm"), "critical_ns"),
+            1000 / 2 + 1500 / 2);
+  json_decref(rows);
+  rows = query(st, TR_TABLE_critical_kinds,
+               (struct store_query){ .capture_id = cap, .rank = -1 });
+  CHECK_INT(json_array_size(rows), 1);
+  CHECK_INT(fx_int(json_array_get(rows, 0), "length_ns"), 2 * 5000 * 3 / 4);
+  CHECK_INT(fx_int(json_array_get(rows, 0), "kernels_on_path"), 10 + 6 + 12);
+  CHECK_INT(fx_int(json_array_get(rows, 0), "ranks"), 2);
+  json_decref(rows);
+  rows = query(
+      st, TR_TABLE_critical_segments,
+      (struct store_query){ .capture_id = cap, .rank = 1, .step = "median" });
+  CHECK_INT(json_array_size(rows), 2);
+  CHECK_STR(json_string_value(json_object_get(json_array_get(rows, 1), "what")),
+            "gemm#256x64");
+  CHECK_STR(json_string_value(json_object_get(json_array_get(rows, 1), "kind")),
+            "kernel");
+  json_decref(rows);
+  rows =
+      query(st, TR_TABLE_critical_segments,
+            (struct store_query){
+                .capture_id = cap, .rank = -1, .step = "0", .kind = "decode" });
+  CHECK_INT(json_array_size(rows), 4); /* two stretches a rank */
+  CHECK_INT(fx_int(json_array_get(rows, 3), "rank"), 1);
+  json_decref(rows);
+  rows =
+      query(st, TR_TABLE_critical_steps,
+            (struct store_query){ .capture_id = cap, .rank = 0, .step = "1" });
+  CHECK_INT(json_array_size(rows), 0);
+  json_decref(rows);
+  rows = query(st, TR_TABLE_idle_culprits,
+               (struct store_query){ .capture_id = cap, .rank = -1 });
+  CHECK_INT(fx_int(fx_find(rows, "culprit", "_prepare_inputs"), "idle_ns"),
+            idle_of(&ra[0]) / 3 + idle_of(&ra[1]) / 3);
+  json_decref(rows);
+  rows =
+      query(st, TR_TABLE_kernel_sequences,
+            (struct store_query){ .capture_id = cap, .rank = -1, .q = "NORM" });
+  CHECK_INT(json_array_size(rows), 1);
+  CHECK_STR(
+      json_string_value(json_object_get(json_array_get(rows, 0), "sequence")),
+      "gemm > norm");
+  json_decref(rows);
+  CHECK_INT(store_table(st, TR_TABLE_critical_segments,
+                        &(struct store_query){
+                            .capture_id = cap, .rank = 0, .step = "fastest" },
+                        &rows, &err),
+            TR_EINVAL);
+  CHECK_STR(err.field, "step");
+}
+
+/* By sequence: the step kind and families of a sequence match. */
+static void store_diff_by_sequence(struct store *st, int64_t a, int64_t b)
+{
+  struct store_diff_opts o = { .rank = 0, .by = "sequence" };
+  json_t *out = NULL, *row;
+
+  CHECK_INT(store_diff(st, a, b, &o, &out, &err), 0);
+  row =
+      fx_find(json_object_get(out, "rows"), "sequence", "decode: gemm > gemm");
+  CHECK_STR(json_string_value(json_object_get(row, "status")), "only_a");
+  row =
+      fx_find(json_object_get(out, "rows"), "sequence", "decode: gemm > norm");
+  CHECK_STR(json_string_value(json_object_get(row, "status")), "only_b");
+  CHECK_INT(fx_int(row, "b_count"), 10);
+  json_decref(out);
+}
+
 int main(void)
 {
   struct store *st = NULL;
@@ -208,6 +303,10 @@ int main(void)
   store_families_rows(st, a);
   fprintf(stderr, "-- store_diff_by_family\n");
   store_diff_by_family(st, a, b);
+  fprintf(stderr, "-- store_critical_rows\n");
+  store_critical_rows(st, a);
+  fprintf(stderr, "-- store_diff_by_sequence\n");
+  store_diff_by_sequence(st, a, b);
   store_close(st);
   fx_db_remove(path);
   return 0;

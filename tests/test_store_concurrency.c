@@ -79,7 +79,7 @@ static int64_t look(struct store *ro)
   size_t i;
   int rc;
 
-  CHECK_INT(store_kernels(ro, &q, &rows, &err), 0);
+  CHECK_INT(store_table(ro, TR_TABLE_kernels, &q, &rows, &err), 0);
   if (json_array_size(rows) == 0) {
     json_decref(rows);
     return 0;
@@ -98,7 +98,7 @@ static int64_t look(struct store *ro)
   for (int r = 0; r < NRANKS; r++) {
     q.rank = r;
     rows = NULL;
-    rc = store_kernels(ro, &q, &rows, &err);
+    rc = store_table(ro, TR_TABLE_kernels, &q, &rows, &err);
     CHECK(rc == 0 || rc == TR_ENOTFOUND);
     if (rc == 0)
       CHECK_INT(json_array_size(rows), NKERNELS);

@@ -24,25 +24,22 @@ static const char *const traces[] = {
 };
 enum { NTRACES = sizeof(traces) / sizeof(traces[0]) };
 
-typedef int (*query_fn)(struct store *, const struct store_query *, json_t **,
-                        struct tr_err *);
-
 struct table {
   const char *key;
-  query_fn fn;
+  enum tr_table t;
   const char *id[5]; /* members that identify a row */
 };
 
 static const struct table tables[] = {
-  { "kernels", store_kernels, { "name" } },
+  { "kernels", TR_TABLE_kernels, { "name" } },
   { "launches",
-    store_launches,
+    TR_TABLE_launches,
     { "name", "grid", "block", "registers_per_thread", "shared_bytes" } },
-  { "categories", store_categories, { "category" } },
-  { "memcpy", store_memcpy, { "kind" } },
-  { "runtime", store_runtime, { "name" } },
-  { "steps", store_steps, { "kind" } },
-  { "phases", store_phases, { "index" } }
+  { "categories", TR_TABLE_categories, { "category" } },
+  { "memcpy", TR_TABLE_memcpy, { "kind" } },
+  { "runtime", TR_TABLE_runtime, { "name" } },
+  { "steps", TR_TABLE_steps, { "kind" } },
+  { "phases", TR_TABLE_phases, { "index" } }
 };
 
 static bool same_id(const struct table *t, json_t *a, json_t *b)
@@ -104,7 +101,7 @@ static void check_table(struct store *st, int64_t cap, int rank,
   struct tr_err err = { 0 };
   size_t i;
 
-  CHECK_INT(t->fn(st, &q, &got, &err), 0);
+  CHECK_INT(store_table(st, t->t, &q, &got, &err), 0);
   CHECK_INT(json_array_size(got), json_array_size(want));
   json_array_foreach(want, i, w) {
     json_t *g = NULL;
@@ -127,7 +124,7 @@ static void check_sums(struct store *st, int64_t cap, json_t **sums)
   json_t *rows = NULL, *row;
   size_t i;
 
-  CHECK_INT(store_kernels(st, &q, &rows, &err), 0);
+  CHECK_INT(store_table(st, TR_TABLE_kernels, &q, &rows, &err), 0);
   CHECK(json_array_size(rows) > 0);
   json_array_foreach(rows, i, row) {
     const char *name = json_string_value(json_object_get(row, "name"));

@@ -38,15 +38,13 @@ static struct store *st;
 static char path[256];
 static int64_t cap;
 
-static json_t *query(int (*fn)(struct store *, const struct store_query *,
-                               json_t **, struct tr_err *),
-                     struct store_query q)
+static json_t *query(enum tr_table t, struct store_query q)
 {
   json_t *rows = NULL;
 
   q.capture_id = cap;
   tr_err_clear(&err);
-  if (fn(st, &q, &rows, &err) != 0) {
+  if (store_table(st, t, &q, &rows, &err) != 0) {
     fprintf(stderr, "query: %s (%s)\n", err.msg, err.field);
     exit(1);
   }
@@ -75,7 +73,7 @@ static void check_share(json_t *row, double want)
 static void store_kernels_per_rank(void)
 {
   for (int r = 0; r < NRANKS; r++) {
-    json_t *rows = query(store_kernels, (struct store_query){ .rank = r });
+    json_t *rows = query(TR_TABLE_kernels, (struct store_query){ .rank = r });
 
     CHECK_INT(json_array_size(rows), ranks[r].nk);
     for (size_t i = 0; i < ranks[r].nk; i++) {
@@ -165,7 +163,7 @@ static size_t distinct_names(const char *q, const char *category, int rank)
 
 static void store_kernels_all_ranks(void)
 {
-  json_t *rows = query(store_kernels, (struct store_query){ .rank = -1 });
+  json_t *rows = query(TR_TABLE_kernels, (struct store_query){ .rank = -1 });
   int64_t kernel_ns = 0;
   size_t i;
   json_t *row;
@@ -226,11 +224,11 @@ static void store_kernels_sort_and_limit(void)
   for (int rank = -1; rank < NRANKS; rank++) {
     for (size_t s = 0; s < 4; s++) {
       struct store_query q = { .rank = rank, .sort = sorts[s] };
-      json_t *all = query(store_kernels, q), *two;
+      json_t *all = query(TR_TABLE_kernels, q), *two;
 
       check_sorted(all, sorts[s]);
       q.limit = 2;
-      two = query(store_kernels, q);
+      two = query(TR_TABLE_kernels, q);
       CHECK_INT(json_array_size(two), 2);
       for (size_t i = 0; i < 2; i++)
         CHECK(json_equal(json_array_get(two, i), json_array_get(all, i)));
@@ -240,7 +238,7 @@ static void store_kernels_sort_and_limit(void)
   }
   /* Largest total first by default: the largest summed total. */
   {
-    json_t *rows = query(store_kernels, (struct store_query){ .rank = -1 });
+    json_t *rows = query(TR_TABLE_kernels, (struct store_query){ .rank = -1 });
 
     CHECK_INT(fx_int(json_array_get(rows, 0), "total_ns"),
               expect("gemm_a").total);
@@ -251,7 +249,7 @@ static void store_kernels_sort_and_limit(void)
 static size_t count_q(const char *q, const char *category, int rank)
 {
   json_t *rows =
-      query(store_kernels,
+      query(TR_TABLE_kernels,
             (struct store_query){ .rank = rank, .q = q, .category = category });
   size_t n = json_array_size(rows);
 
@@ -287,7 +285,7 @@ static void store_kernels_filters(void)
   CHECK_INT(count_q("_", NULL, -1), distinct_names("_", NULL, -1));
   CHECK_INT(count_q("'%_\" OR 1=1 --", NULL, -1), 0);
   /* Still all there. */
-  rows = query(store_kernels, (struct store_query){ .rank = -1 });
+  rows = query(TR_TABLE_kernels, (struct store_query){ .rank = -1 });
   CHECK_INT(json_array_size(rows), distinct_names(NULL, NULL, -1));
   json_decref(rows);
 }
@@ -320,7 +318,7 @@ static void store_categories_rows(void)
     int64_t device = rank_kernel_ns((size_t)r) + ranks[r].memcpy_ns;
 
     device_all += device;
-    rows = query(store_categories, (struct store_query){ .rank = r });
+    rows = query(TR_TABLE_categories, (struct store_query){ .rank = r });
     json_array_foreach(rows, i, row) {
       int64_t count = 0, total = 0;
 
@@ -333,7 +331,7 @@ static void store_categories_rows(void)
     }
     json_decref(rows);
   }
-  rows = query(store_categories, (struct store_query){ .rank = -1 });
+  rows = query(TR_TABLE_categories, (struct store_query){ .rank = -1 });
   json_array_foreach(rows, i, row) {
     int64_t count = 0, total = 0, n = 0;
 
@@ -370,23 +368,23 @@ static void store_small_tables_all_ranks(void)
       }
     }
   }
-  rows = query(store_memcpy, (struct store_query){ .rank = -1 });
+  rows = query(TR_TABLE_memcpy, (struct store_query){ .rank = -1 });
   row = fx_find(rows, "kind", "HtoD");
   CHECK_INT(fx_int(row, "total_ns"), memcpy_total);
   CHECK_INT(fx_int(row, "count"), NRANKS);
   CHECK_INT(fx_int(row, "bytes"), NRANKS * 4096);
   CHECK_INT(fx_int(row, "max_bytes"), 4096);
   json_decref(rows);
-  rows = query(store_runtime, (struct store_query){ .rank = -1 });
+  rows = query(TR_TABLE_runtime, (struct store_query){ .rank = -1 });
   row = fx_find(rows, "name", "hipLaunchKernel");
   CHECK_INT(fx_int(row, "median_ns"), median_max); /* max of medians */
   CHECK_INT(fx_int(row, "count"), NRANKS * 3);
   json_decref(rows);
-  rows = query(store_runtime, (struct store_query){ .rank = 2 });
+  rows = query(TR_TABLE_runtime, (struct store_query){ .rank = 2 });
   CHECK_INT(fx_int(json_array_get(rows, 0), "median_ns"),
             ranks[2].runtime_median_ns);
   json_decref(rows);
-  rows = query(store_steps, (struct store_query){ .rank = -1 });
+  rows = query(TR_TABLE_steps, (struct store_query){ .rank = -1 });
   row = fx_find(rows, "kind", "decode");
   CHECK_INT(fx_int(row, "count"), decode);
   CHECK_INT(fx_int(row, "total_ns"), decode_total);
@@ -405,7 +403,8 @@ static void store_launches_and_phases(void)
   size_t i;
   int64_t total = 0;
 
-  rows = query(store_launches, (struct store_query){ .rank = 0, .q = "gemm" });
+  rows =
+      query(TR_TABLE_launches, (struct store_query){ .rank = 0, .q = "gemm" });
   CHECK_INT(json_array_size(rows), 1);
   row = json_array_get(rows, 0);
   grid = json_object_get(row, "grid");
@@ -416,7 +415,7 @@ static void store_launches_and_phases(void)
   json_decref(rows);
   /* All ranks: grouped by shape; the summed total of a name over its
    * shapes is the name's summed total. */
-  rows = query(store_launches, (struct store_query){ .rank = -1 });
+  rows = query(TR_TABLE_launches, (struct store_query){ .rank = -1 });
   json_array_foreach(rows, i, row) {
     if (strcmp(json_string_value(json_object_get(row, "name")), "gemm_a"))
       continue;
@@ -425,7 +424,7 @@ static void store_launches_and_phases(void)
   CHECK_INT(total, expect("gemm_a").total);
   json_decref(rows);
 
-  rows = query(store_phases, (struct store_query){ .rank = -1 });
+  rows = query(TR_TABLE_phases, (struct store_query){ .rank = -1 });
   CHECK_INT(json_array_size(rows), NRANKS);
   json_array_foreach(rows, i, row) {
     CHECK_INT(fx_int(row, "rank"), i);
@@ -438,7 +437,7 @@ static void store_launches_and_phases(void)
     CHECK(json_is_array(json_object_get(row, "top_launches")));
   }
   json_decref(rows);
-  rows = query(store_phases, (struct store_query){ .rank = 1 });
+  rows = query(TR_TABLE_phases, (struct store_query){ .rank = 1 });
   CHECK_INT(json_array_size(rows), 1);
   CHECK_INT(fx_int(json_array_get(rows, 0), "end_ns"), rank_kernel_ns(1));
   json_decref(rows);
@@ -458,19 +457,24 @@ static void store_query_rejects_bad_args(void)
   json_t *rows = NULL;
 
   tr_err_clear(&err);
-  check_err(store_kernels(st, &q, &rows, &err), TR_EINVAL, "sort");
+  check_err(store_table(st, TR_TABLE_kernels, &q, &rows, &err), TR_EINVAL,
+            "sort");
   q.sort = NULL;
   q.rank = -2;
-  check_err(store_kernels(st, &q, &rows, &err), TR_EINVAL, "rank");
+  check_err(store_table(st, TR_TABLE_kernels, &q, &rows, &err), TR_EINVAL,
+            "rank");
   q.rank = 0;
   q.limit = -1;
-  check_err(store_runtime(st, &q, &rows, &err), TR_EINVAL, "limit");
+  check_err(store_table(st, TR_TABLE_runtime, &q, &rows, &err), TR_EINVAL,
+            "limit");
   q.limit = 0;
   q.rank = NRANKS;
-  check_err(store_steps(st, &q, &rows, &err), TR_ENOTFOUND, "rank");
+  check_err(store_table(st, TR_TABLE_steps, &q, &rows, &err), TR_ENOTFOUND,
+            "rank");
   q.rank = 0;
   q.capture_id = cap + 100;
-  check_err(store_phases(st, &q, &rows, &err), TR_ENOTFOUND, "id");
+  check_err(store_table(st, TR_TABLE_phases, &q, &rows, &err), TR_ENOTFOUND,
+            "id");
   CHECK(rows == NULL);
 }
 
@@ -514,10 +518,11 @@ static void store_capture_get_ranks(void)
             "rank");
   json_decref(c);
   check_err(store_rank_file(st, cap, 42, &file, &err), TR_ENOTFOUND, "rank");
-  check_err(store_kernels(
-                st, &(struct store_query){ .capture_id = cap, .rank = NRANKS },
-                &c, &err),
-            TR_ENOTFOUND, "rank");
+  check_err(
+      store_table(st, TR_TABLE_kernels,
+                  &(struct store_query){ .capture_id = cap, .rank = NRANKS },
+                  &c, &err),
+      TR_ENOTFOUND, "rank");
   CHECK_INT(store_status_counts(st, &counts, &err), 0);
   CHECK_INT(fx_int(counts, "done"), 1);
   CHECK_INT(fx_int(counts, "queued"), 0);
@@ -554,9 +559,9 @@ static void check_all_or_nothing(const char *key, const char *member)
     snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s", tables[i]);
     CHECK_INT(fx_count(path, sql, -1), before[i]);
   }
-  check_err(store_kernels(st,
-                          &(struct store_query){ .capture_id = cap, .rank = 7 },
-                          &rows, &err),
+  check_err(store_table(st, TR_TABLE_kernels,
+                        &(struct store_query){ .capture_id = cap, .rank = 7 },
+                        &rows, &err),
             TR_ENOTFOUND, "rank");
   json_decref(sum);
 }

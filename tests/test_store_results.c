@@ -23,13 +23,9 @@ static const char *const traces[] = {
 };
 enum { NTRACES = sizeof(traces) / sizeof(traces[0]) };
 
-typedef int (*query_fn)(struct store *, const struct store_query *, json_t **,
-                        struct tr_err *);
-
-/* A table as the routes ask for it over all ranks, and its sum's name. */
+/* A table as the routes ask for it over all ranks. */
 struct ask {
-  const char *tbl;
-  query_fn fn;
+  enum tr_table t;
   struct store_query q;
 };
 
@@ -40,31 +36,41 @@ struct ask {
   }
 
 static const struct ask asks[] = {
-  { "kernels", store_kernels, ALL(.limit = 0) },
-  { "kernels", store_kernels, ALL(.limit = 3) },
-  { "kernels", store_kernels, ALL(.limit = 100000, .sort = "total") },
-  { "kernels", store_kernels, ALL(.sort = "count") },
-  { "kernels", store_kernels, ALL(.sort = "avg", .limit = 7) },
-  { "kernels", store_kernels, ALL(.sort = "name") },
-  { "kernels", store_kernels, ALL(.q = "GEMM") },
-  { "kernels", store_kernels, ALL(.category = "elementwise") },
-  { "kernels", store_kernels, ALL(.family = "triton_poi_fused_add") },
-  { "launches", store_launches, ALL(.limit = 0) },
-  { "launches", store_launches, ALL(.q = "kernel", .limit = 5) },
-  { "categories", store_categories, ALL(.limit = 0) },
-  { "memcpy", store_memcpy, ALL(.limit = 0) },
-  { "runtime", store_runtime, ALL(.sort = "count") },
-  { "runtime", store_runtime, ALL(.q = "launch") },
-  { "steps", store_steps, ALL(.limit = 0) },
-  { "step_buckets", store_step_buckets, ALL(.limit = 0) },
-  { "step_buckets", store_step_buckets, ALL(.kind = "decode") },
-  { "step_histogram", store_step_histogram, ALL(.kind = "prefill") },
-  { "families", store_families, ALL(.limit = 0) },
-  { "families", store_families, ALL(.q = "gemm", .sort = "count") },
-  { "families", store_families, ALL(.category = "gemm") },
-  { "family_steps", store_family_steps, ALL(.limit = 0) },
-  { "idle", store_idle, ALL(.limit = 0) },
-  { "idle_step", store_idle, ALL(.by = "step") },
+  { TR_TABLE_kernels, ALL(.limit = 0) },
+  { TR_TABLE_kernels, ALL(.limit = 3) },
+  { TR_TABLE_kernels, ALL(.limit = 100000, .sort = "total") },
+  { TR_TABLE_kernels, ALL(.sort = "count") },
+  { TR_TABLE_kernels, ALL(.sort = "avg", .limit = 7) },
+  { TR_TABLE_kernels, ALL(.sort = "name") },
+  { TR_TABLE_kernels, ALL(.q = "GEMM") },
+  { TR_TABLE_kernels, ALL(.category = "elementwise") },
+  { TR_TABLE_kernels, ALL(.family = "triton_poi_fused_add") },
+  { TR_TABLE_launches, ALL(.limit = 0) },
+  { TR_TABLE_launches, ALL(.q = "kernel", .limit = 5) },
+  { TR_TABLE_categories, ALL(.limit = 0) },
+  { TR_TABLE_memcpy, ALL(.limit = 0) },
+  { TR_TABLE_runtime, ALL(.sort = "count") },
+  { TR_TABLE_runtime, ALL(.q = "launch") },
+  { TR_TABLE_steps, ALL(.limit = 0) },
+  { TR_TABLE_step_buckets, ALL(.limit = 0) },
+  { TR_TABLE_step_buckets, ALL(.kind = "decode") },
+  { TR_TABLE_step_histogram, ALL(.kind = "prefill") },
+  { TR_TABLE_families, ALL(.limit = 0) },
+  { TR_TABLE_families, ALL(.q = "gemm", .sort = "count") },
+  { TR_TABLE_families, ALL(.category = "gemm") },
+  { TR_TABLE_family_steps, ALL(.limit = 0) },
+  { TR_TABLE_idle, ALL(.limit = 0) },
+  { TR_TABLE_idle, ALL(.by = "step") },
+  { TR_TABLE_critical_kinds, ALL(.limit = 0) },
+  { TR_TABLE_critical_kinds, ALL(.kind = "decode") },
+  { TR_TABLE_kernel_paths, ALL(.limit = 0) },
+  { TR_TABLE_kernel_paths, ALL(.q = "gemm", .kind = "decode", .limit = 5) },
+  { TR_TABLE_family_paths, ALL(.limit = 0) },
+  { TR_TABLE_family_paths, ALL(.q = "elementwise") },
+  { TR_TABLE_idle_culprits, ALL(.limit = 0) },
+  { TR_TABLE_idle_culprits, ALL(.kind = "decode") },
+  { TR_TABLE_kernel_sequences, ALL(.limit = 0) },
+  { TR_TABLE_kernel_sequences, ALL(.q = "gemm", .limit = 3) },
 };
 enum { NASKS = sizeof(asks) / sizeof(asks[0]) };
 
@@ -76,7 +82,7 @@ static char *answer(struct store *st, const struct ask *a, int64_t cap)
   char *text;
 
   q.capture_id = cap;
-  CHECK_INT(a->fn(st, &q, &rows, &err), 0);
+  CHECK_INT(store_table(st, a->t, &q, &rows, &err), 0);
   text = json_dumps(rows, JSON_COMPACT);
   json_decref(rows);
   CHECK(text != NULL);
@@ -125,7 +131,7 @@ static int text_of(struct store *st, const struct ask *a, int64_t cap,
   int rc;
 
   q.capture_id = cap;
-  rc = store_table_text(st, a->tbl, &q, &b, &err);
+  rc = store_table_text(st, a->t, &q, &b, &err);
   *out = b.p;
   return rc;
 }
@@ -152,8 +158,8 @@ static void store_sums_are_the_live_answer(void)
     char *summed = answer(st, &asks[i], cap);
 
     if (strcmp(summed, live[i]) != 0)
-      fprintf(stderr, "%s #%d:\n live   %.300s\n summed %.300s\n", asks[i].tbl,
-              i, live[i], summed);
+      fprintf(stderr, "%s #%d:\n live   %.300s\n summed %.300s\n",
+              tr_tables[asks[i].t].name, i, live[i], summed);
     CHECK_STR(summed, live[i]);
     CHECK_INT(text_of(st, &asks[i], cap, &text), 1); /* running, not done */
     free(text);
@@ -187,9 +193,9 @@ static void store_finish_rules(void)
   finish(st, cap);
   /* A rank stored again: the sums and the verdict go. */
   q.capture_id = cap;
-  CHECK_INT(store_kernels(st,
-                          &(struct store_query){ .capture_id = cap, .rank = 0 },
-                          &sum, &err),
+  CHECK_INT(store_table(st, TR_TABLE_kernels,
+                        &(struct store_query){ .capture_id = cap, .rank = 0 },
+                        &sum, &err),
             0);
   json_decref(sum);
   {
@@ -212,7 +218,7 @@ static void store_finish_rules(void)
                      cap),
             0);
   /* Bad asks are refused before anything is read. */
-  CHECK_INT(store_table_text(st, "kernels", &q, &b, &err), TR_EINVAL);
+  CHECK_INT(store_table_text(st, TR_TABLE_kernels, &q, &b, &err), TR_EINVAL);
   CHECK_STR(err.field, "limit");
   tr_buf_free(&b);
   /* Only a running capture finishes. */
