@@ -80,8 +80,8 @@
   XX(collective_events, collective_events, INT, NONE, 5)                       \
   XX(collective_ns, collective_ns, INT, NONE, 5)                               \
   XX(exposed_comm_ns, exposed_comm_ns, INT, NONE, 5)                           \
-  XX(host_events, host_events, INT, NONE, 6)                                   \
-  XX(critical_path_steps, critical_path_steps, INT, NONE, 6)
+  XX(host_events, host_events, INT, NONE, 7)                                   \
+  XX(critical_path_steps, critical_path_steps, INT, NONE, 7)
 
 #define TR_SUM_KERNEL(XX)                                                      \
   XX(name, name_id, NAME, KEY, 1)                                              \
@@ -97,14 +97,14 @@
   XX(last_ns, last_ns, INT, NONE, 1)                                           \
   XX(family, family, TEXT, ANY, 3)                                             \
   XX(demangled, demangled, TEXT_NULL, ANY, 3)                                  \
-  XX(critical_ns, critical_ns, INT, SUM, 6)                                    \
-  XX(launch_calls, launch_calls, INT, SUM, 6)                                  \
-  XX(launch_call_ns, launch_call_ns, INT, SUM, 6)                              \
-  XX(launch_call_p50_ns, launch_call_p50_ns, INT, MAX, 6)                      \
-  XX(launch_call_p99_ns, launch_call_p99_ns, INT, MAX, 6)                      \
-  XX(launch_queue_ns, launch_queue_ns, INT, SUM, 6)                            \
-  XX(launch_queue_p50_ns, launch_queue_p50_ns, INT, MAX, 6)                    \
-  XX(launch_queue_p99_ns, launch_queue_p99_ns, INT, MAX, 6)
+  XX(critical_ns, critical_ns, INT, SUM, 7)                                    \
+  XX(launch_calls, launch_calls, INT, SUM, 7)                                  \
+  XX(launch_call_ns, launch_call_ns, INT, SUM, 7)                              \
+  XX(launch_call_p50_ns, launch_call_p50_ns, INT, MAX, 7)                      \
+  XX(launch_call_p99_ns, launch_call_p99_ns, INT, MAX, 7)                      \
+  XX(launch_queue_ns, launch_queue_ns, INT, SUM, 7)                            \
+  XX(launch_queue_p50_ns, launch_queue_p50_ns, INT, MAX, 7)                    \
+  XX(launch_queue_p99_ns, launch_queue_p99_ns, INT, MAX, 7)
 
 #define TR_SUM_LAUNCH(XX)                                                      \
   XX(name, name_id, NAME, KEY, 1)                                              \
@@ -243,14 +243,14 @@
   XX(p50_ns, p50_ns, INT, MAX, 3)                                              \
   XX(p99_ns, p99_ns, INT, MAX, 3)                                              \
   XX(share, share, SHARE, kernel_ns, 3)                                        \
-  XX(critical_ns, critical_ns, INT, SUM, 6)                                    \
-  XX(launch_calls, launch_calls, INT, SUM, 6)                                  \
-  XX(launch_call_ns, launch_call_ns, INT, SUM, 6)                              \
-  XX(launch_call_p50_ns, launch_call_p50_ns, INT, MAX, 6)                      \
-  XX(launch_call_p99_ns, launch_call_p99_ns, INT, MAX, 6)                      \
-  XX(launch_queue_ns, launch_queue_ns, INT, SUM, 6)                            \
-  XX(launch_queue_p50_ns, launch_queue_p50_ns, INT, MAX, 6)                    \
-  XX(launch_queue_p99_ns, launch_queue_p99_ns, INT, MAX, 6)
+  XX(critical_ns, critical_ns, INT, SUM, 7)                                    \
+  XX(launch_calls, launch_calls, INT, SUM, 7)                                  \
+  XX(launch_call_ns, launch_call_ns, INT, SUM, 7)                              \
+  XX(launch_call_p50_ns, launch_call_p50_ns, INT, MAX, 7)                      \
+  XX(launch_call_p99_ns, launch_call_p99_ns, INT, MAX, 7)                      \
+  XX(launch_queue_ns, launch_queue_ns, INT, SUM, 7)                            \
+  XX(launch_queue_p50_ns, launch_queue_p50_ns, INT, MAX, 7)                    \
+  XX(launch_queue_p99_ns, launch_queue_p99_ns, INT, MAX, 7)
 
 /* A family's kernels that start inside the labels of a step kind, and per
  * step of that kind (per_step_ns: total_ns / steps, floored; all ranks:
@@ -271,92 +271,92 @@
  * the length), and the wall time of its zero-weight sync and host-idle
  * edges; the launches waiting (max; ns x depth over extent_ns). */
 #define TR_SUM_CRIT_KIND(XX)                                                   \
-  XX(step, step, TEXT, KEY, 6)                                                 \
-  XX(steps, steps, INT, SUM, 6)                                                \
-  XX(analyzed, analyzed, INT, SUM, 6)                                          \
-  XX(window_ns, window_ns, INT, SUM, 6)                                        \
-  XX(length_ns, length_ns, INT, SUM, 6)                                        \
-  XX(length_p50_ns, length_p50_ns, INT, MAX, 6)                                \
-  XX(length_max_ns, length_max_ns, INT, MAX, 6)                                \
+  XX(step, step, TEXT, KEY, 7)                                                 \
+  XX(steps, steps, INT, SUM, 7)                                                \
+  XX(analyzed, analyzed, INT, SUM, 7)                                          \
+  XX(window_ns, window_ns, INT, SUM, 7)                                        \
+  XX(length_ns, length_ns, INT, SUM, 7)                                        \
+  XX(length_p50_ns, length_p50_ns, INT, MAX, 7)                                \
+  XX(length_max_ns, length_max_ns, INT, MAX, 7)                                \
   TR_CRIT_BOUNDS(XX)                                                           \
-  XX(kernels, kernels, INT, SUM, 6)                                            \
-  XX(kernels_on_path, kernels_on_path, INT, SUM, 6)                            \
-  XX(queue_max, queue_max, INT, MAX, 6)                                        \
-  XX(queue_area_ns, queue_area_ns, INT, SUM, 6)                                \
-  XX(extent_ns, extent_ns, INT, SUM, 6)
+  XX(kernels, kernels, INT, SUM, 7)                                            \
+  XX(kernels_on_path, kernels_on_path, INT, SUM, 7)                            \
+  XX(queue_max, queue_max, INT, MAX, 7)                                        \
+  XX(queue_area_ns, queue_area_ns, INT, SUM, 7)                                \
+  XX(extent_ns, extent_ns, INT, SUM, 7)
 
 /* The breakdown's columns, in enum cp_bound's order. */
 #define TR_CRIT_BOUNDS(XX)                                                     \
-  XX(cpu_ns, cpu_ns, INT, SUM, 6)                                              \
-  XX(gpu_ns, gpu_ns, INT, SUM, 6)                                              \
-  XX(comm_ns, comm_ns, INT, SUM, 6)                                            \
-  XX(launch_ns, launch_ns, INT, SUM, 6)                                        \
-  XX(gap_ns, gap_ns, INT, SUM, 6)                                              \
-  XX(sync_ns, sync_ns, INT, SUM, 6)                                            \
-  XX(idle_ns, idle_ns, INT, SUM, 6)
+  XX(cpu_ns, cpu_ns, INT, SUM, 7)                                              \
+  XX(gpu_ns, gpu_ns, INT, SUM, 7)                                              \
+  XX(comm_ns, comm_ns, INT, SUM, 7)                                            \
+  XX(launch_ns, launch_ns, INT, SUM, 7)                                        \
+  XX(gap_ns, gap_ns, INT, SUM, 7)                                              \
+  XX(sync_ns, sync_ns, INT, SUM, 7)                                            \
+  XX(idle_ns, idle_ns, INT, SUM, 7)
 
 /* Each step (the first 65536 of a rank, and the picked ones): its window
  * from t0, status (ok, too_big, cycle), path, breakdown; role median /
  * slowest (of its kind) with the launches waiting over it (queue:
  * [[t_ns, depth], ...] from t0). */
 #define TR_SUM_CRIT_STEP(XX)                                                   \
-  XX(index, idx, INT, EACH, 6)                                                 \
-  XX(step, step, TEXT, EACH, 6)                                                \
-  XX(label, label, TEXT_NULL, EACH, 6)                                         \
-  XX(start_ns, start_ns, INT, EACH, 6)                                         \
-  XX(dur_ns, dur_ns, INT, EACH, 6)                                             \
-  XX(status, status, TEXT, EACH, 6)                                            \
-  XX(length_ns, length_ns, INT, EACH, 6)                                       \
-  XX(path_from_ns, path_from_ns, INT, EACH, 6)                                 \
-  XX(path_to_ns, path_to_ns, INT, EACH, 6)                                     \
+  XX(index, idx, INT, EACH, 7)                                                 \
+  XX(step, step, TEXT, EACH, 7)                                                \
+  XX(label, label, TEXT_NULL, EACH, 7)                                         \
+  XX(start_ns, start_ns, INT, EACH, 7)                                         \
+  XX(dur_ns, dur_ns, INT, EACH, 7)                                             \
+  XX(status, status, TEXT, EACH, 7)                                            \
+  XX(length_ns, length_ns, INT, EACH, 7)                                       \
+  XX(path_from_ns, path_from_ns, INT, EACH, 7)                                 \
+  XX(path_to_ns, path_to_ns, INT, EACH, 7)                                     \
   TR_CRIT_BOUNDS(XX)                                                           \
-  XX(events, events, INT, EACH, 6)                                             \
-  XX(kernels, kernels, INT, EACH, 6)                                           \
-  XX(kernels_on_path, kernels_on_path, INT, EACH, 6)                           \
-  XX(queue_max, queue_max, INT, EACH, 6)                                       \
-  XX(queue_area_ns, queue_area_ns, INT, EACH, 6)                               \
-  XX(extent_ns, extent_ns, INT, EACH, 6)                                       \
-  XX(role, role, TEXT_NULL, EACH, 6)                                           \
-  XX(queue, queue, JSON_NULL, EACH, 6)
+  XX(events, events, INT, EACH, 7)                                             \
+  XX(kernels, kernels, INT, EACH, 7)                                           \
+  XX(kernels_on_path, kernels_on_path, INT, EACH, 7)                           \
+  XX(queue_max, queue_max, INT, EACH, 7)                                       \
+  XX(queue_area_ns, queue_area_ns, INT, EACH, 7)                               \
+  XX(extent_ns, extent_ns, INT, EACH, 7)                                       \
+  XX(role, role, TEXT_NULL, EACH, 7)                                           \
+  XX(queue, queue, JSON_NULL, EACH, 7)
 
 /* The paths of the picked steps (step: its kind) as stretches: what (a
  * name), where ("thread pid/tid" or "stream device/stream"), bound, from
  * and to (from t0), their weight in the length, and how many events
  * merged into it. */
 #define TR_SUM_CRIT_SEGMENT(XX)                                                \
-  XX(index, idx, INT, EACH, 6)                                                 \
-  XX(step, step, TEXT, EACH, 6)                                                \
-  XX(seq, seq, INT, EACH, 6)                                                   \
-  XX(what, what, TEXT, EACH, 6)                                                \
-  XX(kind, what_kind, TEXT, EACH, 6)                                           \
-  XX(where, lane, TEXT, EACH, 6)                                               \
-  XX(bound, bound, TEXT, EACH, 6)                                              \
-  XX(from_ns, from_ns, INT, EACH, 6)                                           \
-  XX(to_ns, to_ns, INT, EACH, 6)                                               \
-  XX(weight_ns, weight_ns, INT, EACH, 6)                                       \
-  XX(count, count, INT, EACH, 6)
+  XX(index, idx, INT, EACH, 7)                                                 \
+  XX(step, step, TEXT, EACH, 7)                                                \
+  XX(seq, seq, INT, EACH, 7)                                                   \
+  XX(what, what, TEXT, EACH, 7)                                                \
+  XX(kind, what_kind, TEXT, EACH, 7)                                           \
+  XX(where, lane, TEXT, EACH, 7)                                               \
+  XX(bound, bound, TEXT, EACH, 7)                                              \
+  XX(from_ns, from_ns, INT, EACH, 7)                                           \
+  XX(to_ns, to_ns, INT, EACH, 7)                                               \
+  XX(weight_ns, weight_ns, INT, EACH, 7)                                       \
+  XX(count, count, INT, EACH, 7)
 
 /* Per kernel name (or family) and step kind: the steps it ran in and
  * those it was on the path in, its instances and those on the path,
  * their time there, and the slack of its instances (0 on the path). */
 #define TR_CRIT_PATH_FIGURES(XX)                                               \
-  XX(step, step, TEXT, KEY, 6)                                                 \
-  XX(steps, steps, INT, SUM, 6)                                                \
-  XX(steps_on, steps_on, INT, SUM, 6)                                          \
-  XX(instances, instances, INT, SUM, 6)                                        \
-  XX(on_path, on_path, INT, SUM, 6)                                            \
-  XX(critical_ns, critical_ns, INT, SUM, 6)                                    \
-  XX(slack_p50_ns, slack_p50_ns, INT, MAX, 6)                                  \
-  XX(slack_p99_ns, slack_p99_ns, INT, MAX, 6)                                  \
-  XX(slack_max_ns, slack_max_ns, INT, MAX, 6)
+  XX(step, step, TEXT, KEY, 7)                                                 \
+  XX(steps, steps, INT, SUM, 7)                                                \
+  XX(steps_on, steps_on, INT, SUM, 7)                                          \
+  XX(instances, instances, INT, SUM, 7)                                        \
+  XX(on_path, on_path, INT, SUM, 7)                                            \
+  XX(critical_ns, critical_ns, INT, SUM, 7)                                    \
+  XX(slack_p50_ns, slack_p50_ns, INT, MAX, 7)                                  \
+  XX(slack_p99_ns, slack_p99_ns, INT, MAX, 7)                                  \
+  XX(slack_max_ns, slack_max_ns, INT, MAX, 7)
 
 #define TR_SUM_KERNEL_PATH(XX)                                                 \
-  XX(name, name_id, NAME, KEY, 6)                                              \
-  XX(family, family, TEXT, ANY, 6)                                             \
+  XX(name, name_id, NAME, KEY, 7)                                              \
+  XX(family, family, TEXT, ANY, 7)                                             \
   TR_CRIT_PATH_FIGURES(XX)
 
 #define TR_SUM_FAMILY_PATH(XX)                                                 \
-  XX(family, family, TEXT, KEY, 6)                                             \
+  XX(family, family, TEXT, KEY, 7)                                             \
   TR_CRIT_PATH_FIGURES(XX)
 
 /* Who kept the device waiting: each host_late and sync idle stretch's part
@@ -365,38 +365,63 @@
  * culprit its name (null: none ran, or the thread is unknown), culprit_kind
  * cpu_op, annotation, python, runtime, none or unknown. */
 #define TR_SUM_CULPRIT(XX)                                                     \
-  XX(step, step, TEXT_NULL, KEY, 6)                                            \
-  XX(cause, cause, TEXT, KEY, 6)                                               \
-  XX(culprit, culprit, TEXT_NULL, KEY, 6)                                      \
-  XX(culprit_kind, culprit_kind, TEXT, KEY, 6)                                 \
-  XX(count, count, INT, SUM, 6)                                                \
-  XX(idle_ns, idle_ns, INT, SUM, 6)                                            \
-  XX(p50_ns, p50_ns, INT, MAX, 6)                                              \
-  XX(p99_ns, p99_ns, INT, MAX, 6)
+  XX(step, step, TEXT_NULL, KEY, 7)                                            \
+  XX(cause, cause, TEXT, KEY, 7)                                               \
+  XX(culprit, culprit, TEXT_NULL, KEY, 7)                                      \
+  XX(culprit_kind, culprit_kind, TEXT, KEY, 7)                                 \
+  XX(count, count, INT, SUM, 7)                                                \
+  XX(idle_ns, idle_ns, INT, SUM, 7)                                            \
+  XX(p50_ns, p50_ns, INT, MAX, 7)                                              \
+  XX(p99_ns, p99_ns, INT, MAX, 7)
 
 /* Kernel sequences: runs of n (2-8) consecutive kernels of a step (by
  * start), as families joined by " > ", counted over the steps of a kind
  * (overlapping runs each count) with their kernels' time; steps: that
  * kind's analysed steps. The most frequent per kind and length. */
 #define TR_SUM_SEQUENCE(XX)                                                    \
-  XX(step, step, TEXT, KEY, 6)                                                 \
-  XX(n, n, INT, KEY, 6)                                                        \
-  XX(sequence, sequence, TEXT, KEY, 6)                                         \
-  XX(count, count, INT, SUM, 6)                                                \
-  XX(total_ns, total_ns, INT, SUM, 6)                                          \
-  XX(steps, steps, INT, SUM, 6)
+  XX(step, step, TEXT, KEY, 7)                                                 \
+  XX(n, n, INT, KEY, 7)                                                        \
+  XX(sequence, sequence, TEXT, KEY, 7)                                         \
+  XX(count, count, INT, SUM, 7)                                                \
+  XX(total_ns, total_ns, INT, SUM, 7)                                          \
+  XX(steps, steps, INT, SUM, 7)
 
 /* The kernels of each kind's median step, in start order, a run of one
  * name as one row (count kernels): family, name, their time and its share
  * of the step's kernel time. */
 #define TR_SUM_MEDIAN_SEQ(XX)                                                  \
-  XX(step, step, TEXT, EACH, 6)                                                \
-  XX(position, position, INT, EACH, 6)                                         \
-  XX(family, family, TEXT, EACH, 6)                                            \
-  XX(name, name, TEXT, EACH, 6)                                                \
-  XX(count, count, INT, EACH, 6)                                               \
+  XX(step, step, TEXT, EACH, 7)                                                \
+  XX(position, position, INT, EACH, 7)                                         \
+  XX(family, family, TEXT, EACH, 7)                                            \
+  XX(name, name, TEXT, EACH, 7)                                                \
+  XX(count, count, INT, EACH, 7)                                               \
+  XX(dur_ns, dur_ns, INT, EACH, 7)                                             \
+  XX(share, share, JSON, EACH, 7)
+
+/* The figures tracked in single steps (index/agg_samples.c): each
+ * category with device time, the largest families (at least 0.5% of the
+ * kernel time, at most 24) and kernels (at least 1%, at most 12); index is
+ * the place of its value in each step sample's values. */
+#define TR_SUM_SAMPLE_FIGURE(XX)                                               \
+  XX(index, idx, INT, EACH, 6)                                                 \
+  XX(figure, figure, TEXT, EACH, 6)                                            \
+  XX(name, name, TEXT, EACH, 6)
+
+/* Single real steps of the step side (at most 2048 a rank: every stride-th
+ * of a kind, in start order): ordinal its place among its kind's steps,
+ * step the N of ProfilerStep#N, bs and tok its label's (null: none),
+ * start_ns from the rank's t0_ns, warmup 1 when the steady state leaves it
+ * out, values each tracked figure's device time in it (ns, by index). */
+#define TR_SUM_STEP_SAMPLE(XX)                                                 \
+  XX(kind, kind, TEXT, EACH, 6)                                                \
+  XX(ordinal, ordinal, INT, EACH, 6)                                           \
+  XX(step, step, INT_NULL, EACH, 6)                                            \
+  XX(bs, bs, INT_NULL, EACH, 6)                                                \
+  XX(tok, tok, INT_NULL, EACH, 6)                                              \
+  XX(start_ns, start_ns, INT, EACH, 6)                                         \
   XX(dur_ns, dur_ns, INT, EACH, 6)                                             \
-  XX(share, share, JSON, EACH, 6)
+  XX(warmup, warmup, INT, EACH, 6)                                             \
+  XX(values, vals, JSON, EACH, 6)
 
 /*
  * The capture's own tables: computed across ranks once every rank is
@@ -540,6 +565,11 @@
   R(XX, family_steps, TR_SUM_FAMILY_STEP, family_step, "families/steps",       \
     TR_P(RANK) | TR_P(Q) | TR_P(KIND) | TR_P(LIMIT), TR_NO_BY,                 \
     TR_T_GROWS | TR_T_SUMMED | TR_T_CSV, "family", "step")                     \
+  R(XX, sample_figures, TR_SUM_SAMPLE_FIGURE, sample_figure,                   \
+    "steps/samples/figures", TR_P(RANK) | TR_P(LIMIT), TR_NO_BY, TR_T_CSV,     \
+    NULL, NULL)                                                                \
+  R(XX, step_samples, TR_SUM_STEP_SAMPLE, step_sample, "steps/samples",        \
+    TR_P(RANK) | TR_P(KIND) | TR_P(LIMIT), TR_NO_BY, TR_T_CSV, NULL, NULL)     \
   R(XX, critical_kinds, TR_SUM_CRIT_KIND, crit_kind, "critical_path/summary",  \
     TR_P(RANK) | TR_P(KIND) | TR_P(LIMIT), TR_NO_BY, TR_T_SUMMED | TR_T_CSV,   \
     NULL, "step")                                                              \

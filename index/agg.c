@@ -441,13 +441,40 @@ static const char *const label_kinds[] = { "prefill",
                                            "dspark_sched",
                                            "draft_kv" };
 
-/* Length of the run-label kind, the name up to '[', or 0 when the name is
- * no run label ("ProfilerStep#3", "capture_graph_bs_8", "decode_helper[x]"). */
+/* The profiler's own step annotation, "ProfilerStep#<N>" (torch.profiler's
+ * step(): each iteration of a training or generic PyTorch loop): a step
+ * kind of its own, "ProfilerStep", where a trace has no run labels
+ * (agg_json.c drops it otherwise). */
+#define PROFILER_STEP     "ProfilerStep"
+#define PROFILER_STEP_LEN (sizeof(PROFILER_STEP) - 1)
+
+int agg_profiler_step_no(const char *p, size_t n, int64_t *no)
+{
+  int64_t v = 0;
+  size_t i = PROFILER_STEP_LEN + 1;
+
+  if (p == NULL || n <= i || memcmp(p, PROFILER_STEP "#", i) != 0)
+    return 0;
+  for (; i < n; i++) {
+    if (!isdigit((unsigned char)p[i]) || v > INT64_MAX / 10 - 9)
+      return 0;
+    v = v * 10 + (p[i] - '0');
+  }
+  *no = v;
+  return 1;
+}
+
+/* Length of the run-label kind, the name up to '[' (or "ProfilerStep"),
+ * or 0 when the name is no run label ("capture_graph_bs_8",
+ * "decode_helper[x]"). */
 size_t agg_label_kind(struct idx_str n)
 {
   const char *b = n.p ? memchr(n.p, '[', n.n) : NULL;
   size_t len, i;
+  int64_t no;
 
+  if (agg_profiler_step_no(n.p, n.n, &no))
+    return PROFILER_STEP_LEN;
   if (b == NULL)
     return 0;
   len = (size_t)(b - n.p);
@@ -462,13 +489,10 @@ size_t agg_label_kind(struct idx_str n)
   return len;
 }
 
-/* Parses the integer after `key` (e.g. "tok=") inside the brackets, where
- * key starts a field (after '[', ' ' or ','). *second gets the number
- * after a '/' (bs=117/128), or -1. Returns the first number or -1. Fields
- * it is not asked for (ctx=, T=, sqsq= sqsk= sk= of ATOM's detailed
- * annotation) are passed over, never an error. */
-static int64_t label_field(struct idx_str n, size_t from, const char *key,
-                           int64_t *second)
+/* Fields it is not asked for (ctx=, T=, sqsq= sqsk= sk= of ATOM's
+ * detailed annotation) are passed over, never an error. */
+int64_t agg_label_field(struct idx_str n, size_t from, const char *key,
+                        int64_t *second)
 {
   size_t kl = strlen(key), i;
   int64_t v[2] = { -1, -1 };
@@ -508,8 +532,8 @@ static int on_label(struct idx_agg *a, const struct idx_event *ev, int side)
   uint32_t kind;
   int rc;
 
-  if (len == 0)
-    return 0;
+  if (len == 0 || (side == AGG_SIDE_GPU && ev->name.p[len] == '#'))
+    return 0; /* kineto's GPU-side ProfilerStep spans only some kernels */
   rc = agg_map_intern(&a->kinds_map, ev->name.p, len, &kind);
   if (rc < 0)
     return rc;
@@ -517,8 +541,8 @@ static int on_label(struct idx_agg *a, const struct idx_event *ev, int side)
     a->skipped++; /* a flood of made-up propose_* kinds: count, drop */
     return 0;
   }
-  tok = label_field(ev->name, len + 1, "tok=", NULL);
-  bs = label_field(ev->name, len + 1, "bs=", &graph_bs);
+  tok = agg_label_field(ev->name, len + 1, "tok=", NULL);
+  bs = agg_label_field(ev->name, len + 1, "bs=", &graph_bs);
   if ((rc = agg_labels_add(&a->labels, ev->name.p, ev->name.n, &seq)) != 0 ||
       (rc = agg_step_seen(&a->steps[side][kind], ev, seq, bs,
                           bs >= 0 && graph_bs > bs, tok)) != 0)
@@ -610,6 +634,7 @@ int idx_agg_init(struct idx_agg *a, const struct idx_rules *rules,
   agg_fold_init(&a->kfold, IDX_MAX_KERNEL_NAMES);
   a->shape_cap = IDX_MAX_KERNEL_NAMES;
   agg_fold_init(&a->rfold, AGG_MAX_RUNTIME_NAMES);
+  a->dropped_kind = UINT32_MAX;
   a->host = calloc(1, sizeof(*a->host));
   a->cpath = calloc(1, sizeof(*a->cpath));
   if (a->host == NULL || a->cpath == NULL || agg_host_init(a->host) != 0 ||
@@ -653,6 +678,7 @@ void idx_agg_free(struct idx_agg *a)
   agg_labels_free(&a->labels);
   agg_families_free(a);
   agg_timeline_free(&a->tl);
+  agg_samples_free(&a->samples);
   agg_hist_free(&a->delay_hist);
   agg_fold_free(&a->kfold);
   agg_fold_free(&a->rfold);

@@ -202,6 +202,8 @@ void agg_fold_free(struct agg_fold *f);
 
 /* ---- the aggregation (agg.c) ---- */
 
+#define AGG_NCATEGORIES 13 /* the fixed category list of rules.c */
+
 enum agg_copy_kind {
   AGG_COPY_HTOD,
   AGG_COPY_DTOH,
@@ -357,6 +359,34 @@ struct agg_famstep { /* kernels of a family inside a step kind's labels */
   struct agg_stat s;
 };
 
+/* The figures of single steps (agg_samples.c): for a bounded number of the
+ * real steps of the step side, each tracked figure's device time in it. */
+#define AGG_SAMPLES_MAX  2048 /* steps kept per rank, every kind together */
+#define AGG_SAMPLE_FAMS  24   /* families tracked, the largest */
+#define AGG_SAMPLE_NAMES 12   /* kernels tracked, the largest */
+#define AGG_SAMPLE_FIGS  (AGG_NCATEGORIES + AGG_SAMPLE_FAMS + AGG_SAMPLE_NAMES)
+
+enum agg_fig_type { AGG_FIG_CATEGORY, AGG_FIG_FAMILY, AGG_FIG_KERNEL };
+
+struct agg_sample { /* one step kept; -1: not in its label */
+  uint32_t kind, warmup;
+  int64_t ordinal; /* its place among its kind's steps, in start order */
+  int64_t start_ns, dur_ns, bs, tok, step;
+};
+
+struct agg_samples {
+  uint32_t nfig;
+  uint8_t fig_type[AGG_SAMPLE_FIGS]; /* enum agg_fig_type */
+  uint32_t fig_id[AGG_SAMPLE_FIGS];  /* category index, family, name id */
+  /* Per kind: every stride-th step is kept (ordinal % stride == 0), in
+   * slots base .. base + count / stride; stride 0: the kind is not kept
+   * (a dummy_* kind, or no steps). */
+  uint32_t stride[AGG_MAX_STEP_KINDS], base[AGG_MAX_STEP_KINDS];
+  uint32_t nslots;
+  struct agg_sample *v; /* [nslots]; kind UINT32_MAX: the step never came */
+  int64_t *vals;        /* [nslots][nfig] */
+};
+
 /* Run-label texts, spilled: label number -> text (agg_runs.c). */
 #define AGG_LABEL_TEXT 256 /* bytes kept of a label (cut on a character) */
 
@@ -427,6 +457,10 @@ struct idx_agg {
   /* The time pass's results (agg_time.c and its parts). */
   int step_side;   /* the side steps come from (AGG_SIDE_*) */
   uint32_t nkinds; /* step kinds tracked: min(kinds, AGG_MAX_STEP_KINDS) */
+  uint32_t dropped_kind; /* ProfilerStep in a trace with run labels: its
+                            label records are passed over; UINT32_MAX:
+                            none */
+  struct agg_samples samples; /* the steps' own figures (agg_samples.c) */
   int64_t idle[AGG_MAX_STEP_KINDS + 1][AGG_IDLE_CAUSES]; /* [0]: no step,
                                                             [k + 1]: kind k */
   struct agg_stat delay; /* launch delays (agg_idle.c) */
@@ -458,8 +492,9 @@ struct idx_agg {
   void *finding_ud;
 };
 
-/* Length of the ATOM run-label kind of name (the name up to '['), or 0
- * when the name is no run label (agg.c). */
+/* Length of the ATOM run-label kind of name (the name up to '['; 12 for
+ * "ProfilerStep#<N>": "ProfilerStep"), or 0 when the name is no run label
+ * (agg.c). */
 size_t agg_label_kind(struct idx_str name);
 
 /* rec_cap: time records held in memory before spilling (0: default). The
@@ -515,6 +550,15 @@ int agg_labels_add(struct agg_labels *l, const char *p, size_t n, int64_t *seq);
 int agg_labels_get(struct agg_labels *l, int64_t seq, char *buf, size_t size);
 void agg_labels_free(struct agg_labels *l);
 
+/* agg.c: 1 with *no when p[0..n) is "ProfilerStep#<N>", else 0. */
+int agg_profiler_step_no(const char *p, size_t n, int64_t *no);
+/* agg.c: the integer after `key` (e.g. "tok=") inside a run label's
+ * brackets, from byte `from`, where key starts a field (after '[', ' ' or
+ * ','); *second (may be NULL) gets the number after a '/' (bs=117/128), or
+ * -1. Returns the first number or -1. */
+int64_t agg_label_field(struct idx_str n, size_t from, const char *key,
+                        int64_t *second);
+
 /* agg_steps.c: a run label of kind k seen in the event pass (side, its
  * duration, start and number, bs (-1: none), the padded flag, tok (-1)). */
 int agg_step_seen(struct agg_step *st, const struct idx_event *ev, int64_t seq,
@@ -530,6 +574,24 @@ int agg_steps_walk_rec(struct agg_steps_walk *w, const struct agg_rec *r);
 /* Ends the walk: the picks' top kernels and the steady state into a->steps
  * of the step side. Frees w. */
 void agg_steps_walk_end(struct agg_steps_walk *w);
+
+/* Whether the label of kind k the walk took last was a warm-up step (the
+ * steady state's rule, agg_steps.c). */
+int agg_steps_walk_warmup(const struct agg_steps_walk *w, uint32_t k);
+
+/* agg_samples.c: the steps kept and the figures tracked, chosen from the
+ * event pass's totals, before the time pass. 0 or TR_ENOMEM. */
+int agg_samples_init(struct idx_agg *a);
+struct agg_samples_walk;
+int agg_samples_walk_new(struct idx_agg *a, struct agg_samples_walk **out);
+/* warmup: the label was a warm-up step (agg_steps_walk_warmup()). */
+int agg_samples_walk_rec(struct agg_samples_walk *w, const struct agg_rec *r,
+                         int warmup);
+void agg_samples_walk_end(struct agg_samples_walk *w);
+void agg_samples_free(struct agg_samples *s);
+/* The summary's tables of them. */
+json_t *agg_sample_figures_json(const struct idx_agg *a);
+json_t *agg_step_samples_json(struct idx_agg *a);
 
 /* agg_idle.c: which step kind covers a time, as the labels of the step
  * side arrive in start order: kind k covers t while t is before the
@@ -634,7 +696,6 @@ int64_t agg_pct(const struct agg_hist *h, const struct agg_stat *s, int p);
 
 /* The index of a category id in the fixed list of rules.c, 0..
  * AGG_NCATEGORIES-1, and back. */
-#define AGG_NCATEGORIES 13
 int agg_category_index(const char *category);
 const char *agg_category_name(int index);
 

@@ -331,12 +331,34 @@ static int fill_step(void *ud, uint32_t id, struct row *r)
   return a->steps[a->step_side][id].s.count > 0;
 }
 
+/* ProfilerStep steps (agg.c) count only in a trace without run labels:
+ * where ATOM labels its steps, the profiler's own step (if any) would wrap
+ * them. */
+static void drop_profiler_steps(struct idx_agg *a)
+{
+  uint32_t ps;
+  int others = 0;
+
+  if (!agg_map_find(&a->kinds_map, "ProfilerStep", 12, &ps) ||
+      ps >= a->nkinds)
+    return;
+  for (uint32_t k = 0; k < a->nkinds; k++)
+    others |= k != ps && (a->steps[AGG_SIDE_CPU][k].s.count > 0 ||
+                          a->steps[AGG_SIDE_GPU][k].s.count > 0);
+  if (!others)
+    return;
+  agg_step_free(&a->steps[AGG_SIDE_CPU][ps]);
+  memset(&a->steps[AGG_SIDE_CPU][ps], 0, sizeof(a->steps[AGG_SIDE_CPU][ps]));
+  a->dropped_kind = ps;
+}
+
 /* Steps come from the GPU-side labels when the trace has any, else from
  * the CPU side (docs/ATOM.md): one trace never mixes the two. */
 static void choose_step_side(struct idx_agg *a)
 {
   a->nkinds =
       a->kinds_map.n < AGG_MAX_STEP_KINDS ? a->kinds_map.n : AGG_MAX_STEP_KINDS;
+  drop_profiler_steps(a);
   a->step_side = AGG_SIDE_CPU;
   for (uint32_t k = 0; k < a->nkinds; k++)
     if (a->steps[AGG_SIDE_GPU][k].s.count > 0)
@@ -557,6 +579,8 @@ int idx_agg_summary(struct idx_agg *a, const struct idx_doc *doc,
   if ((rc = idx_agg_resolve(a)) != 0 || (rc = agg_families(a)) != 0)
     return tr_err_set(err, rc, "", "%s: out of memory", info->path);
   choose_step_side(a);
+  if (agg_samples_init(a) != 0)
+    return tr_err_set(err, TR_ENOMEM, "", "%s: out of memory", info->path);
   krows = sorted_rows(a->names.n, &nk, fill_kernel, a);
   if (krows == NULL)
     return tr_err_set(err, TR_ENOMEM, "", "%s: out of memory", info->path);
@@ -583,6 +607,8 @@ int idx_agg_summary(struct idx_agg *a, const struct idx_doc *doc,
   tab.timeline = agg_timeline_json(a);
   tab.families = agg_families_json(a);
   tab.family_steps = agg_famsteps_json(a);
+  tab.sample_figures = agg_sample_figures_json(a);
+  tab.step_samples = agg_step_samples_json(a);
   tab.critical_kinds = agg_cpath_kinds_json(a);
   tab.critical_steps = agg_cpath_steps_json(a);
   tab.critical_segments = agg_cpath_segments_json(a);

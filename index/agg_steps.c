@@ -315,6 +315,11 @@ static int steady_add(struct agg_steps_walk *w, const struct agg_rec *r)
   return agg_hist_add(&st->steady_hist, r->dur_ns);
 }
 
+int agg_steps_walk_warmup(const struct agg_steps_walk *w, uint32_t k)
+{
+  return k < w->a->nkinds && w->k[k].warming;
+}
+
 static int on_label(struct agg_steps_walk *w, const struct agg_rec *r)
 {
   struct agg_step *st = &w->a->steps[w->a->step_side][r->id];

@@ -66,6 +66,7 @@ struct walk {
   struct agg_steps_walk *steps;
   struct agg_idle_walk *idle;
   struct agg_coll_walk *coll;
+  struct agg_samples_walk *samples;
 };
 
 static int is_device(uint32_t type)
@@ -221,14 +222,22 @@ static int walk_rec(struct walk *w, const struct agg_rec *r)
 static int pass1_rec(struct walk *w, const struct agg_rec *r)
 {
   int64_t busy_end = w->any ? w->cur_end : w->a->t0_ns;
+  int label = r->type == AGG_REC_LABEL || r->type == AGG_REC_LABEL_CPU;
   int rc;
 
   /* The critical path first: it brings the host events up to r, which the
-   * idle walk's culprits ask about. */
-  if ((rc = agg_cpath_walk_rec(w->a->cpath_walk, r, busy_end)) != 0 ||
-      (rc = agg_coll_walk_rec(w->coll, r)) != 0 ||
+   * idle walk's culprits ask about. It reads its own labels (cpath.c). */
+  if ((rc = agg_cpath_walk_rec(w->a->cpath_walk, r, busy_end)) != 0)
+    return rc;
+  if (label && r->id == w->a->dropped_kind)
+    return 0;
+  if ((rc = agg_coll_walk_rec(w->coll, r)) != 0 ||
       (rc = agg_idle_walk_rec(w->idle, r, busy_end)) != 0 ||
-      (rc = agg_steps_walk_rec(w->steps, r)) != 0 || (rc = walk_rec(w, r)) != 0)
+      (rc = agg_steps_walk_rec(w->steps, r)) != 0 ||
+      (rc = agg_samples_walk_rec(
+           w->samples, r,
+           label && agg_steps_walk_warmup(w->steps, r->id))) != 0 ||
+      (rc = walk_rec(w, r)) != 0)
     return rc;
   return is_device(r->type) ? walk_device(w, r) : 0;
 }
@@ -246,6 +255,7 @@ static int pass1(struct walk *w)
       (rc = agg_idle_walk_new(w->a, &w->idle)) != 0 ||
       (rc = agg_coll_walk_new(w->a, &w->coll)) != 0 ||
       (rc = agg_cpath_walk_new(w->a, &w->a->cpath_walk)) != 0 ||
+      (rc = agg_samples_walk_new(w->a, &w->samples)) != 0 ||
       (rc = agg_iter_open(&w->a->runs, &it)) != 0)
     return rc;
   while ((rc = agg_iter_next(it, &r)) == 1)
@@ -486,6 +496,7 @@ int agg_time_pass(struct idx_agg *a, uint32_t heavy, struct agg_time_out *out,
       rc = phases(a, &w.segs, &out->phases);
   }
   agg_steps_walk_end(w.steps);
+  agg_samples_walk_end(w.samples);
   agg_idle_walk_free(w.idle);
   agg_cpath_walk_free(a->cpath_walk);
   a->cpath_walk = NULL;

@@ -179,12 +179,11 @@ static int on_sync(struct idx_agg *a, const struct idx_event *ev)
 /* A host label: an ATOM run label, or a profiler step. */
 static uint32_t label_flags(const struct idx_event *ev)
 {
-  if (agg_label_kind(ev->name) > 0)
-    return AGG_HOST_LABEL;
-  if (ev->name.p != NULL && ev->name.n > 13 &&
-      memcmp(ev->name.p, "ProfilerStep#", 13) == 0)
+  int64_t no;
+
+  if (agg_profiler_step_no(ev->name.p, ev->name.n, &no))
     return AGG_HOST_PSTEP;
-  return 0;
+  return agg_label_kind(ev->name) > 0 ? AGG_HOST_LABEL : 0;
 }
 
 static int on_call(struct idx_agg *a, const struct idx_event *ev)
@@ -364,8 +363,11 @@ static int flags_init(struct agg_cpath_walk *w)
  * steps, else the whole span. */
 static int step_source(const struct idx_agg *a)
 {
+  uint32_t ps = UINT32_MAX;
+
+  (void)agg_map_find(&a->kinds_map, "ProfilerStep", 12, &ps);
   for (uint32_t k = 0; k < a->nkinds; k++)
-    if (a->steps[AGG_SIDE_CPU][k].s.count > 0)
+    if (k != ps && a->steps[AGG_SIDE_CPU][k].s.count > 0)
       return CP_SOURCE_LABELS;
   return a->host->psteps.count > 0 ? CP_SOURCE_PSTEPS : CP_SOURCE_SPAN;
 }

@@ -6,7 +6,8 @@
  * compare.
  *
  * Normalisation (norm=per_step): a run's real step count is its number of
- * "prefill" plus "decode" steps (exactly those kinds). With ?rank=N it is
+ * "prefill" plus "decode" steps (exactly those kinds), or of profiler
+ * steps in a trace without run labels (ProfilerStep, index/agg.c). With ?rank=N it is
  * that rank's count; over all ranks it is the largest per-rank count,
  * since every rank of a run executes the same steps (and a rank that
  * recorded no labels must not shrink it). Each run's summed total_ns is
@@ -276,7 +277,8 @@ static int side_steps(struct store *st, struct side *sd, int rank,
       "SELECT coalesce(max(c), 0) FROM (SELECT sum(s.count) AS c"
       " FROM ranks r JOIN steps s ON s.rank_id = r.id"
       " WHERE r.capture_id = ?1 AND r.status = 'done'"
-      " AND (?2 < 0 OR r.rank = ?2) AND s.kind IN ('prefill', 'decode')"
+      " AND (?2 < 0 OR r.rank = ?2)"
+      " AND s.kind IN ('prefill', 'decode', 'ProfilerStep')"
       " GROUP BY r.id)",
       sd->id, rank, &s, err);
   if (rc < 0)

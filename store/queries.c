@@ -200,6 +200,16 @@ SPEC(median_sequence, FROM_RANK("median_sequence"), ONE_RANK STEP_MATCH,
     "SELECT r.rank AS rank,", FROM_RANK("median_sequence"),
     ALL_RANKS STEP_MATCH, "rank, step, position");
 
+/* The verdicts' inputs as they are (index/agg_samples.c): every rank's
+ * sampled steps and the figures their values are of, each with its rank. */
+SPEC(sample_figures, FROM_RANK("sample_figures"), ONE_RANK,
+    "SELECT r.rank AS rank,", FROM_RANK("sample_figures"), ALL_RANKS,
+    "rank, idx");
+
+SPEC(step_samples, FROM_RANK("step_samples"), ONE_RANK KIND_MATCH,
+    "SELECT r.rank AS rank,", FROM_RANK("step_samples"),
+    ALL_RANKS KIND_MATCH, "rank, kind, ordinal");
+
 /* clang-format on */
 
 /* Appends printf-style text to buf (len tracks it; output is cut at size,

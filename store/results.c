@@ -35,7 +35,8 @@ int store__results_drop(struct store *st, int64_t id, struct tr_err *err)
   static const char *const drops[] = {
     "DELETE FROM capture_results WHERE capture_id = ?1",
     "DELETE FROM sum_rows WHERE capture_id = ?1",
-    "DELETE FROM sum_texts WHERE capture_id = ?1", TR_CAP_TABLES(DROP)
+    "DELETE FROM sum_texts WHERE capture_id = ?1",
+    "DELETE FROM capture_figures WHERE capture_id = ?1", TR_CAP_TABLES(DROP)
   };
 #undef DROP
   int rc = 0;
@@ -122,6 +123,8 @@ static int finish_in(struct store *st, int64_t id, const struct store_finish *f,
     rc = write_collectives(st, id, f->collectives, &summary, err);
   if (rc == 0)
     rc = store__sums_write(st, id, err);
+  if (rc == 0)
+    rc = store__figures_write(st, id, err);
   if (rc == 0)
     rc = store__verdict_finish(st, id, f->threshold_pct, verdict, err);
   if (rc == 0)

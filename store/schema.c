@@ -187,6 +187,7 @@ static const char step2[] =
 #define IN3_4(x)
 #define IN3_5(x)
 #define IN3_6(x)
+#define IN3_7(x)
 #define NEW3(key, col, ty, all, since) IN3_##since(NEW_##ty(col))
 #define ADD3_RANK(key, col, ty, all, since) IN3_##since(ADD_##ty("ranks", col))
 #define ADD3_KERNEL(key, col, ty, all, since)                                \
@@ -230,6 +231,7 @@ static const char step3[] =
 #define IN4_4(x) x
 #define IN4_5(x)
 #define IN4_6(x)
+#define IN4_7(x)
 #define ADD4_RANK(key, col, ty, all, since) IN4_##since(ADD_##ty("ranks", col))
 
 /*
@@ -248,6 +250,7 @@ static const char step4[] = TR_SUM_RANK(ADD4_RANK);
 #define IN5_4(x)
 #define IN5_5(x) x
 #define IN5_6(x)
+#define IN5_7(x)
 #define NEW5(key, col, ty, all, since) IN5_##since(NEW_##ty(col))
 #define ADD5_RANK(key, col, ty, all, since) IN5_##since(ADD_##ty("ranks", col))
 #define OF_CAPTURE                                                         \
@@ -313,43 +316,77 @@ static const char step5[] =
 #define IN6_4(x)
 #define IN6_5(x)
 #define IN6_6(x) x
+#define IN6_7(x)
 #define NEW6(key, col, ty, all, since) IN6_##since(NEW_##ty(col))
-#define ADD6_RANK(key, col, ty, all, since) IN6_##since(ADD_##ty("ranks", col))
-#define ADD6_KERNEL(key, col, ty, all, since)                                \
-  IN6_##since(ADD_##ty("kernels", col))
-#define ADD6_FAMILY(key, col, ty, all, since)                                \
-  IN6_##since(ADD_##ty("families", col))
 
 /*
- * Version 6: the critical path (index/cpath*.c, docs/ANALYSIS.md). Host
- * events and steps analysed on ranks; time on the path and launch cost on
- * kernels and families; per step kind, per step, the picked steps' paths,
- * per kernel and family and kind, the idle culprits (step and culprit may
- * be NULL, so it keeps a rowid), kernel sequences and the median step's
- * kernels.
+ * Version 6: verdicts from each figure's own noise. Each rank's single
+ * steps with the figures tracked in them (index/agg_samples.c); and
+ * capture_figures, written with a capture's results: per figure (step
+ * time of a kind, category, family, kernel: figure, name) and stratum
+ * (the kind and its batch-size bucket, or the profiler step: store/
+ * figures.c), the steps counted (n), their 20% trimmed mean (loc, ns) and
+ * its standard error (se, ns; NULL below two steps) with its degrees of
+ * freedom (df): what a verdict of this capture, or against it, and the
+ * history of its configuration read.
  */
 static const char step6[] =
-    TR_SUM_RANK(ADD6_RANK) TR_SUM_KERNEL(ADD6_KERNEL)
-    TR_SUM_FAMILY(ADD6_FAMILY)
-    "CREATE TABLE critical_kinds(" OF_RANK TR_SUM_CRIT_KIND(NEW6)
-    ", PRIMARY KEY(rank_id, step)) WITHOUT ROWID;"
-    "CREATE TABLE critical_steps(" OF_RANK TR_SUM_CRIT_STEP(NEW6)
+    "CREATE TABLE sample_figures(" OF_RANK TR_SUM_SAMPLE_FIGURE(NEW6)
     ", PRIMARY KEY(rank_id, idx)) WITHOUT ROWID;"
-    "CREATE TABLE critical_segments(" OF_RANK TR_SUM_CRIT_SEGMENT(NEW6)
+    "CREATE TABLE step_samples(" OF_RANK TR_SUM_STEP_SAMPLE(NEW6)
+    ", PRIMARY KEY(rank_id, kind, ordinal)) WITHOUT ROWID;"
+    "CREATE TABLE capture_figures(" OF_CAPTURE ","
+    " figure TEXT NOT NULL, name TEXT NOT NULL, stratum TEXT NOT NULL,"
+    " n INTEGER NOT NULL, loc REAL NOT NULL, se REAL, df REAL,"
+    " PRIMARY KEY(capture_id, figure, name, stratum)) WITHOUT ROWID;";
+/* clang-format on */
+
+/* clang-format off */
+/* Version 7 expands the rows of since 7 only. */
+#define IN7_1(x)
+#define IN7_2(x)
+#define IN7_3(x)
+#define IN7_4(x)
+#define IN7_5(x)
+#define IN7_6(x)
+#define IN7_7(x) x
+#define NEW7(key, col, ty, all, since) IN7_##since(NEW_##ty(col))
+#define ADD7_RANK(key, col, ty, all, since) IN7_##since(ADD_##ty("ranks", col))
+#define ADD7_KERNEL(key, col, ty, all, since)                                \
+  IN7_##since(ADD_##ty("kernels", col))
+#define ADD7_FAMILY(key, col, ty, all, since)                                \
+  IN7_##since(ADD_##ty("families", col))
+
+/*
+ * Version 7: the critical path (index/cpath*.c, docs/CRITICAL_PATH.md).
+ * Host events and steps analysed on ranks; time on the path and launch
+ * cost on kernels and families; per step kind, per step, the picked
+ * steps' paths, per kernel and family and kind, the idle culprits (step
+ * and culprit may be NULL, so it keeps a rowid), kernel sequences and the
+ * median step's kernels.
+ */
+static const char step7[] =
+    TR_SUM_RANK(ADD7_RANK) TR_SUM_KERNEL(ADD7_KERNEL)
+    TR_SUM_FAMILY(ADD7_FAMILY)
+    "CREATE TABLE critical_kinds(" OF_RANK TR_SUM_CRIT_KIND(NEW7)
+    ", PRIMARY KEY(rank_id, step)) WITHOUT ROWID;"
+    "CREATE TABLE critical_steps(" OF_RANK TR_SUM_CRIT_STEP(NEW7)
+    ", PRIMARY KEY(rank_id, idx)) WITHOUT ROWID;"
+    "CREATE TABLE critical_segments(" OF_RANK TR_SUM_CRIT_SEGMENT(NEW7)
     ", PRIMARY KEY(rank_id, idx, seq)) WITHOUT ROWID;"
-    "CREATE TABLE kernel_paths(" OF_RANK TR_SUM_KERNEL_PATH(NEW6)
+    "CREATE TABLE kernel_paths(" OF_RANK TR_SUM_KERNEL_PATH(NEW7)
     ", PRIMARY KEY(rank_id, name_id, step)) WITHOUT ROWID;"
-    "CREATE TABLE family_paths(" OF_RANK TR_SUM_FAMILY_PATH(NEW6)
+    "CREATE TABLE family_paths(" OF_RANK TR_SUM_FAMILY_PATH(NEW7)
     ", PRIMARY KEY(rank_id, family, step)) WITHOUT ROWID;"
-    "CREATE TABLE idle_culprits(" OF_RANK TR_SUM_CULPRIT(NEW6) ");"
+    "CREATE TABLE idle_culprits(" OF_RANK TR_SUM_CULPRIT(NEW7) ");"
     "CREATE INDEX idle_culprits_rank ON idle_culprits(rank_id);"
-    "CREATE TABLE kernel_sequences(" OF_RANK TR_SUM_SEQUENCE(NEW6)
+    "CREATE TABLE kernel_sequences(" OF_RANK TR_SUM_SEQUENCE(NEW7)
     ", PRIMARY KEY(rank_id, step, n, sequence)) WITHOUT ROWID;"
-    "CREATE TABLE median_sequence(" OF_RANK TR_SUM_MEDIAN_SEQ(NEW6)
+    "CREATE TABLE median_sequence(" OF_RANK TR_SUM_MEDIAN_SEQ(NEW7)
     ", PRIMARY KEY(rank_id, step, position)) WITHOUT ROWID;";
 /* clang-format on */
 
-const char *const store__migrations[] = { step1, step2, step3,
-                                          step4, step5, step6 };
+const char *const store__migrations[] = { step1, step2, step3, step4,
+                                          step5, step6, step7 };
 const int store__schema_version =
     (int)(sizeof(store__migrations) / sizeof(store__migrations[0]));

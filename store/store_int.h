@@ -6,6 +6,8 @@
 #ifndef STORE_INT_H
 #define STORE_INT_H
 
+#include "store/estimate.h"
+
 #include <sqlite3.h>
 
 #include "store/store.h"
@@ -253,6 +255,26 @@ int store__results_drop(struct store *st, int64_t id, struct tr_err *err);
  * yet) against its baseline, inside the caller's transaction. */
 int store__verdict_finish(struct store *st, int64_t id, int threshold,
                           json_t **out, struct tr_err *err);
+
+/* figures.c: capture id's figures by stratum into capture_figures, from
+ * its ranks' step samples, inside the caller's write transaction. */
+int store__figures_write(struct store *st, int64_t id, struct tr_err *err);
+
+/* A capture's capture_figures rows, by figure, name and stratum. */
+struct store__figstat {
+  char *figure, *name, *stratum;
+  struct est e;
+};
+
+struct store__figstats {
+  struct store__figstat *v;
+  size_t n;
+};
+
+/* Loads them (none: n 0) inside the caller's transaction. */
+int store__figstats_load(struct store *st, int64_t id,
+                         struct store__figstats *out, struct tr_err *err);
+void store__figstats_free(struct store__figstats *fs);
 
 /* ranks.c: the rank short forms of a capture (GET /captures/<id>). */
 int store__capture_ranks(struct store *st, int64_t id, json_t **out,

@@ -1,6 +1,6 @@
 /*
- * Regression verdicts (issue 10): a finished capture or import compared
- * with its baseline, decided for the reader.
+ * Regression verdicts: a finished capture or import compared with its
+ * baseline, decided for the reader.
  *
  * The baseline: the capture pinned for the same configuration (baselines,
  * PUT /captures/<id>/baseline), else the latest done one of that
@@ -10,29 +10,24 @@
  * variant and more (absent: false).
  *
  * Incomparable, with the reasons, when there is no baseline, or /diff
- * warns of a different TP or device, of a run without labels or of labels
- * that predate the taxonomy, when the real (not dummy_*) step kinds differ
- * (another label taxonomy: ATOM's draft against propose_eagle), or when a
- * run has no real (prefill, decode) steps to count per step by.
+ * warns of a different TP or device, of a run without steps (neither run
+ * labels nor ProfilerStep#N) or of labels that predate the taxonomy, when
+ * the real (not dummy_*) step kinds differ (another label taxonomy:
+ * ATOM's draft against propose_eagle), or when a run has no real steps to
+ * count per step by.
  *
- * Else, what is compared:
- *   step_p50, step_p99   per real step kind, the steady state's p50 (with
- *                        at least MIN_P50 steady steps per rank on both
- *                        sides) and p99 (MIN_P99); all ranks: the largest
- *                        of the ranks' (the straggler sets the pace);
- *   category, family     the time per real step: all ranks' total over
- *                        the real step count (/diff's norm=per_step),
- *                        where either side spends at least FLOOR of its
- *                        device time per step there; a family only on
- *                        one side is a change of unknown size.
- * A change counts when |delta| passes max(regression_threshold_pct, the
- * noise band): Z standard errors of the difference, estimated from the
- * step-time spread of the steady state, sigma = (p90 - p50) / 1.2816 (a
- * normal distribution's), n = steady steps per rank: a p50's error is
- * 1.2533 sigma / sqrt(n), a p99's 3.734 sigma / sqrt(n); a time per step
- * has the relative error sqrt(sum_k n_k sigma_k^2) / sum_k n_k mean_k over
- * the real kinds. Slower: regressed; else faster: improved; else
- * unchanged.
+ * Else, the figures (judge.c decides each, docs/VERDICTS.md):
+ *   step_p50   per real step kind on both sides: shown, the steady p50
+ *              (all ranks: the slowest rank's); judged, its steady steps'
+ *              time bucket by bucket;
+ *   category, family   the time per real step: all ranks' total over the
+ *              real step count (/diff's norm=per_step), where either side
+ *              spends at least FLOOR of its device time per step there; a
+ *              family only on one side is a change of unknown size;
+ *   kernel     the same, for the kernels the ranks track per step on both
+ *              sides.
+ * The history: up to MAX_HISTORY earlier done captures of this one's
+ * configuration on the same device.
  */
 #include <math.h>
 #include <stdio.h>
@@ -41,14 +36,11 @@
 
 #include "common/text.h"
 #include "store/store_int.h"
+#include "store/verdict_int.h"
 
-#define Z          3.0
-#define SE_P50     1.2533
-#define SE_P99     3.734
-#define P90_SIGMAS 1.2816
-#define MIN_P50    5
-#define MIN_P99    20
-#define FLOOR      0.01
+#define FLOOR       0.01
+#define MAX_HISTORY 20
+#define MAX_FIGURES 20 /* figures listed beside the changes */
 
 /* The configuration of capture t (an SQL alias) as one JSON text. */
 #define CONFIG_OF(t)                                                           \
@@ -60,15 +52,23 @@
   " json_extract(" t ".params, '$.variant'),"                                  \
   " coalesce(json_extract(" t ".params, '$.more'), 0))"
 
+/* The device of capture t's first done rank. */
+#define DEVICE_OF(t)                                                           \
+  "(SELECT device FROM ranks WHERE capture_id = " t ".id AND status = 'done'"  \
+  " ORDER BY rank LIMIT 1)"
+
 struct vside {
   struct store__side sd;
-  json_t *steps, *cats, *fams; /* all-ranks rows */
+  json_t *steps, *cats, *fams, *kernels; /* all-ranks rows */
+  struct store__figstats fs;
 };
 
 struct verdict {
   int threshold;
-  json_t *reasons, *changes;
-  int compared, regressed, improved;
+  json_t *reasons;
+  struct store__vfig *figs;
+  size_t nfigs, cap;
+  int regressed, improved;
 };
 
 /* ---- the baseline ---- */
@@ -139,6 +139,10 @@ static int load(struct store *st, struct vside *v, struct tr_err *err)
     rc = all_rows(st, TR_TABLE_categories, v->sd.id, &v->cats, err);
   if (rc == 0)
     rc = all_rows(st, TR_TABLE_families, v->sd.id, &v->fams, err);
+  if (rc == 0)
+    rc = all_rows(st, TR_TABLE_kernels, v->sd.id, &v->kernels, err);
+  if (rc == 0)
+    rc = store__figstats_load(st, v->sd.id, &v->fs, err);
   return rc;
 }
 
@@ -147,6 +151,8 @@ static void unload(struct vside *v)
   json_decref(v->steps);
   json_decref(v->cats);
   json_decref(v->fams);
+  json_decref(v->kernels);
+  store__figstats_free(&v->fs);
 }
 
 static int64_t member(json_t *row, const char *key)
@@ -157,40 +163,6 @@ static int64_t member(json_t *row, const char *key)
 static bool is_real(const char *kind)
 {
   return kind != NULL && strncmp(kind, "dummy_", 6) != 0;
-}
-
-/* A step row's spread and its steady steps per rank. */
-static double sigma_of(json_t *row)
-{
-  int64_t d = member(row, "steady_p90_ns") - member(row, "steady_p50_ns");
-
-  return d > 0 ? (double)d / P90_SIGMAS : 0.0;
-}
-
-static double per_rank(json_t *row)
-{
-  int64_t ranks = member(row, "ranks");
-
-  return (double)member(row, "steady_count") / (double)(ranks > 0 ? ranks : 1);
-}
-
-/* The relative standard error of a time per real step. */
-static double step_noise(json_t *steps)
-{
-  double var = 0, total = 0;
-  size_t i;
-  json_t *row;
-
-  json_array_foreach(steps, i, row) {
-    double n = per_rank(row), sd = sigma_of(row);
-
-    if (!is_real(json_string_value(json_object_get(row, "kind"))) || n <= 0)
-      continue;
-    var += n * sd * sd;
-    total += n * (double)member(row, "steady_total_ns") /
-             (double)member(row, "steady_count");
-  }
-  return total > 0 ? sqrt(var) / total : 0.0;
 }
 
 static json_t *row_of(json_t *rows, const char *key, const char *name)
@@ -207,65 +179,26 @@ static json_t *row_of(json_t *rows, const char *key, const char *name)
   return NULL;
 }
 
-/* ---- judging ---- */
+/* ---- gathering the figures ---- */
 
-static double round3(double x)
+static void add_fig(struct verdict *v, const char *figure, const char *stat,
+                    const char *name, double a, double b)
 {
-  return round(x * 1000.0) / 1000.0;
-}
+  struct store__vfig *f;
 
-static json_t *ns_or_null(double v)
-{
-  return v >= 0 ? json_integer((json_int_t)llround(v)) : json_null();
-}
-
-/* One figure, a of the baseline and b, in ns (negative: absent on that
- * side); band: its noise band in percent. */
-static void judge(struct verdict *v, const char *figure, const char *name,
-                  double a, double b, double band)
-{
-  double limit = band > v->threshold ? band : v->threshold;
-  bool known = a > 0 && b >= 0;
-  double delta = known ? (b - a) * 100.0 / a : 0.0;
-  bool slower = a < 0 || (b >= 0 && b > a);
-
-  v->compared++;
-  if (a >= 0 && b >= 0 && (a == b || (known && fabs(delta) <= limit)))
-    return;
-  *(slower ? &v->regressed : &v->improved) += 1;
-  json_array_append_new(
-      v->changes,
-      json_pack("{s:s,s:s,s:o,s:o,s:o,s:f,s:s}", "figure", figure, "name", name,
-                "baseline", ns_or_null(a), "value", ns_or_null(b), "delta_pct",
-                known ? json_real(round3(delta)) : json_null(), "band_pct",
-                round3(limit), "change", slower ? "regressed" : "improved"));
-}
-
-static void compare_step(struct verdict *v, json_t *ra, json_t *rb,
-                         const char *kind)
-{
-  static const struct {
-    const char *figure, *col;
-    double se;
-    int min;
-  } stats[] = { { "step_p50", "steady_p50_ns", SE_P50, MIN_P50 },
-                { "step_p99", "steady_p99_ns", SE_P99, MIN_P99 } };
-  double na = per_rank(ra), nb = per_rank(rb);
-  double sa = sigma_of(ra), sb = sigma_of(rb);
-
-  for (size_t i = 0; i < 2; i++) {
-    double a = (double)member(ra, stats[i].col);
-    double b = (double)member(rb, stats[i].col);
-    double se = stats[i].se * sqrt(sa * sa / na + sb * sb / nb);
-
-    if (na < stats[i].min || nb < stats[i].min)
-      continue;
-    judge(v, stats[i].figure, kind, a, b, a > 0 ? Z * se * 100.0 / a : 0.0);
+  if (v->nfigs == v->cap) {
+    f = realloc(v->figs, (v->cap = v->cap ? v->cap * 2 : 32) * sizeof(*f));
+    if (f == NULL)
+      return; /* out of memory: the figure is left out */
+    v->figs = f;
   }
+  v->figs[v->nfigs++] = (struct store__vfig){
+    .figure = figure, .stat = stat, .name = name, .a = a, .b = b
+  };
 }
 
-static void compare_steps(struct verdict *v, const struct vside *a,
-                          const struct vside *b)
+static void gather_steps(struct verdict *v, const struct vside *a,
+                         const struct vside *b)
 {
   size_t i;
   json_t *rb;
@@ -274,8 +207,10 @@ static void compare_steps(struct verdict *v, const struct vside *a,
     const char *kind = json_string_value(json_object_get(rb, "kind"));
     json_t *ra = is_real(kind) ? row_of(a->steps, "kind", kind) : NULL;
 
-    if (ra != NULL)
-      compare_step(v, ra, rb, kind);
+    if (ra != NULL && member(ra, "steady_count") > 0 &&
+        member(rb, "steady_count") > 0)
+      add_fig(v, "step_p50", "step", kind, (double)member(ra, "steady_p50_ns"),
+              (double)member(rb, "steady_p50_ns"));
   }
 }
 
@@ -297,16 +232,28 @@ static double per_step(json_t *row, const struct vside *s)
              : -1.0;
 }
 
-/* The rows of one grouping (categories or families, by key) per real
- * step, over both sides' keys. */
-static void compare_totals(struct verdict *v, const char *figure,
-                           const char *key, json_t *rows_a, json_t *rows_b,
-                           const struct vside *a, const struct vside *b,
-                           double band)
+static bool tracked(const struct store__figstats *fs, const char *figure,
+                    const char *name)
+{
+  for (size_t i = 0; i < fs->n; i++)
+    if (strcmp(fs->v[i].figure, figure) == 0 &&
+        strcmp(fs->v[i].name, name) == 0)
+      return true;
+  return false;
+}
+
+/* The rows of one grouping (categories, families or kernels, by key) per
+ * real step, over both sides' keys; one_side: a key on one side only is
+ * a figure (else left out), kernels: only those tracked per step. */
+static void gather_totals(struct verdict *v, const char *figure,
+                          const char *key, json_t *rows_a, json_t *rows_b,
+                          const struct vside *a, const struct vside *b,
+                          bool one_side)
 {
   double floor_a = FLOOR * device_per_step(a);
   double floor_b = FLOOR * device_per_step(b);
   json_t *sides[2] = { rows_b, rows_a }, *row;
+  bool kernels = strcmp(figure, "kernel") == 0;
   size_t i;
 
   for (int s = 0; s < 2; s++)
@@ -317,9 +264,12 @@ static void compare_totals(struct verdict *v, const char *figure,
       double x = per_step(ra, a), y = per_step(rb, b);
 
       if (name == NULL || (s == 1 && rb != NULL) ||
-          (x < floor_a && y < floor_b))
+          (x < floor_a && y < floor_b) ||
+          (!one_side && (ra == NULL || rb == NULL)) ||
+          (kernels && !tracked(&a->fs, figure, name) &&
+           !tracked(&b->fs, figure, name)))
         continue;
-      judge(v, figure, name, x, y, band);
+      add_fig(v, figure, figure, name, x, y);
     }
 }
 
@@ -377,60 +327,85 @@ static bool incomparable(struct verdict *v, const struct vside *a,
   return json_array_size(v->reasons) > before;
 }
 
-static int cmp_change(const void *x, const void *y)
+static double sort_key(const struct store__vfig *f)
 {
-  json_t *a = *(json_t *const *)x, *b = *(json_t *const *)y;
-  json_t *da = json_object_get(a, "delta_pct"),
-         *db = json_object_get(b, "delta_pct");
-  double fa = json_is_null(da) ? INFINITY : fabs(json_real_value(da));
-  double fb = json_is_null(db) ? INFINITY : fabs(json_real_value(db));
-
-  if (fa != fb)
-    return fa > fb ? -1 : 1;
-  return strcmp(json_string_value(json_object_get(a, "name")),
-                json_string_value(json_object_get(b, "name")));
+  return f->a < 0 || f->b < 0 ? INFINITY : fabs(f->diff_pct);
 }
 
-/* changes sorted by |delta| (unknown first), then name. */
-static json_t *sorted_changes(json_t *changes)
+static int cmp_fig(const void *x, const void *y)
 {
-  size_t n = json_array_size(changes);
-  json_t **v = calloc(n + 1, sizeof(*v)), *out = json_array();
+  const struct store__vfig *a = *(const struct store__vfig *const *)x;
+  const struct store__vfig *b = *(const struct store__vfig *const *)y;
+  double ka = sort_key(a), kb = sort_key(b);
+  int d;
 
-  for (size_t i = 0; v != NULL && i < n; i++)
-    v[i] = json_array_get(changes, i);
-  if (v != NULL && n > 0)
-    qsort(v, n, sizeof(*v), cmp_change);
-  for (size_t i = 0; v != NULL && i < n; i++)
-    json_array_append(out, v[i]);
-  free(v);
-  return out;
+  if (ka != kb)
+    return ka > kb ? -1 : 1;
+  d = strcmp(a->figure, b->figure);
+  return d ? d : strcmp(a->name, b->name);
 }
 
-/* The comparison of b with a into v; the noise of a time per step. */
-static double compare(struct verdict *v, const struct vside *a,
-                      const struct vside *b)
+/* The changes (full) and the figures (short, at most MAX_FIGURES), each
+ * largest |difference| first (unknown first), then figure and name. */
+static void listed(const struct verdict *v, json_t **changes, json_t **figs)
 {
-  double ra = step_noise(a->steps), rb = step_noise(b->steps);
-  double band = Z * sqrt(ra * ra + rb * rb) * 100.0;
+  const struct store__vfig **o = calloc(v->nfigs + 1, sizeof(*o));
+  size_t nf = 0;
 
-  compare_steps(v, a, b);
-  compare_totals(v, "category", "category", a->cats, b->cats, a, b, band);
-  compare_totals(v, "family", "family", a->fams, b->fams, a, b, band);
+  *changes = json_array();
+  *figs = json_array();
+  for (size_t i = 0; o != NULL && i < v->nfigs; i++)
+    o[i] = &v->figs[i];
+  if (o != NULL)
+    qsort(o, v->nfigs, sizeof(*o), cmp_fig);
+  for (size_t i = 0; o != NULL && i < v->nfigs; i++) {
+    if (o[i]->change != 0)
+      json_array_append_new(*changes,
+                            store__vfig_json(o[i], v->threshold, true));
+    if (nf++ < MAX_FIGURES)
+      json_array_append_new(*figs, store__vfig_json(o[i], v->threshold, false));
+  }
+  free(o);
+}
+
+/* The largest noise band of the step times (step_noise_pct). */
+static double step_noise(const struct verdict *v)
+{
+  double n = 0;
+
+  for (size_t i = 0; i < v->nfigs; i++)
+    if (strcmp(v->figs[i].figure, "step_p50") == 0)
+      n = fmax(n, v->figs[i].noise_pct);
+  return n;
+}
+
+/* The comparison of b with a into v. */
+static void compare(struct verdict *v, const struct vside *a,
+                    const struct vside *b, const struct store__judge *j)
+{
+  gather_steps(v, a, b);
+  gather_totals(v, "category", "category", a->cats, b->cats, a, b, true);
+  gather_totals(v, "family", "family", a->fams, b->fams, a, b, true);
+  gather_totals(v, "kernel", "name", a->kernels, b->kernels, a, b, false);
+  store__judge_run(j, v->figs, v->nfigs);
+  for (size_t i = 0; i < v->nfigs; i++) {
+    v->regressed += v->figs[i].change > 0;
+    v->improved += v->figs[i].change < 0;
+  }
   if (v->regressed > 0)
     tr_note(v->reasons, "regressed",
-            "%d of %d figures are slower beyond max(%d%%, the noise band)",
-            v->regressed, v->compared, v->threshold);
+            "%d of %zu figures are slower beyond max(%d%%, their noise band)",
+            v->regressed, v->nfigs, v->threshold);
   else if (v->improved > 0)
     tr_note(v->reasons, "improved",
-            "%d of %d figures are faster beyond max(%d%%, the noise band), "
-            "none slower",
-            v->improved, v->compared, v->threshold);
+            "%d of %zu figures are faster beyond max(%d%%, their noise "
+            "band), none slower",
+            v->improved, v->nfigs, v->threshold);
   else
     tr_note(v->reasons, "unchanged",
-            "no change beyond max(%d%%, the noise band) over %d figures",
-            v->threshold, v->compared);
-  return band;
+            "no change beyond max(%d%%, each figure's noise band) over %zu "
+            "figures",
+            v->threshold, v->nfigs);
 }
 
 static const char *decide(const struct verdict *v, bool comparable)
@@ -438,6 +413,93 @@ static const char *decide(const struct verdict *v, bool comparable)
   if (!comparable)
     return "incomparable";
   return v->regressed ? "regressed" : v->improved ? "improved" : "unchanged";
+}
+
+/* ---- the history ---- */
+
+struct history {
+  struct store__figstats *fs;
+  size_t n;
+  json_t *ids;
+};
+
+/* The earlier done captures of id's configuration on its device (done
+ * before it, when it is done), newest first, at most MAX_HISTORY, with
+ * their figures. */
+static int history_load(struct store *st, int64_t id, struct history *h,
+                        struct tr_err *err)
+{
+  sqlite3_stmt *s;
+  json_t *rows = NULL, *row;
+  size_t i;
+  int rc = store__stmt_id(
+      st,
+      "SELECT c.id AS id FROM captures c, captures me WHERE me.id = ?1"
+      " AND c.id != me.id AND c.status = 'done'"
+      " AND json_extract(me.params, '$.model') IS NOT NULL"
+      " AND " CONFIG_OF("c") " = " CONFIG_OF("me") " AND " DEVICE_OF(
+          "c") " IS " DEVICE_OF("me") " AND (me.status != 'done'"
+                                      " OR (c.finished_at, c.id) <"
+                                      " (me.finished_at, me.id))"
+                                      " ORDER BY c.finished_at DESC, c.id DESC"
+                                      " LIMIT 20",
+      id, 0, &s, err);
+
+  memset(h, 0, sizeof(*h));
+  h->ids = json_array();
+  if (rc == 0)
+    rc = store__rows(st, s, &rows, err);
+  if (rc == 0 &&
+      (h->fs = calloc(json_array_size(rows) + 1, sizeof(*h->fs))) == NULL)
+    rc = tr_err_set(err, TR_ENOMEM, "", "history: out of memory");
+  json_array_foreach(rows, i, row) {
+    if (rc != 0)
+      break;
+    rc = store__figstats_load(st, member(row, "id"), &h->fs[h->n], err);
+    if (rc == 0 && h->fs[h->n].n > 0) {
+      json_array_append(h->ids, json_object_get(row, "id"));
+      h->n++;
+    } else if (rc == 0) {
+      store__figstats_free(&h->fs[h->n]);
+    }
+  }
+  json_decref(rows);
+  return rc;
+}
+
+static void history_free(struct history *h)
+{
+  for (size_t i = 0; i < h->n; i++)
+    store__figstats_free(&h->fs[i]);
+  free(h->fs);
+  json_decref(h->ids);
+}
+
+/* ---- the verdict ---- */
+
+static json_t *answer(struct verdict *v, int64_t id, int64_t base,
+                      const char *source, bool comparable,
+                      const struct history *h)
+{
+  json_t *changes, *figs;
+
+  listed(v, &changes, &figs);
+  return json_pack(
+      "{s:I,s:o,s:s?,s:s,s:O,s:i,s:f,s:i,s:o,s:o,s:{s:I,s:O},s:f}", "capture",
+      (json_int_t)id, "baseline", base > 0 ? json_integer(base) : json_null(),
+      "baseline_source", source, "verdict", decide(v, comparable), "reasons",
+      v->reasons, "threshold_pct", v->threshold, "step_noise_pct",
+      round(step_noise(v) * 1000.0) / 1000.0, "compared", (int)v->nfigs,
+      "changes", changes, "figures", figs, "history", "captures",
+      (json_int_t)h->n, "ids", h->ids, "alpha", 0.05);
+}
+
+static void verdict_free(struct verdict *v)
+{
+  for (size_t i = 0; i < v->nfigs; i++)
+    json_decref(v->figs[i].buckets);
+  free(v->figs);
+  json_decref(v->reasons);
 }
 
 /* The verdict of id against base (0: none), inside the caller's
@@ -450,9 +512,9 @@ static int judge_capture(struct store *st, int64_t id, int64_t base,
   struct vside b = {
     .sd = { .id = id, .field = "this run", .finishing = finishing }
   };
-  struct verdict v = { threshold, json_array(), json_array(), 0, 0, 0 };
+  struct verdict v = { .threshold = threshold, .reasons = json_array() };
+  struct history h = { 0 };
   bool comparable = false;
-  double band = 0;
   int rc = load(st, &b, err);
 
   if (rc == 0 && base > 0)
@@ -463,18 +525,17 @@ static int judge_capture(struct store *st, int64_t id, int64_t base,
             "no other done one has it (an import needs a model to have one)");
   else if (rc == 0)
     comparable = !incomparable(&v, &a, &b);
-  if (rc == 0 && comparable)
-    band = compare(&v, &a, &b);
   if (rc == 0)
-    *out = json_pack(
-        "{s:I,s:o,s:s?,s:s,s:o,s:i,s:f,s:i,s:o}", "capture", (json_int_t)id,
-        "baseline", base > 0 ? json_integer(base) : json_null(),
-        "baseline_source", source, "verdict", decide(&v, comparable), "reasons",
-        v.reasons, "threshold_pct", threshold, "step_noise_pct", round3(band),
-        "compared", v.compared, "changes", sorted_changes(v.changes));
-  else
-    json_decref(v.reasons);
-  json_decref(v.changes);
+    rc = history_load(st, id, &h, err);
+  if (rc == 0 && comparable) {
+    struct store__judge j = { &a.fs, &b.fs, h.fs, h.n, threshold };
+
+    compare(&v, &a, &b, &j);
+  }
+  if (rc == 0)
+    *out = answer(&v, id, base, source, comparable, &h);
+  verdict_free(&v);
+  history_free(&h);
   unload(&a);
   unload(&b);
   return rc;

@@ -600,3 +600,105 @@ def family_steps(labels, kernels, step_counts):
         r["steps"] = step_counts[kind]
         r["per_step_ns"] = r["total_ns"] // step_counts[kind]
     return out
+
+
+# ------------------------------------------------------- step samples
+
+SAMPLES_MAX, SAMPLE_FAMS, SAMPLE_NAMES = 2048, 24, 12
+CATEGORY_ORDER = ("gemm", "attention", "moe", "communication", "custom",
+                  "routing", "copy", "memset", "elementwise",
+                  "normalization", "softmax_topk", "sync", "other")
+
+
+def sample_figures(kernels, device, categories):
+    """The figures tracked per step: categories with device time (in the
+    category list's order), the 24 largest families with >= 0.5% of the
+    kernel time, the 12 largest kernels with >= 1% (ties: by name)."""
+    kernel_ns = sum(sum(d) for d in kernels.values())
+    cats = {}
+    for rec in device:
+        c = rec[2] if rec[2] != "kernel" else categories.get(rec[4], "other")
+        cats[c] = cats.get(c, 0) + rec[1]
+    figs = [("category", c) for c in CATEGORY_ORDER if cats.get(c, 0) > 0]
+    fams = {}
+    for name, durs in kernels.items():
+        fams[family(name)] = fams.get(family(name), 0) + sum(durs)
+
+    def largest(totals, n, per, den):
+        order = sorted(totals.items(), key=lambda kv: (-kv[1],
+                                                       kv[0].encode()))
+        return [k for k, v in order[:n] if v > 0 and v * den >= kernel_ns * per]
+    figs += [("family", f) for f in largest(fams, SAMPLE_FAMS, 5, 1000)]
+    figs += [("kernel", k) for k in largest(
+        {n: sum(d) for n, d in kernels.items()}, SAMPLE_NAMES, 1, 100)]
+    return figs
+
+
+def sample_strides(labels, kinds):
+    """{kind: stride}: every stride-th step of a real kind kept, the kind
+    keeping most halved (ties: the kind seen first) until <= 2048."""
+    count = {k: sum(1 for lab in labels if lab[2] == k) for k in kinds}
+    stride = {k: 1 for k in kinds if count[k] and not k.startswith("dummy_")}
+    kept = dict((k, count[k]) for k in stride)
+    while sum(kept.values()) > SAMPLES_MAX:
+        m = max(kinds, key=lambda k: (kept.get(k, 0), -kinds.index(k)))
+        stride[m] *= 2
+        kept[m] = -(-count[m] // stride[m])
+    return stride
+
+
+def step_samples(side, labels, kinds, device, calls, categories, kernels,
+                 t0):
+    """{(kind, ordinal): {"dur_ns", "start_ns", "warmup", "bs", "tok",
+    "step", "values": {(figure, name): ns}}} of the kept real steps, and
+    the figures: device records count for a GPU-side label they start
+    in, for a CPU-side one when the latest call of their correlation
+    before them started in it (the latest-started open real label)."""
+    figs = sample_figures(kernels, device, categories)
+    stride = sample_strides(labels, kinds)
+    labs = sorted((lab for lab in labels if lab[2] in stride),
+                  key=lambda x: (x[0], x[4]))
+    by_kind, out = {}, {}
+    for lab in labs:
+        by_kind.setdefault(lab[2], []).append(lab)
+    keep = []
+    for kind, ls in by_kind.items():
+        durs = [lab[1] for lab in ls]
+        p50, cap, warm = pct(durs, 500), -(-len(durs) // 10), 0
+        while warm < cap and durs[warm] > 2 * p50:
+            warm += 1
+        for i, lab in enumerate(ls):
+            if i % stride[kind]:
+                continue
+            bs, _ = label_field(lab[3], "bs=")
+            tok, _ = label_field(lab[3], "tok=")
+            m = re.match(r"^ProfilerStep#(\d+)$", lab[3])
+            out[(kind, i)] = {
+                "start_ns": lab[0] - t0, "dur_ns": lab[1],
+                "warmup": int(i < warm), "bs": bs, "tok": tok,
+                "step": int(m.group(1)) if m else None,
+                "values": {f: 0 for f in figs}}
+            keep.append((lab, (kind, i)))
+    all_labs = [(lab, None) for lab in labs]
+    kept = {id(lab): key for lab, key in keep}
+    idx = launch_index(calls)
+    for rec in device:
+        if side == "gpu":
+            owners = [kept.get(id(lab)) for lab, _ in all_labs
+                      if lab[0] <= rec[0] < lab[0] + lab[1]]
+        else:
+            start = launch_start(idx, rec)
+            open_ = [lab for lab, _ in all_labs if start is not None and
+                     lab[0] <= start < lab[0] + lab[1]]
+            owners = [kept.get(id(open_[-1]))] if open_ else []
+        c = rec[2] if rec[2] != "kernel" else categories.get(rec[4], "other")
+        mine = [("category", c)]
+        if rec[2] == "kernel":
+            mine += [("family", family(rec[4])), ("kernel", rec[4])]
+        for key in owners:
+            if key is None:
+                continue
+            for f in mine:
+                if f in out[key]["values"]:
+                    out[key]["values"][f] += rec[1]
+    return out, figs

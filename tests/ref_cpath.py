@@ -96,10 +96,10 @@ def host_class(fmt, e, cls):
 
 
 def label_flag(name):
+    if ref_index.PROFILER_STEP_RE.match(name):
+        return "pstep"
     if ref_index.parse_label(name) is not None:
         return "label"
-    if name.startswith("ProfilerStep#") and len(name.encode()) > 13:
-        return "pstep"
     return None
 
 
@@ -147,8 +147,9 @@ def read(path):
             idle["calls"].append((ts, dur, rcorr, name))
         elif cls in ("label_cpu", "label_gpu"):
             lab = ref_index.parse_label(name)
-            if lab is not None:
-                side = "gpu" if cls == "label_gpu" else "cpu"
+            side = "gpu" if cls == "label_gpu" else "cpu"
+            # kineto's GPU-side ProfilerStep spans only some kernels
+            if lab is not None and (side, lab[0]) != ("gpu", "ProfilerStep"):
                 idle["labels"][side].append((ts, dur, lab[0], name, place))
                 if lab[0] not in idle["kinds"]:
                     idle["kinds"].append(lab[0])
@@ -189,9 +190,21 @@ def read(path):
                         "type": 8 + kind + ((wl + 1) << 8), "sync": kind,
                         "lane": ln, "wait_lane": wl, "wait_corr": wc - 1,
                         "corr": corr_of(args, 1 << 46), "place": place})
+    drop_profiler_steps(idle)
     return {"host": host, "dev": dev, "lanes": lanes, "t0": t0 or 0,
             "tend": tend or 0, "fmt": fmt, "idle": idle,
             "gpu_labels": [lab[0] for lab in idle["labels"]["gpu"]]}
+
+
+def drop_profiler_steps(idle):
+    """ProfilerStep is a step kind of the idle stretches only in a trace
+    without run labels (ref_index.drop_profiler_steps)."""
+    if "ProfilerStep" not in idle["kinds"] or len(idle["kinds"]) == 1:
+        return
+    idle["kinds"].remove("ProfilerStep")
+    for side in ("cpu", "gpu"):
+        idle["labels"][side] = [lab for lab in idle["labels"][side]
+                                if lab[2] != "ProfilerStep"]
 
 
 def host_key(h):
@@ -977,7 +990,8 @@ def reference(path):
         for p in chosen:
             for i, sg in enumerate(p["segs"]):
                 out["segments"].append({
-                    "index": p["row"]["index"], "seq": i, "what": sg["name"],
+                    "index": p["row"]["index"], "step": kind, "seq": i,
+                    "what": sg["name"],
                     "kind": sg["what"], "where": where(sg),
                     "bound": BOUNDS[sg["bound"]], "from_ns": rel(sg["from"]),
                     "to_ns": rel(sg["to"]), "weight_ns": sg["weight"],

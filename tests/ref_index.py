@@ -40,6 +40,7 @@ STEP_KINDS = ("prefill", "decode", "eager_decode", "dummy_decode",
               "dspark_ctx_kv", "dspark_sched", "draft_kv")
 COPY_DIRS = {"htod": "HtoD", "dtoh": "DtoH", "dtod": "DtoD",
              "htoh": "HtoH", "ptop": "PtoP"}
+PROFILER_STEP_RE = re.compile(r"^ProfilerStep#\d+$")
 LABEL_RE = re.compile(r"^(propose_[A-Za-z0-9_]+|[a-z_]+)\[")
 TOK_RE = re.compile(r"[\[ ,]tok=(\d*)")
 BAD_UTF8 = re.compile("[\udc80-\udcff]")
@@ -176,7 +177,11 @@ def copy_kind(e):
 
 
 def parse_label(name):
-    """(kind, tokens, padded) of a run label, or None."""
+    """(kind, tokens, padded) of a run label, or None. The profiler's own
+    "ProfilerStep#<N>" is the kind ProfilerStep (used only where a trace
+    has no run labels: see reference())."""
+    if PROFILER_STEP_RE.match(name or ""):
+        return "ProfilerStep", 0, 0
     m = LABEL_RE.match(name or "")
     if not m:
         return None
@@ -191,6 +196,17 @@ def parse_label(name):
     if bs and bs.group(1) and bs.group(2):
         padded = int(bs.group(2)) > int(bs.group(1))
     return kind, tokens, int(padded)
+
+
+def drop_profiler_steps(steps, ev, labels):
+    """ProfilerStep steps count only in a trace without run labels."""
+    kinds = set(steps["cpu"]) | set(steps["gpu"])
+    if "ProfilerStep" not in kinds or len(kinds) == 1:
+        return
+    steps["cpu"].pop("ProfilerStep", None)
+    labels.pop("ProfilerStep", None)
+    ev["labels"] = [lab for lab in ev["labels"] if lab[2] != "ProfilerStep"]
+    ev["kinds"] = [k for k in ev["kinds"] if k != "ProfilerStep"]
 
 
 def lower_median(values):
@@ -334,6 +350,9 @@ def analysis(r, t0, tend, ev, categories):
     for ts, dur, name in kernels:
         durs.setdefault(name, []).append(dur)
     r["families"] = ref_analysis.families(durs)
+    r["step_samples"], r["sample_figures"] = ref_analysis.step_samples(
+        side, labels, ev["kinds"], ev["device"], ev["calls"],
+        categories or {}, durs, t0)
     r["family_steps"] = ref_analysis.family_steps(
         labels, kernels, {k: v["count"] for k, v in r["steps"].items()}) \
         if side == "gpu" else {}
@@ -440,6 +459,8 @@ def reference(path, fmt="auto", categories=None):
                 continue
             kind, tokens, padded = lab
             side = "gpu" if cls == "label_gpu" else "cpu"
+            if side == "gpu" and kind == "ProfilerStep":
+                continue   # kineto's GPU-side step spans only some kernels
             ev["labels"].append((ts, dur, kind, name, place, side))
             if kind not in ev["kinds"]:
                 ev["kinds"].append(kind)
@@ -451,6 +472,7 @@ def reference(path, fmt="auto", categories=None):
             s["padded"] += padded
             if side == "gpu":
                 labels.setdefault(kind, []).append((ts, ts + dur))
+    drop_profiler_steps(steps, ev, labels)
     for kind, corr in copies_without_bytes:
         b = call_bytes.pop(corr, None)
         if b is not None:

@@ -24,3 +24,8 @@ target_link_libraries(test_store_analysis PRIVATE m)
 traced_c_test(test_store_results traced_store test_store_results.c
               test_store_util.c)
 target_link_libraries(test_store_results PRIVATE traced_index m)
+# The verdicts' statistics against closed forms and hand-computed values;
+# a capture's figures by stratum from hand-written step samples.
+traced_c_test(test_store_verdict traced_store test_store_verdict.c
+              test_store_util.c)
+target_link_libraries(test_store_verdict PRIVATE m)

@@ -275,6 +275,25 @@ def check_analysis(name, got, ref):
     check(got["timeline"] == ref["timeline"], "%s: timeline differs" % name)
     check_names(name, got)
     check_families(name, got, ref)
+    check_samples(name, got, ref)
+
+
+def check_samples(name, got, ref):
+    """The steps' own figures (the verdicts' samples) against
+    ref_analysis.step_samples()."""
+    figs = [(r["figure"], r["name"]) for r in got["sample_figures"]]
+    check(figs == (ref["sample_figures"] if ref["step_samples"] else []),
+          "%s: sample figures %r != %r" % (name, figs[:4],
+                                           ref["sample_figures"][:4]))
+    mine = {(s["kind"], s["ordinal"]): {
+        "start_ns": s["start_ns"], "dur_ns": s["dur_ns"],
+        "warmup": s["warmup"], "bs": s["bs"], "tok": s["tok"],
+        "step": s["step"], "values": dict(zip(figs, s["values"]))}
+        for s in got["step_samples"]}
+    check(mine == ref["step_samples"], "%s: step samples differ: %r" % (
+        name, sorted(set(mine) ^ set(ref["step_samples"]))[:4] or
+        [(k, v, ref["step_samples"].get(k)) for k, v in mine.items()
+         if v != ref["step_samples"].get(k)][:1]))
 
 
 def main():

@@ -209,6 +209,8 @@ static void analysis_rows(const struct fx_rank *r, int64_t busy,
   json_object_set_new(sum, "step_histogram", json_array());
   json_object_set_new(sum, "step_outliers", outliers);
   json_object_set_new(sum, "family_steps", famsteps);
+  json_object_set_new(sum, "sample_figures", json_array());
+  json_object_set_new(sum, "step_samples", json_array());
   json_object_set_new(sum, "idle",
                       json_pack("[{s:n,s:s,s:I},{s:n,s:s,s:I}]", "step",
                                 "cause", "host_late", "idle_ns", idle_ns / 3,

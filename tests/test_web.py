@@ -465,6 +465,7 @@ class Pictures(html.parser.HTMLParser):
     def __init__(self):
         super().__init__(convert_charrefs=True)
         self.descs, self.bars, self.svgs = [], [], []
+        self.forest = []   # per forest row: {band: (x, w), ci: (x1, x2), est}
         self._in_desc, self._delta = False, False
 
     def handle_starttag(self, tag, attrs):
@@ -474,11 +475,27 @@ class Pictures(html.parser.HTMLParser):
             self._delta = "delta" in (a.get("class") or "")
             if self._delta:
                 self.bars.append([None, 0.0])
+            if "forest" in (a.get("class") or ""):
+                self.forest.append({})
+        elif self.forest and self.svgs[-1].get("class") == "forest" and \
+                tag in ("rect", "line", "circle"):
+            self._forest_shape(tag, a)
         elif tag == "desc":
             self._in_desc = True
             self.descs.append("")
         elif tag == "rect" and self._delta:
             self.bars[-1] = [a.get("class"), float(a.get("width", 0))]
+
+    def _forest_shape(self, tag, a):
+        cls = (a.get("class") or "").split()
+        row = self.forest[-1]
+        if tag == "rect" and "band" in cls:
+            row["band"] = (float(a["x"]), float(a["width"]))
+        elif tag == "line" and "ci" in cls:
+            row["ci"] = (float(a["x1"]), float(a["x2"]))
+            row["change"] = cls[1] if len(cls) > 1 else None
+        elif tag == "circle":
+            row["est"] = float(a["cx"])
 
     def handle_endtag(self, tag):
         if tag == "desc":
@@ -797,6 +814,44 @@ def check_instance_slices(d, chromium, cid):
               "kernel (%d ns) in its slice" % want[href]["dur_ns"])
 
 
+def check_forest(d, chromium, cid, shots):
+    """The verdict panel's forest plot draws the verdict's top changes:
+    each row's text alternative says its figure, difference, interval,
+    band and change, and its dot, interval line and shaded band sit where
+    those numbers fall on the plot's one scale."""
+    v = d.get("/captures/%d/verdict" % cid)[1]
+    want = [c for c in v["changes"] if "ci_pct" in c][:8]
+    check(want and any(c["name"] == "fused_moe_kernel" for c in want),
+          "changes with intervals: %s" % v["changes"])
+    p = pictures(chromium, "%s/#/captures/%d" % (d.base, cid),
+                 os.path.join(shots, "verdict.png"), 1280)
+    descs = [t for t in p.descs if re.match(r"\S+ .*: [-+]?[\d.]+% \("
+                                             r"interval", t)]
+    check_eq(len(descs), len(want), "forest rows: %s" % descs)
+    check_eq(len(p.forest), len(want), "forest shapes")
+    rng = float(re.search(r"scale \u00b1([\d.]+)%", descs[0]).group(1))
+    sign = lambda x: ("+" if x > 0 else "") + "%.1f" % x  # noqa: E731
+    for c, text, shape in zip(want, descs, p.forest):
+        lo, hi = c["ci_pct"]
+        said = "%s %s: %s%% (interval %s%% to %s%%), band \u00b1%.1f%% " \
+            "(%s), %s;" % (c["figure"], c["name"], sign(c["diff_pct"]),
+                           sign(lo), sign(hi), c["band_pct"],
+                           c["band_source"], c["change"])
+        check(text.startswith(said), "row text %r, want %r" % (text, said))
+
+        def x(pct):
+            return 500 + pct / rng * 480
+        check(abs(shape["est"] - x(c["diff_pct"])) < 2 and
+              abs(shape["ci"][0] - x(lo)) < 2 and
+              abs(shape["ci"][1] - x(hi)) < 2 and
+              abs(shape["band"][0] - x(-c["band_pct"])) < 2 and
+              shape["change"] == c["change"],
+              "row %s drawn at %s" % (c["name"], shape))
+    check(rng >= max(max(abs(c["ci_pct"][0]), abs(c["ci_pct"][1]),
+                         c["band_pct"]) for c in want) * 1.09,
+          "one scale holds every row")
+
+
 def case_dom_shows_results():
     chromium = find_chromium()
     if not chromium:
@@ -831,10 +886,7 @@ def case_dom_shows_results():
             check("regressed" in page.texts, "the capture's badge")
             check("fused_moe_kernel" in " ".join(page.texts),
                   "the regressed family in the verdict")
-            chromium_run(chromium, "%s/#/captures/%d" % (d.base, ids[2]),
-                         "--hide-scrollbars", "--window-size=1280,1600",
-                         "--screenshot=" + os.path.join(shots,
-                                                        "verdict.png"))
+            check_forest(d, chromium, ids[2], shots)
             dom, page = dump_dom(chromium, d.base + "/#/")
             check_eq(sorted(t for t in page.texts if t in (
                 "regressed", "incomparable", "unchanged", "improved")),

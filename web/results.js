@@ -23,8 +23,58 @@ const CHANGE_COLS = [S('figure', 'figure'), T('name', 'name', nameCell),
   N('baseline', 'baseline'), N('this run', 'value'),
   T('change', 'delta_pct', (v, r) => v == null ? (r.value == null ? 'gone'
     : 'new') : (v > 0 ? '+' : '') + v.toFixed(1) + '%', 'num'),
+  T('like for like', 'diff_pct', (v, r) => v == null ? '' : signedPct(v) +
+    ' [' + signedPct(r.ci_pct[0]) + ', ' + signedPct(r.ci_pct[1]) + ']',
+  'num'),
   T('band', 'band_pct', v => '\u00b1' + v.toFixed(1) + '%', 'num'),
+  T('from', 'band_note', v => v || ''),
   T('', 'change', v => el('span', {class: 'verdict ' + v}, v))];
+
+/* ---- the forest plot of a verdict ---- */
+
+const FOREST_ROWS = 8;
+
+function signedPct(v) {
+  return (v > 0 ? '+' : '') + v.toFixed(1) + '%';
+}
+
+/* One figure's row: its difference (a dot) with its interval (a line) on
+ * a scale of +-range percent, its band shaded around zero. */
+function forestRow(f, range) {
+  const W = 1000, H = 22, x = p => W / 2 + p / range * (W / 2 - 20);
+  const lo = f.ci_pct[0], hi = f.ci_pct[1];
+  const desc = f.figure + ' ' + f.name + ': ' + signedPct(f.diff_pct) +
+    ' (interval ' + signedPct(lo) + ' to ' + signedPct(hi) + '), band \u00b1' +
+    f.band_pct.toFixed(1) + '% (' + f.band_source + '), ' + f.change +
+    '; scale \u00b1' + range.toFixed(1) + '%.';
+  return el('div', {class: 'forest-row'},
+    el('span', {class: 'lane-name', title: f.name}, f.figure + ' ',
+      nameCell(f.name)),
+    figure('forest', W, H, f.figure + ' ' + f.name, desc,
+      [signedPct(f.diff_pct), ' [', signedPct(lo), ', ', signedPct(hi), ']',
+        f.band_note ? ' \u00b7 ' + f.band_note : ''],
+      svg('rect', {x: x(-f.band_pct), y: 0, width: x(f.band_pct) -
+        x(-f.band_pct), height: H, class: 'band'}),
+      svg('line', {x1: x(0), x2: x(0), y1: 0, y2: H, class: 'axis'}),
+      svg('line', {x1: x(lo), x2: x(hi), y1: H / 2, y2: H / 2,
+        class: 'ci ' + f.change}),
+      svg('circle', {cx: x(f.diff_pct), cy: H / 2, r: 5,
+        class: 'est ' + f.change})));
+}
+
+/* The top changes (else the figures that came nearest) as a forest plot:
+ * every row on one scale, wide enough for every interval and band. */
+function forestPlot(v) {
+  const rows = (v.changes.length ? v.changes : v.figures || [])
+    .filter(f => f.ci_pct).slice(0, FOREST_ROWS);
+  if (!rows.length) return null;
+  const range = 1.1 * Math.max(...rows.map(f => Math.max(Math.abs(f.ci_pct[0]),
+    Math.abs(f.ci_pct[1]), f.band_pct)));
+  return el('div', {class: 'forest'},
+    el('h4', null, v.changes.length ? 'Changes' : 'Nearest figures',
+      ': difference and interval, band shaded'),
+    rows.map(f => forestRow(f, range)));
+}
 
 /* The verdict of capture c: its reasons, what changed beyond the band,
  * the baseline (a link, and a compare link), and the pin. */
@@ -45,12 +95,15 @@ function verdictBox(c) {
         el('a', {href: '#/diff/' + v.baseline + '/' + c.id},
           'compare'), ' \u00b7 ']
         : null, num(v.compared), ' figures compared; a change counts ',
-      'beyond \u00b1', String(v.threshold_pct), '% or the noise band (',
-      '\u00b1', v.step_noise_pct.toFixed(1), '% for a time per step) ',
+      'beyond \u00b1', String(v.threshold_pct), '% and its own noise band',
+      v.history && v.history.captures ? ' \u00b7 ' + v.history.captures +
+        ' earlier captures of this configuration' + (v.history.captures < 3
+        ? ' (3 widen a band)' : '') : '', ' ',
       el('button', {onclick: () => pin(!v.pinned)}, v.pinned
         ? 'unpin as baseline' : 'pin as baseline of this configuration')),
       el('ul', {class: 'reasons'}, v.reasons.map(r => el('li', null,
         el('code', null, r.code), ' ', r.message))),
+      forestPlot(v),
       v.changes.length ? table(CHANGE_COLS, v.changes) : null);
   }
   async function pin(on) {

@@ -1,0 +1,641 @@
+/*
+ * A capture's figures by stratum (capture_figures, schema step 6): what a
+ * verdict compares and what the history of a configuration is made of
+ * (verdict.c). Made once at the finish from the ranks' single steps
+ * (step_samples, index/agg_samples.c); docs/VERDICTS.md states the method.
+ *
+ * Figures: each real kind's step time ("step", the kind), and each
+ * category, family and kernel every rank tracked, as its device time in a
+ * step.
+ *
+ * Ranks: a kind whose kept steps are the same on every rank (ordinals,
+ * bs, tok and profiler step alike: the ranks of one TP group run the same
+ * steps) is one set of steps: a step's figure is its ranks' sum, its time
+ * the slowest rank's. Otherwise each rank is estimated alone and the
+ * estimates combined: sums of locations with the variances added
+ * (independence assumed), the step time the slowest rank's.
+ *
+ * Strata: the steady steps (warm-up left out) of a kind, by its batch
+ * size: "tok" where its labels carry tok= beyond bs= (prefill, and
+ * speculative decode's several tokens a sequence), else "bs", else one
+ * stratum; buckets exact up to 4, then four to a power of two (5, 6, 7,
+ * 8, 9-10, ..., 33-40, 41-48, ...); profiler steps are a stratum each
+ * ("step=N"), compared pair by pair (verdict.c).
+ *
+ * In each stratum: the steps counted (n), the 20% trimmed mean and Yuen's
+ * standard error with h - 1 degrees of freedom (store/estimate.h).
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/estimate.h"
+#include "store/store_int.h"
+
+struct fig { /* a figure tracked by every rank */
+  char *type, *name;
+};
+
+struct smp { /* one kept step of one rank, or of the ranks merged */
+  char *kind;
+  int64_t ordinal, step, bs, tok, dur;
+  int warmup;
+  double *vals; /* [nfig] by the common figures' index */
+  int stratum;  /* index into the kind's strata; -1: warm-up */
+};
+
+struct rank_set {
+  struct smp *v;
+  size_t n;
+};
+
+struct capset {
+  struct fig *figs;
+  size_t nfig;
+  struct rank_set *r;
+  size_t nranks;
+};
+
+/* ---- loading ---- */
+
+static void capset_free(struct capset *c)
+{
+  for (size_t i = 0; i < c->nfig; i++) {
+    free(c->figs[i].type);
+    free(c->figs[i].name);
+  }
+  for (size_t r = 0; r < c->nranks; r++) {
+    for (size_t i = 0; i < c->r[r].n; i++) {
+      free(c->r[r].v[i].kind);
+      free(c->r[r].v[i].vals);
+    }
+    free(c->r[r].v);
+  }
+  free(c->figs);
+  free(c->r);
+}
+
+static char *col_dup(sqlite3_stmt *s, int i)
+{
+  const char *t = (const char *)sqlite3_column_text(s, i);
+
+  return strdup(t ? t : "");
+}
+
+/* The rows of sql (?1 = id) as an array of objects. */
+static int id_rows(struct store *st, const char *sql, int64_t id, json_t **out,
+                   struct tr_err *err)
+{
+  sqlite3_stmt *s;
+  int rc = store__stmt_id(st, sql, id, 0, &s, err);
+
+  *out = NULL;
+  return rc < 0 ? rc : store__rows(st, s, out, err);
+}
+
+/* A rank's tracked figures: [{figure, name}] by index. */
+static int rank_figs(struct store *st, int64_t rank_id, json_t **out,
+                     struct tr_err *err)
+{
+  return id_rows(st,
+                 "SELECT figure, name FROM sample_figures"
+                 " WHERE rank_id = ?1 ORDER BY idx",
+                 rank_id, out, err);
+}
+
+static bool fig_eq(json_t *row, const char *type, const char *name)
+{
+  return strcmp(json_string_value(json_object_get(row, "figure")), type) == 0 &&
+         strcmp(json_string_value(json_object_get(row, "name")), name) == 0;
+}
+
+/* The figures every rank tracks (rank 0's order); map[r][i]: rank r's
+ * figure i in them, or -1. */
+static int common_figs(struct capset *c, json_t **figs, int **map)
+{
+  size_t n0 = json_array_size(figs[0]);
+
+  c->figs = calloc(n0 + 1, sizeof(*c->figs));
+  if (c->figs == NULL)
+    return TR_ENOMEM;
+  for (size_t i = 0; i < n0; i++) {
+    json_t *f = json_array_get(figs[0], i);
+    const char *type = json_string_value(json_object_get(f, "figure"));
+    const char *name = json_string_value(json_object_get(f, "name"));
+    bool everywhere = true;
+
+    for (size_t r = 1; everywhere && r < c->nranks; r++) {
+      bool found = false;
+
+      for (size_t j = 0; !found && j < json_array_size(figs[r]); j++)
+        if (fig_eq(json_array_get(figs[r], j), type, name)) {
+          found = true;
+          map[r][j] = (int)c->nfig;
+        }
+      everywhere = found;
+    }
+    if (!everywhere)
+      continue;
+    map[0][i] = (int)c->nfig;
+    c->figs[c->nfig].type = strdup(type);
+    c->figs[c->nfig++].name = strdup(name);
+  }
+  return 0;
+}
+
+static int64_t col_opt(sqlite3_stmt *s, int i)
+{
+  return sqlite3_column_type(s, i) == SQLITE_NULL ? -1
+                                                  : sqlite3_column_int64(s, i);
+}
+
+/* Rank r's steps, by kind and ordinal, their values in common order. */
+static int rank_steps(struct store *st, int64_t rank_id, struct capset *c,
+                      size_t r, const int *map, struct tr_err *err)
+{
+  sqlite3_stmt *s;
+  size_t cap = 0;
+  int rc = store__stmt_id(st,
+                          "SELECT kind, ordinal, step, bs, tok, dur_ns,"
+                          " warmup, vals FROM step_samples WHERE rank_id = ?1"
+                          " ORDER BY kind, ordinal",
+                          rank_id, 0, &s, err);
+
+  while (rc == 0 && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+    json_t *vals = store__col_json(s, 7);
+    struct smp *x;
+
+    rc = 0;
+    if (c->r[r].n == cap) {
+      struct smp *v =
+          realloc(c->r[r].v, (cap = cap ? cap * 2 : 64) * sizeof(*v));
+
+      if (v == NULL) {
+        json_decref(vals);
+        rc = TR_ENOMEM;
+        break;
+      }
+      c->r[r].v = v;
+    }
+    x = &c->r[r].v[c->r[r].n++];
+    *x = (struct smp){ col_dup(s, 0),
+                       sqlite3_column_int64(s, 1),
+                       col_opt(s, 2),
+                       col_opt(s, 3),
+                       col_opt(s, 4),
+                       sqlite3_column_int64(s, 5),
+                       sqlite3_column_int(s, 6),
+                       calloc(c->nfig + 1, sizeof(double)),
+                       -1 };
+    if (x->kind == NULL || x->vals == NULL)
+      rc = TR_ENOMEM;
+    for (size_t i = 0; rc == 0 && i < json_array_size(vals); i++)
+      if (map[i] >= 0)
+        x->vals[map[i]] = (double)json_integer_value(json_array_get(vals, i));
+    json_decref(vals);
+  }
+  if (rc == SQLITE_DONE)
+    rc = 0;
+  else if (rc > 0)
+    rc = store__db_err(st, "figures", err);
+  store__done(s);
+  return rc == TR_ENOMEM ? tr_err_set(err, rc, "", "figures: out of memory")
+                         : rc;
+}
+
+static int rank_ids(struct store *st, int64_t id, json_t **out,
+                    struct tr_err *err)
+{
+  return id_rows(st,
+                 "SELECT id FROM ranks WHERE capture_id = ?1"
+                 " AND status = 'done' ORDER BY rank",
+                 id, out, err);
+}
+
+static int capset_load(struct store *st, int64_t id, struct capset *c,
+                       struct tr_err *err)
+{
+  json_t *ids = NULL, **figs = NULL;
+  int **map = NULL, rc = rank_ids(st, id, &ids, err);
+
+  memset(c, 0, sizeof(*c));
+  c->nranks = json_array_size(ids);
+  if (rc == 0 && c->nranks > 0) {
+    figs = calloc(c->nranks, sizeof(*figs));
+    map = calloc(c->nranks, sizeof(*map));
+    c->r = calloc(c->nranks, sizeof(*c->r));
+    rc = figs && map && c->r ? 0 : TR_ENOMEM;
+  }
+  for (size_t r = 0; rc == 0 && r < c->nranks; r++) {
+    int64_t rid =
+        json_integer_value(json_object_get(json_array_get(ids, r), "id"));
+
+    rc = rank_figs(st, rid, &figs[r], err);
+    if (rc == 0 &&
+        (map[r] = malloc((json_array_size(figs[r]) + 1) * sizeof(int))) == NULL)
+      rc = TR_ENOMEM;
+    for (size_t j = 0; rc == 0 && j <= json_array_size(figs[r]); j++)
+      map[r][j] = -1;
+  }
+  if (rc == 0 && c->nranks > 0)
+    rc = common_figs(c, figs, map);
+  for (size_t r = 0; rc == 0 && r < c->nranks; r++)
+    rc = rank_steps(
+        st, json_integer_value(json_object_get(json_array_get(ids, r), "id")),
+        c, r, map[r], err);
+  for (size_t r = 0; figs && map && r < c->nranks; r++) {
+    json_decref(figs[r]);
+    free(map[r]);
+  }
+  free(figs);
+  free(map);
+  json_decref(ids);
+  c->nranks = c->r ? c->nranks : 0;
+  return rc == TR_ENOMEM ? tr_err_set(err, rc, "", "figures: out of memory")
+                         : rc;
+}
+
+/* ---- strata ---- */
+
+/* The bucket [lo, hi] of v >= 1: exact to 4, then four to a power of 2. */
+static void bucket_of(int64_t v, int64_t *lo, int64_t *hi)
+{
+  int e;
+  int64_t w, k;
+
+  if (v <= 4) {
+    *lo = *hi = v;
+    return;
+  }
+  e = 63 - __builtin_clzll((uint64_t)(v - 1)); /* 2^e < v <= 2^(e+1) */
+  w = (int64_t)1 << (e - 2);
+  k = (v - ((int64_t)1 << e) - 1) / w;
+  *lo = ((int64_t)1 << e) + k * w + 1;
+  *hi = *lo + w - 1;
+}
+
+enum dim { DIM_ONE, DIM_BS, DIM_TOK, DIM_STEP };
+
+static enum dim kind_dim(const struct smp *const *v, size_t n)
+{
+  enum dim d = DIM_ONE;
+
+  for (size_t i = 0; i < n; i++) {
+    if (v[i]->step >= 0)
+      return DIM_STEP;
+    if (v[i]->tok >= 1 && (v[i]->bs < 1 || v[i]->tok > v[i]->bs))
+      d = DIM_TOK;
+    else if (v[i]->bs >= 1 && d == DIM_ONE)
+      d = DIM_BS;
+  }
+  return d;
+}
+
+static void stratum_name(const struct smp *x, enum dim d, char *buf,
+                         size_t size)
+{
+  int64_t v = d == DIM_TOK ? x->tok : x->bs, lo, hi;
+
+  if (d == DIM_STEP) {
+    snprintf(buf, size, "%s step=%" PRId64, x->kind, x->step);
+  } else if (d == DIM_ONE || v < 1) {
+    snprintf(buf, size, "%s", x->kind);
+  } else {
+    bucket_of(v, &lo, &hi);
+    if (lo == hi)
+      snprintf(buf, size, "%s %s=%" PRId64, x->kind,
+               d == DIM_TOK ? "tok" : "bs", lo);
+    else
+      snprintf(buf, size, "%s %s=%" PRId64 "-%" PRId64, x->kind,
+               d == DIM_TOK ? "tok" : "bs", lo, hi);
+  }
+}
+
+/* ---- one kind ---- */
+
+/* The steps of one kind: a group per rank, or one of the ranks merged. */
+struct kind_work {
+  const struct capset *c;
+  const char *kind;
+  struct smp **g; /* g[k]: group k's steps */
+  size_t *gn, ngroups;
+  struct smp *merged; /* owned when the ranks were merged */
+  char **strata;      /* distinct stratum names */
+  size_t nstrata;
+  enum dim dim;
+  double *buf; /* values of one stratum of one group */
+};
+
+static bool same_step(const struct smp *a, const struct smp *b)
+{
+  return a->ordinal == b->ordinal && a->step == b->step && a->bs == b->bs &&
+         a->tok == b->tok;
+}
+
+/* Merges the ranks' steps of the kind when they are the same steps. */
+static int try_merge(struct kind_work *w)
+{
+  size_t n = w->gn[0];
+
+  for (size_t r = 1; r < w->ngroups; r++) {
+    if (w->gn[r] != n)
+      return 0;
+    for (size_t i = 0; i < n; i++)
+      if (!same_step(&w->g[0][i], &w->g[r][i]))
+        return 0;
+  }
+  if (w->ngroups < 2)
+    return 0;
+  if ((w->merged = calloc(n + 1, sizeof(*w->merged))) == NULL)
+    return TR_ENOMEM;
+  for (size_t i = 0; i < n; i++) {
+    struct smp *m = &w->merged[i];
+
+    *m = w->g[0][i];
+    if ((m->vals = calloc(w->c->nfig + 1, sizeof(double))) == NULL)
+      return TR_ENOMEM;
+    for (size_t r = 0; r < w->ngroups; r++) {
+      const struct smp *x = &w->g[r][i];
+
+      m->dur = x->dur > m->dur ? x->dur : m->dur;
+      m->warmup |= x->warmup;
+      for (size_t f = 0; f < w->c->nfig; f++)
+        m->vals[f] += x->vals[f];
+    }
+  }
+  w->g[0] = w->merged;
+  w->ngroups = 1;
+  return 0;
+}
+
+static int stratum_index(struct kind_work *w, const char *name)
+{
+  size_t i;
+  char **v;
+
+  for (i = 0; i < w->nstrata; i++)
+    if (strcmp(w->strata[i], name) == 0)
+      return (int)i;
+  if ((v = realloc(w->strata, (i + 1) * sizeof(*v))) == NULL)
+    return TR_ENOMEM;
+  w->strata = v;
+  if ((w->strata[i] = strdup(name)) == NULL)
+    return TR_ENOMEM;
+  w->nstrata++;
+  return (int)i;
+}
+
+static int assign_strata(struct kind_work *w)
+{
+  size_t total = 0, k = 0;
+  const struct smp **all;
+  enum dim d;
+  char name[256];
+
+  for (size_t g = 0; g < w->ngroups; g++)
+    total += w->gn[g];
+  if ((all = calloc(total + 1, sizeof(*all))) == NULL)
+    return TR_ENOMEM;
+  for (size_t g = 0; g < w->ngroups; g++)
+    for (size_t i = 0; i < w->gn[g]; i++)
+      all[k++] = &w->g[g][i];
+  d = w->dim = kind_dim((const struct smp *const *)all, total);
+  free(all);
+  for (size_t g = 0; g < w->ngroups; g++)
+    for (size_t i = 0; i < w->gn[g]; i++) {
+      struct smp *x = &w->g[g][i];
+      int s;
+
+      if (x->warmup)
+        continue;
+      stratum_name(x, d, name, sizeof(name));
+      if ((s = stratum_index(w, name)) < 0)
+        return s;
+      x->stratum = s;
+    }
+  return 0;
+}
+
+/* The estimate of figure f (-1: the step time) in stratum s (ALL: every
+ * steady step) of group g. */
+#define ALL (-2)
+
+static void group_est(struct kind_work *w, size_t g, int f, int s,
+                      struct est *out)
+{
+  size_t n = 0;
+
+  for (size_t i = 0; i < w->gn[g]; i++)
+    if (w->g[g][i].stratum == s || (s == ALL && w->g[g][i].stratum >= 0))
+      w->buf[n++] = f < 0 ? (double)w->g[g][i].dur : w->g[g][i].vals[f];
+  est_trimmed(w->buf, n, out);
+}
+
+/* The groups' estimates as one: summed (f >= 0, the variances added and
+ * Welch-Satterthwaite's degrees of freedom) or the slowest rank's (the
+ * step time); false when a group has no step there. */
+static bool combine(struct kind_work *w, int f, int s, struct est *out)
+{
+  double num = 0, den = 0;
+
+  for (size_t g = 0; g < w->ngroups; g++) {
+    struct est e;
+
+    group_est(w, g, f, s, &e);
+    if (e.n == 0)
+      return false;
+    if (g == 0 || (f < 0 && e.loc > out->loc)) {
+      if (g == 0 || f < 0)
+        *out = e;
+    } else if (f >= 0) {
+      out->loc += e.loc;
+      out->se = sqrt(out->se * out->se + e.se * e.se);
+      out->n = e.n < out->n ? e.n : out->n;
+      out->has_se &= e.has_se;
+    }
+    if (f >= 0 && e.has_se && e.se > 0) {
+      num += e.se * e.se;
+      den += e.se * e.se * e.se * e.se / e.df;
+    }
+  }
+  if (f >= 0 && w->ngroups > 1)
+    out->df = den > 0 ? num * num / den : out->df;
+  return true;
+}
+
+static int write_row(struct store *st, int64_t id, const char *type,
+                     const char *name, const char *stratum, const struct est *e,
+                     struct tr_err *err)
+{
+  sqlite3_stmt *s;
+  int rc = store__stmt(st,
+                       "INSERT INTO capture_figures(capture_id, figure, name,"
+                       " stratum, n, loc, se, df)"
+                       " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                       &s, err);
+
+  if (rc < 0)
+    return rc;
+  sqlite3_bind_int64(s, 1, id);
+  sqlite3_bind_text(s, 2, type, -1, SQLITE_STATIC);
+  sqlite3_bind_text(s, 3, name, -1, SQLITE_STATIC);
+  sqlite3_bind_text(s, 4, stratum, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(s, 5, (sqlite3_int64)e->n);
+  sqlite3_bind_double(s, 6, e->loc);
+  if (e->has_se) {
+    sqlite3_bind_double(s, 7, e->se);
+    sqlite3_bind_double(s, 8, e->df);
+  }
+  rc = sqlite3_step(s) == SQLITE_DONE ? 0 : store__db_err(st, "figures", err);
+  store__done(s);
+  return rc;
+}
+
+/* Each figure in each stratum; by bs or tok, also in all the kind's steady
+ * steps ("<kind> all": what a verdict falls back on when no bucket has
+ * enough steps on both sides). */
+static int write_kind(struct store *st, int64_t id, struct kind_work *w,
+                      struct tr_err *err)
+{
+  bool pooled = w->dim == DIM_BS || w->dim == DIM_TOK;
+  char all[256];
+  int rc = 0;
+
+  snprintf(all, sizeof(all), "%s all", w->kind);
+  for (int f = -1; rc == 0 && f < (int)w->c->nfig; f++)
+    for (int s = pooled ? ALL : 0; rc == 0 && s < (int)w->nstrata; s++) {
+      struct est e;
+
+      if (s == -1)
+        continue;
+      if (combine(w, f, s, &e))
+        rc = write_row(st, id, f < 0 ? "step" : w->c->figs[f].type,
+                       f < 0 ? w->kind : w->c->figs[f].name,
+                       s == ALL ? all : w->strata[s], &e, err);
+    }
+  return rc;
+}
+
+static void kind_work_free(struct kind_work *w)
+{
+  for (size_t i = 0; w->merged && i < w->gn[0]; i++)
+    free(w->merged[i].vals);
+  for (size_t i = 0; i < w->nstrata; i++)
+    free(w->strata[i]);
+  free(w->merged);
+  free(w->strata);
+  free(w->g);
+  free(w->gn);
+  free(w->buf);
+}
+
+/* The kind of rank 0's step at *at (its run of that kind) on every rank. */
+static int one_kind(struct store *st, int64_t id, const struct capset *c,
+                    const char *kind, struct tr_err *err)
+{
+  struct kind_work w = { .c = c, .kind = kind };
+  size_t most = 0;
+  int rc = 0;
+
+  w.g = calloc(c->nranks, sizeof(*w.g));
+  w.gn = calloc(c->nranks, sizeof(*w.gn));
+  if (w.g == NULL || w.gn == NULL)
+    rc = TR_ENOMEM;
+  for (size_t r = 0; rc == 0 && r < c->nranks; r++) {
+    size_t i = 0;
+
+    while (i < c->r[r].n && strcmp(c->r[r].v[i].kind, kind) != 0)
+      i++;
+    w.g[r] = c->r[r].v + i;
+    while (i + w.gn[r] < c->r[r].n &&
+           strcmp(c->r[r].v[i + w.gn[r]].kind, kind) == 0)
+      w.gn[r]++;
+    most = w.gn[r] > most ? w.gn[r] : most;
+  }
+  w.ngroups = c->nranks;
+  if (rc == 0)
+    rc = try_merge(&w);
+  if (rc == 0 && (w.buf = calloc(most + 1, sizeof(double))) == NULL)
+    rc = TR_ENOMEM;
+  if (rc == 0)
+    rc = assign_strata(&w);
+  if (rc == 0)
+    rc = write_kind(st, id, &w, err);
+  kind_work_free(&w);
+  return rc == TR_ENOMEM ? tr_err_set(err, rc, "", "figures: out of memory")
+                         : rc;
+}
+
+int store__figures_write(struct store *st, int64_t id, struct tr_err *err)
+{
+  struct capset c;
+  int rc = capset_load(st, id, &c, err);
+
+  /* Rank 0 names the kinds (every kind is on every rank of a TP group; a
+   * kind missing on a rank leaves that rank's group empty: no estimate). */
+  for (size_t i = 0; rc == 0 && c.nranks > 0 && i < c.r[0].n; i++)
+    if (i == 0 || strcmp(c.r[0].v[i].kind, c.r[0].v[i - 1].kind) != 0)
+      rc = one_kind(st, id, &c, c.r[0].v[i].kind, err);
+  capset_free(&c);
+  return rc;
+}
+
+/* ---- reading ---- */
+
+void store__figstats_free(struct store__figstats *fs)
+{
+  for (size_t i = 0; i < fs->n; i++) {
+    free(fs->v[i].figure);
+    free(fs->v[i].name);
+    free(fs->v[i].stratum);
+  }
+  free(fs->v);
+  memset(fs, 0, sizeof(*fs));
+}
+
+int store__figstats_load(struct store *st, int64_t id,
+                         struct store__figstats *out, struct tr_err *err)
+{
+  sqlite3_stmt *s;
+  size_t cap = 0;
+  int rc = store__stmt_id(st,
+                          "SELECT figure, name, stratum, n, loc, se, df"
+                          " FROM capture_figures WHERE capture_id = ?1"
+                          " ORDER BY figure, name, stratum",
+                          id, 0, &s, err);
+
+  memset(out, 0, sizeof(*out));
+  while (rc == 0 && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+    struct store__figstat *x;
+
+    rc = 0;
+    if (out->n == cap) {
+      x = realloc(out->v, (cap = cap ? cap * 2 : 64) * sizeof(*x));
+      if (x == NULL) {
+        rc = TR_ENOMEM;
+        break;
+      }
+      out->v = x;
+    }
+    x = &out->v[out->n++];
+    x->figure = col_dup(s, 0);
+    x->name = col_dup(s, 1);
+    x->stratum = col_dup(s, 2);
+    x->e =
+        (struct est){ (size_t)sqlite3_column_int64(s, 3),
+                      sqlite3_column_double(s, 4), sqlite3_column_double(s, 5),
+                      sqlite3_column_double(s, 6),
+                      sqlite3_column_type(s, 5) != SQLITE_NULL };
+  }
+  if (rc == SQLITE_DONE)
+    rc = 0;
+  else if (rc > 0)
+    rc = store__db_err(st, "figures", err);
+  store__done(s);
+  if (rc < 0)
+    store__figstats_free(out);
+  return rc == TR_ENOMEM ? tr_err_set(err, rc, "", "figures: out of memory")
+                         : rc;
+}
