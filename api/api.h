@@ -2,17 +2,46 @@
  * api: the HTTP server (libmicrohttpd) for every route of docs/API.md.
  * Design: api/README.md. MHD's own threads answer requests; they read
  * through read-only SQLite connections of their own and do short writes
- * (queueing a capture) themselves; whatever needs the libuv loop (starting
- * queued work, cancelling a running capture) goes through the hooks, which
- * the daemon implements with uv_async_send() and which never block.
+ * (queueing a capture) themselves; whatever needs the libuv loop or its
+ * pool (starting queued work, cancelling a running capture, slicing a
+ * trace, removing a deleted capture's files) goes through the hooks,
+ * which the daemon implements with uv_async_send() and which never block.
+ * No route reads a trace itself.
  */
 #ifndef API_H
 #define API_H
 
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "common/config.h"
 #include "common/tr.h"
+
+/* Slices made at once, at most (429 beyond): the daemon keeps a pool
+ * thread for each. */
+#define API_SLICES 2
+
+/*
+ * A slice for the daemon to make (GET /captures/<id>/ranks/<r>/slice):
+ * the kineto document of the events of the trace at path (opened under
+ * root) that overlap [t0_ns + start_ns, t0_ns + end_ns), with traced's
+ * findings when asked, handed to write() piece by piece (it may block
+ * while the client reads; non-zero: stop), made with the category rules
+ * the daemon holds. done() is called once, last, from the thread that
+ * made it (rc 0, or the error and a message); the request is borrowed
+ * until then. cancel, set by the API, stops it at its next event.
+ */
+struct api_slice_req {
+  const char *root, *path;
+  const char *format; /* as the rank was indexed ("kineto", "mctracer") */
+  int64_t t0_ns, start_ns, end_ns;
+  bool findings;
+  const atomic_bool *cancel;
+  int (*write)(void *ud, const char *p, size_t n);
+  void (*done)(void *ud, int rc, const char *msg);
+  void *ud;
+};
 
 struct api_hooks {
   /* A capture or import was queued: the runner should look at the queue.
@@ -23,6 +52,17 @@ struct api_hooks {
    * not block: the loop does the work later. TR_ENOTFOUND when id is not
    * the running one. */
   int (*cancel)(void *ud, int64_t id);
+  /* Make the slice req (above) off the HTTP threads. Called from an HTTP
+   * thread; must not block. 0 when taken (done() will be called), else
+   * the daemon cannot take it now (it stops: TR_EBUSY) and never calls
+   * done(). */
+  int (*slice)(void *ud, const struct api_slice_req *req);
+  /* A deleted capture's folders were moved into the trash (tr_trash_dir):
+   * empty it. Called from an HTTP thread; must not block. */
+  void (*purge)(void *ud);
+  /* The trace formats POST /imports may name ("auto" first),
+   * NULL-terminated; borrowed until api_stop(). */
+  const char *const *formats;
   void *ud;
 };
 

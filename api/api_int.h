@@ -73,6 +73,8 @@ struct api {
   struct api_hooks hooks;
   int port;              /* the port listened on (the chosen one for port 0) */
   bool loopback;         /* listening on a loopback address */
+  char *token;           /* the bearer token ("" when none): auth_token or
+                            auth_token_file's, api_token_load() */
   char listen_host[280]; /* the Host header naming the listen address
                             ("127.0.0.1:7700", with the bound port) */
   pthread_key_t key;     /* -> this thread's struct api_thread */
@@ -134,6 +136,11 @@ bool api_guard(struct api_req *r, enum MHD_Result *ret);
 /* The same for a POST's body: Content-Type application/json, else 415. */
 bool api_guard_body(struct api_req *r, enum MHD_Result *ret);
 
+/* api->token from the configuration: auth_token, or the contents of
+ * auth_token_file, refused (TR_EINVAL naming it) when group or others may
+ * read it or it is not one printable word. Before listening. */
+int api_token_load(struct api *api, struct tr_err *err);
+
 /* ---- respond.c ---- */
 
 /* Queues resp with status (adding the common headers), counts it, and
@@ -176,16 +183,18 @@ enum MHD_Result api_reply_keep_text(struct api_req *r, struct tr_buf *body,
 enum MHD_Result api_reply_table(struct api_req *r, json_t *obj, bool csv,
                                 const int64_t *ids, uint64_t epoch);
 
-/* Replies {"error":{"code","message","field"}}; field may be NULL or "". */
+/* Replies {"error":{"code","message","field"}} with status, for an error
+ * the route finds itself; field may be NULL or "". */
 enum MHD_Result api_reply_error(struct api_req *r, unsigned status,
                                 const char *code, const char *field,
                                 const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
-/* Replies err, its HTTP status derived from err->code (TR_EINVAL 400,
+/* Replies a struct tr_err a callee filled (the store's, validation's),
+ * its HTTP status derived from err->code (TR_EINVAL 400,
  * TR_ENOTFOUND 404, TR_ECONFLICT 409, TR_ELIMIT 413, TR_EAUTH 401,
  * TR_EBUSY 429, TR_ESTORAGE 507, else 500). */
-enum MHD_Result api_reply_err(struct api_req *r, const struct tr_err *err);
+enum MHD_Result api_reply_tr_err(struct api_req *r, const struct tr_err *err);
 
 /* 405 naming the methods the route takes, with an Allow header. */
 enum MHD_Result api_reply_method(struct api_req *r);
@@ -260,9 +269,9 @@ int api_parse_capture(const struct cfg *cfg, const char *body, size_t len,
 
 /* Parses a POST /imports body: *params gets {path, format, label?, and
  * the configuration members given} as sent (the path is not resolved
- * here). */
-int api_parse_import(const char *body, size_t len, json_t **params,
-                     struct tr_err *err);
+ * here); format is one of formats (NULL-terminated: api_hooks.formats). */
+int api_parse_import(const char *const *formats, const char *body, size_t len,
+                     json_t **params, struct tr_err *err);
 
 /* True for the members of a capture's configuration an import may
  * declare (model, tp, isl, osl, conc, variant, more: POST /captures'
@@ -355,7 +364,7 @@ enum MHD_Result api_get_slice(struct api_req *r);
 enum MHD_Result api_get_table(struct api_req *r);
 enum MHD_Result api_get_diff(struct api_req *r);
 
-/* ---- routes_results.c: verdicts and baselines (issue 10) ---- */
+/* ---- routes_results.c: verdicts and baselines ---- */
 
 enum MHD_Result api_get_verdict(struct api_req *r);
 enum MHD_Result api_put_baseline(struct api_req *r);

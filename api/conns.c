@@ -2,9 +2,9 @@
  * Request deadlines. libmicrohttpd's connection timeout is idle time, reset
  * by every byte, so a client trickling one header line every few seconds
  * holds its connection for ever, and a thousand of them hold every slot
- * (issue 12, slowloris). Here each connection carries the time its current
- * request began: when it was accepted, or when the previous request on a
- * kept-alive connection was answered. A reaper thread shuts down any whose
+ * (slowloris: docs/SECURITY.md). Here each connection carries the time its
+ * current request began: when it was accepted, or when the previous request on
+ * a kept-alive connection was answered. A reaper thread shuts down any whose
  * request is not fully received (headers and body) request_timeout_s after
  * it began; MHD then closes it as a client that went away. Once a request
  * is received, the response has MHD's idle timeout (idle_timeout_s): a

@@ -1,8 +1,8 @@
 /*
  * Who may ask: every request passes here before its route runs. A browser
- * on the machine is the attacker's best tool (issue 12): a page anywhere
- * can make it POST to 127.0.0.1, and DNS rebinding can make it read the
- * answers. So:
+ * on the machine is the attacker's best tool (docs/SECURITY.md): a page
+ * anywhere can make it POST to 127.0.0.1, and DNS rebinding can make it read
+ * the answers. So:
  *
  *   Host     must name traced: the listen address, a numeric address the
  *            connection really arrived on, `localhost` or a loopback
@@ -15,7 +15,8 @@
  *   Sec-Fetch-Site  cross-site fetches are refused, except a top-level
  *            navigation (a link to the dashboard pasted into a wiki).
  *   token    the bearer token when one is configured (GET/HEAD of the
- *            dashboard's files and /healthz are exempt).
+ *            dashboard's files and /healthz are exempt): auth_token, or
+ *            read from auth_token_file when the API starts.
  *   Content-Type  a POST body must say application/json (415): a form or
  *            text/plain POST, the ones a page may send without a
  *            preflight, never reach a route. Other methods need a
@@ -23,14 +24,22 @@
  *            sent.
  */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include "api/api_int.h"
+#include "common/file.h"
+#include "common/net.h"
+
+/* Bytes of auth_token_file read at most. */
+#define TOKEN_MAX 4096
 
 /* ---- Host ---- */
 
@@ -121,7 +130,7 @@ static bool host_allowed(struct api_req *r, const char *host)
     return false;
   if (!numeric(name, canon, sizeof(canon)))
     return r->api->loopback && strcasecmp(name, "localhost") == 0;
-  if (r->api->loopback && cfg_address_loopback(canon))
+  if (r->api->loopback && tr_addr_loopback(canon))
     return true;
   return local_address(r, local, sizeof(local)) && strcmp(local, canon) == 0;
 }
@@ -202,7 +211,7 @@ static bool auth_exempt(const struct api_req *r)
 
 static bool authorized(struct api_req *r)
 {
-  const char *token = r->api->cfg->auth_token;
+  const char *token = r->api->token;
   const char *h;
 
   if (token[0] == '\0' || auth_exempt(r))
@@ -214,6 +223,49 @@ static bool authorized(struct api_req *r)
   while (*h == ' ')
     h++;
   return token_equal(h, token);
+}
+
+/* auth_token_file: the token from a file only root reads (mode without
+ * group or other bits), so that it is in no command line (ps) and in no
+ * configuration file others may read. Trailing whitespace is dropped; the
+ * token itself is printable, without spaces. */
+static int read_token_file(const char *path, char **out, struct tr_err *err)
+{
+  struct stat st;
+  char *text = NULL;
+  size_t len = 0;
+  bool ok;
+
+  if (stat(path, &st) == 0 && (st.st_mode & 0077) != 0)
+    return tr_err_set(err, TR_EINVAL, "auth_token_file",
+                      "%s may be read or written by others (mode %04o): "
+                      "chmod 600 it",
+                      path, (unsigned)(st.st_mode & 07777));
+  if (tr_read_file(NULL, path, TOKEN_MAX, &text, &len, err) != 0)
+    return TR_EINVAL;
+  while (len > 0 && isspace((unsigned char)text[len - 1]))
+    text[--len] = '\0';
+  ok = len > 0;
+  for (size_t i = 0; ok && i < len; i++)
+    ok = isgraph((unsigned char)text[i]);
+  if (!ok) {
+    free(text);
+    return tr_err_set(err, TR_EINVAL, "auth_token_file",
+                      "%s: the token must be one word of printable characters",
+                      path);
+  }
+  *out = text;
+  return 0;
+}
+
+int api_token_load(struct api *api, struct tr_err *err)
+{
+  const struct cfg *cfg = api->cfg;
+
+  if (cfg->auth_token_file[0] != '\0')
+    return read_token_file(cfg->auth_token_file, &api->token, err);
+  api->token = strdup(cfg->auth_token);
+  return api->token != NULL ? 0 : tr_err_set(err, TR_ENOMEM, "", "no memory");
 }
 
 /* ---- the entry points ---- */

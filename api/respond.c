@@ -178,7 +178,7 @@ struct store *api_read_begin(struct api_req *r, uint64_t *epoch,
   *epoch = api_cache_epoch(r->api->cache);
   st = api_store(r, STORE_RO, &err);
   if (st == NULL)
-    *ret = api_reply_err(r, &err);
+    *ret = api_reply_tr_err(r, &err);
   return st;
 }
 
@@ -277,7 +277,7 @@ static unsigned http_status(int code)
   }
 }
 
-enum MHD_Result api_reply_err(struct api_req *r, const struct tr_err *err)
+enum MHD_Result api_reply_tr_err(struct api_req *r, const struct tr_err *err)
 {
   int code = err->code != 0 ? err->code : TR_EIO;
 

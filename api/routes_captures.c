@@ -9,7 +9,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +18,7 @@
 
 #include "api/api_int.h"
 #include "common/file.h"
+#include "common/lifecycle.h"
 #include "common/text.h"
 
 #define LOG_TAIL_BYTES 65536
@@ -70,11 +70,11 @@ static enum MHD_Result queue(struct api_req *r, const char *kind,
   if (st == NULL ||
       store_capture_insert(st, kind, label, params, r->api->cfg->max_queued,
                            &id, &err) != 0)
-    return api_reply_err(r, &err);
+    return api_reply_tr_err(r, &err);
   if (hooks->wake != NULL)
     hooks->wake(hooks->ud);
   if (store_capture_get(st, id, &cap, &err) != 0)
-    return api_reply_err(r, &err);
+    return api_reply_tr_err(r, &err);
   return api_reply_json(r, 202, cap);
 }
 
@@ -94,8 +94,8 @@ enum MHD_Result api_post_captures(struct api_req *r)
   if (api_query_check(r, no_params, &err) != 0 ||
       api_parse_capture(r->api->cfg, r->body ? r->body : "", r->body_len,
                         &params, &err) != 0)
-    return api_reply_err(r, &err);
-  ret = queue(r, "capture", label_of(params), params);
+    return api_reply_tr_err(r, &err);
+  ret = queue(r, tr_kind_names[TR_KIND_CAPTURE], label_of(params), params);
   json_decref(params);
   return ret;
 }
@@ -200,7 +200,7 @@ static char *import_path(struct api_req *r, const char *path,
   }
   free(plain);
   if (real != NULL)
-    root = cfg_import_root(r->api->cfg, real);
+    root = tr_path_root(r->api->cfg->import_roots, real);
   if (real == NULL)
     *ret = api_reply_error(r, 500, "no_memory", NULL, "out of memory");
   else if (root == NULL)
@@ -229,8 +229,9 @@ enum MHD_Result api_post_imports(struct api_req *r)
                            "separated folders POST /imports may read) in "
                            "the configuration to enable them");
   if (api_query_check(r, no_params, &err) != 0 ||
-      api_parse_import(r->body ? r->body : "", r->body_len, &req, &err) != 0)
-    return api_reply_err(r, &err);
+      api_parse_import(r->api->hooks.formats, r->body ? r->body : "",
+                       r->body_len, &req, &err) != 0)
+    return api_reply_tr_err(r, &err);
   real = import_path(r, json_string_value(json_object_get(req, "path")), &ret);
   if (real != NULL) {
     const char *key;
@@ -243,7 +244,7 @@ enum MHD_Result api_post_imports(struct api_req *r)
         json_object_set(params, key, v);
     }
     ret = params != NULL
-              ? queue(r, "import", label_of(req), params)
+              ? queue(r, tr_kind_names[TR_KIND_IMPORT], label_of(req), params)
               : api_reply_error(r, 500, "no_memory", NULL, "out of memory");
     json_decref(params);
     free(real);
@@ -277,7 +278,6 @@ enum MHD_Result api_get_captures(struct api_req *r)
 {
   static const char *const names[] = { "status", "model",  "kind",
                                        "limit",  "before", NULL };
-  static const char *const kinds[] = { "capture", "import", NULL };
   const struct cfg *cfg = r->api->cfg;
   struct store_list_filter f = { 0 };
   struct tr_err err = { 0 };
@@ -288,17 +288,17 @@ enum MHD_Result api_get_captures(struct api_req *r)
   if (api_query_check(r, names, &err) != 0 ||
       api_query_enum(r, "status", api_statuses, &f.status, &err) != 0 ||
       api_query_str(r, "model", 4096, &f.model, &err) != 0 ||
-      api_query_enum(r, "kind", kinds, &f.kind, &err) != 0 ||
+      api_query_enum(r, "kind", tr_kind_names, &f.kind, &err) != 0 ||
       api_query_int(r, "limit", 1, cfg->list_limit_max, &limit, &err) != 0 ||
       api_query_int(r, "before", 1, INT64_MAX, &before, &err) != 0)
-    return api_reply_err(r, &err);
+    return api_reply_tr_err(r, &err);
   f.limit = (int)limit;
   f.before = before;
   /* The page stops early rather than build an answer too large to send. */
   f.max_bytes = (size_t)cfg->max_response_bytes / 2;
   st = api_store(r, STORE_RO, &err);
   if (st == NULL || store_capture_list(st, &f, &list, &err) != 0)
-    return api_reply_err(r, &err);
+    return api_reply_tr_err(r, &err);
   return api_reply_json(r, 200,
                         json_pack("{s:o, s:O?}", "captures", list,
                                   "next_before",
@@ -316,38 +316,33 @@ enum MHD_Result api_get_capture(struct api_req *r)
 
   if (api_query_check(r, no_params, &err) != 0 ||
       api_path_id(r, &id, &err) != 0)
-    return api_reply_err(r, &err);
+    return api_reply_tr_err(r, &err);
   st = api_read_begin(r, &epoch, &ret);
   if (st == NULL)
     return ret;
   if (store_capture_get(st, id, &cap, &err) != 0)
-    return api_reply_err(r, &err);
+    return api_reply_tr_err(r, &err);
   ids[0] = ids[1] = id;
   return api_reply_keep(r, cap, is_done(cap) ? ids : NULL, epoch);
 }
 
-static int on_remove(const char *path, const struct stat *sb, int flag,
-                     struct FTW *ftw)
-{
-  (void)sb;
-  (void)flag;
-  (void)ftw;
-  return remove(path) == 0 || errno == ENOENT ? 0 : -1;
-}
-
-/* Removes the capture's folder (tr_capture_dir(), sub NULL or "logs") and
- * all under it without following a symbolic link (FTW_PHYS): a link to an
- * import's originals is unlinked, never walked. 0 when gone. */
-static int remove_files(const struct cfg *cfg, const char *sub, int64_t id)
+/* Moves the capture's folder (tr_capture_dir(), sub NULL or "logs") into
+ * the trash (tr_trash_dir()): one rename, so it is gone at once; the walk
+ * of its tree is the daemon's (api_hooks.purge), never an HTTP thread's.
+ * rename() takes a link as it is: a link to an import's originals is
+ * moved, never followed. 0 when gone. */
+static int to_trash(const struct cfg *cfg, const char *sub, int64_t id)
 {
   char *path = tr_capture_dir(cfg->trace_root, id, sub);
-  int rc = 0;
+  char *trash = tr_trash_dir(cfg->trace_root, 0, NULL);
+  char *dest = tr_trash_dir(cfg->trace_root, id, sub);
+  int rc = path && trash && dest ? tr_mkdir_p(trash) : -ENOMEM;
 
-  if (path == NULL)
-    return -ENOMEM;
-  if (nftw(path, on_remove, 16, FTW_DEPTH | FTW_PHYS) != 0 && errno != ENOENT)
+  if (rc == 0 && rename(path, dest) != 0 && errno != ENOENT)
     rc = -errno;
   free(path);
+  free(trash);
+  free(dest);
   return rc;
 }
 
@@ -356,15 +351,18 @@ static int remove_files(const struct cfg *cfg, const char *sub, int64_t id)
 static enum MHD_Result deleted(struct api_req *r, int64_t id)
 {
   const struct cfg *cfg = r->api->cfg;
+  const struct api_hooks *hooks = &r->api->hooks;
   json_t *out;
 
   /* After the delete: a kept answer filled meanwhile is refused. */
   api_cache_drop(r->api->cache, id);
   out = json_pack("{s:I}", "deleted", (json_int_t)id);
-  if (remove_files(cfg, NULL, id) != 0 || remove_files(cfg, "logs", id) != 0)
+  if (to_trash(cfg, NULL, id) != 0 || to_trash(cfg, "logs", id) != 0)
     json_object_set_new(out, "warning",
                         json_string("some trace or log files could not be "
                                     "removed"));
+  if (hooks->purge != NULL)
+    hooks->purge(hooks->ud);
   return api_reply_json(r, 200, out);
 }
 
@@ -404,12 +402,12 @@ enum MHD_Result api_delete_capture(struct api_req *r)
       api_path_id(r, &id, &err) != 0 ||
       (st = api_store(r, STORE_RW, &err)) == NULL ||
       store_capture_end(st, id, &what, &err) != 0)
-    return api_reply_err(r, &err);
+    return api_reply_tr_err(r, &err);
   if (what == STORE_END_DELETED)
     return deleted(r, id);
   if ((st = api_store(r, STORE_RO, &err)) == NULL ||
       store_capture_get(st, id, &cap, &err) != 0)
-    return api_reply_err(r, &err);
+    return api_reply_tr_err(r, &err);
   if (what == STORE_END_CANCELLED)
     return api_reply_json(r, 200, cap);
   ret = cancel_running(r, id, cap);
@@ -475,10 +473,10 @@ char *api_files_root(struct api_req *r, json_t *cap)
   const char *path, *root;
   int64_t id = json_integer_value(json_object_get(cap, "id"));
 
-  if (kind != NULL && strcmp(kind, "import") == 0) {
+  if (kind != NULL && strcmp(kind, tr_kind_names[TR_KIND_IMPORT]) == 0) {
     path = json_string_value(
         json_object_get(json_object_get(cap, "params"), "path"));
-    root = path != NULL ? cfg_import_root(r->api->cfg, path) : NULL;
+    root = path != NULL ? tr_path_root(r->api->cfg->import_roots, path) : NULL;
     return root != NULL ? strdup(root) : NULL;
   }
   return tr_capture_dir(r->api->cfg->trace_root, id, NULL);
@@ -497,12 +495,12 @@ enum MHD_Result api_get_trace(struct api_req *r)
   if (api_query_check(r, no_params, &err) != 0 ||
       api_path_id(r, &id, &err) != 0 ||
       api_parse_int(r->seg[3], "rank", 0, INT_MAX, &rank, &err) != 0)
-    return api_reply_err(r, &err);
+    return api_reply_tr_err(r, &err);
   st = api_store(r, STORE_RO, &err);
   if (st == NULL || api_capture_brief(st, id, &cap, &err) != 0 ||
       store_rank_file(st, id, (int)rank, &path, &err) != 0) {
     json_decref(cap);
-    return api_reply_err(r, &err);
+    return api_reply_tr_err(r, &err);
   }
   root = api_files_root(r, cap);
   snprintf(prefix, sizeof(prefix), "capture%lld-rank%lld", (long long)id,
@@ -558,7 +556,7 @@ enum MHD_Result api_get_logs(struct api_req *r)
 {
   static const char *const names[] = { "which", NULL };
   static const char *const logs[] = { "server", "bench", "launcher", "stop",
-                                      NULL };
+                                      "gpu", NULL };
   const char *which = "server";
   char path[PATH_MAX], *dir;
   struct tr_err err = { 0 };
@@ -572,7 +570,7 @@ enum MHD_Result api_get_logs(struct api_req *r)
       api_query_enum(r, "which", logs, &which, &err) != 0 ||
       (st = api_store(r, STORE_RO, &err)) == NULL ||
       api_capture_brief(st, id, &cap, &err) != 0)
-    return api_reply_err(r, &err);
+    return api_reply_tr_err(r, &err);
   json_decref(cap); /* it exists: its logs are where the runner puts them */
   if ((dir = tr_capture_dir(r->api->cfg->trace_root, id, "logs")) == NULL)
     return MHD_NO;

@@ -111,7 +111,7 @@ static int reply_summed(struct api_req *r, struct store *st,
   else if (rc == 0)
     *ret = api_reply_keep_text(r, &body, ids, epoch);
   else if (rc < 0)
-    *ret = api_reply_err(r, &err);
+    *ret = api_reply_tr_err(r, &err);
   tr_buf_free(&body);
   return rc == 1 ? 1 : 0;
 }
@@ -128,14 +128,14 @@ enum MHD_Result api_get_table(struct api_req *r)
   bool done, csv;
 
   if (table_query(r, &q, &csv, &err) != 0)
-    return api_reply_err(r, &err);
+    return api_reply_tr_err(r, &err);
   st = api_read_begin(r, &epoch, &ret);
   if (st == NULL || reply_summed(r, st, &q, csv, epoch, &ret) == 0)
     return ret;
   done = capture_done(st, q.capture_id);
   if (store_table(st, (enum tr_table)(r->route->table - tr_tables), &q, &rows,
                   &err) != 0)
-    return api_reply_err(r, &err);
+    return api_reply_tr_err(r, &err);
   ids[0] = ids[1] = q.capture_id;
   return api_reply_table(
       r,
@@ -169,7 +169,7 @@ enum MHD_Result api_get_diff(struct api_req *r)
       api_query_enum(r, "by", bys, &o.by, &err) != 0 ||
       api_query_enum(r, "norm", norms, &o.norm, &err) != 0 ||
       api_query_int(r, "limit", 1, cfg->table_limit_max, &limit, &err) != 0)
-    return api_reply_err(r, &err);
+    return api_reply_tr_err(r, &err);
   if (a == 0 || b == 0)
     return api_reply_error(r, 400, "invalid", a == 0 ? "a" : "b",
                            "%s (a capture id) is required", a == 0 ? "a" : "b");
@@ -181,6 +181,6 @@ enum MHD_Result api_get_diff(struct api_req *r)
   /* store_diff() answers only for two done captures (else it names "a"
    * or "b"): a diff is always final. */
   if (store_diff(st, a, b, &o, &out, &err) != 0)
-    return api_reply_err(r, &err);
+    return api_reply_tr_err(r, &err);
   return api_reply_table(r, out, csv, (int64_t[2]){ a, b }, epoch);
 }

@@ -1,5 +1,5 @@
 /*
- * Verdicts and baselines (issue 10): GET /captures/<id>/verdict
+ * Verdicts and baselines (docs/ANALYSIS.md): GET /captures/<id>/verdict
  * (?baseline=<id> compares with any other capture or import), PUT and
  * DELETE /captures/<id>/baseline (pin as its configuration's baseline,
  * unpin: the verdict says "pinned"), and the verdict gauges of /metrics. A pin
@@ -26,7 +26,7 @@ enum MHD_Result api_get_verdict(struct api_req *r)
       (st = api_store(r, STORE_RO, &err)) == NULL ||
       store_verdict(st, id, baseline, r->api->cfg->regression_threshold_pct,
                     &out, &err) != 0)
-    return api_reply_err(r, &err);
+    return api_reply_tr_err(r, &err);
   return api_reply_json(r, 200, out);
 }
 
@@ -43,7 +43,7 @@ static enum MHD_Result set_baseline(struct api_req *r, bool pin)
       api_path_id(r, &id, &err) != 0 ||
       (st = api_store(r, STORE_RW, &err)) == NULL ||
       store_baseline_set(st, id, pin, &out, &err) != 0)
-    return api_reply_err(r, &err);
+    return api_reply_tr_err(r, &err);
   return api_reply_json(r, 200, out);
 }
 

@@ -4,56 +4,59 @@
  * document (index/slice.c says what it holds), streamed.
  *
  * A slice reads the whole trace (its events are in file order, not time
- * order), so it is made on a producer thread of its own, never on an MHD
- * worker and never on the loop: the thread runs idx_slice_under() at a
- * lower priority (as indexing does) and writes into a small ring; MHD
- * takes the answer from the ring through a callback response (chunked),
- * which copies what is there and returns. When the ring is empty the
- * callback suspends the connection (MHD_ALLOW_SUSPEND_RESUME) and the
- * producer resumes it when it has written more or ended; when the ring is
- * full the producer waits. So memory is the slicer's (as indexing's) plus
- * the ring, whatever the window, and a slow client only slows its own
- * producer.
+ * order), so it is never made on an MHD worker and never on the loop, and
+ * never here: the daemon makes it in its pool (api_hooks.slice, with the
+ * category rules it holds, at the indexer's lower priority), handing the
+ * document to ring_write() into a small ring; MHD takes the answer from
+ * the ring through a callback response (chunked), which copies what is
+ * there and returns. When the ring is empty the callback suspends the
+ * connection (MHD_ALLOW_SUSPEND_RESUME) and the producer resumes it when
+ * it has written more or ended; when the ring is full the producer waits.
+ * So memory is the slicer's (as indexing's) plus the ring, whatever the
+ * window, and a slow client only slows its own producer.
  *
- * Lifetime: a job has two owners, its producer and its response; the last
- * to let go frees it. The response goes when MHD is done with the
- * connection (the client read all, went away, or the daemon stops): the
- * producer then sees `gone`, stops at its next event and touches the
- * connection never again. A failure after the 200 is sent cuts the
+ * Lifetime: a job has two owners, its producer (the daemon's, until it
+ * calls done) and its response; the last to let go frees it. The response goes
+ * when MHD is done with the connection (the client read all, went away, or the
+ * daemon stops): the producer then sees `gone`, stops at its next event and
+ * touches the connection never again. A failure after the 200 is sent cuts the
  * chunked answer short (MHD_CONTENT_READER_END_WITH_ERROR): the client
  * sees an incomplete transfer, never a complete-looking document.
  * Errors found before (no such rank, the file gone, swapped for a link,
  * or changed since it was indexed) are JSON errors as everywhere.
  *
  * Bounds: at most API_SLICES slices at once (429 beyond, field "slice");
- * the window is checked (start_ns < end_ns, both integers >= 0).
+ * the window is checked (start_ns < end_ns, both integers >= 0). A slot
+ * is not held by a client that does not read: while the producer waits
+ * for room, a client that read less than slice_min_bytes_per_s over
+ * slice_window_s (the producer having waited for it half that time at
+ * least), or a slice older than slice_timeout_s, ends the slice (cut
+ * short, as any failure after the 200) and frees its slot.
  */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "api/api_int.h"
 #include "common/file.h"
-#include "index/index.h"
 
-#define API_SLICES  2            /* slices at once */
-#define SLICE_RING  (256u << 10) /* bytes between producer and MHD */
-#define SLICE_NICE  10           /* the producer's priority, as indexing */
-#define SLICE_BLOCK (64u << 10)  /* MHD's block size for the answer */
+#define SLICE_RING    (256u << 10) /* bytes between producer and MHD */
+#define SLICE_BLOCK   (64u << 10)  /* MHD's block size for the answer */
+#define SLICE_TICK_NS 250000000    /* a waiting producer looks at its client */
 
 enum job_state { JOB_RUNNING, JOB_DONE, JOB_FAILED };
 
 struct slice_job {
   struct api_slices *sl;
-  char *root, *path;      /* the rank's file under the capture's folder */
-  const char *rules_file; /* cfg's category_rules (borrowed) */
-  char what[64];          /* "capture 3 rank 1", for the log */
-  struct idx_slice_opts o;
+  char *root, *path;        /* the rank's file under the capture's folder */
+  char format[16];          /* as it was indexed */
+  char what[64];            /* "capture 3 rank 1", for the log */
+  struct api_slice_req req; /* what the daemon is asked, pointing here */
   atomic_bool cancel;
 
   pthread_mutex_t lock; /* guards the rest */
@@ -66,6 +69,11 @@ struct slice_job {
   struct MHD_Connection *conn;
   int owners; /* the producer and the response */
   struct slice_job *next;
+  /* Its client (slow_client()): ns on CLOCK_MONOTONIC. */
+  int64_t started_ns, deadline_ns;      /* slice_timeout_s */
+  int64_t window_ns, min_per_s;         /* slice_window_s, its floor */
+  int64_t win_start_ns, win_blocked_ns; /* the window, the wait in it */
+  uint64_t sent, win_sent;              /* bytes handed to MHD */
 };
 
 struct api_slices {
@@ -121,18 +129,83 @@ static void wake(struct slice_job *j)
 
 /* ---- the producer ---- */
 
-/* idx_write_fn: into the ring, waiting for room. */
+static int64_t mono_ns(void)
+{
+  struct timespec ts;
+
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Whether j's client has held it too long (job lock held): the slice is
+ * older than slice_timeout_s, or over the last window, the producer
+ * having waited for room at least half of it, the client read less than
+ * slice_min_bytes_per_s. Says why on stderr. */
+static bool slow_client(struct slice_job *j, int64_t now)
+{
+  int64_t elapsed = now - j->win_start_ns;
+  uint64_t read = j->sent - j->win_sent;
+  bool slow;
+
+  if (now >= j->deadline_ns) {
+    fprintf(stderr,
+            "traced: slice of %s ended: it took longer than "
+            "slice_timeout_s (%lld s)\n",
+            j->what,
+            (long long)((j->deadline_ns - j->started_ns) / 1000000000));
+    return true;
+  }
+  if (elapsed < j->window_ns)
+    return false;
+  slow = j->min_per_s > 0 && j->win_blocked_ns * 2 >= elapsed &&
+         (double)read * 1e9 < (double)j->min_per_s * (double)elapsed;
+  j->win_start_ns = now;
+  j->win_sent = j->sent;
+  j->win_blocked_ns = 0;
+  if (slow)
+    fprintf(stderr,
+            "traced: slice of %s ended: its client read %.0f bytes/s, "
+            "below slice_min_bytes_per_s (%lld)\n",
+            j->what, (double)read * 1e9 / (double)elapsed,
+            (long long)j->min_per_s);
+  return slow;
+}
+
+/* Waits for room in the ring (job lock held), a tick at a time, until
+ * there is, the response is gone, or the client is too slow (then j is
+ * cancelled). */
+static void wait_for_room(struct slice_job *j)
+{
+  int64_t now = mono_ns();
+
+  while (!j->gone && j->len == SLICE_RING && !atomic_load(&j->cancel)) {
+    struct timespec until = { (now + SLICE_TICK_NS) / 1000000000,
+                              (now + SLICE_TICK_NS) % 1000000000 };
+    int64_t was = now;
+
+    if (slow_client(j, now)) {
+      atomic_store(&j->cancel, true);
+      return;
+    }
+    pthread_cond_timedwait(&j->room, &j->lock, &until);
+    now = mono_ns();
+    j->win_blocked_ns += now - was;
+  }
+}
+
+/* api_slice_req.write: into the ring, waiting for room. */
 static int ring_write(void *ud, const char *p, size_t n)
 {
   struct slice_job *j = ud;
 
   pthread_mutex_lock(&j->lock);
-  while (n > 0) {
+  if (slow_client(j, mono_ns()))
+    atomic_store(&j->cancel, true);
+  while (n > 0 && !atomic_load(&j->cancel)) {
     size_t at, k, first;
 
-    while (!j->gone && j->len == SLICE_RING)
-      pthread_cond_wait(&j->room, &j->lock);
-    if (j->gone)
+    wait_for_room(j);
+    if (j->gone || atomic_load(&j->cancel))
       break;
     at = (j->head + j->len) % SLICE_RING;
     k = SLICE_RING - j->len < n ? SLICE_RING - j->len : n;
@@ -148,24 +221,14 @@ static int ring_write(void *ud, const char *p, size_t n)
   return n == 0 ? 0 : TR_ECONFLICT;
 }
 
-static void *produce(void *arg)
+/* api_slice_req.done: the producer lets go. */
+static void produced(void *ud, int rc, const char *msg)
 {
-  struct slice_job *j = arg;
+  struct slice_job *j = ud;
   struct api_slices *sl = j->sl;
-  struct idx_rules *rules = NULL;
-  struct tr_err err = { 0 };
-  int rc;
 
-  (void)setpriority(PRIO_PROCESS, (id_t)gettid(), SLICE_NICE);
-  /* The daemon's own rules (category_rules), read as the runner reads
-   * them: the idle cause "collective" follows the categories. */
-  rc = idx_rules_load(j->rules_file, &rules, &err);
-  j->o.rules = rules;
-  if (rc == 0)
-    rc = idx_slice_under(j->root, j->path, &j->o, ring_write, j, NULL, &err);
-  idx_rules_free(rules);
   if (rc != 0 && !atomic_load(&j->cancel))
-    fprintf(stderr, "traced: slice of %s failed: %s\n", j->what, err.msg);
+    fprintf(stderr, "traced: slice of %s failed: %s\n", j->what, msg);
   /* The slot frees before the end is told: a client that has read the
    * whole answer finds it free. */
   pthread_mutex_lock(&sl->lock);
@@ -179,7 +242,6 @@ static void *produce(void *arg)
   sl->running--;
   pthread_cond_broadcast(&sl->ended);
   pthread_mutex_unlock(&sl->lock);
-  return NULL;
 }
 
 /* ---- MHD's side ---- */
@@ -201,6 +263,7 @@ static ssize_t on_read(void *cls, uint64_t pos, char *buf, size_t max)
     memcpy(buf + first, j->ring, k - first);
     j->head = (j->head + k) % SLICE_RING;
     j->len -= k;
+    j->sent += k;
     pthread_cond_signal(&j->room);
     ret = (ssize_t)k;
   } else if (j->state == JOB_DONE) {
@@ -268,8 +331,8 @@ void api_slices_free(struct api_slices *sl)
 
 /* ---- the route ---- */
 
-/* The window and the findings flag from the query into o. */
-static int slice_query(struct api_req *r, struct idx_slice_opts *o,
+/* The window and the findings flag from the query into q. */
+static int slice_query(struct api_req *r, struct api_slice_req *q,
                        struct tr_err *err)
 {
   static const char *const names[] = { "start_ns", "end_ns", "findings", NULL };
@@ -289,15 +352,15 @@ static int slice_query(struct api_req *r, struct idx_slice_opts *o,
   if (end <= start)
     return tr_err_set(err, TR_EINVAL, "end_ns",
                       "end_ns must be greater than start_ns");
-  o->start_ns = start;
-  o->end_ns = end;
-  o->findings = strcmp(findings, "true") == 0;
+  q->start_ns = start;
+  q->end_ns = end;
+  q->findings = strcmp(findings, "true") == 0;
   return 0;
 }
 
 /* The file a slice of rank r of capture cap reads, checked now so that a
  * refusal is a JSON error: under its folder, a regular file, the size it
- * had when indexed. Fills j's root, path and format. */
+ * had when indexed. Fills j's root. */
 static enum MHD_Result check_file(struct api_req *r, json_t *cap,
                                   const struct store_trace *t,
                                   struct slice_job *j)
@@ -319,25 +382,18 @@ static enum MHD_Result check_file(struct api_req *r, json_t *cap,
                            "the trace file is %lld bytes, %lld when it was "
                            "indexed: it changed since",
                            (long long)sb.st_size, (long long)t->file_bytes);
-  /* The format it was indexed as (an import may have forced it). */
-  if (idx_format_parse(t->format, &j->o.format) != 0)
-    j->o.format = IDX_FORMAT_AUTO;
   return MHD_YES;
 }
 
-/* Starts j's producer, counted; false when at the bound or stopping. */
-static bool start_producer(struct api_slices *sl, struct slice_job *j)
+/* Hands j to the daemon, counted; false when at the bound or stopping. */
+static bool start_producer(struct api *api, struct slice_job *j)
 {
-  pthread_attr_t attr;
-  pthread_t tid;
+  struct api_slices *sl = api->slices;
   bool ok = false;
 
   pthread_mutex_lock(&sl->lock);
-  if (!sl->stopping && sl->busy < API_SLICES && pthread_attr_init(&attr) == 0) {
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    ok = pthread_create(&tid, &attr, produce, j) == 0;
-    pthread_attr_destroy(&attr);
-  }
+  if (!sl->stopping && sl->busy < API_SLICES && api->hooks.slice != NULL)
+    ok = api->hooks.slice(api->hooks.ud, &j->req) == 0;
   if (ok) {
     sl->busy++;
     sl->running++;
@@ -351,17 +407,28 @@ static bool start_producer(struct api_slices *sl, struct slice_job *j)
 static struct slice_job *job_new(struct api_req *r, int64_t id, int64_t rank)
 {
   struct slice_job *j = calloc(1, sizeof(*j));
+  const struct cfg *cfg = r->api->cfg;
+  pthread_condattr_t attr;
 
   if (j == NULL)
     return NULL;
   pthread_mutex_init(&j->lock, NULL);
-  pthread_cond_init(&j->room, NULL);
+  pthread_condattr_init(&attr);
+  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+  pthread_cond_init(&j->room, &attr);
+  pthread_condattr_destroy(&attr);
   atomic_init(&j->cancel, false);
+  j->started_ns = j->win_start_ns = mono_ns();
+  j->deadline_ns = j->started_ns + (int64_t)cfg->slice_timeout_s * 1000000000;
+  j->window_ns = (int64_t)cfg->slice_window_s * 1000000000;
+  j->min_per_s = cfg->slice_min_bytes_per_s;
   j->sl = r->api->slices;
   j->conn = r->conn;
-  j->o.cancel = &j->cancel;
-  j->o.max_kernel_names = (uint32_t)r->api->cfg->max_kernel_names;
-  j->rules_file = r->api->cfg->category_rules;
+  j->req.format = j->format;
+  j->req.cancel = &j->cancel;
+  j->req.write = ring_write;
+  j->req.done = produced;
+  j->req.ud = j;
   snprintf(j->what, sizeof(j->what), "capture %lld rank %lld", (long long)id,
            (long long)rank);
   return j;
@@ -375,7 +442,7 @@ static enum MHD_Result stream(struct api_req *r, struct slice_job *j,
   char disp[160];
 
   j->owners = 2; /* before the producer can let go */
-  if (!start_producer(j->sl, j)) {
+  if (!start_producer(r->api, j)) {
     job_free(j);
     return api_reply_error(r, 429, "busy", "slice",
                            "%d slices are being made: retry when one ends",
@@ -390,8 +457,8 @@ static enum MHD_Result stream(struct api_req *r, struct slice_job *j,
   snprintf(disp, sizeof(disp),
            "attachment; filename=\"capture%lld-rank%lld-slice-%lld-%lld"
            ".json\"",
-           (long long)id, (long long)rank, (long long)j->o.start_ns,
-           (long long)j->o.end_ns);
+           (long long)id, (long long)rank, (long long)j->req.start_ns,
+           (long long)j->req.end_ns);
   MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
                           "application/json");
   MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_DISPOSITION, disp);
@@ -401,7 +468,7 @@ static enum MHD_Result stream(struct api_req *r, struct slice_job *j,
 enum MHD_Result api_get_slice(struct api_req *r)
 {
   struct store_trace t = { NULL, 0, 0, 0, "" };
-  struct idx_slice_opts o = { 0 };
+  struct api_slice_req q = { 0 };
   struct tr_err err = { 0 };
   struct slice_job *j = NULL;
   enum MHD_Result ret;
@@ -411,23 +478,26 @@ enum MHD_Result api_get_slice(struct api_req *r)
 
   if (api_path_id(r, &id, &err) != 0 ||
       api_parse_int(r->seg[3], "rank", 0, INT_MAX, &rank, &err) != 0 ||
-      slice_query(r, &o, &err) != 0 ||
+      slice_query(r, &q, &err) != 0 ||
       (st = api_store(r, STORE_RO, &err)) == NULL ||
       api_capture_brief(st, id, &cap, &err) != 0 ||
       store_rank_trace(st, id, (int)rank, &t, &err) != 0) {
     json_decref(cap);
-    return api_reply_err(r, &err);
+    return api_reply_tr_err(r, &err);
   }
   if ((j = job_new(r, id, rank)) == NULL) {
     ret = MHD_NO;
   } else {
-    j->o.start_ns = o.start_ns;
-    j->o.end_ns = o.end_ns;
-    j->o.findings = o.findings;
-    j->o.t0_ns = t.t0_ns;
+    j->req.start_ns = q.start_ns;
+    j->req.end_ns = q.end_ns;
+    j->req.findings = q.findings;
+    j->req.t0_ns = t.t0_ns;
+    snprintf(j->format, sizeof(j->format), "%s", t.format);
     j->path = t.path;
     t.path = NULL;
     ret = check_file(r, cap, &t, j);
+    j->req.root = j->root;
+    j->req.path = j->path;
     if (!r->answered)
       ret = stream(r, j, id, rank);
     else

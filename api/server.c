@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "api/api_int.h"
+#include "common/net.h"
 #include "common/stats.h"
 
 const struct api_route api_routes[] = {
@@ -282,7 +283,7 @@ enum MHD_Result api_get_healthz(struct api_req *r)
   char reason[256];
 
   if (api_query_check(r, no_params, &err) != 0)
-    return api_reply_err(r, &err);
+    return api_reply_tr_err(r, &err);
   if (tr_stats_store_degraded(reason, sizeof(reason))) {
     json_t *why = json_string(reason); /* NULL: not UTF-8 (a path's bytes) */
 
@@ -413,10 +414,10 @@ enum MHD_Result api_get_metrics(struct api_req *r)
   FILE *f;
 
   if (api_query_check(r, no_params, &err) != 0)
-    return api_reply_err(r, &err);
+    return api_reply_tr_err(r, &err);
   st = api_store(r, STORE_RO, &err);
   if (st == NULL || store_status_counts(st, &counts, &err) != 0)
-    return api_reply_err(r, &err);
+    return api_reply_tr_err(r, &err);
   f = open_memstream(&text, &len);
   if (f == NULL) {
     json_decref(counts);
@@ -534,13 +535,13 @@ int api_start(const struct cfg *cfg, const struct api_hooks *hooks,
               struct api **out, struct tr_err *err)
 {
   struct api *api = calloc(1, sizeof(*api));
-  int fd;
+  int fd, rc;
 
   if (api == NULL)
     return tr_err_set(err, TR_ENOMEM, "", "out of memory");
   api->cfg = cfg;
   api->hooks = *hooks;
-  api->loopback = cfg_listen_loopback(cfg);
+  api->loopback = tr_listen_loopback(cfg->listen);
   api->hits = calloc((NROUTES + 1) * API_CODES, sizeof(*api->hits));
   api->cache = api_cache_new((size_t)cfg->answer_cache_mb << 20);
   api->slices = api_slices_new();
@@ -554,6 +555,10 @@ int api_start(const struct cfg *cfg, const struct api_hooks *hooks,
   }
   pthread_mutex_init(&api->lock, NULL);
   pthread_mutex_init(&api->log_lock, NULL);
+  if ((rc = api_token_load(api, err)) != 0) {
+    api_stop(api);
+    return rc;
+  }
   raise_fd_limit((rlim_t)cfg->max_connections + FDS_BESIDE);
   fd = listen_on(cfg->listen, &api->port, err);
   if (fd < 0) {
@@ -613,5 +618,6 @@ void api_stop(struct api *api)
   pthread_mutex_destroy(&api->log_lock);
   api_cache_free(api->cache);
   free(api->hits);
+  free(api->token);
   free(api);
 }

@@ -10,9 +10,10 @@
 #include <string.h>
 
 #include "api/api_int.h"
+#include "api/policy.h"
+#include "common/chat_template.h"
 #include "common/lifecycle.h"
 #include "common/preset.h"
-#include "index/index.h"
 
 #define MODEL_MAX     4096
 #define LABEL_MAX     1024
@@ -95,57 +96,6 @@ static int check_words(json_t *v, const char *field, struct tr_err *err)
   return 0;
 }
 
-/* Flags traced sets itself, or that would make ATOM's server or bench
- * (run as root) write or read a file of the client's choice. Both parse
- * with ATOM's FlexibleArgumentParser (atom/utils/arg_parser.py): every
- * long flag in kebab and snake spelling, and argparse's allow_abbrev (left
- * on in atom/entrypoints/openai/api_server.py and benchmark_serving.py)
- * takes any unambiguous prefix, with "=value" or not; the last flag wins,
- * so a word given here would override traced's own. */
-struct own_flag {
-  const char *member; /* server_args or bench_args */
-  const char *flag;   /* as ATOM registers it */
-  const char *why;
-};
-
-static const struct own_flag own_flags[] = {
-  { "server_args", "--model", "traced passes the request's model" },
-  { "server_args", "--tensor-parallel-size", "traced passes the capture's tp" },
-  { "server_args", "-tp", "traced passes the capture's tp" },
-  { "server_args", "--server-port", "traced's atom_port is where it polls" },
-  { "server_args", "--torch-profiler-dir",
-    "traced gives each capture its own trace folder" },
-  { "server_args", "--request-log",
-    "the server would write that file wherever a client says, as root" },
-  { "bench_args", "--result-dir",
-    "the bench would write its result wherever a client says, as root" },
-  { "bench_args", "--result-filename",
-    "traced reads the bench's result from bench_result" },
-  { "bench_args", "--dataset-path",
-    "the bench would read a file of the client's choice, as root" },
-};
-
-/* True when argparse would take word (before any "=value") as flag: an
- * unambiguous prefix of it in either spelling; for the short -tp, any
- * word starting like it (-t, -tp, -tp8). */
-static bool sets_flag(const char *word, const char *flag)
-{
-  size_t n = strcspn(word, "=");
-  char snake[64];
-
-  if (flag[1] != '-')
-    return word[0] == '-' && word[1] == flag[1] &&
-           (n == 2 || strncmp(word, flag, strlen(flag)) == 0 ||
-            strncmp(word, flag, n) == 0);
-  if (n <= 2 || strncmp(word, "--", 2) != 0 || n > strlen(flag))
-    return false;
-  snprintf(snake, sizeof(snake), "%s", flag);
-  for (char *c = snake + 2; *c != '\0'; c++)
-    if (*c == '-')
-      *c = '_';
-  return strncmp(word, flag, n) == 0 || strncmp(word, snake, n) == 0;
-}
-
 /* A word holding a space must be JSON whose compact form has none: ATOM's
  * start and bench scripts pass their extra words unquoted ($EXTRA_ARGS),
  * so the shell splits them again at whitespace; a JSON value is stored
@@ -174,26 +124,18 @@ static int check_spaced(json_t *arr, size_t i, const char *item,
   return rc;
 }
 
-/* server_args and bench_args words: none may set one of own_flags, and
- * one with a space must be JSON (stored compact). */
-static int check_argv(json_t *arr, const char *member, struct tr_err *err)
+/* server_args and bench_args words: one with a space must be JSON
+ * (stored compact). What each word may do is api/policy.c's, once the
+ * preset is known (check_authority()). */
+static int compact_words(json_t *arr, const char *member, struct tr_err *err)
 {
   char item[64];
   size_t i;
   json_t *w;
 
   json_array_foreach(arr, i, w) {
-    const char *word = json_string_value(w);
-
     snprintf(item, sizeof(item), "%s[%zu]", member, i);
-    for (size_t k = 0; k < sizeof(own_flags) / sizeof(own_flags[0]); k++)
-      if (strcmp(own_flags[k].member, member) == 0 &&
-          sets_flag(word, own_flags[k].flag))
-        return tr_err_set(err, TR_EINVAL, item,
-                          "%s \"%.200s\" would set %s, which may not be given "
-                          "here: %s",
-                          item, word, own_flags[k].flag, own_flags[k].why);
-    if (strchr(word, ' ') != NULL &&
+    if (strchr(json_string_value(w), ' ') != NULL &&
         check_spaced(arr, i, item,
                      strcmp(member, "bench_args") ? "the server" : "the bench",
                      err) != 0)
@@ -202,22 +144,12 @@ static int check_argv(json_t *arr, const char *member, struct tr_err *err)
   return 0;
 }
 
-static bool env_name_ok(const char *name)
+/* The server's environment, its shape: an object of at most ENV_MAX
+ * strings (the names and values: api/policy.c). */
+static int check_env(json_t *v, struct tr_err *err)
 {
-  if (!isalpha((unsigned char)name[0]) && name[0] != '_')
-    return false;
-  for (const char *p = name + 1; *p != '\0'; p++)
-    if (!isalnum((unsigned char)*p) && *p != '_')
-      return false;
-  return true;
-}
-
-/* The server's environment: names of env_allow's prefixes only, so that a
- * client can never set LD_PRELOAD, PATH and the like. */
-static int check_env(const struct cfg *cfg, json_t *v, struct tr_err *err)
-{
-  char field[64];
-  const char *name, *why, *pattern;
+  char field[80];
+  const char *name;
   json_t *val;
 
   if (!json_is_object(v))
@@ -227,24 +159,7 @@ static int check_env(const struct cfg *cfg, json_t *v, struct tr_err *err)
     return tr_err_set(err, TR_EINVAL, "env", "env has more than %d variables",
                       ENV_MAX);
   json_object_foreach(v, name, val) {
-    snprintf(field, sizeof(field), "env.%s", name);
-    if (!env_name_ok(name))
-      return tr_err_set(err, TR_EINVAL, field,
-                        "%s: a variable name is [A-Za-z_][A-Za-z0-9_]*", field);
-    if ((why = cfg_env_denied(name, &pattern)) != NULL)
-      return tr_err_set(err, TR_EINVAL, field,
-                        "%s may never be set: it matches %s (%s); no "
-                        "env_allow admits it",
-                        name, pattern, why);
-    if (!cfg_env_allowed(cfg, name))
-      return tr_err_set(err, TR_EINVAL, field,
-                        "%s may not be set: env takes only names starting "
-                        "with a prefix of env_allow",
-                        name);
-    /* traced sets it from "more", whose rule must not be side-stepped. */
-    if (strcmp(name, "ATOM_PROFILER_MORE") == 0)
-      return tr_err_set(err, TR_EINVAL, field,
-                        "ATOM_PROFILER_MORE is set by traced: use \"more\"");
+    snprintf(field, sizeof(field), "env.%.70s", name);
     if (check_string(val, field, ENV_VALUE_MAX, true, err) != 0)
       return TR_EINVAL;
   }
@@ -263,8 +178,8 @@ static int check_model(json_t *v, struct tr_err *err)
   return 0;
 }
 
-static int check_member(const struct cfg *cfg, const struct tr_member *m,
-                        json_t *v, struct tr_err *err)
+static int check_member(const struct tr_member *m, json_t *v,
+                        struct tr_err *err)
 {
   switch (m->type) {
   case TR_M_MODEL: return check_model(v, err);
@@ -277,8 +192,8 @@ static int check_member(const struct cfg *cfg, const struct tr_member *m,
   case TR_M_WORDS:
     if (check_words(v, m->name, err) != 0)
       return TR_EINVAL;
-    return check_argv(v, m->name, err);
-  case TR_M_ENV: return check_env(cfg, v, err);
+    return compact_words(v, m->name, err);
+  case TR_M_ENV: return check_env(v, err);
   case TR_M_TEXT: return check_string(v, m->name, LABEL_MAX, false, err);
   }
   return 0;
@@ -329,7 +244,7 @@ static int load_object(const char *body, size_t len, json_t **out,
 }
 
 /* Checks every member present and fills in the defaults. */
-static int check_capture(const struct cfg *cfg, json_t *obj, struct tr_err *err)
+static int check_capture(json_t *obj, struct tr_err *err)
 {
   char names[256];
   const char *name;
@@ -343,7 +258,7 @@ static int check_capture(const struct cfg *cfg, json_t *obj, struct tr_err *err)
       return tr_err_set(err, TR_EINVAL, name,
                         "unknown member \"%s\" (members: %s)", name, names);
     }
-    if (check_member(cfg, m, v, err) != 0)
+    if (check_member(m, v, err) != 0)
       return TR_EINVAL;
   }
   if (json_object_get(obj, "model") == NULL)
@@ -360,27 +275,101 @@ static int check_capture(const struct cfg *cfg, json_t *obj, struct tr_err *err)
   return 0;
 }
 
-/* A variant names a row of the model's entry in models.json: one that is
- * not there is refused now, naming the labels that are (the file is the
- * operator's and small; reading it here costs a request a few ms). */
-static int check_variant(const struct cfg *cfg, json_t *obj, struct tr_err *err)
+/* The preset of the request (models.json: the admin's file, small; read
+ * here so that a variant that is not there is a 400 naming the labels
+ * that are). Returns 1 found, 0 none, or an error. */
+static int find_preset(const struct cfg *cfg, json_t *obj,
+                       struct tr_preset *pre, struct tr_err *err)
 {
   const char *variant = json_string_value(json_object_get(obj, "variant"));
-  struct tr_preset pre = { 0 };
+  const char *why, *file;
+  char path[4096];
+
+  if ((file = tr_preset_file(cfg, path, sizeof(path), &why)) == NULL) {
+    if (variant != NULL && variant[0] != '\0')
+      return tr_err_set(err, TR_EINVAL, "variant",
+                        "variant \"%s\" asked for, but there is no "
+                        "models.json: %s",
+                        variant, why);
+    return 0;
+  }
+  return tr_preset_find(file, json_string_value(json_object_get(obj, "model")),
+                        variant, pre, err);
+}
+
+/* Whether the bench would crash on --use-chat-template (ATOM's rules:
+ * common/chat_template.h), for the model the capture launches. */
+static int check_template(const struct tr_preset *pre, json_t *obj,
+                          const char *model, struct tr_err *err)
+{
+  json_t *words = json_object_get(obj, "bench_args");
+  char **req = NULL, **var = NULL;
+  enum tr_chat_given given = TR_CHAT_NOT_GIVEN;
+  struct tr_chat_probe probe;
+  struct tr_chat chat;
+  size_t i, n = 0;
+  json_t *w;
   int rc;
 
-  if (variant == NULL || variant[0] == '\0')
-    return 0;
-  if (cfg->models_json[0] == '\0')
-    return tr_err_set(err, TR_EINVAL, "variant",
-                      "variant \"%s\" asked for, but traced has no "
-                      "models_json",
-                      variant);
-  rc = tr_preset_find(cfg->models_json,
-                      json_string_value(json_object_get(obj, "model")), variant,
-                      &pre, err);
+  if ((req = calloc(json_array_size(words) + 1, sizeof(*req))) == NULL)
+    return tr_err_set(err, TR_ENOMEM, "", "out of memory");
+  json_array_foreach(words, i, w) req[n++] = (char *)json_string_value(w);
+  if (tr_atom_opt_given(TR_ATOM_BENCH, req, "--use-chat-template"))
+    given = TR_CHAT_REQUEST;
+  else if (pre->model != NULL) {
+    var = tr_shell_words(json_string_value(
+                             json_object_get(pre->variant, "bench_args")),
+                         "bench_args", NULL);
+    given = tr_atom_opt_given(TR_ATOM_BENCH, var, "--use-chat-template")
+                ? TR_CHAT_PRESET_ON
+                : TR_CHAT_PRESET_OFF;
+  }
+  rc = tr_chat_probe(model, &probe, err);
+  if (rc == 0)
+    rc = tr_chat_decide(given, &probe, &chat, err);
+  tr_words_free(var);
+  free(req);
+  return rc;
+}
+
+/* What the request may make root do (api/policy.c): the model and the
+ * checkpoint it launches, every word, the env, the chat template. */
+static int check_authority(const struct cfg *cfg, json_t *obj,
+                           struct tr_err *err)
+{
+  struct tr_preset pre = { 0 };
+  char *real = NULL, *launched = NULL, *launched_real = NULL;
+  bool trusts;
+  int rc;
+
+  rc = api_policy_model(cfg, json_string_value(json_object_get(obj, "model")),
+                        "model", &real, err);
+  if (rc == 0 && (rc = find_preset(cfg, obj, &pre, err)) > 0)
+    rc = 0;
+  if (rc == 0 && pre.model != NULL && real != NULL &&
+      ((launched = tr_preset_model_path(real, &pre)) == NULL ||
+       (rc = api_policy_path(cfg, launched, "variant", &launched_real,
+                             err)) != 0))
+    rc = rc ? rc : tr_err_set(err, TR_ENOMEM, "", "out of memory");
+  trusts = json_is_true(json_object_get(json_object_get(pre.model, "config"),
+                                        "trust_remote_code"));
+  if (rc == 0)
+    rc = api_policy_words(cfg, TR_ATOM_SERVER,
+                          json_object_get(obj, "server_args"), "server_args",
+                          trusts, err);
+  if (rc == 0)
+    rc = api_policy_words(cfg, TR_ATOM_BENCH,
+                          json_object_get(obj, "bench_args"), "bench_args",
+                          false, err);
+  if (rc == 0)
+    rc = api_policy_env(cfg, json_object_get(obj, "env"), err);
+  if (rc == 0 && real != NULL)
+    rc = check_template(&pre, obj, launched_real ? launched_real : real, err);
   tr_preset_free(&pre);
-  return rc < 0 ? rc : 0;
+  free(real);
+  free(launched);
+  free(launched_real);
+  return rc;
 }
 
 /* The request as it will be stored, at most max_params_bytes: each
@@ -405,9 +394,9 @@ int api_parse_capture(const struct cfg *cfg, const char *body, size_t len,
 
   if (load_object(body, len, &obj, err) != 0)
     return TR_EINVAL;
-  rc = check_capture(cfg, obj, err);
+  rc = check_capture(obj, err);
   if (rc == 0)
-    rc = check_variant(cfg, obj, err);
+    rc = check_authority(cfg, obj, err);
   if (rc != 0) {
     json_decref(obj);
     return rc;
@@ -444,11 +433,30 @@ bool api_import_config(const char *name)
   return false;
 }
 
-int api_parse_import(const char *body, size_t len, json_t **params,
-                     struct tr_err *err)
+static bool in(const char *word, const char *const *list)
+{
+  for (size_t i = 0; list[i] != NULL; i++)
+    if (strcmp(word, list[i]) == 0)
+      return true;
+  return false;
+}
+
+/* "a, b, c" of a NULL-terminated list, into buf. */
+static const char *one_of(const char *const *list, char *buf, size_t size)
+{
+  size_t n = 0;
+
+  buf[0] = '\0';
+  for (size_t i = 0; list[i] != NULL && n < size; i++)
+    n += (size_t)snprintf(buf + n, size - n, "%s%s", i == 0 ? "" : ", ",
+                          list[i]);
+  return buf;
+}
+
+int api_parse_import(const char *const *formats, const char *body, size_t len,
+                     json_t **params, struct tr_err *err)
 {
   char names[128];
-  enum idx_format format;
   const char *name, *fmt;
   json_t *obj, *v;
   int rc = 0;
@@ -463,7 +471,7 @@ int api_parse_import(const char *body, size_t len, json_t **params,
     else if (strcmp(name, "format") == 0)
       rc = check_string(v, name, 16, false, err);
     else if (api_import_config(name))
-      rc = check_member(NULL, tr_member_find(name), v, err);
+      rc = check_member(tr_member_find(name), v, err);
     else
       rc = tr_err_set(err, TR_EINVAL, name,
                       "unknown member \"%s\" (members: path, label, "
@@ -476,9 +484,9 @@ int api_parse_import(const char *body, size_t len, json_t **params,
   if (rc == 0 && json_object_get(obj, "path") == NULL)
     rc = tr_err_set(err, TR_EINVAL, "path", "path is required");
   fmt = json_string_value(json_object_get(obj, "format"));
-  if (rc == 0 && fmt != NULL && idx_format_parse(fmt, &format) != 0)
+  if (rc == 0 && fmt != NULL && !in(fmt, formats))
     rc = tr_err_set(err, TR_EINVAL, "format", "format must be one of %s",
-                    idx_format_names(names, sizeof(names), ", "));
+                    one_of(formats, names, sizeof(names)));
   if (rc == 0 && fmt == NULL &&
       json_object_set_new(obj, "format", json_string("auto")) != 0)
     rc = tr_err_set(err, TR_ENOMEM, "", "out of memory");

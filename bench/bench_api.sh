@@ -11,7 +11,7 @@
 # its answer cache (answer_cache_mb = 0: the big import resumes, as after
 # any restart) and runs
 #   GET /captures/<id>/kernels?limit=N  (a new N each request, uncached:
-#                                        issue 11's row)
+#                                        the sums' row)
 # Prints req/s, p99 latency and errors of each run. Targets: >= 2000
 # req/s, p99 <= 20 ms, no errors; the uncached row >= 5000 req/s, p99 <
 # 20 ms.

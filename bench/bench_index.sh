@@ -1,5 +1,5 @@
 #!/bin/sh
-# Indexing speed and memory on big traces (issue 11's targets), in one run:
+# Indexing speed and memory on big traces (docs/BENCHMARKS.md), in one run:
 #   traced index (ISA-L build) <= 1.5 x `igzip -dc FILE >/dev/null` wall;
 #   traced index (zlib build)  <= 1.2 x `zcat FILE >/dev/null` wall;
 #   peak RSS < 32 MB on the 1 GB and on the 4 GB trace alike.

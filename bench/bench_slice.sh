@@ -1,5 +1,5 @@
 #!/bin/sh
-# Slices of a 1 GB trace through the daemon (issue 10 item 3's target):
+# Slices of a 1 GB trace through the daemon (docs/BENCHMARKS.md):
 # the daemon's peak RSS (VmHWM) under 64 MB while it streams a slice, the
 # answer valid JSON holding exactly the window's events (counted from the
 # generator's source trace and checked byte for byte; the whole span

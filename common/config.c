@@ -1,88 +1,72 @@
+/*
+ * The settings' rows (config.h's CFG_SETTINGS) as a table that drives the
+ * defaults, the file, the command line, `traced --help` and the checks;
+ * the checks themselves; and the env deny policy capture requests are
+ * judged by.
+ */
 #include "common/config.h"
 
-#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
-#include <fnmatch.h>
-#include <netdb.h>
-#include <netinet/in.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/file.h"
+#include "common/net.h"
 
-#define DEFAULT_ENV_ALLOW                                                      \
-  "ATOM_ AITER_ HSA_ HIP_ AMD_ V4_ NCCL_ RCCL_ MIOPEN_ TORCH_ PYTORCH_"
+enum type { T_STR, T_INT, T_LIST, T_ENUM };
 
-enum key_type { K_STR, K_INT, K_LIST_COLON, K_LIST_SPACE, K_PROFILE };
-
-struct key {
+struct setting {
   const char *name;
-  enum key_type type;
+  enum type type;
   size_t offset;
-  int min, max; /* for K_INT */
+  int lo, hi;                /* T_INT */
+  const char *seps;          /* T_LIST */
+  const char *const *values; /* T_ENUM, NULL-terminated */
+  const char *dflt;          /* as text; NULL: none */
+  int (*check)(struct cfg *cfg, const struct setting *s, struct tr_err *err);
+  const char *help;
 };
 
-#define STR(f)                                                                 \
-  {                                                                            \
-#f, K_STR, offsetof(struct cfg, f), 0, 0                                   \
-  }
-#define INT(f, lo, hi)                                                         \
-  {                                                                            \
-#f, K_INT, offsetof(struct cfg, f), lo, hi                                 \
-  }
+static int check_listen(struct cfg *cfg, const struct setting *s,
+                        struct tr_err *err);
+static int check_auth(struct cfg *cfg, const struct setting *s,
+                      struct tr_err *err);
+static int default_script(struct cfg *cfg, const struct setting *s,
+                          struct tr_err *err);
+static int default_jobs(struct cfg *cfg, const struct setting *s,
+                        struct tr_err *err);
+static int check_webhook(struct cfg *cfg, const struct setting *s,
+                         struct tr_err *err);
+static int check_list_limit(struct cfg *cfg, const struct setting *s,
+                            struct tr_err *err);
+static int check_table_limit(struct cfg *cfg, const struct setting *s,
+                             struct tr_err *err);
+static int resolve_roots(struct cfg *cfg, const struct setting *s,
+                         struct tr_err *err);
 
-/* Every key of docs/API.md, and ours; one table drives file and argv. */
-static const struct key keys[] = {
-  STR(listen),
-  STR(db),
-  STR(trace_root),
-  STR(atom_scripts),
-  STR(start_script),
-  STR(bench_script),
-  STR(stop_script),
-  INT(atom_port, 1, 65535),
-  STR(atom_host),
-  STR(server_log),
-  STR(bench_result),
-  INT(ready_timeout_s, 1, 86400),
-  INT(ready_poll_s, 1, 3600),
-  INT(bench_timeout_s, 1, 86400 * 7),
-  INT(export_poll_s, 1, 3600),
-  INT(export_max_polls, 1, 100000),
-  { "profile_control", K_PROFILE, offsetof(struct cfg, profile_control), 0, 0 },
-  { "import_roots", K_LIST_COLON, offsetof(struct cfg, import_roots), 0, 0 },
-  STR(auth_token),
-  STR(auth_token_file),
-  { "allowed_hosts", K_LIST_SPACE, offsetof(struct cfg, allowed_hosts), 0, 0 },
-  INT(index_jobs, 1, 256),
-  { "env_allow", K_LIST_SPACE, offsetof(struct cfg, env_allow), 0, 0 },
-  STR(models_json),
-  STR(category_rules),
-  INT(max_queued, 1, 1000000),
-  INT(max_params_bytes, 1024, 16 << 20),
-  INT(list_limit, 1, 1000000),
-  INT(list_limit_max, 1, 1000000),
-  INT(table_limit, 1, 1000000),
-  INT(table_limit_max, 1, 1000000),
-  INT(max_response_bytes, 65536, 1 << 30),
-  INT(max_connections, 16, 1000000),
-  INT(max_connections_per_client, 1, 1000000),
-  INT(request_timeout_s, 1, 3600),
-  INT(idle_timeout_s, 1, 86400),
-  INT(max_kernel_names, 100, 10000000),
-  INT(stop_timeout_s, 1, 86400),
-  INT(launch_timeout_s, 1, 86400),
-  INT(profiler_timeout_s, 1, 86400),
-  INT(answer_cache_mb, 0, 65536),
-  INT(regression_threshold_pct, 0, 1000),
-  STR(webhook_url),
-  INT(webhook_timeout_s, 1, 600),
-  INT(webhook_retries, 0, 10),
-};
+/* The rows' stop and start deadlines are the scripts' computed ones. */
+_Static_assert(CFG_STOP_TIMEOUT_S == 316, "stop_timeout_s's row default");
+_Static_assert(CFG_LAUNCH_TIMEOUT_S == 883, "launch_timeout_s's row default");
+
+/* clang-format off */
+#define ROW_STR()     .type = T_STR
+#define ROW_INT(l, h) .type = T_INT, .lo = (l), .hi = (h)
+#define ROW_LIST(s)   .type = T_LIST, .seps = (s)
+#define ROW_ENUM(...)                                                          \
+  .type = T_ENUM, .values = (const char *const[]){ __VA_ARGS__, NULL }
+#define ROW(n, TYPE, d, c, h)                                                  \
+  { .name = #n, ROW_##TYPE, .offset = offsetof(struct cfg, n), .dflt = (d),    \
+    .check = (c), .help = (h) },
+/* clang-format on */
+
+static const struct setting settings[] = { CFG_SETTINGS(ROW) };
+
+#define NSETTINGS (sizeof(settings) / sizeof(settings[0]))
+
+/* ---- values ---- */
 
 static char **split(const char *text, const char *seps)
 {
@@ -118,73 +102,12 @@ static void free_list(char **list)
   free(list);
 }
 
-void cfg_defaults(struct cfg *cfg)
+static void *slot(struct cfg *cfg, const struct setting *s)
 {
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-
-  memset(cfg, 0, sizeof(*cfg));
-  cfg->listen = strdup("127.0.0.1:7700");
-  cfg->db = strdup("/var/lib/traced/traced.db");
-  cfg->trace_root = strdup("/var/lib/traced/traces");
-  cfg->atom_scripts = strdup("/app/ATOM/scripts");
-  cfg->start_script = strdup("");
-  cfg->bench_script = strdup("");
-  cfg->stop_script = strdup("");
-  cfg->atom_port = 8000;
-  cfg->atom_host = strdup("127.0.0.1");
-  cfg->server_log = strdup("/app/logs_claude/atom_server.log");
-  cfg->bench_result = strdup("/app/logs_claude/benchmark.json");
-  cfg->ready_timeout_s = 900;
-  cfg->ready_poll_s = 5;
-  cfg->bench_timeout_s = 3600;
-  cfg->export_poll_s = 10;
-  cfg->export_max_polls = 60;
-  cfg->profile_control = CFG_PROFILE_BENCH;
-  cfg->import_roots = split("", ":");
-  cfg->auth_token = strdup("");
-  cfg->auth_token_file = strdup("");
-  cfg->allowed_hosts = split("", " ");
-  cfg->index_jobs = cores > 0 ? (int)cores : 1;
-  cfg->env_allow = split(DEFAULT_ENV_ALLOW, " ");
-  cfg->models_json = strdup("");
-  cfg->category_rules = strdup("");
-  cfg->max_queued = 256;
-  cfg->max_params_bytes = 64 << 10;
-  cfg->list_limit = 50;
-  cfg->list_limit_max = 500;
-  cfg->table_limit = 100;
-  cfg->table_limit_max = 1000;
-  cfg->max_response_bytes = 16 << 20;
-  cfg->max_connections = 512;
-  cfg->max_connections_per_client = 64;
-  cfg->request_timeout_s = 10;
-  cfg->idle_timeout_s = 60;
-  cfg->max_kernel_names = CFG_MAX_KERNEL_NAMES;
-  cfg->stop_timeout_s = 120;
-  cfg->launch_timeout_s = 300;
-  cfg->profiler_timeout_s = 300;
-  cfg->answer_cache_mb = 64;
-  cfg->regression_threshold_pct = 5;
-  cfg->webhook_url = strdup("");
-  cfg->webhook_timeout_s = 10;
-  cfg->webhook_retries = 3;
+  return (char *)cfg + s->offset;
 }
 
-static const struct key *find_key(const char *name)
-{
-  char norm[64];
-  size_t i;
-
-  for (i = 0; name[i] != '\0' && i + 1 < sizeof(norm); i++)
-    norm[i] = name[i] == '-' ? '_' : name[i];
-  norm[i] = '\0';
-  for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-    if (strcmp(keys[i].name, norm) == 0)
-      return &keys[i];
-  return NULL;
-}
-
-static int set_int(const struct key *k, int *dst, const char *value,
+static int set_int(const struct setting *s, int *dst, const char *value,
                    struct tr_err *err)
 {
   char *end;
@@ -192,47 +115,152 @@ static int set_int(const struct key *k, int *dst, const char *value,
 
   errno = 0;
   v = strtol(value, &end, 10);
-  if (errno != 0 || end == value || *end != '\0' || v < k->min || v > k->max)
-    return tr_err_set(err, TR_EINVAL, k->name,
-                      "%s must be an integer from %d to %d, not \"%s\"",
-                      k->name, k->min, k->max, value);
+  if (errno != 0 || end == value || *end != '\0' || v < s->lo || v > s->hi)
+    return tr_err_set(err, TR_EINVAL, s->name,
+                      "%s must be an integer from %d to %d", s->name, s->lo,
+                      s->hi);
   *dst = (int)v;
   return 0;
+}
+
+static int set_enum(const struct setting *s, int *dst, const char *value,
+                    struct tr_err *err)
+{
+  char words[128] = "";
+
+  for (int i = 0; s->values[i] != NULL; i++) {
+    if (strcmp(value, s->values[i]) == 0) {
+      *dst = i;
+      return 0;
+    }
+    snprintf(words + strlen(words), sizeof(words) - strlen(words), "%s%s",
+             i > 0 ? (s->values[i + 1] ? ", " : " or ") : "", s->values[i]);
+  }
+  return tr_err_set(err, TR_EINVAL, s->name, "%s must be %s", s->name, words);
+}
+
+/* Sets s from text: the value is never repeated in an error (a value in
+ * the wrong place may be a secret). */
+static int set_value(struct cfg *cfg, const struct setting *s,
+                     const char *value, struct tr_err *err)
+{
+  void *dst = slot(cfg, s);
+
+  switch (s->type) {
+  case T_STR:
+    free(*(char **)dst);
+    *(char **)dst = strdup(value);
+    return *(char **)dst ? 0 : tr_err_set(err, TR_ENOMEM, s->name, "no memory");
+  case T_INT: return set_int(s, dst, value, err);
+  case T_LIST:
+    free_list(*(char ***)dst);
+    *(char ***)dst = split(value, s->seps);
+    return *(char ***)dst ? 0
+                          : tr_err_set(err, TR_ENOMEM, s->name, "no memory");
+  case T_ENUM: return set_enum(s, dst, value, err);
+  }
+  return 0;
+}
+
+/* The row of name, dashes read as underscores; NULL when none. */
+static const struct setting *find(const char *name)
+{
+  char norm[64];
+  size_t i;
+
+  for (i = 0; name[i] != '\0' && i + 1 < sizeof(norm); i++)
+    norm[i] = name[i] == '-' ? '_' : name[i];
+  norm[i] = '\0';
+  if (name[i] != '\0')
+    return NULL;
+  for (i = 0; i < NSETTINGS; i++)
+    if (strcmp(settings[i].name, norm) == 0)
+      return &settings[i];
+  return NULL;
+}
+
+void cfg_defaults(struct cfg *cfg)
+{
+  memset(cfg, 0, sizeof(*cfg));
+  for (size_t i = 0; i < NSETTINGS; i++)
+    if (settings[i].dflt != NULL)
+      set_value(cfg, &settings[i], settings[i].dflt, NULL);
 }
 
 int cfg_set(struct cfg *cfg, const char *key, const char *value,
             struct tr_err *err)
 {
-  const struct key *k = find_key(key);
-  void *dst;
+  const struct setting *s = find(key);
 
-  if (k == NULL)
-    return tr_err_set(err, TR_EINVAL, key, "unknown configuration key %s", key);
-  dst = (char *)cfg + k->offset;
-  switch (k->type) {
-  case K_STR:
-    free(*(char **)dst);
-    *(char **)dst = strdup(value);
-    return 0;
-  case K_INT: return set_int(k, dst, value, err);
-  case K_LIST_COLON:
-  case K_LIST_SPACE:
-    free_list(*(char ***)dst);
-    *(char ***)dst = split(value, k->type == K_LIST_COLON ? ":" : " ,");
-    return 0;
-  case K_PROFILE:
-    if (strcmp(value, "bench") == 0)
-      cfg->profile_control = CFG_PROFILE_BENCH;
-    else if (strcmp(value, "daemon") == 0)
-      cfg->profile_control = CFG_PROFILE_DAEMON;
-    else
-      return tr_err_set(err, TR_EINVAL, k->name,
-                        "profile_control must be bench or daemon, not \"%s\"",
-                        value);
-    return 0;
+  if (s == NULL)
+    return tr_err_set(err, TR_EINVAL, "config",
+                      "unknown configuration key %.*s", (int)strcspn(key, "="),
+                      key);
+  return set_value(cfg, s, value, err);
+}
+
+const char *const cfg_names[] = {
+#define NAME(n, TYPE, d, c, h) #n,
+  CFG_SETTINGS(NAME)
+#undef NAME
+      NULL
+};
+
+int cfg_text(const struct cfg *cfg, const char *name, char *buf, size_t size)
+{
+  const struct setting *s = find(name);
+  const void *v;
+  size_t len = 0;
+
+  if (s == NULL || size == 0)
+    return TR_EINVAL;
+  v = (const char *)cfg + s->offset;
+  buf[0] = '\0';
+  switch (s->type) {
+  case T_STR: snprintf(buf, size, "%s", *(char *const *)v); break;
+  case T_INT: snprintf(buf, size, "%d", *(const int *)v); break;
+  case T_ENUM: snprintf(buf, size, "%s", s->values[*(const int *)v]); break;
+  case T_LIST:
+    for (size_t i = 0; (*(char **const *)v)[i] != NULL && len < size; i++)
+      len += (size_t)snprintf(buf + len, size - len, "%.*s%s", i > 0, s->seps,
+                              (*(char **const *)v)[i]);
+    break;
   }
   return 0;
 }
+
+void cfg_usage(FILE *out, const struct cfg *cfg)
+{
+  char value[256], option[64];
+
+  for (size_t i = 0; i < NSETTINGS; i++) {
+    const struct setting *s = &settings[i];
+
+    cfg_text(cfg, s->name, value, sizeof(value));
+    snprintf(option, sizeof(option), "%s", s->name);
+    for (char *c = option; *c != '\0'; c++)
+      *c = *c == '_' ? '-' : *c;
+    fprintf(out, "  --%-28s %s", option, s->help);
+    if (value[0] != '\0')
+      fprintf(out, " [%s]", value);
+    fputc('\n', out);
+  }
+}
+
+void cfg_free(struct cfg *cfg)
+{
+  if (cfg == NULL)
+    return;
+  for (size_t i = 0; i < NSETTINGS; i++) {
+    if (settings[i].type == T_STR)
+      free(*(char **)slot(cfg, &settings[i]));
+    else if (settings[i].type == T_LIST)
+      free_list(*(char ***)slot(cfg, &settings[i]));
+  }
+  memset(cfg, 0, sizeof(*cfg));
+}
+
+/* ---- the file ---- */
 
 static char *trim(char *s)
 {
@@ -280,64 +308,134 @@ int cfg_load_file(struct cfg *cfg, const char *path, struct tr_err *err)
   return rc;
 }
 
-static void derive_script(char **slot, const char *dir, const char *name)
-{
-  char *path;
+/* ---- the checks, run once every value is read ---- */
 
-  if (**slot != '\0')
-    return;
-  if (asprintf(&path, "%s/%s", dir, name) < 0)
-    return;
-  free(*slot);
-  *slot = path;
+int cfg_finish(struct cfg *cfg, struct tr_err *err)
+{
+  for (size_t i = 0; i < NSETTINGS; i++)
+    if (settings[i].check != NULL &&
+        settings[i].check(cfg, &settings[i], err) != 0)
+      return TR_EINVAL;
+  return 0;
 }
 
-bool cfg_address_loopback(const char *addr)
+/* Port 0 asks the kernel for a free port (tests use it). */
+static int check_listen(struct cfg *cfg, const struct setting *s,
+                        struct tr_err *err)
 {
-  struct addrinfo hints = { .ai_flags = AI_NUMERICHOST };
-  struct addrinfo *res = NULL;
-  bool yes = false;
+  const char *colon = strrchr(cfg->listen, ':');
+  char *end = NULL;
+  long port = colon != NULL ? strtol(colon + 1, &end, 10) : -1;
 
-  if (getaddrinfo(addr, NULL, &hints, &res) != 0)
-    return false;
-  if (res->ai_family == AF_INET) {
-    const struct sockaddr_in *in = (const struct sockaddr_in *)res->ai_addr;
+  if (colon == NULL || colon == cfg->listen || end == colon + 1 ||
+      *end != '\0' || port < 0 || port > 65535)
+    return tr_err_set(err, TR_EINVAL, s->name, "listen must be address:port");
+  return 0;
+}
 
-    yes = (ntohl(in->sin_addr.s_addr) >> 24) == 127;
-  } else if (res->ai_family == AF_INET6) {
-    const struct in6_addr *a =
-        &((const struct sockaddr_in6 *)res->ai_addr)->sin6_addr;
+/* A listen address others may reach needs a token; the token comes from
+ * one place. The file is read, and its mode checked, where the token is
+ * used (api/guard.c). */
+static int check_auth(struct cfg *cfg, const struct setting *s,
+                      struct tr_err *err)
+{
+  if (cfg->auth_token[0] != '\0' && cfg->auth_token_file[0] != '\0')
+    return tr_err_set(err, TR_EINVAL, "auth_token_file",
+                      "set auth_token or auth_token_file, not both");
+  if (!tr_listen_loopback(cfg->listen) && cfg->auth_token[0] == '\0' &&
+      cfg->auth_token_file[0] == '\0')
+    return tr_err_set(err, TR_EINVAL, s->name,
+                      "auth_token is required when listen (%s) is not a "
+                      "loopback address",
+                      cfg->listen);
+  return 0;
+}
 
-    yes = IN6_IS_ADDR_LOOPBACK(a) ||
-          (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+/* start_script, bench_script, stop_script: ATOM's name in atom_scripts
+ * unless set. */
+static int default_script(struct cfg *cfg, const struct setting *s,
+                          struct tr_err *err)
+{
+  static const char *const names[][2] = {
+    { "start_script", "start_atom_server.sh" },
+    { "bench_script", "run_benchmark.sh" },
+    { "stop_script", "stop_atom_server.sh" },
+  };
+  char **path = slot(cfg, s);
+  char *derived;
+
+  for (size_t i = 0; **path == '\0' && i < 3; i++) {
+    if (strcmp(s->name, names[i][0]) != 0)
+      continue;
+    if (asprintf(&derived, "%s/%s", cfg->atom_scripts, names[i][1]) < 0)
+      return tr_err_set(err, TR_ENOMEM, s->name, "no memory");
+    free(*path);
+    *path = derived;
   }
-  freeaddrinfo(res);
-  return yes;
+  return 0;
 }
 
-/* The host of listen: a numeric loopback address, or the name
- * "localhost"; a name that merely starts like one (127.1.nip.io) is not. */
-bool cfg_listen_loopback(const struct cfg *cfg)
+static int default_jobs(struct cfg *cfg, const struct setting *s,
+                        struct tr_err *err)
 {
-  const char *listen = cfg->listen, *colon = strrchr(listen, ':');
-  size_t n = colon != NULL ? (size_t)(colon - listen) : strlen(listen);
-  char host[256];
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
 
-  if (n >= 2 && listen[0] == '[' && listen[n - 1] == ']') {
-    listen++;
-    n -= 2;
-  }
-  if (n >= sizeof(host))
-    return false;
-  memcpy(host, listen, n);
-  host[n] = '\0';
-  return strcmp(host, "localhost") == 0 || cfg_address_loopback(host);
+  (void)s;
+  (void)err;
+  if (cfg->index_jobs == 0)
+    cfg->index_jobs = cores < 1 ? 1 : cores > 256 ? 256 : (int)cores;
+  return 0;
 }
 
-/* Import roots are compared with real paths: resolve them once here (a
- * root that does not exist yet stays as written). */
-static void resolve_roots(char **roots)
+/* Empty, or an http:// or https:// URL of printable characters without
+ * blanks (it is handed to libcurl as it is). */
+static int check_webhook(struct cfg *cfg, const struct setting *s,
+                         struct tr_err *err)
 {
+  const char *url = cfg->webhook_url;
+  bool ok = url[0] == '\0' || strncmp(url, "http://", 7) == 0 ||
+            strncmp(url, "https://", 8) == 0;
+
+  for (const char *c = url; ok && *c != '\0'; c++)
+    ok = isgraph((unsigned char)*c);
+  if (!ok || strlen(url) > 2048)
+    return tr_err_set(err, TR_EINVAL, s->name,
+                      "webhook_url must be an http:// or https:// URL "
+                      "without blanks, of at most 2048 bytes");
+  return 0;
+}
+
+static int check_list_limit(struct cfg *cfg, const struct setting *s,
+                            struct tr_err *err)
+{
+  (void)s;
+  if (cfg->list_limit > cfg->list_limit_max)
+    return tr_err_set(err, TR_EINVAL, "list_limit",
+                      "list_limit (%d) is above list_limit_max (%d)",
+                      cfg->list_limit, cfg->list_limit_max);
+  return 0;
+}
+
+static int check_table_limit(struct cfg *cfg, const struct setting *s,
+                             struct tr_err *err)
+{
+  (void)s;
+  if (cfg->table_limit > cfg->table_limit_max)
+    return tr_err_set(err, TR_EINVAL, "table_limit",
+                      "table_limit (%d) is above table_limit_max (%d)",
+                      cfg->table_limit, cfg->table_limit_max);
+  return 0;
+}
+
+/* Import and model roots are compared with real paths
+ * (api/routes_captures.c, api/policy.c): resolve them once here (a root
+ * that does not exist yet stays as written). */
+static int resolve_roots(struct cfg *cfg, const struct setting *s,
+                         struct tr_err *err)
+{
+  char **roots = *(char ***)((char *)cfg + s->offset);
+
+  (void)err;
   for (char **p = roots; p != NULL && *p != NULL; p++) {
     char *real = realpath(*p, NULL);
 
@@ -346,191 +444,5 @@ static void resolve_roots(char **roots)
       *p = real;
     }
   }
-}
-
-/* auth_token_file: the token from a file only root reads (mode without
- * group or other bits), so that it is in no command line (ps) and in no
- * configuration file others may read. Trailing whitespace is dropped; the
- * token itself is printable, without spaces. */
-static int read_token_file(struct cfg *cfg, struct tr_err *err)
-{
-  const char *path = cfg->auth_token_file;
-  struct stat st;
-  char *text = NULL;
-  size_t len = 0;
-  bool ok;
-
-  if (path[0] == '\0')
-    return 0;
-  if (cfg->auth_token[0] != '\0')
-    return tr_err_set(err, TR_EINVAL, "auth_token_file",
-                      "set auth_token or auth_token_file, not both");
-  if (stat(path, &st) == 0 && (st.st_mode & 0077) != 0)
-    return tr_err_set(err, TR_EINVAL, "auth_token_file",
-                      "%s may be read or written by others (mode %04o): "
-                      "chmod 600 it",
-                      path, (unsigned)(st.st_mode & 07777));
-  if (tr_read_file(NULL, path, 4096, &text, &len, err) != 0)
-    return TR_EINVAL;
-  while (len > 0 && isspace((unsigned char)text[len - 1]))
-    text[--len] = '\0';
-  ok = len > 0;
-  for (size_t i = 0; ok && i < len; i++)
-    ok = isgraph((unsigned char)text[i]);
-  if (!ok) {
-    free(text);
-    return tr_err_set(err, TR_EINVAL, "auth_token_file",
-                      "%s: the token must be one word of printable characters",
-                      path);
-  }
-  free(cfg->auth_token);
-  cfg->auth_token = text;
   return 0;
-}
-
-void cfg_hide_args(int argc, char **argv)
-{
-  for (int i = 1; i + 1 < argc; i++)
-    if (strcmp(argv[i], "--auth-token") == 0 ||
-        strcmp(argv[i], "--auth_token") == 0)
-      memset(argv[i + 1], '*', strlen(argv[i + 1]));
-}
-
-/* webhook_url: empty, or an http:// or https:// URL of printable
- * characters without blanks (it is handed to libcurl as it is). */
-static int check_webhook(const char *url, struct tr_err *err)
-{
-  bool ok = url[0] == '\0' || strncmp(url, "http://", 7) == 0 ||
-            strncmp(url, "https://", 8) == 0;
-
-  for (const char *c = url; ok && *c != '\0'; c++)
-    ok = isgraph((unsigned char)*c);
-  if (!ok || strlen(url) > 2048)
-    return tr_err_set(err, TR_EINVAL, "webhook_url",
-                      "webhook_url must be an http:// or https:// URL "
-                      "without blanks, of at most 2048 bytes");
-  return 0;
-}
-
-int cfg_finish(struct cfg *cfg, struct tr_err *err)
-{
-  const char *colon = strrchr(cfg->listen, ':');
-  char *end = NULL;
-  long port = colon != NULL ? strtol(colon + 1, &end, 10) : -1;
-
-  /* Port 0 asks the kernel for a free port (tests use it). */
-  if (colon == NULL || colon == cfg->listen || end == colon + 1 ||
-      *end != '\0' || port < 0 || port > 65535)
-    return tr_err_set(err, TR_EINVAL, "listen",
-                      "listen must be address:port, not \"%s\"", cfg->listen);
-  if (read_token_file(cfg, err) != 0)
-    return TR_EINVAL;
-  if (!cfg_listen_loopback(cfg) && cfg->auth_token[0] == '\0')
-    return tr_err_set(err, TR_EINVAL, "auth_token",
-                      "auth_token is required when listen (%s) is not a "
-                      "loopback address",
-                      cfg->listen);
-  if (cfg->list_limit > cfg->list_limit_max)
-    return tr_err_set(err, TR_EINVAL, "list_limit",
-                      "list_limit (%d) is above list_limit_max (%d)",
-                      cfg->list_limit, cfg->list_limit_max);
-  if (cfg->table_limit > cfg->table_limit_max)
-    return tr_err_set(err, TR_EINVAL, "table_limit",
-                      "table_limit (%d) is above table_limit_max (%d)",
-                      cfg->table_limit, cfg->table_limit_max);
-  if (check_webhook(cfg->webhook_url, err) != 0)
-    return TR_EINVAL;
-  resolve_roots(cfg->import_roots);
-  derive_script(&cfg->start_script, cfg->atom_scripts, "start_atom_server.sh");
-  derive_script(&cfg->bench_script, cfg->atom_scripts, "run_benchmark.sh");
-  derive_script(&cfg->stop_script, cfg->atom_scripts, "stop_atom_server.sh");
-  return 0;
-}
-
-/* Names no request may set, whatever env_allow says (issue 12): each loads
- * code into the server (run as root), or points it at a file, folder or
- * address of the client's choice. From ATOM (atom/utils/envs.py:
- * ATOM_TORCH_PROFILER_DIR moves where the server writes, ATOM_RTL_TRACE_DIR
- * wraps the launch in `rtl trace`, ATOM_*_DUMP_DIR, ATOM_DEBUG_TOPK_PATH,
- * ATOM_KV_EVENTS_ENDPOINT), ROCm (HSA_TOOLS_LIB, ROCP_TOOL_LIBRARIES,
- * AITER_ASM_DIR's kernels, AMD_COMGR_REDIRECT_LOGS, AMD_LOG_LEVEL_FILE,
- * MIOPEN_USER_DB_PATH) and RCCL/NCCL (NCCL_NET_PLUGIN, NCCL_TUNER_PLUGIN,
- * NCCL_PROFILER_PLUGIN, NCCL_ENV_PLUGIN, NCCL_DEBUG_FILE, NCCL_TOPO_FILE,
- * NCCL_GRAPH_DUMP_FILE). fnmatch(3) patterns. */
-static const struct {
-  const char *pattern;
-  const char *why;
-} env_deny[] = {
-  { "LD_*", "it steers the dynamic loader" },
-  { "*PRELOAD*", "it preloads code" },
-  { "*_LIB", "it names a library to load" },
-  { "*_LIBS", "it names libraries to load" },
-  { "*_LIBRARY*", "it names libraries to load" },
-  { "*_PLUGIN*", "it loads a plugin" },
-  { "HSA_TOOLS_*", "HSA loads its tool libraries into every process" },
-  { "ROCP_*", "rocprofiler loads tool libraries from it" },
-  { "ROCPROFILER_*", "rocprofiler loads tool libraries from it" },
-  { "AMD_COMGR_*", "the code-object compiler writes files from it" },
-  { "PYTHON*", "Python runs or imports code from it" },
-  { "*_PATH", "it names a file or a search path" },
-  { "*_PATHS", "it names search paths" },
-  { "*_DIR", "it names a folder the server reads or writes" },
-  { "*_DIRS", "it names folders the server reads or writes" },
-  { "*_FILE", "it names a file the server reads or writes" },
-  { "*_HOME", "code is loaded from under it" },
-  { "*_ROOT", "code is loaded from under it" },
-  { "*_ENDPOINT", "it names an address the server connects to or binds" },
-};
-
-const char *cfg_env_denied(const char *name, const char **pattern)
-{
-  for (size_t i = 0; i < sizeof(env_deny) / sizeof(env_deny[0]); i++)
-    if (fnmatch(env_deny[i].pattern, name, 0) == 0) {
-      if (pattern != NULL)
-        *pattern = env_deny[i].pattern;
-      return env_deny[i].why;
-    }
-  return NULL;
-}
-
-bool cfg_env_allowed(const struct cfg *cfg, const char *name)
-{
-  if (cfg_env_denied(name, NULL) != NULL)
-    return false;
-  for (char **p = cfg->env_allow; p != NULL && *p != NULL; p++)
-    if (strncmp(name, *p, strlen(*p)) == 0)
-      return true;
-  return false;
-}
-
-const char *cfg_import_root(const struct cfg *cfg, const char *real)
-{
-  for (char **p = cfg->import_roots; p != NULL && *p != NULL; p++) {
-    size_t n = strlen(*p);
-
-    while (n > 1 && (*p)[n - 1] == '/')
-      n--;
-    if (n == 1 && (*p)[0] == '/')
-      return real[0] == '/' ? *p : NULL;
-    if (strncmp(real, *p, n) == 0 && (real[n] == '\0' || real[n] == '/'))
-      return *p;
-  }
-  return NULL;
-}
-
-void cfg_free(struct cfg *cfg)
-{
-  size_t i;
-
-  if (cfg == NULL)
-    return;
-  for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-    void *slot = (char *)cfg + keys[i].offset;
-
-    if (keys[i].type == K_STR)
-      free(*(char **)slot);
-    else if (keys[i].type == K_LIST_COLON || keys[i].type == K_LIST_SPACE)
-      free_list(*(char ***)slot);
-  }
-  memset(cfg, 0, sizeof(*cfg));
 }

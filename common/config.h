@@ -2,11 +2,19 @@
  * cfg: traced's configuration, from a `key = value` file and `--key value`
  * command-line overrides (docs/API.md, "Configuration keys"). Loaded once at
  * start-up on the main thread; read-only afterwards, so any thread may read.
+ *
+ * One row per setting (Redis's standardConfig): CFG_SETTINGS below. The
+ * struct's members, the defaults, the parsing of file and argv, the bounds,
+ * `traced --help` and the checks all come from the rows; config/traced.conf
+ * documents each (test_config fails when it lists a key that is not a row,
+ * misses one, or says another default). docs/ARCHITECTURE.md says what
+ * adding a setting touches.
  */
 #ifndef TR_CONFIG_H
 #define TR_CONFIG_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "common/tr.h"
 
@@ -15,104 +23,196 @@
  * kept is a few KB of summary rows: tests/test_name_bomb.py). */
 #define CFG_MAX_KERNEL_NAMES 10000
 
+/* Prefixes (a trailing '_') and exact names; api/policy.c judges with
+ * them and its deny list (docs/ATOM.md, "What a request may pass"). The
+ * exact names are the start script's knobs and models.json's. */
+#define CFG_ENV_ALLOW                                                          \
+  "ATOM_ AITER_ HSA_ HIP_ AMD_ V4_ NCCL_ RCCL_ MIOPEN_ TORCH_ PYTORCH_ "       \
+  "MAX_NUM_SEQS KV_CACHE_DTYPE GPU_MEM_UTIL GPU_MAX_HW_QUEUES"
+
+/* The deadlines of ATOM's stop and start scripts (stop_timeout_s,
+ * launch_timeout_s): each script's own worst case read from its code
+ * (docs/ATOM.md, "Budgets"), a fifth more. CFG_SMI_S bounds one rocm-smi
+ * call, CFG_CURL_S one curl of the local server. The rows give them as
+ * text; config.c asserts they agree. */
+#define CFG_SMI_S  3
+#define CFG_CURL_S 1
+/* stop_atom_server.sh: 5 checks 1 s apart after SIGTERM, SIGKILL and 2 s,
+ * a last SIGKILL and 3 s, 60 rocm-smi checks 1 s apart, then the force
+ * kill: rocm-smi, 5 s, rocm-smi twice. */
+#define CFG_STOP_WORST_S                                                       \
+  (5 * 1 + 2 + 3 + 60 * (CFG_SMI_S + 1) + 5 + 3 * CFG_SMI_S)
+/* start_atom_server.sh: the pre-flight's 2 + 3 s, 30 rocm-smi checks 1 s
+ * apart, the force kill (rocm-smi twice, 5 s), then 120 tries of curl,
+ * rocm-smi and 1 s before it falls through. */
+#define CFG_LAUNCH_WORST_S                                                     \
+  (2 + 3 + 30 * (CFG_SMI_S + 1) + 2 * CFG_SMI_S + 5 +                          \
+   120 * (CFG_CURL_S + CFG_SMI_S + 1))
+#define CFG_STOP_TIMEOUT_S   (CFG_STOP_WORST_S * 6 / 5)
+#define CFG_LAUNCH_TIMEOUT_S (CFG_LAUNCH_WORST_S * 6 / 5)
+
+/* profile_control's values, in the order of its row. */
 enum cfg_profile_control { CFG_PROFILE_BENCH, CFG_PROFILE_DAEMON };
 
+/*
+ * XX(name, TYPE, default, check, help): a setting.
+ *   TYPE     STR()            text                      (char *)
+ *            INT(lo, hi)      an integer in [lo, hi]    (int)
+ *            LIST(seps)       words split at any of seps (char **,
+ *                             NULL-terminated)
+ *            ENUM(v0, v1...)  one of the words, stored as its index (int)
+ *   default  the value as the file would give it; NULL: none (the check
+ *            derives it)
+ *   check    a function of config.c, run by cfg_finish() once every value
+ *            is read (in row order): checks the value against the others,
+ *            derives what it must; NULL: none
+ *   help     one line for `traced --help`
+ */
+#define CFG_SETTINGS(XX)                                                       \
+  XX(listen, STR(), "127.0.0.1:7700", check_listen,                            \
+     "address:port of the HTTP API (not loopback: auth_token needed)")         \
+  XX(auth_token, STR(), "", check_auth,                                        \
+     "a bearer token every request but GET /healthz must carry")               \
+  XX(auth_token_file, STR(), "", NULL,                                         \
+     "a file only root reads holding auth_token (mode 0600)")                  \
+  XX(allowed_hosts, LIST(" ,"), "", NULL,                                      \
+     "names the Host header may give besides the listen address")              \
+  XX(max_connections, INT(16, 1000000), "512", NULL,                           \
+     "HTTP connections at once, in all")                                       \
+  XX(max_connections_per_client, INT(1, 1000000), "64", NULL,                  \
+     "HTTP connections at once from one address")                              \
+  XX(request_timeout_s, INT(1, 3600), "10", NULL,                              \
+     "seconds for a request's headers and body to arrive")                     \
+  XX(idle_timeout_s, INT(1, 86400), "60", NULL,                                \
+     "seconds a silent connection is kept")                                    \
+  XX(db, STR(), "/var/lib/traced/traced.db", NULL, "the SQLite database")      \
+  XX(trace_root, STR(), "/var/lib/traced/traces", NULL,                        \
+     "each capture's trace folder <trace_root>/<id>, logs under logs/")        \
+  XX(atom_scripts, STR(), "/app/ATOM/scripts", NULL,                           \
+     "the folder of ATOM's start, bench and stop scripts")                     \
+  XX(start_script, STR(), "", default_script,                                  \
+     "the start script (default: start_atom_server.sh in atom_scripts)")       \
+  XX(bench_script, STR(), "", default_script,                                  \
+     "the bench script (default: run_benchmark.sh in atom_scripts)")           \
+  XX(stop_script, STR(), "", default_script,                                   \
+     "the stop script (default: stop_atom_server.sh in atom_scripts)")         \
+  XX(atom_host, STR(), "127.0.0.1", NULL, "the ATOM server's host")            \
+  XX(atom_port, INT(1, 65535), "8000", NULL, "the ATOM server's port")         \
+  XX(server_log, STR(), "/app/logs_claude/atom_server.log", NULL,              \
+     "ATOM's server log, scanned for fatal markers and export lines")          \
+  XX(bench_result, STR(), "/app/logs_claude/benchmark.json", NULL,             \
+     "the bench's result file, kept with the capture")                         \
+  XX(models_json, STR(), "", NULL,                                             \
+     "ATOM CI's models.json (empty: ATOM's own; none: no presets)")            \
+  XX(take_over_foreign_gpu, ENUM("false", "true"), "false", NULL,              \
+     "let ATOM's scripts kill GPU jobs that are not ATOM's")                   \
+  XX(stop_timeout_s, INT(1, 86400), "316", NULL,                               \
+     "seconds the stop script may take")                                       \
+  XX(launch_timeout_s, INT(1, 86400), "883", NULL,                             \
+     "seconds the start script may take")                                      \
+  XX(ready_timeout_s, INT(1, 86400), "900", NULL,                              \
+     "seconds the ready gate waits without a new server-log byte")             \
+  XX(ready_max_s, INT(10, 86400 * 7), "3600", NULL,                            \
+     "seconds the ready gate may take in all, log growing or not")             \
+  XX(ready_poll_s, INT(1, 3600), "5", NULL,                                    \
+     "seconds between two GET /v1/models")                                     \
+  XX(bench_timeout_s, INT(1, 604800), "3600", NULL,                            \
+     "seconds the benchmark may take")                                         \
+  XX(export_poll_s, INT(1, 3600), "10", NULL,                                  \
+     "seconds between two looks at the exported traces")                       \
+  XX(export_max_polls, INT(1, 100000), "60", NULL,                             \
+     "looks in a row without progress before the export fails")               \
+  XX(export_max_s, INT(10, 86400 * 7), "7200", NULL,                           \
+     "seconds the export may take in all, progressing or not")                 \
+  XX(profile_control, ENUM("bench", "daemon"), "bench", NULL,                  \
+     "who starts the profiler: the bench's --profile, or traced")              \
+  XX(profiler_timeout_s, INT(1, 86400), "300", NULL,                           \
+     "ATOM_PROFILER_TIMEOUT of the server, unless set otherwise")              \
+  XX(index_jobs, INT(1, 256), NULL, default_jobs,                              \
+     "ranks indexed at once (default: the number of cores)")                   \
+  XX(category_rules, STR(), "", NULL,                                          \
+     "a file of category and family rules before the built-in ones")           \
+  XX(max_kernel_names, INT(100, 10000000), "10000", NULL,                      \
+     "distinct kernel names (and launch shapes) kept per rank")                \
+  XX(regression_threshold_pct, INT(0, 1000), "5", NULL,                        \
+     "a verdict's change counts beyond this percentage (and the noise)")       \
+  XX(webhook_url, STR(), "", check_webhook,                                    \
+     "http(s) URL POSTed each finished capture's verdict (empty: none)")       \
+  XX(webhook_timeout_s, INT(1, 600), "10", NULL,                               \
+     "seconds one webhook attempt may take")                                   \
+  XX(webhook_retries, INT(0, 10), "3", NULL,                                   \
+     "webhook attempts after the first, 1, 2, 4... s apart")                   \
+  XX(max_queued, INT(1, 1000000), "256", NULL,                                 \
+     "captures and imports waiting, at most (429 beyond)")                     \
+  XX(max_params_bytes, INT(1024, 16 << 20), "65536", NULL,                     \
+     "a capture request, validated, at most (413 beyond)")                     \
+  XX(list_limit, INT(1, 1000000), "50", NULL, "GET /captures' default limit")  \
+  XX(list_limit_max, INT(1, 1000000), "500", check_list_limit,                 \
+     "GET /captures' largest limit")                                           \
+  XX(table_limit, INT(1, 1000000), "100", NULL,                                \
+     "the default limit of the tables whose rows grow, and of /diff")          \
+  XX(table_limit_max, INT(1, 1000000), "1000", check_table_limit,              \
+     "the largest limit of every table (the others' default)")                 \
+  XX(max_response_bytes, INT(65536, 1 << 30), "16777216", NULL,                \
+     "a JSON answer, at most (413 beyond)")                                    \
+  XX(slice_min_bytes_per_s, INT(0, 1 << 30), "65536", NULL,                    \
+     "a slice's client reading slower while traced waits for it loses it")     \
+  XX(slice_window_s, INT(1, 3600), "20", NULL,                                 \
+     "seconds over which slice_min_bytes_per_s is measured")                   \
+  XX(slice_timeout_s, INT(1, 86400), "1800", NULL,                             \
+     "seconds a slice may take, read or not")                                  \
+  XX(answer_cache_mb, INT(0, 65536), "64", NULL,                               \
+     "MiB of answers about done captures kept in memory (0: none)")            \
+  XX(import_roots, LIST(":"), "", resolve_roots,                               \
+     "folders POST /imports may read from (empty: imports refused)")           \
+  XX(env_allow, LIST(" ,"), CFG_ENV_ALLOW, NULL,                               \
+     "names and prefixes (ending in _ or *) a capture request's env may set") \
+  XX(model_roots, LIST(":"), "/data", resolve_roots,                           \
+     "folders a request's model and every path it names must lie in")          \
+  XX(allow_trust_remote_code, ENUM("false", "true"), "false", NULL,            \
+     "a request may pass --trust-remote-code without a preset setting it")     \
+  XX(allow_hub_ids, ENUM("false", "true"), "false", NULL,                      \
+     "a request may name Hugging Face ids (downloaded and loaded)")
+
+#define CFG_CTYPE_STR()       char *
+#define CFG_CTYPE_INT(lo, hi) int
+#define CFG_CTYPE_LIST(seps)  char **
+#define CFG_CTYPE_ENUM(...)   int
+
 struct cfg {
-  char *listen; /* "127.0.0.1:7700" */
-  char *db;
-  char *trace_root;
-  char *atom_scripts;
-  char *start_script; /* full paths, derived from atom_scripts unless set */
-  char *bench_script;
-  char *stop_script;
-  int atom_port;
-  char *atom_host;
-  char *server_log;
-  char *bench_result;
-  int ready_timeout_s;
-  int ready_poll_s;
-  int bench_timeout_s;
-  int export_poll_s;
-  int export_max_polls;
-  enum cfg_profile_control profile_control;
-  char **import_roots;   /* NULL-terminated; empty: imports refused */
-  char *auth_token;      /* "" when unset */
-  char *auth_token_file; /* where auth_token is read from; "" when unset */
-  char **allowed_hosts;  /* NULL-terminated names the Host header may give
-                            besides the listen address and loopback */
-  int index_jobs;
-  char **env_allow;       /* NULL-terminated name prefixes */
-  char *models_json;      /* ATOM's models.json for presets; "" when unset */
-  char *category_rules;   /* extra category rules file; "" when unset */
-  int max_queued;         /* captures and imports waiting, at most */
-  int max_params_bytes;   /* a capture request, validated, at most */
-  int list_limit;         /* GET /captures' default limit */
-  int list_limit_max;     /* and its largest */
-  int table_limit;        /* the table routes' and /diff's default limit */
-  int table_limit_max;    /* and their largest */
-  int max_response_bytes; /* a JSON answer, at most */
-  int max_connections;    /* HTTP connections at once, in all */
-  int max_connections_per_client; /* from one client address */
-  int request_timeout_s;          /* to receive a request's headers and body */
-  int idle_timeout_s;             /* a connection silent this long is closed */
-  int max_kernel_names;           /* distinct kernel names kept per rank */
-  int stop_timeout_s;             /* the stop script's deadline */
-  int launch_timeout_s;           /* the start script's deadline */
-  /* ATOM_PROFILER_TIMEOUT of the server when neither the capture's env nor
-   * traced's own environment sets it (ATOM's default: 300 s). */
-  int profiler_timeout_s;
-  /* Answers about done captures kept in memory (api/cache.c), MiB; 0:
-   * none (every request goes to the store). */
-  int answer_cache_mb;
-  /* Regression verdicts (store/verdict.c): a change counts only beyond
-   * max(this, the noise band), in percent. */
-  int regression_threshold_pct;
-  /* POSTed the verdict of every capture and import that finishes (daemon/
-   * webhook.c); "" when unset. http:// or https:// only. */
-  char *webhook_url;
-  int webhook_timeout_s; /* one attempt, at most */
-  int webhook_retries;   /* attempts after the first, backing off */
+#define CFG_MEMBER_(name, TYPE, dflt, check, help) CFG_CTYPE_##TYPE name;
+  CFG_SETTINGS(CFG_MEMBER_)
+#undef CFG_MEMBER_
 };
 
-/* Fills cfg with the defaults of docs/API.md. Caller frees with cfg_free(). */
+/* Fills cfg with the rows' defaults. Caller frees with cfg_free(). */
 void cfg_defaults(struct cfg *cfg);
 
 /* Reads FILE over cfg. Unknown keys and bad values fail with err naming
- * the key and the line. */
+ * the key and the line, never the value (it may be a secret). */
 int cfg_load_file(struct cfg *cfg, const char *path, struct tr_err *err);
 
-/* Sets one key ("ready_timeout_s" or "ready-timeout-s") from text. */
+/* Sets one key ("ready_timeout_s" or "ready-timeout-s") from text. err
+ * names the key alone. */
 int cfg_set(struct cfg *cfg, const char *key, const char *value,
             struct tr_err *err);
 
-/* Checks the whole configuration (ports, timeouts, auth on non-loopback
- * listen) and derives the script paths. */
+/* Runs each row's check once every value is read (bounds between
+ * settings, auth on a non-loopback listen, derived script paths and
+ * defaults, resolved import roots). */
 int cfg_finish(struct cfg *cfg, struct tr_err *err);
 
-/* True when addr (numeric text, no brackets) is a loopback address:
- * 127.0.0.0/8, ::1, ::ffff:127.x. A name is never loopback here. */
-bool cfg_address_loopback(const char *addr);
+/* The settings' names, in row order, NULL-terminated. */
+extern const char *const cfg_names[];
 
-/* True when cfg->listen's host is a loopback address or "localhost". */
-bool cfg_listen_loopback(const struct cfg *cfg);
+/* Setting name's value in cfg as the file would give it (a list joined by
+ * its first separator), into buf of size bytes (cut to fit). TR_EINVAL
+ * for an unknown name. */
+int cfg_text(const struct cfg *cfg, const char *name, char *buf, size_t size);
 
-/* Why no request may set the variable name (a static phrase: "it names a
- * library to load"), whatever env_allow says, with the matching pattern
- * of the built-in deny list ("*_LIB") in *pattern (may be NULL); NULL
- * when the list does not forbid it. */
-const char *cfg_env_denied(const char *name, const char **pattern);
-
-/* True when name starts with one of cfg->env_allow and the deny list does
- * not forbid it. */
-bool cfg_env_allowed(const struct cfg *cfg, const char *name);
-
-/* The one of cfg->import_roots (resolved at cfg_finish()) that the real
- * path `real` lies inside, or NULL. Borrowed from cfg. */
-const char *cfg_import_root(const struct cfg *cfg, const char *real);
-
-/* Overwrites the value of --auth-token in argv (with '*'), so that ps and
- * /proc/<pid>/cmdline no longer show it. After the arguments are read. */
-void cfg_hide_args(int argc, char **argv);
+/* `traced --help`'s settings: each row as --name, its help line and its
+ * value in cfg (the defaults, finished: what traced would run with). */
+void cfg_usage(FILE *out, const struct cfg *cfg);
 
 void cfg_free(struct cfg *cfg);
 

@@ -356,3 +356,18 @@ int tr_read_file(const char *root, const char *path, size_t max_bytes,
     *len = used;
   return 0;
 }
+
+const char *tr_path_root(char *const *roots, const char *real)
+{
+  for (char *const *p = roots; p != NULL && *p != NULL; p++) {
+    size_t n = strlen(*p);
+
+    while (n > 1 && (*p)[n - 1] == '/')
+      n--;
+    if (n == 1 && (*p)[0] == '/')
+      return real[0] == '/' ? *p : NULL;
+    if (strncmp(real, *p, n) == 0 && (real[n] == '\0' || real[n] == '/'))
+      return *p;
+  }
+  return NULL;
+}

@@ -60,6 +60,11 @@ int tr_open_dir(const char *root, const char *path, struct stat *st,
  * "a FIFO", "a device", "a socket", "a symbolic link". Static text. */
 const char *tr_file_kind(mode_t m);
 
+/* The one of roots (NULL-terminated real paths; "/" is every absolute
+ * path) that the real path `real` lies inside, or NULL: the folder an
+ * import may be read from (import_roots). Borrowed from roots. */
+const char *tr_path_root(char *const *roots, const char *real);
+
 /* openat2() is used where the kernel has it (Linux 5.6); off, every call
  * walks the path a component at a time, as it does on older kernels. On by
  * default; the tests run both ways. */

@@ -15,8 +15,15 @@ static const bool status_final[] = {
 #undef XX
 };
 
+const char *const tr_kind_names[] = {
+#define XX(e, name) #name,
+  TR_KIND_MAP(XX)
+#undef XX
+      NULL
+};
+
 static const char *const phase_names[] = {
-#define XX(e, name, log) #name,
+#define XX(e, name, log, from) #name,
   TR_PHASE_MAP(XX)
 #undef XX
 };

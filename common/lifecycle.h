@@ -2,7 +2,7 @@
  * The capture lifecycle's vocabulary, defined once: the statuses and the
  * phases of docs/API.md, and the members of a capture request with their
  * defaults. Every module derives its words from these lists (the libuv
- * UV_HANDLE_TYPE_MAP way): the daemon's phase table (daemon/phase.c), the
+ * UV_HANDLE_TYPE_MAP way): the daemon's phase table (daemon/capture.c), the
  * store's checks, the API's validation and /lifecycle.js, which the
  * dashboard loads. Adding a phase is one row here and the daemon's
  * phase_<name>.c; the compiler finds the rest. Any thread.
@@ -22,21 +22,43 @@
   XX(INTERRUPTED, interrupted, true)
 
 /*
- * XX(ENUM, name, log): a capture's phase, in the order a capture runs
+ * XX(ENUM, name, log, from): a capture's phase, in the order a capture runs
  * them. log names the log a failure in the phase quotes ("stop",
- * "launcher", "bench", "server", or NULL). The daemon expands the same
- * rows into its phase table, pasting the name into the functions that
- * act (phase_<name>_enter) and budget (phase_<name>_budget_s).
+ * "launcher", "bench", "server", or NULL). from is the set of phases it
+ * may be entered from (TR_FROM(...); QUEUED is where every capture starts,
+ * entered from none), asserted by every move (daemon/capture.c's
+ * cap_enter, as SQLite's pager.c asserts its states). The daemon expands
+ * the same rows into its phase table, pasting the name into the functions
+ * that act (phase_<name>_enter) and budget (phase_<name>_budget_s);
+ * docs/ARCHITECTURE.md lists what adding a phase touches.
  */
 #define TR_PHASE_MAP(XX)                                                       \
-  XX(QUEUED, queued, NULL)                                                     \
-  XX(STOPPING, stopping, "stop")                                               \
-  XX(LAUNCHING, launching, "launcher")                                         \
-  XX(WAITING_READY, waiting_ready, "server")                                   \
-  XX(BENCHMARK, benchmark, "bench")                                            \
-  XX(EXPORTING, exporting, "server")                                           \
-  XX(INDEXING, indexing, NULL)                                                 \
-  XX(DONE, done, NULL)
+  XX(QUEUED, queued, NULL, 0)                                                  \
+  XX(STOPPING, stopping, "stop", TR_FROM(QUEUED))                              \
+  XX(LAUNCHING, launching, "launcher", TR_FROM(STOPPING))                      \
+  XX(WAITING_READY, waiting_ready, "server", TR_FROM(LAUNCHING))               \
+  XX(BENCHMARK, benchmark, "bench", TR_FROM(WAITING_READY))                    \
+  XX(EXPORTING, exporting, "server", TR_FROM(BENCHMARK))                       \
+  XX(INDEXING, indexing, NULL, TR_FROM(QUEUED) | TR_FROM(EXPORTING))           \
+  XX(FINISHING, finishing, NULL, TR_FROM(INDEXING))                            \
+  XX(DONE, done, NULL, TR_FROM(FINISHING))
+
+/* The bit of phase e in a row's from. */
+#define TR_FROM(e) (1u << TR_PHASE_##e)
+
+/* XX(ENUM, name): what a capture is: one traced runs against ATOM, or
+ * traces taken elsewhere (POST /imports). Each kind has its own queue and
+ * its own slot in the runner. */
+#define TR_KIND_MAP(XX)                                                        \
+  XX(CAPTURE, capture)                                                         \
+  XX(IMPORT, import)
+
+enum tr_kind {
+#define XX(e, name) TR_KIND_##e,
+  TR_KIND_MAP(XX)
+#undef XX
+      TR_NKIND
+};
 
 enum tr_status {
 #define XX(e, name, final) TR_STATUS_##e,
@@ -46,7 +68,7 @@ enum tr_status {
 };
 
 enum tr_phase {
-#define XX(e, name, log) TR_PHASE_##e,
+#define XX(e, name, log, from) TR_PHASE_##e,
   TR_PHASE_MAP(XX)
 #undef XX
       TR_NPHASE
@@ -55,6 +77,8 @@ enum tr_phase {
 /* The name of s or p ("queued"...); "?" when out of range. Static. */
 const char *tr_status_name(enum tr_status s);
 const char *tr_phase_name(enum tr_phase p);
+/* The kinds' names by enum tr_kind, NULL-terminated. */
+extern const char *const tr_kind_names[];
 /* True for done, failed, cancelled and interrupted: never left. */
 bool tr_status_final(enum tr_status s);
 /* The status or phase called name; -1 when none is (or name is NULL). */

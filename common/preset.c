@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,6 +146,52 @@ int tr_preset_find(const char *path, const char *model, const char *variant,
   }
   json_decref(doc);
   return rc;
+}
+
+const char *tr_preset_file(const struct cfg *cfg, char *buf, size_t size,
+                           const char **why)
+{
+  size_t n;
+
+  if (strcmp(cfg->models_json, "none") == 0) {
+    *why = "models_json = none";
+    return NULL;
+  }
+  if (cfg->models_json[0] != '\0') {
+    snprintf(buf, size, "%s", cfg->models_json);
+    return buf;
+  }
+  /* The folder above atom_scripts, written out (not "scripts/.."). */
+  n = strlen(cfg->atom_scripts);
+  while (n > 1 && cfg->atom_scripts[n - 1] == '/')
+    n--;
+  while (n > 0 && cfg->atom_scripts[n - 1] != '/')
+    n--;
+  snprintf(buf, size, "%.*s.github/benchmark/models.json", (int)n,
+           cfg->atom_scripts);
+  if (n > 0 && access(buf, F_OK) == 0)
+    return buf;
+  *why = "models_json is not set and ATOM's own file is not beside the "
+         "scripts (<atom_scripts>/../.github/benchmark/models.json)";
+  return NULL;
+}
+
+char *tr_preset_model_path(const char *model, const struct tr_preset *p)
+{
+  const char *vpath = str_of(p->variant, "path"), *vbase;
+  const char *slash = strrchr(model, '/');
+  char *out;
+  size_t n;
+
+  if (vpath == NULL)
+    return strdup(model);
+  n = base_of(vpath, &vbase);
+  if (slash == NULL)
+    return strndup(vbase, n);
+  if (asprintf(&out, "%.*s/%.*s", (int)(slash - model), model, (int)n,
+               vbase) < 0)
+    return NULL;
+  return out;
 }
 
 void tr_preset_free(struct tr_preset *p)

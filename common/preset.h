@@ -12,6 +12,7 @@
 
 #include <jansson.h>
 
+#include "common/config.h"
 #include "common/tr.h"
 
 #define TR_PRESET_FILE_MAX ((size_t)16 << 20) /* models.json ceiling */
@@ -37,6 +38,19 @@ struct tr_preset {
 int tr_preset_find(const char *path, const char *model, const char *variant,
                    struct tr_preset *out, struct tr_err *err);
 void tr_preset_free(struct tr_preset *p);
+
+/* The models.json presets come from (docs/ATOM.md, "Presets"): the
+ * models_json setting; unset, ATOM's own file beside the scripts traced
+ * drives, <atom_scripts>/../.github/benchmark/models.json, when it is
+ * there. Copies the path into buf and returns it, or returns NULL with
+ * *why (static text) saying why there is none. Reads the file system. */
+const char *tr_preset_file(const struct cfg *cfg, char *buf, size_t size,
+                           const char **why);
+
+/* The model folder a capture launches: model, or with a variant that
+ * names another checkpoint ("path"), the folder of that name beside it.
+ * New string, NULL when out of memory. */
+char *tr_preset_model_path(const char *model, const struct tr_preset *p);
 
 /* A string member of the entry's "config" ("extra_args", "kv_cache_dtype"),
  * or NULL. */

@@ -94,6 +94,17 @@ char *tr_capture_dir(const char *root, int64_t id, const char *sub)
   return n < 0 ? NULL : out;
 }
 
+char *tr_trash_dir(const char *root, int64_t id, const char *sub)
+{
+  char *out;
+  int n = id == 0 ? asprintf(&out, "%s/.trash", root)
+          : sub != NULL
+              ? asprintf(&out, "%s/.trash/%s-%lld", root, sub, (long long)id)
+              : asprintf(&out, "%s/.trash/%lld", root, (long long)id);
+
+  return n < 0 ? NULL : out;
+}
+
 void tr_buf_reserve(struct tr_buf *b, size_t len)
 {
   size_t cap = b->cap ? b->cap : 256;

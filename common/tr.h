@@ -30,10 +30,12 @@ enum {
  * field or file at fault. The first failure is kept: a later tr_err_set()
  * on an err that already holds one does nothing.
  */
+#define TR_ERR_MSG 512 /* bytes of an error's message */
+
 struct tr_err {
   int code;       /* 0 when no error is recorded */
   char field[64]; /* request field, query parameter or "" */
-  char msg[512];
+  char msg[TR_ERR_MSG];
 };
 
 /* Records the error in err (may be NULL) unless one is held already, and
@@ -58,6 +60,13 @@ void tr_rfc3339(int64_t t_ns, char *buf, size_t size);
  * traces) or "<root>/<sub>/<id>" (sub "logs"). New string, NULL when out
  * of memory. */
 char *tr_capture_dir(const char *root, int64_t id, const char *sub);
+
+/* The trash of deleted captures: "<root>/.trash" (id 0), or a folder moved
+ * into it, "<root>/.trash/<id>" (sub NULL) or "<root>/.trash/<sub>-<id>".
+ * A capture's folders are renamed there when it is deleted (one rename,
+ * at once) and removed by the daemon's pool. New string, NULL when out of
+ * memory. */
+char *tr_trash_dir(const char *root, int64_t id, const char *sub);
 
 /* mkdir -p: creates path and its missing parents (mode 0755). Returns 0
  * (also when it exists already) or -errno. */

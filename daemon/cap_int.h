@@ -48,7 +48,7 @@ struct cap_runner;
  *                                                  stored
  *   int phase_<name>_budget_s(const struct cap_job *job)   its deadline
  *                                                  (0: none) */
-#define XX(e, name, log)                                                       \
+#define XX(e, name, log, from)                                                 \
   void phase_##name##_enter(struct cap_job *job);                              \
   int phase_##name##_budget_s(const struct cap_job *job);
 TR_PHASE_MAP(XX)
@@ -59,7 +59,8 @@ enum cap_end {
   END_FAILED,
   END_CANCELLED,
   END_INTERRUPTED,
-  END_SHUTDOWN /* indexing stops; the row stays running for recovery */
+  END_SHUTDOWN, /* indexing stops; the row stays running for recovery */
+  END_REQUEUED  /* the store refused its claim: the row stays queued */
 };
 
 /* A job the runner took from the queue: QUEUED's body decides where it
@@ -114,6 +115,9 @@ struct cap_work {
   struct cap_job *job; /* NULL for runner-wide work */
   void (*run)(struct cap_work *w);
   void (*done)(struct cap_work *w);
+  int tries;              /* retries so far (cap_work_retry) */
+  uint64_t due_ms;        /* a retry waiting: when it runs (uv_now) */
+  struct cap_work *later; /* the runner's list of retries waiting */
 };
 
 /* Queues w (allocated by the caller with malloc, freed after done()). */
@@ -128,6 +132,22 @@ void cap_job_queue_new(struct cap_job *job, size_t size,
                        void (*run)(struct cap_work *),
                        void (*done)(struct cap_work *));
 
+/* The one rule for a store that refuses. cap_store_refused(): rc says the
+ * store refused (a full disk, an I/O error), not the request. Loop: from
+ * w's done(), queues w (its fields as run() left them) to run again after
+ * a delay, doubling from 100 ms; false when it may not: traced stops, or
+ * (unless until_taken, whose delay stops growing at 5 s) it was tried 6
+ * times already; the caller then does what the refusal means. */
+bool cap_store_refused(int rc);
+bool cap_work_retry(struct cap_work *w, bool until_taken);
+/* Shutdown: every retry waiting is done() now, and retries no more. */
+void cap_work_give_up(struct cap_runner *r);
+
+/* Pool threads: the thread's priority lowered to the indexer's (the HTTP
+ * threads and the loop go first), and given back. */
+int cap_nice_lower(void);
+void cap_nice_restore(int old);
+
 /* Pool threads: a store connection for this job alone; give it back. */
 struct store *cap_db_take(struct cap_runner *r, struct tr_err *err);
 void cap_db_give(struct cap_runner *r, struct store *st);
@@ -137,8 +157,9 @@ void cap_db_give(struct cap_runner *r, struct store *st);
  * be NULL); tail: a log whose last bytes go into merges.error.log_tail
  * (copied; may be NULL). then(job) runs on the loop once committed, unless
  * the job is ending and always is false. claim: only while the row is
- * still queued. A write the store refuses is retried (a full disk); one
- * that cannot be made fails the job (see work.c). */
+ * still queued. A write the store refuses is retried (cap_work_retry);
+ * one that cannot be made leaves a claimed capture queued, and fails any
+ * other (see work.c). */
 struct cap_write {
   int status, phase;
   json_t *merges;
@@ -168,6 +189,10 @@ struct cap_watch {
   bool refused;              /* the probe of this round was refused */
   int refusals;              /* rounds in a row whose probe was refused */
   bool group_lives;          /* the server's group had a live member */
+  enum tr_phase dead_phase;  /* the phase the cause of death belongs to:
+                                a fatal marker's, by its line's offset */
+  bool errors_pending;       /* cap_watch_errors_from() waits for the scan */
+  uint64_t errors_from;
   char why[512];
 };
 
@@ -184,6 +209,36 @@ void cap_watch_fresh(struct cap_job *job, bool probe, cap_watch_cb cb);
 void cap_watch_stop(struct cap_job *job);
 /* Records the server log's end as this launch's start, then calls then. */
 void cap_watch_snapshot(struct cap_job *job, void (*then)(struct cap_job *));
+/* Records the server log's size as the start of phase (cap_enter). */
+void cap_watch_mark_phase(struct cap_job *job, enum tr_phase phase);
+/* The phase in which the server log's byte at offset at was written. */
+enum tr_phase cap_watch_phase_of(const struct cap_job *job, uint64_t at);
+/* The server log's size now (0 when it is not a regular file). */
+uint64_t cap_watch_log_size(const struct cap_job *job);
+/* The log's error lines count from offset on (cap_scan_errors_from). */
+void cap_watch_errors_from(struct cap_job *job, uint64_t offset);
+
+/* ---- who holds the GPUs (gpu.c) ---- */
+
+struct cap_gpu {
+  void (*then)(struct cap_job *job); /* a check in flight continues here */
+  char which[32];                     /* its record ("gpu-before-stop") */
+  uint64_t from;                      /* its output's offset in gpu.log */
+};
+
+/* Runs `rocm-smi --showpids` (as the child, its output appended to log
+ * "gpu") and
+ * judges each GPU memory holder (docs/ATOM.md, "Someone else's GPU job");
+ * then(job) runs when they are all ATOM's, or take_over_foreign_gpu is
+ * set, or there is no rocm-smi to ask; else the job fails naming the
+ * others. extra.<which> records the holders. */
+void cap_gpu_check(struct cap_job *job, const char *which,
+                   void (*then)(struct cap_job *));
+/* What a check may take, for a phase's budget. */
+int cap_gpu_check_budget_s(void);
+/* True when an executable rocm-smi is on traced's PATH (the scripts
+ * inherit it). */
+bool cap_rocm_smi_on_path(void);
 
 /* ---- bench runs (bench.c) ---- */
 
@@ -201,11 +256,15 @@ struct cap_bench {
   bool done;      /* the profiled run exited */
   json_t *result; /* its result file, when usable */
   json_t *note;   /* extra.bench_result */
+  char partial[160];          /* "the bench completed N of M prompts", or
+                                 "": the capture fails once exported */
+  int64_t profile_started_ns; /* daemon: /start_profile answered */
 };
 
-/* Runs the bench script with argv; job->bench.on_exit(job) is called when
- * it exits (the exit is in job->bench). */
-int cap_bench_start(struct cap_job *job, char **argv);
+/* Makes ATOM's folders, then runs the bench script with argv (borrowed
+ * until it runs); job->bench.on_exit(job) is called when it exits (the
+ * exit is in job->bench). */
+void cap_bench_start(struct cap_job *job, char **argv);
 /* Pool: reads the result file written during the last run into
  * job->bench.result/note, then calls then(job) on the loop. */
 void cap_bench_read(struct cap_job *job, void (*then)(struct cap_job *));
@@ -225,14 +284,18 @@ void cap_webhook_send(struct cap_webhook *w, int64_t id, json_t *body);
 /* Drops what waits, frees w; done(ud) once closed. NULL w: done now. */
 void cap_webhook_close(struct cap_webhook *w, void (*done)(void *ud), void *ud);
 
-/* ---- the finish (finish.c) ---- */
-
-/* Every rank of job is indexed: its collectives matched, its tables
- * summed and its verdict made (store_capture_finish()) in the pool, then
- * DONE is entered with merges (taken); a failure fails the job. */
-void cap_finish_start(struct cap_job *job, json_t *merges);
-
 /* ---- runner and jobs ---- */
+
+/* One kind's queue (common/lifecycle.h's TR_KIND_MAP): captures have the
+ * GPU slot, imports a slot beside it. */
+struct cap_queue {
+  struct cap_job *job; /* its slot: the job running, or NULL */
+  _Atomic int64_t id;  /* the job's id for other threads: 0 when idle */
+  int64_t *recover;    /* ids to index first after a restart */
+  size_t nrecover;
+  bool picking;    /* a look-up of the queue is in the pool */
+  bool pick_again; /* woken while it was */
+};
 
 struct cap_runner {
   uv_loop_t *loop;
@@ -240,18 +303,11 @@ struct cap_runner {
   struct cap_http *http;
   struct cap_webhook *webhook;
   struct idx_rules *rules;
-  struct cap_job *capture;    /* the GPU slot */
-  struct cap_job *import;     /* imports run beside it */
-  _Atomic int64_t capture_id; /* for other threads: 0 when idle */
-  _Atomic int64_t import_id;
-  int64_t *recover[2]; /* ids to index after a restart:
-                          [0] captures, [1] imports */
-  size_t nrecover[2];
-  bool picking[2];    /* a queue look-up is in the pool */
-  bool pick_again[2]; /* woken while it was */
-  int index_running;  /* rank jobs in the pool, all jobs */
-  int works;          /* pool jobs in flight */
-  int jobs;           /* jobs not yet freed */
+  struct cap_queue queues[TR_NKIND];
+  bool purging, purge_again; /* the trash is emptied in the pool */
+  int index_running;         /* rank jobs in the pool, all jobs */
+  int works;                 /* pool jobs in flight */
+  int jobs;                  /* jobs not yet freed */
   bool stopping;
   bool http_closed;
   void (*down)(void *ud);
@@ -259,8 +315,8 @@ struct cap_runner {
   pthread_mutex_t db_lock; /* guards dbs */
   struct store **dbs;      /* idle connections for pool threads */
   size_t ndbs, dbs_cap;
-  struct cap_orphan *orphans; /* final writes the store refused */
-  uv_timer_t orphan_timer;
+  struct cap_work *later; /* work waiting to be tried again */
+  uv_timer_t later_timer;
 };
 
 struct cap_op;
@@ -269,7 +325,6 @@ struct cap_op;
 struct cap_index {
   size_t next_rank; /* next rank to hand out */
   int running, indexed, failed;
-  bool finishing; /* every rank is in: the finish runs (finish.c) */
   uint64_t bytes_reported;
   _Atomic uint64_t *read; /* per rank, written by index workers */
   bool *skip;             /* recovered: stored before a restart */
@@ -279,16 +334,37 @@ struct cap_index {
 /* EXPORTING's state (phase_exporting.c). */
 struct cap_export {
   int polls;
+  int quiet_polls;    /* polls in a row without progress */
   bool busy;          /* a folder scan is in the pool */
   bool stop_answered; /* profile_control daemon: /stop_profile */
   int ranks_expected;
   const char *ranks_source; /* "server_info" or "argv" (static) */
+  int64_t started_ns;       /* EXPORTING began (or the drain did) */
+  uint64_t last_written;    /* the last poll's figures, for progress */
+  int last_exported, last_completed;
+  void (*drained)(struct cap_job *job); /* the drain's continuation */
+  int64_t next_look_ns;                 /* the drain's next folder scan */
+};
+
+/* A cancel while ranks may export: true when they may (EXPORTING, or
+ * BENCHMARK once the profiler is stopping). */
+bool cap_export_running(const struct cap_job *job);
+/* Waits, after the job ended, until the exports end or the export's
+ * deadline passes (phase_exporting.c), then calls then(job); the job's
+ * tick timer is used. */
+void cap_export_drain(struct cap_job *job, void (*then)(struct cap_job *job));
+
+/* WAITING_READY's progress (phase_waiting_ready.c). */
+struct cap_ready {
+  uint64_t log_bytes;  /* the launch's log bytes at the last growth */
+  int64_t progress_ns; /* when it last grew */
 };
 
 struct cap_job {
   struct cap_runner *r;
   int64_t id;
-  bool is_import;
+  enum tr_kind kind;
+  bool is_import; /* kind is TR_KIND_IMPORT */
   bool recovered; /* re-indexed after a restart */
   enum tr_phase phase;
   enum cap_end ending;  /* END_NONE while the job runs */
@@ -309,9 +385,13 @@ struct cap_job {
   int64_t ready_since_ns;    /* WAITING_READY began */
   int64_t launch_exit;       /* the start script's exit status */
   struct cap_watch watch;
+  struct cap_gpu gpu;
   struct cap_scan scan;
+  uint64_t log_at[TR_NPHASE]; /* the server log's size as each phase began */
+  unsigned log_marked;        /* the phases log_at holds (bits) */
   struct cap_bench bench;
   struct cap_export export;
+  struct cap_ready ready;
   struct cap_layout *layout;
   struct cap_index index;
   struct cap_op *ops_head, *ops_tail;
@@ -328,13 +408,12 @@ void cap_job_finish(struct cap_job *job);
 void cap_job_release(struct cap_job *job);
 void cap_runner_pump(struct cap_runner *r);
 void cap_runner_check_down(struct cap_runner *r);
-/* A job the store would not let end (a full disk): its final status and
- * error (taken, may be NULL) are written from the runner, retried until
- * the store takes them. */
-void cap_runner_orphan(struct cap_runner *r, int64_t id, int status,
+/* A job the store would not let end (a full disk): its final status,
+ * phase and error (taken, may be NULL) are written from the runner, tried
+ * until the store takes them; at shutdown they are forgotten (said on
+ * stderr: the next start marks the capture interrupted). */
+void cap_runner_orphan(struct cap_runner *r, int64_t id, int status, int phase,
                        json_t *error);
-/* Shutdown: forgets the final writes still refused (said on stderr). */
-void cap_runner_orphans_free(struct cap_runner *r);
 
 /* phase_indexing.c: hands out ranks to the pool, index_jobs at a time over
  * all jobs. */
@@ -345,5 +424,14 @@ void cap_index_pump(struct cap_runner *r);
 char *cap_coll_path(const struct cap_job *job, size_t rank, bool make);
 
 void cap_invariants(const struct cap_job *job);
+
+/* A failure's message made of a callee's (struct tr_err) and a few words
+ * of its own ("cannot store: ..."). */
+#define CAP_MSG_MAX (TR_ERR_MSG + 88)
+
+/* phase_indexing.c: the deadline of reading job's traces (INDEXING, and
+ * FINISHING, which reads their side files): 10 minutes and a second per
+ * MiB of trace. */
+int cap_trace_budget_s(const struct cap_job *job);
 
 #endif

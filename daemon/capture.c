@@ -6,10 +6,15 @@
  *
  *   queued -> stopping -> launching -> waiting_ready -> benchmark
  *                                                          |
- *             done <- indexing <- exporting <--------------+
- *   import:   queued -> indexing -> done
- *   restart:  (running, trace folder complete) -> indexing -> done
+ *   done <- finishing <- indexing <- exporting <-----------+
+ *   import:   queued -> indexing -> finishing -> done
+ *   restart:  (running, trace folder complete) -> indexing -> finishing
+ *             -> done
  *   any phase -> failed | cancelled | interrupted   (phase kept)
+ *
+ * Each row of TR_PHASE_MAP (common/lifecycle.h) says the phases it may be
+ * entered from; cap_enter asserts it (SQLite's pager.c asserts its states
+ * so), and the list below is that map.
  *
  * Transitions (each stores status, phase and phase_started_at first, in one
  * transaction with what the phase records, and enters the phase once that
@@ -30,7 +35,10 @@
  *   EXPORTING     -> INDEXING       every expected rank has one .gz and no
  *                                   .json, and the bench (or /stop_profile)
  *                                   is over
- *   INDEXING      -> DONE           every rank indexed
+ *   INDEXING      -> FINISHING      every rank indexed
+ *   FINISHING     -> DONE           the collectives matched, the all-ranks
+ *                                   tables summed and the verdict made are
+ *                                   stored (phase_finishing.c)
  *   any           -> failed/cancelled/interrupted [cap_fail]: timers stop,
  *                    children get SIGTERM then SIGKILL; after a failure or
  *                    cancel between launching and the profiler's stop the
@@ -51,7 +59,7 @@
  *   WAITING_READY: launcher exited; no child, no bench
  *   BENCHMARK:     launcher exited; no child
  *   EXPORTING:     no child; a bench still running is the profiled one
- *   INDEXING:      no child, no bench, no ATOM call
+ *   INDEXING, FINISHING:  no child, no bench, no ATOM call
  */
 #include <assert.h>
 #include <stdarg.h>
@@ -64,11 +72,12 @@
 
 static const struct phase {
   const char *log; /* the log a failure quotes */
+  unsigned from;   /* TR_FROM() of the phases it may be entered from */
   int (*budget_s)(const struct cap_job *job);
   void (*enter)(struct cap_job *job);
 } phases[TR_NPHASE] = {
-#define XX(e, name, log)                                                       \
-  [TR_PHASE_##e] = { log, phase_##name##_budget_s, phase_##name##_enter },
+#define XX(e, name, log, from)                                                 \
+  [TR_PHASE_##e] = { log, from, phase_##name##_budget_s, phase_##name##_enter },
   TR_PHASE_MAP(XX)
 #undef XX
 };
@@ -91,6 +100,7 @@ void cap_invariants(const struct cap_job *job)
     assert(job->child == NULL && !cap_proc_running(job->launcher));
     break;
   case TR_PHASE_INDEXING:
+  case TR_PHASE_FINISHING:
     assert(job->child == NULL && job->bench.proc == NULL && job->http == NULL);
     break;
   default: break;
@@ -147,6 +157,7 @@ void cap_enter(struct cap_job *job, enum tr_phase to, json_t *merges)
                          false };
   int budget;
 
+  assert(phases[to].from & (1u << job->phase));
   cap_invariants(job);
   w.claim = job->phase == TR_PHASE_QUEUED && !job->recovered;
   /* What the old phase waited for is dropped: nothing of it acts after
@@ -158,6 +169,8 @@ void cap_enter(struct cap_job *job, enum tr_phase to, json_t *merges)
   job->http = NULL;
   job->bench.on_exit = NULL;
   job->phase = to;
+  if (!job->is_import)
+    cap_watch_mark_phase(job, to);
   if ((budget = phases[to].budget_s(job)) > 0)
     cap_arm_deadline(job, budget);
   cap_job_write(job, &w);
@@ -237,12 +250,20 @@ static bool must_stop_server(const struct cap_job *job)
          job->scan.profilers_stopping == 0;
 }
 
+static void stop_server(struct cap_job *job);
+
 /* After the failure is stored: end the children; stop the server when it
- * may hold the GPUs in a bad state. */
+ * may hold the GPUs in a bad state. A cancel while ranks export stops it
+ * once their exports end (docs/API.md: DELETE stops the server). */
 static void cleanup(struct cap_job *job)
 {
   cap_proc_kill(job->bench.proc);
   cap_proc_kill(job->child);
+  if (job->ending == END_CANCELLED && !job->r->stopping &&
+      cap_export_running(job)) {
+    cap_export_drain(job, stop_server);
+    return;
+  }
   if (!must_stop_server(job)) {
     /* The server stays up (exporting, or never launched); a launcher
      * still running is ended. */
@@ -251,6 +272,11 @@ static void cleanup(struct cap_job *job)
     cap_job_finish(job);
     return;
   }
+  stop_server(job);
+}
+
+static void stop_server(struct cap_job *job)
+{
   cap_proc_kill(job->launcher);
   cap_proc_close(job->child);
   job->child = NULL;

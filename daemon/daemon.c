@@ -1,9 +1,9 @@
 /*
  * The daemon's main loop: owns the libuv loop, the signal handlers, the
  * HTTP API and the capture runner, and the one bridge between them: HTTP
- * threads post wake-ups and cancel requests into a locked inbox and poke
- * the loop with uv_async_send(), which coalesces, so the loop drains the
- * whole inbox each time.
+ * threads post wake-ups, cancel requests, slices to make and trash to
+ * empty into a locked inbox and poke the loop with uv_async_send(), which
+ * coalesces, so the loop drains the whole inbox each time.
  */
 #include "daemon/daemon.h"
 
@@ -33,8 +33,13 @@ struct daemon {
 
   pthread_mutex_t inbox_lock; /* guards the inbox below */
   int wake_pending;
+  int purge_pending;
   int64_t cancels[MAX_CANCELS];
   int ncancels;
+  const struct api_slice_req *slices[API_SLICES];
+  int nslices;
+  bool closed;            /* stopping: the inbox takes no more slices */
+  const char *formats[8]; /* the trace formats, for POST /imports */
 };
 
 /* HTTP thread: a capture or import was queued. */
@@ -68,26 +73,78 @@ static int hook_cancel(void *ud, int64_t id)
   return rc;
 }
 
+/* HTTP thread: a slice to make. The API makes API_SLICES at most, so the
+ * inbox always has room; a stopping daemon takes none. */
+static int hook_slice(void *ud, const struct api_slice_req *req)
+{
+  struct daemon *d = ud;
+  int rc = 0;
+
+  pthread_mutex_lock(&d->inbox_lock);
+  if (d->closed || d->nslices == API_SLICES)
+    rc = TR_EBUSY;
+  else
+    d->slices[d->nslices++] = req;
+  pthread_mutex_unlock(&d->inbox_lock);
+  if (rc == 0)
+    uv_async_send(&d->inbox_async);
+  return rc;
+}
+
+/* HTTP thread: a deleted capture's folders are in the trash. */
+static void hook_purge(void *ud)
+{
+  struct daemon *d = ud;
+
+  pthread_mutex_lock(&d->inbox_lock);
+  d->purge_pending = 1;
+  pthread_mutex_unlock(&d->inbox_lock);
+  uv_async_send(&d->inbox_async);
+}
+
+/* The slices waiting in the inbox, taken out of it (closing it when
+ * close). */
+static int take_slices(struct daemon *d, const struct api_slice_req **out,
+                       bool close)
+{
+  int n;
+
+  pthread_mutex_lock(&d->inbox_lock);
+  n = d->nslices;
+  memcpy(out, d->slices, sizeof(out[0]) * (size_t)n);
+  d->nslices = 0;
+  d->closed |= close;
+  pthread_mutex_unlock(&d->inbox_lock);
+  return n;
+}
+
 static void on_inbox(uv_async_t *h)
 {
   struct daemon *d = h->data;
+  const struct api_slice_req *slices[API_SLICES];
   int64_t cancels[MAX_CANCELS];
-  int ncancels, wake;
+  int ncancels, nslices, wake, purge;
 
+  nslices = take_slices(d, slices, false);
   pthread_mutex_lock(&d->inbox_lock);
   wake = d->wake_pending;
-  d->wake_pending = 0;
+  purge = d->purge_pending;
+  d->wake_pending = d->purge_pending = 0;
   ncancels = d->ncancels;
   memcpy(cancels, d->cancels, sizeof(cancels[0]) * (size_t)ncancels);
   d->ncancels = 0;
   pthread_mutex_unlock(&d->inbox_lock);
 
+  for (int i = 0; i < nslices; i++)
+    cap_runner_slice(d->runner, slices[i]);
   if (d->stopping)
     return;
   for (int i = 0; i < ncancels; i++)
     cap_runner_cancel(d->runner, cancels[i]);
   if (wake)
     cap_runner_wake(d->runner);
+  if (purge)
+    cap_runner_purge(d->runner);
 }
 
 static void on_closed(uv_handle_t *h)
@@ -125,6 +182,21 @@ static void on_stop_deadline(int sig)
   _exit(1);
 }
 
+/* No new requests from here on; those in flight finish first. api_stop()
+ * waits for the slices being made, which the pool ends at once (they are
+ * cancelled); those still in the inbox never reach the pool: they end
+ * here. */
+static void stop_api(struct daemon *d)
+{
+  const struct api_slice_req *slices[API_SLICES];
+  int n = take_slices(d, slices, true);
+
+  for (int i = 0; i < n; i++)
+    slices[i]->done(slices[i]->ud, TR_EBUSY, "traced is stopping");
+  api_stop(d->api);
+  d->api = NULL;
+}
+
 static void on_signal(uv_signal_t *h, int signum)
 {
   struct daemon *d = h->data;
@@ -136,9 +208,7 @@ static void on_signal(uv_signal_t *h, int signum)
   signal(SIGALRM, on_stop_deadline);
   alarm(STOP_DEADLINE_S);
   tr_notify("STOPPING=1");
-  /* No new requests from here on; those in flight finish first. */
-  api_stop(d->api);
-  d->api = NULL;
+  stop_api(d);
   cap_runner_shutdown(d->runner, on_runner_down, d);
 }
 
@@ -168,8 +238,11 @@ static int prepare_storage(const struct cfg *cfg, struct tr_err *err)
 
 static int start(struct daemon *d, struct tr_err *err)
 {
-  struct api_hooks hooks = { hook_wake, hook_cancel, d };
+  struct api_hooks hooks = { hook_wake,  hook_cancel, hook_slice,
+                             hook_purge, d->formats,  d };
   int rc;
+
+  cap_runner_formats(d->formats, sizeof(d->formats) / sizeof(d->formats[0]));
 
   if ((rc = prepare_storage(d->cfg, err)) != 0)
     return rc;
@@ -184,8 +257,10 @@ static int start(struct daemon *d, struct tr_err *err)
   uv_signal_start(&d->sigint, on_signal, SIGINT);
   if ((rc = api_start(d->cfg, &hooks, &d->api, err)) != 0)
     return rc;
-  /* Work queued before a restart starts now. */
+  /* Work queued before a restart starts now, and what a stop left in the
+   * trash goes. */
   cap_runner_wake(d->runner);
+  cap_runner_purge(d->runner);
   return 0;
 }
 
@@ -202,13 +277,21 @@ int daemon_run(const struct cfg *cfg)
   rc = start(&d, &err);
   if (rc != 0) {
     fprintf(stderr, "traced: %s\n", err.msg);
-    api_stop(d.api);
+    stop_api(&d);
     if (d.runner != NULL) {
       d.stopping = 1;
       cap_runner_shutdown(d.runner, on_runner_down, &d);
     }
   } else {
     fprintf(stderr, "traced: listening on %s\n", cfg->listen);
+    /* docs/ATOM.md, "What a request may pass": a capture runs ATOM's
+     * scripts as traced's user. */
+    if (cfg->auth_token[0] == '\0')
+      fprintf(stderr,
+              "traced: warning: no auth_token: anyone who can reach %s may "
+              "queue captures, which run ATOM's scripts, server and bench "
+              "as this daemon's user; set auth_token_file\n",
+              cfg->listen);
     tr_notify("READY=1");
   }
   uv_run(&d.loop, UV_RUN_DEFAULT);

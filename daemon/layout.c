@@ -175,6 +175,8 @@ static int scan_rank_dir(struct scan *s, int dfd, const char *name,
       continue;
     sub = join(rel, e->d_name);
     rc = sub ? look(s, dirfd(d), e->d_name, sub, S_IFREG, &st) : TR_ENOMEM;
+    if (rc == 1)
+      rank->written += (uint64_t)st.st_size;
     if (rc == 1 && gz && rank->gz_count++ == 0) {
       rank->file = join(s->root, sub);
       rank->bytes = (uint64_t)st.st_size;
@@ -318,6 +320,7 @@ static void summarize(struct cap_layout *l, int from_files)
     if (rank->gz_count == 1 && rank->orphan_json == 0)
       l->exported++;
     l->orphan_json += rank->orphan_json;
+    l->written += rank->written;
     if (rank->file != NULL)
       l->bytes_total += rank->bytes;
   }

@@ -27,6 +27,8 @@ struct cap_rank {
   int orphan_json; /* *.json left beside: an export still running, or
                       one that died midway */
   uint64_t bytes;  /* size of file */
+  uint64_t written; /* sizes of every .json and .json.gz of the folder:
+                       grows while the rank exports */
 };
 
 struct cap_layout {
@@ -40,18 +42,19 @@ struct cap_layout {
   int exported;         /* ranks with exactly one .gz and no .json */
   int orphan_json;      /* .json files over all ranks */
   uint64_t bytes_total; /* sum of bytes of ranks with a file */
+  uint64_t written;     /* sum of the ranks' written */
 };
 
 /*
  * Scans path: a trace file (one rank, label = its name), a folder of rank
  * folders, or a folder of trace files (one rank each). A folder with
  * nothing in it gives n == 0. Caller frees *out with cap_layout_free().
- * Nothing is followed (issue 12): path itself, a half, a rank folder or a
- * trace file that is a symbolic link refuses the whole scan (-ELOOP), and
- * so does a trace name or rank folder of another kind (a FIFO named
- * x.json: TR_EFORMAT), err naming it; other names are left alone, and an
- * entry that vanishes while the scan runs is skipped. No file is opened.
- * Errors: -errno when path cannot be read.
+ * Nothing is followed (docs/SECURITY.md): path itself, a half, a rank folder or
+ * a trace file that is a symbolic link refuses the whole scan (-ELOOP), and so
+ * does a trace name or rank folder of another kind (a FIFO named x.json:
+ * TR_EFORMAT), err naming it; other names are left alone, and an entry that
+ * vanishes while the scan runs is skipped. No file is opened. Errors: -errno
+ * when path cannot be read.
  */
 int cap_layout_scan(const char *path, struct cap_layout **out,
                     struct tr_err *err);

@@ -2,6 +2,7 @@
 
 #include "common/file.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -53,11 +54,24 @@ static void forget(struct cap_scan *s)
   s->offset = 0;
   s->fp_len = 0;
   s->partial_len = 0;
+  s->partial_at = 0;
   s->bytes_seen = 0;
   s->marker = NULL;
   s->marker_line[0] = s->start_failed[0] = s->export_failed[0] = '\0';
-  s->last_exported[0] = '\0';
+  s->last_exported[0] = s->stop_failed[0] = '\0';
+  s->first_error[0] = s->last_error[0] = '\0';
+  s->marker_at = s->last_error_at = 0;
+  s->stopping_at = UINT64_MAX;
   s->profilers_started = s->profilers_stopping = s->traces_exported = 0;
+  s->stops_completed = 0;
+}
+
+void cap_scan_errors_from(struct cap_scan *s, uint64_t offset)
+{
+  s->err_from = offset;
+  s->first_error[0] = '\0';
+  if (s->last_error[0] != '\0' && s->last_error_at >= offset)
+    memcpy(s->first_error, s->last_error, sizeof(s->first_error));
 }
 
 void cap_scan_snapshot(struct cap_scan *s)
@@ -119,16 +133,23 @@ static const char *rank_says(const char *line, size_t n, const char *what)
              : NULL;
 }
 
-static void account_profiler(struct cap_scan *s, const char *line, size_t n)
+static void account_profiler(struct cap_scan *s, const char *line, size_t n,
+                             uint64_t at)
 {
   const char *path;
   size_t dir = strlen(s->trace_dir);
 
   if (rank_says(line, n, "profiler started") != NULL)
     s->profilers_started++;
-  else if (rank_says(line, n, "stopping profiler") != NULL)
-    s->profilers_stopping++;
-  else if (rank_says(line, n, "failed to export trace to ") != NULL) {
+  else if (rank_says(line, n, "stopping profiler") != NULL) {
+    if (s->profilers_stopping++ == 0)
+      s->stopping_at = at;
+  } else if (rank_says(line, n, "profiler stop completed") != NULL)
+    s->stops_completed++;
+  else if (rank_says(line, n, "profiler stop failed") != NULL) {
+    if (s->stop_failed[0] == '\0')
+      quote(s->stop_failed, line, n);
+  } else if (rank_says(line, n, "failed to export trace to ") != NULL) {
     if (s->export_failed[0] == '\0')
       quote(s->export_failed, line, n);
   } else if ((path = rank_says(line, n, "trace exported to ")) != NULL) {
@@ -145,16 +166,44 @@ static void account_profiler(struct cap_scan *s, const char *line, size_t n)
   }
 }
 
-static void account_line(struct cap_scan *s, const char *line, size_t n)
+/* An error line of ATOM's server log: uvicorn's "ERROR:", an exception
+ * ending a traceback ("ValueError: ..." at the start of a line), the long
+ * log format's "[atom ERROR]" header, or an access line with a 5xx. */
+static bool error_line(const char *line, size_t n)
+{
+  size_t word = 0;
+
+  if (n >= 6 && memcmp(line, "ERROR:", 6) == 0)
+    return true;
+  if (memmem(line, n, " ERROR] ", 8) != NULL ||
+      memmem(line, n, " HTTP/1.1\" 5", 12) != NULL)
+    return true;
+  while (word < n && (isalnum((unsigned char)line[word]) ||
+                      line[word] == '_' || line[word] == '.'))
+    word++;
+  return word > 0 && word < n && line[word] == ':' &&
+         ((word >= 5 && memcmp(line + word - 5, "Error", 5) == 0) ||
+          (word >= 9 && memcmp(line + word - 9, "Exception", 9) == 0));
+}
+
+static void account_line(struct cap_scan *s, const char *line, size_t n,
+                         uint64_t at)
 {
   for (size_t i = 0;
        s->marker == NULL && i < sizeof(markers) / sizeof(*markers); i++) {
     if (memmem(line, n, markers[i], strlen(markers[i])) != NULL) {
       s->marker = markers[i];
+      s->marker_at = at;
       quote(s->marker_line, line, n);
     }
   }
-  account_profiler(s, line, n);
+  if (error_line(line, n)) {
+    quote(s->last_error, line, n);
+    s->last_error_at = at;
+    if (s->first_error[0] == '\0' && at >= s->err_from)
+      quote(s->first_error, line, n);
+  }
+  account_profiler(s, line, n, at);
 }
 
 /* Splits buf into lines, the first continuing s->partial. A line longer
@@ -171,16 +220,18 @@ static void account(struct cap_scan *s, const char *buf, size_t len)
 
       n = n < room ? n : room;
       memcpy(s->partial + s->partial_len, p, n);
-      account_line(s, s->partial, s->partial_len + n);
+      account_line(s, s->partial, s->partial_len + n, s->partial_at);
       s->partial_len = 0;
     } else {
-      account_line(s, p, n);
+      account_line(s, p, n, s->offset + (uint64_t)(p - buf));
     }
     p = nl + 1;
   }
   if (p < end) {
     size_t n = (size_t)(end - p), room = sizeof(s->partial) - s->partial_len;
 
+    if (s->partial_len == 0)
+      s->partial_at = s->offset + (uint64_t)(p - buf);
     n = n < room ? n : room;
     memcpy(s->partial + s->partial_len, p, n);
     s->partial_len += n;

@@ -12,6 +12,14 @@
  *   Rank N: stopping profiler...
  *   Rank N: trace exported to PATH (S MB, T s)
  *   Rank N: failed to export trace to PATH          (then a traceback)
+ *   Rank N: profiler stop failed                    (kineto raised in
+ *                                                    __exit__: no file)
+ *   Rank N: profiler stop completed in T s          (after any of them)
+ *
+ * and error lines (uvicorn's "ERROR:", an exception ending a traceback, a
+ * 5xx access line), the first one from err_from on kept for a partial
+ * workload's report. Each finding keeps its line's byte offset, which
+ * tells the phase it was written in (daemon/watch.c).
  *
  * The bytes read are copied to the capture's own server.log.
  *
@@ -39,22 +47,39 @@ struct cap_scan {
   size_t fp_len;
   char partial[1024]; /* a line not yet ended */
   size_t partial_len;
+  uint64_t partial_at; /* its offset */
   uint64_t bytes_seen; /* this launch's bytes read so far */
+
+  /* Set by the owner between scans: error lines from this offset on are
+   * kept (UINT64_MAX: none). */
+  uint64_t err_from;
 
   /* What the launch's lines said. */
   const char *marker; /* a fatal marker (static string), or NULL */
   char marker_line[CAP_SCAN_LINE];
+  uint64_t marker_at;                /* its offset */
   int profilers_started;             /* "profiler started" lines */
   char start_failed[CAP_SCAN_LINE];  /* "Failed to start profiling" */
   int profilers_stopping;            /* "stopping profiler..." lines */
+  uint64_t stopping_at;              /* the first one's offset, or
+                                        UINT64_MAX */
+  int stops_completed;               /* "profiler stop completed" lines */
   int traces_exported;               /* under trace_dir */
   char export_failed[CAP_SCAN_LINE]; /* the first such line, or "" */
+  char stop_failed[CAP_SCAN_LINE];   /* the first "profiler stop failed" */
   char last_exported[CAP_SCAN_LINE]; /* the latest such line */
+  char first_error[CAP_SCAN_LINE];   /* from err_from on, or "" */
+  char last_error[CAP_SCAN_LINE];    /* the latest error line, or "" */
+  uint64_t last_error_at;
 };
 
 /* Records the end of src as this launch's start and forgets what was
  * seen. */
 void cap_scan_snapshot(struct cap_scan *s);
+
+/* Owner, between scans: keep the first error line from offset on (a line
+ * read already but at or after it counts when it was the latest). */
+void cap_scan_errors_from(struct cap_scan *s, uint64_t offset);
 
 /* Reads at most a few MiB of src past the offset: copies them to copy,
  * and accounts each complete line. */

@@ -3,6 +3,7 @@
  * otherwise the daemon runs in the foreground with the configuration from
  * --config FILE and --key value overrides (docs/API.md, "Command line").
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -10,7 +11,7 @@
 #include "daemon/daemon.h"
 #include "index/index.h"
 
-static void usage(FILE *out)
+static void usage(FILE *out, bool settings)
 {
   fprintf(out,
           "usage: traced [--config FILE] [--KEY VALUE ...]\n"
@@ -18,7 +19,37 @@ static void usage(FILE *out)
           "[--rules FILE] FILE...\n"
           "       traced --help | --version\n"
           "Every configuration key (see config/traced.conf) can be given as\n"
-          "--key value, dashes or underscores, overriding the file.\n");
+          "--key value, dashes or underscores, overriding the file. Prefer\n"
+          "auth_token_file to --auth-token (a command line is public).\n");
+  if (settings) {
+    struct cfg cfg;
+
+    cfg_defaults(&cfg);
+    cfg_finish(&cfg, NULL);
+    fputs("\nconfiguration keys [default]:\n", out);
+    cfg_usage(out, &cfg);
+    cfg_free(&cfg);
+  }
+}
+
+/* Why argv[i] is not "--key value": naming the key alone, never a value
+ * (a word out of place may be a secret, e.g. --auth-token=SECRET). */
+static void bad_word(char **argv, int argc, int i)
+{
+  const char *w = argv[i];
+
+  if (strncmp(w, "--", 2) != 0)
+    fprintf(stderr,
+            "traced: expected --key value: argument %d is not a "
+            "--key\n",
+            i);
+  else if (strchr(w, '=') != NULL)
+    fprintf(stderr,
+            "traced: --%.*s=...: give the value as the next word "
+            "(--%.*s VALUE)\n",
+            (int)strcspn(w + 2, "="), w + 2, (int)strcspn(w + 2, "="), w + 2);
+  else if (i + 1 >= argc)
+    fprintf(stderr, "traced: %.64s needs a value\n", w);
 }
 
 /* Applies argv over cfg: --config first (wherever it stands), then every
@@ -33,9 +64,10 @@ static int parse_args(int argc, char **argv, struct cfg *cfg)
         cfg_load_file(cfg, argv[i + 1], &err) != 0)
       goto bad;
   for (i = 1; i < argc; i += 2) {
-    if (strncmp(argv[i], "--", 2) != 0 || i + 1 >= argc) {
-      fprintf(stderr, "traced: expected --key value at \"%s\"\n", argv[i]);
-      usage(stderr);
+    if (strncmp(argv[i], "--", 2) != 0 || strchr(argv[i], '=') != NULL ||
+        i + 1 >= argc) {
+      bad_word(argv, argc, i);
+      usage(stderr, false);
       return 2;
     }
     if (strcmp(argv[i], "--config") != 0 &&
@@ -50,6 +82,16 @@ bad:
   return 2;
 }
 
+/* Overwrites the value of --auth-token in argv (with '*'), so that ps and
+ * /proc/<pid>/cmdline no longer show it. After the arguments are read. */
+static void hide_args(int argc, char **argv)
+{
+  for (int i = 1; i + 1 < argc; i++)
+    if (strcmp(argv[i], "--auth-token") == 0 ||
+        strcmp(argv[i], "--auth_token") == 0)
+      memset(argv[i + 1], '*', strlen(argv[i + 1]));
+}
+
 int main(int argc, char **argv)
 {
   struct cfg cfg;
@@ -58,7 +100,7 @@ int main(int argc, char **argv)
   if (argc >= 2 && strcmp(argv[1], "index") == 0)
     return idx_cli_main(argc - 1, argv + 1);
   if (argc == 2 && strcmp(argv[1], "--help") == 0) {
-    usage(stdout);
+    usage(stdout, true);
     return 0;
   }
   if (argc == 2 && strcmp(argv[1], "--version") == 0) {
@@ -67,7 +109,7 @@ int main(int argc, char **argv)
   }
   cfg_defaults(&cfg);
   rc = parse_args(argc, argv, &cfg);
-  cfg_hide_args(argc, argv);
+  hide_args(argc, argv);
   if (rc == 0)
     rc = daemon_run(&cfg);
   cfg_free(&cfg);

@@ -9,14 +9,18 @@
  * the rest of the run), or when the run exits 0 with the profiler started.
  *
  * profile_control daemon, in steps: WARMUP (a run of the same CONC*2
- * requests, not traced), PROFILE_START (traced POSTs /start_profile; the
- * server answers nothing meanwhile), RUN (the profiled run, without
- * warm-ups), then EXPORTING, which POSTs /stop_profile.
+ * requests with another seed, not traced), PROFILE_START (traced POSTs
+ * /start_profile; the server answers nothing meanwhile; ATOM answers
+ * success even when no rank started, so the log is checked), RUN (the
+ * profiled run, without warm-ups), then EXPORTING, which POSTs
+ * /stop_profile. What of the profiled window is not the workload (the
+ * run's own start-up and wrap-up) is measured (extra.profile_window).
  *
  * A look at the server every few seconds (watch.c). ATOM's client exits 0
- * even when the server died under it, and when /start_profile failed it
- * says nothing: after the run the server's life and the profiler's "Rank
- * N: profiler started" lines are checked.
+ * even when the server died under it, when /start_profile failed, and
+ * when requests failed: after the run the server's life, the profiler's
+ * "Rank N: profiler started" lines and the result's completed count are
+ * checked. Errors of the server log count from the profiled run's start.
  */
 #include <stdio.h>
 
@@ -50,14 +54,15 @@ static void set_step(struct cap_job *job, enum cap_step step)
 
 static void fail_dead(struct cap_job *job, const char *dead)
 {
-  cap_fail(job, END_FAILED, "server", "the server died during the bench: %s",
-           dead);
+  cap_fail(job, END_FAILED, "server", "the server died during the %s: %s",
+           tr_phase_name(job->watch.dead_phase), dead);
 }
 
 /* ---- the end of a run ---- */
 
 /* The profiler must have started: ATOM's client says nothing when
- * /start_profile failed, and no file would ever come. */
+ * /start_profile failed, ATOM's /start_profile answers success even when
+ * no rank started (api_server.py:1978), and no file would ever come. */
 static bool profiler_started(struct cap_job *job)
 {
   const struct cap_scan *s = &job->scan;
@@ -106,10 +111,13 @@ static void on_run_exit(struct cap_job *job)
 
 static void on_look(struct cap_job *job, const char *dead)
 {
-  /* Once the profiler is stopping the ranks export: whatever happens from
-   * here (a dead worker too) is the export's, and the run goes on, waiting
-   * on its /stop_profile. */
-  if (!daemon_mode(job) && job->scan.profilers_stopping > 0)
+  /* A death is reported with the phase its cause belongs to (a fatal
+   * marker's line may have been written before the profiler stopped).
+   * Once the profiler is stopping the ranks export: the run goes on,
+   * waiting on its /stop_profile. */
+  if (dead != NULL && job->watch.dead_phase < TR_PHASE_EXPORTING)
+    fail_dead(job, dead);
+  else if (!daemon_mode(job) && job->scan.profilers_stopping > 0)
     cap_enter(job, TR_PHASE_EXPORTING, NULL);
   else if (dead != NULL)
     fail_dead(job, dead);
@@ -122,15 +130,27 @@ static void on_tick(uv_timer_t *t)
 
 /* ---- the steps ---- */
 
+/* A fresh look after /start_profile answered: rank 0 logs "profiler
+ * started" before it answers (model_runner.py:1099). */
+static void on_started_look(struct cap_job *job, const char *dead)
+{
+  if (dead != NULL)
+    fail_dead(job, dead);
+  else if (profiler_started(job))
+    start_step(job, CAP_STEP_RUN);
+}
+
 static void on_profile_started(void *ud, const struct cap_http_answer *a)
 {
   struct cap_job *job = ud;
 
   job->http = NULL;
-  if (!a->ok)
+  if (!a->ok) {
     cap_fail(job, END_FAILED, "server", "%s", a->msg);
-  else
-    start_step(job, CAP_STEP_RUN);
+    return;
+  }
+  job->bench.profile_started_ns = tr_now_ns();
+  cap_watch_fresh(job, true, on_started_look);
 }
 
 static void start_step(struct cap_job *job, enum cap_step step)
@@ -140,7 +160,10 @@ static void start_step(struct cap_job *job, enum cap_step step)
   set_step(job, step);
   switch (step) {
   case CAP_STEP_WARMUP: cap_bench_start(job, job->plan->warmup_argv); break;
-  case CAP_STEP_RUN: cap_bench_start(job, job->plan->bench_argv); break;
+  case CAP_STEP_RUN:
+    cap_watch_errors_from(job, cap_watch_log_size(job));
+    cap_bench_start(job, job->plan->bench_argv);
+    break;
   case CAP_STEP_PROFILE_START:
     if (cap_atom_profile(job->r->http, c->atom_host, c->atom_port, "start",
                          cap_profile_timeout_ms(job), on_profile_started, job,

@@ -1,5 +1,6 @@
 /*
- * DONE: every rank is indexed, the capture's results are stored (finish.c)
+ * DONE: every rank is indexed, the capture's results are stored
+ * (phase_finishing.c)
  * and the status "done" is stored (cap_enter writes it with the phase).
  * Its verdict goes to the webhook (webhook.c: it outlives the job), and
  * the job ends; a server left by a good capture stays up, as the

@@ -2,27 +2,43 @@
  * EXPORTING: the profiler is stopping and every rank writes its trace
  * (docs/ATOM.md): X.pt.trace.json, then X.pt.trace.json.gz, then the .json
  * is removed and "Rank N: trace exported to PATH" is logged; on an error
- * both files go and "Rank N: failed to export trace to PATH" is logged.
+ * both files go and "Rank N: failed to export trace to PATH" is logged;
+ * when kineto itself raises, "Rank N: profiler stop failed" and no file.
  *
  * With profile_control daemon the phase POSTs /stop_profile, which answers
  * once rank 0 has exported; with bench the profiled run may still be
  * waiting on its own /stop_profile. Every export_poll_s the trace folder
  * is scanned (the file rule, .gz present and no .json, is the proof of
- * completion) and the server looked at: a failed export or a dead worker
- * fails the capture at once, naming the rank and quoting the line.
- * Complete and the run (or the call) over: INDEXING.
+ * completion) and the server looked at: a failed export, a failed stop or
+ * a dead worker fails the capture at once, naming the rank and quoting the
+ * line. Complete and the run (or the call) over: INDEXING, or, when the
+ * bench completed fewer prompts than it sent, a failure that keeps the
+ * traces.
+ *
+ * The wait follows progress (docs/ATOM.md, "Budgets"), not ATOM's
+ * ATOM_PROFILER_TIMEOUT, which only bounds how long ATOM's engine waits for
+ * rank 0 (engine_core_mgr.py:857): the ranks go on exporting after it. A
+ * poll shows progress when the ranks' files grew, a rank logged its end,
+ * a rank is exporting by the log (it logged "stopping profiler" and not
+ * yet "profiler stop completed"), or (daemon) /stop_profile has not
+ * answered yet. export_max_polls polls in a row without progress fail the
+ * phase, and so does export_max_s in all.
+ *
+ * A cancel here stops the server only once the exports end (or that
+ * deadline passes): cap_export_drain(), never a rank killed mid-write.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "daemon/cap_int.h"
 
+#define DRAIN_TICK_MS 500 /* a drain looks at traced's shutdown this often */
+
 int phase_exporting_budget_s(const struct cap_job *job)
 {
-  const struct cfg *c = job->r->cfg;
-
-  return c->export_poll_s * (c->export_max_polls + 1) + 60;
+  return job->r->cfg->export_max_s + 60;
 }
 
 /* The run or the /stop_profile call the export waits for is over. */
@@ -38,6 +54,7 @@ static bool waited_for(const struct cap_job *job)
 struct scan_work {
   struct cap_work super;
   struct cap_layout *layout;
+  bool scan_log; /* the drain reads the log too (the watch does not run) */
   struct tr_err err;
 };
 
@@ -45,16 +62,67 @@ static void run_folder_scan(struct cap_work *w)
 {
   struct scan_work *sw = (struct scan_work *)w;
 
+  if (sw->scan_log)
+    cap_scan_run(&w->job->scan);
   cap_layout_scan(w->job->trace_dir, &sw->layout, &sw->err);
 }
 
-static void poll_failed(struct cap_job *job, const char *problems)
+/* "... Rank 3: failed to export trace to ..." -> 3, or -1. */
+static int rank_of(const char *line)
+{
+  const char *at = strstr(line, "Rank ");
+  char *end = NULL;
+  long n = at != NULL ? strtol(at + 5, &end, 10) : -1;
+
+  return at != NULL && end != at + 5 && n >= 0 && n <= INT_MAX ? (int)n : -1;
+}
+
+/* Whether this poll shows the export moving (see the top comment); takes
+ * the poll's figures as the next one's reference. */
+static bool moved(struct cap_job *job, const struct cap_layout *l)
+{
+  struct cap_export *e = &job->export;
+  const struct cap_scan *s = &job->scan;
+  bool yes = (l != NULL && l->written != e->last_written) ||
+             s->traces_exported != e->last_exported ||
+             s->stops_completed != e->last_completed ||
+             s->profilers_stopping > s->stops_completed ||
+             (job->r->cfg->profile_control == CFG_PROFILE_DAEMON &&
+              !e->stop_answered);
+
+  e->last_written = l != NULL ? l->written : e->last_written;
+  e->last_exported = s->traces_exported;
+  e->last_completed = s->stops_completed;
+  return yes;
+}
+
+/* A partial workload: the traces are whole and kept, the capture fails
+ * (docs/ATOM.md, "A partial workload"). */
+static void fail_partial(struct cap_job *job)
+{
+  const char *err = job->scan.first_error;
+
+  cap_fail(job, END_FAILED, "bench",
+           "%s; the server log's first error since the run began: %s; the "
+           "traces are kept in %s (POST /imports can index them)",
+           job->bench.partial, err[0] ? err : "(none)", job->trace_dir);
+}
+
+static bool over_budget(struct cap_job *job, const char *problems)
 {
   const struct cfg *c = job->r->cfg;
+  int64_t took_s = (tr_now_ns() - job->export.started_ns) / 1000000000;
 
-  cap_fail(job, END_FAILED, "server",
-           "the export is not complete after %d polls %d s apart: %s",
-           job->export.polls, c->export_poll_s, problems);
+  if (took_s >= c->export_max_s)
+    cap_fail(job, END_FAILED, "server",
+             "the export is not complete after %lld s (export_max_s): %s",
+             (long long)took_s, problems);
+  else if (job->export.quiet_polls >= c->export_max_polls)
+    cap_fail(job, END_FAILED, "server",
+             "the export made no progress in %d polls %d s apart "
+             "(export_max_polls): %s",
+             job->export.quiet_polls, c->export_poll_s, problems);
+  return job->ending != END_NONE;
 }
 
 static void on_folder_scan(struct cap_work *w)
@@ -75,44 +143,47 @@ static void on_folder_scan(struct cap_work *w)
   complete = l != NULL && cap_layout_complete(l, job->export.ranks_expected,
                                               problems, sizeof(problems));
   if (complete && waited_for(job)) {
+    if (job->bench.partial[0] != '\0') {
+      cap_layout_free(l);
+      fail_partial(job);
+      return;
+    }
     job->layout = l;
     cap_enter(job, TR_PHASE_INDEXING, NULL);
     return;
   }
-  cap_job_progress(job, json_pack("{s:i,s:i,s:i,s:i}", "ranks_exported",
+  job->export.quiet_polls = moved(job, l) ? 0 : job->export.quiet_polls + 1;
+  cap_job_progress(job, json_pack("{s:i,s:i,s:i,s:i,s:i}", "ranks_exported",
                                   l ? l->exported : 0, "orphan_json",
                                   l ? l->orphan_json : 0, "export_polls",
-                                  job->export.polls, "exports_logged",
+                                  job->export.polls, "export_quiet_polls",
+                                  job->export.quiet_polls, "exports_logged",
                                   job->scan.traces_exported));
   cap_layout_free(l);
-  if (job->export.polls >= job->r->cfg->export_max_polls)
-    poll_failed(job, complete ? "the bench is still waiting on "
-                                "/stop_profile"
-                              : problems);
+  over_budget(job, complete ? "the bench is still waiting on /stop_profile"
+                            : problems);
 }
 
 /* ---- the server ---- */
 
-/* "... Rank 3: failed to export trace to ..." -> 3, or -1. */
-static int rank_of(const char *line)
-{
-  const char *at = strstr(line, "Rank ");
-
-  return at != NULL ? atoi(at + 5) : -1;
-}
-
 static void on_look(struct cap_job *job, const char *dead)
 {
   const char *failed = job->scan.export_failed;
+  const char *stop = job->scan.stop_failed;
 
   if (failed[0] != '\0')
     cap_fail(job, END_FAILED, "server",
              "rank %d failed to export its trace (ATOM removes both files): "
              "%s",
              rank_of(failed), failed);
+  else if (stop[0] != '\0')
+    cap_fail(job, END_FAILED, "server",
+             "rank %d: the profiler's stop failed (kineto raised in its "
+             "exit: no trace file will come): %s",
+             rank_of(stop), stop);
   else if (dead != NULL)
-    cap_fail(job, END_FAILED, "server", "the server died during the export: %s",
-             dead);
+    cap_fail(job, END_FAILED, "server", "the server died during the %s: %s",
+             tr_phase_name(job->watch.dead_phase), dead);
 }
 
 static void on_tick(uv_timer_t *t)
@@ -181,10 +252,91 @@ void phase_exporting_enter(struct cap_job *job)
 {
   uint64_t every_ms = (uint64_t)job->r->cfg->export_poll_s * 1000;
 
-  job->export.polls = 0;
+  job->export.polls = job->export.quiet_polls = 0;
+  job->export.started_ns = tr_now_ns();
   cap_job_progress(job, json_pack("{s:i,s:i,s:i,s:i}", "ranks_exported", 0,
                                   "orphan_json", 0, "export_polls", 0,
                                   "exports_logged", 0));
   wait_for_run(job);
   uv_timer_start(&job->tick, on_tick, 0, every_ms);
+}
+
+/* ---- a cancel while ranks export ---- */
+
+bool cap_export_running(const struct cap_job *job)
+{
+  return !job->is_import && job->plan != NULL &&
+         (job->phase == TR_PHASE_EXPORTING ||
+          (job->phase == TR_PHASE_BENCHMARK &&
+           job->scan.profilers_stopping > 0));
+}
+
+static void on_drain_tick(uv_timer_t *t);
+
+/* The exports ended: every rank that logged its stop logged its end, no
+ * .json is left and nothing grew since the last look; or the server is
+ * gone; or the export's deadline passed. */
+static void on_drain_scan(struct cap_work *w)
+{
+  struct scan_work *sw = (struct scan_work *)w;
+  struct cap_job *job = w->job;
+  struct cap_layout *l = sw->layout;
+  const struct cap_scan *s = &job->scan;
+  int64_t took_s = (tr_now_ns() - job->export.started_ns) / 1000000000;
+  bool ended;
+
+  free(sw);
+  job->export.busy = false;
+  job->watch.scanning = false;
+  ended = (l != NULL && l->orphan_json == 0 &&
+           s->stops_completed >= s->profilers_stopping &&
+           l->written == job->export.last_written) ||
+          !cap_proc_group_alive(job->launcher) ||
+          took_s >= job->r->cfg->export_max_s;
+  if (l != NULL)
+    job->export.last_written = l->written;
+  cap_layout_free(l);
+  job->export.next_look_ns =
+      tr_now_ns() + (int64_t)job->r->cfg->export_poll_s * 1000000000;
+  if (!job->finished && ended)
+    job->export.drained(job);
+  else if (!job->finished)
+    uv_timer_start(&job->tick, on_drain_tick, DRAIN_TICK_MS, 0);
+}
+
+static void on_drain_tick(uv_timer_t *t)
+{
+  struct cap_job *job = t->data;
+  struct scan_work *sw;
+
+  /* traced stops: the server is left as it is (the next start's recovery
+   * and the next capture's stop script deal with it). */
+  if (job->r->stopping) {
+    cap_job_finish(job);
+    return;
+  }
+  if (tr_now_ns() < job->export.next_look_ns) {
+    uv_timer_start(&job->tick, on_drain_tick, DRAIN_TICK_MS, 0);
+    return;
+  }
+  /* One scan of the log at a time (logscan.h): a watch round's scan may
+   * still be in the pool. */
+  if (job->watch.scanning || (sw = calloc(1, sizeof(*sw))) == NULL) {
+    uv_timer_start(&job->tick, on_drain_tick, DRAIN_TICK_MS, 0);
+    return;
+  }
+  job->watch.scanning = true;
+  job->export.busy = true;
+  sw->scan_log = true;
+  cap_work_queue(job->r, job, &sw->super, run_folder_scan, on_drain_scan);
+}
+
+void cap_export_drain(struct cap_job *job, void (*then)(struct cap_job *job))
+{
+  job->export.drained = then;
+  if (job->phase != TR_PHASE_EXPORTING)
+    job->export.started_ns = tr_now_ns();
+  job->export.last_written = UINT64_MAX;
+  job->export.next_look_ns = 0;
+  uv_timer_start(&job->tick, on_drain_tick, 0, 0);
 }

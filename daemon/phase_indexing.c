@@ -2,16 +2,15 @@
  * INDEXING, of captures and imports: each rank's trace goes through
  * idx_file() and store_rank_insert() in one pool job with its own store
  * connection; at most index_jobs ranks run at once over all jobs, so the
- * pool (UV_THREADPOOL_SIZE = index_jobs + 2, see recover.c) always has a
- * thread for the state writes. A rank that fails is recorded with
- * store_rank_fail() and the others are kept. All indexed: DONE.
+ * pool (UV_THREADPOOL_SIZE = index_jobs + 2 + API_SLICES, see recover.c) always
+ * has a thread for the state writes. A rank that fails is recorded with
+ * store_rank_fail() and the others are kept. All indexed: FINISHING.
  */
 #include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -29,10 +28,20 @@ static const char *index_path(const struct cap_job *job)
   return job->trace_dir;
 }
 
+/* Before the folder is scanned its size is not known: an hour for the
+ * scan, re-armed with cap_trace_budget_s() once it is (begin()). */
+#define SCAN_BUDGET_S  3600
+#define TRACE_BUDGET_S 600 /* and a second per MiB */
+
 int phase_indexing_budget_s(const struct cap_job *job)
 {
   (void)job;
-  return 3600; /* re-armed once the size is known (begin()) */
+  return SCAN_BUDGET_S;
+}
+
+int cap_trace_budget_s(const struct cap_job *job)
+{
+  return TRACE_BUDGET_S + (int)(job->layout->bytes_total >> 20);
 }
 
 /* The import's format (validated by the API), else detected. */
@@ -98,7 +107,7 @@ struct rank_work {
   size_t i; /* rank number in the capture */
   int rc;
   bool cancelled;
-  char msg[600];
+  char msg[CAP_MSG_MAX];
 };
 
 static void on_idx_progress(void *ud, uint64_t file_bytes_read)
@@ -125,30 +134,6 @@ static void store_result(struct rank_work *rw, json_t *summary)
   if (rw->rc != 0)
     store_rank_fail(st, job->id, (int)rw->i, rk->label, rw->msg, NULL);
   cap_db_give(rw->super.r, st);
-}
-
-/* Indexing yields the CPU to the HTTP threads and the loop: on a small
- * box a GB of trace otherwise pushes read latency up (measured by
- * bench/bench_api.sh). On Linux setpriority(PRIO_PROCESS, tid) applies to
- * one thread, and the inflate thread idx_file() starts inherits it. The
- * pool thread gets its priority back afterwards where allowed (root). */
-#define INDEX_NICE 10
-
-static int lower_priority(void)
-{
-  int old;
-
-  errno = 0;
-  old = getpriority(PRIO_PROCESS, (id_t)gettid());
-  if (errno != 0)
-    old = 0;
-  (void)setpriority(PRIO_PROCESS, (id_t)gettid(), INDEX_NICE);
-  return old;
-}
-
-static void restore_priority(int old)
-{
-  (void)setpriority(PRIO_PROCESS, (id_t)gettid(), old);
 }
 
 /* The threads one rank's indexing may keep busy (idx_options.threads):
@@ -185,7 +170,7 @@ static void run_rank(struct cap_work *w)
   struct tr_err err = { 0 };
   json_t *summary = NULL;
   int64_t t0 = tr_now_ns();
-  int nice = lower_priority();
+  int nice = cap_nice_lower();
   char *coll = cap_coll_path(job, rw->i, true);
 
   o.collectives_path = coll;
@@ -212,25 +197,26 @@ static void run_rank(struct cap_work *w)
   }
   json_decref(summary);
   free(coll);
-  restore_priority(nice);
+  cap_nice_restore(nice);
 }
 
+/* Every rank is in: FINISHING, or a failure naming the ranks that are
+ * not. */
 static void check_complete(struct cap_job *job)
 {
-  if (job->ending != END_NONE || job->index.running > 0 ||
-      job->index.next_rank < job->layout->n || job->index.finishing)
+  if (job->ending != END_NONE || job->phase != TR_PHASE_INDEXING ||
+      job->index.running > 0 || job->index.next_rank < job->layout->n)
     return;
-  job->index.finishing = true;
   if (job->index.failed > 0)
     cap_fail(job, END_FAILED, NULL,
              "%d of %zu ranks could not be indexed (the others are kept): "
              "%s",
              job->index.failed, job->layout->n, job->index.failures);
   else
-    cap_finish_start(job,
-                     json_pack("{s:{s:i,s:I}}", "progress", "ranks_indexed",
-                               job->index.indexed, "bytes_indexed",
-                               (json_int_t)bytes_read(job)));
+    cap_enter(job, TR_PHASE_FINISHING,
+              json_pack("{s:{s:i,s:I}}", "progress", "ranks_indexed",
+                        job->index.indexed, "bytes_indexed",
+                        (json_int_t)bytes_read(job)));
 }
 
 static void on_rank_done(struct cap_work *w)
@@ -286,13 +272,12 @@ static bool take_rank(struct cap_job *job)
 
 void cap_index_pump(struct cap_runner *r)
 {
-  struct cap_job *jobs[2] = { r->capture, r->import };
   int k = 0, idle = 0;
 
-  /* Alternate between the capture and the import: neither starves. */
-  while (r->index_running < r->cfg->index_jobs && idle < 2) {
-    idle = take_rank(jobs[k]) ? 0 : idle + 1;
-    k ^= 1;
+  /* Take from each kind's job in turn: none starves. */
+  while (r->index_running < r->cfg->index_jobs && idle < TR_NKIND) {
+    idle = take_rank(r->queues[k].job) ? 0 : idle + 1;
+    k = (k + 1) % TR_NKIND;
   }
 }
 
@@ -345,8 +330,7 @@ static void begin(struct cap_job *job)
     return;
   }
   skip_stored(job);
-  /* A generous budget: 10 minutes plus a second per MiB of trace. */
-  cap_arm_deadline(job, 600 + (int)(l->bytes_total >> 20));
+  cap_arm_deadline(job, cap_trace_budget_s(job));
   job->index.bytes_reported = bytes_read(job);
   cap_job_progress(job, json_pack("{s:i,s:i,s:i,s:I,s:i,s:I}", "ranks_expected",
                                   (int)l->n, "ranks_exported", l->exported,

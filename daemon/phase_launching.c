@@ -1,56 +1,86 @@
 /*
  * LAUNCHING: the server log's end is recorded (only what comes after
  * belongs to this launch), then ATOM's start script launches the server
- * with the profiler folder. Its exit 0 is not readiness (docs/ATOM.md: after
- * its 120 tries it exits 0 with the server still loading); its exit 1
- * before it wrote the log is ATOM's script stopping at its first rocm-smi
- * call (`set -euo pipefail`).
+ * with the profiler folder. Its exit 0 is not readiness (docs/ATOM.md:
+ * after its 120 tries it exits 0 with the server still loading). A script
+ * that fails is reported with its own last lines: before "Server started
+ * in background" (start_atom_server.sh:94) it stopped under `set -euo
+ * pipefail` before the server started (a rocm-smi that is missing, a log
+ * folder that is not there), after it the server died.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "daemon/cap_int.h"
+
+#define TAIL_BYTES 4096
+#define TAIL_LINES 4
 
 int phase_launching_budget_s(const struct cap_job *job)
 {
   return job->r->cfg->launch_timeout_s + 10;
 }
 
-/* True when an executable rocm-smi is on traced's PATH, which the scripts
- * inherit. */
-static bool rocm_smi_on_path(void)
-{
-  const char *path = getenv("PATH");
-  char *copy = strdup(path ? path : ""), *save = NULL, file[4096];
-  bool found = false;
+struct tail_work {
+  struct cap_work super;
+  bool started;            /* the script started the server */
+  char lines[TAIL_BYTES];  /* its last lines, " | " between them */
+};
 
-  for (char *d = copy ? strtok_r(copy, ":", &save) : NULL; d && !found;
-       d = strtok_r(NULL, ":", &save)) {
-    snprintf(file, sizeof(file), "%s/rocm-smi", d);
-    found = access(file, X_OK) == 0;
-  }
-  free(copy);
-  return found;
+/* The last TAIL_LINES non-empty lines of text, joined into out. */
+static void last_lines(char *text, char *out, size_t size)
+{
+  char *line[TAIL_LINES] = { 0 }, *save = NULL;
+  size_t n = 0, used = 0;
+
+  for (char *l = strtok_r(text, "\n", &save); l != NULL;
+       l = strtok_r(NULL, "\n", &save))
+    if (l[strspn(l, " \t\r")] != '\0')
+      line[n++ % TAIL_LINES] = l;
+  out[0] = '\0';
+  for (size_t i = n > TAIL_LINES ? n - TAIL_LINES : 0; i < n && used < size;
+       i++)
+    used += (size_t)snprintf(out + used, size - used, "%s%s",
+                             used ? " | " : "", line[i % TAIL_LINES]);
 }
 
-/* The start script failed: say so, and when it never wrote the server log,
- * what ATOM's script does first. */
-static void on_failed_scan(struct cap_job *job, const char *dead)
+static void run_tail(struct cap_work *w)
 {
-  int64_t status = job->launch_exit;
+  struct tail_work *tw = (struct tail_work *)w;
+  char path[4096], *text;
 
-  (void)dead;
-  if (job->scan.bytes_seen == 0)
+  text = cap_read_tail(cap_log_path(w->job, "launcher", path, sizeof(path)),
+                       TAIL_BYTES);
+  tw->started =
+      text != NULL && strstr(text, "Server started in background") != NULL;
+  if (text != NULL)
+    last_lines(text, tw->lines, sizeof(tw->lines));
+  free(text);
+}
+
+static void on_tail(struct cap_work *w)
+{
+  struct tail_work *tw = (struct tail_work *)w;
+  struct cap_job *job = w->job;
+  long long status = (long long)job->launch_exit;
+
+  if (job->ending != END_NONE)
+    ;
+  else if (!tw->started)
     cap_fail(job, END_FAILED, "launcher",
-             "start script failed before starting the server (exit %lld, "
-             "the server log untouched): is rocm-smi on PATH? (%s on "
-             "traced's PATH)",
-             (long long)status, rocm_smi_on_path() ? "it is" : "it is not");
+             "the start script exited %lld before starting the server; its "
+             "last lines: %s%s",
+             status, tw->lines[0] ? tw->lines : "(none)",
+             cap_rocm_smi_on_path() ? ""
+                                    : " (rocm-smi is not on traced's PATH: "
+                                      "ATOM's script stops at its first "
+                                      "rocm-smi call)");
   else
-    cap_fail(job, END_FAILED, "launcher", "the start script exited %lld",
-             (long long)status);
+    cap_fail(job, END_FAILED, "launcher",
+             "the start script exited %lld; its last lines: %s", status,
+             tw->lines);
+  free(tw);
 }
 
 static void on_launcher_exit(struct cap_proc *p, int64_t status, int sig,
@@ -64,7 +94,7 @@ static void on_launcher_exit(struct cap_proc *p, int64_t status, int sig,
     return;
   if (status != 0 && sig == 0 && !timed_out) {
     job->launch_exit = status;
-    cap_watch_fresh(job, false, on_failed_scan);
+    cap_job_queue_new(job, sizeof(struct tail_work), run_tail, on_tail);
   } else if (cap_script_ok(job, "launcher", status, sig, timed_out,
                            job->r->cfg->launch_timeout_s)) {
     cap_enter(job, TR_PHASE_WAITING_READY, NULL);

@@ -1,7 +1,10 @@
 /*
  * STOPPING: the capture's plan is made (folders, argv, presets: plan.c, in
- * the pool) and recorded, then ATOM's stop script ends whatever server ran
- * before (its launch arguments must change: a profiler folder).
+ * the pool) and recorded; who holds GPU memory is asked (gpu.c: a holder
+ * that is not ATOM's fails the capture here, before ATOM's scripts could
+ * kill it); ATOM's stop script ends whatever server ran before (its launch
+ * arguments must change: a profiler folder); the GPUs are asked again,
+ * before the start script runs.
  */
 #include <stdlib.h>
 
@@ -9,7 +12,13 @@
 
 int phase_stopping_budget_s(const struct cap_job *job)
 {
-  return job->r->cfg->stop_timeout_s + 10; /* the script's own limit wins */
+  /* The script's own limit and the checks' win. */
+  return job->r->cfg->stop_timeout_s + 2 * cap_gpu_check_budget_s() + 10;
+}
+
+static void to_launching(struct cap_job *job)
+{
+  cap_enter(job, TR_PHASE_LAUNCHING, NULL);
 }
 
 static void on_stop_exit(struct cap_proc *p, int64_t status, int sig,
@@ -22,7 +31,13 @@ static void on_stop_exit(struct cap_proc *p, int64_t status, int sig,
   job->child = NULL;
   if (cap_script_ok(job, "stop", status, sig, timed_out,
                     job->r->cfg->stop_timeout_s))
-    cap_enter(job, TR_PHASE_LAUNCHING, NULL);
+    cap_gpu_check(job, "gpu-before-start", to_launching);
+}
+
+static void run_stop_script(struct cap_job *job)
+{
+  cap_spawn(job, job->plan->stop_argv, NULL, "stop",
+            job->r->cfg->stop_timeout_s, on_stop_exit, &job->child);
 }
 
 struct plan_work {
@@ -56,8 +71,7 @@ static void on_plan_done(struct cap_work *w)
   job->plan = pw->plan;
   free(pw);
   cap_job_merge(job, json_pack("{s:O}", "extra", job->plan->extra));
-  cap_spawn(job, job->plan->stop_argv, NULL, "stop",
-            job->r->cfg->stop_timeout_s, on_stop_exit, &job->child);
+  cap_gpu_check(job, "gpu-before-stop", run_stop_script);
 }
 
 void phase_stopping_enter(struct cap_job *job)

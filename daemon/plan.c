@@ -1,21 +1,30 @@
 #include "daemon/plan.h"
 
-#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/file.h"
+#include "api/policy.h"
+#include "common/atom_opts.h"
+#include "common/chat_template.h"
 #include "common/lifecycle.h"
 #include "common/preset.h"
 
-#define TOKENIZER_MAX ((size_t)8 << 20) /* tokenizer_config.json ceiling */
+/* The start script's default of MAX_NUM_SEQS (start_atom_server.sh:18). */
+#define SCRIPT_MAX_NUM_SEQS 256
+/* ATOM's default -tp (arg_utils.py:112), which ATOM CI runs a preset
+ * without config.tp at: it passes no -tp then (.github/scripts/
+ * catalog.py:91). */
+#define ATOM_DEFAULT_TP 1
+/* The bench's default --seed (benchmark_serving.py:1092). */
+#define ATOM_DEFAULT_SEED 0
 
 struct words {
   char **v; /* NULL-terminated */
@@ -102,7 +111,7 @@ char *cap_word_for_shell(const char *word)
   }
   for (const char *p = text; *p != '\0'; p++) {
     if (in_str && !esc && strchr(" *?[]", *p) != NULL)
-      n += (size_t)sprintf(out + n, "\\u%04x", (unsigned char)*p);
+      n += (size_t)snprintf(out + n, 7, "\\u%04x", (unsigned char)*p);
     else
       out[n++] = *p;
     if (in_str && !esc && *p == '"')
@@ -116,88 +125,43 @@ char *cap_word_for_shell(const char *word)
   return out;
 }
 
-/* ---- flags ---- */
-
-/* ATOM's short spellings of the flags read here (arg_utils.py). */
-static const char *const aliases[][2] = {
-  { "tp", "tensor-parallel-size" },
-  { "pp", "pipeline-parallel-size" },
-  { "pcp", "prefill-context-parallel-size" },
-  { "dp", "data-parallel-size" },
-  { "dcp", "decode-context-parallel-size" },
-};
-
-/* The flag a word names, as ATOM's parser sees it: dashes stripped, up to
- * '=', '_' as '-', short spellings as long ones; "" for a value word. */
-static void flag_of(const char *word, char *buf, size_t size)
-{
-  size_t n = 0;
-
-  buf[0] = '\0';
-  if (word[0] != '-' || isdigit((unsigned char)word[1]))
-    return;
-  word += word[1] == '-' ? 2 : 1;
-  for (; *word != '\0' && *word != '=' && n + 1 < size; word++)
-    buf[n++] = *word == '_' ? '-' : *word;
-  buf[n] = '\0';
-  for (size_t i = 0; i < sizeof(aliases) / sizeof(aliases[0]); i++)
-    if (strcmp(buf, aliases[i][0]) == 0)
-      snprintf(buf, size, "%s", aliases[i][1]);
-}
-
-static bool is_flag(const char *word)
-{
-  char f[128];
-
-  flag_of(word, f, sizeof(f));
-  return f[0] != '\0';
-}
+/* ---- flags, as ATOM's server parser reads them (common/atom_opts.h) ---- */
 
 static bool words_have_flag(char *const *words, const char *flag)
 {
-  char f[128];
-
-  for (; words != NULL && *words != NULL; words++) {
-    flag_of(*words, f, sizeof(f));
-    if (f[0] != '\0' && strcmp(f, flag) == 0)
-      return true;
-  }
-  return false;
+  return tr_atom_opt_given(TR_ATOM_SERVER, words, flag);
 }
 
 /* The integer value of the last occurrence of flag (argparse: the last
  * wins), or dflt. */
 static int flag_int(char *const *words, const char *flag, int dflt)
 {
-  char f[128];
-  int v = dflt;
+  const char *v = tr_atom_opt_last(TR_ATOM_SERVER, words, flag);
+  char *end = NULL;
+  long n = v != NULL ? strtol(v, &end, 10) : 0;
 
-  for (size_t i = 0; words != NULL && words[i] != NULL; i++) {
-    const char *eq = strchr(words[i], '=');
-    const char *val = eq ? eq + 1 : words[i + 1];
-
-    flag_of(words[i], f, sizeof(f));
-    if (f[0] == '\0' || strcmp(f, flag) != 0 || val == NULL)
-      continue;
-    v = atoi(val) > 0 ? atoi(val) : v;
-  }
-  return v;
+  return v != NULL && end != v && n > 0 && n <= INT_MAX ? (int)n : dflt;
 }
 
 /* Appends preset words, but not a flag (with its value) that the request's
  * own words set: the request wins, and an argparse "append" option would
  * otherwise keep both. applied gets what was added. */
-static void push_unless_given(struct words *w, char *const *preset,
-                              char *const *req, json_t *applied)
+static void push_unless_given(struct words *w, enum tr_atom_prog prog,
+                              char *const *preset, char *const *req,
+                              json_t *applied)
 {
-  char f[128];
-
   for (size_t i = 0; preset != NULL && preset[i] != NULL; i++) {
-    bool has_value = preset[i + 1] != NULL && !is_flag(preset[i + 1]) &&
+    const struct tr_atom_opt *o = tr_atom_is_option(preset[i])
+                                      ? tr_atom_opt_find(prog, preset[i])
+                                      : NULL;
+    bool has_value = o != NULL && o->arity != TR_ARITY_NONE &&
+                     preset[i + 1] != NULL &&
+                     !tr_atom_is_option(preset[i + 1]) &&
                      strchr(preset[i], '=') == NULL;
+    char name[96];
 
-    flag_of(preset[i], f, sizeof(f));
-    if (f[0] != '\0' && words_have_flag(req, f)) {
+    if (o != NULL &&
+        tr_atom_opt_given(prog, req, tr_atom_opt_name(o, name, sizeof(name)))) {
       i += has_value;
       continue;
     }
@@ -257,96 +221,6 @@ static int check_shell_safe(char *const *words, const char *what,
   return 0;
 }
 
-/* The model path launched: a variant with its own "path" names another
- * checkpoint, which sits beside the model asked for. New string. */
-static char *model_path(const char *model, const struct tr_preset *pre)
-{
-  const char *vpath = json_string_value(json_object_get(pre->variant, "path"));
-  const char *slash = strrchr(model, '/'), *vbase;
-  char *out;
-
-  if (vpath == NULL)
-    return strdup(model);
-  vbase = strrchr(vpath, '/') ? strrchr(vpath, '/') + 1 : vpath;
-  if (slash == NULL)
-    return strdup(vbase);
-  if (asprintf(&out, "%.*s/%s", (int)(slash - model), model, vbase) < 0)
-    return NULL;
-  return out;
-}
-
-/* ---- the chat template ---- */
-
-/* A file of the model folder exists as a regular file (a model folder is
- * the client's: opened under it, no link followed, nothing waited on). */
-static bool model_file(const char *model, const char *name)
-{
-  int fd = tr_open_file(model, name, 0, NULL, NULL);
-
-  if (fd < 0)
-    return false;
-  close(fd);
-  return true;
-}
-
-static bool has_encoder_module(const char *model)
-{
-  int fd = tr_open_dir(model, "encoding", NULL, NULL);
-  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-  struct dirent *e;
-  bool yes = false;
-
-  if (d == NULL) {
-    if (fd >= 0)
-      close(fd);
-    return false;
-  }
-  while (!yes && (e = readdir(d)) != NULL) {
-    size_t n = strlen(e->d_name);
-
-    yes = strncmp(e->d_name, "encoding_", 9) == 0 && n > 12 &&
-          strcmp(e->d_name + n - 3, ".py") == 0;
-  }
-  closedir(d);
-  return yes;
-}
-
-/* docs/ATOM.md: the server applies <model>/encoding/encoding_*.py when
- * present, else the tokenizer's template (a non-null chat_template in
- * tokenizer_config.json, or chat_template.jinja). *why names the source. */
-static int chat_template(const char *model, bool *yes, const char **why,
-                         struct tr_err *err)
-{
-  char *text = NULL;
-  json_t *doc, *t;
-  int rc;
-
-  *yes = true;
-  if ((*why = "encoding/encoding_*.py", has_encoder_module(model)))
-    return 0;
-  if ((*why = "chat_template.jinja", model_file(model, *why)))
-    return 0;
-  *yes = false;
-  *why = "none";
-  rc = tr_read_file(model, "tokenizer_config.json", TOKENIZER_MAX, &text, NULL,
-                    err);
-  if (rc == -ENOENT || rc == -ENOTDIR) {
-    tr_err_clear(err);
-    return 0;
-  }
-  if (rc < 0)
-    return rc;
-  doc = json_loads(text, 0, NULL);
-  free(text);
-  t = json_object_get(doc, "chat_template");
-  if (t != NULL && !json_is_null(t)) {
-    *yes = true;
-    *why = "tokenizer_config.json";
-  }
-  json_decref(doc);
-  return 0;
-}
-
 /* ---- the plan ---- */
 
 struct build {
@@ -355,16 +229,18 @@ struct build {
   const struct cap_dirs *dirs;
   struct tr_preset pre; /* pre.model NULL: no preset */
   struct cap_plan *p;
-  json_t *preset_json; /* extra.preset */
+  json_t *preset_json;  /* extra.preset */
+  char **preset_server; /* the preset's server words, config then variant */
+  const char *file;     /* models.json, or NULL */
+  char file_buf[4096];
 };
 
 /* --trust-remote-code, config.extra_args, variant.extra_args (ATOM CI's
- * order, .github/scripts/catalog.py), then the request's server_args;
- * every word made safe for the start script. */
+ * order, .github/scripts/catalog.py:85-96), then the request's
+ * server_args; every word made safe for the start script. */
 static int server_words(struct build *b, struct words *out, struct tr_err *err)
 {
   char **req = param_words(b->params, "server_args");
-  char **cfg_w = NULL, **var_w = NULL;
   json_t *applied = json_array();
   struct words raw = { 0 };
   int rc = 0;
@@ -372,32 +248,23 @@ static int server_words(struct build *b, struct words *out, struct tr_err *err)
   if (b->pre.model != NULL) {
     if (json_is_true(json_object_get(json_object_get(b->pre.model, "config"),
                                      "trust_remote_code")) &&
-        !words_have_flag(req, "trust-remote-code")) {
+        !words_have_flag(req, "--trust-remote-code")) {
       push(&raw, "--trust-remote-code");
       json_array_append_new(applied, json_string("--trust-remote-code"));
     }
-    cfg_w = preset_words(json_object_get(b->pre.model, "config"), "extra_args",
-                         err);
-    var_w = preset_words(b->pre.variant, "extra_args", err);
-    if (cfg_w == NULL || var_w == NULL)
-      rc = err && err->code ? err->code : TR_ENOMEM;
-    push_unless_given(&raw, cfg_w, req, applied);
-    push_unless_given(&raw, var_w, req, applied);
+    push_unless_given(&raw, TR_ATOM_SERVER, b->preset_server, req, applied);
     json_object_set_new(b->preset_json, "args", applied);
   } else {
     json_decref(applied);
   }
   push_all(&raw, req);
-  for (size_t i = 0; rc == 0 && i < raw.n; i++) {
+  for (size_t i = 0; i < raw.n; i++) {
     char *safe = cap_word_for_shell(raw.v[i]);
 
     push(out, safe);
     free(safe);
   }
-  if (rc == 0)
-    rc = check_shell_safe(out->v, "server_args", err);
-  tr_words_free(cfg_w);
-  tr_words_free(var_w);
+  rc = check_shell_safe(out->v, "server_args", err);
   tr_words_free(raw.v);
   free(req);
   return rc;
@@ -431,11 +298,52 @@ static void preset_env_lines(json_t *obj, json_t *env, json_t *req_env,
   free(copy);
 }
 
+/* MAX_NUM_SEQS, which the start script passes as --max-num-seqs (its
+ * default 256, start_atom_server.sh:18,87): a capture whose conc is above
+ * it measures a queue, not the server. Unless the request sets it (env or
+ * --max-num-seqs), or the preset's flags do (ATOM CI's own choice,
+ * models.json), traced sets it to at least conc. extra.max_num_seqs says
+ * what the server gets and why. */
+static void max_num_seqs(struct build *b, char *const *server, json_t *env)
+{
+  const char *req_env = json_string_value(json_object_get(
+      json_object_get(b->params, "env"), "MAX_NUM_SEQS"));
+  char **req = param_words(b->params, "server_args");
+  int conc = param_int(b->params, "conc"), value;
+  const char *source;
+  char text[16];
+
+  if (tr_atom_opt_given(TR_ATOM_SERVER, req, "--max-num-seqs")) {
+    value = flag_int(server, "--max-num-seqs", 0);
+    source = "the request's --max-num-seqs";
+  } else if (req_env != NULL) {
+    value = atoi(req_env);
+    source = "the request's env MAX_NUM_SEQS";
+  } else if (tr_atom_opt_given(TR_ATOM_SERVER, b->preset_server,
+                               "--max-num-seqs")) {
+    value = flag_int(server, "--max-num-seqs", 0);
+    source = "the preset's --max-num-seqs (as ATOM CI runs it)";
+  } else {
+    value = conc > SCRIPT_MAX_NUM_SEQS ? conc : SCRIPT_MAX_NUM_SEQS;
+    source = conc > SCRIPT_MAX_NUM_SEQS
+                 ? "traced: conc, above the start script's default 256"
+                 : "traced: the start script's default 256 (at least conc)";
+    snprintf(text, sizeof(text), "%d", value);
+    json_object_set_new(env, "MAX_NUM_SEQS", json_string(text));
+  }
+  json_object_set_new(
+      b->p->extra, "max_num_seqs",
+      json_pack("{s:i,s:s,s:b}", "value", value, "source", source, "queues",
+                value > 0 && value < conc));
+  free(req);
+}
+
 /* The server's environment additions: the request's, the preset's where
  * the request is silent (env_vars of the model and its variant, and
- * config.kv_cache_dtype as the start script's KV_CACHE_DTYPE), and
- * ATOM_PROFILER_MORE from "more" (it belongs on the server). */
-static json_t *server_env(struct build *b)
+ * config.kv_cache_dtype as the start script's KV_CACHE_DTYPE),
+ * MAX_NUM_SEQS, and ATOM_PROFILER_MORE from "more" (it belongs on the
+ * server). */
+static json_t *server_env(struct build *b, char *const *server)
 {
   json_t *req_env = json_object_get(b->params, "env");
   json_t *env = json_object(), *applied = json_object();
@@ -451,6 +359,7 @@ static json_t *server_env(struct build *b)
   } else {
     json_decref(applied);
   }
+  max_num_seqs(b, server, env);
   json_object_set_new(
       env, "ATOM_PROFILER_MORE",
       json_string(json_is_true(json_object_get(b->params, "more")) ? "1"
@@ -489,7 +398,7 @@ static int profiler_timeout(const struct cfg *cfg, json_t *env)
 
 /* MODEL PORT ISL OSL CONC PROMPT_MULTIPLIER PROFILE [bench words]. */
 static void bench_words(struct build *b, struct words *w, int pm, bool profile,
-                        char *const *extra, bool no_warmups)
+                        char *const *extra)
 {
   push_script(w, b->cfg->bench_script);
   push(w, b->p->model);
@@ -500,39 +409,57 @@ static void bench_words(struct build *b, struct words *w, int pm, bool profile,
   pushf(w, "%lld", pm);
   push(w, profile ? "1" : "0");
   push_all(w, extra);
-  /* argparse: the last value wins over the script's --num-warmups. */
-  if (no_warmups) {
-    push(w, "--num-warmups");
-    push(w, "0");
-  }
+}
+
+/* --use-chat-template as ATOM decides it (common/chat_template.h), for the
+ * model launched; extra.chat_template records which rule decided. */
+static int chat_template(struct build *b, char *const *req, char *const *var,
+                         struct words *out, struct tr_err *err)
+{
+  enum tr_chat_given given = TR_CHAT_NOT_GIVEN;
+  struct tr_chat_probe probe;
+  struct tr_chat chat;
+  int rc;
+
+  if (tr_atom_opt_given(TR_ATOM_BENCH, req, "--use-chat-template"))
+    given = TR_CHAT_REQUEST;
+  else if (b->pre.model != NULL)
+    given = tr_atom_opt_given(TR_ATOM_BENCH, var, "--use-chat-template")
+                ? TR_CHAT_PRESET_ON
+                : TR_CHAT_PRESET_OFF;
+  if ((rc = tr_chat_probe(b->p->model, &probe, err)) != 0 ||
+      (rc = tr_chat_decide(given, &probe, &chat, err)) != 0)
+    return rc;
+  if (chat.use && given == TR_CHAT_NOT_GIVEN)
+    push(out, "--use-chat-template");
+  json_object_set_new(b->p->extra, "use_chat_template", json_boolean(chat.use));
+  json_object_set_new(b->p->extra, "chat_template_source",
+                      json_string(chat.rule));
+  json_object_set_new(b->p->extra, "chat_template",
+                      json_pack("{s:b,s:s,s:s}", "use", chat.use, "rule",
+                                chat.rule, "applies", chat.applies));
+  return 0;
 }
 
 /* The bench's words: the request's bench_args, then the preset variant's
- * bench_args, or without a preset --use-chat-template when the model has
- * a template (docs/ATOM.md: a workload without it is silently wrong). */
+ * bench_args (ATOM CI passes them as they are), or --use-chat-template
+ * where the model's template asks for it. */
 static int bench_extra(struct build *b, struct words *out, struct tr_err *err)
 {
   char **req = param_words(b->params, "bench_args"), **var = NULL;
-  const char *why = "preset";
-  bool chat = false;
   int rc = 0;
 
   push_all(out, req);
   if (b->pre.model != NULL) {
     json_t *applied = json_array();
 
-    var = preset_words(b->pre.variant, "bench_args", err);
-    if (var == NULL)
+    if ((var = preset_words(b->pre.variant, "bench_args", err)) == NULL)
       rc = err && err->code ? err->code : TR_ENOMEM;
-    push_unless_given(out, var, req, applied);
+    push_unless_given(out, TR_ATOM_BENCH, var, req, applied);
     json_object_set_new(b->preset_json, "bench_args", applied);
-  } else if ((rc = chat_template(b->p->model, &chat, &why, err)) == 0 && chat &&
-             !words_have_flag(out->v, "use-chat-template")) {
-    push(out, "--use-chat-template");
   }
-  chat = chat || words_have_flag(out->v, "use-chat-template");
-  json_object_set_new(b->p->extra, "use_chat_template", json_boolean(chat));
-  json_object_set_new(b->p->extra, "chat_template_source", json_string(why));
+  if (rc == 0)
+    rc = chat_template(b, req, var, out, err);
   tr_words_free(var);
   free(req);
   return rc;
@@ -576,7 +503,43 @@ static int fresh_dir(const char *dir, json_t *extra, struct tr_err *err)
   return 0;
 }
 
-/* The request's tp, else the preset's config.tp, else TR_DEFAULT_TP. */
+/* The folder of path (a file), made when missing. */
+static int file_folder(const char *path, const char *key, json_t *made,
+                       struct tr_err *err)
+{
+  char *dir = strdup(path), *slash;
+  struct stat st;
+  int rc = 0;
+
+  if (dir == NULL)
+    return tr_err_set(err, TR_ENOMEM, "", "out of memory");
+  if ((slash = strrchr(dir, '/')) != NULL && slash != dir) {
+    *slash = '\0';
+    if (stat(dir, &st) == 0)
+      rc = S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+    else if ((rc = tr_mkdir_p(dir)) == 0 && made != NULL)
+      json_array_append_new(made, json_string(dir));
+    if (rc != 0)
+      tr_err_set(err, rc, key,
+                 "cannot make %s (the folder of %s, which ATOM writes "
+                 "without making it): %s",
+                 dir, key, strerror(-rc));
+  }
+  free(dir);
+  return rc;
+}
+
+int cap_atom_folders(const struct cfg *cfg, json_t *made, struct tr_err *err)
+{
+  int rc = file_folder(cfg->server_log, "server_log", made, err);
+
+  return rc != 0 ? rc : file_folder(cfg->bench_result, "bench_result", made,
+                                    err);
+}
+
+/* The request's tp; else the preset's config.tp; else, with a preset,
+ * ATOM's own default (a preset without config.tp runs so in ATOM CI);
+ * else TR_DEFAULT_TP (the seed's). */
 static const char *resolve_tp(struct build *b)
 {
   json_t *ptp = json_object_get(json_object_get(b->pre.model, "config"), "tp");
@@ -590,41 +553,104 @@ static const char *resolve_tp(struct build *b)
     b->p->tp = (int)json_integer_value(ptp);
     return "preset";
   }
+  if (b->pre.model != NULL) {
+    b->p->tp = ATOM_DEFAULT_TP;
+    return "atom_default";
+  }
   b->p->tp = TR_DEFAULT_TP;
   return "default";
 }
 
-static int find_preset(struct build *b, struct tr_err *err)
+/* The preset's server words: config.extra_args, then variant.extra_args
+ * (shell text, quotes parsed), into b->preset_server. */
+static int preset_server_words(struct build *b, struct tr_err *err)
 {
-  const char *variant = param_str(b->params, "variant");
-  int rc;
+  char **cfg_w = preset_words(json_object_get(b->pre.model, "config"),
+                              "extra_args", err);
+  char **var_w = preset_words(b->pre.variant, "extra_args", err);
+  struct words all = { 0 };
+  int rc = 0;
 
-  if (b->cfg->models_json[0] == '\0') {
-    if (variant != NULL && variant[0] != '\0')
-      return tr_err_set(err, TR_EINVAL, "variant",
-                        "variant \"%s\" asked for, but models_json is not "
-                        "set",
-                        variant);
-    return 0;
-  }
-  rc = tr_preset_find(b->cfg->models_json, param_str(b->params, "model"),
-                      variant, &b->pre, err);
-  return rc < 0 ? rc : 0;
+  if (cfg_w == NULL || var_w == NULL)
+    rc = err && err->code ? err->code : TR_ENOMEM;
+  push_all(&all, cfg_w);
+  push_all(&all, var_w);
+  if (rc == 0 && all.oom)
+    rc = tr_err_set(err, TR_ENOMEM, "", "out of memory");
+  tr_words_free(cfg_w);
+  tr_words_free(var_w);
+  b->preset_server = all.v;
+  return rc;
 }
 
-/* extra.preset: what matched and what it added (null: no preset). */
+/* The preset (docs/ATOM.md, "Presets"): extra.preset says which entry and
+ * variant applied, or why none did. */
+static int find_preset(struct build *b, struct tr_err *err)
+{
+  const char *variant = param_str(b->params, "variant"), *why = NULL, *file;
+  const char *model = param_str(b->params, "model");
+  int rc = 0;
+
+  file = tr_preset_file(b->cfg, b->file_buf, sizeof(b->file_buf), &why);
+  b->file = file;
+  if (file == NULL) {
+    if (variant != NULL && variant[0] != '\0')
+      return tr_err_set(err, TR_EINVAL, "variant",
+                        "variant \"%s\" asked for, but there is no "
+                        "models.json: %s",
+                        variant, why);
+  } else if ((rc = tr_preset_find(file, model, variant, &b->pre, err)) < 0) {
+    return rc;
+  }
+  if (b->pre.model == NULL) {
+    json_object_set_new(
+        b->p->extra, "preset",
+        json_pack("{s:b,s:s*,s:s}", "applied", false, "file", file, "why",
+                  file == NULL ? why
+                               : "no entry of the file has the model's last "
+                                 "component as its path or display name"));
+    return 0;
+  }
+  return preset_server_words(b, err);
+}
+
+/* extra.preset of a preset that applied: the file, the entry, the variant
+ * and what they added (filled in as the argv is built). */
 static void preset_extra(struct build *b)
 {
   const char *label =
       json_string_value(json_object_get(b->pre.variant, "label"));
 
-  if (b->pre.model == NULL) {
-    json_object_set_new(b->p->extra, "preset", json_null());
-    return;
-  }
-  b->preset_json = json_pack("{s:s,s:s,s:s}", "match", b->pre.match, "variant",
-                             label ? label : "", "model", b->p->model);
+  b->preset_json =
+      json_pack("{s:b,s:s,s:s,s:s,s:s}", "applied", true, "file", b->file,
+                "match", b->pre.match, "variant", label ? label : "", "model",
+                b->p->model);
   json_object_set_new(b->p->extra, "preset", b->preset_json);
+}
+
+/* The request judged again where it names files (api/policy.h): a link
+ * may have moved since the request was accepted. The model launched is
+ * the one a variant names, beside the request's. */
+static int judge_again(struct build *b, struct tr_err *err)
+{
+  bool trusts = json_is_true(json_object_get(
+      json_object_get(b->pre.model, "config"), "trust_remote_code"));
+  char *real = NULL;
+  int rc;
+
+  rc = api_policy_model(b->cfg, b->p->model, "model", &real, err);
+  free(real);
+  if (rc == 0)
+    rc = api_policy_words(b->cfg, TR_ATOM_SERVER,
+                          json_object_get(b->params, "server_args"),
+                          "server_args", trusts, err);
+  if (rc == 0)
+    rc = api_policy_words(b->cfg, TR_ATOM_BENCH,
+                          json_object_get(b->params, "bench_args"),
+                          "bench_args", false, err);
+  if (rc == 0)
+    rc = api_policy_env(b->cfg, json_object_get(b->params, "env"), err);
+  return rc;
 }
 
 static int build_start(struct build *b, struct words *start, struct words *env,
@@ -644,13 +670,14 @@ static int build_start(struct build *b, struct words *start, struct words *env,
   push_all(start, server.v);
   /* A disaggregated server (--enable-rapidserve) exports each rank in a
    * prefill/ and a decode/ half (docs/ATOM.md). */
-  b->p->pp_pcp = flag_int(server.v, "pipeline-parallel-size", 1) *
-                 flag_int(server.v, "prefill-context-parallel-size", 1) *
-                 (words_have_flag(server.v, "enable-rapidserve") ? 2 : 1);
-  b->p->ranks_argv =
-      b->p->tp * b->p->pp_pcp * flag_int(server.v, "data-parallel-size", 1);
+  b->p->pp_pcp = flag_int(server.v, "--pipeline-parallel-size", 1) *
+                 flag_int(server.v, "--prefill-context-parallel-size", 1) *
+                 (words_have_flag(server.v, "--enable-rapidserve") ? 2 : 1);
+  b->p->ranks_argv = b->p->tp * b->p->pp_pcp *
+                     flag_int(server.v, "--data-parallel-size", 1);
+  b->p->fake_eplb = words_have_flag(server.v, "--fake-eplb");
+  env_obj = server_env(b, server.v);
   tr_words_free(server.v);
-  env_obj = server_env(b);
   env_words(env_obj, env);
   b->p->profiler_timeout_s = profiler_timeout(b->cfg, env_obj);
   json_object_set_new(json_object_get(b->p->extra, "commands"), "start_env",
@@ -658,22 +685,49 @@ static int build_start(struct build *b, struct words *start, struct words *env,
   return rc;
 }
 
+/* The seed the bench draws its prompts with: the request's --seed, else
+ * the bench's default. */
+static long long bench_seed(json_t *params)
+{
+  char **req = param_words(params, "bench_args");
+  const char *v = tr_atom_opt_last(TR_ATOM_BENCH, req, "--seed");
+  long long seed = v != NULL ? strtoll(v, NULL, 10) : ATOM_DEFAULT_SEED;
+
+  free(req);
+  return seed;
+}
+
 /* The bench runs: with profile_control bench one run whose --profile starts
  * the profiler after ATOM's CONC*2 warm-ups; with daemon a warm-up run of
  * the same CONC*2 requests, then (traced POSTs /start_profile) the profiled
  * run without warm-ups, so the trace holds the CONC*PROMPT_MULTIPLIER
- * prompts and nothing else. */
+ * prompts. The warm-up draws its prompts with another seed: with the
+ * profiled run's own, ATOM's prefix cache would serve the profiled
+ * prefills (the random dataset is a function of the seed,
+ * benchmark_serving.py:186). argparse: the last --num-warmups and --seed
+ * win over the script's and the request's. */
 static int build_bench(struct build *b, struct words *warmup,
                        struct words *bench, struct tr_err *err)
 {
   struct words extra = { 0 };
   int pm = param_int(b->params, "prompt_multiplier");
   bool daemon = b->cfg->profile_control == CFG_PROFILE_DAEMON;
+  long long seed = bench_seed(b->params);
   int rc = bench_extra(b, &extra, err);
 
-  if (daemon)
-    bench_words(b, warmup, 2, false, extra.v, true);
-  bench_words(b, bench, pm, !daemon, extra.v, daemon);
+  bench_words(b, bench, pm, !daemon, extra.v);
+  if (daemon) {
+    bench_words(b, warmup, 2, false, extra.v);
+    push(warmup, "--num-warmups");
+    push(warmup, "0");
+    push(warmup, "--seed");
+    pushf(warmup, "%lld", seed + 1);
+    push(bench, "--num-warmups");
+    push(bench, "0");
+    json_object_set_new(b->p->extra, "bench_seeds",
+                        json_pack("{s:I,s:I}", "warmup", seed + 1, "profiled",
+                                  seed));
+  }
   tr_words_free(extra.v);
   return rc;
 }
@@ -696,13 +750,16 @@ static int plan(struct build *b, struct tr_err *err)
   const char *tp_source;
   int rc;
 
-  if ((b->p->model = model_path(param_str(b->params, "model"), &b->pre)) ==
-      NULL)
+  if ((b->p->model = tr_preset_model_path(param_str(b->params, "model"),
+                                          &b->pre)) == NULL)
     return tr_err_set(err, TR_ENOMEM, "", "out of memory");
-  preset_extra(b);
+  if (b->pre.model != NULL)
+    preset_extra(b);
   tp_source = resolve_tp(b);
   push_script(&stop, b->cfg->stop_script);
-  rc = build_start(b, &start, &env, err);
+  rc = judge_again(b, err);
+  if (rc == 0)
+    rc = build_start(b, &start, &env, err);
   if (rc == 0)
     rc = build_bench(b, &warmup, &bench, err);
   b->p->start_argv = start.v;
@@ -712,8 +769,9 @@ static int plan(struct build *b, struct tr_err *err)
   b->p->stop_argv = stop.v;
   json_object_set_new(
       b->p->extra, "launch",
-      json_pack("{s:s,s:i,s:s,s:i,s:i}", "model", b->p->model, "tp", b->p->tp,
-                "tp_source", tp_source, "ranks_argv", b->p->ranks_argv,
+      json_pack("{s:s,s:i,s:s,s:i,s:b,s:i}", "model", b->p->model, "tp",
+                b->p->tp, "tp_source", tp_source, "ranks_argv",
+                b->p->ranks_argv, "fake_eplb", b->p->fake_eplb,
                 "profiler_timeout_s", b->p->profiler_timeout_s));
   commands_extra(b->p);
   if (rc == 0 && (start.oom || env.oom || warmup.oom || bench.oom || stop.oom))
@@ -725,13 +783,17 @@ int cap_plan_build(const struct cfg *cfg, json_t *params,
                    const struct cap_dirs *dirs, struct cap_plan **out,
                    struct tr_err *err)
 {
-  struct build b = { cfg, params, dirs, { 0 }, NULL, NULL };
+  struct build b = { .cfg = cfg, .params = params, .dirs = dirs };
+  json_t *made = json_array();
   int rc;
 
-  if ((b.p = calloc(1, sizeof(*b.p))) == NULL)
+  if ((b.p = calloc(1, sizeof(*b.p))) == NULL) {
+    json_decref(made);
     return tr_err_set(err, TR_ENOMEM, "", "out of memory");
-  b.p->extra = json_pack("{s:s,s:s,s:{}}", "trace_dir", dirs->trace, "log_dir",
-                         dirs->log, "commands");
+  }
+  b.p->extra = json_pack("{s:s,s:s,s:{},s:o}", "trace_dir", dirs->trace,
+                         "log_dir", dirs->log, "commands", "atom_folders",
+                         made);
   if ((rc = tr_mkdir_p(dirs->log)) != 0)
     rc = tr_err_set(err, rc, "", "cannot create %s: %s", dirs->log,
                     strerror(-rc));
@@ -740,10 +802,13 @@ int cap_plan_build(const struct cfg *cfg, json_t *params,
   if (rc == 0)
     rc = fresh_dir(dirs->work, b.p->extra, err);
   if (rc == 0)
+    rc = cap_atom_folders(cfg, made, err);
+  if (rc == 0)
     rc = find_preset(&b, err);
   if (rc == 0)
     rc = plan(&b, err);
   tr_preset_free(&b.pre);
+  tr_words_free(b.preset_server);
   if (rc != 0) {
     cap_plan_free(b.p);
     return rc;

@@ -13,6 +13,7 @@
 #define DAEMON_PLAN_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "common/config.h"
@@ -30,9 +31,12 @@ struct cap_plan {
   int tp;
   int pp_pcp;             /* pipeline x prefill-context parallel sizes */
   int ranks_argv;         /* workers the argv asks for: tp x dp x pp_pcp */
+  bool fake_eplb;         /* --fake-eplb: only the workers of the devices
+                             there are export (docs/ATOM.md, "Ranks") */
   int profiler_timeout_s; /* the server's ATOM_PROFILER_TIMEOUT */
   json_t *extra;          /* for the capture's extra: commands, preset,
-                             launch, use_chat_template, folders */
+                             launch, chat_template, max_num_seqs,
+                             atom_folders */
 };
 
 /* The folders of one capture. */
@@ -43,13 +47,24 @@ struct cap_dirs {
 };
 
 /* Makes the folders (a non-empty trace folder is moved aside, never
- * deleted), reads the model's chat template and models.json, and builds
+ * deleted; the folders ATOM writes to without making them), judges the
+ * request again (api/policy.h: a link may have moved since it was
+ * accepted), reads models.json and the model's chat template, and builds
  * the plan for the request params (borrowed). Caller frees *out with
  * cap_plan_free(). Errors name the request field at fault where one is. */
 int cap_plan_build(const struct cfg *cfg, json_t *params,
                    const struct cap_dirs *dirs, struct cap_plan **out,
                    struct tr_err *err);
 void cap_plan_free(struct cap_plan *p);
+
+/* The folders ATOM's scripts write to but never make (docs/ATOM.md,
+ * "Folders"): server_log's (start_atom_server.sh:20,81 tee under
+ * set -euo pipefail) and bench_result's (run_benchmark.sh:24,75 and the
+ * bench's --result-filename). Made with their parents, mode 0755, owned by
+ * traced's user, which ATOM's scripts run as. Returns 0 or -errno, err
+ * naming the folder; made (may be NULL) gets the folders made. Pool
+ * threads. */
+int cap_atom_folders(const struct cfg *cfg, json_t *made, struct tr_err *err);
 
 /* Words of an argv as JSON, and a word made to survive ATOM's start
  * script (exposed for tests): a JSON object or array word is written

@@ -24,15 +24,15 @@
 #include "common/text.h"
 #include "daemon/cap_int.h"
 
-static void push_id(struct cap_runner *r, int kind, int64_t id)
+static void push_id(struct cap_runner *r, enum tr_kind kind, int64_t id)
 {
-  int64_t *grown =
-      realloc(r->recover[kind], (r->nrecover[kind] + 1) * sizeof(*grown));
+  struct cap_queue *q = &r->queues[kind];
+  int64_t *grown = realloc(q->recover, (q->nrecover + 1) * sizeof(*grown));
 
   if (grown == NULL)
     return;
-  r->recover[kind] = grown;
-  grown[r->nrecover[kind]++] = id;
+  q->recover = grown;
+  grown[q->nrecover++] = id;
 }
 
 static void interrupt(struct store *st, int64_t id, const char *phase,
@@ -92,7 +92,7 @@ static bool recover_capture(struct cap_runner *r, struct store *st, int64_t id,
             "traced: capture %lld: trace folder complete after a "
             "restart in %s: indexing it\n",
             (long long)id, phase);
-    push_id(r, 0, id);
+    push_id(r, TR_KIND_CAPTURE, id);
     return false;
   }
   interrupt(st, id, phase, problems);
@@ -136,17 +136,18 @@ static int signal_marked(const char *root, const int64_t *ids, size_t n,
   DIR *d = opendir("/proc");
   struct dirent *e;
   int found = 0;
-  pid_t pgid;
+  pid_t pid, pgid;
 
   while (d != NULL && (e = readdir(d)) != NULL) {
     if (e->d_name[0] < '1' || e->d_name[0] > '9' ||
         !marked(root, e->d_name, ids, n))
       continue;
     found++;
-    pgid = getpgid((pid_t)atoi(e->d_name));
+    pid = (pid_t)strtol(e->d_name, NULL, 10); /* /proc/<pid>: digits */
+    pgid = getpgid(pid);
     if (pgid > 1 && pgid != getpgrp())
       kill(-pgid, sig);
-    kill((pid_t)atoi(e->d_name), sig);
+    kill(pid, sig);
   }
   if (d != NULL)
     closedir(d);
@@ -177,24 +178,23 @@ static void end_leftovers(const char *root, const int64_t *ids, size_t n)
 
 static int recover(struct cap_runner *r, struct tr_err *err)
 {
-  static const char *const kinds[] = { "capture", "import" };
   struct store *st;
   int rc;
 
   if ((rc = store_open(r->cfg->db, STORE_RW, &st, err)) != 0)
     return rc;
-  for (int kind = 0; kind < 2 && rc == 0; kind++) {
+  for (int kind = 0; kind < TR_NKIND && rc == 0; kind++) {
     int64_t *ids = NULL;
     size_t n = 0, nleft = 0;
 
-    rc = store_capture_ids(st, "running", kinds[kind], &ids, &n, err);
+    rc = store_capture_ids(st, "running", tr_kind_names[kind], &ids, &n, err);
     for (size_t i = 0; rc == 0 && i < n; i++) {
       json_t *obj = NULL;
 
       if (store_capture_get(st, ids[i], &obj, NULL) != 0)
         continue;
-      if (kind == 1)
-        push_id(r, 1, ids[i]);
+      if (kind == TR_KIND_IMPORT)
+        push_id(r, TR_KIND_IMPORT, ids[i]);
       else if (recover_capture(r, st, ids[i], obj))
         ids[nleft++] = ids[i]; /* interrupted: end what it left */
       json_decref(obj);
@@ -206,16 +206,17 @@ static int recover(struct cap_runner *r, struct tr_err *err)
   return rc;
 }
 
-/* Index workers must never hold every pool thread: the state writes and
- * log scans need one. libuv reads the variable once, at its first
- * uv_queue_work, which has not happened yet when this runs. */
+/* Index workers and slices (a slow client holds its producer) must never
+ * hold every pool thread: the state writes and log scans need one. libuv
+ * reads the variable once, at its first uv_queue_work, which has not
+ * happened yet when this runs. */
 static void size_thread_pool(const struct cfg *cfg)
 {
   char value[16];
 
   if (getenv("UV_THREADPOOL_SIZE") != NULL)
     return;
-  snprintf(value, sizeof(value), "%d", cfg->index_jobs + 2);
+  snprintf(value, sizeof(value), "%d", cfg->index_jobs + 2 + API_SLICES);
   setenv("UV_THREADPOOL_SIZE", value, 0);
 }
 
@@ -238,8 +239,8 @@ int cap_runner_new(uv_loop_t *loop, const struct cfg *cfg,
     cap_runner_free(r);
     return rc;
   }
-  uv_timer_init(loop, &r->orphan_timer);
-  r->orphan_timer.data = r;
+  uv_timer_init(loop, &r->later_timer);
+  r->later_timer.data = r;
   *out = r;
   return 0;
 }

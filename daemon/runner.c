@@ -12,10 +12,6 @@
 
 #include "daemon/cap_int.h"
 
-enum { KIND_CAPTURE = 0, KIND_IMPORT = 1 };
-
-static const char *const kind_names[] = { "capture", "import" };
-
 /* ---- jobs ---- */
 
 static void on_job_handle_closed(uv_handle_t *h)
@@ -26,8 +22,8 @@ static void on_job_handle_closed(uv_handle_t *h)
   cap_job_release(job);
 }
 
-static struct cap_job *job_new(struct cap_runner *r, int64_t id, int kind,
-                               json_t *obj, bool recovered)
+static struct cap_job *job_new(struct cap_runner *r, int64_t id,
+                               enum tr_kind kind, json_t *obj, bool recovered)
 {
   struct cap_job *job = calloc(1, sizeof(*job));
   const char *root = r->cfg->trace_root;
@@ -36,7 +32,8 @@ static struct cap_job *job_new(struct cap_runner *r, int64_t id, int kind,
     return NULL;
   job->r = r;
   job->id = id;
-  job->is_import = kind == KIND_IMPORT;
+  job->kind = kind;
+  job->is_import = kind == TR_KIND_IMPORT;
   job->recovered = recovered;
   job->phase = TR_PHASE_QUEUED;
   job->params = json_incref(json_object_get(obj, "params"));
@@ -110,12 +107,9 @@ void cap_job_finish(struct cap_job *job)
     return;
   job->finished = true;
   atomic_store(&job->cancel, true);
-  if (r->capture == job) {
-    r->capture = NULL;
-    atomic_store(&r->capture_id, 0);
-  } else if (r->import == job) {
-    r->import = NULL;
-    atomic_store(&r->import_id, 0);
+  if (r->queues[job->kind].job == job) {
+    r->queues[job->kind].job = NULL;
+    atomic_store(&r->queues[job->kind].id, 0);
   }
   cap_http_cancel(job->http);
   job->http = NULL;
@@ -142,14 +136,14 @@ void cap_job_finish(struct cap_job *job)
 
 struct pick_work {
   struct cap_work super;
-  int kind;
+  enum tr_kind kind;
   int64_t id; /* 0: take the oldest queued */
   bool recovered;
   json_t *obj; /* the capture object, when found */
   struct tr_err err;
 };
 
-static void pick(struct cap_runner *r, int kind);
+static void pick(struct cap_runner *r, enum tr_kind kind);
 
 static void run_pick(struct cap_work *w)
 {
@@ -162,7 +156,7 @@ static void run_pick(struct cap_work *w)
   if (st == NULL)
     return;
   if (pw->id == 0 &&
-      store_capture_ids(st, "queued", kind_names[pw->kind], &ids, &n,
+      store_capture_ids(st, "queued", tr_kind_names[pw->kind], &ids, &n,
                         &pw->err) == 0 &&
       n > 0)
     pw->id = ids[0];
@@ -187,13 +181,8 @@ static void start_job(struct cap_runner *r, struct pick_work *pw)
     fprintf(stderr, "traced: out of memory starting %lld\n", (long long)pw->id);
     return;
   }
-  if (pw->kind == KIND_IMPORT) {
-    r->import = job;
-    atomic_store(&r->import_id, job->id);
-  } else {
-    r->capture = job;
-    atomic_store(&r->capture_id, job->id);
-  }
+  r->queues[pw->kind].job = job;
+  atomic_store(&r->queues[pw->kind].id, job->id);
   cap_start(job);
 }
 
@@ -201,57 +190,69 @@ static void on_pick_done(struct cap_work *w)
 {
   struct pick_work *pw = (struct pick_work *)w;
   struct cap_runner *r = w->r;
-  int kind = pw->kind;
+  struct cap_queue *q = &r->queues[pw->kind];
+  enum tr_kind kind = pw->kind;
   bool found = pw->obj != NULL;
-  bool slot_free = (kind == KIND_IMPORT ? r->import : r->capture) == NULL;
+  bool slot_free = q->job == NULL;
 
-  r->picking[kind] = false;
+  if (!found && cap_store_refused(pw->err.code) && !pw->recovered &&
+      cap_work_retry(w, true)) {
+    /* The store cannot be read now: looked at again until it can, or
+     * the queue would wait for the next request. */
+    if (w->tries == 1)
+      fprintf(stderr, "traced: reading the %s queue: %s (trying again)\n",
+              tr_kind_names[kind], pw->err.msg);
+    tr_err_clear(&pw->err);
+    pw->id = 0;
+    return;
+  }
+  q->picking = false;
   if (pw->err.code != 0)
-    fprintf(stderr, "traced: reading the %s queue: %s\n", kind_names[kind],
+    fprintf(stderr, "traced: reading the %s queue: %s\n", tr_kind_names[kind],
             pw->err.msg);
   if (pw->obj != NULL && slot_free && !r->stopping)
     start_job(r, pw);
   else if (pw->obj != NULL)
-    fprintf(stderr, "traced: %s %lld left for later\n", kind_names[kind],
+    fprintf(stderr, "traced: %s %lld left for later\n", tr_kind_names[kind],
             (long long)pw->id);
   json_decref(pw->obj);
   /* Look again: woken meanwhile, or a recovered id that was not usable. */
-  if ((r->pick_again[kind] || (pw->recovered && !found)) && !r->stopping) {
-    r->pick_again[kind] = false;
+  if ((q->pick_again || (pw->recovered && !found)) && !r->stopping) {
+    q->pick_again = false;
     pick(r, kind);
   }
   free(pw);
 }
 
-static void pick(struct cap_runner *r, int kind)
+static void pick(struct cap_runner *r, enum tr_kind kind)
 {
+  struct cap_queue *q = &r->queues[kind];
   struct pick_work *pw;
 
-  if (r->stopping || (kind == KIND_IMPORT ? r->import : r->capture) != NULL)
+  if (r->stopping || q->job != NULL)
     return;
-  if (r->picking[kind]) {
-    r->pick_again[kind] = true;
+  if (q->picking) {
+    q->pick_again = true;
     return;
   }
   if ((pw = calloc(1, sizeof(*pw))) == NULL)
     return;
   pw->kind = kind;
   /* Work recovered after a restart goes first. */
-  if (r->nrecover[kind] > 0) {
-    pw->id = r->recover[kind][0];
+  if (q->nrecover > 0) {
+    pw->id = q->recover[0];
     pw->recovered = true;
-    memmove(r->recover[kind], r->recover[kind] + 1,
-            --r->nrecover[kind] * sizeof(int64_t));
+    memmove(q->recover, q->recover + 1, --q->nrecover * sizeof(int64_t));
   }
-  r->picking[kind] = true;
-  r->pick_again[kind] = false;
+  q->picking = true;
+  q->pick_again = false;
   cap_work_queue(r, NULL, &pw->super, run_pick, on_pick_done);
 }
 
 void cap_runner_pump(struct cap_runner *r)
 {
-  pick(r, KIND_CAPTURE);
-  pick(r, KIND_IMPORT);
+  for (int k = 0; k < TR_NKIND; k++)
+    pick(r, (enum tr_kind)k);
   cap_index_pump(r);
 }
 
@@ -262,18 +263,19 @@ void cap_runner_wake(struct cap_runner *r)
 
 bool cap_runner_running(const struct cap_runner *r, int64_t id)
 {
-  return id != 0 && (atomic_load(&r->capture_id) == id ||
-                     atomic_load(&r->import_id) == id);
+  for (int k = 0; id != 0 && k < TR_NKIND; k++)
+    if (atomic_load(&r->queues[k].id) == id)
+      return true;
+  return false;
 }
 
 int cap_runner_cancel(struct cap_runner *r, int64_t id)
 {
   struct cap_job *job = NULL;
 
-  if (r->capture != NULL && r->capture->id == id)
-    job = r->capture;
-  else if (r->import != NULL && r->import->id == id)
-    job = r->import;
+  for (int k = 0; k < TR_NKIND; k++)
+    if (r->queues[k].job != NULL && r->queues[k].job->id == id)
+      job = r->queues[k].job;
   if (job == NULL || job->ending != END_NONE)
     return TR_ENOTFOUND;
   cap_fail(job, END_CANCELLED, NULL, "cancelled by request during %s",
@@ -314,17 +316,17 @@ void cap_runner_check_down(struct cap_runner *r)
   if (!r->stopping || r->jobs > 0 || r->works > 0 || r->http_closed)
     return;
   r->http_closed = true;
-  cap_runner_orphans_free(r);
-  uv_close((uv_handle_t *)&r->orphan_timer, on_timer_closed);
+  uv_close((uv_handle_t *)&r->later_timer, on_timer_closed);
 }
 
-/* A job indexing when traced stops stays "running" in the store: the next
- * start indexes it again (recover()). Any other is interrupted now. */
+/* A job indexing or finishing when traced stops stays "running" in the
+ * store: the next start indexes it again (recover()). Any other is
+ * interrupted now. */
 static void stop_job(struct cap_job *job)
 {
   if (job == NULL || job->ending != END_NONE)
     return;
-  if (job->phase == TR_PHASE_INDEXING) {
+  if (job->phase == TR_PHASE_INDEXING || job->phase == TR_PHASE_FINISHING) {
     job->ending = END_SHUTDOWN;
     atomic_store(&job->cancel, true);
     if (job->index.running == 0)
@@ -340,8 +342,11 @@ void cap_runner_shutdown(struct cap_runner *r, void (*done)(void *ud), void *ud)
   r->stopping = true;
   r->down = done;
   r->down_ud = ud;
-  stop_job(r->capture);
-  stop_job(r->import);
+  for (int k = 0; k < TR_NKIND; k++)
+    stop_job(r->queues[k].job);
+  /* A store that refuses is not waited for: what it refused is given up
+   * (a job's final state too: the next start marks it interrupted). */
+  cap_work_give_up(r);
   cap_runner_check_down(r);
 }
 
@@ -352,8 +357,8 @@ void cap_runner_free(struct cap_runner *r)
   for (size_t i = 0; i < r->ndbs; i++)
     store_close(r->dbs[i]);
   free(r->dbs);
-  free(r->recover[0]);
-  free(r->recover[1]);
+  for (int k = 0; k < TR_NKIND; k++)
+    free(r->queues[k].recover);
   idx_rules_free(r->rules);
   pthread_mutex_destroy(&r->db_lock);
   free(r);

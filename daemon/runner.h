@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "api/api.h"
 #include "common/config.h"
 #include "common/tr.h"
 
@@ -31,6 +32,17 @@ bool cap_runner_running(const struct cap_runner *r, int64_t id);
  * runs the stop script, marks it cancelled. TR_ENOTFOUND when id is not
  * running. */
 int cap_runner_cancel(struct cap_runner *r, int64_t id);
+
+/* Makes req (api/api.h) in the pool with the runner's category rules; its
+ * done() is called from the pool thread, also when it cannot be made. */
+void cap_runner_slice(struct cap_runner *r, const struct api_slice_req *req);
+
+/* Empties the trash of deleted captures (tr_trash_dir()) in the pool. */
+void cap_runner_purge(struct cap_runner *r);
+
+/* The trace formats ("auto", "kineto", ...) into list, NULL-terminated
+ * (n entries of room). Static strings. */
+void cap_runner_formats(const char **list, size_t n);
 
 /* Stops taking work, ends children and closes handles; calls done(ud) on
  * the loop when everything is closed. */

@@ -7,9 +7,11 @@
  * a refused connection (the kernel still accepts into the listen backlog
  * of a busy server), and this launch's log lines.
  */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "daemon/cap_int.h"
 
@@ -17,6 +19,53 @@
 #define REFUSALS_DEAD    2 /* refused rounds in a row: nobody listens */
 
 static void begin(struct cap_job *job);
+
+uint64_t cap_watch_log_size(const struct cap_job *job)
+{
+  struct stat st;
+
+  /* One fstatat of a local file, on the loop: a boundary must be the
+   * log's size at the transition itself, not when a pool thread gets to
+   * it (which may be after lines of the next phase were written). */
+  if (fstatat(AT_FDCWD, job->r->cfg->server_log, &st, AT_SYMLINK_NOFOLLOW) ==
+          0 &&
+      S_ISREG(st.st_mode))
+    return (uint64_t)st.st_size;
+  return 0;
+}
+
+void cap_watch_mark_phase(struct cap_job *job, enum tr_phase phase)
+{
+  job->log_at[phase] = cap_watch_log_size(job);
+  job->log_marked |= 1u << phase;
+}
+
+void cap_watch_errors_from(struct cap_job *job, uint64_t offset)
+{
+  /* The scan's fields are the pool's while a scan runs. */
+  if (job->watch.scanning) {
+    job->watch.errors_from = offset;
+    job->watch.errors_pending = true;
+  } else {
+    cap_scan_errors_from(&job->scan, offset);
+  }
+}
+
+enum tr_phase cap_watch_phase_of(const struct cap_job *job, uint64_t at)
+{
+  enum tr_phase p = TR_PHASE_LAUNCHING;
+
+  /* The start script truncates the log (docs/ATOM.md): boundaries count
+   * from the ready wait on. ATOM's own "stopping profiler" line starts the
+   * export, however late traced moved there. */
+  for (int i = TR_PHASE_WAITING_READY; i < TR_NPHASE; i++)
+    if ((job->log_marked & (1u << i)) && job->log_at[i] <= at)
+      p = (enum tr_phase)i;
+  if (job->scan.profilers_stopping > 0 && job->scan.stopping_at <= at &&
+      p < TR_PHASE_EXPORTING)
+    p = TR_PHASE_EXPORTING;
+  return p;
+}
 
 /* Decides the round; called once its parts are in. */
 static void finish(struct cap_job *job)
@@ -34,11 +83,15 @@ static void finish(struct cap_job *job)
   w->cb = NULL;
   if (w->probe)
     w->refusals = w->refused ? w->refusals + 1 : 0;
-  if (job->scan.marker != NULL)
+  w->dead_phase = job->phase;
+  if (job->scan.marker != NULL) {
+    w->dead_phase = cap_watch_phase_of(job, job->scan.marker_at);
     snprintf(w->why, sizeof(w->why),
-             "the server log shows the fatal marker \"%s\": %s",
-             job->scan.marker, job->scan.marker_line);
-  else if (!w->group_lives)
+             "the server log shows the fatal marker \"%s\", written during "
+             "the %s phase: %s",
+             job->scan.marker, tr_phase_name(w->dead_phase),
+             job->scan.marker_line);
+  } else if (!w->group_lives)
     snprintf(w->why, sizeof(w->why),
              "the server's processes are gone (process group %d)",
              (int)cap_proc_pid(job->launcher));
@@ -80,6 +133,10 @@ static void on_scan_done(struct cap_work *w)
   job->watch.group_lives = ((struct scan_work *)w)->lives;
   free(w);
   job->watch.scanning = false;
+  if (job->watch.errors_pending) {
+    job->watch.errors_pending = false;
+    cap_scan_errors_from(&job->scan, job->watch.errors_from);
+  }
   if (job->watch.waiting) {
     job->watch.waiting = false;
     if (job->watch.cb != NULL)

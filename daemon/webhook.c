@@ -1,6 +1,6 @@
 /*
- * The verdicts' webhook (issue 10): when a capture or import is done, its
- * verdict is POSTed as JSON to webhook_url, from the loop (cap_http:
+ * The verdicts' webhook (docs/ANALYSIS.md): when a capture or import is done,
+ * its verdict is POSTed as JSON to webhook_url, from the loop (cap_http:
  * libcurl multi, never a blocking transfer). An attempt ends within
  * webhook_timeout_s; a failed one (no answer, not 2xx, a redirect, which
  * is not followed) is tried again webhook_retries times, 1, 2, 4... s

@@ -3,15 +3,23 @@
  * reads) runs in uv_queue_work; the loop only routes. A job's state writes
  * go through one FIFO and run one at a time, so they commit in the order
  * the state machine made them; a transition acts only after its phase is
- * committed (then-callbacks). A write the store refuses is retried; the
- * final write of a job that cannot be made is left to the runner, which
- * tries it until the store takes it (a full disk must not hold the GPU).
+ * committed (then-callbacks).
+ *
+ * A store that refuses (a full disk, an I/O error) has one rule, here:
+ * the refused work is queued again from the loop after a delay (no pool
+ * thread ever sleeps), RETRIES times at most, never once traced stops. A
+ * claim still refused then leaves the capture queued (nothing of it ran);
+ * any other state write fails the job; a final one is the runner's, tried
+ * until the store takes it (a full disk must not hold the GPU), with its
+ * status and its phase.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -19,13 +27,12 @@
 #include "common/text.h"
 #include "daemon/cap_int.h"
 
-static void after_work(uv_work_t *req, int status)
+/* w is done with (run, or given up while it waited for a retry). */
+static void work_done(struct cap_work *w)
 {
-  struct cap_work *w = req->data;
   struct cap_runner *r = w->r;
   struct cap_job *job = w->job;
 
-  (void)status; /* never cancelled: uv_cancel is not used */
   r->works--;
   if (job != NULL)
     job->works--;
@@ -33,6 +40,12 @@ static void after_work(uv_work_t *req, int status)
   if (job != NULL && job->finished)
     cap_job_release(job); /* frees once nothing refers to it */
   cap_runner_check_down(r);
+}
+
+static void after_work(uv_work_t *req, int status)
+{
+  (void)status; /* never cancelled: uv_cancel is not used */
+  work_done(req->data);
 }
 
 static void run_work(uv_work_t *req)
@@ -70,6 +83,84 @@ void cap_job_queue_new(struct cap_job *job, size_t size,
     cap_work_queue(job->r, job, w, run, done);
 }
 
+/* ---- a store that refuses ---- */
+
+#define RETRIES      6    /* tries after the first */
+#define RETRY_MS     100  /* the first delay, doubling */
+#define RETRY_MAX_MS 5000 /* the delay of the work tried until it is taken */
+
+bool cap_store_refused(int rc)
+{
+  return rc == TR_ESTORAGE || rc == TR_EDB || rc == TR_EIO || rc == -ENOSPC ||
+         rc == -EIO;
+}
+
+static void arm_later(struct cap_runner *r);
+
+static void on_later(uv_timer_t *t)
+{
+  struct cap_runner *r = t->data;
+  uint64_t now = uv_now(r->loop);
+  struct cap_work **p = &r->later;
+
+  while (*p != NULL) {
+    struct cap_work *w = *p;
+
+    if (w->due_ms > now) {
+      p = &w->later;
+      continue;
+    }
+    *p = w->later;
+    uv_queue_work(r->loop, &w->req, run_work, after_work);
+  }
+  arm_later(r);
+}
+
+/* The timer at the first work due. */
+static void arm_later(struct cap_runner *r)
+{
+  uint64_t first = UINT64_MAX, now = uv_now(r->loop);
+
+  for (struct cap_work *w = r->later; w != NULL; w = w->later)
+    first = w->due_ms < first ? w->due_ms : first;
+  if (first == UINT64_MAX)
+    uv_timer_stop(&r->later_timer);
+  else
+    uv_timer_start(&r->later_timer, on_later, first > now ? first - now : 0, 0);
+}
+
+bool cap_work_retry(struct cap_work *w, bool until_taken)
+{
+  struct cap_runner *r = w->r;
+  uint64_t delay = RETRY_MS;
+
+  if (r->stopping || (!until_taken && w->tries >= RETRIES))
+    return false;
+  for (int i = 0; i < w->tries && delay < RETRY_MAX_MS; i++)
+    delay *= 2;
+  w->tries++;
+  w->due_ms = uv_now(r->loop) + (delay < RETRY_MAX_MS ? delay : RETRY_MAX_MS);
+  /* Still the job's work: the job and the runner wait for it. */
+  r->works++;
+  if (w->job != NULL)
+    w->job->works++;
+  w->later = r->later;
+  r->later = w;
+  arm_later(r);
+  return true;
+}
+
+void cap_work_give_up(struct cap_runner *r)
+{
+  struct cap_work *w;
+
+  uv_timer_stop(&r->later_timer);
+  while ((w = r->later) != NULL) {
+    r->later = w->later;
+    work_done(w); /* its done() retries no more: r->stopping */
+  }
+}
+
 struct store *cap_db_take(struct cap_runner *r, struct tr_err *err)
 {
   struct store *st = NULL;
@@ -105,6 +196,31 @@ void cap_db_give(struct cap_runner *r, struct store *st)
   store_close(st);
 }
 
+/* Reading traces (indexing, slices) yields the CPU to the HTTP threads and
+ * the loop: on a small box a GB of trace otherwise pushes read latency up
+ * (measured by bench/bench_api.sh). On Linux setpriority(PRIO_PROCESS,
+ * tid) applies to one thread, and the inflate thread idx_file() starts
+ * inherits it. The pool thread gets its priority back afterwards where
+ * allowed (root). */
+#define INDEX_NICE 10
+
+int cap_nice_lower(void)
+{
+  int old;
+
+  errno = 0;
+  old = getpriority(PRIO_PROCESS, (id_t)gettid());
+  if (errno != 0)
+    old = 0;
+  (void)setpriority(PRIO_PROCESS, (id_t)gettid(), INDEX_NICE);
+  return old;
+}
+
+void cap_nice_restore(int old)
+{
+  (void)setpriority(PRIO_PROCESS, (id_t)gettid(), old);
+}
+
 /* ---- log tails ---- */
 
 char *cap_read_tail(const char *path, size_t max_bytes)
@@ -124,11 +240,7 @@ char *cap_read_tail(const char *path, size_t max_bytes)
 
 /* ---- ordered state writes ---- */
 
-/* A write the store refuses (a full disk, an I/O error) is tried again
- * this many times, WRITE_BACKOFF_MS, doubling, apart (a pool thread waits:
- * never the loop). */
-#define WRITE_TRIES      6
-#define WRITE_BACKOFF_MS 100
+#define TAIL_BYTES 4096 /* of a log, quoted by a failure */
 
 struct cap_op {
   struct cap_work super;
@@ -141,64 +253,49 @@ struct cap_op {
 
 static void start_next_op(struct cap_job *job);
 
-/* Errors worth a retry: the store, not the request. */
-static bool retryable(int rc)
-{
-  return rc == TR_ESTORAGE || rc == TR_EDB || rc == TR_EIO || rc == -ENOSPC ||
-         rc == -EIO;
-}
-
-static int apply(struct cap_runner *r, int64_t id, const struct store_apply *a,
-                 struct tr_err *err)
-{
-  unsigned delay_ms = WRITE_BACKOFF_MS;
-  int rc = 0;
-
-  for (int i = 0; i < WRITE_TRIES; i++, delay_ms *= 2) {
-    struct store *st = cap_db_take(r, err);
-
-    if (st != NULL) {
-      tr_err_clear(err);
-      rc = store_capture_apply(st, id, a, err);
-      cap_db_give(r, st);
-    } else {
-      rc = err->code ? err->code : TR_EDB;
-    }
-    if (!retryable(rc))
-      return rc;
-    usleep(delay_ms * 1000);
-  }
-  return rc;
-}
-
 static void run_op(struct cap_work *w)
 {
   struct cap_op *op = (struct cap_op *)w;
   struct store_apply a = { op->w.claim, op->w.status, op->w.phase,
                            op->w.merges };
 
+  struct store *st;
+
   if (op->tail != NULL) {
-    char *tail = cap_read_tail(op->tail, 4096);
+    char *tail = cap_read_tail(op->tail, TAIL_BYTES);
 
     json_object_set_new(json_object_get(op->w.merges, "error"), "log_tail",
                         tail ? json_string(tail) : json_null());
     free(tail);
   }
-  op->rc = apply(w->r, w->job->id, &a, &op->err);
+  tr_err_clear(&op->err);
+  st = cap_db_take(w->r, &op->err);
+  op->rc = st != NULL     ? store_capture_apply(st, w->job->id, &a, &op->err)
+           : op->err.code ? op->err.code
+                          : TR_EDB;
+  cap_db_give(w->r, st);
 }
 
-/* The store would not take a write. A final one becomes the runner's to
- * retry (the job ends now: its GPU slot must not wait for a disk); any
- * other fails the job, which comes back here with its final write. */
+/* The store would not take a write, tried again as the rule says. A claim
+ * leaves the capture queued: the job ends, the runner takes it again. A
+ * final one becomes the runner's to retry (the job ends now: its GPU slot
+ * must not wait for a disk); any other fails the job, which comes back
+ * here with its final write. */
 static void write_refused(struct cap_job *job, struct cap_op *op)
 {
   fprintf(stderr, "traced: capture %lld: state write failed: %s\n",
           (long long)job->id, op->err.msg);
-  if (op->w.status >= 0 && tr_status_final(op->w.status)) {
+  if (op->w.claim && job->ending == END_NONE) {
+    job->ending = END_REQUEUED;
+    cap_job_finish(job);
+  } else if (op->w.status >= 0 && tr_status_final(op->w.status)) {
     json_t *error = json_object_get(op->w.merges, "error");
 
-    cap_runner_orphan(job->r, job->id, op->w.status,
+    cap_runner_orphan(job->r, job->id, op->w.status, op->w.phase,
                       error ? json_incref(error) : NULL);
+    /* DONE's write: the job ends without acting on it (its webhook). */
+    if (!op->w.always)
+      cap_job_finish(job);
   } else if (job->ending == END_NONE) {
     cap_fail(job, END_FAILED, NULL,
              "the store refuses writes (%s): the capture cannot go on",
@@ -210,8 +307,9 @@ static void on_op_done(struct cap_work *w)
 {
   struct cap_op *op = (struct cap_op *)w;
   struct cap_job *job = w->job;
-  bool written = op->rc == 0;
 
+  if (cap_store_refused(op->rc) && cap_work_retry(w, false))
+    return; /* the same write later: the FIFO waits for it */
   job->op_busy = false;
   job->ops_head = op->next;
   if (job->ops_head == NULL)
@@ -221,14 +319,15 @@ static void on_op_done(struct cap_work *w)
             (long long)job->id);
     job->ending = END_CANCELLED;
     cap_job_finish(job);
-  } else if (retryable(op->rc)) {
+  } else if (cap_store_refused(op->rc)) {
     write_refused(job, op);
-    written = op->w.always;
   } else if (op->rc != 0) {
     fprintf(stderr, "traced: capture %lld: state write: %s\n",
             (long long)job->id, op->err.msg);
   }
-  if (written && op->w.then != NULL &&
+  /* What must follow a write whatever became of it (the end of a failed
+   * job: its children, its slot) follows it. */
+  if ((op->rc == 0 || op->w.always) && op->w.then != NULL &&
       (op->w.always || job->ending == END_NONE))
     op->w.then(job);
   json_decref(op->w.merges);
@@ -292,109 +391,73 @@ void cap_job_progress(struct cap_job *job, json_t *obj)
 
 /* ---- final writes the store refused ---- */
 
-#define ORPHAN_RETRY_MS 5000
-
-struct cap_orphan {
-  struct cap_orphan *next;
-  int64_t id;
-  int status;
-  json_t *error; /* or NULL */
-  bool written;
-};
-
 struct orphan_work {
   struct cap_work super;
-  struct cap_orphan *list; /* taken from the runner for the attempt */
+  int64_t id;
+  int status, phase;
+  json_t *error; /* or NULL */
+  int rc;
 };
 
-static void run_orphans(struct cap_work *w)
+static void run_orphan(struct cap_work *w)
 {
   struct orphan_work *ow = (struct orphan_work *)w;
+  json_t *merges = ow->error ? json_pack("{s:O}", "error", ow->error) : NULL;
+  struct store_apply a = { false, ow->status, ow->phase, merges };
+  struct tr_err err = { 0 };
+  struct store *st = cap_db_take(w->r, &err);
 
-  for (struct cap_orphan *o = ow->list; o != NULL; o = o->next) {
-    json_t *merges = o->error ? json_pack("{s:O}", "error", o->error) : NULL;
-    struct store_apply a = { false, o->status, -1, merges };
-    struct tr_err err = { 0 };
-    struct store *st = cap_db_take(w->r, &err);
-    int rc = st != NULL ? store_capture_apply(st, o->id, &a, &err) : TR_EDB;
-
-    cap_db_give(w->r, st);
-    /* Written, or no longer ours to write (deleted, ended otherwise). */
-    o->written = !retryable(rc);
-    json_decref(merges);
-  }
+  ow->rc = st != NULL ? store_capture_apply(st, ow->id, &a, &err) : TR_EDB;
+  cap_db_give(w->r, st);
+  json_decref(merges);
 }
 
-static void orphan_free(struct cap_orphan *o)
+/* Written, or no longer ours to write (deleted, ended otherwise), or
+ * traced stops: the next start marks it interrupted. */
+static void orphan_end(struct orphan_work *ow)
 {
-  json_decref(o->error);
-  free(o);
-}
-
-static void on_orphans_done(struct cap_work *w)
-{
-  struct orphan_work *ow = (struct orphan_work *)w;
-  struct cap_runner *r = w->r;
-  struct cap_orphan *o, *next;
-
-  for (o = ow->list; o != NULL; o = next) {
-    next = o->next;
-    if (o->written) {
-      fprintf(stderr, "traced: capture %lld: final state written at last\n",
-              (long long)o->id);
-      orphan_free(o);
-    } else {
-      o->next = r->orphans;
-      r->orphans = o;
-    }
-  }
-  free(ow);
-  if (r->orphans == NULL)
-    uv_timer_stop(&r->orphan_timer);
-}
-
-static void on_orphan_timer(uv_timer_t *t)
-{
-  struct cap_runner *r = t->data;
-  struct orphan_work *ow;
-
-  if (r->orphans == NULL || (ow = calloc(1, sizeof(*ow))) == NULL)
-    return;
-  ow->list = r->orphans;
-  r->orphans = NULL;
-  cap_work_queue(r, NULL, &ow->super, run_orphans, on_orphans_done);
-}
-
-void cap_runner_orphan(struct cap_runner *r, int64_t id, int status,
-                       json_t *error)
-{
-  struct cap_orphan *o = calloc(1, sizeof(*o));
-
-  if (o == NULL) {
-    json_decref(error);
-    return;
-  }
-  o->id = id;
-  o->status = status;
-  o->error = error;
-  o->next = r->orphans;
-  r->orphans = o;
-  if (!uv_is_active((uv_handle_t *)&r->orphan_timer))
-    uv_timer_start(&r->orphan_timer, on_orphan_timer, ORPHAN_RETRY_MS,
-                   ORPHAN_RETRY_MS);
-}
-
-void cap_runner_orphans_free(struct cap_runner *r)
-{
-  struct cap_orphan *o, *next;
-
-  for (o = r->orphans; o != NULL; o = next) {
-    next = o->next;
+  if (cap_store_refused(ow->rc))
     fprintf(stderr,
             "traced: capture %lld: its final state was never written "
             "(the next start marks it interrupted)\n",
-            (long long)o->id);
-    orphan_free(o);
+            (long long)ow->id);
+  else
+    fprintf(stderr, "traced: capture %lld: final state written at last\n",
+            (long long)ow->id);
+  json_decref(ow->error);
+  free(ow);
+}
+
+/* The queue may have waited for the store too: it is looked at again. */
+static void on_orphan_done(struct cap_work *w)
+{
+  struct orphan_work *ow = (struct orphan_work *)w;
+  struct cap_runner *r = w->r;
+
+  if (cap_store_refused(ow->rc) && cap_work_retry(w, true))
+    return;
+  orphan_end(ow);
+  cap_runner_pump(r);
+}
+
+void cap_runner_orphan(struct cap_runner *r, int64_t id, int status, int phase,
+                       json_t *error)
+{
+  struct orphan_work *ow = calloc(1, sizeof(*ow));
+
+  if (ow == NULL) {
+    json_decref(error);
+    return;
   }
-  r->orphans = NULL;
+  ow->id = id;
+  ow->status = status;
+  ow->phase = phase;
+  ow->error = error;
+  ow->rc = TR_ESTORAGE; /* the store refused it just now */
+  ow->super.r = r;
+  ow->super.run = run_orphan;
+  ow->super.done = on_orphan_done;
+  ow->super.req.data = &ow->super;
+  if (!cap_work_retry(&ow->super, true))
+    orphan_end(ow);
 }

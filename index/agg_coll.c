@@ -1,5 +1,5 @@
 /*
- * The collectives of one rank (issue 10): communication kernels (the
+ * The collectives of one rank (docs/ANALYSIS.md): communication kernels (the
  * category table's "communication", rules.c) are recorded per stream with
  * their start and duration in sorted runs of their own (a->coll_runs: one
  * record per collective, spilled like the other time records, so memory

@@ -1,5 +1,5 @@
 /*
- * Collectives matched across the ranks of a capture (issue 10): on a
+ * Collectives matched across the ranks of a capture (docs/ANALYSIS.md): on a
  * tensor-parallel step every rank runs the same collectives in the same
  * order, so the k-th collective of a family on a lane (index/agg_coll.c)
  * of every rank of a group is one collective. A group is the ranks that

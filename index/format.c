@@ -1,6 +1,6 @@
 /*
  * The format table (format.h): kineto and MetaX mcTracer JSON, as
- * ../shared/docs/TRACE_FORMATS.md describes them.
+ * docs/TRACE_FORMATS.md describes them.
  */
 #include <ctype.h>
 #include <stdio.h>

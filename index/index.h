@@ -58,9 +58,10 @@ void idx_rules_free(struct idx_rules *rules);
  * Returned string is static. */
 const char *idx_category(const struct idx_rules *rules, const char *name);
 
-/* The readable form of an Itanium-mangled name (_Z...: __cxa_demangle,
- * see family.c) as a new string (caller frees), or NULL when name is not
- * mangled, cannot be demangled, or memory ran out. */
+/* The readable form of an Itanium-mangled name (_Z...: libiberty's
+ * demangler, and why not __cxa_demangle: family.c) as a new string (caller
+ * frees), or NULL when name is not mangled, cannot be demangled, or memory ran
+ * out. */
 char *idx_demangle(const char *name);
 
 /* The family of a kernel name under rules (family.c): demangled, without

@@ -27,6 +27,7 @@
  * was learnt from gives what the token walk gave.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -688,26 +689,28 @@ static int same_parsed(const struct idx_parsed *a, const struct idx_parsed *b)
 /* ---- the table ---- */
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
-static int enabled = 1;
+/* Read by every reader thread, set by idx_layouts_select() (tests, the
+ * benchmarks) while others may read: atomic. */
+static atomic_int enabled = 1;
 
 static void read_env(void)
 {
   const char *env = getenv("TRACED_LAYOUTS");
 
   if (env != NULL && strcmp(env, "off") == 0)
-    enabled = 0;
+    atomic_store_explicit(&enabled, 0, memory_order_relaxed);
 }
 
 void idx_layouts_select(int on)
 {
   pthread_once(&once, read_env);
-  enabled = on;
+  atomic_store_explicit(&enabled, on, memory_order_relaxed);
 }
 
 int idx_layouts_enabled(void)
 {
   pthread_once(&once, read_env);
-  return enabled;
+  return atomic_load_explicit(&enabled, memory_order_relaxed);
 }
 
 /* Forgets every layout: they were learnt for another nesting or unit. */

@@ -2,12 +2,17 @@
 # Installs traced's Debian build and test dependencies when any is missing.
 # Needs root (or sudo) only when something has to be installed. chromium is
 # for the dashboard test (headless), wrk for bench/bench_api.sh,
-# libiberty-dev for its kernel-name demangler (index/family.c).
+# libiberty-dev for its kernel-name demangler (index/family.c), systemd for
+# systemd-analyze (tests/test_unit.py rates systemd/traced.service): on a
+# Debian machine it is there already (Priority: important); in a container
+# its postinst touches no running system (its systemctl calls are guarded
+# by /run/systemd/system, the rest is machine-id, sysusers, tmpfiles).
 set -eu
 PKGS="build-essential cmake pkg-config libuv1-dev libmicrohttpd-dev
 libcurl4-openssl-dev libjansson-dev libsqlite3-dev zlib1g-dev libisal-dev
 libiberty-dev
-isal clang libclang-rt-14-dev python3 curl wrk sqlite3 procps chromium"
+isal clang libclang-rt-14-dev python3 curl wrk sqlite3 procps chromium
+systemd"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||

@@ -8,7 +8,7 @@
 # queued to done and can open it in the dashboard.
 set -eu
 cd "$(dirname "$0")/.."
-BIN=build/traced
+BIN=${TRACED_BIN:-build/traced}
 LISTEN=${TRACED_LISTEN:-127.0.0.1:7700}
 
 if [ -x /app/ATOM/scripts/start_atom_server.sh ]; then
@@ -21,8 +21,12 @@ DEMO=${TRACED_DEMO_DIR:-$PWD/demo}
 export ATOM_SIM_HOME="$DEMO/atom-sim"
 # ATOM's scripts (and the simulator's) need rocm-smi: the sim's stand-in.
 export PATH="$PWD/sim/bin:$PATH"
-mkdir -p "$DEMO/model/Demo-Model" "$ATOM_SIM_HOME"
-echo '{"chat_template": null}' > "$DEMO/model/Demo-Model/tokenizer_config.json"
+# The demo model is named like one of ATOM CI's presets (ATOM's own
+# models.json, a verbatim copy in tests/data/atom): the capture runs it as
+# ATOM CI would, and says so.
+MODEL="$DEMO/model/gpt-oss-120b"
+mkdir -p "$MODEL" "$ATOM_SIM_HOME"
+echo '{"chat_template": null}' > "$MODEL/tokenizer_config.json"
 TRACES=$(cd ../shared/traces 2>/dev/null && pwd || echo "$DEMO")
 
 "$BIN" --listen "$LISTEN" --db "$DEMO/traced.db" \
@@ -30,6 +34,8 @@ TRACES=$(cd ../shared/traces 2>/dev/null && pwd || echo "$DEMO")
   --atom-port "${ATOM_PORT:-8000}" \
   --server-log "$ATOM_SIM_HOME/logs/atom_server.log" \
   --bench-result "$ATOM_SIM_HOME/logs/benchmark.json" \
+  --models-json "$PWD/tests/data/atom/models.json" \
+  --model-roots "$DEMO/model" \
   --ready-poll-s 1 --export-poll-s 1 --import-roots "$TRACES:$DEMO" &
 pid=$!
 trap 'kill $pid 2>/dev/null; wait $pid; sim/scripts/stop_atom_server.sh >/dev/null 2>&1; exit 0' INT TERM
@@ -43,7 +49,7 @@ until curl -sf "$api/healthz" >/dev/null; do
 done
 
 echo "traced is up: dashboard at $api/  (no ATOM here: using the simulator)"
-body='{"model":"'"$DEMO"'/model/Demo-Model","tp":2,"isl":128,"osl":32,"conc":4,"label":"demo"}'
+body='{"model":"'"$MODEL"'","isl":128,"osl":32,"conc":4,"label":"demo"}'
 id=$(curl -sf -X POST "$api/captures" -H 'Content-Type: application/json' \
        -d "$body" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
 echo "queued demo capture $id: $api/#/captures/$id"
@@ -53,7 +59,9 @@ while :; do
   state=$(curl -sf "$api/captures/$id" | python3 -c '
 import json, sys
 c = json.load(sys.stdin)
-print(c["status"], c["phase"])')
+p = c.get("preset") or {}
+print(c["status"], c["phase"], ("preset " + p["match"] + " tp %s" %
+      c["launch"]["tp"]) if p.get("applied") else "")')
   if [ "$state" != "$last" ]; then
     echo "  capture $id: $state"
     last=$state

@@ -134,11 +134,26 @@ def load(args, mgr):
                      os.path.basename(w.dir or "rank_%d" % w.rank),
                      args.model)
     if sc.fault_on("never_ready"):
-        t0 = time.time()
-        while True:
-            time.sleep(1)
-            log.info("still loading (%d s)", time.time() - t0)
+        hang()
     time.sleep(load_s / 2)
+    compile_graphs(args)
+
+
+def compile_graphs(args):
+    """torch.compile and CUDA-graph capture after the load, for
+    SIM_COMPILE_S (+ slow_compile=S) seconds (minutes in ATOM on a cold
+    cache, which the start script wipes at every launch), a line every
+    SIM_COMPILE_LOG_S (the progress a ready wait can follow); the port is
+    not bound yet."""
+    total = sc.env_float("SIM_COMPILE_S", 0.0) + \
+        sc.fault_number("slow_compile", 0.0)
+    every = max(0.05, sc.env_float("SIM_COMPILE_LOG_S", 1.0))
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < total:
+        time.sleep(min(every, total - (time.monotonic() - t0)))
+        log.info("Compiling the model: capturing CUDA graphs (%.0f s of "
+                 "%.0f s, level %d)", time.monotonic() - t0, total,
+                 args.level)
 
 
 async def serve(args, app, life):

@@ -222,7 +222,18 @@ class App:
     def bench_faults(self, n):
         """die_during_bench=N: the server exits at completion request N
         (default 1). fatal_marker_during_bench=N: the marker is logged
-        there and the engines hang (that request and every later one)."""
+        there and the engines hang (that request and every later one).
+        marker_during_bench=N: the marker is logged there and the server
+        goes on. fail_request=N[,M...]: those requests raise (ATOM's
+        general handler logs the traceback and answers 500; the bench
+        counts them failed and exits 0)."""
+        if n in sc.fault_ranks("fail_request"):
+            raise RuntimeError("simulated failure of completion request %d "
+                               "(fail_request)" % n)
+        if sc.fault_on("marker_during_bench") and \
+                n == sc.fault_number("marker_during_bench", 1):
+            marks = [v for v in sc.fault_values("fatal_marker") if v]
+            sc.write_line(sys.stderr, marks[0] if marks else DEFAULT_MARKER)
         if sc.fault_on("die_during_bench") and \
                 n >= sc.fault_number("die_during_bench", 1):
             log.error("EngineCore exited unexpectedly (request %d)", n)

@@ -15,9 +15,18 @@ As ATOM's client:
   - failed requests only shorten "completed": the JSON is written and the
     exit status is 0 even when the server died (strict_bench: exit 1 and
     no JSON instead).
+The tokenizer is loaded as ATOM's bench loads it (get_tokenizer, then
+chat_encoders.load_custom_message_encoder): the model (or --tokenizer)
+must be a local folder with a tokenizer_config.json (a hub id would be
+downloaded: the simulator refuses it, as transformers does offline);
+its chat template is that file's chat_template, else chat_template.jinja;
+one encoding/encoding_*.py is the model's encoder, several are refused
+with ATOM's warning. --use-chat-template with neither raises transformers'
+ValueError, and the bench dies with the traceback, as ATOM's does.
 Threads stand in for asyncio + aiohttp; the prompt's words stand in for
-tokens (no tokenizer). Standard library only.
+tokens. Standard library only.
 """
+import glob
 import http.client
 import json
 import os
@@ -162,10 +171,68 @@ def request_func(backend):
                               % backend)
 
 
-def sample_random_requests(args):
+def get_tokenizer(tokenizer_id):
+    """AutoTokenizer.from_pretrained as the simulator can: a local folder
+    with a tokenizer_config.json; {"chat_template": text or None}."""
+    conf_path = os.path.join(tokenizer_id, "tokenizer_config.json")
+    if not os.path.isfile(conf_path):
+        raise OSError(
+            "Can't load tokenizer for '%s'. If you were trying to load it "
+            "from 'https://huggingface.co/models', make sure you don't have "
+            "a local directory with the same name. Otherwise, make sure '%s' "
+            "is the correct path to a directory containing all relevant "
+            "files for a PreTrainedTokenizerFast tokenizer."
+            % (tokenizer_id, tokenizer_id))
+    with open(conf_path) as f:
+        template = json.load(f).get("chat_template")
+    jinja = os.path.join(tokenizer_id, "chat_template.jinja")
+    if template is None and os.path.isfile(jinja):
+        with open(jinja) as f:
+            template = f.read()
+    return {"chat_template": template}
+
+
+def load_custom_message_encoder(model):
+    """chat_encoders._load_encoder_from_dir (chat_encoders.py:38): the one
+    <model>/encoding/encoding_*.py (its name: the simulator does not run
+    it), None without, None and ATOM's warning with several."""
+    enc_dir = os.path.join(model, "encoding")
+    if not os.path.isdir(enc_dir):
+        return None
+    found = sorted(glob.glob(os.path.join(enc_dir, "encoding_*.py")))
+    if len(found) > 1:
+        sc.write_line(sys.stderr, "Multiple encoding_*.py found in %s, "
+                      "refusing to guess: %s" % (
+                          enc_dir, [os.path.basename(p) for p in found]))
+        return None
+    return os.path.basename(found[0]) if found else None
+
+
+def apply_chat_template(tokenizer, encoder, text):
+    """chat_encoders.apply_chat_template for one user message: the
+    encoder, else the tokenizer's template (transformers raises without
+    one)."""
+    if encoder is not None:
+        return "<%s> %s" % (encoder, text)
+    if tokenizer["chat_template"] is None:
+        raise ValueError(
+            "Cannot use chat template functions because "
+            "tokenizer.chat_template is not set and no template argument "
+            "was passed! For information about writing templates and "
+            "setting the tokenizer.chat_template attribute, please see the "
+            "documentation at https://huggingface.co/docs/transformers/main/"
+            "en/chat_templating")
+    return "<|user|> %s <|assistant|>" % text
+
+
+def sample_random_requests(args, template=None):
     """[(prompt, prompt_len, output_len)]: lengths drawn uniformly in
-    [len * range_ratio, len] as ATOM's random dataset, a word per token."""
+    [len * range_ratio, len] as ATOM's random dataset, a word per token;
+    with `template` (a function of the text) the prompts are wrapped in
+    the chat template, its words counted."""
     rng = random.Random(args.seed)
+    if template is not None:
+        template("a")     # ATOM formats a dummy message first
 
     def lens(n):
         lower = int(n * args.random_range_ratio)
@@ -175,6 +242,9 @@ def sample_random_requests(args):
     reqs = [(" ".join(prefix + ["w%d" % rng.randrange(1000)
                                 for _ in range(i)]), args.random_prefix_len
              + i, o) for i, o in zip(ins, outs)]
+    if template is not None:
+        reqs = [(template(p), len(template(p).split()), o)
+                for p, _, o in reqs]
     header = "%s  Input/Output Length Statistics  %s" % ("-" * 19, "-" * 19)
     print(header)
     print(" input_lens : min=%-4d  max=%-4d  mean=%-7.2f  "
@@ -272,9 +342,12 @@ def main(argv):
     random.seed(args.seed)
     base = args.base_url or "http://%s:%d" % (args.host, args.port)
     urls = {"base": base, "api": base + args.endpoint}
+    tokenizer = get_tokenizer(args.tokenizer or args.model)
+    encoder = load_custom_message_encoder(args.model)
     if args.dataset_name != "random":
         raise ValueError("Unknown dataset: %s" % args.dataset_name)
-    reqs = sample_random_requests(args)
+    reqs = sample_random_requests(args, (lambda text: apply_chat_template(
+        tokenizer, encoder, text)) if args.use_chat_template else None)
     goodput = check_goodput(args)
     outputs, duration = benchmark(args, urls, reqs)
     result = report(args, reqs, outputs, duration, goodput,

@@ -29,10 +29,12 @@ import time
 import traceback
 
 import simcommon as sc
+import sim_labels
 from sim_traces import global_rank_text, model_stem
 
 log = sc.atom_logger()
 EXPORT_CHUNKS = 8            # the .json is written, and gzipped, in steps
+EXPORT_GROW_S = 0.5          # a slow export's .json grows this often
 
 
 class Killed(Exception):
@@ -145,12 +147,26 @@ class Worker(threading.Thread):
         return True
 
     def stop_profiler(self):
+        """As ModelRunner.stop_profiler (model_runner.py:1107): the export
+        runs inside the profiler's __exit__; when kineto raises there
+        (profiler_stop_failed=R), ATOM logs it and no file comes."""
         if not self.profiling:
             return {"trace_dir": self.dir, "elapsed": 0.0}
         t0 = time.monotonic()
         log.info("Rank %d: stopping profiler...", self.rank)
         self.profiling = False
-        self.export()
+        try:
+            # kineto gathers its events before a byte is written.
+            self.nap(knob("SIM_EXPORT_PREP_S", 0.0) +
+                     sc.fault_number("export_prep", 0.0))
+            if self.rank in sc.fault_ranks("profiler_stop_failed"):
+                raise RuntimeError("CUPTI/roctracer: activity buffer "
+                                   "corrupted (profiler_stop_failed)")
+            self.export()
+        except (Killed, WorkerDied):
+            raise
+        except Exception:  # noqa: BLE001 - as ATOM: logged, then on
+            log.exception("Rank %d: profiler stop failed", self.rank)
         elapsed = round(time.monotonic() - t0, 1)
         log.info("Rank %d: profiler stop completed in %.1fs", self.rank,
                  elapsed)
@@ -197,12 +213,15 @@ class Worker(threading.Thread):
                     os.remove(p)
 
     def write_json(self, path, seconds):
-        """export_chrome_trace: the .json appears at once and grows."""
-        data = global_rank_text(self.global_rank).encode("utf-8")
-        step = max(1, -(-len(data) // EXPORT_CHUNKS))
+        """export_chrome_trace: the .json appears at once and grows, at
+        least every EXPORT_GROW_S, for as long as `seconds`."""
+        data = global_rank_text(
+            self.global_rank, self.engine.labels(self.rank)).encode("utf-8")
+        chunks = max(EXPORT_CHUNKS, int(seconds / EXPORT_GROW_S))
+        step = max(1, -(-len(data) // chunks))
         with open(path, "wb") as f:
             for i in range(0, len(data), step):
-                self.nap(seconds / EXPORT_CHUNKS)
+                self.nap(seconds / chunks)
                 f.write(data[i:i + step])
                 f.flush()
 
@@ -249,6 +268,8 @@ class Engine(threading.Thread):
         self.wedged = threading.Event()
         self.runners_up = True        # False once shut down: drop outputs
         self.spec_stats = {"drafted": 0, "accepted": 0, "dist": {}}
+        self.profiling = False        # steps are recorded for the labels
+        self.steps = []               # sim_labels.Step of this window
         self.workers = [Worker(self, r) for r in range(self.nworkers)]
 
     def rank_dir(self, rank):
@@ -312,6 +333,7 @@ class Engine(threading.Thread):
         self.nap(knob("SIM_TOKEN_S", 0.001))
         if self.stopped():
             raise EngineDown()
+        self.record_step()
         alive = []
         for seq in self.running:
             if seq.aborted:
@@ -323,6 +345,27 @@ class Engine(threading.Thread):
             if not last:
                 alive.append(seq)
         self.running = alive
+
+    def record_step(self):
+        """The step as ATOM labels it, while profiling: the sequences
+        getting their first token are a prefill, the others a decode (at
+        most --max-num-seqs of them run: take_new)."""
+        if not self.profiling or len(self.steps) >= sim_labels.MAX_STEPS:
+            return
+        live = [q for q in self.running if not q.aborted]
+        new = [q.prompt_tokens for q in live if q.emitted == 0]
+        old = [q.prompt_tokens + q.emitted for q in live if q.emitted > 0]
+        if new:
+            self.steps.append(sim_labels.Step("prefill", new))
+        if old:
+            self.steps.append(sim_labels.Step("decode", old))
+        self.mgr.dp_sync(self)
+
+    def labels(self, rank):
+        """The run labels of this window, for worker `rank`'s export (the
+        ranks of an engine run the same steps)."""
+        del rank
+        return sim_labels.labels(self.steps, self.mgr.args)
 
     def count_draft(self):
         """Speculative acceptance as the scheduler counts it, when a
@@ -357,11 +400,13 @@ class Engine(threading.Thread):
 
     def do_start_profile(self):
         result = self.call_func("start_profiler")
+        self.steps, self.profiling = [], True
         log.info("Engine Core: profiler started")
         return result
 
     def do_stop_profile(self):
         log.info("Engine Core: stopping profiler...")
+        self.profiling = False
         result = self.call_func("stop_profiler")
         log.info("Engine Core: profiler stopped, result=%r", result)
         return result
@@ -542,6 +587,17 @@ class CoreManager:
                 "distribution_percent": {k: v / steps for k, v in
                                          sorted(dist.items())}}
 
+    def dp_sync(self, busy):
+        """ATOM keeps the DP ranks of an MoE model in step: a rank with
+        nothing to run does a dummy decode (dummy_decode[bs=1 tok=1 d=1])
+        while a peer steps. Recorded for the labels only."""
+        if len(self.heads) < 2:
+            return
+        for e in self.heads:
+            if e is not busy and e.profiling and not e.running and \
+                    len(e.steps) < sim_labels.MAX_STEPS:
+                e.steps.append(sim_labels.Step("dummy", [1]))
+
     def add_request(self, seq):
         """least_requests routing over the DP groups."""
         with self.cv:
@@ -589,11 +645,32 @@ class CoreManager:
         log.info("%s: All EngineCores shut down", self.label)
 
 
+def visible_devices():
+    """torch.cuda.device_count(): HIP_VISIBLE_DEVICES' entries, else the
+    node's SIM_GPUS."""
+    listed = os.environ.get("HIP_VISIBLE_DEVICES")
+    if listed is not None:
+        return len([d for d in listed.split(",") if d.strip()])
+    return int(knob("SIM_GPUS", 8))
+
+
+def tp_world_size(args):
+    """Config.tp_world_size (atom/config.py:1543): with --fake-eplb on a
+    node with fewer devices than -tp, only that many workers run (and
+    export), each the rank it would be in the wider deployment."""
+    tp = args.tensor_parallel_size
+    if not args.fake_eplb:
+        return tp
+    visible = visible_devices()
+    return visible if 0 < visible < tp else tp
+
+
 def layout(args):
     """([engine spec], [[engine index of a DP group]]) as CoreManager and
     DisaggCoreManager lay ATOM's deployment out. Workers per engine are
-    TP x PCP (EngineCore: one pipeline stage's slice)."""
-    tp, pp = args.tensor_parallel_size, args.pipeline_parallel_size
+    TP x PCP (EngineCore: one pipeline stage's slice), TP being
+    tp_world_size."""
+    tp, pp = tp_world_size(args), args.pipeline_parallel_size
     pcp, dp = args.prefill_context_parallel_size, args.data_parallel_size
     root = args.torch_profiler_dir
 

@@ -1,10 +1,15 @@
 """What the simulated ranks export: real kineto traces from
 ../shared/traces (or SIM_TRACE_FILE), rotated over the global ranks, each
-with its top-level distributedInfo.rank set and every other byte kept."""
+with its top-level distributedInfo.rank set, ATOM's run labels of the
+steps the rank ran while profiling added first in traceEvents (a trace
+that carries labels already keeps its own; sim_labels.py), and every other
+byte kept."""
 import gzip
 import json
 import os
 import threading
+
+import sim_labels
 
 # Rotated over the ranks (global rank r gets entry r % 4): ROCm traces.
 DEFAULT_TRACES = (
@@ -36,7 +41,8 @@ _cache_lock = threading.Lock()
 
 def source_text(path):
     """(JSON text of the trace, gunzipped when it is gzip; whether its top
-    level has a distributedInfo object), cached per path."""
+    level has a distributedInfo object; the span labels go over, or None
+    when it has labels already or no kernel), cached per path."""
     with _cache_lock:
         if path not in _cache:
             with open(path, "rb") as f:
@@ -47,7 +53,9 @@ def source_text(path):
             top = json.loads(text)
             has_info = isinstance(top, dict) and isinstance(
                 top.get("distributedInfo"), dict)
-            _cache[path] = (text, has_info)
+            span = None if sim_labels.has_labels(top) else \
+                sim_labels.kernel_span(top)
+            _cache[path] = (text, has_info, span)
         return _cache[path]
 
 
@@ -72,10 +80,15 @@ def rank_trace(text, has_info, rank):
     return text[:obj_at] + json.dumps(obj) + text[end:]
 
 
-def global_rank_text(rank):
-    """The exported JSON of global rank `rank`."""
+def global_rank_text(rank, labels=()):
+    """The exported JSON of global rank `rank`, with the run labels."""
     sources = trace_sources()
-    return rank_trace(*source_text(sources[rank % len(sources)]), rank)
+    text, has_info, span = source_text(sources[rank % len(sources)])
+    text = rank_trace(text, has_info, rank)
+    if labels and span is not None:
+        text = sim_labels.insert_events(
+            text, sim_labels.annotation_text(list(labels), span))
+    return text
 
 
 def model_stem(model):

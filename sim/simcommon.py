@@ -215,14 +215,16 @@ def gpu_dir():
     return os.path.join(home(), "gpu")
 
 
-def gpu_claim(pid, gpus, percent):
+def gpu_claim(pid, gpus, percent, foreign=False):
     """Marks GPUs 0..gpus-1 as holding `percent` % VRAM for server `pid`
-    (its model is loaded). Written whole, then renamed into place."""
+    (its model is loaded), or with `foreign` for any process (someone
+    else's GPU job, which tests plant). Written whole, then renamed into
+    place."""
     os.makedirs(gpu_dir(), exist_ok=True)
     path = os.path.join(gpu_dir(), str(pid))
     with open(path + ".tmp", "w") as f:
         json.dump({"pid": pid, "gpus": list(range(gpus)),
-                   "percent": percent}, f)
+                   "percent": percent, "foreign": foreign}, f)
     os.replace(path + ".tmp", path)
 
 
@@ -233,9 +235,10 @@ def gpu_release(pid):
         pass
 
 
-def server_alive(pid):
-    """The process runs (not a zombie) and is a sim server: a record left
-    by a SIGKILLed server, or its pid reused, holds no VRAM."""
+def alive(pid, server=True):
+    """The process runs (not a zombie) and, with `server`, is a sim
+    server: a record left by a SIGKILLed server, or its pid reused, holds
+    no VRAM."""
     try:
         with open("/proc/%d/status" % pid) as f:
             if "\nState:\tZ" in f.read():
@@ -244,26 +247,48 @@ def server_alive(pid):
             argv = f.read().split(b"\0")
     except OSError:
         return False
-    return len(argv) > 1 and argv[1].endswith(b"atom_sim_server.py")
+    return not server or argv[1:3] == [b"-m",
+                                       b"atom.entrypoints.openai_server"]
+
+
+def server_alive(pid):
+    return alive(pid)
 
 
 def gpu_holders():
-    """[(pid, [gpu...], percent)] of this home's live servers."""
+    """[(pid, [gpu...], percent)] of this home's live servers, of the
+    foreign processes planted with a foreign record while they live, and
+    of foreign_gpu_pid=N (a process of another PID namespace: listed
+    whether or not N exists here)."""
     out = []
     try:
         names = sorted(os.listdir(gpu_dir()))
     except FileNotFoundError:
-        return out
+        names = []
     for name in names:
-        if not name.isdigit() or not server_alive(int(name)):
+        if not name.isdigit():
             continue
         try:
             with open(os.path.join(gpu_dir(), name)) as f:
                 rec = json.load(f)
         except (OSError, ValueError):
             continue
-        out.append((int(name), rec.get("gpus", []), rec.get("percent", 0)))
+        if alive(int(name), server=not rec.get("foreign")):
+            out.append((int(name), rec.get("gpus", []),
+                        rec.get("percent", 0)))
+    for v in fault_values("foreign_gpu_pid"):
+        if (v or "").strip().isdigit():
+            out.append((int(v), [0], 40))
     return out
+
+
+def process_name(pid):
+    """/proc/<pid>/comm, as rocm-smi's KFD table shows it."""
+    try:
+        with open("/proc/%d/comm" % pid) as f:
+            return f.read().strip() or "unknown"
+    except OSError:
+        return "unknown"
 
 
 def main(argv):

@@ -9,7 +9,6 @@
 #include "common/lifecycle.h"
 #include "store/store_int.h"
 
-static const char *const kinds[] = { "capture", "import", NULL };
 static const char *const json_columns[] = { "progress", "bench", "extra",
                                             "error", NULL };
 
@@ -89,7 +88,7 @@ int store_capture_insert(struct store *st, const char *kind, const char *label,
 
   if (kind == NULL)
     return tr_err_set(err, TR_EINVAL, "kind", "kind missing");
-  rc = store__check_enum(kind, kinds, "kind", err);
+  rc = store__check_enum(kind, tr_kind_names, "kind", err);
   if (rc < 0)
     return rc;
   text = params ? json_dumps(params, JSON_COMPACT) : strdup("{}");
@@ -385,7 +384,7 @@ int store_capture_list(struct store *st, const struct store_list_filter *f,
   int rc = check_status(f->status, err);
 
   if (rc == 0)
-    rc = store__check_enum(f->kind, kinds, "kind", err);
+    rc = store__check_enum(f->kind, tr_kind_names, "kind", err);
   if (rc == 0 && (f->limit < 0 || f->before < 0))
     rc = tr_err_set(err, TR_EINVAL, f->limit < 0 ? "limit" : "before",
                     "must not be negative");
@@ -423,7 +422,7 @@ int store_capture_ids(struct store *st, const char *status, const char *kind,
   int rc = check_status(status, err);
 
   if (rc == 0)
-    rc = store__check_enum(kind, kinds, "kind", err);
+    rc = store__check_enum(kind, tr_kind_names, "kind", err);
   if (rc == 0)
     rc = store__stmt(st,
                      "SELECT id FROM captures WHERE (?1 IS NULL OR"

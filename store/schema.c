@@ -257,7 +257,7 @@ static const char step4[] = TR_SUM_RANK(ADD4_RANK);
   " capture_id INTEGER NOT NULL REFERENCES captures(id) ON DELETE CASCADE"
 
 /*
- * Version 5: across ranks and across runs (issue 10, issue 11's summed
+ * Version 5: across ranks and across runs (docs/ANALYSIS.md: the summed
  * tables). Each rank's collective totals; the capture's collective tables
  * (common/summary.h's TR_CAP_TABLES); capture_results: one row per
  * capture written when its ranks are all indexed, before it is done

@@ -162,7 +162,7 @@ int store_rank_insert(struct store *st, int64_t capture_id, int rank,
 
 /* Records that a rank could not be indexed (message for a person).
  * Replaces an earlier row of the same rank. A failed rank keeps no path
- * (issue 12: the file may be what made it fail, a link or a FIFO, and
+ * (the file may be what made it fail, a link or a FIFO, and
  * nothing may serve it later). */
 int store_rank_fail(struct store *st, int64_t capture_id, int rank,
                     const char *label, const char *message, struct tr_err *err);
@@ -261,7 +261,7 @@ int store_diff(struct store *st, int64_t a, int64_t b,
                const struct store_diff_opts *o, json_t **out,
                struct tr_err *err);
 
-/* ---- across ranks and runs (issue 10; issue 11's sums) ---- */
+/* ---- across ranks and runs (docs/ANALYSIS.md) ---- */
 
 /* What store_capture_finish() writes besides the sums and the verdict. */
 struct store_finish {

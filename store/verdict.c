@@ -1,6 +1,6 @@
 /*
- * Regression verdicts: a finished capture or import compared with its
- * baseline, decided for the reader.
+ * Regression verdicts (docs/VERDICTS.md): a finished capture or import compared
+ * with its baseline, decided for the reader.
  *
  * The baseline: the capture pinned for the same configuration (baselines,
  * PUT /captures/<id>/baseline), else the latest done one of that

@@ -1,5 +1,5 @@
 # The HTTP API (api/): a real daemon over real sockets. See tests/test_api.py.
-foreach(case validation auth metrics contract imports diff cancel)
+foreach(case validation auth metrics contract imports diff cancel statuses)
   traced_py_test(api_${case} test_api.py ${case})
 endforeach()
 # The analysis routes against tests/ref_index.py. See tests/test_api_analysis.py.
@@ -11,8 +11,9 @@ traced_c_test(test_file traced_common test_file.c)
 # daemon/layout.c: the trace-folder scan follows no link and opens nothing.
 traced_c_test(test_layout_links traced_daemon test_layout_links.c)
 
-# Issue 12's attacks, each against a real daemon: see tests/test_security.py.
-foreach(case files fifos browser args slowloris bounds secrets)
+# The attacks of docs/SECURITY.md, each against a real daemon: see
+# tests/test_security.py.
+foreach(case files fifos browser args slowloris bounds secrets echo)
   traced_py_test(security_${case} test_security.py ${case})
 endforeach()
 traced_py_test(security_disk test_security.py disk)
@@ -21,12 +22,14 @@ set_tests_properties(security_disk PROPERTIES SKIP_RETURN_CODE 77)
 traced_c_test(test_store_bounds traced_store test_store_bounds.c
               test_store_util.c)
 target_link_libraries(test_store_bounds PRIVATE m)
-# Open results (issue 10 item 3): CSV of every table route. See
+# Open results: CSV of every table route. See
 # tests/test_api_open.py.
 traced_py_test(api_open_csv test_api_open.py csv)
 # Slices of the raw trace against tests/ref_slice.py, and their bounds.
 traced_py_test(api_open_slice test_api_open.py slice)
 traced_py_test(api_open_slice_bounds test_api_open.py slice_bounds)
+# A slice's client that reads too slowly, or too long, loses it.
+traced_py_test(api_open_slice_slow test_api_open.py slice_slow)
 # The routes, the table of tables (common/summary.h) and api/openapi.yaml
 # agree, route by route and table by table.
 traced_c_test(test_api_spec traced_api test_api_spec.c)

@@ -13,6 +13,23 @@ foreach(case blocking_export_bench blocking_export_daemon
         export_failure_and_presets every_preset launch_faults)
   traced_py_test(test_capture_atom_${case} test_capture_atom.py ${case})
 endforeach()
+# A fresh ATOM container (docs/ATOM.md): each point its own entry, so that
+# they run side by side.
+foreach(case folders presets seqs template failures budgets partial daemon
+        ranks foreign make_run)
+  traced_py_test(test_capture_fresh_${case} test_capture_fresh.py ${case})
+endforeach()
+# What a capture request may make root do (api/policy.c).
+foreach(case hostile_bench_args server_and_bench_words env_policy
+        link_moved_after_accept)
+  traced_py_test(test_policy_${case} test_policy.py ${case})
+endforeach()
+# The hardened systemd unit (systemd/traced.service).
+traced_py_test(test_unit test_unit.py)
 # A full disk under the database mid-capture (needs root and a tmpfs).
 traced_py_test(test_capture_disk test_capture_disk.py)
 set_tests_properties(test_capture_disk PROPERTIES SKIP_RETURN_CODE 77)
+# A full disk while imports wait: nothing wedged once space is back, and
+# SIGTERM within its deadline.
+traced_py_test(test_capture_disk_queue test_capture_disk.py queue)
+set_tests_properties(test_capture_disk_queue PROPERTIES SKIP_RETURN_CODE 77)

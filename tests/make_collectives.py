@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Generated multi-rank traces for the collectives and the verdicts
-(issue 10), stdlib only:
+(docs/ANALYSIS.md), stdlib only:
 
     python3 make_collectives.py OUTDIR     # writes tp4/ and verdict sets
 

@@ -1,4 +1,4 @@
-# Across ranks and across runs (issue 10; issue 11's summed tables).
+# Across ranks and across runs (docs/ANALYSIS.md), and the summed tables.
 # Collectives matched across ranks against tests/ref_collectives.py, on two
 # real ranks (tests/data/hta_two_ranks) and the generated TP=4 set
 # (tests/make_collectives.py): `traced index --collectives` and the routes.

@@ -1,5 +1,8 @@
-# The ATOM simulator (sim/): scripts, server, bench and fault switches, in
-# three groups that ctest can run side by side.
-traced_py_test(test_sim_scripts test_sim.py scripts)
-traced_py_test(test_sim_server test_sim.py server)
-traced_py_test(test_sim_faults test_sim.py faults)
+# The ATOM simulator (sim/): scripts, server, bench, fault switches and its
+# strictness, in four groups that ctest can run side by side. They run none
+# of traced's code: the sanitizer build leaves them to the release one.
+if(NOT TRACED_SANITIZE)
+  foreach(group scripts server faults strict)
+    traced_py_test(test_sim_${group} test_sim.py ${group})
+  endforeach()
+endif()

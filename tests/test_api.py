@@ -26,6 +26,13 @@ Usage: test_api.py CASE, CASE one of
   diff        /diff of an import with itself is all zero; of two imports
               it equals the sums of ref_index over their ranks, sorted by
               |delta|.
+  statuses    every route of api/openapi.yaml, every method it takes and one
+              it does not, called with bad input (no token, a wrong token,
+              a foreign Host and Origin, bad and unknown ids, ranks and
+              query parameters, bad values of each, bodies too big, not
+              JSON, of the wrong type): every answer's status is one the
+              file declares for that route and method (405 where a method
+              is not the route's).
   cancel      with the ATOM simulator (sim/) loading slowly: DELETE of a
               queued capture cancels it at once (200), of the running one
               answers 202 and the capture becomes cancelled; its logs are
@@ -922,9 +929,111 @@ def case_cancel():
     shutil.rmtree(home)
 
 
+BAD_VALUES = ["x", "-1", "0", "99999999999999999999", "", "%00", "a" * 300]
+
+
+def declared(spec, tmpl, method):
+    """The statuses api/openapi.yaml declares for method on tmpl. A method
+    the route does not take is 405, when one of its methods declares it,
+    or what every request may meet before its route (401, 403, 413,
+    500)."""
+    item = spec["paths"][tmpl]
+    op = item.get(method.lower())
+    if op is None:
+        says = any("405" in o.get("responses", {}) for o in item.values()
+                   if isinstance(o, dict))
+        return {"401", "403", "413", "500"} | ({"405"} if says else set())
+    return set(op["responses"])
+
+
+def bad_urls(spec, tmpl, op_params, ids):
+    """URLs of bad input for one route: bad and unknown ids and ranks, an
+    unknown parameter, a repeated one, bad values of each."""
+    cid, rank = ids
+    urls = []
+    for id_text, r_text in [(str(cid), str(rank)), ("abc", "0"), ("0", "0"),
+                            ("999999", "0"), (str(cid), "x"),
+                            (str(cid), "99")]:
+        urls.append(tmpl.replace("{id}", id_text).replace("{r}", r_text)
+                    .replace("{file}", "nope.js"))
+    good = urls[0]
+    names = [deref(spec, p)["name"] for p in op_params
+             if deref(spec, p)["in"] == "query"]
+    out = urls + [good + "?bogus=1",
+                  good + "?" + "&".join("%s=1" % n for n in names + names[:1])]
+    for n in names:
+        out += [good + "?%s=%s" % (n, v) for v in BAD_VALUES]
+    return out
+
+
+def check_declared(d, spec, tmpl, method, url, body, headers):
+    want = declared(spec, tmpl, method)
+    h = dict(headers)
+    if method in ("POST", "PUT", "PATCH"):
+        h.setdefault("Content-Type", "application/json")
+    try:
+        code, _, _ = raw(d, method, url, body, h)
+    except (ConnectionError, http.client.HTTPException):
+        return 0   # a body too big: the 413 came before it was sent
+    check(str(code) in want, "%s %s (%s): %d, undeclared (declared: %s)" % (
+        method, url[:120], sorted(h), code, sorted(want)))
+    return 1
+
+
+def walk_route(d, spec, tmpl, method, cid, auth):
+    """Bad input to one route and method: without the token, a wrong one,
+    a foreign Origin or Host; every bad URL; for a body, bad ones."""
+    item = spec["paths"][tmpl]
+    params = item.get("parameters", []) + item.get(
+        method.lower(), {}).get("parameters", [])
+    urls = bad_urls(spec, tmpl, params, (cid, 0))
+    body = b"{}" if method in ("POST", "PUT", "PATCH") else None
+    calls = 0
+    for hdrs in [{}, {"Authorization": "Bearer no"},
+                 dict(auth, Origin="http://evil.example"),
+                 dict(auth, Host="evil.example:%d" % d.port)]:
+        calls += check_declared(d, spec, tmpl, method, urls[0], body, hdrs)
+    for url in urls if method != "PATCH" else urls[:1]:
+        calls += check_declared(d, spec, tmpl, method, url, body, auth)
+    if body is not None:
+        for b, h in [(b"not json", auth), (b"[1]", auth),
+                     (b"{}", dict(auth, **{"Content-Type": "text/plain"})),
+                     (b"{\"x\": " + b"1" * (2 << 20) + b"}", auth)]:
+            calls += check_declared(d, spec, tmpl, method, urls[0], b, h)
+    return calls
+
+
+def case_statuses():
+    spec = json.load(open(OPENAPI))
+    token = "st4tus-token"
+    root = tempfile.mkdtemp(prefix="traced-api-statuses-")
+    top = lay_out(root, "a", RANKS_A[:2])
+    with Daemon(conf={"import_roots": root, "auth_token": token,
+                      "atom_scripts": os.path.join(root, "none")}) as d:
+        auth = {"Authorization": "Bearer " + token}
+        code, cap = d.post("/imports", {"path": top}, headers=auth)
+        check_eq(code, 202, "import")
+        cid = cap["id"]
+        deadline = time.time() + 120
+        while d.get("/captures/%d" % cid, headers=auth)[1]["status"] != \
+                "done" and time.time() < deadline:
+            time.sleep(0.1)
+        calls = 0
+        # DELETE last: it removes the import the others read.
+        for last in (False, True):
+            for tmpl, item in spec["paths"].items():
+                for method in [m.upper() for m in item if m != "parameters"] \
+                        + ["PATCH"]:
+                    if (method == "DELETE") == last:
+                        calls += walk_route(d, spec, tmpl, method, cid, auth)
+        print("%d bad requests, every status declared" % calls)
+    shutil.rmtree(root)
+
+
 CASES = {"validation": case_validation, "auth": case_auth,
          "metrics": case_metrics, "contract": case_contract,
-         "imports": case_imports, "diff": case_diff, "cancel": case_cancel}
+         "imports": case_imports, "diff": case_diff, "cancel": case_cancel,
+         "statuses": case_statuses}
 
 if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] not in CASES:

@@ -1,4 +1,4 @@
-"""Open results (issue 10 item 3), against a real daemon over real sockets.
+"""Open results (CSV and slices), against a real daemon over real sockets.
 
 Usage: test_api_open.py CASE, CASE one of
   csv    every route of api/openapi.yaml that declares the format parameter
@@ -26,6 +26,11 @@ Usage: test_api_open.py CASE, CASE one of
          clients read nothing; when they go their producers end and the
          next slice is served; the daemon stops promptly (exit 0) with a
          slice in flight.
+  slice_slow  two clients that read a slice slower than
+         slice_min_bytes_per_s (1 KiB every half second) but never let go
+         lose it within slice_window_s and a bit (their answers cut
+         short), and a third is served meanwhile; a client that reads
+         fast enough but longer than slice_timeout_s loses it then.
 """
 import csv
 import gzip
@@ -36,11 +41,13 @@ import random
 import shutil
 import socket
 import sys
+import tempfile
 import time
 from decimal import Decimal
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tracedtest import TRACES_DIR, check, check_eq, trace_files  # noqa: E402
+from tracedtest import (TRACES_DIR, Daemon, check, check_eq,  # noqa: E402
+                        trace_files)
 from test_api import (OPENAPI, RANKS_A, RANKS_B, check_error, deref,  # noqa
                       example_query, import_daemon, import_done, lay_out, raw,
                       walk_paths)
@@ -492,8 +499,67 @@ def case_slice_bounds():
     shutil.rmtree(root)
 
 
+def read_for(s, seconds, rate):
+    """Reads s at about rate bytes a second for at most seconds; the bytes
+    read and whether the server ended the answer (EOF, or reset)."""
+    got, end = 0, time.time() + seconds
+    s.settimeout(1)
+    while time.time() < end:
+        t = time.time()
+        try:
+            chunk = s.recv(max(1, int(rate / 20)))
+        except socket.timeout:
+            continue
+        except ConnectionError:
+            return got, True
+        if not chunk:
+            return got, True
+        got += len(chunk)
+        time.sleep(max(0.0, 0.05 - (time.time() - t)))
+    return got, False
+
+
+def case_slice_slow():
+    root = tempfile.mkdtemp(prefix="traced-api-slow-")
+    d = Daemon(conf={"import_roots": root, "slice_min_bytes_per_s": "65536",
+                     "slice_window_s": "3", "slice_timeout_s": "8"})
+    with d:
+        cap = import_done(d, lay_out(root, "big", [
+            "tracelens__xdit_flux.1_aiter_sage_profile_trace_rank_0.json.gz"]))
+        whole = slice_url(cap["id"], 0, 0, cap["ranks"][0]["span_ns"] + 1)
+        slow = [open_slice(d, whole), open_slice(d, whole)]
+        check_error(d.get(whole), 429, "slice", "a third slice at once")
+        t0, served = time.time(), None
+        while time.time() - t0 < 30 and served is None:
+            for s in slow:
+                read_for(s, 0.25, 2048)   # 2 KiB/s: below the floor
+            code, _, body = raw(d, "GET", slice_url(cap["id"], 0, 0, 1000))
+            if code == 200:
+                served = time.time() - t0
+        check(served is not None, "no slice served beside two slow readers")
+        print("a third slice served %.1f s after two slow readers began" %
+              served)
+        for s in slow:
+            _, ended = read_for(s, 10, 1 << 20)
+            check(ended, "a slow reader's slice never ended")
+            s.close()
+        # Fast enough (256 KiB/s, the floor is 64), but longer than 8 s:
+        # ended then; what was sent before is still read, then the end.
+        s = open_slice(d, whole)
+        got, ended = read_for(s, 12, 256 << 10)
+        check(not ended, "ended before its time")
+        check("slice_timeout_s" in d.log_text(), d.log_text())
+        rest, ended = read_for(s, 30, 64 << 20)
+        s.close()
+        check(ended, "the answer never ended")
+        check(got + rest < cap["ranks"][0]["json_bytes"] // 2,
+              "%d bytes of %d sent" % (got + rest,
+                                       cap["ranks"][0]["json_bytes"]))
+    shutil.rmtree(root)
+
+
 CASES = {"csv": case_csv, "slice": case_slice,
-         "slice_bounds": case_slice_bounds}
+         "slice_bounds": case_slice_bounds, "slice_slow": case_slice_slow}
 
 if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] not in CASES:

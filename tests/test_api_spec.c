@@ -5,8 +5,10 @@
  * a route, and every table's route declares exactly the query parameters
  * the map gives it (format with CSV, the limit default of a table whose
  * rows grow or not, the values of by) and CSV answers where the map says
- * so. The spec is JSON (YAML 1.2's subset), read with jansson.
+ * so. The spec is JSON (YAML 1.2's subset), read with jansson. And no
+ * route reads a trace: nothing of api/ includes index/.
  */
+#include <dirent.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,6 +153,8 @@ static void check_by(const struct tr_table_row *tt, json_t *op)
 /* What the map says of a table, the spec says of its route. */
 static void check_table(int t)
 {
+  static const char *const statuses[] = { "200", "400", "401", "403",
+                                          "404", "405", "413", "500" };
   const struct tr_table_row *tt = &tr_tables[t];
   const struct api_route *rt = table_route(t);
   char tmpl[256];
@@ -186,6 +190,12 @@ static void check_table(int t)
                        ? "#/components/parameters/limit"
                        : "#/components/parameters/limit_bounded");
   check_by(tt, op);
+  /* What every table route may answer (api_statuses walks them). */
+  for (size_t i = 0; i < sizeof(statuses) / sizeof(statuses[0]); i++) {
+    if (json_object_get(json_object_get(op, "responses"), statuses[i]) == NULL)
+      fprintf(stderr, "%s: status %s undeclared\n", tmpl, statuses[i]);
+    CHECK(json_object_get(json_object_get(op, "responses"), statuses[i]));
+  }
   content = json_object_get(
       json_object_get(json_object_get(op, "responses"), "200"), "content");
   CHECK((json_object_get(content, "text/csv") != NULL) ==
@@ -224,9 +234,43 @@ static void api_spec_limit_defaults(void)
   cfg_free(&cfg);
 }
 
+/* Routes never read traces: no file of api/ includes index/ (the daemon
+ * makes slices and walks trees for the API, api/api.h's hooks). */
+static void api_spec_no_index_include(void)
+{
+  const char *src = getenv("SRC_DIR");
+  char dir[1024], path[1280], line[1024];
+  struct dirent *e;
+  size_t files = 0;
+  DIR *d;
+
+  snprintf(dir, sizeof(dir), "%s/api", src ? src : ".");
+  CHECK((d = opendir(dir)) != NULL);
+  while ((e = readdir(d)) != NULL) {
+    size_t n = strlen(e->d_name);
+    FILE *f;
+
+    if (n < 3 || (strcmp(e->d_name + n - 2, ".c") != 0 &&
+                  strcmp(e->d_name + n - 2, ".h") != 0))
+      continue;
+    snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+    CHECK((f = fopen(path, "r")) != NULL);
+    while (fgets(line, sizeof(line), f) != NULL) {
+      if (strstr(line, "#include \"index/") != NULL)
+        fprintf(stderr, "%s includes index/\n", path);
+      CHECK(strstr(line, "#include \"index/") == NULL);
+    }
+    fclose(f);
+    files++;
+  }
+  closedir(d);
+  CHECK(files > 10);
+}
+
 int main(void)
 {
   spec = load_spec();
+  RUN(api_spec_no_index_include);
   RUN(api_spec_routes_are_paths);
   RUN(api_spec_paths_are_routes);
   RUN(api_spec_tables_are_the_map);

@@ -11,16 +11,13 @@ import tempfile
 import time
 
 from test_capture_lib import (SMALL, Rig, check, check_eq,
-                              check_rank_figures, rank_gz, run_cases)
+                              check_rank_figures, model_dir, rank_gz,
+                              run_cases)
 
 
-def make_model(root):
-    """A model folder whose tokenizer has a chat template, and a models.json
-    (ATOM CI's format) with a preset for it and a variant."""
-    model = os.path.join(root, "Chat-Model")
-    os.makedirs(model)
-    with open(os.path.join(model, "tokenizer_config.json"), "w") as f:
-        json.dump({"chat_template": "{% for m in messages %}{% endfor %}"}, f)
+def make_presets(root):
+    """A models.json (ATOM CI's format) with a preset for Chat-Model and a
+    variant."""
     presets = os.path.join(root, "models.json")
     with open(presets, "w") as f:
         json.dump({"models": [
@@ -33,7 +30,7 @@ def make_model(root):
                            "extra_args": "--method mtp "
                                          "--num-speculative-tokens 3",
                            "bench_args": "--use-chat-template"}]}]}, f)
-    return model, presets
+    return presets
 
 
 def make_import(root):
@@ -90,7 +87,8 @@ def check_preset(rig, cap):
     check_eq(start["env"].get("AITER_PRESET"), "7", "preset env")
     check_eq(start["env"].get("KV_CACHE_DTYPE"), "bf16", "preset dtype")
     check_eq(start["env"].get("HSA_NO_SCRATCH_RECLAIM"), "0", "request env")
-    check_eq(cap["preset"], {"match": "org/Chat-Model", "variant": "MTP3",
+    check_eq(cap["preset"], {"applied": True, "file": rig.conf["models_json"],
+                             "match": "org/Chat-Model", "variant": "MTP3",
                              "model": cap["params"]["model"],
                              "args": ["--method", "mtp",
                                       "--num-speculative-tokens", "3"],
@@ -124,9 +122,11 @@ def capture_tp_1_2_8_in_order():
     done with every rank's figures equal to the reference; an import posted
     after them runs beside and reaches done."""
     root = tempfile.mkdtemp(prefix="capture-test-")
-    model, presets = make_model(root)
+    presets = make_presets(root)
     folder = make_import(root)
     rig = Rig(conf={"models_json": presets, "import_roots": root})
+    model = model_dir(rig.models, "Chat-Model",
+                      template="{% for m in messages %}{% endfor %}")
     try:
         with rig:
             # The preset /data/Chat-Model matches on the last component.

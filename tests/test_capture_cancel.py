@@ -1,14 +1,14 @@
 """Cancel in each phase (queued, launching, benchmark, exporting): status
 cancelled with the phase; the stop script ran and no process of the
-simulator is left, except while ranks export (the stop script would kill
-them mid-write: the server is left up). kill -9 of traced mid-capture and a restart: the capture is
+simulator is left; while ranks export, only once their exports ended
+(the stop script would kill them mid-write). kill -9 of traced
+mid-capture and a restart: the capture is
 interrupted with its phase, or indexed to done when its trace folder is
 complete; nothing stays running. SIGTERM stops traced cleanly."""
 import os
-import time
 
 from test_capture_lib import (Rig, check, check_eq, check_rank_figures,
-                              rank_gz, run_cases)
+                              epoch, rank_gz, run_cases)
 from tracedtest import wait_for
 
 
@@ -18,10 +18,10 @@ def wait_call(rig, script, n, timeout=30):
              "call %d of %s" % (n, script))
 
 
-def cancel(rig, cid, phase, script=None, n=0, check_env=False, stops=True):
+def cancel(rig, cid, phase, script=None, n=0, check_env=False):
     """DELETE a running capture in phase, once the simulator has seen call
     n of script (a server or bench process to be ended); checks the
-    outcome: with stops, the server was stopped."""
+    outcome: the server was stopped."""
     rig.wait_phase(cid, phase)
     if script is not None:
         wait_call(rig, script, n)
@@ -38,16 +38,25 @@ def cancel(rig, cid, phase, script=None, n=0, check_env=False, stops=True):
     check_eq((cap["status"], cap["phase"], cap["error"]["phase"]),
              ("cancelled", phase, phase), "capture %d" % cid)
     check("cancelled by request" in cap["error"]["message"], cap["error"])
-    if stops:
-        rig.wait_no_procs()
-        check(rig.stop_calls_after(cap["finished_at"], timeout=10),
-              "no stop script after the cancel of %d: %s" % (
-                  cid, rig.calls("stop_atom_server.sh")))
-    else:
-        time.sleep(1)
-        check(not rig.stop_calls_after(cap["finished_at"]),
-              "the stop script ran while ranks exported")
+    check(rig.stop_calls_after(cap["finished_at"], timeout=30),
+          "no stop script after the cancel of %d: %s" % (
+              cid, rig.calls("stop_atom_server.sh")))
+    rig.wait_no_procs(timeout=30)
     return cap
+
+
+def exports_ended_before(cap, stop):
+    """Every rank of cap exported whole (one .gz, no .json left), and the
+    last export line of the server log came before the stop script."""
+    for r in range(2):
+        names = os.listdir(os.path.join(cap["trace_dir"], "rank_%d" % r))
+        check(len(names) == 1 and names[0].endswith(".gz"),
+              "rank %d cut mid-write: %s" % (r, names))
+    with open(os.path.join(cap["log_dir"], "server.log")) as f:
+        log = f.read()
+    check_eq(log.count(": trace exported to "), 2, "export lines")
+    check(epoch(stop["time"]) >= epoch(cap["finished_at"]) - 1,
+          "stop before the cancel")
 
 
 def cancel_in_each_phase():
@@ -66,8 +75,11 @@ def cancel_in_each_phase():
                check_env=True)
         c = rig.capture(osl=100)
         cancel(rig, c, "benchmark", "benchmark_serving", 1)
-        d = rig.capture(env={"ATOM_SIM_FAULTS": "slow_export=30"})
-        cap = cancel(rig, d, "exporting", stops=False)
+        # Cancelled while two ranks export for 6 s more: the server is
+        # stopped once they are done, not cut mid-write.
+        d = rig.capture(tp=2, env={"ATOM_SIM_FAULTS": "slow_export=6"})
+        cap = cancel(rig, d, "exporting")
+        exports_ended_before(cap, rig.calls("stop_atom_server.sh")[-1])
         # The queued one never ran: three launches, for a, c and d.
         check_eq([s["argv"][4] for s in rig.calls("start_atom_server.sh")],
                  [os.path.join(rig.d.conf["trace_root"], str(i))

@@ -1,13 +1,36 @@
-"""A full disk under the database in the middle of a capture (issue 12):
-the capture's state write is refused, retried, and the capture fails in
-memory (its GPU slot is not held by a disk); once space is back its final
-state is written (failed, never left running), /healthz says ok again and
-imports work. Needs root and a tmpfs: exits 77 (skipped) elsewhere."""
+"""A full disk under the database.
+
+Usage: test_capture_disk.py [queue]
+  (none)  in the middle of a capture: the capture's state write is refused,
+          retried, and the capture fails in memory (its GPU slot is not
+          held by a disk); once space is back its final state is written
+          (failed, never left running), /healthz says ok again and imports
+          work.
+  queue   while imports wait: one import indexing and four queued when the
+          disk fills; once space is back every one reaches a final state
+          within 30 s, without a restart, each consistent (done only in
+          phase done, with its ranks; a failure with its error), and the
+          same after a restart; with the disk full again and imports
+          waiting, SIGTERM ends traced within its own deadline (never its
+          45 s watchdog).
+Needs root and a tmpfs: exits 77 (skipped) elsewhere."""
 import os
 import shutil
+import signal
+import sqlite3
+import sys
+import time
 
 from test_capture_lib import SMALL, Rig, check, check_eq, run_cases
-from tracedtest import fill, post_until_refused, small_disk, wait_for
+from tracedtest import (TRACES_DIR, Daemon, fill, post_until_refused,
+                        small_disk, wait_for)
+
+# A rank that takes a moment to index (3.7 MB of gzip), so that imports
+# queue behind it.
+BIG = os.path.join(TRACES_DIR,
+                   "tracelens__xdit_flux.1_aiter_sage_profile_trace_rank_0"
+                   ".json.gz")
+FINAL = ("done", "failed", "cancelled", "interrupted")
 
 
 
@@ -24,7 +47,7 @@ def full_disk_mid_capture(mnt, root):
         cid = rig.capture(tp=2, osl=40)
         rig.wait_phase(cid, "benchmark")
         filler = fill(mnt)
-        code, body, queued = post_until_refused(rig.d)
+        code, body, queued = post_until_refused(rig.d, models=rig.models)
         check_eq(code, 507, "a write on the full disk: %r" % (body,))
         check_eq(rig.d.get("/healthz")[1]["status"], "degraded", "healthz")
         # The capture's next write (its move to exporting) is refused; it
@@ -50,14 +73,154 @@ def full_disk_mid_capture(mnt, root):
         check_eq((imp["status"], imp["phase"]), ("done", "done"), "import")
 
 
+def lay_out(root, name, files):
+    top = os.path.join(root, name)
+    for i, f in enumerate(files):
+        os.makedirs(os.path.join(top, "rank_%d" % i))
+        shutil.copy(f, os.path.join(top, "rank_%d" % i, "t.pt.trace.json.gz"))
+    return top
+
+
+def consistent(cap, what):
+    """A capture's stored state says one thing: done only in phase done
+    with every rank done; any other final status with its error."""
+    check(cap["status"] in FINAL, "%s: %s" % (what, cap["status"]))
+    if cap["status"] == "done":
+        check_eq(cap["phase"], "done", "%s: phase of a done one" % what)
+        check(cap["ranks"] and all(r["status"] == "done"
+                                   for r in cap["ranks"]), what)
+    else:
+        check(cap["error"] and cap["error"].get("message"),
+              "%s: %s without an error: %r" % (what, cap["status"], cap))
+
+
+def truncate_wal(db):
+    """Checkpoints the database into its file and empties the WAL, so that
+    on a full disk no write finds room left in it (SQLite reuses a WAL's
+    slack after a checkpoint: a full disk alone still takes small
+    writes)."""
+    con = sqlite3.connect(db, timeout=10)
+    try:
+        for _ in range(200):
+            busy, _, _ = con.execute(
+                "PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            if busy == 0 and os.path.getsize(db + "-wal") == 0:
+                return
+            time.sleep(0.05)
+    finally:
+        con.close()
+    raise AssertionError("the WAL of %s could not be emptied" % db)
+
+
+def full(d, mnt, db):
+    """The disk under db full, its WAL empty: every write refused."""
+    truncate_wal(db)
+    filler = fill(mnt)
+    code, body = d.post("/captures", {"model": "/models/full"})
+    check_eq(code, 507, "a write on the full disk: %r" % (body,))
+    return filler
+
+
+def restart_conf(d):
+    """d's configuration for another daemon on the same database."""
+    return {k: v for k, v in d.conf.items() if k != "listen"}
+
+
+def full_disk_queue(mnt, root):
+    db = os.path.join(mnt, "queue.db")
+    d = Daemon(conf={"db": db, "import_roots": root, "index_jobs": "1"},
+               keep=True)
+    with d:
+        ids = imports_waiting(d, root, 4)
+        filler = full(d, mnt, db)
+        # Long enough for the runner to try every step against the store:
+        # the indexing import's ranks and end, then the queued ones.
+        time.sleep(45)
+        os.unlink(filler)
+        back = time.time()
+        caps = [d.wait_status(i, FINAL, timeout=max(1, back + 30 -
+                                                     time.time()))
+                for i in ids]
+        print("final within %.1f s of space returning: %s" % (
+            time.time() - back, [(c["status"], c["phase"]) for c in caps]))
+        for cap in caps:
+            consistent(cap, "import %d" % cap["id"])
+        check_eq([c["status"] for c in caps[1:]], ["done"] * 4,
+                 "the queued imports, run once space was back: %r" % (
+                     [c["error"] for c in caps[1:]],))
+    # A restart finds them as they were: nothing left running or mended
+    # into another state.
+    with Daemon(conf=restart_conf(d), workdir=d.dir) as again:
+        for cap in caps:
+            now = again.get("/captures/%d" % cap["id"])[1]
+            consistent(now, "after a restart: import %d" % cap["id"])
+            check_eq((now["status"], now["phase"]),
+                     (cap["status"], cap["phase"]), "after a restart")
+
+
+def imports_waiting(d, root, n_small):
+    """An import of 2 big ranks (indexing) and n_small small ones queued
+    behind it; their ids."""
+    big = lay_out(root, "big%d" % time.time_ns(), [BIG] * 2)
+    code, cap = d.post("/imports", {"path": big})
+    check_eq(code, 202, "big import: %r" % (cap,))
+    ids = [cap["id"]]
+    for i in range(n_small):
+        small = lay_out(root, "small%d_%d" % (i, time.time_ns()), SMALL[:2])
+        code, cap = d.post("/imports", {"path": small})
+        check_eq(code, 202, "small import %d: %r" % (i, cap))
+        ids.append(cap["id"])
+    wait_for(lambda: d.get("/captures/%d" % ids[0])[1]["status"] == "running",
+             30, "the big import running")
+    return ids
+
+
+def full_disk_sigterm(mnt, root):
+    for name in os.listdir(mnt):
+        os.unlink(os.path.join(mnt, name))   # the queue case's database
+    db = os.path.join(mnt, "sigterm.db")
+    d = Daemon(conf={"db": db, "import_roots": root, "index_jobs": "1"},
+               keep=True)
+    d.start()
+    try:
+        ids = imports_waiting(d, root, 4)
+        filler = full(d, mnt, db)
+        time.sleep(8)   # writes refused and waiting to be tried again
+        t0 = time.time()
+        rc = d.stop(signal.SIGTERM, timeout=60)
+        took = time.time() - t0
+        print("SIGTERM on the full disk: exit %s in %.1f s" % (rc, took))
+        check("not stopped after" not in d.log_text(), d.log_text())
+        check_eq(rc, 0, "exit status")
+        # What the store refuses is given up at once (a final state too:
+        # the next start settles it), not waited for.
+        check(took < 5, "SIGTERM took %.1f s" % took)
+        os.unlink(filler)
+    finally:
+        d.stop()
+    # Space back, a restart: the waiting imports run, each to its end.
+    with Daemon(conf=restart_conf(d), workdir=d.dir) as again:
+        for i in ids:
+            consistent(again.wait_status(i, FINAL, timeout=120),
+                       "import %d after the restart" % i)
+
+
 def main():
-    with small_disk() as mnt:
+    queue = sys.argv[1:] == ["queue"]
+    with small_disk("16m" if queue else "3m") as mnt:
         top = os.path.dirname(mnt)
 
         def full_disk_mid_capture_case():
             full_disk_mid_capture(mnt, top)
 
-        run_cases([full_disk_mid_capture_case])
+        def full_disk_queue_case():
+            full_disk_queue(mnt, top)
+
+        def full_disk_sigterm_case():
+            full_disk_sigterm(mnt, top)
+
+        run_cases([full_disk_queue_case, full_disk_sigterm_case] if queue
+                  else [full_disk_mid_capture_case])
 
 
 if __name__ == "__main__":

@@ -45,7 +45,7 @@ def faults_before_the_bench():
         check("Server process died" in cap["error"]["log_tail"],
               cap["error"]["log_tail"])
         cap = rig.wait(ids[1])
-        expect(cap, "failed", "waiting_ready", "not ready after 6 s")
+        expect(cap, "failed", "waiting_ready", "log silent for 6 s")
         stop_ran_after(rig, cap)
         with open(os.path.join(cap["log_dir"], "launcher.log")) as f:
             check("Server is ready" not in f.read(), "launcher said ready")

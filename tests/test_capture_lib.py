@@ -30,12 +30,32 @@ SMALL = [os.path.join(TRACES_DIR, n) for n in (
 FINAL = ("done", "failed", "cancelled", "interrupted")
 
 
+def model_dir(root, name, template=None, **files):
+    """A model folder root/name as ATOM's bench needs one: a
+    tokenizer_config.json (chat_template `template`) and any other files
+    given (name -> text; "encoding/x.py" makes the folder)."""
+    path = os.path.join(root, name)
+    os.makedirs(path, exist_ok=True)
+    files.setdefault("tokenizer_config.json",
+                     json.dumps({"chat_template": template}))
+    for rel, text in files.items():
+        os.makedirs(os.path.dirname(os.path.join(path, rel)), exist_ok=True)
+        with open(os.path.join(path, rel), "w") as f:
+            f.write(text)
+    return path
+
+
 class Rig:
     """A simulator home and a traced configured for it. The SIM_* knobs and
-    ATOM_SIM_HOME go in traced's environment (the scripts inherit it)."""
+    ATOM_SIM_HOME go in traced's environment (the scripts inherit it).
+    Models live under home/models (model_roots); the default one is a
+    plain model without a chat template. The simulator's logs folder
+    (ATOM's /app/logs_claude) does not exist: traced makes it."""
 
     def __init__(self, conf=None, sim_env=None, traces=SMALL):
         self.home = tempfile.mkdtemp(prefix="capture-sim-")
+        self.models = os.path.join(self.home, "models")
+        self.model = model_dir(self.models, "Sim-Model")
         self.port = free_port()
         self.env = {
             "ATOM_SIM_HOME": self.home, "SIM_LOAD_S": "0.3",
@@ -51,7 +71,7 @@ class Rig:
             "ready_poll_s": "1", "ready_timeout_s": "20",
             "export_poll_s": "1", "export_max_polls": "10",
             "stop_timeout_s": "20", "launch_timeout_s": "30",
-            "bench_timeout_s": "60"}
+            "bench_timeout_s": "60", "model_roots": self.models}
         self.conf.update(conf or {})
         self.d = None
         self.workdir = None
@@ -176,7 +196,7 @@ class Rig:
 
     # ---- traced's side ----
     def capture(self, **params):
-        params.setdefault("model", "/data/Sim-Model")
+        params.setdefault("model", self.model)
         params.setdefault("tp", 2)
         if params["tp"] is None:    # as a request without one
             del params["tp"]
@@ -192,7 +212,7 @@ class Rig:
         check_eq(code, 200, "GET /captures/%d" % cid)
         return cap
 
-    def wait(self, cid, statuses=FINAL, timeout=90):
+    def wait(self, cid, statuses=FINAL, timeout=180):
         return self.d.wait_status(cid, statuses, timeout=timeout)
 
     def wait_phase(self, cid, phase, timeout=60):

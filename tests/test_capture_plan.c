@@ -34,6 +34,12 @@ static void setup(void)
            getenv("SRC_DIR") ? getenv("SRC_DIR") : ".");
   CHECK_INT(cfg_set(&cfg, "models_json", models, &err), 0);
   CHECK_INT(cfg_set(&cfg, "atom_port", "8123", &err), 0);
+  snprintf(models, sizeof(models), "/data:/models:%s", root);
+  CHECK_INT(cfg_set(&cfg, "model_roots", models, &err), 0);
+  snprintf(models, sizeof(models), "%s/logs_claude/atom_server.log", root);
+  CHECK_INT(cfg_set(&cfg, "server_log", models, &err), 0);
+  snprintf(models, sizeof(models), "%s/results/benchmark.json", root);
+  CHECK_INT(cfg_set(&cfg, "bench_result", models, &err), 0);
   CHECK_INT(cfg_finish(&cfg, &err), 0);
 }
 
@@ -168,6 +174,8 @@ static void plan_preset_glm(void)
   CHECK(has_env(p, "AITER_QUICK_REDUCE_QUANTIZATION=INT4"));
   CHECK(has_env(p, "KV_CACHE_DTYPE=fp8"));
   CHECK(has_env(p, "ATOM_PROFILER_MORE=0"));
+  /* conc 4: the start script's default 256, said in the plan. */
+  CHECK(has_env(p, "MAX_NUM_SEQS=256"));
   CHECK_INT(p->tp, 4);
   CHECK_STR(extra_str(p, "launch", "tp_source"), "preset");
   CHECK_STR(extra_str(p, "preset", "match"), "zai-org/GLM-5.2-FP8");
@@ -242,9 +250,17 @@ static void plan_variant_path_and_default_tp(void)
   CHECK_STR(p->model, "/data/DeepSeek-V4-Pro-DSpark");
   CHECK_INT(p->tp, 8);
   cap_plan_free(p);
+  /* A preset without config.tp runs at ATOM's own default, as ATOM CI
+   * runs it; a model without a preset at the seed's 8. */
   CHECK_INT(build("{\"model\":\"/data/gpt-oss-120b\"}", &p, &err), 0);
+  CHECK_INT(p->tp, 1);
+  CHECK_STR(extra_str(p, "launch", "tp_source"), "atom_default");
+  cap_plan_free(p);
+  CHECK_INT(build("{\"model\":\"/data/No-Preset\"}", &p, &err), 0);
   CHECK_INT(p->tp, TR_DEFAULT_TP);
   CHECK_STR(extra_str(p, "launch", "tp_source"), "default");
+  CHECK(json_is_false(
+      json_object_get(json_object_get(p->extra, "preset"), "applied")));
   cap_plan_free(p);
 }
 
@@ -269,8 +285,8 @@ static void plan_refuses_split_words(void)
   struct cap_plan *p = NULL;
   struct tr_err err;
 
-  CHECK_INT(build("{\"model\":\"/data/M\",\"server_args\":[\"--x\","
-                  "\"two words\"]}",
+  CHECK_INT(build("{\"model\":\"/data/M\",\"server_args\":["
+                  "\"--served-model-name\",\"two words\"]}",
                   &p, &err),
             TR_EINVAL);
   CHECK_STR(err.field, "server_args");
@@ -291,7 +307,7 @@ static void plan_daemon_runs(void)
                   &p, &err),
             0);
   args = join(p->warmup_argv, 0);
-  CHECK_STR(args, "/data/M 8123 1 2 8 2 0 --num-warmups 0");
+  CHECK_STR(args, "/data/M 8123 1 2 8 2 0 --num-warmups 0 --seed 1");
   free(args);
   args = join(p->bench_argv, 0);
   CHECK_STR(args, "/data/M 8123 1 2 8 3 0 --num-warmups 0");
@@ -332,7 +348,7 @@ static void plan_chat_template(void)
   CHECK(json_is_true(json_object_get(p->extra, "use_chat_template")));
   CHECK_STR(
       json_string_value(json_object_get(p->extra, "chat_template_source")),
-      "chat_template.jinja");
+      "the model's chat_template.jinja");
   cap_plan_free(p);
   unlink(file);
   snprintf(file, sizeof(file), "%s/tokenizer_config.json", model);
@@ -346,6 +362,66 @@ static void plan_chat_template(void)
   close(fd);
   CHECK_INT(build(body, &p, &err), TR_ELIMIT);
   CHECK(strstr(err.msg, "tokenizer_config.json") != NULL);
+}
+
+/* The folders ATOM writes to and never makes are made with the plan
+ * (start_atom_server.sh's log, run_benchmark.sh's result), and said. */
+static void plan_makes_atom_folders(void)
+{
+  struct cap_plan *p = NULL;
+  struct tr_err err;
+  struct stat st;
+  char dir[128];
+  json_t *made;
+
+  snprintf(dir, sizeof(dir), "%s/logs_claude", root);
+  rmdir(dir);
+  snprintf(dir, sizeof(dir), "%s/results", root);
+  rmdir(dir);
+  CHECK_INT(build("{\"model\":\"/data/M\",\"tp\":1}", &p, &err), 0);
+  made = json_object_get(p->extra, "atom_folders");
+  CHECK_INT((int)json_array_size(made), 2);
+  snprintf(dir, sizeof(dir), "%s/logs_claude", root);
+  CHECK(stat(dir, &st) == 0 && S_ISDIR(st.st_mode));
+  CHECK_STR(json_string_value(json_array_get(made, 0)), dir);
+  snprintf(dir, sizeof(dir), "%s/results", root);
+  CHECK(stat(dir, &st) == 0 && S_ISDIR(st.st_mode));
+  cap_plan_free(p);
+  CHECK_INT(build("{\"model\":\"/data/M\",\"tp\":1}", &p, &err), 0);
+  CHECK_INT((int)json_array_size(json_object_get(p->extra, "atom_folders")),
+            0);
+  cap_plan_free(p);
+}
+
+/* Several encoding/encoding_*.py: ATOM refuses to choose and uses the
+ * tokenizer's template; without one the bench would crash. */
+static void plan_several_encoders(void)
+{
+  char model[128], file[192], body[256];
+  struct cap_plan *p = NULL;
+  struct tr_err err;
+
+  snprintf(model, sizeof(model), "%s/Two-Encoders", root);
+  CHECK_INT(mkdir(model, 0755), 0);
+  snprintf(file, sizeof(file), "%s/encoding", model);
+  CHECK_INT(mkdir(file, 0755), 0);
+  snprintf(file, sizeof(file), "%s/encoding/encoding_a.py", model);
+  write_file(file, "");
+  snprintf(file, sizeof(file), "%s/encoding/encoding_b.py", model);
+  write_file(file, "");
+  snprintf(file, sizeof(file), "%s/tokenizer_config.json", model);
+  write_file(file, "{\"chat_template\": null}");
+  snprintf(body, sizeof(body), "{\"model\":\"%s\",\"tp\":1}", model);
+  CHECK_INT(build(body, &p, &err), TR_EINVAL);
+  CHECK_STR(err.field, "model");
+  CHECK(strstr(err.msg, "refuses to choose") != NULL);
+  write_file(file, "{\"chat_template\": \"{{ m }}\"}");
+  CHECK_INT(build(body, &p, &err), 0);
+  CHECK(json_is_true(json_object_get(p->extra, "use_chat_template")));
+  CHECK(strstr(json_string_value(json_object_get(
+                   json_object_get(p->extra, "chat_template"), "applies")),
+               "tokenizer_config.json") != NULL);
+  cap_plan_free(p);
 }
 
 int main(void)
@@ -363,6 +439,8 @@ int main(void)
   RUN(plan_refuses_split_words);
   RUN(plan_daemon_runs);
   RUN(plan_chat_template);
+  RUN(plan_makes_atom_folders);
+  RUN(plan_several_encoders);
   cfg_free(&cfg);
   snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
   CHECK(system(cmd) == 0);

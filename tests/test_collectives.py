@@ -1,4 +1,4 @@
-"""Collectives matched across ranks (issue 10) against the independent
+"""Collectives matched across ranks (docs/ANALYSIS.md) against the independent
 reference (tests/ref_collectives.py), on two real ranks of a distributed
 run (HTA's test data, tests/data/hta_two_ranks) and a generated TP=4 set
 with a straggler, overlap and one rank running one collective more

@@ -1,7 +1,12 @@
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "common/config.h"
+#include "common/file.h"
+#include "common/net.h"
 #include "tests/check.h"
 
 static void config_defaults_match_api_md(void)
@@ -16,8 +21,16 @@ static void config_defaults_match_api_md(void)
   CHECK_INT(cfg.ready_timeout_s, 900);
   CHECK_INT(cfg.export_max_polls, 60);
   CHECK_STR(cfg.start_script, "/app/ATOM/scripts/start_atom_server.sh");
-  CHECK(cfg_env_allowed(&cfg, "ATOM_PROFILER_MORE"));
-  CHECK(!cfg_env_allowed(&cfg, "LD_PRELOAD"));
+  /* The scripts' deadlines from their worst cases (docs/ATOM.md, "The
+   * launch and its budget"): stop 5+2+3+60*(3+1)+5+3*3 = 264 s, start
+   * 2+3+30*(3+1)+2*3+5+120*(1+3+1) = 736 s, a fifth more each. */
+  CHECK_INT(cfg.stop_timeout_s, 316);
+  CHECK_INT(cfg.launch_timeout_s, 883);
+  CHECK_INT(cfg.ready_max_s, 3600);
+  CHECK_INT(cfg.export_max_s, 7200);
+  CHECK_STR(cfg.model_roots[0], "/data");
+  CHECK(cfg.model_roots[1] == NULL);
+  CHECK(!cfg.allow_trust_remote_code && !cfg.allow_hub_ids);
   CHECK(cfg.import_roots[0] == NULL);
   cfg_free(&cfg);
 }
@@ -40,9 +53,9 @@ static void config_file_and_overrides(void)
   CHECK_INT(cfg.ready_poll_s, 2);
   CHECK_INT(cfg.ready_timeout_s, 30);
   CHECK_INT(cfg.profile_control, CFG_PROFILE_DAEMON);
-  CHECK_STR(cfg_import_root(&cfg, "/b/x/y"), "/b/");
-  CHECK_STR(cfg_import_root(&cfg, "/a"), "/a");
-  CHECK(cfg_import_root(&cfg, "/ab") == NULL);
+  CHECK_STR(tr_path_root(cfg.import_roots, "/b/x/y"), "/b/");
+  CHECK_STR(tr_path_root(cfg.import_roots, "/a"), "/a");
+  CHECK(tr_path_root(cfg.import_roots, "/ab") == NULL);
   cfg_free(&cfg);
   unlink(path);
 }
@@ -84,15 +97,64 @@ static void config_loopback_is_numeric(void)
   cfg_defaults(&cfg);
   for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
     CHECK_INT(cfg_set(&cfg, "listen", yes[i], &err), 0);
-    CHECK(cfg_listen_loopback(&cfg));
+    CHECK(tr_listen_loopback(cfg.listen));
   }
   for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++) {
     CHECK_INT(cfg_set(&cfg, "listen", no[i], &err), 0);
-    CHECK(!cfg_listen_loopback(&cfg));
+    CHECK(!tr_listen_loopback(cfg.listen));
   }
   CHECK_INT(cfg_set(&cfg, "listen", "127.1.nip.io:7700", &err), 0);
   CHECK(cfg_finish(&cfg, &err) < 0);
   CHECK_STR(err.field, "auth_token");
+  cfg_free(&cfg);
+}
+
+/* config/traced.conf documents every setting, and only those: one
+ * "#key = value" line each, the value what traced runs with by default
+ * (derived ones included; index_jobs, the machine's cores, excepted). */
+static void config_example_file_is_the_rows(void)
+{
+  const char *dir = getenv("SRC_DIR");
+  char path[1024], line[4096], value[4096];
+  bool seen[128] = { false };
+  struct tr_err err = { 0 };
+  struct cfg cfg;
+  size_t n = 0;
+  FILE *f;
+
+  snprintf(path, sizeof(path), "%s/config/traced.conf", dir ? dir : ".");
+  CHECK((f = fopen(path, "r")) != NULL);
+  cfg_defaults(&cfg);
+  CHECK_INT(cfg_finish(&cfg, &err), 0);
+  while (fgets(line, sizeof(line), f) != NULL) {
+    size_t key = strspn(line + 1, "abcdefghijklmnopqrstuvwxyz_");
+    char *text = line + 1 + key + 2;
+    size_t i = 0;
+
+    line[strcspn(line, "\n")] = '\0';
+    if (line[0] != '#' || key == 0 || strncmp(line + 1 + key, " =", 2) != 0 ||
+        (*text != '\0' && *text++ != ' '))
+      continue; /* prose */
+    line[1 + key] = '\0';
+    while (cfg_names[i] != NULL && strcmp(cfg_names[i], line + 1) != 0)
+      i++;
+    if (cfg_names[i] == NULL)
+      fprintf(stderr, "config/traced.conf: %s is no setting\n", line + 1);
+    CHECK(cfg_names[i] != NULL);
+    CHECK(!seen[i]);
+    seen[i] = true;
+    CHECK_INT(cfg_text(&cfg, cfg_names[i], value, sizeof(value)), 0);
+    if (strcmp(cfg_names[i], "index_jobs") != 0)
+      CHECK_STR(text, value);
+  }
+  fclose(f);
+  for (n = 0; cfg_names[n] != NULL; n++) {
+    if (!seen[n])
+      fprintf(stderr, "config/traced.conf does not document %s\n",
+              cfg_names[n]);
+    CHECK(seen[n]);
+  }
+  CHECK(n <= sizeof(seen));
   cfg_free(&cfg);
 }
 
@@ -102,5 +164,6 @@ int main(void)
   RUN(config_file_and_overrides);
   RUN(config_rejects_bad_values);
   RUN(config_loopback_is_numeric);
+  RUN(config_example_file_is_the_rows);
   return 0;
 }

@@ -1,6 +1,6 @@
 /*
- * daemon/layout.c follows nothing (issue 12): a link as a rank folder, as a
- * half, as a trace file or as the folder itself refuses the scan, naming
+ * daemon/layout.c follows nothing (docs/SECURITY.md): a link as a rank folder,
+ * as a half, as a trace file or as the folder itself refuses the scan, naming
  * it; a FIFO named like a trace is refused without being opened; names
  * the scan does not use may be links; the layout's root is the folder
  * scanned (a single file's folder).

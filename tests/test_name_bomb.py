@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The distinct-names bomb (issue 12): a 7 MB trace of 400,000 kernels,
+"""The distinct-names bomb (docs/SECURITY.md): a 7 MB trace of 400,000 kernels,
 each with a name of its own, and 30,000 host API calls the same way (1000
 kept), imported through a running daemon. Beyond max_kernel_names (10,000 by
 default) the names fold into one row "(N more names)": the daemon's peak

@@ -2,7 +2,8 @@
 (docs/ATOM.md and ATOM's code, sim/README.md): real scripts and server
 processes on free ports, real sockets, a private ATOM_SIM_HOME per case.
 Every case kills whatever it left and removes its home. Standard library
-only. Usage: test_sim.py [GROUP] (scripts, server, faults; all without)."""
+only. Usage: test_sim.py [GROUP] (scripts, server, faults, strict; all
+without)."""
 import gzip
 import http.client
 import json
@@ -25,14 +26,15 @@ from tracedtest import (SIM_BIN, SRC_DIR, TRACES_DIR, check,  # noqa: E402
                         check_eq, free_port, sim_path, wait_for)
 
 SCRIPTS = os.path.join(SRC_DIR, "sim", "scripts")
-SERVER = os.path.join(SRC_DIR, "sim", "atom_sim_server.py")
+SIM_PKG = os.path.join(SRC_DIR, "sim", "pkg")
+SERVER_MODULE = "atom.entrypoints.openai_server"   # sim/pkg stands in
 ROCM_SMI = os.path.join(SIM_BIN, "rocm-smi")
 MI250 = os.path.join(TRACES_DIR, "hta__mi250_minitoy_train_ROCm6_2_kineto"
                      ".json.gz")
 VLLM = os.path.join(TRACES_DIR, "tracelens__vllm_decode_full_graph_execution"
                     ".json.gz")   # small, and has a distributedInfo
 SMALL = [MI250, VLLM]
-MODEL = "/data/My Model:v4.1-x"        # a space and a colon to sanitise
+MODEL_NAME = "My Model:v4.1-x"        # a space and a colon to sanitise
 STEM = "My_Model_v4.1-x"
 NAME_RE = re.compile(r"^%s_ts_\d{8}_\d{6}_\d{3}\.pt\.trace\.json\.gz$"
                      % re.escape(STEM))
@@ -62,7 +64,7 @@ def proc_servers(home):
                 env = f.read().split(b"\0")
         except OSError:
             continue
-        if len(argv) > 1 and argv[1].endswith(b"atom_sim_server.py") and \
+        if argv[1:3] == [b"-m", SERVER_MODULE.encode()] and \
                 not zombie and b"ATOM_SIM_HOME=" + home.encode() in env:
             out.append(int(d))
     return out
@@ -73,10 +75,19 @@ class Sim:
     the background, server() the server alone. close() kills what is
     left (servers of this home, spawned processes), removes the home."""
 
-    def __init__(self, **env):
+    def __init__(self, logs=True, **env):
         self.home = tempfile.mkdtemp(prefix="atom-sim-test-")
         self.port = free_port()
         self.trace_dir = os.path.join(self.home, "traces")
+        # A model folder as ATOM's bench needs one (its tokenizer); ATOM's
+        # logs folder, which its scripts never make, made as traced makes
+        # it (without: logs=False).
+        self.model = self.path("data", MODEL_NAME)
+        os.makedirs(self.model)
+        with open(os.path.join(self.model, "tokenizer_config.json"), "w") as f:
+            json.dump({"chat_template": None}, f)
+        if logs:
+            os.makedirs(self.path("logs"))
         self.env = dict(os.environ)
         for k in [k for k in self.env if k.startswith(("SIM_", "ATOM_"))]:
             del self.env[k]
@@ -115,7 +126,7 @@ class Sim:
         return self.spawn_cmd(self.cmd(script, args), env)
 
     def start(self, *extra, tp=1, env=None, expect=0):
-        r = self.run("start_atom_server.sh", MODEL, tp, self.port,
+        r = self.run("start_atom_server.sh", self.model, tp, self.port,
                      "--torch-profiler-dir", self.trace_dir, *extra, env=env)
         check_eq(r.returncode, expect, "start exit:\n" + r.stdout +
                  self.log()[-3000:])
@@ -125,9 +136,11 @@ class Sim:
         """The server alone (no launcher), its output in the log; once
         it answers."""
         os.makedirs(self.path("logs"), exist_ok=True)
-        p = self.spawn_cmd([sys.executable, SERVER, "--model", MODEL,
-                            "--server-port", str(self.port)] + list(argv),
-                           env, log=self.path("logs", "atom_server.log"))
+        env = dict(env or {}, PYTHONPATH=SIM_PKG)
+        p = self.spawn_cmd([sys.executable, "-m", SERVER_MODULE, "--model",
+                            self.model, "--server-port", str(self.port)] +
+                           list(argv), env,
+                           log=self.path("logs", "atom_server.log"))
         wait_for(lambda: not self.models_fail() or p.poll() is not None,
                  20, "server up")
         check(p.poll() is None, "server died:\n" + self.log())
@@ -144,7 +157,7 @@ class Sim:
         return p
 
     def bench(self, conc, mult, profile, *extra, env=None, timeout=60):
-        return self.run("run_benchmark.sh", MODEL, self.port, 8, 4, conc,
+        return self.run("run_benchmark.sh", self.model, self.port, 8, 4, conc,
                         mult, profile, *extra, env=env, timeout=timeout)
 
     def faults(self, *lines):
@@ -255,14 +268,40 @@ def expected_doc(source, rank):   # the source, distributedInfo.rank set
     return doc
 
 
+LABEL_RE = re.compile(r"^[a-z_]+\[")
+ANNOTATIONS = ("user_annotation", "gpu_user_annotation")
+
+
+def strip_labels(doc):
+    """(the run labels the simulator put first in traceEvents, GPU side;
+    the document without them)."""
+    events = doc["traceEvents"]
+    n = 0
+    while n < len(events) and events[n].get("cat") in ANNOTATIONS and \
+            LABEL_RE.match(events[n].get("name", "")):
+        n += 1
+    labels = [e["name"] for e in events[:n]
+              if e["cat"] == "gpu_user_annotation"]
+    return labels, dict(doc, traceEvents=events[n:])
+
+
+def exported_labels(folder):
+    gz, _ = rank_files(folder)
+    with gzip.open(os.path.join(folder, gz[0])) as f:
+        return strip_labels(json.load(f))[0]
+
+
 def check_rank_trace(folder, global_rank):
+    """The rank's one .gz is its source with distributedInfo.rank set and
+    ATOM's run labels of the profiled steps first: a prefill, decodes."""
     gz, js = rank_files(folder)
     check(js == [] and len(gz) == 1 and NAME_RE.match(gz[0]),
           "%s: %s %s" % (folder, gz, js))
     with gzip.open(os.path.join(folder, gz[0])) as f:
-        doc = json.load(f)
+        labels, doc = strip_labels(json.load(f))
     check(doc == expected_doc(SMALL[global_rank % 2], global_rank),
           "%s: content differs from its source" % folder)
+    return labels
 
 
 def server_output(sim):   # the log after the launcher's header
@@ -287,7 +326,7 @@ def test_capture_profile():
         check_eq(sim.vram_gpus(), [0, 1], "VRAM of TP 2")
         check_eq(sorted(os.listdir(sim.trace_dir)), ["rank_0", "rank_1"],
                  "rank folders made at start")
-        p = sim.spawn("run_benchmark.sh", MODEL, sim.port, 8, 4, 2, 1, 1)
+        p = sim.spawn("run_benchmark.sh", sim.model, sim.port, 8, 4, 2, 1, 1)
         seen_json = set()
 
         def exported():
@@ -337,7 +376,7 @@ def check_bench_order(sim, warmups, prompts, conc=2):
 
 def check_calls(sim, pid):
     start = sim.calls("start_atom_server.sh")[-1]
-    check_eq(start["argv"], [MODEL, "2", str(sim.port),
+    check_eq(start["argv"], [sim.model, "2", str(sim.port),
                              "--torch-profiler-dir", sim.trace_dir,
                              "--level", "0"], "start argv")
     server = [c for c in sim.calls("atom_sim_server") if c["pid"] == pid]
@@ -357,7 +396,7 @@ def check_calls(sim, pid):
 
 def check_defaults(sim):
     """PROMPT_MULTIPLIER defaults to 10 and PROFILE to 0."""
-    r = sim.run("run_benchmark.sh", MODEL, sim.port, 8, 4, 8)
+    r = sim.run("run_benchmark.sh", sim.model, sim.port, 8, 4, 8)
     check_eq(r.returncode, 0, r.stdout)
     client = sim.calls("benchmark_serving")[-1]["argv"]
     check("--num-prompts=80" in client and "--profile" not in client,
@@ -438,7 +477,7 @@ def test_extra_args_split_and_globbed():
         os.makedirs(cwd)
         open(os.path.join(cwd, "only.tmpl"), "w").close()
         r = subprocess.run(sim.cmd("start_atom_server.sh", [
-            MODEL, 1, sim.port, "--chat-template *.tmpl",
+            sim.model, 1, sim.port, "--chat-template *.tmpl",
             "--served-model-name", "a b"]), cwd=cwd, env=sim.env, text=True,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
         check_eq(r.returncode, 1, r.stdout)
@@ -499,7 +538,7 @@ def test_rocm_smi():
             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         check_eq((r.returncode, r.stdout), (127, ""), "no_rocm_smi exit")
         check("command not found" in r.stderr, r.stderr)
-        p = sim.spawn("start_atom_server.sh", MODEL, 2, sim.port,
+        p = sim.spawn("start_atom_server.sh", sim.model, 2, sim.port,
                       "-pcp", "2")
         wait_for(lambda: proc_servers(sim.home), 10, "server process")
         check_eq(sim.vram_gpus(), [], "VRAM while loading")
@@ -528,7 +567,7 @@ def test_die_on_start_and_never_ready():
         check("ERROR: Server process died" in r.stdout, r.stdout)
         check("RuntimeError: Engine core initialization failed" in sim.log(),
               sim.log()[-500:])
-        r = sim.run("run_benchmark.sh", MODEL, sim.port, 8, 4, 1, 1, 1,
+        r = sim.run("run_benchmark.sh", sim.model, sim.port, 8, 4, 1, 1, 1,
                     env={"SIM_BENCH_WAIT_S": "0.3"})
         check_eq(r.returncode, 1, "bench without server:\n" + r.stdout)
         check("ERROR: Server not ready after 0.3s" in r.stdout, r.stdout)
@@ -560,6 +599,10 @@ def test_fatal_marker_and_old_marker():
         check("log truncated" in out, out)
         marker = "Memory access fault by GPU node-2 (Agent handle: 0x1)"
         sim.faults("fatal_marker=" + marker)
+        # The old server stopped first: on a loaded machine the waiter's
+        # first poll can come before the relaunch's pre-flight has
+        # stopped it, and the old server answers ready.
+        sim.stop()
         w = sim.spawn("wait_server_ready.sh", sim.port, 1, 1)
         time.sleep(0.5)
         r = sim.start()
@@ -586,7 +629,7 @@ def test_stop_escalates_and_isolates():
         old = proc_servers(a.home)
         # The launcher may even say ready: the old server answers
         # /v1/models and the new one holds VRAM until its bind fails.
-        r = a.run("start_atom_server.sh", MODEL, 1, a.port)
+        r = a.run("start_atom_server.sh", a.model, 1, a.port)
         check(r.returncode in (0, 1), r.stdout)
         wait_for(lambda: "address already in use" in a.log(), 10, "bind")
         wait_for(lambda: proc_servers(a.home) == old, 10, "new one gone")
@@ -753,11 +796,13 @@ def test_sigterm_waits_for_the_loop():
 def test_stop_script_while_exporting():
     """The stop script while /stop_profile blocks: the server cannot take
     its SIGTERM, the ranks finish only what fits in the wait, then
-    SIGKILL: rank 0's export is cut, its .json left behind."""
+    SIGKILL: rank 0's export is cut, its .json left behind. (Its export
+    takes 60 s: the script's five checks of /proc took over 10 s on a
+    loaded machine; the kill ends the test well before.)"""
     sim = Sim(SIM_STOP_WAIT_S="1")
     try:
         sim.start(tp=2)
-        sim.faults("slow_export_rank=0:10")
+        sim.faults("slow_export_rank=0:60")
         sim.http("POST", "/start_profile")
         sim.later("POST", "/stop_profile")
         wait_for(lambda: "Rank 0: stopping profiler" in sim.log(), 5, "stop")
@@ -940,7 +985,7 @@ def test_fatal_marker_during_bench():
         sim.faults("fatal_marker=" + marker, "fatal_marker_during_bench=3")
         sim.start()
         check(marker not in sim.log(), "marker during load")
-        p = sim.spawn("run_benchmark.sh", MODEL, sim.port, 8, 4, 1, 1, 0)
+        p = sim.spawn("run_benchmark.sh", sim.model, sim.port, 8, 4, 1, 1, 0)
         wait_for(lambda: marker in sim.log(), 10, "marker in log")
         time.sleep(0.5)
         check(p.poll() is None, "bench did not hang")
@@ -953,6 +998,232 @@ def test_fatal_marker_during_bench():
         check(res["completed"] < res["num_prompts"], str(res))
     finally:
         sim.close()
+
+
+
+# ----------------------------------------------------------------- strict
+
+def test_no_logs_folder():
+    """ATOM's scripts write /app/logs_claude and never make it
+    (start_atom_server.sh:20,81; run_benchmark.sh:24,75): without the
+    folder the start script stops at its tee under set -euo pipefail
+    before any server starts, and the bench at its log header."""
+    sim = Sim(logs=False)
+    try:
+        r = sim.run("start_atom_server.sh", sim.model, 1, sim.port)
+        check_eq(r.returncode, 1, r.stdout)
+        check("atom_server.log: No such file or directory" in r.stdout,
+              r.stdout)
+        check(not os.path.exists(sim.path("logs")), "a logs folder made")
+        check_eq(sim.calls("atom_sim_server"), [], "a server started")
+        sim.server("--torch-profiler-dir", sim.trace_dir)
+        shutil.rmtree(sim.path("logs"))
+        r = sim.bench(1, 1, 0)
+        check_eq(r.returncode, 1, r.stdout)
+        check("benchmark.log: No such file or directory" in r.stdout,
+              r.stdout)
+        check_eq(sim.calls("benchmark_serving"), [], "a bench started")
+    finally:
+        sim.close()
+
+
+def test_tokenizer_and_chat_template():
+    """ATOM's bench loads the model's tokenizer and, with
+    --use-chat-template, applies its encoder or template
+    (benchmark_serving.py:1140-1160, chat_encoders.py): no tokenizer, no
+    template, several encoders and no template all crash it, exit 1."""
+    sim = Sim()
+    try:
+        sim.start()
+        bare = sim.path("data", "No-Tokenizer")
+        os.makedirs(bare)
+        r = sim.run("run_benchmark.sh", bare, sim.port, 8, 4, 1, 1, 0)
+        check_eq(r.returncode, 1, r.stdout)
+        check("OSError: Can't load tokenizer for '%s'" % bare in r.stdout,
+              r.stdout[-1500:])
+        r = sim.bench(1, 1, 0, "--use-chat-template")
+        check_eq(r.returncode, 1, r.stdout)
+        check("ValueError: Cannot use chat template functions because "
+              "tokenizer.chat_template is not set" in r.stdout,
+              r.stdout[-1500:])
+        enc = os.path.join(sim.model, "encoding")
+        os.makedirs(enc)
+        for name in ("encoding_a.py", "encoding_b.py"):
+            open(os.path.join(enc, name), "w").close()
+        r = sim.bench(1, 1, 0, "--use-chat-template")
+        check_eq(r.returncode, 1, r.stdout)
+        check("Multiple encoding_*.py found in %s, refusing to guess: "
+              "['encoding_a.py', 'encoding_b.py']" % enc in r.stdout,
+              r.stdout[-1500:])
+        with open(os.path.join(sim.model, "chat_template.jinja"), "w") as f:
+            f.write("{{ messages }}")
+        check_eq(sim.bench(1, 1, 0, "--use-chat-template").returncode, 0,
+                 "the tokenizer's template")
+        os.unlink(os.path.join(sim.model, "chat_template.jinja"))
+        os.unlink(os.path.join(enc, "encoding_b.py"))
+        check_eq(sim.bench(1, 1, 0, "--use-chat-template").returncode, 0,
+                 "one encoder")
+    finally:
+        sim.close()
+
+
+def test_max_num_seqs_queues():
+    """--max-num-seqs bounds a step's batch: beyond it requests queue, and
+    the run labels say so (bs at most 2 with 6 requests in flight)."""
+    sim = Sim()
+    try:
+        sim.start("--max-num-seqs", "2")
+        r = sim.bench(6, 1, 1)
+        check_eq(r.returncode, 0, r.stdout)
+        wait_for(lambda: rank_done(os.path.join(sim.trace_dir, "rank_0")),
+                 20, "export")
+        labels = check_rank_trace(os.path.join(sim.trace_dir, "rank_0"), 0)
+        sizes = [int(re.match(r"\w+\[bs=(\d+)", n).group(1)) for n in labels]
+        check(max(sizes) <= 2, "batch sizes %s" % sizes)
+        check(sum(n.startswith("prefill[") for n in labels) >= 3, labels)
+    finally:
+        sim.close()
+
+
+def test_stop_failed_and_partial_run():
+    """profiler_stop_failed=R: kineto raises in rank R's exit, ATOM logs
+    it and the stop's end, no file; fail_request=N: that request's 500,
+    the bench exits 0 with completed short (ATOM's bench)."""
+    sim = Sim()
+    try:
+        sim.start(tp=2)
+        sim.faults("profiler_stop_failed=1")
+        check_eq(sim.bench(2, 1, 1).returncode, 0, "bench")
+        wait_for(lambda: rank_done(os.path.join(sim.trace_dir, "rank_0")),
+                 20, "rank 0's export")
+        log = sim.log()
+        check("Rank 1: profiler stop failed" in log and
+              "Rank 1: profiler stop completed in" in log, log[-3000:])
+        check_eq(rank_files(os.path.join(sim.trace_dir, "rank_1")),
+                 ([], []), "rank 1's files")
+        # The run before sent requests 1-6: 7-10 are warm-ups, 11-12 prompts.
+        sim.faults("fail_request=12")
+        r = sim.bench(2, 1, 0)
+        check_eq(r.returncode, 0, r.stdout)
+        with open(sim.path("logs", "benchmark.json")) as f:
+            res = json.load(f)
+        check_eq((res["completed"], res["num_prompts"]), (1, 2), "result")
+        check("RuntimeError: simulated failure of completion request 12" in
+              sim.log(), sim.log()[-2000:])
+    finally:
+        sim.close()
+
+
+def test_slow_compile_and_export():
+    """SIM_COMPILE_S: the port stays closed while the log grows a line a
+    second; slow_export: the .json grows while it is written."""
+    sim = Sim(SIM_COMPILE_S="3", SIM_COMPILE_LOG_S="0.5")
+    try:
+        p = sim.spawn("start_atom_server.sh", sim.model, 1, sim.port,
+                      "--torch-profiler-dir", sim.trace_dir)
+        wait_for(lambda: "Compiling the model" in sim.log(), 20, "compile")
+        check(sim.models_fail(), "answered while compiling")
+        p.wait(timeout=60)
+        check(sim.log().count("Compiling the model") >= 4, sim.log()[-2000:])
+        sim.faults("slow_export=3")
+        sim.http("POST", "/start_profile")
+        later = sim.later("POST", "/stop_profile")
+        folder = os.path.join(sim.trace_dir, "rank_0")
+        sizes = []
+
+        def grown():
+            names = [n for n in os.listdir(folder) if n.endswith(".json")]
+            if names:
+                size = os.path.getsize(os.path.join(folder, names[0]))
+                if not sizes or size > sizes[-1]:
+                    sizes.append(size)
+            return len(sizes) >= 3
+        wait_for(grown, 20, "a growing .json", every=0.1)
+        later.join()
+    finally:
+        sim.close()
+
+
+def test_fake_eplb():
+    """--fake-eplb with fewer devices than -tp: only tp_world_size workers
+    run and export (atom/config.py:1543); /server_info keeps the logical
+    TP."""
+    sim = Sim(SIM_GPUS="2")
+    try:
+        sim.server("-tp", "4", "--fake-eplb", "--torch-profiler-dir",
+                   sim.trace_dir)
+        check_eq(sorted(os.listdir(sim.trace_dir)), ["rank_0", "rank_1"],
+                 "rank folders")
+        check_eq(sim.http("GET", "/server_info")[1]["tp_size"], 4, "tp_size")
+        check_eq(sim.vram_gpus(), [0, 1], "GPUs")
+    finally:
+        sim.close()
+
+
+def test_foreign_gpu_holder():
+    """Someone else's process holding GPU memory, in rocm-smi's table with
+    its name; and one of another PID namespace (foreign_gpu_pid=N)."""
+    sim = Sim()
+    job = subprocess.Popen(["sleep", "60"])
+    try:
+        os.makedirs(sim.path("gpu"))
+        with open(sim.path("gpu", str(job.pid)), "w") as f:
+            json.dump({"pid": job.pid, "gpus": [0], "percent": 20,
+                       "foreign": True}, f)
+        sim.faults("foreign_gpu_pid=4194000")
+        out = subprocess.run([ROCM_SMI, "--showpids"], env=sim.env,
+                             stdout=subprocess.PIPE, text=True).stdout
+        check(re.search(r"^%d\tsleep\t1\t" % job.pid, out, re.M), out)
+        check(re.search(r"^4194000\tunknown\t", out, re.M), out)
+        check_eq(sim.vram_gpus(), [0], "VRAM held")
+    finally:
+        job.kill()
+        job.wait()
+        sim.close()
+
+
+def test_run_labels():
+    """The exported traces carry ATOM's run labels of the profiled steps:
+    prefill and decode, MTP drafts (ffdf3bb5's draft[...], the newer
+    propose_eagle[...] with SIM_LABELS=seed), a DP rank's dummies; ctx
+    lists and padded graphs formatted as run_labels.py does."""
+    sys.path.insert(0, os.path.join(SRC_DIR, "sim"))
+    import sim_labels
+    check_eq(sim_labels.ctx_text(list(range(1, 9))), "[1, 2, 3]...+5",
+             "ctx beyond five")
+    check_eq(sim_labels.ctx_text([7]), "7", "one ctx")
+
+    class Args:
+        cudagraph_capture_sizes = "[1,2,4,8]"
+        enforce_eager = False
+        method = None
+        num_speculative_tokens = 1
+    step = sim_labels.Step("decode", [10, 11, 12])
+    check_eq(sim_labels.forward_label(step, Args), "decode[bs=3/4 tok=3 d=3]",
+             "padded decode")
+    step = sim_labels.Step("prefill", [5] * 6)
+    check_eq(sim_labels.forward_label(step, Args),
+             "prefill[bs=6 tok=30 ctx=[5, 5, 5]...+3]", "prefill")
+    for argv, env, want in (
+            (["--method", "mtp", "--num-speculative-tokens", "2"], {},
+             "draft[1/2 bs=1]"),
+            (["--method", "mtp", "--num-speculative-tokens", "2"],
+             {"SIM_LABELS": "seed"}, "propose_eagle[1/2 tok=1 bs=1/1 graph]"),
+            (["-dp", "2"], {}, "dummy_decode[bs=1 tok=1 d=1]")):
+        sim = Sim(**env)
+        try:
+            sim.start(*argv)
+            check_eq(sim.bench(1, 1, 1).returncode, 0, "bench")
+            folders = sorted(os.listdir(sim.trace_dir))
+            wait_for(lambda: all(rank_done(os.path.join(sim.trace_dir, f))
+                                 for f in folders), 20, "exports")
+            labels = [n for f in folders for n in
+                      exported_labels(os.path.join(sim.trace_dir, f))]
+            check(any(n.startswith("prefill[bs=1 ") for n in labels), labels)
+            check(any(n.startswith("decode[bs=1 ") for n in labels), labels)
+            check(want in labels, "%s not in %s" % (want, labels))
+        finally:
+            sim.close()
 
 
 GROUPS = {
@@ -969,6 +1240,10 @@ GROUPS = {
     "faults": [test_export_faults, test_worker_death_during_export,
                test_start_profile_500, test_die_during_bench,
                test_fatal_marker_during_bench],
+    "strict": [test_no_logs_folder, test_tokenizer_and_chat_template,
+               test_max_num_seqs_queues, test_stop_failed_and_partial_run,
+               test_slow_compile_and_export, test_fake_eplb,
+               test_foreign_gpu_holder, test_run_labels],
 }
 
 

@@ -1,8 +1,8 @@
 /*
- * The store's part of issue 12: the queue bound is counted in the insert's
- * own transaction (concurrent inserts never pass it), a list page stops at
- * its byte budget, and DELETE's decision (store_capture_end) is made from
- * one reading of the status, so that a capture finishing while it is being
+ * The store's part of docs/SECURITY.md: the queue bound is counted in the
+ * insert's own transaction (concurrent inserts never pass it), a list page
+ * stops at its byte budget, and DELETE's decision (store_capture_end) is made
+ * from one reading of the status, so that a capture finishing while it is being
  * cancelled is never deleted.
  */
 #include <pthread.h>

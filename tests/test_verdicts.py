@@ -1,4 +1,4 @@
-"""Regression verdicts (issue 10) through a running daemon: imports of
+"""Regression verdicts (docs/ANALYSIS.md) through a running daemon: imports of
 generated TP=2 captures (tests/make_collectives.py) declaring one
 configuration, built to stay within noise (another seed), to regress (the
 MoE kernel family 20% slower per step) and to be incomparable (the other

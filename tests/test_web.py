@@ -110,7 +110,7 @@ def vocabulary():
     common/lifecycle.h: the one definition the served lists must follow."""
     src = read(os.path.join(SRC_DIR, "common", "lifecycle.h"))
     statuses = re.findall(r"XX\((\w+), (\w+), (true|false)\)", src)
-    phases = re.findall(r"XX\((\w+), (\w+), (?:\"\w+\"|NULL)\)", src)
+    phases = re.findall(r"XX\((\w+), (\w+), (?:\"\w+\"|NULL)[,)]", src)
     return ([(n, f == "true") for _, n, f in statuses],
             [n for _, n in phases])
 

@@ -61,6 +61,9 @@ class Daemon:
             "db": os.path.join(self.dir, "traced.db"),
             "trace_root": os.path.join(self.dir, "traces"),
             "index_jobs": "2",
+            # Captures of any absolute model path (tests/test_capture_*.py
+            # and tests/test_policy.py confine them).
+            "model_roots": "/",
         }
         self.conf.update(conf or {})
         self.args = list(args or [])
@@ -254,13 +257,14 @@ def fill(folder):
     return path
 
 
-def post_until_refused(d, limit=5000):
-    """POSTs captures until one is refused (the WAL may hold free frames
-    for a while after the disk is full); returns the refusal's status and
-    body and the ids accepted."""
+def post_until_refused(d, limit=5000, models="/models"):
+    """POSTs captures (of models in the folder models, under the daemon's
+    model_roots) until one is refused (the WAL may hold free frames for a
+    while after the disk is full); returns the refusal's status and body
+    and the ids accepted."""
     ids = []
     for i in range(limit):
-        code, body = d.post("/captures", {"model": "/models/full%d" % i,
+        code, body = d.post("/captures", {"model": "%s/full%d" % (models, i),
                                           "label": "x" * 512})
         if code != 202:
             return code, body, ids

@@ -62,6 +62,19 @@ async function dropCapture(c) {
   }
 }
 
+/* Which models.json preset and variant the capture ran with, or why
+ * none, and the TP it launched at (docs/ATOM.md, "Presets"). */
+function presetLine(c) {
+  const pr = c.preset;
+  if (!pr) return null;
+  return el('span', {class: 'preset'}, pr.applied
+    ? ['preset ', el('code', null, pr.match), pr.variant
+      ? [' variant ', el('code', null, pr.variant)] : ' (base variant)']
+    : ['no preset: ', pr.why],
+  c.launch ? [' \u00b7 launched at tp ', num(c.launch.tp), ' (',
+    c.launch.tp_source, ')'] : null);
+}
+
 function captureHead(c) {
   const p = c.params || {};
   const live = !FINAL.includes(c.status);
@@ -75,6 +88,7 @@ function captureHead(c) {
         ' \u00b7 conc ', num(p.conc), ' \u00b7 prompts \u00d7',
         num(p.prompt_multiplier), p.more ? ' \u00b7 profiler more' : '']
         : ['path ', el('code', null, p.path || '\u2013')],
+      c.preset ? [el('br'), presetLine(c)] : null,
       el('br'), 'created ', when(c.created_at), ' \u00b7 started ',
       when(c.started_at), ' \u00b7 finished ', when(c.finished_at),
       ' \u00b7 took ', elapsed(c.started_at, c.finished_at),
@@ -84,7 +98,8 @@ function captureHead(c) {
 }
 
 function lifecycle(c) {
-  const seq = c.kind === 'import' ? ['indexing', 'done'] : RUN_PHASES;
+  const seq = c.kind === 'import'
+    ? RUN_PHASES.slice(RUN_PHASES.indexOf('indexing')) : RUN_PHASES;
   const at = c.status === 'done' ? seq.length - 1
     : seq.indexOf(c.error && c.error.phase || c.phase);
   const bad = FINAL.includes(c.status) && c.status !== 'done';
@@ -127,7 +142,8 @@ function progress(c) {
 }
 
 function captureBody(c) {
-  const logs = c.kind === 'capture' ? ['server', 'bench', 'launcher', 'stop']
+  const logs = c.kind === 'capture'
+    ? ['server', 'bench', 'launcher', 'stop', 'gpu']
     .map(w => fileLink(url('/captures/{id}/logs', {id: c.id}, {which: w}),
       w + ' log')) : [];
   const extra = {};

@@ -1,5 +1,5 @@
 /*
- * traced dashboard, across ranks and across runs (issue 10): the verdict
+ * traced dashboard, across ranks and across runs (docs/ANALYSIS.md): the verdict
  * badge of the list and the capture page, the verdict with its reasons
  * and changes (and the baseline pin), and the Collectives tab: who held
  * the others back (a bar per rank), a rank x time picture of how late
@@ -76,6 +76,16 @@ function forestPlot(v) {
     rows.map(f => forestRow(f, range)));
 }
 
+/* What the verdict's noise was estimated from (docs/VERDICTS.md): each
+ * step's sample and each figure's per-step values, as CSV. */
+function sampleLinks(c) {
+  const csv = (path, name) => fileLink(url(path, {id: c.id},
+    {format: 'csv'}), name, name.replace(/ /g, '-') + '-' + c.id + '.csv');
+  return el('p', {class: 'small'}, 'The steps sampled: ',
+    csv('/captures/{id}/steps/samples', 'step samples'), ' \u00b7 ',
+    csv('/captures/{id}/steps/samples/figures', 'sample figures'));
+}
+
 /* The verdict of capture c: its reasons, what changed beyond the band,
  * the baseline (a link, and a compare link), and the pin. */
 function verdictBox(c) {
@@ -104,7 +114,8 @@ function verdictBox(c) {
       el('ul', {class: 'reasons'}, v.reasons.map(r => el('li', null,
         el('code', null, r.code), ' ', r.message))),
       forestPlot(v),
-      v.changes.length ? table(CHANGE_COLS, v.changes) : null);
+      v.changes.length ? table(CHANGE_COLS, v.changes) : null,
+      sampleLinks(c));
   }
   async function pin(on) {
     try {
@@ -196,8 +207,7 @@ async function collectivesTab(c, st) {
   const [byRank, fams, steps, tl, worst] = await Promise.all([
     get(url('/captures/{id}/collectives', {id: c.id}, {by: 'rank'})),
     get(url('/captures/{id}/collectives', {id: c.id}, q)),
-    get(url('/captures/{id}/collectives', {id: c.id},
-      Object.assign({by: 'step'}, q))),
+    get(url('/captures/{id}/collectives/steps', {id: c.id}, q)),
     get(url('/captures/{id}/collectives/timeline', {id: c.id})),
     get(url('/captures/{id}/collectives/instances', {id: c.id},
       {limit: 20}))]);

@@ -30,7 +30,9 @@ shift "$_n" 2>/dev/null || true
 EXTRA_ARGS="$*"
 NUM_PROMPTS=$(( CONCURRENCY * PROMPT_MULTIPLIER ))
 RANDOM_RANGE_RATIO="${RANDOM_RANGE_RATIO:-0.8}"
-OUTPUT_DIR="$SIM_LOG_DIR"
+# ATOM's is /app/logs_claude, the server log's folder too; the simulator
+# may put the result elsewhere (SIM_RESULT_DIR) to tell them apart.
+OUTPUT_DIR="${SIM_RESULT_DIR:-$SIM_LOG_DIR}"
 POLL_S="${SIM_POLL_S:-1}"
 TRIES=$(sim_polls "${SIM_BENCH_WAIT_S:-120}" "$POLL_S")
 

@@ -10,36 +10,49 @@ SIM_PY="${SIM_PYTHON:-python3}"
 ATOM_SIM_HOME="$(mkdir -p "${ATOM_SIM_HOME:-/tmp/atom-sim}" &&
     cd -- "${ATOM_SIM_HOME:-/tmp/atom-sim}" && pwd)"
 export ATOM_SIM_HOME
+# ATOM's /app/logs_claude: written by the scripts, never made by them
+# (start_atom_server.sh:20,81, run_benchmark.sh:24,75): whoever drives
+# them makes it, as traced does.
+# shellcheck disable=SC2034  # used by the scripts that source this
 SIM_LOG_DIR="$ATOM_SIM_HOME/logs"
 # shellcheck disable=SC2034  # used by the scripts that source this
 SIM_PID_FILE="$ATOM_SIM_HOME/server.pid"
-mkdir -p "$SIM_LOG_DIR"
+# The server runs as ATOM's does, `python -m atom.entrypoints.openai_server`
+# (sim/pkg stands in for ATOM's package).
+SIM_SERVER_MODULE="atom.entrypoints.openai_server"
 
 # sim_record SCRIPT ARGS...: one line in $ATOM_SIM_HOME/calls.jsonl.
 sim_record() {
     "$SIM_PY" "$SIM_DIR/simcommon.py" record "$@" || true
 }
 
-# The pids of this home's sim servers: python running atom_sim_server.py
+# The pids of this home's sim servers: python running ATOM's server module
 # with our ATOM_SIM_HOME in its environment. ATOM's scripts find theirs
 # by name (pkill -f 'atom.entrypoints'); a name alone would also hit
 # other homes' servers, so parallel tests would kill each other.
 sim_server_pids() {
-    local f pid
-    { grep -l -a 'atom_sim_server[.]py' /proc/[0-9]*/cmdline 2>/dev/null ||
-        true; } |
+    local f pid env
+    local -a argv envs
+    # Two greps over /proc narrow it to this home's processes running the
+    # module (bash reads the few left itself: on a loaded machine each
+    # spawned process costs, and the stop script asks six times).
+    { grep -l -a -F "ATOM_SIM_HOME=$ATOM_SIM_HOME" /proc/[0-9]*/environ \
+        2>/dev/null || true; } |
     while read -r f; do
         pid="${f#/proc/}"
-        pid="${pid%/cmdline}"
-        # grep without -q: it must read to the end, or under pipefail the
-        # writer's SIGPIPE would turn a match into a failure.
-        tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | sed -n 2p |
-            grep 'atom_sim_server[.]py$' >/dev/null || continue
-        tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null |
-            grep -xF "ATOM_SIM_HOME=$ATOM_SIM_HOME" >/dev/null || continue
-        if sim_alive "$pid"; then
-            echo "$pid"
+        pid="${pid%/environ}"
+        mapfile -d '' -t argv 2>/dev/null <"/proc/$pid/cmdline" || continue
+        if [ "${argv[1]:-}" != "-m" ] ||
+            [ "${argv[2]:-}" != "$SIM_SERVER_MODULE" ]; then
+            continue
         fi
+        mapfile -d '' -t envs 2>/dev/null <"/proc/$pid/environ" || continue
+        for env in "${envs[@]}"; do
+            if [ "$env" = "ATOM_SIM_HOME=$ATOM_SIM_HOME" ]; then
+                sim_alive "$pid" && echo "$pid"
+                break
+            fi
+        done
     done | sort -un
 }
 
@@ -58,11 +71,15 @@ sim_signal() {
 # sim_alive PID: the process exists and is not a zombie (kill -0 succeeds
 # on a zombie, and an orphaned server's lingers until init reaps it).
 sim_alive() {
-    local state
+    local key state
     kill -0 "$1" 2>/dev/null || return 1
-    state=$(sed -n 's/^State:[[:space:]]*\([A-Z]\).*/\1/p' \
-        "/proc/$1/status" 2>/dev/null)
-    [ -n "$state" ] && [ "$state" != "Z" ]
+    while read -r key state _; do
+        if [ "$key" = "State:" ]; then
+            [ "$state" != "Z" ]
+            return
+        fi
+    done 2>/dev/null <"/proc/$1/status"
+    return 1
 }
 
 # sim_polls CAP_S POLL_S: how many polls POLL_S apart fill CAP_S seconds

@@ -97,7 +97,8 @@ echo "========================================"
 } | tee "$LOG_FILE"
 
 # shellcheck disable=SC2086  # word splitting and globbing, as ATOM's
-"$SIM_PY" "$SIM_DIR/atom_sim_server.py" \
+PYTHONPATH="$SIM_DIR/pkg${PYTHONPATH:+:$PYTHONPATH}" \
+"$SIM_PY" -m "$SIM_SERVER_MODULE" \
     --model "$MODEL_PATH" \
     --kv_cache_dtype "$KV_CACHE_DTYPE" \
     -tp "$TP_SIZE" \

@@ -1,37 +1,32 @@
 /*
- * The finish of a capture or import, once every rank is indexed and
- * before it is done (issue 10, issue 11): in one pool job, its ranks'
- * collectives are matched (idx_collectives_match(): the side files the
- * rank jobs wrote under logs/<id>/collectives), and store_capture_finish()
- * writes them, its all-ranks tables summed and its verdict in one
- * transaction; only then is DONE entered (its own state write), so a done
- * capture's answers never change afterwards. A restart before DONE does it
- * again (the rank jobs skip the ranks stored, their side files stay).
+ * FINISHING, of captures and imports, once every rank is indexed and
+ * before it is done: in one pool job, its ranks' collectives are matched
+ * (idx_collectives_match(): the side files the rank jobs wrote under
+ * logs/<id>/collectives), and store_capture_finish() writes them, its
+ * all-ranks tables summed and its verdict in one transaction; only then
+ * is DONE entered (its own state write), so a done capture's answers never
+ * change afterwards. A restart before DONE does it again (the capture is
+ * indexed again: the rank jobs skip the ranks stored, their side files
+ * stay).
  *
  * The collectives never fail a capture: a matching that cannot be made is
  * a warning in the capture's "collectives". A store that refuses the
- * write (a full disk) is tried again as state writes are, then fails it.
+ * write (a full disk) is tried again as state writes are (work.c's rule),
+ * then fails it.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "daemon/cap_int.h"
 
-#define INSTANCES_KEPT                                                         \
-  1000 /* as table_limit_max's default: every row a                            \
-          route may ask for */
-#define TIMELINE_BINS  256
-#define FINISH_TRIES   6
-#define FINISH_WAIT_MS 100
+#define TIMELINE_BINS 256 /* of the collectives' rank x time picture */
 
 struct finish_work {
   struct cap_work super;
-  json_t *merges;  /* for DONE */
   json_t *verdict; /* made */
   int rc;
-  char msg[600];
+  char msg[CAP_MSG_MAX];
 };
 
 /* Ranks run together within a group: a disaggregated server's halves and
@@ -60,8 +55,9 @@ static json_t *collectives(struct cap_job *job)
   if (ranks == NULL || i < l->n)
     tr_err_set(&err, TR_ENOMEM, "", "out of memory");
   else
-    idx_collectives_match(ranks, l->n, INSTANCES_KEPT, TIMELINE_BINS, &out,
-                          &err);
+    /* Every instance a route may ask for (limit up to table_limit_max). */
+    idx_collectives_match(ranks, l->n, (size_t)job->r->cfg->table_limit_max,
+                          TIMELINE_BINS, &out, &err);
   for (i = 0; ranks != NULL && i < l->n; i++)
     free((char *)ranks[i].path);
   free(ranks);
@@ -71,32 +67,19 @@ static json_t *collectives(struct cap_job *job)
   return out;
 }
 
-static bool retryable(int rc)
-{
-  return rc == TR_ESTORAGE || rc == TR_EDB || rc == TR_EIO;
-}
-
 static void run_finish(struct cap_work *w)
 {
   struct finish_work *fw = (struct finish_work *)w;
   struct store_finish f = { collectives(w->job),
                             w->r->cfg->regression_threshold_pct };
-  unsigned wait_ms = FINISH_WAIT_MS;
   struct tr_err err = { 0 };
+  struct store *st = cap_db_take(w->r, &err);
 
-  for (int i = 0; i < FINISH_TRIES; i++, wait_ms *= 2) {
-    struct store *st;
-
-    tr_err_clear(&err);
-    st = cap_db_take(w->r, &err);
-    fw->rc = st != NULL
-                 ? store_capture_finish(st, w->job->id, &f, &fw->verdict, &err)
-                 : TR_EDB;
-    cap_db_give(w->r, st);
-    if (!retryable(fw->rc))
-      break;
-    usleep(wait_ms * 1000);
-  }
+  fw->rc = st != NULL
+               ? store_capture_finish(st, w->job->id, &f, &fw->verdict, &err)
+           : err.code ? err.code
+                      : TR_EDB;
+  cap_db_give(w->r, st);
   snprintf(fw->msg, sizeof(fw->msg), "%s", err.msg);
   json_decref(f.collectives);
 }
@@ -106,31 +89,30 @@ static void on_finish_done(struct cap_work *w)
   struct finish_work *fw = (struct finish_work *)w;
   struct cap_job *job = w->job;
 
+  if (job->ending == END_NONE && !job->finished && cap_store_refused(fw->rc) &&
+      cap_work_retry(w, false))
+    return; /* the store refused it: again, as state writes are */
   if (job->ending != END_NONE || job->finished) {
-    json_decref(fw->merges);
     json_decref(fw->verdict);
   } else if (fw->rc != 0) {
-    json_decref(fw->merges);
     cap_fail(job, END_FAILED, NULL,
              "every rank is indexed, but the capture's results cannot be "
              "stored: %s",
              fw->msg);
   } else {
     job->verdict = fw->verdict;
-    cap_enter(job, TR_PHASE_DONE, fw->merges);
+    cap_enter(job, TR_PHASE_DONE, NULL);
   }
   free(fw);
 }
 
-void cap_finish_start(struct cap_job *job, json_t *merges)
+int phase_finishing_budget_s(const struct cap_job *job)
 {
-  struct finish_work *fw = calloc(1, sizeof(*fw));
+  return cap_trace_budget_s(job);
+}
 
-  if (fw == NULL) {
-    json_decref(merges);
-    cap_fail(job, END_FAILED, NULL, "out of memory");
-    return;
-  }
-  fw->merges = merges;
-  cap_work_queue(job->r, job, &fw->super, run_finish, on_finish_done);
+void phase_finishing_enter(struct cap_job *job)
+{
+  cap_job_queue_new(job, sizeof(struct finish_work), run_finish,
+                    on_finish_done);
 }
