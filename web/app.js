@@ -447,7 +447,7 @@ function importForm() {
 
 /* The member naming a row of GET /diff, by its by= (api/openapi.yaml). */
 const DIFF_KEY = {kernel: 'name', category: 'category', step: 'kind',
-  family: 'family'};
+  family: 'family', sequence: 'sequence'};
 const DIFF_LIMIT = 200;
 
 function signed(v, text) {
