@@ -17,7 +17,7 @@
  * [start, end]; it holds the CPU ops and runtime calls (of any thread)
  * that start inside it with a duration, the device records their calls
  * launched (however late they run) and the cuda_sync events of its calls
- * (HTA's window, docs/ANALYSIS.md says where traced differs). A step
+ * (HTA's window, docs/CRITICAL_PATH.md says where traced differs). A step
  * closes, and its path is found (cpath_step.c), once the walk is past its
  * window, every launch call of it has its device record (or a second went
  * by since the window's end), and each stream it ran on has started a
@@ -218,13 +218,21 @@ int agg_cpath_event(struct idx_agg *a, const struct idx_doc *doc,
   }
 }
 
+static void launch_rows_free(struct cp_launch_row *rows, size_t n)
+{
+  for (size_t i = 0; i < n; i++) {
+    agg_hist_free(&rows[i].call_hist);
+    agg_hist_free(&rows[i].queue_hist);
+  }
+  free(rows);
+}
+
 void agg_cpath_free(struct agg_cpath *c)
 {
   if (c == NULL)
     return;
   agg_runs_free(&c->dev);
   agg_map_free(&c->lanes);
-  agg_map_free(&c->kinds);
   for (size_t k = 0; k < c->kinds.n && c->kind != NULL; k++) {
     struct cp_kind *kd = &c->kind[k];
     struct cp_pick *p[2] = { &kd->median, &kd->slowest };
@@ -236,16 +244,14 @@ void agg_cpath_free(struct agg_cpath *c)
       free(p[i]->queue);
     }
   }
+  agg_map_free(&c->kinds); /* after the loop over its n */
   free(c->kind);
   cp_paths_free(&c->paths);
   cp_paths_free(&c->fpaths);
   free(c->critical_ns);
   free(c->fam_critical_ns);
-  for (size_t i = 0; i < c->nlaunch; i++) {
-    agg_hist_free(&c->launch[i].call_hist);
-    agg_hist_free(&c->launch[i].queue_hist);
-  }
-  free(c->launch);
+  launch_rows_free(c->launch, c->nlaunch);
+  launch_rows_free(c->fam_launch, c->nfam_launch);
   for (size_t i = 0; i < c->culprit_map.n; i++)
     agg_hist_free(&c->culprits[i].hist);
   agg_map_free(&c->culprit_map);

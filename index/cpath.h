@@ -1,11 +1,11 @@
 /*
- * The critical path of each step and what hangs off it (docs/ANALYSIS.md,
- * "Critical path"): per step the longest path through its CPU ops, launch
- * calls, kernels, copies and synchronisation as Holistic Trace Analysis
- * builds it, with its breakdown; per kernel and family, their time on the
- * path, the steps they are on it and their slack; who kept the device
- * waiting (the culprits of host_late and sync idle stretches); launch cost
- * per kernel; and the kernel sequences of each step kind.
+ * The critical path of each step and what hangs off it
+ * (docs/CRITICAL_PATH.md): per step the longest path through its CPU ops,
+ * launch calls, kernels, copies and synchronisation as Holistic Trace
+ * Analysis builds it, with its breakdown; per kernel and family, their
+ * time on the path, the steps they are on it and their slack; who kept the
+ * device waiting (the culprits of host_late and sync idle stretches);
+ * launch cost per kernel; and the kernel sequences of each step kind.
  *
  * Files: cpath.c (the event pass, the walk in time order, steps opening
  * and closing), cpath_step.c (one step's graph and its longest path),
@@ -41,8 +41,7 @@ enum cp_bound {
 
 const char *cp_bound_name(int b);
 
-/* The default of max_events: events one step may hold (config key
- * critical_path_max_events). */
+/* The default of max_events: events one step may hold. */
 #define CP_MAX_EVENTS   262144
 #define CP_OPEN_STEPS   8 /* steps open at once; beyond, the oldest closes */
 #define CP_KEEP_STEPS   65536 /* per-step rows kept per rank */
@@ -181,6 +180,7 @@ struct agg_cpath {
   struct cp_launch_row *launch; /* by kernel name id */
   size_t nlaunch;
   struct cp_launch_row *fam_launch; /* by family, once asked */
+  size_t nfam_launch;
   struct agg_map culprit_map;
   struct cp_culprit *culprits;
   size_t culprits_cap;

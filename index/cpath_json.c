@@ -361,6 +361,7 @@ static int family_launch(struct idx_agg *a)
   c->fam_launch = calloc(a->fam_map.n + 1, sizeof(*c->fam_launch));
   if (c->fam_launch == NULL)
     return TR_ENOMEM;
+  c->nfam_launch = a->fam_map.n + 1;
   for (size_t i = 0; i < c->nlaunch; i++) {
     uint32_t f = a->name_family[i];
     struct cp_launch_row *d = &c->fam_launch[f], *s = &c->launch[i];
@@ -607,9 +608,8 @@ json_t *agg_cpath_warnings(const struct idx_agg *a)
   }
   if (big > 0) {
     snprintf(msg, sizeof(msg),
-             "%llu steps hold more than %u events "
-             "(critical_path_max_events): their critical path is not "
-             "found (status too_big)",
+             "%llu steps hold more than %u events: their critical path "
+             "is not found (status too_big)",
              (unsigned long long)big, c->max_events);
     json_array_append_new(w, json_pack("{s:s,s:s}", "code",
                                        "critical_path_steps_too_big", "message",
