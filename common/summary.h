@@ -263,7 +263,7 @@
   XX(steps, steps, INT, SUM, 3)                                                \
   XX(per_step_ns, per_step_ns, INT, MAX, 3)
 
-/* The critical path (index/cpath*.c, docs/ANALYSIS.md): per step kind (the
+/* The critical path (index/cpath*.c, docs/CRITICAL_PATH.md): per step kind (the
  * run-label kind, "ProfilerStep", or "trace" for one path over the span),
  * the steps, those analysed, and the paths' length and breakdown summed:
  * the time bound by CPU ops, by kernels, copies and memsets, by

@@ -1,5 +1,5 @@
 /*
- * One step's critical path (docs/ANALYSIS.md, "Critical path"): the graph
+ * One step's critical path (docs/CRITICAL_PATH.md): the graph
  * Holistic Trace Analysis builds (hta/analyzers/critical_path_analysis.py)
  * over the step's events, and its longest path.
  *

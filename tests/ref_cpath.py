@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Independent reference for traced's critical path figures (index/cpath*.c,
-docs/ANALYSIS.md "Critical path"): the whole trace in memory, plain
+docs/CRITICAL_PATH.md): the whole trace in memory, plain
 sorting and a graph per step, sharing no code with the C side (it reads
 the events with ref_index.py's parser and takes the idle stretches, the
 percentile rule and the families from ref_analysis.py).
@@ -10,7 +10,7 @@ percentile rule and the families from ref_analysis.py).
 
 `python3 ref_cpath.py FILE` prints it as JSON.
 
-The rules, as docs/ANALYSIS.md states them:
+The rules, as docs/CRITICAL_PATH.md states them:
 - host events: cpu_op (and a bare-array trace's uncategorised ops),
   user_annotation, python_function, runtime/driver calls; a thread is
   "pid/tid". In time order: by start, the longer first, ops and

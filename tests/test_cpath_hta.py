@@ -3,8 +3,8 @@
 (hta/analyzers/critical_path_analysis.py, run through tests/hta_cpath.py)
 on the same traces: per iteration, the path's length and the device
 records on it (the kernels, copies and memsets whose own span the path
-runs through), and each difference explained (docs/ANALYSIS.md, "Where
-traced and HTA differ"):
+runs through), and each difference explained (docs/CRITICAL_PATH.md, "Where
+traced follows HTA, and where not"):
 
 - ties: where both paths have the same length, a record only one of them
   takes has slack 0 in traced (it lies on a longest path too);
@@ -151,9 +151,12 @@ class Check:
             self.ok(match and min(match) == 0,
                     "%s: HTA has %s on its path, traced not and not a tie "
                     "(slack %s)" % (name, k, match))
-        if t != h:
-            self.notes.append("%s: %d records differ, all ties" % (
-                name, len(t ^ h)))
+        self.notes.append("%s: length traced %.3f us, HTA %.3f us; %d records "
+                          "on HTA's path, %d on traced's, %s" % (
+                              name, mine["length_ns"] / 1000.0,
+                              hta["length"], len(h), len(t),
+                              "%d differ, all ties" % len(t ^ h) if t != h
+                              else "the same"))
 
 
 def rounded_copy(src, dst):

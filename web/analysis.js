@@ -1,9 +1,9 @@
 /*
  * traced dashboard, the analysis tabs of the capture view: the
  * utilisation timeline, idle time by cause, the critical path, kernel
- * families, and the step-time pictures under the Steps tab. Each render function answers the
- * nodes to show; capture.js calls them (see TABS there). Uses app.js and
- * charts.js.
+ * families, and the step-time pictures under the Steps tab. Each render
+ * function answers the nodes to show; capture.js calls them (see TABS
+ * there). Uses app.js and charts.js.
  */
 'use strict';
 
