@@ -360,23 +360,30 @@ static void crit_steps(const struct fx_rank *r, json_t *sum)
 
 static void critical_rows(const struct fx_rank *r, int64_t idle_ns, json_t *sum)
 {
-  json_t *f, *k;
-  size_t i, j;
+  json_t *f, *k, *by_family = json_object();
+  size_t i;
 
   json_array_foreach(json_object_get(sum, "kernels"), i, k)
     crit_kernel_cols(k, crit_of(r, i), r->k[i].count);
-  json_array_foreach(json_object_get(sum, "families"), j, f) {
-    int64_t crit = 0;
+  /* Each family's time on the path, its kernels' summed (one pass: the
+   * concurrency test's ranks have 20000 kernels). */
+  for (i = 0; i < r->nk; i++) {
+    json_t *fam = family_of(r->k[i].name);
+    const char *name = json_string_value(fam);
 
-    for (i = 0; i < r->nk; i++) {
-      json_t *fam = family_of(r->k[i].name);
-
-      if (json_equal(fam, json_object_get(f, "family")))
-        crit += crit_of(r, i);
-      json_decref(fam);
-    }
-    crit_kernel_cols(f, crit, fx_int(f, "count"));
+    json_object_set_new(
+        by_family, name,
+        json_integer(json_integer_value(json_object_get(by_family, name)) +
+                     crit_of(r, i)));
+    json_decref(fam);
   }
+  json_array_foreach(json_object_get(sum, "families"), i, f)
+    crit_kernel_cols(
+        f,
+        json_integer_value(json_object_get(
+            by_family, json_string_value(json_object_get(f, "family")))),
+        fx_int(f, "count"));
+  json_decref(by_family);
   crit_paths(r, sum);
   crit_steps(r, sum);
   json_object_set_new(
