@@ -38,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -404,6 +405,24 @@ static bool start_producer(struct api *api, struct slice_job *j)
   return ok;
 }
 
+/* The bytes a slice may have in flight in the kernel beyond the ring: the
+ * floor above measures what MHD takes from the ring, and on loopback a
+ * socket's send buffer grows to megabytes, which a client reading 256 KiB/s
+ * drains for seconds while MHD takes nothing. Bounded, what MHD takes
+ * follows what the client reads. */
+#define SLICE_SNDBUF (128 * 1024)
+
+static void bound_in_flight(struct MHD_Connection *conn)
+{
+  const union MHD_ConnectionInfo *ci =
+      MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+  int size = SLICE_SNDBUF;
+
+  if (ci != NULL)
+    (void)setsockopt(ci->connect_fd, SOL_SOCKET, SO_SNDBUF, &size,
+                     sizeof(size));
+}
+
 static struct slice_job *job_new(struct api_req *r, int64_t id, int64_t rank)
 {
   struct slice_job *j = calloc(1, sizeof(*j));
@@ -424,6 +443,7 @@ static struct slice_job *job_new(struct api_req *r, int64_t id, int64_t rank)
   j->min_per_s = cfg->slice_min_bytes_per_s;
   j->sl = r->api->slices;
   j->conn = r->conn;
+  bound_in_flight(j->conn);
   j->req.format = j->format;
   j->req.cancel = &j->cancel;
   j->req.write = ring_write;

@@ -241,6 +241,7 @@ static int make_spill_dir(const struct cfg *cfg, struct tr_err *err)
 /* Creates the folders and the schema before anything else opens the db. */
 static int prepare_storage(const struct cfg *cfg, struct tr_err *err)
 {
+  struct tr_err fleet_err = { 0 };
   char dir[4096];
   char *slash;
   struct store *st = NULL;
@@ -261,9 +262,13 @@ static int prepare_storage(const struct cfg *cfg, struct tr_err *err)
     return rc;
   rc = store_open(cfg->db, STORE_RW, &st, err);
   /* Before the runner recovers anything: a capture it ends is published
-   * (or, without fleet_dsn, not) as any other. */
-  if (rc == 0)
-    rc = store_fleet_enable(st, cfg->fleet_dsn[0] != '\0', err);
+   * (or, without fleet_dsn, not) as any other. A store that refuses the
+   * write (read-only, a full disk) starts degraded all the same
+   * (docs/SECURITY.md): the flag stays as it was, said on stderr. */
+  if (rc == 0 &&
+      store_fleet_enable(st, cfg->fleet_dsn[0] != '\0', &fleet_err) != 0)
+    fprintf(stderr, "traced: fleet: publishing left as it was: %s\n",
+            fleet_err.msg);
   store_close(st);
   return rc;
 }

@@ -15,9 +15,10 @@
  *     thread asking, on a connection of that thread's own whose
  *     statement_timeout is fleet_read_timeout_ms; after a connection
  *     failure the others fail at once for DOWN_MS (503) instead of each
- *     waiting for its own connect_timeout. Copies answer from then on
- *     (and keep answering while PostgreSQL is away), up to fleet_cache_mb,
- *     oldest copy out first.
+ *     waiting for its own connect_timeout, unless the follower reaches
+ *     PostgreSQL again first (it ends that window at once). Copies answer
+ *     from then on (and keep answering while PostgreSQL is away), up to
+ *     fleet_cache_mb, oldest copy out first.
  * Only reads are made (SELECT; on a hot standby too: docs/FLEET.md).
  */
 #include <ctype.h>
@@ -256,6 +257,7 @@ static void *follow_main(void *arg)
 
     if (follow_once(lab, &f, &more, &err) == 0) {
       atomic_store(&fleet_stats.heard_ms, fleet_now_ms());
+      atomic_store(&lab->down_until_ms, 0); /* it is back: readers try */
       fleet_stats_error(true, NULL);
       if (logged[0] != '\0')
         fprintf(stderr, "traced: fleet: the lab view reads the fleet again\n");

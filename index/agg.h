@@ -228,6 +228,14 @@ char *agg_name_bound(char *s, size_t max, uint64_t *cut);
 size_t agg_text_escape(const char *p, size_t n, char *out, size_t max,
                        size_t *taken);
 int agg_has_control(const char *p, size_t n);
+/* Looks s up in m, whose names are all kept as agg_name_clean() keeps
+ * them (AGG_NAME_MAX): 1 with *id when m holds it; 0 when not, *s then
+ * the name as it is to be kept (in *buf, malloc()ed at its first need with
+ * AGG_NAME_MAX + 1 bytes, the caller frees it) and *what the AGG_NAME_*
+ * bits of what was done; TR_ENOMEM. A name that needs no cleaning is
+ * looked up once. */
+int agg_name_find_kept(const struct agg_map *m, struct idx_str *s, char **buf,
+                       unsigned *what, uint32_t *id);
 /* FNV-1a, 64 bits. */
 uint64_t agg_hash64(const void *p, size_t n);
 

@@ -49,35 +49,18 @@ static int remember(struct agg_fold *f, const char *p, size_t n)
   return agg_runs_add(&f->seen, &r);
 }
 
-/* s as kept, into f's buffer when it needs escaping or cutting. */
-static int clean(struct agg_fold *f, struct idx_str *s, unsigned *what)
-{
-  if (f->buf == NULL && (f->buf = malloc(AGG_NAME_MAX + 1)) == NULL)
-    return TR_ENOMEM;
-  *s = agg_name_clean(*s, AGG_NAME_MAX, f->buf, what);
-  return 0;
-}
-
 int agg_fold_intern(struct agg_fold *f, struct agg_map *m, struct idx_str s,
                     int count, uint32_t *id)
 {
   unsigned what = 0;
-  int found, rc;
+  int rc;
 
   if (s.p == NULL) {
     s.p = "";
     s.n = 0;
   }
-  /* Every name kept is clean: one that needs cleaning never matches as it
-   * is, and one that does not is looked up once. */
-  found = s.n <= AGG_NAME_MAX && agg_map_find(m, s.p, s.n, id);
-  if (!found && (s.n > AGG_NAME_MAX || agg_has_control(s.p, s.n))) {
-    if ((rc = clean(f, &s, &what)) != 0)
-      return rc;
-    found = agg_map_find(m, s.p, s.n, id);
-  }
-  if (found)
-    return 0;
+  if ((rc = agg_name_find_kept(m, &s, &f->buf, &what, id)) != 0)
+    return rc < 0 ? rc : 0;
   if (m->n < f->cap && f->bytes + s.n <= AGG_NAME_BYTES) {
     rc = agg_map_intern(m, s.p, s.n, id);
     if (rc == 1) {

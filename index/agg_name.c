@@ -116,6 +116,19 @@ size_t agg_text_escape(const char *p, size_t n, char *out, size_t max,
   return len;
 }
 
+int agg_name_find_kept(const struct agg_map *m, struct idx_str *s, char **buf,
+                       unsigned *what, uint32_t *id)
+{
+  if (s->n <= AGG_NAME_MAX && agg_map_find(m, s->p, s->n, id))
+    return 1;
+  if (s->n <= AGG_NAME_MAX && !agg_has_control(s->p, s->n))
+    return 0;
+  if (*buf == NULL && (*buf = malloc(AGG_NAME_MAX + 1)) == NULL)
+    return TR_ENOMEM;
+  *s = agg_name_clean(*s, AGG_NAME_MAX, *buf, what);
+  return agg_map_find(m, s->p, s->n, id);
+}
+
 struct idx_str agg_name_clean(struct idx_str s, size_t max, char *buf,
                               unsigned *what)
 {

@@ -82,6 +82,7 @@ void dec_lib_free(struct dec_lib *lib)
     return;
   hs_trie_free(&lib->trie);
   agg_map_free(&lib->names);
+  free(lib->name_buf);
   for (size_t i = 0; i < lib->nfiles; i++)
     free(lib->files[i].path);
   free(lib->files);
@@ -97,14 +98,21 @@ void dec_lib_capture_failed(struct dec_lib *lib)
 
 int dec_name(struct dec_lib *lib, const char *p, size_t n, uint32_t *id)
 {
+  struct idx_str s = { p, n };
+  unsigned what = 0;
   int rc;
 
-  if (lib->names.n >= lib->max_names && !agg_map_find(&lib->names, p, n, id)) {
+  /* A name as the kernels table keeps it (agg_fold.c), so that the two
+   * tables name a kernel alike. */
+  if ((rc = agg_name_find_kept(&lib->names, &s, &lib->name_buf, &what, id)) !=
+      0)
+    return rc < 0 ? rc : 0;
+  if (lib->names.n >= lib->max_names) {
     lib->names_folded++;
     *id = DEC_NONE;
     return 0;
   }
-  rc = agg_map_intern(&lib->names, p, n, id);
+  rc = agg_map_intern(&lib->names, s.p, s.n, id);
   return rc < 0 ? rc : 0;
 }
 

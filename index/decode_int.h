@@ -50,6 +50,7 @@ struct dec_capfile {
 struct dec_lib {
   struct hs_trie trie;
   struct agg_map names; /* device names: kernels, copies, memsets */
+  char *name_buf;        /* a name cleaned as the kernels table keeps it */
   uint32_t max_names;
   struct agg_spill *sp; /* where the files' records spill (borrowed) */
   uint64_t names_folded;

@@ -223,7 +223,8 @@ static int diff_rows(struct store *st, const char *by, bool norm,
     }
     rows[i].delta = rows[i].bt - rows[i].at;
   }
-  qsort(rows, n, sizeof(*rows), cmp_drow);
+  if (n > 1) /* rows is NULL when there are none */
+    qsort(rows, n, sizeof(*rows), cmp_drow);
   *out = json_array();
   for (size_t i = 0; i < n && (limit <= 0 || i < (size_t)limit); i++)
     json_array_append_new(*out, drow_json(&rows[i], spec));
