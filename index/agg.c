@@ -222,6 +222,7 @@ static int on_kernel(struct idx_agg *a, const struct idx_doc *doc,
   if ((rc = name_id(a, ev->name, 1, &nid)) != 0 ||
       (rc = shape_id(a, nid, ev->has, ev->grid, ev->block, &shape)) != 0)
     return rc;
+  a->ev_name = nid;
   k = &a->kernels[nid];
   if (k->s.count == 0 || ev->ts_ns < k->first_ns)
     k->first_ns = ev->ts_ns;
@@ -345,6 +346,7 @@ static int on_runtime(struct idx_agg *a, const struct idx_doc *doc,
   if (rc < 0 ||
       agg_grow(&a->runtime, &a->runtime_cap, id, sizeof(*a->runtime)) != 0)
     return TR_ENOMEM;
+  a->ev_name = id;
   r = &a->runtime[id];
   agg_stat_add(&r->s, ev->dur_ns);
   if (agg_hist_add(&r->hist, ev->dur_ns) != 0)

@@ -571,6 +571,10 @@ struct idx_agg {
    * cpath*.c); the walk while the time pass runs, else NULL. */
   struct agg_host *host;
   struct agg_cpath *cpath;
+  /* The name id the accounting gave the event last accounted: a kernel's
+   * in names, a runtime call's in rt_map (kept or folded; the critical
+   * path's records take it rather than looking the name up again). */
+  uint32_t ev_name;
   struct agg_cpath_walk *cpath_walk;
 
   /* Optional: the time pass's findings (struct agg_finding). */

@@ -132,9 +132,7 @@ static int on_record(struct idx_agg *a, const struct idx_event *ev,
   r.aux = (corr_field(ev, IDX_HAS_CORR, ev->correlation) << 16) | lane;
   if (cls == IDX_CLASS_KERNEL) {
     r.type = 0;
-    if (!agg_map_find(&a->names, ev->name.p ? ev->name.p : "",
-                      ev->name.p ? ev->name.n : 0, &r.id))
-      r.id = a->kfold.id;
+    r.id = a->ev_name;
   } else {
     r.type = cls == IDX_CLASS_COPY ? 1 : 2;
   }
@@ -188,12 +186,7 @@ static uint32_t label_flags(const struct idx_event *ev)
 
 static int on_call(struct idx_agg *a, const struct idx_event *ev)
 {
-  uint32_t id;
-
-  if (!agg_map_find(&a->rt_map, ev->name.p ? ev->name.p : "",
-                    ev->name.p ? ev->name.n : 0, &id))
-    id = a->rfold.id;
-  return agg_host_event(a->host, ev, AGG_HOST_RT, id, 0);
+  return agg_host_event(a->host, ev, AGG_HOST_RT, a->ev_name, 0);
 }
 
 int agg_cpath_event(struct idx_agg *a, const struct idx_doc *doc,
@@ -319,6 +312,7 @@ struct agg_cpath_walk {
   struct wstep *open[CP_OPEN_STEPS];
   uint32_t nopen;
   uint32_t next_id;
+  uint32_t held; /* events the open steps hold, at most max_events */
   int64_t next_index;
   int64_t now; /* everything up to here is processed */
   struct jslot *join;
@@ -466,7 +460,8 @@ static struct wstep *open_step(const struct agg_cpath_walk *w, uint32_t id)
   return NULL;
 }
 
-/* Appends e to s; a step beyond max_events stops keeping events (it is
+/* Appends e to s. The open steps hold at most max_events events between
+ * them: the step whose event would pass it stops keeping events (it is
  * counted, not analysed). Returns the event's index, or NONE32. */
 static uint32_t step_add(struct agg_cpath_walk *w, struct wstep *s,
                          const struct cp_ev *e)
@@ -475,8 +470,9 @@ static uint32_t step_add(struct agg_cpath_walk *w, struct wstep *s,
 
   if (s->too_big)
     return NONE32;
-  if (s->n >= w->c->max_events) {
+  if (w->held >= w->c->max_events) {
     s->too_big = 1;
+    w->held -= s->n;
     free(s->ev);
     s->ev = NULL;
     s->n = s->cap = 0;
@@ -488,6 +484,7 @@ static uint32_t step_add(struct agg_cpath_walk *w, struct wstep *s,
   }
   s->cap = (uint32_t)cap;
   s->ev[s->n] = *e;
+  w->held++;
   return s->n++;
 }
 
@@ -555,6 +552,7 @@ static int close_step(struct agg_cpath_walk *w, uint32_t i)
     dump_step(w, s, &res);
   if (rc == 0)
     rc = cp_stats_step(w->a, &sd);
+  w->held -= s->n;
   step_free(s);
   memmove(&w->open[i], &w->open[i + 1],
           (w->nopen - i - 1) * sizeof(w->open[0]));

@@ -14,9 +14,9 @@
  *
  * Memory: the event pass adds a time record per device event and per host
  * event (spilled, agg_runs.c); the time pass holds the events of the
- * steps still open (at most CP_OPEN_STEPS, each at most max_events
- * events, else it is counted as too big and not analysed) and tables that
- * grow with distinct names. Internal to index/.
+ * steps still open (at most CP_OPEN_STEPS, at most max_events events
+ * between them: a step that would pass it is counted as too big and not
+ * analysed) and tables that grow with distinct names. Internal to index/.
  */
 #ifndef IDX_CPATH_H
 #define IDX_CPATH_H
@@ -41,8 +41,9 @@ enum cp_bound {
 
 const char *cp_bound_name(int b);
 
-/* The default of max_events: events one step may hold. */
-#define CP_MAX_EVENTS   262144
+/* The default of max_events: events the open steps may hold between
+ * them (64 bytes each). */
+#define CP_MAX_EVENTS   65536
 #define CP_OPEN_STEPS   8 /* steps open at once; beyond, the oldest closes */
 #define CP_KEEP_STEPS   65536 /* per-step rows kept per rank */
 #define CP_SEQ_MIN      2

@@ -608,8 +608,8 @@ json_t *agg_cpath_warnings(const struct idx_agg *a)
   }
   if (big > 0) {
     snprintf(msg, sizeof(msg),
-             "%llu steps hold more than %u events: their critical path "
-             "is not found (status too_big)",
+             "%llu steps passed the %u events the open steps may hold: "
+             "their critical path is not found (status too_big)",
              (unsigned long long)big, c->max_events);
     json_array_append_new(w, json_pack("{s:s,s:s}", "code",
                                        "critical_path_steps_too_big", "message",
