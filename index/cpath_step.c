@@ -370,7 +370,7 @@ static int launches_init(struct dev *d)
       entry[e->launch] = (uint32_t)d->nlaunches;
     d->launches[d->nlaunches++] = (struct launch){ e->lane, e->launch, i, i };
   }
-  if (rc == 0)
+  if (rc == 0 && d->nlaunches > 1) /* none: launches is still NULL */
     qsort(d->launches, d->nlaunches, sizeof(*d->launches), launch_cmp);
   return rc;
 }
