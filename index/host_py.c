@@ -1,12 +1,15 @@
 /*
  * The Python functions' stream (host.h): nine events of ten in a trace
- * recorded with stacks, so they are kept compact. kineto writes them
- * sorted by start: each one in order is a few bytes of varints in 64 KiB
- * blocks (its start after the previous one's, its duration, name and
- * thread), spilled to a spill file (agg_spill.c) as blocks fill; one out of order (a
- * thread's block written after another's) goes to a sorted stream of
- * time records (agg_runs.c) and the two are merged when read back. A
- * block starts from an absolute start, so blocks decode on their own.
+ * recorded with stacks, so they are kept compact and cheap to write and
+ * read again. kineto writes them sorted by start: each one in order is 14
+ * bytes in 64 KiB blocks (its start after the previous one's and its
+ * duration as 32 bits, the rare one beyond escaped to 64; its name and
+ * thread), spilled to a spill file (agg_spill.c) as blocks fill; one out
+ * of order (a thread's block written after another's) goes to a sorted
+ * stream of time records (agg_runs.c) and the two are merged when read
+ * back. A block starts from an absolute start, so blocks decode on their
+ * own. (Varints took fewer bytes, and twice the instructions to write and
+ * read: docs/BENCHMARKS.md.)
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -16,36 +19,38 @@
 #include "index/host.h"
 
 #define PY_BLOCK  65536 /* bytes of a block */
-#define PY_RECMAX 48    /* bytes one record can take */
+#define PY_RECMIN 14    /* bytes one record takes at least */
+#define PY_RECMAX 30    /* and at most */
 #define PY_HEAD   4     /* a block's header: its bytes used */
+#define PY_ESC    UINT32_MAX /* a 32-bit field whose value follows in 64 */
 
-static size_t put_varint(unsigned char *p, uint64_t v)
+static unsigned char *put_wide(unsigned char *p, uint64_t v)
 {
-  size_t n = 0;
+  uint32_t w = v < PY_ESC ? (uint32_t)v : PY_ESC;
 
-  while (v >= 0x80) {
-    p[n++] = (unsigned char)(v | 0x80);
-    v >>= 7;
-  }
-  p[n++] = (unsigned char)v;
-  return n;
+  memcpy(p, &w, 4);
+  if (w != PY_ESC)
+    return p + 4;
+  memcpy(p + 4, &v, 8);
+  return p + 12;
 }
 
-static const unsigned char *get_varint(const unsigned char *p,
-                                       const unsigned char *end, uint64_t *v)
+static const unsigned char *get_wide(const unsigned char *p,
+                                     const unsigned char *end, uint64_t *v)
 {
-  uint64_t x = 0;
-  int shift = 0;
+  uint32_t w;
 
-  while (p < end && shift < 64) {
-    x |= (uint64_t)(*p & 0x7f) << shift;
-    if (!(*p++ & 0x80)) {
-      *v = x;
-      return p;
-    }
-    shift += 7;
+  if (end - p < 4)
+    return NULL;
+  memcpy(&w, p, 4);
+  if (w != PY_ESC) {
+    *v = w;
+    return p + 4;
   }
-  return NULL;
+  if (end - p < 12)
+    return NULL;
+  memcpy(v, p + 4, 8);
+  return p + 12;
 }
 
 int agg_pystream_init(struct agg_pystream *ps, struct agg_spill *sp)
@@ -105,12 +110,13 @@ int agg_pystream_add(struct agg_pystream *ps, const struct agg_rec *r,
   /* A block's first start is absolute (biased: starts may be negative),
    * the rest are from the one before. */
   if (ps->len == PY_HEAD)
-    p += put_varint(p, (uint64_t)r->start_ns ^ (1ull << 63));
+    p = put_wide(p, (uint64_t)r->start_ns ^ (1ull << 63));
   else
-    p += put_varint(p, (uint64_t)(r->start_ns - ps->last_start));
-  p += put_varint(p, (uint64_t)r->dur_ns);
-  p += put_varint(p, name);
-  p += put_varint(p, thread);
+    p = put_wide(p, (uint64_t)(r->start_ns - ps->last_start));
+  p = put_wide(p, (uint64_t)r->dur_ns);
+  memcpy(p, &name, 4);
+  memcpy(p + 4, &thread, 2);
+  p += 6;
   ps->len = (size_t)(p - ps->buf);
   ps->last_start = r->start_ns;
   ps->any = 1;
@@ -131,7 +137,7 @@ int agg_pyreader_open(struct agg_pystream *ps, struct agg_pyreader *pr)
   memset(pr, 0, sizeof(*pr));
   pr->ps = ps;
   if ((pr->block = malloc(PY_BLOCK)) == NULL ||
-      (pr->dec = malloc((PY_BLOCK / 4) * sizeof(*pr->dec))) == NULL ||
+      (pr->dec = malloc((PY_BLOCK / PY_RECMIN) * sizeof(*pr->dec))) == NULL ||
       agg_iter_open(&ps->late, &pr->late) != 0) {
     agg_pyreader_close(pr);
     return TR_ENOMEM;
@@ -156,20 +162,23 @@ static int decode(struct agg_pyreader *pr, const unsigned char *b,
 
   pr->ndec = pr->pos = 0;
   while (p < end) {
-    uint64_t ds, dur, name, thread;
+    uint64_t ds, dur;
+    uint32_t name;
+    uint16_t thread;
     struct agg_host_ev *e = &pr->dec[pr->ndec];
 
-    if ((p = get_varint(p, end, &ds)) == NULL ||
-        (p = get_varint(p, end, &dur)) == NULL ||
-        (p = get_varint(p, end, &name)) == NULL ||
-        (p = get_varint(p, end, &thread)) == NULL)
+    if ((p = get_wide(p, end, &ds)) == NULL ||
+        (p = get_wide(p, end, &dur)) == NULL || end - p < 6)
       return TR_EIO;
+    memcpy(&name, p, 4);
+    memcpy(&thread, p + 4, 2);
+    p += 6;
     start = pr->ndec == 0 ? (int64_t)(ds ^ (1ull << 63)) : start + (int64_t)ds;
     e->start_ns = start;
     e->dur_ns = (int64_t)dur;
     e->corr = -1;
-    e->name = (uint32_t)name;
-    e->thread = (uint16_t)thread;
+    e->name = name;
+    e->thread = thread;
     e->kind = AGG_HOST_PY;
     e->flags = 0;
     pr->ndec++;
