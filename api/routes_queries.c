@@ -13,6 +13,7 @@
 #define Q_MAX      256  /* bytes of a name substring, or a family */
 #define KIND_MAX   64   /* bytes of a step kind */
 #define MODULE_MAX 2048 /* bytes of a module path (index/dec_tab.c) */
+#define STEP_MAX   32   /* bytes of a step: an index, median or slowest */
 
 /* The query parameters table t takes, NULL-terminated, into names (room
  * for every parameter, format and the NULL). */
@@ -40,7 +41,7 @@ int api_table_query(struct api_req *r, struct store_query *q, bool *csv,
   const struct cfg *cfg = r->api->cfg;
   const struct tr_table_row *t = r->route->table;
   const char *names[TR_NPARAMS + 2];
-  int64_t rank = -1, buckets = 0;
+  int64_t rank = -1, buckets = 0, on_path = 0;
   int64_t limit = !(t->params & TR_P(LIMIT)) ? 0
                   : t->flags & TR_T_GROWS    ? cfg->table_limit
                                              : cfg->table_limit_max;
@@ -57,11 +58,14 @@ int api_table_query(struct api_req *r, struct store_query *q, bool *csv,
       api_query_str(r, "module", MODULE_MAX, &q->module, err) != 0 ||
       api_query_enum(r, "by", t->by ? t->by : no_by, &q->by, err) != 0 ||
       api_query_int(r, "buckets", 1, TR_TIMELINE_BUCKETS, &buckets, err) != 0 ||
+      api_query_str(r, "step", STEP_MAX, &q->step, err) != 0 ||
+      api_query_int(r, "on_path", 0, 1, &on_path, err) != 0 ||
       api_query_csv(r, csv, err) != 0)
     return TR_EINVAL;
   q->rank = (int)rank;
   q->limit = (int)limit;
   q->buckets = (int)buckets;
+  q->on_path = on_path != 0;
   return 0;
 }
 
@@ -91,7 +95,7 @@ static int reply_summed(struct api_req *r, struct store *st,
   struct tr_err err = { 0 };
   int rc;
 
-  if (!(t->flags & TR_T_SUMMED) || q->rank >= 0 || csv)
+  if (!(t->flags & TR_T_SUMMED) || q->rank >= 0 || csv || q->on_path)
     return 1;
   tr_buf_printf(&body, "{\"capture\":%lld,\"rank\":null,\"rows\":",
                 (long long)q->capture_id);
@@ -147,8 +151,9 @@ int api_diff_query(struct api_req *r, struct store_diff_opts *o, bool *csv,
 {
   static const char *const names[] = { "a",     "b",    "rank",   "by", "norm",
                                        "limit", "kind", "format", NULL };
-  static const char *const bys[] = { "kernel", "category", "step", "family",
-                                     "module", "layer",    "op",   NULL };
+  static const char *const bys[] = { "kernel", "category", "step",
+                                     "family", "sequence", "module",
+                                     "layer",  "op",       NULL };
   static const char *const norms[] = { "none", "per_step", NULL };
   const struct cfg *cfg = r->api->cfg;
   int64_t rank = -1, limit = cfg->table_limit;

@@ -13,9 +13,14 @@ shared machine slows them alike.
   bench.py scale  TRACE      N copies of one rank (1, 2, 4) indexed with
                              --jobs 1, 2, 4 (and --jobs 2 --threads 2) in
                              one process; times and the ratios to one copy
+  bench.py cpath  BIG SOURCE traced against a build without the critical
+                             path (TRACED_BASE_BIN) on BIG: <= 1.15x its
+                             wall, peak RSS < 48 MB; HTA's critical path
+                             analysis on SOURCE (and BIG with HTA_BIG=1)
 
 Env: TRACED_BIN (build/traced), TRACED_ZLIB_BIN (build-zlib/traced),
-ROUNDS (5), BENCH_PYTHON=1 adds Python's json.load on the first trace.
+ROUNDS (5), BENCH_PYTHON=1 adds Python's json.load on the first trace;
+for cpath TRACED_BASE_BIN, HTA_BIG, HTA_TIMEOUT (1800 s).
 """
 import json
 import os
@@ -31,20 +36,24 @@ TRACED = os.environ.get("TRACED_BIN", "build/traced")
 TRACED_ZLIB = os.environ.get("TRACED_ZLIB_BIN", "build-zlib/traced")
 
 
-def run(cmd):
+def run(cmd, may_fail=False):
     """(wall seconds, peak RSS in KB, CPU seconds: user + system) of one
     run of cmd. RSS and CPU are GNU time's (-f %M %U %S): a child forked
     from this Python process would count the interpreter's pages it shares
-    until exec."""
+    until exec. A failed run exits, or with may_fail is (wall, RSS,
+    status)."""
     with tempfile.NamedTemporaryFile("r") as out:
         t = time.monotonic()
         p = subprocess.Popen(["/usr/bin/time", "-f", "%M %U %S", "-o",
-                              out.name] + cmd, stdout=subprocess.DEVNULL)
+                              out.name] + cmd, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL if may_fail else None)
         status = p.wait()
         wall = time.monotonic() - t
+        rss, user, system = out.read().split()[-3:]
+        if may_fail:
+            return wall, int(rss), status
         if status != 0:
             sys.exit("bench: %s failed (status %d)" % (" ".join(cmd), status))
-        rss, user, system = out.read().split()[-3:]
         return wall, int(rss), float(user) + float(system)
 
 
@@ -164,13 +173,63 @@ def bench_scale(path):
             copies, jobs, threads, wall, wall / one, seq / wall, kb / 1024))
 
 
+def hta_cmd(trace, tmp):
+    """HTA's critical path analysis of trace (tests/hta_cpath.py, one
+    window over the whole trace), or None without HTA or pandas."""
+    tests = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                         "tests")
+    sys.path.insert(0, tests)
+    import test_cpath_hta
+    src, py = test_cpath_hta.hta_source(tmp), test_cpath_hta.interpreter()
+    if src is None or py is None:
+        return None
+    return ["timeout", os.environ.get("HTA_TIMEOUT", "1800"), py,
+            os.path.join(tests, "hta_cpath.py"), "--hta-src", src, "--trace",
+            trace]
+
+
+def bench_cpath(big, source):
+    """The critical path's cost: traced against the build without it on
+    the big rank (the commands in turn, ROUNDS times), then HTA once per
+    trace (minutes: its pandas frames hold the whole trace)."""
+    print("machine:", machine())
+    got = check_facts(big)
+    print("== %s: %.2f GB JSON, %d events, %d steps on a critical path" % (
+        os.path.basename(big), got["json_bytes"] / 1e9, got["events"],
+        got["critical_path_steps"]))
+    base = os.environ.get("TRACED_BASE_BIN", "bench/out/base-build/traced")
+    m = rounds({"traced": [TRACED, "index", big],
+                "traced-base": [base, "index", big]})
+    for label, (wall, kb, walls) in m.items():
+        print("  %-12s %7.3f s  peak RSS %7.1f MB   runs %s" % (
+            label, wall, kb / 1024, " ".join("%.2f" % w for w in walls)))
+    ratio, rss = m["traced"][0] / m["traced-base"][0], m["traced"][1] / 1024
+    print("  traced / traced without the critical path = %.3f  (target <= "
+          "1.15: %s)" % (ratio, verdict(ratio <= 1.15)))
+    print("  peak RSS %.1f MB (target < 48 MB: %s)" % (rss, verdict(rss < 48)))
+    traces = [source] + ([big] if os.environ.get("HTA_BIG") == "1" else [])
+    with tempfile.TemporaryDirectory(prefix="bench_hta_") as tmp:
+        for trace in traces:
+            cmd = hta_cmd(trace, tmp)
+            if cmd is None:
+                print("  HTA: skipped (its source or pandas/networkx missing)")
+                return
+            t_wall, t_kb, _ = run([TRACED, "index", trace])
+            wall, kb, status = run(cmd, may_fail=True)
+            print("== %s: HTA critical_path_analysis %.1f s, peak RSS %.0f MB"
+                  "%s; traced index (every figure) %.2f s, %.1f MB" % (
+                      os.path.basename(trace), wall, kb / 1024,
+                      "" if status == 0 else " (did not finish: status %d)"
+                      % status, t_wall, t_kb / 1024))
+
+
 def main():
-    if len(sys.argv) < 3 or sys.argv[1] not in ("index", "scale"):
+    modes = {"index": lambda a: bench_index(a), "scale":
+             lambda a: bench_scale(a[0]), "cpath": lambda a: bench_cpath(*a)}
+    if len(sys.argv) < 3 or sys.argv[1] not in modes or \
+            (sys.argv[1] == "cpath" and len(sys.argv) != 4):
         sys.exit(__doc__)
-    if sys.argv[1] == "index":
-        bench_index(sys.argv[2:])
-    else:
-        bench_scale(sys.argv[2])
+    modes[sys.argv[1]](sys.argv[2:])
 
 
 if __name__ == "__main__":

@@ -82,6 +82,8 @@
   XX(collective_events, collective_events, INT, NONE, 5)                       \
   XX(collective_ns, collective_ns, INT, NONE, 5)                               \
   XX(exposed_comm_ns, exposed_comm_ns, INT, NONE, 5)                           \
+  XX(host_events, host_events, INT, NONE, 9)                                   \
+  XX(critical_path_steps, critical_path_steps, INT, NONE, 9)                   \
   TR_SUM_RANK_DECODE(XX)
 
 /* Decode's completeness on a rank (index/decode.h, docs/DECODE.md,
@@ -126,7 +128,15 @@
   XX(first_ns, first_ns, INT, NONE, 1)                                         \
   XX(last_ns, last_ns, INT, NONE, 1)                                           \
   XX(family, family, TEXT, ANY, 3)                                             \
-  XX(demangled, demangled, TEXT_NULL, ANY, 3)
+  XX(demangled, demangled, TEXT_NULL, ANY, 3)                                  \
+  XX(critical_ns, critical_ns, INT, SUM, 9)                                    \
+  XX(launch_calls, launch_calls, INT, SUM, 9)                                  \
+  XX(launch_call_ns, launch_call_ns, INT, SUM, 9)                              \
+  XX(launch_call_p50_ns, launch_call_p50_ns, INT, MAX, 9)                      \
+  XX(launch_call_p99_ns, launch_call_p99_ns, INT, MAX, 9)                      \
+  XX(launch_queue_ns, launch_queue_ns, INT, SUM, 9)                            \
+  XX(launch_queue_p50_ns, launch_queue_p50_ns, INT, MAX, 9)                    \
+  XX(launch_queue_p99_ns, launch_queue_p99_ns, INT, MAX, 9)
 
 #define TR_SUM_LAUNCH(XX)                                                      \
   XX(name, name_id, NAME, KEY, 1)                                              \
@@ -264,7 +274,15 @@
   XX(max_ns, max_ns, INT, MAX, 3)                                              \
   XX(p50_ns, p50_ns, INT, MAX, 3)                                              \
   XX(p99_ns, p99_ns, INT, MAX, 3)                                              \
-  XX(share, share, SHARE, kernel_ns, 3)
+  XX(share, share, SHARE, kernel_ns, 3)                                        \
+  XX(critical_ns, critical_ns, INT, SUM, 9)                                    \
+  XX(launch_calls, launch_calls, INT, SUM, 9)                                  \
+  XX(launch_call_ns, launch_call_ns, INT, SUM, 9)                              \
+  XX(launch_call_p50_ns, launch_call_p50_ns, INT, MAX, 9)                      \
+  XX(launch_call_p99_ns, launch_call_p99_ns, INT, MAX, 9)                      \
+  XX(launch_queue_ns, launch_queue_ns, INT, SUM, 9)                            \
+  XX(launch_queue_p50_ns, launch_queue_p50_ns, INT, MAX, 9)                    \
+  XX(launch_queue_p99_ns, launch_queue_p99_ns, INT, MAX, 9)
 
 /* A family's kernels that start inside the labels of a step kind, and per
  * step of that kind (per_step_ns: total_ns / steps, floored; all ranks:
@@ -276,6 +294,141 @@
   XX(total_ns, total_ns, INT, SUM, 3)                                          \
   XX(steps, steps, INT, SUM, 3)                                                \
   XX(per_step_ns, per_step_ns, INT, MAX, 3)
+
+/* The critical path (index/cpath*.c, docs/CRITICAL_PATH.md): per step kind (the
+ * run-label kind, "ProfilerStep", or "trace" for one path over the span),
+ * the steps, those analysed, and the paths' length and breakdown summed:
+ * the time bound by CPU ops, by kernels, copies and memsets, by
+ * collectives, by launch delay, by kernel-to-kernel gaps (these five make
+ * the length), and the wall time of its zero-weight sync and host-idle
+ * edges; the launches waiting (max; ns x depth over extent_ns). */
+#define TR_SUM_CRIT_KIND(XX)                                                   \
+  XX(step, step, TEXT, KEY, 9)                                                 \
+  XX(steps, steps, INT, SUM, 9)                                                \
+  XX(analyzed, analyzed, INT, SUM, 9)                                          \
+  XX(window_ns, window_ns, INT, SUM, 9)                                        \
+  XX(length_ns, length_ns, INT, SUM, 9)                                        \
+  XX(length_p50_ns, length_p50_ns, INT, MAX, 9)                                \
+  XX(length_max_ns, length_max_ns, INT, MAX, 9)                                \
+  TR_CRIT_BOUNDS(XX)                                                           \
+  XX(kernels, kernels, INT, SUM, 9)                                            \
+  XX(kernels_on_path, kernels_on_path, INT, SUM, 9)                            \
+  XX(queue_max, queue_max, INT, MAX, 9)                                        \
+  XX(queue_area_ns, queue_area_ns, INT, SUM, 9)                                \
+  XX(extent_ns, extent_ns, INT, SUM, 9)
+
+/* The breakdown's columns, in enum cp_bound's order. */
+#define TR_CRIT_BOUNDS(XX)                                                     \
+  XX(cpu_ns, cpu_ns, INT, SUM, 9)                                              \
+  XX(gpu_ns, gpu_ns, INT, SUM, 9)                                              \
+  XX(comm_ns, comm_ns, INT, SUM, 9)                                            \
+  XX(launch_ns, launch_ns, INT, SUM, 9)                                        \
+  XX(gap_ns, gap_ns, INT, SUM, 9)                                              \
+  XX(sync_ns, sync_ns, INT, SUM, 9)                                            \
+  XX(idle_ns, idle_ns, INT, SUM, 9)
+
+/* Each step (the first 65536 of a rank, and the picked ones): its window
+ * from t0, status (ok, too_big, cycle), path, breakdown; role median /
+ * slowest (of its kind) with the launches waiting over it (queue:
+ * [[t_ns, depth], ...] from t0). */
+#define TR_SUM_CRIT_STEP(XX)                                                   \
+  XX(index, idx, INT, EACH, 9)                                                 \
+  XX(step, step, TEXT, EACH, 9)                                                \
+  XX(label, label, TEXT_NULL, EACH, 9)                                         \
+  XX(start_ns, start_ns, INT, EACH, 9)                                         \
+  XX(dur_ns, dur_ns, INT, EACH, 9)                                             \
+  XX(status, status, TEXT, EACH, 9)                                            \
+  XX(length_ns, length_ns, INT, EACH, 9)                                       \
+  XX(path_from_ns, path_from_ns, INT, EACH, 9)                                 \
+  XX(path_to_ns, path_to_ns, INT, EACH, 9)                                     \
+  TR_CRIT_BOUNDS(XX)                                                           \
+  XX(events, events, INT, EACH, 9)                                             \
+  XX(kernels, kernels, INT, EACH, 9)                                           \
+  XX(kernels_on_path, kernels_on_path, INT, EACH, 9)                           \
+  XX(queue_max, queue_max, INT, EACH, 9)                                       \
+  XX(queue_area_ns, queue_area_ns, INT, EACH, 9)                               \
+  XX(extent_ns, extent_ns, INT, EACH, 9)                                       \
+  XX(role, role, TEXT_NULL, EACH, 9)                                           \
+  XX(queue, queue, JSON_NULL, EACH, 9)
+
+/* The paths of the picked steps (step: its kind) as stretches: what (a
+ * name), where ("thread pid/tid" or "stream device/stream"), bound, from
+ * and to (from t0), their weight in the length, and how many events
+ * merged into it. */
+#define TR_SUM_CRIT_SEGMENT(XX)                                                \
+  XX(index, idx, INT, EACH, 9)                                                 \
+  XX(step, step, TEXT, EACH, 9)                                                \
+  XX(seq, seq, INT, EACH, 9)                                                   \
+  XX(what, what, TEXT, EACH, 9)                                                \
+  XX(kind, what_kind, TEXT, EACH, 9)                                           \
+  XX(where, lane, TEXT, EACH, 9)                                               \
+  XX(bound, bound, TEXT, EACH, 9)                                              \
+  XX(from_ns, from_ns, INT, EACH, 9)                                           \
+  XX(to_ns, to_ns, INT, EACH, 9)                                               \
+  XX(weight_ns, weight_ns, INT, EACH, 9)                                       \
+  XX(count, count, INT, EACH, 9)
+
+/* Per kernel name (or family) and step kind: the steps it ran in and
+ * those it was on the path in, its instances and those on the path,
+ * their time there, and the slack of its instances (0 on the path). */
+#define TR_CRIT_PATH_FIGURES(XX)                                               \
+  XX(step, step, TEXT, KEY, 9)                                                 \
+  XX(steps, steps, INT, SUM, 9)                                                \
+  XX(steps_on, steps_on, INT, SUM, 9)                                          \
+  XX(instances, instances, INT, SUM, 9)                                        \
+  XX(on_path, on_path, INT, SUM, 9)                                            \
+  XX(critical_ns, critical_ns, INT, SUM, 9)                                    \
+  XX(slack_p50_ns, slack_p50_ns, INT, MAX, 9)                                  \
+  XX(slack_p99_ns, slack_p99_ns, INT, MAX, 9)                                  \
+  XX(slack_max_ns, slack_max_ns, INT, MAX, 9)
+
+#define TR_SUM_KERNEL_PATH(XX)                                                 \
+  XX(name, name_id, NAME, KEY, 9)                                              \
+  XX(family, family, TEXT, ANY, 9)                                             \
+  TR_CRIT_PATH_FIGURES(XX)
+
+#define TR_SUM_FAMILY_PATH(XX)                                                 \
+  XX(family, family, TEXT, KEY, 9)                                             \
+  TR_CRIT_PATH_FIGURES(XX)
+
+/* Who kept the device waiting: each host_late and sync idle stretch's part
+ * in a step kind (null: outside steps, a trace without) by the innermost
+ * host event running on the launching thread when the device went idle:
+ * culprit its name (null: none ran, or the thread is unknown), culprit_kind
+ * cpu_op, annotation, python, runtime, none or unknown. */
+#define TR_SUM_CULPRIT(XX)                                                     \
+  XX(step, step, TEXT_NULL, KEY, 9)                                            \
+  XX(cause, cause, TEXT, KEY, 9)                                               \
+  XX(culprit, culprit, TEXT_NULL, KEY, 9)                                      \
+  XX(culprit_kind, culprit_kind, TEXT, KEY, 9)                                 \
+  XX(count, count, INT, SUM, 9)                                                \
+  XX(idle_ns, idle_ns, INT, SUM, 9)                                            \
+  XX(p50_ns, p50_ns, INT, MAX, 9)                                              \
+  XX(p99_ns, p99_ns, INT, MAX, 9)
+
+/* Kernel sequences: runs of n (2-8) consecutive kernels of a step (by
+ * start), as families joined by " > ", counted over the steps of a kind
+ * (overlapping runs each count) with their kernels' time; steps: that
+ * kind's analysed steps. The most frequent per kind and length. */
+#define TR_SUM_SEQUENCE(XX)                                                    \
+  XX(step, step, TEXT, KEY, 9)                                                 \
+  XX(n, n, INT, KEY, 9)                                                        \
+  XX(sequence, sequence, TEXT, KEY, 9)                                         \
+  XX(count, count, INT, SUM, 9)                                                \
+  XX(total_ns, total_ns, INT, SUM, 9)                                          \
+  XX(steps, steps, INT, SUM, 9)
+
+/* The kernels of each kind's median step, in start order, a run of one
+ * name as one row (count kernels): family, name, their time and its share
+ * of the step's kernel time. */
+#define TR_SUM_MEDIAN_SEQ(XX)                                                  \
+  XX(step, step, TEXT, EACH, 9)                                                \
+  XX(position, position, INT, EACH, 9)                                         \
+  XX(family, family, TEXT, EACH, 9)                                            \
+  XX(name, name, TEXT, EACH, 9)                                                \
+  XX(count, count, INT, EACH, 9)                                               \
+  XX(dur_ns, dur_ns, INT, EACH, 9)                                             \
+  XX(share, share, JSON, EACH, 9)
 
 /* The figures tracked in single steps (index/agg_samples.c): each
  * category with device time, the largest families (at least 0.5% of the
@@ -521,7 +674,7 @@
 #define TR_TABLE_ROWS_(R, C, XX)                                               \
   R(XX, kernels, TR_SUM_KERNEL, kernel, "kernels",                             \
     TR_P(RANK) | TR_P(Q) | TR_P(CATEGORY) | TR_P(SORT) | TR_P(LIMIT) |         \
-        TR_P(FAMILY),                                                          \
+        TR_P(FAMILY) | TR_P(ON_PATH),                                          \
     TR_NO_BY, TR_T_GROWS | TR_T_SUMMED | TR_T_CSV, "name", NULL)               \
   R(XX, launches, TR_SUM_LAUNCH, launch, "launches",                           \
     TR_P(RANK) | TR_P(Q) | TR_P(SORT) | TR_P(LIMIT), TR_NO_BY,                 \
@@ -550,7 +703,8 @@
   R(XX, timeline, TR_SUM_TIMELINE, timeline, "timeline",                       \
     TR_P(RANK) | TR_P(BUCKETS), TR_NO_BY, TR_T_CSV, NULL, NULL)                \
   R(XX, families, TR_SUM_FAMILY, family, "families",                           \
-    TR_P(RANK) | TR_P(Q) | TR_P(CATEGORY) | TR_P(SORT) | TR_P(LIMIT),          \
+    TR_P(RANK) | TR_P(Q) | TR_P(CATEGORY) | TR_P(SORT) | TR_P(LIMIT) |         \
+        TR_P(ON_PATH),                                                         \
     TR_NO_BY, TR_T_GROWS | TR_T_SUMMED | TR_T_CSV, "family", NULL)             \
   R(XX, family_steps, TR_SUM_FAMILY_STEP, family_step, "families/steps",       \
     TR_P(RANK) | TR_P(Q) | TR_P(KIND) | TR_P(LIMIT), TR_NO_BY,                 \
@@ -588,6 +742,31 @@
   R(XX, decode_median, TR_SUM_DEC_MEDIAN, dec_median, "decode/median",         \
     TR_P(RANK) | TR_P(KIND) | TR_P(LIMIT), TR_NO_BY, TR_T_GROWS | TR_T_CSV,    \
     NULL, "step")                                                              \
+  R(XX, critical_kinds, TR_SUM_CRIT_KIND, crit_kind, "critical_path/summary",  \
+    TR_P(RANK) | TR_P(KIND) | TR_P(LIMIT), TR_NO_BY, TR_T_SUMMED | TR_T_CSV,   \
+    NULL, "step")                                                              \
+  R(XX, critical_steps, TR_SUM_CRIT_STEP, crit_step, "critical_path/steps",    \
+    TR_P(RANK) | TR_P(KIND) | TR_P(STEP) | TR_P(LIMIT), TR_NO_BY,              \
+    TR_T_GROWS | TR_T_CSV, NULL, NULL)                                         \
+  R(XX, critical_segments, TR_SUM_CRIT_SEGMENT, crit_segment, "critical_path", \
+    TR_P(RANK) | TR_P(KIND) | TR_P(STEP) | TR_P(LIMIT), TR_NO_BY,              \
+    TR_T_GROWS | TR_T_CSV, NULL, NULL)                                         \
+  R(XX, kernel_paths, TR_SUM_KERNEL_PATH, kernel_path,                         \
+    "critical_path/kernels",                                                   \
+    TR_P(RANK) | TR_P(Q) | TR_P(KIND) | TR_P(FAMILY) | TR_P(LIMIT), TR_NO_BY,  \
+    TR_T_GROWS | TR_T_SUMMED | TR_T_CSV, "name", "step")                       \
+  R(XX, family_paths, TR_SUM_FAMILY_PATH, family_path,                         \
+    "critical_path/families", TR_P(RANK) | TR_P(Q) | TR_P(KIND) | TR_P(LIMIT), \
+    TR_NO_BY, TR_T_GROWS | TR_T_SUMMED | TR_T_CSV, "family", "step")           \
+  R(XX, idle_culprits, TR_SUM_CULPRIT, culprit, "idle/culprits",               \
+    TR_P(RANK) | TR_P(KIND) | TR_P(LIMIT), TR_NO_BY,                           \
+    TR_T_GROWS | TR_T_SUMMED | TR_T_CSV, NULL, "step")                         \
+  R(XX, kernel_sequences, TR_SUM_SEQUENCE, sequence, "sequences",              \
+    TR_P(RANK) | TR_P(Q) | TR_P(KIND) | TR_P(LIMIT), TR_NO_BY,                 \
+    TR_T_GROWS | TR_T_SUMMED | TR_T_CSV, "sequence", "step")                   \
+  R(XX, median_sequence, TR_SUM_MEDIAN_SEQ, median_seq, "sequences/median",    \
+    TR_P(RANK) | TR_P(KIND) | TR_P(LIMIT), TR_NO_BY, TR_T_GROWS | TR_T_CSV,    \
+    NULL, NULL)                                                                \
   C(XX, collective_families, TR_COLL_FAMILY, coll_family, "collectives",       \
     TR_P(RANK) | TR_P(BY) | TR_P(FAMILY) | TR_P(LIMIT),                        \
     TR_BY("family", "step", "rank"), TR_T_CSV, NULL, NULL)                     \
@@ -626,7 +805,9 @@
   XX(KIND, kind)                                                               \
   XX(BY, by)                                                                   \
   XX(BUCKETS, buckets)                                                         \
-  XX(MODULE, module)
+  XX(MODULE, module)                                                           \
+  XX(STEP, step)                                                               \
+  XX(ON_PATH, on_path)
 
 enum tr_param {
 #define XX(e, name) TR_PARAM_##e,

@@ -27,8 +27,10 @@
 #include <string.h>
 
 #include "index/agg.h"
+#include "index/cpath.h"
 #include "index/decode.h"
 #include "index/format.h"
+#include "index/host.h"
 
 #define AGG_PENDING      (1u << 15)
 #define AGG_DEFAULT_RECS (3u << 16) /* 6 MB of time records */
@@ -220,6 +222,7 @@ static int on_kernel(struct idx_agg *a, const struct idx_doc *doc,
   if ((rc = name_id(a, ev->name, 1, &nid)) != 0 ||
       (rc = shape_id(a, nid, ev->has, ev->grid, ev->block, &shape)) != 0)
     return rc;
+  a->ev_name = nid;
   k = &a->kernels[nid];
   if (k->s.count == 0 || ev->ts_ns < k->first_ns)
     k->first_ns = ev->ts_ns;
@@ -343,6 +346,7 @@ static int on_runtime(struct idx_agg *a, const struct idx_doc *doc,
   if (rc < 0 ||
       agg_grow(&a->runtime, &a->runtime_cap, id, sizeof(*a->runtime)) != 0)
     return TR_ENOMEM;
+  a->ev_name = id;
   r = &a->runtime[id];
   agg_stat_add(&r->s, ev->dur_ns);
   if (agg_hist_add(&r->hist, ev->dur_ns) != 0)
@@ -588,19 +592,23 @@ static void note_time(struct idx_agg *a, const struct idx_event *ev)
     a->tend_ns = end;
 }
 
-/* One X event by its class. */
+/* The accounting of one X event of class cls; the critical path's
+ * (index/cpath.c) after it. */
 static int account(struct idx_agg *a, const struct idx_doc *doc,
                    const struct idx_event *ev, enum idx_class cls)
 {
+  int rc;
+
   switch (cls) {
-  case IDX_CLASS_KERNEL: return on_kernel(a, doc, ev);
-  case IDX_CLASS_COPY: return on_copy(a, ev, 0);
-  case IDX_CLASS_MEMSET: return on_copy(a, ev, 1);
-  case IDX_CLASS_RUNTIME: return on_runtime(a, doc, ev);
-  case IDX_CLASS_LABEL_CPU: return on_label(a, ev, AGG_SIDE_CPU);
-  case IDX_CLASS_LABEL_GPU: return on_label(a, ev, AGG_SIDE_GPU);
-  default: return 0;
+  case IDX_CLASS_KERNEL: rc = on_kernel(a, doc, ev); break;
+  case IDX_CLASS_COPY: rc = on_copy(a, ev, 0); break;
+  case IDX_CLASS_MEMSET: rc = on_copy(a, ev, 1); break;
+  case IDX_CLASS_RUNTIME: rc = on_runtime(a, doc, ev); break;
+  case IDX_CLASS_LABEL_CPU: rc = on_label(a, ev, AGG_SIDE_CPU); break;
+  case IDX_CLASS_LABEL_GPU: rc = on_label(a, ev, AGG_SIDE_GPU); break;
+  default: rc = 0; break;
   }
+  return rc != 0 ? rc : agg_cpath_event(a, doc, ev, cls);
 }
 
 int idx_agg_event(void *ud, const struct idx_doc *doc,
@@ -641,7 +649,11 @@ int idx_agg_init(struct idx_agg *a, const struct idx_rules *rules,
   agg_fold_init(&a->rfold, AGG_MAX_RUNTIME_NAMES, &a->spill);
   a->labels.sp = &a->spill;
   a->dropped_kind = UINT32_MAX;
-  if (agg_runs_init(&a->runs, rec_cap ? rec_cap : AGG_DEFAULT_RECS,
+  a->host = calloc(1, sizeof(*a->host));
+  a->cpath = calloc(1, sizeof(*a->cpath));
+  if (a->host == NULL || a->cpath == NULL || agg_host_init(a->host, &a->spill) != 0 ||
+      agg_cpath_init(a->cpath, &a->spill) != 0 ||
+      agg_runs_init(&a->runs, rec_cap ? rec_cap : AGG_DEFAULT_RECS,
                     &a->spill) != 0 ||
       agg_runs_init(&a->coll_runs,
                     rec_cap && rec_cap < AGG_COLL_RECS ? rec_cap
@@ -704,6 +716,12 @@ void idx_agg_free(struct idx_agg *a)
   agg_runs_free(&a->runs);
   agg_runs_free(&a->coll_runs);
   agg_map_free(&a->lanes);
+  if (a->host != NULL)
+    agg_host_free(a->host);
+  if (a->cpath != NULL)
+    agg_cpath_free(a->cpath);
+  free(a->host);
+  free(a->cpath);
   memset(a, 0, sizeof(*a));
 }
 

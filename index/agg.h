@@ -171,6 +171,9 @@ struct agg_runs {
   size_t n, cap;
   struct agg_spill *sp; /* where runs spill (borrowed) */
   FILE *spill;          /* file of sorted runs, NULL until needed */
+  int unsorted;         /* buf is out of order (else no sort is needed) */
+  struct agg_rec last;  /* the last record spilled */
+  size_t window;        /* records an iterator holds of the spilled runs */
   struct agg_run {
     uint64_t first; /* index of its first record in the spill file */
     uint64_t n;
@@ -180,8 +183,11 @@ struct agg_runs {
 };
 
 /* cap: records held in memory before a sorted run is spilled (>= 2) to
- * a file of sp (borrowed, outlives r). */
+ * a file of sp (borrowed, outlives r); window: records an iterator over
+ * the spilled runs holds, all runs together (0: 64 Ki, 2 MB; a stream
+ * read in order needs little). */
 int agg_runs_init(struct agg_runs *r, size_t cap, struct agg_spill *sp);
+void agg_runs_window(struct agg_runs *r, size_t window);
 int agg_runs_add(struct agg_runs *r, const struct agg_rec *rec);
 /* Ends input: sorts what is left. Then any number of iterations. */
 int agg_runs_seal(struct agg_runs *r);
@@ -191,6 +197,9 @@ struct agg_iter;
 int agg_iter_open(struct agg_runs *r, struct agg_iter **out);
 /* 1 with *rec filled in time order, 0 at the end, negative on I/O error. */
 int agg_iter_next(struct agg_iter *it, struct agg_rec *rec);
+/* Up to max next records into out, in time order: how many (0 at the end),
+ * or negative on I/O error. A stream of one run is copied in bulk. */
+int agg_iter_read(struct agg_iter *it, struct agg_rec *out, size_t max);
 void agg_iter_close(struct agg_iter *it);
 
 /* ---- names as kept: printable and bounded (agg_name.c) ---- */
@@ -467,6 +476,10 @@ struct agg_labels {
   uint64_t bytes;
 };
 
+struct agg_host;        /* index/host.h */
+struct agg_cpath;       /* index/cpath.h */
+struct agg_cpath_walk;
+
 struct idx_agg {
   const struct idx_rules *rules;
   uint64_t skipped;       /* events skipped here (X without ts/dur...) */
@@ -553,6 +566,16 @@ struct idx_agg {
   /* Optional: decode's figures (index/decode.h), fed every event; borrowed.
    * NULL: none. */
   struct dec_file *dec;
+
+  /* The host threads' events and the critical path (index/host.c,
+   * cpath*.c); the walk while the time pass runs, else NULL. */
+  struct agg_host *host;
+  struct agg_cpath *cpath;
+  /* The name id the accounting gave the event last accounted: a kernel's
+   * in names, a runtime call's in rt_map (kept or folded; the critical
+   * path's records take it rather than looking the name up again). */
+  uint32_t ev_name;
+  struct agg_cpath_walk *cpath_walk;
 
   /* Optional: the time pass's findings (struct agg_finding). */
   void (*on_finding)(void *ud, const struct agg_finding *f);
@@ -782,7 +805,7 @@ void agg_step_outliers_rows(struct idx_agg *a, struct agg_out *o);
 void agg_step_hist_rows(const struct idx_agg *a, struct agg_out *o);
 void agg_idle_rows(const struct idx_agg *a, struct agg_out *o);
 void agg_timeline_rows(const struct idx_agg *a, struct agg_out *o);
-void agg_families_rows(const struct idx_agg *a, struct agg_out *o);
+void agg_families_rows(struct idx_agg *a, struct agg_out *o);
 void agg_famsteps_rows(const struct idx_agg *a, struct agg_out *o);
 
 /* total / den rounded half up to 6 decimals; 0 when either is <= 0. */

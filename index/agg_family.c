@@ -11,6 +11,7 @@
 
 #include "index/agg.h"
 #include "index/agg_sum.h"
+#include "index/cpath.h"
 
 static int family_add(struct idx_agg *a, uint32_t name, const char *fam)
 {
@@ -154,11 +155,11 @@ void agg_set_demangled(const struct idx_agg *a, uint32_t id, json_t *row)
     json_object_set_new(row, "demangled", json_string(a->demangled[id]));
 }
 
-void agg_families_rows(const struct idx_agg *a, struct agg_out *o)
+void agg_families_rows(struct idx_agg *a, struct agg_out *o)
 {
   uint32_t n = a->fam_map.n, *order = agg_order(n, family_cmp, a);
 
-  AGG_SUM_FILLS(TR_SUM_FAMILY, 11);
+  AGG_SUM_FILLS(TR_SUM_FAMILY, 19);
   for (uint32_t i = 0; order != NULL && i < n; i++) {
     const struct agg_family *f = &a->families[order[i]];
     struct agg_sum_family r = {
@@ -175,6 +176,7 @@ void agg_families_rows(const struct idx_agg *a, struct agg_out *o)
       .share = agg_share(f->s.total_ns, a->kernel_ns),
     };
 
+    CP_COLS_SET(r, agg_cpath_family_cols(a, order[i]));
     agg_out_row(o, agg_sum_family_json(&r));
   }
   free(order);

@@ -39,6 +39,7 @@
 
 #include "index/agg.h"
 #include "index/agg_sum.h"
+#include "index/cpath.h"
 
 #define JOIN_SLOTS (1u << 16)
 
@@ -171,12 +172,17 @@ static int cause_of(const struct agg_idle_walk *w, const struct agg_rec *r,
   return AGG_IDLE_OTHER;
 }
 
-/* Ends the open stretch at end with its cause. */
-static void close_gap(struct agg_idle_walk *w, int cause, int64_t end)
+/* Ends the open stretch at end with its cause; corr: the correlation of
+ * the record that ended it (-1). Its culprit goes to the critical path's
+ * walk (index/cpath.c). */
+static void close_gap(struct agg_idle_walk *w, int cause, int64_t end,
+                      int64_t corr)
 {
   struct agg_finding f = { AGG_FOUND_IDLE, w->gap_start,   end, 0, -1,
                            cause,          w->pend_between };
 
+  agg_cpath_stretch(w->a->cpath_walk, w->gap_start, cause, corr, w->pend,
+                    w->a->nkinds + 1);
   for (uint32_t j = 0; j <= w->a->nkinds; j++) {
     w->a->idle[j][cause] += w->pend[j];
     w->pend[j] = 0;
@@ -216,7 +222,7 @@ static int on_device(struct agg_idle_walk *w, const struct agg_rec *r,
 
   advance(w, r->start_ns, busy_end);
   if (w->gap)
-    close_gap(w, cause_of(w, r, launch), r->start_ns);
+    close_gap(w, cause_of(w, r, launch), r->start_ns, r->aux);
   if (!w->any || r->start_ns + r->dur_ns > busy_end)
     w->prev_corr = r->aux;
   w->any = 1;
@@ -258,7 +264,7 @@ int agg_idle_walk_end(struct agg_idle_walk *w, int64_t busy_end)
 {
   advance(w, w->a->tend_ns, busy_end);
   if (w->gap)
-    close_gap(w, cause_of(w, NULL, INT64_MIN), w->a->tend_ns);
+    close_gap(w, cause_of(w, NULL, INT64_MIN), w->a->tend_ns, -1);
   agg_idle_walk_free(w);
   return 0;
 }

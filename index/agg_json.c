@@ -10,8 +10,10 @@
 
 #include "index/agg.h"
 #include "index/agg_sum.h"
+#include "index/cpath.h"
 #include "index/decode.h"
 #include "index/format.h"
+#include "index/host.h"
 
 static const char *const copy_kind_names[AGG_COPY_KINDS] = {
   "HtoD", "DtoH", "DtoD", "HtoH", "PtoP", "other", "memset"
@@ -157,7 +159,7 @@ static void kernel_rows(struct idx_agg *a, const struct row *rows, size_t n,
 {
   size_t i;
 
-  AGG_SUM_FILLS(TR_SUM_KERNEL, 13);
+  AGG_SUM_FILLS(TR_SUM_KERNEL, 21);
   for (i = 0; i < n; i++) {
     uint32_t id = rows[i].id, fam = a->name_family[id];
     const struct agg_kernel *k = &a->kernels[id];
@@ -178,6 +180,7 @@ static void kernel_rows(struct idx_agg *a, const struct row *rows, size_t n,
       .demangled = agg_txt(a->demangled[id]),
     };
 
+    CP_COLS_SET(r, agg_cpath_kernel_cols(a, id));
     agg_out_row(o, agg_sum_kernel_json(&r));
   }
 }
@@ -520,9 +523,10 @@ static json_t *summary_head(struct idx_agg *a, const struct idx_doc *doc,
 {
   const struct agg_copy *ms = &a->copies[AGG_COPY_MEMSET];
   struct agg_sum_rank r = { 0 };
+  json_t *cw;
   int i;
 
-  AGG_SUM_FILLS(TR_SUM_RANK, 54); /* 18 of them dec_put_rank()'s */
+  AGG_SUM_FILLS(TR_SUM_RANK, 56); /* 18 of them dec_put_rank()'s */
   if (a->t0_ns > a->tend_ns)      /* no timed event */
     a->t0_ns = a->tend_ns = 0;
   for (i = 0; i < AGG_COPY_MEMSET; i++) {
@@ -571,6 +575,12 @@ static json_t *summary_head(struct idx_agg *a, const struct idx_doc *doc,
   r.collective_events = (int64_t)a->coll.events;
   r.collective_ns = a->coll.ns;
   r.exposed_comm_ns = a->coll.exposed_ns;
+  for (int k = 0; k < AGG_HOST_KINDS; k++)
+    r.host_events += (int64_t)a->host->events[k];
+  r.critical_path_steps = (int64_t)a->cpath->steps_total;
+  cw = agg_cpath_warnings(a);
+  json_array_extend(r.warnings, cw);
+  json_decref(cw);
   return agg_sum_rank_json(&r);
 }
 
@@ -609,6 +619,17 @@ static void phase_rows(json_t *phases, struct agg_out *o)
     agg_out_row(o, json_incref(row));
 }
 
+/* A table made whole (the critical path's, index/cpath_json.c: bounded by
+ * the steps kept), then handed on row by row; rows taken (NULL: out of
+ * memory). */
+static void array_rows(json_t *rows, struct agg_out *o)
+{
+  if (rows == NULL)
+    agg_out_row(o, NULL);
+  phase_rows(rows, o);
+  json_decref(rows);
+}
+
 /* Every table after the head, in the summary's order (common/summary.h's
  * TR_SUM_TABLES). */
 static int table_rows(struct idx_agg *a, const struct row *krows, size_t nk,
@@ -616,7 +637,7 @@ static int table_rows(struct idx_agg *a, const struct row *krows, size_t nk,
                       struct agg_out *o)
 {
 #define ONE_TABLE(member, ROWS, row) +1
-  _Static_assert((0 TR_SUM_TABLES(ONE_TABLE)) == 25,
+  _Static_assert((0 TR_SUM_TABLES(ONE_TABLE)) == 33,
                  "a summary table this function does not write");
 #undef ONE_TABLE
   o->table = "kernels";
@@ -652,6 +673,22 @@ static int table_rows(struct idx_agg *a, const struct row *krows, size_t nk,
   o->table = "step_samples";
   agg_step_samples_rows(a, o);
   dec_rows(a->dec, a->t0_ns, o); /* the decode_* tables */
+  o->table = "critical_kinds";
+  array_rows(agg_cpath_kinds_json(a), o);
+  o->table = "critical_steps";
+  array_rows(agg_cpath_steps_json(a), o);
+  o->table = "critical_segments";
+  array_rows(agg_cpath_segments_json(a), o);
+  o->table = "kernel_paths";
+  array_rows(agg_cpath_paths_json(a, 0), o);
+  o->table = "family_paths";
+  array_rows(agg_cpath_paths_json(a, 1), o);
+  o->table = "idle_culprits";
+  array_rows(agg_cpath_culprits_json(a), o);
+  o->table = "kernel_sequences";
+  array_rows(agg_cpath_sequences_json(a), o);
+  o->table = "median_sequence";
+  array_rows(agg_cpath_median_seq_json(a), o);
   return o->rc;
 }
 

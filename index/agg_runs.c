@@ -4,8 +4,12 @@
  * intervals, step kernel time and phases need time order. Records gather in
  * a fixed buffer; a full buffer is sorted and appended to a spill file
  * (agg_spill.c) as a run; at the end the runs are k-way merged through a heap,
- * each read through a small window. Exact, and RSS stays flat with file size:
- * the disk holds 32 bytes per device event, host call and run label instead.
+ * each read through a small window. A stream that arrives in order (kineto
+ * writes each class of host event sorted by start, index/host.c) is never
+ * sorted: a buffer already in order is written as it is, and one that
+ * continues the run before it extends that run, so a sorted stream is one
+ * run however long. Exact, and RSS stays flat with file size: the disk
+ * holds 32 bytes per device event, host call and run label instead.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -149,8 +153,14 @@ int agg_runs_init(struct agg_runs *r, size_t cap, struct agg_spill *sp)
   memset(r, 0, sizeof(*r));
   r->sp = sp;
   r->cap = cap < 2 ? 2 : cap;
+  r->window = MERGE_MEMORY_RECS;
   r->buf = malloc(r->cap * sizeof(*r->buf));
   return r->buf == NULL ? TR_ENOMEM : 0;
+}
+
+void agg_runs_window(struct agg_runs *r, size_t window)
+{
+  r->window = window ? window : MERGE_MEMORY_RECS;
 }
 
 /* Sorts the buffer and appends it to the spill file as one run. */
@@ -165,7 +175,8 @@ static int spill(struct agg_runs *r)
     return rc;
   if (agg_grow(&r->runs, &r->runs_cap, r->nruns, sizeof(*r->runs)) != 0)
     return TR_ENOMEM;
-  sort_recs(r->buf, r->n);
+  if (r->unsorted)
+    sort_recs(r->buf, r->n);
   run.first =
       r->nruns ? r->runs[r->nruns - 1].first + r->runs[r->nruns - 1].n : 0;
   run.n = r->n;
@@ -176,8 +187,13 @@ static int spill(struct agg_runs *r)
     return rc;
   if (fflush(r->spill) != 0)
     return TR_EIO;
-  r->runs[r->nruns++] = run;
+  if (r->nruns > 0 && rec_cmp(&r->buf[0], &r->last) >= 0)
+    r->runs[r->nruns - 1].n += r->n; /* it goes on where that run ended */
+  else
+    r->runs[r->nruns++] = run;
+  r->last = r->buf[r->n - 1];
   r->n = 0;
+  r->unsorted = 0;
   return 0;
 }
 
@@ -187,6 +203,8 @@ int agg_runs_add(struct agg_runs *r, const struct agg_rec *rec)
 
   if (r->n == r->cap && (rc = spill(r)) != 0)
     return rc;
+  if (r->n > 0 && !r->unsorted && rec_cmp(rec, &r->buf[r->n - 1]) < 0)
+    r->unsorted = 1;
   r->buf[r->n++] = *rec;
   return 0;
 }
@@ -196,7 +214,9 @@ int agg_runs_seal(struct agg_runs *r)
   r->sealed = 1;
   if (r->spill != NULL)
     return spill(r);
-  sort_recs(r->buf, r->n);
+  if (r->unsorted)
+    sort_recs(r->buf, r->n);
+  r->unsorted = 0;
   return 0;
 }
 
@@ -281,7 +301,7 @@ static int iter_open_runs(struct agg_iter *it)
   int rc;
 
   it->ncur = r->nruns;
-  it->window = MERGE_MEMORY_RECS / (r->nruns ? r->nruns : 1);
+  it->window = r->window / (r->nruns ? r->nruns : 1);
   if (it->window < 64)
     it->window = 64;
   it->cur = calloc(it->ncur, sizeof(*it->cur));
@@ -340,6 +360,34 @@ int agg_iter_next(struct agg_iter *it, struct agg_rec *rec)
     it->heap[0] = it->heap[--it->nheap];
   heap_down(it, 0);
   return 1;
+}
+
+int agg_iter_read(struct agg_iter *it, struct agg_rec *out, size_t max)
+{
+  struct cursor *c;
+  size_t n = 0, k;
+  int rc = 0;
+
+  if (it->r->spill == NULL) {
+    k = it->r->n - it->mem_pos < max ? it->r->n - it->mem_pos : max;
+    memcpy(out, it->r->buf + it->mem_pos, k * sizeof(*out));
+    it->mem_pos += k;
+    return (int)k;
+  }
+  while (n < max && it->nheap == 1) { /* one run left: no merge */
+    c = &it->cur[it->heap[0]];
+    k = c->len - c->pos < max - n ? c->len - c->pos : max - n;
+    memcpy(out + n, c->win + c->pos, k * sizeof(*out));
+    c->pos += k;
+    n += k;
+    if (c->pos == c->len && (rc = cursor_fill(it, c)) != 0)
+      return rc;
+    if (c->len == 0)
+      it->nheap = 0;
+  }
+  while (n < max && (rc = agg_iter_next(it, &out[n])) == 1)
+    n++;
+  return rc < 0 ? rc : (int)n;
 }
 
 void agg_iter_close(struct agg_iter *it)

@@ -30,6 +30,7 @@
 
 #include "index/agg.h"
 #include "index/agg_sum.h"
+#include "index/cpath.h"
 
 #define GAP_MIN_NS    1000000
 #define PHASE_MAX     64
@@ -224,6 +225,10 @@ static int pass1_rec(struct walk *w, const struct agg_rec *r)
   int label = r->type == AGG_REC_LABEL || r->type == AGG_REC_LABEL_CPU;
   int rc;
 
+  /* The critical path first: it brings the host events up to r, which the
+   * idle walk's culprits ask about. It reads its own labels (cpath.c). */
+  if ((rc = agg_cpath_walk_rec(w->a->cpath_walk, r, busy_end)) != 0)
+    return rc;
   if (label && r->id == w->a->dropped_kind)
     return 0;
   if ((rc = agg_coll_walk_rec(w->coll, r)) != 0 ||
@@ -249,6 +254,7 @@ static int pass1(struct walk *w)
   if ((rc = agg_steps_walk_new(w->a, &w->steps)) != 0 ||
       (rc = agg_idle_walk_new(w->a, &w->idle)) != 0 ||
       (rc = agg_coll_walk_new(w->a, &w->coll)) != 0 ||
+      (rc = agg_cpath_walk_new(w->a, &w->a->cpath_walk)) != 0 ||
       (rc = agg_samples_walk_new(w->a, &w->samples)) != 0 ||
       (rc = agg_iter_open(&w->a->runs, &it)) != 0)
     return rc;
@@ -479,6 +485,11 @@ int agg_time_pass(struct idx_agg *a, uint32_t heavy, struct agg_time_out *out,
       (rc = pass1(&w)) == 0) {
     rc = agg_idle_walk_end(w.idle, w.any ? w.cur_end : a->t0_ns);
     w.idle = NULL;
+    if (rc == 0)
+      rc = agg_cpath_walk_end(a->cpath_walk);
+    else
+      agg_cpath_walk_free(a->cpath_walk);
+    a->cpath_walk = NULL;
     merge_short(&w.segs, w.min_len_ns);
     cap_count(&w.segs, PHASE_MAX);
     if (rc == 0)
@@ -487,6 +498,8 @@ int agg_time_pass(struct idx_agg *a, uint32_t heavy, struct agg_time_out *out,
   agg_steps_walk_end(w.steps);
   agg_samples_walk_end(w.samples);
   agg_idle_walk_free(w.idle);
+  agg_cpath_walk_free(a->cpath_walk);
+  a->cpath_walk = NULL;
   agg_coll_walk_free(w.coll);
   free(w.segs.v);
   if (rc != 0)

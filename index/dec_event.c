@@ -572,15 +572,14 @@ int dec_event(struct dec_file *d, const struct idx_event *ev,
       ev->dur_ns < 0)
     return 0;
   switch (cls) {
-  case IDX_CLASS_NONE:
-    /* Nine in ten events: python_function, most of them no module. */
+  case IDX_CLASS_PYTHON:
+    /* Nine in ten events, most of them no module. */
     if (ev->name.n > MOD_PFX_N && ev->name.p[0] == 'n' &&
-        starts(ev->name, MOD_PFX) && str_is(ev->cat, "python_function"))
+        starts(ev->name, MOD_PFX))
       return frame(d, ev, HS_MODULE, ev->name.p + MOD_PFX_N,
                    ev->name.n - MOD_PFX_N);
-    if (str_is(ev->cat, "cpu_op") || str_is(ev->cat, "Operator"))
-      return frame(d, ev, HS_OP, ev->name.p, ev->name.n);
     return 0;
+  case IDX_CLASS_CPU_OP: return frame(d, ev, HS_OP, ev->name.p, ev->name.n);
   case IDX_CLASS_LABEL_CPU:
     return str_is(ev->cat, "user_annotation") ? on_annotation(d, ev) : 0;
   case IDX_CLASS_RUNTIME: return on_runtime(d, ev);

@@ -56,14 +56,14 @@ int dec_event(struct dec_file *d, const struct idx_event *ev,
 
 /* 0 when dec_event() would take nothing of ev: the test every event
  * passes before the call, inline, since nine in ten events of a trace
- * are python_function frames of no module (dec_event.c's rules: a
- * module is "nn.Module: ...", an op's cat is cpu_op or Operator). */
+ * are python_function frames of no module (dec_event.c's rule: a module
+ * is "nn.Module: ..."). */
 static inline int dec_wants(const struct idx_event *ev, enum idx_class cls)
 {
-  if (cls != IDX_CLASS_NONE)
-    return cls != IDX_CLASS_LABEL_GPU;
-  return ev->cat.n == 6 || ev->cat.n == 8 ||
-         (ev->name.n > 11 && ev->name.p[0] == 'n');
+  if (cls == IDX_CLASS_PYTHON)
+    return ev->name.n > 11 && ev->name.p[0] == 'n';
+  return cls != IDX_CLASS_NONE && cls != IDX_CLASS_LABEL_GPU &&
+         cls != IDX_CLASS_SYNC;
 }
 
 /* End of the file's events: the time-ordered walk. A capture trace adds

@@ -37,7 +37,10 @@ enum {
   IDX_HAS_BLOCK = 1u << 9,
   IDX_HAS_REGS = 1u << 10,
   IDX_HAS_SHMEM = 1u << 11,
-  IDX_HAS_BYTES = 1u << 12
+  IDX_HAS_BYTES = 1u << 12,
+  IDX_HAS_WAIT_STREAM = 1u << 13, /* cuda_sync: wait_on_stream */
+  IDX_HAS_WAIT_CORR = 1u << 14    /* cuda_sync: the awaited record's
+                                     correlation */
 };
 
 struct idx_event {
@@ -57,9 +60,21 @@ struct idx_event {
   int64_t external_id; /* "External id" or legacy "external id" */
   int64_t device, stream;
   int64_t grid[3], block[3];
-  int64_t registers;       /* "registers per thread", "registers_per_thread" */
-  int64_t shared_bytes;    /* "shared memory", or mcTracer dynamic_shared +
-                              static_shared */
+  /* kineto's cuda_sync events (docs/TRACE_FORMATS.md) carry no launch
+   * resources: the stream a Stream Wait Event or Event Sync waits on and
+   * the correlation of the cudaEventRecord call that recorded the awaited
+   * event share their slots (the struct stays 17 vectors wide, which
+   * idx_parsed_reset() clears on every event); the has bits say which was
+   * read, and an event with both keys keeps the later one. */
+  union {
+    int64_t registers;   /* "registers per thread", "registers_per_thread" */
+    int64_t wait_stream; /* IDX_HAS_WAIT_STREAM */
+  };
+  union {
+    int64_t shared_bytes; /* "shared memory", or mcTracer dynamic_shared +
+                             static_shared */
+    int64_t wait_corr;    /* IDX_HAS_WAIT_CORR */
+  };
   int64_t bytes;           /* "bytes"; "size" on runtime copy calls */
   struct idx_str kind;     /* "kind": "DtoD", "Dispatch Kernel", "1" */
   struct idx_str kernel;   /* "kernel": the launched kernel on a runtime

@@ -18,6 +18,10 @@ static const struct {
   size_t n;
   enum idx_class cls;
 } kineto_cats[] = {
+  /* Most events are Python functions and CPU ops: first. */
+  CAT("python_function", IDX_CLASS_PYTHON),
+  CAT("cpu_op", IDX_CLASS_CPU_OP),
+  CAT("Operator", IDX_CLASS_CPU_OP),
   CAT("kernel", IDX_CLASS_KERNEL),
   CAT("Kernel", IDX_CLASS_KERNEL),
   CAT("gpu_memcpy", IDX_CLASS_COPY),
@@ -29,6 +33,7 @@ static const struct {
   CAT("Runtime", IDX_CLASS_RUNTIME),
   CAT("user_annotation", IDX_CLASS_LABEL_CPU),
   CAT("gpu_user_annotation", IDX_CLASS_LABEL_GPU),
+  CAT("cuda_sync", IDX_CLASS_SYNC),
 };
 #undef CAT
 

@@ -20,7 +20,10 @@ enum idx_class {
   IDX_CLASS_MEMSET,
   IDX_CLASS_RUNTIME,   /* host runtime API, kept apart from device time */
   IDX_CLASS_LABEL_CPU, /* a run label on the host (ATOM's prefill[...]) */
-  IDX_CLASS_LABEL_GPU  /* the same label projected on the GPU stream */
+  IDX_CLASS_LABEL_GPU, /* the same label projected on the GPU stream */
+  IDX_CLASS_CPU_OP,    /* a CPU op (index/host.c) */
+  IDX_CLASS_PYTHON,    /* a Python function (index/host.c) */
+  IDX_CLASS_SYNC       /* kineto's cuda_sync: index/cpath.c */
 };
 
 struct idx_format_desc {

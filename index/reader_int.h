@@ -306,7 +306,9 @@ enum {
   IDX_A_SIZE,
   IDX_A_KIND,
   IDX_A_KERNEL,
-  IDX_A_NAME
+  IDX_A_NAME,
+  IDX_A_WAIT_STREAM,
+  IDX_A_WAIT_CORR
 };
 
 /* The event-level key k[0..n) as IDX_K_*; by length first, as this runs
@@ -364,11 +366,17 @@ static inline int idx_arg_key(const char *k, size_t n)
     return IS("shared memory")   ? IDX_A_SHMEM
            : IS("static_shared") ? IDX_A_STATIC
                                  : IDX_A_OTHER;
-  case 14: return IS("dynamic_shared") ? IDX_A_DYN : IDX_A_OTHER;
+  case 14:
+    return IS("dynamic_shared")   ? IDX_A_DYN
+           : IS("wait_on_stream") ? IDX_A_WAIT_STREAM
+                                  : IDX_A_OTHER;
   case 20:
     return IS("registers per thread") || IS("registers_per_thread")
                ? IDX_A_REGS
                : IDX_A_OTHER;
+  case 33:
+    return IS("wait_on_cuda_event_record_corr_id") ? IDX_A_WAIT_CORR
+                                                    : IDX_A_OTHER;
   default: return IDX_A_OTHER;
   }
 #undef IS
@@ -398,6 +406,12 @@ static inline int idx_arg_slot(struct idx_parsed *e, int key,
   case IDX_A_REGS: s->dst = &ev->registers, s->bit = IDX_HAS_REGS; break;
   case IDX_A_SHMEM: s->dst = &ev->shared_bytes, s->bit = IDX_HAS_SHMEM; break;
   case IDX_A_BYTES: s->dst = &ev->bytes, s->bit = IDX_HAS_BYTES; break;
+  case IDX_A_WAIT_STREAM:
+    s->dst = &ev->wait_stream, s->bit = IDX_HAS_WAIT_STREAM;
+    break;
+  case IDX_A_WAIT_CORR:
+    s->dst = &ev->wait_corr, s->bit = IDX_HAS_WAIT_CORR;
+    break;
   case IDX_A_SIZE:
     s->dst = &e->size, s->has = &e->xhas, s->bit = IDX_X_SIZE;
     break;

@@ -1,8 +1,10 @@
 #!/bin/sh
-# Builds the trace reader's libFuzzer target (tests/fuzz_reader.c) in
-# build-fuzz with clang, ASan and UBSan, seeds a corpus with the first
-# 64 KiB of a few real traces, and fuzzes for FUZZ_SECONDS (60). Exits
-# non-zero when the fuzzer finds a crash, a leak or a hang.
+# Builds the libFuzzer targets in build-fuzz with clang, ASan and UBSan:
+# the trace reader's (tests/fuzz_reader.c; its corpus the first 64 KiB of
+# the real traces) and the indexer's past the reader (tests/fuzz_index.c;
+# its corpus small whole traces, tests/fuzz_index_seeds.py), and fuzzes
+# each for FUZZ_SECONDS (60). Exits non-zero when a fuzzer finds a crash,
+# a leak or a hang.
 set -eu
 cd "$(dirname "$0")/.."
 BUILD=${FUZZ_BUILD:-build-fuzz}
@@ -11,7 +13,7 @@ TRACES=${TRACES_DIR:-../shared/traces}
 
 CC=clang cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DTRACED_FUZZ=ON -DTRACED_SANITIZE=ON -DTRACED_INFLATE=zlib >/dev/null
-cmake --build "$BUILD" -j 2 --target fuzz_reader
+cmake --build "$BUILD" -j 2 --target fuzz_reader fuzz_index
 
 corpus=$BUILD/fuzz-corpus
 mkdir -p "$corpus"
@@ -25,3 +27,9 @@ printf '[{"ph":"X","ts":1.5e3,"dur":"2","args":{"co_id":1}},1,]' \
 "$BUILD/tests/fuzz_reader" -max_total_time="$SECS" -max_len=65536 \
   -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
   -artifact_prefix="$BUILD/" "$corpus"
+
+icorpus=$BUILD/fuzz-index-corpus
+[ -d "$icorpus" ] || python3 tests/fuzz_index_seeds.py "$TRACES" "$icorpus"
+"$BUILD/tests/fuzz_index" -max_total_time="$SECS" -max_len=65536 \
+  -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+  -artifact_prefix="$BUILD/index-" "$icorpus"

@@ -26,8 +26,9 @@
 #include "common/text.h"
 #include "store/store_int.h"
 
-static const char *const bys[] = { "kernel", "category", "step", "family",
-                                   "module", "layer",    "op",   NULL };
+static const char *const bys[] = { "kernel", "category", "step",
+                                   "family", "sequence", "module",
+                                   "layer",  "op",       NULL };
 
 /* What each ?by= (bys, in that order) reads: its rows' key member, the
  * key and count expressions over its table x (joined), and whether it is
@@ -41,6 +42,11 @@ static const struct by_spec {
   { "category", "x.category", "x.count", "categories", "", false },
   { "kind", "x.kind", "x.count", "steps", "", false },
   { "family", "x.family", "x.count", "families", "", false },
+  /* Each rank keeps the most frequent sequences of each step kind and
+   * length (index/cpath_json.c): one missing on a side was rarer there,
+   * not absent. */
+  { "sequence", "x.step || ': ' || x.sequence", "x.count", "kernel_sequences",
+    "", false },
   { "module", "coalesce(x.module, '')", "x.kernels", "decode_modules", "",
     true },
   { "layer", "coalesce(CAST(x.layer AS TEXT), '')", "x.kernels",

@@ -7,7 +7,8 @@
  * with the same result columns (named as the JSON keys: see store__rows).
  * Every statement takes the same parameters:
  *   ?1 capture id, ?2 rank, ?3 name substring, ?4 category, ?5 limit,
- *   ?6 family, ?7 step kind, ?8 module
+ *   ?6 family, ?7 step kind, ?8 module, ?9 on a critical path only,
+ *   ?10 a step (an index, median or slowest)
  * (a statement may ignore some). Client text is only ever bound.
  *
  * All-ranks rules: count, total_ns and byte counts are summed; min_ns is
@@ -53,6 +54,14 @@ static int spec_each(struct store *st, const void *ctx,
   const struct store__sql store__sql_##name = { spec_rows, &name##_spec,      \
                                                 NULL, spec_each }
 
+/* SPEC() with a check of ?step= (critical_path, critical_path/steps). */
+static int step_check(const struct store_query *q, struct tr_err *err);
+#define SPEC_CHECK(name, ...)                                                  \
+  static const struct spec name##_spec = { TR_TABLE_##name, #name,             \
+                                           __VA_ARGS__ };                      \
+  const struct store__sql store__sql_##name = { spec_rows, &name##_spec,       \
+                                                step_check, spec_each }
+
 /* The SQL below is laid out by hand: clang-format cannot break it. */
 /* clang-format off */
 #define FROM_RANK(t) " FROM ranks r JOIN " t " t ON t.rank_id = r.id"
@@ -66,9 +75,16 @@ static int spec_each(struct store *st, const void *ctx,
 #define KIND_MATCH " AND (?7 IS NULL OR t.kind = ?7)"
 #define FAMILY_Q " AND (?3 IS NULL OR instr(lower(t.family), lower(?3)) > 0)"
 #define RANKS ", count(*) AS ranks"
+/* ?9: only the rows on a critical path (kernels, families); over all
+ * ranks, those on a path on some rank, summed over every rank. */
+#define ON_PATH " AND (?9 = 0 OR t.critical_ns > 0)"
+#define ON_PATH_ALL(table, key)                                            \
+  " AND (?9 = 0 OR t." key " IN (SELECT o." key " FROM ranks ro JOIN "     \
+  table " o ON o.rank_id = ro.id WHERE ro.capture_id = ?1"                 \
+  " AND ro.status = 'done' AND o.critical_ns > 0))"
 
 SPEC(kernels, FROM_RANK("kernels") NAMES,
-    ONE_RANK NAME_MATCH CATEGORY_MATCH FAMILY_MATCH,
+    ONE_RANK NAME_MATCH CATEGORY_MATCH FAMILY_MATCH ON_PATH,
     /* row_number() picks, per kernel, the rank with the largest and the
      * smallest total (ties: the lower rank number). */
     "WITH per AS (SELECT t.*, r.rank AS rank,"
@@ -77,7 +93,7 @@ SPEC(kernels, FROM_RANK("kernels") NAMES,
     " row_number() OVER (PARTITION BY t.name_id"
     "  ORDER BY t.total_ns, r.rank) AS fast_i"
     FROM_RANK("kernels") NAMES ALL_RANKS NAME_MATCH CATEGORY_MATCH
-    FAMILY_MATCH ")"
+    FAMILY_MATCH ON_PATH_ALL("kernels", "name_id") ")"
     " SELECT",
     RANKS ","
     " max(CASE WHEN t.slow_i = 1 THEN t.rank END) AS slowest_rank,"
@@ -126,8 +142,10 @@ SPEC(step_outliers, FROM_RANK("step_outliers"), ONE_RANK KIND_MATCH,
     "SELECT r.rank AS rank,", FROM_RANK("step_outliers"),
     ALL_RANKS KIND_MATCH, "rank, kind, role DESC, \"index\"");
 
-SPEC(families, FROM_RANK("families"), ONE_RANK FAMILY_Q CATEGORY_MATCH,
-    NULL, RANKS FROM_RANK("families"), ALL_RANKS FAMILY_Q CATEGORY_MATCH,
+SPEC(families, FROM_RANK("families"),
+    ONE_RANK FAMILY_Q CATEGORY_MATCH ON_PATH,
+    NULL, RANKS FROM_RANK("families"),
+    ALL_RANKS FAMILY_Q CATEGORY_MATCH ON_PATH_ALL("families", "family"),
     NULL);
 
 SPEC(family_steps, FROM_RANK("family_steps"),
@@ -135,6 +153,56 @@ SPEC(family_steps, FROM_RANK("family_steps"),
     NULL, RANKS FROM_RANK("family_steps"),
     ALL_RANKS FAMILY_Q " AND (?7 IS NULL OR t.step = ?7)",
     "step, total_ns DESC, family");
+
+/* The critical path (index/cpath*.c, docs/CRITICAL_PATH.md): its tables
+ * name the step kind "step". */
+#define STEP_MATCH " AND (?7 IS NULL OR t.step = ?7)"
+#define SEQ_Q " AND (?3 IS NULL OR instr(lower(t.sequence), lower(?3)) > 0)"
+
+SPEC(critical_kinds, FROM_RANK("critical_kinds"), ONE_RANK STEP_MATCH,
+    NULL, RANKS FROM_RANK("critical_kinds"), ALL_RANKS STEP_MATCH, "step");
+
+/* ?10: a step by index, or the median or slowest of its kind (role holds
+ * both words when one step is both). */
+#define STEP_PICK(t)                                                       \
+  " AND (?10 IS NULL OR (?10 GLOB '[0-9]*' AND " t ".idx = CAST(?10 AS INTEGER))" \
+  " OR ' ' || " t ".role || ' ' LIKE '% ' || ?10 || ' %')"
+#define STEP_OF " JOIN critical_steps s ON s.rank_id = t.rank_id AND s.idx = t.idx"
+
+/* Every rank's steps and stretches, each with its rank (the rows are
+ * EACH). */
+SPEC_CHECK(critical_steps, FROM_RANK("critical_steps"),
+    ONE_RANK STEP_MATCH STEP_PICK("t"),
+    "SELECT r.rank AS rank,", FROM_RANK("critical_steps"),
+    ALL_RANKS STEP_MATCH STEP_PICK("t"), "rank, \"index\"");
+
+SPEC_CHECK(critical_segments, FROM_RANK("critical_segments") STEP_OF,
+    ONE_RANK STEP_MATCH STEP_PICK("s"),
+    "SELECT r.rank AS rank,", FROM_RANK("critical_segments") STEP_OF,
+    ALL_RANKS STEP_MATCH STEP_PICK("s"), "rank, \"index\", seq");
+
+SPEC(kernel_paths, FROM_RANK("kernel_paths") NAMES,
+    ONE_RANK NAME_MATCH STEP_MATCH FAMILY_MATCH, NULL,
+    RANKS FROM_RANK("kernel_paths") NAMES,
+    ALL_RANKS NAME_MATCH STEP_MATCH FAMILY_MATCH,
+    "step, critical_ns DESC, name");
+
+SPEC(family_paths, FROM_RANK("family_paths"), ONE_RANK FAMILY_Q STEP_MATCH,
+    NULL, RANKS FROM_RANK("family_paths"), ALL_RANKS FAMILY_Q STEP_MATCH,
+    "step, critical_ns DESC, family");
+
+SPEC(idle_culprits, FROM_RANK("idle_culprits"), ONE_RANK STEP_MATCH,
+    NULL, RANKS FROM_RANK("idle_culprits"), ALL_RANKS STEP_MATCH,
+    "step IS NULL, step, cause, idle_ns DESC, culprit, culprit_kind");
+
+SPEC(kernel_sequences, FROM_RANK("kernel_sequences"),
+    ONE_RANK STEP_MATCH SEQ_Q, NULL, RANKS FROM_RANK("kernel_sequences"),
+    ALL_RANKS STEP_MATCH SEQ_Q,
+    "step, n, count DESC, total_ns DESC, sequence");
+
+SPEC(median_sequence, FROM_RANK("median_sequence"), ONE_RANK STEP_MATCH,
+    "SELECT r.rank AS rank,", FROM_RANK("median_sequence"),
+    ALL_RANKS STEP_MATCH, "rank, step, position");
 
 /* The verdicts' inputs as they are (index/agg_samples.c): every rank's
  * sampled steps and the figures their values are of, each with its rank. */
@@ -382,6 +450,8 @@ static int query_stmt(struct store *st, const struct spec *sp,
   store__bind_text(s, 6, q->family && *q->family ? q->family : NULL);
   store__bind_text(s, 7, q->kind && *q->kind ? q->kind : NULL);
   store__bind_text(s, 8, q->module && *q->module ? q->module : NULL);
+  sqlite3_bind_int(s, 9, q->on_path);
+  store__bind_text(s, 10, q->step && *q->step ? q->step : NULL);
   *out = s;
   return 0;
 }
@@ -462,4 +532,20 @@ static int spec_rows(struct store *st, const void *ctx,
                      struct tr_err *err)
 {
   return query_rows(st, ctx, q, out, err);
+}
+
+/* A step is an index (digits), median or slowest. */
+static int step_check(const struct store_query *q, struct tr_err *err)
+{
+  const char *p = q->step;
+
+  if (p == NULL || *p == '\0' || strcmp(p, "median") == 0 ||
+      strcmp(p, "slowest") == 0)
+    return 0;
+  while (*p >= '0' && *p <= '9')
+    p++;
+  return *p == '\0' && p - q->step <= 18
+             ? 0
+             : tr_err_set(err, TR_EINVAL, "step",
+                          "step is a step index, median or slowest");
 }

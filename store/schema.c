@@ -190,6 +190,7 @@ static const char step2[] =
 #define IN3_5(x)
 #define IN3_6(x)
 #define IN3_8(x)
+#define IN3_9(x)
 #define NEW3(key, col, ty, all, since) IN3_##since(NEW_##ty(col))
 #define ADD3_RANK(key, col, ty, all, since) IN3_##since(ADD_##ty("ranks", col))
 #define ADD3_KERNEL(key, col, ty, all, since)                                \
@@ -234,6 +235,7 @@ static const char step3[] =
 #define IN4_5(x)
 #define IN4_6(x)
 #define IN4_8(x)
+#define IN4_9(x)
 #define ADD4_RANK(key, col, ty, all, since) IN4_##since(ADD_##ty("ranks", col))
 
 /*
@@ -253,6 +255,7 @@ static const char step4[] = TR_SUM_RANK(ADD4_RANK);
 #define IN5_5(x) x
 #define IN5_6(x)
 #define IN5_8(x)
+#define IN5_9(x)
 #define NEW5(key, col, ty, all, since) IN5_##since(NEW_##ty(col))
 #define ADD5_RANK(key, col, ty, all, since) IN5_##since(ADD_##ty("ranks", col))
 #define OF_CAPTURE                                                         \
@@ -319,6 +322,7 @@ static const char step5[] =
 #define IN6_5(x)
 #define IN6_6(x) x
 #define IN6_8(x)
+#define IN6_9(x)
 #define NEW6(key, col, ty, all, since) IN6_##since(NEW_##ty(col))
 
 /*
@@ -439,6 +443,7 @@ static const char step7[] =
 #define IN8_6(x)
 #define IN8_7(x)
 #define IN8_8(x) x
+#define IN8_9(x)
 #define NEW8(key, col, ty, all, since) IN8_##since(NEW_##ty(col))
 #define ADD8_RANK(key, col, ty, all, since) IN8_##since(ADD_##ty("ranks", col))
 
@@ -474,7 +479,56 @@ static const char step8[] =
     "CREATE INDEX decode_median_rank ON decode_median(rank_id);";
 /* clang-format on */
 
-const char *const store__migrations[] = { step1, step2, step3, step4,
-                                          step5, step6, step7, step8 };
+
+/* clang-format off */
+/* Version 9 expands the rows of since 9 only. */
+#define IN9_1(x)
+#define IN9_2(x)
+#define IN9_3(x)
+#define IN9_4(x)
+#define IN9_5(x)
+#define IN9_6(x)
+#define IN9_7(x)
+#define IN9_8(x)
+#define IN9_9(x) x
+#define NEW9(key, col, ty, all, since) IN9_##since(NEW_##ty(col))
+#define ADD9_RANK(key, col, ty, all, since) IN9_##since(ADD_##ty("ranks", col))
+#define ADD9_KERNEL(key, col, ty, all, since)                                \
+  IN9_##since(ADD_##ty("kernels", col))
+#define ADD9_FAMILY(key, col, ty, all, since)                                \
+  IN9_##since(ADD_##ty("families", col))
+
+/*
+ * Version 9: the critical path (index/cpath*.c, docs/CRITICAL_PATH.md).
+ * Host events and steps analysed on ranks; time on the path and launch
+ * cost on kernels and families; per step kind, per step, the picked
+ * steps' paths, per kernel and family and kind, the idle culprits (step
+ * and culprit may be NULL, so it keeps a rowid), kernel sequences and the
+ * median step's kernels.
+ */
+static const char step9[] =
+    TR_SUM_RANK(ADD9_RANK) TR_SUM_KERNEL(ADD9_KERNEL)
+    TR_SUM_FAMILY(ADD9_FAMILY)
+    "CREATE TABLE critical_kinds(" OF_RANK TR_SUM_CRIT_KIND(NEW9)
+    ", PRIMARY KEY(rank_id, step)) WITHOUT ROWID;"
+    "CREATE TABLE critical_steps(" OF_RANK TR_SUM_CRIT_STEP(NEW9)
+    ", PRIMARY KEY(rank_id, idx)) WITHOUT ROWID;"
+    "CREATE TABLE critical_segments(" OF_RANK TR_SUM_CRIT_SEGMENT(NEW9)
+    ", PRIMARY KEY(rank_id, idx, seq)) WITHOUT ROWID;"
+    "CREATE TABLE kernel_paths(" OF_RANK TR_SUM_KERNEL_PATH(NEW9)
+    ", PRIMARY KEY(rank_id, name_id, step)) WITHOUT ROWID;"
+    "CREATE TABLE family_paths(" OF_RANK TR_SUM_FAMILY_PATH(NEW9)
+    ", PRIMARY KEY(rank_id, family, step)) WITHOUT ROWID;"
+    "CREATE TABLE idle_culprits(" OF_RANK TR_SUM_CULPRIT(NEW9) ");"
+    "CREATE INDEX idle_culprits_rank ON idle_culprits(rank_id);"
+    "CREATE TABLE kernel_sequences(" OF_RANK TR_SUM_SEQUENCE(NEW9)
+    ", PRIMARY KEY(rank_id, step, n, sequence)) WITHOUT ROWID;"
+    "CREATE TABLE median_sequence(" OF_RANK TR_SUM_MEDIAN_SEQ(NEW9)
+    ", PRIMARY KEY(rank_id, step, position)) WITHOUT ROWID;";
+/* clang-format on */
+
+
+const char *const store__migrations[] = { step1, step2, step3, step4, step5,
+                                          step6, step7, step8, step9 };
 const int store__schema_version =
     (int)(sizeof(store__migrations) / sizeof(store__migrations[0]));

@@ -237,6 +237,12 @@ struct store_query {
   const char *module;   /* NULL or "": any; else exactly: the module of
                            decode/layer_modules, op_modules, kernels */
   const char *by;       /* idle: "cause" (NULL) or "step" */
+  const char *step;     /* critical_path, critical_path/steps: NULL or
+                           "": any; a step index, "median" or "slowest"
+                           (of each kind, or of kind) */
+  bool on_path;         /* kernels, families: only those on a critical
+                           path (critical_ns > 0), read from the ranks'
+                           rows (the sums keep every row) */
   int buckets;          /* timeline: rows wanted per rank, 1..4096 (0:
                            256) */
 };

@@ -35,7 +35,7 @@ static int table_rows(struct store *st, const void *ctx,
 {
   enum tr_table t =
       (enum tr_table)((const struct tr_table_row *)ctx - tr_tables);
-  int rc = q->rank < 0 && (tr_tables[t].flags & TR_T_SUMMED)
+  int rc = q->rank < 0 && (tr_tables[t].flags & TR_T_SUMMED) && !q->on_path
                ? store__sum_rows(st, t, q, out, err)
                : 1;
 

@@ -1,9 +1,12 @@
-# The indexer's aggregation (index/agg*.c, rules.c, file.c, cli.c).
-# test_index_agg links the aggregation sources directly (not the whole
-# traced_index library) so that it tests them alone, fed hand-made events.
-# The decode unit (index/dec_*.c, hoststack.c) is fed by the aggregation.
+# The indexer's aggregation (index/agg*.c, host*.c, cpath*.c, rules.c,
+# file.c, cli.c). test_index_agg links the aggregation sources directly
+# (not the whole traced_index library) so that it tests them alone, fed
+# hand-made events. The decode unit (index/dec_*.c, hoststack.c) and the
+# critical path (host*.c, cpath*.c) are fed by the aggregation.
 file(GLOB AGG_SRC CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/index/agg*.c
-     ${CMAKE_SOURCE_DIR}/index/dec_*.c ${CMAKE_SOURCE_DIR}/index/hoststack.c)
+     ${CMAKE_SOURCE_DIR}/index/dec_*.c ${CMAKE_SOURCE_DIR}/index/hoststack.c
+     ${CMAKE_SOURCE_DIR}/index/host.c ${CMAKE_SOURCE_DIR}/index/host_py.c
+     ${CMAKE_SOURCE_DIR}/index/cpath*.c)
 traced_c_test(test_index_agg traced_common test_index_agg.c ${AGG_SRC}
   ${CMAKE_SOURCE_DIR}/index/rules.c ${CMAKE_SOURCE_DIR}/index/family.c
   ${CMAKE_SOURCE_DIR}/index/format.c)

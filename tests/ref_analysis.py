@@ -532,13 +532,13 @@ def strip_text(d):
 
 def family(name):
     """The family of a kernel name by the built-in rules (rules.c)."""
-    if name.startswith("_Z"):
-        got = mangled_family(name)
-        if got is None:
-            return name
+    got = mangled_family(name) if name.startswith("_Z") else None
+    if name.startswith("_Z") and got is None:
+        return name
+    if got is not None and got[0]:
         base, text, arg2 = got
         text = "void " + base + "< " + text
-    else:
+    else:  # not mangled, or past what a demangler reads: the name itself
         base, text, arg2 = strip_text(name), name, None
     low = text.lower()
     for pat, action, prefix in FAMILY_RULES:

@@ -364,6 +364,32 @@ static void reader_numbers_in_events(void)
   CHECK_INT(l.ev.ts_ns, INT64_MAX);
 }
 
+/* kineto's cuda_sync events carry the stream they wait on and the
+ * correlation of the awaited cudaEventRecord (docs/TRACE_FORMATS.md). */
+static void reader_sync_args(void)
+{
+  struct tally t;
+  struct last l;
+
+  doc_ok(EVENTS("{\"ph\":\"X\",\"cat\":\"cuda_sync\",\"name\":\"Stream Wait "
+                "Event\",\"pid\":0,\"tid\":20,\"ts\":1695835585751488,"
+                "\"dur\":3,\"args\":{\"External id\":5170,\"cuda_sync_kind\":"
+                "\"Stream Wait Event\",\"wait_on_stream\":7,"
+                "\"wait_on_cuda_event_record_corr_id\":5169,"
+                "\"wait_on_cuda_event_id\":1,\"stream\":20,"
+                "\"correlation\":5170}}"),
+         &t, &l);
+  CHECK_INT(l.ev.wait_stream, 7);
+  CHECK_INT(l.ev.wait_corr, 5169);
+  CHECK_INT(l.ev.stream, 20);
+  CHECK(l.ev.has & IDX_HAS_WAIT_STREAM);
+  CHECK(l.ev.has & IDX_HAS_WAIT_CORR);
+  doc_ok(EVENTS("{\"ph\":\"X\",\"cat\":\"cuda_sync\",\"name\":\"Stream "
+                "Sync\",\"ts\":1,\"dur\":9,\"args\":{\"stream\":7}}"),
+         &t, &l);
+  CHECK(!(l.ev.has & (IDX_HAS_WAIT_STREAM | IDX_HAS_WAIT_CORR)));
+}
+
 /* Each kind of broken document fails with a message and an offset. */
 static void reader_bad_documents(void)
 {
@@ -703,6 +729,7 @@ int main(void)
   RUN(reader_number_words);
   RUN(reader_walk_shapes);
   RUN(reader_numbers_in_events);
+  RUN(reader_sync_args);
   RUN(reader_bad_documents);
   RUN(reader_depth_limit);
   RUN(reader_lenient_inputs);

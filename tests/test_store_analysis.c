@@ -1,9 +1,11 @@
 /*
  * store: the analysis tables out (idle by cause, the re-binned timeline,
- * families, kernels of a family, /diff by family). Every expected figure
- * is computed here from the hand-written inputs (test_store_util.c makes
- * the summaries: idle split 1/3 host_late, the rest sync; two timeline
- * buckets; a kernel's family is its name up to '#').
+ * families, kernels of a family, /diff by family, the critical path).
+ * Every expected figure is computed here from the hand-written inputs
+ * (test_store_util.c makes the summaries: idle split 1/3 host_late, the
+ * rest sync; two timeline buckets; a kernel's family is its name up to
+ * '#'; the even-indexed kernels on the critical path for half their
+ * time).
  */
 #include <math.h>
 #include <stdio.h>
@@ -187,6 +189,102 @@ static void store_diff_by_family(struct store *st, int64_t a, int64_t b)
   json_decref(out);
 }
 
+/* The critical path tables (test_store_util.c's critical_rows()): on_path
+ * keeps the kernels on a path, on one rank and over all; a step is picked
+ * by index or role; the per-kind rows and culprits sum over ranks. */
+static void store_critical_rows(struct store *st, int64_t cap)
+{
+  json_t *rows = query(
+      st, TR_TABLE_kernels,
+      (struct store_query){ .capture_id = cap, .rank = 0, .on_path = true });
+
+  CHECK_INT(json_array_size(rows), 2); /* ka[0] and ka[2] */
+  CHECK_INT(fx_int(fx_find(rows, "name", "norm"), "critical_ns"), 120 / 2);
+  CHECK(fx_find(rows, "name", "gemm#64x256") == NULL);
+  json_decref(rows);
+  rows = query(
+      st, TR_TABLE_kernels,
+      (struct store_query){ .capture_id = cap, .rank = -1, .on_path = true });
+  CHECK_INT(json_array_size(rows), 3); /* and gemm#256x64 of rank 1 */
+  /* On rank 0's path, not rank 1's: both ranks' rows summed. */
+  CHECK_INT(fx_int(fx_find(rows, "name", "norm"), "critical_ns"), 120 / 2);
+  CHECK_INT(fx_int(fx_find(rows, "name", "norm"), "total_ns"), 120 + 110);
+  CHECK_INT(fx_int(fx_find(rows, "name", "norm"), "ranks"), 2);
+  CHECK_INT(fx_int(fx_find(rows, "name", "gemm#256x64"), "critical_ns"),
+            1500 / 2);
+  json_decref(rows);
+  rows = query(
+      st, TR_TABLE_families,
+      (struct store_query){ .capture_id = cap, .rank = -1, .on_path = true });
+  CHECK_INT(fx_int(fx_find(rows, "family", "gemm"), "critical_ns"),
+            1000 / 2 + 1500 / 2);
+  json_decref(rows);
+  rows = query(st, TR_TABLE_critical_kinds,
+               (struct store_query){ .capture_id = cap, .rank = -1 });
+  CHECK_INT(json_array_size(rows), 1);
+  CHECK_INT(fx_int(json_array_get(rows, 0), "length_ns"), 2 * 5000 * 3 / 4);
+  CHECK_INT(fx_int(json_array_get(rows, 0), "kernels_on_path"), 10 + 6 + 12);
+  CHECK_INT(fx_int(json_array_get(rows, 0), "ranks"), 2);
+  json_decref(rows);
+  rows = query(
+      st, TR_TABLE_critical_segments,
+      (struct store_query){ .capture_id = cap, .rank = 1, .step = "median" });
+  CHECK_INT(json_array_size(rows), 2);
+  CHECK_STR(json_string_value(json_object_get(json_array_get(rows, 1), "what")),
+            "gemm#256x64");
+  CHECK_STR(json_string_value(json_object_get(json_array_get(rows, 1), "kind")),
+            "kernel");
+  json_decref(rows);
+  rows =
+      query(st, TR_TABLE_critical_segments,
+            (struct store_query){
+                .capture_id = cap, .rank = -1, .step = "0", .kind = "decode" });
+  CHECK_INT(json_array_size(rows), 4); /* two stretches a rank */
+  CHECK_INT(fx_int(json_array_get(rows, 3), "rank"), 1);
+  json_decref(rows);
+  rows =
+      query(st, TR_TABLE_critical_steps,
+            (struct store_query){ .capture_id = cap, .rank = 0, .step = "1" });
+  CHECK_INT(json_array_size(rows), 0);
+  json_decref(rows);
+  rows = query(st, TR_TABLE_idle_culprits,
+               (struct store_query){ .capture_id = cap, .rank = -1 });
+  CHECK_INT(fx_int(fx_find(rows, "culprit", "_prepare_inputs"), "idle_ns"),
+            idle_of(&ra[0]) / 3 + idle_of(&ra[1]) / 3);
+  json_decref(rows);
+  rows =
+      query(st, TR_TABLE_kernel_sequences,
+            (struct store_query){ .capture_id = cap, .rank = -1, .q = "NORM" });
+  CHECK_INT(json_array_size(rows), 1);
+  CHECK_STR(
+      json_string_value(json_object_get(json_array_get(rows, 0), "sequence")),
+      "gemm > norm");
+  json_decref(rows);
+  CHECK_INT(store_table(st, TR_TABLE_critical_segments,
+                        &(struct store_query){
+                            .capture_id = cap, .rank = 0, .step = "fastest" },
+                        &rows, &err),
+            TR_EINVAL);
+  CHECK_STR(err.field, "step");
+}
+
+/* By sequence: the step kind and families of a sequence match. */
+static void store_diff_by_sequence(struct store *st, int64_t a, int64_t b)
+{
+  struct store_diff_opts o = { .rank = 0, .by = "sequence" };
+  json_t *out = NULL, *row;
+
+  CHECK_INT(store_diff(st, a, b, &o, &out, &err), 0);
+  row =
+      fx_find(json_object_get(out, "rows"), "sequence", "decode: gemm > gemm");
+  CHECK_STR(json_string_value(json_object_get(row, "status")), "only_a");
+  row =
+      fx_find(json_object_get(out, "rows"), "sequence", "decode: gemm > norm");
+  CHECK_STR(json_string_value(json_object_get(row, "status")), "only_b");
+  CHECK_INT(fx_int(row, "b_count"), 10);
+  json_decref(out);
+}
+
 int main(void)
 {
   struct store *st = NULL;
@@ -205,6 +303,10 @@ int main(void)
   store_families_rows(st, a);
   fprintf(stderr, "-- store_diff_by_family\n");
   store_diff_by_family(st, a, b);
+  fprintf(stderr, "-- store_critical_rows\n");
+  store_critical_rows(st, a);
+  fprintf(stderr, "-- store_diff_by_sequence\n");
+  store_diff_by_sequence(st, a, b);
   store_close(st);
   fx_db_remove(path);
   return 0;

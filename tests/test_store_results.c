@@ -61,6 +61,16 @@ static const struct ask asks[] = {
   { TR_TABLE_family_steps, ALL(.limit = 0) },
   { TR_TABLE_idle, ALL(.limit = 0) },
   { TR_TABLE_idle, ALL(.by = "step") },
+  { TR_TABLE_critical_kinds, ALL(.limit = 0) },
+  { TR_TABLE_critical_kinds, ALL(.kind = "decode") },
+  { TR_TABLE_kernel_paths, ALL(.limit = 0) },
+  { TR_TABLE_kernel_paths, ALL(.q = "gemm", .kind = "decode", .limit = 5) },
+  { TR_TABLE_family_paths, ALL(.limit = 0) },
+  { TR_TABLE_family_paths, ALL(.q = "elementwise") },
+  { TR_TABLE_idle_culprits, ALL(.limit = 0) },
+  { TR_TABLE_idle_culprits, ALL(.kind = "decode") },
+  { TR_TABLE_kernel_sequences, ALL(.limit = 0) },
+  { TR_TABLE_kernel_sequences, ALL(.q = "gemm", .limit = 3) },
 };
 enum { NASKS = sizeof(asks) / sizeof(asks[0]) };
 

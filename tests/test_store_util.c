@@ -227,6 +227,182 @@ static void analysis_rows(const struct fx_rank *r, int64_t busy,
                                 "gemm", busy - busy / 2, "steps", "step"));
 }
 
+/* The critical path of a rank (common/summary.h's TR_SUM_CRIT_* rows):
+ * the even-indexed kernels are on the path of each step for half their
+ * time, the others off it with their min_ns as slack; per step kind one
+ * step (index its place, both median and slowest) of two stretches; two
+ * culprits (the idle split of analysis_rows()); one sequence of the first
+ * two kernels' families; the median step runs every kernel once. */
+static int64_t crit_of(const struct fx_rank *r, size_t i)
+{
+  return i % 2 == 0 ? r->k[i].total_ns / 2 : 0;
+}
+
+static void crit_kernel_cols(json_t *row, int64_t crit, int64_t count)
+{
+  json_object_update_new(
+      row, json_pack("{s:I,s:I,s:I,s:i,s:i,s:I,s:i,s:i}", "critical_ns", crit,
+                     "launch_calls", count, "launch_call_ns", count * 100,
+                     "launch_call_p50_ns", 100, "launch_call_p99_ns", 200,
+                     "launch_queue_ns", count * 50, "launch_queue_p50_ns", 50,
+                     "launch_queue_p99_ns", 80));
+}
+
+static json_t *path_row(json_t *row, const struct fx_step *s, bool on,
+                        int64_t count, int64_t crit, int64_t slack)
+{
+  json_object_update_new(
+      row, json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "step", s->kind,
+                     "steps", s->count, "steps_on", on ? s->count : 0,
+                     "instances", count, "on_path", on ? count : 0,
+                     "critical_ns", crit, "slack_p50_ns", slack, "slack_p99_ns",
+                     slack, "slack_max_ns", slack));
+  return row;
+}
+
+static void crit_paths(const struct fx_rank *r, json_t *sum)
+{
+  json_t *kp = json_array(), *fp = json_array(), *f;
+  json_t *fams = json_object_get(sum, "families");
+  size_t i;
+
+  for (i = 0; r->ns > 0 && i < r->nk; i++)
+    json_array_append_new(
+        kp, path_row(json_pack("{s:s,s:o}", "name", r->k[i].name, "family",
+                               family_of(r->k[i].name)),
+                     &r->s[0], i % 2 == 0, r->k[i].count, crit_of(r, i),
+                     i % 2 == 0 ? 0 : r->k[i].min_ns));
+  json_array_foreach(fams, i, f) {
+    int64_t crit = fx_int(f, "critical_ns");
+
+    if (r->ns > 0)
+      json_array_append_new(
+          fp,
+          path_row(json_pack("{s:O}", "family", json_object_get(f, "family")),
+                   &r->s[0], crit > 0, fx_int(f, "count"), crit, 0));
+  }
+  json_object_set_new(sum, "kernel_paths", kp);
+  json_object_set_new(sum, "family_paths", fp);
+}
+
+static void crit_steps(const struct fx_rank *r, json_t *sum)
+{
+  json_t *kinds = json_array(), *steps = json_array(), *segs = json_array();
+  json_t *seqs = json_array(), *med = json_array();
+  int64_t kernels = 0, on = 0;
+
+  for (size_t i = 0; i < r->nk; i++) {
+    kernels += r->k[i].count;
+    on += i % 2 == 0 ? r->k[i].count : 0;
+  }
+  for (size_t i = 0; i < r->ns; i++) {
+    const struct fx_step *s = &r->s[i];
+    int64_t len = s->total_ns * 3 / 4;
+    json_t *b = json_pack("{s:I,s:I,s:i,s:i,s:i,s:i,s:i}", "cpu_ns", len / 4,
+                          "gpu_ns", len - len / 4, "comm_ns", 0, "launch_ns", 0,
+                          "gap_ns", 0, "sync_ns", 0, "idle_ns", 0);
+    json_t *k = json_pack(
+        "{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:i,s:i,s:I}", "step", s->kind,
+        "steps", s->count, "analyzed", s->count, "window_ns", s->total_ns,
+        "length_ns", len, "length_p50_ns", len / s->count, "length_max_ns",
+        len / s->count + 1, "kernels", kernels, "kernels_on_path", on,
+        "queue_max", 2, "queue_area_ns", 100, "extent_ns", s->total_ns);
+    json_t *st = json_pack(
+        "{s:I,s:s,s:s,s:i,s:I,s:s,s:I,s:i,s:I,s:i,s:I,s:I,s:i,s:i,s:I,s:s,"
+        "s:[[i,i],[i,i]]}",
+        "index", (json_int_t)i, "step", s->kind, "label", s->kind, "start_ns",
+        0, "dur_ns", s->total_ns / s->count, "status", "ok", "length_ns",
+        len / s->count, "path_from_ns", 0, "path_to_ns", len / s->count,
+        "events", 10, "kernels", kernels, "kernels_on_path", on, "queue_max", 2,
+        "queue_area_ns", 100, "extent_ns", s->total_ns, "role",
+        "median slowest", "queue", 0, 1, 10, 0);
+
+    json_object_update(k, b);
+    json_object_update_new(st, b);
+    json_array_append_new(kinds, k);
+    json_array_append_new(steps, st);
+    for (int j = 0; j < 2; j++)
+      json_array_append_new(
+          segs, json_pack("{s:I,s:s,s:i,s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:i}",
+                          "index", (json_int_t)i, "step", s->kind, "seq", j,
+                          "what", j ? (r->nk ? r->k[0].name : "none") : "step",
+                          "kind", j ? "kernel" : "host", "where",
+                          j ? "stream 0/7" : "thread 1/1", "bound",
+                          j ? "gpu" : "cpu", "from_ns", j * len / 8, "to_ns",
+                          (j + 1) * len / 8, "weight_ns", len / 8, "count", 1));
+    if (r->nk >= 2) {
+      json_t *a = family_of(r->k[0].name), *c = family_of(r->k[1].name);
+      char seq[256];
+
+      snprintf(seq, sizeof(seq), "%s > %s", json_string_value(a),
+               json_string_value(c));
+      json_array_append_new(
+          seqs, json_pack("{s:s,s:i,s:s,s:I,s:I,s:I}", "step", s->kind, "n", 2,
+                          "sequence", seq, "count", s->count, "total_ns",
+                          r->k[0].min_ns + r->k[1].min_ns, "steps", s->count));
+      json_decref(a);
+      json_decref(c);
+    }
+    for (size_t j = 0; j < r->nk; j++)
+      json_array_append_new(
+          med,
+          json_pack("{s:s,s:I,s:o,s:s,s:i,s:I,s:f}", "step", s->kind,
+                    "position", (json_int_t)j, "family",
+                    family_of(r->k[j].name), "name", r->k[j].name, "count", 1,
+                    "dur_ns", r->k[j].min_ns, "share", 1.0 / (double)r->nk));
+  }
+  json_object_set_new(sum, "critical_kinds", kinds);
+  json_object_set_new(sum, "critical_steps", steps);
+  json_object_set_new(sum, "critical_segments", segs);
+  json_object_set_new(sum, "kernel_sequences", seqs);
+  json_object_set_new(sum, "median_sequence", med);
+}
+
+static void critical_rows(const struct fx_rank *r, int64_t idle_ns, json_t *sum)
+{
+  json_t *f, *k, *by_family = json_object();
+  size_t i;
+
+  json_array_foreach(json_object_get(sum, "kernels"), i, k)
+    crit_kernel_cols(k, crit_of(r, i), r->k[i].count);
+  /* Each family's time on the path, its kernels' summed (one pass: the
+   * concurrency test's ranks have 20000 kernels). */
+  for (i = 0; i < r->nk; i++) {
+    json_t *fam = family_of(r->k[i].name);
+    const char *name = json_string_value(fam);
+
+    json_object_set_new(
+        by_family, name,
+        json_integer(json_integer_value(json_object_get(by_family, name)) +
+                     crit_of(r, i)));
+    json_decref(fam);
+  }
+  json_array_foreach(json_object_get(sum, "families"), i, f)
+    crit_kernel_cols(
+        f,
+        json_integer_value(json_object_get(
+            by_family, json_string_value(json_object_get(f, "family")))),
+        fx_int(f, "count"));
+  json_decref(by_family);
+  crit_paths(r, sum);
+  crit_steps(r, sum);
+  json_object_set_new(
+      sum, "idle_culprits",
+      json_pack("[{s:s?,s:s,s:s,s:s,s:i,s:I,s:I,s:I},"
+                "{s:s?,s:s,s:s,s:s,s:i,s:I,s:I,s:I}]",
+                "step", r->ns ? r->s[0].kind : NULL, "cause", "host_late",
+                "culprit", "_prepare_inputs", "culprit_kind", "python", "count",
+                2, "idle_ns", idle_ns / 3, "p50_ns", idle_ns / 6, "p99_ns",
+                idle_ns / 6, "step", r->ns ? r->s[0].kind : NULL, "cause",
+                "sync", "culprit", "hipDeviceSynchronize", "culprit_kind",
+                "runtime", "count", 1, "idle_ns", idle_ns - idle_ns / 3,
+                "p50_ns", idle_ns - idle_ns / 3, "p99_ns",
+                idle_ns - idle_ns / 3));
+  json_object_update_new(sum, json_pack("{s:i,s:I}", "host_events", 100,
+                                        "critical_path_steps",
+                                        r->ns ? r->s[0].count : 0));
+}
+
 static json_t *step_rows(const struct fx_rank *r)
 {
   json_t *steps = json_array();
@@ -330,6 +506,7 @@ json_t *fx_summary(int rank, const struct fx_rank *r)
                 "name", r->nk ? r->k[0].name : "none", "count", 1, "total_ns",
                 1, "top_launches"));
   analysis_rows(r, device_ns, 1000000 - device_ns, sum);
+  critical_rows(r, 1000000 - device_ns, sum);
   CHECK(sum != NULL);
   return sum;
 }

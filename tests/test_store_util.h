@@ -41,7 +41,10 @@ void fx_db_remove(const char *path);
 
 /* The rank summary of docs/API.md for r: scalars are computed from the rows
  * (kernel_ns = sum of kernel totals, device_ns = kernel_ns + memcpy_ns,
- * categories = kernels summed per category plus "copy"). */
+ * categories = kernels summed per category plus "copy"). The critical
+ * path (test_store_util.c's critical_rows()): the even-indexed kernels are
+ * on it for half their time (critical_ns); per step kind one step, index
+ * its place, the median and slowest of its kind. */
 json_t *fx_summary(int rank, const struct fx_rank *r);
 
 /* A done capture (kind "capture", params {"model":model,"tp":tp}, tp 0:

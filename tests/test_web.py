@@ -65,6 +65,7 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ref_cpath  # noqa: E402
 import ref_index  # noqa: E402
 from tracedtest import (SRC_DIR, TRACED_BIN, TRACES_DIR, Daemon,  # noqa
                         check, check_eq)
@@ -241,17 +242,37 @@ ROW_KEYS = {
                  "avg_ns", "p50_ns", "p99_ns", "max_ns", "share"],
     "families/steps": ["family", "step", "count", "total_ns", "steps",
                        "per_step_ns"],
+    "critical_path/summary": ["step", "steps", "analyzed", "length_ns",
+                              "length_p50_ns", "length_max_ns"] + [
+        b + "_ns" for b in ("cpu", "gpu", "comm", "launch", "gap", "sync")] +
+    ["kernels", "kernels_on_path", "queue_max"],
+    "critical_path/steps": ["index", "step", "role", "status", "dur_ns",
+                            "length_ns", "kernels", "kernels_on_path",
+                            "queue_max"],
+    "critical_path": ["index", "step", "what", "where", "bound", "from_ns",
+                      "to_ns"],
+    "critical_path/kernels": ["name", "step", "steps", "steps_on",
+                              "instances", "on_path", "critical_ns",
+                              "slack_p50_ns", "slack_p99_ns",
+                              "slack_max_ns"],
+    "critical_path/families": ["family", "step", "steps", "steps_on",
+                               "critical_ns", "slack_p50_ns"],
+    "idle/culprits": ["step", "cause", "culprit", "culprit_kind", "count",
+                      "idle_ns", "p50_ns", "p99_ns"],
+    "sequences": ["step", "n", "sequence", "count", "steps", "total_ns"],
+    "sequences/median": ["step", "position", "family", "name", "count",
+                         "dur_ns", "share"],
 }
 # Tables that may be empty for a trace without GPU-side run labels.
 MAY_BE_EMPTY = ("steps", "memcpy", "steps/histogram", "steps/buckets",
-                "steps/outliers", "families/steps")
+                "steps/outliers", "families/steps", "idle/culprits")
 ALL_RANK_KEYS = ["ranks", "slowest_rank", "slowest_rank_ns", "fastest_rank",
                  "fastest_rank_ns"]
 # The query parameters web/*.js may send to each route.
 JS_PARAMS = {
     "/captures": {"status", "kind", "limit"},
     "/captures/{id}/kernels": {"rank", "q", "category", "sort", "limit",
-                               "family"},
+                               "family", "on_path"},
     "/captures/{id}/launches": {"rank", "q", "sort", "limit"},
     "/captures/{id}/runtime": {"rank", "q", "sort", "limit"},
     "/captures/{id}/categories": {"rank"},
@@ -263,7 +284,8 @@ JS_PARAMS = {
     "/captures/{id}/steps/outliers": {"rank"},
     "/captures/{id}/idle": {"rank", "by"},
     "/captures/{id}/timeline": {"rank", "buckets"},
-    "/captures/{id}/families": {"rank", "q", "category", "sort", "limit"},
+    "/captures/{id}/families": {"rank", "q", "category", "sort", "limit",
+                                "on_path"},
     "/captures/{id}/families/steps": {"rank", "q", "limit"},
     "/captures/{id}/logs": {"which"},
     "/diff": {"a", "b", "by", "norm", "rank", "kind", "limit"},
@@ -281,6 +303,14 @@ JS_PARAMS = {
     "/captures/{id}/decode/op_modules": {"rank", "kind", "q", "limit"},
     "/captures/{id}/decode/blocks": {"rank", "kind", "q", "limit"},
     "/captures/{id}/decode/kernels": {"rank", "kind", "module", "limit"},
+    "/captures/{id}/critical_path/summary": {"rank"},
+    "/captures/{id}/critical_path/steps": {"rank", "limit"},
+    "/captures/{id}/critical_path": {"rank", "kind", "step", "limit"},
+    "/captures/{id}/critical_path/kernels": {"rank", "q", "limit"},
+    "/captures/{id}/critical_path/families": {"rank", "q", "limit"},
+    "/captures/{id}/idle/culprits": {"rank", "limit"},
+    "/captures/{id}/sequences": {"rank", "q", "limit"},
+    "/captures/{id}/sequences/median": {"rank", "limit"},
 }
 # Every table tab offers its rows as CSV (the same query, format=csv).
 for _path in JS_PARAMS:
@@ -605,6 +635,41 @@ def check_idle_descs(p, refs):
         check_eq(said, want, "idle causes of rank %d" % rank)
 
 
+def check_critical_descs(p, path):
+    """The Critical path tab of one rank: a bar per step kind saying its
+    path's length and breakdown, and its median and slowest steps' paths
+    one lane per thread or stream, each lane saying its stretches, all as
+    the independent reference (ref_cpath.py) has them."""
+    ref = ref_cpath.reference(path)
+    bars = {t.split(":")[0]: t for t in p.descs
+            if re.match(r"[\w#]+: critical path ", t)}
+    check_eq(sorted(bars), sorted(ref["kinds"]), "a bar per step kind")
+    for kind, text in bars.items():
+        k = ref["kinds"][kind]
+        said = {m.group(1): int(m.group(2).replace(",", "")) for m in
+                re.finditer(r"(\w+) ([\d,]+) ns", text.split(": ", 1)[1])}
+        want = {b: k[b + "_ns"] for b in ("cpu", "gpu", "comm", "launch",
+                                          "gap", "sync")}
+        want["path"] = k["length_ns"]
+        check_eq(said, want, "critical path of " + kind)
+    lanes = {}
+    for t in p.descs:
+        m = re.match(r"(\S+) (median|slowest) step #(\d+), (\S+ \S+): ", t)
+        if m:
+            lanes[(m.group(1), m.group(2), int(m.group(3)), m.group(4))] = \
+                t.split(": ", 1)[1].count("; ") + 1
+    check(lanes, "no path drawn")
+    segs = {}
+    for sg in ref["segments"]:
+        segs.setdefault((sg["index"], sg["where"]), []).append(sg)
+    steps = {(kind, role): i for i, row in ref["steps"].items()
+             for kind in [row["step"]] for role in (row["role"] or
+                                                     "").split()}
+    want = {(kind, role, i, where): len(v) for (kind, role), i in
+            steps.items() for (j, where), v in segs.items() if j == i}
+    check_eq(lanes, want, "the picked steps' lanes and their stretches")
+
+
 def check_histogram_descs(p, ref):
     descs = [t for t in p.descs if re.match(r"\w+: \d+ steps in", t)]
     check_eq(len(descs), len(ref["steps"]), "one histogram per kind")
@@ -764,6 +829,11 @@ def case_dom_shows_pictures():
                 p = pictures(chromium, base + "?tab=steps&rank=0",
                              os.path.join(shots, "steps_%s.png" % tag), width)
                 check_histogram_descs(p, refs[0])
+                p = pictures(chromium, base + "?tab=critical&rank=0",
+                             os.path.join(shots, "critical_%s.png" % tag),
+                             width)
+                check_critical_descs(p, next(r["file"] for r in a["ranks"]
+                                             if r["rank"] == 0))
                 p = pictures(chromium, "%s/#/diff/%d/%d" % (
                     d.base, a["id"], b["id"]), os.path.join(
                         shots, "diff_%s.png" % tag), width)

@@ -1,9 +1,9 @@
 /*
  * traced dashboard, the analysis tabs of the capture view: the
- * utilisation timeline, idle time by cause, kernel families, and the
- * step-time pictures under the Steps tab. Each render function answers the
- * nodes to show; capture.js calls them (see TABS there). Uses app.js and
- * charts.js.
+ * utilisation timeline, idle time by cause, the critical path, kernel
+ * families, and the step-time pictures under the Steps tab. Each render
+ * function answers the nodes to show; capture.js calls them (see TABS
+ * there). Uses app.js and charts.js.
  */
 'use strict';
 
@@ -128,12 +128,99 @@ function familyCols(all, st, show) {
   }}, nameCell(v))), S('category', 'category'), C('kernels', 'kernels'),
   C('count', 'count'), N('total', 'total_ns'), N('avg', 'avg_ns'),
   N('p50', 'p50_ns'), N('p99', 'p99_ns'), N('max', 'max_ns'),
-  T('share', 'share', shareCell, 'num'), all ? C('ranks', 'ranks') : null];
+  T('share', 'share', shareCell, 'num'), N('on critical path', 'critical_ns'),
+  all ? C('ranks', 'ranks') : null];
+}
+
+/* ---- the critical path (docs/CRITICAL_PATH.md) ---- */
+
+const PATH_NOTE = 'The critical path of a step is the longest chain ' +
+  'through its CPU ops, launch calls, kernels, copies and ' +
+  'synchronisation (as Holistic Trace Analysis builds it): what bounds ' +
+  'the step. Slack: how much longer a kernel could have run without ' +
+  'lengthening its step. A name filter finds one kernel.';
+
+/* "on the path in N of M decode steps, slack p50 X". */
+function onPathCell(r) {
+  return [num(r.steps_on), ' of ', num(r.steps), ' ', r.step, ' steps',
+    r.steps_on < r.steps ? [', slack p50 ', nsCell(r.slack_p50_ns)] : null];
+}
+
+const PATH_COLS = [T('on the path in', null, onPathCell),
+  C('instances', 'instances'), C('on path', 'on_path'),
+  N('time on path', 'critical_ns'), N('slack p50', 'slack_p50_ns'),
+  N('slack p99', 'slack_p99_ns'), N('slack max', 'slack_max_ns')];
+
+/* The median and slowest step of each kind (the first four kinds), drawn
+ * over their lanes (a step keeps at most 2048 stretches). */
+async function pickedPaths(c, rank, kinds) {
+  const picks = kinds.slice(0, 4).flatMap(kind => ['median', 'slowest']
+    .map(step => [kind, step]));
+  const got = await Promise.all(picks.map(([kind, step]) => get(url(
+    '/captures/{id}/critical_path', {id: c.id},
+    {rank, kind, step, limit: 1000}))));
+  return picks.map(([kind, step], i) => got[i].rows.length
+    ? pathLanes(kind + ' ' + step + ' step #' + got[i].rows[0].index,
+      got[i].rows) : null);
+}
+
+async function criticalTab(c, st, ranks) {
+  const rank = pictureRanks(st, ranks)[0];
+  const q = {rank: st.rank};
+  const named = Object.assign({q: st.q, limit: LIMIT}, q);
+  const sum = await get(url('/captures/{id}/critical_path/summary',
+    {id: c.id}, q));
+  const [steps, kernels, fams, culprits, seqs, med, paths] =
+    await Promise.all([
+      get(url('/captures/{id}/critical_path/steps', {id: c.id},
+        {rank, limit: 50})),
+      get(url('/captures/{id}/critical_path/kernels', {id: c.id}, named)),
+      get(url('/captures/{id}/critical_path/families', {id: c.id}, named)),
+      get(url('/captures/{id}/idle/culprits', {id: c.id},
+        Object.assign({limit: LIMIT}, q))),
+      get(url('/captures/{id}/sequences', {id: c.id}, named)),
+      get(url('/captures/{id}/sequences/median', {id: c.id},
+        {rank, limit: 200})),
+      pickedPaths(c, rank, sum.rows.map(r => r.step))]);
+  return [el('p', {class: 'muted'}, PATH_NOTE),
+    el('h4', null, 'What bounds each step kind'), pathBreakdown(sum.rows),
+    table([S('step', 'step'), C('steps', 'steps'), C('analysed', 'analyzed'),
+      N('path p50', 'length_p50_ns'), N('path max', 'length_max_ns'),
+      ...LENGTH_BOUNDS.concat('sync').map(b => N(b, b + '_ns')),
+      C('kernels on path', 'kernels_on_path'), C('kernels', 'kernels'),
+      C('launch queue max', 'queue_max')], sum.rows),
+    el('h4', null, 'Median and slowest steps', rank != null ? ' (rank ' +
+      rank + ')' : null), boundLegend(), paths,
+    el('h4', null, 'Who kept the GPU waiting'),
+    table([T('step', 'step', v => v == null ? 'outside steps' : v),
+      S('cause', 'cause'), T('culprit', 'culprit', v => v == null
+        ? '\u2013' : nameCell(v)), S('kind', 'culprit_kind'),
+      C('count', 'count'), N('idle caused', 'idle_ns'), N('p50', 'p50_ns'),
+      N('p99', 'p99_ns')], culprits.rows),
+    el('h4', null, 'Kernels on the critical path'),
+    table([T('kernel', 'name', nameCell)].concat(PATH_COLS), kernels.rows),
+    el('h4', null, 'Families on the critical path'),
+    table([T('family', 'family', nameCell)].concat(PATH_COLS), fams.rows),
+    el('h4', null, 'Steps', rank != null ? ' (rank ' + rank + ')' : null),
+    table([C('#', 'index'), S('step', 'step'), S('role', 'role'),
+      S('status', 'status'), N('duration', 'dur_ns'),
+      N('path', 'length_ns'), ...LENGTH_BOUNDS.map(b => N(b, b + '_ns')),
+      C('kernels on path', 'kernels_on_path'), C('kernels', 'kernels'),
+      C('queue max', 'queue_max')], steps.rows),
+    el('h4', null, 'Most frequent kernel sequences (is decode fused?)'),
+    table([S('step', 'step'), C('n', 'n'), T('sequence', 'sequence',
+      nameCell), C('count', 'count'), C('steps', 'steps'),
+    N('kernel time', 'total_ns')], seqs.rows),
+    el('h4', null, 'The median step\'s kernels in order'),
+    table([S('step', 'step'), C('#', 'position'), T('family', 'family',
+      nameCell), T('kernel', 'name', nameCell), C('count', 'count'),
+    N('time', 'dur_ns'), T('share', 'share', shareCell, 'num')], med.rows)];
 }
 
 const ANALYSIS_TABS = [
   {id: 'timeline', label: 'Timeline', render: timelineTab},
   {id: 'idle', label: 'Idle', render: idleTab},
+  {id: 'critical', label: 'Critical path', render: criticalTab, q: true},
   {id: 'families', label: 'Families', path: '/captures/{id}/families',
     q: true, sort: true, limit: LIMIT, cols: familyCols,
     note: 'Kernels with template and parameter lists, Tensile solution ' +

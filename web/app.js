@@ -462,7 +462,8 @@ function importForm() {
 
 /* The member naming a row of GET /diff, by its by= (api/openapi.yaml). */
 const DIFF_KEY = {kernel: 'name', category: 'category', step: 'kind',
-  family: 'family', module: 'module', layer: 'layer', op: 'op'};
+  family: 'family', sequence: 'sequence', module: 'module', layer: 'layer',
+  op: 'op'};
 /* What launched the kernels (decode.js): one step kind at a time. */
 const DIFF_DECODE = ['module', 'layer', 'op'];
 const DIFF_LIMIT = 200;

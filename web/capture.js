@@ -259,6 +259,7 @@ const TABS = [
     N('total', 'total_ns'), N('avg', 'avg_ns'), N('min', 'min_ns'),
     N('max', 'max_ns'), all ? null : N('median', 'median_ns'),
     T('share', 'share', shareCell, 'num'),
+    N('on critical path', 'critical_ns'),
     all ? null : N('first at', 'first_ns'),
     all ? null : N('last at', 'last_ns'),
     all ? C('ranks', 'ranks') : null,
@@ -337,7 +338,7 @@ function tabsView(box, c, ranks, hq) {
     q: hq.get('q') || '', sort: hq.get('sort') || 'total',
     category: hq.get('category') || '', family: hq.get('family') || '',
     kind: hq.get('kind') || '', view: hq.get('view') || '',
-    module: hq.get('module') || ''};
+    module: hq.get('module') || '', onPath: hq.get('on_path') || ''};
   const bar = el('nav', {class: 'tabs'});
   const tools = el('div', {class: 'tools'});
   const out = el('div');
@@ -369,6 +370,13 @@ function tabsView(box, c, ranks, hq) {
       }) : null, tab.id === 'kernels' && st.family ? el('button', {
       title: 'show every family', onclick: () => { st.family = ''; show(); }},
     'family ', el('code', null, st.family), ' \u00d7') : null,
+    tab.id === 'kernels' || tab.id === 'families' ? el('label', null,
+      el('input', {type: 'checkbox', checked: st.onPath === '1',
+        onchange: ev => {
+          st.onPath = ev.target.checked ? '1' : '';
+          load();
+        }}),
+      ' on a critical path') : null,
     tab.sort ? select(st.sort, ['total', 'count', 'avg',
       'name'].map(s => [s, 'by ' + s]), v => { st.sort = v; load(); })
       : null);
@@ -399,7 +407,8 @@ function tabsView(box, c, ranks, hq) {
     const kernels = tab.id === 'kernels';
     const query = {rank: st.rank, q: tab.q ? st.q : '',
       category: kernels || tab.id === 'families' ? st.category : '',
-      sort: tab.sort ? st.sort : '', family: kernels ? st.family : ''};
+      sort: tab.sort ? st.sort : '', family: kernels ? st.family : '',
+      on_path: kernels || tab.id === 'families' ? st.onPath : ''};
     saveOpts(Object.assign({tab: kernels ? '' : tab.id}, query,
       {sort: query.sort === 'total' ? '' : query.sort}));
     const my = ++seq;

@@ -178,6 +178,70 @@ function idleBars(byRank) {
   legend(CAUSES.map(c => [c.replace('_', ' '), CAUSE_COLOR[c]])));
 }
 
+/* ---- the critical path (docs/CRITICAL_PATH.md) ---- */
+
+/* What bounds a stretch of the path: the first five make its length, sync
+ * and idle are its zero-weight waits. */
+const BOUND_COLOR = {cpu: '#ca8a04', gpu: '#2563c9', comm: '#0e7490',
+  launch: '#db2777', gap: '#a8a29e', sync: '#ea580c', idle: '#e2e8f0'};
+const BOUNDS = Object.keys(BOUND_COLOR);
+const LENGTH_BOUNDS = BOUNDS.slice(0, 5);
+
+function boundLegend() {
+  return legend(BOUNDS.map(b => [b, BOUND_COLOR[b]]));
+}
+
+/* rows: /critical_path/summary. One stacked bar per step kind: the share
+ * of its paths' length bound by CPU, kernels, collectives, launch delay
+ * and kernel-to-kernel gaps. */
+function pathBreakdown(rows) {
+  const W = 1000, H = 20;
+  const bars = rows.filter(r => r.length_ns > 0).map(r => {
+    let x = 0;
+    const shapes = LENGTH_BOUNDS.filter(b => r[b + '_ns'] > 0).map(b => {
+      const w = r[b + '_ns'] / r.length_ns * W;
+      const shape = svg('rect', {x, y: 0, width: w, height: H,
+        fill: BOUND_COLOR[b]}, svg('title', null, b + ': ' +
+        exactNs(r[b + '_ns'])));
+      x += w;
+      return shape;
+    });
+    const desc = r.step + ': critical path ' + exactNs(r.length_ns) +
+      ' over ' + r.analyzed + ' steps: ' + LENGTH_BOUNDS.map(b => b + ' ' +
+      exactNs(r[b + '_ns']) + ' (' + pct1(r[b + '_ns'], r.length_ns) +
+      ')').join(', ') + '; waiting in sync ' + exactNs(r.sync_ns) + '.';
+    return el('div', {class: 'idle-row'}, el('span', {class: 'lane-name'},
+      r.step), figure('idle', W, H, 'Critical path of ' + r.step +
+      ' steps by what bounds it', desc, [fmtNs(r.length_ns), ' over ',
+      num(r.analyzed), ' steps'], shapes));
+  });
+  return el('div', {class: 'idle-bars'}, bars, legend(LENGTH_BOUNDS.map(b =>
+    [b, BOUND_COLOR[b]])));
+}
+
+/* One picked step's path (its /critical_path rows) over its lanes: a row
+ * per host thread and device stream on one time scale, each stretch
+ * coloured by what bounds it. */
+function pathLanes(title, segs) {
+  const W = 1000, H = 14;
+  const t0 = Math.min(...segs.map(s => s.from_ns));
+  const span = Math.max(1, Math.max(...segs.map(s => s.to_ns)) - t0);
+  const lanes = [...new Set(segs.map(s => s.where))].sort();
+  return el('div', {class: 'path'}, el('h5', null, title, ' \u00b7 ',
+    fmtNs(span)), lanes.map(lane => {
+    const mine = segs.filter(s => s.where === lane);
+    const shapes = mine.map(s => svg('rect', {x: (s.from_ns - t0) / span * W,
+      y: 0, width: Math.max(0.5, (s.to_ns - s.from_ns) / span * W),
+      height: H, fill: BOUND_COLOR[s.bound]}, svg('title', null, s.what +
+      ' (' + s.bound + ') ' + exactNs(s.to_ns - s.from_ns))));
+    const desc = title + ', ' + lane + ': ' + mine.map(s => s.what + ' ' +
+      s.bound + ' ' + exactNs(s.to_ns - s.from_ns)).join('; ') + '.';
+    return el('div', {class: 'idle-row'}, el('span', {class: 'lane-name',
+      title: lane}, lane), figure('idle', W, H, title + ' on ' + lane,
+      desc, [String(mine.length), ' stretches'], shapes));
+  }));
+}
+
 /* ---- signed bars of a diff ---- */
 
 /* A bar for a delta of v ns on the scale of the largest |delta| most:
