@@ -395,15 +395,12 @@ int agg_cpath_walk_new(struct idx_agg *a, struct agg_cpath_walk **out)
   w->infer_sync = a->cpath->syncs == 0;
   w->comm = agg_category_index("communication");
   w->c->source = step_source(a);
-  w->join = malloc(JOIN_SLOTS * sizeof(*w->join));
   w->snap = calloc(AGG_HOST_THREADS, sizeof(*w->snap));
   w->lanes = calloc((size_t)a->cpath->lanes.n + 1, sizeof(*w->lanes));
-  if (w->join == NULL || w->snap == NULL || w->lanes == NULL ||
+  if (w->snap == NULL || w->lanes == NULL ||
       flags_init(w) != 0 || agg_host_stacks_init(&w->stacks) != 0 ||
       agg_host_stacks_init(&w->py) != 0)
     goto fail;
-  for (uint32_t i = 0; i < JOIN_SLOTS; i++)
-    w->join[i].corr = -1;
   for (uint32_t i = 0; i < AGG_HOST_THREADS; i++)
     w->snap[i].what = CP_CULPRIT_NONE;
   w->nlanes = a->cpath->lanes.n;
@@ -651,11 +648,28 @@ static uint8_t what_of(uint8_t kind)
   return kind == AGG_HOST_RT ? CP_WHAT_RT : CP_WHAT_HOST;
 }
 
+/* The join's slot for corr (>= 0). The table (4 MB) is made for the
+ * first call with a correlation: a trace without launches never needs it.
+ * NULL when out of memory. */
+static struct jslot *join_slot(struct agg_cpath_walk *w, int64_t corr)
+{
+  if (w->join == NULL) {
+    if ((w->join = malloc(JOIN_SLOTS * sizeof(*w->join))) == NULL)
+      return NULL;
+    for (uint32_t i = 0; i < JOIN_SLOTS; i++)
+      w->join[i].corr = -1;
+  }
+  return &w->join[(uint64_t)corr & (JOIN_SLOTS - 1)];
+}
+
 static struct jslot *slot_of(struct agg_cpath_walk *w, int64_t corr)
 {
-  struct jslot *j = &w->join[(uint64_t)corr & (JOIN_SLOTS - 1)];
+  struct jslot *j;
 
-  return corr >= 0 && j->corr == corr ? j : NULL;
+  if (corr < 0 || w->join == NULL)
+    return NULL;
+  j = &w->join[(uint64_t)corr & (JOIN_SLOTS - 1)];
+  return j->corr == corr ? j : NULL;
 }
 
 /* A CPU op or runtime call with a duration goes to every open step whose
@@ -682,7 +696,8 @@ static int on_host_node(struct agg_cpath_walk *w, const struct agg_host_ev *h,
   if (h->kind == AGG_HOST_RT && h->name < w->a->rt_map.n)
     e.flags = w->rt_flags[h->name];
   if (h->kind == AGG_HOST_RT && h->corr >= 0) {
-    j = &w->join[(uint64_t)h->corr & (JOIN_SLOTS - 1)];
+    if ((j = join_slot(w, h->corr)) == NULL)
+      return TR_ENOMEM;
     memset(j, 0, sizeof(*j));
     j->corr = h->corr;
     j->start = h->start_ns;

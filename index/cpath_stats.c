@@ -233,9 +233,7 @@ static int sequences_add(struct idx_agg *a, const struct cp_stepdata *sd)
   int64_t *dur = cp_scratch(sd->sc, CP_B_DUR, (sd->n + 1) * sizeof(*dur), 0);
   uint32_t nk = 0;
 
-  if (c->seqs == NULL)
-    c->seqs = calloc(CP_SEQ_SLOTS, sizeof(*c->seqs));
-  if (fam == NULL || dur == NULL || c->seqs == NULL)
+  if (fam == NULL || dur == NULL)
     return TR_ENOMEM;
   for (uint32_t i = 0; i < sd->n; i++)
     if (sd->ev[i].kind == CP_EV_KERNEL && sd->ev[i].name < a->names.n &&
@@ -243,6 +241,10 @@ static int sequences_add(struct idx_agg *a, const struct cp_stepdata *sd)
       fam[nk] = a->name_family[sd->ev[i].name];
       dur[nk++] = sd->ev[i].end - sd->ev[i].start;
     }
+  /* The table (2 MB) once a step has a sequence to count. */
+  if (nk >= CP_SEQ_MIN && c->seqs == NULL &&
+      (c->seqs = calloc(CP_SEQ_SLOTS, sizeof(*c->seqs))) == NULL)
+    return TR_ENOMEM;
   for (uint32_t p = 0; p < nk; p++) {
     uint64_t h = 0x9e3779b97f4a7c15ull * (sd->kind + 1);
     int64_t total = dur[p];
