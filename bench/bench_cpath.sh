@@ -1,10 +1,11 @@
 #!/bin/sh
 # What the critical path costs the indexer (docs/CRITICAL_PATH.md,
 # docs/BENCHMARKS.md), in one run: `traced index` of the 1 GB rank against
-# the same command of a build without it (BASE_REV, default main: today's
-# indexer), target <= 1.15x its wall time and peak RSS < 48 MB; beside it,
-# Holistic Trace Analysis' critical_path_analysis on the source trace (and
-# with HTA_BIG=1 on the 1 GB rank too), time and peak RSS.
+# the same command of a build without it (BASE_REV, default the main
+# commit the critical path was merged onto), target <= 1.15x its wall
+# time and peak RSS < 48 MB; beside it, Holistic Trace Analysis'
+# critical_path_analysis on the source trace (and with HTA_BIG=1 on the
+# 1 GB rank too), time and peak RSS.
 # Builds bench/out/big1.json.gz unless it exists (bench/setup.sh), and the
 # baseline in $OUT/base-build from `git archive BASE_REV` unless
 # TRACED_BASE_BIN names one; then runs bench/bench.py cpath.
@@ -15,7 +16,9 @@ set -eu
 . "$(dirname "$0")/setup.sh"
 make_trace big1 1000000000
 if [ -z "${TRACED_BASE_BIN:-}" ]; then
-  rev=${BASE_REV:-main}
+  # The merge that brought index/cpath.c into main, its first parent.
+  rev=${BASE_REV:-$(git log --first-parent --diff-filter=A --format=%H -1 \
+    -- index/cpath.c)^1}
   rm -rf "$OUT/base-src"
   mkdir -p "$OUT/base-src"
   git archive "$rev" | tar -x -C "$OUT/base-src"
