@@ -143,6 +143,14 @@ static int on_row(void *ud, const char *table, json_t *row, struct tr_err *err)
   return store_rank_row(rs->w, table, row, err);
 }
 
+/* The store refused the rank's rows (a full disk, an I/O error of the
+ * database): no failure of the rank, which is indexed again until they
+ * are taken (on_rank_done), the capture waiting in indexing. */
+static bool store_refused(const struct rank_work *rw)
+{
+  return rw->rc == TR_ESTORAGE && !rw->cancelled;
+}
+
 /* Ends the rank's transaction: committed when it was indexed and not
  * cancelled; a rank that failed is recorded as failed. */
 static void store_end(struct rank_work *rw, struct rank_store *rs)
@@ -157,7 +165,7 @@ static void store_end(struct rank_work *rw, struct rank_store *rs)
     rw->rc = rc;
     snprintf(rw->msg, sizeof(rw->msg), "cannot store: %s", err.msg);
   }
-  if (rw->rc != 0 && !rw->cancelled)
+  if (rw->rc != 0 && !rw->cancelled && !store_refused(rw))
     store_rank_fail(rs->st, job->id, (int)rw->i, rk->label, rw->msg, NULL);
 }
 
@@ -230,6 +238,8 @@ static void run_rank(struct cap_work *w)
   int64_t t0 = tr_now_ns();
   int nice = cap_nice_lower();
 
+  rw->rc = 0; /* a rank tried again starts afresh */
+  rw->msg[0] = '\0';
   if ((rs.st = cap_db_take(w->r, &err)) == NULL) {
     rw->rc = err.code ? err.code : TR_EDB;
     snprintf(rw->msg, sizeof(rw->msg), "cannot store: %s", err.msg);
@@ -281,6 +291,13 @@ static void on_rank_done(struct cap_work *w)
   struct cap_job *job = w->job;
   const struct cap_rank *rk = &job->layout->ranks[rw->i];
 
+  if (store_refused(rw) && job->ending == END_NONE &&
+      cap_work_retry(w, true)) {
+    if (w->tries == 1)
+      fprintf(stderr, "traced: capture %lld: rank %zu: %s (trying again)\n",
+              (long long)job->id, rw->i, rw->msg);
+    return; /* still running: the same rank later (run_rank anew) */
+  }
   w->r->index_running--;
   job->index.running--;
   if (!rw->cancelled) {
