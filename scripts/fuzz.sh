@@ -24,12 +24,13 @@ done
 printf '[{"ph":"X","ts":1.5e3,"dur":"2","args":{"co_id":1}},1,]' \
   >"$corpus/bare_array"
 
-"$BUILD/tests/fuzz_reader" -max_total_time="$SECS" -max_len=65536 \
-  -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-  -artifact_prefix="$BUILD/" "$corpus"
+fuzz() {  # fuzz TARGET ARTIFACT_PREFIX CORPUS
+  "$BUILD/tests/$1" -max_total_time="$SECS" -max_len=65536 -timeout=10 \
+    -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$BUILD/$2" "$3"
+}
+
+fuzz fuzz_reader "" "$corpus"
 
 icorpus=$BUILD/fuzz-index-corpus
 [ -d "$icorpus" ] || python3 tests/fuzz_index_seeds.py "$TRACES" "$icorpus"
-"$BUILD/tests/fuzz_index" -max_total_time="$SECS" -max_len=65536 \
-  -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-  -artifact_prefix="$BUILD/index-" "$icorpus"
+fuzz fuzz_index index- "$icorpus"

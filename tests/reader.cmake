@@ -12,14 +12,12 @@ if(TRACED_FUZZ)
   target_compile_options(traced_index PRIVATE -fsanitize=fuzzer-no-link)
   # Small scan windows, so that events cross them (index/reader.c).
   target_compile_definitions(traced_index PRIVATE IDX_SCAN_WINDOW=1024)
-  add_executable(fuzz_reader fuzz_reader.c)
-  target_compile_options(fuzz_reader PRIVATE
-                         -fsanitize=fuzzer,address,undefined)
-  target_link_options(fuzz_reader PRIVATE -fsanitize=fuzzer,address,undefined)
-  target_link_libraries(fuzz_reader PRIVATE traced_index)
-  # The indexer past the reader: aggregation, decode, the critical path.
-  add_executable(fuzz_index fuzz_index.c)
-  target_compile_options(fuzz_index PRIVATE -fsanitize=fuzzer,address,undefined)
-  target_link_options(fuzz_index PRIVATE -fsanitize=fuzzer,address,undefined)
-  target_link_libraries(fuzz_index PRIVATE traced_index)
+  # fuzz_reader: the reader; fuzz_index: the indexer past it (aggregation,
+  # decode, the critical path).
+  foreach(target fuzz_reader fuzz_index)
+    add_executable(${target} ${target}.c)
+    target_compile_options(${target} PRIVATE -fsanitize=fuzzer,address,undefined)
+    target_link_options(${target} PRIVATE -fsanitize=fuzzer,address,undefined)
+    target_link_libraries(${target} PRIVATE traced_index)
+  endforeach()
 endif()
