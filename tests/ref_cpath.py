@@ -51,21 +51,11 @@ CULPRIT_KIND = ("cpu_op", "annotation", "python", "runtime", "none",
                 "unknown")
 
 
-def cut64(s):
-    raw = s.encode()
-    if len(raw) <= 64:
-        return s
-    n = 64
-    while n > 0 and (raw[n] & 0xC0) == 0x80:
-        n -= 1
-    return raw[:n].decode()
-
-
 def id_text(v):
     n = ref_index.num(v)
     if n is not None:
         return str(n)
-    return cut64(v) if isinstance(v, str) else ""
+    return ref_analysis.cut_text(v, 64) if isinstance(v, str) else ""
 
 
 def call_flags(name):

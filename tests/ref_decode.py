@@ -19,7 +19,7 @@ import re
 from decimal import ROUND_HALF_UP, Decimal
 
 import ref_index
-from ref_analysis import bucket_value
+from ref_analysis import bucket_value, cut_text
 
 MOD_PFX = "nn.Module: "
 ATOM_KINDS = {"prefill", "decode", "eager_decode", "dummy_decode",
@@ -663,7 +663,7 @@ def _steps(steps, kinds, kind_ns, kind_kernels, kind_attr, nsteps):
         rows[kind] = {"steps": nsteps[kind], "kernels": kind_kernels.get(
             kind, 0), "step_ns": kind_ns.get(kind, 0),
             "attributed_ns": kind_attr.get(kind, 0),
-            "median_label": ref_index_label(best["name"]),
+            "median_label": cut_text(best["name"]),
             "median_dur_ns": best["end"] - best["ts"],
             "median_abs_start": best["ts"],
             "median_ns": sum(r[3] for r in best["recs"])}
@@ -683,15 +683,3 @@ def _steps(steps, kinds, kind_ns, kind_kernels, kind_attr, nsteps):
         seg["top_kernels"] = [{"name": k[0], "kernels": k[1],
                                "total_ns": k[2]} for k in top[:5]]
     return rows, median
-
-
-def ref_index_label(name):
-    """A label as the summary keeps it: its first 256 bytes, cut on a
-    character."""
-    raw = name.encode()
-    if len(raw) <= 256:
-        return name
-    limit = 256
-    while limit > 0 and (raw[limit] & 0xC0) == 0x80:
-        limit -= 1
-    return raw[:limit].decode()
