@@ -41,7 +41,8 @@ struct agg_map {
 };
 
 /* Finds key or adds it. *id receives its id. Returns 1 when added, 0 when
- * it was known, TR_ENOMEM (map unchanged) when memory ran out. */
+ * it was known, TR_ENOMEM (map unchanged) when memory ran out. key may be
+ * NULL when len is 0 (an empty text), here and in agg_map_find(). */
 int agg_map_intern(struct agg_map *m, const void *key, size_t len,
                    uint32_t *id);
 /* 1 with *id when key is in the map, else 0 (the map is unchanged). */

@@ -117,7 +117,7 @@ static size_t map_probe(const struct agg_map *m, const void *key, size_t len,
     uint32_t cand = (uint32_t)(m->slots[i] & 0xffffffffu) - 1;
 
     if ((uint32_t)(m->slots[i] >> 32) == h && m->keys[cand].n == len &&
-        memcmp(m->keys[cand].p, key, len) == 0)
+        (len == 0 || memcmp(m->keys[cand].p, key, len) == 0))
       break;
   }
   return i;

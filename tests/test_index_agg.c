@@ -128,6 +128,11 @@ static void index_map_interns(void)
   CHECK_INT(id, id2);
   CHECK_INT(agg_map_intern(&m, "", 0, &id2), 1);
   CHECK(id2 != id);
+  /* An empty text may come as (NULL, 0): the same key as "". */
+  CHECK_INT(agg_map_intern(&m, NULL, 0, &i), 0);
+  CHECK_INT(i, id2);
+  CHECK_INT(agg_map_find(&m, NULL, 0, &i), 1);
+  CHECK_INT(i, id2);
   for (i = 0; i < 10000; i++) {
     snprintf(key, sizeof(key), "k%u", i);
     CHECK(agg_map_intern(&m, key, strlen(key), &id) >= 0);
