@@ -589,16 +589,23 @@ static int close_done(struct agg_cpath_walk *w)
 }
 
 /* The kind of a step label: a run label's kind (its name up to '['), or
- * "ProfilerStep". */
+ * "ProfilerStep". CP_NO_KIND for a run label whose kind agg.c did not keep
+ * (past AGG_MAX_STEP_KINDS): it is no step here either. */
 static int label_kind_id(struct agg_cpath_walk *w, const struct agg_host_ev *h,
                          uint32_t *kind)
 {
   const struct agg_key *k = agg_host_name(w->a->host, h->name);
   struct idx_str s = { k->p, k->n };
   size_t n = agg_label_kind(s);
+  uint32_t lk;
 
   if (w->c->source == CP_SOURCE_PSTEPS)
     return cp_stats_kind(w->a, "ProfilerStep", 12, kind);
+  if (!agg_map_find(&w->a->kinds_map, k->p, n, &lk) ||
+      lk >= AGG_MAX_STEP_KINDS) {
+    *kind = CP_NO_KIND;
+    return 0;
+  }
   return cp_stats_kind(w->a, k->p, n, kind);
 }
 
@@ -636,7 +643,7 @@ static int maybe_open(struct agg_cpath_walk *w, const struct agg_host_ev *h)
 
   if (want == 0 || !(h->flags & want) || h->kind != AGG_HOST_ANNOT)
     return 0;
-  if ((rc = label_kind_id(w, h, &kind)) != 0)
+  if ((rc = label_kind_id(w, h, &kind)) != 0 || kind == CP_NO_KIND)
     return rc;
   return step_new(w, h->start_ns, h->start_ns + h->dur_ns, kind, h->name);
 }
@@ -934,7 +941,7 @@ static int span_step(struct agg_cpath_walk *w)
   if (w->span_open || w->c->source != CP_SOURCE_SPAN)
     return 0;
   w->span_open = 1;
-  if ((rc = cp_stats_kind(w->a, "trace", 5, &kind)) != 0)
+  if ((rc = cp_stats_kind(w->a, "trace", 5, &kind)) != 0 || kind == CP_NO_KIND)
     return rc;
   return step_new(w, w->a->t0_ns, w->a->tend_ns, kind, NONE32);
 }

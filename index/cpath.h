@@ -52,6 +52,7 @@ const char *cp_bound_name(int b);
 #define CP_SEQ_SLOTS    (2 * CP_SEQ_KEEP)
 #define CP_MAX_KINDS    (AGG_MAX_STEP_KINDS + 2) /* run-label kinds, ... */
 #define CP_NO_ROW       UINT32_MAX
+#define CP_NO_KIND      UINT32_MAX /* cp_stats_kind(): no room for one more */
 #define CP_SEQ_TOP      10   /* sequences listed per kind and length */
 #define CP_MEDIAN_SEQ   2048 /* runs of kernels listed of a median step */
 #define CP_SEGMENTS     2048 /* segments kept of a picked step */
@@ -338,7 +339,8 @@ int cp_stats_launch(struct idx_agg *a, uint32_t name, int64_t call_ns,
                     int64_t queue_ns);
 int cp_stats_culprit(struct idx_agg *a, uint32_t kind, int cause, uint32_t name,
                      uint32_t what, int64_t idle_ns);
-/* The kind id of a step kind name (interned). */
+/* The kind id of a step kind name (interned), CP_NO_KIND once there are
+ * CP_MAX_KINDS. */
 int cp_stats_kind(struct idx_agg *a, const char *p, size_t n, uint32_t *id);
 void cp_paths_free(struct cp_paths *p);
 

@@ -27,8 +27,13 @@ int cp_stats_kind(struct idx_agg *a, const char *p, size_t n, uint32_t *id)
   struct agg_cpath *c = a->cpath;
   struct cp_kind *k;
   uint32_t lk;
-  int rc = agg_map_intern(&c->kinds, p, n, id);
+  int rc;
 
+  if (c->kinds.n >= CP_MAX_KINDS && !agg_map_find(&c->kinds, p, n, id)) {
+    *id = CP_NO_KIND;
+    return 0;
+  }
+  rc = agg_map_intern(&c->kinds, p, n, id);
   if (rc < 0 || agg_grow(&c->kind, &c->kind_cap, *id, sizeof(*c->kind)) != 0)
     return TR_ENOMEM;
   if (rc == 0)

@@ -18,6 +18,7 @@ the tests can state what the path must be from the generator's numbers:
   side stream waits for the QKV kernel through an event, the main stream
   waits for the side one before the output projection), a CUDA graph
   replay of the MLP, and the sampled tokens copied back and synchronised.
+- many_kinds(): more run-label kinds than traced keeps, one step each.
 
 `python3 make_cpath.py DIR` writes them all into DIR.
 """
@@ -253,6 +254,20 @@ def threaded(b):
                       "args": {}})
         t += 1500
     b.ev = extra[::-1] + b.ev
+    return b
+
+
+def many_kinds(kinds=100):
+    """One step of each of `kinds` run-label kinds (propose_k<i>[...]),
+    more than traced keeps (AGG_MAX_STEP_KINDS, 64): a kernel launched in
+    each; facts["kept"] the kinds kept, the first 64 in file order."""
+    b, t = Builder(), 1000
+    for i in range(kinds):
+        b.x("user_annotation", "propose_k%d[bs=1 tok=1]" % i, t, 50)
+        corr = b.call("cudaLaunchKernel", t + 1, 5)
+        b.device("kernel", "kern_%d" % (i % 3), t + 10, 20, 7, corr)
+        t += 100
+    b.facts["kept"] = ["propose_k%d" % i for i in range(min(kinds, 64))]
     return b
 
 

@@ -133,13 +133,32 @@ def check_atom(binary, path):
     return d.errors
 
 
+def check_many_kinds(binary, folder):
+    """More run-label kinds than traced keeps: the critical path's steps
+    are the labels of the kinds the steps table keeps, and nothing else
+    (a kind past them once wrote past the per-kind tables)."""
+    path = make_cpath.many_kinds().write(
+        os.path.join(folder, "many_kinds.json.gz"))
+    d = Diff(os.path.basename(path))
+    kept = json.load(open(path + ".facts.json"))["kept"]
+    s, dump = traced(binary, path)
+    d.eq("steps table kinds", sorted(r["kind"] for r in s["steps"]),
+         sorted(kept))
+    d.eq("critical path kinds",
+         sorted(r["step"] for r in s["critical_kinds"]), sorted(kept))
+    d.eq("critical path steps", (s["critical_path_steps"], len(dump)),
+         (len(kept), len(kept)))
+    return d.errors
+
+
 def main():
     binary = sys.argv[1]
     paths = sys.argv[2:] or (
         sorted(glob.glob(os.path.join(ROOT, "*.json.gz"))) +
         sorted(glob.glob(os.path.join(ROOT, "graph_pairs", "*", "*.json.gz")))
         + make_cpath.generate(tempfile.mkdtemp(prefix="cpath_traces_")))
-    errors = []
+    errors = [] if sys.argv[2:] else check_many_kinds(
+        binary, tempfile.mkdtemp(prefix="cpath_kinds_"))
     for path in paths:
         got = check(binary, path)
         if os.path.basename(path) == "atom_rank.json.gz":
