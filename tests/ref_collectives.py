@@ -92,24 +92,10 @@ def read_rank(path):
     doc, _ = ref_index.load(path)
     events = doc if isinstance(doc, list) else doc["traceEvents"]
     fmt = ref_index.detect_format(doc, events)
-    scale = 0 if fmt == "mctracer" else 3
-    t0 = tend = None
+    span = ref_index.Span()
     kernels, labels = [], {"gpu": [], "cpu": []}
     kinds = {"gpu": [], "cpu": []}
-    for e in events:
-        tsdur = ref_index.well_formed(e, scale) if isinstance(e, dict) \
-            else None
-        if tsdur is None or e.get("ph") == "M":
-            continue
-        ts, dur = tsdur
-        if ts is not None:
-            end = ts + (dur or 0) if e.get("ph") == "X" else ts
-            t0 = ts if t0 is None else min(t0, ts)
-            tend = end if tend is None else max(tend, end)
-        if e.get("ph") != "X":
-            continue
-        cls = ref_index.classify(fmt, e)
-        args = e.get("args") if isinstance(e.get("args"), dict) else {}
+    for _, e, ts, dur, args, cls in ref_index.x_events(fmt, events, span):
         if cls == "kernel":
             stream = ref_index.num(args.get("stream"))
             if stream is None:
@@ -135,7 +121,7 @@ def read_rank(path):
         out.append({"start": ts, "dur": dur, "family": fam, "lane": lane,
                     "exposed": dur - covered(union, starts, ts, ts + dur),
                     "kind": covering_kind(labels[side], kinds[side], ts)})
-    return t0 or 0, tend or 0, out
+    return span.t0 or 0, span.tend or 0, out
 
 
 def new_figs():

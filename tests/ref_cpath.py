@@ -103,9 +103,8 @@ def read(path):
     doc, _ = ref_index.load(path)
     events = doc if isinstance(doc, list) else doc.get("traceEvents")
     fmt = ref_index.detect_format(doc, events)
-    scale = 0 if fmt == "mctracer" else 3
     host, dev, lanes, seq = [], [], {}, 0
-    t0 = tend = None
+    span = ref_index.Span()
     # For the idle stretches (ref_analysis): device records, host calls,
     # run labels of each side, kinds in the order first seen.
     idle = {"device": [], "calls": [], "labels": {"cpu": [], "gpu": []},
@@ -114,21 +113,9 @@ def read(path):
     def lane(device, stream):
         return lanes.setdefault((device, stream), len(lanes))
 
-    for place, e in enumerate(events):
-        tsdur = ref_index.well_formed(e, scale) if isinstance(e, dict) \
-            else None
-        if tsdur is None or e.get("ph") == "M":
-            continue
-        ts, dur = tsdur
-        if ts is not None:
-            end = ts + (dur or 0) if e.get("ph") == "X" else ts
-            t0 = ts if t0 is None else min(t0, ts)
-            tend = end if tend is None else max(tend, end)
-        if e.get("ph") != "X":
-            continue
-        args = e.get("args") if isinstance(e.get("args"), dict) else {}
+    for place, e, ts, dur, args, cls in ref_index.x_events(fmt, events,
+                                                           span):
         name = e.get("name") or ""
-        cls = ref_index.classify(fmt, e)
         rcorr = ref_index.num(args.get("correlation", args.get("co_id")))
         rcorr = -1 if rcorr is None else rcorr
         if cls in ("kernel", "copy", "memset"):
@@ -181,8 +168,8 @@ def read(path):
                         "lane": ln, "wait_lane": wl, "wait_corr": wc - 1,
                         "corr": corr_of(args, 1 << 46), "place": place})
     drop_profiler_steps(idle)
-    return {"host": host, "dev": dev, "lanes": lanes, "t0": t0 or 0,
-            "tend": tend or 0, "fmt": fmt, "idle": idle,
+    return {"host": host, "dev": dev, "lanes": lanes, "t0": span.t0 or 0,
+            "tend": span.tend or 0, "fmt": fmt, "idle": idle,
             "gpu_labels": [lab[0] for lab in idle["labels"]["gpu"]]}
 
 

@@ -135,6 +135,35 @@ def well_formed(e, scale):
     return tsdur
 
 
+class Span:
+    """The earliest start and latest end of the well-formed events but ph
+    "M" (an instant's end its start), as traced counts a rank's span."""
+
+    def __init__(self):
+        self.t0 = self.tend = None
+
+    def add(self, e, ts, dur):
+        if ts is None:
+            return
+        end = ts + (dur or 0) if e.get("ph") == "X" else ts
+        self.t0 = ts if self.t0 is None else min(self.t0, ts)
+        self.tend = end if self.tend is None else max(self.tend, end)
+
+
+def x_events(fmt, events, span):
+    """(place in the file, event, ts, dur, args, class) of each well-formed
+    ph "X" event in file order; span takes every well-formed event but M."""
+    scale = 0 if fmt == "mctracer" else 3
+    for place, e in enumerate(events):
+        tsdur = well_formed(e, scale) if isinstance(e, dict) else None
+        if tsdur is None or e.get("ph") == "M":
+            continue
+        span.add(e, *tsdur)
+        if e.get("ph") == "X":
+            args = e.get("args") if isinstance(e.get("args"), dict) else {}
+            yield place, e, tsdur[0], tsdur[1], args, classify(fmt, e)
+
+
 def classify(fmt, e):
     if fmt == "mctracer":
         pid = e.get("pid")
@@ -391,7 +420,7 @@ def reference(path, fmt="auto", categories=None):
     steps = {"cpu": {}, "gpu": {}}
     labels, kernel_times, device_ivs = {}, [], []
     launches = _Launches()
-    t0 = tend = None
+    span = Span()
     device = None
     # For the analysis: device records (ts, dur, type, corr, name), host
     # calls (ts, dur, corr, name), run labels (ts, dur, kind, name, place
@@ -410,10 +439,7 @@ def reference(path, fmt="auto", categories=None):
                     and isinstance(args.get("name"), str)):
                 device = args["name"]
             continue
-        if ts is not None:
-            end = ts + (dur or 0) if ph == "X" else ts
-            t0 = ts if t0 is None else min(t0, ts)
-            tend = end if tend is None else max(tend, end)
+        span.add(e, ts, dur)
         if ph != "X":
             continue
         cls = classify(fmt, e)
@@ -478,8 +504,8 @@ def reference(path, fmt="auto", categories=None):
         if b is not None:
             copies[kind]["bytes"] += b
             copies[kind]["max_bytes"] = max(copies[kind]["max_bytes"], b)
-    t0 = t0 if t0 is not None else 0
-    tend = tend if tend is not None else 0
+    t0 = span.t0 if span.t0 is not None else 0
+    tend = span.tend if span.tend is not None else 0
     r["t0_ns"], r["span_ns"] = t0, tend - t0
     if fmt == "kineto" and isinstance(doc, dict):
         props = doc.get("deviceProperties")
