@@ -38,6 +38,7 @@ const struct api_route api_routes[] = {
   { "/captures/{id}/baseline", NULL, NULL, api_delete_baseline, NULL },
   { "/captures/{id}/ranks/{r}/trace", api_get_trace, NULL, NULL, NULL },
   { "/captures/{id}/ranks/{r}/slice", api_get_slice, NULL, NULL, NULL },
+  { "/captures/{id}/slice", api_get_capture_slice, NULL, NULL, NULL },
   { "/captures/{id}/logs", api_get_logs, NULL, NULL, NULL },
   /* The lab view (routes_fleet.c). */
   { "/fleet/captures", api_get_fleet_captures, NULL, NULL, NULL },
