@@ -126,6 +126,8 @@ enum MHD_Result api_get_metrics(struct api_req *r);
 
 /* GET /healthz. */
 enum MHD_Result api_get_healthz(struct api_req *r);
+/* GET /settings: the settings the dashboard acts on. */
+enum MHD_Result api_get_settings(struct api_req *r);
 
 /* ---- guard.c: who may ask (Host, Origin, Sec-Fetch-Site, token) ---- */
 
