@@ -79,10 +79,11 @@ void slice_put_findings(struct slice_out *o, const struct idx_slice_stats *t,
  * name (its text as written) gets one of its own, so ranks never share
  * one. Filled by the rank's slicer, read by idx_slice_ranks(). */
 struct slice_part {
-  int64_t pid_base;    /* the rank's pids are pid_base + 1 ... */
-  char prefix[32];     /* "rank 3 \u00b7 ", before each process name */
-  struct agg_map pids; /* pid text -> id; SLICE_PART_PIDS at most */
-  uint8_t *named;      /* by id: a process_name event was written */
+  uint64_t place, places; /* the rank's place in the list, of so many */
+  int64_t pid_base;       /* the rank's pids are pid_base + 1 ... */
+  char prefix[32];        /* "rank 3 \u00b7 ", before each process name */
+  struct agg_map pids;    /* pid text -> id; SLICE_PART_PIDS at most */
+  uint8_t *named;         /* by id: a process_name event was written */
   size_t named_cap;
   uint64_t elements;         /* elements of traceEvents written, all ranks */
   struct slice_held scratch; /* a mended event, before its pid is

@@ -14,7 +14,10 @@
  * rank itself when the ranks are 0, 1, 2...). A process_name event's name
  * gets "rank <r> · " before it; after the part, a process that had none
  * gets one ("rank <r> · pid <its pid>"), and each a process_sort_index
- * of its new pid, so that a viewer lists the ranks in order. Timestamps
+ * of its new pid, so that a viewer lists the ranks in order. Flow events
+ * (ph s, t, f), which a viewer joins by id across the document, get ids
+ * of the rank's own too: id × the number of ranks + the rank's place
+ * (flow_edit() says which ids stay as they are). Timestamps
  * stay as each rank recorded them; the window [t0_ns + start_ns, t0_ns +
  * end_ns) is the same instants on every rank's clock (t0_ns: the
  * capture's, its earliest rank's). The ranks' other top-level members
@@ -93,11 +96,19 @@ struct edit {
   size_t n;
 };
 
-/* Writes t with edits e[0..n) (in text order) made. */
-static void put_edited(struct slice_out *o, struct idx_str t,
-                       const struct edit *e, int n)
+/* Writes t with edits e[0..n) made (put in text order here). */
+static void put_edited(struct slice_out *o, struct idx_str t, struct edit *e,
+                       int n)
 {
   const char *p = t.p;
+
+  for (int i = 1; i < n; i++)
+    for (int k = i; k > 0 && e[k].at < e[k - 1].at; k--) {
+      struct edit x = e[k];
+
+      e[k] = e[k - 1];
+      e[k - 1] = x;
+    }
 
   for (int i = 0; i < n; i++) {
     slice_out_put(o, p, (size_t)(e[i].at - p));
@@ -130,14 +141,41 @@ static int strict_text(struct slice_part *pt, const struct idx_event *ev,
   return rc;
 }
 
+/* A flow event's id made the rank's own (ph s, t, f: a viewer joins them
+ * by id, cat and name across the whole document, and every rank counts
+ * its correlations alike): id x ranks + place. 1 with the edit in *e; 0
+ * for an id that is not a plain integer or would pass 2^53 (what a
+ * JavaScript reader holds exactly): it stays. */
+static int flow_edit(const struct slice_part *pt, const struct idx_event *ev,
+                     struct idx_str t, char *num, size_t cap, struct edit *e)
+{
+  struct idx_str id;
+  uint64_t v = 0;
+
+  if ((ev->ph != 's' && ev->ph != 't' && ev->ph != 'f') ||
+      !slice_json_member(t.p, t.n, "id", &id) || id.n == 0 || id.n > 16)
+    return 0;
+  for (size_t i = 0; i < id.n; i++) {
+    if (id.p[i] < '0' || id.p[i] > '9')
+      return 0;
+    v = v * 10 + (uint64_t)(id.p[i] - '0');
+  }
+  if (__builtin_mul_overflow(v, pt->places, &v) ||
+      __builtin_add_overflow(v, pt->place, &v) || v > (UINT64_C(1) << 53))
+    return 0;
+  *e = (struct edit){ id.p, id.n, num,
+                      (size_t)snprintf(num, cap, "%" PRIu64, v) };
+  return 1;
+}
+
 void slice_part_event(struct slice_part *pt, struct slice_out *o,
                       const struct idx_event *ev, int verdict)
 {
   static const char process_name[] = "process_name";
   const char *name_at = NULL;
-  struct edit e[2];
+  struct edit e[3];
   struct idx_str t, pid = { NULL, 0 };
-  char num[32];
+  char num[32], flow[32];
   int64_t to;
   int has_pid, n = 0, rc;
 
@@ -164,15 +202,9 @@ void slice_part_event(struct slice_part *pt, struct slice_out *o,
                             (size_t)snprintf(num, sizeof(num),
                                              "\"pid\":%" PRId64 ",", to) };
   }
-  if (name_at != NULL) {
+  if (name_at != NULL)
     e[n++] = (struct edit){ name_at, 0, pt->prefix, strlen(pt->prefix) };
-    if (e[1].at < e[0].at) { /* text order */
-      struct edit x = e[0];
-
-      e[0] = e[1];
-      e[1] = x;
-    }
-  }
+  n += flow_edit(pt, ev, t, flow, sizeof(flow), &e[n]);
   put_edited(o, t, e, n);
 }
 
@@ -217,9 +249,11 @@ static void name_processes(struct slice_part *pt, struct slice_out *o)
   }
 }
 
-/* Readies pt for the rank at place i (its elements carry on). */
-static void part_reset(struct slice_part *pt, size_t i, int rank)
+/* Readies pt for the rank at place i of n (its elements carry on). */
+static void part_reset(struct slice_part *pt, size_t i, size_t n, int rank)
 {
+  pt->place = i;
+  pt->places = n;
   agg_map_free(&pt->pids);
   memset(&pt->pids, 0, sizeof(pt->pids));
   if (pt->named != NULL)
@@ -270,7 +304,7 @@ static int put_parts(struct slice_part *pt, struct slice_out *o,
     struct idx_slice_opts one = *opt;
 
     one.format = ranks[i].format;
-    part_reset(pt, i, ranks[i].rank);
+    part_reset(pt, i, n, ranks[i].rank);
     /* What o holds goes first: the part writes straight to the writer. */
     if ((rc = slice_out_flush(o)) != 0)
       break;

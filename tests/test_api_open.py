@@ -30,8 +30,9 @@ Usage: test_api_open.py CASE, CASE one of
          import whose ranks are two real traces twice: valid JSON whose
          rank parts, in rank order, are each exactly the events that
          rank's own slice of the same instants holds, with only pid
-         remapped (disjoint ranges, one pid per process) and process
-         names prefixed by the rank, then a name for each process that
+         remapped (disjoint ranges, one pid per process), process
+         names prefixed by the rank and flow ids made each rank's own
+         (no two ranks share one), then a name for each process that
          had none and a sort index for each; with and without findings,
          at the ranks' whole spans and at random windows; bad windows,
          an unknown parameter or capture and a changed rank refused.
@@ -616,10 +617,21 @@ def is_meta(e, name):
     return e.get("ph") == "M" and e.get("name") == name
 
 
-def check_rank_part(r, place, own, got, what):
+def flow_id(e, place, places):
+    """A flow event's id in the merged timeline (index/slice_ranks.c):
+    id x ranks + place when a plain integer that stays within 2^53."""
+    i = e.get("id")
+    if e.get("ph") not in ("s", "t", "f") or type(i) is not int or i < 0 \
+            or len(str(i)) > 16 or i * places + place > 2 ** 53:
+        return i
+    return i * places + place
+
+
+def check_rank_part(r, place, places, own, got, what):
     """got (the merged events in rank r's pids, in order) is own with
-    only pid remapped (a process name prefixed), then a name for each
-    process that had none and each one's sort index."""
+    only pid remapped (a process name prefixed, a flow's id made the
+    rank's), then a name for each process that had none and each one's
+    sort index."""
     prefix = "rank %d %s " % (r["rank"], DOT)
     check(len(got) >= len(own), "%s: %d events of %d" % (what, len(got),
                                                          len(own)))
@@ -629,6 +641,8 @@ def check_rank_part(r, place, own, got, what):
         new = pids.setdefault(key, b.get("pid"))
         check_eq(b.get("pid"), new, "%s: event %d's pid" % (what, i))
         want = dict(a, pid=new)
+        if "id" in a:
+            want["id"] = flow_id(a, place, places)
         if is_meta(a, "process_name"):
             want["args"] = dict(a["args"], name=prefix + a["args"]["name"])
             named.add(new)
@@ -674,12 +688,18 @@ def check_timeline(d, cap, paths, start, end, extra=""):
              what + ": ranks")
     places = [e["pid"] // PID_STRIDE for e in doc["traceEvents"]]
     check_eq(places, sorted(places), what + ": ranks one after the other")
+    flows = {}
+    for e in doc["traceEvents"]:
+        if e.get("ph") in ("s", "t", "f"):
+            flows.setdefault(e["id"], set()).add(e["pid"] // PID_STRIDE)
+    check_eq([i for i, p in flows.items() if len(p) > 1], [],
+             what + ": flow ids shared by ranks")
     for place, r in enumerate(ranks):
         ref = ref_slice.Trace(paths[r["rank"]], t0_ns=t0)
         own = rank_part(d, cid, r, start, end, ref, extra)
         got = [e for e in doc["traceEvents"]
                if e["pid"] // PID_STRIDE == place]
-        n = check_rank_part(r, place, own, got, "%s rank %d" % (
+        n = check_rank_part(r, place, len(ranks), own, got, "%s rank %d" % (
             what, r["rank"]))
         # events_kept counts the trace's, not traced's tracks.
         tracks = {e["pid"] for e in own if is_meta(e, "process_name") and
