@@ -23,9 +23,9 @@ Usage: test_api_open.py CASE, CASE one of
          a trace swapped for a link, gone or changed since indexing are
          refused with JSON errors naming the field.
   slice_bounds  at most 2 slices at once (429 naming slice) while two
-         clients read nothing; when they go their producers end and the
-         next slice is served; the daemon stops promptly (exit 0) with a
-         slice in flight.
+         clients read nothing, an all-ranks slice counting as one; when
+         they go their producers end and the next slice is served; the
+         daemon stops promptly (exit 0) with a slice in flight.
   slice_ranks  the all-ranks slice (GET /captures/<id>/slice) of an
          import whose ranks are two real traces twice: valid JSON whose
          rank parts, in rank order, are each exactly the events that
@@ -503,6 +503,20 @@ def case_slice_bounds():
                 break
             time.sleep(0.2)
         check_eq(code, 200, "a slice once the others went")
+        # An all-ranks slice is one slice: it holds one of the 2 slots.
+        ranks = ranks_url(cap["id"], 0, cap["ranks"][0]["span_ns"] + 1)
+        held = [open_slice(d, ranks), open_slice(d, whole)]
+        check_error(d.get(ranks), 429, "slice", "a third slice (all ranks)")
+        check_error(d.get(whole), 429, "slice", "a third slice (a rank)")
+        for s in held:
+            s.close()
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            code, _, _ = raw(d, "GET", ranks_url(cap["id"], 0, 1000))
+            if code == 200:
+                break
+            time.sleep(0.2)
+        check_eq(code, 200, "an all-ranks slice once the others went")
         # A slice in flight when the daemon stops: it ends at once.
         held = open_slice(d, whole)
         t = time.time()
