@@ -24,6 +24,10 @@
  * (deviceProperties, distributedInfo...) stay in their own slices.
  *
  * Bounds: SLICE_PART_PIDS processes per rank (the rest share the last);
+ * a mended event is written whole into a scratch before its pid is
+ * replaced, so the scratch holds one event: at most IDX_EVENT_CEILING
+ * read, six times that when every byte of it was a control byte to
+ * escape (\u00XX), kept for the next and freed at the end;
  * the ranks are sliced one after the other, each as its own slice is
  * (memory, the caps on inflating and spilling), by the one caller.
  */
