@@ -89,13 +89,14 @@ async function stepsExtra(c, st, rows) {
 function stepCard(o, c, rank) {
   const r = o.rank != null ? o.rank : rank;
   const end = o.start_ns + o.dur_ns;
+  const all = r === '' || r == null ? null
+    : ranksSliceFrom(c, Number(r), o.start_ns, end, 'all ranks');
   return el('div', {class: 'card step ' + o.role},
     el('strong', null, o.role === 'median' ? 'median step'
       : 'slowest #' + (o.index + 1)), o.rank != null ? ' rank ' + o.rank
       : null, ' \u00b7 ', nsCell(o.dur_ns), ' at ', nsCell(o.start_ns),
     ' \u00b7 ', sliceLink(c.id, r, o.start_ns, end, 'slice'),
-    r === '' || r == null ? null : [' \u00b7 ',
-      ranksSliceFrom(c, Number(r), o.start_ns, end, 'all ranks')],
+    all ? [' \u00b7 ', all] : null,
     el('div', null, el('code', {class: 'name'}, o.label)),
     el('ol', {class: 'step-kernels'}, o.top_kernels.map(k => el('li', null,
       kernelName(k), ' \u00d7', num(k.count), ' ', nsCell(k.total_ns)))));
