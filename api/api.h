@@ -19,8 +19,10 @@
 #include "common/tr.h"
 
 /* Slices made at once, at most (429 beyond): the daemon keeps a pool
- * thread for each. */
-#define API_SLICES 2
+ * thread for each. An all-ranks slice is one. */
+#define API_SLICES      2
+/* Ranks in one all-ranks slice, at most (413 beyond). */
+#define API_SLICE_RANKS 256
 
 /*
  * A slice for the daemon to make (GET /captures/<id>/ranks/<r>/slice):
@@ -31,12 +33,25 @@
  * the daemon holds. done() is called once, last, from the thread that
  * made it (rc 0, or the error and a message); the request is borrowed
  * until then. cancel, set by the API, stops it at its next event.
+ *
+ * With nranks > 0 (GET /captures/<id>/slice) it is every rank's window in
+ * one timeline instead (index.h's idx_slice_ranks(): t0_ns the capture's,
+ * ranks[i] the rank files); path and format are then not used.
  */
+struct api_slice_rank {
+  const char *path;
+  const char *format; /* as the rank was indexed */
+  int rank;
+  int64_t t0_ns;
+};
+
 struct api_slice_req {
   const char *root, *path;
   const char *format; /* as the rank was indexed ("kineto", "mctracer") */
   int64_t t0_ns, start_ns, end_ns;
   bool findings;
+  const struct api_slice_rank *ranks; /* all ranks: nranks of them */
+  size_t nranks;
   const atomic_bool *cancel;
   int (*write)(void *ud, const char *p, size_t n);
   void (*done)(void *ud, int rc, const char *msg);

@@ -126,6 +126,8 @@ enum MHD_Result api_get_metrics(struct api_req *r);
 
 /* GET /healthz. */
 enum MHD_Result api_get_healthz(struct api_req *r);
+/* GET /settings: the settings the dashboard acts on. */
+enum MHD_Result api_get_settings(struct api_req *r);
 
 /* ---- guard.c: who may ask (Host, Origin, Sec-Fetch-Site, token) ---- */
 
@@ -343,7 +345,8 @@ int api_path_id(struct api_req *r, int64_t *id, struct tr_err *err);
 int api_capture_brief(struct store *st, int64_t id, json_t **cap,
                       struct tr_err *err);
 
-/* ---- routes_slice.c: GET /captures/<id>/ranks/<r>/slice ---- */
+/* ---- routes_slice.c: GET /captures/<id>/ranks/<r>/slice and
+ * /captures/<id>/slice ---- */
 
 /* The slices being streamed: a producer thread each. */
 struct api_slices;
@@ -357,6 +360,8 @@ void api_slices_cancel(struct api_slices *sl);
 void api_slices_free(struct api_slices *sl);
 
 enum MHD_Result api_get_slice(struct api_req *r);
+/* GET /captures/<id>/slice: every rank's window in one timeline. */
+enum MHD_Result api_get_capture_slice(struct api_req *r);
 
 /* ---- routes_queries.c ---- */
 

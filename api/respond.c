@@ -416,10 +416,13 @@ enum MHD_Result api_get_asset(struct api_req *r)
                             asset_type(a->name));
     /* A page: no referrer to the sites it links to, no frame (for
      * browsers without frame-ancestors), no window shared with another
-     * origin's. */
+     * origin's but for the windows it opens itself: "open in Perfetto"
+     * posts a slice to the Perfetto UI it opened (perfetto_ui_url), which
+     * needs the handle window.open() gave. */
     MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
     MHD_add_response_header(resp, "X-Frame-Options", "DENY");
-    MHD_add_response_header(resp, "Cross-Origin-Opener-Policy", "same-origin");
+    MHD_add_response_header(resp, "Cross-Origin-Opener-Policy",
+                            "same-origin-allow-popups");
   }
   return api_reply(r, 200, resp);
 }

@@ -384,7 +384,8 @@ enum MHD_Result api_fleet_dispatch(struct api_req *r)
     return fleet_capture(r);
   if (route_is(r, "/captures/{id}/verdict"))
     return fleet_verdict(r);
-  if (strstr(tmpl, "/ranks/") != NULL || strstr(tmpl, "/logs") != NULL)
+  if (strstr(tmpl, "/ranks/") != NULL || strstr(tmpl, "/logs") != NULL ||
+      route_is(r, "/captures/{id}/slice"))
     return fleet_elsewhere(r);
   return api_reply_method(r);
 }

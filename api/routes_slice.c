@@ -1,7 +1,11 @@
 /*
  * GET /captures/<id>/ranks/<r>/slice?start_ns=&end_ns=[&findings=]: the
  * events of a rank's raw trace that overlap a window, as a kineto JSON
- * document (index/slice.c says what it holds), streamed.
+ * document (index/slice.c says what it holds), streamed. And
+ * GET /captures/<id>/slice?start_ns=&end_ns=[&findings=]: every done
+ * rank's window in one timeline (index/slice_ranks.c), made by one
+ * producer, rank after rank: one job, so one slot, one ring and one
+ * client's floor and deadline for the whole answer, as below.
  *
  * A slice reads the whole trace (its events are in file order, not time
  * order), so it is never made on an MHD worker and never on the loop, and
@@ -26,7 +30,8 @@
  * or changed since it was indexed) are JSON errors as everywhere.
  *
  * Bounds: at most API_SLICES slices at once (429 beyond, field "slice");
- * the window is checked (start_ns < end_ns, both integers >= 0). A slot
+ * API_SLICE_RANKS ranks in one (413 beyond, field "rank"); the window is
+ * checked (start_ns < end_ns, both integers >= 0). A slot
  * is not held by a client that does not read: while the producer waits
  * for room, a client that read less than slice_min_bytes_per_s over
  * slice_window_s (the producer having waited for it half that time at
@@ -54,10 +59,13 @@ enum job_state { JOB_RUNNING, JOB_DONE, JOB_FAILED };
 
 struct slice_job {
   struct api_slices *sl;
-  char *root, *path;        /* the rank's file under the capture's folder */
-  char format[16];          /* as it was indexed */
+  char *root;               /* the capture's folder */
   char what[64];            /* "capture 3 rank 1", for the log */
   struct api_slice_req req; /* what the daemon is asked, pointing here */
+  /* The ranks' files (paths owned), and req's ranks over them. */
+  struct store_trace *traces;
+  struct api_slice_rank *ranks;
+  size_t nranks;
   atomic_bool cancel;
 
   pthread_mutex_t lock; /* guards the rest */
@@ -101,10 +109,15 @@ struct api_slices *api_slices_new(void)
 
 static void job_free(struct slice_job *j)
 {
+  if (j == NULL)
+    return;
   pthread_mutex_destroy(&j->lock);
   pthread_cond_destroy(&j->room);
   free(j->root);
-  free(j->path);
+  for (size_t i = 0; i < j->nranks; i++)
+    free(j->traces[i].path);
+  free(j->traces);
+  free(j->ranks);
   free(j);
 }
 
@@ -332,9 +345,10 @@ void api_slices_free(struct api_slices *sl)
 
 /* ---- the route ---- */
 
-/* The window and the findings flag from the query into q. */
-static int slice_query(struct api_req *r, struct api_slice_req *q,
-                       struct tr_err *err)
+/* The window and the findings flag from the query into q; the window is
+ * from t0 (what it is, for the message). */
+static int slice_query(struct api_req *r, const char *t0,
+                       struct api_slice_req *q, struct tr_err *err)
 {
   static const char *const names[] = { "start_ns", "end_ns", "findings", NULL };
   static const char *const bools[] = { "true", "false", NULL };
@@ -348,8 +362,8 @@ static int slice_query(struct api_req *r, struct api_slice_req *q,
     return TR_EINVAL;
   if (start < 0 || end < 0)
     return tr_err_set(err, TR_EINVAL, start < 0 ? "start_ns" : "end_ns",
-                      "%s is required (ns from the rank's t0_ns)",
-                      start < 0 ? "start_ns" : "end_ns");
+                      "%s is required (ns from %s)",
+                      start < 0 ? "start_ns" : "end_ns", t0);
   if (end <= start)
     return tr_err_set(err, TR_EINVAL, "end_ns",
                       "end_ns must be greater than start_ns");
@@ -359,30 +373,38 @@ static int slice_query(struct api_req *r, struct api_slice_req *q,
   return 0;
 }
 
-/* The file a slice of rank r of capture cap reads, checked now so that a
- * refusal is a JSON error: under its folder, a regular file, the size it
- * had when indexed. Fills j's root. */
-static enum MHD_Result check_file(struct api_req *r, json_t *cap,
-                                  const struct store_trace *t,
+/* The folder a slice of capture cap reads under, into j->root; else the
+ * refusal is answered. */
+static enum MHD_Result check_root(struct api_req *r, json_t *cap,
                                   struct slice_job *j)
 {
-  struct tr_err err = { 0 };
-  struct stat sb;
-  int fd;
-
   j->root = api_files_root(r, cap);
   if (j->root == NULL)
     return api_reply_error(r, 403, "forbidden", "rank",
                            "the import's folder is no longer under any of "
                            "import_roots");
-  if ((fd = tr_open_file(j->root, j->path, 0, &sb, &err)) < 0)
+  return MHD_YES;
+}
+
+/* The file t of a rank a slice reads, checked now so that a refusal is a
+ * JSON error: under j's root, a regular file, the size it had when
+ * indexed. */
+static enum MHD_Result check_file(struct api_req *r, const struct slice_job *j,
+                                  const struct store_trace *t)
+{
+  struct tr_err err = { 0 };
+  struct stat sb;
+  int fd;
+
+  if ((fd = tr_open_file(j->root, t->path, 0, &sb, &err)) < 0)
     return api_open_refused(r, &err, "rank", "the trace file of this rank");
   close(fd);
   if ((int64_t)sb.st_size != t->file_bytes)
     return api_reply_error(r, 409, "conflict", "rank",
-                           "the trace file is %lld bytes, %lld when it was "
-                           "indexed: it changed since",
-                           (long long)sb.st_size, (long long)t->file_bytes);
+                           "the trace file of rank %d is %lld bytes, %lld "
+                           "when it was indexed: it changed since",
+                           t->rank, (long long)sb.st_size,
+                           (long long)t->file_bytes);
   return MHD_YES;
 }
 
@@ -423,6 +445,7 @@ static void bound_in_flight(struct MHD_Connection *conn)
                      sizeof(size));
 }
 
+/* A job for capture id's rank (-1: all ranks). */
 static struct slice_job *job_new(struct api_req *r, int64_t id, int64_t rank)
 {
   struct slice_job *j = calloc(1, sizeof(*j));
@@ -444,13 +467,15 @@ static struct slice_job *job_new(struct api_req *r, int64_t id, int64_t rank)
   j->sl = r->api->slices;
   j->conn = r->conn;
   bound_in_flight(j->conn);
-  j->req.format = j->format;
   j->req.cancel = &j->cancel;
   j->req.write = ring_write;
   j->req.done = produced;
   j->req.ud = j;
-  snprintf(j->what, sizeof(j->what), "capture %lld rank %lld", (long long)id,
-           (long long)rank);
+  if (rank < 0)
+    snprintf(j->what, sizeof(j->what), "capture %lld all ranks", (long long)id);
+  else
+    snprintf(j->what, sizeof(j->what), "capture %lld rank %lld", (long long)id,
+             (long long)rank);
   return j;
 }
 
@@ -474,56 +499,120 @@ static enum MHD_Result stream(struct api_req *r, struct slice_job *j,
     on_response_free(j); /* the producer sees it gone and ends */
     return MHD_NO;
   }
-  snprintf(disp, sizeof(disp),
-           "attachment; filename=\"capture%lld-rank%lld-slice-%lld-%lld"
-           ".json\"",
-           (long long)id, (long long)rank, (long long)j->req.start_ns,
-           (long long)j->req.end_ns);
+  if (rank < 0)
+    snprintf(disp, sizeof(disp),
+             "attachment; filename=\"capture%lld-ranks-slice-%lld-%lld"
+             ".json\"",
+             (long long)id, (long long)j->req.start_ns,
+             (long long)j->req.end_ns);
+  else
+    snprintf(disp, sizeof(disp),
+             "attachment; filename=\"capture%lld-rank%lld-slice-%lld-%lld"
+             ".json\"",
+             (long long)id, (long long)rank, (long long)j->req.start_ns,
+             (long long)j->req.end_ns);
   MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
                           "application/json");
   MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_DISPOSITION, disp);
   return api_reply(r, 200, resp);
 }
 
-enum MHD_Result api_get_slice(struct api_req *r)
+/* j's files (a rank's, or every done rank's when rank < 0) into
+ * j->traces. */
+static int find_traces(struct store *st, int64_t id, int64_t rank,
+                       struct slice_job *j, struct tr_err *err)
 {
-  struct store_trace t = { NULL, 0, 0, 0, "" };
+  size_t max = rank < 0 ? API_SLICE_RANKS : 1;
+  int rc;
+
+  if ((j->traces = calloc(max, sizeof(*j->traces))) == NULL ||
+      (j->ranks = calloc(max, sizeof(*j->ranks))) == NULL)
+    return tr_err_set(err, TR_ENOMEM, "", "out of memory");
+  if (rank < 0)
+    return store_rank_traces(st, id, j->traces, max, &j->nranks, err);
+  rc = store_rank_trace(st, id, (int)rank, &j->traces[0], err);
+  j->nranks = rc == 0;
+  return rc;
+}
+
+/* Checks j's files (else the refusal is answered) and fills what the
+ * daemon is asked: one rank's file, or every rank's (req.ranks) with the
+ * window's t0 the earliest rank's. */
+static enum MHD_Result take_traces(struct api_req *r, json_t *cap,
+                                   struct slice_job *j, bool all)
+{
+  enum MHD_Result ret = check_root(r, cap, j);
+
+  j->req.root = j->root;
+  j->req.t0_ns = INT64_MAX;
+  for (size_t i = 0; i < j->nranks && !r->answered; i++) {
+    const struct store_trace *t = &j->traces[i];
+
+    ret = check_file(r, j, t);
+    j->ranks[i] =
+        (struct api_slice_rank){ t->path, t->format, t->rank, t->t0_ns };
+    if (t->t0_ns < j->req.t0_ns)
+      j->req.t0_ns = t->t0_ns;
+  }
+  if (all) {
+    j->req.ranks = j->ranks;
+    j->req.nranks = j->nranks;
+  } else {
+    j->req.path = j->ranks[0].path;
+    j->req.format = j->ranks[0].format;
+  }
+  return ret;
+}
+
+/* Either route: rank's slice, or when rank < 0 all ranks'. */
+static enum MHD_Result get_slice(struct api_req *r, int64_t id, int64_t rank)
+{
   struct api_slice_req q = { 0 };
   struct tr_err err = { 0 };
   struct slice_job *j = NULL;
   enum MHD_Result ret;
   struct store *st;
   json_t *cap = NULL;
-  int64_t id, rank;
 
-  if (api_path_id(r, &id, &err) != 0 ||
-      api_parse_int(r->seg[3], "rank", 0, INT_MAX, &rank, &err) != 0 ||
-      slice_query(r, &q, &err) != 0 ||
+  if (slice_query(r, rank < 0 ? "the capture's t0_ns" : "the rank's t0_ns", &q,
+                  &err) != 0 ||
       (st = api_store(r, STORE_RO, &err)) == NULL ||
       api_capture_brief(st, id, &cap, &err) != 0 ||
-      store_rank_trace(st, id, (int)rank, &t, &err) != 0) {
+      (j = job_new(r, id, rank)) == NULL ||
+      find_traces(st, id, rank, j, &err) != 0) {
+    job_free(j);
     json_decref(cap);
     return api_reply_tr_err(r, &err);
   }
-  if ((j = job_new(r, id, rank)) == NULL) {
-    ret = MHD_NO;
-  } else {
-    j->req.start_ns = q.start_ns;
-    j->req.end_ns = q.end_ns;
-    j->req.findings = q.findings;
-    j->req.t0_ns = t.t0_ns;
-    snprintf(j->format, sizeof(j->format), "%s", t.format);
-    j->path = t.path;
-    t.path = NULL;
-    ret = check_file(r, cap, &t, j);
-    j->req.root = j->root;
-    j->req.path = j->path;
-    if (!r->answered)
-      ret = stream(r, j, id, rank);
-    else
-      job_free(j);
-  }
+  j->req.start_ns = q.start_ns;
+  j->req.end_ns = q.end_ns;
+  j->req.findings = q.findings;
+  ret = take_traces(r, cap, j, rank < 0);
+  if (!r->answered)
+    ret = stream(r, j, id, rank);
+  else
+    job_free(j);
   json_decref(cap);
-  free(t.path);
   return ret;
+}
+
+enum MHD_Result api_get_slice(struct api_req *r)
+{
+  struct tr_err err = { 0 };
+  int64_t id, rank;
+
+  if (api_path_id(r, &id, &err) != 0 ||
+      api_parse_int(r->seg[3], "rank", 0, INT_MAX, &rank, &err) != 0)
+    return api_reply_tr_err(r, &err);
+  return get_slice(r, id, rank);
+}
+
+enum MHD_Result api_get_capture_slice(struct api_req *r)
+{
+  struct tr_err err = { 0 };
+  int64_t id;
+
+  if (api_path_id(r, &id, &err) != 0)
+    return api_reply_tr_err(r, &err);
+  return get_slice(r, id, -1);
 }

@@ -23,6 +23,7 @@
 const struct api_route api_routes[] = {
   { "/healthz", api_get_healthz, NULL, NULL, NULL },
   { "/metrics", api_get_metrics, NULL, NULL, NULL },
+  { "/settings", api_get_settings, NULL, NULL, NULL },
   { "/captures", api_get_captures, api_post_captures, NULL, NULL },
   { "/imports", NULL, api_post_imports, NULL, NULL },
   { "/diff", api_get_diff, NULL, NULL, NULL },
@@ -38,6 +39,7 @@ const struct api_route api_routes[] = {
   { "/captures/{id}/baseline", NULL, NULL, api_delete_baseline, NULL },
   { "/captures/{id}/ranks/{r}/trace", api_get_trace, NULL, NULL, NULL },
   { "/captures/{id}/ranks/{r}/slice", api_get_slice, NULL, NULL, NULL },
+  { "/captures/{id}/slice", api_get_capture_slice, NULL, NULL, NULL },
   { "/captures/{id}/logs", api_get_logs, NULL, NULL, NULL },
   /* The lab view (routes_fleet.c). */
   { "/fleet/captures", api_get_fleet_captures, NULL, NULL, NULL },
@@ -305,6 +307,18 @@ enum MHD_Result api_get_healthz(struct api_req *r)
                               : json_string("the database refuses writes")));
   }
   return api_reply_json(r, 200, json_pack("{s:s}", "status", "ok"));
+}
+
+/* The settings the dashboard acts on (docs/API.md). */
+enum MHD_Result api_get_settings(struct api_req *r)
+{
+  struct tr_err err = { 0 };
+
+  if (api_query_check(r, no_params, &err) != 0)
+    return api_reply_tr_err(r, &err);
+  return api_reply_json(
+      r, 200,
+      json_pack("{s:s}", "perfetto_ui_url", r->api->cfg->perfetto_ui_url));
 }
 
 /* ---- per-thread store connections ---- */

@@ -40,6 +40,8 @@ static int default_jobs(struct cfg *cfg, const struct setting *s,
                         struct tr_err *err);
 static int check_url(struct cfg *cfg, const struct setting *s,
                      struct tr_err *err);
+static int check_ui_url(struct cfg *cfg, const struct setting *s,
+                        struct tr_err *err);
 static int default_node_name(struct cfg *cfg, const struct setting *s,
                              struct tr_err *err);
 static int default_node_url(struct cfg *cfg, const struct setting *s,
@@ -461,6 +463,22 @@ static int check_url(struct cfg *cfg, const struct setting *s,
                       "without blanks, of at most 2048 bytes",
                       s->name);
   return 0;
+}
+
+/* perfetto_ui_url: the page the dashboard opens and posts a slice to
+ * (docs/API.md, "Slices"). A check_url() URL whose bytes are all ones
+ * RFC 3986 allows in a URL, so that no quote or bracket of it ever meets
+ * the dashboard's markup. */
+static int check_ui_url(struct cfg *cfg, const struct setting *s,
+                        struct tr_err *err)
+{
+  const char *url = *(char **)((char *)cfg + s->offset);
+  int rc = check_url(cfg, s, err);
+
+  if (rc == 0 && strpbrk(url, "\"<>\\^`{|}") != NULL)
+    return tr_err_set(err, TR_EINVAL, s->name,
+                      "%s holds a byte a URL may not (\"<>\\^`{|})", s->name);
+  return rc;
 }
 
 /* node_name (docs/FLEET.md) is a node's name in the fleet and its

@@ -164,6 +164,8 @@ enum cfg_profile_control { CFG_PROFILE_BENCH, CFG_PROFILE_DAEMON };
      "seconds over which slice_min_bytes_per_s is measured")                   \
   XX(slice_timeout_s, INT(1, 86400), "1800", NULL,                             \
      "seconds a slice may take, read or not")                                  \
+  XX(perfetto_ui_url, STR(), "https://ui.perfetto.dev", check_ui_url,          \
+     "the Perfetto UI the dashboard opens slices in (empty: no such link)")    \
   XX(answer_cache_mb, INT(0, 65536), "64", NULL,                               \
      "MiB of answers about done captures kept in memory (0: none)")            \
   XX(max_rank_db_bytes, BYTES(), "256M", NULL,                                 \

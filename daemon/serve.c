@@ -21,11 +21,37 @@ struct slice_work {
   const struct api_slice_req *req;
 };
 
+/* The format a rank was indexed as (an import may have forced it). */
+static enum idx_format format_of(const char *name)
+{
+  enum idx_format f;
+
+  return idx_format_parse(name, &f) == 0 ? f : IDX_FORMAT_AUTO;
+}
+
+/* Every rank's window in one timeline (q->nranks > 0). */
+static int slice_ranks(const struct api_slice_req *q,
+                       const struct idx_slice_opts *o, struct tr_err *err)
+{
+  struct idx_slice_rank *ranks = calloc(q->nranks, sizeof(*ranks));
+  int rc;
+
+  if (ranks == NULL)
+    return tr_err_set(err, TR_ENOMEM, "", "out of memory");
+  for (size_t i = 0; i < q->nranks; i++)
+    ranks[i] = (struct idx_slice_rank){ q->ranks[i].path,
+                                        format_of(q->ranks[i].format),
+                                        q->ranks[i].rank, q->ranks[i].t0_ns };
+  rc = idx_slice_ranks(q->root, ranks, q->nranks, o, q->write, q->ud, err);
+  free(ranks);
+  return rc;
+}
+
 static void run_slice(struct cap_work *w)
 {
   const struct api_slice_req *q = ((struct slice_work *)w)->req;
   struct idx_slice_opts o = {
-    .format = IDX_FORMAT_AUTO,
+    .format = q->nranks > 0 ? IDX_FORMAT_AUTO : format_of(q->format),
     .rules = w->r->rules,
     .max_kernel_names = (uint32_t)w->r->cfg->max_kernel_names,
     .t0_ns = q->t0_ns,
@@ -41,12 +67,11 @@ static void run_slice(struct cap_work *w)
   char *spill = tr_state_dir(w->r->cfg->db, "spill");
   int nice = cap_nice_lower(), rc = TR_ENOMEM;
 
-  /* The format it was indexed as (an import may have forced it). */
-  if (idx_format_parse(q->format, &o.format) != 0)
-    o.format = IDX_FORMAT_AUTO;
   o.spill_dir = spill;
   if (spill == NULL)
     tr_err_set(&err, rc, "", "out of memory");
+  else if (q->nranks > 0)
+    rc = slice_ranks(q, &o, &err);
   else
     rc = idx_slice_under(q->root, q->path, &o, q->write, q->ud, NULL, &err);
   free(spill);

@@ -272,6 +272,28 @@ int idx_slice_under(const char *root, const char *path,
                     void *ud, struct idx_slice_stats *stats,
                     struct tr_err *err);
 
+/* One rank of an all-ranks slice (idx_slice_ranks()). */
+struct idx_slice_rank {
+  const char *path;       /* borrowed; opened under root */
+  enum idx_format format; /* as the rank was indexed */
+  int rank;
+  int64_t t0_ns; /* the rank's own, reported in traced_slice */
+};
+
+/*
+ * Streams to write one Chrome trace event document holding each rank's
+ * window, ranks[0..n) in that order: the events idx_slice_under() keeps
+ * for it (with o's window, o->t0_ns the capture's, and o's findings),
+ * each rank's processes given pids of their own and names saying the
+ * rank (slice_ranks.c says how); last traced_slice, with each rank's
+ * counts. o->format is not used (each rank's is). The ranks are read one
+ * after the other, memory as for one. Blocks; errors and a cut text as
+ * idx_slice_under()'s.
+ */
+int idx_slice_ranks(const char *root, const struct idx_slice_rank *ranks,
+                    size_t n, const struct idx_slice_opts *o,
+                    idx_write_fn write, void *ud, struct tr_err *err);
+
 /* `traced index [--format F] [--rules FILE] FILE...`: argv[0] is "index".
  * Returns the process exit status (0, 1 a file failed, 2 usage). */
 int idx_cli_main(int argc, char **argv);

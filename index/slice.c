@@ -45,24 +45,21 @@
 #include "index/format.h"
 #include "index/slice.h"
 
-/* Members read after the events start, held for the end (each at most
- * the event ceiling: the reader drops larger ones). */
-struct held {
-  char *p;
-  size_t n, cap;
-};
-
 struct slicer {
   const struct idx_slice_opts *o;
   int64_t lo, hi;      /* the window in trace ns: [lo, hi) */
   int events_begun;    /* an event was read: later members are held */
   int array_open;      /* "traceEvents":[ is written */
   int members_written; /* a member is written before it */
-  int events_written;  /* an element is written in it */
-  int tracks_named;    /* traced's process and threads are named */
-  int scale;           /* ts unit: digits to ns (format.h's ts_scale) */
-  int64_t max_pid;     /* largest numeric pid, INT64_MIN: none */
-  struct held held;
+  uint64_t *elements;  /* elements written in it: own_elements, or, in
+                          a part, the merged document's */
+  uint64_t own_elements;
+  struct slice_part *part; /* NULL: a whole document (slice.h) */
+  int tracks_named;        /* traced's process and threads are named */
+  int scale;               /* ts unit: digits to ns (format.h's ts_scale) */
+  int64_t max_pid;         /* largest numeric pid, INT64_MIN: none */
+  struct slice_held held;  /* members read after the events start, held
+                              for the end (the reader drops larger ones) */
   struct idx_agg agg;
   int agg_on;
   struct idx_slice_stats st;
@@ -100,10 +97,9 @@ int slice_out_str(struct slice_out *o, const char *s)
   return slice_out_put(o, s, strlen(s));
 }
 
-/* An idx_write_fn that appends to a struct held. */
-static int hold_write(void *ud, const char *p, size_t n)
+int slice_held_write(void *ud, const char *p, size_t n)
 {
-  struct held *h = ud;
+  struct slice_held *h = ud;
 
   if (n == 0)
     return 0;
@@ -156,7 +152,7 @@ static void open_array(struct slicer *s)
 static void next_element(struct slicer *s)
 {
   open_array(s);
-  if (s->events_written++)
+  if ((*s->elements)++)
     slice_out_put(&s->out, ",", 1);
 }
 
@@ -167,6 +163,8 @@ static int on_member(void *ud, struct idx_str key, struct idx_str value)
   struct slicer *s = ud;
   int rc;
 
+  if (s->part != NULL)
+    return 0; /* a merged document's members are its own */
   if (key.p == NULL || value.p == NULL) {
     s->st.members_dropped++;
     return 0;
@@ -229,7 +227,10 @@ static int on_event(void *ud, const struct idx_doc *doc,
     return 0;
   }
   next_element(s);
-  put_judged(&s->out, ev->raw, verdict);
+  if (s->part != NULL)
+    slice_part_event(s->part, &s->out, ev, verdict);
+  else
+    put_judged(&s->out, ev->raw, verdict);
   s->st.events_kept++;
   s->st.metadata_events += meta;
   s->st.events_mended += verdict == SLICE_JSON_MENDED;
@@ -258,25 +259,32 @@ static void put_time(struct slicer *s, const char *key, int64_t t)
   slice_out_str(&s->out, buf);
 }
 
-/* The pid of traced's tracks: past every numeric pid of the trace. */
-static int64_t tracks_pid(const struct slicer *s)
+/* The pid of traced's tracks: past every numeric pid of the trace (in a
+ * part, the merged timeline's for it; naming: its name is written). */
+static int64_t tracks_pid(struct slicer *s, int naming)
 {
-  if (s->max_pid == INT64_MIN)
-    return 1;
-  return s->max_pid < INT64_MAX ? s->max_pid + 1 : -1;
+  int64_t pid = s->max_pid == INT64_MIN  ? 1
+                : s->max_pid < INT64_MAX ? s->max_pid + 1
+                                         : -1;
+
+  if (s->part == NULL)
+    return pid;
+  return slice_part_pid_num(s->part, &s->out, pid, naming);
 }
 
 /* One ph "M" event naming traced's process or one of its threads. */
 static void put_name(struct slicer *s, const char *what, int tid,
                      const char *name)
 {
+  int process = strcmp(what, "process_name") == 0;
   char buf[256];
 
   next_element(s);
   snprintf(buf, sizeof(buf),
            "{\"ph\":\"M\",\"name\":\"%s\",\"pid\":%" PRId64
-           ",\"tid\":%d,\"args\":{\"name\":\"%s\"}}",
-           what, tracks_pid(s), tid, name);
+           ",\"tid\":%d,\"args\":{\"name\":\"%s%s\"}}",
+           what, tracks_pid(s, process), tid,
+           process && s->part != NULL ? s->part->prefix : "", name);
   slice_out_str(&s->out, buf);
 }
 
@@ -301,8 +309,8 @@ static void put_head(struct slicer *s, int tid, const char *name, size_t n,
   next_element(s);
   slice_out_str(&s->out, "{\"ph\":\"X\",\"cat\":\"traced\",\"name\":\"");
   slice_json_escape(&s->out, name, n);
-  snprintf(buf, sizeof(buf), "\",\"pid\":%" PRId64 ",\"tid\":%d", tracks_pid(s),
-           tid);
+  snprintf(buf, sizeof(buf), "\",\"pid\":%" PRId64 ",\"tid\":%d",
+           tracks_pid(s, 0), tid);
   slice_out_str(&s->out, buf);
   put_time(s, "ts", f->start_ns);
   put_time(s, "dur", f->end_ns - f->start_ns);
@@ -383,28 +391,50 @@ static int tracks(struct slicer *s, const struct idx_doc *doc, const char *path,
 
 /* ---- the document's end ---- */
 
+void slice_put_counts(struct slice_out *o, const struct idx_slice_stats *t)
+{
+  char buf[256];
+
+  snprintf(buf, sizeof(buf),
+           "\"events_read\":%" PRIu64 ",\"events_kept\":%" PRIu64
+           ",\"metadata_events\":%" PRIu64 ",\"events_mended\":%" PRIu64
+           ",\"events_dropped\":%" PRIu64,
+           t->events_read, t->events_kept, t->metadata_events, t->events_mended,
+           t->events_dropped);
+  slice_out_str(o, buf);
+}
+
+void slice_put_findings(struct slice_out *o, const struct idx_slice_stats *t,
+                        int on)
+{
+  char buf[96];
+
+  if (on)
+    snprintf(buf, sizeof(buf),
+             ",\"findings\":{\"steps\":%" PRIu64 ",\"idle\":%" PRIu64 "}",
+             t->steps, t->idle);
+  else
+    snprintf(buf, sizeof(buf), ",\"findings\":null");
+  slice_out_str(o, buf);
+}
+
 static void put_stats(struct slicer *s)
 {
   const struct idx_slice_stats *t = &s->st;
-  char buf[640];
+  char buf[256];
 
   snprintf(buf, sizeof(buf),
            ",\"traced_slice\":{\"t0_ns\":%" PRId64 ",\"start_ns\":%" PRId64
-           ",\"end_ns\":%" PRId64 ",\"events_read\":%" PRIu64
-           ",\"events_kept\":%" PRIu64 ",\"metadata_events\":%" PRIu64
-           ",\"events_mended\":%" PRIu64 ",\"events_dropped\":%" PRIu64
-           ",\"members_kept\":%" PRIu64 ",\"members_dropped\":%" PRIu64
-           ",\"findings\":",
-           s->o->t0_ns, s->o->start_ns, s->o->end_ns, t->events_read,
-           t->events_kept, t->metadata_events, t->events_mended,
-           t->events_dropped, t->members_kept, t->members_dropped);
+           ",\"end_ns\":%" PRId64 ",",
+           s->o->t0_ns, s->o->start_ns, s->o->end_ns);
   slice_out_str(&s->out, buf);
-  if (s->agg_on)
-    snprintf(buf, sizeof(buf), "{\"steps\":%" PRIu64 ",\"idle\":%" PRIu64 "}}}",
-             t->steps, t->idle);
-  else
-    snprintf(buf, sizeof(buf), "null}}");
+  slice_put_counts(&s->out, t);
+  snprintf(buf, sizeof(buf),
+           ",\"members_kept\":%" PRIu64 ",\"members_dropped\":%" PRIu64,
+           t->members_kept, t->members_dropped);
   slice_out_str(&s->out, buf);
+  slice_put_findings(&s->out, t, s->agg_on);
+  slice_out_str(&s->out, "}}");
 }
 
 static int finish(struct slicer *s, const struct idx_doc *doc, const char *path,
@@ -416,6 +446,8 @@ static int finish(struct slicer *s, const struct idx_doc *doc, const char *path,
   open_array(s);
   if (s->agg_on && (rc = tracks(s, doc, path, err)) != 0)
     return rc;
+  if (s->part != NULL)
+    return slice_out_flush(&s->out);
   slice_out_put(&s->out, "]", 1);
   if ((rc = slice_out_flush(&s->held_out)) != 0)
     return rc;
@@ -435,11 +467,15 @@ static void window(struct slicer *s)
 
 /* s is zeroed. */
 static int slicer_init(struct slicer *s, const struct idx_slice_opts *o,
-                       idx_write_fn write, void *ud)
+                       struct slice_part *part, idx_write_fn write, void *ud)
 {
+  s->part = part;
+  /* A part writes into the merged document's array. */
+  s->array_open = part != NULL;
+  s->elements = part != NULL ? &part->elements : &s->own_elements;
   s->out.write = write;
   s->out.ud = ud;
-  s->held_out.write = hold_write;
+  s->held_out.write = slice_held_write;
   s->held_out.ud = &s->held;
   s->o = o;
   s->max_pid = INT64_MIN;
@@ -455,9 +491,10 @@ static int slicer_init(struct slicer *s, const struct idx_slice_opts *o,
   return 0;
 }
 
-int idx_slice_under(const char *root, const char *path,
-                    const struct idx_slice_opts *o, idx_write_fn write,
-                    void *ud, struct idx_slice_stats *stats, struct tr_err *err)
+int slice_rank_run(const char *root, const char *path,
+                   const struct idx_slice_opts *o, struct slice_part *part,
+                   idx_write_fn write, void *ud, struct idx_slice_stats *stats,
+                   struct tr_err *err)
 {
   struct idx_options ropt = { .format = o->format,
                               .rules = o->rules,
@@ -469,13 +506,13 @@ int idx_slice_under(const char *root, const char *path,
   struct idx_reader *rd = NULL;
   struct slicer *s = calloc(1, sizeof(*s));
   uint64_t file_bytes = 0;
-  int rc = s != NULL ? slicer_init(s, o, write, ud) : TR_ENOMEM;
+  int rc = s != NULL ? slicer_init(s, o, part, write, ud) : TR_ENOMEM;
 
   if (rc == 0)
     rc = idx_reader_new(o->format, on_event, s, &rd);
   if (rc == 0)
     rc = idx_reader_keep_raw(rd, on_member);
-  if (rc == 0 && (rc = slice_out_put(&s->out, "{", 1)) == 0)
+  if (rc == 0 && (part != NULL || (rc = slice_out_put(&s->out, "{", 1)) == 0))
     rc = idx_read_under(root, path, rd, &ropt, &file_bytes, &local);
   if (rc == 0)
     rc = finish(s, idx_reader_doc(rd), path, &local);
@@ -491,4 +528,11 @@ int idx_slice_under(const char *root, const char *path,
     free(s);
   }
   return rc == 0 ? 0 : idx_file_fail(err, &local, rc, path);
+}
+
+int idx_slice_under(const char *root, const char *path,
+                    const struct idx_slice_opts *o, idx_write_fn write,
+                    void *ud, struct idx_slice_stats *stats, struct tr_err *err)
+{
+  return slice_rank_run(root, path, o, NULL, write, ud, stats, err);
 }

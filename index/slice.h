@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "index/agg.h"
+#include "index/event.h"
 #include "index/index.h"
 
 /* Bytes gathered before they go to the writer. */
@@ -23,6 +25,16 @@ struct slice_out {
   size_t n;
   char buf[SLICE_OUT_BUF];
 };
+
+/* Text kept in memory: a member held for the document's end, a mended
+ * event (each at most the reader's ceiling on an event, mended). */
+struct slice_held {
+  char *p;
+  size_t n, cap;
+};
+
+/* An idx_write_fn appending to the struct slice_held ud. */
+int slice_held_write(void *ud, const char *p, size_t n);
 
 /* Appends p[0..n): copied into the buffer, or written straight through
  * when larger than it. Returns o->rc. */
@@ -48,5 +60,55 @@ int slice_json_mend(const char *p, size_t n, struct slice_out *o);
 /* Writes p[0..n) as the body of a JSON string (no quotes): '"', '\\' and
  * control characters escaped, bytes that are not UTF-8 as U+FFFD. */
 void slice_json_escape(struct slice_out *o, const char *p, size_t n);
+
+/* The value of the member key of the JSON object p[0..n) (strict JSON,
+ * as it is or as slice_json_mend() wrote it; the key written without
+ * escapes): 1 with its text in *val, or 0 when it has none. */
+int slice_json_member(const char *p, size_t n, const char *key,
+                      struct idx_str *val);
+
+/* traced_slice's counts: "events_read":..,.."events_dropped":.. */
+void slice_put_counts(struct slice_out *o, const struct idx_slice_stats *t);
+/* ,"findings": {steps, idle} when on, else null. */
+void slice_put_findings(struct slice_out *o, const struct idx_slice_stats *t,
+                        int on);
+
+/* ---- one rank's part of an all-ranks slice (slice_ranks.c) ---- */
+
+/* A rank's processes in the merged timeline: each pid the rank's events
+ * name (its text as written) gets one of its own, so ranks never share
+ * one. Filled by the rank's slicer, read by idx_slice_ranks(). */
+struct slice_part {
+  uint64_t place, places; /* the rank's place in the list, of so many */
+  int64_t pid_base;       /* the rank's pids are pid_base + 1 ... */
+  char prefix[32];        /* "rank 3 \u00b7 ", before each process name */
+  struct agg_map pids;    /* pid text -> id; SLICE_PART_PIDS at most */
+  uint8_t *named;         /* by id: a process_name event was written */
+  size_t named_cap;
+  uint64_t elements;         /* elements of traceEvents written, all ranks */
+  struct slice_held scratch; /* a mended event, before its pid is
+                                replaced */
+};
+
+/* Writes ev (judged VALID or MENDED by slice_json_mend()) to o with its
+ * pid replaced by its process's in the merged timeline (and a pid added
+ * when it has none); a process_name event's name gets the rank's prefix.
+ * Failures go to o->rc. */
+void slice_part_event(struct slice_part *pt, struct slice_out *o,
+                      const struct idx_event *ev, int verdict);
+
+/* The merged timeline's pid of the rank's numeric pid; when naming, its
+ * process_name is being written. -1 (o->rc set) when out of memory. */
+int64_t slice_part_pid_num(struct slice_part *pt, struct slice_out *o,
+                           int64_t pid, int naming);
+
+/* The slicer of idx_slice_under() (slice.c): with part NULL it writes a
+ * whole document; else only the elements of traceEvents, one rank's
+ * part of a merged document (members left out, no traced_slice), its
+ * pids those of part. */
+int slice_rank_run(const char *root, const char *path,
+                   const struct idx_slice_opts *o, struct slice_part *part,
+                   idx_write_fn write, void *ud, struct idx_slice_stats *stats,
+                   struct tr_err *err);
 
 #endif

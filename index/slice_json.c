@@ -372,3 +372,40 @@ void slice_json_escape(struct slice_out *o, const char *p, size_t n)
 
   string_body(&m, 0);
 }
+
+int slice_json_member(const char *p, size_t n, const char *key,
+                      struct idx_str *val)
+{
+  struct mend m = { p, p + n, NULL, 0, 0 };
+  size_t klen = strlen(key);
+
+  ws(&m);
+  if (m.p == m.end || *m.p++ != '{')
+    return 0;
+  for (;;) {
+    const char *k, *v;
+    size_t kn;
+
+    ws(&m);
+    if (m.p == m.end || *m.p != '"')
+      return 0; /* '}' of an object without it, or not strict */
+    k = m.p + 1;
+    if (string(&m) != M_OK)
+      return 0;
+    kn = (size_t)(m.p - 1 - k);
+    ws(&m);
+    if (m.p == m.end || *m.p++ != ':')
+      return 0;
+    ws(&m);
+    v = m.p;
+    if (value(&m) != M_OK)
+      return 0;
+    if (kn == klen && memcmp(k, key, klen) == 0) {
+      *val = (struct idx_str){ v, (size_t)(m.p - v) };
+      return 1;
+    }
+    ws(&m);
+    if (m.p == m.end || *m.p++ != ',')
+      return 0;
+  }
+}

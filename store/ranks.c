@@ -5,6 +5,7 @@
  * (common/summary.h, store/fields.c), which drives both the INSERT text
  * and the checks of each value.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -401,14 +402,29 @@ int store_rank_fail(struct store *st, int64_t capture_id, int rank,
   return store__wr_end(st, rc, err);
 }
 
+/* The columns a store_trace is read from, and the row read into t
+ * (t->path NULL when out of memory). */
+#define TRACE_COLUMNS "file, t0_ns, span_ns, file_bytes, format, rank"
+
+static void read_trace(sqlite3_stmt *s, struct store_trace *t)
+{
+  const char *format = (const char *)sqlite3_column_text(s, 4);
+
+  t->path = strdup((const char *)sqlite3_column_text(s, 0));
+  t->t0_ns = sqlite3_column_int64(s, 1);
+  t->span_ns = sqlite3_column_int64(s, 2);
+  t->file_bytes = sqlite3_column_int64(s, 3);
+  snprintf(t->format, sizeof(t->format), "%s", format ? format : "");
+  t->rank = sqlite3_column_int(s, 5);
+}
+
 int store_rank_trace(struct store *st, int64_t capture_id, int rank,
                      struct store_trace *out, struct tr_err *err)
 {
-  struct store_trace t = { NULL, 0, 0, 0, "" };
-  const char *format;
+  struct store_trace t = { NULL, 0, 0, 0, "", 0 };
   sqlite3_stmt *s;
   int rc = store__stmt_id(st,
-                          "SELECT file, t0_ns, span_ns, file_bytes, format"
+                          "SELECT " TRACE_COLUMNS
                           " FROM ranks WHERE capture_id = ?1 AND rank = ?2"
                           " AND status = 'done'",
                           capture_id, rank, &s, err);
@@ -417,12 +433,7 @@ int store_rank_trace(struct store *st, int64_t capture_id, int rank,
     return rc;
   rc = sqlite3_step(s);
   if (rc == SQLITE_ROW) {
-    t.path = strdup((const char *)sqlite3_column_text(s, 0));
-    t.t0_ns = sqlite3_column_int64(s, 1);
-    t.span_ns = sqlite3_column_int64(s, 2);
-    t.file_bytes = sqlite3_column_int64(s, 3);
-    format = (const char *)sqlite3_column_text(s, 4);
-    snprintf(t.format, sizeof(t.format), "%s", format ? format : "");
+    read_trace(s, &t);
     rc = t.path ? 0 : tr_err_set(err, TR_ENOMEM, "", "path");
   } else {
     rc = rc == SQLITE_DONE ? 0 : store__db_err(st, "rank file", err);
@@ -437,6 +448,48 @@ int store_rank_trace(struct store *st, int64_t capture_id, int rank,
   }
   if (rc == 0)
     *out = t;
+  return rc;
+}
+
+int store_rank_traces(struct store *st, int64_t capture_id,
+                      struct store_trace *out, size_t max, size_t *n,
+                      struct tr_err *err)
+{
+  sqlite3_stmt *s;
+  size_t got = 0;
+  /* One row past max says there are more. */
+  int rc = store__stmt_id(
+      st,
+      "SELECT " TRACE_COLUMNS " FROM ranks WHERE capture_id = ?1"
+      " AND status = 'done' ORDER BY rank LIMIT ?2",
+      capture_id, max < INT_MAX ? (int)max + 1 : INT_MAX, &s, err);
+
+  if (rc < 0)
+    return rc;
+  while (got < max && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+    read_trace(s, &out[got]);
+    if (out[got++].path == NULL)
+      break;
+  }
+  if (got > 0 && out[got - 1].path == NULL)
+    rc = tr_err_set(err, TR_ENOMEM, "", "path");
+  else if (got == max && sqlite3_step(s) == SQLITE_ROW)
+    rc = tr_err_set(err, TR_ELIMIT, "rank",
+                    "capture %lld has more than %zu done ranks",
+                    (long long)capture_id, max);
+  else
+    rc = rc == SQLITE_ROW || rc == SQLITE_DONE
+             ? 0
+             : store__db_err(st, "ranks", err);
+  store__done(s);
+  if (rc == 0 && got == 0 &&
+      (rc = store__capture_exists(st, capture_id, NULL, err)) == 0)
+    rc = tr_err_set(err, TR_ENOTFOUND, "id", "capture %lld has no done rank",
+                    (long long)capture_id);
+  for (size_t i = 0; rc != 0 && i < got; i++)
+    free(out[i].path);
+  if (rc == 0)
+    *n = got;
   return rc;
 }
 

@@ -211,9 +211,17 @@ struct store_trace {
   char *path;
   int64_t t0_ns, span_ns, file_bytes;
   char format[16]; /* "kineto", "mctracer" */
+  int rank;
 };
 int store_rank_trace(struct store *st, int64_t capture_id, int rank,
                      struct store_trace *out, struct tr_err *err);
+/* store_rank_trace() of every done rank of the capture, in rank order,
+ * into out[0..*n) (caller frees each path; none on failure). TR_ELIMIT
+ * (field "rank") when it has more than max; TR_ENOTFOUND (field "id")
+ * when no such capture or no done rank. */
+int store_rank_traces(struct store *st, int64_t capture_id,
+                      struct store_trace *out, size_t max, size_t *n,
+                      struct tr_err *err);
 
 /* ---- queries behind the routes ---- */
 
@@ -365,7 +373,6 @@ int store_verdict_metrics(struct store *st, json_t **out, struct tr_err *err);
  * status present (0 when none). */
 int store_status_counts(struct store *st, json_t **out, struct tr_err *err);
 
-
 /* ---- the fleet (docs/FLEET.md): a node's outbox ---- */
 
 /* Whether this database publishes to the fleet (fleet_dsn set): from now
@@ -437,7 +444,7 @@ struct store_fleet_tables {
   struct {
     char name[128];
     size_t at; /* its rows: text.p + at */
-  } *t;
+  } * t;
   size_t n, cap;
 };
 int store_fleet_export(struct store *st, int64_t id, json_t **out,
@@ -523,7 +530,7 @@ int store_fleet_evict(struct store *st, int64_t max_bytes, int64_t **drop,
 
 struct store_fleet_filter {
   const char *node, *gpu, *model, *config, *status, *kind;
-  int64_t since, until; /* created_at in ns, [since, until); 0: open */
+  int64_t since, until;          /* created_at in ns, [since, until); 0: open */
   int64_t before_at, before_lid; /* the page's cursor; 0: first page */
   int limit;                     /* 1.. */
 };

@@ -39,3 +39,5 @@ traced_c_test(test_api_spec traced_api test_api_spec.c)
 # filters, CSV, /diff by module/layer/op; the SGLang pair's import; a
 # capture with mark_trace on the simulator.
 traced_py_test(test_api_decode test_api_decode.py)
+# All ranks in one timeline against each rank's own slice.
+traced_py_test(api_open_slice_ranks test_api_open.py slice_ranks)

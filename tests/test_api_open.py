@@ -23,9 +23,19 @@ Usage: test_api_open.py CASE, CASE one of
          a trace swapped for a link, gone or changed since indexing are
          refused with JSON errors naming the field.
   slice_bounds  at most 2 slices at once (429 naming slice) while two
-         clients read nothing; when they go their producers end and the
-         next slice is served; the daemon stops promptly (exit 0) with a
-         slice in flight.
+         clients read nothing, an all-ranks slice counting as one; when
+         they go their producers end and the next slice is served; the
+         daemon stops promptly (exit 0) with a slice in flight.
+  slice_ranks  the all-ranks slice (GET /captures/<id>/slice) of an
+         import whose ranks are two real traces twice: valid JSON whose
+         rank parts, in rank order, are each exactly the events that
+         rank's own slice of the same instants holds, with only pid
+         remapped (disjoint ranges, one pid per process), process
+         names prefixed by the rank and flow ids made each rank's own
+         (no two ranks share one), then a name for each process that
+         had none and a sort index for each; with and without findings,
+         at the ranks' whole spans and at random windows; bad windows,
+         an unknown parameter or capture and a changed rank refused.
   slice_slow  two clients that read a slice slower than
          slice_min_bytes_per_s (1 KiB every half second) but never let go
          lose it within slice_window_s and a bit (their answers cut
@@ -493,6 +503,20 @@ def case_slice_bounds():
                 break
             time.sleep(0.2)
         check_eq(code, 200, "a slice once the others went")
+        # An all-ranks slice is one slice: it holds one of the 2 slots.
+        ranks = ranks_url(cap["id"], 0, cap["ranks"][0]["span_ns"] + 1)
+        held = [open_slice(d, ranks), open_slice(d, whole)]
+        check_error(d.get(ranks), 429, "slice", "a third slice (all ranks)")
+        check_error(d.get(whole), 429, "slice", "a third slice (a rank)")
+        for s in held:
+            s.close()
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            code, _, _ = raw(d, "GET", ranks_url(cap["id"], 0, 1000))
+            if code == 200:
+                break
+            time.sleep(0.2)
+        check_eq(code, 200, "an all-ranks slice once the others went")
         # A slice in flight when the daemon stops: it ends at once.
         held = open_slice(d, whole)
         t = time.time()
@@ -574,7 +598,175 @@ def case_slice_slow():
     shutil.rmtree(root)
 
 
+# ---- all ranks in one timeline ----
+
+# Two traces recorded on different days, each on two ranks: ranks 0 and 3
+# share a clock (and every pid), ranks 1 and 2 another, far later one.
+RANKS_TIMELINE = ["tracelens__vllm_decode_full_graph_execution.json.gz",
+                  "tracelens__mi210_gpu_only_trace.json.gz",
+                  "tracelens__mi210_gpu_only_trace.json.gz",
+                  "tracelens__vllm_decode_full_graph_execution.json.gz"]
+PID_STRIDE = 1000  # index/slice_ranks.c: a rank's pids, place * 1000 + n
+DOT = "\u00b7"
+
+
+def ranks_url(cid, start, end, extra=""):
+    return "/captures/%d/slice?start_ns=%d&end_ns=%d%s" % (cid, start, end,
+                                                           extra)
+
+
+def rank_part(d, cid, r, start, end, ref, extra):
+    """The events rank r's own slice of the same instants holds: asked of
+    the daemon when its window starts at its t0 or later, else (a window
+    before its first event: no findings) the reference's."""
+    shift = ref.t0_ns - r["t0_ns"]
+    if start + shift >= 0:
+        doc, _ = get_slice(d, cid, r["rank"], start + shift, end + shift,
+                           extra)
+        return doc["traceEvents"]
+    return ref.window(start + shift, end + shift)["events"]
+
+
+def is_meta(e, name):
+    return e.get("ph") == "M" and e.get("name") == name
+
+
+def flow_id(e, place, places):
+    """A flow event's id in the merged timeline (index/slice_ranks.c):
+    id x ranks + place when a plain integer that stays within 2^53."""
+    i = e.get("id")
+    if e.get("ph") not in ("s", "t", "f") or type(i) is not int or i < 0 \
+            or len(str(i)) > 16 or i * places + place > 2 ** 53:
+        return i
+    return i * places + place
+
+
+def check_rank_part(r, place, places, own, got, what):
+    """got (the merged events in rank r's pids, in order) is own with
+    only pid remapped (a process name prefixed, a flow's id made the
+    rank's), then a name for each process that had none and each one's
+    sort index."""
+    prefix = "rank %d %s " % (r["rank"], DOT)
+    check(len(got) >= len(own), "%s: %d events of %d" % (what, len(got),
+                                                         len(own)))
+    pids, named = {}, set()
+    for i, (a, b) in enumerate(zip(own, got)):
+        key = json.dumps(a.get("pid"), default=str)
+        new = pids.setdefault(key, b.get("pid"))
+        check_eq(b.get("pid"), new, "%s: event %d's pid" % (what, i))
+        want = dict(a, pid=new)
+        if "id" in a:
+            want["id"] = flow_id(a, place, places)
+        if is_meta(a, "process_name"):
+            want["args"] = dict(a["args"], name=prefix + a["args"]["name"])
+            named.add(new)
+        check_eq(b, want, "%s: event %d" % (what, i))
+    check_eq(len(set(pids.values())), len(pids), what + ": pids one-to-one")
+    for p in pids.values():
+        check(isinstance(p, int) and p // PID_STRIDE == place,
+              "%s: pid %r not the rank's" % (what, p))
+    rest = got[len(own):]
+    for e in rest:
+        check(is_meta(e, "process_name") or is_meta(e, "process_sort_index"),
+              "%s: after the part %r" % (what, e))
+    sort = {e["pid"]: e["args"]["sort_index"] for e in rest
+            if is_meta(e, "process_sort_index")}
+    check_eq(sort, {p: p for p in pids.values()}, what + ": sort indices")
+    for e in rest:
+        if is_meta(e, "process_name"):
+            check(e["pid"] not in named and
+                  e["args"]["name"].startswith(prefix + "pid "),
+                  "%s: %r" % (what, e))
+            named.add(e["pid"])
+    check_eq(named, set(pids.values()), what + ": every process named")
+    return len(pids)
+
+
+def check_timeline(d, cap, paths, start, end, extra=""):
+    """The all-ranks slice of [start, end) against each rank's own."""
+    cid = cap["id"]
+    code, hdrs, body = raw(d, "GET", ranks_url(cid, start, end, extra))
+    what = "all ranks [%d, %d)%s" % (start, end, extra)
+    check_eq(code, 200, "%s: %r" % (what, body[:300]))
+    check_eq(hdrs.get("content-type"), "application/json", what + ": type")
+    check(hdrs.get("content-disposition", "").startswith("attachment"),
+          what + ": disposition")
+    doc = ref_slice.load_slice(body)
+    check_eq(list(doc), ["traceEvents", "traced_slice"], what + ": members")
+    ranks = sorted(cap["ranks"], key=lambda r: r["rank"])
+    t0 = min(r["t0_ns"] for r in ranks)
+    st = doc["traced_slice"]
+    check_eq((st["t0_ns"], st["start_ns"], st["end_ns"]), (t0, start, end),
+             what + ": window")
+    check_eq([x["rank"] for x in st["ranks"]], [r["rank"] for r in ranks],
+             what + ": ranks")
+    places = [e["pid"] // PID_STRIDE for e in doc["traceEvents"]]
+    check_eq(places, sorted(places), what + ": ranks one after the other")
+    flows = {}
+    for e in doc["traceEvents"]:
+        if e.get("ph") in ("s", "t", "f"):
+            flows.setdefault(e["id"], set()).add(e["pid"] // PID_STRIDE)
+    check_eq([i for i, p in flows.items() if len(p) > 1], [],
+             what + ": flow ids shared by ranks")
+    for place, r in enumerate(ranks):
+        ref = ref_slice.Trace(paths[r["rank"]], t0_ns=t0)
+        own = rank_part(d, cid, r, start, end, ref, extra)
+        got = [e for e in doc["traceEvents"]
+               if e["pid"] // PID_STRIDE == place]
+        n = check_rank_part(r, place, len(ranks), own, got, "%s rank %d" % (
+            what, r["rank"]))
+        # events_kept counts the trace's, not traced's tracks.
+        tracks = {e["pid"] for e in own if is_meta(e, "process_name") and
+                  e["args"]["name"] == "traced"}
+        check_eq((st["ranks"][place]["events_kept"],
+                  st["ranks"][place]["processes"]),
+                 (sum(e.get("pid") not in tracks for e in own), n),
+                 what + ": rank %d's counts" % r["rank"])
+    return doc
+
+
+def case_slice_ranks():
+    root, d = import_daemon()
+    rnd = random.Random(21)
+    with d:
+        top = lay_out(root, "t", RANKS_TIMELINE)
+        cap = import_done(d, top)
+        paths = {i: os.path.join(top, "rank_%d" % i,
+                                 "model_ts_%d.pt.trace.json.gz" % i)
+                 for i in range(len(RANKS_TIMELINE))}
+        by_rank = {r["rank"]: r for r in cap["ranks"]}
+        t0 = min(r["t0_ns"] for r in cap["ranks"])
+        late = by_rank[1]["t0_ns"] - t0
+        early = by_rank[0]["span_ns"] + 1
+        # Ranks 0 and 3 whole, 1 and 2 before their first event (names
+        # only); then the reverse; then windows at random in each.
+        check_timeline(d, cap, paths, 0, early, "&findings=false")
+        doc = check_timeline(d, cap, paths, 0, early)
+        check(any(e.get("cat") == "traced" for e in doc["traceEvents"]),
+              "traced's tracks in the merged timeline")
+        check_timeline(d, cap, paths, late, late + by_rank[1]["span_ns"] + 1)
+        for base, span in ((0, early), (late, by_rank[1]["span_ns"])):
+            for _ in range(3):
+                a = base + rnd.randrange(span)
+                check_timeline(d, cap, paths, a,
+                               a + 1 + rnd.randrange(span // 4))
+        base = "/captures/%d/slice" % cap["id"]
+        for q, field in (("", "start_ns"), ("?start_ns=5&end_ns=5", "end_ns"),
+                         ("?start_ns=0&end_ns=1&rank=0", "rank"),
+                         ("?start_ns=-1&end_ns=1", "start_ns")):
+            check_error(d.get(base + q), 400, field, "slice" + q)
+        check_error(d.get("/captures/999999/slice?start_ns=0&end_ns=1"), 404,
+                    "id", "unknown capture")
+        # A rank's file changed since it was indexed: refused, naming it.
+        with open(paths[2], "ab") as f:
+            f.write(b"\0")
+        check_error(d.get(base + "?start_ns=0&end_ns=1"), 409, "rank",
+                    "a changed rank")
+    shutil.rmtree(root)
+
+
 CASES = {"csv": case_csv, "slice": case_slice,
+         "slice_ranks": case_slice_ranks,
          "slice_bounds": case_slice_bounds, "slice_slow": case_slice_slow}
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ static void config_defaults_match_api_md(void)
   CHECK(cfg.model_roots[1] == NULL);
   CHECK(!cfg.allow_trust_remote_code && !cfg.allow_hub_ids);
   CHECK(cfg.import_roots[0] == NULL);
+  CHECK_STR(cfg.perfetto_ui_url, "https://ui.perfetto.dev");
   cfg_free(&cfg);
 }
 
@@ -83,6 +84,35 @@ static void config_rejects_bad_values(void)
 
 /* Loopback is a numeric address (or the name localhost), never a name
  * that merely starts like one: 127.1.nip.io resolves anywhere. */
+/* perfetto_ui_url reaches the dashboard: an http(s) URL of URL bytes, or
+ * empty (no "open in Perfetto"). */
+static void config_perfetto_ui_url(void)
+{
+  static const char *const bad[] = { "javascript:alert(1)", "ui.perfetto.dev",
+                                     "https://a b", "https://x/\"><script>",
+                                     "https://x/{y}" };
+  static const char *const good[] = { "", "http://127.0.0.1:9001/ui/",
+                                      "https://perfetto.lab.example/#!/" };
+  struct cfg cfg;
+  struct tr_err err = { 0 };
+
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    cfg_defaults(&cfg);
+    if (cfg_set(&cfg, "perfetto_ui_url", bad[i], &err) == 0)
+      CHECK(cfg_finish(&cfg, &err) < 0);
+    CHECK_STR(err.field, "perfetto_ui_url");
+    tr_err_clear(&err);
+    cfg_free(&cfg);
+  }
+  for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+    cfg_defaults(&cfg);
+    CHECK_INT(cfg_set(&cfg, "perfetto_ui_url", good[i], &err), 0);
+    CHECK_INT(cfg_finish(&cfg, &err), 0);
+    CHECK_STR(cfg.perfetto_ui_url, good[i]);
+    cfg_free(&cfg);
+  }
+}
+
 static void config_loopback_is_numeric(void)
 {
   static const char *const yes[] = { "127.0.0.1:7700", "127.8.9.10:1",
@@ -230,6 +260,7 @@ int main(void)
   RUN(config_defaults_match_api_md);
   RUN(config_file_and_overrides);
   RUN(config_rejects_bad_values);
+  RUN(config_perfetto_ui_url);
   RUN(config_loopback_is_numeric);
   RUN(config_example_file_is_the_rows);
   RUN(config_byte_caps);

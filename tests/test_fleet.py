@@ -11,7 +11,8 @@ Usage: test_fleet.py CASE, CASE one of
                 equal to its node's, diffs across nodes equal to a diff on
                 one node, a verdict against a baseline of the other node
                 equal to the same verdict made on one node, the trend, a
-                delete, raw traces redirected to their node
+                delete, raw traces and all ranks' slices redirected to
+                their node
   web           the lab view's list and trend pages in a real Chromium:
                 the points link to their captures (skipped without
                 chromium)
@@ -488,6 +489,12 @@ def e2e_trend_and_files(f, lab, n1, n2, gen, real):
     check_eq(code, 307, "raw trace")
     check_eq(hdrs["location"], "%s/captures/%d/ranks/0/trace" % (
         n1.base, real[0]), "to its node")
+    # So do all ranks' slices.
+    code, hdrs, _ = raw_get(lab, "/captures/n1:%d/slice?start_ns=0&end_ns=9"
+                            % real[0])
+    check_eq(code, 307, "all ranks' slice")
+    check_eq(hdrs["location"], "%s/captures/%d/slice?start_ns=0&end_ns=9" % (
+        n1.base, real[0]), "all ranks' slice to its node")
     # A delete on a node: a tombstone, gone from the lab view.
     check_eq(n1.delete("/captures/%d" % real[0])[0], 200, "delete")
     wait_for(lambda: f.pg.value(

@@ -405,7 +405,7 @@ def check_headers(d):
             check_eq((hdrs.get("referrer-policy"),
                       hdrs.get("x-frame-options"),
                       hdrs.get("cross-origin-opener-policy")),
-                     ("no-referrer", "DENY", "same-origin"),
+                     ("no-referrer", "DENY", "same-origin-allow-popups"),
                      path + ": a page's headers")
         check_no_cors(hdrs, path)
     # The dashboard has no inline script or handler (the CSP blocks them).

@@ -3,8 +3,10 @@
  * slices of small hand-made traces compared byte for byte with the text
  * they must give (members before and after the events, metadata events,
  * the window's edges, the reader's quirks, a bare array, traced's
- * tracks). The real traces are checked against a Python reference
- * through the daemon (tests/test_api_open.py).
+ * tracks); all ranks in one timeline, byte for byte (pids, process
+ * names, flow ids, a mended event, an event without pid). The real traces
+ * are checked against a Python reference through the daemon
+ * (tests/test_api_open.py).
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -334,6 +336,90 @@ static void slice_tracks(void)
   free(got);
 }
 
+/* ---- all ranks in one timeline (slice_ranks.c) ---- */
+
+/* Rank 0: a named process, a flow, a mended event, an event without pid;
+ * rank 1: the same pid 0 again. */
+static const char rank0[] =
+    "{\"traceEvents\": [\n"
+    "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 7, \"tid\": 0,"
+    " \"args\": {\"name\": \"python\"}},\n"
+    "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0,"
+    " \"tid\": 7, \"ts\": 1001.000, \"dur\": 1.000},\n"
+    "{\"ph\": \"s\", \"cat\": \"ac2g\", \"name\": \"ac2g\", \"id\": 5,"
+    " \"pid\": 7, \"tid\": 7, \"ts\": 1001.000},\n"
+    "{\"ph\": \"f\", \"cat\": \"ac2g\", \"name\": \"ac2g\", \"id\": 5,"
+    " \"pid\": 0, \"tid\": 7, \"ts\": 1001.500, \"bp\": \"e\"},\n"
+    "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"a\tb\", \"pid\": 0,"
+    " \"tid\": 7, \"ts\": 1001.200, \"dur\": 0.100,},\n"
+    "{\"ph\": \"i\", \"name\": \"nopid\", \"ts\": 1001.300},\n"
+    "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"late\", \"pid\": 0,"
+    " \"tid\": 7, \"ts\": 1020.000, \"dur\": 1.000}\n"
+    "], \"traceName\": \"a\"}\n";
+static const char rank1[] =
+    "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"kb\","
+    " \"pid\": 0, \"tid\": 1, \"ts\": 1001.000, \"dur\": 1.000}]}";
+
+static void slice_ranks_timeline(void)
+{
+  char *paths[2] = { write_trace(rank0), write_trace(rank1) };
+  struct idx_slice_rank ranks[2] = {
+    { paths[0], IDX_FORMAT_KINETO, 0, 1000000 },
+    { paths[1], IDX_FORMAT_KINETO, 1, 1000000 },
+  };
+  struct idx_slice_opts o = { .t0_ns = 1000000,
+                              .start_ns = 0,
+                              .end_ns = 10000 };
+  struct tr_err err = { 0 };
+  struct mem m = { NULL, 0 };
+
+  CHECK_INT(idx_slice_ranks(NULL, ranks, 2, &o, mem_write, &m, &err), 0);
+  CHECK_STR(
+      m.p,
+      "{\"traceEvents\":["
+      "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 1, \"tid\": 0,"
+      " \"args\": {\"name\": \"rank 0 \u00b7 python\"}},"
+      "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 2,"
+      " \"tid\": 7, \"ts\": 1001.000, \"dur\": 1.000},"
+      "{\"ph\": \"s\", \"cat\": \"ac2g\", \"name\": \"ac2g\", \"id\": 10,"
+      " \"pid\": 1, \"tid\": 7, \"ts\": 1001.000},"
+      "{\"ph\": \"f\", \"cat\": \"ac2g\", \"name\": \"ac2g\", \"id\": 10,"
+      " \"pid\": 2, \"tid\": 7, \"ts\": 1001.500, \"bp\": \"e\"},"
+      "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"a\\u0009b\", \"pid\": "
+      "2,"
+      " \"tid\": 7, \"ts\": 1001.200, \"dur\": 0.100},"
+      "{\"pid\":3,\"ph\": \"i\", \"name\": \"nopid\", \"ts\": 1001.300},"
+      "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":1,\"tid\":0,"
+      "\"args\":{\"sort_index\":1}},"
+      "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":2,\"tid\":0,"
+      "\"args\":{\"name\":\"rank 0 \u00b7 pid 0\"}},"
+      "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":2,\"tid\":0,"
+      "\"args\":{\"sort_index\":2}},"
+      "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":3,\"tid\":0,"
+      "\"args\":{\"name\":\"rank 0 \u00b7 pid (none)\"}},"
+      "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":3,\"tid\":0,"
+      "\"args\":{\"sort_index\":3}},"
+      "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"kb\","
+      " \"pid\": 1001, \"tid\": 1, \"ts\": 1001.000, \"dur\": 1.000},"
+      "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":1001,\"tid\":0,"
+      "\"args\":{\"name\":\"rank 1 \u00b7 pid 0\"}},"
+      "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":1001,\"tid\":0,"
+      "\"args\":{\"sort_index\":1001}}"
+      "],\"traced_slice\":{\"t0_ns\":1000000,\"start_ns\":0,"
+      "\"end_ns\":10000,\"ranks\":["
+      "{\"rank\":0,\"t0_ns\":1000000,\"processes\":3,\"events_read\":7,"
+      "\"events_kept\":6,\"metadata_events\":1,\"events_mended\":1,"
+      "\"events_dropped\":0,\"findings\":null},"
+      "{\"rank\":1,\"t0_ns\":1000000,\"processes\":1,\"events_read\":1,"
+      "\"events_kept\":1,\"metadata_events\":0,\"events_mended\":0,"
+      "\"events_dropped\":0,\"findings\":null}]}}");
+  free(m.p);
+  for (int i = 0; i < 2; i++) {
+    unlink(paths[i]);
+    free(paths[i]);
+  }
+}
+
 int main(void)
 {
   RUN(slice_json_quirks);
@@ -342,5 +428,6 @@ int main(void)
   RUN(slice_quirks);
   RUN(slice_drops_unmendable);
   RUN(slice_tracks);
+  RUN(slice_ranks_timeline);
   return 0;
 }

@@ -478,6 +478,24 @@ static void store_query_rejects_bad_args(void)
   CHECK(rows == NULL);
 }
 
+/* The done ranks' files for an all-ranks slice: in rank order, the failed
+ * rank left out, bounded. */
+static void check_rank_traces(int64_t id)
+{
+  struct store_trace t[NRANKS + 1];
+  size_t n = 0;
+
+  CHECK_INT(store_rank_traces(st, id, t, NRANKS + 1, &n, &err), 0);
+  CHECK_INT(n, NRANKS);
+  for (size_t i = 0; i < n; i++) {
+    CHECK_INT(t[i].rank, (int)i);
+    free(t[i].path);
+  }
+  check_err(store_rank_traces(st, id, t, NRANKS - 1, &n, &err), TR_ELIMIT,
+            "rank");
+  check_err(store_rank_traces(st, 424242, t, NRANKS, &n, &err), TR_ENOTFOUND,
+            "id");
+}
 static void store_capture_get_ranks(void)
 {
   json_t *c, *rs, *r0, *bad, *counts;
@@ -518,6 +536,7 @@ static void store_capture_get_ranks(void)
             "rank");
   json_decref(c);
   check_err(store_rank_file(st, cap, 42, &file, &err), TR_ENOTFOUND, "rank");
+  check_rank_traces(cap);
   check_err(
       store_table(st, TR_TABLE_kernels,
                   &(struct store_query){ .capture_id = cap, .rank = NRANKS },

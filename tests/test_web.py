@@ -29,6 +29,14 @@ Usage: test_web.py CASE, CASE one of
                      one rank and for all; each link answers a slice of
                      that window holding that step. Exits 77 without
                      chromium.
+  dom_opens_perfetto headless chromium, driven over the DevTools pipe,
+                     clicks "open in Perfetto" beside a rank's slice and
+                     beside all ranks' of an import: perfetto_ui_url (a
+                     stand-in page served by the test that answers PING
+                     with PONG only from the third) receives, titled with
+                     the file name, exactly the bytes the slice's link
+                     downloads; with perfetto_ui_url empty the action is
+                     not offered. Exits 77 without chromium.
   dom_shows_decode   headless chromium renders the Decode tab of a
                      generated ATOM-style import (make_decode_pairs.py: two
                      graph batch sizes, piecewise and full, layer 2 3x
@@ -61,7 +69,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -219,7 +229,7 @@ CAPTURE_KEYS = ["id", "kind", "label", "params", "status", "phase",
                 "progress", "error", "bench", "collectives", "verdict"]
 RANK_KEYS = ["rank", "label", "status", "device", "kernel_events",
              "distinct_kernels", "kernel_ns", "gpu_busy_ns", "span_ns",
-             "memcpy_bytes", "runtime_ns"]
+             "memcpy_bytes", "runtime_ns", "t0_ns"]
 ROW_KEYS = {
     "kernels": ["name", "category", "count", "total_ns", "avg_ns", "min_ns",
                 "max_ns", "share"],
@@ -294,6 +304,8 @@ JS_PARAMS = {
     "/captures/{id}/collectives/timeline": set(),
     "/captures/{id}/verdict": set(),
     "/captures/{id}/ranks/{r}/slice": {"start_ns", "end_ns"},
+    "/captures/{id}/slice": {"start_ns", "end_ns"},
+    "/settings": set(),
     "/captures/{id}/decode/steps": {"rank"},
     "/captures/{id}/decode/median": {"rank", "kind"},
     "/captures/{id}/decode/modules": {"rank", "kind", "q", "limit"},
@@ -315,7 +327,8 @@ JS_PARAMS = {
 # Every table tab offers its rows as CSV (the same query, format=csv).
 for _path in JS_PARAMS:
     if _path.startswith("/captures/{id}/") and "/ranks/" not in _path and \
-            _path not in ("/captures/{id}/logs", "/captures/{id}/verdict"):
+            _path not in ("/captures/{id}/logs", "/captures/{id}/verdict",
+                          "/captures/{id}/slice"):
         JS_PARAMS[_path] = JS_PARAMS[_path] | {"format"}
 # What web/results.js reads of the collective routes and the verdict.
 RESULT_KEYS = {
@@ -404,6 +417,9 @@ def case_paths_in_openapi():
             check_table(d, cid, table, None)
             check_table(d, cid, table, rank)
         check_results(d, cid, used)
+        code, st = d.get("/settings")
+        check_eq((code, st), (200, {"perfetto_ui_url":
+                                    "https://ui.perfetto.dev"}), "settings")
         code, diff = d.get("/diff?a=%d&b=%d&by=kernel&norm=none&limit=200"
                            % (cid, cid))
         check_eq(code, 200, "diff %s" % (diff,))
@@ -724,15 +740,23 @@ class Links(html.parser.HTMLParser):
             self.hrefs.append(dict(attrs)["href"])
 
 
-def slice_links(chromium, url):
+def slice_links(chromium, url, ranks=False):
+    """The page's links to one rank's slices (with ranks, to all ranks'
+    slices instead)."""
     p = Links()
     p.feed(dump_dom(chromium, url)[0])
-    return {h for h in p.hrefs if "/slice?" in h}
+    return {h for h in p.hrefs if "/slice?" in h and
+            ("/ranks/" not in h) == ranks}
 
 
 def slice_href(cid, rank, start, end):
     return "captures/%d/ranks/%d/slice?start_ns=%d&end_ns=%d" % (
         cid, rank, start, max(end, start + 1))
+
+
+def ranks_href(cid, start, end):
+    return "captures/%d/slice?start_ns=%d&end_ns=%d" % (
+        cid, start, max(end, start + 1))
 
 
 def check_slice_link(d, href, step=None):
@@ -779,6 +803,7 @@ def case_dom_links_slices():
                     check(href in links, "no slice link for the %s step "
                           "%r: %r" % (o["role"], o, sorted(links)))
                     check_slice_link(d, href, o)
+            check_ranks_links(d, chromium, cid, base, outliers)
             phases = d.get("/captures/%d/phases" % cid)[1]["rows"]
             check({p["rank"] for p in phases} == {0, 1}, "phases of 2 ranks")
             for rank, q in ((1, "&rank=1"), (None, "")):
@@ -789,6 +814,30 @@ def case_dom_links_slices():
                 for href in sorted(want)[:3]:
                     check_slice_link(d, href)
     return 0
+
+
+def check_ranks_links(d, chromium, cid, base, outliers):
+    """Each outlier step links to all ranks' slice of its instants (from
+    the capture's t0), which holds the step on its rank's track."""
+    t0s = {r["rank"]: r["t0_ns"] for r in d.get("/captures/%d" % cid)[1][
+        "ranks"]}
+    t0 = min(t0s.values())
+    links = slice_links(chromium, base + "?tab=steps", ranks=True)
+    for o in outliers:
+        off = t0s[o["rank"]] - t0
+        href = ranks_href(cid, o["start_ns"] + off,
+                          o["start_ns"] + o["dur_ns"] + off)
+        check(href in links, "no all-ranks link for the %s step %r: %r" % (
+            o["role"], o, sorted(links)))
+        code, ctype, body = fetch(d, "/" + href)
+        check_eq((code, ctype), (200, "application/json"), href)
+        doc = json.loads(body)
+        place = sorted(t0s).index(o["rank"])
+        steps = [e for e in doc["traceEvents"] if e.get("cat") == "traced"
+                 and e["pid"] // 1000 == place and e.get("tid") == 1 and
+                 e["args"]["label"] == o["label"] and
+                 e["args"]["step_ns"] == o["dur_ns"]]
+        check_eq(len(steps), 1, href + ": the step on its rank's track")
 
 
 def artifacts_dir():
@@ -894,9 +943,14 @@ def check_instance_slices(d, chromium, cid):
                        p["start_ns"] + p["dur_ns"]): p
             for r in rows["rows"] for p in r["per_rank"]}
     check(len(want) >= 8, "instances of 4 ranks: %r" % rows)
-    links = slice_links(chromium, "%s/#/captures/%d?tab=collectives" % (
-        d.base, cid))
+    url = "%s/#/captures/%d?tab=collectives" % (d.base, cid)
+    links = slice_links(chromium, url)
     check_eq(links, set(want), "the worst instances' slice links")
+    # Each instance links to all ranks' slice from its first start.
+    starts = {int(h.split("start_ns=")[1].split("&")[0])
+              for h in slice_links(chromium, url, ranks=True)}
+    check_eq(starts, {r["start_ns"] for r in rows["rows"]},
+             "the worst instances' all-ranks links")
     for href in sorted(want)[:4]:
         doc = check_slice_link(d, href)
         durs = [round(e["dur"] * 1000) for e in doc["traceEvents"]
@@ -1174,6 +1228,216 @@ def case_dom_shows_decode():
                      [r["module"] or "(none)" for r in diff["rows"]],
                      "the diff's modules")
     print("screenshots in", shots)
+    return 0
+
+
+# ---- "open in Perfetto": the postMessage hand-off ----
+
+# A stand-in for the Perfetto UI (the deep-linking protocol of
+# perfetto.dev's docs): it answers its opener's PING with PONG (only from
+# the third, so the dashboard must keep asking), then sends the trace it
+# is handed to /got, with its title.
+FAKE_UI = b"""<!doctype html><title>fake Perfetto UI</title><script>
+let pings = 0;
+window.addEventListener('message', ev => {
+  if (ev.source !== window.opener) return;
+  if (ev.data === 'PING') {
+    if (++pings >= 3) ev.source.postMessage('PONG', '*');
+    return;
+  }
+  const p = ev.data && ev.data.perfetto;
+  if (p) fetch('/got?title=' + encodeURIComponent(p.title),
+    {method: 'POST', body: p.buffer});
+});
+</script>"""
+
+
+class FakeUi:
+    """FAKE_UI served on a free loopback port; what it was handed, by
+    arrival: [(title, bytes)]."""
+
+    def __init__(self):
+        import http.server
+        import threading
+        got, arrived = [], threading.Event()
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html")
+                self.end_headers()
+                self.wfile.write(FAKE_UI)
+
+            def do_POST(self):
+                n = int(self.headers["Content-Length"])
+                title = urllib.parse.unquote(self.path.split("title=")[1])
+                got.append((title, self.rfile.read(n)))
+                arrived.set()
+                self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.got, self.arrived = got, arrived
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
+                                                      Handler)
+        self.url = "http://127.0.0.1:%d/ui/" % self.server.server_port
+        threading.Thread(target=self.server.serve_forever,
+                         daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class Browser:
+    """Headless chromium driven over the DevTools protocol on a pipe
+    (--remote-debugging-pipe: fd 3 in, fd 4 out, each message JSON ending
+    in a NUL), standard library only."""
+
+    def __init__(self, chromium):
+        import fcntl
+        to_child, self._w = os.pipe()
+        self._r, from_child = os.pipe()
+        # Copies above 3 and 4, so that the child's dup2 cannot clobber.
+        hi = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 100)
+              for fd in (to_child, from_child)]
+        os.close(to_child)
+        os.close(from_child)
+        self.profile = tempfile.mkdtemp(prefix="traced-web-chromium-")
+        self.proc = subprocess.Popen(
+            [chromium, "--headless", "--no-sandbox", "--disable-gpu",
+             "--disable-background-networking", "--disable-component-update",
+             "--disable-sync", "--no-first-run",
+             "--user-data-dir=" + self.profile, "--remote-debugging-pipe",
+             "about:blank"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            close_fds=False,
+            preexec_fn=lambda: (os.dup2(hi[0], 3), os.dup2(hi[1], 4)))
+        for fd in hi:
+            os.close(fd)
+        self._buf, self._id = b"", 0
+
+    def call(self, method, session=None, **params):
+        """The result of method (an error raises)."""
+        self._id += 1
+        msg = {"id": self._id, "method": method, "params": params}
+        if session:
+            msg["sessionId"] = session
+        os.write(self._w, json.dumps(msg).encode() + b"\0")
+        while True:
+            while b"\0" not in self._buf:
+                chunk = os.read(self._r, 1 << 16)
+                check(chunk, "chromium closed its DevTools pipe")
+                self._buf += chunk
+            line, self._buf = self._buf.split(b"\0", 1)
+            reply = json.loads(line)
+            if reply.get("id") == self._id:
+                check("error" not in reply, "%s: %r" % (method, reply))
+                return reply["result"]
+
+    def page(self, url):
+        """A session on a new page showing url."""
+        target = self.call("Target.createTarget", url=url)["targetId"]
+        return self.call("Target.attachToTarget", targetId=target,
+                         flatten=True)["sessionId"]
+
+    def eval(self, session, expr, gesture=False):
+        """expr's value in the page (as a click's when gesture)."""
+        r = self.call("Runtime.evaluate", session, expression=expr,
+                      returnByValue=True, awaitPromise=True,
+                      userGesture=gesture)
+        check("exceptionDetails" not in r, "%s: %r" % (expr, r))
+        return r["result"].get("value")
+
+    def wait_for(self, session, expr, seconds=60):
+        deadline = time.time() + seconds
+        while time.time() < deadline:
+            try:
+                value = self.eval(session, expr)
+            except AssertionError:  # no document yet
+                value = None
+            if value:
+                return value
+            time.sleep(0.2)
+        check(False, "never true: " + expr)
+
+    def close(self):
+        self.proc.kill()
+        self.proc.wait()
+        os.close(self._w)
+        os.close(self._r)
+        shutil.rmtree(self.profile, ignore_errors=True)
+
+
+# The index of the first "open in Perfetto" shown beside a link to one
+# rank's slice (ranks false) or to all ranks' (true).
+PERFETTO_BUTTON = """[...document.querySelectorAll(
+  '.slice button.perfetto:not([hidden])')].findIndex(b =>
+  b.parentNode.querySelector('a').getAttribute('href').includes('/ranks/')
+  !== %s)"""
+# Clicks button i; its slice's link: [href, file name].
+PERFETTO_CLICK = """(() => {
+  const b = document.querySelectorAll(
+    '.slice button.perfetto:not([hidden])')[%d];
+  const a = b.parentNode.querySelector('a');
+  b.click();
+  return [a.getAttribute('href'), a.getAttribute('download')];
+})()"""
+
+
+def case_dom_opens_perfetto():
+    """Clicking "open in Perfetto" beside a rank's slice and beside all
+    ranks' opens perfetto_ui_url (a stand-in served here) and hands it,
+    after PING/PONG, exactly the bytes of the slice the link downloads,
+    titled with its file name; with perfetto_ui_url empty the action is
+    not offered."""
+    chromium = find_chromium()
+    if not chromium:
+        print("note: no /usr/bin/chromium: the Perfetto check is skipped")
+        return SKIPPED
+    import make_fixtures
+    ui, browser = FakeUi(), None
+    with tempfile.TemporaryDirectory(prefix="traced-web-perfetto-") as root:
+        # Steps with GPU-side labels: their cards link to slices.
+        with open(make_fixtures.make_idle(root)["path"], "rb") as f:
+            idle = f.read()
+        try:
+            with Daemon(conf={"import_roots": root,
+                              "perfetto_ui_url": ui.url}) as d:
+                cid = import_folder(d, root, "p", [idle, idle])["id"]
+                browser = Browser(chromium)
+                page = browser.page("%s/#/captures/%d?tab=steps" % (d.base,
+                                                                    cid))
+                for ranks in (False, True):
+                    i = browser.wait_for(page, "(%s) + 1" % (
+                        PERFETTO_BUTTON % str(ranks).lower())) - 1
+                    ui.arrived.clear()
+                    href, name = browser.eval(page, PERFETTO_CLICK % i,
+                                              gesture=True)
+                    check(ui.arrived.wait(60), "nothing handed to the UI "
+                          "for " + href)
+                    code, ctype, body = fetch(d, "/" + href)
+                    check_eq((code, ctype), (200, "application/json"), href)
+                    title, got = ui.got[-1]
+                    check_eq(title, name, href + ": title")
+                    check(got == body, "%s: %d bytes handed over, the slice "
+                          "is %d" % (href, len(got), len(body)))
+                    check_eq(("/ranks/" not in href), ranks, href)
+            with Daemon(conf={"import_roots": root,
+                              "perfetto_ui_url": ""}) as d:
+                cid = import_folder(d, root, "q", [idle])["id"]
+                dom, _ = dump_dom(chromium, "%s/#/captures/%d?tab=steps" % (
+                    d.base, cid))
+                check("/slice?" in dom, "no slice link")
+                check(not re.search(r'<button[^>]*class="perfetto"'
+                                    r'(?![^>]*hidden)', dom),
+                      "open in Perfetto offered with perfetto_ui_url empty")
+        finally:
+            if browser:
+                browser.close()
+            ui.close()
     return 0
 
 

@@ -81,28 +81,31 @@ async function stepsExtra(c, st, rows) {
         'num'), N('p50', 'p50_ns'), N('p99', 'p99_ns'), N('max', 'max_ns')],
     buckets.rows),
     el('h4', null, 'Slowest steps beside the median step'),
-    outlierView(outliers.rows, c.id, st.rank)];
+    outlierView(outliers.rows, c, st.rank)];
 }
 
 /* A step's card; its slice is the rank's (rank: the one picked, when the
- * rows are of one rank). */
-function stepCard(o, id, rank) {
+ * rows are of one rank), and all ranks' over the same instants. */
+function stepCard(o, c, rank) {
   const r = o.rank != null ? o.rank : rank;
+  const end = o.start_ns + o.dur_ns;
+  const all = r === '' || r == null ? null
+    : ranksSliceFrom(c, Number(r), o.start_ns, end, 'all ranks');
   return el('div', {class: 'card step ' + o.role},
     el('strong', null, o.role === 'median' ? 'median step'
       : 'slowest #' + (o.index + 1)), o.rank != null ? ' rank ' + o.rank
       : null, ' \u00b7 ', nsCell(o.dur_ns), ' at ', nsCell(o.start_ns),
-    ' \u00b7 ', sliceLink(id, r, o.start_ns, o.start_ns + o.dur_ns,
-      'open in Perfetto (slice)'),
+    ' \u00b7 ', sliceLink(c.id, r, o.start_ns, end, 'slice'),
+    all ? [' \u00b7 ', all] : null,
     el('div', null, el('code', {class: 'name'}, o.label)),
     el('ol', {class: 'step-kernels'}, o.top_kernels.map(k => el('li', null,
       kernelName(k), ' \u00d7', num(k.count), ' ', nsCell(k.total_ns)))));
 }
 
-function outlierView(rows, id, rank) {
+function outlierView(rows, c, rank) {
   if (!rows.length) return el('p', {class: 'muted'}, 'no steps');
   const kinds = [...new Set(rows.map(o => o.kind))];
-  const card = o => stepCard(o, id, rank);
+  const card = o => stepCard(o, c, rank);
   return kinds.map(k => el('div', {class: 'outliers'},
     el('h5', null, k), el('div', {class: 'cards'},
       rows.filter(o => o.kind === k && o.role === 'median').map(card),

@@ -245,15 +245,117 @@ function fileLink(href, text, download) {
     target: download ? null : '_blank', onclick: open}, text);
 }
 
-/* A link to the slice of a rank's raw trace over [start, end) ns from its
- * t0 (a step, a phase, a collective): a kineto JSON to open in Perfetto,
- * with traced's steps and idle causes as extra tracks. */
+/* ---- slices: downloaded, or opened in Perfetto ---- */
+
+/* The settings the dashboard acts on (GET /settings), asked once; asked
+ * again after a failure (a token set since). */
+let settingsAsked = null;
+/* perfetto_ui_url once known: "open in Perfetto" shows only then, so that
+ * its click can open the window at once (a browser blocks a window opened
+ * later than the click). */
+let perfettoUi = '';
+
+function settings() {
+  if (!settingsAsked) {
+    settingsAsked = get(url('/settings', {})).then(s => {
+      perfettoUi = s.perfetto_ui_url || '';
+      return s;
+    }, () => {
+      settingsAsked = null;
+      return {perfetto_ui_url: ''};
+    });
+  }
+  return settingsAsked;
+}
+
+/* Perfetto's window is PINGed this often, this many times at most, until
+ * it answers PONG (docs/API.md, "Slices": the hand-off). */
+const PING_MS = 100;
+const PING_TRIES = 600;
+
+/* Hands the trace bytes (a promise of an ArrayBuffer) to the Perfetto UI
+ * in window w (of origin) once it answers PONG: {perfetto: {buffer,
+ * title}}, the UI's documented postMessage hand-off. */
+function handOver(w, origin, bytes, title) {
+  let tries = 0;
+  const onMessage = ev => {
+    if (ev.source !== w || ev.origin !== origin || ev.data !== 'PONG') return;
+    stop();
+    bytes.then(buffer => w.postMessage({perfetto: {buffer, title}}, origin,
+      [buffer]))
+      .catch(e => window.alert('cannot fetch the slice: ' + e.message));
+  };
+  const timer = setInterval(() => {
+    if (w.closed || ++tries > PING_TRIES) stop();
+    else w.postMessage('PING', origin);
+  }, PING_MS);
+  function stop() {
+    clearInterval(timer);
+    window.removeEventListener('message', onMessage);
+  }
+  window.addEventListener('message', onMessage);
+}
+
+/* Opens perfettoUi in a new window and hands it the slice at href. */
+function openInPerfetto(href, title) {
+  const ui = new URL(perfettoUi, location.href);
+  const w = window.open(ui.href);
+  if (!w) {
+    window.alert('the browser blocked the Perfetto window: allow pop-ups ' +
+      'for this page');
+    return;
+  }
+  const bytes = withToken(href, 'GET', {}).then(r => r.ok ? r.arrayBuffer()
+    : Promise.reject(new Error(r.status + ' ' + r.statusText)));
+  handOver(w, ui.origin, bytes, title);
+}
+
+/* A slice's download link and, when perfetto_ui_url is set, its "open in
+ * Perfetto" beside it. */
+function sliceLinks(href, text, file) {
+  const open = el('button', {type: 'button', class: 'perfetto', hidden: true,
+    onclick: () => openInPerfetto(href, file)}, 'open in Perfetto');
+  settings().then(() => { open.hidden = !perfettoUi; });
+  return el('span', {class: 'slice'}, fileLink(href, text, file), ' ', open);
+}
+
+/* The slice of a rank's raw trace over [start, end) ns from its t0 (a
+ * step, a phase, a collective): a kineto JSON to open in Perfetto, with
+ * traced's steps and idle causes as extra tracks. */
 function sliceLink(id, rank, start, end, text) {
   if (rank === '' || rank == null) return null;
   const stop = Math.max(end, start + 1);
-  return fileLink(url('/captures/{id}/ranks/{r}/slice', {id, r: rank},
+  return sliceLinks(url('/captures/{id}/ranks/{r}/slice', {id, r: rank},
     {start_ns: start, end_ns: stop}), text || 'slice',
   'capture' + id + '-rank' + rank + '-' + start + '-' + stop + '.json');
+}
+
+/* The capture's t0: its earliest done rank's (an all-ranks slice's window
+ * is from it). */
+function captureT0(c) {
+  const t0s = (c.ranks || []).filter(r => r.status === 'done')
+    .map(r => r.t0_ns);
+  return t0s.length ? Math.min(...t0s) : null;
+}
+
+/* Every rank's window over [start, end) ns from the capture's t0, in one
+ * timeline (a step or a collective that spans ranks). */
+function ranksSliceLink(c, start, end, text) {
+  if ((c.ranks || []).filter(r => r.status === 'done').length < 2)
+    return null;
+  const from = Math.max(0, Math.floor(start));
+  const stop = Math.max(Math.ceil(end), from + 1);
+  return sliceLinks(url('/captures/{id}/slice', {id: c.id},
+    {start_ns: from, end_ns: stop}), text || 'all ranks',
+  'capture' + c.id + '-ranks-' + from + '-' + stop + '.json');
+}
+
+/* ranksSliceLink() of [start, end) ns from rank's t0. */
+function ranksSliceFrom(c, rank, start, end, text) {
+  const r = (c.ranks || []).find(x => x.rank === rank);
+  const t0 = captureT0(c);
+  if (!r || t0 === null) return null;
+  return ranksSliceLink(c, start + r.t0_ns - t0, end + r.t0_ns - t0, text);
 }
 
 function errorBox(e) {

@@ -193,16 +193,29 @@ const FIG_COLS = [C('count', 'count'), N('time', 'total_ns'),
   N('exposed', 'exposed_ns'), C('matched', 'matched'), N('wait', 'wait_ns'),
   N('transfer', 'transfer_ns'), C('last', 'last'), N('held back', 'held_ns')];
 
+/* An instance's window from the capture's t0: its first start to the
+ * last rank's end (each rank's part is from that rank's t0). */
+function instanceWindow(c, row) {
+  const t0 = captureT0(c);
+  const off = rank => ((c.ranks || []).find(r => r.rank === rank) ||
+    {t0_ns: t0}).t0_ns - t0;
+  const ends = row.per_rank.map(p => p.start_ns + p.dur_ns + off(p.rank));
+  return [row.start_ns, Math.max(row.start_ns + 1, ...ends)];
+}
+
 /* The worst instances; each rank's part links to its slice (its start_ns
- * is from that rank's t0, as a slice's window is). */
-function instanceCols(id) {
+ * is from that rank's t0, as a slice's window is), and the instance to
+ * all ranks' slice. */
+function instanceCols(c) {
   return [T('family', 'family', nameCell), C('#', 'index'),
     N('first start', 'start_ns'), N('skew', 'skew_ns'),
     C('last rank', 'last_rank'),
     T('waits', 'per_rank', v => el('span', {class: 'waits'}, v.map(p =>
       'rank ' + p.rank + ' ' + fmtNs(p.wait_ns)).join(', '))),
-    T('slices', 'per_rank', v => v.map(p => [sliceLink(id, p.rank,
-      p.start_ns, p.start_ns + p.dur_ns, 'rank ' + p.rank), ' ']))];
+    T('slices', 'per_rank', v => v.map(p => [sliceLink(c.id, p.rank,
+      p.start_ns, p.start_ns + p.dur_ns, 'rank ' + p.rank), ' '])),
+    T('all ranks', null, row => ranksSliceLink(c,
+      ...instanceWindow(c, row), 'all ranks'))];
 }
 
 async function collectivesTab(c, st) {
@@ -224,7 +237,7 @@ async function collectivesTab(c, st) {
     (info.warnings || []).map(w => el('p', {class: 'warn'}, w.message)),
     el('h4', null, 'Who held the others back'), heldBars(byRank.rows),
     el('h4', null, 'Arrival skew over time'), skewMap(tl.rows, ranks),
-    el('h4', null, 'The worst skews'), table(instanceCols(c.id), worst.rows),
+    el('h4', null, 'The worst skews'), table(instanceCols(c), worst.rows),
     el('h4', null, 'By family and rank'),
     table([T('family', 'family', nameCell), C('rank', 'rank')]
       .concat(FIG_COLS), fams.rows),
