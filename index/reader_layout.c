@@ -186,8 +186,10 @@ static const char *skip_hole(const char *p, const char *end, unsigned room)
     p = str_close(p + 1, end, &hi);
     return p != NULL ? p + 1 : NULL;
   }
+  /* scalar_end() reads a word at p: fewer bytes left before end (a
+   * source's slot ending just after the event) leave it to the walk. */
   if (idx_scalar_byte(*p))
-    return scalar_end(p, end);
+    return end - p >= 8 ? scalar_end(p, end) : NULL;
   if (*p != '[' && *p != '{')
     return NULL;
   idx_skip_init(&k);
