@@ -10,8 +10,10 @@ if(TRACED_FUZZ)
   endif()
   # Coverage feedback from the reader itself, not just the harness.
   target_compile_options(traced_index PRIVATE -fsanitize=fuzzer-no-link)
-  # Small scan windows, so that events cross them (index/reader.c).
-  target_compile_definitions(traced_index PRIVATE IDX_SCAN_WINDOW=1024)
+  # Small scan windows and source slots, so that events cross them
+  # (index/reader.c, index/source.c).
+  target_compile_definitions(traced_index PRIVATE IDX_SCAN_WINDOW=1024
+                             IDX_SOURCE_SLOT_BYTES=4096)
   # fuzz_reader: the reader; fuzz_index: the indexer past it (aggregation,
   # decode, the critical path).
   foreach(target fuzz_reader fuzz_index)
