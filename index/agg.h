@@ -189,8 +189,10 @@ struct agg_runs {
  * read in order needs little). */
 int agg_runs_init(struct agg_runs *r, size_t cap, struct agg_spill *sp);
 void agg_runs_window(struct agg_runs *r, size_t window);
+/* 0, a spill error, or TR_EINVAL once sealed. */
 int agg_runs_add(struct agg_runs *r, const struct agg_rec *rec);
-/* Ends input: sorts what is left. Then any number of iterations. */
+/* Ends input: sorts what is left (and, when runs spilled, frees the
+ * buffer). Then any number of iterations. */
 int agg_runs_seal(struct agg_runs *r);
 void agg_runs_free(struct agg_runs *r);
 

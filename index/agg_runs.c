@@ -201,6 +201,8 @@ int agg_runs_add(struct agg_runs *r, const struct agg_rec *rec)
 {
   int rc;
 
+  if (r->sealed)
+    return TR_EINVAL;
   if (r->n == r->cap && (rc = spill(r)) != 0)
     return rc;
   if (r->n > 0 && !r->unsorted && rec_cmp(rec, &r->buf[r->n - 1]) < 0)
@@ -211,9 +213,20 @@ int agg_runs_add(struct agg_runs *r, const struct agg_rec *rec)
 
 int agg_runs_seal(struct agg_runs *r)
 {
+  int rc;
+
+  if (r->sealed)
+    return 0;
   r->sealed = 1;
-  if (r->spill != NULL)
-    return spill(r);
+  if (r->spill != NULL) {
+    /* Read from the file from now on: the buffer (up to 2 MB) goes before
+     * the time pass, where a rank's indexing peaks. */
+    rc = spill(r);
+    free(r->buf);
+    r->buf = NULL;
+    r->cap = 0;
+    return rc;
+  }
   if (r->unsorted)
     sort_recs(r->buf, r->n);
   r->unsorted = 0;

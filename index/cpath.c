@@ -506,8 +506,7 @@ static void dump_step(struct agg_cpath_walk *w, const struct wstep *s,
                                    ? &a->names.keys[e->name]
                                    : NULL;
 
-    if (e->kind != CP_EV_KERNEL && e->kind != CP_EV_COPY &&
-        e->kind != CP_EV_MEMSET)
+    if (!cp_is_record(e))
       continue;
     agg_cpath_lane_name(w->c, e->lane, lane, sizeof(lane));
     json_array_append_new(

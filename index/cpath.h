@@ -252,6 +252,13 @@ enum {
   CP_EV_SYNC /* a cuda_sync event (no node) */
 };
 
+/* A device record: a kernel, a copy or a memset. */
+static inline int cp_is_record(const struct cp_ev *e)
+{
+  return e->kind == CP_EV_KERNEL || e->kind == CP_EV_COPY ||
+         e->kind == CP_EV_MEMSET;
+}
+
 enum {
   CP_F_BLOCKING = 1, /* a call that waits for the device */
   CP_F_LAUNCHY = 2,  /* a call that may launch device work */

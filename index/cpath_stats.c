@@ -172,18 +172,21 @@ static int qchange_cmp(const void *x, const void *y)
 static int queue_of(const struct cp_stepdata *sd, struct cp_steprow *row,
                     struct cp_qpoint **series, uint32_t *nseries)
 {
-  struct qchange *q =
-      cp_scratch(sd->sc, CP_B_QUEUE, (2 * (size_t)sd->n + 1) * sizeof(*q), 0);
+  struct qchange *q;
   int64_t depth = 0, end = row->end_ns;
-  size_t n = 0;
+  size_t n = 0, records = 0;
 
+  /* Two changes a device record at most: sized by them, not by the
+   * step's events (a step of host calls alone needs none). */
+  for (uint32_t i = 0; i < sd->n; i++)
+    records += cp_is_record(&sd->ev[i]);
+  q = cp_scratch(sd->sc, CP_B_QUEUE, (2 * records + 1) * sizeof(*q), 0);
   if (q == NULL)
     return TR_ENOMEM;
   for (uint32_t i = 0; i < sd->n; i++) {
     const struct cp_ev *e = &sd->ev[i];
 
-    if (e->kind == CP_EV_KERNEL || e->kind == CP_EV_COPY ||
-        e->kind == CP_EV_MEMSET) {
+    if (cp_is_record(e)) {
       if (e->end > end)
         end = e->end;
       if ((e->flags & CP_F_FIRST) && e->launch != UINT32_MAX &&

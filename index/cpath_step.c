@@ -104,12 +104,6 @@ static int is_host(const struct cp_ev *e)
   return e->kind == CP_EV_OP || e->kind == CP_EV_RT;
 }
 
-static int is_record(const struct cp_ev *e)
-{
-  return e->kind == CP_EV_KERNEL || e->kind == CP_EV_COPY ||
-         e->kind == CP_EV_MEMSET;
-}
-
 static int64_t node_time(const struct graph *g, uint32_t node)
 {
   const struct cp_ev *e = &g->ev[node / 2];
@@ -347,7 +341,7 @@ static int launches_init(struct dev *d)
     const struct cp_ev *e = &g->ev[i];
     struct launch *l = NULL;
 
-    if (!is_record(e) || e->launch == NONE)
+    if (!cp_is_record(e) || e->launch == NONE)
       continue;
     /* entry: the call's first entry; a replay on several lanes has more
      * after it. */
@@ -439,12 +433,12 @@ static int records_by_call(struct dev *d)
   if (d->rec_at == NULL || d->recs == NULL || fill == NULL)
     return TR_ENOMEM;
   for (uint32_t i = 0; i < g->n; i++)
-    if (is_record(&g->ev[i]) && g->ev[i].launch != NONE)
+    if (cp_is_record(&g->ev[i]) && g->ev[i].launch != NONE)
       d->rec_at[g->ev[i].launch + 1]++;
   for (uint32_t c = 0; c < g->n; c++)
     d->rec_at[c + 1] += d->rec_at[c];
   for (uint32_t i = 0; i < g->n; i++)
-    if (is_record(&g->ev[i]) && g->ev[i].launch != NONE) {
+    if (cp_is_record(&g->ev[i]) && g->ev[i].launch != NONE) {
       uint32_t c = g->ev[i].launch;
 
       d->recs[d->rec_at[c] + fill[c]++] = i;
@@ -557,7 +551,7 @@ static int device_edges(struct graph *g, int infer)
                   : g->ev[i].kind == CP_EV_SYNC ? g->ev[i].end
                                                 : g->ev[i].start;
 
-    if (i < g->n && !is_record(&g->ev[i]) && g->ev[i].kind != CP_EV_SYNC)
+    if (i < g->n && !cp_is_record(&g->ev[i]) && g->ev[i].kind != CP_EV_SYNC)
       continue;
     while (b < nb && g->ev[blocking[b]].end < key)
       inferred_sync(&d, blocking[b++]);
@@ -701,9 +695,53 @@ static void seg_what(const struct graph *g, const struct edge *e,
   }
 }
 
-/* The path's edges from its first node to its last, as merged stretches,
- * and the breakdown: weights by bound, and the wall time of the
- * zero-weight sync and idle edges. */
+/* The stretches of the path's edges path[n - 1] down to path[0], merged,
+ * into out (NULL: only counted); with out, the breakdown (weights by
+ * bound, the wall time of the zero-weight sync and idle edges) and the
+ * events on the path too. Returns how many there are. */
+static uint32_t stretches(const struct graph *g, const uint32_t *path,
+                          uint32_t n, struct cp_result *res,
+                          struct cp_segment *out)
+{
+  struct cp_segment last = { 0 };
+  uint32_t count = 0;
+
+  for (uint32_t k = n; k-- > 0;) {
+    const struct edge *e = &g->e[path[k]];
+    int b = bound_of(g, e);
+    int64_t from = node_time(g, e->src), to = node_time(g, e->dst);
+    struct cp_segment s = { from, to, e->w, 0, 0, (uint8_t)b, 0, 1 };
+
+    if (out != NULL) {
+      res->row.bound_ns[b] +=
+          b == CP_SYNC || b == CP_IDLE ? (to > from ? to - from : 0) : e->w;
+      if (e->type == E_OP && e->src + 1 == e->dst)
+        res->on_path[e->src / 2] = 1;
+    }
+    if (e->w == 0 && to <= from)
+      continue;
+    seg_what(g, e, &s);
+    if (count > 0 && last.bound == s.bound && last.what == s.what &&
+        last.name == s.name && last.lane == s.lane &&
+        last.to_ns == s.from_ns) {
+      last.to_ns = s.to_ns;
+      last.weight_ns += s.weight_ns;
+      last.count++;
+      continue;
+    }
+    if (count > 0 && out != NULL)
+      out[count - 1] = last;
+    last = s;
+    count++;
+  }
+  if (count > 0 && out != NULL)
+    out[count - 1] = last;
+  return count;
+}
+
+/* The path's edges from its first node to its last, as merged stretches
+ * (counted first, so that a step of many short host calls keeps one
+ * stretch for each, not one for each edge), and the breakdown. */
 static int path_segments(struct graph *g, const uint32_t *pred, uint32_t end,
                          struct cp_result *res)
 {
@@ -712,37 +750,17 @@ static int path_segments(struct graph *g, const uint32_t *pred, uint32_t end,
   for (v = end; pred[v] != NONE; v = g->e[pred[v]].src)
     n++;
   path = SCRATCH(g, CP_B_PATH, n, uint32_t, 0);
-  res->segs = SCRATCH(g, CP_B_SEGS, n, struct cp_segment, 0);
-  if (path == NULL || res->segs == NULL)
+  if (path == NULL)
     return TR_ENOMEM;
   for (v = end, n = 0; pred[v] != NONE; v = g->e[pred[v]].src)
     path[n++] = pred[v];
   res->row.path_from = node_time(g, v);
   res->row.path_to = node_time(g, end);
-  for (uint32_t k = n; k-- > 0;) {
-    const struct edge *e = &g->e[path[k]];
-    int b = bound_of(g, e);
-    int64_t from = node_time(g, e->src), to = node_time(g, e->dst);
-    struct cp_segment s = { from, to, e->w, 0, 0, (uint8_t)b, 0, 1 };
-    struct cp_segment *last = res->nsegs ? &res->segs[res->nsegs - 1] : NULL;
-
-    res->row.bound_ns[b] +=
-        b == CP_SYNC || b == CP_IDLE ? (to > from ? to - from : 0) : e->w;
-    if (e->type == E_OP && e->src + 1 == e->dst)
-      res->on_path[e->src / 2] = 1;
-    if (e->w == 0 && to <= from)
-      continue;
-    seg_what(g, e, &s);
-    if (last != NULL && last->bound == s.bound && last->what == s.what &&
-        last->name == s.name && last->lane == s.lane &&
-        last->to_ns == s.from_ns) {
-      last->to_ns = s.to_ns;
-      last->weight_ns += s.weight_ns;
-      last->count++;
-      continue;
-    }
-    res->segs[res->nsegs++] = s;
-  }
+  res->nsegs = stretches(g, path, n, res, NULL);
+  res->segs = SCRATCH(g, CP_B_SEGS, res->nsegs, struct cp_segment, 0);
+  if (res->segs == NULL)
+    return TR_ENOMEM;
+  stretches(g, path, n, res, res->segs);
   return 0;
 }
 
@@ -781,7 +799,7 @@ static int analyse(struct graph *g, struct cp_result *res)
   for (uint32_t i = 0; i < g->n; i++) {
     int64_t w = g->ev[i].end - g->ev[i].start;
 
-    if (is_record(&g->ev[i]))
+    if (cp_is_record(&g->ev[i]))
       res->slack[i] =
           res->row.length_ns - (fwd[2 * i] + (w > 0 ? w : 0) + bwd[2 * i + 1]);
   }

@@ -26,6 +26,7 @@
 
 #define DEC_RECS  (1u << 16) /* records in memory before a spill */
 #define STEP_RECS (1u << 12) /* the same for the step labels alone */
+#define RT_NAMES_MAX 1024    /* runtime names whose class is kept */
 #define MOD_PFX   "nn.Module: "
 #define MOD_PFX_N (sizeof(MOD_PFX) - 1)
 
@@ -188,6 +189,11 @@ int dec_end(struct dec_file *d, struct tr_err *err)
   if (d->ended)
     return 0;
   d->ended = 1;
+  /* The event pass is over: its runtime names go before the time pass. */
+  agg_map_free(&d->rt_names);
+  free(d->rt_class);
+  d->rt_class = NULL;
+  d->rt_class_cap = 0;
   if ((rc = dec_walk(d)) != 0)
     return tr_err_set(err, rc, "", "decode: %s", tr_strerror(rc));
   return 0;
@@ -477,17 +483,24 @@ static enum rt_kind rt_kind_of(struct idx_str n)
   return has_word(n, "memset") ? RT_MEMSET : RT_OTHER;
 }
 
-/* rt_kind_of(), once per distinct name (a trace calls a few dozen). */
+/* rt_kind_of(), once per distinct name (a trace calls a few dozen); past
+ * RT_NAMES_MAX of them (made-up names) each call's is found again. */
 static int rt_kind(struct dec_file *d, struct idx_str n, enum rt_kind *out)
 {
   uint32_t id;
-  int rc = agg_map_intern(&d->rt_names, n.p, n.n, &id);
+  int rc;
 
+  if (agg_map_find(&d->rt_names, n.p, n.n, &id)) {
+    *out = (enum rt_kind)d->rt_class[id];
+    return 0;
+  }
+  *out = rt_kind_of(n);
+  if (d->rt_names.n >= RT_NAMES_MAX)
+    return 0;
+  rc = agg_map_intern(&d->rt_names, n.p, n.n, &id);
   if (rc < 0 || agg_grow(&d->rt_class, &d->rt_class_cap, id, 1) != 0)
     return TR_ENOMEM;
-  if (rc == 1)
-    d->rt_class[id] = (uint8_t)rt_kind_of(n);
-  *out = (enum rt_kind)d->rt_class[id];
+  d->rt_class[id] = (uint8_t)*out;
   return 0;
 }
 
