@@ -111,6 +111,11 @@ static void on_run_exit(struct cap_job *job)
 
 static void on_look(struct cap_job *job, const char *dead)
 {
+  /* The run has exited and its result is being read (on the work pool):
+   * on_result() enters the next phase, a look entering it first would
+   * have it entered twice. */
+  if (job->bench.done)
+    return;
   /* A death is reported with the phase its cause belongs to (a fatal
    * marker's line may have been written before the profiler stopped).
    * Once the profiler is stopping the ranks export: the run goes on,
