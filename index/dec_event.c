@@ -189,12 +189,17 @@ int dec_end(struct dec_file *d, struct tr_err *err)
   if (d->ended)
     return 0;
   d->ended = 1;
-  /* The event pass is over: its runtime names go before the time pass. */
+  /* What the event pass kept goes before the time pass, where a rank's
+   * indexing peaks: the runtime names now, the records (2.5 MB) once
+   * walked. */
   agg_map_free(&d->rt_names);
   free(d->rt_class);
   d->rt_class = NULL;
   d->rt_class_cap = 0;
-  if ((rc = dec_walk(d)) != 0)
+  rc = dec_walk(d);
+  agg_runs_free(&d->runs);
+  agg_runs_free(&d->step_runs);
+  if (rc != 0)
     return tr_err_set(err, rc, "", "decode: %s", tr_strerror(rc));
   return 0;
 }

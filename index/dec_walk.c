@@ -792,9 +792,5 @@ int dec_walk(struct dec_file *d)
   if (rc == 0 && d->mode == DEC_CAPTURE)
     capture_end(&w);
   walk_free(&w);
-  /* Walked once: their buffers (2.5 MB) go before the critical path's
-   * steps are analysed, which is when a rank's indexing peaks. */
-  agg_runs_free(&d->runs);
-  agg_runs_free(&d->step_runs);
   return rc;
 }
