@@ -1,11 +1,12 @@
 # `make` builds build/traced; `make test` installs what is missing, builds
 # and runs the whole suite (release with ISA-L, then ASan+UBSan with zlib,
-# then the fuzzer briefly). See README.md.
+# then the indexer's threads under ThreadSanitizer, then the fuzzer
+# briefly). See README.md.
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all test test-release test-asan test-fuzz deps run install bench clean
+.PHONY: all test test-release test-asan test-tsan test-fuzz deps run install bench clean
 
 all: $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
@@ -19,6 +20,7 @@ deps:
 test: deps
 	$(MAKE) test-release
 	$(MAKE) test-asan
+	$(MAKE) test-tsan
 	$(MAKE) test-fuzz
 
 test-release: all
@@ -29,6 +31,9 @@ test-asan:
 	  -DTRACED_INFLATE=zlib
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && ctest --output-on-failure -j 2
+
+test-tsan:
+	./scripts/tsan.sh
 
 test-fuzz:
 	./scripts/fuzz.sh
@@ -43,4 +48,4 @@ bench: all
 	./bench/bench_index.sh
 
 clean:
-	rm -rf $(BUILD) build-asan build-fuzz
+	rm -rf $(BUILD) build-asan build-tsan build-fuzz

@@ -15,6 +15,7 @@
 #define IDX_AGG_H
 
 #include <jansson.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -53,6 +54,34 @@ void agg_map_free(struct agg_map *m);
 /* Grows *arr (elements of size elem) so that index `need` is valid, new
  * elements zeroed. Returns 0 or TR_ENOMEM. */
 int agg_grow(void *arr, size_t *cap, size_t need, size_t elem);
+
+/* ---- work beside the caller's thread (agg_beside.c) ---- */
+
+#define AGG_BESIDE_SLOTS 2 /* items handed over and not yet run, at most */
+
+struct agg_beside {
+  int (*run)(void *ud, void *item); /* owns the item */
+  void *ud;
+  pthread_t thread;
+  pthread_mutex_t mu;
+  pthread_cond_t cv; /* an item came, one ran, or the end */
+  void *items[AGG_BESIDE_SLOTS];
+  unsigned first, n;
+  int started, ending;
+  int rc; /* the first failure of run() */
+};
+
+/* Starts b: each item handed over is run(ud, item), in order, on a thread
+ * of b's own when thread is 1 (and one could be made), else at once by
+ * agg_beside_put(). A zeroed b is an ended one. */
+void agg_beside_start(struct agg_beside *b, int thread,
+                      int (*run)(void *ud, void *item), void *ud);
+/* Hands item over, waiting while AGG_BESIDE_SLOTS items wait already.
+ * Returns the first failure of run() so far, or 0. */
+int agg_beside_put(struct agg_beside *b, void *item);
+/* Waits until every item has run and ends the thread; the first failure
+ * of run(), or 0. */
+int agg_beside_end(struct agg_beside *b);
 
 /* ---- log-linear histogram for medians (agg_map.c) ---- */
 
@@ -487,6 +516,7 @@ struct idx_agg {
   const struct idx_rules *rules;
   uint64_t skipped;       /* events skipped here (X without ts/dur...) */
   int64_t t0_ns, tend_ns; /* earliest start, latest end; t0 > tend: none */
+  int threads; /* the summary's (agg_file_info.threads) */
 
   struct agg_map names; /* kernel names */
   struct agg_kernel *kernels;
@@ -607,6 +637,8 @@ struct agg_file_info {
   const char *path;
   uint64_t file_bytes;
   int rank; /* idx_options.rank: >= 0 wins over the trace's */
+  int threads; /* the file's (idx_options.threads): with 2 or more, the
+                  summary's work runs on two (agg_beside.c) */
 };
 
 /* Ends the aggregation (time-ordered pass included) and hands the rank

@@ -713,12 +713,22 @@ static int emit(struct idx_agg *a, const struct idx_doc *doc,
   return rc != 0 ? rc : table_rows(a, krows, nk, cats, t->phases, o);
 }
 
+/* Decode's walk (dec_end), beside the time pass when the file may use
+ * two threads: the two read only what each owns, and what the walk could
+ * spill was written before (dec_seal). */
+static int dec_run(void *ud, void *item)
+{
+  return dec_end(item, ud);
+}
+
 int idx_agg_rows(struct idx_agg *a, const struct idx_doc *doc,
                  const struct agg_file_info *info, const struct idx_sink *sink,
                  struct tr_err *err)
 {
   struct agg_time_out t = { 0, NULL };
   struct agg_out o = { sink, NULL, err, 0 };
+  struct tr_err dec_err = { 0 };
+  struct agg_beside dec;
   struct row *krows;
   size_t nk;
   int rc;
@@ -729,15 +739,22 @@ int idx_agg_rows(struct idx_agg *a, const struct idx_doc *doc,
                       tr_strerror(rc));
   if ((rc = idx_agg_resolve(a)) != 0 || (rc = agg_families(a)) != 0)
     return tr_err_set(err, rc, "", "%s: out of memory", info->path);
-  if (a->dec != NULL && (rc = dec_end(a->dec, err)) != 0)
-    return rc;
   choose_step_side(a);
   if (agg_samples_init(a) != 0)
     return tr_err_set(err, TR_ENOMEM, "", "%s: out of memory", info->path);
   krows = sorted_rows(a->names.n, &nk, fill_kernel, a);
   if (krows == NULL)
     return tr_err_set(err, TR_ENOMEM, "", "%s: out of memory", info->path);
-  rc = agg_time_pass(a, heaviest(krows, nk), &t, err);
+  a->threads = info->threads;
+  agg_beside_start(&dec, a->threads > 1 && a->dec != NULL, dec_run, &dec_err);
+  if (a->dec != NULL && (rc = dec_seal(a->dec, err)) == 0)
+    (void)agg_beside_put(&dec, a->dec);
+  if (rc == 0)
+    rc = agg_time_pass(a, heaviest(krows, nk), &t, err);
+  if (agg_beside_end(&dec) != 0 && rc == 0) {
+    *err = dec_err;
+    rc = dec.rc;
+  }
   if (rc == 0)
     rc = emit(a, doc, info, krows, nk, &t, &o);
   free(krows);

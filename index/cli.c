@@ -27,6 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/summary.h"
 #include "index/index.h"
 
 #define MAX_JOBS          256
@@ -46,11 +47,24 @@ static int usage(const char *why)
   return 2;
 }
 
-/* One file's outcome, kept until it is its turn to be printed. */
+/* A summary's text as it is made (text_*() below). */
+struct text {
+  char *p;
+  size_t n, cap;
+  size_t table;    /* tables opened so far; the last one is open */
+  int members;     /* members written */
+  int rows;        /* rows in the open table */
+  const char *why; /* why the text failed; NULL: fine */
+};
+
+/* One file's outcome, kept until it is its turn to be printed: its
+ * summary as text, written by the worker as the rows are made
+ * (idx_file_sink()), so that no row outlives its turn and the whole
+ * document is never held as a tree. */
 struct result {
-  json_t *summary; /* NULL when it failed */
-  char msg[512];   /* why it failed */
-  int done;
+  struct text text;
+  char msg[512]; /* why it failed */
+  int done, failed;
 };
 
 /* The files and the workers that take them in turn. */
@@ -94,32 +108,145 @@ static void coll_file(const char *dir, int i, char *buf, size_t size)
   snprintf(buf, size, "%s/rank_%d.bin", dir, i);
 }
 
+/* ---- a summary as text ---- */
+
+/* The summary's tables in their order (common/summary.h): its text is
+ * the head's members, then each table as an array member, as jansson
+ * writes the whole document (agg_tree_sink()). */
+static const char *const table_names[] = {
+#define TABLE_NAME(member, ROWS, row) #member,
+  TR_SUM_TABLES(TABLE_NAME)
+#undef TABLE_NAME
+};
+#define NTABLES (sizeof(table_names) / sizeof(table_names[0]))
+
+/* 15 significant digits print shares (6 decimals) without binary noise
+ * such as 0.10000000000000001. */
+#define TEXT_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(15))
+
+static int text_put(const char *buf, size_t size, void *ud)
+{
+  struct text *t = ud;
+  size_t cap = t->cap > 0 ? t->cap : 1 << 16;
+  char *p;
+
+  if (t->why != NULL)
+    return -1;
+  while (cap - t->n < size)
+    cap *= 2;
+  if (cap != t->cap) {
+    if ((p = realloc(t->p, cap)) == NULL) {
+      t->why = "out of memory";
+      return -1;
+    }
+    t->p = p;
+    t->cap = cap;
+  }
+  memcpy(t->p + t->n, buf, size);
+  t->n += size;
+  return 0;
+}
+
+static void text_lit(struct text *t, const char *s)
+{
+  (void)text_put(s, strlen(s), t);
+}
+
+static void text_json(struct text *t, json_t *v)
+{
+  if (json_dump_callback(v, text_put, t, TEXT_FLAGS) != 0 && t->why == NULL)
+    t->why = "cannot write the summary";
+}
+
+/* An idx_sink's answer: a text that failed stops the indexing. */
+static int text_rc(const struct text *t, struct tr_err *err)
+{
+  return t->why == NULL ? 0 : tr_err_set(err, TR_ENOMEM, "", "%s", t->why);
+}
+
+/* The head's members, its closing brace left off for the tables (an
+ * idx_sink's on_head). */
+static int text_head(void *ud, json_t *head, struct tr_err *err)
+{
+  struct text *t = ud;
+
+  text_json(t, head);
+  if (t->why == NULL) {
+    t->n--; /* '}' */
+    t->members = t->n > 1;
+  }
+  return text_rc(t, err);
+}
+
+/* Opens the next table, closing the one open. */
+static void text_open(struct text *t)
+{
+  if (t->table > 0)
+    text_lit(t, "]");
+  if (t->members++)
+    text_lit(t, ",");
+  text_lit(t, "\"");
+  text_lit(t, table_names[t->table++]);
+  text_lit(t, "\":[");
+  t->rows = 0;
+}
+
+/* A row of table, the open one or a later one (those between are
+ * empty): the rows come in the tables' order (an idx_sink's on_row). */
+static int text_row(void *ud, const char *table, json_t *row,
+                    struct tr_err *err)
+{
+  struct text *t = ud;
+  size_t k = t->table > 0 ? t->table - 1 : 0;
+
+  while (k < NTABLES && strcmp(table_names[k], table) != 0)
+    k++;
+  if (k == NTABLES) {
+    if (t->why == NULL)
+      t->why = "a summary row out of the tables' order";
+    return text_rc(t, err);
+  }
+  while (t->table <= k)
+    text_open(t);
+  if (t->rows++)
+    text_lit(t, ",");
+  text_json(t, row);
+  return text_rc(t, err);
+}
+
+/* The tables left (empty), the closing brace and the line's end. */
+static void text_end(struct text *t)
+{
+  while (t->table < NTABLES)
+    text_open(t);
+  text_lit(t, "]}\n");
+}
+
 static void index_one(struct batch *b, int i)
 {
   struct tr_err err = { 0 };
-  json_t *summary = NULL;
   struct result *r = &b->res[i];
   struct idx_options o = b->opt;
-  char side[64];
-
+  struct idx_sink sink = { text_head, text_row, &r->text };
   struct idx_capture *caps = NULL;
   size_t ncaps = 0;
+  char side[64];
+  int rc;
 
   if (b->coll_dir != NULL) {
     coll_file(b->coll_dir, i, side, sizeof(side));
     o.collectives_path = side;
   }
-  if (captures_of(b, b->files[i], &caps, &ncaps, &err) == 0) {
+  if ((rc = captures_of(b, b->files[i], &caps, &ncaps, &err)) == 0) {
     o.captures = caps;
     o.ncaptures = ncaps;
-    if (idx_file(b->files[i], &o, &summary, &err) != 0)
-      summary = NULL;
+    rc = idx_file_sink(NULL, b->files[i], &o, &sink, &err);
   }
-  if (summary == NULL)
-    snprintf(r->msg, sizeof(r->msg), "%s", err.msg);
   idx_captures_free(caps, ncaps);
   pthread_mutex_lock(&b->mu);
-  r->summary = summary;
+  if (rc != 0)
+    snprintf(r->msg, sizeof(r->msg), "%s", err.msg);
+  r->failed = rc != 0;
   r->done = 1;
   pthread_cond_broadcast(&b->cv);
   pthread_mutex_unlock(&b->mu);
@@ -144,27 +271,25 @@ static void *worker(void *arg)
 static int print_one(struct batch *b, int i)
 {
   struct result *r = &b->res[i];
+  struct text *t = &r->text;
   int rc = 0;
 
   pthread_mutex_lock(&b->mu);
   while (!r->done)
     pthread_cond_wait(&b->cv, &b->mu);
   pthread_mutex_unlock(&b->mu);
-  if (r->summary == NULL) {
+  text_end(t);
+  if (r->failed) {
     fprintf(stderr, "traced index: %s\n", r->msg);
-    return 1;
-  }
-  /* 15 significant digits print shares (6 decimals) without binary
-   * noise such as 0.10000000000000001. */
-  if (json_dumpf(r->summary, stdout, JSON_COMPACT | JSON_REAL_PRECISION(15)) !=
-          0 ||
-      fputc('\n', stdout) == EOF || fflush(stdout) != 0) {
-    fprintf(stderr, "traced index: %s: cannot write the summary\n",
-            b->files[i]);
+    rc = 1;
+  } else if (t->why != NULL || fwrite(t->p, 1, t->n, stdout) != t->n ||
+             fflush(stdout) != 0) {
+    fprintf(stderr, "traced index: %s: %s\n", b->files[i],
+            t->why != NULL ? t->why : "cannot write the summary");
     rc = 1;
   }
-  json_decref(r->summary);
-  r->summary = NULL;
+  free(t->p);
+  t->p = NULL;
   return rc;
 }
 

@@ -48,8 +48,12 @@ int agg_cpath_init(struct agg_cpath *c, struct agg_spill *sp)
 {
   memset(c, 0, sizeof(*c));
   c->max_events = CP_MAX_EVENTS;
-  if (agg_runs_init(&c->dev, 1u << 14, sp) != 0)
+  /* Room for every kind at once, never moved: the analyst writes a kind's
+   * figures while the walk may add kinds (agg_cpath_walk). */
+  if ((c->kind = calloc(CP_MAX_KINDS, sizeof(*c->kind))) == NULL ||
+      agg_runs_init(&c->dev, 1u << 14, sp) != 0)
     return TR_ENOMEM;
+  c->kind_cap = CP_MAX_KINDS;
   agg_runs_window(&c->dev, 1u << 13);
   return 0;
 }
@@ -324,8 +328,14 @@ struct agg_cpath_walk {
   int comm;   /* the communication category's index */
   int rc;     /* the first failure of a call that cannot return one */
   FILE *dump; /* TRACED_CPATH_DUMP: every step's records, for tests */
+  /* Each closed step's path and figures: on a second thread when the
+   * summary has two, in the order the steps closed; the analyst alone
+   * uses the scratch and the figures it writes (cp_stats_step()). */
+  struct agg_beside analyst;
   struct cp_scratch scratch;
 };
+
+static int analyse_step(void *ud, void *item);
 
 /* A call that waits for the device (HTA's BLOCKING_SYNC_CALLS, and their
  * HIP and MACA twins), and one that may launch device work. */
@@ -413,6 +423,9 @@ int agg_cpath_walk_new(struct idx_agg *a, struct agg_cpath_walk **out)
       (rc = agg_iter_open(&a->cpath->dev, &w->dev)) != 0 ||
       (rc = dev_advance(w)) != 0 || (rc = agg_host_open(a->host, &w->host)))
     goto fail;
+  /* The dump names kinds the walk may still be adding: not beside it. */
+  agg_beside_start(&w->analyst, a->threads > 1 && w->dump == NULL,
+                   analyse_step, w);
   *out = w;
   return 0;
 fail:
@@ -433,6 +446,7 @@ void agg_cpath_walk_free(struct agg_cpath_walk *w)
 {
   if (w == NULL)
     return;
+  (void)agg_beside_end(&w->analyst);
   for (uint32_t i = 0; i < w->nopen; i++)
     step_free(w->open[i]);
   agg_host_close(w->host);
@@ -527,9 +541,11 @@ static void dump_step(struct agg_cpath_walk *w, const struct wstep *s,
   json_decref(line);
 }
 
-static int close_step(struct agg_cpath_walk *w, uint32_t i)
+/* A closed step's path and figures (the analyst's run). */
+static int analyse_step(void *ud, void *item)
 {
-  struct wstep *s = w->open[i];
+  struct agg_cpath_walk *w = ud;
+  struct wstep *s = item;
   struct cp_result res = { 0 };
   struct cp_stepdata sd = { s->kind, s->ev, s->n, &res, &w->scratch };
   int rc = 0;
@@ -548,12 +564,19 @@ static int close_step(struct agg_cpath_walk *w, uint32_t i)
     dump_step(w, s, &res);
   if (rc == 0)
     rc = cp_stats_step(w->a, &sd);
-  w->held -= s->n;
   step_free(s);
+  return rc;
+}
+
+static int close_step(struct agg_cpath_walk *w, uint32_t i)
+{
+  struct wstep *s = w->open[i];
+
+  w->held -= s->n;
   memmove(&w->open[i], &w->open[i + 1],
           (w->nopen - i - 1) * sizeof(w->open[0]));
   w->nopen--;
-  return rc;
+  return agg_beside_put(&w->analyst, s);
 }
 
 /* A step is done once the walk is past its window, its launch calls have
@@ -988,6 +1011,8 @@ int agg_cpath_walk_end(struct agg_cpath_walk *w)
     rc = advance(w, INT64_MAX);
   while (rc == 0 && w->nopen > 0)
     rc = close_step(w, 0);
+  if (agg_beside_end(&w->analyst) != 0 && rc == 0)
+    rc = w->analyst.rc;
   agg_cpath_walk_free(w);
   return rc;
 }

@@ -182,6 +182,16 @@ void dec_file_free(struct dec_file *d)
   free(d);
 }
 
+int dec_seal(struct dec_file *d, struct tr_err *err)
+{
+  int rc;
+
+  if ((rc = agg_runs_seal(&d->step_runs)) != 0 ||
+      (rc = agg_runs_seal(&d->runs)) != 0)
+    return tr_err_set(err, rc, "", "decode: %s", tr_strerror(rc));
+  return 0;
+}
+
 int dec_end(struct dec_file *d, struct tr_err *err)
 {
   int rc;
@@ -189,6 +199,8 @@ int dec_end(struct dec_file *d, struct tr_err *err)
   if (d->ended)
     return 0;
   d->ended = 1;
+  if ((rc = dec_seal(d, err)) != 0)
+    return rc;
   /* What the event pass kept goes before the time pass, where a rank's
    * indexing peaks: the runtime names now, the records (2.5 MB) once
    * walked. */

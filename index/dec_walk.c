@@ -746,7 +746,6 @@ static int steps_scan(struct dec_file *d)
   int rc = TR_ENOMEM;
 
   if (outer_end != NULL && (d->nested = calloc(words, 8)) != NULL &&
-      (rc = agg_runs_seal(&d->step_runs)) == 0 &&
       (rc = agg_iter_open(&d->step_runs, &it)) == 0) {
     for (size_t i = 0; i < nlanes; i++)
       outer_end[i] = INT64_MIN;
@@ -780,7 +779,6 @@ int dec_walk(struct dec_file *d)
   int rc;
 
   if ((rc = walk_init(&w, d)) == 0 && (rc = steps_scan(d)) == 0 &&
-      (rc = agg_runs_seal(&d->runs)) == 0 &&
       (rc = agg_iter_open(&d->runs, &it)) == 0) {
     while ((rc = agg_iter_next(it, &r)) == 1)
       if ((rc = walk_rec(&w, &r)) != 0)

@@ -69,6 +69,11 @@ static inline int dec_wants(const struct idx_event *ev, enum idx_class cls)
 /* End of the file's events: the time-ordered walk. A capture trace adds
  * its graphs to the library; a run trace computes its tables. */
 int dec_end(struct dec_file *d, struct tr_err *err);
+/* The part of dec_end() that may write spill files (sealing the records),
+ * whose accounting a rank's threads share: called first on the thread
+ * that spills, it lets dec_end() run on another one beside the time pass
+ * (agg_json.c), which reads only what decode alone owns. */
+int dec_seal(struct dec_file *d, struct tr_err *err);
 
 /* The run trace's figures into the summary: its scalars (completeness)
  * into r; the rows of its tables (the decode_* members of common/

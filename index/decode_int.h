@@ -252,7 +252,7 @@ const struct dec_desc *dec_desc_of(const struct dec_file *d, uint32_t id);
  * launch is looked for past it. */
 int dec_through(const struct hs_trie *t, uint32_t name);
 
-/* dec_walk.c: the walk over d's records (dec_end). */
+/* dec_walk.c: the walk over d's sealed records (dec_end). */
 int dec_walk(struct dec_file *d);
 
 /* dec_match.c */

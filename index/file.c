@@ -255,7 +255,7 @@ int idx_file_sink(const char *root, const char *path,
 {
   static const struct idx_options defaults = { .format = IDX_FORMAT_AUTO,
                                                .rank = -1 };
-  struct agg_file_info info = { path, 0, -1 };
+  struct agg_file_info info = { path, 0, -1, 0 };
   struct dec_lib *lib = NULL;
   struct idx_reader *rd = NULL;
   struct tr_err local = { 0 };
@@ -280,6 +280,7 @@ int idx_file_sink(const char *root, const char *path,
     rc = idx_read_under(root, path, rd, opt, &info.file_bytes, &local);
   if (rc == 0) {
     info.rank = opt->rank;
+    info.threads = threads(opt);
     rc = idx_agg_rows(&run.agg, idx_reader_doc(rd), &info, sink, &local);
   }
   agg_spill_blame(&run.agg.spill, rc, &local);

@@ -380,7 +380,7 @@ static int tracks(struct slicer *s, const struct idx_doc *doc, const char *path,
                   struct tr_err *err)
 {
   static const struct idx_sink drop = { drop_head, drop_row, NULL };
-  struct agg_file_info info = { path, 0, -1 };
+  struct agg_file_info info = { path, 0, -1, 0 };
   int rc;
 
   s->agg.on_finding = on_finding;

@@ -83,7 +83,7 @@ static void feed(struct idx_agg *a, const struct idx_doc *d,
 
 static json_t *summary(struct idx_agg *a, const struct idx_doc *d)
 {
-  struct agg_file_info info = { "mem.json", 0, -1 };
+  struct agg_file_info info = { "mem.json", 0, -1, 1 };
   struct tr_err err = { 0 };
   json_t *out = NULL;
 

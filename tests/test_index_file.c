@@ -3,22 +3,28 @@
  * traces: progress reports, the cancel flag, rank override, errors naming
  * the file, and the same summary with or without options.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "index/index.h"
 #include "tests/check.h"
 
 static char path_buf[4096];
 
-static const char *trace(const char *name)
+static const char *trace_into(char *buf, size_t size, const char *name)
 {
   const char *dir = getenv("TRACES_DIR");
 
-  snprintf(path_buf, sizeof(path_buf), "%s/%s", dir ? dir : "../shared/traces",
-           name);
-  return path_buf;
+  snprintf(buf, size, "%s/%s", dir ? dir : "../shared/traces", name);
+  return buf;
+}
+
+static const char *trace(const char *name)
+{
+  return trace_into(path_buf, sizeof(path_buf), name);
 }
 
 struct progress {
@@ -156,6 +162,105 @@ static void index_file_rules(void)
   remove(rules_path);
 }
 
+/* One thread or two give the same summary: with two, decode's walk and
+ * each step's critical path run beside the time pass (index/
+ * agg_beside.c). On a trace with profiler steps and one with decode's
+ * run labels and graph replays. */
+static void index_file_threads(void)
+{
+  static const char *const names[] = {
+    "tracelens__xdit_flux.1_aiter_sage_profile_trace_rank_0.json.gz",
+    "graph_pairs/sglang_decode/sglang_Qwen3-8B_decode.json.gz",
+  };
+
+  for (size_t i = 0; i < 2; i++) {
+    struct idx_options one = { .format = IDX_FORMAT_AUTO, .rank = -1,
+                               .threads = 1 };
+    struct idx_options two = one;
+    struct tr_err err = { 0 };
+    json_t *a = NULL, *b = NULL;
+
+    two.threads = 2;
+    CHECK_INT(idx_file(trace(names[i]), &one, &a, &err), 0);
+    CHECK_INT(idx_file(trace(names[i]), &two, &b, &err), 0);
+    CHECK(json_array_size(json_object_get(a, "critical_steps")) > 0);
+    CHECK(json_equal(a, b));
+    json_decref(a);
+    json_decref(b);
+  }
+}
+
+/* idx_file()'s summary as `traced index` prints it (one line). */
+static char *summary_line(const char *path)
+{
+  struct tr_err err = { 0 };
+  json_t *out = NULL;
+  char *text, *line;
+
+  CHECK_INT(idx_file(path, NULL, &out, &err), 0);
+  text = json_dumps(out, JSON_COMPACT | JSON_REAL_PRECISION(15));
+  CHECK(text != NULL);
+  CHECK(asprintf(&line, "%s\n", text) > 0);
+  free(text);
+  json_decref(out);
+  return line;
+}
+
+/* What idx_cli_main(argv) wrote on stdout, and its status. */
+static char *cli_stdout(char **argv, int argc, int *status)
+{
+  FILE *tmp = tmpfile();
+  int saved = dup(STDOUT_FILENO);
+  long n;
+  char *text;
+
+  CHECK(tmp != NULL && saved >= 0);
+  fflush(stdout);
+  CHECK(dup2(fileno(tmp), STDOUT_FILENO) >= 0);
+  *status = idx_cli_main(argc, argv);
+  fflush(stdout);
+  CHECK(dup2(saved, STDOUT_FILENO) >= 0);
+  close(saved);
+  n = ftell(tmp);
+  CHECK(n >= 0 && (text = calloc((size_t)n + 1, 1)) != NULL);
+  rewind(tmp);
+  CHECK_INT(fread(text, 1, (size_t)n, tmp), n);
+  fclose(tmp);
+  return text;
+}
+
+/* The command line writes each summary as its rows come (index/cli.c),
+ * never as a whole document: its lines are byte for byte jansson's dump
+ * of idx_file()'s document, in the order of the files, with one job and
+ * with two, and a file that fails in between prints nothing there. */
+static void index_cli_text(void)
+{
+  char a[4096], b[4096];
+  char *want, *got, *la, *lb;
+  const char *jobs[] = { "1", "2" };
+
+  trace_into(a, sizeof(a),
+             "tracelens__xdit_flux.1_aiter_sage_profile_trace_rank_0.json.gz");
+  trace_into(b, sizeof(b), "graph_pairs/sglang_decode/"
+                           "sglang_Qwen3-8B_decode.json.gz");
+  la = summary_line(a);
+  lb = summary_line(b);
+  CHECK(asprintf(&want, "%s%s", la, lb) > 0);
+  for (size_t j = 0; j < 2; j++) {
+    char *argv[] = { "index", "--jobs", (char *)jobs[j], "--captures",
+                     "none", a, "/nonexistent/trace.json.gz", b, NULL };
+    int status;
+
+    got = cli_stdout(argv, 8, &status);
+    CHECK_INT(status, 1);
+    CHECK_STR(got, want);
+    free(got);
+  }
+  free(want);
+  free(la);
+  free(lb);
+}
+
 int main(void)
 {
   RUN(index_file_progress);
@@ -163,5 +268,7 @@ int main(void)
   RUN(index_file_cancel_midway);
   RUN(index_file_errors);
   RUN(index_file_rules);
+  RUN(index_file_threads);
+  RUN(index_cli_text);
   return 0;
 }

@@ -1,0 +1,34 @@
+#!/bin/sh
+# The indexer's threads under ThreadSanitizer: builds `traced` with clang
+# in build-tsan and runs `traced index` on every real trace (the graph
+# pairs' run traces with their capture folders), on the generated
+# critical-path traces (tests/make_cpath.py) and on several files at once
+# (--jobs 2, the command line's workers). A file is indexed by the reader's
+# two threads, then decode's walk and each closed step's analysis run
+# beside the time pass (index/agg_beside.c). Exits non-zero on any report
+# (TSan's exit status 66) or failure.
+set -eu
+cd "$(dirname "$0")/.."
+BUILD=${TSAN_BUILD:-build-tsan}
+TRACES=${TRACES_DIR:-../shared/traces}
+export TSAN_OPTIONS="halt_on_error=1 exitcode=66 ${TSAN_OPTIONS:-}"
+
+CC=clang cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DTRACED_TSAN=ON >/dev/null
+cmake --build "$BUILD" -j 2 --target traced
+
+gen=$(mktemp -d /tmp/traced-tsan-XXXXXX)
+trap 'rm -rf "$gen"' EXIT
+python3 -c 'import sys; sys.path.insert(0, "tests"); import make_cpath
+make_cpath.generate(sys.argv[1])' "$gen" >/dev/null
+
+n=0
+for f in "$TRACES"/*.gz "$TRACES"/graph_pairs/*/*.json.gz "$gen"/*.json.gz; do
+  [ -f "$f" ] || continue
+  "$BUILD/traced" index --threads 2 "$f" >/dev/null ||
+    { echo "tsan: $f failed (status $?)" >&2; exit 1; }
+  n=$((n + 1))
+done
+"$BUILD/traced" index --jobs 2 --threads 2 "$gen"/*.json.gz >/dev/null ||
+  { echo "tsan: --jobs 2 failed (status $?)" >&2; exit 1; }
+echo "tsan: $n files and one --jobs run, no report"
