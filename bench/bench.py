@@ -184,7 +184,7 @@ def bench_scale(path):
 
 def hta_cmd(trace, tmp):
     """HTA's critical path analysis of trace (tests/hta_cpath.py, one
-    window over the whole trace), or None without HTA or pandas."""
+    window over the whole trace), or None without HTA or what it imports."""
     tests = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                          "tests")
     sys.path.insert(0, tests)
@@ -224,7 +224,7 @@ def bench_cpath(big, source):
         for trace in traces:
             cmd = hta_cmd(trace, tmp)
             if cmd is None:
-                print("  HTA: skipped (its source or pandas/networkx missing)")
+                print("  HTA: skipped (its source or what it imports is missing)")
                 return
             t_wall, t_kb, _ = run([TRACED, "index", trace])
             wall, kb, status = run(cmd, may_fail=True)

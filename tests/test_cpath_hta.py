@@ -18,10 +18,11 @@ traced follows HTA, and where not"):
 - zero-weight launch edges (an HTA option for its simulations, off by
   default and on in its own tests): traced follows the default.
 
-HTA and an interpreter with pandas and networkx are needed (Debian's
-python3-pandas, python3-networkx): HTA's source from TRACED_HTA_SRC (the
-folder holding the hta package) or the mirror of its repository
-(TRACED_HTA_REPO, a bare git); without them the test is skipped (77).
+HTA and an interpreter with what HTA imports are needed (Debian's
+python3-pandas, -networkx, -plotly, -psutil and -yaml): HTA's source from
+TRACED_HTA_SRC (the folder holding the hta package) or the mirror of its
+repository (TRACED_HTA_REPO, a bare git); without them the test is
+skipped (77).
 
 Usage: test_cpath_hta.py TRACED
 """
@@ -61,9 +62,13 @@ def hta_source(tmp):
     return out
 
 
+# The third-party modules HTA's analyzers import.
+HTA_IMPORTS = "import pandas, networkx, numpy, plotly, psutil, yaml"
+
+
 def interpreter():
     for py in (sys.executable, "/usr/bin/python3"):
-        if py and subprocess.run([py, "-c", "import pandas, networkx"],
+        if py and subprocess.run([py, "-c", HTA_IMPORTS],
                                  capture_output=True).returncode == 0:
             return py
     return None
