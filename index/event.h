@@ -190,6 +190,23 @@ int idx_source_open(const char *path, unsigned flags, struct idx_source **out,
 int idx_source_open_under(const char *root, const char *path, unsigned flags,
                           struct idx_source **out, struct tr_err *err);
 
+/* The same, recording access points (index/points.h) every `spacing`
+ * output bytes (0: none, as idx_source_open_under()). */
+int idx_source_open_points(const char *root, const char *path, unsigned flags,
+                           uint64_t spacing, struct idx_source **out,
+                           struct tr_err *err);
+
+/* The points recorded, complete once idx_source_next() has returned the
+ * end; borrowed until idx_source_close(). NULL when none were asked for
+ * or recording failed (out of memory, IDX_POINTS_MAX). */
+struct idx_points;
+const struct idx_points *idx_source_points(const struct idx_source *s);
+
+/* fstat() of the file (0 or -errno), and its descriptor (borrowed). */
+struct stat;
+int idx_source_stat(const struct idx_source *s, struct stat *st);
+int idx_source_fd(const struct idx_source *s);
+
 /* Next chunk of JSON text into *c, borrowed until the next call: with the
  * events the thread walked ahead under IDX_SOURCE_SCAN when it had the
  * time and a hint. Returns 0 with c->len == 0 at the end,

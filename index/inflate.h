@@ -24,12 +24,28 @@ struct idx_inflate_io {
  * frees with idx_inflate_free(). */
 int idx_inflate_new(struct idx_inflate **out);
 
+/* idx_inflate_run()'s return when, hunting, it stopped at a deflate block
+ * boundary (index/points.h). */
+#define IDX_INFLATE_BLOCK 2
+
 /* Inflates from io->in into io->out. Returns 0 when it stopped because the
  * input ran out or the output is full, 1 at the end of a gzip member whose
- * CRC matched (io->in then starts right after the member), or TR_EFORMAT
- * with *what set to a static description of the damage. */
+ * CRC matched (io->in then starts right after the member),
+ * IDX_INFLATE_BLOCK when hunting and at a block boundary with all output
+ * before it delivered, or TR_EFORMAT with *what set to a static
+ * description of the damage. */
 int idx_inflate_run(struct idx_inflate *z, struct idx_inflate_io *io,
                     const char **what);
+
+/* Hunting (on) or not: whether idx_inflate_run() stops at the next deflate
+ * block boundary. Off after new() and reset(); a hunt costs more per byte
+ * (zlib: Z_BLOCK; ISA-L: small input pieces), so the caller hunts only
+ * when it wants a point. */
+void idx_inflate_hunt(struct idx_inflate *z, int on);
+
+/* Right after IDX_INFLATE_BLOCK: the input bits taken from io->in but not
+ * yet used, so the next block starts that many bits before io->in. */
+unsigned idx_inflate_pending_bits(const struct idx_inflate *z);
 
 /* Prepares for the next member of a multi-member gzip file. */
 void idx_inflate_reset(struct idx_inflate *z);

@@ -3,18 +3,35 @@
 #ifdef TRACED_HAVE_ISAL
 
 #include <isa-l/igzip_lib.h>
+#include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/tr.h"
 #include "index/inflate.h"
 
+/*
+ * Hunting for a block boundary. Stock ISA-L cannot stop at a block's end,
+ * but it stops where its input runs out, and a run that ends inside a
+ * dynamic block's header (tens of bytes) leaves it in ISAL_BLOCK_HDR,
+ * the header's bits kept: a boundary, its bit offset known. Feeding a
+ * whole block in HUNT_FINE pieces would cost ~1,000 calls, each copying
+ * ISA-L's 32 KiB history; so the hunt feeds HUNT_COARSE pieces, saving
+ * the state before each, and when a piece read a new header (its Huffman
+ * tables changed) it goes back and feeds that piece again finely.
+ */
+#define HUNT_COARSE 512
+#define HUNT_FINE   32
+
 struct idx_inflate {
-  struct inflate_state st; /* ~40 KB: history and Huffman tables */
+  struct inflate_state st;    /* ~87 KB: history and Huffman tables */
+  int hunt;                   /* stop at the next block boundary */
+  struct inflate_state *snap; /* hunting: st before the last coarse piece */
 };
 
 int idx_inflate_new(struct idx_inflate **out)
 {
-  struct idx_inflate *z = malloc(sizeof(*z));
+  struct idx_inflate *z = calloc(1, sizeof(*z));
 
   if (z == NULL)
     return TR_ENOMEM;
@@ -27,6 +44,32 @@ void idx_inflate_reset(struct idx_inflate *z)
 {
   isal_inflate_init(&z->st);
   z->st.crc_flag = ISAL_GZIP;
+  z->hunt = 0;
+}
+
+void idx_inflate_hunt(struct idx_inflate *z, int on)
+{
+  z->hunt = on;
+}
+
+unsigned idx_inflate_pending_bits(const struct idx_inflate *z)
+{
+  /* Before a header that did not fit, read_in holds the bits before it
+   * and tmp_in_buffer the bytes after them (igzip_inflate.c,
+   * read_header_stateful()). */
+  return (unsigned)z->st.read_in_length + 8u * (unsigned)z->st.tmp_in_size;
+}
+
+/* Between two blocks of the member's deflate data, with every byte of
+ * the one before handed out: no literal, copy or temporary output
+ * pending. wrapper_flag: the gzip header has been read. */
+static int at_boundary(const struct inflate_state *st)
+{
+  return (st->block_state == ISAL_BLOCK_NEW_HDR ||
+          st->block_state == ISAL_BLOCK_HDR) &&
+         st->wrapper_flag != 0 && st->write_overflow_len == 0 &&
+         st->copy_overflow_length == 0 &&
+         st->tmp_out_valid == st->tmp_out_processed;
 }
 
 /* A person's words for an isal_inflate() error. */
@@ -40,26 +83,104 @@ static const char *describe(int rc)
   }
 }
 
-int idx_inflate_run(struct idx_inflate *z, struct idx_inflate_io *io,
-                    const char **what)
+/* One isal_inflate() call on at most in_cap bytes of io->in. */
+static int run_once(struct idx_inflate *z, struct idx_inflate_io *io,
+                    size_t in_cap)
 {
+  size_t in_len = io->in_len < in_cap ? io->in_len : in_cap;
   int rc;
 
   /* avail_in/avail_out are 32-bit: source.c's buffers are far smaller. */
   z->st.next_in = (uint8_t *)io->in;
-  z->st.avail_in = (uint32_t)io->in_len;
+  z->st.avail_in = (uint32_t)in_len;
   z->st.next_out = io->out;
   z->st.avail_out = (uint32_t)io->out_len;
   rc = isal_inflate(&z->st);
+  io->in_len -= (size_t)(z->st.next_in - io->in);
   io->in = z->st.next_in;
-  io->in_len = z->st.avail_in;
   io->out = z->st.next_out;
   io->out_len = z->st.avail_out;
+  return rc;
+}
+
+/* The state a run may change: all but the output history's unused
+ * tail (tmp_out_buffer past tmp_out_valid is scratch). */
+static void state_copy(struct inflate_state *to, const struct inflate_state *from)
+{
+  memcpy(to, from, offsetof(struct inflate_state, tmp_out_buffer));
+  memcpy(to->tmp_out_buffer, from->tmp_out_buffer,
+         (size_t)from->tmp_out_valid);
+}
+
+/* Whether a block header was read since the snapshot: its codes are
+ * (almost surely) not the last block's. Two blocks with the same codes
+ * are one boundary missed, never a wrong one. */
+static int tables_changed(const struct idx_inflate *z)
+{
+  return memcmp(&z->st.lit_huff_code, &z->snap->lit_huff_code,
+                sizeof(z->st.lit_huff_code)) != 0 ||
+         memcmp(&z->st.dist_huff_code, &z->snap->dist_huff_code,
+                sizeof(z->st.dist_huff_code)) != 0;
+}
+
+/* How a run ended: negative on damage, 1 at the member's end,
+ * IDX_INFLATE_BLOCK at a boundary (hunting), else 0. */
+static int outcome(const struct idx_inflate *z, int rc, const char **what)
+{
   if (rc < 0) {
     *what = describe(rc);
     return TR_EFORMAT;
   }
-  return z->st.block_state == ISAL_BLOCK_FINISH;
+  if (z->st.block_state == ISAL_BLOCK_FINISH)
+    return 1;
+  return z->hunt && at_boundary(&z->st) ? IDX_INFLATE_BLOCK : 0;
+}
+
+/* Feeds the first `len` bytes of io->in again, HUNT_FINE at a time,
+ * stopping at a boundary. */
+static int run_fine(struct idx_inflate *z, struct idx_inflate_io *io,
+                    size_t len, const char **what)
+{
+  size_t end = io->in_len - len; /* io->in_len where the piece ends */
+  int rc = 0;
+
+  while (rc == 0 && io->in_len > end && io->out_len > 0)
+    rc = outcome(z, run_once(z, io, HUNT_FINE < io->in_len - end
+                                        ? HUNT_FINE
+                                        : io->in_len - end),
+                 what);
+  return rc;
+}
+
+/* Hunting: coarse pieces; the piece in which a header was read is fed
+ * again finely from the state before it. */
+static int run_hunt(struct idx_inflate *z, struct idx_inflate_io *io,
+                    const char **what)
+{
+  struct idx_inflate_io before;
+  int rc = 0;
+
+  if (z->snap == NULL && (z->snap = malloc(sizeof(*z->snap))) == NULL)
+    return outcome(z, run_once(z, io, io->in_len), what); /* no hunt */
+  while (rc == 0 && io->in_len > 0 && io->out_len > 0) {
+    before = *io;
+    state_copy(z->snap, &z->st);
+    rc = outcome(z, run_once(z, io, HUNT_COARSE), what);
+    if (rc != 0 || !tables_changed(z))
+      continue;
+    state_copy(&z->st, z->snap);
+    rc = run_fine(z, &before, before.in_len - io->in_len, what);
+    *io = before;
+  }
+  return rc;
+}
+
+int idx_inflate_run(struct idx_inflate *z, struct idx_inflate_io *io,
+                    const char **what)
+{
+  if (z->hunt)
+    return run_hunt(z, io, what);
+  return outcome(z, run_once(z, io, io->in_len), what);
 }
 
 const char *idx_inflate_name(void)
@@ -69,6 +190,9 @@ const char *idx_inflate_name(void)
 
 void idx_inflate_free(struct idx_inflate *z)
 {
+  if (z == NULL)
+    return;
+  free(z->snap);
   free(z);
 }
 

@@ -10,6 +10,7 @@
 
 struct idx_inflate {
   z_stream zs;
+  int hunt; /* stop at block boundaries (Z_BLOCK) */
 };
 
 int idx_inflate_new(struct idx_inflate **out)
@@ -30,6 +31,26 @@ int idx_inflate_new(struct idx_inflate **out)
 void idx_inflate_reset(struct idx_inflate *z)
 {
   inflateReset(&z->zs);
+  z->hunt = 0;
+}
+
+void idx_inflate_hunt(struct idx_inflate *z, int on)
+{
+  z->hunt = on;
+}
+
+unsigned idx_inflate_pending_bits(const struct idx_inflate *z)
+{
+  /* zlib.h, data_type: the unused bits of the last byte taken. */
+  return (unsigned)z->zs.data_type & 7;
+}
+
+/* After a Z_BLOCK run: at the end of a block that is not the stream's
+ * last (zlib.h: data_type 128 "end of block or header", 64 "last
+ * block"). The end of the gzip header counts: a block starts there. */
+static int at_boundary(const struct idx_inflate *z)
+{
+  return (z->zs.data_type & 128) != 0 && (z->zs.data_type & 64) == 0;
 }
 
 int idx_inflate_run(struct idx_inflate *z, struct idx_inflate_io *io,
@@ -42,13 +63,15 @@ int idx_inflate_run(struct idx_inflate *z, struct idx_inflate_io *io,
   z->zs.avail_in = (uInt)io->in_len;
   z->zs.next_out = io->out;
   z->zs.avail_out = (uInt)io->out_len;
-  rc = inflate(&z->zs, Z_NO_FLUSH);
+  rc = inflate(&z->zs, z->hunt ? Z_BLOCK : Z_NO_FLUSH);
   io->in = z->zs.next_in;
   io->in_len = z->zs.avail_in;
   io->out = z->zs.next_out;
   io->out_len = z->zs.avail_out;
   if (rc == Z_STREAM_END)
     return 1;
+  if (rc == Z_OK && z->hunt && at_boundary(z))
+    return IDX_INFLATE_BLOCK;
   if (rc == Z_OK || rc == Z_BUF_ERROR)
     return 0;
   if (rc == Z_DATA_ERROR && z->zs.msg != NULL &&
