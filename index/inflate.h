@@ -18,6 +18,10 @@ struct idx_inflate_io {
   size_t in_len;
   uint8_t *out;
   size_t out_len;
+  /* The start of the buffer io->out is in, whose bytes before io->out are
+   * the latest output: ISA-L's hunt takes its history back from there
+   * instead of copying it aside. NULL: unknown. */
+  const uint8_t *out_first;
 };
 
 /* A new inflater expecting a gzip header. Returns 0 or TR_ENOMEM; caller

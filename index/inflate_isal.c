@@ -15,18 +15,31 @@
  * but it stops where its input runs out, and a run that ends inside a
  * dynamic block's header (tens of bytes) leaves it in ISAL_BLOCK_HDR,
  * the header's bits kept: a boundary, its bit offset known. Feeding a
- * whole block in HUNT_FINE pieces would cost ~1,000 calls, each copying
- * ISA-L's 32 KiB history; so the hunt feeds HUNT_COARSE pieces, saving
- * the state before each, and when a piece read a new header (its Huffman
- * tables changed) it goes back and feeds that piece again finely.
+ * whole block in HUNT_FINE pieces would cost ~1,000 calls, each moving
+ * ISA-L's 32 KiB history; so the hunt feeds HUNT_COARSE pieces, keeping
+ * what it needs to go back to the state before each, and when a piece
+ * read a new header (the Huffman tables changed) it goes back and feeds
+ * that piece again finely.
+ *
+ * Going back costs little: the tables are kept once a hunt (they change
+ * only at a header), the state's small fields before each piece, and the
+ * history is the output before the piece, taken back from the caller's
+ * buffer (io->out_first) where it holds it, else copied aside.
  */
-#define HUNT_COARSE 512
+#define HUNT_COARSE 1024
 #define HUNT_FINE   32
+
+/* The parts of struct inflate_state around the Huffman tables. */
+#define HEAD_END   offsetof(struct inflate_state, lit_huff_code)
+#define TABLES_END offsetof(struct inflate_state, block_state)
+#define MID_END    offsetof(struct inflate_state, tmp_out_buffer)
 
 struct idx_inflate {
   struct inflate_state st;    /* ~87 KB: history and Huffman tables */
   int hunt;                   /* stop at the next block boundary */
-  struct inflate_state *snap; /* hunting: st before the last coarse piece */
+  struct inflate_state *snap; /* hunting: st before the last piece */
+  int snap_tables;            /* snap holds st's current tables */
+  int snap_history;           /* snap holds the history (else: out) */
 };
 
 int idx_inflate_new(struct idx_inflate **out)
@@ -49,6 +62,8 @@ void idx_inflate_reset(struct idx_inflate *z)
 
 void idx_inflate_hunt(struct idx_inflate *z, int on)
 {
+  if (on && !z->hunt)
+    z->snap_tables = 0;
   z->hunt = on;
 }
 
@@ -103,13 +118,37 @@ static int run_once(struct idx_inflate *z, struct idx_inflate_io *io,
   return rc;
 }
 
-/* The state a run may change: all but the output history's unused
- * tail (tmp_out_buffer past tmp_out_valid is scratch). */
-static void state_copy(struct inflate_state *to, const struct inflate_state *from)
+/* Keeps what going back to st before the next piece needs (above);
+ * io: the piece's buffers. */
+static void snap_save(struct idx_inflate *z, const struct idx_inflate_io *io)
 {
-  memcpy(to, from, offsetof(struct inflate_state, tmp_out_buffer));
-  memcpy(to->tmp_out_buffer, from->tmp_out_buffer,
-         (size_t)from->tmp_out_valid);
+  size_t hist = (size_t)z->st.tmp_out_valid;
+
+  if (!z->snap_tables)
+    memcpy((char *)z->snap + HEAD_END, (char *)&z->st + HEAD_END,
+           TABLES_END - HEAD_END);
+  z->snap_tables = 1;
+  memcpy(z->snap, &z->st, HEAD_END);
+  memcpy((char *)z->snap + TABLES_END, (char *)&z->st + TABLES_END,
+         MID_END - TABLES_END);
+  /* With nothing pending, the history is the output's last bytes. */
+  z->snap_history = z->st.tmp_out_processed != z->st.tmp_out_valid ||
+                    io->out_first == NULL ||
+                    (size_t)(io->out - io->out_first) < hist;
+  if (z->snap_history)
+    memcpy(z->snap->tmp_out_buffer, z->st.tmp_out_buffer, hist);
+}
+
+/* Back to the state snap_save() kept; io: the piece's buffers then. */
+static void snap_load(struct idx_inflate *z, const struct idx_inflate_io *io)
+{
+  memcpy(&z->st, z->snap, MID_END);
+  if (z->snap_history)
+    memcpy(z->st.tmp_out_buffer, z->snap->tmp_out_buffer,
+           (size_t)z->st.tmp_out_valid);
+  else
+    memcpy(z->st.tmp_out_buffer, io->out - z->st.tmp_out_valid,
+           (size_t)z->st.tmp_out_valid);
 }
 
 /* Whether a block header was read since the snapshot: its codes are
@@ -117,10 +156,8 @@ static void state_copy(struct inflate_state *to, const struct inflate_state *fro
  * are one boundary missed, never a wrong one. */
 static int tables_changed(const struct idx_inflate *z)
 {
-  return memcmp(&z->st.lit_huff_code, &z->snap->lit_huff_code,
-                sizeof(z->st.lit_huff_code)) != 0 ||
-         memcmp(&z->st.dist_huff_code, &z->snap->dist_huff_code,
-                sizeof(z->st.dist_huff_code)) != 0;
+  return memcmp((const char *)&z->st + HEAD_END,
+                (const char *)z->snap + HEAD_END, TABLES_END - HEAD_END) != 0;
 }
 
 /* How a run ended: negative on damage, 1 at the member's end,
@@ -164,13 +201,15 @@ static int run_hunt(struct idx_inflate *z, struct idx_inflate_io *io,
     return outcome(z, run_once(z, io, io->in_len), what); /* no hunt */
   while (rc == 0 && io->in_len > 0 && io->out_len > 0) {
     before = *io;
-    state_copy(z->snap, &z->st);
+    snap_save(z, io);
     rc = outcome(z, run_once(z, io, HUNT_COARSE), what);
     if (rc != 0 || !tables_changed(z))
       continue;
-    state_copy(&z->st, z->snap);
+    snap_load(z, &before);
     rc = run_fine(z, &before, before.in_len - io->in_len, what);
     *io = before;
+    /* Not caught (the header fit in one fine piece): new tables. */
+    z->snap_tables = 0;
   }
   return rc;
 }

@@ -27,9 +27,11 @@
 #define VERSION    1
 #define HEAD_BYTES 48
 #define ENTRY_BYTES 28
-/* Level 9 over level 1: a window is deflated once per 8 MB of output, so
- * its cost is small beside inflating, and the file is what is kept. */
-#define WZ_LEVEL 9
+/* Level 1: a trace's 32 KiB window deflates to ~3.4 KB at level 1, ~2.6
+ * KB at level 9, but level 9 costs ~4M instructions a window, which at 8
+ * MB spacing is 3% of indexing by itself (docs/BENCHMARKS.md, "Access
+ * points"). */
+#define WZ_LEVEL 1
 /* A points file's ceiling: 1,000 points of 4 GB at 4 MB spacing weigh
  * a few MB; anything near this is not ours. */
 #define FILE_MAX (256l << 20)

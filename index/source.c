@@ -220,6 +220,12 @@ static void rec_slot_done(struct rec *r, size_t len, int gzip)
   r->out_base += len;
   if (!gzip)
     return;
+  /* No point before the next slot's first window can need this tail (a
+   * point's window lies after r->next - IDX_POINT_WINDOW). */
+  if (r->next >= r->out_base + IDX_POINT_WINDOW) {
+    r->tail_len = 0;
+    return;
+  }
   if (len >= IDX_POINT_WINDOW) {
     memcpy(r->tail, r->slot + len - IDX_POINT_WINDOW, IDX_POINT_WINDOW);
     r->tail_len = IDX_POINT_WINDOW;
@@ -360,6 +366,7 @@ static int produce_gzip(struct idx_source *s, char *buf, size_t *len)
   int rc;
 
   g->io.out = (uint8_t *)buf;
+  g->io.out_first = (const uint8_t *)buf;
   g->io.out_len = SLOT_BYTES;
   rc = fill_gzip(s, g);
   *len = SLOT_BYTES - g->io.out_len;
