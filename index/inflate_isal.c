@@ -15,20 +15,18 @@
  * but it stops where its input runs out, and a run that ends inside a
  * dynamic block's header (tens of bytes) leaves it in ISAL_BLOCK_HDR,
  * the header's bits kept: a boundary, its bit offset known. Feeding a
- * whole block in HUNT_FINE pieces would cost ~1,000 calls, each moving
- * ISA-L's 32 KiB history; so the hunt feeds HUNT_COARSE pieces, keeping
- * what it needs to go back to the state before each, and when a piece
- * read a new header (the Huffman tables changed) it goes back and feeds
- * that piece again finely.
+ * whole block in 32-byte pieces would cost ~1,000 calls, each moving
+ * ISA-L's 32 KiB history; so the hunt feeds 4 KiB pieces, keeping what
+ * it needs to go back to the state before each, and when a piece read a
+ * new header (the Huffman tables changed) it goes back and feeds that
+ * piece again in 256-byte pieces, and the one of those in 32-byte ones
+ * (hunt()).
  *
  * Going back costs little: the tables are kept once a hunt (they change
  * only at a header), the state's small fields before each piece, and the
  * history is the output before the piece, taken back from the caller's
  * buffer (io->out_first) where it holds it, else copied aside.
  */
-#define HUNT_COARSE 1024
-#define HUNT_FINE   32
-
 /* The parts of struct inflate_state around the Huffman tables. */
 #define HEAD_END   offsetof(struct inflate_state, lit_huff_code)
 #define TABLES_END offsetof(struct inflate_state, block_state)
@@ -173,42 +171,33 @@ static int outcome(const struct idx_inflate *z, int rc, const char **what)
   return z->hunt && at_boundary(&z->st) ? IDX_INFLATE_BLOCK : 0;
 }
 
-/* Feeds the first `len` bytes of io->in again, HUNT_FINE at a time,
- * stopping at a boundary. */
-static int run_fine(struct idx_inflate *z, struct idx_inflate_io *io,
-                    size_t len, const char **what)
+/* Hunting: feeds the first len bytes of io->in in pieces of
+ * hunt_step[level] bytes; a piece that read a new header is fed again
+ * from the state before it in the next level's smaller pieces, and the
+ * last level's pieces are small enough to end inside the header. */
+static int hunt(struct idx_inflate *z, struct idx_inflate_io *io, size_t len,
+                unsigned level, const char **what)
 {
+  static const size_t hunt_step[] = { 4096, 256, 32 };
+  const unsigned last = sizeof(hunt_step) / sizeof(hunt_step[0]) - 1;
   size_t end = io->in_len - len; /* io->in_len where the piece ends */
-  int rc = 0;
-
-  while (rc == 0 && io->in_len > end && io->out_len > 0)
-    rc = outcome(z, run_once(z, io, HUNT_FINE < io->in_len - end
-                                        ? HUNT_FINE
-                                        : io->in_len - end),
-                 what);
-  return rc;
-}
-
-/* Hunting: coarse pieces; the piece in which a header was read is fed
- * again finely from the state before it. */
-static int run_hunt(struct idx_inflate *z, struct idx_inflate_io *io,
-                    const char **what)
-{
+  size_t step;
   struct idx_inflate_io before;
   int rc = 0;
 
-  if (z->snap == NULL && (z->snap = malloc(sizeof(*z->snap))) == NULL)
-    return outcome(z, run_once(z, io, io->in_len), what); /* no hunt */
-  while (rc == 0 && io->in_len > 0 && io->out_len > 0) {
+  while (rc == 0 && io->in_len > end && io->out_len > 0) {
     before = *io;
-    snap_save(z, io);
-    rc = outcome(z, run_once(z, io, HUNT_COARSE), what);
-    if (rc != 0 || !tables_changed(z))
+    step = io->in_len - end < hunt_step[level] ? io->in_len - end
+                                               : hunt_step[level];
+    if (level < last)
+      snap_save(z, io);
+    rc = outcome(z, run_once(z, io, step), what);
+    if (rc != 0 || level == last || !tables_changed(z))
       continue;
     snap_load(z, &before);
-    rc = run_fine(z, &before, before.in_len - io->in_len, what);
+    rc = hunt(z, &before, before.in_len - io->in_len, level + 1, what);
     *io = before;
-    /* Not caught (the header fit in one fine piece): new tables. */
+    /* Not caught (the header fit in one last-level piece): new tables. */
     z->snap_tables = 0;
   }
   return rc;
@@ -217,8 +206,10 @@ static int run_hunt(struct idx_inflate *z, struct idx_inflate_io *io,
 int idx_inflate_run(struct idx_inflate *z, struct idx_inflate_io *io,
                     const char **what)
 {
-  if (z->hunt)
-    return run_hunt(z, io, what);
+  if (z->hunt && z->snap == NULL)
+    z->snap = malloc(sizeof(*z->snap));
+  if (z->hunt && z->snap != NULL) /* out of memory: no hunt, no point */
+    return hunt(z, io, io->in_len, 0, what);
   return outcome(z, run_once(z, io, io->in_len), what);
 }
 

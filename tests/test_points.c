@@ -20,7 +20,7 @@
 #include "index/event.h"
 #include "index/points.h"
 
-#define MIN_SPACING (64u * 1024)
+#define MIN_SPACING (16u * 1024)
 #define POINTS_WANTED 24 /* per file: each is resumed to the end */
 
 /* A growable byte buffer. */
@@ -31,6 +31,8 @@ struct buf {
 
 static void buf_put(struct buf *b, const void *p, size_t n)
 {
+  if (n == 0)
+    return;
   if (b->n + n > b->cap) {
     b->cap = (b->n + n) * 2;
     b->p = realloc(b->p, b->cap);
@@ -116,7 +118,7 @@ static void check_file(const struct idx_points *p, const struct stat *src)
     CHECK_INT(q.pt[i].kind, p->pt[i].kind);
     CHECK_INT(q.pt[i].win_len, p->pt[i].win_len);
   }
-  CHECK(memcmp(q.wz, p->wz, p->wz_len) == 0);
+  CHECK(p->wz_len == 0 || memcmp(q.wz, p->wz, p->wz_len) == 0);
   idx_points_free(&q);
   other.st_mtim.tv_nsec ^= 1;
   CHECK_INT(idx_points_load(path, &other, &q, &err), TR_EFORMAT);
@@ -170,9 +172,9 @@ static double now_s(void)
   return (double)t.tv_sec + t.tv_nsec / 1e9;
 }
 
-/* The whole check on one file; want_points: it is big enough that some
- * must have been found. */
-static void check_path(const char *path, unsigned flags)
+/* The whole check on one file; the points it had, by kind, are added
+ * to kinds[]. */
+static void check_path(const char *path, unsigned flags, uint32_t kinds[3])
 {
   struct buf whole = { 0 }, again = { 0 };
   struct idx_points p = { 0 };
@@ -193,8 +195,10 @@ static void check_path(const char *path, unsigned flags)
   CHECK(fd >= 0);
   CHECK_INT(fstat(fd, &st), 0);
   t0 = now_s();
-  for (uint32_t i = 0; i < p.n; i++)
+  for (uint32_t i = 0; i < p.n; i++) {
     check_resume(fd, &p, i, &whole);
+    kinds[p.pt[i].kind]++;
+  }
   fprintf(stderr, "   %s: %zu bytes, %u points (spacing %llu, %zu bytes of "
           "windows), all resumed in %.2f s\n", path, whole.n, p.n,
           (unsigned long long)spacing, p.wz_len, now_s() - t0);
@@ -212,6 +216,7 @@ static void points_real_traces(void)
   const char *pat[] = { "%s/*.gz", "%s/graph_pairs/*/*.json.gz" };
   char g[4096];
   glob_t gl;
+  uint32_t kinds[3] = { 0 };
   size_t total = 0;
 
   CHECK(dir != NULL);
@@ -220,10 +225,14 @@ static void points_real_traces(void)
     if (glob(g, 0, NULL, &gl) != 0)
       continue;
     for (size_t i = 0; i < gl.gl_pathc; i++, total++)
-      check_path(gl.gl_pathv[i], IDX_SOURCE_THREAD);
+      check_path(gl.gl_pathv[i], IDX_SOURCE_THREAD, kinds);
     globfree(&gl);
   }
   CHECK(total >= 10);
+  /* Single-member files: block points only, and enough of them (most of
+   * the small traces are one or two deflate blocks: no point inside). */
+  CHECK(kinds[IDX_POINT_BLOCK] >= 40);
+  CHECK_INT(kinds[IDX_POINT_MEMBER] + kinds[IDX_POINT_PLAIN], 0);
 }
 
 /* One gzip member of text into f, level 6 as gzip(1) makes them. */
@@ -281,10 +290,15 @@ static void points_multi_member(void)
 
   CHECK(fd >= 0);
   close(fd);
+  uint32_t kinds[3] = { 0 };
+
   make_file(path, 7);
-  check_path(path, IDX_SOURCE_THREAD);
-  check_path(path, 0);
+  check_path(path, IDX_SOURCE_THREAD, kinds);
+  check_path(path, 0, kinds);
   unlink(path);
+  /* Both kinds: points inside members and at their starts. */
+  CHECK(kinds[IDX_POINT_BLOCK] > 0);
+  CHECK(kinds[IDX_POINT_MEMBER] > 0);
 }
 
 static void points_plain(void)
@@ -294,9 +308,14 @@ static void points_plain(void)
 
   CHECK(fd >= 0);
   close(fd);
+  uint32_t kinds[3] = { 0 };
+
   make_file(path, 0);
-  check_path(path, 0);
+  check_path(path, 0, kinds);
+  check_path(path, IDX_SOURCE_THREAD, kinds);
   unlink(path);
+  CHECK(kinds[IDX_POINT_PLAIN] > 0);
+  CHECK_INT(kinds[IDX_POINT_BLOCK] + kinds[IDX_POINT_MEMBER], 0);
 }
 
 /* A damaged points file is refused or harmless. */
