@@ -80,8 +80,8 @@ struct batch {
   pthread_cond_t cv; /* a result is done */
   int next;          /* the next file a worker takes */
   struct result *res;
-  const char *coll_dir; /* --collectives: where the side files go */
-  const char *captures; /* --captures: "auto", "none" or a folder */
+  const char *coll_dir;   /* --collectives: where the side files go */
+  const char *captures;   /* --captures: "auto", "none" or a folder */
   const char *points_dir; /* --points: where the points files go */
 };
 

@@ -202,10 +202,9 @@ int idx_source_open_points(const char *root, const char *path, unsigned flags,
 struct idx_points;
 const struct idx_points *idx_source_points(const struct idx_source *s);
 
-/* fstat() of the file (0 or -errno), and its descriptor (borrowed). */
+/* fstat() of the file: 0 or -errno. */
 struct stat;
 int idx_source_stat(const struct idx_source *s, struct stat *st);
-int idx_source_fd(const struct idx_source *s);
 
 /* Next chunk of JSON text into *c, borrowed until the next call: with the
  * events the thread walked ahead under IDX_SOURCE_SCAN when it had the

@@ -226,8 +226,7 @@ static int save_points(const struct idx_source *src,
   if (pts == NULL) /* recording failed: a slice reads from the start */
     return 0;
   if ((rc = idx_source_stat(src, &st)) != 0)
-    return tr_err_set(err, rc, "", "%s: %s", opt->points_path,
-                      strerror(-rc));
+    return tr_err_set(err, rc, "", "%s: %s", opt->points_path, strerror(-rc));
   return idx_points_save(pts, opt->points_path, &st, err);
 }
 
@@ -236,8 +235,8 @@ int idx_read_under(const char *root, const char *path, struct idx_reader *rd,
                    struct tr_err *err)
 {
   struct idx_source *src = NULL;
-  uint64_t spacing = opt->points_spacing ? opt->points_spacing
-                                         : IDX_POINT_SPACING;
+  uint64_t spacing =
+      opt->points_spacing ? opt->points_spacing : IDX_POINT_SPACING;
   int rc = idx_source_open_points(
       root, path, IDX_SOURCE_SCAN | (threads(opt) > 1 ? IDX_SOURCE_THREAD : 0),
       opt->points_path != NULL ? spacing : 0, &src, err);

@@ -192,6 +192,8 @@ static int hunt(struct idx_inflate *z, struct idx_inflate_io *io, size_t len,
     if (level < last)
       snap_save(z, io);
     rc = outcome(z, run_once(z, io, step), what);
+    if (rc == 0 && io->in_len == before.in_len && io->out_len == before.out_len)
+      break; /* stalled: source.c's checks decide */
     if (rc != 0 || level == last || !tables_changed(z))
       continue;
     snap_load(z, &before);

@@ -70,7 +70,9 @@ int idx_inflate_run(struct idx_inflate *z, struct idx_inflate_io *io,
   io->out_len = z->zs.avail_out;
   if (rc == Z_STREAM_END)
     return 1;
-  if (rc == Z_OK && z->hunt && at_boundary(z))
+  /* Z_BUF_ERROR too: a hunt that starts right at a boundary returns at
+   * once, without progress (zlib's inflate.c, case TYPE). */
+  if ((rc == Z_OK || rc == Z_BUF_ERROR) && z->hunt && at_boundary(z))
     return IDX_INFLATE_BLOCK;
   if (rc == Z_OK || rc == Z_BUF_ERROR)
     return 0;

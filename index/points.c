@@ -23,18 +23,18 @@
 
 #include "index/points.h"
 
-#define MAGIC      "TRCDPTS"
-#define VERSION    1
-#define HEAD_BYTES 48
+#define MAGIC       "TRCDPTS"
+#define VERSION     1
+#define HEAD_BYTES  48
 #define ENTRY_BYTES 28
 /* Level 1: a trace's 32 KiB window deflates to ~3.4 KB at level 1, ~2.6
  * KB at level 9, but level 9 costs ~4M instructions a window, which at 8
  * MB spacing is 3% of indexing by itself (docs/BENCHMARKS.md, "Access
  * points"). */
-#define WZ_LEVEL 1
+#define WZ_LEVEL    1
 /* A points file's ceiling: 1,000 points of 4 GB at 4 MB spacing weigh
  * a few MB; anything near this is not ours. */
-#define FILE_MAX (256l << 20)
+#define FILE_MAX    (256l << 20)
 
 static void put_u32(uint8_t *b, uint32_t v)
 {
@@ -259,8 +259,7 @@ static int parse_entries(const uint8_t *b, uint32_t n, uint64_t wz_len,
     pt.wz_len = get_u32(e + 24);
     pt.wz_off = wz_off;
     if (!follows(out, &pt) || pt.in_bit / 8 >= (uint64_t)src->st_size ||
-        (pt.wz_len == 0) != (pt.win_len == 0) ||
-        pt.wz_len > wz_len - wz_off)
+        (pt.wz_len == 0) != (pt.win_len == 0) || pt.wz_len > wz_len - wz_off)
       return TR_EFORMAT;
     wz_off += pt.wz_len;
     out->pt[out->n++] = pt;

@@ -22,7 +22,7 @@
 
 #include "common/tr.h"
 
-#define IDX_POINT_WINDOW (32u * 1024) /* deflate's farthest copy */
+#define IDX_POINT_WINDOW  (32u * 1024) /* deflate's farthest copy */
 /* Output bytes between points, by default: a slice then inflates half of
  * that on average before its window (docs/BENCHMARKS.md, "Access
  * points", has what it costs and what the file weighs). */
@@ -92,8 +92,8 @@ int idx_resume_open(int fd, const struct idx_points *p, uint32_t i,
 
 /* The next output bytes into buf (up to cap): *got 0 at the end. 0, or
  * negative with err (a read error, damaged data). */
-int idx_resume_read(struct idx_resume *r, uint8_t *buf, size_t cap,
-                    size_t *got, struct tr_err *err);
+int idx_resume_read(struct idx_resume *r, uint8_t *buf, size_t cap, size_t *got,
+                    struct tr_err *err);
 
 void idx_resume_free(struct idx_resume *r);
 

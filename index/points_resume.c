@@ -14,7 +14,7 @@
 
 #include "index/points.h"
 
-#define IN_BYTES     (64u * 1024)
+#define IN_BYTES      (64u * 1024)
 #define TRAILER_BYTES 8 /* CRC-32 and ISIZE (RFC 1952, 2.2) */
 
 enum mode {
@@ -25,12 +25,12 @@ enum mode {
 };
 
 struct idx_resume {
-  int fd;           /* borrowed */
-  uint64_t off;     /* next file byte to read */
-  int eof;          /* pread() returned 0 */
+  int fd;       /* borrowed */
+  uint64_t off; /* next file byte to read */
+  int eof;      /* pread() returned 0 */
   enum mode mode;
-  unsigned skip;    /* trailer bytes still to skip */
-  int zinit;        /* zs needs inflateEnd() */
+  unsigned skip; /* trailer bytes still to skip */
+  int zinit;     /* zs needs inflateEnd() */
   z_stream zs;
   uint8_t in[IN_BYTES];
 };
@@ -182,8 +182,8 @@ static int read_plain(struct idx_resume *r, uint8_t *buf, size_t cap,
   return 0;
 }
 
-int idx_resume_read(struct idx_resume *r, uint8_t *buf, size_t cap,
-                    size_t *got, struct tr_err *err)
+int idx_resume_read(struct idx_resume *r, uint8_t *buf, size_t cap, size_t *got,
+                    struct tr_err *err)
 {
   int rc = 0;
 

@@ -50,12 +50,12 @@ enum { BATCH_NONE, BATCH_BUILDING, BATCH_DONE };
  * the inflater then hunts for the next block boundary. */
 struct rec {
   uint64_t spacing;
-  uint64_t next;     /* output offset from which a point is wanted */
-  uint64_t out_base; /* output offset of the slot being filled */
+  uint64_t next;       /* output offset from which a point is wanted */
+  uint64_t out_base;   /* output offset of the slot being filled */
   const uint8_t *slot; /* the slot being filled */
   uint8_t tail[IDX_POINT_WINDOW]; /* the last output of earlier slots */
   size_t tail_len;
-  int failed;        /* out of memory or full: record no more */
+  int failed; /* out of memory or full: record no more */
   struct idx_points pts;
 };
 
@@ -200,7 +200,8 @@ static int rec_wants(const struct rec *r, size_t pos)
  * still indexed, a slice just reads from the start. */
 static void rec_add(struct rec *r, uint64_t in_bit, size_t pos, uint32_t kind)
 {
-  struct idx_point pt = { .out_off = r->out_base + pos, .in_bit = in_bit,
+  struct idx_point pt = { .out_off = r->out_base + pos,
+                          .in_bit = in_bit,
                           .kind = kind };
   uint8_t win[IDX_POINT_WINDOW];
 
@@ -378,11 +379,11 @@ static int produce(struct idx_source *s, char *buf, size_t *len)
 {
   int rc;
 
-  if (s->rec == NULL)
-    return s->gzip ? produce_gzip(s, buf, len) : produce_plain(s, buf, len);
-  s->rec->slot = (const uint8_t *)buf;
+  if (s->rec != NULL)
+    s->rec->slot = (const uint8_t *)buf;
   rc = s->gzip ? produce_gzip(s, buf, len) : produce_plain(s, buf, len);
-  rec_slot_done(s->rec, *len, s->gzip);
+  if (s->rec != NULL)
+    rec_slot_done(s->rec, *len, s->gzip);
   return rc;
 }
 
@@ -593,11 +594,6 @@ const struct idx_points *idx_source_points(const struct idx_source *s)
 int idx_source_stat(const struct idx_source *s, struct stat *st)
 {
   return fstat(s->fd, st) == 0 ? 0 : -errno;
-}
-
-int idx_source_fd(const struct idx_source *s)
-{
-  return s->fd;
 }
 
 uint64_t idx_source_file_bytes(const struct idx_source *s)

@@ -20,7 +20,7 @@
 #include "index/event.h"
 #include "index/points.h"
 
-#define MIN_SPACING (16u * 1024)
+#define MIN_SPACING   (16u * 1024)
 #define POINTS_WANTED 24 /* per file: each is resumed to the end */
 
 /* A growable byte buffer. */
@@ -84,8 +84,10 @@ static void check_resume(int fd, const struct idx_points *p, uint32_t i,
     CHECK_INT(idx_resume_read(r, out, sizeof(out), &got, &err), 0);
     CHECK(got <= whole->n - at);
     if (memcmp(out, whole->p + at, got) != 0) {
-      fprintf(stderr, "point %u (out %llu, bit %llu, kind %u): differs near "
-              "output %llu\n", i, (unsigned long long)p->pt[i].out_off,
+      fprintf(stderr,
+              "point %u (out %llu, bit %llu, kind %u): differs near "
+              "output %llu\n",
+              i, (unsigned long long)p->pt[i].out_off,
               (unsigned long long)p->pt[i].in_bit, p->pt[i].kind,
               (unsigned long long)at);
       exit(1);
@@ -199,9 +201,11 @@ static void check_path(const char *path, unsigned flags, uint32_t kinds[3])
     check_resume(fd, &p, i, &whole);
     kinds[p.pt[i].kind]++;
   }
-  fprintf(stderr, "   %s: %zu bytes, %u points (spacing %llu, %zu bytes of "
-          "windows), all resumed in %.2f s\n", path, whole.n, p.n,
-          (unsigned long long)spacing, p.wz_len, now_s() - t0);
+  fprintf(stderr,
+          "   %s: %zu bytes, %u points (spacing %llu, %zu bytes of "
+          "windows), all resumed in %.2f s\n",
+          path, whole.n, p.n, (unsigned long long)spacing, p.wz_len,
+          now_s() - t0);
   check_file(&p, &st);
   close(fd);
   idx_points_free(&p);
@@ -243,8 +247,8 @@ static void put_member(FILE *f, const uint8_t *text, size_t n)
   uint8_t *out = malloc(cap);
 
   CHECK(out != NULL);
-  CHECK_INT(deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8,
-                         Z_DEFAULT_STRATEGY), Z_OK);
+  CHECK_INT(deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY),
+            Z_OK);
   zs.next_in = (uint8_t *)text;
   zs.avail_in = (uInt)n;
   zs.next_out = out;
@@ -264,8 +268,10 @@ static void make_file(const char *path, int members)
   FILE *f;
   size_t at = 0, part;
 
-  snprintf(src, sizeof(src), "%s/tracelens__h100_Qwen_Qwen1.5-0.5B-Chat__"
-           "1016005.json.gz", getenv("TRACES_DIR"));
+  snprintf(src, sizeof(src),
+           "%s/tracelens__h100_Qwen_Qwen1.5-0.5B-Chat__"
+           "1016005.json.gz",
+           getenv("TRACES_DIR"));
   read_all(src, 0, 0, &text, NULL);
   f = fopen(path, "wb");
   CHECK(f != NULL);
@@ -326,8 +332,10 @@ static void points_damaged_file(void)
   struct idx_points p = { 0 };
   struct stat st;
 
-  snprintf(src, sizeof(src), "%s/tracelens__mi300_resnet_act_checkpoint"
-           ".json.gz", getenv("TRACES_DIR"));
+  snprintf(src, sizeof(src),
+           "%s/tracelens__mi300_resnet_act_checkpoint"
+           ".json.gz",
+           getenv("TRACES_DIR"));
   read_all(src, 0, MIN_SPACING, &text, &p);
   CHECK(p.n > 4);
   CHECK_INT(stat(src, &st), 0);
