@@ -51,6 +51,19 @@ void idx_inflate_hunt(struct idx_inflate *z, int on);
  * yet used, so the next block starts that many bits before io->in. */
 unsigned idx_inflate_pending_bits(const struct idx_inflate *z);
 
+/* Starts raw deflate (no gzip wrapper, no CRC) at a block boundary, an
+ * access point (index/points.h): nbits (0..7) bits of the block's first
+ * byte, in bits, are its first ones; win (win_len bytes, borrowed for the
+ * call) the output before it. idx_inflate_run() then returns 1 after the
+ * member's last block, idx_inflate_unused_bytes() before its trailer.
+ * 0 or TR_EFORMAT. idx_inflate_reset() goes back to gzip. */
+int idx_inflate_resume(struct idx_inflate *z, unsigned bits, unsigned nbits,
+                       const uint8_t *win, size_t win_len);
+
+/* After the end of a resumed stream: the input bytes taken past it, so
+ * that its trailer starts that many bytes before io->in. */
+unsigned idx_inflate_unused_bytes(const struct idx_inflate *z);
+
 /* Prepares for the next member of a multi-member gzip file. */
 void idx_inflate_reset(struct idx_inflate *z);
 

@@ -58,6 +58,29 @@ void idx_inflate_reset(struct idx_inflate *z)
   z->hunt = 0;
 }
 
+int idx_inflate_resume(struct idx_inflate *z, unsigned bits, unsigned nbits,
+                       const uint8_t *win, size_t win_len)
+{
+  isal_inflate_init(&z->st);
+  z->st.crc_flag = ISAL_DEFLATE;
+  z->hunt = 0;
+  if (win_len > 0 &&
+      isal_inflate_set_dict(&z->st, (uint8_t *)win, (uint32_t)win_len) !=
+          ISAL_DECOMP_OK)
+    return TR_EFORMAT;
+  /* The block's first bits, as if ISA-L had read its first byte. */
+  z->st.read_in = bits;
+  z->st.read_in_length = (int32_t)nbits;
+  return 0;
+}
+
+unsigned idx_inflate_unused_bytes(const struct idx_inflate *z)
+{
+  /* ISA-L reads up to 8 bytes ahead into read_in; past the last block,
+   * its whole bytes are the trailer's (the partial one is padding). */
+  return (unsigned)z->st.read_in_length / 8;
+}
+
 void idx_inflate_hunt(struct idx_inflate *z, int on)
 {
   if (on && !z->hunt)

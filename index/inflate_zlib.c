@@ -30,8 +30,29 @@ int idx_inflate_new(struct idx_inflate **out)
 
 void idx_inflate_reset(struct idx_inflate *z)
 {
-  inflateReset(&z->zs);
+  /* 15 + 16: back to gzip after a resume's raw deflate. */
+  inflateReset2(&z->zs, 15 + 16);
   z->hunt = 0;
+}
+
+int idx_inflate_resume(struct idx_inflate *z, unsigned bits, unsigned nbits,
+                       const uint8_t *win, size_t win_len)
+{
+  z->hunt = 0;
+  /* -15: raw deflate; then zlib's examples/zran.c: the first byte's bits
+   * primed, the window as dictionary. */
+  if (inflateReset2(&z->zs, -15) != Z_OK ||
+      (nbits > 0 && inflatePrime(&z->zs, (int)nbits, (int)bits) != Z_OK) ||
+      (win_len > 0 &&
+       inflateSetDictionary(&z->zs, win, (uInt)win_len) != Z_OK))
+    return TR_EFORMAT;
+  return 0;
+}
+
+unsigned idx_inflate_unused_bytes(const struct idx_inflate *z)
+{
+  (void)z; /* zlib hands back every whole byte it did not use */
+  return 0;
 }
 
 void idx_inflate_hunt(struct idx_inflate *z, int on)

@@ -1,20 +1,19 @@
 /*
  * Inflating from an access point (points.h) to the end of the file, with
- * zlib in either build: raw inflate primed with the bits of the block's
- * first byte and the window as its dictionary, as zlib's examples/zran.c
- * does; at the member's end its 8-byte trailer is skipped and the next
- * members are read as gzip. A slice reads a few MB from a point, so
- * zlib's speed against ISA-L's matters little there.
+ * the build's inflater (inflate.h: ISA-L or zlib): raw deflate from the
+ * block's bit, primed with the bits of its first byte, the window as its
+ * history (zlib's examples/zran.c); at the member's end its 8-byte trailer
+ * is skipped and the next members are read as gzip, each CRC checked.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <zlib.h>
 
+#include "index/inflate.h"
 #include "index/points.h"
 
-#define IN_BYTES      (64u * 1024)
+#define IN_BYTES      (256u * 1024)
 #define TRAILER_BYTES 8 /* CRC-32 and ISIZE (RFC 1952, 2.2) */
 
 enum mode {
@@ -25,60 +24,61 @@ enum mode {
 };
 
 struct idx_resume {
-  int fd;       /* borrowed */
-  uint64_t off; /* next file byte to read */
-  int eof;      /* pread() returned 0 */
+  int fd;            /* borrowed */
+  uint64_t next_off; /* the file offset after what in[] holds */
+  int eof;           /* pread() returned 0 */
   enum mode mode;
-  unsigned skip; /* trailer bytes still to skip */
-  int zinit;     /* zs needs inflateEnd() */
-  z_stream zs;
+  struct idx_inflate *z;    /* NULL for a plain file */
+  struct idx_inflate_io io; /* io.in: what is left of in[] */
   uint8_t in[IN_BYTES];
 };
 
-/* Reads more input when zs has none. 0 or -errno. */
+/* The file offset of io.in. */
+static uint64_t in_off(const struct idx_resume *r)
+{
+  return r->next_off - r->io.in_len;
+}
+
+/* Reads more input when none is left. 0 or -errno. */
 static int fill(struct idx_resume *r)
 {
   ssize_t n;
 
-  if (r->zs.avail_in > 0 || r->eof)
+  if (r->io.in_len > 0 || r->eof)
     return 0;
   do
-    n = pread(r->fd, r->in, IN_BYTES, (off_t)r->off);
+    n = pread(r->fd, r->in, IN_BYTES, (off_t)r->next_off);
   while (n < 0 && errno == EINTR);
   if (n < 0)
     return -errno;
   r->eof = n == 0;
-  r->off += (uint64_t)n;
-  r->zs.next_in = r->in;
-  r->zs.avail_in = (uInt)n;
+  r->next_off += (uint64_t)n;
+  r->io.in = r->in;
+  r->io.in_len = (size_t)n;
   return 0;
 }
 
-/* Positions a raw inflate at the block: the bits of its first byte that
- * belong to it primed, the window set. 0 or TR_EFORMAT. */
+/* The inflater started at point i's block: its first byte's bits that
+ * belong to it, its window. 0, TR_EFORMAT or TR_ENOMEM. */
 static int start_block(struct idx_resume *r, const struct idx_points *p,
                        uint32_t i)
 {
   const struct idx_point *pt = &p->pt[i];
-  unsigned bits = (unsigned)(pt->in_bit % 8);
-  uint8_t *win = NULL;
-  uint8_t b;
-  int rc = 0;
+  unsigned skip = (unsigned)(pt->in_bit % 8); /* bits of the last block */
+  uint8_t *win = malloc(IDX_POINT_WINDOW);
+  uint8_t b = 0;
+  int rc;
 
-  if (bits != 0) {
-    if (pread(r->fd, &b, 1, (off_t)(pt->in_bit / 8)) != 1)
-      return TR_EFORMAT;
-    r->off++;
-    if (inflatePrime(&r->zs, (int)(8 - bits), b >> bits) != Z_OK)
-      return TR_EFORMAT;
-  }
-  if (pt->win_len == 0)
-    return 0;
-  if ((win = malloc(IDX_POINT_WINDOW)) == NULL)
+  if (win == NULL)
     return TR_ENOMEM;
   rc = idx_points_window(p, i, win);
-  if (rc == 0 && inflateSetDictionary(&r->zs, win, pt->win_len) != Z_OK)
+  if (rc == 0 && skip != 0 && pread(r->fd, &b, 1, (off_t)(pt->in_bit / 8)) != 1)
     rc = TR_EFORMAT;
+  if (rc == 0 && skip != 0)
+    r->next_off++;
+  if (rc == 0)
+    rc = idx_inflate_resume(r->z, (unsigned)b >> skip, skip ? 8 - skip : 0, win,
+                            pt->win_len);
   free(win);
   return rc;
 }
@@ -96,16 +96,12 @@ int idx_resume_open(int fd, const struct idx_points *p, uint32_t i,
   if ((r = calloc(1, sizeof(*r))) == NULL)
     return TR_ENOMEM;
   r->fd = fd;
-  r->off = pt->in_bit / 8;
+  r->next_off = pt->in_bit / 8;
   r->mode = pt->kind == IDX_POINT_PLAIN    ? M_PLAIN
             : pt->kind == IDX_POINT_MEMBER ? M_GZIP
                                            : M_RAW;
-  if (r->mode != M_PLAIN) {
-    /* -15: raw deflate; 15 + 16: a gzip member. */
-    if (inflateInit2(&r->zs, r->mode == M_RAW ? -15 : 15 + 16) != Z_OK)
-      rc = TR_ENOMEM;
-    r->zinit = rc == 0;
-  }
+  if (r->mode != M_PLAIN)
+    rc = idx_inflate_new(&r->z);
   if (rc == 0 && r->mode == M_RAW)
     rc = start_block(r, p, i);
   if (rc != 0) {
@@ -116,52 +112,52 @@ int idx_resume_open(int fd, const struct idx_points *p, uint32_t i,
   return 0;
 }
 
-/* At a member's end: skips what is left of the raw member's trailer,
- * then starts the next member, or ends at the end of the file. 0 or
- * -errno. */
+/* At a member's end: past the raw member's trailer (the inflater may have
+ * read into it), then the next member, or the end of the file. 0 or
+ * negative. */
 static int next_member(struct idx_resume *r)
 {
-  unsigned n;
   int rc;
 
-  if (r->mode == M_RAW)
-    r->skip = TRAILER_BYTES;
-  while (r->skip > 0) {
-    if ((rc = fill(r)) != 0)
-      return rc;
-    if (r->zs.avail_in == 0)
-      return TR_EFORMAT; /* truncated trailer */
-    n = r->skip < r->zs.avail_in ? r->skip : r->zs.avail_in;
-    r->zs.next_in += n;
-    r->zs.avail_in -= n;
-    r->skip -= n;
+  if (r->mode == M_RAW) {
+    r->next_off = in_off(r) - idx_inflate_unused_bytes(r->z) + TRAILER_BYTES;
+    r->io.in_len = 0;
   }
   if ((rc = fill(r)) != 0)
     return rc;
-  if (r->zs.avail_in == 0) {
+  if (r->io.in_len == 0) {
     r->mode = M_END;
     return 0;
   }
   r->mode = M_GZIP;
-  return inflateReset2(&r->zs, 15 + 16) == Z_OK ? 0 : TR_EFORMAT;
+  idx_inflate_reset(r->z);
+  return 0;
 }
 
-/* One inflate() step into buf; *got bytes. 0 or negative. */
+/* One idx_inflate_run() into buf; *got bytes. 0 or negative. */
 static int step(struct idx_resume *r, uint8_t *buf, size_t cap, size_t *got)
 {
-  int rc = fill(r), zrc;
+  const char *what = NULL;
+  size_t in_before;
+  int rc = fill(r);
 
   if (rc != 0)
     return rc;
-  r->zs.next_out = buf;
-  r->zs.avail_out = (uInt)(cap < UINT32_MAX ? cap : UINT32_MAX);
-  zrc = inflate(&r->zs, Z_NO_FLUSH);
-  *got = (size_t)(r->zs.next_out - buf);
-  if (zrc == Z_STREAM_END)
+  /* The inflaters' counts are 32-bit. */
+  r->io.out = buf;
+  r->io.out_len = cap < (1u << 30) ? cap : (1u << 30);
+  r->io.out_first = buf;
+  in_before = r->io.in_len;
+  rc = idx_inflate_run(r->z, &r->io, &what);
+  *got = (size_t)(r->io.out - buf);
+  if (rc == 1)
     return next_member(r);
-  if (zrc == Z_BUF_ERROR && r->eof && r->zs.avail_in == 0)
-    return TR_EFORMAT; /* truncated */
-  return zrc == Z_OK || zrc == Z_BUF_ERROR ? 0 : TR_EFORMAT;
+  /* No progress: out of input at the end of the file (truncated), or
+   * refusing what it has (both inflaters take all they are given). */
+  if (rc == 0 && *got == 0 && r->io.in_len == in_before &&
+      (r->eof || in_before > 0))
+    return TR_EFORMAT;
+  return rc < 0 ? TR_EFORMAT : 0;
 }
 
 /* A plain file's next bytes. */
@@ -171,11 +167,11 @@ static int read_plain(struct idx_resume *r, uint8_t *buf, size_t cap,
   ssize_t n;
 
   do
-    n = pread(r->fd, buf, cap, (off_t)r->off);
+    n = pread(r->fd, buf, cap, (off_t)r->next_off);
   while (n < 0 && errno == EINTR);
   if (n < 0)
     return -errno;
-  r->off += (uint64_t)n;
+  r->next_off += (uint64_t)n;
   *got = (size_t)n;
   if (n == 0)
     r->mode = M_END;
@@ -196,7 +192,7 @@ int idx_resume_read(struct idx_resume *r, uint8_t *buf, size_t cap, size_t *got,
     return tr_err_set(err, rc, NULL, "resume: %s at byte %llu",
                       rc == TR_EFORMAT ? "damaged or truncated gzip"
                                        : strerror(-rc),
-                      (unsigned long long)(r->off - r->zs.avail_in));
+                      (unsigned long long)in_off(r));
   return 0;
 }
 
@@ -204,7 +200,6 @@ void idx_resume_free(struct idx_resume *r)
 {
   if (r == NULL)
     return;
-  if (r->zinit)
-    inflateEnd(&r->zs);
+  idx_inflate_free(r->z);
   free(r);
 }
