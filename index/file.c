@@ -223,8 +223,6 @@ static int save_points(const struct idx_source *src,
   struct stat st;
   int rc;
 
-  if (pts == NULL) /* recording failed: a slice reads from the start */
-    return 0;
   if ((rc = idx_source_stat(src, &st)) != 0)
     return tr_err_set(err, rc, "", "%s: %s", opt->points_path, strerror(-rc));
   return idx_points_save(pts, opt->points_path, &st, err);

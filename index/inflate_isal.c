@@ -27,6 +27,7 @@
  * history is the output before the piece, taken back from the caller's
  * buffer (io->out_first) where it holds it, else copied aside.
  */
+
 /* The parts of struct inflate_state around the Huffman tables. */
 #define HEAD_END   offsetof(struct inflate_state, lit_huff_code)
 #define TABLES_END offsetof(struct inflate_state, block_state)

@@ -124,6 +124,8 @@ int idx_points_add(struct idx_points *p, const struct idx_point *pt,
   else if (compress2(p->wz + p->wz_len, &zlen, win, pt->win_len, WZ_LEVEL) !=
            Z_OK)
     return TR_ENOMEM;
+  if (zlen > IDX_POINTS_WZ_MAX - p->wz_len)
+    return TR_ELIMIT;
   q = &p->pt[p->n++];
   *q = *pt;
   q->wz_off = p->wz_len;
@@ -229,8 +231,7 @@ static int check_head(const uint8_t *b, size_t len, const struct stat *src,
     return TR_EFORMAT;
   *n = get_u32(b + 12);
   *wz_len = get_u64(b + 40);
-  if (*n > IDX_POINTS_MAX ||
-      *wz_len > (uint64_t)*n * compressBound(IDX_POINT_WINDOW) ||
+  if (*n > IDX_POINTS_MAX || *wz_len > IDX_POINTS_WZ_MAX ||
       len != HEAD_BYTES + (size_t)*n * ENTRY_BYTES + *wz_len)
     return TR_EFORMAT;
   /* A changed source makes every point wrong. */

@@ -22,12 +22,14 @@
 
 #include "common/tr.h"
 
-#define IDX_POINT_WINDOW  (32u * 1024) /* deflate's farthest copy */
+#define IDX_POINT_WINDOW      (32u * 1024) /* deflate's farthest copy */
 /* Output bytes between points, by default: a slice then inflates half of
  * that on average before its window (docs/BENCHMARKS.md, "Access
  * points", has what it costs and what the file weighs). */
-#define IDX_POINT_SPACING (8ull << 20)
-#define IDX_POINTS_MAX    (1u << 20) /* points in one file, loaded or made */
+#define IDX_POINT_SPACING     (8ull << 20)
+#define IDX_POINT_SPACING_MIN (16u * 1024) /* smaller is taken as this */
+#define IDX_POINTS_MAX        (1u << 20) /* points in one file, loaded or made */
+#define IDX_POINTS_WZ_MAX     (64u << 20) /* their deflated windows' bytes */
 
 enum idx_point_kind {
   IDX_POINT_BLOCK,  /* a block inside a member: needs the window */
@@ -53,8 +55,9 @@ struct idx_points {
 };
 
 /* Appends a point, deflating its window (win_len bytes, borrowed; NULL
- * when 0). 0, TR_ELIMIT past IDX_POINTS_MAX, TR_EINVAL when it does not
- * follow the last point, or TR_ENOMEM (p unchanged). */
+ * when 0). 0, TR_ELIMIT past IDX_POINTS_MAX or IDX_POINTS_WZ_MAX,
+ * TR_EINVAL when it does not follow the last point, or TR_ENOMEM (p
+ * unchanged). */
 int idx_points_add(struct idx_points *p, const struct idx_point *pt,
                    const uint8_t *win);
 

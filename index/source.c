@@ -55,7 +55,7 @@ struct rec {
   const uint8_t *slot; /* the slot being filled */
   uint8_t tail[IDX_POINT_WINDOW]; /* the last output of earlier slots */
   size_t tail_len;
-  int failed; /* out of memory or full: record no more */
+  int stopped; /* out of memory or full: record no more */
   struct idx_points pts;
 };
 
@@ -192,12 +192,12 @@ static size_t gather_window(const struct rec *r, size_t pos, uint8_t *win)
 /* Whether a point is wanted at output offset pos of the slot. */
 static int rec_wants(const struct rec *r, size_t pos)
 {
-  return r != NULL && !r->failed && r->out_base + pos >= r->next;
+  return r != NULL && !r->stopped && r->out_base + pos >= r->next;
 }
 
 /* Records a point at pos of the slot (the window only for a block). Out
- * of memory or past IDX_POINTS_MAX, it records no more: the rank is
- * still indexed, a slice just reads from the start. */
+ * of memory or past a limit (points.h), it records no more: the points
+ * so far stay good, a slice past them reads from the last one. */
 static void rec_add(struct rec *r, uint64_t in_bit, size_t pos, uint32_t kind)
 {
   struct idx_point pt = { .out_off = r->out_base + pos,
@@ -208,7 +208,7 @@ static void rec_add(struct rec *r, uint64_t in_bit, size_t pos, uint32_t kind)
   if (kind == IDX_POINT_BLOCK)
     pt.win_len = (uint32_t)gather_window(r, pos, win);
   if (idx_points_add(&r->pts, &pt, win) != 0)
-    r->failed = 1;
+    r->stopped = 1;
   r->next = pt.out_off + r->spacing;
 }
 
@@ -475,8 +475,9 @@ static int alloc_rec(struct idx_source *s, uint64_t spacing)
   s->rec = calloc(1, sizeof(*s->rec));
   if (s->rec == NULL)
     return TR_ENOMEM;
-  s->rec->spacing = spacing;
-  s->rec->next = spacing; /* the file's start needs no point */
+  s->rec->spacing =
+      spacing < IDX_POINT_SPACING_MIN ? IDX_POINT_SPACING_MIN : spacing;
+  s->rec->next = s->rec->spacing; /* the file's start needs no point */
   return 0;
 }
 
@@ -586,9 +587,7 @@ void idx_source_hint(struct idx_source *s, unsigned depth, int scale)
 
 const struct idx_points *idx_source_points(const struct idx_source *s)
 {
-  if (s->rec == NULL || s->rec->failed)
-    return NULL;
-  return &s->rec->pts;
+  return s->rec != NULL ? &s->rec->pts : NULL;
 }
 
 int idx_source_stat(const struct idx_source *s, struct stat *st)

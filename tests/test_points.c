@@ -344,8 +344,59 @@ static void points_damaged_file(void)
   free(text.p);
 }
 
+/* A point must follow the last one; the count and the windows' bytes are
+ * capped, a refused point leaving the list as it was. */
+static void points_limits(void)
+{
+  static uint8_t win[IDX_POINT_WINDOW];
+  struct idx_points p = { 0 };
+  struct idx_point pt = { .out_off = 100,
+                          .in_bit = 800,
+                          .kind = IDX_POINT_PLAIN };
+  uint32_t n;
+
+  CHECK_INT(idx_points_add(&p, &pt, NULL), 0);
+  CHECK_INT(idx_points_add(&p, &pt, NULL), TR_EINVAL); /* not after */
+  pt.out_off = 200;
+  pt.in_bit = 900;
+  pt.win_len = 1; /* a plain point has no window */
+  CHECK_INT(idx_points_add(&p, &pt, win), TR_EINVAL);
+  pt.kind = IDX_POINT_BLOCK;
+  pt.win_len = 201; /* more window than output */
+  CHECK_INT(idx_points_add(&p, &pt, win), TR_EINVAL);
+  CHECK_INT(p.n, 1);
+  /* Random windows barely deflate: the bytes' cap comes first. */
+  srand(7);
+  for (size_t i = 0; i < sizeof(win); i++)
+    win[i] = (uint8_t)rand();
+  pt.win_len = IDX_POINT_WINDOW;
+  for (n = 1;; n++) {
+    pt.out_off = (uint64_t)n << 20;
+    pt.in_bit = (uint64_t)n << 23;
+    if (idx_points_add(&p, &pt, win) != 0)
+      break;
+  }
+  CHECK_INT(p.n, n);
+  CHECK(p.wz_len <= IDX_POINTS_WZ_MAX);
+  CHECK(p.wz_len > IDX_POINTS_WZ_MAX - 2 * IDX_POINT_WINDOW);
+  idx_points_free(&p);
+  /* Without windows, the count's cap. */
+  pt.kind = IDX_POINT_MEMBER;
+  pt.win_len = 0;
+  for (n = 0; n <= IDX_POINTS_MAX; n++) {
+    pt.out_off = pt.in_bit = n + 1;
+    if (idx_points_add(&p, &pt, NULL) != 0)
+      break;
+  }
+  CHECK_INT(n, IDX_POINTS_MAX);
+  CHECK_INT(p.n, IDX_POINTS_MAX);
+  idx_points_free(&p);
+  idx_points_free(NULL);
+}
+
 int main(void)
 {
+  RUN(points_limits);
   RUN(points_plain);
   RUN(points_multi_member);
   RUN(points_damaged_file);
