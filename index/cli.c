@@ -20,6 +20,9 @@
  * are matched against (docs/DECODE.md): auto (the default) the
  * capture_traces folder beside each file, DIR one folder for every file,
  * none no captures.
+ *
+ * --points DIR: each file's access points (index/points.h) are written to
+ * DIR/<file's name>.points; --points-spacing BYTES sets their spacing.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -42,7 +45,8 @@ static int usage(const char *why)
           "traced index: %s\n"
           "usage: traced index [--format %s] [--rules FILE] [--jobs N] "
           "[--threads T] [--max-kernel-names N] [--collectives OUT] "
-          "[--captures auto|none|DIR] FILE...\n",
+          "[--captures auto|none|DIR] [--points DIR [--points-spacing BYTES]] "
+          "FILE...\n",
           why, idx_format_names(names, sizeof(names), "|"));
   return 2;
 }
@@ -76,8 +80,9 @@ struct batch {
   pthread_cond_t cv; /* a result is done */
   int next;          /* the next file a worker takes */
   struct result *res;
-  const char *coll_dir; /* --collectives: where the side files go */
-  const char *captures; /* --captures: "auto", "none" or a folder */
+  const char *coll_dir;   /* --collectives: where the side files go */
+  const char *captures;   /* --captures: "auto", "none" or a folder */
+  const char *points_dir; /* --points: where the points files go */
 };
 
 /* The capture traces of file (--captures) into *c, *n. */
@@ -230,9 +235,15 @@ static void index_one(struct batch *b, int i)
   struct idx_sink sink = { text_head, text_row, &r->text };
   struct idx_capture *caps = NULL;
   size_t ncaps = 0;
-  char side[64];
+  char side[64], points[4096];
+  const char *base = strrchr(b->files[i], '/');
   int rc;
 
+  if (b->points_dir != NULL) {
+    snprintf(points, sizeof(points), "%s/%s.points", b->points_dir,
+             base != NULL ? base + 1 : b->files[i]);
+    o.points_path = points;
+  }
   if (b->coll_dir != NULL) {
     coll_file(b->coll_dir, i, side, sizeof(side));
     o.collectives_path = side;
@@ -417,6 +428,15 @@ int idx_cli_main(int argc, char **argv)
       coll = argv[i + 1];
     } else if (strcmp(argv[i], "--captures") == 0) {
       b.captures = argv[i + 1];
+    } else if (strcmp(argv[i], "--points") == 0) {
+      b.points_dir = argv[i + 1];
+    } else if (strcmp(argv[i], "--points-spacing") == 0) {
+      char *end;
+      unsigned long long n = strtoull(argv[i + 1], &end, 10);
+
+      if (*argv[i + 1] == '\0' || *end != '\0' || n < 65536 || n > (1ull << 40))
+        return usage("--points-spacing must be 65536 to 2^40");
+      b.opt.points_spacing = n;
     } else if (strcmp(argv[i], "--jobs") == 0) {
       if (parse_count(argv[i + 1], MAX_JOBS, &jobs) != 0)
         return usage("--jobs must be 1 to 256");

@@ -190,6 +190,23 @@ int idx_source_open(const char *path, unsigned flags, struct idx_source **out,
 int idx_source_open_under(const char *root, const char *path, unsigned flags,
                           struct idx_source **out, struct tr_err *err);
 
+/* The same, recording access points (index/points.h) every `spacing`
+ * output bytes (0: none, as idx_source_open_under(); at least
+ * IDX_POINT_SPACING_MIN). */
+int idx_source_open_points(const char *root, const char *path, unsigned flags,
+                           uint64_t spacing, struct idx_source **out,
+                           struct tr_err *err);
+
+/* The points recorded, complete once idx_source_next() has returned the
+ * end (those before a limit or a failed allocation stopped recording);
+ * borrowed until idx_source_close(). NULL when none were asked for. */
+struct idx_points;
+const struct idx_points *idx_source_points(const struct idx_source *s);
+
+/* fstat() of the file: 0 or -errno. */
+struct stat;
+int idx_source_stat(const struct idx_source *s, struct stat *st);
+
 /* Next chunk of JSON text into *c, borrowed until the next call: with the
  * events the thread walked ahead under IDX_SOURCE_SCAN when it had the
  * time and a hint. Returns 0 with c->len == 0 at the end,

@@ -18,6 +18,7 @@
 #include "index/event.h"
 #include "index/format.h"
 #include "index/index.h"
+#include "index/points.h"
 
 #define PROGRESS_EVERY (4u << 20) /* file bytes between progress calls */
 
@@ -90,6 +91,7 @@ static int read_capture(const char *root, struct dec_lib *lib,
   int rc;
 
   o.on_progress = NULL;
+  o.points_path = NULL; /* the run trace's points, not a capture's */
   if ((rc = dec_file_new(lib, DEC_CAPTURE, cap, &run.dec)) == 0 &&
       (rc = idx_reader_new(IDX_FORMAT_AUTO, on_capture_event, &run, &rd)) ==
           0 &&
@@ -212,17 +214,35 @@ static int threads(const struct idx_options *opt)
   return cores >= 2 ? 2 : 1;
 }
 
+/* The points the source recorded, to opt->points_path, stamped with the
+ * source's size and mtime. 0 or negative with err. */
+static int save_points(const struct idx_source *src,
+                       const struct idx_options *opt, struct tr_err *err)
+{
+  const struct idx_points *pts = idx_source_points(src);
+  struct stat st;
+  int rc;
+
+  if ((rc = idx_source_stat(src, &st)) != 0)
+    return tr_err_set(err, rc, "", "%s: %s", opt->points_path, strerror(-rc));
+  return idx_points_save(pts, opt->points_path, &st, err);
+}
+
 int idx_read_under(const char *root, const char *path, struct idx_reader *rd,
                    const struct idx_options *opt, uint64_t *file_bytes,
                    struct tr_err *err)
 {
   struct idx_source *src = NULL;
-  int rc = idx_source_open_under(
+  uint64_t spacing =
+      opt->points_spacing ? opt->points_spacing : IDX_POINT_SPACING;
+  int rc = idx_source_open_points(
       root, path, IDX_SOURCE_SCAN | (threads(opt) > 1 ? IDX_SOURCE_THREAD : 0),
-      &src, err);
+      opt->points_path != NULL ? spacing : 0, &src, err);
 
   if (rc == 0)
     rc = pump(src, rd, opt, err);
+  if (rc == 0 && opt->points_path != NULL)
+    rc = save_points(src, opt, err);
   if (rc == 0) {
     *file_bytes = idx_source_file_bytes(src);
     if (opt->on_progress != NULL)

@@ -144,6 +144,12 @@ struct idx_options {
    * (idx_collectives_match()): a new file at that path (written beside it
    * as path.tmp, then renamed; never through a link). NULL: none. */
   const char *collectives_path;
+  /* Where to write the run trace's access points (index/points.h: where a
+   * slice may start inflating), every points_spacing output bytes (0:
+   * IDX_POINT_SPACING); written as path.tmp, then renamed. NULL: none,
+   * and the source is read exactly as without points. */
+  const char *points_path;
+  uint64_t points_spacing;
   /* What the file may cost (docs/SECURITY.md), each refused with an error
    * naming its setting: JSON bytes inflated (max_rank_inflated_bytes) and
    * bytes of temporary files (max_rank_spill_bytes), 0: no cap; the

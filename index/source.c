@@ -30,6 +30,7 @@
 #include "common/file.h"
 #include "index/event.h"
 #include "index/inflate.h"
+#include "index/points.h"
 #include "index/reader_int.h"
 #include "index/scan.h"
 
@@ -43,6 +44,20 @@
 #define IN_BYTES   (1u << 20) /* compressed bytes per read() */
 
 enum { BATCH_NONE, BATCH_BUILDING, BATCH_DONE };
+
+/* Access points being recorded (points.h), by the producer. A point is
+ * wanted once `spacing` output bytes have passed since the last one;
+ * the inflater then hunts for the next block boundary. */
+struct rec {
+  uint64_t spacing;
+  uint64_t next;       /* output offset from which a point is wanted */
+  uint64_t out_base;   /* output offset of the slot being filled */
+  const uint8_t *slot; /* the slot being filled */
+  uint8_t tail[IDX_POINT_WINDOW]; /* the last output of earlier slots */
+  size_t tail_len;
+  int stopped; /* out of memory or full: record no more */
+  struct idx_points pts;
+};
 
 struct slot {
   char *buf;  /* SLOT_BYTES */
@@ -84,6 +99,7 @@ struct idx_source {
   int hinted;               /* walks ahead are for: */
   unsigned hint_depth;      /* the events' nesting */
   int hint_scale;           /* and the unit */
+  struct rec *rec;          /* producer: access points; NULL: none */
 };
 
 /* Under mu: walks ahead in the oldest full slot that has no batch and
@@ -158,12 +174,82 @@ static ssize_t read_some(struct idx_source *s, void *buf, size_t cap)
   return (ssize_t)got;
 }
 
+/* The IDX_POINT_WINDOW output bytes before pos in the slot being filled
+ * (fewer at the file's start), from the tail, then the slot, into win.
+ * Returns their length. */
+static size_t gather_window(const struct rec *r, size_t pos, uint8_t *win)
+{
+  size_t from_slot = pos < IDX_POINT_WINDOW ? pos : IDX_POINT_WINDOW;
+  size_t from_tail = IDX_POINT_WINDOW - from_slot;
+
+  if (from_tail > r->tail_len)
+    from_tail = r->tail_len;
+  memcpy(win, r->tail + r->tail_len - from_tail, from_tail);
+  memcpy(win + from_tail, r->slot + pos - from_slot, from_slot);
+  return from_tail + from_slot;
+}
+
+/* Whether a point is wanted at output offset pos of the slot. */
+static int rec_wants(const struct rec *r, size_t pos)
+{
+  return r != NULL && !r->stopped && r->out_base + pos >= r->next;
+}
+
+/* Records a point at pos of the slot (the window only for a block). Out
+ * of memory or past a limit (points.h), it records no more: the points
+ * so far stay good, a slice past them reads from the last one. */
+static void rec_add(struct rec *r, uint64_t in_bit, size_t pos, uint32_t kind)
+{
+  struct idx_point pt = { .out_off = r->out_base + pos,
+                          .in_bit = in_bit,
+                          .kind = kind };
+  uint8_t win[IDX_POINT_WINDOW];
+
+  if (kind == IDX_POINT_BLOCK)
+    pt.win_len = (uint32_t)gather_window(r, pos, win);
+  if (idx_points_add(&r->pts, &pt, win) != 0)
+    r->stopped = 1;
+  r->next = pt.out_off + r->spacing;
+}
+
+/* A slot of len bytes is done: its end becomes the tail (gzip only: a
+ * plain file's points need no window). */
+static void rec_slot_done(struct rec *r, size_t len, int gzip)
+{
+  size_t keep;
+
+  r->out_base += len;
+  if (!gzip)
+    return;
+  /* No point before the next slot's first window can need this tail (a
+   * point's window lies after r->next - IDX_POINT_WINDOW). */
+  if (r->next >= r->out_base + IDX_POINT_WINDOW) {
+    r->tail_len = 0;
+    return;
+  }
+  if (len >= IDX_POINT_WINDOW) {
+    memcpy(r->tail, r->slot + len - IDX_POINT_WINDOW, IDX_POINT_WINDOW);
+    r->tail_len = IDX_POINT_WINDOW;
+    return;
+  }
+  keep = IDX_POINT_WINDOW - len;
+  if (keep > r->tail_len)
+    keep = r->tail_len;
+  memmove(r->tail, r->tail + r->tail_len - keep, keep);
+  memcpy(r->tail + keep, r->slot, len);
+  r->tail_len = keep + len;
+}
+
 /* Plain file: a slot is filled straight by read(). 1, 0 at the end, or
  * negative (end_err set). */
 static int produce_plain(struct idx_source *s, char *buf, size_t *len)
 {
-  ssize_t n = read_some(s, buf, SLOT_BYTES);
+  ssize_t n;
 
+  /* A plain file's point is just where a slot starts. */
+  if (rec_wants(s->rec, 0))
+    rec_add(s->rec, s->rec->out_base * 8, 0, IDX_POINT_PLAIN);
+  n = read_some(s, buf, SLOT_BYTES);
   *len = 0;
   if (n < 0)
     return tr_err_set(&s->end_err, (int)n, NULL, "%s: read: %s at byte %llu",
@@ -212,9 +298,23 @@ static int next_member(struct idx_source *s, struct gz *g)
     return 0;
   if (g->io.in_len < 2 || g->io.in[0] != 0x1f || g->io.in[1] != 0x8b)
     return gz_fail(s, g, TR_EFORMAT, "data after the last gzip member");
+  /* A member starts a fresh stream: a point there needs no window. */
+  if (rec_wants(s->rec, SLOT_BYTES - g->io.out_len))
+    rec_add(s->rec, (atomic_load(&s->read_bytes) - g->io.in_len) * 8,
+            SLOT_BYTES - g->io.out_len, IDX_POINT_MEMBER);
   idx_inflate_reset(s->z);
   g->in_member = 1;
   return 1;
+}
+
+/* The inflater stopped at a block boundary while hunting: the point. */
+static void rec_block(struct idx_source *s, const struct gz *g)
+{
+  uint64_t in_bit = (atomic_load(&s->read_bytes) - g->io.in_len) * 8 -
+                    idx_inflate_pending_bits(s->z);
+
+  idx_inflate_hunt(s->z, 0);
+  rec_add(s->rec, in_bit, SLOT_BYTES - g->io.out_len, IDX_POINT_BLOCK);
 }
 
 /* Thread, gzip: fills one slot. 1 when the slot is done and more may
@@ -235,12 +335,18 @@ static int fill_gzip(struct idx_source *s, struct gz *g)
       if (rc <= 0)
         return rc;
     }
+    if (rec_wants(s->rec, SLOT_BYTES - g->io.out_len))
+      idx_inflate_hunt(s->z, 1);
     /* Run even on empty input: the inflater may hold pending output. */
     in_before = g->io.in_len;
     out_before = g->io.out_len;
     rc = idx_inflate_run(s->z, &g->io, &what);
     if (rc < 0)
       return gz_fail(s, g, rc, what);
+    if (rc == IDX_INFLATE_BLOCK) {
+      rec_block(s, g);
+      continue; /* a boundary is progress, even when nothing moved */
+    }
     if (rc == 1)
       g->in_member = 0;
     stalled =
@@ -261,6 +367,7 @@ static int produce_gzip(struct idx_source *s, char *buf, size_t *len)
   int rc;
 
   g->io.out = (uint8_t *)buf;
+  g->io.out_first = (const uint8_t *)buf;
   g->io.out_len = SLOT_BYTES;
   rc = fill_gzip(s, g);
   *len = SLOT_BYTES - g->io.out_len;
@@ -270,7 +377,14 @@ static int produce_gzip(struct idx_source *s, char *buf, size_t *len)
 /* The next slot's bytes into buf: 1, 0 at the end, or negative. */
 static int produce(struct idx_source *s, char *buf, size_t *len)
 {
-  return s->gzip ? produce_gzip(s, buf, len) : produce_plain(s, buf, len);
+  int rc;
+
+  if (s->rec != NULL)
+    s->rec->slot = (const uint8_t *)buf;
+  rc = s->gzip ? produce_gzip(s, buf, len) : produce_plain(s, buf, len);
+  if (s->rec != NULL)
+    rec_slot_done(s->rec, *len, s->gzip);
+  return rc;
 }
 
 /* The thread: produces the whole file, then marks the ring ended. */
@@ -350,6 +464,27 @@ int idx_source_open(const char *path, unsigned flags, struct idx_source **out,
 int idx_source_open_under(const char *root, const char *path, unsigned flags,
                           struct idx_source **out, struct tr_err *err)
 {
+  return idx_source_open_points(root, path, flags, 0, out, err);
+}
+
+/* The recorder, when points are wanted. 0 or TR_ENOMEM. */
+static int alloc_rec(struct idx_source *s, uint64_t spacing)
+{
+  if (spacing == 0)
+    return 0;
+  s->rec = calloc(1, sizeof(*s->rec));
+  if (s->rec == NULL)
+    return TR_ENOMEM;
+  s->rec->spacing =
+      spacing < IDX_POINT_SPACING_MIN ? IDX_POINT_SPACING_MIN : spacing;
+  s->rec->next = s->rec->spacing; /* the file's start needs no point */
+  return 0;
+}
+
+int idx_source_open_points(const char *root, const char *path, unsigned flags,
+                           uint64_t spacing, struct idx_source **out,
+                           struct tr_err *err)
+{
   struct idx_source *s = calloc(1, sizeof(*s));
   int rc;
 
@@ -366,7 +501,7 @@ int idx_source_open_under(const char *root, const char *path, unsigned flags,
     return tr_err_set(err, TR_ENOMEM, NULL, "%s: out of memory", path);
   }
   rc = open_file(s, root, err);
-  if (rc == 0 && alloc_buffers(s) != 0)
+  if (rc == 0 && (alloc_buffers(s) != 0 || alloc_rec(s, spacing) != 0))
     rc = tr_err_set(err, TR_ENOMEM, NULL, "%s: out of memory", path);
   if (rc == 0 && s->threaded &&
       (rc = pthread_create(&s->thread, NULL, run, s)) != 0)
@@ -450,6 +585,16 @@ void idx_source_hint(struct idx_source *s, unsigned depth, int scale)
   pthread_mutex_unlock(&s->mu);
 }
 
+const struct idx_points *idx_source_points(const struct idx_source *s)
+{
+  return s->rec != NULL ? &s->rec->pts : NULL;
+}
+
+int idx_source_stat(const struct idx_source *s, struct stat *st)
+{
+  return fstat(s->fd, st) == 0 ? 0 : -errno;
+}
+
 uint64_t idx_source_file_bytes(const struct idx_source *s)
 {
   return s->file_bytes;
@@ -484,6 +629,9 @@ void idx_source_close(struct idx_source *s)
   idx_inflate_free(s->z);
   pthread_cond_destroy(&s->cv);
   pthread_mutex_destroy(&s->mu);
+  if (s->rec != NULL)
+    idx_points_free(&s->rec->pts);
+  free(s->rec);
   free(s->path);
   free(s);
 }

@@ -23,3 +23,7 @@ if(TRACED_FUZZ)
     target_link_libraries(${target} PRIVATE traced_index)
   endforeach()
 endif()
+
+# Access points (index/points.c, index/points_resume.c, their recording
+# in index/source.c): resumed from every point of every real trace.
+traced_c_test(test_points traced_index test_points.c)

@@ -1,0 +1,376 @@
+/*
+ * Access points (points.h): the list, its file, and its checks.
+ *
+ * The file, little-endian, every count checked on load:
+ *
+ *   "TRCDPTS\0", version u32, count u32, the source's size u64, mtime
+ *   seconds u64 and nanoseconds u64, deflated window bytes u64 (48 bytes)
+ *   count entries: out_off u64, in_bit u64, kind u32, win_len u32,
+ *     wz_len u32 (28 bytes)
+ *   the windows, each a zlib stream (compress2()) of win_len bytes, in
+ *   the entries' order
+ *
+ * A window is deflated on its own, so that one point costs one small
+ * inflate; its zlib wrapper's Adler-32 catches a damaged window.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "index/points.h"
+
+#define MAGIC       "TRCDPTS"
+#define VERSION     1
+#define HEAD_BYTES  48
+#define ENTRY_BYTES 28
+/* Level 1: a trace's 32 KiB window deflates to ~3.4 KB at level 1, ~2.6
+ * KB at level 9, but level 9 costs ~4M instructions a window, which at 8
+ * MB spacing is 3% of indexing by itself (docs/BENCHMARKS.md, "Access
+ * points"). */
+#define WZ_LEVEL    1
+/* A points file's ceiling: 1,000 points of 4 GB at 4 MB spacing weigh
+ * a few MB; anything near this is not ours. */
+#define FILE_MAX    (256l << 20)
+
+static void put_u32(uint8_t *b, uint32_t v)
+{
+  for (int i = 0; i < 4; i++)
+    b[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void put_u64(uint8_t *b, uint64_t v)
+{
+  for (int i = 0; i < 8; i++)
+    b[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint32_t get_u32(const uint8_t *b)
+{
+  uint32_t v = 0;
+
+  for (int i = 3; i >= 0; i--)
+    v = v << 8 | b[i];
+  return v;
+}
+
+static uint64_t get_u64(const uint8_t *b)
+{
+  uint64_t v = 0;
+
+  for (int i = 7; i >= 0; i--)
+    v = v << 8 | b[i];
+  return v;
+}
+
+/* Room for one more point and a deflated window. 0 or TR_ENOMEM. */
+static int reserve(struct idx_points *p, size_t wz_more)
+{
+  void *np;
+  size_t cap;
+
+  if (p->n == p->cap) {
+    cap = p->cap ? 2 * (size_t)p->cap : 64;
+    np = realloc(p->pt, cap * sizeof(*p->pt));
+    if (np == NULL)
+      return TR_ENOMEM;
+    p->pt = np;
+    p->cap = (uint32_t)cap;
+  }
+  if (p->wz_cap - p->wz_len >= wz_more)
+    return 0;
+  cap = p->wz_cap ? 2 * p->wz_cap : 64 * 1024;
+  while (cap - p->wz_len < wz_more)
+    cap *= 2;
+  np = realloc(p->wz, cap);
+  if (np == NULL)
+    return TR_ENOMEM;
+  p->wz = np;
+  p->wz_cap = cap;
+  return 0;
+}
+
+/* Whether pt may follow the points of p (the load checks the same). */
+static int follows(const struct idx_points *p, const struct idx_point *pt)
+{
+  const struct idx_point *last = p->n ? &p->pt[p->n - 1] : NULL;
+
+  if (pt->kind > IDX_POINT_PLAIN || pt->win_len > IDX_POINT_WINDOW ||
+      pt->win_len > pt->out_off)
+    return 0;
+  if (pt->kind != IDX_POINT_BLOCK && pt->win_len != 0)
+    return 0;
+  return last == NULL ||
+         (pt->out_off > last->out_off && pt->in_bit > last->in_bit);
+}
+
+int idx_points_add(struct idx_points *p, const struct idx_point *pt,
+                   const uint8_t *win)
+{
+  uLongf zlen = compressBound(IDX_POINT_WINDOW);
+  struct idx_point *q;
+
+  if (p->n >= IDX_POINTS_MAX)
+    return TR_ELIMIT;
+  if (!follows(p, pt))
+    return TR_EINVAL;
+  if (reserve(p, zlen) != 0)
+    return TR_ENOMEM;
+  if (pt->win_len == 0)
+    zlen = 0;
+  else if (compress2(p->wz + p->wz_len, &zlen, win, pt->win_len, WZ_LEVEL) !=
+           Z_OK)
+    return TR_ENOMEM;
+  if (zlen > IDX_POINTS_WZ_MAX - p->wz_len)
+    return TR_ELIMIT;
+  q = &p->pt[p->n++];
+  *q = *pt;
+  q->wz_off = p->wz_len;
+  q->wz_len = (uint32_t)zlen;
+  p->wz_len += zlen;
+  return 0;
+}
+
+/* The header and entries of p as the file has them; caller frees. */
+static uint8_t *encode_head(const struct idx_points *p, const struct stat *src,
+                            size_t *len)
+{
+  size_t n = HEAD_BYTES + (size_t)p->n * ENTRY_BYTES;
+  uint8_t *b = calloc(1, n), *e;
+
+  if (b == NULL)
+    return NULL;
+  memcpy(b, MAGIC, sizeof(MAGIC));
+  put_u32(b + 8, VERSION);
+  put_u32(b + 12, p->n);
+  put_u64(b + 16, (uint64_t)src->st_size);
+  put_u64(b + 24, (uint64_t)src->st_mtim.tv_sec);
+  put_u64(b + 32, (uint64_t)src->st_mtim.tv_nsec);
+  put_u64(b + 40, p->wz_len);
+  for (uint32_t i = 0; i < p->n; i++) {
+    e = b + HEAD_BYTES + (size_t)i * ENTRY_BYTES;
+    put_u64(e, p->pt[i].out_off);
+    put_u64(e + 8, p->pt[i].in_bit);
+    put_u32(e + 16, p->pt[i].kind);
+    put_u32(e + 20, p->pt[i].win_len);
+    put_u32(e + 24, p->pt[i].wz_len);
+  }
+  *len = n;
+  return b;
+}
+
+/* Writes all of buf; 0 or -errno. */
+static int write_all(int fd, const uint8_t *buf, size_t len)
+{
+  ssize_t n;
+
+  while (len > 0) {
+    n = write(fd, buf, len);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return -errno;
+    buf += n;
+    len -= (size_t)n;
+  }
+  return 0;
+}
+
+/* Writes the file's bytes to tmp, never through a link. 0 or -errno. */
+static int write_tmp(const char *tmp, const struct idx_points *p,
+                     const struct stat *src)
+{
+  size_t head_len;
+  uint8_t *head = encode_head(p, src, &head_len);
+  int fd, rc;
+
+  if (head == NULL)
+    return TR_ENOMEM;
+  fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+  rc = fd < 0 ? -errno : write_all(fd, head, head_len);
+  if (rc == 0 && p->wz_len > 0)
+    rc = write_all(fd, p->wz, p->wz_len);
+  if (fd >= 0 && close(fd) != 0 && rc == 0)
+    rc = -errno;
+  free(head);
+  return rc;
+}
+
+int idx_points_save(const struct idx_points *p, const char *path,
+                    const struct stat *src, struct tr_err *err)
+{
+  size_t len = strlen(path) + 5;
+  char *tmp = malloc(len);
+  int rc;
+
+  if (tmp == NULL)
+    return tr_err_set(err, TR_ENOMEM, NULL, "%s: out of memory", path);
+  snprintf(tmp, len, "%s.tmp", path);
+  rc = write_tmp(tmp, p, src);
+  if (rc == 0 && rename(tmp, path) != 0)
+    rc = -errno;
+  if (rc != 0) {
+    (void)unlink(tmp);
+    tr_err_set(err, rc, NULL, "%s: %s", path,
+               rc == TR_ENOMEM ? "out of memory" : strerror(-rc));
+  }
+  free(tmp);
+  return rc;
+}
+
+/* The header's checks: magic, version, count, the stamp, the size. The
+ * count and window bytes into *n and *wz_len. 0 or TR_EFORMAT. */
+static int check_head(const uint8_t *b, size_t len, const struct stat *src,
+                      uint32_t *n, uint64_t *wz_len)
+{
+  if (len < HEAD_BYTES || memcmp(b, MAGIC, sizeof(MAGIC)) != 0 ||
+      get_u32(b + 8) != VERSION)
+    return TR_EFORMAT;
+  *n = get_u32(b + 12);
+  *wz_len = get_u64(b + 40);
+  if (*n > IDX_POINTS_MAX || *wz_len > IDX_POINTS_WZ_MAX ||
+      len != HEAD_BYTES + (size_t)*n * ENTRY_BYTES + *wz_len)
+    return TR_EFORMAT;
+  /* A changed source makes every point wrong. */
+  if (get_u64(b + 16) != (uint64_t)src->st_size ||
+      get_u64(b + 24) != (uint64_t)src->st_mtim.tv_sec ||
+      get_u64(b + 32) != (uint64_t)src->st_mtim.tv_nsec)
+    return TR_EFORMAT;
+  return 0;
+}
+
+/* The entries into out, each checked as idx_points_add() checks a new
+ * point, their windows within wz_len and inside the source. */
+static int parse_entries(const uint8_t *b, uint32_t n, uint64_t wz_len,
+                         const struct stat *src, struct idx_points *out)
+{
+  struct idx_point pt;
+  uint64_t wz_off = 0;
+  const uint8_t *e;
+
+  for (uint32_t i = 0; i < n; i++) {
+    e = b + HEAD_BYTES + (size_t)i * ENTRY_BYTES;
+    pt.out_off = get_u64(e);
+    pt.in_bit = get_u64(e + 8);
+    pt.kind = get_u32(e + 16);
+    pt.win_len = get_u32(e + 20);
+    pt.wz_len = get_u32(e + 24);
+    pt.wz_off = wz_off;
+    if (!follows(out, &pt) || pt.in_bit / 8 >= (uint64_t)src->st_size ||
+        (pt.wz_len == 0) != (pt.win_len == 0) || pt.wz_len > wz_len - wz_off)
+      return TR_EFORMAT;
+    wz_off += pt.wz_len;
+    out->pt[out->n++] = pt;
+  }
+  return wz_off == wz_len ? 0 : TR_EFORMAT;
+}
+
+/* The whole file into a buffer of its size (*buf, caller frees), at most
+ * FILE_MAX bytes. 0 or negative. */
+static int slurp(const char *path, uint8_t **buf, size_t *len)
+{
+  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  struct stat st;
+  ssize_t got = 0, n;
+  int rc = 0;
+
+  *buf = NULL;
+  if (fd < 0)
+    return errno == ENOENT ? TR_ENOTFOUND : -errno;
+  if (fstat(fd, &st) != 0)
+    rc = -errno;
+  else if (!S_ISREG(st.st_mode) || st.st_size > FILE_MAX)
+    rc = TR_EFORMAT;
+  else if ((*buf = malloc((size_t)st.st_size + 1)) == NULL)
+    rc = TR_ENOMEM;
+  while (rc == 0 && got < st.st_size) {
+    n = read(fd, *buf + got, (size_t)(st.st_size - got));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      rc = n < 0 ? -errno : TR_EFORMAT;
+    else
+      got += n;
+  }
+  close(fd);
+  if (rc != 0) {
+    free(*buf);
+    *buf = NULL;
+  }
+  *len = (size_t)got;
+  return rc;
+}
+
+int idx_points_load(const char *path, const struct stat *src,
+                    struct idx_points *out, struct tr_err *err)
+{
+  struct idx_points p = { 0 };
+  uint8_t *b = NULL;
+  uint64_t wz_len = 0;
+  size_t len = 0;
+  uint32_t n = 0;
+  int rc = slurp(path, &b, &len);
+
+  if (rc == 0)
+    rc = check_head(b, len, src, &n, &wz_len);
+  if (rc == 0 && n > 0 && (p.pt = malloc(n * sizeof(*p.pt))) == NULL)
+    rc = TR_ENOMEM;
+  if (rc == 0) {
+    p.cap = n;
+    rc = parse_entries(b, n, wz_len, src, &p);
+  }
+  if (rc == 0 && wz_len > 0 && (p.wz = malloc(wz_len)) == NULL)
+    rc = TR_ENOMEM;
+  if (rc == 0 && wz_len > 0)
+    memcpy(p.wz, b + HEAD_BYTES + (size_t)n * ENTRY_BYTES, wz_len);
+  free(b);
+  if (rc != 0) {
+    idx_points_free(&p);
+    return tr_err_set(err, rc, NULL, "%s: %s", path,
+                      rc == TR_EFORMAT ? "not a points file of this source"
+                                       : "cannot read");
+  }
+  p.wz_len = p.wz_cap = wz_len;
+  *out = p;
+  return 0;
+}
+
+int idx_points_window(const struct idx_points *p, uint32_t i, uint8_t *buf)
+{
+  const struct idx_point *pt = &p->pt[i];
+  uLongf len = IDX_POINT_WINDOW;
+
+  if (pt->win_len == 0)
+    return 0;
+  if (uncompress(buf, &len, p->wz + pt->wz_off, pt->wz_len) != Z_OK ||
+      len != pt->win_len)
+    return TR_EFORMAT;
+  return 0;
+}
+
+long idx_points_find(const struct idx_points *p, uint64_t out_off)
+{
+  uint32_t lo = 0, hi = p->n; /* the answer is below hi */
+
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+
+    if (p->pt[mid].out_off <= out_off)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return (long)lo - 1;
+}
+
+void idx_points_free(struct idx_points *p)
+{
+  if (p == NULL)
+    return;
+  free(p->pt);
+  free(p->wz);
+  memset(p, 0, sizeof(*p));
+}
