@@ -201,9 +201,9 @@ int dec_end(struct dec_file *d, struct tr_err *err)
   d->ended = 1;
   if ((rc = dec_seal(d, err)) != 0)
     return rc;
-  /* What the event pass kept goes before the time pass, where a rank's
-   * indexing peaks: the runtime names now, the records (2.5 MB) once
-   * walked. */
+  /* What the event pass kept is freed as soon as it has served, since
+   * this walk may run beside the time pass, where a rank's indexing
+   * peaks: the runtime names now, the records (2.5 MB) once walked. */
   agg_map_free(&d->rt_names);
   free(d->rt_class);
   d->rt_class = NULL;

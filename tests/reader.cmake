@@ -26,4 +26,4 @@ endif()
 
 # Access points (index/points.c, index/points_resume.c, their recording
 # in index/source.c): resumed from every point of every real trace.
-traced_c_test(test_points traced_index test_points.c)
+traced_c_test(test_points traced_index test_points.c test_reader_util.c)

@@ -14,11 +14,11 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include "check.h"
 #include "index/event.h"
 #include "index/points.h"
+#include "test_reader.h"
 
 #define MIN_SPACING   (16u * 1024)
 #define POINTS_WANTED 24 /* per file: each is resumed to the end */
@@ -102,14 +102,11 @@ static void check_resume(int fd, const struct idx_points *p, uint32_t i,
  * file is cut or damaged, and when it is missing. */
 static void check_file(const struct idx_points *p, const struct stat *src)
 {
-  char path[] = "/tmp/test_points_XXXXXX";
+  const char *path = tmp_path("saved.points");
   struct idx_points q = { 0 };
   struct stat other = *src;
   struct tr_err err = { 0 };
-  int fd = mkstemp(path);
 
-  CHECK(fd >= 0);
-  close(fd);
   CHECK_INT(idx_points_save(p, path, src, &err), 0);
   CHECK_INT(idx_points_load(path, src, &q, &err), 0);
   CHECK_INT(q.n, p->n);
@@ -139,15 +136,13 @@ static void check_file(const struct idx_points *p, const struct stat *src)
  * (a flipped window shows when it is inflated). Never a crash. */
 static void check_damage(const struct idx_points *p, const struct stat *src)
 {
-  char path[] = "/tmp/test_points_XXXXXX";
+  const char *path = tmp_path("damaged.points");
   struct tr_err err = { 0 };
   struct idx_points q;
   size_t n = 48 + (size_t)(p->n < 4 ? p->n : 4) * 28;
   uint8_t b;
-  int fd = mkstemp(path);
+  int fd;
 
-  CHECK(fd >= 0);
-  close(fd);
   CHECK_INT(idx_points_save(p, path, src, &err), 0);
   fd = open(path, O_RDWR);
   for (size_t k = 0; k < n; k++) {
@@ -239,24 +234,14 @@ static void points_real_traces(void)
   CHECK_INT(kinds[IDX_POINT_MEMBER] + kinds[IDX_POINT_PLAIN], 0);
 }
 
-/* One gzip member of text into f, level 6 as gzip(1) makes them. */
+/* One gzip member of text into f (gzip_member(): level 6, as gzip(1)). */
 static void put_member(FILE *f, const uint8_t *text, size_t n)
 {
-  z_stream zs = { 0 };
-  uLong cap = deflateBound(&zs, n) + 64;
-  uint8_t *out = malloc(cap);
+  size_t gn;
+  unsigned char *gz = gzip_member((const char *)text, n, &gn);
 
-  CHECK(out != NULL);
-  CHECK_INT(deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY),
-            Z_OK);
-  zs.next_in = (uint8_t *)text;
-  zs.avail_in = (uInt)n;
-  zs.next_out = out;
-  zs.avail_out = (uInt)cap;
-  CHECK_INT(deflate(&zs, Z_FINISH), Z_STREAM_END);
-  CHECK_INT(fwrite(out, 1, zs.total_out, f), zs.total_out);
-  deflateEnd(&zs);
-  free(out);
+  CHECK_INT(fwrite(gz, 1, gn, f), gn);
+  free(gz);
 }
 
 /* The text of the biggest small trace, as `members` gzip members (0: a
@@ -289,19 +274,25 @@ static void make_file(const char *path, int members)
   free(text.p);
 }
 
-static void points_multi_member(void)
+/* make_file(members) checked read inline and by the source's thread,
+ * the kinds of its points counted into kinds. */
+static void check_made(int members, uint32_t kinds[3])
 {
-  char path[] = "/tmp/test_points_mm_XXXXXX";
-  int fd = mkstemp(path);
+  char path[1024];
 
-  CHECK(fd >= 0);
-  close(fd);
-  uint32_t kinds[3] = { 0 };
-
-  make_file(path, 7);
+  /* A copy: check_path() takes tmp_path() for the points file. */
+  snprintf(path, sizeof(path), "%s",
+           tmp_path(members > 0 ? "members.json.gz" : "plain.json"));
+  make_file(path, members);
   check_path(path, IDX_SOURCE_THREAD, kinds);
   check_path(path, 0, kinds);
-  unlink(path);
+}
+
+static void points_multi_member(void)
+{
+  uint32_t kinds[3] = { 0 };
+
+  check_made(7, kinds);
   /* Both kinds: points inside members and at their starts. */
   CHECK(kinds[IDX_POINT_BLOCK] > 0);
   CHECK(kinds[IDX_POINT_MEMBER] > 0);
@@ -309,17 +300,9 @@ static void points_multi_member(void)
 
 static void points_plain(void)
 {
-  char path[] = "/tmp/test_points_plain_XXXXXX";
-  int fd = mkstemp(path);
-
-  CHECK(fd >= 0);
-  close(fd);
   uint32_t kinds[3] = { 0 };
 
-  make_file(path, 0);
-  check_path(path, 0, kinds);
-  check_path(path, IDX_SOURCE_THREAD, kinds);
-  unlink(path);
+  check_made(0, kinds);
   CHECK(kinds[IDX_POINT_PLAIN] > 0);
   CHECK_INT(kinds[IDX_POINT_BLOCK] + kinds[IDX_POINT_MEMBER], 0);
 }
