@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "common/tr.h"
 #include "index/index.h"
@@ -202,6 +203,14 @@ int idx_source_open_points(const char *root, const char *path, unsigned flags,
  * borrowed until idx_source_close(). NULL when none were asked for. */
 struct idx_points;
 const struct idx_points *idx_source_points(const struct idx_source *s);
+
+/* A file written beside the rank (the collectives' side file, the access
+ * points): path.tmp, created afresh without following a link (*tmp gets
+ * its name, *f the stream); idx_side_close() renames it into place when
+ * rc is 0, else removes it, and returns rc or the close's failure. */
+int idx_side_open(const char *path, FILE **f, char **tmp, struct tr_err *err);
+int idx_side_close(FILE *f, char *tmp, const char *path, int rc,
+                   struct tr_err *err);
 
 /* fstat() of the file: 0 or -errno. */
 struct stat;

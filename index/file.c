@@ -167,9 +167,7 @@ static int pump(struct idx_source *src, struct idx_reader *rd,
   }
 }
 
-/* The side file of the collectives (opt->collectives_path): path.tmp,
- * created afresh without following a link; *tmp gets its name. */
-static int coll_open(const char *path, FILE **f, char **tmp, struct tr_err *err)
+int idx_side_open(const char *path, FILE **f, char **tmp, struct tr_err *err)
 {
   int fd;
 
@@ -189,9 +187,8 @@ static int coll_open(const char *path, FILE **f, char **tmp, struct tr_err *err)
   return 0;
 }
 
-/* Ends the side file: renamed into place when rc is 0, else removed. */
-static int coll_close(FILE *f, char *tmp, const char *path, int rc,
-                      struct tr_err *err)
+int idx_side_close(FILE *f, char *tmp, const char *path, int rc,
+                   struct tr_err *err)
 {
   if (f != NULL && fclose(f) != 0 && rc == 0)
     rc = tr_err_set(err, TR_EIO, "", "%s: %s", tmp, strerror(errno));
@@ -293,7 +290,8 @@ int idx_file_sink(const char *root, const char *path,
   run.agg.spill.max_bytes = opt->max_spill_bytes;
   if ((rc = decode_open(root, opt, &run.agg, &lib, &local)) == 0 &&
       opt->collectives_path != NULL)
-    rc = coll_open(opt->collectives_path, &run.agg.coll_out, &coll_tmp, &local);
+    rc = idx_side_open(opt->collectives_path, &run.agg.coll_out, &coll_tmp,
+                       &local);
   if (rc == 0)
     rc = idx_reader_new(opt->format, on_event, &run, &rd);
   if (rc == 0)
@@ -305,8 +303,8 @@ int idx_file_sink(const char *root, const char *path,
   }
   agg_spill_blame(&run.agg.spill, rc, &local);
   if (opt->collectives_path != NULL)
-    rc = coll_close(run.agg.coll_out, coll_tmp, opt->collectives_path, rc,
-                    &local);
+    rc = idx_side_close(run.agg.coll_out, coll_tmp, opt->collectives_path,
+                        rc, &local);
   idx_reader_free(rd);
   dec_file_free(run.agg.dec);
   run.agg.dec = NULL;

@@ -21,6 +21,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "index/event.h"
 #include "index/points.h"
 
 #define MAGIC       "TRCDPTS"
@@ -162,62 +163,24 @@ static uint8_t *encode_head(const struct idx_points *p, const struct stat *src,
   return b;
 }
 
-/* Writes all of buf; 0 or -errno. */
-static int write_all(int fd, const uint8_t *buf, size_t len)
-{
-  ssize_t n;
-
-  while (len > 0) {
-    n = write(fd, buf, len);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0)
-      return -errno;
-    buf += n;
-    len -= (size_t)n;
-  }
-  return 0;
-}
-
-/* Writes the file's bytes to tmp, never through a link. 0 or -errno. */
-static int write_tmp(const char *tmp, const struct idx_points *p,
-                     const struct stat *src)
-{
-  size_t head_len;
-  uint8_t *head = encode_head(p, src, &head_len);
-  int fd, rc;
-
-  if (head == NULL)
-    return TR_ENOMEM;
-  fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-  rc = fd < 0 ? -errno : write_all(fd, head, head_len);
-  if (rc == 0 && p->wz_len > 0)
-    rc = write_all(fd, p->wz, p->wz_len);
-  if (fd >= 0 && close(fd) != 0 && rc == 0)
-    rc = -errno;
-  free(head);
-  return rc;
-}
-
 int idx_points_save(const struct idx_points *p, const char *path,
                     const struct stat *src, struct tr_err *err)
 {
-  size_t len = strlen(path) + 5;
-  char *tmp = malloc(len);
+  size_t head_len;
+  uint8_t *head = encode_head(p, src, &head_len);
+  char *tmp = NULL;
+  FILE *f = NULL;
   int rc;
 
-  if (tmp == NULL)
+  if (head == NULL)
     return tr_err_set(err, TR_ENOMEM, NULL, "%s: out of memory", path);
-  snprintf(tmp, len, "%s.tmp", path);
-  rc = write_tmp(tmp, p, src);
-  if (rc == 0 && rename(tmp, path) != 0)
-    rc = -errno;
-  if (rc != 0) {
-    (void)unlink(tmp);
-    tr_err_set(err, rc, NULL, "%s: %s", path,
-               rc == TR_ENOMEM ? "out of memory" : strerror(-rc));
-  }
-  free(tmp);
+  rc = idx_side_open(path, &f, &tmp, err);
+  if (rc == 0 && (fwrite(head, 1, head_len, f) != head_len ||
+                  (p->wz_len > 0 &&
+                   fwrite(p->wz, 1, p->wz_len, f) != p->wz_len)))
+    rc = tr_err_set(err, TR_EIO, NULL, "%s: %s", tmp, strerror(errno));
+  rc = idx_side_close(f, tmp, path, rc, err);
+  free(head);
   return rc;
 }
 
