@@ -43,11 +43,13 @@ struct api_slice_rank {
   const char *format; /* as the rank was indexed */
   int rank;
   int64_t t0_ns;
+  const char *points; /* its access points (tr_points_path()), or NULL */
 };
 
 struct api_slice_req {
   const char *root, *path;
   const char *format; /* as the rank was indexed ("kineto", "mctracer") */
+  const char *points; /* the rank's access points, or NULL */
   int64_t t0_ns, start_ns, end_ns;
   bool findings;
   const struct api_slice_rank *ranks; /* all ranks: nranks of them */

@@ -65,6 +65,7 @@ struct slice_job {
   /* The ranks' files (paths owned), and req's ranks over them. */
   struct store_trace *traces;
   struct api_slice_rank *ranks;
+  char **points; /* each rank's access points file (owned) */
   size_t nranks;
   atomic_bool cancel;
 
@@ -114,8 +115,12 @@ static void job_free(struct slice_job *j)
   pthread_mutex_destroy(&j->lock);
   pthread_cond_destroy(&j->room);
   free(j->root);
-  for (size_t i = 0; i < j->nranks; i++)
+  for (size_t i = 0; i < j->nranks; i++) {
     free(j->traces[i].path);
+    if (j->points != NULL)
+      free(j->points[i]);
+  }
+  free(j->points);
   free(j->traces);
   free(j->ranks);
   free(j);
@@ -539,18 +544,23 @@ static int find_traces(struct store *st, int64_t id, int64_t rank,
  * daemon is asked: one rank's file, or every rank's (req.ranks) with the
  * window's t0 the earliest rank's. */
 static enum MHD_Result take_traces(struct api_req *r, json_t *cap,
-                                   struct slice_job *j, bool all)
+                                   struct slice_job *j, int64_t id, bool all)
 {
   enum MHD_Result ret = check_root(r, cap, j);
 
   j->req.root = j->root;
   j->req.t0_ns = INT64_MAX;
+  if (!r->answered && (j->points = calloc(j->nranks, sizeof(char *))) == NULL)
+    return api_reply_error(r, 500, "no_memory", NULL,
+                           "out of memory");
   for (size_t i = 0; i < j->nranks && !r->answered; i++) {
     const struct store_trace *t = &j->traces[i];
 
     ret = check_file(r, j, t);
-    j->ranks[i] =
-        (struct api_slice_rank){ t->path, t->format, t->rank, t->t0_ns };
+    /* NULL when out of memory: the slice reads the whole file. */
+    j->points[i] = tr_points_path(r->api->cfg->trace_root, id, t->rank, false);
+    j->ranks[i] = (struct api_slice_rank){ t->path, t->format, t->rank,
+                                           t->t0_ns, j->points[i] };
     if (t->t0_ns < j->req.t0_ns)
       j->req.t0_ns = t->t0_ns;
   }
@@ -560,6 +570,7 @@ static enum MHD_Result take_traces(struct api_req *r, json_t *cap,
   } else {
     j->req.path = j->ranks[0].path;
     j->req.format = j->ranks[0].format;
+    j->req.points = j->ranks[0].points;
   }
   return ret;
 }
@@ -587,7 +598,7 @@ static enum MHD_Result get_slice(struct api_req *r, int64_t id, int64_t rank)
   j->req.start_ns = q.start_ns;
   j->req.end_ns = q.end_ns;
   j->req.findings = q.findings;
-  ret = take_traces(r, cap, j, rank < 0);
+  ret = take_traces(r, cap, j, id, rank < 0);
   if (!r->answered)
     ret = stream(r, j, id, rank);
   else

@@ -94,6 +94,20 @@ char *tr_capture_dir(const char *root, int64_t id, const char *sub)
   return n < 0 ? NULL : out;
 }
 
+char *tr_points_path(const char *root, int64_t id, int64_t rank, bool make)
+{
+  char *logs = tr_capture_dir(root, id, "logs"), *dir = NULL, *out = NULL;
+
+  if (logs != NULL && asprintf(&dir, "%s/points", logs) < 0)
+    dir = NULL;
+  if (dir != NULL && (!make || tr_mkdir_p(dir) == 0) &&
+      asprintf(&out, "%s/rank_%lld.points", dir, (long long)rank) < 0)
+    out = NULL;
+  free(logs);
+  free(dir);
+  return out;
+}
+
 char *tr_trash_dir(const char *root, int64_t id, const char *sub)
 {
   char *out;

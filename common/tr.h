@@ -7,6 +7,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Our error codes; system errors are returned as -errno. */
@@ -60,6 +61,12 @@ void tr_rfc3339(int64_t t_ns, char *buf, size_t size);
  * traces) or "<root>/<sub>/<id>" (sub "logs"). New string, NULL when out
  * of memory. */
 char *tr_capture_dir(const char *root, int64_t id, const char *sub);
+
+/* Where a capture's rank keeps its access points (index/points.h), in
+ * the capture's logs folder: "<root>/logs/<id>/points/rank_<rank>.points".
+ * With make, the folder is made first. New string, NULL when out of
+ * memory or the folder cannot be made. */
+char *tr_points_path(const char *root, int64_t id, int64_t rank, bool make);
 
 /* The trash of deleted captures: "<root>/.trash" (id 0), or a folder moved
  * into it, "<root>/.trash/<id>" (sub NULL) or "<root>/.trash/<sub>-<id>".

@@ -194,12 +194,16 @@ static void index_rank(struct rank_work *rw, struct idx_options *o,
   struct idx_sink sink = { on_head, on_row, rs };
   struct tr_err err = { 0 };
   char *coll = cap_coll_path(job, rw->i, true);
+  /* Where its slices start reading (index/points.h, docs/SLICES.md). */
+  char *points = tr_points_path(job->r->cfg->trace_root, job->id,
+                                (int64_t)rw->i, true);
 
   o->collectives_path = coll;
-  if (coll == NULL) {
+  o->points_path = points;
+  if (coll == NULL || points == NULL) {
     rw->rc = TR_ENOMEM;
-    snprintf(rw->msg, sizeof(rw->msg), "cannot make %s/collectives",
-             job->log_dir);
+    snprintf(rw->msg, sizeof(rw->msg), "cannot make %s/%s", job->log_dir,
+             coll == NULL ? "collectives" : "points");
   } else if (rk->file == NULL) {
     rw->rc = TR_ENOTFOUND;
     snprintf(rw->msg, sizeof(rw->msg), "no trace file in %s", rk->label);
@@ -209,6 +213,7 @@ static void index_rank(struct rank_work *rw, struct idx_options *o,
   }
   tr_make_utf8(rw->msg);
   free(coll);
+  free(points);
 }
 
 static void run_rank(struct cap_work *w)

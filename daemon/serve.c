@@ -41,7 +41,8 @@ static int slice_ranks(const struct api_slice_req *q,
   for (size_t i = 0; i < q->nranks; i++)
     ranks[i] = (struct idx_slice_rank){ q->ranks[i].path,
                                         format_of(q->ranks[i].format),
-                                        q->ranks[i].rank, q->ranks[i].t0_ns };
+                                        q->ranks[i].rank, q->ranks[i].t0_ns,
+                                        q->ranks[i].points };
   rc = idx_slice_ranks(q->root, ranks, q->nranks, o, q->write, q->ud, err);
   free(ranks);
   return rc;
@@ -62,7 +63,9 @@ static void run_slice(struct cap_work *w)
     /* A slice reads and spills what indexing does, under the same caps. */
     .max_inflated_bytes = (uint64_t)w->r->cfg->max_rank_inflated_bytes,
     .max_spill_bytes = (uint64_t)w->r->cfg->max_rank_spill_bytes,
+    .points_path = q->nranks > 0 ? NULL : q->points,
   };
+  struct idx_slice_stats stats = { 0 };
   struct tr_err err = { 0 };
   char *spill = tr_state_dir(w->r->cfg->db, "spill");
   int nice = cap_nice_lower(), rc = TR_ENOMEM;
@@ -73,7 +76,14 @@ static void run_slice(struct cap_work *w)
   else if (q->nranks > 0)
     rc = slice_ranks(q, &o, &err);
   else
-    rc = idx_slice_under(q->root, q->path, &o, q->write, q->ud, NULL, &err);
+    rc = idx_slice_under(q->root, q->path, &o, q->write, q->ud, &stats, &err);
+  if (rc == 0 && stats.pieces > 0)
+    fprintf(stderr,
+            "traced: slice of %s: %llu bytes of text read in %llu of %llu "
+            "pieces\n",
+            q->path, (unsigned long long)stats.text_bytes,
+            (unsigned long long)stats.pieces_read,
+            (unsigned long long)stats.pieces);
   free(spill);
   cap_nice_restore(nice);
   q->done(q->ud, rc, err.msg); /* q is the API's no more */

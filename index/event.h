@@ -13,6 +13,7 @@
 
 #include "common/tr.h"
 #include "index/index.h"
+#include "index/points.h"
 
 /* A string of the event, JSON escapes already decoded, valid UTF-8, not
  * NUL-terminated. Borrowed: valid only during the callback. p == NULL when
@@ -103,6 +104,16 @@ struct idx_doc {
   uint64_t json_bytes;    /* JSON text consumed so far */
   uint64_t walked_ahead;  /* events handed over from batches walked ahead
                              by idx_source's thread (for tests, benches) */
+  /* Where pieces of traceEvents begin (idx_reader_mark()): marks counts
+   * them, the last one's first element is at document offset mark_off,
+   * with mark_events elements before it. */
+  uint32_t marks;
+  uint64_t mark_off, mark_events;
+  int64_t array_end; /* offset of the ']' closing traceEvents, or -1 */
+  /* During a feed: its text, which starts at document offset
+   * json_bytes (an event's raw text may lie in it). */
+  const char *chunk;
+  size_t chunk_len;
 };
 
 /* Called once per event, in file order. A non-zero return stops reading
@@ -157,6 +168,18 @@ int idx_reader_feed_chunk(struct idx_reader *r, const struct idx_chunk *c,
 int idx_reader_walk_hint(const struct idx_reader *r, unsigned *depth,
                          int *scale);
 
+/* A piece of traceEvents begins: the next element that starts is its
+ * first (idx_doc's marks, mark_off, mark_events), or none when the array
+ * ends first. A slice later reads the piece alone (index/slice_figs.c). */
+void idx_reader_mark(struct idx_reader *r);
+
+/* Goes on at document offset off, the first byte of an element (or the
+ * array's closing ']') with `events` elements before it, as if the text
+ * between had been read: the next feed starts there. Only between
+ * elements of traceEvents (a feed ended after an element or its comma):
+ * else TR_EINVAL, and the reader is unchanged. */
+int idx_reader_jump(struct idx_reader *r, uint64_t off, uint64_t events);
+
 /* End of input: fails when the document is incomplete (truncated), has no
  * traceEvents array, or is empty. */
 int idx_reader_finish(struct idx_reader *r, struct tr_err *err);
@@ -202,7 +225,7 @@ int idx_source_open_points(const char *root, const char *path, unsigned flags,
  * end (those before a limit or a failed allocation stopped recording);
  * borrowed until idx_source_close(). NULL when none were asked for. */
 struct idx_points;
-const struct idx_points *idx_source_points(const struct idx_source *s);
+struct idx_points *idx_source_points(const struct idx_source *s);
 
 /* A file written beside the rank (the collectives' side file, the access
  * points): path.tmp, created afresh without following a link (*tmp gets
@@ -234,12 +257,22 @@ void idx_source_close(struct idx_source *s);
 
 /* ---- file.c: one file through a reader ---- */
 
+/* What idx_read_under() read: the file's size; with opt->points_path,
+ * the access points recorded (the caller frees them, idx_points_free())
+ * and the file's fstat() to stamp them with. */
+struct idx_read {
+  uint64_t file_bytes;
+  struct stat st;
+  struct idx_points points;
+};
+
 /* Reads the file at path (under root as idx_file_under() says; NULL: no
  * root) to its end through rd, which idx_reader_finish()es: the source
  * inflates on its own thread; opt's cancel and on_progress act as for
- * idx_file(). *file_bytes: the file's size. */
+ * idx_file(). With opt->points_path, points are recorded and each chunk
+ * fed begins a piece (idx_reader_mark()). *got is filled on success. */
 int idx_read_under(const char *root, const char *path, struct idx_reader *rd,
-                   const struct idx_options *opt, uint64_t *file_bytes,
+                   const struct idx_options *opt, struct idx_read *got,
                    struct tr_err *err);
 
 /* Re-records local (the failure rc of the file at path) into err as

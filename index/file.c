@@ -19,6 +19,7 @@
 #include "index/format.h"
 #include "index/index.h"
 #include "index/points.h"
+#include "index/slice_figs.h"
 
 #define PROGRESS_EVERY (4u << 20) /* file bytes between progress calls */
 
@@ -31,6 +32,7 @@
 struct run {
   struct idx_agg agg;
   const atomic_bool *cancel;
+  struct slice_figs *figs; /* with points: what slices will need */
 };
 
 /* Checks the cancel flag between events too: a single gzip chunk can
@@ -42,6 +44,8 @@ static int on_event(void *ud, const struct idx_doc *doc,
 
   if (run->cancel != NULL && atomic_load(run->cancel))
     return TR_ECONFLICT;
+  if (run->figs != NULL)
+    slice_figs_event(run->figs, doc, ev);
   return idx_agg_event(&run->agg, doc, ev);
 }
 
@@ -87,7 +91,7 @@ static int read_capture(const char *root, struct dec_lib *lib,
   struct cap_run run = { NULL, opt->cancel };
   struct idx_reader *rd = NULL;
   struct tr_err local = { 0 };
-  uint64_t bytes;
+  struct idx_read got;
   int rc;
 
   o.on_progress = NULL;
@@ -95,7 +99,7 @@ static int read_capture(const char *root, struct dec_lib *lib,
   if ((rc = dec_file_new(lib, DEC_CAPTURE, cap, &run.dec)) == 0 &&
       (rc = idx_reader_new(IDX_FORMAT_AUTO, on_capture_event, &run, &rd)) ==
           0 &&
-      (rc = idx_read_under(root, cap->path, rd, &o, &bytes, &local)) == 0)
+      (rc = idx_read_under(root, cap->path, rd, &o, &got, &local)) == 0)
     rc = dec_end(run.dec, &local);
   idx_reader_free(rd);
   dec_file_free(run.dec);
@@ -154,6 +158,8 @@ static int pump(struct idx_source *src, struct idx_reader *rd,
       return rc;
     if (c.len == 0)
       return idx_reader_finish(rd, err);
+    if (opt->points_path != NULL)
+      idx_reader_mark(rd);
     if ((rc = idx_reader_feed_chunk(rd, &c, err)) != 0 ||
         (rc = check_inflated(rd, opt, err)) != 0)
       return rc;
@@ -211,42 +217,47 @@ static int threads(const struct idx_options *opt)
   return cores >= 2 ? 2 : 1;
 }
 
-/* The points the source recorded, to opt->points_path, stamped with the
- * source's size and mtime. 0 or negative with err. */
-static int save_points(const struct idx_source *src,
-                       const struct idx_options *opt, struct tr_err *err)
-{
-  const struct idx_points *pts = idx_source_points(src);
-  struct stat st;
-  int rc;
-
-  if ((rc = idx_source_stat(src, &st)) != 0)
-    return tr_err_set(err, rc, "", "%s: %s", opt->points_path, strerror(-rc));
-  return idx_points_save(pts, opt->points_path, &st, err);
-}
-
 int idx_read_under(const char *root, const char *path, struct idx_reader *rd,
-                   const struct idx_options *opt, uint64_t *file_bytes,
+                   const struct idx_options *opt, struct idx_read *got,
                    struct tr_err *err)
 {
   struct idx_source *src = NULL;
   uint64_t spacing =
       opt->points_spacing ? opt->points_spacing : IDX_POINT_SPACING;
+  struct idx_points *pts;
   int rc = idx_source_open_points(
       root, path, IDX_SOURCE_SCAN | (threads(opt) > 1 ? IDX_SOURCE_THREAD : 0),
       opt->points_path != NULL ? spacing : 0, &src, err);
 
+  memset(got, 0, sizeof(*got));
   if (rc == 0)
     rc = pump(src, rd, opt, err);
-  if (rc == 0 && opt->points_path != NULL)
-    rc = save_points(src, opt, err);
+  if (rc == 0 && opt->points_path != NULL &&
+      (rc = idx_source_stat(src, &got->st)) != 0)
+    tr_err_set(err, rc, "", "%s: %s", path, strerror(-rc));
   if (rc == 0) {
-    *file_bytes = idx_source_file_bytes(src);
+    got->file_bytes = idx_source_file_bytes(src);
+    if ((pts = idx_source_points(src)) != NULL) {
+      got->points = *pts; /* taken: the source's is left empty */
+      memset(pts, 0, sizeof(*pts));
+    }
     if (opt->on_progress != NULL)
       opt->on_progress(opt->ud, idx_source_read_bytes(src));
   }
   idx_source_close(src);
   return rc;
+}
+
+/* The points read, with the slicer's figures when they can serve it, to
+ * opt->points_path. 0 or negative with err. */
+static int save_points(struct idx_read *got, struct slice_figs *figs,
+                       const struct idx_doc *doc, const struct idx_options *opt,
+                       struct tr_err *err)
+{
+  if (slice_figs_end(figs, doc) == 0 &&
+      slice_figs_encode(figs, &got->points.figs, &got->points.figs_len) != 0)
+    return tr_err_set(err, TR_ENOMEM, "", "out of memory");
+  return idx_points_save(&got->points, opt->points_path, &got->st, err);
 }
 
 int idx_file(const char *path, const struct idx_options *opt, json_t **out,
@@ -276,6 +287,8 @@ int idx_file_sink(const char *root, const char *path,
   struct dec_lib *lib = NULL;
   struct idx_reader *rd = NULL;
   struct tr_err local = { 0 };
+  struct slice_figs figs = { 0 };
+  struct idx_read got = { 0 };
   char *coll_tmp = NULL;
   struct run run;
   int rc = 0;
@@ -283,11 +296,17 @@ int idx_file_sink(const char *root, const char *path,
   if (opt == NULL)
     opt = &defaults;
   run.cancel = opt->cancel;
+  run.figs = opt->points_path != NULL ? &figs : NULL;
   if (idx_agg_init(&run.agg, opt->rules, TIME_RECORDS) != 0)
     return tr_err_set(err, TR_ENOMEM, "", "%s: out of memory", path);
   idx_agg_cap_names(&run.agg, opt->max_kernel_names);
   run.agg.spill.dir = opt->spill_dir;
   run.agg.spill.max_bytes = opt->max_spill_bytes;
+  if (run.figs != NULL) {
+    slice_figs_init(&figs, &run.agg);
+    run.agg.on_finding = slice_figs_finding;
+    run.agg.finding_ud = &figs;
+  }
   if ((rc = decode_open(root, opt, &run.agg, &lib, &local)) == 0 &&
       opt->collectives_path != NULL)
     rc = idx_side_open(opt->collectives_path, &run.agg.coll_out, &coll_tmp,
@@ -295,12 +314,17 @@ int idx_file_sink(const char *root, const char *path,
   if (rc == 0)
     rc = idx_reader_new(opt->format, on_event, &run, &rd);
   if (rc == 0)
-    rc = idx_read_under(root, path, rd, opt, &info.file_bytes, &local);
+    rc = idx_read_under(root, path, rd, opt, &got, &local);
   if (rc == 0) {
+    info.file_bytes = got.file_bytes;
     info.rank = opt->rank;
     info.threads = threads(opt);
     rc = idx_agg_rows(&run.agg, idx_reader_doc(rd), &info, sink, &local);
   }
+  if (rc == 0 && opt->points_path != NULL)
+    rc = save_points(&got, &figs, idx_reader_doc(rd), opt, &local);
+  idx_points_free(&got.points);
+  slice_figs_free(&figs);
   agg_spill_blame(&run.agg.spill, rc, &local);
   if (opt->collectives_path != NULL)
     rc = idx_side_close(run.agg.coll_out, coll_tmp, opt->collectives_path,

@@ -247,6 +247,13 @@ struct idx_slice_opts {
   uint64_t max_inflated_bytes;   /* as idx_options' */
   uint64_t max_spill_bytes;      /* as idx_options' */
   const char *spill_dir;         /* as idx_options' */
+  /* The rank's access points (idx_options.points_path when it was
+   * indexed): when they are of this file and hold the slicer's figures,
+   * only the parts of the file that meet the window are read, the rest
+   * told by the figures (docs/SLICES.md); the text is the same byte for
+   * byte. NULL, or a points file that is missing, stale or without
+   * them: the whole file is read. For idx_slice_ranks(), each rank's. */
+  const char *points_path;
 };
 
 /* What a slice holds (its last member, traced_slice, says the same). */
@@ -258,6 +265,10 @@ struct idx_slice_stats {
   uint64_t events_dropped;  /* in the window but not mendable JSON */
   uint64_t members_kept, members_dropped; /* top-level members */
   uint64_t steps, idle;                   /* findings written */
+  /* Not in traced_slice: how it was read. */
+  uint64_t text_bytes;       /* JSON text inflated */
+  uint64_t pieces, pieces_read; /* with points: traceEvents' pieces, and
+                                   those read (else both 0) */
 };
 
 /*
@@ -283,7 +294,8 @@ struct idx_slice_rank {
   const char *path;       /* borrowed; opened under root */
   enum idx_format format; /* as the rank was indexed */
   int rank;
-  int64_t t0_ns; /* the rank's own, reported in traced_slice */
+  int64_t t0_ns;           /* the rank's own, reported in traced_slice */
+  const char *points_path; /* as idx_slice_opts' (borrowed; NULL: none) */
 };
 
 /*

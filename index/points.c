@@ -4,11 +4,13 @@
  * The file, little-endian, every count checked on load:
  *
  *   "TRCDPTS\0", version u32, count u32, the source's size u64, mtime
- *   seconds u64 and nanoseconds u64, deflated window bytes u64 (48 bytes)
+ *   seconds u64 and nanoseconds u64, deflated window bytes u64, the
+ *   slicer's bytes u64 (56 bytes)
  *   count entries: out_off u64, in_bit u64, kind u32, win_len u32,
  *     wz_len u32 (28 bytes)
  *   the windows, each a zlib stream (compress2()) of win_len bytes, in
  *   the entries' order
+ *   the slicer's bytes (index/slice_figs.c), opaque here
  *
  * A window is deflated on its own, so that one point costs one small
  * inflate; its zlib wrapper's Adler-32 catches a damaged window.
@@ -25,8 +27,8 @@
 #include "index/points.h"
 
 #define MAGIC       "TRCDPTS"
-#define VERSION     1
-#define HEAD_BYTES  48
+#define VERSION     2
+#define HEAD_BYTES  56
 #define ENTRY_BYTES 28
 /* Level 1: a trace's 32 KiB window deflates to ~3.4 KB at level 1, ~2.6
  * KB at level 9, but level 9 costs ~4M instructions a window, which at 8
@@ -151,6 +153,7 @@ static uint8_t *encode_head(const struct idx_points *p, const struct stat *src,
   put_u64(b + 24, (uint64_t)src->st_mtim.tv_sec);
   put_u64(b + 32, (uint64_t)src->st_mtim.tv_nsec);
   put_u64(b + 40, p->wz_len);
+  put_u64(b + 48, p->figs_len);
   for (uint32_t i = 0; i < p->n; i++) {
     e = b + HEAD_BYTES + (size_t)i * ENTRY_BYTES;
     put_u64(e, p->pt[i].out_off);
@@ -177,7 +180,9 @@ int idx_points_save(const struct idx_points *p, const char *path,
   rc = idx_side_open(path, &f, &tmp, err);
   if (rc == 0 && (fwrite(head, 1, head_len, f) != head_len ||
                   (p->wz_len > 0 &&
-                   fwrite(p->wz, 1, p->wz_len, f) != p->wz_len)))
+                   fwrite(p->wz, 1, p->wz_len, f) != p->wz_len) ||
+                  (p->figs_len > 0 &&
+                   fwrite(p->figs, 1, p->figs_len, f) != p->figs_len)))
     rc = tr_err_set(err, TR_EIO, NULL, "%s: %s", tmp, strerror(errno));
   rc = idx_side_close(f, tmp, path, rc, err);
   free(head);
@@ -185,17 +190,20 @@ int idx_points_save(const struct idx_points *p, const char *path,
 }
 
 /* The header's checks: magic, version, count, the stamp, the size. The
- * count and window bytes into *n and *wz_len. 0 or TR_EFORMAT. */
+ * count, window bytes and the slicer's into *n, *wz_len and *figs_len.
+ * 0 or TR_EFORMAT. */
 static int check_head(const uint8_t *b, size_t len, const struct stat *src,
-                      uint32_t *n, uint64_t *wz_len)
+                      uint32_t *n, uint64_t *wz_len, uint64_t *figs_len)
 {
   if (len < HEAD_BYTES || memcmp(b, MAGIC, sizeof(MAGIC)) != 0 ||
       get_u32(b + 8) != VERSION)
     return TR_EFORMAT;
   *n = get_u32(b + 12);
   *wz_len = get_u64(b + 40);
+  *figs_len = get_u64(b + 48);
   if (*n > IDX_POINTS_MAX || *wz_len > IDX_POINTS_WZ_MAX ||
-      len != HEAD_BYTES + (size_t)*n * ENTRY_BYTES + *wz_len)
+      *figs_len > FILE_MAX ||
+      len != HEAD_BYTES + (size_t)*n * ENTRY_BYTES + *wz_len + *figs_len)
     return TR_EFORMAT;
   /* A changed source makes every point wrong. */
   if (get_u64(b + 16) != (uint64_t)src->st_size ||
@@ -267,37 +275,55 @@ static int slurp(const char *path, uint8_t **buf, size_t *len)
   return rc;
 }
 
-int idx_points_load(const char *path, const struct stat *src,
-                    struct idx_points *out, struct tr_err *err)
+int idx_points_parse(const uint8_t *b, size_t len, const struct stat *src,
+                     struct idx_points *out)
 {
   struct idx_points p = { 0 };
-  uint8_t *b = NULL;
-  uint64_t wz_len = 0;
-  size_t len = 0;
+  uint64_t wz_len = 0, figs_len = 0;
+  size_t at = 0;
   uint32_t n = 0;
-  int rc = slurp(path, &b, &len);
+  int rc = check_head(b, len, src, &n, &wz_len, &figs_len);
 
-  if (rc == 0)
-    rc = check_head(b, len, src, &n, &wz_len);
   if (rc == 0 && n > 0 && (p.pt = malloc(n * sizeof(*p.pt))) == NULL)
     rc = TR_ENOMEM;
   if (rc == 0) {
     p.cap = n;
     rc = parse_entries(b, n, wz_len, src, &p);
   }
+  at = HEAD_BYTES + (size_t)n * ENTRY_BYTES;
   if (rc == 0 && wz_len > 0 && (p.wz = malloc(wz_len)) == NULL)
     rc = TR_ENOMEM;
   if (rc == 0 && wz_len > 0)
-    memcpy(p.wz, b + HEAD_BYTES + (size_t)n * ENTRY_BYTES, wz_len);
-  free(b);
+    memcpy(p.wz, b + at, wz_len);
+  if (rc == 0 && figs_len > 0 && (p.figs = malloc(figs_len)) == NULL)
+    rc = TR_ENOMEM;
+  if (rc == 0 && figs_len > 0)
+    memcpy(p.figs, b + at + wz_len, figs_len);
   if (rc != 0) {
     idx_points_free(&p);
-    return tr_err_set(err, rc, NULL, "%s: %s", path,
-                      rc == TR_EFORMAT ? "not a points file of this source"
-                                       : "cannot read");
+    return rc;
   }
   p.wz_len = p.wz_cap = wz_len;
+  p.figs_len = figs_len;
   *out = p;
+  return 0;
+}
+
+int idx_points_load(const char *path, const struct stat *src,
+                    struct idx_points *out, struct tr_err *err)
+{
+  uint8_t *b = NULL;
+  size_t len = 0;
+  int rc = slurp(path, &b, &len);
+
+  if (rc == 0)
+    rc = idx_points_parse(b, len, src, out);
+  free(b);
+  if (rc != 0)
+    return tr_err_set(err, rc, NULL, "%s: %s", path,
+                      rc == TR_EFORMAT ? "not a points file of this source"
+                      : rc == TR_ENOTFOUND ? "no such file"
+                                           : "cannot read");
   return 0;
 }
 
@@ -335,5 +361,6 @@ void idx_points_free(struct idx_points *p)
     return;
   free(p->pt);
   free(p->wz);
+  free(p->figs);
   memset(p, 0, sizeof(*p));
 }

@@ -52,6 +52,10 @@ struct idx_points {
   uint32_t n, cap;
   uint8_t *wz; /* the windows, each deflated on its own */
   size_t wz_len, wz_cap;
+  /* Bytes stored with them for the slicer (index/slice_figs.h), opaque
+   * here; NULL: none. Owned: idx_points_free() frees them. */
+  uint8_t *figs;
+  size_t figs_len;
 };
 
 /* Appends a point, deflating its window (win_len bytes, borrowed; NULL
@@ -65,6 +69,12 @@ int idx_points_add(struct idx_points *p, const struct idx_point *pt,
  * file's size and mtime (src: its fstat()). 0 or negative with err. */
 int idx_points_save(const struct idx_points *p, const char *path,
                     const struct stat *src, struct tr_err *err);
+
+/* The bytes of a points file, b[0..len), into *out as idx_points_load()
+ * reads them (for the loader and the fuzzer). 0, TR_EFORMAT or
+ * TR_ENOMEM. */
+int idx_points_parse(const uint8_t *b, size_t len, const struct stat *src,
+                     struct idx_points *out);
 
 /* Reads path into *out (caller frees with idx_points_free()) when it is
  * a points file of this version whose stamp matches src and whose every

@@ -105,6 +105,7 @@ struct idx_reader {
   unsigned bom_n;       /* bytes of a UTF-8 byte order mark matched */
   int events_seen;      /* traceEvents was opened */
   int events_done;      /* and closed */
+  int mark_pending;     /* idx_reader_mark(): the next element is marked */
   unsigned elem_depth;  /* nesting of an event: 2, or 1 when bare */
   struct idx_skip skip; /* SKIP and CAPTURE: where the value is */
   enum cap cap;         /* CAPTURE: what the value is */
@@ -452,8 +453,10 @@ static int on_value(struct idx_reader *r, const char **pp)
 }
 
 /* After the ']' of traceEvents (or of a bare array). */
-static void end_events(struct idx_reader *r)
+static void end_events(struct idx_reader *r, const char *p)
 {
+  r->doc.array_end = (int64_t)at(r, p);
+  r->mark_pending = 0;
   r->events_done = 1;
   r->st = r->doc.bare_array ? ST_DONE : ST_OBJ_NEXT;
 }
@@ -541,9 +544,14 @@ static int on_elem(struct idx_reader *r, const char **pp, const char *end)
   int rc;
 
   if (**pp == ']') {
-    (*pp)++;
-    end_events(r);
+    end_events(r, (*pp)++);
     return 0;
+  }
+  if (r->mark_pending) {
+    r->mark_pending = 0;
+    r->doc.marks++;
+    r->doc.mark_off = at(r, *pp);
+    r->doc.mark_events = r->doc.events;
   }
   if (**pp != '{') {
     count_skipped(r);
@@ -651,7 +659,6 @@ static int expect(struct idx_reader *r, const char **pp, char ok1,
 
   if (c != ok1 && c != ok2)
     return bad_byte(r, at(r, *pp), IDX_P_SYNTAX, (unsigned char)c);
-  (*pp)++;
   r->st = c == ok1 ? st1 : st2;
   if (r->st == ST_KEY) {
     r->key_n = 0;
@@ -662,7 +669,8 @@ static int expect(struct idx_reader *r, const char **pp, char ok1,
     }
   }
   if (c == ']')
-    end_events(r);
+    end_events(r, *pp);
+  (*pp)++;
   return 0;
 }
 
@@ -708,6 +716,7 @@ int idx_reader_new(enum idx_format forced, idx_event_cb cb, void *ud,
   r->fast = idx_scan_enabled();
   r->doc.format = forced;
   r->doc.rank = -1;
+  r->doc.array_end = -1;
   *out = r;
   return 0;
 }
@@ -721,6 +730,8 @@ int idx_reader_feed_chunk(struct idx_reader *r, const struct idx_chunk *c,
   if (r->st == ST_FAILED)
     return r->fail;
   r->chunk = c->text;
+  r->doc.chunk = c->text;
+  r->doc.chunk_len = c->len;
   r->err = err;
   r->batch = r->fast ? c->batch : NULL;
   idx_walker_text(&r->walker);
@@ -728,6 +739,8 @@ int idx_reader_feed_chunk(struct idx_reader *r, const struct idx_chunk *c,
     rc = step(r, &p, end);
   r->off += c->len;
   r->doc.json_bytes = r->off;
+  r->doc.chunk = NULL;
+  r->doc.chunk_len = 0;
   r->err = NULL;
   r->batch = NULL;
   return rc;
@@ -739,6 +752,25 @@ int idx_reader_feed(struct idx_reader *r, const char *buf, size_t len,
   struct idx_chunk c = { buf, len, NULL };
 
   return idx_reader_feed_chunk(r, &c, err);
+}
+
+void idx_reader_mark(struct idx_reader *r)
+{
+  r->mark_pending = !r->events_done;
+}
+
+int idx_reader_jump(struct idx_reader *r, uint64_t off, uint64_t events)
+{
+  if ((r->st != ST_ELEM && r->st != ST_ELEM_NEXT) || r->events_done ||
+      off < r->off)
+    return TR_EINVAL;
+  /* After an element ELEM_NEXT waits for its comma, which lies before
+   * off: ELEM takes the next element or the closing ']' alike. */
+  r->st = ST_ELEM;
+  r->off = off;
+  r->doc.json_bytes = off;
+  r->doc.events = events;
+  return 0;
 }
 
 int idx_reader_walk_hint(const struct idx_reader *r, unsigned *depth,

@@ -39,11 +39,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "common/file.h"
 #include "index/agg.h"
 #include "index/event.h"
 #include "index/format.h"
 #include "index/slice.h"
+#include "index/slice_figs.h"
 
 struct slicer {
   const struct idx_slice_opts *o;
@@ -60,8 +63,11 @@ struct slicer {
   int64_t max_pid;         /* largest numeric pid, INT64_MIN: none */
   struct slice_held held;  /* members read after the events start, held
                               for the end (the reader drops larger ones) */
+  int findings;  /* traced's tracks are wanted */
+  int step_side; /* where the steps come from (agg.h's AGG_SIDE_*) */
   struct idx_agg agg;
-  int agg_on;
+  int agg_on; /* the findings come from agg, which reads every event (else
+                 from the rank's slice figures) */
   struct idx_slice_stats st;
   struct slice_out out;      /* the document */
   struct slice_out held_out; /* into held */
@@ -188,15 +194,9 @@ static int on_member(void *ud, struct idx_str key, struct idx_str value)
 /* The event's span overlaps the window (the file's comment says how). */
 static int in_window(const struct slicer *s, const struct idx_event *ev)
 {
-  int64_t b = ev->ts_ns, e = b, dur;
+  int64_t b, e;
 
-  if (ev->ph == 'X' && (ev->has & IDX_HAS_DUR)) {
-    dur = ev->dur_ns;
-    if (__builtin_add_overflow(b, dur, &e))
-      e = INT64_MAX;
-  }
-  if (e <= b)
-    e = b < INT64_MAX ? b + 1 : b;
+  slice_span(ev, &b, &e);
   return b < s->hi && e > s->lo;
 }
 
@@ -294,14 +294,14 @@ static void name_tracks(struct slicer *s)
     return;
   put_name(s, "process_name", 0, "traced");
   put_name(s, "thread_name", TRACK_STEPS,
-           s->agg.step_side == AGG_SIDE_GPU ? "steps (GPU-side labels)"
-                                            : "steps (CPU-side labels)");
+           s->step_side == AGG_SIDE_GPU ? "steps (GPU-side labels)"
+                                        : "steps (CPU-side labels)");
   put_name(s, "thread_name", TRACK_IDLE, "idle time by cause");
 }
 
 /* The head of a finding's X event, up to its args' opening brace. */
 static void put_head(struct slicer *s, int tid, const char *name, size_t n,
-                     const struct agg_finding *f)
+                     const struct slice_found *f)
 {
   char buf[96];
 
@@ -317,23 +317,20 @@ static void put_head(struct slicer *s, int tid, const char *name, size_t n,
   slice_out_str(&s->out, ",\"args\":{");
 }
 
-static void put_step(struct slicer *s, const struct agg_finding *f)
+static void put_step(struct slicer *s, const struct slice_found *f)
 {
-  const struct agg_key *k = &s->agg.kinds_map.keys[f->kind];
-  char label[AGG_LABEL_TEXT + 1], buf[64];
+  char buf[64];
 
-  if (agg_labels_get(&s->agg.labels, f->label, label, sizeof(label)) != 0)
-    label[0] = '\0';
-  put_head(s, TRACK_STEPS, k->p, k->n, f);
+  put_head(s, TRACK_STEPS, f->kind, f->kind_n, f);
   slice_out_str(&s->out, "\"label\":\"");
-  slice_json_escape(&s->out, label, strlen(label));
+  slice_json_escape(&s->out, f->label, f->label_n);
   snprintf(buf, sizeof(buf), "\",\"step_ns\":%" PRId64 "}}",
            f->end_ns - f->start_ns);
   slice_out_str(&s->out, buf);
   s->st.steps++;
 }
 
-static void put_idle(struct slicer *s, const struct agg_finding *f)
+static void put_idle(struct slicer *s, const struct slice_found *f)
 {
   const char *cause = agg_idle_cause_name(f->cause);
   char buf[96];
@@ -346,17 +343,47 @@ static void put_idle(struct slicer *s, const struct agg_finding *f)
   s->st.idle++;
 }
 
-/* agg's on_finding: the findings that overlap the window. */
-static void on_finding(void *ud, const struct agg_finding *f)
+/* A finding, when it overlaps the window. */
+static void put_finding(struct slicer *s, const struct slice_found *f)
 {
-  struct slicer *s = ud;
-
   if (f->start_ns >= s->hi || f->end_ns <= s->lo || s->out.rc != 0)
     return;
   if (f->what == AGG_FOUND_STEP)
     put_step(s, f);
   else
     put_idle(s, f);
+}
+
+/* agg's on_finding. */
+static void on_finding(void *ud, const struct agg_finding *f)
+{
+  struct slicer *s = ud;
+  char label[AGG_LABEL_TEXT + 1];
+  struct slice_found t = { (int)f->what, f->cause, f->start_ns, f->end_ns,
+                           f->between_ns, "", label, 0, 0 };
+
+  s->step_side = s->agg.step_side;
+  label[0] = '\0';
+  if (f->what == AGG_FOUND_STEP) {
+    t.kind = s->agg.kinds_map.keys[f->kind].p;
+    t.kind_n = s->agg.kinds_map.keys[f->kind].n;
+    if (agg_labels_get(&s->agg.labels, f->label, label, sizeof(label)) != 0)
+      label[0] = '\0';
+    t.label_n = strlen(label);
+  }
+  put_finding(s, &t);
+}
+
+/* The findings the rank's slice figures hold, in the time pass's order. */
+static void stored_tracks(struct slicer *s, const struct slice_figs *g)
+{
+  struct slice_found f;
+  size_t at = 0;
+  int64_t last = 0;
+
+  s->step_side = (int)g->step_side;
+  while (s->out.rc == 0 && slice_figs_found(g, &at, &last, &f))
+    put_finding(s, &f);
 }
 
 /* The summary's pieces are not the slice's: dropped as they come. */
@@ -433,12 +460,14 @@ static void put_stats(struct slicer *s)
            ",\"members_kept\":%" PRIu64 ",\"members_dropped\":%" PRIu64,
            t->members_kept, t->members_dropped);
   slice_out_str(&s->out, buf);
-  slice_put_findings(&s->out, t, s->agg_on);
+  slice_put_findings(&s->out, t, s->findings);
   slice_out_str(&s->out, "}}");
 }
 
+/* The document's end; figs: the rank's slice figures when the findings
+ * come from them, else NULL. */
 static int finish(struct slicer *s, const struct idx_doc *doc, const char *path,
-                  struct tr_err *err)
+                  const struct slice_figs *figs, struct tr_err *err)
 {
   int rc;
 
@@ -446,6 +475,8 @@ static int finish(struct slicer *s, const struct idx_doc *doc, const char *path,
   open_array(s);
   if (s->agg_on && (rc = tracks(s, doc, path, err)) != 0)
     return rc;
+  if (s->findings && figs != NULL)
+    stored_tracks(s, figs);
   if (s->part != NULL)
     return slice_out_flush(&s->out);
   slice_out_put(&s->out, "]", 1);
@@ -465,9 +496,11 @@ static void window(struct slicer *s)
     s->hi = s->o->end_ns < 0 ? INT64_MIN : INT64_MAX;
 }
 
-/* s is zeroed. */
+/* s is zeroed. With stored, the findings (if any) will come from the
+ * rank's slice figures. */
 static int slicer_init(struct slicer *s, const struct idx_slice_opts *o,
-                       struct slice_part *part, idx_write_fn write, void *ud)
+                       struct slice_part *part, idx_write_fn write, void *ud,
+                       int stored)
 {
   s->part = part;
   /* A part writes into the merged document's array. */
@@ -479,8 +512,9 @@ static int slicer_init(struct slicer *s, const struct idx_slice_opts *o,
   s->held_out.ud = &s->held;
   s->o = o;
   s->max_pid = INT64_MIN;
+  s->findings = o->findings;
   window(s);
-  if (!o->findings)
+  if (!o->findings || stored)
     return 0;
   if (idx_agg_init(&s->agg, o->rules, 0) != 0)
     return TR_ENOMEM;
@@ -491,31 +525,170 @@ static int slicer_init(struct slicer *s, const struct idx_slice_opts *o,
   return 0;
 }
 
-int slice_rank_run(const char *root, const char *path,
-                   const struct idx_slice_opts *o, struct slice_part *part,
-                   idx_write_fn write, void *ud, struct idx_slice_stats *stats,
-                   struct tr_err *err)
+/* ---- from access points ---- */
+
+/* The rank's points and slice figures (o->points_path) when they are of
+ * the file at path (opened on *fd) and can serve a slice with o's
+ * findings: 1; else 0 and nothing is held (the whole file is read, and
+ * reports what is wrong with it). */
+static int load_points(const char *root, const char *path,
+                       const struct idx_slice_opts *o, int *fd,
+                       struct idx_points *pts, struct slice_figs *figs)
 {
+  struct tr_err e = { 0 };
+  struct stat st;
+
+  *fd = -1;
+  if (o->points_path == NULL ||
+      (*fd = tr_open_file(root, path, 0, &st, &e)) < 0)
+    return 0;
+  if (idx_points_load(o->points_path, &st, pts, &e) == 0 &&
+      pts->figs != NULL &&
+      slice_figs_decode(pts->figs, pts->figs_len, figs) == 0 &&
+      (!o->findings || figs->found_complete))
+    return 1;
+  slice_figs_free(figs);
+  idx_points_free(pts);
+  close(*fd);
+  *fd = -1;
+  return 0;
+}
+
+/* A piece the window needs, or one that must be read whatever it. */
+static int piece_needed(const struct slicer *s, const struct slice_piece *p)
+{
+  return (p->flags & SLICE_PIECE_READ) || (p->lo < s->hi && p->hi > s->lo);
+}
+
+/* The stored M events from document offset from up to end (*m: the next
+ * one not yet passed), each fed to the reader as if read in its place. */
+static int replay_metas(struct slice_feed *f, const struct slice_figs *g,
+                        size_t *m, uint64_t from, uint64_t end)
+{
+  int rc = 0;
+
+  for (; rc == 0 && *m < g->nmeta && g->meta[*m].off < end; (*m)++) {
+    const struct slice_meta *x = &g->meta[*m];
+
+    if (x->off < from)
+      continue; /* in a range read */
+    if ((rc = idx_reader_jump(f->rd, x->off, x->elems)) != 0)
+      return tr_err_set(f->err, TR_EFORMAT, NULL,
+                        "the points do not match the file at byte %llu",
+                        (unsigned long long)x->off);
+    if ((rc = idx_reader_feed(f->rd, g->text + x->at, x->len, f->err)) == 0)
+      rc = idx_reader_feed(f->rd, ",", 1, f->err);
+  }
+  return rc;
+}
+
+/* Feeds [a, b) from element number elems on, after the stored M events
+ * before a that no range read. *done: where the last range ended. */
+static int read_range(struct slice_feed *f, const struct slice_figs *g,
+                      size_t *m, uint64_t *done, uint64_t a, uint64_t b,
+                      uint64_t elems)
+{
+  int rc = replay_metas(f, g, m, *done, a);
+
+  if (rc == 0 && idx_reader_jump(f->rd, a, elems) != 0)
+    rc = tr_err_set(f->err, TR_EFORMAT, NULL,
+                    "the points do not match the file at byte %llu",
+                    (unsigned long long)a);
+  if (rc == 0)
+    rc = slice_feed_range(f, a, b);
+  *done = b;
+  return rc;
+}
+
+/* The head (the text before traceEvents' first piece), the pieces the
+ * window needs, and the tail from traceEvents' end: the reader sees the
+ * document as if whole, but for events no slice of this window keeps. */
+static int read_pieces(struct slicer *s, struct slice_feed *f,
+                       const struct slice_figs *g)
+{
+  const struct idx_doc *doc = idx_reader_doc(f->rd);
+  uint64_t done = g->piece[0].off, end = (uint64_t)g->array_end;
+  size_t m = 0, k, j;
+  int rc = slice_feed_range(f, 0, done);
+
+  /* The head holds no event handed over (slice_figs.c). */
+  s->events_begun = g->delivered > 0;
+  for (k = 0; rc == 0 && k < g->npieces; k = j + 1) {
+    j = k;
+    /* Until the format is settled (auto), every piece is read. */
+    if (!piece_needed(s, &g->piece[k]) && doc->format != IDX_FORMAT_AUTO)
+      continue;
+    while (j + 1 < g->npieces && piece_needed(s, &g->piece[j + 1]))
+      j++;
+    rc = read_range(f, g, &m, &done, g->piece[k].off,
+                    j + 1 < g->npieces ? g->piece[j + 1].off : end,
+                    g->piece[k].elems);
+    s->st.pieces_read += j - k + 1;
+  }
+  if (rc == 0)
+    rc = read_range(f, g, &m, &done, end, UINT64_MAX, doc->events);
+  s->st.pieces = g->npieces;
+  return rc == 0 ? idx_reader_finish(f->rd, f->err) : rc;
+}
+
+/* The slice from the rank's points: the figures say what is not read. */
+static int read_points(struct slicer *s, int fd, const struct idx_points *pts,
+                       const struct slice_figs *g, struct idx_reader *rd,
+                       struct tr_err *err)
+{
+  struct slice_feed f;
+  int rc = slice_feed_open(&f, fd, pts, rd, err);
+
+  f.cancel = s->o->cancel;
+  if (rc == 0)
+    rc = read_pieces(s, &f, g);
+  s->st.text_bytes = f.text_bytes;
+  s->st.events_read = g->delivered;
+  s->max_pid = g->max_pid;
+  slice_feed_close(&f);
+  return rc;
+}
+
+/* The whole file, start to end. */
+static int read_whole(struct slicer *s, const char *root, const char *path,
+                      struct idx_reader *rd, struct tr_err *err)
+{
+  const struct idx_slice_opts *o = s->o;
   struct idx_options ropt = { .format = o->format,
                               .rules = o->rules,
                               .rank = -1,
                               .cancel = o->cancel,
                               .threads = o->threads,
                               .max_inflated_bytes = o->max_inflated_bytes };
+  struct idx_read got;
+  int rc = idx_read_under(root, path, rd, &ropt, &got, err);
+
+  s->st.text_bytes = idx_reader_doc(rd)->json_bytes;
+  return rc;
+}
+
+int slice_rank_run(const char *root, const char *path,
+                   const struct idx_slice_opts *o, struct slice_part *part,
+                   idx_write_fn write, void *ud, struct idx_slice_stats *stats,
+                   struct tr_err *err)
+{
   struct tr_err local = { 0 };
   struct idx_reader *rd = NULL;
+  struct idx_points pts = { 0 };
+  struct slice_figs figs = { 0 };
   struct slicer *s = calloc(1, sizeof(*s));
-  uint64_t file_bytes = 0;
-  int rc = s != NULL ? slicer_init(s, o, part, write, ud) : TR_ENOMEM;
+  int fd = -1, stored = load_points(root, path, o, &fd, &pts, &figs);
+  int rc = s != NULL ? slicer_init(s, o, part, write, ud, stored) : TR_ENOMEM;
 
   if (rc == 0)
     rc = idx_reader_new(o->format, on_event, s, &rd);
   if (rc == 0)
     rc = idx_reader_keep_raw(rd, on_member);
   if (rc == 0 && (part != NULL || (rc = slice_out_put(&s->out, "{", 1)) == 0))
-    rc = idx_read_under(root, path, rd, &ropt, &file_bytes, &local);
+    rc = stored ? read_points(s, fd, &pts, &figs, rd, &local)
+                : read_whole(s, root, path, rd, &local);
   if (rc == 0)
-    rc = finish(s, idx_reader_doc(rd), path, &local);
+    rc = finish(s, idx_reader_doc(rd), path, stored ? &figs : NULL, &local);
   if (rc == 0 && stats != NULL)
     *stats = s->st;
   idx_reader_free(rd);
@@ -527,6 +700,10 @@ int slice_rank_run(const char *root, const char *path,
     free(s->held.p);
     free(s);
   }
+  slice_figs_free(&figs);
+  idx_points_free(&pts);
+  if (fd >= 0)
+    close(fd);
   return rc == 0 ? 0 : idx_file_fail(err, &local, rc, path);
 }
 

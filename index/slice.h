@@ -12,6 +12,7 @@
 #include "index/agg.h"
 #include "index/event.h"
 #include "index/index.h"
+#include "index/points.h"
 
 /* Bytes gathered before they go to the writer. */
 #define SLICE_OUT_BUF (64u << 10)
@@ -72,6 +73,33 @@ void slice_put_counts(struct slice_out *o, const struct idx_slice_stats *t);
 /* ,"findings": {steps, idle} when on, else null. */
 void slice_put_findings(struct slice_out *o, const struct idx_slice_stats *t,
                         int on);
+
+/* ---- ranges of the text from access points (slice_feed.c) ---- */
+
+struct slice_feed {
+  int fd; /* the trace, borrowed */
+  const struct idx_points *pts;
+  struct idx_reader *rd;    /* what the ranges are fed to */
+  struct idx_resume *rs;    /* the stream open, or NULL */
+  long point;               /* the point it started at */
+  uint64_t pos;             /* the document offset it is at */
+  uint64_t text_bytes;      /* inflated in all */
+  const atomic_bool *cancel; /* checked between reads; may be NULL */
+  char *buf;
+  struct tr_err *err;
+};
+
+/* Ready to feed rd from the points pts of the file open on fd (both
+ * borrowed). 0 or TR_ENOMEM; slice_feed_close() either way. */
+int slice_feed_open(struct slice_feed *f, int fd, const struct idx_points *pts,
+                    struct idx_reader *rd, struct tr_err *err);
+
+/* Feeds the text [a, b) to the reader (b UINT64_MAX: to the end), a at
+ * or after the last range's end. 0, the reader's failure, or negative
+ * with err (the file does not match its points). */
+int slice_feed_range(struct slice_feed *f, uint64_t a, uint64_t b);
+
+void slice_feed_close(struct slice_feed *f);
 
 /* ---- one rank's part of an all-ranks slice (slice_ranks.c) ---- */
 

@@ -308,6 +308,7 @@ static int put_parts(struct slice_part *pt, struct slice_out *o,
     struct idx_slice_opts one = *opt;
 
     one.format = ranks[i].format;
+    one.points_path = ranks[i].points_path;
     part_reset(pt, i, n, ranks[i].rank);
     /* What o holds goes first: the part writes straight to the writer. */
     if ((rc = slice_out_flush(o)) != 0)

@@ -246,15 +246,15 @@ static int produce_plain(struct idx_source *s, char *buf, size_t *len)
 {
   ssize_t n;
 
-  /* A plain file's point is just where a slot starts. */
-  if (rec_wants(s->rec, 0))
-    rec_add(s->rec, s->rec->out_base * 8, 0, IDX_POINT_PLAIN);
   n = read_some(s, buf, SLOT_BYTES);
   *len = 0;
   if (n < 0)
     return tr_err_set(&s->end_err, (int)n, NULL, "%s: read: %s at byte %llu",
                       s->path, strerror((int)-n),
                       (unsigned long long)atomic_load(&s->read_bytes));
+  /* A plain file's point is just where a slot starts (not its end). */
+  if (n > 0 && rec_wants(s->rec, 0))
+    rec_add(s->rec, s->rec->out_base * 8, 0, IDX_POINT_PLAIN);
   *len = (size_t)n;
   return n > 0;
 }
@@ -477,7 +477,7 @@ static int alloc_rec(struct idx_source *s, uint64_t spacing)
     return TR_ENOMEM;
   s->rec->spacing =
       spacing < IDX_POINT_SPACING_MIN ? IDX_POINT_SPACING_MIN : spacing;
-  s->rec->next = s->rec->spacing; /* the file's start needs no point */
+  s->rec->next = 0; /* the file's start too: where a slice reads its head */
   return 0;
 }
 
@@ -585,7 +585,7 @@ void idx_source_hint(struct idx_source *s, unsigned depth, int scale)
   pthread_mutex_unlock(&s->mu);
 }
 
-const struct idx_points *idx_source_points(const struct idx_source *s)
+struct idx_points *idx_source_points(const struct idx_source *s)
 {
   return s->rec != NULL ? &s->rec->pts : NULL;
 }

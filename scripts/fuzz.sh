@@ -2,9 +2,11 @@
 # Builds the libFuzzer targets in build-fuzz with clang, ASan and UBSan:
 # the trace reader's (tests/fuzz_reader.c; its corpus the first 64 KiB of
 # the real traces) and the indexer's past the reader (tests/fuzz_index.c;
-# its corpus small whole traces, tests/fuzz_index_seeds.py), and fuzzes
-# each for FUZZ_SECONDS (60). Exits non-zero when a fuzzer finds a crash,
-# a leak or a hang.
+# its corpus small whole traces, tests/fuzz_index_seeds.py), and the
+# access points file's with a slice made from it (tests/fuzz_points.c;
+# its seed a small real trace's own points), and fuzzes each for
+# FUZZ_SECONDS (60). Exits non-zero when a fuzzer finds a crash, a leak or
+# a hang.
 set -eu
 cd "$(dirname "$0")/.."
 BUILD=${FUZZ_BUILD:-build-fuzz}
@@ -13,7 +15,7 @@ TRACES=${TRACES_DIR:-../shared/traces}
 
 CC=clang cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DTRACED_FUZZ=ON -DTRACED_SANITIZE=ON -DTRACED_INFLATE=zlib >/dev/null
-cmake --build "$BUILD" -j 2 --target fuzz_reader fuzz_index
+cmake --build "$BUILD" -j 2 --target fuzz_reader fuzz_index fuzz_points
 
 corpus=$BUILD/fuzz-corpus
 mkdir -p "$corpus"
@@ -34,3 +36,11 @@ fuzz fuzz_reader "" "$corpus"
 icorpus=$BUILD/fuzz-index-corpus
 [ -d "$icorpus" ] || python3 tests/fuzz_index_seeds.py "$TRACES" "$icorpus"
 fuzz fuzz_index index- "$icorpus"
+
+pcorpus=$BUILD/fuzz-points-corpus
+FUZZ_POINTS_TRACE=$TRACES/hta__mi250_minitoy_train_ROCm6_2_kineto.json.gz
+export FUZZ_POINTS_TRACE
+mkdir -p "$pcorpus"
+[ -s "$pcorpus/seed" ] ||
+  FUZZ_POINTS_SEED=$pcorpus/seed "$BUILD/tests/fuzz_points" 2>/dev/null
+fuzz fuzz_points points- "$pcorpus"

@@ -33,6 +33,10 @@ traced_py_test(test_name_bomb test_name_bomb.py)
 # Slices of the raw trace (index/slice.c, slice_json.c): the mending of
 # the reader's quirks, hand-made traces byte for byte, traced's tracks.
 traced_c_test(test_slice traced_index test_slice.c)
+# Slices from access points (docs/SLICES.md): byte for byte the whole
+# file's slice on every real trace.
+traced_c_test(test_slice_points traced_index test_slice_points.c
+              test_reader_util.c)
 
 # Decode (docs/DECODE.md): host stacks and replay matching alone; every
 # decode table of `traced index` against tests/ref_decode.py on every real

@@ -15,8 +15,9 @@ if(TRACED_FUZZ)
   target_compile_definitions(traced_index PRIVATE IDX_SCAN_WINDOW=1024
                              IDX_SOURCE_SLOT_BYTES=4096)
   # fuzz_reader: the reader; fuzz_index: the indexer past it (aggregation,
-  # decode, the critical path).
-  foreach(target fuzz_reader fuzz_index)
+  # decode, the critical path); fuzz_points: an access points file, its
+  # slice figures, and a slice made from them.
+  foreach(target fuzz_reader fuzz_index fuzz_points)
     add_executable(${target} ${target}.c)
     target_compile_options(${target} PRIVATE -fsanitize=fuzzer,address,undefined)
     target_link_options(${target} PRIVATE -fsanitize=fuzzer,address,undefined)

@@ -48,6 +48,7 @@ import io
 import json
 import os
 import random
+import re
 import shutil
 import socket
 import sys
@@ -401,6 +402,29 @@ class Rank:
                    "&findings=false")
 
 
+def check_points(d, r):
+    """The rank's slices were read from its access points (the windows
+    above were checked against the reference that way); without its
+    points file a slice reads the whole file and is the same."""
+    pts = os.path.join(d.conf["trace_root"], "logs", str(r.cid), "points",
+                       "rank_%d.points" % r.rank)
+    check(os.path.getsize(pts) > 0, "rank %d: no points file" % r.rank)
+    check(re.search(r"slice of \S+m_ts_%d\.pt\.trace\.json\.gz: \d+ bytes of "
+                    r"text read in \d+ of \d+ pieces" % r.rank,
+                    d.log_text()), "rank %d: no slice from points" % r.rank)
+    mid = r.span // 2
+    windows = [(mid, mid + 1000000), (0, r.span + 1)]
+    with_points = [get_slice(d, r.cid, r.rank, a, b)[1] for a, b in windows]
+    os.rename(pts, pts + ".away")
+    try:
+        for (a, b), want in zip(windows, with_points):
+            check_eq(get_slice(d, r.cid, r.rank, a, b)[1], want,
+                     "rank %d [%d, %d): from points and whole" % (r.rank,
+                                                                   a, b))
+    finally:
+        os.rename(pts + ".away", pts)
+
+
 def check_quirks(d, cid, rank):
     """The quirky rank: strict JSON out, mended where it had to be."""
     for (start, end), (names, mended) in QUIRK_WINDOWS.items():
@@ -464,6 +488,7 @@ def case_slice():
                 continue
             r = Rank(d, cap["id"], by_rank[i], path)
             r.check_windows(r.check_whole(), rnd)
+            check_points(d, r)
         check_refusals(d, cap["id"], top)
     shutil.rmtree(root)
 

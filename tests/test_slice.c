@@ -364,8 +364,8 @@ static void slice_ranks_timeline(void)
 {
   char *paths[2] = { write_trace(rank0), write_trace(rank1) };
   struct idx_slice_rank ranks[2] = {
-    { paths[0], IDX_FORMAT_KINETO, 0, 1000000 },
-    { paths[1], IDX_FORMAT_KINETO, 1, 1000000 },
+    { paths[0], IDX_FORMAT_KINETO, 0, 1000000, NULL },
+    { paths[1], IDX_FORMAT_KINETO, 1, 1000000, NULL },
   };
   struct idx_slice_opts o = { .t0_ns = 1000000,
                               .start_ns = 0,
