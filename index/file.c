@@ -248,16 +248,38 @@ int idx_read_under(const char *root, const char *path, struct idx_reader *rd,
   return rc;
 }
 
-/* The points read, with the slicer's figures when they can serve it, to
- * opt->points_path. 0 or negative with err. */
-static int save_points(struct idx_read *got, struct slice_figs *figs,
-                       const struct idx_doc *doc, const struct idx_options *opt,
-                       struct tr_err *err)
+/* The points read to opt->points_path.tmp (*o), then the slicer's
+ * figures so far when they can serve it (its findings follow as the
+ * time pass makes them; else *figs_on is 0). 0 or negative with err. */
+static int points_begin(struct idx_read *got, struct slice_figs *figs,
+                        const struct idx_doc *doc,
+                        const struct idx_options *opt,
+                        struct idx_points_out *o, int *figs_on,
+                        struct tr_err *err)
 {
-  if (slice_figs_end(figs, doc) == 0 &&
-      slice_figs_encode(figs, &got->points.figs, &got->points.figs_len) != 0)
-    return tr_err_set(err, TR_ENOMEM, "", "out of memory");
-  return idx_points_save(&got->points, opt->points_path, &got->st, err);
+  int rc = idx_points_open(&got->points, opt->points_path, &got->st, o, err);
+
+  *figs_on = 0;
+  if (rc != 0)
+    return rc;
+  rc = slice_figs_write(figs, doc, o->f);
+  *figs_on = rc == 0;
+  if (rc == TR_EIO)
+    return tr_err_set(err, rc, "", "%s: %s", o->tmp, strerror(errno));
+  return 0;
+}
+
+/* The points file done: the figures' counts, then renamed into place
+ * (rc 0) or removed. Returns rc or the failure. */
+static int points_end(struct slice_figs *figs, int figs_on,
+                      const struct idx_options *opt, struct idx_points_out *o,
+                      int rc, struct tr_err *err)
+{
+  uint64_t len = 0;
+
+  if (rc == 0 && figs_on && slice_figs_seal(figs, &len) != 0)
+    rc = tr_err_set(err, TR_EIO, "", "%s: %s", o->tmp, strerror(errno));
+  return idx_points_close(o, opt->points_path, len, rc, err);
 }
 
 int idx_file(const char *path, const struct idx_options *opt, json_t **out,
@@ -289,9 +311,10 @@ int idx_file_sink(const char *root, const char *path,
   struct tr_err local = { 0 };
   struct slice_figs figs = { 0 };
   struct idx_read got = { 0 };
+  struct idx_points_out pout = { NULL, NULL };
   char *coll_tmp = NULL;
   struct run run;
-  int rc = 0;
+  int rc = 0, figs_on = 0;
 
   if (opt == NULL)
     opt = &defaults;
@@ -315,14 +338,18 @@ int idx_file_sink(const char *root, const char *path,
     rc = idx_reader_new(opt->format, on_event, &run, &rd);
   if (rc == 0)
     rc = idx_read_under(root, path, rd, opt, &got, &local);
+  /* The points first, so that the time pass's findings go after them. */
+  if (rc == 0 && opt->points_path != NULL)
+    rc = points_begin(&got, &figs, idx_reader_doc(rd), opt, &pout, &figs_on,
+                      &local);
   if (rc == 0) {
     info.file_bytes = got.file_bytes;
     info.rank = opt->rank;
     info.threads = threads(opt);
     rc = idx_agg_rows(&run.agg, idx_reader_doc(rd), &info, sink, &local);
   }
-  if (rc == 0 && opt->points_path != NULL)
-    rc = save_points(&got, &figs, idx_reader_doc(rd), opt, &local);
+  if (opt->points_path != NULL)
+    rc = points_end(&figs, figs_on, opt, &pout, rc, &local);
   idx_points_free(&got.points);
   slice_figs_free(&figs);
   agg_spill_blame(&run.agg.spill, rc, &local);

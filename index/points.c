@@ -153,7 +153,7 @@ static uint8_t *encode_head(const struct idx_points *p, const struct stat *src,
   put_u64(b + 24, (uint64_t)src->st_mtim.tv_sec);
   put_u64(b + 32, (uint64_t)src->st_mtim.tv_nsec);
   put_u64(b + 40, p->wz_len);
-  put_u64(b + 48, p->figs_len);
+  put_u64(b + 48, 0); /* the slicer's bytes: idx_points_close() */
   for (uint32_t i = 0; i < p->n; i++) {
     e = b + HEAD_BYTES + (size_t)i * ENTRY_BYTES;
     put_u64(e, p->pt[i].out_off);
@@ -166,27 +166,56 @@ static uint8_t *encode_head(const struct idx_points *p, const struct stat *src,
   return b;
 }
 
-int idx_points_save(const struct idx_points *p, const char *path,
-                    const struct stat *src, struct tr_err *err)
+int idx_points_open(const struct idx_points *p, const char *path,
+                    const struct stat *src, struct idx_points_out *o,
+                    struct tr_err *err)
 {
   size_t head_len;
   uint8_t *head = encode_head(p, src, &head_len);
-  char *tmp = NULL;
-  FILE *f = NULL;
   int rc;
 
+  *o = (struct idx_points_out){ NULL, NULL };
   if (head == NULL)
     return tr_err_set(err, TR_ENOMEM, NULL, "%s: out of memory", path);
-  rc = idx_side_open(path, &f, &tmp, err);
-  if (rc == 0 && (fwrite(head, 1, head_len, f) != head_len ||
+  rc = idx_side_open(path, &o->f, &o->tmp, err);
+  if (rc == 0 && (fwrite(head, 1, head_len, o->f) != head_len ||
                   (p->wz_len > 0 &&
-                   fwrite(p->wz, 1, p->wz_len, f) != p->wz_len) ||
-                  (p->figs_len > 0 &&
-                   fwrite(p->figs, 1, p->figs_len, f) != p->figs_len)))
-    rc = tr_err_set(err, TR_EIO, NULL, "%s: %s", tmp, strerror(errno));
-  rc = idx_side_close(f, tmp, path, rc, err);
+                   fwrite(p->wz, 1, p->wz_len, o->f) != p->wz_len)))
+    rc = tr_err_set(err, TR_EIO, NULL, "%s: %s", o->tmp, strerror(errno));
   free(head);
+  if (rc != 0) {
+    rc = idx_side_close(o->f, o->tmp, path, rc, err);
+    *o = (struct idx_points_out){ NULL, NULL };
+  }
   return rc;
+}
+
+int idx_points_close(struct idx_points_out *o, const char *path,
+                     uint64_t figs_len, int rc, struct tr_err *err)
+{
+  uint8_t b[8];
+
+  if (o->f == NULL)
+    return rc;
+  put_u64(b, figs_len);
+  if (rc == 0 && (fseek(o->f, 48, SEEK_SET) != 0 ||
+                  fwrite(b, 1, sizeof(b), o->f) != sizeof(b)))
+    rc = tr_err_set(err, TR_EIO, NULL, "%s: %s", o->tmp, strerror(errno));
+  rc = idx_side_close(o->f, o->tmp, path, rc, err);
+  *o = (struct idx_points_out){ NULL, NULL };
+  return rc;
+}
+
+int idx_points_save(const struct idx_points *p, const char *path,
+                    const struct stat *src, struct tr_err *err)
+{
+  struct idx_points_out o;
+  int rc = idx_points_open(p, path, src, &o, err);
+
+  if (rc == 0 && p->figs_len > 0 &&
+      fwrite(p->figs, 1, p->figs_len, o.f) != p->figs_len)
+    rc = tr_err_set(err, TR_EIO, NULL, "%s: %s", o.tmp, strerror(errno));
+  return idx_points_close(&o, path, p->figs_len, rc, err);
 }
 
 /* The header's checks: magic, version, count, the stamp, the size. The

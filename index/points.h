@@ -18,6 +18,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/stat.h>
 
 #include "common/tr.h"
@@ -66,9 +67,26 @@ int idx_points_add(struct idx_points *p, const struct idx_point *pt,
                    const uint8_t *win);
 
 /* Writes p to path (path.tmp, then renamed), stamped with the source
- * file's size and mtime (src: its fstat()). 0 or negative with err. */
+ * file's size and mtime (src: its fstat()), p->figs after the points.
+ * 0 or negative with err. */
 int idx_points_save(const struct idx_points *p, const char *path,
                     const struct stat *src, struct tr_err *err);
+
+/* The same in three steps, so that the slicer's bytes can be streamed
+ * after the points (index/file.c writes them while the time pass runs):
+ * idx_points_open() writes path.tmp up to the points' end, the caller
+ * writes its bytes to o->f, idx_points_close() records how many there
+ * are and renames the file into place when rc is 0, else removes it;
+ * it returns rc or its own failure. */
+struct idx_points_out {
+  FILE *f;
+  char *tmp;
+};
+int idx_points_open(const struct idx_points *p, const char *path,
+                    const struct stat *src, struct idx_points_out *o,
+                    struct tr_err *err);
+int idx_points_close(struct idx_points_out *o, const char *path,
+                     uint64_t figs_len, int rc, struct tr_err *err);
 
 /* The bytes of a points file, b[0..len), into *out as idx_points_load()
  * reads them (for the loader and the fuzzer). 0, TR_EFORMAT or

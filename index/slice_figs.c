@@ -101,25 +101,12 @@ static int keep_meta(struct slice_figs *f, const struct idx_doc *doc,
   return 1;
 }
 
-void slice_span(const struct idx_event *ev, int64_t *b, int64_t *e)
-{
-  *b = *e = ev->ts_ns;
-  if (ev->ph == 'X' && (ev->has & IDX_HAS_DUR) &&
-      __builtin_add_overflow(*b, ev->dur_ns, e))
-    *e = INT64_MAX;
-  if (*e <= *b)
-    *e = *b < INT64_MAX ? *b + 1 : *b;
-}
-
-void slice_figs_event(struct slice_figs *f, const struct idx_doc *doc,
+void slice_figs_other(struct slice_figs *f, const struct idx_doc *doc,
                       const struct idx_event *ev)
 {
   struct slice_piece *p;
   int64_t b, e;
 
-  f->delivered++;
-  if ((ev->has & IDX_HAS_PID) && ev->pid > f->max_pid)
-    f->max_pid = ev->pid;
   if (doc->marks != f->seen_marks)
     new_piece(f, doc);
   if (f->npieces == 0)
@@ -131,7 +118,7 @@ void slice_figs_event(struct slice_figs *f, const struct idx_doc *doc,
     return;
   }
   if (!(ev->has & IDX_HAS_TS))
-    return; /* never in a slice */
+    return;
   slice_span(ev, &b, &e);
   if (b < p->lo)
     p->lo = b;
@@ -139,13 +126,24 @@ void slice_figs_event(struct slice_figs *f, const struct idx_doc *doc,
     p->hi = e;
 }
 
-static void put_varint(struct slice_figs *f, uint64_t v)
+/* A step kind's name longer than this is not stored: the findings are
+ * then incomplete, and a slice with findings reads the whole file. */
+#define KIND_TEXT 1024
+
+/* A finding's bytes before they are written: its head, and for a step
+ * two texts of at most KIND_TEXT and AGG_LABEL_TEXT bytes. */
+struct found_buf {
+  uint8_t b[1 + 5 * VARINT_MAX + KIND_TEXT + AGG_LABEL_TEXT];
+  size_t n;
+};
+
+static void put_varint(struct found_buf *o, uint64_t v)
 {
   while (v >= 0x80) {
-    f->found[f->found_len++] = (uint8_t)(v | 0x80);
+    o->b[o->n++] = (uint8_t)(v | 0x80);
     v >>= 7;
   }
-  f->found[f->found_len++] = (uint8_t)v;
+  o->b[o->n++] = (uint8_t)v;
 }
 
 static uint64_t zigzag(int64_t v)
@@ -153,49 +151,49 @@ static uint64_t zigzag(int64_t v)
   return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
 }
 
-static void put_text(struct slice_figs *f, const char *p, size_t n)
+static void put_text(struct found_buf *o, const char *p, size_t n)
 {
-  put_varint(f, n);
-  memcpy(f->found + f->found_len, p, n);
-  f->found_len += n;
+  put_varint(o, n);
+  memcpy(o->b + o->n, p, n);
+  o->n += n;
 }
 
 void slice_figs_finding(void *ud, const struct agg_finding *fd)
 {
   struct slice_figs *f = ud;
   char label[AGG_LABEL_TEXT + 1];
+  struct found_buf o = { .n = 0 };
   const struct agg_key *k = NULL;
-  size_t ln = 0, need;
 
-  if (!f->found_complete || f->broken)
+  if (f->out == NULL || !f->found_complete || f->broken)
     return;
-  if (fd->what == AGG_FOUND_STEP) {
-    k = &f->agg->kinds_map.keys[fd->kind];
-    if (agg_labels_get(&f->agg->labels, fd->label, label, sizeof(label)) != 0)
-      label[0] = '\0';
-    ln = strlen(label);
-  }
-  need = 1 + 5 * VARINT_MAX + (k != NULL ? k->n + ln : 0);
-  if (f->found_len + need > SLICE_FIGS_FOUND_MAX) {
+  if (fd->what == AGG_FOUND_STEP &&
+      (k = &f->agg->kinds_map.keys[fd->kind])->n > KIND_TEXT) {
     f->found_complete = 0;
     return;
   }
-  if (agg_grow(&f->found, &f->found_cap, f->found_len + need - 1, 1) != 0) {
+  o.b[o.n++] = (uint8_t)((fd->what == AGG_FOUND_STEP ? 0 : 1) | fd->cause << 1);
+  /* Differences taken modulo 2^64: any pair of times fits. */
+  put_varint(&o, zigzag((int64_t)((uint64_t)fd->start_ns -
+                                  (uint64_t)f->found_last)));
+  put_varint(&o, zigzag((int64_t)((uint64_t)fd->end_ns -
+                                  (uint64_t)fd->start_ns)));
+  put_varint(&o, zigzag(fd->between_ns));
+  if (k != NULL) {
+    if (agg_labels_get(&f->agg->labels, fd->label, label, sizeof(label)) != 0)
+      label[0] = '\0';
+    put_text(&o, k->p, k->n);
+    put_text(&o, label, strlen(label));
+  }
+  if (f->found_len + o.n > SLICE_FIGS_FOUND_MAX) {
+    f->found_complete = 0;
+    return;
+  }
+  if (fwrite(o.b, 1, o.n, f->out) != o.n) {
     f->broken = 1;
     return;
   }
-  f->found[f->found_len++] =
-      (uint8_t)((fd->what == AGG_FOUND_STEP ? 0 : 1) | fd->cause << 1);
-  /* Differences taken modulo 2^64: any pair of times fits. */
-  put_varint(f, zigzag((int64_t)((uint64_t)fd->start_ns -
-                                 (uint64_t)f->found_last)));
-  put_varint(f, zigzag((int64_t)((uint64_t)fd->end_ns -
-                                 (uint64_t)fd->start_ns)));
-  put_varint(f, zigzag(fd->between_ns));
-  if (k != NULL) {
-    put_text(f, k->p, k->n);
-    put_text(f, label, ln);
-  }
+  f->found_len += o.n;
   f->found_last = fd->start_ns;
   f->nfound++;
 }
@@ -274,19 +272,6 @@ int slice_figs_found(const struct slice_figs *g, size_t *at, int64_t *last,
   return n > 0;
 }
 
-int slice_figs_end(struct slice_figs *f, const struct idx_doc *doc)
-{
-  f->format = (uint32_t)doc->format;
-  f->step_side = (uint32_t)f->agg->step_side;
-  f->array_end = doc->array_end;
-  if (f->broken || f->npieces == 0 || f->array_end < 0 ||
-      (uint64_t)f->array_end < f->piece[f->npieces - 1].off)
-    return TR_EFORMAT;
-  return 0;
-}
-
-/* ---- bytes ---- */
-
 static uint8_t *put(uint8_t *b, uint64_t v, int n)
 {
   for (int i = 0; i < n; i++)
@@ -304,46 +289,78 @@ static uint64_t get(const uint8_t **b, int n)
   return v;
 }
 
-int slice_figs_encode(const struct slice_figs *f, uint8_t **out, size_t *len)
+/* The head with the counts as they are now. */
+static void encode_head(const struct slice_figs *f, uint8_t *b)
 {
-  size_t n = HEAD_BYTES + f->npieces * PIECE_BYTES + f->nmeta * META_BYTES +
-             f->text_len + f->found_len;
-  uint8_t *b = malloc(n), *q = b;
+  b = put(b, f->format, 4);
+  b = put(b, f->step_side, 4);
+  b = put(b, (uint64_t)f->found_complete, 4);
+  b = put(b, f->delivered, 8);
+  b = put(b, (uint64_t)f->max_pid, 8);
+  b = put(b, (uint64_t)f->array_end, 8);
+  b = put(b, f->npieces, 8);
+  b = put(b, f->nmeta, 8);
+  b = put(b, f->nfound, 8);
+  b = put(b, f->text_len, 8);
+  put(b, f->found_len, 8);
+}
 
-  if (b == NULL)
-    return TR_ENOMEM;
-  q = put(q, f->format, 4);
-  q = put(q, f->step_side, 4);
-  q = put(q, (uint64_t)f->found_complete, 4);
-  q = put(q, f->delivered, 8);
-  q = put(q, (uint64_t)f->max_pid, 8);
-  q = put(q, (uint64_t)f->array_end, 8);
-  q = put(q, f->npieces, 8);
-  q = put(q, f->nmeta, 8);
-  q = put(q, f->nfound, 8);
-  q = put(q, f->text_len, 8);
-  q = put(q, f->found_len, 8);
-  for (size_t i = 0; i < f->npieces; i++) {
+int slice_figs_write(struct slice_figs *f, const struct idx_doc *doc,
+                     FILE *out)
+{
+  uint8_t b[HEAD_BYTES > PIECE_BYTES ? HEAD_BYTES : PIECE_BYTES];
+  int ok;
+
+  f->format = (uint32_t)doc->format;
+  f->step_side = (uint32_t)f->agg->step_side;
+  f->array_end = doc->array_end;
+  if (f->broken || f->npieces == 0 || f->array_end < 0 ||
+      (uint64_t)f->array_end < f->piece[f->npieces - 1].off)
+    return TR_EFORMAT;
+  f->head_at = ftell(out);
+  encode_head(f, b);
+  ok = f->head_at >= 0 && fwrite(b, 1, HEAD_BYTES, out) == HEAD_BYTES;
+  for (size_t i = 0; ok && i < f->npieces; i++) {
     const struct slice_piece *p = &f->piece[i];
+    uint8_t *q = put(b, p->off, 8);
 
-    q = put(q, p->off, 8);
     q = put(q, p->elems, 8);
     q = put(q, (uint64_t)p->lo, 8);
     q = put(q, (uint64_t)p->hi, 8);
-    q = put(q, p->flags, 4);
+    put(q, p->flags, 4);
+    ok = fwrite(b, 1, PIECE_BYTES, out) == PIECE_BYTES;
   }
-  for (size_t i = 0; i < f->nmeta; i++) {
-    q = put(q, f->meta[i].off, 8);
+  for (size_t i = 0; ok && i < f->nmeta; i++) {
+    uint8_t *q = put(b, f->meta[i].off, 8);
+
     q = put(q, f->meta[i].elems, 8);
     q = put(q, f->meta[i].at, 8);
-    q = put(q, f->meta[i].len, 4);
+    put(q, f->meta[i].len, 4);
+    ok = fwrite(b, 1, META_BYTES, out) == META_BYTES;
   }
-  if (f->text_len > 0)
-    memcpy(q, f->text, f->text_len);
-  if (f->found_len > 0)
-    memcpy(q + f->text_len, f->found, f->found_len);
-  *out = b;
-  *len = n;
+  if (ok && f->text_len > 0)
+    ok = fwrite(f->text, 1, f->text_len, out) == f->text_len;
+  if (!ok)
+    return TR_EIO;
+  f->out = out;
+  return 0;
+}
+
+int slice_figs_seal(struct slice_figs *f, uint64_t *len)
+{
+  uint8_t b[HEAD_BYTES];
+
+  if (f->broken)
+    return TR_EIO;
+  /* The step side is settled by the time pass, which came after. */
+  f->step_side = (uint32_t)f->agg->step_side;
+  encode_head(f, b);
+  if (fseek(f->out, f->head_at, SEEK_SET) != 0 ||
+      fwrite(b, 1, HEAD_BYTES, f->out) != HEAD_BYTES ||
+      fseek(f->out, 0, SEEK_END) != 0)
+    return TR_EIO;
+  *len = HEAD_BYTES + f->npieces * PIECE_BYTES + f->nmeta * META_BYTES +
+         f->text_len + f->found_len;
   return 0;
 }
 

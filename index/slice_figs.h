@@ -22,6 +22,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "index/agg.h"
 #include "index/event.h"
@@ -73,45 +74,91 @@ struct slice_figs {
   size_t npieces, pieces_cap;
   struct slice_meta *meta;
   size_t nmeta, meta_cap;
-  uint8_t *found; /* the findings, packed (slice_figs.c) */
-  size_t nfound, found_len, found_cap;
-  int64_t found_last; /* recording: the last finding's start */
-  char *text;         /* the metas' text */
+  uint8_t *found; /* decoded: the findings, packed (slice_figs.c) */
+  size_t nfound, found_len;
+  char *text; /* the metas' text */
   size_t text_len, text_cap;
-  uint32_t seen_marks; /* recording: the reader's marks taken so far */
-  int broken;          /* recording: out of memory: nothing is saved */
-  struct idx_agg *agg; /* recording: whose findings (borrowed) */
+  /* Recording. The findings go straight to the points file, as a trace
+   * has hundreds of thousands of them (never all in memory). */
+  uint32_t seen_marks; /* the reader's marks taken so far */
+  int broken;          /* out of memory or a failed write */
+  struct idx_agg *agg; /* whose findings (borrowed) */
+  FILE *out;           /* slice_figs_write()'s, borrowed */
+  long head_at;        /* where the figures begin in it */
+  int64_t found_last;  /* the last finding's start */
 };
 
 /* Zero-filled, then this: ready to record the events and the findings
  * of agg (borrowed). */
 void slice_figs_init(struct slice_figs *f, struct idx_agg *agg);
 
-/* Records an event handed over by the reader (idx_event_cb's arguments). */
-void slice_figs_event(struct slice_figs *f, const struct idx_doc *doc,
+/* slice_figs_event() of an event that begins a piece, is ph "M", or
+ * comes before the first piece. */
+void slice_figs_other(struct slice_figs *f, const struct idx_doc *doc,
                       const struct idx_event *ev);
+
+/* An event's span as a slice judges it: [ts, ts + dur) for ph "X" with
+ * a dur, else [ts, ts + 1 ns); saturated at INT64_MAX. */
+static inline void slice_span(const struct idx_event *ev, int64_t *b,
+                              int64_t *e)
+{
+  *b = *e = ev->ts_ns;
+  if (ev->ph == 'X' && (ev->has & IDX_HAS_DUR) &&
+      __builtin_add_overflow(*b, ev->dur_ns, e))
+    *e = INT64_MAX;
+  if (*e <= *b)
+    *e = *b < INT64_MAX ? *b + 1 : *b;
+}
+
+/* Records an event handed over by the reader (idx_event_cb's arguments).
+ * Inline, as it runs for every event: the common one widens its piece's
+ * hull; the rest is slice_figs_other()'s. */
+static inline void slice_figs_event(struct slice_figs *f,
+                                    const struct idx_doc *doc,
+                                    const struct idx_event *ev)
+{
+  struct slice_piece *p;
+  int64_t b, e;
+
+  f->delivered++;
+  if ((ev->has & IDX_HAS_PID) && ev->pid > f->max_pid)
+    f->max_pid = ev->pid;
+  if (__builtin_expect(doc->marks != f->seen_marks || ev->ph == 'M' ||
+                           f->npieces == 0,
+                       0)) {
+    slice_figs_other(f, doc, ev);
+    return;
+  }
+  if (!(ev->has & IDX_HAS_TS))
+    return; /* never in a slice */
+  slice_span(ev, &b, &e);
+  p = &f->piece[f->npieces - 1];
+  if (b < p->lo)
+    p->lo = b;
+  if (e > p->hi)
+    p->hi = e;
+}
 
 /* Records a finding of the agg's time pass (an idx_agg.on_finding, ud
  * the struct slice_figs). */
 void slice_figs_finding(void *ud, const struct agg_finding *fd);
 
-/* After the time pass: the rest from the reader's document and the agg.
- * 0, or TR_EFORMAT when the figures cannot serve a slice (out of memory
- * while recording, no piece, traceEvents never closed). */
-int slice_figs_end(struct slice_figs *f, const struct idx_doc *doc);
+/* After the reading, before the time pass: the figures so far to out,
+ * where the findings will follow. 0; TR_EFORMAT when they cannot serve a
+ * slice (out of memory while recording, no piece, traceEvents never
+ * closed: nothing is written, no finding is kept); TR_EIO. */
+int slice_figs_write(struct slice_figs *f, const struct idx_doc *doc,
+                     FILE *out);
 
-/* f as bytes (*out, caller frees; *len). 0 or TR_ENOMEM. */
-int slice_figs_encode(const struct slice_figs *f, uint8_t **out, size_t *len);
+/* After the time pass: the findings' counts into what was written, and
+ * the bytes written in all into *len. 0 or TR_EIO. */
+int slice_figs_seal(struct slice_figs *f, uint64_t *len);
 
 /* b[0..len) into *f (caller frees with slice_figs_free()), every count,
  * offset and order checked. 0, TR_EFORMAT or TR_ENOMEM. */
 int slice_figs_decode(const uint8_t *b, size_t len, struct slice_figs *f);
 
 void slice_figs_free(struct slice_figs *f);
-
-/* An event's span as a slice judges it: [ts, ts + dur) for ph "X" with
- * a dur, else [ts, ts + 1 ns); saturated at INT64_MAX. */
-void slice_span(const struct idx_event *ev, int64_t *b, int64_t *e);
 
 /* Reads the finding at *at (0 to begin) of g's findings into *f and
  * moves *at and *last (0 to begin) past it: 1, or 0 after the last.
