@@ -27,7 +27,9 @@
 /* Output bytes between points, by default: a slice then inflates half of
  * that on average before its window (docs/BENCHMARKS.md, "Access
  * points", has what it costs and what the file weighs). */
+#ifndef IDX_POINT_SPACING /* a build may set it (bench/, docs/SLICES.md) */
 #define IDX_POINT_SPACING     (8ull << 20)
+#endif
 #define IDX_POINT_SPACING_MIN (16u * 1024) /* smaller is taken as this */
 #define IDX_POINTS_MAX        (1u << 20) /* points in one file, loaded or made */
 #define IDX_POINTS_WZ_MAX     (64u << 20) /* their deflated windows' bytes */

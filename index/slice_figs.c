@@ -24,6 +24,7 @@
 #define PIECE_BYTES 36
 #define META_BYTES  28
 #define VARINT_MAX  10 /* bytes of a 64-bit LEB128 varint */
+#define WB_BYTES    (64u << 10) /* findings written at a time */
 
 void slice_figs_init(struct slice_figs *f, struct idx_agg *agg)
 {
@@ -39,6 +40,7 @@ void slice_figs_free(struct slice_figs *f)
   free(f->meta);
   free(f->found);
   free(f->text);
+  free(f->wb);
   memset(f, 0, sizeof(*f));
 }
 
@@ -158,6 +160,15 @@ static void put_text(struct found_buf *o, const char *p, size_t n)
   o->n += n;
 }
 
+/* Writes the findings held to out: 0, or -1 with the figures broken. */
+static int flush(struct slice_figs *f)
+{
+  if (f->wb_n > 0 && fwrite(f->wb, 1, f->wb_n, f->out) != f->wb_n)
+    f->broken = 1;
+  f->wb_n = 0;
+  return f->broken ? -1 : 0;
+}
+
 void slice_figs_finding(void *ud, const struct agg_finding *fd)
 {
   struct slice_figs *f = ud;
@@ -189,10 +200,10 @@ void slice_figs_finding(void *ud, const struct agg_finding *fd)
     f->found_complete = 0;
     return;
   }
-  if (fwrite(o.b, 1, o.n, f->out) != o.n) {
-    f->broken = 1;
+  if (f->wb_n + o.n > WB_BYTES && flush(f) != 0)
     return;
-  }
+  memcpy(f->wb + f->wb_n, o.b, o.n);
+  f->wb_n += o.n;
   f->found_len += o.n;
   f->found_last = fd->start_ns;
   f->nfound++;
@@ -315,7 +326,8 @@ int slice_figs_write(struct slice_figs *f, const struct idx_doc *doc,
   f->step_side = (uint32_t)f->agg->step_side;
   f->array_end = doc->array_end;
   if (f->broken || f->npieces == 0 || f->array_end < 0 ||
-      (uint64_t)f->array_end < f->piece[f->npieces - 1].off)
+      (uint64_t)f->array_end < f->piece[f->npieces - 1].off ||
+      (f->wb = malloc(WB_BYTES)) == NULL)
     return TR_EFORMAT;
   f->head_at = ftell(out);
   encode_head(f, b);
@@ -350,7 +362,7 @@ int slice_figs_seal(struct slice_figs *f, uint64_t *len)
 {
   uint8_t b[HEAD_BYTES];
 
-  if (f->broken)
+  if (flush(f) != 0)
     return TR_EIO;
   /* The step side is settled by the time pass, which came after. */
   f->step_side = (uint32_t)f->agg->step_side;

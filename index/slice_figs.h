@@ -85,6 +85,8 @@ struct slice_figs {
   struct idx_agg *agg; /* whose findings (borrowed) */
   FILE *out;           /* slice_figs_write()'s, borrowed */
   long head_at;        /* where the figures begin in it */
+  uint8_t *wb;         /* findings not yet written to out */
+  size_t wb_n;
   int64_t found_last;  /* the last finding's start */
 };
 
@@ -145,8 +147,8 @@ void slice_figs_finding(void *ud, const struct agg_finding *fd);
 
 /* After the reading, before the time pass: the figures so far to out,
  * where the findings will follow. 0; TR_EFORMAT when they cannot serve a
- * slice (out of memory while recording, no piece, traceEvents never
- * closed: nothing is written, no finding is kept); TR_EIO. */
+ * slice (out of memory, no piece, traceEvents never closed: nothing is
+ * written, no finding is kept); TR_EIO. */
 int slice_figs_write(struct slice_figs *f, const struct idx_doc *doc,
                      FILE *out);
 
