@@ -227,9 +227,13 @@ def measure(w, points, log, baseline=None):
 
 def report(w, points):
     p, t = w.median("points"), w.median("today")
+    rounds = sorted(b / a for a, b in zip(w.times["points"],
+                                          w.times["today"]))
     print("  %-22s points %8.3f s  today %8.3f s  today/points %6.2f  "
           "%9.1f MB  sha256 %s (same by both)" % (
               w.what, p, t, t / p, w.size / 1e6, w.digest[:12]))
+    print("  %-22s today/points round by round: %s" % (
+        "", " ".join("%.2f" % r for r in rounds)))
     if w.line:
         print("  %-22s read %.1f MB of text in %d of %d pieces (points "
               "used by %d of %d points slices)" % (
@@ -331,6 +335,7 @@ def run(d, cap, facts):
     else:
         print("  no points file (%s): both paths are today's whole-file "
               "path, the ratios ~1.0" % points.path)
+    load()
     src = Source(SOURCE, facts["copies"])
     log = LogTail(d.log_path)
     wins = windows(d, cap, src)
@@ -347,8 +352,15 @@ def run(d, cap, facts):
                     if phase.line else "no points line: the whole text",
                     ph, res[1][0] / ph))
     targets(res, ph, b, phase.line is not None)
+    load()
     time.sleep(1)  # a points line after the last slice: must be none
     log.late()
+
+
+def load():
+    """The machine's load: above its cores, other work shared them."""
+    print("  load average %.1f %.1f %.1f on %d cores" % (
+        os.getloadavg() + (os.cpu_count(),)))
 
 
 def main():
