@@ -199,16 +199,18 @@ def whole(d, cap, facts):
     return first, total, n, c.n, st
 
 
-def import_big(root):
-    """A daemon with big1.json.gz imported (a hard link, else a copy,
-    under its import root); returns (daemon dir, capture)."""
+def import_big(root, big=BIG):
+    """A daemon (stopped) with big (big1.json.gz unless said) imported: a
+    hard link, else a copy, under its import root, named as kineto names
+    a rank; returns (the Daemon, the done capture)."""
     imports = os.path.join(root, "imports")
     os.makedirs(imports)
-    dst = os.path.join(imports, "big1.pt.trace.json.gz")
+    dst = os.path.join(imports, os.path.basename(big).replace(
+        ".json.gz", ".pt.trace.json.gz"))
     try:
-        os.link(BIG, dst)
+        os.link(big, dst)
     except OSError:
-        shutil.copy(BIG, dst)
+        shutil.copy(big, dst)
     work = os.path.join(root, "daemon")
     d = Daemon(conf={"import_roots": imports, "atom_scripts": "/nonexistent"},
                workdir=work, keep=True)
