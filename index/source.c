@@ -56,8 +56,16 @@ struct rec {
   uint8_t tail[IDX_POINT_WINDOW]; /* the last output of earlier slots */
   size_t tail_len;
   int stopped; /* out of memory or full: record no more */
+  uint64_t in_tail; /* gzip: from this compressed offset on, one point */
+  int tail_taken;   /* is wanted whatever the spacing, once */
   struct idx_points pts;
 };
+
+/* Compressed bytes before the end of a gzip file from which one more
+ * point is wanted, whatever the spacing: a slice always reads the text
+ * after traceEvents (docs/SLICES.md), which then starts at most about
+ * this much deflated text before it rather than a spacing. */
+#define TAIL_IN_BYTES (64u << 10)
 
 struct slot {
   char *buf;  /* SLOT_BYTES */
@@ -195,6 +203,13 @@ static int rec_wants(const struct rec *r, size_t pos)
   return r != NULL && !r->stopped && r->out_base + pos >= r->next;
 }
 
+/* Whether the one point near the end of a gzip file is wanted, the
+ * inflater's input being at compressed offset in_off. */
+static int rec_wants_tail(const struct rec *r, uint64_t in_off)
+{
+  return r != NULL && !r->stopped && !r->tail_taken && in_off >= r->in_tail;
+}
+
 /* Records a point at pos of the slot (the window only for a block). Out
  * of memory or past a limit (points.h), it records no more: the points
  * so far stay good, a slice past them reads from the last one. */
@@ -209,6 +224,7 @@ static void rec_add(struct rec *r, uint64_t in_bit, size_t pos, uint32_t kind)
     pt.win_len = (uint32_t)gather_window(r, pos, win);
   if (idx_points_add(&r->pts, &pt, win) != 0)
     r->stopped = 1;
+  r->tail_taken |= in_bit / 8 >= r->in_tail;
   r->next = pt.out_off + r->spacing;
 }
 
@@ -335,7 +351,8 @@ static int fill_gzip(struct idx_source *s, struct gz *g)
       if (rc <= 0)
         return rc;
     }
-    if (rec_wants(s->rec, SLOT_BYTES - g->io.out_len))
+    if (rec_wants(s->rec, SLOT_BYTES - g->io.out_len) ||
+        rec_wants_tail(s->rec, atomic_load(&s->read_bytes) - g->io.in_len))
       idx_inflate_hunt(s->z, 1);
     /* Run even on empty input: the inflater may hold pending output. */
     in_before = g->io.in_len;
@@ -478,6 +495,8 @@ static int alloc_rec(struct idx_source *s, uint64_t spacing)
   s->rec->spacing =
       spacing < IDX_POINT_SPACING_MIN ? IDX_POINT_SPACING_MIN : spacing;
   s->rec->next = 0; /* the file's start too: where a slice reads its head */
+  s->rec->in_tail =
+      s->file_bytes > TAIL_IN_BYTES ? s->file_bytes - TAIL_IN_BYTES : 0;
   return 0;
 }
 
