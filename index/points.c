@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -268,50 +269,46 @@ static int parse_entries(const uint8_t *b, uint32_t n, uint64_t wz_len,
   return wz_off == wz_len ? 0 : TR_EFORMAT;
 }
 
-/* The whole file into a buffer of its size (*buf, caller frees), at most
- * FILE_MAX bytes. 0 or negative. */
-static int slurp(const char *path, uint8_t **buf, size_t *len)
+/* The whole file mapped (*buf, *len; caller munmap()s), at most
+ * FILE_MAX bytes: a slice loads its rank's points each time and touches
+ * only the few windows and findings it needs. The file is only ever
+ * replaced by a rename (idx_points_close()), never cut in place, so the
+ * mapping stays whole. 0 or negative. */
+static int map_file(const char *path, uint8_t **buf, size_t *len)
 {
   int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   struct stat st;
-  ssize_t got = 0, n;
+  void *m;
   int rc = 0;
 
   *buf = NULL;
+  *len = 0;
   if (fd < 0)
     return errno == ENOENT ? TR_ENOTFOUND : -errno;
   if (fstat(fd, &st) != 0)
     rc = -errno;
-  else if (!S_ISREG(st.st_mode) || st.st_size > FILE_MAX)
+  else if (!S_ISREG(st.st_mode) || st.st_size > FILE_MAX || st.st_size == 0)
     rc = TR_EFORMAT;
-  else if ((*buf = malloc((size_t)st.st_size + 1)) == NULL)
-    rc = TR_ENOMEM;
-  while (rc == 0 && got < st.st_size) {
-    n = read(fd, *buf + got, (size_t)(st.st_size - got));
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      rc = n < 0 ? -errno : TR_EFORMAT;
-    else
-      got += n;
-  }
+  else if ((m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd,
+                     0)) == MAP_FAILED)
+    rc = -errno;
+  else
+    *buf = m, *len = (size_t)st.st_size;
   close(fd);
-  if (rc != 0) {
-    free(*buf);
-    *buf = NULL;
-  }
-  *len = (size_t)got;
   return rc;
 }
 
-int idx_points_parse(const uint8_t *b, size_t len, const struct stat *src,
-                     struct idx_points *out)
+/* The bytes of a points file, b[0..len) (mapped), into *out: its
+ * windows and the slicer's bytes left in b, which *out then owns. 0,
+ * TR_EFORMAT or TR_ENOMEM (b still the caller's). */
+static int parse(uint8_t *b, size_t len, const struct stat *src,
+                 struct idx_points *out)
 {
   struct idx_points p = { 0 };
   uint64_t wz_len = 0, figs_len = 0;
-  size_t at = 0;
   uint32_t n = 0;
   int rc = check_head(b, len, src, &n, &wz_len, &figs_len);
+  size_t at = HEAD_BYTES + (size_t)n * ENTRY_BYTES;
 
   if (rc == 0 && n > 0 && (p.pt = malloc(n * sizeof(*p.pt))) == NULL)
     rc = TR_ENOMEM;
@@ -319,21 +316,16 @@ int idx_points_parse(const uint8_t *b, size_t len, const struct stat *src,
     p.cap = n;
     rc = parse_entries(b, n, wz_len, src, &p);
   }
-  at = HEAD_BYTES + (size_t)n * ENTRY_BYTES;
-  if (rc == 0 && wz_len > 0 && (p.wz = malloc(wz_len)) == NULL)
-    rc = TR_ENOMEM;
-  if (rc == 0 && wz_len > 0)
-    memcpy(p.wz, b + at, wz_len);
-  if (rc == 0 && figs_len > 0 && (p.figs = malloc(figs_len)) == NULL)
-    rc = TR_ENOMEM;
-  if (rc == 0 && figs_len > 0)
-    memcpy(p.figs, b + at + wz_len, figs_len);
   if (rc != 0) {
-    idx_points_free(&p);
+    free(p.pt);
     return rc;
   }
+  p.wz = wz_len > 0 ? b + at : NULL;
   p.wz_len = p.wz_cap = wz_len;
+  p.figs = figs_len > 0 ? b + at + wz_len : NULL;
   p.figs_len = figs_len;
+  p.file = b;
+  p.file_len = len;
   *out = p;
   return 0;
 }
@@ -343,16 +335,18 @@ int idx_points_load(const char *path, const struct stat *src,
 {
   uint8_t *b = NULL;
   size_t len = 0;
-  int rc = slurp(path, &b, &len);
+  int rc = map_file(path, &b, &len);
 
   if (rc == 0)
-    rc = idx_points_parse(b, len, src, out);
-  free(b);
-  if (rc != 0)
+    rc = parse(b, len, src, out);
+  if (rc != 0) {
+    if (b != NULL)
+      munmap(b, len);
     return tr_err_set(err, rc, NULL, "%s: %s", path,
                       rc == TR_EFORMAT ? "not a points file of this source"
                       : rc == TR_ENOTFOUND ? "no such file"
                                            : "cannot read");
+  }
   return 0;
 }
 
@@ -389,7 +383,11 @@ void idx_points_free(struct idx_points *p)
   if (p == NULL)
     return;
   free(p->pt);
-  free(p->wz);
-  free(p->figs);
+  if (p->file != NULL) {
+    munmap(p->file, p->file_len); /* wz and figs lie in it */
+  } else {
+    free(p->wz);
+    free(p->figs);
+  }
   memset(p, 0, sizeof(*p));
 }

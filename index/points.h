@@ -56,9 +56,13 @@ struct idx_points {
   uint8_t *wz; /* the windows, each deflated on its own */
   size_t wz_len, wz_cap;
   /* Bytes stored with them for the slicer (index/slice_figs.h), opaque
-   * here; NULL: none. Owned: idx_points_free() frees them. */
+   * here; NULL: none. */
   uint8_t *figs;
   size_t figs_len;
+  /* Loaded: the file mapped, which wz and figs point into (a slice
+   * loads them each time: no copy). NULL when made here. */
+  uint8_t *file;
+  size_t file_len;
 };
 
 /* Appends a point, deflating its window (win_len bytes, borrowed; NULL
@@ -89,12 +93,6 @@ int idx_points_open(const struct idx_points *p, const char *path,
                     struct tr_err *err);
 int idx_points_close(struct idx_points_out *o, const char *path,
                      uint64_t figs_len, int rc, struct tr_err *err);
-
-/* The bytes of a points file, b[0..len), into *out as idx_points_load()
- * reads them (for the loader and the fuzzer). 0, TR_EFORMAT or
- * TR_ENOMEM. */
-int idx_points_parse(const uint8_t *b, size_t len, const struct stat *src,
-                     struct idx_points *out);
 
 /* Reads path into *out (caller frees with idx_points_free()) when it is
  * a points file of this version whose stamp matches src and whose every

@@ -38,8 +38,10 @@ void slice_figs_free(struct slice_figs *f)
 {
   free(f->piece);
   free(f->meta);
-  free(f->found);
-  free(f->text);
+  if (!f->borrowed) {
+    free(f->found);
+    free(f->text);
+  }
   free(f->wb);
   memset(f, 0, sizeof(*f));
 }
@@ -443,18 +445,6 @@ static int decode_metas(const uint8_t **b, struct slice_figs *f)
   return 0;
 }
 
-/* The findings: nfound of them, each whole, filling found_len. */
-static int check_found(const struct slice_figs *f)
-{
-  struct slice_found x;
-  size_t at = 0, n = 0;
-  int64_t last = 0;
-
-  while (slice_figs_found(f, &at, &last, &x))
-    n++;
-  return n == f->nfound && at == f->found_len ? 0 : TR_EFORMAT;
-}
-
 int slice_figs_decode(const uint8_t *b, size_t len, struct slice_figs *f)
 {
   int rc;
@@ -462,18 +452,16 @@ int slice_figs_decode(const uint8_t *b, size_t len, struct slice_figs *f)
   memset(f, 0, sizeof(*f));
   if ((rc = decode_head(&b, len, f)) != 0)
     return rc;
+  f->borrowed = 1;
   f->piece = malloc(f->npieces * sizeof(*f->piece));
   f->meta = malloc((f->nmeta ? f->nmeta : 1) * sizeof(*f->meta));
-  f->text = malloc(f->text_len ? f->text_len : 1);
-  f->found = malloc(f->found_len ? f->found_len : 1);
-  if (f->piece == NULL || f->meta == NULL || f->found == NULL ||
-      f->text == NULL)
+  if (f->piece == NULL || f->meta == NULL)
     rc = TR_ENOMEM;
   if (rc == 0 && (rc = decode_pieces(&b, f)) == 0 &&
       (rc = decode_metas(&b, f)) == 0) {
-    memcpy(f->text, b, f->text_len);
-    memcpy(f->found, b + f->text_len, f->found_len);
-    rc = check_found(f);
+    /* Each finding is checked as it is read (slice_figs_found()). */
+    f->text = (char *)b;
+    f->found = (uint8_t *)b + f->text_len;
   }
   if (rc != 0)
     slice_figs_free(f);

@@ -78,6 +78,7 @@ struct slice_figs {
   size_t nfound, found_len;
   char *text; /* the metas' text */
   size_t text_len, text_cap;
+  int borrowed; /* decoded: text and found lie in the decoded bytes */
   /* Recording. The findings go straight to the points file, as a trace
    * has hundreds of thousands of them (never all in memory). */
   uint32_t seen_marks; /* the reader's marks taken so far */
@@ -157,14 +158,15 @@ int slice_figs_write(struct slice_figs *f, const struct idx_doc *doc,
 int slice_figs_seal(struct slice_figs *f, uint64_t *len);
 
 /* b[0..len) into *f (caller frees with slice_figs_free()), every count,
- * offset and order checked. 0, TR_EFORMAT or TR_ENOMEM. */
+ * offset and order checked; the texts and findings are left in b, which
+ * must outlive *f. 0, TR_EFORMAT or TR_ENOMEM. */
 int slice_figs_decode(const uint8_t *b, size_t len, struct slice_figs *f);
 
 void slice_figs_free(struct slice_figs *f);
 
 /* Reads the finding at *at (0 to begin) of g's findings into *f and
- * moves *at and *last (0 to begin) past it: 1, or 0 after the last.
- * slice_figs_decode() checked them all. */
+ * moves *at and *last (0 to begin) past it: 1, or 0 after the last
+ * (or at bytes that are not a finding: the rest is not read). */
 int slice_figs_found(const struct slice_figs *g, size_t *at, int64_t *last,
                      struct slice_found *f);
 
