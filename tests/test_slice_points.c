@@ -26,7 +26,9 @@
 #include "index/slice_figs.h"
 #include "test_reader.h"
 
-#define RANDOM_WINDOWS 12 /* per trace, each with and without findings */
+/* Per trace, each with and without findings, each slice made twice: the
+ * whole-file ones bound the time (3 minutes of CPU under ASan here). */
+#define RANDOM_WINDOWS 6
 
 struct mem {
   char *p;
@@ -37,6 +39,8 @@ static int mem_write(void *ud, const char *p, size_t n)
 {
   struct mem *m = ud;
 
+  if (n == 0)
+    return 0;
   if (m->n + n + 1 > m->cap) {
     m->cap = (m->n + n + 1) * 2;
     m->p = realloc(m->p, m->cap);
@@ -173,7 +177,7 @@ static void check_windows(const struct rank *r)
 
     check_window(r, a, a + len);
   }
-  for (size_t k = 0; k < g->npieces; k += 1 + g->npieces / 6) {
+  for (size_t k = 0; k < g->npieces; k += 1 + g->npieces / 3) {
     const struct slice_piece *p = &g->piece[k];
 
     if (p->lo >= p->hi)
