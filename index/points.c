@@ -30,6 +30,7 @@
 #define MAGIC       "TRCDPTS"
 #define VERSION     2
 #define HEAD_BYTES  56
+#define FIGS_LEN_AT 48 /* the header's slicer's bytes, set last */
 #define ENTRY_BYTES 28
 /* Level 1: a trace's 32 KiB window deflates to ~3.4 KB at level 1, ~2.6
  * KB at level 9, but level 9 costs ~4M instructions a window, which at 8
@@ -154,7 +155,7 @@ static uint8_t *encode_head(const struct idx_points *p, const struct stat *src,
   put_u64(b + 24, (uint64_t)src->st_mtim.tv_sec);
   put_u64(b + 32, (uint64_t)src->st_mtim.tv_nsec);
   put_u64(b + 40, p->wz_len);
-  put_u64(b + 48, 0); /* the slicer's bytes: idx_points_close() */
+  put_u64(b + FIGS_LEN_AT, 0); /* idx_points_close() sets it */
   for (uint32_t i = 0; i < p->n; i++) {
     e = b + HEAD_BYTES + (size_t)i * ENTRY_BYTES;
     put_u64(e, p->pt[i].out_off);
@@ -199,7 +200,7 @@ int idx_points_close(struct idx_points_out *o, const char *path,
   if (o->f == NULL)
     return rc;
   put_u64(b, figs_len);
-  if (rc == 0 && (fseek(o->f, 48, SEEK_SET) != 0 ||
+  if (rc == 0 && (fseek(o->f, FIGS_LEN_AT, SEEK_SET) != 0 ||
                   fwrite(b, 1, sizeof(b), o->f) != sizeof(b)))
     rc = tr_err_set(err, TR_EIO, NULL, "%s: %s", o->tmp, strerror(errno));
   rc = idx_side_close(o->f, o->tmp, path, rc, err);
@@ -230,7 +231,7 @@ static int check_head(const uint8_t *b, size_t len, const struct stat *src,
     return TR_EFORMAT;
   *n = get_u32(b + 12);
   *wz_len = get_u64(b + 40);
-  *figs_len = get_u64(b + 48);
+  *figs_len = get_u64(b + FIGS_LEN_AT);
   if (*n > IDX_POINTS_MAX || *wz_len > IDX_POINTS_WZ_MAX ||
       *figs_len > FILE_MAX ||
       len != HEAD_BYTES + (size_t)*n * ENTRY_BYTES + *wz_len + *figs_len)

@@ -359,18 +359,10 @@ static void on_finding(void *ud, const struct agg_finding *f)
 {
   struct slicer *s = ud;
   char label[AGG_LABEL_TEXT + 1];
-  struct slice_found t = { (int)f->what, f->cause, f->start_ns, f->end_ns,
-                           f->between_ns, "", label, 0, 0 };
+  struct slice_found t;
 
   s->step_side = s->agg.step_side;
-  label[0] = '\0';
-  if (f->what == AGG_FOUND_STEP) {
-    t.kind = s->agg.kinds_map.keys[f->kind].p;
-    t.kind_n = s->agg.kinds_map.keys[f->kind].n;
-    if (agg_labels_get(&s->agg.labels, f->label, label, sizeof(label)) != 0)
-      label[0] = '\0';
-    t.label_n = strlen(label);
-  }
+  slice_found_of(&s->agg, f, label, &t);
   put_finding(s, &t);
 }
 
@@ -560,6 +552,17 @@ static int piece_needed(const struct slicer *s, const struct slice_piece *p)
   return (p->flags & SLICE_PIECE_READ) || (p->lo < s->hi && p->hi > s->lo);
 }
 
+/* The reader goes on at offset off, element number elems; TR_EFORMAT
+ * with err when it is not between elements there. */
+static int jump(struct slice_feed *f, uint64_t off, uint64_t elems)
+{
+  if (idx_reader_jump(f->rd, off, elems) == 0)
+    return 0;
+  return tr_err_set(f->err, TR_EFORMAT, NULL,
+                    "the points do not match the file at byte %llu",
+                    (unsigned long long)off);
+}
+
 /* The stored M events from document offset from up to end (*m: the next
  * one not yet passed), each fed to the reader as if read in its place. */
 static int replay_metas(struct slice_feed *f, const struct slice_figs *g,
@@ -572,11 +575,8 @@ static int replay_metas(struct slice_feed *f, const struct slice_figs *g,
 
     if (x->off < from)
       continue; /* in a range read */
-    if ((rc = idx_reader_jump(f->rd, x->off, x->elems)) != 0)
-      return tr_err_set(f->err, TR_EFORMAT, NULL,
-                        "the points do not match the file at byte %llu",
-                        (unsigned long long)x->off);
-    if ((rc = idx_reader_feed(f->rd, g->text + x->at, x->len, f->err)) == 0)
+    if ((rc = jump(f, x->off, x->elems)) == 0 &&
+        (rc = idx_reader_feed(f->rd, g->text + x->at, x->len, f->err)) == 0)
       rc = idx_reader_feed(f->rd, ",", 1, f->err);
   }
   return rc;
@@ -590,11 +590,7 @@ static int read_range(struct slice_feed *f, const struct slice_figs *g,
 {
   int rc = replay_metas(f, g, m, *done, a);
 
-  if (rc == 0 && idx_reader_jump(f->rd, a, elems) != 0)
-    rc = tr_err_set(f->err, TR_EFORMAT, NULL,
-                    "the points do not match the file at byte %llu",
-                    (unsigned long long)a);
-  if (rc == 0)
+  if (rc == 0 && (rc = jump(f, a, elems)) == 0)
     rc = slice_feed_range(f, a, b);
   *done = b;
   return rc;

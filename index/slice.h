@@ -81,7 +81,6 @@ struct slice_feed {
   const struct idx_points *pts;
   struct idx_reader *rd;    /* what the ranges are fed to */
   struct idx_resume *rs;    /* the stream open, or NULL */
-  long point;               /* the point it started at */
   uint64_t pos;             /* the document offset it is at */
   uint64_t text_bytes;      /* inflated in all */
   const atomic_bool *cancel; /* checked between reads; may be NULL */

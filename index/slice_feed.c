@@ -15,8 +15,7 @@
 int slice_feed_open(struct slice_feed *f, int fd, const struct idx_points *pts,
                     struct idx_reader *rd, struct tr_err *err)
 {
-  *f = (struct slice_feed){ .fd = fd, .pts = pts, .rd = rd, .err = err,
-                            .point = -1 };
+  *f = (struct slice_feed){ .fd = fd, .pts = pts, .rd = rd, .err = err };
   if ((f->buf = malloc(FEED_BUF)) == NULL)
     return tr_err_set(err, TR_ENOMEM, NULL, "out of memory");
   return 0;
@@ -48,7 +47,6 @@ static int seek(struct slice_feed *f, uint64_t off)
   if ((rc = idx_resume_open(f->fd, f->pts, (uint32_t)i, &f->rs)) != 0)
     return tr_err_set(f->err, rc, NULL, "cannot resume at access point %ld",
                       i);
-  f->point = i;
   f->pos = f->pts->pt[i].out_off;
   return 0;
 }

@@ -109,25 +109,16 @@ void slice_figs_other(struct slice_figs *f, const struct idx_doc *doc,
                       const struct idx_event *ev)
 {
   struct slice_piece *p;
-  int64_t b, e;
 
   if (doc->marks != f->seen_marks)
     new_piece(f, doc);
   if (f->npieces == 0)
     return; /* before the first piece: the head, which is always read */
   p = &f->piece[f->npieces - 1];
-  if (ev->ph == 'M') {
-    if (!keep_meta(f, doc, ev))
-      p->flags |= SLICE_PIECE_READ;
-    return;
-  }
-  if (!(ev->has & IDX_HAS_TS))
-    return;
-  slice_span(ev, &b, &e);
-  if (b < p->lo)
-    p->lo = b;
-  if (e > p->hi)
-    p->hi = e;
+  if (ev->ph != 'M')
+    slice_piece_widen(p, ev);
+  else if (!keep_meta(f, doc, ev))
+    p->flags |= SLICE_PIECE_READ;
 }
 
 /* A step kind's name longer than this is not stored: the findings are
@@ -171,17 +162,32 @@ static int flush(struct slice_figs *f)
   return f->broken ? -1 : 0;
 }
 
+void slice_found_of(struct idx_agg *a, const struct agg_finding *fd,
+                    char *label, struct slice_found *out)
+{
+  *out = (struct slice_found){ (int)fd->what, fd->cause, fd->start_ns,
+                               fd->end_ns, fd->between_ns, "", label, 0, 0 };
+  label[0] = '\0';
+  if (fd->what != AGG_FOUND_STEP)
+    return;
+  out->kind = a->kinds_map.keys[fd->kind].p;
+  out->kind_n = a->kinds_map.keys[fd->kind].n;
+  if (agg_labels_get(&a->labels, fd->label, label, AGG_LABEL_TEXT + 1) != 0)
+    label[0] = '\0';
+  out->label_n = strlen(label);
+}
+
 void slice_figs_finding(void *ud, const struct agg_finding *fd)
 {
   struct slice_figs *f = ud;
   char label[AGG_LABEL_TEXT + 1];
   struct found_buf o = { .n = 0 };
-  const struct agg_key *k = NULL;
+  struct slice_found x;
 
   if (f->out == NULL || !f->found_complete || f->broken)
     return;
-  if (fd->what == AGG_FOUND_STEP &&
-      (k = &f->agg->kinds_map.keys[fd->kind])->n > KIND_TEXT) {
+  slice_found_of(f->agg, fd, label, &x);
+  if (x.kind_n > KIND_TEXT) {
     f->found_complete = 0;
     return;
   }
@@ -192,11 +198,9 @@ void slice_figs_finding(void *ud, const struct agg_finding *fd)
   put_varint(&o, zigzag((int64_t)((uint64_t)fd->end_ns -
                                   (uint64_t)fd->start_ns)));
   put_varint(&o, zigzag(fd->between_ns));
-  if (k != NULL) {
-    if (agg_labels_get(&f->agg->labels, fd->label, label, sizeof(label)) != 0)
-      label[0] = '\0';
-    put_text(&o, k->p, k->n);
-    put_text(&o, label, strlen(label));
+  if (x.what == AGG_FOUND_STEP) {
+    put_text(&o, x.kind, x.kind_n);
+    put_text(&o, x.label, x.label_n);
   }
   if (f->found_len + o.n > SLICE_FIGS_FOUND_MAX) {
     f->found_complete = 0;

@@ -113,6 +113,21 @@ static inline void slice_span(const struct idx_event *ev, int64_t *b,
     *e = *b < INT64_MAX ? *b + 1 : *b;
 }
 
+/* Widens the piece's hull by the event's span, when it has a time. */
+static inline void slice_piece_widen(struct slice_piece *p,
+                                     const struct idx_event *ev)
+{
+  int64_t b, e;
+
+  if (!(ev->has & IDX_HAS_TS))
+    return; /* never in a slice */
+  slice_span(ev, &b, &e);
+  if (b < p->lo)
+    p->lo = b;
+  if (e > p->hi)
+    p->hi = e;
+}
+
 /* Records an event handed over by the reader (idx_event_cb's arguments).
  * Inline, as it runs for every event: the common one widens its piece's
  * hull; the rest is slice_figs_other()'s. */
@@ -120,9 +135,6 @@ static inline void slice_figs_event(struct slice_figs *f,
                                     const struct idx_doc *doc,
                                     const struct idx_event *ev)
 {
-  struct slice_piece *p;
-  int64_t b, e;
-
   f->delivered++;
   if ((ev->has & IDX_HAS_PID) && ev->pid > f->max_pid)
     f->max_pid = ev->pid;
@@ -132,15 +144,13 @@ static inline void slice_figs_event(struct slice_figs *f,
     slice_figs_other(f, doc, ev);
     return;
   }
-  if (!(ev->has & IDX_HAS_TS))
-    return; /* never in a slice */
-  slice_span(ev, &b, &e);
-  p = &f->piece[f->npieces - 1];
-  if (b < p->lo)
-    p->lo = b;
-  if (e > p->hi)
-    p->hi = e;
+  slice_piece_widen(&f->piece[f->npieces - 1], ev);
 }
+
+/* The agg's finding fd as a slice draws it, its label written to label
+ * (AGG_LABEL_TEXT + 1 bytes), its kind's name borrowed from a. */
+void slice_found_of(struct idx_agg *a, const struct agg_finding *fd,
+                    char *label, struct slice_found *out);
 
 /* Records a finding of the agg's time pass (an idx_agg.on_finding, ud
  * the struct slice_figs). */
