@@ -21,6 +21,9 @@
  * judging (no output) and the mending (output to a slice_out).
  */
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "common/text.h"
 #include "index/reader_int.h"
@@ -42,16 +45,25 @@ static void emit(struct mend *m, const char *s, size_t n)
     slice_out_put(m->o, s, n);
 }
 
-static int is_ws(char c)
+/* Byte classes: JSON's whitespace, and what ends a bare word (the
+ * whitespace, a structural byte or a quote). */
+enum { C_WS = 1, C_DELIM = 2 };
+
+static const unsigned char byte_class[256] = {
+  [' '] = C_WS | C_DELIM, ['\n'] = C_WS | C_DELIM, ['\r'] = C_WS | C_DELIM,
+  ['\t'] = C_WS | C_DELIM, [','] = C_DELIM,        [':'] = C_DELIM,
+  ['['] = C_DELIM,        [']'] = C_DELIM,        ['{'] = C_DELIM,
+  ['}'] = C_DELIM,        ['"'] = C_DELIM,
+};
+
+static inline int is_ws(char c)
 {
-  return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+  return byte_class[(unsigned char)c] & C_WS;
 }
 
-/* Ends a bare word: whitespace, a structural byte or a quote. */
-static int is_delim(char c)
+static inline int is_delim(char c)
 {
-  return is_ws(c) || c == ',' || c == ':' || c == '[' || c == ']' || c == '{' ||
-         c == '}' || c == '"';
+  return byte_class[(unsigned char)c] & C_DELIM;
 }
 
 /* Copies the whitespace at m->p. */
@@ -83,9 +95,24 @@ static size_t escape_len(const char *p, const char *end)
   return 0;
 }
 
-/* The bytes of a string body from *pp that need no mending. */
+/* The bytes of a string body from p that need no mending: up to the
+ * first '"', '\\', control byte or byte of 0x80 and above. Sixteen bytes
+ * at a time where SSE2 is: one signed compare below 0x20 finds both of
+ * the last two (bytes from 0x80 are negative). */
 static const char *plain_run(const char *p, const char *end)
 {
+#ifdef __SSE2__
+  for (; end - p >= 16; p += 16) {
+    __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+    __m128i m = _mm_or_si128(_mm_cmplt_epi8(v, _mm_set1_epi8(0x20)),
+                             _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
+                                          _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))));
+    unsigned bits = (unsigned)_mm_movemask_epi8(m);
+
+    if (bits != 0)
+      return p + __builtin_ctz(bits);
+  }
+#endif
   while (p < end) {
     unsigned char c = (unsigned char)*p;
 
@@ -354,10 +381,158 @@ static int value(struct mend *m)
   return scalar(m);
 }
 
+/* ---- the judge's fast path ---- */
+
+static inline const char *skip_ws(const char *p, const char *e)
+{
+  while (p < e && is_ws(*p))
+    p++;
+  return p;
+}
+
+/* Past the closing quote of the string whose body starts at p, when the
+ * body is strict JSON as it is; else NULL. */
+static const char *strict_string(const char *p, const char *e)
+{
+  size_t k;
+
+  for (;;) {
+    p = plain_run(p, e);
+    if (p == e)
+      return NULL;
+    if (*p == '"')
+      return p + 1;
+    if (*p == '\\')
+      k = escape_len(p, e);
+    else if ((unsigned char)*p >= 0x80)
+      k = tr_utf8_len((const unsigned char *)p, (size_t)(e - p));
+    else
+      k = 0; /* a control byte */
+    if (k == 0)
+      return NULL;
+    p += k;
+  }
+}
+
+static const char *digits(const char *p, const char *e)
+{
+  while (p < e && *p >= '0' && *p <= '9')
+    p++;
+  return p;
+}
+
+/* Past the number at p when it is one as JSON writes it, up to a byte
+ * that ends a bare word, else NULL: strict_number() in one pass. */
+static const char *strict_number_at(const char *p, const char *e)
+{
+  const char *s;
+
+  p += p < e && *p == '-';
+  if (p == e || *p < '0' || *p > '9')
+    return NULL;
+  s = p;
+  p = digits(p, e);
+  if (*s == '0' && p - s > 1)
+    return NULL;
+  if (p < e && *p == '.') {
+    s = ++p;
+    if ((p = digits(p, e)) == s)
+      return NULL;
+  }
+  if (p < e && (*p == 'e' || *p == 'E')) {
+    p++;
+    p += p < e && (*p == '+' || *p == '-');
+    s = p;
+    if ((p = digits(p, e)) == s)
+      return NULL;
+  }
+  return p == e || is_delim(*p) ? p : NULL;
+}
+
+/* Past the literal or number at p when it is one as JSON writes it
+ * (scalar()'s word, unmended), else NULL. */
+static const char *strict_word(const char *p, const char *e)
+{
+  static const char *const lit[] = { "true", "false", "null" };
+  size_t n;
+
+  for (size_t i = 0; i < sizeof(lit) / sizeof(lit[0]); i++)
+    if (*p == lit[i][0]) {
+      n = strlen(lit[i]);
+      if ((size_t)(e - p) < n || memcmp(p, lit[i], n) != 0 ||
+          (p + n < e && !is_delim(p[n])))
+        return NULL;
+      return p + n;
+    }
+  return strict_number_at(p, e);
+}
+
+/*
+ * Whether p[0..n) is one strict JSON value within whitespace, read as
+ * the descent reads it but in one loop with no output: 1 only where the
+ * descent would find it VALID; 0 where it might not (the descent then
+ * judges). Most events a slice copies are strict, and judging them is
+ * most of its time after inflating (docs/SLICES.md, "Cost").
+ */
+static int strict_fast(const char *p, size_t n)
+{
+  const char *e = p + n;
+  char close[IDX_MAX_DEPTH]; /* the open containers' closing bytes */
+  unsigned depth = 0;
+
+value:
+  p = skip_ws(p, e);
+  if (p == e)
+    return 0;
+  if (*p == '{' || *p == '[') {
+    if (depth == IDX_MAX_DEPTH)
+      return 0;
+    close[depth++] = *p == '{' ? '}' : ']';
+    p = skip_ws(p + 1, e);
+    if (p < e && *p == close[depth - 1]) {
+      p++;
+      depth--;
+      goto after;
+    }
+    if (close[depth - 1] == ']')
+      goto value;
+    goto key;
+  }
+  p = *p == '"' ? strict_string(p + 1, e) : strict_word(p, e);
+  if (p == NULL)
+    return 0;
+after:
+  p = skip_ws(p, e);
+  if (depth == 0)
+    return p == e;
+  if (p == e)
+    return 0;
+  if (*p == close[depth - 1]) {
+    p++;
+    depth--;
+    goto after;
+  }
+  if (*p != ',')
+    return 0;
+  p = skip_ws(p + 1, e);
+  if (close[depth - 1] == ']')
+    goto value;
+key:
+  if (p == e || *p != '"' || (p = strict_string(p + 1, e)) == NULL)
+    return 0;
+  p = skip_ws(p, e);
+  if (p == e || *p != ':')
+    return 0;
+  p++;
+  goto value;
+}
+
 int slice_json_mend(const char *p, size_t n, struct slice_out *o)
 {
   struct mend m = { p, p + n, o, 0, 0 };
 
+  if (o == NULL && strict_fast(p, n))
+    return SLICE_JSON_VALID;
   if (value(&m) != M_OK)
     return SLICE_JSON_BAD;
   ws(&m);

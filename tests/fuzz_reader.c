@@ -61,18 +61,19 @@ static uint64_t judge(struct idx_str t)
   static struct sink k;
   int v = slice_json_mend(t.p, t.n, NULL);
 
-  if (v == SLICE_JSON_MENDED) {
-    memset(&o, 0, offsetof(struct slice_out, buf));
-    o.write = sink_write;
-    o.ud = &k;
-    k.n = 0;
-    k.cut = 0;
-    if (slice_json_mend(t.p, t.n, &o) != SLICE_JSON_MENDED)
-      __builtin_trap();
-    slice_out_flush(&o);
-    if (!k.cut && slice_json_mend(k.text, k.n, NULL) != SLICE_JSON_VALID)
-      __builtin_trap();
-  }
+  memset(&o, 0, offsetof(struct slice_out, buf));
+  o.write = sink_write;
+  o.ud = &k;
+  k.n = 0;
+  k.cut = 0;
+  /* Writing, the descent judges alone: the same verdict as without
+   * output (its fast path for strict text first). */
+  if (slice_json_mend(t.p, t.n, &o) != v)
+    __builtin_trap();
+  slice_out_flush(&o);
+  if (v == SLICE_JSON_MENDED && !k.cut &&
+      slice_json_mend(k.text, k.n, NULL) != SLICE_JSON_VALID)
+    __builtin_trap();
   return (uint64_t)v;
 }
 

@@ -46,10 +46,9 @@ static int mend(const char *in, char **out)
 
   o->write = mem_write;
   o->ud = &m;
-  if (rc == SLICE_JSON_MENDED)
-    CHECK(slice_json_mend(in, strlen(in), o) == SLICE_JSON_MENDED);
-  else
-    slice_out_put(o, in, strlen(in));
+  /* Writing, the descent judges alone: the verdict without output (its
+   * fast path for strict text first) must be the same. */
+  CHECK_INT(slice_json_mend(in, strlen(in), o), rc);
   slice_out_flush(o);
   free(o);
   *out = m.p != NULL ? m.p : strdup("");
@@ -87,6 +86,24 @@ static void slice_json_quirks(void)
              "[\"NaN\", \"Infinity\", \"tru\"]");
   check_mend("{bare: 1}", SLICE_JSON_MENDED, "{\"bare\": 1}");
   check_mend("\"\"", SLICE_JSON_VALID, "\"\"");
+  check_mend(" { \"a\" : [ 1 , {} , [ ] , \"\" ] ,\n\t\"b\":{\"c\":-0}\r} ",
+             SLICE_JSON_VALID,
+             " { \"a\" : [ 1 , {} , [ ] , \"\" ] ,\n\t\"b\":{\"c\":-0}\r} ");
+  /* Strings past sixteen bytes (read sixteen at a time), a quirk at
+   * either side of the sixteenth byte. */
+  check_mend("[\"0123456789abcdefghij\\u00e9\xc3\xa9\\/klmnopqrstuvwxyz\"]",
+             SLICE_JSON_VALID,
+             "[\"0123456789abcdefghij\\u00e9\xc3\xa9\\/klmnopqrstuvwxyz\"]");
+  check_mend("[\"0123456789abcd\x01\"]", SLICE_JSON_MENDED,
+             "[\"0123456789abcd\\u0001\"]");
+  check_mend("[\"0123456789abcde\x80xyz\"]", SLICE_JSON_MENDED,
+             "[\"0123456789abcde\\ufffdxyz\"]");
+  check_mend("[\"0123456789abcdef\\x\"]", SLICE_JSON_MENDED,
+             "[\"0123456789abcdef\\\\x\"]");
+  check_mend("[\"0123456789abcdefghijklmnopqrstuvw", SLICE_JSON_BAD, NULL);
+  check_mend("[1e5, 1E+5, 0.5e-5, -1, 0]", SLICE_JSON_VALID,
+             "[1e5, 1E+5, 0.5e-5, -1, 0]");
+  check_mend("[1e, 1]", SLICE_JSON_MENDED, "[\"1e\", 1]");
   check_mend("[]", SLICE_JSON_VALID, "[]");
   /* Not mendable: a missing separator, an empty value, a cut string. */
   check_mend("{\"a\" 1}", SLICE_JSON_BAD, NULL);
@@ -111,6 +128,13 @@ static void slice_json_depth(void)
   memset(deep, '[', 200);
   memset(deep + 200, ']', 200);
   CHECK_INT(slice_json_mend(deep, 400, NULL), SLICE_JSON_VALID);
+  /* IDX_MAX_DEPTH levels exactly, and one more. */
+  memset(deep, '[', 256);
+  memset(deep + 256, ']', 256);
+  CHECK_INT(slice_json_mend(deep, 512, NULL), SLICE_JSON_VALID);
+  memset(deep, '[', 257);
+  memset(deep + 257, ']', 257);
+  CHECK_INT(slice_json_mend(deep, 514, NULL), SLICE_JSON_BAD);
 }
 
 /* ---- slices of files ---- */
