@@ -266,6 +266,10 @@ struct idx_read {
   struct idx_points points;
 };
 
+/* The threads a file may keep busy when asked for `asked`
+ * (idx_options.threads: 0, as the machine allows). */
+int idx_threads(int asked);
+
 /* Reads the file at path (under root as idx_file_under() says; NULL: no
  * root) to its end through rd, which idx_reader_finish()es: the source
  * inflates on its own thread; opt's cancel and on_progress act as for

@@ -206,13 +206,12 @@ int idx_side_close(FILE *f, char *tmp, const char *path, int rc,
   return rc;
 }
 
-/* The threads this file may use (idx_options.threads). */
-static int threads(const struct idx_options *opt)
+int idx_threads(int asked)
 {
   long cores;
 
-  if (opt->threads > 0)
-    return opt->threads;
+  if (asked > 0)
+    return asked;
   cores = sysconf(_SC_NPROCESSORS_ONLN);
   return cores >= 2 ? 2 : 1;
 }
@@ -226,7 +225,7 @@ int idx_read_under(const char *root, const char *path, struct idx_reader *rd,
       opt->points_spacing ? opt->points_spacing : IDX_POINT_SPACING;
   struct idx_points *pts;
   int rc = idx_source_open_points(
-      root, path, IDX_SOURCE_SCAN | (threads(opt) > 1 ? IDX_SOURCE_THREAD : 0),
+      root, path, IDX_SOURCE_SCAN | (idx_threads(opt->threads) > 1 ? IDX_SOURCE_THREAD : 0),
       opt->points_path != NULL ? spacing : 0, &src, err);
 
   memset(got, 0, sizeof(*got));
@@ -345,7 +344,7 @@ int idx_file_sink(const char *root, const char *path,
   if (rc == 0) {
     info.file_bytes = got.file_bytes;
     info.rank = opt->rank;
-    info.threads = threads(opt);
+    info.threads = idx_threads(opt->threads);
     rc = idx_agg_rows(&run.agg, idx_reader_doc(rd), &info, sink, &local);
   }
   if (opt->points_path != NULL)

@@ -28,7 +28,10 @@
 #include "index/points.h"
 
 #define MAGIC       "TRCDPTS"
-#define VERSION     2
+/* 3: the slicer's bytes hold the findings' index. An older file is
+ * refused as any that is not of its trace: a slice then reads the whole
+ * file (docs/SLICES.md). */
+#define VERSION     3
 #define HEAD_BYTES  56
 #define FIGS_LEN_AT 48 /* the header's slicer's bytes, set last */
 #define ENTRY_BYTES 28

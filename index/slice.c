@@ -366,16 +366,24 @@ static void on_finding(void *ud, const struct agg_finding *f)
   put_finding(s, &t);
 }
 
-/* The findings the rank's slice figures hold, in the time pass's order. */
+/* The findings the rank's slice figures hold, in the time pass's order:
+ * those of the blocks whose hull meets the window. */
 static void stored_tracks(struct slicer *s, const struct slice_figs *g)
 {
   struct slice_found f;
-  size_t at = 0;
-  int64_t last = 0;
 
   s->step_side = (int)g->step_side;
-  while (s->out.rc == 0 && slice_figs_found(g, &at, &last, &f))
-    put_finding(s, &f);
+  for (size_t b = 0; s->out.rc == 0 && b < g->nblocks; b++) {
+    const struct slice_found_block *k = &g->block[b];
+    size_t at = k->at, end = b + 1 < g->nblocks ? g->block[b + 1].at
+                                                : g->found_len;
+    int64_t last = k->last;
+
+    if (k->lo >= s->hi || k->hi <= s->lo)
+      continue;
+    while (s->out.rc == 0 && at < end && slice_figs_found(g, &at, &last, &f))
+      put_finding(s, &f);
+  }
 }
 
 /* The summary's pieces are not the slice's: dropped as they come. */
@@ -582,66 +590,134 @@ static int replay_metas(struct slice_feed *f, const struct slice_figs *g,
   return rc;
 }
 
-/* Feeds [a, b) from element number elems on, after the stored M events
- * before a that no range read. *done: where the last range ended. */
+/* Feeds range r, after the stored M events before it that no range
+ * read. *done: where the last range ended. */
 static int read_range(struct slice_feed *f, const struct slice_figs *g,
-                      size_t *m, uint64_t *done, uint64_t a, uint64_t b,
-                      uint64_t elems)
+                      size_t *m, uint64_t *done, const struct slice_range *r)
 {
-  int rc = replay_metas(f, g, m, *done, a);
+  int rc = replay_metas(f, g, m, *done, r->a);
 
-  if (rc == 0 && (rc = jump(f, a, elems)) == 0)
-    rc = slice_feed_range(f, a, b);
-  *done = b;
+  if (rc == 0 && (rc = jump(f, r->a, r->elems)) == 0)
+    rc = slice_feed_range(f, r->a, r->b);
+  *done = r->b;
   return rc;
 }
 
-/* The head (the text before traceEvents' first piece), the pieces the
- * window needs, and the tail from traceEvents' end: the reader sees the
- * document as if whole, but for events no slice of this window keeps. */
+/* The next run of pieces from *k the window needs, into *r; with every,
+ * each piece is needed (the format is not settled yet: the reader
+ * settles it on what it reads). 0 when none is left. */
+static int next_run(const struct slicer *s, const struct slice_figs *g,
+                    int every, size_t *k, struct slice_range *r)
+{
+  size_t j;
+
+  while (*k < g->npieces && !every && !piece_needed(s, &g->piece[*k]))
+    (*k)++;
+  if (*k == g->npieces)
+    return 0;
+  for (j = *k; j + 1 < g->npieces && piece_needed(s, &g->piece[j + 1]); j++)
+    ;
+  *r = (struct slice_range){
+    .a = g->piece[*k].off,
+    .b = j + 1 < g->npieces ? g->piece[j + 1].off : (uint64_t)g->array_end,
+    .elems = g->piece[*k].elems,
+    .pieces = j - *k + 1,
+  };
+  *k = j + 1;
+  return 1;
+}
+
+/* The head (the text before traceEvents' first piece). */
+static struct slice_range head(const struct slice_figs *g)
+{
+  return (struct slice_range){ .b = g->piece[0].off };
+}
+
+/* The tail: from traceEvents' end to the file's. */
+static struct slice_range tail(const struct slice_figs *g,
+                               const struct idx_doc *doc)
+{
+  return (struct slice_range){ .a = (uint64_t)g->array_end,
+                               .b = UINT64_MAX,
+                               .elems = doc->events };
+}
+
+/* Every range read_pieces() will feed, when the format is settled
+ * (else the runs depend on when the reader settles it): *out (caller
+ * frees), *n of them. 0, 1 when not known yet, or TR_ENOMEM. */
+static int plan(const struct slicer *s, const struct slice_figs *g,
+                const struct idx_doc *doc, struct slice_range **out,
+                size_t *n)
+{
+  struct slice_range *r;
+  size_t k = 0;
+
+  *out = NULL;
+  *n = 0;
+  if (doc->format == IDX_FORMAT_AUTO)
+    return 1;
+  /* Runs alternate with pieces skipped: at most half the pieces, and one. */
+  if ((r = malloc((g->npieces / 2 + 3) * sizeof(*r))) == NULL)
+    return TR_ENOMEM;
+  r[(*n)++] = head(g);
+  while (next_run(s, g, 0, &k, &r[*n]))
+    (*n)++;
+  /* The tail's element count is the reader's when it gets there: any. */
+  r[(*n)++] = tail(g, doc);
+  *out = r;
+  return 0;
+}
+
+/* The head, the pieces the window needs, and the tail from traceEvents'
+ * end: the reader sees the document as if whole, but for events no slice
+ * of this window keeps. */
 static int read_pieces(struct slicer *s, struct slice_feed *f,
                        const struct slice_figs *g)
 {
   const struct idx_doc *doc = idx_reader_doc(f->rd);
-  uint64_t done = g->piece[0].off, end = (uint64_t)g->array_end;
-  size_t m = 0, k, j;
-  int rc = slice_feed_range(f, 0, done);
+  struct slice_range r = head(g);
+  uint64_t done = r.b;
+  size_t m = 0, k = 0;
+  int rc = slice_feed_range(f, r.a, r.b);
 
   /* The head holds no event handed over (slice_figs.c). */
   s->events_begun = g->delivered > 0;
-  for (k = 0; rc == 0 && k < g->npieces; k = j + 1) {
-    j = k;
-    /* Until the format is settled (auto), every piece is read. */
-    if (!piece_needed(s, &g->piece[k]) && doc->format != IDX_FORMAT_AUTO)
-      continue;
-    while (j + 1 < g->npieces && piece_needed(s, &g->piece[j + 1]))
-      j++;
-    rc = read_range(f, g, &m, &done, g->piece[k].off,
-                    j + 1 < g->npieces ? g->piece[j + 1].off : end,
-                    g->piece[k].elems);
-    s->st.pieces_read += j - k + 1;
+  while (rc == 0 &&
+         next_run(s, g, doc->format == IDX_FORMAT_AUTO, &k, &r)) {
+    rc = read_range(f, g, &m, &done, &r);
+    s->st.pieces_read += r.pieces;
   }
+  r = tail(g, doc);
   if (rc == 0)
-    rc = read_range(f, g, &m, &done, end, UINT64_MAX, doc->events);
+    rc = read_range(f, g, &m, &done, &r);
   s->st.pieces = g->npieces;
   return rc == 0 ? idx_reader_finish(f->rd, f->err) : rc;
 }
 
-/* The slice from the rank's points: the figures say what is not read. */
+/* The slice from the rank's points: the figures say what is not read.
+ * With threads to spare and the format settled, a thread inflates the
+ * ranges ahead of the parse. */
 static int read_points(struct slicer *s, int fd, const struct idx_points *pts,
                        const struct slice_figs *g, struct idx_reader *rd,
                        struct tr_err *err)
 {
+  struct slice_range *ranges = NULL;
   struct slice_feed f;
+  size_t n;
   int rc = slice_feed_open(&f, fd, pts, rd, err);
 
   f.cancel = s->o->cancel;
+  /* Without (not settled, out of memory), this thread inflates. */
+  if (rc == 0 && idx_threads(s->o->threads) > 1 &&
+      plan(s, g, idx_reader_doc(rd), &ranges, &n) == 0)
+    (void)slice_feed_pump(&f, ranges, n);
   if (rc == 0)
     rc = read_pieces(s, &f, g);
+  slice_feed_close(&f);
+  free(ranges);
   s->st.text_bytes = f.text_bytes;
   s->st.events_read = g->delivered;
   s->max_pid = g->max_pid;
-  slice_feed_close(&f);
   return rc;
 }
 

@@ -76,16 +76,24 @@ void slice_put_findings(struct slice_out *o, const struct idx_slice_stats *t,
 
 /* ---- ranges of the text from access points (slice_feed.c) ---- */
 
+/* A range of the document's text to feed: [a, b) (b UINT64_MAX: to
+ * the end), starting at element number elems, over `pieces` pieces. */
+struct slice_range {
+  uint64_t a, b, elems;
+  size_t pieces;
+};
+
 struct slice_feed {
   int fd; /* the trace, borrowed */
   const struct idx_points *pts;
   struct idx_reader *rd;    /* what the ranges are fed to */
   struct idx_resume *rs;    /* the stream open, or NULL */
   uint64_t pos;             /* the document offset it is at */
-  uint64_t text_bytes;      /* inflated in all */
+  uint64_t text_bytes;      /* inflated in all (read after closing) */
   const atomic_bool *cancel; /* checked between reads; may be NULL */
   char *buf;
   struct tr_err *err;
+  struct slice_pump *pump; /* the thread inflating ahead, or NULL */
 };
 
 /* Ready to feed rd from the points pts of the file open on fd (both
@@ -93,11 +101,21 @@ struct slice_feed {
 int slice_feed_open(struct slice_feed *f, int fd, const struct idx_points *pts,
                     struct idx_reader *rd, struct tr_err *err);
 
+/* Starts a thread that inflates range[0..n) (borrowed until closing),
+ * in that order, ahead of the caller's slice_feed_range() calls, which
+ * must then ask for exactly those ranges in that order. 0 or TR_ENOMEM
+ * (then the feed inflates on the caller's turn, as without). */
+int slice_feed_pump(struct slice_feed *f, const struct slice_range *range,
+                    size_t n);
+
 /* Feeds the text [a, b) to the reader (b UINT64_MAX: to the end), a at
- * or after the last range's end. 0, the reader's failure, or negative
- * with err (the file does not match its points). */
+ * or after the last range's end. 0, the reader's failure, TR_ECONFLICT
+ * when cancelled, or negative with err (the file does not match its
+ * points). */
 int slice_feed_range(struct slice_feed *f, uint64_t a, uint64_t b);
 
+/* Stops and joins the pump's thread, if any; f->text_bytes is then
+ * final. */
 void slice_feed_close(struct slice_feed *f);
 
 /* ---- one rank's part of an all-ranks slice (slice_ranks.c) ---- */

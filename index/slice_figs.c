@@ -5,7 +5,7 @@
  *
  *   format u32, step_side u32, found_complete u32, delivered u64,
  *   max_pid i64, array_end i64, npieces u64, nmeta u64, nfound u64,
- *   text_len u64, found_len u64 (76 bytes)
+ *   text_len u64, found_len u64, nblocks u64 (84 bytes)
  *   pieces: off u64, elems u64, lo i64, hi i64, flags u32 (36 bytes)
  *   metas: off u64, elems u64, at u64, len u32 (28 bytes)
  *   the metas' text (text_len bytes)
@@ -14,15 +14,18 @@
  *   less the last one's, its length and its between_ns, each a zigzag
  *   LEB128 varint; a step then its kind's and its label's text, each
  *   after its length as a varint.
+ *   the findings' index: a block per SLICE_FOUND_BLOCK findings, at u64,
+ *   last i64, lo i64, hi i64 (32 bytes).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "index/slice_figs.h"
 
-#define HEAD_BYTES  76
+#define HEAD_BYTES  84
 #define PIECE_BYTES 36
 #define META_BYTES  28
+#define BLOCK_BYTES 32
 #define VARINT_MAX  10 /* bytes of a 64-bit LEB128 varint */
 #define WB_BYTES    (64u << 10) /* findings written at a time */
 
@@ -38,6 +41,7 @@ void slice_figs_free(struct slice_figs *f)
 {
   free(f->piece);
   free(f->meta);
+  free(f->block);
   if (!f->borrowed) {
     free(f->found);
     free(f->text);
@@ -177,11 +181,27 @@ void slice_found_of(struct idx_agg *a, const struct agg_finding *fd,
   out->label_n = strlen(label);
 }
 
+/* The block of the finding about to be added, opened when it is the
+ * first of one; NULL when out of memory. */
+static struct slice_found_block *found_block(struct slice_figs *f)
+{
+  if (f->nfound % SLICE_FOUND_BLOCK == 0) {
+    if (agg_grow(&f->block, &f->blocks_cap, f->nblocks, sizeof(*f->block)) !=
+        0)
+      return NULL;
+    f->block[f->nblocks++] = (struct slice_found_block){
+      f->found_len, f->found_last, INT64_MAX, INT64_MIN
+    };
+  }
+  return &f->block[f->nblocks - 1];
+}
+
 void slice_figs_finding(void *ud, const struct agg_finding *fd)
 {
   struct slice_figs *f = ud;
   char label[AGG_LABEL_TEXT + 1];
   struct found_buf o = { .n = 0 };
+  struct slice_found_block *k;
   struct slice_found x;
 
   if (f->out == NULL || !f->found_complete || f->broken)
@@ -202,12 +222,17 @@ void slice_figs_finding(void *ud, const struct agg_finding *fd)
     put_text(&o, x.kind, x.kind_n);
     put_text(&o, x.label, x.label_n);
   }
-  if (f->found_len + o.n > SLICE_FIGS_FOUND_MAX) {
+  if (f->found_len + o.n > SLICE_FIGS_FOUND_MAX ||
+      (k = found_block(f)) == NULL) {
     f->found_complete = 0;
     return;
   }
   if (f->wb_n + o.n > WB_BYTES && flush(f) != 0)
     return;
+  if (x.start_ns < k->lo)
+    k->lo = x.start_ns;
+  if (x.end_ns > k->hi)
+    k->hi = x.end_ns;
   memcpy(f->wb + f->wb_n, o.b, o.n);
   f->wb_n += o.n;
   f->found_len += o.n;
@@ -319,7 +344,8 @@ static void encode_head(const struct slice_figs *f, uint8_t *b)
   b = put(b, f->nmeta, 8);
   b = put(b, f->nfound, 8);
   b = put(b, f->text_len, 8);
-  put(b, f->found_len, 8);
+  b = put(b, f->found_len, 8);
+  put(b, f->nblocks, 8);
 }
 
 int slice_figs_write(struct slice_figs *f, const struct idx_doc *doc,
@@ -364,11 +390,29 @@ int slice_figs_write(struct slice_figs *f, const struct idx_doc *doc,
   return 0;
 }
 
+/* The findings' index, after them. 0 or -1. */
+static int write_blocks(struct slice_figs *f)
+{
+  uint8_t b[BLOCK_BYTES];
+
+  for (size_t i = 0; i < f->nblocks; i++) {
+    const struct slice_found_block *k = &f->block[i];
+    uint8_t *q = put(b, k->at, 8);
+
+    q = put(q, (uint64_t)k->last, 8);
+    q = put(q, (uint64_t)k->lo, 8);
+    put(q, (uint64_t)k->hi, 8);
+    if (fwrite(b, 1, BLOCK_BYTES, f->out) != BLOCK_BYTES)
+      return -1;
+  }
+  return 0;
+}
+
 int slice_figs_seal(struct slice_figs *f, uint64_t *len)
 {
   uint8_t b[HEAD_BYTES];
 
-  if (flush(f) != 0)
+  if (flush(f) != 0 || write_blocks(f) != 0)
     return TR_EIO;
   /* The step side is settled by the time pass, which came after. */
   f->step_side = (uint32_t)f->agg->step_side;
@@ -378,14 +422,14 @@ int slice_figs_seal(struct slice_figs *f, uint64_t *len)
       fseek(f->out, 0, SEEK_END) != 0)
     return TR_EIO;
   *len = HEAD_BYTES + f->npieces * PIECE_BYTES + f->nmeta * META_BYTES +
-         f->text_len + f->found_len;
+         f->text_len + f->found_len + f->nblocks * BLOCK_BYTES;
   return 0;
 }
 
 /* The counts of the head, checked against the bytes there are. */
 static int decode_head(const uint8_t **b, size_t len, struct slice_figs *f)
 {
-  uint64_t np, nm;
+  uint64_t np, nm, nb;
 
   if (len < HEAD_BYTES)
     return TR_EFORMAT;
@@ -400,15 +444,19 @@ static int decode_head(const uint8_t **b, size_t len, struct slice_figs *f)
   f->nfound = get(b, 8);
   f->text_len = get(b, 8);
   f->found_len = get(b, 8);
+  nb = get(b, 8);
   len -= HEAD_BYTES;
   if (f->format >= IDX_FORMAT_COUNT || np == 0 || np > SLICE_FIGS_PIECES_MAX ||
       np > len / PIECE_BYTES || nm > len / META_BYTES || f->array_end < 0 ||
-      f->text_len > len || f->found_len > len)
+      f->text_len > len || f->found_len > len || nb > len / BLOCK_BYTES ||
+      nb > f->nfound / SLICE_FOUND_BLOCK + 1)
     return TR_EFORMAT;
-  if (len != np * PIECE_BYTES + nm * META_BYTES + f->text_len + f->found_len)
+  if (len != np * PIECE_BYTES + nm * META_BYTES + f->text_len +
+                 f->found_len + nb * BLOCK_BYTES)
     return TR_EFORMAT;
   f->npieces = np;
   f->nmeta = nm;
+  f->nblocks = nb;
   return 0;
 }
 
@@ -449,6 +497,28 @@ static int decode_metas(const uint8_t **b, struct slice_figs *f)
   return 0;
 }
 
+/* The findings' index: its blocks in the findings, in order (a slice
+ * reads a block's findings checked, as ever, from its at). */
+static int decode_blocks(const uint8_t **b, struct slice_figs *f)
+{
+  for (size_t i = 0; i < f->nblocks; i++) {
+    struct slice_found_block *k = &f->block[i];
+
+    k->at = get(b, 8);
+    k->last = (int64_t)get(b, 8);
+    k->lo = (int64_t)get(b, 8);
+    k->hi = (int64_t)get(b, 8);
+    if (k->at >= f->found_len || (i == 0 && k->at != 0) ||
+        (i > 0 && k->at <= k[-1].at))
+      return TR_EFORMAT;
+  }
+  /* Complete, the findings are all in blocks. */
+  if (f->found_complete &&
+      f->nblocks != (f->nfound + SLICE_FOUND_BLOCK - 1) / SLICE_FOUND_BLOCK)
+    return TR_EFORMAT;
+  return 0;
+}
+
 int slice_figs_decode(const uint8_t *b, size_t len, struct slice_figs *f)
 {
   int rc;
@@ -459,13 +529,16 @@ int slice_figs_decode(const uint8_t *b, size_t len, struct slice_figs *f)
   f->borrowed = 1;
   f->piece = malloc(f->npieces * sizeof(*f->piece));
   f->meta = malloc((f->nmeta ? f->nmeta : 1) * sizeof(*f->meta));
-  if (f->piece == NULL || f->meta == NULL)
+  f->block = malloc((f->nblocks ? f->nblocks : 1) * sizeof(*f->block));
+  if (f->piece == NULL || f->meta == NULL || f->block == NULL)
     rc = TR_ENOMEM;
   if (rc == 0 && (rc = decode_pieces(&b, f)) == 0 &&
       (rc = decode_metas(&b, f)) == 0) {
     /* Each finding is checked as it is read (slice_figs_found()). */
     f->text = (char *)b;
     f->found = (uint8_t *)b + f->text_len;
+    b += f->text_len + f->found_len;
+    rc = decode_blocks(&b, f);
   }
   if (rc != 0)
     slice_figs_free(f);

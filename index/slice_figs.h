@@ -53,6 +53,19 @@ struct slice_meta {
   uint32_t len;
 };
 
+/* Findings per block of the findings' index: a slice walks only the
+ * blocks whose hull meets its window. */
+#define SLICE_FOUND_BLOCK 1024
+
+/* A block of SLICE_FOUND_BLOCK findings (the last one fewer): where its
+ * first one starts in the packed findings, the start it is told from,
+ * and the hull of their spans. */
+struct slice_found_block {
+  uint64_t at;
+  int64_t last;
+  int64_t lo, hi; /* lo > hi: none recorded */
+};
+
 /* A finding of the time pass (agg.h's struct agg_finding) with its kind
  * and label as text (borrowed from the figures), as slice_figs_found()
  * reads it back. */
@@ -76,6 +89,8 @@ struct slice_figs {
   size_t nmeta, meta_cap;
   uint8_t *found; /* decoded: the findings, packed (slice_figs.c) */
   size_t nfound, found_len;
+  struct slice_found_block *block; /* the findings' index */
+  size_t nblocks, blocks_cap;
   char *text; /* the metas' text */
   size_t text_len, text_cap;
   int borrowed; /* decoded: text and found lie in the decoded bytes */

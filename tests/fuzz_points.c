@@ -5,7 +5,7 @@
  * the trace FUZZ_POINTS_TRACE (a small real trace), its stamp set to the
  * trace's so that the loader gets past it. It is loaded, its figures
  * decoded, and a slice of the trace is made from it, with findings, over
- * a window the input's last bytes choose. Any crash, leak, hang or
+ * a window the input's last bytes choose, on one thread or with a pump. Any crash, leak, hang or
  * sanitizer report is a bug; a refused file or a failed slice is not.
  *
  * With FUZZ_POINTS_SEED=PATH, it writes the trace's own points file to
@@ -117,7 +117,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     o.t0_ns = at;
     o.start_ns = 0;
     o.end_ns = 1 + (int64_t)(size >= 2 ? data[size - 2] : 0) * 1000;
-    o.threads = 1;
+    /* One byte more picks a pump (two threads, the settled format:
+     * slice_feed.c) or this thread alone (detecting it again). */
+    o.threads = size >= 3 && (data[size - 3] & 1) ? 2 : 1;
+    if (o.threads == 2)
+      o.format = (enum idx_format)g.format;
     o.max_inflated_bytes = 64u << 20;
     o.points_path = points;
     (void)idx_slice_under(NULL, trace, &o, drop, NULL, NULL, &err);
