@@ -225,7 +225,8 @@ int idx_read_under(const char *root, const char *path, struct idx_reader *rd,
       opt->points_spacing ? opt->points_spacing : IDX_POINT_SPACING;
   struct idx_points *pts;
   int rc = idx_source_open_points(
-      root, path, IDX_SOURCE_SCAN | (idx_threads(opt->threads) > 1 ? IDX_SOURCE_THREAD : 0),
+      root, path,
+      IDX_SOURCE_SCAN | (idx_threads(opt->threads) > 1 ? IDX_SOURCE_THREAD : 0),
       opt->points_path != NULL ? spacing : 0, &src, err);
 
   memset(got, 0, sizeof(*got));

@@ -375,8 +375,8 @@ static void stored_tracks(struct slicer *s, const struct slice_figs *g)
   s->step_side = (int)g->step_side;
   for (size_t b = 0; s->out.rc == 0 && b < g->nblocks; b++) {
     const struct slice_found_block *k = &g->block[b];
-    size_t at = k->at, end = b + 1 < g->nblocks ? g->block[b + 1].at
-                                                : g->found_len;
+    size_t at = k->at,
+           end = b + 1 < g->nblocks ? g->block[b + 1].at : g->found_len;
     int64_t last = k->last;
 
     if (k->lo >= s->hi || k->hi <= s->lo)

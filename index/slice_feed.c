@@ -8,14 +8,14 @@
  * With a pump (slice_feed_pump()), a thread of the feed's own inflates
  * the ranges, all known beforehand, into a ring of PUMP_SLOTS buffers
  * while the caller parses the ones before: inflating is about a fifth of
- * a slice's time and the parse the rest (docs/SLICES.md, "Cost"), so on
- * two cores the one hides behind the other, as indexing's source does
- * (source.c). Ring protocol, under mu: the thread fills the slot after
- * the `count` full ones from `head` while count < PUMP_SLOTS; the caller
- * feeds slot head and then frees it; the thread's end (`ended`, with
- * end_rc and end_err) comes after its last slot, so the caller sees every
- * byte inflated before a failure, then the failure. Until the pump is
- * closed, only its thread touches the stream (rs, pos, text_bytes, buf).
+ * a slice's time and the parse the rest (docs/BENCHMARKS.md, "Slices
+ * from access points"), so on two cores the one hides behind the other,
+ * as indexing's source does (source.c). Ring protocol, under mu: the thread
+ * fills the slot after the `count` full ones from `head` while count <
+ * PUMP_SLOTS; the caller feeds slot head and then frees it; the thread's end
+ * (`ended`, with end_rc and end_err) comes after its last slot, so the caller
+ * sees every byte inflated before a failure, then the failure. Until the pump
+ * is closed, only its thread touches the stream (rs, pos, text_bytes, buf).
  */
 #include <pthread.h>
 #include <stdlib.h>

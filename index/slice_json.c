@@ -50,10 +50,10 @@ static void emit(struct mend *m, const char *s, size_t n)
 enum { C_WS = 1, C_DELIM = 2 };
 
 static const unsigned char byte_class[256] = {
-  [' '] = C_WS | C_DELIM, ['\n'] = C_WS | C_DELIM, ['\r'] = C_WS | C_DELIM,
-  ['\t'] = C_WS | C_DELIM, [','] = C_DELIM,        [':'] = C_DELIM,
-  ['['] = C_DELIM,        [']'] = C_DELIM,        ['{'] = C_DELIM,
-  ['}'] = C_DELIM,        ['"'] = C_DELIM,
+  [' '] = C_WS | C_DELIM,  ['\n'] = C_WS | C_DELIM, ['\r'] = C_WS | C_DELIM,
+  ['\t'] = C_WS | C_DELIM, [','] = C_DELIM,         [':'] = C_DELIM,
+  ['['] = C_DELIM,         [']'] = C_DELIM,         ['{'] = C_DELIM,
+  ['}'] = C_DELIM,         ['"'] = C_DELIM,
 };
 
 static inline int is_ws(char c)
@@ -104,9 +104,10 @@ static const char *plain_run(const char *p, const char *end)
 #ifdef __SSE2__
   for (; end - p >= 16; p += 16) {
     __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
-    __m128i m = _mm_or_si128(_mm_cmplt_epi8(v, _mm_set1_epi8(0x20)),
-                             _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
-                                          _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))));
+    __m128i m =
+        _mm_or_si128(_mm_cmplt_epi8(v, _mm_set1_epi8(0x20)),
+                     _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
+                                  _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))));
     unsigned bits = (unsigned)_mm_movemask_epi8(m);
 
     if (bits != 0)
@@ -471,8 +472,9 @@ static const char *strict_word(const char *p, const char *e)
  * Whether p[0..n) is one strict JSON value within whitespace, read as
  * the descent reads it but in one loop with no output: 1 only where the
  * descent would find it VALID; 0 where it might not (the descent then
- * judges). Most events a slice copies are strict, and judging them is
- * most of its time after inflating (docs/SLICES.md, "Cost").
+ * judges). Most events a slice copies are strict, and judging them by
+ * the descent alone was half a slice's time (docs/BENCHMARKS.md, "Slices
+ * from access points").
  */
 static int strict_fast(const char *p, size_t n)
 {

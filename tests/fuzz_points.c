@@ -5,8 +5,9 @@
  * the trace FUZZ_POINTS_TRACE (a small real trace), its stamp set to the
  * trace's so that the loader gets past it. It is loaded, its figures
  * decoded, and a slice of the trace is made from it, with findings, over
- * a window the input's last bytes choose, on one thread or with a pump. Any crash, leak, hang or
- * sanitizer report is a bug; a refused file or a failed slice is not.
+ * a window the input's last bytes choose, on one thread or with a pump. Any
+ * crash, leak, hang or sanitizer report is a bug; a refused file or a failed
+ * slice is not.
  *
  * With FUZZ_POINTS_SEED=PATH, it writes the trace's own points file to
  * PATH and exits: scripts/fuzz.sh's seed.
