@@ -66,13 +66,19 @@ static inline int is_delim(char c)
   return byte_class[(unsigned char)c] & C_DELIM;
 }
 
+static inline const char *skip_ws(const char *p, const char *e)
+{
+  while (p < e && is_ws(*p))
+    p++;
+  return p;
+}
+
 /* Copies the whitespace at m->p. */
 static void ws(struct mend *m)
 {
   const char *s = m->p;
 
-  while (m->p < m->end && is_ws(*m->p))
-    m->p++;
+  m->p = skip_ws(m->p, m->end);
   emit(m, s, (size_t)(m->p - s));
 }
 
@@ -178,34 +184,12 @@ static int string(struct mend *m)
   return M_OK;
 }
 
-/* p[0..n) as JSON's number grammar, strictly. */
-static int strict_number(const char *p, size_t n)
+/* Past the decimal digits at p (before e). */
+static const char *digits(const char *p, const char *e)
 {
-  const char *e = p + n;
-
-  if (p < e && *p == '-')
-    p++;
-  if (p == e || (*p == '0' && p + 1 < e && p[1] >= '0' && p[1] <= '9'))
-    return 0;
-  if (*p < '0' || *p > '9')
-    return 0;
   while (p < e && *p >= '0' && *p <= '9')
     p++;
-  if (p < e && *p == '.') {
-    if (++p == e || *p < '0' || *p > '9')
-      return 0;
-    while (p < e && *p >= '0' && *p <= '9')
-      p++;
-  }
-  if (p < e && (*p == 'e' || *p == 'E')) {
-    if (++p < e && (*p == '+' || *p == '-'))
-      p++;
-    if (p == e || *p < '0' || *p > '9')
-      return 0;
-    while (p < e && *p >= '0' && *p <= '9')
-      p++;
-  }
-  return p == e;
+  return p;
 }
 
 /* p (before e) holds an exponent as JSON writes one: [eE][+-]?digits. */
@@ -215,12 +199,7 @@ static int exponent_ok(const char *p, const char *e)
     return 0;
   if (++p < e && (*p == '+' || *p == '-'))
     p++;
-  if (p == e)
-    return 0;
-  for (; p < e; p++)
-    if (*p < '0' || *p > '9')
-      return 0;
-  return 1;
+  return p < e && digits(p, e) == e;
 }
 
 /* A number the reader reads leniently (idx_num_parse: a leading '+',
@@ -234,14 +213,14 @@ static int lenient_number(struct mend *m, const char *p, size_t n)
 
   if (p < e && (*p == '+' || *p == '-'))
     neg = *p++ == '-';
-  for (ip = p; p < e && *p >= '0' && *p <= '9'; p++)
-    ;
+  ip = p;
+  p = digits(p, e);
   in = (size_t)(p - ip);
   fp = p;
   fn = 0;
   if (p < e && *p == '.') {
-    for (fp = ++p; p < e && *p >= '0' && *p <= '9'; p++)
-      ;
+    fp = ++p;
+    p = digits(p, e);
     fn = (size_t)(p - fp);
   }
   if (in + fn == 0 || (p < e && !exponent_ok(p, e)))
@@ -259,6 +238,53 @@ static int lenient_number(struct mend *m, const char *p, size_t n)
   return 1;
 }
 
+/* Past the number at p when it is one as JSON writes it, up to a byte
+ * that ends a bare word, else NULL. */
+static const char *strict_number_at(const char *p, const char *e)
+{
+  const char *s;
+
+  p += p < e && *p == '-';
+  if (p == e || *p < '0' || *p > '9')
+    return NULL;
+  s = p;
+  p = digits(p, e);
+  if (*s == '0' && p - s > 1)
+    return NULL;
+  if (p < e && *p == '.') {
+    s = ++p;
+    if ((p = digits(p, e)) == s)
+      return NULL;
+  }
+  if (p < e && (*p == 'e' || *p == 'E')) {
+    p++;
+    p += p < e && (*p == '+' || *p == '-');
+    s = p;
+    if ((p = digits(p, e)) == s)
+      return NULL;
+  }
+  return p == e || is_delim(*p) ? p : NULL;
+}
+
+/* Past the literal or number at p (before e) when it is one as JSON
+ * writes it, up to a byte that ends a bare word, else NULL: scalar()'s
+ * word copied as it is, and the judge's fast path. */
+static const char *strict_word(const char *p, const char *e)
+{
+  static const char *const lit[] = { "true", "false", "null" };
+  size_t n;
+
+  for (size_t i = 0; i < sizeof(lit) / sizeof(lit[0]); i++)
+    if (*p == lit[i][0]) {
+      n = strlen(lit[i]);
+      if ((size_t)(e - p) < n || memcmp(p, lit[i], n) != 0 ||
+          (p + n < e && !is_delim(p[n])))
+        return NULL;
+      return p + n;
+    }
+  return strict_number_at(p, e);
+}
+
 /* A bare word at m->p: a literal or number as it is, a lenient number
  * as JSON writes it, anything else as a string. */
 static int scalar(struct mend *m)
@@ -272,8 +298,7 @@ static int scalar(struct mend *m)
   n = (size_t)(m->p - s);
   if (n == 0)
     return M_BAD; /* no value where one must be */
-  if ((n == 4 && (memcmp(s, "true", 4) == 0 || memcmp(s, "null", 4) == 0)) ||
-      (n == 5 && memcmp(s, "false", 5) == 0) || strict_number(s, n)) {
+  if (strict_word(s, m->end) != NULL) {
     emit(m, s, n);
     return M_OK;
   }
@@ -384,13 +409,6 @@ static int value(struct mend *m)
 
 /* ---- the judge's fast path ---- */
 
-static inline const char *skip_ws(const char *p, const char *e)
-{
-  while (p < e && is_ws(*p))
-    p++;
-  return p;
-}
-
 /* Past the closing quote of the string whose body starts at p, when the
  * body is strict JSON as it is; else NULL. */
 static const char *strict_string(const char *p, const char *e)
@@ -413,59 +431,6 @@ static const char *strict_string(const char *p, const char *e)
       return NULL;
     p += k;
   }
-}
-
-static const char *digits(const char *p, const char *e)
-{
-  while (p < e && *p >= '0' && *p <= '9')
-    p++;
-  return p;
-}
-
-/* Past the number at p when it is one as JSON writes it, up to a byte
- * that ends a bare word, else NULL: strict_number() in one pass. */
-static const char *strict_number_at(const char *p, const char *e)
-{
-  const char *s;
-
-  p += p < e && *p == '-';
-  if (p == e || *p < '0' || *p > '9')
-    return NULL;
-  s = p;
-  p = digits(p, e);
-  if (*s == '0' && p - s > 1)
-    return NULL;
-  if (p < e && *p == '.') {
-    s = ++p;
-    if ((p = digits(p, e)) == s)
-      return NULL;
-  }
-  if (p < e && (*p == 'e' || *p == 'E')) {
-    p++;
-    p += p < e && (*p == '+' || *p == '-');
-    s = p;
-    if ((p = digits(p, e)) == s)
-      return NULL;
-  }
-  return p == e || is_delim(*p) ? p : NULL;
-}
-
-/* Past the literal or number at p when it is one as JSON writes it
- * (scalar()'s word, unmended), else NULL. */
-static const char *strict_word(const char *p, const char *e)
-{
-  static const char *const lit[] = { "true", "false", "null" };
-  size_t n;
-
-  for (size_t i = 0; i < sizeof(lit) / sizeof(lit[0]); i++)
-    if (*p == lit[i][0]) {
-      n = strlen(lit[i]);
-      if ((size_t)(e - p) < n || memcmp(p, lit[i], n) != 0 ||
-          (p + n < e && !is_delim(p[n])))
-        return NULL;
-      return p + n;
-    }
-  return strict_number_at(p, e);
 }
 
 /*

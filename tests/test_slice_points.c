@@ -97,23 +97,30 @@ static void free_rank(struct rank *r)
   unlink(r->points);
 }
 
-/* The slice of r for [start, end) relative to its t0; with points or
- * not. With findings, the format is the one the rank settled on and two
- * threads are asked for: a pump inflates ahead (slice_feed.c); without,
- * the format is detected again and one thread reads. Its text (caller
- * frees) and *st. */
+/* The options of a slice of r for [start, end) relative to its t0;
+ * with points or not. With findings, the format is the one the rank
+ * settled on and two threads are asked for: a pump inflates ahead
+ * (slice_feed.c); without, the format is detected again and one thread
+ * reads. */
+static struct idx_slice_opts slice_opts(const struct rank *r, int64_t start,
+                                        int64_t end, int findings, int points)
+{
+  return (struct idx_slice_opts){
+    .format = findings ? (enum idx_format)r->figs.format : IDX_FORMAT_AUTO,
+    .threads = findings ? 2 : 1,
+    .t0_ns = r->t0,
+    .start_ns = start,
+    .end_ns = end,
+    .findings = findings,
+    .points_path = points ? r->points : NULL
+  };
+}
+
+/* The slice slice_opts() says: its text (caller frees) and *st. */
 static char *slice(const struct rank *r, int64_t start, int64_t end,
                    int findings, int points, struct idx_slice_stats *st)
 {
-  struct idx_slice_opts o = { .format = findings
-                                            ? (enum idx_format)r->figs.format
-                                            : IDX_FORMAT_AUTO,
-                              .threads = findings ? 2 : 1,
-                              .t0_ns = r->t0,
-                              .start_ns = start,
-                              .end_ns = end,
-                              .findings = findings,
-                              .points_path = points ? r->points : NULL };
+  struct idx_slice_opts o = slice_opts(r, start, end, findings, points);
   struct tr_err err = { 0 };
   struct mem m = { NULL, 0, 0 };
 
@@ -300,15 +307,7 @@ static void slice_points_reads_less(void)
  * damaged behind its stamp. The message says where. */
 static void check_fails(const struct rank *r, int findings)
 {
-  struct idx_slice_opts o = { .format = findings
-                                            ? (enum idx_format)r->figs.format
-                                            : IDX_FORMAT_AUTO,
-                              .threads = findings ? 2 : 1,
-                              .t0_ns = r->t0,
-                              .start_ns = 0,
-                              .end_ns = r->span + 1,
-                              .findings = findings,
-                              .points_path = r->points };
+  struct idx_slice_opts o = slice_opts(r, 0, r->span + 1, findings, 1);
   struct tr_err err = { 0 };
   struct mem m = { NULL, 0, 0 };
 
