@@ -31,6 +31,13 @@
  * the client, which writes its body before reading, sees the answer. */
 #define API_DRAIN_MAX ((size_t)16 << 20)
 #define API_THREADS   4
+/* Each connection's memory in libmicrohttpd (its default is 32 KiB): a
+ * streamed answer's chunks take what the request leaves of it, so twice
+ * the default halves the chunks, sends, reads and wake-ups of a slice
+ * (docs/BENCHMARKS.md, "Slices from access points"). MHD zeroes it all
+ * between two requests of a connection: max_connections of them (512 by
+ * default) hold 32 MB at most. */
+#define API_CONN_MEMORY ((size_t)64 << 10)
 /* The Content-Security-Policy of every answer (respond.c). */
 #define API_CSP                                                                \
   "default-src 'none'; script-src 'self'; style-src 'self'; "                  \

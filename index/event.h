@@ -48,6 +48,8 @@ enum {
 struct idx_event {
   char ph;      /* 'X', 'i', 'I', 'M', 's', 'f', 'C', 'B', 'E'...;
                    0 when absent */
+  char strict;  /* 1: raw is strict JSON as written, proven by the
+                   reader (idx_reader_judge()); 0: not known */
   uint32_t has; /* IDX_HAS_* */
   struct idx_str name;
   struct idx_str cat;     /* absent in mcTracer and bare-array traces */
@@ -193,6 +195,19 @@ void idx_reader_free(struct idx_reader *r);
  * reader's ud. Members the reader would skip are then held whole, up to
  * the event ceiling. Call before the first feed. 0 or TR_ENOMEM. */
 int idx_reader_keep_raw(struct idx_reader *r, idx_member_cb on_member);
+
+/* A judge of strict JSON: past the one strict JSON value at p (whitespace
+ * before it allowed) that ends at or before end, else NULL (which may
+ * mean "not sure"). */
+typedef const char *(*idx_strict_fn)(const char *p, const char *end);
+
+/* For a consumer that must know which events are strict JSON as written
+ * (index/slice.c): from now on an event read by a learnt layout comes
+ * with idx_event.strict set when its text is proven strict. The proof
+ * costs strict() on the layout's first event once, then on each event's
+ * holes only, not on its literal runs (reader_layout.c says why that is
+ * a proof). Other events come with strict 0. */
+void idx_reader_judge(struct idx_reader *r, idx_strict_fn strict);
 
 /*
  * The byte source: a plain or gzip file (detected by its magic bytes),

@@ -820,6 +820,11 @@ int idx_reader_keep_raw(struct idx_reader *r, idx_member_cb on_member)
   return 0;
 }
 
+void idx_reader_judge(struct idx_reader *r, idx_strict_fn strict)
+{
+  r->walker.layouts.strict = strict;
+}
+
 void idx_reader_free(struct idx_reader *r)
 {
   if (r == NULL)

@@ -587,6 +587,7 @@ struct idx_layouts {
   struct idx_layout *spare; /* the next one learnt goes here */
   unsigned wait;            /* events to let pass before learning again */
   unsigned fails;           /* learnt nothing this many times in a row */
+  idx_strict_fn strict;     /* idx_reader_judge(); NULL: none asked */
 };
 
 /* The event at p ('{'), nesting depth, ts/dur at scale (>= 0), against

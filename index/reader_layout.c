@@ -90,6 +90,10 @@ struct cst {
 
 struct idx_layout {
   unsigned nsteps, ncst, nbytes;
+  /* Whether its literal runs are strict JSON around strict values in its
+   * holes (judged(), for idx_reader_judge()): 1 yes, -1 no, 0 not known
+   * yet. */
+  signed char strict;
   struct step step[LAYOUT_STEPS];
   struct cst cst[LAYOUT_CONSTS];
   _Alignas(16) char bytes[LAYOUT_BYTES];
@@ -377,6 +381,59 @@ static int match(struct idx_layout *l, const char *p, const char *end,
   *close = p - 1;
   idx_finish_event(e);
   return 1;
+}
+
+/* ---- judging (idx_reader_judge()) ---- */
+
+/* Whether the event at p, up to close (its '}'), is l's literal runs with
+ * one strict JSON value in each hole (a strict string's body in a kept
+ * string's hole, its quotes being the runs' bytes either side), as
+ * end_of() delimits the values: the runs are compared again at the ends
+ * it finds, so the answer does not rest on where fill() ended them. */
+static int holes_strict(const struct idx_layout *l, const char *p,
+                        const char *close, const char *end,
+                        idx_strict_fn end_of)
+{
+  const struct step *st;
+  const char *q;
+
+  for (st = l->step;; st++) {
+    if (end - p < (ptrdiff_t)st->n + 16 || !run_eq(p, l->bytes + st->lit, st))
+      return 0;
+    p += st->n;
+    if (st->hole == H_END)
+      return p == close + 1;
+    if (st->hole == H_STR) {
+      q = end_of(p - 1, close);
+      p = q != NULL ? q - 1 : NULL; /* the next run starts at its quote */
+    } else {
+      p = end_of(p, close);
+    }
+    if (p == NULL)
+      return 0;
+  }
+}
+
+/*
+ * Whether the event at p that l matched (its '}' at close, the buffer
+ * readable up to end) is strict JSON. Why its holes suffice once l is
+ * judged: each hole of l is a value's place in the event l was learnt
+ * from (build()), so in any event of l's runs with one whole strict value
+ * in each hole, the runs are the same bytes in the same places of the same
+ * tree, strict or not whatever the holes hold. The first such event of l
+ * is judged whole, once, and its verdict is l's. Nesting needs no look:
+ * the reader hands over no event nested past IDX_MAX_DEPTH counted from
+ * the document's root, so none reaches the judge's limit, counted from
+ * the event's '{'.
+ */
+static int judged(struct idx_layout *l, const char *p, const char *close,
+                  const char *end, idx_strict_fn end_of)
+{
+  if (l->strict < 0 || !holes_strict(l, p, close, end, end_of))
+    return 0;
+  if (l->strict == 0)
+    l->strict = end_of(p, close + 1) == close + 1 ? 1 : -1;
+  return l->strict > 0;
 }
 
 /* ---- learning ---- */
@@ -751,9 +808,11 @@ int idx_layouts_match(struct idx_layouts *t, const char *p, const char *end,
     forget(t, depth, scale);
   if (t->n == 0)
     return 0;
-  if (match(t->l[0], p, end, e, close))
-    return 1;
-  return match_others(t, p, end, e, close);
+  if (!match(t->l[0], p, end, e, close) && !match_others(t, p, end, e, close))
+    return 0;
+  if (__builtin_expect(t->strict != NULL, 0)) /* t->l[0] matched */
+    e->ev.strict = (char)judged(t->l[0], p, *close, end, t->strict);
+  return 1;
 }
 
 void idx_layouts_learn(struct idx_layouts *t, const char *p, const char *close,

@@ -221,7 +221,8 @@ static int on_event(void *ud, const struct idx_doc *doc,
     return rc;
   if (!meta && (!(ev->has & IDX_HAS_TS) || !in_window(s, ev)))
     return 0;
-  verdict = slice_json_mend(ev->raw.p, ev->raw.n, NULL);
+  verdict = ev->strict ? SLICE_JSON_VALID
+                       : slice_json_mend(ev->raw.p, ev->raw.n, NULL);
   if (verdict == SLICE_JSON_BAD) {
     s->st.events_dropped++;
     return 0;
@@ -756,6 +757,8 @@ int slice_rank_run(const char *root, const char *path,
     rc = idx_reader_new(o->format, on_event, s, &rd);
   if (rc == 0)
     rc = idx_reader_keep_raw(rd, on_member);
+  if (rc == 0)
+    idx_reader_judge(rd, slice_json_strict_end);
   if (rc == 0 && (part != NULL || (rc = slice_out_put(&s->out, "{", 1)) == 0))
     rc = stored ? read_points(s, fd, &pts, &figs, rd, &local)
                 : read_whole(s, root, path, rd, &local);

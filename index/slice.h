@@ -58,6 +58,12 @@ enum {
  * first, then copy p as it is when VALID, or mend into o when MENDED. */
 int slice_json_mend(const char *p, size_t n, struct slice_out *o);
 
+/* Past the one strict JSON value at p (whitespace before it allowed)
+ * ending at or before end, judged by slice_json_mend()'s fast path
+ * alone; NULL where it is not, or may not be (the descent would say).
+ * The reader's judge (idx_reader_judge()). */
+const char *slice_json_strict_end(const char *p, const char *end);
+
 /* Writes p[0..n) as the body of a JSON string (no quotes): '"', '\\' and
  * control characters escaped, bytes that are not UTF-8 as U+FFFD. */
 void slice_json_escape(struct slice_out *o, const char *p, size_t n);

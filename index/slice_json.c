@@ -184,9 +184,20 @@ static int string(struct mend *m)
   return M_OK;
 }
 
-/* Past the decimal digits at p (before e). */
+/* Past the decimal digits at p (before e): eight at a time while eight
+ * bytes are left (a timestamp has thirteen or more). */
 static const char *digits(const char *p, const char *e)
 {
+  uint64_t x;
+  unsigned k;
+
+  while (e - p >= 8) {
+    memcpy(&x, p, 8);
+    k = idx_leading_digits(x);
+    p += k;
+    if (k < 8)
+      return p;
+  }
   while (p < e && *p >= '0' && *p <= '9')
     p++;
   return p;
@@ -274,6 +285,8 @@ static const char *strict_word(const char *p, const char *e)
   static const char *const lit[] = { "true", "false", "null" };
   size_t n;
 
+  if (*p == '-' || (*p >= '0' && *p <= '9')) /* most words are numbers */
+    return strict_number_at(p, e);
   for (size_t i = 0; i < sizeof(lit) / sizeof(lit[0]); i++)
     if (*p == lit[i][0]) {
       n = strlen(lit[i]);
@@ -434,26 +447,24 @@ static const char *strict_string(const char *p, const char *e)
 }
 
 /*
- * Whether p[0..n) is one strict JSON value within whitespace, read as
- * the descent reads it but in one loop with no output: 1 only where the
- * descent would find it VALID; 0 where it might not (the descent then
- * judges). Most events a slice copies are strict, and judging them by
- * the descent alone was half a slice's time (docs/BENCHMARKS.md, "Slices
- * from access points").
+ * Past the one strict JSON value at p (after whitespace), read as the
+ * descent reads it but in one loop with no output; NULL where the descent
+ * might not find it VALID (the descent then judges). Most events a slice
+ * copies are strict, and judging them by the descent alone was half a
+ * slice's time (docs/BENCHMARKS.md, "Slices from access points").
  */
-static int strict_fast(const char *p, size_t n)
+const char *slice_json_strict_end(const char *p, const char *e)
 {
-  const char *e = p + n;
   char close[IDX_MAX_DEPTH]; /* the open containers' closing bytes */
   unsigned depth = 0;
 
 value:
   p = skip_ws(p, e);
   if (p == e)
-    return 0;
+    return NULL;
   if (*p == '{' || *p == '[') {
     if (depth == IDX_MAX_DEPTH)
-      return 0;
+      return NULL;
     close[depth++] = *p == '{' ? '}' : ']';
     p = skip_ws(p + 1, e);
     if (p < e && *p == close[depth - 1]) {
@@ -467,31 +478,40 @@ value:
   }
   p = *p == '"' ? strict_string(p + 1, e) : strict_word(p, e);
   if (p == NULL)
-    return 0;
+    return NULL;
 after:
-  p = skip_ws(p, e);
   if (depth == 0)
-    return p == e;
+    return p;
+  p = skip_ws(p, e);
   if (p == e)
-    return 0;
+    return NULL;
   if (*p == close[depth - 1]) {
     p++;
     depth--;
     goto after;
   }
   if (*p != ',')
-    return 0;
+    return NULL;
   p = skip_ws(p + 1, e);
   if (close[depth - 1] == ']')
     goto value;
 key:
   if (p == e || *p != '"' || (p = strict_string(p + 1, e)) == NULL)
-    return 0;
+    return NULL;
   p = skip_ws(p, e);
   if (p == e || *p != ':')
-    return 0;
+    return NULL;
   p++;
   goto value;
+}
+
+/* Whether p[0..n) is one strict JSON value within whitespace, by the
+ * fast path alone: 1 only where the descent would find it VALID. */
+static int strict_fast(const char *p, size_t n)
+{
+  const char *e = p + n, *q = slice_json_strict_end(p, e);
+
+  return q != NULL && skip_ws(q, e) == e;
 }
 
 int slice_json_mend(const char *p, size_t n, struct slice_out *o)

@@ -11,9 +11,11 @@
  * reads, and reject what it rejects at the same byte. Any one outcome is
  * acceptable. With the input's first byte's top bit set every run also
  * asks for the events' texts and the top-level members
- * (idx_reader_keep_raw, for slices): each text must be its event's '{' to
- * '}', the texts and members the same in every run, and the slicer's
- * mending (index/slice_json.c) of each must give text it judges strict.
+ * (idx_reader_keep_raw, for slices) and marks the strict ones
+ * (idx_reader_judge()): each text must be its event's '{' to '}', the
+ * texts and members the same in every run, the slicer's mending
+ * (index/slice_json.c) of each must give text it judges strict, and each
+ * event marked strict must be one by the slicer's judge.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -107,14 +109,21 @@ static int on_event(void *ud, const struct idx_doc *doc,
                         ev->grid[1],      ev->grid[2],     ev->block[0],
                         ev->block[1],     ev->block[2],    ev->registers,
                         ev->shared_bytes, ev->bytes,       doc->format };
-  uint64_t *h = ud;
+  uint64_t *h = ud, v;
   size_t i, k;
 
   if (keep_raw) {
     if (ev->raw.p == NULL || ev->raw.n < 2 || ev->raw.p[0] != '{' ||
         ev->raw.p[ev->raw.n - 1] != '}')
       __builtin_trap();
-    *h = mix(digest(*h, ev->raw), judge(ev->raw));
+    v = judge(ev->raw);
+    /* Marked strict by the reader's proof: the judge must agree. Not
+     * mixed in: which events a layout reads differs between the runs. */
+    if (ev->strict && v != SLICE_JSON_VALID)
+      __builtin_trap();
+    *h = mix(digest(*h, ev->raw), v);
+  } else if (ev->strict) {
+    __builtin_trap(); /* marked, unasked */
   }
   *h = mix(*h, (unsigned char)ev->ph);
   *h = mix(*h, ev->has);
@@ -144,6 +153,8 @@ static void run(enum idx_format fmt, const char *data, size_t size,
   if (idx_reader_new(fmt, on_event, &o->digest, &r) != 0 ||
       (keep_raw && idx_reader_keep_raw(r, on_member) != 0))
     __builtin_trap();
+  if (keep_raw)
+    idx_reader_judge(r, slice_json_strict_end);
   o->rc = idx_reader_feed(r, data, split, &o->err);
   if (o->rc == 0)
     o->rc = idx_reader_feed(r, data + split, size - split, &o->err);
@@ -174,6 +185,8 @@ static void run_batched(enum idx_format fmt, const char *data, size_t size,
   if (idx_reader_new(fmt, on_event, &o->digest, &r) != 0 ||
       (keep_raw && idx_reader_keep_raw(r, on_member) != 0))
     __builtin_trap();
+  if (keep_raw)
+    idx_reader_judge(r, slice_json_strict_end);
   for (i = 0; i < 2 && o->rc == 0; i++) {
     c.text = data + cut[i];
     c.len = cut[i + 1] - cut[i];

@@ -23,6 +23,8 @@ struct tally {
   uint64_t walked_ahead;             /* idx_doc.walked_ahead */
   uint64_t raw, members;             /* hashes of the event texts and the
                                         members (keep_raw runs only) */
+  uint64_t strict; /* events marked strict (keep_raw runs only: they ask
+                      for idx_reader_judge()); not compared */
   enum idx_format format;
   int64_t rank;
   char device[256];
@@ -58,9 +60,10 @@ void doc_bad(const char *json, size_t n, const char *what);
 void check_msg(const struct tally *t, const char *a, const char *b);
 
 /* When set, run_reader() and run_batched() ask for the events' texts
- * and the top-level members (idx_reader_keep_raw): each text must be the
- * event's '{' to '}' and parse to the event handed over, and the tally
- * hashes them. */
+ * and the top-level members (idx_reader_keep_raw) and for the strict ones
+ * marked (idx_reader_judge(), as the slicer asks): each text must be the
+ * event's '{' to '}' and parse to the event handed over, each marked one
+ * must be strict by the slicer's judge, and the tally hashes them. */
 extern int keep_raw;
 
 /* The idx_source_open() flags of slurp(), read_path() and read_scanned():

@@ -6,6 +6,7 @@
 #include "check.h"
 #include "index/format.h"
 #include "index/reader_int.h"
+#include "index/slice.h"
 #include "test_reader.h"
 
 static uint64_t hash_str(uint64_t h, struct idx_str s)
@@ -44,6 +45,9 @@ static void check_raw(const struct idx_doc *doc, const struct idx_event *ev)
   CHECK_INT(again.ev.name.n, ev->name.n);
   CHECK(ev->name.n == 0 ||
         memcmp(again.ev.name.p, ev->name.p, ev->name.n) == 0);
+  /* Marked strict (idx_reader_judge()): the slicer's judge agrees. */
+  if (ev->strict)
+    CHECK_INT(slice_json_mend(ev->raw.p, ev->raw.n, NULL), SLICE_JSON_VALID);
   free(copy);
 }
 
@@ -67,6 +71,9 @@ static int on_event(void *ud, const struct idx_doc *doc,
   if (keep_raw) {
     check_raw(doc, ev);
     t->raw = hash_str(t->raw, ev->raw);
+    t->strict += ev->strict != 0;
+  } else {
+    CHECK(!ev->strict); /* none asked */
   }
   t->delivered++;
   t->ph[(unsigned char)ev->ph]++;
@@ -123,8 +130,10 @@ void run_reader(const char *data, size_t n, size_t chunk,
 
   memset(t, 0, sizeof(*t));
   CHECK_INT(idx_reader_new(forced, on_event, t, &r), 0);
-  if (keep_raw)
+  if (keep_raw) {
     CHECK_INT(idx_reader_keep_raw(r, on_member), 0);
+    idx_reader_judge(r, slice_json_strict_end);
+  }
   if (chunk == 0)
     chunk = n > 0 ? n : 1;
   while (off < n && t->rc == 0) {
@@ -460,8 +469,10 @@ void run_batched(const char *data, size_t n, size_t chunk,
 
   memset(t, 0, sizeof(*t));
   CHECK_INT(idx_reader_new(forced, on_event, t, &r), 0);
-  if (keep_raw)
+  if (keep_raw) {
     CHECK_INT(idx_reader_keep_raw(r, on_member), 0);
+    idx_reader_judge(r, slice_json_strict_end);
+  }
   while (off < n && t->rc == 0) {
     c.text = data + off;
     c.len = n - off < chunk ? n - off : chunk;
