@@ -40,10 +40,21 @@ def trace_files():
                   if f.endswith((".json", ".json.gz")))
 
 
+_PORTS_GIVEN = set()
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A loopback port nothing listens on, never one this process was given
+    before: the kernel may hand back a port the moment its probe socket
+    closes, and a rig asks twice (traced's, then the ATOM server's) before
+    either is bound."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _PORTS_GIVEN:
+            _PORTS_GIVEN.add(port)
+            return port
 
 
 class Daemon:
