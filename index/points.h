@@ -28,7 +28,7 @@
  * that on average before its window (docs/BENCHMARKS.md, "Access
  * points", has what it costs and what the file weighs). */
 #ifndef IDX_POINT_SPACING /* a build may set it (bench/, docs/SLICES.md) */
-#define IDX_POINT_SPACING     (16ull << 20)
+#define IDX_POINT_SPACING     (32ull << 20)
 #endif
 #define IDX_POINT_SPACING_MIN (16u * 1024) /* smaller is taken as this */
 #define IDX_POINTS_MAX        (1u << 20) /* points in one file, loaded or made */
