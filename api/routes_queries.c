@@ -12,7 +12,7 @@
 
 #define Q_MAX      256  /* bytes of a name substring, or a family */
 #define KIND_MAX   64   /* bytes of a step kind */
-#define MODULE_MAX 2048 /* bytes of a module path (index/dec_tab.c) */
+#define MODULE_MAX 2048 /* bytes of a module path (index/decode/dec_tab.c) */
 #define STEP_MAX   32   /* bytes of a step: an index, median or slowest */
 
 /* The query parameters table t takes, NULL-terminated, into names (room

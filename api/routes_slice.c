@@ -1,9 +1,9 @@
 /*
  * GET /captures/<id>/ranks/<r>/slice?start_ns=&end_ns=[&findings=]: the
  * events of a rank's raw trace that overlap a window, as a kineto JSON
- * document (index/slice.c says what it holds), streamed. And
+ * document (index/slice/slice.c says what it holds), streamed. And
  * GET /captures/<id>/slice?start_ns=&end_ns=[&findings=]: every done
- * rank's window in one timeline (index/slice_ranks.c), made by one
+ * rank's window in one timeline (index/slice/slice_ranks.c), made by one
  * producer, rank after rank: one job, so one slot, one ring and one
  * client's floor and deadline for the whole answer, as below.
  *

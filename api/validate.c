@@ -10,10 +10,10 @@
 #include <string.h>
 
 #include "api/api_int.h"
-#include "api/policy.h"
-#include "common/chat_template.h"
+#include "atom/policy.h"
+#include "atom/chat_template.h"
 #include "common/lifecycle.h"
-#include "common/preset.h"
+#include "atom/preset.h"
 
 #define MODEL_MAX     4096
 #define LABEL_MAX     1024
@@ -125,7 +125,7 @@ static int check_spaced(json_t *arr, size_t i, const char *item,
 }
 
 /* server_args and bench_args words: one with a space must be JSON
- * (stored compact). What each word may do is api/policy.c's, once the
+ * (stored compact). What each word may do is atom/policy.c's, once the
  * preset is known (check_authority()). */
 static int compact_words(json_t *arr, const char *member, struct tr_err *err)
 {
@@ -145,7 +145,7 @@ static int compact_words(json_t *arr, const char *member, struct tr_err *err)
 }
 
 /* The server's environment, its shape: an object of at most ENV_MAX
- * strings (the names and values: api/policy.c). */
+ * strings (the names and values: atom/policy.c). */
 static int check_env(json_t *v, struct tr_err *err)
 {
   char field[80];
@@ -298,7 +298,7 @@ static int find_preset(const struct cfg *cfg, json_t *obj,
 }
 
 /* Whether the bench would crash on --use-chat-template (ATOM's rules:
- * common/chat_template.h), for the model the capture launches. */
+ * atom/chat_template.h), for the model the capture launches. */
 static int check_template(const struct tr_preset *pre, json_t *obj,
                           const char *model, struct tr_err *err)
 {
@@ -332,7 +332,7 @@ static int check_template(const struct tr_preset *pre, json_t *obj,
   return rc;
 }
 
-/* What the request may make root do (api/policy.c): the model and the
+/* What the request may make root do (atom/policy.c): the model and the
  * checkpoint it launches, every word, the env, the chat template. */
 static int check_authority(const struct cfg *cfg, json_t *obj,
                            struct tr_err *err)

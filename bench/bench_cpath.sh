@@ -16,9 +16,9 @@ set -eu
 . "$(dirname "$0")/setup.sh"
 make_trace big1 1000000000
 if [ -z "${TRACED_BASE_BIN:-}" ]; then
-  # The merge that brought index/cpath.c into main, its first parent.
+  # The merge that brought index/cpath/cpath.c into main, its first parent.
   rev=${BASE_REV:-$(git log --first-parent --diff-filter=A --format=%H -1 \
-    -- index/cpath.c)^1}
+    -- index/cpath/cpath.c)^1}
   rm -rf "$OUT/base-src"
   mkdir -p "$OUT/base-src"
   git archive "$rev" | tar -x -C "$OUT/base-src"

@@ -273,7 +273,7 @@ def a_phase(d, cap, src):
     """A phase-sized window: the rank's middle phase from GET
     /captures/<id>/phases, unless it covers over a tenth of the span (the
     4 GB trace is one phase: its copies repeat the same launch shapes
-    without an idle gap of span / 1000, index/agg_time.c); then the
+    without an idle gap of span / 1000, index/agg/agg_time.c); then the
     source trace's longest phase (traced index of it) moved to the middle
     copy, as the generator moved its events. (start, end, what)."""
     span = cap["ranks"][0]["span_ns"]

@@ -555,7 +555,7 @@ static int check_table_limit(struct cfg *cfg, const struct setting *s,
 }
 
 /* Import and model roots are compared with real paths
- * (api/routes_captures.c, api/policy.c): resolve them once here (a root
+ * (api/routes_captures.c, atom/policy.c): resolve them once here (a root
  * that does not exist yet stays as written). */
 static int resolve_roots(struct cfg *cfg, const struct setting *s,
                          struct tr_err *err)

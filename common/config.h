@@ -24,7 +24,7 @@
  * kept is a few KB of summary rows: tests/test_name_bomb.py). */
 #define CFG_MAX_KERNEL_NAMES 10000
 
-/* Prefixes (a trailing '_') and exact names; api/policy.c judges with
+/* Prefixes (a trailing '_') and exact names; atom/policy.c judges with
  * them and its deny list (docs/ATOM.md, "What a request may pass"). The
  * exact names are the start script's knobs and models.json's. */
 #define CFG_ENV_ALLOW                                                          \

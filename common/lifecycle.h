@@ -91,7 +91,7 @@ int tr_phase_parse(const char *name);
  * request omits one. Types: MODEL (a path, required), INT, BOOL, WORDS
  * (argv words), ENV (object of strings), TEXT (free text, no default).
  * tp has no default here: a models.json preset gives it, else
- * TR_DEFAULT_TP (the daemon decides, see daemon/plan.c).
+ * TR_DEFAULT_TP (the daemon decides, see atom/plan.c).
  */
 #define TR_REQUEST_MAP(XX)                                                     \
   XX(model, MODEL, 0, 0, 0)                                                    \

@@ -4,7 +4,7 @@
  * tables' rows, with its type, its column in the store, how it sums over
  * the ranks of a capture and the schema version that added it. The
  * indexer expands these lists into the C structs it fills and the JSON it
- * writes (index/agg_sum.h), the store into its INSERTs, its new migration
+ * writes (index/agg/agg_sum.h), the store into its INSERTs, its new migration
  * steps and its SELECT lists (store/ranks.c, schema.c, queries.c), so a
  * figure has one name and one type on both sides of the "figure types
  * only" contract between index/ and store/, and the compiler finds a
@@ -86,7 +86,7 @@
   XX(critical_path_steps, critical_path_steps, INT, NONE, 9)                   \
   TR_SUM_RANK_DECODE(XX)
 
-/* Decode's completeness on a rank (index/decode.h, docs/DECODE.md,
+/* Decode's completeness on a rank (index/decode/decode.h, docs/DECODE.md,
  * "Completeness"): the capture traces read and their graphs; graph
  * replays (graph launches), how many were matched to a captured graph
  * exactly, short (fewer kernels than the graph's launches, placed one way
@@ -261,7 +261,7 @@
  * re-bins them into at most this many rows. */
 #define TR_TIMELINE_BUCKETS 4096
 
-/* Kernel families (index/family.c): kernels names with the template and
+/* Kernel families (index/agg/family.c): kernels names with the template and
  * parameter lists and the tile and ordinal suffixes dropped. */
 #define TR_SUM_FAMILY(XX)                                                      \
   XX(family, family, TEXT, KEY, 3)                                             \
@@ -430,7 +430,7 @@
   XX(dur_ns, dur_ns, INT, EACH, 9)                                             \
   XX(share, share, JSON, EACH, 9)
 
-/* The figures tracked in single steps (index/agg_samples.c): each
+/* The figures tracked in single steps (index/agg/agg_samples.c): each
  * category with device time, the largest families (at least 0.5% of the
  * kernel time, at most 24) and kernels (at least 1%, at most 12); index is
  * the place of its value in each step sample's values. */
@@ -455,7 +455,7 @@
   XX(warmup, warmup, INT, EACH, 6)                                             \
   XX(values, vals, JSON, EACH, 6)
 
-/* Decode (index/decode.h, docs/DECODE.md): device time by what launched
+/* Decode (index/decode/decode.h, docs/DECODE.md): device time by what launched
  * it, per step kind (step null: outside every step), from the op, module
  * and layer above each kernel's launch (a replayed kernel's: above the
  * launch that recorded it into its graph). The figures the tables share:
@@ -569,13 +569,13 @@
 
 /*
  * The capture's own tables: computed across ranks once every rank is
- * indexed (index/coll_match.c), stored per capture (capture_id first,
+ * indexed (index/agg/coll_match.c), stored per capture (capture_id first,
  * store/schema.c), served as they are (ALL is EACH).
  *
  * The collective figures of a rank, for a family or a step kind:
  *   count, total_ns  its collectives (all of them, matched or not)
  *   exposed_ns       of total_ns, the time no compute kernel ran on the
- *                    rank (index/agg_coll.c)
+ *                    rank (index/agg/agg_coll.c)
  *   matched          of count, those matched with the other ranks' k-th
  *   wait_ns          over the matched: the last arrival minus its own
  *                    start (within its duration)
@@ -596,7 +596,7 @@
   XX(last, last, INT, EACH, 5)                                                 \
   XX(held_ns, held_ns, INT, EACH, 5)
 
-/* Per kernel family (index/family.c) and rank. */
+/* Per kernel family (index/agg/family.c) and rank. */
 #define TR_COLL_FAMILY(XX)                                                     \
   XX(family, family, TEXT, EACH, 5)                                            \
   XX(rank, rank, INT, EACH, 5)                                                 \
@@ -649,7 +649,7 @@
  *   name    the summary's member (R: in the order the summary prints
  *           them) and the SQL table: one row per rank row (rank_id
  *           first), or per capture (C: capture_id first), made across
- *           the ranks at the capture's finish (index/coll_match.c)
+ *           the ranks at the capture's finish (index/agg/coll_match.c)
  *   ROWS    its field list; row names the indexer's struct
  *           (struct agg_sum_<row>)
  *   route   GET /captures/<id>/<route> serves it (api/server.c)

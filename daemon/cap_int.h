@@ -32,7 +32,7 @@
 #include "daemon/atom_http.h"
 #include "daemon/layout.h"
 #include "daemon/logscan.h"
-#include "daemon/plan.h"
+#include "atom/plan.h"
 #include "daemon/proc.h"
 #include "daemon/runner.h"
 #include "index/index.h"

@@ -4,7 +4,7 @@
  * aggregation; at the end the aggregation builds the rank summary. The
  * rank's capture traces (idx_options.captures) are read first into the
  * decode library the run trace's replays are matched against
- * (index/decode.h).
+ * (index/decode/decode.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,13 +13,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "index/agg.h"
-#include "index/decode.h"
-#include "index/event.h"
-#include "index/format.h"
+#include "index/agg/agg.h"
+#include "index/decode/decode.h"
+#include "index/read/event.h"
+#include "index/read/format.h"
 #include "index/index.h"
-#include "index/points.h"
-#include "index/slice_figs.h"
+#include "index/read/points.h"
+#include "index/slice/slice_figs.h"
 
 #define PROGRESS_EVERY (4u << 20) /* file bytes between progress calls */
 

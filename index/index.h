@@ -21,7 +21,7 @@
 #include "common/config.h"
 #include "common/tr.h"
 
-/* Trace formats. Each has one row in index/format.c (name, unit,
+/* Trace formats. Each has one row in index/read/format.c (name, unit,
  * detection, classification); IDX_FORMAT_AUTO detects. */
 enum idx_format {
   IDX_FORMAT_AUTO,
@@ -130,7 +130,7 @@ struct idx_options {
    * TR_ECONFLICT ("cancelled"). */
   const atomic_bool *cancel;
   /* Distinct kernel names (and host API names) kept per rank; beyond, new
-   * names fold into one row "(N more names)" (index/agg_fold.c). 0:
+   * names fold into one row "(N more names)" (index/agg/agg_fold.c). 0:
    * IDX_MAX_KERNEL_NAMES. */
   uint32_t max_kernel_names;
   /* Threads idx_file() may keep busy for this file, the caller's own
@@ -144,7 +144,7 @@ struct idx_options {
    * (idx_collectives_match()): a new file at that path (written beside it
    * as path.tmp, then renamed; never through a link). NULL: none. */
   const char *collectives_path;
-  /* Where to write the run trace's access points (index/points.h: where a
+  /* Where to write the run trace's access points (index/read/points.h: where a
    * slice may start inflating), every points_spacing output bytes (0:
    * IDX_POINT_SPACING); written as path.tmp, then renamed. NULL: none,
    * and the source is read exactly as without points. */
@@ -216,7 +216,7 @@ struct idx_coll_rank {
 };
 
 /*
- * Matches the collectives of the n ranks across ranks (index/coll_match.c)
+ * Matches the collectives of the n ranks across ranks (index/agg/coll_match.c)
  * and answers, in *out (caller json_decref()s): {t0_ns (the earliest
  * rank's t0), span_ns, matched (instances), families, steps, instances,
  * timeline (the rows of common/summary.h's TR_CAP_TABLES, instances the

@@ -2,7 +2,7 @@
 # Installs traced's Debian build and test dependencies when any is missing.
 # Needs root (or sudo) only when something has to be installed. chromium is
 # for the dashboard test (headless), wrk for bench/bench_api.sh,
-# libiberty-dev for its kernel-name demangler (index/family.c), systemd for
+# libiberty-dev for its kernel-name demangler (index/agg/family.c), systemd for
 # systemd-analyze (tests/test_unit.py rates systemd/traced.service): on a
 # Debian machine it is there already (Priority: important); in a container
 # its postinst touches no running system (its systemctl calls are guarded

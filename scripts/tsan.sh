@@ -5,7 +5,7 @@
 # critical-path traces (tests/make_cpath.py) and on several files at once
 # (--jobs 2, the command line's workers). A file is indexed by the reader's
 # two threads, then decode's walk and each closed step's analysis run
-# beside the time pass (index/agg_beside.c). Then a slice with its pump
+# beside the time pass (index/agg/agg_beside.c). Then a slice with its pump
 # (test_slice_points quick). Exits non-zero on any report
 # (TSan's exit status 66) or failure.
 set -eu
@@ -35,7 +35,7 @@ for f in "$TRACES"/*.gz "$TRACES"/graph_pairs/*/*.json.gz "$gen"/*.json.gz; do
 done
 run "$BUILD/traced" index --jobs 2 --threads 2 "$gen"/*.json.gz >/dev/null ||
   { echo "tsan: --jobs 2 failed (status $?)" >&2; exit 1; }
-# A slice's pump (index/slice_feed.c): a thread inflating ahead of the
+# A slice's pump (index/slice/slice_feed.c): a thread inflating ahead of the
 # parse, its ranges compared byte for byte with the whole file's slice.
 cmake --build "$BUILD" -j 2 --target test_slice_points
 TRACES_DIR=$TRACES run "$BUILD/tests/test_slice_points" quick >/dev/null ||

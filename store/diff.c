@@ -1,6 +1,6 @@
 /*
  * GET /diff: two captures compared by kernel, category, run-label step
- * kind or kernel family (index/family.c: the same GEMM at another tile is
+ * kind or kernel family (index/agg/family.c: the same GEMM at another tile is
  * one family, so it is matched instead of shown as only_a + only_b), or by
  * what launched the kernels (docs/DECODE.md: module path, layer, op; of
  * one step kind with ?kind=), with per-category totals and warnings about
@@ -8,7 +8,7 @@
  *
  * Normalisation (norm=per_step): a run's real step count is its number of
  * "prefill" plus "decode" steps (exactly those kinds), or of profiler
- * steps in a trace without run labels (ProfilerStep, index/agg.c). With ?rank=N it is
+ * steps in a trace without run labels (ProfilerStep, index/agg/agg.c). With ?rank=N it is
  * that rank's count; over all ranks it is the largest per-rank count,
  * since every rank of a run executes the same steps (and a rank that
  * recorded no labels must not shrink it). Each run's summed total_ns is
@@ -43,7 +43,7 @@ static const struct by_spec {
   { "kind", "x.kind", "x.count", "steps", "", false },
   { "family", "x.family", "x.count", "families", "", false },
   /* Each rank keeps the most frequent sequences of each step kind and
-   * length (index/cpath_json.c): one missing on a side was rarer there,
+   * length (index/cpath/cpath_json.c): one missing on a side was rarer there,
    * not absent. */
   { "sequence", "x.step || ': ' || x.sequence", "x.count", "kernel_sequences",
     "", false },

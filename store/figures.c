@@ -2,7 +2,7 @@
  * A capture's figures by stratum (capture_figures, schema step 6): what a
  * verdict compares and what the history of a configuration is made of
  * (verdict.c). Made once at the finish from the ranks' single steps
- * (step_samples, index/agg_samples.c); docs/VERDICTS.md states the method.
+ * (step_samples, index/agg/agg_samples.c); docs/VERDICTS.md states the method.
  *
  * Figures: each real kind's step time ("step", the kind), and each
  * category, family and kernel every rank tracked, as its device time in a

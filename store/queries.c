@@ -204,7 +204,7 @@ SPEC(median_sequence, FROM_RANK("median_sequence"), ONE_RANK STEP_MATCH,
     "SELECT r.rank AS rank,", FROM_RANK("median_sequence"),
     ALL_RANKS STEP_MATCH, "rank, step, position");
 
-/* The verdicts' inputs as they are (index/agg_samples.c): every rank's
+/* The verdicts' inputs as they are (index/agg/agg_samples.c): every rank's
  * sampled steps and the figures their values are of, each with its rank. */
 SPEC(sample_figures, FROM_RANK("sample_figures"), ONE_RANK,
     "SELECT r.rank AS rank,", FROM_RANK("sample_figures"), ALL_RANKS,
@@ -214,7 +214,7 @@ SPEC(step_samples, FROM_RANK("step_samples"), ONE_RANK KIND_MATCH,
     "SELECT r.rank AS rank,", FROM_RANK("step_samples"),
     ALL_RANKS KIND_MATCH, "rank, kind, ordinal");
 
-/* Decode (index/decode.h): per step kind (?kind=), outside every step
+/* Decode (index/decode/decode.h): per step kind (?kind=), outside every step
  * (step null) last; ?q= a substring of the module (op, kernel name),
  * ?module= exactly the module. */
 #define STEP_MATCH " AND (?7 IS NULL OR t.step = ?7)"

@@ -239,7 +239,7 @@ static const char step3[] =
 #define ADD4_RANK(key, col, ty, all, since) IN4_##since(ADD_##ty("ranks", col))
 
 /*
- * Version 4: the cap on distinct names per rank (index/agg_fold.c): how
+ * Version 4: the cap on distinct names per rank (index/agg/agg_fold.c): how
  * many kernel and host API names folded into one row, and the summary's
  * warnings ([{code, message}] as JSON text).
  */
@@ -327,7 +327,7 @@ static const char step5[] =
 
 /*
  * Version 6: verdicts from each figure's own noise. Each rank's single
- * steps with the figures tracked in them (index/agg_samples.c); and
+ * steps with the figures tracked in them (index/agg/agg_samples.c); and
  * capture_figures, written with a capture's results: per figure (step
  * time of a kind, category, family, kernel: figure, name) and stratum
  * (the kind and its batch-size bucket, or the profiler step: store/
@@ -448,7 +448,7 @@ static const char step7[] =
 #define ADD8_RANK(key, col, ty, all, since) IN8_##since(ADD_##ty("ranks", col))
 
 /*
- * Version 8: decode opened up (index/decode.h, docs/DECODE.md). Each
+ * Version 8: decode opened up (index/decode/decode.h, docs/DECODE.md). Each
  * rank's completeness (capture traces, replays matched or not, kernels
  * without a launch or an op); device time per step kind by module, layer,
  * op, (layer, module), (op, module) and module kernel; the repeated

@@ -19,7 +19,7 @@ foreach(case folders presets seqs template failures budgets partial daemon
         ranks foreign make_run)
   traced_py_test(test_capture_fresh_${case} test_capture_fresh.py ${case})
 endforeach()
-# What a capture request may make root do (api/policy.c).
+# What a capture request may make root do (atom/policy.c).
 foreach(case hostile_bench_args server_and_bench_words env_policy
         link_moved_after_accept)
   traced_py_test(test_policy_${case} test_policy.py ${case})

@@ -1,6 +1,6 @@
 /*
  * libFuzzer target for an access points file and the slice figures in it
- * (index/points.c, slice_figs.c) and for a slice made from them
+ * (index/read/points.c, slice_figs.c) and for a slice made from them
  * (slice.c, slice_feed.c, points_resume.c): the input is a points file of
  * the trace FUZZ_POINTS_TRACE (a small real trace), its stamp set to the
  * trace's so that the loader gets past it. It is loaded, its figures
@@ -20,8 +20,8 @@
 #include <unistd.h>
 
 #include "index/index.h"
-#include "index/points.h"
-#include "index/slice_figs.h"
+#include "index/read/points.h"
+#include "index/slice/slice_figs.h"
 
 #define STAMP_AT 16 /* points.c: size, mtime seconds and nanoseconds */
 

@@ -2,7 +2,7 @@
  * libFuzzer target for the trace reader: the input (after one byte that
  * picks the split point and the forced format) is read by the byte-wise
  * reader alone (stage 1 off), then with each stage-1 kernel the CPU runs
- * (portable, SSE2, AVX2, AVX-512: index/scan.h), whole and in two chunks,
+ * (portable, SSE2, AVX2, AVX-512: index/read/scan.h), whole and in two chunks,
  * and in two chunks with their masks and events walked ahead (as
  * idx_source gives them to idx_file()). Any
  * crash, leak, hang or sanitizer report is a bug, and so is an outcome
@@ -14,17 +14,17 @@
  * (idx_reader_keep_raw, for slices) and marks the strict ones
  * (idx_reader_judge()): each text must be its event's '{' to '}', the
  * texts and members the same in every run, the slicer's mending
- * (index/slice_json.c) of each must give text it judges strict, and each
+ * (index/slice/slice_json.c) of each must give text it judges strict, and each
  * event marked strict must be one by the slicer's judge.
  */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
-#include "index/event.h"
-#include "index/reader_int.h"
-#include "index/scan.h"
-#include "index/slice.h"
+#include "index/read/event.h"
+#include "index/read/reader_int.h"
+#include "index/read/scan.h"
+#include "index/slice/slice.h"
 
 static int keep_raw; /* this input's runs ask for texts and members */
 

@@ -1,15 +1,14 @@
-# The indexer's aggregation (index/agg*.c, host*.c, cpath*.c, rules.c,
-# file.c, cli.c). test_index_agg links the aggregation sources directly
-# (not the whole traced_index library) so that it tests them alone, fed
-# hand-made events. The decode unit (index/dec_*.c, hoststack.c) and the
-# critical path (host*.c, cpath*.c) are fed by the aggregation.
-file(GLOB AGG_SRC CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/index/agg*.c
-     ${CMAKE_SOURCE_DIR}/index/dec_*.c ${CMAKE_SOURCE_DIR}/index/hoststack.c
-     ${CMAKE_SOURCE_DIR}/index/host.c ${CMAKE_SOURCE_DIR}/index/host_py.c
-     ${CMAKE_SOURCE_DIR}/index/cpath*.c)
+# The indexer's aggregation (index/agg/, host/, cpath/, decode/, file.c,
+# cli.c). test_index_agg links those rooms' sources directly (not the whole
+# traced_index library) so that it tests them alone, fed hand-made events.
+# The decode unit (index/decode/, host/hoststack.c) and the critical path
+# (index/host/, cpath/) are fed by the aggregation.
+file(GLOB AGG_SRC CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/index/agg/*.c
+     ${CMAKE_SOURCE_DIR}/index/decode/*.c ${CMAKE_SOURCE_DIR}/index/host/*.c
+     ${CMAKE_SOURCE_DIR}/index/cpath/*.c)
+list(REMOVE_ITEM AGG_SRC ${CMAKE_SOURCE_DIR}/index/agg/coll_match.c)
 traced_c_test(test_index_agg traced_common test_index_agg.c ${AGG_SRC}
-  ${CMAKE_SOURCE_DIR}/index/rules.c ${CMAKE_SOURCE_DIR}/index/family.c
-  ${CMAKE_SOURCE_DIR}/index/format.c)
+  ${CMAKE_SOURCE_DIR}/index/read/format.c)
 target_link_libraries(test_index_agg PRIVATE ${IBERTY_LIB})
 
 # `traced index` on every real trace against the Python reference.
@@ -30,7 +29,7 @@ traced_c_test(test_index_file traced_index test_index_file.c)
 # names beyond max_kernel_names folded, every count and total kept.
 traced_py_test(test_name_bomb test_name_bomb.py)
 
-# Slices of the raw trace (index/slice.c, slice_json.c): the mending of
+# Slices of the raw trace (index/slice/slice.c, slice_json.c): the mending of
 # the reader's quirks, hand-made traces byte for byte, traced's tracks.
 traced_c_test(test_slice traced_index test_slice.c)
 # Slices from access points (docs/SLICES.md): byte for byte the whole

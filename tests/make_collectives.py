@@ -164,7 +164,7 @@ def make_tp4(outdir, steps=24):
 
 def make_many(outdir, n=20000):
     """TP=2, n all-reduces a rank, each after a short kernel: more
-    collectives than a rank's index holds in memory (index/agg.c's
+    collectives than a rank's index holds in memory (index/agg/agg.c's
     AGG_COLL_RECS), so that their records spill in sorted runs."""
     g = Group(2, seed=7)
     for i in range(n):

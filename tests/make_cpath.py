@@ -243,7 +243,7 @@ def atom_rank(steps=8):
 def threaded(b):
     """b with a second thread's Python functions written before the first
     thread's events, newest first: out of kineto's order, so the compact
-    stream's out-of-order path (index/host_py.c) is taken."""
+    stream's out-of-order path (index/host/host_py.c) is taken."""
     first = min(e["ts"] for e in b.ev)
     last = max(e["ts"] + e["dur"] for e in b.ev)
     extra, t = [], first

@@ -687,7 +687,7 @@ def make_odd(d):
 
 # ------------------------------------------------- (f) idle causes, names
 
-# Kernel names and the family each must get (docs: index/family.c): Tensile
+# Kernel names and the family each must get (docs: index/agg/family.c): Tensile
 # at two tiles, Triton ordinals, nvjet tiles, mangled CK kernels at two
 # template instances, ck_tile's kentry<1, X> (family X), an anonymous
 # namespace, and a collective.

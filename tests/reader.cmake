@@ -1,4 +1,4 @@
-# The trace reader and byte source (index/reader*.c, index/source.c,
+# The trace reader and byte source (index/reader*.c, index/read/source.c,
 # index/inflate_*.c).
 traced_c_test(test_reader traced_index test_reader.c test_reader_source.c
               test_reader_util.c test_reader_scan.c)
@@ -11,7 +11,7 @@ if(TRACED_FUZZ)
   # Coverage feedback from the reader itself, not just the harness.
   target_compile_options(traced_index PRIVATE -fsanitize=fuzzer-no-link)
   # Small scan windows and source slots, so that events cross them
-  # (index/reader.c, index/source.c).
+  # (index/read/reader.c, index/read/source.c).
   target_compile_definitions(traced_index PRIVATE IDX_SCAN_WINDOW=1024
                              IDX_SOURCE_SLOT_BYTES=4096)
   # fuzz_reader: the reader; fuzz_index: the indexer past it (aggregation,
@@ -25,6 +25,6 @@ if(TRACED_FUZZ)
   endforeach()
 endif()
 
-# Access points (index/points.c, index/points_resume.c, their recording
-# in index/source.c): resumed from every point of every real trace.
+# Access points (index/read/points.c, index/read/points_resume.c, their recording
+# in index/read/source.c): resumed from every point of every real trace.
 traced_c_test(test_points traced_index test_points.c test_reader_util.c)

@@ -10,7 +10,7 @@ no code with the C side.
 `python3 ref_slice.py FILE START_NS END_NS` prints how many events the
 window holds.
 
-Rules (api/openapi.yaml, index/slice.c): the window is [t0 + start_ns,
+Rules (api/openapi.yaml, index/slice/slice.c): the window is [t0 + start_ns,
 t0 + end_ns) with t0 the rank's t0_ns (tests/ref_index.py); an event the
 reader hands over spans [ts, ts + dur) for ph "X" (dur when present), else
 [ts, ts + 1 ns); it is kept when that span overlaps the window; every ph

@@ -631,7 +631,7 @@ RANKS_TIMELINE = ["tracelens__vllm_decode_full_graph_execution.json.gz",
                   "tracelens__mi210_gpu_only_trace.json.gz",
                   "tracelens__mi210_gpu_only_trace.json.gz",
                   "tracelens__vllm_decode_full_graph_execution.json.gz"]
-PID_STRIDE = 1000  # index/slice_ranks.c: a rank's pids, place * 1000 + n
+PID_STRIDE = 1000  # index/slice/slice_ranks.c: a rank's pids, place * 1000 + n
 DOT = "\u00b7"
 
 
@@ -657,7 +657,7 @@ def is_meta(e, name):
 
 
 def flow_id(e, place, places):
-    """A flow event's id in the merged timeline (index/slice_ranks.c):
+    """A flow event's id in the merged timeline (index/slice/slice_ranks.c):
     id x ranks + place when a plain integer that stays within 2^53."""
     i = e.get("id")
     if e.get("ph") not in ("s", "t", "f") or type(i) is not int or i < 0 \

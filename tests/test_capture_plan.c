@@ -1,5 +1,5 @@
 /*
- * daemon/plan.c and common/preset.c: the argv traced gives ATOM's scripts.
+ * atom/plan.c and atom/preset.c: the argv traced gives ATOM's scripts.
  * Presets from a models.json shaped like ATOM CI's (tests/data/
  * atom_models.json): the preset's TP when the request has none, its
  * trust_remote_code and shell-text extra_args (a quoted JSON value), the
@@ -15,8 +15,8 @@
 
 #include "check.h"
 #include "common/lifecycle.h"
-#include "common/preset.h"
-#include "daemon/plan.h"
+#include "atom/preset.h"
+#include "atom/plan.h"
 
 static char root[64];
 static struct cfg cfg;

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "index/agg.h"
+#include "index/agg/agg.h"
 #include "tests/check.h"
 
 static struct idx_str s_(const char *s)

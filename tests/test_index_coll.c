@@ -1,5 +1,5 @@
 /*
- * The collectives' side files (index/agg_coll.c, coll_match.c) when
+ * The collectives' side files (index/agg/agg_coll.c, coll_match.c) when
  * something is wrong with them: a rank whose file is missing, cut short,
  * not one at all, or a link is left out of the matching with a warning
  * naming it, and the others are matched still; a path that exists

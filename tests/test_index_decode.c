@@ -1,15 +1,15 @@
 /*
- * The decode unit's parts alone: host stacks (index/hoststack.c: nesting,
+ * The decode unit's parts alone: host stacks (index/host/hoststack.c: nesting,
  * equal starts, frames that overlap without nesting, the cap on stacks,
- * op instances), replay matching (index/dec_match.c: exact, on several
+ * op instances), replay matching (index/decode/dec_match.c: exact, on several
  * streams, short placed one way only, short with two placements,
  * copies and memsets), capture trace names and execution_details.json
- * (index/dec_files.c).
+ * (index/decode/dec_files.c).
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "index/decode_int.h"
+#include "index/decode/decode_int.h"
 #include "tests/check.h"
 
 static uint32_t name(struct hs_trie *t, enum hs_kind k, const char *s)

@@ -1,4 +1,4 @@
-"""What a capture request may make root do (api/policy.c, docs/ATOM.md
+"""What a capture request may make root do (atom/policy.c, docs/ATOM.md
 "What a request may pass"): every word judged by ATOM's own option set,
 addresses traced's alone, paths under model_roots after their links are
 resolved, hub ids and --trust-remote-code only where allowed, env by an

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "index/event.h"
+#include "index/read/event.h"
 
 /* What a run of the reader saw: sums over every field handed over, so
  * that two runs agree only if they handed over the same events. */
@@ -43,7 +43,7 @@ struct last {
 void run_reader(const char *data, size_t n, size_t chunk,
                 enum idx_format forced, struct tally *t);
 /* The same, each chunk with its stage-1 masks and events walked ahead
- * (index/reader_batch.c), as idx_file() is given them. */
+ * (index/read/reader_batch.c), as idx_file() is given them. */
 void run_batched(const char *data, size_t n, size_t chunk,
                  enum idx_format forced, struct tally *t);
 /* Fails unless a and b saw the same (events, sums, errors). */

@@ -1,13 +1,13 @@
 /*
- * The byte source (index/source.c, index/inflate_*.c): plain files, gzip
+ * The byte source (index/read/source.c, index/inflate_*.c): plain files, gzip
  * with one and several members, cut and damaged gzip, with the inflater
  * the build chose (ISA-L in release builds, zlib in sanitized ones).
  */
 #include <stdlib.h>
 
 #include "check.h"
-#include "index/inflate.h"
-#include "index/scan.h"
+#include "index/read/inflate.h"
+#include "index/read/scan.h"
 #include "test_reader.h"
 
 static void many_members(const char *json, size_t n, const struct tally *plain)

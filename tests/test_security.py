@@ -459,7 +459,7 @@ def case_browser():
 # ---- args ----
 
 # ATOM's own options (atom/model_engine/arg_utils.py, api_server.py), with
-# values of their kinds: a request may give them (api/policy.c judges
+# values of their kinds: a request may give them (atom/policy.c judges
 # every word by ATOM's option set; tests/test_policy.py has the rest).
 ATOM_FLAGS = [["--served-model-name", "x"], ["--served_model_name", "x"],
               ["-pp", "1"], ["-pcp", "1"], ["-dp", "1"], ["-dcp", "1"],

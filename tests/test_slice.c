@@ -1,5 +1,5 @@
 /*
- * index/slice.c and slice_json.c: the JSON mending of copied values, and
+ * index/slice/slice.c and slice_json.c: the JSON mending of copied values, and
  * slices of small hand-made traces compared byte for byte with the text
  * they must give (members before and after the events, metadata events,
  * the window's edges, the reader's quirks, a bare array, traced's
@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "index/slice.h"
+#include "index/slice/slice.h"
 #include "tests/check.h"
 
 /* ---- output into memory ---- */

@@ -1,5 +1,5 @@
 /*
- * Slices from access points (index/slice.c, slice_figs.c, slice_feed.c;
+ * Slices from access points (index/slice/slice.c, slice_figs.c, slice_feed.c;
  * docs/SLICES.md): every slice made from a rank's points and slice
  * figures is byte for byte the slice made by reading the whole file.
  *
@@ -21,10 +21,10 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "index/event.h"
+#include "index/read/event.h"
 #include "index/index.h"
-#include "index/points.h"
-#include "index/slice_figs.h"
+#include "index/read/points.h"
+#include "index/slice/slice_figs.h"
 #include "test_reader.h"
 
 /* Per trace, each with and without findings, each slice made twice: the

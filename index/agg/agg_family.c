@@ -1,0 +1,220 @@
+/*
+ * Per kernel name, before the time pass: its category index, its demangled
+ * form and its family (family.c); the families' figures (their names'
+ * rows merged: counts, totals, histograms), and during the time pass each
+ * family's kernel time inside each step kind's labels (the rule of
+ * agg_time.c: a kernel starting inside a label of the kind). Memory: one
+ * entry per distinct name, family and (family, kind).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "index/agg/agg.h"
+#include "index/agg/agg_sum.h"
+#include "index/cpath/cpath.h"
+
+static int family_add(struct idx_agg *a, uint32_t name, const char *fam)
+{
+  const struct agg_kernel *k = &a->kernels[name];
+  struct agg_family *f;
+  uint32_t id;
+  int rc = agg_map_intern(&a->fam_map, fam, strlen(fam), &id);
+
+  if (rc < 0 ||
+      agg_grow(&a->families, &a->families_cap, id, sizeof(*a->families)) != 0)
+    return TR_ENOMEM;
+  f = &a->families[id];
+  if (f->kernels == 0 || k->s.min_ns < f->s.min_ns)
+    f->s.min_ns = k->s.min_ns;
+  if (f->kernels == 0 || k->s.max_ns > f->s.max_ns)
+    f->s.max_ns = k->s.max_ns;
+  /* Names come in id order: the first of the largest total wins. */
+  if (f->kernels == 0 || k->s.total_ns > a->kernels[f->top].s.total_ns)
+    f->top = name;
+  f->kernels++;
+  f->s.count += k->s.count;
+  f->s.total_ns += k->s.total_ns;
+  a->name_family[name] = id;
+  return agg_hist_merge(&f->hist, &k->hist);
+}
+
+/* Category, demangled form and family of name id (NUL-terminated copy in
+ * buf). */
+static int name_facts(struct idx_agg *a, uint32_t id, const char *name)
+{
+  char *fam;
+  int rc;
+
+  a->name_cat[id] = (uint8_t)agg_category_index(idx_category(a->rules, name));
+  a->name_family[id] = UINT32_MAX;
+  if (!a->kernels[id].is_kernel)
+    return 0; /* a launch's args.kernel only */
+  /* Both may be longer than the name (a demangled form two to three
+   * times), so both are bounded as names are (agg_name.c). */
+  a->demangled[id] =
+      agg_name_bound(idx_demangle(name), AGG_DEMANGLED_MAX, &a->texts_cut);
+  fam = agg_name_bound(agg_family_of(a->rules, name, a->demangled[id]),
+                       AGG_NAME_MAX, &a->texts_cut);
+  if (fam == NULL)
+    return TR_ENOMEM;
+  rc = family_add(a, id, fam);
+  free(fam);
+  return rc;
+}
+
+int agg_families(struct idx_agg *a)
+{
+  uint32_t n = a->names.n;
+  size_t cap = 256;
+  char *buf = malloc(cap);
+  int rc = 0;
+
+  a->name_cat = calloc(n + 1, sizeof(*a->name_cat));
+  a->name_family = calloc(n + 1, sizeof(*a->name_family));
+  a->demangled = calloc(n + 1, sizeof(*a->demangled));
+  if (buf == NULL || a->name_cat == NULL || a->name_family == NULL ||
+      a->demangled == NULL)
+    rc = TR_ENOMEM;
+  for (uint32_t id = 0; rc == 0 && id < n; id++) {
+    const struct agg_key *k = &a->names.keys[id];
+
+    if (k->n + 1 > cap) {
+      char *big = realloc(buf, k->n + 1);
+
+      if (big == NULL) {
+        rc = TR_ENOMEM;
+        break;
+      }
+      buf = big;
+      cap = k->n + 1;
+    }
+    memcpy(buf, k->p, k->n);
+    buf[k->n] = '\0';
+    rc = name_facts(a, id, buf);
+  }
+  free(buf);
+  return rc;
+}
+
+int agg_famstep_add(struct idx_agg *a, uint32_t f, uint32_t k, int64_t dur)
+{
+  uint32_t key[2] = { f, k }, id;
+  struct agg_famstep *fs;
+  int rc = agg_map_intern(&a->famstep_map, key, sizeof(key), &id);
+
+  if (rc < 0 ||
+      agg_grow(&a->famsteps, &a->famsteps_cap, id, sizeof(*a->famsteps)) != 0)
+    return TR_ENOMEM;
+  fs = &a->famsteps[id];
+  fs->family = f;
+  fs->kind = k;
+  fs->s.count++;
+  fs->s.total_ns += dur;
+  return 0;
+}
+
+void agg_families_free(struct idx_agg *a)
+{
+  for (uint32_t i = 0; a->demangled != NULL && i < a->names.n; i++)
+    free(a->demangled[i]);
+  for (uint32_t i = 0; i < a->fam_map.n; i++)
+    agg_hist_free(&a->families[i].hist);
+  free(a->demangled);
+  free(a->name_cat);
+  free(a->name_family);
+  free(a->families);
+  free(a->famsteps);
+  agg_map_free(&a->fam_map);
+  agg_map_free(&a->famstep_map);
+}
+
+/* ---- the summary's tables ---- */
+
+static struct agg_txt key_txt(const struct agg_key *k)
+{
+  struct agg_txt t = { k->p, k->n };
+
+  return t;
+}
+
+/* Total descending, then family name. */
+static int family_cmp(const void *x, const void *y, void *ud)
+{
+  const struct idx_agg *a = ud;
+  uint32_t i = *(const uint32_t *)x, j = *(const uint32_t *)y;
+  int64_t ti = a->families[i].s.total_ns, tj = a->families[j].s.total_ns;
+
+  if (ti != tj)
+    return ti > tj ? -1 : 1;
+  return agg_key_cmp(&a->fam_map.keys[i], &a->fam_map.keys[j]);
+}
+
+void agg_set_demangled(const struct idx_agg *a, uint32_t id, json_t *row)
+{
+  if (a->demangled != NULL && id < a->names.n && a->demangled[id] != NULL)
+    json_object_set_new(row, "demangled", json_string(a->demangled[id]));
+}
+
+void agg_families_rows(struct idx_agg *a, struct agg_out *o)
+{
+  uint32_t n = a->fam_map.n, *order = agg_order(n, family_cmp, a);
+
+  AGG_SUM_FILLS(TR_SUM_FAMILY, 19);
+  for (uint32_t i = 0; order != NULL && i < n; i++) {
+    const struct agg_family *f = &a->families[order[i]];
+    struct agg_sum_family r = {
+      .family = key_txt(&a->fam_map.keys[order[i]]),
+      .category = agg_txt(agg_category_name(a->name_cat[f->top])),
+      .kernels = f->kernels,
+      .count = (int64_t)f->s.count,
+      .total_ns = f->s.total_ns,
+      .avg_ns = f->s.count ? f->s.total_ns / (int64_t)f->s.count : 0,
+      .min_ns = f->s.min_ns,
+      .max_ns = f->s.max_ns,
+      .p50_ns = agg_pct(&f->hist, &f->s, 500),
+      .p99_ns = agg_pct(&f->hist, &f->s, 990),
+      .share = agg_share(f->s.total_ns, a->kernel_ns),
+    };
+
+    CP_COLS_SET(r, agg_cpath_family_cols(a, order[i]));
+    agg_out_row(o, agg_sum_family_json(&r));
+  }
+  free(order);
+}
+
+/* Step kind name, then total descending, then family name. */
+static int famstep_cmp(const void *x, const void *y, void *ud)
+{
+  const struct idx_agg *a = ud;
+  const struct agg_famstep *p = &a->famsteps[*(const uint32_t *)x];
+  const struct agg_famstep *q = &a->famsteps[*(const uint32_t *)y];
+  int d = agg_key_cmp(&a->kinds_map.keys[p->kind], &a->kinds_map.keys[q->kind]);
+
+  if (d != 0)
+    return d;
+  if (p->s.total_ns != q->s.total_ns)
+    return p->s.total_ns > q->s.total_ns ? -1 : 1;
+  return agg_key_cmp(&a->fam_map.keys[p->family], &a->fam_map.keys[q->family]);
+}
+
+void agg_famsteps_rows(const struct idx_agg *a, struct agg_out *o)
+{
+  uint32_t n = a->famstep_map.n, *order = agg_order(n, famstep_cmp, a);
+
+  AGG_SUM_FILLS(TR_SUM_FAMILY_STEP, 6);
+  for (uint32_t i = 0; order != NULL && i < n; i++) {
+    const struct agg_famstep *fs = &a->famsteps[order[i]];
+    int64_t steps = (int64_t)a->steps[a->step_side][fs->kind].s.count;
+    struct agg_sum_family_step r = {
+      .family = key_txt(&a->fam_map.keys[fs->family]),
+      .step = key_txt(&a->kinds_map.keys[fs->kind]),
+      .count = (int64_t)fs->s.count,
+      .total_ns = fs->s.total_ns,
+      .steps = steps,
+      .per_step_ns = steps ? fs->s.total_ns / steps : 0,
+    };
+
+    agg_out_row(o, agg_sum_family_step_json(&r));
+  }
+  free(order);
+}

@@ -1,0 +1,613 @@
+/*
+ * The decode figures into the rank summary (decode.h): completeness on
+ * the rank, the TR_SUM_DEC_* tables, the warnings. Rows are ordered by
+ * step kind (first seen; outside steps last), then total_ns descending,
+ * then key.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "index/decode/decode_int.h"
+
+const char *const dec_reason_names[R_REASONS] = {
+  [R_NO_CAPTURE] = "no_capture",
+  [R_NO_GRAPH] = "no_graph",
+  [R_COUNT] = "count_differs",
+  [R_NAMES] = "names_differ",
+};
+
+#define MORE_NAMES "(more names)"
+
+static json_t *reasons(const struct dec_complete *c)
+{
+  json_t *o = json_object();
+
+  for (int i = 0; i < R_REASONS; i++)
+    json_object_set_new(o, dec_reason_names[i],
+                        json_pack("{s:I,s:I}", "replays",
+                                  (json_int_t)c->unmatched[i], "ns",
+                                  (json_int_t)c->unmatched_ns[i]));
+  return o;
+}
+
+void dec_put_rank(const struct dec_file *d, struct agg_sum_rank *r)
+{
+  static const struct dec_complete zero;
+  const struct dec_complete *c = d ? &d->c : &zero;
+  const struct dec_lib *lib = d ? d->lib : NULL;
+
+  r->capture_traces = lib ? (int64_t)lib->nfiles : 0;
+  r->capture_graphs = lib ? (int64_t)lib->ngraphs : 0;
+  r->capture_launches = lib ? (int64_t)lib->nlaunches : 0;
+  r->replays = (int64_t)c->replays;
+  r->replay_kernels = (int64_t)c->replay_kernels;
+  r->replay_ns = c->replay_ns;
+  r->replays_matched = (int64_t)c->matched;
+  r->replays_short = (int64_t)c->short_matched;
+  r->replays_short_ns = c->short_ns;
+  r->missing_launches = (int64_t)c->missing_launches;
+  r->replays_unmatched = 0;
+  r->replays_unmatched_ns = 0;
+  for (int i = 0; i < R_REASONS; i++) {
+    r->replays_unmatched += (int64_t)c->unmatched[i];
+    r->replays_unmatched_ns += c->unmatched_ns[i];
+  }
+  r->unmatched_reasons = reasons(c);
+  r->empty_graph_launches = (int64_t)c->empty_graphs;
+  r->kernels_no_launch = (int64_t)c->no_launch;
+  r->kernels_no_launch_ns = c->no_launch_ns;
+  r->kernels_no_op = (int64_t)c->no_op;
+  r->kernels_no_op_ns = c->no_op_ns;
+}
+
+/* ---- keys as text ---- */
+
+static struct agg_txt kind_txt(const struct dec_file *d, uint32_t kind)
+{
+  struct agg_txt t = { NULL, 0 };
+
+  if (kind < DEC_MAX_KINDS) {
+    t.p = d->kinds.keys[kind].p;
+    t.n = d->kinds.keys[kind].n;
+  }
+  return t;
+}
+
+static struct agg_txt mod_txt(const struct dec_file *d, uint32_t mod)
+{
+  struct agg_txt t = { NULL, 0 };
+
+  if (mod != DEC_NONE) {
+    t.p = d->tab.mods.keys[mod].p;
+    t.n = d->tab.mods.keys[mod].n;
+  }
+  return t;
+}
+
+static struct agg_txt op_txt(const struct dec_file *d, uint32_t op)
+{
+  struct agg_txt t = { NULL, 0 };
+
+  if (op != DEC_NONE)
+    t.p = hs_trie_text(&d->lib->trie, op, &t.n);
+  return t;
+}
+
+static struct agg_txt name_txt(const struct dec_file *d, uint32_t name)
+{
+  if (name == DEC_NONE)
+    return agg_txt(MORE_NAMES);
+  return (struct agg_txt){ d->lib->names.keys[name].p,
+                           d->lib->names.keys[name].n };
+}
+
+static struct agg_opt layer_opt(uint32_t layer_plus_one)
+{
+  return (struct agg_opt){ layer_plus_one > 0, (int64_t)layer_plus_one - 1 };
+}
+
+/* ---- order ---- */
+
+struct order_ctx {
+  const struct dec_file *d;
+};
+
+static int txt_cmp(struct agg_txt a, struct agg_txt b)
+{
+  size_t n = a.n < b.n ? a.n : b.n;
+  int c;
+
+  if (a.p == NULL || b.p == NULL)
+    return (a.p == NULL) - (b.p == NULL);
+  c = n ? memcmp(a.p, b.p, n) : 0;
+  return c ? c : (a.n > b.n) - (a.n < b.n);
+}
+
+/* A key's text for the tie order: module, op or layer as text. */
+static int key_cmp(const struct dec_file *d, const struct dec_key *a,
+                   const struct dec_key *b)
+{
+  int c = 0;
+
+  switch (a->tag) {
+  case T_OP:
+  case T_OM: c = txt_cmp(op_txt(d, a->a), op_txt(d, b->a)); break;
+  case T_LAYER:
+  case T_LM: c = (a->a > b->a) - (a->a < b->a); break;
+  default: c = txt_cmp(mod_txt(d, a->a), mod_txt(d, b->a)); break;
+  }
+  if (c != 0)
+    return c;
+  if (a->tag == T_KERN)
+    return txt_cmp(name_txt(d, a->b), name_txt(d, b->b));
+  if (a->tag == T_LM || a->tag == T_OM)
+    return txt_cmp(mod_txt(d, a->b), mod_txt(d, b->b));
+  return 0;
+}
+
+static int ent_cmp(const void *x, const void *y, void *ud)
+{
+  const struct dec_file *d = ud;
+  const struct dec_ent *a = &d->tab.ent[*(const uint32_t *)x];
+  const struct dec_ent *b = &d->tab.ent[*(const uint32_t *)y];
+
+  if (a->key.kind != b->key.kind)
+    return a->key.kind < b->key.kind ? -1 : 1;
+  if (a->ns != b->ns)
+    return a->ns > b->ns ? -1 : 1;
+  return key_cmp(d, &a->key, &b->key);
+}
+
+/* The entry ids of tag, in row order; *n of them. Caller frees. */
+static uint32_t *rows_of(struct dec_file *d, uint32_t tag, size_t *n)
+{
+  uint32_t *ids = malloc((d->tab.ents.n + 1) * sizeof(*ids));
+
+  *n = 0;
+  for (uint32_t i = 0; ids != NULL && i < d->tab.ents.n; i++)
+    if (d->tab.ent[i].key.tag == tag)
+      ids[(*n)++] = i;
+  if (ids != NULL)
+    qsort_r(ids, *n, sizeof(*ids), ent_cmp, d);
+  return ids;
+}
+
+/* ---- figures ---- */
+
+/* Percentile p (per mille) of an entry's time per step over the n steps
+ * of its kind, the steps without it counting 0. */
+static int64_t pct0(const struct dec_ent *e, uint64_t n, int p)
+{
+  uint64_t rank, zeros;
+
+  if (n == 0 || e->steps == 0)
+    return 0;
+  rank = (n * (uint64_t)p + 999) / 1000 - 1;
+  zeros = n > e->steps ? n - e->steps : 0;
+  if (rank < zeros)
+    return 0;
+  return agg_hist_rank(&e->hist, rank - zeros, e->st.min_ns, e->st.max_ns);
+}
+
+struct figures {
+  int64_t kernels, total_ns, steps, per_step_ns, p50_ns, p99_ns, step_ns;
+  double share;
+};
+
+static struct figures figures_of(const struct dec_file *d,
+                                 const struct dec_ent *e)
+{
+  uint32_t k = e->key.kind;
+  uint64_t steps = k < DEC_MAX_KINDS ? d->tab.steps[k] : 0;
+  struct figures f;
+
+  f.kernels = (int64_t)e->kernels;
+  f.total_ns = e->ns;
+  f.steps = (int64_t)steps;
+  f.per_step_ns = steps ? e->ns / (int64_t)steps : 0;
+  f.p50_ns = pct0(e, steps, 500);
+  f.p99_ns = pct0(e, steps, 990);
+  f.step_ns = d->tab.kind_ns[k];
+  f.share = agg_share(e->ns, f.step_ns);
+  return f;
+}
+
+#define PUT_FIGURES(r, f)                                                      \
+  do {                                                                         \
+    (r).kernels = (f).kernels;                                                 \
+    (r).total_ns = (f).total_ns;                                               \
+    (r).steps = (f).steps;                                                     \
+    (r).per_step_ns = (f).per_step_ns;                                         \
+    (r).p50_ns = (f).p50_ns;                                                   \
+    (r).p99_ns = (f).p99_ns;                                                   \
+    (r).step_ns = (f).step_ns;                                                 \
+    (r).share = (f).share;                                                     \
+  } while (0)
+
+/* The layers each (kind, module) ran in, by T_MOD entry id. */
+static uint32_t *module_layers(const struct dec_file *d)
+{
+  const struct dec_tab *t = &d->tab;
+  uint32_t *layers = calloc(t->ents.n + 1, sizeof(*layers)), id;
+
+  for (uint32_t i = 0; layers != NULL && i < t->ents.n; i++) {
+    struct dec_key k = { T_MOD, t->ent[i].key.kind, t->ent[i].key.b, 0 };
+
+    if (t->ent[i].key.tag == T_LM && t->ent[i].key.a > 0 &&
+        agg_map_find(&t->ents, &k, sizeof(k), &id))
+      layers[id]++;
+  }
+  return layers;
+}
+
+/* The rows of table tag to o, one at a time. */
+static void table(struct dec_file *d, uint32_t tag, const uint32_t *layers,
+                  struct agg_out *o)
+{
+  size_t n;
+  uint32_t *ids = rows_of(d, tag, &n);
+
+  if (ids == NULL)
+    agg_out_row(o, NULL); /* out of memory */
+  for (size_t i = 0; ids != NULL && i < n; i++) {
+    const struct dec_ent *e = &d->tab.ent[ids[i]];
+    struct figures f = figures_of(d, e);
+    struct agg_txt step = kind_txt(d, e->key.kind);
+    json_t *row = NULL;
+
+    switch (tag) {
+    case T_MOD: {
+      struct agg_sum_dec_module r = { .step = step,
+                                      .module = mod_txt(d, e->key.a),
+                                      .layers = layers ? layers[ids[i]] : 0 };
+      AGG_SUM_FILLS(TR_SUM_DEC_MODULE, 11);
+      PUT_FIGURES(r, f);
+      row = agg_sum_dec_module_json(&r);
+      break;
+    }
+    case T_LAYER: {
+      struct agg_sum_dec_layer r = { .step = step,
+                                     .layer = layer_opt(e->key.a) };
+      AGG_SUM_FILLS(TR_SUM_DEC_LAYER, 10);
+      PUT_FIGURES(r, f);
+      row = agg_sum_dec_layer_json(&r);
+      break;
+    }
+    case T_OP: {
+      struct agg_sum_dec_op r = { .step = step,
+                                  .op = op_txt(d, e->key.a),
+                                  .count = (int64_t)e->instances,
+                                  .subtree_ns = e->subtree_ns };
+      AGG_SUM_FILLS(TR_SUM_DEC_OP, 12);
+      PUT_FIGURES(r, f);
+      row = agg_sum_dec_op_json(&r);
+      break;
+    }
+    case T_LM: {
+      struct agg_sum_dec_layer_module r = { .step = step,
+                                            .layer = layer_opt(e->key.a),
+                                            .module = mod_txt(d, e->key.b) };
+      AGG_SUM_FILLS(TR_SUM_DEC_LAYER_MODULE, 11);
+      PUT_FIGURES(r, f);
+      row = agg_sum_dec_layer_module_json(&r);
+      break;
+    }
+    case T_OM: {
+      struct agg_sum_dec_op_module r = { .step = step,
+                                         .op = op_txt(d, e->key.a),
+                                         .module = mod_txt(d, e->key.b),
+                                         .count = (int64_t)e->instances,
+                                         .kernels = f.kernels,
+                                         .total_ns = f.total_ns };
+      AGG_SUM_FILLS(TR_SUM_DEC_OP_MODULE, 6);
+      row = agg_sum_dec_op_module_json(&r);
+      break;
+    }
+    default: {
+      struct agg_sum_dec_kernel r = { .step = step,
+                                      .module = mod_txt(d, e->key.a),
+                                      .name = name_txt(d, e->key.b),
+                                      .kernels = f.kernels,
+                                      .total_ns = f.total_ns };
+      AGG_SUM_FILLS(TR_SUM_DEC_KERNEL, 5);
+      row = agg_sum_dec_kernel_json(&r);
+      break;
+    }
+    }
+    agg_out_row(o, row);
+  }
+  free(ids);
+}
+
+/* ---- the repeated block ---- */
+
+struct block { /* a (kind, module) over its layers */
+  uint32_t kind, module, layers;
+  int64_t total, fast_ns, slow_ns;
+  int32_t fast, slow;
+};
+
+static int block_cmp(const void *x, const void *y, void *ud)
+{
+  const struct block *a = x, *b = y;
+
+  if (a->kind != b->kind)
+    return a->kind < b->kind ? -1 : 1;
+  if (a->total != b->total)
+    return a->total > b->total ? -1 : 1;
+  return txt_cmp(mod_txt(ud, a->module), mod_txt(ud, b->module));
+}
+
+/* One T_LM entry (a layer of a module) into its block. */
+static void block_add(struct block *b, const struct dec_ent *e)
+{
+  int32_t layer = (int32_t)e->key.a - 1;
+
+  if (b->layers == 0 || e->ns < b->fast_ns ||
+      (e->ns == b->fast_ns && layer < b->fast)) {
+    b->fast_ns = e->ns;
+    b->fast = layer;
+  }
+  if (b->layers == 0 || e->ns > b->slow_ns ||
+      (e->ns == b->slow_ns && layer < b->slow)) {
+    b->slow_ns = e->ns;
+    b->slow = layer;
+  }
+  b->layers++;
+  b->total += e->ns;
+}
+
+static void blocks(struct dec_file *d, struct agg_out *o)
+{
+  const struct dec_tab *t = &d->tab;
+  struct agg_map ids = { 0 };
+  struct block *v = NULL;
+  size_t cap = 0;
+  uint32_t id;
+
+  for (uint32_t i = 0; i < t->ents.n; i++) {
+    const struct dec_ent *e = &t->ent[i];
+    uint32_t key[2] = { e->key.kind, e->key.b };
+
+    if (e->key.tag != T_LM || e->key.a == 0 || e->key.b == DEC_NONE)
+      continue;
+    if (agg_map_intern(&ids, key, sizeof(key), &id) < 0 ||
+        agg_grow(&v, &cap, id, sizeof(*v)) != 0) {
+      agg_out_row(o, NULL); /* out of memory */
+      break;
+    }
+    v[id].kind = e->key.kind;
+    v[id].module = e->key.b;
+    block_add(&v[id], e);
+  }
+  if (ids.n > 0)
+    qsort_r(v, ids.n, sizeof(*v), block_cmp, d);
+  for (uint32_t i = 0; i < ids.n; i++) {
+    const struct block *b = &v[i];
+    int64_t steps = b->kind < DEC_MAX_KINDS ? (int64_t)t->steps[b->kind] : 0;
+    struct agg_sum_dec_block r = {
+      .step = kind_txt(d, b->kind),
+      .module = mod_txt(d, b->module),
+      .layers = b->layers,
+      .total_ns = b->total,
+      .steps = steps,
+      .layer_ns = steps ? b->total / ((int64_t)b->layers * steps) : 0,
+      .fastest_layer = b->fast,
+      .fastest_ns = steps ? b->fast_ns / steps : 0,
+      .slowest_layer = b->slow,
+      .slowest_ns = steps ? b->slow_ns / steps : 0,
+    };
+
+    AGG_SUM_FILLS(TR_SUM_DEC_BLOCK, 10);
+    agg_out_row(o, agg_sum_dec_block_json(&r));
+  }
+  free(v);
+  agg_map_free(&ids);
+}
+
+/* ---- steps and their median ---- */
+
+#define MEDIAN_TOP 5 /* kernels listed per segment of the median step */
+
+struct mrow { /* a kernel of a segment (layer, module) of the median step */
+  uint32_t layer, module, name;
+  uint64_t kernels;
+  int64_t ns;
+};
+
+/* Segment, then the segment's kernels largest first, then name. */
+static int mrow_cmp(const void *x, const void *y, void *ud)
+{
+  const struct mrow *a = x, *b = y;
+
+  if (a->layer != b->layer)
+    return a->layer < b->layer ? -1 : 1;
+  if (a->module != b->module)
+    return txt_cmp(mod_txt(ud, a->module), mod_txt(ud, b->module));
+  if (a->ns != b->ns)
+    return a->ns > b->ns ? -1 : 1;
+  return txt_cmp(name_txt(ud, a->name), name_txt(ud, b->name));
+}
+
+/* The median step's (stack, kernel) entries as rows of (layer, module,
+ * kernel) summed, into *out (caller frees); their number. */
+static size_t median_kernels(struct dec_file *d, const struct dec_median *m,
+                             struct mrow **out)
+{
+  struct agg_map ids = { 0 };
+  struct mrow *v = NULL;
+  size_t cap = 0;
+  uint32_t id;
+
+  for (size_t i = 0; i < m->n; i++) {
+    const struct dec_ident *ident = dec_ident_of(d, m->v[i].node);
+    uint32_t key[3];
+
+    if (ident == NULL)
+      break;
+    key[0] = (uint32_t)(ident->layer + 1);
+    key[1] = ident->module;
+    key[2] = m->v[i].name;
+    if (agg_map_intern(&ids, key, sizeof(key), &id) < 0 ||
+        agg_grow(&v, &cap, id, sizeof(*v)) != 0)
+      break;
+    v[id].layer = key[0];
+    v[id].module = key[1];
+    v[id].name = key[2];
+    v[id].kernels += m->v[i].kernels;
+    v[id].ns += m->v[i].ns;
+  }
+  *out = v;
+  id = ids.n;
+  agg_map_free(&ids);
+  return id;
+}
+
+static void median_rows(struct dec_file *d, uint32_t kind, struct agg_out *o)
+{
+  struct mrow *v = NULL;
+  size_t n = median_kernels(d, &d->tab.median[kind], &v), i = 0;
+
+  if (n > 0)
+    qsort_r(v, n, sizeof(*v), mrow_cmp, d);
+  while (i < n) {
+    struct agg_sum_dec_median r = { .step = kind_txt(d, kind),
+                                    .layer = layer_opt(v[i].layer),
+                                    .module = mod_txt(d, v[i].module),
+                                    .top_kernels = json_array() };
+    size_t j = i;
+
+    AGG_SUM_FILLS(TR_SUM_DEC_MEDIAN, 6);
+    for (; j < n && v[j].layer == v[i].layer && v[j].module == v[i].module;
+         j++) {
+      struct agg_txt name = name_txt(d, v[j].name);
+
+      r.kernels += (int64_t)v[j].kernels;
+      r.total_ns += v[j].ns;
+      if (j - i < MEDIAN_TOP)
+        json_array_append_new(
+            r.top_kernels, json_pack("{s:s%,s:I,s:I}", "name", name.p, name.n,
+                                     "kernels", (json_int_t)v[j].kernels,
+                                     "total_ns", (json_int_t)v[j].ns));
+    }
+    agg_out_row(o, agg_sum_dec_median_json(&r));
+    i = j;
+  }
+  free(v);
+}
+
+static json_t *step_row(struct dec_file *d, uint32_t kind, int64_t t0_ns)
+{
+  const struct dec_tab *t = &d->tab;
+  const struct dec_median *m = &t->median[kind];
+  char label[AGG_LABEL_TEXT + 1] = "";
+  struct agg_sum_dec_step r = { 0 };
+  int64_t ns = 0;
+
+  AGG_SUM_FILLS(TR_SUM_DEC_STEP, 9);
+  if (m->have && agg_labels_get(&d->labels, m->seq, label, sizeof(label)))
+    label[0] = '\0';
+  for (size_t i = 0; i < m->n; i++)
+    ns += m->v[i].ns;
+  r.step = kind_txt(d, kind);
+  r.steps = (int64_t)t->steps[kind];
+  r.kernels = (int64_t)t->kind_kernels[kind];
+  r.step_ns = t->kind_ns[kind];
+  r.attributed_ns = t->kind_attr_ns[kind];
+  r.median_label = m->have ? agg_txt(label) : agg_txt(NULL);
+  r.median_start_ns = (struct agg_opt){ m->have, m->start - t0_ns };
+  r.median_dur_ns = (struct agg_opt){ m->have, m->dur };
+  r.median_ns = ns;
+  return agg_sum_dec_step_json(&r);
+}
+
+void dec_rows(struct dec_file *d, int64_t t0_ns, struct agg_out *o)
+{
+  static const struct {
+    const char *name;
+    uint32_t tag;
+  } tables[] = { { "decode_modules", T_MOD },
+                 { "decode_layers", T_LAYER },
+                 { "decode_ops", T_OP },
+                 { "decode_layer_modules", T_LM },
+                 { "decode_op_modules", T_OM },
+                 { "decode_kernels", T_KERN } };
+  uint32_t *layers, nk;
+
+  if (d == NULL)
+    return; /* decode not run: its tables have no rows */
+  layers = module_layers(d);
+  for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
+    o->table = tables[i].name;
+    table(d, tables[i].tag, tables[i].tag == T_MOD ? layers : NULL, o);
+  }
+  free(layers);
+  o->table = "decode_blocks";
+  blocks(d, o);
+  nk = d->kinds.n < DEC_MAX_KINDS ? d->kinds.n : DEC_MAX_KINDS;
+  o->table = "decode_steps";
+  for (uint32_t k = 0; k < nk; k++)
+    agg_out_row(o, step_row(d, k, t0_ns));
+  o->table = "decode_median";
+  for (uint32_t k = 0; k < nk; k++)
+    median_rows(d, k, o);
+}
+
+/* ---- warnings ---- */
+
+static void warn(json_t *w, const char *code, const char *msg)
+{
+  json_array_append_new(w,
+                        json_pack("{s:s,s:s}", "code", code, "message", msg));
+}
+
+void dec_warnings(const struct dec_file *d, json_t *w)
+{
+  const struct dec_complete *c = &d->c;
+  const struct dec_lib *lib = d->lib;
+  uint64_t unmatched = 0;
+  char msg[384];
+
+  for (int i = 0; i < R_REASONS; i++)
+    unmatched += c->unmatched[i];
+  if (unmatched > 0) {
+    snprintf(msg, sizeof(msg),
+             "%llu of %llu graph replays are matched to no captured graph "
+             "(unmatched_reasons): their %llu kernels have no op, module or "
+             "layer",
+             (unsigned long long)unmatched, (unsigned long long)c->replays,
+             (unsigned long long)c->unmatched_kernels);
+    warn(w, "replays_unmatched", msg);
+  }
+  if (lib->trie.folded > 0 || lib->names_folded > 0 || d->skipped > 0 ||
+      d->lanes.too_deep > 0) {
+    snprintf(msg, sizeof(msg),
+             "decode tables capped: %llu frames beyond %u distinct stacks, "
+             "%llu records beyond %u kernel names, %llu step labels beyond "
+             "%d kinds, %llu frames deeper than %u",
+             (unsigned long long)lib->trie.folded, lib->trie.max_nodes,
+             (unsigned long long)lib->names_folded, lib->max_names,
+             (unsigned long long)d->skipped, DEC_MAX_KINDS,
+             (unsigned long long)d->lanes.too_deep, d->lanes.max_depth);
+    warn(w, "decode_capped", msg);
+  }
+  if (c->steps_forced > 0 || c->late > 0 || c->launches_lost > 0) {
+    snprintf(msg, sizeof(msg),
+             "%llu steps were closed while their kernels were still due and "
+             "%llu device records came after their step closed (counted in "
+             "their kind's totals, not its per-step figures); %llu launches "
+             "left the bounded table without a device record",
+             (unsigned long long)c->steps_forced, (unsigned long long)c->late,
+             (unsigned long long)c->launches_lost);
+    warn(w, "decode_steps_overlapped", msg);
+  }
+  if (lib->graphs_dropped > 0 || lib->capture_files_failed > 0) {
+    snprintf(msg, sizeof(msg),
+             "%llu capture traces could not be read and %llu captured "
+             "graphs beyond %u launches were left out",
+             (unsigned long long)lib->capture_files_failed,
+             (unsigned long long)lib->graphs_dropped, DEC_MAX_LAUNCHES);
+    warn(w, "capture_traces_incomplete", msg);
+  }
+}

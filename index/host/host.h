@@ -1,0 +1,203 @@
+/*
+ * What ran on the host threads: CPU ops, user annotations (record_function
+ * labels), Python functions and runtime/driver calls, per thread, in time
+ * order. The event pass hands each such event to agg_host_event(); the
+ * time pass reads them back merged in start order (agg_host_next()) and
+ * keeps, per thread, the stack of events running at the current time
+ * (struct agg_host_stacks), so that "what was this thread doing at time t"
+ * (the innermost event covering t, and the ones above it) is a lookup.
+ *
+ * Users: the critical path (index/cpath*.c: the CPU ops and runtime calls
+ * of a step, each with its call-stack parent) and the idle culprits (the
+ * innermost event on the launching thread when the device went idle).
+ *
+ * Memory: kineto writes each class of host event sorted by start (cpu_op
+ * and user_annotation, python_function, cuda_runtime each in one sorted
+ * block), so each class is its own stream of time records (agg_runs.c)
+ * and stays one sorted run: a record costs 32 bytes of spill file, no
+ * sort, and the read back is a three-way merge. The stacks hold what runs
+ * at one time: their depth, per thread, not the events.
+ *
+ * Internal to index/. One struct agg_host per file, one thread at a time.
+ */
+#ifndef IDX_HOST_H
+#define IDX_HOST_H
+
+#include <stdint.h>
+
+#include "index/agg/agg.h"
+
+/* What a host event is. */
+enum agg_host_kind {
+  AGG_HOST_OP,    /* cpu_op (and a bare-array trace's uncategorised X) */
+  AGG_HOST_ANNOT, /* user_annotation: record_function labels */
+  AGG_HOST_PY,    /* python_function */
+  AGG_HOST_RT,    /* cuda_runtime, cuda_driver, mcTracer's runtime lane */
+  AGG_HOST_KINDS
+};
+
+/* Bits of agg_host_ev.flags. */
+enum {
+  AGG_HOST_BLOCKING = 1, /* a call that waits for the device (cpath.c) */
+  AGG_HOST_LABEL = 2,    /* an ATOM run label (agg.c's label kinds) */
+  AGG_HOST_PSTEP = 4     /* a profiler step: ProfilerStep#N */
+};
+
+/* One host event as the time pass hands it. */
+struct agg_host_ev {
+  int64_t start_ns, dur_ns;
+  int64_t corr;    /* AGG_HOST_RT: the call's correlation, else -1 */
+  uint32_t name;   /* AGG_HOST_RT: an id of idx_agg.rt_map, else of the
+                      host names (agg_host_name()) */
+  uint16_t thread; /* dense thread index (agg_host_thread_key()) */
+  uint8_t kind;    /* enum agg_host_kind */
+  uint8_t flags;   /* AGG_HOST_* */
+};
+
+/* Threads kept apart; the events of threads beyond are not tracked (the
+ * summary counts them in host_events_dropped). */
+#define AGG_HOST_THREADS 4096
+/* Distinct op, annotation and Python function names kept; beyond, they
+ * fold into one name (agg_fold.c). */
+#define AGG_HOST_NAMES   65536
+
+enum { AGG_HOST_STREAM_OP, AGG_HOST_STREAM_RT, AGG_HOST_STREAMS };
+
+/* The Python functions, compact (host_py.c). */
+struct agg_pystream {
+  struct agg_spill *sp; /* where blocks spill (borrowed) */
+  FILE *f;            /* spill file of 64 KiB blocks, NULL until one */
+  unsigned char *buf; /* the block being filled */
+  size_t len;         /* its bytes used */
+  uint64_t blocks;    /* blocks in f */
+  int64_t last_start; /* of the last event in order */
+  int any;
+  struct agg_runs late; /* events out of order */
+  uint64_t events;
+};
+
+struct agg_pyreader {
+  struct agg_pystream *ps;
+  unsigned char *block;
+  struct agg_host_ev *dec; /* the block decoded */
+  uint32_t ndec, pos;
+  uint64_t next; /* the next block to read */
+  int tail_done;
+  struct agg_iter *late;
+  struct agg_host_ev late_ev;
+  int late_has;
+};
+
+struct agg_host {
+  struct agg_runs runs[AGG_HOST_STREAMS];
+  struct agg_pystream py;
+  struct agg_map names; /* op, annotation and Python function names */
+  struct agg_fold fold;
+  /* Names seen lately by their 64-bit hash: most events repeat one of the
+   * few thousand names a trace has; a hit costs the hash, not the
+   * interning map's probe and compare. */
+  struct agg_host_name_slot {
+    uint64_t key;
+    uint32_t id, pad;
+  } * cache;
+  struct agg_map threads;     /* (pid, tid) -> index */
+  int64_t last_pid, last_tid; /* the thread of the last event, cached */
+  uint32_t last_thread;
+  int have_last;
+  uint64_t seq; /* events taken, for ties in file order */
+  uint64_t events[AGG_HOST_KINDS];
+  uint64_t dropped; /* events of threads beyond AGG_HOST_THREADS */
+  /* Profiler steps (ProfilerStep#N on the host): the critical path's
+   * steps where a trace has no run labels. */
+  struct agg_stat psteps;
+  struct agg_hist pstep_hist;
+};
+
+int agg_host_init(struct agg_host *h, struct agg_spill *sp);
+void agg_host_free(struct agg_host *h);
+
+/* Takes one host event of kind (an X event with ts and dur). name_id: for
+ * AGG_HOST_RT the call's id in idx_agg.rt_map (the host names are for the
+ * others); flags: AGG_HOST_*. 0 or a negative error. */
+int agg_host_event(struct agg_host *h, const struct idx_event *ev,
+                   enum agg_host_kind kind, uint32_t name_id, uint32_t flags);
+
+/* The text of host name id (not AGG_HOST_RT's), borrowed from h. */
+const struct agg_key *agg_host_name(const struct agg_host *h, uint32_t id);
+
+/* The (pid, tid) text of thread index t, as "pid/tid", into buf. */
+void agg_host_thread_name(const struct agg_host *h, uint16_t t, char *buf,
+                          size_t size);
+
+/* ---- the time pass ---- */
+
+/* The host events in start order, in two merges: the CPU ops, annotations
+ * and runtime calls (agg_host_pop(): longer first on equal starts, so
+ * that a parent comes before its child; ops before calls, then file
+ * order), and the Python functions apart (agg_host_py_pop()), which a
+ * reader may take lazily: there are ten of them to one op. */
+struct agg_host_iter;
+struct agg_host_stacks;
+int agg_host_open(struct agg_host *h, struct agg_host_iter **out);
+/* Takes the next op, annotation or call when it starts at or before
+ * limit: 1 with *ev (valid until the next call), 0 when there is none
+ * such, or an I/O error. */
+int agg_host_pop(struct agg_host_iter *it, int64_t limit,
+                 const struct agg_host_ev **ev);
+/* Brings the Python functions up to time t onto st: those still running
+ * at t are pushed on their threads' stacks; those over by t are passed,
+ * for a reader whose questions come in time order (none later can be
+ * about them). 0 or an error. */
+int agg_host_py_advance(struct agg_host_iter *it, int64_t t,
+                        struct agg_host_stacks *st);
+void agg_host_close(struct agg_host_iter *it);
+
+/* host_py.c, for host.c: the Python stream's writer and reader. r is the
+ * event's time record (host.c's packing, for the out-of-order path). */
+int agg_pystream_init(struct agg_pystream *ps, struct agg_spill *sp);
+int agg_pystream_add(struct agg_pystream *ps, const struct agg_rec *r,
+                     uint32_t name, uint16_t thread);
+int agg_pystream_seal(struct agg_pystream *ps);
+void agg_pystream_free(struct agg_pystream *ps);
+int agg_pyreader_open(struct agg_pystream *ps, struct agg_pyreader *pr);
+int agg_pyreader_start(struct agg_pyreader *pr);
+int agg_pyreader_advance(struct agg_pyreader *pr, int64_t t,
+                         struct agg_host_stacks *st);
+void agg_pyreader_close(struct agg_pyreader *pr);
+/* A host time record as an event. */
+void agg_host_unpack(const struct agg_rec *r, struct agg_host_ev *ev);
+
+/* Per thread, the events running at the current time: pushed in start
+ * order; an event leaves its thread's stack once time passes its end. */
+#define AGG_HOST_DEPTH 256 /* frames kept per thread; deeper ones pass */
+
+struct agg_host_frame {
+  struct agg_host_ev ev;
+  uint32_t user; /* the caller's own number for the event */
+};
+
+struct agg_host_stacks {
+  struct agg_host_frame *frames; /* [AGG_HOST_THREADS][AGG_HOST_DEPTH],
+                                    allocated a thread at a time */
+  struct agg_host_frame **by_thread;
+  uint16_t depth[AGG_HOST_THREADS];
+  uint16_t active[AGG_HOST_THREADS]; /* threads with a frame, for sweeps */
+  uint32_t nactive;
+};
+
+int agg_host_stacks_init(struct agg_host_stacks *s);
+void agg_host_stacks_free(struct agg_host_stacks *s);
+/* Pushes ev (user: the caller's number for it) on its thread after
+ * popping the frames that ended by its start. *parent: the frame under it
+ * (NULL: none). 0 or TR_ENOMEM. */
+int agg_host_stacks_push(struct agg_host_stacks *s,
+                         const struct agg_host_ev *ev, uint32_t user,
+                         const struct agg_host_frame **parent);
+/* The innermost frame of thread t running at t_ns (start <= t_ns < end)
+ * whose flags have none of skip, or NULL; pops the frames that ended by
+ * t_ns (times asked must not go back). */
+const struct agg_host_frame *agg_host_stacks_top(struct agg_host_stacks *s,
+                                                 uint16_t t, int64_t t_ns,
+                                                 uint32_t skip);
+
+#endif

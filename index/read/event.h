@@ -1,0 +1,303 @@
+/*
+ * The seam between the trace reader (reader.c, source.c) and the
+ * aggregation (agg*.c): the reader turns JSON text into struct idx_event
+ * records, one per element of traceEvents, and hands each to a callback.
+ * Internal to index/.
+ */
+#ifndef IDX_EVENT_H
+#define IDX_EVENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "common/tr.h"
+#include "index/index.h"
+#include "index/read/points.h"
+
+/* A string of the event, JSON escapes already decoded, valid UTF-8, not
+ * NUL-terminated. Borrowed: valid only during the callback. p == NULL when
+ * the field was absent. */
+struct idx_str {
+  const char *p;
+  size_t n;
+};
+
+/* Bits of idx_event.has: which numeric fields were present and numeric
+ * (numbers written as strings, "bytes": "128", count as present; "inf",
+ * "N/A" and the like do not). */
+enum {
+  IDX_HAS_PID = 1u << 0, /* pid was a number */
+  IDX_HAS_TID = 1u << 1, /* tid was a number */
+  IDX_HAS_TS = 1u << 2,
+  IDX_HAS_DUR = 1u << 3,
+  IDX_HAS_CORR = 1u << 4,
+  IDX_HAS_EXTID = 1u << 5,
+  IDX_HAS_DEVICE = 1u << 6,
+  IDX_HAS_STREAM = 1u << 7,
+  IDX_HAS_GRID = 1u << 8,
+  IDX_HAS_BLOCK = 1u << 9,
+  IDX_HAS_REGS = 1u << 10,
+  IDX_HAS_SHMEM = 1u << 11,
+  IDX_HAS_BYTES = 1u << 12,
+  IDX_HAS_WAIT_STREAM = 1u << 13, /* cuda_sync: wait_on_stream */
+  IDX_HAS_WAIT_CORR = 1u << 14    /* cuda_sync: the awaited record's
+                                     correlation */
+};
+
+struct idx_event {
+  char ph;      /* 'X', 'i', 'I', 'M', 's', 'f', 'C', 'B', 'E'...;
+                   0 when absent */
+  char strict;  /* 1: raw is strict JSON as written, proven by the
+                   reader (idx_reader_judge()); 0: not known */
+  uint32_t has; /* IDX_HAS_* */
+  struct idx_str name;
+  struct idx_str cat;     /* absent in mcTracer and bare-array traces */
+  int64_t pid, tid;       /* when numeric */
+  struct idx_str pid_str; /* when written as strings: "CPU functions", */
+  struct idx_str tid_str; /* "stream 7" (legacy kineto) */
+  int64_t ts_ns;          /* integer nanoseconds, converted exactly from */
+  int64_t dur_ns;         /* the file's unit (kineto us, mcTracer ns) */
+
+  /* From args. */
+  int64_t correlation; /* kineto "correlation", mcTracer "co_id" */
+  int64_t external_id; /* "External id" or legacy "external id" */
+  int64_t device, stream;
+  int64_t grid[3], block[3];
+  /* kineto's cuda_sync events (docs/TRACE_FORMATS.md) carry no launch
+   * resources: the stream a Stream Wait Event or Event Sync waits on and
+   * the correlation of the cudaEventRecord call that recorded the awaited
+   * event share their slots (the struct stays 17 vectors wide, which
+   * idx_parsed_reset() clears on every event); the has bits say which was
+   * read, and an event with both keys keeps the later one. */
+  union {
+    int64_t registers;   /* "registers per thread", "registers_per_thread" */
+    int64_t wait_stream; /* IDX_HAS_WAIT_STREAM */
+  };
+  union {
+    int64_t shared_bytes; /* "shared memory", or mcTracer dynamic_shared +
+                             static_shared */
+    int64_t wait_corr;    /* IDX_HAS_WAIT_CORR */
+  };
+  int64_t bytes;           /* "bytes"; "size" on runtime copy calls */
+  struct idx_str kind;     /* "kind": "DtoD", "Dispatch Kernel", "1" */
+  struct idx_str kernel;   /* "kernel": the launched kernel on a runtime
+                              launch event (hipLaunchKernel...) */
+  struct idx_str arg_name; /* "name": M events (process_name...) */
+
+  /* The event's text as in the file, from its '{' to its '}' (escapes as
+   * written): set when the reader was asked for it (idx_reader_keep_raw),
+   * else it may be empty. */
+  struct idx_str raw;
+};
+
+/* What the reader knows of the whole document. Filled as it reads; the
+ * format is settled before the first event that is not ph "M" is handed
+ * over (with --format it is settled from the start). */
+struct idx_doc {
+  enum idx_format format; /* KINETO or MCTRACER once settled */
+  int bare_array;         /* the file is a bare [ ... ] of events (legacy
+                             Chrome format written without kineto) */
+  int64_t rank;           /* distributedInfo.rank, or -1 */
+  char device[256];       /* deviceProperties[0].name, or "" */
+  uint64_t events;        /* elements of traceEvents seen so far */
+  uint64_t skipped;       /* events skipped as malformed (counted, never
+                             silently dropped) */
+  uint64_t json_bytes;    /* JSON text consumed so far */
+  uint64_t walked_ahead;  /* events handed over from batches walked ahead
+                             by idx_source's thread (for tests, benches) */
+  /* Where pieces of traceEvents begin (idx_reader_mark()): marks counts
+   * them, the last one's first element is at document offset mark_off,
+   * with mark_events elements before it. */
+  uint32_t marks;
+  uint64_t mark_off, mark_events;
+  int64_t array_end; /* offset of the ']' closing traceEvents, or -1 */
+  /* During a feed: its text, which starts at document offset
+   * json_bytes (an event's raw text may lie in it). */
+  const char *chunk;
+  size_t chunk_len;
+};
+
+/* Called once per event, in file order. A non-zero return stops reading
+ * and is returned by idx_reader_feed(). */
+typedef int (*idx_event_cb)(void *ud, const struct idx_doc *doc,
+                            const struct idx_event *ev);
+
+/* A top-level member of the document other than traceEvents, as written:
+ * key is its JSON string with the quotes, value its text (no whitespace
+ * around). key.p is NULL when the key is longer than IDX_KEY_MAX bytes,
+ * value.p when the value is longer than the event ceiling (neither is
+ * kept). Called in file order with the events, for idx_reader_keep_raw().
+ * Borrowed for the call. A non-zero return stops reading. */
+typedef int (*idx_member_cb)(void *ud, struct idx_str key,
+                             struct idx_str value);
+
+/* Longest top-level key handed to an idx_member_cb. */
+#define IDX_KEY_MAX 4096
+
+/*
+ * The streaming JSON reader: push parser over chunks of any size (1 byte
+ * works). Never holds the whole document: one event at a time, up to a
+ * ceiling; unknown keys of any size are skipped in streaming fashion.
+ */
+struct idx_reader;
+
+int idx_reader_new(enum idx_format forced, idx_event_cb cb, void *ud,
+                   struct idx_reader **out);
+
+/* Consumes len bytes. Returns 0, or negative with err holding the message
+ * and the byte offset in the JSON text ("at byte 123456"). */
+int idx_reader_feed(struct idx_reader *r, const char *buf, size_t len,
+                    struct tr_err *err);
+
+/* A chunk of the document as idx_source hands it out: its text and the
+ * events its thread walked ahead in it (reader_int.h), or NULL (the
+ * reader then walks them itself). All borrowed for the call. */
+struct idx_batch;
+struct idx_chunk {
+  const char *text;
+  size_t len;
+  const struct idx_batch *batch;
+};
+
+/* idx_reader_feed() of a whole chunk. */
+int idx_reader_feed_chunk(struct idx_reader *r, const struct idx_chunk *c,
+                          struct tr_err *err);
+
+/* 1, with the events' nesting and the ts/dur unit (a reader_num.c scale)
+ * into *depth and *scale, once the reader is inside traceEvents with the
+ * format settled: what a batch must be walked for (idx_source_hint). */
+int idx_reader_walk_hint(const struct idx_reader *r, unsigned *depth,
+                         int *scale);
+
+/* A piece of traceEvents begins: the next element that starts is its
+ * first (idx_doc's marks, mark_off, mark_events), or none when the array
+ * ends first. A slice later reads the piece alone (index/slice/slice_figs.c). */
+void idx_reader_mark(struct idx_reader *r);
+
+/* Goes on at document offset off, the first byte of an element (or the
+ * array's closing ']') with `events` elements before it, as if the text
+ * between had been read: the next feed starts there. Only between
+ * elements of traceEvents (a feed ended after an element or its comma):
+ * else TR_EINVAL, and the reader is unchanged. */
+int idx_reader_jump(struct idx_reader *r, uint64_t off, uint64_t events);
+
+/* End of input: fails when the document is incomplete (truncated), has no
+ * traceEvents array, or is empty. */
+int idx_reader_finish(struct idx_reader *r, struct tr_err *err);
+
+const struct idx_doc *idx_reader_doc(const struct idx_reader *r);
+void idx_reader_free(struct idx_reader *r);
+
+/* For a consumer that copies the document (index/slice/slice.c): from now on
+ * each event comes with its text (idx_event.raw) and each top-level
+ * member other than traceEvents goes to on_member (may be NULL) with the
+ * reader's ud. Members the reader would skip are then held whole, up to
+ * the event ceiling. Call before the first feed. 0 or TR_ENOMEM. */
+int idx_reader_keep_raw(struct idx_reader *r, idx_member_cb on_member);
+
+/* A judge of strict JSON: past the one strict JSON value at p (whitespace
+ * before it allowed) that ends at or before end, else NULL (which may
+ * mean "not sure"). */
+typedef const char *(*idx_strict_fn)(const char *p, const char *end);
+
+/* For a consumer that must know which events are strict JSON as written
+ * (index/slice/slice.c): from now on an event read by a learnt layout comes
+ * with idx_event.strict set when its text is proven strict. The proof
+ * costs strict() on the layout's first event once, then on each event's
+ * holes only, not on its literal runs (reader_layout.c says why that is
+ * a proof). Other events come with strict 0. */
+void idx_reader_judge(struct idx_reader *r, idx_strict_fn strict);
+
+/*
+ * The byte source: a plain or gzip file (detected by its magic bytes),
+ * inflated (ISA-L where built with it, else zlib) on a thread of its own
+ * into a small ring of buffers, so that inflating overlaps parsing; or,
+ * without IDX_SOURCE_THREAD, on the caller's thread as it asks for each
+ * chunk. With IDX_SOURCE_SCAN (and stage 1 on, index/read/scan.h) the thread,
+ * when it is ahead, also walks the events of chunks the caller has not
+ * taken yet (reader_batch.c).
+ */
+struct idx_source;
+
+enum { IDX_SOURCE_THREAD = 1, IDX_SOURCE_SCAN = 2 };
+
+int idx_source_open(const char *path, unsigned flags, struct idx_source **out,
+                    struct tr_err *err);
+/* The same, the file opened under root (common/file.h's tr_open_file():
+ * no link followed below root; NULL: no root check). */
+int idx_source_open_under(const char *root, const char *path, unsigned flags,
+                          struct idx_source **out, struct tr_err *err);
+
+/* The same, recording access points (index/read/points.h) every `spacing`
+ * output bytes (0: none, as idx_source_open_under(); at least
+ * IDX_POINT_SPACING_MIN). */
+int idx_source_open_points(const char *root, const char *path, unsigned flags,
+                           uint64_t spacing, struct idx_source **out,
+                           struct tr_err *err);
+
+/* The points recorded, complete once idx_source_next() has returned the
+ * end (those before a limit or a failed allocation stopped recording);
+ * borrowed until idx_source_close(). NULL when none were asked for. */
+struct idx_points;
+struct idx_points *idx_source_points(const struct idx_source *s);
+
+/* A file written beside the rank (the collectives' side file, the access
+ * points): path.tmp, created afresh without following a link (*tmp gets
+ * its name, *f the stream); idx_side_close() renames it into place when
+ * rc is 0, else removes it, and returns rc or the close's failure. */
+int idx_side_open(const char *path, FILE **f, char **tmp, struct tr_err *err);
+int idx_side_close(FILE *f, char *tmp, const char *path, int rc,
+                   struct tr_err *err);
+
+/* fstat() of the file: 0 or -errno. */
+struct stat;
+int idx_source_stat(const struct idx_source *s, struct stat *st);
+
+/* Next chunk of JSON text into *c, borrowed until the next call: with the
+ * events the thread walked ahead under IDX_SOURCE_SCAN when it had the
+ * time and a hint. Returns 0 with c->len == 0 at the end,
+ * or negative on a read or inflate error (truncated gzip, bad CRC) with
+ * err naming the file and offset. */
+int idx_source_next(struct idx_source *s, struct idx_chunk *c,
+                    struct tr_err *err);
+
+/* What the thread's walks ahead are for (idx_reader_walk_hint()); until it
+ * is given, the thread walks nothing. Any thread. */
+void idx_source_hint(struct idx_source *s, unsigned depth, int scale);
+
+uint64_t idx_source_file_bytes(const struct idx_source *s); /* file size */
+uint64_t idx_source_read_bytes(const struct idx_source *s); /* read so far */
+void idx_source_close(struct idx_source *s);
+
+/* ---- file.c: one file through a reader ---- */
+
+/* What idx_read_under() read: the file's size; with opt->points_path,
+ * the access points recorded (the caller frees them, idx_points_free())
+ * and the file's fstat() to stamp them with. */
+struct idx_read {
+  uint64_t file_bytes;
+  struct stat st;
+  struct idx_points points;
+};
+
+/* The threads a file may keep busy when asked for `asked`
+ * (idx_options.threads: 0, as the machine allows). */
+int idx_threads(int asked);
+
+/* Reads the file at path (under root as idx_file_under() says; NULL: no
+ * root) to its end through rd, which idx_reader_finish()es: the source
+ * inflates on its own thread; opt's cancel and on_progress act as for
+ * idx_file(). With opt->points_path, points are recorded and each chunk
+ * fed begins a piece (idx_reader_mark()). *got is filled on success. */
+int idx_read_under(const char *root, const char *path, struct idx_reader *rd,
+                   const struct idx_options *opt, struct idx_read *got,
+                   struct tr_err *err);
+
+/* Re-records local (the failure rc of the file at path) into err as
+ * "<path>: <message>" unless the message names the file already; the first
+ * failure recorded wins. Returns rc. */
+int idx_file_fail(struct tr_err *err, const struct tr_err *local, int rc,
+                  const char *path);
+
+#endif

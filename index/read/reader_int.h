@@ -1,0 +1,705 @@
+/*
+ * Internals of the streaming reader (reader.c, reader_event.c,
+ * reader_num.c). Any thread; nothing here blocks or allocates except where
+ * said.
+ */
+#ifndef IDX_READER_INT_H
+#define IDX_READER_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
+#include "index/read/event.h"
+#include "index/read/scan.h"
+
+/* Nesting allowed in the whole document (the top object is level 1):
+ * deeper input is an error, never a deep recursion. */
+#define IDX_MAX_DEPTH 256
+
+/* Largest event (or deviceProperties / distributedInfo value) buffered
+ * whole; a larger one is skipped in streaming fashion and counted. */
+#define IDX_EVENT_CEILING (16u << 20)
+
+/* Results of the scanning and parsing helpers. */
+enum {
+  IDX_P_OK = 0,
+  IDX_P_MORE = 1,    /* the input ended inside the value */
+  IDX_P_COPY = 2,    /* a string needs unescaping: parse from a copy */
+  IDX_P_SYNTAX = -1, /* not JSON; the position says where */
+  IDX_P_DEPTH = -2   /* nested deeper than IDX_MAX_DEPTH */
+};
+
+/*
+ * Resumable skipping of one JSON value (any size, across chunks) that only
+ * tracks strings and brackets: bytes outside strings are checked against
+ * the JSON alphabet, brackets must match, scalars are not validated.
+ */
+struct idx_skip {
+  uint32_t depth;    /* open brackets */
+  uint8_t started;   /* the value's first byte was seen */
+  uint8_t in_str;    /* inside a string */
+  uint8_t esc;       /* the previous byte was a backslash in a string */
+  uint8_t in_scalar; /* inside a number or literal at depth 0 */
+  uint64_t arrays[IDX_MAX_DEPTH / 64]; /* bit d: level d+1 is an array */
+};
+
+void idx_skip_init(struct idx_skip *k);
+
+/* Scans the value at p (its first byte is not whitespace). Returns
+ * IDX_P_OK when the value ended, *used counting its bytes (a scalar ends
+ * before its delimiter, which is not counted); IDX_P_MORE when [p, end) was
+ * all used; or an error with *used at the bad byte. At most max_depth
+ * levels may open. */
+int idx_skip_run(struct idx_skip *k, const char *p, const char *end,
+                 unsigned max_depth, size_t *used);
+
+/* Results of idx_num_parse(). */
+enum { IDX_NUM_OK = 0, IDX_NUM_NAN = 1, IDX_NUM_RANGE = 2 };
+
+/* The number written in p[0..n) (JSON grammar, leniently: a leading '+',
+ * leading zeros and a bare '.5' or '5.' are accepted) times 10^scale,
+ * exactly, digits beyond the integer truncated toward zero: ("1.0009", 3)
+ * -> 1000, ("-0.0005", 3) -> 0, ("1.5e3", 0) -> 1500. Never goes through a
+ * double. IDX_NUM_NAN when p is not a number, IDX_NUM_RANGE when the
+ * result does not fit an int64. */
+int idx_num_parse(const char *p, size_t n, unsigned scale, int64_t *out);
+
+/* The common shapes of a number at p ("123", "4203669604595.407",
+ * "1712195495607095.056"; no exponent, at most 19 digits kept, the result
+ * within int64 but not INT64_MIN) parsed as idx_num_parse() does, in one
+ * pass: returns the byte after the number, or NULL when the general path
+ * is needed. Does not look at what follows the number. */
+
+/* Powers of ten that fit an int64. */
+static const uint64_t idx_pow10[] = { 1ull,
+                                      10ull,
+                                      100ull,
+                                      1000ull,
+                                      10000ull,
+                                      100000ull,
+                                      1000000ull,
+                                      10000000ull,
+                                      100000000ull,
+                                      1000000000ull,
+                                      10000000000ull,
+                                      100000000000ull,
+                                      1000000000000ull,
+                                      10000000000000ull,
+                                      100000000000000ull,
+                                      1000000000000000ull,
+                                      10000000000000000ull,
+                                      100000000000000000ull,
+                                      1000000000000000000ull };
+
+/* How many of the 8 bytes of x (the first in the low byte) are digits
+ * before the first that is not. A byte 0xfa..0xff carries into the next
+ * one in the second test, but is itself no digit, so the first non-digit
+ * is found right. */
+static inline unsigned idx_leading_digits(uint64_t x)
+{
+  const uint64_t hi = 0xf0f0f0f0f0f0f0f0ull, zero = 0x3030303030303030ull;
+  uint64_t no = ((x & hi) ^ zero) | (((x + 0x0606060606060606ull) & hi) ^ zero);
+
+  return no == 0 ? 8 : (unsigned)__builtin_ctzll(no) / 8;
+}
+
+/* The value of the 8 digits of d (digit values, not characters; the first
+ * in the low byte), by three multiplications (the SWAR method of Lemire's
+ * fast_float). */
+static inline uint64_t idx_eight_digits(uint64_t d)
+{
+  const uint64_t mask = 0x000000ff000000ffull;
+
+  d = d * 10 + (d >> 8);
+  return ((d & mask) * 0x000f424000000064ull +
+          ((d >> 16) & mask) * 0x0000271000000001ull) >>
+         32;
+}
+
+/* The k leading digits of x (the first byte in the low byte) as digit
+ * values moved to the top, with leading zeros below them: what
+ * idx_eight_digits() reads as a k-digit number. Two shifts, as one by 64
+ * is undefined. */
+static inline uint64_t idx_top_digits(uint64_t x, unsigned k)
+{
+  return (x - 0x3030303030303030ull) << (32 - 4 * k) << (32 - 4 * k);
+}
+
+/* The run of digits at p (before end): its length, and in *v its value
+ * when the length is at most 19. Eight bytes at a time while eight are
+ * there. */
+static inline __attribute__((always_inline)) size_t
+idx_digit_run(const char *p, const char *end, uint64_t *v)
+{
+  const char *s = p;
+  uint64_t acc = 0, x, d;
+  unsigned k;
+
+  while (end - p >= 8) {
+    memcpy(&x, p, 8);
+    k = idx_leading_digits(x);
+    d = idx_top_digits(x, k);
+    acc = acc * idx_pow10[k] + idx_eight_digits(d);
+    p += k;
+    if (k < 8) {
+      *v = acc;
+      return (size_t)(p - s);
+    }
+  }
+  for (; p < end && *p >= '0' && *p <= '9'; p++)
+    acc = acc * 10 + (uint64_t)(*p - '0');
+  *v = acc;
+  return (size_t)(p - s);
+}
+
+/* At most this many digits kept: 19 of them never overflow a uint64. */
+#define IDX_NUM_DIGITS 19
+
+/* idx_num_fast() when 34 bytes can be read at p: the integer part in up
+ * to three words, the fraction in one, no loop. NULL with *general set
+ * when the number has more digits than that takes. */
+static inline __attribute__((always_inline)) const char *
+idx_num_words(const char *p, unsigned scale, int64_t *out, int *general)
+{
+  const char *s = p + (*p == '-'), *q;
+  uint64_t x, acc = 0;
+  unsigned k, n = 0, f;
+
+  do { /* eight digits a word while all of its bytes are digits */
+    memcpy(&x, s + n, 8);
+    k = idx_leading_digits(x);
+    acc = acc * idx_pow10[k] + idx_eight_digits(idx_top_digits(x, k));
+    n += k;
+  } while (k == 8 && n < 24);
+  if (k == 8)
+    return *general = 1, NULL;
+  if (n == 0 || n + scale > IDX_NUM_DIGITS)
+    return NULL;
+  acc *= idx_pow10[scale];
+  q = s + n;
+  if (*q == '.') {
+    memcpy(&x, q + 1, 8);
+    f = idx_leading_digits(x);
+    if (f == 0)
+      return NULL;
+    if (f == 8)
+      return *general = 1, NULL;
+    /* Digits past the scale are truncated. */
+    k = f < scale ? f : scale;
+    acc += idx_eight_digits(idx_top_digits(x, k)) * idx_pow10[scale - k];
+    q += 1 + f;
+  }
+  if (*q == 'e' || *q == 'E' || acc > (uint64_t)INT64_MAX)
+    return NULL;
+  *out = *p == '-' ? -(int64_t)acc : (int64_t)acc;
+  return q;
+}
+
+static inline __attribute__((always_inline)) const char *
+idx_num_fast(const char *p, const char *end, unsigned scale, int64_t *out)
+{
+  uint64_t acc, frac;
+  size_t n, f;
+  int neg = 0, general = 0;
+
+  if (end - p >= 34) {
+    const char *q = idx_num_words(p, scale, out, &general);
+
+    if (!general)
+      return q;
+  }
+  if (p < end && *p == '-')
+    neg = 1, p++;
+  n = idx_digit_run(p, end, &acc);
+  if (n == 0 || n + scale > IDX_NUM_DIGITS)
+    return NULL;
+  p += n;
+  acc *= idx_pow10[scale];
+  if (p < end && *p == '.') {
+    f = idx_digit_run(++p, end, &frac);
+    if (f == 0)
+      return NULL;
+    /* Digits past the scale are truncated. */
+    if (f > scale)
+      for (frac = 0, n = 0; n < scale; n++)
+        frac = frac * 10 + (uint64_t)(p[n] - '0');
+    else
+      frac *= idx_pow10[scale - f];
+    acc += frac;
+    p += f;
+  }
+  if ((p < end && (*p == 'e' || *p == 'E')) || acc > (uint64_t)INT64_MAX)
+    return NULL;
+  *out = neg ? -(int64_t)acc : (int64_t)acc;
+  return p;
+}
+
+/* Decodes the JSON escapes of a string body s[0..n) in place (the result is
+ * never longer) and stores its length in *out_n. Returns 0, or -1 on a bad
+ * escape or a lone surrogate (s is then garbage). */
+int idx_unescape(char *s, size_t n, size_t *out_n);
+
+/* A number as written, converted when its scale is known. */
+struct idx_numtok {
+  const char *p; /* the number's text (inside the quotes for a string) */
+  size_t n;
+  int present; /* a number or a string was there (not null, not NaN) */
+  int junk;    /* a string or literal that is no number ("N/A", NaN) */
+  int done;    /* converted: rc and val hold the result */
+  int rc;      /* IDX_NUM_* */
+  int64_t val;
+};
+
+struct idx_parsed {
+  int scale; /* in: 3 (kineto us) or 0 (mcTracer ns) for
+                ts/dur, -1 while the format is unsettled */
+  struct idx_event ev;
+  struct idx_numtok ts, dur;         /* see idx_parsed_times() */
+  int bad;                           /* malformed: skip and count the event */
+  int co_id;                         /* args.co_id was present (mcTracer) */
+  int64_t size;                      /* args "size" (runtime copy calls) */
+  int64_t dyn_shared, static_shared; /* mcTracer args */
+  uint32_t xhas; /* IDX_X_*: which of these three were read */
+};
+
+enum { IDX_X_SIZE = 1, IDX_X_DYN = 2, IDX_X_STATIC = 4 };
+
+/* A cursor over a buffer that holds a whole value. */
+struct idx_cur {
+  const char *p, *end;
+  int mut;        /* the buffer is the reader's: unescape in place */
+  unsigned depth; /* nesting at p */
+};
+
+/* ---- the members read, the same for both event parsers ---- */
+
+enum {
+  IDX_K_OTHER,
+  IDX_K_PH,
+  IDX_K_CAT,
+  IDX_K_NAME,
+  IDX_K_PID,
+  IDX_K_TID,
+  IDX_K_TS,
+  IDX_K_DUR,
+  IDX_K_ARGS
+};
+
+enum {
+  IDX_A_OTHER,
+  IDX_A_CORR,
+  IDX_A_COID,
+  IDX_A_EXTID,
+  IDX_A_DEVICE,
+  IDX_A_STREAM,
+  IDX_A_GRID,
+  IDX_A_BLOCK,
+  IDX_A_REGS,
+  IDX_A_SHMEM,
+  IDX_A_DYN,
+  IDX_A_STATIC,
+  IDX_A_BYTES,
+  IDX_A_SIZE,
+  IDX_A_KIND,
+  IDX_A_KERNEL,
+  IDX_A_NAME,
+  IDX_A_WAIT_STREAM,
+  IDX_A_WAIT_CORR
+};
+
+/* The event-level key k[0..n) as IDX_K_*; by length first, as this runs
+ * for every key of every event. */
+static inline int idx_event_key(const char *k, size_t n)
+{
+  switch (n) {
+  case 2:
+    if (k[0] == 'p' && k[1] == 'h')
+      return IDX_K_PH;
+    return k[0] == 't' && k[1] == 's' ? IDX_K_TS : IDX_K_OTHER;
+  case 3:
+    if (memcmp(k, "cat", 3) == 0)
+      return IDX_K_CAT;
+    if (memcmp(k, "pid", 3) == 0)
+      return IDX_K_PID;
+    if (memcmp(k, "tid", 3) == 0)
+      return IDX_K_TID;
+    return memcmp(k, "dur", 3) == 0 ? IDX_K_DUR : IDX_K_OTHER;
+  case 4:
+    if (memcmp(k, "name", 4) == 0)
+      return IDX_K_NAME;
+    return memcmp(k, "args", 4) == 0 ? IDX_K_ARGS : IDX_K_OTHER;
+  default: return IDX_K_OTHER;
+  }
+}
+
+/* The args key k[0..n) as IDX_A_* (docs/TRACE_FORMATS.md): kineto's,
+ * legacy kineto's lower-case "external id", and mcTracer's. */
+static inline int idx_arg_key(const char *k, size_t n)
+{
+#define IS(s) (memcmp(k, s, sizeof(s) - 1) == 0)
+  switch (n) {
+  case 4:
+    return IS("grid")   ? IDX_A_GRID
+           : IS("kind") ? IDX_A_KIND
+           : IS("name") ? IDX_A_NAME
+           : IS("size") ? IDX_A_SIZE
+                        : IDX_A_OTHER;
+  case 5:
+    return IS("block")   ? IDX_A_BLOCK
+           : IS("bytes") ? IDX_A_BYTES
+           : IS("co_id") ? IDX_A_COID
+                         : IDX_A_OTHER;
+  case 6:
+    return IS("device")   ? IDX_A_DEVICE
+           : IS("stream") ? IDX_A_STREAM
+           : IS("kernel") ? IDX_A_KERNEL
+                          : IDX_A_OTHER;
+  case 11:
+    return IS("correlation")                        ? IDX_A_CORR
+           : IS("External id") || IS("external id") ? IDX_A_EXTID
+                                                    : IDX_A_OTHER;
+  case 13:
+    return IS("shared memory")   ? IDX_A_SHMEM
+           : IS("static_shared") ? IDX_A_STATIC
+                                 : IDX_A_OTHER;
+  case 14:
+    return IS("dynamic_shared")   ? IDX_A_DYN
+           : IS("wait_on_stream") ? IDX_A_WAIT_STREAM
+                                  : IDX_A_OTHER;
+  case 20:
+    return IS("registers per thread") || IS("registers_per_thread")
+               ? IDX_A_REGS
+               : IDX_A_OTHER;
+  case 33:
+    return IS("wait_on_cuda_event_record_corr_id") ? IDX_A_WAIT_CORR
+                                                    : IDX_A_OTHER;
+  default: return IDX_A_OTHER;
+  }
+#undef IS
+}
+
+/* Where an integer member of args goes: *dst, with bit set in *has. */
+struct idx_slot {
+  int64_t *dst;
+  uint32_t *has;
+  uint32_t bit;
+};
+
+/* For an integer args key (IDX_A_*), its slot in e: returns 1 (and marks
+ * e->co_id for "co_id"), else 0. */
+static inline int idx_arg_slot(struct idx_parsed *e, int key,
+                               struct idx_slot *s)
+{
+  struct idx_event *ev = &e->ev;
+
+  s->has = &ev->has;
+  switch (key) {
+  case IDX_A_COID: e->co_id = 1; /* fall through */
+  case IDX_A_CORR: s->dst = &ev->correlation, s->bit = IDX_HAS_CORR; break;
+  case IDX_A_EXTID: s->dst = &ev->external_id, s->bit = IDX_HAS_EXTID; break;
+  case IDX_A_DEVICE: s->dst = &ev->device, s->bit = IDX_HAS_DEVICE; break;
+  case IDX_A_STREAM: s->dst = &ev->stream, s->bit = IDX_HAS_STREAM; break;
+  case IDX_A_REGS: s->dst = &ev->registers, s->bit = IDX_HAS_REGS; break;
+  case IDX_A_SHMEM: s->dst = &ev->shared_bytes, s->bit = IDX_HAS_SHMEM; break;
+  case IDX_A_BYTES: s->dst = &ev->bytes, s->bit = IDX_HAS_BYTES; break;
+  case IDX_A_WAIT_STREAM:
+    s->dst = &ev->wait_stream, s->bit = IDX_HAS_WAIT_STREAM;
+    break;
+  case IDX_A_WAIT_CORR:
+    s->dst = &ev->wait_corr, s->bit = IDX_HAS_WAIT_CORR;
+    break;
+  case IDX_A_SIZE:
+    s->dst = &e->size, s->has = &e->xhas, s->bit = IDX_X_SIZE;
+    break;
+  case IDX_A_DYN:
+    s->dst = &e->dyn_shared, s->has = &e->xhas, s->bit = IDX_X_DYN;
+    break;
+  case IDX_A_STATIC:
+    s->dst = &e->static_shared, s->has = &e->xhas, s->bit = IDX_X_STATIC;
+    break;
+  default: return 0;
+  }
+  return 1;
+}
+
+/* What a parse of an event starts from (the reset of idx_parse_event()
+ * gives the reader to read): all of the event, and no ts, dur, co_id or
+ * args-derived fields yet. The event is zeroed by vector stores: GCC
+ * makes a struct assignment or a memset of it a rep stos, which costs
+ * many times more on every event. The empty asm hides the loop from
+ * that. */
+static inline void idx_parsed_reset(struct idx_parsed *e)
+{
+#ifdef __SSE2__
+  char *d = (char *)&e->ev;
+  size_t i;
+
+  _Static_assert(sizeof(e->ev) % 16 == 0, "idx_event: whole vectors");
+  for (i = 0; i < sizeof(e->ev) / 16; i++) {
+    __asm__("" : "+r"(d));
+    _mm_storeu_si128((__m128i *)(void *)(d + 16 * i), _mm_setzero_si128());
+  }
+#else
+  e->ev = (struct idx_event){ 0 };
+#endif
+  e->ts.present = e->dur.present = 0;
+  e->bad = e->co_id = 0;
+  e->xhas = 0;
+}
+
+/* Fields derived from others once the whole event is read: shared memory
+ * from mcTracer's dynamic + static, bytes from "size". */
+static inline void idx_finish_event(struct idx_parsed *e)
+{
+  struct idx_event *ev = &e->ev;
+
+  if (!(ev->has & IDX_HAS_SHMEM) && (e->xhas & (IDX_X_DYN | IDX_X_STATIC))) {
+    /* One of the two may be absent: its slot holds what an earlier event
+     * left there (the walks reset the flags, not the slots). */
+    int64_t dyn = e->xhas & IDX_X_DYN ? e->dyn_shared : 0;
+    int64_t stat = e->xhas & IDX_X_STATIC ? e->static_shared : 0;
+
+    if (__builtin_add_overflow(dyn, stat, &ev->shared_bytes))
+      e->bad = 1;
+    ev->has |= IDX_HAS_SHMEM;
+  }
+  if (!(ev->has & IDX_HAS_BYTES) && (e->xhas & IDX_X_SIZE)) {
+    ev->bytes = e->size;
+    ev->has |= IDX_HAS_BYTES;
+  }
+}
+
+/* Parses the event object at c->p ('{') into *out (all of it but
+ * out->scale reset first).
+ * Returns IDX_P_OK with c->p after the event, IDX_P_MORE, IDX_P_COPY (only
+ * when !c->mut), or an error with c->p at the bad byte. */
+int idx_parse_event(struct idx_cur *c, struct idx_parsed *out);
+
+/* ts or dur to ns at scale unless done at parse time. */
+static inline void idx_parsed_time(struct idx_numtok *t, unsigned scale,
+                                   int64_t *dst, struct idx_parsed *e,
+                                   uint32_t bit)
+{
+  if (!t->present)
+    return;
+  if (!t->done) {
+    t->rc = idx_num_parse(t->p, t->n, scale, &t->val);
+    t->done = 1;
+  }
+  if (t->rc != IDX_NUM_OK) {
+    e->bad = 1; /* out of range, or a string that is no number */
+    return;
+  }
+  *dst = t->val;
+  e->ev.has |= bit;
+}
+
+/* Converts ts and dur to integer ns at scale (3: microseconds, 0:
+ * nanoseconds) unless the parser did already; sets IDX_HAS_TS/DUR, or
+ * e->bad when a value is out of range or dur is negative. Inline: it runs
+ * for every event. */
+static inline void idx_parsed_times(struct idx_parsed *e, unsigned scale)
+{
+  idx_parsed_time(&e->ts, scale, &e->ev.ts_ns, e, IDX_HAS_TS);
+  idx_parsed_time(&e->dur, scale, &e->ev.dur_ns, e, IDX_HAS_DUR);
+  if ((e->ev.has & IDX_HAS_DUR) && e->ev.dur_ns < 0)
+    e->bad = 1;
+}
+
+/* deviceProperties value at c->p: copies [0].name into device (NUL
+ * terminated, cut at a character boundary to fit size); leaves device
+ * alone when the value has another shape. Same returns as above. */
+int idx_parse_devprops(struct idx_cur *c, char *device, size_t size);
+
+/* distributedInfo value at c->p: stores "rank" in *rank when it is an
+ * integer. Same returns as above. */
+int idx_parse_distinfo(struct idx_cur *c, int64_t *rank);
+
+/* ---- the token walk (reader_fast.c) ---- */
+
+/* The bytes a number or literal is made of: + - . 0-9 A-Z a-z. */
+extern const unsigned char idx_scalar_bytes[256];
+
+static inline int idx_scalar_byte(char c)
+{
+  return idx_scalar_bytes[(unsigned char)c];
+}
+
+/* A cursor over the tokens of a scanned window (scan.h). */
+struct idx_walk {
+  const char *base;  /* the window's first byte */
+  const char *limit; /* the end of the bytes that may be read: numbers
+                        may run on past the window */
+  const uint64_t *tok, *tok_end; /* the window's token words */
+  const uint64_t *next;          /* the word after the current one */
+  const char *blk;               /* the current word's first byte */
+  uint64_t bits;                 /* its tokens not yet returned */
+  const char *at;                /* set by idx_fast_event(): its '}' */
+};
+
+/* Results of the walk. */
+enum {
+  IDX_W_OK,   /* done */
+  IDX_W_BAIL, /* a shape the walk leaves to reader_event.c */
+  IDX_W_SHORT /* the window ended first */
+};
+
+/* The walk over m's window, the bytes before limit readable. */
+void idx_walk_init(struct idx_walk *w, const struct idx_scan_map *m,
+                   const char *limit);
+
+/* The next token returned is the first at or after p (inside the
+ * window). */
+void idx_walk_seek(struct idx_walk *w, const char *p);
+
+/* The next token into *t; 0 when the window has no more. */
+static inline int idx_walk_next(struct idx_walk *w, const char **t)
+{
+  while (w->bits == 0) {
+    if (w->next == w->tok_end)
+      return 0;
+    w->bits = *w->next++;
+    w->blk += 64;
+  }
+  *t = w->blk + __builtin_ctzll(w->bits);
+  w->bits &= w->bits - 1;
+  return 1;
+}
+
+/* ---- event layouts (reader_layout.c) ---- */
+
+/* Layouts a walker keeps: a PyTorch trace has about twenty kinds of
+ * event, a few of them most of its events. */
+#define IDX_LAYOUTS 16
+
+struct idx_layout;
+
+/* The layouts one thread learnt, for one nesting and unit; zeroed: none. */
+struct idx_layouts {
+  struct idx_layout *l[IDX_LAYOUTS]; /* the most recently matched first */
+  unsigned n;
+  unsigned depth; /* what they were learnt for */
+  int scale;
+  struct idx_layout *spare; /* the next one learnt goes here */
+  unsigned wait;            /* events to let pass before learning again */
+  unsigned fails;           /* learnt nothing this many times in a row */
+  idx_strict_fn strict;     /* idx_reader_judge(); NULL: none asked */
+};
+
+/* The event at p ('{'), nesting depth, ts/dur at scale (>= 0), against
+ * every layout: 1, with *e as idx_fast_event() gives it and *close at
+ * its '}', when one matches. Reads nothing at
+ * or past end. Layouts of another depth or scale are forgotten. */
+int idx_layouts_match(struct idx_layouts *t, const char *p, const char *end,
+                      unsigned depth, int scale, struct idx_parsed *e,
+                      const char **close);
+
+/* Learns the layout of the event [p, close] that the token walk read into
+ * *walked (at that depth and scale), unless it has a shape no layout
+ * holds or learning backs off after failures. Numbers may be read up to
+ * end. */
+void idx_layouts_learn(struct idx_layouts *t, const char *p, const char *close,
+                       const char *end, unsigned depth, int scale,
+                       const struct idx_parsed *walked);
+void idx_layouts_free(struct idx_layouts *t);
+
+/* Layouts on (the default) or off, for tests and benchmarks; the first
+ * use reads TRACED_LAYOUTS ("off"). Call before any reader runs. */
+void idx_layouts_select(int on);
+int idx_layouts_enabled(void);
+
+/* ---- the walker (reader_walk.c) ---- */
+
+/*
+ * One thread's way through the events of a text: a layout when one
+ * matches, else the token walk over stage-1 masks of a window of the text
+ * it scans itself, learning the event's layout then. Zeroed: ready.
+ */
+struct idx_walker {
+  struct idx_layouts layouts;
+  struct idx_scan_map win; /* masks of [win.base, win.base + win.len) */
+  int win_ok;              /* win is of the current text */
+  struct idx_walk walk;
+  const char *at; /* set by idx_walker_event(): the event's '}' */
+  int layouts_on; /* 1 on, -1 off, 0 not asked yet (idx_layouts_enabled) */
+};
+
+/* A new text: the window is stale. */
+static inline void idx_walker_text(struct idx_walker *w)
+{
+  w->win_ok = 0;
+}
+
+/* idx_walker_event() past the layouts (reader_walk.c). */
+int idx_walker_slow(struct idx_walker *w, const char *p, const char *end,
+                    unsigned depth, int scale, struct idx_parsed *e);
+
+/* idx_walker_event() by a layout, or 0. */
+static inline int idx_walker_layout(struct idx_walker *w, const char *p,
+                                    const char *end, unsigned depth, int scale,
+                                    struct idx_parsed *e)
+{
+  return w->layouts_on > 0 && scale >= 0 &&
+         idx_layouts_match(&w->layouts, p, end, depth, scale, e, &w->at);
+}
+
+/* The event at p ('{', in the current text, which ends at end) at
+ * nesting depth, ts/dur at scale (-1: the format is unsettled), into *e
+ * as idx_parse_event() would parse it: IDX_W_OK with w->at on its '}';
+ * IDX_W_BAIL where reader_event.c must parse it; TR_ENOMEM. Inline, so
+ * that an event a layout takes costs no call but the match. */
+static inline int idx_walker_event(struct idx_walker *w, const char *p,
+                                   const char *end, unsigned depth, int scale,
+                                   struct idx_parsed *e)
+{
+  if (idx_walker_layout(w, p, end, depth, scale, e))
+    return IDX_W_OK;
+  return idx_walker_slow(w, p, end, depth, scale, e);
+}
+
+void idx_walker_free(struct idx_walker *w);
+
+/* ---- events walked ahead (reader_batch.c) ---- */
+
+/* At most this many events a batch (264 bytes each): a 1 MB chunk of
+ * kineto holds about 3800. */
+#define IDX_BATCH_MAX 4096
+
+struct idx_batch {
+  const char *start; /* the '{' of its first event, or NULL */
+  const char *stop;  /* where the walk stopped */
+  int stop_elem;     /* at stop the reader is in ELEM (else ELEM_NEXT) */
+  unsigned depth;    /* the events' nesting it was walked for */
+  int scale;         /* and the unit */
+  size_t n;
+  /* Set by the reader's thread when it needs the chunk while the walk is
+   * on: the walk stops after the event it is at, and the reader takes the
+   * events walked so far (source.c). */
+  _Atomic int cut;
+  struct idx_batch_ev {
+    struct idx_event ev; /* ts and dur converted at scale */
+    int bad;             /* malformed: counted, not handed over */
+    int over;            /* over IDX_EVENT_CEILING: the same */
+  } * ev;                /* IDX_BATCH_MAX, allocated at the first build */
+};
+
+/* Walks the events of text[0..len) (a chunk of the document) with w,
+ * from the first '{' that looks like an event's, at nesting depth with
+ * ts/dur at scale, into b, until b->cut is set. 0 or TR_ENOMEM. */
+int idx_batch_build(struct idx_batch *b, struct idx_walker *w, const char *text,
+                    size_t len, unsigned depth, int scale);
+void idx_batch_free(struct idx_batch *b);
+
+/* Parses the event object whose '{' is the next token, at nesting depth
+ * (2 in traceEvents, 1 in a bare array), into *out as idx_parse_event()
+ * would (all of it but out->scale reset first). IDX_W_OK with w->at on
+ * its '}'; IDX_W_BAIL where reader_event.c must parse it (the window's
+ * masks say nothing of escapes, UTF-8 or errors: the caller also checks
+ * the event's blocks are clean); IDX_W_SHORT. */
+int idx_fast_event(struct idx_walk *w, unsigned depth, struct idx_parsed *out);
+
+#endif

@@ -1,0 +1,859 @@
+/*
+ * Event layouts (reader_int.h). A tracer writes every event of one kind
+ * alike: kineto's python_function events, nine in ten of a PyTorch trace,
+ * all read
+ *
+ *   {\n    "ph": "X", "cat": "python_function", "name": "…", "pid": …,
+ *   "tid": …,\n    "ts": …, "dur": …,\n    "args": {\n      "Python parent
+ *   id": …, "Python id": …, "Ev Idx": …\n    }\n  }
+ *
+ * with the same keys in the same order, the same whitespace and
+ * separators, the same ph and cat; only the values in the holes differ. A
+ * layout is that text, learnt from one event the token walk read
+ * (reader_fast.c): literal runs, compared with the next event 16 bytes at
+ * a time, and holes, each read by what the learnt event had there (a kept
+ * string, a number, a value only skipped). A match needs no stage-1 masks
+ * at all, and costs a python_function event about a sixth of its token
+ * walk and scan.
+ *
+ * Why a match reads what reader_event.c reads: the literal runs are bytes
+ * of an event the token walk accepted (whose result reader_event.c's
+ * equals, tests/fuzz_reader.c), so keys, their order, separators, ph and
+ * cat are the same, and each hole is checked as reader_event.c checks a
+ * value there: a number by the same idx_num_fast(), a kept string without
+ * escapes and valid UTF-8, a skipped value by the same rules (the bracket
+ * scanner for containers); anything else fails the match and the event
+ * goes the token walk. A layout is kept only when matching the event it
+ * was learnt from gives what the token walk gave.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
+#include "common/text.h"
+#include "index/read/reader_int.h"
+
+/* What follows a step's literal run. */
+enum {
+  H_END,      /* nothing: the run ends with the event's '}' */
+  H_STR,      /* a kept string's body (between the run's last byte, its
+                 opening quote, and the next run's first, its closing
+                 one) */
+  H_INT,      /* an integer field */
+  H_TIME_US,  /* ts or dur in microseconds (kineto) */
+  H_TIME_NS,  /* ts or dur in nanoseconds (mcTracer) */
+  H_SKIP_NUM, /* a value only skipped, a number in the learnt event */
+  H_SKIP_STR, /* the same, a string there */
+  H_SKIP      /* the same, anything else there */
+};
+
+#define LAYOUT_BYTES  2048 /* literal bytes of one layout, with padding */
+#define LAYOUT_STEPS  64
+#define LAYOUT_CONSTS 4
+#define FIELD_PH      UINT16_MAX /* a constant that is the ph */
+
+/* A literal run and the hole after it. Offsets are into struct
+ * idx_parsed. */
+struct step {
+  uint16_t lit, n; /* the run: bytes[lit, lit + n), lit a multiple of 16 */
+  uint16_t tail;   /* the bits of its last 16-byte piece past its end */
+  uint8_t pieces;  /* its 16-byte pieces */
+  uint8_t hole;    /* H_* */
+  uint8_t c0, nc;  /* its constants: cst[c0, c0 + nc) */
+  uint8_t coid;    /* H_INT: args.co_id, which sets e->co_id */
+  uint16_t field;  /* H_STR: an idx_str; H_INT: an int64_t; H_TIME_*: an
+                      idx_numtok */
+  uint16_t has;    /* H_INT: the uint32_t the bit goes to */
+  uint32_t bit;    /* H_INT: IDX_HAS_* or IDX_X_*; H_SKIP*: the levels
+                      the value may open */
+  /* What the hole held last time, when it was short: pid, tid, device
+   * and stream are the same event after event, and so are the first
+   * eight digits of ts. H_INT: its bytes and the one after them (under
+   * mask), their value and length (0: none yet); H_TIME_US: its first
+   * eight bytes when all digits (0: none yet), and their value. */
+  uint64_t memo_x, memo_mask;
+  int64_t memo_v;
+  unsigned memo_k;
+};
+
+/* A string value inside a literal run (ph, cat): the same in every event
+ * that matches, so the field points into the event's run. */
+struct cst {
+  uint16_t field; /* an idx_str, or FIELD_PH */
+  uint16_t off, n;
+};
+
+struct idx_layout {
+  unsigned nsteps, ncst, nbytes;
+  /* Whether its literal runs are strict JSON around strict values in its
+   * holes (judged(), for idx_reader_judge()): 1 yes, -1 no, 0 not known
+   * yet. */
+  signed char strict;
+  struct step step[LAYOUT_STEPS];
+  struct cst cst[LAYOUT_CONSTS];
+  _Alignas(16) char bytes[LAYOUT_BYTES];
+};
+
+#define AT(e, off, type) ((type *)(void *)((char *)(e) + (off)))
+
+/* ---- matching ---- */
+
+/* 1 when the run of st is at p: its pieces compared 16 bytes at a time
+ * (p may be read 15 bytes past the run). */
+static inline int run_eq(const char *p, const char *lit, const struct step *st)
+{
+#ifdef __SSE2__
+  unsigned i, last = st->pieces - 1u, m;
+
+  for (i = 0;; i++) {
+    m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(
+        _mm_loadu_si128((const __m128i *)(const void *)(p + 16 * i)),
+        _mm_load_si128((const __m128i *)(const void *)(lit + 16 * i))));
+    if (i == last)
+      return (m | st->tail) == 0xffff;
+    if (m != 0xffff)
+      return 0;
+  }
+#else
+  return memcmp(p, lit, st->n) == 0;
+#endif
+}
+
+/* The closing quote of a string whose body starts at p, or NULL when a
+ * backslash comes first or fewer than 16 bytes are left to look at; *hi
+ * gets the body's bytes >= 0x80 (non-zero when there is one). */
+static inline const char *str_close(const char *p, const char *end,
+                                    unsigned *hi)
+{
+#ifdef __SSE2__
+  const __m128i quote = _mm_set1_epi8('"'), bs = _mm_set1_epi8('\\');
+  unsigned q, b, k;
+  __m128i v;
+
+  for (; end - p >= 16; p += 16) {
+    v = _mm_loadu_si128((const __m128i *)(const void *)p);
+    q = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, quote));
+    b = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, bs));
+    if ((q | b) != 0) {
+      k = (unsigned)__builtin_ctz(q | b);
+      *hi |= (unsigned)_mm_movemask_epi8(v) & ((1u << k) - 1);
+      return (b >> k) & 1 ? NULL : p + k;
+    }
+    *hi |= (unsigned)_mm_movemask_epi8(v);
+  }
+  return NULL;
+#else
+  for (; p < end; p++) {
+    if (*p == '"')
+      return p;
+    if (*p == '\\')
+      return NULL;
+    *hi |= (unsigned char)*p & 0x80;
+  }
+  return NULL;
+#endif
+}
+
+/* The end of the number or literal at p, as reader_event.c's get_tok()
+ * finds it; NULL when it may go on past end. Mostly digits: eight at a
+ * time first (8 bytes at p are readable). */
+static inline const char *scalar_end(const char *p, const char *end)
+{
+  uint64_t x;
+  unsigned k;
+
+  memcpy(&x, p, 8);
+  k = idx_leading_digits(x);
+  if (k > 0 && k < 8 && !idx_scalar_byte(p[k]))
+    return p + k;
+  if (!idx_scalar_byte(*p))
+    return NULL;
+  while (p < end && idx_scalar_byte(*p))
+    p++;
+  return p < end ? p : NULL;
+}
+
+/* The end of the value at p that reader_event.c's skip_value() would
+ * skip, or NULL (strings with escapes are left to the token walk). */
+static const char *skip_hole(const char *p, const char *end, unsigned room)
+{
+  struct idx_skip k;
+  unsigned hi = 0;
+  size_t used;
+
+  if (*p == '"') {
+    p = str_close(p + 1, end, &hi);
+    return p != NULL ? p + 1 : NULL;
+  }
+  /* scalar_end() reads a word at p: fewer bytes left before end (a
+   * source's slot ending just after the event) leave it to the walk. */
+  if (idx_scalar_byte(*p))
+    return end - p >= 8 ? scalar_end(p, end) : NULL;
+  if (*p != '[' && *p != '{')
+    return NULL;
+  idx_skip_init(&k);
+  if (idx_skip_run(&k, p, end, room, &used) != IDX_P_OK)
+    return NULL;
+  return p + used;
+}
+
+/* The integer at p as idx_num_fast() reads it: 1 to 7 digits and no
+ * fraction or exponent by one word (8 bytes at p are readable), or no work
+ * at all when its bytes and the one after them are the last ones'. */
+static inline const char *int_at(struct step *st, const char *p,
+                                 const char *end, int64_t *v)
+{
+  uint64_t x;
+  unsigned k;
+
+  memcpy(&x, p, 8);
+  if (st->memo_k != 0 && ((x ^ st->memo_x) & st->memo_mask) == 0) {
+    *v = st->memo_v;
+    return p + st->memo_k;
+  }
+  k = idx_leading_digits(x);
+  if (k > 0 && k < 8 && p[k] != '.' && (p[k] | 0x20) != 'e') {
+    *v = (int64_t)idx_eight_digits(idx_top_digits(x, k));
+    st->memo_x = x;
+    st->memo_mask = ~0ull >> (56 - 8 * k);
+    st->memo_v = *v;
+    st->memo_k = k;
+    return p + k;
+  }
+  return idx_num_fast(p, end, 0, v);
+}
+
+/* ts or dur in microseconds at p, as idx_num_fast(p, end, 3) reads it
+ * (its word-at-a-time path unrolled for scale 3), the first eight digits
+ * of a long one not converted again when they are the last ones'. */
+static inline const char *us_at(struct step *st, const char *p, const char *end,
+                                int64_t *v)
+{
+  const uint64_t zeros = 0x3030303030303030ull;
+  uint64_t x, acc;
+  unsigned k, f;
+  const char *q;
+
+  if (end - p < 34)
+    return idx_num_fast(p, end, 3, v);
+  memcpy(&x, p, 8);
+  k = idx_leading_digits(x);
+  if (k == 8) {
+    if (x != st->memo_x) {
+      st->memo_x = x;
+      st->memo_v = (int64_t)idx_eight_digits(x - zeros);
+    }
+    acc = (uint64_t)st->memo_v;
+    memcpy(&x, p + 8, 8);
+    k = idx_leading_digits(x);
+    if (k == 8) /* 16 digits or more */
+      return idx_num_fast(p, end, 3, v);
+    acc = acc * idx_pow10[k] + idx_eight_digits(idx_top_digits(x, k));
+    q = p + 8 + k;
+  } else {
+    if (k == 0) /* '-', or no number */
+      return idx_num_fast(p, end, 3, v);
+    acc = idx_eight_digits(idx_top_digits(x, k));
+    q = p + k;
+  }
+  acc *= 1000; /* at most 15 digits: no overflow */
+  if (*q == '.') {
+    memcpy(&x, q + 1, 8);
+    f = idx_leading_digits(x);
+    if (f == 3) { /* kineto's "%.3f": the ns digits, read as they are */
+      x -= zeros;
+      acc += (x & 0xff) * 100 + (x >> 8 & 0xff) * 10 + (x >> 16 & 0xff);
+    } else {
+      if (f == 0 || f == 8)
+        return idx_num_fast(p, end, 3, v);
+      k = f < 3 ? f : 3; /* digits past the ns are truncated */
+      acc += idx_eight_digits(idx_top_digits(x, k)) * idx_pow10[3 - k];
+    }
+    q += 1 + f;
+  }
+  if (*q == 'e' || *q == 'E')
+    return NULL;
+  *v = (int64_t)acc;
+  return q;
+}
+
+/* ts or dur read at p into t (what the token walk's time_val() sets). */
+static inline const char *time_at(const char *p, const char *q, int64_t v,
+                                  struct idx_numtok *t)
+{
+  if (q == NULL)
+    return NULL;
+  memset(t, 0, sizeof(*t));
+  t->p = p;
+  t->n = (size_t)(q - p);
+  t->present = t->done = 1;
+  t->val = v;
+  return q;
+}
+
+/* The hole of st at p, into e: where the next run starts, or NULL. */
+static inline const char *fill(struct step *st, const char *p, const char *end,
+                               struct idx_parsed *e)
+{
+  struct idx_str *s;
+  const char *q;
+  unsigned hi = 0;
+  int64_t v;
+
+  switch (st->hole) {
+  case H_STR:
+    q = str_close(p, end, &hi);
+    if (q == NULL || (hi != 0 && !tr_utf8_valid(p, (size_t)(q - p))))
+      return NULL;
+    s = AT(e, st->field, struct idx_str);
+    s->p = p;
+    s->n = (size_t)(q - p);
+    return q; /* the next run starts with the closing quote */
+  case H_INT:
+    if ((q = int_at(st, p, end, &v)) == NULL)
+      return NULL;
+    *AT(e, st->field, int64_t) = v;
+    *AT(e, st->has, uint32_t) |= st->bit;
+    e->co_id |= st->coid;
+    return q;
+  case H_TIME_US:
+    q = us_at(st, p, end, &v);
+    return time_at(p, q, v, AT(e, st->field, struct idx_numtok));
+  case H_TIME_NS:
+    q = idx_num_fast(p, end, 0, &v);
+    return time_at(p, q, v, AT(e, st->field, struct idx_numtok));
+  case H_SKIP_NUM:
+    if ((q = scalar_end(p, end)) != NULL)
+      return q;
+    return skip_hole(p, end, st->bit);
+  case H_SKIP_STR:
+    if (*p == '"' && (q = str_close(p + 1, end, &hi)) != NULL)
+      return q + 1;
+    return skip_hole(p, end, st->bit);
+  default: return skip_hole(p, end, st->bit);
+  }
+}
+
+/* The constants of st's run, which starts at p. */
+static void set_consts(const struct idx_layout *l, const struct step *st,
+                       const char *p, struct idx_parsed *e)
+{
+  const struct cst *c = &l->cst[st->c0], *last = c + st->nc;
+  struct idx_str *s;
+
+  for (; c < last; c++) {
+    if (c->field == FIELD_PH) {
+      e->ev.ph = c->n > 0 ? p[c->off] : 0;
+    } else {
+      s = AT(e, c->field, struct idx_str);
+      s->p = p + c->off;
+      s->n = c->n;
+    }
+  }
+}
+
+/* The event at p against l: 1 with *close at its '}'. A number's end is
+ * not checked against the next byte: the next run starts with a byte that
+ * cannot go on a number (it came after one in the learnt event). Each run
+ * needs 16 bytes after it, so the hole's first 16 bytes are readable. */
+static int match(struct idx_layout *l, const char *p, const char *end,
+                 struct idx_parsed *e, const char **close)
+{
+  struct step *st = l->step;
+
+  idx_parsed_reset(e);
+  for (;; st++) {
+    if (end - p < (ptrdiff_t)st->n + 16 || !run_eq(p, l->bytes + st->lit, st))
+      return 0;
+    if (st->nc != 0)
+      set_consts(l, st, p, e);
+    p += st->n;
+    if (st->hole == H_END)
+      break;
+    if ((p = fill(st, p, end, e)) == NULL)
+      return 0;
+  }
+  *close = p - 1;
+  idx_finish_event(e);
+  return 1;
+}
+
+/* ---- judging (idx_reader_judge()) ---- */
+
+/* Whether the event at p, up to close (its '}'), is l's literal runs with
+ * one strict JSON value in each hole (a strict string's body in a kept
+ * string's hole, its quotes being the runs' bytes either side), as
+ * end_of() delimits the values: the runs are compared again at the ends
+ * it finds, so the answer does not rest on where fill() ended them. */
+static int holes_strict(const struct idx_layout *l, const char *p,
+                        const char *close, const char *end,
+                        idx_strict_fn end_of)
+{
+  const struct step *st;
+  const char *q;
+
+  for (st = l->step;; st++) {
+    if (end - p < (ptrdiff_t)st->n + 16 || !run_eq(p, l->bytes + st->lit, st))
+      return 0;
+    p += st->n;
+    if (st->hole == H_END)
+      return p == close + 1;
+    if (st->hole == H_STR) {
+      q = end_of(p - 1, close);
+      p = q != NULL ? q - 1 : NULL; /* the next run starts at its quote */
+    } else {
+      p = end_of(p, close);
+    }
+    if (p == NULL)
+      return 0;
+  }
+}
+
+/*
+ * Whether the event at p that l matched (its '}' at close, the buffer
+ * readable up to end) is strict JSON. Why its holes suffice once l is
+ * judged: each hole of l is a value's place in the event l was learnt
+ * from (build()), so in any event of l's runs with one whole strict value
+ * in each hole, the runs are the same bytes in the same places of the same
+ * tree, strict or not whatever the holes hold. The first such event of l
+ * is judged whole, once, and its verdict is l's. Nesting needs no look:
+ * the reader hands over no event nested past IDX_MAX_DEPTH counted from
+ * the document's root, so none reaches the judge's limit, counted from
+ * the event's '{'.
+ */
+static int judged(struct idx_layout *l, const char *p, const char *close,
+                  const char *end, idx_strict_fn end_of)
+{
+  if (l->strict < 0 || !holes_strict(l, p, close, end, end_of))
+    return 0;
+  if (l->strict == 0)
+    l->strict = end_of(p, close + 1) == close + 1 ? 1 : -1;
+  return l->strict > 0;
+}
+
+/* ---- learning ---- */
+
+/* A layout being learnt from the event text [s, close]. */
+struct build {
+  struct idx_layout *l;
+  const char *run;   /* the current literal run's first byte */
+  unsigned c0;       /* its first constant */
+  const char *close; /* the event's '}' */
+  const char *end;   /* numbers may be read up to here */
+  unsigned depth;    /* the event's nesting */
+  int scale;
+};
+
+static const char *ws(const char *p, const char *close)
+{
+  while (p < close && (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r'))
+    p++;
+  return p;
+}
+
+/* Ends the current run at p with a hole of the given kind; the next run
+ * starts where the caller says. NULL when the layout is full. */
+static struct step *cut(struct build *b, const char *p, int hole)
+{
+  struct idx_layout *l = b->l;
+  size_t n = (size_t)(p - b->run), at = (l->nbytes + 15) & ~(size_t)15;
+  struct step *st;
+
+  if (n == 0 || l->nsteps == LAYOUT_STEPS || at + n + 16 > LAYOUT_BYTES)
+    return NULL;
+  st = &l->step[l->nsteps++];
+  memset(st, 0, sizeof(*st));
+  memcpy(l->bytes + at, b->run, n);
+  st->lit = (uint16_t)at;
+  st->n = (uint16_t)n;
+  st->pieces = (uint8_t)((n + 15) / 16);
+  st->tail = (uint16_t)(0xffffu << (n - 16 * (st->pieces - 1u)));
+  st->hole = (uint8_t)hole;
+  st->c0 = (uint8_t)b->c0;
+  st->nc = (uint8_t)(l->ncst - b->c0);
+  b->c0 = l->ncst;
+  l->nbytes = (unsigned)(at + n);
+  return st;
+}
+
+/* The closing quote of the string at v, or NULL (the event has no
+ * backslash: the first quote closes it). */
+static const char *str_at(const struct build *b, const char *v)
+{
+  if (*v != '"')
+    return NULL;
+  return memchr(v + 1, '"', (size_t)(b->close - v - 1));
+}
+
+/* A constant string (ph, cat) at v: NULL, or the byte after it. */
+static const char *constant(struct build *b, const char *v, uint16_t field)
+{
+  const char *q = str_at(b, v);
+  struct idx_layout *l = b->l;
+  struct cst *c;
+
+  if (q == NULL || l->ncst == LAYOUT_CONSTS)
+    return NULL;
+  c = &l->cst[l->ncst++];
+  c->field = field;
+  c->off = (uint16_t)(v + 1 - b->run);
+  c->n = (uint16_t)(q - v - 1);
+  return q + 1; /* the run goes on: its step, once cut, has c */
+}
+
+/* A kept string at v: a hole for its body. */
+static const char *str_hole(struct build *b, const char *v, size_t field)
+{
+  const char *q = str_at(b, v);
+  struct step *st;
+
+  if (q == NULL || (st = cut(b, v + 1, H_STR)) == NULL)
+    return NULL;
+  st->field = (uint16_t)field;
+  b->run = q;
+  return q + 1;
+}
+
+/* A number at v read at scale (0 for integers): a hole. */
+static struct step *num_hole(struct build *b, const char *v, int hole,
+                             const char **after)
+{
+  int64_t val;
+  const char *q = idx_num_fast(v, b->end, hole == H_TIME_US ? 3 : 0, &val);
+  struct step *st;
+
+  if (q == NULL || q >= b->close || idx_scalar_byte(*q) ||
+      (st = cut(b, v, hole)) == NULL)
+    return NULL;
+  b->run = *after = q;
+  return st;
+}
+
+/* An integer field at v (offsets into struct idx_parsed). */
+static const char *int_hole(struct build *b, const char *v, size_t field,
+                            size_t has, uint32_t bit, int coid)
+{
+  const char *after;
+  struct step *st = num_hole(b, v, H_INT, &after);
+
+  if (st == NULL)
+    return NULL;
+  st->field = (uint16_t)field;
+  st->has = (uint16_t)has;
+  st->bit = bit;
+  st->coid = (uint8_t)coid;
+  return after;
+}
+
+/* A value only skipped, at v, inside `levels` containers of the event. */
+static const char *skip_at(struct build *b, const char *v, unsigned levels)
+{
+  unsigned room = IDX_MAX_DEPTH - (b->depth + levels);
+  const char *q = skip_hole(v, b->end, room);
+  int hole = idx_scalar_byte(*v) ? H_SKIP_NUM : *v == '"' ? H_SKIP_STR : H_SKIP;
+  struct step *st;
+
+  if (q == NULL || q > b->close || (st = cut(b, v, hole)) == NULL)
+    return NULL;
+  st->bit = room;
+  b->run = q;
+  return q;
+}
+
+#define OFF(member) offsetof(struct idx_parsed, member)
+
+/* grid / block: exactly [x, y, z] of plain integers (else no layout:
+ * reader_event.c reads each element, and may mark the event bad). */
+static const char *dim3_holes(struct build *b, const char *v, size_t field,
+                              uint32_t bit)
+{
+  const char *p = v;
+  int i;
+
+  if (*p != '[')
+    return NULL;
+  for (i = 0; i < 3; i++) {
+    p = ws(p + 1, b->close);
+    p = int_hole(b, p, field + (size_t)i * sizeof(int64_t), OFF(ev.has), bit,
+                 0);
+    if (p == NULL)
+      return NULL;
+    p = ws(p, b->close);
+    if (*p != (i < 2 ? ',' : ']'))
+      return NULL;
+  }
+  return p + 1;
+}
+
+/* A member of args at v (reader_event.c's on_arg). */
+static const char *arg_value(struct build *b, int key, const char *v)
+{
+  struct idx_parsed e;
+  struct idx_slot s;
+
+  if (idx_arg_slot(&e, key, &s))
+    return int_hole(b, v, (size_t)((char *)s.dst - (char *)&e),
+                    (size_t)((char *)s.has - (char *)&e), s.bit,
+                    key == IDX_A_COID);
+  switch (key) {
+  case IDX_A_GRID: return dim3_holes(b, v, OFF(ev.grid), IDX_HAS_GRID);
+  case IDX_A_BLOCK: return dim3_holes(b, v, OFF(ev.block), IDX_HAS_BLOCK);
+  case IDX_A_KIND: return str_hole(b, v, OFF(ev.kind));
+  case IDX_A_KERNEL: return str_hole(b, v, OFF(ev.kernel));
+  case IDX_A_NAME: return str_hole(b, v, OFF(ev.arg_name));
+  default: return skip_at(b, v, 2);
+  }
+}
+
+/* A member of the event but args at v (reader_event.c's on_event_key). */
+static const char *member_value(struct build *b, int key, const char *v)
+{
+  switch (key) {
+  case IDX_K_PH: return constant(b, v, FIELD_PH);
+  case IDX_K_CAT: return constant(b, v, OFF(ev.cat));
+  case IDX_K_NAME: return str_hole(b, v, OFF(ev.name));
+  case IDX_K_PID:
+    if (*v == '"')
+      return str_hole(b, v, OFF(ev.pid_str));
+    return int_hole(b, v, OFF(ev.pid), OFF(ev.has), IDX_HAS_PID, 0);
+  case IDX_K_TID:
+    if (*v == '"')
+      return str_hole(b, v, OFF(ev.tid_str));
+    return int_hole(b, v, OFF(ev.tid), OFF(ev.has), IDX_HAS_TID, 0);
+  case IDX_K_TS:
+  case IDX_K_DUR: {
+    const char *after;
+    struct step *st =
+        num_hole(b, v, b->scale == 3 ? H_TIME_US : H_TIME_NS, &after);
+
+    if (st == NULL)
+      return NULL;
+    st->field = (uint16_t)(key == IDX_K_TS ? OFF(ts) : OFF(dur));
+    return after;
+  }
+  case IDX_K_ARGS: return NULL; /* args that is no object */
+  default: return skip_at(b, v, 1);
+  }
+}
+
+/* One member at p (its key's opening quote): the byte after its value, or
+ * NULL. *in_args is set when it opens args. */
+static const char *member(struct build *b, const char *p, int *in_args)
+{
+  const char *k = p + 1, *q = str_at(b, p), *v;
+  int key;
+
+  if (q == NULL)
+    return NULL;
+  p = ws(q + 1, b->close);
+  if (*p != ':')
+    return NULL;
+  v = ws(p + 1, b->close);
+  if (*in_args)
+    return arg_value(b, idx_arg_key(k, (size_t)(q - k)), v);
+  key = idx_event_key(k, (size_t)(q - k));
+  if (key == IDX_K_ARGS && *v == '{') {
+    *in_args = 1;
+    return v + 1;
+  }
+  return member_value(b, key, v);
+}
+
+/* Learns l from the event [s, close]: 1, or 0 when it has a shape no
+ * layout holds (escapes or bytes >= 0x80 anywhere, a field of another
+ * type than a layout reads, too many members). The loop is
+ * reader_event.c's obj_each() over the event and its args. */
+static int build(struct idx_layout *l, const char *s, const char *close,
+                 const char *end, unsigned depth, int scale)
+{
+  struct build b = { l, s, 0, close, end, depth, scale };
+  const char *p;
+  int in_args = 0, opened;
+
+  memset(l, 0, offsetof(struct idx_layout, bytes));
+  if (scale != 3 && scale != 0) /* the holes know these two units */
+    return 0;
+  for (p = s; p <= close; p++)
+    if (*p == '\\' || (unsigned char)*p >= 0x80)
+      return 0;
+  if (*s != '{')
+    return 0;
+  p = ws(s + 1, close);
+  for (;;) {
+    if (*p == '}') {
+      if (!in_args)
+        break;
+      in_args = 0;
+      p = ws(p + 1, close);
+    } else {
+      opened = in_args;
+      if (*p != '"' || (p = member(&b, p, &in_args)) == NULL)
+        return 0;
+      p = ws(p, close);
+      if (in_args && !opened)
+        continue; /* args opened: its members come next */
+    }
+    if (*p == ',')
+      p = ws(p + 1, close);
+    else if (*p != '}')
+      return 0;
+  }
+  return p == close && cut(&b, close + 1, H_END) != NULL;
+}
+
+/* ---- checking what was learnt ---- */
+
+static int same_str(struct idx_str a, struct idx_str b)
+{
+  return a.p == b.p && a.n == b.n;
+}
+
+static int same_time(const struct idx_numtok *a, const struct idx_numtok *b)
+{
+  if (a->present != b->present)
+    return 0;
+  return !a->present || (a->done == b->done && a->val == b->val &&
+                         a->p == b->p && a->n == b->n);
+}
+
+/* 1 when a and b hand over the same event (the fields the parsers set). */
+static int same_parsed(const struct idx_parsed *a, const struct idx_parsed *b)
+{
+  const struct idx_event *x = &a->ev, *y = &b->ev;
+  const uint32_t xs = a->xhas;
+
+  return x->ph == y->ph && x->has == y->has && same_str(x->name, y->name) &&
+         same_str(x->cat, y->cat) && same_str(x->pid_str, y->pid_str) &&
+         same_str(x->tid_str, y->tid_str) && same_str(x->kind, y->kind) &&
+         same_str(x->kernel, y->kernel) && same_str(x->arg_name, y->arg_name) &&
+         x->pid == y->pid && x->tid == y->tid &&
+         x->correlation == y->correlation && x->external_id == y->external_id &&
+         x->device == y->device && x->stream == y->stream &&
+         x->registers == y->registers && x->shared_bytes == y->shared_bytes &&
+         x->bytes == y->bytes &&
+         memcmp(x->grid, y->grid, sizeof(x->grid)) == 0 &&
+         memcmp(x->block, y->block, sizeof(x->block)) == 0 &&
+         same_time(&a->ts, &b->ts) && same_time(&a->dur, &b->dur) &&
+         a->bad == b->bad && a->co_id == b->co_id && xs == b->xhas &&
+         (!(xs & IDX_X_SIZE) || a->size == b->size) &&
+         (!(xs & IDX_X_DYN) || a->dyn_shared == b->dyn_shared) &&
+         (!(xs & IDX_X_STATIC) || a->static_shared == b->static_shared);
+}
+
+/* ---- the table ---- */
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+/* Read by every reader thread, set by idx_layouts_select() (tests, the
+ * benchmarks) while others may read: atomic. */
+static atomic_int enabled = 1;
+
+static void read_env(void)
+{
+  const char *env = getenv("TRACED_LAYOUTS");
+
+  if (env != NULL && strcmp(env, "off") == 0)
+    atomic_store_explicit(&enabled, 0, memory_order_relaxed);
+}
+
+void idx_layouts_select(int on)
+{
+  pthread_once(&once, read_env);
+  atomic_store_explicit(&enabled, on, memory_order_relaxed);
+}
+
+int idx_layouts_enabled(void)
+{
+  pthread_once(&once, read_env);
+  return atomic_load_explicit(&enabled, memory_order_relaxed);
+}
+
+/* Forgets every layout: they were learnt for another nesting or unit. */
+static void forget(struct idx_layouts *t, unsigned depth, int scale)
+{
+  while (t->n > 0)
+    free(t->l[--t->n]);
+  t->depth = depth;
+  t->scale = scale;
+}
+
+/* idx_layouts_match() past the most recently matched layout. */
+static __attribute__((noinline)) int
+match_others(struct idx_layouts *t, const char *p, const char *end,
+             struct idx_parsed *e, const char **close)
+{
+  struct idx_layout *l;
+  unsigned i;
+
+  for (i = 1; i < t->n; i++) {
+    if (!match(t->l[i], p, end, e, close))
+      continue;
+    l = t->l[i]; /* most recently matched first */
+    memmove(&t->l[1], &t->l[0], i * sizeof(t->l[0]));
+    t->l[0] = l;
+    return 1;
+  }
+  return 0;
+}
+
+int idx_layouts_match(struct idx_layouts *t, const char *p, const char *end,
+                      unsigned depth, int scale, struct idx_parsed *e,
+                      const char **close)
+{
+  if (__builtin_expect(t->depth != depth || t->scale != scale, 0))
+    forget(t, depth, scale);
+  if (t->n == 0)
+    return 0;
+  if (!match(t->l[0], p, end, e, close) && !match_others(t, p, end, e, close))
+    return 0;
+  if (__builtin_expect(t->strict != NULL, 0)) /* t->l[0] matched */
+    e->ev.strict = (char)judged(t->l[0], p, *close, end, t->strict);
+  return 1;
+}
+
+void idx_layouts_learn(struct idx_layouts *t, const char *p, const char *close,
+                       const char *end, unsigned depth, int scale,
+                       const struct idx_parsed *walked)
+{
+  struct idx_parsed again;
+  const char *at;
+  struct idx_layout *l;
+
+  if (t->depth != depth || t->scale != scale)
+    forget(t, depth, scale);
+  if (t->wait > 0) {
+    t->wait--;
+    return;
+  }
+  l = t->spare != NULL ? t->spare : malloc(sizeof(*l));
+  t->spare = l;
+  if (l == NULL)
+    return;
+  if (!build(l, p, close, end, t->depth, t->scale) ||
+      !match(l, p, end, &again, &at) || at != close ||
+      !same_parsed(&again, walked)) {
+    /* Events of a shape no layout holds: try again later, less often
+     * each time, so that a trace of them pays little for the tries. */
+    t->fails += t->fails < 12;
+    t->wait = 1u << t->fails;
+    return;
+  }
+  t->fails = 0;
+  t->spare = t->n == IDX_LAYOUTS ? t->l[--t->n] : NULL;
+  memmove(&t->l[1], &t->l[0], t->n * sizeof(t->l[0]));
+  t->l[0] = l;
+  t->n++;
+}
+
+void idx_layouts_free(struct idx_layouts *t)
+{
+  if (t == NULL)
+    return;
+  forget(t, 0, 0);
+  free(t->spare);
+  t->spare = NULL;
+}
