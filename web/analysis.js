@@ -201,7 +201,9 @@ async function criticalTab(c, st, ranks) {
       'was the host\'s (late, or held in a synchronising call).')];
   if (!sum.rows.length) {
     return [el('p', {class: 'muted'}, PATH_NOTE), el('p', {class: 'empty'},
-      'No critical path: it is made per step. ', NO_STEPS), waited];
+      'No critical path: no step (a run label, a ProfilerStep, else the ',
+      'whole trace) was analysed; docs/CRITICAL_PATH.md says when one is ',
+      'not (too big, a cycle, no kernel launched in it).'), waited];
   }
   const kernel = T('kernel', 'name', readable(names));
   return [el('p', {class: 'muted'}, PATH_NOTE),

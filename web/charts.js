@@ -52,11 +52,11 @@ const PALETTE = {
 const ALIAS = {collective: 'communication', comm: 'communication',
   host_late: 'host', cpu: 'host'};
 const CATEGORIES = Object.keys(PALETTE).slice(0, 13);
-/* The series colours: the palette's order, strong hues first. */
-const SERIES = ['#4e79a7', '#f28e2b', '#499894', '#b07aa1', '#59a14f',
-  '#e15759', '#f1ce63', '#9d7660', '#d37295', '#a0cbe8', '#ffbe7d',
-  '#8cd17d', '#d4a6c8', '#86bcb6', '#ff9d9a', '#79706e', '#b6992d',
-  '#d7b5a6', '#fabfd2', '#bab0ac'];
+/* The series colours: the palette's, strong hues first. */
+const SERIES = ['gemm', 'attention', 'communication', 'moe', 'copy', 'sync',
+  'elementwise', 'custom', 'normalization', 'gpu', 'softmax_topk', 'memset',
+  'routing', 'graph_replay', 'launch', 'gap', 'host', 'between_steps',
+  'idle', 'other'].map(n => PALETTE[n]);
 /* Bands over a picture (steps, phases): greys no name of PALETTE uses. */
 const BANDS = ['#3a3a3a', '#8f8f8f', '#5f5f5f', '#c9c9c9'];
 const IDLE_CAUSES = ['host_late', 'sync', 'collective', 'graph_replay',
