@@ -17,6 +17,17 @@ HEADLESS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
             "--disable-component-update", "--disable-sync"]
 
 
+# True once the dashboard has drawn its view: #app holds more than a
+# heading and nothing in it is still loading.
+DRAWN = """(() => {
+  const app = document.getElementById('app');
+  return !!app && app.textContent.length > 200 &&
+    !app.textContent.includes('loading\\u2026');
+})()"""
+# Charts draw after their data: the last answers land within this.
+SETTLE = "new Promise(r => setTimeout(() => r(true), 700))"
+
+
 def find_chromium():
     return next((p for p in ("/usr/bin/chromium", shutil.which("chromium"))
                  if p and os.access(p, os.X_OK)), None)
@@ -96,6 +107,16 @@ class Browser:
                 return value
             time.sleep(0.2)
         _check(False, "never true: " + expr)
+
+    def show(self, session, url, seconds=60):
+        """session's page showing the dashboard at url, drawn (the page
+        before it left first, so that its content cannot pass)."""
+        self.call("Page.navigate", session, url="about:blank")
+        self.wait_for(session, "!document.getElementById('app')", 10)
+        self.call("Page.navigate", session, url=url)
+        self.wait_for(session, DRAWN, seconds)
+        self.wait_for(session, SETTLE, 10)
+        self.wait_for(session, DRAWN, seconds)
 
     def viewport(self, session, width, height):
         """The page laid out as a window of width x height CSS pixels."""
