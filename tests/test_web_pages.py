@@ -35,6 +35,10 @@ Usage: test_web_pages.py CASE, CASE one of
                 model_id and tokenizer_id apart; a capture failed on a
                 fatal marker opens its log scrolled to the line its error
                 quotes, marked.
+  screens       docs/screens holds a PNG of every tab of the capture page
+                (the tabs web/*.js defines) and of the list, a capture's
+                top, a diff and a failure, as scripts/screens.py makes
+                them, and README.md links each.
 """
 import gzip
 import os
@@ -499,6 +503,32 @@ def case_capture_top():
                 check_top(rig.d, browser, page, ok)
                 check_log(rig.d, browser, page, bad)
     return with_browser(case)
+
+
+# ---- docs/screens ----
+
+def case_screens():
+    tabs = []
+    for name in ("capture.js", "analysis.js", "results.js", "decode.js"):
+        tabs += re.findall(r"\{id: '(\w+)', label: '[A-Z]", read(os.path.join(
+            WEB, name)))
+    check(len(tabs) >= 13, "tabs: %s" % tabs)
+    m = re.search(r"TABS = \[([^\]]*)\]", read(os.path.join(
+        SRC_DIR, "scripts", "screens.py")))
+    check_eq(sorted(re.findall(r'"(\w+)"', m.group(1))), sorted(tabs),
+             "the tabs scripts/screens.py draws")
+    want = {"tab-%s.png" % t for t in tabs} | {
+        "captures.png", "capture.png", "diff.png", "failed.png"}
+    shots = os.path.join(SRC_DIR, "docs", "screens")
+    have = set(os.listdir(shots)) if os.path.isdir(shots) else set()
+    check_eq(sorted(want - have), [], "screens missing from docs/screens")
+    check_eq(sorted(have - want), [], "screens of nothing in docs/screens")
+    readme = read(os.path.join(SRC_DIR, "README.md"))
+    for png in sorted(want):
+        check("](docs/screens/%s)" % png in readme, "README links " + png)
+        with open(os.path.join(shots, png), "rb") as f:
+            check(f.read(8) == b"\x89PNG\r\n\x1a\n", png + " is a PNG")
+    return 0
 
 
 def main():

@@ -60,14 +60,14 @@ function phaseLanes(rows) {
   const causes = ['start', 'gap', 'shape'];
   const lanes = new Map();
   for (const r of rows) {
-    const k = r.rank == null ? '' : 'rank ' + r.rank;
+    const k = r.rank == null ? 'phases' : 'rank ' + r.rank;
     if (!lanes.has(k)) lanes.set(k, []);
     lanes.get(k).push(r);
   }
   return el('div', {class: 'phase-lanes', 'data-time': ''},
     Array.from(lanes, ([k, rs]) => el('div', {class: 'idle-row'},
       el('span', {class: 'lane-name'}, k), hover(figure('idle', W, H,
-        'Phases of ' + (k || 'the rank'), k + ': ' + rs.length + ' phases: ' +
+        'Phases of ' + k, k + ': ' + rs.length + ' phases: ' +
         rs.map(r => '#' + r.index + ' ' + r.cause + ' ' +
           exactNs(r.start_ns) + ' to ' + exactNs(r.end_ns)).join('; ') + '.',
         [String(rs.length), ' phases'], rs.map(r => svg('rect', {
