@@ -209,7 +209,7 @@ function colWidth(c, rows) {
       most = Math.max(most, String(v).length);
     }
   }
-  return Math.min(most, c.w || TEXT_COL_CH) + 2;
+  return Math.min(most, c.w || TEXT_COL_CH) + 1;
 }
 
 /* A table sorted by a click on a header (numbers largest first, then

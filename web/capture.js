@@ -101,13 +101,13 @@ const TABS = [
         ev.preventDefault();
         Object.assign(st, {tab: 'launches', q: v.slice(0, MAX_Q)});
         show();
-      }}, el('span', {class: 'name', title: v}, r.demangled || v)), null, 40),
+      }}, el('span', {class: 'name', title: v}, r.demangled || v)), null, 30),
     T('family', 'family', v => v == null ? '\u2013' : el('a', {href: '#',
       title: 'only this family', onclick: ev => {
         ev.preventDefault();
         st.family = v;
         show();
-      }}, nameCell(v)), null, 24), T('category', 'category', catCell),
+      }}, nameCell(v)), null, 22), T('category', 'category', catCell),
     C('count', 'count'),
     N('total', 'total_ns'), N('avg', 'avg_ns'), N('min', 'min_ns'),
     N('max', 'max_ns'), all ? null : N('median', 'median_ns'),
