@@ -209,6 +209,19 @@ function completeness(ranks) {
     ranks.filter(r => r.replays != null)))];
 }
 
+/* Why most of a step's device time has no op: its graph replays had no
+ * capture traces to take them from (docs/DECODE.md), and what gives them
+ * some. */
+function replaysWhy(c, step) {
+  const lost = (c.ranks || []).reduce((a, r) => a + ((r.unmatched_reasons ||
+    {}).no_capture || {replays: 0}).replays, 0);
+  if (!step || !lost || step.attributed_ns * 2 > step.step_ns) return null;
+  return el('p', {class: 'empty'}, num(lost), ' graph replays had no ',
+    'capture trace to take their ops and modules from, so most of the ',
+    'step has none. A capture with "mark_trace": true records ATOM\'s ',
+    'graph-capture traces (docs/DECODE.md).');
+}
+
 /* The line over the tables: the step kind's steps and how much of its
  * device time has an op; without run labels, what the tables are over. */
 function decodeMeta(st, step) {
@@ -280,7 +293,7 @@ async function decodeTab(c, st, ranks) {
         st.view = v;
         draw();
       })),
-      decodeMeta(st, step),
+      decodeMeta(st, step), replaysWhy(c, step),
       med.rows.length ? [medianBar(st.kind, rank, step, med.rows, names),
         csv('/captures/{id}/decode/median', {rank, kind: st.kind},
           'decode-median')] : null,
