@@ -220,21 +220,25 @@ async function criticalTab(c, st, ranks) {
       ? 'No kernel on a path has \u201c' + st.q + '\u201d in its name.'
       : 'No kernel lies on a critical path.'),
     el('h4', null, 'Families on the critical path'),
-    table([T('family', 'family', nameCell)].concat(PATH_COLS), fams.rows),
+    table([T('family', 'family', nameCell)].concat(PATH_COLS), fams.rows,
+      null, 'No family lies on a critical path.'),
     el('h4', null, 'Steps', rank != null ? ' (rank ' + rank + ')' : null),
     table([C('#', 'index'), S('step', 'step'), S('role', 'role'),
       S('status', 'status'), N('duration', 'dur_ns'),
       N('path', 'length_ns'), ...LENGTH_BOUNDS.map(b => N(b, b + '_ns')),
       C('kernels on path', 'kernels_on_path'), C('kernels', 'kernels'),
-      C('queue max', 'queue_max')], steps.rows),
+      C('queue max', 'queue_max')], steps.rows, null, 'No step of this ' +
+      'rank was analysed (pick another rank).'),
     el('h4', null, 'Most frequent kernel sequences (is decode fused?)'),
     table([S('step', 'step'), C('n', 'n'), T('sequence', 'sequence',
       nameCell), C('count', 'count'), C('steps', 'steps'),
-    N('kernel time', 'total_ns')], seqs.rows),
+    N('kernel time', 'total_ns')], seqs.rows, null, 'No run of two or ' +
+      'more kernels in an analysed step.'),
     el('h4', null, 'The median step\'s kernels in order'),
     table([S('step', 'step'), C('#', 'position'), T('family', 'family',
       nameCell), kernel, C('count', 'count'),
-    N('time', 'dur_ns'), T('share', 'share', shareCell, 'num')], med.rows)];
+    N('time', 'dur_ns'), T('share', 'share', shareCell, 'num')], med.rows,
+    null, 'No median step with kernels on this rank.')];
 }
 
 const ANALYSIS_TABS = [

@@ -537,7 +537,10 @@ function listView(app, q) {
     T('', null, c => el('a', {href: '#/captures/' + c.id}, 'open'))];
 
   function render() {
-    put(box, table(cols, st.rows, c => st.sel.has(c.id) ? 'picked' : null),
+    put(box, table(cols, st.rows, c => st.sel.has(c.id) ? 'picked' : null,
+      st.status || st.kind ? 'No capture matches these filters.'
+        : 'No capture yet: queue one or import a trace below (make run ' +
+        'queues a demo capture).'),
       st.more ? el('button', {onclick: () => { st.pages++; load(); }},
         'show more') : null);
   }

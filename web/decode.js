@@ -107,7 +107,9 @@ function blockTable(rows, st, redraw) {
       ': ', nsCell(v)], 'num'),
     T('slowest / fastest', null, r => r.fastest_ns
       ? (r.slowest_ns / r.fastest_ns).toFixed(2) + '\u00d7' : '\u2013', 'num'),
-    T('spread', null, r => spreadBar(r, most))], rows);
+    T('spread', null, r => spreadBar(r, most))], rows, null, 'No repeated ' +
+    'block: no module ran in two or more numbered layers (layers.N in its ' +
+    'path).');
 }
 
 /* The median step of kind on one rank as one stacked bar: a part per
@@ -301,13 +303,15 @@ async function decodeTab(c, st, ranks) {
       view.note ? el('p', {class: 'muted'}, view.note) : null,
       view.id === 'blocks' ? blockTable(data.rows, st, draw)
         : table(viewCols(view.id, st, draw), data.rows, null, st.q
-          ? 'No row has \u201c' + st.q + '\u201d.' : 'No rows.'),
+          ? 'No row has \u201c' + st.q + '\u201d.' : 'No kernel of this ' +
+          'step kind has one above it.'),
       data.rows.length ? csv(view.path, query, 'decode-' + view.id) : null,
       kernels ? [el('h4', null, 'Kernels of ', el('code', null, st.module),
         ' ', el('button', {onclick: () => { st.module = ''; draw(); }},
           '\u00d7')),
       table([T('kernel', 'name', readable(names)), C('kernels', 'kernels'),
-        N('total', 'total_ns')], kernels.rows),
+        N('total', 'total_ns')], kernels.rows, null, 'No kernel of this ' +
+        'step kind ran under ' + st.module + '.'),
       kernels.rows.length ? csv('/captures/{id}/decode/kernels', mod,
         'decode-kernels') : null] : null,
       kinds.length ? [el('h4', null, 'Steps'),

@@ -110,7 +110,9 @@ function fleetListView(app, q) {
     if (g !== gen) return;
     st.rows = more ? st.rows.concat(d.captures) : d.captures;
     st.before = d.next_before;
-    put(box, table(cols, st.rows), st.before ? el('button',
+    put(box, table(cols, st.rows, null, 'No capture of the fleet matches ' +
+      'these filters (a node publishes each capture when it finishes).'),
+    st.before ? el('button',
       {onclick: () => load(true)}, 'show more') : null);
   }
   filters().catch(e => { if (g === gen) put(tools, errorBox(e)); });

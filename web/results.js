@@ -293,11 +293,12 @@ async function collectivesTab(c, st) {
     el('h4', null, 'Who held the others back'), heldBars(byRank.rows),
     el('h4', null, 'Arrival skew over time'), skewMap(tl.rows, ranks,
       info.span_ns || 1),
-    el('h4', null, 'The worst skews'), table(instanceCols(c), worst.rows),
+    el('h4', null, 'The worst skews'), table(instanceCols(c), worst.rows,
+      null, 'No collective was matched across the ranks.'),
     byFamily,
     el('h4', null, 'By step kind and rank'),
     table([T('step', 'step', v => v == null ? 'outside steps' : v),
-      C('rank', 'rank')].concat(FIG_COLS), steps.rows)];
+      C('rank', 'rank')].concat(FIG_COLS), steps.rows, null, NO_STEPS)];
 }
 
 const RESULT_TABS = [
