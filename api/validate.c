@@ -524,7 +524,7 @@ int api_parse_int(const char *text, const char *field, int64_t lo, int64_t hi,
 }
 
 struct arg_scan {
-  const char *const *names;
+  const struct api_route *route;
   const char *bad; /* first bad parameter */
   const char *why;
   const char *seen[16]; /* names met so far, to catch repeats */
@@ -536,12 +536,10 @@ static enum MHD_Result on_arg(void *cls, enum MHD_ValueKind kind,
                               const char *value, size_t value_size)
 {
   struct arg_scan *s = cls;
-  const char *const *n;
+  struct api_param p;
 
   (void)kind;
-  for (n = s->names; *n != NULL && strcmp(*n, key) != 0; n++)
-    ;
-  if (*n == NULL || strlen(key) != key_size)
+  if (!api_route_param(s->route, key, &p) || strlen(key) != key_size)
     s->why = "is not a parameter of this route";
   else if (value != NULL && strlen(value) != value_size)
     s->why = "must not contain NUL";
@@ -557,10 +555,9 @@ static enum MHD_Result on_arg(void *cls, enum MHD_ValueKind kind,
   return MHD_YES;
 }
 
-int api_query_check(struct api_req *r, const char *const *names,
-                    struct tr_err *err)
+int api_query_check(struct api_req *r, struct tr_err *err)
 {
-  struct arg_scan s = { .names = names };
+  struct arg_scan s = { .route = r->route };
 
   MHD_get_connection_values_n(r->conn, MHD_GET_ARGUMENT_KIND, on_arg, &s);
   if (s.bad != NULL)
@@ -591,31 +588,31 @@ int api_query_int(struct api_req *r, const char *name, int64_t lo, int64_t hi,
   return api_parse_int(v, name, lo, hi, out, err);
 }
 
-int api_query_enum(struct api_req *r, const char *name,
-                   const char *const *values, const char **out,
+int api_query_enum(struct api_req *r, const char *name, const char **out,
                    struct tr_err *err)
 {
   char list[256] = "";
+  struct api_param p;
   const char *v;
 
-  if (!query_value(r, name, &v))
+  if (!query_value(r, name, &v) || !api_route_param(r->route, name, &p) ||
+      p.values == NULL)
     return 0;
-  for (const char *const *p = values; *p != NULL; p++) {
-    if (strcmp(*p, v) == 0) {
-      *out = *p;
+  for (const char *const *e = p.values; *e != NULL; e++) {
+    if (strcmp(*e, v) == 0) {
+      *out = *e;
       return 0;
     }
-    strncat(list, p == values ? "" : ", ", sizeof(list) - strlen(list) - 1);
-    strncat(list, *p, sizeof(list) - strlen(list) - 1);
+    strncat(list, e == p.values ? "" : ", ", sizeof(list) - strlen(list) - 1);
+    strncat(list, *e, sizeof(list) - strlen(list) - 1);
   }
   return tr_err_set(err, TR_EINVAL, name, "%s must be one of %s", name, list);
 }
 
 int api_query_csv(struct api_req *r, bool *csv, struct tr_err *err)
 {
-  static const char *const formats[] = { "json", "csv", NULL };
   const char *format = "json";
-  int rc = api_query_enum(r, "format", formats, &format, err);
+  int rc = api_query_enum(r, "format", &format, err);
 
   *csv = rc == 0 && strcmp(format, "csv") == 0;
   return rc;

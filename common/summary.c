@@ -19,7 +19,7 @@ const struct tr_table_row tr_tables[TR_NTABLES] = {
 };
 
 const char *const tr_param_names[TR_NPARAMS] = {
-#define XX(e, name) [TR_PARAM_##e] = #name,
+#define XX(e, name, type) [TR_PARAM_##e] = #name,
   TR_PARAM_MAP(XX)
 #undef XX
 };

@@ -652,7 +652,7 @@
  *           the ranks at the capture's finish (index/agg/coll_match.c)
  *   ROWS    its field list; row names the indexer's struct
  *           (struct agg_sum_<row>)
- *   route   GET /captures/<id>/<route> serves it (api/server.c)
+ *   route   GET /captures/<id>/<route> serves it (api/routes.c)
  *   params  the query parameters it takes, TR_P() of TR_PARAM_MAP;
  *           format (json or csv) comes with TR_T_CSV
  *   by      the values ?by= takes (TR_BY(...), the first the default),
@@ -794,23 +794,24 @@
 #define TR_ROW_NAME_(XX, name, ROWS, row, ...) XX(name, ROWS, row)
 #define TR_ROW_SKIP_(XX, ...)
 
-/* XX(NAME, name): the query parameters of the table routes. */
+/* XX(NAME, name, type): the query parameters of the table routes, type
+ * INT, TEXT or ENUM (api/api_int.h's API_P_<type>). */
 #define TR_PARAM_MAP(XX)                                                       \
-  XX(RANK, rank)                                                               \
-  XX(Q, q)                                                                     \
-  XX(CATEGORY, category)                                                       \
-  XX(SORT, sort)                                                               \
-  XX(LIMIT, limit)                                                             \
-  XX(FAMILY, family)                                                           \
-  XX(KIND, kind)                                                               \
-  XX(BY, by)                                                                   \
-  XX(BUCKETS, buckets)                                                         \
-  XX(MODULE, module)                                                           \
-  XX(STEP, step)                                                               \
-  XX(ON_PATH, on_path)
+  XX(RANK, rank, INT)                                                          \
+  XX(Q, q, TEXT)                                                               \
+  XX(CATEGORY, category, ENUM)                                                 \
+  XX(SORT, sort, ENUM)                                                         \
+  XX(LIMIT, limit, INT)                                                        \
+  XX(FAMILY, family, TEXT)                                                     \
+  XX(KIND, kind, TEXT)                                                         \
+  XX(BY, by, ENUM)                                                             \
+  XX(BUCKETS, buckets, INT)                                                    \
+  XX(MODULE, module, TEXT)                                                     \
+  XX(STEP, step, TEXT)                                                         \
+  XX(ON_PATH, on_path, INT)
 
 enum tr_param {
-#define XX(e, name) TR_PARAM_##e,
+#define XX(e, name, type) TR_PARAM_##e,
   TR_PARAM_MAP(XX)
 #undef XX
       TR_NPARAMS

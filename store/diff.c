@@ -232,33 +232,36 @@ static int diff_rows(struct store *st, const char *by, bool norm,
   return 0;
 }
 
-/* TR_ENOTFOUND / TR_ECONFLICT naming side->field unless the capture exists
- * and is done; then its TP and device. */
+/* Its name, then TR_ENOTFOUND / TR_ECONFLICT naming side->field unless the
+ * capture exists and is done; then its TP and device. */
 static int side_capture(struct store *st, struct side *sd, struct tr_err *err)
 {
   sqlite3_stmt *s;
-  int rc = store__stmt(st,
-                       "SELECT c.status, json_extract(c.params, '$.tp'),"
-                       " (SELECT count(*) FROM ranks WHERE capture_id = c.id"
-                       "  AND status = 'done'),"
-                       " (SELECT min(device) FROM ranks WHERE capture_id = c.id"
-                       "  AND status = 'done') FROM captures c WHERE c.id = ?1",
-                       &s, err);
+  int rc;
+
+  store__capture_name(st, sd->id, sd->name);
+  rc = store__stmt(st,
+                   "SELECT c.status, json_extract(c.params, '$.tp'),"
+                   " (SELECT count(*) FROM ranks WHERE capture_id = c.id"
+                   "  AND status = 'done'),"
+                   " (SELECT min(device) FROM ranks WHERE capture_id = c.id"
+                   "  AND status = 'done') FROM captures c WHERE c.id = ?1",
+                   &s, err);
 
   if (rc < 0)
     return rc;
   sqlite3_bind_int64(s, 1, sd->id);
   rc = sqlite3_step(s);
   if (rc == SQLITE_DONE) {
-    rc = tr_err_set(err, TR_ENOTFOUND, sd->field, "%s: no capture %lld",
-                    sd->field, (long long)sd->id);
+    rc = tr_err_set(err, TR_ENOTFOUND, sd->field, "%s: no capture %s",
+                    sd->field, sd->name);
   } else if (rc != SQLITE_ROW) {
     rc = store__db_err(st, "diff", err);
   } else if (!sd->finishing &&
              strcmp((const char *)sqlite3_column_text(s, 0), "done")) {
     rc = tr_err_set(err, TR_ECONFLICT, sd->field,
-                    "%s: capture %lld is %s, not done", sd->field,
-                    (long long)sd->id, sqlite3_column_text(s, 0));
+                    "%s: capture %s is %s, not done", sd->field, sd->name,
+                    sqlite3_column_text(s, 0));
   } else {
     rc = 0;
     sd->tp = sqlite3_column_type(s, 1) == SQLITE_INTEGER
@@ -331,10 +334,10 @@ static void warn_taxonomy(json_t *w, const struct side *x, const struct side *y)
 {
   if (x->has_decode && !x->has_dummy && y->has_dummy)
     warn(w, "pre_taxonomy",
-         "%s (capture %lld) has decode labels but no dummy_* labels while "
+         "%s (capture %s) has decode labels but no dummy_* labels while "
          "%s has them: it may predate the run-label taxonomy and count "
          "dummy steps as decode, so step counts may not compare",
-         x->field, (long long)x->id, y->field);
+         x->field, x->name, y->field);
 }
 
 json_t *store__side_warnings(const struct side *a, const struct side *b)
@@ -351,9 +354,9 @@ json_t *store__side_warnings(const struct side *a, const struct side *b)
   for (int i = 0; i < 2; i++) {
     if (!sides[i]->has_steps)
       warn(w, "no_labels",
-           "%s (capture %lld) has no run labels (no steps): step counts "
+           "%s (capture %s) has no run labels (no steps): step counts "
            "and per-step figures are unknown",
-           sides[i]->field, (long long)sides[i]->id);
+           sides[i]->field, sides[i]->name);
   }
   if (a->has_steps && b->has_steps && strcmp(a->kinds, b->kinds) != 0)
     warn(w, "different_step_kinds", "different step kinds: a [%s], b [%s]",
@@ -429,9 +432,9 @@ static int load_side(struct store *st, struct side *sd, int rank, bool norm,
     rc = kind_steps(st, sd, rank, kind, err);
   if (rc == 0 && norm && sd->real_steps == 0)
     rc = tr_err_set(err, TR_EINVAL, "norm",
-                    "norm=per_step: %s (capture %lld) has no %s%s to count "
+                    "norm=per_step: %s (capture %s) has no %s%s to count "
                     "steps by",
-                    sd->field, (long long)sd->id,
+                    sd->field, sd->name,
                     kind ? kind
                          : "prefill or "
                            "decode",
