@@ -25,9 +25,6 @@ static const char *const formats[] = { "json", "csv", NULL };
 static const char *const logs[] = { "server", "bench", "launcher",
                                     "stop",   "gpu",   NULL };
 static const char *const bools[] = { "true", "false", NULL };
-static const char *const diff_bys[] = { "kernel", "category", "step",
-                                        "family", "sequence", "module",
-                                        "layer",  "op",       NULL };
 static const char *const norms[] = { "none", "per_step", NULL };
 /* A slice's window, from t0, and whether traced's findings come with it. */
 static const struct api_param slice_params[] = {
@@ -51,7 +48,7 @@ const struct api_route api_routes[] = {
   { "/imports", .post = api_post_imports, .params = NONE },
   { "/diff", .get = api_get_diff, .lab = api_lab_diff,
     .params = PARAMS(CAPTURE("a"), CAPTURE("b"), INT("rank"),
-                     ENUM("by", diff_bys), ENUM("norm", norms), INT("limit"),
+                     ENUM("by", tr_diff_bys), ENUM("norm", norms), INT("limit"),
                      TEXT("kind"), ENUM("format", formats)) },
   { "/captures/{id}", .get = api_get_capture, .del = api_delete_capture,
     .lab = api_lab_capture, .params = NONE },

@@ -134,7 +134,7 @@ int api_diff_query(struct api_req *r, struct store_diff_opts *o, bool *csv,
   const struct cfg *cfg = r->api->cfg;
   int64_t rank = -1, limit = cfg->table_limit;
 
-  o->by = "kernel";
+  o->by = tr_diff_bys[0];
   o->norm = "none";
   o->kind = NULL;
   if (api_query_check(r, err) != 0 || api_query_csv(r, csv, err) != 0 ||

@@ -26,6 +26,21 @@ const char *const tr_param_names[TR_NPARAMS] = {
 
 const char *const tr_sorts[] = { "total", "count", "avg", "name", NULL };
 
+const char *const tr_diff_bys[] = {
+#define XX(by, ...) #by,
+  TR_DIFF_BY_MAP(XX)
+#undef XX
+      NULL
+};
+
+/* Each value of ?by= reads a table of the map: a name that is none does
+ * not compile. */
+enum {
+#define XX(by, table, ...) TR_DIFF_BY_##by = TR_TABLE_##table,
+  TR_DIFF_BY_MAP(XX)
+#undef XX
+};
+
 int tr_table_find(const char *name)
 {
   for (int t = 0; name != NULL && t < TR_NTABLES; t++)

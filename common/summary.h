@@ -848,6 +848,35 @@ extern const char *const tr_param_names[TR_NPARAMS];
 /* The values of ?sort= (the first the default), NULL-terminated. */
 extern const char *const tr_sorts[];
 
+/*
+ * XX(by, table, key, key_sql, join, count, decode): the values of /diff's
+ * ?by= (the first the default), each read from a table of TR_TABLE_MAP
+ * (store/diff.c): key the member its rows are named by, key_sql that key
+ * in SQL over the table's row x (joined with join), count the member
+ * summed as the rows' count; decode: a decode table, of one step kind
+ * with ?kind= ('' keys stand for null). A sequence is kept per step kind
+ * and length by each rank (the most frequent: index/cpath/cpath_json.c),
+ * so one missing on a side was rarer there, not absent.
+ */
+/* clang-format off */
+#define TR_DIFF_BY_MAP(XX)                                                     \
+  XX(kernel, kernels, name, "n.name", " JOIN names n ON n.id = x.name_id",     \
+     count, false)                                                             \
+  XX(category, categories, category, "x.category", "", count, false)           \
+  XX(step, steps, kind, "x.kind", "", count, false)                            \
+  XX(family, families, family, "x.family", "", count, false)                   \
+  XX(sequence, kernel_sequences, sequence, "x.step || ': ' || x.sequence", "", \
+     count, false)                                                             \
+  XX(module, decode_modules, module, "coalesce(x.module, '')", "", kernels,    \
+     true)                                                                     \
+  XX(layer, decode_layers, layer, "coalesce(CAST(x.layer AS TEXT), '')", "",   \
+     kernels, true)                                                            \
+  XX(op, decode_ops, op, "coalesce(x.op, '')", "", count, true)
+/* clang-format on */
+
+/* The values of TR_DIFF_BY_MAP, NULL-terminated. */
+extern const char *const tr_diff_bys[];
+
 /* The table called name (or served at route), or -1. */
 int tr_table_find(const char *name);
 int tr_table_find_route(const char *route);

@@ -26,42 +26,27 @@
 #include "common/text.h"
 #include "store/store_int.h"
 
-static const char *const bys[] = { "kernel", "category", "step",
-                                   "family", "sequence", "module",
-                                   "layer",  "op",       NULL };
-
-/* What each ?by= (bys, in that order) reads: its rows' key member, the
- * key and count expressions over its table x (joined), and whether it is
- * a decode table (it takes ?kind=; '' keys stand for null). */
+/* What each ?by= reads (common/summary.h's TR_DIFF_BY_MAP): its rows'
+ * key member, the key and count expressions over its table x (joined),
+ * and whether it is a decode table. */
 static const struct by_spec {
-  const char *keyname, *key, *count, *table, *join;
+  const char *by, *keyname, *key, *count, *table, *join;
   bool decode;
 } by_specs[] = {
-  { "name", "n.name", "x.count", "kernels", " JOIN names n ON n.id = x.name_id",
-    false },
-  { "category", "x.category", "x.count", "categories", "", false },
-  { "kind", "x.kind", "x.count", "steps", "", false },
-  { "family", "x.family", "x.count", "families", "", false },
-  /* Each rank keeps the most frequent sequences of each step kind and
-   * length (index/cpath/cpath_json.c): one missing on a side was rarer there,
-   * not absent. */
-  { "sequence", "x.step || ': ' || x.sequence", "x.count", "kernel_sequences",
-    "", false },
-  { "module", "coalesce(x.module, '')", "x.kernels", "decode_modules", "",
-    true },
-  { "layer", "coalesce(CAST(x.layer AS TEXT), '')", "x.kernels",
-    "decode_layers", "", true },
-  { "op", "coalesce(x.op, '')", "x.count", "decode_ops", "", true },
+#define XX(by, table, key, key_sql, join, count, decode)                       \
+  { #by, #key, key_sql, "x." #count, #table, join, decode },
+  TR_DIFF_BY_MAP(XX)
+#undef XX
 };
-_Static_assert(sizeof(by_specs) / sizeof(by_specs[0]) ==
-                   sizeof(bys) / sizeof(bys[0]) - 1,
-               "a by_specs row per value of ?by=");
 
+#define NBYS (sizeof(by_specs) / sizeof(by_specs[0]))
+
+/* The row of by, a value tr_diff_bys holds (the last when none). */
 static const struct by_spec *spec_of(const char *by)
 {
   size_t i = 0;
 
-  while (bys[i + 1] != NULL && strcmp(bys[i], by) != 0)
+  while (i + 1 < NBYS && strcmp(by_specs[i].by, by) != 0)
     i++;
   return &by_specs[i];
 }
@@ -372,7 +357,7 @@ json_t *store__side_warnings(const struct side *a, const struct side *b)
 
 static int check_opts(const struct store_diff_opts *o, struct tr_err *err)
 {
-  int rc = store__check_enum(o->by, bys, "by", err);
+  int rc = store__check_enum(o->by, tr_diff_bys, "by", err);
 
   if (rc == 0)
     rc = store__check_enum(o->norm, norms, "norm", err);
@@ -380,7 +365,8 @@ static int check_opts(const struct store_diff_opts *o, struct tr_err *err)
     rc = tr_err_set(err, TR_EINVAL, "rank", "rank must be >= 0");
   if (rc == 0 && o->limit < 0)
     rc = tr_err_set(err, TR_EINVAL, "limit", "limit must be >= 0");
-  if (rc == 0 && o->kind != NULL && !spec_of(o->by ? o->by : "kernel")->decode)
+  if (rc == 0 && o->kind != NULL &&
+      !spec_of(o->by ? o->by : tr_diff_bys[0])->decode)
     rc = tr_err_set(err, TR_EINVAL, "kind",
                     "kind applies to by=module, layer or op");
   return rc;
@@ -446,7 +432,7 @@ static int diff_in_txn(struct store *st, struct side *a, struct side *b,
                        const struct store_diff_opts *o, json_t *res,
                        struct tr_err *err)
 {
-  const char *by = o->by ? o->by : "kernel";
+  const char *by = o->by ? o->by : tr_diff_bys[0];
   bool norm = o->norm && strcmp(o->norm, "per_step") == 0;
   json_t *rows = NULL, *cats = NULL;
   int rc = load_side(st, a, o->rank, norm, o->kind, err);
