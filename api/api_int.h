@@ -69,8 +69,9 @@ struct api_param {
  * with one api_reply*() call and returns its result. */
 struct api_route {
   const char *tmpl; /* "/captures/{id}/kernels": matched segment by
-                       segment ({...} matches one segment) and used
-                       as the metrics label */
+                       segment ({...} matches one segment; {id} is a
+                       capture's id, nothing else's) and used as the
+                       metrics label */
   enum MHD_Result (*get)(struct api_req *r); /* GET and HEAD */
   enum MHD_Result (*post)(struct api_req *r);
   enum MHD_Result (*put)(struct api_req *r);
