@@ -196,7 +196,7 @@ struct cap_watch {
                                 a fatal marker's, by its line's offset */
   bool errors_pending;       /* cap_watch_errors_from() waits for the scan */
   uint64_t errors_from;
-  char why[512];
+  char why[1024];
 };
 
 /* A look at the server: this launch's new log bytes (fatal markers), its
@@ -218,6 +218,10 @@ void cap_watch_mark_phase(struct cap_job *job, enum tr_phase phase);
 enum tr_phase cap_watch_phase_of(const struct cap_job *job, uint64_t at);
 /* The server log's size now (0 when it is not a regular file). */
 uint64_t cap_watch_log_size(const struct cap_job *job);
+/* What the server log of this launch says decided its end
+ * (cap_scan_decisive(), and the fix a cluster_dims marker names), as
+ * "the server log says: ...", into buf. Between scans. */
+void cap_watch_cause(const struct cap_job *job, char *buf, size_t size);
 /* The log's error lines count from offset on (cap_scan_errors_from). */
 void cap_watch_errors_from(struct cap_job *job, uint64_t offset);
 
@@ -344,6 +348,7 @@ struct cap_export {
   const char *ranks_source; /* "server_info" or "argv" (static) */
   int64_t started_ns;       /* EXPORTING began (or the drain did) */
   uint64_t last_written;    /* the last poll's figures, for progress */
+  uint64_t last_log_bytes;
   int last_exported, last_completed;
   void (*drained)(struct cap_job *job); /* the drain's continuation */
   int64_t next_look_ns;                 /* the drain's next folder scan */
