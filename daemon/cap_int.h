@@ -304,8 +304,8 @@ void cap_bench_read(struct cap_job *job, void (*then)(struct cap_job *));
 /* The capture's "bench" (the result, when usable) and extra.bench_result
  * (what was read and why) as merges for a state write. */
 json_t *cap_bench_merges(struct cap_job *job);
-/* What the profiler calls of ATOM may take. */
-int cap_profile_timeout_ms(const struct cap_job *job);
+/* What ATOM's /stop_profile (stop) or /start_profile may take. */
+int cap_profile_timeout_ms(const struct cap_job *job, bool stop);
 
 /* ---- the verdicts' webhook (webhook.c) ---- */
 

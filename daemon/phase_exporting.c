@@ -275,8 +275,8 @@ static void wait_for_run(struct cap_job *job)
 
   if (c->profile_control == CFG_PROFILE_DAEMON) {
     if (cap_atom_profile(job->r->http, c->atom_host, c->atom_port, "stop",
-                         cap_profile_timeout_ms(job), on_stop_profile, job,
-                         &job->http) != 0)
+                         cap_profile_timeout_ms(job, true), on_stop_profile,
+                         job, &job->http) != 0)
       cap_fail(job, END_FAILED, NULL, "cannot call ATOM's /stop_profile");
   } else if (job->bench.proc != NULL) {
     job->bench.on_exit = on_bench_exit;
