@@ -208,46 +208,59 @@ struct pattern_scan {
   size_t fsize;
 };
 
-/* The first pattern pid's command line (or name) matches, as pkill reads
- * it: the arguments joined by blanks (-f), else /proc/<pid>/comm. */
-static void pattern_one(pid_t pid, void *ud)
+/* The first pattern (and its script's index in *script) that cmd, or
+ * the process name comm without -f, matches as pkill reads them; NULL. */
+static const struct tr_kill_pattern *first_match(const struct pattern_scan *ps,
+                                                 const char *cmd,
+                                                 const char *comm, int *script)
 {
-  struct pattern_scan *ps = ud;
-  size_t len = 0, k = 0;
-  char *cmd, *comm;
-  const char *why;
+  size_t k = 0;
 
-  if (pid == ps->self || (cmd = cap_proc_command(pid)) == NULL)
-    return;
-  comm = proc_text(pid, "comm", &len);
-  if (comm != NULL)
-    comm[strcspn(comm, "\n")] = '\0';
   for (int s = 0; s < 2; s++)
     for (size_t i = 0; ps->pats[s] != NULL && i < ps->pats[s]->n; i++, k++) {
       const struct tr_kill_pattern *p = &ps->pats[s]->v[i];
       const char *text = p->full ? cmd : comm;
 
-      if (!ps->ok[k] || text == NULL || text[0] == '\0' ||
-          regexec(&ps->re[k], text, 0, NULL, 0) != 0)
-        continue;
-      why = cap_proc_atom_why(pid, cmd);
-      json_array_append_new(
-          ps->matches,
-          json_pack("{s:i,s:s,s:b,s:s,s:s,s:s,s:i}", "pid", (int)pid, "command",
-                    cmd, "atom", why != NULL, "why", why ? why : "not ATOM's",
-                    "pattern", p->pattern, "script", ps->scripts[s], "line",
-                    p->line));
-      if (why == NULL) {
-        size_t used = strlen(ps->foreign);
-
-        snprintf(ps->foreign + used, ps->fsize - used,
-                 "%sPID %d (%.120s), by pkill -f '%s' (%s:%d)",
-                 used ? ", " : "", (int)pid, cmd, p->pattern, ps->scripts[s],
-                 p->line);
+      if (ps->ok[k] && text != NULL && text[0] != '\0' &&
+          regexec(&ps->re[k], text, 0, NULL, 0) == 0) {
+        *script = s;
+        return p;
       }
-      s = 2; /* one line per process: its first pattern */
-      break;
     }
+  return NULL;
+}
+
+/* One process: recorded when a pattern matches its command line (the
+ * arguments joined by blanks, -f) or its name. */
+static void pattern_one(pid_t pid, void *ud)
+{
+  struct pattern_scan *ps = ud;
+  const struct tr_kill_pattern *p;
+  size_t len = 0;
+  char *cmd, *comm;
+  const char *why;
+  int s = 0;
+
+  if (pid == ps->self || (cmd = cap_proc_command(pid)) == NULL)
+    return;
+  if ((comm = proc_text(pid, "comm", &len)) != NULL)
+    comm[strcspn(comm, "\n")] = '\0';
+  if ((p = first_match(ps, cmd, comm, &s)) != NULL) {
+    why = cap_proc_atom_why(pid, cmd);
+    json_array_append_new(
+        ps->matches, json_pack("{s:i,s:s,s:b,s:s,s:s,s:s,s:i}", "pid", (int)pid,
+                               "command", cmd, "atom", why != NULL, "why",
+                               why ? why : "not ATOM's", "pattern", p->pattern,
+                               "script", ps->scripts[s], "line", p->line));
+    if (why == NULL) {
+      size_t used = strlen(ps->foreign);
+
+      snprintf(ps->foreign + used, ps->fsize - used,
+               "%sPID %d (%.120s), by pkill %s'%s' (%s:%d)", used ? ", " : "",
+               (int)pid, cmd, p->full ? "-f " : "", p->pattern, ps->scripts[s],
+               p->line);
+    }
+  }
   free(comm);
   free(cmd);
 }
