@@ -2,8 +2,11 @@
  * traced dashboard, the pictures: plain SVG made with the DOM (no library,
  * no build step). Uses el(), add(), put(), fmtNs(), num() of app.js.
  *
- * For a new tab (a file of its own, loaded after this one in index.html),
- * what to use from here:
+ * For a new tab (a file of its own, loaded after this one in index.html):
+ * its {id, label, render(c, st, ranks)} in a list that capture.js's
+ * allTabs() joins, its id in scripts/screens.py's TABS and its screen in
+ * docs/screens/tab-<id>.png, linked from README.md (test_web_pages
+ * screens checks the three). What to use from here:
  *
  * - Colours: colorOf(name) for anything named (a kernel category, an idle
  *   cause, what bounds a critical path): PALETTE below is the one table of
