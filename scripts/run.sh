@@ -19,6 +19,9 @@ fi
 
 DEMO=${TRACED_DEMO_DIR:-$PWD/demo}
 export ATOM_SIM_HOME="$DEMO/atom-sim"
+# Every request runs its whole output (OSL 32), as on a real server: the
+# simulator's default stops at 8 tokens to keep the tests short.
+export SIM_MAX_TOKENS="${SIM_MAX_TOKENS:-1024}"
 # ATOM's scripts (and the simulator's) need rocm-smi: the sim's stand-in.
 export PATH="$PWD/sim/bin:$PATH"
 # The demo model is named like one of ATOM CI's presets (ATOM's own
