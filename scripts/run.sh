@@ -30,7 +30,7 @@ export PATH="$PWD/sim/bin:$PATH"
 MODEL="$DEMO/model/gpt-oss-120b"
 mkdir -p "$MODEL" "$ATOM_SIM_HOME"
 echo '{"chat_template": null}' > "$MODEL/tokenizer_config.json"
-TRACES=$(cd ../shared/traces 2>/dev/null && pwd || echo "$DEMO")
+TRACES=$(cd ../shared/traces 2>/dev/null && pwd -P || echo "$DEMO")
 
 "$BIN" --listen "$LISTEN" --db "$DEMO/traced.db" \
   --trace-root "$DEMO/traces" --atom-scripts "$PWD/sim/scripts" \
