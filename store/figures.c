@@ -503,8 +503,8 @@ static int write_kind(struct store *st, int64_t id, struct kind_work *w,
 
       if (combine(w, f, s, &e))
         rc = write_row(st, id, f < 0 ? "step" : w->c->figs[f].type,
-                       f < 0 ? w->kind : w->c->figs[f].name, w->strata[s],
-                       &e, err);
+                       f < 0 ? w->kind : w->c->figs[f].name, w->strata[s], &e,
+                       err);
     }
   return rc;
 }
@@ -625,9 +625,12 @@ static int steps_merge(struct capset *c, struct store__steps *out)
     const struct smp *x = &c->r[0].v[out->n];
     struct store__step *m = &out->v[out->n];
 
-    *m = (struct store__step){ strdup(x->kind), x->ordinal, x->step, x->bs,
-                               x->tok, 0, false,
-                               calloc(c->nfig + 1, sizeof(double)) };
+    *m = (struct store__step){ .kind = strdup(x->kind),
+                               .ordinal = x->ordinal,
+                               .step = x->step,
+                               .bs = x->bs,
+                               .tok = x->tok,
+                               .vals = calloc(c->nfig + 1, sizeof(double)) };
     if (m->kind == NULL || m->vals == NULL) {
       out->n++;
       return TR_ENOMEM;

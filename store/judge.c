@@ -263,8 +263,7 @@ static void compare(const struct store__figstats *fa,
   for (int few = 0; few < 2 && c->strata == 0 && c->paired == 0; few++) {
     json_decref(c->buckets);
     c->buckets = buckets ? json_array() : NULL;
-    by_strata(fa->v + la, ha - la, fb->v + lb, hb - lb, few ? 1 : 2, !few,
-              c);
+    by_strata(fa->v + la, ha - la, fb->v + lb, hb - lb, few ? 1 : 2, !few, c);
   }
   if (c->buckets != NULL)
     c->buckets = top_buckets(c->buckets);
@@ -282,9 +281,8 @@ static double history_tau2(const struct store__judge *j, const char *figure,
   for (size_t h = 0; h < j->nhist; h++) {
     struct cmp c;
 
-    compare(j->a, &j->hist[h], j->sa,
-            j->hist_lined[h] ? &j->shist[h] : NULL, figure, name, false,
-            &c);
+    compare(j->a, &j->hist[h], j->sa, j->hist_lined[h] ? &j->shist[h] : NULL,
+            figure, name, false, &c);
     /* An unmeasured figure still has a spread of single pairs. */
     if (c.strata == 0 || (measured && !c.measured))
       continue;
@@ -318,8 +316,8 @@ static void measure(const struct store__judge *j, struct store__vfig *f)
   struct cmp c;
   size_t used = 0;
 
-  compare(j->a, j->b, j->lined ? j->sa : NULL, j->lined ? j->sb : NULL,
-          f->stat, f->name, true, &c);
+  compare(j->a, j->b, j->lined ? j->sa : NULL, j->lined ? j->sb : NULL, f->stat,
+          f->name, true, &c);
   f->buckets = c.buckets;
   f->strata = c.strata;
   f->paired = c.paired;
@@ -357,8 +355,8 @@ static void band_note(const struct store__vfig *f, double noise, int threshold,
                       char *buf, size_t size)
 {
   const char *what = f->paired == PAIR_ORDER ? "steps paired in order"
-                     : f->paired ? (f->strata == 1 ? "profiler step"
-                                                   : "profiler steps")
+                     : f->paired
+                         ? (f->strata == 1 ? "profiler step" : "profiler steps")
                      : f->strata == 1 ? "bucket"
                                       : "buckets";
   char band[32];
@@ -449,13 +447,13 @@ json_t *store__vfig_json(const struct store__vfig *f, int threshold, bool full)
   band_note(f, f->noise_pct, threshold, note, sizeof(note));
   json_object_set_new(o, "diff_pct",
                       f->judged ? json_real(round3(f->diff_pct)) : json_null());
-  json_object_set_new(o, "ci_pct",
-                      f->judged ? json_pack("[f,f]", round3(f->lo_pct),
-                                            round3(f->hi_pct))
+  json_object_set_new(
+      o, "ci_pct",
+      f->judged ? json_pack("[f,f]", round3(f->lo_pct), round3(f->hi_pct))
+                : json_null());
+  json_object_set_new(o, "noise_pct",
+                      f->judged ? json_real(round3(f->noise_pct))
                                 : json_null());
-  json_object_set_new(o, "noise_pct", f->judged
-                                          ? json_real(round3(f->noise_pct))
-                                          : json_null());
   json_object_set_new(o, "band_source", json_string(band_source(f)));
   json_object_set_new(o, "band_note", json_string(note));
   if (!full)

@@ -63,7 +63,7 @@ struct verdict {
   struct store__vfig *figs;
   size_t nfigs, cap;
   int regressed, improved;
-  bool lined; /* the two captures' steps line up */
+  bool lined;              /* the two captures' steps line up */
   size_t steps_a, steps_b; /* their kept real steps */
 };
 
@@ -521,14 +521,14 @@ static json_t *answer(struct verdict *v, int64_t id, int64_t base,
   json_t *changes, *figs, *o;
 
   listed(v, &changes, &figs);
-  o = json_pack(
-      "{s:I,s:o,s:s?,s:s,s:O,s:i,s:f,s:i,s:o,s:o,s:{s:I,s:O},s:f}", "capture",
-      (json_int_t)id, "baseline", base > 0 ? json_integer(base) : json_null(),
-      "baseline_source", source, "verdict", decide(v, comparable), "reasons",
-      v->reasons, "threshold_pct", v->threshold, "step_noise_pct",
-      round(step_noise(v) * 1000.0) / 1000.0, "compared", (int)v->nfigs,
-      "changes", changes, "figures", figs, "history", "captures",
-      (json_int_t)h->n, "ids", h->ids, "alpha", 0.05);
+  o = json_pack("{s:I,s:o,s:s?,s:s,s:O,s:i,s:f,s:i,s:o,s:o,s:{s:I,s:O},s:f}",
+                "capture", (json_int_t)id, "baseline",
+                base > 0 ? json_integer(base) : json_null(), "baseline_source",
+                source, "verdict", decide(v, comparable), "reasons", v->reasons,
+                "threshold_pct", v->threshold, "step_noise_pct",
+                round(step_noise(v) * 1000.0) / 1000.0, "compared",
+                (int)v->nfigs, "changes", changes, "figures", figs, "history",
+                "captures", (json_int_t)h->n, "ids", h->ids, "alpha", 0.05);
   if (o != NULL)
     test_used(v, comparable, o);
   return o;

@@ -20,9 +20,9 @@ struct store__vfig {
   const char *name;   /* borrowed from the side's rows */
   double a, b;        /* shown: ns per step (step_p50: the steady p50) of
                          the baseline and this one; -1: absent there */
-  bool judged;   /* steps of the same work on both sides */
-  bool measured; /* its noise measured */
-  int paired;    /* 0, or how its steps were paired (judge.c) */
+  bool judged;        /* steps of the same work on both sides */
+  bool measured;      /* its noise measured */
+  int paired;         /* 0, or how its steps were paired (judge.c) */
   size_t strata, history;
   double d, var, df, tau2; /* ln(b / a) and its variance */
   double quantile, diff_pct, lo_pct, hi_pct, noise_pct;

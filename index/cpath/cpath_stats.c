@@ -406,9 +406,8 @@ static int picks(const struct cp_stepdata *sd, struct cp_kind *k)
   } else if (!k->runner.set || d >= k->runner.row.step_ns) {
     rc = pick_set(sd, &k->runner);
   }
-  if (rc == 0 &&
-      (!k->median.set ||
-       dist(d, k->p50_ns) < dist(k->median.row.step_ns, k->p50_ns)))
+  if (rc == 0 && (!k->median.set ||
+                  dist(d, k->p50_ns) < dist(k->median.row.step_ns, k->p50_ns)))
     rc = pick_set(sd, &k->median);
   return rc;
 }
