@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/reals.h"
 #include "api/api_int.h"
 #include "atom/policy.h"
 #include "atom/chat_template.h"
@@ -107,7 +108,7 @@ static int check_spaced(json_t *arr, size_t i, const char *item,
   const char *w = json_string_value(json_array_get(arr, i));
   json_t *v = json_loads(w, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, NULL);
   char *compact =
-      v != NULL ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+      v != NULL ? tr_json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
   int rc = 0;
 
   if (compact == NULL || strchr(compact, ' ') != NULL)

@@ -15,6 +15,7 @@
 #include "atom/options.h"
 #include "atom/chat_template.h"
 #include "common/lifecycle.h"
+#include "common/reals.h"
 #include "atom/preset.h"
 
 /* The start script's default of MAX_NUM_SEQS (start_atom_server.sh:18). */
@@ -103,7 +104,7 @@ char *cap_word_for_shell(const char *word)
   doc = json_loads(word, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, NULL);
   if (doc == NULL)
     return strdup(word);
-  text = json_dumps(doc, JSON_COMPACT | JSON_ENCODE_ANY);
+  text = tr_json_dumps(doc, JSON_COMPACT | JSON_ENCODE_ANY);
   json_decref(doc);
   if (text == NULL || (out = malloc(6 * strlen(text) + 1)) == NULL) {
     free(text);

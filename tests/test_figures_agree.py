@@ -20,18 +20,21 @@ per rank and over all ranks:
     critical_path/kernels' and critical_path/families' summed over kinds;
   - /diff's totals by category are each capture's /categories;
   - the verdict's category figures are /categories' totals per real step
-    (a rank's steps: the ranks of a TP group run the same).
+    (a rank's steps: the ranks of a TP group run the same);
+  - and every real in these answers, JSON and CSV, is written with the
+    fewest digits that read back (never 0.23145099999999999).
 """
-import gzip
+import math
 import os
+import re
 import shutil
 import sys
 import tempfile
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tracedtest import (SRC_DIR, TRACES_DIR, Daemon, check,  # noqa: E402
-                        check_eq)
+from make_composed import make_ranks  # noqa: E402
+from tracedtest import TRACES_DIR, Daemon, check, check_eq  # noqa: E402
 
 ALL = 1000       # limit: the most a route gives
 
@@ -50,29 +53,10 @@ class Reader:
 
 
 def composed_pair(tmp):
-    """rank_0 and rank_1 of a TP 2 engine the simulator composes: a
-    prefill and 31 decodes, the batch ramping down."""
-    sys.path.insert(0, os.path.join(SRC_DIR, "sim"))
-    import sim_compose
-    import sim_labels
-
-    class Args:
-        cudagraph_capture_sizes = "[]"
-        enforce_eager = False
-        method = None
-        num_speculative_tokens = 0
-    ctx = [128, 120, 110, 102]
-    steps = [sim_labels.Step("prefill", ctx)]
-    for i in range(31):
-        ctx = [c + 1 for c in ctx]
-        steps.append(sim_labels.Step("decode", ctx[:4 if i < 24 else 1]))
-    win = sim_compose.Window(steps, Args, 7, 0, 2, TRACES_DIR)
+    """rank_0 and rank_1 of a TP 2 engine the simulator composes of real
+    forward passes (make_composed.py)."""
     top = os.path.join(tmp, "tp2")
-    for r in range(2):
-        os.makedirs(os.path.join(top, "rank_%d" % r))
-        with gzip.open(os.path.join(top, "rank_%d" % r,
-                                    "d.pt.trace.json.gz"), "wt") as f:
-            f.write(sim_compose.rank_text(win, r, 2, False))
+    make_ranks(top, 7, ranks=2)
     return top
 
 
@@ -168,8 +152,31 @@ def check_verdict(d, a, b):
                 for r in rd.rows("categories", limit=ALL)}
         for f in v["figures"]:
             if f["figure"] == "category" and f[side] is not None:
-                check_eq(f[side], round(cats[f["name"]] / real),
+                # llround(): halves away from zero (Python's round()
+                # takes them to even)
+                check_eq(f[side], math.floor(cats[f["name"]] / real + 0.5),
                          "verdict's %s %s" % (f["name"], side))
+
+
+REAL = re.compile(r"(?<![\w.])-?\d+\.\d+(?:[eE][-+]?\d+)?(?![\w.])")
+
+
+def significant(text):
+    """The significant digits of a real's text."""
+    mantissa = re.split("[eE]", text.lstrip("-"))[0].replace(".", "")
+    return mantissa.strip("0")
+
+
+def check_numbers(d, paths):
+    """Every real in the answers' text, JSON and CSV, has the fewest
+    digits that read back as its value (docs/API.md)."""
+    for path in paths:
+        code, text = d.get(path, raw=True)
+        check_eq(code, 200, path)
+        for tok in REAL.findall(text.decode()):
+            check(len(significant(tok)) <=
+                  len(significant(repr(float(tok)))),
+                  "%s: %s, not %r" % (path, tok, float(tok)))
 
 
 def main():
@@ -200,6 +207,15 @@ def main():
             check_diff(d, ids[2], ids[3])
             check_diff(d, ids[0], ids[2])
             check_verdict(d, ids[0], ids[1])
+            check_numbers(d, [p % ids[0] for p in (
+                "/captures/%d/idle?by=step", "/captures/%d/categories",
+                "/captures/%d/categories?format=csv", "/captures/%d/kernels",
+                "/captures/%d/kernels?format=csv", "/captures/%d/steps",
+                "/captures/%d/families", "/captures/%d/timeline",
+                "/captures/%d/collectives?by=rank")] + [
+                "/diff?a=%d&b=%d&by=category" % (ids[0], ids[2]),
+                "/diff?a=%d&b=%d&by=category&format=csv" % (ids[0], ids[2]),
+                "/captures/%d/verdict?baseline=%d" % (ids[1], ids[0])])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print("every figure two routes report agrees on %d captures" % len(ids))

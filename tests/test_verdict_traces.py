@@ -38,7 +38,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ref_analysis  # noqa: E402
 import ref_index  # noqa: E402
 from make_fixtures import dumps, us  # noqa: E402
-from tracedtest import SRC_DIR, TRACES_DIR, Daemon, check  # noqa: E402
+from make_composed import make_ranks  # noqa: E402
+from tracedtest import Daemon, check  # noqa: E402
 
 KERNEL_CATS = ("kernel", "Kernel")
 
@@ -190,31 +191,11 @@ def one_trace(d, tmp, path, kinds, family, failures, others=()):
 
 
 def composed(tmp, name, seed, split):
-    """A rank the simulator composes of the real traces' forward passes,
-    as the demo's: 4 requests of 102-128 prompt tokens, 32 tokens out
-    (the batch 4, then 3, then 1); split: the first prefill cut in two,
-    as when a request arrives a step late."""
-    sys.path.insert(0, os.path.join(SRC_DIR, "sim"))
-    import sim_compose
-    import sim_labels
-
-    class Args:
-        cudagraph_capture_sizes = "[]"
-        enforce_eager = False
-        method = None
-        num_speculative_tokens = 0
-    ctx = [128, 120, 110, 102]
-    steps = ([sim_labels.Step("prefill", ctx[:1]),
-              sim_labels.Step("prefill", ctx[1:])] if split
-             else [sim_labels.Step("prefill", ctx)])
-    for i in range(31):
-        ctx = [c + 1 for c in ctx]
-        steps.append(sim_labels.Step("decode", ctx[:4 if i < 24 else
-                                                 3 if i < 27 else 1]))
-    win = sim_compose.Window(steps, Args, seed, 0, 1, TRACES_DIR)
+    """The demo's rank, composed of real forward passes (make_composed.py),
+    copied to tmp/<name>.pt.trace.json.gz."""
     path = os.path.join(tmp, name + ".pt.trace.json.gz")
-    with gzip.open(path, "wt") as f:
-        f.write(sim_compose.rank_text(win, 0, 1, False))
+    shutil.move(make_ranks(os.path.join(tmp, name), seed, split=split)[0],
+                path)
     return path
 
 
