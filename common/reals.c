@@ -7,6 +7,7 @@
  */
 #include "common/reals.h"
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,13 @@ size_t tr_real_text(double x, char *buf, size_t size)
     n += 2;
   }
   return n > 0 ? (size_t)n : 0;
+}
+
+double tr_round(double x, int decimals)
+{
+  double scale = pow(10.0, decimals);
+
+  return round(x * scale) / scale;
 }
 
 /* The filter between jansson and the real callback. */

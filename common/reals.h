@@ -19,6 +19,10 @@
  * Returns the text's length. */
 size_t tr_real_text(double x, char *buf, size_t size);
 
+/* x rounded to decimals places (half away from zero): the fixed precision
+ * of percentages, 3 decimals (docs/API.md). */
+double tr_round(double x, int decimals);
+
 /* json_dump_callback() with every real written by tr_real_text(): the
  * same text but for the reals' digits. Returns its result. */
 int tr_json_dump_callback(const json_t *v, json_dump_callback_t cb, void *ud,

@@ -41,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/reals.h"
 #include "store/store_int.h"
 #include "store/verdict_int.h"
 
@@ -305,9 +306,9 @@ static double pct_of(double logratio)
   return 100.0 * expm1(logratio);
 }
 
-static double round3(double x)
+static double round3(double x) /* a percentage's 3 decimals */
 {
-  return round(x * 1000.0) / 1000.0;
+  return tr_round(x, 3);
 }
 
 /* Measures f: its comparison, and the history's widening. */
