@@ -19,17 +19,12 @@ fi
 
 DEMO=${TRACED_DEMO_DIR:-$PWD/demo}
 export ATOM_SIM_HOME="$DEMO/atom-sim"
-<<<<<<< HEAD
 # Every request runs its whole output (OSL 32), as on a real server: the
 # simulator's default stops at 8 tokens to keep the tests short.
 export SIM_MAX_TOKENS="${SIM_MAX_TOKENS:-1024}"
-# ATOM's scripts (and the simulator's) need rocm-smi: the sim's stand-in.
-export PATH="$PWD/sim/bin:$PATH"
-=======
 # ATOM's scripts (and the simulator's) need rocm-smi and a `python` that
 # imports ATOM (/opt/venv/bin in ATOM's image): the sim's stand-ins.
 export PATH="$PWD/sim/bin:$PWD/sim/venv/bin:$PATH"
->>>>>>> main
 # The demo model is named like one of ATOM CI's presets (ATOM's own
 # models.json, a verbatim copy in tests/data/atom): the capture runs it as
 # ATOM CI would, and says so.
