@@ -13,7 +13,8 @@ traced_c_test(test_layout_links traced_daemon test_layout_links.c)
 
 # The attacks of docs/SECURITY.md, each against a real daemon: see
 # tests/test_security.py.
-foreach(case files fifos browser args slowloris bounds secrets echo)
+foreach(case files fifos browser args slowloris bounds secrets echo bodies
+        guesses)
   traced_py_test(security_${case} test_security.py ${case})
 endforeach()
 traced_py_test(security_disk test_security.py disk)
