@@ -48,6 +48,9 @@
 
 /* Bytes of auth_token_file read at most. */
 #define TOKEN_MAX 4096
+/* A token shorter than this is warned about (docs/SECURITY.md): one
+ * chosen by hand is, a random one (openssl rand -hex 32) is 64 bytes. */
+#define TOKEN_MIN 16
 
 /* ---- Host ---- */
 
@@ -266,14 +269,41 @@ static int read_token_file(const char *path, char **out, struct tr_err *err)
   return 0;
 }
 
+/* The start-up warnings about the token actually loaded (from either
+ * setting): docs/ATOM.md, "What a request may pass": without one, anyone
+ * who reaches the API runs ATOM as traced's user. */
+static void warn_token(const struct api *api)
+{
+  size_t n = strlen(api->token);
+
+  if (n == 0)
+    fprintf(stderr,
+            "traced: warning: no auth_token: anyone who can reach %s may "
+            "queue captures, which run ATOM's scripts, server and bench "
+            "as this daemon's user; set auth_token_file\n",
+            api->cfg->listen);
+  else if (n < TOKEN_MIN)
+    fprintf(stderr,
+            "traced: warning: the auth token is %zu bytes, under %d: it "
+            "can be guessed; use a longer random one (openssl rand -hex "
+            "32)\n",
+            n, TOKEN_MIN);
+}
+
 int api_token_load(struct api *api, struct tr_err *err)
 {
   const struct cfg *cfg = api->cfg;
+  int rc;
 
   if (cfg->auth_token_file[0] != '\0')
-    return read_token_file(cfg->auth_token_file, &api->token, err);
-  api->token = strdup(cfg->auth_token);
-  return api->token != NULL ? 0 : tr_err_set(err, TR_ENOMEM, "", "no memory");
+    rc = read_token_file(cfg->auth_token_file, &api->token, err);
+  else if ((api->token = strdup(cfg->auth_token)) == NULL)
+    rc = tr_err_set(err, TR_ENOMEM, "", "no memory");
+  else
+    rc = 0;
+  if (rc == 0)
+    warn_token(api);
+  return rc;
 }
 
 /* ---- repeated 401s ---- */

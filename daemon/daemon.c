@@ -342,14 +342,6 @@ int daemon_run(const struct cfg *cfg)
     }
   } else {
     fprintf(stderr, "traced: listening on %s\n", cfg->listen);
-    /* docs/ATOM.md, "What a request may pass": a capture runs ATOM's
-     * scripts as traced's user. */
-    if (cfg->auth_token[0] == '\0')
-      fprintf(stderr,
-              "traced: warning: no auth_token: anyone who can reach %s may "
-              "queue captures, which run ATOM's scripts, server and bench "
-              "as this daemon's user; set auth_token_file\n",
-              cfg->listen);
     tr_notify("READY=1");
   }
   uv_run(&d.loop, UV_RUN_DEFAULT);
