@@ -409,12 +409,58 @@ static int migrate_steps(struct store *st, struct tr_err *err)
   return 0;
 }
 
+/* sum() as SQLite's own, except that an integer sum that would overflow
+ * is held at INT64_MAX or INT64_MIN instead of failing the query ("integer
+ * overflow"): a rank's sums are held so already (docs/TRACE_FORMATS.md),
+ * and the all-ranks tables add them up. Not a window function (none of
+ * our queries uses sum() OVER). */
+struct sat_sum {
+  int64_t i;
+  double r;
+  bool any, real;
+};
+
+static void sum_step(sqlite3_context *c, int n, sqlite3_value **v)
+{
+  struct sat_sum *s = sqlite3_aggregate_context(c, sizeof(*s));
+  int type = sqlite3_value_numeric_type(v[0]);
+
+  (void)n;
+  if (s == NULL || type == SQLITE_NULL)
+    return;
+  s->any = true;
+  if (type == SQLITE_INTEGER && !s->real) {
+    s->i = tr_sat_add(s->i, sqlite3_value_int64(v[0]));
+    return;
+  }
+  if (!s->real)
+    s->r = (double)s->i;
+  s->real = true;
+  s->r += sqlite3_value_double(v[0]);
+}
+
+static void sum_final(sqlite3_context *c)
+{
+  struct sat_sum *s = sqlite3_aggregate_context(c, 0);
+
+  if (s == NULL || !s->any)
+    sqlite3_result_null(c);
+  else if (s->real)
+    sqlite3_result_double(c, s->r);
+  else
+    sqlite3_result_int64(c, s->i);
+}
+
 static int configure(struct store *st, struct tr_err *err)
 {
   char sql[64];
   int have = 0;
   int rc;
 
+  if (sqlite3_create_function_v2(st->db, "sum", 1,
+                                 SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, NULL,
+                                 sum_step, sum_final, NULL) != SQLITE_OK)
+    return store__db_err(st, "sum()", err);
   snprintf(sql, sizeof(sql), "PRAGMA busy_timeout = %d", BUSY_TIMEOUT_MS);
   rc = exec(st, sql, err);
   if (rc == 0)
