@@ -4,6 +4,7 @@
  * query uses.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -496,6 +497,21 @@ static int configure(struct store *st, struct tr_err *err)
   return rc;
 }
 
+/* A database traced makes is 0600: it holds every request (their env
+ * among them), and SQLite makes its WAL and shared-memory files with the
+ * database file's mode. One that exists keeps its mode. */
+static void create_private(const char *path)
+{
+  int fd;
+
+  if (path[0] == '\0' || strcmp(path, ":memory:") == 0 ||
+      strncmp(path, "file:", 5) == 0)
+    return; /* SQLite's own: in memory, a URI */
+  fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd >= 0)
+    close(fd);
+}
+
 int store_open(const char *path, int mode, struct store **out,
                struct tr_err *err)
 {
@@ -508,6 +524,8 @@ int store_open(const char *path, int mode, struct store **out,
   if (st == NULL)
     return tr_err_set(err, TR_ENOMEM, "", "store");
   st->mode = mode == STORE_RO ? STORE_RO : STORE_RW;
+  if (st->mode == STORE_RW)
+    create_private(path);
   if (sqlite3_open_v2(path, &st->db, flags, NULL) != SQLITE_OK) {
     rc = tr_err_set(err, TR_EDB, "db", "%s: %s", path,
                     st->db ? sqlite3_errmsg(st->db) : "cannot open");

@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tests/check.h"
@@ -33,6 +34,30 @@ static void exec_sql(const char *path, const char *sql)
   CHECK_INT(sqlite3_open(path, &db), SQLITE_OK);
   CHECK_INT(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
   sqlite3_close(db);
+}
+
+/* The database traced makes, its WAL and shared memory are 0600 whatever
+ * the umask: they hold every request. */
+static void store_files_private(void)
+{
+  static const char *const suffix[] = { "", "-wal", "-shm" };
+  char path[256], file[300];
+  struct store *st;
+  struct stat sb;
+  mode_t old = umask(022);
+  int64_t id;
+
+  fx_db_path(path, sizeof(path));
+  unlink(path);
+  st = open_rw(path);
+  CHECK_INT(store_capture_insert(st, "capture", "x", NULL, 0, &id, &err), 0);
+  for (size_t i = 0; i < 3; i++) {
+    snprintf(file, sizeof(file), "%s%s", path, suffix[i]);
+    CHECK_INT(stat(file, &sb), 0);
+    CHECK_INT(sb.st_mode & 0777, 0600);
+  }
+  store_close(st);
+  umask(old);
 }
 
 /* sum() holds an integer sum at INT64_MAX (or INT64_MIN) where SQLite's
@@ -660,6 +685,7 @@ static void store_delete_cascades(void)
 
 int main(void)
 {
+  RUN(store_files_private);
   RUN(store_sum_saturates);
   RUN(store_migrates_empty_file);
   RUN(store_migrates_v1_keeping_rows);
