@@ -333,14 +333,32 @@ static const char *const no_params[] = { NULL };
  * refuses writes: reads still answer, and a restart would not free the
  * disk, so a liveness probe must not restart it; monitoring alerts on the
  * status (or on traced_store_degraded in /metrics). */
+/* The captures whose final state waits for the store (common/stats.h),
+ * after reason's own text. */
+static void add_pending(char *reason, size_t size)
+{
+  char ids[512];
+  size_t n = tr_stats_pending_text(ids, sizeof(ids)), used = strlen(reason);
+
+  if (n > 0 && used < size)
+    snprintf(reason + used, size - used,
+             "%s%zu final state%s not yet stored, shown as traced holds "
+             "%s: %s",
+             used > 0 ? "; " : "", n, n == 1 ? "" : "s", n == 1 ? "it" : "them",
+             ids);
+}
+
 enum MHD_Result api_get_healthz(struct api_req *r)
 {
   struct tr_err err = { 0 };
-  char reason[768];
+  char reason[1280] = "";
 
   if (api_query_check(r, no_params, &err) != 0)
     return api_reply_tr_err(r, &err);
-  if (tr_stats_store_degraded(reason, sizeof(reason)) ||
+  if (!tr_stats_store_degraded(reason, sizeof(reason)))
+    reason[0] = '\0';
+  add_pending(reason, sizeof(reason));
+  if (reason[0] != '\0' ||
       fleet_degraded(r->api->cfg, reason, sizeof(reason))) {
     json_t *why = json_string(reason); /* NULL: not UTF-8 (a path's bytes) */
 

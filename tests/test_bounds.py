@@ -23,8 +23,9 @@ Usage: test_bounds.py CASE, CASE one of
             writable again, writes resume without a restart. The same when
             the files turn immutable under a running daemon. A capture that
             was running when traced was killed and restarted on a read-only
-            store is written interrupted once the store takes writes, never
-            left running (root and chattr; skipped otherwise).
+            store is shown interrupted at once (state_stored false, named by
+            /healthz) and written so once the store takes writes, never
+            shown running (root and chattr; skipped otherwise).
   times     timestamps at the edge of int64 (docs/TRACE_FORMATS.md: 0 <=
             ts < 2^62 ns, 0 <= dur < 2^50 ns): the two 200-byte traces of
             the report (ts 9223372036854775.807, dur 1e20) skip that event
@@ -300,10 +301,6 @@ def check_refused(d, root):
     return health["reason"]
 
 
-def final_or_none(cap):
-    return cap if cap["status"] != "running" else None
-
-
 def readonly_restart_and_live():
     """An immutable file at a restart, then under the running daemon."""
     d = Daemon(conf={"import_roots": TRACES_DIR}, keep=True)
@@ -333,8 +330,9 @@ def readonly_restart_and_live():
     shutil.rmtree(d.dir, ignore_errors=True)
 
 
-def final_or_none(cap):
-    return cap if cap["status"] != "running" else None
+def stored_or_none(cap):
+    """The capture once its state is the database's (no state_stored)."""
+    return cap if "state_stored" not in cap else None
 
 
 def readonly_recovery():
@@ -350,12 +348,21 @@ def readonly_recovery():
         chattr("+i", files)
         try:
             rig.restart()
-            check_eq(rig.d.get("/healthz")[1]["status"], "degraded", "healthz")
-            check_eq(rig.get(cid)["status"], "running", "not written yet")
+            health = rig.d.get("/healthz")[1]
+            check_eq(health["status"], "degraded", "healthz")
+            check("capture %d (interrupted)" % cid in health["reason"] and
+                  "not yet stored" in health["reason"], health)
+            cap = rig.get(cid)
+            check_eq((cap["status"], cap["phase"], cap.get("state_stored")),
+                     ("interrupted", "waiting_ready", False),
+                     "shown interrupted, not yet stored")
+            listed = [c for c in rig.d.get("/captures")[1]["captures"]
+                      if c["id"] == cid]
+            check_eq(listed[0]["status"], "interrupted", "listed")
         finally:
             chattr("-i", files)
-        cap = wait_for(lambda: final_or_none(rig.get(cid)), 20,
-                       "the recovered capture's final state")
+        cap = wait_for(lambda: stored_or_none(rig.get(cid)), 20,
+                       "the recovered capture's final state stored")
         check_eq((cap["status"], cap["phase"]),
                  ("interrupted", "waiting_ready"), "recovered capture")
         check_eq(rig.d.get("/healthz")[1]["status"], "ok", "healthz after")
