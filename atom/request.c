@@ -142,6 +142,9 @@ static int check_authority(const struct cfg *cfg, json_t *obj,
     rc = rc ? rc : tr_err_set(err, TR_ENOMEM, "", "out of memory");
   trusts = json_is_true(json_object_get(json_object_get(pre.model, "config"),
                                         "trust_remote_code"));
+  if (rc == 0 && real != NULL)
+    rc = api_policy_folder(cfg, launched_real ? launched_real : real, trusts,
+                           launched_real ? "variant" : "model", err);
   if (rc == 0)
     rc = api_policy_words(cfg, TR_ATOM_SERVER,
                           json_object_get(obj, "server_args"), "server_args",

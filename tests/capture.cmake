@@ -39,7 +39,8 @@ endforeach()
 traced_py_test(test_tour test_tour.py)
 # What a capture request may make root do (atom/policy.c).
 foreach(case hostile_bench_args server_and_bench_words env_policy
-        link_moved_after_accept)
+        link_moved_after_accept shell_words model_folder_trust env_code
+        no_link_oracle)
   traced_py_test(test_policy_${case} test_policy.py ${case})
 endforeach()
 # The hardened systemd unit (systemd/traced.service).
