@@ -307,7 +307,7 @@ JS_PARAMS = {
     "/captures/{id}/slice": {"start_ns", "end_ns"},
     "/settings": set(),
     "/captures/{id}/decode/steps": {"rank"},
-    "/captures/{id}/decode/median": {"rank", "kind"},
+    "/captures/{id}/decode/median": {"rank", "kind", "limit"},
     "/captures/{id}/decode/modules": {"rank", "kind", "q", "limit"},
     "/captures/{id}/decode/layers": {"rank", "kind", "limit"},
     "/captures/{id}/decode/ops": {"rank", "kind", "q", "limit"},

@@ -34,7 +34,9 @@ Usage: test_web_pages.py CASE, CASE one of
                 latencies as one table (the bench's medians exactly),
                 model_id and tokenizer_id apart; a capture failed on a
                 fatal marker opens its log scrolled to the line its error
-                quotes, marked.
+                quotes, marked; a capture with mark_trace (a real graph
+                pair, 36 layers) draws its whole median step, every part
+                of /decode/median, its device time to the ns.
   screens       docs/screens holds a PNG of every tab of the capture page
                 (the tabs web/*.js defines) and of the list, a capture's
                 top, a diff and a failure, as scripts/screens.py makes
@@ -484,6 +486,20 @@ def check_log(d, browser, page, cid):
           e["box"], "the error line out of view: %r" % e)
 
 
+def check_median(d, browser, page, cid):
+    """The Decode tab's median step of rank 0: every part, its total."""
+    parts = d.get("/captures/%d/decode/median?rank=0&kind=decode&limit=1000"
+                  % cid)[1]["rows"]
+    step = [r for r in d.get("/captures/%d/decode/steps?rank=0" % cid)[1][
+        "rows"] if r["step"] == "decode"]
+    check(len(parts) > 100 and step, "a median step of %d parts" % len(parts))
+    browser.show(page, "%s/#/captures/%d?tab=decode&rank=0" % (d.base, cid))
+    desc = browser.eval(page, "document.querySelector('figure.median desc')"
+                        ".textContent")
+    check(": {:,} ns of device time in {} parts.".format(
+        step[0]["median_ns"], len(parts)) in desc, "median bar: " + desc)
+
+
 def case_capture_top():
     import make_fixtures
     from test_capture_lib import Rig
@@ -499,9 +515,12 @@ def case_capture_top():
                 bad = rig.capture(env={"ATOM_SIM_FAULTS":
                                        "fatal_marker_during_bench=2"})
                 check_eq(rig.wait(bad)["status"], "failed", "the fault")
+                marked = rig.capture(mark_trace=True)
+                check_eq(rig.wait(marked)["status"], "done", "mark_trace")
                 page = page_of(browser)
                 check_top(rig.d, browser, page, ok)
                 check_log(rig.d, browser, page, bad)
+                check_median(rig.d, browser, page, marked)
     return with_browser(case)
 
 

@@ -12,6 +12,8 @@
 'use strict';
 
 const NOT_IN = '(none)';
+/* The median step's parts asked: table_limit_max (api/openapi.yaml). */
+const MEDIAN_PARTS = 1000;
 
 /* The tables of the tab: route, the key columns, query parameters. */
 const DECODE_VIEWS = [
@@ -278,9 +280,12 @@ async function decodeTab(c, st, ranks) {
       limit: LIMIT};
     const mod = {rank: st.rank, kind: st.kind, module: st.module,
       limit: LIMIT};
+    /* Every part of the median step (a part per layer and module: 36
+     * layers of 10 modules pass the default 100 rows). */
+    const medQ = {rank, kind: st.kind, limit: MEDIAN_PARTS};
     const [med, data, kernels] = await Promise.all([
       rank == null || !step ? {rows: []} : get(url(
-        '/captures/{id}/decode/median', {id: c.id}, {rank, kind: st.kind})),
+        '/captures/{id}/decode/median', {id: c.id}, medQ)),
       get(url(view.path, {id: c.id}, query)),
       st.module ? get(url('/captures/{id}/decode/kernels', {id: c.id}, mod))
         : null]);
@@ -297,7 +302,7 @@ async function decodeTab(c, st, ranks) {
       })),
       decodeMeta(st, step), replaysWhy(c, step),
       med.rows.length ? [medianBar(st.kind, rank, step, med.rows, names),
-        csv('/captures/{id}/decode/median', {rank, kind: st.kind},
+        csv('/captures/{id}/decode/median', medQ,
           'decode-median')] : null,
       el('h4', null, view.label[0].toUpperCase() + view.label.slice(1)),
       view.note ? el('p', {class: 'muted'}, view.note) : null,
