@@ -208,6 +208,8 @@ async function criticalTab(c, st, ranks) {
   const kernel = T('kernel', 'name', readable(names));
   return [el('p', {class: 'muted'}, PATH_NOTE),
     el('h4', null, 'What bounds each step kind'), pathBreakdown(sum.rows),
+    el('p', {class: 'muted'}, 'Path p50 and max are one step\'s ',
+      'path; cpu to sync are summed over the analysed steps.'),
     table([S('step', 'step'), C('steps', 'steps'), C('analysed', 'analyzed'),
       N('path p50', 'length_p50_ns'), N('path max', 'length_max_ns'),
       ...LENGTH_BOUNDS.concat('sync').map(b => N(b, b + '_ns')),

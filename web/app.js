@@ -681,10 +681,16 @@ function diffTotal(d) {
     'the same in both') : null);
 }
 
-function diffBody(d, names) {
+/* perStep: shows the figures per step (offered when the two ran a
+ * different number of steps and the totals are shown). */
+function diffBody(d, names, perStep) {
+  const uneven = d.norm === 'none' && d.a_steps && d.b_steps &&
+    d.a_steps !== d.b_steps;
   return [diffTotal(d), d.warnings.length ? el('div', {class: 'warnings'},
     el('strong', null, 'Read with care:'), el('ul', null,
-      d.warnings.map(w => el('li', {title: w.code}, w.message)))) : null,
+      d.warnings.map(w => el('li', {title: w.code}, w.message))),
+    uneven ? el('button', {onclick: perStep}, 'compare per step') : null)
+    : null,
   d.kind != null ? el('p', {class: 'meta'}, d.kind, ' steps: A ',
     num(d.a_steps), ', B ', num(d.b_steps), d.norm === 'per_step'
       ? ' \u00b7 figures per ' + d.kind + ' step' : '')
@@ -718,10 +724,14 @@ function diffView(app, a, b, hq) {
     maxlength: 64, onchange: () => { st.kind = kindIn.value; load(); }});
   const kindBox = el('label', null, 'step kind ', kindIn);
   add(tools, select(st.by, Object.keys(DIFF_KEY).map(v => [v, 'by ' + v]),
-    v => { st.by = v; load(); }),
-  select(st.norm, [['none', 'totals'], ['per_step', 'per step']],
-    v => { st.norm = v; load(); }), kindBox, el('label', null, 'rank ',
-    rankIn));
+    v => { st.by = v; load(); }));
+  const normIn = select(st.norm, [['none', 'totals'], ['per_step',
+    'per step']], v => { st.norm = v; load(); });
+  add(tools, normIn, kindBox, el('label', null, 'rank ', rankIn));
+  const perStep = () => {
+    st.norm = normIn.value = 'per_step';
+    load();
+  };
   Promise.all([a, b].map(id => get(url('/captures/{id}', {id}))
     .catch(() => null))).then(cs => {
     if (g !== gen) return;
@@ -746,7 +756,7 @@ function diffView(app, a, b, hq) {
       if (g === gen) put(out, errorBox(e));
       return;
     }
-    if (g === gen) put(out, diffBody(d, new Map([...nb, ...na])));
+    if (g === gen) put(out, diffBody(d, new Map([...nb, ...na]), perStep));
   }
   load();
 }
