@@ -2,12 +2,14 @@
 with headless Chromium from a running traced (scripts/screens.sh starts
 one on the demo and calls this).
 
-Usage: screens.py BASE OUT CAPTURE OTHER FAILED
+Usage: screens.py BASE OUT CAPTURE OTHER FAILED MARKED
   BASE     the dashboard's URL (http://127.0.0.1:PORT)
   OUT      the folder the PNGs go to
   CAPTURE  the done capture whose page and tabs are shown
   OTHER    a second done capture of the same configuration (the diff)
   FAILED   a failed capture (its log opened at the error)
+  MARKED   a done capture with mark_trace (its graph replays attributed):
+           the Decode tab's
 
 Every screen is 1400 CSS pixels wide: the capture's page as a 1400x900
 window shows it (what is above the fold), each tab from its tab bar down,
@@ -48,9 +50,9 @@ def shot(browser, page, url, path, tab=False):
 
 
 def main():
-    if len(sys.argv) != 6:
+    if len(sys.argv) != 7:
         sys.exit(__doc__)
-    base, out, cid, other, failed = sys.argv[1:]
+    base, out, cid, other, failed, marked = sys.argv[1:]
     chromium = find_chromium()
     if not chromium:
         sys.exit("no chromium (apt-get install -y chromium)")
@@ -63,8 +65,9 @@ def main():
         top = "%s/#/captures/%s" % (base, cid)
         shot(browser, page, top, os.path.join(out, "capture.png"))
         for tab in TABS:
-            shot(browser, page, top + "?tab=" + tab,
-                 os.path.join(out, "tab-%s.png" % tab), tab=True)
+            shot(browser, page, "%s/#/captures/%s?tab=%s" % (
+                base, marked if tab == "decode" else cid, tab),
+                os.path.join(out, "tab-%s.png" % tab), tab=True)
         shot(browser, page, "%s/#/diff/%s/%s" % (base, cid, other),
              os.path.join(out, "diff.png"))
         shot(browser, page, "%s/#/captures/%s" % (base, failed),

@@ -2,8 +2,9 @@
 # Makes docs/screens/*.png, the dashboard as a newcomer sees it after
 # `make run`: runs the demo (scripts/run.sh, on free ports and in a
 # folder of its own), captures the same configuration a second time (the
-# diff) and once more with the simulator's fatal marker during the
-# benchmark (a failed capture), then has headless Chromium draw each page
+# diff), once with the simulator's fatal marker during the benchmark (a
+# failed capture) and once with mark_trace (ATOM's graph-capture traces:
+# the Decode tab's), then has headless Chromium draw each page
 # and tab (scripts/screens.py). Needs Debian's chromium
 # (apt-get install -y chromium) and a built build/traced (make).
 set -eu
@@ -53,4 +54,6 @@ again=$(queue ',"label":"again"')
 echo "capture $again: $(final "$again")"
 bad=$(queue ',"label":"fault","env":{"ATOM_SIM_FAULTS":"fatal_marker_during_bench=2"}')
 echo "capture $bad: $(final "$bad")"
-python3 scripts/screens.py "$api" "$OUT" 1 "$again" "$bad"
+marked=$(queue ',"label":"mark_trace","mark_trace":true')
+echo "capture $marked: $(final "$marked")"
+python3 scripts/screens.py "$api" "$OUT" 1 "$again" "$bad" "$marked"
