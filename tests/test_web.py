@@ -78,7 +78,7 @@ from browser import HEADLESS, Browser, find_chromium  # noqa: E402
 import ref_cpath  # noqa: E402
 import ref_index  # noqa: E402
 from tracedtest import (SRC_DIR, TRACED_BIN, TRACES_DIR, Daemon,  # noqa
-                        check, check_eq)
+                        check, check_eq, run_named_case)
 
 WEB = os.path.join(SRC_DIR, "web")
 OPENAPI = os.path.join(SRC_DIR, "api", "openapi.yaml")
@@ -1355,15 +1355,5 @@ def case_dom_opens_perfetto():
     return 0
 
 
-def main():
-    cases = {n[len("case_"):]: f for n, f in globals().items()
-             if n.startswith("case_")}
-    if len(sys.argv) != 2 or sys.argv[1] not in cases:
-        sys.exit("usage: test_web.py %s" % "|".join(sorted(cases)))
-    rc = cases[sys.argv[1]]() or 0
-    print("web_%s: %s" % (sys.argv[1], "skipped" if rc else "ok"))
-    sys.exit(rc)
-
-
 if __name__ == "__main__":
-    main()
+    run_named_case(globals(), "web")

@@ -50,8 +50,8 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from browser import Browser, find_chromium  # noqa: E402
-from tracedtest import (SRC_DIR, TRACES_DIR, Daemon, check,  # noqa: E402
-                        check_eq)
+from tracedtest import (SRC_DIR, TRACES_DIR, Daemon,  # noqa: E402
+                        check, check_eq, run_named_case)
 
 WEB = os.path.join(SRC_DIR, "web")
 SKIPPED = 77
@@ -550,15 +550,5 @@ def case_screens():
     return 0
 
 
-def main():
-    cases = {n[len("case_"):]: f for n, f in globals().items()
-             if n.startswith("case_")}
-    if len(sys.argv) != 2 or sys.argv[1] not in cases:
-        sys.exit("usage: test_web_pages.py %s" % "|".join(sorted(cases)))
-    rc = cases[sys.argv[1]]() or 0
-    print("web_pages_%s: %s" % (sys.argv[1], "skipped" if rc else "ok"))
-    sys.exit(rc)
-
-
 if __name__ == "__main__":
-    main()
+    run_named_case(globals(), "web_pages")
