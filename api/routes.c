@@ -46,6 +46,13 @@ const struct api_route api_routes[] = {
         PARAMS(ENUM("status", api_statuses), TEXT("model"),
                ENUM("kind", tr_kind_names), INT("limit"), INT("before")) },
   { "/imports", .post = api_post_imports, .params = NONE },
+  /* Sweeps (routes_sweeps.c, docs/SWEEPS.md): a parent record of
+   * captures; {sweep} is a sweep's id. */
+  { "/sweeps", .get = api_get_sweeps, .post = api_post_sweeps,
+    .params = PARAMS(ENUM("status", api_statuses), INT("limit"), INT("before"),
+                     ENUM("format", formats)) },
+  { "/sweeps/{sweep}", .get = api_get_sweep, .del = api_delete_sweep,
+    .params = PARAMS(ENUM("format", formats)) },
   { "/diff", .get = api_get_diff, .lab = api_lab_diff,
     .params = PARAMS(CAPTURE("a"), CAPTURE("b"), INT("rank"),
                      ENUM("by", tr_diff_bys), ENUM("norm", norms), INT("limit"),

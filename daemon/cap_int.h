@@ -175,6 +175,8 @@ struct cap_write {
   const char *tail;
   void (*then)(struct cap_job *job);
   bool always, claim;
+  bool ends_sweep; /* a final write whose point ends its sweep (the server
+                      died: docs/SWEEPS.md), for merges.error.message */
 };
 void cap_job_write(struct cap_job *job, const struct cap_write *w);
 

@@ -154,6 +154,7 @@ void cap_enter(struct cap_job *job, enum tr_phase to, json_t *merges)
                          NULL,
                          on_entered,
                          false,
+                         false,
                          false };
   int budget;
 
@@ -297,8 +298,8 @@ static const enum tr_status end_status[] = {
 void cap_fail(struct cap_job *job, enum cap_end how, const char *log,
               const char *fmt, ...)
 {
-  struct cap_write w = { end_status[how], job->phase, NULL, NULL,
-                         cleanup,         true,       false };
+  struct cap_write w = { end_status[how], job->phase, NULL,  NULL,
+                         cleanup,         true,       false, false };
   char msg[1024], path[4096];
   va_list ap;
 

@@ -44,7 +44,7 @@ static void interrupt(struct cap_runner *r, struct store *st, int64_t id,
   char msg[1024];
   json_t *error, *merges;
   struct tr_err err = { 0 };
-  struct store_apply a = { false, TR_STATUS_INTERRUPTED, -1, NULL };
+  struct store_apply a = { false, TR_STATUS_INTERRUPTED, -1, NULL, NULL };
   int rc;
 
   snprintf(msg, sizeof(msg),

@@ -61,6 +61,9 @@ struct store_apply {
   int phase;      /* enum tr_phase, -1: kept */
   json_t *merges; /* {column: object} merged in as store_capture_merge()
                      does; borrowed; NULL: none */
+  const char *sweep_ends; /* with a final status of a sweep's point: the
+                             sweep ends here, for this reason (the server
+                             died: docs/SWEEPS.md); NULL: it goes on */
 };
 
 /*
@@ -143,6 +146,52 @@ enum store_end {
  * where the decision is made. TR_ENOTFOUND for an unknown id. */
 int store_capture_end(struct store *st, int64_t id, enum store_end *what,
                       struct tr_err *err);
+
+/* ---- sweeps (docs/SWEEPS.md) ---- */
+
+/* A new sweep, status "queued", with label (may be NULL) and params (its
+ * validated request, borrowed), and its points: one queued capture of
+ * each element of points (a capture request, borrowed), point i, tied to
+ * it by sweep_points, all in one transaction. TR_EBUSY (field "queue")
+ * when max_queued (> 0) would be passed by them. */
+int store_sweep_insert(struct store *st, const char *label, json_t *params,
+                       json_t *points, int max_queued, int64_t *id,
+                       struct tr_err *err);
+
+/* The sweep object (docs/API.md): id, label, params, status, created_at,
+ * started_at, finished_at (RFC 3339 or null), error ({message, point} or
+ * null), points_total, points_done, and points: [{point, capture, conc,
+ * isl, osl, status, phase, error (its message or null), and the bench's
+ * figures (store_int.h's STORE__SWEEP_BENCH; null until it has them)}]
+ * by point. One
+ * read snapshot. TR_ENOTFOUND (field "sweep"). */
+int store_sweep_get(struct store *st, int64_t id, json_t **out,
+                    struct tr_err *err);
+
+/* The points of sweep id as store_sweep_get() gives them (an empty array
+ * for an unknown id), inside the caller's snapshot if any. */
+int store_sweep_points(struct store *st, int64_t id, json_t **out,
+                       struct tr_err *err);
+
+/* Sweep objects without points, newest first: f's status, before, limit
+ * and max_bytes (its model and kind are not read). */
+int store_sweep_list(struct store *st, const struct store_list_filter *f,
+                     json_t **out, struct tr_err *err);
+
+/* What store_sweep_end() did, and to which points. */
+struct store_sweep_end {
+  bool deleted; /* it was finished: deleted with its points (their files
+                   are the caller's to remove); else it is now cancelled
+                   with its queued points */
+  int64_t *ids; /* deleted: its points' capture ids; cancelled: the point
+                   still running (the runner cancels it); caller frees */
+  size_t n;
+};
+
+/* DELETE /sweeps/<id>, decided in one write transaction from the status it
+ * finds. TR_ENOTFOUND (field "sweep") for an unknown id. */
+int store_sweep_end(struct store *st, int64_t id, struct store_sweep_end *out,
+                    struct tr_err *err);
 
 /* Atomically: if the capture is still "queued", marks it "cancelled"
  * (finished_at stamped, error {phase, message}) and sets *was_queued;
