@@ -33,7 +33,8 @@ static const char initial_progress[] =
   " CASE WHEN cr.verdict_code IS NOT NULL THEN json_object('verdict',"         \
   "  cr.verdict_code, 'baseline', cr.baseline_id) END AS verdict_json,"        \
   " CASE WHEN sp.sweep_id IS NOT NULL THEN json_object('id', sp.sweep_id,"     \
-  "  'point', sp.point, 'conc', sp.conc) END AS sweep_json"                    \
+  "  'point', sp.point, 'conc', sp.conc, 'conc_max', (SELECT max(q.conc)"      \
+  "  FROM sweep_points q WHERE q.sweep_id = sp.sweep_id)) END AS sweep_json"   \
   " FROM captures c LEFT JOIN capture_results cr ON cr.capture_id = c.id"      \
   " LEFT JOIN sweep_points sp ON sp.capture_id = c.id "
 

@@ -10,8 +10,28 @@ simulator (sim/), each case its own ctest entry:
         points were all cancelled one by one settles failed. A capture
         whose server compiles for minutes holds the GPU slot meanwhile,
         so the sweeps stay queued.
+  run   a sweep of four concurrencies (1, 2, 4, 300) runs to done with one
+        launch (MAX_NUM_SEQS 300 for the largest) and four benches, each
+        point a done capture whose ranks are its own window's files, moved
+        out of the sweep's launch folder (its rank folders left empty),
+        with steps no wider than its concurrency.
+  death the server dies at the third point (the simulator's
+        die_during_bench at its 15th completion request: points of 1 and
+        2 send 4 and 7): the sweep fails there, the first two points are
+        kept done, the fourth is cancelled, the server is not relaunched.
+  cancel DELETE /sweeps/<id> while its second point benchmarks: that point
+        is cancelled by the runner (the server stopped), the others at
+        once, the sweep is cancelled; then DELETE deletes it all.
+  restart traced killed (-9) while the second point benchmarks: the next
+        start marks it interrupted, ends the processes it left, and the
+        sweep resumes with a relaunch: its third point done, the sweep
+        done.
+  recollect traced killed (-9) once the second point's window is complete
+        in the launch folder: the next start moves it into the point's
+        folder and indexes it; the sweep goes on to done.
 """
 import csv
+import glob
 import io
 import json
 import os
@@ -20,7 +40,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tracedtest import SRC_DIR, check, check_eq  # noqa: E402
-from test_capture_lib import Rig, model_dir, run_cases  # noqa: E402
+from test_capture_lib import FINAL, Rig, model_dir, run_cases  # noqa: E402
 
 MODELS_JSON = os.path.join(SRC_DIR, "tests", "data", "atom", "models.json")
 
@@ -96,7 +116,9 @@ def check_ci(rig, glm, variant, isl=None):
         cap = rig.get(p["capture"])
         check_eq((cap["status"], cap["sweep"]),
                  ("queued", {"id": sw["id"], "point": p["point"],
-                             "conc": p["conc"]}), "point capture")
+                             "conc": p["conc"],
+                             "conc_max": max(w[2] for w in want)}),
+                 "point capture")
         args = cap["params"]["bench_args"]
         at = args.index("--random-range-ratio")
         check_eq(float(args[at + 1]), want[p["point"]][3], "range ratio")
@@ -167,6 +189,167 @@ def api():
         time.sleep(0.2)
 
 
+def wait_sweep(d, sid, timeout=300):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        sw = sweep_of(d, sid)
+        if sw["status"] in FINAL:
+            return sw
+        time.sleep(0.2)
+    raise AssertionError("sweep %d not final: %s" % (sid, sweep_of(d, sid)))
+
+
+def rank_files(folder):
+    """The trace files of the rank folders under folder, by rank label."""
+    out = {}
+    for path in glob.glob(os.path.join(folder, "*", "*.pt.trace.json*")):
+        out.setdefault(os.path.basename(os.path.dirname(path)), []).append(
+            os.path.basename(path))
+    return out
+
+
+def start_sweep(rig, ladder, **body):
+    body.update(model=rig.model, conc=ladder, tp=2, isl=8, osl=4)
+    code, sw = rig.d.post("/sweeps", body)
+    check_eq(code, 202, "POST /sweeps: %s" % sw)
+    return sw
+
+
+def check_point(rig, p, names, bench=True):
+    """A done point: its own ranks, its own files, steps within conc, the
+    bench's figures (unless a restart cut the bench's end)."""
+    cap = rig.get(p["capture"])
+    check_eq((cap["status"], len(cap["ranks"])), ("done", 2),
+             "point %d: %s" % (p["point"], cap.get("error")))
+    files = rank_files(cap["trace_dir"])
+    check_eq(sorted(files), ["rank_0", "rank_1"], "its rank folders")
+    for label, fs in files.items():
+        check_eq(len(fs), 1, "one window of %s" % label)
+        check((label, fs[0]) not in names, "a file of its own: %s" % fs[0])
+        names.add((label, fs[0]))
+    code, steps = rig.d.get("/captures/%d/steps/buckets?kind=decode"
+                            % p["capture"])
+    widest = max([b["lo"] for b in steps["rows"] if b["dim"] == "bs"] + [0])
+    check(0 < widest <= p["conc"], "decode bs within conc %d: %d" % (
+        p["conc"], widest))
+    check(isinstance(p["output_throughput"], float) or not bench,
+          "its bench figures")
+    return cap
+
+
+def run():
+    with Rig() as rig:
+        sw = start_sweep(rig, [300, 1, 4, 2], label="ladder")
+        sw = wait_sweep(rig.d, sw["id"])
+        check_eq((sw["status"], sw["points_done"]), ("done", 4),
+                 "sweep: %s" % sw)
+        check_eq([p["conc"] for p in sw["points"]], [1, 2, 4, 300], "order")
+        names = set()
+        caps = [check_point(rig, p, names) for p in sw["points"]]
+        starts = rig.calls("start_atom_server.sh")
+        check_eq(len(starts), 1, "one launch")
+        check_eq(starts[0]["env"].get("MAX_NUM_SEQS"), "300",
+                 "launched for the largest concurrency")
+        benches = rig.calls("run_benchmark.sh")
+        check_eq([b["argv"][4] for b in benches], ["1", "2", "4", "300"],
+                 "one bench per point, in order")
+        check_eq(len(rig.calls("stop_atom_server.sh")), 1,
+                 "one stop (the first point's, before its launch)")
+        check_eq({c["max_num_seqs"]["value"] for c in caps}, {300},
+                 "every point's plan")
+        launch = caps[0]["launch_dir"]
+        check_eq(rank_files(launch), {}, "the launch folder left empty")
+        check(all(c["launch_dir"] == launch for c in caps), "one folder")
+
+
+def death():
+    with Rig(sim_env={"ATOM_SIM_FAULTS": "die_during_bench=15"}) as rig:
+        sw = start_sweep(rig, [1, 2, 3, 4])
+        sw = wait_sweep(rig.d, sw["id"])
+        check_eq([p["status"] for p in sw["points"]],
+                 ["done", "done", "failed", "cancelled"], "points: %s" % sw)
+        check_eq((sw["status"], sw["error"]["point"]), ("failed", 2),
+                 "the sweep ends at the third point")
+        check("server died" in sw["points"][2]["error"],
+              "why: %s" % sw["points"][2]["error"])
+        check("the sweep ended at point 2" in sw["points"][3]["error"],
+              "the rest: %s" % sw["points"][3]["error"])
+        check_eq(len(rig.calls("start_atom_server.sh")), 1, "no relaunch")
+        names = set()
+        for p in sw["points"][:2]:
+            check_point(rig, p, names)
+
+
+def point_in(rig, sid, point, phase):
+    """Waits until the point runs phase; its capture id."""
+    cid = sweep_of(rig.d, sid)["points"][point]["capture"]
+    rig.wait_phase(cid, phase, timeout=120)
+    return cid
+
+
+def cancel_running():
+    with Rig() as rig:
+        sw = start_sweep(rig, [1, 2, 3])
+        cid = point_in(rig, sw["id"], 1, "benchmark")
+        code, out = rig.d.delete("/sweeps/%d" % sw["id"])
+        check_eq((code, out["status"]), (202, "cancelled"), "DELETE running")
+        check_eq(out["points"][2]["status"], "cancelled", "the rest at once")
+        check_eq(rig.wait(cid)["status"], "cancelled", "the running point")
+        sw = sweep_of(rig.d, sw["id"])
+        check_eq([p["status"] for p in sw["points"]],
+                 ["done", "cancelled", "cancelled"], "points")
+        check(rig.stop_calls_after(rig.get(cid)["finished_at"], timeout=30),
+              "the server stopped")
+        code, gone = rig.d.delete("/sweeps/%d" % sw["id"])
+        check_eq((code, gone), (200, {"deleted": sw["id"]}), "deleted")
+        check(not os.path.exists(os.path.join(
+            rig.d.conf["trace_root"], "sweeps", str(sw["id"]))),
+              "its folder gone")
+        for p in sw["points"]:
+            check_eq(rig.d.get("/captures/%d" % p["capture"])[0], 404,
+                     "its points gone")
+
+
+def restart():
+    with Rig() as rig:
+        sw = start_sweep(rig, [1, 2, 3])
+        cid = point_in(rig, sw["id"], 1, "benchmark")
+        rig.kill9()
+        rig.restart()
+        check_eq(rig.get(cid)["status"], "interrupted", "the point cut")
+        sw = wait_sweep(rig.d, sw["id"])
+        check_eq([p["status"] for p in sw["points"]],
+                 ["done", "interrupted", "done"], "resumed: %s" % sw)
+        check_eq(sw["status"], "done", "the sweep")
+        check_eq(len(rig.calls("start_atom_server.sh")), 2, "a relaunch")
+        check_point(rig, sw["points"][2], set())
+
+
+def recollect():
+    with Rig(conf={"export_poll_s": "8"},
+             sim_env={"SIM_EXPORT_DELAY_S": "2"}) as rig:
+        sw = start_sweep(rig, [1, 2, 3])
+        cid = point_in(rig, sw["id"], 1, "exporting")
+        launch = os.path.join(rig.d.conf["trace_root"], "sweeps",
+                              str(sw["id"]), "launch")
+        deadline = time.time() + 30
+        while time.time() < deadline and not (
+                sorted(rank_files(launch)) == ["rank_0", "rank_1"] and
+                all(f[0].endswith(".gz") for f in rank_files(launch).values())):
+            time.sleep(0.02)
+        check_eq(rig.get(cid)["phase"], "exporting", "killed while exporting")
+        rig.kill9()
+        rig.restart()
+        sw = wait_sweep(rig.d, sw["id"])
+        check_eq([p["status"] for p in sw["points"]], ["done"] * 3,
+                 "collected after the restart: %s" % sw)
+        check_eq(rank_files(launch), {}, "the launch folder empty")
+        names = set()
+        for p in sw["points"]:
+            check_point(rig, p, names, bench=p["point"] != 1)
+
+
 if __name__ == "__main__":
-    cases = {c.__name__: c for c in (api,)}
+    cases = {c.__name__: c for c in (api, run, death, cancel_running,
+                                     restart, recollect)}
     run_cases([cases[n] for n in sys.argv[1:]] or list(cases.values()))
