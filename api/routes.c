@@ -53,6 +53,8 @@ const struct api_route api_routes[] = {
                      ENUM("format", formats)) },
   { "/sweeps/{sweep}", .get = api_get_sweep, .del = api_delete_sweep,
     .params = PARAMS(ENUM("format", formats)) },
+  { "/sweeps/{sweep}/scaling", .get = api_get_sweep_scaling,
+    .params = PARAMS(ENUM("format", formats)) },
   { "/diff", .get = api_get_diff, .lab = api_lab_diff,
     .params = PARAMS(CAPTURE("a"), CAPTURE("b"), INT("rank"),
                      ENUM("by", tr_diff_bys), ENUM("norm", norms), INT("limit"),

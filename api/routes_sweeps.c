@@ -157,3 +157,19 @@ enum MHD_Result api_delete_sweep(struct api_req *r)
     return api_reply_tr_err(r, &err);
   return api_reply_json(r, e.n > 0 ? 202 : 200, sweep);
 }
+
+enum MHD_Result api_get_sweep_scaling(struct api_req *r)
+{
+  struct tr_err err = { 0 };
+  struct store *st;
+  json_t *out = NULL;
+  bool csv = false;
+  int64_t id;
+
+  if (api_query_check(r, &err) != 0 || api_path_sweep(r, &id, &err) != 0 ||
+      api_query_csv(r, &csv, &err) != 0 ||
+      (st = api_store(r, STORE_RO, &err)) == NULL ||
+      store_sweep_scaling(st, id, r->api->cfg->sweep_knee_pct, &out, &err) != 0)
+    return api_reply_tr_err(r, &err);
+  return api_reply_rows(r, out, "rows", csv);
+}

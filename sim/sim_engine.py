@@ -30,6 +30,7 @@ import traceback
 
 import simcommon as sc
 import sim_labels
+import sim_scaling
 from sim_traces import global_rank_text, model_stem
 
 log = sc.atom_logger()
@@ -221,8 +222,11 @@ class Worker(threading.Thread):
     def write_json(self, path, seconds):
         """export_chrome_trace: the .json appears at once and grows, at
         least every EXPORT_GROW_S, for as long as `seconds`."""
-        data = global_rank_text(
-            self.global_rank, self.engine.labels(self.rank)).encode("utf-8")
+        scaling = sim_scaling.spec()
+        labels = self.engine.labels(self.rank)
+        data = (sim_scaling.rank_text(scaling, self.global_rank, labels)
+                if scaling is not None else
+                global_rank_text(self.global_rank, labels)).encode("utf-8")
         chunks = max(EXPORT_CHUNKS, int(seconds / EXPORT_GROW_S))
         step = max(1, -(-len(data) // chunks))
         with open(path, "wb") as f:

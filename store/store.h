@@ -178,6 +178,19 @@ int store_sweep_points(struct store *st, int64_t id, json_t **out,
 int store_sweep_list(struct store *st, const struct store_list_filter *f,
                      json_t **out, struct tr_err *err);
 
+/* GET /sweeps/<id>/scaling (docs/SWEEPS.md, "What scales"): {sweep,
+ * knee_pct, points (store_sweep_points()'s, each done one with
+ * decode_samples, bs_mean and launch_bound_share), scenarios [{isl, osl,
+ * knee ({conc, gain_pct, next_conc} or null), stops_scaling [{name,
+ * share_lo, share_hi, growth}], crossover_bs, launch_bound_at_min,
+ * launch_bound_at_max}], rows [{isl, osl, figure (step, idle, category,
+ * family, path), name, n, bs_min, bs_max, a_ns, b_ns_per_seq, r2,
+ * se_b_ns, rmse_ns, break_bs, a1_ns, b1_ns_per_seq, a2_ns, b2_ns_per_seq,
+ * r2_piecewise}]}, from the done points' rows in one read snapshot.
+ * knee_pct: sweep_knee_pct. TR_ENOTFOUND (field "sweep"). */
+int store_sweep_scaling(struct store *st, int64_t id, int knee_pct,
+                        json_t **out, struct tr_err *err);
+
 /* What store_sweep_end() did, and to which points. */
 struct store_sweep_end {
   bool deleted; /* it was finished: deleted with its points (their files

@@ -29,11 +29,20 @@ simulator (sim/), each case its own ctest entry:
   recollect traced killed (-9) once the second point's window is complete
         in the launch folder: the next start moves it into the point's
         folder and indexes it; the sweep goes on to done.
+  scaling on ranks the simulator generates (SIM_SCALING: each family's
+        kernel a + b x bs with 3% noise, one family breaking at bs 8),
+        a sweep of five concurrencies: every fit of /sweeps/<id>/scaling
+        equals an independent least-squares fit of the points' step
+        samples (and critical paths) read back over HTTP; each family's
+        fitted b is within 5% of the truth; the breaking family's
+        piecewise fit says where; the knee, what stops scaling and the
+        launch-bound crossover are the ones the truth implies; CSV rows.
 """
 import csv
 import glob
 import io
 import json
+import math
 import os
 import sys
 import time
@@ -208,8 +217,9 @@ def rank_files(folder):
     return out
 
 
-def start_sweep(rig, ladder, **body):
-    body.update(model=rig.model, conc=ladder, tp=2, isl=8, osl=4)
+def start_sweep(rig, ladder, **given):
+    body = dict(model=rig.model, conc=ladder, tp=2, isl=8, osl=4)
+    body.update(given)
     code, sw = rig.d.post("/sweeps", body)
     check_eq(code, 202, "POST /sweeps: %s" % sw)
     return sw
@@ -349,7 +359,176 @@ def recollect():
             check_point(rig, p, names, bench=p["point"] != 1)
 
 
+# The truth of the generated ranks (sim/sim_scaling.py): family name as
+# the indexer folds it -> (kernel name, a_ns, b_ns, break_bs, b2_ns).
+FAMILIES = {
+    "Cijk_Alik_Bljk_HHS_BH": ("Cijk_Alik_Bljk_HHS_BH_MT64x64x32_MI32x32x8x1",
+                              6000, 1500, None, None),
+    "paged_attention_ll4mi_QKV_mfma16_kernel": (
+        "paged_attention_ll4mi_QKV_mfma16_kernel", 3000, 900, None, None),
+    "fused_moe_kernel_gptq_awq": ("fused_moe_kernel_gptq_awq", 8000, 4000, 8,
+                                  500),
+    "rms_norm_kernel": ("rms_norm_kernel", 2000, 50, None, None),
+}
+
+
+def ols(points):
+    """Least squares of [(x, y)]: (a, b, r2), r2 None without spread."""
+    n = float(len(points))
+    mx = sum(x for x, _ in points) / n
+    my = sum(y for _, y in points) / n
+    sxx = sum((x - mx) ** 2 for x, _ in points)
+    sxy = sum((x - mx) * (y - my) for x, y in points)
+    syy = sum((y - my) ** 2 for _, y in points)
+    b = sxy / sxx
+    sse = sum((y - (my - b * mx) - b * x) ** 2 for x, y in points)
+    return my - b * mx, b, (1 - sse / syy) if syy > 0 else None
+
+
+def samples_of(d, cid):
+    """(figure, name) -> [(bs, y)] of a capture's kept decode steps, read
+    over HTTP, as docs/SWEEPS.md defines them."""
+    out = {}
+    figs = {}
+    for f in d.get("/captures/%d/steps/samples/figures" % cid)[1]["rows"]:
+        figs.setdefault(f["rank"], {})[f["index"]] = (f["figure"], f["name"])
+    rows = d.get("/captures/%d/steps/samples" % cid)[1]["rows"]
+    for r in rows:
+        if r["kind"] not in ("decode", "eager_decode") or r["bs"] is None \
+                or r["warmup"]:
+            continue
+        busy = 0
+        out.setdefault(("step", "decode"), []).append((r["bs"], r["dur_ns"]))
+        for i, v in enumerate(r["values"]):
+            fig = figs[r["rank"]][i]
+            if fig[0] == "kernel":
+                continue
+            busy += v if fig[0] == "category" else 0
+            out.setdefault(fig, []).append((r["bs"], v))
+        out.setdefault(("idle", "decode"), []).append(
+            (r["bs"], max(0, r["dur_ns"] - busy)))
+    paths = []
+    for rank in sorted(figs):
+        paths += d.get("/captures/%d/critical_path/steps?kind=decode&rank=%d"
+                       "&limit=1000" % (cid, rank))[1]["rows"]
+    for r in paths:
+        if r["status"] == "ok":
+            bs = int(r["label"].split("bs=")[1].split("/")[0].split(" ")[0])
+            out.setdefault(("path", "host"), []).append(
+                (bs, r["cpu_ns"] + r["launch_ns"]))
+            out.setdefault(("path", "device"), []).append((bs, r["gpu_ns"]))
+    return out
+
+
+def close(a, b, what, rel=1e-6):
+    check(abs(a - b) <= rel * max(abs(a), abs(b), 1.0),
+          "%s: %r against %r" % (what, a, b))
+
+
+def check_fits(rig, sw, sc):
+    pooled = {}
+    for p in sw["points"]:
+        for key, xs in samples_of(rig.d, p["capture"]).items():
+            pooled.setdefault(key, []).extend(xs)
+    rows = {(r["figure"], r["name"]): r for r in sc["rows"]}
+    check_eq(sorted(rows), sorted(pooled), "the figures fitted")
+    for key, xs in pooled.items():
+        a, b, r2 = ols(xs)
+        row = rows[key]
+        check_eq(row["n"], len(xs), "%s samples" % (key,))
+        close(row["a_ns"], a, "%s a" % (key,))
+        close(row["b_ns_per_seq"], b, "%s b" % (key,))
+        if r2 is not None:
+            close(row["r2"], r2, "%s r2" % (key,))
+    return rows
+
+
+def check_truth(rows):
+    for fam, (_, a, b, brk, b2) in FAMILIES.items():
+        row = rows[("family", fam)]
+        print("%s: b %.1f (truth %d), break %s b1 %s b2 %s (truth %s, %s)" % (
+            fam, row["b_ns_per_seq"], b, row["break_bs"],
+            row["b1_ns_per_seq"], row["b2_ns_per_seq"], brk, b2), flush=True)
+        if brk is None:
+            check(abs(row["b_ns_per_seq"] - b) <= 0.05 * b,
+                  "%s: b %.1f, truth %d" % (fam, row["b_ns_per_seq"], b))
+            check(row["break_bs"] is None, "%s: one line holds" % fam)
+            continue
+        check(row["break_bs"] in (brk - 1, brk, brk + 1),
+              "%s breaks at %s, truth %d" % (fam, row["break_bs"], brk))
+        check(abs(row["b1_ns_per_seq"] - b) <= 0.05 * b,
+              "%s: b1 %.1f, truth %d" % (fam, row["b1_ns_per_seq"], b))
+        check(abs(row["b2_ns_per_seq"] - b2) <= 0.15 * b2,
+              "%s: b2 %.1f, truth %d" % (fam, row["b2_ns_per_seq"], b2))
+
+
+def knee_of(points, pct):
+    """The last concurrency whose next point gains at least pct% of output
+    throughput per doubling, when a later one gains less."""
+    done = [p for p in points if p["status"] == "done" and
+            p["output_throughput"]]
+    for p, q in zip(done, done[1:]):
+        gain = (q["output_throughput"] / p["output_throughput"]) ** (
+            1 / math.log2(q["conc"] / p["conc"])) - 1
+        if gain * 100 < pct:
+            return {"conc": p["conc"], "gain_pct": gain * 100,
+                    "next_conc": q["conc"]}
+    return None
+
+
+def stops_of(rows):
+    """Each family's share of the step (the fits') at the step's smallest
+    and largest batch, its growth, largest first."""
+    step = rows[("step", "decode")]
+    at = (lambda r, x: r["a_ns"] + r["b_ns_per_seq"] * x)
+    lo, hi = step["bs_min"], step["bs_max"]
+    out = [(r["name"], round(at(r, hi) / at(step, hi) -
+                             at(r, lo) / at(step, lo), 9))
+           for k, r in rows.items() if k[0] == "family"]
+    return sorted(out, key=lambda t: -t[1])
+
+
+def scaling():
+    spec = {"families": [{"name": k, "a_ns": a, "b_ns": b, "noise": 0.03,
+                          **({"break_bs": brk, "b2_ns": b2} if brk else {})}
+                         for k, a, b, brk, b2 in FAMILIES.values()],
+            "launch_ns": 20000, "seed": 7}
+    rig = Rig(sim_env={"SIM_MAX_TOKENS": "64"})
+    with open(rig.path("scaling.json"), "w") as f:
+        json.dump(spec, f)
+    rig.env["SIM_SCALING"] = rig.path("scaling.json")
+    with rig:
+        sw = start_sweep(rig, [1, 2, 4, 8, 16], osl=32)
+        sw = wait_sweep(rig.d, sw["id"])
+        check_eq(sw["status"], "done", "sweep: %s" % sw)
+        code, sc = rig.d.get("/sweeps/%d/scaling" % sw["id"])
+        check_eq(code, 200, "scaling: %s" % sc)
+        rows = check_fits(rig, sw, sc)
+        check_truth(rows)
+        scen = sc["scenarios"][0]
+        want = knee_of(sc["points"], sc["knee_pct"])
+        check_eq((scen["knee"] or {}).get("conc"), (want or {}).get("conc"),
+                 "the knee: %s" % scen["knee"])
+        if want is not None:
+            close(scen["knee"]["gain_pct"], want["gain_pct"], "its gain")
+        check_eq([(s["name"], round(s["growth"], 9))
+                  for s in scen["stops_scaling"]], stops_of(rows),
+                 "what stops scaling")
+        check_eq(scen["stops_scaling"][0]["name"],
+                 "fused_moe_kernel_gptq_awq", "the steepest family first")
+        check(scen["launch_bound_at_min"] and not scen["launch_bound_at_max"],
+              "launch-bound at bs 1, compute-bound at 16: %s" % scen)
+        check(scen["crossover_bs"] is not None and
+              4 < scen["crossover_bs"] < 16, "crossover: %s" % scen)
+        code, text = rig.d.request(
+            "GET", "/sweeps/%d/scaling?format=csv" % sw["id"], raw=True)
+        got = list(csv.DictReader(io.StringIO(text.decode())))
+        check_eq([(r["figure"], r["name"]) for r in got],
+                 [(r["figure"], r["name"]) for r in sc["rows"]], "CSV rows")
+        print("scaling:", json.dumps(scen), flush=True)
+
+
 if __name__ == "__main__":
     cases = {c.__name__: c for c in (api, run, death, cancel_running,
-                                     restart, recollect)}
+                                     restart, recollect, scaling)}
     run_cases([cases[n] for n in sys.argv[1:]] or list(cases.values()))
