@@ -404,6 +404,7 @@ enum MHD_Result api_get_sweeps(struct api_req *r);
 enum MHD_Result api_get_sweep(struct api_req *r);
 enum MHD_Result api_delete_sweep(struct api_req *r);
 enum MHD_Result api_get_sweep_scaling(struct api_req *r);
+enum MHD_Result api_get_sweep_compare(struct api_req *r);
 
 /* The sweep of the path /sweeps/<id>/...: its id, or TR_EINVAL naming
  * "sweep". */

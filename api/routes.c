@@ -55,6 +55,8 @@ const struct api_route api_routes[] = {
     .params = PARAMS(ENUM("format", formats)) },
   { "/sweeps/{sweep}/scaling", .get = api_get_sweep_scaling,
     .params = PARAMS(ENUM("format", formats)) },
+  { "/sweeps/{sweep}/compare", .get = api_get_sweep_compare,
+    .params = PARAMS(INT("to"), ENUM("format", formats)) },
   { "/diff", .get = api_get_diff, .lab = api_lab_diff,
     .params = PARAMS(CAPTURE("a"), CAPTURE("b"), INT("rank"),
                      ENUM("by", tr_diff_bys), ENUM("norm", norms), INT("limit"),

@@ -173,3 +173,27 @@ enum MHD_Result api_get_sweep_scaling(struct api_req *r)
     return api_reply_tr_err(r, &err);
   return api_reply_rows(r, out, "rows", csv);
 }
+
+enum MHD_Result api_get_sweep_compare(struct api_req *r)
+{
+  const struct cfg *cfg = r->api->cfg;
+  struct store_sweep_opts o = { cfg->sweep_knee_pct,
+                                cfg->regression_threshold_pct };
+  struct tr_err err = { 0 };
+  struct store *st;
+  json_t *out = NULL;
+  int64_t id, to = 0;
+  bool csv = false;
+
+  if (api_query_check(r, &err) != 0 || api_path_sweep(r, &id, &err) != 0 ||
+      api_query_int(r, "to", 1, INT64_MAX, &to, &err) != 0 ||
+      api_query_csv(r, &csv, &err) != 0)
+    return api_reply_tr_err(r, &err);
+  if (to == 0)
+    return api_reply_error(r, 400, "invalid", "to",
+                           "to (the sweep to compare with) is required");
+  if ((st = api_store(r, STORE_RO, &err)) == NULL ||
+      store_sweep_compare(st, id, to, &o, &out, &err) != 0)
+    return api_reply_tr_err(r, &err);
+  return api_reply_rows(r, out, "points", csv);
+}

@@ -191,6 +191,25 @@ int store_sweep_list(struct store *st, const struct store_list_filter *f,
 int store_sweep_scaling(struct store *st, int64_t id, int knee_pct,
                         json_t **out, struct tr_err *err);
 
+/* The settings sweeps' answers are made with. */
+struct store_sweep_opts {
+  int knee_pct;      /* sweep_knee_pct */
+  int threshold_pct; /* regression_threshold_pct, for the points' verdicts */
+};
+
+/* GET /sweeps/<a>/compare?to=<b> (docs/SWEEPS.md, "Two sweeps compared"):
+ * {a, b, points [{conc, isl, osl, a_capture, b_capture, verdict (a's
+ * point against b's, as store_verdict() judges it), a_output_throughput,
+ * b_output_throughput, changes (its verdict's largest figures, at most
+ * 5)}] for each done point of a that b has done at the same concurrency,
+ * ISL and OSL; slopes [{isl, osl, figure, name, a_a_ns, b_a_ns,
+ * a_b_ns_per_seq, b_b_ns_per_seq, ratio (a's slope over b's, null when
+ * b's is 0 or null)}] for each fit both have}. TR_ENOTFOUND naming
+ * "sweep" or "to"; TR_EINVAL naming "to" for a itself. */
+int store_sweep_compare(struct store *st, int64_t a, int64_t b,
+                        const struct store_sweep_opts *o, json_t **out,
+                        struct tr_err *err);
+
 /* What store_sweep_end() did, and to which points. */
 struct store_sweep_end {
   bool deleted; /* it was finished: deleted with its points (their files

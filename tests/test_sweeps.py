@@ -37,6 +37,11 @@ simulator (sim/), each case its own ctest entry:
         fitted b is within 5% of the truth; the breaking family's
         piecewise fit says where; the knee, what stops scaling and the
         launch-bound crossover are the ones the truth implies; CSV rows.
+  compare two sweeps on generated ranks, the second's GEMM family 1.3x
+        steeper: /sweeps/<b>/compare?to=<a> gives its slope ratio within
+        5% of 1.3 and attention's of 1, and each point's verdict as
+        /captures/<id>/verdict?baseline= makes it; regressed at the
+        largest concurrency.
 """
 import csv
 import glob
@@ -488,15 +493,22 @@ def stops_of(rows):
     return sorted(out, key=lambda t: -t[1])
 
 
-def scaling():
-    spec = {"families": [{"name": k, "a_ns": a, "b_ns": b, "noise": 0.03,
+def generated(rig, steeper=None, factor=1.0):
+    """The simulator's ranks generated from FAMILIES (SIM_SCALING, re-read
+    at every export), one family's slope times factor."""
+    spec = {"families": [{"name": k, "a_ns": a, "noise": 0.03,
+                          "b_ns": b * (factor if f == steeper else 1),
                           **({"break_bs": brk, "b2_ns": b2} if brk else {})}
-                         for k, a, b, brk, b2 in FAMILIES.values()],
+                         for f, (k, a, b, brk, b2) in FAMILIES.items()],
             "launch_ns": 20000, "seed": 7}
-    rig = Rig(sim_env={"SIM_MAX_TOKENS": "64"})
     with open(rig.path("scaling.json"), "w") as f:
         json.dump(spec, f)
     rig.env["SIM_SCALING"] = rig.path("scaling.json")
+
+
+def scaling():
+    rig = Rig(sim_env={"SIM_MAX_TOKENS": "64"})
+    generated(rig)
     with rig:
         sw = start_sweep(rig, [1, 2, 4, 8, 16], osl=32)
         sw = wait_sweep(rig.d, sw["id"])
@@ -528,7 +540,42 @@ def scaling():
         print("scaling:", json.dumps(scen), flush=True)
 
 
+def compare():
+    rig = Rig(sim_env={"SIM_MAX_TOKENS": "64"})
+    generated(rig)
+    gemm = "Cijk_Alik_Bljk_HHS_BH"
+    with rig:
+        a = wait_sweep(rig.d, start_sweep(rig, [2, 8, 16], osl=32)["id"])
+        generated(rig, gemm, 1.3)
+        b = wait_sweep(rig.d, start_sweep(rig, [2, 8, 16], osl=32)["id"])
+        check_eq((a["status"], b["status"]), ("done", "done"), "both done")
+        code, cmp = rig.d.get("/sweeps/%d/compare?to=%d" % (b["id"], a["id"]))
+        check_eq(code, 200, "compare: %s" % cmp)
+        ratio = {r["name"]: r["ratio"] for r in cmp["slopes"]
+                 if r["figure"] == "family"}
+        print("slope ratios:", ratio, flush=True)
+        check(abs(ratio[gemm] - 1.3) <= 0.05 * 1.3, "GEMM 1.3x: %s" % ratio)
+        # The steepest unchanged one (a line: the breaking family's line
+        # depends on where its samples fall).
+        name = "paged_attention_ll4mi_QKV_mfma16_kernel"
+        check(abs(ratio[name] - 1) <= 0.05, "%s unchanged: %s" % (
+            name, ratio[name]))
+        check_eq([(p["conc"], p["b_capture"]) for p in cmp["points"]],
+                 [(q["conc"], q["capture"]) for q in a["points"]], "paired")
+        for p in cmp["points"]:
+            code, v = rig.d.get("/captures/%d/verdict?baseline=%d" % (
+                p["a_capture"], p["b_capture"]))
+            check_eq(p["verdict"], v["verdict"], "conc %d's verdict" % p["conc"])
+        check_eq(cmp["points"][-1]["verdict"], "regressed",
+                 "16: %s" % cmp["points"][-1]["changes"])
+        check_eq(rig.d.get("/sweeps/%d/compare?to=%d" % (b["id"], b["id"])
+                           )[1]["error"]["field"], "to", "itself")
+        check_eq(rig.d.get("/sweeps/%d/compare?to=999" % b["id"])[0], 404,
+                 "unknown")
+
+
 if __name__ == "__main__":
     cases = {c.__name__: c for c in (api, run, death, cancel_running,
-                                     restart, recollect, scaling)}
+                                     restart, recollect, scaling,
+                                     compare)}
     run_cases([cases[n] for n in sys.argv[1:]] or list(cases.values()))
