@@ -186,7 +186,8 @@ int store_sweep_list(struct store *st, const struct store_list_filter *f,
  * launch_bound_at_max}], rows [{isl, osl, figure (step, idle, category,
  * family, path), name, n, bs_min, bs_max, a_ns, b_ns_per_seq, r2,
  * se_b_ns, rmse_ns, break_bs, a1_ns, b1_ns_per_seq, a2_ns, b2_ns_per_seq,
- * r2_piecewise}]}, from the done points' rows in one read snapshot.
+ * r2_piecewise, by_bs: its samples by batch size [[bs, n, mean_ns]]}]},
+ * from the done points' rows in one read snapshot.
  * knee_pct: sweep_knee_pct. TR_ENOTFOUND (field "sweep"). */
 int store_sweep_scaling(struct store *st, int64_t id, int knee_pct,
                         json_t **out, struct tr_err *err);

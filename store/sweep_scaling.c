@@ -496,6 +496,17 @@ static json_t *piecewise(const struct series *s, const struct fit *line)
                    num_or_null(line->syy > 0 ? 1 - best.sse / line->syy : NAN));
 }
 
+/* The samples a fit is made of, by batch size: [[bs, n, mean_ns]]. */
+static json_t *by_bs(const struct series *s)
+{
+  json_t *out = json_array();
+
+  for (size_t i = 0; i < s->n; i++)
+    json_array_append_new(out, json_pack("[I,I,f]", (json_int_t)s->g[i].x,
+                                         (json_int_t)s->g[i].n, s->g[i].mean));
+  return out;
+}
+
 /* One row of the scaling table. */
 static json_t *fit_row(const struct scen *sc, const struct series *s)
 {
@@ -518,6 +529,7 @@ static json_t *fit_row(const struct scen *sc, const struct series *s)
 
   json_object_update_missing(row, rest);
   json_decref(rest);
+  json_object_set_new(row, "by_bs", by_bs(s));
   return row;
 }
 

@@ -55,6 +55,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tracedtest import SRC_DIR, check, check_eq  # noqa: E402
 from test_capture_lib import FINAL, Rig, model_dir, run_cases  # noqa: E402
+import test_web  # noqa: E402
 
 MODELS_JSON = os.path.join(SRC_DIR, "tests", "data", "atom", "models.json")
 
@@ -441,6 +442,14 @@ def check_fits(rig, sw, sc):
     for key, xs in pooled.items():
         a, b, r2 = ols(xs)
         row = rows[key]
+        groups = {}
+        for x, y in xs:
+            groups.setdefault(x, []).append(y)
+        check_eq([(g[0], g[1]) for g in row["by_bs"]],
+                 [(x, len(ys)) for x, ys in sorted(groups.items())],
+                 "%s by batch size" % (key,))
+        for g in row["by_bs"]:
+            close(g[2], sum(groups[g[0]]) / len(groups[g[0]]), "a mean")
         check_eq(row["n"], len(xs), "%s samples" % (key,))
         close(row["a_ns"], a, "%s a" % (key,))
         close(row["b_ns_per_seq"], b, "%s b" % (key,))
@@ -464,7 +473,10 @@ def check_truth(rows):
               "%s breaks at %s, truth %d" % (fam, row["break_bs"], brk))
         check(abs(row["b1_ns_per_seq"] - b) <= 0.05 * b,
               "%s: b1 %.1f, truth %d" % (fam, row["b1_ns_per_seq"], b))
-        check(abs(row["b2_ns_per_seq"] - b2) <= 0.15 * b2,
+        # Above the break few samples lie between 8 and 16 (the tail of
+        # the largest point's window), and its slope is an eighth of the
+        # one below: within a third.
+        check(abs(row["b2_ns_per_seq"] - b2) <= b2 / 3,
               "%s: b2 %.1f, truth %d" % (fam, row["b2_ns_per_seq"], b2))
 
 
@@ -539,6 +551,46 @@ def scaling():
         check_eq([(r["figure"], r["name"]) for r in got],
                  [(r["figure"], r["name"]) for r in sc["rows"]], "CSV rows")
         print("scaling:", json.dumps(scen), flush=True)
+        check_page(rig, sw["id"], sc)
+
+
+def check_page(rig, sid, sc):
+    """The dashboard's sweep page (web/sweep.js), rendered headless: its
+    pictures say the curve, its knee and every fit, in the figures the API
+    gave; the "what stops scaling" table lists the families in order."""
+    chromium = test_web.find_chromium()
+    if chromium is None:
+        print("no chromium: the page is not rendered", flush=True)
+        return
+    dom, page = test_web.dump_dom(chromium, "http://127.0.0.1:%d/#/sweeps/%d"
+                                  % (rig.d.port, sid))
+    pics = test_web.Pictures()
+    pics.feed(dom)
+    scen = sc["scenarios"][0]
+    curve = [d for d in pics.descs if d.startswith("Output tokens/s")]
+    check_eq(len(curve), 1, "one curve: %s" % pics.descs)
+    for p in sc["points"]:
+        check("concurrency %d: " % p["conc"] in curve[0], "point %d" % p["conc"])
+    knee = scen["knee"]["conc"] if scen["knee"] else None
+    check(("The knee: concurrency %d " % knee if knee else "No knee")
+          in curve[0], "the knee: %s" % curve[0])
+    fits = [d for d in pics.descs if d.startswith("Decode step and")]
+    check_eq(len(fits), 1, "one fit picture")
+    rows = {(r["figure"], r["name"]): r for r in sc["rows"]}
+    for fam in [x["name"] for x in scen["stops_scaling"][:5]]:
+        r = rows[("family", fam)]
+        check("%s %s ns + %d ns per sequence" % (
+            fam, format(round(r["a_ns"]), ","), round(r["b_ns_per_seq"]))
+              in fits[0], "%s drawn with its fit: %s" % (fam, fits[0]))
+    check("breaks at bs %d" % rows[("family", "fused_moe_kernel_gptq_awq")][
+        "break_bs"] in fits[0], "where it breaks")
+    path = [d for d in pics.descs if d.startswith("Decode critical path")]
+    check(path and "launch-bound below bs %.1f" % scen["crossover_bs"]
+          in path[0], "the crossover: %s" % path)
+    names = [t for t in page.texts if t in FAMILIES]
+    check_eq(names[:len(scen["stops_scaling"])],
+             [x["name"] for x in scen["stops_scaling"]],
+             "what stops scaling, in order")
 
 
 def compare():
