@@ -470,6 +470,9 @@ enum MHD_Result api_lab_elsewhere(struct api_req *r);
 enum MHD_Result api_get_fleet_captures(struct api_req *r);
 enum MHD_Result api_get_fleet_nodes(struct api_req *r);
 enum MHD_Result api_get_fleet_configs(struct api_req *r);
+enum MHD_Result api_get_fleet_sweeps(struct api_req *r);
+enum MHD_Result api_lab_sweep(struct api_req *r);
+enum MHD_Result api_lab_sweep_scaling(struct api_req *r);
 enum MHD_Result api_get_fleet_trend(struct api_req *r);
 
 /* ---- routes_results.c: verdicts and baselines ---- */

@@ -173,6 +173,12 @@ int store_sweep_get(struct store *st, int64_t id, json_t **out,
 int store_sweep_points(struct store *st, int64_t id, json_t **out,
                        struct tr_err *err);
 
+/* The same of the points that are the captures ids (a JSON array of
+ * capture ids, borrowed: a lab view's copies of a sweep's points), by
+ * point. */
+int store_sweep_points_of(struct store *st, json_t *ids, json_t **out,
+                          struct tr_err *err);
+
 /* Sweep objects without points, newest first: f's status, before, limit
  * and max_bytes (its model and kind are not read). */
 int store_sweep_list(struct store *st, const struct store_list_filter *f,
@@ -191,6 +197,10 @@ int store_sweep_list(struct store *st, const struct store_list_filter *f,
  * knee_pct: sweep_knee_pct. TR_ENOTFOUND (field "sweep"). */
 int store_sweep_scaling(struct store *st, int64_t id, int knee_pct,
                         json_t **out, struct tr_err *err);
+/* The same of the points that are the captures ids (as
+ * store_sweep_points_of()), without "sweep". */
+int store_sweep_scaling_of(struct store *st, json_t *ids, int knee_pct,
+                           json_t **out, struct tr_err *err);
 
 /* The settings sweeps' answers are made with. */
 struct store_sweep_opts {
@@ -631,6 +641,17 @@ int store_fleet_trend(struct store *st, const char *config, const char *gpu,
 /* GET /fleet/configs: [{config, gpu, model, captures, nodes, latest}],
  * latest first. */
 int store_fleet_configs(struct store *st, json_t **out, struct tr_err *err);
+
+/* GET /fleet/sweeps (store/fleet_sweeps.c): the sweeps of the fleet's
+ * published points, newest first, at most limit: [{ref (node:id), node,
+ * id (the node's sweep id), model, points_published, points_done, conc
+ * (the published points' concurrencies), created_at, finished_at (ns)}]. */
+int store_fleet_sweeps(struct store *st, int limit, json_t **out,
+                       struct tr_err *err);
+/* The node's ids of the published points of node's sweep, by point:
+ * [{id}]. */
+int store_fleet_sweep_points(struct store *st, const char *node, int64_t sweep,
+                             json_t **out, struct tr_err *err);
 
 /* GET /fleet/nodes: [{node, url, traced_version, seen_at, captures}]. */
 int store_fleet_nodes(struct store *st, json_t **out, struct tr_err *err);

@@ -665,27 +665,20 @@ static json_t *scenario_json(const struct scen *sc, json_t *points, int pct)
   return out;
 }
 
-int store_sweep_scaling(struct store *st, int64_t id, int knee_pct,
-                        json_t **out, struct tr_err *err)
+/* The answer of points (taken), inside the caller's read snapshot. */
+static int scaling_of(struct store *st, json_t *points, int knee_pct,
+                      json_t **out, struct tr_err *err)
 {
   struct scaling sg = { 0 };
-  json_t *points = NULL, *rows = json_array(), *scens = json_array(), *p;
+  json_t *rows = json_array(), *scens = json_array(), *p;
   size_t i;
-  int rc = store__rd_begin(st, err);
+  int rc = 0;
 
-  if (rc == 0)
-    rc = store__row_id(st, "SELECT id FROM sweeps WHERE id = ?1", id, &p, err);
-  if (rc == 0 && p == NULL)
-    rc = tr_err_set(err, TR_ENOTFOUND, "sweep", "no sweep %lld", (long long)id);
-  json_decref(p);
-  if (rc == 0)
-    rc = store_sweep_points(st, id, &points, err);
   json_array_foreach(points, i, p) {
     if (rc == 0 &&
         strcmp(json_string_value(json_object_get(p, "status")), "done") == 0)
       rc = load_point(st, &sg, p, err);
   }
-  rc = store__rd_end(st, rc, err);
   for (size_t k = 0; rc == 0 && k < sg.n; k++) {
     for (size_t j = 0; j < sg.sc[k].n; j++)
       json_array_append_new(rows, fit_row(&sg.sc[k], &sg.sc[k].s[j]));
@@ -698,8 +691,45 @@ int store_sweep_scaling(struct store *st, int64_t id, int knee_pct,
     json_decref(scens);
     return rc;
   }
-  *out =
-      json_pack("{s:I,s:i,s:o,s:o,s:o}", "sweep", (json_int_t)id, "knee_pct",
-                knee_pct, "points", points, "scenarios", scens, "rows", rows);
+  *out = json_pack("{s:i,s:o,s:o,s:o}", "knee_pct", knee_pct, "points", points,
+                   "scenarios", scens, "rows", rows);
   return 0;
+}
+
+int store_sweep_scaling(struct store *st, int64_t id, int knee_pct,
+                        json_t **out, struct tr_err *err)
+{
+  json_t *points = NULL, *p = NULL;
+  int rc = store__rd_begin(st, err);
+
+  if (rc == 0)
+    rc = store__row_id(st, "SELECT id FROM sweeps WHERE id = ?1", id, &p, err);
+  if (rc == 0 && p == NULL)
+    rc = tr_err_set(err, TR_ENOTFOUND, "sweep", "no sweep %lld", (long long)id);
+  json_decref(p);
+  if (rc == 0)
+    rc = store_sweep_points(st, id, &points, err);
+  if (rc == 0)
+    rc = scaling_of(st, points, knee_pct, out, err);
+  else
+    json_decref(points);
+  rc = store__rd_end(st, rc, err);
+  if (rc == 0)
+    json_object_set_new(*out, "sweep", json_integer(id));
+  return rc;
+}
+
+int store_sweep_scaling_of(struct store *st, json_t *ids, int knee_pct,
+                           json_t **out, struct tr_err *err)
+{
+  json_t *points = NULL;
+  int rc = store__rd_begin(st, err);
+
+  if (rc == 0)
+    rc = store_sweep_points_of(st, ids, &points, err);
+  if (rc == 0)
+    rc = scaling_of(st, points, knee_pct, out, err);
+  else
+    json_decref(points);
+  return store__rd_end(st, rc, err);
 }

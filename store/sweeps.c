@@ -30,8 +30,7 @@
   "SELECT p.point, p.capture_id AS capture, p.conc, p.isl, p.osl,"             \
   " c.status, c.phase, json_extract(c.error, '$.message') AS error"            \
   STORE__SWEEP_BENCH(BENCH_COL)                                                \
-  " FROM sweep_points p JOIN captures c ON c.id = p.capture_id"                \
-  " WHERE p.sweep_id = ?1 ORDER BY p.point"
+  " FROM sweep_points p JOIN captures c ON c.id = p.capture_id WHERE "
 /* clang-format on */
 
 static int no_sweep(int64_t id, struct tr_err *err)
@@ -134,10 +133,33 @@ int store_sweep_points(struct store *st, int64_t id, json_t **out,
                        struct tr_err *err)
 {
   sqlite3_stmt *s;
-  int rc = store__stmt_id(st, POINTS_SELECT, id, 0, &s, err);
+  int rc = store__stmt_id(st, POINTS_SELECT "p.sweep_id = ?1 ORDER BY p.point",
+                          id, 0, &s, err);
 
   *out = NULL;
   return rc < 0 ? rc : store__rows(st, s, out, err);
+}
+
+int store_sweep_points_of(struct store *st, json_t *ids, json_t **out,
+                          struct tr_err *err)
+{
+  char *text = json_dumps(ids, JSON_COMPACT);
+  sqlite3_stmt *s;
+  int rc = text != NULL
+               ? store__stmt(st,
+                             POINTS_SELECT "p.capture_id IN (SELECT value"
+                                           " FROM json_each(?1))"
+                                           " ORDER BY p.point",
+                             &s, err)
+               : tr_err_set(err, TR_ENOMEM, "", "out of memory");
+
+  *out = NULL;
+  if (rc == 0) {
+    sqlite3_bind_text(s, 1, text, -1, SQLITE_TRANSIENT);
+    rc = store__rows(st, s, out, err);
+  }
+  free(text);
+  return rc;
 }
 
 int store_sweep_get(struct store *st, int64_t id, json_t **out,

@@ -122,7 +122,9 @@ function pointsTable(points) {
   return table([
     T('conc', 'conc', num, 'num'), T('ISL/OSL', null, p => p.isl + '/' +
       p.osl),
-    T('capture', 'capture', v => el('a', {href: '#/captures/' + v}, '#' + v)),
+    T('capture', null, p => p.capture_node ? el('a', {href: '#/captures/' +
+      p.capture_node + ':' + p.capture}, p.capture_node + ':' + p.capture)
+      : el('a', {href: '#/captures/' + p.capture}, '#' + p.capture)),
     T('status', 'status', badge), T('tokens/s', 'output_throughput', sweepTokS,
       'num'),
     T('TTFT p50', 'median_ttft_ms', sweepMs, 'num'),
@@ -194,10 +196,13 @@ function idleLine(r) {
 
 /* ---- views ---- */
 
+/* This node's sweeps; on a lab view (fleet.js) also the fleet's, as
+ * their published points make them. */
 function sweepListView(app) {
   const g = gen;
   const box = el('div');
-  add(app, el('h2', null, 'Sweeps'), box);
+  const fleet = el('div');
+  add(app, el('h2', null, 'Sweeps'), box, fleet);
   get(url('/sweeps', {}, {limit: LIST_PAGE})).then(d => {
     if (g !== gen) return;
     put(box, table([
@@ -209,6 +214,16 @@ function sweepListView(app) {
       T('points done', null, s => s.points_done + ' / ' + s.points_total),
       T('created', 'created_at', when)], d.sweeps));
   }).catch(e => put(box, errorBox(e)));
+  labView().then(lab => lab && get(url('/fleet/sweeps', {},
+    {limit: LIST_PAGE}))).then(d => {
+    if (!d || g !== gen) return;
+    put(fleet, el('h3', null, 'Sweeps of the fleet'), table([
+      T('sweep', 'ref', v => el('a', {href: '#/sweeps/' + v}, v)),
+      T('model', 'model', v => v || '\u2013'),
+      T('concurrencies', 'conc', v => v.join(', ')),
+      T('points done', null, s => s.points_done + ' / ' +
+        s.points_published)], d.sweeps));
+  }).catch(e => put(fleet, errorBox(e)));
 }
 
 function sweepView(app, id) {
@@ -223,14 +238,16 @@ function sweepView(app, id) {
   Promise.all([get(url('/sweeps/{sweep}', {sweep: id})),
     get(url('/sweeps/{sweep}/scaling', {sweep: id}))]).then(([s, sc]) => {
     if (g !== gen) return;
-    put(head, el('h2', null, 'Sweep #' + id + ' ', badge(s.status), ' ',
-      FINAL.includes(s.status) ? null
+    /* A sweep of the fleet (a lab view) is what its published points
+     * say: no request, nothing to cancel. */
+    put(head, el('h2', null, 'Sweep ' + (s.node ? s.ref : '#' + id) + ' ',
+      badge(s.status), ' ', FINAL.includes(s.status) ? null
         : el('button', {onclick: cancel}, 'cancel')),
-    el('p', null, s.params.model, ' \u00b7 TP ', num(s.params.tp),
+    s.params ? el('p', null, s.params.model, ' \u00b7 TP ', num(s.params.tp),
       ' \u00b7 concurrencies ', s.params.conc.join(', '),
       s.params.scenario ? ' \u00b7 scenario ' + s.params.scenario : '',
       s.error ? el('span', {class: 'bad'}, ' \u00b7 ' + s.error.message)
-        : ''));
+        : '') : el('p', null, 'node ' + s.node + ': its published points'));
     put(body, el('h3', null, 'Points'), pointsTable(sc.points),
       sc.scenarios.map(scen => scenarioView(scen, sc)));
     if (!FINAL.includes(s.status)) later(route, 3000);
@@ -269,8 +286,8 @@ function sweepCompareView(app, a, b) {
 function sweepRoute(app, path) {
   let m = /^\/sweeps\/?$/.exec(path);
   if (m) return sweepListView(app) || true;
-  m = /^\/sweeps\/(\d+)\/?$/.exec(path);
-  if (m) return sweepView(app, Number(m[1])) || true;
+  m = /^\/sweeps\/(\d+|[\w.-]+:\d+)\/?$/.exec(path);
+  if (m) return sweepView(app, idOf(m[1])) || true;
   m = /^\/sweeps\/(\d+)\/compare\/(\d+)\/?$/.exec(path);
   if (m) return sweepCompareView(app, Number(m[1]), Number(m[2])) || true;
   return null;
