@@ -15,6 +15,9 @@ simulator (sim/), each case its own ctest entry:
         point a done capture whose ranks are its own window's files, moved
         out of the sweep's launch folder (its rank folders left empty),
         with steps no wider than its concurrency.
+  daemon the same with profile_control daemon: traced starts and stops
+        each point's profiling window against the one server (a warm-up
+        and a profiled bench per point).
   death the server dies at the third point (the simulator's
         die_during_bench at its 15th completion request: points of 1 and
         2 send 4 and 7): the sweep fails there, the first two points are
@@ -277,6 +280,19 @@ def run():
         launch = caps[0]["launch_dir"]
         check_eq(rank_files(launch), {}, "the launch folder left empty")
         check(all(c["launch_dir"] == launch for c in caps), "one folder")
+
+
+def daemon():
+    with Rig(conf={"profile_control": "daemon"}) as rig:
+        sw = wait_sweep(rig.d, start_sweep(rig, [1, 3])["id"])
+        check_eq((sw["status"], sw["points_done"]), ("done", 2),
+                 "sweep: %s" % sw)
+        check_eq(len(rig.calls("start_atom_server.sh")), 1, "one launch")
+        check_eq([b["argv"][4] for b in rig.calls("run_benchmark.sh")],
+                 ["1", "1", "3", "3"], "a warm-up and a run per point")
+        names = set()
+        for p in sw["points"]:
+            check_point(rig, p, names)
 
 
 def death():
@@ -628,7 +644,7 @@ def compare():
 
 
 if __name__ == "__main__":
-    cases = {c.__name__: c for c in (api, run, death, cancel_running,
+    cases = {c.__name__: c for c in (api, run, daemon, death, cancel_running,
                                      restart, recollect, scaling,
                                      compare)}
     run_cases([cases[n] for n in sys.argv[1:]] or list(cases.values()))
