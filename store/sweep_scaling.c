@@ -129,14 +129,6 @@ static struct series *series_of(struct scen *sc, const char *figure,
   return s;
 }
 
-static int add(struct scen *sc, const char *figure, const char *name, int64_t x,
-               double y)
-{
-  struct series *s = series_of(sc, figure, name);
-
-  return s != NULL ? series_add(s, x, y) : TR_ENOMEM;
-}
-
 static struct scen *scen_of(struct scaling *sg, int64_t isl, int64_t osl)
 {
   struct scen *sc;
@@ -167,21 +159,27 @@ static void scaling_free(struct scaling *sg)
 
 /* ---- reading a point's ranks ---- */
 
-/* The integers of a stored values array ("[1,2,3]"), at most max. */
+/* The integers of a stored values array ("[1,2,3]": the indexer writes
+ * plain decimal integers), at most max. By hand: strtoll()'s locale and
+ * base handling was a third of the answer's time over 10 million
+ * values. */
 static size_t parse_vals(const char *t, int64_t *v, size_t max)
 {
   size_t n = 0;
-  char *end;
 
   while (t != NULL && *t != '\0' && n < max) {
-    if (*t == '[' || *t == ',' || *t == ' ' || *t == ']') {
+    bool neg = *t == '-';
+    int64_t x = 0;
+
+    if (neg)
       t++;
+    if (*t < '0' || *t > '9') {
+      t += *t != '\0';
       continue;
     }
-    v[n++] = strtoll(t, &end, 10);
-    if (end == t)
-      break;
-    t = end;
+    while (*t >= '0' && *t <= '9')
+      x = x * 10 + (*t++ - '0');
+    v[n++] = neg ? -x : x;
   }
   return n;
 }
@@ -191,9 +189,15 @@ struct point_sums {
   int64_t samples, bs_sum, paths, launch_bound;
 };
 
+/* A rank's tracked figures, each with its series in the scenario (an
+ * index into sc->s: the series are all made before the rank's samples
+ * are read, so none moves meanwhile; -1: a kernel, not fitted). */
 struct rank_figs {
   char **figure, **name;
   size_t n;
+  long at[VALS_MAX];
+  bool category[VALS_MAX];
+  long step, idle;
 };
 
 static void figs_free(struct rank_figs *f)
@@ -204,6 +208,30 @@ static void figs_free(struct rank_figs *f)
   }
   free(f->figure);
   free(f->name);
+}
+
+static long series_at(struct scen *sc, const char *figure, const char *name)
+{
+  struct series *s = series_of(sc, figure, name);
+
+  return s != NULL ? (long)(s - sc->s) : -2;
+}
+
+/* Each figure's series, made where missing; TR_ENOMEM when one cannot
+ * be. */
+static int figs_resolve(struct scen *sc, struct rank_figs *f)
+{
+  f->step = series_at(sc, "step", "decode");
+  f->idle = series_at(sc, "idle", "decode");
+  for (size_t i = 0; i < f->n; i++) {
+    f->category[i] = strcmp(f->figure[i], "category") == 0;
+    f->at[i] = strcmp(f->figure[i], "kernel") == 0
+                   ? -1
+                   : series_at(sc, f->figure[i], f->name[i]);
+    if (f->at[i] == -2)
+      return TR_ENOMEM;
+  }
+  return f->step < 0 || f->idle < 0 ? TR_ENOMEM : 0;
 }
 
 /* The rank's tracked figures by index. */
@@ -242,17 +270,17 @@ static int add_sample(struct scen *sc, const struct rank_figs *f, int64_t bs,
                       int64_t dur, const int64_t *v, size_t nv)
 {
   int64_t busy = 0;
-  int rc = add(sc, "step", "decode", bs, (double)dur);
+  int rc = series_add(&sc->s[f->step], bs, (double)dur);
 
   for (size_t i = 0; rc == 0 && i < nv && i < f->n; i++) {
-    if (strcmp(f->figure[i], "kernel") == 0)
+    if (f->at[i] < 0)
       continue;
-    if (strcmp(f->figure[i], "category") == 0)
+    if (f->category[i])
       busy += v[i];
-    rc = add(sc, f->figure[i], f->name[i], bs, (double)v[i]);
+    rc = series_add(&sc->s[f->at[i]], bs, (double)v[i]);
   }
   if (rc == 0)
-    rc = add(sc, "idle", "decode", bs, (double)(dur > busy ? dur - busy : 0));
+    rc = series_add(&sc->s[f->idle], bs, (double)(dur > busy ? dur - busy : 0));
   return rc;
 }
 
@@ -264,6 +292,8 @@ static int rank_samples(struct store *st, int64_t rank_id, struct scen *sc,
   sqlite3_stmt *s = NULL;
   int rc = rank_figs(st, rank_id, &f, err);
 
+  if (rc == 0)
+    rc = figs_resolve(sc, &f);
   if (rc == 0)
     rc = store__stmt_id(st,
                         "SELECT bs, dur_ns, vals FROM step_samples"
@@ -303,6 +333,7 @@ static int rank_paths(struct store *st, int64_t rank_id, struct scen *sc,
 {
   sqlite3_stmt *s = NULL;
   int64_t count = 0, stride;
+  long h = -1, d = -1;
   int rc = store__stmt_id(st,
                           "SELECT count(*) FROM critical_steps WHERE"
                           " rank_id = ?1 AND step IN ('decode',"
@@ -321,15 +352,18 @@ static int rank_paths(struct store *st, int64_t rank_id, struct scen *sc,
                         " ('decode', 'eager_decode') AND status = 'ok'"
                         " AND idx % ?2 = 0 ORDER BY idx",
                         rank_id, (int)stride, &s, err);
+  if (rc == 0 && ((h = series_at(sc, "path", "host")) < 0 ||
+                  (d = series_at(sc, "path", "device")) < 0))
+    rc = TR_ENOMEM;
   while (rc == 0 && sqlite3_step(s) == SQLITE_ROW) {
     int64_t bs = label_bs((const char *)sqlite3_column_text(s, 0));
     int64_t host = sqlite3_column_int64(s, 1), dev = sqlite3_column_int64(s, 2);
 
     if (bs < 0)
       continue;
-    rc = add(sc, "path", "host", bs, (double)host);
+    rc = series_add(&sc->s[h], bs, (double)host);
     if (rc == 0)
-      rc = add(sc, "path", "device", bs, (double)dev);
+      rc = series_add(&sc->s[d], bs, (double)dev);
     ps->paths++;
     ps->launch_bound += host > dev;
   }
@@ -544,7 +578,7 @@ static const struct series *find(const struct scen *sc, const char *figure,
                                  const char *name)
 {
   for (size_t i = 0; i < sc->n; i++)
-    if (strcmp(sc->s[i].figure, figure) == 0 &&
+    if (sc->s[i].n > 0 && strcmp(sc->s[i].figure, figure) == 0 &&
         strcmp(sc->s[i].name, name) == 0)
       return &sc->s[i];
   return NULL;
@@ -571,7 +605,7 @@ static json_t *stops_scaling(const struct scen *sc, const struct series *step)
     struct fit f;
     double s_lo, s_hi;
 
-    if (strcmp(sc->s[i].figure, "family") != 0 ||
+    if (strcmp(sc->s[i].figure, "family") != 0 || sc->s[i].n == 0 ||
         !(f = fit_range(&sc->s[i], 0, sc->s[i].n)).ok || fit_at(&fs, lo) <= 0 ||
         fit_at(&fs, hi) <= 0)
       continue;
@@ -681,7 +715,8 @@ static int scaling_of(struct store *st, json_t *points, int knee_pct,
   }
   for (size_t k = 0; rc == 0 && k < sg.n; k++) {
     for (size_t j = 0; j < sg.sc[k].n; j++)
-      json_array_append_new(rows, fit_row(&sg.sc[k], &sg.sc[k].s[j]));
+      if (sg.sc[k].s[j].n > 0) /* made for a rank without such samples */
+        json_array_append_new(rows, fit_row(&sg.sc[k], &sg.sc[k].s[j]));
     json_array_append_new(scens, scenario_json(&sg.sc[k], points, knee_pct));
   }
   scaling_free(&sg);
