@@ -366,9 +366,12 @@ def recollect():
         launch = os.path.join(rig.d.conf["trace_root"], "sweeps",
                               str(sw["id"]), "launch")
         deadline = time.time() + 30
+        # Complete: one .gz a rank and no .json (the exporter removes it
+        # last, docs/ATOM.md).
         while time.time() < deadline and not (
                 sorted(rank_files(launch)) == ["rank_0", "rank_1"] and
-                all(f[0].endswith(".gz") for f in rank_files(launch).values())):
+                all(len(f) == 1 and f[0].endswith(".gz")
+                    for f in rank_files(launch).values())):
             time.sleep(0.02)
         check_eq(rig.get(cid)["phase"], "exporting", "killed while exporting")
         rig.kill9()
