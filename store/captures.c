@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/reals.h"
 #include "common/lifecycle.h"
 #include "store/store_int.h"
 
@@ -84,7 +85,7 @@ int store__check_queue(struct store *st, int max_queued, int adding,
 int store__capture_row(struct store *st, const char *kind, const char *label,
                        json_t *params, int64_t *id, struct tr_err *err)
 {
-  char *text = params ? json_dumps(params, JSON_COMPACT) : strdup("{}");
+  char *text = params ? tr_json_dumps(params, JSON_COMPACT) : strdup("{}");
   sqlite3_stmt *s;
   int rc = store__check_enum(kind, tr_kind_names, "kind", err);
 
@@ -298,7 +299,7 @@ static int write_json_column(struct store *st, int64_t id, const char *column,
                              json_t *v, struct tr_err *err)
 {
   char sql[96];
-  char *text = json_dumps(v, JSON_COMPACT);
+  char *text = tr_json_dumps(v, JSON_COMPACT);
   sqlite3_stmt *s;
   int rc;
 

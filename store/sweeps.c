@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/lifecycle.h"
+#include "common/reals.h"
 #include "store/store_int.h"
 
 /* The columns of the sweep object (timestamps turned to RFC 3339 by
@@ -51,7 +52,7 @@ static int write_one(struct store *st, sqlite3_stmt *s, struct tr_err *err)
 static int insert_sweep(struct store *st, const char *label, json_t *params,
                         int64_t *id, struct tr_err *err)
 {
-  char *text = json_dumps(params, JSON_COMPACT);
+  char *text = tr_json_dumps(params, JSON_COMPACT);
   sqlite3_stmt *s;
   int rc = text != NULL ? store__stmt(st,
                                       "INSERT INTO sweeps(label, params,"
