@@ -21,10 +21,11 @@
  *   and a <desc> saying its figures in words and exact numbers (what a
  *   screen reader reads, and what tests/test_web.py checks) and a visible
  *   <figcaption>. It scales to the width (legends wrap).
- * - withAxis(fig, axisOf(lo, hi, label)): a time axis under it (ticks in
- *   one unit, the unit in its label; every picture over time has one,
- *   tests/test_web_pages.py checks); pctAxis() for shares. laneAxis()
- *   is the same under lanes (a name column, then the picture).
+ * - withAxis(fig, timeAxis(lo, hi, label)): a time axis under it (ticks
+ *   in one unit, the unit in its label; every picture over time has one,
+ *   tests/test_web_pages.py checks); pctAxis() for shares, paddedAxis()
+ *   for a picture with margins, laneAxis() under lanes (a name column,
+ *   then the picture); timeTicksY() for times up the left side.
  * - hover(fig, read): a readout that follows the pointer: read(x, shape)
  *   gets the pointer's x in viewBox units and the shape under it, and
  *   answers the lines to show (the default: the shape's <title>);
@@ -168,6 +169,23 @@ function timeAxis(lo, hi, label) {
 /* An axis of shares, 0 to 100%. */
 function pctAxis(label) {
   return axisOf(0, 1, label, [0.01, '%']);
+}
+
+/* A time axis drawn up the left of a picture (times on y): grid lines
+ * from x0 to x1 at round ticks of [0, top] ns placed by y(ns), each
+ * labelled in one unit. */
+function timeTicksY(top, y, x0, x1) {
+  const [f, unit] = unitOf(top);
+  return ticksOf(0, top / f, 4).map(t => [svg('line', {x1: x0, x2: x1,
+    y1: y(t * f), y2: y(t * f), class: 'grid'}), svg('text', {x: 2,
+    y: y(t * f) - 3, class: 'tick'}, gi.format(t) + ' ' + unit)]);
+}
+
+/* axisOf() under a picture whose values [lo, hi] span its width less pad
+ * of w at each side. */
+function paddedAxis(lo, hi, w, pad, label, scale) {
+  const per = (hi - lo) / Math.max(w - 2 * pad, 1);
+  return axisOf(lo - pad * per, hi + pad * per, label, scale);
 }
 
 function withAxis(fig, axis) {

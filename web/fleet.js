@@ -149,12 +149,8 @@ function trendChart(cls, title, points, series) {
   const x = i => LEFT + (points.length > 1 ? i / (points.length - 1)
     : 0.5) * (W - LEFT - PAD);
   const y = v => H - PAD - v / top * (H - 2 * PAD);
-  const [f, unit] = unitOf(top);
   const shapes = [svg('line', {x1: LEFT, y1: H - PAD, x2: W - PAD,
-    y2: H - PAD, class: 'axis'})].concat(ticksOf(0, top / f, 4).map(t =>
-    [svg('line', {x1: LEFT, x2: W - PAD, y1: y(t * f), y2: y(t * f),
-      class: 'grid'}), svg('text', {x: 2, y: y(t * f) - 3, class: 'tick'},
-      gi.format(t) + ' ' + unit)]));
+    y2: H - PAD, class: 'axis'})].concat(timeTicksY(top, y, LEFT, W - PAD));
   if (points.length) {
     shapes.push(svg('text', {x: LEFT, y: H - 8, class: 'tick'},
       String(points[0].finished_at).slice(0, 10)), svg('text', {x: W - PAD,
