@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "api/api.h"
+#include "common/perthread.h"
 #include "store/store.h"
 
 /* Request bodies above this are refused with 413. */
@@ -102,8 +103,8 @@ extern const unsigned api_codes[API_CODES];
 
 /* One MHD worker thread's store connections, opened on first use. */
 struct api_thread {
+  struct tr_perthread_item link;
   struct store *st[2]; /* [STORE_RW], [STORE_RO] */
-  struct api_thread *next;
 };
 
 struct api {
@@ -116,9 +117,7 @@ struct api {
                             auth_token_file's, api_token_load() */
   char listen_host[280]; /* the Host header naming the listen address
                             ("127.0.0.1:7700", with the bound port) */
-  pthread_key_t key;     /* -> this thread's struct api_thread */
-  pthread_mutex_t lock;  /* guards threads */
-  struct api_thread *threads;
+  struct tr_perthread threads; /* each one's struct api_thread */
   /* [route index + 1][code index]; row 0 counts unknown routes. */
   atomic_uint_least64_t *hits;
   struct api_cache *cache;

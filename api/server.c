@@ -336,20 +336,10 @@ enum MHD_Result api_get_settings(struct api_req *r)
 struct store *api_store(struct api_req *r, int mode, struct tr_err *err)
 {
   struct api *api = r->api;
-  struct api_thread *t = pthread_getspecific(api->key);
+  struct api_thread *t = tr_perthread_get(&api->threads, sizeof(*t), err);
 
-  if (t == NULL) {
-    t = calloc(1, sizeof(*t));
-    if (t == NULL || pthread_setspecific(api->key, t) != 0) {
-      free(t);
-      tr_err_set(err, TR_ENOMEM, "", "out of memory");
-      return NULL;
-    }
-    pthread_mutex_lock(&api->lock);
-    t->next = api->threads;
-    api->threads = t;
-    pthread_mutex_unlock(&api->lock);
-  }
+  if (t == NULL)
+    return NULL;
   if (t->st[mode] == NULL &&
       store_open(api->cfg->db, mode, &t->st[mode], err) != 0) {
     t->st[mode] = NULL;
@@ -588,7 +578,7 @@ int api_start(const struct cfg *cfg, const struct api_hooks *hooks,
   api->slices = api_slices_new();
   api->fails = api_fails_new(cfg->auth_retry_delay_ms);
   if (api->hits == NULL || api->cache == NULL || api->slices == NULL ||
-      api->fails == NULL || pthread_key_create(&api->key, NULL) != 0) {
+      api->fails == NULL || tr_perthread_init(&api->threads) != 0) {
     free(api->hits);
     api_cache_free(api->cache);
     api_slices_free(api->slices);
@@ -596,7 +586,6 @@ int api_start(const struct cfg *cfg, const struct api_hooks *hooks,
     free(api);
     return tr_err_set(err, TR_ENOMEM, "", "out of memory");
   }
-  pthread_mutex_init(&api->lock, NULL);
   pthread_mutex_init(&api->log_lock, NULL);
   if ((rc = api_token_load(api, err)) != 0) {
     api_stop(api);
@@ -643,6 +632,8 @@ int api_start(const struct cfg *cfg, const struct api_hooks *hooks,
 
 void api_stop(struct api *api)
 {
+  struct api_thread *t;
+
   if (api == NULL)
     return;
   /* MHD may not stop with a connection suspended: slices resume theirs,
@@ -654,16 +645,12 @@ void api_stop(struct api *api)
     MHD_stop_daemon(api->mhd);
   api_conns_stop(api);
   api_slices_free(api->slices);
-  while (api->threads != NULL) {
-    struct api_thread *t = api->threads;
-
-    api->threads = t->next;
+  while ((t = tr_perthread_pop(&api->threads)) != NULL) {
     store_close(t->st[STORE_RW]);
     store_close(t->st[STORE_RO]);
     free(t);
   }
-  pthread_key_delete(api->key);
-  pthread_mutex_destroy(&api->lock);
+  tr_perthread_destroy(&api->threads);
   pthread_mutex_destroy(&api->log_lock);
   if (api->hooks.lab != NULL)
     fleet_lab_on_drop(api->hooks.lab, NULL, NULL);
