@@ -142,8 +142,7 @@ struct api_req {
   char *path;                    /* a copy of url, split in place */
   char *seg[API_MAX_SEGS];       /* path segments */
   int nseg;
-  char *body; /* request body, NUL-terminated */
-  size_t body_len, body_cap;
+  struct tr_buf body; /* request body, NUL-terminated (p NULL: none) */
   size_t seen;  /* body bytes received, kept or not */
   bool discard; /* refused on its headers: the body is never kept */
   bool held;    /* its 401 was held once (api_guard()) */

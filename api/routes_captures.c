@@ -91,7 +91,7 @@ enum MHD_Result api_post_captures(struct api_req *r)
   enum MHD_Result ret;
 
   if (api_query_check(r, &err) != 0 ||
-      api_parse_capture(r->api->cfg, r->body ? r->body : "", r->body_len,
+      api_parse_capture(r->api->cfg, r->body.p ? r->body.p : "", r->body.n,
                         &params, &err) != 0)
     return api_reply_tr_err(r, &err);
   ret = queue(r, tr_kind_names[TR_KIND_CAPTURE], label_of(params), params);
@@ -228,8 +228,8 @@ enum MHD_Result api_post_imports(struct api_req *r)
                            "separated folders POST /imports may read) in "
                            "the configuration to enable them");
   if (api_query_check(r, &err) != 0 ||
-      api_parse_import(r->api->hooks.formats, r->body ? r->body : "",
-                       r->body_len, &req, &err) != 0)
+      api_parse_import(r->api->hooks.formats, r->body.p ? r->body.p : "",
+                       r->body.n, &req, &err) != 0)
     return api_reply_tr_err(r, &err);
   real = import_path(r, json_string_value(json_object_get(req, "path")), &ret);
   if (real != NULL) {

@@ -40,7 +40,7 @@ enum MHD_Result api_post_sweeps(struct api_req *r)
 
   rc = api_query_check(r, &err);
   if (rc == 0)
-    rc = api_parse_sweep(r->api->cfg, r->body ? r->body : "", r->body_len,
+    rc = api_parse_sweep(r->api->cfg, r->body.p ? r->body.p : "", r->body.n,
                          &params, &points, &err);
   label = json_string_value(json_object_get(params, "label"));
   if (rc == 0 && (st = api_store(r, STORE_RW, &err)) == NULL)

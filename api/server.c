@@ -79,7 +79,7 @@ static void req_free(struct api_req *r)
 {
   if (r == NULL)
     return;
-  free(r->body);
+  tr_buf_free(&r->body);
   free(r->url);
   free(r->path);
   free(r);
@@ -120,26 +120,12 @@ static enum MHD_Result take_body(struct api_req *r, const char *data, size_t n)
                       : api_reply_error(r, 413, "too_large", "body",
                                         "the body is larger than %zu bytes",
                                         API_BODY_MAX);
-  if (r->discard || r->body_len > API_BODY_MAX)
+  if (r->discard || r->body.n > API_BODY_MAX)
     return MHD_YES;
-  room = API_BODY_MAX + 1 - r->body_len;
+  room = API_BODY_MAX + 1 - r->body.n;
   keep = n < room ? n : room;
-  if (r->body_len + keep + 1 > r->body_cap) {
-    size_t cap = r->body_cap ? r->body_cap : 4096;
-    char *grown;
-
-    while (cap < r->body_len + keep + 1)
-      cap *= 2;
-    grown = realloc(r->body, cap);
-    if (grown == NULL)
-      return MHD_NO;
-    r->body = grown;
-    r->body_cap = cap;
-  }
-  memcpy(r->body + r->body_len, data, keep);
-  r->body_len += keep;
-  r->body[r->body_len] = '\0';
-  return MHD_YES;
+  tr_buf_put(&r->body, data, keep);
+  return r->body.failed ? MHD_NO : MHD_YES;
 }
 
 /* The route's handler for the request's method, or NULL. */
@@ -195,7 +181,7 @@ static enum MHD_Result dispatch(struct api_req *r)
     return ret;
   if (r->route == NULL)
     return api_reply_error(r, 404, "not_found", NULL, "no route %s", r->url);
-  if (r->body_len > API_BODY_MAX || declared_too_large(r))
+  if (r->body.n > API_BODY_MAX || declared_too_large(r))
     return api_reply_error(r, 413, "too_large", "body",
                            "the body is larger than %zu bytes", API_BODY_MAX);
   if (for_the_fleet(r))
