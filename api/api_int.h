@@ -418,6 +418,11 @@ int api_to_trash(const struct cfg *cfg, const char *sub, int64_t id);
  * trace_root moved into the trash; false when some could not be. */
 bool api_capture_gone(struct api_req *r, int64_t id);
 
+/* DELETE's answer once id (a capture's or a sweep's) is deleted: 200
+ * {"deleted": id}, with a warning when some of its files stayed (all
+ * false); the daemon is asked to empty the trash. */
+enum MHD_Result api_reply_deleted(struct api_req *r, int64_t id, bool all);
+
 /* ---- sweeps (routes_sweeps.c, docs/SWEEPS.md) ---- */
 
 enum MHD_Result api_post_sweeps(struct api_req *r);

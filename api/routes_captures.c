@@ -355,14 +355,12 @@ bool api_capture_gone(struct api_req *r, int64_t id)
   return api_to_trash(cfg, NULL, id) == 0 && api_to_trash(cfg, "logs", id) == 0;
 }
 
-/* A capture deleted: the answers kept about it, then its files under
- * trace_root. */
-static enum MHD_Result deleted(struct api_req *r, int64_t id)
+enum MHD_Result api_reply_deleted(struct api_req *r, int64_t id, bool all)
 {
   const struct api_hooks *hooks = &r->api->hooks;
   json_t *out = json_pack("{s:I}", "deleted", (json_int_t)id);
 
-  if (!api_capture_gone(r, id))
+  if (!all)
     json_object_set_new(out, "warning",
                         json_string("some trace or log files could not be "
                                     "removed"));
@@ -407,8 +405,10 @@ enum MHD_Result api_delete_capture(struct api_req *r)
       (st = api_store(r, STORE_RW, &err)) == NULL ||
       store_capture_end(st, id, &what, &err) != 0)
     return api_reply_tr_err(r, &err);
+  /* A capture deleted: the answers kept about it, then its files under
+   * trace_root. */
   if (what == STORE_END_DELETED)
-    return deleted(r, id);
+    return api_reply_deleted(r, id, api_capture_gone(r, id));
   if ((st = api_store(r, STORE_RO, &err)) == NULL ||
       store_capture_get(st, id, &cap, &err) != 0)
     return api_reply_tr_err(r, &err);
