@@ -44,3 +44,12 @@ traced_c_test(test_slice_points traced_index test_slice_points.c
 traced_c_test(test_index_decode traced_index test_index_decode.c)
 traced_py_test(test_decode test_decode.py)
 traced_py_test(test_decode_tracelens test_decode_tracelens.py)
+
+# The op performance models alone (index/perf/): every row of TraceLens's
+# per-op reports (../shared/traces/perf_pairs) through its own model,
+# from the arguments the report gives.
+add_executable(perf_eval perf_eval.c)
+target_link_libraries(perf_eval PRIVATE traced_index)
+traced_py_test(test_perf_models test_perf_models.py)
+set_property(TEST test_perf_models APPEND PROPERTY ENVIRONMENT
+             "PERF_EVAL=$<TARGET_FILE:perf_eval>")
