@@ -21,6 +21,9 @@
  *           NAME       string interned into names: column is name_id
  *           JSON       any JSON value, stored as compact text
  *           JSON_NULL  JSON value or null
+ *           REAL       a real number (a figure that is no count: FLOPs,
+ *                      rates), required
+ *           REAL_NULL  a real number or null
  *           AVG        derived, not stored: floor(total_ns / count)
  *           SHARE      derived, not stored: total_ns over the rank's ALL
  *                      column, rounded half up to 6 decimals
@@ -84,7 +87,8 @@
   XX(exposed_comm_ns, exposed_comm_ns, INT, NONE, 5)                           \
   XX(host_events, host_events, INT, NONE, 9)                                   \
   XX(critical_path_steps, critical_path_steps, INT, NONE, 9)                   \
-  TR_SUM_RANK_DECODE(XX)
+  TR_SUM_RANK_DECODE(XX)                                                       \
+  TR_SUM_RANK_PERF(XX)
 
 /* Decode's completeness on a rank (index/decode/decode.h, docs/DECODE.md,
  * "Completeness"): the capture traces read and their graphs; graph
@@ -114,6 +118,17 @@
   XX(kernels_no_launch_ns, kernels_no_launch_ns, INT, NONE, 8)                 \
   XX(kernels_no_op, kernels_no_op, INT, NONE, 8)                               \
   XX(kernels_no_op_ns, kernels_no_op_ns, INT, NONE, 8)
+
+/* The op groups' completeness (index/perf/perf.h, docs/PERF.md): the
+ * roof the rank is put against ({name, source, matrix {precision:
+ * TFLOPS}, vec_fp32, vec_fp64, tb_s}; null: its GPU is not in the table
+ * and no gpu_roof is set), the op instances counted in groups, those whose
+ * arguments fit no model, and those left out past a bound. */
+#define TR_SUM_RANK_PERF(XX)                                                   \
+  XX(gpu_roof, gpu_roof, JSON_NULL, NONE, 10)                                  \
+  XX(op_instances, op_instances, INT, NONE, 10)                                \
+  XX(op_unmodeled, op_unmodeled, INT, NONE, 10)                                \
+  XX(op_instances_lost, op_instances_lost, INT, NONE, 10)
 
 #define TR_SUM_KERNEL(XX)                                                      \
   XX(name, name_id, NAME, KEY, 1)                                              \
@@ -567,6 +582,41 @@
   XX(total_ns, total_ns, INT, EACH, 8)                                         \
   XX(top_kernels, top_kernels, JSON, EACH, 8)
 
+/* Each op group (index/perf/, docs/PERF.md): TraceLens's (op,
+ * parameters) row of its per-op report, the instances under a
+ * checkpoint's recompute apart. params: the model's parameters (JSON
+ * text: the key); the first instance's arguments as the trace gives them;
+ * compute_spec ("matrix_bf16"), null without a precision; per instance
+ * flops and bytes (null: a dtype of unknown size); over the instances:
+ * count, those with device time (timed), their device records, those
+ * inside another modeled op (nested), the union of each one's records'
+ * intervals (kernel_*_ns: sum, least, largest, median), inv_s the sum of
+ * 1 / that time in seconds over the timed ones (the rates' means:
+ * docs/PERF.md); the roof of its compute spec and the bandwidth. */
+#define TR_SUM_OP_PERF(XX)                                                     \
+  XX(op, op, TEXT, KEY, 10)                                                    \
+  XX(category, category, TEXT, ANY, 10)                                        \
+  XX(params, params, TEXT, KEY, 10)                                            \
+  XX(recompute, recompute, INT, KEY, 10)                                       \
+  XX(input_dims, input_dims, JSON, ANY, 10)                                    \
+  XX(input_types, input_types, JSON, ANY, 10)                                  \
+  XX(input_strides, input_strides, JSON, ANY, 10)                              \
+  XX(concrete_inputs, concrete_inputs, JSON, ANY, 10)                          \
+  XX(compute_spec, compute_spec, TEXT_NULL, ANY, 10)                           \
+  XX(count, count, INT, SUM, 10)                                               \
+  XX(timed, timed, INT, SUM, 10)                                               \
+  XX(kernels, kernels, INT, SUM, 10)                                           \
+  XX(nested, nested, INT, SUM, 10)                                             \
+  XX(flops, flops, REAL, ANY, 10)                                              \
+  XX(bytes, bytes, REAL_NULL, ANY, 10)                                         \
+  XX(kernel_ns, kernel_ns, INT, SUM, 10)                                       \
+  XX(kernel_min_ns, kernel_min_ns, INT, MIN, 10)                               \
+  XX(kernel_max_ns, kernel_max_ns, INT, MAX, 10)                               \
+  XX(kernel_p50_ns, kernel_p50_ns, INT, MAX, 10)                               \
+  XX(inv_s, inv_s, REAL, SUM, 10)                                              \
+  XX(peak_tflops, peak_tflops, REAL_NULL, ANY, 10)                             \
+  XX(peak_tb_s, peak_tb_s, REAL_NULL, ANY, 10)
+
 /*
  * The capture's own tables: computed across ranks once every rank is
  * indexed (index/agg/coll_match.c), stored per capture (capture_id first,
@@ -767,6 +817,9 @@
   R(XX, median_sequence, TR_SUM_MEDIAN_SEQ, median_seq, "sequences/median",    \
     TR_P(RANK) | TR_P(KIND) | TR_P(LIMIT), TR_NO_BY, TR_T_GROWS | TR_T_CSV,    \
     NULL, NULL)                                                                \
+  R(XX, op_perf, TR_SUM_OP_PERF, op_perf, "ops/perf",                          \
+    TR_P(RANK) | TR_P(Q) | TR_P(SORT) | TR_P(LIMIT), TR_NO_BY,                 \
+    TR_T_GROWS | TR_T_CSV, "op", NULL)                                         \
   C(XX, collective_families, TR_COLL_FAMILY, coll_family, "collectives",       \
     TR_P(RANK) | TR_P(BY) | TR_P(FAMILY) | TR_P(LIMIT),                        \
     TR_BY("family", "step", "rank"), TR_T_CSV, NULL, NULL)                     \

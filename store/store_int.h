@@ -34,6 +34,8 @@ enum store__fty {
   F_NAME,      /* string, required, interned into names: column name_id */
   F_JSON,      /* any JSON value, required, stored as compact text */
   F_JSON_NULL, /* JSON value or null/absent */
+  F_REAL,      /* real number, required */
+  F_REAL_NULL, /* real number or null/absent */
   F_AVG,       /* derived when read: total_ns / count; not stored */
   F_SHARE,     /* derived when read: total_ns / a rank column; not stored */
   F_RATIO,     /* derived when read: a column / count; not stored */

@@ -451,6 +451,14 @@ static json_t *decode_empty(void)
   return o;
 }
 
+/* A rank without op groups (TR_SUM_RANK_PERF and op_perf): no roof, no
+ * instances. */
+static json_t *perf_empty(void)
+{
+  return json_pack("{s:n,s:i,s:i,s:i,s:[]}", "gpu_roof", "op_instances", 0,
+                   "op_unmodeled", 0, "op_instances_lost", 0, "op_perf");
+}
+
 json_t *fx_summary(int rank, const struct fx_rank *r)
 {
   int64_t kernel_ns = 0, kernel_events = 0, device_ns;
@@ -486,6 +494,7 @@ json_t *fx_summary(int rank, const struct fx_rank *r)
                          json_pack("{s:i,s:i,s:i}", "collective_events", 0,
                                    "collective_ns", 0, "exposed_comm_ns", 0));
   json_object_update_new(sum, decode_empty());
+  json_object_update_new(sum, perf_empty());
   kernel_rows(r, kernel_ns, device_ns, sum);
   json_object_set_new(sum, "families", family_rows(r, kernel_ns));
   json_object_set_new(sum, "memcpy",

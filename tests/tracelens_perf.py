@@ -1,13 +1,20 @@
 """TraceLens's per-op performance reports (its GEMM.csv, SDPA_fwd.csv, ...)
 read for comparison with traced's op groups: the four pairs of
-../shared/traces/perf_pairs, and the list of rows traced counts otherwise
-(docs/PERF.md, "Where traced counts otherwise"), which both perf tests
-hold. Standard library only."""
+../shared/traces/perf_pairs, TraceLens's live answers for more shared
+traces when it is at hand (live_pairs()), and the list of rows traced
+counts otherwise (docs/PERF.md, "Where traced counts otherwise"), which
+both perf tests hold. Standard library only (TraceLens runs in its own
+interpreter)."""
 import ast
+import atexit
 import csv
 import math
 import os
 import re
+import shutil
+import subprocess
+import sys
+import tempfile
 
 import tracedtest
 
@@ -15,14 +22,40 @@ PAIRS_DIR = os.path.join(tracedtest.TRACES_DIR, "perf_pairs")
 DOC = os.path.join(tracedtest.SRC_DIR, "docs", "PERF.md")
 
 # Each pair's trace (../shared/traces/README.md, "Per-op performance
-# pairs"): a file, or a run trace with capture_traces/ beside it.
+# pairs") and the capture traces TraceLens merged into its replays (None:
+# none; "auto": the capture_traces/ folder beside it).
 PAIR_TRACES = {
-    "h100_qwen1.5-0.5b": "tracelens__h100_Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
-    "mi300_resnet_act_ckpt": "tracelens__mi300_resnet_act_checkpoint.json.gz",
+    "h100_qwen1.5-0.5b":
+        ("tracelens__h100_Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz", None),
+    "mi300_resnet_act_ckpt":
+        ("tracelens__mi300_resnet_act_checkpoint.json.gz", None),
     "xdit_flux.1_aiter_sage":
-        "tracelens__xdit_flux.1_aiter_sage_profile_trace_rank_0.json.gz",
-    "sglang_qwen3-8b_decode": "graph_pairs/sglang_decode/sglang_Qwen3-8B_decode.json.gz",
+        ("tracelens__xdit_flux.1_aiter_sage_profile_trace_rank_0.json.gz",
+         "graph_pairs/xdit_flux.1_aiter_sage/capture_traces"),
+    "sglang_qwen3-8b_decode":
+        ("graph_pairs/sglang_decode/sglang_Qwen3-8B_decode.json.gz", "auto"),
 }
+
+# The other shared traces taken with record_shapes, which TraceLens is
+# run on live (TRACELENS_DIR: its source tree; TRACELENS_PYTHON: an
+# interpreter with pandas, by default this one).
+LIVE_TRACES = {
+    "live_mi250_minitoy":
+        ("hta__mi250_minitoy_train_ROCm6_2_kineto.json.gz", None),
+    "live_torch_compile_triton":
+        ("tracelens__torch_compile_triton_trace.json.gz", None),
+}
+PAIR_TRACES.update(LIVE_TRACES)
+_LIVE = {}
+
+
+def index_args(pair):
+    """traced index's arguments for a pair's trace."""
+    trace, caps = PAIR_TRACES[pair]
+    caps = "none" if caps is None else caps if caps == "auto" else \
+        os.path.join(tracedtest.TRACES_DIR, caps)
+    return ["index", "--captures", caps,
+            os.path.join(tracedtest.TRACES_DIR, trace)]
 
 # The report's sheets that are no per-op table.
 NOT_OPS = ("unified_perf_summary", "gpu_timeline", "ops_summary",
@@ -66,12 +99,12 @@ def rows(pair):
     count, kernel_us_sum, num_kernels (None when the report did not
     group by it), recompute (likewise)."""
     out = []
-    folder = os.path.join(PAIRS_DIR, pair)
-    for f in sorted(os.listdir(folder)):
+    where = folder(pair)
+    for f in sorted(os.listdir(where)):
         sheet = f[:-4]
         if not f.endswith(".csv") or sheet in NOT_OPS:
             continue
-        with open(os.path.join(folder, f), newline="", encoding="utf-8") as fh:
+        with open(os.path.join(where, f), newline="", encoding="utf-8") as fh:
             for r in csv.DictReader(fh):
                 if "GFLOPS_first" not in r:
                     break  # a sheet of kernels, not of op groups
@@ -97,8 +130,36 @@ def rows(pair):
 
 
 def pairs():
+    """The stored pairs, then the live ones."""
     return sorted(d for d in os.listdir(PAIRS_DIR)
-                  if os.path.isdir(os.path.join(PAIRS_DIR, d)))
+                  if os.path.isdir(os.path.join(PAIRS_DIR, d))) + live_pairs()
+
+
+def live_pairs():
+    """LIVE_TRACES answered by TraceLens now, when TRACELENS_DIR names its
+    tree; [] without it. A run that fails fails the caller."""
+    src = os.environ.get("TRACELENS_DIR")
+    if not src:
+        return []
+    py = os.environ.get("TRACELENS_PYTHON") or sys.executable
+    for name, (trace, _) in sorted(LIVE_TRACES.items()):
+        if name in _LIVE:
+            continue
+        top = tempfile.mkdtemp(prefix="tracelens_")
+        atexit.register(shutil.rmtree, top, True)
+        out = os.path.join(top, name)
+        env = dict(os.environ, PYTHONPATH=src)
+        subprocess.run([py, "-m", "TraceLens.Reporting.generate_perf_report_pytorch",
+                        "--profile_json_path",
+                        os.path.join(tracedtest.TRACES_DIR, trace),
+                        "--output_csvs_dir", out], env=env, check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _LIVE[name] = out
+    return sorted(LIVE_TRACES)
+
+
+def folder(pair):
+    return _LIVE.get(pair) or os.path.join(PAIRS_DIR, pair)
 
 
 def same_value(a, b):

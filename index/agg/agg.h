@@ -514,6 +514,7 @@ struct agg_cpath_walk;
 
 struct idx_agg {
   const struct idx_rules *rules;
+  const char *gpu_roof; /* idx_options.gpu_roof (borrowed) */
   uint64_t skipped;       /* events skipped here (X without ts/dur...) */
   int64_t t0_ns, tend_ns; /* earliest start, latest end; t0 > tend: none */
   int threads; /* the summary's (agg_file_info.threads) */

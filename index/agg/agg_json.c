@@ -12,6 +12,7 @@
 #include "index/agg/agg_sum.h"
 #include "index/cpath/cpath.h"
 #include "index/decode/decode.h"
+#include "index/perf/perf.h"
 #include "index/read/format.h"
 #include "index/host/host.h"
 
@@ -526,7 +527,8 @@ static json_t *summary_head(struct idx_agg *a, const struct idx_doc *doc,
   json_t *cw;
   int i;
 
-  AGG_SUM_FILLS(TR_SUM_RANK, 56); /* 18 of them dec_put_rank()'s */
+  /* 18 of them dec_put_rank()'s, 4 pf_put_rank()'s */
+  AGG_SUM_FILLS(TR_SUM_RANK, 60);
   if (a->t0_ns > a->tend_ns)      /* no timed event */
     a->t0_ns = a->tend_ns = 0;
   for (i = 0; i < AGG_COPY_MEMSET; i++) {
@@ -572,6 +574,7 @@ static json_t *summary_head(struct idx_agg *a, const struct idx_doc *doc,
   if (a->dec != NULL)
     dec_warnings(a->dec, r.warnings);
   dec_put_rank(a->dec, &r);
+  pf_put_rank(dec_perf(a->dec), device_value(a, doc).p, a->gpu_roof, &r);
   r.collective_events = (int64_t)a->coll.events;
   r.collective_ns = a->coll.ns;
   r.exposed_comm_ns = a->coll.exposed_ns;
@@ -632,12 +635,13 @@ static void array_rows(json_t *rows, struct agg_out *o)
 
 /* Every table after the head, in the summary's order (common/summary.h's
  * TR_SUM_TABLES). */
-static int table_rows(struct idx_agg *a, const struct row *krows, size_t nk,
+static int table_rows(struct idx_agg *a, const struct idx_doc *doc,
+                      const struct row *krows, size_t nk,
                       const struct agg_stat *cats, json_t *phases,
                       struct agg_out *o)
 {
 #define ONE_TABLE(member, ROWS, row) +1
-  _Static_assert((0 TR_SUM_TABLES(ONE_TABLE)) == 33,
+  _Static_assert((0 TR_SUM_TABLES(ONE_TABLE)) == 34,
                  "a summary table this function does not write");
 #undef ONE_TABLE
   o->table = "kernels";
@@ -689,6 +693,8 @@ static int table_rows(struct idx_agg *a, const struct row *krows, size_t nk,
   array_rows(agg_cpath_sequences_json(a), o);
   o->table = "median_sequence";
   array_rows(agg_cpath_median_seq_json(a), o);
+  o->table = "op_perf";
+  pf_rows(dec_perf(a->dec), device_value(a, doc).p, a->gpu_roof, o);
   return o->rc;
 }
 
@@ -710,7 +716,7 @@ static int emit(struct idx_agg *a, const struct idx_doc *doc,
     return tr_err_set(o->err, TR_ENOMEM, "", "%s: out of memory", info->path);
   rc = o->sink->on_head(o->sink->ud, head, o->err);
   json_decref(head);
-  return rc != 0 ? rc : table_rows(a, krows, nk, cats, t->phases, o);
+  return rc != 0 ? rc : table_rows(a, doc, krows, nk, cats, t->phases, o);
 }
 
 /* Decode's walk (dec_end), beside the time pass when the file may use

@@ -67,7 +67,10 @@ int dec_lib_new(uint32_t max_names, struct agg_spill *sp,
 {
   struct dec_lib *lib = calloc(1, sizeof(*lib));
 
-  if (lib == NULL || hs_trie_init(&lib->trie, 0) != 0) {
+  if (lib == NULL || hs_trie_init(&lib->trie, 0) != 0 ||
+      pf_lib_new(max_names, &lib->perf) != 0) {
+    if (lib != NULL)
+      hs_trie_free(&lib->trie);
     free(lib);
     return TR_ENOMEM;
   }
@@ -82,6 +85,7 @@ void dec_lib_free(struct dec_lib *lib)
   if (lib == NULL)
     return;
   hs_trie_free(&lib->trie);
+  pf_lib_free(lib->perf);
   agg_map_free(&lib->names);
   free(lib->name_buf);
   for (size_t i = 0; i < lib->nfiles; i++)
@@ -267,10 +271,12 @@ static size_t op_name_len(const char *p, size_t n)
   return i < n && i > 18 && p[i - 1] == '_' ? i - 1 : n;
 }
 
+/* A frame record: aux holds its lane, and above it its op's proto + 1
+ * (index/perf/perf.h; 0: none). */
 static int frame(struct dec_file *d, const struct idx_event *ev,
                  enum hs_kind kind, const char *p, size_t n)
 {
-  uint32_t lane, name;
+  uint32_t lane, name, proto = PF_NONE;
   int rc;
 
   if (kind == HS_OP)
@@ -278,7 +284,11 @@ static int frame(struct dec_file *d, const struct idx_event *ev,
   if ((rc = lane_of(d, ev, &lane)) != 0 ||
       (rc = hs_trie_name(&d->lib->trie, kind, p, n, &name)) != 0)
     return rc;
-  return put(d, ev, DR_FRAME, name, lane, ev->dur_ns);
+  if (kind == HS_OP &&
+      (rc = pf_proto(d->lib->perf, ev, name, p, n, &proto)) != 0)
+    return rc;
+  return put(d, ev, DR_FRAME, name,
+             (int64_t)(uint32_t)(proto + 1) << 32 | lane, ev->dur_ns);
 }
 
 /* ---- step labels ---- */
@@ -595,6 +605,13 @@ static int on_device(struct dec_file *d, const struct idx_event *ev,
              (int64_t)stream << 48 | corr, ev->dur_ns);
 }
 
+/* torch.utils.checkpoint's recompute_fn (TraceLens's detect_recompute):
+ * the activations it recomputes run under it. */
+static int recompute(struct idx_str s)
+{
+  return starts(s, "torch/utils/checkpoint.py") && has_word(s, "recompute_fn");
+}
+
 int dec_event(struct dec_file *d, const struct idx_event *ev,
               enum idx_class cls)
 {
@@ -608,6 +625,8 @@ int dec_event(struct dec_file *d, const struct idx_event *ev,
         starts(ev->name, MOD_PFX))
       return frame(d, ev, HS_MODULE, ev->name.p + MOD_PFX_N,
                    ev->name.n - MOD_PFX_N);
+    if (recompute(ev->name))
+      return frame(d, ev, HS_RECOMP, ev->name.p, ev->name.n);
     return 0;
   case IDX_CLASS_CPU_OP: return frame(d, ev, HS_OP, ev->name.p, ev->name.n);
   case IDX_CLASS_LABEL_CPU:

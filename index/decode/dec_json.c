@@ -31,6 +31,11 @@ static json_t *reasons(const struct dec_complete *c)
   return o;
 }
 
+const struct pf_lib *dec_perf(const struct dec_file *d)
+{
+  return d ? d->lib->perf : NULL;
+}
+
 void dec_put_rank(const struct dec_file *d, struct agg_sum_rank *r)
 {
   static const struct dec_complete zero;

@@ -156,7 +156,7 @@ static int ident_compute(struct dec_file *d, uint32_t node,
     enum hs_kind kind = hs_trie_kind(t, chain[i]);
     const char *p = hs_trie_text(t, chain[i], &tl);
 
-    if (kind == HS_OP)
+    if (kind != HS_MODULE && kind != HS_ANNOT)
       continue;
     if (len > 0)
       add(path, &len, "/", 1);

@@ -60,8 +60,8 @@ int dec_event(struct dec_file *d, const struct idx_event *ev,
  * is "nn.Module: ..."). */
 static inline int dec_wants(const struct idx_event *ev, enum idx_class cls)
 {
-  if (cls == IDX_CLASS_PYTHON)
-    return ev->name.n > 11 && ev->name.p[0] == 'n';
+  if (cls == IDX_CLASS_PYTHON) /* a module, or a checkpoint's recompute */
+    return ev->name.n > 11 && (ev->name.p[0] == 'n' || ev->name.p[0] == 't');
   return cls != IDX_CLASS_NONE && cls != IDX_CLASS_LABEL_GPU &&
          cls != IDX_CLASS_SYNC;
 }
@@ -81,6 +81,10 @@ int dec_seal(struct dec_file *d, struct tr_err *err);
  * run): zeros and no rows. */
 void dec_put_rank(const struct dec_file *d, struct agg_sum_rank *r);
 void dec_rows(struct dec_file *d, int64_t t0_ns, struct agg_out *o);
+
+/* The rank's op groups (index/perf/perf.h), which decode's walks fill;
+ * NULL when d is. */
+const struct pf_lib *dec_perf(const struct dec_file *d);
 
 /* The summary's warnings about the decode figures (stacks or names
  * capped, replays left unmatched, steps closed before their kernels

@@ -10,6 +10,7 @@
 
 #include "index/decode/decode.h"
 #include "index/host/hoststack.h"
+#include "index/perf/perf.h"
 
 #define DEC_NONE      UINT32_MAX /* no module, op or name */
 #define DEC_NO_LAYER  (-1)
@@ -25,6 +26,8 @@ enum dec_cls { DEC_KERNEL, DEC_COPY, DEC_MEMSET };
 struct dec_launch { /* one launch recorded into a graph */
   uint32_t node;    /* its host stack (hs_trie) */
   uint32_t name;    /* device name id; DEC_NONE: not said */
+  uint32_t cinst;   /* the innermost modeled op instance above it
+                       (index/perf/perf.h); PF_NONE: none */
   uint8_t cls;      /* enum dec_cls */
   uint8_t first;    /* first launch of its op instance */
 };
@@ -34,6 +37,11 @@ struct dec_graph {
   uint32_t root;  /* its place among the file's graphs */
   uint32_t first; /* its first launch in dec_lib.launches */
   uint32_t n;     /* launches */
+  /* Its modeled op instances (index/perf/perf.h): capture instances
+   * [cinst_first, cinst_end) of it whose frames end by win_end, the end
+   * of its capture window (TraceLens's capture root). */
+  uint32_t cinst_first, cinst_end;
+  int64_t win_end;
 };
 
 struct dec_capfile {
@@ -49,6 +57,7 @@ struct dec_capfile {
 
 struct dec_lib {
   struct hs_trie trie;
+  struct pf_lib *perf; /* the op groups (index/perf/perf.h) */
   struct agg_map names; /* device names: kernels, copies, memsets */
   char *name_buf;        /* a name cleaned as the kernels table keeps it */
   uint32_t max_names;

@@ -516,6 +516,23 @@ static int afp4wfp4(const char *name, const struct pf_args *a, struct pf_out *o)
   return ready(o, &g);
 }
 
+/* The batched GEMMs' parameters (TraceLens's extensions write B first),
+ * the output bf16. */
+static void batched_params(const struct pf_args *a, const struct pf_gemm *g,
+                           int64_t b, struct pf_out *o)
+{
+  const struct pv *dt[3] = { pf_arg(a, TYPES, 0), pf_arg(a, TYPES, 1),
+                             &bf16_lit };
+
+  o->p.n = 0;
+  pp_int(o, "B", b);
+  pp_int(o, "M", g->M);
+  pp_int(o, "N", g->N);
+  pp_int(o, "K", g->K);
+  pp_bool(o, "bias", 0);
+  pp_tuple(o, "dtype_A_B", dt, 3);
+}
+
 /* aiter::batched_gemm_a16wfp4_: x (B, M, K) 16-bit, w (B, N, K/2) fp4. */
 static int batched_a16wfp4(const char *name, const struct pf_args *a,
                            struct pf_out *o)
@@ -531,18 +548,7 @@ static int batched_a16wfp4(const char *name, const struct pf_args *a,
   nk_gemm(a, &g, x.d[1], w.d[1], x.d[2], 0, NULL, o);
   g.B = (double)x.d[0];
   g.batched = 1;
-  o->p.n = 0; /* B first, as the model writes it */
-  pp_int(o, "B", x.d[0]);
-  pp_int(o, "M", g.M);
-  pp_int(o, "N", g.N);
-  pp_int(o, "K", g.K);
-  pp_bool(o, "bias", 0);
-  {
-    const struct pv *dt[3] = { pf_arg(a, TYPES, 0), pf_arg(a, TYPES, 1),
-                               &bf16_lit };
-
-    pp_tuple(o, "dtype_A_B", dt, 3);
-  }
+  batched_params(a, &g, x.d[0], o);
   g.b2 = 0.5; /* fp4: half a byte an element */
   o->prec = "fp4";
   return ready(o, &g);
@@ -566,18 +572,7 @@ static int batched_a8w8(const char *name, const struct pf_args *a,
   nk_gemm(a, &g, m, w.d[1], x.d[2], 0, NULL, o);
   g.B = (double)b;
   g.batched = 1;
-  o->p.n = 0;
-  pp_int(o, "B", b);
-  pp_int(o, "M", g.M);
-  pp_int(o, "N", g.N);
-  pp_int(o, "K", g.K);
-  pp_bool(o, "bias", 0);
-  {
-    const struct pv *dt[3] = { pf_arg(a, TYPES, 0), pf_arg(a, TYPES, 1),
-                               &bf16_lit };
-
-    pp_tuple(o, "dtype_A_B", dt, 3);
-  }
+  batched_params(a, &g, b, o);
   o->prec = pf_prec(pf_arg(a, TYPES, 1));
   return ready(o, &g);
 }

@@ -97,6 +97,8 @@ static const struct pf_op *const tables[] = { pf_gemm_ops, pf_attn_ops,
 
 const struct pf_op *pf_op_find(const char *name, size_t n)
 {
+  if (n == 0)
+    return NULL; /* an op without a name (name may be NULL then) */
   for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++)
     for (const struct pf_op *op = tables[t]; op->name != NULL; op++)
       if (strncmp(op->name, name, n) == 0 && op->name[n] == '\0')

@@ -340,12 +340,13 @@ int pf_args_parse(struct pf_args *a, const struct pf_span sp[PF_MEMBERS])
   a->nvals = 0;
   a->ntext = 0;
   for (int m = 0; m < PF_MEMBERS; m++) {
-    struct parse x = { a, sp[m].p, sp[m].p + sp[m].n };
+    struct parse x = { a, sp[m].p, NULL };
     struct pv *v;
 
     a->m[m] = NULL;
     if (sp[m].p == NULL)
       continue;
+    x.e = sp[m].p + sp[m].n;
     if (a->nvals >= PF_VALS)
       return -1;
     v = &a->vals[a->nvals++];

@@ -196,6 +196,12 @@ void idx_reader_free(struct idx_reader *r);
  * the event ceiling. Call before the first feed. 0 or TR_ENOMEM. */
 int idx_reader_keep_raw(struct idx_reader *r, idx_member_cb on_member);
 
+/* For a consumer that reads events' arguments from their text (the op
+ * models, index/perf/): every event comes with its text, also one that
+ * lay across two chunks (copied then, before parsing changes it); the
+ * top-level members are skipped as usual. */
+void idx_reader_keep_text(struct idx_reader *r);
+
 /* A judge of strict JSON: past the one strict JSON value at p (whitespace
  * before it allowed) that ends at or before end, else NULL (which may
  * mean "not sure"). */
