@@ -709,7 +709,8 @@
  *           or TR_NO_BY
  *   flags   TR_T_GROWS: one row per name, so ?limit defaults to
  *           table_limit (else table_limit_max: the rows are bounded by
- *           the taxonomy); TR_T_SUMMED: a done capture keeps its all-ranks
+ *           the taxonomy); TR_T_OPCAT: its ?category= is an op category
+ *           (tr_op_categories); TR_T_SUMMED: a done capture keeps its all-ranks
  *           answer (store/sums.c: per value of by, the first stored as
  *           name, the others as name_<by>); TR_T_CSV: ?format=csv
  *   key     in the summed rows, the member ?q= and ?sort=name read
@@ -818,8 +819,8 @@
     TR_P(RANK) | TR_P(KIND) | TR_P(LIMIT), TR_NO_BY, TR_T_GROWS | TR_T_CSV,    \
     NULL, NULL)                                                                \
   R(XX, op_perf, TR_SUM_OP_PERF, op_perf, "ops/perf",                          \
-    TR_P(RANK) | TR_P(Q) | TR_P(SORT) | TR_P(LIMIT), TR_NO_BY,                 \
-    TR_T_GROWS | TR_T_CSV, "op", NULL)                                         \
+    TR_P(RANK) | TR_P(Q) | TR_P(CATEGORY) | TR_P(SORT) | TR_P(LIMIT),          \
+    TR_NO_BY, TR_T_GROWS | TR_T_CSV | TR_T_OPCAT, "op", NULL)                  \
   C(XX, collective_families, TR_COLL_FAMILY, coll_family, "collectives",       \
     TR_P(RANK) | TR_P(BY) | TR_P(FAMILY) | TR_P(LIMIT),                        \
     TR_BY("family", "step", "rank"), TR_T_CSV, NULL, NULL)                     \
@@ -876,6 +877,8 @@ enum tr_param {
 #define TR_T_GROWS  1u
 #define TR_T_SUMMED 2u
 #define TR_T_CSV    4u
+#define TR_T_OPCAT  8u /* ?category= takes tr_op_categories, not the
+                          kernels' categories */
 
 enum tr_table {
 #define XX(scope, name, ...) TR_TABLE_##name,
@@ -900,6 +903,9 @@ extern const struct tr_table_row tr_tables[TR_NTABLES];
 extern const char *const tr_param_names[TR_NPARAMS];
 /* The values of ?sort= (the first the default), NULL-terminated. */
 extern const char *const tr_sorts[];
+/* TraceLens's op categories, its per-op report's sheets (docs/PERF.md):
+ * the op groups' category, NULL-terminated. */
+extern const char *const tr_op_categories[];
 
 /*
  * XX(by, table, key, key_sql, join, count, decode): the values of /diff's

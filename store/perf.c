@@ -7,8 +7,9 @@
  * answer. Per instance, the roof's time is the longer of its FLOPs at the
  * peak of its compute spec and its bytes at the bandwidth; the group's
  * time lost to the roof is its kernel time minus its timed instances'
- * roof time, never below 0. ?q= matches the op's name or its category
- * (GEMM, SDPA_fwd...: TraceLens's, not the kernels'). Without ?sort= the
+ * roof time, never below 0. ?q= matches a part of the op's name or of its
+ * category, ?category= one category (GEMM, SDPA_fwd...: TraceLens's, not
+ * the kernels'). Without ?sort= the
  * rows come by the time lost, largest first; ?sort= total (kernel time),
  * count, avg or name.
  */
@@ -37,6 +38,7 @@
   " AND (?2 < 0 OR r.rank = ?2)"                                          \
   " AND (?3 IS NULL OR instr(lower(t.op), lower(?3)) > 0"                 \
   " OR instr(lower(t.category), lower(?3)) > 0)"                          \
+  " AND (?4 IS NULL OR t.category = ?4)"                                  \
   " GROUP BY t.op, t.params, t.recompute),"                               \
   " h AS (SELECT g.*, flops / (peak_tflops * 1e12) AS c,"                 \
   " bytes / (peak_tb_s * 1e12) AS m FROM g),"                             \
@@ -69,7 +71,7 @@
   " CASE WHEN roof_s IS NOT NULL THEN"                                    \
   " max(0.0, kernel_ns / 1e3 - timed * roof_s * 1e6) END AS lost_us,"     \
   " ranks FROM k ORDER BY "
-#define PERF_TIES ", op, params, recompute LIMIT ?4"
+#define PERF_TIES ", op, params, recompute LIMIT ?5"
 /* clang-format on */
 
 /* The statements: by the time lost, then by each ?sort= of tr_sorts. */
@@ -99,7 +101,8 @@ static int perf_rows(struct store *st, const void *ctx,
   if (rc < 0)
     return rc;
   store__bind_text(s, 3, q->q && *q->q ? q->q : NULL);
-  sqlite3_bind_int(s, 4, q->limit > 0 ? q->limit : -1);
+  store__bind_text(s, 4, q->category && *q->category ? q->category : NULL);
+  sqlite3_bind_int(s, 5, q->limit > 0 ? q->limit : -1);
   if ((rc = store__rows(st, s, out, err)) != 0)
     return rc;
   json_array_foreach(*out, i, row) {

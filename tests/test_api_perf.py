@@ -12,7 +12,8 @@ through a running daemon over real sockets:
 - a generated two-rank ATOM-style folder (make_decode_pairs.py, its GEMMs
   with shapes): all ranks' rows are the two ranks' summed by the rules
   docs/PERF.md gives;
-- ?q= (op or category), ?sort=, ?limit=, CSV, refusals naming the field;
+- ?q= (op or category), ?category=, ?sort=, ?limit=, CSV, refusals
+  naming the field;
 - the gpu_roof setting: a daemon told MI355X puts the H100 trace against
   the MI355X's datasheet, and a roof by hand against its own figures;
   the rank summary's gpu_roof says which.
@@ -199,6 +200,11 @@ def filters(d, cid):
                     if "gemm" in r["op"].lower() or
                     "gemm" in r["category"].lower()), "?q=gemm")
     check(any(r["category"] == "GEMM" for r in gemm), "GEMM rows")
+    check_eq(route(d, cid, category="GEMM"),
+             [r for r in every if r["category"] == "GEMM"], "?category=GEMM")
+    with open(os.path.join(tracedtest.SRC_DIR, "api", "openapi.yaml")) as f:
+        cats = json.load(f)["components"]["schemas"]["OpCategory"]["enum"]
+    check(all(r["category"] in cats for r in every), "categories named")
     for sort, key, desc in (("total", "kernel_us_sum", True),
                             ("count", "count", True),
                             ("avg", "kernel_us_mean", True),
@@ -215,7 +221,8 @@ def filters(d, cid):
     check_eq(json.loads(rows[0]["input_dims"]), every[0]["input_dims"],
              "csv JSON cell")
     for q, field in (("sort=slowest", "sort"), ("limit=0", "limit"),
-                     ("category=GEMM", "category"), ("rank=x", "rank")):
+                     ("category=gemm", "category"), ("rank=x", "rank"),
+                     ("by=op", "by")):
         code, body = d.get("/captures/%d/ops/perf?%s" % (cid, q))
         check_eq((code, body["error"]["field"]), (400, field), q)
 
