@@ -88,7 +88,8 @@
   XX(host_events, host_events, INT, NONE, 9)                                   \
   XX(critical_path_steps, critical_path_steps, INT, NONE, 9)                   \
   TR_SUM_RANK_DECODE(XX)                                                       \
-  TR_SUM_RANK_PERF(XX)
+  TR_SUM_RANK_PERF(XX)                                                         \
+  TR_SUM_RANK_MEMORY(XX)
 
 /* Decode's completeness on a rank (index/decode/decode.h, docs/DECODE.md,
  * "Completeness"): the capture traces read and their graphs; graph
@@ -129,6 +130,14 @@
   XX(op_instances, op_instances, INT, NONE, 10)                                \
   XX(op_unmodeled, op_unmodeled, INT, NONE, 10)                                \
   XX(op_instances_lost, op_instances_lost, INT, NONE, 10)
+
+/* Memory over time (index/memory/, docs/ANALYSIS.md "Memory"): the rank's
+ * [memory] events (profile_memory), and its allocations left out of the
+ * attribution to ops past its bound (never_freed then counts without
+ * them). */
+#define TR_SUM_RANK_MEMORY(XX)                                                 \
+  XX(memory_events, memory_events, INT, NONE, 10)                              \
+  XX(memory_untracked, memory_untracked, INT, NONE, 10)
 
 #define TR_SUM_KERNEL(XX)                                                      \
   XX(name, name_id, NAME, KEY, 1)                                              \
@@ -617,6 +626,61 @@
   XX(peak_tflops, peak_tflops, REAL_NULL, ANY, 10)                             \
   XX(peak_tb_s, peak_tb_s, REAL_NULL, ANY, 10)
 
+/* Per device of a rank's [memory] events (index/memory/): its name as
+ * PyTorch writes a device ("cuda:0", "cpu"), kineto's Device Type and
+ * Device Id; the events, allocations and frees with their bytes; the
+ * largest Total Allocated of its events (peak_allocated_bytes, exact), the
+ * time from t0 of the first event reaching it and the step kind open on
+ * that event's thread then; the largest Total Reserved; Total Allocated of
+ * its first and last events; the allocations made inside the trace and
+ * not freed by its end; the bytes freed that were allocated before it. */
+#define TR_SUM_MEMORY(XX)                                                      \
+  XX(device, device, TEXT, EACH, 10)                                           \
+  XX(device_type, device_type, INT, EACH, 10)                                  \
+  XX(device_id, device_id, INT, EACH, 10)                                      \
+  XX(events, events, INT, EACH, 10)                                            \
+  XX(allocs, allocs, INT, EACH, 10)                                            \
+  XX(frees, frees, INT, EACH, 10)                                              \
+  XX(alloc_bytes, alloc_bytes, INT, EACH, 10)                                  \
+  XX(freed_bytes, freed_bytes, INT, EACH, 10)                                  \
+  XX(peak_allocated_bytes, peak_allocated_bytes, INT, EACH, 10)                \
+  XX(peak_ns, peak_ns, INT, EACH, 10)                                          \
+  XX(peak_step, peak_step, TEXT_NULL, EACH, 10)                                \
+  XX(peak_reserved_bytes, peak_reserved_bytes, INT, EACH, 10)                  \
+  XX(first_allocated_bytes, first_allocated_bytes, INT, EACH, 10)              \
+  XX(last_allocated_bytes, last_allocated_bytes, INT, EACH, 10)                \
+  XX(never_freed_bytes, never_freed_bytes, INT, EACH, 10)                      \
+  XX(never_freed_count, never_freed_count, INT, EACH, 10)                      \
+  XX(freed_before_bytes, freed_before_bytes, INT, EACH, 10)
+
+/* A device's memory over the utilisation timeline's buckets (only those
+ * with events; times from t0): its events there, the least and largest
+ * Total Allocated and the largest Total Reserved they give. */
+#define TR_SUM_MEMORY_TIMELINE(XX)                                             \
+  XX(device, device, TEXT, EACH, 10)                                           \
+  XX(index, idx, INT, EACH, 10)                                                \
+  XX(start_ns, start_ns, INT, EACH, 10)                                        \
+  XX(end_ns, end_ns, INT, EACH, 10)                                            \
+  XX(events, events, INT, EACH, 10)                                            \
+  XX(allocated_min_bytes, allocated_min_bytes, INT, EACH, 10)                  \
+  XX(allocated_max_bytes, allocated_max_bytes, INT, EACH, 10)                  \
+  XX(reserved_max_bytes, reserved_max_bytes, INT, EACH, 10)
+
+/* A device's allocations by what made them: the innermost CPU op and the
+ * module path above the [memory] event on its thread (null: none); the
+ * allocations and their bytes, those live at the device's peak (the
+ * first event reaching peak_allocated_bytes), those never freed. */
+#define TR_SUM_MEMORY_OP(XX)                                                   \
+  XX(device, device, TEXT, EACH, 10)                                           \
+  XX(op, op, TEXT_NULL, EACH, 10)                                              \
+  XX(module, module, TEXT_NULL, EACH, 10)                                      \
+  XX(allocs, allocs, INT, EACH, 10)                                            \
+  XX(alloc_bytes, alloc_bytes, INT, EACH, 10)                                  \
+  XX(peak_live_bytes, peak_live_bytes, INT, EACH, 10)                          \
+  XX(peak_live_count, peak_live_count, INT, EACH, 10)                          \
+  XX(never_freed_bytes, never_freed_bytes, INT, EACH, 10)                      \
+  XX(never_freed_count, never_freed_count, INT, EACH, 10)
+
 /*
  * The capture's own tables: computed across ranks once every rank is
  * indexed (index/agg/coll_match.c), stored per capture (capture_id first,
@@ -821,6 +885,14 @@
   R(XX, op_perf, TR_SUM_OP_PERF, op_perf, "ops/perf",                          \
     TR_P(RANK) | TR_P(Q) | TR_P(CATEGORY) | TR_P(SORT) | TR_P(LIMIT),          \
     TR_NO_BY, TR_T_GROWS | TR_T_CSV | TR_T_OPCAT, "op", NULL)                  \
+  R(XX, memory, TR_SUM_MEMORY, memory, "memory", TR_P(RANK) | TR_P(LIMIT),     \
+    TR_NO_BY, TR_T_CSV, NULL, NULL)                                            \
+  R(XX, memory_timeline, TR_SUM_MEMORY_TIMELINE, memory_timeline,              \
+    "memory/timeline", TR_P(RANK) | TR_P(BUCKETS), TR_NO_BY, TR_T_CSV, NULL,   \
+    NULL)                                                                      \
+  R(XX, memory_ops, TR_SUM_MEMORY_OP, memory_op, "memory/ops",                 \
+    TR_P(RANK) | TR_P(Q) | TR_P(LIMIT), TR_NO_BY, TR_T_GROWS | TR_T_CSV, "op", \
+    NULL)                                                                      \
   C(XX, collective_families, TR_COLL_FAMILY, coll_family, "collectives",       \
     TR_P(RANK) | TR_P(BY) | TR_P(FAMILY) | TR_P(LIMIT),                        \
     TR_BY("family", "step", "rank"), TR_T_CSV, NULL, NULL)                     \
@@ -877,8 +949,7 @@ enum tr_param {
 #define TR_T_GROWS  1u
 #define TR_T_SUMMED 2u
 #define TR_T_CSV    4u
-#define TR_T_OPCAT  8u /* ?category= takes tr_op_categories, not the
-                          kernels' categories */
+#define TR_T_OPCAT  8u /* ?category=: tr_op_categories */
 
 enum tr_table {
 #define XX(scope, name, ...) TR_TABLE_##name,

@@ -558,12 +558,18 @@ static const char step9[] =
 /*
  * Version 10: what ATOM_PROFILER_MORE buys (docs/PERF.md). Each rank's
  * roof and op completeness; its op groups with their work, kernel time and
- * roof.
+ * roof; its memory per device, over time and by the ops that allocated.
  */
 static const char step10[] =
     TR_SUM_RANK(ADD10_RANK)
     "CREATE TABLE op_perf(" OF_RANK TR_SUM_OP_PERF(NEW10)
-    ", PRIMARY KEY(rank_id, op, params, recompute)) WITHOUT ROWID;";
+    ", PRIMARY KEY(rank_id, op, params, recompute)) WITHOUT ROWID;"
+    "CREATE TABLE memory(" OF_RANK TR_SUM_MEMORY(NEW10)
+    ", PRIMARY KEY(rank_id, device)) WITHOUT ROWID;"
+    "CREATE TABLE memory_timeline(" OF_RANK TR_SUM_MEMORY_TIMELINE(NEW10)
+    ", PRIMARY KEY(rank_id, device, idx)) WITHOUT ROWID;"
+    "CREATE TABLE memory_ops(" OF_RANK TR_SUM_MEMORY_OP(NEW10) ");"
+    "CREATE INDEX memory_ops_rank ON memory_ops(rank_id);";
 /* clang-format on */
 
 const char *const store__migrations[] = { step1, step2, step3, step4, step5,

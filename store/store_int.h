@@ -224,6 +224,10 @@ struct store__sql {
 TR_TABLE_MAP(STORE__SQL_DECL_)
 #undef STORE__SQL_DECL_
 
+/* analysis.c: the check of ?buckets= (1..TR_TIMELINE_BUCKETS) of the
+ * tables re-binned from a rank's timeline grid. */
+int store__check_buckets(const struct store_query *q, struct tr_err *err);
+
 /* tables.c: table t's rows for q (q->rank ignored: every rank) as its
  * SQL answers them, inside the caller's transaction. */
 int store__table_live(struct store *st, enum tr_table t,

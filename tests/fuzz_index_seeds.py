@@ -5,9 +5,9 @@ the EVENTS events that start first from its first step (a run label or a
 ProfilerStep, else its first event), with the trace's top-level members;
 and traces of every op TraceLens's per-op reports have a row of
 (perf_pairs: the row's first instance's arguments, a launch and its
-kernel under it, inside a step whose label carries the inference
-attention models' sums), so that every op model (index/perf/) is
-reached. A trace cut short would be refused before the time pass, so
+kernel under it, a [memory] event, inside a step whose label carries the
+inference attention models' sums), so that every op model (index/perf/)
+and the memory room (index/memory/) are reached. A trace cut short would be refused before the time pass, so
 every seed is whole JSON under 64 KiB.
 
 Usage: fuzz_index_seeds.py TRACES_DIR OUT_DIR"""
@@ -20,7 +20,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import make_cpath  # noqa: E402
 
-PERF_OPS = 40  # ops of one perf seed
+PERF_OPS = 32  # ops of one perf seed
 
 EVENTS = 120
 MAX_BYTES = 65536
@@ -73,7 +73,12 @@ def op_events(r, i, t):
          "args": {"External id": i + 1, "correlation": i + 1}},
         {"ph": "X", "cat": "kernel", "name": "k%d" % (i % 7), "pid": 0,
          "tid": 7, "ts": t + 5, "dur": 2 + i % 5,
-         "args": {"device": 0, "stream": 7, "correlation": i + 1}}]
+         "args": {"device": 0, "stream": 7, "correlation": i + 1}},
+        {"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]",
+         "pid": 1, "tid": 1, "ts": t + 2,
+         "args": {"Total Reserved": 1 << 21, "Total Allocated": 512 * (i % 3),
+                  "Bytes": 512 if i % 3 else -1024, "Addr": 4096 * (i % 4),
+                  "Device Id": i % 2 - 1, "Device Type": i % 2}}]
 
 
 def perf_seeds(out_dir):

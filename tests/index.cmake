@@ -5,10 +5,11 @@
 # (index/host/, cpath/) are fed by the aggregation.
 file(GLOB AGG_SRC CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/index/agg/*.c
      ${CMAKE_SOURCE_DIR}/index/decode/*.c ${CMAKE_SOURCE_DIR}/index/host/*.c
-     ${CMAKE_SOURCE_DIR}/index/cpath/*.c ${CMAKE_SOURCE_DIR}/index/perf/*.c)
+     ${CMAKE_SOURCE_DIR}/index/cpath/*.c ${CMAKE_SOURCE_DIR}/index/perf/*.c
+     ${CMAKE_SOURCE_DIR}/index/memory/*.c)
 list(REMOVE_ITEM AGG_SRC ${CMAKE_SOURCE_DIR}/index/agg/coll_match.c)
 traced_c_test(test_index_agg traced_common test_index_agg.c ${AGG_SRC}
-  ${CMAKE_SOURCE_DIR}/index/read/format.c)
+  ${CMAKE_SOURCE_DIR}/index/read/format.c ${CMAKE_SOURCE_DIR}/index/read/args.c)
 target_link_libraries(test_index_agg PRIVATE ${IBERTY_LIB} m)
 
 # `traced index` on every real trace against the Python reference.
@@ -57,3 +58,7 @@ set_property(TEST test_perf_models APPEND PROPERTY ENVIRONMENT
 # row: work, rates and counts (with TRACELENS_DIR, TraceLens's live answers
 # for the other shared traces taken with record_shapes too).
 traced_py_test(test_perf_tracelens test_perf_tracelens.py)
+# Memory over time (index/memory/): every shared trace with [memory]
+# events against tests/ref_memory.py (peaks exact, the timeline's buckets,
+# by op), and the memory routes over HTTP.
+traced_py_test(test_memory test_memory.py)

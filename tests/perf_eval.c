@@ -22,7 +22,7 @@ static void answer(const char *line, size_t n)
   json_t *ev = json_loadb(line, n, 0, &jerr), *out = json_object();
   const char *name = json_string_value(json_object_get(ev, "name"));
   const char *annot = json_string_value(json_object_get(ev, "annot"));
-  struct pf_span sp[PF_MEMBERS];
+  struct idx_span sp[PF_MEMBERS];
   const struct pf_op *op;
   struct pf_out o;
   char *text;

@@ -451,12 +451,15 @@ static json_t *decode_empty(void)
   return o;
 }
 
-/* A rank without op groups (TR_SUM_RANK_PERF and op_perf): no roof, no
- * instances. */
+/* A rank without op groups or memory events (TR_SUM_RANK_PERF,
+ * TR_SUM_RANK_MEMORY and their tables): no roof, no instances. */
 static json_t *perf_empty(void)
 {
-  return json_pack("{s:n,s:i,s:i,s:i,s:[]}", "gpu_roof", "op_instances", 0,
-                   "op_unmodeled", 0, "op_instances_lost", 0, "op_perf");
+  return json_pack("{s:n,s:i,s:i,s:i,s:[],s:i,s:i,s:[],s:[],s:[]}",
+                   "gpu_roof", "op_instances", 0, "op_unmodeled", 0,
+                   "op_instances_lost", 0, "op_perf", "memory_events", 0,
+                   "memory_untracked", 0, "memory", "memory_timeline",
+                   "memory_ops");
 }
 
 json_t *fx_summary(int rank, const struct fx_rank *r)

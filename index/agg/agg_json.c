@@ -527,8 +527,9 @@ static json_t *summary_head(struct idx_agg *a, const struct idx_doc *doc,
   json_t *cw;
   int i;
 
-  /* 18 of them dec_put_rank()'s, 4 pf_put_rank()'s */
-  AGG_SUM_FILLS(TR_SUM_RANK, 60);
+  /* 18 of them dec_put_rank()'s, 4 pf_put_rank()'s, 2
+   * dec_memory_put_rank()'s */
+  AGG_SUM_FILLS(TR_SUM_RANK, 62);
   if (a->t0_ns > a->tend_ns)      /* no timed event */
     a->t0_ns = a->tend_ns = 0;
   for (i = 0; i < AGG_COPY_MEMSET; i++) {
@@ -575,6 +576,7 @@ static json_t *summary_head(struct idx_agg *a, const struct idx_doc *doc,
     dec_warnings(a->dec, r.warnings);
   dec_put_rank(a->dec, &r);
   pf_put_rank(dec_perf(a->dec), device_value(a, doc).p, a->gpu_roof, &r);
+  dec_memory_put_rank(a->dec, &r);
   r.collective_events = (int64_t)a->coll.events;
   r.collective_ns = a->coll.ns;
   r.exposed_comm_ns = a->coll.exposed_ns;
@@ -641,7 +643,7 @@ static int table_rows(struct idx_agg *a, const struct idx_doc *doc,
                       struct agg_out *o)
 {
 #define ONE_TABLE(member, ROWS, row) +1
-  _Static_assert((0 TR_SUM_TABLES(ONE_TABLE)) == 34,
+  _Static_assert((0 TR_SUM_TABLES(ONE_TABLE)) == 37,
                  "a summary table this function does not write");
 #undef ONE_TABLE
   o->table = "kernels";
@@ -695,6 +697,7 @@ static int table_rows(struct idx_agg *a, const struct idx_doc *doc,
   array_rows(agg_cpath_median_seq_json(a), o);
   o->table = "op_perf";
   pf_rows(dec_perf(a->dec), device_value(a, doc).p, a->gpu_roof, o);
+  dec_memory_rows(a->dec, a->t0_ns, o); /* the memory* tables */
   return o->rc;
 }
 
@@ -753,6 +756,7 @@ int idx_agg_rows(struct idx_agg *a, const struct idx_doc *doc,
     return tr_err_set(err, TR_ENOMEM, "", "%s: out of memory", info->path);
   a->threads = info->threads;
   agg_beside_start(&dec, a->threads > 1 && a->dec != NULL, dec_run, &dec_err);
+  dec_span(a->dec, a->t0_ns, a->tend_ns);
   if (a->dec != NULL && (rc = dec_seal(a->dec, err)) == 0)
     (void)agg_beside_put(&dec, a->dec);
   if (rc == 0)

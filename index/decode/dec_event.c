@@ -157,7 +157,8 @@ int dec_file_new(struct dec_lib *lib, enum dec_mode mode,
   if (agg_runs_init(&d->runs, DEC_RECS, lib->sp) == 0 &&
       agg_runs_init(&d->step_runs, STEP_RECS, lib->sp) == 0 &&
       hs_lanes_init(&d->lanes) == 0 && dec_tab_init(&d->tab) == 0)
-    rc = mode == DEC_CAPTURE ? add_capfile(lib, cap, &d->file) : 0;
+    rc = mode == DEC_CAPTURE ? add_capfile(lib, cap, &d->file)
+                             : mem_new(lib->max_names, &d->mem);
   if (rc != 0) {
     dec_file_free(d);
     return rc;
@@ -183,6 +184,7 @@ void dec_file_free(struct dec_file *d)
     agg_hist_free(&d->kind[i].hist);
   agg_labels_free(&d->labels);
   dec_tab_free(&d->tab);
+  mem_free(d->mem);
   free(d);
 }
 
@@ -235,8 +237,8 @@ static int put(struct dec_file *d, const struct idx_event *ev, uint32_t type,
   return agg_runs_add(&d->runs, &r);
 }
 
-static int lane_of(struct dec_file *d, const struct idx_event *ev,
-                   uint32_t *lane)
+int dec_lane_of(struct dec_file *d, const struct idx_event *ev,
+                uint32_t *lane)
 {
   int numeric = (ev->has & IDX_HAS_PID) && (ev->has & IDX_HAS_TID);
   int rc;
@@ -281,7 +283,7 @@ static int frame(struct dec_file *d, const struct idx_event *ev,
 
   if (kind == HS_OP)
     n = op_name_len(p, n);
-  if ((rc = lane_of(d, ev, &lane)) != 0 ||
+  if ((rc = dec_lane_of(d, ev, &lane)) != 0 ||
       (rc = hs_trie_name(&d->lib->trie, kind, p, n, &name)) != 0)
     return rc;
   if (kind == HS_OP &&
@@ -427,7 +429,7 @@ static int step(struct dec_file *d, const struct idx_event *ev,
   desc->kind = k;
   if ((rc = agg_map_intern(&d->descs, desc, sizeof(*desc), &id)) < 0 ||
       (rc = agg_labels_add(&d->labels, ev->name.p, ev->name.n, &seq)) != 0 ||
-      (rc = lane_of(d, ev, &lane)) != 0)
+      (rc = dec_lane_of(d, ev, &lane)) != 0)
     return rc;
   r = (struct agg_rec){ ev->ts_ns, ev->dur_ns, (int64_t)lane << 40 | seq,
                         DR_STEP, id };
@@ -459,7 +461,7 @@ static int window(struct dec_file *d, const struct idx_event *ev, uint32_t type,
   uint32_t lane;
   int rc;
 
-  if ((rc = lane_of(d, ev, &lane)) != 0)
+  if ((rc = dec_lane_of(d, ev, &lane)) != 0)
     return rc;
   at.ts_ns = t;
   return put(d, &at, type, fallback, lane, 0);
@@ -551,14 +553,14 @@ static int on_runtime(struct dec_file *d, const struct idx_event *ev)
   if (kind == RT_GRAPH) {
     if (d->mode != DEC_RUN)
       return 0;
-    return (rc = lane_of(d, ev, &lane)) != 0
+    return (rc = dec_lane_of(d, ev, &lane)) != 0
                ? rc
                : put(d, ev, DR_GRAPH, lane, ev->correlation & DEC_CORR_MASK, 0);
   }
   cls = kind == RT_KERNEL ? DEC_KERNEL
         : kind == RT_COPY ? DEC_COPY
                           : DEC_MEMSET;
-  if ((rc = lane_of(d, ev, &lane)) != 0)
+  if ((rc = dec_lane_of(d, ev, &lane)) != 0)
     return rc;
   if (d->mode == DEC_CAPTURE && cls == DEC_KERNEL && ev->kernel.p != NULL &&
       (rc = dec_name(d->lib, ev->kernel.p, ev->kernel.n, &name)) != 0)

@@ -112,6 +112,35 @@ static struct agg_opt layer_opt(uint32_t layer_plus_one)
   return (struct agg_opt){ layer_plus_one > 0, (int64_t)layer_plus_one - 1 };
 }
 
+/* ---- memory (index/memory/): its ids' texts ---- */
+
+static struct agg_txt mem_op(void *ud, uint32_t op)
+{
+  return op_txt(ud, op);
+}
+
+static struct agg_txt mem_module(void *ud, uint32_t module)
+{
+  return mod_txt(ud, module);
+}
+
+static struct agg_txt mem_kind(void *ud, uint32_t kind)
+{
+  return kind_txt(ud, kind);
+}
+
+void dec_memory_rows(struct dec_file *d, int64_t t0_ns, struct agg_out *o)
+{
+  const struct mem_names names = { d, mem_op, mem_module, mem_kind };
+
+  mem_rows(d ? d->mem : NULL, t0_ns, &names, o);
+}
+
+void dec_memory_put_rank(const struct dec_file *d, struct agg_sum_rank *r)
+{
+  mem_put_rank(d ? d->mem : NULL, r);
+}
+
 /* ---- order ---- */
 
 struct order_ctx {

@@ -114,6 +114,7 @@ struct walk {
   struct pf_lib *perf;
   uint8_t *trans; /* device name id -> GEMM transposes + 1 (0: not yet) */
   size_t trans_cap;
+  struct agg_corr mem_parts; /* [memory] events being joined (dec_mem.c) */
 };
 
 int dec_through(const struct hs_trie *t, uint32_t name)
@@ -772,6 +773,22 @@ static int on_frame(struct walk *w, const struct agg_rec *r)
                        r->start_ns + r->dur_ns, r->id, user);
 }
 
+/* A [memory] event, whole: with the stack of its thread and the step
+ * open there. */
+static int on_memory(struct walk *w, const struct agg_rec *r)
+{
+  uint32_t lane = dec_mem_lane(r), node = HS_ROOT, kind = DEC_MAX_KINDS;
+  struct ostep *s;
+
+  if (lane < w->nls) {
+    hs_lanes_advance(&w->d->lanes, &w->lib->trie, lane, r->start_ns);
+    node = hs_lanes_top(&w->d->lanes, lane);
+    if ((s = lane_step(w, lane, r->start_ns)) != NULL)
+      kind = s->kind;
+  }
+  return dec_mem_end(w->d, &w->mem_parts, r, node, kind);
+}
+
 static int walk_rec(struct walk *w, const struct agg_rec *r)
 {
   struct dec_file *d = w->d;
@@ -790,6 +807,9 @@ static int walk_rec(struct walk *w, const struct agg_rec *r)
   case DR_LAUNCH: return on_launch(w, r);
   case DR_GRAPH: return on_graph(w, r);
   case DR_DEVICE: return on_device(w, r);
+  case DR_MEM:
+  case DR_MEM_TOTALS: return d->mode == DEC_RUN ? dec_mem_part(&w->mem_parts, r) : 0;
+  case DR_MEM_END: return d->mode == DEC_RUN ? on_memory(w, r) : 0;
   default: return 0;
   }
 }
@@ -805,7 +825,8 @@ static int walk_init(struct walk *w, struct dec_file *d)
     pf_lib_labels(w->perf, label_text, d);
   if ((w->ls = calloc(w->nls + 1, sizeof(*w->ls))) == NULL ||
       (w->ring = malloc(LAUNCH_TABLE * sizeof(*w->ring))) == NULL ||
-      agg_corr_init(&w->launches, sizeof(struct lrec), LAUNCH_TABLE) != 0)
+      agg_corr_init(&w->launches, sizeof(struct lrec), LAUNCH_TABLE) != 0 ||
+      dec_mem_parts_init(&w->mem_parts) != 0)
     return TR_ENOMEM;
   for (size_t i = 0; i <= MAX_STEPS; i++)
     if (agg_corr_init(&w->steps[i].fine, sizeof(struct dec_fine),
@@ -824,6 +845,7 @@ static void walk_free(struct walk *w)
   free(w->ls);
   free(w->ring);
   agg_corr_free(&w->launches);
+  agg_corr_free(&w->mem_parts);
   for (size_t i = 0; i <= MAX_STEPS; i++)
     agg_corr_free(&w->steps[i].fine);
   for (size_t i = 0; i < DEC_MAX_KINDS; i++)

@@ -86,6 +86,17 @@ void dec_rows(struct dec_file *d, int64_t t0_ns, struct agg_out *o);
  * NULL when d is. */
 const struct pf_lib *dec_perf(const struct dec_file *d);
 
+/* A [memory] event (profile_memory: index/memory/memory.h) of a run
+ * trace, taken for the walk; other events and capture traces' are
+ * ignored. 0 or TR_ENOMEM. */
+int dec_memory(struct dec_file *d, const struct idx_event *ev);
+/* The rank's span, before dec_end(): the memory timeline's grid. */
+void dec_span(struct dec_file *d, int64_t t0_ns, int64_t tend_ns);
+/* The memory tables' rows (memory, memory_timeline, memory_ops) to o and
+ * the rank's memory scalars into r; d NULL: none, zeros. */
+void dec_memory_rows(struct dec_file *d, int64_t t0_ns, struct agg_out *o);
+void dec_memory_put_rank(const struct dec_file *d, struct agg_sum_rank *r);
+
 /* The summary's warnings about the decode figures (stacks or names
  * capped, replays left unmatched, steps closed before their kernels
  * came) appended to w. */

@@ -10,6 +10,7 @@
 
 #include "index/decode/decode.h"
 #include "index/host/hoststack.h"
+#include "index/memory/memory.h"
 #include "index/perf/perf.h"
 
 #define DEC_NONE      UINT32_MAX /* no module, op or name */
@@ -90,8 +91,15 @@ enum dec_rtype {
   DR_WINOPEN = 3,  /* capture window starts; aux: lane; id: 1 fallback */
   DR_LAUNCH = 4,   /* id: lane; aux: correlation; dur: name | cls << 32 */
   DR_GRAPH = 5,    /* a graph launch; id: lane; aux: correlation */
-  DR_DEVICE = 6    /* id: device name; aux: stream lane << 48 | corr;
+  DR_DEVICE = 6,   /* id: device name; aux: stream lane << 48 | corr;
                       type bits 8..: enum dec_cls */
+  /* A [memory] event (run traces: index/memory/), three records that
+   * sort in this order at its time: id the low half of its number in
+   * the file, the join key; */
+  DR_MEM = 7,        /* aux: Addr; dur: Bytes */
+  DR_MEM_TOTALS = 8, /* aux: Total Reserved; dur: Total Allocated */
+  DR_MEM_END = 9     /* aux: its number (file order); dur: lane << 16 |
+                        device (mem_device()) */
 };
 
 /* What a step label says (dec_event.c parses ATOM's run labels and the
@@ -251,15 +259,32 @@ struct dec_file {
   uint64_t skipped;         /* step labels beyond the kinds */
   struct dec_tab tab;
   struct dec_complete c;
+  struct mem_lib *mem; /* DEC_RUN: memory over time (index/memory/) */
+  uint64_t mem_seq;    /* [memory] events so far */
   int ended;
 };
 
 /* dec_event.c */
 const struct dec_desc *dec_desc_of(const struct dec_file *d, uint32_t id);
+/* The lane (thread) of an event's pid and tid. 0 or TR_ENOMEM. */
+int dec_lane_of(struct dec_file *d, const struct idx_event *ev,
+                uint32_t *lane);
 
 /* dec_walk.c: 1 for a pass-through op frame ("execute"): the op above a
  * launch is looked for past it. */
 int dec_through(const struct hs_trie *t, uint32_t name);
+
+/* dec_mem.c: a [memory] event's records in the walk (parts: the events
+ * of one time stamp, joined; DR_MEM_END: the event is whole, at node of
+ * its thread's stack with step kind kind open there, MEM_NONE: none).
+ * 0 or TR_ENOMEM. */
+int dec_mem_part(struct agg_corr *parts, const struct agg_rec *r);
+int dec_mem_end(struct dec_file *d, struct agg_corr *parts,
+                const struct agg_rec *r, uint32_t node, uint32_t kind);
+/* The lane of a DR_MEM_END record, or UINT32_MAX. */
+uint32_t dec_mem_lane(const struct agg_rec *r);
+/* The walk's table of parts, freed with agg_corr_free(). */
+int dec_mem_parts_init(struct agg_corr *parts);
 
 /* dec_walk.c: the walk over d's sealed records (dec_end). */
 int dec_walk(struct dec_file *d);

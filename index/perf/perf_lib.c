@@ -135,7 +135,7 @@ static const char *params_of(const struct pf_lib *lib, uint32_t g, size_t *n)
 static int parse_proto(struct pf_lib *lib, const struct pf_proto *p,
                        const char *annot)
 {
-  struct pf_span sp[PF_MEMBERS];
+  struct idx_span sp[PF_MEMBERS];
   const char *s = p->args, *e = p->args + p->args_n;
 
   for (int m = 0; m < PF_MEMBERS; m++) {
@@ -272,7 +272,7 @@ static const struct pf_op *op_of(struct pf_lib *lib, uint32_t name_id,
 
 /* A 64-bit hash of the op and its members' spans. */
 static uint64_t spans_hash(const struct pf_op *op,
-                           const struct pf_span sp[PF_MEMBERS])
+                           const struct idx_span sp[PF_MEMBERS])
 {
   uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)op, w;
 
@@ -297,7 +297,7 @@ static uint64_t spans_hash(const struct pf_op *op,
 /* A new proto (or a known one) of op and the members' spans. */
 static int add_proto(struct pf_lib *lib, const struct pf_op *op,
                      const char *name, size_t name_n,
-                     const struct pf_span sp[PF_MEMBERS], uint32_t *out)
+                     const struct idx_span sp[PF_MEMBERS], uint32_t *out)
 {
   size_t n = name_n + 1, at;
   uint32_t id, nid;
@@ -348,7 +348,7 @@ int pf_proto(struct pf_lib *lib, const struct idx_event *ev, uint32_t name_id,
              const char *name, size_t n, uint32_t *proto)
 {
   const struct pf_op *op = op_of(lib, name_id, name, n);
-  struct pf_span sp[PF_MEMBERS];
+  struct idx_span sp[PF_MEMBERS];
   uint64_t h;
   size_t slot;
   int rc;

@@ -1,8 +1,8 @@
 /*
- * The arguments of a CPU op, from its event's text (pf_val.h). The text
- * was proven JSON by the reader, escapes as written; the walk below still
- * checks every byte it relies on, so that text it was not meant for (a
- * fuzzer's) fails cleanly rather than being read past its end.
+ * The arguments of a CPU op, from its event's text (pf_val.h; the members
+ * found by index/read/args.h). The walk below checks every byte it relies
+ * on, so that text it was not meant for (a fuzzer's) fails cleanly rather
+ * than being read past its end.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -11,147 +11,14 @@
 
 #define MAX_DEPTH 32 /* nesting of one member's value */
 
-static const char *ws(const char *p, const char *e)
-{
-  while (p < e && (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r'))
-    p++;
-  return p;
-}
-
-/* Past the string at p ('"'), or NULL. */
-static const char *skip_str(const char *p, const char *e)
-{
-  for (p++; p < e; p++) {
-    if (*p == '\\')
-      p++;
-    else if (*p == '"')
-      return p + 1;
-  }
-  return NULL;
-}
-
-/* Past the value at p, or NULL. Nesting is counted, not recursed. */
-static const char *skip_value(const char *p, const char *e)
-{
-  int depth = 0;
-
-  do {
-    p = ws(p, e);
-    if (p >= e)
-      return NULL;
-    if (*p == '"') {
-      if ((p = skip_str(p, e)) == NULL)
-        return NULL;
-    } else if (*p == '[' || *p == '{') {
-      depth++;
-      p++;
-    } else if (*p == ']' || *p == '}') {
-      if (--depth < 0)
-        return NULL;
-      p++;
-    } else if (*p == ',' || *p == ':') {
-      if (depth == 0)
-        return NULL;
-      p++;
-    } else {
-      const char *s = p;
-
-      while (p < e && *p != ',' && *p != ']' && *p != '}' && *p != ' ' &&
-             *p != '\n' && *p != '\t' && *p != '\r')
-        p++;
-      if (p == s)
-        return NULL;
-    }
-  } while (depth > 0);
-  return p;
-}
-
-static int member_of(const char *k, size_t n)
+int pf_args_spans(const char *raw, size_t n, struct idx_span sp[PF_MEMBERS])
 {
   static const char *const names[PF_MEMBERS] = { "Input Dims", "Input type",
                                                  "Input Strides",
                                                  "Concrete Inputs",
                                                  "Output type" };
 
-  for (int i = 0; i < PF_MEMBERS; i++)
-    if (strlen(names[i]) == n && memcmp(names[i], k, n) == 0)
-      return i;
-  return -1;
-}
-
-/* Walks the members of the object at *pp ('{'); for each, fn(ud, key,
- * keylen, value, end) runs; *pp goes past the object. -1 on bad text. */
-static int members(const char **pp, const char *e,
-                   int (*fn)(void *ud, const char *k, size_t kn, const char *v,
-                             const char *ve),
-                   void *ud)
-{
-  const char *p = ws(*pp, e), *k, *ke, *v;
-
-  if (p >= e || *p++ != '{')
-    return -1;
-  if ((p = ws(p, e)) < e && *p == '}') {
-    *pp = p + 1;
-    return 0;
-  }
-  for (;;) {
-    if ((p = ws(p, e)) >= e || *p != '"' || (ke = skip_str(p, e)) == NULL)
-      return -1;
-    k = p + 1;
-    if ((p = ws(ke, e)) >= e || *p++ != ':')
-      return -1;
-    v = ws(p, e);
-    if ((p = skip_value(v, e)) == NULL || fn(ud, k, (size_t)(ke - 1 - k), v, p))
-      return -1;
-    if ((p = ws(p, e)) >= e)
-      return -1;
-    if (*p == '}') {
-      *pp = p + 1;
-      return 0;
-    }
-    if (*p++ != ',')
-      return -1;
-  }
-}
-
-static int on_arg(void *ud, const char *k, size_t kn, const char *v,
-                  const char *ve)
-{
-  struct pf_span *sp = ud;
-  int m = member_of(k, kn);
-
-  if (m >= 0) {
-    sp[m].p = v;
-    sp[m].n = (size_t)(ve - v);
-  }
-  return 0;
-}
-
-struct top {
-  struct pf_span *sp;
-  int found;
-};
-
-static int on_top(void *ud, const char *k, size_t kn, const char *v,
-                  const char *ve)
-{
-  struct top *t = ud;
-
-  if (kn != 4 || memcmp(k, "args", 4) != 0 || *v != '{')
-    return 0;
-  t->found = 1;
-  return members(&v, ve, on_arg, t->sp);
-}
-
-int pf_args_spans(const char *raw, size_t n, struct pf_span sp[PF_MEMBERS])
-{
-  struct top t = { sp, 0 };
-  const char *p = raw;
-
-  memset(sp, 0, PF_MEMBERS * sizeof(*sp));
-  if (raw == NULL || members(&p, raw + n, on_top, &t) != 0)
-    return -1;
-  return t.found ? 0 : -1;
+  return idx_args_spans(raw, n, names, PF_MEMBERS, sp);
 }
 
 /* ---- the values ---- */
@@ -205,7 +72,7 @@ static int put_utf8(struct pf_args *a, unsigned u)
  * escape, else decoded into the arena. */
 static int str_value(struct parse *x, struct pv *v)
 {
-  const char *s = x->p + 1, *end = skip_str(x->p, x->e), *q;
+  const char *s = x->p + 1, *end = idx_json_skip(x->p, x->e), *q;
   static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
   unsigned u;
 
@@ -290,12 +157,12 @@ static int array(struct parse *x, struct pv *v, int depth)
   x->p++;
   save = x->p;
   /* Count the elements first, so that their run is contiguous. */
-  for (x->p = ws(x->p, x->e); x->p < x->e && *x->p != ']'; n++) {
-    if ((x->p = skip_value(x->p, x->e)) == NULL ||
-        (x->p = ws(x->p, x->e)) >= x->e)
+  for (x->p = idx_json_ws(x->p, x->e); x->p < x->e && *x->p != ']'; n++) {
+    if ((x->p = idx_json_skip(x->p, x->e)) == NULL ||
+        (x->p = idx_json_ws(x->p, x->e)) >= x->e)
       return -1;
     if (*x->p == ',')
-      x->p = ws(x->p + 1, x->e);
+      x->p = idx_json_ws(x->p + 1, x->e);
   }
   if (x->p >= x->e || a->nvals + n > PF_VALS)
     return -1;
@@ -303,14 +170,14 @@ static int array(struct parse *x, struct pv *v, int depth)
   a->nvals += n;
   x->p = save;
   for (uint32_t i = 0; i < n; i++) {
-    x->p = ws(x->p, x->e);
+    x->p = idx_json_ws(x->p, x->e);
     if (value(x, &run[i], depth + 1) != 0)
       return -1;
-    x->p = ws(x->p, x->e);
+    x->p = idx_json_ws(x->p, x->e);
     if (x->p < x->e && *x->p == ',')
       x->p++;
   }
-  x->p = ws(x->p, x->e);
+  x->p = idx_json_ws(x->p, x->e);
   if (x->p >= x->e || *x->p != ']')
     return -1;
   x->p++;
@@ -323,7 +190,7 @@ static int array(struct parse *x, struct pv *v, int depth)
 static int value(struct parse *x, struct pv *v, int depth)
 {
   memset(v, 0, sizeof(*v));
-  x->p = ws(x->p, x->e);
+  x->p = idx_json_ws(x->p, x->e);
   if (x->p >= x->e)
     return -1;
   if (*x->p == '"')
@@ -331,11 +198,11 @@ static int value(struct parse *x, struct pv *v, int depth)
   if (*x->p == '[')
     return array(x, v, depth);
   if (*x->p == '{') /* an object is no argument a model reads */
-    return (x->p = skip_value(x->p, x->e)) == NULL ? -1 : 0;
+    return (x->p = idx_json_skip(x->p, x->e)) == NULL ? -1 : 0;
   return scalar(x, v);
 }
 
-int pf_args_parse(struct pf_args *a, const struct pf_span sp[PF_MEMBERS])
+int pf_args_parse(struct pf_args *a, const struct idx_span sp[PF_MEMBERS])
 {
   a->nvals = 0;
   a->ntext = 0;
@@ -350,7 +217,7 @@ int pf_args_parse(struct pf_args *a, const struct pf_span sp[PF_MEMBERS])
     if (a->nvals >= PF_VALS)
       return -1;
     v = &a->vals[a->nvals++];
-    if (value(&x, v, 0) != 0 || ws(x.p, x.e) != x.e)
+    if (value(&x, v, 0) != 0 || idx_json_ws(x.p, x.e) != x.e)
       return -1;
     a->m[m] = v;
   }

@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "index/read/args.h"
+
 enum pv_type { PV_NULL, PV_BOOL, PV_INT, PV_NUM, PV_STR, PV_ARR };
 
 /* One JSON value. Arrays hold their elements in a run of n values. */
@@ -44,13 +46,6 @@ enum pf_member {
   PF_MEMBERS
 };
 
-/* A member's text as the event writes it (a JSON value), p NULL when the
- * event has none. */
-struct pf_span {
-  const char *p;
-  size_t n;
-};
-
 struct pf_args {
   const struct pv *m[PF_MEMBERS]; /* NULL: absent */
   /* The label of the step the instance ran in (an iteration annotation:
@@ -67,11 +62,11 @@ struct pf_args {
 /* The spans of the members in the event text raw[0..n) (its '{' to its
  * '}'): 0, or -1 when the text has no args object or is not JSON. Spans
  * of members absent stay NULL. */
-int pf_args_spans(const char *raw, size_t n, struct pf_span sp[PF_MEMBERS]);
+int pf_args_spans(const char *raw, size_t n, struct idx_span sp[PF_MEMBERS]);
 
 /* Parses the spans into a (its values reset first): 0, or -1 when a
  * member is not JSON or outgrows the arena. */
-int pf_args_parse(struct pf_args *a, const struct pf_span sp[PF_MEMBERS]);
+int pf_args_parse(struct pf_args *a, const struct idx_span sp[PF_MEMBERS]);
 
 /* ---- reading the values (NULL-safe: a missing value reads as none) ---- */
 
