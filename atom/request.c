@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "atom/chat_template.h"
+#include "atom/launch.h"
 #include "atom/policy.h"
 #include "atom/preset.h"
 
@@ -150,6 +151,9 @@ static int check_authority(const struct cfg *cfg, json_t *obj,
                          "bench_args", false, err);
   if (rc == 0)
     rc = api_policy_env(cfg, json_object_get(obj, "env"), err);
+  if (rc == 0)
+    rc = tr_atom_request_check(cfg, &pre, obj,
+                               launched_real ? launched_real : real, err);
   if (rc == 0 && real != NULL)
     rc = check_template(&pre, obj, launched_real ? launched_real : real, err);
   tr_preset_free(&pre);

@@ -362,6 +362,7 @@ int daemon_run(const struct cfg *cfg)
               "as this daemon's user; set auth_token_file\n",
               cfg->listen);
     tr_notify("READY=1");
+    daemon_python_log(&d.loop);
   }
   uv_run(&d.loop, UV_RUN_DEFAULT);
   fleet_pub_free(d.pub);
