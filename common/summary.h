@@ -580,6 +580,27 @@
   XX(slowest_layer, slowest_layer, INT, ANY, 8)                                \
   XX(slowest_ns, slowest_ns, INT, MAX, 8)
 
+/* Kernel time by source line (docs/DECODE.md, "Sources"): per step kind
+ * and the innermost Python frame of the model's code above the launch
+ * (with_stack: "<file>(<line>): <function>" outside torch, the standard
+ * library and the kernel libraries; null: none), with its module path;
+ * the frame's file, line and function; the figures of decode_modules. */
+#define TR_SUM_DEC_SOURCE(XX)                                                  \
+  XX(step, step, TEXT_NULL, KEY, 10)                                           \
+  XX(source, source, TEXT_NULL, KEY, 10)                                       \
+  XX(module, module, TEXT_NULL, KEY, 10)                                       \
+  XX(file, file, TEXT_NULL, ANY, 10)                                           \
+  XX(line, line, INT_NULL, ANY, 10)                                            \
+  XX(function, function, TEXT_NULL, ANY, 10)                                   \
+  XX(kernels, kernels, INT, SUM, 10)                                           \
+  XX(total_ns, total_ns, INT, SUM, 10)                                         \
+  XX(steps, steps, INT, SUM, 10)                                               \
+  XX(per_step_ns, per_step_ns, INT, MAX, 10)                                   \
+  XX(p50_ns, p50_ns, INT, MAX, 10)                                             \
+  XX(p99_ns, p99_ns, INT, MAX, 10)                                             \
+  XX(step_ns, step_ns, INT, SUM, 10)                                           \
+  XX(share, share, PART, step_ns, 10)
+
 /* The median step of each kind (decode_steps) by layer and module: the
  * stacked bar of one step; top_kernels its kernels, largest first (at
  * most 5: [{name, kernels, total_ns}]). */
@@ -857,6 +878,9 @@
   R(XX, decode_median, TR_SUM_DEC_MEDIAN, dec_median, "decode/median",         \
     TR_P(RANK) | TR_P(KIND) | TR_P(LIMIT), TR_NO_BY, TR_T_GROWS | TR_T_CSV,    \
     NULL, "step")                                                              \
+  R(XX, sources, TR_SUM_DEC_SOURCE, dec_source, "sources",                     \
+    TR_P(RANK) | TR_P(KIND) | TR_P(Q) | TR_P(MODULE) | TR_P(LIMIT), TR_NO_BY,  \
+    TR_T_GROWS | TR_T_SUMMED | TR_T_CSV, "source", "step")                     \
   R(XX, critical_kinds, TR_SUM_CRIT_KIND, crit_kind, "critical_path/summary",  \
     TR_P(RANK) | TR_P(KIND) | TR_P(LIMIT), TR_NO_BY, TR_T_SUMMED | TR_T_CSV,   \
     NULL, "step")                                                              \

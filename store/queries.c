@@ -264,6 +264,13 @@ SPEC(decode_median, FROM_RANK("decode_median"), ONE_RANK STEP_MATCH,
     ALL_RANKS STEP_MATCH,
     "rank, step, layer IS NULL, layer, total_ns DESC, module");
 
+/* Kernel time by source line (decode's T_SRC, docs/DECODE.md). */
+SPEC(sources, FROM_RANK("sources"),
+    ONE_RANK STEP_MATCH Q_OF("t.source") MODULE_MATCH,
+    NULL, RANKS FROM_RANK("sources"),
+    ALL_RANKS STEP_MATCH Q_OF("t.source") MODULE_MATCH,
+    STEP_ORDER "total_ns DESC, source IS NULL, source, module");
+
 /* Memory over time (index/memory/): every rank's rows, each with its
  * rank (EACH). */
 SPEC(memory, FROM_RANK("memory"), ONE_RANK,

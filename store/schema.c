@@ -558,7 +558,8 @@ static const char step9[] =
 /*
  * Version 10: what ATOM_PROFILER_MORE buys (docs/PERF.md). Each rank's
  * roof and op completeness; its op groups with their work, kernel time and
- * roof; its memory per device, over time and by the ops that allocated.
+ * roof; its memory per device, over time and by the ops that allocated;
+ * its kernel time by source line.
  */
 static const char step10[] =
     TR_SUM_RANK(ADD10_RANK)
@@ -569,7 +570,9 @@ static const char step10[] =
     "CREATE TABLE memory_timeline(" OF_RANK TR_SUM_MEMORY_TIMELINE(NEW10)
     ", PRIMARY KEY(rank_id, device, idx)) WITHOUT ROWID;"
     "CREATE TABLE memory_ops(" OF_RANK TR_SUM_MEMORY_OP(NEW10) ");"
-    "CREATE INDEX memory_ops_rank ON memory_ops(rank_id);";
+    "CREATE INDEX memory_ops_rank ON memory_ops(rank_id);"
+    "CREATE TABLE sources(" OF_RANK TR_SUM_DEC_SOURCE(NEW10) ");"
+    "CREATE INDEX sources_rank ON sources(rank_id);";
 /* clang-format on */
 
 const char *const store__migrations[] = { step1, step2, step3, step4, step5,

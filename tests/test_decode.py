@@ -22,7 +22,7 @@ import tracedtest  # noqa: E402
 from tracedtest import check, check_eq  # noqa: E402
 
 PAIRS = os.path.join(tracedtest.TRACES_DIR, "graph_pairs")
-TABLES = {t: ("decode_%s" % t, keys)
+TABLES = {t: (ref_decode.MEMBERS.get(t, ("decode_%s" % t,))[0], keys)
           for t, keys in ref_decode.TABLE_KEYS.items()}
 STEP_FIELDS = ("steps", "kernels", "step_ns", "attributed_ns",
                "median_label", "median_dur_ns", "median_ns")
@@ -64,7 +64,7 @@ def compare(what, s, ref):
     check_eq(med, ref["median"], what + ": median")
     # Every device record is in the tables once.
     for member in ("decode_modules", "decode_layers", "decode_op_modules",
-                   "decode_kernels"):
+                   "decode_kernels", "sources"):
         check_eq(sum(r["total_ns"] for r in s[member]), s["device_ns"],
                  "%s: %s sum" % (what, member))
     return rows

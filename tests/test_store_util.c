@@ -439,7 +439,8 @@ static json_t *decode_empty(void)
   static const char *const tables[] = {
     "decode_modules",       "decode_layers",     "decode_ops",
     "decode_layer_modules", "decode_op_modules", "decode_kernels",
-    "decode_blocks",        "decode_steps",      "decode_median"
+    "decode_blocks",        "decode_steps",      "decode_median",
+    "sources"
   };
   json_t *o = json_object();
 

@@ -643,7 +643,7 @@ static int table_rows(struct idx_agg *a, const struct idx_doc *doc,
                       struct agg_out *o)
 {
 #define ONE_TABLE(member, ROWS, row) +1
-  _Static_assert((0 TR_SUM_TABLES(ONE_TABLE)) == 37,
+  _Static_assert((0 TR_SUM_TABLES(ONE_TABLE)) == 38,
                  "a summary table this function does not write");
 #undef ONE_TABLE
   o->table = "kernels";
@@ -678,7 +678,7 @@ static int table_rows(struct idx_agg *a, const struct idx_doc *doc,
   agg_sample_figures_rows(a, o);
   o->table = "step_samples";
   agg_step_samples_rows(a, o);
-  dec_rows(a->dec, a->t0_ns, o); /* the decode_* tables */
+  dec_rows(a->dec, a->t0_ns, o); /* the decode_* tables, sources */
   o->table = "critical_kinds";
   array_rows(agg_cpath_kinds_json(a), o);
   o->table = "critical_steps";

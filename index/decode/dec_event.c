@@ -617,6 +617,8 @@ static int recompute(struct idx_str s)
 int dec_event(struct dec_file *d, const struct idx_event *ev,
               enum idx_class cls)
 {
+  int src;
+
   if (ev->ph != 'X' || !(ev->has & IDX_HAS_TS) || !(ev->has & IDX_HAS_DUR) ||
       ev->dur_ns < 0)
     return 0;
@@ -629,6 +631,8 @@ int dec_event(struct dec_file *d, const struct idx_event *ev,
                    ev->name.n - MOD_PFX_N);
     if (recompute(ev->name))
       return frame(d, ev, HS_RECOMP, ev->name.p, ev->name.n);
+    if ((src = hs_py_source(ev->name.p, ev->name.n)) != 0)
+      return frame(d, ev, (enum hs_kind)src, ev->name.p, ev->name.n);
     return 0;
   case IDX_CLASS_CPU_OP: return frame(d, ev, HS_OP, ev->name.p, ev->name.n);
   case IDX_CLASS_LABEL_CPU:

@@ -166,7 +166,8 @@ static int key_cmp(const struct dec_file *d, const struct dec_key *a,
 
   switch (a->tag) {
   case T_OP:
-  case T_OM: c = txt_cmp(op_txt(d, a->a), op_txt(d, b->a)); break;
+  case T_OM:
+  case T_SRC: c = txt_cmp(op_txt(d, a->a), op_txt(d, b->a)); break;
   case T_LAYER:
   case T_LM: c = (a->a > b->a) - (a->a < b->a); break;
   default: c = txt_cmp(mod_txt(d, a->a), mod_txt(d, b->a)); break;
@@ -175,7 +176,7 @@ static int key_cmp(const struct dec_file *d, const struct dec_key *a,
     return c;
   if (a->tag == T_KERN)
     return txt_cmp(name_txt(d, a->b), name_txt(d, b->b));
-  if (a->tag == T_LM || a->tag == T_OM)
+  if (a->tag == T_LM || a->tag == T_OM || a->tag == T_SRC)
     return txt_cmp(mod_txt(d, a->b), mod_txt(d, b->b));
   return 0;
 }
@@ -275,6 +276,39 @@ static uint32_t *module_layers(const struct dec_file *d)
   return layers;
 }
 
+/* A source frame's file, line and function: "<file>(<line>): <function>"
+ * (hs_py_source() took only such frames). */
+static void source_parts(struct agg_txt src, struct agg_sum_dec_source *r)
+{
+  const char *open = memchr(src.p, '(', src.n), *p;
+  const char *end = src.p + src.n;
+  int64_t line = 0;
+
+  if (open == NULL)
+    return;
+  r->file = (struct agg_txt){ src.p, (size_t)(open - src.p) };
+  for (p = open + 1; p < end && *p >= '0' && *p <= '9' && line < INT32_MAX;
+       p++)
+    line = line * 10 + (*p - '0');
+  r->line = (struct agg_opt){ 1, line };
+  if (end - p >= 3 && p[0] == ')' && p[1] == ':' && p[2] == ' ')
+    r->function = (struct agg_txt){ p + 3, (size_t)(end - p - 3) };
+}
+
+static json_t *source_row(struct dec_file *d, const struct dec_ent *e,
+                          struct agg_txt step, const struct figures *f)
+{
+  struct agg_sum_dec_source r = { .step = step,
+                                  .source = op_txt(d, e->key.a),
+                                  .module = mod_txt(d, e->key.b) };
+
+  AGG_SUM_FILLS(TR_SUM_DEC_SOURCE, 14);
+  if (r.source.p != NULL)
+    source_parts(r.source, &r);
+  PUT_FIGURES(r, *f);
+  return agg_sum_dec_source_json(&r);
+}
+
 /* The rows of table tag to o, one at a time. */
 static void table(struct dec_file *d, uint32_t tag, const uint32_t *layers,
                   struct agg_out *o)
@@ -338,6 +372,7 @@ static void table(struct dec_file *d, uint32_t tag, const uint32_t *layers,
       row = agg_sum_dec_op_module_json(&r);
       break;
     }
+    case T_SRC: row = source_row(d, e, step, &f); break;
     default: {
       struct agg_sum_dec_kernel r = { .step = step,
                                       .module = mod_txt(d, e->key.a),
@@ -586,6 +621,8 @@ void dec_rows(struct dec_file *d, int64_t t0_ns, struct agg_out *o)
   o->table = "decode_median";
   for (uint32_t k = 0; k < nk; k++)
     median_rows(d, k, o);
+  o->table = "sources";
+  table(d, T_SRC, NULL, o);
 }
 
 /* ---- warnings ---- */

@@ -128,6 +128,7 @@ enum dec_tag {          /* the tables' keys (a, b of struct dec_key) */
                T_LM,    /* layer + 1, module */
                T_OM,    /* op name, module */
                T_KERN,  /* module, device name */
+               T_SRC,   /* source frame name, module */
                T_TAGS
 };
 
@@ -153,6 +154,8 @@ struct dec_ident {
   uint32_t op;           /* innermost op frame's name; DEC_NONE */
   uint32_t module;       /* collapsed module path id; DEC_NONE */
   int32_t layer;         /* DEC_NO_LAYER */
+  uint32_t src;          /* source frame's name (HS_SRC, HS_SRC_PKG:
+                            dec_tab.c); DEC_NONE */
   uint32_t ops_at, nops; /* the distinct op names on the stack, in
                             dec_tab.opsv */
 };

@@ -32,10 +32,20 @@ enum hs_kind {
   HS_OP = 'o',     /* cpu_op (legacy "Operator") */
   HS_MODULE = 'm', /* python_function "nn.Module: <Class>_<n>" */
   HS_ANNOT = 'a',  /* a user_annotation that tags a module */
-  HS_RECOMP = 'r'  /* python_function torch.utils.checkpoint's
+  HS_RECOMP = 'r', /* python_function torch.utils.checkpoint's
                       recompute_fn: activation checkpointing recomputes
                       what runs under it (docs/PERF.md) */
+  HS_SRC = 's',    /* python_function of the model's code at an absolute
+                      path: a source line (hs_py_source()) */
+  HS_SRC_PKG = 'p' /* one at a path relative to an installed package's
+                      root, which may be the model's or a library's */
 };
+
+/* pysource.c: the kind of the python_function frame text p[0..n)
+ * ("<file>(<line>): <function>") when it is the model's own code, outside
+ * torch and its kin, the standard library and site-packages
+ * (docs/DECODE.md, "Sources"): HS_SRC or HS_SRC_PKG; else 0. */
+int hs_py_source(const char *p, size_t n);
 
 #define HS_ROOT     0u         /* the empty stack */
 #define HS_NO_NAME  UINT32_MAX /* no frame name */
