@@ -272,16 +272,6 @@ static int listed(const char *top, const char *const *v, size_t n)
   return bsearch(top, v, n, sizeof(*v), cmp) != NULL;
 }
 
-static int holds(const char *p, size_t n, const char *lit)
-{
-  size_t k = strlen(lit);
-
-  for (size_t i = 0; i + k <= n; i++)
-    if (memcmp(p + i, lit, k) == 0)
-      return 1;
-  return 0;
-}
-
 /* The file of a frame "<file>(<line>): ...": its length, 0 when the text
  * is no such frame. */
 static size_t file_len(const char *p, size_t n)
@@ -306,7 +296,7 @@ int hs_py_source(const char *p, size_t n)
     return 0; /* a builtin, <frozen ...>, <string> */
   if (p[0] == '/') {
     for (size_t i = 0; i < sizeof(folders) / sizeof(folders[0]); i++)
-      if (holds(p, f, folders[i]))
+      if (memmem(p, f, folders[i], strlen(folders[i])) != NULL)
         return 0;
     return HS_SRC;
   }

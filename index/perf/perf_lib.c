@@ -392,12 +392,7 @@ static int tensile(const char *s, size_t n)
 
 static int has(const char *s, size_t n, const char *lit)
 {
-  size_t k = strlen(lit);
-
-  for (size_t i = 0; i + k <= n; i++)
-    if (memcmp(s + i, lit, k) == 0)
-      return 1;
-  return 0;
+  return memmem(s, n, lit, strlen(lit)) != NULL;
 }
 
 uint8_t pf_transposes(const char *s, size_t n)
