@@ -284,6 +284,10 @@
 /* The buckets a rank's timeline is cut into when indexed; a route
  * re-bins them into at most this many rows. */
 #define TR_TIMELINE_BUCKETS 4096
+/* The memory timeline's buckets (index/memory/): every fourth boundary of
+ * the utilisation timeline's, so that the two align at a quarter of the
+ * rows a device. */
+#define TR_MEMORY_BUCKETS (TR_TIMELINE_BUCKETS / 4)
 
 /* Kernel families (index/agg/family.c): kernels names with the template and
  * parameter lists and the tile and ordinal suffixes dropped. */
@@ -674,8 +678,8 @@
   XX(never_freed_count, never_freed_count, INT, EACH, 10)                      \
   XX(freed_before_bytes, freed_before_bytes, INT, EACH, 10)
 
-/* A device's memory over the utilisation timeline's buckets (only those
- * with events; times from t0): its events there, the least and largest
+/* A device's memory over TR_MEMORY_BUCKETS buckets of the span (only
+ * those with events; times from t0): its events there, the least and largest
  * Total Allocated and the largest Total Reserved they give. */
 #define TR_SUM_MEMORY_TIMELINE(XX)                                             \
   XX(device, device, TEXT, EACH, 10)                                           \
@@ -1003,29 +1007,37 @@ extern const char *const tr_sorts[];
 extern const char *const tr_op_categories[];
 
 /*
- * XX(by, table, key, key_sql, join, count, decode): the values of /diff's
- * ?by= (the first the default), each read from a table of TR_TABLE_MAP
- * (store/diff.c): key the member its rows are named by, key_sql that key
- * in SQL over the table's row x (joined with join), count the member
- * summed as the rows' count; decode: a decode table, of one step kind
- * with ?kind= ('' keys stand for null). A sequence is kept per step kind
- * and length by each rank (the most frequent: index/cpath/cpath_json.c),
- * so one missing on a side was rarer there, not absent.
+ * XX(by, table, key, key_sql, join, count, total, decode, rates): the
+ * values of /diff's ?by= (the first the default), each read from a table
+ * of TR_TABLE_MAP (store/diff.c): key the member its rows are named by,
+ * key_sql that key in SQL over the table's row x (joined with join), count
+ * the member summed as the rows' count, total the one summed as their
+ * time; decode: a decode table, of one step kind with ?kind= ('' keys
+ * stand for null); rates: the op groups (docs/PERF.md), whose rows also
+ * give each side's achieved TFLOPS/s and TB/s. A sequence is kept per
+ * step kind and length by each rank (the most frequent:
+ * index/cpath/cpath_json.c), so one missing on a side was rarer there, not
+ * absent.
  */
 /* clang-format off */
 #define TR_DIFF_BY_MAP(XX)                                                     \
   XX(kernel, kernels, name, "n.name", " JOIN names n ON n.id = x.name_id",     \
-     count, false)                                                             \
-  XX(category, categories, category, "x.category", "", count, false)           \
-  XX(step, steps, kind, "x.kind", "", count, false)                            \
-  XX(family, families, family, "x.family", "", count, false)                   \
+     count, total_ns, false, false)                                            \
+  XX(category, categories, category, "x.category", "", count, total_ns, false, \
+     false)                                                                    \
+  XX(step, steps, kind, "x.kind", "", count, total_ns, false, false)           \
+  XX(family, families, family, "x.family", "", count, total_ns, false, false)  \
   XX(sequence, kernel_sequences, sequence, "x.step || ': ' || x.sequence", "", \
-     count, false)                                                             \
+     count, total_ns, false, false)                                            \
   XX(module, decode_modules, module, "coalesce(x.module, '')", "", kernels,    \
-     true)                                                                     \
+     total_ns, true, false)                                                    \
   XX(layer, decode_layers, layer, "coalesce(CAST(x.layer AS TEXT), '')", "",   \
-     kernels, true)                                                            \
-  XX(op, decode_ops, op, "coalesce(x.op, '')", "", count, true)
+     kernels, total_ns, true, false)                                           \
+  XX(op, decode_ops, op, "coalesce(x.op, '')", "", count, total_ns, true,      \
+     false)                                                                    \
+  XX(perf, op_perf, group,                                                     \
+     "x.op || ' ' || x.params || CASE WHEN x.recompute THEN ' recompute'"      \
+     " ELSE '' END", "", count, kernel_ns, false, true)
 /* clang-format on */
 
 /* The values of TR_DIFF_BY_MAP, NULL-terminated. */

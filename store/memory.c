@@ -1,9 +1,9 @@
 /*
  * The memory timeline's route (GET /captures/<id>/memory/timeline,
  * docs/ANALYSIS.md "Memory"): each rank's stored buckets of each device
- * (the utilisation timeline's grid, only buckets with events) merged into
- * at most ?buckets= rows a device: bucket i of TR_TIMELINE_BUCKETS goes
- * to row i * buckets / TR_TIMELINE_BUCKETS. A row keeps the events' own
+ * (TR_MEMORY_BUCKETS over the span, only buckets with events) merged into
+ * at most ?buckets= rows a device: bucket i goes to row
+ * i * buckets / TR_MEMORY_BUCKETS. A row keeps the events' own
  * figures: their count, the least and largest Total Allocated, the
  * largest Total Reserved, from its first bucket's start to its last's
  * end. All ranks: every rank's rows, each with its rank.
@@ -37,7 +37,7 @@ static int memory_timeline_rows(struct store *st, const void *ctx,
   if (rc < 0)
     return rc;
   sqlite3_bind_int(s, 3, q->buckets > 0 ? q->buckets : MEMORY_TIMELINE_DEFAULT);
-  sqlite3_bind_int(s, 4, TR_TIMELINE_BUCKETS);
+  sqlite3_bind_int(s, 4, TR_MEMORY_BUCKETS);
   if ((rc = store__rows(st, s, out, err)) != 0)
     return rc;
   json_array_foreach(*out, i, row) {

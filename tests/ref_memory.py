@@ -9,8 +9,8 @@ in time order (file order among equal times):
 - allocations and frees with their bytes; allocations followed by
   address to their free: those never freed, frees of what was allocated
   before the trace;
-- the timeline: the utilisation timeline's grid over the rank's span (t0,
-  span from the summary), per bucket the events' count, least and largest
+- the timeline: every fourth boundary of the utilisation timeline's grid
+  over the rank's span (t0, span from the summary), per bucket the events' count, least and largest
   Total Allocated, largest Total Reserved;
 - by op: the innermost CPU op (cat cpu_op) on the event's thread whose
   [ts, ts + dur) holds it (the latest start; ties: the shortest), its
@@ -21,7 +21,8 @@ import gzip
 import json
 from decimal import Decimal
 
-BUCKETS = 4096
+BUCKETS = 4096   # the utilisation timeline's
+MEMORY_BUCKETS = 1024  # every fourth of its boundaries
 NAMES = ["cpu", "cuda", "mkldnn", "opengl", "opencl", "ideep", "hip",
          "fpga", "maia", "xla", "vulkan", "metal", "xpu", "mps", "meta",
          "hpu", "ve", "lazy", "ipu", "mtia", "privateuseone"]
@@ -82,7 +83,8 @@ def reference(path, t0, span):
     events = load(path)
     mems = memory_events(events)
     op_of(events, mems)
-    width = -(-span // BUCKETS) if span > 0 else 0
+    width = -(-span // BUCKETS) * (BUCKETS // MEMORY_BUCKETS) if span > 0 \
+        else 0
     nb = -(-span // width) if width else 0
     devs, ops = {}, {}
     for m in mems:

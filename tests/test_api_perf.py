@@ -12,6 +12,8 @@ through a running daemon over real sockets:
 - a generated two-rank ATOM-style folder (make_decode_pairs.py, its GEMMs
   with shapes): all ranks' rows are the two ranks' summed by the rules
   docs/PERF.md gives;
+- /diff?by=perf between that folder and another without a slow layer:
+  each side's achieved rates are its ops/perf means;
 - ?q= (op or category), ?category=, ?sort=, ?limit=, CSV, refusals
   naming the field;
 - the gpu_roof setting: a daemon told MI355X puts the H100 trace against
@@ -190,6 +192,40 @@ def two_ranks(d, root):
     check_rows(every, [derive(g, roof) for g in summed(per_rank)],
                "two ranks summed")
     check(all(r["ranks"] == 2 for r in every), "both ranks have each")
+    diff_perf(d, root, cap["id"], every)
+
+
+def group_key(r):
+    return r["op"] + " " + r["params"] + (" recompute" if r["recompute"]
+                                          else "")
+
+
+def diff_perf(d, root, a, rows_a):
+    """/diff?by=perf against a second folder without a slow layer:
+    each side's rates are its ops/perf means, the change theirs."""
+    make_decode_pairs.make(os.path.join(root, "b"), ranks=2, seed=5, slow=99)
+    b = d.imported(os.path.join(root, "b"))["id"]
+    rows_b = {group_key(r): r for r in route(d, b)}
+    want_a = {group_key(r): r for r in rows_a}
+    code, body = d.get("/diff?a=%d&b=%d&by=perf&limit=1000" % (a, b))
+    check_eq(code, 200, "diff by=perf: %s" % body)
+    got = {r["group"]: r for r in body["rows"]}
+    check_eq(sorted(got), sorted(set(want_a) | set(rows_b)), "diff groups")
+    for k, r in got.items():
+        ra, rb = want_a.get(k), rows_b.get(k)
+        check(close(r["a_tflops_s"], ra and ra["tflops_s_mean"]), k + " a")
+        check(close(r["b_tflops_s"], rb and rb["tflops_s_mean"]), k + " b")
+        check(close(r["a_tb_s"], ra and ra["tb_s_mean"]), k + " a TB/s")
+        check_eq((r["a_total_ns"], r["a_count"]),
+                 (round(ra["kernel_us_sum"] * 1000), ra["count"])
+                 if ra else (0, 0), k + " a time")
+        x, y = ((ra or {}).get("tflops_s_mean"),
+                (rb or {}).get("tflops_s_mean"))
+        check(close(r["tflops_delta_pct"],
+                    (y - x) * 100 / x if x and y is not None else None),
+              k + " change")
+    check(any(abs(r["tflops_delta_pct"] or 0) > 10 for r in got.values()),
+          "the GEMMs ran faster without the slow layer")
 
 
 def filters(d, cid):

@@ -110,7 +110,7 @@ def merged(buckets, n):
     """The reference's buckets of a device merged as the route does."""
     out = {}
     for i, b in sorted(buckets.items()):
-        j = i * n // ref_memory.BUCKETS
+        j = i * n // ref_memory.MEMORY_BUCKETS
         if j not in out:
             out[j] = dict(b, index=i)
             continue
@@ -136,7 +136,7 @@ def routes(devs, s):
         check_eq(every, [dict(r, rank=0) for r in want], "/memory all ranks")
         for dev, want in devs.items():
             fine = [r for r in route(d, cid, "memory/timeline", rank=0,
-                                     buckets=4096) if r["device"] == dev]
+                                     buckets=1024) if r["device"] == dev]
             check_eq(fine, sorted((r for r in s["memory_timeline"]
                                    if r["device"] == dev),
                                   key=lambda r: r["index"]),

@@ -87,6 +87,8 @@ void dec_lib_free(struct dec_lib *lib)
   hs_trie_free(&lib->trie);
   pf_lib_free(lib->perf);
   agg_map_free(&lib->names);
+  agg_map_free(&lib->py_names);
+  free(lib->py_kind);
   free(lib->name_buf);
   for (size_t i = 0; i < lib->nfiles; i++)
     free(lib->files[i].path);
@@ -614,6 +616,24 @@ static int recompute(struct idx_str s)
   return starts(s, "torch/utils/checkpoint.py") && has_word(s, "recompute_fn");
 }
 
+/* hs_py_source() of a frame name, once per distinct name (a name the cap
+ * leaves out is judged each time). */
+static int py_source(struct dec_lib *lib, struct idx_str s)
+{
+  uint32_t id;
+  int kind;
+
+  if (agg_map_find(&lib->py_names, s.p, s.n, &id) && id < lib->py_kind_cap &&
+      lib->py_kind[id] != 0)
+    return lib->py_kind[id] - 1;
+  kind = hs_py_source(s.p, s.n);
+  if (lib->py_names.n < 4 * lib->max_names &&
+      agg_map_intern(&lib->py_names, s.p, s.n, &id) >= 0 &&
+      agg_grow(&lib->py_kind, &lib->py_kind_cap, id, 1) == 0)
+    lib->py_kind[id] = (uint8_t)(kind + 1);
+  return kind;
+}
+
 int dec_event(struct dec_file *d, const struct idx_event *ev,
               enum idx_class cls)
 {
@@ -631,7 +651,7 @@ int dec_event(struct dec_file *d, const struct idx_event *ev,
                    ev->name.n - MOD_PFX_N);
     if (recompute(ev->name))
       return frame(d, ev, HS_RECOMP, ev->name.p, ev->name.n);
-    if ((src = hs_py_source(ev->name.p, ev->name.n)) != 0)
+    if ((src = py_source(d->lib, ev->name)) != 0)
       return frame(d, ev, (enum hs_kind)src, ev->name.p, ev->name.n);
     return 0;
   case IDX_CLASS_CPU_OP: return frame(d, ev, HS_OP, ev->name.p, ev->name.n);

@@ -6,7 +6,6 @@
 
 #include "index/index.h"
 #include "index/memory/mem_int.h"
-#include "index/read/args.h"
 
 #define LIVE_PER_NAME 16 /* live allocations per kernel name of the cap */
 
@@ -50,26 +49,19 @@ static int is_memory(const struct idx_event *ev)
 
 int mem_parse(const struct idx_event *ev, struct mem_ev *out)
 {
-  static const char *const names[] = { "Bytes",          "Total Allocated",
-                                       "Total Reserved", "Addr",
-                                       "Device Type",    "Device Id" };
-  struct idx_span sp[6];
-  int64_t addr = 0;
+  const uint32_t need =
+      IDX_HAS_TS | IDX_HAS_MEM_BYTES | IDX_HAS_MEM_ALLOC | IDX_HAS_MEM_TYPE;
 
-  memset(out, 0, sizeof(*out));
-  if (!is_memory(ev) || !(ev->has & IDX_HAS_TS) ||
-      idx_args_spans(ev->raw.p, ev->raw.n, names, 6, sp) != 0 ||
-      idx_span_int(sp[0], &out->bytes) != 0 ||
-      idx_span_int(sp[1], &out->allocated) != 0 ||
-      idx_span_int(sp[4], &out->type) != 0)
+  if (!is_memory(ev) || (ev->has & need) != need)
     return 0;
-  /* Absent members read 0; a reserved total or an address of another
-   * shape makes the event no memory event. */
-  if ((sp[2].p && idx_span_int(sp[2], &out->reserved) != 0) ||
-      (sp[3].p && idx_span_int(sp[3], &addr) != 0) ||
-      (sp[5].p && idx_span_int(sp[5], &out->id) != 0))
-    return 0;
-  out->addr = (uint64_t)addr;
+  /* The reader read the args (index/read/reader_int.h); an absent
+   * reserved total, address or device id reads 0. */
+  out->bytes = ev->mem_bytes;
+  out->allocated = ev->mem_allocated;
+  out->type = ev->mem_type;
+  out->reserved = ev->has & IDX_HAS_MEM_RES ? ev->mem_reserved : 0;
+  out->addr = ev->has & IDX_HAS_MEM_ADDR ? (uint64_t)ev->mem_addr : 0;
+  out->id = ev->has & IDX_HAS_MEM_ID ? ev->mem_id : 0;
   return 1;
 }
 
@@ -108,8 +100,9 @@ void mem_span(struct mem_lib *m, int64_t t0, int64_t tend)
   m->nb = 0;
   if (span <= 0)
     return;
-  /* agg_timeline_init()'s grid */
-  m->width = (span + TR_TIMELINE_BUCKETS - 1) / TR_TIMELINE_BUCKETS;
+  /* agg_timeline_init()'s grid, four of its buckets to one */
+  m->width = (span + TR_TIMELINE_BUCKETS - 1) / TR_TIMELINE_BUCKETS *
+             (TR_TIMELINE_BUCKETS / TR_MEMORY_BUCKETS);
   m->nb = (uint32_t)((span + m->width - 1) / m->width);
 }
 

@@ -11,8 +11,9 @@
  *   - time-ordered walk: mem_event() takes each event with the op and
  *     module above it on its thread and the step kind open there: per
  *     device the counts, the peak (the largest Total Allocated, the first
- *     event reaching it), the timeline's buckets (the utilisation
- *     timeline's grid, mem_span()), and the live allocations by address,
+ *     event reaching it), the timeline's buckets (TR_MEMORY_BUCKETS on the
+ *     utilisation timeline's grid, mem_span()), and the live allocations
+ *     by address,
  *     so that what is live at the peak and what is never freed are known
  *     by the op and module that made them;
  *   - the rows: mem_rows(), mem_put_rank().
@@ -22,7 +23,7 @@
  * peak, saved the first time they change after it.
  *
  * Memory: devices at MEM_DEVICES, a device's timeline at
- * TR_TIMELINE_BUCKETS buckets, owners at the rank's kernel names cap, live
+ * TR_MEMORY_BUCKETS buckets, owners at the rank's kernel names cap, live
  * allocations at 16 times it (beyond, an allocation is counted in
  * memory_untracked and not followed). Internal to index/; one thread at
  * a time.

@@ -19,9 +19,10 @@ struct idx_span {
   size_t n;
 };
 
-/* The spans of the args members named names[0..count) in the event text
- * raw[0..n) (its '{' to its '}') into sp: 0, or -1 when the text has no
- * args object or is not JSON. A member absent keeps a NULL span. */
+/* The spans of the args members named names[0..count) (count at most 8)
+ * in the event text raw[0..n) (its '{' to its '}') into sp: 0, or
+ * -1 when the text has no args object or a member's value is no JSON. A
+ * member absent keeps a NULL span. */
 int idx_args_spans(const char *raw, size_t n, const char *const *names,
                    int count, struct idx_span *sp);
 
