@@ -221,9 +221,7 @@ static int read_drows(struct store *st, const char *by, const struct side *a,
   return 0;
 }
 
-/* The diff rows of one grouping as a JSON array, normalised, sorted by
- * |delta| then key, at most limit (0: all). */
-static int diff_rows(struct store *st, const char *by, bool norm,
+int store__diff_rows(struct store *st, const char *by, bool norm,
                      const struct side *a, const struct side *b, int rank,
                      const char *kind, int limit, json_t **out,
                      struct tr_err *err)
@@ -475,9 +473,11 @@ static int diff_in_txn(struct store *st, struct side *a, struct side *b,
   if (rc == 0)
     rc = load_side(st, b, o->rank, norm, o->kind, err);
   if (rc == 0)
-    rc = diff_rows(st, by, norm, a, b, o->rank, o->kind, o->limit, &rows, err);
+    rc = store__diff_rows(st, by, norm, a, b, o->rank, o->kind, o->limit,
+                          &rows, err);
   if (rc == 0)
-    rc = diff_rows(st, "category", norm, a, b, o->rank, NULL, 0, &cats, err);
+    rc = store__diff_rows(st, "category", norm, a, b, o->rank, NULL, 0, &cats,
+                          err);
   if (rc < 0) {
     json_decref(rows);
     return rc;

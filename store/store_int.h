@@ -279,6 +279,14 @@ struct store__side {
 int store__side_load(struct store *st, struct store__side *sd, int rank,
                      struct tr_err *err);
 
+/* diff.c: /diff's rows of one grouping (by, a value of tr_diff_bys) as a
+ * JSON array, totals per real step when norm, sorted by |delta| then key,
+ * at most limit (0: all); kind: a decode table's step kind, or NULL. */
+int store__diff_rows(struct store *st, const char *by, bool norm,
+                     const struct store__side *a, const struct store__side *b,
+                     int rank, const char *kind, int limit, json_t **out,
+                     struct tr_err *err);
+
 /* /diff's warnings about comparing a with b: [{code, message}]. */
 json_t *store__side_warnings(const struct store__side *a,
                              const struct store__side *b);

@@ -41,6 +41,7 @@
 #define FLOOR       0.01
 #define MAX_HISTORY 20
 #define MAX_FIGURES 20 /* figures listed beside the changes */
+#define MAX_OP_GROUPS 10 /* op groups whose kernel time changed most */
 
 /* The configuration of capture t (an SQL alias) as one JSON text. */
 #define CONFIG_OF(t) STORE__CONFIG_OF(t)
@@ -472,19 +473,20 @@ static void history_free(struct history *h)
 
 static json_t *answer(struct verdict *v, int64_t id, int64_t base,
                       const char *source, bool comparable,
-                      const struct history *h)
+                      const struct history *h, json_t *op_groups)
 {
   json_t *changes, *figs;
 
   listed(v, &changes, &figs);
   return json_pack(
-      "{s:I,s:o,s:s?,s:s,s:O,s:i,s:f,s:i,s:o,s:o,s:{s:I,s:O},s:f}", "capture",
-      (json_int_t)id, "baseline", base > 0 ? json_integer(base) : json_null(),
-      "baseline_source", source, "verdict", decide(v, comparable), "reasons",
-      v->reasons, "threshold_pct", v->threshold, "step_noise_pct",
-      round(step_noise(v) * 1000.0) / 1000.0, "compared", (int)v->nfigs,
-      "changes", changes, "figures", figs, "history", "captures",
-      (json_int_t)h->n, "ids", h->ids, "alpha", 0.05);
+      "{s:I,s:o,s:s?,s:s,s:O,s:i,s:f,s:i,s:o,s:o,s:{s:I,s:O},s:f,s:o}",
+      "capture", (json_int_t)id, "baseline",
+      base > 0 ? json_integer(base) : json_null(), "baseline_source", source,
+      "verdict", decide(v, comparable), "reasons", v->reasons, "threshold_pct",
+      v->threshold, "step_noise_pct", round(step_noise(v) * 1000.0) / 1000.0,
+      "compared", (int)v->nfigs, "changes", changes, "figures", figs,
+      "history", "captures", (json_int_t)h->n, "ids", h->ids, "alpha", 0.05,
+      "op_groups", op_groups ? op_groups : json_array());
 }
 
 static void verdict_free(struct verdict *v)
@@ -507,6 +509,7 @@ static int judge_capture(struct store *st, int64_t id, int64_t base,
   };
   struct verdict v = { .threshold = threshold, .reasons = json_array() };
   struct history h = { 0 };
+  json_t *groups = NULL;
   bool comparable = false;
   /* Without a baseline nothing of this run is compared: its rows (a
    * JSON object per family, ten thousand for a trace at the name cap)
@@ -527,9 +530,14 @@ static int judge_capture(struct store *st, int64_t id, int64_t base,
     struct store__judge j = { &a.fs, &b.fs, h.fs, h.n, threshold };
 
     compare(&v, &a, &b, &j);
+    /* The op groups' achieved rates (docs/PERF.md): shown beside the
+     * figures, not judged (a capture keeps no per-step samples of them to
+     * give their noise). */
+    rc = store__diff_rows(st, "perf", true, &a.sd, &b.sd, -1, NULL,
+                          MAX_OP_GROUPS, &groups, err);
   }
   if (rc == 0)
-    *out = answer(&v, id, base, source, comparable, &h);
+    *out = answer(&v, id, base, source, comparable, &h, groups);
   verdict_free(&v);
   history_free(&h);
   unload(&a);

@@ -13,7 +13,8 @@ through a running daemon over real sockets:
   with shapes): all ranks' rows are the two ranks' summed by the rules
   docs/PERF.md gives;
 - /diff?by=perf between that folder and another without a slow layer:
-  each side's achieved rates are its ops/perf means;
+  each side's achieved rates are its ops/perf means; the verdict of the
+  second imported again with a model against the first: its op_groups;
 - ?q= (op or category), ?category=, ?sort=, ?limit=, CSV, refusals
   naming the field;
 - the gpu_roof setting: a daemon told MI355X puts the H100 trace against
@@ -200,6 +201,30 @@ def group_key(r):
                                           else "")
 
 
+def import_model(d, path):
+    """POST /imports of path as model "gen" (a configuration, so that its
+    verdict has a baseline), waited for."""
+    code, cap = d.post("/imports", {"path": path, "model": "gen", "tp": 2})
+    check_eq(code, 202, "import %s: %s" % (path, cap))
+    cap = d.wait_status(cap["id"])
+    check_eq(cap["status"], "done", "import %s" % path)
+    return cap["id"]
+
+
+def verdict_rates(d, root):
+    """The verdict of the folder without a slow layer against the one with
+    it: its op groups are /diff?by=perf&norm=per_step's rows."""
+    a = import_model(d, os.path.join(root, "a"))
+    b = import_model(d, os.path.join(root, "b"))
+    code, v = d.get("/captures/%d/verdict" % b)
+    check_eq((code, v["baseline"]), (200, a), "verdict baseline: %s" % v)
+    code, body = d.get("/diff?a=%d&b=%d&by=perf&norm=per_step&limit=10"
+                       % (a, b))
+    check_eq(code, 200, "diff")
+    check(v["op_groups"], "the verdict's op groups")
+    check_eq(v["op_groups"], body["rows"], "verdict op groups = /diff's")
+
+
 def diff_perf(d, root, a, rows_a):
     """/diff?by=perf against a second folder without a slow layer:
     each side's rates are its ops/perf means, the change theirs."""
@@ -226,6 +251,7 @@ def diff_perf(d, root, a, rows_a):
               k + " change")
     check(any(abs(r["tflops_delta_pct"] or 0) > 10 for r in got.values()),
           "the GEMMs ran faster without the slow layer")
+    verdict_rates(d, root)
 
 
 def filters(d, cid):
