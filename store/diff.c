@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "common/text.h"
+#include "common/reals.h"
 #include "store/store_int.h"
 
 /* What each ?by= reads (common/summary.h's TR_DIFF_BY_MAP): its rows'
@@ -85,10 +86,13 @@ static void side_sql(const char *by, const char *param, char *buf, size_t size)
 }
 
 /* total / steps rounded half away from zero (totals are never negative,
- * so half up): floor((2 total + steps) / (2 steps)). */
+ * so half up): floor((2 total + steps) / (2 steps)), without doubling a
+ * total that may be held at INT64_MAX (docs/TRACE_FORMATS.md). */
 static int64_t per_step(int64_t total, int64_t steps)
 {
-  return (2 * total + steps) / (2 * steps);
+  int64_t rest = total % steps;
+
+  return total / steps + (rest >= steps - rest);
 }
 
 static int cmp_drow(const void *x, const void *y)
@@ -106,7 +110,8 @@ static json_t *real_or_null(double v)
   return isnan(v) ? json_null() : json_real(v);
 }
 
-/* by=perf: each side's achieved rates and the TFLOPS/s change. */
+/* by=perf: each side's achieved rates and the TFLOPS/s change (3
+ * decimals, as delta_pct). */
 static void rates_json(json_t *o, const struct drow *d)
 {
   double a = d->rate[0][0], b = d->rate[1][0];
@@ -115,9 +120,10 @@ static void rates_json(json_t *o, const struct drow *d)
   json_object_set_new(o, "b_tflops_s", real_or_null(b));
   json_object_set_new(o, "a_tb_s", real_or_null(d->rate[0][1]));
   json_object_set_new(o, "b_tb_s", real_or_null(d->rate[1][1]));
-  json_object_set_new(
-      o, "tflops_delta_pct",
-      real_or_null(a > 0 && !isnan(b) ? (b - a) * 100.0 / a : NAN));
+  json_object_set_new(o, "tflops_delta_pct",
+                      real_or_null(a > 0 && !isnan(b)
+                                       ? tr_round((b - a) * 100.0 / a, 3)
+                                       : NAN));
 }
 
 static json_t *drow_json(const struct drow *d, const struct by_spec *b)
@@ -136,10 +142,10 @@ static json_t *drow_json(const struct drow *d, const struct by_spec *b)
   json_object_set_new(o, "a_total_ns", json_integer(d->at));
   json_object_set_new(o, "b_total_ns", json_integer(d->bt));
   json_object_set_new(o, "delta_ns", json_integer(d->delta));
-  json_object_set_new(o, "delta_pct",
-                      d->at
-                          ? json_real((double)d->delta * 100.0 / (double)d->at)
-                          : json_null());
+  json_object_set_new(
+      o, "delta_pct",
+      d->at ? json_real(tr_round((double)d->delta * 100.0 / (double)d->at, 3))
+            : json_null());
   json_object_set_new(o, "status",
                       json_string(d->in_a && d->in_b ? "both"
                                   : d->in_a          ? "only_a"
@@ -473,8 +479,8 @@ static int diff_in_txn(struct store *st, struct side *a, struct side *b,
   if (rc == 0)
     rc = load_side(st, b, o->rank, norm, o->kind, err);
   if (rc == 0)
-    rc = store__diff_rows(st, by, norm, a, b, o->rank, o->kind, o->limit,
-                          &rows, err);
+    rc = store__diff_rows(st, by, norm, a, b, o->rank, o->kind, o->limit, &rows,
+                          err);
   if (rc == 0)
     rc = store__diff_rows(st, "category", norm, a, b, o->rank, NULL, 0, &cats,
                           err);

@@ -246,8 +246,9 @@ def diff_perf(d, root, a, rows_a):
                  if ra else (0, 0), k + " a time")
         x, y = ((ra or {}).get("tflops_s_mean"),
                 (rb or {}).get("tflops_s_mean"))
-        check(close(r["tflops_delta_pct"],
-                    (y - x) * 100 / x if x and y is not None else None),
+        want = (y - x) * 100 / x if x and y is not None else None
+        check(want is None and r["tflops_delta_pct"] is None or
+              abs(r["tflops_delta_pct"] - want) <= 0.0005 + 1e-9,
               k + " change")
     check(any(abs(r["tflops_delta_pct"] or 0) > 10 for r in got.values()),
           "the GEMMs ran faster without the slow layer")
