@@ -44,12 +44,7 @@ def main():
         "today (%s)" % BASE: [BASE, "index", "--captures", "none", path],
         "traced with MORE's figures": [bench.TRACED, "index", "--captures",
                                        "none", path]})
-    for label, (wall, kb, walls, cpus) in m.items():
-        print("  %-40s %7.3f s wall %7.3f s CPU  peak RSS %7.1f MB  runs "
-              "(wall/CPU s) %s" % (label, wall, statistics.median(cpus),
-                                   kb / 1024, " ".join(
-                                       "%.2f/%.2f" % wc for wc in
-                                       zip(walls, cpus))))
+    bench.show(m, 40)
     (_, bkb, bws, bcs), (_, kb, ws, cs) = m.values()
     wall = statistics.median(w / b for w, b in zip(ws, bws))
     cpu = statistics.median(c / b for c, b in zip(cs, bcs))
