@@ -126,18 +126,18 @@
  * and no gpu_roof is set), the op instances counted in groups, those whose
  * arguments fit no model, and those left out past a bound. */
 #define TR_SUM_RANK_PERF(XX)                                                   \
-  XX(gpu_roof, gpu_roof, JSON_NULL, NONE, 10)                                  \
-  XX(op_instances, op_instances, INT, NONE, 10)                                \
-  XX(op_unmodeled, op_unmodeled, INT, NONE, 10)                                \
-  XX(op_instances_lost, op_instances_lost, INT, NONE, 10)
+  XX(gpu_roof, gpu_roof, JSON_NULL, NONE, 11)                                  \
+  XX(op_instances, op_instances, INT, NONE, 11)                                \
+  XX(op_unmodeled, op_unmodeled, INT, NONE, 11)                                \
+  XX(op_instances_lost, op_instances_lost, INT, NONE, 11)
 
 /* Memory over time (index/memory/, docs/ANALYSIS.md "Memory"): the rank's
  * [memory] events (profile_memory), and its allocations left out of the
  * attribution to ops past its bound (never_freed then counts without
  * them). */
 #define TR_SUM_RANK_MEMORY(XX)                                                 \
-  XX(memory_events, memory_events, INT, NONE, 10)                              \
-  XX(memory_untracked, memory_untracked, INT, NONE, 10)
+  XX(memory_events, memory_events, INT, NONE, 11)                              \
+  XX(memory_untracked, memory_untracked, INT, NONE, 11)
 
 #define TR_SUM_KERNEL(XX)                                                      \
   XX(name, name_id, NAME, KEY, 1)                                              \
@@ -287,7 +287,7 @@
 /* The memory timeline's buckets (index/memory/): every fourth boundary of
  * the utilisation timeline's, so that the two align at a quarter of the
  * rows a device. */
-#define TR_MEMORY_BUCKETS (TR_TIMELINE_BUCKETS / 4)
+#define TR_MEMORY_BUCKETS   (TR_TIMELINE_BUCKETS / 4)
 
 /* Kernel families (index/agg/family.c): kernels names with the template and
  * parameter lists and the tile and ordinal suffixes dropped. */
@@ -590,20 +590,20 @@
  * library and the kernel libraries; null: none), with its module path;
  * the frame's file, line and function; the figures of decode_modules. */
 #define TR_SUM_DEC_SOURCE(XX)                                                  \
-  XX(step, step, TEXT_NULL, KEY, 10)                                           \
-  XX(source, source, TEXT_NULL, KEY, 10)                                       \
-  XX(module, module, TEXT_NULL, KEY, 10)                                       \
-  XX(file, file, TEXT_NULL, ANY, 10)                                           \
-  XX(line, line, INT_NULL, ANY, 10)                                            \
-  XX(function, function, TEXT_NULL, ANY, 10)                                   \
-  XX(kernels, kernels, INT, SUM, 10)                                           \
-  XX(total_ns, total_ns, INT, SUM, 10)                                         \
-  XX(steps, steps, INT, SUM, 10)                                               \
-  XX(per_step_ns, per_step_ns, INT, MAX, 10)                                   \
-  XX(p50_ns, p50_ns, INT, MAX, 10)                                             \
-  XX(p99_ns, p99_ns, INT, MAX, 10)                                             \
-  XX(step_ns, step_ns, INT, SUM, 10)                                           \
-  XX(share, share, PART, step_ns, 10)
+  XX(step, step, TEXT_NULL, KEY, 11)                                           \
+  XX(source, source, TEXT_NULL, KEY, 11)                                       \
+  XX(module, module, TEXT_NULL, KEY, 11)                                       \
+  XX(file, file, TEXT_NULL, ANY, 11)                                           \
+  XX(line, line, INT_NULL, ANY, 11)                                            \
+  XX(function, function, TEXT_NULL, ANY, 11)                                   \
+  XX(kernels, kernels, INT, SUM, 11)                                           \
+  XX(total_ns, total_ns, INT, SUM, 11)                                         \
+  XX(steps, steps, INT, SUM, 11)                                               \
+  XX(per_step_ns, per_step_ns, INT, MAX, 11)                                   \
+  XX(p50_ns, p50_ns, INT, MAX, 11)                                             \
+  XX(p99_ns, p99_ns, INT, MAX, 11)                                             \
+  XX(step_ns, step_ns, INT, SUM, 11)                                           \
+  XX(share, share, PART, step_ns, 11)
 
 /* The median step of each kind (decode_steps) by layer and module: the
  * stacked bar of one step; top_kernels its kernels, largest first (at
@@ -628,28 +628,28 @@
  * 1 / that time in seconds over the timed ones (the rates' means:
  * docs/PERF.md); the roof of its compute spec and the bandwidth. */
 #define TR_SUM_OP_PERF(XX)                                                     \
-  XX(op, op, TEXT, KEY, 10)                                                    \
-  XX(category, category, TEXT, ANY, 10)                                        \
-  XX(params, params, TEXT, KEY, 10)                                            \
-  XX(recompute, recompute, INT, KEY, 10)                                       \
-  XX(input_dims, input_dims, JSON, ANY, 10)                                    \
-  XX(input_types, input_types, JSON, ANY, 10)                                  \
-  XX(input_strides, input_strides, JSON, ANY, 10)                              \
-  XX(concrete_inputs, concrete_inputs, JSON, ANY, 10)                          \
-  XX(compute_spec, compute_spec, TEXT_NULL, ANY, 10)                           \
-  XX(count, count, INT, SUM, 10)                                               \
-  XX(timed, timed, INT, SUM, 10)                                               \
-  XX(kernels, kernels, INT, SUM, 10)                                           \
-  XX(nested, nested, INT, SUM, 10)                                             \
-  XX(flops, flops, REAL, ANY, 10)                                              \
-  XX(bytes, bytes, REAL_NULL, ANY, 10)                                         \
-  XX(kernel_ns, kernel_ns, INT, SUM, 10)                                       \
-  XX(kernel_min_ns, kernel_min_ns, INT, MIN, 10)                               \
-  XX(kernel_max_ns, kernel_max_ns, INT, MAX, 10)                               \
-  XX(kernel_p50_ns, kernel_p50_ns, INT, MAX, 10)                               \
-  XX(inv_s, inv_s, REAL, SUM, 10)                                              \
-  XX(peak_tflops, peak_tflops, REAL_NULL, ANY, 10)                             \
-  XX(peak_tb_s, peak_tb_s, REAL_NULL, ANY, 10)
+  XX(op, op, TEXT, KEY, 11)                                                    \
+  XX(category, category, TEXT, ANY, 11)                                        \
+  XX(params, params, TEXT, KEY, 11)                                            \
+  XX(recompute, recompute, INT, KEY, 11)                                       \
+  XX(input_dims, input_dims, JSON, ANY, 11)                                    \
+  XX(input_types, input_types, JSON, ANY, 11)                                  \
+  XX(input_strides, input_strides, JSON, ANY, 11)                              \
+  XX(concrete_inputs, concrete_inputs, JSON, ANY, 11)                          \
+  XX(compute_spec, compute_spec, TEXT_NULL, ANY, 11)                           \
+  XX(count, count, INT, SUM, 11)                                               \
+  XX(timed, timed, INT, SUM, 11)                                               \
+  XX(kernels, kernels, INT, SUM, 11)                                           \
+  XX(nested, nested, INT, SUM, 11)                                             \
+  XX(flops, flops, REAL, ANY, 11)                                              \
+  XX(bytes, bytes, REAL_NULL, ANY, 11)                                         \
+  XX(kernel_ns, kernel_ns, INT, SUM, 11)                                       \
+  XX(kernel_min_ns, kernel_min_ns, INT, MIN, 11)                               \
+  XX(kernel_max_ns, kernel_max_ns, INT, MAX, 11)                               \
+  XX(kernel_p50_ns, kernel_p50_ns, INT, MAX, 11)                               \
+  XX(inv_s, inv_s, REAL, SUM, 11)                                              \
+  XX(peak_tflops, peak_tflops, REAL_NULL, ANY, 11)                             \
+  XX(peak_tb_s, peak_tb_s, REAL_NULL, ANY, 11)
 
 /* Per device of a rank's [memory] events (index/memory/): its name as
  * PyTorch writes a device ("cuda:0", "cpu"), kineto's Device Type and
@@ -660,51 +660,51 @@
  * its first and last events; the allocations made inside the trace and
  * not freed by its end; the bytes freed that were allocated before it. */
 #define TR_SUM_MEMORY(XX)                                                      \
-  XX(device, device, TEXT, EACH, 10)                                           \
-  XX(device_type, device_type, INT, EACH, 10)                                  \
-  XX(device_id, device_id, INT, EACH, 10)                                      \
-  XX(events, events, INT, EACH, 10)                                            \
-  XX(allocs, allocs, INT, EACH, 10)                                            \
-  XX(frees, frees, INT, EACH, 10)                                              \
-  XX(alloc_bytes, alloc_bytes, INT, EACH, 10)                                  \
-  XX(freed_bytes, freed_bytes, INT, EACH, 10)                                  \
-  XX(peak_allocated_bytes, peak_allocated_bytes, INT, EACH, 10)                \
-  XX(peak_ns, peak_ns, INT, EACH, 10)                                          \
-  XX(peak_step, peak_step, TEXT_NULL, EACH, 10)                                \
-  XX(peak_reserved_bytes, peak_reserved_bytes, INT, EACH, 10)                  \
-  XX(first_allocated_bytes, first_allocated_bytes, INT, EACH, 10)              \
-  XX(last_allocated_bytes, last_allocated_bytes, INT, EACH, 10)                \
-  XX(never_freed_bytes, never_freed_bytes, INT, EACH, 10)                      \
-  XX(never_freed_count, never_freed_count, INT, EACH, 10)                      \
-  XX(freed_before_bytes, freed_before_bytes, INT, EACH, 10)
+  XX(device, device, TEXT, EACH, 11)                                           \
+  XX(device_type, device_type, INT, EACH, 11)                                  \
+  XX(device_id, device_id, INT, EACH, 11)                                      \
+  XX(events, events, INT, EACH, 11)                                            \
+  XX(allocs, allocs, INT, EACH, 11)                                            \
+  XX(frees, frees, INT, EACH, 11)                                              \
+  XX(alloc_bytes, alloc_bytes, INT, EACH, 11)                                  \
+  XX(freed_bytes, freed_bytes, INT, EACH, 11)                                  \
+  XX(peak_allocated_bytes, peak_allocated_bytes, INT, EACH, 11)                \
+  XX(peak_ns, peak_ns, INT, EACH, 11)                                          \
+  XX(peak_step, peak_step, TEXT_NULL, EACH, 11)                                \
+  XX(peak_reserved_bytes, peak_reserved_bytes, INT, EACH, 11)                  \
+  XX(first_allocated_bytes, first_allocated_bytes, INT, EACH, 11)              \
+  XX(last_allocated_bytes, last_allocated_bytes, INT, EACH, 11)                \
+  XX(never_freed_bytes, never_freed_bytes, INT, EACH, 11)                      \
+  XX(never_freed_count, never_freed_count, INT, EACH, 11)                      \
+  XX(freed_before_bytes, freed_before_bytes, INT, EACH, 11)
 
 /* A device's memory over TR_MEMORY_BUCKETS buckets of the span (only
  * those with events; times from t0): its events there, the least and largest
  * Total Allocated and the largest Total Reserved they give. */
 #define TR_SUM_MEMORY_TIMELINE(XX)                                             \
-  XX(device, device, TEXT, EACH, 10)                                           \
-  XX(index, idx, INT, EACH, 10)                                                \
-  XX(start_ns, start_ns, INT, EACH, 10)                                        \
-  XX(end_ns, end_ns, INT, EACH, 10)                                            \
-  XX(events, events, INT, EACH, 10)                                            \
-  XX(allocated_min_bytes, allocated_min_bytes, INT, EACH, 10)                  \
-  XX(allocated_max_bytes, allocated_max_bytes, INT, EACH, 10)                  \
-  XX(reserved_max_bytes, reserved_max_bytes, INT, EACH, 10)
+  XX(device, device, TEXT, EACH, 11)                                           \
+  XX(index, idx, INT, EACH, 11)                                                \
+  XX(start_ns, start_ns, INT, EACH, 11)                                        \
+  XX(end_ns, end_ns, INT, EACH, 11)                                            \
+  XX(events, events, INT, EACH, 11)                                            \
+  XX(allocated_min_bytes, allocated_min_bytes, INT, EACH, 11)                  \
+  XX(allocated_max_bytes, allocated_max_bytes, INT, EACH, 11)                  \
+  XX(reserved_max_bytes, reserved_max_bytes, INT, EACH, 11)
 
 /* A device's allocations by what made them: the innermost CPU op and the
  * module path above the [memory] event on its thread (null: none); the
  * allocations and their bytes, those live at the device's peak (the
  * first event reaching peak_allocated_bytes), those never freed. */
 #define TR_SUM_MEMORY_OP(XX)                                                   \
-  XX(device, device, TEXT, EACH, 10)                                           \
-  XX(op, op, TEXT_NULL, EACH, 10)                                              \
-  XX(module, module, TEXT_NULL, EACH, 10)                                      \
-  XX(allocs, allocs, INT, EACH, 10)                                            \
-  XX(alloc_bytes, alloc_bytes, INT, EACH, 10)                                  \
-  XX(peak_live_bytes, peak_live_bytes, INT, EACH, 10)                          \
-  XX(peak_live_count, peak_live_count, INT, EACH, 10)                          \
-  XX(never_freed_bytes, never_freed_bytes, INT, EACH, 10)                      \
-  XX(never_freed_count, never_freed_count, INT, EACH, 10)
+  XX(device, device, TEXT, EACH, 11)                                           \
+  XX(op, op, TEXT_NULL, EACH, 11)                                              \
+  XX(module, module, TEXT_NULL, EACH, 11)                                      \
+  XX(allocs, allocs, INT, EACH, 11)                                            \
+  XX(alloc_bytes, alloc_bytes, INT, EACH, 11)                                  \
+  XX(peak_live_bytes, peak_live_bytes, INT, EACH, 11)                          \
+  XX(peak_live_count, peak_live_count, INT, EACH, 11)                          \
+  XX(never_freed_bytes, never_freed_bytes, INT, EACH, 11)                      \
+  XX(never_freed_count, never_freed_count, INT, EACH, 11)
 
 /*
  * The capture's own tables: computed across ranks once every rank is

@@ -196,6 +196,7 @@ static const char step2[] =
 #define IN3_8(x)
 #define IN3_9(x)
 #define IN3_10(x)
+#define IN3_11(x)
 #define NEW3(key, col, ty, all, since) IN3_##since(NEW_##ty(col))
 #define ADD3_RANK(key, col, ty, all, since) IN3_##since(ADD_##ty("ranks", col))
 #define ADD3_KERNEL(key, col, ty, all, since)                                \
@@ -242,6 +243,7 @@ static const char step3[] =
 #define IN4_8(x)
 #define IN4_9(x)
 #define IN4_10(x)
+#define IN4_11(x)
 #define ADD4_RANK(key, col, ty, all, since) IN4_##since(ADD_##ty("ranks", col))
 
 /*
@@ -263,6 +265,7 @@ static const char step4[] = TR_SUM_RANK(ADD4_RANK);
 #define IN5_8(x)
 #define IN5_9(x)
 #define IN5_10(x)
+#define IN5_11(x)
 #define NEW5(key, col, ty, all, since) IN5_##since(NEW_##ty(col))
 #define ADD5_RANK(key, col, ty, all, since) IN5_##since(ADD_##ty("ranks", col))
 #define OF_CAPTURE                                                         \
@@ -331,6 +334,7 @@ static const char step5[] =
 #define IN6_8(x)
 #define IN6_9(x)
 #define IN6_10(x)
+#define IN6_11(x)
 #define NEW6(key, col, ty, all, since) IN6_##since(NEW_##ty(col))
 
 /*
@@ -453,6 +457,7 @@ static const char step7[] =
 #define IN8_8(x) x
 #define IN8_9(x)
 #define IN8_10(x)
+#define IN8_11(x)
 #define NEW8(key, col, ty, all, since) IN8_##since(NEW_##ty(col))
 #define ADD8_RANK(key, col, ty, all, since) IN8_##since(ADD_##ty("ranks", col))
 
@@ -501,6 +506,7 @@ static const char step8[] =
 #define IN9_8(x)
 #define IN9_9(x) x
 #define IN9_10(x)
+#define IN9_11(x)
 #define NEW9(key, col, ty, all, since) IN9_##since(NEW_##ty(col))
 #define ADD9_RANK(key, col, ty, all, since) IN9_##since(ADD_##ty("ranks", col))
 #define ADD9_KERNEL(key, col, ty, all, since)                                \
@@ -537,45 +543,76 @@ static const char step9[] =
     ", PRIMARY KEY(rank_id, step, position)) WITHOUT ROWID;";
 /* clang-format on */
 
-
+/*
+ * Version 10: sweeps (docs/SWEEPS.md). sweeps: one row per sweep, its own
+ * id space (AUTOINCREMENT, as captures), params its validated request (the
+ * points' common members, the ladder, the scenario), status the words of
+ * common/lifecycle.h, error {message, point} when the server's death ended
+ * it. sweep_points: which captures are its points, hanging off each point
+ * (so the fleet publishes it with the capture: docs/FLEET.md), its place
+ * and what it runs at; sweep_id is not a foreign key, since a lab view's
+ * copy of a point has no sweep row.
+ */
+static const char step10[] =
+    "CREATE TABLE sweeps("
+    " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " label TEXT,"
+    " params TEXT NOT NULL DEFAULT '{}',"
+    " status TEXT NOT NULL,"
+    " created_at INTEGER NOT NULL,"
+    " started_at INTEGER,"
+    " finished_at INTEGER,"
+    " error TEXT);"
+    "CREATE INDEX sweeps_status ON sweeps(status, id);"
+    "CREATE TABLE sweep_points("
+    " capture_id INTEGER PRIMARY KEY REFERENCES captures(id)"
+    "  ON DELETE CASCADE,"
+    " sweep_id INTEGER NOT NULL,"
+    " point INTEGER NOT NULL,"
+    " conc INTEGER NOT NULL,"
+    " isl INTEGER NOT NULL,"
+    " osl INTEGER NOT NULL,"
+    " UNIQUE(sweep_id, point));";
 
 /* clang-format off */
-/* Version 10 expands the rows of since 10 only. */
-#define IN10_1(x)
-#define IN10_2(x)
-#define IN10_3(x)
-#define IN10_4(x)
-#define IN10_5(x)
-#define IN10_6(x)
-#define IN10_7(x)
-#define IN10_8(x)
-#define IN10_9(x)
-#define IN10_10(x) x
-#define NEW10(key, col, ty, all, since) IN10_##since(NEW_##ty(col))
-#define ADD10_RANK(key, col, ty, all, since)                               \
-  IN10_##since(ADD_##ty("ranks", col))
+/* Version 11 expands the rows of since 11 only. */
+#define IN11_1(x)
+#define IN11_2(x)
+#define IN11_3(x)
+#define IN11_4(x)
+#define IN11_5(x)
+#define IN11_6(x)
+#define IN11_7(x)
+#define IN11_8(x)
+#define IN11_9(x)
+#define IN11_10(x)
+#define IN11_11(x) x
+#define NEW11(key, col, ty, all, since) IN11_##since(NEW_##ty(col))
+#define ADD11_RANK(key, col, ty, all, since)                               \
+  IN11_##since(ADD_##ty("ranks", col))
 
 /*
- * Version 10: what ATOM_PROFILER_MORE buys (docs/PERF.md). Each rank's
+ * Version 11: what ATOM_PROFILER_MORE buys (docs/PERF.md). Each rank's
  * roof and op completeness; its op groups with their work, kernel time and
  * roof; its memory per device, over time and by the ops that allocated;
  * its kernel time by source line.
  */
-static const char step10[] =
-    TR_SUM_RANK(ADD10_RANK)
-    "CREATE TABLE op_perf(" OF_RANK TR_SUM_OP_PERF(NEW10)
+static const char step11[] =
+    TR_SUM_RANK(ADD11_RANK)
+    "CREATE TABLE op_perf(" OF_RANK TR_SUM_OP_PERF(NEW11)
     ", PRIMARY KEY(rank_id, op, params, recompute)) WITHOUT ROWID;"
-    "CREATE TABLE memory(" OF_RANK TR_SUM_MEMORY(NEW10)
+    "CREATE TABLE memory(" OF_RANK TR_SUM_MEMORY(NEW11)
     ", PRIMARY KEY(rank_id, device)) WITHOUT ROWID;"
-    "CREATE TABLE memory_timeline(" OF_RANK TR_SUM_MEMORY_TIMELINE(NEW10)
+    "CREATE TABLE memory_timeline(" OF_RANK TR_SUM_MEMORY_TIMELINE(NEW11)
     ", PRIMARY KEY(rank_id, device, idx)) WITHOUT ROWID;"
-    "CREATE TABLE memory_ops(" OF_RANK TR_SUM_MEMORY_OP(NEW10) ");"
+    "CREATE TABLE memory_ops(" OF_RANK TR_SUM_MEMORY_OP(NEW11) ");"
     "CREATE INDEX memory_ops_rank ON memory_ops(rank_id);"
-    "CREATE TABLE sources(" OF_RANK TR_SUM_DEC_SOURCE(NEW10) ");"
+    "CREATE TABLE sources(" OF_RANK TR_SUM_DEC_SOURCE(NEW11) ");"
     "CREATE INDEX sources_rank ON sources(rank_id);";
 /* clang-format on */
 
-const char *const store__migrations[] = { step1, step2, step3, step4, step5,
-                                          step6, step7, step8, step9, step10 };
+const char *const store__migrations[] = { step1, step2,  step3, step4,
+                                          step5, step6,  step7, step8,
+                                          step9, step10, step11 };
 const int store__schema_version =
     (int)(sizeof(store__migrations) / sizeof(store__migrations[0]));
