@@ -616,21 +616,26 @@ static int recompute(struct idx_str s)
   return starts(s, "torch/utils/checkpoint.py") && has_word(s, "recompute_fn");
 }
 
-/* hs_py_source() of a frame name, once per distinct name (a name the cap
- * leaves out is judged each time). */
+/* hs_py_source() of a frame name, once per distinct name. Past the cap
+ * of names (4 x max_names) a new name is no source frame: the frames kept
+ * on the stacks, and so the names, stay bounded as kernel names are. */
 static int py_source(struct dec_lib *lib, struct idx_str s)
 {
   uint32_t id;
   int kind;
 
-  if (agg_map_find(&lib->py_names, s.p, s.n, &id) && id < lib->py_kind_cap &&
-      lib->py_kind[id] != 0)
-    return lib->py_kind[id] - 1;
+  if (agg_map_find(&lib->py_names, s.p, s.n, &id))
+    return id < lib->py_kind_cap && lib->py_kind[id] ? lib->py_kind[id] - 1
+                                                      : 0;
+  if (lib->py_names.n >= 4 * lib->max_names) {
+    lib->py_folded++;
+    return 0;
+  }
   kind = hs_py_source(s.p, s.n);
-  if (lib->py_names.n < 4 * lib->max_names &&
-      agg_map_intern(&lib->py_names, s.p, s.n, &id) >= 0 &&
-      agg_grow(&lib->py_kind, &lib->py_kind_cap, id, 1) == 0)
-    lib->py_kind[id] = (uint8_t)(kind + 1);
+  if (agg_map_intern(&lib->py_names, s.p, s.n, &id) < 0 ||
+      agg_grow(&lib->py_kind, &lib->py_kind_cap, id, 1) != 0)
+    return 0;
+  lib->py_kind[id] = (uint8_t)(kind + 1);
   return kind;
 }
 

@@ -639,7 +639,7 @@ void dec_warnings(const struct dec_file *d, json_t *w)
   const struct dec_complete *c = &d->c;
   const struct dec_lib *lib = d->lib;
   uint64_t unmatched = 0;
-  char msg[384];
+  char msg[512];
 
   for (int i = 0; i < R_REASONS; i++)
     unmatched += c->unmatched[i];
@@ -653,15 +653,17 @@ void dec_warnings(const struct dec_file *d, json_t *w)
     warn(w, "replays_unmatched", msg);
   }
   if (lib->trie.folded > 0 || lib->names_folded > 0 || d->skipped > 0 ||
-      d->lanes.too_deep > 0) {
+      d->lanes.too_deep > 0 || lib->py_folded > 0) {
     snprintf(msg, sizeof(msg),
              "decode tables capped: %llu frames beyond %u distinct stacks, "
              "%llu records beyond %u kernel names, %llu step labels beyond "
-             "%d kinds, %llu frames deeper than %u",
+             "%d kinds, %llu frames deeper than %u, %llu Python frames "
+             "beyond %u names (no source line)",
              (unsigned long long)lib->trie.folded, lib->trie.max_nodes,
              (unsigned long long)lib->names_folded, lib->max_names,
              (unsigned long long)d->skipped, DEC_MAX_KINDS,
-             (unsigned long long)d->lanes.too_deep, d->lanes.max_depth);
+             (unsigned long long)d->lanes.too_deep, d->lanes.max_depth,
+             (unsigned long long)lib->py_folded, 4 * lib->max_names);
     warn(w, "decode_capped", msg);
   }
   if (c->steps_forced > 0 || c->late > 0 || c->launches_lost > 0) {

@@ -73,10 +73,12 @@ struct dec_lib {
   uint64_t graphs_dropped; /* beyond DEC_MAX_LAUNCHES, or unreadable */
   uint64_t capture_files_failed;
   /* Python frame names judged source frames or not (hs_py_source(), by
-   * name: a trace repeats its frames), at most max_names * 4 of them */
+   * name: a trace repeats its frames), at most max_names * 4 of them;
+   * beyond, a new name is no source frame */
   struct agg_map py_names;
   uint8_t *py_kind; /* by id: the kind + 1 (1: none) */
   size_t py_kind_cap;
+  uint64_t py_folded; /* frames of names past the cap: not judged */
 };
 
 /* A device name's id; beyond max_names new names are DEC_NONE (they can
