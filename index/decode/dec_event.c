@@ -158,6 +158,7 @@ int dec_file_new(struct dec_lib *lib, enum dec_mode mode,
   d->labels.sp = lib->sp;
   if (agg_runs_init(&d->runs, DEC_RECS, lib->sp) == 0 &&
       agg_runs_init(&d->step_runs, STEP_RECS, lib->sp) == 0 &&
+      agg_runs_init(&d->mem_runs, STEP_RECS, lib->sp) == 0 &&
       hs_lanes_init(&d->lanes) == 0 && dec_tab_init(&d->tab) == 0)
     rc = mode == DEC_CAPTURE ? add_capfile(lib, cap, &d->file)
                              : mem_new(lib->max_names, &d->mem);
@@ -175,6 +176,7 @@ void dec_file_free(struct dec_file *d)
     return;
   agg_runs_free(&d->runs);
   agg_runs_free(&d->step_runs);
+  agg_runs_free(&d->mem_runs);
   free(d->nested);
   hs_lanes_free(&d->lanes);
   agg_map_free(&d->stream_ids);
@@ -195,6 +197,7 @@ int dec_seal(struct dec_file *d, struct tr_err *err)
   int rc;
 
   if ((rc = agg_runs_seal(&d->step_runs)) != 0 ||
+      (rc = agg_runs_seal(&d->mem_runs)) != 0 ||
       (rc = agg_runs_seal(&d->runs)) != 0)
     return tr_err_set(err, rc, "", "decode: %s", tr_strerror(rc));
   return 0;
@@ -219,6 +222,7 @@ int dec_end(struct dec_file *d, struct tr_err *err)
   rc = dec_walk(d);
   agg_runs_free(&d->runs);
   agg_runs_free(&d->step_runs);
+  agg_runs_free(&d->mem_runs);
   if (rc != 0)
     return tr_err_set(err, rc, "", "decode: %s", tr_strerror(rc));
   return 0;

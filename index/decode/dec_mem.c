@@ -1,38 +1,18 @@
 /*
  * [memory] events through decode (decode.h): the event pass puts each as
- * three records, so that the walk meets it in time order with its
- * thread's stack at hand and hands it whole to the memory room
+ * two records, so that the walk meets it in time order with its thread's
+ * stack at hand and hands it whole to the memory room
  * (index/memory/memory.h) with the op and module that made it; and the
- * room's rows with decode's names.
+ * room's rows with decode's names. The two are joined by their time and
+ * thread: DR_MEM sorts before DR_MEM_TOTALS at one time, and two events
+ * of one thread at one nanosecond (an allocator takes longer) are joined
+ * in the order they sort, their figures each their own.
  */
 #include <string.h>
 
 #include "index/decode/decode_int.h"
 
-#define MEM_LANES (1u << 30) /* lanes a record can say (dur's bits) */
 #define MEM_PARTS (1u << 16) /* events of one time stamp joined at once */
-
-struct part { /* what DR_MEM and DR_MEM_TOTALS say */
-  struct mem_ev e;
-  uint8_t have;
-};
-
-static int put3(struct dec_file *d, int64_t ts, const struct mem_ev *e,
-                uint32_t lane, uint32_t dev)
-{
-  uint32_t seq = (uint32_t)d->mem_seq;
-  struct agg_rec a = { ts, e->bytes, (int64_t)e->addr, DR_MEM, seq };
-  struct agg_rec b = { ts, e->allocated, e->reserved, DR_MEM_TOTALS, seq };
-  struct agg_rec c = { ts, (int64_t)lane << 16 | dev, (int64_t)d->mem_seq,
-                       DR_MEM_END, seq };
-  int rc;
-
-  d->mem_seq++;
-  if ((rc = agg_runs_add(&d->runs, &a)) != 0 ||
-      (rc = agg_runs_add(&d->runs, &b)) != 0)
-    return rc;
-  return agg_runs_add(&d->runs, &c);
-}
 
 int dec_memory(struct dec_file *d, const struct idx_event *ev)
 {
@@ -45,7 +25,15 @@ int dec_memory(struct dec_file *d, const struct idx_event *ev)
   if ((rc = mem_device(d->mem, &e, &dev)) != 0 || dev == MEM_NONE ||
       (rc = dec_lane_of(d, ev, &lane)) != 0)
     return rc;
-  return put3(d, ev->ts_ns, &e, lane < MEM_LANES ? lane : MEM_LANES, dev);
+  {
+    struct agg_rec a = { ev->ts_ns, e.bytes, (int64_t)e.addr, DR_MEM, lane };
+    struct agg_rec b = { ev->ts_ns, e.allocated, e.reserved,
+                         DR_MEM_TOTALS | dev << 8, lane };
+
+    if ((rc = agg_runs_add(&d->mem_runs, &a)) != 0)
+      return rc;
+    return agg_runs_add(&d->mem_runs, &b);
+  }
 }
 
 void dec_span(struct dec_file *d, int64_t t0_ns, int64_t tend_ns)
@@ -58,43 +46,27 @@ void dec_span(struct dec_file *d, int64_t t0_ns, int64_t tend_ns)
 
 int dec_mem_part(struct agg_corr *parts, const struct agg_rec *r)
 {
-  struct part fresh, *p = agg_corr_get(parts, r->id);
+  struct mem_ev e = { .bytes = r->dur_ns, .addr = (uint64_t)r->aux };
 
-  if (p == NULL) {
-    memset(&fresh, 0, sizeof(fresh));
-    if (agg_corr_put(parts, r->id, &fresh) != 0)
-      return 0; /* more events at one time than joined: left out */
-    p = agg_corr_get(parts, r->id);
-  }
-  if ((r->type & 0xff) == DR_MEM) {
-    p->e.addr = (uint64_t)r->aux;
-    p->e.bytes = r->dur_ns;
-  } else {
-    p->e.reserved = r->aux;
-    p->e.allocated = r->dur_ns;
-  }
-  p->have |= (r->type & 0xff) == DR_MEM ? 1 : 2;
-  return 0;
-}
-
-uint32_t dec_mem_lane(const struct agg_rec *r)
-{
-  uint32_t lane = (uint32_t)((uint64_t)r->dur_ns >> 16);
-
-  return lane < MEM_LANES ? lane : UINT32_MAX;
+  /* A second event of the thread at this time before the first was
+   * joined replaces it: its totals come next. */
+  (void)agg_corr_remove(parts, r->id);
+  return agg_corr_put(parts, r->id, &e) == TR_ENOMEM ? TR_ENOMEM : 0;
 }
 
 int dec_mem_end(struct dec_file *d, struct agg_corr *parts,
                 const struct agg_rec *r, uint32_t node, uint32_t kind)
 {
   const struct dec_ident *id = NULL;
-  struct part p;
+  struct mem_ev e;
 
-  if (!agg_corr_take(parts, r->id, &p) || p.have != 3)
-    return 0;
+  if (!agg_corr_take(parts, r->id, &e))
+    return 0; /* its first record left out (more events at one time) */
+  e.allocated = r->dur_ns;
+  e.reserved = r->aux;
   if (node != HS_ROOT && (id = dec_ident_of(d, node)) == NULL)
     return TR_ENOMEM;
-  return mem_event(d->mem, (uint32_t)(r->dur_ns & 0xffff), r->start_ns, &p.e,
+  return mem_event(d->mem, r->type >> 8, r->start_ns, &e,
                    id && id->op != DEC_NONE ? id->op : MEM_NONE,
                    id && id->module != DEC_NONE ? id->module : MEM_NONE,
                    kind < DEC_MAX_KINDS ? kind : MEM_NONE);
@@ -102,5 +74,5 @@ int dec_mem_end(struct dec_file *d, struct agg_corr *parts,
 
 int dec_mem_parts_init(struct agg_corr *parts)
 {
-  return agg_corr_init(parts, sizeof(struct part), MEM_PARTS);
+  return agg_corr_init(parts, sizeof(struct mem_ev), MEM_PARTS);
 }

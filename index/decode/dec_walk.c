@@ -157,8 +157,8 @@ static const struct cwin *window_of(const struct walk *w, uint32_t lane);
  * nested inside the instances open there, which learn they have one
  * inside); in a capture trace a capture instance under the innermost one
  * open. Its number into *user. */
-static int op_open(struct walk *w, uint32_t lane, uint32_t proto,
-                   int64_t start, int64_t end, uint32_t *user)
+static int op_open(struct walk *w, uint32_t lane, uint32_t proto, int64_t start,
+                   int64_t end, uint32_t *user)
 {
   const struct hs_lane *ln = &w->d->lanes.lane[lane];
   const struct hs_trie *t = &w->lib->trie;
@@ -180,12 +180,10 @@ static int op_open(struct walk *w, uint32_t lane, uint32_t proto,
     const struct cwin *cw = window_of(w, lane);
 
     return pf_capture_inst(w->perf, proto, inner, flags & PF_I_RECOMPUTE,
-                           cw && !w->dropping ? cw->graph : PF_NONE, end,
-                           user);
+                           cw && !w->dropping ? cw->graph : PF_NONE, end, user);
   }
   s = lane_step(w, lane, start);
-  return pf_inst_open(w->perf, proto, start, end, s ? s->seq : -1, flags,
-                      user);
+  return pf_inst_open(w->perf, proto, start, end, s ? s->seq : -1, flags, user);
 }
 
 /* The instances open on lane, innermost first, at most LAUNCH_INST. */
@@ -777,7 +775,7 @@ static int on_frame(struct walk *w, const struct agg_rec *r)
  * open there. */
 static int on_memory(struct walk *w, const struct agg_rec *r)
 {
-  uint32_t lane = dec_mem_lane(r), node = HS_ROOT, kind = DEC_MAX_KINDS;
+  uint32_t lane = r->id, node = HS_ROOT, kind = DEC_MAX_KINDS;
   struct ostep *s;
 
   if (lane < w->nls) {
@@ -807,9 +805,8 @@ static int walk_rec(struct walk *w, const struct agg_rec *r)
   case DR_LAUNCH: return on_launch(w, r);
   case DR_GRAPH: return on_graph(w, r);
   case DR_DEVICE: return on_device(w, r);
-  case DR_MEM:
-  case DR_MEM_TOTALS: return d->mode == DEC_RUN ? dec_mem_part(&w->mem_parts, r) : 0;
-  case DR_MEM_END: return d->mode == DEC_RUN ? on_memory(w, r) : 0;
+  case DR_MEM: return d->mode == DEC_RUN ? dec_mem_part(&w->mem_parts, r) : 0;
+  case DR_MEM_TOTALS: return d->mode == DEC_RUN ? on_memory(w, r) : 0;
   default: return 0;
   }
 }
@@ -940,20 +937,43 @@ static int steps_scan(struct dec_file *d)
   return rc;
 }
 
+/* The records of d->runs and d->mem_runs merged in their order. */
+static int walk_all(struct walk *w, struct dec_file *d)
+{
+  struct agg_iter *it = NULL, *mi = NULL;
+  struct agg_rec r, m;
+  int rc, hr, hm;
+
+  if ((rc = agg_iter_open(&d->runs, &it)) != 0 ||
+      (rc = agg_iter_open(&d->mem_runs, &mi)) != 0) {
+    agg_iter_close(it);
+    return rc;
+  }
+  hr = agg_iter_next(it, &r);
+  hm = agg_iter_next(mi, &m);
+  while (rc == 0 && (hr == 1 || hm == 1)) {
+    if (hr == 1 && (hm != 1 || agg_rec_cmp(&r, &m) <= 0)) {
+      rc = walk_rec(w, &r);
+      hr = agg_iter_next(it, &r);
+    } else {
+      rc = walk_rec(w, &m);
+      hm = agg_iter_next(mi, &m);
+    }
+  }
+  if (rc == 0)
+    rc = hr < 0 ? hr : hm < 0 ? hm : 0;
+  agg_iter_close(it);
+  agg_iter_close(mi);
+  return rc;
+}
+
 int dec_walk(struct dec_file *d)
 {
-  struct agg_iter *it = NULL;
-  struct agg_rec r;
   struct walk w;
   int rc;
 
-  if ((rc = walk_init(&w, d)) == 0 && (rc = steps_scan(d)) == 0 &&
-      (rc = agg_iter_open(&d->runs, &it)) == 0) {
-    while ((rc = agg_iter_next(it, &r)) == 1)
-      if ((rc = walk_rec(&w, &r)) != 0)
-        break;
-    agg_iter_close(it);
-  }
+  if ((rc = walk_init(&w, d)) == 0 && (rc = steps_scan(d)) == 0)
+    rc = walk_all(&w, d);
   if (rc == 0 && d->mode == DEC_RUN)
     rc = walk_end(&w);
   if (rc == 0 && d->mode == DEC_CAPTURE)

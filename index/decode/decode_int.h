@@ -100,13 +100,11 @@ enum dec_rtype {
   DR_GRAPH = 5,    /* a graph launch; id: lane; aux: correlation */
   DR_DEVICE = 6,   /* id: device name; aux: stream lane << 48 | corr;
                       type bits 8..: enum dec_cls */
-  /* A [memory] event (run traces: index/memory/), three records that
-   * sort in this order at its time: id the low half of its number in
-   * the file, the join key; */
-  DR_MEM = 7,        /* aux: Addr; dur: Bytes */
-  DR_MEM_TOTALS = 8, /* aux: Total Reserved; dur: Total Allocated */
-  DR_MEM_END = 9     /* aux: its number (file order); dur: lane << 16 |
-                        device (mem_device()) */
+  /* A [memory] event (run traces: index/memory/), two records that sort
+   * in this order at its time, joined by its thread (id: its lane): */
+  DR_MEM = 7,       /* aux: Addr; dur: Bytes */
+  DR_MEM_TOTALS = 8 /* aux: Total Reserved; dur: Total Allocated; type
+                       bits 8..: its device (mem_device()) */
 };
 
 /* What a step label says (dec_event.c parses ATOM's run labels and the
@@ -242,6 +240,9 @@ struct dec_file {
   uint32_t file;                 /* DEC_CAPTURE: index in lib->files */
   struct agg_runs runs;
   struct agg_runs step_runs; /* the DR_STEP records again, alone */
+  struct agg_runs mem_runs;  /* DR_MEM* records: kineto writes [memory]
+                                events in time order, so they stay one run
+                                (no sort), merged into the walk */
   uint64_t *nested;          /* bit seq: a label inside another one of
                                 its thread, not a step of its own */
   struct hs_lanes lanes;     /* thread ids of the event pass */
@@ -270,7 +271,6 @@ struct dec_file {
   struct dec_tab tab;
   struct dec_complete c;
   struct mem_lib *mem; /* DEC_RUN: memory over time (index/memory/) */
-  uint64_t mem_seq;    /* [memory] events so far */
   int ended;
 };
 
@@ -284,15 +284,13 @@ int dec_lane_of(struct dec_file *d, const struct idx_event *ev,
  * launch is looked for past it. */
 int dec_through(const struct hs_trie *t, uint32_t name);
 
-/* dec_mem.c: a [memory] event's records in the walk (parts: the events
- * of one time stamp, joined; DR_MEM_END: the event is whole, at node of
- * its thread's stack with step kind kind open there, MEM_NONE: none).
- * 0 or TR_ENOMEM. */
+/* dec_mem.c: a [memory] event's records in the walk (parts: the first
+ * records of one time stamp by thread; DR_MEM_TOTALS: the event is whole,
+ * at node of its thread's stack with step kind kind open there, MEM_NONE:
+ * none). 0 or TR_ENOMEM. */
 int dec_mem_part(struct agg_corr *parts, const struct agg_rec *r);
 int dec_mem_end(struct dec_file *d, struct agg_corr *parts,
                 const struct agg_rec *r, uint32_t node, uint32_t kind);
-/* The lane of a DR_MEM_END record, or UINT32_MAX. */
-uint32_t dec_mem_lane(const struct agg_rec *r);
 /* The walk's table of parts, freed with agg_corr_free(). */
 int dec_mem_parts_init(struct agg_corr *parts);
 
