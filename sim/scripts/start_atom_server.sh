@@ -50,10 +50,10 @@ export KINETO_CONFIG="$ATOM_SIM_HOME/libkineto.conf"
 echo "Pre-flight: cleaning up processes and GPU memory..."
 # shellcheck disable=SC2046
 sim_signal TERM $(sim_server_pids)
-sleep "$(sim_part "$PREFLIGHT_S" 2 5)"
+sim_sleep "$(sim_part "$PREFLIGHT_S" 2 5)"
 # shellcheck disable=SC2046
 sim_signal USR1 $(sim_server_pids)
-sleep "$(sim_part "$PREFLIGHT_S" 3 5)"
+sim_sleep "$(sim_part "$PREFLIGHT_S" 3 5)"
 
 sim_wait_vram_free 30 clear
 if [ "$SIM_VRAM_HELD" -gt 0 ]; then
@@ -66,7 +66,7 @@ if [ "$SIM_VRAM_HELD" -gt 0 ]; then
                  sed -n 's/^PID \([0-9][0-9]*\) .*/\1/p'); do
         kill -9 "$pid" 2>/dev/null || true
     done
-    sleep "$POLL_S"
+    sim_sleep "$POLL_S"
 fi
 
 # ATOM clears ~/.cache/atom (its compile cache) and ./gpucore.* here.
@@ -125,5 +125,5 @@ for _ in $(seq 1 "$TRIES"); do
         echo "ERROR: Server process died. Check $LOG_FILE"
         exit 1
     fi
-    sleep "$POLL_S"
+    sim_sleep "$POLL_S"
 done

@@ -32,7 +32,7 @@ if [ -n "${PIDS// /}" ]; then
     # shellcheck disable=SC2086
     sim_signal USR2 $PIDS
     for _ in 1 2 3 4 5; do
-        sleep "$(sim_part "$WAIT_S" 1 5)"
+        sim_sleep "$(sim_part "$WAIT_S" 1 5)"
         [ -z "$(sim_server_pids)" ] && break
     done
 fi
@@ -42,7 +42,7 @@ if [ -n "${LEFT// /}" ]; then
     echo "SIGTERM did not finish cleanup; escalating to SIGKILL..."
     # shellcheck disable=SC2086
     sim_signal KILL $LEFT
-    sleep "$(sim_part "${SIM_PREFLIGHT_S:-0.5}" 2 5)"   # ATOM: 2 s
+    sim_sleep "$(sim_part "${SIM_PREFLIGHT_S:-0.5}" 2 5)"   # ATOM: 2 s
 fi
 rm -f "$SIM_PID_FILE"
 
@@ -56,7 +56,7 @@ if [ "$SIM_VRAM_HELD" -gt 0 ]; then
         echo "  kill -9 $pid"
         kill -9 "$pid" 2>/dev/null || true
     done
-    sleep "$POLL_S"
+    sim_sleep "$POLL_S"
     if [ "$(sim_gpus_in_use)" -gt 0 ]; then
         echo "ERROR: GPU memory still held after force-kill. Manual" \
             "intervention required."
