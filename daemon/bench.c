@@ -209,9 +209,9 @@ json_t *cap_bench_merges(struct cap_job *job)
 /* The profiler calls wait for ATOM's broadcast to every worker, bounded by
  * ATOM_PROFILER_TIMEOUT (docs/ATOM.md; its start uses the broadcast's
  * default of 300 s): give them that and a margin. */
-int cap_profile_timeout_ms(const struct cap_job *job)
+int cap_profile_timeout_s(const struct cap_job *job)
 {
   int s = job->plan->profiler_timeout_s;
 
-  return (s > 300 ? s : 300) * 1000 + 60000;
+  return (s > 300 ? s : 300) + 60;
 }

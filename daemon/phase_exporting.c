@@ -111,7 +111,7 @@ static void fail_partial(struct cap_job *job)
 static bool over_budget(struct cap_job *job, const char *problems)
 {
   const struct cfg *c = job->r->cfg;
-  int64_t took_s = (tr_now_ns() - job->export.started_ns) / 1000000000;
+  int64_t took_s = cap_secs_since(job, job->export.started_ns);
 
   if (took_s >= c->export_max_s)
     cap_fail(job, END_FAILED, "server",
@@ -238,7 +238,8 @@ static void wait_for_run(struct cap_job *job)
 
   if (c->profile_control == CFG_PROFILE_DAEMON) {
     if (cap_atom_profile(job->r->http, c->atom_host, c->atom_port, "stop",
-                         cap_profile_timeout_ms(job), on_stop_profile, job,
+                         cap_ms(job, cap_profile_timeout_s(job)),
+                         on_stop_profile, job,
                          &job->http) != 0)
       cap_fail(job, END_FAILED, NULL, "cannot call ATOM's /stop_profile");
   } else if (job->bench.proc != NULL) {
@@ -250,7 +251,7 @@ static void wait_for_run(struct cap_job *job)
 
 void phase_exporting_enter(struct cap_job *job)
 {
-  uint64_t every_ms = (uint64_t)job->r->cfg->export_poll_s * 1000;
+  uint64_t every_ms = cap_ms(job, job->r->cfg->export_poll_s);
 
   job->export.polls = job->export.quiet_polls = 0;
   job->export.started_ns = tr_now_ns();
@@ -282,7 +283,7 @@ static void on_drain_scan(struct cap_work *w)
   struct cap_job *job = w->job;
   struct cap_layout *l = sw->layout;
   const struct cap_scan *s = &job->scan;
-  int64_t took_s = (tr_now_ns() - job->export.started_ns) / 1000000000;
+  int64_t took_s = cap_secs_since(job, job->export.started_ns);
   bool ended;
 
   free(sw);
@@ -297,7 +298,7 @@ static void on_drain_scan(struct cap_work *w)
     job->export.last_written = l->written;
   cap_layout_free(l);
   job->export.next_look_ns =
-      tr_now_ns() + (int64_t)job->r->cfg->export_poll_s * 1000000000;
+      tr_now_ns() + (int64_t)cap_ms(job, job->r->cfg->export_poll_s) * 1000000;
   if (!job->finished && ended)
     job->export.drained(job);
   else if (!job->finished)
