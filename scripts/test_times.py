@@ -2,9 +2,10 @@
 """Each test's time from the log of a suite run (`make test 2>&1 | tee
 LOG`): the ctest runs of the release build (build/) and of the ASan+UBSan
 build (build-asan/), as docs/TESTS.md's table, slowest first, with the sums
-and the slowest ten. --cmake prints the rows of tests/times.cmake instead.
+and the slowest ten; with a second log, its times beside them ("before").
+--cmake prints the rows of tests/times.cmake instead.
 
-Usage: test_times.py [--cmake] LOG"""
+Usage: test_times.py [--cmake] LOG [BEFORE_LOG]"""
 import re
 import sys
 
@@ -32,22 +33,29 @@ def times(path):
 def main():
     args = sys.argv[1:]
     cmake = args[:1] == ["--cmake"]
-    t = times(args[-1])
+    logs = args[1:] if cmake else args
+    t = times(logs[0])
     rel, asan = t["release"], t["asan"]
     names = sorted(set(rel) | set(asan),
                    key=lambda n: (-rel.get(n, 0), -asan.get(n, 0), n))
-    fmt = lambda d, n: "%.1f" % d[n] if n in d else "-"  # noqa: E731
     if cmake:
         for n in names:
             print("  %s %s %s" % (n, "%.0f" % rel[n] if n in rel else "-",
                                   "%.0f" % asan[n] if n in asan else "-"))
         return
-    print("| test | release s | ASan+UBSan s |")
-    print("|---|---:|---:|")
+    cols = [rel, asan]
+    head = "| test | release s | ASan+UBSan s |"
+    if len(logs) > 1:
+        b = times(logs[1])
+        cols += [b["release"], b["asan"]]
+        head += " before: release s | before: ASan+UBSan s |"
+    print(head)
+    print("|---|" + "---:|" * len(cols))
     for n in names:
-        print("| `%s` | %s | %s |" % (n, fmt(rel, n), fmt(asan, n)))
-    print("| **%d tests, sum** | %.0f | %.0f |" % (
-        len(names), sum(rel.values()), sum(asan.values())))
+        print("| `%s` | %s |" % (n, " | ".join(
+            "%.1f" % c[n] if n in c else "-" for c in cols)))
+    print("| **sum** | %s |" % " | ".join("%.0f" % sum(c.values())
+                                          for c in cols))
     top = ", ".join("`%s` %.0f s" % (n, rel[n]) for n in names[:10]
                     if n in rel)
     print("\nThe slowest ten (release): %s." % top)
