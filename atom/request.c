@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "atom/chat_template.h"
+#include "atom/launch.h"
 #include "atom/policy.h"
 #include "atom/preset.h"
 
@@ -140,6 +141,9 @@ static int check_authority(const struct cfg *cfg, json_t *obj,
     rc = rc ? rc : tr_err_set(err, TR_ENOMEM, "", "out of memory");
   trusts = json_is_true(json_object_get(json_object_get(pre.model, "config"),
                                         "trust_remote_code"));
+  if (rc == 0 && real != NULL)
+    rc = api_policy_folder(cfg, launched_real ? launched_real : real, trusts,
+                           launched_real ? "variant" : "model", err);
   if (rc == 0)
     rc = api_policy_words(cfg, TR_ATOM_SERVER,
                           json_object_get(obj, "server_args"), "server_args",
@@ -150,6 +154,9 @@ static int check_authority(const struct cfg *cfg, json_t *obj,
                          "bench_args", false, err);
   if (rc == 0)
     rc = api_policy_env(cfg, json_object_get(obj, "env"), err);
+  if (rc == 0)
+    rc = tr_atom_request_check(cfg, &pre, obj,
+                               launched_real ? launched_real : real, err);
   if (rc == 0 && real != NULL)
     rc = check_template(&pre, obj, launched_real ? launched_real : real, err);
   tr_preset_free(&pre);

@@ -89,6 +89,8 @@ enum cfg_profile_control { CFG_PROFILE_BENCH, CFG_PROFILE_DAEMON };
      "seconds for a request's headers and body to arrive")                     \
   XX(idle_timeout_s, INT(1, 86400), "60", NULL,                                \
      "seconds a silent connection is kept")                                    \
+  XX(auth_retry_delay_ms, INT(0, 60000), "2000", NULL,                         \
+     "most ms a 401 waits for an address that keeps failing (0: none)")        \
   XX(db, STR(), "/var/lib/traced/traced.db", NULL, "the SQLite database")      \
   XX(trace_root, STR(), "/var/lib/traced/traces", NULL,                        \
      "each capture's trace folder <trace_root>/<id>, logs under logs/")        \
@@ -109,7 +111,9 @@ enum cfg_profile_control { CFG_PROFILE_BENCH, CFG_PROFILE_DAEMON };
   XX(models_json, STR(), "", NULL,                                             \
      "ATOM CI's models.json (empty: ATOM's own; none: no presets)")            \
   XX(take_over_foreign_gpu, ENUM("false", "true"), "false", NULL,              \
-     "let ATOM's scripts kill GPU jobs that are not ATOM's")                   \
+     "let ATOM's scripts kill what is not ATOM's (GPU jobs, pkill matches)")   \
+  XX(kfd_path, STR(), "/dev/kfd", NULL,                                        \
+     "the KFD device: processes with it open hold the GPUs here")              \
   XX(stop_timeout_s, INT(1, 86400), "316", NULL,                               \
      "seconds the stop script may take")                                       \
   XX(launch_timeout_s, INT(1, 86400), "883", NULL,                             \

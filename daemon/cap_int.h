@@ -39,6 +39,7 @@
 #include "daemon/layout.h"
 #include "daemon/logscan.h"
 #include "atom/plan.h"
+#include "atom/scripts.h"
 #include "daemon/proc.h"
 #include "daemon/runner.h"
 #include "index/index.h"
@@ -212,7 +213,7 @@ struct cap_watch {
                                 a fatal marker's, by its line's offset */
   bool errors_pending;       /* cap_watch_errors_from() waits for the scan */
   uint64_t errors_from;
-  char why[512];
+  char why[1024];
 };
 
 /* A look at the server: this launch's new log bytes (fatal markers), its
@@ -234,8 +235,33 @@ void cap_watch_mark_phase(struct cap_job *job, enum tr_phase phase);
 enum tr_phase cap_watch_phase_of(const struct cap_job *job, uint64_t at);
 /* The server log's size now (0 when it is not a regular file). */
 uint64_t cap_watch_log_size(const struct cap_job *job);
+/* What the server log of this launch says decided its end
+ * (cap_scan_decisive(), and the fix a cluster_dims marker names), as
+ * "the server log says: ...", into buf. Between scans. */
+void cap_watch_cause(const struct cap_job *job, char *buf, size_t size);
 /* The log's error lines count from offset on (cap_scan_errors_from). */
 void cap_watch_errors_from(struct cap_job *job, uint64_t offset);
+
+/* ---- processes as /proc shows them (holders.c; pool threads) ---- */
+
+/* /proc/<pid>/cmdline, its arguments joined by blanks (as pkill -f reads
+ * it), or NULL. Caller frees. */
+char *cap_proc_command(pid_t pid);
+/* True when /proc has pid (in this PID namespace). */
+bool cap_proc_exists(pid_t pid);
+/* Why pid (command line cmd) is ATOM's own, or NULL when it is foreign
+ * (static text). */
+const char *cap_proc_atom_why(pid_t pid, const char *cmd);
+/* The processes with a descriptor open on the KFD device at kfd_path
+ * (ROCm/rocm-systems#3752), at most max, into pids; returns how many. */
+size_t cap_kfd_holders(const char *kfd_path, pid_t *pids, size_t max);
+/* The processes the pkill patterns of the two scripts (pats[i] may be
+ * NULL; scripts[i] their names) would kill, traced excepted: each appended
+ * to matches ({pid, command, atom, why, pattern, script, line}), the
+ * foreign ones also described in foreign (size bytes, appended). */
+void cap_kill_matches(const struct tr_kill_patterns *pats[2],
+                      const char *scripts[2], json_t *matches, char *foreign,
+                      size_t size);
 
 /* ---- who holds the GPUs (gpu.c) ---- */
 
@@ -243,14 +269,18 @@ struct cap_gpu {
   void (*then)(struct cap_job *job); /* a check in flight continues here */
   char which[32];                     /* its record ("gpu-before-stop") */
   uint64_t from;                      /* its output's offset in gpu.log */
+  bool asked;       /* rocm-smi ran: its output is there to read */
+  bool stop_failed; /* the stop script exited 1 before this check */
 };
 
-/* Runs `rocm-smi --showpids` (as the child, its output appended to log
- * "gpu") and
- * judges each GPU memory holder (docs/ATOM.md, "Someone else's GPU job");
- * then(job) runs when they are all ATOM's, or take_over_foreign_gpu is
- * set, or there is no rocm-smi to ask; else the job fails naming the
- * others. extra.<which> records the holders. */
+/* Judges who holds the GPUs and whom ATOM's scripts would kill (docs/
+ * ATOM.md, "Someone else's GPU job", "What ATOM's scripts kill"): runs
+ * `rocm-smi --showpids --showpidgpus --showmemuse` (as the child, its
+ * output appended to log "gpu"), reads the local holders of kfd_path and
+ * the processes the start and stop scripts' pkill patterns match; then(job)
+ * runs when every local one is ATOM's (or take_over_foreign_gpu is set)
+ * and memory held from outside this container leaves the launch what it
+ * asks; else the job fails naming them. extra.<which> records them. */
 void cap_gpu_check(struct cap_job *job, const char *which,
                    void (*then)(struct cap_job *));
 /* What a check may take, for a phase's budget. */
@@ -290,8 +320,9 @@ void cap_bench_read(struct cap_job *job, void (*then)(struct cap_job *));
 /* The capture's "bench" (the result, when usable) and extra.bench_result
  * (what was read and why) as merges for a state write. */
 json_t *cap_bench_merges(struct cap_job *job);
-/* What the profiler calls of ATOM may take, in ATOM's seconds. */
-int cap_profile_timeout_s(const struct cap_job *job);
+/* What ATOM's /stop_profile (stop) or /start_profile may take, in ATOM's
+ * seconds. */
+int cap_profile_timeout_s(const struct cap_job *job, bool stop);
 
 /* ---- the verdicts' webhook (webhook.c) ---- */
 
@@ -362,6 +393,7 @@ struct cap_export {
   const char *ranks_source; /* "server_info" or "argv" (static) */
   int64_t started_ns;       /* EXPORTING began (or the drain did) */
   uint64_t last_written;    /* the last poll's figures, for progress */
+  uint64_t last_log_bytes;
   int last_exported, last_completed;
   void (*drained)(struct cap_job *job); /* the drain's continuation */
   int64_t next_look_ns;                 /* the drain's next folder scan */

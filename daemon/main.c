@@ -19,6 +19,7 @@ static void usage(FILE *out, bool settings)
           "       traced index [--format auto|kineto|mctracer] "
           "[--rules FILE] FILE...\n"
           "       traced fleet migrate [--config FILE] [--KEY VALUE ...]\n"
+          "       traced --check [--config FILE] [--KEY VALUE ...]\n"
           "       traced --help | --help-markdown | --version\n"
           "Every configuration key (see config/traced.conf) can be given as\n"
           "--key value, dashes or underscores, overriding the file. Prefer\n"
@@ -97,6 +98,7 @@ static void hide_args(int argc, char **argv)
 int main(int argc, char **argv)
 {
   struct cfg cfg;
+  bool check;
   int rc;
 
   if (argc >= 2 && strcmp(argv[1], "index") == 0)
@@ -125,10 +127,12 @@ int main(int argc, char **argv)
     cfg_free(&cfg);
     return rc;
   }
-  rc = parse_args(argc, argv, &cfg);
+  check = argc >= 2 && strcmp(argv[1], "--check") == 0;
+  /* --check stands where the program's name does for parse_args(). */
+  rc = parse_args(argc - check, argv + check, &cfg);
   hide_args(argc, argv);
   if (rc == 0)
-    rc = daemon_run(&cfg);
+    rc = check ? daemon_check(&cfg) : daemon_run(&cfg);
   cfg_free(&cfg);
   return rc;
 }

@@ -43,7 +43,7 @@ int phase_benchmark_budget_s(const struct cap_job *job)
 
   if (!daemon_mode(job))
     return run + 60;
-  return 2 * run + cap_profile_timeout_s(job) + 60;
+  return 2 * run + cap_profile_timeout_s(job, false) + 60;
 }
 
 static void set_step(struct cap_job *job, enum cap_step step)
@@ -171,9 +171,8 @@ static void start_step(struct cap_job *job, enum cap_step step)
     break;
   case CAP_STEP_PROFILE_START:
     if (cap_atom_profile(job->r->http, c->atom_host, c->atom_port, "start",
-                         cap_ms(job, cap_profile_timeout_s(job)),
-                         on_profile_started, job,
-                         &job->http) != 0)
+                         cap_ms(job, cap_profile_timeout_s(job, false)),
+                         on_profile_started, job, &job->http) != 0)
       cap_fail(job, END_FAILED, NULL, "cannot call ATOM's /start_profile");
     break;
   }

@@ -15,14 +15,17 @@
  * bench completed fewer prompts than it sent, a failure that keeps the
  * traces.
  *
- * The wait follows progress (docs/ATOM.md, "Budgets"), not ATOM's
- * ATOM_PROFILER_TIMEOUT, which only bounds how long ATOM's engine waits for
- * rank 0 (engine_core_mgr.py:857): the ranks go on exporting after it. A
- * poll shows progress when the ranks' files grew, a rank logged its end,
- * a rank is exporting by the log (it logged "stopping profiler" and not
- * yet "profiler stop completed"), or (daemon) /stop_profile has not
- * answered yet. export_max_polls polls in a row without progress fail the
- * phase, and so does export_max_s in all.
+ * The wait follows progress (docs/ATOM.md, "The export, and its budget"),
+ * not ATOM's ATOM_PROFILER_TIMEOUT, which only bounds how long ATOM's
+ * engine waits for rank 0 (engine_core_mgr.py:857): the ranks go on
+ * exporting after it. Progress is change: the ranks' files grew, the
+ * server log has new lines (a rank logged its end among them), or the
+ * /stop_profile the export waits for (the bench's, or traced's) is still
+ * unanswered within the server's ATOM_PROFILER_TIMEOUT. A rank that logged
+ * "stopping profiler" and then nothing, its .json never growing, is not
+ * progress: its exporter died. export_max_polls polls in a row without
+ * progress fail the phase, naming the ranks whose .json was left, and so
+ * does export_max_s in all.
  *
  * A cancel here stops the server only once the exports end (or that
  * deadline passes): cap_export_drain() (exports.c), never a rank killed
@@ -58,6 +61,16 @@ static int rank_of(const char *line)
   return at != NULL && end != at + 5 && n >= 0 && n <= INT_MAX ? (int)n : -1;
 }
 
+/* The /stop_profile the export waits for has not answered, and ATOM's
+ * engine still waits for rank 0 (ATOM_PROFILER_TIMEOUT from the export's
+ * start, llm_engine.py:290-294). */
+static bool stop_pending(const struct cap_job *job)
+{
+  int64_t took_s = cap_secs_since(job, job->export.started_ns);
+
+  return !waited_for(job) && took_s < job->plan->profiler_timeout_s;
+}
+
 /* Whether this poll shows the export moving (see the top comment); takes
  * the poll's figures as the next one's reference. */
 static bool moved(struct cap_job *job, const struct cap_layout *l)
@@ -67,14 +80,33 @@ static bool moved(struct cap_job *job, const struct cap_layout *l)
   bool yes = (l != NULL && l->written != e->last_written) ||
              s->traces_exported != e->last_exported ||
              s->stops_completed != e->last_completed ||
-             s->profilers_stopping > s->stops_completed ||
-             (job->r->cfg->profile_control == CFG_PROFILE_DAEMON &&
-              !e->stop_answered);
+             s->bytes_seen != e->last_log_bytes || stop_pending(job);
 
   e->last_written = l != NULL ? l->written : e->last_written;
   e->last_exported = s->traces_exported;
   e->last_completed = s->stops_completed;
+  e->last_log_bytes = s->bytes_seen;
   return yes;
+}
+
+/* The ranks whose exporter left its .json and went quiet, into out. */
+static void orphans(const struct cap_layout *l, char *out, size_t size)
+{
+  size_t used = 0;
+
+  out[0] = '\0';
+  for (size_t i = 0; l != NULL && i < l->n && used + 1 < size; i++) {
+    const struct cap_rank *r = &l->ranks[i];
+
+    if (r->orphan_json > 0)
+      used += (size_t)snprintf(
+          out + used, size - used,
+          "%s%s: its exporter left %s (%llu bytes), unchanged, never "
+          "gzipped, and logged no end (it died or hangs mid-export)",
+          used ? "; " : "", r->label,
+          r->gz_count == 0 && r->file ? r->file : "a .json",
+          (unsigned long long)r->written);
+  }
 }
 
 /* A partial workload: the traces are whole and kept, the capture fails
@@ -89,20 +121,24 @@ static void fail_partial(struct cap_job *job)
            job->bench.partial, err[0] ? err : "(none)", job->trace_dir);
 }
 
-static bool over_budget(struct cap_job *job, const char *problems)
+static bool over_budget(struct cap_job *job, const struct cap_layout *l,
+                        const char *problems)
 {
   const struct cfg *c = job->r->cfg;
   int64_t took_s = cap_secs_since(job, job->export.started_ns);
+  char left[1024];
 
+  orphans(l, left, sizeof(left));
   if (took_s >= c->export_max_s)
     cap_fail(job, END_FAILED, "server",
              "the export is not complete after %lld s (export_max_s): %s",
-             (long long)took_s, problems);
+             (long long)took_s, left[0] ? left : problems);
   else if (job->export.quiet_polls >= c->export_max_polls)
     cap_fail(job, END_FAILED, "server",
              "the export made no progress in %d polls %d s apart "
              "(export_max_polls): %s",
-             job->export.quiet_polls, c->export_poll_s, problems);
+             job->export.quiet_polls, c->export_poll_s,
+             left[0] ? left : problems);
   return job->ending != END_NONE;
 }
 
@@ -136,9 +172,10 @@ static void on_folder_scan(struct cap_job *job, struct cap_layout *l)
                                   job->export.polls, "export_quiet_polls",
                                   job->export.quiet_polls, "exports_logged",
                                   job->scan.traces_exported));
+  over_budget(job, l,
+              complete ? "the bench is still waiting on /stop_profile"
+                       : problems);
   cap_layout_free(l);
-  over_budget(job, complete ? "the bench is still waiting on /stop_profile"
-                            : problems);
 }
 
 /* ---- the server ---- */
@@ -212,7 +249,7 @@ static void wait_for_run(struct cap_job *job)
 
   if (c->profile_control == CFG_PROFILE_DAEMON) {
     if (cap_atom_profile(job->r->http, c->atom_host, c->atom_port, "stop",
-                         cap_ms(job, cap_profile_timeout_s(job)),
+                         cap_ms(job, cap_profile_timeout_s(job, true)),
                          on_stop_profile, job, &job->http) != 0)
       cap_fail(job, END_FAILED, NULL, "cannot call ATOM's /stop_profile");
   } else if (job->bench.proc != NULL) {
@@ -228,6 +265,7 @@ void phase_exporting_enter(struct cap_job *job)
 
   job->export.polls = job->export.quiet_polls = 0;
   job->export.started_ns = tr_now_ns();
+  job->export.last_log_bytes = job->scan.bytes_seen;
   cap_job_progress(job, json_pack("{s:i,s:i,s:i,s:i}", "ranks_exported", 0,
                                   "orphan_json", 0, "export_polls", 0,
                                   "exports_logged", 0));

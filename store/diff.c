@@ -76,10 +76,13 @@ static void side_sql(const char *by, const char *param, char *buf, size_t size)
 }
 
 /* total / steps rounded half away from zero (totals are never negative,
- * so half up): floor((2 total + steps) / (2 steps)). */
+ * so half up): floor((2 total + steps) / (2 steps)), without doubling a
+ * total that may be held at INT64_MAX (docs/TRACE_FORMATS.md). */
 static int64_t per_step(int64_t total, int64_t steps)
 {
-  return (2 * total + steps) / (2 * steps);
+  int64_t rest = total % steps;
+
+  return total / steps + (rest >= steps - rest);
 }
 
 static int cmp_drow(const void *x, const void *y)

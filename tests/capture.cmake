@@ -14,6 +14,21 @@ foreach(case blocking_export_bench blocking_export_daemon
         export_failure_and_presets every_preset launch_faults)
   traced_py_test(test_capture_atom_${case} test_capture_atom.py ${case})
 endforeach()
+# What traced settles before ATOM runs (atom/launch.c), a dead exporter,
+# the scripts' python: each case its own entry.
+foreach(case v4_level refused dead_exporter python)
+  traced_py_test(test_capture_foresee_${case} test_capture_foresee.py ${case})
+endforeach()
+# ATOM in its own container: GPU holders by the KFD device, memory held
+# from outside, and what the scripts' pkill patterns match. The patterns
+# match across the machine and every capture judges what they match: the
+# case that plants such a process runs alone.
+foreach(case container kill_patterns)
+  traced_py_test(test_capture_container_${case} test_capture_container.py
+                 ${case})
+endforeach()
+set_tests_properties(test_capture_container_kill_patterns PROPERTIES
+                     RUN_SERIAL TRUE)
 # A fresh ATOM container (docs/ATOM.md): each point its own entry, so that
 # they run side by side.
 foreach(case folders presets seqs template failures budgets partial daemon
@@ -22,7 +37,8 @@ foreach(case folders presets seqs template failures budgets partial daemon
 endforeach()
 # What a capture request may make root do (atom/policy.c).
 foreach(case hostile_bench_args server_and_bench_words env_policy
-        link_moved_after_accept)
+        link_moved_after_accept shell_words model_folder_trust env_code
+        no_link_oracle)
   traced_py_test(test_policy_${case} test_policy.py ${case})
 endforeach()
 # The hardened systemd unit (systemd/traced.service).

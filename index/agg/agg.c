@@ -73,7 +73,7 @@ void agg_stat_add(struct agg_stat *s, int64_t dur)
   if (s->count == 0 || dur > s->max_ns)
     s->max_ns = dur;
   s->count++;
-  s->total_ns += dur;
+  s->total_ns = tr_sat_add(s->total_ns, dur);
 }
 
 /* Interns (name, grid, block) as a shape; grows the shape array. */
@@ -156,7 +156,7 @@ static int launch_add(struct idx_agg *a, uint32_t shape, uint32_t has,
   if (l->s.count == 0 || s->max_ns > l->s.max_ns)
     l->s.max_ns = s->max_ns;
   l->s.count += s->count;
-  l->s.total_ns += s->total_ns;
+  l->s.total_ns = tr_sat_add(l->s.total_ns, s->total_ns);
   return 0;
 }
 
@@ -233,7 +233,7 @@ static int on_kernel(struct idx_agg *a, const struct idx_doc *doc,
   if (agg_hist_add(&k->hist, ev->dur_ns) != 0)
     return TR_ENOMEM;
   a->kernel_events++;
-  a->kernel_ns += ev->dur_ns;
+  a->kernel_ns = tr_sat_add(a->kernel_ns, ev->dur_ns);
   if ((rc = record(a, ev, AGG_REC_KERNEL, shape)) != 0 ||
       (rc = agg_coll_seen(a, ev, nid, shape)) != 0)
     return rc;
@@ -382,7 +382,7 @@ static enum agg_copy_kind copy_kind(const struct idx_event *ev)
 
 static void copy_bytes_add(struct agg_copy *c, int64_t bytes)
 {
-  c->bytes += bytes;
+  c->bytes = tr_sat_add(c->bytes, bytes);
   if (bytes > c->max_bytes)
     c->max_bytes = bytes;
 }

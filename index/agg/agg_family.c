@@ -33,7 +33,7 @@ static int family_add(struct idx_agg *a, uint32_t name, const char *fam)
     f->top = name;
   f->kernels++;
   f->s.count += k->s.count;
-  f->s.total_ns += k->s.total_ns;
+  f->s.total_ns = tr_sat_add(f->s.total_ns, k->s.total_ns);
   a->name_family[name] = id;
   return agg_hist_merge(&f->hist, &k->hist);
 }
@@ -109,7 +109,7 @@ int agg_famstep_add(struct idx_agg *a, uint32_t f, uint32_t k, int64_t dur)
   fs->family = f;
   fs->kind = k;
   fs->s.count++;
-  fs->s.total_ns += dur;
+  fs->s.total_ns = tr_sat_add(fs->s.total_ns, dur);
   return 0;
 }
 

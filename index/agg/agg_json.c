@@ -150,7 +150,7 @@ static void kernel_cats(const struct idx_agg *a, const struct row *rows,
     struct agg_stat *c = &cats[a->name_cat[rows[i].id]];
 
     c->count += k->s.count;
-    c->total_ns += k->s.total_ns;
+    c->total_ns = tr_sat_add(c->total_ns, k->s.total_ns);
   }
 }
 
@@ -235,7 +235,7 @@ static void runtime_sum(const struct idx_agg *a, struct agg_stat *sum)
 {
   for (uint32_t i = 0; i < a->rt_map.n; i++) {
     sum->count += a->runtime[i].s.count;
-    sum->total_ns += a->runtime[i].s.total_ns;
+    sum->total_ns = tr_sat_add(sum->total_ns, a->runtime[i].s.total_ns);
   }
 }
 
@@ -512,7 +512,7 @@ static int64_t device_ns_of(const struct idx_agg *a)
   int i;
 
   for (i = 0; i < AGG_COPY_KINDS; i++)
-    ns += a->copies[i].s.total_ns;
+    ns = tr_sat_add(ns, a->copies[i].s.total_ns);
   return ns;
 }
 
@@ -531,8 +531,8 @@ static json_t *summary_head(struct idx_agg *a, const struct idx_doc *doc,
     a->t0_ns = a->tend_ns = 0;
   for (i = 0; i < AGG_COPY_MEMSET; i++) {
     r.memcpy_count += (int64_t)a->copies[i].s.count;
-    r.memcpy_bytes += a->copies[i].bytes;
-    r.memcpy_ns += a->copies[i].s.total_ns;
+    r.memcpy_bytes = tr_sat_add(r.memcpy_bytes, a->copies[i].bytes);
+    r.memcpy_ns = tr_sat_add(r.memcpy_ns, a->copies[i].s.total_ns);
   }
   r.rank = rank_value(doc, info);
   r.file = agg_txt(info->path);
@@ -594,10 +594,11 @@ static void device_categories(const struct idx_agg *a, struct agg_stat *cats)
 
   for (i = 0; i < AGG_COPY_MEMSET; i++) {
     copy->count += a->copies[i].s.count;
-    copy->total_ns += a->copies[i].s.total_ns;
+    copy->total_ns = tr_sat_add(copy->total_ns, a->copies[i].s.total_ns);
   }
   mset->count += a->copies[AGG_COPY_MEMSET].s.count;
-  mset->total_ns += a->copies[AGG_COPY_MEMSET].s.total_ns;
+  mset->total_ns =
+      tr_sat_add(mset->total_ns, a->copies[AGG_COPY_MEMSET].s.total_ns);
 }
 
 void agg_out_row(struct agg_out *o, json_t *row)

@@ -216,7 +216,7 @@ static int acc_add(struct win *x, uint32_t name, int64_t dur)
     x->n++;
   }
   x->t[i].count++;
-  x->t[i].total += dur;
+  x->t[i].total = tr_sat_add(x->t[i].total, dur);
   return 0;
 }
 

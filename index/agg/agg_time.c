@@ -211,7 +211,8 @@ static int walk_rec(struct walk *w, const struct agg_rec *r)
   fam = a->name_family[a->shapes[r->id].name];
   for (k = 0; k < a->nkinds; k++)
     if (r->start_ns < w->cover_end[k]) {
-      a->steps[AGG_SIDE_GPU][k].kernel_ns += r->dur_ns;
+      a->steps[AGG_SIDE_GPU][k].kernel_ns =
+          tr_sat_add(a->steps[AGG_SIDE_GPU][k].kernel_ns, r->dur_ns);
       if (fam != UINT32_MAX &&
           (rc = agg_famstep_add(a, fam, k, r->dur_ns)) != 0)
         return rc;
@@ -383,7 +384,7 @@ static void acc_add(struct acc *acc, uint32_t id, uint32_t *seen, size_t *nseen,
   if (acc[id].count == 0)
     seen[(*nseen)++] = id;
   acc[id].count++;
-  acc[id].total += dur;
+  acc[id].total = tr_sat_add(acc[id].total, dur);
 }
 
 static void phase_add(struct phase_sum *ps, const struct agg_rec *r)

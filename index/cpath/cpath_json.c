@@ -373,9 +373,9 @@ static int family_launch(struct idx_agg *a)
       d->queue.min_ns = s->queue.min_ns;
     }
     d->call.count += s->call.count;
-    d->call.total_ns += s->call.total_ns;
+    d->call.total_ns = tr_sat_add(d->call.total_ns, s->call.total_ns);
     d->queue.count += s->queue.count;
-    d->queue.total_ns += s->queue.total_ns;
+    d->queue.total_ns = tr_sat_add(d->queue.total_ns, s->queue.total_ns);
     if (s->call.max_ns > d->call.max_ns)
       d->call.max_ns = s->call.max_ns;
     if (s->queue.max_ns > d->queue.max_ns)
@@ -571,7 +571,7 @@ json_t *agg_cpath_median_seq_json(const struct idx_agg *a)
     int64_t total = 0;
 
     for (uint32_t j = 0; p->set && j < p->nseq; j++)
-      total += p->seq[j].dur_ns;
+      total = tr_sat_add(total, p->seq[j].dur_ns);
     for (uint32_t j = 0; p->set && j < p->nseq; j++) {
       uint32_t name = p->seq[j].name;
       uint32_t fam = name < a->names.n ? a->name_family[name] : UINT32_MAX;

@@ -96,7 +96,7 @@ static int path_add(struct cp_path_row *r, int64_t step, int on, int64_t dur,
   r->instances++;
   if (on) {
     r->on_path++;
-    r->critical_ns += dur;
+    r->critical_ns = tr_sat_add(r->critical_ns, dur);
     if (r->last_step_on != step) {
       r->last_step_on = step;
       r->steps_on++;
@@ -138,14 +138,16 @@ static int kernels_add(struct idx_agg *a, const struct cp_stepdata *sd)
       return TR_ENOMEM;
     rc = path_add(r, res->row.index, on, e->end - e->start, res->slack[i]);
     if (on)
-      c->critical_ns[e->name] += e->end - e->start;
+      c->critical_ns[e->name] =
+          tr_sat_add(c->critical_ns[e->name], e->end - e->start);
     if (rc != 0 || fam == UINT32_MAX)
       continue;
     if ((r = path_row(&c->fpaths, a->fam_map.n, fam, sd->kind)) == NULL)
       return TR_ENOMEM;
     rc = path_add(r, res->row.index, on, e->end - e->start, res->slack[i]);
     if (on)
-      c->fam_critical_ns[fam] += e->end - e->start;
+      c->fam_critical_ns[fam] =
+          tr_sat_add(c->fam_critical_ns[fam], e->end - e->start);
   }
   return rc;
 }
@@ -205,7 +207,8 @@ static int queue_of(const struct cp_stepdata *sd, struct cp_steprow *row,
     if (depth > row->queue_max)
       row->queue_max = depth;
     if (next > q[k].t)
-      row->queue_area += depth * (next - q[k].t);
+      row->queue_area =
+          tr_sat_add(row->queue_area, tr_sat_mul(depth, next - q[k].t));
     if (series != NULL && *nseries < CP_QUEUE_POINTS &&
         (k + 1 == n || q[k + 1].t != q[k].t))
       (*series)[(*nseries)++] = (struct cp_qpoint){ q[k].t, depth };
@@ -261,7 +264,7 @@ static int sequences_add(struct idx_agg *a, const struct cp_stepdata *sd)
     for (uint32_t n = CP_SEQ_MIN; n <= CP_SEQ_MAX && p + n <= nk; n++) {
       struct cp_seq *q;
 
-      total += dur[p + n - 1];
+      total = tr_sat_add(total, dur[p + n - 1]);
       h = (h ^ fam[p + n - 1]) * 0xff51afd7ed558ccdull;
       h ^= h >> 31;
       q = seq_slot(c->seqs, h | 1, sd->kind, n, fam + p);
@@ -277,7 +280,7 @@ static int sequences_add(struct idx_agg *a, const struct cp_stepdata *sd)
         c->nseqs++;
       }
       q->count++;
-      q->total_ns += total;
+      q->total_ns = tr_sat_add(q->total_ns, total);
     }
   }
   return 0;
@@ -306,7 +309,7 @@ static struct cp_segment group_of(const struct cp_segment *v, uint32_t n)
   g.count = 0;
   for (uint32_t i = 0; i < n; i++) {
     wall[v[i].bound] += v[i].to_ns - v[i].from_ns;
-    g.weight_ns += v[i].weight_ns;
+    g.weight_ns = tr_sat_add(g.weight_ns, v[i].weight_ns);
     g.count += v[i].count;
     if (v[i].weight_ns > v[heavy].weight_ns)
       heavy = i;
@@ -372,7 +375,7 @@ static int pick_set(const struct cp_stepdata *sd, struct cp_pick *p)
       continue;
     if (last != NULL && last->name == e->name) {
       last->count++;
-      last->dur_ns += e->end - e->start;
+      last->dur_ns = tr_sat_add(last->dur_ns, e->end - e->start);
     } else if (np.nseq < CP_MEDIAN_SEQ) {
       np.seq[np.nseq++] = (struct cp_seqitem){ e->name, 1, e->end - e->start };
     }
@@ -441,18 +444,18 @@ int cp_stats_step(struct idx_agg *a, const struct cp_stepdata *sd)
       (rc = picks(sd, k)) != 0)
     return rc;
   k->analyzed++;
-  k->window_ns += row->end_ns - row->start_ns;
+  k->window_ns = tr_sat_add(k->window_ns, row->end_ns - row->start_ns);
   agg_stat_add(&k->length, row->length_ns);
   if (agg_hist_add(&k->length_hist, row->length_ns) != 0)
     return TR_ENOMEM;
   for (int b = 0; b < CP_BOUNDS; b++)
-    k->bound_ns[b] += row->bound_ns[b];
+    k->bound_ns[b] = tr_sat_add(k->bound_ns[b], row->bound_ns[b]);
   k->kernels += row->kernels;
   k->on_path += row->kernels_on_path;
   if (row->queue_max > k->queue_max)
     k->queue_max = row->queue_max;
-  k->queue_area += row->queue_area;
-  k->extent_ns += row->extent_ns;
+  k->queue_area = tr_sat_add(k->queue_area, row->queue_area);
+  k->extent_ns = tr_sat_add(k->extent_ns, row->extent_ns);
   return keep_row(c, row);
 }
 
