@@ -15,6 +15,7 @@
 #include "atom/options.h"
 #include "atom/chat_template.h"
 #include "common/lifecycle.h"
+#include "common/reals.h"
 #include "atom/preset.h"
 
 /* The start script's default of MAX_NUM_SEQS (start_atom_server.sh:18). */
@@ -103,7 +104,7 @@ char *cap_word_for_shell(const char *word)
   doc = json_loads(word, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, NULL);
   if (doc == NULL)
     return strdup(word);
-  text = json_dumps(doc, JSON_COMPACT | JSON_ENCODE_ANY);
+  text = tr_json_dumps(doc, JSON_COMPACT | JSON_ENCODE_ANY);
   json_decref(doc);
   if (text == NULL || (out = malloc(6 * strlen(text) + 1)) == NULL) {
     free(text);
@@ -317,7 +318,12 @@ static void max_num_seqs(struct build *b, char *const *server, json_t *env)
   const char *req_env = json_string_value(json_object_get(
       json_object_get(b->params, "env"), "MAX_NUM_SEQS"));
   char **req = param_words(b->params, "server_args");
-  int conc = param_int(b->params, "conc"), value;
+  /* One launch serves a sweep's every point: it is made for the largest
+   * (docs/SWEEPS.md). */
+  int conc = b->dirs->conc_max > param_int(b->params, "conc")
+                 ? b->dirs->conc_max
+                 : param_int(b->params, "conc");
+  int value;
   const char *source;
   char text[16];
 
@@ -862,7 +868,8 @@ int cap_plan_build(const struct cfg *cfg, json_t *params,
     rc = tr_err_set(err, rc, "", "cannot create %s: %s", dirs->log,
                     strerror(-rc));
   if (rc == 0)
-    rc = fresh_dir(dirs->trace, b.p->extra, err);
+    rc = dirs->joins ? tr_mkdir_p(dirs->trace)
+                     : fresh_dir(dirs->trace, b.p->extra, err);
   if (rc == 0)
     rc = fresh_dir(dirs->work, b.p->extra, err);
   if (rc == 0)

@@ -16,6 +16,7 @@
 #include "atom/launch.h"
 #include "atom/policy.h"
 #include "atom/preset.h"
+#include "common/reals.h"
 
 /* A word holding a space must be JSON whose compact form has none: ATOM's
  * start and bench scripts pass their extra words unquoted ($EXTRA_ARGS),
@@ -28,7 +29,7 @@ static int check_spaced(json_t *arr, size_t i, const char *item,
   const char *w = json_string_value(json_array_get(arr, i));
   json_t *v = json_loads(w, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, NULL);
   char *compact =
-      v != NULL ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+      v != NULL ? tr_json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
   int rc = 0;
 
   if (compact == NULL || strchr(compact, ' ') != NULL)
@@ -65,8 +66,8 @@ int atom_request_words(json_t *arr, const char *member, struct tr_err *err)
 /* The preset of the request (models.json: the admin's file, small; read
  * here so that a variant that is not there is a 400 naming the labels
  * that are). Returns 1 found, 0 none, or an error. */
-static int find_preset(const struct cfg *cfg, json_t *obj,
-                       struct tr_preset *pre, struct tr_err *err)
+int atom_request_preset(const struct cfg *cfg, json_t *obj,
+                        struct tr_preset *pre, struct tr_err *err)
 {
   const char *variant = json_string_value(json_object_get(obj, "variant"));
   const char *why, *file;
@@ -132,7 +133,7 @@ static int check_authority(const struct cfg *cfg, json_t *obj,
 
   rc = api_policy_model(cfg, json_string_value(json_object_get(obj, "model")),
                         "model", &real, err);
-  if (rc == 0 && (rc = find_preset(cfg, obj, &pre, err)) > 0)
+  if (rc == 0 && (rc = atom_request_preset(cfg, obj, &pre, err)) > 0)
     rc = 0;
   if (rc == 0 && pre.model != NULL && real != NULL &&
       ((launched = tr_preset_model_path(real, &pre)) == NULL ||

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "common/text.h"
+#include "common/reals.h"
 #include "store/store_int.h"
 
 /* What each ?by= reads (common/summary.h's TR_DIFF_BY_MAP): its rows'
@@ -111,10 +112,10 @@ static json_t *drow_json(const struct drow *d, const struct by_spec *b)
   json_object_set_new(o, "a_total_ns", json_integer(d->at));
   json_object_set_new(o, "b_total_ns", json_integer(d->bt));
   json_object_set_new(o, "delta_ns", json_integer(d->delta));
-  json_object_set_new(o, "delta_pct",
-                      d->at
-                          ? json_real((double)d->delta * 100.0 / (double)d->at)
-                          : json_null());
+  json_object_set_new(
+      o, "delta_pct",
+      d->at ? json_real(tr_round((double)d->delta * 100.0 / (double)d->at, 3))
+            : json_null());
   json_object_set_new(o, "status",
                       json_string(d->in_a && d->in_b ? "both"
                                   : d->in_a          ? "only_a"

@@ -846,7 +846,7 @@ def check_diff(got, key, sa, sb):
                  ((wa or {}).get("count", 0), (wb or {}).get("count", 0),
                   at, bt, bt - at, status), "diff row " + name)
         if at:
-            check(abs(r["delta_pct"] - 100.0 * (bt - at) / at) < 1e-6,
+            check(abs(r["delta_pct"] - 100.0 * (bt - at) / at) <= 0.0005,
                   "delta_pct of " + name)
         else:
             check(r["delta_pct"] is None, "delta_pct null when a is 0")

@@ -670,7 +670,7 @@ struct agg_time_out {
 };
 
 /* Walks the records in time order twice: union of device intervals, step
- * kernel time (written into a->steps[AGG_SIDE_GPU][k].kernel_ns), and the
+ * kernel time (written into a->steps[a->step_side][k].kernel_ns), and the
  * phases. heavy: name id of the kernel with the largest total, or
  * UINT32_MAX. */
 int agg_time_pass(struct idx_agg *a, uint32_t heavy, struct agg_time_out *out,

@@ -391,7 +391,7 @@ static void step_rows(struct idx_agg *a, struct agg_out *o)
       .avg_ns = avg(&s->s),
       .tokens = s->tokens,
       .padded = (int64_t)s->padded,
-      .kernel_ns = gpu ? s->kernel_ns : 0,
+      .kernel_ns = s->kernel_ns,
       .source = agg_txt(gpu ? "gpu" : "cpu"),
       .min_ns = s->s.min_ns,
       .p50_ns = agg_pct(&s->hist, &s->s, 500),

@@ -186,8 +186,10 @@ static int walk_device(struct walk *w, const struct agg_rec *r)
 
 /* A kernel inside the union of a kind's labels started so far counts for
  * that kind: labels arrive in start order, so the union covers t exactly
- * when t is before the largest label end seen. Kernel time inside labels
- * is GPU-side only (a CPU label spans the launches, not the kernels). */
+ * when t is before the largest label end seen. The step side's labels:
+ * under host-side labels (ProfilerStep#N) the kernels that run inside the
+ * host's step, as the step cards list them (agg_steps.c); a family's time
+ * per step kind is GPU-side only (docs/ANALYSIS.md). */
 static int walk_rec(struct walk *w, const struct agg_rec *r)
 {
   struct idx_agg *a = w->a;
@@ -206,13 +208,14 @@ static int walk_rec(struct walk *w, const struct agg_rec *r)
       agg_timeline_label(&a->tl, r->id, r->start_ns, r->start_ns + r->dur_ns);
     return 0;
   }
-  if (r->type != AGG_REC_KERNEL || a->step_side != AGG_SIDE_GPU)
+  if (r->type != AGG_REC_KERNEL)
     return 0;
-  fam = a->name_family[a->shapes[r->id].name];
+  fam = a->step_side == AGG_SIDE_GPU ? a->name_family[a->shapes[r->id].name]
+                                     : UINT32_MAX;
   for (k = 0; k < a->nkinds; k++)
     if (r->start_ns < w->cover_end[k]) {
-      a->steps[AGG_SIDE_GPU][k].kernel_ns =
-          tr_sat_add(a->steps[AGG_SIDE_GPU][k].kernel_ns, r->dur_ns);
+      a->steps[a->step_side][k].kernel_ns =
+          tr_sat_add(a->steps[a->step_side][k].kernel_ns, r->dur_ns);
       if (fam != UINT32_MAX &&
           (rc = agg_famstep_add(a, fam, k, r->dur_ns)) != 0)
         return rc;

@@ -101,10 +101,11 @@ static json_t *queue_json(const struct idx_agg *a, const struct cp_pick *p)
 static const char *role_of(const struct cp_kind *k, int64_t ix,
                            const struct cp_pick **pick)
 {
+  const struct cp_pick *sl = cp_slowest(k);
   int med = k->median.set && k->median.row.index == ix;
-  int slow = k->slowest.set && k->slowest.row.index == ix;
+  int slow = sl->set && sl->row.index == ix;
 
-  *pick = med ? &k->median : slow ? &k->slowest : NULL;
+  *pick = med ? &k->median : slow ? sl : NULL;
   return med && slow ? "median slowest"
          : med       ? "median"
          : slow      ? "slowest"
@@ -161,7 +162,8 @@ json_t *agg_cpath_steps_json(const struct idx_agg *a)
   for (size_t i = 0; i < c->nsteps; i++)
     json_array_append_new(rows, step_json(a, &c->steps[i]));
   for (uint32_t k = 0; c->steps_total > c->nsteps && k < c->kinds.n; k++) {
-    const struct cp_pick *p[2] = { &c->kind[k].median, &c->kind[k].slowest };
+    const struct cp_pick *p[2] = { &c->kind[k].median,
+                                   cp_slowest(&c->kind[k]) };
 
     for (int i = 0; i < 2; i++)
       if (p[i]->set && !kept(c, p[i]->row.index) &&
@@ -247,9 +249,9 @@ json_t *agg_cpath_segments_json(const struct idx_agg *a)
 
     if (k->median.set)
       segments_of(a, &k->median, rows);
-    if (k->slowest.set &&
-        (!k->median.set || k->median.row.index != k->slowest.row.index))
-      segments_of(a, &k->slowest, rows);
+    if (cp_slowest(k)->set &&
+        (!k->median.set || k->median.row.index != cp_slowest(k)->row.index))
+      segments_of(a, cp_slowest(k), rows);
   }
   free(order);
   return rows;

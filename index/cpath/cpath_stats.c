@@ -38,13 +38,14 @@ int cp_stats_kind(struct idx_agg *a, const char *p, size_t n, uint32_t *id)
     return TR_ENOMEM;
   if (rc == 0)
     return 0;
-  /* The window duration the median step is nearest: the kind's p50 of
-   * its host labels (agg_steps.c's), or of the profiler steps. */
+  /* The step time the median step is nearest: the kind's p50 as /steps
+   * gives it (agg_steps.c's, of the step side), or of the profiler
+   * steps. */
   k = &c->kind[*id];
   if (c->source == CP_SOURCE_LABELS && agg_map_find(&a->kinds_map, p, n, &lk) &&
       lk < AGG_MAX_STEP_KINDS)
-    k->p50_ns = agg_pct(&a->steps[AGG_SIDE_CPU][lk].hist,
-                        &a->steps[AGG_SIDE_CPU][lk].s, 500);
+    k->p50_ns = agg_pct(&a->steps[a->step_side][lk].hist,
+                        &a->steps[a->step_side][lk].s, 500);
   else if (c->source == CP_SOURCE_PSTEPS)
     k->p50_ns = agg_pct(&a->host->pstep_hist, &a->host->psteps, 500);
   return 0;
@@ -390,22 +391,59 @@ static int64_t dist(int64_t a, int64_t b)
   return a > b ? a - b : b - a;
 }
 
-/* The median step is the earliest whose window is nearest the kind's
- * p50; the slowest the longest window (ties: the earlier). */
+/* The median step is the earliest whose step time is nearest the kind's
+ * p50 (/steps' median step: agg_steps.c); the slowest the longest (ties:
+ * the later), the one before it kept as the runner-up, shown when the
+ * slowest is the median (cp_slowest). */
 static int picks(const struct cp_stepdata *sd, struct cp_kind *k)
 {
-  const struct cp_steprow *r = &sd->res->row;
-  int64_t d = r->end_ns - r->start_ns;
+  int64_t d = sd->res->row.step_ns;
   int rc = 0;
 
-  if (!k->slowest.set || d > k->slowest.row.end_ns - k->slowest.row.start_ns)
+  if (!k->slowest.set || d >= k->slowest.row.step_ns) {
+    struct cp_pick old = k->runner;
+
+    k->runner = k->slowest;
+    k->slowest = old; /* freed and replaced by pick_set */
     rc = pick_set(sd, &k->slowest);
-  if (rc == 0 &&
-      (!k->median.set ||
-       dist(d, k->p50_ns) <
-           dist(k->median.row.end_ns - k->median.row.start_ns, k->p50_ns)))
+  } else if (!k->runner.set || d >= k->runner.row.step_ns) {
+    rc = pick_set(sd, &k->runner);
+  }
+  if (rc == 0 && (!k->median.set ||
+                  dist(d, k->p50_ns) < dist(k->median.row.step_ns, k->p50_ns)))
     rc = pick_set(sd, &k->median);
   return rc;
+}
+
+const struct cp_pick *cp_slowest(const struct cp_kind *k)
+{
+  return k->runner.set && k->median.set &&
+                 k->median.row.index == k->slowest.row.index
+             ? &k->runner
+             : &k->slowest;
+}
+
+/* The step's window grown to the end of its last record and of its path
+ * (its records run after its label when the host runs ahead), and its
+ * time as /steps counts it. */
+static void window_of(const struct idx_agg *a, const struct cp_stepdata *sd,
+                      struct cp_steprow *row)
+{
+  int64_t first = INT64_MAX, last = INT64_MIN;
+
+  row->step_ns = row->end_ns - row->start_ns;
+  for (uint32_t i = 0; i < sd->n; i++) {
+    const struct cp_ev *e = &sd->ev[i];
+
+    if (cp_is_record(e)) {
+      first = e->start < first ? e->start : first;
+      last = e->end > last ? e->end : last;
+    }
+  }
+  row->end_ns = last > row->end_ns ? last : row->end_ns;
+  row->end_ns = row->path_to > row->end_ns ? row->path_to : row->end_ns;
+  if (a->cpath->source == CP_SOURCE_LABELS && a->step_side == AGG_SIDE_GPU)
+    row->step_ns = last >= first ? last - first : 0;
 }
 
 /* ---- a closed step ---- */
@@ -429,11 +467,12 @@ int cp_stats_step(struct idx_agg *a, const struct cp_stepdata *sd)
   int rc;
 
   k->steps++;
-  if (row->status != CP_STEP_OK) {
+  if (row->status != CP_STEP_OK) { /* not analysed: its label's window */
     k->too_big += row->status == CP_STEP_TOO_BIG;
     k->cycles += row->status == CP_STEP_CYCLE;
     return keep_row(c, row);
   }
+  window_of(a, sd, row);
   for (uint32_t i = 0; i < sd->n; i++)
     if (sd->ev[i].kind == CP_EV_KERNEL) {
       row->kernels++;
