@@ -10,17 +10,15 @@
  */
 'use strict';
 
-/* The roofs drawn, by compute spec: a GPU's matrix peak per precision,
- * its vector peaks (the elementwise ops'). */
-const ROOF_COLORS = ['#2563c9', '#7c3aed', '#db2777', '#ca8a04', '#0891b2',
-  '#65a30d', '#64748b'];
-const OP_CAT_COLORS = {GEMM: '#2563c9', SDPA_fwd: '#7c3aed',
-  SDPA_bwd: '#a78bfa', InferenceAttention_fwd: '#6d28d9',
-  CONV_fwd: '#ea580c', CONV_bwd: '#fb923c', UnaryElementwise: '#64748b',
-  BinaryElementwise: '#94a3b8', Reduce_fwd: '#0e7490',
-  Normalization: '#0891b2', RMSNorm_fwd: '#22d3ee', RoPE_fwd: '#ca8a04',
-  MoE_fused_fwd: '#db2777', MoE_unfused_fwd: '#f472b6'};
-const opColor = c => OP_CAT_COLORS[c] || '#a8a29e';
+/* Each op category (TraceLens's sheets) by the kernel category of the
+ * palette (charts.js) its kernels fall in: one colour per name. */
+const OP_CAT_KIND = {GEMM: 'gemm', SDPA_fwd: 'attention',
+  SDPA_bwd: 'attention', InferenceAttention_fwd: 'attention',
+  CONV_fwd: 'custom', CONV_bwd: 'custom', UnaryElementwise: 'elementwise',
+  BinaryElementwise: 'elementwise', Reduce_fwd: 'softmax_topk',
+  Normalization: 'normalization', RMSNorm_fwd: 'normalization',
+  RoPE_fwd: 'routing', MoE_fused_fwd: 'moe', MoE_unfused_fwd: 'moe'};
+const opColor = c => colorOf(OP_CAT_KIND[c] || 'other');
 const PERF_LIMIT = 1000;
 
 /* A rate with three significant digits: "312", "4.71", "0.0213". */
@@ -79,19 +77,19 @@ function roofline(rows, roof) {
   const shapes = [];
   for (let d = xl; d <= xh; d++) {
     shapes.push(svg('line', {x1: x(10 ** d), x2: x(10 ** d), y1: T,
-      y2: H - B, class: 'gridline'}),
+      y2: H - B, class: 'grid'}),
     svg('text', {x: x(10 ** d), y: H - B + 16, class: 'tick',
       'text-anchor': 'middle'}, '1e' + d));
   }
   for (let d = yl; d <= yh; d++) {
     shapes.push(svg('line', {x1: L, x2: W - R, y1: y(10 ** d),
-      y2: y(10 ** d), class: 'gridline'}),
+      y2: y(10 ** d), class: 'grid'}),
     svg('text', {x: L - 6, y: y(10 ** d) + 4, class: 'tick',
       'text-anchor': 'end'}, '1e' + d));
   }
-  shapes.push(svg('text', {x: (L + W) / 2, y: H - 4, class: 'axis',
+  shapes.push(svg('text', {x: (L + W) / 2, y: H - 4, class: 'axis-title',
     'text-anchor': 'middle'}, 'arithmetic intensity (FLOPs / byte)'),
-  svg('text', {x: 14, y: (T + H - B) / 2, class: 'axis',
+  svg('text', {x: 14, y: (T + H - B) / 2, class: 'axis-title',
     'text-anchor': 'middle', transform: 'rotate(-90 14 ' +
       (T + H - B) / 2 + ')'}, 'TFLOPS/s'));
   if (roof) {
@@ -103,7 +101,7 @@ function roofline(rows, roof) {
     }
     [...byPeak].forEach(([p, names], i) => {
       const ridge = p / roof.tb_s, x0 = 10 ** xl, x1 = 10 ** xh;
-      const c = ROOF_COLORS[i % ROOF_COLORS.length];
+      const c = seriesColor(i);
       shapes.push(svg('polyline', {points: [[x0, x0 * roof.tb_s],
         [ridge, p], [x1, p]].map(([a, b]) => x(a) + ',' +
         y(Math.max(b, 10 ** yl))).join(' '), class: 'roof', stroke: c},
@@ -150,7 +148,7 @@ function roofline(rows, roof) {
   /* Log-log: the picture keeps its proportions, its points round. */
   fig.querySelector('svg').setAttribute('preserveAspectRatio',
     'xMidYMid meet');
-  return el('div', {class: 'roofline-chart'}, fig,
+  return el('div', {class: 'roofline-chart'}, hover(fig),
     legend(cats.map(c => [c, opColor(c)])));
 }
 
@@ -188,11 +186,11 @@ function memoryChart(rank, rows, steps, span) {
     if (!r.step) continue;
     shapes.push(svg('rect', {x: x(r.start_ns), y: 0, height: BAND,
       width: Math.max(0.3, x(r.end_ns - r.start_ns)),
-      fill: kindColor(kinds, r.step)}, svg('title', null, 'step ' + r.step)));
+      fill: kindColor(r.step)}, svg('title', null, 'step ' + r.step)));
   }
   devs.forEach((d, i) => {
     const rs = rows.filter(r => r.device === d);
-    const c = ROOF_COLORS[i % ROOF_COLORS.length];
+    const c = seriesColor(i);
     const pts = rs.map(r => [x((r.start_ns + r.end_ns) / 2), r]);
     shapes.push(svg('polygon', {points: pts.map(([px, r]) => px + ',' +
       y(r.allocated_max_bytes)).concat(pts.slice().reverse().map(([px, r]) =>
@@ -203,9 +201,8 @@ function memoryChart(rank, rows, steps, span) {
     svg('polyline', {points: pts.map(([px, r]) => px + ',' +
       y(r.reserved_max_bytes)).join(' '), stroke: c, class: 'mem-res'}));
   });
-  shapes.push(svg('text', {x: 2, y: top + 10, class: 'tick'},
-    fmtBytes(most)), svg('text', {x: 2, y: top + H + B - 4, class: 'tick'},
-    '0 \u2192 ' + fmtNs(end)));
+  shapes.push(svg('text', {x: 2, y: top + 14, class: 'tick'},
+    fmtBytes(most)));
   const desc = 'Rank ' + rank + ', ' + devs.length + ' devices over ' +
     exactNs(end) + ' in ' + rows.length + ' buckets: ' + devs.map(d => {
     const rs = rows.filter(r => r.device === d);
@@ -213,13 +210,21 @@ function memoryChart(rank, rows, steps, span) {
       r.allocated_max_bytes)) + ' bytes, reserved up to ' +
       Math.max(...rs.map(r => r.reserved_max_bytes)) + ' bytes';
   }).join('; ') + '. Steps: ' + (kinds.join(', ') || 'none') + '.';
+  const fig = figure('memory', W, top + H + B, 'Memory over time, rank ' +
+    rank, desc, ['rank ', String(rank), ': allocated (line, the bucket\'s ',
+    'least shaded below it) and reserved (dashed) under the step band'],
+  shapes);
   return el('div', {class: 'memory-chart'},
-    figure('memory', W, top + H + B, 'Memory over time, rank ' + rank, desc,
-      ['rank ', String(rank), ': allocated (line, the bucket\'s least ',
-        'shaded below it) and reserved (dashed) under the step band'],
-      shapes),
-    legend(devs.map((d, i) => [d, ROOF_COLORS[i % ROOF_COLORS.length]])
-      .concat(kinds.map(k => ['step ' + k, kindColor(kinds, k)]))));
+    hover(withAxis(fig, timeAxis(0, end, 'time from the start')),
+      timeReader(0, end, W, t => devs.map(d => {
+        const r = rows.find(x => x.device === d && t >= x.start_ns &&
+          t < x.end_ns);
+        return d + ': ' + (r ? fmtBytes(r.allocated_max_bytes) +
+          ' allocated, ' + fmtBytes(r.reserved_max_bytes) + ' reserved'
+          : 'no event');
+      }))),
+    legend(devs.map((d, i) => [d, seriesColor(i)])
+      .concat(kinds.map(k => ['step ' + k, kindColor(k)]))));
 }
 
 function memoryTables(dev, ops) {
