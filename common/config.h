@@ -136,12 +136,16 @@ enum cfg_profile_control { CFG_PROFILE_BENCH, CFG_PROFILE_DAEMON };
      "who starts the profiler: the bench's --profile, or traced")              \
   XX(profiler_timeout_s, INT(1, 86400), "300", NULL,                           \
      "ATOM_PROFILER_TIMEOUT of the server, unless set otherwise")              \
+  XX(time_scale, INT(1, 1000), "1", NULL,                                      \
+     "ATOM's seconds in a real one (1; more only on the simulator)")           \
   XX(index_jobs, INT(1, 256), NULL, default_jobs,                              \
      "ranks indexed at once (default: the number of cores)")                   \
   XX(category_rules, STR(), "", NULL,                                          \
      "a file of category and family rules before the built-in ones")           \
   XX(max_kernel_names, INT(100, 10000000), "10000", NULL,                      \
      "distinct kernel names (and launch shapes) kept per rank")                \
+  XX(gpu_roof, STR(), "", check_gpu_roof,                                      \
+     "the roof ops are put against (empty: the trace's GPU; docs/PERF.md)")    \
   XX(regression_threshold_pct, INT(0, 1000), "5", NULL,                        \
      "a verdict's change counts beyond this percentage (and the noise)")       \
   XX(webhook_url, STR(), "", check_url,                                    \
