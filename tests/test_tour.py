@@ -17,10 +17,10 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_capture_lib import start_run  # noqa: E402
 from tracedtest import (SRC_DIR, TRACED_BIN, TRACES_DIR, check,  # noqa: E402
                         check_eq, free_port, wait_for)
 
@@ -40,24 +40,6 @@ def tour_commands(readme):
             if line.strip():
                 out.append(line)
     return out
-
-
-def start_demo(top, port, atom_port):
-    """scripts/run.sh with its demo folder in top/demo; returns the
-    process and the lines it prints (read in the background)."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("SIM_", "ATOM_"))}
-    env.update(TRACED_DEMO_DIR=os.path.join(top, "demo"),
-               TRACED_BIN=TRACED_BIN, TRACED_LISTEN="127.0.0.1:%d" % port,
-               ATOM_PORT=str(atom_port))
-    p = subprocess.Popen(["sh", os.path.join(SRC_DIR, "scripts", "run.sh")],
-                         env=env, stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True,
-                         start_new_session=True)
-    lines = []
-    threading.Thread(target=lambda: lines.extend(p.stdout),
-                     daemon=True).start()
-    return p, lines
 
 
 def run(top, assigned, cmd):
@@ -87,7 +69,8 @@ def main():
     os.symlink(os.path.dirname(os.path.abspath(TRACES_DIR)),
                os.path.join(tmp, "shared"))
     port = free_port()
-    p, lines = start_demo(top, port, free_port())
+    p, lines = start_run(os.path.join(top, "demo"), "127.0.0.1:%d" % port,
+                         free_port())
     try:
         wait_for(lambda: any("traced keeps running" in x for x in lines),
                  300, "make run's demo capture")
