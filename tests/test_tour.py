@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """README.md's tour, run as written: `make run`'s script (scripts/run.sh)
 on free ports, as the README's "Other ports" says, then every command of
-the tour's shell blocks in the order given, from a folder laid out as the
+the shell blocks of the tour and of the sweep on the simulator (not the
+block said to be for a real ATOM box) in the order given, from a folder
+laid out as the
 repository's top (build/, demo/ beside, ../shared/traces above), each in
 bash as a reader would paste it. curl is wrapped to report each answer's
 status on stderr: every answer must be 2xx, every command must exit 0 and
 write nothing else on stderr (no traceback, no curl or shell error). The
 second capture, the same configuration as the demo's, must be judged
-against the demo capture: unchanged.
+against the demo capture: unchanged; the sweep's four points must be
+done.
 """
 import json
 import os
@@ -28,17 +31,27 @@ from tracedtest import (SRC_DIR, TRACED_BIN, TRACES_DIR, check,  # noqa: E402
 CURL = "curl() { command curl -w '%{stderr}HTTP %{http_code}\\n' \"$@\"; }\n"
 
 
+# The README's sections a reader runs against `make run`, in order.
+SECTIONS = ("## A five-minute tour", "## A sweep, as ATOM's CI runs it")
+# The first line of a block that needs a real ATOM box (its models under
+# /data): said so to the reader, not run here.
+REAL_BOX = "# on a real ATOM box"
+
+
 def tour_commands(readme):
-    """The commands of the tour's ```sh blocks, continuation lines
-    joined, in order."""
+    """The commands of the sections' ```sh blocks (not those for a real
+    ATOM box), continuation lines joined, in order."""
     text = open(readme).read()
-    start = text.index("## A five-minute tour")
-    section = text[start:text.index("\n## ", start + 1)]
     out = []
-    for block in re.findall(r"```sh\n(.*?)```", section, re.S):
-        for line in block.replace("\\\n", " ").splitlines():
-            if line.strip():
-                out.append(line)
+    for title in SECTIONS:
+        start = text.index(title)
+        section = text[start:text.index("\n## ", start + 1)]
+        for block in re.findall(r"```sh\n(.*?)```", section, re.S):
+            if block.startswith(REAL_BOX):
+                continue
+            for line in block.replace("\\\n", " ").splitlines():
+                if line.strip():
+                    out.append(line)
     return out
 
 
@@ -92,6 +105,10 @@ def main():
                  ("unchanged", 1), "capture 2's verdict: %s" % verdict)
         with open(os.path.join(top, "first20ms.json")) as f:
             check(json.load(f)["traceEvents"], "the slice's events")
+        sweep = json.loads(run(top, assigned, "curl -s $api/sweeps/1").stdout)
+        check_eq((sweep["status"], sweep["points_done"],
+                  [p["status"] for p in sweep["points"]]),
+                 ("done", 4, ["done"] * 4), "the sweep: %s" % sweep)
         print("the tour's %d commands answered 2xx; capture 2 unchanged "
               "against capture 1 over %d figures" % (len(cmds),
                                                      verdict["compared"]))
