@@ -121,6 +121,10 @@ def folders():
                             "Pre-flight: cleaning up processes")
         check_eq(cap["error"]["log_tail"].strip(), "Pre-flight: cleaning up "
                  "processes and GPU memory...", "launcher log tail")
+        # A typo in the model's path: the server dies loading its
+        # tokenizer, as ATOM's does, and the capture says why.
+        expect_failed(rig, rig.capture(model=rig.model + "x"), "launching",
+                      "OSError: Can't load tokenizer for '%sx'" % rig.model)
     # A folder traced cannot make: said before anything runs.
     rig = Rig()
     with open(rig.path("afile"), "w"):
