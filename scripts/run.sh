@@ -20,8 +20,11 @@ fi
 DEMO=${TRACED_DEMO_DIR:-$PWD/demo}
 export ATOM_SIM_HOME="$DEMO/atom-sim"
 # Every request runs its whole output (OSL 32), as on a real server: the
-# simulator's default stops at 8 tokens to keep the tests short.
+# simulator's default stops at 8 tokens to keep the tests short. Each
+# step lasts as long as the traces it exports say (the default, 1 ms,
+# keeps the tests short): the bench's TPOT is then the decode step's.
 export SIM_MAX_TOKENS="${SIM_MAX_TOKENS:-1024}"
+export SIM_TOKEN_S="${SIM_TOKEN_S:-trace}"
 # ATOM's scripts (and the simulator's) need rocm-smi and a `python` that
 # imports ATOM (/opt/venv/bin in ATOM's image): the sim's stand-ins.
 export PATH="$PWD/sim/bin:$PWD/sim/venv/bin:$PATH"

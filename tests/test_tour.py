@@ -9,8 +9,9 @@ bash as a reader would paste it. curl is wrapped to report each answer's
 status on stderr: every answer must be 2xx, every command must exit 0 and
 write nothing else on stderr (no traceback, no curl or shell error). The
 second capture, the same configuration as the demo's, must be judged
-against the demo capture: unchanged; the sweep's four points must be
-done.
+against the demo capture: unchanged; the demo's bench must agree with
+its traces (TPOT a decode step, TTFT at least a prefill); the sweep's
+four points must be done.
 """
 import json
 import os
@@ -105,6 +106,19 @@ def main():
                  ("unchanged", 1), "capture 2's verdict: %s" % verdict)
         with open(os.path.join(top, "first20ms.json")) as f:
             check(json.load(f)["traceEvents"], "the slice's events")
+        # The bench and the traces tell one story: a decode step gives
+        # every running request its next token, so the bench's TPOT is a
+        # decode step (and the scheduler), its TTFT at least a prefill.
+        bench = json.loads(run(top, assigned,
+                               "curl -s $api/captures/1").stdout)["bench"]
+        steps = {r["kind"]: r for r in json.loads(run(
+            top, assigned, "curl -s $api/captures/1/steps").stdout)["rows"]}
+        tpot, dec = bench["median_tpot_ms"] * 1e6, steps["decode"]["p50_ns"]
+        check(0.9 * dec <= tpot <= 1.5 * dec, "TPOT p50 %.0f ns, decode step "
+              "p50 %d ns" % (tpot, dec))
+        check(bench["median_ttft_ms"] * 1e6 >= steps["prefill"]["min_ns"],
+              "TTFT p50 %s ms, prefill %s" % (bench["median_ttft_ms"],
+                                              steps["prefill"]))
         sweep = json.loads(run(top, assigned, "curl -s $api/sweeps/1").stdout)
         check_eq((sweep["status"], sweep["points_done"],
                   [p["status"] for p in sweep["points"]]),
