@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common/net.h"
+#include "common/roof.h"
 
 enum type { T_STR, T_INT, T_BYTES, T_LIST, T_ENUM };
 
@@ -42,6 +43,8 @@ static int check_url(struct cfg *cfg, const struct setting *s,
                      struct tr_err *err);
 static int check_ui_url(struct cfg *cfg, const struct setting *s,
                         struct tr_err *err);
+static int check_gpu_roof(struct cfg *cfg, const struct setting *s,
+                          struct tr_err *err);
 static int default_node_name(struct cfg *cfg, const struct setting *s,
                              struct tr_err *err);
 static int default_node_url(struct cfg *cfg, const struct setting *s,
@@ -514,6 +517,20 @@ static int check_url(struct cfg *cfg, const struct setting *s,
                       "without blanks, of at most 2048 bytes",
                       s->name);
   return 0;
+}
+
+/* gpu_roof: empty (each rank's GPU by its deviceProperties name), a row
+ * of the roof table or a roof by hand (common/roof.h). */
+static int check_gpu_roof(struct cfg *cfg, const struct setting *s,
+                          struct tr_err *err)
+{
+  const char *v = *(char **)((char *)cfg + s->offset);
+  struct tr_roof roof;
+
+  (void)cfg;
+  if (v[0] == '\0')
+    return 0;
+  return tr_roof_parse(v, &roof, err);
 }
 
 /* perfetto_ui_url: the page the dashboard opens and posts a slice to

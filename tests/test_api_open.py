@@ -113,15 +113,16 @@ def check_records(body, what):
     return text
 
 
-def check_csv(d, url, what):
-    """GET url as JSON and as CSV: the CSV holds the JSON rows."""
+def check_csv(d, url, what, key="rows"):
+    """GET url as JSON and as CSV: the CSV holds the JSON's table (its
+    member key)."""
     sep = "&" if "?" in url else "?"
     code, hdrs, jbody = raw(d, "GET", url + sep + "format=json")
     check_eq(code, 200, "%s json: %r" % (what, jbody[:300]))
     code2, _, plain = raw(d, "GET", url)
     check_eq((code2, plain), (200, jbody), what + ": format=json is the "
              "default")
-    rows = json.loads(jbody)["rows"]
+    rows = json.loads(jbody)[key]
     code, hdrs, cbody = raw(d, "GET", url + sep + "format=csv")
     check_eq(code, 200, "%s csv: %r" % (what, cbody[:300]))
     check_eq(hdrs.get("content-type"), CSV_TYPE, what + ": type")
@@ -146,12 +147,19 @@ def check_csv(d, url, what):
     return len(rows)
 
 
-def has_rows(spec, op):
-    """The route's JSON answer is a table (an object with rows)."""
+def table_key(spec, op):
+    """The member of the route's JSON answer that its CSV holds: `rows`,
+    else its one array of objects (a list's `sweeps`, a sweep's `points`);
+    None when the answer is not a table."""
     content = op["responses"]["200"]["content"]
-    schema = deref(spec, content.get("application/json", {}).get(
-        "schema", {}))
-    return "rows" in schema.get("properties", {})
+    props = deref(spec, content.get("application/json", {}).get(
+        "schema", {})).get("properties", {})
+    if "rows" in props:
+        return "rows"
+    tables = [k for k, v in props.items() if deref(spec, v).get(
+        "type") == "array" and deref(spec, deref(spec, v).get(
+            "items", {})).get("type") == "object"]
+    return tables[0] if len(tables) == 1 else None
 
 
 def declares_format(spec, op):
@@ -183,15 +191,17 @@ def case_csv():
         b = import_done(d, lay_out(root, "b", RANKS_B))["id"]
         walked, rows = set(), 0
         for tmpl, op, common, url in walk_paths(spec, (a, b), None):
-            if has_rows(spec, op):
+            key = table_key(spec, op)
+            if key == "rows":
                 check(declares_format(spec, op),
                       tmpl + ": a table route without format")
             if not declares_format(spec, op):
                 continue
             content = op["responses"]["200"]["content"]
             check("text/csv" in content, tmpl + ": text/csv not declared")
+            check(key is not None, tmpl + ": CSV of no table")
             for full in csv_urls(spec, tmpl, op, common, url, (a, b)):
-                rows += check_csv(d, full, "GET " + full)
+                rows += check_csv(d, full, "GET " + full, key)
             check_error(d.get(url + "?format=xml"), 400, "format",
                         tmpl + " format=xml")
             walked.add(tmpl)

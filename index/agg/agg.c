@@ -629,6 +629,8 @@ int idx_agg_event(void *ud, const struct idx_doc *doc,
   }
   if (ev->has & IDX_HAS_TS)
     note_time(a, ev);
+  if ((ev->ph == 'i' || ev->ph == 'I') && a->dec != NULL) /* [memory] */
+    return dec_memory(a->dec, ev);
   if (ev->ph != 'X')
     return 0;
   cls = idx_format_get(doc->format)->classify(ev);

@@ -12,6 +12,7 @@
 #include "index/agg/agg_sum.h"
 #include "index/cpath/cpath.h"
 #include "index/decode/decode.h"
+#include "index/perf/perf.h"
 #include "index/read/format.h"
 #include "index/host/host.h"
 
@@ -526,7 +527,9 @@ static json_t *summary_head(struct idx_agg *a, const struct idx_doc *doc,
   json_t *cw;
   int i;
 
-  AGG_SUM_FILLS(TR_SUM_RANK, 56); /* 18 of them dec_put_rank()'s */
+  /* 18 of them dec_put_rank()'s, 4 pf_put_rank()'s, 2
+   * dec_memory_put_rank()'s */
+  AGG_SUM_FILLS(TR_SUM_RANK, 62);
   if (a->t0_ns > a->tend_ns)      /* no timed event */
     a->t0_ns = a->tend_ns = 0;
   for (i = 0; i < AGG_COPY_MEMSET; i++) {
@@ -572,6 +575,8 @@ static json_t *summary_head(struct idx_agg *a, const struct idx_doc *doc,
   if (a->dec != NULL)
     dec_warnings(a->dec, r.warnings);
   dec_put_rank(a->dec, &r);
+  pf_put_rank(dec_perf(a->dec), device_value(a, doc).p, a->gpu_roof, &r);
+  dec_memory_put_rank(a->dec, &r);
   r.collective_events = (int64_t)a->coll.events;
   r.collective_ns = a->coll.ns;
   r.exposed_comm_ns = a->coll.exposed_ns;
@@ -633,12 +638,13 @@ static void array_rows(json_t *rows, struct agg_out *o)
 
 /* Every table after the head, in the summary's order (common/summary.h's
  * TR_SUM_TABLES). */
-static int table_rows(struct idx_agg *a, const struct row *krows, size_t nk,
+static int table_rows(struct idx_agg *a, const struct idx_doc *doc,
+                      const struct row *krows, size_t nk,
                       const struct agg_stat *cats, json_t *phases,
                       struct agg_out *o)
 {
 #define ONE_TABLE(member, ROWS, row) +1
-  _Static_assert((0 TR_SUM_TABLES(ONE_TABLE)) == 33,
+  _Static_assert((0 TR_SUM_TABLES(ONE_TABLE)) == 38,
                  "a summary table this function does not write");
 #undef ONE_TABLE
   o->table = "kernels";
@@ -673,7 +679,7 @@ static int table_rows(struct idx_agg *a, const struct row *krows, size_t nk,
   agg_sample_figures_rows(a, o);
   o->table = "step_samples";
   agg_step_samples_rows(a, o);
-  dec_rows(a->dec, a->t0_ns, o); /* the decode_* tables */
+  dec_rows(a->dec, a->t0_ns, o); /* the decode_* tables, sources */
   o->table = "critical_kinds";
   array_rows(agg_cpath_kinds_json(a), o);
   o->table = "critical_steps";
@@ -690,6 +696,9 @@ static int table_rows(struct idx_agg *a, const struct row *krows, size_t nk,
   array_rows(agg_cpath_sequences_json(a), o);
   o->table = "median_sequence";
   array_rows(agg_cpath_median_seq_json(a), o);
+  o->table = "op_perf";
+  pf_rows(dec_perf(a->dec), device_value(a, doc).p, a->gpu_roof, o);
+  dec_memory_rows(a->dec, a->t0_ns, o); /* the memory* tables */
   return o->rc;
 }
 
@@ -711,7 +720,7 @@ static int emit(struct idx_agg *a, const struct idx_doc *doc,
     return tr_err_set(o->err, TR_ENOMEM, "", "%s: out of memory", info->path);
   rc = o->sink->on_head(o->sink->ud, head, o->err);
   json_decref(head);
-  return rc != 0 ? rc : table_rows(a, krows, nk, cats, t->phases, o);
+  return rc != 0 ? rc : table_rows(a, doc, krows, nk, cats, t->phases, o);
 }
 
 /* Decode's walk (dec_end), beside the time pass when the file may use
@@ -748,6 +757,7 @@ int idx_agg_rows(struct idx_agg *a, const struct idx_doc *doc,
     return tr_err_set(err, TR_ENOMEM, "", "%s: out of memory", info->path);
   a->threads = info->threads;
   agg_beside_start(&dec, a->threads > 1 && a->dec != NULL, dec_run, &dec_err);
+  dec_span(a->dec, a->t0_ns, a->tend_ns);
   if (a->dec != NULL && (rc = dec_seal(a->dec, err)) == 0)
     (void)agg_beside_put(&dec, a->dec);
   if (rc == 0)

@@ -7,8 +7,8 @@
  * C types by TYPE: INT and AVG int64_t; INT_NULL struct agg_opt (set 0:
  * null); TEXT, TEXT_NULL and NAME struct agg_txt (bytes, not NUL-
  * terminated; p NULL: null for TEXT_NULL, "" otherwise); JSON and
- * JSON_NULL json_t * (the writer takes the reference; NULL: null); SHARE
- * and RATIO double.
+ * JSON_NULL json_t * (the writer takes the reference; NULL: null); REAL,
+ * SHARE and RATIO double; REAL_NULL double, NaN for null.
  */
 #ifndef IDX_AGG_SUM_H
 #define IDX_AGG_SUM_H
@@ -43,6 +43,8 @@ struct agg_txt agg_txt(const char *s);
 #define AGG_CTYPE_SHARE     double
 #define AGG_CTYPE_RATIO     double
 #define AGG_CTYPE_PART      double
+#define AGG_CTYPE_REAL      double
+#define AGG_CTYPE_REAL_NULL double
 
 #define AGG_SUM_MEMBER_(key, col, ty, all, since) AGG_CTYPE_##ty key;
 

@@ -56,12 +56,13 @@ int dec_event(struct dec_file *d, const struct idx_event *ev,
 
 /* 0 when dec_event() would take nothing of ev: the test every event
  * passes before the call, inline, since nine in ten events of a trace
- * are python_function frames of no module (dec_event.c's rule: a module
- * is "nn.Module: ..."). */
+ * are python_function frames, many of them builtins ("<built-in method
+ * ...>"), which no rule of dec_event.c takes. */
 static inline int dec_wants(const struct idx_event *ev, enum idx_class cls)
 {
-  if (cls == IDX_CLASS_PYTHON)
-    return ev->name.n > 11 && ev->name.p[0] == 'n';
+  if (cls == IDX_CLASS_PYTHON) /* a module, a checkpoint's recompute, a
+                                 source line: no builtin */
+    return ev->name.n > 6 && ev->name.p[0] != '<';
   return cls != IDX_CLASS_NONE && cls != IDX_CLASS_LABEL_GPU &&
          cls != IDX_CLASS_SYNC;
 }
@@ -77,10 +78,25 @@ int dec_seal(struct dec_file *d, struct tr_err *err);
 
 /* The run trace's figures into the summary: its scalars (completeness)
  * into r; the rows of its tables (the decode_* members of common/
- * summary.h's TR_SUM_TABLES, in that order) to o. d NULL (decode not
+ * summary.h's TR_SUM_TABLES and sources, in that order) to o. d NULL (decode not
  * run): zeros and no rows. */
 void dec_put_rank(const struct dec_file *d, struct agg_sum_rank *r);
 void dec_rows(struct dec_file *d, int64_t t0_ns, struct agg_out *o);
+
+/* The rank's op groups (index/perf/perf.h), which decode's walks fill;
+ * NULL when d is. */
+const struct pf_lib *dec_perf(const struct dec_file *d);
+
+/* A [memory] event (profile_memory: index/memory/memory.h) of a run
+ * trace, taken for the walk; other events and capture traces' are
+ * ignored. 0 or TR_ENOMEM. */
+int dec_memory(struct dec_file *d, const struct idx_event *ev);
+/* The rank's span, before dec_end(): the memory timeline's grid. */
+void dec_span(struct dec_file *d, int64_t t0_ns, int64_t tend_ns);
+/* The memory tables' rows (memory, memory_timeline, memory_ops) to o and
+ * the rank's memory scalars into r; d NULL: none, zeros. */
+void dec_memory_rows(struct dec_file *d, int64_t t0_ns, struct agg_out *o);
+void dec_memory_put_rank(const struct dec_file *d, struct agg_sum_rank *r);
 
 /* The summary's warnings about the decode figures (stacks or names
  * capped, replays left unmatched, steps closed before their kernels

@@ -41,8 +41,15 @@ enum {
   IDX_HAS_SHMEM = 1u << 11,
   IDX_HAS_BYTES = 1u << 12,
   IDX_HAS_WAIT_STREAM = 1u << 13, /* cuda_sync: wait_on_stream */
-  IDX_HAS_WAIT_CORR = 1u << 14    /* cuda_sync: the awaited record's
+  IDX_HAS_WAIT_CORR = 1u << 14,   /* cuda_sync: the awaited record's
                                      correlation */
+  /* A [memory] event's args (profile_memory: index/memory/). */
+  IDX_HAS_MEM_BYTES = 1u << 15, /* "Bytes" */
+  IDX_HAS_MEM_ADDR = 1u << 16,  /* "Addr" */
+  IDX_HAS_MEM_ALLOC = 1u << 17, /* "Total Allocated" */
+  IDX_HAS_MEM_RES = 1u << 18,   /* "Total Reserved" */
+  IDX_HAS_MEM_TYPE = 1u << 19,  /* "Device Type" */
+  IDX_HAS_MEM_ID = 1u << 20     /* "Device Id" */
 };
 
 /* The times an event may carry (docs/TRACE_FORMATS.md, "What the reader
@@ -77,7 +84,18 @@ struct idx_event {
   int64_t correlation; /* kineto "correlation", mcTracer "co_id" */
   int64_t external_id; /* "External id" or legacy "external id" */
   int64_t device, stream;
-  int64_t grid[3], block[3];
+  /* A kernel's launch shape, or a [memory] event's allocation (the two
+   * never meet in one event: they share the slots, the has bits say
+   * which was read). */
+  union {
+    struct {
+      int64_t grid[3], block[3];
+    };
+    struct {
+      int64_t mem_bytes, mem_addr, mem_allocated, mem_reserved;
+      int64_t mem_type, mem_id;
+    };
+  };
   /* kineto's cuda_sync events (docs/TRACE_FORMATS.md) carry no launch
    * resources: the stream a Stream Wait Event or Event Sync waits on and
    * the correlation of the cudaEventRecord call that recorded the awaited
@@ -186,7 +204,8 @@ int idx_reader_walk_hint(const struct idx_reader *r, unsigned *depth,
 
 /* A piece of traceEvents begins: the next element that starts is its
  * first (idx_doc's marks, mark_off, mark_events), or none when the array
- * ends first. A slice later reads the piece alone (index/slice/slice_figs.c). */
+ * ends first. A slice later reads the piece alone (index/slice/slice_figs.c).
+ */
 void idx_reader_mark(struct idx_reader *r);
 
 /* Goes on at document offset off, the first byte of an element (or the
@@ -209,6 +228,12 @@ void idx_reader_free(struct idx_reader *r);
  * reader's ud. Members the reader would skip are then held whole, up to
  * the event ceiling. Call before the first feed. 0 or TR_ENOMEM. */
 int idx_reader_keep_raw(struct idx_reader *r, idx_member_cb on_member);
+
+/* For a consumer that reads events' arguments from their text (the op
+ * models, index/perf/): every event comes with its text, also one that
+ * lay across two chunks (copied then, before parsing changes it); the
+ * top-level members are skipped as usual. */
+void idx_reader_keep_text(struct idx_reader *r);
 
 /* A judge of strict JSON: past the one strict JSON value at p (whitespace
  * before it allowed) that ends at or before end, else NULL (which may
