@@ -3,15 +3,14 @@
 on free ports, as the README's "Other ports" says, then every command of
 the shell blocks of the tour and of the sweep on the simulator (not the
 block said to be for a real ATOM box) in the order given, from a folder
-laid out as the
-repository's top (build/, demo/ beside, ../shared/traces above), each in
-bash as a reader would paste it. curl is wrapped to report each answer's
-status on stderr: every answer must be 2xx, every command must exit 0 and
-write nothing else on stderr (no traceback, no curl or shell error). The
-second capture, the same configuration as the demo's, must be judged
-against the demo capture: unchanged; the demo's bench must agree with
-its traces (TPOT a decode step, TTFT at least a prefill); the sweep's
-four points must be done.
+laid out as the repository's top (build/, demo/ beside, ../shared/traces
+above), each in bash as a reader would paste it. curl is wrapped to
+report each answer's status on stderr: every answer must be 2xx, every
+command must exit 0 and write nothing else on stderr (no traceback, no
+curl or shell error). The second capture, the same configuration as the
+demo's, must be judged against the demo capture: unchanged; the demo's
+bench must agree with its traces (TPOT and TTFT at least a decode step
+and a prefill); the sweep's four points must be done.
 """
 import json
 import os
@@ -107,15 +106,16 @@ def main():
         with open(os.path.join(top, "first20ms.json")) as f:
             check(json.load(f)["traceEvents"], "the slice's events")
         # The bench and the traces tell one story: a decode step gives
-        # every running request its next token, so the bench's TPOT is a
-        # decode step (and the scheduler), its TTFT at least a prefill.
+        # every running request its next token, so the bench's TPOT is at
+        # least a decode step (and the scheduler, the prefills between,
+        # the machine's load), its TTFT at least a prefill.
         bench = json.loads(run(top, assigned,
                                "curl -s $api/captures/1").stdout)["bench"]
         steps = {r["kind"]: r for r in json.loads(run(
             top, assigned, "curl -s $api/captures/1/steps").stdout)["rows"]}
         tpot, dec = bench["median_tpot_ms"] * 1e6, steps["decode"]["p50_ns"]
-        check(0.9 * dec <= tpot <= 1.5 * dec, "TPOT p50 %.0f ns, decode step "
-              "p50 %d ns" % (tpot, dec))
+        check(tpot >= 0.9 * dec, "TPOT p50 %.0f ns, decode step p50 %d ns"
+              % (tpot, dec))
         check(bench["median_ttft_ms"] * 1e6 >= steps["prefill"]["min_ns"],
               "TTFT p50 %s ms, prefill %s" % (bench["median_ttft_ms"],
                                               steps["prefill"]))
