@@ -39,7 +39,7 @@ ctest_in() { # ctest_in DIR [ARGS...]
 release_build() {
   # shellcheck disable=SC2086 # CMAKE_FLAGS: words
   cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    ${CMAKE_FLAGS:-} >/dev/null
+    -DTRACED_TEST_CPU=ON ${CMAKE_FLAGS:-} >/dev/null
   cmake --build "$BUILD" -j "$JOBS"
 }
 
@@ -51,7 +51,8 @@ asan_build() {
   *) refs=$PWD/$BUILD/refcache ;;
   esac
   cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTRACED_SANITIZE=ON \
-    -DTRACED_INFLATE=zlib -DTRACED_REF_CACHE="$refs" >/dev/null
+    -DTRACED_INFLATE=zlib -DTRACED_REF_CACHE="$refs" -DTRACED_TEST_CPU=ON \
+    >/dev/null
   cmake --build build-asan -j "$JOBS"
 }
 
@@ -69,6 +70,8 @@ sanitizer_builds() {
   scripts/fuzz.sh build
 }
 
+fuzz_points() { scripts/fuzz.sh run points >build-fuzz/fuzz-points.log 2>&1; }
+
 all() {
   log=$(mktemp /tmp/traced-suite-builds-XXXXXX)
   stage release-build release_build
@@ -84,13 +87,15 @@ all() {
   stage asan-tests asan_tests
   wait "$builds" || { cat "$log"; exit 1; }
   rm -f "$log"
-  # The fuzzers take one core each in turn: ThreadSanitizer's run beside
-  # them.
-  scripts/fuzz.sh >build-fuzz/fuzz.log 2>&1 &
+  # Two fuzzers in turn on one core; ThreadSanitizer, then the third
+  # fuzzer, on the other.
+  scripts/fuzz.sh run reader index >build-fuzz/fuzz.log 2>&1 &
   fuzz=$!
   stage tsan scripts/tsan.sh
+  stage fuzz-points fuzz_points || { cat build-fuzz/fuzz-points.log; exit 1; }
   stage fuzz-wait wait "$fuzz" || { cat build-fuzz/fuzz.log; exit 1; }
-  grep -h "^tsan:\|Done [0-9]* runs" build-fuzz/fuzz.log || true
+  grep -h "^tsan:\|Done [0-9]* runs" build-fuzz/fuzz.log \
+    build-fuzz/fuzz-points.log || true
 }
 
 case "${1:-all}" in
