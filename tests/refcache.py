@@ -24,7 +24,8 @@ answer is computed again; nothing is looked up by a name alone.
 
 Two calls that ask the same at once compute it once: the second waits on
 the first's lock. An answer is written whole (a rename) or not at all,
-and read back as a fresh copy: a caller may change what it is given.
+and read back as a fresh copy: a caller may change what it is given. A
+call keeps one answer: computing it with changed code removes the old.
 """
 import ast
 import fcntl
@@ -117,17 +118,23 @@ def _canon(v, top):
     raise Uncached(type(v).__name__)
 
 
-def _key(fn, args, kwargs, top):
-    h = hashlib.sha256(sys.version.encode())
+def _keys(fn, args, kwargs, top):
+    """(the call's key: the function, its arguments and the content of
+    the files they name; the code's: Python's version and the sources)."""
+    code = hashlib.sha256(sys.version.encode())
     for src in _sources(fn.__module__):
-        h.update(os.path.relpath(src, TREE).encode())
-        h.update(_file_hash(src).encode())
-    h.update(json.dumps([fn.__module__, fn.__qualname__, _canon(args, top),
-                         _canon(kwargs, top)]).encode())
-    return h.hexdigest()
+        code.update(os.path.relpath(src, TREE).encode())
+        code.update(_file_hash(src).encode())
+    call = hashlib.sha256(json.dumps([
+        fn.__module__, fn.__qualname__, _canon(args, top),
+        _canon(kwargs, top)]).encode())
+    return call.hexdigest()[:32], code.hexdigest()[:32]
 
 
 def _load_or_compute(path, fn, args, kwargs):
+    """path's answer, or fn's, written to path; the answers of the same
+    call by other code (an earlier version of a reference) are removed,
+    so that the cache holds one answer per call."""
     with open(path + ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
@@ -144,6 +151,10 @@ def _load_or_compute(path, fn, args, kwargs):
         finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)
+        for old in glob.glob(glob.escape(path.rsplit(".", 2)[0]) +
+                             ".*.pickle"):
+            if old != path:
+                os.unlink(old)
         return out
 
 
@@ -155,13 +166,14 @@ def cached(fn):
         if not cache or not traces:
             return fn(*args, **kwargs)
         try:
-            k = _key(fn, args, kwargs, os.path.realpath(traces))
+            call_key, code_key = _keys(fn, args, kwargs,
+                                       os.path.realpath(traces))
         except Uncached:
             return fn(*args, **kwargs)
         os.makedirs(cache, exist_ok=True)
         module = fn.__module__
         if module == "__main__":
             module = os.path.basename(_origin(module) or "main")[:-3]
-        return _load_or_compute(os.path.join(cache, "%s.%s.%s.pickle" % (
-            module, fn.__qualname__, k[:32])), fn, args, kwargs)
+        return _load_or_compute(os.path.join(cache, "%s.%s.%s.%s.pickle" % (
+            module, fn.__qualname__, call_key, code_key)), fn, args, kwargs)
     return call
