@@ -30,10 +30,20 @@ stage() { # stage NAME COMMAND...: runs it; its time and the load after
     "load $(cut -d' ' -f1-3 /proc/loadavg)"
 }
 
-ctest_in() { # ctest_in DIR [ARGS...]
+# ctest_in DIR [ARGS...]: the tests, then the CPU they took in all
+# (scripts/test_cpu.py's lines of this run, docs/TESTS.md "CPU"): beside
+# the stage's wall, it says whether the stage was short of cores or of
+# ctest's slots.
+ctest_in() {
   dir=$1
   shift
-  (cd "$dir" && ctest --output-on-failure -j "$CTEST_JOBS" "$@")
+  rm -f "$dir/Testing/cpu.txt"
+  rc=0
+  (cd "$dir" && ctest --output-on-failure -j "$CTEST_JOBS" "$@") || rc=$?
+  [ ! -s "$dir/Testing/cpu.txt" ] ||
+    awk '{ s += $2 + $3; n++ } END { printf "suite: %d tests, %.0f s of CPU\n",
+      n, s }' "$dir/Testing/cpu.txt"
+  return $rc
 }
 
 release_build() {
