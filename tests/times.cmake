@@ -79,6 +79,7 @@ set(TRACED_TEST_TIMES
   "bounds_readonly 12 21"
   "web_dom_links_slices 12 16 cpu"
   "test_sim_clock 11 -"
+  "test_sim_pkill 4 -"
   "test_capture_fresh_make_run 11 16"
   "test_capture_fresh_ranks 11 19"
   "test_policy_link_moved_after_accept 10 19"
