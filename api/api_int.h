@@ -59,6 +59,8 @@ enum api_ptype {
   API_P_ENUM,    /* one of values ("string" with that "enum") */
   API_P_CAPTURE, /* a capture's id ("integer"); with fleet_view also a
                     capture of the fleet, node:id or its UUID */
+  API_P_SWEEP,   /* a sweep's id ("integer"); with fleet_view also a sweep
+                    of the fleet, node:id */
 };
 
 /* A query parameter of a route. */
@@ -518,11 +520,13 @@ struct api_sweep_ask {
 struct api_sweep_ask *api_sweep_ask(struct api_req *r, enum MHD_Result *ret);
 void api_sweep_ask_free(void *arg);
 
-/* When every point of points (the sweep object's) is final, the answer
- * is to be kept as made of their captures (a->keep): true when one is
- * kept already, replied in *ret. */
-bool api_sweep_keep(struct api_req *r, struct api_sweep_ask *a, json_t *points,
-                    enum MHD_Result *ret);
+/* A scaling's answer: the one kept when every point of points (the
+ * sweep object's, taken) is final and it was kept, else made by make
+ * off MHD's threads (api_slow()) and kept as made of the points'
+ * captures when they are all final. Takes a. */
+enum MHD_Result api_sweep_scaling_reply(struct api_req *r,
+                                        struct api_sweep_ask *a, json_t *points,
+                                        api_slow_fn make);
 
 /* Replies r's slow answer (api_slow_made()): its error, or its JSON (its
  * member's rows as CSV with a->csv), kept as a->keep says. */
@@ -564,8 +568,9 @@ int api_diff_query(struct api_req *r, struct store_diff_opts *o, bool *csv,
 /* ---- routes_fleet.c: the lab view (docs/FLEET.md) ---- */
 
 /* True when the request names a capture of the fleet (node:id or a UUID)
- * where a capture goes: the path's {id}, or for a route without one its
- * API_P_CAPTURE parameters. Only routes with a .lab answer do. */
+ * where a capture goes, or a sweep of the fleet (node:id) where a sweep
+ * goes: the path's {id} or {sweep}, or its API_P_CAPTURE or API_P_SWEEP
+ * parameters. Only routes with a .lab answer do. */
 bool api_fleet_wants(struct api_req *r);
 
 /* Answers such a request from the lab view's copies (with fleet_view
@@ -586,6 +591,7 @@ enum MHD_Result api_get_fleet_configs(struct api_req *r);
 enum MHD_Result api_get_fleet_sweeps(struct api_req *r);
 enum MHD_Result api_lab_sweep(struct api_req *r);
 enum MHD_Result api_lab_sweep_scaling(struct api_req *r);
+enum MHD_Result api_lab_sweep_compare(struct api_req *r);
 enum MHD_Result api_get_fleet_trend(struct api_req *r);
 
 /* ---- routes_results.c: verdicts and baselines ---- */

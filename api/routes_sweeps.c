@@ -187,8 +187,11 @@ struct api_sweep_ask *api_sweep_ask(struct api_req *r, enum MHD_Result *ret)
   return a;
 }
 
-bool api_sweep_keep(struct api_req *r, struct api_sweep_ask *a, json_t *points,
-                    enum MHD_Result *ret)
+/* When every point of points (the sweep object's) is final, the answer
+ * is to be kept as made of their captures (a->keep): true when one is
+ * kept already, replied in *ret. */
+static bool kept_answer(struct api_req *r, struct api_sweep_ask *a,
+                        json_t *points, enum MHD_Result *ret)
 {
   size_t i, n = json_array_size(points);
   json_t *p;
@@ -208,6 +211,20 @@ bool api_sweep_keep(struct api_req *r, struct api_sweep_ask *a, json_t *points,
     a->keep[a->nkeep++] = json_integer_value(json_object_get(p, "capture"));
   }
   return api_kept_of(r, a->keep, a->nkeep, ret);
+}
+
+enum MHD_Result api_sweep_scaling_reply(struct api_req *r,
+                                        struct api_sweep_ask *a, json_t *points,
+                                        api_slow_fn make)
+{
+  enum MHD_Result ret;
+  bool kept = kept_answer(r, a, points, &ret);
+
+  json_decref(points);
+  if (!kept)
+    return api_slow(r, make, a, api_sweep_ask_free);
+  api_sweep_ask_free(a);
+  return ret;
 }
 
 enum MHD_Result api_sweep_reply(struct api_req *r, const char *member)
@@ -240,8 +257,7 @@ enum MHD_Result api_get_sweep_scaling(struct api_req *r)
   struct tr_err err = { 0 };
   enum MHD_Result ret;
   struct store *st;
-  json_t *sweep = NULL;
-  bool kept;
+  json_t *sweep = NULL, *points;
 
   if (api_slow_made(r) != NULL)
     return api_sweep_reply(r, "rows");
@@ -253,13 +269,9 @@ enum MHD_Result api_get_sweep_scaling(struct api_req *r)
     api_sweep_ask_free(a);
     return api_reply_tr_err(r, &err);
   }
-  kept = api_sweep_keep(r, a, json_object_get(sweep, "points"), &ret);
+  points = json_incref(json_object_get(sweep, "points"));
   json_decref(sweep);
-  if (kept) {
-    api_sweep_ask_free(a);
-    return ret;
-  }
-  return api_slow(r, make_scaling, a, api_sweep_ask_free);
+  return api_sweep_scaling_reply(r, a, points, make_scaling);
 }
 
 static int make_compare(struct api_req *r, void *arg, json_t **out,
