@@ -600,26 +600,29 @@ static int check_fleet_view(struct cfg *cfg, const struct setting *s,
   return 0;
 }
 
+/* A default limit (setting name) above the largest one (the row s, which
+ * runs the check): the error names the default. */
+static int limit_in_max(const char *name, int limit, const struct setting *s,
+                        int max, struct tr_err *err)
+{
+  if (limit > max)
+    return tr_err_set(err, TR_EINVAL, name, "%s (%d) is above %s (%d)", name,
+                      limit, s->name, max);
+  return 0;
+}
+
 static int check_list_limit(struct cfg *cfg, const struct setting *s,
                             struct tr_err *err)
 {
-  (void)s;
-  if (cfg->list_limit > cfg->list_limit_max)
-    return tr_err_set(err, TR_EINVAL, "list_limit",
-                      "list_limit (%d) is above list_limit_max (%d)",
-                      cfg->list_limit, cfg->list_limit_max);
-  return 0;
+  return limit_in_max("list_limit", cfg->list_limit, s, cfg->list_limit_max,
+                      err);
 }
 
 static int check_table_limit(struct cfg *cfg, const struct setting *s,
                              struct tr_err *err)
 {
-  (void)s;
-  if (cfg->table_limit > cfg->table_limit_max)
-    return tr_err_set(err, TR_EINVAL, "table_limit",
-                      "table_limit (%d) is above table_limit_max (%d)",
-                      cfg->table_limit, cfg->table_limit_max);
-  return 0;
+  return limit_in_max("table_limit", cfg->table_limit, s, cfg->table_limit_max,
+                      err);
 }
 
 /* Import and model roots are compared with real paths

@@ -338,22 +338,23 @@
   XX(length_ns, length_ns, INT, SUM, 9)                                        \
   XX(length_p50_ns, length_p50_ns, INT, MAX, 9)                                \
   XX(length_max_ns, length_max_ns, INT, MAX, 9)                                \
-  TR_CRIT_BOUNDS(XX)                                                           \
+  TR_CRIT_BOUNDS(XX, SUM)                                                      \
   XX(kernels, kernels, INT, SUM, 9)                                            \
   XX(kernels_on_path, kernels_on_path, INT, SUM, 9)                            \
   XX(queue_max, queue_max, INT, MAX, 9)                                        \
   XX(queue_area_ns, queue_area_ns, INT, SUM, 9)                                \
   XX(extent_ns, extent_ns, INT, SUM, 9)
 
-/* The breakdown's columns, in enum cp_bound's order. */
-#define TR_CRIT_BOUNDS(XX)                                                     \
-  XX(cpu_ns, cpu_ns, INT, SUM, 9)                                              \
-  XX(gpu_ns, gpu_ns, INT, SUM, 9)                                              \
-  XX(comm_ns, comm_ns, INT, SUM, 9)                                            \
-  XX(launch_ns, launch_ns, INT, SUM, 9)                                        \
-  XX(gap_ns, gap_ns, INT, SUM, 9)                                              \
-  XX(sync_ns, sync_ns, INT, SUM, 9)                                            \
-  XX(idle_ns, idle_ns, INT, SUM, 9)
+/* The breakdown's columns, in enum cp_bound's order; ALL: SUM for the
+ * kinds' sums, EACH for a step's own (rows of every rank as they are). */
+#define TR_CRIT_BOUNDS(XX, ALL)                                                \
+  XX(cpu_ns, cpu_ns, INT, ALL, 9)                                              \
+  XX(gpu_ns, gpu_ns, INT, ALL, 9)                                              \
+  XX(comm_ns, comm_ns, INT, ALL, 9)                                            \
+  XX(launch_ns, launch_ns, INT, ALL, 9)                                        \
+  XX(gap_ns, gap_ns, INT, ALL, 9)                                              \
+  XX(sync_ns, sync_ns, INT, ALL, 9)                                            \
+  XX(idle_ns, idle_ns, INT, ALL, 9)
 
 /* Each step (the first 65536 of a rank, and the picked ones): its window
  * from t0, status (ok, too_big, cycle), path, breakdown; role median /
@@ -369,7 +370,7 @@
   XX(length_ns, length_ns, INT, EACH, 9)                                       \
   XX(path_from_ns, path_from_ns, INT, EACH, 9)                                 \
   XX(path_to_ns, path_to_ns, INT, EACH, 9)                                     \
-  TR_CRIT_BOUNDS(XX)                                                           \
+  TR_CRIT_BOUNDS(XX, EACH)                                                     \
   XX(events, events, INT, EACH, 9)                                             \
   XX(kernels, kernels, INT, EACH, 9)                                           \
   XX(kernels_on_path, kernels_on_path, INT, EACH, 9)                           \

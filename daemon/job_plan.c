@@ -24,7 +24,7 @@ static void run_plan(struct cap_work *w)
   struct cap_dirs dirs = { job->export_dir, job->log_dir, job->work_dir,
                            job->joins, job->sweep_conc_max };
 
-  cap_plan_build(w->r->cfg, job->params, &dirs, &pw->plan, &pw->err);
+  atom_plan_build(w->r->cfg, job->params, &dirs, &pw->plan, &pw->err);
 }
 
 /* What the capture records of its plan: the traces are its own folder's
@@ -49,7 +49,7 @@ static void on_plan_done(struct cap_work *w)
     if (job->ending == END_NONE)
       cap_fail(job, END_FAILED, NULL, "cannot prepare the capture: %s",
                pw->err.msg);
-    cap_plan_free(pw->plan);
+    atom_plan_free(pw->plan);
     free(pw);
     return;
   }
@@ -61,12 +61,10 @@ static void on_plan_done(struct cap_work *w)
 
 void cap_job_plan(struct cap_job *job, void (*then)(struct cap_job *job))
 {
-  struct plan_work *pw = calloc(1, sizeof(*pw));
+  struct plan_work *pw = cap_job_work_new(job, sizeof(*pw));
 
-  if (pw == NULL) {
-    cap_fail(job, END_FAILED, NULL, "out of memory");
+  if (pw == NULL)
     return;
-  }
   pw->then = then;
   cap_work_queue(job->r, job, &pw->super, run_plan, on_plan_done);
 }

@@ -300,6 +300,21 @@ static int side_capture(struct store *st, struct side *sd, struct tr_err *err)
   return rc;
 }
 
+/* Steps s, the one row of a real step count, into sd->real_steps; s is
+ * done. */
+static int real_steps_of(struct store *st, sqlite3_stmt *s, struct side *sd,
+                         struct tr_err *err)
+{
+  int rc = 0;
+
+  if (sqlite3_step(s) == SQLITE_ROW)
+    sd->real_steps = sqlite3_column_int64(s, 0);
+  else
+    rc = store__db_err(st, "diff steps", err);
+  store__done(s);
+  return rc;
+}
+
 /* The run's step kinds and real step count, under the rank filter. */
 static int side_steps(struct store *st, struct side *sd, int rank,
                       struct tr_err *err)
@@ -341,12 +356,7 @@ static int side_steps(struct store *st, struct side *sd, int rank,
                      sd->id, rank, &s, err);
   if (rc < 0)
     return rc;
-  if (sqlite3_step(s) == SQLITE_ROW)
-    sd->real_steps = sqlite3_column_int64(s, 0);
-  else
-    rc = store__db_err(st, "diff steps", err);
-  store__done(s);
-  return rc;
+  return real_steps_of(st, s, sd, err);
 }
 
 #define warn tr_note
@@ -428,12 +438,7 @@ static int kind_steps(struct store *st, struct side *sd, int rank,
   if (rc < 0)
     return rc;
   store__bind_text(s, 3, kind);
-  if (sqlite3_step(s) == SQLITE_ROW)
-    sd->real_steps = sqlite3_column_int64(s, 0);
-  else
-    rc = store__db_err(st, "diff steps", err);
-  store__done(s);
-  return rc;
+  return real_steps_of(st, s, sd, err);
 }
 
 int store__side_load(struct store *st, struct side *sd, int rank,

@@ -165,20 +165,6 @@ static bool is_real(const char *kind)
   return kind != NULL && strncmp(kind, "dummy_", 6) != 0;
 }
 
-static json_t *row_of(json_t *rows, const char *key, const char *name)
-{
-  size_t i;
-  json_t *row;
-
-  json_array_foreach(rows, i, row) {
-    const char *k = json_string_value(json_object_get(row, key));
-
-    if (k != NULL && strcmp(k, name) == 0)
-      return row;
-  }
-  return NULL;
-}
-
 /* ---- gathering the figures ---- */
 
 static void add_fig(struct verdict *v, const char *figure, const char *stat,
@@ -205,7 +191,7 @@ static void gather_steps(struct verdict *v, const struct vside *a,
 
   json_array_foreach(b->steps, i, rb) {
     const char *kind = json_string_value(json_object_get(rb, "kind"));
-    json_t *ra = is_real(kind) ? row_of(a->steps, "kind", kind) : NULL;
+    json_t *ra = is_real(kind) ? tr_row_find(a->steps, "kind", kind) : NULL;
 
     if (ra != NULL && member(ra, "steady_count") > 0 &&
         member(rb, "steady_count") > 0)
@@ -259,8 +245,8 @@ static void gather_totals(struct verdict *v, const char *figure,
   for (int s = 0; s < 2; s++)
     json_array_foreach(sides[s], i, row) {
       const char *name = json_string_value(json_object_get(row, key));
-      json_t *ra = s ? row : row_of(rows_a, key, name);
-      json_t *rb = s ? row_of(rows_b, key, name) : row;
+      json_t *ra = s ? row : tr_row_find(rows_a, key, name);
+      json_t *rb = s ? tr_row_find(rows_b, key, name) : row;
       double x = per_step(ra, a), y = per_step(rb, b);
 
       if (name == NULL || (s == 1 && rb != NULL) ||

@@ -519,25 +519,39 @@ def open_slice(d, url):
     return s
 
 
+def slices_full(d, root, what):
+    """The large trace imported into d under root, and two slices of all of
+    it asked for by clients that read nothing (their producers fill the
+    ring and the sockets, and wait): a third is refused (what names it).
+    The capture, the whole slice's URL and the two connections."""
+    cap = import_done(d, lay_out(root, "big", [
+        "tracelens__xdit_flux.1_aiter_sage_profile_trace_rank_0.json.gz"]))
+    whole = slice_url(cap["id"], 0, 0, cap["ranks"][0]["span_ns"] + 1)
+    held = [open_slice(d, whole), open_slice(d, whole)]
+    check_error(d.get(whole), 429, "slice", what)
+    return cap, whole, held
+
+
+def served_again(d, url, what):
+    """Asks for url until it is answered 200 (a slot freed), for at most
+    60 s."""
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        code, _, _ = raw(d, "GET", url)
+        if code == 200:
+            break
+        time.sleep(0.2)
+    check_eq(code, 200, what)
+
+
 def case_slice_bounds():
     root, d = import_daemon()
     with d:
-        cap = import_done(d, lay_out(root, "big", [
-            "tracelens__xdit_flux.1_aiter_sage_profile_trace_rank_0.json.gz"]))
-        whole = slice_url(cap["id"], 0, 0, cap["ranks"][0]["span_ns"] + 1)
-        # Two clients that read nothing: their producers fill the ring
-        # and the sockets, and wait.
-        held = [open_slice(d, whole), open_slice(d, whole)]
-        check_error(d.get(whole), 429, "slice", "a third slice")
+        cap, whole, held = slices_full(d, root, "a third slice")
         for s in held:
             s.close()
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            code, _, _ = raw(d, "GET", slice_url(cap["id"], 0, 0, 1000))
-            if code == 200:
-                break
-            time.sleep(0.2)
-        check_eq(code, 200, "a slice once the others went")
+        served_again(d, slice_url(cap["id"], 0, 0, 1000),
+                     "a slice once the others went")
         # An all-ranks slice is one slice: it holds one of the 2 slots.
         ranks = ranks_url(cap["id"], 0, cap["ranks"][0]["span_ns"] + 1)
         held = [open_slice(d, ranks), open_slice(d, whole)]
@@ -545,13 +559,8 @@ def case_slice_bounds():
         check_error(d.get(whole), 429, "slice", "a third slice (a rank)")
         for s in held:
             s.close()
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            code, _, _ = raw(d, "GET", ranks_url(cap["id"], 0, 1000))
-            if code == 200:
-                break
-            time.sleep(0.2)
-        check_eq(code, 200, "an all-ranks slice once the others went")
+        served_again(d, ranks_url(cap["id"], 0, 1000),
+                     "an all-ranks slice once the others went")
         # A slice in flight when the daemon stops: it ends at once.
         held = open_slice(d, whole)
         t = time.time()
@@ -586,11 +595,7 @@ def case_slice_slow():
     d = Daemon(conf={"import_roots": root, "slice_min_bytes_per_s": "65536",
                      "slice_window_s": "3", "slice_timeout_s": "8"})
     with d:
-        cap = import_done(d, lay_out(root, "big", [
-            "tracelens__xdit_flux.1_aiter_sage_profile_trace_rank_0.json.gz"]))
-        whole = slice_url(cap["id"], 0, 0, cap["ranks"][0]["span_ns"] + 1)
-        slow = [open_slice(d, whole), open_slice(d, whole)]
-        check_error(d.get(whole), 429, "slice", "a third slice at once")
+        cap, whole, slow = slices_full(d, root, "a third slice at once")
         t0, served = time.time(), None
         while time.time() - t0 < 30 and served is None:
             for s in slow:

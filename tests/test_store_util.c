@@ -567,20 +567,6 @@ int64_t fx_count(const char *path, const char *sql, int64_t p)
   return n;
 }
 
-json_t *fx_find(json_t *arr, const char *key, const char *val)
-{
-  size_t i;
-  json_t *row;
-
-  json_array_foreach(arr, i, row) {
-    const char *s = json_string_value(json_object_get(row, key));
-
-    if (s != NULL && strcmp(s, val) == 0)
-      return row;
-  }
-  return NULL;
-}
-
 int64_t fx_int(json_t *obj, const char *key)
 {
   json_t *v = json_object_get(obj, key);

@@ -143,7 +143,7 @@ static int qkv_strides(struct pf_out *o, const struct pf_args *a, size_t iq)
 
 static void types2(struct pf_out *o, const struct pf_args *a, size_t from)
 {
-  const struct pv *t[2];
+  const struct pv *t[2] = { NULL, NULL };
   size_t n = 0;
 
   for (size_t i = from; i < from + 2 && pf_arg(a, TYPES, i); i++)
