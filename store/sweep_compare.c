@@ -116,7 +116,7 @@ static json_t *slopes(json_t *ra, json_t *rb)
               "b_a_ns", json_object_get(s, "a_ns"), "a_b_ns_per_seq",
               json_object_get(r, "b_ns_per_seq"), "b_b_ns_per_seq",
               json_object_get(s, "b_ns_per_seq"), "ratio",
-              y != 0 && isfinite(x / y) ? json_real(x / y) : json_null()));
+              store__sweep_num(y != 0 ? x / y : NAN, STORE__SWEEP_SHARE)));
     }
   }
   return out;

@@ -39,7 +39,9 @@ simulator (sim/), each case its own ctest entry:
         samples (and critical paths) read back over HTTP; each family's
         fitted b is within 5% of the truth; the breaking family's
         piecewise fit says where; the knee, what stops scaling and the
-        launch-bound crossover are the ones the truth implies; CSV rows.
+        launch-bound crossover are the ones the truth implies; CSV rows;
+        every computed figure of the JSON and CSV at its unit's digits
+        (docs/SWEEPS.md, "Precision"), whole ns as integers.
   compare two sweeps on generated ranks, the second's GEMM family 1.3x
         steeper: /sweeps/<b>/compare?to=<a> gives its slope ratio within
         5% of 1.3 and attention's of 1, and each point's verdict as
@@ -446,11 +448,6 @@ def samples_of(d, cid):
     return out
 
 
-def close(a, b, what, rel=1e-6):
-    check(abs(a - b) <= rel * max(abs(a), abs(b), 1.0),
-          "%s: %r against %r" % (what, a, b))
-
-
 def check_fits(rig, sw, sc):
     pooled = {}
     for p in sw["points"]:
@@ -468,13 +465,78 @@ def check_fits(rig, sw, sc):
                  [(x, len(ys)) for x, ys in sorted(groups.items())],
                  "%s by batch size" % (key,))
         for g in row["by_bs"]:
-            close(g[2], sum(groups[g[0]]) / len(groups[g[0]]), "a mean")
+            near(g[2], sum(groups[g[0]]) / len(groups[g[0]]), 0, "a mean")
         check_eq(row["n"], len(xs), "%s samples" % (key,))
-        close(row["a_ns"], a, "%s a" % (key,))
-        close(row["b_ns_per_seq"], b, "%s b" % (key,))
+        near(row["a_ns"], a, 0, "%s a" % (key,))
+        near(row["b_ns_per_seq"], b, 3, "%s b" % (key,))
         if r2 is not None:
-            close(row["r2"], r2, "%s r2" % (key,))
+            near(row["r2"], r2, 6, "%s r2" % (key,))
     return rows
+
+
+def near(got, want, decimals, what):
+    """got is want as docs/SWEEPS.md's "Precision" writes it: rounded to
+    decimals places (an integer at 0), want's digits beyond them left."""
+    check(abs(got - want) <= 0.5 * 10 ** -decimals * (1 + 1e-9) + 1e-9 *
+          abs(want), "%s: %r against %r" % (what, got, want))
+    check(isinstance(got, int) if decimals == 0 else
+          abs(got * 10 ** decimals - round(got * 10 ** decimals)) < 1e-6,
+          "%s: %r has more than %d decimals" % (what, got, decimals))
+
+
+# Each computed figure of a sweep's answers and its decimals (0: whole ns,
+# an integer), as docs/SWEEPS.md's "Precision" says; the bench's figures
+# are ATOM's own.
+DECIMALS = {"a_ns": 0, "a1_ns": 0, "a2_ns": 0, "rmse_ns": 0,
+            "b_ns_per_seq": 3, "b1_ns_per_seq": 3, "b2_ns_per_seq": 3,
+            "se_b_ns": 3, "r2": 6, "r2_piecewise": 6, "share_lo": 6,
+            "share_hi": 6, "growth": 6, "launch_bound_share": 6,
+            "gain_pct": 3, "bs_mean": 3, "crossover_bs": 3, "ratio": 6,
+            "a_a_ns": 0, "b_a_ns": 0, "a_b_ns_per_seq": 3,
+            "b_b_ns_per_seq": 3}
+
+
+def check_digits(text, what):
+    """Every computed figure of an answer's text (JSON, or CSV rows) is
+    written with no more digits than its unit has, never as 6.52816e+06;
+    a by_bs mean is whole ns. Returns how many were read."""
+    seen = [0]
+
+    def one(key, tok):
+        if key not in DECIMALS or tok in ("", "null", None):
+            return
+        seen[0] += 1
+        d = DECIMALS[key]
+        check("e" not in tok.lower() or d > 0 and "e-" in tok,
+              "%s: %s is %s" % (what, key, tok))
+        if d == 0:
+            check(tok.lstrip("-").isdigit(), "%s: %s %s not whole ns" % (
+                what, key, tok))
+        else:
+            near(float(tok), float(tok), d, "%s: %s" % (what, key))
+
+    def walk(v, key=None):
+        if isinstance(v, dict):
+            for k, x in v.items():
+                walk(x, k)
+        elif isinstance(v, list):
+            if key == "by_bs":
+                for g in v:
+                    check(g[2][0] == "i", "%s: by_bs mean %s" % (what, g[2]))
+                return
+            for x in v:
+                walk(x, key)
+        elif isinstance(v, tuple):
+            one(key, v[1])
+    if text.lstrip().startswith("{"):
+        walk(json.loads(text, parse_float=lambda t: ("f", t),
+                        parse_int=lambda t: ("i", t)))
+    else:
+        for row in csv.DictReader(io.StringIO(text)):
+            for k, tok in row.items():
+                one(k, tok)
+    check(seen[0] > 0, "%s: no figure read" % what)
+    return seen[0]
 
 
 def check_truth(rows):
@@ -554,10 +616,15 @@ def scaling():
         check_eq((scen["knee"] or {}).get("conc"), (want or {}).get("conc"),
                  "the knee: %s" % scen["knee"])
         if want is not None:
-            close(scen["knee"]["gain_pct"], want["gain_pct"], "its gain")
-        check_eq([(s["name"], round(s["growth"], 9))
-                  for s in scen["stops_scaling"]], stops_of(rows),
-                 "what stops scaling")
+            near(scen["knee"]["gain_pct"], want["gain_pct"], 3, "its gain")
+        stops = stops_of(rows)
+        check_eq([x["name"] for x in scen["stops_scaling"]],
+                 [n for n, _ in stops], "what stops scaling")
+        for x, (_, growth) in zip(scen["stops_scaling"], stops):
+            # Made from the fits before they are rounded: within their
+            # rounding of the growth the rows give.
+            check(abs(x["growth"] - growth) <= 1e-5, "%s grows %r, %r" % (
+                x["name"], x["growth"], growth))
         check_eq(scen["stops_scaling"][0]["name"],
                  "fused_moe_kernel_gptq_awq", "the steepest family first")
         check(scen["launch_bound_at_min"] and not scen["launch_bound_at_max"],
@@ -569,6 +636,12 @@ def scaling():
         got = list(csv.DictReader(io.StringIO(text.decode())))
         check_eq([(r["figure"], r["name"]) for r in got],
                  [(r["figure"], r["name"]) for r in sc["rows"]], "CSV rows")
+        n = check_digits(text.decode(), "scaling CSV")
+        code, raw = rig.d.request("GET", "/sweeps/%d/scaling" % sw["id"],
+                                  raw=True)
+        n += check_digits(raw.decode(), "scaling")
+        print("precision: %d figures read, each at its unit's" % n,
+              flush=True)
         print("scaling:", json.dumps(scen), flush=True)
         check_page(rig, sw["id"], sc)
 
@@ -627,6 +700,8 @@ def compare():
                  if r["figure"] == "family"}
         print("slope ratios:", ratio, flush=True)
         check(abs(ratio[gemm] - 1.3) <= 0.05 * 1.3, "GEMM 1.3x: %s" % ratio)
+        check_digits(rig.d.request("GET", "/sweeps/%d/compare?to=%d" % (
+            b["id"], a["id"]), raw=True)[1].decode(), "compare")
         # The steepest unchanged one (a line: the breaking family's line
         # depends on where its samples fall).
         name = "paged_attention_ll4mi_QKV_mfma16_kernel"
