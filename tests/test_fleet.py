@@ -965,7 +965,7 @@ def case_sweep():
         rig = test_capture_lib.Rig(conf={
             "fleet_dsn": f.dsn("n2"), "node_name": "n2",
             "import_roots": "%s:%s" % (TRACES_DIR, f.dir),
-            "fleet_outbox_max_age_s": "2"})
+            "fleet_outbox_max_age_s": "2"}, scale=10)
         rig.start()
         try:
             sweep_on_lab(f, rig.d)

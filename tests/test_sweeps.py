@@ -63,6 +63,14 @@ from test_capture_lib import FINAL, Rig, model_dir, run_cases  # noqa: E402
 import test_web  # noqa: E402
 
 MODELS_JSON = os.path.join(SRC_DIR, "tests", "data", "atom", "models.json")
+# ATOM's seconds in a real one (docs/TESTS.md, "A faster clock"): a sweep
+# waits on ATOM's polls, pauses and exports at every point.
+SCALE = 10
+# The generated ranks' truth (scaling, compare) needs the batch sizes the
+# simulator's scheduler forms at ATOM's pace against the bench's real
+# requests: at 10 the steps outrun the requests and too few batches pass
+# 8 for the break (fused MoE's at 8) to show; they keep ATOM's clock.
+GENERATED_SCALE = 1
 
 
 def ci_points(model, variant, isl=None, osl=None):
@@ -193,7 +201,8 @@ def check_queue_bound(rig):
 
 def api():
     rig = Rig(conf={"models_json": MODELS_JSON, "max_queued": "20"},
-              sim_env={"SIM_COMPILE_S": "600", "SIM_COMPILE_LOG_S": "1"})
+              sim_env={"SIM_COMPILE_S": "600", "SIM_COMPILE_LOG_S": "1"},
+              scale=SCALE)
     with rig:
         glm = model_dir(rig.models, "GLM-5.2-FP8", template="{{ m }}")
         holder = rig.capture()
@@ -260,7 +269,7 @@ def check_point(rig, p, names, bench=True):
 
 
 def run():
-    with Rig() as rig:
+    with Rig(scale=SCALE) as rig:
         sw = start_sweep(rig, [300, 1, 4, 2], label="ladder")
         sw = wait_sweep(rig.d, sw["id"])
         check_eq((sw["status"], sw["points_done"]), ("done", 4),
@@ -285,7 +294,7 @@ def run():
 
 
 def daemon():
-    with Rig(conf={"profile_control": "daemon"}) as rig:
+    with Rig(conf={"profile_control": "daemon"}, scale=SCALE) as rig:
         sw = wait_sweep(rig.d, start_sweep(rig, [1, 3])["id"])
         check_eq((sw["status"], sw["points_done"]), ("done", 2),
                  "sweep: %s" % sw)
@@ -298,7 +307,8 @@ def daemon():
 
 
 def death():
-    with Rig(sim_env={"ATOM_SIM_FAULTS": "die_during_bench=15"}) as rig:
+    with Rig(sim_env={"ATOM_SIM_FAULTS": "die_during_bench=15"},
+             scale=SCALE) as rig:
         sw = start_sweep(rig, [1, 2, 3, 4])
         sw = wait_sweep(rig.d, sw["id"])
         check_eq([p["status"] for p in sw["points"]],
@@ -323,7 +333,7 @@ def point_in(rig, sid, point, phase):
 
 
 def cancel_running():
-    with Rig() as rig:
+    with Rig(scale=SCALE) as rig:
         sw = start_sweep(rig, [1, 2, 3])
         cid = point_in(rig, sw["id"], 1, "benchmark")
         code, out = rig.d.delete("/sweeps/%d" % sw["id"])
@@ -346,7 +356,7 @@ def cancel_running():
 
 
 def restart():
-    with Rig() as rig:
+    with Rig(scale=SCALE) as rig:
         sw = start_sweep(rig, [1, 2, 3])
         cid = point_in(rig, sw["id"], 1, "benchmark")
         rig.kill9()
@@ -361,8 +371,11 @@ def restart():
 
 
 def recollect():
+    # At 4, the window complete in the launch folder before traced's
+    # next poll (8 s of ATOM's, the export 2) is still 1.5 s of real
+    # time for the test to see and kill in.
     with Rig(conf={"export_poll_s": "8"},
-             sim_env={"SIM_EXPORT_DELAY_S": "2"}) as rig:
+             sim_env={"SIM_EXPORT_DELAY_S": "2"}, scale=4) as rig:
         sw = start_sweep(rig, [1, 2, 3])
         cid = point_in(rig, sw["id"], 1, "exporting")
         launch = os.path.join(rig.d.conf["trace_root"], "sweeps",
@@ -601,7 +614,7 @@ def generated(rig, steeper=None, factor=1.0):
 
 
 def scaling():
-    rig = Rig(sim_env={"SIM_MAX_TOKENS": "64"})
+    rig = Rig(sim_env={"SIM_MAX_TOKENS": "64"}, scale=GENERATED_SCALE)
     generated(rig)
     with rig:
         sw = start_sweep(rig, [1, 2, 4, 8, 16], osl=32)
@@ -686,7 +699,7 @@ def check_page(rig, sid, sc):
 
 
 def compare():
-    rig = Rig(sim_env={"SIM_MAX_TOKENS": "64"})
+    rig = Rig(sim_env={"SIM_MAX_TOKENS": "64"}, scale=GENERATED_SCALE)
     generated(rig)
     gemm = "Cijk_Alik_Bljk_HHS_BH"
     with rig:
