@@ -14,7 +14,8 @@ simulator (sim/), each case its own ctest entry:
         launch (MAX_NUM_SEQS 300 for the largest) and four benches, each
         point a done capture whose ranks are its own window's files, moved
         out of the sweep's launch folder (its rank folders left empty),
-        with steps no wider than its concurrency.
+        with steps no wider than its concurrency. Its scaling asked while
+        queued is not kept; once done it is, until a point is deleted.
   daemon the same with profile_control daemon: traced starts and stops
         each point's profiling window against the one server (a warm-up
         and a profiled bench per point).
@@ -271,6 +272,7 @@ def check_point(rig, p, names, bench=True):
 def run():
     with Rig(scale=SCALE) as rig:
         sw = start_sweep(rig, [300, 1, 4, 2], label="ladder")
+        early = scaling_text(rig, sw["id"])
         sw = wait_sweep(rig.d, sw["id"])
         check_eq((sw["status"], sw["points_done"]), ("done", 4),
                  "sweep: %s" % sw)
@@ -291,6 +293,33 @@ def run():
         launch = caps[0]["launch_dir"]
         check_eq(rank_files(launch), {}, "the launch folder left empty")
         check(all(c["launch_dir"] == launch for c in caps), "one folder")
+        check_kept(rig, sw, early)
+
+
+def scaling_text(rig, sid):
+    code, text = rig.d.request("GET", "/sweeps/%d/scaling" % sid, raw=True)
+    check_eq(code, 200, "scaling: %s" % text[:300])
+    return text
+
+
+def check_kept(rig, sw, early):
+    """The scaling asked while the points waited was not kept; once they
+    are all final it is, byte for byte, until one of them is deleted."""
+    done = scaling_text(rig, sw["id"])
+    check(done != early, "the answer while queued was kept")
+    got = json.loads(done)
+    check_eq([p["status"] for p in got["points"]], ["done"] * 4, "fresh")
+    check(got["rows"], "fits once done")
+    check_eq(scaling_text(rig, sw["id"]), done, "the same answer again")
+    gone = sw["points"][0]["capture"]
+    check_eq(rig.d.delete("/captures/%d" % gone)[0], 200, "a point deleted")
+    after = json.loads(scaling_text(rig, sw["id"]))
+    check_eq([p["capture"] for p in after["points"]],
+             [p["capture"] for p in sw["points"][1:]], "its point gone")
+    step = [r["n"] for r in after["rows"] if r["figure"] == "step"]
+    check(step and step[0] < [r["n"] for r in got["rows"]
+                              if r["figure"] == "step"][0],
+          "fitted without its samples: %s" % step)
 
 
 def daemon():
