@@ -454,10 +454,11 @@ enum MHD_Result api_lab_sweep_compare(struct api_req *r)
   if ((a = lab_ask(r, to, &ret)) == NULL)
     return ret;
   if (a->id == a->to && strcmp(a->node, a->to_node) == 0) {
+    ret = api_reply_error(r, 400, "invalid", "to",
+                          "to must be another sweep than %s:%lld", a->node,
+                          (long long)a->id);
     api_sweep_ask_free(a);
-    return api_reply_error(r, 400, "invalid", "to",
-                           "to must be another sweep than %s:%lld", a->node,
-                           (long long)a->id);
+    return ret;
   }
   return api_slow(r, make_lab_compare, a, api_sweep_ask_free);
 }
