@@ -168,9 +168,8 @@ set(TRACED_TEST_TIMES
   "test_slice 0 1"
   "test_config 0 0"
   "test_index_decode 0 0"
-  ")"
-  "get_property(unmeasured DIRECTORY PROPERTY TESTS"
 )
+get_property(unmeasured DIRECTORY PROPERTY TESTS)
 foreach(row IN LISTS TRACED_TEST_TIMES)
   separate_arguments(f UNIX_COMMAND "${row}")
   list(POP_FRONT f name release_s asan_s)
