@@ -1,7 +1,7 @@
 /*
  * Answers too slow for an MHD worker (a sweep's scaling reads every
- * decode sample of every rank of every point: a second and more for ATOM
- * CI's scenario, docs/SWEEPS.md). The route hands the making of its
+ * decode sample of every rank of every point, a compare two sweeps':
+ * docs/SWEEPS.md, "Slow answers"). The route hands the making of its
  * answer to the slow-answers thread and suspends the connection
  * (MHD_ALLOW_SUSPEND_RESUME, as slices and held 401s do); the thread makes
  * it, keeps it on the request and resumes the connection; MHD then calls
