@@ -99,10 +99,10 @@ def _canon(v, top):
             raise Uncached(v)
         rel = os.path.relpath(real, top)
         if os.path.isdir(real):
-            return ["dir", rel] + [
-                [os.path.relpath(os.path.join(r, f), real),
-                 _file_hash(os.path.join(r, f))]
-                for r, _, files in sorted(os.walk(real)) for f in sorted(files)]
+            files = sorted(os.path.join(r, f) for r, _, fs in os.walk(real)
+                           for f in fs)
+            return ["dir", rel] + [[os.path.relpath(f, real), _file_hash(f)]
+                                   for f in files]
         return ["file", rel] + [[os.path.basename(p), _file_hash(p)]
                                 for p in sorted(glob.glob(glob.escape(real) +
                                                           "*"))]
