@@ -95,7 +95,7 @@ def us(t):
 class Template:
     """One real forward pass: the host events of its window (those of the
     window's thread starting inside it), the device records their calls
-    launched, and the work it did (bs, tok, ctx: per sequence)."""
+    launched, and the work it did (tok: tokens, pairs: query-key pairs)."""
 
     def __init__(self, doc, window, work):
         self.top = {k: v for k, v in doc.items() if k != "traceEvents"}
