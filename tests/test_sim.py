@@ -22,9 +22,9 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tracedtest import (SIM_BIN, SIM_VENV_BIN, SRC_DIR,  # noqa: E402
-                        TRACES_DIR, check, check_eq, free_port, sim_path,
-                        wait_for)
+from tracedtest import (NVIDIA_ONLY, SIM_BIN, SIM_VENV_BIN,  # noqa: E402
+                        SRC_DIR, TRACES_DIR, check, check_eq, free_port,
+                        sim_path, wait_for)
 
 SCRIPTS = os.path.join(SRC_DIR, "sim", "scripts")
 SIM_PKG = os.path.join(SRC_DIR, "sim", "pkg")
@@ -1437,12 +1437,6 @@ def forward_records(path, window):
         "kernel", "gpu_memcpy", "gpu_memset") and
         e["args"].get("correlation") in corr), key=lambda e: e["ts"])
     return [(e["name"], e["dur"]) for e in recs]
-
-
-# Kernels only NVIDIA's toolchains name so: SASS arch tags, CUTLASS and
-# cuBLAS families, PyTorch's CUDA-only flash attention build.
-NVIDIA_ONLY = re.compile(r"\bsm[5-9]\d_|xmma|cutlass|cublas|ampere_|volta_|"
-                         r"turing_|hopper_|pytorch_flash::|nvjet", re.I)
 
 
 def composed_steps(folder):
