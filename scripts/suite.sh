@@ -5,12 +5,13 @@
 #
 #   suite.sh all      the release build; its tests while the sanitizer and
 #                     fuzzer builds are made beside them (niced); the tests
-#                     under ASan+UBSan (all but those labelled `waits`);
+#                     under ASan+UBSan (all but those labelled `waits` or `browser`);
 #                     ThreadSanitizer (scripts/tsan.sh) beside the fuzzers
 #                     (scripts/fuzz.sh)
 #   suite.sh check    the release build and its tests not labelled `slow`
 #   suite.sh release  the release build and all its tests
-#   suite.sh asan     the ASan+UBSan build and its tests but `waits`
+#   suite.sh asan     the ASan+UBSan build and its tests but `waits` and
+#                     `browser`
 #
 # Env: BUILD (build), JOBS (cores: compile jobs), CTEST_JOBS (tests at once,
 # twice the cores: most tests wait on processes and sockets, and those
@@ -68,7 +69,7 @@ asan_build() {
 
 # Tests that only wait on the simulator's clock gain nothing under the
 # sanitizers; the rule is in docs/TESTS.md.
-asan_tests() { ctest_in build-asan -LE waits; }
+asan_tests() { ctest_in build-asan -LE 'waits|browser'; }
 
 # The sanitizer builds one after the other (niced by the caller);
 # build-asan/.built says the first is done.
