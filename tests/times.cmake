@@ -179,6 +179,7 @@ set(TRACED_TEST_TIMES
   "test_store_diff 0 1"
   "test_store_analysis 0 1"
   "test_api_spec 0 0"
+  "test_tree 1 -"
   "test_file 0 0"
   "test_capture_phases 0 0"
   "test_slice 0 1"
