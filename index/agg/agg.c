@@ -716,6 +716,8 @@ void idx_agg_free(struct idx_agg *a)
   agg_runs_free(&a->runs);
   agg_runs_free(&a->coll_runs);
   agg_map_free(&a->lanes);
+  free(a->krows);
+  json_decref(a->phases);
   if (a->host != NULL)
     agg_host_free(a->host);
   if (a->cpath != NULL)

@@ -610,6 +610,13 @@ struct idx_agg {
   uint32_t ev_name;
   struct agg_cpath_walk *cpath_walk;
 
+  /* What the tables' rows are made from (agg_json.c): the kernel names
+   * in the kernels table's order, and the device time by category. */
+  struct agg_row *krows;
+  size_t nkrows;
+  struct agg_stat cats[AGG_NCATEGORIES];
+  json_t *phases; /* the time pass's phases, NULL until it ends */
+
   /* Optional: the time pass's findings (struct agg_finding). */
   void (*on_finding)(void *ud, const struct agg_finding *f);
   void *finding_ud;
@@ -664,16 +671,11 @@ int idx_agg_summary(struct idx_agg *a, const struct idx_doc *doc,
 
 /* ---- the time-ordered pass (agg_time.c) ---- */
 
-struct agg_time_out {
-  int64_t gpu_busy_ns;
-  json_t *phases; /* new array */
-};
-
-/* Walks the records in time order twice: union of device intervals, step
- * kernel time (written into a->steps[AGG_SIDE_GPU][k].kernel_ns), and the
- * phases. heavy: name id of the kernel with the largest total, or
- * UINT32_MAX. */
-int agg_time_pass(struct idx_agg *a, uint32_t heavy, struct agg_time_out *out,
+/* Walks the records in time order twice: union of device intervals
+ * (*gpu_busy_ns), step kernel time (written into
+ * a->steps[AGG_SIDE_GPU][k].kernel_ns), and the phases (a->phases).
+ * heavy: name id of the kernel with the largest total, or UINT32_MAX. */
+int agg_time_pass(struct idx_agg *a, uint32_t heavy, int64_t *gpu_busy_ns,
                   struct tr_err *err);
 
 /* ---- the time pass's parts ---- */
@@ -827,21 +829,19 @@ struct agg_out {
 
 /* Hands row (taken: freed here; NULL: out of memory) to o's sink. */
 void agg_out_row(struct agg_out *o, json_t *row);
+/* Hands each row of rows (taken; NULL: out of memory) to o's sink: a
+ * table made whole (the critical path's, bounded by the steps kept). */
+void agg_out_array(struct agg_out *o, json_t *rows);
 
-/* agg_samples.c: the steps sampled and the figures they keep, row by
- * row. */
-void agg_sample_figures_rows(const struct idx_agg *a, struct agg_out *o);
-void agg_step_samples_rows(struct idx_agg *a, struct agg_out *o);
-
-/* The analysis' summary tables, row by row: agg_steps.c, agg_idle.c,
- * agg_timeline.c, agg_family.c. */
-void agg_step_buckets_rows(const struct idx_agg *a, struct agg_out *o);
-void agg_step_outliers_rows(struct idx_agg *a, struct agg_out *o);
-void agg_step_hist_rows(const struct idx_agg *a, struct agg_out *o);
-void agg_idle_rows(const struct idx_agg *a, struct agg_out *o);
-void agg_timeline_rows(const struct idx_agg *a, struct agg_out *o);
-void agg_families_rows(struct idx_agg *a, struct agg_out *o);
-void agg_famsteps_rows(const struct idx_agg *a, struct agg_out *o);
+/* The rows of each table of the rank summary, one function per row of
+ * common/summary.h's TR_TABLE_MAP (its rows column), declared here from
+ * the map and defined by the pass that makes the table: a row whose
+ * function is missing does not link. The summary calls them in the map's
+ * order, o->table set to the row's name, once every pass has ended. */
+#define AGG_ROWS_DECL_(name, rows)                                             \
+  void rows(struct idx_agg *a, struct agg_out *o);
+TR_SUM_WRITERS(AGG_ROWS_DECL_)
+#undef AGG_ROWS_DECL_
 
 /* total / den rounded half up to 6 decimals; 0 when either is <= 0. */
 double agg_share(int64_t total, int64_t den);

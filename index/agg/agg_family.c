@@ -155,7 +155,7 @@ void agg_set_demangled(const struct idx_agg *a, uint32_t id, json_t *row)
     json_object_set_new(row, "demangled", json_string(a->demangled[id]));
 }
 
-void agg_families_rows(struct idx_agg *a, struct agg_out *o)
+void agg_family_rows(struct idx_agg *a, struct agg_out *o)
 {
   uint32_t n = a->fam_map.n, *order = agg_order(n, family_cmp, a);
 
@@ -197,7 +197,7 @@ static int famstep_cmp(const void *x, const void *y, void *ud)
   return agg_key_cmp(&a->fam_map.keys[p->family], &a->fam_map.keys[q->family]);
 }
 
-void agg_famsteps_rows(const struct idx_agg *a, struct agg_out *o)
+void agg_family_step_rows(struct idx_agg *a, struct agg_out *o)
 {
   uint32_t n = a->famstep_map.n, *order = agg_order(n, famstep_cmp, a);
 

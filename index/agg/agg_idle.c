@@ -282,7 +282,7 @@ const char *agg_idle_cause_name(int cause)
   return cause >= 0 && cause < AGG_IDLE_CAUSES ? cause_names[cause] : "other";
 }
 
-void agg_idle_rows(const struct idx_agg *a, struct agg_out *o)
+void agg_idle_rows(struct idx_agg *a, struct agg_out *o)
 {
 
   AGG_SUM_FILLS(TR_SUM_IDLE, 3);

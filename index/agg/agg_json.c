@@ -20,7 +20,7 @@ static const char *const copy_kind_names[AGG_COPY_KINDS] = {
 };
 
 /* A row to sort: total descending, then name ascending, then id. */
-struct row {
+struct agg_row { /* (agg.h) */
   int64_t total;
   const char *p;
   size_t n;
@@ -29,7 +29,7 @@ struct row {
 
 static int row_cmp(const void *x, const void *y)
 {
-  const struct row *a = x, *b = y;
+  const struct agg_row *a = x, *b = y;
   size_t n = a->n < b->n ? a->n : b->n;
   int d;
 
@@ -107,11 +107,11 @@ static const struct agg_key *key_of(const struct agg_map *m, uint32_t id)
 }
 
 /* Sorted row order of the n ids for which keep() holds. Caller frees. */
-static struct row *
+static struct agg_row *
 sorted_rows(size_t n, size_t *nout,
-            int (*fill)(void *ud, uint32_t id, struct row *r), void *ud)
+            int (*fill)(void *ud, uint32_t id, struct agg_row *r), void *ud)
 {
-  struct row *rows = malloc((n ? n : 1) * sizeof(*rows));
+  struct agg_row *rows = malloc((n ? n : 1) * sizeof(*rows));
   size_t i, k = 0;
 
   if (rows == NULL)
@@ -126,14 +126,14 @@ sorted_rows(size_t n, size_t *nout,
   return rows;
 }
 
-static void row_set(struct row *r, int64_t total, const struct agg_key *k)
+static void row_set(struct agg_row *r, int64_t total, const struct agg_key *k)
 {
   r->total = total;
   r->p = k->p;
   r->n = k->n;
 }
 
-static int fill_kernel(void *ud, uint32_t id, struct row *r)
+static int fill_kernel(void *ud, uint32_t id, struct agg_row *r)
 {
   struct idx_agg *a = ud;
 
@@ -141,26 +141,25 @@ static int fill_kernel(void *ud, uint32_t id, struct row *r)
   return a->kernels[id].is_kernel;
 }
 
-/* Each kernel's category's count and total into cats. */
-static void kernel_cats(const struct idx_agg *a, const struct row *rows,
-                        size_t n, struct agg_stat *cats)
+/* Each kernel's category's count and total into a->cats. */
+static void kernel_cats(struct idx_agg *a)
 {
-  for (size_t i = 0; i < n; i++) {
-    const struct agg_kernel *k = &a->kernels[rows[i].id];
-    struct agg_stat *c = &cats[a->name_cat[rows[i].id]];
+  for (size_t i = 0; i < a->nkrows; i++) {
+    const struct agg_kernel *k = &a->kernels[a->krows[i].id];
+    struct agg_stat *c = &a->cats[a->name_cat[a->krows[i].id]];
 
     c->count += k->s.count;
     c->total_ns += k->s.total_ns;
   }
 }
 
-static void kernel_rows(struct idx_agg *a, const struct row *rows, size_t n,
-                        struct agg_out *o)
+void agg_kernel_rows(struct idx_agg *a, struct agg_out *o)
 {
+  const struct agg_row *rows = a->krows;
   size_t i;
 
   AGG_SUM_FILLS(TR_SUM_KERNEL, 21);
-  for (i = 0; i < n; i++) {
+  for (i = 0; i < a->nkrows; i++) {
     uint32_t id = rows[i].id, fam = a->name_family[id];
     const struct agg_kernel *k = &a->kernels[id];
     struct agg_sum_kernel r = {
@@ -185,7 +184,7 @@ static void kernel_rows(struct idx_agg *a, const struct row *rows, size_t n,
   }
 }
 
-static int fill_launch(void *ud, uint32_t id, struct row *r)
+static int fill_launch(void *ud, uint32_t id, struct agg_row *r)
 {
   struct idx_agg *a = ud;
 
@@ -194,9 +193,9 @@ static int fill_launch(void *ud, uint32_t id, struct row *r)
   return a->launches[id].s.count > 0;
 }
 
-static void launch_rows(struct idx_agg *a, struct agg_out *o)
+void agg_launch_rows(struct idx_agg *a, struct agg_out *o)
 {
-  struct row *rows;
+  struct agg_row *rows;
   size_t i, n;
 
   AGG_SUM_FILLS(TR_SUM_LAUNCH, 10);
@@ -222,7 +221,7 @@ static void launch_rows(struct idx_agg *a, struct agg_out *o)
   free(rows);
 }
 
-static int fill_runtime(void *ud, uint32_t id, struct row *r)
+static int fill_runtime(void *ud, uint32_t id, struct agg_row *r)
 {
   struct idx_agg *a = ud;
 
@@ -239,9 +238,9 @@ static void runtime_sum(const struct idx_agg *a, struct agg_stat *sum)
   }
 }
 
-static void runtime_rows(struct idx_agg *a, struct agg_out *o)
+void agg_runtime_rows(struct idx_agg *a, struct agg_out *o)
 {
-  struct row *rows;
+  struct agg_row *rows;
   size_t i, n;
 
   AGG_SUM_FILLS(TR_SUM_RUNTIME, 6);
@@ -263,7 +262,7 @@ static void runtime_rows(struct idx_agg *a, struct agg_out *o)
   free(rows);
 }
 
-static int fill_copy(void *ud, uint32_t id, struct row *r)
+static int fill_copy(void *ud, uint32_t id, struct agg_row *r)
 {
   struct idx_agg *a = ud;
 
@@ -273,9 +272,9 @@ static int fill_copy(void *ud, uint32_t id, struct row *r)
   return a->copies[id].s.count > 0;
 }
 
-static void copy_rows(struct idx_agg *a, struct agg_out *o)
+void agg_memcpy_rows(struct idx_agg *a, struct agg_out *o)
 {
-  struct row *rows;
+  struct agg_row *rows;
   size_t i, n;
 
   AGG_SUM_FILLS(TR_SUM_MEMCPY, 5);
@@ -299,7 +298,7 @@ struct cat_ctx {
   const struct agg_stat *cats;
 };
 
-static int fill_cat(void *ud, uint32_t id, struct row *r)
+static int fill_cat(void *ud, uint32_t id, struct agg_row *r)
 {
   const struct cat_ctx *c = ud;
 
@@ -309,11 +308,23 @@ static int fill_cat(void *ud, uint32_t id, struct row *r)
   return c->cats[id].count > 0;
 }
 
-static void category_rows(const struct agg_stat *cats, int64_t device_ns,
-                          struct agg_out *o)
+/* device_ns, the categories' denominator: kernels, copies and memsets. */
+static int64_t device_ns_of(const struct idx_agg *a)
 {
+  int64_t ns = a->kernel_ns;
+  int i;
+
+  for (i = 0; i < AGG_COPY_KINDS; i++)
+    ns += a->copies[i].s.total_ns;
+  return ns;
+}
+
+void agg_category_rows(struct idx_agg *a, struct agg_out *o)
+{
+  const struct agg_stat *cats = a->cats;
   struct cat_ctx ctx = { cats };
-  struct row *rows;
+  int64_t device_ns = device_ns_of(a);
+  struct agg_row *rows;
   size_t i, n;
 
   AGG_SUM_FILLS(TR_SUM_CATEGORY, 4);
@@ -332,7 +343,7 @@ static void category_rows(const struct agg_stat *cats, int64_t device_ns,
   free(rows);
 }
 
-static int fill_step(void *ud, uint32_t id, struct row *r)
+static int fill_step(void *ud, uint32_t id, struct agg_row *r)
 {
   struct idx_agg *a = ud;
 
@@ -374,10 +385,10 @@ static void choose_step_side(struct idx_agg *a)
       a->step_side = AGG_SIDE_GPU;
 }
 
-static void step_rows(struct idx_agg *a, struct agg_out *o)
+void agg_step_rows(struct idx_agg *a, struct agg_out *o)
 {
   int gpu = a->step_side == AGG_SIDE_GPU;
-  struct row *rows;
+  struct agg_row *rows;
   size_t i, n;
 
   AGG_SUM_FILLS(TR_SUM_STEP, 21);
@@ -415,7 +426,7 @@ static void step_rows(struct idx_agg *a, struct agg_out *o)
 
 /* The kernel with the largest total (ties: first name), UINT32_MAX when
  * there is none; its launch shapes cut phases. */
-static uint32_t heaviest(const struct row *rows, size_t n)
+static uint32_t heaviest(const struct agg_row *rows, size_t n)
 {
   return n > 0 ? rows[0].id : UINT32_MAX;
 }
@@ -505,21 +516,10 @@ static json_t *fold_warnings(const struct idx_agg *a)
   return w;
 }
 
-/* device_ns, the categories' denominator: kernels, copies and memsets. */
-static int64_t device_ns_of(const struct idx_agg *a)
-{
-  int64_t ns = a->kernel_ns;
-  int i;
-
-  for (i = 0; i < AGG_COPY_KINDS; i++)
-    ns += a->copies[i].s.total_ns;
-  return ns;
-}
-
 /* The scalars of the summary: identity, the file and the totals. */
 static json_t *summary_head(struct idx_agg *a, const struct idx_doc *doc,
-                            const struct agg_file_info *info, size_t distinct,
-                            int64_t busy, const struct agg_stat *rt)
+                            const struct agg_file_info *info, int64_t busy,
+                            const struct agg_stat *rt)
 {
   const struct agg_copy *ms = &a->copies[AGG_COPY_MEMSET];
   struct agg_sum_rank r = { 0 };
@@ -548,7 +548,7 @@ static json_t *summary_head(struct idx_agg *a, const struct idx_doc *doc,
   r.kernel_ns = a->kernel_ns;
   /* Every distinct name: those kept, and those folded. */
   r.distinct_kernels =
-      (int64_t)distinct -
+      (int64_t)a->nkrows -
       (a->kfold.id != UINT32_MAX && a->kernels[a->kfold.id].is_kernel) +
       (int64_t)a->kfold.distinct;
   r.memset_count = (int64_t)ms->s.count;
@@ -586,10 +586,10 @@ static json_t *summary_head(struct idx_agg *a, const struct idx_doc *doc,
 
 /* Copies and memsets join the kernels' categories: the category table is
  * over all device events. */
-static void device_categories(const struct idx_agg *a, struct agg_stat *cats)
+static void device_categories(struct idx_agg *a)
 {
-  struct agg_stat *copy = &cats[agg_category_index("copy")];
-  struct agg_stat *mset = &cats[agg_category_index("memset")];
+  struct agg_stat *copy = &a->cats[agg_category_index("copy")];
+  struct agg_stat *mset = &a->cats[agg_category_index("memset")];
   int i;
 
   for (i = 0; i < AGG_COPY_MEMSET; i++) {
@@ -609,108 +609,51 @@ void agg_out_row(struct agg_out *o, json_t *row)
   json_decref(row);
 }
 
-/* The phases of the time pass, held until their turn. */
-static void phase_rows(json_t *phases, struct agg_out *o)
+void agg_out_array(struct agg_out *o, json_t *rows)
 {
   json_t *row;
   size_t i;
 
-  json_array_foreach(phases, i, row)
-    agg_out_row(o, json_incref(row));
-}
-
-/* A table made whole (the critical path's, index/cpath/cpath_json.c: bounded by
- * the steps kept), then handed on row by row; rows taken (NULL: out of
- * memory). */
-static void array_rows(json_t *rows, struct agg_out *o)
-{
   if (rows == NULL)
     agg_out_row(o, NULL);
-  phase_rows(rows, o);
+  json_array_foreach(rows, i, row)
+    agg_out_row(o, json_incref(row));
   json_decref(rows);
 }
 
-/* Every table after the head, in the summary's order (common/summary.h's
- * TR_SUM_TABLES). */
-static int table_rows(struct idx_agg *a, const struct row *krows, size_t nk,
-                      const struct agg_stat *cats, json_t *phases,
-                      struct agg_out *o)
+/* The phases of the time pass, held until their turn. */
+void agg_phase_rows(struct idx_agg *a, struct agg_out *o)
 {
-#define ONE_TABLE(member, ROWS, row) +1
-  _Static_assert((0 TR_SUM_TABLES(ONE_TABLE)) == 33,
-                 "a summary table this function does not write");
-#undef ONE_TABLE
-  o->table = "kernels";
-  kernel_rows(a, krows, nk, o);
-  o->table = "launches";
-  launch_rows(a, o);
-  o->table = "categories";
-  category_rows(cats, device_ns_of(a), o);
-  o->table = "memcpy";
-  copy_rows(a, o);
-  o->table = "runtime";
-  runtime_rows(a, o);
-  o->table = "steps";
-  step_rows(a, o);
-  o->table = "phases";
-  phase_rows(phases, o);
-  o->table = "step_buckets";
-  agg_step_buckets_rows(a, o);
-  o->table = "step_histogram";
-  agg_step_hist_rows(a, o);
-  o->table = "step_outliers";
-  agg_step_outliers_rows(a, o);
-  o->table = "idle";
-  agg_idle_rows(a, o);
-  o->table = "timeline";
-  agg_timeline_rows(a, o);
-  o->table = "families";
-  agg_families_rows(a, o);
-  o->table = "family_steps";
-  agg_famsteps_rows(a, o);
-  o->table = "sample_figures";
-  agg_sample_figures_rows(a, o);
-  o->table = "step_samples";
-  agg_step_samples_rows(a, o);
-  dec_rows(a->dec, a->t0_ns, o); /* the decode_* tables */
-  o->table = "critical_kinds";
-  array_rows(agg_cpath_kinds_json(a), o);
-  o->table = "critical_steps";
-  array_rows(agg_cpath_steps_json(a), o);
-  o->table = "critical_segments";
-  array_rows(agg_cpath_segments_json(a), o);
-  o->table = "kernel_paths";
-  array_rows(agg_cpath_paths_json(a, 0), o);
-  o->table = "family_paths";
-  array_rows(agg_cpath_paths_json(a, 1), o);
-  o->table = "idle_culprits";
-  array_rows(agg_cpath_culprits_json(a), o);
-  o->table = "kernel_sequences";
-  array_rows(agg_cpath_sequences_json(a), o);
-  o->table = "median_sequence";
-  array_rows(agg_cpath_median_seq_json(a), o);
-  return o->rc;
+  agg_out_array(o, json_incref(a->phases));
 }
 
-/* The head, then the tables. */
+/* The head, then every table in the summary's order: common/summary.h's
+ * TR_TABLE_MAP, each row's rows function. */
 static int emit(struct idx_agg *a, const struct idx_doc *doc,
-                const struct agg_file_info *info, const struct row *krows,
-                size_t nk, const struct agg_time_out *t, struct agg_out *o)
+                const struct agg_file_info *info, int64_t busy,
+                struct agg_out *o)
 {
-  struct agg_stat cats[AGG_NCATEGORIES], rt = { 0, 0, 0, 0 };
+  struct agg_stat rt = { 0, 0, 0, 0 };
   json_t *head;
   int rc;
 
-  memset(cats, 0, sizeof(cats));
-  kernel_cats(a, krows, nk, cats);
-  device_categories(a, cats);
+  memset(a->cats, 0, sizeof(a->cats));
+  kernel_cats(a);
+  device_categories(a);
   runtime_sum(a, &rt);
-  head = summary_head(a, doc, info, nk, t->gpu_busy_ns, &rt);
+  head = summary_head(a, doc, info, busy, &rt);
   if (head == NULL)
     return tr_err_set(o->err, TR_ENOMEM, "", "%s: out of memory", info->path);
   rc = o->sink->on_head(o->sink->ud, head, o->err);
   json_decref(head);
-  return rc != 0 ? rc : table_rows(a, krows, nk, cats, t->phases, o);
+  if (rc != 0)
+    return rc;
+#define XX(name, rows)                                                         \
+  o->table = #name;                                                            \
+  rows(a, o);
+  TR_SUM_WRITERS(XX)
+#undef XX
+  return o->rc;
 }
 
 /* Decode's walk (dec_end), beside the time pass when the file may use
@@ -725,12 +668,10 @@ int idx_agg_rows(struct idx_agg *a, const struct idx_doc *doc,
                  const struct agg_file_info *info, const struct idx_sink *sink,
                  struct tr_err *err)
 {
-  struct agg_time_out t = { 0, NULL };
   struct agg_out o = { sink, NULL, err, 0 };
   struct tr_err dec_err = { 0 };
   struct agg_beside dec;
-  struct row *krows;
-  size_t nk;
+  int64_t busy = 0;
   int rc;
 
   if ((rc = agg_fold_end(&a->kfold, &a->names)) != 0 ||
@@ -742,24 +683,20 @@ int idx_agg_rows(struct idx_agg *a, const struct idx_doc *doc,
   choose_step_side(a);
   if (agg_samples_init(a) != 0)
     return tr_err_set(err, TR_ENOMEM, "", "%s: out of memory", info->path);
-  krows = sorted_rows(a->names.n, &nk, fill_kernel, a);
-  if (krows == NULL)
+  a->krows = sorted_rows(a->names.n, &a->nkrows, fill_kernel, a);
+  if (a->krows == NULL)
     return tr_err_set(err, TR_ENOMEM, "", "%s: out of memory", info->path);
   a->threads = info->threads;
   agg_beside_start(&dec, a->threads > 1 && a->dec != NULL, dec_run, &dec_err);
   if (a->dec != NULL && (rc = dec_seal(a->dec, err)) == 0)
     (void)agg_beside_put(&dec, a->dec);
   if (rc == 0)
-    rc = agg_time_pass(a, heaviest(krows, nk), &t, err);
+    rc = agg_time_pass(a, heaviest(a->krows, a->nkrows), &busy, err);
   if (agg_beside_end(&dec) != 0 && rc == 0) {
     *err = dec_err;
     rc = dec.rc;
   }
-  if (rc == 0)
-    rc = emit(a, doc, info, krows, nk, &t, &o);
-  free(krows);
-  json_decref(t.phases);
-  return rc;
+  return rc != 0 ? rc : emit(a, doc, info, busy, &o);
 }
 
 /* ---- the whole summary as one document ---- */

@@ -407,7 +407,7 @@ static struct agg_txt fig_name(const struct idx_agg *a, uint32_t i)
   return (struct agg_txt){ k->p, k->n };
 }
 
-void agg_sample_figures_rows(const struct idx_agg *a, struct agg_out *o)
+void agg_sample_figure_rows(struct idx_agg *a, struct agg_out *o)
 {
   AGG_SUM_FILLS(TR_SUM_SAMPLE_FIGURE, 3);
   for (uint32_t i = 0; a->samples.nslots > 0 && i < a->samples.nfig; i++) {
@@ -435,7 +435,7 @@ static int kind_name_cmp(const void *x, const void *y, void *ud)
 }
 
 /* Rows by kind name, then ordinal (a kind's slots are in ordinal order). */
-void agg_step_samples_rows(struct idx_agg *a, struct agg_out *o)
+void agg_step_sample_rows(struct idx_agg *a, struct agg_out *o)
 {
   const struct agg_samples *s = &a->samples;
   uint32_t *kinds = agg_order(a->nkinds, kind_name_cmp, &a->kinds_map);

@@ -417,7 +417,7 @@ static void bucket_row(const struct idx_agg *a, uint32_t k, int dim, int b,
   agg_out_row(o, agg_sum_step_bucket_json(&r));
 }
 
-void agg_step_buckets_rows(const struct idx_agg *a, struct agg_out *o)
+void agg_step_bucket_rows(struct idx_agg *a, struct agg_out *o)
 {
   uint32_t n, *kinds = kinds_by_name(a, &n);
 
@@ -467,7 +467,7 @@ static void hist_bucket(void *ud, int64_t low, int64_t high, uint64_t count)
   h->count += count;
 }
 
-void agg_step_hist_rows(const struct idx_agg *a, struct agg_out *o)
+void agg_step_hist_rows(struct idx_agg *a, struct agg_out *o)
 {
   struct hist_out h = { { NULL, 0 }, o, 0, 0, 0 };
   uint32_t n, *kinds = kinds_by_name(a, &n);
@@ -519,7 +519,7 @@ static void outlier_row(struct idx_agg *a, uint32_t k, const char *role,
   agg_out_row(o, agg_sum_step_outlier_json(&r));
 }
 
-void agg_step_outliers_rows(struct idx_agg *a, struct agg_out *o)
+void agg_step_outlier_rows(struct idx_agg *a, struct agg_out *o)
 {
   uint32_t n, *kinds = kinds_by_name(a, &n);
 

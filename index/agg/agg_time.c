@@ -462,7 +462,7 @@ static int phases(struct idx_agg *a, const struct segs *segs, json_t **out)
   return 0;
 }
 
-int agg_time_pass(struct idx_agg *a, uint32_t heavy, struct agg_time_out *out,
+int agg_time_pass(struct idx_agg *a, uint32_t heavy, int64_t *gpu_busy_ns,
                   struct tr_err *err)
 {
   struct walk w;
@@ -493,7 +493,7 @@ int agg_time_pass(struct idx_agg *a, uint32_t heavy, struct agg_time_out *out,
     merge_short(&w.segs, w.min_len_ns);
     cap_count(&w.segs, PHASE_MAX);
     if (rc == 0)
-      rc = phases(a, &w.segs, &out->phases);
+      rc = phases(a, &w.segs, &a->phases);
   }
   agg_steps_walk_end(w.steps);
   agg_samples_walk_end(w.samples);
@@ -505,6 +505,6 @@ int agg_time_pass(struct idx_agg *a, uint32_t heavy, struct agg_time_out *out,
   if (rc != 0)
     return tr_err_set(err, rc, "", "time pass failed: %s (%d)", tr_strerror(rc),
                       rc);
-  out->gpu_busy_ns = w.busy;
+  *gpu_busy_ns = w.busy;
   return 0;
 }

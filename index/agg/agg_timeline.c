@@ -136,7 +136,7 @@ static json_t *categories_of(const struct idx_agg *a, uint32_t i)
   return o;
 }
 
-void agg_timeline_rows(const struct idx_agg *a, struct agg_out *o)
+void agg_timeline_rows(struct idx_agg *a, struct agg_out *o)
 {
   const struct agg_timeline *tl = &a->tl;
   int64_t span = a->tend_ns - a->t0_ns;

@@ -365,14 +365,8 @@ struct cp_cols agg_cpath_family_cols(struct idx_agg *a, uint32_t family);
    (r).launch_queue_p50_ns = (c).queue_p50,                                    \
    (r).launch_queue_p99_ns = (c).queue_p99)
 
-/* The summary's tables. */
-json_t *agg_cpath_kinds_json(const struct idx_agg *a);
-json_t *agg_cpath_steps_json(const struct idx_agg *a);
-json_t *agg_cpath_segments_json(const struct idx_agg *a);
-json_t *agg_cpath_paths_json(const struct idx_agg *a, int families);
-json_t *agg_cpath_culprits_json(const struct idx_agg *a);
-json_t *agg_cpath_sequences_json(const struct idx_agg *a);
-json_t *agg_cpath_median_seq_json(const struct idx_agg *a);
+/* The summary's warnings about the critical path. Its tables are the
+ * cp_*_rows() of common/summary.h's TR_TABLE_MAP (cpath_json.c). */
 json_t *agg_cpath_warnings(const struct idx_agg *a);
 
 #endif

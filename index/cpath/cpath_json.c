@@ -43,7 +43,7 @@ static void bounds_set(int64_t *dst, const int64_t *b)
 #define BOUNDS_AT(r) (&(r).cpu_ns)
 _Static_assert(CP_BOUNDS == 7, "TR_CRIT_BOUNDS has a column per bound");
 
-json_t *agg_cpath_kinds_json(const struct idx_agg *a)
+static json_t *kinds_json(const struct idx_agg *a)
 {
   const struct agg_cpath *c = a->cpath;
   uint32_t n = c->kinds.n, *order = agg_order(n, kind_cmp, c);
@@ -72,6 +72,11 @@ json_t *agg_cpath_kinds_json(const struct idx_agg *a)
   }
   free(order);
   return rows;
+}
+
+void cp_kind_rows(struct idx_agg *a, struct agg_out *o)
+{
+  agg_out_array(o, kinds_json(a));
 }
 
 /* ---- steps and their paths ---- */
@@ -153,7 +158,7 @@ static int kept(const struct agg_cpath *c, int64_t index)
 
 /* Every step kept (in the order they closed), then the picks that were
  * not (beyond CP_KEEP_STEPS). */
-json_t *agg_cpath_steps_json(const struct idx_agg *a)
+static json_t *steps_json(const struct idx_agg *a)
 {
   const struct agg_cpath *c = a->cpath;
   json_t *rows = json_array();
@@ -169,6 +174,11 @@ json_t *agg_cpath_steps_json(const struct idx_agg *a)
         json_array_append_new(rows, step_json(a, &p[i]->row));
   }
   return rows;
+}
+
+void cp_step_rows(struct idx_agg *a, struct agg_out *o)
+{
+  agg_out_array(o, steps_json(a));
 }
 
 /* The text of a name by what it names. */
@@ -236,7 +246,7 @@ static void segments_of(const struct idx_agg *a, const struct cp_pick *p,
   }
 }
 
-json_t *agg_cpath_segments_json(const struct idx_agg *a)
+static json_t *segments_json(const struct idx_agg *a)
 {
   const struct agg_cpath *c = a->cpath;
   uint32_t n = c->kinds.n, *order = agg_order(n, kind_cmp, c);
@@ -253,6 +263,11 @@ json_t *agg_cpath_segments_json(const struct idx_agg *a)
   }
   free(order);
   return rows;
+}
+
+void cp_segment_rows(struct idx_agg *a, struct agg_out *o)
+{
+  agg_out_array(o, segments_json(a));
 }
 
 /* ---- per kernel and family ---- */
@@ -279,7 +294,7 @@ static int path_cmp(const void *x, const void *y, void *ud)
   return agg_key_cmp(&p->keys->keys[r->key], &p->keys->keys[s->key]);
 }
 
-json_t *agg_cpath_paths_json(const struct idx_agg *a, int families)
+static json_t *paths_json(const struct idx_agg *a, int families)
 {
   const struct agg_cpath *c = a->cpath;
   const struct cp_paths *ps = families ? &c->fpaths : &c->paths;
@@ -324,6 +339,16 @@ json_t *agg_cpath_paths_json(const struct idx_agg *a, int families)
   }
   free(order);
   return rows;
+}
+
+void cp_kernel_path_rows(struct idx_agg *a, struct agg_out *o)
+{
+  agg_out_array(o, paths_json(a, 0));
+}
+
+void cp_family_path_rows(struct idx_agg *a, struct agg_out *o)
+{
+  agg_out_array(o, paths_json(a, 1));
 }
 
 static struct cp_cols launch_cols(const struct cp_launch_row *r,
@@ -444,7 +469,7 @@ static int culprit_cmp(const void *x, const void *y, void *ud)
   return d ? d : (r->what > s->what) - (r->what < s->what);
 }
 
-json_t *agg_cpath_culprits_json(const struct idx_agg *a)
+static json_t *culprits_json(const struct idx_agg *a)
 {
   const struct agg_cpath *c = a->cpath;
   uint32_t n = c->culprit_map.n, *order = agg_order(n, culprit_cmp, a);
@@ -469,6 +494,11 @@ json_t *agg_cpath_culprits_json(const struct idx_agg *a)
   }
   free(order);
   return rows;
+}
+
+void cp_culprit_rows(struct idx_agg *a, struct agg_out *o)
+{
+  agg_out_array(o, culprits_json(a));
 }
 
 /* ---- sequences ---- */
@@ -521,7 +551,7 @@ static char *seq_text(const struct idx_agg *a, const struct cp_seq *q)
   return s;
 }
 
-json_t *agg_cpath_sequences_json(const struct idx_agg *a)
+static json_t *sequences_json(const struct idx_agg *a)
 {
   const struct agg_cpath *c = a->cpath;
   const struct cp_seq **v = malloc((c->nseqs + 1) * sizeof(*v));
@@ -559,7 +589,12 @@ json_t *agg_cpath_sequences_json(const struct idx_agg *a)
   return rows;
 }
 
-json_t *agg_cpath_median_seq_json(const struct idx_agg *a)
+void cp_sequence_rows(struct idx_agg *a, struct agg_out *o)
+{
+  agg_out_array(o, sequences_json(a));
+}
+
+static json_t *median_seq_json(const struct idx_agg *a)
 {
   const struct agg_cpath *c = a->cpath;
   uint32_t n = c->kinds.n, *order = agg_order(n, kind_cmp, c);
@@ -591,6 +626,11 @@ json_t *agg_cpath_median_seq_json(const struct idx_agg *a)
   }
   free(order);
   return rows;
+}
+
+void cp_median_seq_rows(struct idx_agg *a, struct agg_out *o)
+{
+  agg_out_array(o, median_seq_json(a));
 }
 
 /* ---- warnings ---- */

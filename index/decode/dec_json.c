@@ -522,36 +522,58 @@ static json_t *step_row(struct dec_file *d, uint32_t kind, int64_t t0_ns)
   return agg_sum_dec_step_json(&r);
 }
 
-void dec_rows(struct dec_file *d, int64_t t0_ns, struct agg_out *o)
+/* The decode_* tables of the summary (common/summary.h's TR_TABLE_MAP):
+ * no rows when decode did not run (a->dec NULL). */
+void dec_module_rows(struct idx_agg *a, struct agg_out *o)
 {
-  static const struct {
-    const char *name;
-    uint32_t tag;
-  } tables[] = { { "decode_modules", T_MOD },
-                 { "decode_layers", T_LAYER },
-                 { "decode_ops", T_OP },
-                 { "decode_layer_modules", T_LM },
-                 { "decode_op_modules", T_OM },
-                 { "decode_kernels", T_KERN } };
-  uint32_t *layers, nk;
+  uint32_t *layers;
 
-  if (d == NULL)
-    return; /* decode not run: its tables have no rows */
-  layers = module_layers(d);
-  for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
-    o->table = tables[i].name;
-    table(d, tables[i].tag, tables[i].tag == T_MOD ? layers : NULL, o);
-  }
+  if (a->dec == NULL)
+    return;
+  layers = module_layers(a->dec);
+  table(a->dec, T_MOD, layers, o);
   free(layers);
-  o->table = "decode_blocks";
-  blocks(d, o);
-  nk = d->kinds.n < DEC_MAX_KINDS ? d->kinds.n : DEC_MAX_KINDS;
-  o->table = "decode_steps";
-  for (uint32_t k = 0; k < nk; k++)
-    agg_out_row(o, step_row(d, k, t0_ns));
-  o->table = "decode_median";
-  for (uint32_t k = 0; k < nk; k++)
-    median_rows(d, k, o);
+}
+
+/* The tables table() writes, but decode_modules (its layers). */
+#define DEC_TABLES(XX)                                                         \
+  XX(dec_layer_rows, T_LAYER)                                                  \
+  XX(dec_op_rows, T_OP)                                                        \
+  XX(dec_layer_module_rows, T_LM)                                              \
+  XX(dec_op_module_rows, T_OM)                                                 \
+  XX(dec_kernel_rows, T_KERN)
+
+#define XX(rows, tag)                                                          \
+  void rows(struct idx_agg *a, struct agg_out *o)                              \
+  {                                                                            \
+    if (a->dec != NULL)                                                        \
+      table(a->dec, tag, NULL, o);                                             \
+  }
+DEC_TABLES(XX)
+#undef XX
+
+void dec_block_rows(struct idx_agg *a, struct agg_out *o)
+{
+  if (a->dec != NULL)
+    blocks(a->dec, o);
+}
+
+/* The step kinds decode tracks. */
+static uint32_t nkinds(const struct dec_file *d)
+{
+  return d->kinds.n < DEC_MAX_KINDS ? d->kinds.n : DEC_MAX_KINDS;
+}
+
+void dec_step_rows(struct idx_agg *a, struct agg_out *o)
+{
+  for (uint32_t k = 0; a->dec != NULL && k < nkinds(a->dec); k++)
+    agg_out_row(o, step_row(a->dec, k, a->t0_ns));
+}
+
+void dec_median_rows(struct idx_agg *a, struct agg_out *o)
+{
+  for (uint32_t k = 0; a->dec != NULL && k < nkinds(a->dec); k++)
+    median_rows(a->dec, k, o);
 }
 
 /* ---- warnings ---- */

@@ -76,11 +76,9 @@ int dec_end(struct dec_file *d, struct tr_err *err);
 int dec_seal(struct dec_file *d, struct tr_err *err);
 
 /* The run trace's figures into the summary: its scalars (completeness)
- * into r; the rows of its tables (the decode_* members of common/
- * summary.h's TR_SUM_TABLES, in that order) to o. d NULL (decode not
- * run): zeros and no rows. */
+ * into r; d NULL (decode not run): zeros. The rows of its tables (the
+ * decode_* rows of common/summary.h's TR_TABLE_MAP) are dec_*_rows(). */
 void dec_put_rank(const struct dec_file *d, struct agg_sum_rank *r);
-void dec_rows(struct dec_file *d, int64_t t0_ns, struct agg_out *o);
 
 /* The summary's warnings about the decode figures (stacks or names
  * capped, replays left unmatched, steps closed before their kernels
