@@ -111,7 +111,7 @@ static int read_capture(const char *root, struct dec_lib *lib,
 }
 
 /* The decode library of the rank from its capture traces, and the run
- * trace's decode file, attached to agg. */
+ * trace's decode file, attached to agg's decode pass (which frees it). */
 static int decode_open(const char *root, const struct idx_options *opt,
                        struct idx_agg *agg, struct dec_lib **lib,
                        struct tr_err *err)
@@ -123,7 +123,7 @@ static int decode_open(const char *root, const struct idx_options *opt,
   for (size_t i = 0; i < opt->ncaptures; i++)
     if ((rc = read_capture(root, *lib, &opt->captures[i], opt, err)) != 0)
       return rc;
-  if (dec_file_new(*lib, DEC_RUN, NULL, &agg->dec) != 0)
+  if (dec_file_new(*lib, DEC_RUN, NULL, &agg->decode->file) != 0)
     return tr_err_set(err, TR_ENOMEM, "", "out of memory");
   return 0;
 }
@@ -357,9 +357,7 @@ int idx_file_sink(const char *root, const char *path,
     rc = idx_side_close(run.agg.coll_out, coll_tmp, opt->collectives_path,
                         rc, &local);
   idx_reader_free(rd);
-  dec_file_free(run.agg.dec);
-  run.agg.dec = NULL;
-  idx_agg_free(&run.agg);
+  idx_agg_free(&run.agg); /* its decode file, which borrows lib, too */
   dec_lib_free(lib);
   return rc == 0 ? 0 : idx_file_fail(err, &local, rc, path);
 }

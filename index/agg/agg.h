@@ -7,7 +7,7 @@
  * Memory grows with the number of distinct kernel names, launch shapes and
  * runtime names, never with the number of events: the only per-event state
  * is a fixed buffer of time records, sorted and spilled to a temporary file
- * when full (agg_runs.c), merged in time order at the end (agg_time.c).
+ * when full (agg_runs.c), merged in time order at the end (agg.c).
  *
  * Internal to index/. One struct idx_agg per file, one thread at a time.
  */
@@ -22,6 +22,7 @@
 #include "common/summary.h"
 #include "common/tr.h"
 #include "index/read/event.h"
+#include "index/read/format.h"
 #include "index/index.h"
 
 /* ---- interning map: byte string -> dense id (agg_map.c) ---- */
@@ -196,6 +197,13 @@ struct agg_rec {
   uint32_t id;
 };
 
+/* A record of device work: a kernel, a copy or a memset. */
+static inline int agg_rec_device(uint32_t type)
+{
+  return type == AGG_REC_KERNEL || type == AGG_REC_COPY ||
+         type == AGG_REC_MEMSET;
+}
+
 struct agg_runs {
   struct agg_rec *buf; /* records not yet spilled */
   size_t n, cap;
@@ -310,7 +318,7 @@ int agg_fold_intern(struct agg_fold *f, struct agg_map *m, struct idx_str s,
 int agg_fold_end(struct agg_fold *f, struct agg_map *m);
 void agg_fold_free(struct agg_fold *f);
 
-/* ---- the aggregation (agg.c) ---- */
+/* ---- the rank's vocabulary: what the passes name things by ---- */
 
 #define AGG_NCATEGORIES 13 /* the fixed category list of rules.c */
 
@@ -353,23 +361,6 @@ struct agg_shape { /* by shape id: (name, grid, block) */
   int rt_conflict; /* launches of this shape disagreed */
   int64_t rt_regs, rt_shmem;
   struct agg_stat unresolved; /* kernels waiting for that fallback */
-};
-
-struct agg_launch { /* by launch id: (shape, registers, shared) */
-  uint32_t shape;
-  uint32_t has; /* IDX_HAS_REGS | IDX_HAS_SHMEM */
-  int64_t regs, shmem;
-  struct agg_stat s;
-};
-
-struct agg_named { /* runtime API rows, by runtime name id */
-  struct agg_stat s;
-  struct agg_hist hist;
-};
-
-struct agg_copy {
-  struct agg_stat s;
-  int64_t bytes, max_bytes;
 };
 
 #define AGG_SIDE_CPU       0
@@ -415,6 +406,16 @@ struct agg_step { /* by (side, step kind id) */
   uint32_t nslow_top[AGG_SLOWEST], nmedian_top;
 };
 
+/* Run-label texts, spilled: label number -> text (agg_runs.c). */
+#define AGG_LABEL_TEXT 256 /* bytes kept of a label (cut on a character) */
+
+struct agg_labels {
+  struct agg_spill *sp; /* where the texts spill (borrowed) */
+  FILE *text, *index;   /* NULL until the first label */
+  int64_t n;
+  uint64_t bytes;
+};
+
 /* Idle time causes (agg_idle.c), in the order the summary lists them. */
 enum agg_idle_cause {
   AGG_IDLE_HOST_LATE,
@@ -429,9 +430,10 @@ enum agg_idle_cause {
 /* The name of an idle cause ("host_late", ...): a static string. */
 const char *agg_idle_cause_name(int cause);
 
-/* What the time pass finds, handed one at a time in start order to
- * idx_agg.on_finding when set (index/slice/slice.c draws them as tracks): each
- * run label of the step side, and each idle stretch. */
+/* What the walk finds, handed one at a time in start order to the passes
+ * that hear findings and then to idx_agg.on_finding when set (index/slice/
+ * slice.c draws them as tracks): each run label of the step side
+ * (agg_steps.c), and each idle stretch (agg_idle.c). */
 enum agg_finding_what { AGG_FOUND_STEP, AGG_FOUND_IDLE };
 
 struct agg_finding {
@@ -442,184 +444,230 @@ struct agg_finding {
   int cause;          /* IDLE: the stretch's cause (AGG_IDLE_*) */
   int64_t between_ns; /* IDLE: its part outside every step label (counted
                          as between_steps, not as the cause) */
+  int64_t corr;       /* IDLE: the correlation of the device record that
+                         ended it, -1 */
+  const int64_t *parts; /* IDLE: its ns by kind, [0] outside every step,
+                           [k + 1] kind k (nparts of them) */
+  uint32_t nparts;
 };
 
-/* The utilisation timeline (agg_timeline.c): n equal buckets over the span,
- * union-busy ns per bucket and per category, and each step kind's label
- * cover. */
-#define AGG_TIMELINE_BUCKETS TR_TIMELINE_BUCKETS
+/* What the critical path adds to a kernel's and a family's row (its end
+ * writes them, agg_cpath_end()). */
+struct agg_cols {
+  int64_t critical_ns, calls, call_ns, call_p50, call_p99, queue_ns, queue_p50,
+      queue_p99;
+};
+#define AGG_COLS_SET(r, c)                                                     \
+  ((r).critical_ns = (c).critical_ns, (r).launch_calls = (c).calls,            \
+   (r).launch_call_ns = (c).call_ns, (r).launch_call_p50_ns = (c).call_p50,    \
+   (r).launch_call_p99_ns = (c).call_p99, (r).launch_queue_ns = (c).queue_ns,  \
+   (r).launch_queue_p50_ns = (c).queue_p50,                                    \
+   (r).launch_queue_p99_ns = (c).queue_p99)
 
-struct agg_timeline {
-  int64_t t0, width; /* bucket i is [t0 + i width, t0 + (i + 1) width) */
-  uint32_t n, nk;
-  int64_t *busy;  /* [n] */
-  int64_t *cat;   /* [n][AGG_NCATEGORIES] */
-  int64_t *cover; /* [n][nk] */
-  int64_t cur_start[AGG_MAX_STEP_KINDS], cur_end[AGG_MAX_STEP_KINDS];
+/* ---- the passes ---- */
+
+/*
+ * The passes over a rank, one row each, in the order the driver (agg.c)
+ * calls them; docs/ARCHITECTURE.md, "Adding a pass". A pass is a room's
+ * state, struct agg_<name> (idx_agg's member <name>), and the hooks its
+ * row names, which this header declares from the row (a hook the row
+ * names and the room does not define does not link):
+ *
+ *   XX(name, classes, EVENT, SEAL, WALK, FOUND, END, HEAD)
+ *
+ *   new, free  int agg_<name>_new(a): makes a-><name>; every pass has them;
+ *              void agg_<name>_free(a) undoes it (NULL is fine), in the
+ *              reverse order
+ *   classes    the event classes its event hook takes: AGG_CL() of enum
+ *              idx_class; 0 without one
+ *   EVENT      int agg_<name>_event(a, doc, ev, cls): one X event of its
+ *              classes, in file order, after the passes above it
+ *   SEAL       int agg_<name>_seal(a, err): the events are all read; in
+ *              order, so a pass may read what the seals above it made
+ *   WALK       int agg_<name>_walk(a, at): each time record in time order
+ *              (struct agg_at), but the labels of a dropped kind; ALL:
+ *              those too
+ *   FOUND      void agg_<name>_found(a, f): each finding (agg_found())
+ *   END        int agg_<name>_end(a, err): the walk is over; in the
+ *              reverse order, so that a pass ends before the passes it
+ *              heard from (the idle stretch at the span's end goes to
+ *              the critical path's culprits before its walk ends)
+ *   HEAD       void agg_<name>_head(a, r): its scalars and warnings of the
+ *              rank summary, in order
+ *
+ * Each column is its word or _ (no such hook). The tables a pass makes are
+ * rows of common/summary.h's TR_TABLE_MAP, each naming its rows function.
+ * A pass never calls another: it reads the vocabulary of struct idx_agg
+ * and the state of the passes above it, hears from the passes below it
+ * through the walk's struct agg_at and the findings, and hands the rows
+ * their columns through idx_agg (kcols, fcols).
+ */
+#define AGG_PASS_MAP(XX)                                                       \
+  XX(device, AGG_CL(KERNEL) | AGG_CL(COPY) | AGG_CL(MEMSET) | AGG_CL(RUNTIME), \
+     EVENT, SEAL, _, _, _, HEAD)                                               \
+  XX(steps, AGG_CL(LABEL_CPU) | AGG_CL(LABEL_GPU), EVENT, SEAL, WALK, _, END,  \
+     HEAD)                                                                     \
+  XX(families, 0, _, SEAL, WALK, _, _, _)                                      \
+  XX(samples, 0, _, SEAL, WALK, _, END, _)                                     \
+  XX(decode, AGG_DECODE_CLASSES, EVENT, SEAL, _, _, END, HEAD)                 \
+  XX(host,                                                                     \
+     AGG_CL(CPU_OP) | AGG_CL(PYTHON) | AGG_CL(LABEL_CPU) | AGG_CL(RUNTIME),    \
+     EVENT, _, _, _, _, HEAD)                                                  \
+  XX(cpath, AGG_CL(KERNEL) | AGG_CL(COPY) | AGG_CL(MEMSET) | AGG_CL(SYNC),     \
+     EVENT, SEAL, ALL, FOUND, END, HEAD)                                       \
+  XX(coll, AGG_CL(KERNEL), EVENT, SEAL, WALK, _, END, HEAD)                    \
+  XX(idle, 0, _, SEAL, WALK, _, END, HEAD)                                     \
+  XX(timeline, 0, _, SEAL, WALK, _, END, HEAD)                                 \
+  XX(phases, 0, _, SEAL, WALK, _, END, _)
+
+#define AGG_CL(c) (1u << IDX_CLASS_##c)
+/* Decode takes every class but the GPU-side labels and cuda_sync. */
+#define AGG_DECODE_CLASSES                                                     \
+  (AGG_CL(KERNEL) | AGG_CL(COPY) | AGG_CL(MEMSET) | AGG_CL(RUNTIME) |          \
+   AGG_CL(LABEL_CPU) | AGG_CL(CPU_OP) | AGG_CL(PYTHON))
+
+enum agg_pass_id {
+#define XX(name, ...) AGG_PASS_##name,
+  AGG_PASS_MAP(XX)
+#undef XX
+      AGG_NPASSES
 };
 
-struct agg_family { /* by family id */
-  struct agg_stat s;
-  struct agg_hist hist;
-  uint32_t kernels; /* distinct names */
-  uint32_t top;     /* name id of its largest total */
+/* What the walk tells each pass of a time record (agg.c's walk). */
+struct agg_at {
+  const struct agg_rec *r;
+  int64_t busy_end; /* end of the union of device records before r (t0
+                       before any) */
+  int any;          /* a device record came before r */
+  int dropped;      /* r is a label of the dropped kind (ALL walks only) */
+  /* Word a pass leaves for the passes below it, about r. */
+  int warmup;               /* steps: r is a label of a warm-up step */
+  const int64_t *cover_end; /* steps: per step kind, the largest end of
+                               its labels (of the step side) so far */
 };
 
-struct agg_famstep { /* kernels of a family inside a step kind's labels */
-  uint32_t family, kind;
-  struct agg_stat s;
-};
+struct idx_agg;
+struct agg_out;
+struct agg_sum_rank;
 
-/* The figures of single steps (agg_samples.c): for a bounded number of the
- * real steps of the step side, each tracked figure's device time in it. */
-#define AGG_SAMPLES_MAX  2048 /* steps kept per rank, every kind together */
-#define AGG_SAMPLE_FAMS  24   /* families tracked, the largest */
-#define AGG_SAMPLE_NAMES 12   /* kernels tracked, the largest */
-#define AGG_SAMPLE_FIGS  (AGG_NCATEGORIES + AGG_SAMPLE_FAMS + AGG_SAMPLE_NAMES)
+/* The hooks' declarations, from the rows. */
+#define AGG_HAS__        0
+#define AGG_HAS_EVENT    1
+#define AGG_HAS_SEAL     1
+#define AGG_HAS_WALK     1
+#define AGG_HAS_ALL      1
+#define AGG_HAS_FOUND    1
+#define AGG_HAS_END      1
+#define AGG_HAS_HEAD     1
+#define AGG_ALL__        0
+#define AGG_ALL_WALK     0
+#define AGG_ALL_ALL      1
+#define AGG_IF_(c, ...)  AGG_IF__(c, __VA_ARGS__)
+#define AGG_IF__(c, ...) AGG_IF_##c(__VA_ARGS__)
+#define AGG_IF_0(...)
+#define AGG_IF_1(...)     __VA_ARGS__
+/* fn when the column says the pass has it, else NULL. */
+#define AGG_HOOK(col, fn) AGG_IF_(AGG_HAS_##col, fn) AGG_IF_(AGG_NO_##col, NULL)
+#define AGG_NO__          1
+#define AGG_NO_EVENT      0
+#define AGG_NO_SEAL       0
+#define AGG_NO_WALK       0
+#define AGG_NO_ALL        0
+#define AGG_NO_FOUND      0
+#define AGG_NO_END        0
+#define AGG_NO_HEAD       0
 
-enum agg_fig_type { AGG_FIG_CATEGORY, AGG_FIG_FAMILY, AGG_FIG_KERNEL };
+#define AGG_PASS_DECL_(name, classes, event, seal, walk, found, end, head)     \
+  struct agg_##name;                                                           \
+  int agg_##name##_new(struct idx_agg *a);                                     \
+  void agg_##name##_free(struct idx_agg *a);                                   \
+  AGG_IF_(AGG_HAS_##event,                                                     \
+          int agg_##name##_event(struct idx_agg *a, const struct idx_doc *doc, \
+                                 const struct idx_event *ev,                   \
+                                 enum idx_class cls);)                         \
+  AGG_IF_(AGG_HAS_##seal,                                                      \
+          int agg_##name##_seal(struct idx_agg *a, struct tr_err *err);)       \
+  AGG_IF_(AGG_HAS_##walk,                                                      \
+          int agg_##name##_walk(struct idx_agg *a, struct agg_at *at);)        \
+  AGG_IF_(AGG_HAS_##found,                                                     \
+          void agg_##name##_found(struct idx_agg *a,                           \
+                                  const struct agg_finding *f);)               \
+  AGG_IF_(AGG_HAS_##end,                                                       \
+          int agg_##name##_end(struct idx_agg *a, struct tr_err *err);)        \
+  AGG_IF_(AGG_HAS_##head,                                                      \
+          void agg_##name##_head(struct idx_agg *a, struct agg_sum_rank *r);)
+AGG_PASS_MAP(AGG_PASS_DECL_)
+#undef AGG_PASS_DECL_
 
-struct agg_sample { /* one step kept; -1: not in its label */
-  uint32_t kind, warmup;
-  int64_t ordinal; /* its place among its kind's steps, in start order */
-  int64_t start_ns, dur_ns, bs, tok, step;
-};
+/* Hands f to the passes that hear findings, then to idx_agg.on_finding. */
+void agg_found(struct idx_agg *a, const struct agg_finding *f);
 
-struct agg_samples {
-  uint32_t nfig;
-  uint8_t fig_type[AGG_SAMPLE_FIGS]; /* enum agg_fig_type */
-  uint32_t fig_id[AGG_SAMPLE_FIGS];  /* category index, family, name id */
-  /* Per kind: every stride-th step is kept (ordinal % stride == 0), in
-   * slots base .. base + count / stride; stride 0: the kind is not kept
-   * (a dummy_* kind, or no steps). */
-  uint32_t stride[AGG_MAX_STEP_KINDS], base[AGG_MAX_STEP_KINDS];
-  uint32_t nslots;
-  struct agg_sample *v; /* [nslots]; kind UINT32_MAX: the step never came */
-  int64_t *vals;        /* [nslots][nfig] */
-};
-
-/* Run-label texts, spilled: label number -> text (agg_runs.c). */
-#define AGG_LABEL_TEXT 256 /* bytes kept of a label (cut on a character) */
-
-struct agg_labels {
-  struct agg_spill *sp; /* where the texts spill (borrowed) */
-  FILE *text, *index;   /* NULL until the first label */
-  int64_t n;
-  uint64_t bytes;
-};
-
-struct agg_host;        /* index/host/host.h */
-struct agg_cpath;       /* index/cpath/cpath.h */
-struct agg_cpath_walk;
+/* ---- the aggregation of one rank ---- */
 
 struct idx_agg {
+  /* The driver's (agg.c). */
   const struct idx_rules *rules;
   uint64_t skipped;       /* events skipped here (X without ts/dur...) */
   int64_t t0_ns, tend_ns; /* earliest start, latest end; t0 > tend: none */
-  int threads; /* the summary's (agg_file_info.threads) */
+  int threads;            /* the summary's (agg_file_info.threads) */
+  struct agg_spill spill; /* every temporary file of the rank */
+  struct agg_runs runs;   /* the time records the walk takes */
+  size_t rec_cap;         /* idx_agg_init()'s: records held before a spill */
+  FILE *coll_out;         /* the collectives' side file (idx_options.
+                             collectives_path; borrowed), NULL: none */
+  char meta_device[256];  /* M metadata of pid 2 (mcTracer's device
+                             name), used for mcTracer only */
+  uint8_t by_class[IDX_CLASS_SYNC + 1][AGG_NPASSES + 1]; /* the passes each
+                             class goes to, ending in AGG_NPASSES */
+  /* What the device pass made of the event being read, for the passes
+   * below it: its name id (a kernel's in names, a runtime call's in
+   * rt_map, kept or folded) and a kernel's shape. */
+  uint32_t ev_name, ev_shape;
+  /* The walk's union of device records (agg_walk()): its end after the
+   * last record, and its total. */
+  int64_t busy_end, gpu_busy_ns;
+  /* The columns the critical path adds to kernel and family rows, by
+   * name and family id (NULL: none). */
+  struct agg_cols *kcols, *fcols;
+  const char *path; /* the file's, for messages (borrowed; agg_walk()) */
+  /* Optional: the walk's findings (struct agg_finding). */
+  void (*on_finding)(void *ud, const struct agg_finding *f);
+  void *finding_ud;
 
-  struct agg_map names; /* kernel names */
+  /* The vocabulary. Kernel names (device pass) and what each is (families
+   * pass); launch shapes; host API names; step kinds, steps and their
+   * labels' texts (steps pass). */
+  struct agg_map names;
   struct agg_kernel *kernels;
   size_t kernels_cap;
+  struct agg_fold kfold, rfold; /* kernel and host API names beyond the
+                                   cap */
   struct agg_map shapes_map;
   struct agg_shape *shapes;
   size_t shapes_cap;
-  struct agg_map launches_map;
-  struct agg_launch *launches;
-  size_t launches_cap;
-  /* Distinct shapes, and launch rows, kept (the name cap: a trace of one
-   * shape per launch must not grow the tables with its events); beyond it
-   * a kernel of a new shape is counted without grid and block
-   * (shapes_folded counts them), one of a new launch row without
-   * registers and shared memory (launches_folded). */
-  uint32_t shape_cap;
-  uint64_t shapes_folded, launches_folded;
-  struct agg_map rt_map; /* runtime API names */
-  struct agg_named *runtime;
-  size_t runtime_cap;
-  struct agg_fold kfold, rfold; /* kernel and runtime names beyond the
-                                   cap */
-  struct agg_map kinds_map;     /* run-label kinds */
-  struct agg_step steps[2][AGG_MAX_STEP_KINDS];
-  struct agg_labels labels;
-  struct agg_copy copies[AGG_COPY_KINDS];
-
-  /* Launch join (ROCm): kernels waiting for their runtime launch event,
-   * and runtime launch events waiting for their kernel, by correlation. */
-  struct agg_corr k_pending, rt_pending;
-  /* Copy join (ROCm 6.2): copies without bytes waiting for their runtime
-   * call, and runtime calls' bytes waiting for their copy. */
-  struct agg_corr c_pending, rtc_pending;
-
-  uint64_t kernel_events;
-  int64_t kernel_ns;
-  char device[256]; /* M metadata of pid 2 (mcTracer's device
-                       name), used for mcTracer only */
-
-  struct agg_runs runs;
-  struct agg_spill spill; /* every temporary file of the rank */
-
-  /* Before the time pass (agg_family.c): each kernel name's category
-   * index and family id, the families. */
-  uint8_t *name_cat;
+  struct agg_map rt_map;
+  uint32_t shape_cap; /* distinct launch shapes and launch rows kept */
+  int64_t kernel_ns;  /* every kernel's, the shares' denominator */
+  uint32_t heavy;     /* name id of the kernel with the largest total,
+                         UINT32_MAX: none (device pass's seal) */
+  uint8_t *name_cat;  /* by name id: category index */
   uint32_t *name_family;
   struct agg_map fam_map;
-  struct agg_family *families;
-  size_t families_cap;
   char **demangled;   /* by name id; NULL: not mangled or not demangled */
   uint64_t texts_cut; /* demangled forms and families cut (agg_name.c) */
-
-  /* The time pass's results (agg_time.c and its parts). */
+  struct agg_map kinds_map; /* run-label kinds */
+  struct agg_step step[2][AGG_MAX_STEP_KINDS];
+  struct agg_labels labels;
   int step_side;   /* the side steps come from (AGG_SIDE_*) */
   uint32_t nkinds; /* step kinds tracked: min(kinds, AGG_MAX_STEP_KINDS) */
   uint32_t dropped_kind; /* ProfilerStep in a trace with run labels: its
                             label records are passed over; UINT32_MAX:
                             none */
-  struct agg_samples samples; /* the steps' own figures (agg_samples.c) */
-  int64_t idle[AGG_MAX_STEP_KINDS + 1][AGG_IDLE_CAUSES]; /* [0]: no step,
-                                                            [k + 1]: kind k */
-  struct agg_stat delay; /* launch delays (agg_idle.c) */
-  struct agg_hist delay_hist;
-  struct agg_timeline tl;
-  struct agg_map famstep_map; /* (family, kind) */
-  struct agg_famstep *famsteps;
-  size_t famsteps_cap;
 
-  /* Collectives (agg_coll.c): their records (aux = lane), the lanes
-   * (device, stream), the side file (NULL: none; borrowed) and the
-   * rank's totals. */
-  struct agg_runs coll_runs;
-  struct agg_map lanes;
-  FILE *coll_out;
-  struct {
-    uint64_t events;
-    int64_t ns, exposed_ns;
-  } coll;
-
-  /* Optional: decode's figures (index/decode/decode.h), fed every event; borrowed.
-   * NULL: none. */
-  struct dec_file *dec;
-
-  /* The host threads' events and the critical path (index/host/host.c,
-   * cpath*.c); the walk while the time pass runs, else NULL. */
-  struct agg_host *host;
-  struct agg_cpath *cpath;
-  /* The name id the accounting gave the event last accounted: a kernel's
-   * in names, a runtime call's in rt_map (kept or folded; the critical
-   * path's records take it rather than looking the name up again). */
-  uint32_t ev_name;
-  struct agg_cpath_walk *cpath_walk;
-
-  /* What the tables' rows are made from (agg_json.c): the kernel names
-   * in the kernels table's order, and the device time by category. */
-  struct agg_row *krows;
-  size_t nkrows;
-  struct agg_stat cats[AGG_NCATEGORIES];
-  json_t *phases; /* the time pass's phases, NULL until it ends */
-
-  /* Optional: the time pass's findings (struct agg_finding). */
-  void (*on_finding)(void *ud, const struct agg_finding *f);
-  void *finding_ud;
+  /* Each pass's own: a-><name>. */
+#define AGG_PASS_MEMBER_(name, ...) struct agg_##name *name;
+  AGG_PASS_MAP(AGG_PASS_MEMBER_)
+#undef AGG_PASS_MEMBER_
 };
 
 /* rec_cap: time records held in memory before spilling (0: default; the
@@ -635,9 +683,11 @@ int idx_agg_event(void *ud, const struct idx_doc *doc,
                   const struct idx_event *ev);
 void idx_agg_free(struct idx_agg *a);
 
-/* End of events: kernels still waiting for a launch event take the shape
- * fallback (see agg.c). Returns 0 or TR_ENOMEM. */
-int idx_agg_resolve(struct idx_agg *a);
+/* A time record of ev of type and id; aux is the correlation (-1: none). */
+int agg_record(struct idx_agg *a, const struct idx_event *ev,
+               enum agg_rec_type type, uint32_t id, int64_t aux);
+/* ev's correlation, or -1. */
+int64_t agg_corr_of(const struct idx_event *ev);
 
 /* What idx_agg_summary() needs besides the events. */
 struct agg_file_info {
@@ -648,11 +698,18 @@ struct agg_file_info {
                   summary's work runs on two (agg_beside.c) */
 };
 
-/* Ends the aggregation (time-ordered pass included) and hands the rank
- * summary to sink: its head, then its tables row by row (agg_json.c). */
+/* Ends the aggregation (every pass's seal, walk and end, agg.c) and hands
+ * the rank summary to sink: its head, then its tables row by row
+ * (agg_json.c). */
 int idx_agg_rows(struct idx_agg *a, const struct idx_doc *doc,
                  const struct agg_file_info *info, const struct idx_sink *sink,
                  struct tr_err *err);
+/* The walk of idx_agg_rows(): the passes' seals, the records in time
+ * order (a->gpu_busy_ns, a->busy_end: the union of device records), the
+ * passes' ends. */
+int agg_walk(struct idx_agg *a, struct tr_err *err);
+/* Every pass's scalars and warnings into r (its head hooks). */
+void agg_heads(struct idx_agg *a, struct agg_sum_rank *r);
 
 /* A sink that builds the whole summary as one document: t->doc, NULL
  * until the head came (then the caller json_decref()s it). */
@@ -669,16 +726,7 @@ int idx_agg_summary(struct idx_agg *a, const struct idx_doc *doc,
                     const struct agg_file_info *info, json_t **out,
                     struct tr_err *err);
 
-/* ---- the time-ordered pass (agg_time.c) ---- */
-
-/* Walks the records in time order twice: union of device intervals
- * (*gpu_busy_ns), step kernel time (written into
- * a->steps[AGG_SIDE_GPU][k].kernel_ns), and the phases (a->phases).
- * heavy: name id of the kernel with the largest total, or UINT32_MAX. */
-int agg_time_pass(struct idx_agg *a, uint32_t heavy, int64_t *gpu_busy_ns,
-                  struct tr_err *err);
-
-/* ---- the time pass's parts ---- */
+/* ---- run labels (agg_steps.c, agg_runs.c) ---- */
 
 /* agg_labels (agg_runs.c): stores the text of a run label (borrowed,
  * copied up to AGG_LABEL_TEXT bytes) and gives its number in *seq. */
@@ -688,55 +736,27 @@ int agg_labels_add(struct agg_labels *l, const char *p, size_t n, int64_t *seq);
 int agg_labels_get(struct agg_labels *l, int64_t seq, char *buf, size_t size);
 void agg_labels_free(struct agg_labels *l);
 
-/* agg.c: 1 with *no when p[0..n) is "ProfilerStep#<N>", else 0. */
+/* 1 with *no when p[0..n) is "ProfilerStep#<N>", else 0. */
 int agg_profiler_step_no(const char *p, size_t n, int64_t *no);
-/* agg.c: the length of a run label's kind, the name up to '[' (docs/
- * ATOM.md's kinds, propose_<drafter> by prefix), or 0 when the name is no
- * run label ("ProfilerStep#3", "capture_graph_bs_8", "decode_helper[x]"). */
+/* The length of a run label's kind, the name up to '[' (docs/ATOM.md's
+ * kinds, propose_<drafter> by prefix), or 0 when the name is no run label
+ * ("ProfilerStep#3", "capture_graph_bs_8", "decode_helper[x]"). */
 size_t agg_label_kind(struct idx_str n);
-/* agg.c: the integer after `key` (e.g. "tok=") from byte `from` on, where
- * key starts a field (after '[', ' ' or ','); *second (may be NULL) gets
- * the number after a '/' (bs=117/128), or -1. The first number or -1.
- * Fields it is not asked for (ctx=, T=, sqsq= sqsk= sk= of ATOM's detailed
+/* The integer after `key` (e.g. "tok=") from byte `from` on, where key
+ * starts a field (after '[', ' ' or ','); *second (may be NULL) gets the
+ * number after a '/' (bs=117/128), or -1. The first number or -1. Fields
+ * it is not asked for (ctx=, T=, sqsq= sqsk= sk= of ATOM's detailed
  * annotation) are passed over, never an error. */
 int64_t agg_label_field(struct idx_str n, size_t from, const char *key,
                         int64_t *second);
+/* The percentile p (per mille) of n samples in h: the sample of rank
+ * ceil(p n / 1000) - 1, as agg_hist_rank() values it. */
+int64_t agg_pct(const struct agg_hist *h, const struct agg_stat *s, int p);
 
-/* agg_steps.c: a run label of kind k seen in the event pass (side, its
- * duration, start and number, bs (-1: none), the padded flag, tok (-1)). */
-int agg_step_seen(struct agg_step *st, const struct idx_event *ev, int64_t seq,
-                  int64_t bs, int padded, int64_t tok);
-void agg_step_free(struct agg_step *st);
-
-/* The time pass walks the records once per consumer state below; each
- * _rec() takes every record in time order. busy_end: end of the device
- * union before this record (t0 before any). */
-struct agg_steps_walk;
-int agg_steps_walk_new(struct idx_agg *a, struct agg_steps_walk **out);
-int agg_steps_walk_rec(struct agg_steps_walk *w, const struct agg_rec *r);
-/* Ends the walk: the picks' top kernels and the steady state into a->steps
- * of the step side. Frees w. */
-void agg_steps_walk_end(struct agg_steps_walk *w);
-
-/* Whether the label of kind k the walk took last was a warm-up step (the
- * steady state's rule, agg_steps.c). */
-int agg_steps_walk_warmup(const struct agg_steps_walk *w, uint32_t k);
-
-/* agg_samples.c: the steps kept and the figures tracked, chosen from the
- * event pass's totals, before the time pass. 0 or TR_ENOMEM. */
-int agg_samples_init(struct idx_agg *a);
-struct agg_samples_walk;
-int agg_samples_walk_new(struct idx_agg *a, struct agg_samples_walk **out);
-/* warmup: the label was a warm-up step (agg_steps_walk_warmup()). */
-int agg_samples_walk_rec(struct agg_samples_walk *w, const struct agg_rec *r,
-                         int warmup);
-void agg_samples_walk_end(struct agg_samples_walk *w);
-void agg_samples_free(struct agg_samples *s);
-
-/* agg_idle.c: which step kind covers a time, as the labels of the step
- * side arrive in start order: kind k covers t while t is before the
- * largest end of its labels so far; of the kinds covering t, the one whose
- * latest label started last wins (ties: the kind seen first). */
+/* Which step kind covers a time, as the labels of the step side arrive in
+ * start order (agg_idle.c): kind k covers t while t is before the largest
+ * end of its labels so far; of the kinds covering t, the one whose latest
+ * label started last wins (ties: the kind seen first). */
 struct agg_cover {
   int64_t start[AGG_MAX_STEP_KINDS]; /* the latest label's start */
   int64_t end[AGG_MAX_STEP_KINDS];   /* the largest end; INT64_MIN: none */
@@ -747,39 +767,12 @@ void agg_cover_label(struct agg_cover *c, uint32_t k, int64_t start,
 /* The covering kind of t among the first nk, or -1. */
 int agg_cover_kind(const struct agg_cover *c, uint32_t nk, int64_t t);
 
-struct agg_idle_walk;
-int agg_idle_walk_new(struct idx_agg *a, struct agg_idle_walk **out);
-int agg_idle_walk_rec(struct agg_idle_walk *w, const struct agg_rec *r,
-                      int64_t busy_end);
-/* Accounts the idle time up to the end of the span into a->idle and the
- * launch delays into a->delay*. Frees w. */
-int agg_idle_walk_end(struct agg_idle_walk *w, int64_t busy_end);
-/* Frees w without accounting (an earlier failure); NULL is fine. */
-void agg_idle_walk_free(struct agg_idle_walk *w);
+/* ---- categories and families (rules.c, family.c, agg_family.c) ---- */
 
-/* agg_coll.c: a kernel event of name nid and shape: recorded when it is
- * a collective. The walk takes every main record in time order, and
- * writes each collective to a->coll_out (when set) as it ends; _end()
- * closes the rest, writes the side file's tables and frees w. */
-int agg_coll_seen(struct idx_agg *a, const struct idx_event *ev, uint32_t nid,
-                  uint32_t shape);
-struct agg_coll_walk;
-int agg_coll_walk_new(struct idx_agg *a, struct agg_coll_walk **out);
-int agg_coll_walk_rec(struct agg_coll_walk *w, const struct agg_rec *r);
-int agg_coll_walk_end(struct agg_coll_walk *w);
-void agg_coll_walk_free(struct agg_coll_walk *w);
-
-/* agg_timeline.c: a->tl over [t0, tend) for nk step kinds. */
-int agg_timeline_init(struct agg_timeline *tl, int64_t t0, int64_t tend,
-                      uint32_t nk);
-/* Union-busy ns [start, end) of a record of category index cat. */
-void agg_timeline_busy(struct agg_timeline *tl, int64_t start, int64_t end,
-                       int cat);
-/* A label of kind k [start, end); labels arrive in start order. */
-void agg_timeline_label(struct agg_timeline *tl, uint32_t k, int64_t start,
-                        int64_t end);
-void agg_timeline_end(struct agg_timeline *tl);
-void agg_timeline_free(struct agg_timeline *tl);
+/* The index of a category id in the fixed list of rules.c, 0..
+ * AGG_NCATEGORIES-1, and back. */
+int agg_category_index(const char *category);
+const char *agg_category_name(int index);
 
 /* rules.c: the first family rule matching name (demangled), into *out;
  * 0 when none matches. */
@@ -805,21 +798,77 @@ int agg_family_rule(const struct idx_rules *rules, const char *name,
 char *agg_family_of(const struct idx_rules *rules, const char *name,
                     const char *demangled);
 
-/* agg_family.c: row["demangled"] = the demangled form of kernel name id,
- * when it was mangled (top-kernel lists show what the kernels table
- * shows). */
+/* row["demangled"] = the demangled form of kernel name id, when it was
+ * mangled (top-kernel lists show what the kernels table shows). */
 void agg_set_demangled(const struct idx_agg *a, uint32_t id, json_t *row);
 
-/* agg_family.c: categories, demangled names and families of the kernel
- * names, before the time pass. Returns 0 or TR_ENOMEM. */
-int agg_families(struct idx_agg *a);
-/* A kernel of family f inside step kind k's labels. */
-int agg_famstep_add(struct idx_agg *a, uint32_t f, uint32_t k, int64_t dur);
-void agg_families_free(struct idx_agg *a);
+struct agg_family { /* by family id */
+  struct agg_stat s;
+  struct agg_hist hist;
+  uint32_t kernels; /* distinct names */
+  uint32_t top;     /* name id of its largest total */
+};
 
-/* Where a summary table's rows go (agg_json.c): each table's writer hands
- * its rows one at a time to agg_out_row(), which gives them to the sink
- * (index.h) under the table's name and frees them. */
+/* The families pass (agg_family.c): its figures, which the samples pass
+ * reads too. */
+struct agg_families {
+  struct agg_family *v; /* by family id (fam_map) */
+  size_t cap;
+  struct agg_map famstep_map; /* (family, kind) */
+  struct agg_famstep *famsteps;
+  size_t famsteps_cap;
+};
+
+/* ---- the device pass (agg_device.c) ---- */
+
+struct agg_launch { /* by launch id: (shape, registers, shared) */
+  uint32_t shape;
+  uint32_t has; /* IDX_HAS_REGS | IDX_HAS_SHMEM */
+  int64_t regs, shmem;
+  struct agg_stat s;
+};
+
+struct agg_named { /* runtime API rows, by runtime name id */
+  struct agg_stat s;
+  struct agg_hist hist;
+};
+
+struct agg_copy {
+  struct agg_stat s;
+  int64_t bytes, max_bytes;
+};
+
+/* Kernels, their launches and copies, and the host API calls, one event
+ * at a time; what the samples pass reads too (the copies' time). */
+struct agg_device {
+  struct agg_map launches_map;
+  struct agg_launch *launches;
+  size_t launches_cap;
+  /* Distinct shapes, and launch rows, kept (idx_agg.shape_cap: a trace
+   * of one shape per launch must not grow the tables with its events);
+   * beyond it a kernel of a new shape is counted without grid and block
+   * (shapes_folded counts them), one of a new launch row without
+   * registers and shared memory (launches_folded). */
+  uint64_t shapes_folded, launches_folded;
+  struct agg_named *runtime;
+  size_t runtime_cap;
+  struct agg_copy copies[AGG_COPY_KINDS];
+  /* Launch join (ROCm): kernels waiting for their runtime launch event,
+   * and runtime launch events waiting for their kernel, by correlation. */
+  struct agg_corr k_pending, rt_pending;
+  /* Copy join (ROCm 6.2): copies without bytes waiting for their runtime
+   * call, and runtime calls' bytes waiting for their copy. */
+  struct agg_corr c_pending, rtc_pending;
+  uint64_t kernel_events;
+  struct agg_row *krows; /* the kernel names in the kernels table's order */
+  size_t nkrows;
+};
+
+/* ---- the summary's rows (agg_json.c) ---- */
+
+/* Where a summary table's rows go: each table's writer hands its rows one
+ * at a time to agg_out_row(), which gives them to the sink (index.h)
+ * under the table's name and frees them. */
 struct agg_out {
   const struct idx_sink *sink;
   const char *table; /* the TR_SUM_TABLES member being written */
@@ -843,21 +892,33 @@ void agg_out_array(struct agg_out *o, json_t *rows);
 TR_SUM_WRITERS(AGG_ROWS_DECL_)
 #undef AGG_ROWS_DECL_
 
+/* A row to sort (agg_sorted_rows()): total descending, then name
+ * ascending, then id. */
+struct agg_row {
+  int64_t total;
+  const char *p;
+  size_t n;
+  uint32_t id;
+};
+
+/* The ids 0..n-1 for which fill() holds, filled by it, in agg_row order:
+ * a new array (caller frees) of *nout, NULL when out of memory. */
+struct agg_row *agg_sorted_rows(size_t n, size_t *nout,
+                                int (*fill)(void *ud, uint32_t id,
+                                            struct agg_row *r),
+                                void *ud);
+
+/* r's total and name (k's text, borrowed). */
+void agg_row_set(struct agg_row *r, int64_t total, const struct agg_key *k);
+
 /* total / den rounded half up to 6 decimals; 0 when either is <= 0. */
 double agg_share(int64_t total, int64_t den);
+/* floor(total / count), 0 without samples. */
+int64_t agg_avg(const struct agg_stat *s);
 
-/* The percentile p (per mille) of n samples in h: the sample of rank
- * ceil(p n / 1000) - 1, as agg_hist_rank() values it. */
-int64_t agg_pct(const struct agg_hist *h, const struct agg_stat *s, int p);
-
-/* The index of a category id in the fixed list of rules.c, 0..
- * AGG_NCATEGORIES-1, and back. */
-int agg_category_index(const char *category);
-const char *agg_category_name(int index);
-
-/* Shared row helpers (agg_json.c). agg_key_cmp: byte order, a prefix
- * first. agg_order: the ids 0..n-1 sorted by cmp (qsort_r's), a new array
- * (caller frees), NULL when out of memory. */
+/* Shared row helpers. agg_key_cmp: byte order, a prefix first. agg_order:
+ * the ids 0..n-1 sorted by cmp (qsort_r's), a new array (caller frees),
+ * NULL when out of memory. */
 int agg_key_cmp(const struct agg_key *x, const struct agg_key *y);
 uint32_t *agg_order(uint32_t n, int (*cmp)(const void *, const void *, void *),
                     const void *ud);

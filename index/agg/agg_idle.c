@@ -39,7 +39,6 @@
 
 #include "index/agg/agg.h"
 #include "index/agg/agg_sum.h"
-#include "index/cpath/cpath.h"
 
 #define JOIN_SLOTS (1u << 16)
 
@@ -53,7 +52,12 @@ struct slot {       /* a host call by correlation */
   int used;         /* a device record of it came already */
 };
 
-struct agg_idle_walk {
+/* The pass's state: the idle time by step kind and cause ([0]: no step,
+ * [k + 1]: kind k), the launch delays, and the walk's. */
+struct agg_idle {
+  int64_t idle[AGG_MAX_STEP_KINDS + 1][AGG_IDLE_CAUSES];
+  struct agg_stat delay;
+  struct agg_hist delay_hist;
   struct idx_agg *a;
   uint32_t label_type; /* the step side's label records */
   int steps;           /* the step side has labels */
@@ -71,27 +75,40 @@ struct agg_idle_walk {
   struct slot *join; /* [JOIN_SLOTS] */
 };
 
-int agg_idle_walk_new(struct idx_agg *a, struct agg_idle_walk **out)
+int agg_idle_new(struct idx_agg *a)
 {
-  struct agg_idle_walk *w = calloc(1, sizeof(*w));
+  return (a->idle = calloc(1, sizeof(*a->idle))) == NULL ? TR_ENOMEM : 0;
+}
 
-  if (w == NULL || (w->join = malloc(JOIN_SLOTS * sizeof(*w->join))) == NULL) {
-    free(w);
+void agg_idle_free(struct idx_agg *a)
+{
+  if (a->idle == NULL)
+    return;
+  agg_hist_free(&a->idle->delay_hist);
+  free(a->idle->join);
+  free(a->idle);
+  a->idle = NULL;
+}
+
+int agg_idle_seal(struct idx_agg *a, struct tr_err *err)
+{
+  struct agg_idle *w = a->idle;
+
+  (void)err;
+  if ((w->join = malloc(JOIN_SLOTS * sizeof(*w->join))) == NULL)
     return TR_ENOMEM;
-  }
   for (uint32_t i = 0; i < JOIN_SLOTS; i++)
     w->join[i].corr = -1;
   w->a = a;
   w->label_type =
       a->step_side == AGG_SIDE_GPU ? AGG_REC_LABEL : AGG_REC_LABEL_CPU;
   for (uint32_t k = 0; k < a->nkinds; k++)
-    w->steps |= a->steps[a->step_side][k].s.count > 0;
+    w->steps |= a->step[a->step_side][k].s.count > 0;
   agg_cover_init(&w->cover);
   w->comm = agg_category_index("communication");
   w->cursor = a->t0_ns;
   w->prev_corr = -1;
   w->sync_end = INT64_MIN;
-  *out = w;
   return 0;
 }
 
@@ -123,7 +140,7 @@ int agg_cover_kind(const struct agg_cover *c, uint32_t nk, int64_t t)
 
 /* Accounts the idle time up to t (the start of the record being walked):
  * labels only change at records, so the cover is known up to t. */
-static void advance(struct agg_idle_walk *w, int64_t t, int64_t busy_end)
+static void advance(struct agg_idle *w, int64_t t, int64_t busy_end)
 {
   int64_t c = w->cursor > busy_end ? w->cursor : busy_end, e;
   int k;
@@ -138,7 +155,7 @@ static void advance(struct agg_idle_walk *w, int64_t t, int64_t busy_end)
       break;
     }
     if ((k = agg_cover_kind(&w->cover, w->a->nkinds, c)) < 0) {
-      w->a->idle[0][AGG_IDLE_BETWEEN_STEPS] += t - c;
+      w->idle[0][AGG_IDLE_BETWEEN_STEPS] += t - c;
       w->pend_between += t - c;
       break;
     }
@@ -150,7 +167,7 @@ static void advance(struct agg_idle_walk *w, int64_t t, int64_t busy_end)
     w->cursor = t;
 }
 
-static int is_collective(const struct agg_idle_walk *w, const struct agg_rec *r)
+static int is_collective(const struct agg_idle *w, const struct agg_rec *r)
 {
   return r->type == AGG_REC_KERNEL &&
          w->a->name_cat[w->a->shapes[r->id].name] == w->comm;
@@ -158,7 +175,7 @@ static int is_collective(const struct agg_idle_walk *w, const struct agg_rec *r)
 
 /* The cause of the open stretch, ended by r (NULL: the end of the trace)
  * whose issuing call started at launch (INT64_MIN: unknown). */
-static int cause_of(const struct agg_idle_walk *w, const struct agg_rec *r,
+static int cause_of(const struct agg_idle *w, const struct agg_rec *r,
                     int64_t launch)
 {
   if (r != NULL && r->aux >= 0 && r->aux == w->prev_corr)
@@ -173,30 +190,27 @@ static int cause_of(const struct agg_idle_walk *w, const struct agg_rec *r,
 }
 
 /* Ends the open stretch at end with its cause; corr: the correlation of
- * the record that ended it (-1). Its culprit goes to the critical path's
- * walk (index/cpath/cpath.c). */
-static void close_gap(struct agg_idle_walk *w, int cause, int64_t end,
-                      int64_t corr)
+ * the record that ended it (-1). A finding: the critical path's culprits
+ * hear it (index/cpath/cpath.c). */
+static void close_gap(struct agg_idle *w, int cause, int64_t end, int64_t corr)
 {
-  struct agg_finding f = { AGG_FOUND_IDLE, w->gap_start,   end, 0, -1,
-                           cause,          w->pend_between };
+  struct agg_finding f = {
+    AGG_FOUND_IDLE, w->gap_start,    end,  0,       -1,
+    cause,          w->pend_between, corr, w->pend, w->a->nkinds + 1
+  };
 
-  agg_cpath_stretch(w->a->cpath_walk, w->gap_start, cause, corr, w->pend,
-                    w->a->nkinds + 1);
+  agg_found(w->a, &f);
   for (uint32_t j = 0; j <= w->a->nkinds; j++) {
-    w->a->idle[j][cause] += w->pend[j];
+    w->idle[j][cause] += w->pend[j];
     w->pend[j] = 0;
   }
-  if (w->a->on_finding != NULL)
-    w->a->on_finding(w->a->finding_ud, &f);
   w->pend_between = 0;
   w->gap = 0;
 }
 
 /* The start of the call that issued device record r (INT64_MIN: unknown);
  * the first kernel of a correlation adds its launch delay. */
-static int64_t launch_of(struct agg_idle_walk *w, const struct agg_rec *r,
-                         int *rc)
+static int64_t launch_of(struct agg_idle *w, const struct agg_rec *r, int *rc)
 {
   struct slot *s;
 
@@ -206,15 +220,15 @@ static int64_t launch_of(struct agg_idle_walk *w, const struct agg_rec *r,
   if (s->corr != r->aux)
     return INT64_MIN;
   if (!s->used && r->type == AGG_REC_KERNEL && r->start_ns >= s->start_ns) {
-    agg_stat_add(&w->a->delay, r->start_ns - s->start_ns);
-    if (agg_hist_add(&w->a->delay_hist, r->start_ns - s->start_ns) != 0)
+    agg_stat_add(&w->delay, r->start_ns - s->start_ns);
+    if (agg_hist_add(&w->delay_hist, r->start_ns - s->start_ns) != 0)
       *rc = TR_ENOMEM;
   }
   s->used = 1;
   return s->start_ns;
 }
 
-static int on_device(struct agg_idle_walk *w, const struct agg_rec *r,
+static int on_device(struct agg_idle *w, const struct agg_rec *r,
                      int64_t busy_end)
 {
   int rc = 0;
@@ -229,7 +243,7 @@ static int on_device(struct agg_idle_walk *w, const struct agg_rec *r,
   return rc;
 }
 
-static void on_call(struct agg_idle_walk *w, const struct agg_rec *r)
+static void on_call(struct agg_idle *w, const struct agg_rec *r)
 {
   struct slot *s;
 
@@ -243,9 +257,12 @@ static void on_call(struct agg_idle_walk *w, const struct agg_rec *r)
   s->used = 0;
 }
 
-int agg_idle_walk_rec(struct agg_idle_walk *w, const struct agg_rec *r,
-                      int64_t busy_end)
+int agg_idle_walk(struct idx_agg *a, struct agg_at *at)
 {
+  struct agg_idle *w = a->idle;
+  const struct agg_rec *r = at->r;
+  int64_t busy_end = at->busy_end;
+
   switch (r->type) {
   case AGG_REC_KERNEL:
   case AGG_REC_COPY:
@@ -260,21 +277,30 @@ int agg_idle_walk_rec(struct agg_idle_walk *w, const struct agg_rec *r,
   return 0;
 }
 
-int agg_idle_walk_end(struct agg_idle_walk *w, int64_t busy_end)
+/* The idle time up to the end of the span (the last stretch a finding,
+ * before the critical path's walk ends: ends run in reverse). */
+int agg_idle_end(struct idx_agg *a, struct tr_err *err)
 {
-  advance(w, w->a->tend_ns, busy_end);
+  struct agg_idle *w = a->idle;
+
+  (void)err;
+  advance(w, a->tend_ns, a->busy_end);
   if (w->gap)
-    close_gap(w, cause_of(w, NULL, INT64_MIN), w->a->tend_ns, -1);
-  agg_idle_walk_free(w);
+    close_gap(w, cause_of(w, NULL, INT64_MIN), a->tend_ns, -1);
+  free(w->join);
+  w->join = NULL;
   return 0;
 }
 
-void agg_idle_walk_free(struct agg_idle_walk *w)
+void agg_idle_head(struct idx_agg *a, struct agg_sum_rank *r)
 {
-  if (w == NULL)
-    return;
-  free(w->join);
-  free(w);
+  const struct agg_idle *w = a->idle;
+
+  r->launch_delays = (int64_t)w->delay.count;
+  r->launch_delay_min_ns = w->delay.min_ns;
+  r->launch_delay_p50_ns = agg_pct(&w->delay_hist, &w->delay, 500);
+  r->launch_delay_p99_ns = agg_pct(&w->delay_hist, &w->delay, 990);
+  r->launch_delay_max_ns = w->delay.max_ns;
 }
 
 const char *agg_idle_cause_name(int cause)
@@ -292,10 +318,10 @@ void agg_idle_rows(struct idx_agg *a, struct agg_out *o)
       struct agg_sum_idle r = {
         .step = { k ? k->p : NULL, k ? k->n : 0 },
         .cause = agg_txt(cause_names[c]),
-        .idle_ns = a->idle[j][c],
+        .idle_ns = a->idle->idle[j][c],
       };
 
-      if (a->idle[j][c] > 0)
+      if (a->idle->idle[j][c] > 0)
         agg_out_row(o, agg_sum_idle_json(&r));
     }
 }

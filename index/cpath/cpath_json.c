@@ -351,10 +351,10 @@ void cp_family_path_rows(struct idx_agg *a, struct agg_out *o)
   agg_out_array(o, paths_json(a, 1));
 }
 
-static struct cp_cols launch_cols(const struct cp_launch_row *r,
-                                  int64_t critical_ns)
+static struct agg_cols launch_cols(const struct cp_launch_row *r,
+                                   int64_t critical_ns)
 {
-  struct cp_cols c = { critical_ns, 0, 0, 0, 0, 0, 0, 0 };
+  struct agg_cols c = { critical_ns, 0, 0, 0, 0, 0, 0, 0 };
 
   if (r == NULL || r->call.count == 0)
     return c;
@@ -368,21 +368,11 @@ static struct cp_cols launch_cols(const struct cp_launch_row *r,
   return c;
 }
 
-struct cp_cols agg_cpath_kernel_cols(const struct idx_agg *a, uint32_t name)
-{
-  const struct agg_cpath *c = a->cpath;
-
-  return launch_cols(name < c->nlaunch && c->launch ? &c->launch[name] : NULL,
-                     c->critical_ns ? c->critical_ns[name] : 0);
-}
-
-/* The families' launch costs: their names' merged, once. */
+/* The families' launch costs: their names' merged. */
 static int family_launch(struct idx_agg *a)
 {
   struct agg_cpath *c = a->cpath;
 
-  if (c->fam_launch != NULL)
-    return 0;
   c->fam_launch = calloc(a->fam_map.n + 1, sizeof(*c->fam_launch));
   if (c->fam_launch == NULL)
     return TR_ENOMEM;
@@ -416,13 +406,23 @@ static int family_launch(struct idx_agg *a)
   return 0;
 }
 
-struct cp_cols agg_cpath_family_cols(struct idx_agg *a, uint32_t family)
+int cp_cols_publish(struct idx_agg *a)
 {
-  struct agg_cpath *c = a->cpath;
-  int ok = family_launch(a) == 0;
+  const struct agg_cpath *c = a->cpath;
+  uint32_t n = a->names.n, nf = a->fam_map.n;
 
-  return launch_cols(ok ? &c->fam_launch[family] : NULL,
-                     c->fam_critical_ns ? c->fam_critical_ns[family] : 0);
+  a->kcols = calloc(n + 1, sizeof(*a->kcols));
+  a->fcols = calloc(nf + 1, sizeof(*a->fcols));
+  if (a->kcols == NULL || a->fcols == NULL || family_launch(a) != 0)
+    return TR_ENOMEM;
+  for (uint32_t i = 0; i < n; i++)
+    a->kcols[i] =
+        launch_cols(i < c->nlaunch && c->launch ? &c->launch[i] : NULL,
+                    c->critical_ns ? c->critical_ns[i] : 0);
+  for (uint32_t f = 0; f < nf; f++)
+    a->fcols[f] = launch_cols(&c->fam_launch[f],
+                              c->fam_critical_ns ? c->fam_critical_ns[f] : 0);
+  return 0;
 }
 
 /* ---- culprits ---- */

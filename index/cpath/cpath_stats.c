@@ -43,8 +43,8 @@ int cp_stats_kind(struct idx_agg *a, const char *p, size_t n, uint32_t *id)
   k = &c->kind[*id];
   if (c->source == CP_SOURCE_LABELS && agg_map_find(&a->kinds_map, p, n, &lk) &&
       lk < AGG_MAX_STEP_KINDS)
-    k->p50_ns = agg_pct(&a->steps[AGG_SIDE_CPU][lk].hist,
-                        &a->steps[AGG_SIDE_CPU][lk].s, 500);
+    k->p50_ns = agg_pct(&a->step[AGG_SIDE_CPU][lk].hist,
+                        &a->step[AGG_SIDE_CPU][lk].s, 500);
   else if (c->source == CP_SOURCE_PSTEPS)
     k->p50_ns = agg_pct(&a->host->pstep_hist, &a->host->psteps, 500);
   return 0;

@@ -523,15 +523,15 @@ static json_t *step_row(struct dec_file *d, uint32_t kind, int64_t t0_ns)
 }
 
 /* The decode_* tables of the summary (common/summary.h's TR_TABLE_MAP):
- * no rows when decode did not run (a->dec NULL). */
+ * no rows when decode did not run (no file). */
 void dec_module_rows(struct idx_agg *a, struct agg_out *o)
 {
   uint32_t *layers;
 
-  if (a->dec == NULL)
+  if (a->decode->file == NULL)
     return;
-  layers = module_layers(a->dec);
-  table(a->dec, T_MOD, layers, o);
+  layers = module_layers(a->decode->file);
+  table(a->decode->file, T_MOD, layers, o);
   free(layers);
 }
 
@@ -546,16 +546,16 @@ void dec_module_rows(struct idx_agg *a, struct agg_out *o)
 #define XX(rows, tag)                                                          \
   void rows(struct idx_agg *a, struct agg_out *o)                              \
   {                                                                            \
-    if (a->dec != NULL)                                                        \
-      table(a->dec, tag, NULL, o);                                             \
+    if (a->decode->file != NULL)                                               \
+      table(a->decode->file, tag, NULL, o);                                    \
   }
 DEC_TABLES(XX)
 #undef XX
 
 void dec_block_rows(struct idx_agg *a, struct agg_out *o)
 {
-  if (a->dec != NULL)
-    blocks(a->dec, o);
+  if (a->decode->file != NULL)
+    blocks(a->decode->file, o);
 }
 
 /* The step kinds decode tracks. */
@@ -566,14 +566,16 @@ static uint32_t nkinds(const struct dec_file *d)
 
 void dec_step_rows(struct idx_agg *a, struct agg_out *o)
 {
-  for (uint32_t k = 0; a->dec != NULL && k < nkinds(a->dec); k++)
-    agg_out_row(o, step_row(a->dec, k, a->t0_ns));
+  for (uint32_t k = 0; a->decode->file != NULL && k < nkinds(a->decode->file);
+       k++)
+    agg_out_row(o, step_row(a->decode->file, k, a->t0_ns));
 }
 
 void dec_median_rows(struct idx_agg *a, struct agg_out *o)
 {
-  for (uint32_t k = 0; a->dec != NULL && k < nkinds(a->dec); k++)
-    median_rows(a->dec, k, o);
+  for (uint32_t k = 0; a->decode->file != NULL && k < nkinds(a->decode->file);
+       k++)
+    median_rows(a->decode->file, k, o);
 }
 
 /* ---- warnings ---- */

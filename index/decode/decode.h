@@ -7,11 +7,11 @@
  *
  * Use, per rank: dec_lib_new(); for each capture trace dec_file_new(
  * DEC_CAPTURE), its events through dec_event(), dec_end(); then the run
- * trace the same way with DEC_RUN (the aggregation calls dec_event() for
- * every event, index/agg/agg.c), and dec_put() fills the rank summary's
- * decode figures. Memory: the distinct stacks, names and capture launches
- * of the rank, the events in flight, and sorted runs of 32-byte records
- * (cpu frames, launches, device records) spilled to a temporary file as
+ * trace the same way with DEC_RUN (its decode pass, dec_pass.c, calls
+ * dec_event() for every event), and dec_put_rank() fills the rank
+ * summary's decode figures. Memory: the distinct stacks, names and capture
+ * launches of the rank, the events in flight, and sorted runs of 32-byte
+ * records (cpu frames, launches, device records) spilled to a temporary file as
  * the time records are (agg_runs.c).
  *
  * Internal to index/; one thread at a time per dec_lib.
@@ -84,5 +84,15 @@ void dec_put_rank(const struct dec_file *d, struct agg_sum_rank *r);
  * capped, replays left unmatched, steps closed before their kernels
  * came) appended to w. */
 void dec_warnings(const struct dec_file *d, json_t *w);
+
+/* The pass (agg.h's AGG_PASS_MAP, dec_pass.c): the run trace's decode file,
+ * attached by its caller, fed every event of the run trace; its walk
+ * (dec_end) runs beside the walk of the other passes when the file may use
+ * two threads. file NULL: decode does not run (a slice's findings). */
+struct agg_decode {
+  struct dec_file *file; /* taken: freed with the pass */
+  struct agg_beside beside;
+  struct tr_err err; /* the walk's failure, beside */
+};
 
 #endif

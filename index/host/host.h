@@ -113,14 +113,9 @@ struct agg_host {
   struct agg_hist pstep_hist;
 };
 
-int agg_host_init(struct agg_host *h, struct agg_spill *sp);
-void agg_host_free(struct agg_host *h);
-
-/* Takes one host event of kind (an X event with ts and dur). name_id: for
- * AGG_HOST_RT the call's id in idx_agg.rt_map (the host names are for the
- * others); flags: AGG_HOST_*. 0 or a negative error. */
-int agg_host_event(struct agg_host *h, const struct idx_event *ev,
-                   enum agg_host_kind kind, uint32_t name_id, uint32_t flags);
+/* The pass (agg.h's AGG_PASS_MAP): its event hook takes the CPU ops,
+ * annotations (the host's run labels too), Python functions and runtime
+ * calls, each an X event with ts and dur. */
 
 /* The text of host name id (not AGG_HOST_RT's), borrowed from h. */
 const struct agg_key *agg_host_name(const struct agg_host *h, uint32_t id);
