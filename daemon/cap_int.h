@@ -6,12 +6,18 @@
  *   phase_<name>.c    each phase's body, one file per phase of
  *                     TR_PHASE_MAP (common/lifecycle.h); a phase calls the
  *                     transitions of capture.c and the helpers below, never
- *                     another phase
- *   runner.c          the queues, cancel, shutdown; recover.c start-up
+ *                     another phase, and nothing but capture.c's table
+ *                     calls a phase: what two of them (or a phase and the
+ *                     runner) need is a helper in a file of its own
+ *   runner.c          the runner's new and free, the queues, cancel,
+ *                     shutdown; recover.c what a previous traced left
  *   work.c            the thread pool and the ordered state writes
+ *   index_ranks.c     ranks indexed in the pool (INDEXING, FINISHING, the
+ *                     runner); exports.c ranks exporting (EXPORTING, a
+ *                     cancel's drain)
  *   watch.c           the server's signs of life; logscan.c its log
  *   bench.c           runs of ATOM's bench script and their result file
- *   plan.c            the scripts' argv; layout.c the trace folder
+ *   layout.c          the trace folder (atom/plan.c: the scripts' argv)
  *   proc.c, atom_http.c   processes and the HTTP client of ATOM
  *
  * Loop thread unless a function says otherwise.
@@ -49,7 +55,7 @@ struct cap_runner;
  *                                                  stored
  *   int phase_<name>_budget_s(const struct cap_job *job)   its deadline
  *                                                  (0: none) */
-#define XX(e, name, log, from)                                                 \
+#define XX(e, name, ...)                                                       \
   void phase_##name##_enter(struct cap_job *job);                              \
   int phase_##name##_budget_s(const struct cap_job *job);
 TR_PHASE_MAP(XX)
@@ -354,7 +360,7 @@ struct cap_runner {
 
 struct cap_op;
 
-/* INDEXING's state (phase_indexing.c). */
+/* INDEXING's state (phase_indexing.c, index_ranks.c). */
 struct cap_index {
   size_t next_rank; /* next rank to hand out */
   int running, indexed, failed;
@@ -362,6 +368,8 @@ struct cap_index {
   _Atomic uint64_t *read; /* per rank, written by index workers */
   bool *skip;             /* recovered: stored before a restart */
   char *failures;         /* "rank 2 (rank_2): ..." */
+  /* A rank is in, counted, the job still running: INDEXING's. */
+  void (*rank_done)(struct cap_job *job);
 };
 
 /* EXPORTING's state (phase_exporting.c). */
@@ -380,12 +388,19 @@ struct cap_export {
   int64_t next_look_ns;                 /* the drain's next folder scan */
 };
 
+/* ---- ranks exporting (exports.c) ---- */
+
+/* Queues a scan of job's trace folder (with scan_log, of the server log
+ * first) in the pool; done(job, l) on the loop with its layout (taken;
+ * NULL when the folder cannot be read). false when out of memory:
+ * nothing is queued. */
+bool cap_export_scan(struct cap_job *job, bool scan_log,
+                     void (*done)(struct cap_job *job, struct cap_layout *l));
 /* A cancel while ranks may export: true when they may (EXPORTING, or
  * BENCHMARK once the profiler is stopping). */
 bool cap_export_running(const struct cap_job *job);
 /* Waits, after the job ended, until the exports end or the export's
- * deadline passes (phase_exporting.c), then calls then(job); the job's
- * tick timer is used. */
+ * deadline passes, then calls then(job); the job's tick timer is used. */
 void cap_export_drain(struct cap_job *job, void (*then)(struct cap_job *job));
 
 /* WAITING_READY's progress (phase_waiting_ready.c). */
@@ -442,6 +457,9 @@ void cap_job_finish(struct cap_job *job);
 void cap_job_release(struct cap_job *job);
 void cap_runner_pump(struct cap_runner *r);
 void cap_runner_check_down(struct cap_runner *r);
+/* recover.c: what a previous traced left running, into r's queues (or
+ * interrupted), from cap_runner_new() before the loop runs. */
+int cap_recover(struct cap_runner *r, struct tr_err *err);
 /* A job the store would not let end (a full disk): its final status,
  * phase and error (taken, may be NULL) are written from the runner, tried
  * until the store takes them; at shutdown they are forgotten (said on
@@ -449,23 +467,28 @@ void cap_runner_check_down(struct cap_runner *r);
 void cap_runner_orphan(struct cap_runner *r, int64_t id, int status, int phase,
                        json_t *error);
 
-/* phase_indexing.c: hands out ranks to the pool, index_jobs at a time over
- * all jobs. */
+/* ---- ranks indexed in the pool (index_ranks.c) ---- */
+
+/* Hands out the ranks of the jobs in INDEXING to the pool, index_jobs at
+ * a time over all jobs, each kind's in turn. */
 void cap_index_pump(struct cap_runner *r);
 /* Where rank's collectives go (logs/<id>/collectives/rank_<r>.bin), a new
  * string; with make (pool threads only) the folder is made first. NULL
  * when out of memory or the folder cannot be made. */
 char *cap_coll_path(const struct cap_job *job, size_t rank, bool make);
+/* The deadline of reading job's traces (INDEXING, and FINISHING, which
+ * reads their side files): 10 minutes and a second per MiB of trace. */
+int cap_trace_budget_s(const struct cap_job *job);
+/* Adds "; <what>" to job->index.failures (at most 4 KiB are kept). */
+void cap_index_failure(struct cap_job *job, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* The trace bytes read so far over job's ranks. */
+uint64_t cap_index_bytes_read(const struct cap_job *job);
 
 void cap_invariants(const struct cap_job *job);
 
 /* A failure's message made of a callee's (struct tr_err) and a few words
  * of its own ("cannot store: ..."). */
 #define CAP_MSG_MAX (TR_ERR_MSG + 88)
-
-/* phase_indexing.c: the deadline of reading job's traces (INDEXING, and
- * FINISHING, which reads their side files): 10 minutes and a second per
- * MiB of trace. */
-int cap_trace_budget_s(const struct cap_job *job);
 
 #endif

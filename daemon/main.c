@@ -20,7 +20,7 @@ static void usage(FILE *out, bool settings)
           "[--rules FILE] FILE...\n"
           "       traced fleet migrate [--config FILE] [--KEY VALUE ...]\n"
           "       traced --check [--config FILE] [--KEY VALUE ...]\n"
-          "       traced --help | --version\n"
+          "       traced --help | --help-markdown | --version\n"
           "Every configuration key (see config/traced.conf) can be given as\n"
           "--key value, dashes or underscores, overriding the file. Prefer\n"
           "auth_token_file to --auth-token (a command line is public).\n");
@@ -105,6 +105,10 @@ int main(int argc, char **argv)
     return idx_cli_main(argc - 1, argv + 1);
   if (argc == 2 && strcmp(argv[1], "--help") == 0) {
     usage(stdout, true);
+    return 0;
+  }
+  if (argc == 2 && strcmp(argv[1], "--help-markdown") == 0) {
+    cfg_markdown(stdout);
     return 0;
   }
   if (argc == 2 && strcmp(argv[1], "--version") == 0) {

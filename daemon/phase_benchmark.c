@@ -120,7 +120,7 @@ static void on_look(struct cap_job *job, const char *dead)
    * marker's line may have been written before the profiler stopped).
    * Once the profiler is stopping the ranks export: the run goes on,
    * waiting on its /stop_profile. */
-  if (dead != NULL && job->watch.dead_phase < TR_PHASE_EXPORTING)
+  if (dead != NULL && tr_phase_server(job->watch.dead_phase, TR_HELD))
     fail_dead(job, dead);
   else if (!daemon_mode(job) && job->scan.profilers_stopping > 0)
     cap_enter(job, TR_PHASE_EXPORTING, NULL);

@@ -28,7 +28,8 @@
  * does export_max_s in all.
  *
  * A cancel here stops the server only once the exports end (or that
- * deadline passes): cap_export_drain(), never a rank killed mid-write.
+ * deadline passes): cap_export_drain() (exports.c), never a rank killed
+ * mid-write.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -36,8 +37,6 @@
 #include <string.h>
 
 #include "daemon/cap_int.h"
-
-#define DRAIN_TICK_MS 500 /* a drain looks at traced's shutdown this often */
 
 int phase_exporting_budget_s(const struct cap_job *job)
 {
@@ -50,24 +49,6 @@ static bool waited_for(const struct cap_job *job)
   if (job->r->cfg->profile_control == CFG_PROFILE_DAEMON)
     return job->export.stop_answered;
   return job->bench.done && job->bench.note != NULL;
-}
-
-/* ---- the trace folder ---- */
-
-struct scan_work {
-  struct cap_work super;
-  struct cap_layout *layout;
-  bool scan_log; /* the drain reads the log too (the watch does not run) */
-  struct tr_err err;
-};
-
-static void run_folder_scan(struct cap_work *w)
-{
-  struct scan_work *sw = (struct scan_work *)w;
-
-  if (sw->scan_log)
-    cap_scan_run(&w->job->scan);
-  cap_layout_scan(w->job->trace_dir, &sw->layout, &sw->err);
 }
 
 /* "... Rank 3: failed to export trace to ..." -> 3, or -1. */
@@ -161,15 +142,11 @@ static bool over_budget(struct cap_job *job, const struct cap_layout *l,
   return job->ending != END_NONE;
 }
 
-static void on_folder_scan(struct cap_work *w)
+static void on_folder_scan(struct cap_job *job, struct cap_layout *l)
 {
-  struct scan_work *sw = (struct scan_work *)w;
-  struct cap_job *job = w->job;
-  struct cap_layout *l = sw->layout;
   char problems[1024] = "cannot read the trace folder";
   bool complete;
 
-  free(sw);
   job->export.busy = false;
   if (job->ending != END_NONE || job->phase != TR_PHASE_EXPORTING) {
     cap_layout_free(l);
@@ -226,13 +203,10 @@ static void on_look(struct cap_job *job, const char *dead)
 static void on_tick(uv_timer_t *t)
 {
   struct cap_job *job = t->data;
-  struct scan_work *sw;
 
   cap_watch_tick(job, true, on_look);
-  if (job->export.busy || (sw = calloc(1, sizeof(*sw))) == NULL)
-    return;
-  job->export.busy = true;
-  cap_work_queue(job->r, job, &sw->super, run_folder_scan, on_folder_scan);
+  if (!job->export.busy)
+    job->export.busy = cap_export_scan(job, false, on_folder_scan);
 }
 
 /* ---- what the export waits for ---- */
@@ -297,84 +271,4 @@ void phase_exporting_enter(struct cap_job *job)
                                   "exports_logged", 0));
   wait_for_run(job);
   uv_timer_start(&job->tick, on_tick, 0, every_ms);
-}
-
-/* ---- a cancel while ranks export ---- */
-
-bool cap_export_running(const struct cap_job *job)
-{
-  return !job->is_import && job->plan != NULL &&
-         (job->phase == TR_PHASE_EXPORTING ||
-          (job->phase == TR_PHASE_BENCHMARK &&
-           job->scan.profilers_stopping > 0));
-}
-
-static void on_drain_tick(uv_timer_t *t);
-
-/* The exports ended: every rank that logged its stop logged its end, no
- * .json is left and nothing grew since the last look; or the server is
- * gone; or the export's deadline passed. */
-static void on_drain_scan(struct cap_work *w)
-{
-  struct scan_work *sw = (struct scan_work *)w;
-  struct cap_job *job = w->job;
-  struct cap_layout *l = sw->layout;
-  const struct cap_scan *s = &job->scan;
-  int64_t took_s = (tr_now_ns() - job->export.started_ns) / 1000000000;
-  bool ended;
-
-  free(sw);
-  job->export.busy = false;
-  job->watch.scanning = false;
-  ended = (l != NULL && l->orphan_json == 0 &&
-           s->stops_completed >= s->profilers_stopping &&
-           l->written == job->export.last_written) ||
-          !cap_proc_group_alive(job->launcher) ||
-          took_s >= job->r->cfg->export_max_s;
-  if (l != NULL)
-    job->export.last_written = l->written;
-  cap_layout_free(l);
-  job->export.next_look_ns =
-      tr_now_ns() + (int64_t)job->r->cfg->export_poll_s * 1000000000;
-  if (!job->finished && ended)
-    job->export.drained(job);
-  else if (!job->finished)
-    uv_timer_start(&job->tick, on_drain_tick, DRAIN_TICK_MS, 0);
-}
-
-static void on_drain_tick(uv_timer_t *t)
-{
-  struct cap_job *job = t->data;
-  struct scan_work *sw;
-
-  /* traced stops: the server is left as it is (the next start's recovery
-   * and the next capture's stop script deal with it). */
-  if (job->r->stopping) {
-    cap_job_finish(job);
-    return;
-  }
-  if (tr_now_ns() < job->export.next_look_ns) {
-    uv_timer_start(&job->tick, on_drain_tick, DRAIN_TICK_MS, 0);
-    return;
-  }
-  /* One scan of the log at a time (logscan.h): a watch round's scan may
-   * still be in the pool. */
-  if (job->watch.scanning || (sw = calloc(1, sizeof(*sw))) == NULL) {
-    uv_timer_start(&job->tick, on_drain_tick, DRAIN_TICK_MS, 0);
-    return;
-  }
-  job->watch.scanning = true;
-  job->export.busy = true;
-  sw->scan_log = true;
-  cap_work_queue(job->r, job, &sw->super, run_folder_scan, on_drain_scan);
-}
-
-void cap_export_drain(struct cap_job *job, void (*then)(struct cap_job *job))
-{
-  job->export.drained = then;
-  if (job->phase != TR_PHASE_EXPORTING)
-    job->export.started_ns = tr_now_ns();
-  job->export.last_written = UINT64_MAX;
-  job->export.next_look_ns = 0;
-  uv_timer_start(&job->tick, on_drain_tick, 0, 0);
 }

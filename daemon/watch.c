@@ -58,11 +58,12 @@ enum tr_phase cap_watch_phase_of(const struct cap_job *job, uint64_t at)
   /* The start script truncates the log (docs/ATOM.md): boundaries count
    * from the ready wait on. ATOM's own "stopping profiler" line starts the
    * export, however late traced moved there. */
-  for (int i = TR_PHASE_WAITING_READY; i < TR_NPHASE; i++)
-    if ((job->log_marked & (1u << i)) && job->log_at[i] <= at)
+  for (int i = 0; i < TR_NPHASE; i++)
+    if (tr_phase_server((enum tr_phase)i, TR_LOGGED) &&
+        (job->log_marked & (1u << i)) && job->log_at[i] <= at)
       p = (enum tr_phase)i;
   if (job->scan.profilers_stopping > 0 && job->scan.stopping_at <= at &&
-      p < TR_PHASE_EXPORTING)
+      tr_phase_server(p, TR_HELD))
     p = TR_PHASE_EXPORTING;
   return p;
 }

@@ -3,6 +3,7 @@
 # to end on the ATOM simulator (sim/) with the real traced binary.
 traced_c_test(test_capture_layout traced_daemon test_capture_layout.c)
 traced_c_test(test_capture_loop traced_daemon test_capture_loop.c)
+traced_c_test(test_capture_phases traced_common test_capture_phases.c)
 traced_py_test(test_capture test_capture.py)
 traced_py_test(test_capture_faults test_capture_faults.py)
 traced_py_test(test_capture_cancel test_capture_cancel.py)
