@@ -48,21 +48,52 @@ struct api_req;
 struct api_cache;
 struct api_conns;
 
-/* A handler answers the request with one api_reply*() call and returns
- * its result. */
-struct api_route {
-  const char *tmpl; /* "/captures/{id}/kernels": matched segment by
-                       segment ({...} matches one segment) and used
-                       as the metrics label */
-  enum MHD_Result (*get)(struct api_req *r);
-  enum MHD_Result (*post)(struct api_req *r);
-  enum MHD_Result (*del)(struct api_req *r);
-  const struct tr_table_row *table; /* a table route's row of TR_TABLE_MAP */
+/* The type of a route's query parameter; test_api_spec holds
+ * api/openapi.yaml's schemas to them. */
+enum api_ptype {
+  API_P_INT,     /* decimal digits ("integer") */
+  API_P_TEXT,    /* free text ("string") */
+  API_P_ENUM,    /* one of values ("string" with that "enum") */
+  API_P_CAPTURE, /* a capture's id ("integer"); with fleet_view also a
+                    capture of the fleet, node:id or its UUID */
 };
 
-/* Every route, in the order they are matched and counted (server.c). */
+/* A query parameter of a route. */
+struct api_param {
+  const char *name;
+  enum api_ptype type;
+  const char *const *values; /* API_P_ENUM: NULL-terminated */
+};
+
+/* A row of the route table (routes.c). A handler answers the request
+ * with one api_reply*() call and returns its result. */
+struct api_route {
+  const char *tmpl; /* "/captures/{id}/kernels": matched segment by
+                       segment ({...} matches one segment; {id} is a
+                       capture's id, nothing else's) and used as the
+                       metrics label */
+  enum MHD_Result (*get)(struct api_req *r); /* GET and HEAD */
+  enum MHD_Result (*post)(struct api_req *r);
+  enum MHD_Result (*put)(struct api_req *r);
+  enum MHD_Result (*del)(struct api_req *r);
+  /* With fleet_view: a GET of a capture of the fleet (routes_fleet.c);
+   * NULL: the route never names one. */
+  enum MHD_Result (*lab)(struct api_req *r);
+  /* GET's query parameters, ending with { NULL }; no other method takes
+   * any. NULL: none read and none refused (the dashboard's files). */
+  const struct api_param *params;
+  const struct tr_table_row *table; /* a table route's row of TR_TABLE_MAP,
+                                       whose parameters it takes */
+};
+
+/* Every route, in the order they are matched and counted (routes.c). */
 extern const struct api_route api_routes[];
 extern const size_t api_nroutes;
+
+/* Route rt's query parameter name into *out (for a table route, as its
+ * row of TR_TABLE_MAP gives it); false when rt takes none of that name. */
+bool api_route_param(const struct api_route *rt, const char *name,
+                     struct api_param *out);
 
 /* Status codes counted per route in /metrics; others count as "other". */
 #define API_CODES 15
@@ -121,9 +152,6 @@ struct api_req {
 /* This thread's store connection (mode STORE_RO or STORE_RW), opened on
  * first use and closed by api_stop(). NULL with err set on failure. */
 struct store *api_store(struct api_req *r, int mode, struct tr_err *err);
-
-/* The PUT handler of a route, or NULL. */
-enum MHD_Result (*api_route_put(const struct api_route *rt))(struct api_req *);
 
 /* Counts a response for /metrics. */
 void api_count(struct api *api, const struct api_route *route, unsigned status);
@@ -292,20 +320,18 @@ bool api_import_config(const char *name);
 int api_parse_int(const char *text, const char *field, int64_t lo, int64_t hi,
                   int64_t *out, struct tr_err *err);
 
-/* TR_EINVAL naming the first query parameter that is not in the
- * NULL-terminated list names, or that is given twice. */
-int api_query_check(struct api_req *r, const char *const *names,
-                    struct tr_err *err);
+/* TR_EINVAL naming the first query parameter that is not one of the
+ * request's route (api_route_param()), or that is given twice. */
+int api_query_check(struct api_req *r, struct tr_err *err);
 
 /* Query parameter name as an integer lo..hi in *out; *out is left alone
  * when the parameter is absent. */
 int api_query_int(struct api_req *r, const char *name, int64_t lo, int64_t hi,
                   int64_t *out, struct tr_err *err);
 
-/* Query parameter name, one of the NULL-terminated values, in *out (MHD's
- * string, valid for the request); *out is left alone when absent. */
-int api_query_enum(struct api_req *r, const char *name,
-                   const char *const *values, const char **out,
+/* Query parameter name, one of the values the route's row gives it, in
+ * *out (the row's string); *out is left alone when absent. */
+int api_query_enum(struct api_req *r, const char *name, const char **out,
                    struct tr_err *err);
 
 /* ?format=json|csv (absent: json) of a table route: *csv says which. */
@@ -388,12 +414,21 @@ int api_diff_query(struct api_req *r, struct store_diff_opts *o, bool *csv,
 /* ---- routes_fleet.c: the lab view (docs/FLEET.md) ---- */
 
 /* True when the request names a capture of the fleet (node:id or a UUID)
- * where a capture id goes: the path's {id}, or /diff's a or b. */
+ * where a capture goes: the path's {id}, or for a route without one its
+ * API_P_CAPTURE parameters. Only routes with a .lab answer do. */
 bool api_fleet_wants(struct api_req *r);
 
 /* Answers such a request from the lab view's copies (with fleet_view
- * only). */
+ * only): the route's .lab for a GET, else 405. */
 enum MHD_Result api_fleet_dispatch(struct api_req *r);
+
+/* The .lab answers of the route table: a capture, a table, /diff, a
+ * verdict from the copies; a raw file's 307 to the capture's node. */
+enum MHD_Result api_lab_capture(struct api_req *r);
+enum MHD_Result api_lab_table(struct api_req *r);
+enum MHD_Result api_lab_diff(struct api_req *r);
+enum MHD_Result api_lab_verdict(struct api_req *r);
+enum MHD_Result api_lab_elsewhere(struct api_req *r);
 
 enum MHD_Result api_get_fleet_captures(struct api_req *r);
 enum MHD_Result api_get_fleet_nodes(struct api_req *r);

@@ -293,7 +293,7 @@ enum MHD_Result api_reply_method(struct api_req *r)
   struct MHD_Response *resp;
 
   snprintf(allow, sizeof(allow), "%s%s%s%s", rt->get ? "GET, " : "",
-           rt->post ? "POST, " : "", api_route_put(rt) ? "PUT, " : "",
+           rt->post ? "POST, " : "", rt->put ? "PUT, " : "",
            rt->del ? "DELETE, " : "");
   allow[strlen(allow) - 2] = '\0'; /* every route takes one method */
   resp = json_response(json_pack(

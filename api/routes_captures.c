@@ -23,8 +23,6 @@
 
 #define LOG_TAIL_BYTES 65536
 
-static const char *const no_params[] = { NULL };
-
 int api_path_id(struct api_req *r, int64_t *id, struct tr_err *err)
 {
   return api_parse_int(r->seg[1], "id", 1, INT64_MAX, id, err);
@@ -91,7 +89,7 @@ enum MHD_Result api_post_captures(struct api_req *r)
   json_t *params;
   enum MHD_Result ret;
 
-  if (api_query_check(r, no_params, &err) != 0 ||
+  if (api_query_check(r, &err) != 0 ||
       api_parse_capture(r->api->cfg, r->body ? r->body : "", r->body_len,
                         &params, &err) != 0)
     return api_reply_tr_err(r, &err);
@@ -228,7 +226,7 @@ enum MHD_Result api_post_imports(struct api_req *r)
                            "imports are off: set import_roots (colon-"
                            "separated folders POST /imports may read) in "
                            "the configuration to enable them");
-  if (api_query_check(r, no_params, &err) != 0 ||
+  if (api_query_check(r, &err) != 0 ||
       api_parse_import(r->api->hooks.formats, r->body ? r->body : "",
                        r->body_len, &req, &err) != 0)
     return api_reply_tr_err(r, &err);
@@ -276,8 +274,6 @@ static json_t *next_before(struct store *st, struct store_list_filter *f,
 
 enum MHD_Result api_get_captures(struct api_req *r)
 {
-  static const char *const names[] = { "status", "model",  "kind",
-                                       "limit",  "before", NULL };
   const struct cfg *cfg = r->api->cfg;
   struct store_list_filter f = { 0 };
   struct tr_err err = { 0 };
@@ -285,10 +281,10 @@ enum MHD_Result api_get_captures(struct api_req *r)
   json_t *list = NULL;
   struct store *st;
 
-  if (api_query_check(r, names, &err) != 0 ||
-      api_query_enum(r, "status", api_statuses, &f.status, &err) != 0 ||
+  if (api_query_check(r, &err) != 0 ||
+      api_query_enum(r, "status", &f.status, &err) != 0 ||
       api_query_str(r, "model", 4096, &f.model, &err) != 0 ||
-      api_query_enum(r, "kind", tr_kind_names, &f.kind, &err) != 0 ||
+      api_query_enum(r, "kind", &f.kind, &err) != 0 ||
       api_query_int(r, "limit", 1, cfg->list_limit_max, &limit, &err) != 0 ||
       api_query_int(r, "before", 1, INT64_MAX, &before, &err) != 0)
     return api_reply_tr_err(r, &err);
@@ -314,8 +310,7 @@ enum MHD_Result api_get_capture(struct api_req *r)
   uint64_t epoch;
   int64_t id, ids[2];
 
-  if (api_query_check(r, no_params, &err) != 0 ||
-      api_path_id(r, &id, &err) != 0)
+  if (api_query_check(r, &err) != 0 || api_path_id(r, &id, &err) != 0)
     return api_reply_tr_err(r, &err);
   st = api_read_begin(r, &epoch, &ret);
   if (st == NULL)
@@ -398,8 +393,7 @@ enum MHD_Result api_delete_capture(struct api_req *r)
   json_t *cap = NULL;
   int64_t id;
 
-  if (api_query_check(r, no_params, &err) != 0 ||
-      api_path_id(r, &id, &err) != 0 ||
+  if (api_query_check(r, &err) != 0 || api_path_id(r, &id, &err) != 0 ||
       (st = api_store(r, STORE_RW, &err)) == NULL ||
       store_capture_end(st, id, &what, &err) != 0)
     return api_reply_tr_err(r, &err);
@@ -492,8 +486,7 @@ enum MHD_Result api_get_trace(struct api_req *r)
   enum MHD_Result ret;
   int64_t id, rank;
 
-  if (api_query_check(r, no_params, &err) != 0 ||
-      api_path_id(r, &id, &err) != 0 ||
+  if (api_query_check(r, &err) != 0 || api_path_id(r, &id, &err) != 0 ||
       api_parse_int(r->seg[3], "rank", 0, INT_MAX, &rank, &err) != 0)
     return api_reply_tr_err(r, &err);
   st = api_store(r, STORE_RO, &err);
@@ -554,9 +547,6 @@ static enum MHD_Result send_tail(struct api_req *r, const char *dir,
 
 enum MHD_Result api_get_logs(struct api_req *r)
 {
-  static const char *const names[] = { "which", NULL };
-  static const char *const logs[] = { "server", "bench", "launcher", "stop",
-                                      "gpu", NULL };
   const char *which = "server";
   char path[PATH_MAX], *dir;
   struct tr_err err = { 0 };
@@ -566,8 +556,8 @@ enum MHD_Result api_get_logs(struct api_req *r)
   int64_t id;
   int n;
 
-  if (api_query_check(r, names, &err) != 0 || api_path_id(r, &id, &err) != 0 ||
-      api_query_enum(r, "which", logs, &which, &err) != 0 ||
+  if (api_query_check(r, &err) != 0 || api_path_id(r, &id, &err) != 0 ||
+      api_query_enum(r, "which", &which, &err) != 0 ||
       (st = api_store(r, STORE_RO, &err)) == NULL ||
       api_capture_brief(st, id, &cap, &err) != 0)
     return api_reply_tr_err(r, &err);

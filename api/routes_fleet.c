@@ -21,8 +21,6 @@
 #define TEXT_MAX  4096 /* bytes of a model path or a configuration */
 #define NAME_MAX_ 128  /* bytes of a node or GPU name */
 
-static const char *const no_params[] = { NULL };
-
 static struct fleet_lab *lab_of(struct api_req *r)
 {
   return r->api->hooks.lab;
@@ -33,87 +31,24 @@ static const char *arg(struct api_req *r, const char *name)
   return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
-static bool route_is(struct api_req *r, const char *tmpl)
+/* True when text names a capture of the fleet. */
+static bool of_fleet(const char *text)
 {
-  return r->route != NULL && strcmp(r->route->tmpl, tmpl) == 0;
+  return text != NULL && fleet_ref_syntax(text);
 }
 
 bool api_fleet_wants(struct api_req *r)
 {
-  const char *a, *b;
+  const struct api_route *rt = r->route;
 
-  if (route_is(r, "/diff")) {
-    a = arg(r, "a");
-    b = arg(r, "b");
-    return (a != NULL && fleet_ref_syntax(a)) ||
-           (b != NULL && fleet_ref_syntax(b));
-  }
-  return r->route != NULL &&
-         strncmp(r->route->tmpl, "/captures/{id}", 14) == 0 && r->nseg >= 2 &&
-         fleet_ref_syntax(r->seg[1]);
-}
-
-/* The store's words name a copy by its id in the lab's file ("capture
- * 12"): the text with each of refs' named as its node does ("capture
- * n1:5") instead, new (caller frees). */
-static char *renamed(const char *text,
-                     const struct store_fleet_ref *const *refs, size_t n)
-{
-  static const char word[] = "capture ";
-  struct tr_buf b = { 0 };
-  const char *p = text, *hit;
-
-  while ((hit = strstr(p, word)) != NULL) {
-    const char *digits = hit + sizeof(word) - 1;
-    char *end;
-    long long id = strtoll(digits, &end, 10);
-    size_t k = 0;
-
-    while (end > digits && k < n && refs[k]->cache_id != id)
-      k++;
-    tr_buf_put(&b, p, (size_t)(digits - p));
-    if (end > digits && k < n)
-      tr_buf_printf(&b, "%s:%lld", refs[k]->node, (long long)refs[k]->id);
-    else
-      tr_buf_put(&b, digits, (size_t)(end - digits));
-    p = end;
-  }
-  tr_buf_put(&b, p, strlen(p));
-  return b.p;
-}
-
-/* The messages of obj's warnings and reasons, renamed. */
-static void rename_messages(json_t *obj,
-                            const struct store_fleet_ref *const *refs, size_t n)
-{
-  static const char *const lists[] = { "warnings", "reasons" };
-
-  for (size_t l = 0; l < 2; l++) {
-    json_t *item;
-    size_t i;
-
-    json_array_foreach(json_object_get(obj, lists[l]), i, item) {
-      const char *msg = json_string_value(json_object_get(item, "message"));
-      char *text = msg != NULL ? renamed(msg, refs, n) : NULL;
-
-      if (text != NULL)
-        json_object_set_new(item, "message", json_string(text));
-      free(text);
-    }
-  }
-}
-
-/* An error of the store about refs' copies, renamed and replied. */
-static enum MHD_Result reply_renamed(struct api_req *r, struct tr_err *err,
-                                     const struct store_fleet_ref *const *refs,
-                                     size_t n)
-{
-  char *text = renamed(err->msg, refs, n);
-
-  if (text != NULL)
-    snprintf(err->msg, sizeof(err->msg), "%s", text);
-  free(text);
-  return api_reply_tr_err(r, err);
+  if (rt == NULL || rt->lab == NULL)
+    return false;
+  if (strstr(rt->tmpl, "{id}") != NULL)
+    return r->nseg >= 2 && of_fleet(r->seg[1]);
+  for (const struct api_param *p = rt->params; p && p->name != NULL; p++)
+    if (p->type == API_P_CAPTURE && of_fleet(arg(r, p->name)))
+      return true;
+  return false;
 }
 
 /* PostgreSQL out of reach is 503: the copies made still answer. */
@@ -168,7 +103,7 @@ static void name_member(json_t *obj, const char *key,
   json_object_set_new(obj, node_key, json_string(ref->node));
 }
 
-static enum MHD_Result fleet_capture(struct api_req *r)
+enum MHD_Result api_lab_capture(struct api_req *r)
 {
   struct store_fleet_ref ref;
   struct tr_err err = { 0 };
@@ -177,14 +112,13 @@ static enum MHD_Result fleet_capture(struct api_req *r)
   json_t *cap = NULL, *verdict;
   uint64_t epoch;
 
-  if (api_query_check(r, no_params, &err) != 0)
+  if (api_query_check(r, &err) != 0)
     return api_reply_tr_err(r, &err);
   if (api_read_begin(r, &epoch, &ret) == NULL ||
       (st = lab_capture(r, r->seg[1], "id", &ref, &ret)) == NULL)
     return ret;
   if (store_capture_get(st, ref.cache_id, &cap, &err) != 0)
-    return reply_renamed(r, &err, (const struct store_fleet_ref *[]){ &ref },
-                         1);
+    return api_reply_tr_err(r, &err);
   name_capture(cap, &ref);
   /* The node's own verdict names a baseline of that node. */
   verdict = json_object_get(cap, "verdict");
@@ -194,7 +128,7 @@ static enum MHD_Result fleet_capture(struct api_req *r)
                         epoch);
 }
 
-static enum MHD_Result fleet_table(struct api_req *r)
+enum MHD_Result api_lab_table(struct api_req *r)
 {
   const struct tr_table_row *t = r->route->table;
   struct store_query q = { 0 };
@@ -213,8 +147,7 @@ static enum MHD_Result fleet_table(struct api_req *r)
     return ret;
   q.capture_id = ref.cache_id;
   if (store_table(st, (enum tr_table)(t - tr_tables), &q, &rows, &err) != 0)
-    return reply_renamed(r, &err, (const struct store_fleet_ref *[]){ &ref },
-                         1);
+    return api_reply_tr_err(r, &err);
   return api_reply_table(
       r,
       json_pack("{s:I, s:s, s:o, s:o}", "capture", (json_int_t)ref.id, "node",
@@ -223,11 +156,10 @@ static enum MHD_Result fleet_table(struct api_req *r)
       csv, (int64_t[2]){ ref.cache_id, ref.cache_id }, epoch);
 }
 
-static enum MHD_Result fleet_diff(struct api_req *r)
+enum MHD_Result api_lab_diff(struct api_req *r)
 {
   const char *a = arg(r, "a"), *b = arg(r, "b");
   struct store_fleet_ref ra, rb;
-  const struct store_fleet_ref *refs[] = { &ra, &rb };
   struct store_diff_opts o;
   struct tr_err err = { 0 };
   enum MHD_Result ret;
@@ -247,8 +179,7 @@ static enum MHD_Result fleet_diff(struct api_req *r)
       (st = lab_capture(r, b, "b", &rb, &ret)) == NULL)
     return ret;
   if (store_diff(st, ra.cache_id, rb.cache_id, &o, &out, &err) != 0)
-    return reply_renamed(r, &err, refs, 2);
-  rename_messages(out, refs, 2);
+    return api_reply_tr_err(r, &err);
   name_member(out, "a", &ra);
   name_member(out, "b", &rb);
   return api_reply_table(r, out, csv, (int64_t[2]){ ra.cache_id, rb.cache_id },
@@ -258,19 +189,17 @@ static enum MHD_Result fleet_diff(struct api_req *r)
 /* The verdict against ?baseline=, else the newest done capture of its
  * configuration and GPU on any node before it; without one, its node's
  * own. Never kept: a newer baseline may come. */
-static enum MHD_Result fleet_verdict(struct api_req *r)
+enum MHD_Result api_lab_verdict(struct api_req *r)
 {
-  static const char *const names[] = { "baseline", NULL };
   const char *asked = arg(r, "baseline");
   struct store_fleet_ref ra, rb;
-  const struct store_fleet_ref *refs[] = { &ra, &rb };
   struct tr_err err = { 0 };
   enum MHD_Result ret;
   struct store *st;
   json_t *out = NULL;
   int rc = 0;
 
-  if (api_query_check(r, names, &err) != 0)
+  if (api_query_check(r, &err) != 0)
     return api_reply_tr_err(r, &err);
   if ((st = lab_capture(r, r->seg[1], "id", &ra, &ret)) == NULL)
     return ret;
@@ -286,8 +215,7 @@ static enum MHD_Result fleet_verdict(struct api_req *r)
                            ra.node, (long long)ra.id);
   if (store_verdict(st, ra.cache_id, rc == 0 ? rb.cache_id : 0,
                     r->api->cfg->regression_threshold_pct, &out, &err) != 0)
-    return reply_renamed(r, &err, refs, rc == 0 ? 2 : 1);
-  rename_messages(out, refs, rc == 0 ? 2 : 1);
+    return api_reply_tr_err(r, &err);
   name_member(out, "capture", &ra);
   if (rc == 0) {
     name_member(out, "baseline", &rb);
@@ -335,7 +263,7 @@ static enum MHD_Result put_arg(void *cls, enum MHD_ValueKind kind,
 }
 
 /* 307 to the same route on the capture's node, under its own id. */
-static enum MHD_Result fleet_elsewhere(struct api_req *r)
+enum MHD_Result api_lab_elsewhere(struct api_req *r)
 {
   struct store_fleet_ref ref;
   struct tr_buf loc = { .max = 8192 };
@@ -370,24 +298,11 @@ static enum MHD_Result fleet_elsewhere(struct api_req *r)
 
 enum MHD_Result api_fleet_dispatch(struct api_req *r)
 {
-  const char *tmpl = r->route->tmpl;
-
   if (strcmp(r->method, MHD_HTTP_METHOD_GET) != 0 &&
       strcmp(r->method, MHD_HTTP_METHOD_HEAD) != 0)
     return api_reply_error(r, 405, "method_not_allowed", "id",
                            "a capture of the fleet changes on its node only");
-  if (route_is(r, "/diff"))
-    return fleet_diff(r);
-  if (r->route->table != NULL)
-    return fleet_table(r);
-  if (route_is(r, "/captures/{id}"))
-    return fleet_capture(r);
-  if (route_is(r, "/captures/{id}/verdict"))
-    return fleet_verdict(r);
-  if (strstr(tmpl, "/ranks/") != NULL || strstr(tmpl, "/logs") != NULL ||
-      route_is(r, "/captures/{id}/slice"))
-    return fleet_elsewhere(r);
-  return api_reply_method(r);
+  return r->route->lab(r);
 }
 
 /* ---- /fleet/... ---- */
@@ -459,10 +374,6 @@ static int query_cursor(struct api_req *r, struct store_fleet_filter *f,
 
 enum MHD_Result api_get_fleet_captures(struct api_req *r)
 {
-  static const char *const names[] = { "node",   "gpu",    "model", "config",
-                                       "status", "kind",   "since", "until",
-                                       "limit",  "before", NULL };
-  static const char *const kinds[] = { "capture", "import", NULL };
   const struct cfg *cfg = r->api->cfg;
   struct store_fleet_filter f = { 0 };
   struct tr_buf out = { .max = (size_t)cfg->max_response_bytes };
@@ -471,13 +382,13 @@ enum MHD_Result api_get_fleet_captures(struct api_req *r)
   enum MHD_Result ret;
   struct store *st;
 
-  if (api_query_check(r, names, &err) != 0 ||
+  if (api_query_check(r, &err) != 0 ||
       api_query_str(r, "node", NAME_MAX_, &f.node, &err) != 0 ||
       api_query_str(r, "gpu", NAME_MAX_, &f.gpu, &err) != 0 ||
       api_query_str(r, "model", TEXT_MAX, &f.model, &err) != 0 ||
       api_query_str(r, "config", TEXT_MAX, &f.config, &err) != 0 ||
-      api_query_enum(r, "status", api_statuses, &f.status, &err) != 0 ||
-      api_query_enum(r, "kind", kinds, &f.kind, &err) != 0 ||
+      api_query_enum(r, "status", &f.status, &err) != 0 ||
+      api_query_enum(r, "kind", &f.kind, &err) != 0 ||
       query_time(r, "since", &f.since, &err) != 0 ||
       query_time(r, "until", &f.until, &err) != 0 ||
       api_query_int(r, "limit", 1, cfg->list_limit_max, &limit, &err) != 0 ||
@@ -504,8 +415,8 @@ static bool mirror_rows(struct api_req *r,
   struct tr_err err = { 0 };
   struct store *st;
 
-  if (api_query_check(r, no_params, &err) != 0 ||
-      (st = fleet_store(r, ret)) == NULL || fn(st, rows, &err) != 0) {
+  if (api_query_check(r, &err) != 0 || (st = fleet_store(r, ret)) == NULL ||
+      fn(st, rows, &err) != 0) {
     if (err.code != 0)
       *ret = api_reply_tr_err(r, &err);
     return false;
@@ -537,7 +448,6 @@ enum MHD_Result api_get_fleet_configs(struct api_req *r)
 
 enum MHD_Result api_get_fleet_trend(struct api_req *r)
 {
-  static const char *const names[] = { "config", "gpu", "limit", NULL };
   const char *config = NULL, *gpu = NULL;
   struct tr_err err = { 0 };
   int64_t limit = 1000;
@@ -545,7 +455,7 @@ enum MHD_Result api_get_fleet_trend(struct api_req *r)
   struct store *st;
   json_t *out = NULL;
 
-  if (api_query_check(r, names, &err) != 0 ||
+  if (api_query_check(r, &err) != 0 ||
       api_query_str(r, "config", TEXT_MAX, &config, &err) != 0 ||
       api_query_str(r, "gpu", NAME_MAX_, &gpu, &err) != 0 ||
       api_query_int(r, "limit", 1, 10000, &limit, &err) != 0)

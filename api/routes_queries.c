@@ -15,48 +15,30 @@
 #define MODULE_MAX 2048 /* bytes of a module path (index/decode/dec_tab.c) */
 #define STEP_MAX   32   /* bytes of a step: an index, median or slowest */
 
-/* The query parameters table t takes, NULL-terminated, into names (room
- * for every parameter, format and the NULL). */
-static void table_params(const struct tr_table_row *t,
-                         const char *names[TR_NPARAMS + 2])
-{
-  size_t n = 0;
-
-  for (int p = 0; p < TR_NPARAMS; p++)
-    if (t->params & (1u << p))
-      names[n++] = tr_param_names[p];
-  if (t->flags & TR_T_CSV)
-    names[n++] = "format";
-  names[n] = NULL;
-}
-
-/* Reads the parameters every table route may take, once the route's list
+/* Reads the parameters every table route may take, once the route's row
  * has refused the ones it does not. A table without a limit parameter is
  * bounded by design (a timeline's buckets, idle causes): it answers
  * whole. */
 int api_table_query(struct api_req *r, struct store_query *q, bool *csv,
                     struct tr_err *err)
 {
-  static const char *const no_by[] = { NULL };
   const struct cfg *cfg = r->api->cfg;
   const struct tr_table_row *t = r->route->table;
-  const char *names[TR_NPARAMS + 2];
   int64_t rank = -1, buckets = 0, on_path = 0;
   int64_t limit = !(t->params & TR_P(LIMIT)) ? 0
                   : t->flags & TR_T_GROWS    ? cfg->table_limit
                                              : cfg->table_limit_max;
 
-  table_params(t, names);
-  if (api_query_check(r, names, err) != 0 ||
+  if (api_query_check(r, err) != 0 ||
       api_query_int(r, "rank", 0, INT_MAX, &rank, err) != 0 ||
       api_query_str(r, "q", Q_MAX, &q->q, err) != 0 ||
-      api_query_enum(r, "category", api_categories, &q->category, err) != 0 ||
-      api_query_enum(r, "sort", tr_sorts, &q->sort, err) != 0 ||
+      api_query_enum(r, "category", &q->category, err) != 0 ||
+      api_query_enum(r, "sort", &q->sort, err) != 0 ||
       api_query_int(r, "limit", 1, cfg->table_limit_max, &limit, err) != 0 ||
       api_query_str(r, "family", Q_MAX, &q->family, err) != 0 ||
       api_query_str(r, "kind", KIND_MAX, &q->kind, err) != 0 ||
       api_query_str(r, "module", MODULE_MAX, &q->module, err) != 0 ||
-      api_query_enum(r, "by", t->by ? t->by : no_by, &q->by, err) != 0 ||
+      api_query_enum(r, "by", &q->by, err) != 0 ||
       api_query_int(r, "buckets", 1, TR_TIMELINE_BUCKETS, &buckets, err) != 0 ||
       api_query_str(r, "step", STEP_MAX, &q->step, err) != 0 ||
       api_query_int(r, "on_path", 0, 1, &on_path, err) != 0 ||
@@ -149,22 +131,16 @@ enum MHD_Result api_get_table(struct api_req *r)
 int api_diff_query(struct api_req *r, struct store_diff_opts *o, bool *csv,
                    struct tr_err *err)
 {
-  static const char *const names[] = { "a",     "b",    "rank",   "by", "norm",
-                                       "limit", "kind", "format", NULL };
-  static const char *const bys[] = { "kernel", "category", "step",
-                                     "family", "sequence", "module",
-                                     "layer",  "op",       NULL };
-  static const char *const norms[] = { "none", "per_step", NULL };
   const struct cfg *cfg = r->api->cfg;
   int64_t rank = -1, limit = cfg->table_limit;
 
-  o->by = "kernel";
+  o->by = tr_diff_bys[0];
   o->norm = "none";
   o->kind = NULL;
-  if (api_query_check(r, names, err) != 0 || api_query_csv(r, csv, err) != 0 ||
+  if (api_query_check(r, err) != 0 || api_query_csv(r, csv, err) != 0 ||
       api_query_int(r, "rank", 0, INT_MAX, &rank, err) != 0 ||
-      api_query_enum(r, "by", bys, &o->by, err) != 0 ||
-      api_query_enum(r, "norm", norms, &o->norm, err) != 0 ||
+      api_query_enum(r, "by", &o->by, err) != 0 ||
+      api_query_enum(r, "norm", &o->norm, err) != 0 ||
       api_query_int(r, "limit", 1, cfg->table_limit_max, &limit, err) != 0 ||
       api_query_str(r, "kind", KIND_MAX, &o->kind, err) != 0)
     return TR_EINVAL;

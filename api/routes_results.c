@@ -15,13 +15,12 @@
 
 enum MHD_Result api_get_verdict(struct api_req *r)
 {
-  static const char *const names[] = { "baseline", NULL };
   struct tr_err err = { 0 };
   int64_t id = 0, baseline = 0;
   struct store *st;
   json_t *out = NULL;
 
-  if (api_query_check(r, names, &err) != 0 || api_path_id(r, &id, &err) != 0 ||
+  if (api_query_check(r, &err) != 0 || api_path_id(r, &id, &err) != 0 ||
       api_query_int(r, "baseline", 1, INT64_MAX, &baseline, &err) != 0 ||
       (st = api_store(r, STORE_RO, &err)) == NULL ||
       store_verdict(st, id, baseline, r->api->cfg->regression_threshold_pct,
@@ -30,8 +29,6 @@ enum MHD_Result api_get_verdict(struct api_req *r)
   return api_reply_json(r, 200, out);
 }
 
-static const char *const no_params[] = { NULL };
-
 static enum MHD_Result set_baseline(struct api_req *r, bool pin)
 {
   struct tr_err err = { 0 };
@@ -39,8 +36,7 @@ static enum MHD_Result set_baseline(struct api_req *r, bool pin)
   json_t *out = NULL;
   int64_t id = 0;
 
-  if (api_query_check(r, no_params, &err) != 0 ||
-      api_path_id(r, &id, &err) != 0 ||
+  if (api_query_check(r, &err) != 0 || api_path_id(r, &id, &err) != 0 ||
       (st = api_store(r, STORE_RW, &err)) == NULL ||
       store_baseline_set(st, id, pin, &out, &err) != 0)
     return api_reply_tr_err(r, &err);

@@ -355,15 +355,13 @@ void api_slices_free(struct api_slices *sl)
 static int slice_query(struct api_req *r, const char *t0,
                        struct api_slice_req *q, struct tr_err *err)
 {
-  static const char *const names[] = { "start_ns", "end_ns", "findings", NULL };
-  static const char *const bools[] = { "true", "false", NULL };
   const char *findings = "true";
   int64_t start = -1, end = -1;
 
-  if (api_query_check(r, names, err) != 0 ||
+  if (api_query_check(r, err) != 0 ||
       api_query_int(r, "start_ns", 0, INT64_MAX, &start, err) != 0 ||
       api_query_int(r, "end_ns", 0, INT64_MAX, &end, err) != 0 ||
-      api_query_enum(r, "findings", bools, &findings, err) != 0)
+      api_query_enum(r, "findings", &findings, err) != 0)
     return TR_EINVAL;
   if (start < 0 || end < 0)
     return tr_err_set(err, TR_EINVAL, start < 0 ? "start_ns" : "end_ns",

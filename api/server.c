@@ -1,6 +1,6 @@
 /*
- * The HTTP server: libmicrohttpd with its own pool of worker threads, the
- * route table and dispatch, the bearer-token check, each worker's store
+ * The HTTP server: libmicrohttpd with its own pool of worker threads,
+ * routing and dispatch by the route table (routes.c), each worker's store
  * connections, and the request counters of /metrics. Design: README.md.
  */
 #include <errno.h>
@@ -19,56 +19,6 @@
 #include "common/net.h"
 #include "common/stats.h"
 #include "fleet/fleet.h"
-
-const struct api_route api_routes[] = {
-  { "/healthz", api_get_healthz, NULL, NULL, NULL },
-  { "/metrics", api_get_metrics, NULL, NULL, NULL },
-  { "/settings", api_get_settings, NULL, NULL, NULL },
-  { "/captures", api_get_captures, api_post_captures, NULL, NULL },
-  { "/imports", NULL, api_post_imports, NULL, NULL },
-  { "/diff", api_get_diff, NULL, NULL, NULL },
-  { "/captures/{id}", api_get_capture, NULL, api_delete_capture, NULL },
-/* Each table of common/summary.h's TR_TABLE_MAP (routes_queries.c). */
-#define XX(scope, name, ROWS, row, route, ...)                                 \
-  { "/captures/{id}/" route, api_get_table, NULL, NULL,                        \
-    &tr_tables[TR_TABLE_##name] },
-  TR_TABLE_MAP(XX)
-#undef XX
-  /* Across runs (routes_results.c). */
-  { "/captures/{id}/verdict", api_get_verdict, NULL, NULL, NULL },
-  { "/captures/{id}/baseline", NULL, NULL, api_delete_baseline, NULL },
-  { "/captures/{id}/ranks/{r}/trace", api_get_trace, NULL, NULL, NULL },
-  { "/captures/{id}/ranks/{r}/slice", api_get_slice, NULL, NULL, NULL },
-  { "/captures/{id}/slice", api_get_capture_slice, NULL, NULL, NULL },
-  { "/captures/{id}/logs", api_get_logs, NULL, NULL, NULL },
-  /* The lab view (routes_fleet.c). */
-  { "/fleet/captures", api_get_fleet_captures, NULL, NULL, NULL },
-  { "/fleet/nodes", api_get_fleet_nodes, NULL, NULL, NULL },
-  { "/fleet/configs", api_get_fleet_configs, NULL, NULL, NULL },
-  { "/fleet/trend", api_get_fleet_trend, NULL, NULL, NULL },
-  { "/", api_get_asset, NULL, NULL, NULL },
-  /* Last: any other single segment is a dashboard file or nothing. */
-  { "/{file}", api_get_asset, NULL, NULL, NULL },
-};
-
-#define NROUTES (sizeof(api_routes) / sizeof(api_routes[0]))
-const size_t api_nroutes = NROUTES;
-
-/* The routes that take PUT, and its handler. */
-static const struct {
-  const char *tmpl;
-  enum MHD_Result (*put)(struct api_req *r);
-} puts_[] = {
-  { "/captures/{id}/baseline", api_put_baseline },
-};
-
-enum MHD_Result (*api_route_put(const struct api_route *rt))(struct api_req *)
-{
-  for (size_t i = 0; rt != NULL && i < sizeof(puts_) / sizeof(puts_[0]); i++)
-    if (strcmp(puts_[i].tmpl, rt->tmpl) == 0)
-      return puts_[i].put;
-  return NULL;
-}
 
 /* The last entry, 0, stands for any other code. */
 const unsigned api_codes[API_CODES] = { 200, 202, 400, 401, 403, 404, 405, 409,
@@ -116,7 +66,7 @@ static void route_find(struct api_req *r)
     if (*p == '\0' && r->nseg < API_MAX_SEGS)
       r->seg[r->nseg++] = p; /* a trailing slash: an empty segment */
   }
-  for (size_t i = 0; i < NROUTES; i++)
+  for (size_t i = 0; i < api_nroutes; i++)
     if (route_match(api_routes[i].tmpl, r->seg, r->nseg)) {
       r->route = &api_routes[i];
       return;
@@ -212,7 +162,7 @@ static enum MHD_Result dispatch(struct api_req *r)
   else if (strcmp(r->method, MHD_HTTP_METHOD_DELETE) == 0)
     h = rt->del;
   else if (strcmp(r->method, MHD_HTTP_METHOD_PUT) == 0)
-    h = api_route_put(rt);
+    h = rt->put;
   if (h == NULL)
     return api_reply_method(r);
   if (!api_guard_body(r, &ret))
@@ -283,8 +233,6 @@ static void on_log(void *cls, const char *fmt, va_list ap)
   pthread_mutex_unlock(&api->log_lock);
 }
 
-static const char *const no_params[] = { NULL };
-
 /* 200 while the daemon serves, "degraded" with the reason while the store
  * refuses writes: reads still answer, and a restart would not free the
  * disk, so a liveness probe must not restart it; monitoring alerts on the
@@ -294,7 +242,7 @@ enum MHD_Result api_get_healthz(struct api_req *r)
   struct tr_err err = { 0 };
   char reason[768];
 
-  if (api_query_check(r, no_params, &err) != 0)
+  if (api_query_check(r, &err) != 0)
     return api_reply_tr_err(r, &err);
   if (tr_stats_store_degraded(reason, sizeof(reason)) ||
       fleet_degraded(r->api->cfg, reason, sizeof(reason))) {
@@ -314,7 +262,7 @@ enum MHD_Result api_get_settings(struct api_req *r)
 {
   struct tr_err err = { 0 };
 
-  if (api_query_check(r, no_params, &err) != 0)
+  if (api_query_check(r, &err) != 0)
     return api_reply_tr_err(r, &err);
   return api_reply_json(
       r, 200,
@@ -411,7 +359,7 @@ static void metrics_http(FILE *f, struct api *api)
         "route template and status code.\n"
         "# TYPE traced_http_requests_total counter\n",
         f);
-  for (size_t row = 0; row <= NROUTES; row++)
+  for (size_t row = 0; row <= api_nroutes; row++)
     for (size_t col = 0; col < API_CODES; col++) {
       uint64_t n = atomic_load(&api->hits[row * API_CODES + col]);
       char code[16] = "other";
@@ -438,7 +386,7 @@ enum MHD_Result api_get_metrics(struct api_req *r)
   enum MHD_Result ret;
   FILE *f;
 
-  if (api_query_check(r, no_params, &err) != 0)
+  if (api_query_check(r, &err) != 0)
     return api_reply_tr_err(r, &err);
   st = api_store(r, STORE_RO, &err);
   if (st == NULL || store_status_counts(st, &counts, &err) != 0)
@@ -573,7 +521,7 @@ int api_start(const struct cfg *cfg, const struct api_hooks *hooks,
   api->cfg = cfg;
   api->hooks = *hooks;
   api->loopback = tr_listen_loopback(cfg->listen);
-  api->hits = calloc((NROUTES + 1) * API_CODES, sizeof(*api->hits));
+  api->hits = calloc((api_nroutes + 1) * API_CODES, sizeof(*api->hits));
   api->cache = api_cache_new((size_t)cfg->answer_cache_mb << 20);
   api->slices = api_slices_new();
   if (api->hits == NULL || api->cache == NULL || api->slices == NULL ||

@@ -2,7 +2,8 @@
  * Request validation: POST bodies (strict: unknown members, wrong types and
  * out-of-range values are refused, naming the member) and query
  * parameters. Nothing a client sends reaches the store or an argv without
- * passing through here.
+ * passing through here; what a capture request may ask of ATOM is judged
+ * by atom/request.c.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -10,10 +11,8 @@
 #include <string.h>
 
 #include "api/api_int.h"
-#include "atom/policy.h"
-#include "atom/chat_template.h"
+#include "atom/request.h"
 #include "common/lifecycle.h"
-#include "atom/preset.h"
 
 #define MODEL_MAX     4096
 #define LABEL_MAX     1024
@@ -96,54 +95,6 @@ static int check_words(json_t *v, const char *field, struct tr_err *err)
   return 0;
 }
 
-/* A word holding a space must be JSON whose compact form has none: ATOM's
- * start and bench scripts pass their extra words unquoted ($EXTRA_ARGS),
- * so the shell splits them again at whitespace; a JSON value is stored
- * (and passed) compact. Any other word with a space could never reach the
- * server intact. */
-static int check_spaced(json_t *arr, size_t i, const char *item,
-                        const char *target, struct tr_err *err)
-{
-  const char *w = json_string_value(json_array_get(arr, i));
-  json_t *v = json_loads(w, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, NULL);
-  char *compact =
-      v != NULL ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
-  int rc = 0;
-
-  if (compact == NULL || strchr(compact, ' ') != NULL)
-    rc = tr_err_set(err, TR_EINVAL, item,
-                    "%s holds a space and is not JSON without spaces inside "
-                    "its strings: ATOM's scripts split their extra words "
-                    "again at whitespace, so it cannot reach %s intact; "
-                    "give each word on its own",
-                    item, target);
-  else if (json_array_set_new(arr, i, json_string(compact)) != 0)
-    rc = tr_err_set(err, TR_ENOMEM, item, "out of memory");
-  free(compact);
-  json_decref(v);
-  return rc;
-}
-
-/* server_args and bench_args words: one with a space must be JSON
- * (stored compact). What each word may do is atom/policy.c's, once the
- * preset is known (check_authority()). */
-static int compact_words(json_t *arr, const char *member, struct tr_err *err)
-{
-  char item[64];
-  size_t i;
-  json_t *w;
-
-  json_array_foreach(arr, i, w) {
-    snprintf(item, sizeof(item), "%s[%zu]", member, i);
-    if (strchr(json_string_value(w), ' ') != NULL &&
-        check_spaced(arr, i, item,
-                     strcmp(member, "bench_args") ? "the server" : "the bench",
-                     err) != 0)
-      return TR_EINVAL;
-  }
-  return 0;
-}
-
 /* The server's environment, its shape: an object of at most ENV_MAX
  * strings (the names and values: atom/policy.c). */
 static int check_env(json_t *v, struct tr_err *err)
@@ -192,7 +143,7 @@ static int check_member(const struct tr_member *m, json_t *v,
   case TR_M_WORDS:
     if (check_words(v, m->name, err) != 0)
       return TR_EINVAL;
-    return compact_words(v, m->name, err);
+    return atom_request_words(v, m->name, err);
   case TR_M_ENV: return check_env(v, err);
   case TR_M_TEXT: return check_string(v, m->name, LABEL_MAX, false, err);
   }
@@ -275,103 +226,6 @@ static int check_capture(json_t *obj, struct tr_err *err)
   return 0;
 }
 
-/* The preset of the request (models.json: the admin's file, small; read
- * here so that a variant that is not there is a 400 naming the labels
- * that are). Returns 1 found, 0 none, or an error. */
-static int find_preset(const struct cfg *cfg, json_t *obj,
-                       struct tr_preset *pre, struct tr_err *err)
-{
-  const char *variant = json_string_value(json_object_get(obj, "variant"));
-  const char *why, *file;
-  char path[4096];
-
-  if ((file = tr_preset_file(cfg, path, sizeof(path), &why)) == NULL) {
-    if (variant != NULL && variant[0] != '\0')
-      return tr_err_set(err, TR_EINVAL, "variant",
-                        "variant \"%s\" asked for, but there is no "
-                        "models.json: %s",
-                        variant, why);
-    return 0;
-  }
-  return tr_preset_find(file, json_string_value(json_object_get(obj, "model")),
-                        variant, pre, err);
-}
-
-/* Whether the bench would crash on --use-chat-template (ATOM's rules:
- * atom/chat_template.h), for the model the capture launches. */
-static int check_template(const struct tr_preset *pre, json_t *obj,
-                          const char *model, struct tr_err *err)
-{
-  json_t *words = json_object_get(obj, "bench_args");
-  char **req = NULL, **var = NULL;
-  enum tr_chat_given given = TR_CHAT_NOT_GIVEN;
-  struct tr_chat_probe probe;
-  struct tr_chat chat;
-  size_t i, n = 0;
-  json_t *w;
-  int rc;
-
-  if ((req = calloc(json_array_size(words) + 1, sizeof(*req))) == NULL)
-    return tr_err_set(err, TR_ENOMEM, "", "out of memory");
-  json_array_foreach(words, i, w) req[n++] = (char *)json_string_value(w);
-  if (tr_atom_opt_given(TR_ATOM_BENCH, req, "--use-chat-template"))
-    given = TR_CHAT_REQUEST;
-  else if (pre->model != NULL) {
-    var = tr_shell_words(json_string_value(
-                             json_object_get(pre->variant, "bench_args")),
-                         "bench_args", NULL);
-    given = tr_atom_opt_given(TR_ATOM_BENCH, var, "--use-chat-template")
-                ? TR_CHAT_PRESET_ON
-                : TR_CHAT_PRESET_OFF;
-  }
-  rc = tr_chat_probe(model, &probe, err);
-  if (rc == 0)
-    rc = tr_chat_decide(given, &probe, &chat, err);
-  tr_words_free(var);
-  free(req);
-  return rc;
-}
-
-/* What the request may make root do (atom/policy.c): the model and the
- * checkpoint it launches, every word, the env, the chat template. */
-static int check_authority(const struct cfg *cfg, json_t *obj,
-                           struct tr_err *err)
-{
-  struct tr_preset pre = { 0 };
-  char *real = NULL, *launched = NULL, *launched_real = NULL;
-  bool trusts;
-  int rc;
-
-  rc = api_policy_model(cfg, json_string_value(json_object_get(obj, "model")),
-                        "model", &real, err);
-  if (rc == 0 && (rc = find_preset(cfg, obj, &pre, err)) > 0)
-    rc = 0;
-  if (rc == 0 && pre.model != NULL && real != NULL &&
-      ((launched = tr_preset_model_path(real, &pre)) == NULL ||
-       (rc = api_policy_path(cfg, launched, "variant", &launched_real,
-                             err)) != 0))
-    rc = rc ? rc : tr_err_set(err, TR_ENOMEM, "", "out of memory");
-  trusts = json_is_true(json_object_get(json_object_get(pre.model, "config"),
-                                        "trust_remote_code"));
-  if (rc == 0)
-    rc = api_policy_words(cfg, TR_ATOM_SERVER,
-                          json_object_get(obj, "server_args"), "server_args",
-                          trusts, err);
-  if (rc == 0)
-    rc = api_policy_words(cfg, TR_ATOM_BENCH,
-                          json_object_get(obj, "bench_args"), "bench_args",
-                          false, err);
-  if (rc == 0)
-    rc = api_policy_env(cfg, json_object_get(obj, "env"), err);
-  if (rc == 0 && real != NULL)
-    rc = check_template(&pre, obj, launched_real ? launched_real : real, err);
-  tr_preset_free(&pre);
-  free(real);
-  free(launched);
-  free(launched_real);
-  return rc;
-}
-
 /* The request as it will be stored, at most max_params_bytes: each
  * capture row keeps it, and every list of captures carries it. */
 static int check_size(const struct cfg *cfg, json_t *obj, struct tr_err *err)
@@ -396,24 +250,9 @@ int api_parse_capture(const struct cfg *cfg, const char *body, size_t len,
     return TR_EINVAL;
   rc = check_capture(obj, err);
   if (rc == 0)
-    rc = check_authority(cfg, obj, err);
-  if (rc != 0) {
-    json_decref(obj);
-    return rc;
-  }
-  /* ATOM_PROFILER_MORE=1 (docs/ATOM.md): traces grow 3-4x and the export
-   * has OOMed workers on 8 ranks; only a short window (about CONC*1
-   * prompts) is safe. */
-  if (json_is_true(json_object_get(obj, "more")) &&
-      json_integer_value(json_object_get(obj, "prompt_multiplier")) != 1) {
-    json_decref(obj);
-    return tr_err_set(err, TR_EINVAL, "more",
-                      "more: true needs prompt_multiplier 1: with shapes, "
-                      "stacks and memory the trace grows 3-4x and its "
-                      "export has run workers out of memory, so it is "
-                      "allowed only with a short window");
-  }
-  rc = check_size(cfg, obj, err);
+    rc = atom_request_judge(cfg, obj, err);
+  if (rc == 0)
+    rc = check_size(cfg, obj, err);
   if (rc != 0) {
     json_decref(obj);
     return rc;
@@ -524,7 +363,7 @@ int api_parse_int(const char *text, const char *field, int64_t lo, int64_t hi,
 }
 
 struct arg_scan {
-  const char *const *names;
+  const struct api_route *route;
   const char *bad; /* first bad parameter */
   const char *why;
   const char *seen[16]; /* names met so far, to catch repeats */
@@ -536,12 +375,10 @@ static enum MHD_Result on_arg(void *cls, enum MHD_ValueKind kind,
                               const char *value, size_t value_size)
 {
   struct arg_scan *s = cls;
-  const char *const *n;
+  struct api_param p;
 
   (void)kind;
-  for (n = s->names; *n != NULL && strcmp(*n, key) != 0; n++)
-    ;
-  if (*n == NULL || strlen(key) != key_size)
+  if (!api_route_param(s->route, key, &p) || strlen(key) != key_size)
     s->why = "is not a parameter of this route";
   else if (value != NULL && strlen(value) != value_size)
     s->why = "must not contain NUL";
@@ -557,10 +394,9 @@ static enum MHD_Result on_arg(void *cls, enum MHD_ValueKind kind,
   return MHD_YES;
 }
 
-int api_query_check(struct api_req *r, const char *const *names,
-                    struct tr_err *err)
+int api_query_check(struct api_req *r, struct tr_err *err)
 {
-  struct arg_scan s = { .names = names };
+  struct arg_scan s = { .route = r->route };
 
   MHD_get_connection_values_n(r->conn, MHD_GET_ARGUMENT_KIND, on_arg, &s);
   if (s.bad != NULL)
@@ -591,31 +427,31 @@ int api_query_int(struct api_req *r, const char *name, int64_t lo, int64_t hi,
   return api_parse_int(v, name, lo, hi, out, err);
 }
 
-int api_query_enum(struct api_req *r, const char *name,
-                   const char *const *values, const char **out,
+int api_query_enum(struct api_req *r, const char *name, const char **out,
                    struct tr_err *err)
 {
   char list[256] = "";
+  struct api_param p;
   const char *v;
 
-  if (!query_value(r, name, &v))
+  if (!query_value(r, name, &v) || !api_route_param(r->route, name, &p) ||
+      p.values == NULL)
     return 0;
-  for (const char *const *p = values; *p != NULL; p++) {
-    if (strcmp(*p, v) == 0) {
-      *out = *p;
+  for (const char *const *e = p.values; *e != NULL; e++) {
+    if (strcmp(*e, v) == 0) {
+      *out = *e;
       return 0;
     }
-    strncat(list, p == values ? "" : ", ", sizeof(list) - strlen(list) - 1);
-    strncat(list, *p, sizeof(list) - strlen(list) - 1);
+    strncat(list, e == p.values ? "" : ", ", sizeof(list) - strlen(list) - 1);
+    strncat(list, *e, sizeof(list) - strlen(list) - 1);
   }
   return tr_err_set(err, TR_EINVAL, name, "%s must be one of %s", name, list);
 }
 
 int api_query_csv(struct api_req *r, bool *csv, struct tr_err *err)
 {
-  static const char *const formats[] = { "json", "csv", NULL };
   const char *format = "json";
-  int rc = api_query_enum(r, "format", formats, &format, err);
+  int rc = api_query_enum(r, "format", &format, err);
 
   *csv = rc == 0 && strcmp(format, "csv") == 0;
   return rc;

@@ -653,6 +653,37 @@ static int judge_again(struct build *b, struct tr_err *err)
   return rc;
 }
 
+/* DeepSeek-V4's --level 0 (atom/launch.h), after every other word of the
+ * server; extra.level says what the server gets and why. */
+static void compile_level(struct build *b, char *const *server,
+                          struct words *start)
+{
+  struct tr_atom_level lv;
+
+  tr_atom_level(b->p->model, b->pre.match, server, &lv);
+  if (lv.add) {
+    push(start, "--level");
+    push(start, "0");
+  }
+  json_object_set_new(b->p->extra, "level",
+                      json_pack("{s:i,s:b,s:s}", "value", lv.level, "added",
+                                lv.add, "why", lv.why));
+}
+
+/* The preset's --draft-model hub id, launched from beside the model
+ * (atom/launch.h); extra.preset.draft_model says which. */
+static int draft_model(struct build *b, struct tr_err *err)
+{
+  json_t *note = json_object();
+  int rc =
+      tr_atom_draft_model(b->cfg, b->p->model, b->preset_server, note, err);
+
+  if (json_object_size(note) > 0)
+    json_object_set(b->preset_json, "draft_model", note);
+  json_decref(note);
+  return rc;
+}
+
 static int build_start(struct build *b, struct words *start, struct words *env,
                        struct tr_err *err)
 {
@@ -680,7 +711,10 @@ static int build_start(struct build *b, struct words *start, struct words *env,
   b->p->ranks_argv = b->p->tp * b->p->pp_pcp *
                      flag_int(server.v, "--data-parallel-size", 1);
   b->p->fake_eplb = words_have_flag(server.v, "--fake-eplb");
+  compile_level(b, server.v, start);
   env_obj = server_env(b, server.v);
+  b->p->ngpus = tr_atom_launch_gpus(server.v, env_obj, b->p->ranks_argv,
+                                    b->p->gpus, &b->p->gpu_util);
   tr_words_free(server.v);
   env_words(env_obj, env);
   b->p->profiler_timeout_s = profiler_timeout(b->cfg, env_obj);
@@ -719,6 +753,8 @@ static int build_bench(struct build *b, struct words *warmup,
   long long seed = bench_seed(b->params);
   int rc = bench_extra(b, &extra, err);
 
+  if (rc == 0)
+    rc = tr_atom_bench_backend(b->cfg, extra.v, err);
   bench_words(b, bench, pm, !daemon, extra.v);
   if (daemon) {
     bench_words(b, warmup, 2, false, extra.v);
@@ -734,6 +770,15 @@ static int build_bench(struct build *b, struct words *warmup,
   }
   tr_words_free(extra.v);
   return rc;
+}
+
+static json_t *gpu_list(const struct cap_plan *p)
+{
+  json_t *a = json_array();
+
+  for (int i = 0; i < p->ngpus; i++)
+    json_array_append_new(a, json_integer(p->gpus[i]));
+  return a;
 }
 
 static void commands_extra(struct cap_plan *p)
@@ -762,6 +807,8 @@ static int plan(struct build *b, struct tr_err *err)
   tp_source = resolve_tp(b);
   push_script(&stop, b->cfg->stop_script);
   rc = judge_again(b, err);
+  if (rc == 0 && b->pre.model != NULL)
+    rc = draft_model(b, err);
   if (rc == 0)
     rc = build_start(b, &start, &env, err);
   if (rc == 0)
@@ -773,10 +820,11 @@ static int plan(struct build *b, struct tr_err *err)
   b->p->stop_argv = stop.v;
   json_object_set_new(
       b->p->extra, "launch",
-      json_pack("{s:s,s:i,s:s,s:i,s:b,s:i}", "model", b->p->model, "tp",
+      json_pack("{s:s,s:i,s:s,s:i,s:b,s:i,s:o,s:f}", "model", b->p->model, "tp",
                 b->p->tp, "tp_source", tp_source, "ranks_argv",
                 b->p->ranks_argv, "fake_eplb", b->p->fake_eplb,
-                "profiler_timeout_s", b->p->profiler_timeout_s));
+                "profiler_timeout_s", b->p->profiler_timeout_s, "gpus",
+                gpu_list(b->p), "gpu_memory_utilization", b->p->gpu_util));
   commands_extra(b->p);
   if (rc == 0 && (start.oom || env.oom || warmup.oom || bench.oom || stop.oom))
     rc = tr_err_set(err, TR_ENOMEM, "", "out of memory");

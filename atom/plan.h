@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "atom/launch.h"
 #include "common/config.h"
 #include "common/tr.h"
 
@@ -34,8 +35,11 @@ struct cap_plan {
   bool fake_eplb;         /* --fake-eplb: only the workers of the devices
                              there are export (docs/ATOM.md, "Ranks") */
   int profiler_timeout_s; /* the server's ATOM_PROFILER_TIMEOUT */
+  int gpus[TR_ATOM_GPUS_MAX]; /* the GPUs the launch takes */
+  int ngpus;
+  double gpu_util; /* the share of each it asks (--gpu-memory-utilization) */
   json_t *extra;          /* for the capture's extra: commands, preset,
-                             launch, chat_template, max_num_seqs,
+                             launch, level, chat_template, max_num_seqs,
                              atom_folders */
 };
 

@@ -304,6 +304,57 @@ void cfg_usage(FILE *out, const struct cfg *cfg)
   }
 }
 
+/* s's values: its type and bounds, as docs/API.md's table says them. */
+static void markdown_values(FILE *out, const struct setting *s)
+{
+  switch (s->type) {
+  case T_STR: fputs("text", out); break;
+  case T_INT: fprintf(out, "integer, %d to %d", s->lo, s->hi); break;
+  case T_BYTES:
+    fputs("bytes (digits, then K, M, G or T), at least 1M", out);
+    break;
+  case T_LIST:
+    fputs("words split at", out);
+    for (const char *c = s->seps; *c != '\0'; c++)
+      fprintf(out, "%s`%c`", c == s->seps ? " " : " or ", *c);
+    break;
+  case T_ENUM:
+    for (const char *const *v = s->values; *v != NULL; v++)
+      fprintf(out, "%s`%s`", v == s->values ? "" : " or ", *v);
+    break;
+  }
+}
+
+/* text in a cell of a Markdown table: '|' and '<' (a tag's start)
+ * escaped. */
+static void markdown_text(FILE *out, const char *text)
+{
+  for (const char *c = text; *c != '\0'; c++) {
+    if (*c == '|' || *c == '<')
+      fputc('\\', out);
+    fputc(*c, out);
+  }
+}
+
+void cfg_markdown(FILE *out)
+{
+  fputs("| key | values | default | what it does |\n|---|---|---|---|\n", out);
+  for (size_t i = 0; i < NSETTINGS; i++) {
+    const struct setting *s = &settings[i];
+
+    fprintf(out, "| `%s` | ", s->name);
+    markdown_values(out, s);
+    if (s->dflt == NULL)
+      fputs(" | derived | ", out);
+    else if (s->dflt[0] == '\0')
+      fputs(" | empty | ", out);
+    else
+      fprintf(out, " | `%s` | ", s->dflt);
+    markdown_text(out, s->help);
+    fputs(" |\n", out);
+  }
+}
+
 void cfg_free(struct cfg *cfg)
 {
   if (cfg == NULL)

@@ -5,10 +5,11 @@
  *
  * One row per setting (Redis's standardConfig): CFG_SETTINGS below. The
  * struct's members, the defaults, the parsing of file and argv, the bounds,
- * `traced --help` and the checks all come from the rows; config/traced.conf
- * documents each (test_config fails when it lists a key that is not a row,
- * misses one, or says another default). docs/ARCHITECTURE.md says what
- * adding a setting touches.
+ * `traced --help` (and --help-markdown, docs/API.md's table) and the checks
+ * all come from the rows; config/traced.conf documents each (test_config
+ * fails when it lists a key that is not a row, misses one, or says another
+ * default, and when docs/API.md's table is not the rows).
+ * docs/ARCHITECTURE.md says what adding a setting touches.
  */
 #ifndef TR_CONFIG_H
 #define TR_CONFIG_H
@@ -108,7 +109,9 @@ enum cfg_profile_control { CFG_PROFILE_BENCH, CFG_PROFILE_DAEMON };
   XX(models_json, STR(), "", NULL,                                             \
      "ATOM CI's models.json (empty: ATOM's own; none: no presets)")            \
   XX(take_over_foreign_gpu, ENUM("false", "true"), "false", NULL,              \
-     "let ATOM's scripts kill GPU jobs that are not ATOM's")                   \
+     "let ATOM's scripts kill what is not ATOM's (GPU jobs, pkill matches)")   \
+  XX(kfd_path, STR(), "/dev/kfd", NULL,                                        \
+     "the KFD device: processes with it open hold the GPUs here")              \
   XX(stop_timeout_s, INT(1, 86400), "316", NULL,                               \
      "seconds the stop script may take")                                       \
   XX(launch_timeout_s, INT(1, 86400), "883", NULL,                             \
@@ -243,6 +246,11 @@ int cfg_text(const struct cfg *cfg, const char *name, char *buf, size_t size);
 /* `traced --help`'s settings: each row as --name, its help line and its
  * value in cfg (the defaults, finished: what traced would run with). */
 void cfg_usage(FILE *out, const struct cfg *cfg);
+
+/* `traced --help-markdown`: every row as a line of docs/API.md's table
+ * of configuration keys (its type and bounds, its default as the file
+ * would give it, its help line); test_config fails while the doc differs. */
+void cfg_markdown(FILE *out);
 
 void cfg_free(struct cfg *cfg);
 

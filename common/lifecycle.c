@@ -23,7 +23,13 @@ const char *const tr_kind_names[] = {
 };
 
 static const char *const phase_names[] = {
-#define XX(e, name, log, from) #name,
+#define XX(e, name, ...) #name,
+  TR_PHASE_MAP(XX)
+#undef XX
+};
+
+static const unsigned phase_server[] = {
+#define XX(e, name, log, from, server) server,
   TR_PHASE_MAP(XX)
 #undef XX
 };
@@ -44,6 +50,11 @@ const char *tr_status_name(enum tr_status s)
 const char *tr_phase_name(enum tr_phase p)
 {
   return (unsigned)p < TR_NPHASE ? phase_names[p] : "?";
+}
+
+bool tr_phase_server(enum tr_phase p, unsigned server)
+{
+  return (unsigned)p < TR_NPHASE && (phase_server[p] & server) != 0;
 }
 
 bool tr_status_final(enum tr_status s)

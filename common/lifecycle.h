@@ -22,29 +22,41 @@
   XX(INTERRUPTED, interrupted, true)
 
 /*
- * XX(ENUM, name, log, from): a capture's phase, in the order a capture runs
- * them. log names the log a failure in the phase quotes ("stop",
- * "launcher", "bench", "server", or NULL). from is the set of phases it
- * may be entered from (TR_FROM(...); QUEUED is where every capture starts,
- * entered from none), asserted by every move (daemon/capture.c's
- * cap_enter, as SQLite's pager.c asserts its states). The daemon expands
- * the same rows into its phase table, pasting the name into the functions
- * that act (phase_<name>_enter) and budget (phase_<name>_budget_s);
+ * XX(ENUM, name, log, from, server): a capture's phase, in the order a
+ * capture runs them. log names the log a failure in the phase quotes
+ * ("stop", "launcher", "bench", "server", or NULL). from is the set of
+ * phases it may be entered from (TR_FROM(...); QUEUED is where every
+ * capture starts, entered from none), asserted by every move
+ * (daemon/capture.c's cap_enter, as SQLite's pager.c asserts its states).
+ * server says what the phase means for the ATOM server the capture
+ * launched (an import launches none): TR_HELD, it holds the GPUs and no
+ * rank exports yet, so a failure stops it and a fatal line of its log
+ * ends the capture; TR_LOGGED, its log holds this launch's lines (the
+ * start script truncates it: docs/ATOM.md), whose phases are told by
+ * offset and copied at the job's end. The daemon expands the same rows
+ * into its phase table, pasting the name into the functions that act
+ * (phase_<name>_enter) and budget (phase_<name>_budget_s);
  * docs/ARCHITECTURE.md lists what adding a phase touches.
  */
 #define TR_PHASE_MAP(XX)                                                       \
-  XX(QUEUED, queued, NULL, 0)                                                  \
-  XX(STOPPING, stopping, "stop", TR_FROM(QUEUED))                              \
-  XX(LAUNCHING, launching, "launcher", TR_FROM(STOPPING))                      \
-  XX(WAITING_READY, waiting_ready, "server", TR_FROM(LAUNCHING))               \
-  XX(BENCHMARK, benchmark, "bench", TR_FROM(WAITING_READY))                    \
-  XX(EXPORTING, exporting, "server", TR_FROM(BENCHMARK))                       \
-  XX(INDEXING, indexing, NULL, TR_FROM(QUEUED) | TR_FROM(EXPORTING))           \
-  XX(FINISHING, finishing, NULL, TR_FROM(INDEXING))                            \
-  XX(DONE, done, NULL, TR_FROM(FINISHING))
+  XX(QUEUED, queued, NULL, 0, 0)                                               \
+  XX(STOPPING, stopping, "stop", TR_FROM(QUEUED), 0)                           \
+  XX(LAUNCHING, launching, "launcher", TR_FROM(STOPPING), TR_HELD)             \
+  XX(WAITING_READY, waiting_ready, "server", TR_FROM(LAUNCHING),               \
+     TR_HELD | TR_LOGGED)                                                      \
+  XX(BENCHMARK, benchmark, "bench", TR_FROM(WAITING_READY),                    \
+     TR_HELD | TR_LOGGED)                                                      \
+  XX(EXPORTING, exporting, "server", TR_FROM(BENCHMARK), TR_LOGGED)            \
+  XX(INDEXING, indexing, NULL, TR_FROM(QUEUED) | TR_FROM(EXPORTING),           \
+     TR_LOGGED)                                                                \
+  XX(FINISHING, finishing, NULL, TR_FROM(INDEXING), TR_LOGGED)                 \
+  XX(DONE, done, NULL, TR_FROM(FINISHING), TR_LOGGED)
 
 /* The bit of phase e in a row's from. */
 #define TR_FROM(e) (1u << TR_PHASE_##e)
+/* A row's server. */
+#define TR_HELD    1u
+#define TR_LOGGED  2u
 
 /* XX(ENUM, name): what a capture is: one traced runs against ATOM, or
  * traces taken elsewhere (POST /imports). Each kind has its own queue and
@@ -68,7 +80,7 @@ enum tr_status {
 };
 
 enum tr_phase {
-#define XX(e, name, log, from) TR_PHASE_##e,
+#define XX(e, name, ...) TR_PHASE_##e,
   TR_PHASE_MAP(XX)
 #undef XX
       TR_NPHASE
@@ -77,6 +89,8 @@ enum tr_phase {
 /* The name of s or p ("queued"...); "?" when out of range. Static. */
 const char *tr_status_name(enum tr_status s);
 const char *tr_phase_name(enum tr_phase p);
+/* True when p's row of TR_PHASE_MAP has server (TR_HELD, TR_LOGGED). */
+bool tr_phase_server(enum tr_phase p, unsigned server);
 /* The kinds' names by enum tr_kind, NULL-terminated. */
 extern const char *const tr_kind_names[];
 /* True for done, failed, cancelled and interrupted: never left. */

@@ -19,12 +19,27 @@ const struct tr_table_row tr_tables[TR_NTABLES] = {
 };
 
 const char *const tr_param_names[TR_NPARAMS] = {
-#define XX(e, name) [TR_PARAM_##e] = #name,
+#define XX(e, name, type) [TR_PARAM_##e] = #name,
   TR_PARAM_MAP(XX)
 #undef XX
 };
 
 const char *const tr_sorts[] = { "total", "count", "avg", "name", NULL };
+
+const char *const tr_diff_bys[] = {
+#define XX(by, ...) #by,
+  TR_DIFF_BY_MAP(XX)
+#undef XX
+      NULL
+};
+
+/* Each value of ?by= reads a table of the map: a name that is none does
+ * not compile. */
+enum {
+#define XX(by, table, ...) TR_DIFF_BY_##by = TR_TABLE_##table,
+  TR_DIFF_BY_MAP(XX)
+#undef XX
+};
 
 int tr_table_find(const char *name)
 {

@@ -657,7 +657,7 @@
  *           summary, void rows(struct idx_agg *, struct agg_out *):
  *           declared from this column (index/agg/agg.h), defined by the
  *           pass that makes the table, called in the map's order
- *   route   GET /captures/<id>/<route> serves it (api/server.c)
+ *   route   GET /captures/<id>/<route> serves it (api/routes.c)
  *   params  the query parameters it takes, TR_P() of TR_PARAM_MAP;
  *           format (json or csv) comes with TR_T_CSV
  *   by      the values ?by= takes (TR_BY(...), the first the default),
@@ -810,23 +810,24 @@
 #define TR_ROW_WRITER_(XX, name, ROWS, row, rows, ...) XX(name, rows)
 #define TR_ROW_SKIP_(XX, ...)
 
-/* XX(NAME, name): the query parameters of the table routes. */
+/* XX(NAME, name, type): the query parameters of the table routes, type
+ * INT, TEXT or ENUM (api/api_int.h's API_P_<type>). */
 #define TR_PARAM_MAP(XX)                                                       \
-  XX(RANK, rank)                                                               \
-  XX(Q, q)                                                                     \
-  XX(CATEGORY, category)                                                       \
-  XX(SORT, sort)                                                               \
-  XX(LIMIT, limit)                                                             \
-  XX(FAMILY, family)                                                           \
-  XX(KIND, kind)                                                               \
-  XX(BY, by)                                                                   \
-  XX(BUCKETS, buckets)                                                         \
-  XX(MODULE, module)                                                           \
-  XX(STEP, step)                                                               \
-  XX(ON_PATH, on_path)
+  XX(RANK, rank, INT)                                                          \
+  XX(Q, q, TEXT)                                                               \
+  XX(CATEGORY, category, ENUM)                                                 \
+  XX(SORT, sort, ENUM)                                                         \
+  XX(LIMIT, limit, INT)                                                        \
+  XX(FAMILY, family, TEXT)                                                     \
+  XX(KIND, kind, TEXT)                                                         \
+  XX(BY, by, ENUM)                                                             \
+  XX(BUCKETS, buckets, INT)                                                    \
+  XX(MODULE, module, TEXT)                                                     \
+  XX(STEP, step, TEXT)                                                         \
+  XX(ON_PATH, on_path, INT)
 
 enum tr_param {
-#define XX(e, name) TR_PARAM_##e,
+#define XX(e, name, type) TR_PARAM_##e,
   TR_PARAM_MAP(XX)
 #undef XX
       TR_NPARAMS
@@ -862,6 +863,35 @@ extern const struct tr_table_row tr_tables[TR_NTABLES];
 extern const char *const tr_param_names[TR_NPARAMS];
 /* The values of ?sort= (the first the default), NULL-terminated. */
 extern const char *const tr_sorts[];
+
+/*
+ * XX(by, table, key, key_sql, join, count, decode): the values of /diff's
+ * ?by= (the first the default), each read from a table of TR_TABLE_MAP
+ * (store/diff.c): key the member its rows are named by, key_sql that key
+ * in SQL over the table's row x (joined with join), count the member
+ * summed as the rows' count; decode: a decode table, of one step kind
+ * with ?kind= ('' keys stand for null). A sequence is kept per step kind
+ * and length by each rank (the most frequent: index/cpath/cpath_json.c),
+ * so one missing on a side was rarer there, not absent.
+ */
+/* clang-format off */
+#define TR_DIFF_BY_MAP(XX)                                                     \
+  XX(kernel, kernels, name, "n.name", " JOIN names n ON n.id = x.name_id",     \
+     count, false)                                                             \
+  XX(category, categories, category, "x.category", "", count, false)           \
+  XX(step, steps, kind, "x.kind", "", count, false)                            \
+  XX(family, families, family, "x.family", "", count, false)                   \
+  XX(sequence, kernel_sequences, sequence, "x.step || ': ' || x.sequence", "", \
+     count, false)                                                             \
+  XX(module, decode_modules, module, "coalesce(x.module, '')", "", kernels,    \
+     true)                                                                     \
+  XX(layer, decode_layers, layer, "coalesce(CAST(x.layer AS TEXT), '')", "",   \
+     kernels, true)                                                            \
+  XX(op, decode_ops, op, "coalesce(x.op, '')", "", count, true)
+/* clang-format on */
+
+/* The values of TR_DIFF_BY_MAP, NULL-terminated. */
+extern const char *const tr_diff_bys[];
 
 /* The table called name (or served at route), or -1. */
 int tr_table_find(const char *name);

@@ -206,12 +206,17 @@ json_t *cap_bench_merges(struct cap_job *job)
   return m;
 }
 
-/* The profiler calls wait for ATOM's broadcast to every worker, bounded by
- * ATOM_PROFILER_TIMEOUT (docs/ATOM.md; its start uses the broadcast's
- * default of 300 s): give them that and a margin. */
-int cap_profile_timeout_ms(const struct cap_job *job)
-{
-  int s = job->plan->profiler_timeout_s;
+/* ATOM's broadcast of a utility command waits for each engine's answer
+ * this long unless told otherwise (engine_core_mgr.py:857-858), which
+ * /start_profile never is (llm_engine.py:286-287). */
+#define ATOM_BROADCAST_TIMEOUT_S 300
 
-  return (s > 300 ? s : 300) * 1000 + 60000;
+/* The profiler calls wait for ATOM's broadcast to every engine: the start
+ * its fixed 300 s, the stop ATOM_PROFILER_TIMEOUT (llm_engine.py:290-294;
+ * docs/ATOM.md): give them that and a margin. */
+int cap_profile_timeout_ms(const struct cap_job *job, bool stop)
+{
+  int s = stop ? job->plan->profiler_timeout_s : ATOM_BROADCAST_TIMEOUT_S;
+
+  return s * 1000 + 60000;
 }

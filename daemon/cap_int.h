@@ -6,12 +6,18 @@
  *   phase_<name>.c    each phase's body, one file per phase of
  *                     TR_PHASE_MAP (common/lifecycle.h); a phase calls the
  *                     transitions of capture.c and the helpers below, never
- *                     another phase
- *   runner.c          the queues, cancel, shutdown; recover.c start-up
+ *                     another phase, and nothing but capture.c's table
+ *                     calls a phase: what two of them (or a phase and the
+ *                     runner) need is a helper in a file of its own
+ *   runner.c          the runner's new and free, the queues, cancel,
+ *                     shutdown; recover.c what a previous traced left
  *   work.c            the thread pool and the ordered state writes
+ *   index_ranks.c     ranks indexed in the pool (INDEXING, FINISHING, the
+ *                     runner); exports.c ranks exporting (EXPORTING, a
+ *                     cancel's drain)
  *   watch.c           the server's signs of life; logscan.c its log
  *   bench.c           runs of ATOM's bench script and their result file
- *   plan.c            the scripts' argv; layout.c the trace folder
+ *   layout.c          the trace folder (atom/plan.c: the scripts' argv)
  *   proc.c, atom_http.c   processes and the HTTP client of ATOM
  *
  * Loop thread unless a function says otherwise.
@@ -33,6 +39,7 @@
 #include "daemon/layout.h"
 #include "daemon/logscan.h"
 #include "atom/plan.h"
+#include "atom/scripts.h"
 #include "daemon/proc.h"
 #include "daemon/runner.h"
 #include "index/index.h"
@@ -48,7 +55,7 @@ struct cap_runner;
  *                                                  stored
  *   int phase_<name>_budget_s(const struct cap_job *job)   its deadline
  *                                                  (0: none) */
-#define XX(e, name, log, from)                                                 \
+#define XX(e, name, ...)                                                       \
   void phase_##name##_enter(struct cap_job *job);                              \
   int phase_##name##_budget_s(const struct cap_job *job);
 TR_PHASE_MAP(XX)
@@ -196,7 +203,7 @@ struct cap_watch {
                                 a fatal marker's, by its line's offset */
   bool errors_pending;       /* cap_watch_errors_from() waits for the scan */
   uint64_t errors_from;
-  char why[512];
+  char why[1024];
 };
 
 /* A look at the server: this launch's new log bytes (fatal markers), its
@@ -218,8 +225,33 @@ void cap_watch_mark_phase(struct cap_job *job, enum tr_phase phase);
 enum tr_phase cap_watch_phase_of(const struct cap_job *job, uint64_t at);
 /* The server log's size now (0 when it is not a regular file). */
 uint64_t cap_watch_log_size(const struct cap_job *job);
+/* What the server log of this launch says decided its end
+ * (cap_scan_decisive(), and the fix a cluster_dims marker names), as
+ * "the server log says: ...", into buf. Between scans. */
+void cap_watch_cause(const struct cap_job *job, char *buf, size_t size);
 /* The log's error lines count from offset on (cap_scan_errors_from). */
 void cap_watch_errors_from(struct cap_job *job, uint64_t offset);
+
+/* ---- processes as /proc shows them (holders.c; pool threads) ---- */
+
+/* /proc/<pid>/cmdline, its arguments joined by blanks (as pkill -f reads
+ * it), or NULL. Caller frees. */
+char *cap_proc_command(pid_t pid);
+/* True when /proc has pid (in this PID namespace). */
+bool cap_proc_exists(pid_t pid);
+/* Why pid (command line cmd) is ATOM's own, or NULL when it is foreign
+ * (static text). */
+const char *cap_proc_atom_why(pid_t pid, const char *cmd);
+/* The processes with a descriptor open on the KFD device at kfd_path
+ * (ROCm/rocm-systems#3752), at most max, into pids; returns how many. */
+size_t cap_kfd_holders(const char *kfd_path, pid_t *pids, size_t max);
+/* The processes the pkill patterns of the two scripts (pats[i] may be
+ * NULL; scripts[i] their names) would kill, traced excepted: each appended
+ * to matches ({pid, command, atom, why, pattern, script, line}), the
+ * foreign ones also described in foreign (size bytes, appended). */
+void cap_kill_matches(const struct tr_kill_patterns *pats[2],
+                      const char *scripts[2], json_t *matches, char *foreign,
+                      size_t size);
 
 /* ---- who holds the GPUs (gpu.c) ---- */
 
@@ -227,14 +259,18 @@ struct cap_gpu {
   void (*then)(struct cap_job *job); /* a check in flight continues here */
   char which[32];                     /* its record ("gpu-before-stop") */
   uint64_t from;                      /* its output's offset in gpu.log */
+  bool asked;       /* rocm-smi ran: its output is there to read */
+  bool stop_failed; /* the stop script exited 1 before this check */
 };
 
-/* Runs `rocm-smi --showpids` (as the child, its output appended to log
- * "gpu") and
- * judges each GPU memory holder (docs/ATOM.md, "Someone else's GPU job");
- * then(job) runs when they are all ATOM's, or take_over_foreign_gpu is
- * set, or there is no rocm-smi to ask; else the job fails naming the
- * others. extra.<which> records the holders. */
+/* Judges who holds the GPUs and whom ATOM's scripts would kill (docs/
+ * ATOM.md, "Someone else's GPU job", "What ATOM's scripts kill"): runs
+ * `rocm-smi --showpids --showpidgpus --showmemuse` (as the child, its
+ * output appended to log "gpu"), reads the local holders of kfd_path and
+ * the processes the start and stop scripts' pkill patterns match; then(job)
+ * runs when every local one is ATOM's (or take_over_foreign_gpu is set)
+ * and memory held from outside this container leaves the launch what it
+ * asks; else the job fails naming them. extra.<which> records them. */
 void cap_gpu_check(struct cap_job *job, const char *which,
                    void (*then)(struct cap_job *));
 /* What a check may take, for a phase's budget. */
@@ -274,8 +310,8 @@ void cap_bench_read(struct cap_job *job, void (*then)(struct cap_job *));
 /* The capture's "bench" (the result, when usable) and extra.bench_result
  * (what was read and why) as merges for a state write. */
 json_t *cap_bench_merges(struct cap_job *job);
-/* What the profiler calls of ATOM may take. */
-int cap_profile_timeout_ms(const struct cap_job *job);
+/* What ATOM's /stop_profile (stop) or /start_profile may take. */
+int cap_profile_timeout_ms(const struct cap_job *job, bool stop);
 
 /* ---- the verdicts' webhook (webhook.c) ---- */
 
@@ -324,7 +360,7 @@ struct cap_runner {
 
 struct cap_op;
 
-/* INDEXING's state (phase_indexing.c). */
+/* INDEXING's state (phase_indexing.c, index_ranks.c). */
 struct cap_index {
   size_t next_rank; /* next rank to hand out */
   int running, indexed, failed;
@@ -332,6 +368,8 @@ struct cap_index {
   _Atomic uint64_t *read; /* per rank, written by index workers */
   bool *skip;             /* recovered: stored before a restart */
   char *failures;         /* "rank 2 (rank_2): ..." */
+  /* A rank is in, counted, the job still running: INDEXING's. */
+  void (*rank_done)(struct cap_job *job);
 };
 
 /* EXPORTING's state (phase_exporting.c). */
@@ -344,17 +382,25 @@ struct cap_export {
   const char *ranks_source; /* "server_info" or "argv" (static) */
   int64_t started_ns;       /* EXPORTING began (or the drain did) */
   uint64_t last_written;    /* the last poll's figures, for progress */
+  uint64_t last_log_bytes;
   int last_exported, last_completed;
   void (*drained)(struct cap_job *job); /* the drain's continuation */
   int64_t next_look_ns;                 /* the drain's next folder scan */
 };
 
+/* ---- ranks exporting (exports.c) ---- */
+
+/* Queues a scan of job's trace folder (with scan_log, of the server log
+ * first) in the pool; done(job, l) on the loop with its layout (taken;
+ * NULL when the folder cannot be read). false when out of memory:
+ * nothing is queued. */
+bool cap_export_scan(struct cap_job *job, bool scan_log,
+                     void (*done)(struct cap_job *job, struct cap_layout *l));
 /* A cancel while ranks may export: true when they may (EXPORTING, or
  * BENCHMARK once the profiler is stopping). */
 bool cap_export_running(const struct cap_job *job);
 /* Waits, after the job ended, until the exports end or the export's
- * deadline passes (phase_exporting.c), then calls then(job); the job's
- * tick timer is used. */
+ * deadline passes, then calls then(job); the job's tick timer is used. */
 void cap_export_drain(struct cap_job *job, void (*then)(struct cap_job *job));
 
 /* WAITING_READY's progress (phase_waiting_ready.c). */
@@ -411,6 +457,9 @@ void cap_job_finish(struct cap_job *job);
 void cap_job_release(struct cap_job *job);
 void cap_runner_pump(struct cap_runner *r);
 void cap_runner_check_down(struct cap_runner *r);
+/* recover.c: what a previous traced left running, into r's queues (or
+ * interrupted), from cap_runner_new() before the loop runs. */
+int cap_recover(struct cap_runner *r, struct tr_err *err);
 /* A job the store would not let end (a full disk): its final status,
  * phase and error (taken, may be NULL) are written from the runner, tried
  * until the store takes them; at shutdown they are forgotten (said on
@@ -418,23 +467,28 @@ void cap_runner_check_down(struct cap_runner *r);
 void cap_runner_orphan(struct cap_runner *r, int64_t id, int status, int phase,
                        json_t *error);
 
-/* phase_indexing.c: hands out ranks to the pool, index_jobs at a time over
- * all jobs. */
+/* ---- ranks indexed in the pool (index_ranks.c) ---- */
+
+/* Hands out the ranks of the jobs in INDEXING to the pool, index_jobs at
+ * a time over all jobs, each kind's in turn. */
 void cap_index_pump(struct cap_runner *r);
 /* Where rank's collectives go (logs/<id>/collectives/rank_<r>.bin), a new
  * string; with make (pool threads only) the folder is made first. NULL
  * when out of memory or the folder cannot be made. */
 char *cap_coll_path(const struct cap_job *job, size_t rank, bool make);
+/* The deadline of reading job's traces (INDEXING, and FINISHING, which
+ * reads their side files): 10 minutes and a second per MiB of trace. */
+int cap_trace_budget_s(const struct cap_job *job);
+/* Adds "; <what>" to job->index.failures (at most 4 KiB are kept). */
+void cap_index_failure(struct cap_job *job, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* The trace bytes read so far over job's ranks. */
+uint64_t cap_index_bytes_read(const struct cap_job *job);
 
 void cap_invariants(const struct cap_job *job);
 
 /* A failure's message made of a callee's (struct tr_err) and a few words
  * of its own ("cannot store: ..."). */
 #define CAP_MSG_MAX (TR_ERR_MSG + 88)
-
-/* phase_indexing.c: the deadline of reading job's traces (INDEXING, and
- * FINISHING, which reads their side files): 10 minutes and a second per
- * MiB of trace. */
-int cap_trace_budget_s(const struct cap_job *job);
 
 #endif

@@ -76,7 +76,7 @@ static const struct phase {
   int (*budget_s)(const struct cap_job *job);
   void (*enter)(struct cap_job *job);
 } phases[TR_NPHASE] = {
-#define XX(e, name, log, from)                                                 \
+#define XX(e, name, log, from, server)                                         \
   [TR_PHASE_##e] = { log, from, phase_##name##_budget_s, phase_##name##_enter },
   TR_PHASE_MAP(XX)
 #undef XX
@@ -246,7 +246,7 @@ static void on_cleanup_stop_exit(struct cap_proc *p, int64_t status, int sig,
 static bool must_stop_server(const struct cap_job *job)
 {
   return !job->is_import && !job->r->stopping && job->plan != NULL &&
-         job->phase >= TR_PHASE_LAUNCHING && job->phase <= TR_PHASE_BENCHMARK &&
+         tr_phase_server(job->phase, TR_HELD) &&
          job->scan.profilers_stopping == 0;
 }
 

@@ -273,6 +273,22 @@ static int prepare_storage(const struct cfg *cfg, struct tr_err *err)
   return rc;
 }
 
+/* Index workers and slices (a slow client holds its producer) must never
+ * hold every pool thread: the state writes and log scans need one, and
+ * the fleet's publisher holds one during a publish (fleet/publish.c). libuv
+ * reads the variable once, at its first uv_queue_work: before the runner
+ * recovers anything. */
+static void size_thread_pool(const struct cfg *cfg)
+{
+  char value[16];
+
+  if (getenv("UV_THREADPOOL_SIZE") != NULL)
+    return;
+  snprintf(value, sizeof(value), "%d",
+           cfg->index_jobs + 2 + API_SLICES + (cfg->fleet_dsn[0] != '\0'));
+  setenv("UV_THREADPOOL_SIZE", value, 0);
+}
+
 static int start(struct daemon *d, struct tr_err *err)
 {
   struct api_hooks hooks = { hook_wake,  hook_cancel, hook_slice,
@@ -283,6 +299,7 @@ static int start(struct daemon *d, struct tr_err *err)
 
   if ((rc = prepare_storage(d->cfg, err)) != 0)
     return rc;
+  size_thread_pool(d->cfg);
   if ((rc = cap_runner_new(&d->loop, d->cfg, &d->runner, err)) != 0)
     return rc;
   if (d->cfg->fleet_dsn[0] != '\0' &&
@@ -345,6 +362,7 @@ int daemon_run(const struct cfg *cfg)
               "as this daemon's user; set auth_token_file\n",
               cfg->listen);
     tr_notify("READY=1");
+    daemon_python_log(&d.loop);
   }
   uv_run(&d.loop, UV_RUN_DEFAULT);
   fleet_pub_free(d.pub);

@@ -1,24 +1,35 @@
 /*
- * Who holds GPU memory, asked before each of ATOM's scripts runs
- * (docs/ATOM.md, "Someone else's GPU job"). ATOM's scripts kill every
- * process rocm-smi lists as holding GPU memory once it does not free it
- * (start_atom_server.sh:45-52 after 30 s, stop_atom_server.sh:74-80 after
- * 60 s): run by a root daemon on a shared node, that would kill a
- * colleague's job. So traced runs `rocm-smi --showpids` first and judges
- * each PID it lists:
+ * Who holds GPU memory and whom ATOM's scripts would kill, asked before
+ * each of them runs (docs/ATOM.md, "Someone else's GPU job", "What ATOM's
+ * scripts kill"). ATOM's scripts kill every process rocm-smi lists as
+ * holding GPU memory once it does not free it (start_atom_server.sh:45-52
+ * after 30 s, stop_atom_server.sh:74-80 after 60 s), and every process
+ * whose command line matches their pkill patterns: run by a root daemon on
+ * a shared node, that would kill a colleague's job. So traced asks first:
  *
- *   ATOM's own    the server or a worker of one: its environment carries
- *                 traced's mark (a server traced launched), or its command
- *                 line is ATOM's (atom.entrypoints, atom.model_engine, the
- *                 process titles "ATOM::..." of async_proc.py:106), or it
- *                 is a multiprocessing child of such a process;
- *   foreign       anything else, and a PID traced cannot see (another PID
- *                 namespace: a container).
+ *   local holders   the processes with a descriptor on the KFD device
+ *                   (kfd_path), and the PIDs rocm-smi lists that are
+ *                   processes here (the scripts' `kill -9 PID` hits them):
+ *                   each judged ATOM's or foreign (holders.c);
+ *   outside         PIDs rocm-smi lists with no process here: inside a
+ *                   container without --pid=host (ATOM CI's, .github/
+ *                   actions/setup-gpu-container/action.yml:132) KFD reports
+ *                   the host's PIDs. Named, never judged;
+ *   pkill matches   the processes the start and stop scripts' patterns
+ *                   match (atom/scripts.h), judged the same way.
  *
- * Foreign holders fail the capture, naming their PIDs and commands, unless
- * take_over_foreign_gpu = true. Without rocm-smi nothing is asked: ATOM's
- * scripts then fail at their own rocm-smi line and the launch says so.
+ * A foreign local holder or match fails the capture, naming it, unless
+ * take_over_foreign_gpu = true. Memory held from outside does not, unless
+ * it leaves a GPU of the launch less than it asks: with no local holder
+ * left, a GPU whose free share is below --gpu-memory-utilization fails the
+ * capture (ATOM counts other processes' memory inside that budget,
+ * model_runner.py:1591-1611, so its KV cache would shrink or the load
+ * fail). When the stop script exited 1 only because memory held from
+ * outside stays in use (stop_atom_server.sh:82-86), the capture goes on
+ * and says so. Without rocm-smi no GPU is asked (ATOM's scripts then stop
+ * at their own rocm-smi line), the patterns still are.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,132 +38,114 @@
 
 #include "daemon/cap_int.h"
 
-#define SMI_DEADLINE_S  60         /* rocm-smi, at most */
-#define SMI_OUTPUT_MAX  (1 << 20)  /* bytes of its output read */
-#define PROC_TEXT_MAX   (64 << 10) /* of a /proc cmdline or environ */
-#define ANCESTORS_MAX   64
+#define SMI_DEADLINE_S 60        /* rocm-smi, at most */
+#define SMI_OUTPUT_MAX (1 << 20) /* bytes of its output read */
+#define LISTED_MAX     1024      /* PIDs of rocm-smi's tables kept */
+#define KFD_MAX        4096      /* local holders kept */
+#define GPU_MAX        TR_ATOM_GPUS_MAX
+#define GIB            (1024.0 * 1024.0 * 1024.0)
+
+/* A PID of rocm-smi's tables: the KFD table (stop_atom_server.sh:77 reads
+ * it) and the GPUs by PID (start_atom_server.sh:49). */
+struct listed {
+  pid_t pid;
+  uint64_t vram; /* bytes ("VRAM USED") */
+  uint64_t gpus; /* bit g: GPU g */
+};
 
 struct gpu_check {
   struct cap_work super;
-  json_t *holders;  /* [{pid, command, atom, why}] */
-  char foreign[768];
+  /* rocm-smi's answer */
+  struct listed listed[LISTED_MAX];
+  size_t nlisted;
+  int pct[GPU_MAX]; /* VRAM% by GPU, -1: not shown */
+  /* the judgement */
+  json_t *rec; /* {holders, host_only, kill_matches, vram_pct} */
+  int local;   /* local holders */
+  char foreign[1024], killed[1024], outside[1024], here[768];
 };
 
-/* /proc/<pid>/<name>, NUL-terminated, *len its length (a /proc file says
- * size 0: read as it comes, bounded). NULL when it cannot be read (gone,
- * or another user's environ). */
-static char *proc_text(pid_t pid, const char *name, size_t *len)
-{
-  char path[64], *text;
-  FILE *f;
+/* ---- rocm-smi's output ---- */
 
-  snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
-  if ((f = fopen(path, "re")) == NULL)
+static struct listed *listed_of(struct gpu_check *g, long pid)
+{
+  for (size_t i = 0; i < g->nlisted; i++)
+    if (g->listed[i].pid == (pid_t)pid)
+      return &g->listed[i];
+  if (g->nlisted >= LISTED_MAX || pid <= 0 || pid >= 1 << 22)
     return NULL;
-  if ((text = malloc(PROC_TEXT_MAX + 1)) != NULL) {
-    *len = fread(text, 1, PROC_TEXT_MAX, f);
-    text[*len] = '\0';
+  g->listed[g->nlisted] = (struct listed){ (pid_t)pid, 0, 0 };
+  return &g->listed[g->nlisted++];
+}
+
+/* A row of the KFD table: "PID\tNAME\tGPUS\tVRAM\t...". */
+static void kfd_row(struct gpu_check *g, const char *line)
+{
+  char *end;
+  long pid = strtol(line, &end, 10);
+  struct listed *l;
+  const char *p = end;
+
+  if (end == line || (*end != '\t' && *end != ' ') ||
+      (l = listed_of(g, pid)) == NULL)
+    return;
+  for (int field = 1; field < 3 && p != NULL; field++)
+    p = strchr(p + 1, '\t');
+  if (p != NULL)
+    l->vram = strtoull(p + 1, NULL, 10);
+}
+
+/* "PID n is using k DRM device(s):", its GPUs on the next line. */
+static struct listed *pidgpus_row(struct gpu_check *g, const char *line)
+{
+  long pid, k;
+
+  if (sscanf(line, "PID %ld is using %ld DRM device", &pid, &k) != 2)
+    return NULL;
+  return k > 0 ? listed_of(g, pid) : NULL;
+}
+
+static void gpu_list(struct listed *l, const char *line)
+{
+  for (const char *p = line; *p != '\0';) {
+    char *end;
+    long gpu = strtol(p, &end, 10);
+
+    if (end == p)
+      break;
+    if (gpu >= 0 && gpu < 64)
+      l->gpus |= 1ull << gpu;
+    p = end;
   }
-  fclose(f);
-  return text;
 }
 
-static bool has_mark(pid_t pid)
+static void parse(struct gpu_check *g, char *text)
 {
-  size_t len = 0;
-  char *env = proc_text(pid, "environ", &len);
-  bool yes = false;
+  char *save = NULL;
+  bool table = false;
+  struct listed *gpus_of = NULL;
+  int gpu, pct;
 
-  for (size_t i = 0; env != NULL && i < len; i += strlen(env + i) + 1)
-    yes = yes || strncmp(env + i, CAP_PROC_MARK "=", strlen(CAP_PROC_MARK) +
-                                                        1) == 0;
-  free(env);
-  return yes;
-}
-
-static char *command_of(pid_t pid)
-{
-  size_t len = 0;
-  char *cmd = proc_text(pid, "cmdline", &len);
-
-  for (size_t i = 0; cmd != NULL && i + 1 < len; i++)
-    if (cmd[i] == '\0')
-      cmd[i] = ' ';
-  return cmd;
-}
-
-static pid_t parent_of(pid_t pid)
-{
-  size_t len = 0;
-  char *stat = proc_text(pid, "stat", &len), *close;
-  int ppid = 0;
-
-  /* "pid (comm) state ppid ...": comm may hold blanks and parens. */
-  if (stat != NULL && (close = strrchr(stat, ')')) != NULL)
-    sscanf(close + 1, " %*c %d", &ppid);
-  free(stat);
-  return (pid_t)ppid;
-}
-
-/* ATOM's by itself (not through an ancestor): why, or NULL. */
-static const char *atom_itself(pid_t pid, const char *cmd)
-{
-  if (has_mark(pid))
-    return "launched by traced";
-  if (strstr(cmd, "atom.entrypoints") != NULL ||
-      strstr(cmd, "atom.model_engine") != NULL)
-    return "ATOM's command line";
-  if (strncmp(cmd, "ATOM::", 6) == 0)
-    return "ATOM's process title";
-  return NULL;
-}
-
-/* Why pid is ATOM's, or NULL when it is not. */
-static const char *atom_why(pid_t pid, const char *cmd)
-{
-  const char *why = atom_itself(pid, cmd);
-  pid_t up = pid;
-
-  if (why != NULL || (strstr(cmd, "multiprocessing.spawn") == NULL &&
-                      strstr(cmd, "multiprocessing.resource_tracker") == NULL))
-    return why;
-  for (int i = 0; i < ANCESTORS_MAX && (up = parent_of(up)) > 1; i++) {
-    char *c = command_of(up);
-
-    why = c != NULL ? atom_itself(up, c) : NULL;
-    free(c);
-    if (why != NULL)
-      return "a worker of an ATOM server";
+  for (char *line = strtok_r(text, "\n", &save); line != NULL;
+       line = strtok_r(NULL, "\n", &save)) {
+    if (gpus_of != NULL)
+      gpu_list(gpus_of, line);
+    gpus_of = pidgpus_row(g, line);
+    if (line[0] == '=')
+      table = false;
+    else if (strncmp(line, "PID\t", 4) == 0 || strncmp(line, "PID ", 4) == 0)
+      table = table || gpus_of == NULL;
+    else if (table)
+      kfd_row(g, line);
+    if (sscanf(line, "GPU[%d] : GPU Memory Allocated (VRAM%%): %d", &gpu,
+               &pct) == 2 &&
+        gpu >= 0 && gpu < GPU_MAX)
+      g->pct[gpu] = pct;
   }
-  return NULL;
 }
 
-/* One PID rocm-smi listed. */
-static void judge(struct gpu_check *g, pid_t pid)
-{
-  char *cmd = command_of(pid);
-  const char *why = cmd != NULL ? atom_why(pid, cmd) : NULL;
-  size_t used = strlen(g->foreign);
-
-  json_array_append_new(
-      g->holders,
-      json_pack("{s:i,s:s?,s:b,s:s}", "pid", (int)pid, "command", cmd, "atom",
-                why != NULL, "why",
-                why != NULL ? why
-                : cmd != NULL ? "not ATOM's"
-                              : "not visible from traced (another PID "
-                                "namespace?)"));
-  if (why == NULL && used + 1 < sizeof(g->foreign))
-    snprintf(g->foreign + used, sizeof(g->foreign) - used, "%sPID %d (%.120s)",
-             used ? ", " : "", (int)pid,
-             cmd != NULL ? cmd : "not visible from here");
-  free(cmd);
-}
-
-/* rocm-smi --showpids: the KFD table's rows after its "PID" header, as
- * ATOM's stop script reads them (stop_atom_server.sh:77). */
 /* This run's output: the bytes of logs/<id>/gpu.log from where it ended
- * before the run (the capture's two checks append to it). */
+ * before the run (the capture's checks append to it). */
 static char *run_output(struct cap_job *job)
 {
   char path[4096], *text;
@@ -172,55 +165,255 @@ static char *run_output(struct cap_job *job)
   return text;
 }
 
-static void run_parse(struct cap_work *w)
+/* ---- the judgement (pool) ---- */
+
+static void say(char *buf, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void say(char *buf, size_t size, const char *fmt, ...)
 {
-  struct gpu_check *g = (struct gpu_check *)w;
-  char *text = run_output(w->job), *save = NULL;
-  bool table = false;
+  size_t used = strlen(buf);
+  va_list ap;
 
-  g->holders = json_array();
-  if (text == NULL)
+  if (used + 3 >= size)
     return;
-  for (char *line = strtok_r(text, "\n", &save); line != NULL;
-       line = strtok_r(NULL, "\n", &save)) {
-    char *end;
-    long pid;
-
-    if (strncmp(line, "PID", 3) == 0) {
-      table = true;
-      continue;
-    }
-    pid = strtol(line, &end, 10);
-    if (table && end != line && (*end == '\t' || *end == ' ') && pid > 0 &&
-        pid < 1 << 22)
-      judge(g, (pid_t)pid);
+  if (used > 0) {
+    memcpy(buf + used, ", ", 3);
+    used += 2;
   }
-  free(text);
+  va_start(ap, fmt);
+  vsnprintf(buf + used, size - used, fmt, ap);
+  va_end(ap);
 }
 
-static void on_parsed(struct cap_work *w)
+/* One local holder: judged, recorded, described. */
+static void judge(struct gpu_check *g, pid_t pid, bool kfd, bool listed)
+{
+  char *cmd = cap_proc_command(pid);
+  const char *why = cmd != NULL ? cap_proc_atom_why(pid, cmd) : NULL;
+
+  g->local++;
+  json_array_append_new(json_object_get(g->rec, "holders"),
+                        json_pack("{s:i,s:s?,s:b,s:s,s:b,s:b}", "pid", (int)pid,
+                                  "command", cmd, "atom", why != NULL, "why",
+                                  why ? why : "not ATOM's", "kfd", kfd,
+                                  "listed", listed));
+  say(g->here, sizeof(g->here), "PID %d (%.80s)", (int)pid, cmd ? cmd : "gone");
+  if (why == NULL)
+    say(g->foreign, sizeof(g->foreign), "PID %d (%.120s)", (int)pid,
+        cmd ? cmd : "gone");
+  free(cmd);
+}
+
+static bool in(const pid_t *pids, size_t n, pid_t pid)
+{
+  for (size_t i = 0; i < n; i++)
+    if (pids[i] == pid)
+      return true;
+  return false;
+}
+
+static json_t *gpus_json(uint64_t bits)
+{
+  json_t *a = json_array();
+
+  for (int i = 0; i < 64; i++)
+    if (bits & (1ull << i))
+      json_array_append_new(a, json_integer(i));
+  return a;
+}
+
+/* "GPU 3", "GPUs 0+1", "no GPU" for the GPUs of bits, into buf. */
+static const char *gpus_text(uint64_t bits, char *buf, size_t size)
+{
+  size_t used = (size_t)snprintf(buf, size, "%s",
+                                 bits == 0                  ? "no GPU"
+                                 : (bits & (bits - 1)) != 0 ? "GPUs "
+                                                            : "GPU ");
+
+  for (int i = 0; i < 64 && used + 4 < size; i++)
+    if (bits & (1ull << i))
+      used += (size_t)snprintf(buf + used, size - used, "%s%d",
+                               (bits & ((1ull << i) - 1)) ? "+" : "", i);
+  return buf;
+}
+
+/* The holders: local ones by their descriptor on the KFD device, then the
+ * PIDs rocm-smi listed, here or not. */
+static void judge_holders(struct gpu_check *g, const char *kfd_path)
+{
+  pid_t *kfd = malloc(KFD_MAX * sizeof(*kfd));
+  size_t nkfd = kfd != NULL ? cap_kfd_holders(kfd_path, kfd, KFD_MAX) : 0;
+  char gpus[64];
+
+  for (size_t i = 0; i < nkfd; i++) {
+    struct listed *l = NULL;
+
+    for (size_t k = 0; k < g->nlisted && l == NULL; k++)
+      l = g->listed[k].pid == kfd[i] ? &g->listed[k] : NULL;
+    judge(g, kfd[i], true, l != NULL);
+  }
+  for (size_t k = 0; k < g->nlisted; k++) {
+    const struct listed *l = &g->listed[k];
+
+    if (kfd != NULL && in(kfd, nkfd, l->pid))
+      continue;
+    if (cap_proc_exists(l->pid)) {
+      judge(g, l->pid, false, true);
+      continue;
+    }
+    json_array_append_new(json_object_get(g->rec, "host_only"),
+                          json_pack("{s:i,s:f,s:o}", "host_pid", (int)l->pid,
+                                    "gib", (double)l->vram / GIB, "gpus",
+                                    gpus_json(l->gpus)));
+    say(g->outside, sizeof(g->outside), "host PID %d, %.1f GiB on %s",
+        (int)l->pid, (double)l->vram / GIB, gpus_text(l->gpus, gpus, 64));
+  }
+  free(kfd);
+}
+
+static void run_judge(struct cap_work *w)
 {
   struct gpu_check *g = (struct gpu_check *)w;
   struct cap_job *job = w->job;
-  void (*then)(struct cap_job *) = job->gpu.then;
+  const struct cfg *c = w->r->cfg;
+  struct tr_kill_patterns pats[2] = { 0 };
+  const struct tr_kill_patterns *p[2] = { &pats[0], &pats[1] };
+  const char *names[2] = { c->stop_script, c->start_script };
+  char *text = job->gpu.asked ? run_output(job) : NULL;
+  json_t *vram = json_array();
+
+  for (int i = 0; i < GPU_MAX; i++)
+    g->pct[i] = -1;
+  if (text != NULL)
+    parse(g, text);
+  free(text);
+  g->rec = json_pack("{s:[],s:[],s:[],s:s}", "holders", "host_only",
+                     "kill_matches", "kfd_path", c->kfd_path);
+  judge_holders(g, c->kfd_path);
+  for (int i = 0; i < 2; i++)
+    if (tr_kill_patterns_read(names[i], &pats[i], NULL) != 0)
+      p[i] = NULL;
+  for (int i = 0; i < 2; i++)
+    names[i] = strrchr(names[i], '/') ? strrchr(names[i], '/') + 1 : names[i];
+  cap_kill_matches(p, names, json_object_get(g->rec, "kill_matches"), g->killed,
+                   sizeof(g->killed));
+  tr_kill_patterns_free(&pats[0]);
+  tr_kill_patterns_free(&pats[1]);
+  for (int i = 0; i < GPU_MAX; i++)
+    if (g->pct[i] >= 0)
+      json_array_append_new(vram,
+                            json_pack("{s:i,s:i}", "gpu", i, "pct", g->pct[i]));
+  json_object_set_new(g->rec, "vram_pct", vram);
+}
+
+/* ---- the decision (loop) ---- */
+
+/* With no local holder, all memory in use is held from outside: a GPU of
+ * the launch whose free share is below what it asks. Returns true and
+ * fails the job then. */
+static bool short_of_memory(struct cap_job *job, struct gpu_check *g)
+{
+  const struct cap_plan *p = job->plan;
+  int need = (int)(p->gpu_util * 100 + 0.5);
+
+  for (int i = 0; g->local == 0 && i < p->ngpus; i++) {
+    int gpu = p->gpus[i], used = gpu < GPU_MAX ? g->pct[gpu] : -1;
+
+    if (used < 0 || 100 - used >= need)
+      continue;
+    cap_fail(job, END_FAILED, "gpu",
+             "GPU memory held from outside this container leaves too little "
+             "for the server: GPU %d has %d %% in use, %d %% free, and the "
+             "launch asks %d %% of it (--gpu-memory-utilization %.2f; ATOM "
+             "counts other processes' memory inside that budget, "
+             "model_runner.py:1591-1611); held from outside this "
+             "container: %s",
+             gpu, used, 100 - used, need, p->gpu_util,
+             g->outside[0] ? g->outside : "no PID rocm-smi lists");
+    return true;
+  }
+  return false;
+}
+
+static bool memory_in_use(const struct gpu_check *g)
+{
+  for (int i = 0; i < GPU_MAX; i++)
+    if (g->pct[i] > 0)
+      return true;
+  return false;
+}
+
+/* The stop script exited 1 (stop_atom_server.sh:82-86: GPU memory still
+ * in use after its force kill): only memory held from outside explains
+ * it. Returns true when the job failed. */
+static bool stop_failed(struct cap_job *job, struct gpu_check *g)
+{
+  if (g->local > 0)
+    cap_fail(job, END_FAILED, "stop",
+             "the stop script exited 1: GPU memory is still held here: %s",
+             g->here);
+  else if (!memory_in_use(g))
+    cap_fail(job, END_FAILED, "stop", "the stop script exited 1");
+  return job->ending != END_NONE;
+}
+
+static void decide(struct cap_job *job, struct gpu_check *g)
+{
+  bool take = job->r->cfg->take_over_foreign_gpu;
+
+  if (g->foreign[0] != '\0' && !take)
+    cap_fail(job, END_FAILED, NULL,
+             "GPU memory is held by processes that are not ATOM's: %s. "
+             "ATOM's scripts would kill them, or in a container wait on "
+             "the memory they hold (start_atom_server.sh, "
+             "stop_atom_server.sh): end them, or set "
+             "take_over_foreign_gpu = true",
+             g->foreign);
+  else if (g->killed[0] != '\0' && !take)
+    cap_fail(job, END_FAILED, NULL,
+             "ATOM's scripts would kill processes that are not ATOM's: %s. "
+             "End them, or set take_over_foreign_gpu = true",
+             g->killed);
+  else if (job->gpu.stop_failed && stop_failed(job, g))
+    ;
+  else if (!short_of_memory(job, g))
+    job->gpu.then(job);
+}
+
+static void on_judged(struct cap_work *w)
+{
+  struct gpu_check *g = (struct gpu_check *)w;
+  struct cap_job *job = w->job;
   bool take = job->r->cfg->take_over_foreign_gpu;
 
   if (job->ending == END_NONE) {
-    cap_job_merge(job, json_pack("{s:{s:{s:O,s:b}}}", "extra", job->gpu.which,
-                                 "holders", g->holders, "taken_over",
-                                 g->foreign[0] != '\0' && take));
-    if (g->foreign[0] != '\0' && !take)
-      cap_fail(job, END_FAILED, NULL,
-               "GPU memory is held by processes that are not ATOM's: %s. "
-               "ATOM's scripts would kill them (start_atom_server.sh, "
-               "stop_atom_server.sh): end them, or set "
-               "take_over_foreign_gpu = true",
-               g->foreign);
-    else
-      then(job);
+    json_object_set_new(g->rec, "taken_over",
+                        json_boolean(take && (g->foreign[0] || g->killed[0])));
+    if (job->gpu.stop_failed && g->local == 0 && memory_in_use(g))
+      json_object_set_new(
+          g->rec, "stop_exit",
+          json_string("the stop script exited 1 only because GPU memory "
+                      "held from outside this container stays in use "
+                      "(stop_atom_server.sh:82-86): not this container's "
+                      "to free; the capture goes on"));
+    if (g->local == 0 && g->outside[0] != '\0') {
+      char text[sizeof(g->outside) + 48];
+
+      snprintf(text, sizeof(text), "held from outside this container: %s",
+               g->outside);
+      json_object_set_new(g->rec, "outside", json_string(text));
+    }
+    cap_job_merge(job, json_pack("{s:{s:O}}", "extra", job->gpu.which, g->rec));
+    decide(job, g);
   }
-  json_decref(g->holders);
+  json_decref(g->rec);
   free(g);
+}
+
+static void judge_now(struct cap_job *job)
+{
+  cap_job_queue_new(job, sizeof(struct gpu_check), run_judge, on_judged);
 }
 
 static void on_smi_exit(struct cap_proc *p, int64_t status, int sig,
@@ -233,10 +426,10 @@ static void on_smi_exit(struct cap_proc *p, int64_t status, int sig,
   (void)timed_out;
   cap_proc_close(p);
   job->child = NULL;
-  /* Whatever it exited with, its table is what ATOM's scripts would read
-   * (they ignore its status too). */
+  /* Whatever it exited with, its tables are what ATOM's scripts would
+   * read (they ignore its status too). */
   if (job->ending == END_NONE)
-    cap_job_queue_new(job, sizeof(struct gpu_check), run_parse, on_parsed);
+    judge_now(job);
 }
 
 /* True when an executable rocm-smi is on traced's PATH, which the scripts
@@ -259,16 +452,18 @@ bool cap_rocm_smi_on_path(void)
 void cap_gpu_check(struct cap_job *job, const char *which,
                    void (*then)(struct cap_job *))
 {
-  static char *const argv[] = { "rocm-smi", "--showpids", NULL };
+  static char *const argv[] = { "rocm-smi", "--showpids", "--showpidgpus",
+                                "--showmemuse", NULL };
   char path[4096];
   struct stat st;
 
-  if (!cap_rocm_smi_on_path()) {
-    then(job);
-    return;
-  }
   job->gpu.then = then;
   snprintf(job->gpu.which, sizeof(job->gpu.which), "%s", which);
+  job->gpu.asked = cap_rocm_smi_on_path();
+  if (!job->gpu.asked) {
+    judge_now(job);
+    return;
+  }
   /* One stat of the capture's own log, on the loop: where this run's
    * output will start. */
   job->gpu.from = stat(cap_log_path(job, "gpu", path, sizeof(path)), &st) == 0

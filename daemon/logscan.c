@@ -57,9 +57,12 @@ static void forget(struct cap_scan *s)
   s->partial_at = 0;
   s->bytes_seen = 0;
   s->marker = NULL;
+  s->marker_framed = false;
   s->marker_line[0] = s->start_failed[0] = s->export_failed[0] = '\0';
   s->last_exported[0] = s->stop_failed[0] = '\0';
   s->first_error[0] = s->last_error[0] = '\0';
+  s->launch_error[0] = s->tb_last[0] = s->last_line[0] = '\0';
+  s->in_tb = false;
   s->marker_at = s->last_error_at = 0;
   s->stopping_at = UINT64_MAX;
   s->profilers_started = s->profilers_stopping = s->traces_exported = 0;
@@ -186,20 +189,61 @@ static bool error_line(const char *line, size_t n)
           (word >= 9 && memcmp(line + word - 9, "Exception", 9) == 0));
 }
 
+/* Python's traceback: "Traceback (most recent call last):", indented
+ * frames, then the exception's line, the first one not indented (a chained
+ * exception starts another traceback after it). */
+static void account_traceback(struct cap_scan *s, const char *line, size_t n)
+{
+  static const char start[] = "Traceback (most recent call last):";
+
+  if (n >= sizeof(start) - 1 && memcmp(line, start, sizeof(start) - 1) == 0) {
+    s->in_tb = true;
+  } else if (s->in_tb && n > 0 && line[0] != ' ' && line[0] != '\t') {
+    quote(s->tb_last, line, n);
+    s->in_tb = false;
+  }
+}
+
+const char *cap_scan_decisive(const struct cap_scan *s)
+{
+  if (s->marker != NULL)
+    return s->marker_line;
+  if (s->tb_last[0] != '\0')
+    return s->tb_last;
+  if (s->launch_error[0] != '\0')
+    return s->launch_error;
+  return s->last_line[0] != '\0' ? s->last_line : NULL;
+}
+
 static void account_line(struct cap_scan *s, const char *line, size_t n,
                          uint64_t at)
 {
-  for (size_t i = 0;
-       s->marker == NULL && i < sizeof(markers) / sizeof(*markers); i++) {
-    if (memmem(line, n, markers[i], strlen(markers[i])) != NULL) {
+  size_t blank = 0;
+
+  while (blank < n &&
+         (line[blank] == ' ' || line[blank] == '\t' || line[blank] == '\r'))
+    blank++;
+  if (blank < n)
+    quote(s->last_line, line, n);
+  account_traceback(s, line, n);
+  /* A marker in a traceback's frame (an indented source line) gives way
+   * to the next one outside it: its exception's line says more. */
+  for (size_t i = 0; (s->marker == NULL || s->marker_framed) &&
+                     i < sizeof(markers) / sizeof(*markers);
+       i++) {
+    if (memmem(line, n, markers[i], strlen(markers[i])) != NULL &&
+        (s->marker == NULL || blank == 0)) {
       s->marker = markers[i];
       s->marker_at = at;
+      s->marker_framed = blank > 0;
       quote(s->marker_line, line, n);
     }
   }
   if (error_line(line, n)) {
     quote(s->last_error, line, n);
     s->last_error_at = at;
+    if (s->launch_error[0] == '\0')
+      quote(s->launch_error, line, n);
     if (s->first_error[0] == '\0' && at >= s->err_from)
       quote(s->first_error, line, n);
   }

@@ -18,8 +18,9 @@
  *
  * and error lines (uvicorn's "ERROR:", an exception ending a traceback, a
  * 5xx access line), the first one from err_from on kept for a partial
- * workload's report. Each finding keeps its line's byte offset, which
- * tells the phase it was written in (daemon/watch.c).
+ * workload's report, and what a launch that died said last (its
+ * traceback's exception line: cap_scan_decisive()). Each finding keeps its
+ * line's byte offset, which tells the phase it was written in (daemon/watch.c).
  *
  * The bytes read are copied to the capture's own server.log.
  *
@@ -58,6 +59,8 @@ struct cap_scan {
   const char *marker; /* a fatal marker (static string), or NULL */
   char marker_line[CAP_SCAN_LINE];
   uint64_t marker_at;                /* its offset */
+  bool marker_framed;                /* its line is indented (a traceback's
+                                        frame): a later one may replace it */
   int profilers_started;             /* "profiler started" lines */
   char start_failed[CAP_SCAN_LINE];  /* "Failed to start profiling" */
   int profilers_stopping;            /* "stopping profiler..." lines */
@@ -71,7 +74,17 @@ struct cap_scan {
   char first_error[CAP_SCAN_LINE];   /* from err_from on, or "" */
   char last_error[CAP_SCAN_LINE];    /* the latest error line, or "" */
   uint64_t last_error_at;
+  char launch_error[CAP_SCAN_LINE]; /* the launch's first error line */
+  char tb_last[CAP_SCAN_LINE];      /* the latest traceback's last line */
+  bool in_tb;                       /* inside a traceback's frames */
+  char last_line[CAP_SCAN_LINE];    /* the latest non-blank line */
 };
+
+/* What decided a launch's end, as a person reads its log: the fatal
+ * marker's line, else the last line of the latest Python traceback (its
+ * exception), else the launch's first error line, else its last line;
+ * NULL when nothing was read. Borrowed from s. */
+const char *cap_scan_decisive(const struct cap_scan *s);
 
 /* Records the end of src as this launch's start and forgets what was
  * seen. */

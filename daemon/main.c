@@ -19,7 +19,8 @@ static void usage(FILE *out, bool settings)
           "       traced index [--format auto|kineto|mctracer] "
           "[--rules FILE] FILE...\n"
           "       traced fleet migrate [--config FILE] [--KEY VALUE ...]\n"
-          "       traced --help | --version\n"
+          "       traced --check [--config FILE] [--KEY VALUE ...]\n"
+          "       traced --help | --help-markdown | --version\n"
           "Every configuration key (see config/traced.conf) can be given as\n"
           "--key value, dashes or underscores, overriding the file. Prefer\n"
           "auth_token_file to --auth-token (a command line is public).\n");
@@ -97,12 +98,17 @@ static void hide_args(int argc, char **argv)
 int main(int argc, char **argv)
 {
   struct cfg cfg;
+  bool check;
   int rc;
 
   if (argc >= 2 && strcmp(argv[1], "index") == 0)
     return idx_cli_main(argc - 1, argv + 1);
   if (argc == 2 && strcmp(argv[1], "--help") == 0) {
     usage(stdout, true);
+    return 0;
+  }
+  if (argc == 2 && strcmp(argv[1], "--help-markdown") == 0) {
+    cfg_markdown(stdout);
     return 0;
   }
   if (argc == 2 && strcmp(argv[1], "--version") == 0) {
@@ -121,10 +127,12 @@ int main(int argc, char **argv)
     cfg_free(&cfg);
     return rc;
   }
-  rc = parse_args(argc, argv, &cfg);
+  check = argc >= 2 && strcmp(argv[1], "--check") == 0;
+  /* --check stands where the program's name does for parse_args(). */
+  rc = parse_args(argc - check, argv + check, &cfg);
   hide_args(argc, argv);
   if (rc == 0)
-    rc = daemon_run(&cfg);
+    rc = check ? daemon_check(&cfg) : daemon_run(&cfg);
   cfg_free(&cfg);
   return rc;
 }

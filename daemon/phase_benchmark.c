@@ -43,7 +43,7 @@ int phase_benchmark_budget_s(const struct cap_job *job)
 
   if (!daemon_mode(job))
     return run + 60;
-  return 2 * run + cap_profile_timeout_ms(job) / 1000 + 60;
+  return 2 * run + cap_profile_timeout_ms(job, false) / 1000 + 60;
 }
 
 static void set_step(struct cap_job *job, enum cap_step step)
@@ -120,7 +120,7 @@ static void on_look(struct cap_job *job, const char *dead)
    * marker's line may have been written before the profiler stopped).
    * Once the profiler is stopping the ranks export: the run goes on,
    * waiting on its /stop_profile. */
-  if (dead != NULL && job->watch.dead_phase < TR_PHASE_EXPORTING)
+  if (dead != NULL && tr_phase_server(job->watch.dead_phase, TR_HELD))
     fail_dead(job, dead);
   else if (!daemon_mode(job) && job->scan.profilers_stopping > 0)
     cap_enter(job, TR_PHASE_EXPORTING, NULL);
@@ -171,8 +171,8 @@ static void start_step(struct cap_job *job, enum cap_step step)
     break;
   case CAP_STEP_PROFILE_START:
     if (cap_atom_profile(job->r->http, c->atom_host, c->atom_port, "start",
-                         cap_profile_timeout_ms(job), on_profile_started, job,
-                         &job->http) != 0)
+                         cap_profile_timeout_ms(job, false), on_profile_started,
+                         job, &job->http) != 0)
       cap_fail(job, END_FAILED, NULL, "cannot call ATOM's /start_profile");
     break;
   }

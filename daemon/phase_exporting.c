@@ -15,17 +15,21 @@
  * bench completed fewer prompts than it sent, a failure that keeps the
  * traces.
  *
- * The wait follows progress (docs/ATOM.md, "Budgets"), not ATOM's
- * ATOM_PROFILER_TIMEOUT, which only bounds how long ATOM's engine waits for
- * rank 0 (engine_core_mgr.py:857): the ranks go on exporting after it. A
- * poll shows progress when the ranks' files grew, a rank logged its end,
- * a rank is exporting by the log (it logged "stopping profiler" and not
- * yet "profiler stop completed"), or (daemon) /stop_profile has not
- * answered yet. export_max_polls polls in a row without progress fail the
- * phase, and so does export_max_s in all.
+ * The wait follows progress (docs/ATOM.md, "The export, and its budget"),
+ * not ATOM's ATOM_PROFILER_TIMEOUT, which only bounds how long ATOM's
+ * engine waits for rank 0 (engine_core_mgr.py:857): the ranks go on
+ * exporting after it. Progress is change: the ranks' files grew, the
+ * server log has new lines (a rank logged its end among them), or the
+ * /stop_profile the export waits for (the bench's, or traced's) is still
+ * unanswered within the server's ATOM_PROFILER_TIMEOUT. A rank that logged
+ * "stopping profiler" and then nothing, its .json never growing, is not
+ * progress: its exporter died. export_max_polls polls in a row without
+ * progress fail the phase, naming the ranks whose .json was left, and so
+ * does export_max_s in all.
  *
  * A cancel here stops the server only once the exports end (or that
- * deadline passes): cap_export_drain(), never a rank killed mid-write.
+ * deadline passes): cap_export_drain() (exports.c), never a rank killed
+ * mid-write.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -33,8 +37,6 @@
 #include <string.h>
 
 #include "daemon/cap_int.h"
-
-#define DRAIN_TICK_MS 500 /* a drain looks at traced's shutdown this often */
 
 int phase_exporting_budget_s(const struct cap_job *job)
 {
@@ -49,24 +51,6 @@ static bool waited_for(const struct cap_job *job)
   return job->bench.done && job->bench.note != NULL;
 }
 
-/* ---- the trace folder ---- */
-
-struct scan_work {
-  struct cap_work super;
-  struct cap_layout *layout;
-  bool scan_log; /* the drain reads the log too (the watch does not run) */
-  struct tr_err err;
-};
-
-static void run_folder_scan(struct cap_work *w)
-{
-  struct scan_work *sw = (struct scan_work *)w;
-
-  if (sw->scan_log)
-    cap_scan_run(&w->job->scan);
-  cap_layout_scan(w->job->trace_dir, &sw->layout, &sw->err);
-}
-
 /* "... Rank 3: failed to export trace to ..." -> 3, or -1. */
 static int rank_of(const char *line)
 {
@@ -75,6 +59,16 @@ static int rank_of(const char *line)
   long n = at != NULL ? strtol(at + 5, &end, 10) : -1;
 
   return at != NULL && end != at + 5 && n >= 0 && n <= INT_MAX ? (int)n : -1;
+}
+
+/* The /stop_profile the export waits for has not answered, and ATOM's
+ * engine still waits for rank 0 (ATOM_PROFILER_TIMEOUT from the export's
+ * start, llm_engine.py:290-294). */
+static bool stop_pending(const struct cap_job *job)
+{
+  int64_t took_s = (tr_now_ns() - job->export.started_ns) / 1000000000;
+
+  return !waited_for(job) && took_s < job->plan->profiler_timeout_s;
 }
 
 /* Whether this poll shows the export moving (see the top comment); takes
@@ -86,14 +80,33 @@ static bool moved(struct cap_job *job, const struct cap_layout *l)
   bool yes = (l != NULL && l->written != e->last_written) ||
              s->traces_exported != e->last_exported ||
              s->stops_completed != e->last_completed ||
-             s->profilers_stopping > s->stops_completed ||
-             (job->r->cfg->profile_control == CFG_PROFILE_DAEMON &&
-              !e->stop_answered);
+             s->bytes_seen != e->last_log_bytes || stop_pending(job);
 
   e->last_written = l != NULL ? l->written : e->last_written;
   e->last_exported = s->traces_exported;
   e->last_completed = s->stops_completed;
+  e->last_log_bytes = s->bytes_seen;
   return yes;
+}
+
+/* The ranks whose exporter left its .json and went quiet, into out. */
+static void orphans(const struct cap_layout *l, char *out, size_t size)
+{
+  size_t used = 0;
+
+  out[0] = '\0';
+  for (size_t i = 0; l != NULL && i < l->n && used + 1 < size; i++) {
+    const struct cap_rank *r = &l->ranks[i];
+
+    if (r->orphan_json > 0)
+      used += (size_t)snprintf(
+          out + used, size - used,
+          "%s%s: its exporter left %s (%llu bytes), unchanged, never "
+          "gzipped, and logged no end (it died or hangs mid-export)",
+          used ? "; " : "", r->label,
+          r->gz_count == 0 && r->file ? r->file : "a .json",
+          (unsigned long long)r->written);
+  }
 }
 
 /* A partial workload: the traces are whole and kept, the capture fails
@@ -108,32 +121,32 @@ static void fail_partial(struct cap_job *job)
            job->bench.partial, err[0] ? err : "(none)", job->trace_dir);
 }
 
-static bool over_budget(struct cap_job *job, const char *problems)
+static bool over_budget(struct cap_job *job, const struct cap_layout *l,
+                        const char *problems)
 {
   const struct cfg *c = job->r->cfg;
   int64_t took_s = (tr_now_ns() - job->export.started_ns) / 1000000000;
+  char left[1024];
 
+  orphans(l, left, sizeof(left));
   if (took_s >= c->export_max_s)
     cap_fail(job, END_FAILED, "server",
              "the export is not complete after %lld s (export_max_s): %s",
-             (long long)took_s, problems);
+             (long long)took_s, left[0] ? left : problems);
   else if (job->export.quiet_polls >= c->export_max_polls)
     cap_fail(job, END_FAILED, "server",
              "the export made no progress in %d polls %d s apart "
              "(export_max_polls): %s",
-             job->export.quiet_polls, c->export_poll_s, problems);
+             job->export.quiet_polls, c->export_poll_s,
+             left[0] ? left : problems);
   return job->ending != END_NONE;
 }
 
-static void on_folder_scan(struct cap_work *w)
+static void on_folder_scan(struct cap_job *job, struct cap_layout *l)
 {
-  struct scan_work *sw = (struct scan_work *)w;
-  struct cap_job *job = w->job;
-  struct cap_layout *l = sw->layout;
   char problems[1024] = "cannot read the trace folder";
   bool complete;
 
-  free(sw);
   job->export.busy = false;
   if (job->ending != END_NONE || job->phase != TR_PHASE_EXPORTING) {
     cap_layout_free(l);
@@ -159,9 +172,10 @@ static void on_folder_scan(struct cap_work *w)
                                   job->export.polls, "export_quiet_polls",
                                   job->export.quiet_polls, "exports_logged",
                                   job->scan.traces_exported));
+  over_budget(job, l,
+              complete ? "the bench is still waiting on /stop_profile"
+                       : problems);
   cap_layout_free(l);
-  over_budget(job, complete ? "the bench is still waiting on /stop_profile"
-                            : problems);
 }
 
 /* ---- the server ---- */
@@ -189,13 +203,10 @@ static void on_look(struct cap_job *job, const char *dead)
 static void on_tick(uv_timer_t *t)
 {
   struct cap_job *job = t->data;
-  struct scan_work *sw;
 
   cap_watch_tick(job, true, on_look);
-  if (job->export.busy || (sw = calloc(1, sizeof(*sw))) == NULL)
-    return;
-  job->export.busy = true;
-  cap_work_queue(job->r, job, &sw->super, run_folder_scan, on_folder_scan);
+  if (!job->export.busy)
+    job->export.busy = cap_export_scan(job, false, on_folder_scan);
 }
 
 /* ---- what the export waits for ---- */
@@ -238,8 +249,8 @@ static void wait_for_run(struct cap_job *job)
 
   if (c->profile_control == CFG_PROFILE_DAEMON) {
     if (cap_atom_profile(job->r->http, c->atom_host, c->atom_port, "stop",
-                         cap_profile_timeout_ms(job), on_stop_profile, job,
-                         &job->http) != 0)
+                         cap_profile_timeout_ms(job, true), on_stop_profile,
+                         job, &job->http) != 0)
       cap_fail(job, END_FAILED, NULL, "cannot call ATOM's /stop_profile");
   } else if (job->bench.proc != NULL) {
     job->bench.on_exit = on_bench_exit;
@@ -254,89 +265,10 @@ void phase_exporting_enter(struct cap_job *job)
 
   job->export.polls = job->export.quiet_polls = 0;
   job->export.started_ns = tr_now_ns();
+  job->export.last_log_bytes = job->scan.bytes_seen;
   cap_job_progress(job, json_pack("{s:i,s:i,s:i,s:i}", "ranks_exported", 0,
                                   "orphan_json", 0, "export_polls", 0,
                                   "exports_logged", 0));
   wait_for_run(job);
   uv_timer_start(&job->tick, on_tick, 0, every_ms);
-}
-
-/* ---- a cancel while ranks export ---- */
-
-bool cap_export_running(const struct cap_job *job)
-{
-  return !job->is_import && job->plan != NULL &&
-         (job->phase == TR_PHASE_EXPORTING ||
-          (job->phase == TR_PHASE_BENCHMARK &&
-           job->scan.profilers_stopping > 0));
-}
-
-static void on_drain_tick(uv_timer_t *t);
-
-/* The exports ended: every rank that logged its stop logged its end, no
- * .json is left and nothing grew since the last look; or the server is
- * gone; or the export's deadline passed. */
-static void on_drain_scan(struct cap_work *w)
-{
-  struct scan_work *sw = (struct scan_work *)w;
-  struct cap_job *job = w->job;
-  struct cap_layout *l = sw->layout;
-  const struct cap_scan *s = &job->scan;
-  int64_t took_s = (tr_now_ns() - job->export.started_ns) / 1000000000;
-  bool ended;
-
-  free(sw);
-  job->export.busy = false;
-  job->watch.scanning = false;
-  ended = (l != NULL && l->orphan_json == 0 &&
-           s->stops_completed >= s->profilers_stopping &&
-           l->written == job->export.last_written) ||
-          !cap_proc_group_alive(job->launcher) ||
-          took_s >= job->r->cfg->export_max_s;
-  if (l != NULL)
-    job->export.last_written = l->written;
-  cap_layout_free(l);
-  job->export.next_look_ns =
-      tr_now_ns() + (int64_t)job->r->cfg->export_poll_s * 1000000000;
-  if (!job->finished && ended)
-    job->export.drained(job);
-  else if (!job->finished)
-    uv_timer_start(&job->tick, on_drain_tick, DRAIN_TICK_MS, 0);
-}
-
-static void on_drain_tick(uv_timer_t *t)
-{
-  struct cap_job *job = t->data;
-  struct scan_work *sw;
-
-  /* traced stops: the server is left as it is (the next start's recovery
-   * and the next capture's stop script deal with it). */
-  if (job->r->stopping) {
-    cap_job_finish(job);
-    return;
-  }
-  if (tr_now_ns() < job->export.next_look_ns) {
-    uv_timer_start(&job->tick, on_drain_tick, DRAIN_TICK_MS, 0);
-    return;
-  }
-  /* One scan of the log at a time (logscan.h): a watch round's scan may
-   * still be in the pool. */
-  if (job->watch.scanning || (sw = calloc(1, sizeof(*sw))) == NULL) {
-    uv_timer_start(&job->tick, on_drain_tick, DRAIN_TICK_MS, 0);
-    return;
-  }
-  job->watch.scanning = true;
-  job->export.busy = true;
-  sw->scan_log = true;
-  cap_work_queue(job->r, job, &sw->super, run_folder_scan, on_drain_scan);
-}
-
-void cap_export_drain(struct cap_job *job, void (*then)(struct cap_job *job))
-{
-  job->export.drained = then;
-  if (job->phase != TR_PHASE_EXPORTING)
-    job->export.started_ns = tr_now_ns();
-  job->export.last_written = UINT64_MAX;
-  job->export.next_look_ns = 0;
-  uv_timer_start(&job->tick, on_drain_tick, 0, 0);
 }

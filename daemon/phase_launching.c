@@ -6,7 +6,11 @@
  * that fails is reported with its own last lines: before "Server started
  * in background" (start_atom_server.sh:94) it stopped under `set -euo
  * pipefail` before the server started (a rocm-smi that is missing, a log
- * folder that is not there), after it the server died.
+ * folder that is not there), after it the server died: the capture then
+ * quotes what the server log says decided it (watch.c, cap_watch_cause():
+ * the fatal marker, a traceback's exception, the first error), and the
+ * log is copied into logs/<id>/server.log before the next launch truncates
+ * ATOM's.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +20,9 @@
 
 #define TAIL_BYTES 4096
 #define TAIL_LINES 4
+/* Bytes of the dead launch's server log read at most: what a load writes
+ * before it dies (its copy is logs/<id>/server.log). */
+#define LOG_READ_MAX ((uint64_t)64 << 20)
 
 int phase_launching_budget_s(const struct cap_job *job)
 {
@@ -57,6 +64,15 @@ static void run_tail(struct cap_work *w)
   if (text != NULL)
     last_lines(text, tw->lines, sizeof(tw->lines));
   free(text);
+  /* The server's own log, to its end: it is dead or never started. */
+  for (uint64_t from = w->job->scan.bytes_seen;
+       w->job->scan.bytes_seen - from < LOG_READ_MAX;) {
+    uint64_t before = w->job->scan.bytes_seen;
+
+    cap_scan_run(&w->job->scan);
+    if (w->job->scan.bytes_seen == before)
+      break;
+  }
 }
 
 static void on_tail(struct cap_work *w)
@@ -64,7 +80,10 @@ static void on_tail(struct cap_work *w)
   struct tail_work *tw = (struct tail_work *)w;
   struct cap_job *job = w->job;
   long long status = (long long)job->launch_exit;
+  char cause[CAP_SCAN_LINE + 256];
 
+  job->watch.scanning = false;
+  cap_watch_cause(job, cause, sizeof(cause));
   if (job->ending != END_NONE)
     ;
   else if (!tw->started)
@@ -77,9 +96,10 @@ static void on_tail(struct cap_work *w)
                                       "ATOM's script stops at its first "
                                       "rocm-smi call)");
   else
-    cap_fail(job, END_FAILED, "launcher",
-             "the start script exited %lld; its last lines: %s", status,
-             tw->lines);
+    cap_fail(job, END_FAILED, "server",
+             "the server died while loading: %s (the start script exited "
+             "%lld; its last lines: %s)",
+             cause, status, tw->lines);
   free(tw);
 }
 
@@ -94,6 +114,9 @@ static void on_launcher_exit(struct cap_proc *p, int64_t status, int sig,
     return;
   if (status != 0 && sig == 0 && !timed_out) {
     job->launch_exit = status;
+    /* The scan is the pool's until on_tail() (logscan.h); no look of the
+     * server runs in this phase. */
+    job->watch.scanning = true;
     cap_job_queue_new(job, sizeof(struct tail_work), run_tail, on_tail);
   } else if (cap_script_ok(job, "launcher", status, sig, timed_out,
                            job->r->cfg->launch_timeout_s)) {

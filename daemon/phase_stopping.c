@@ -4,7 +4,9 @@
  * that is not ATOM's fails the capture here, before ATOM's scripts could
  * kill it); ATOM's stop script ends whatever server ran before (its launch
  * arguments must change: a profiler folder); the GPUs are asked again,
- * before the start script runs.
+ * before the start script runs, also when the stop script exited 1 for
+ * GPU memory still in use: memory held from outside a container is not
+ * the capture's to free (gpu.c).
  */
 #include <stdlib.h>
 
@@ -29,8 +31,12 @@ static void on_stop_exit(struct cap_proc *p, int64_t status, int sig,
   (void)p;
   cap_proc_close(job->child);
   job->child = NULL;
-  if (cap_script_ok(job, "stop", status, sig, timed_out,
-                    job->r->cfg->stop_timeout_s))
+  /* Its exit 1 is GPU memory still in use after its force kill
+   * (stop_atom_server.sh:82-86): the check says whose (gpu.c). */
+  job->gpu.stop_failed =
+      status == 1 && sig == 0 && !timed_out && job->ending == END_NONE;
+  if (job->gpu.stop_failed || cap_script_ok(job, "stop", status, sig, timed_out,
+                                            job->r->cfg->stop_timeout_s))
     cap_gpu_check(job, "gpu-before-start", to_launching);
 }
 

@@ -8,9 +8,9 @@
  * The processes an interrupted capture left (its server, its bench) are
  * ended: after a kill -9 nothing else would end them.
  *
- * This runs in cap_runner_new(), before the loop runs and before the HTTP
- * API starts: nothing waits on the loop yet, so these blocking reads and
- * one-row writes delay only the start-up.
+ * This runs in cap_runner_new() (cap_recover()), before the loop runs and
+ * before the HTTP API starts: nothing waits on the loop yet, so these blocking
+ * reads and one-row writes delay only the start-up.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -186,7 +186,7 @@ static void end_leftovers(const char *root, const int64_t *ids, size_t n)
           left);
 }
 
-static int recover(struct cap_runner *r, struct tr_err *err)
+int cap_recover(struct cap_runner *r, struct tr_err *err)
 {
   struct store *st;
   int rc;
@@ -214,46 +214,4 @@ static int recover(struct cap_runner *r, struct tr_err *err)
   }
   store_close(st);
   return rc;
-}
-
-/* Index workers and slices (a slow client holds its producer) must never
- * hold every pool thread: the state writes and log scans need one, and
- * the fleet's publisher holds one during a publish (fleet/publish.c). libuv
- * reads the variable once, at its first uv_queue_work, which has not
- * happened yet when this runs. */
-static void size_thread_pool(const struct cfg *cfg)
-{
-  char value[16];
-
-  if (getenv("UV_THREADPOOL_SIZE") != NULL)
-    return;
-  snprintf(value, sizeof(value), "%d",
-           cfg->index_jobs + 2 + API_SLICES + (cfg->fleet_dsn[0] != '\0'));
-  setenv("UV_THREADPOOL_SIZE", value, 0);
-}
-
-int cap_runner_new(uv_loop_t *loop, const struct cfg *cfg,
-                   struct cap_runner **out, struct tr_err *err)
-{
-  struct cap_runner *r = calloc(1, sizeof(*r));
-  int rc;
-
-  if (r == NULL)
-    return tr_err_set(err, TR_ENOMEM, "", "out of memory");
-  r->loop = loop;
-  r->cfg = cfg;
-  pthread_mutex_init(&r->db_lock, NULL);
-  size_thread_pool(cfg);
-  if ((rc = idx_rules_load(cfg->category_rules, &r->rules, err)) != 0 ||
-      (rc = recover(r, err)) != 0 ||
-      (rc = cap_http_new(loop, &r->http, err)) != 0 ||
-      (rc = cap_webhook_new(loop, r->http, cfg, &r->webhook)) != 0) {
-    cap_runner_free(r);
-    return rc;
-  }
-  uv_timer_init(loop, &r->later_timer);
-  r->later_timer.data = r;
-  cap_work_arm_later(r); /* what recover() could not write */
-  *out = r;
-  return 0;
 }

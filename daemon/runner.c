@@ -124,7 +124,7 @@ void cap_job_finish(struct cap_job *job)
   uv_close((uv_handle_t *)&job->tick, on_job_handle_closed);
   uv_close((uv_handle_t *)&job->progress_timer, on_job_handle_closed);
   /* The server log's last bytes of this launch go to its copy. */
-  if (!job->is_import && job->phase >= TR_PHASE_WAITING_READY &&
+  if (!job->is_import && tr_phase_server(job->phase, TR_LOGGED) &&
       !job->watch.scanning && (w = calloc(1, sizeof(*w))) != NULL) {
     job->watch.scanning = true;
     cap_work_queue(r, job, w, run_final_scan, on_final_scan_done);
@@ -348,6 +348,31 @@ void cap_runner_shutdown(struct cap_runner *r, void (*done)(void *ud), void *ud)
    * (a job's final state too: the next start marks it interrupted). */
   cap_work_give_up(r);
   cap_runner_check_down(r);
+}
+
+int cap_runner_new(uv_loop_t *loop, const struct cfg *cfg,
+                   struct cap_runner **out, struct tr_err *err)
+{
+  struct cap_runner *r = calloc(1, sizeof(*r));
+  int rc;
+
+  if (r == NULL)
+    return tr_err_set(err, TR_ENOMEM, "", "out of memory");
+  r->loop = loop;
+  r->cfg = cfg;
+  pthread_mutex_init(&r->db_lock, NULL);
+  if ((rc = idx_rules_load(cfg->category_rules, &r->rules, err)) != 0 ||
+      (rc = cap_recover(r, err)) != 0 ||
+      (rc = cap_http_new(loop, &r->http, err)) != 0 ||
+      (rc = cap_webhook_new(loop, r->http, cfg, &r->webhook)) != 0) {
+    cap_runner_free(r);
+    return rc;
+  }
+  uv_timer_init(loop, &r->later_timer);
+  r->later_timer.data = r;
+  cap_work_arm_later(r); /* what recover() could not write */
+  *out = r;
+  return 0;
 }
 
 void cap_runner_free(struct cap_runner *r)

@@ -10,11 +10,11 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "api/api.h"
 #include "common/config.h"
 #include "common/tr.h"
 
 struct cap_runner;
+struct api_slice_req;
 
 /* Creates the runner and recovers what a previous run left: captures found
  * running become "interrupted" (or are indexed, when their trace folder is

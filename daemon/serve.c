@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/api.h"
 #include "daemon/cap_int.h"
 
 /* ---- slices ---- */

@@ -58,13 +58,36 @@ enum tr_phase cap_watch_phase_of(const struct cap_job *job, uint64_t at)
   /* The start script truncates the log (docs/ATOM.md): boundaries count
    * from the ready wait on. ATOM's own "stopping profiler" line starts the
    * export, however late traced moved there. */
-  for (int i = TR_PHASE_WAITING_READY; i < TR_NPHASE; i++)
-    if ((job->log_marked & (1u << i)) && job->log_at[i] <= at)
+  for (int i = 0; i < TR_NPHASE; i++)
+    if (tr_phase_server((enum tr_phase)i, TR_LOGGED) &&
+        (job->log_marked & (1u << i)) && job->log_at[i] <= at)
       p = (enum tr_phase)i;
   if (job->scan.profilers_stopping > 0 && job->scan.stopping_at <= at &&
-      p < TR_PHASE_EXPORTING)
+      tr_phase_server(p, TR_HELD))
     p = TR_PHASE_EXPORTING;
   return p;
+}
+
+/* The fix a fatal marker names, or "" (static text): cluster_dims, in the
+ * marker's line or the exception Inductor raised with it. */
+static const char *marker_fix(const struct cap_scan *s)
+{
+  return s->marker != NULL && (strstr(s->marker_line, "cluster_dims") ||
+                               strstr(s->tb_last, "cluster_dims"))
+             ? tr_atom_level_fix()
+             : "";
+}
+
+void cap_watch_cause(const struct cap_job *job, char *buf, size_t size)
+{
+  const struct cap_scan *s = &job->scan;
+  const char *line = cap_scan_decisive(s), *fix = marker_fix(s);
+
+  if (line == NULL)
+    snprintf(buf, size, "the server log of this launch is empty");
+  else
+    snprintf(buf, size, "the server log says: %s%s%s", line,
+             fix[0] ? " -- " : "", fix);
 }
 
 /* Decides the round; called once its parts are in. */
@@ -86,16 +109,21 @@ static void finish(struct cap_job *job)
   w->dead_phase = job->phase;
   if (job->scan.marker != NULL) {
     w->dead_phase = cap_watch_phase_of(job, job->scan.marker_at);
+    const char *fix = marker_fix(&job->scan);
+
     snprintf(w->why, sizeof(w->why),
              "the server log shows the fatal marker \"%s\", written during "
-             "the %s phase: %s",
+             "the %s phase: %s%s%s",
              job->scan.marker, tr_phase_name(w->dead_phase),
-             job->scan.marker_line);
-  } else if (!w->group_lives)
+             job->scan.marker_line, fix[0] ? " -- " : "", fix);
+  } else if (!w->group_lives) {
+    char cause[CAP_SCAN_LINE + 32];
+
+    cap_watch_cause(job, cause, sizeof(cause));
     snprintf(w->why, sizeof(w->why),
-             "the server's processes are gone (process group %d)",
-             (int)cap_proc_pid(job->launcher));
-  else if (w->refusals >= REFUSALS_DEAD)
+             "the server's processes are gone (process group %d); %s",
+             (int)cap_proc_pid(job->launcher), cause);
+  } else if (w->refusals >= REFUSALS_DEAD)
     snprintf(w->why, sizeof(w->why), "the server refuses connections on %s:%d",
              job->r->cfg->atom_host, job->r->cfg->atom_port);
   else

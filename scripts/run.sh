@@ -19,8 +19,9 @@ fi
 
 DEMO=${TRACED_DEMO_DIR:-$PWD/demo}
 export ATOM_SIM_HOME="$DEMO/atom-sim"
-# ATOM's scripts (and the simulator's) need rocm-smi: the sim's stand-in.
-export PATH="$PWD/sim/bin:$PATH"
+# ATOM's scripts (and the simulator's) need rocm-smi and a `python` that
+# imports ATOM (/opt/venv/bin in ATOM's image): the sim's stand-ins.
+export PATH="$PWD/sim/bin:$PWD/sim/venv/bin:$PATH"
 # The demo model is named like one of ATOM CI's presets (ATOM's own
 # models.json, a verbatim copy in tests/data/atom): the capture runs it as
 # ATOM CI would, and says so.

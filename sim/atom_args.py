@@ -172,11 +172,32 @@ def check_speculative(args):
             raise ValueError("--draft-model is not supported with --method "
                              "mtp: the MTP draft is loaded from the target "
                              "checkpoint.")
+        check_draft_model(args.draft_model)
         # DSpark's ceiling comes from the draft checkpoint: not checked.
         n = args.num_speculative_tokens
         if args.method != "dspark" and n > 4:
             raise ValueError("num_speculative_tokens must be between 1 and "
                              "4, got %d." % n)
+
+
+def check_draft_model(draft):
+    """SpeculativeConfig reads the draft's config (config.py:1150,
+    get_hf_config: PretrainedConfig.get_config_dict): a folder, else a
+    Hugging Face id that transformers downloads, which the sim never can
+    (as ATOM offline)."""
+    if not draft or os.path.isdir(draft):
+        return
+    if draft.startswith(("/", ".")):
+        raise OSError("Incorrect path_or_model_id: '%s'. Please provide "
+                      "either the path to a local folder or the repo_id of "
+                      "a model on the Hub." % draft)
+    raise OSError("We couldn't connect to 'https://huggingface.co' to load "
+                  "this file, couldn't find it in the cached files and it "
+                  "looks like %s is not the path to a directory containing "
+                  "a file named config.json.\nCheckout your internet "
+                  "connection or see how to run the library in offline mode "
+                  "at 'https://huggingface.co/docs/transformers/"
+                  "installation#offline-mode'." % draft)
 
 
 def check_parallel(args):

@@ -129,6 +129,7 @@ def load(args, mgr):
         raise RuntimeError("HIP error: invalid device ordinal (the "
                            "deployment needs %d GPUs, this node has %d)"
                            % (mgr.gpus(), gpus))
+    check_memory(args, mgr)
     for e in mgr.engines:
         for w in e.workers:
             log.info("[%s] Model load done: %s",
@@ -143,12 +144,60 @@ def load(args, mgr):
     compile_graphs(args)
 
 
+def check_memory(args, mgr):
+    """ATOM counts the memory other processes hold on a GPU inside its own
+    budget of gpu_memory_utilization x total (model_runner.py:1591-1611):
+    what they hold comes out of the KV cache, and a budget it cannot meet
+    fails the load (:1626-1662). Stricter than ATOM, which fails only when
+    the weights and the smallest cache no longer fit: any GPU whose free
+    share is below the share asked fails here."""
+    held = sc.gpu_use(exclude=os.getpid())
+    want = args.gpu_memory_utilization
+    for g in range(mgr.gpus()):
+        free = 1.0 - held.get(g, 0) / 100.0
+        if free < want:
+            total = 192.0
+            raise RuntimeError(
+                "Per-request cache tensor exceeds available KV budget "
+                "(%.2fGB) at --gpu-memory-utilization %.2f on GPU %d. Only "
+                "%.2fGB is physically free on the GPU (other processes may "
+                "be holding memory); raising --gpu-memory-utilization will "
+                "NOT help. Free GPU memory or reduce --max-num-seqs "
+                "(currently %d)." % (max(0.0, (free - (1 - want)) * total),
+                                     want, g, free * total,
+                                     args.max_num_seqs))
+
+
+class InductorError(Exception):
+    """torch._inductor.exc.InductorError, as Python names it in a
+    traceback."""
+
+
+InductorError.__module__ = "torch._inductor.exc"
+
+
+def deepseek_v4(model):
+    """The model folder's config.json names a DeepSeek-V4 architecture
+    (ATOM's model_runner.py:105: DeepseekV4ForCausalLM)."""
+    try:
+        with open(os.path.join(model, "config.json")) as f:
+            arches = json.load(f).get("architectures") or []
+    except (OSError, ValueError, AttributeError):
+        return False
+    return any(str(a).startswith("DeepseekV4") for a in arches)
+
+
 def compile_graphs(args):
     """torch.compile and CUDA-graph capture after the load, for
     SIM_COMPILE_S (+ slow_compile=S) seconds (minutes in ATOM on a cold
     cache, which the start script wipes at every launch), a line every
     SIM_COMPILE_LOG_S (the progress a ready wait can follow); the port is
     not bound yet."""
+    if args.level > 0 and deepseek_v4(args.model):
+        # The seed's skill: "V4-Pro Inductor + autotune hits a cluster_dims
+        # bug on AMD -- pass --level 0". The engine dies in its warm-up.
+        raise InductorError("AttributeError: 'KernelMetadata' object has no "
+                            "attribute 'cluster_dims'")
     total = sc.env_float("SIM_COMPILE_S", 0.0) + \
         sc.fault_number("slow_compile", 0.0)
     every = max(0.05, sc.env_float("SIM_COMPILE_LOG_S", 1.0))
@@ -212,7 +261,13 @@ def main(argv):
     mgr = build_engine(args)
     life.mgr = mgr
     pid = os.getpid()
-    mgr.on_all_exited = lambda: sc.gpu_release(pid)
+    kfd = sc.open_kfd()
+
+    def released():
+        sc.gpu_release(pid)
+        if kfd is not None:
+            kfd.close()
+    mgr.on_all_exited = released
     mgr.start()
     load(args, mgr)
     sc.gpu_claim(pid, mgr.gpus(), round(args.gpu_memory_utilization * 100))

@@ -196,6 +196,12 @@ class Worker(threading.Thread):
             self.write_json(tmp, json_s)
             if self.rank in sc.fault_ranks("worker_death", "orphan_json"):
                 raise WorkerDied(-9)
+            if self.rank in sc.fault_ranks("export_hang"):
+                # A worker gone silent mid-export (stuck in the kernel, or
+                # killed where ATOM's monitor does not see it): no byte,
+                # no line more, until it is killed.
+                self.killed.wait()
+                raise Killed()
             if self.rank in sc.fault_ranks("export_fail"):
                 raise OSError(28, "No space left on device", out)
             self.gzip_json(tmp, out, gzip_s)

@@ -255,11 +255,40 @@ def server_alive(pid):
     return alive(pid)
 
 
+def container():
+    """SIM_CONTAINER=1: the sim runs as ATOM does in its own container,
+    without --pid=host (ATOM CI's, .github/actions/setup-gpu-container/
+    action.yml:132): rocm-smi lists the host's PIDs, which no process here
+    has."""
+    return os.environ.get("SIM_CONTAINER", "0") not in ("", "0")
+
+
+def host_pid(pid):
+    """The PID the host knows a process of this container by: a number no
+    process here has (above this namespace's pid_max where it is small,
+    as Docker's 32768), the same for the process's life."""
+    for k in range(1, 5):
+        h = k * 1000000 + pid
+        if not os.path.exists("/proc/%d" % h):
+            return h
+    return pid
+
+
+def open_kfd():
+    """The server's hold on the KFD device, as HIP opens /dev/kfd in every
+    GPU process: SIM_KFD names the stand-in file (none: nothing held).
+    Returns the open file, or None."""
+    path = os.environ.get("SIM_KFD", "")
+    return open(path, "rb") if path else None
+
+
 def gpu_holders():
     """[(pid, [gpu...], percent)] of this home's live servers, of the
     foreign processes planted with a foreign record while they live, and
     of foreign_gpu_pid=N (a process of another PID namespace: listed
-    whether or not N exists here)."""
+    whether or not N exists here) and host_gpu_pid=N[:GPU[:PERCENT]]
+    (one of another container: GPU 7 and 5 % unless given). In container
+    mode the local holders are listed by their host PIDs."""
     out = []
     try:
         names = sorted(os.listdir(gpu_dir()))
@@ -274,12 +303,29 @@ def gpu_holders():
         except (OSError, ValueError):
             continue
         if alive(int(name), server=not rec.get("foreign")):
-            out.append((int(name), rec.get("gpus", []),
-                        rec.get("percent", 0)))
+            pid = host_pid(int(name)) if container() else int(name)
+            out.append((pid, rec.get("gpus", []), rec.get("percent", 0)))
     for v in fault_values("foreign_gpu_pid"):
         if (v or "").strip().isdigit():
             out.append((int(v), [0], 40))
+    for v in fault_values("host_gpu_pid"):
+        parts = [p.strip() for p in (v or "").split(":")]
+        if all(p.isdigit() for p in parts) and 1 <= len(parts) <= 3:
+            parts += ["7", "5"][len(parts) - 1:]
+            out.append((int(parts[0]), [int(parts[1])], int(parts[2])))
     return out
+
+
+def gpu_use(exclude=None):
+    """{gpu: percent in use}, summed over the holders (at most 100), those
+    of pid `exclude` (a server asking what others hold) left out."""
+    use = {}
+    for pid, gpus, percent in gpu_holders():
+        if exclude is not None and pid in (exclude, host_pid(exclude)):
+            continue
+        for g in gpus:
+            use[g] = min(100, use.get(g, 0) + percent)
+    return use
 
 
 def process_name(pid):

@@ -124,7 +124,7 @@ static int changed_or_missing(struct store *st, int64_t id, int rc,
                               struct tr_err *err)
 {
   if (rc == 0 && sqlite3_changes(st->db) == 0)
-    rc = store__no_capture(id, err);
+    rc = store__no_capture(st, id, err);
   return rc;
 }
 
@@ -360,7 +360,7 @@ int store_capture_get(struct store *st, int64_t id, json_t **out,
     rc = store__rows(st, s, &rows, err);
   }
   if (rc == 0 && json_array_size(rows) == 0)
-    rc = store__no_capture(id, err);
+    rc = store__no_capture(st, id, err);
   if (rc == 0)
     rc = store__capture_ranks(st, id, &ranks, err);
   rc = store__rd_end(st, rc, err);

@@ -501,9 +501,26 @@ void store_close(struct store *st)
   free(st);
 }
 
-int store__no_capture(int64_t id, struct tr_err *err)
+const char *store__capture_name(struct store *st, int64_t id, char *buf)
 {
-  return tr_err_set(err, TR_ENOTFOUND, "id", "no capture %lld", (long long)id);
+  sqlite3_stmt *s = NULL;
+
+  snprintf(buf, STORE_NAME_MAX, "%lld", (long long)id);
+  if (store__stmt_id(st, "SELECT node, id FROM fleet_index WHERE cache_id = ?1",
+                     id, 0, &s, NULL) == 0 &&
+      sqlite3_step(s) == SQLITE_ROW)
+    snprintf(buf, STORE_NAME_MAX, "%s:%lld", sqlite3_column_text(s, 0),
+             (long long)sqlite3_column_int64(s, 1));
+  store__done(s);
+  return buf;
+}
+
+int store__no_capture(struct store *st, int64_t id, struct tr_err *err)
+{
+  char name[STORE_NAME_MAX];
+
+  return tr_err_set(err, TR_ENOTFOUND, "id", "no capture %s",
+                    store__capture_name(st, id, name));
 }
 
 int store__stmt_id(struct store *st, const char *sql, int64_t id, int rank,
@@ -527,7 +544,7 @@ int store__step_capture(struct store *st, sqlite3_stmt *s, int64_t id,
   if (rc == SQLITE_ROW)
     return 0;
   if (rc == SQLITE_DONE)
-    return store__no_capture(id, err);
+    return store__no_capture(st, id, err);
   return store__db_err(st, "capture", err);
 }
 

@@ -26,42 +26,27 @@
 #include "common/text.h"
 #include "store/store_int.h"
 
-static const char *const bys[] = { "kernel", "category", "step",
-                                   "family", "sequence", "module",
-                                   "layer",  "op",       NULL };
-
-/* What each ?by= (bys, in that order) reads: its rows' key member, the
- * key and count expressions over its table x (joined), and whether it is
- * a decode table (it takes ?kind=; '' keys stand for null). */
+/* What each ?by= reads (common/summary.h's TR_DIFF_BY_MAP): its rows'
+ * key member, the key and count expressions over its table x (joined),
+ * and whether it is a decode table. */
 static const struct by_spec {
-  const char *keyname, *key, *count, *table, *join;
+  const char *by, *keyname, *key, *count, *table, *join;
   bool decode;
 } by_specs[] = {
-  { "name", "n.name", "x.count", "kernels", " JOIN names n ON n.id = x.name_id",
-    false },
-  { "category", "x.category", "x.count", "categories", "", false },
-  { "kind", "x.kind", "x.count", "steps", "", false },
-  { "family", "x.family", "x.count", "families", "", false },
-  /* Each rank keeps the most frequent sequences of each step kind and
-   * length (index/cpath/cpath_json.c): one missing on a side was rarer there,
-   * not absent. */
-  { "sequence", "x.step || ': ' || x.sequence", "x.count", "kernel_sequences",
-    "", false },
-  { "module", "coalesce(x.module, '')", "x.kernels", "decode_modules", "",
-    true },
-  { "layer", "coalesce(CAST(x.layer AS TEXT), '')", "x.kernels",
-    "decode_layers", "", true },
-  { "op", "coalesce(x.op, '')", "x.count", "decode_ops", "", true },
+#define XX(by, table, key, key_sql, join, count, decode)                       \
+  { #by, #key, key_sql, "x." #count, #table, join, decode },
+  TR_DIFF_BY_MAP(XX)
+#undef XX
 };
-_Static_assert(sizeof(by_specs) / sizeof(by_specs[0]) ==
-                   sizeof(bys) / sizeof(bys[0]) - 1,
-               "a by_specs row per value of ?by=");
 
+#define NBYS (sizeof(by_specs) / sizeof(by_specs[0]))
+
+/* The row of by, a value tr_diff_bys holds (the last when none). */
 static const struct by_spec *spec_of(const char *by)
 {
   size_t i = 0;
 
-  while (bys[i + 1] != NULL && strcmp(bys[i], by) != 0)
+  while (i + 1 < NBYS && strcmp(by_specs[i].by, by) != 0)
     i++;
   return &by_specs[i];
 }
@@ -232,33 +217,36 @@ static int diff_rows(struct store *st, const char *by, bool norm,
   return 0;
 }
 
-/* TR_ENOTFOUND / TR_ECONFLICT naming side->field unless the capture exists
- * and is done; then its TP and device. */
+/* Its name, then TR_ENOTFOUND / TR_ECONFLICT naming side->field unless the
+ * capture exists and is done; then its TP and device. */
 static int side_capture(struct store *st, struct side *sd, struct tr_err *err)
 {
   sqlite3_stmt *s;
-  int rc = store__stmt(st,
-                       "SELECT c.status, json_extract(c.params, '$.tp'),"
-                       " (SELECT count(*) FROM ranks WHERE capture_id = c.id"
-                       "  AND status = 'done'),"
-                       " (SELECT min(device) FROM ranks WHERE capture_id = c.id"
-                       "  AND status = 'done') FROM captures c WHERE c.id = ?1",
-                       &s, err);
+  int rc;
+
+  store__capture_name(st, sd->id, sd->name);
+  rc = store__stmt(st,
+                   "SELECT c.status, json_extract(c.params, '$.tp'),"
+                   " (SELECT count(*) FROM ranks WHERE capture_id = c.id"
+                   "  AND status = 'done'),"
+                   " (SELECT min(device) FROM ranks WHERE capture_id = c.id"
+                   "  AND status = 'done') FROM captures c WHERE c.id = ?1",
+                   &s, err);
 
   if (rc < 0)
     return rc;
   sqlite3_bind_int64(s, 1, sd->id);
   rc = sqlite3_step(s);
   if (rc == SQLITE_DONE) {
-    rc = tr_err_set(err, TR_ENOTFOUND, sd->field, "%s: no capture %lld",
-                    sd->field, (long long)sd->id);
+    rc = tr_err_set(err, TR_ENOTFOUND, sd->field, "%s: no capture %s",
+                    sd->field, sd->name);
   } else if (rc != SQLITE_ROW) {
     rc = store__db_err(st, "diff", err);
   } else if (!sd->finishing &&
              strcmp((const char *)sqlite3_column_text(s, 0), "done")) {
     rc = tr_err_set(err, TR_ECONFLICT, sd->field,
-                    "%s: capture %lld is %s, not done", sd->field,
-                    (long long)sd->id, sqlite3_column_text(s, 0));
+                    "%s: capture %s is %s, not done", sd->field, sd->name,
+                    sqlite3_column_text(s, 0));
   } else {
     rc = 0;
     sd->tp = sqlite3_column_type(s, 1) == SQLITE_INTEGER
@@ -331,10 +319,10 @@ static void warn_taxonomy(json_t *w, const struct side *x, const struct side *y)
 {
   if (x->has_decode && !x->has_dummy && y->has_dummy)
     warn(w, "pre_taxonomy",
-         "%s (capture %lld) has decode labels but no dummy_* labels while "
+         "%s (capture %s) has decode labels but no dummy_* labels while "
          "%s has them: it may predate the run-label taxonomy and count "
          "dummy steps as decode, so step counts may not compare",
-         x->field, (long long)x->id, y->field);
+         x->field, x->name, y->field);
 }
 
 json_t *store__side_warnings(const struct side *a, const struct side *b)
@@ -351,9 +339,9 @@ json_t *store__side_warnings(const struct side *a, const struct side *b)
   for (int i = 0; i < 2; i++) {
     if (!sides[i]->has_steps)
       warn(w, "no_labels",
-           "%s (capture %lld) has no run labels (no steps): step counts "
+           "%s (capture %s) has no run labels (no steps): step counts "
            "and per-step figures are unknown",
-           sides[i]->field, (long long)sides[i]->id);
+           sides[i]->field, sides[i]->name);
   }
   if (a->has_steps && b->has_steps && strcmp(a->kinds, b->kinds) != 0)
     warn(w, "different_step_kinds", "different step kinds: a [%s], b [%s]",
@@ -369,7 +357,7 @@ json_t *store__side_warnings(const struct side *a, const struct side *b)
 
 static int check_opts(const struct store_diff_opts *o, struct tr_err *err)
 {
-  int rc = store__check_enum(o->by, bys, "by", err);
+  int rc = store__check_enum(o->by, tr_diff_bys, "by", err);
 
   if (rc == 0)
     rc = store__check_enum(o->norm, norms, "norm", err);
@@ -377,7 +365,8 @@ static int check_opts(const struct store_diff_opts *o, struct tr_err *err)
     rc = tr_err_set(err, TR_EINVAL, "rank", "rank must be >= 0");
   if (rc == 0 && o->limit < 0)
     rc = tr_err_set(err, TR_EINVAL, "limit", "limit must be >= 0");
-  if (rc == 0 && o->kind != NULL && !spec_of(o->by ? o->by : "kernel")->decode)
+  if (rc == 0 && o->kind != NULL &&
+      !spec_of(o->by ? o->by : tr_diff_bys[0])->decode)
     rc = tr_err_set(err, TR_EINVAL, "kind",
                     "kind applies to by=module, layer or op");
   return rc;
@@ -429,9 +418,9 @@ static int load_side(struct store *st, struct side *sd, int rank, bool norm,
     rc = kind_steps(st, sd, rank, kind, err);
   if (rc == 0 && norm && sd->real_steps == 0)
     rc = tr_err_set(err, TR_EINVAL, "norm",
-                    "norm=per_step: %s (capture %lld) has no %s%s to count "
+                    "norm=per_step: %s (capture %s) has no %s%s to count "
                     "steps by",
-                    sd->field, (long long)sd->id,
+                    sd->field, sd->name,
                     kind ? kind
                          : "prefill or "
                            "decode",
@@ -443,7 +432,7 @@ static int diff_in_txn(struct store *st, struct side *a, struct side *b,
                        const struct store_diff_opts *o, json_t *res,
                        struct tr_err *err)
 {
-  const char *by = o->by ? o->by : "kernel";
+  const char *by = o->by ? o->by : tr_diff_bys[0];
   bool norm = o->norm && strcmp(o->norm, "per_step") == 0;
   json_t *rows = NULL, *cats = NULL;
   int rc = load_side(st, a, o->rank, norm, o->kind, err);

@@ -480,6 +480,7 @@ static int spec_each(struct store *st, const void *ctx,
 int store__rank_exists(struct store *st, int64_t capture_id, int rank,
                        struct tr_err *err)
 {
+  char name[STORE_NAME_MAX];
   sqlite3_stmt *s;
   int rc = store__stmt_id(st,
                           "SELECT status FROM ranks WHERE capture_id = ?1"
@@ -494,8 +495,8 @@ int store__rank_exists(struct store *st, int64_t capture_id, int rank,
     rc = 0;
   else if (rc == SQLITE_ROW || rc == SQLITE_DONE)
     rc = tr_err_set(err, TR_ENOTFOUND, "rank",
-                    "capture %lld has no indexed rank %d",
-                    (long long)capture_id, rank);
+                    "capture %s has no indexed rank %d",
+                    store__capture_name(st, capture_id, name), rank);
   else
     rc = store__db_err(st, "rank", err);
   store__done(s);

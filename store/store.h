@@ -276,8 +276,8 @@ int store_table(struct store *st, enum tr_table t, const struct store_query *q,
 
 struct store_diff_opts {
   int rank;         /* -1: all ranks summed */
-  const char *by;   /* kernel|category|step|family|module|layer|op; NULL:
-                       kernel */
+  const char *by;   /* one of tr_diff_bys (common/summary.h); NULL: the
+                       first, kernel */
   const char *kind; /* NULL: every step kind; else (module, layer, op
                        only) that kind, per_step by its steps */
   const char *norm; /* none|per_step; NULL: none */

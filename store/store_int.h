@@ -140,8 +140,17 @@ int store__rows_each(struct store *st, sqlite3_stmt *stmt, store__row_fn fn,
 /* The JSON value of a column holding JSON text (NULL -> json null). */
 json_t *store__col_json(sqlite3_stmt *stmt, int col);
 
-/* Records TR_ENOTFOUND "no capture <id>" (field "id") and returns it. */
-int store__no_capture(int64_t id, struct tr_err *err);
+/* Bytes of a capture's name (store__capture_name()). */
+#define STORE_NAME_MAX 160
+
+/* How the store's messages name capture id: its number, or, in a lab
+ * view's file where id is a copy of a fleet's capture, as its node names
+ * it ("n1:5", docs/FLEET.md), so that an answer about a copy reads as
+ * the node's own. Into buf (STORE_NAME_MAX bytes); returns buf. */
+const char *store__capture_name(struct store *st, int64_t id, char *buf);
+
+/* Records TR_ENOTFOUND "no capture <name>" (field "id") and returns it. */
+int store__no_capture(struct store *st, int64_t id, struct tr_err *err);
 
 /* store__stmt(), then binds ?1 = id and, when the statement has a ?2,
  * ?2 = rank. */
@@ -247,6 +256,7 @@ int store__sums_write(struct store *st, int64_t id, struct tr_err *err);
 /* diff.c: one run as /diff's warnings (and the verdicts) see it. */
 struct store__side {
   int64_t id;
+  char name[STORE_NAME_MAX]; /* store__capture_name()'s, once loaded */
   const char *field;  /* the query parameter naming it ("a", "b") */
   int64_t tp;         /* params.tp, else its number of ranks */
   int64_t real_steps; /* prefill + decode, the largest per-rank count */

@@ -585,14 +585,14 @@ static int verdict_in(struct store *st, int64_t id, int64_t base, int threshold,
                       json_t **out, struct tr_err *err)
 {
   const char *source = "asked";
-  char status[16];
+  char status[16], name[STORE_NAME_MAX];
   bool pin = false;
   int rc = store__capture_exists(st, id, status, err);
 
   if (rc == 0 && strcmp(status, "done") != 0)
     rc = tr_err_set(err, TR_ECONFLICT, "id",
-                    "capture %lld is %s: a verdict is made when it is done",
-                    (long long)id, status);
+                    "capture %s is %s: a verdict is made when it is done",
+                    store__capture_name(st, id, name), status);
   if (rc == 0 && base == 0 && (rc = stored_verdict(st, id, out, err)) == 1)
     rc = find_baseline(st, id, &base, &source, err) == 0 ? 1 : TR_EDB;
   if (rc == 1 || (rc == 0 && base > 0))

@@ -3,6 +3,7 @@
 # to end on the ATOM simulator (sim/) with the real traced binary.
 traced_c_test(test_capture_layout traced_daemon test_capture_layout.c)
 traced_c_test(test_capture_loop traced_daemon test_capture_loop.c)
+traced_c_test(test_capture_phases traced_common test_capture_phases.c)
 traced_py_test(test_capture test_capture.py)
 traced_py_test(test_capture_faults test_capture_faults.py)
 traced_py_test(test_capture_cancel test_capture_cancel.py)
@@ -13,6 +14,21 @@ foreach(case blocking_export_bench blocking_export_daemon
         export_failure_and_presets every_preset launch_faults)
   traced_py_test(test_capture_atom_${case} test_capture_atom.py ${case})
 endforeach()
+# What traced settles before ATOM runs (atom/launch.c), a dead exporter,
+# the scripts' python: each case its own entry.
+foreach(case v4_level refused dead_exporter python)
+  traced_py_test(test_capture_foresee_${case} test_capture_foresee.py ${case})
+endforeach()
+# ATOM in its own container: GPU holders by the KFD device, memory held
+# from outside, and what the scripts' pkill patterns match. The patterns
+# match across the machine and every capture judges what they match: the
+# case that plants such a process runs alone.
+foreach(case container kill_patterns)
+  traced_py_test(test_capture_container_${case} test_capture_container.py
+                 ${case})
+endforeach()
+set_tests_properties(test_capture_container_kill_patterns PROPERTIES
+                     RUN_SERIAL TRUE)
 # A fresh ATOM container (docs/ATOM.md): each point its own entry, so that
 # they run side by side.
 foreach(case folders presets seqs template failures budgets partial daemon

@@ -1,8 +1,8 @@
 # The ATOM simulator (sim/): scripts, server, bench, fault switches and its
-# strictness, in four groups that ctest can run side by side. They run none
+# strictness, in five groups that ctest can run side by side. They run none
 # of traced's code: the sanitizer build leaves them to the release one.
 if(NOT TRACED_SANITIZE)
-  foreach(group scripts server faults strict)
+  foreach(group scripts server faults strict container)
     traced_py_test(test_sim_${group} test_sim.py ${group})
   endforeach()
 endif()

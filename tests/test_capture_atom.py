@@ -198,25 +198,38 @@ def flag_values(words):
     return out
 
 
-def check_preset_argv(argv, entry, variant, what):
+def preset_words(entry, variant):
+    return shlex.split(entry.get("config", {}).get("extra_args", "")) + \
+        shlex.split(variant.get("extra_args", ""))
+
+
+def check_preset_argv(argv, entry, variant, what, root):
     """The server's argv holds the preset's TP and every flag of its
     config's and variant's extra_args with its value (JSON values compared
-    parsed: traced passes them compact)."""
+    parsed: traced passes them compact), a --draft-model hub id as the
+    folder beside the model, and DeepSeek-V4's --level 0 (but where a
+    piecewise CUDA-graph mode needs ATOM's level 3)."""
     tp = entry.get("config", {}).get("tp", ATOM_DEFAULT_TP)
     check_eq(option(argv, "-tp"), str(tp), what + ": -tp")
-    words = shlex.split(entry.get("config", {}).get("extra_args", "")) + \
-        shlex.split(variant.get("extra_args", ""))
+    words = preset_words(entry, variant)
     for flag, value in flag_values(words):
         if value is None:
             check(flag in argv, "%s: %s not in %s" % (what, flag, argv))
             continue
         got = option(argv, flag)
+        if flag == "--draft-model":
+            value = os.path.join(root, os.path.basename(value))
         if value.startswith(("{", "[")):
             check_eq(json.loads(got), json.loads(value), what + ": " + flag)
         else:
             check_eq(got, value, what + ": " + flag)
     if entry.get("config", {}).get("trust_remote_code"):
         check("--trust-remote-code" in argv, what + ": --trust-remote-code")
+    v4 = os.path.basename(entry["path"]).startswith("DeepSeek-V4")
+    piecewise = "PIECEWISE" in (dict(flag_values(words)).get(
+        "--cudagraph-mode") or "")
+    check_eq(option(argv, "--level"), "0" if v4 and not piecewise else None,
+             what + ": --level")
 
 
 def every_preset():
@@ -232,7 +245,9 @@ def every_preset():
     with rig:
         for entry in doc["models"]:
             for variant in entry.get("variants", [{"label": ""}]):
-                for p in (entry["path"], variant.get("path")):
+                draft = dict(flag_values(preset_words(entry, variant)))
+                for p in (entry["path"], variant.get("path"),
+                          draft.get("--draft-model")):
                     if p:
                         model_dir(root, os.path.basename(p),
                                   template="{{ messages }}")
@@ -242,7 +257,8 @@ def every_preset():
                 cid = rig.capture(model=os.path.join(
                     root, os.path.basename(entry["path"])), tp=None, **extra)
                 rig.wait_phase(cid, "benchmark", timeout=90)
-                check_preset_argv(server_argv(rig), entry, variant, what)
+                check_preset_argv(server_argv(rig), entry, variant, what,
+                                  root)
                 code, _ = rig.d.delete("/captures/%d" % cid)
                 check_eq(code, 202, what + ": DELETE")
                 check_eq(rig.wait(cid)["status"], "cancelled", what)

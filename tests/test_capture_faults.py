@@ -5,9 +5,11 @@ The captures run one after the other on one traced; each gets its fault
 through the request's env (ATOM_SIM_FAULTS reaches the server)."""
 import os
 import re
+import socket
 
 from test_capture_lib import (Rig, check, check_eq, check_rank_figures,
                               rank_gz, run_cases)
+from tracedtest import SIM_VENV_BIN
 
 
 def faulty(rig, fault, **params):
@@ -41,9 +43,11 @@ def faults_before_the_bench():
                faulty(rig, "fatal_marker=Memory access fault by GPU node-2"),
                rig.capture(tp=1)]
         cap = rig.wait(ids[0])
-        expect(cap, "failed", "launching", "start script exited 1")
-        check("Server process died" in cap["error"]["log_tail"],
-              cap["error"]["log_tail"])
+        expect(cap, "failed", "launching", "start script exited 1",
+               "the server log says: RuntimeError: Engine core "
+               "initialization failed")
+        check("Traceback (most recent call last)" in
+              cap["error"]["log_tail"], cap["error"]["log_tail"])
         cap = rig.wait(ids[1])
         expect(cap, "failed", "waiting_ready", "log silent for 6 s")
         stop_ran_after(rig, cap)
@@ -58,6 +62,47 @@ def faults_before_the_bench():
             f.write("previous run: proc died\n")
         cap = rig.wait(ids[3])
         expect(cap, "done", "done")
+
+
+def server_log(cap):
+    with open(os.path.join(cap["log_dir"], "server.log")) as f:
+        return f.read()
+
+
+def early_deaths():
+    """A server that dies while loading: the capture's error quotes what
+    decided it (a traceback's exception, else the first error line, else
+    the log's last line), and logs/<id>/server.log keeps the launch's whole
+    log, header first, after the next launch truncated ATOM's."""
+    rig = Rig()
+    blocker = socket.socket()
+    with rig:
+        # An engine argument ATOM refuses: ValueError, traceback, exit 1.
+        first = rig.wait(rig.capture(server_args=["--method", "eagle3"]))
+        expect(first, "failed", "launching", "the server died while loading",
+               "the server log says: ValueError: --draft-model is required "
+               "when --method eagle3.")
+        # Its port taken (bound, not listening: the start script's curl is
+        # refused): uvicorn's error line, no traceback.
+        blocker.bind(("127.0.0.1", rig.port))
+        cap = rig.wait(rig.capture())
+        blocker.close()
+        expect(cap, "failed", "launching", "the server log says: ERROR:",
+               "address already in use")
+        log = server_log(first)
+        check(log.startswith("====") and "ATOM Server Launcher" in log and
+              "ValueError: --draft-model is required" in log, log[-2000:])
+        check("address already in use" in server_log(cap),
+              server_log(cap)[-2000:])
+    # ATOM's module not importable by the scripts' `python`: its last line.
+    path = os.pathsep.join(d for d in rig.env["PATH"].split(os.pathsep)
+                           if d != SIM_VENV_BIN)
+    rig = Rig(sim_env={"PATH": path, "SIM_PYTHON": "python3"})
+    with rig:
+        cap = rig.wait(rig.capture())
+        expect(cap, "failed", "launching", "the server log says: ",
+               "No module named 'atom'")
+        check("No module named 'atom'" in server_log(cap), server_log(cap))
 
 
 def faults_in_the_bench():
@@ -124,5 +169,5 @@ def faults_in_the_export():
 
 
 if __name__ == "__main__":
-    run_cases([faults_before_the_bench, faults_in_the_bench,
+    run_cases([faults_before_the_bench, early_deaths, faults_in_the_bench,
                faults_in_the_export])

@@ -6,6 +6,12 @@
  * variants and their checkpoint, bench args and env; words made to survive
  * the start script's re-splitting; the chat template found without a
  * preset; FIFOs and giant files in a model folder refused, not waited on.
+ * What traced foresees of a launch (atom/launch.c): DeepSeek-V4's --level
+ * 0 (by its preset, by its config.json, never over a request's --level or
+ * a piecewise CUDA-graph mode); a preset's --draft-model hub id launched
+ * from the folder beside the model, or refused naming it; the bench
+ * backends that can start the profiler; the GPUs a launch takes; and the
+ * pkill patterns of a script in the forms ATOM's scripts write them.
  */
 #include <fcntl.h>
 #include <stdlib.h>
@@ -15,8 +21,10 @@
 
 #include "check.h"
 #include "common/lifecycle.h"
+#include "atom/launch.h"
 #include "atom/preset.h"
 #include "atom/plan.h"
+#include "atom/scripts.h"
 
 static char root[64];
 static struct cfg cfg;
@@ -424,6 +432,235 @@ static void plan_several_encoders(void)
   cap_plan_free(p);
 }
 
+/* ---- what traced foresees of a launch (atom/launch.c) and the pkill
+ * patterns of ATOM's scripts (atom/scripts.c), with ATOM's own models.json
+ * (tests/data/atom/models.json, a verbatim copy) ---- */
+
+static void use_models(const char *rel)
+{
+  struct tr_err err = { 0 };
+  char path[512];
+
+  snprintf(path, sizeof(path), "%s/tests/data/%s",
+           getenv("SRC_DIR") ? getenv("SRC_DIR") : ".", rel);
+  CHECK_INT(cfg_set(&cfg, "models_json", path, &err), 0);
+}
+
+/* A model folder under root, with a tokenizer_config.json and (if given)
+ * a config.json; its path into out. */
+static const char *model(const char *name, const char *config, char *out,
+                         size_t size)
+{
+  char file[512];
+
+  snprintf(out, size, "%s/%s", root, name);
+  mkdir(out, 0755);
+  snprintf(file, sizeof(file), "%s/tokenizer_config.json", out);
+  write_file(file, "{\"chat_template\": \"{{ m }}\"}");
+  if (config != NULL) {
+    snprintf(file, sizeof(file), "%s/config.json", out);
+    write_file(file, config);
+  }
+  return out;
+}
+
+/* The words after the script's, joined by blanks. */
+static char *start_words(const struct cap_plan *p)
+{
+  static char buf[4096];
+  size_t used = 0;
+
+  buf[0] = '\0';
+  for (char *const *w = p->start_argv + 4; *w != NULL; w++)
+    used += (size_t)snprintf(buf + used, sizeof(buf) - used, "%s%s",
+                             used ? " " : "", *w);
+  return buf;
+}
+
+static json_t *extra(const struct cap_plan *p, const char *key)
+{
+  return json_object_get(p->extra, key);
+}
+
+/* The V4 preset and a V4 checkpoint get --level 0, last; a request's
+ * --level and a piecewise CUDA-graph mode keep theirs. */
+static void launch_v4_level(void)
+{
+  use_models("atom/models.json");
+  char m[256], body[512];
+  struct cap_plan *p = NULL;
+  struct tr_err err;
+
+  snprintf(body, sizeof(body), "{\"model\":\"%s\",\"tp\":8}",
+           model("DeepSeek-V4-Pro", NULL, m, sizeof(m)));
+  CHECK_INT(build(body, &p, &err), 0);
+  CHECK(strstr(start_words(p), "--no-enable_prefix_caching --level 0") != NULL);
+  CHECK_INT(json_integer_value(json_object_get(extra(p, "level"), "value")), 0);
+  CHECK(strstr(json_string_value(json_object_get(extra(p, "level"), "why")),
+               "deepseek-ai/DeepSeek-V4-Pro") != NULL);
+  cap_plan_free(p);
+  snprintf(body, sizeof(body),
+           "{\"model\":\"%s\",\"tp\":8,\"server_args\":[\"--level\",\"3\"]}",
+           m);
+  CHECK_INT(build(body, &p, &err), 0);
+  CHECK(strstr(start_words(p), "--level 0") == NULL);
+  CHECK(json_is_false(json_object_get(extra(p, "level"), "added")));
+  cap_plan_free(p);
+  /* DSpark's checkpoint: --cudagraph-mode PIECEWISE needs level 3. */
+  model("DeepSeek-V4-Pro-DSpark", NULL, m, sizeof(m));
+  snprintf(body, sizeof(body),
+           "{\"model\":\"%s/DeepSeek-V4-Pro\",\"variant\":\"DPA DSpark\"}",
+           root);
+  CHECK_INT(build(body, &p, &err), 0);
+  CHECK(strstr(start_words(p), "--level") == NULL);
+  CHECK(strstr(json_string_value(json_object_get(extra(p, "level"), "why")),
+               "PIECEWISE") != NULL);
+  cap_plan_free(p);
+  /* No preset, a V4 architecture in config.json. */
+  snprintf(body, sizeof(body), "{\"model\":\"%s\",\"tp\":2}",
+           model("My-Finetune",
+                 "{\"architectures\": "
+                 "[\"DeepseekV4ForCausalLM\"]}",
+                 m, sizeof(m)));
+  CHECK_INT(build(body, &p, &err), 0);
+  CHECK(strstr(start_words(p), "--level 0") != NULL);
+  CHECK(strstr(json_string_value(json_object_get(extra(p, "level"), "why")),
+               "config.json: DeepseekV4ForCausalLM") != NULL);
+  cap_plan_free(p);
+  snprintf(body, sizeof(body), "{\"model\":\"%s\",\"tp\":2}",
+           model("Plain", "{\"architectures\": [\"LlamaForCausalLM\"]}", m,
+                 sizeof(m)));
+  CHECK_INT(build(body, &p, &err), 0);
+  CHECK(strstr(start_words(p), "--level") == NULL);
+  cap_plan_free(p);
+}
+
+/* Kimi-K3's DSpark names --draft-model Inferact/Kimi-K3-DSpark: the
+ * folder beside the model is launched, or the request is refused naming
+ * it (hub ids allowed: passed on). */
+static void launch_draft_model(void)
+{
+  char m[256], d[256], body[512];
+  struct cap_plan *p = NULL;
+  struct tr_err err;
+  struct tr_preset pre = { 0 };
+  json_t *params;
+
+  snprintf(body, sizeof(body), "{\"model\":\"%s\",\"variant\":\"DSpark\"}",
+           model("Kimi-K3", NULL, m, sizeof(m)));
+  CHECK_INT(build(body, &p, &err), TR_EINVAL);
+  CHECK_STR(err.field, "variant");
+  snprintf(d, sizeof(d), "no folder %s/Kimi-K3-DSpark", root);
+  CHECK(strstr(err.msg, d) != NULL);
+  CHECK(strstr(err.msg, "Inferact/Kimi-K3-DSpark") != NULL);
+  /* The API refuses it the same way, before anything is queued. */
+  params = json_loads(body, 0, NULL);
+  CHECK_INT(tr_preset_find(cfg.models_json, m, "DSpark", &pre, &err), 1);
+  CHECK_INT(tr_atom_request_check(&cfg, &pre, params, m, &err), TR_EINVAL);
+  CHECK_STR(err.field, "variant");
+  model("Kimi-K3-DSpark", NULL, d, sizeof(d));
+  CHECK_INT(tr_atom_request_check(&cfg, &pre, params, m, &err), 0);
+  tr_preset_free(&pre);
+  json_decref(params);
+  CHECK_INT(build(body, &p, &err), 0);
+  CHECK(strstr(start_words(p), d) != NULL);
+  CHECK(strstr(start_words(p), "Inferact") == NULL);
+  CHECK_STR(
+      json_string_value(json_object_get(
+          json_object_get(extra(p, "preset"), "draft_model"), "launched")),
+      d);
+  cap_plan_free(p);
+  /* MiniMax's EAGLE3, with hub ids allowed and no folder: passed on. */
+  cfg.allow_hub_ids = 1;
+  snprintf(body, sizeof(body), "{\"model\":\"%s\",\"variant\":\"EAGLE3\"}",
+           model("MiniMax-M3-MXFP8", NULL, m, sizeof(m)));
+  CHECK_INT(build(body, &p, &err), 0);
+  CHECK(strstr(start_words(p), "--draft-model Inferact/MiniMax-M3-EAGLE3") !=
+        NULL);
+  cap_plan_free(p);
+  cfg.allow_hub_ids = 0;
+}
+
+/* With the bench starting the profiler, only the completions backends. */
+static void launch_bench_backend(void)
+{
+  char *chat[] = { "--seed", "1", "--backend", "openai-chat", NULL };
+  char *tgi[] = { "--backend=tgi", NULL };
+  char *sglang[] = { "--backend", "openai-chat", "--backend=sglang", NULL };
+  struct tr_err err = { 0 };
+
+  CHECK_INT(tr_atom_bench_backend(&cfg, chat, &err), TR_EINVAL);
+  CHECK_STR(err.field, "bench_args");
+  CHECK(strstr(err.msg, "openai-chat") != NULL);
+  CHECK(strstr(err.msg, "backend_request_func.py:338") != NULL);
+  tr_err_clear(&err);
+  CHECK_INT(tr_atom_bench_backend(&cfg, tgi, &err), TR_EINVAL);
+  CHECK(strstr(err.msg, "generate_stream") != NULL);
+  CHECK_INT(tr_atom_bench_backend(&cfg, sglang, &err), 0);
+  cfg.profile_control = CFG_PROFILE_DAEMON;
+  CHECK_INT(tr_atom_bench_backend(&cfg, chat, &err), 0);
+  cfg.profile_control = CFG_PROFILE_BENCH;
+}
+
+/* The GPUs: 0..N-1, or HIP_VISIBLE_DEVICES'; the share asked. */
+static void launch_gpus(void)
+{
+  char *words[] = { "--gpu-memory-utilization", "0.8", NULL };
+  char *none[] = { NULL };
+  json_t *env = json_pack("{s:s}", "HIP_VISIBLE_DEVICES", "4, 6,7");
+  int gpus[TR_ATOM_GPUS_MAX];
+  double util;
+
+  CHECK_INT(tr_atom_launch_gpus(none, NULL, 3, gpus, &util), 3);
+  CHECK_INT(gpus[2], 2);
+  CHECK(util == TR_ATOM_GPU_MEM_UTIL);
+  CHECK_INT(tr_atom_launch_gpus(words, env, 2, gpus, &util), 2);
+  CHECK_INT(gpus[0], 4);
+  CHECK_INT(gpus[1], 6);
+  CHECK(util == 0.8);
+  json_object_set_new(env, "GPU_MEM_UTIL", json_string("0.5"));
+  CHECK_INT(tr_atom_launch_gpus(none, env, 8, gpus, &util), 3);
+  CHECK(util == 0.5);
+  json_decref(env);
+}
+
+/* The pkill patterns, in the forms of ATOM's start and stop scripts: a
+ * literal, an array walked by a for loop, pgrep left out, comments and
+ * strings that only mention pkill left out. */
+static void scripts_kill_patterns(void)
+{
+  const char *text =
+      "#!/bin/bash\n"
+      "# pkill -f 'not.in.a.comment'\n"
+      "pkill -f 'atom.entrypoints' 2>/dev/null || true\n"
+      "echo \"pkill -f 'not.a.command'\"\n"
+      "pkill -9 -f \"multiprocessing.spawn\" 2>/dev/null || true\n"
+      "PATTERNS=(\n"
+      "    'atom.entrypoints'   # again\n"
+      "    'lm_eval'\n"
+      ")\n"
+      "count() { n=$(pgrep -f \"$pat\" 2>/dev/null | wc -l); }\n"
+      "for pat in \"${PATTERNS[@]}\"; do\n"
+      "    pkill -TERM -f \"$pat\" 2>/dev/null || true\n"
+      "done\n"
+      "pkill python3\n"
+      "pkill -f \"$nowhere\"\n";
+  struct tr_kill_patterns p = { 0 };
+
+  CHECK_INT(tr_kill_patterns_parse(text, &p), 0);
+  CHECK_INT((int)p.n, 4);
+  CHECK_STR(p.v[0].pattern, "atom.entrypoints");
+  CHECK_INT(p.v[0].line, 3);
+  CHECK_STR(p.v[1].pattern, "multiprocessing.spawn");
+  CHECK_STR(p.v[2].pattern, "lm_eval");
+  CHECK_INT(p.v[2].full, 1);
+  CHECK_INT(p.v[2].line, 12);
+  CHECK_STR(p.v[3].pattern, "python3");
+  CHECK_INT(p.v[3].full, 0);
+  CHECK(strstr(p.unresolved, "$nowhere") != NULL);
+  tr_kill_patterns_free(&p);
+}
+
 int main(void)
 {
   char cmd[128];
@@ -441,6 +678,11 @@ int main(void)
   RUN(plan_chat_template);
   RUN(plan_makes_atom_folders);
   RUN(plan_several_encoders);
+  RUN(launch_v4_level);
+  RUN(launch_draft_model);
+  RUN(launch_bench_backend);
+  RUN(launch_gpus);
+  RUN(scripts_kill_patterns);
   cfg_free(&cfg);
   snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
   CHECK(system(cmd) == 0);

@@ -190,6 +190,59 @@ static void config_example_file_is_the_rows(void)
   cfg_free(&cfg);
 }
 
+/* The text of path, NUL-terminated, or NULL. Caller frees. */
+static char *slurp(const char *path)
+{
+  FILE *f = fopen(path, "r");
+  char *text = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&text, &len);
+  int c;
+
+  while (f != NULL && out != NULL && (c = fgetc(f)) != EOF)
+    fputc(c, out);
+  if (out != NULL)
+    fclose(out);
+  if (f == NULL) {
+    free(text);
+    return NULL;
+  }
+  fclose(f);
+  return text;
+}
+
+/* docs/API.md's table of configuration keys is the rows, as
+ * `traced --help-markdown` prints them (cfg_markdown()): every setting
+ * with its values, default and help, none other. */
+static void config_api_md_is_the_rows(void)
+{
+  static const char open_mark[] = "<!-- settings: traced --help-markdown -->\n",
+                    close_mark[] = "<!-- /settings -->\n";
+  const char *dir = getenv("SRC_DIR");
+  char path[1024], *doc, *from, *to, *want = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&want, &len);
+
+  snprintf(path, sizeof(path), "%s/docs/API.md", dir ? dir : ".");
+  CHECK((doc = slurp(path)) != NULL);
+  CHECK(f != NULL);
+  cfg_markdown(f);
+  fclose(f);
+  from = strstr(doc, open_mark);
+  CHECK(from != NULL);
+  from += sizeof(open_mark) - 1;
+  to = strstr(from, close_mark);
+  CHECK(to != NULL);
+  *to = '\0';
+  if (strcmp(from, want) != 0)
+    fprintf(stderr,
+            "docs/API.md's configuration keys are not CFG_SETTINGS': put "
+            "`build/traced --help-markdown` between its marks\n");
+  CHECK_STR(from, want);
+  free(want);
+  free(doc);
+}
+
 /* The byte caps: digits with K, M, G or T, at least 1M; the defaults fit a
  * real 30 GB rank (docs/SECURITY.md). */
 static void config_byte_caps(void)
@@ -224,8 +277,10 @@ static void config_byte_caps(void)
 static void config_fleet_keys(void)
 {
   static const char *const bad[][2] = {
-    { "node_name", "a:b" },       { "node_name", "has space" },
-    { "node_url", "javascript:1" }, { "node_url", "http://a b" },
+    { "node_name", "a:b" },
+    { "node_name", "has space" },
+    { "node_url", "javascript:1" },
+    { "node_url", "http://a b" },
   };
   struct cfg cfg;
   struct tr_err err = { 0 };
@@ -263,6 +318,7 @@ int main(void)
   RUN(config_perfetto_ui_url);
   RUN(config_loopback_is_numeric);
   RUN(config_example_file_is_the_rows);
+  RUN(config_api_md_is_the_rows);
   RUN(config_byte_caps);
   RUN(config_fleet_keys);
   return 0;

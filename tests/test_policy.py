@@ -177,9 +177,19 @@ def server_and_bench_words():
                            (models + "/../M", "without \".\" or \"..\""),
                            ("Qwen/Qwen3-0.6B", "allow_hub_ids")):
                 refused(d, m, "model", [why])
+            # The preset's --draft-model hub id without its folder beside
+            # the model (atom/launch.c); a bench backend that cannot start
+            # the profiler.
+            refused(d, minimax, "variant", ["MiniMax-M3-EAGLE3"],
+                    variant="EAGLE3")
+            refused(d, model, "bench_args", ["openai-chat"],
+                    bench_args=["--backend", "openai-chat"])
+            os.makedirs(os.path.join(os.path.dirname(minimax),
+                                     "MiniMax-M3-EAGLE3"))
             # Allowed: ATOM's options with good values, a template file
             # and a draft folder under model_roots, the preset's own
-            # --trust-remote-code (Kimi) and hub id (MiniMax's EAGLE3).
+            # --trust-remote-code (Kimi) and draft (MiniMax's EAGLE3,
+            # launched from the folder beside).
             accepted(d, model, server_args=[
                 "--max-num-seqs=16", "--enable-tbo", "--load_dummy", "zero",
                 "--chat-template", tpl, "--draft-model", model,
@@ -188,7 +198,7 @@ def server_and_bench_words():
                 bench_args=["--seed", "4", "--request-rate", "inf",
                             "--metadata", "a=1",
                             "b=2", "--endpoint", "/v1/chat/completions",
-                            "--backend", "openai-chat"])
+                            "--backend", "sglang"])
             accepted(d, kimi, server_args=["--trust-remote-code"])
             accepted(d, minimax, variant="EAGLE3")
             check("no auth_token" in d.log_text(), "start-up warning")

@@ -2,8 +2,8 @@
 (docs/ATOM.md and ATOM's code, sim/README.md): real scripts and server
 processes on free ports, real sockets, a private ATOM_SIM_HOME per case.
 Every case kills whatever it left and removes its home. Standard library
-only. Usage: test_sim.py [GROUP] (scripts, server, faults, strict; all
-without)."""
+only. Usage: test_sim.py [GROUP] (scripts, server, faults, strict,
+container; all without)."""
 import gzip
 import http.client
 import json
@@ -22,8 +22,9 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tracedtest import (SIM_BIN, SRC_DIR, TRACES_DIR, check,  # noqa: E402
-                        check_eq, free_port, sim_path, wait_for)
+from tracedtest import (SIM_BIN, SIM_VENV_BIN, SRC_DIR,  # noqa: E402
+                        TRACES_DIR, check, check_eq, free_port, sim_path,
+                        wait_for)
 
 SCRIPTS = os.path.join(SRC_DIR, "sim", "scripts")
 SIM_PKG = os.path.join(SRC_DIR, "sim", "pkg")
@@ -1182,6 +1183,145 @@ def test_foreign_gpu_holder():
         sim.close()
 
 
+def test_container_mode():
+    """SIM_CONTAINER=1: rocm-smi lists PIDs that are not in /proc (the
+    host's), the server holds the KFD stand-in open exactly while it holds
+    VRAM, and the stop script exits 1 when memory held from outside stays
+    in use after its force kill (stop_atom_server.sh:82-86), as ATOM's
+    does in a container without --pid=host."""
+    sim = Sim(SIM_CONTAINER="1")
+    kfd = sim.path("kfd")
+    open(kfd, "w").close()
+    sim.env["SIM_KFD"] = kfd
+    try:
+        sim.start(tp=2)
+        pid = proc_servers(sim.home)[0]
+        fds = [os.readlink("/proc/%d/fd/%s" % (pid, f))
+               for f in os.listdir("/proc/%d/fd" % pid)]
+        check(os.path.realpath(kfd) in fds, "KFD not held: %s" % fds)
+        out = subprocess.run([ROCM_SMI, "--showpids"], env=sim.env,
+                             stdout=subprocess.PIPE, text=True).stdout
+        rows = [int(x) for x in re.findall(r"^(\d+)\t", out, re.M)]
+        check(rows and all(not os.path.exists("/proc/%d" % r) for r in rows)
+              and pid not in rows, "host PIDs: %s" % out)
+        with open(sim.path("faults"), "w") as f:
+            f.write("host_gpu_pid=%d:7:5\n" % rows[0])
+        r = sim.run("stop_atom_server.sh")
+        check_eq(r.returncode, 1, "stop exit:\n" + r.stdout)
+        check("GPU memory still held after force-kill" in r.stdout, r.stdout)
+        check_eq(sim.vram_gpus(), [7], "VRAM held from outside")
+    finally:
+        sim.close()
+
+
+def test_memory_held_outside():
+    """Memory other processes hold on a GPU of the launch comes out of the
+    server's budget (model_runner.py:1591-1611): with less free than
+    --gpu-memory-utilization asks, the load fails with ATOM's
+    RuntimeError."""
+    sim = Sim()
+    try:
+        sim.faults("host_gpu_pid=4194000:1:20")
+        sim.start(tp=2, expect=1)
+        check("RuntimeError: Per-request cache tensor exceeds available KV "
+              "budget" in sim.log() and "on GPU 1" in sim.log(),
+              sim.log()[-800:])
+        sim.start("--gpu-memory-utilization", "0.8", tp=2)
+        sim.faults("")
+        sim.stop()
+    finally:
+        sim.close()
+
+
+def test_v4_level_and_draft_hub_id():
+    """A DeepSeek-V4 checkpoint (config.json) under ATOM's default level 3
+    dies of the cluster_dims bug in its warm-up compile (the seed's
+    skill); at --level 0 it serves. A --draft-model that is a Hugging Face
+    id cannot be downloaded offline: OSError, exit 1."""
+    sim = Sim()
+    try:
+        with open(os.path.join(sim.model, "config.json"), "w") as f:
+            json.dump({"architectures": ["DeepseekV4ForCausalLM"]}, f)
+        sim.start(tp=2, expect=1)
+        check("torch._inductor.exc.InductorError: AttributeError: "
+              "'KernelMetadata' object has no attribute 'cluster_dims'" in
+              sim.log(), sim.log()[-800:])
+        sim.start("--level", "0", tp=2)
+        sim.stop()
+        sim.start("--method", "eagle3", "--draft-model", "Inferact/Nope",
+                  tp=1, expect=1)
+        check("OSError: We couldn't connect to 'https://huggingface.co'" in
+              sim.log() and "Inferact/Nope" in sim.log(), sim.log()[-800:])
+    finally:
+        sim.close()
+
+
+def test_export_hang():
+    """export_hang=R: rank R writes its .json and then nothing more, no
+    line, no .gz, while the other ranks export."""
+    sim = Sim()
+    try:
+        sim.profiling(2, "export_hang=1")
+        status, _ = sim.http("POST", "/stop_profile", timeout=30)
+        check_eq(status, 200, "rank 0 answered")
+        time.sleep(1.5)
+        gz, js = rank_files(os.path.join(sim.trace_dir, "rank_1"))
+        check_eq((len(gz), len(js)), (0, 1), "rank 1's files")
+        check("Rank 1: stopping profiler" in sim.log() and
+              "Rank 1: profiler stop completed" not in sim.log(),
+              sim.log()[-800:])
+        check(rank_done(os.path.join(sim.trace_dir, "rank_0")), "rank 0")
+    finally:
+        sim.close()
+
+
+def test_scripts_python_and_pkill():
+    """The scripts run the bare `python` of PATH, as ATOM's: without the
+    stand-in for ATOM's /opt/venv/bin the server cannot import its module
+    and the start script reports its death. The stop script pkills ATOM's
+    patterns over this home's processes: an lm_eval of this home goes, one
+    of another home stays."""
+    sim = Sim()
+    other = tempfile.mkdtemp(prefix="other-home-")
+    plant = ["bash", "-c", 'exec -a "$0" sleep 60', "lm_eval --tasks x"]
+    try:
+        path = os.pathsep.join(d for d in sim.env["PATH"].split(os.pathsep)
+                               if d != SIM_VENV_BIN)
+        r = sim.start(env={"PATH": path, "SIM_PYTHON": "python3"}, expect=1)
+        check("ERROR: Server process died" in r.stdout, r.stdout)
+        check("No module named 'atom'" in sim.log(), sim.log()[-500:])
+        mine = sim.spawn_cmd(plant)
+        theirs = sim.spawn_cmd(plant, env={"ATOM_SIM_HOME": other})
+        wait_for(lambda: b"lm_eval" in open("/proc/%d/cmdline" % mine.pid,
+                                            "rb").read(), 10, "plant")
+        r = sim.run("stop_atom_server.sh")
+        check_eq(r.returncode, 0, r.stdout)
+        check("Sending SIGTERM to ATOM processes" in r.stdout, r.stdout)
+        wait_for(lambda: mine.poll() is not None, 10, "this home's lm_eval")
+        check(theirs.poll() is None, "another home's lm_eval was killed")
+    finally:
+        sim.close()
+        shutil.rmtree(other, ignore_errors=True)
+
+
+def test_chat_backend_cannot_profile():
+    """ATOM's openai-chat request function asserts a chat/completions URL
+    (backend_request_func.py:338-341): with --profile the bench crashes at
+    /start_profile, after its warm-ups."""
+    sim = Sim()
+    try:
+        sim.start(tp=1)
+        r = sim.bench(1, 1, 1, "--backend", "openai-chat", "--endpoint",
+                      "/v1/chat/completions")
+        check(r.returncode != 0, r.stdout)
+        check(r.stdout.find("Warmup completed.") <
+              r.stdout.find("AssertionError: OpenAI Chat Completions API URL "
+                            "must end with 'chat/completions'."), r.stdout)
+        sim.stop()
+    finally:
+        sim.close()
+
+
 def test_run_labels():
     """The exported traces carry ATOM's run labels of the profiled steps:
     prefill and decode, MTP drafts (ffdf3bb5's draft[...], the newer
@@ -1244,6 +1384,10 @@ GROUPS = {
                test_max_num_seqs_queues, test_stop_failed_and_partial_run,
                test_slow_compile_and_export, test_fake_eplb,
                test_foreign_gpu_holder, test_run_labels],
+    "container": [test_container_mode, test_memory_held_outside,
+                  test_v4_level_and_draft_hub_id, test_export_hang,
+                  test_scripts_python_and_pkill,
+                  test_chat_backend_cannot_profile],
 }
 
 

@@ -7,7 +7,8 @@ systemd"):
             writes to and never makes are made by an ExecStartPre=+ step
             (outside the sandbox, before ProtectSystem=strict applies) and
             are writable; no "-" path of ReadWritePaths is left for systemd
-            to skip silently;
+            to skip silently; PATH has ATOM's image Python (/opt/venv/bin)
+            first and ROCm's tools;
   sandbox   a capture of the ATOM simulator runs to done under the unit's
             own sandbox settings, with `systemd-run --property=...`, where
             systemd is PID 1 (skipped, saying so, elsewhere).
@@ -23,7 +24,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_capture_lib import model_dir, run_cases  # noqa: E402
-from tracedtest import (SIM_BIN, SRC_DIR, TRACED_BIN, TRACES_DIR,  # noqa: E402
+from tracedtest import (SRC_DIR, TRACED_BIN, TRACES_DIR,  # noqa: E402
                         Daemon, check, check_eq, free_port, sim_path,
                         wait_for)
 
@@ -102,6 +103,12 @@ def file_says_why():
             check(path[1:] in made, "%s may be skipped: not made by "
                   "ExecStartPre" % path)
     check_eq(keys.get("ProtectSystem"), "strict", "ProtectSystem")
+    # ATOM's scripts run a bare `python`: ATOM's image Python first
+    # (docker/Dockerfile:19), before the system's; ROCm's tools on it.
+    path = keys["Environment"].partition("PATH=")[2].split(":")
+    check_eq(path[0], "/opt/venv/bin", "PATH's first folder")
+    check("/opt/rocm/bin" in path and path.index("/opt/venv/bin") <
+          path.index("/usr/bin"), "PATH: %s" % path)
 
 
 def sandbox_properties(rw):
@@ -171,8 +178,7 @@ def sandbox():
         subprocess.run([os.path.join(SRC_DIR, "sim", "scripts",
                                      "stop_atom_server.sh")],
                        env=dict(os.environ, ATOM_SIM_HOME=home,
-                                PATH=SIM_BIN + os.pathsep +
-                                os.environ.get("PATH", "")),
+                                PATH=sim_path()),
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                        timeout=90)
         shutil.rmtree(top, ignore_errors=True)

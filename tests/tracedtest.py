@@ -24,14 +24,18 @@ TRACED_BIN = os.environ.get("TRACED_BIN") or os.path.join(
 # The simulator's rocm-smi stand-in: ATOM's scripts (and the sim's) exit 1
 # without a rocm-smi on PATH.
 SIM_BIN = os.path.join(SRC_DIR, "sim", "bin")
+# Its stand-in for ATOM's image Python (/opt/venv/bin): the scripts run a
+# bare `python`, which must import ATOM.
+SIM_VENV_BIN = os.path.join(SRC_DIR, "sim", "venv", "bin")
 
 
 def sim_path(path=None):
-    """PATH with the rocm-smi stand-in first (once)."""
+    """PATH with the rocm-smi and Python stand-ins first (once)."""
     path = os.environ.get("PATH", "") if path is None else path
-    if path.split(os.pathsep)[0] == SIM_BIN:
+    first = SIM_BIN + os.pathsep + SIM_VENV_BIN
+    if path.startswith(first):
         return path
-    return SIM_BIN + os.pathsep + path
+    return first + os.pathsep + path
 
 
 def trace_files():

@@ -82,7 +82,7 @@ RESULT_FILE="${OUTPUT_DIR}/benchmark.json"
 bench_header "$(date)" > "$LOG_FILE"
 
 # shellcheck disable=SC2046,SC2086  # split and globbed, as ATOM's
-"$SIM_PY" -u "$SIM_DIR/sim_bench.py" \
+"$ATOM_PY" -u "$SIM_DIR/sim_bench.py" \
     --model="$MODEL" --backend=vllm --base-url="http://localhost:${PORT}" \
     --dataset-name=random \
     --random-input-len="$ISL" --random-output-len="$OSL" \

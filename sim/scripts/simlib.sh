@@ -3,7 +3,12 @@
 # shellcheck shell=bash
 
 SIM_DIR="$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd)"
-SIM_PY="${SIM_PYTHON:-python3}"
+# The sim's own helpers run python3; ATOM's server and bench run the bare
+# `python` of PATH, as ATOM's scripts do (start_atom_server.sh:83,
+# run_benchmark.sh:77): sim/venv/bin stands for ATOM's /opt/venv/bin.
+SIM_PY=python3
+# shellcheck disable=SC2034  # used by the scripts that source this
+ATOM_PY="${SIM_PYTHON:-python}"
 # Absolute, exported: the server inherits it and the scripts match servers
 # by this exact value in /proc/<pid>/environ, so concurrent sims with
 # different homes never touch each other's processes.
@@ -121,3 +126,78 @@ sim_wait_vram_free() {
         sleep "${SIM_POLL_S:-1}"
     done
 }
+
+# The processes of this home (their environment holds our ATOM_SIM_HOME),
+# alive, this shell excepted.
+sim_home_pids() {
+    local f pid
+    { grep -l -a -F "ATOM_SIM_HOME=$ATOM_SIM_HOME" /proc/[0-9]*/environ \
+        2>/dev/null || true; } |
+    while read -r f; do
+        pid="${f#/proc/}"
+        pid="${pid%/environ}"
+        if [ "$pid" != "$$" ] && [ "$pid" != "$BASHPID" ] &&
+            sim_alive "$pid"; then
+            echo "$pid"
+        fi
+    done
+}
+
+# sim_kill_like MODE [-SIG] [-f] [-a] PATTERN: pkill (MODE kill) and pgrep
+# (MODE list) as ATOM's scripts call them (start_atom_server.sh:29-34,
+# stop_atom_server.sh:15-62): PATTERN is an extended regular expression
+# matched against the whole command line with -f, else against the
+# process name; the last word is the pattern. ATOM's match every process
+# of the machine, the sim's this home's only (tests side by side). ATOM's
+# engine and worker processes (`multiprocessing.spawn`) are threads of
+# the sim's server: a pattern matching their command line reaches the
+# server as SIGUSR1 (for -9/-KILL) or SIGUSR2 (any other signal), and
+# pgrep does not list them. The bash match runs in this shell: no process
+# of ours carries the pattern in its command line for traced to see.
+sim_kill_like() {
+    local mode="$1" sig=TERM full=0 all=0 pattern="" arg pid cmd left=1
+    local -a argv
+    shift
+    for arg in "$@"; do
+        case "$arg" in
+            -[0-9]*|-[A-Z]*) sig="${arg#-}" ;;
+            -*)
+                [[ $arg == *f* ]] && full=1
+                [[ $arg == *a* ]] && all=1
+                ;;
+            *) pattern="$arg" ;;
+        esac
+    done
+    for pid in $(sim_home_pids); do
+        if [ "$full" = 1 ]; then
+            mapfile -d '' -t argv 2>/dev/null <"/proc/$pid/cmdline" || continue
+            cmd="${argv[*]}"
+        else
+            read -r cmd 2>/dev/null <"/proc/$pid/comm" || continue
+        fi
+        [[ $cmd =~ $pattern ]] || continue
+        left=0
+        if [ "$mode" = kill ]; then
+            kill "-$sig" "$pid" 2>/dev/null || true
+        elif [ "$all" = 1 ]; then
+            echo "$pid $cmd"
+        else
+            echo "$pid"
+        fi
+    done
+    if [ "$mode" = kill ] &&
+        [[ "from multiprocessing.spawn import spawn_main" =~ $pattern ]]; then
+        case "$sig" in
+            9|KILL) sig=USR1 ;;
+            *) sig=USR2 ;;
+        esac
+        # shellcheck disable=SC2046
+        sim_signal "$sig" $(sim_server_pids)
+        left=0
+    fi
+    return "$left"
+}
+
+# ATOM's scripts' own words, on this home's processes only.
+pkill() { sim_kill_like kill "$@"; }
+pgrep() { sim_kill_like list "$@"; }

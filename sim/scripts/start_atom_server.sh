@@ -8,8 +8,9 @@
 #    argument is split again at whitespace and glob-expanded, and quotes
 #    inside it are not removed: a JSON value with a space can never reach
 #    the server intact;
-#  - pre-flight: SIGTERM to the server, a pause, SIGKILL of its engine and
-#    worker processes (a server that could not handle its SIGTERM, e.g.
+#  - pre-flight: ATOM's pkill of 'atom.entrypoints' (SIGTERM to the
+#    server), a pause, pkill -9 of 'multiprocessing.spawn' (its engine and
+#    worker processes: a server that could not handle its SIGTERM, e.g.
 #    blocked in /stop_profile, lives on), a pause, then up to 30 checks of
 #    `rocm-smi --showmemuse`: without rocm-smi on PATH the script exits 1
 #    right there, printing nothing useful (sim/bin/rocm-smi stands in);
@@ -21,9 +22,11 @@
 #    the server gone -> "ERROR: Server process died" exit 1; after the last
 #    try it FALLS THROUGH and exits 0 with the server possibly still
 #    loading.
-# One deviation: ATOM kills every 'atom.entrypoints' process of the
-# machine; the sim only this ATOM_SIM_HOME's server, so that tests running
-# side by side never kill each other's servers.
+#  - runs the bare `python` of PATH (sim/venv/bin stands for ATOM's
+#    /opt/venv/bin, where ATOM is installed).
+# One deviation: ATOM's pkill matches every process of the machine; the
+# sim's only this ATOM_SIM_HOME's (simlib.sh), so that tests running side
+# by side never kill each other's servers.
 
 set -euo pipefail
 # shellcheck source=simlib.sh
@@ -48,11 +51,12 @@ export AITER_LOG_LEVEL="${AITER_LOG_LEVEL:-INFO}"
 export KINETO_CONFIG="$ATOM_SIM_HOME/libkineto.conf"
 
 echo "Pre-flight: cleaning up processes and GPU memory..."
-# shellcheck disable=SC2046
-sim_signal TERM $(sim_server_pids)
+# ATOM's own lines (start_atom_server.sh:29-35): pkill and pgrep are
+# simlib.sh's, on this home's processes.
+pkill -f 'atom.entrypoints' 2>/dev/null || true
 sleep "$(sim_part "$PREFLIGHT_S" 2 5)"
-# shellcheck disable=SC2046
-sim_signal USR1 $(sim_server_pids)
+pkill -9 -f 'multiprocessing.spawn' 2>/dev/null || true
+pkill -9 -f 'multiprocessing.resource_tracker' 2>/dev/null || true
 sleep "$(sim_part "$PREFLIGHT_S" 3 5)"
 
 sim_wait_vram_free 30 clear
@@ -97,8 +101,7 @@ echo "========================================"
 } | tee "$LOG_FILE"
 
 # shellcheck disable=SC2086  # word splitting and globbing, as ATOM's
-PYTHONPATH="$SIM_DIR/pkg${PYTHONPATH:+:$PYTHONPATH}" \
-"$SIM_PY" -m "$SIM_SERVER_MODULE" \
+"$ATOM_PY" -m "$SIM_SERVER_MODULE" \
     --model "$MODEL_PATH" \
     --kv_cache_dtype "$KV_CACHE_DTYPE" \
     -tp "$TP_SIZE" \
