@@ -4,7 +4,7 @@
  * tables' rows, with its type, its column in the store, how it sums over
  * the ranks of a capture and the schema version that added it. The
  * indexer expands these lists into the C structs it fills and the JSON it
- * writes (index/agg/agg_sum.h), the store into its INSERTs, its new migration
+ * writes (index/agg/agg.h), the store into its INSERTs, its new migration
  * steps and its SELECT lists (store/ranks.c, schema.c, queries.c), so a
  * figure has one name and one type on both sides of the "figure types
  * only" contract between index/ and store/, and the compiler finds a

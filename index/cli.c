@@ -21,7 +21,7 @@
  * capture_traces folder beside each file, DIR one folder for every file,
  * none no captures.
  *
- * --points DIR: each file's access points (index/read/points.h) are written to
+ * --points DIR: each file's access points (index/read/read.h) are written to
  * DIR/<file's name>.points; --points-spacing BYTES sets their spacing.
  */
 #include <pthread.h>

@@ -15,11 +15,9 @@
 
 #include "index/agg/agg.h"
 #include "index/decode/decode.h"
-#include "index/read/event.h"
-#include "index/read/format.h"
+#include "index/read/read.h"
 #include "index/index.h"
-#include "index/read/points.h"
-#include "index/slice/slice_figs.h"
+#include "index/slice/slice.h"
 
 #define PROGRESS_EVERY (4u << 20) /* file bytes between progress calls */
 

@@ -130,7 +130,7 @@ struct idx_options {
    * TR_ECONFLICT ("cancelled"). */
   const atomic_bool *cancel;
   /* Distinct kernel names (and host API names) kept per rank; beyond, new
-   * names fold into one row "(N more names)" (index/agg/agg_fold.c). 0:
+   * names fold into one row "(N more names)" (index/kit/agg_fold.c). 0:
    * IDX_MAX_KERNEL_NAMES. */
   uint32_t max_kernel_names;
   /* Threads idx_file() may keep busy for this file, the caller's own
@@ -144,7 +144,7 @@ struct idx_options {
    * (idx_collectives_match()): a new file at that path (written beside it
    * as path.tmp, then renamed; never through a link). NULL: none. */
   const char *collectives_path;
-  /* Where to write the run trace's access points (index/read/points.h: where a
+  /* Where to write the run trace's access points (index/read/read.h: where a
    * slice may start inflating), every points_spacing output bytes (0:
    * IDX_POINT_SPACING); written as path.tmp, then renamed. NULL: none,
    * and the source is read exactly as without points. */

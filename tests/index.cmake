@@ -44,3 +44,7 @@ traced_c_test(test_slice_points traced_index test_slice_points.c
 traced_c_test(test_index_decode traced_index test_index_decode.c)
 traced_py_test(test_decode test_decode.py)
 traced_py_test(test_decode_tracelens test_decode_tracelens.py)
+
+# index/'s rooms include one another as a stack (index/README.md's order),
+# and only through their faces.
+traced_py_test(test_index_rooms test_index_rooms.py)

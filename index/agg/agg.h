@@ -1,322 +1,32 @@
 /*
- * agg: the aggregation half of the indexer. It receives the reader's
- * struct idx_event records (index/read/event.h) one at a time, in file order,
- * and turns them into one rank's summary (the JSON of docs/API.md, "Rank
- * summary").
+ * agg: the aggregation half of the indexer, the face of index/agg/. It
+ * receives the reader's struct idx_event records (index/read/read.h) one at
+ * a time, in file order, and turns them into one rank's summary (the JSON
+ * of docs/API.md, "Rank summary") through its passes: the rank's
+ * vocabulary, the pass table and the hooks it names, the summary's rows.
  *
  * Memory grows with the number of distinct kernel names, launch shapes and
  * runtime names, never with the number of events: the only per-event state
  * is a fixed buffer of time records, sorted and spilled to a temporary file
- * when full (agg_runs.c), merged in time order at the end (agg.c).
+ * when full (index/kit/agg_runs.c), merged in time order by the walk
+ * (agg.c).
  *
- * Internal to index/. One struct idx_agg per file, one thread at a time.
+ * Internal to index/. One struct idx_agg per file, one thread at a time
+ * (but the work its passes hand beside, index/kit/agg_beside.c).
  */
 #ifndef IDX_AGG_H
 #define IDX_AGG_H
 
 #include <jansson.h>
-#include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include "common/summary.h"
 #include "common/tr.h"
-#include "index/read/event.h"
-#include "index/read/format.h"
+#include "index/read/read.h"
 #include "index/index.h"
-
-/* ---- interning map: byte string -> dense id (agg_map.c) ---- */
-
-/* Keys are copied once into an arena, so a name seen a million times costs
- * one copy. Ids are dense (0, 1, 2...) so that callers keep their values
- * in plain arrays indexed by id. */
-struct agg_map {
-  uint64_t *slots; /* (hash32 << 32) | (id + 1); 0 = empty */
-  size_t cap;      /* power of two */
-  uint32_t n;      /* ids handed out */
-  struct agg_key {
-    const char *p;
-    size_t n;
-  } * keys; /* by id */
-  size_t keys_cap;
-  struct agg_chunk *arena;
-};
-
-/* Finds key or adds it. *id receives its id. Returns 1 when added, 0 when
- * it was known, TR_ENOMEM (map unchanged) when memory ran out. key may be
- * NULL when len is 0 (an empty text), here and in agg_map_find(). */
-int agg_map_intern(struct agg_map *m, const void *key, size_t len,
-                   uint32_t *id);
-/* 1 with *id when key is in the map, else 0 (the map is unchanged). */
-int agg_map_find(const struct agg_map *m, const void *key, size_t len,
-                 uint32_t *id);
-void agg_map_free(struct agg_map *m);
-
-/* Grows *arr (elements of size elem) so that index `need` is valid, new
- * elements zeroed. Returns 0 or TR_ENOMEM. */
-int agg_grow(void *arr, size_t *cap, size_t need, size_t elem);
-
-/* ---- work beside the caller's thread (agg_beside.c) ---- */
-
-#define AGG_BESIDE_SLOTS 2 /* items handed over and not yet run, at most */
-
-struct agg_beside {
-  int (*run)(void *ud, void *item); /* owns the item */
-  void *ud;
-  pthread_t thread;
-  pthread_mutex_t mu;
-  pthread_cond_t cv; /* an item came, one ran, or the end */
-  void *items[AGG_BESIDE_SLOTS];
-  unsigned first, n;
-  int started, ending;
-  int rc; /* the first failure of run() */
-};
-
-/* Starts b: each item handed over is run(ud, item), in order, on a thread
- * of b's own when thread is 1 (and one could be made), else at once by
- * agg_beside_put(). A zeroed b is an ended one. */
-void agg_beside_start(struct agg_beside *b, int thread,
-                      int (*run)(void *ud, void *item), void *ud);
-/* Hands item over, waiting while AGG_BESIDE_SLOTS items wait already.
- * Returns the first failure of run() so far, or 0. */
-int agg_beside_put(struct agg_beside *b, void *item);
-/* Waits until every item has run and ends the thread; the first failure
- * of run(), or 0. */
-int agg_beside_end(struct agg_beside *b);
-
-/* ---- log-linear histogram for medians (agg_map.c) ---- */
-
-/* Durations below 1024 ns are kept exactly; above, each power of two is
- * split into 512 buckets and a bucket reports its midpoint, so a median
- * is within 1/1024 of a true sample value (relative). Sparse: memory grows
- * with the distinct buckets used (at most ~27k per name), not with
- * events. */
-struct agg_hist {
-  uint32_t *keys; /* bucket + 1; 0 = empty */
-  uint64_t *counts;
-  uint32_t cap, n;
-};
-
-int agg_hist_add(struct agg_hist *h, int64_t v);
-/* The lower median (the sample of rank (count-1)/2 in sorted order) as its
- * bucket value, clamped to [min, max]; 0 for an empty histogram. */
-int64_t agg_hist_median(const struct agg_hist *h, uint64_t count, int64_t min,
-                        int64_t max);
-/* The sample of rank `rank` (0-based, in sorted order) as its bucket value,
- * clamped to [min, max]; 0 for an empty histogram. */
-int64_t agg_hist_rank(const struct agg_hist *h, uint64_t rank, int64_t min,
-                      int64_t max);
-/* Calls fn with each bucket that holds samples, in ascending order: its
- * values [low, high) and its count. 0 or TR_ENOMEM (fn not called). */
-int agg_hist_each(const struct agg_hist *h,
-                  void (*fn)(void *ud, int64_t low, int64_t high,
-                             uint64_t count),
-                  void *ud);
-/* Adds every sample of src to dst. 0 or TR_ENOMEM (dst then holds part). */
-int agg_hist_merge(struct agg_hist *dst, const struct agg_hist *src);
-void agg_hist_free(struct agg_hist *h);
-
-/* ---- correlation table with removal (agg_map.c) ---- */
-
-/* int64 key -> fixed-size value, linear probing with backward-shift
- * removal; holds at most `max` entries (then agg_corr_put fails with
- * TR_ELIMIT and the caller falls back, see agg.c). */
-struct agg_corr {
-  int64_t *keys;
-  unsigned char *vals;
-  unsigned char *used;
-  size_t vsize;
-  uint32_t cap, n, max;
-};
-
-int agg_corr_init(struct agg_corr *c, size_t vsize, uint32_t max);
-/* Adds key -> val. TR_ECONFLICT when key is held already (graph kernels
- * share one correlation), TR_ELIMIT when full; the table is unchanged. */
-int agg_corr_put(struct agg_corr *c, int64_t key, const void *val);
-/* Copies the value into out and removes the entry. 1 found, 0 not. */
-int agg_corr_take(struct agg_corr *c, int64_t key, void *out);
-/* The value of key, in place (valid until the next put or removal), or
- * NULL. */
-void *agg_corr_get(struct agg_corr *c, int64_t key);
-/* Removes key; 1 when it was held. */
-int agg_corr_remove(struct agg_corr *c, int64_t key);
-/* Calls fn on every entry left, then empties the table. */
-void agg_corr_drain(struct agg_corr *c, void (*fn)(void *ud, const void *val),
-                    void *ud);
-void agg_corr_free(struct agg_corr *c);
-
-/* ---- temporary files, bounded together (agg_spill.c) ---- */
-
-/* What a rank's temporary files may hold. Zero-initialised: in $TMPDIR
- * (else /tmp), bounded by the disk's free space alone. */
-struct agg_spill {
-  const char *dir;     /* folder of the files (borrowed); NULL: $TMPDIR */
-  uint64_t max_bytes;  /* all the rank's files together; 0: no cap */
-  uint64_t bytes;      /* written so far */
-  uint64_t next_check; /* bytes at which the disk's free space is read */
-  char why[256];       /* why the last refusal, for the rank's error */
-};
-
-/* The folder sp's files go to. */
-const char *agg_spill_dir(const struct agg_spill *sp);
-/* A new temporary file of sp, read-write, without a name. 0 or -errno
- * (why set). */
-int agg_spill_open(struct agg_spill *sp, FILE **out);
-/* Writes n bytes at f's position, counted against sp's caps: TR_ELIMIT
- * past max_bytes or the disk's reserve, TR_EIO (why set either way). */
-int agg_spill_write(struct agg_spill *sp, FILE *f, const void *p, size_t n);
-/* When rc is a failure and sp refused a write, err says why instead of
- * what the refusal made fail later ("time pass failed..."). */
-void agg_spill_blame(const struct agg_spill *sp, int rc, struct tr_err *err);
-
-/* ---- time records, sorted runs, merge (agg_runs.c) ---- */
-
-/* Records sort by start, then type: labels first, so that a kernel
- * starting with its label is inside it; host calls last, so that a call
- * starting with a kernel did not issue it; then by aux, id and duration. */
-enum agg_rec_type {
-  AGG_REC_LABEL = 0,     /* GPU-side run label; id = step kind, aux = its
-                            label number (agg_labels) */
-  AGG_REC_LABEL_CPU = 1, /* CPU-side run label; same */
-  AGG_REC_KERNEL = 2,    /* id = shape id; aux = correlation or -1 */
-  AGG_REC_COPY = 3,      /* id = copy kind; aux = correlation or -1 */
-  AGG_REC_MEMSET = 4,    /* id = AGG_COPY_MEMSET; aux = correlation or -1 */
-  AGG_REC_CALL = 5       /* host runtime call; id = AGG_CALL_* bits, aux =
-                            correlation or -1 */
-};
-
-#define AGG_CALL_SYNC                                                          \
-  1u /* waits for the device (*Synchronize, blocking                           \
-        copies) */
-
-struct agg_rec {
-  int64_t start_ns;
-  int64_t dur_ns;
-  int64_t aux;
-  uint32_t type;
-  uint32_t id;
-};
-
-/* A record of device work: a kernel, a copy or a memset. */
-static inline int agg_rec_device(uint32_t type)
-{
-  return type == AGG_REC_KERNEL || type == AGG_REC_COPY ||
-         type == AGG_REC_MEMSET;
-}
-
-struct agg_runs {
-  struct agg_rec *buf; /* records not yet spilled */
-  size_t n, cap;
-  struct agg_spill *sp; /* where runs spill (borrowed) */
-  FILE *spill;          /* file of sorted runs, NULL until needed */
-  int unsorted;         /* buf is out of order (else no sort is needed) */
-  struct agg_rec last;  /* the last record spilled */
-  size_t window;        /* records an iterator holds of the spilled runs */
-  struct agg_run {
-    uint64_t first; /* index of its first record in the spill file */
-    uint64_t n;
-  } * runs;
-  size_t nruns, runs_cap;
-  int sealed;
-};
-
-/* cap: records held in memory before a sorted run is spilled (>= 2) to
- * a file of sp (borrowed, outlives r); window: records an iterator over
- * the spilled runs holds, all runs together (0: 64 Ki, 2 MB; a stream
- * read in order needs little). */
-int agg_runs_init(struct agg_runs *r, size_t cap, struct agg_spill *sp);
-void agg_runs_window(struct agg_runs *r, size_t window);
-/* 0, a spill error, or TR_EINVAL once sealed. */
-int agg_runs_add(struct agg_runs *r, const struct agg_rec *rec);
-/* Ends input: sorts what is left (and, when runs spilled, frees the
- * buffer). Then any number of iterations. */
-int agg_runs_seal(struct agg_runs *r);
-void agg_runs_free(struct agg_runs *r);
-
-struct agg_iter;
-int agg_iter_open(struct agg_runs *r, struct agg_iter **out);
-/* 1 with *rec filled in time order, 0 at the end, negative on I/O error. */
-int agg_iter_next(struct agg_iter *it, struct agg_rec *rec);
-/* Up to max next records into out, in time order: how many (0 at the end),
- * or negative on I/O error. A stream of one run is copied in bulk. */
-int agg_iter_read(struct agg_iter *it, struct agg_rec *out, size_t max);
-void agg_iter_close(struct agg_iter *it);
-
-/* ---- names as kept: printable and bounded (agg_name.c) ---- */
-
-/* Bytes of a name (kernel, host API, family) kept, and of a demangled
- * form (two to three times its mangled name); a longer one is cut and
- * ends in a hash of the whole. */
-#define AGG_NAME_MAX      (8u << 10)
-#define AGG_DEMANGLED_MAX (16u << 10)
-
-enum { AGG_NAME_ESCAPED = 1u, AGG_NAME_CUT = 2u };
-
-/* s as kept: control bytes written as JSON escapes, cut beyond max bytes
- * with a hash of the whole ("...#<16 hex>"). s itself when it needs
- * neither (the common case, no copy), else a view of buf (room for max +
- * 1 bytes). *what: AGG_NAME_* bits of what was done. */
-struct idx_str agg_name_clean(struct idx_str s, size_t max, char *buf,
-                              unsigned *what);
-/* A malloc()ed NUL-terminated string (demangled form, family) bounded:
- * s itself, or, longer than max, a new string cut as agg_name_clean()
- * cuts (s freed, *cut counted); NULL when memory ran out (s freed). */
-char *agg_name_bound(char *s, size_t max, uint64_t *cut);
-/* p[0..n) with control bytes escaped into out, at most max bytes, cut on
- * a character or an escape; returns the bytes written, *taken the bytes
- * of p they hold. */
-size_t agg_text_escape(const char *p, size_t n, char *out, size_t max,
-                       size_t *taken);
-int agg_has_control(const char *p, size_t n);
-/* Looks s up in m, whose names are all kept as agg_name_clean() keeps
- * them (AGG_NAME_MAX): 1 with *id when m holds it; 0 when not, *s then
- * the name as it is to be kept (in *buf, malloc()ed at its first need with
- * AGG_NAME_MAX + 1 bytes, the caller frees it) and *what the AGG_NAME_*
- * bits of what was done; TR_ENOMEM. A name that needs no cleaning is
- * looked up once. */
-int agg_name_find_kept(const struct agg_map *m, struct idx_str *s, char **buf,
-                       unsigned *what, uint32_t *id);
-/* FNV-1a, 64 bits. */
-uint64_t agg_hash64(const void *p, size_t n);
-
-/* ---- the cap on distinct names (agg_fold.c) ---- */
-
-#define AGG_FOLD_RECENT       4096 /* hashes of names folded lately */
-/* Host API names kept: a real trace calls a few dozen APIs; beyond, as
- * kernel names beyond max_kernel_names, they fold. */
-#define AGG_MAX_RUNTIME_NAMES 1000
-
-/* Bytes of the names of one map kept: beyond, as beyond the cap on their
- * number, new names fold (a real trace's names take a few hundred KB). */
-#define AGG_NAME_BYTES (16u << 20)
-
-struct agg_fold {        /* the names of one map beyond its cap */
-  struct agg_spill *sp;  /* where the folded names' hashes spill */
-  uint32_t cap;          /* names kept; a new name beyond folds */
-  uint32_t id;           /* the fold row's id; UINT32_MAX: nothing folded */
-  uint64_t bytes;        /* of the names kept */
-  uint64_t cut, escaped; /* names kept that were cut, or escaped */
-  int by_bytes;          /* a name folded for AGG_NAME_BYTES */
-  char *buf;             /* agg_name_clean()'s, once a name needs it */
-  uint64_t recent[AGG_FOLD_RECENT];
-  struct agg_runs seen; /* hashes of the folded names */
-  int seen_open;
-  uint64_t events;   /* events folded */
-  uint64_t distinct; /* distinct names folded (agg_fold_end) */
-  char name[48];     /* the row's name, "(N more names)" */
-};
-
-void agg_fold_init(struct agg_fold *f, uint32_t cap, struct agg_spill *sp);
-/* agg_map_intern() of s as kept (agg_name_clean()) into m, or, when m
- * holds f->cap names or AGG_NAME_BYTES of them and s is not one of them,
- * the fold row's id (count: s is counted among the folded names).
- * Returns like agg_map_intern(), or a spill error. */
-int agg_fold_intern(struct agg_fold *f, struct agg_map *m, struct idx_str s,
-                    int count, uint32_t *id);
-/* End of events: counts the folded names and renames the fold row of m
- * "(N more names)" (m is then only read). 0 or an I/O error. */
-int agg_fold_end(struct agg_fold *f, struct agg_map *m);
-void agg_fold_free(struct agg_fold *f);
+#include "index/kit/kit.h"
 
 /* ---- the rank's vocabulary: what the passes name things by ---- */
 
@@ -404,16 +114,6 @@ struct agg_step { /* by (side, step kind id) */
   struct agg_pick median;
   struct agg_top slow_top[AGG_SLOWEST][AGG_TOP], median_top[AGG_TOP];
   uint32_t nslow_top[AGG_SLOWEST], nmedian_top;
-};
-
-/* Run-label texts, spilled: label number -> text (agg_runs.c). */
-#define AGG_LABEL_TEXT 256 /* bytes kept of a label (cut on a character) */
-
-struct agg_labels {
-  struct agg_spill *sp; /* where the texts spill (borrowed) */
-  FILE *text, *index;   /* NULL until the first label */
-  int64_t n;
-  uint64_t bytes;
 };
 
 /* Idle time causes (agg_idle.c), in the order the summary lists them. */
@@ -726,15 +426,7 @@ int idx_agg_summary(struct idx_agg *a, const struct idx_doc *doc,
                     const struct agg_file_info *info, json_t **out,
                     struct tr_err *err);
 
-/* ---- run labels (agg_steps.c, agg_runs.c) ---- */
-
-/* agg_labels (agg_runs.c): stores the text of a run label (borrowed,
- * copied up to AGG_LABEL_TEXT bytes) and gives its number in *seq. */
-int agg_labels_add(struct agg_labels *l, const char *p, size_t n, int64_t *seq);
-/* The text of label seq into buf, NUL-terminated; "" for an unknown seq.
- * 0 or TR_EIO. */
-int agg_labels_get(struct agg_labels *l, int64_t seq, char *buf, size_t size);
-void agg_labels_free(struct agg_labels *l);
+/* ---- run labels (agg_steps.c) ---- */
 
 /* 1 with *no when p[0..n) is "ProfilerStep#<N>", else 0. */
 int agg_profiler_step_no(const char *p, size_t n, int64_t *no);
@@ -753,20 +445,6 @@ int64_t agg_label_field(struct idx_str n, size_t from, const char *key,
  * ceil(p n / 1000) - 1, as agg_hist_rank() values it. */
 int64_t agg_pct(const struct agg_hist *h, const struct agg_stat *s, int p);
 
-/* Which step kind covers a time, as the labels of the step side arrive in
- * start order (agg_idle.c): kind k covers t while t is before the largest
- * end of its labels so far; of the kinds covering t, the one whose latest
- * label started last wins (ties: the kind seen first). */
-struct agg_cover {
-  int64_t start[AGG_MAX_STEP_KINDS]; /* the latest label's start */
-  int64_t end[AGG_MAX_STEP_KINDS];   /* the largest end; INT64_MIN: none */
-};
-void agg_cover_init(struct agg_cover *c);
-void agg_cover_label(struct agg_cover *c, uint32_t k, int64_t start,
-                     int64_t end);
-/* The covering kind of t among the first nk, or -1. */
-int agg_cover_kind(const struct agg_cover *c, uint32_t nk, int64_t t);
-
 /* ---- categories and families (rules.c, family.c, agg_family.c) ---- */
 
 /* The index of a category id in the fixed list of rules.c, 0..
@@ -774,95 +452,81 @@ int agg_cover_kind(const struct agg_cover *c, uint32_t nk, int64_t t);
 int agg_category_index(const char *category);
 const char *agg_category_name(int index);
 
-/* rules.c: the first family rule matching name (demangled), into *out;
- * 0 when none matches. */
-enum agg_fam_action {
-  AGG_FAM_KEEP,
-  AGG_FAM_TILE,
-  AGG_FAM_ORDINAL,
-  AGG_FAM_ARG,
-  AGG_FAM_AS
-};
-
-struct agg_family_rule {
-  enum agg_fam_action action;
-  int arg;        /* AGG_FAM_ARG: from 1 */
-  const char *as; /* AGG_FAM_AS: borrowed from the rules */
-};
-
-int agg_family_rule(const struct idx_rules *rules, const char *name,
-                    struct agg_family_rule *out);
-
-/* family.c: idx_family() of name whose demangled form is demangled
- * (NULL: not mangled). A new string, or NULL when out of memory. */
-char *agg_family_of(const struct idx_rules *rules, const char *name,
-                    const char *demangled);
-
 /* row["demangled"] = the demangled form of kernel name id, when it was
  * mangled (top-kernel lists show what the kernels table shows). */
 void agg_set_demangled(const struct idx_agg *a, uint32_t id, json_t *row);
 
-struct agg_family { /* by family id */
-  struct agg_stat s;
-  struct agg_hist hist;
-  uint32_t kernels; /* distinct names */
-  uint32_t top;     /* name id of its largest total */
+/* ---- the summary's rows as C structs (agg_sum.c) ---- */
+
+/* The rank summary's rows as C structs, expanded from the one field list
+ * of common/summary.h: the indexer fills a struct per row and
+ * agg_sum_<row>_json() writes it, so every member is written under its one
+ * name and with its one type.
+ *
+ * C types by TYPE: INT and AVG int64_t; INT_NULL struct agg_opt (set 0:
+ * null); TEXT, TEXT_NULL and NAME struct agg_txt (bytes, not NUL-
+ * terminated; p NULL: null for TEXT_NULL, "" otherwise); JSON and
+ * JSON_NULL json_t * (the writer takes the reference; NULL: null); SHARE
+ * and RATIO double.
+ */
+struct agg_opt {
+  int set;
+  int64_t v;
 };
 
-/* The families pass (agg_family.c): its figures, which the samples pass
- * reads too. */
-struct agg_families {
-  struct agg_family *v; /* by family id (fam_map) */
-  size_t cap;
-  struct agg_map famstep_map; /* (family, kind) */
-  struct agg_famstep *famsteps;
-  size_t famsteps_cap;
+struct agg_txt {
+  const char *p;
+  size_t n;
 };
 
-/* ---- the device pass (agg_device.c) ---- */
+/* A NUL-terminated string as a struct agg_txt (NULL stays NULL). */
+struct agg_txt agg_txt(const char *s);
 
-struct agg_launch { /* by launch id: (shape, registers, shared) */
-  uint32_t shape;
-  uint32_t has; /* IDX_HAS_REGS | IDX_HAS_SHMEM */
-  int64_t regs, shmem;
-  struct agg_stat s;
+#define AGG_CTYPE_INT       int64_t
+#define AGG_CTYPE_AVG       int64_t
+#define AGG_CTYPE_INT_NULL  struct agg_opt
+#define AGG_CTYPE_TEXT      struct agg_txt
+#define AGG_CTYPE_TEXT_NULL struct agg_txt
+#define AGG_CTYPE_NAME      struct agg_txt
+#define AGG_CTYPE_JSON      json_t *
+#define AGG_CTYPE_JSON_NULL json_t *
+#define AGG_CTYPE_SHARE     double
+#define AGG_CTYPE_RATIO     double
+#define AGG_CTYPE_PART      double
+
+#define AGG_SUM_MEMBER_(key, col, ty, all, since) AGG_CTYPE_##ty key;
+
+struct agg_sum_rank {
+  TR_SUM_RANK(AGG_SUM_MEMBER_)
 };
 
-struct agg_named { /* runtime API rows, by runtime name id */
-  struct agg_stat s;
-  struct agg_hist hist;
-};
+/* struct agg_sum_kernel, ..._launch, ...: one per TR_SUM_TABLES row. */
+#define AGG_SUM_STRUCT_(member, ROWS, row)                                     \
+  struct agg_sum_##row {                                                       \
+    ROWS(AGG_SUM_MEMBER_)                                                      \
+  };
+TR_SUM_TABLES(AGG_SUM_STRUCT_)
+TR_CAP_TABLES(AGG_SUM_STRUCT_)
+#undef AGG_SUM_STRUCT_
 
-struct agg_copy {
-  struct agg_stat s;
-  int64_t bytes, max_bytes;
-};
+/* The JSON object of a row, members in the list's order; takes the
+ * references of its JSON members. NULL when out of memory. */
+json_t *agg_sum_rank_json(const struct agg_sum_rank *r);
+#define AGG_SUM_DECL_(member, ROWS, row)                                       \
+  json_t *agg_sum_##row##_json(const struct agg_sum_##row *r);
+TR_SUM_TABLES(AGG_SUM_DECL_)
+TR_CAP_TABLES(AGG_SUM_DECL_)
+#undef AGG_SUM_DECL_
 
-/* Kernels, their launches and copies, and the host API calls, one event
- * at a time; what the samples pass reads too (the copies' time). */
-struct agg_device {
-  struct agg_map launches_map;
-  struct agg_launch *launches;
-  size_t launches_cap;
-  /* Distinct shapes, and launch rows, kept (idx_agg.shape_cap: a trace
-   * of one shape per launch must not grow the tables with its events);
-   * beyond it a kernel of a new shape is counted without grid and block
-   * (shapes_folded counts them), one of a new launch row without
-   * registers and shared memory (launches_folded). */
-  uint64_t shapes_folded, launches_folded;
-  struct agg_named *runtime;
-  size_t runtime_cap;
-  struct agg_copy copies[AGG_COPY_KINDS];
-  /* Launch join (ROCm): kernels waiting for their runtime launch event,
-   * and runtime launch events waiting for their kernel, by correlation. */
-  struct agg_corr k_pending, rt_pending;
-  /* Copy join (ROCm 6.2): copies without bytes waiting for their runtime
-   * call, and runtime calls' bytes waiting for their copy. */
-  struct agg_corr c_pending, rtc_pending;
-  uint64_t kernel_events;
-  struct agg_row *krows; /* the kernel names in the kernels table's order */
-  size_t nkrows;
-};
+/* Sets an empty array per TR_SUM_TABLES row into the summary object o,
+ * in the list's order: the tables a row goes to. */
+void agg_sum_tables_new(json_t *o);
+
+/* Compile-time reminder at each place that fills a row: a row added to the
+ * list fails it until that place sets the new member. */
+#define AGG_SUM_FILLS(ROWS, n)                                                 \
+  _Static_assert(TR_SUM_COUNT(ROWS) == (n),                                    \
+                 #ROWS " has a member this function does not fill")
 
 /* ---- the summary's rows (agg_json.c) ---- */
 

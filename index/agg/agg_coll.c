@@ -19,7 +19,7 @@
  *
  * The rank's totals go into its summary; every collective, when the side
  * file was asked for (idx_options.collectives_path), into the file of
- * coll.h that the capture-level matching reads (coll_match.c).
+ * agg_int.h that the capture-level matching reads (coll_match.c).
  *
  * Exposure is exact in one pass. With the compute intervals added in start
  * order, the measure of their union below t, U(t), is busy - max(0,
@@ -34,9 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "index/agg/agg.h"
-#include "index/agg/agg_sum.h"
-#include "index/agg/coll.h"
+#include "index/agg/agg_int.h"
 
 #define NAME_BUF      512        /* a name's bytes copied on the stack */
 #define AGG_COLL_RECS (1u << 14) /* 512 KB of collectives */

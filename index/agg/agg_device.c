@@ -26,8 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "index/agg/agg.h"
-#include "index/agg/agg_sum.h"
+#include "index/agg/agg_int.h"
 
 #define AGG_PENDING (1u << 15)
 #define HAS_SHAPE   (IDX_HAS_GRID | IDX_HAS_BLOCK)

@@ -9,8 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "index/agg/agg.h"
-#include "index/agg/agg_sum.h"
+#include "index/agg/agg_int.h"
 
 struct agg_famstep { /* kernels of a family inside a step kind's labels */
   uint32_t family, kind;

@@ -37,8 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "index/agg/agg.h"
-#include "index/agg/agg_sum.h"
+#include "index/agg/agg_int.h"
 
 #define JOIN_SLOTS (1u << 16)
 

@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "index/agg/agg.h"
-#include "index/agg/agg_sum.h"
 
 /* Total descending, then name ascending, then id. */
 static int row_cmp(const void *x, const void *y)

@@ -21,7 +21,6 @@
 #include <string.h>
 
 #include "index/agg/agg.h"
-#include "index/agg/agg_sum.h"
 
 #define GAP_MIN_NS    1000000
 #define PHASE_MAX     64

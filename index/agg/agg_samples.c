@@ -33,8 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "index/agg/agg.h"
-#include "index/agg/agg_sum.h"
+#include "index/agg/agg_int.h"
 
 #define CORR_SLOTS    (1u << 16)
 #define FAM_PER_MILLE 5 /* a family tracked: at least 0.5% of kernel ns */

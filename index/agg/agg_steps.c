@@ -33,7 +33,6 @@
 #include <string.h>
 
 #include "index/agg/agg.h"
-#include "index/agg/agg_sum.h"
 
 int64_t agg_pct(const struct agg_hist *h, const struct agg_stat *s, int p)
 {

@@ -16,7 +16,6 @@
 #include <string.h>
 
 #include "index/agg/agg.h"
-#include "index/agg/agg_sum.h"
 
 #define AGG_TIMELINE_BUCKETS TR_TIMELINE_BUCKETS
 

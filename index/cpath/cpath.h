@@ -29,7 +29,7 @@
 #include <stdint.h>
 
 #include "index/agg/agg.h"
-#include "index/read/format.h"
+#include "index/read/read.h"
 
 /* What bounds a stretch of the path (its segments' colour). */
 enum cp_bound {

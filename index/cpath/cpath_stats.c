@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "index/agg/agg_sum.h"
 #include "index/cpath/cpath.h"
 #include "index/host/host.h"
 

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "index/agg/agg_sum.h"
 #include "index/decode/decode.h"
 
 int agg_decode_new(struct idx_agg *a)

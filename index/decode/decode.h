@@ -1,7 +1,7 @@
 /*
  * Decode opened up (docs/DECODE.md): every device record of a rank gets
  * the op, the module and the layer above its launch. An eager kernel takes
- * them from the run trace's own host stacks (index/host/hoststack.h); a kernel
+ * them from the run trace's own host stacks (index/host/host.h); a kernel
  * replayed from a CUDA/HIP graph takes them from the launch that recorded
  * it while the graph was captured, read from the rank's capture traces.
  *
@@ -20,8 +20,7 @@
 #define IDX_DECODE_H
 
 #include "index/agg/agg.h"
-#include "index/agg/agg_sum.h"
-#include "index/read/format.h"
+#include "index/read/read.h"
 #include "index/index.h"
 
 struct dec_lib;
@@ -49,7 +48,7 @@ int dec_file_new(struct dec_lib *lib, enum dec_mode mode,
                  const struct idx_capture *cap, struct dec_file **out);
 void dec_file_free(struct dec_file *d);
 
-/* One event of the file, in file order, with its class (format.h). 0 or
+/* One event of the file, in file order, with its class (read.h). 0 or
  * a negative error (out of memory, a spill failed). */
 int dec_event(struct dec_file *d, const struct idx_event *ev,
               enum idx_class cls);

@@ -9,7 +9,7 @@
 #define IDX_DECODE_INT_H
 
 #include "index/decode/decode.h"
-#include "index/host/hoststack.h"
+#include "index/host/host.h"
 
 #define DEC_NONE      UINT32_MAX /* no module, op or name */
 #define DEC_NO_LAYER  (-1)

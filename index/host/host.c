@@ -21,8 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "index/agg/agg_sum.h"
-#include "index/host/host.h"
+#include "index/host/host_int.h"
 
 #define HOST_RECS    (1u << 14) /* records a stream holds before spilling */
 #define HOST_WINDOW  (1u << 13) /* records its iterator holds */

@@ -1,12 +1,12 @@
 /*
- * The format table (format.h): kineto and MetaX mcTracer JSON, as
+ * The format table (read.h): kineto and MetaX mcTracer JSON, as
  * docs/TRACE_FORMATS.md describes them.
  */
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "index/read/format.h"
+#include "index/read/read.h"
 
 /* kineto's cat values, new and legacy (2021) spellings. */
 #define CAT(s, cls)                                                            \

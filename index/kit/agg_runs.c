@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "index/agg/agg.h"
+#include "index/kit/kit.h"
 
 #define MERGE_MEMORY_RECS (1u << 16) /* all run windows together */
 
