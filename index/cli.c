@@ -29,6 +29,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#ifdef __GLIBC__ /* (a libc header above defines it) */
+#include <malloc.h>
+#endif
 
 #include "common/summary.h"
 #include "index/index.h"
@@ -400,6 +403,20 @@ static int parse_count(const char *s, int max, int *out)
   return 0;
 }
 
+/* A big buffer (from 128 KiB: time record windows, a step's events, the
+ * critical path's scratch) is its own mapping, given back to the system
+ * when freed. glibc's default raises that threshold to the largest block
+ * freed so far, after which freed buffers stay with the process, and a
+ * pass's walk on a thread of its own, in another malloc arena, does not
+ * reuse them: the 1 GB trace's peak RSS went from 34 MB to 30-31 MB
+ * (docs/BENCHMARKS.md). */
+static void memory_back(void)
+{
+#ifdef __GLIBC__
+  (void)mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+#endif
+}
+
 int idx_cli_main(int argc, char **argv)
 {
   struct batch b = { 0 };
@@ -463,6 +480,7 @@ int idx_cli_main(int argc, char **argv)
   b.opt.rules = rules;
   b.files = argv + i;
   b.nfiles = argc - i;
+  memory_back();
   /* The cores shared among the jobs, unless told. */
   b.opt.threads = threads > 0        ? threads
                   : cores / jobs > 1 ? (int)(cores / jobs)

@@ -280,6 +280,21 @@ static int points_end(struct slice_figs *figs, int figs_on,
   return idx_points_close(o, opt->points_path, len, rc, err);
 }
 
+/* The file is read: what the summary needs of the reader into *doc, then
+ * the reader and the access points (written out) freed, so that the walk
+ * after it, where indexing peaks (docs/BENCHMARKS.md), does not hold them
+ * too. */
+static void read_done(struct idx_reader **rd, struct idx_doc *doc,
+                      struct idx_read *got)
+{
+  *doc = *idx_reader_doc(*rd);
+  doc->chunk = NULL; /* the reader's */
+  doc->chunk_len = 0;
+  idx_reader_free(*rd);
+  *rd = NULL;
+  idx_points_free(&got->points);
+}
+
 int idx_file(const char *path, const struct idx_options *opt, json_t **out,
              struct tr_err *err)
 {
@@ -311,6 +326,7 @@ int idx_file_sink(const char *root, const char *path,
   struct idx_read got = { 0 };
   struct idx_points_out pout = { NULL, NULL };
   char *coll_tmp = NULL;
+  struct idx_doc doc;
   struct run run;
   int rc = 0, figs_on = 0;
 
@@ -344,7 +360,8 @@ int idx_file_sink(const char *root, const char *path,
     info.file_bytes = got.file_bytes;
     info.rank = opt->rank;
     info.threads = idx_threads(opt->threads);
-    rc = idx_agg_rows(&run.agg, idx_reader_doc(rd), &info, sink, &local);
+    read_done(&rd, &doc, &got);
+    rc = idx_agg_rows(&run.agg, &doc, &info, sink, &local);
   }
   if (opt->points_path != NULL)
     rc = points_end(&figs, figs_on, opt, &pout, rc, &local);

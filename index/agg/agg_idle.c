@@ -48,7 +48,6 @@ static const char *const cause_names[AGG_IDLE_CAUSES] = {
 struct slot {       /* a host call by correlation */
   int64_t corr;     /* -1: empty */
   int64_t start_ns; /* the call's start */
-  int used;         /* a device record of it came already */
 };
 
 /* The pass's state: the idle time by step kind and cause ([0]: no step,
@@ -72,6 +71,9 @@ struct agg_idle {
   int64_t prev_corr; /* of the record that last extended the union */
   int64_t sync_end;  /* latest end of a synchronising call so far */
   struct slot *join; /* [JOIN_SLOTS] */
+  uint64_t used[JOIN_SLOTS / 64]; /* bit i: a device record of slot i's
+                                     call came already (a bitmap: 16-byte
+                                     slots, 1 MB, not 24) */
 };
 
 int agg_idle_new(struct idx_agg *a)
@@ -211,19 +213,21 @@ static void close_gap(struct agg_idle *w, int cause, int64_t end, int64_t corr)
  * the first kernel of a correlation adds its launch delay. */
 static int64_t launch_of(struct agg_idle *w, const struct agg_rec *r, int *rc)
 {
+  uint64_t i = (uint64_t)r->aux & (JOIN_SLOTS - 1), bit = 1ull << (i % 64);
   struct slot *s;
 
   if (r->aux < 0)
     return INT64_MIN;
-  s = &w->join[(uint64_t)r->aux & (JOIN_SLOTS - 1)];
+  s = &w->join[i];
   if (s->corr != r->aux)
     return INT64_MIN;
-  if (!s->used && r->type == AGG_REC_KERNEL && r->start_ns >= s->start_ns) {
+  if (!(w->used[i / 64] & bit) && r->type == AGG_REC_KERNEL &&
+      r->start_ns >= s->start_ns) {
     agg_stat_add(&w->delay, r->start_ns - s->start_ns);
     if (agg_hist_add(&w->delay_hist, r->start_ns - s->start_ns) != 0)
       *rc = TR_ENOMEM;
   }
-  s->used = 1;
+  w->used[i / 64] |= bit;
   return s->start_ns;
 }
 
@@ -244,16 +248,16 @@ static int on_device(struct agg_idle *w, const struct agg_rec *r,
 
 static void on_call(struct agg_idle *w, const struct agg_rec *r)
 {
-  struct slot *s;
+  uint64_t i;
 
   if ((r->id & AGG_CALL_SYNC) && r->start_ns + r->dur_ns > w->sync_end)
     w->sync_end = r->start_ns + r->dur_ns;
   if (r->aux < 0)
     return;
-  s = &w->join[(uint64_t)r->aux & (JOIN_SLOTS - 1)];
-  s->corr = r->aux;
-  s->start_ns = r->start_ns;
-  s->used = 0;
+  i = (uint64_t)r->aux & (JOIN_SLOTS - 1);
+  w->join[i].corr = r->aux;
+  w->join[i].start_ns = r->start_ns;
+  w->used[i / 64] &= ~(1ull << (i % 64));
 }
 
 int agg_idle_walk(struct idx_agg *a, struct agg_at *at)

@@ -242,17 +242,32 @@ void agg_cpath_free(struct idx_agg *a)
 /* ---- the walk ---- */
 
 struct member {  /* a launch call kept in a step */
-  uint64_t step; /* its id, 0: none */
+  uint32_t step; /* its id (struct wstep's), 0: none */
   uint32_t ev;
 };
 
-struct jslot {  /* a launch call by correlation */
-  int64_t corr; /* -1: empty */
+/* A launch call by correlation: 40 bytes, its correlation (below 2^40:
+ * host.c's payload), its thread and whether a record of it came packed in
+ * key. 0: an empty slot (the table is calloc()ed: untouched pages cost
+ * nothing). */
+struct jslot {
+  uint64_t key; /* corr + 1 | seen << 46 | thread << 47 */
   int64_t start, dur;
-  uint16_t thread;
-  uint8_t seen; /* a record of it came */
   struct member in[JOIN_STEPS];
 };
+
+#define J_CORR (((uint64_t)1 << 46) - 1)
+#define J_SEEN ((uint64_t)1 << 46)
+
+static int64_t j_corr(const struct jslot *j)
+{
+  return (int64_t)(j->key & J_CORR) - 1;
+}
+
+static uint16_t j_thread(const struct jslot *j)
+{
+  return (uint16_t)(j->key >> 47);
+}
 
 struct lane_state { /* a device lane over the whole trace */
   int has_prev;
@@ -658,17 +673,14 @@ static uint8_t what_of(uint8_t kind)
   return kind == AGG_HOST_RT ? CP_WHAT_RT : CP_WHAT_HOST;
 }
 
-/* The join's slot for corr (>= 0). The table (4 MB) is made for the
+/* The join's slot for corr (>= 0). The table (2.5 MB) is made for the
  * first call with a correlation: a trace without launches never needs it.
  * NULL when out of memory. */
 static struct jslot *join_slot(struct agg_cpath_walk *w, int64_t corr)
 {
-  if (w->join == NULL) {
-    if ((w->join = malloc(JOIN_SLOTS * sizeof(*w->join))) == NULL)
-      return NULL;
-    for (uint32_t i = 0; i < JOIN_SLOTS; i++)
-      w->join[i].corr = -1;
-  }
+  if (w->join == NULL &&
+      (w->join = calloc(JOIN_SLOTS, sizeof(*w->join))) == NULL)
+    return NULL;
   return &w->join[(uint64_t)corr & (JOIN_SLOTS - 1)];
 }
 
@@ -676,10 +688,10 @@ static struct jslot *slot_of(struct agg_cpath_walk *w, int64_t corr)
 {
   struct jslot *j;
 
-  if (corr < 0 || w->join == NULL)
+  if (corr < 0 || corr >= (int64_t)J_CORR || w->join == NULL)
     return NULL;
   j = &w->join[(uint64_t)corr & (JOIN_SLOTS - 1)];
-  return j->corr == corr ? j : NULL;
+  return j->key != 0 && j_corr(j) == corr ? j : NULL;
 }
 
 /* A CPU op or runtime call with a duration goes to every open step whose
@@ -709,10 +721,9 @@ static int on_host_node(struct agg_cpath_walk *w, const struct agg_host_ev *h,
     if ((j = join_slot(w, h->corr)) == NULL)
       return TR_ENOMEM;
     memset(j, 0, sizeof(*j));
-    j->corr = h->corr;
+    j->key = ((uint64_t)h->corr + 1) | (uint64_t)h->thread << 47;
     j->start = h->start_ns;
     j->dur = h->dur_ns;
-    j->thread = h->thread;
   }
   if (h->dur_ns <= 0)
     return 0;
@@ -813,7 +824,7 @@ static int on_device_record(struct agg_cpath_walk *w, const struct agg_rec *r)
   struct jslot *j = slot_of(w, corr);
   struct lane_state *ls = &w->lanes[lane];
   struct cp_ev e = { 0 };
-  int first = j != NULL && !j->seen, rc = 0;
+  int first = j != NULL && !(j->key & J_SEEN), rc = 0;
 
   e.start = r->start_ns;
   e.end = r->start_ns + r->dur_ns;
@@ -840,7 +851,7 @@ static int on_device_record(struct agg_cpath_walk *w, const struct agg_rec *r)
   ls->last_end = e.end;
   if (j == NULL)
     return 0;
-  j->seen = 1;
+  j->key |= J_SEEN;
   for (int m = 0; m < JOIN_STEPS && rc == 0; m++) {
     struct wstep *s = open_step(w, j->in[m].step);
     uint32_t at;
@@ -986,8 +997,8 @@ void agg_cpath_found(struct idx_agg *a, const struct agg_finding *f)
     return;
   j = slot_of(w, f->corr);
   if (j != NULL && w->snap_t == f->start_ns) {
-    name = w->snap[j->thread].name;
-    what = w->snap[j->thread].what;
+    name = w->snap[j_thread(j)].name;
+    what = w->snap[j_thread(j)].what;
   }
   for (uint32_t k = 0; k < f->nparts && w->rc == 0; k++)
     if (f->parts[k] > 0)

@@ -53,7 +53,7 @@ const char *cp_bound_name(int b);
 #define CP_SEQ_MIN      2
 #define CP_SEQ_MAX      8
 #define CP_SEQ_KEEP     16384 /* distinct kernel sequences counted */
-#define CP_SEQ_SLOTS    (2 * CP_SEQ_KEEP)
+#define CP_SEQ_SLOTS    (2 * CP_SEQ_KEEP) /* the table's slots, at most */
 #define CP_MAX_KINDS    (AGG_MAX_STEP_KINDS + 2) /* run-label kinds, ... */
 #define CP_NO_ROW       UINT32_MAX
 #define CP_NO_KIND      UINT32_MAX /* cp_stats_kind(): no room for one more */
@@ -178,9 +178,10 @@ struct agg_cpath {
     size_t n, cap;
     uint32_t *row_of[CP_MAX_KINDS];
   } paths, fpaths;
-  /* Kernel sequences: an open-addressing table of CP_SEQ_SLOTS. */
+  /* Kernel sequences: an open-addressing table of seq_slots (a power of
+   * two, up to CP_SEQ_SLOTS), grown while at most half full. */
   struct cp_seq *seqs;
-  uint32_t nseqs;
+  uint32_t nseqs, seq_slots;
   int64_t *critical_ns;         /* by kernel name id: time on paths */
   int64_t *fam_critical_ns;     /* by family id */
   struct cp_launch_row *launch; /* by kernel name id */

@@ -558,7 +558,7 @@ static json_t *sequences_json(const struct idx_agg *a)
   json_t *rows = json_array();
 
   AGG_SUM_FILLS(TR_SUM_SEQUENCE, 6);
-  for (uint32_t i = 0; v != NULL && c->seqs != NULL && i < CP_SEQ_SLOTS; i++)
+  for (uint32_t i = 0; v != NULL && c->seqs != NULL && i < c->seq_slots; i++)
     if (c->seqs[i].hash != 0)
       v[n++] = &c->seqs[i];
   if (v != NULL)

@@ -18,7 +18,7 @@
 
 #include "index/kit/kit.h"
 
-#define MERGE_MEMORY_RECS (1u << 16) /* all run windows together */
+#define MERGE_MEMORY_RECS (1u << 13) /* all run windows together: 256 KB */
 
 static int rec_cmp(const struct agg_rec *a, const struct agg_rec *b)
 {

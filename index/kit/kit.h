@@ -217,7 +217,7 @@ struct agg_runs {
 
 /* cap: records held in memory before a sorted run is spilled (>= 2) to
  * a file of sp (borrowed, outlives r); window: records an iterator over
- * the spilled runs holds, all runs together (0: 64 Ki, 2 MB; a stream
+ * the spilled runs holds, all runs together (0: 8 Ki, 256 KB; a stream
  * read in order needs little). */
 int agg_runs_init(struct agg_runs *r, size_t cap, struct agg_spill *sp);
 void agg_runs_window(struct agg_runs *r, size_t window);
