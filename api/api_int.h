@@ -46,6 +46,7 @@
 
 struct api_req;
 struct api_cache;
+struct api_fails;
 struct api_conns;
 
 /* The type of a route's query parameter; test_api_spec holds
@@ -122,6 +123,7 @@ struct api {
   atomic_uint_least64_t *hits;
   struct api_cache *cache;
   struct api_conns *conns;   /* request deadlines (conns.c) */
+  struct api_fails *fails;   /* addresses' recent 401s (guard.c) */
   struct api_slices *slices; /* slices being streamed (routes_slice.c) */
   pthread_mutex_t log_lock;  /* guards the three below (MHD's messages) */
   time_t log_second;
@@ -143,7 +145,9 @@ struct api_req {
   int nseg;
   char *body; /* request body, NUL-terminated */
   size_t body_len, body_cap;
-  size_t seen; /* body bytes received, kept or not */
+  size_t seen;  /* body bytes received, kept or not */
+  bool discard; /* refused on its headers: the body is never kept */
+  bool held;    /* its 401 was held once (api_guard()) */
   bool answered;
 };
 
@@ -167,11 +171,20 @@ enum MHD_Result api_get_settings(struct api_req *r);
 /* ---- guard.c: who may ask (Host, Origin, Sec-Fetch-Site, token) ---- */
 
 /* True when the request may go on; else the refusal (403 naming the
- * header, 401) is replied and MHD's result is in *ret. */
+ * header, 401) is replied and MHD's result is in *ret. ret NULL: only
+ * judged (on the headers: nothing is replied or counted). A 401 to an
+ * address that keeps getting them is held instead (api_conn_hold(): *ret
+ * MHD_YES, nothing replied yet, r->held set) and replied when MHD calls
+ * the handler again. */
 bool api_guard(struct api_req *r, enum MHD_Result *ret);
 
 /* The same for a POST's body: Content-Type application/json, else 415. */
 bool api_guard_body(struct api_req *r, enum MHD_Result *ret);
+
+/* The table of addresses and their recent 401s (guard.c); a 401 waits
+ * at most max_ms (auth_retry_delay_ms; 0: never). */
+struct api_fails *api_fails_new(int max_ms);
+void api_fails_free(struct api_fails *f);
 
 /* api->token from the configuration: auth_token, or the contents of
  * auth_token_file, refused (TR_EINVAL naming it) when group or others may
@@ -295,6 +308,16 @@ void api_conn_received(struct api *api, struct MHD_Connection *conn);
 
 /* Its request was answered: the next one's clock starts now. */
 void api_conn_next(struct api *api, struct MHD_Connection *conn);
+
+/* Suspends the connection (its request fully received) for delay_ns: the
+ * reaper resumes it then, and MHD calls the request's handler again. False
+ * when it is not tracked: answer at once. */
+bool api_conn_hold(struct api *api, struct MHD_Connection *conn,
+                   int64_t delay_ns);
+
+/* Resumes every held connection at once: before MHD_stop_daemon(), which
+ * may not stop with one suspended. */
+void api_conns_release(struct api *api);
 
 /* ---- validate.c ---- */
 

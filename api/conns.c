@@ -14,9 +14,13 @@
  * The per-address and total connection limits are MHD's own
  * (MHD_OPTION_PER_IP_CONNECTION_LIMIT, MHD_OPTION_CONNECTION_LIMIT).
  *
+ * The reaper also resumes the connections whose 401 guard.c holds
+ * (api_conn_hold()): MHD then calls the request's handler again, which
+ * answers.
+ *
  * Threads: on_connection() and the marks run on MHD's workers; the list
- * is guarded by one mutex (taken on connect and close only), under which
- * the reaper shuts sockets down. MHD
+ * is guarded by one mutex (taken on connect, close and hold only), under
+ * which the reaper shuts sockets down and resumes held ones. MHD
  * calls NOTIFY_CLOSED (which unlinks the entry) before it closes the
  * socket, so the reaper never touches a descriptor that was reused.
  */
@@ -38,6 +42,8 @@ struct api_conn {
   _Atomic int64_t began_ns; /* CLOCK_MONOTONIC: the current request's start */
   atomic_bool receiving;    /* the request is not fully received yet */
   bool shut;                /* shut down by the reaper, not yet closed */
+  struct MHD_Connection *held; /* suspended by api_conn_hold(), or NULL */
+  int64_t resume_ns;           /* when the reaper resumes it */
   struct api_conn *prev, *next;
 };
 
@@ -46,6 +52,7 @@ struct api_conns {
   pthread_cond_t wake;  /* stop */
   pthread_t reaper;
   bool stop;
+  bool released; /* api_conns_release() ran: no more holds */
   int64_t deadline_ns;
   struct api_conn *head;
 };
@@ -58,15 +65,21 @@ static int64_t mono_ns(void)
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* Shuts down the connections past their deadline. Lock held. */
+/* Shuts down the connections past their deadline, resumes the held ones
+ * that are due (all of them with now INT64_MAX). Lock held. */
 static void reap(struct api_conns *cs, int64_t now)
 {
-  for (struct api_conn *c = cs->head; c != NULL; c = c->next)
+  for (struct api_conn *c = cs->head; c != NULL; c = c->next) {
+    if (c->held != NULL && now >= c->resume_ns) {
+      MHD_resume_connection(c->held);
+      c->held = NULL;
+    }
     if (atomic_load(&c->receiving) && !c->shut &&
         now - atomic_load(&c->began_ns) >= cs->deadline_ns) {
       shutdown(c->fd, SHUT_RDWR);
       c->shut = true;
     }
+  }
 }
 
 static void *run_reaper(void *arg)
@@ -188,6 +201,46 @@ static void mark(struct api *api, struct MHD_Connection *conn, bool receiving)
 void api_conn_received(struct api *api, struct MHD_Connection *conn)
 {
   mark(api, conn, false);
+}
+
+bool api_conn_hold(struct api *api, struct MHD_Connection *conn,
+                   int64_t delay_ns)
+{
+  struct api_conns *cs = api->conns;
+  const union MHD_ConnectionInfo *ci =
+      MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+  struct api_conn *c = ci != NULL ? ci->socket_context : NULL;
+
+  if (c == NULL || cs == NULL)
+    return false;
+  pthread_mutex_lock(&cs->lock);
+  if (cs->released) {
+    pthread_mutex_unlock(&cs->lock);
+    return false;
+  }
+  /* Suspended under the lock: the reaper never resumes a connection
+   * that is not suspended yet. */
+  MHD_suspend_connection(conn);
+  c->resume_ns = mono_ns() + delay_ns;
+  c->held = conn;
+  pthread_mutex_unlock(&cs->lock);
+  return true;
+}
+
+void api_conns_release(struct api *api)
+{
+  struct api_conns *cs = api->conns;
+
+  if (cs == NULL)
+    return;
+  pthread_mutex_lock(&cs->lock);
+  cs->released = true; /* nothing is held from here on */
+  for (struct api_conn *c = cs->head; c != NULL; c = c->next)
+    if (c->held != NULL) {
+      MHD_resume_connection(c->held);
+      c->held = NULL;
+    }
+  pthread_mutex_unlock(&cs->lock);
 }
 
 void api_conn_next(struct api *api, struct MHD_Connection *conn)

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/reals.h"
 #include "api/api_int.h"
 
 /* True when a spreadsheet would take text s (n > 0) for a formula. */
@@ -75,10 +76,14 @@ static int put_value(FILE *f, json_t *v)
     snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
     fputs(num, f);
     return 0;
+  case JSON_REAL: /* as the JSON answer writes it */
+    tr_real_text(json_real_value(v), num, sizeof(num));
+    fputs(num, f);
+    return 0;
   case JSON_TRUE: fputs("true", f); return 0;
   case JSON_FALSE: fputs("false", f); return 0;
-  default: /* a real, an array, an object: the JSON answer's text */
-    text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+  default: /* an array, an object: the JSON answer's text */
+    text = tr_json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
     if (text == NULL)
       return TR_ENOMEM;
     put_cell(f, text, strlen(text), false);

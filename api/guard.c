@@ -22,17 +22,25 @@
  *            preflight, never reach a route. Other methods need a
  *            preflight, which is never granted: no CORS header is ever
  *            sent.
+ *
+ * All of it is judged on the headers alone, before a byte of the body is
+ * kept (server.c): a refused request's body is never stored or parsed.
+ * An address that keeps getting 401s gets each further one later
+ * (fail_delay()): its connection is suspended and resumed by conns.c's
+ * reaper, so no thread waits.
  */
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "api/api_int.h"
 #include "common/file.h"
@@ -40,6 +48,9 @@
 
 /* Bytes of auth_token_file read at most. */
 #define TOKEN_MAX 4096
+/* A token shorter than this is warned about (docs/SECURITY.md): one
+ * chosen by hand is, a random one (openssl rand -hex 32) is 64 bytes. */
+#define TOKEN_MIN 16
 
 /* ---- Host ---- */
 
@@ -258,17 +269,196 @@ static int read_token_file(const char *path, char **out, struct tr_err *err)
   return 0;
 }
 
+/* The start-up warnings about the token actually loaded (from either
+ * setting): docs/ATOM.md, "What a request may pass": without one, anyone
+ * who reaches the API runs ATOM as traced's user. */
+static void warn_token(const struct api *api)
+{
+  size_t n = strlen(api->token);
+
+  if (n == 0)
+    fprintf(stderr,
+            "traced: warning: no auth_token: anyone who can reach %s may "
+            "queue captures, which run ATOM's scripts, server and bench "
+            "as this daemon's user; set auth_token_file\n",
+            api->cfg->listen);
+  else if (n < TOKEN_MIN)
+    fprintf(stderr,
+            "traced: warning: the auth token is %zu bytes, under %d: it "
+            "can be guessed; use a longer random one (openssl rand -hex "
+            "32)\n",
+            n, TOKEN_MIN);
+}
+
 int api_token_load(struct api *api, struct tr_err *err)
 {
   const struct cfg *cfg = api->cfg;
+  int rc;
 
   if (cfg->auth_token_file[0] != '\0')
-    return read_token_file(cfg->auth_token_file, &api->token, err);
-  api->token = strdup(cfg->auth_token);
-  return api->token != NULL ? 0 : tr_err_set(err, TR_ENOMEM, "", "no memory");
+    rc = read_token_file(cfg->auth_token_file, &api->token, err);
+  else if ((api->token = strdup(cfg->auth_token)) == NULL)
+    rc = tr_err_set(err, TR_ENOMEM, "", "no memory");
+  else
+    rc = 0;
+  if (rc == 0)
+    warn_token(api);
+  return rc;
+}
+
+/* ---- repeated 401s ---- */
+
+/* An address gets FAILS_FREE 401s at once within FAILS_WINDOW_NS of its
+ * last; each further one is answered DELAY_FIRST_NS later, doubling up
+ * to auth_retry_delay_ms. A guess of the token then costs a connection slot (at
+ * most max_connections_per_client of them) for that long. Every loopback
+ * address counts as one (all of 127.0.0.0/8 is any local user's), an IPv6
+ * address by its /64. FAILS_SLOTS addresses are kept; a new one takes the
+ * place of the one whose last 401 is oldest. */
+#define FAILS_SLOTS     256
+#define FAILS_FREE      8
+#define FAILS_WINDOW_NS (60 * (int64_t)1000000000)
+#define DELAY_FIRST_NS  ((int64_t)125000000)
+
+struct api_fails {
+  int64_t max_ns;       /* auth_retry_delay_ms */
+  pthread_mutex_t lock; /* guards slot */
+  struct {
+    unsigned char key[9]; /* family, then 8 bytes of address */
+    int64_t last_ns;      /* CLOCK_MONOTONIC of its last 401; 0: free */
+    unsigned n;           /* 401s since its window began */
+  } slot[FAILS_SLOTS];
+};
+
+struct api_fails *api_fails_new(int max_ms)
+{
+  struct api_fails *f = calloc(1, sizeof(*f));
+
+  if (f == NULL)
+    return NULL;
+  f->max_ns = (int64_t)max_ms * 1000000;
+  pthread_mutex_init(&f->lock, NULL);
+  return f;
+}
+
+void api_fails_free(struct api_fails *f)
+{
+  if (f == NULL)
+    return;
+  pthread_mutex_destroy(&f->lock);
+  free(f);
+}
+
+static int64_t mono_ns(void)
+{
+  struct timespec ts;
+
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The client's address as a key: loopback as one, v4 (mapped too) whole,
+ * v6 by its /64. */
+static void client_key(struct api_req *r, unsigned char key[9])
+{
+  const union MHD_ConnectionInfo *ci =
+      MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+  const struct sockaddr *sa = ci != NULL ? ci->client_addr : NULL;
+  const unsigned char *a = NULL;
+
+  memset(key, 0, 9);
+  if (sa != NULL && sa->sa_family == AF_INET) {
+    a = (const unsigned char *)&((const struct sockaddr_in *)sa)->sin_addr;
+  } else if (sa != NULL && sa->sa_family == AF_INET6) {
+    const struct in6_addr *v6 = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+
+    if (IN6_IS_ADDR_V4MAPPED(v6))
+      a = v6->s6_addr + 12;
+    else if (!IN6_IS_ADDR_LOOPBACK(v6)) {
+      key[0] = AF_INET6;
+      memcpy(key + 1, v6->s6_addr, 8);
+      return;
+    }
+  }
+  if (a != NULL && a[0] != 127) {
+    key[0] = AF_INET;
+    memcpy(key + 1, a, 4);
+  } /* else loopback (or unknown): key all zero */
+}
+
+/* Counts a 401 for the request's address; how long its answer waits. */
+static int64_t fail_delay(struct api_req *r)
+{
+  struct api_fails *f = r->api->fails;
+  unsigned char key[9];
+  int64_t now = mono_ns(), delay = 0;
+  size_t i, pick = 0;
+
+  if (f == NULL || f->max_ns == 0)
+    return 0;
+  client_key(r, key);
+  pthread_mutex_lock(&f->lock);
+  for (i = 0; i < FAILS_SLOTS; i++) {
+    if (f->slot[i].last_ns != 0 && memcmp(f->slot[i].key, key, 9) == 0)
+      break;
+    if (f->slot[i].last_ns < f->slot[pick].last_ns)
+      pick = i;
+  }
+  if (i == FAILS_SLOTS) {
+    i = pick;
+    memcpy(f->slot[i].key, key, 9);
+    f->slot[i].n = 0;
+  } else if (now - f->slot[i].last_ns > FAILS_WINDOW_NS) {
+    f->slot[i].n = 0;
+  }
+  f->slot[i].last_ns = now;
+  if (++f->slot[i].n > FAILS_FREE) {
+    unsigned over = f->slot[i].n - FAILS_FREE - 1;
+
+    delay = over < 16 ? DELAY_FIRST_NS << over : f->max_ns;
+    delay = delay < f->max_ns ? delay : f->max_ns;
+  }
+  pthread_mutex_unlock(&f->lock);
+  return delay;
 }
 
 /* ---- the entry points ---- */
+
+/* The refusal: replied when ret is given, else only judged. */
+static bool refuse(struct api_req *r, enum MHD_Result *ret, unsigned status,
+                   const char *code, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+
+static bool refuse(struct api_req *r, enum MHD_Result *ret, unsigned status,
+                   const char *code, const char *field, const char *fmt, ...)
+{
+  char msg[512];
+  va_list ap;
+
+  if (ret == NULL)
+    return false;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  *ret = api_reply_error(r, status, code, field, "%s", msg);
+  return false;
+}
+
+/* A 401 that fail_delay() holds: the connection is suspended now and the
+ * answer made when conns.c resumes it (MHD calls the handler again). */
+static bool held(struct api_req *r, enum MHD_Result *ret)
+{
+  int64_t delay;
+
+  if (ret == NULL || r->held)
+    return false;
+  delay = fail_delay(r);
+  if (delay == 0 || !api_conn_hold(r->api, r->conn, delay))
+    return false;
+  r->held = true;
+  *ret = MHD_YES;
+  return true;
+}
 
 bool api_guard(struct api_req *r, enum MHD_Result *ret)
 {
@@ -278,24 +468,24 @@ bool api_guard(struct api_req *r, enum MHD_Result *ret)
   /* HTTP/1.0 may omit Host (MHD refuses an HTTP/1.1 request without
    * one); every browser sends it. */
   if (host != NULL && !host_allowed(r, host))
-    *ret = api_reply_error(r, 403, "forbidden", "Host",
-                           "Host \"%s\" does not name this server: use its "
-                           "address, or add the name to allowed_hosts",
-                           host);
-  else if (origin != NULL && !origin_allowed(r, origin, host))
-    *ret = api_reply_error(r, 403, "forbidden", "Origin",
-                           "cross-origin requests are refused (Origin \"%s\")",
-                           origin);
-  else if (cross_site(r))
-    *ret = api_reply_error(r, 403, "forbidden", "Sec-Fetch-Site",
-                           "cross-site requests are refused");
-  else if (!authorized(r))
-    *ret = api_reply_error(r, 401, "unauthorized", NULL,
-                           "this request needs the header "
-                           "'Authorization: Bearer <auth_token>'");
-  else
+    return refuse(r, ret, 403, "forbidden", "Host",
+                  "Host \"%.300s\" does not name this server: use its "
+                  "address, or add the name to allowed_hosts",
+                  host);
+  if (origin != NULL && !origin_allowed(r, origin, host))
+    return refuse(r, ret, 403, "forbidden", "Origin",
+                  "cross-origin requests are refused (Origin \"%.300s\")",
+                  origin);
+  if (cross_site(r))
+    return refuse(r, ret, 403, "forbidden", "Sec-Fetch-Site",
+                  "cross-site requests are refused");
+  if (authorized(r))
     return true;
-  return false;
+  if (held(r, ret))
+    return false;
+  return refuse(r, ret, 401, "unauthorized", NULL,
+                "this request needs the header "
+                "'Authorization: Bearer <auth_token>'");
 }
 
 bool api_guard_body(struct api_req *r, enum MHD_Result *ret)
@@ -306,9 +496,8 @@ bool api_guard_body(struct api_req *r, enum MHD_Result *ret)
   if (strcmp(r->method, MHD_HTTP_METHOD_POST) != 0 ||
       (n == 16 && strncasecmp(type, "application/json", 16) == 0))
     return true;
-  *ret = api_reply_error(r, 415, "unsupported_media_type", "Content-Type",
-                         "a POST body must be sent as "
-                         "'Content-Type: application/json', not \"%s\"",
-                         type != NULL ? type : "(none)");
-  return false;
+  return refuse(r, ret, 415, "unsupported_media_type", "Content-Type",
+                "a POST body must be sent as "
+                "'Content-Type: application/json', not \"%.300s\"",
+                type != NULL ? type : "(none)");
 }

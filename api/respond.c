@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/reals.h"
 #include "api/api_int.h"
 #include "common/lifecycle.h"
 #include "common/web_assets.h"
@@ -70,7 +71,7 @@ static struct MHD_Response *text_response(char *text, size_t len,
   return resp;
 }
 
-/* A response holding text, JSON from json_dumps(). Takes ownership of
+/* A response holding text, JSON from tr_json_dumps(). Takes ownership of
  * text (NULL is ok). NULL when out of memory. */
 static struct MHD_Response *json_text_response(char *text)
 {
@@ -82,7 +83,7 @@ static struct MHD_Response *json_text_response(char *text)
  * when out of memory. */
 static struct MHD_Response *json_response(json_t *obj)
 {
-  char *text = obj != NULL ? json_dumps(obj, JSON_COMPACT) : NULL;
+  char *text = obj != NULL ? tr_json_dumps(obj, JSON_COMPACT) : NULL;
 
   json_decref(obj);
   return json_text_response(text);
@@ -108,7 +109,7 @@ static bool too_large(struct api_req *r, char *text, size_t len,
 
 enum MHD_Result api_reply_json(struct api_req *r, unsigned status, json_t *obj)
 {
-  char *text = obj != NULL ? json_dumps(obj, JSON_COMPACT) : NULL;
+  char *text = obj != NULL ? tr_json_dumps(obj, JSON_COMPACT) : NULL;
   enum MHD_Result ret;
 
   json_decref(obj);
@@ -203,7 +204,7 @@ static enum MHD_Result reply_kept(struct api_req *r, char *text, size_t len,
 enum MHD_Result api_reply_keep(struct api_req *r, json_t *obj,
                                const int64_t *ids, uint64_t epoch)
 {
-  char *text = obj != NULL ? json_dumps(obj, JSON_COMPACT) : NULL;
+  char *text = obj != NULL ? tr_json_dumps(obj, JSON_COMPACT) : NULL;
 
   json_decref(obj);
   return reply_kept(r, text, text != NULL ? strlen(text) : 0,

@@ -19,6 +19,7 @@
 #include "api/api_int.h"
 #include "common/file.h"
 #include "common/lifecycle.h"
+#include "common/stats.h"
 #include "common/text.h"
 
 #define LOG_TAIL_BYTES 65536
@@ -295,6 +296,8 @@ enum MHD_Result api_get_captures(struct api_req *r)
   st = api_store(r, STORE_RO, &err);
   if (st == NULL || store_capture_list(st, &f, &list, &err) != 0)
     return api_reply_tr_err(r, &err);
+  for (size_t i = 0; i < json_array_size(list); i++)
+    tr_stats_pending_apply(json_array_get(list, i));
   return api_reply_json(r, 200,
                         json_pack("{s:o, s:O?}", "captures", list,
                                   "next_before",
@@ -309,6 +312,7 @@ enum MHD_Result api_get_capture(struct api_req *r)
   json_t *cap = NULL;
   uint64_t epoch;
   int64_t id, ids[2];
+  bool done;
 
   if (api_query_check(r, &err) != 0 || api_path_id(r, &id, &err) != 0)
     return api_reply_tr_err(r, &err);
@@ -318,7 +322,11 @@ enum MHD_Result api_get_capture(struct api_req *r)
   if (store_capture_get(st, id, &cap, &err) != 0)
     return api_reply_tr_err(r, &err);
   ids[0] = ids[1] = id;
-  return api_reply_keep(r, cap, is_done(cap) ? ids : NULL, epoch);
+  /* Kept only as stored (a final state the store refused is shown over
+   * the row, never kept: common/stats.h). */
+  done = is_done(cap);
+  tr_stats_pending_apply(cap);
+  return api_reply_keep(r, cap, done ? ids : NULL, epoch);
 }
 
 /* Moves the capture's folder (tr_capture_dir(), sub NULL or "logs") into

@@ -105,17 +105,22 @@ static struct api_req *req_new(struct api *api, struct MHD_Connection *conn,
   return r;
 }
 
+static enum MHD_Result dispatch(struct api_req *r);
+
 /* Keeps body bytes up to API_BODY_MAX (one more byte marks "too big"),
- * counting the rest. */
+ * counting the rest; a request refused on its headers keeps none. Past
+ * API_DRAIN_MAX it is answered at once. */
 static enum MHD_Result take_body(struct api_req *r, const char *data, size_t n)
 {
   size_t room, keep;
 
   r->seen += n;
   if (r->seen > API_DRAIN_MAX)
-    return api_reply_error(r, 413, "too_large", "body",
-                           "the body is larger than %zu bytes", API_BODY_MAX);
-  if (r->body_len > API_BODY_MAX)
+    return r->discard ? dispatch(r)
+                      : api_reply_error(r, 413, "too_large", "body",
+                                        "the body is larger than %zu bytes",
+                                        API_BODY_MAX);
+  if (r->discard || r->body_len > API_BODY_MAX)
     return MHD_YES;
   room = API_BODY_MAX + 1 - r->body_len;
   keep = n < room ? n : room;
@@ -137,33 +142,65 @@ static enum MHD_Result take_body(struct api_req *r, const char *data, size_t n)
   return MHD_YES;
 }
 
-static enum MHD_Result dispatch(struct api_req *r)
+/* The route's handler for the request's method, or NULL. */
+static enum MHD_Result (*handler_of(const struct api_req *r))(struct api_req *)
 {
   const struct api_route *rt = r->route;
-  enum MHD_Result (*h)(struct api_req *) = NULL;
+
+  if (rt == NULL)
+    return NULL;
+  if (strcmp(r->method, MHD_HTTP_METHOD_GET) == 0 ||
+      strcmp(r->method, MHD_HTTP_METHOD_HEAD) == 0)
+    return rt->get;
+  if (strcmp(r->method, MHD_HTTP_METHOD_POST) == 0)
+    return rt->post;
+  if (strcmp(r->method, MHD_HTTP_METHOD_DELETE) == 0)
+    return rt->del;
+  if (strcmp(r->method, MHD_HTTP_METHOD_PUT) == 0)
+    return rt->put;
+  return NULL;
+}
+
+/* The body the headers announce is larger than any route takes. */
+static bool declared_too_large(struct api_req *r)
+{
+  const char *v = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND,
+                                              MHD_HTTP_HEADER_CONTENT_LENGTH);
+
+  return v != NULL && strtoull(v, NULL, 10) > API_BODY_MAX;
+}
+
+/* A lab view's capture of the fleet (routes_fleet.c); elsewhere such an
+ * id is refused by the route as it always was. */
+static bool for_the_fleet(struct api_req *r)
+{
+  return r->api->hooks.lab != NULL && api_fleet_wants(r);
+}
+
+/* Whether dispatch() refuses the request whatever its body holds: the
+ * same checks in the same order, on the headers alone, nothing replied. */
+static bool refused_on_headers(struct api_req *r)
+{
+  return !api_guard(r, NULL) || r->route == NULL || declared_too_large(r) ||
+         (!for_the_fleet(r) &&
+          (handler_of(r) == NULL || !api_guard_body(r, NULL)));
+}
+
+static enum MHD_Result dispatch(struct api_req *r)
+{
+  enum MHD_Result (*h)(struct api_req *);
   enum MHD_Result ret;
 
   if (!api_guard(r, &ret))
     return ret;
-  if (rt == NULL)
+  if (r->route == NULL)
     return api_reply_error(r, 404, "not_found", NULL, "no route %s", r->url);
-  if (r->body_len > API_BODY_MAX)
+  if (r->body_len > API_BODY_MAX || declared_too_large(r))
     return api_reply_error(r, 413, "too_large", "body",
                            "the body is larger than %zu bytes", API_BODY_MAX);
-  /* A lab view's capture of the fleet (routes_fleet.c); elsewhere such
-   * an id is refused by the route as it always was. */
-  if (r->api->hooks.lab != NULL && api_fleet_wants(r))
+  if (for_the_fleet(r))
     return api_fleet_dispatch(r);
-  if (strcmp(r->method, MHD_HTTP_METHOD_GET) == 0 ||
-      strcmp(r->method, MHD_HTTP_METHOD_HEAD) == 0)
-    h = rt->get;
-  else if (strcmp(r->method, MHD_HTTP_METHOD_POST) == 0)
-    h = rt->post;
-  else if (strcmp(r->method, MHD_HTTP_METHOD_DELETE) == 0)
-    h = rt->del;
-  else if (strcmp(r->method, MHD_HTTP_METHOD_PUT) == 0)
-    h = rt->put;
-  if (h == NULL)
+  if ((h = handler_of(r)) == NULL)
     return api_reply_method(r);
   if (!api_guard_body(r, &ret))
     return ret;
@@ -179,9 +216,16 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn,
 
   (void)version;
   if (r == NULL) {
-    /* Headers only: the body, if any, comes in the next calls. */
+    /* Headers only: the body, if any, comes in the next calls. Who may
+     * ask, and what, is judged now (docs/SECURITY.md): a refused
+     * request's body is discarded as it arrives, never kept nor parsed,
+     * and the refusal answered once it is in (a client that writes its
+     * body before it reads sees the answer; past API_DRAIN_MAX it is
+     * answered at once). */
     r = req_new(cls, conn, url, method);
     *con_cls = r;
+    if (r != NULL)
+      r->discard = refused_on_headers(r);
     return r != NULL ? MHD_YES : MHD_NO;
   }
   if (*upload_size > 0) {
@@ -237,14 +281,32 @@ static void on_log(void *cls, const char *fmt, va_list ap)
  * refuses writes: reads still answer, and a restart would not free the
  * disk, so a liveness probe must not restart it; monitoring alerts on the
  * status (or on traced_store_degraded in /metrics). */
+/* The captures whose final state waits for the store (common/stats.h),
+ * after reason's own text. */
+static void add_pending(char *reason, size_t size)
+{
+  char ids[512];
+  size_t n = tr_stats_pending_text(ids, sizeof(ids)), used = strlen(reason);
+
+  if (n > 0 && used < size)
+    snprintf(reason + used, size - used,
+             "%s%zu final state%s not yet stored, shown as traced holds "
+             "%s: %s",
+             used > 0 ? "; " : "", n, n == 1 ? "" : "s", n == 1 ? "it" : "them",
+             ids);
+}
+
 enum MHD_Result api_get_healthz(struct api_req *r)
 {
   struct tr_err err = { 0 };
-  char reason[768];
+  char reason[1280] = "";
 
   if (api_query_check(r, &err) != 0)
     return api_reply_tr_err(r, &err);
-  if (tr_stats_store_degraded(reason, sizeof(reason)) ||
+  if (!tr_stats_store_degraded(reason, sizeof(reason)))
+    reason[0] = '\0';
+  add_pending(reason, sizeof(reason));
+  if (reason[0] != '\0' ||
       fleet_degraded(r->api->cfg, reason, sizeof(reason))) {
     json_t *why = json_string(reason); /* NULL: not UTF-8 (a path's bytes) */
 
@@ -524,11 +586,13 @@ int api_start(const struct cfg *cfg, const struct api_hooks *hooks,
   api->hits = calloc((api_nroutes + 1) * API_CODES, sizeof(*api->hits));
   api->cache = api_cache_new((size_t)cfg->answer_cache_mb << 20);
   api->slices = api_slices_new();
+  api->fails = api_fails_new(cfg->auth_retry_delay_ms);
   if (api->hits == NULL || api->cache == NULL || api->slices == NULL ||
-      pthread_key_create(&api->key, NULL) != 0) {
+      api->fails == NULL || pthread_key_create(&api->key, NULL) != 0) {
     free(api->hits);
     api_cache_free(api->cache);
     api_slices_free(api->slices);
+    api_fails_free(api->fails);
     free(api);
     return tr_err_set(err, TR_ENOMEM, "", "out of memory");
   }
@@ -581,8 +645,10 @@ void api_stop(struct api *api)
 {
   if (api == NULL)
     return;
-  /* MHD may not stop with a connection suspended: slices resume theirs. */
+  /* MHD may not stop with a connection suspended: slices resume theirs,
+   * held 401s are answered now. */
   api_slices_cancel(api->slices);
+  api_conns_release(api);
   /* Joins the workers: no thread uses a store connection after this. */
   if (api->mhd != NULL)
     MHD_stop_daemon(api->mhd);
@@ -602,6 +668,7 @@ void api_stop(struct api *api)
   if (api->hooks.lab != NULL)
     fleet_lab_on_drop(api->hooks.lab, NULL, NULL);
   api_cache_free(api->cache);
+  api_fails_free(api->fails);
   free(api->hits);
   free(api->token);
   free(api);

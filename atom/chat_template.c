@@ -54,6 +54,7 @@ int tr_chat_probe(const char *model, struct tr_chat_probe *out,
                   struct tr_err *err)
 {
   int fd = tr_open_dir(NULL, model, NULL, NULL), rc;
+  struct tr_err why = { 0 };
   char *text = NULL;
   json_t *doc, *t;
 
@@ -64,14 +65,13 @@ int tr_chat_probe(const char *model, struct tr_chat_probe *out,
   out->folder = true;
   count_encoders(model, out);
   out->jinja = model_file(model, "chat_template.jinja");
-  rc = tr_read_file(model, "tokenizer_config.json", TOKENIZER_MAX, &text,
-                    NULL, err);
-  if (rc == -ENOENT || rc == -ENOTDIR) {
-    tr_err_clear(err);
+  rc = tr_read_file(model, "tokenizer_config.json", TOKENIZER_MAX, &text, NULL,
+                    &why);
+  if (rc == -ENOENT || rc == -ENOTDIR)
     return 0;
-  }
+  /* A link, a FIFO, a file too big: the request's fault, said as such. */
   if (rc < 0)
-    return rc;
+    return tr_err_set(err, TR_EINVAL, "model", "model: %s", why.msg);
   doc = json_loads(text, 0, NULL);
   free(text);
   if (!json_is_object(doc)) {

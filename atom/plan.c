@@ -15,6 +15,7 @@
 #include "atom/options.h"
 #include "atom/chat_template.h"
 #include "common/lifecycle.h"
+#include "common/reals.h"
 #include "atom/preset.h"
 
 /* The start script's default of MAX_NUM_SEQS (start_atom_server.sh:18). */
@@ -103,7 +104,7 @@ char *cap_word_for_shell(const char *word)
   doc = json_loads(word, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, NULL);
   if (doc == NULL)
     return strdup(word);
-  text = json_dumps(doc, JSON_COMPACT | JSON_ENCODE_ANY);
+  text = tr_json_dumps(doc, JSON_COMPACT | JSON_ENCODE_ANY);
   json_decref(doc);
   if (text == NULL || (out = malloc(6 * strlen(text) + 1)) == NULL) {
     free(text);
@@ -207,17 +208,25 @@ static char **preset_words(json_t *obj, const char *key, struct tr_err *err)
   return tr_shell_words(json_string_value(json_object_get(obj, key)), key, err);
 }
 
-/* A word that still holds blanks after cap_word_for_shell() cannot reach
- * the server intact. */
+/* Every word the scripts pass on unquoted, the preset's too, as they
+ * will get it: a JSON object or array has what the shell would split or
+ * expand escaped inside its strings by cap_word_for_shell(), so only its
+ * blanks are looked for (its brackets match no file of the empty working
+ * folder); any other word passes the policy's rule (atom/policy.h). */
 static int check_shell_safe(char *const *words, const char *what,
                             struct tr_err *err)
 {
-  for (; words != NULL && *words != NULL; words++)
-    if (strpbrk(*words, " \t\n") != NULL)
+  for (; words != NULL && *words != NULL; words++) {
+    if ((*words)[0] != '{' && (*words)[0] != '[') {
+      if (api_policy_shell_word(*words, what, err) != 0)
+        return TR_EINVAL;
+    } else if (strpbrk(*words, " \t\n") != NULL) {
       return tr_err_set(err, TR_EINVAL, what,
                         "%s: the word \"%.200s\" holds blanks and is not "
                         "JSON: ATOM's start script would split it",
                         what, *words);
+    }
+  }
   return 0;
 }
 
@@ -460,6 +469,8 @@ static int bench_extra(struct build *b, struct words *out, struct tr_err *err)
   }
   if (rc == 0)
     rc = chat_template(b, req, var, out, err);
+  if (rc == 0)
+    rc = check_shell_safe(out->v, "bench_args", err);
   tr_words_free(var);
   free(req);
   return rc;
@@ -639,6 +650,8 @@ static int judge_again(struct build *b, struct tr_err *err)
   int rc;
 
   rc = api_policy_model(b->cfg, b->p->model, "model", &real, err);
+  if (rc == 0 && real != NULL)
+    rc = api_policy_folder(b->cfg, real, trusts, "model", err);
   free(real);
   if (rc == 0)
     rc = api_policy_words(b->cfg, TR_ATOM_SERVER,

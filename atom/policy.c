@@ -62,15 +62,16 @@ int api_policy_path(const struct cfg *cfg, const char *path,
                       "%s: \"%.200s\" must be an absolute path without "
                       "\".\" or \"..\"",
                       field, path);
-  if ((real = resolve(path)) == NULL)
-    return tr_err_set(err, TR_EINVAL, field, "%s: \"%.200s\" cannot be "
-                      "resolved", field, path);
-  if (tr_path_root(cfg->model_roots, real) == NULL) {
-    tr_err_set(err, TR_EINVAL, field,
-               "%s: \"%.200s\" resolves to %.200s, outside model_roots",
-               field, path, real);
+  /* One answer whatever the path resolves to: traced resolves it as root,
+   * and the target of a link inside a folder only root may read is no
+   * business of the client's (imports answer the same way). */
+  if ((real = resolve(path)) == NULL ||
+      tr_path_root(cfg->model_roots, real) == NULL) {
     free(real);
-    return TR_EINVAL;
+    return tr_err_set(err, TR_EINVAL, field,
+                      "%s: \"%.200s\" is outside model_roots once its "
+                      "links are resolved",
+                      field, path);
   }
   if (resolved != NULL)
     *resolved = real;
@@ -122,6 +123,54 @@ int api_policy_model(const struct cfg *cfg, const char *model,
   return 0;
 }
 
+/* ---- words a script expands unquoted ---- */
+
+/* docs/ATOM.md, "Scripts": start_atom_server.sh and run_benchmark.sh pass
+ * their extra words on as $EXTRA_ARGS unquoted, so bash splits each word
+ * again at blanks and expands it as a pattern when it holds '*', '?' or
+ * '[' (a backslash too in bash 5.0; and on bash <= 5.1 ".?" matches ".."):
+ * "<root>/u/[t]" would become whatever "<root>/u/t" is linked to. These
+ * are refused in every server and bench word, never split or expanded.
+ * Control characters would forge lines of the logs the scripts echo the
+ * words into. Quotes, '$' and the like are left alone: the shell does not
+ * look at them again in the result of an expansion. */
+static const char shell_special[] = " \t\n*?[\\";
+
+/* The first character of word the rule above refuses, or NULL. */
+static const char *shell_unsafe(const char *word)
+{
+  for (const char *p = word; *p != '\0'; p++)
+    if (strchr(shell_special, *p) != NULL || iscntrl((unsigned char)*p))
+      return p;
+  return NULL;
+}
+
+int api_policy_shell_word(const char *word, const char *item,
+                          struct tr_err *err)
+{
+  const char *p = shell_unsafe(word);
+  const char *what, *would;
+
+  if (p == NULL)
+    return 0;
+  if (*p == ' ' || *p == '\t' || *p == '\n') {
+    what = *p == '\n' ? "a line break" : "a blank";
+    would = "split into several words";
+  } else if (iscntrl((unsigned char)*p)) {
+    what = "a control character";
+    would = "write into their logs as it is";
+  } else {
+    what = *p == '\\' ? "a backslash" : "a glob character";
+    would = "expand as a pattern of file names";
+  }
+  return tr_err_set(err, TR_EINVAL, item,
+                    "%s: \"%.200s\" holds %s (\"%c\"), which ATOM's "
+                    "scripts would %s: they pass their extra words on "
+                    "unquoted",
+                    item, word, what, iscntrl((unsigned char)*p) ? '?' : *p,
+                    would);
+}
+
 /* ---- values of options ---- */
 
 static bool int_text(const char *v)
@@ -165,9 +214,11 @@ static int check_template(const struct cfg *cfg, const char *item,
   return api_policy_path(cfg, value, item, NULL, err);
 }
 
+/* trusts: the preset sets --trust-remote-code (a model folder's
+ * auto_map: api_policy_folder()). */
 static int check_value(const struct cfg *cfg, const struct tr_atom_opt *o,
                        const char *opt, const char *item, const char *value,
-                       struct tr_err *err)
+                       bool trusts, struct tr_err *err)
 {
   json_t *doc;
   char *real = NULL;
@@ -194,6 +245,8 @@ static int check_value(const struct cfg *cfg, const struct tr_atom_opt *o,
   case TR_VAL_PATH: return api_policy_path(cfg, value, item, NULL, err);
   case TR_VAL_MODEL:
     rc = api_policy_model(cfg, value, item, &real, err);
+    if (rc == 0 && real != NULL)
+      rc = api_policy_folder(cfg, real, trusts, item, err);
     free(real);
     return rc;
   case TR_VAL_TEMPLATE: return check_template(cfg, item, value, err);
@@ -251,14 +304,15 @@ static int check_option(const struct cfg *cfg, enum tr_atom_prog prog,
                       prog == TR_ATOM_SERVER
                           ? "atom/model_engine/arg_utils.py, api_server.py"
                           : "atom/benchmarks/benchmark_serving.py");
-  if ((rc = refused(cfg, o, opt, item, preset_trusts, err)) != 0)
+  if ((rc = refused(cfg, o, opt, item, preset_trusts, err)) != 0 ||
+      (rc = api_policy_shell_word(word, item, err)) != 0)
     return rc;
   if (o->arity == TR_ARITY_NONE)
     return eq == NULL ? 0
                       : tr_err_set(err, TR_EINVAL, item,
                                    "%s: %s takes no value", item, opt);
   if (eq != NULL)
-    return check_value(cfg, o, opt, item, eq + 1, err);
+    return check_value(cfg, o, opt, item, eq + 1, preset_trusts, err);
   /* Values follow: one, an optional one, or every word up to the next
    * option (argparse never takes an option word as a value). */
   do {
@@ -271,7 +325,14 @@ static int check_option(const struct cfg *cfg, enum tr_atom_prog prog,
     }
     ++*i;
     snprintf(item, sizeof(item), "%s[%zu]", member, *i);
-    if ((rc = check_value(cfg, o, opt, item, next, err)) != 0)
+    /* A JSON object or array reaches the script with its blanks and glob
+     * characters escaped inside its strings (cap_word_for_shell()); the
+     * brackets of its arrays can match only files of the scripts' working
+     * folder, made empty for each capture and root's alone (plan.c). */
+    if (!(o->value == TR_VAL_JSON && (next[0] == '{' || next[0] == '[')) &&
+        (rc = api_policy_shell_word(next, item, err)) != 0)
+      return rc;
+    if ((rc = check_value(cfg, o, opt, item, next, preset_trusts, err)) != 0)
       return rc;
   } while (o->arity == TR_ARITY_MANY);
   return 0;
@@ -345,6 +406,38 @@ static const struct {
   { "*_URL", "it names an address" },
   { "*_URI", "it names an address" },
   { "NCCL_COMM_ID", "it names the address of the collectives' rendezvous" },
+  /* PyTorch (torch/serialization.py, docs/source/
+   * miscellaneous_environment_variables.rst): torch.load unpickles, and so
+   * runs, whatever a checkpoint holds; the autoload imports every
+   * installed backend extension; TorchInductor's remote caches unpickle
+   * what a Redis serves; RTLD_GLOBAL lets torch's libraries take symbols
+   * from whatever was loaded before them. */
+  { "TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD",
+    "torch.load would unpickle, and so run, whatever a checkpoint holds" },
+  { "TORCH_DEVICE_BACKEND_AUTOLOAD",
+    "import torch imports every installed backend extension by it" },
+  { "*REMOTE_CACHE*", "it unpickles what a remote cache serves" },
+  { "TORCH_USE_RTLD_GLOBAL", "it steers how torch's libraries are loaded" },
+  { "*TRUST_REMOTE_CODE*", "it lets a model folder's own Python run" },
+  { "*UNSAFE*", "it turns a safety off" },
+  /* bash, which runs ATOM's scripts: BASH_ENV and ENV name a file it
+   * sources, BASHOPTS and SHELLOPTS set its options (globbing, xtrace with
+   * PS4's command substitutions), IFS and GLOBIGNORE change how it splits
+   * and expands; HOME: the start script empties ~/.cache/atom
+   * (start_atom_server.sh:58); PATH: where the scripts find python, curl
+   * and rocm-smi; TMPDIR: where Python and ATOM make their temporary files
+   * and sockets. */
+  { "BASH*", "bash runs, reads or is set up by it" },
+  { "ENV", "bash sources the file it names" },
+  { "SHELLOPTS", "it sets the options of the shell that runs ATOM's "
+                 "scripts" },
+  { "PS4", "the shell expands it for every traced command" },
+  { "IFS", "it changes how the shell splits words" },
+  { "GLOBIGNORE", "it changes how the shell expands patterns" },
+  { "*PATH", "it names a search path" },
+  { "HOME", "ATOM's start script empties ~/.cache/atom under it" },
+  { "TMPDIR", "Python and ATOM make their temporary files and sockets in "
+              "it" },
   { "ATOM_PROCESS_NAME_PREFIX",
     "it renames ATOM's processes, which its scripts find by name" },
 };
@@ -442,6 +535,41 @@ static int check_env_name(const struct cfg *cfg, const char *name,
   return 0;
 }
 
+/* The variables start_atom_server.sh passes to the server as words of
+ * its own (lines 17-19 and 85-88: --kv_cache_dtype "$KV_CACHE_DTYPE",
+ * --max-num-seqs "$MAX_NUM_SEQS", --gpu-memory-utilization
+ * "$GPU_MEM_UTIL"): each value is judged as the word it becomes. The
+ * script quotes them, as ATOM's scripts quote every variable they read
+ * (run_benchmark.sh:81 RANDOM_RANGE_RATIO too): no env value reaches a
+ * script unquoted, and the shell's rule holds for these all the same. */
+static const struct {
+  const char *name, *option;
+} env_words[] = {
+  { "KV_CACHE_DTYPE", "--kv_cache_dtype" },
+  { "MAX_NUM_SEQS", "--max-num-seqs" },
+  { "GPU_MEM_UTIL", "--gpu-memory-utilization" },
+};
+
+static int check_env_word(const struct cfg *cfg, const char *name,
+                          const char *value, const char *field,
+                          struct tr_err *err)
+{
+  for (size_t i = 0; i < N(env_words); i++) {
+    const struct tr_atom_opt *o;
+    int rc;
+
+    if (strcmp(name, env_words[i].name) != 0)
+      continue;
+    o = tr_atom_opt_find(TR_ATOM_SERVER, env_words[i].option);
+    if ((rc = api_policy_shell_word(value, field, err)) != 0)
+      return rc;
+    return o != NULL ? check_value(cfg, o, env_words[i].option, field, value,
+                                   false, err)
+                     : 0;
+  }
+  return 0;
+}
+
 int api_policy_env(const struct cfg *cfg, json_t *env, struct tr_err *err)
 {
   char field[80];
@@ -463,6 +591,8 @@ int api_policy_env(const struct cfg *cfg, json_t *env, struct tr_err *err)
                           "%s must not contain control characters", field);
     if (v != NULL && matches_any(env_paths, N(env_paths), name) &&
         (rc = api_policy_path(cfg, v, field, NULL, err)) != 0)
+      return rc;
+    if (v != NULL && (rc = check_env_word(cfg, name, v, field, err)) != 0)
       return rc;
   }
   return 0;

@@ -7,7 +7,9 @@
  *     option set (atom/options.h): an allow-list, exact spellings only.
  *     Options that name an address are traced's alone; options traced sets
  *     from the request's members are refused; values are checked by kind
- *     (numbers, choices, JSON); values that name a file or folder must
+ *     (numbers, choices, JSON); no word may hold what the shell splits
+ *     or expands (ATOM's scripts pass them on unquoted); values that name
+ *     a file or folder must
  *     resolve under model_roots, links resolved; a hub id only with
  *     allow_hub_ids; --trust-remote-code only where the preset sets it or
  *     allow_trust_remote_code; a deployment over several nodes
@@ -54,6 +56,28 @@ int api_policy_model(const struct cfg *cfg, const char *model,
  * resolved path, a new string. */
 int api_policy_path(const struct cfg *cfg, const char *path,
                     const char *field, char **resolved, struct tr_err *err);
+
+/* A model folder ATOM loads (the model, --draft-model, the bench's
+ * --tokenizer), real already resolved under model_roots: 0, or TR_EINVAL
+ * naming field and the path when a user other than root or traced's own
+ * may write it, anything under it (links judged by their targets) or a
+ * folder above it that is not sticky; or when its config.json or
+ * tokenizer_config.json has an auto_map (Python of the folder's own,
+ * which ATOM's bench runs: it always passes --trust-remote-code) and
+ * neither trusts (the preset sets trust_remote_code) nor
+ * allow_trust_remote_code allows remote code; or when one of those two
+ * files is a link or too big to read. A path that is no folder passes.
+ * Reads the file system (a walk of the folder, bounded). */
+int api_policy_folder(const struct cfg *cfg, const char *real, bool trusts,
+                      const char *field, struct tr_err *err);
+
+/* A word a script expands unquoted (docs/ATOM.md, "Scripts"): 0, or
+ * TR_EINVAL naming item when it holds a blank, a glob character, a
+ * backslash or a control character, which the shell would split or expand.
+ * Every server and bench word passes it (the words of a JSON value's
+ * objects and arrays are escaped instead: cap_word_for_shell()). */
+int api_policy_shell_word(const char *word, const char *item,
+                          struct tr_err *err);
 
 /* Why no request may set the variable name, whatever env_allow says (a
  * static phrase), with the matching deny pattern in *pattern (may be

@@ -16,6 +16,7 @@
 #include "atom/launch.h"
 #include "atom/policy.h"
 #include "atom/preset.h"
+#include "common/reals.h"
 
 /* A word holding a space must be JSON whose compact form has none: ATOM's
  * start and bench scripts pass their extra words unquoted ($EXTRA_ARGS),
@@ -28,7 +29,7 @@ static int check_spaced(json_t *arr, size_t i, const char *item,
   const char *w = json_string_value(json_array_get(arr, i));
   json_t *v = json_loads(w, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, NULL);
   char *compact =
-      v != NULL ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+      v != NULL ? tr_json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
   int rc = 0;
 
   if (compact == NULL || strchr(compact, ' ') != NULL)
@@ -141,6 +142,9 @@ static int check_authority(const struct cfg *cfg, json_t *obj,
     rc = rc ? rc : tr_err_set(err, TR_ENOMEM, "", "out of memory");
   trusts = json_is_true(json_object_get(json_object_get(pre.model, "config"),
                                         "trust_remote_code"));
+  if (rc == 0 && real != NULL)
+    rc = api_policy_folder(cfg, launched_real ? launched_real : real, trusts,
+                           launched_real ? "variant" : "model", err);
   if (rc == 0)
     rc = api_policy_words(cfg, TR_ATOM_SERVER,
                           json_object_get(obj, "server_args"), "server_args",

@@ -18,6 +18,7 @@ FAMILY = os.environ.get("FAMILY", "moe")
 TP = int(os.environ.get("TP", "1"))
 THRESHOLD = os.environ.get("THRESHOLD", "5")
 SEED = int(os.environ.get("SEED", "1"))
+PAIRED = os.environ.get("PAIRED", "0") == "1"   # runs share a bench seed
 
 
 def main():
@@ -27,10 +28,11 @@ def main():
         d = Daemon(conf={"import_roots": tmp,
                          "regression_threshold_pct": THRESHOLD})
         with d:
-            r = Rates(d, tmp, PAIRS, tp=TP, seed=SEED)
+            r = Rates(d, tmp, PAIRS, tp=TP, seed=SEED, paired=PAIRED)
             ok, n, _ = r.false_alarms()
-            print("pairs %d, family %s, TP %d, threshold %s%%" % (
-                n, FAMILY, TP, THRESHOLD))
+            print("pairs %d, family %s, TP %d, threshold %s%%, %s" % (
+                n, FAMILY, TP, THRESHOLD, "the runs of a pair share their "
+                "benchmark's seed" if PAIRED else "seeds of their own"))
             print("| pair | verdict wanted | rate |")
             print("|---|---|---|")
             print("| same build | unchanged | %.1f%% (%d/%d) |" % (
@@ -47,7 +49,8 @@ def main():
                 "%g%%" % smallest if smallest is not None else "none tried"))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print("%.0f s (generation %.0f s)" % (time.time() - t, r.gen_s))
+    print("%.0f s (generation %.0f s); tests used: %s" % (
+        time.time() - t, r.gen_s, r.tests))
 
 
 if __name__ == "__main__":

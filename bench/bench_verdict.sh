@@ -7,7 +7,8 @@
 # least 95% of the pairs.
 # Env: TRACED_BIN (build/traced), PAIRS (100), SLOWDOWNS ("3 4 5 6 7 8 10"),
 # FAMILY (moe; or gemm, attn, norm, act), TP (1), THRESHOLD (the daemon's
-# regression_threshold_pct, 5), SEED (1).
+# regression_threshold_pct, 5), SEED (1), PAIRED (0; 1: the runs of a pair
+# share their benchmark's seed, so their steps line up).
 set -eu
 cd "$(dirname "$0")/.."
 BIN=${TRACED_BIN:-build/traced}

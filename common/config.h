@@ -89,6 +89,8 @@ enum cfg_profile_control { CFG_PROFILE_BENCH, CFG_PROFILE_DAEMON };
      "seconds for a request's headers and body to arrive")                     \
   XX(idle_timeout_s, INT(1, 86400), "60", NULL,                                \
      "seconds a silent connection is kept")                                    \
+  XX(auth_retry_delay_ms, INT(0, 60000), "2000", NULL,                         \
+     "most ms a 401 waits for an address that keeps failing (0: none)")        \
   XX(db, STR(), "/var/lib/traced/traced.db", NULL, "the SQLite database")      \
   XX(trace_root, STR(), "/var/lib/traced/traces", NULL,                        \
      "each capture's trace folder <trace_root>/<id>, logs under logs/")        \

@@ -6,6 +6,7 @@
 #ifndef TR_STATS_H
 #define TR_STATS_H
 
+#include <jansson.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -37,5 +38,27 @@ void tr_stats_store_accepted(void);
 /* True while the store refuses writes; reason (size bytes, may be NULL)
  * gets why. */
 bool tr_stats_store_degraded(char *reason, size_t size);
+
+/* A capture's final state that the store refused (daemon/work.c writes it
+ * again until it takes it): the API shows it over the stored row, marked
+ * "state_stored": false, and /healthz names it, so that a capture recovery
+ * could not write is never shown as running. status and phase are names
+ * (phase NULL: the stored one stands); error (may be NULL) is copied. At
+ * most TR_PENDING_MAX are kept, a newer one taking the oldest's place.
+ * Any thread. */
+#define TR_PENDING_MAX 64
+void tr_stats_pending_put(int64_t id, const char *status, const char *phase,
+                          json_t *error);
+
+/* Its state was written, or is no longer traced's to write. */
+void tr_stats_pending_drop(int64_t id);
+
+/* Overlays the pending state of the capture obj describes (its "id"), if
+ * any, onto obj. */
+void tr_stats_pending_apply(json_t *obj);
+
+/* The captures waiting, as "capture 5 (interrupted), ..." into buf; the
+ * number waiting. */
+size_t tr_stats_pending_text(char *buf, size_t size);
 
 #endif

@@ -50,6 +50,28 @@ void tr_err_clear(struct tr_err *err);
  * "code" of HTTP error bodies. */
 const char *tr_strerror(int code);
 
+/* a + b, held at INT64_MAX or INT64_MIN where it would overflow: the sums
+ * a trace makes (durations, bytes) over more events than
+ * docs/TRACE_FORMATS.md's bounds let add up exactly. */
+static inline int64_t tr_sat_add(int64_t a, int64_t b)
+{
+  int64_t r;
+
+  if (__builtin_add_overflow(a, b, &r))
+    return b > 0 ? INT64_MAX : INT64_MIN;
+  return r;
+}
+
+/* a * b, held as tr_sat_add() holds a sum. */
+static inline int64_t tr_sat_mul(int64_t a, int64_t b)
+{
+  int64_t r;
+
+  if (__builtin_mul_overflow(a, b, &r))
+    return (a < 0) != (b < 0) ? INT64_MIN : INT64_MAX;
+  return r;
+}
+
 /* Wall clock in nanoseconds since the epoch. */
 int64_t tr_now_ns(void);
 

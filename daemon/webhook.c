@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/reals.h"
 #include "common/stats.h"
 #include "daemon/cap_int.h"
 
@@ -143,7 +144,7 @@ void cap_webhook_send(struct cap_webhook *w, int64_t id, json_t *body)
     json_decref(body);
     return;
   }
-  text = json_dumps(body, JSON_COMPACT);
+  text = tr_json_dumps(body, JSON_COMPACT);
   json_decref(body);
   if (w->n >= WEBHOOK_QUEUE || text == NULL ||
       (d = calloc(1, sizeof(*d))) == NULL) {

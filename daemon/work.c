@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "common/file.h"
+#include "common/stats.h"
 #include "common/text.h"
 #include "daemon/cap_int.h"
 
@@ -417,6 +418,7 @@ static void run_orphan(struct cap_work *w)
  * traced stops: the next start marks it interrupted. */
 static void orphan_end(struct orphan_work *ow)
 {
+  tr_stats_pending_drop(ow->id);
   if (cap_store_refused(ow->rc))
     fprintf(stderr,
             "traced: capture %lld: its final state was never written "
@@ -454,6 +456,9 @@ void cap_runner_orphan(struct cap_runner *r, int64_t id, int status, int phase,
   ow->status = status;
   ow->phase = phase;
   ow->error = error;
+  /* Shown as traced holds it until it is written (common/stats.h). */
+  tr_stats_pending_put(id, tr_status_name(status),
+                       phase >= 0 ? tr_phase_name(phase) : NULL, error);
   ow->rc = TR_ESTORAGE; /* the store refused it just now */
   ow->super.r = r;
   ow->super.run = run_orphan;

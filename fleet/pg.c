@@ -17,6 +17,8 @@ int fleet_dsn_check(const char *dsn, struct tr_err *err)
   int rc = 0;
 
   if (opts == NULL) {
+    if (why != NULL)
+      why[strcspn(why, "\n")] = '\0'; /* libpq ends it with a newline */
     rc = tr_err_set(err, TR_EINVAL, "fleet_dsn",
                     "fleet_dsn is not a libpq connection string: %s",
                     why != NULL ? why : "out of memory");

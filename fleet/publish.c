@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/reals.h"
 #include "fleet/fleet_int.h"
 
 #define IDLE_MS        1000  /* the outbox is looked at this often */
@@ -218,9 +219,9 @@ static int insert_capture(struct fleet_pub *p, const char *uuid, json_t *x,
   size_t nvals = CAPTURE_PARAMS + 2 * t->n;
   const char **vals = calloc(nvals, sizeof(*vals));
   char id[32], version[16];
-  char *figures =
-      json_dumps(json_object_get(x, "figures"), JSON_COMPACT | JSON_ENCODE_ANY);
-  char *cap = json_dumps(brief, JSON_COMPACT);
+  char *figures = tr_json_dumps(json_object_get(x, "figures"),
+                                JSON_COMPACT | JSON_ENCODE_ANY);
+  char *cap = tr_json_dumps(brief, JSON_COMPACT);
   char *sql = insert_sql(t->n);
   PGresult *r = NULL;
   int rc = vals && figures && cap && sql

@@ -33,6 +33,7 @@
 #include <malloc.h>
 #endif
 
+#include "common/reals.h"
 #include "common/summary.h"
 #include "index/index.h"
 
@@ -128,9 +129,9 @@ static const char *const table_names[] = {
 };
 #define NTABLES (sizeof(table_names) / sizeof(table_names[0]))
 
-/* 15 significant digits print shares (6 decimals) without binary noise
- * such as 0.10000000000000001. */
-#define TEXT_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(15))
+/* Reals with the fewest digits that read back (common/reals.h): shares
+ * (6 decimals) without binary noise such as 0.10000000000000001. */
+#define TEXT_FLAGS JSON_COMPACT
 
 static int text_put(const char *buf, size_t size, void *ud)
 {
@@ -162,7 +163,7 @@ static void text_lit(struct text *t, const char *s)
 
 static void text_json(struct text *t, json_t *v)
 {
-  if (json_dump_callback(v, text_put, t, TEXT_FLAGS) != 0 && t->why == NULL)
+  if (tr_json_dump_callback(v, text_put, t, TEXT_FLAGS) != 0 && t->why == NULL)
     t->why = "cannot write the summary";
 }
 
@@ -339,6 +340,21 @@ static int run_batch(struct batch *b, int jobs)
 
 /* --collectives: the side files of ranks 0..n-1 in dir matched, the
  * answer written to out. 0 ok, 1 failed. */
+
+/* The matching's document into file out, reals as common/reals.h writes
+ * them. */
+static int write_doc(const json_t *doc, const char *out)
+{
+  FILE *f = fopen(out, "w");
+  char *text = tr_json_dumps(doc, JSON_COMPACT);
+  int rc = f != NULL && text != NULL && fputs(text, f) >= 0 ? 0 : -1;
+
+  if (f != NULL && fclose(f) != 0)
+    rc = -1;
+  free(text);
+  return rc;
+}
+
 static int match_all(const char *dir, int n, const char *out)
 {
   struct idx_coll_rank *ranks = calloc((size_t)n + 1, sizeof(*ranks));
@@ -356,7 +372,7 @@ static int match_all(const char *dir, int n, const char *out)
     fprintf(stderr, "traced index: %s\n", err.msg);
     rc = 1;
   }
-  if (rc == 0 && json_dump_file(doc, out, JSON_COMPACT) != 0) {
+  if (rc == 0 && write_doc(doc, out) != 0) {
     fprintf(stderr, "traced index: cannot write %s\n", out);
     rc = 1;
   }

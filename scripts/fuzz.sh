@@ -25,17 +25,31 @@ for f in "$TRACES"/*.gz; do
 done
 printf '[{"ph":"X","ts":1.5e3,"dur":"2","args":{"co_id":1}},1,]' \
   >"$corpus/bare_array"
+# The times at the edges of docs/TRACE_FORMATS.md's range and of int64.
+edges='{"traceEvents":[{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,'
+edges=$edges'"ts":9223372036854775.807,"dur":1},{"ph":"X","cat":"kernel",'
+edges=$edges'"name":"k","pid":0,"tid":7,"ts":0,"dur":1e20},{"ph":"X",'
+edges=$edges'"cat":"gpu_user_annotation","name":"decode[bs=1 tok=1]","pid":0,'
+edges=$edges'"tid":7,"ts":0,"dur":1125899906842.623},{"ph":"X","cat":"kernel",'
+edges=$edges'"name":"k","pid":0,"tid":7,"ts":4611686018427387.903,"dur":0}]}'
+printf '%s' "$edges" >"$corpus/time_edges"
 
-fuzz() {  # fuzz TARGET ARTIFACT_PREFIX CORPUS
-  "$BUILD/tests/$1" -max_total_time="$SECS" -max_len=65536 -timeout=10 \
-    -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$BUILD/$2" "$3"
+# Every fuzzer but the points file's takes the dictionary of the trace's
+# keys and edge values (tests/data/fuzz.dict).
+fuzz() {  # fuzz TARGET ARTIFACT_PREFIX CORPUS [ARGS...]
+  t=$1 p=$2 c=$3
+  shift 3
+  "$BUILD/tests/$t" -max_total_time="$SECS" -max_len=65536 -timeout=10 \
+    -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$BUILD/$p" \
+    "$@" "$c"
 }
 
-fuzz fuzz_reader "" "$corpus"
+fuzz fuzz_reader "" "$corpus" -dict=tests/data/fuzz.dict
 
 icorpus=$BUILD/fuzz-index-corpus
 [ -d "$icorpus" ] || python3 tests/fuzz_index_seeds.py "$TRACES" "$icorpus"
-fuzz fuzz_index index- "$icorpus"
+cp "$corpus/time_edges" "$icorpus/time_edges"
+fuzz fuzz_index index- "$icorpus" -dict=tests/data/fuzz.dict
 
 pcorpus=$BUILD/fuzz-points-corpus
 FUZZ_POINTS_TRACE=$TRACES/hta__mi250_minitoy_train_ROCm6_2_kineto.json.gz

@@ -19,6 +19,9 @@ fi
 
 DEMO=${TRACED_DEMO_DIR:-$PWD/demo}
 export ATOM_SIM_HOME="$DEMO/atom-sim"
+# Every request runs its whole output (OSL 32), as on a real server: the
+# simulator's default stops at 8 tokens to keep the tests short.
+export SIM_MAX_TOKENS="${SIM_MAX_TOKENS:-1024}"
 # ATOM's scripts (and the simulator's) need rocm-smi and a `python` that
 # imports ATOM (/opt/venv/bin in ATOM's image): the sim's stand-ins.
 export PATH="$PWD/sim/bin:$PWD/sim/venv/bin:$PATH"
@@ -28,7 +31,7 @@ export PATH="$PWD/sim/bin:$PWD/sim/venv/bin:$PATH"
 MODEL="$DEMO/model/gpt-oss-120b"
 mkdir -p "$MODEL" "$ATOM_SIM_HOME"
 echo '{"chat_template": null}' > "$MODEL/tokenizer_config.json"
-TRACES=$(cd ../shared/traces 2>/dev/null && pwd || echo "$DEMO")
+TRACES=$(cd ../shared/traces 2>/dev/null && pwd -P || echo "$DEMO")
 
 "$BIN" --listen "$LISTEN" --db "$DEMO/traced.db" \
   --trace-root "$DEMO/traces" --atom-scripts "$PWD/sim/scripts" \

@@ -23,6 +23,7 @@ Workers are threads here, not processes: see sim/README.md.
 import gzip
 import os
 import queue
+import random
 import sys
 import threading
 import time
@@ -30,7 +31,8 @@ import traceback
 
 import simcommon as sc
 import sim_labels
-from sim_traces import global_rank_text, model_stem
+import sim_compose
+from sim_traces import global_rank_text, model_stem, traces_dir
 
 log = sc.atom_logger()
 EXPORT_CHUNKS = 8            # the .json is written, and gzipped, in steps
@@ -221,8 +223,8 @@ class Worker(threading.Thread):
     def write_json(self, path, seconds):
         """export_chrome_trace: the .json appears at once and grows, at
         least every EXPORT_GROW_S, for as long as `seconds`."""
-        data = global_rank_text(
-            self.global_rank, self.engine.labels(self.rank)).encode("utf-8")
+        data = global_rank_text(self.global_rank,
+                                self.engine.window()).encode("utf-8")
         chunks = max(EXPORT_CHUNKS, int(seconds / EXPORT_GROW_S))
         step = max(1, -(-len(data) // chunks))
         with open(path, "wb") as f:
@@ -276,6 +278,8 @@ class Engine(threading.Thread):
         self.spec_stats = {"drafted": 0, "accepted": 0, "dist": {}}
         self.profiling = False        # steps are recorded for the labels
         self.steps = []               # sim_labels.Step of this window
+        self.seed = 0                 # its noise (sim_compose.py)
+        self.exported = None          # the window the workers export
         self.workers = [Worker(self, r) for r in range(self.nworkers)]
 
     def rank_dir(self, rank):
@@ -367,11 +371,10 @@ class Engine(threading.Thread):
             self.steps.append(sim_labels.Step("decode", old))
         self.mgr.dp_sync(self)
 
-    def labels(self, rank):
-        """The run labels of this window, for worker `rank`'s export (the
-        ranks of an engine run the same steps)."""
-        del rank
-        return sim_labels.labels(self.steps, self.mgr.args)
+    def window(self):
+        """The profiled window as each worker exports it: the ranks of an
+        engine ran the same steps (sim_compose.py)."""
+        return self.exported
 
     def count_draft(self):
         """Speculative acceptance as the scheduler counts it, when a
@@ -407,12 +410,16 @@ class Engine(threading.Thread):
     def do_start_profile(self):
         result = self.call_func("start_profiler")
         self.steps, self.profiling = [], True
+        self.seed = random.getrandbits(32)   # this window's noise
         log.info("Engine Core: profiler started")
         return result
 
     def do_stop_profile(self):
         log.info("Engine Core: stopping profiler...")
         self.profiling = False
+        self.exported = sim_compose.Window(
+            self.steps, self.mgr.args, self.seed,
+            self.index * self.nworkers, self.nworkers, traces_dir())
         result = self.call_func("stop_profiler")
         log.info("Engine Core: profiler stopped, result=%r", result)
         return result

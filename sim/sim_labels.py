@@ -15,8 +15,9 @@ and propose_dspark[bs= T=], and dspark_ctx_kv draft_kv: SIM_LABELS=seed
 writes that generation (default ffdf3bb5, as ATOM ships).
 
 Each label becomes a CPU user_annotation and a GPU gpu_user_annotation
-event; a trace's steps are laid one after another over the span of its
-GPU kernels, so every end-to-end test indexes steps.
+event: over a step's own forward pass in a composed rank (sim_compose.py),
+or, in a trace given by SIM_TRACE_FILE, laid one after another over the
+span of its GPU kernels, so every end-to-end test indexes steps.
 """
 import json
 import os
@@ -94,13 +95,15 @@ def draft_labels(step, args, generation):
     return ["draft[%d/%d bs=%d]" % (i, k, bs) for i in range(k)]
 
 
-def labels(steps, args):
-    """Every label of the steps, in order."""
+def passes(steps, args):
+    """Every pass of the steps, in order: (kind, step, label) for a
+    forward, (kind, None, label) for a drafter's pass after it."""
     generation = os.environ.get("SIM_LABELS", "ffdf3bb5")
     out = []
     for step in steps:
-        out.append(forward_label(step, args))
-        out += draft_labels(step, args, generation)
+        out.append((step.kind, step, forward_label(step, args)))
+        out += [(step.kind, None, name)
+                for name in draft_labels(step, args, generation)]
     return out
 
 

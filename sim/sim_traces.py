@@ -1,24 +1,18 @@
-"""What the simulated ranks export: real kineto traces from
-../shared/traces (or SIM_TRACE_FILE), rotated over the global ranks, each
-with its top-level distributedInfo.rank set, ATOM's run labels of the
-steps the rank ran while profiling added first in traceEvents (a trace
-that carries labels already keeps its own; sim_labels.py), and every other
-byte kept."""
+"""What the simulated ranks export. By default each rank's trace is made
+of real forward passes, one per step its engine ran while profiling
+(sim_compose.py: decode steps from the vLLM decode, prefill steps from the
+H100 prefill of ../shared/traces, ATOM's run labels over each). With
+SIM_TRACE_FILE, the given real kineto traces instead, rotated over the
+global ranks, each with its top-level distributedInfo.rank set, ATOM's run
+labels of the steps laid over its kernels (a trace that carries labels
+already keeps its own; sim_labels.py), and every other byte kept."""
 import gzip
 import json
 import os
 import threading
 
+import sim_compose
 import sim_labels
-
-# Rotated over the ranks (global rank r gets entry r % 4): ROCm traces.
-DEFAULT_TRACES = (
-    "tracelens__mi300_resnet_act_checkpoint.json.gz",
-    "tracelens__mi210_gpu_only_trace.json.gz",
-    "tracelens__torch_compile_triton_trace.json.gz",
-    "hta__mi250_minitoy_train_ROCm6_2_kineto.json.gz",
-)
-
 
 def traces_dir():
     here = os.path.dirname(os.path.abspath(__file__))
@@ -27,12 +21,9 @@ def traces_dir():
 
 
 def trace_sources():
-    """SIM_TRACE_FILE (colon-separated, rotated over ranks) or the default
-    rotation from SIM_TRACES_DIR."""
-    files = os.environ.get("SIM_TRACE_FILE", "")
-    if files:
-        return [f for f in files.split(":") if f]
-    return [os.path.join(traces_dir(), n) for n in DEFAULT_TRACES]
+    """SIM_TRACE_FILE (colon-separated, rotated over ranks), or none: the
+    ranks are composed (sim_compose.py)."""
+    return [f for f in os.environ.get("SIM_TRACE_FILE", "").split(":") if f]
 
 
 _cache = {}
@@ -80,14 +71,20 @@ def rank_trace(text, has_info, rank):
     return text[:obj_at] + json.dumps(obj) + text[end:]
 
 
-def global_rank_text(rank, labels=()):
-    """The exported JSON of global rank `rank`, with the run labels."""
+def global_rank_text(rank, window):
+    """The exported JSON of global rank `rank` for an engine's profiled
+    window (sim_compose.Window)."""
     sources = trace_sources()
+    if not sources:
+        return sim_compose.rank_text(
+            window, rank, window.ranks,
+            os.environ.get("ATOM_PROFILER_MORE", "0") == "1")
     text, has_info, span = source_text(sources[rank % len(sources)])
     text = rank_trace(text, has_info, rank)
-    if labels and span is not None:
+    names = [name for _, _, name in window.passes]
+    if names and span is not None:
         text = sim_labels.insert_events(
-            text, sim_labels.annotation_text(list(labels), span))
+            text, sim_labels.annotation_text(names, span))
     return text
 
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/reals.h"
 #include "common/lifecycle.h"
 #include "store/store_int.h"
 
@@ -91,7 +92,7 @@ int store_capture_insert(struct store *st, const char *kind, const char *label,
   rc = store__check_enum(kind, tr_kind_names, "kind", err);
   if (rc < 0)
     return rc;
-  text = params ? json_dumps(params, JSON_COMPACT) : strdup("{}");
+  text = params ? tr_json_dumps(params, JSON_COMPACT) : strdup("{}");
   if (text == NULL)
     return tr_err_set(err, TR_ENOMEM, "params", "params");
   rc = store__wr_begin(st, err);
@@ -283,7 +284,7 @@ static int write_json_column(struct store *st, int64_t id, const char *column,
                              json_t *v, struct tr_err *err)
 {
   char sql[96];
-  char *text = json_dumps(v, JSON_COMPACT);
+  char *text = tr_json_dumps(v, JSON_COMPACT);
   sqlite3_stmt *s;
   int rc;
 

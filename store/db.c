@@ -4,6 +4,7 @@
  * query uses.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -409,12 +410,58 @@ static int migrate_steps(struct store *st, struct tr_err *err)
   return 0;
 }
 
+/* sum() as SQLite's own, except that an integer sum that would overflow
+ * is held at INT64_MAX or INT64_MIN instead of failing the query ("integer
+ * overflow"): a rank's sums are held so already (docs/TRACE_FORMATS.md),
+ * and the all-ranks tables add them up. Not a window function (none of
+ * our queries uses sum() OVER). */
+struct sat_sum {
+  int64_t i;
+  double r;
+  bool any, real;
+};
+
+static void sum_step(sqlite3_context *c, int n, sqlite3_value **v)
+{
+  struct sat_sum *s = sqlite3_aggregate_context(c, sizeof(*s));
+  int type = sqlite3_value_numeric_type(v[0]);
+
+  (void)n;
+  if (s == NULL || type == SQLITE_NULL)
+    return;
+  s->any = true;
+  if (type == SQLITE_INTEGER && !s->real) {
+    s->i = tr_sat_add(s->i, sqlite3_value_int64(v[0]));
+    return;
+  }
+  if (!s->real)
+    s->r = (double)s->i;
+  s->real = true;
+  s->r += sqlite3_value_double(v[0]);
+}
+
+static void sum_final(sqlite3_context *c)
+{
+  struct sat_sum *s = sqlite3_aggregate_context(c, 0);
+
+  if (s == NULL || !s->any)
+    sqlite3_result_null(c);
+  else if (s->real)
+    sqlite3_result_double(c, s->r);
+  else
+    sqlite3_result_int64(c, s->i);
+}
+
 static int configure(struct store *st, struct tr_err *err)
 {
   char sql[64];
   int have = 0;
   int rc;
 
+  if (sqlite3_create_function_v2(st->db, "sum", 1,
+                                 SQLITE_UTF8 | SQLITE_DETERMINISTIC, NULL, NULL,
+                                 sum_step, sum_final, NULL) != SQLITE_OK)
+    return store__db_err(st, "sum()", err);
   snprintf(sql, sizeof(sql), "PRAGMA busy_timeout = %d", BUSY_TIMEOUT_MS);
   rc = exec(st, sql, err);
   if (rc == 0)
@@ -450,6 +497,21 @@ static int configure(struct store *st, struct tr_err *err)
   return rc;
 }
 
+/* A database traced makes is 0600: it holds every request (their env
+ * among them), and SQLite makes its WAL and shared-memory files with the
+ * database file's mode. One that exists keeps its mode. */
+static void create_private(const char *path)
+{
+  int fd;
+
+  if (path[0] == '\0' || strcmp(path, ":memory:") == 0 ||
+      strncmp(path, "file:", 5) == 0)
+    return; /* SQLite's own: in memory, a URI */
+  fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd >= 0)
+    close(fd);
+}
+
 int store_open(const char *path, int mode, struct store **out,
                struct tr_err *err)
 {
@@ -462,6 +524,8 @@ int store_open(const char *path, int mode, struct store **out,
   if (st == NULL)
     return tr_err_set(err, TR_ENOMEM, "", "store");
   st->mode = mode == STORE_RO ? STORE_RO : STORE_RW;
+  if (st->mode == STORE_RW)
+    create_private(path);
   if (sqlite3_open_v2(path, &st->db, flags, NULL) != SQLITE_OK) {
     rc = tr_err_set(err, TR_EDB, "db", "%s: %s", path,
                     st->db ? sqlite3_errmsg(st->db) : "cannot open");

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "common/text.h"
+#include "common/reals.h"
 #include "store/store_int.h"
 
 /* What each ?by= reads (common/summary.h's TR_DIFF_BY_MAP): its rows'
@@ -76,10 +77,13 @@ static void side_sql(const char *by, const char *param, char *buf, size_t size)
 }
 
 /* total / steps rounded half away from zero (totals are never negative,
- * so half up): floor((2 total + steps) / (2 steps)). */
+ * so half up): floor((2 total + steps) / (2 steps)), without doubling a
+ * total that may be held at INT64_MAX (docs/TRACE_FORMATS.md). */
 static int64_t per_step(int64_t total, int64_t steps)
 {
-  return (2 * total + steps) / (2 * steps);
+  int64_t rest = total % steps;
+
+  return total / steps + (rest >= steps - rest);
 }
 
 static int cmp_drow(const void *x, const void *y)
@@ -108,10 +112,10 @@ static json_t *drow_json(const struct drow *d, const struct by_spec *b)
   json_object_set_new(o, "a_total_ns", json_integer(d->at));
   json_object_set_new(o, "b_total_ns", json_integer(d->bt));
   json_object_set_new(o, "delta_ns", json_integer(d->delta));
-  json_object_set_new(o, "delta_pct",
-                      d->at
-                          ? json_real((double)d->delta * 100.0 / (double)d->at)
-                          : json_null());
+  json_object_set_new(
+      o, "delta_pct",
+      d->at ? json_real(tr_round((double)d->delta * 100.0 / (double)d->at, 3))
+            : json_null());
   json_object_set_new(o, "status",
                       json_string(d->in_a && d->in_b ? "both"
                                   : d->in_a          ? "only_a"

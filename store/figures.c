@@ -418,17 +418,14 @@ static int assign_strata(struct kind_work *w)
   return 0;
 }
 
-/* The estimate of figure f (-1: the step time) in stratum s (ALL: every
- * steady step) of group g. */
-#define ALL (-2)
-
+/* The estimate of figure f (-1: the step time) in stratum s of group g. */
 static void group_est(struct kind_work *w, size_t g, int f, int s,
                       struct est *out)
 {
   size_t n = 0;
 
   for (size_t i = 0; i < w->gn[g]; i++)
-    if (w->g[g][i].stratum == s || (s == ALL && w->g[g][i].stratum >= 0))
+    if (w->g[g][i].stratum == s)
       w->buf[n++] = f < 0 ? (double)w->g[g][i].dur : w->g[g][i].vals[f];
   est_trimmed(w->buf, n, out);
 }
@@ -493,27 +490,21 @@ static int write_row(struct store *st, int64_t id, const char *type,
   return rc;
 }
 
-/* Each figure in each stratum; by bs or tok, also in all the kind's steady
- * steps ("<kind> all": what a verdict falls back on when no bucket has
- * enough steps on both sides). */
+/* Each figure in each stratum. Steps of another batch size did other
+ * work: no stratum pools them (a verdict compares like with like). */
 static int write_kind(struct store *st, int64_t id, struct kind_work *w,
                       struct tr_err *err)
 {
-  bool pooled = w->dim == DIM_BS || w->dim == DIM_TOK;
-  char all[256];
   int rc = 0;
 
-  snprintf(all, sizeof(all), "%s all", w->kind);
   for (int f = -1; rc == 0 && f < (int)w->c->nfig; f++)
-    for (int s = pooled ? ALL : 0; rc == 0 && s < (int)w->nstrata; s++) {
+    for (int s = 0; rc == 0 && s < (int)w->nstrata; s++) {
       struct est e;
 
-      if (s == -1)
-        continue;
       if (combine(w, f, s, &e))
         rc = write_row(st, id, f < 0 ? "step" : w->c->figs[f].type,
-                       f < 0 ? w->kind : w->c->figs[f].name,
-                       s == ALL ? all : w->strata[s], &e, err);
+                       f < 0 ? w->kind : w->c->figs[f].name, w->strata[s], &e,
+                       err);
     }
   return rc;
 }
@@ -580,6 +571,144 @@ int store__figures_write(struct store *st, int64_t id, struct tr_err *err)
       rc = one_kind(st, id, &c, c.r[0].v[i].kind, err);
   capset_free(&c);
   return rc;
+}
+
+/* ---- the steps one by one ---- */
+
+void store__steps_free(struct store__steps *s)
+{
+  for (size_t i = 0; i < s->nfig; i++) {
+    free(s->type[i]);
+    free(s->name[i]);
+  }
+  for (size_t i = 0; i < s->n; i++) {
+    free(s->v[i].kind);
+    free(s->v[i].vals);
+  }
+  free(s->type);
+  free(s->name);
+  free(s->v);
+  memset(s, 0, sizeof(*s));
+}
+
+/* Whether every rank kept the same steps as rank 0 (same_step, same
+ * kinds): the ranks of one TP group. */
+static bool ranks_agree(const struct capset *c)
+{
+  for (size_t r = 1; r < c->nranks; r++) {
+    if (c->r[r].n != c->r[0].n)
+      return false;
+    for (size_t i = 0; i < c->r[0].n; i++)
+      if (!same_step(&c->r[0].v[i], &c->r[r].v[i]) ||
+          strcmp(c->r[0].v[i].kind, c->r[r].v[i].kind) != 0)
+        return false;
+  }
+  return true;
+}
+
+/* The ranks' steps merged into out (the ranks agree). */
+static int steps_merge(struct capset *c, struct store__steps *out)
+{
+  size_t n = c->r[0].n;
+
+  out->type = calloc(c->nfig + 1, sizeof(*out->type));
+  out->name = calloc(c->nfig + 1, sizeof(*out->name));
+  out->v = calloc(n + 1, sizeof(*out->v));
+  if (out->type == NULL || out->name == NULL || out->v == NULL)
+    return TR_ENOMEM;
+  for (; out->nfig < c->nfig; out->nfig++) { /* taken from c */
+    out->type[out->nfig] = c->figs[out->nfig].type;
+    out->name[out->nfig] = c->figs[out->nfig].name;
+    c->figs[out->nfig].type = c->figs[out->nfig].name = NULL;
+  }
+  for (; out->n < n; out->n++) {
+    const struct smp *x = &c->r[0].v[out->n];
+    struct store__step *m = &out->v[out->n];
+
+    *m = (struct store__step){ .kind = strdup(x->kind),
+                               .ordinal = x->ordinal,
+                               .step = x->step,
+                               .bs = x->bs,
+                               .tok = x->tok,
+                               .vals = calloc(c->nfig + 1, sizeof(double)) };
+    if (m->kind == NULL || m->vals == NULL) {
+      out->n++;
+      return TR_ENOMEM;
+    }
+    for (size_t r = 0; r < c->nranks; r++) {
+      const struct smp *y = &c->r[r].v[out->n];
+
+      m->dur = y->dur > m->dur ? y->dur : m->dur;
+      m->warmup |= y->warmup != 0;
+      for (size_t f = 0; f < c->nfig; f++)
+        m->vals[f] += y->vals[f];
+    }
+  }
+  return 0;
+}
+
+int store__steps_load(struct store *st, int64_t id, struct store__steps *out,
+                      struct tr_err *err)
+{
+  struct capset c;
+  int rc = capset_load(st, id, &c, err);
+
+  memset(out, 0, sizeof(*out));
+  if (rc == 0 && c.nranks > 0 && ranks_agree(&c))
+    rc = steps_merge(&c, out);
+  capset_free(&c);
+  if (rc < 0)
+    store__steps_free(out);
+  return rc == TR_ENOMEM ? tr_err_set(err, rc, "", "figures: out of memory")
+                         : rc;
+}
+
+bool store__steps_line_up(const struct store__steps *a,
+                          const struct store__steps *b)
+{
+  if (a->n == 0 || a->n != b->n)
+    return false;
+  for (size_t i = 0; i < a->n; i++) {
+    const struct store__step *x = &a->v[i], *y = &b->v[i];
+
+    if (strcmp(x->kind, y->kind) != 0 || x->ordinal != y->ordinal ||
+        x->step != y->step || x->bs != y->bs || x->tok != y->tok)
+      return false;
+  }
+  return true;
+}
+
+/* The index of figure (type, name) in s; -1: not tracked. */
+static long fig_index(const struct store__steps *s, const char *type,
+                      const char *name)
+{
+  for (size_t i = 0; i < s->nfig; i++)
+    if (strcmp(s->type[i], type) == 0 && strcmp(s->name[i], name) == 0)
+      return (long)i;
+  return -1;
+}
+
+size_t store__steps_pairs(const struct store__steps *a,
+                          const struct store__steps *b, const char *stat,
+                          const char *name, double *l)
+{
+  bool time = strcmp(stat, "step") == 0;
+  long fa = time ? -1 : fig_index(a, stat, name);
+  long fb = time ? -1 : fig_index(b, stat, name);
+  size_t m = 0;
+
+  if (!time && (fa < 0 || fb < 0))
+    return 0;
+  for (size_t i = 0; i < a->n; i++) {
+    const struct store__step *x = &a->v[i], *y = &b->v[i];
+    double va = time ? (double)x->dur : x->vals[fa];
+    double vb = time ? (double)y->dur : y->vals[fb];
+
+    if ((time && strcmp(x->kind, name) != 0) || va <= 0 || vb <= 0)
+      continue;
+    l[m++] = log(vb / va);
+  }
+  return m;
 }
 
 /* ---- reading ---- */

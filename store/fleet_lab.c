@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/reals.h"
 #include "store/store_int.h"
 
 /* ---- copying a published capture in ---- */
@@ -498,7 +499,7 @@ static void bind_compact(sqlite3_stmt *s, int i, const char *text)
 {
   json_t *v = text != NULL ? json_loads(text, JSON_DECODE_ANY, NULL) : NULL;
   char *compact =
-      v != NULL ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+      v != NULL ? tr_json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
 
   if (compact != NULL)
     sqlite3_bind_text(s, i, compact, -1, free);

@@ -11,6 +11,7 @@
 
 #include "common/lifecycle.h"
 #include "common/text.h"
+#include "common/reals.h"
 #include "store/store_int.h"
 
 int store_fleet_enable(struct store *st, bool on, struct tr_err *err)
@@ -245,6 +246,7 @@ static void put_hex(struct tr_buf *b, const void *p, size_t n)
 
 static void put_value(struct tr_buf *b, sqlite3_stmt *s, int c)
 {
+  char real[TR_REAL_TEXT];
   const char *p;
   double d;
   size_t n;
@@ -256,7 +258,7 @@ static void put_value(struct tr_buf *b, sqlite3_stmt *s, int c)
   case SQLITE_FLOAT:
     d = sqlite3_column_double(s, c);
     if (d == d && d - d == 0) /* finite: JSON has no NaN or inf */
-      tr_buf_printf(b, "%.17g", d);
+      tr_buf_put(b, real, tr_real_text(d, real, sizeof(real)));
     else
       tr_buf_put(b, "null", 4);
     break;

@@ -5,8 +5,15 @@
  * of its configuration's earlier captures, against max(threshold, its
  * noise band). docs/VERDICTS.md states the method; in short:
  *
- *   strata   a figure's strata present on both sides with at least
- *            MIN_STEPS steps each; weight w = n_a n_b / (n_a + n_b);
+ *   steps    when the two captures' steps line up (the same kinds,
+ *            batch sizes and tokens in the same order: two runs of one
+ *            benchmark with one seed), the figure step by step: l =
+ *            ln(b / a) per step, D their 20% trimmed mean, its Yuen
+ *            standard error, h - 1 degrees of freedom (at least
+ *            MIN_PAIRS pairs; fewer: judged against the threshold);
+ *   strata   else a figure's strata present on both sides with at least
+ *            MIN_STEPS steps each (none: with at least 2, fewer degrees
+ *            of freedom); weight w = n_a n_b / (n_a + n_b);
  *            R = sum w loc (20% trimmed means); D = ln(R_b / R_a);
  *            var D = sum w^2 se_b^2 / R_b^2 + sum w^2 se_a^2 / R_a^2,
  *            degrees of freedom by Welch-Satterthwaite;
@@ -24,25 +31,33 @@
  *            change exp(D) - 1 exceeds the threshold (improved: below 0,
  *            beyond minus the threshold). A figure without a measured
  *            noise (fewer steps) is judged on its per-step values against
- *            the threshold, or the history's band when there is one.
+ *            the threshold, or the history's band when there is one: its
+ *            strata present on both sides, whatever their steps, weighed
+ *            as above. A figure with no steps of the same work on both
+ *            sides is not judged: steps as cut are no measure of work.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/reals.h"
 #include "store/store_int.h"
 #include "store/verdict_int.h"
 
 #define MIN_STEPS   8
+#define MIN_PAIRS   3
 #define MIN_HISTORY 3
 #define ALPHA       0.05
 #define MAX_BUCKETS 12 /* buckets listed with a change */
+#define PAIR_PSTEP  1  /* pairs: profiler steps by their numbers */
+#define PAIR_ORDER  2  /* pairs: steps that line up, in order */
 
 /* ---- one comparison ---- */
 
 struct cmp {
-  bool measured, paired;
+  bool measured;
+  int paired; /* 0, PAIR_PSTEP (profiler steps by number), PAIR_ORDER */
   double d, var_a, var_b, df;
   size_t strata;
   json_t *buckets; /* [{stratum, n_baseline, n_value, baseline_ns,
@@ -68,14 +83,6 @@ static void range_of(const struct store__figstats *fs, const char *figure,
 static bool is_pair(const char *stratum)
 {
   return strstr(stratum, " step=") != NULL;
-}
-
-/* A kind's pooled stratum, "<kind> all" (figures.c). */
-static bool is_pool(const char *stratum)
-{
-  size_t n = strlen(stratum);
-
-  return n > 4 && strcmp(stratum + n - 4, " all") == 0;
 }
 
 static int cmp_bucket(const void *x, const void *y)
@@ -139,11 +146,13 @@ static void note_bucket(json_t *all, const struct store__figstat *x,
                        (json_int_t)llround(y->e.loc), "weight", w));
 }
 
-/* Strata compared side by side (both sorted by stratum): the buckets, or
- * (pool) the kinds' pooled strata. */
+/* Strata compared side by side (both sorted by stratum): those with at
+ * least min steps on both sides, and (se) a standard error on both, which
+ * measures the noise; without (se false) every stratum both sides have,
+ * judged without it. */
 static void by_strata(const struct store__figstat *a, size_t na,
-                      const struct store__figstat *b, size_t nb, bool pool,
-                      struct cmp *c)
+                      const struct store__figstat *b, size_t nb, size_t min,
+                      bool se, struct cmp *c)
 {
   double ra = 0, rb = 0, va = 0, vb = 0, den_a = 0, den_b = 0;
   size_t i = 0, j = 0;
@@ -152,25 +161,29 @@ static void by_strata(const struct store__figstat *a, size_t na,
     const struct est *x = &a[i].e, *y = &b[j].e;
     double w, ca, cb;
 
-    if (is_pair(a[i].stratum) || is_pool(a[i].stratum) != pool ||
-        x->n < MIN_STEPS || y->n < MIN_STEPS || !x->has_se || !y->has_se ||
+    if (is_pair(a[i].stratum) || x->n < min || y->n < min ||
+        (se && (!x->has_se || !y->has_se)) ||
         (x->loc <= 0 && y->loc <= 0)) /* none there: nothing to compare */
       continue;
     w = (double)x->n * (double)y->n / (double)(x->n + y->n);
     ra += w * x->loc;
     rb += w * y->loc;
+    c->strata++;
+    note_bucket(c->buckets, &a[i], &b[j], w);
+    if (!se)
+      continue;
     ca = w * w * x->se * x->se;
     cb = w * w * y->se * y->se;
     va += ca;
     vb += cb;
     den_a += ca * ca / x->df;
     den_b += cb * cb / y->df;
-    c->strata++;
-    note_bucket(c->buckets, &a[i], &b[j], w);
   }
-  if (c->strata == 0 || ra <= 0 || rb <= 0)
+  if (c->strata == 0 || ra <= 0 || rb <= 0) {
+    c->strata = 0;
     return;
-  c->measured = true;
+  }
+  c->measured = se;
   c->d = log(rb / ra);
   c->var_a = va / (ra * ra);
   c->var_b = vb / (rb * rb);
@@ -182,35 +195,57 @@ static void by_strata(const struct store__figstat *a, size_t na,
               : 1e9;
 }
 
-/* Profiler steps compared pair by pair. */
+/* The paired differences l[0..m) (sorted in place) as the comparison. */
+static void pairs_of(double *l, size_t m, int how, struct cmp *c)
+{
+  struct est e;
+
+  if (m == 0)
+    return;
+  c->paired = how;
+  c->strata = m;
+  est_trimmed(l, m, &e);
+  c->d = e.loc;
+  /* Two pairs give a standard error on one degree of freedom: its t
+   * quantile at ALPHA / m is in the hundreds, no band at all. */
+  c->measured = e.has_se && m >= MIN_PAIRS;
+  c->var_b = e.se * e.se; /* the pairs' spread holds both sides' noise */
+  c->df = e.df;
+}
+
+/* Profiler steps compared pair by pair, by their numbers. */
 static void by_pairs(const struct store__figstat *a, size_t na,
                      const struct store__figstat *b, size_t nb, struct cmp *c)
 {
   double *l = calloc(na + 1, sizeof(*l));
   size_t i = 0, j = 0, m = 0;
-  struct est e;
 
   for (; l != NULL && next_match(a, na, b, nb, &i, &j); i++, j++)
     if (is_pair(a[i].stratum) && a[i].e.loc > 0 && b[j].e.loc > 0) {
       l[m++] = log(b[j].e.loc / a[i].e.loc);
       note_bucket(c->buckets, &a[i], &b[j], 1.0);
     }
-  if (m == 0) {
-    free(l);
-    return;
-  }
-  c->paired = true;
-  c->strata = m;
-  est_trimmed(l, m, &e);
+  pairs_of(l, m, PAIR_PSTEP, c);
   free(l);
-  c->d = e.loc;
-  c->measured = e.has_se;
-  c->var_b = e.se * e.se; /* the pairs' spread holds both sides' noise */
-  c->df = e.df;
 }
 
+/* Steps that line up compared pair by pair, in order. */
+static void by_steps(const struct store__steps *a, const struct store__steps *b,
+                     const char *figure, const char *name, struct cmp *c)
+{
+  double *l = calloc(a->n + 1, sizeof(*l));
+
+  if (l != NULL)
+    pairs_of(l, store__steps_pairs(a, b, figure, name, l), PAIR_ORDER, c);
+  free(l);
+}
+
+/* Figure (figure, name) of b against a: step by step when their steps
+ * line up (sa, sb: NULL when they do not), else by strata. */
 static void compare(const struct store__figstats *fa,
-                    const struct store__figstats *fb, const char *figure,
+                    const struct store__figstats *fb,
+                    const struct store__steps *sa,
+                    const struct store__steps *sb, const char *figure,
                     const char *name, bool buckets, struct cmp *c)
 {
   size_t la, ha, lb, hb;
@@ -218,14 +253,18 @@ static void compare(const struct store__figstats *fa,
   *c = (struct cmp){ .buckets = buckets ? json_array() : NULL };
   range_of(fa, figure, name, &la, &ha);
   range_of(fb, figure, name, &lb, &hb);
-  if (la < ha && is_pair(fa->v[la].stratum))
+  if (sa != NULL && sb != NULL)
+    by_steps(sa, sb, figure, name, c);
+  if (c->paired == 0 && la < ha && is_pair(fa->v[la].stratum))
     by_pairs(fa->v + la, ha - la, fb->v + lb, hb - lb, c);
-  else
-    by_strata(fa->v + la, ha - la, fb->v + lb, hb - lb, false, c);
-  if (c->strata == 0 && !c->paired) { /* no bucket: the kinds' steps pooled */
+  else if (c->paired == 0)
+    by_strata(fa->v + la, ha - la, fb->v + lb, hb - lb, MIN_STEPS, true, c);
+  /* Too few steps for a bucket: the strata with a noise of their own
+   * (fewer degrees of freedom: a wider band), else like for like alone. */
+  for (int few = 0; few < 2 && c->strata == 0 && c->paired == 0; few++) {
     json_decref(c->buckets);
     c->buckets = buckets ? json_array() : NULL;
-    by_strata(fa->v + la, ha - la, fb->v + lb, hb - lb, true, c);
+    by_strata(fa->v + la, ha - la, fb->v + lb, hb - lb, few ? 1 : 2, !few, c);
   }
   if (c->buckets != NULL)
     c->buckets = top_buckets(c->buckets);
@@ -243,7 +282,8 @@ static double history_tau2(const struct store__judge *j, const char *figure,
   for (size_t h = 0; h < j->nhist; h++) {
     struct cmp c;
 
-    compare(j->a, &j->hist[h], figure, name, false, &c);
+    compare(j->a, &j->hist[h], j->sa, j->hist_lined[h] ? &j->shist[h] : NULL,
+            figure, name, false, &c);
     /* An unmeasured figure still has a spread of single pairs. */
     if (c.strata == 0 || (measured && !c.measured))
       continue;
@@ -266,9 +306,9 @@ static double pct_of(double logratio)
   return 100.0 * expm1(logratio);
 }
 
-static double round3(double x)
+static double round3(double x) /* a percentage's 3 decimals */
 {
-  return round(x * 1000.0) / 1000.0;
+  return tr_round(x, 3);
 }
 
 /* Measures f: its comparison, and the history's widening. */
@@ -277,18 +317,19 @@ static void measure(const struct store__judge *j, struct store__vfig *f)
   struct cmp c;
   size_t used = 0;
 
-  compare(j->a, j->b, f->stat, f->name, true, &c);
+  compare(j->a, j->b, j->lined ? j->sa : NULL, j->lined ? j->sb : NULL, f->stat,
+          f->name, true, &c);
   f->buckets = c.buckets;
   f->strata = c.strata;
   f->paired = c.paired;
   f->measured = c.measured;
-  f->d = c.measured || c.strata > 0
-             ? c.d
-             : (f->a > 0 && f->b > 0 ? log(f->b / f->a) : 0);
+  f->judged = c.strata > 0;
+  f->d = f->judged ? c.d : 0;
   f->var = c.measured ? c.var_a + c.var_b : 0;
   f->df = c.measured ? c.df : 0;
-  f->tau2 =
-      j->nhist > 0 ? history_tau2(j, f->stat, f->name, c.measured, &used) : 0;
+  f->tau2 = j->nhist > 0 && f->judged
+                ? history_tau2(j, f->stat, f->name, c.measured, &used)
+                : 0;
   f->history = used >= MIN_HISTORY ? used : 0;
   if (f->history > 0) {
     double h = 2 * f->tau2, df_h = (double)f->history - 1;
@@ -302,6 +343,8 @@ static void measure(const struct store__judge *j, struct store__vfig *f)
 
 static const char *band_source(const struct store__vfig *f)
 {
+  if (!f->judged)
+    return "none";
   if (f->var <= 0)
     return f->history ? "history" : "threshold";
   if (f->history)
@@ -312,7 +355,8 @@ static const char *band_source(const struct store__vfig *f)
 static void band_note(const struct store__vfig *f, double noise, int threshold,
                       char *buf, size_t size)
 {
-  const char *what = f->paired
+  const char *what = f->paired == PAIR_ORDER ? "steps paired in order"
+                     : f->paired
                          ? (f->strata == 1 ? "profiler step" : "profiler steps")
                      : f->strata == 1 ? "bucket"
                                       : "buckets";
@@ -322,7 +366,11 @@ static void band_note(const struct store__vfig *f, double noise, int threshold,
     snprintf(band, sizeof(band), "band <0.01%%");
   else
     snprintf(band, sizeof(band), "band %.3g%%", noise);
-  if (f->var <= 0 && f->history)
+  if (!f->judged)
+    snprintf(buf, size,
+             "not judged: no steps of the same work (kind and batch size) "
+             "on both sides");
+  else if (f->var <= 0 && f->history)
     snprintf(buf, size,
              "%s from %zu earlier captures (no spread of its own: too few "
              "steps)",
@@ -372,6 +420,15 @@ static json_t *ns_or_null(double v)
   return v >= 0 ? json_integer((json_int_t)llround(v)) : json_null();
 }
 
+const char *store__vfig_method(const struct store__vfig *f)
+{
+  return !f->judged                ? "none"
+         : f->paired == PAIR_ORDER ? "paired_steps"
+         : f->paired               ? "pairs"
+         : f->measured             ? "buckets"
+                                   : "per_step";
+}
+
 json_t *store__vfig_json(const struct store__vfig *f, int threshold, bool full)
 {
   bool known = f->a > 0 && f->b >= 0;
@@ -389,18 +446,20 @@ json_t *store__vfig_json(const struct store__vfig *f, int threshold, bool full)
   if (f->a < 0 || f->b < 0)
     return o;
   band_note(f, f->noise_pct, threshold, note, sizeof(note));
-  json_object_set_new(o, "diff_pct", json_real(round3(f->diff_pct)));
-  json_object_set_new(o, "ci_pct",
-                      json_pack("[f,f]", round3(f->lo_pct), round3(f->hi_pct)));
-  json_object_set_new(o, "noise_pct", json_real(round3(f->noise_pct)));
+  json_object_set_new(o, "diff_pct",
+                      f->judged ? json_real(round3(f->diff_pct)) : json_null());
+  json_object_set_new(
+      o, "ci_pct",
+      f->judged ? json_pack("[f,f]", round3(f->lo_pct), round3(f->hi_pct))
+                : json_null());
+  json_object_set_new(o, "noise_pct",
+                      f->judged ? json_real(round3(f->noise_pct))
+                                : json_null());
   json_object_set_new(o, "band_source", json_string(band_source(f)));
   json_object_set_new(o, "band_note", json_string(note));
   if (!full)
     return o;
-  json_object_set_new(o, "method",
-                      json_string(f->paired     ? "pairs"
-                                  : f->measured ? "buckets"
-                                                : "per_step"));
+  json_object_set_new(o, "method", json_string(store__vfig_method(f)));
   json_object_set_new(o, "quantile", json_real(round3(f->quantile)));
   json_object_set_new(o, "history_captures",
                       json_integer((json_int_t)f->history));

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/reals.h"
 #include "store/store_int.h"
 
 /* A summary table as inserted: the head columns the caller binds, then one
@@ -151,7 +152,7 @@ static int bind_field(struct store *st, sqlite3_stmt *s, int i,
   default:
     if (v == NULL)
       return bad_value(where, f, err);
-    text = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    text = tr_json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
     if (text == NULL)
       return tr_err_set(err, TR_ENOMEM, "summary", "%s", f->key);
     *bytes += strlen(text);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/reals.h"
 #include "common/summary.h"
 #include "store/store_int.h"
 
@@ -79,8 +80,8 @@ static int write_collectives(struct store *st, int64_t id, json_t *coll,
 static int write_results(struct store *st, int64_t id, json_t *summary,
                          json_t *verdict, struct tr_err *err)
 {
-  char *coll = summary ? json_dumps(summary, JSON_COMPACT) : NULL;
-  char *text = json_dumps(verdict, JSON_COMPACT);
+  char *coll = summary ? tr_json_dumps(summary, JSON_COMPACT) : NULL;
+  char *text = tr_json_dumps(verdict, JSON_COMPACT);
   json_t *base = json_object_get(verdict, "baseline");
   sqlite3_stmt *s;
   int rc = text != NULL ? 0 : tr_err_set(err, TR_ENOMEM, "", "verdict");

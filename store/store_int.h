@@ -306,6 +306,45 @@ int store__figstats_load(struct store *st, int64_t id,
                          struct store__figstats *out, struct tr_err *err);
 void store__figstats_free(struct store__figstats *fs);
 
+/* A capture's kept steps one by one (figures.c), the ranks merged as its
+ * figures merge them: a step's figure the ranks' sum, its time the
+ * slowest rank's. What a verdict pairs when two captures' steps line up
+ * (judge.c). */
+struct store__step {
+  char *kind;
+  int64_t ordinal, step, bs, tok, dur; /* step, bs, tok: -1 when absent */
+  bool warmup;
+  double *vals; /* [nfig], the figures' device time in the step */
+};
+
+struct store__steps {
+  char **type, **name; /* the figures every rank tracks, [nfig] */
+  size_t nfig;
+  struct store__step *v; /* by kind, then ordinal */
+  size_t n;              /* 0 also when the ranks ran different steps */
+};
+
+/* Loads them inside the caller's transaction; free with
+ * store__steps_free() (which accepts a zeroed one). */
+int store__steps_load(struct store *st, int64_t id, struct store__steps *out,
+                      struct tr_err *err);
+void store__steps_free(struct store__steps *s);
+
+/* Whether a and b ran the same steps: the same kinds, ordinals, profiler
+ * steps, batch sizes and tokens, in the same order (two runs of one
+ * benchmark with one seed). */
+bool store__steps_line_up(const struct store__steps *a,
+                          const struct store__steps *b);
+
+/* ln(b / a) of the figure (stat "step": the time of kind name's steps;
+ * else the figure of that type and name) in each step of two captures
+ * whose steps line up, where both are positive, into l (room for a->n);
+ * returns how many. Warm-ups too: a warm-up step did the same work as
+ * the other run's (a trace whose first profiler step holds all of it). */
+size_t store__steps_pairs(const struct store__steps *a,
+                          const struct store__steps *b, const char *stat,
+                          const char *name, double *l);
+
 /* ranks.c: the rank short forms of a capture (GET /captures/<id>). */
 int store__capture_ranks(struct store *st, int64_t id, json_t **out,
                          struct tr_err *err);

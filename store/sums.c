@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/reals.h"
 #include "store/store_int.h"
 
 /* A table's sum: one per value of its ?by= (tr_table.by). */
@@ -98,7 +99,7 @@ static int insert_sum(struct sum_writer *w, json_t *row, const char *text,
 static int put_row(void *ud, json_t *row, struct tr_err *err)
 {
   struct sum_writer *w = ud;
-  char *one = json_dumps(row, JSON_COMPACT);
+  char *one = tr_json_dumps(row, JSON_COMPACT);
   uint32_t end;
   int rc;
 

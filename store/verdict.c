@@ -54,6 +54,7 @@ struct vside {
   struct store__side sd;
   json_t *steps, *cats, *fams, *kernels; /* all-ranks rows */
   struct store__figstats fs;
+  struct store__steps st; /* its steps one by one */
 };
 
 struct verdict {
@@ -62,6 +63,8 @@ struct verdict {
   struct store__vfig *figs;
   size_t nfigs, cap;
   int regressed, improved;
+  bool lined;              /* the two captures' steps line up */
+  size_t steps_a, steps_b; /* their kept real steps */
 };
 
 /* ---- the baseline ---- */
@@ -136,11 +139,14 @@ static int load(struct store *st, struct vside *v, struct tr_err *err)
     rc = all_rows(st, TR_TABLE_kernels, v->sd.id, &v->kernels, err);
   if (rc == 0)
     rc = store__figstats_load(st, v->sd.id, &v->fs, err);
+  if (rc == 0)
+    rc = store__steps_load(st, v->sd.id, &v->st, err);
   return rc;
 }
 
 static void unload(struct vside *v)
 {
+  store__steps_free(&v->st);
   json_decref(v->steps);
   json_decref(v->cats);
   json_decref(v->fams);
@@ -412,6 +418,8 @@ static const char *decide(const struct verdict *v, bool comparable)
 
 struct history {
   struct store__figstats *fs;
+  struct store__steps *st;
+  bool *lined; /* st[i] lines up with the baseline's steps */
   size_t n;
   json_t *ids;
 };
@@ -443,12 +451,16 @@ static int history_load(struct store *st, int64_t id, struct history *h,
   if (rc == 0)
     rc = store__rows(st, s, &rows, err);
   if (rc == 0 &&
-      (h->fs = calloc(json_array_size(rows) + 1, sizeof(*h->fs))) == NULL)
+      ((h->fs = calloc(json_array_size(rows) + 1, sizeof(*h->fs))) == NULL ||
+       (h->st = calloc(json_array_size(rows) + 1, sizeof(*h->st))) == NULL ||
+       (h->lined = calloc(json_array_size(rows) + 1, sizeof(bool))) == NULL))
     rc = tr_err_set(err, TR_ENOMEM, "", "history: out of memory");
   json_array_foreach(rows, i, row) {
     if (rc != 0)
       break;
     rc = store__figstats_load(st, member(row, "id"), &h->fs[h->n], err);
+    if (rc == 0 && h->fs[h->n].n > 0)
+      rc = store__steps_load(st, member(row, "id"), &h->st[h->n], err);
     if (rc == 0 && h->fs[h->n].n > 0) {
       json_array_append(h->ids, json_object_get(row, "id"));
       h->n++;
@@ -462,29 +474,64 @@ static int history_load(struct store *st, int64_t id, struct history *h,
 
 static void history_free(struct history *h)
 {
-  for (size_t i = 0; i < h->n; i++)
+  for (size_t i = 0; i < h->n; i++) {
     store__figstats_free(&h->fs[i]);
+    store__steps_free(&h->st[i]);
+  }
   free(h->fs);
+  free(h->st);
+  free(h->lined);
   json_decref(h->ids);
 }
 
 /* ---- the verdict ---- */
 
+/* Which test the figures had (test, test_note): step by step when the
+ * steps line up, else by strata of steps of the same work. */
+static void test_used(const struct verdict *v, bool comparable, json_t *o)
+{
+  char note[256];
+
+  if (!comparable) {
+    json_object_set_new(o, "test", json_null());
+    json_object_set_new(o, "test_note", json_null());
+    return;
+  }
+  if (v->lined)
+    snprintf(note, sizeof(note),
+             "the steps line up (%zu steps kept: the same kinds, batch sizes "
+             "and tokens in the same order): each figure compared step by "
+             "step, the paired differences' trimmed mean",
+             v->steps_a);
+  else
+    snprintf(note, sizeof(note),
+             "the steps do not line up (%zu steps kept here, %zu in the "
+             "baseline): each figure compared over steps of the same kind and "
+             "batch size, bucket by bucket",
+             v->steps_b, v->steps_a);
+  json_object_set_new(o, "test",
+                      json_string(v->lined ? "paired_steps" : "buckets"));
+  json_object_set_new(o, "test_note", json_string(note));
+}
+
 static json_t *answer(struct verdict *v, int64_t id, int64_t base,
                       const char *source, bool comparable,
                       const struct history *h)
 {
-  json_t *changes, *figs;
+  json_t *changes, *figs, *o;
 
   listed(v, &changes, &figs);
-  return json_pack(
-      "{s:I,s:o,s:s?,s:s,s:O,s:i,s:f,s:i,s:o,s:o,s:{s:I,s:O},s:f}", "capture",
-      (json_int_t)id, "baseline", base > 0 ? json_integer(base) : json_null(),
-      "baseline_source", source, "verdict", decide(v, comparable), "reasons",
-      v->reasons, "threshold_pct", v->threshold, "step_noise_pct",
-      round(step_noise(v) * 1000.0) / 1000.0, "compared", (int)v->nfigs,
-      "changes", changes, "figures", figs, "history", "captures",
-      (json_int_t)h->n, "ids", h->ids, "alpha", 0.05);
+  o = json_pack("{s:I,s:o,s:s?,s:s,s:O,s:i,s:f,s:i,s:o,s:o,s:{s:I,s:O},s:f}",
+                "capture", (json_int_t)id, "baseline",
+                base > 0 ? json_integer(base) : json_null(), "baseline_source",
+                source, "verdict", decide(v, comparable), "reasons", v->reasons,
+                "threshold_pct", v->threshold, "step_noise_pct",
+                round(step_noise(v) * 1000.0) / 1000.0, "compared",
+                (int)v->nfigs, "changes", changes, "figures", figs, "history",
+                "captures", (json_int_t)h->n, "ids", h->ids, "alpha", 0.05);
+  if (o != NULL)
+    test_used(v, comparable, o);
+  return o;
 }
 
 static void verdict_free(struct verdict *v)
@@ -524,8 +571,22 @@ static int judge_capture(struct store *st, int64_t id, int64_t base,
   if (rc == 0)
     rc = history_load(st, id, &h, err);
   if (rc == 0 && comparable) {
-    struct store__judge j = { &a.fs, &b.fs, h.fs, h.n, threshold };
+    struct store__judge j = { .a = &a.fs,
+                              .b = &b.fs,
+                              .sa = &a.st,
+                              .sb = &b.st,
+                              .lined = store__steps_line_up(&a.st, &b.st),
+                              .hist = h.fs,
+                              .shist = h.st,
+                              .hist_lined = h.lined,
+                              .nhist = h.n,
+                              .threshold = threshold };
 
+    for (size_t i = 0; i < h.n; i++)
+      h.lined[i] = store__steps_line_up(&a.st, &h.st[i]);
+    v.lined = j.lined;
+    v.steps_a = a.st.n;
+    v.steps_b = b.st.n;
     compare(&v, &a, &b, &j);
   }
   if (rc == 0)

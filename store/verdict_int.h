@@ -20,7 +20,9 @@ struct store__vfig {
   const char *name;   /* borrowed from the side's rows */
   double a, b;        /* shown: ns per step (step_p50: the steady p50) of
                          the baseline and this one; -1: absent there */
-  bool measured, paired;
+  bool judged;        /* steps of the same work on both sides */
+  bool measured;      /* its noise measured */
+  int paired;         /* 0, or how its steps were paired (judge.c) */
   size_t strata, history;
   double d, var, df, tau2; /* ln(b / a) and its variance */
   double quantile, diff_pct, lo_pct, hi_pct, noise_pct;
@@ -30,8 +32,12 @@ struct store__vfig {
 
 struct store__judge {
   const struct store__figstats *a, *b; /* baseline, this one */
+  const struct store__steps *sa, *sb;  /* their steps one by one */
+  bool lined;                          /* sa and sb line up */
   const struct store__figstats *hist;  /* earlier captures of the
                                           configuration */
+  const struct store__steps *shist;    /* their steps */
+  const bool *hist_lined;              /* each lines up with sa */
   size_t nhist;
   int threshold; /* percent */
 };
@@ -40,6 +46,11 @@ struct store__judge {
  * decides all of them with n figures judged. Returns the changes. */
 size_t store__judge_run(const struct store__judge *j, struct store__vfig *v,
                         size_t n);
+
+/* How f was judged: paired_steps (its steps line up), pairs (profiler
+ * steps by number), buckets, per_step (too few steps for its noise) or
+ * none (no steps of the same work on both sides). */
+const char *store__vfig_method(const struct store__vfig *f);
 
 /* The figure as the verdict lists it (a change: full, with its method and
  * buckets; else the short form of the verdict's figures). */

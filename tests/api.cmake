@@ -16,6 +16,10 @@ traced_c_test(test_layout_links traced_daemon test_layout_links.c)
 foreach(case files fifos browser args slowloris bounds secrets echo)
   traced_py_test(security_${case} test_security.py ${case})
 endforeach()
+# Who may ask, judged on the headers (api/guard.c): tests/test_guard.py.
+foreach(case bodies guesses)
+  traced_py_test(security_${case} test_guard.py ${case})
+endforeach()
 traced_py_test(security_disk test_security.py disk)
 set_tests_properties(security_disk PROPERTIES SKIP_RETURN_CODE 77)
 # store/: the queue bound, the list's byte budget, DELETE's one decision.

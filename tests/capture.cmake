@@ -35,9 +35,12 @@ foreach(case folders presets seqs template failures budgets partial daemon
         ranks foreign make_run)
   traced_py_test(test_capture_fresh_${case} test_capture_fresh.py ${case})
 endforeach()
+# README.md's tour, command by command, against make run's script.
+traced_py_test(test_tour test_tour.py)
 # What a capture request may make root do (atom/policy.c).
 foreach(case hostile_bench_args server_and_bench_words env_policy
-        link_moved_after_accept)
+        link_moved_after_accept shell_words model_folder_trust env_code
+        no_link_oracle)
   traced_py_test(test_policy_${case} test_policy.py ${case})
 endforeach()
 # The hardened systemd unit (systemd/traced.service).

@@ -4,7 +4,10 @@
  * decode, the time pass and the critical path (index/agg*.c, dec_*.c,
  * cpath*.c, host*.c) all see it, with small name caps so that folding is
  * reached. Any crash, leak, hang or sanitizer report is a bug, and so is a
- * success whose summary is not an object holding the rank's figures. The
+ * success whose summary is not an object holding the rank's figures, or
+ * whose span or totals are negative (the times docs/TRACE_FORMATS.md bounds
+ * keep them below 2^63, the sums saturate: tests/data/fuzz.dict holds the
+ * values at those edges). The
  * seeds (scripts/fuzz.sh) are small whole traces cut from real ones: a
  * trace cut short is refused before the time pass.
  */
@@ -13,6 +16,23 @@
 #include <unistd.h>
 
 #include "index/index.h"
+
+/* A figure of the rank that no trace may make negative. */
+static int negative(json_t *sum)
+{
+  static const char *const keys[] = {
+    "span_ns",      "kernel_ns",  "device_ns",     "gpu_busy_ns", "memcpy_ns",
+    "memcpy_bytes", "runtime_ns", "collective_ns", "replay_ns"
+  };
+
+  for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+    json_t *v = json_object_get(sum, keys[i]);
+
+    if (json_is_integer(v) && json_integer_value(v) < 0)
+      return 1;
+  }
+  return 0;
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -39,7 +59,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   o.max_inflated_bytes = 64u << 20;
   o.max_spill_bytes = 64u << 20;
   if (idx_file(path, &o, &out, &err) == 0 &&
-      (!json_is_object(out) || json_object_get(out, "events") == NULL))
+      (!json_is_object(out) || json_object_get(out, "events") == NULL ||
+       negative(out)))
     __builtin_trap();
   json_decref(out);
   return 0;

@@ -27,7 +27,8 @@ together, as ATOM serves a benchmark's prompts (kineto JSON, ROCm names):
     in every step, the same build otherwise.
 
 The seed draws everything random, the output lengths included: two seeds
-are two runs of the same build. Figures are never computed here: the
+are two runs of the same build; with bench, a seed of the benchmark's
+own, two seeds are two runs of one benchmark (the same steps). Figures are never computed here: the
 tests read them with traced and judge its verdicts.
 """
 import gzip
@@ -141,14 +142,18 @@ def graph_size(bs):
 
 
 def make_capture(outdir, name, seed, slow=None, tp=1, conc=32, isl=512,
-                 osl=192):
-    """A capture of tp ranks under outdir/name; returns its folder."""
+                 osl=192, bench=None):
+    """A capture of tp ranks under outdir/name; returns its folder. bench:
+    the benchmark's own seed (its prompts and output lengths: two runs of
+    one benchmark with one seed run the same steps), else drawn from
+    seed."""
     rng = random.Random(seed)
     slow = slow or {}
     ranks = [Rank(r, tp) for r in range(tp)]
     gpu = [T0 + 50 * r for r in range(tp)]
     decode = 0
-    for kind, bs, tok, ctx in schedule(rng, conc, isl, osl):
+    for kind, bs, tok, ctx in schedule(
+            rng if bench is None else random.Random(bench), conc, isl, osl):
         ks = step_kernels(kind, bs, tok, ctx, slow)
         factor = math.exp(rng.gauss(0, JITTER_STEP))
         if kind == "decode":

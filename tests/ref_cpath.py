@@ -815,8 +815,16 @@ def source_of(tr):
         else "span"
 
 
+def gpu_side(tr):
+    """Whether /steps counts the trace's steps by their GPU-side labels."""
+    return bool(tr["idle"]["labels"]["gpu"])
+
+
 def p50_of(tr, source, kind):
-    if source == "labels":
+    """The kind's p50 step time as /steps gives it."""
+    if source == "labels" and gpu_side(tr):
+        d = [lab[1] for lab in tr["idle"]["labels"]["gpu"] if lab[2] == kind]
+    elif source == "labels":
         d = [h["dur"] for h in tr["host"] if h["flag"] == "label" and
              ref_index.parse_label(h["name"])[0] == kind]
     elif source == "psteps":
@@ -857,8 +865,13 @@ def reference(path):
             "queue_max": 0, "queue_area_ns": 0, "extent_ns": 0})
         k["steps"] += 1
         res = analyse(s["ev"], infer)
+        # An analysed step's window runs to the end of its last record and
+        # of its path (its records may end after its label).
+        we = s["we"] if res["status"] != "ok" else max(
+            [s["we"], res["path_to"]] +
+            [e["end"] for e in s["ev"] if is_record(e)])
         row = {"index": s["index"], "step": s["kind"], "label": s["label"],
-               "start_ns": rel(s["ws"]), "dur_ns": s["we"] - s["ws"],
+               "start_ns": rel(s["ws"]), "dur_ns": we - s["ws"],
                "status": res["status"], "events": len(s["ev"])}
         steps.append(row)
         if res["status"] != "ok":
@@ -883,7 +896,7 @@ def reference(path):
                       (int(i in res["on_path"]), res["slack"][i])
                       for i, e in enumerate(ev) if is_record(e)}))
         k["analyzed"] += 1
-        k["window_ns"] += s["we"] - s["ws"]
+        k["window_ns"] += we - s["ws"]
         k["lengths"].append(res["length"])
         k["bounds"] = [a + b for a, b in zip(k["bounds"], res["bounds"])]
         k["kernels"] += row["kernels"]
@@ -921,12 +934,20 @@ def reference(path):
                 q[0] += 1
                 q[1] += total
         pk = picks.setdefault(s["kind"], {})
-        d = s["we"] - s["ws"]
+        # The step's time as /steps counts it: the span of its records
+        # under GPU-side labels, else its label's.
+        recs = [e for e in ev if is_record(e)]
+        d = (max(e["end"] for e in recs) - min(e["start"] for e in recs)
+             if source == "labels" and gpu_side(tr) and recs else
+             0 if source == "labels" and gpu_side(tr) else s["we"] - s["ws"])
         pick = {"row": row, "segs": coalesce(res["segs"]),
                 "queue": [[rel(t), dep] for t, dep in series],
                 "runs": seq_runs(ev), "d": d}
-        if "slowest" not in pk or d > pk["slowest"]["d"]:
+        if "slowest" not in pk or d >= pk["slowest"]["d"]:
+            pk["runner"] = pk.get("slowest")
             pk["slowest"] = pick
+        elif pk.get("runner") is None or d >= pk["runner"]["d"]:
+            pk["runner"] = pick
         p50 = p50_of(tr, source, s["kind"])
         if "median" not in pk or abs(d - p50) < abs(pk["median"]["d"] - p50):
             pk["median"] = pick
@@ -944,6 +965,9 @@ def reference(path):
         for kind, k in kinds.items()}
     roles = {}
     for kind, pk in picks.items():
+        # The slowest shown is never the median (two steps or more).
+        if pk.get("runner") and pk["slowest"] is pk["median"]:
+            pk["slowest"] = pk["runner"]
         for role in ("median", "slowest"):
             roles.setdefault(pk[role]["row"]["index"], []).append(
                 (role, pk[role]))

@@ -233,7 +233,7 @@ def drop_profiler_steps(steps, ev, labels):
     if "ProfilerStep" not in kinds or len(kinds) == 1:
         return
     steps["cpu"].pop("ProfilerStep", None)
-    labels.pop("ProfilerStep", None)
+    labels.pop(("cpu", "ProfilerStep"), None)
     ev["labels"] = [lab for lab in ev["labels"] if lab[2] != "ProfilerStep"]
     ev["kinds"] = [k for k in ev["kinds"] if k != "ProfilerStep"]
 
@@ -496,8 +496,7 @@ def reference(path, fmt="auto", categories=None):
             s["total_ns"] += dur
             s["tokens"] += tokens
             s["padded"] += padded
-            if side == "gpu":
-                labels.setdefault(kind, []).append((ts, ts + dur))
+            labels.setdefault((side, kind), []).append((ts, ts + dur))
     drop_profiler_steps(steps, ev, labels)
     for kind, corr in copies_without_bytes:
         b = call_bytes.pop(corr, None)
@@ -541,9 +540,9 @@ def reference(path, fmt="auto", categories=None):
     r["gpu_busy_ns"] = union_length(device_ivs)
     r["launches"] = launches.finish()
     side = "gpu" if steps["gpu"] else "cpu"
-    in_labels = kernel_ns_in_labels(labels, kernel_times)
-    r["steps"] = {k: dict(v, kernel_ns=in_labels.get(k, 0) if side == "gpu"
-                          else 0, source=side)
+    in_labels = kernel_ns_in_labels(
+        {k: v for (sd, k), v in labels.items() if sd == side}, kernel_times)
+    r["steps"] = {k: dict(v, kernel_ns=in_labels.get(k, 0), source=side)
                   for k, v in steps[side].items()}
     analysis(r, t0, tend, ev, categories)
     return r

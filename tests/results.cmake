@@ -29,6 +29,8 @@ if(TRACED_SANITIZE)
                "VERDICT_PAIRS=20")
 endif()
 # Verdicts on every real trace with steps (run labels or ProfilerStep#N):
-# a copy with the dominant family 20% slower regressed naming it, a copy
+# a copy with the dominant family 10% slower regressed naming it, a copy
 # with 2% jitter on every kernel unchanged.
 traced_py_test(verdicts_traces test_verdict_traces.py)
+# Every figure two routes report, read from both, agrees.
+traced_py_test(figures_agree test_figures_agree.py)

@@ -1,8 +1,9 @@
 # The ATOM simulator (sim/): scripts, server, bench, fault switches and its
-# strictness, in five groups that ctest can run side by side. They run none
-# of traced's code: the sanitizer build leaves them to the release one.
+# strictness, its own container, and the ranks it composes of real
+# forward passes, in six groups that ctest can run side by side. They run
+# none of traced's code: the sanitizer build leaves them to the release one.
 if(NOT TRACED_SANITIZE)
-  foreach(group scripts server faults strict container)
+  foreach(group scripts server faults strict container composed)
     traced_py_test(test_sim_${group} test_sim.py ${group})
   endforeach()
 endif()

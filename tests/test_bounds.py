@@ -23,8 +23,18 @@ Usage: test_bounds.py CASE, CASE one of
             writable again, writes resume without a restart. The same when
             the files turn immutable under a running daemon. A capture that
             was running when traced was killed and restarted on a read-only
-            store is written interrupted once the store takes writes, never
-            left running (root and chattr; skipped otherwise).
+            store is shown interrupted at once (state_stored false, named by
+            /healthz) and written so once the store takes writes, never
+            shown running (root and chattr; skipped otherwise).
+  times     timestamps at the edge of int64 (docs/TRACE_FORMATS.md: 0 <=
+            ts < 2^62 ns, 0 <= dur < 2^50 ns): the two 200-byte traces of
+            the report (ts 9223372036854775.807, dur 1e20) skip that event
+            and count it, the rank indexed with a span of the rest (before:
+            span_ns -2^63); two ranks of 5,000 steps of 13-day kernels,
+            copies of INT64_MAX bytes and events at 0 and 2^62-1 ns: done,
+            every table answers, the sums held at INT64_MAX (never
+            negative), the daemon under 200 MB (the timeline once asked
+            for 32 GiB).
   csv       kernel names that begin with =, +, - or @ come out of
             ?format=csv quoted behind a single quote (OWASP's advice
             against CSV injection); integers and reals, negative deltas
@@ -45,7 +55,8 @@ import zlib
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tracedtest import (SKIPPED, TRACED_BIN, TRACES_DIR, Daemon,  # noqa: E402
+from tracedtest import (SKIPPED, SRC_DIR, TRACED_BIN, TRACES_DIR,  # noqa: E402
+                        Daemon,
                         check, check_eq, db_bytes, sanitized, small_disk,
                         vm_hwm, wait_for)
 
@@ -290,10 +301,6 @@ def check_refused(d, root):
     return health["reason"]
 
 
-def final_or_none(cap):
-    return cap if cap["status"] != "running" else None
-
-
 def readonly_restart_and_live():
     """An immutable file at a restart, then under the running daemon."""
     d = Daemon(conf={"import_roots": TRACES_DIR}, keep=True)
@@ -323,8 +330,9 @@ def readonly_restart_and_live():
     shutil.rmtree(d.dir, ignore_errors=True)
 
 
-def final_or_none(cap):
-    return cap if cap["status"] != "running" else None
+def stored_or_none(cap):
+    """The capture once its state is the database's (no state_stored)."""
+    return cap if "state_stored" not in cap else None
 
 
 def readonly_recovery():
@@ -340,12 +348,21 @@ def readonly_recovery():
         chattr("+i", files)
         try:
             rig.restart()
-            check_eq(rig.d.get("/healthz")[1]["status"], "degraded", "healthz")
-            check_eq(rig.get(cid)["status"], "running", "not written yet")
+            health = rig.d.get("/healthz")[1]
+            check_eq(health["status"], "degraded", "healthz")
+            check("capture %d (interrupted)" % cid in health["reason"] and
+                  "not yet stored" in health["reason"], health)
+            cap = rig.get(cid)
+            check_eq((cap["status"], cap["phase"], cap.get("state_stored")),
+                     ("interrupted", "waiting_ready", False),
+                     "shown interrupted, not yet stored")
+            listed = [c for c in rig.d.get("/captures")[1]["captures"]
+                      if c["id"] == cid]
+            check_eq(listed[0]["status"], "interrupted", "listed")
         finally:
             chattr("-i", files)
-        cap = wait_for(lambda: final_or_none(rig.get(cid)), 20,
-                       "the recovered capture's final state")
+        cap = wait_for(lambda: stored_or_none(rig.get(cid)), 20,
+                       "the recovered capture's final state stored")
         check_eq((cap["status"], cap["phase"]),
                  ("interrupted", "waiting_ready"), "recovered capture")
         check_eq(rig.d.get("/healthz")[1]["status"], "ok", "healthz after")
@@ -399,9 +416,116 @@ def case_csv():
     print("ok")
 
 
+# ---- timestamps at the edge ----
+
+MAX_DUR_NS = (1 << 50) - 1
+TOP_NS = (1 << 62) - 1
+INT64_MAX = (1 << 63) - 1
+
+
+def us(ns):
+    return "%d.%03d" % (ns // 1000, ns % 1000)
+
+
+def edge_event(cat, name, pid, tid, ts, dur, args=None):
+    e = {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid}
+    if args:
+        e["args"] = args
+    text = json.dumps(e)[:-1]
+    return text + ', "ts": %s, "dur": %s}' % (us(ts), us(dur))
+
+
+def edge_sums(path, n):
+    """n steps of kernels, launches, copies and labels as long as the
+    range allows, ending at 2^62-1 ns, and one kernel at 0."""
+    events, base = [], TOP_NS - MAX_DUR_NS - 10 * n
+    for i in range(n):
+        ts, label = base + i, "decode[bs=%d tok=1]" % (i % 4 + 1)
+        events += [
+            edge_event("user_annotation", label, 1, 1, ts, MAX_DUR_NS),
+            edge_event("gpu_user_annotation", label, 0, 7, ts, MAX_DUR_NS),
+            edge_event("cuda_runtime", "hipLaunchKernel", 1, 1, ts,
+                       MAX_DUR_NS, {"correlation": i + 1}),
+            edge_event("kernel", "Cijk_gemm_%d" % (i % 3), 0, 7, ts + 1,
+                       MAX_DUR_NS, {"correlation": i + 1, "stream": 7}),
+            edge_event("kernel", "ncclDevKernel_AllReduce", 0, 8, ts + 2,
+                       MAX_DUR_NS, {"stream": 8}),
+            edge_event("gpu_memcpy", "Memcpy DtoD (Device -> Device)", 0, 9,
+                       ts + 3, MAX_DUR_NS, {"bytes": INT64_MAX})]
+    events.append(edge_event("kernel", "first", 0, 7, 0, 1))
+    events.append('{"ph": "i", "cat": "cpu_instant_event", "name": '
+                  '"Record Window End", "pid": 1, "tid": 1, "ts": %s}'
+                  % us(TOP_NS))
+    write_trace(path, events)
+
+
+def case_times():
+    root = tempfile.mkdtemp(prefix="traced-times-")
+    try:
+        for name, bad in (("ts", '"ts": 9223372036854775.807, "dur": 1'),
+                          ("dur", '"ts": 10, "dur": 1e20')):
+            os.makedirs(os.path.join(root, name))
+            with open(os.path.join(root, name, "r.json"), "w") as f:
+                f.write('{"traceEvents": [{"ph": "X", "cat": "kernel", '
+                        '"name": "k", "pid": 0, "tid": 7, %s}, {"ph": "X", '
+                        '"cat": "kernel", "name": "k", "pid": 0, "tid": 7, '
+                        '"ts": 1, "dur": 2}]}' % bad)
+        for r in (0, 1):
+            os.makedirs(os.path.join(root, "sums", "rank_%d" % r))
+            edge_sums(os.path.join(root, "sums", "rank_%d" % r,
+                                   "t.pt.trace.json.gz"), 5000)
+        with Daemon(conf={"import_roots": root}) as d:
+            for name in ("ts", "dur"):
+                cap = imported(d, os.path.join(root, name, "r.json"))
+                rank = cap["ranks"][0]
+                check_eq((rank["events"], rank["skipped_events"],
+                          rank["kernel_events"], rank["span_ns"]),
+                         (2, 1, 1, 2000), "%s at the edge: %s" % (name, rank))
+            cap = imported(d, os.path.join(root, "sums"), timeout=600)
+            for rank in cap["ranks"]:
+                check_eq((rank["skipped_events"], rank["kernel_ns"],
+                          rank["memcpy_bytes"], rank["span_ns"]),
+                         (0, INT64_MAX, INT64_MAX, TOP_NS), "sums held")
+            answers = check_every_table(d, cap["id"])
+            hwm = vm_hwm(d.proc.pid)
+            print("times: %d tables answered, sums held at INT64_MAX, "
+                  "daemon VmHWM %.1f MB" % (answers, hwm / MB))
+            # The sanitizers' shadow and quarantine are not the daemon's.
+            check(hwm < 200 * MB or sanitized(d.proc.pid),
+                  "daemon VmHWM %d" % hwm)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def check_every_table(d, cid):
+    """Every table route of the capture answers 200 without a negative
+    total (all ranks summed, and each rank)."""
+    with open(os.path.join(SRC_DIR, "api", "openapi.yaml")) as f:
+        spec = json.load(f)
+    n = 0
+    for tmpl in spec["paths"]:
+        if not tmpl.startswith("/captures/{id}/") or "{r}" in tmpl or \
+                "get" not in spec["paths"][tmpl] or "slice" in tmpl or \
+                "logs" in tmpl:
+            continue
+        for query in ("", "?rank=0"):
+            code, body = d.get(tmpl.replace("{id}", str(cid)) + query)
+            if code == 400 and query:
+                continue  # a route without ranks
+            check_eq(code, 200, "%s%s: %s" % (tmpl, query, str(body)[:300]))
+            n += 1
+            for row in body.get("rows", []) if isinstance(body, dict) else []:
+                for k, v in row.items():
+                    check(not (k.endswith("total_ns") and isinstance(v, int)
+                               and v < 0), "%s: %s %s" % (tmpl, k, v))
+    code, body = d.get("/diff?a=%d&b=%d&by=kernel" % (cid, cid))
+    check_eq(code, 200, "/diff: %s" % str(body)[:300])
+    return n
+
+
 CASES = {"names": case_names, "caps": case_caps,
          "spill_disk": case_spill_disk, "readonly": case_readonly,
-         "csv": case_csv}
+         "csv": case_csv, "times": case_times}
 
 if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] not in CASES:

@@ -287,18 +287,35 @@ static void plan_ranks_from_argv(void)
   cap_plan_free(p);
 }
 
-/* A word with blanks that is not JSON cannot reach ATOM's server. */
+/* A word with blanks that is not JSON cannot reach ATOM's server, nor one
+ * the shell would expand as a pattern (judged again when the capture
+ * starts); a JSON value keeps its arrays. */
 static void plan_refuses_split_words(void)
 {
+  static const char *const bad[][2] = {
+    { "two words", "a blank" }, { "m[12]", "glob character" },
+    { "m?", "glob character" }, { "m*", "glob character" },
+    { "a\\\\b", "backslash" },
+  };
   struct cap_plan *p = NULL;
   struct tr_err err;
+  char body[256];
 
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    snprintf(body, sizeof(body),
+             "{\"model\":\"/data/M\",\"server_args\":["
+             "\"--served-model-name\",\"%s\"]}",
+             bad[i][0]);
+    CHECK_INT(build(body, &p, &err), TR_EINVAL);
+    CHECK_STR(err.field, "server_args[1]");
+    CHECK(strstr(err.msg, bad[i][1]) != NULL);
+  }
   CHECK_INT(build("{\"model\":\"/data/M\",\"server_args\":["
-                  "\"--served-model-name\",\"two words\"]}",
+                  "\"--hf-overrides\",\"[1,{\\\"a\\\":\\\"x*\\\"}]\"]}",
                   &p, &err),
-            TR_EINVAL);
-  CHECK_STR(err.field, "server_args");
-  CHECK(strstr(err.msg, "two words") != NULL);
+            0);
+  CHECK_STR(args_of(p->start_argv)[6], "[1,{\"a\":\"x\\u002a\"}]");
+  cap_plan_free(p);
 }
 
 /* profile_control daemon: a warm-up run of CONC*2 requests, then the
@@ -362,13 +379,15 @@ static void plan_chat_template(void)
   snprintf(file, sizeof(file), "%s/tokenizer_config.json", model);
   unlink(file);
   CHECK_INT(mkfifo(file, 0644), 0);
-  CHECK_INT(build(body, &p, &err), TR_EFORMAT);
+  /* A FIFO, a file too big: the request's model is refused (400). */
+  CHECK_INT(build(body, &p, &err), TR_EINVAL);
+  CHECK_STR(err.field, "model");
   CHECK(strstr(err.msg, "not a regular file") != NULL);
   unlink(file);
   fd = open(file, O_WRONLY | O_CREAT, 0644);
   CHECK(fd >= 0 && ftruncate(fd, (off_t)9 << 20) == 0);
   close(fd);
-  CHECK_INT(build(body, &p, &err), TR_ELIMIT);
+  CHECK_INT(build(body, &p, &err), TR_EINVAL);
   CHECK(strstr(err.msg, "tokenizer_config.json") != NULL);
 }
 

@@ -42,6 +42,9 @@ Usage: test_fleet.py CASE, CASE one of
                 (skipped where a tmpfs cannot be mounted)
   standby       a lab view reading a streaming standby (pg_basebackup -R)
                 of the fleet's PostgreSQL
+  bad_dsn       a fleet_dsn holding a password (key=value or URI) or one
+                libpq cannot parse: traced says so and exits 1, never
+                aborts (needs no PostgreSQL)
 Exits 77 (skipped) where no PostgreSQL server is installed.
 """
 import json
@@ -949,17 +952,42 @@ def case_standby():
               (len(ids) + 1))
 
 
+def case_bad_dsn():
+    top = tempfile.mkdtemp(prefix="traced-fleet-dsn-")
+    try:
+        for dsn, said in (
+                ("host=127.0.0.1 password=s3cr3t user=n1",
+                 "fleet_dsn holds a password"),
+                ("postgresql://n1:s3cr3t@127.0.0.1/fleet",
+                 "fleet_dsn holds a password"),
+                ("host=127.0.0.1 ==s3cr3t",
+                 "fleet_dsn is not a libpq connection string")):
+            out = subprocess.run(
+                [TRACED_BIN, "--listen", "127.0.0.1:0", "--db",
+                 os.path.join(top, "x.db"), "--trace-root", top,
+                 "--atom-scripts", "/nonexistent", "--fleet-dsn", dsn],
+                capture_output=True, text=True, timeout=60)
+            check_eq(out.returncode, 1, "%s: exit status (%s)" % (
+                said, out.stderr))
+            check(said in out.stderr and "s3cr3t" not in out.stderr and
+                  "Assertion" not in out.stderr, out.stderr)
+        print("bad_dsn: a password and an unparsable DSN: exit 1, said")
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
 CASES = {"e2e": case_e2e, "web": case_web, "roles": case_roles,
          "migrate_race": case_migrate_race, "backfill": case_backfill,
          "stop": case_stop, "kill9": case_kill9,
          "after_commit": case_after_commit, "two_nodes": case_two_nodes,
          "rebuild": case_rebuild, "newer_schema": case_newer_schema,
          "password": case_password, "disk": case_disk,
-         "standby": case_standby}
+         "standby": case_standby, "bad_dsn": case_bad_dsn}
 
 if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] not in CASES:
         sys.exit("usage: test_fleet.py " + "|".join(CASES))
-    pgtest.need_server()
+    if sys.argv[1] != "bad_dsn":
+        pgtest.need_server()
     signal.signal(signal.SIGTERM, lambda *a: sys.exit(1))
     CASES[sys.argv[1]]()

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "index/index.h"
+#include "common/reals.h"
 #include "tests/check.h"
 
 static char path_buf[4096];
@@ -198,7 +199,7 @@ static char *summary_line(const char *path)
   char *text, *line;
 
   CHECK_INT(idx_file(path, NULL, &out, &err), 0);
-  text = json_dumps(out, JSON_COMPACT | JSON_REAL_PRECISION(15));
+  text = tr_json_dumps(out, JSON_COMPACT); /* as the command writes it */
   CHECK(text != NULL);
   CHECK(asprintf(&line, "%s\n", text) > 0);
   free(text);

@@ -146,7 +146,7 @@ def server_and_bench_words():
                      "outside model_roots"),
                     (["--chat-template", os.path.join(models, "etc-link",
                                                       "shadow")],
-                     "server_args[1]", "resolves to /etc/shadow"),
+                     "server_args[1]", "outside model_roots"),
                     (["--draft-model", "/opt/draft"], "server_args[1]",
                      "outside model_roots"),
                     (["--draft-model", "Inferact/MiniMax-M3-EAGLE3"],
@@ -173,7 +173,7 @@ def server_and_bench_words():
                 refused(d, model, field, [why], bench_args=words)
             for m, why in (("/etc", "outside model_roots"),
                            (os.path.join(models, "etc-link"),
-                            "resolves to /etc"),
+                            "outside model_roots"),
                            (models + "/../M", "without \".\" or \"..\""),
                            ("Qwen/Qwen3-0.6B", "allow_hub_ids")):
                 refused(d, m, "model", [why])
@@ -254,6 +254,169 @@ def env_policy():
         shutil.rmtree(root, ignore_errors=True)
 
 
+def shell_words():
+    """Every server and bench word, and the env values the start script
+    turns into server words, is refused when it holds what bash splits or
+    expands in ATOM's unquoted $EXTRA_ARGS: a pattern that globs to a link
+    out of model_roots never reaches the server; JSON values keep their
+    arrays (their strings are escaped)."""
+    root = tempfile.mkdtemp(prefix="policy-")
+    models = os.path.join(root, "models")
+    model = model_dir(models, "M")
+    os.makedirs(os.path.join(models, "u"))
+    os.symlink("/etc/shadow", os.path.join(models, "u", "t"))
+    conf = {"model_roots": models, "atom_scripts": "/nonexistent"}
+    try:
+        with Daemon(conf=conf) as d:
+            for words, field, why in (
+                    (["--chat-template", models + "/u/[t]"],
+                     "server_args[1]", "glob character"),
+                    (["--request-log", models + "/u/?"], "server_args[1]",
+                     "glob character"),
+                    (["--request-log", models + "/.?/.?/x"],
+                     "server_args[1]", "glob character"),
+                    (["--chat-template=" + models + "/u/*"],
+                     "server_args[0]", "glob character"),
+                    (["--chat-template", models + "/u/t\\"],
+                     "server_args[1]", "backslash")):
+                refused(d, model, field, [why, "unquoted"],
+                        server_args=words)
+            for words, field in (
+                    (["--tokenizer", models + "/[M]"], "bench_args[1]"),
+                    (["--metadata", "a=1", "b=*"], "bench_args[2]"),
+                    (["--dataset-path", models + "/?"], "bench_args[1]"),
+                    (["--percentile-metrics", "ttft,[it]l"],
+                     "bench_args[1]")):
+                refused(d, model, field, ["glob character"],
+                        bench_args=words)
+            for name, value, why in (
+                    ("KV_CACHE_DTYPE", "fp8*", "glob character"),
+                    ("MAX_NUM_SEQS", "3?", "glob character"),
+                    ("GPU_MEM_UTIL", "0.9 --trust-remote-code", "a blank"),
+                    ("MAX_NUM_SEQS", "many", "an integer"),
+                    ("KV_CACHE_DTYPE", "int3", "one of")):
+                refused(d, model, "env." + name, [why], env={name: value})
+            accepted(d, model, server_args=[
+                "--online_quant_config",
+                '{"exclude_layer": ["lm_head", "*.mlp.gate"]}',
+                "--hf-overrides", '[1,2]'],
+                env={"KV_CACHE_DTYPE": "bf16", "GPU_MEM_UTIL": "0.85",
+                     "MAX_NUM_SEQS": "64"})
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def model_folder_trust():
+    """A model or tokenizer folder (or a file in it, or a folder above it)
+    that a user other than root may write is refused naming the path and
+    its mode: ATOM's bench loads the tokenizer with --trust-remote-code on
+    every run. An auto_map is refused unless remote code is allowed; a
+    tokenizer_config.json that is a link is a 400, like any refusal."""
+    root = tempfile.mkdtemp(prefix="policy-")
+    models = os.path.join(root, "models")
+    theirs = 65534  # nobody
+    model = model_dir(models, "M")
+    open_dir = model_dir(models, "Open")
+    os.chmod(open_dir, 0o777)
+    planted = model_dir(models, "Planted", **{"encoding/encoding_x.py": "1"})
+    os.chown(os.path.join(planted, "encoding", "encoding_x.py"), theirs, 0)
+    tok = model_dir(models, "Tok")
+    os.chmod(os.path.join(tok, "tokenizer_config.json"), 0o666)
+    shared = os.path.join(models, "shared")
+    below = model_dir(shared, "Below")
+    os.chmod(shared, 0o777)
+    mapped = model_dir(models, "Mapped", **{"tokenizer_config.json": json.dumps(
+        {"auto_map": {"AutoTokenizer": ["tok.T", None]}})})
+    cmapped = model_dir(models, "Kimi-K2.7-Code-MXFP4", **{
+        "config.json": json.dumps({"auto_map": {"AutoConfig": "c.C"}})})
+    linked = os.path.join(models, "Linked")
+    os.makedirs(linked)
+    os.symlink(os.path.join(model, "tokenizer_config.json"),
+               os.path.join(linked, "tokenizer_config.json"))
+    conf = {"model_roots": models, "models_json": MODELS_JSON,
+            "atom_scripts": "/nonexistent"}
+    try:
+        with Daemon(conf=conf) as d:
+            for m, field, words in (
+                    (open_dir, "model", [open_dir, "mode 0777"]),
+                    (planted, "model", ["encoding_x.py", "uid 65534"]),
+                    (tok, "model", ["tokenizer_config.json", "mode 0666"]),
+                    (below, "model", [shared, "a folder above it"]),
+                    (mapped, "model", ["auto_map", "allow_trust_remote_code"]),
+                    (linked, "model", ["tokenizer_config.json"])):
+                refused(d, m, field, words)
+            refused(d, model, "bench_args[1]", [open_dir, "mode 0777"],
+                    bench_args=["--tokenizer", open_dir])
+            refused(d, model, "bench_args[1]", ["auto_map"],
+                    bench_args=["--tokenizer", mapped])
+            refused(d, model, "server_args[1]", ["mode 0666"],
+                    server_args=["--draft-model", tok])
+            accepted(d, cmapped)  # the preset sets trust_remote_code
+        conf["allow_trust_remote_code"] = "true"
+        with Daemon(conf=conf) as d:
+            accepted(d, mapped, bench_args=["--tokenizer", mapped])
+            refused(d, open_dir, "model", ["mode 0777"])
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def env_code():
+    """Env that re-enables unpickling or loads code, and the shell's own
+    variables, are refused whatever env_allow says (even "*")."""
+    root = tempfile.mkdtemp(prefix="policy-")
+    models = os.path.join(root, "models")
+    model = model_dir(models, "M")
+    conf = {"model_roots": models, "atom_scripts": "/nonexistent"}
+    try:
+        for allow in (None, "*"):
+            if allow:
+                conf["env_allow"] = allow
+            with Daemon(conf=conf) as d:
+                for name in ("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD",
+                             "TORCH_DEVICE_BACKEND_AUTOLOAD",
+                             "TORCH_USE_RTLD_GLOBAL",
+                             "TORCHINDUCTOR_FX_GRAPH_REMOTE_CACHE",
+                             "HF_HUB_TRUST_REMOTE_CODE", "BASH_ENV",
+                             "BASHOPTS", "SHELLOPTS", "ENV", "PS4", "IFS",
+                             "HOME", "PATH", "CDPATH", "TMPDIR",
+                             "GLOBIGNORE"):
+                    refused(d, model, "env." + name, ["never"],
+                            env={name: "1"})
+                accepted(d, model, env={"TORCH_FORCE_WEIGHTS_ONLY_LOAD": "1"})
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def no_link_oracle():
+    """A path refused for where its links lead answers one fixed message:
+    never the target traced resolved as root inside a folder only root
+    may read."""
+    root = tempfile.mkdtemp(prefix="policy-")
+    models = os.path.join(root, "models")
+    model = model_dir(models, "M")
+    secret = os.path.join(root, "secret-0700")
+    os.makedirs(os.path.join(secret, "hidden-name"))
+    os.chmod(secret, 0o700)
+    os.symlink(os.path.join(secret, "hidden-name"),
+               os.path.join(models, "peek"))
+    conf = {"model_roots": models, "atom_scripts": "/nonexistent"}
+    try:
+        with Daemon(conf=conf) as d:
+            msgs = [refused(d, model, "server_args[1]", ["outside model_roots"],
+                            server_args=["--chat-template",
+                                         models + "/peek/x.jinja"]),
+                    refused(d, models + "/peek", "model",
+                            ["outside model_roots"]),
+                    refused(d, model, "env.TORCH_LOGS_OUT",
+                            ["outside model_roots"],
+                            env={"TORCH_LOGS_OUT": models + "/peek/log"})]
+            for msg in msgs:
+                check("hidden-name" not in msg and secret not in msg,
+                      "the link's target is echoed: %s" % msg)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def link_moved_after_accept():
     """A model link that pointed under model_roots when the request was
     accepted and outside when the capture starts: the plan judges it again
@@ -278,5 +441,7 @@ def link_moved_after_accept():
 if __name__ == "__main__":
     cases = {c.__name__: c for c in (hostile_bench_args,
                                      server_and_bench_words, env_policy,
-                                     link_moved_after_accept)}
+                                     link_moved_after_accept, shell_words,
+                                     model_folder_trust, env_code,
+                                     no_link_oracle)}
     run_cases([cases[n] for n in sys.argv[1:]] or list(cases.values()))

@@ -338,10 +338,12 @@ static void reader_walk_shapes(void)
   CHECK_INT(l.ev.ts_ns, 1712195495607095056);
   CHECK(l.ev.has & IDX_HAS_GRID);
   doc_ok(EVENTS("{\"ph\":\"X\",\"ts\":9223372036854775.807,\"dur\":1},"
-                "{\"ph\":\"X\",\"ts\":9223372036854775.808,\"dur\":1}"),
+                "{\"ph\":\"X\",\"ts\":9223372036854775.808,\"dur\":1},"
+                "{\"ph\":\"X\",\"ts\":4611686018427387.903,\"dur\":1}"),
          &t, &l);
-  CHECK_INT(t.skipped, 1);
-  CHECK_INT(l.ev.ts_ns, INT64_MAX);
+  /* An int64 past docs/TRACE_FORMATS.md's range, and no int64. */
+  CHECK_INT(t.skipped, 2);
+  CHECK_INT(l.ev.ts_ns, IDX_TS_LIMIT_NS - 1);
 }
 
 /* idx_num_fast() reads a number with 34 bytes after it a word at a time
@@ -427,17 +429,47 @@ static void reader_numbers_in_events(void)
          &t, &l);
   CHECK_INT(t.sum_ids, 2560 + 7);
   CHECK_INT(l.ev.bytes, 7);
-  /* Out of range anywhere, or a negative dur: skipped and counted. */
+  /* Out of range anywhere: an int64 overflow, or a time outside
+   * docs/TRACE_FORMATS.md's 0 <= ts < 2^62 ns, 0 <= dur < 2^50 ns (in
+   * kineto's microseconds): skipped and counted; the edges inside
+   * delivered exactly. */
   doc_ok(EVENTS("{\"ph\":\"X\",\"ts\":9223372036854775.808},"
                 "{\"ph\":\"X\",\"ts\":1,\"args\":{\"correlation\":1e30}},"
                 "{\"ph\":\"X\",\"ts\":1,\"dur\":-0.001},"
                 "{\"ph\":\"X\",\"ts\":1,\"dur\":-0.0001},"
-                "{\"ph\":\"X\",\"ts\":9223372036854775.807}"),
+                "{\"ph\":\"X\",\"ts\":9223372036854775.807},"
+                "{\"ph\":\"X\",\"ts\":4611686018427387.903,\"dur\":0},"
+                "{\"ph\":\"X\",\"ts\":4611686018427387.904,\"dur\":0},"
+                "{\"ph\":\"X\",\"ts\":-0.001,\"dur\":1},"
+                "{\"ph\":\"X\",\"ts\":1,\"dur\":1125899906842.624},"
+                "{\"ph\":\"X\",\"ts\":1,\"dur\":1e20},"
+                "{\"ph\":\"X\",\"ts\":0,\"dur\":1125899906842.623}"),
          &t, &l);
-  CHECK_INT(t.events, 5);
-  CHECK_INT(t.skipped, 3);
-  CHECK_INT(t.delivered, 2);
-  CHECK_INT(l.ev.ts_ns, INT64_MAX);
+  CHECK_INT(t.events, 11);
+  CHECK_INT(t.skipped, 8);
+  CHECK_INT(t.delivered, 3);
+  CHECK_INT(l.ev.ts_ns, 0);
+  CHECK_INT(l.ev.dur_ns, IDX_DUR_LIMIT_NS - 1);
+}
+
+/* docs/TRACE_FORMATS.md's time bounds in mcTracer's nanoseconds. */
+static void reader_time_bounds(void)
+{
+  struct tally t;
+  struct last l;
+
+  doc_ok("{\"traceEvents\":[{\"ph\":\"X\",\"name\":\"k\",\"pid\":2,"
+         "\"ts\":4611686018427387903,\"dur\":1125899906842623,"
+         "\"args\":{\"co_id\":1}},"
+         "{\"ph\":\"X\",\"name\":\"k\",\"pid\":2,"
+         "\"ts\":4611686018427387904,\"dur\":1,\"args\":{\"co_id\":2}},"
+         "{\"ph\":\"X\",\"name\":\"k\",\"pid\":2,\"ts\":1,"
+         "\"dur\":1125899906842624,\"args\":{\"co_id\":3}}]}",
+         &t, &l);
+  CHECK_INT(t.delivered, 1);
+  CHECK_INT(t.skipped, 2);
+  CHECK_INT(l.ev.ts_ns, IDX_TS_LIMIT_NS - 1);
+  CHECK_INT(l.ev.dur_ns, IDX_DUR_LIMIT_NS - 1);
 }
 
 /* kineto's cuda_sync events carry the stream they wait on and the
@@ -805,6 +837,7 @@ int main(void)
   RUN(reader_number_words);
   RUN(reader_walk_shapes);
   RUN(reader_numbers_in_events);
+  RUN(reader_time_bounds);
   RUN(reader_sync_args);
   RUN(reader_bad_documents);
   RUN(reader_depth_limit);

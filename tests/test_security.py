@@ -35,6 +35,10 @@ Usage: test_security.py CASE, CASE one of
             throughout; at most max_connections_per_client of them are
             kept, and those are closed at request_timeout_s although they
             keep sending (the deadline runs from the request's start).
+  secrets   the token in no command line (ps) and no file others may
+            read; the installed configuration private; the start-up
+            warnings true: none with a long token from either setting, "no
+            auth_token" only without both, a token under 16 bytes said so.
   echo      the command line's and the configuration file's errors name the
             key, never a value: --auth-token=SECRET, an unknown key with a
             value, a value in a key's place, a bad number or word, a bad
@@ -862,12 +866,42 @@ def check_install(top):
         os.chmod(os.path.dirname(conf), 0o755)
 
 
+def check_warnings(top):
+    """The start-up warnings say what is true of the token loaded: none
+    when auth_token_file holds a long one, "no auth_token" only when
+    neither setting is set, a short token (under 16 bytes) said so."""
+    path = os.path.join(top, "warn-token")
+    for token, conf, said in (
+            ("f" * 32, "file", None),
+            ("short-tok", "file", "the auth token is 9 bytes"),
+            ("inline-tok-0123456789", "inline", None),
+            ("inl-short", "inline", "the auth token is 9 bytes"),
+            (None, None, "no auth_token")):
+        settings = {"atom_scripts": "/nonexistent"}
+        if conf == "file":
+            with open(path, "w") as f:
+                f.write(token + "\n")
+            os.chmod(path, 0o600)
+            settings["auth_token_file"] = path
+        elif conf == "inline":
+            settings["auth_token"] = token
+        with Daemon(conf=settings) as d:
+            log = d.log_text()
+        warned = [line for line in log.splitlines() if "warning" in line]
+        if said is None:
+            check_eq(warned, [], "%s token of %d bytes" % (conf, len(token)))
+        else:
+            check(len(warned) == 1 and said in warned[0],
+                  "%r: %r" % (said, warned))
+
+
 def case_secrets():
     top = tempfile.mkdtemp(prefix="traced-sec-secrets-")
     try:
         check_cmdline("cmdline-tok-91c2")
         check_token_file(top, "file-tok-5d7e")
         check_install(top)
+        check_warnings(top)
     finally:
         shutil.rmtree(top, ignore_errors=True)
 

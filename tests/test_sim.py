@@ -1366,6 +1366,92 @@ def test_run_labels():
             sim.close()
 
 
+def forward_records(path, window):
+    """The device records (kernels, copies, memsets) of a real trace's
+    forward pass, in start order: those launched by the runtime calls of
+    window(events)'s thread inside it. Read here, apart from the sim."""
+    with gzip.open(path) as f:
+        evs = json.load(f)["traceEvents"]
+    w = window(evs)
+    corr = {e["args"]["correlation"] for e in evs
+            if e.get("cat") in ("cuda_runtime", "cuda_driver") and
+            e["tid"] == w["tid"] and w["ts"] <= e["ts"] <= w["ts"] + w["dur"]}
+    recs = sorted((e for e in evs if e.get("cat") in (
+        "kernel", "gpu_memcpy", "gpu_memset") and
+        e["args"].get("correlation") in corr), key=lambda e: e["ts"])
+    return [e["name"] for e in recs], sum(e["dur"] for e in recs)
+
+
+def composed_steps(folder):
+    """[(label, [device record names in start order], their time, label
+    duration)] of a composed rank's trace, by its GPU-side labels."""
+    gz, _ = rank_files(folder)
+    with gzip.open(os.path.join(folder, gz[0])) as f:
+        doc = json.load(f)
+    evs = doc["traceEvents"]
+    labels = sorted((e for e in evs if e.get("cat") == "gpu_user_annotation"),
+                    key=lambda e: e["ts"])
+    recs = sorted((e for e in evs if e.get("cat") in (
+        "kernel", "gpu_memcpy", "gpu_memset")), key=lambda e: e["ts"])
+    out = []
+    for lab in labels:
+        inside = [e for e in recs
+                  if lab["ts"] <= e["ts"] < lab["ts"] + lab["dur"]]
+        out.append((lab["name"], [e["name"] for e in inside],
+                    sum(e["dur"] for e in inside), lab["dur"]))
+    check_eq(sum(len(s[1]) for s in out), len(recs),
+             "%s: records outside the labels" % folder)
+    return doc, out
+
+
+def test_composed_ranks():
+    """Without SIM_TRACE_FILE each step is a real forward pass of its
+    kind: a decode label holds the vLLM decode's records (its graph
+    replay), a prefill label the H100 Qwen2 forward's, in their order;
+    two TP ranks run the same steps and records, differing by a little
+    noise; decode steps vary in length; no python_function without
+    ATOM_PROFILER_MORE."""
+    decode, decode_us = forward_records(VLLM, lambda evs: next(
+        e for e in evs if str(e.get("name")).startswith("execute_")))
+    prefill, _ = forward_records(
+        os.path.join(TRACES_DIR, "tracelens__h100_Qwen_Qwen1.5-0.5B-Chat__"
+                     "1016005.json.gz"), lambda evs: next(
+            e for e in evs if e.get("name") == "nn.Module: Qwen2Model_0"))
+    check_eq(len(decode), 434, "the decode's records")
+    sim = Sim(SIM_TRACE_FILE="", SIM_MAX_TOKENS="64")
+    try:
+        sim.start(tp=2)
+        r = sim.run("run_benchmark.sh", sim.model, sim.port, 64, 16, 4, 2, 1)
+        check_eq(r.returncode, 0, r.stdout)
+        folders = [os.path.join(sim.trace_dir, "rank_%d" % i)
+                   for i in range(2)]
+        wait_for(lambda: all(rank_done(f) for f in folders), 60, "exports")
+        (doc0, r0), (_, r1) = [composed_steps(f) for f in folders]
+    finally:
+        sim.close()
+    check_eq(doc0["distributedInfo"]["world_size"], 2, "world size")
+    check(not any(e.get("cat") == "python_function"
+                  for e in doc0["traceEvents"]), "python_function events")
+    check_eq([s[0] for s in r0], [s[0] for s in r1], "the ranks' labels")
+    kinds = [s[0].split("[")[0] for s in r0]
+    check(kinds.count("decode") >= 8 and "prefill" in kinds, kinds)
+    for (label, names, busy, _), (_, names1, busy1, _) in zip(r0, r1):
+        want = prefill if label.startswith("prefill[") else decode
+        check(names == want and names1 == want,
+              "%s: its records are not the real forward's" % label)
+        check(0.9 < busy1 / busy < 1.1 and busy1 != busy,
+              "%s: rank 1's %s us against rank 0's %s" % (label, busy1,
+                                                          busy))
+    steps = [s[3] for s in r0 if s[0].startswith("decode[")]
+    check(len(set(steps)) == len(steps), "decode steps of one length")
+    # A decode's records ran about as long as the template's at bs 32
+    # times its weights' share (0.7 + 0.3 bs / 32): 70-80% of it.
+    for label, _, busy, _ in r0:
+        if label.startswith("decode["):
+            check(0.6 < busy / decode_us < 0.9, "%s: %.0f us of %.0f" % (
+                label, busy, decode_us))
+
+
 GROUPS = {
     "scripts": [test_capture_profile, test_warmups_and_bench_options,
                 test_argv_like_atoms_parser, test_extra_args_split_and_globbed,
@@ -1388,6 +1474,7 @@ GROUPS = {
                   test_v4_level_and_draft_hub_id, test_export_hang,
                   test_scripts_python_and_pkill,
                   test_chat_backend_cannot_profile],
+    "composed": [test_composed_ranks],
 }
 
 

@@ -177,8 +177,8 @@ static void check_rows(json_t *rows, enum by by, const struct fx_rank *ra,
     if (at == 0)
       CHECK(json_is_null(pct));
     else
-      CHECK(fabs(json_real_value(pct) - (double)delta * 100 / (double)at) <
-            1e-9);
+      CHECK(fabs(json_real_value(pct) - (double)delta * 100 / (double)at) <=
+            0.0005 + 1e-12); /* a percentage's 3 decimals */
     CHECK(llabs(delta) < prev ||
           (llabs(delta) == prev && strcmp(prev_key, key) < 0));
     prev = llabs(delta);

@@ -3,8 +3,8 @@
  * hand-computed values, and a capture's figures by stratum (store/
  * figures.c) from hand-written step samples of two ranks: the ranks'
  * steps merged (figures summed, the slower rank's time), warm-up steps
- * left out, the bs buckets and the pooled stratum, and ranks whose steps
- * differ estimated alone and summed.
+ * left out, the bs buckets, and ranks whose steps differ estimated alone
+ * and summed; the steps one by one, as a verdict pairs them.
  */
 #include <math.h>
 #include <stdio.h>
@@ -13,6 +13,7 @@
 
 #include "check.h"
 #include "store/estimate.h"
+#include "store/store_int.h"
 #include "test_store_util.h"
 
 #define CHECK_NEAR(a, b, tol)                                                  \
@@ -172,7 +173,7 @@ static void row(const char *db, int64_t cap, const char *figure,
 /* Merged: step i's MoE time is 3 (1000 + i); bs 8 keeps ordinals 2..9
  * (n 8, g 1: the trimmed mean of 3 x 1003..1008 = 3 x 1005.5), bs 33-40
  * ordinals 10, 11 (nothing cut: 3 x 1010.5, se 3 x 0.5); the step time
- * the slower rank's, 5100 + i; the pooled stratum every steady step. */
+ * the slower rank's, 5100 + i; no stratum pools other batch sizes. */
 static void figures_merged(void)
 {
   char db[256];
@@ -199,13 +200,53 @@ static void figures_merged(void)
   CHECK_NEAR(se, 3 * 0.5, 1e-9);
   row(db, cap, "step", "decode bs=33-40", &loc, &se, &n);
   CHECK_NEAR(loc, 5110.5, 1e-9);
-  row(db, cap, "category", "decode all", &loc, &se, &n);
-  CHECK_INT(n, 10);
   CHECK_INT(fx_count(db,
                      "SELECT count(*) FROM capture_figures WHERE"
                      " capture_id = ?1",
                      cap),
-            3 * 3); /* step, category, family x bs=8, bs=33-40, all */
+            3 * 2); /* step, category, family x bs=8, bs=33-40 */
+  store_close(st);
+  fx_db_remove(db);
+}
+
+/* The steps one by one, the ranks merged: 12 steps, step i's MoE time
+ * 3 (1000 + i), its time the slower rank's (5100 + i), 0 and 1 warm-ups.
+ * Two captures of those steps line up: paired, warm-ups too (12 pairs,
+ * each ln 1 = 0; the step time of kind decode too). Ranks whose steps
+ * differ have none to pair. */
+static void steps_paired(void)
+{
+  char db[256];
+  struct store *st;
+  struct tr_err err = { 0 };
+  struct store__steps a, b, c;
+  double l[16];
+  int64_t one = fresh_capture(db, sizeof(db), &st, false);
+  int64_t two = capture_of(st, false), odd = capture_of(st, true);
+
+  CHECK_INT(store__rd_begin(st, &err), 0);
+  CHECK_INT(store__steps_load(st, one, &a, &err), 0);
+  CHECK_INT(store__steps_load(st, two, &b, &err), 0);
+  CHECK_INT(store__steps_load(st, odd, &c, &err), 0);
+  CHECK_INT(store__rd_end(st, 0, &err), 0);
+  CHECK_INT(a.n, 12);
+  CHECK_INT(c.n, 0);
+  for (size_t i = 0; i < a.n; i++) {
+    CHECK_INT(a.v[i].dur, 5100 + (int64_t)i);
+    CHECK_NEAR(a.v[i].vals[1], 3.0 * (1000 + (double)i), 0);
+    CHECK(a.v[i].warmup == (i < 2));
+  }
+  CHECK(store__steps_line_up(&a, &b) && !store__steps_line_up(&a, &c));
+  CHECK_INT(store__steps_pairs(&a, &b, "family", "fused_moe_kernel", l), 12);
+  CHECK_NEAR(l[0], 0, 0);
+  CHECK_INT(store__steps_pairs(&a, &b, "step", "decode", l), 12);
+  CHECK_INT(store__steps_pairs(&a, &b, "step", "prefill", l), 0);
+  CHECK_INT(store__steps_pairs(&a, &b, "family", "nothing", l), 0);
+  b.v[5].bs = 9; /* another batch: no longer the same steps */
+  CHECK(!store__steps_line_up(&a, &b));
+  store__steps_free(&a);
+  store__steps_free(&b);
+  store__steps_free(&c);
   store_close(st);
   fx_db_remove(db);
 }
@@ -248,5 +289,6 @@ int main(void)
   RUN(estimate_trimmed);
   RUN(figures_merged);
   RUN(figures_alone);
+  RUN(steps_paired);
   return 0;
 }

@@ -10,7 +10,9 @@ a running daemon (tests/verdict_rates.py):
     naming that family at least 95% of them; the same with the GEMM
     family (the largest);
   - 5% slower: the rate is printed (the default threshold is 5%, so about
-    half is the expected rate).
+    half is the expected rate);
+  - the same with the runs of a pair sharing their benchmark's seed (the
+    same steps: compared step by step): unchanged and MoE 10% slower.
 
 Bounded: PAIRS (40) captures of about 5,000 kernels each per condition,
 generated and imported in about a minute on two cores (three under ASan).
@@ -23,7 +25,7 @@ import time
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tracedtest import Daemon, check  # noqa: E402
+from tracedtest import Daemon, check, check_eq  # noqa: E402
 from verdict_rates import Rates, summary  # noqa: E402
 
 PAIRS = int(os.environ.get("VERDICT_PAIRS", "40"))
@@ -50,6 +52,19 @@ def main():
             ok, n, _ = r.detected("moe", 1.05, 5)
             print("moe 5%% slower: %d of %d regressed naming it (%.1f%%)" % (
                 ok, n, 100.0 * ok / n))
+            p = Rates(d, tmp, PAIRS, seed=2, paired=True)
+            ok, n, bad = p.false_alarms()
+            print("paired, same build: %d of %d unchanged (%.1f%%)" % (
+                ok, n, 100.0 * ok / n))
+            check(ok >= 0.95 * n, "paired false alarms: %s" % [
+                summary(v) for v in bad])
+            ok, n, miss = p.detected("moe", 1.10, 3)
+            print("paired, moe 10%% slower: %d of %d regressed naming it "
+                  "(%.1f%%)" % (ok, n, 100.0 * ok / n))
+            check(ok >= 0.95 * n, "paired misses: %s" % [
+                summary(v) for v in miss])
+            check_eq((r.tests.get("paired_steps"), p.tests), (None, {
+                "paired_steps": 2 * PAIRS}), "tests used")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print("rates: %.0f s" % (time.time() - t))

@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Verdicts on the real traces of $TRACES_DIR (every *.gz below it, the
 graph pairs' included) that have steps, ATOM run labels or the profiler's
-ProfilerStep#N (ref_index.py's rules find them, not traced), and kernels:
+ProfilerStep#N (ref_index.py's rules find them, not traced), and kernels,
+and on a rank the simulator composes of their real forward passes (the
+demo's: a prefill and 31 decode steps, the batch ramping down):
 
   - a slowed copy: every kernel of the trace's dominant family (the
-    largest total, ref_analysis.family()) 20% longer;
+    largest total, ref_analysis.family()) 10% longer;
   - a jittered copy: every kernel's duration times uniform(0.98, 1.02);
 
 both with the time after each lengthened (or shortened) kernel moved by
@@ -13,8 +15,13 @@ time t moves by the sum of the changes of the kernels that ended before t
 and the share of those running at t. Each copy is imported beside the
 original (a single-file import, no configuration: no history) and judged
 against it: the slowed one `regressed` naming the family, the jittered one
-`unchanged`. A trace with steps but no kernels (the CPU-only ATOM labels
-trace) has no family to slow: it is listed and passed over.
+`unchanged`; their steps line up with the original's, so with at least
+three steps the test used is `paired_steps`. The composed rank is also
+judged against a second capture of its configuration (other noise, the
+same steps: `unchanged`, paired) and one whose steps were cut otherwise
+(the first prefill split in two: `unchanged`, by buckets). A trace with
+steps but no kernels (the CPU-only ATOM labels trace) has no family to
+slow: it is listed and passed over.
 """
 import bisect
 import glob
@@ -31,6 +38,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ref_analysis  # noqa: E402
 import ref_index  # noqa: E402
 from make_fixtures import dumps, us  # noqa: E402
+from make_composed import make_ranks  # noqa: E402
 from tracedtest import Daemon, check  # noqa: E402
 
 KERNEL_CATS = ("kernel", "Kernel")
@@ -132,31 +140,63 @@ def verdict(d, b, a):
     return v
 
 
-def one_trace(d, tmp, path, kinds, family, failures):
+def real_steps(path):
+    """The real (prefill, decode..., or profiler) steps of a trace."""
+    ref = ref_index.reference(path)
+    return sum(s["count"] for k, s in ref["steps"].items()
+               if not k.startswith("dummy_"))
+
+
+def judge(d, base, path, want, test, failures, what):
+    """path imported and judged against capture base: want, by test
+    (None: any); the verdict."""
+    v = verdict(d, imported(d, path), base)
+    if v["verdict"] != want or (test and v["test"] != test):
+        failures.append("%s: %s by %s %s" % (what, v["verdict"], v["test"], [
+            (c["figure"], c["name"][:30], c.get("diff_pct"), c["band_pct"])
+            for c in v["changes"]]))
+    return v
+
+
+def one_trace(d, tmp, path, kinds, family, failures, others=()):
+    """The slowed and jittered copies of path against it (and others:
+    [(path, test)] of captures of the same build: unchanged by test)."""
     name = os.path.basename(path)
     rng = random.Random(name)
     slow = os.path.join(tmp, "slow_" + name)
     jitter = os.path.join(tmp, "jitter_" + name)
-    changed_copy(path, slow, lambda k: 1.2 if ref_analysis.family(k) ==
+    changed_copy(path, slow, lambda k: 1.1 if ref_analysis.family(k) ==
                  family else 1.0)
     changed_copy(path, jitter, lambda k: rng.uniform(0.98, 1.02))
+    steps = real_steps(path)
+    test = "paired_steps" if steps >= 3 else None
     base = imported(d, path)
-    v = verdict(d, imported(d, slow), base)
+    v = judge(d, base, slow, "regressed", test, failures, name + " slowed")
     named = [c for c in v["changes"] if c["figure"] == "family" and
              c["name"] == family and c["change"] == "regressed"]
-    if v["verdict"] != "regressed" or not named:
-        failures.append("%s slowed: %s %s" % (name, v["verdict"], [
-            (c["figure"], c["name"][:30], c.get("diff_pct"))
-            for c in v["changes"]]))
-    w = verdict(d, imported(d, jitter), base)
-    if w["verdict"] != "unchanged":
-        failures.append("%s jittered: %s %s" % (name, w["verdict"], [
-            (c["figure"], c["name"][:30], c.get("diff_pct"), c["band_pct"])
-            for c in w["changes"]]))
-    print("%s (%s): slowed %s, %s %s%% [%s]; jittered %s" % (
-        name, ", ".join(sorted(kinds)), v["verdict"],
-        family[:40], named[0].get("diff_pct") if named else None,
-        named[0].get("band_note") if named else "", w["verdict"]))
+    if not named:
+        failures.append("%s slowed: %s not named" % (name, family))
+    judge(d, base, jitter, "unchanged", test, failures, name + " jittered")
+    for other, how in others:
+        judge(d, base, other, "unchanged", how, failures,
+              "%s against %s" % (os.path.basename(other), name))
+    print("%s (%s, %d steps): slowed %s by %s, %s %s%% [%s]; jittered "
+          "unchanged%s" % (
+              name, ", ".join(sorted(kinds)), steps, v["verdict"],
+              v["test"], family[:40],
+              named[0].get("diff_pct") if named else None,
+              named[0].get("band_note") if named else "",
+              "".join("; %s unchanged by %s" % (os.path.basename(o), t)
+                      for o, t in others)))
+
+
+def composed(tmp, name, seed, split):
+    """The demo's rank, composed of real forward passes (make_composed.py),
+    copied to tmp/<name>.pt.trace.json.gz."""
+    path = os.path.join(tmp, name + ".pt.trace.json.gz")
+    shutil.move(make_ranks(os.path.join(tmp, name), seed, split=split)[0],
+                path)
+    return path
 
 
 def main():
@@ -177,12 +217,18 @@ def main():
                     continue
                 one_trace(d, tmp, path, kinds, family, failures)
                 judged += 1
+            demo = composed(tmp, "demo", 1, False)
+            kinds, family = facts(demo)
+            one_trace(d, tmp, demo, kinds, family, failures, [
+                (composed(tmp, "again", 2, False), "paired_steps"),
+                (composed(tmp, "cut", 3, True), "buckets")])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     check(judged >= 5, "traces with steps and kernels: %d" % judged)
     check(not failures, "\n".join(failures))
-    print("%d real traces: each slowed copy regressed naming its dominant "
-          "family, each jittered copy unchanged" % judged)
+    print("%d real traces and a composed rank: each slowed copy regressed "
+          "naming its dominant family, each jittered copy unchanged" %
+          judged)
 
 
 if __name__ == "__main__":

@@ -104,7 +104,9 @@ def per_step(top, family):
     return total / steps
 
 
-def check_regressed(v, base_top, slow_top):
+def check_regressed(v, base_top, slow_top, paired):
+    """The MoE family 20% slower named, judged step by step when the two
+    captures' steps line up (paired), else bucket by bucket."""
     check_eq(v["verdict"], "regressed", "slow: %s" % v)
     fam = [c for c in v["changes"] if c["figure"] == "family" and
            c["name"] == MOE]
@@ -116,13 +118,21 @@ def check_regressed(v, base_top, slow_top):
           "delta %s vs %s" % (fam[0]["delta_pct"], (b - a) * 100 / a))
     check(18 < fam[0]["delta_pct"] < 22, "about 20%%: %s" % fam[0])
     check_eq(fam[0]["change"], "regressed", "direction")
-    # Why: like for like in the decode bucket (bs=8), with its interval.
+    # Why: like for like, with its interval.
     lo, hi = fam[0]["ci_pct"]
     check(0 < lo < fam[0]["diff_pct"] < hi and 18 < fam[0]["diff_pct"] < 22,
           "difference and interval: %s" % fam[0])
-    check_eq(fam[0]["method"], "buckets", "method")
     check(fam[0]["noise_pct"] < 5 and fam[0]["band_pct"] == 5,
           "band: %s" % fam[0])
+    check_eq((v["test"], fam[0]["method"]), ("paired_steps", "paired_steps")
+             if paired else ("buckets", "buckets"), "the test used")
+    if paired:   # every step with MoE kernels: 4 prefills, 40 decodes
+        check_eq((fam[0]["buckets_compared"], fam[0]["buckets"],
+                  fam[0]["band_source"]), (44, [], "pairs"), "pairs")
+        check(fam[0]["band_note"].endswith("(44 steps paired in order)") and
+              "line up" in v["test_note"], "note: %s, %s" % (
+                  fam[0]["band_note"], v["test_note"]))
+        return
     strata = [b["stratum"] for b in fam[0]["buckets"]]
     check("decode bs=8" in strata and fam[0]["buckets_compared"] ==
           len(strata), "buckets compared: %s" % fam[0]["buckets"])
@@ -156,6 +166,9 @@ def case_verdicts(tmp):
             for n, seed, kw in (("base", 1, {}), ("noise", 2, {}),
                                 ("slow", 3, {"slow": {"moe": 1.2}}),
                                 ("noise2", 5, {}),
+                                ("cut", 6, {"decode": 38}),
+                                ("slowcut", 7, {"decode": 38,
+                                                "slow": {"moe": 1.2}}),
                                 ("other", 4, {"taxonomy": "ffdf3bb5"}))}
     hook = Hook()
     d = Daemon(conf={"import_roots": tmp, "webhook_url": hook.url})
@@ -177,12 +190,23 @@ def run_verdicts(d, tops, hook):
     check_eq((v["verdict"], v["baseline"], v["baseline_source"]),
              ("unchanged", ids["base"], "latest"), "noise: %s" % v)
     check(v["compared"] >= 10 and v["changes"] == [], "noise: %s" % v)
+    check_eq(v["test"], "paired_steps", "noise: the steps line up")
     v = verdict(d, ids["slow"])
     check_eq((v["baseline"], v["baseline_source"]), (ids["noise"], "latest"),
              "slow's baseline")
-    check_regressed(v, tops["noise"], tops["slow"])
+    check_regressed(v, tops["noise"], tops["slow"], True)
     check_regressed(verdict(d, ids["slow"], ids["base"]), tops["base"],
-                    tops["slow"])
+                    tops["slow"], True)
+    # Steps cut otherwise (two decode steps fewer): bucket by bucket, the
+    # same change named; the same build cut otherwise is unchanged.
+    for name in ("cut", "slowcut"):
+        ids[name] = imported(d, tops[name], model="cut-model")["id"]
+    check_regressed(verdict(d, ids["slowcut"], ids["base"]), tops["base"],
+                    tops["slowcut"], False)
+    v = verdict(d, ids["cut"], ids["base"])
+    check_eq((v["verdict"], v["test"]), ("unchanged", "buckets"),
+             "the same build cut otherwise: %s" % v)
+    want.update({ids["cut"]: "incomparable", ids["slowcut"]: "regressed"})
     want.update({ids["base"]: "incomparable", ids["noise"]: "unchanged",
                  ids["slow"]: "regressed"})
     text = check_list_and_metrics(d, want)

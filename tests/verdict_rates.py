@@ -7,7 +7,9 @@ smallest slowdown detected).
 
 Pairs: a_i and b_i two runs of one build (seeds of their own: other
 output lengths, other jitter, other outliers); a_i and s_i, s_i a run with
-one family's kernels `factor` x slower in every step. Imports carry no
+one family's kernels `factor` x slower in every step. Paired (Rates(...,
+paired=True)): the runs of pair i share their benchmark's seed (the same
+output lengths: the same steps, which line up), the rest their own. Imports carry no
 model, so no history widens the bands: the rates are those of a capture's
 own noise.
 """
@@ -38,10 +40,12 @@ def import_all(d, tops, batch=64):
     return ids
 
 
-def verdict(d, b, a):
+def verdict(d, b, a, tests=None):
     code, v = d.get("/captures/%d/verdict?baseline=%d" % (b, a))
     if code != 200:
         raise AssertionError("verdict %d vs %d: %d %s" % (b, a, code, v))
+    if tests is not None:
+        tests[v["test"]] = tests.get(v["test"], 0) + 1
     return v
 
 
@@ -64,9 +68,11 @@ def names_family(v, family):
 class Rates:
     """Captures generated under tmp and imported into daemon d."""
 
-    def __init__(self, d, tmp, pairs, tp=1, seed=1):
+    def __init__(self, d, tmp, pairs, tp=1, seed=1, paired=False):
         self.d, self.tmp, self.pairs, self.tp = d, tmp, pairs, tp
         self.seed = seed * 100000
+        self.paired = paired   # pair i's runs share a benchmark seed
+        self.tests = {}        # verdicts judged by each test
         self.gen_s = 0.0   # seconds spent generating
         self.base = self._make("a", 1, {})
 
@@ -74,7 +80,9 @@ class Rates:
         t = time.time()
         tops = {"%s%d" % (tag, i): make_serving.make_capture(
             self.tmp, "%s%d" % (tag, i), self.seed + offset * 10000 + i,
-            slow=slow, tp=self.tp) for i in range(self.pairs)}
+            slow=slow, tp=self.tp,
+            bench=self.seed + 10000 + i if self.paired else None)
+            for i in range(self.pairs)}
         gen = time.time() - t
         ids = import_all(self.d, tops)
         for top in tops.values():   # indexed: the files are not needed
@@ -90,7 +98,7 @@ class Rates:
         other = self._make("b", 2, {})
         bad = []
         for a, b in zip(self.base, other):
-            v = verdict(self.d, b, a)
+            v = verdict(self.d, b, a, self.tests)
             if v["verdict"] != "unchanged":
                 bad.append(v)
         return self.pairs - len(bad), self.pairs, bad
@@ -102,7 +110,7 @@ class Rates:
         family = family_of(self.d, slow[0], key)
         miss = []
         for a, s in zip(self.base, slow):
-            v = verdict(self.d, s, a)
+            v = verdict(self.d, s, a, self.tests)
             if not names_family(v, family):
                 miss.append(v)
         return self.pairs - len(miss), self.pairs, miss
@@ -110,6 +118,6 @@ class Rates:
 
 def summary(v):
     """A verdict in one line, for a failure's message."""
-    return "%s: %s" % (v["verdict"], [
+    return "%s by %s: %s" % (v["verdict"], v["test"], [
         (c["figure"], c["name"][:24], c.get("diff_pct"), c.get("ci_pct"),
          c["band_pct"]) for c in v["changes"][:4]])

@@ -206,7 +206,7 @@ async function criticalTab(c, st, ranks) {
     table([T('family', 'family', nameCell)].concat(PATH_COLS), fams.rows),
     el('h4', null, 'Steps', rank != null ? ' (rank ' + rank + ')' : null),
     table([C('#', 'index'), S('step', 'step'), S('role', 'role'),
-      S('status', 'status'), N('duration', 'dur_ns'),
+      S('status', 'status'), N('window', 'dur_ns'),
       N('path', 'length_ns'), ...LENGTH_BOUNDS.map(b => N(b, b + '_ns')),
       C('kernels on path', 'kernels_on_path'), C('kernels', 'kernels'),
       C('queue max', 'queue_max')], steps.rows),

@@ -65,7 +65,7 @@ void agg_stat_add(struct agg_stat *s, int64_t dur)
   if (s->count == 0 || dur > s->max_ns)
     s->max_ns = dur;
   s->count++;
-  s->total_ns += dur;
+  s->total_ns = tr_sat_add(s->total_ns, dur);
 }
 
 int64_t agg_corr_of(const struct idx_event *ev)

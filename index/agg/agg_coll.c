@@ -257,8 +257,8 @@ static int close_first(struct agg_coll_walk *w)
   w->heap[0] = w->heap[--w->n];
   heap_down(w->heap, w->n);
   w->a->coll->events++;
-  w->a->coll->ns += o.dur;
-  w->a->coll->exposed_ns += rec.exposed_ns;
+  w->a->coll->ns = tr_sat_add(w->a->coll->ns, o.dur);
+  w->a->coll->exposed_ns = tr_sat_add(w->a->coll->exposed_ns, rec.exposed_ns);
   w->nrecs++;
   if (w->a->coll_out != NULL &&
       fwrite(&rec, sizeof(rec), 1, w->a->coll_out) != 1)

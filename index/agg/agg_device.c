@@ -145,7 +145,7 @@ static int launch_add(struct idx_agg *a, uint32_t shape, uint32_t has,
   if (l->s.count == 0 || s->max_ns > l->s.max_ns)
     l->s.max_ns = s->max_ns;
   l->s.count += s->count;
-  l->s.total_ns += s->total_ns;
+  l->s.total_ns = tr_sat_add(l->s.total_ns, s->total_ns);
   return 0;
 }
 
@@ -213,7 +213,7 @@ static int on_kernel(struct idx_agg *a, const struct idx_doc *doc,
   if (agg_hist_add(&k->hist, ev->dur_ns) != 0)
     return TR_ENOMEM;
   a->device->kernel_events++;
-  a->kernel_ns += ev->dur_ns;
+  a->kernel_ns = tr_sat_add(a->kernel_ns, ev->dur_ns);
   a->ev_shape = shape;
   if ((rc = record(a, ev, AGG_REC_KERNEL, shape)) != 0)
     return rc;
@@ -362,7 +362,7 @@ static enum agg_copy_kind copy_kind(const struct idx_event *ev)
 
 static void copy_bytes_add(struct agg_copy *c, int64_t bytes)
 {
-  c->bytes += bytes;
+  c->bytes = tr_sat_add(c->bytes, bytes);
   if (bytes > c->max_bytes)
     c->max_bytes = bytes;
 }
@@ -529,7 +529,7 @@ static int64_t device_ns_of(const struct idx_agg *a)
   int64_t ns = a->kernel_ns;
 
   for (int i = 0; i < AGG_COPY_KINDS; i++)
-    ns += a->device->copies[i].s.total_ns;
+    ns = tr_sat_add(ns, a->device->copies[i].s.total_ns);
   return ns;
 }
 
@@ -606,8 +606,8 @@ void agg_device_head(struct idx_agg *a, struct agg_sum_rank *r)
 
   for (int i = 0; i < AGG_COPY_MEMSET; i++) {
     r->memcpy_count += (int64_t)d->copies[i].s.count;
-    r->memcpy_bytes += d->copies[i].bytes;
-    r->memcpy_ns += d->copies[i].s.total_ns;
+    r->memcpy_bytes = tr_sat_add(r->memcpy_bytes, d->copies[i].bytes);
+    r->memcpy_ns = tr_sat_add(r->memcpy_ns, d->copies[i].s.total_ns);
   }
   r->kernel_events = (int64_t)d->kernel_events;
   r->kernel_ns = a->kernel_ns;
@@ -621,7 +621,7 @@ void agg_device_head(struct idx_agg *a, struct agg_sum_rank *r)
   r->device_ns = device_ns_of(a);
   for (uint32_t i = 0; i < a->rt_map.n; i++) {
     r->runtime_events += (int64_t)d->runtime[i].s.count;
-    r->runtime_ns += d->runtime[i].s.total_ns;
+    r->runtime_ns = tr_sat_add(r->runtime_ns, d->runtime[i].s.total_ns);
   }
   r->kernel_names_folded = (int64_t)a->kfold.distinct;
   r->runtime_names_folded = (int64_t)a->rfold.distinct;
@@ -792,14 +792,15 @@ static void categories(const struct idx_agg *a, struct agg_stat *cats)
     struct agg_stat *c = &cats[a->name_cat[d->krows[i].id]];
 
     c->count += k->s.count;
-    c->total_ns += k->s.total_ns;
+    c->total_ns = tr_sat_add(c->total_ns, k->s.total_ns);
   }
   for (int i = 0; i < AGG_COPY_MEMSET; i++) {
     copy->count += d->copies[i].s.count;
-    copy->total_ns += d->copies[i].s.total_ns;
+    copy->total_ns = tr_sat_add(copy->total_ns, d->copies[i].s.total_ns);
   }
   mset->count += d->copies[AGG_COPY_MEMSET].s.count;
-  mset->total_ns += d->copies[AGG_COPY_MEMSET].s.total_ns;
+  mset->total_ns =
+      tr_sat_add(mset->total_ns, d->copies[AGG_COPY_MEMSET].s.total_ns);
 }
 
 void agg_category_rows(struct idx_agg *a, struct agg_out *o)

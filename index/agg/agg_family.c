@@ -36,7 +36,7 @@ static int family_add(struct idx_agg *a, uint32_t name, const char *fam)
     f->top = name;
   f->kernels++;
   f->s.count += k->s.count;
-  f->s.total_ns += k->s.total_ns;
+  f->s.total_ns = tr_sat_add(f->s.total_ns, k->s.total_ns);
   a->name_family[name] = id;
   return agg_hist_merge(&f->hist, &k->hist);
 }
@@ -118,12 +118,13 @@ static int famstep_add(struct agg_families *fs, uint32_t f, uint32_t k,
   x->family = f;
   x->kind = k;
   x->s.count++;
-  x->s.total_ns += dur;
+  x->s.total_ns = tr_sat_add(x->s.total_ns, dur);
   return 0;
 }
 
 /* Each GPU-side kernel's time for its family inside the labels of each
- * kind that cover its start (agg_at.cover_end, the steps pass's). */
+ * kind that cover its start (agg_at.cover_end, the steps pass's); a
+ * family's time per step kind is GPU-side only (docs/ANALYSIS.md). */
 int agg_families_walk(struct idx_agg *a, struct agg_at *at)
 {
   const struct agg_rec *r = at->r;

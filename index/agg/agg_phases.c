@@ -257,7 +257,7 @@ static void acc_add(struct acc *acc, uint32_t id, uint32_t *seen, size_t *nseen,
   if (acc[id].count == 0)
     seen[(*nseen)++] = id;
   acc[id].count++;
-  acc[id].total += dur;
+  acc[id].total = tr_sat_add(acc[id].total, dur);
 }
 
 static void phase_add(struct phase_sum *ps, const struct agg_rec *r)

@@ -146,7 +146,8 @@ static int add_largest(struct idx_agg *a, enum agg_fig_type t,
   for (i = 0; i < count && i < n; i++) {
     int64_t v = total[order[i]];
 
-    if (v <= 0 || v * den < a->kernel_ns * per)
+    /* Products of sums near INT64_MAX (saturated) need 128 bits. */
+    if (v <= 0 || (__int128)v * den < (__int128)a->kernel_ns * per)
       break;
     add_fig(a->samples, t, order[i]);
   }
@@ -162,10 +163,14 @@ static int choose_figures(struct idx_agg *a)
 
   for (i = 0; i < n; i++)
     if (a->kernels[i].is_kernel)
-      cats[a->name_cat[i]] += a->kernels[i].s.total_ns;
-  for (i = 0; i < AGG_COPY_KINDS; i++)
-    cats[agg_category_index(i == AGG_COPY_MEMSET ? "memset" : "copy")] +=
-        a->device->copies[i].s.total_ns;
+      cats[a->name_cat[i]] =
+          tr_sat_add(cats[a->name_cat[i]], a->kernels[i].s.total_ns);
+  for (i = 0; i < AGG_COPY_KINDS; i++) {
+    int64_t *c =
+        &cats[agg_category_index(i == AGG_COPY_MEMSET ? "memset" : "copy")];
+
+    *c = tr_sat_add(*c, a->device->copies[i].s.total_ns);
+  }
   for (i = 0; i < AGG_NCATEGORIES; i++)
     if (cats[i] > 0)
       add_fig(a->samples, AGG_FIG_CATEGORY, i);
@@ -360,7 +365,7 @@ static void add_to(struct agg_samples_walk *w, int32_t slot,
   int64_t *vals = w->a->samples->vals + (size_t)slot * w->a->samples->nfig;
 
   for (int i = 0; i < n; i++)
-    vals[figs[i]] += dur;
+    vals[figs[i]] = tr_sat_add(vals[figs[i]], dur);
 }
 
 static void on_device(struct agg_samples_walk *w, const struct agg_rec *r)

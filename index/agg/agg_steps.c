@@ -335,7 +335,7 @@ static int acc_add(struct win *x, uint32_t name, int64_t dur)
     x->n++;
   }
   x->t[i].count++;
-  x->t[i].total += dur;
+  x->t[i].total = tr_sat_add(x->t[i].total, dur);
   return 0;
 }
 
@@ -472,12 +472,13 @@ static int walk_rec(struct agg_steps *w, const struct agg_rec *r)
   return 0;
 }
 
-/* Kernel time inside each kind's labels (GPU-side only: a CPU label spans
- * the launches, not the kernels): a kernel counts for a kind when it starts
- * inside one of that kind's labels, [start, end); labels arrive in start
- * order, so the union of a kind's labels started so far covers t exactly
- * when t is before the largest label end seen. Inside labels of two kinds
- * it counts for both. Each label of the step side is a finding. */
+/* Kernel time inside each kind's labels of the step side: a kernel counts
+ * for a kind when it starts inside one of that kind's labels, [start, end)
+ * (under host-side labels, ProfilerStep#N, the kernels that run inside the
+ * host's step, as the step cards list them); labels arrive in start order,
+ * so the union of a kind's labels started so far covers t exactly when t
+ * is before the largest label end seen. Inside labels of two kinds it
+ * counts for both. Each label of the step side is a finding. */
 static void cover(struct idx_agg *a, struct agg_steps *w,
                   const struct agg_rec *r)
 {
@@ -498,11 +499,12 @@ static void cover(struct idx_agg *a, struct agg_steps *w,
       w->cover_end[r->id] = r->start_ns + r->dur_ns;
     return;
   }
-  if (r->type != AGG_REC_KERNEL || a->step_side != AGG_SIDE_GPU)
+  if (r->type != AGG_REC_KERNEL)
     return;
   for (uint32_t k = 0; k < a->nkinds; k++)
     if (r->start_ns < w->cover_end[k])
-      a->step[AGG_SIDE_GPU][k].kernel_ns += r->dur_ns;
+      a->step[a->step_side][k].kernel_ns =
+          tr_sat_add(a->step[a->step_side][k].kernel_ns, r->dur_ns);
 }
 
 int agg_steps_walk(struct idx_agg *a, struct agg_at *at)
@@ -815,7 +817,7 @@ void agg_step_rows(struct idx_agg *a, struct agg_out *o)
       .avg_ns = agg_avg(&s->s),
       .tokens = s->tokens,
       .padded = (int64_t)s->padded,
-      .kernel_ns = gpu ? s->kernel_ns : 0,
+      .kernel_ns = s->kernel_ns,
       .source = agg_txt(gpu ? "gpu" : "cpu"),
       .min_ns = s->s.min_ns,
       .p50_ns = agg_pct(&s->hist, &s->s, 500),

@@ -198,8 +198,8 @@ static int count_rank(struct match *m, struct rin *r)
     f[1] = kind_fig(m, r, rec.kind);
     for (int j = 0; j < 2; j++) {
       f[j]->count++;
-      f[j]->total += rec.dur_ns;
-      f[j]->exposed += rec.exposed_ns;
+      f[j]->total = tr_sat_add(f[j]->total, rec.dur_ns);
+      f[j]->exposed = tr_sat_add(f[j]->exposed, rec.exposed_ns);
     }
   }
   return rc;

@@ -212,10 +212,10 @@ void agg_cpath_free(struct idx_agg *a)
   agg_map_free(&c->lanes);
   for (size_t k = 0; k < c->kinds.n && c->kind != NULL; k++) {
     struct cp_kind *kd = &c->kind[k];
-    struct cp_pick *p[2] = { &kd->median, &kd->slowest };
+    struct cp_pick *p[3] = { &kd->median, &kd->slowest, &kd->runner };
 
     agg_hist_free(&kd->length_hist);
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 3; i++) {
       free(p[i]->segs);
       free(p[i]->seq);
       free(p[i]->queue);

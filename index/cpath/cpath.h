@@ -82,7 +82,13 @@ enum { CP_CULPRIT_NONE = 4 /* nothing ran */, CP_CULPRIT_UNKNOWN = 5 };
 struct cp_steprow {
   int64_t index;            /* the step's number on the rank, in start order */
   uint32_t kind, label;     /* label: its host name id */
-  int64_t start_ns, end_ns; /* the window, absolute */
+  int64_t start_ns, end_ns; /* the window, absolute: the label's start
+                               to the later of its end and the end of
+                               the last event the step holds (the path
+                               never leaves it) */
+  int64_t step_ns;          /* the step's time as /steps counts it: its
+                               records' span under GPU-side labels, else
+                               its label's duration */
   int64_t length_ns;        /* the critical path's length */
   int64_t bound_ns[CP_BOUNDS];
   int64_t path_from, path_to; /* the path's first and last node times */
@@ -122,9 +128,15 @@ struct cp_kind { /* per step kind */
   int64_t bound_ns[CP_BOUNDS];
   int64_t kernels, on_path;
   int64_t queue_max, queue_area, extent_ns;
-  int64_t p50_ns; /* the window duration the median step is nearest */
+  int64_t p50_ns; /* the step time (/steps' p50) the median is nearest */
   struct cp_pick median, slowest;
+  struct cp_pick runner; /* the slowest but one: the slowest shown when
+                            the slowest is the median (cp_slowest) */
 };
+
+/* A kind's slowest step as shown: never its median when it has two or
+ * more analysed steps. */
+const struct cp_pick *cp_slowest(const struct cp_kind *k);
 
 struct cp_path_row { /* per (kernel name or family, kind) */
   uint32_t key, kind;

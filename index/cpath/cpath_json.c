@@ -105,10 +105,11 @@ static json_t *queue_json(const struct idx_agg *a, const struct cp_pick *p)
 static const char *role_of(const struct cp_kind *k, int64_t ix,
                            const struct cp_pick **pick)
 {
+  const struct cp_pick *sl = cp_slowest(k);
   int med = k->median.set && k->median.row.index == ix;
-  int slow = k->slowest.set && k->slowest.row.index == ix;
+  int slow = sl->set && sl->row.index == ix;
 
-  *pick = med ? &k->median : slow ? &k->slowest : NULL;
+  *pick = med ? &k->median : slow ? sl : NULL;
   return med && slow ? "median slowest"
          : med       ? "median"
          : slow      ? "slowest"
@@ -165,7 +166,8 @@ static json_t *steps_json(const struct idx_agg *a)
   for (size_t i = 0; i < c->nsteps; i++)
     json_array_append_new(rows, step_json(a, &c->steps[i]));
   for (uint32_t k = 0; c->steps_total > c->nsteps && k < c->kinds.n; k++) {
-    const struct cp_pick *p[2] = { &c->kind[k].median, &c->kind[k].slowest };
+    const struct cp_pick *p[2] = { &c->kind[k].median,
+                                   cp_slowest(&c->kind[k]) };
 
     for (int i = 0; i < 2; i++)
       if (p[i]->set && !kept(c, p[i]->row.index) &&
@@ -256,9 +258,9 @@ static json_t *segments_json(const struct idx_agg *a)
 
     if (k->median.set)
       segments_of(a, &k->median, rows);
-    if (k->slowest.set &&
-        (!k->median.set || k->median.row.index != k->slowest.row.index))
-      segments_of(a, &k->slowest, rows);
+    if (cp_slowest(k)->set &&
+        (!k->median.set || k->median.row.index != cp_slowest(k)->row.index))
+      segments_of(a, cp_slowest(k), rows);
   }
   free(order);
   return rows;
@@ -387,9 +389,9 @@ static int family_launch(struct idx_agg *a)
       d->queue.min_ns = s->queue.min_ns;
     }
     d->call.count += s->call.count;
-    d->call.total_ns += s->call.total_ns;
+    d->call.total_ns = tr_sat_add(d->call.total_ns, s->call.total_ns);
     d->queue.count += s->queue.count;
-    d->queue.total_ns += s->queue.total_ns;
+    d->queue.total_ns = tr_sat_add(d->queue.total_ns, s->queue.total_ns);
     if (s->call.max_ns > d->call.max_ns)
       d->call.max_ns = s->call.max_ns;
     if (s->queue.max_ns > d->queue.max_ns)
@@ -605,7 +607,7 @@ static json_t *median_seq_json(const struct idx_agg *a)
     int64_t total = 0;
 
     for (uint32_t j = 0; p->set && j < p->nseq; j++)
-      total += p->seq[j].dur_ns;
+      total = tr_sat_add(total, p->seq[j].dur_ns);
     for (uint32_t j = 0; p->set && j < p->nseq; j++) {
       uint32_t name = p->seq[j].name;
       uint32_t fam = name < a->names.n ? a->name_family[name] : UINT32_MAX;

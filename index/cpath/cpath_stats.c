@@ -37,13 +37,14 @@ int cp_stats_kind(struct idx_agg *a, const char *p, size_t n, uint32_t *id)
     return TR_ENOMEM;
   if (rc == 0)
     return 0;
-  /* The window duration the median step is nearest: the kind's p50 of
-   * its host labels (agg_steps.c's), or of the profiler steps. */
+  /* The step time the median step is nearest: the kind's p50 as /steps
+   * gives it (agg_steps.c's, of the step side), or of the profiler
+   * steps. */
   k = &c->kind[*id];
   if (c->source == CP_SOURCE_LABELS && agg_map_find(&a->kinds_map, p, n, &lk) &&
       lk < AGG_MAX_STEP_KINDS)
-    k->p50_ns = agg_pct(&a->step[AGG_SIDE_CPU][lk].hist,
-                        &a->step[AGG_SIDE_CPU][lk].s, 500);
+    k->p50_ns = agg_pct(&a->step[a->step_side][lk].hist,
+                        &a->step[a->step_side][lk].s, 500);
   else if (c->source == CP_SOURCE_PSTEPS)
     k->p50_ns = agg_pct(&a->host->pstep_hist, &a->host->psteps, 500);
   return 0;
@@ -95,7 +96,7 @@ static int path_add(struct cp_path_row *r, int64_t step, int on, int64_t dur,
   r->instances++;
   if (on) {
     r->on_path++;
-    r->critical_ns += dur;
+    r->critical_ns = tr_sat_add(r->critical_ns, dur);
     if (r->last_step_on != step) {
       r->last_step_on = step;
       r->steps_on++;
@@ -137,14 +138,16 @@ static int kernels_add(struct idx_agg *a, const struct cp_stepdata *sd)
       return TR_ENOMEM;
     rc = path_add(r, res->row.index, on, e->end - e->start, res->slack[i]);
     if (on)
-      c->critical_ns[e->name] += e->end - e->start;
+      c->critical_ns[e->name] =
+          tr_sat_add(c->critical_ns[e->name], e->end - e->start);
     if (rc != 0 || fam == UINT32_MAX)
       continue;
     if ((r = path_row(&c->fpaths, a->fam_map.n, fam, sd->kind)) == NULL)
       return TR_ENOMEM;
     rc = path_add(r, res->row.index, on, e->end - e->start, res->slack[i]);
     if (on)
-      c->fam_critical_ns[fam] += e->end - e->start;
+      c->fam_critical_ns[fam] =
+          tr_sat_add(c->fam_critical_ns[fam], e->end - e->start);
   }
   return rc;
 }
@@ -204,7 +207,8 @@ static int queue_of(const struct cp_stepdata *sd, struct cp_steprow *row,
     if (depth > row->queue_max)
       row->queue_max = depth;
     if (next > q[k].t)
-      row->queue_area += depth * (next - q[k].t);
+      row->queue_area =
+          tr_sat_add(row->queue_area, tr_sat_mul(depth, next - q[k].t));
     if (series != NULL && *nseries < CP_QUEUE_POINTS &&
         (k + 1 == n || q[k + 1].t != q[k].t))
       (*series)[(*nseries)++] = (struct cp_qpoint){ q[k].t, depth };
@@ -280,7 +284,7 @@ static int sequences_add(struct idx_agg *a, const struct cp_stepdata *sd)
     for (uint32_t n = CP_SEQ_MIN; n <= CP_SEQ_MAX && p + n <= nk; n++) {
       struct cp_seq *q;
 
-      total += dur[p + n - 1];
+      total = tr_sat_add(total, dur[p + n - 1]);
       h = (h ^ fam[p + n - 1]) * 0xff51afd7ed558ccdull;
       h ^= h >> 31;
       if (c->nseqs < CP_SEQ_KEEP && seq_room(c) != 0)
@@ -298,7 +302,7 @@ static int sequences_add(struct idx_agg *a, const struct cp_stepdata *sd)
         c->nseqs++;
       }
       q->count++;
-      q->total_ns += total;
+      q->total_ns = tr_sat_add(q->total_ns, total);
     }
   }
   return 0;
@@ -327,7 +331,7 @@ static struct cp_segment group_of(const struct cp_segment *v, uint32_t n)
   g.count = 0;
   for (uint32_t i = 0; i < n; i++) {
     wall[v[i].bound] += v[i].to_ns - v[i].from_ns;
-    g.weight_ns += v[i].weight_ns;
+    g.weight_ns = tr_sat_add(g.weight_ns, v[i].weight_ns);
     g.count += v[i].count;
     if (v[i].weight_ns > v[heavy].weight_ns)
       heavy = i;
@@ -393,7 +397,7 @@ static int pick_set(const struct cp_stepdata *sd, struct cp_pick *p)
       continue;
     if (last != NULL && last->name == e->name) {
       last->count++;
-      last->dur_ns += e->end - e->start;
+      last->dur_ns = tr_sat_add(last->dur_ns, e->end - e->start);
     } else if (np.nseq < CP_MEDIAN_SEQ) {
       np.seq[np.nseq++] = (struct cp_seqitem){ e->name, 1, e->end - e->start };
     }
@@ -408,22 +412,59 @@ static int64_t dist(int64_t a, int64_t b)
   return a > b ? a - b : b - a;
 }
 
-/* The median step is the earliest whose window is nearest the kind's
- * p50; the slowest the longest window (ties: the earlier). */
+/* The median step is the earliest whose step time is nearest the kind's
+ * p50 (/steps' median step: agg_steps.c); the slowest the longest (ties:
+ * the later), the one before it kept as the runner-up, shown when the
+ * slowest is the median (cp_slowest). */
 static int picks(const struct cp_stepdata *sd, struct cp_kind *k)
 {
-  const struct cp_steprow *r = &sd->res->row;
-  int64_t d = r->end_ns - r->start_ns;
+  int64_t d = sd->res->row.step_ns;
   int rc = 0;
 
-  if (!k->slowest.set || d > k->slowest.row.end_ns - k->slowest.row.start_ns)
+  if (!k->slowest.set || d >= k->slowest.row.step_ns) {
+    struct cp_pick old = k->runner;
+
+    k->runner = k->slowest;
+    k->slowest = old; /* freed and replaced by pick_set */
     rc = pick_set(sd, &k->slowest);
-  if (rc == 0 &&
-      (!k->median.set ||
-       dist(d, k->p50_ns) <
-           dist(k->median.row.end_ns - k->median.row.start_ns, k->p50_ns)))
+  } else if (!k->runner.set || d >= k->runner.row.step_ns) {
+    rc = pick_set(sd, &k->runner);
+  }
+  if (rc == 0 && (!k->median.set ||
+                  dist(d, k->p50_ns) < dist(k->median.row.step_ns, k->p50_ns)))
     rc = pick_set(sd, &k->median);
   return rc;
+}
+
+const struct cp_pick *cp_slowest(const struct cp_kind *k)
+{
+  return k->runner.set && k->median.set &&
+                 k->median.row.index == k->slowest.row.index
+             ? &k->runner
+             : &k->slowest;
+}
+
+/* The step's window grown to the end of its last record and of its path
+ * (its records run after its label when the host runs ahead), and its
+ * time as /steps counts it. */
+static void window_of(const struct idx_agg *a, const struct cp_stepdata *sd,
+                      struct cp_steprow *row)
+{
+  int64_t first = INT64_MAX, last = INT64_MIN;
+
+  row->step_ns = row->end_ns - row->start_ns;
+  for (uint32_t i = 0; i < sd->n; i++) {
+    const struct cp_ev *e = &sd->ev[i];
+
+    if (cp_is_record(e)) {
+      first = e->start < first ? e->start : first;
+      last = e->end > last ? e->end : last;
+    }
+  }
+  row->end_ns = last > row->end_ns ? last : row->end_ns;
+  row->end_ns = row->path_to > row->end_ns ? row->path_to : row->end_ns;
+  if (a->cpath->source == CP_SOURCE_LABELS && a->step_side == AGG_SIDE_GPU)
+    row->step_ns = last >= first ? last - first : 0;
 }
 
 /* ---- a closed step ---- */
@@ -447,11 +488,12 @@ int cp_stats_step(struct idx_agg *a, const struct cp_stepdata *sd)
   int rc;
 
   k->steps++;
-  if (row->status != CP_STEP_OK) {
+  if (row->status != CP_STEP_OK) { /* not analysed: its label's window */
     k->too_big += row->status == CP_STEP_TOO_BIG;
     k->cycles += row->status == CP_STEP_CYCLE;
     return keep_row(c, row);
   }
+  window_of(a, sd, row);
   for (uint32_t i = 0; i < sd->n; i++)
     if (sd->ev[i].kind == CP_EV_KERNEL) {
       row->kernels++;
@@ -462,18 +504,18 @@ int cp_stats_step(struct idx_agg *a, const struct cp_stepdata *sd)
       (rc = picks(sd, k)) != 0)
     return rc;
   k->analyzed++;
-  k->window_ns += row->end_ns - row->start_ns;
+  k->window_ns = tr_sat_add(k->window_ns, row->end_ns - row->start_ns);
   agg_stat_add(&k->length, row->length_ns);
   if (agg_hist_add(&k->length_hist, row->length_ns) != 0)
     return TR_ENOMEM;
   for (int b = 0; b < CP_BOUNDS; b++)
-    k->bound_ns[b] += row->bound_ns[b];
+    k->bound_ns[b] = tr_sat_add(k->bound_ns[b], row->bound_ns[b]);
   k->kernels += row->kernels;
   k->on_path += row->kernels_on_path;
   if (row->queue_max > k->queue_max)
     k->queue_max = row->queue_max;
-  k->queue_area += row->queue_area;
-  k->extent_ns += row->extent_ns;
+  k->queue_area = tr_sat_add(k->queue_area, row->queue_area);
+  k->extent_ns = tr_sat_add(k->extent_ns, row->extent_ns);
   return keep_row(c, row);
 }
 

@@ -725,7 +725,7 @@ static uint32_t stretches(const struct graph *g, const uint32_t *path,
         last.name == s.name && last.lane == s.lane &&
         last.to_ns == s.from_ns) {
       last.to_ns = s.to_ns;
-      last.weight_ns += s.weight_ns;
+      last.weight_ns = tr_sat_add(last.weight_ns, s.weight_ns);
       last.count++;
       continue;
     }

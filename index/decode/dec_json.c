@@ -51,7 +51,8 @@ void dec_put_rank(const struct dec_file *d, struct agg_sum_rank *r)
   r->replays_unmatched_ns = 0;
   for (int i = 0; i < R_REASONS; i++) {
     r->replays_unmatched += (int64_t)c->unmatched[i];
-    r->replays_unmatched_ns += c->unmatched_ns[i];
+    r->replays_unmatched_ns =
+        tr_sat_add(r->replays_unmatched_ns, c->unmatched_ns[i]);
   }
   r->unmatched_reasons = reasons(c);
   r->empty_graph_launches = (int64_t)c->empty_graphs;
@@ -355,7 +356,7 @@ static void block_add(struct block *b, const struct dec_ent *e)
     b->slow = layer;
   }
   b->layers++;
-  b->total += e->ns;
+  b->total = tr_sat_add(b->total, e->ns);
 }
 
 static void blocks(struct dec_file *d, struct agg_out *o)
@@ -456,7 +457,7 @@ static size_t median_kernels(struct dec_file *d, const struct dec_median *m,
     v[id].module = key[1];
     v[id].name = key[2];
     v[id].kernels += m->v[i].kernels;
-    v[id].ns += m->v[i].ns;
+    v[id].ns = tr_sat_add(v[id].ns, m->v[i].ns);
   }
   *out = v;
   id = ids.n;
@@ -484,7 +485,7 @@ static void median_rows(struct dec_file *d, uint32_t kind, struct agg_out *o)
       struct agg_txt name = name_txt(d, v[j].name);
 
       r.kernels += (int64_t)v[j].kernels;
-      r.total_ns += v[j].ns;
+      r.total_ns = tr_sat_add(r.total_ns, v[j].ns);
       if (j - i < MEDIAN_TOP)
         json_array_append_new(
             r.top_kernels, json_pack("{s:s%,s:I,s:I}", "name", name.p, name.n,
@@ -509,7 +510,7 @@ static json_t *step_row(struct dec_file *d, uint32_t kind, int64_t t0_ns)
   if (m->have && agg_labels_get(&d->labels, m->seq, label, sizeof(label)))
     label[0] = '\0';
   for (size_t i = 0; i < m->n; i++)
-    ns += m->v[i].ns;
+    ns = tr_sat_add(ns, m->v[i].ns);
   r.step = kind_txt(d, kind);
   r.steps = (int64_t)t->steps[kind];
   r.kernels = (int64_t)t->kind_kernels[kind];

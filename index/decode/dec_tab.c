@@ -222,11 +222,11 @@ static int ent_add(struct dec_tab *t, uint32_t tag, uint32_t kind, uint32_t a,
     return TR_ENOMEM;
   e->kernels += f->kernels;
   e->instances += f->instances;
-  e->ns += f->ns;
+  e->ns = tr_sat_add(e->ns, f->ns);
   if (step == NULL)
     return 0;
   if ((sum = agg_corr_get(step, id)) != NULL) {
-    *sum += f->ns;
+    *sum = tr_sat_add(*sum, f->ns);
     return 0;
   }
   return agg_corr_put(step, id, &f->ns) == 0 ? 0 : TR_ENOMEM;
@@ -246,10 +246,10 @@ static int fine_into(struct dec_file *d, uint32_t kind, uint32_t node,
     return TR_ENOMEM;
   layer = (uint32_t)(id->layer + 1);
   mod = id->module;
-  t->kind_ns[kind] += f->ns;
+  t->kind_ns[kind] = tr_sat_add(t->kind_ns[kind], f->ns);
   t->kind_kernels[kind] += f->kernels;
   if (id->op != DEC_NONE)
-    t->kind_attr_ns[kind] += f->ns;
+    t->kind_attr_ns[kind] = tr_sat_add(t->kind_attr_ns[kind], f->ns);
   if ((rc = ent_add(t, T_MOD, kind, mod, 0, f, step)) != 0 ||
       (rc = ent_add(t, T_LAYER, kind, layer, 0, f, step)) != 0 ||
       (rc = ent_add(t, T_OP, kind, id->op, 0, f, step)) != 0 ||
@@ -262,7 +262,7 @@ static int fine_into(struct dec_file *d, uint32_t kind, uint32_t node,
 
     if (e == NULL)
       return TR_ENOMEM;
-    e->subtree_ns += f->ns;
+    e->subtree_ns = tr_sat_add(e->subtree_ns, f->ns);
   }
   return 0;
 }

@@ -130,7 +130,7 @@ static int fine_add(struct agg_corr *fine, uint32_t node, uint32_t name,
   if (f != NULL) {
     f->kernels++;
     f->instances += (uint64_t)first;
-    f->ns += dur;
+    f->ns = tr_sat_add(f->ns, dur);
     return 0;
   }
   return agg_corr_put(fine, key, &nf) == 0 ? 0 : TR_ENOMEM;
@@ -172,7 +172,7 @@ static int attribute_known(struct walk *w, uint32_t slot, uint32_t gen,
     return TR_ENOMEM;
   if (id->op == DEC_NONE) {
     w->d->c.no_op++;
-    w->d->c.no_op_ns += dur;
+    w->d->c.no_op_ns = tr_sat_add(w->d->c.no_op_ns, dur);
   }
   return attribute(w, slot, gen, kind, node, name, first, dur);
 }
@@ -215,13 +215,13 @@ static int replay_unmatched(struct walk *w, struct replay *r, uint32_t kind,
   int rc = 0;
 
   for (size_t i = 0; i < r->n; i++) {
-    ns += r->k[i].dur;
+    ns = tr_sat_add(ns, r->k[i].dur);
     if (rc == 0)
       rc = attribute(w, r->slot, r->gen, kind, HS_ROOT, r->k[i].name, 0,
                      r->k[i].dur);
   }
   c->unmatched[why]++;
-  c->unmatched_ns[why] += ns;
+  c->unmatched_ns[why] = tr_sat_add(c->unmatched_ns[why], ns);
   c->unmatched_kernels += r->n + r->over;
   return rc;
 }
@@ -246,7 +246,7 @@ static int replay_matched(struct walk *w, struct replay *r, uint32_t kind,
   c->short_matched++;
   c->missing_launches += g->n - r->n;
   for (size_t i = 0; i < r->n; i++)
-    c->short_ns += r->k[i].dur;
+    c->short_ns = tr_sat_add(c->short_ns, r->k[i].dur);
   return rc;
 }
 
@@ -260,8 +260,8 @@ static int replay_resolve(struct walk *w, struct replay *r)
 
   c->replay_kernels += r->n + r->over;
   for (size_t i = 0; i < r->n; i++)
-    c->replay_ns += r->k[i].dur;
-  c->replay_ns += r->over_ns;
+    c->replay_ns = tr_sat_add(c->replay_ns, r->k[i].dur);
+  c->replay_ns = tr_sat_add(c->replay_ns, r->over_ns);
   if (r->n == 0 && r->over == 0) {
     c->empty_graphs++;
     rc = 0;
@@ -511,7 +511,7 @@ static int replay_add(struct walk *w, struct replay *r, const struct agg_rec *d,
     r->st[i].end = end;
   if (r->n >= r->maxlen) { /* it cannot match: counted now */
     r->over++;
-    r->over_ns += d->dur_ns;
+    r->over_ns = tr_sat_add(r->over_ns, d->dur_ns);
     return attribute(w, r->slot, r->gen, r->kind, HS_ROOT, d->id, 0, d->dur_ns);
   }
   if (agg_grow(&r->k, &r->cap, r->n, sizeof(*r->k)) != 0)
@@ -560,7 +560,7 @@ static int on_device(struct walk *w, const struct agg_rec *r)
   int rc;
 
   c->devices++;
-  c->device_ns += r->dur_ns;
+  c->device_ns = tr_sat_add(c->device_ns, r->dur_ns);
   if ((rc = replays_over(w, corr, stream, r->start_ns)) != 0)
     return rc;
   if (corr != DEC_CORR_MASK && (rp = replay_of(w, corr)) != NULL)
@@ -568,7 +568,7 @@ static int on_device(struct walk *w, const struct agg_rec *r)
   l = corr != DEC_CORR_MASK ? agg_corr_get(&w->launches, corr) : NULL;
   if (l == NULL) {
     c->no_launch++;
-    c->no_launch_ns += r->dur_ns;
+    c->no_launch_ns = tr_sat_add(c->no_launch_ns, r->dur_ns);
     return attribute(w, NO_SLOT, 0, DEC_MAX_KINDS, HS_ROOT, r->id, 0,
                      r->dur_ns);
   }

@@ -177,6 +177,20 @@ enum {
                                      correlation */
 };
 
+/* The times an event may carry (docs/TRACE_FORMATS.md, "What the reader
+ * accepts"): 0 <= ts_ns < IDX_TS_LIMIT_NS and 0 <= dur_ns <
+ * IDX_DUR_LIMIT_NS. An event outside is skipped and counted as malformed.
+ * kineto's clock is the Unix epoch in microseconds, or a count since boot
+ * or baseTimeNanoseconds, mcTracer's nanoseconds since boot: 2^62 ns is
+ * the year 2116, and neither writes a time before its origin. An event
+ * lasts at most the profiler's window (seconds to minutes; kineto cannot
+ * buffer days): 2^50 ns is 13 days. So every end (ts + dur), every span
+ * and every difference of two of them stays below 2^63, and 2^12
+ * durations sum without overflow; sums over more saturate where they are
+ * made. */
+#define IDX_TS_LIMIT_NS  ((int64_t)1 << 62)
+#define IDX_DUR_LIMIT_NS ((int64_t)1 << 50)
+
 struct idx_event {
   char ph;      /* 'X', 'i', 'I', 'M', 's', 'f', 'C', 'B', 'E'...;
                    0 when absent */

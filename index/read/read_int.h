@@ -735,13 +735,17 @@ static inline void idx_parsed_time(struct idx_numtok *t, unsigned scale,
 
 /* Converts ts and dur to integer ns at scale (3: microseconds, 0:
  * nanoseconds) unless the parser did already; sets IDX_HAS_TS/DUR, or
- * e->bad when a value is out of range or dur is negative. Inline: it runs
- * for every event. */
+ * e->bad when a value is outside the range of read.h (IDX_TS_LIMIT_NS,
+ * IDX_DUR_LIMIT_NS: negative ones too). Inline: it runs for every event. */
 static inline void idx_parsed_times(struct idx_parsed *e, unsigned scale)
 {
   idx_parsed_time(&e->ts, scale, &e->ev.ts_ns, e, IDX_HAS_TS);
   idx_parsed_time(&e->dur, scale, &e->ev.dur_ns, e, IDX_HAS_DUR);
-  if ((e->ev.has & IDX_HAS_DUR) && e->ev.dur_ns < 0)
+  if ((e->ev.has & IDX_HAS_DUR) &&
+      (uint64_t)e->ev.dur_ns >= (uint64_t)IDX_DUR_LIMIT_NS)
+    e->bad = 1;
+  if ((e->ev.has & IDX_HAS_TS) &&
+      (uint64_t)e->ev.ts_ns >= (uint64_t)IDX_TS_LIMIT_NS)
     e->bad = 1;
 }
 

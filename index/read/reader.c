@@ -49,7 +49,8 @@
  *   mcTracer nanoseconds to integer ns, digits past the ns truncated
  *   toward zero; numbers written as strings count; null leaves them
  *   absent; any other non-number ("N/A", NaN, {}, true) is malformed, as
- *   are a negative dur and a value out of int64 range;
+ *   is a time outside read.h's range (0 <= ts < 2^62 ns, 0 <= dur <
+ *   2^50 ns: a negative one, one past int64);
  * - pid, tid: numbers, or strings handed over as pid_str/tid_str;
  * - args integers: numbers or numeric strings; other types leave the
  *   field absent, out of int64 range makes the event malformed; grid and
