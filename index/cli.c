@@ -200,12 +200,11 @@ static void text_open(struct text *t)
   t->rows = 0;
 }
 
-/* A row of table, the open one or a later one (those between are
- * empty): the rows come in the tables' order (an idx_sink's on_row). */
-static int text_row(void *ud, const char *table, json_t *row,
-                    struct tr_err *err)
+/* Opens table (the open one or a later one: those between are empty) for
+ * its next row; the rows come in the tables' order. 0, or -1 when table
+ * is out of that order. */
+static int text_at(struct text *t, const char *table)
 {
-  struct text *t = ud;
   size_t k = t->table > 0 ? t->table - 1 : 0;
 
   while (k < NTABLES && strcmp(table_names[k], table) != 0)
@@ -213,13 +212,34 @@ static int text_row(void *ud, const char *table, json_t *row,
   if (k == NTABLES) {
     if (t->why == NULL)
       t->why = "a summary row out of the tables' order";
-    return text_rc(t, err);
+    return -1;
   }
   while (t->table <= k)
     text_open(t);
   if (t->rows++)
     text_lit(t, ",");
-  text_json(t, row);
+  return 0;
+}
+
+/* A row of table (an idx_sink's on_row). */
+static int text_row(void *ud, const char *table, json_t *row,
+                    struct tr_err *err)
+{
+  struct text *t = ud;
+
+  if (text_at(t, table) == 0)
+    text_json(t, row);
+  return text_rc(t, err);
+}
+
+/* A row of table as its text (an idx_sink's on_text). */
+static int text_row_text(void *ud, const char *table, const char *p, size_t n,
+                         struct tr_err *err)
+{
+  struct text *t = ud;
+
+  if (text_at(t, table) == 0)
+    (void)text_put(p, n, t);
   return text_rc(t, err);
 }
 
@@ -236,7 +256,7 @@ static void index_one(struct batch *b, int i)
   struct tr_err err = { 0 };
   struct result *r = &b->res[i];
   struct idx_options o = b->opt;
-  struct idx_sink sink = { text_head, text_row, &r->text };
+  struct idx_sink sink = { text_head, text_row, &r->text, text_row_text };
   struct idx_capture *caps = NULL;
   size_t ncaps = 0;
   char side[64], points[4096];

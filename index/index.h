@@ -196,6 +196,12 @@ struct idx_sink {
   int (*on_head)(void *ud, json_t *head, struct tr_err *err);
   int (*on_row)(void *ud, const char *table, json_t *row, struct tr_err *err);
   void *ud;
+  /* Optional: a row as its JSON text instead (p[0..n), borrowed for the
+   * call), byte for byte what tr_json_dump_callback() of the row on_row
+   * would be handed writes with JSON_COMPACT (common/reals.h): no object
+   * is made (`traced index`, index/agg/agg_text.c). NULL: on_row. */
+  int (*on_text)(void *ud, const char *table, const char *p, size_t n,
+                 struct tr_err *err);
 };
 
 /* idx_file_under() whose summary goes to sink instead of into one

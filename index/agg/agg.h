@@ -537,8 +537,17 @@ struct agg_out {
   const struct idx_sink *sink;
   const char *table; /* the TR_SUM_TABLES member being written */
   struct tr_err *err;
-  int rc; /* the first failure; rows after it are dropped */
+  int rc;             /* the first failure; rows after it are dropped */
+  struct tr_buf text; /* a row's text, for a sink's on_text (agg_text.c) */
 };
+
+/* Hands row r of a table to o's sink: as its text when the sink takes
+ * text (agg_text.c), else as agg_sum_<row>_json()'s object. r's JSON
+ * members are taken. One per TR_SUM_TABLES row. */
+#define AGG_OUT_DECL_(member, ROWS, row)                                       \
+  void agg_out_##row(struct agg_out *o, const struct agg_sum_##row *r);
+TR_SUM_TABLES(AGG_OUT_DECL_)
+#undef AGG_OUT_DECL_
 
 /* Hands row (taken: freed here; NULL: out of memory) to o's sink. */
 void agg_out_row(struct agg_out *o, json_t *row);

@@ -305,10 +305,22 @@ static uint32_t call_flags(struct idx_str n)
 }
 
 /* A host call the time pass needs: one that may issue device work (it has
- * a correlation) or that waits for the device. */
-static int record_call(struct idx_agg *a, const struct idx_event *ev)
+ * a correlation) or that waits for the device. Its flags are its name's,
+ * worked out at the name's first call (but the fold row's: many names). */
+static int record_call(struct idx_agg *a, const struct idx_event *ev,
+                       uint32_t id)
 {
-  uint32_t flags = call_flags(ev->name);
+  struct agg_named *r = &a->device->runtime[id];
+  uint32_t flags;
+
+  if (id == a->rfold.id) {
+    flags = call_flags(ev->name);
+  } else if (r->call_known) {
+    flags = r->call;
+  } else {
+    flags = r->call = call_flags(ev->name);
+    r->call_known = 1;
+  }
 
   if (flags == 0 && !(ev->has & IDX_HAS_CORR))
     return 0;
@@ -331,7 +343,7 @@ static int on_runtime(struct idx_agg *a, const struct idx_doc *doc,
   agg_stat_add(&r->s, ev->dur_ns);
   if (agg_hist_add(&r->hist, ev->dur_ns) != 0)
     return TR_ENOMEM;
-  if ((rc = record_call(a, ev)) != 0)
+  if ((rc = record_call(a, ev, id)) != 0)
     return rc;
   if (!idx_format_get(doc->format)->launch_join || !(ev->has & IDX_HAS_CORR))
     return 0;
@@ -664,7 +676,7 @@ void agg_kernel_rows(struct idx_agg *a, struct agg_out *o)
     };
 
     AGG_COLS_SET(r, a->kcols != NULL ? a->kcols[id] : none);
-    agg_out_row(o, agg_sum_kernel_json(&r));
+    agg_out_kernel(o, &r);
   }
 }
 
@@ -700,7 +712,7 @@ void agg_launch_rows(struct idx_agg *a, struct agg_out *o)
       .max_ns = l->s.max_ns,
     };
 
-    agg_out_row(o, agg_sum_launch_json(&r));
+    agg_out_launch(o, &r);
   }
   free(rows);
 }
@@ -732,7 +744,7 @@ void agg_runtime_rows(struct idx_agg *a, struct agg_out *o)
       .max_ns = rt->s.max_ns,
     };
 
-    agg_out_row(o, agg_sum_runtime_json(&r));
+    agg_out_runtime(o, &r);
   }
   free(rows);
 }
@@ -764,7 +776,7 @@ void agg_memcpy_rows(struct idx_agg *a, struct agg_out *o)
       .max_bytes = c->max_bytes,
     };
 
-    agg_out_row(o, agg_sum_memcpy_json(&r));
+    agg_out_memcpy(o, &r);
   }
   free(rows);
 }
@@ -823,7 +835,7 @@ void agg_category_rows(struct idx_agg *a, struct agg_out *o)
       .share = agg_share(c->total_ns, device_ns),
     };
 
-    agg_out_row(o, agg_sum_category_json(&r));
+    agg_out_category(o, &r);
   }
   free(rows);
 }

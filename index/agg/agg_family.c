@@ -221,7 +221,7 @@ void agg_family_rows(struct idx_agg *a, struct agg_out *o)
     };
 
     AGG_COLS_SET(r, a->fcols != NULL ? a->fcols[order[i]] : none);
-    agg_out_row(o, agg_sum_family_json(&r));
+    agg_out_family(o, &r);
   }
   free(order);
 }
@@ -259,7 +259,7 @@ void agg_family_step_rows(struct idx_agg *a, struct agg_out *o)
       .per_step_ns = steps ? x->s.total_ns / steps : 0,
     };
 
-    agg_out_row(o, agg_sum_family_step_json(&r));
+    agg_out_family_step(o, &r);
   }
   free(order);
 }

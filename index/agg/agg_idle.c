@@ -325,6 +325,6 @@ void agg_idle_rows(struct idx_agg *a, struct agg_out *o)
       };
 
       if (a->idle->idle[j][c] > 0)
-        agg_out_row(o, agg_sum_idle_json(&r));
+        agg_out_idle(o, &r);
     }
 }

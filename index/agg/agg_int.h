@@ -22,6 +22,8 @@ struct agg_launch { /* by launch id: (shape, registers, shared) */
 struct agg_named { /* runtime API rows, by runtime name id */
   struct agg_stat s;
   struct agg_hist hist;
+  uint32_t call;       /* its AGG_CALL_* bits, once call_known */
+  uint32_t call_known; /* (agg_device.c's record_call()) */
 };
 
 struct agg_copy {

@@ -206,14 +206,16 @@ int idx_agg_rows(struct idx_agg *a, const struct idx_doc *doc,
                  const struct agg_file_info *info, const struct idx_sink *sink,
                  struct tr_err *err)
 {
-  struct agg_out o = { sink, NULL, err, 0 };
+  struct agg_out o = { sink, NULL, err, 0, { 0 } };
   int rc;
 
   a->path = info->path;
   a->threads = info->threads;
   if ((rc = agg_walk(a, err)) != 0)
     return rc;
-  return emit(a, doc, info, &o);
+  rc = emit(a, doc, info, &o);
+  tr_buf_free(&o.text);
+  return rc;
 }
 
 /* ---- the whole summary as one document ---- */
@@ -244,6 +246,7 @@ void agg_tree_sink(struct agg_tree *t, struct idx_sink *out)
   out->on_head = tree_head;
   out->on_row = tree_row;
   out->ud = t;
+  out->on_text = NULL; /* the rows as objects, into the document */
 }
 
 int agg_tree_take(struct agg_tree *t, int rc, json_t **out)

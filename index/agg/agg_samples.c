@@ -485,7 +485,7 @@ void agg_sample_figure_rows(struct idx_agg *a, struct agg_out *o)
       .name = fig_name(a, i),
     };
 
-    agg_out_row(o, agg_sum_sample_figure_json(&r));
+    agg_out_sample_figure(o, &r);
   }
 }
 
@@ -537,7 +537,7 @@ void agg_step_sample_rows(struct idx_agg *a, struct agg_out *o)
         .warmup = smp->warmup,
         .values = vals,
       };
-      agg_out_row(o, agg_sum_step_sample_json(&r));
+      agg_out_step_sample(o, &r);
     }
   }
   free(kinds);

@@ -670,7 +670,7 @@ static void bucket_row(const struct idx_agg *a, uint32_t k, int dim, int b,
   };
 
   AGG_SUM_FILLS(TR_SUM_STEP_BUCKET, 11);
-  agg_out_row(o, agg_sum_step_bucket_json(&r));
+  agg_out_step_bucket(o, &r);
 }
 
 void agg_step_bucket_rows(struct idx_agg *a, struct agg_out *o)
@@ -702,7 +702,7 @@ static void hist_flush(struct hist_out *h)
 
   AGG_SUM_FILLS(TR_SUM_STEP_HIST, 4);
   if (h->count > 0)
-    agg_out_row(h->o, agg_sum_step_hist_json(&r));
+    agg_out_step_hist(h->o, &r);
   h->count = 0;
 }
 
@@ -772,7 +772,7 @@ static void outlier_row(struct idx_agg *a, uint32_t k, const char *role,
   if (agg_labels_get(&a->labels, p->seq, text, sizeof(text)) != 0)
     text[0] = '\0'; /* the spill file failed: the row keeps its figures */
   r.label = agg_txt(text);
-  agg_out_row(o, agg_sum_step_outlier_json(&r));
+  agg_out_step_outlier(o, &r);
 }
 
 void agg_step_outlier_rows(struct idx_agg *a, struct agg_out *o)
@@ -834,7 +834,7 @@ void agg_step_rows(struct idx_agg *a, struct agg_out *o)
       .steady_max_ns = s->steady.max_ns,
     };
 
-    agg_out_row(o, agg_sum_step_json(&r));
+    agg_out_step(o, &r);
   }
   free(rows);
 }

@@ -223,6 +223,6 @@ void agg_timeline_rows(struct idx_agg *a, struct agg_out *o)
       r.step.p = a->kinds_map.keys[step].p;
       r.step.n = a->kinds_map.keys[step].n;
     }
-    agg_out_row(o, agg_sum_timeline_json(&r));
+    agg_out_timeline(o, &r);
   }
 }

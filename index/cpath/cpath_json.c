@@ -42,11 +42,10 @@ static void bounds_set(int64_t *dst, const int64_t *b)
 #define BOUNDS_AT(r) (&(r).cpu_ns)
 _Static_assert(CP_BOUNDS == 7, "TR_CRIT_BOUNDS has a column per bound");
 
-static json_t *kinds_json(const struct idx_agg *a)
+void cp_kind_rows(struct idx_agg *a, struct agg_out *o)
 {
   const struct agg_cpath *c = a->cpath;
   uint32_t n = c->kinds.n, *order = agg_order(n, kind_cmp, c);
-  json_t *rows = json_array();
 
   AGG_SUM_FILLS(TR_SUM_CRIT_KIND, 19);
   for (uint32_t i = 0; order != NULL && i < n; i++) {
@@ -67,15 +66,9 @@ static json_t *kinds_json(const struct idx_agg *a)
     };
 
     bounds_set(BOUNDS_AT(r), k->bound_ns);
-    json_array_append_new(rows, agg_sum_crit_kind_json(&r));
+    agg_out_crit_kind(o, &r);
   }
   free(order);
-  return rows;
-}
-
-void cp_kind_rows(struct idx_agg *a, struct agg_out *o)
-{
-  agg_out_array(o, kinds_json(a));
 }
 
 /* ---- steps and their paths ---- */
@@ -116,7 +109,8 @@ static const char *role_of(const struct cp_kind *k, int64_t ix,
                      : NULL;
 }
 
-static json_t *step_json(const struct idx_agg *a, const struct cp_steprow *s)
+static void step_row(const struct idx_agg *a, const struct cp_steprow *s,
+                     struct agg_out *o)
 {
   const struct agg_cpath *c = a->cpath;
   const struct cp_pick *pick;
@@ -145,7 +139,7 @@ static json_t *step_json(const struct idx_agg *a, const struct cp_steprow *s)
 
   AGG_SUM_FILLS(TR_SUM_CRIT_STEP, 24);
   bounds_set(BOUNDS_AT(r), s->bound_ns);
-  return agg_sum_crit_step_json(&r);
+  agg_out_crit_step(o, &r);
 }
 
 static int kept(const struct agg_cpath *c, int64_t index)
@@ -158,13 +152,12 @@ static int kept(const struct agg_cpath *c, int64_t index)
 
 /* Every step kept (in the order they closed), then the picks that were
  * not (beyond CP_KEEP_STEPS). */
-static json_t *steps_json(const struct idx_agg *a)
+void cp_step_rows(struct idx_agg *a, struct agg_out *o)
 {
   const struct agg_cpath *c = a->cpath;
-  json_t *rows = json_array();
 
   for (size_t i = 0; i < c->nsteps; i++)
-    json_array_append_new(rows, step_json(a, &c->steps[i]));
+    step_row(a, &c->steps[i], o);
   for (uint32_t k = 0; c->steps_total > c->nsteps && k < c->kinds.n; k++) {
     const struct cp_pick *p[2] = { &c->kind[k].median,
                                    cp_slowest(&c->kind[k]) };
@@ -172,14 +165,8 @@ static json_t *steps_json(const struct idx_agg *a)
     for (int i = 0; i < 2; i++)
       if (p[i]->set && !kept(c, p[i]->row.index) &&
           (i == 0 || !p[0]->set || p[0]->row.index != p[1]->row.index))
-        json_array_append_new(rows, step_json(a, &p[i]->row));
+        step_row(a, &p[i]->row, o);
   }
-  return rows;
-}
-
-void cp_step_rows(struct idx_agg *a, struct agg_out *o)
-{
-  agg_out_array(o, steps_json(a));
 }
 
 /* The text of a name by what it names. */
@@ -220,7 +207,7 @@ static void where_of(const struct idx_agg *a, const struct cp_segment *s,
 }
 
 static void segments_of(const struct idx_agg *a, const struct cp_pick *p,
-                        json_t *rows)
+                        struct agg_out *o)
 {
   char where[128];
 
@@ -243,32 +230,25 @@ static void segments_of(const struct idx_agg *a, const struct cp_pick *p,
       .weight_ns = s->weight_ns,
       .count = s->count,
     };
-    json_array_append_new(rows, agg_sum_crit_segment_json(&r));
+    agg_out_crit_segment(o, &r);
   }
 }
 
-static json_t *segments_json(const struct idx_agg *a)
+void cp_segment_rows(struct idx_agg *a, struct agg_out *o)
 {
   const struct agg_cpath *c = a->cpath;
   uint32_t n = c->kinds.n, *order = agg_order(n, kind_cmp, c);
-  json_t *rows = json_array();
 
   for (uint32_t i = 0; order != NULL && i < n; i++) {
     const struct cp_kind *k = &c->kind[order[i]];
 
     if (k->median.set)
-      segments_of(a, &k->median, rows);
+      segments_of(a, &k->median, o);
     if (cp_slowest(k)->set &&
         (!k->median.set || k->median.row.index != cp_slowest(k)->row.index))
-      segments_of(a, cp_slowest(k), rows);
+      segments_of(a, cp_slowest(k), o);
   }
   free(order);
-  return rows;
-}
-
-void cp_segment_rows(struct idx_agg *a, struct agg_out *o)
-{
-  agg_out_array(o, segments_json(a));
 }
 
 /* ---- per kernel and family ---- */
@@ -295,13 +275,12 @@ static int path_cmp(const void *x, const void *y, void *ud)
   return agg_key_cmp(&p->keys->keys[r->key], &p->keys->keys[s->key]);
 }
 
-static json_t *paths_json(const struct idx_agg *a, int families)
+static void path_rows(const struct idx_agg *a, int families, struct agg_out *o)
 {
   const struct agg_cpath *c = a->cpath;
   const struct cp_paths *ps = families ? &c->fpaths : &c->paths;
   struct path_ctx p = { a, ps->rows, families ? &a->fam_map : &a->names };
   uint32_t n = (uint32_t)ps->n, *order = agg_order(n, path_cmp, &p);
-  json_t *rows = json_array();
 
   AGG_SUM_FILLS(TR_SUM_KERNEL_PATH, 11);
   AGG_SUM_FILLS(TR_SUM_FAMILY_PATH, 10);
@@ -335,21 +314,22 @@ static json_t *paths_json(const struct idx_agg *a, int families)
       .slack_max_ns = k.slack_max_ns,
     };
 
-    json_array_append_new(rows, families ? agg_sum_family_path_json(&f)
-                                         : agg_sum_kernel_path_json(&k));
+    if (families)
+      agg_out_family_path(o, &f);
+    else
+      agg_out_kernel_path(o, &k);
   }
   free(order);
-  return rows;
 }
 
 void cp_kernel_path_rows(struct idx_agg *a, struct agg_out *o)
 {
-  agg_out_array(o, paths_json(a, 0));
+  path_rows(a, 0, o);
 }
 
 void cp_family_path_rows(struct idx_agg *a, struct agg_out *o)
 {
-  agg_out_array(o, paths_json(a, 1));
+  path_rows(a, 1, o);
 }
 
 static struct agg_cols launch_cols(const struct cp_launch_row *r,
@@ -470,11 +450,10 @@ static int culprit_cmp(const void *x, const void *y, void *ud)
   return d ? d : (r->what > s->what) - (r->what < s->what);
 }
 
-static json_t *culprits_json(const struct idx_agg *a)
+void cp_culprit_rows(struct idx_agg *a, struct agg_out *o)
 {
   const struct agg_cpath *c = a->cpath;
   uint32_t n = c->culprit_map.n, *order = agg_order(n, culprit_cmp, a);
-  json_t *rows = json_array();
 
   AGG_SUM_FILLS(TR_SUM_CULPRIT, 8);
   for (uint32_t i = 0; order != NULL && i < n; i++) {
@@ -491,15 +470,9 @@ static json_t *culprits_json(const struct idx_agg *a)
       .p99_ns = agg_pct(&r->hist, &r->s, 990),
     };
 
-    json_array_append_new(rows, agg_sum_culprit_json(&row));
+    agg_out_culprit(o, &row);
   }
   free(order);
-  return rows;
-}
-
-void cp_culprit_rows(struct idx_agg *a, struct agg_out *o)
-{
-  agg_out_array(o, culprits_json(a));
 }
 
 /* ---- sequences ---- */
@@ -552,12 +525,11 @@ static char *seq_text(const struct idx_agg *a, const struct cp_seq *q)
   return s;
 }
 
-static json_t *sequences_json(const struct idx_agg *a)
+void cp_sequence_rows(struct idx_agg *a, struct agg_out *o)
 {
   const struct agg_cpath *c = a->cpath;
   const struct cp_seq **v = malloc((c->nseqs + 1) * sizeof(*v));
   uint32_t n = 0, run = 0;
-  json_t *rows = json_array();
 
   AGG_SUM_FILLS(TR_SUM_SEQUENCE, 6);
   for (uint32_t i = 0; v != NULL && c->seqs != NULL && i < c->seq_slots; i++)
@@ -582,24 +554,17 @@ static json_t *sequences_json(const struct idx_agg *a)
         .steps = (int64_t)c->kind[q->kind].analyzed,
       };
 
-      json_array_append_new(rows, agg_sum_sequence_json(&r));
+      agg_out_sequence(o, &r);
     }
     free(text);
   }
   free(v);
-  return rows;
 }
 
-void cp_sequence_rows(struct idx_agg *a, struct agg_out *o)
-{
-  agg_out_array(o, sequences_json(a));
-}
-
-static json_t *median_seq_json(const struct idx_agg *a)
+void cp_median_seq_rows(struct idx_agg *a, struct agg_out *o)
 {
   const struct agg_cpath *c = a->cpath;
   uint32_t n = c->kinds.n, *order = agg_order(n, kind_cmp, c);
-  json_t *rows = json_array();
 
   AGG_SUM_FILLS(TR_SUM_MEDIAN_SEQ, 7);
   for (uint32_t i = 0; order != NULL && i < n; i++) {
@@ -622,16 +587,10 @@ static json_t *median_seq_json(const struct idx_agg *a)
         .share = json_real(agg_share(p->seq[j].dur_ns, total)),
       };
 
-      json_array_append_new(rows, agg_sum_median_seq_json(&r));
+      agg_out_median_seq(o, &r);
     }
   }
   free(order);
-  return rows;
-}
-
-void cp_median_seq_rows(struct idx_agg *a, struct agg_out *o)
-{
-  agg_out_array(o, median_seq_json(a));
 }
 
 /* ---- warnings ---- */

@@ -255,7 +255,6 @@ static void table(struct dec_file *d, uint32_t tag, const uint32_t *layers,
     const struct dec_ent *e = &d->tab.ent[ids[i]];
     struct figures f = figures_of(d, e);
     struct agg_txt step = kind_txt(d, e->key.kind);
-    json_t *row = NULL;
 
     switch (tag) {
     case T_MOD: {
@@ -264,7 +263,7 @@ static void table(struct dec_file *d, uint32_t tag, const uint32_t *layers,
                                       .layers = layers ? layers[ids[i]] : 0 };
       AGG_SUM_FILLS(TR_SUM_DEC_MODULE, 11);
       PUT_FIGURES(r, f);
-      row = agg_sum_dec_module_json(&r);
+      agg_out_dec_module(o, &r);
       break;
     }
     case T_LAYER: {
@@ -272,7 +271,7 @@ static void table(struct dec_file *d, uint32_t tag, const uint32_t *layers,
                                      .layer = layer_opt(e->key.a) };
       AGG_SUM_FILLS(TR_SUM_DEC_LAYER, 10);
       PUT_FIGURES(r, f);
-      row = agg_sum_dec_layer_json(&r);
+      agg_out_dec_layer(o, &r);
       break;
     }
     case T_OP: {
@@ -282,7 +281,7 @@ static void table(struct dec_file *d, uint32_t tag, const uint32_t *layers,
                                   .subtree_ns = e->subtree_ns };
       AGG_SUM_FILLS(TR_SUM_DEC_OP, 12);
       PUT_FIGURES(r, f);
-      row = agg_sum_dec_op_json(&r);
+      agg_out_dec_op(o, &r);
       break;
     }
     case T_LM: {
@@ -291,7 +290,7 @@ static void table(struct dec_file *d, uint32_t tag, const uint32_t *layers,
                                             .module = mod_txt(d, e->key.b) };
       AGG_SUM_FILLS(TR_SUM_DEC_LAYER_MODULE, 11);
       PUT_FIGURES(r, f);
-      row = agg_sum_dec_layer_module_json(&r);
+      agg_out_dec_layer_module(o, &r);
       break;
     }
     case T_OM: {
@@ -302,7 +301,7 @@ static void table(struct dec_file *d, uint32_t tag, const uint32_t *layers,
                                          .kernels = f.kernels,
                                          .total_ns = f.total_ns };
       AGG_SUM_FILLS(TR_SUM_DEC_OP_MODULE, 6);
-      row = agg_sum_dec_op_module_json(&r);
+      agg_out_dec_op_module(o, &r);
       break;
     }
     default: {
@@ -312,11 +311,10 @@ static void table(struct dec_file *d, uint32_t tag, const uint32_t *layers,
                                       .kernels = f.kernels,
                                       .total_ns = f.total_ns };
       AGG_SUM_FILLS(TR_SUM_DEC_KERNEL, 5);
-      row = agg_sum_dec_kernel_json(&r);
+      agg_out_dec_kernel(o, &r);
       break;
     }
     }
-    agg_out_row(o, row);
   }
   free(ids);
 }
@@ -401,7 +399,7 @@ static void blocks(struct dec_file *d, struct agg_out *o)
     };
 
     AGG_SUM_FILLS(TR_SUM_DEC_BLOCK, 10);
-    agg_out_row(o, agg_sum_dec_block_json(&r));
+    agg_out_dec_block(o, &r);
   }
   free(v);
   agg_map_free(&ids);
@@ -492,13 +490,14 @@ static void median_rows(struct dec_file *d, uint32_t kind, struct agg_out *o)
                                      "kernels", (json_int_t)v[j].kernels,
                                      "total_ns", (json_int_t)v[j].ns));
     }
-    agg_out_row(o, agg_sum_dec_median_json(&r));
+    agg_out_dec_median(o, &r);
     i = j;
   }
   free(v);
 }
 
-static json_t *step_row(struct dec_file *d, uint32_t kind, int64_t t0_ns)
+static void step_row(struct dec_file *d, uint32_t kind, int64_t t0_ns,
+                     struct agg_out *o)
 {
   const struct dec_tab *t = &d->tab;
   const struct dec_median *m = &t->median[kind];
@@ -520,7 +519,7 @@ static json_t *step_row(struct dec_file *d, uint32_t kind, int64_t t0_ns)
   r.median_start_ns = (struct agg_opt){ m->have, m->start - t0_ns };
   r.median_dur_ns = (struct agg_opt){ m->have, m->dur };
   r.median_ns = ns;
-  return agg_sum_dec_step_json(&r);
+  agg_out_dec_step(o, &r);
 }
 
 /* The decode_* tables of the summary (common/summary.h's TR_TABLE_MAP):
@@ -569,7 +568,7 @@ void dec_step_rows(struct idx_agg *a, struct agg_out *o)
 {
   for (uint32_t k = 0; a->decode->file != NULL && k < nkinds(a->decode->file);
        k++)
-    agg_out_row(o, step_row(a->decode->file, k, a->t0_ns));
+    step_row(a->decode->file, k, a->t0_ns, o);
 }
 
 void dec_median_rows(struct idx_agg *a, struct agg_out *o)

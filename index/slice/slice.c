@@ -405,7 +405,7 @@ static int drop_row(void *ud, const char *table, json_t *row,
 static int tracks(struct slicer *s, const struct idx_doc *doc, const char *path,
                   struct tr_err *err)
 {
-  static const struct idx_sink drop = { drop_head, drop_row, NULL };
+  static const struct idx_sink drop = { drop_head, drop_row, NULL, NULL };
   struct agg_file_info info = { path, 0, -1, 0 };
   int rc;
 
