@@ -333,6 +333,15 @@ int api_parse_capture(const struct cfg *cfg, const char *body, size_t len,
 int api_parse_import(const char *const *formats, const char *body, size_t len,
                      json_t **params, struct tr_err *err);
 
+/* POST /sweeps' body (docs/SWEEPS.md): the capture members, with conc a
+ * ladder (an array) or scenario "ci" instead (atom/sweep.h). *params gets
+ * the sweep's request (the members validated as the capture request of
+ * its largest concurrency, conc the ladder, points [{isl, osl, conc[,
+ * ratio]}], scenario), *points each point's capture request, each within
+ * max_params_bytes. TR_EINVAL (TR_ELIMIT for a size) naming the member. */
+int api_parse_sweep(const struct cfg *cfg, const char *body, size_t len,
+                    json_t **params, json_t **points, struct tr_err *err);
+
 /* True for the members of a capture's configuration an import may
  * declare (model, tp, isl, osl, conc, variant, more: POST /captures'
  * rules), so that its verdict has a baseline. */
@@ -401,6 +410,34 @@ int api_path_id(struct api_req *r, int64_t *id, struct tr_err *err);
 int api_capture_brief(struct store *st, int64_t id, json_t **cap,
                       struct tr_err *err);
 
+/* Moves the folder tr_capture_dir(trace_root, id, sub) (sub NULL,
+ * "logs", or "sweeps" for a sweep's) into the trash (tr_trash_dir()):
+ * one rename, so it is gone at once; the walk of its tree is the
+ * daemon's (api_hooks.purge). 0 when gone. */
+int api_to_trash(const struct cfg *cfg, const char *sub, int64_t id);
+
+/* A deleted capture's kept answers dropped and its folders under
+ * trace_root moved into the trash; false when some could not be. */
+bool api_capture_gone(struct api_req *r, int64_t id);
+
+/* ---- sweeps (routes_sweeps.c, docs/SWEEPS.md) ---- */
+
+enum MHD_Result api_post_sweeps(struct api_req *r);
+enum MHD_Result api_get_sweeps(struct api_req *r);
+enum MHD_Result api_get_sweep(struct api_req *r);
+enum MHD_Result api_delete_sweep(struct api_req *r);
+enum MHD_Result api_get_sweep_scaling(struct api_req *r);
+enum MHD_Result api_get_sweep_compare(struct api_req *r);
+
+/* The sweep of the path /sweeps/<id>/...: its id, or TR_EINVAL naming
+ * "sweep". */
+int api_path_sweep(struct api_req *r, int64_t *id, struct tr_err *err);
+
+/* Answers obj (taken) as JSON 200, or with csv its array member as CSV
+ * rows. */
+enum MHD_Result api_reply_rows(struct api_req *r, json_t *obj,
+                               const char *member, bool csv);
+
 /* ---- routes_slice.c: GET /captures/<id>/ranks/<r>/slice and
  * /captures/<id>/slice ---- */
 
@@ -456,6 +493,9 @@ enum MHD_Result api_lab_elsewhere(struct api_req *r);
 enum MHD_Result api_get_fleet_captures(struct api_req *r);
 enum MHD_Result api_get_fleet_nodes(struct api_req *r);
 enum MHD_Result api_get_fleet_configs(struct api_req *r);
+enum MHD_Result api_get_fleet_sweeps(struct api_req *r);
+enum MHD_Result api_lab_sweep(struct api_req *r);
+enum MHD_Result api_lab_sweep_scaling(struct api_req *r);
 enum MHD_Result api_get_fleet_trend(struct api_req *r);
 
 /* ---- routes_results.c: verdicts and baselines ---- */

@@ -329,12 +329,9 @@ enum MHD_Result api_get_capture(struct api_req *r)
   return api_reply_keep(r, cap, done ? ids : NULL, epoch);
 }
 
-/* Moves the capture's folder (tr_capture_dir(), sub NULL or "logs") into
- * the trash (tr_trash_dir()): one rename, so it is gone at once; the walk
- * of its tree is the daemon's (api_hooks.purge), never an HTTP thread's.
- * rename() takes a link as it is: a link to an import's originals is
- * moved, never followed. 0 when gone. */
-static int to_trash(const struct cfg *cfg, const char *sub, int64_t id)
+/* rename() takes a link as it is: a link to an import's originals is
+ * moved, never followed. */
+int api_to_trash(const struct cfg *cfg, const char *sub, int64_t id)
 {
   char *path = tr_capture_dir(cfg->trace_root, id, sub);
   char *trash = tr_trash_dir(cfg->trace_root, 0, NULL);
@@ -349,18 +346,23 @@ static int to_trash(const struct cfg *cfg, const char *sub, int64_t id)
   return rc;
 }
 
+bool api_capture_gone(struct api_req *r, int64_t id)
+{
+  const struct cfg *cfg = r->api->cfg;
+
+  /* After the delete: a kept answer filled meanwhile is refused. */
+  api_cache_drop(r->api->cache, id);
+  return api_to_trash(cfg, NULL, id) == 0 && api_to_trash(cfg, "logs", id) == 0;
+}
+
 /* A capture deleted: the answers kept about it, then its files under
  * trace_root. */
 static enum MHD_Result deleted(struct api_req *r, int64_t id)
 {
-  const struct cfg *cfg = r->api->cfg;
   const struct api_hooks *hooks = &r->api->hooks;
-  json_t *out;
+  json_t *out = json_pack("{s:I}", "deleted", (json_int_t)id);
 
-  /* After the delete: a kept answer filled meanwhile is refused. */
-  api_cache_drop(r->api->cache, id);
-  out = json_pack("{s:I}", "deleted", (json_int_t)id);
-  if (to_trash(cfg, NULL, id) != 0 || to_trash(cfg, "logs", id) != 0)
+  if (!api_capture_gone(r, id))
     json_object_set_new(out, "warning",
                         json_string("some trace or log files could not be "
                                     "removed"));

@@ -4,10 +4,12 @@
  * capture of the fleet, named node:id (or by its UUID) where an id goes:
  * /captures/<node:id>, its tables, its verdict against a baseline chosen
  * across the fleet, and /diff?a=<node:id>&b=<node:id> (a bare id is this
- * node's own, as everywhere). They answer from the lab view's copies,
- * with the store's own queries (fleet/lab.c says how PostgreSQL is read);
- * ids in the answers are the node's, each with its node beside it. Raw
- * traces, slices and logs stay on their node: a redirect to its node_url.
+ * node's own, as everywhere); the sweeps of its published points,
+ * /sweeps/<node:id> and their scaling (docs/SWEEPS.md). They answer from the
+ * lab view's copies, with the store's own queries (fleet/lab.c says how
+ * PostgreSQL is read); ids in the answers are the node's, each with its node
+ * beside it. Raw traces, slices and logs stay on their node: a redirect to its
+ * node_url.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -43,7 +45,8 @@ bool api_fleet_wants(struct api_req *r)
 
   if (rt == NULL || rt->lab == NULL)
     return false;
-  if (strstr(rt->tmpl, "{id}") != NULL)
+  /* A capture's, or a sweep's (node:id: docs/SWEEPS.md). */
+  if (strstr(rt->tmpl, "{id}") != NULL || strstr(rt->tmpl, "{sweep}") != NULL)
     return r->nseg >= 2 && of_fleet(r->seg[1]);
   for (const struct api_param *p = rt->params; p && p->name != NULL; p++)
     if (p->type == API_P_CAPTURE && of_fleet(arg(r, p->name)))
@@ -225,6 +228,140 @@ enum MHD_Result api_lab_verdict(struct api_req *r)
     json_object_set_new(out, "baseline_node", json_string(ra.node));
   }
   return api_reply_json(r, 200, out);
+}
+
+/* ---- sweeps of the fleet (docs/SWEEPS.md) ---- */
+
+/* The lab's copies of the published points of the sweep the path names
+ * ("node:id", the node's sweep id): *ids their copies' ids, *names each
+ * copy's id (as text) -> the node's capture id; or a reply. */
+static struct store *lab_sweep(struct api_req *r, char *node, int64_t *sid,
+                               json_t **ids, json_t **names,
+                               enum MHD_Result *ret)
+{
+  const char *colon = strrchr(r->seg[1], ':');
+  struct store_fleet_ref ref;
+  struct tr_err err = { 0 };
+  json_t *rows = NULL, *row;
+  char text[96], key[32];
+  struct store *st;
+  size_t i;
+  int rc;
+
+  if (colon == NULL || colon == r->seg[1] || colon - r->seg[1] >= 64 ||
+      api_parse_int(colon + 1, "sweep", 1, INT64_MAX, sid, &err) != 0) {
+    *ret = api_reply_error(r, 400, "invalid", "sweep",
+                           "a sweep of the fleet is node:id");
+    return NULL;
+  }
+  snprintf(node, 64, "%.*s", (int)(colon - r->seg[1]), r->seg[1]);
+  if ((st = fleet_lab_store(lab_of(r), &err)) == NULL ||
+      store_fleet_sweep_points(st, node, *sid, &rows, &err) != 0) {
+    *ret = reply_lab_err(r, &err);
+    return NULL;
+  }
+  *ids = json_array();
+  *names = json_object();
+  rc = json_array_size(rows) > 0
+           ? 0
+           : tr_err_set(&err, TR_ENOTFOUND, "sweep",
+                        "no point of %s's sweep %lld is published", node,
+                        (long long)*sid);
+  json_array_foreach(rows, i, row) {
+    snprintf(text, sizeof(text), "%s:%lld", node,
+             (long long)json_integer_value(json_object_get(row, "id")));
+    if (rc == 0 &&
+        (rc = fleet_lab_get(lab_of(r), text, "sweep", &ref, &err)) == 0) {
+      json_array_append_new(*ids, json_integer(ref.cache_id));
+      snprintf(key, sizeof(key), "%lld", (long long)ref.cache_id);
+      json_object_set_new(*names, key, json_integer(ref.id));
+    }
+  }
+  json_decref(rows);
+  if (rc != 0) {
+    json_decref(*ids);
+    json_decref(*names);
+    *ret = reply_lab_err(r, &err);
+    return NULL;
+  }
+  return st;
+}
+
+/* The points of the copies named as their node names them. */
+static void name_points(json_t *points, json_t *names, const char *node)
+{
+  char key[32];
+  size_t i;
+  json_t *p;
+
+  json_array_foreach(points, i, p) {
+    snprintf(key, sizeof(key), "%lld",
+             (long long)json_integer_value(json_object_get(p, "capture")));
+    json_object_set(p, "capture", json_object_get(names, key));
+    json_object_set_new(p, "capture_node", json_string(node));
+  }
+}
+
+/* A sweep of the fleet as its published points say it: they are final
+ * (the node publishes a capture once it is), so done with one done, else
+ * failed. */
+enum MHD_Result api_lab_sweep(struct api_req *r)
+{
+  struct tr_err err = { 0 };
+  json_t *ids, *names, *points = NULL, *p, *out;
+  enum MHD_Result ret;
+  struct store *st;
+  char node[64];
+  int64_t sid, done = 0;
+  bool csv = false;
+  size_t i;
+
+  if (api_query_check(r, &err) != 0 || api_query_csv(r, &csv, &err) != 0)
+    return api_reply_tr_err(r, &err);
+  if ((st = lab_sweep(r, node, &sid, &ids, &names, &ret)) == NULL)
+    return ret;
+  if (store_sweep_points_of(st, ids, &points, &err) == 0)
+    name_points(points, names, node);
+  json_decref(ids);
+  json_decref(names);
+  if (points == NULL)
+    return api_reply_tr_err(r, &err);
+  json_array_foreach(points, i, p)
+    done +=
+        strcmp(json_string_value(json_object_get(p, "status")), "done") == 0;
+  out =
+      json_pack("{s:I,s:s,s:s,s:s,s:I,s:I,s:o}", "id", (json_int_t)sid, "node",
+                node, "ref", r->seg[1], "status", done > 0 ? "done" : "failed",
+                "points_total", (json_int_t)json_array_size(points),
+                "points_done", (json_int_t)done, "points", points);
+  return api_reply_rows(r, out, "points", csv);
+}
+
+enum MHD_Result api_lab_sweep_scaling(struct api_req *r)
+{
+  struct tr_err err = { 0 };
+  json_t *ids, *names, *out = NULL;
+  enum MHD_Result ret;
+  struct store *st;
+  char node[64];
+  int64_t sid;
+  bool csv = false;
+  int rc;
+
+  if (api_query_check(r, &err) != 0 || api_query_csv(r, &csv, &err) != 0)
+    return api_reply_tr_err(r, &err);
+  if ((st = lab_sweep(r, node, &sid, &ids, &names, &ret)) == NULL)
+    return ret;
+  rc = store_sweep_scaling_of(st, ids, r->api->cfg->sweep_knee_pct, &out, &err);
+  if (rc == 0) {
+    name_points(json_object_get(out, "points"), names, node);
+    json_object_set_new(out, "sweep", json_integer(sid));
+    json_object_set_new(out, "node", json_string(node));
+  }
+  json_decref(ids);
+  json_decref(names);
+  return rc == 0 ? api_reply_rows(r, out, "rows", csv)
+                 : api_reply_tr_err(r, &err);
 }
 
 /* ---- raw traces stay on their node ---- */
@@ -434,6 +571,25 @@ enum MHD_Result api_get_fleet_nodes(struct api_req *r)
   return api_reply_json(
       r, 200,
       json_pack("{s:s,s:o}", "node", r->api->cfg->node_name, "nodes", rows));
+}
+
+enum MHD_Result api_get_fleet_sweeps(struct api_req *r)
+{
+  struct tr_err err = { 0 };
+  int64_t limit = r->api->cfg->list_limit;
+  enum MHD_Result ret;
+  struct store *st;
+  json_t *rows = NULL;
+
+  if (api_query_check(r, &err) != 0 ||
+      api_query_int(r, "limit", 1, r->api->cfg->list_limit_max, &limit, &err) !=
+          0)
+    return api_reply_tr_err(r, &err);
+  if ((st = fleet_store(r, &ret)) == NULL)
+    return ret;
+  if (store_fleet_sweeps(st, (int)limit, &rows, &err) != 0)
+    return api_reply_tr_err(r, &err);
+  return api_reply_json(r, 200, json_pack("{s:o}", "sweeps", rows));
 }
 
 enum MHD_Result api_get_fleet_configs(struct api_req *r)

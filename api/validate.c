@@ -12,6 +12,7 @@
 
 #include "api/api_int.h"
 #include "atom/request.h"
+#include "atom/sweep.h"
 #include "common/lifecycle.h"
 
 #define MODEL_MAX     4096
@@ -240,6 +241,19 @@ static int check_size(const struct cfg *cfg, json_t *obj, struct tr_err *err)
   return 0;
 }
 
+/* A capture request: its members, its defaults, ATOM's judgement, its
+ * size. */
+static int judge_capture(const struct cfg *cfg, json_t *obj, struct tr_err *err)
+{
+  int rc = check_capture(obj, err);
+
+  if (rc == 0)
+    rc = atom_request_judge(cfg, obj, err);
+  if (rc == 0)
+    rc = check_size(cfg, obj, err);
+  return rc;
+}
+
 int api_parse_capture(const struct cfg *cfg, const char *body, size_t len,
                       json_t **params, struct tr_err *err)
 {
@@ -248,28 +262,13 @@ int api_parse_capture(const struct cfg *cfg, const char *body, size_t len,
 
   if (load_object(body, len, &obj, err) != 0)
     return TR_EINVAL;
-  rc = check_capture(obj, err);
-  if (rc == 0)
-    rc = atom_request_judge(cfg, obj, err);
-  if (rc == 0)
-    rc = check_size(cfg, obj, err);
+  rc = judge_capture(cfg, obj, err);
   if (rc != 0) {
     json_decref(obj);
     return rc;
   }
   *params = obj;
   return 0;
-}
-
-bool api_import_config(const char *name)
-{
-  static const char *const config[] = { "model", "tp",      "isl", "osl",
-                                        "conc",  "variant", "more" };
-
-  for (size_t i = 0; i < sizeof(config) / sizeof(config[0]); i++)
-    if (strcmp(name, config[i]) == 0)
-      return true;
-  return false;
 }
 
 static bool in(const char *word, const char *const *list)
@@ -290,6 +289,119 @@ static const char *one_of(const char *const *list, char *buf, size_t size)
     n += (size_t)snprintf(buf + n, size - n, "%s%s", i == 0 ? "" : ", ",
                           list[i]);
   return buf;
+}
+
+/* A sweep's request without its ladder, validated as the capture request
+ * of its largest concurrency (that is the one the server is launched for:
+ * docs/SWEEPS.md). */
+static int sweep_capture(const struct cfg *cfg, json_t *obj, json_t *points,
+                         json_t **out, struct tr_err *err)
+{
+  json_t *cap = json_deep_copy(obj), *pt, *first = json_array_get(points, 0);
+  json_int_t most = 0;
+  size_t i;
+  int rc;
+
+  if (cap == NULL)
+    return tr_err_set(err, TR_ENOMEM, "", "out of memory");
+  json_object_del(cap, "scenario");
+  json_array_foreach(points, i, pt) {
+    json_int_t c = json_integer_value(json_object_get(pt, "conc"));
+
+    most = c > most ? c : most;
+  }
+  json_object_set_new(cap, "conc", json_integer(most));
+  if (json_object_get(cap, "isl") == NULL)
+    json_object_set(cap, "isl", json_object_get(first, "isl"));
+  if (json_object_get(cap, "osl") == NULL)
+    json_object_set(cap, "osl", json_object_get(first, "osl"));
+  rc = judge_capture(cfg, cap, err);
+  if (rc != 0) {
+    json_decref(cap);
+    return rc;
+  }
+  *out = cap;
+  return 0;
+}
+
+/* Each point's capture request, each within max_params_bytes. */
+static int sweep_points(const struct cfg *cfg, json_t *cap, json_t *points,
+                        json_t **out, struct tr_err *err)
+{
+  json_t *list = json_array(), *pt, *one;
+  size_t i;
+  int rc = 0;
+
+  json_array_foreach(points, i, pt) {
+    if (rc == 0 && (one = atom_sweep_point(cap, pt)) == NULL)
+      rc = tr_err_set(err, TR_ENOMEM, "", "out of memory");
+    else if (rc == 0 && (rc = check_size(cfg, one, err)) == 0)
+      json_array_append(list, one);
+    if (rc == 0)
+      json_decref(one);
+  }
+  if (rc != 0) {
+    json_decref(list);
+    return rc;
+  }
+  *out = list;
+  return 0;
+}
+
+int api_parse_sweep(const struct cfg *cfg, const char *body, size_t len,
+                    json_t **params, json_t **points, struct tr_err *err)
+{
+  json_t *obj, *ladder = NULL, *cap = NULL, *scenario, *pt;
+  char names[64];
+  size_t i;
+  int rc;
+
+  if (load_object(body, len, &obj, err) != 0)
+    return TR_EINVAL;
+  scenario = json_object_get(obj, "scenario");
+  if (scenario != NULL &&
+      (!json_is_string(scenario) ||
+       !in(json_string_value(scenario), atom_sweep_scenarios)))
+    rc = tr_err_set(err, TR_EINVAL, "scenario", "scenario must be one of %s",
+                    one_of(atom_sweep_scenarios, names, sizeof(names)));
+  else if (json_object_get(obj, "conc") != NULL &&
+           !json_is_array(json_object_get(obj, "conc")))
+    rc = tr_err_set(err, TR_EINVAL, "conc",
+                    "conc must be an array of concurrencies (a ladder)");
+  else
+    rc = atom_sweep_points(cfg, obj, &ladder, err);
+  if (rc == 0)
+    rc = sweep_capture(cfg, obj, ladder, &cap, err);
+  if (rc == 0)
+    rc = sweep_points(cfg, cap, ladder, points, err);
+  if (rc == 0) {
+    /* The sweep's own request: the points' common members, its ladder,
+     * its scenario. */
+    json_t *concs = json_array();
+
+    json_array_foreach(ladder, i, pt)
+      json_array_append(concs, json_object_get(pt, "conc"));
+    json_object_set_new(cap, "conc", concs);
+    json_object_set(cap, "points", ladder);
+    if (scenario != NULL)
+      json_object_set(cap, "scenario", scenario);
+    *params = json_incref(cap);
+  }
+  json_decref(cap);
+  json_decref(ladder);
+  json_decref(obj);
+  return rc;
+}
+
+bool api_import_config(const char *name)
+{
+  static const char *const config[] = { "model", "tp",      "isl", "osl",
+                                        "conc",  "variant", "more" };
+
+  for (size_t i = 0; i < sizeof(config) / sizeof(config[0]); i++)
+    if (strcmp(name, config[i]) == 0)
+      return true;
+  return false;
 }
 
 int api_parse_import(const char *const *formats, const char *body, size_t len,

@@ -318,7 +318,12 @@ static void max_num_seqs(struct build *b, char *const *server, json_t *env)
   const char *req_env = json_string_value(json_object_get(
       json_object_get(b->params, "env"), "MAX_NUM_SEQS"));
   char **req = param_words(b->params, "server_args");
-  int conc = param_int(b->params, "conc"), value;
+  /* One launch serves a sweep's every point: it is made for the largest
+   * (docs/SWEEPS.md). */
+  int conc = b->dirs->conc_max > param_int(b->params, "conc")
+                 ? b->dirs->conc_max
+                 : param_int(b->params, "conc");
+  int value;
   const char *source;
   char text[16];
 
@@ -863,7 +868,8 @@ int cap_plan_build(const struct cfg *cfg, json_t *params,
     rc = tr_err_set(err, rc, "", "cannot create %s: %s", dirs->log,
                     strerror(-rc));
   if (rc == 0)
-    rc = fresh_dir(dirs->trace, b.p->extra, err);
+    rc = dirs->joins ? tr_mkdir_p(dirs->trace)
+                     : fresh_dir(dirs->trace, b.p->extra, err);
   if (rc == 0)
     rc = fresh_dir(dirs->work, b.p->extra, err);
   if (rc == 0)

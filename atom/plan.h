@@ -43,11 +43,18 @@ struct cap_plan {
                              atom_folders */
 };
 
-/* The folders of one capture. */
+/* The folders of one capture, and the launch it shares (a sweep's
+ * points share one: docs/SWEEPS.md). */
 struct cap_dirs {
-  const char *trace; /* <trace_root>/<id>: --torch-profiler-dir */
+  const char *trace; /* --torch-profiler-dir: <trace_root>/<id>, or a
+                        sweep's launch folder */
   const char *log;   /* <trace_root>/logs/<id> */
   const char *work;  /* the scripts' working folder, fresh and empty */
+  bool joins;        /* trace is the folder of a server already up (a
+                        sweep's, launched by an earlier point): kept as
+                        it is, not made fresh */
+  int conc_max;      /* a sweep's largest concurrency, which the launch's
+                        MAX_NUM_SEQS must hold; 0: the request's conc */
 };
 
 /* Makes the folders (a non-empty trace folder is moved aside, never

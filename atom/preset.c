@@ -115,6 +115,23 @@ static int no_variant(json_t *entry, const char *model, const char *label,
                     used ? list : "(none)");
 }
 
+/* The scenarios ATOM CI runs entry and variant at: the first non-empty
+ * list of variant.scenarios, entry.scenarios, the file's
+ * default_scenarios (catalog.py:148, "variant.scenarios or
+ * model.scenarios or default_scenarios"). A new reference, or NULL. */
+static json_t *scenarios_of(json_t *doc, json_t *entry, json_t *variant)
+{
+  json_t *lists[3] = {
+    json_object_get(variant, "scenarios"), json_object_get(entry, "scenarios"),
+    json_is_object(doc) ? json_object_get(doc, "default_scenarios") : NULL
+  };
+
+  for (int i = 0; i < 3; i++)
+    if (json_array_size(lists[i]) > 0)
+      return json_incref(lists[i]);
+  return NULL;
+}
+
 int tr_preset_find(const char *path, const char *model, const char *variant,
                    struct tr_preset *out, struct tr_err *err)
 {
@@ -142,6 +159,7 @@ int tr_preset_find(const char *path, const char *model, const char *variant,
     out->variant = json_incref(find_variant(hit, label));
     out->match =
         str_of(hit, "path") ? str_of(hit, "path") : str_of(hit, "display");
+    out->scenarios = scenarios_of(doc, hit, out->variant);
     rc = 1;
   }
   json_decref(doc);
@@ -200,7 +218,8 @@ void tr_preset_free(struct tr_preset *p)
     return;
   json_decref(p->model);
   json_decref(p->variant);
-  p->model = p->variant = NULL;
+  json_decref(p->scenarios);
+  p->model = p->variant = p->scenarios = NULL;
   p->match = NULL;
 }
 

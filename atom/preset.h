@@ -22,6 +22,11 @@ struct tr_preset {
   json_t *variant;   /* the chosen variants[] entry, or NULL; owned */
   const char *match; /* what matched: the entry's "path" (borrowed from
                         model) */
+  json_t *scenarios; /* the ISL/OSL pairs and concurrency lists ATOM CI
+                        runs it at (.github/scripts/catalog.py:148): the
+                        variant's "scenarios", else the entry's, else the
+                        file's "default_scenarios", not yet bounded by the
+                        variant's conc_min/conc_max; owned, may be NULL */
 };
 
 /*

@@ -66,8 +66,8 @@ int atom_request_words(json_t *arr, const char *member, struct tr_err *err)
 /* The preset of the request (models.json: the admin's file, small; read
  * here so that a variant that is not there is a 400 naming the labels
  * that are). Returns 1 found, 0 none, or an error. */
-static int find_preset(const struct cfg *cfg, json_t *obj,
-                       struct tr_preset *pre, struct tr_err *err)
+int atom_request_preset(const struct cfg *cfg, json_t *obj,
+                        struct tr_preset *pre, struct tr_err *err)
 {
   const char *variant = json_string_value(json_object_get(obj, "variant"));
   const char *why, *file;
@@ -133,7 +133,7 @@ static int check_authority(const struct cfg *cfg, json_t *obj,
 
   rc = api_policy_model(cfg, json_string_value(json_object_get(obj, "model")),
                         "model", &real, err);
-  if (rc == 0 && (rc = find_preset(cfg, obj, &pre, err)) > 0)
+  if (rc == 0 && (rc = atom_request_preset(cfg, obj, &pre, err)) > 0)
     rc = 0;
   if (rc == 0 && pre.model != NULL && real != NULL &&
       ((launched = tr_preset_model_path(real, &pre)) == NULL ||

@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include "common/config.h"
+#include "atom/preset.h"
 #include "common/tr.h"
 
 /* server_args or bench_args (member), an array of strings: a word with a
@@ -25,5 +26,12 @@ int atom_request_words(json_t *arr, const char *member, struct tr_err *err);
  * another error) naming the member. obj is borrowed; its words may have
  * been made compact. */
 int atom_request_judge(const struct cfg *cfg, json_t *obj, struct tr_err *err);
+
+/* The preset of obj's model and variant (atom/preset.h): 1 and *pre
+ * filled (free it with tr_preset_free()), 0 when there is no models.json
+ * or no entry of it matches, or an error naming "variant" or
+ * "models_json". */
+int atom_request_preset(const struct cfg *cfg, json_t *obj,
+                        struct tr_preset *pre, struct tr_err *err);
 
 #endif

@@ -154,6 +154,10 @@ enum cfg_profile_control { CFG_PROFILE_BENCH, CFG_PROFILE_DAEMON };
      "captures and imports waiting, at most (429 beyond)")                     \
   XX(max_params_bytes, INT(1024, 16 << 20), "65536", NULL,                     \
      "a capture request, validated, at most (413 beyond)")                     \
+  XX(sweep_points_max, INT(1, 4096), "64", NULL,                               \
+     "points of one sweep (docs/SWEEPS.md), at most (400 beyond)")             \
+  XX(sweep_knee_pct, INT(1, 1000), "10", NULL,                                 \
+     "a sweep's knee: past it a doubling gains less throughput than this")     \
   XX(list_limit, INT(1, 1000000), "50", NULL, "GET /captures' default limit")  \
   XX(list_limit_max, INT(1, 1000000), "500", check_list_limit,                 \
      "GET /captures' largest limit")                                           \

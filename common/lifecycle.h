@@ -29,26 +29,32 @@
  * capture starts, entered from none), asserted by every move
  * (daemon/capture.c's cap_enter, as SQLite's pager.c asserts its states).
  * server says what the phase means for the ATOM server the capture
- * launched (an import launches none): TR_HELD, it holds the GPUs and no
- * rank exports yet, so a failure stops it and a fatal line of its log
- * ends the capture; TR_LOGGED, its log holds this launch's lines (the
- * start script truncates it: docs/ATOM.md), whose phases are told by
- * offset and copied at the job's end. The daemon expands the same rows
+ * launched (an import launches none): TR_LAUNCH, the phase brings the
+ * server up, so a point of a sweep whose server serves skips it and a
+ * point failing in it ends its sweep (docs/SWEEPS.md); TR_HELD, it holds
+ * the GPUs and no rank exports yet, so a failure stops it and a fatal
+ * line of its log ends the capture; TR_LOGGED, its log holds this
+ * launch's lines (the start script truncates it: docs/ATOM.md), whose
+ * phases are told by offset and copied at the job's end. A sweep's point
+ * moves the files of its window out of the sweep's launch folder in
+ * COLLECTING. The daemon expands the same rows
  * into its phase table, pasting the name into the functions that act
  * (phase_<name>_enter) and budget (phase_<name>_budget_s);
  * docs/ARCHITECTURE.md lists what adding a phase touches.
  */
 #define TR_PHASE_MAP(XX)                                                       \
   XX(QUEUED, queued, NULL, 0, 0)                                               \
-  XX(STOPPING, stopping, "stop", TR_FROM(QUEUED), 0)                           \
-  XX(LAUNCHING, launching, "launcher", TR_FROM(STOPPING), TR_HELD)             \
+  XX(STOPPING, stopping, "stop", TR_FROM(QUEUED), TR_LAUNCH)                   \
+  XX(LAUNCHING, launching, "launcher", TR_FROM(STOPPING),                      \
+     TR_LAUNCH | TR_HELD)                                                      \
   XX(WAITING_READY, waiting_ready, "server", TR_FROM(LAUNCHING),               \
-     TR_HELD | TR_LOGGED)                                                      \
-  XX(BENCHMARK, benchmark, "bench", TR_FROM(WAITING_READY),                    \
+     TR_LAUNCH | TR_HELD | TR_LOGGED)                                          \
+  XX(BENCHMARK, benchmark, "bench", TR_FROM(WAITING_READY) | TR_FROM(QUEUED),  \
      TR_HELD | TR_LOGGED)                                                      \
   XX(EXPORTING, exporting, "server", TR_FROM(BENCHMARK), TR_LOGGED)            \
-  XX(INDEXING, indexing, NULL, TR_FROM(QUEUED) | TR_FROM(EXPORTING),           \
-     TR_LOGGED)                                                                \
+  XX(COLLECTING, collecting, NULL, TR_FROM(EXPORTING), TR_LOGGED)              \
+  XX(INDEXING, indexing, NULL,                                                 \
+     TR_FROM(QUEUED) | TR_FROM(EXPORTING) | TR_FROM(COLLECTING), TR_LOGGED)    \
   XX(FINISHING, finishing, NULL, TR_FROM(INDEXING), TR_LOGGED)                 \
   XX(DONE, done, NULL, TR_FROM(FINISHING), TR_LOGGED)
 
@@ -57,6 +63,7 @@
 /* A row's server. */
 #define TR_HELD    1u
 #define TR_LOGGED  2u
+#define TR_LAUNCH  4u
 
 /* XX(ENUM, name): what a capture is: one traced runs against ATOM, or
  * traces taken elsewhere (POST /imports). Each kind has its own queue and

@@ -14,7 +14,12 @@
  *   work.c            the thread pool and the ordered state writes
  *   index_ranks.c     ranks indexed in the pool (INDEXING, FINISHING, the
  *                     runner); exports.c ranks exporting (EXPORTING, a
- *                     cancel's drain)
+ *                     cancel's drain, COLLECTING's partial workload)
+ *   job_plan.c        the job's plan (STOPPING, or BENCHMARK for a sweep's
+ *                     point that joins a server already up)
+ *   sweep.c           a sweep's server handed from point to point, the
+ *                     files of a point's window collected (COLLECTING,
+ *                     recover.c): docs/SWEEPS.md
  *   watch.c           the server's signs of life; logscan.c its log
  *   bench.c           runs of ATOM's bench script and their result file
  *   layout.c          the trace folder (atom/plan.c: the scripts' argv)
@@ -176,6 +181,8 @@ struct cap_write {
   const char *tail;
   void (*then)(struct cap_job *job);
   bool always, claim;
+  bool ends_sweep; /* a final write whose point ends its sweep (the server
+                      died: docs/SWEEPS.md), for merges.error.message */
 };
 void cap_job_write(struct cap_job *job, const struct cap_write *w);
 
@@ -199,6 +206,7 @@ struct cap_watch {
   bool refused;              /* the probe of this round was refused */
   int refusals;              /* rounds in a row whose probe was refused */
   bool group_lives;          /* the server's group had a live member */
+  bool died;                 /* the last round found the server dead */
   enum tr_phase dead_phase;  /* the phase the cause of death belongs to:
                                 a fatal marker's, by its line's offset */
   bool errors_pending;       /* cap_watch_errors_from() waits for the scan */
@@ -336,6 +344,17 @@ struct cap_queue {
   bool pick_again; /* woken while it was */
 };
 
+/* The server a sweep's points share (sweep.c, docs/SWEEPS.md): kept by
+ * the runner between one point's end and the next one's start. */
+struct cap_sweep {
+  int64_t id;                /* the sweep, 0: none kept */
+  struct cap_proc *launcher; /* the launching point's, its group the
+                                server's */
+  int ranks_expected;        /* as its ready gate settled them */
+  const char *ranks_source;  /* static */
+  int64_t launched_by;       /* the point that launched it */
+};
+
 struct cap_runner {
   uv_loop_t *loop;
   const struct cfg *cfg;
@@ -356,6 +375,7 @@ struct cap_runner {
   size_t ndbs, dbs_cap;
   struct cap_work *later; /* work waiting to be tried again */
   uv_timer_t later_timer;
+  struct cap_sweep sweep; /* the server a sweep's next point may join */
 };
 
 struct cap_op;
@@ -388,6 +408,38 @@ struct cap_export {
   int64_t next_look_ns;                 /* the drain's next folder scan */
 };
 
+/* ---- the job's plan (job_plan.c) ---- */
+
+/* Builds the job's plan in the pool (atom/plan.h: its folders; a sweep's
+ * point launches into, or joins, its sweep's launch folder), records it
+ * (extra), then calls then(job); a plan that cannot be made fails the
+ * job. */
+void cap_job_plan(struct cap_job *job, void (*then)(struct cap_job *job));
+
+/* ---- sweeps (sweep.c, docs/SWEEPS.md) ---- */
+
+/* A job the runner starts: for a point of the sweep whose server the
+ * runner keeps, it joins (job->joins, the server's process group and
+ * ranks); anything else drops the server kept (it stays up, as after a
+ * capture). */
+void cap_sweep_join(struct cap_job *job);
+/* A job ends (cap_job_finish): a point whose window was collected and
+ * whose server no look found dead hands the server to the runner for the
+ * next point (job->launcher is then NULL); any other drops it. */
+void cap_sweep_keep(struct cap_job *job);
+/* Drops the server kept (shutdown): its handle closed, the server left. */
+void cap_sweep_drop(struct cap_runner *r);
+/* <trace_root>/sweeps/<id>/launch, the folder a sweep's server exports
+ * into (--torch-profiler-dir). New string, NULL when out of memory. */
+char *cap_sweep_launch_dir(const char *root, int64_t sweep);
+/* Moves every file of the rank folders under from to the same path under
+ * to (made as needed), the graph-capture traces of --mark-trace
+ * (capture_traces/) hard-linked instead: they stay for the next point.
+ * No link is followed; what is there already is kept. Idempotent. Any
+ * thread; blocks on the file system. 0, or a negative errno with err
+ * naming the file. */
+int cap_sweep_collect(const char *from, const char *to, struct tr_err *err);
+
 /* ---- ranks exporting (exports.c) ---- */
 
 /* Queues a scan of job's trace folder (with scan_log, of the server log
@@ -402,6 +454,10 @@ bool cap_export_running(const struct cap_job *job);
 /* Waits, after the job ended, until the exports end or the export's
  * deadline passes, then calls then(job); the job's tick timer is used. */
 void cap_export_drain(struct cap_job *job, void (*then)(struct cap_job *job));
+/* The bench completed fewer prompts than it sent (job->bench.partial):
+ * the capture fails, its traces kept (docs/ATOM.md, "A partial
+ * workload"). */
+void cap_export_fail_partial(struct cap_job *job);
 
 /* WAITING_READY's progress (phase_waiting_ready.c). */
 struct cap_ready {
@@ -423,6 +479,12 @@ struct cap_job {
   json_t *stored_ranks; /* recovered: ranks already stored */
   char *trace_dir, *log_dir, *work_dir;
   struct cap_plan *plan;
+  char *export_dir; /* where the server exports: trace_dir, or a sweep's
+                       launch folder (COLLECTING moves the files) */
+  int64_t sweep_id; /* a sweep's point: its sweep, else 0 */
+  int sweep_point, sweep_conc_max;
+  bool joins;                /* a point joining its sweep's server: no launch */
+  bool collected;            /* its window left the launch folder */
   struct cap_proc *launcher; /* kept: the server lives in its group */
   struct cap_proc *child;    /* the stop script */
   uv_timer_t deadline;       /* the phase's deadline */

@@ -8,6 +8,8 @@
  *                                                          |
  *   done <- finishing <- indexing <- exporting <-----------+
  *   import:   queued -> indexing -> finishing -> done
+ *   a sweep's point (docs/SWEEPS.md): exporting -> collecting -> indexing;
+ *             joining its sweep's server: queued -> benchmark
  *   restart:  (running, trace folder complete) -> indexing -> finishing
  *             -> done
  *   any phase -> failed | cancelled | interrupted   (phase kept)
@@ -23,6 +25,8 @@
  *                                   while the row is still queued)
  *   QUEUED        -> INDEXING       an import, or a capture recovered with
  *                                   a complete trace folder
+ *   QUEUED        -> BENCHMARK      a sweep's point whose sweep's server
+ *                                   serves (sweep.c: its handle kept)
  *   STOPPING      -> LAUNCHING      the stop script exited 0
  *   LAUNCHING     -> WAITING_READY  the start script exited 0 (not proof
  *                                   of readiness, docs/ATOM.md)
@@ -34,7 +38,9 @@
  *                                   (daemon: EXPORTING POSTs /stop_profile)
  *   EXPORTING     -> INDEXING       every expected rank has one .gz and no
  *                                   .json, and the bench (or /stop_profile)
- *                                   is over
+ *                                   is over (a sweep's point: COLLECTING)
+ *   COLLECTING    -> INDEXING       the window's files left the sweep's
+ *                                   launch folder for the point's own
  *   INDEXING      -> FINISHING      every rank indexed
  *   FINISHING     -> DONE           the collectives matched, the all-ranks
  *                                   tables summed and the verdict made are
@@ -59,7 +65,7 @@
  *   WAITING_READY: launcher exited; no child, no bench
  *   BENCHMARK:     launcher exited; no child
  *   EXPORTING:     no child; a bench still running is the profiled one
- *   INDEXING, FINISHING:  no child, no bench, no ATOM call
+ *   COLLECTING, INDEXING, FINISHING:  no child, no bench, no ATOM call
  */
 #include <assert.h>
 #include <stdarg.h>
@@ -99,6 +105,7 @@ void cap_invariants(const struct cap_job *job)
   case TR_PHASE_EXPORTING:
     assert(job->child == NULL && !cap_proc_running(job->launcher));
     break;
+  case TR_PHASE_COLLECTING:
   case TR_PHASE_INDEXING:
   case TR_PHASE_FINISHING:
     assert(job->child == NULL && job->bench.proc == NULL && job->http == NULL);
@@ -154,6 +161,7 @@ void cap_enter(struct cap_job *job, enum tr_phase to, json_t *merges)
                          NULL,
                          on_entered,
                          false,
+                         false,
                          false };
   int budget;
 
@@ -191,7 +199,7 @@ int cap_spawn(struct cap_job *job, char **argv, char **env, const char *which,
   o.env_add = (const char *const *)env;
   o.log_path = cap_log_path(job, which, path, sizeof(path));
   o.cwd = job->work_dir;
-  o.mark = job->trace_dir;
+  o.mark = job->export_dir; /* a sweep's points: their sweep's folder */
   o.deadline_s = deadline_s;
   o.on_exit = cb;
   o.ud = job;
@@ -297,8 +305,8 @@ static const enum tr_status end_status[] = {
 void cap_fail(struct cap_job *job, enum cap_end how, const char *log,
               const char *fmt, ...)
 {
-  struct cap_write w = { end_status[how], job->phase, NULL, NULL,
-                         cleanup,         true,       false };
+  struct cap_write w = { end_status[how], job->phase, NULL,  NULL,
+                         cleanup,         true,       false, false };
   char msg[1024], path[4096];
   va_list ap;
 
@@ -321,6 +329,10 @@ void cap_fail(struct cap_job *job, enum cap_end how, const char *log,
           tr_status_name(end_status[how]), tr_phase_name(job->phase), msg);
   w.merges = json_pack("{s:{s:s,s:s,s:n}}", "error", "phase",
                        tr_phase_name(job->phase), "message", msg, "log_tail");
+  /* A sweep's point ends its sweep when there is no server to go on with
+   * (docs/SWEEPS.md): it died, or it never came up. */
+  w.ends_sweep = how == END_FAILED && job->sweep_id != 0 &&
+                 (job->watch.died || tr_phase_server(job->phase, TR_LAUNCH));
   w.tail = log != NULL ? cap_log_path(job, log, path, sizeof(path)) : NULL;
   cap_job_write(job, &w);
 }

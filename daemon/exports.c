@@ -3,7 +3,8 @@
  * need: the trace folder's scan in the pool (EXPORTING's polls, the
  * drain's looks), and the drain a cancel waits on while ranks may export
  * (capture.c): the server is stopped only once the exports end or the
- * export's deadline passes, never a rank killed mid-write (docs/ATOM.md).
+ * export's deadline passes, never a rank killed mid-write (docs/ATOM.md);
+ * and a partial workload's failure (EXPORTING, COLLECTING).
  */
 #include <stdlib.h>
 
@@ -27,7 +28,7 @@ static void run_folder_scan(struct cap_work *w)
 
   if (sw->scan_log)
     cap_scan_run(&w->job->scan);
-  cap_layout_scan(w->job->trace_dir, &sw->layout, &sw->err);
+  cap_layout_scan(w->job->export_dir, &sw->layout, &sw->err);
 }
 
 static void on_folder_scan(struct cap_work *w)
@@ -125,4 +126,16 @@ void cap_export_drain(struct cap_job *job, void (*then)(struct cap_job *job))
   job->export.last_written = UINT64_MAX;
   job->export.next_look_ns = 0;
   uv_timer_start(&job->tick, on_drain_tick, 0, 0);
+}
+
+/* ---- a partial workload ---- */
+
+void cap_export_fail_partial(struct cap_job *job)
+{
+  const char *err = job->scan.first_error;
+
+  cap_fail(job, END_FAILED, "bench",
+           "%s; the server log's first error since the run began: %s; the "
+           "traces are kept in %s (POST /imports can index them)",
+           job->bench.partial, err[0] ? err : "(none)", job->trace_dir);
 }

@@ -16,6 +16,9 @@
  * /stop_profile. What of the profiled window is not the workload (the
  * run's own start-up and wrap-up) is measured (extra.profile_window).
  *
+ * A sweep's point that joins its sweep's server comes here from QUEUED:
+ * its plan is made first (job_plan.c), and the server log's end noted.
+ *
  * A look at the server every few seconds (watch.c). ATOM's client exits 0
  * even when the server died under it, when /start_profile failed, and
  * when requests failed: after the run the server's life, the profiler's
@@ -178,7 +181,7 @@ static void start_step(struct cap_job *job, enum cap_step step)
   }
 }
 
-void phase_benchmark_enter(struct cap_job *job)
+static void begin(struct cap_job *job)
 {
   int every_s = job->r->cfg->ready_poll_s;
 
@@ -188,4 +191,19 @@ void phase_benchmark_enter(struct cap_job *job)
   uv_timer_start(&job->tick, on_tick, (uint64_t)every_s * 1000,
                  (uint64_t)every_s * 1000);
   start_step(job, daemon_mode(job) ? CAP_STEP_WARMUP : CAP_STEP_RUN);
+}
+
+/* A sweep's point joining a server already up: only the log's lines from
+ * now on are its own (its profiler's, its exports, its errors). */
+static void joined(struct cap_job *job)
+{
+  cap_watch_snapshot(job, begin);
+}
+
+void phase_benchmark_enter(struct cap_job *job)
+{
+  if (job->plan == NULL)
+    cap_job_plan(job, joined);
+  else
+    begin(job);
 }

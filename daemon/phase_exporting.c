@@ -11,9 +11,9 @@
  * is scanned (the file rule, .gz present and no .json, is the proof of
  * completion) and the server looked at: a failed export, a failed stop or
  * a dead worker fails the capture at once, naming the rank and quoting the
- * line. Complete and the run (or the call) over: INDEXING, or, when the
- * bench completed fewer prompts than it sent, a failure that keeps the
- * traces.
+ * line. Complete and the run (or the call) over: INDEXING (a sweep's
+ * point: COLLECTING), or, when the bench completed fewer prompts than it
+ * sent, a failure that keeps the traces.
  *
  * The wait follows progress (docs/ATOM.md, "The export, and its budget"),
  * not ATOM's ATOM_PROFILER_TIMEOUT, which only bounds how long ATOM's
@@ -109,18 +109,6 @@ static void orphans(const struct cap_layout *l, char *out, size_t size)
   }
 }
 
-/* A partial workload: the traces are whole and kept, the capture fails
- * (docs/ATOM.md, "A partial workload"). */
-static void fail_partial(struct cap_job *job)
-{
-  const char *err = job->scan.first_error;
-
-  cap_fail(job, END_FAILED, "bench",
-           "%s; the server log's first error since the run began: %s; the "
-           "traces are kept in %s (POST /imports can index them)",
-           job->bench.partial, err[0] ? err : "(none)", job->trace_dir);
-}
-
 static bool over_budget(struct cap_job *job, const struct cap_layout *l,
                         const char *problems)
 {
@@ -156,13 +144,18 @@ static void on_folder_scan(struct cap_job *job, struct cap_layout *l)
   complete = l != NULL && cap_layout_complete(l, job->export.ranks_expected,
                                               problems, sizeof(problems));
   if (complete && waited_for(job)) {
-    if (job->bench.partial[0] != '\0') {
+    /* A sweep's point collects its files first (docs/SWEEPS.md): its
+     * own folder is then scanned again. */
+    if (job->sweep_id != 0) {
       cap_layout_free(l);
-      fail_partial(job);
-      return;
+      cap_enter(job, TR_PHASE_COLLECTING, NULL);
+    } else if (job->bench.partial[0] != '\0') {
+      cap_layout_free(l);
+      cap_export_fail_partial(job);
+    } else {
+      job->layout = l;
+      cap_enter(job, TR_PHASE_INDEXING, NULL);
     }
-    job->layout = l;
-    cap_enter(job, TR_PHASE_INDEXING, NULL);
     return;
   }
   job->export.quiet_polls = moved(job, l) ? 0 : job->export.quiet_polls + 1;

@@ -1,15 +1,13 @@
 /*
  * STOPPING: the capture's plan is made (folders, argv, presets: plan.c, in
- * the pool) and recorded; who holds GPU memory is asked (gpu.c: a holder
- * that is not ATOM's fails the capture here, before ATOM's scripts could
- * kill it); ATOM's stop script ends whatever server ran before (its launch
- * arguments must change: a profiler folder); the GPUs are asked again,
- * before the start script runs, also when the stop script exited 1 for
- * GPU memory still in use: memory held from outside a container is not
- * the capture's to free (gpu.c).
+ * the pool: job_plan.c) and recorded; who holds GPU memory is asked
+ * (gpu.c: a holder that is not ATOM's fails the capture here, before
+ * ATOM's scripts could kill it); ATOM's stop script ends whatever server ran
+ * before (its launch arguments must change: a profiler folder); the GPUs are
+ * asked again, before the start script runs, also when the stop script
+ * exited 1 for GPU memory still in use: memory held from outside a
+ * container is not the capture's to free (gpu.c).
  */
-#include <stdlib.h>
-
 #include "daemon/cap_int.h"
 
 int phase_stopping_budget_s(const struct cap_job *job)
@@ -46,41 +44,12 @@ static void run_stop_script(struct cap_job *job)
             job->r->cfg->stop_timeout_s, on_stop_exit, &job->child);
 }
 
-struct plan_work {
-  struct cap_work super;
-  struct cap_plan *plan;
-  struct tr_err err;
-};
-
-static void run_plan(struct cap_work *w)
+static void after_plan(struct cap_job *job)
 {
-  struct plan_work *pw = (struct plan_work *)w;
-  struct cap_job *job = w->job;
-  struct cap_dirs dirs = { job->trace_dir, job->log_dir, job->work_dir };
-
-  cap_plan_build(w->r->cfg, job->params, &dirs, &pw->plan, &pw->err);
-}
-
-static void on_plan_done(struct cap_work *w)
-{
-  struct plan_work *pw = (struct plan_work *)w;
-  struct cap_job *job = w->job;
-
-  if (job->ending != END_NONE || pw->plan == NULL) {
-    if (job->ending == END_NONE)
-      cap_fail(job, END_FAILED, NULL, "cannot prepare the capture: %s",
-               pw->err.msg);
-    cap_plan_free(pw->plan);
-    free(pw);
-    return;
-  }
-  job->plan = pw->plan;
-  free(pw);
-  cap_job_merge(job, json_pack("{s:O}", "extra", job->plan->extra));
   cap_gpu_check(job, "gpu-before-stop", run_stop_script);
 }
 
 void phase_stopping_enter(struct cap_job *job)
 {
-  cap_job_queue_new(job, sizeof(struct plan_work), run_plan, on_plan_done);
+  cap_job_plan(job, after_plan);
 }

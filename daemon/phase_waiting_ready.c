@@ -55,7 +55,7 @@ static void run_count(struct cap_work *w)
   struct folders_work *fw = (struct folders_work *)w;
   struct cap_layout *l = NULL;
 
-  if (cap_layout_scan(w->job->trace_dir, &l, NULL) == 0)
+  if (cap_layout_scan(w->job->export_dir, &l, NULL) == 0)
     fw->folders = (int)l->n;
   cap_layout_free(l);
 }

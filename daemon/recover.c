@@ -44,7 +44,7 @@ static void interrupt(struct cap_runner *r, struct store *st, int64_t id,
   char msg[1024];
   json_t *error, *merges;
   struct tr_err err = { 0 };
-  struct store_apply a = { false, TR_STATUS_INTERRUPTED, -1, NULL };
+  struct store_apply a = { false, TR_STATUS_INTERRUPTED, -1, NULL, NULL };
   int rc;
 
   snprintf(msg, sizeof(msg),
@@ -79,9 +79,43 @@ static int expected_ranks(json_t *obj)
   return json_is_integer(tp) ? (int)json_integer_value(tp) : TR_DEFAULT_TP;
 }
 
-/* Returns true when the capture is interrupted (its processes must go). */
+/* A sweep's point (docs/SWEEPS.md): the window its server exported into
+ * the sweep's launch folder is moved into the point's own folder when the
+ * point was collecting it, or when its export had completed (benchmark,
+ * exporting); a rename is atomic and the move idempotent. Its processes
+ * carry the launch folder's mark: *mark gets it. */
+static void collect_point(const struct cfg *cfg, int64_t id, json_t *obj,
+                          const char *phase, char **mark)
+{
+  int64_t sweep =
+      json_integer_value(json_object_get(json_object_get(obj, "sweep"), "id"));
+  char *launch = sweep ? cap_sweep_launch_dir(cfg->trace_root, sweep) : NULL;
+  char *dir = tr_capture_dir(cfg->trace_root, id, NULL);
+  struct cap_layout *l = NULL;
+  struct tr_err err = { 0 };
+  bool complete = false;
+
+  if (launch != NULL && dir != NULL &&
+      (strcmp(phase, "benchmark") == 0 || strcmp(phase, "exporting") == 0) &&
+      cap_layout_scan(launch, &l, NULL) == 0)
+    complete = cap_layout_complete(l, expected_ranks(obj), NULL, 0);
+  cap_layout_free(l);
+  if (launch != NULL && dir != NULL &&
+      (complete || strcmp(phase, "collecting") == 0) &&
+      cap_sweep_collect(launch, dir, &err) != 0)
+    fprintf(stderr, "traced: capture %lld: collecting its traces: %s\n",
+            (long long)id, err.msg);
+  free(dir);
+  if (launch != NULL) {
+    free(*mark);
+    *mark = launch;
+  }
+}
+
+/* Returns true when the capture is interrupted (its processes must go,
+ * found by *mark, a new string: the folder their mark names). */
 static bool recover_capture(struct cap_runner *r, struct store *st, int64_t id,
-                            json_t *obj)
+                            json_t *obj, char **mark)
 {
   const char *phase = json_string_value(json_object_get(obj, "phase"));
   struct cap_layout *l = NULL;
@@ -89,6 +123,8 @@ static bool recover_capture(struct cap_runner *r, struct store *st, int64_t id,
   char problems[1024] = "";
 
   phase = phase ? phase : "queued";
+  *mark = dir != NULL ? strdup(dir) : NULL;
+  collect_point(r->cfg, id, obj, phase, mark);
   if (dir == NULL || cap_layout_scan(dir, &l, NULL) != 0)
     snprintf(problems, sizeof(problems), "no trace folder %.900s",
              dir ? dir : "");
@@ -113,10 +149,10 @@ static bool recover_capture(struct cap_runner *r, struct store *st, int64_t id,
 
 #define LEFTOVER_GRACE_MS 5000
 
-/* True when /proc/<pid>/environ holds the mark of one of the captures of
- * ids: CAP_PROC_MARK=<its trace folder> (proc.h). */
-static bool marked(const char *root, const char *pid, const int64_t *ids,
-                   size_t n)
+/* True when /proc/<pid>/environ holds one of the marks: CAP_PROC_MARK=
+ * <a folder of marks> (proc.h: a capture's trace folder, a sweep's launch
+ * folder). */
+static bool marked(const char *pid, char *const *marks, size_t n)
 {
   char path[300], *env, *want;
   size_t len = 0;
@@ -129,7 +165,9 @@ static bool marked(const char *root, const char *pid, const int64_t *ids,
   env = tr_read_tail(fd, 1 << 20, 1 << 20, &len);
   close(fd);
   for (size_t i = 0; env != NULL && i < n && !hit; i++) {
-    if (asprintf(&want, CAP_PROC_MARK "=%s/%lld", root, (long long)ids[i]) < 0)
+    if (marks[i] == NULL)
+      continue;
+    if (asprintf(&want, CAP_PROC_MARK "=%s", marks[i]) < 0)
       break;
     for (size_t at = 0; !hit && at < len; at += strlen(env + at) + 1)
       hit = strcmp(env + at, want) == 0;
@@ -140,8 +178,7 @@ static bool marked(const char *root, const char *pid, const int64_t *ids,
 }
 
 /* Signals the process groups of every marked process; the number found. */
-static int signal_marked(const char *root, const int64_t *ids, size_t n,
-                         int sig)
+static int signal_marked(char *const *marks, size_t n, int sig)
 {
   DIR *d = opendir("/proc");
   struct dirent *e;
@@ -150,7 +187,7 @@ static int signal_marked(const char *root, const int64_t *ids, size_t n,
 
   while (d != NULL && (e = readdir(d)) != NULL) {
     if (e->d_name[0] < '1' || e->d_name[0] > '9' ||
-        !marked(root, e->d_name, ids, n))
+        !marked(e->d_name, marks, n))
       continue;
     found++;
     pid = (pid_t)strtol(e->d_name, NULL, 10); /* /proc/<pid>: digits */
@@ -168,18 +205,18 @@ static int signal_marked(const char *root, const int64_t *ids, size_t n,
  * interrupted capture run on, holding the GPUs until the next capture's
  * stop script. Every process traced starts carries its capture's mark
  * (proc.h): SIGTERM to theirs, SIGKILL to what is left after a grace. */
-static void end_leftovers(const char *root, const int64_t *ids, size_t n)
+static void end_leftovers(char *const *marks, size_t n)
 {
   int left;
 
-  if (n == 0 || signal_marked(root, ids, n, SIGTERM) == 0)
+  if (n == 0 || signal_marked(marks, n, SIGTERM) == 0)
     return;
   for (int waited = 0; waited < LEFTOVER_GRACE_MS; waited += 100) {
     usleep(100 * 1000);
-    if ((left = signal_marked(root, ids, n, 0)) == 0)
+    if ((left = signal_marked(marks, n, 0)) == 0)
       return;
   }
-  left = signal_marked(root, ids, n, SIGKILL);
+  left = signal_marked(marks, n, SIGKILL);
   fprintf(stderr,
           "traced: %d leftover processes of interrupted captures "
           "killed\n",
@@ -195,9 +232,12 @@ int cap_recover(struct cap_runner *r, struct tr_err *err)
     return rc;
   for (int kind = 0; kind < TR_NKIND && rc == 0; kind++) {
     int64_t *ids = NULL;
+    char **marks = NULL;
     size_t n = 0, nleft = 0;
 
     rc = store_capture_ids(st, "running", tr_kind_names[kind], &ids, &n, err);
+    if (rc == 0 && n > 0 && (marks = calloc(n, sizeof(*marks))) == NULL)
+      rc = tr_err_set(err, TR_ENOMEM, "", "out of memory");
     for (size_t i = 0; rc == 0 && i < n; i++) {
       json_t *obj = NULL;
 
@@ -205,11 +245,16 @@ int cap_recover(struct cap_runner *r, struct tr_err *err)
         continue;
       if (kind == TR_KIND_IMPORT)
         push_id(r, TR_KIND_IMPORT, ids[i]);
-      else if (recover_capture(r, st, ids[i], obj))
-        ids[nleft++] = ids[i]; /* interrupted: end what it left */
+      else if (recover_capture(r, st, ids[i], obj, &marks[nleft]))
+        nleft++; /* interrupted: end what it left */
+      else
+        free(marks[nleft]);
       json_decref(obj);
     }
-    end_leftovers(r->cfg->trace_root, ids, nleft);
+    end_leftovers(marks, nleft);
+    for (size_t i = 0; i < nleft; i++)
+      free(marks[i]);
+    free(marks);
     free(ids);
   }
   store_close(st);

@@ -22,6 +22,15 @@ static void on_job_handle_closed(uv_handle_t *h)
   cap_job_release(job);
 }
 
+/* A sweep's point: the capture object's "sweep" (docs/SWEEPS.md). */
+static void sweep_of(struct cap_job *job, json_t *sweep)
+{
+  job->sweep_id = json_integer_value(json_object_get(sweep, "id"));
+  job->sweep_point = (int)json_integer_value(json_object_get(sweep, "point"));
+  job->sweep_conc_max =
+      (int)json_integer_value(json_object_get(sweep, "conc_max"));
+}
+
 static struct cap_job *job_new(struct cap_runner *r, int64_t id,
                                enum tr_kind kind, json_t *obj, bool recovered)
 {
@@ -39,12 +48,17 @@ static struct cap_job *job_new(struct cap_runner *r, int64_t id,
   job->params = json_incref(json_object_get(obj, "params"));
   if (recovered)
     job->stored_ranks = json_incref(json_object_get(obj, "ranks"));
+  sweep_of(job, json_object_get(obj, "sweep"));
   if ((job->trace_dir = tr_capture_dir(root, id, NULL)) == NULL ||
       (job->log_dir = tr_capture_dir(root, id, "logs")) == NULL ||
+      (job->export_dir = job->sweep_id != 0
+                             ? cap_sweep_launch_dir(root, job->sweep_id)
+                             : strdup(job->trace_dir)) == NULL ||
       asprintf(&job->work_dir, "%s/work", job->log_dir) < 0 ||
       asprintf(&job->scan.copy, "%s/server.log", job->log_dir) < 0) {
     free(job->trace_dir);
     free(job->log_dir);
+    free(job->export_dir);
     free(job->work_dir);
     json_decref(job->params);
     json_decref(job->stored_ranks);
@@ -52,7 +66,7 @@ static struct cap_job *job_new(struct cap_runner *r, int64_t id,
     return NULL;
   }
   job->scan.src = r->cfg->server_log;
-  job->scan.trace_dir = job->trace_dir;
+  job->scan.trace_dir = job->export_dir;
   uv_timer_init(r->loop, &job->deadline);
   uv_timer_init(r->loop, &job->tick);
   uv_timer_init(r->loop, &job->progress_timer);
@@ -78,6 +92,7 @@ void cap_job_release(struct cap_job *job)
   json_decref(job->verdict);
   free(job->trace_dir);
   free(job->log_dir);
+  free(job->export_dir);
   free(job->work_dir);
   free(job->scan.copy);
   free(job->index.read);
@@ -114,6 +129,8 @@ void cap_job_finish(struct cap_job *job)
   cap_http_cancel(job->http);
   job->http = NULL;
   cap_watch_stop(job);
+  /* A sweep's server may serve its next point (docs/SWEEPS.md). */
+  cap_sweep_keep(job);
   /* A server left by a good capture stays up (the skill's way); groups
    * being killed get SIGKILL now. */
   cap_proc_close(job->child);
@@ -183,6 +200,7 @@ static void start_job(struct cap_runner *r, struct pick_work *pw)
   }
   r->queues[pw->kind].job = job;
   atomic_store(&r->queues[pw->kind].id, job->id);
+  cap_sweep_join(job);
   cap_start(job);
 }
 
@@ -319,14 +337,15 @@ void cap_runner_check_down(struct cap_runner *r)
   uv_close((uv_handle_t *)&r->later_timer, on_timer_closed);
 }
 
-/* A job indexing or finishing when traced stops stays "running" in the
- * store: the next start indexes it again (recover()). Any other is
- * interrupted now. */
+/* A job collecting, indexing or finishing when traced stops stays
+ * "running" in the store: the next start collects and indexes it again
+ * (recover()). Any other is interrupted now. */
 static void stop_job(struct cap_job *job)
 {
   if (job == NULL || job->ending != END_NONE)
     return;
-  if (job->phase == TR_PHASE_INDEXING || job->phase == TR_PHASE_FINISHING) {
+  if (job->phase == TR_PHASE_COLLECTING || job->phase == TR_PHASE_INDEXING ||
+      job->phase == TR_PHASE_FINISHING) {
     job->ending = END_SHUTDOWN;
     atomic_store(&job->cancel, true);
     if (job->index.running == 0)
@@ -344,6 +363,7 @@ void cap_runner_shutdown(struct cap_runner *r, void (*done)(void *ud), void *ud)
   r->down_ud = ud;
   for (int k = 0; k < TR_NKIND; k++)
     stop_job(r->queues[k].job);
+  cap_sweep_drop(r);
   /* A store that refuses is not waited for: what it refused is given up
    * (a job's final state too: the next start marks it interrupted). */
   cap_work_give_up(r);

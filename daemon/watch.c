@@ -129,6 +129,7 @@ static void finish(struct cap_job *job)
   else
     w->why[0] = '\0';
   dead = w->why[0] != '\0' ? w->why : NULL;
+  w->died = dead != NULL;
   if (job->ending == END_NONE && !job->finished)
     cb(job, dead);
 }

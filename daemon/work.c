@@ -258,8 +258,12 @@ static void start_next_op(struct cap_job *job);
 static void run_op(struct cap_work *w)
 {
   struct cap_op *op = (struct cap_op *)w;
-  struct store_apply a = { op->w.claim, op->w.status, op->w.phase,
-                           op->w.merges };
+  struct store_apply a = {
+    op->w.claim, op->w.status, op->w.phase, op->w.merges,
+    op->w.ends_sweep ? json_string_value(json_object_get(
+                           json_object_get(op->w.merges, "error"), "message"))
+                     : NULL
+  };
 
   struct store *st;
 
@@ -370,7 +374,7 @@ void cap_job_write(struct cap_job *job, const struct cap_write *w)
 
 void cap_job_merge(struct cap_job *job, json_t *merges)
 {
-  struct cap_write w = { -1, -1, merges, NULL, NULL, false, false };
+  struct cap_write w = { -1, -1, merges, NULL, NULL, false, false, false };
 
   cap_job_write(job, &w);
 }
@@ -405,7 +409,7 @@ static void run_orphan(struct cap_work *w)
 {
   struct orphan_work *ow = (struct orphan_work *)w;
   json_t *merges = ow->error ? json_pack("{s:O}", "error", ow->error) : NULL;
-  struct store_apply a = { false, ow->status, ow->phase, merges };
+  struct store_apply a = { false, ow->status, ow->phase, merges, NULL };
   struct tr_err err = { 0 };
   struct store *st = cap_db_take(w->r, &err);
 

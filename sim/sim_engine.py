@@ -32,6 +32,7 @@ import traceback
 import simcommon as sc
 import sim_labels
 import sim_compose
+import sim_scaling
 from sim_traces import global_rank_text, model_stem, traces_dir
 
 log = sc.atom_logger()
@@ -223,8 +224,12 @@ class Worker(threading.Thread):
     def write_json(self, path, seconds):
         """export_chrome_trace: the .json appears at once and grows, at
         least every EXPORT_GROW_S, for as long as `seconds`."""
-        data = global_rank_text(self.global_rank,
-                                self.engine.window()).encode("utf-8")
+        scaling = sim_scaling.spec()
+        window = self.engine.window()
+        data = (sim_scaling.rank_text(scaling, self.global_rank,
+                                      [name for _, _, name in window.passes])
+                if scaling is not None else
+                global_rank_text(self.global_rank, window)).encode("utf-8")
         chunks = max(EXPORT_CHUNKS, int(seconds / EXPORT_GROW_S))
         step = max(1, -(-len(data) // chunks))
         with open(path, "wb") as f:

@@ -32,8 +32,12 @@ static const char initial_progress[] =
   " c.bench AS bench_json, c.extra AS extra_json,"                             \
   " cr.collectives AS collectives_json,"                                       \
   " CASE WHEN cr.verdict_code IS NOT NULL THEN json_object('verdict',"         \
-  "  cr.verdict_code, 'baseline', cr.baseline_id) END AS verdict_json"         \
-  " FROM captures c LEFT JOIN capture_results cr ON cr.capture_id = c.id "
+  "  cr.verdict_code, 'baseline', cr.baseline_id) END AS verdict_json,"        \
+  " CASE WHEN sp.sweep_id IS NOT NULL THEN json_object('id', sp.sweep_id,"     \
+  "  'point', sp.point, 'conc', sp.conc, 'conc_max', (SELECT max(q.conc)"      \
+  "  FROM sweep_points q WHERE q.sweep_id = sp.sweep_id)) END AS sweep_json"   \
+  " FROM captures c LEFT JOIN capture_results cr ON cr.capture_id = c.id"      \
+  " LEFT JOIN sweep_points sp ON sp.capture_id = c.id "
 
 /* A status filter: NULL (any) or a status of the vocabulary. */
 static int check_status(const char *status, struct tr_err *err)
@@ -51,9 +55,8 @@ static int step_write(struct store *st, sqlite3_stmt *s, struct tr_err *err)
   return rc;
 }
 
-/* TR_EBUSY when max_queued (> 0) captures and imports are queued. Inside
- * the caller's write transaction, so that two inserts cannot both pass. */
-static int check_queue(struct store *st, int max_queued, struct tr_err *err)
+int store__check_queue(struct store *st, int max_queued, int adding,
+                       struct tr_err *err)
 {
   sqlite3_stmt *s;
   int64_t queued = 0;
@@ -70,37 +73,24 @@ static int check_queue(struct store *st, int max_queued, struct tr_err *err)
   else
     rc = store__db_err(st, "queue", err);
   store__done(s);
-  if (rc == 0 && queued >= max_queued)
+  if (rc == 0 && queued + adding > max_queued)
     rc = tr_err_set(err, TR_EBUSY, "queue",
-                    "%lld captures and imports are queued already "
-                    "(max_queued): retry when some have run, or cancel some",
-                    (long long)queued);
+                    "%lld captures and imports are queued already, and %d "
+                    "more would pass max_queued (%d): retry when some have "
+                    "run, or cancel some",
+                    (long long)queued, adding, max_queued);
   return rc;
 }
 
-int store_capture_insert(struct store *st, const char *kind, const char *label,
-                         json_t *params, int max_queued, int64_t *id,
-                         struct tr_err *err)
+int store__capture_row(struct store *st, const char *kind, const char *label,
+                       json_t *params, int64_t *id, struct tr_err *err)
 {
-  char *text; /* params as compact JSON */
+  char *text = params ? tr_json_dumps(params, JSON_COMPACT) : strdup("{}");
   sqlite3_stmt *s;
-  int64_t now = tr_now_ns();
-  int rc;
+  int rc = store__check_enum(kind, tr_kind_names, "kind", err);
 
-  if (kind == NULL)
-    return tr_err_set(err, TR_EINVAL, "kind", "kind missing");
-  rc = store__check_enum(kind, tr_kind_names, "kind", err);
-  if (rc < 0)
-    return rc;
-  text = params ? tr_json_dumps(params, JSON_COMPACT) : strdup("{}");
   if (text == NULL)
     return tr_err_set(err, TR_ENOMEM, "params", "params");
-  rc = store__wr_begin(st, err);
-  if (rc < 0) {
-    free(text);
-    return rc;
-  }
-  rc = check_queue(st, max_queued, err);
   if (rc == 0)
     rc = store__stmt(st,
                      "INSERT INTO captures(kind, label, params, status,"
@@ -111,13 +101,32 @@ int store_capture_insert(struct store *st, const char *kind, const char *label,
     sqlite3_bind_text(s, 1, kind, -1, SQLITE_TRANSIENT);
     store__bind_text(s, 2, label);
     sqlite3_bind_text(s, 3, text, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(s, 4, now);
+    sqlite3_bind_int64(s, 4, tr_now_ns());
     sqlite3_bind_text(s, 5, initial_progress, -1, SQLITE_STATIC);
     rc = step_write(st, s, err);
   }
   if (rc == 0)
     *id = sqlite3_last_insert_rowid(st->db);
   free(text);
+  return rc;
+}
+
+int store_capture_insert(struct store *st, const char *kind, const char *label,
+                         json_t *params, int max_queued, int64_t *id,
+                         struct tr_err *err)
+{
+  int rc;
+
+  if (kind == NULL)
+    return tr_err_set(err, TR_EINVAL, "kind", "kind missing");
+  rc = store__check_enum(kind, tr_kind_names, "kind", err);
+  if (rc == 0)
+    rc = store__wr_begin(st, err);
+  if (rc < 0)
+    return rc;
+  rc = store__check_queue(st, max_queued, 1, err);
+  if (rc == 0)
+    rc = store__capture_row(st, kind, label, params, id, err);
   return store__wr_end(st, rc, err);
 }
 
@@ -241,6 +250,12 @@ int store_capture_apply(struct store *st, int64_t id,
   if (rc == 0 && (a->status >= 0 || a->phase >= 0))
     rc = write_phase(st, id, a->status, a->phase,
                      a->status >= 0 && tr_status_final(a->status), err);
+  /* A sweep's status moves with its points (docs/SWEEPS.md), in the same
+   * transaction. */
+  if (rc == 0 && a->claim)
+    rc = store__sweep_claim(st, id, err);
+  if (rc == 0 && a->status >= 0 && tr_status_final(a->status))
+    rc = store__sweep_settle(st, id, a->sweep_ends, err);
   return store__wr_end(st, rc, err);
 }
 
@@ -248,7 +263,7 @@ int store_capture_set_phase(struct store *st, int64_t id, const char *status,
                             const char *phase, struct tr_err *err)
 {
   struct store_apply a = { false, tr_status_parse(status),
-                           tr_phase_parse(phase), NULL };
+                           tr_phase_parse(phase), NULL, NULL };
 
   if (a.status < 0)
     return tr_err_set(err, TR_EINVAL, "status", "status: unknown value");
@@ -306,7 +321,7 @@ int store_capture_merge(struct store *st, int64_t id, const char *column,
                         json_t *obj, struct tr_err *err)
 {
   json_t *merges = json_object();
-  struct store_apply a = { false, -1, -1, merges };
+  struct store_apply a = { false, -1, -1, merges, NULL };
   int rc;
 
   if (column == NULL) {
@@ -324,21 +339,11 @@ int store_capture_merge(struct store *st, int64_t id, const char *column,
  * columns win over an extra member of the same name). */
 static void finish_capture(json_t *obj)
 {
-  static const char *const stamps[] = { "created_at", "started_at",
-                                        "finished_at", "phase_started_at" };
   json_t *extra = json_incref(json_object_get(obj, "extra"));
   const char *key;
   json_t *v;
 
-  for (size_t i = 0; i < sizeof(stamps) / sizeof(stamps[0]); i++) {
-    json_t *t = json_object_get(obj, stamps[i]);
-    char buf[40];
-
-    if (json_is_integer(t)) {
-      tr_rfc3339(json_integer_value(t), buf, sizeof(buf));
-      json_object_set_new(obj, stamps[i], json_string(buf));
-    }
-  }
+  store__stamps(obj);
   json_object_del(obj, "extra");
   json_object_foreach(extra, key, v) {
     if (json_object_get(obj, key) == NULL)
@@ -350,30 +355,25 @@ static void finish_capture(json_t *obj)
 int store_capture_get(struct store *st, int64_t id, json_t **out,
                       struct tr_err *err)
 {
-  json_t *rows = NULL, *ranks = NULL;
-  sqlite3_stmt *s;
+  json_t *cap = NULL, *ranks = NULL;
   int rc = store__rd_begin(st, err);
 
   if (rc == 0)
-    rc = store__stmt(st, CAPTURE_SELECT "WHERE c.id = ?1", &s, err);
-  if (rc == 0) {
-    sqlite3_bind_int64(s, 1, id);
-    rc = store__rows(st, s, &rows, err);
-  }
-  if (rc == 0 && json_array_size(rows) == 0)
+    rc = store__row_id(st, CAPTURE_SELECT "WHERE c.id = ?1", id, &cap, err);
+  if (rc == 0 && cap == NULL)
     rc = store__no_capture(st, id, err);
   if (rc == 0)
     rc = store__capture_ranks(st, id, &ranks, err);
   rc = store__rd_end(st, rc, err);
-  if (rc == 0) {
-    *out = json_incref(json_array_get(rows, 0));
-    finish_capture(*out);
-    json_object_set_new(*out, "ranks", ranks);
-  } else {
+  if (rc != 0) {
+    json_decref(cap);
     json_decref(ranks);
+    return rc;
   }
-  json_decref(rows);
-  return rc;
+  finish_capture(cap);
+  json_object_set_new(cap, "ranks", ranks);
+  *out = cap;
+  return 0;
 }
 
 int store_capture_list(struct store *st, const struct store_list_filter *f,
@@ -497,6 +497,8 @@ static int cancel_if_queued(struct store *st, int64_t id, bool *changed,
   sqlite3_bind_int64(s, 2, tr_now_ns());
   rc = step_write(st, s, err);
   *changed = rc == 0 && sqlite3_changes(st->db) > 0;
+  if (*changed)
+    rc = store__sweep_settle(st, id, NULL, err);
   return rc;
 }
 

@@ -220,6 +220,36 @@ int store__rd_end(struct store *st, int rc, struct tr_err *err)
   return rc;
 }
 
+int store__row_id(struct store *st, const char *sql, int64_t id, json_t **out,
+                  struct tr_err *err)
+{
+  json_t *rows = NULL;
+  sqlite3_stmt *s;
+  int rc = store__stmt_id(st, sql, id, 0, &s, err);
+
+  if (rc == 0)
+    rc = store__rows(st, s, &rows, err);
+  *out = rc == 0 ? json_incref(json_array_get(rows, 0)) : NULL;
+  json_decref(rows);
+  return rc;
+}
+
+void store__stamps(json_t *obj)
+{
+  static const char *const stamps[] = { "created_at", "started_at",
+                                        "finished_at", "phase_started_at" };
+
+  for (size_t i = 0; i < sizeof(stamps) / sizeof(stamps[0]); i++) {
+    json_t *t = json_object_get(obj, stamps[i]);
+    char buf[40];
+
+    if (json_is_integer(t)) {
+      tr_rfc3339(json_integer_value(t), buf, sizeof(buf));
+      json_object_set_new(obj, stamps[i], json_string(buf));
+    }
+  }
+}
+
 int store__bind_text(sqlite3_stmt *stmt, int i, const char *s)
 {
   if (s == NULL)

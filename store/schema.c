@@ -527,8 +527,38 @@ static const char step9[] =
     ", PRIMARY KEY(rank_id, step, position)) WITHOUT ROWID;";
 /* clang-format on */
 
+/*
+ * Version 10: sweeps (docs/SWEEPS.md). sweeps: one row per sweep, its own
+ * id space (AUTOINCREMENT, as captures), params its validated request (the
+ * points' common members, the ladder, the scenario), status the words of
+ * common/lifecycle.h, error {message, point} when the server's death ended
+ * it. sweep_points: which captures are its points, hanging off each point
+ * (so the fleet publishes it with the capture: docs/FLEET.md), its place
+ * and what it runs at; sweep_id is not a foreign key, since a lab view's
+ * copy of a point has no sweep row.
+ */
+static const char step10[] =
+    "CREATE TABLE sweeps("
+    " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " label TEXT,"
+    " params TEXT NOT NULL DEFAULT '{}',"
+    " status TEXT NOT NULL,"
+    " created_at INTEGER NOT NULL,"
+    " started_at INTEGER,"
+    " finished_at INTEGER,"
+    " error TEXT);"
+    "CREATE INDEX sweeps_status ON sweeps(status, id);"
+    "CREATE TABLE sweep_points("
+    " capture_id INTEGER PRIMARY KEY REFERENCES captures(id)"
+    "  ON DELETE CASCADE,"
+    " sweep_id INTEGER NOT NULL,"
+    " point INTEGER NOT NULL,"
+    " conc INTEGER NOT NULL,"
+    " isl INTEGER NOT NULL,"
+    " osl INTEGER NOT NULL,"
+    " UNIQUE(sweep_id, point));";
 
 const char *const store__migrations[] = { step1, step2, step3, step4, step5,
-                                          step6, step7, step8, step9 };
+                                          step6, step7, step8, step9, step10 };
 const int store__schema_version =
     (int)(sizeof(store__migrations) / sizeof(store__migrations[0]));

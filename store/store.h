@@ -61,6 +61,9 @@ struct store_apply {
   int phase;      /* enum tr_phase, -1: kept */
   json_t *merges; /* {column: object} merged in as store_capture_merge()
                      does; borrowed; NULL: none */
+  const char *sweep_ends; /* with a final status of a sweep's point: the
+                             sweep ends here, for this reason (the server
+                             died: docs/SWEEPS.md); NULL: it goes on */
 };
 
 /*
@@ -143,6 +146,95 @@ enum store_end {
  * where the decision is made. TR_ENOTFOUND for an unknown id. */
 int store_capture_end(struct store *st, int64_t id, enum store_end *what,
                       struct tr_err *err);
+
+/* ---- sweeps (docs/SWEEPS.md) ---- */
+
+/* A new sweep, status "queued", with label (may be NULL) and params (its
+ * validated request, borrowed), and its points: one queued capture of
+ * each element of points (a capture request, borrowed), point i, tied to
+ * it by sweep_points, all in one transaction. TR_EBUSY (field "queue")
+ * when max_queued (> 0) would be passed by them. */
+int store_sweep_insert(struct store *st, const char *label, json_t *params,
+                       json_t *points, int max_queued, int64_t *id,
+                       struct tr_err *err);
+
+/* The sweep object (docs/API.md): id, label, params, status, created_at,
+ * started_at, finished_at (RFC 3339 or null), error ({message, point} or
+ * null), points_total, points_done, and points: [{point, capture, conc,
+ * isl, osl, status, phase, error (its message or null), and the bench's
+ * figures (store_int.h's STORE__SWEEP_BENCH; null until it has them)}]
+ * by point. One
+ * read snapshot. TR_ENOTFOUND (field "sweep"). */
+int store_sweep_get(struct store *st, int64_t id, json_t **out,
+                    struct tr_err *err);
+
+/* The points of sweep id as store_sweep_get() gives them (an empty array
+ * for an unknown id), inside the caller's snapshot if any. */
+int store_sweep_points(struct store *st, int64_t id, json_t **out,
+                       struct tr_err *err);
+
+/* The same of the points that are the captures ids (a JSON array of
+ * capture ids, borrowed: a lab view's copies of a sweep's points), by
+ * point. */
+int store_sweep_points_of(struct store *st, json_t *ids, json_t **out,
+                          struct tr_err *err);
+
+/* Sweep objects without points, newest first: f's status, before, limit
+ * and max_bytes (its model and kind are not read). */
+int store_sweep_list(struct store *st, const struct store_list_filter *f,
+                     json_t **out, struct tr_err *err);
+
+/* GET /sweeps/<id>/scaling (docs/SWEEPS.md, "What scales"): {sweep,
+ * knee_pct, points (store_sweep_points()'s, each done one with
+ * decode_samples, bs_mean and launch_bound_share), scenarios [{isl, osl,
+ * knee ({conc, gain_pct, next_conc} or null), stops_scaling [{name,
+ * share_lo, share_hi, growth}], crossover_bs, launch_bound_at_min,
+ * launch_bound_at_max}], rows [{isl, osl, figure (step, idle, category,
+ * family, path), name, n, bs_min, bs_max, a_ns, b_ns_per_seq, r2,
+ * se_b_ns, rmse_ns, break_bs, a1_ns, b1_ns_per_seq, a2_ns, b2_ns_per_seq,
+ * r2_piecewise, by_bs: its samples by batch size [[bs, n, mean_ns]]}]},
+ * from the done points' rows in one read snapshot.
+ * knee_pct: sweep_knee_pct. TR_ENOTFOUND (field "sweep"). */
+int store_sweep_scaling(struct store *st, int64_t id, int knee_pct,
+                        json_t **out, struct tr_err *err);
+/* The same of the points that are the captures ids (as
+ * store_sweep_points_of()), without "sweep". */
+int store_sweep_scaling_of(struct store *st, json_t *ids, int knee_pct,
+                           json_t **out, struct tr_err *err);
+
+/* The settings sweeps' answers are made with. */
+struct store_sweep_opts {
+  int knee_pct;      /* sweep_knee_pct */
+  int threshold_pct; /* regression_threshold_pct, for the points' verdicts */
+};
+
+/* GET /sweeps/<a>/compare?to=<b> (docs/SWEEPS.md, "Two sweeps compared"):
+ * {a, b, points [{conc, isl, osl, a_capture, b_capture, verdict (a's
+ * point against b's, as store_verdict() judges it), a_output_throughput,
+ * b_output_throughput, changes (its verdict's largest figures, at most
+ * 5)}] for each done point of a that b has done at the same concurrency,
+ * ISL and OSL; slopes [{isl, osl, figure, name, a_a_ns, b_a_ns,
+ * a_b_ns_per_seq, b_b_ns_per_seq, ratio (a's slope over b's, null when
+ * b's is 0 or null)}] for each fit both have}. TR_ENOTFOUND naming
+ * "sweep" or "to"; TR_EINVAL naming "to" for a itself. */
+int store_sweep_compare(struct store *st, int64_t a, int64_t b,
+                        const struct store_sweep_opts *o, json_t **out,
+                        struct tr_err *err);
+
+/* What store_sweep_end() did, and to which points. */
+struct store_sweep_end {
+  bool deleted; /* it was finished: deleted with its points (their files
+                   are the caller's to remove); else it is now cancelled
+                   with its queued points */
+  int64_t *ids; /* deleted: its points' capture ids; cancelled: the point
+                   still running (the runner cancels it); caller frees */
+  size_t n;
+};
+
+/* DELETE /sweeps/<id>, decided in one write transaction from the status it
+ * finds. TR_ENOTFOUND (field "sweep") for an unknown id. */
+int store_sweep_end(struct store *st, int64_t id, struct store_sweep_end *out,
+                    struct tr_err *err);
 
 /* Atomically: if the capture is still "queued", marks it "cancelled"
  * (finished_at stamped, error {phase, message}) and sets *was_queued;
@@ -549,6 +641,17 @@ int store_fleet_trend(struct store *st, const char *config, const char *gpu,
 /* GET /fleet/configs: [{config, gpu, model, captures, nodes, latest}],
  * latest first. */
 int store_fleet_configs(struct store *st, json_t **out, struct tr_err *err);
+
+/* GET /fleet/sweeps (store/fleet_sweeps.c): the sweeps of the fleet's
+ * published points, newest first, at most limit: [{ref (node:id), node,
+ * id (the node's sweep id), model, points_published, points_done, conc
+ * (the published points' concurrencies), created_at, finished_at (ns)}]. */
+int store_fleet_sweeps(struct store *st, int limit, json_t **out,
+                       struct tr_err *err);
+/* The node's ids of the published points of node's sweep, by point:
+ * [{id}]. */
+int store_fleet_sweep_points(struct store *st, const char *node, int64_t sweep,
+                             json_t **out, struct tr_err *err);
 
 /* GET /fleet/nodes: [{node, url, traced_version, seen_at, captures}]. */
 int store_fleet_nodes(struct store *st, json_t **out, struct tr_err *err);

@@ -137,6 +137,15 @@ typedef int (*store__row_fn)(void *ud, json_t *row, struct tr_err *err);
 int store__rows_each(struct store *st, sqlite3_stmt *stmt, store__row_fn fn,
                      void *ud, struct tr_err *err);
 
+/* The first row of sql (?1 = id) as store__rows() makes it, into *out
+ * (NULL when there is none). */
+int store__row_id(struct store *st, const char *sql, int64_t id, json_t **out,
+                  struct tr_err *err);
+
+/* A record's timestamps (created_at, started_at, finished_at,
+ * phase_started_at: ns since the epoch) as RFC 3339 strings. */
+void store__stamps(json_t *obj);
+
 /* The JSON value of a column holding JSON text (NULL -> json null). */
 json_t *store__col_json(sqlite3_stmt *stmt, int col);
 
@@ -161,6 +170,41 @@ int store__stmt_id(struct store *st, const char *sql, int64_t id, int rank,
  * ready, store__no_capture() when there is none, TR_EDB on error. The
  * caller gives s back. */
 int store__step_capture(struct store *st, sqlite3_stmt *s, int64_t id,
+                        struct tr_err *err);
+
+/* The bench's figures a sweep's point shows (ATOM's result file's keys,
+ * docs/ATOM.md), in order: output tokens/s, TTFT and TPOT in ms. */
+#define STORE__SWEEP_BENCH(XX)                                                 \
+  XX(output_throughput)                                                        \
+  XX(request_throughput)                                                       \
+  XX(total_token_throughput)                                                   \
+  XX(median_ttft_ms)                                                           \
+  XX(p99_ttft_ms)                                                              \
+  XX(mean_ttft_ms)                                                             \
+  XX(median_tpot_ms)                                                           \
+  XX(p99_tpot_ms)                                                              \
+  XX(mean_tpot_ms)                                                             \
+  XX(completed)                                                                \
+  XX(num_prompts)
+
+/* A queued capture row (store_capture_insert() without its transaction
+ * and its bound), inside the caller's write transaction. */
+int store__capture_row(struct store *st, const char *kind, const char *label,
+                       json_t *params, int64_t *id, struct tr_err *err);
+
+/* TR_EBUSY (field "queue") when adding captures to those queued would
+ * pass max_queued (> 0). Inside the caller's write transaction, so that
+ * two inserts cannot both pass. */
+int store__check_queue(struct store *st, int max_queued, int adding,
+                       struct tr_err *err);
+
+/* Inside the write that changes capture id (store/sweeps.c); nothing when
+ * it is no sweep's point. claim: its first point was claimed, the sweep
+ * runs. settle: it became final: with ends, the sweep ends (failed, its
+ * queued points cancelled); once none of its points waits or runs, the
+ * sweep is done (a point done) or failed. */
+int store__sweep_claim(struct store *st, int64_t id, struct tr_err *err);
+int store__sweep_settle(struct store *st, int64_t id, const char *ends,
                         struct tr_err *err);
 
 /* TR_ENOTFOUND (field "id") unless the capture exists; *status (may be

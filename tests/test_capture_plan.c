@@ -57,7 +57,7 @@ static int n_plans;
 static int build(const char *body, struct cap_plan **out, struct tr_err *err)
 {
   char trace[128], log[128], work[128];
-  struct cap_dirs dirs = { trace, log, work };
+  struct cap_dirs dirs = { trace, log, work, false, 0 };
   json_t *params = json_loads(body, 0, NULL);
   int rc;
 

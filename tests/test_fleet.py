@@ -952,6 +952,55 @@ def case_standby():
               (len(ids) + 1))
 
 
+def case_sweep():
+    """A sweep on a node driving the simulator (docs/SWEEPS.md): its
+    points are published as the captures they are; the lab view lists the
+    sweep (/fleet/sweeps), answers /sweeps/<node:id> with the node's
+    points under the node's ids, and its scaling with the node's very
+    fits."""
+    import test_capture_lib
+    with Fleet() as f:
+        rig = test_capture_lib.Rig(conf={
+            "fleet_dsn": f.dsn("n2"), "node_name": "n2",
+            "import_roots": "%s:%s" % (TRACES_DIR, f.dir),
+            "fleet_outbox_max_age_s": "2"})
+        rig.start()
+        try:
+            sweep_on_lab(f, rig.d)
+        finally:
+            rig.close()
+
+
+def sweep_on_lab(f, n2):
+    code, sw = n2.post("/sweeps", {"model": os.path.join(
+        n2.conf["model_roots"], "Sim-Model"), "tp": 2, "isl": 8, "osl": 4,
+        "conc": [1, 2, 4]})
+    check_eq(code, 202, "sweep: %s" % sw)
+    sid = sw["id"]
+    wait_for(lambda: get_ok(n2, "/sweeps/%d" % sid)["status"] in FINAL,
+             WAIT, "the sweep", every=0.2)
+    mine = get_ok(n2, "/sweeps/%d" % sid)
+    check_eq(mine["status"], "done", "the sweep on its node")
+    ids = drained(f.pg, n2, "n2")
+    lab = start(f.lab())
+    followed(lab, "n2", ids)
+    ref = "n2:%d" % sid
+    check_eq([(s["ref"], s["points_published"], s["points_done"],
+               sorted(s["conc"])) for s in get_ok(lab, "/fleet/sweeps")[
+                   "sweeps"]], [(ref, 3, 3, [1, 2, 4])], "the fleet's sweeps")
+    theirs = get_ok(lab, "/sweeps/" + ref)
+    check_eq((theirs["status"], [(p["conc"], p["capture"], p["capture_node"])
+                                 for p in theirs["points"]]),
+             ("done", [(p["conc"], p["capture"], "n2")
+                       for p in mine["points"]]), "its points in the lab")
+    own = get_ok(n2, "/sweeps/%d/scaling" % sid)
+    lab_sc = get_ok(lab, "/sweeps/%s/scaling" % ref)
+    check(own["rows"], "fits on the node")
+    check_eq(lab_sc["rows"], own["rows"], "the lab's fits are the node's")
+    check_eq(lab_sc["scenarios"], own["scenarios"], "its scenarios")
+    check_eq(lab.get("/sweeps/n2:999")[0], 404, "an unknown sweep")
+
+
 def case_bad_dsn():
     top = tempfile.mkdtemp(prefix="traced-fleet-dsn-")
     try:
@@ -982,7 +1031,8 @@ CASES = {"e2e": case_e2e, "web": case_web, "roles": case_roles,
          "after_commit": case_after_commit, "two_nodes": case_two_nodes,
          "rebuild": case_rebuild, "newer_schema": case_newer_schema,
          "password": case_password, "disk": case_disk,
-         "standby": case_standby, "bad_dsn": case_bad_dsn}
+         "standby": case_standby, "bad_dsn": case_bad_dsn,
+         "sweep": case_sweep}
 
 if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] not in CASES:

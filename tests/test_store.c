@@ -433,7 +433,8 @@ static void store_capture_apply_all_or_nothing(void)
   char path[256];
   struct store *st;
   json_t *cap, *merges;
-  struct store_apply a = { true, TR_STATUS_RUNNING, TR_PHASE_STOPPING, NULL };
+  struct store_apply a = { true, TR_STATUS_RUNNING, TR_PHASE_STOPPING, NULL,
+                           NULL };
   int64_t id;
   bool was_queued;
 

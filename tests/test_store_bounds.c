@@ -164,7 +164,7 @@ static void *run_one(void *arg)
 {
   struct runner *run = arg;
   struct store *st = open_rw();
-  struct store_apply claim = { true, TR_STATUS_RUNNING, TR_PHASE_INDEXING,
+  struct store_apply claim = { true, TR_STATUS_RUNNING, TR_PHASE_INDEXING, NULL,
                                NULL };
   struct tr_err err = { 0 };
 

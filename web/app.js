@@ -405,6 +405,8 @@ function route() {
   if (m) return captureView(app, idOf(m[1]), q);
   m = new RegExp('^/diff/(' + REF + ')/(' + REF + ')/?$').exec(path);
   if (m) return diffView(app, idOf(m[1]), idOf(m[2]), q);
+  /* #/sweeps... (sweep.js). */
+  if (sweepRoute(app, path)) return;
   /* #/fleet, #/trend (a lab view: fleet.js), #/local (this node's own
    * list, which a lab view does not open on). */
   const view = {fleet: fleetListView, trend: trendView, local: listView}[

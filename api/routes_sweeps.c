@@ -1,0 +1,199 @@
+/*
+ * Routes of sweeps (docs/SWEEPS.md): queue one (POST /sweeps: its points
+ * are queued captures), list, get, cancel or delete. As for captures, the
+ * writes are short and made here; the loop hears of them through the
+ * hooks (a wake, a cancel of the point running).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api_int.h"
+#include "common/lifecycle.h"
+
+int api_path_sweep(struct api_req *r, int64_t *id, struct tr_err *err)
+{
+  return api_parse_int(r->seg[1], "sweep", 1, INT64_MAX, id, err);
+}
+
+enum MHD_Result api_reply_rows(struct api_req *r, json_t *obj,
+                               const char *member, bool csv)
+{
+  json_t *rows;
+
+  if (!csv)
+    return api_reply_json(r, 200, obj);
+  rows = json_pack("{s:O}", "rows", json_object_get(obj, member));
+  json_decref(obj);
+  return api_reply_table(r, rows, true, NULL, 0);
+}
+
+enum MHD_Result api_post_sweeps(struct api_req *r)
+{
+  const struct api_hooks *hooks = &r->api->hooks;
+  struct tr_err err = { 0 };
+  json_t *params = NULL, *points = NULL, *sweep = NULL;
+  const char *label;
+  struct store *st = NULL;
+  int64_t id = 0;
+  int rc;
+
+  rc = api_query_check(r, &err);
+  if (rc == 0)
+    rc = api_parse_sweep(r->api->cfg, r->body ? r->body : "", r->body_len,
+                         &params, &points, &err);
+  label = json_string_value(json_object_get(params, "label"));
+  if (rc == 0 && (st = api_store(r, STORE_RW, &err)) == NULL)
+    rc = err.code;
+  if (rc == 0)
+    rc = store_sweep_insert(st, label && label[0] ? label : NULL, params,
+                            points, r->api->cfg->max_queued, &id, &err);
+  json_decref(params);
+  json_decref(points);
+  if (rc != 0)
+    return api_reply_tr_err(r, &err);
+  if (hooks->wake != NULL)
+    hooks->wake(hooks->ud);
+  if (store_sweep_get(st, id, &sweep, &err) != 0)
+    return api_reply_tr_err(r, &err);
+  return api_reply_json(r, 202, sweep);
+}
+
+enum MHD_Result api_get_sweeps(struct api_req *r)
+{
+  const struct cfg *cfg = r->api->cfg;
+  struct store_list_filter f = { 0 };
+  struct tr_err err = { 0 };
+  int64_t limit = cfg->list_limit, before = 0;
+  json_t *list = NULL, *last;
+  struct store *st;
+  bool csv = false;
+
+  if (api_query_check(r, &err) != 0 ||
+      api_query_enum(r, "status", &f.status, &err) != 0 ||
+      api_query_int(r, "limit", 1, cfg->list_limit_max, &limit, &err) != 0 ||
+      api_query_int(r, "before", 1, INT64_MAX, &before, &err) != 0 ||
+      api_query_csv(r, &csv, &err) != 0)
+    return api_reply_tr_err(r, &err);
+  f.limit = (int)limit;
+  f.before = before;
+  f.max_bytes = (size_t)cfg->max_response_bytes / 2;
+  st = api_store(r, STORE_RO, &err);
+  if (st == NULL || store_sweep_list(st, &f, &list, &err) != 0)
+    return api_reply_tr_err(r, &err);
+  /* A full page may have more behind it: its last id pages on. */
+  last = json_array_size(list) == (size_t)limit
+             ? json_object_get(json_array_get(list, (size_t)limit - 1), "id")
+             : NULL;
+  return api_reply_rows(
+      r, json_pack("{s:o, s:O?}", "sweeps", list, "next_before", last),
+      "sweeps", csv);
+}
+
+enum MHD_Result api_get_sweep(struct api_req *r)
+{
+  struct tr_err err = { 0 };
+  struct store *st;
+  json_t *sweep = NULL;
+  bool csv = false;
+  int64_t id;
+
+  if (api_query_check(r, &err) != 0 || api_path_sweep(r, &id, &err) != 0 ||
+      api_query_csv(r, &csv, &err) != 0 ||
+      (st = api_store(r, STORE_RO, &err)) == NULL ||
+      store_sweep_get(st, id, &sweep, &err) != 0)
+    return api_reply_tr_err(r, &err);
+  return api_reply_rows(r, sweep, "points", csv);
+}
+
+/* A finished sweep deleted: its points as deleted captures, its launch
+ * folder. */
+static enum MHD_Result sweep_deleted(struct api_req *r, int64_t id,
+                                     const struct store_sweep_end *e)
+{
+  const struct api_hooks *hooks = &r->api->hooks;
+  bool all = api_to_trash(r->api->cfg, "sweeps", id) == 0;
+  json_t *out = json_pack("{s:I}", "deleted", (json_int_t)id);
+
+  for (size_t i = 0; i < e->n; i++)
+    all = api_capture_gone(r, e->ids[i]) && all;
+  if (!all)
+    json_object_set_new(out, "warning",
+                        json_string("some trace or log files could not be "
+                                    "removed"));
+  if (hooks->purge != NULL)
+    hooks->purge(hooks->ud);
+  return api_reply_json(r, 200, out);
+}
+
+/* The store decides (store_sweep_end()): a finished sweep is deleted, any
+ * other cancelled with its queued points, and its running point is
+ * cancelled by the runner (it may have just finished: then the sweep
+ * settled already). */
+enum MHD_Result api_delete_sweep(struct api_req *r)
+{
+  const struct api_hooks *hooks = &r->api->hooks;
+  struct store_sweep_end e = { 0 };
+  struct tr_err err = { 0 };
+  enum MHD_Result ret;
+  struct store *st;
+  json_t *sweep = NULL;
+  int64_t id;
+
+  if (api_query_check(r, &err) != 0 || api_path_sweep(r, &id, &err) != 0 ||
+      (st = api_store(r, STORE_RW, &err)) == NULL ||
+      store_sweep_end(st, id, &e, &err) != 0)
+    return api_reply_tr_err(r, &err);
+  if (e.deleted) {
+    ret = sweep_deleted(r, id, &e);
+    free(e.ids);
+    return ret;
+  }
+  for (size_t i = 0; i < e.n && hooks->cancel != NULL; i++)
+    hooks->cancel(hooks->ud, e.ids[i]);
+  free(e.ids);
+  if ((st = api_store(r, STORE_RO, &err)) == NULL ||
+      store_sweep_get(st, id, &sweep, &err) != 0)
+    return api_reply_tr_err(r, &err);
+  return api_reply_json(r, e.n > 0 ? 202 : 200, sweep);
+}
+
+enum MHD_Result api_get_sweep_scaling(struct api_req *r)
+{
+  struct tr_err err = { 0 };
+  struct store *st;
+  json_t *out = NULL;
+  bool csv = false;
+  int64_t id;
+
+  if (api_query_check(r, &err) != 0 || api_path_sweep(r, &id, &err) != 0 ||
+      api_query_csv(r, &csv, &err) != 0 ||
+      (st = api_store(r, STORE_RO, &err)) == NULL ||
+      store_sweep_scaling(st, id, r->api->cfg->sweep_knee_pct, &out, &err) != 0)
+    return api_reply_tr_err(r, &err);
+  return api_reply_rows(r, out, "rows", csv);
+}
+
+enum MHD_Result api_get_sweep_compare(struct api_req *r)
+{
+  const struct cfg *cfg = r->api->cfg;
+  struct store_sweep_opts o = { cfg->sweep_knee_pct,
+                                cfg->regression_threshold_pct };
+  struct tr_err err = { 0 };
+  struct store *st;
+  json_t *out = NULL;
+  int64_t id, to = 0;
+  bool csv = false;
+
+  if (api_query_check(r, &err) != 0 || api_path_sweep(r, &id, &err) != 0 ||
+      api_query_int(r, "to", 1, INT64_MAX, &to, &err) != 0 ||
+      api_query_csv(r, &csv, &err) != 0)
+    return api_reply_tr_err(r, &err);
+  if (to == 0)
+    return api_reply_error(r, 400, "invalid", "to",
+                           "to (the sweep to compare with) is required");
+  if ((st = api_store(r, STORE_RO, &err)) == NULL ||
+      store_sweep_compare(st, id, to, &o, &out, &err) != 0)
+    return api_reply_tr_err(r, &err);
+  return api_reply_rows(r, out, "points", csv);
+}

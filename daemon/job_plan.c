@@ -1,0 +1,72 @@
+/*
+ * The job's plan (atom/plan.h), made in the pool before the job runs an
+ * ATOM script: STOPPING makes it for a capture, and for a sweep's point
+ * that launches the sweep's server; BENCHMARK makes it for a point that
+ * joins a server already up (docs/SWEEPS.md). The server exports into the
+ * job's export_dir: its own trace folder, or the sweep's launch folder,
+ * which only the launching point makes fresh.
+ */
+#include <stdlib.h>
+
+#include "daemon/cap_int.h"
+
+struct plan_work {
+  struct cap_work super;
+  struct cap_plan *plan;
+  void (*then)(struct cap_job *job);
+  struct tr_err err;
+};
+
+static void run_plan(struct cap_work *w)
+{
+  struct plan_work *pw = (struct plan_work *)w;
+  struct cap_job *job = w->job;
+  struct cap_dirs dirs = { job->export_dir, job->log_dir, job->work_dir,
+                           job->joins, job->sweep_conc_max };
+
+  cap_plan_build(w->r->cfg, job->params, &dirs, &pw->plan, &pw->err);
+}
+
+/* What the capture records of its plan: the traces are its own folder's
+ * (a point's leave the launch folder in COLLECTING). */
+static json_t *plan_extra(const struct cap_job *job)
+{
+  json_t *extra = json_deep_copy(job->plan->extra);
+
+  json_object_set_new(extra, "trace_dir", json_string(job->trace_dir));
+  if (job->sweep_id != 0)
+    json_object_set_new(extra, "launch_dir", json_string(job->export_dir));
+  return json_pack("{s:o}", "extra", extra);
+}
+
+static void on_plan_done(struct cap_work *w)
+{
+  struct plan_work *pw = (struct plan_work *)w;
+  struct cap_job *job = w->job;
+  void (*then)(struct cap_job *) = pw->then;
+
+  if (job->ending != END_NONE || pw->plan == NULL) {
+    if (job->ending == END_NONE)
+      cap_fail(job, END_FAILED, NULL, "cannot prepare the capture: %s",
+               pw->err.msg);
+    cap_plan_free(pw->plan);
+    free(pw);
+    return;
+  }
+  job->plan = pw->plan;
+  free(pw);
+  cap_job_merge(job, plan_extra(job));
+  then(job);
+}
+
+void cap_job_plan(struct cap_job *job, void (*then)(struct cap_job *job))
+{
+  struct plan_work *pw = calloc(1, sizeof(*pw));
+
+  if (pw == NULL) {
+    cap_fail(job, END_FAILED, NULL, "out of memory");
+    return;
+  }
+  pw->then = then;
+  cap_work_queue(job->r, job, &pw->super, run_plan, on_plan_done);
+}
