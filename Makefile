@@ -1,12 +1,14 @@
 # `make` builds build/traced; `make test` installs what is missing, builds
-# and runs the whole suite (release with ISA-L, then ASan+UBSan with zlib,
-# then the indexer's threads under ThreadSanitizer, then the fuzzer
-# briefly). See README.md.
+# and runs the whole suite: release with ISA-L (the sanitizer and fuzzer
+# builds made beside its tests), ASan+UBSan with zlib, the indexer's threads
+# under ThreadSanitizer, the fuzzers (scripts/suite.sh; docs/TESTS.md).
+# `make check` is the quick tier: the release build and its tests under
+# 10 s. See README.md.
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all test test-release test-asan test-tsan test-fuzz deps run install bench clean
+.PHONY: all test check test-release test-asan test-tsan test-fuzz deps run install bench clean
 
 all: $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
@@ -17,20 +19,20 @@ $(BUILD)/CMakeCache.txt:
 deps:
 	./scripts/deps.sh
 
-test: deps
-	$(MAKE) test-release
-	$(MAKE) test-asan
-	$(MAKE) test-tsan
-	$(MAKE) test-fuzz
+SUITE = BUILD=$(BUILD) JOBS=$(JOBS) CMAKE_FLAGS="$(CMAKE_FLAGS)" \
+  ./scripts/suite.sh
 
-test-release: all
-	cd $(BUILD) && ctest --output-on-failure -j 2
+test: deps
+	$(SUITE) all
+
+check: deps
+	$(SUITE) check
+
+test-release:
+	$(SUITE) release
 
 test-asan:
-	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTRACED_SANITIZE=ON \
-	  -DTRACED_INFLATE=zlib
-	cmake --build build-asan -j $(JOBS)
-	cd build-asan && ctest --output-on-failure -j 2
+	$(SUITE) asan
 
 test-tsan:
 	./scripts/tsan.sh

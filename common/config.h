@@ -136,6 +136,8 @@ enum cfg_profile_control { CFG_PROFILE_BENCH, CFG_PROFILE_DAEMON };
      "who starts the profiler: the bench's --profile, or traced")              \
   XX(profiler_timeout_s, INT(1, 86400), "300", NULL,                           \
      "ATOM_PROFILER_TIMEOUT of the server, unless set otherwise")              \
+  XX(time_scale, INT(1, 1000), "1", NULL,                                      \
+     "ATOM's seconds in a real one (1; more only on the simulator)")           \
   XX(index_jobs, INT(1, 256), NULL, default_jobs,                              \
      "ranks indexed at once (default: the number of cores)")                   \
   XX(category_rules, STR(), "", NULL,                                          \

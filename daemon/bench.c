@@ -214,9 +214,9 @@ json_t *cap_bench_merges(struct cap_job *job)
 /* The profiler calls wait for ATOM's broadcast to every engine: the start
  * its fixed 300 s, the stop ATOM_PROFILER_TIMEOUT (llm_engine.py:290-294;
  * docs/ATOM.md): give them that and a margin. */
-int cap_profile_timeout_ms(const struct cap_job *job, bool stop)
+int cap_profile_timeout_s(const struct cap_job *job, bool stop)
 {
   int s = stop ? job->plan->profiler_timeout_s : ATOM_BROADCAST_TIMEOUT_S;
 
-  return s * 1000 + 60000;
+  return s + 60;
 }

@@ -93,13 +93,23 @@ void cap_fail(struct cap_job *job, enum cap_end how, const char *log,
 /* Re-arms the phase's deadline for secs from now. */
 void cap_arm_deadline(struct cap_job *job, int secs);
 
+/* The runner's clock against ATOM's: every wait on ATOM (deadlines, polls,
+ * the profile calls) is counted in ATOM's seconds, which pass time_scale
+ * times faster than real ones (1 but on a simulator whose clock runs as
+ * fast, SIM_TIME_SCALE: docs/TESTS.md). cap_ms: secs of ATOM's time in
+ * real milliseconds (at least 1); cap_secs_since: ATOM's whole seconds
+ * since since_ns (tr_now_ns()). Bounds of traced's own quick work (one
+ * curl, SIGTERM's grace) are real time. */
+uint64_t cap_ms(const struct cap_job *job, int64_t secs);
+int64_t cap_secs_since(const struct cap_job *job, int64_t since_ns);
+
 /* logs/<id>/<which>.log (which: "server" gives the server log's copy). */
 const char *cap_log_path(const struct cap_job *job, const char *which,
                          char *buf, size_t size);
 
 /* Spawns an ATOM script (argv, env additions may be NULL) with its output
- * in log which, a deadline, and the capture's mark in its environment;
- * on failure the job fails and *slot stays NULL. */
+ * in log which, a deadline (ATOM's seconds), and the capture's mark in its
+ * environment; on failure the job fails and *slot stays NULL. */
 int cap_spawn(struct cap_job *job, char **argv, char **env, const char *which,
               int deadline_s, cap_proc_exit_cb cb, struct cap_proc **slot);
 
@@ -318,8 +328,9 @@ void cap_bench_read(struct cap_job *job, void (*then)(struct cap_job *));
 /* The capture's "bench" (the result, when usable) and extra.bench_result
  * (what was read and why) as merges for a state write. */
 json_t *cap_bench_merges(struct cap_job *job);
-/* What ATOM's /stop_profile (stop) or /start_profile may take. */
-int cap_profile_timeout_ms(const struct cap_job *job, bool stop);
+/* What ATOM's /stop_profile (stop) or /start_profile may take, in ATOM's
+ * seconds. */
+int cap_profile_timeout_s(const struct cap_job *job, bool stop);
 
 /* ---- the verdicts' webhook (webhook.c) ---- */
 

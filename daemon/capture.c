@@ -135,8 +135,25 @@ static void on_deadline(uv_timer_t *t)
 
 void cap_arm_deadline(struct cap_job *job, int secs)
 {
+  /* A phase with a log to quote waits on ATOM's scripts or server, in
+   * ATOM's time; the others (indexing, finishing) are traced's own work. */
+  uint64_t ms = phases[job->phase].log != NULL ? cap_ms(job, secs)
+                                               : (uint64_t)secs * 1000;
+
   job->deadline_s = secs;
-  uv_timer_start(&job->deadline, on_deadline, (uint64_t)secs * 1000, 0);
+  uv_timer_start(&job->deadline, on_deadline, ms, 0);
+}
+
+uint64_t cap_ms(const struct cap_job *job, int64_t secs)
+{
+  uint64_t ms = (uint64_t)secs * 1000 / (uint64_t)job->r->cfg->time_scale;
+
+  return ms > 0 ? ms : 1;
+}
+
+int64_t cap_secs_since(const struct cap_job *job, int64_t since_ns)
+{
+  return (tr_now_ns() - since_ns) * job->r->cfg->time_scale / 1000000000;
 }
 
 /* ---- transitions ---- */
@@ -200,7 +217,7 @@ int cap_spawn(struct cap_job *job, char **argv, char **env, const char *which,
   o.log_path = cap_log_path(job, which, path, sizeof(path));
   o.cwd = job->work_dir;
   o.mark = job->export_dir; /* a sweep's points: their sweep's folder */
-  o.deadline_s = deadline_s;
+  o.deadline_ms = cap_ms(job, deadline_s);
   o.on_exit = cb;
   o.ud = job;
   rc = cap_proc_spawn(job->r->loop, &o, slot, &err);

@@ -73,7 +73,7 @@ static void on_drain_tick(uv_timer_t *t);
 static void on_drain_scan(struct cap_job *job, struct cap_layout *l)
 {
   const struct cap_scan *s = &job->scan;
-  int64_t took_s = (tr_now_ns() - job->export.started_ns) / 1000000000;
+  int64_t took_s = cap_secs_since(job, job->export.started_ns);
   bool ended;
 
   job->export.busy = false;
@@ -87,7 +87,7 @@ static void on_drain_scan(struct cap_job *job, struct cap_layout *l)
     job->export.last_written = l->written;
   cap_layout_free(l);
   job->export.next_look_ns =
-      tr_now_ns() + (int64_t)job->r->cfg->export_poll_s * 1000000000;
+      tr_now_ns() + (int64_t)cap_ms(job, job->r->cfg->export_poll_s) * 1000000;
   if (!job->finished && ended)
     job->export.drained(job);
   else if (!job->finished)

@@ -46,7 +46,7 @@ int phase_benchmark_budget_s(const struct cap_job *job)
 
   if (!daemon_mode(job))
     return run + 60;
-  return 2 * run + cap_profile_timeout_ms(job, false) / 1000 + 60;
+  return 2 * run + cap_profile_timeout_s(job, false) + 60;
 }
 
 static void set_step(struct cap_job *job, enum cap_step step)
@@ -174,8 +174,8 @@ static void start_step(struct cap_job *job, enum cap_step step)
     break;
   case CAP_STEP_PROFILE_START:
     if (cap_atom_profile(job->r->http, c->atom_host, c->atom_port, "start",
-                         cap_profile_timeout_ms(job, false), on_profile_started,
-                         job, &job->http) != 0)
+                         cap_ms(job, cap_profile_timeout_s(job, false)),
+                         on_profile_started, job, &job->http) != 0)
       cap_fail(job, END_FAILED, NULL, "cannot call ATOM's /start_profile");
     break;
   }
@@ -188,8 +188,8 @@ static void begin(struct cap_job *job)
   every_s = every_s < 1 ? 1 : every_s > 5 ? 5 : every_s;
   job->watch.refusals = 0;
   job->bench.on_exit = on_run_exit;
-  uv_timer_start(&job->tick, on_tick, (uint64_t)every_s * 1000,
-                 (uint64_t)every_s * 1000);
+  uv_timer_start(&job->tick, on_tick, cap_ms(job, every_s),
+                 cap_ms(job, every_s));
   start_step(job, daemon_mode(job) ? CAP_STEP_WARMUP : CAP_STEP_RUN);
 }
 

@@ -66,7 +66,7 @@ static int rank_of(const char *line)
  * start, llm_engine.py:290-294). */
 static bool stop_pending(const struct cap_job *job)
 {
-  int64_t took_s = (tr_now_ns() - job->export.started_ns) / 1000000000;
+  int64_t took_s = cap_secs_since(job, job->export.started_ns);
 
   return !waited_for(job) && took_s < job->plan->profiler_timeout_s;
 }
@@ -113,7 +113,7 @@ static bool over_budget(struct cap_job *job, const struct cap_layout *l,
                         const char *problems)
 {
   const struct cfg *c = job->r->cfg;
-  int64_t took_s = (tr_now_ns() - job->export.started_ns) / 1000000000;
+  int64_t took_s = cap_secs_since(job, job->export.started_ns);
   char left[1024];
 
   orphans(l, left, sizeof(left));
@@ -242,8 +242,8 @@ static void wait_for_run(struct cap_job *job)
 
   if (c->profile_control == CFG_PROFILE_DAEMON) {
     if (cap_atom_profile(job->r->http, c->atom_host, c->atom_port, "stop",
-                         cap_profile_timeout_ms(job, true), on_stop_profile,
-                         job, &job->http) != 0)
+                         cap_ms(job, cap_profile_timeout_s(job, true)),
+                         on_stop_profile, job, &job->http) != 0)
       cap_fail(job, END_FAILED, NULL, "cannot call ATOM's /stop_profile");
   } else if (job->bench.proc != NULL) {
     job->bench.on_exit = on_bench_exit;
@@ -254,7 +254,7 @@ static void wait_for_run(struct cap_job *job)
 
 void phase_exporting_enter(struct cap_job *job)
 {
-  uint64_t every_ms = (uint64_t)job->r->cfg->export_poll_s * 1000;
+  uint64_t every_ms = cap_ms(job, job->r->cfg->export_poll_s);
 
   job->export.polls = job->export.quiet_polls = 0;
   job->export.started_ns = tr_now_ns();

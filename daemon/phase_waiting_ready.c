@@ -147,9 +147,8 @@ static void on_tick(uv_timer_t *t)
 {
   struct cap_job *job = t->data;
   const struct cfg *c = job->r->cfg;
-  int64_t now = tr_now_ns();
-  int64_t waited_s = (now - job->ready_since_ns) / 1000000000;
-  int64_t quiet_s = (now - job->ready.progress_ns) / 1000000000;
+  int64_t waited_s = cap_secs_since(job, job->ready_since_ns);
+  int64_t quiet_s = cap_secs_since(job, job->ready.progress_ns);
 
   if (waited_s >= c->ready_max_s) {
     cap_fail(job, END_FAILED, "server",
@@ -176,6 +175,5 @@ void phase_waiting_ready_enter(struct cap_job *job)
 {
   job->ready_since_ns = job->ready.progress_ns = tr_now_ns();
   job->ready.log_bytes = job->scan.bytes_seen;
-  uv_timer_start(&job->tick, on_tick, 0,
-                 (uint64_t)job->r->cfg->ready_poll_s * 1000);
+  uv_timer_start(&job->tick, on_tick, 0, cap_ms(job, job->r->cfg->ready_poll_s));
 }

@@ -188,9 +188,8 @@ int cap_proc_spawn(uv_loop_t *loop, const struct cap_proc_opts *o,
   uv_timer_init(loop, &p->grace);
   p->deadline.data = p->grace.data = p;
   uv_unref((uv_handle_t *)&p->grace);
-  if (o->deadline_s > 0)
-    uv_timer_start(&p->deadline, on_deadline, (uint64_t)o->deadline_s * 1000,
-                   0);
+  if (o->deadline_ms > 0)
+    uv_timer_start(&p->deadline, on_deadline, o->deadline_ms, 0);
   *out = p;
   return 0;
 }

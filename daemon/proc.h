@@ -36,7 +36,7 @@ struct cap_proc_opts {
                                  folder: unique to one traced and one
                                  capture), so that a restarted traced
                                  finds what a crashed one left running */
-  int deadline_s;             /* kill the group after this; 0: none */
+  uint64_t deadline_ms;       /* kill the group after this; 0: none */
   int grace_s;                /* SIGTERM to SIGKILL; 0: 5 s */
   cap_proc_exit_cb on_exit;
   void *ud;

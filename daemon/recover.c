@@ -41,7 +41,7 @@ static void push_id(struct cap_runner *r, enum tr_kind kind, int64_t id)
 static void interrupt(struct cap_runner *r, struct store *st, int64_t id,
                       const char *phase, const char *why)
 {
-  char msg[1024];
+  char msg[1024 + 128]; /* the caller's 1024-byte why whole, after the prefix */
   json_t *error, *merges;
   struct tr_err err = { 0 };
   struct store_apply a = { false, TR_STATUS_INTERRUPTED, -1, NULL, NULL };

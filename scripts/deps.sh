@@ -10,12 +10,19 @@
 # libpq-dev for the fleet's PostgreSQL (fleet/), and postgresql for the
 # fleet's tests, which start throwaway clusters of their own
 # (tests/pgtest.py; the package's own cluster is not used).
+# With HTA's source named (TRACED_HTA_SRC or TRACED_HTA_REPO, never in the
+# tree), what HTA imports, so that tests/test_cpath_hta.py runs rather than
+# skips.
 set -eu
 PKGS="build-essential cmake pkg-config libuv1-dev libmicrohttpd-dev
 libcurl4-openssl-dev libjansson-dev libsqlite3-dev zlib1g-dev libisal-dev
 libiberty-dev libpq-dev
 isal clang libclang-rt-14-dev python3 curl wrk sqlite3 procps chromium
 systemd postgresql"
+if [ -n "${TRACED_HTA_SRC:-}${TRACED_HTA_REPO:-}" ]; then
+  PKGS="$PKGS python3-pandas python3-networkx python3-plotly python3-psutil
+python3-yaml"
+fi
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||

@@ -6,7 +6,8 @@
 # access points file's with a slice made from it (tests/fuzz_points.c;
 # its seed a small real trace's own points), and fuzzes each for
 # FUZZ_SECONDS (60). Exits non-zero when a fuzzer finds a crash, a leak or
-# a hang.
+# a hang. `fuzz.sh build` only builds (scripts/suite.sh builds beside
+# other tests).
 set -eu
 cd "$(dirname "$0")/.."
 BUILD=${FUZZ_BUILD:-build-fuzz}
@@ -16,6 +17,7 @@ TRACES=${TRACES_DIR:-../shared/traces}
 CC=clang cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DTRACED_FUZZ=ON -DTRACED_SANITIZE=ON -DTRACED_INFLATE=zlib >/dev/null
 cmake --build "$BUILD" -j 2 --target fuzz_reader fuzz_index fuzz_points
+[ "${1:-}" = build ] && exit 0
 
 corpus=$BUILD/fuzz-corpus
 mkdir -p "$corpus"

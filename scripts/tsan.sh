@@ -7,7 +7,8 @@
 # two threads, then decode's walk and each closed step's analysis run
 # beside the time pass (index/kit/agg_beside.c). Then a slice with its pump
 # (test_slice_points quick). Exits non-zero on any report
-# (TSan's exit status 66) or failure.
+# (TSan's exit status 66) or failure. `tsan.sh build` only builds
+# (scripts/suite.sh builds beside other tests).
 set -eu
 cd "$(dirname "$0")/.."
 BUILD=${TSAN_BUILD:-build-tsan}
@@ -19,7 +20,8 @@ run() { setarch "$(uname -m)" -R "$@"; }
 
 CC=clang cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DTRACED_TSAN=ON >/dev/null
-cmake --build "$BUILD" -j 2 --target traced
+cmake --build "$BUILD" -j 2 --target traced test_slice_points
+[ "${1:-}" = build ] && exit 0
 
 gen=$(mktemp -d /tmp/traced-tsan-XXXXXX)
 trap 'rm -rf "$gen"' EXIT
@@ -37,7 +39,6 @@ run "$BUILD/traced" index --jobs 2 --threads 2 "$gen"/*.json.gz >/dev/null ||
   { echo "tsan: --jobs 2 failed (status $?)" >&2; exit 1; }
 # A slice's pump (index/slice/slice_feed.c): a thread inflating ahead of the
 # parse, its ranges compared byte for byte with the whole file's slice.
-cmake --build "$BUILD" -j 2 --target test_slice_points
 TRACES_DIR=$TRACES run "$BUILD/tests/test_slice_points" quick >/dev/null ||
   { echo "tsan: test_slice_points failed (status $?)" >&2; exit 1; }
 echo "tsan: $n files, one --jobs run and a slice's pump, no report"

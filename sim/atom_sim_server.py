@@ -116,7 +116,7 @@ def load(args, mgr):
     """The workers load the model for SIM_LOAD_S seconds; the load-time
     fault switches bend it."""
     load_s = sc.env_float("SIM_LOAD_S", 1.0)
-    time.sleep(load_s / 2)
+    sc.sleep(load_s / 2)
     if sc.fault_on("die_on_start"):
         raise RuntimeError("Engine core initialization failed. See root "
                            "cause above. (die_on_start)")
@@ -140,7 +140,7 @@ def load(args, mgr):
                 sim_capture.write(w.dir, w.rank)
     if sc.fault_on("never_ready"):
         hang()
-    time.sleep(load_s / 2)
+    sc.sleep(load_s / 2)
     compile_graphs(args)
 
 
@@ -201,11 +201,11 @@ def compile_graphs(args):
     total = sc.env_float("SIM_COMPILE_S", 0.0) + \
         sc.fault_number("slow_compile", 0.0)
     every = max(0.05, sc.env_float("SIM_COMPILE_LOG_S", 1.0))
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < total:
-        time.sleep(min(every, total - (time.monotonic() - t0)))
+    t0 = sc.monotonic()
+    while sc.monotonic() - t0 < total:
+        sc.sleep(min(every, total - (sc.monotonic() - t0)))
         log.info("Compiling the model: capturing CUDA graphs (%.0f s of "
-                 "%.0f s, level %d)", time.monotonic() - t0, total,
+                 "%.0f s, level %d)", sc.monotonic() - t0, total,
                  args.level)
 
 

@@ -66,7 +66,7 @@ def post_lines(url, payload):
     """(status, reason, body lines iterator, connection) of a JSON POST."""
     u = urllib.parse.urlsplit(url)
     conn = http.client.HTTPConnection(u.hostname, u.port or 80,
-                                      timeout=REQUEST_TIMEOUT_S)
+                                      timeout=sc.real_s(REQUEST_TIMEOUT_S))
     conn.request("POST", u.path or "/", body=json.dumps(payload).encode(),
                  headers={"Content-Type": "application/json",
                           "Authorization": "Bearer %s"
@@ -274,7 +274,7 @@ def run_limited(fn, inputs, conc, gaps=None):
         for i, item in enumerate(inputs):
             futures.append(ex.submit(fn, item))
             if gaps is not None and i + 1 < len(inputs):
-                time.sleep(gaps())
+                sc.sleep(gaps())
         return [f.result() for f in futures]
 
 
@@ -319,7 +319,7 @@ def spec_stats(base):
     u = urllib.parse.urlsplit(base)
     try:
         conn = http.client.HTTPConnection(u.hostname, u.port or 80,
-                                          timeout=SESSION_TIMEOUT_S)
+                                          timeout=sc.real_s(SESSION_TIMEOUT_S))
         try:
             conn.request("GET", "/debug/mtp_stats")
             resp = conn.getresponse()

@@ -17,7 +17,6 @@ import gzip
 import json
 import logging
 import os
-import time
 
 import simcommon as sc
 import sim_traces
@@ -60,7 +59,7 @@ def write(rank_dir, rank):
         source = sim_traces.source_text(src)
         text, has_info = source[0], source[1]
         out = os.path.join(out_dir, "%s_rank%d.json.gz" % (tag, rank))
-        time.sleep(sc.env_float("SIM_CAPTURE_EXPORT_S", 0.1))
+        sc.sleep(sc.env_float("SIM_CAPTURE_EXPORT_S", 0.1))
         with gzip.open(out, "wt", compresslevel=6) as g:
             g.write(sim_traces.rank_trace(text, has_info, rank))
         log.info("Saved capture trace for %s to %s", tag, out)

@@ -92,7 +92,7 @@ class Worker(threading.Thread):
             os.makedirs(self.dir, exist_ok=True)
 
     def nap(self, seconds):
-        if self.killed.wait(max(0.0, seconds)):
+        if self.killed.wait(max(0.0, sc.real_s(seconds))):
             raise Killed()
 
     def run(self):
@@ -155,7 +155,7 @@ class Worker(threading.Thread):
         (profiler_stop_failed=R), ATOM logs it and no file comes."""
         if not self.profiling:
             return {"trace_dir": self.dir, "elapsed": 0.0}
-        t0 = time.monotonic()
+        t0 = sc.monotonic()
         log.info("Rank %d: stopping profiler...", self.rank)
         self.profiling = False
         try:
@@ -170,7 +170,7 @@ class Worker(threading.Thread):
             raise
         except Exception:  # noqa: BLE001 - as ATOM: logged, then on
             log.exception("Rank %d: profiler stop failed", self.rank)
-        elapsed = round(time.monotonic() - t0, 1)
+        elapsed = round(sc.monotonic() - t0, 1)
         log.info("Rank %d: profiler stop completed in %.1fs", self.rank,
                  elapsed)
         return {"trace_dir": self.dir, "elapsed": elapsed}
@@ -195,7 +195,7 @@ class Worker(threading.Thread):
         tmp = out[:-3]
         json_s, gzip_s = self.export_phases()
         try:
-            t0 = time.monotonic()
+            t0 = sc.monotonic()
             self.write_json(tmp, json_s)
             if self.rank in sc.fault_ranks("worker_death", "orphan_json"):
                 raise WorkerDied(-9)
@@ -211,7 +211,7 @@ class Worker(threading.Thread):
             os.remove(tmp)
             log.info("Rank %d: trace exported to %s (%.1f MB, %.1fs)",
                      self.rank, out, os.path.getsize(out) / 1e6,
-                     time.monotonic() - t0)
+                     sc.monotonic() - t0)
         except (Killed, WorkerDied):
             raise
         except Exception:  # noqa: BLE001 - ATOM logs every export error
@@ -325,7 +325,7 @@ class Engine(threading.Thread):
             or not self.runners_up
 
     def nap(self, seconds):
-        if self.mgr.killed.wait(max(0.0, seconds)):
+        if self.mgr.killed.wait(max(0.0, sc.real_s(seconds))):
             raise Killed()
 
     def take_new(self):
@@ -405,12 +405,12 @@ class Engine(threading.Thread):
             except queue.Empty:
                 return
             log.info("Engine Core: executing utility command: %s", cmd)
-            t0 = time.monotonic()
+            t0 = sc.monotonic()
             result = getattr(self, "do_" + cmd)()
             if result is not None and not self.stopped():
                 self.mgr.responses.put({"cmd": cmd, "result": result})
             log.info("Engine Core: utility command '%s' finished in %.2fs",
-                     cmd, time.monotonic() - t0)
+                     cmd, sc.monotonic() - t0)
 
     def do_start_profile(self):
         result = self.call_func("start_profiler")
@@ -467,7 +467,7 @@ class Engine(threading.Thread):
                   "down.", label, dead.name, exitcode)
         self.runners_up = False
         log.info("%s: shutdown all runners...", label)
-        join_s = knob("SIM_RUNNER_JOIN_S", 0.5)
+        join_s = sc.real_s(knob("SIM_RUNNER_JOIN_S", 0.5))
         for w in self.workers:
             w.exited.wait(join_s)       # joined one after the other
         alive = [w for w in self.workers if not w.exited.is_set()]
@@ -566,7 +566,7 @@ class CoreManager:
         out = []
         for _ in self.engines:
             try:
-                out.append(self.responses.get(timeout=timeout))
+                out.append(self.responses.get(timeout=sc.real_s(timeout)))
             except queue.Empty:
                 raise TimeoutError(
                     "%s: Timed out waiting for UTILITY_RESPONSE for command "
@@ -655,7 +655,7 @@ class CoreManager:
         log.info("%s: Shutting down all %d EngineCores", self.label,
                  len(self.engines))
         self.terminate_children(signalled=False)
-        join_s = knob("SIM_RUNNER_JOIN_S", 0.5)
+        join_s = sc.real_s(knob("SIM_RUNNER_JOIN_S", 0.5))
         if not self.all_exited.wait(join_s):
             self.terminate_children()
             if not self.all_exited.wait(join_s / 5):

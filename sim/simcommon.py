@@ -13,6 +13,7 @@ import logging
 import os
 import sys
 import threading
+import time
 
 # Environment names worth recording: what ATOM's launcher dumps in its log
 # header, what traced's env_allow lets a request set, and the sim's knobs.
@@ -123,6 +124,34 @@ def env_float(name, default):
         return float(os.environ.get(name, ""))
     except ValueError:
         return default
+
+
+# ---- the clock ----
+# SIM_TIME_SCALE (default 1): ATOM's seconds in one real second. Every
+# wait of the simulator (its knobs' and fault switches' seconds, ATOM's
+# own timeouts, the scripts' sleeps) lasts 1/SIM_TIME_SCALE as long, and
+# the durations it logs are ATOM's; what it does, in what order, with what
+# exit codes and log lines, is the same. Wall-clock stamps (log lines,
+# trace names, calls.jsonl) stay real. traced's time_scale runs its own
+# waits on ATOM at the same pace (docs/TESTS.md).
+
+def time_scale():
+    scale = env_float("SIM_TIME_SCALE", 1.0)
+    return scale if scale > 0 else 1.0
+
+
+def real_s(seconds):
+    """ATOM's seconds as real ones."""
+    return seconds / time_scale()
+
+
+def sleep(seconds):
+    time.sleep(real_s(seconds))
+
+
+def monotonic():
+    """ATOM's clock: seconds, for differences only."""
+    return time.monotonic() * time_scale()
 
 
 # ---- ATOM's argument parser ----

@@ -1,9 +1,10 @@
 # The ATOM simulator (sim/): scripts, server, bench, fault switches and its
-# strictness, its own container, and the ranks it composes of real
-# forward passes, in six groups that ctest can run side by side. They run
-# none of traced's code: the sanitizer build leaves them to the release one.
+# strictness, its own container, the ranks it composes of real forward
+# passes, and its faster clock (SIM_TIME_SCALE), in seven groups that
+# ctest can run side by side. They run none of traced's code: the
+# sanitizer build leaves them to the release one.
 if(NOT TRACED_SANITIZE)
-  foreach(group scripts server faults strict container composed)
+  foreach(group scripts server faults strict container composed clock)
     traced_py_test(test_sim_${group} test_sim.py ${group})
   endforeach()
 endif()

@@ -53,10 +53,13 @@ def server_argv(rig, n=-1):
 
 def blocking_export(profile_control, seconds):
     """Rank 0's export holds /stop_profile, and with it the whole server,
-    for `seconds`: no answer to /v1/models or /health meanwhile."""
+    for `seconds` of ATOM's time: no answer to /v1/models or /health
+    meanwhile. The clocks run ten times faster: what is measured is ATOM's
+    seconds against traced's (both scaled alike)."""
     rig = Rig(conf={"profile_control": profile_control,
                     "export_max_polls": "200", "bench_timeout_s": "300"},
-              sim_env={"ATOM_PROFILER_TIMEOUT": str(seconds + 60)})
+              sim_env={"ATOM_PROFILER_TIMEOUT": str(seconds + 60)},
+              scale=10)
     with rig:
         cid = rig.capture(tp=2, conc=2,
                           env={"ATOM_SIM_FAULTS":

@@ -45,33 +45,53 @@ def model_dir(root, name, template=None, **files):
     return path
 
 
+# The rig's own durations in real seconds: the simulator's (SIM_*) and
+# traced's bounds. With a time scale they are given as that many times
+# ATOM's seconds, so that they last as long as without one.
+SIM_REAL_S = {"SIM_LOAD_S": 0.3, "SIM_POLL_S": 0.1, "SIM_EXPORT_DELAY_S": 0.2,
+              "SIM_STOP_WAIT_S": 2, "SIM_LAUNCH_CAP_S": 3,
+              "SIM_BENCH_WAIT_S": 10}
+TRACED_REAL_S = {"ready_timeout_s": 20, "export_max_polls": 10,
+                 "stop_timeout_s": 20, "launch_timeout_s": 30,
+                 "bench_timeout_s": 60}
+
+
+def scaled(real, scale):
+    """{name: text of value * scale}: real seconds as ATOM's."""
+    return {k: "%g" % (v * scale) for k, v in real.items()}
+
+
 class Rig:
     """A simulator home and a traced configured for it. The SIM_* knobs and
     ATOM_SIM_HOME go in traced's environment (the scripts inherit it).
     Models live under home/models (model_roots); the default one is a
     plain model without a chat template. The simulator's logs folder
-    (ATOM's /app/logs_claude) does not exist: traced makes it."""
+    (ATOM's /app/logs_claude) does not exist: traced makes it.
 
-    def __init__(self, conf=None, sim_env=None, traces=SMALL):
+    scale: ATOM's seconds in a real one, for the simulator's clock
+    (SIM_TIME_SCALE) and traced's (time_scale) alike (docs/TESTS.md, "A
+    faster clock"). The seconds a test gives (conf, sim_env, fault
+    switches) are ATOM's; the rig's own bounds keep their real length;
+    traced's polls (ready_poll_s, export_poll_s: 1 s of ATOM's) come
+    scale times as often."""
+
+    def __init__(self, conf=None, sim_env=None, traces=SMALL, scale=1):
         self.home = tempfile.mkdtemp(prefix="capture-sim-")
         self.models = os.path.join(self.home, "models")
         self.model = model_dir(self.models, "Sim-Model")
         self.port = free_port()
-        self.env = {
-            "ATOM_SIM_HOME": self.home, "SIM_LOAD_S": "0.3",
-            "SIM_POLL_S": "0.1", "SIM_EXPORT_DELAY_S": "0.2",
-            "SIM_TRACES_DIR": TRACES_DIR, "SIM_STOP_WAIT_S": "2",
-            "SIM_LAUNCH_CAP_S": "3", "SIM_BENCH_WAIT_S": "10",
-            "SIM_TRACE_FILE": ":".join(traces), "PATH": sim_path()}
+        self.scale = scale
+        self.env = dict(scaled(SIM_REAL_S, scale), **{
+            "ATOM_SIM_HOME": self.home, "SIM_TIME_SCALE": str(scale),
+            "SIM_TRACES_DIR": TRACES_DIR, "SIM_TRACE_FILE": ":".join(traces),
+            "PATH": sim_path()})
         self.env.update(sim_env or {})
-        self.conf = {
+        self.conf = dict(scaled(TRACED_REAL_S, scale), **{
             "atom_scripts": SCRIPTS, "atom_port": str(self.port),
             "server_log": self.path("logs", "atom_server.log"),
             "bench_result": self.path("logs", "benchmark.json"),
-            "ready_poll_s": "1", "ready_timeout_s": "20",
-            "export_poll_s": "1", "export_max_polls": "10",
-            "stop_timeout_s": "20", "launch_timeout_s": "30",
-            "bench_timeout_s": "60", "model_roots": self.models}
+            "ready_poll_s": "1", "export_poll_s": "1",
+            "time_scale": str(scale), "model_roots": self.models})
         self.conf.update(conf or {})
         self.d = None
         self.workdir = None

@@ -51,7 +51,7 @@ static struct cap_proc *spawn(const char *script, const char *const *env,
                              .log_path = log,
                              .cwd = dir,
                              .mark = "/t/42",
-                             .deadline_s = deadline_s,
+                             .deadline_ms = (uint64_t)deadline_s * 1000,
                              .grace_s = 1,
                              .on_exit = on_exit_seen,
                              .ud = seen };

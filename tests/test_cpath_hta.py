@@ -19,10 +19,12 @@ traced follows HTA, and where not"):
   default and on in its own tests): traced follows the default.
 
 HTA and an interpreter with what HTA imports are needed (Debian's
-python3-pandas, -networkx, -plotly, -psutil and -yaml): HTA's source from
-TRACED_HTA_SRC (the folder holding the hta package) or the mirror of its
-repository (TRACED_HTA_REPO, a bare git); without them the test is
-skipped (77).
+python3-pandas, -networkx, -plotly, -psutil and -yaml, which
+scripts/deps.sh installs when either variable below is set): HTA's
+source from TRACED_HTA_SRC (the folder holding the hta package) or a
+clone of its repository (TRACED_HTA_REPO, read with git archive). Both
+come from the environment only: HTA's code is never in this tree, and a
+machine without it (CI's) skips the test (77), saying what is missing.
 
 Usage: test_cpath_hta.py TRACED
 """
@@ -41,7 +43,6 @@ sys.path.insert(0, HERE)
 import make_cpath  # noqa: E402
 
 TRACES = os.path.normpath(os.path.join(HERE, "..", "..", "shared", "traces"))
-MIRROR = "/work/.mirror/facebookresearch+HolisticTraceAnalysis/repo"
 SKIP = 77
 
 
@@ -49,8 +50,8 @@ def hta_source(tmp):
     src = os.environ.get("TRACED_HTA_SRC")
     if src and os.path.isdir(os.path.join(src, "hta")):
         return src
-    repo = os.environ.get("TRACED_HTA_REPO", MIRROR)
-    if not os.path.isdir(repo):
+    repo = os.environ.get("TRACED_HTA_REPO")
+    if not repo or not os.path.isdir(repo):
         return None
     out = os.path.join(tmp, "hta_src")
     os.makedirs(out)
@@ -183,8 +184,14 @@ def main():
     tmp = tempfile.mkdtemp(prefix="cpath_hta_")
     try:
         src, py = hta_source(tmp), interpreter()
-        if src is None or py is None:
-            print("skipped: HTA's source or pandas/networkx missing")
+        if src is None:
+            print("skipped: no HTA source: set TRACED_HTA_SRC (the folder "
+                  "holding its hta package) or TRACED_HTA_REPO (a clone of "
+                  "HolisticTraceAnalysis); CI has neither")
+            sys.exit(SKIP)
+        if py is None:
+            print("skipped: no interpreter can %r (Debian's python3-pandas "
+                  "-networkx -plotly -psutil -yaml)" % HTA_IMPORTS)
             sys.exit(SKIP)
         run(binary, Hta(py, src), tmp)
     finally:

@@ -869,6 +869,8 @@ def case_newer_schema():
         reason = health(d)["reason"]
         check("the fleet's schema is version 99, newer than this traced's 1:"
               " upgrade traced" in reason, reason)
+        # The metric follows the outbox at the publisher's next look.
+        wait_for(lambda: outbox(d) == 2, 30, "both imports in the outbox")
         check_eq((outbox(d), published(f.pg, "n1")), (2, {}), "kept")
         out = f.migrate()
         check(out.returncode == 1 and "newer than this traced's" in

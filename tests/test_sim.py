@@ -1366,6 +1366,52 @@ def test_run_labels():
             sim.close()
 
 
+def test_time_scale():
+    """SIM_TIME_SCALE: ATOM's seconds pass that many times faster and
+    nothing else changes. At 10, the start script's pre-flight of 5 s
+    (ATOM's 2 s + 3 s), a load of 4 s and a compile of 3 s take a tenth
+    as long, and the script says what it says at 1 with a tenth of each
+    (stamps and pids aside), the compile's progress in ATOM's seconds;
+    rank 0's export held 8 s keeps /stop_profile and the whole server
+    silent for a tenth of it, and the server logs ATOM's seconds; the
+    scripts' pauses (sim_sleep) are ATOM's seconds too."""
+    said = {}
+    for scale, div in (("1", 10), ("10", 1)):
+        sim = Sim()
+        try:
+            knobs = {"SIM_TIME_SCALE": scale, "SIM_PREFLIGHT_S": 5 / div,
+                     "SIM_LOAD_S": 4 / div, "SIM_COMPILE_S": 3 / div,
+                     "SIM_POLL_S": 1 / div, "SIM_LAUNCH_CAP_S": 120 / div}
+            sim.env.update({k: str(v) for k, v in knobs.items()})
+            r = sim.start()
+            said[scale] = re.sub(r"(Date: +|PID: )[^)\n]*", r"\1", r.stdout
+                                 ).replace(sim.home, "HOME").replace(
+                                     str(sim.port), "PORT")
+            if scale == "1":
+                continue
+            check("of 3 s, level" in sim.log(), sim.log()[-2000:])
+            sim.faults("slow_export_rank=0:8")
+            check_eq(sim.http("POST", "/start_profile")[0], 200, "start")
+            later = sim.later("POST", "/stop_profile")
+            time.sleep(0.2)
+            check(sim.silent(seconds=0.3), "answered while exporting")
+            later.join()
+            code, _, held = later.result
+            # Unscaled it would hold 8 s: a bound no load reaches.
+            check(code == 200 and 0.8 <= held < 8, "held %.1f s" % held)
+            # ATOM's seconds: the 8 s and the real work's time, ten-fold.
+            m = re.search(r"Rank 0: profiler stop completed in ([\d.]+)s",
+                          sim.log())
+            check(m and float(m.group(1)) >= 8, sim.log()[-2000:])
+            sim.stop()
+        finally:
+            sim.close()
+    check_eq(said["10"], said["1"], "the start script's output")
+    # The scripts' pauses: 60 s of ATOM's at 100 (unscaled, a minute).
+    r, took = timed(lambda: (subprocess.run(
+        ["bash", "-c", "source %s/simlib.sh && sim_sleep 60" % SCRIPTS],
+        env=dict(os.environ, SIM_TIME_SCALE="100"), timeout=30),))
+    check(r.returncode == 0 and took < 30, "sim_sleep 60: %.1f s" % took)
 def forward_records(path, window):
     """The device records (kernels, copies, memsets) of a real trace's
     forward pass, in start order: those launched by the runtime calls of
@@ -1475,6 +1521,7 @@ GROUPS = {
                   test_scripts_python_and_pkill,
                   test_chat_backend_cannot_profile],
     "composed": [test_composed_ranks],
+    "clock": [test_time_scale],
 }
 
 

@@ -69,16 +69,16 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from browser import HEADLESS, Browser, find_chromium  # noqa: E402
 import ref_cpath  # noqa: E402
 import ref_index  # noqa: E402
 from tracedtest import (SRC_DIR, TRACED_BIN, TRACES_DIR, Daemon,  # noqa
-                        check, check_eq)
+                        check, check_eq, run_named_case)
 
 WEB = os.path.join(SRC_DIR, "web")
 OPENAPI = os.path.join(SRC_DIR, "api", "openapi.yaml")
@@ -307,7 +307,7 @@ JS_PARAMS = {
     "/captures/{id}/slice": {"start_ns", "end_ns"},
     "/settings": set(),
     "/captures/{id}/decode/steps": {"rank"},
-    "/captures/{id}/decode/median": {"rank", "kind"},
+    "/captures/{id}/decode/median": {"rank", "kind", "limit"},
     "/captures/{id}/decode/modules": {"rank", "kind", "q", "limit"},
     "/captures/{id}/decode/layers": {"rank", "kind", "limit"},
     "/captures/{id}/decode/ops": {"rank", "kind", "q", "limit"},
@@ -472,10 +472,9 @@ def chromium_run(chromium, url, *extra):
     profile = tempfile.mkdtemp(prefix="traced-web-chromium-")
     try:
         return subprocess.run(
-            [chromium, "--headless", "--no-sandbox", "--disable-gpu",
-             "--disable-background-networking", "--disable-component-update",
-             "--disable-sync", "--no-first-run", "--user-data-dir=" + profile,
-             "--virtual-time-budget=15000"] + list(extra) + [url],
+            [chromium] + HEADLESS + ["--user-data-dir=" + profile,
+                                     "--virtual-time-budget=15000"] +
+            list(extra) + [url],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=180,
             check=True)
     finally:
@@ -488,11 +487,6 @@ def dump_dom(chromium, url):
     page = Texts()
     page.feed(dom)
     return dom, page
-
-
-def find_chromium():
-    return next((p for p in ("/usr/bin/chromium", shutil.which("chromium"))
-                 if p and os.access(p, os.X_OK)), None)
 
 
 def case_dom_shows_kernels():
@@ -1291,86 +1285,6 @@ class FakeUi:
         self.server.server_close()
 
 
-class Browser:
-    """Headless chromium driven over the DevTools protocol on a pipe
-    (--remote-debugging-pipe: fd 3 in, fd 4 out, each message JSON ending
-    in a NUL), standard library only."""
-
-    def __init__(self, chromium):
-        import fcntl
-        to_child, self._w = os.pipe()
-        self._r, from_child = os.pipe()
-        # Copies above 3 and 4, so that the child's dup2 cannot clobber.
-        hi = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 100)
-              for fd in (to_child, from_child)]
-        os.close(to_child)
-        os.close(from_child)
-        self.profile = tempfile.mkdtemp(prefix="traced-web-chromium-")
-        self.proc = subprocess.Popen(
-            [chromium, "--headless", "--no-sandbox", "--disable-gpu",
-             "--disable-background-networking", "--disable-component-update",
-             "--disable-sync", "--no-first-run",
-             "--user-data-dir=" + self.profile, "--remote-debugging-pipe",
-             "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            close_fds=False,
-            preexec_fn=lambda: (os.dup2(hi[0], 3), os.dup2(hi[1], 4)))
-        for fd in hi:
-            os.close(fd)
-        self._buf, self._id = b"", 0
-
-    def call(self, method, session=None, **params):
-        """The result of method (an error raises)."""
-        self._id += 1
-        msg = {"id": self._id, "method": method, "params": params}
-        if session:
-            msg["sessionId"] = session
-        os.write(self._w, json.dumps(msg).encode() + b"\0")
-        while True:
-            while b"\0" not in self._buf:
-                chunk = os.read(self._r, 1 << 16)
-                check(chunk, "chromium closed its DevTools pipe")
-                self._buf += chunk
-            line, self._buf = self._buf.split(b"\0", 1)
-            reply = json.loads(line)
-            if reply.get("id") == self._id:
-                check("error" not in reply, "%s: %r" % (method, reply))
-                return reply["result"]
-
-    def page(self, url):
-        """A session on a new page showing url."""
-        target = self.call("Target.createTarget", url=url)["targetId"]
-        return self.call("Target.attachToTarget", targetId=target,
-                         flatten=True)["sessionId"]
-
-    def eval(self, session, expr, gesture=False):
-        """expr's value in the page (as a click's when gesture)."""
-        r = self.call("Runtime.evaluate", session, expression=expr,
-                      returnByValue=True, awaitPromise=True,
-                      userGesture=gesture)
-        check("exceptionDetails" not in r, "%s: %r" % (expr, r))
-        return r["result"].get("value")
-
-    def wait_for(self, session, expr, seconds=60):
-        deadline = time.time() + seconds
-        while time.time() < deadline:
-            try:
-                value = self.eval(session, expr)
-            except AssertionError:  # no document yet
-                value = None
-            if value:
-                return value
-            time.sleep(0.2)
-        check(False, "never true: " + expr)
-
-    def close(self):
-        self.proc.kill()
-        self.proc.wait()
-        os.close(self._w)
-        os.close(self._r)
-        shutil.rmtree(self.profile, ignore_errors=True)
-
-
 # The index of the first "open in Perfetto" shown beside a link to one
 # rank's slice (ranks false) or to all ranks' (true).
 PERFETTO_BUTTON = """[...document.querySelectorAll(
@@ -1441,15 +1355,5 @@ def case_dom_opens_perfetto():
     return 0
 
 
-def main():
-    cases = {n[len("case_"):]: f for n, f in globals().items()
-             if n.startswith("case_")}
-    if len(sys.argv) != 2 or sys.argv[1] not in cases:
-        sys.exit("usage: test_web.py %s" % "|".join(sorted(cases)))
-    rc = cases[sys.argv[1]]() or 0
-    print("web_%s: %s" % (sys.argv[1], "skipped" if rc else "ok"))
-    sys.exit(rc)
-
-
 if __name__ == "__main__":
-    main()
+    run_named_case(globals(), "web")

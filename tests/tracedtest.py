@@ -5,6 +5,7 @@ import contextlib
 import errno
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -47,18 +48,37 @@ def trace_files():
 _PORTS_GIVEN = set()
 
 
+def _ephemeral_range():
+    """The kernel's range for the local ports of outgoing connections."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            lo, hi = (int(x) for x in f.read().split())
+        return lo, hi
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
 def free_port():
-    """A loopback port nothing listens on, never one this process was given
-    before: the kernel may hand back a port the moment its probe socket
-    closes, and a rig asks twice (traced's, then the ATOM server's) before
-    either is bound."""
+    """A port nothing listens on (on any address), never one this process
+    was given before, and outside the kernel's ephemeral range: a rig asks
+    before the port is bound (twice: traced's, then the ATOM server's),
+    and meanwhile every outgoing connection of the tests running beside it
+    takes a port from that range (seen: "address already in use" under
+    ctest -j 4). Drawn at random from the rest of 1024-65535."""
+    lo, hi = _ephemeral_range()
+    below, above = max(0, lo - 1024), max(0, 65535 - hi)
     while True:
+        n = random.randrange(below + above)
+        port = 1024 + n if n < below else hi + 1 + (n - below)
+        if port in _PORTS_GIVEN:
+            continue
         with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port not in _PORTS_GIVEN:
-            _PORTS_GIVEN.add(port)
-            return port
+            try:
+                s.bind(("0.0.0.0", port))
+            except OSError:
+                continue
+        _PORTS_GIVEN.add(port)
+        return port
 
 
 class Daemon:
@@ -193,6 +213,20 @@ class Daemon:
         cap = self.wait_status(cap["id"], timeout=timeout)
         check(cap["status"] == "done", "import %s: %s" % (path, cap))
         return cap
+
+
+def run_named_case(scope, prefix):
+    """Runs the case_<argv[1]> function of scope (a test file's globals())
+    and exits with what it answers: 0, or 77 for skipped (ctest's
+    SKIP_RETURN_CODE); prints "<prefix>_<case>: ok" or "skipped"."""
+    cases = {n[len("case_"):]: f for n, f in scope.items()
+             if n.startswith("case_")}
+    if len(sys.argv) != 2 or sys.argv[1] not in cases:
+        sys.exit("usage: %s %s" % (os.path.basename(sys.argv[0]),
+                                   "|".join(sorted(cases))))
+    rc = cases[sys.argv[1]]() or 0
+    print("%s_%s: %s" % (prefix, sys.argv[1], "skipped" if rc else "ok"))
+    sys.exit(rc)
 
 
 def check(cond, msg=""):

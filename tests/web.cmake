@@ -12,3 +12,10 @@ traced_py_test(web_dom_shows_decode test_web.py dom_shows_decode)
 set_tests_properties(web_dom_shows_decode PROPERTIES SKIP_RETURN_CODE 77)
 traced_py_test(web_dom_opens_perfetto test_web.py dom_opens_perfetto)
 set_tests_properties(web_dom_opens_perfetto PROPERTIES SKIP_RETURN_CODE 77)
+# The pages as a performance engineer reads them (tests/test_web_pages.py):
+# one palette, time axes and readouts, empty states that say why, names
+# demangled, the top of a capture's page and a failure's log.
+foreach(case palette axes empty_states demangled capture_top screens)
+  traced_py_test(web_pages_${case} test_web_pages.py ${case})
+  set_tests_properties(web_pages_${case} PROPERTIES SKIP_RETURN_CODE 77)
+endforeach()

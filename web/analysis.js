@@ -29,8 +29,9 @@ async function timelineTab(c, st, ranks) {
   }));
   return [el('p', {class: 'muted'}, 'GPU busy time per bucket, stacked by ',
     'category (the kernel, copy or memset that kept the device busy); the ',
-    'white above the stack is idle time. Bands: phases (colour by what ',
-    'started them) and the step kind running.'), charts];
+    'white above the stack is idle time. Grey bands: phases (by what ',
+    'started them) and the step kind running. Hover for the bucket\'s ',
+    'figures.'), charts];
 }
 
 const IDLE_NOTE = 'Idle time is the span minus GPU busy time, split by ' +
@@ -53,13 +54,16 @@ async function idleTab(c, st, ranks) {
     idleBars(picked.map((r, i) => [r, idleOf(r), per[i].rows])),
     el('h4', null, 'By step kind'),
     table([T('step', 'step', v => v == null ? 'outside steps' : v),
-      S('cause', 'cause'), N('idle', 'idle_ns'),
-      T('share of idle', 'share', shareCell, 'num')], bySteps.rows),
+      T('cause', 'cause', catCell), N('idle', 'idle_ns'),
+      T('share of idle', 'share', shareCell, 'num')], bySteps.rows, null,
+    'No idle time: the GPU was busy from the first event to the last.'),
     el('h4', null, 'Launch delay (kernel start minus its launch call)'),
     table([C('rank', 'rank'), C('kernels', 'launch_delays'),
       N('min', 'launch_delay_min_ns'), N('p50', 'launch_delay_p50_ns'),
       N('p99', 'launch_delay_p99_ns'), N('max', 'launch_delay_max_ns')],
-    withDelay)];
+    withDelay, null, 'No launch delays: the trace links no kernel to the ' +
+    'launch call that queued it (a kineto trace does, by correlation id; ' +
+    'a GPU-only trace has no host side).')];
 }
 
 /* Under the Steps table: a histogram per kind with its p50 and p99, the
@@ -79,7 +83,8 @@ async function stepsExtra(c, st, rows) {
         : b.lo === b.hi ? num(b.lo) : num(b.lo) + '\u2013' + num(b.hi)),
       C('steps', 'count'), T('padded', 'padded_share', v => pct(v, 1),
         'num'), N('p50', 'p50_ns'), N('p99', 'p99_ns'), N('max', 'max_ns')],
-    buckets.rows),
+    buckets.rows, null, 'No batch sizes: the steps\' labels carry no bs= ' +
+      'or tok= (ATOM\'s run labels do).'),
     el('h4', null, 'Slowest steps beside the median step'),
     outlierView(outliers.rows, c, st.rank)];
 }
@@ -103,7 +108,7 @@ function stepCard(o, c, rank) {
 }
 
 function outlierView(rows, c, rank) {
-  if (!rows.length) return el('p', {class: 'muted'}, 'no steps');
+  if (!rows.length) return el('p', {class: 'muted'}, NO_STEPS);
   const kinds = [...new Set(rows.map(o => o.kind))];
   const card = o => stepCard(o, c, rank);
   return kinds.map(k => el('div', {class: 'outliers'},
@@ -119,7 +124,7 @@ async function familyStepsExtra(c, st) {
   return [el('h4', null, 'Time per step kind (GPU-side labels)'),
     table([T('family', 'family', nameCell), S('step', 'step'),
       C('kernels', 'count'), N('total', 'total_ns'), C('steps', 'steps'),
-      N('per step', 'per_step_ns')], d.rows)];
+      N('per step', 'per_step_ns')], d.rows, null, NO_STEPS)];
 }
 
 function familyCols(all, st, show) {
@@ -128,10 +133,12 @@ function familyCols(all, st, show) {
     ev.preventDefault();
     Object.assign(st, {tab: 'kernels', family: v, q: '', category: ''});
     show();
-  }}, nameCell(v))), S('category', 'category'), C('kernels', 'kernels'),
+  }}, nameCell(v)), null, 40), T('category', 'category', catCell),
+  C('kernels', 'kernels'),
   C('count', 'count'), N('total', 'total_ns'), N('avg', 'avg_ns'),
   N('p50', 'p50_ns'), N('p99', 'p99_ns'), N('max', 'max_ns'),
-  T('share', 'share', shareCell, 'num'), N('on critical path', 'critical_ns'),
+  T('share', 'share', shareCell, 'num'),
+  T('on path', 'critical_ns', nsCell, 'num'),
   all ? C('ranks', 'ranks') : null];
 }
 
@@ -173,7 +180,7 @@ async function criticalTab(c, st, ranks) {
   const named = Object.assign({q: st.q, limit: LIMIT}, q);
   const sum = await get(url('/captures/{id}/critical_path/summary',
     {id: c.id}, q));
-  const [steps, kernels, fams, culprits, seqs, med, paths] =
+  const [steps, kernels, fams, culprits, seqs, med, paths, names] =
     await Promise.all([
       get(url('/captures/{id}/critical_path/steps', {id: c.id},
         {rank, limit: 50})),
@@ -184,40 +191,56 @@ async function criticalTab(c, st, ranks) {
       get(url('/captures/{id}/sequences', {id: c.id}, named)),
       get(url('/captures/{id}/sequences/median', {id: c.id},
         {rank, limit: 200})),
-      pickedPaths(c, rank, sum.rows.map(r => r.step))]);
+      pickedPaths(c, rank, sum.rows.map(r => r.step)), kernelNames(c.id)]);
+  const waited = [el('h4', null, 'Who kept the GPU waiting'),
+    table([T('step', 'step', v => v == null ? 'outside steps' : v),
+      T('cause', 'cause', catCell), T('culprit', 'culprit', v => v == null
+        ? '\u2013' : nameCell(v)), S('kind', 'culprit_kind'),
+      C('count', 'count'), N('idle caused', 'idle_ns'), N('p50', 'p50_ns'),
+      N('p99', 'p99_ns')], culprits.rows, null, 'Nobody: no idle stretch ' +
+      'was the host\'s (late, or held in a synchronising call).')];
+  if (!sum.rows.length) {
+    return [el('p', {class: 'muted'}, PATH_NOTE), el('p', {class: 'empty'},
+      'No critical path: no step (a run label, a ProfilerStep, else the ',
+      'whole trace) was analysed; docs/CRITICAL_PATH.md says when one is ',
+      'not (too big, a cycle, no kernel launched in it).'), waited];
+  }
+  const kernel = T('kernel', 'name', readable(names));
   return [el('p', {class: 'muted'}, PATH_NOTE),
     el('h4', null, 'What bounds each step kind'), pathBreakdown(sum.rows),
+    el('p', {class: 'muted'}, 'Path p50 and max are one step\'s ',
+      'path; cpu to sync are summed over the analysed steps.'),
     table([S('step', 'step'), C('steps', 'steps'), C('analysed', 'analyzed'),
       N('path p50', 'length_p50_ns'), N('path max', 'length_max_ns'),
       ...LENGTH_BOUNDS.concat('sync').map(b => N(b, b + '_ns')),
       C('kernels on path', 'kernels_on_path'), C('kernels', 'kernels'),
       C('launch queue max', 'queue_max')], sum.rows),
     el('h4', null, 'Median and slowest steps', rank != null ? ' (rank ' +
-      rank + ')' : null), boundLegend(), paths,
-    el('h4', null, 'Who kept the GPU waiting'),
-    table([T('step', 'step', v => v == null ? 'outside steps' : v),
-      S('cause', 'cause'), T('culprit', 'culprit', v => v == null
-        ? '\u2013' : nameCell(v)), S('kind', 'culprit_kind'),
-      C('count', 'count'), N('idle caused', 'idle_ns'), N('p50', 'p50_ns'),
-      N('p99', 'p99_ns')], culprits.rows),
+      rank + ')' : null), boundLegend(), paths, waited,
     el('h4', null, 'Kernels on the critical path'),
-    table([T('kernel', 'name', nameCell)].concat(PATH_COLS), kernels.rows),
+    table([kernel].concat(PATH_COLS), kernels.rows, null, st.q
+      ? 'No kernel on a path has \u201c' + st.q + '\u201d in its name.'
+      : 'No kernel lies on a critical path.'),
     el('h4', null, 'Families on the critical path'),
-    table([T('family', 'family', nameCell)].concat(PATH_COLS), fams.rows),
+    table([T('family', 'family', nameCell)].concat(PATH_COLS), fams.rows,
+      null, 'No family lies on a critical path.'),
     el('h4', null, 'Steps', rank != null ? ' (rank ' + rank + ')' : null),
     table([C('#', 'index'), S('step', 'step'), S('role', 'role'),
       S('status', 'status'), N('window', 'dur_ns'),
       N('path', 'length_ns'), ...LENGTH_BOUNDS.map(b => N(b, b + '_ns')),
       C('kernels on path', 'kernels_on_path'), C('kernels', 'kernels'),
-      C('queue max', 'queue_max')], steps.rows),
+      C('queue max', 'queue_max')], steps.rows, null, 'No step of this ' +
+      'rank was analysed (pick another rank).'),
     el('h4', null, 'Most frequent kernel sequences (is decode fused?)'),
     table([S('step', 'step'), C('n', 'n'), T('sequence', 'sequence',
       nameCell), C('count', 'count'), C('steps', 'steps'),
-    N('kernel time', 'total_ns')], seqs.rows),
+    N('kernel time', 'total_ns')], seqs.rows, null, 'No run of two or ' +
+      'more kernels in an analysed step.'),
     el('h4', null, 'The median step\'s kernels in order'),
     table([S('step', 'step'), C('#', 'position'), T('family', 'family',
-      nameCell), T('kernel', 'name', nameCell), C('count', 'count'),
-    N('time', 'dur_ns'), T('share', 'share', shareCell, 'num')], med.rows)];
+      nameCell), kernel, C('count', 'count'),
+    N('time', 'dur_ns'), T('share', 'share', shareCell, 'num')], med.rows,
+    null, 'No median step with kernels on this rank.')];
 }
 
 const ANALYSIS_TABS = [

@@ -64,13 +64,30 @@ function num(v) {
     : typeof v === 'number' ? nf.format(v) : String(v);
 }
 
+/* Three significant digits (123, 12.3, 1.23), never fewer than the whole
+ * number: what a reader compares at a glance; the exact value is in the
+ * tooltip. */
+function sig3(x) {
+  const a = Math.abs(x);
+  if (a >= 100) return nf.format(Math.round(x));
+  return a >= 1 ? x.toFixed(a >= 10 ? 1 : 2) : String(Number(x.toPrecision(3)));
+}
+
 function fmtNs(v) {
   if (v === null || v === undefined) return '\u2013';
   const a = Math.abs(v);
-  if (a < 1e3) return v + ' ns';
-  if (a < 1e6) return (v / 1e3).toFixed(2) + ' \u00b5s';
-  if (a < 1e9) return (v / 1e6).toFixed(2) + ' ms';
-  return (v / 1e9).toFixed(3) + ' s';
+  if (a < 999.5) return nf.format(Math.round(v)) + ' ns';
+  if (a < 999.5e3) return sig3(v / 1e3) + ' \u00b5s';
+  if (a < 999.5e6) return sig3(v / 1e6) + ' ms';
+  return sig3(v / 1e9) + ' s';
+}
+
+/* A measured real (a throughput, a latency in ms): three significant
+ * digits; an integer as it is. */
+function fmtReal(v) {
+  if (v === null || v === undefined || v === '') return '\u2013';
+  if (typeof v !== 'number') return String(v);
+  return Number.isInteger(v) ? nf.format(v) : sig3(v);
 }
 
 function fmtBytes(v) {
@@ -79,7 +96,7 @@ function fmtBytes(v) {
   let i = 0;
   let x = v;
   while (Math.abs(x) >= 1024 && i < units.length - 1) { x /= 1024; i++; }
-  return i ? x.toFixed(2) + ' ' + units[i] : v + ' B';
+  return i ? sig3(x) + ' ' + units[i] : v + ' B';
 }
 
 function nsCell(v) {
@@ -92,11 +109,12 @@ function bytesCell(v) {
 }
 
 function pct(v, digits) {
-  return v == null ? '\u2013' : (v * 100).toFixed(digits || 2) + '%';
+  return v == null ? '\u2013'
+    : (v * 100).toFixed(digits === undefined ? 1 : digits) + '%';
 }
 
 function shareCell(v) {
-  return el('span', {class: 'share', title: String(v)},
+  return el('span', {class: 'share', title: pct(v, 4)},
     el('span', {class: 'fill', style: 'width:' + Math.min(100, v * 100) +
       '%'}), pct(v));
 }
@@ -129,13 +147,41 @@ function kernelName(k) {
   return el('span', {class: 'name', title: k.name}, k.demangled || k.name);
 }
 
+/* The demangled forms of capture id's kernel names, by name: the kernels
+ * table's own (the indexer demangles each name once, and the Kernels tab
+ * shows them), asked once per capture for its table_limit_max (1000)
+ * kernels with the most time, so that every page that names a kernel
+ * (the diff, the critical path, the verdict, decode) shows the same
+ * form. A name not among them shows as it is. */
+const NAMES = new Map();
+
+function kernelNames(id) {
+  if (!NAMES.has(id)) {
+    NAMES.set(id, get(url('/captures/{id}/kernels', {id}, {limit: 1000}))
+      .then(d => new Map(d.rows.filter(r => r.demangled)
+        .map(r => [r.name, r.demangled])), () => {
+        NAMES.delete(id);
+        return new Map();
+      }));
+  }
+  return NAMES.get(id);
+}
+
+/* A column formatter showing a kernel name by names (a Map of
+ * kernelNames()), the name as traced in the tooltip. */
+function readable(names) {
+  return v => v == null ? '\u2013' : kernelName({name: String(v),
+    demangled: names && names.get(v)});
+}
+
 function badge(status) {
   return el('span', {class: 'badge ' + status}, status);
 }
 
 /* ---- tables: cols are {h: header, k: key, f: format(value, row)} ---- */
 
-const T = (h, k, f, cls) => ({h, k, f: f || num, cls});
+/* w: a text column's widest, in characters (default TEXT_COL_CH). */
+const T = (h, k, f, cls, w) => ({h, k, f: f || num, cls, w});
 const N = (h, k) => T(h, k, nsCell, 'num');
 const C = (h, k) => T(h, k, num, 'num');
 const B = (h, k) => T(h, k, bytesCell, 'num');
@@ -148,10 +194,32 @@ function cmp(x, y) {
   return String(x).localeCompare(String(y));
 }
 
+/* A text column is at least as wide as its longest value, up to this
+ * many characters (a kind, a category never wraps; a long name wraps
+ * past it). */
+const TEXT_COL_CH = 30;
+
+/* The width a text column asks: its header's and its longest value's, up
+ * to its w or TEXT_COL_CH characters. */
+function colWidth(c, rows) {
+  let most = String(c.h).length;
+  for (const r of rows.slice(0, 200)) {
+    const v = c.k ? r[c.k] : null;
+    if (v != null && typeof v !== 'object') {
+      most = Math.max(most, String(v).length);
+    }
+  }
+  return Math.min(most, c.w || TEXT_COL_CH) + 1;
+}
+
 /* A table sorted by a click on a header (numbers largest first, then
- * ascending on a second click); rows stay in the API's order until then. */
-function table(cols, rows, rowClass) {
-  if (!rows.length) return el('p', {class: 'muted'}, 'no rows');
+ * ascending on a second click); rows stay in the API's order until then.
+ * empty: what to say when there are no rows (why, and what would fill
+ * them). */
+function table(cols, rows, rowClass, empty) {
+  if (!rows.length) {
+    return el('p', {class: 'muted empty'}, empty || 'nothing to show');
+  }
   const tbody = el('tbody');
   let key = null;
   let dir = 1;
@@ -163,6 +231,8 @@ function table(cols, rows, rowClass) {
   };
   const head = cols.map(c => el('th', {
     class: c.cls, title: c.k ? 'sort by ' + c.h : null,
+    style: c.cls && c.cls.startsWith('num') ? null
+      : 'min-width:' + colWidth(c, rows) + 'ch',
     onclick: c.k ? () => {
       dir = key === c.k ? -dir
         : (typeof rows[0][c.k] === 'number' ? -1 : 1);
@@ -170,8 +240,8 @@ function table(cols, rows, rowClass) {
       fill();
     } : null}, c.h));
   fill();
-  return el('table', {class: 'grid'}, el('thead', null, el('tr', null, head)),
-    tbody);
+  return el('div', {class: 'hscroll'}, el('table', {class: 'grid'},
+    el('thead', null, el('tr', null, head)), tbody));
 }
 
 function kv(obj) {
@@ -469,7 +539,10 @@ function listView(app, q) {
     T('', null, c => el('a', {href: '#/captures/' + c.id}, 'open'))];
 
   function render() {
-    put(box, table(cols, st.rows, c => st.sel.has(c.id) ? 'picked' : null),
+    put(box, table(cols, st.rows, c => st.sel.has(c.id) ? 'picked' : null,
+      st.status || st.kind ? 'No capture matches these filters.'
+        : 'No capture yet: queue one or import a trace below (make run ' +
+        'queues a demo capture).'),
       st.more ? el('button', {onclick: () => { st.pages++; load(); }},
         'show more') : null);
   }
@@ -577,11 +650,14 @@ function signed(v, text) {
     text);
 }
 
-function diffTable(by, rows) {
+/* names: the demangled kernel names of both captures (by=kernel). */
+function diffTable(by, rows, names) {
   const most = Math.max(0, ...rows.map(r => Math.abs(r.delta_ns)));
+  const key = by === 'kernel' ? readable(names) : by === 'category'
+    ? catCell : v => nameCell(String(v));
   /* On a narrow screen the counts give way (class opt, style.css). */
   return table([T(by, DIFF_KEY[by], v => v == null
-    ? el('span', {class: 'muted'}, '(none)') : nameCell(String(v))),
+    ? el('span', {class: 'muted'}, '(none)') : key(v)),
     T('A count', 'a_count', num, 'num opt'),
     T('B count', 'b_count', num, 'num opt'), N('A total', 'a_total_ns'),
     N('B total', 'b_total_ns'),
@@ -589,20 +665,41 @@ function diffTable(by, rows) {
       signed(v, nsCell(v))], 'num'),
     T('delta %', 'delta_pct', v => v == null ? '\u2013'
       : signed(v, (v > 0 ? '+' : '') + v.toFixed(1) + '%'), 'num'),
-    T('status', 'status', badge)], rows);
+    T('status', 'status', badge)], rows, null, 'The two captures have ' +
+    'no ' + by + ' rows' + (by === 'step' ? ' (neither has run labels)'
+      : DIFF_DECODE.includes(by) ? ' of this step kind' : '') + '.');
 }
 
-function diffBody(d) {
-  return [d.warnings.length ? el('div', {class: 'warnings'},
+/* The two captures' device time (their categories summed) and its
+ * change, in one line above the rows. */
+function diffTotal(d) {
+  const sum = k => d.categories.reduce((a, r) => a + r[k], 0);
+  const a = sum('a_total_ns'), b = sum('b_total_ns');
+  return el('p', {class: 'diff-total'}, 'Device time', d.norm === 'per_step'
+    ? ' per step' : '', ': A ', nsCell(a), ', B ', nsCell(b), ' \u00b7 B\u2212A ',
+  signed(b - a, [nsCell(b - a), a ? ' (' + (b > a ? '+' : '') +
+    (100 * (b - a) / a).toFixed(1) + '%)' : '']), d.rows.every(r =>
+    !r.delta_ns) ? el('span', {class: 'muted'}, ' \u00b7 every row is ' +
+    'the same in both') : null);
+}
+
+/* perStep: shows the figures per step (offered when the two ran a
+ * different number of steps and the totals are shown). */
+function diffBody(d, names, perStep) {
+  const uneven = d.norm === 'none' && d.a_steps && d.b_steps &&
+    d.a_steps !== d.b_steps;
+  return [diffTotal(d), d.warnings.length ? el('div', {class: 'warnings'},
     el('strong', null, 'Read with care:'), el('ul', null,
-      d.warnings.map(w => el('li', {title: w.code}, w.message)))) : null,
+      d.warnings.map(w => el('li', {title: w.code}, w.message))),
+    uneven ? el('button', {onclick: perStep}, 'compare per step') : null)
+    : null,
   d.kind != null ? el('p', {class: 'meta'}, d.kind, ' steps: A ',
     num(d.a_steps), ', B ', num(d.b_steps), d.norm === 'per_step'
       ? ' \u00b7 figures per ' + d.kind + ' step' : '')
     : el('p', {class: 'meta'}, 'real steps (prefill + decode): A ',
       num(d.a_steps), ', B ', num(d.b_steps), d.norm === 'per_step'
         ? ' \u00b7 figures per real step' : ''),
-  diffTable(d.by, d.rows),
+  diffTable(d.by, d.rows, names),
   d.rows.length === DIFF_LIMIT ? el('p', {class: 'muted'}, 'the ' +
     DIFF_LIMIT + ' largest differences') : null,
   d.by !== 'category' && d.categories.length ? [el('h3', null,
@@ -629,10 +726,14 @@ function diffView(app, a, b, hq) {
     maxlength: 64, onchange: () => { st.kind = kindIn.value; load(); }});
   const kindBox = el('label', null, 'step kind ', kindIn);
   add(tools, select(st.by, Object.keys(DIFF_KEY).map(v => [v, 'by ' + v]),
-    v => { st.by = v; load(); }),
-  select(st.norm, [['none', 'totals'], ['per_step', 'per step']],
-    v => { st.norm = v; load(); }), kindBox, el('label', null, 'rank ',
-    rankIn));
+    v => { st.by = v; load(); }));
+  const normIn = select(st.norm, [['none', 'totals'], ['per_step',
+    'per step']], v => { st.norm = v; load(); });
+  add(tools, normIn, kindBox, el('label', null, 'rank ', rankIn));
+  const perStep = () => {
+    st.norm = normIn.value = 'per_step';
+    load();
+  };
   Promise.all([a, b].map(id => get(url('/captures/{id}', {id}))
     .catch(() => null))).then(cs => {
     if (g !== gen) return;
@@ -648,15 +749,16 @@ function diffView(app, a, b, hq) {
     saveOpts({by: st.by === 'kernel' ? '' : st.by,
       norm: st.norm === 'none' ? '' : st.norm, rank: st.rank, kind});
     put(out, el('p', {class: 'muted'}, 'loading\u2026'));
-    let d;
+    let d, na, nb;
     try {
-      d = await get(url('/diff', {}, {a, b, by: st.by, norm: st.norm,
-        rank: st.rank, kind, limit: DIFF_LIMIT}));
+      [d, na, nb] = await Promise.all([get(url('/diff', {}, {a, b,
+        by: st.by, norm: st.norm, rank: st.rank, kind, limit: DIFF_LIMIT})),
+      kernelNames(a), kernelNames(b)]);
     } catch (e) {
       if (g === gen) put(out, errorBox(e));
       return;
     }
-    if (g === gen) put(out, diffBody(d));
+    if (g === gen) put(out, diffBody(d, new Map([...nb, ...na]), perStep));
   }
   load();
 }

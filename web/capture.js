@@ -1,8 +1,9 @@
 /*
- * traced dashboard, the capture view (#/captures/<id>): status and phase
- * while it runs (polled every second), then the per-rank figures and one
- * tab per table route; the analysis tabs (timeline, idle, families) are
- * analysis.js's. Uses the helpers of app.js and charts.js.
+ * traced dashboard, the capture view (#/captures/<id>): its top
+ * (overview.js) polled every second while it runs, then one tab per
+ * table route; the analysis tabs (timeline, idle, critical path,
+ * families) are analysis.js's, collectives results.js's, decode
+ * decode.js's. Uses the helpers of app.js and charts.js.
  */
 'use strict';
 
@@ -10,15 +11,6 @@
 const MAX_Q = 256;
 /* Rows asked of the long tables; the name filter finds the rest. */
 const LIMIT = 100;
-const CATEGORIES = ['gemm', 'attention', 'moe', 'communication', 'custom',
-  'routing', 'copy', 'memset', 'elementwise', 'normalization', 'softmax_topk',
-  'sync', 'other'];
-/* Members of the capture object itself; the others are its extra. */
-const OWN = ['id', 'kind', 'label', 'params', 'status', 'phase', 'created_at',
-  'started_at', 'finished_at', 'phase_started_at', 'queue_position',
-  'progress', 'error', 'bench', 'ranks', 'collectives', 'verdict'];
-/* The phases a capture runs after the queue (PHASES: lifecycle.js). */
-const RUN_PHASES = PHASES.filter(p => p !== 'queued');
 
 /* ---- capture view ---- */
 
@@ -52,162 +44,7 @@ function captureView(app, id, q) {
   poll();
 }
 
-async function dropCapture(c) {
-  const live = !FINAL.includes(c.status);
-  if (!window.confirm((live ? 'Cancel' : 'Delete') + ' capture #' + c.id +
-    (live ? '?' : ' and its trace files?'))) return;
-  try {
-    const r = await call('DELETE', url('/captures/{id}', {id: c.id}));
-    if (r && r.deleted) location.hash = '#/'; else route();
-  } catch (e) {
-    window.alert(e.message);
-  }
-}
-
-/* Which models.json preset and variant the capture ran with, or why
- * none, and the TP it launched at (docs/ATOM.md, "Presets"). */
-function presetLine(c) {
-  const pr = c.preset;
-  if (!pr) return null;
-  return el('span', {class: 'preset'}, pr.applied
-    ? ['preset ', el('code', null, pr.match), pr.variant
-      ? [' variant ', el('code', null, pr.variant)] : ' (base variant)']
-    : ['no preset: ', pr.why],
-  c.launch ? [' \u00b7 launched at tp ', num(c.launch.tp), ' (',
-    c.launch.tp_source, ')'] : null);
-}
-
-function captureHead(c) {
-  const p = c.params || {};
-  const live = !FINAL.includes(c.status);
-  return el('div', {class: 'head'},
-    el('h2', null, (c.kind === 'import' ? 'Import #' : 'Capture #') + c.id,
-      c.node ? [' on ', el('a', {href: /^https?:\/\//.test(c.node_url || '')
-        ? c.node_url : null, title: 'its node: raw traces and slices are ' +
-        'there'}, c.node)] : null,
-      c.label ? [' \u00b7 ', c.label] : null, ' ', badge(c.status),
-      c.verdict ? [' ', verdictBadge(c.verdict)] : null),
-    el('p', {class: 'meta'},
-      p.model ? ['model ', el('code', null, p.model), ' \u00b7 tp ',
-        num(p.tp), ' \u00b7 isl ', num(p.isl), ' \u00b7 osl ', num(p.osl),
-        ' \u00b7 conc ', num(p.conc), ' \u00b7 prompts \u00d7',
-        num(p.prompt_multiplier), p.more ? ' \u00b7 profiler more' : '']
-        : ['path ', el('code', null, p.path || '\u2013')],
-      c.preset ? [el('br'), presetLine(c)] : null,
-      el('br'), 'created ', when(c.created_at), ' \u00b7 started ',
-      when(c.started_at), ' \u00b7 finished ', when(c.finished_at),
-      ' \u00b7 took ', elapsed(c.started_at, c.finished_at),
-      c.queue_position ? ' \u00b7 queue position ' + c.queue_position : null,
-      /* A capture of the fleet is deleted on its node. */
-      c.node ? null : [' ', el('button', {onclick: () => dropCapture(c)},
-        live ? 'cancel' : 'delete')]));
-}
-
-function lifecycle(c) {
-  const seq = c.kind === 'import'
-    ? RUN_PHASES.slice(RUN_PHASES.indexOf('indexing')) : RUN_PHASES;
-  const at = c.status === 'done' ? seq.length - 1
-    : seq.indexOf(c.error && c.error.phase || c.phase);
-  const bad = FINAL.includes(c.status) && c.status !== 'done';
-  return el('div', null, el('ol', {class: 'phases'}, seq.map((p, i) =>
-    el('li', {class: i < at ? 'past' : i > at ? null : bad ? 'failed'
-      : c.status === 'done' ? 'past' : 'current'},
-    p.replace('_', ' ')))), el('p', {class: 'muted'}, 'phase ', c.phase,
-    c.phase_started_at && !FINAL.includes(c.status)
-      ? ' for ' + elapsed(c.phase_started_at) : null));
-}
-
-/* The bench's result JSON as a grid of name and value. */
-function metrics(obj) {
-  return el('div', {class: 'metrics'}, Object.keys(obj).map(k =>
-    el('div', null, el('span', {class: 'muted'}, k), ' ',
-      el('strong', null, obj[k] !== null && typeof obj[k] === 'object'
-        ? JSON.stringify(obj[k]) : num(obj[k])))));
-}
-
-/* Counters while the capture runs, and where a failed one stopped. */
-function progress(c) {
-  const p = c.progress;
-  if (!p || c.status === 'done') return null;
-  const exp = c.kind === 'capture';
-  const pctOf = (a, b) => b ? ' (' + pct(a / b, 1) + ')' : '';
-  return el('div', {class: 'progress'},
-    exp ? el('span', null, 'ranks exported ', num(p.ranks_exported), '/',
-      num(p.ranks_expected)) : null,
-    el('span', null, 'indexed ', num(p.ranks_indexed), '/',
-      num(p.ranks_expected)),
-    el('span', null, 'bytes ', bytesCell(p.bytes_indexed), ' / ',
-      bytesCell(p.bytes_total), pctOf(p.bytes_indexed, p.bytes_total)),
-    p.bytes_total ? el('progress', {max: p.bytes_total,
-      value: p.bytes_indexed || 0}) : null,
-    p.orphan_json ? el('span', {class: 'warn'}, num(p.orphan_json),
-      FINAL.includes(c.status) ? ' orphan .json (export died mid-write?)'
-        : ' .json not gzipped yet') : null,
-    exp && p.export_polls ? el('span', null, 'export polls ',
-      num(p.export_polls)) : null);
-}
-
-function captureBody(c) {
-  const logs = c.kind === 'capture'
-    ? ['server', 'bench', 'launcher', 'stop', 'gpu']
-    .map(w => fileLink(url('/captures/{id}/logs', {id: c.id}, {which: w}),
-      w + ' log')) : [];
-  const extra = {};
-  for (const k of Object.keys(c)) if (!OWN.includes(k)) extra[k] = c[k];
-  return el('div', null, lifecycle(c), progress(c),
-    c.error ? el('div', {class: 'error'},
-      el('strong', null, 'failed in ', c.error.phase || c.phase), ': ',
-      c.error.message, c.error.log_tail ? el('pre', null, c.error.log_tail)
-        : null) : null,
-    c.verdict ? verdictBox(c) : null,
-    c.bench ? [el('h3', null, 'Benchmark'), metrics(c.bench)] : null,
-    c.ranks && c.ranks.length ? [el('h3', null, 'Ranks'), totals(c.ranks),
-      ranksTable(c)] : null,
-    el('p', {class: 'links'}, logs),
-    el('details', null, el('summary', null, 'request and paths'),
-      kv(c.params), kv(extra)));
-}
-
-/* The figures a reader looks at first, over the ranks indexed. */
-function totals(ranks) {
-  const rs = ranks.filter(r => r.status === 'done');
-  if (!rs.length) return null;
-  const sum = k => rs.reduce((a, r) => a + (r[k] || 0), 0);
-  const ks = rs.map(r => r.kernel_ns);
-  return el('p', {class: 'meta'}, num(rs.length), ' ranks \u00b7 kernel time ',
-    nsCell(sum('kernel_ns')), rs.length > 1 ? [' (per rank ',
-      nsCell(Math.min(...ks)), ' to ', nsCell(Math.max(...ks)), ')'] : null,
-    ' \u00b7 device time ', nsCell(sum('device_ns')), ' \u00b7 copies ',
-    bytesCell(sum('memcpy_bytes')), ' in ', nsCell(sum('memcpy_ns')),
-    ' \u00b7 host API ', nsCell(sum('runtime_ns')), ' (host side, not ',
-    'device time)');
-}
-
-function ranksTable(c) {
-  const busy = (v, r) => r.span_ns ? pct(r.gpu_busy_ns / r.span_ns, 1)
-    : '\u2013';
-  return table([C('rank', 'rank'), S('label', 'label'),
-    S('device', 'device'), T('status', 'status', badge),
-    C('kernels', 'kernel_events'), C('distinct', 'distinct_kernels'),
-    N('kernel time', 'kernel_ns'), N('gpu busy', 'gpu_busy_ns'),
-    N('span', 'span_ns'), T('busy/span', null, busy, 'num'),
-    B('copied', 'memcpy_bytes'), N('host API', 'runtime_ns'),
-    T('', null, r => r.status === 'failed'
-      ? el('span', {class: 'warn'}, r.error) : r.rank == null ? null
-        : fileLink(url('/captures/{id}/ranks/{r}/trace',
-          {id: c.id, r: r.rank}), 'raw trace',
-        (r.file || 'rank' + r.rank + '.json').split('/').pop()))],
-  c.ranks);
-}
-
 /* ---- capture tabs: each reads one table route ---- */
-
-function catBar(rows) {
-  return el('div', {class: 'stack'}, rows.filter(r => r.share > 0)
-    .map(r => el('span', {class: 'cat-' + r.category, title: r.category +
-      ' ' + pct(r.share) + ' (' + fmtNs(r.total_ns) + ')',
-    style: 'width:' + r.share * 100 + '%'})));
-}
 
 function topList(items, launch) {
   return el('ul', {class: 'top'}, (items || []).map(k => el('li', null,
@@ -215,29 +52,44 @@ function topList(items, launch) {
       : null, ' \u00d7', num(k.count), ' ', nsCell(k.total_ns))));
 }
 
-function phaseSpan(r, end) {
-  const top = r.top_kernels && r.top_kernels[0];
-  return el('span', {class: 'bar ' + r.cause,
-    title: '#' + r.index + ' ' + fmtNs(r.start_ns) + ' \u2192 ' +
-      fmtNs(r.end_ns) + ', busy ' + fmtNs(r.busy_ns) + ', ' + r.cause +
-      (top ? ', top ' + top.name : ''),
-    style: 'left:' + r.start_ns / end * 100 + '%;width:' +
-      Math.max(0.2, (r.end_ns - r.start_ns) / end * 100) + '%'});
-}
-
-/* Phases as bars on a time axis, one lane per rank. */
-function timeline(rows) {
+/* Phases on a time axis, one lane per rank, each phase in the grey of
+ * what started it. */
+function phaseLanes(rows) {
+  const W = 1000, H = 14;
   const end = Math.max(1, ...rows.map(r => r.end_ns));
+  const causes = ['start', 'gap', 'shape'];
   const lanes = new Map();
   for (const r of rows) {
-    const k = r.rank == null ? '' : 'rank ' + r.rank;
+    const k = r.rank == null ? 'phases' : 'rank ' + r.rank;
     if (!lanes.has(k)) lanes.set(k, []);
     lanes.get(k).push(r);
   }
-  return el('div', {class: 'timeline'}, Array.from(lanes, ([k, rs]) =>
-    el('div', {class: 'lane'}, el('span', {class: 'lane-name'}, k),
-      el('div', {class: 'track'}, rs.map(r => phaseSpan(r, end))))));
+  return el('div', {class: 'phase-lanes', 'data-time': ''},
+    Array.from(lanes, ([k, rs]) => el('div', {class: 'idle-row'},
+      el('span', {class: 'lane-name'}, k), hover(figure('idle', W, H,
+        'Phases of ' + k, k + ': ' + rs.length + ' phases: ' +
+        rs.map(r => '#' + r.index + ' ' + r.cause + ' ' +
+          exactNs(r.start_ns) + ' to ' + exactNs(r.end_ns)).join('; ') + '.',
+        [String(rs.length), ' phases'], rs.map(r => svg('rect', {
+          x: r.start_ns / end * W, y: 0, height: H,
+          width: Math.max(0.5, (r.end_ns - r.start_ns) / end * W),
+          fill: bandColor(causes.indexOf(r.cause)), class: 'lane-band'},
+        svg('title', null, '#' + r.index + ' (' + r.cause + ') ' +
+          fmtNs(r.start_ns) + ' to ' + fmtNs(r.end_ns) + ', busy ' +
+          fmtNs(r.busy_ns) + ((r.top_kernels || [])[0] ? '\ntop ' +
+            (r.top_kernels[0].demangled || r.top_kernels[0].name) : ''))))),
+      timeReader(0, end, W)))),
+    laneAxis(timeAxis(0, end, 'time from the rank\'s first event')),
+    legend(causes.map((c, i) => [{start: 'from the start',
+      gap: 'after an idle gap', shape: 'at a shape change'}[c],
+    bandColor(i)])));
 }
+
+/* Why a capture has no steps, and what would give it some. */
+const NO_STEPS = 'No steps: the trace has neither ATOM\'s run labels ' +
+  '(prefill[...] and decode[...] on the GPU timeline, which a capture by ' +
+  'traced records) nor ProfilerStep ranges (torch.profiler with a ' +
+  'schedule). A trace with either fills this.';
 
 const TABS = [
   {id: 'kernels', label: 'Kernels', path: '/captures/{id}/kernels', q: true,
@@ -249,17 +101,18 @@ const TABS = [
         ev.preventDefault();
         Object.assign(st, {tab: 'launches', q: v.slice(0, MAX_Q)});
         show();
-      }}, el('span', {class: 'name', title: v}, r.demangled || v))),
+      }}, el('span', {class: 'name', title: v}, r.demangled || v)), null, 30),
     T('family', 'family', v => v == null ? '\u2013' : el('a', {href: '#',
       title: 'only this family', onclick: ev => {
         ev.preventDefault();
         st.family = v;
         show();
-      }}, nameCell(v))), S('category', 'category'), C('count', 'count'),
+      }}, nameCell(v)), null, 22), T('category', 'category', catCell),
+    C('count', 'count'),
     N('total', 'total_ns'), N('avg', 'avg_ns'), N('min', 'min_ns'),
     N('max', 'max_ns'), all ? null : N('median', 'median_ns'),
     T('share', 'share', shareCell, 'num'),
-    N('on critical path', 'critical_ns'),
+    T('on path', 'critical_ns', nsCell, 'num'),
     all ? null : N('first at', 'first_ns'),
     all ? null : N('last at', 'last_ns'),
     all ? C('ranks', 'ranks') : null,
@@ -268,7 +121,8 @@ const TABS = [
     all ? T('fastest rank', 'fastest_rank_ns', (v, r) => [num(r.fastest_rank),
       ': ', nsCell(v)], 'num') : null]},
   {id: 'launches', label: 'Launches', path: '/captures/{id}/launches',
-    q: true, sort: true, limit: LIMIT, cols: () => [T('name', 'name', nameCell),
+    q: true, sort: true, limit: LIMIT, names: true,
+    cols: (all, st) => [T('name', 'name', readable(st.names)),
       T('grid', 'grid', dim), T('block', 'block', dim),
       C('regs/thread', 'registers_per_thread'), B('shared', 'shared_bytes'),
       C('count', 'count'), N('total', 'total_ns'), N('avg', 'avg_ns'),
@@ -276,19 +130,19 @@ const TABS = [
   {id: 'categories', label: 'Categories', path: '/captures/{id}/categories',
     note: 'Share of device time (kernels, copies, memsets). A category ' +
       'opens its kernels.',
-    before: catBar, cols: (all, st, show) => [T('category', 'category',
+    before: categoryBar, cols: (all, st, show) => [T('category', 'category',
       v => el('a', {href: '#', title: 'kernels of ' + v, onclick: ev => {
         ev.preventDefault();
         Object.assign(st, {tab: 'kernels', category: v, q: ''});
         show();
-      }}, el('span', {class: 'dot cat-' + v}), v)),
+      }}, catCell(v))),
     C('events', 'count'), N('total', 'total_ns'),
     T('share of device time', 'share', shareCell, 'num')]},
   {id: 'steps', label: 'Steps', path: '/captures/{id}/steps',
     note: 'Percentiles are of the step durations (all ranks: the largest ' +
       'rank\'s). Steady: without the warm-up, the leading steps slower ' +
       'than twice the p50 (at most a tenth of them).',
-    after: (c, st, rows) => stepsExtra(c, st, rows),
+    after: (c, st, rows) => stepsExtra(c, st, rows), empty: NO_STEPS,
     cols: () => [S('kind', 'kind'), C('count', 'count'),
       N('total', 'total_ns'), N('avg', 'avg_ns'), N('p50', 'p50_ns'),
       N('p90', 'p90_ns'), N('p99', 'p99_ns'), N('max', 'max_ns'),
@@ -297,10 +151,12 @@ const TABS = [
       C('padded', 'padded'), N('kernel time inside', 'kernel_ns'),
       S('source', 'source')]},
   {id: 'memcpy', label: 'Copies', path: '/captures/{id}/memcpy',
+    empty: 'No copies and no memsets: the device copied nothing in this ' +
+      'trace (or its profiler recorded no memcpy or memset events).',
     cols: () => [S('kind', 'kind'), C('count', 'count'),
       N('total', 'total_ns'), B('bytes', 'bytes'), B('largest', 'max_bytes'),
       T('GB/s', null, r => r.total_ns && r.bytes
-        ? (r.bytes / r.total_ns).toFixed(2) : '\u2013', 'num')]},
+        ? sig3(r.bytes / r.total_ns) : '\u2013', 'num')]},
   {id: 'runtime', label: 'Host API', path: '/captures/{id}/runtime',
     q: true, sort: true, limit: LIMIT,
     note: 'Host-side API time includes queueing and waiting: it is not ' +
@@ -310,7 +166,8 @@ const TABS = [
   {id: 'phases', label: 'Phases', path: '/captures/{id}/phases',
     note: 'Cut at idle gaps (gap) and launch-shape changes (shape). A ' +
       'slice is the rank\'s raw trace over the phase, to open in Perfetto.',
-    before: timeline, cols: (all, st) => [all ? C('rank', 'rank') : null,
+    empty: 'No phases: the rank ran no kernel.',
+    before: phaseLanes, cols: (all, st) => [all ? C('rank', 'rank') : null,
       C('#', 'index'), N('start', 'start_ns'), N('end', 'end_ns'),
       T('length', null, r => nsCell(r.end_ns - r.start_ns), 'num'),
       N('busy', 'busy_ns'), T('busy %', null, r => r.end_ns > r.start_ns
@@ -320,6 +177,20 @@ const TABS = [
       T('top launch configs', 'top_launches', v => topList(v, true)),
       T('raw events', null, r => sliceLink(st.id, all ? r.rank : st.rank,
         r.start_ns, r.end_ns))]}];
+
+/* Why a table tab has no rows: the filters asked (name, category,
+ * family, on a critical path) when any, else the tab's own reason. */
+function emptyWhy(tab, query) {
+  const asked = [query.q ? 'name contains \u201c' + query.q + '\u201d'
+    : null, query.category ? 'category ' + query.category : null,
+  query.family ? 'family ' + query.family : null,
+  query.on_path ? 'on a critical path' : null].filter(Boolean);
+  if (asked.length) {
+    return 'No rows with ' + asked.join(', ') + ': clear the filter to ' +
+      'see them all.';
+  }
+  return tab.empty || 'No rows: the trace holds nothing of this kind.';
+}
 
 /* Every tab: these, the analysis ones, the collectives and decode
  * (analysis.js, results.js, decode.js, loaded after). */
@@ -385,12 +256,15 @@ function tabsView(box, c, ranks, hq) {
 
   /* A table tab: its rows, a picture before them, more after them. */
   async function tableTab(tab, query) {
-    const data = await get(url(tab.path, {id: c.id}, Object.assign(query,
-      {limit: tab.limit})));
+    const [data, names] = await Promise.all([get(url(tab.path, {id: c.id},
+      Object.assign(query, {limit: tab.limit}))),
+    tab.names ? kernelNames(c.id) : null]);
     const all = data.rank === null;
+    st.names = names;
     return [tab.note ? el('p', {class: 'muted'}, tab.note) : null,
       tab.before && data.rows.length ? tab.before(data.rows) : null,
-      table(tab.cols(all, st, show).filter(Boolean), data.rows),
+      table(tab.cols(all, st, show).filter(Boolean), data.rows, null,
+        emptyWhy(tab, query)),
       data.rows.length ? el('p', {class: 'small'}, fileLink(url(tab.path,
         {id: c.id}, Object.assign({}, query, {limit: tab.limit,
           format: 'csv'})), 'these rows as CSV', tab.id.replace('/', '-') +

@@ -11,11 +11,9 @@
  */
 'use strict';
 
-/* Colours of the median bar's modules, in the order of their paths. */
-const MODULE_COLORS = ['#2563c9', '#db2777', '#65a30d', '#ca8a04',
-  '#7c3aed', '#0891b2', '#ea580c', '#64748b', '#0e7490', '#c026d3',
-  '#84cc16', '#dc2626'];
 const NOT_IN = '(none)';
+/* The median step's parts asked: table_limit_max (api/openapi.yaml). */
+const MEDIAN_PARTS = 1000;
 
 /* The tables of the tab: route, the key columns, query parameters. */
 const DECODE_VIEWS = [
@@ -111,20 +109,25 @@ function blockTable(rows, st, redraw) {
       ': ', nsCell(v)], 'num'),
     T('slowest / fastest', null, r => r.fastest_ns
       ? (r.slowest_ns / r.fastest_ns).toFixed(2) + '\u00d7' : '\u2013', 'num'),
-    T('spread', null, r => spreadBar(r, most))], rows);
+    T('spread', null, r => spreadBar(r, most))], rows, null, 'No repeated ' +
+    'block: no module ran in two or more numbered layers (layers.N in its ' +
+    'path).');
 }
 
 /* The median step of kind on one rank as one stacked bar: a part per
  * (layer, module), layers in order and the parts outside layers last,
  * coloured by module; its tooltip names the part's largest kernels. */
-function medianBar(kind, rank, step, rows) {
+function medianBar(kind, rank, step, rows, names) {
   const W = 1000, H = 30;
   const order = rows.slice().sort((a, b) =>
     (a.layer == null) - (b.layer == null) || (a.layer || 0) - (b.layer || 0) ||
     cmp(a.module, b.module));
   const mods = [...new Set(rows.map(r => r.module == null ? NOT_IN
     : r.module))].sort();
-  const color = m => MODULE_COLORS[mods.indexOf(m) % MODULE_COLORS.length];
+  /* Device time no module launched is grey, as "other" is everywhere. */
+  const named = mods.filter(m => m !== NOT_IN);
+  const color = m => m === NOT_IN ? colorOf('other')
+    : seriesColor(named.indexOf(m));
   const total = rows.reduce((a, r) => a + r.total_ns, 0);
   const byLayer = new Map();
   for (const r of order) {
@@ -139,7 +142,8 @@ function medianBar(kind, rank, step, rows) {
     const where = r.layer == null ? 'outside layers' : 'layer ' + r.layer;
     const tip = where + ' \u00b7 ' + m + ': ' + exactNs(r.total_ns) + ' (' +
       pct1(r.total_ns, total) + '), ' + r.kernels + ' kernels' +
-      (r.top_kernels || []).map(k => '\n  ' + k.name + ' \u00d7' +
+      (r.top_kernels || []).map(k => '\n  ' + (names.get(k.name) ||
+        k.name) + ' \u00d7' +
         k.kernels + ' ' + exactNs(k.total_ns)).join('');
     if (x && r.layer !== prev) {
       shapes.push(svg('line', {x1: x, x2: x, y1: 0, y2: H, class: 'layer'}));
@@ -160,12 +164,15 @@ function medianBar(kind, rank, step, rows) {
     layers.map(l => (l == null ? 'outside layers' : 'layer ' + l) + ' ' +
       exactNs(byLayer.get(l))).join(', ') + '.' + (slow != null
     ? ' Slowest layer: ' + slow + '.' : '');
-  return el('div', {class: 'median-chart'},
-    figure('median', W, H, 'The ' + kind + ' median step by layer and module',
-      desc, [kind, ' median step, rank ', String(rank), ': ', fmtNs(total),
-        slow != null ? [' \u00b7 slowest layer ', String(slow), ' (',
-          fmtNs(byLayer.get(slow)), ')'] : null, ' \u00b7 hover a part for ',
-        'its kernels'], shapes),
+  const fig = figure('median', W, H, 'The ' + kind +
+    ' median step by layer and module', desc, [kind, ' median step, rank ',
+    String(rank), ': ', fmtNs(total), slow != null ? [' \u00b7 slowest ',
+      'layer ', String(slow), ' (', fmtNs(byLayer.get(slow)), ')'] : null,
+    ' \u00b7 hover a part for its kernels'], shapes);
+  withAxis(fig, timeAxis(0, total, 'device time into the step, kernels ' +
+    'back to back'));
+  return el('div', {class: 'median-chart', 'data-time': ''},
+    hover(fig, timeReader(0, total, W)),
     legend(mods.map(m => [m, color(m)])));
 }
 
@@ -206,24 +213,62 @@ function completeness(ranks) {
     ranks.filter(r => r.replays != null)))];
 }
 
+/* Why most of a step's device time has no op: its graph replays had no
+ * capture traces to take them from (docs/DECODE.md), and what gives them
+ * some. */
+function replaysWhy(c, step) {
+  const lost = (c.ranks || []).reduce((a, r) => a + ((r.unmatched_reasons ||
+    {}).no_capture || {replays: 0}).replays, 0);
+  if (!step || !lost || step.attributed_ns * 2 > step.step_ns) return null;
+  return el('p', {class: 'empty'}, num(lost), ' graph replays had no ',
+    'capture trace to take their ops and modules from, so most of the ',
+    'step has none. A capture with "mark_trace": true records ATOM\'s ',
+    'graph-capture traces (docs/DECODE.md).');
+}
+
+/* The line over the tables: the step kind's steps and how much of its
+ * device time has an op; without run labels, what the tables are over. */
+function decodeMeta(st, step) {
+  if (!step) {
+    return el('p', {class: 'meta'}, 'No run labels in this trace: the ',
+      'tables are over the whole trace, not per step kind, and there is ',
+      'no median step to draw (ATOM\'s prefill[...] and decode[...] ',
+      'labels, which a capture by traced records, split them).');
+  }
+  return el('p', {class: 'meta'}, num(step.steps), ' ', st.kind,
+    ' steps \u00b7 device time ', nsCell(step.step_ns), ' \u00b7 with an op ',
+    nsCell(step.attributed_ns), ' (', pct(step.step_ns
+      ? step.attributed_ns / step.step_ns : 0, 1), ') \u00b7 median step ',
+    nsCell(step.median_ns));
+}
+
+/* The Decode tab. A trace without run labels has no step kinds: its
+ * tables are asked without one (rows of no step), over the whole trace. */
 async function decodeTab(c, st, ranks) {
   const box = el('div');
   const numbered = ranks.filter(r => r.rank != null);
-  const steps = await get(url('/captures/{id}/decode/steps', {id: c.id},
-    {rank: st.rank}));
+  const [steps, any, names] = await Promise.all([
+    get(url('/captures/{id}/decode/steps', {id: c.id}, {rank: st.rank})),
+    get(url('/captures/{id}/decode/modules', {id: c.id},
+      {rank: st.rank, limit: 1})), kernelNames(c.id)]);
   const kinds = steps.rows.map(r => r.step);
-  if (!kinds.length) {
-    return [el('p', {class: 'muted'}, 'No decode figures: the capture ',
-      'predates them.'), completeness(c.ranks || [])];
+  if (!any.rows.length) {
+    return [el('p', {class: 'empty'}, 'No decode figures: no kernel of ',
+      'this capture was attributed to an op, module or layer. Its ranks ',
+      'were indexed before traced made these tables: import the traces ',
+      'again to fill them.'), completeness(c.ranks || [])];
   }
   if (!kinds.includes(st.kind)) {
-    st.kind = kinds.includes('decode') ? 'decode' : kinds[0];
+    st.kind = kinds.includes('decode') ? 'decode' : kinds[0] || '';
   }
   if (!DECODE_VIEWS.some(v => v.id === st.view)) st.view = 'modules';
   /* The median step is one rank's: the one picked, else the first. */
   const rank = st.rank !== '' ? Number(st.rank)
     : numbered.length ? numbered[0].rank : null;
   let seq = 0;
+  const csv = (path, q, name) => el('p', {class: 'small'}, fileLink(
+    url(path, {id: c.id}, Object.assign({}, q, {format: 'csv'})),
+    'these rows as CSV', name + '-' + c.id + '.csv'));
 
   async function draw() {
     const my = ++seq;
@@ -233,51 +278,54 @@ async function decodeTab(c, st, ranks) {
     const step = steps.rows.find(r => r.step === st.kind);
     const query = {rank: st.rank, kind: st.kind, q: view.q ? st.q : '',
       limit: LIMIT};
+    const mod = {rank: st.rank, kind: st.kind, module: st.module,
+      limit: LIMIT};
+    /* Every part of the median step (a part per layer and module: 36
+     * layers of 10 modules pass the default 100 rows). */
+    const medQ = {rank, kind: st.kind, limit: MEDIAN_PARTS};
     const [med, data, kernels] = await Promise.all([
-      rank == null ? {rows: []} : get(url('/captures/{id}/decode/median',
-        {id: c.id}, {rank, kind: st.kind})),
+      rank == null || !step ? {rows: []} : get(url(
+        '/captures/{id}/decode/median', {id: c.id}, medQ)),
       get(url(view.path, {id: c.id}, query)),
-      st.module ? get(url('/captures/{id}/decode/kernels', {id: c.id},
-        {rank: st.rank, kind: st.kind, module: st.module, limit: LIMIT}))
+      st.module ? get(url('/captures/{id}/decode/kernels', {id: c.id}, mod))
         : null]);
     if (my !== seq) return;
-    const csv = (path, q, name) => el('p', {class: 'small'}, fileLink(
-      url(path, {id: c.id}, Object.assign({}, q, {format: 'csv'})),
-      'these rows as CSV', name + '-' + c.id + '.csv'));
     put(box,
-      el('div', {class: 'tools'}, select(st.kind, kinds.map(k =>
-        [k, 'step kind ' + k]), v => { st.kind = v; draw(); }),
+      el('div', {class: 'tools'}, kinds.length ? select(st.kind,
+        kinds.map(k => [k, 'step kind ' + k]), v => {
+          st.kind = v;
+          draw();
+        }) : null,
       select(st.view, DECODE_VIEWS.map(v => [v.id, v.label]), v => {
         st.view = v;
         draw();
       })),
-      el('p', {class: 'meta'}, num(step.steps), ' ', st.kind, ' steps \u00b7 ',
-        'device time ', nsCell(step.step_ns), ' \u00b7 with an op ',
-        nsCell(step.attributed_ns), ' (', pct(step.step_ns
-          ? step.attributed_ns / step.step_ns : 0, 1), ') \u00b7 median ',
-        'step ', nsCell(step.median_ns)),
-      med.rows.length ? [medianBar(st.kind, rank, step, med.rows),
-        csv('/captures/{id}/decode/median', {rank, kind: st.kind},
+      decodeMeta(st, step), replaysWhy(c, step),
+      med.rows.length ? [medianBar(st.kind, rank, step, med.rows, names),
+        csv('/captures/{id}/decode/median', medQ,
           'decode-median')] : null,
       el('h4', null, view.label[0].toUpperCase() + view.label.slice(1)),
       view.note ? el('p', {class: 'muted'}, view.note) : null,
       view.id === 'blocks' ? blockTable(data.rows, st, draw)
-        : table(viewCols(view.id, st, draw), data.rows),
+        : table(viewCols(view.id, st, draw), data.rows, null, st.q
+          ? 'No row has \u201c' + st.q + '\u201d.' : 'No kernel of this ' +
+          'step kind has one above it.'),
       data.rows.length ? csv(view.path, query, 'decode-' + view.id) : null,
       kernels ? [el('h4', null, 'Kernels of ', el('code', null, st.module),
         ' ', el('button', {onclick: () => { st.module = ''; draw(); }},
           '\u00d7')),
-      table([T('kernel', 'name', nameCell), C('kernels', 'kernels'),
-        N('total', 'total_ns')], kernels.rows),
-      kernels.rows.length ? csv('/captures/{id}/decode/kernels', {rank:
-        st.rank, kind: st.kind, module: st.module, limit: LIMIT},
-      'decode-kernels') : null] : null,
-      el('h4', null, 'Steps'),
-      table([S('step kind', 'step'), C('steps', 'steps'),
-        C('kernels', 'kernels'), N('device time', 'step_ns'),
-        N('with an op', 'attributed_ns'), S('median step', 'median_label'),
-        N('its device time', 'median_ns')], steps.rows),
-      csv('/captures/{id}/decode/steps', {rank: st.rank}, 'decode-steps'),
+      table([T('kernel', 'name', readable(names)), C('kernels', 'kernels'),
+        N('total', 'total_ns')], kernels.rows, null, 'No kernel of this ' +
+        'step kind ran under ' + st.module + '.'),
+      kernels.rows.length ? csv('/captures/{id}/decode/kernels', mod,
+        'decode-kernels') : null] : null,
+      kinds.length ? [el('h4', null, 'Steps'),
+        table([S('step kind', 'step'), C('steps', 'steps'),
+          C('kernels', 'kernels'), N('device time', 'step_ns'),
+          N('with an op', 'attributed_ns'), S('median step', 'median_label'),
+          N('its device time', 'median_ns')], steps.rows),
+        csv('/captures/{id}/decode/steps', {rank: st.rank}, 'decode-steps')]
+        : null,
       completeness(c.ranks || []));
   }
   await draw();

@@ -110,7 +110,9 @@ function fleetListView(app, q) {
     if (g !== gen) return;
     st.rows = more ? st.rows.concat(d.captures) : d.captures;
     st.before = d.next_before;
-    put(box, table(cols, st.rows), st.before ? el('button',
+    put(box, table(cols, st.rows, null, 'No capture of the fleet matches ' +
+      'these filters (a node publishes each capture when it finishes).'),
+    st.before ? el('button',
       {onclick: () => load(true)}, 'show more') : null);
   }
   filters().catch(e => { if (g === gen) put(tools, errorBox(e)); });
@@ -132,13 +134,10 @@ function trendHash(config, gpu) {
 
 /* ---- trends ---- */
 
-const TREND_COLORS = ['#2563c9', '#db2777', '#65a30d', '#ca8a04', '#7c3aed',
-  '#0891b2', '#ea580c', '#64748b'];
-
 /* One line chart over the points: series [{name, color, value(p)}], each
  * point a link to its capture. */
 function trendChart(cls, title, points, series) {
-  const W = 1000, H = 220, PAD = 30;
+  const W = 1000, H = 220, PAD = 30, LEFT = 72;
   const all = [];
   for (const s of series) {
     for (const p of points) {
@@ -147,12 +146,17 @@ function trendChart(cls, title, points, series) {
     }
   }
   const top = Math.max(1, ...all);
-  const x = i => PAD + (points.length > 1 ? i / (points.length - 1) : 0.5) *
-    (W - 2 * PAD);
+  const x = i => LEFT + (points.length > 1 ? i / (points.length - 1)
+    : 0.5) * (W - LEFT - PAD);
   const y = v => H - PAD - v / top * (H - 2 * PAD);
-  const shapes = [svg('line', {x1: PAD, y1: H - PAD, x2: W - PAD,
-    y2: H - PAD, class: 'axis'}),
-  svg('text', {x: PAD, y: PAD - 10, class: 'tick'}, fmtNs(top))];
+  const shapes = [svg('line', {x1: LEFT, y1: H - PAD, x2: W - PAD,
+    y2: H - PAD, class: 'axis'})].concat(timeTicksY(top, y, LEFT, W - PAD));
+  if (points.length) {
+    shapes.push(svg('text', {x: LEFT, y: H - 8, class: 'tick'},
+      String(points[0].finished_at).slice(0, 10)), svg('text', {x: W - PAD,
+      y: H - 8, class: 'tick', 'text-anchor': 'end'},
+    String(points[points.length - 1].finished_at).slice(0, 10)));
+  }
   const words = [];
   for (const s of series) {
     const pts = points.map((p, i) => [i, s.value(p)]).filter(
@@ -172,10 +176,10 @@ function trendChart(cls, title, points, series) {
     words.push(s.name + ': ' + (pts.map(([i, v]) => points[i].ref + ' ' +
       exactNs(v)).join(', ') || 'none'));
   }
-  return el('div', null, figure('trend ' + cls, W, H, title,
-    title + ', oldest first. ' + words.join('. ') + '.',
+  return el('div', {'data-time': ''}, hover(figure('trend ' + cls, W, H,
+    title, title + ', oldest first. ' + words.join('. ') + '.',
     [title, ' \u00b7 ', String(points.length), ' captures, oldest first; ',
-      'a point opens its capture'], shapes),
+      'a point opens its capture'], shapes)),
   series.length > 1 ? legend(series.map(s => [s.name, s.color])) : null);
 }
 
@@ -191,7 +195,7 @@ function familySeries(points) {
     }
   }
   return Object.keys(sum).sort((a, b) => sum[b] - sum[a]).slice(0, 5)
-    .map((name, i) => ({name, color: TREND_COLORS[i], value: p => {
+    .map((name, i) => ({name, color: seriesColor(i), value: p => {
       const f = ((p.figures && p.figures.families) || []).find(
         x => x.family === name);
       return f ? f.per_step_ns : null;
@@ -244,10 +248,10 @@ function trendView(app, q) {
       ' done captures from ', String(new Set(pts.map(p => p.node)).size),
       ' nodes'),
     trendChart('decode', 'Decode p50 (steady state, slowest rank)', pts,
-      [{name: 'decode p50', color: TREND_COLORS[0],
+      [{name: 'decode p50', color: seriesColor(0),
         value: p => p.figures && p.figures.decode_p50_ns}]),
     trendChart('step', 'Mean real step (prefill + decode)', pts,
-      [{name: 'step time', color: TREND_COLORS[1],
+      [{name: 'step time', color: seriesColor(1),
         value: p => p.figures && p.figures.step_ns}]),
     trendChart('families', 'Top kernel families per real step', pts,
       familySeries(pts)),

@@ -13,7 +13,7 @@
 /* Families drawn against the batch size beside the step, at most. */
 const SWEEP_FAMILIES = 5;
 
-function sweepColor(i) { return KIND_COLORS[i % KIND_COLORS.length]; }
+function sweepColor(i) { return seriesColor(i); }
 
 function sweepMs(v) { return v == null ? '\u2013' : v.toFixed(2) + ' ms'; }
 
@@ -60,10 +60,14 @@ function curveChart(scen, points) {
     '. ' + (knee ? 'The knee: concurrency ' + knee + ' (the next doubling ' +
       'gains ' + scen.knee.gain_pct.toFixed(1) + '%).'
       : 'No knee: it still scales at the largest concurrency.');
-  return figure('curve', W, H, 'Throughput against latency, ISL ' +
+  const fig = figure('curve', W, H, 'Throughput against latency, ISL ' +
     scen.isl + ' / OSL ' + scen.osl, desc,
   [knee ? 'knee at concurrency ' + knee : 'no knee', ' \u00b7 x: TPOT p50, ',
     'y: output tokens/s'], shapes);
+  const lo = Math.min(...xs, 0) * 1e6, hi = Math.max(...xs, 1) * 1e6;
+  fig.setAttribute('data-time', '');
+  return hover(withAxis(fig, paddedAxis(lo, hi, W, P, 'TPOT p50',
+    unitOf(hi))));
 }
 
 /* The fitted line of a row over [lo, hi], or its two lines from their
@@ -78,14 +82,14 @@ function fitSegments(r, lo, hi) {
 /* Rows against the batch size: each one's mean per batch size as dots,
  * its fit as a line (two where it breaks); marks: [[bs, name]]. */
 function fitChart(title, rows, marks) {
-  const W = 600, H = 240, P = 24;
+  const W = 600, H = 240, P = 24, LEFT = 64;
   const lo = Math.min(...rows.map(r => r.bs_min));
   const hi = Math.max(...rows.map(r => r.bs_max));
   const top = Math.max(1, ...rows.map(r => Math.max(...r.by_bs.map(g => g[2]),
     ...fitSegments(r, lo, hi).map(s => s[2] + s[3] * s[1]))));
-  const x = sweepScale(lo, hi, P, W - P);
+  const x = sweepScale(lo, hi, LEFT, W - P);
   const y = sweepScale(0, top, H - P, P);
-  const shapes = [];
+  const shapes = timeTicksY(top, y, LEFT, W - P);
   rows.forEach((r, i) => {
     const c = sweepColor(i);
     for (const [a, b, icpt, slope] of fitSegments(r, r.bs_min, r.bs_max))
@@ -102,8 +106,9 @@ function fitChart(title, rows, marks) {
   const desc = title + ', per decode step against its batch size (' + lo +
     ' to ' + hi + '): ' + rows.map(r => r.name + ' ' + fitText(r)).join('; ') +
     '.' + (marks || []).map(m => ' ' + m[1] + '.').join('');
-  return el('div', null, figure('fits', W, H, title, desc,
-    [title, ' \u00b7 x: batch size ' + lo + '\u2013' + hi + ', y: ns'], shapes),
+  return el('div', null, hover(figure('fits', W, H, title, desc,
+    [title, ' \u00b7 x: batch size ' + lo + '\u2013' + hi + ', y: time per ',
+      'decode step'], shapes)),
   legend(rows.map((r, i) => [r.name, sweepColor(i)])));
 }
 

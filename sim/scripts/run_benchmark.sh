@@ -73,7 +73,7 @@ for i in $(seq 1 "$TRIES"); do
     if [ $((i % 10)) -eq 0 ]; then
         echo "  Waiting... (${i}s)"
     fi
-    sleep "$POLL_S"
+    sim_sleep "$POLL_S"
 done
 
 LOG_FILE="${OUTPUT_DIR}/benchmark.log"

@@ -100,6 +100,14 @@ sim_part() {
     awk -v s="$1" -v n="$2" -v d="$3" 'BEGIN { printf "%.3f", s * n / d }'
 }
 
+# sim_sleep SECONDS: sleep SECONDS of ATOM's time, which passes
+# SIM_TIME_SCALE times faster than real time (default 1; simcommon.py,
+# "the clock"). Every pause of the scripts goes through it.
+sim_sleep() {
+    sleep "$(awk -v s="$1" -v k="${SIM_TIME_SCALE:-1}" \
+        'BEGIN { if (k + 0 <= 0) k = 1; printf "%.3f", s / k }')"
+}
+
 # sim_gpus_in_use: how many GPUs rocm-smi shows with VRAM in use, by
 # ATOM's own pipeline shape: under `set -euo pipefail` a missing rocm-smi
 # (or one that prints no VRAM% line) makes grep fail, the pipeline fails,
@@ -123,7 +131,7 @@ sim_wait_vram_free() {
             echo "GPU memory $2 after ${i}s"
             return 0
         fi
-        sleep "${SIM_POLL_S:-1}"
+        sim_sleep "${SIM_POLL_S:-1}"
     done
 }
 

@@ -54,10 +54,10 @@ echo "Pre-flight: cleaning up processes and GPU memory..."
 # ATOM's own lines (start_atom_server.sh:29-35): pkill and pgrep are
 # simlib.sh's, on this home's processes.
 pkill -f 'atom.entrypoints' 2>/dev/null || true
-sleep "$(sim_part "$PREFLIGHT_S" 2 5)"
+sim_sleep "$(sim_part "$PREFLIGHT_S" 2 5)"
 pkill -9 -f 'multiprocessing.spawn' 2>/dev/null || true
 pkill -9 -f 'multiprocessing.resource_tracker' 2>/dev/null || true
-sleep "$(sim_part "$PREFLIGHT_S" 3 5)"
+sim_sleep "$(sim_part "$PREFLIGHT_S" 3 5)"
 
 sim_wait_vram_free 30 clear
 if [ "$SIM_VRAM_HELD" -gt 0 ]; then
@@ -70,7 +70,7 @@ if [ "$SIM_VRAM_HELD" -gt 0 ]; then
                  sed -n 's/^PID \([0-9][0-9]*\) .*/\1/p'); do
         kill -9 "$pid" 2>/dev/null || true
     done
-    sleep "$POLL_S"
+    sim_sleep "$POLL_S"
 fi
 
 # ATOM clears ~/.cache/atom (its compile cache) and ./gpucore.* here.
@@ -128,5 +128,5 @@ for _ in $(seq 1 "$TRIES"); do
         echo "ERROR: Server process died. Check $LOG_FILE"
         exit 1
     fi
-    sleep "$POLL_S"
+    sim_sleep "$POLL_S"
 done

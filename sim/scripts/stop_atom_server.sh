@@ -50,7 +50,7 @@ if [ "$(count_alive)" -gt 0 ]; then
         pkill -TERM -f "$pat" 2>/dev/null || true
     done
     for _ in 1 2 3 4 5; do
-        sleep "$(sim_part "$WAIT_S" 1 5)"
+        sim_sleep "$(sim_part "$WAIT_S" 1 5)"
         [ "$(count_alive)" -eq 0 ] && break
     done
 fi
@@ -60,7 +60,7 @@ if [ "$(count_alive)" -gt 0 ]; then
     for pat in "${PATTERNS[@]}"; do
         pkill -KILL -f "$pat" 2>/dev/null || true
     done
-    sleep "$(sim_part "${SIM_PREFLIGHT_S:-0.5}" 2 5)"   # ATOM: 2 s
+    sim_sleep "$(sim_part "${SIM_PREFLIGHT_S:-0.5}" 2 5)"   # ATOM: 2 s
 fi
 
 if [ "$(count_alive)" -gt 0 ]; then
@@ -71,7 +71,7 @@ if [ "$(count_alive)" -gt 0 ]; then
     for pat in "${PATTERNS[@]}"; do
         pkill -KILL -9 -f "$pat" 2>/dev/null || true
     done
-    sleep "$(sim_part "${SIM_PREFLIGHT_S:-0.5}" 3 5)"   # ATOM: 3 s
+    sim_sleep "$(sim_part "${SIM_PREFLIGHT_S:-0.5}" 3 5)"   # ATOM: 3 s
 fi
 rm -f "$SIM_PID_FILE"
 
@@ -85,7 +85,7 @@ if [ "$SIM_VRAM_HELD" -gt 0 ]; then
         echo "  kill -9 $pid"
         kill -9 "$pid" 2>/dev/null || true
     done
-    sleep "$POLL_S"
+    sim_sleep "$POLL_S"
     if [ "$(sim_gpus_in_use)" -gt 0 ]; then
         echo "ERROR: GPU memory still held after force-kill. Manual" \
             "intervention required."

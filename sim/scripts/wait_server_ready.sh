@@ -32,7 +32,7 @@ if [ -f "$LOG_FILE" ]; then
 fi
 
 for ((i=1; i<=ITERS; i++)); do
-    sleep "$POLL"
+    sim_sleep "$POLL"
     READY=$(curl -s -m 3 "http://localhost:${PORT}/v1/models" 2>/dev/null |
         head -c 60)
     ERR=0

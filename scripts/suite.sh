@@ -1,0 +1,109 @@
+#!/bin/sh
+# The suite in stages (`make test`, `make check`; docs/TESTS.md). Each stage
+# prints its time and the load average, so that a run's log says where its
+# time went and on how busy a machine.
+#
+#   suite.sh all      the release build; its tests while the sanitizer and
+#                     fuzzer builds are made beside them (niced); the tests
+#                     under ASan+UBSan (all but those labelled `waits`);
+#                     ThreadSanitizer (scripts/tsan.sh) beside the fuzzers
+#                     (scripts/fuzz.sh)
+#   suite.sh check    the release build and its tests not labelled `slow`
+#   suite.sh release  the release build and all its tests
+#   suite.sh asan     the ASan+UBSan build and its tests but `waits`
+#
+# Env: BUILD (build), JOBS (cores: compile jobs), CTEST_JOBS (tests at once,
+# twice the cores: most tests wait on processes and sockets, and those
+# labelled `cpu` take two slots; tests/times.cmake).
+set -eu
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build}
+JOBS=${JOBS:-$(nproc)}
+CTEST_JOBS=${CTEST_JOBS:-$((JOBS * 2))}
+
+stage() { # stage NAME COMMAND...: runs it; its time and the load after
+  name=$1
+  shift
+  t0=$(date +%s)
+  "$@"
+  echo "suite: $name $(($(date +%s) - t0)) s," \
+    "load $(cut -d' ' -f1-3 /proc/loadavg)"
+}
+
+ctest_in() { # ctest_in DIR [ARGS...]
+  dir=$1
+  shift
+  (cd "$dir" && ctest --output-on-failure -j "$CTEST_JOBS" "$@")
+}
+
+release_build() {
+  # shellcheck disable=SC2086 # CMAKE_FLAGS: words
+  cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    ${CMAKE_FLAGS:-} >/dev/null
+  cmake --build "$BUILD" -j "$JOBS"
+}
+
+asan_build() {
+  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTRACED_SANITIZE=ON \
+    -DTRACED_INFLATE=zlib >/dev/null
+  cmake --build build-asan -j "$JOBS"
+}
+
+# Tests that only wait on the simulator's clock gain nothing under the
+# sanitizers; the rule is in docs/TESTS.md.
+asan_tests() { ctest_in build-asan -LE waits; }
+
+# The sanitizer builds one after the other (niced by the caller);
+# build-asan/.built says the first is done.
+sanitizer_builds() {
+  rm -f build-asan/.built
+  asan_build
+  touch build-asan/.built
+  scripts/tsan.sh build
+  scripts/fuzz.sh build
+}
+
+all() {
+  log=$(mktemp /tmp/traced-suite-builds-XXXXXX)
+  stage release-build release_build
+  nice scripts/suite.sh sanitizer-builds >"$log" 2>&1 &
+  builds=$!
+  stage release-tests ctest_in "$BUILD"
+  t0=$(date +%s)
+  while [ ! -e build-asan/.built ] && kill -0 "$builds" 2>/dev/null; do
+    sleep 1
+  done
+  [ -e build-asan/.built ] || { cat "$log"; exit 1; }
+  echo "suite: waited $(($(date +%s) - t0)) s for the ASan build"
+  stage asan-tests asan_tests
+  wait "$builds" || { cat "$log"; exit 1; }
+  rm -f "$log"
+  # The fuzzers take one core each in turn: ThreadSanitizer's run beside
+  # them.
+  scripts/fuzz.sh >build-fuzz/fuzz.log 2>&1 &
+  fuzz=$!
+  stage tsan scripts/tsan.sh
+  stage fuzz-wait wait "$fuzz" || { cat build-fuzz/fuzz.log; exit 1; }
+  grep -h "^tsan:\|Done [0-9]* runs" build-fuzz/fuzz.log || true
+}
+
+case "${1:-all}" in
+all) stage all all ;;
+check)
+  stage release-build release_build
+  stage check-tests ctest_in "$BUILD" -LE slow
+  ;;
+release)
+  stage release-build release_build
+  stage release-tests ctest_in "$BUILD"
+  ;;
+asan)
+  stage asan-build asan_build
+  stage asan-tests asan_tests
+  ;;
+sanitizer-builds) sanitizer_builds ;;
+*)
+  echo "usage: suite.sh [all|check|release|asan]" >&2
+  exit 2
+  ;;
+esac
