@@ -48,8 +48,10 @@ int agg_decode_seal(struct idx_agg *a, struct tr_err *err)
   int rc;
 
   agg_beside_start(&d->beside, a->threads > 1 && d->file != NULL, run, &d->err);
-  if (d->file == NULL || (rc = dec_seal(d->file, err)) != 0)
-    return d->file == NULL ? 0 : rc;
+  if (d->file == NULL)
+    return 0;
+  if ((rc = dec_seal(d->file, err)) != 0)
+    return rc;
   (void)agg_beside_put(&d->beside, d->file);
   return 0;
 }
