@@ -9,7 +9,9 @@ shared machine slows them alike.
   bench.py index  TRACE...   traced (ISA-L build), igzip -dc, traced (zlib
                              build) and zcat on each trace; ratios against
                              the targets (<= 1.5x igzip's wall, <= 2.5x its
-                             CPU, <= 1.2x zcat, peak RSS <= 32 MB)
+                             CPU, <= 1.2x zcat, peak RSS <= 32 MB); with
+                             TRACED_BASE_BIN, that build too, in the same
+                             rounds, and traced's ratios to it
   bench.py scale  TRACE      N copies of one rank (1, 2, 4) indexed with
                              --jobs 1, 2, 4 (and --jobs 2 --threads 2) in
                              one process; times and the ratios to one copy
@@ -42,6 +44,7 @@ RT = (os.environ.get("BENCH_RT", "1") != "0" and os.geteuid() == 0 and
       shutil.which("chrt") is not None)
 TRACED = os.environ.get("TRACED_BIN", "build/traced")
 TRACED_ZLIB = os.environ.get("TRACED_ZLIB_BIN", "build-zlib/traced")
+BASE = os.environ.get("TRACED_BASE_BIN")  # another build, taking turns
 
 
 def run(cmd, may_fail=False, rt=False):
@@ -132,6 +135,8 @@ def bench_index(paths):
             "traced-zlib": [TRACED_ZLIB, "index", path],
             "zcat": ["zcat", path],
         }
+        if BASE:
+            cmds["base"] = [BASE, "index", path]
         if python and i == 0:
             cmds["json.load"] = [
                 "python3", "-c", "import gzip, json, sys; "
@@ -154,6 +159,12 @@ def bench_index(paths):
             r_z, verdict(r_z <= 1.2)))
         print("  peak RSS %.1f MB (target <= 32 MB: %s)" % (
             rss, verdict(rss <= 32)))
+        if BASE:
+            b = m["base"]
+            print("  traced / base (%s): wall %.3f, CPU %.3f, peak RSS %.1f "
+                  "against %.1f MB" % (BASE, t[0] / b[0],
+                                       cpu["traced"] / cpu["base"],
+                                       t[1] / 1024, b[1] / 1024))
 
 
 def bench_scale(path):

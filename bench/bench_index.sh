@@ -10,7 +10,8 @@
 # ROUNDS (5) times, and prints medians (bench/bench.py).
 # Env: as bench/setup.sh, TRACED_ZLIB_BIN, ROUNDS, BENCH_PYTHON=1 (Python's
 # json.load on the 1 GB trace too: slow, 5 GB of memory), BENCH_BIG4=0 (the
-# 1 GB trace alone: the 4 GB one takes minutes to make and to run).
+# 1 GB trace alone: the 4 GB one takes minutes to make and to run),
+# TRACED_BASE_BIN (another build taking turns: traced's ratios to it).
 set -eu
 . "$(dirname "$0")/setup.sh"
 command -v igzip >/dev/null || { echo "bench: igzip missing (apt-get install isal)" >&2; exit 2; }
