@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "api/api.h"
+#include "common/perthread.h"
 #include "store/store.h"
 
 /* Request bodies above this are refused with 413. */
@@ -102,8 +103,8 @@ extern const unsigned api_codes[API_CODES];
 
 /* One MHD worker thread's store connections, opened on first use. */
 struct api_thread {
+  struct tr_perthread_item link;
   struct store *st[2]; /* [STORE_RW], [STORE_RO] */
-  struct api_thread *next;
 };
 
 struct api {
@@ -116,9 +117,7 @@ struct api {
                             auth_token_file's, api_token_load() */
   char listen_host[280]; /* the Host header naming the listen address
                             ("127.0.0.1:7700", with the bound port) */
-  pthread_key_t key;     /* -> this thread's struct api_thread */
-  pthread_mutex_t lock;  /* guards threads */
-  struct api_thread *threads;
+  struct tr_perthread threads; /* each one's struct api_thread */
   /* [route index + 1][code index]; row 0 counts unknown routes. */
   atomic_uint_least64_t *hits;
   struct api_cache *cache;
@@ -143,8 +142,7 @@ struct api_req {
   char *path;                    /* a copy of url, split in place */
   char *seg[API_MAX_SEGS];       /* path segments */
   int nseg;
-  char *body; /* request body, NUL-terminated */
-  size_t body_len, body_cap;
+  struct tr_buf body; /* request body, NUL-terminated (p NULL: none) */
   size_t seen;  /* body bytes received, kept or not */
   bool discard; /* refused on its headers: the body is never kept */
   bool held;    /* its 401 was held once (api_guard()) */
@@ -419,6 +417,11 @@ int api_to_trash(const struct cfg *cfg, const char *sub, int64_t id);
 /* A deleted capture's kept answers dropped and its folders under
  * trace_root moved into the trash; false when some could not be. */
 bool api_capture_gone(struct api_req *r, int64_t id);
+
+/* DELETE's answer once id (a capture's or a sweep's) is deleted: 200
+ * {"deleted": id}, with a warning when some of its files stayed (all
+ * false); the daemon is asked to empty the trash. */
+enum MHD_Result api_reply_deleted(struct api_req *r, int64_t id, bool all);
 
 /* ---- sweeps (routes_sweeps.c, docs/SWEEPS.md) ---- */
 

@@ -129,7 +129,7 @@ static bool table_param(const struct tr_table_row *t, const char *name,
   if (p == TR_PARAM_BY)
     out->values = t->by;
   else if (p == TR_PARAM_CATEGORY)
-    out->values = api_categories;
+    out->values = t->flags & TR_T_OPCAT ? tr_op_categories : api_categories;
   else if (p == TR_PARAM_SORT)
     out->values = tr_sorts;
   return true;

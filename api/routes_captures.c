@@ -91,7 +91,7 @@ enum MHD_Result api_post_captures(struct api_req *r)
   enum MHD_Result ret;
 
   if (api_query_check(r, &err) != 0 ||
-      api_parse_capture(r->api->cfg, r->body ? r->body : "", r->body_len,
+      api_parse_capture(r->api->cfg, r->body.p ? r->body.p : "", r->body.n,
                         &params, &err) != 0)
     return api_reply_tr_err(r, &err);
   ret = queue(r, tr_kind_names[TR_KIND_CAPTURE], label_of(params), params);
@@ -228,8 +228,8 @@ enum MHD_Result api_post_imports(struct api_req *r)
                            "separated folders POST /imports may read) in "
                            "the configuration to enable them");
   if (api_query_check(r, &err) != 0 ||
-      api_parse_import(r->api->hooks.formats, r->body ? r->body : "",
-                       r->body_len, &req, &err) != 0)
+      api_parse_import(r->api->hooks.formats, r->body.p ? r->body.p : "",
+                       r->body.n, &req, &err) != 0)
     return api_reply_tr_err(r, &err);
   real = import_path(r, json_string_value(json_object_get(req, "path")), &ret);
   if (real != NULL) {
@@ -355,14 +355,12 @@ bool api_capture_gone(struct api_req *r, int64_t id)
   return api_to_trash(cfg, NULL, id) == 0 && api_to_trash(cfg, "logs", id) == 0;
 }
 
-/* A capture deleted: the answers kept about it, then its files under
- * trace_root. */
-static enum MHD_Result deleted(struct api_req *r, int64_t id)
+enum MHD_Result api_reply_deleted(struct api_req *r, int64_t id, bool all)
 {
   const struct api_hooks *hooks = &r->api->hooks;
   json_t *out = json_pack("{s:I}", "deleted", (json_int_t)id);
 
-  if (!api_capture_gone(r, id))
+  if (!all)
     json_object_set_new(out, "warning",
                         json_string("some trace or log files could not be "
                                     "removed"));
@@ -407,8 +405,10 @@ enum MHD_Result api_delete_capture(struct api_req *r)
       (st = api_store(r, STORE_RW, &err)) == NULL ||
       store_capture_end(st, id, &what, &err) != 0)
     return api_reply_tr_err(r, &err);
+  /* A capture deleted: the answers kept about it, then its files under
+   * trace_root. */
   if (what == STORE_END_DELETED)
-    return deleted(r, id);
+    return api_reply_deleted(r, id, api_capture_gone(r, id));
   if ((st = api_store(r, STORE_RO, &err)) == NULL ||
       store_capture_get(st, id, &cap, &err) != 0)
     return api_reply_tr_err(r, &err);

@@ -40,7 +40,7 @@ enum MHD_Result api_post_sweeps(struct api_req *r)
 
   rc = api_query_check(r, &err);
   if (rc == 0)
-    rc = api_parse_sweep(r->api->cfg, r->body ? r->body : "", r->body_len,
+    rc = api_parse_sweep(r->api->cfg, r->body.p ? r->body.p : "", r->body.n,
                          &params, &points, &err);
   label = json_string_value(json_object_get(params, "label"));
   if (rc == 0 && (st = api_store(r, STORE_RW, &err)) == NULL)
@@ -107,23 +107,15 @@ enum MHD_Result api_get_sweep(struct api_req *r)
 }
 
 /* A finished sweep deleted: its points as deleted captures, its launch
- * folder. */
-static enum MHD_Result sweep_deleted(struct api_req *r, int64_t id,
-                                     const struct store_sweep_end *e)
+ * folder; false when some of their files could not be. */
+static bool sweep_gone(struct api_req *r, int64_t id,
+                       const struct store_sweep_end *e)
 {
-  const struct api_hooks *hooks = &r->api->hooks;
   bool all = api_to_trash(r->api->cfg, "sweeps", id) == 0;
-  json_t *out = json_pack("{s:I}", "deleted", (json_int_t)id);
 
   for (size_t i = 0; i < e->n; i++)
     all = api_capture_gone(r, e->ids[i]) && all;
-  if (!all)
-    json_object_set_new(out, "warning",
-                        json_string("some trace or log files could not be "
-                                    "removed"));
-  if (hooks->purge != NULL)
-    hooks->purge(hooks->ud);
-  return api_reply_json(r, 200, out);
+  return all;
 }
 
 /* The store decides (store_sweep_end()): a finished sweep is deleted, any
@@ -145,7 +137,7 @@ enum MHD_Result api_delete_sweep(struct api_req *r)
       store_sweep_end(st, id, &e, &err) != 0)
     return api_reply_tr_err(r, &err);
   if (e.deleted) {
-    ret = sweep_deleted(r, id, &e);
+    ret = api_reply_deleted(r, id, sweep_gone(r, id, &e));
     free(e.ids);
     return ret;
   }

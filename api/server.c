@@ -79,7 +79,7 @@ static void req_free(struct api_req *r)
 {
   if (r == NULL)
     return;
-  free(r->body);
+  tr_buf_free(&r->body);
   free(r->url);
   free(r->path);
   free(r);
@@ -120,26 +120,12 @@ static enum MHD_Result take_body(struct api_req *r, const char *data, size_t n)
                       : api_reply_error(r, 413, "too_large", "body",
                                         "the body is larger than %zu bytes",
                                         API_BODY_MAX);
-  if (r->discard || r->body_len > API_BODY_MAX)
+  if (r->discard || r->body.n > API_BODY_MAX)
     return MHD_YES;
-  room = API_BODY_MAX + 1 - r->body_len;
+  room = API_BODY_MAX + 1 - r->body.n;
   keep = n < room ? n : room;
-  if (r->body_len + keep + 1 > r->body_cap) {
-    size_t cap = r->body_cap ? r->body_cap : 4096;
-    char *grown;
-
-    while (cap < r->body_len + keep + 1)
-      cap *= 2;
-    grown = realloc(r->body, cap);
-    if (grown == NULL)
-      return MHD_NO;
-    r->body = grown;
-    r->body_cap = cap;
-  }
-  memcpy(r->body + r->body_len, data, keep);
-  r->body_len += keep;
-  r->body[r->body_len] = '\0';
-  return MHD_YES;
+  tr_buf_put(&r->body, data, keep);
+  return r->body.failed ? MHD_NO : MHD_YES;
 }
 
 /* The route's handler for the request's method, or NULL. */
@@ -195,7 +181,7 @@ static enum MHD_Result dispatch(struct api_req *r)
     return ret;
   if (r->route == NULL)
     return api_reply_error(r, 404, "not_found", NULL, "no route %s", r->url);
-  if (r->body_len > API_BODY_MAX || declared_too_large(r))
+  if (r->body.n > API_BODY_MAX || declared_too_large(r))
     return api_reply_error(r, 413, "too_large", "body",
                            "the body is larger than %zu bytes", API_BODY_MAX);
   if (for_the_fleet(r))
@@ -336,20 +322,10 @@ enum MHD_Result api_get_settings(struct api_req *r)
 struct store *api_store(struct api_req *r, int mode, struct tr_err *err)
 {
   struct api *api = r->api;
-  struct api_thread *t = pthread_getspecific(api->key);
+  struct api_thread *t = tr_perthread_get(&api->threads, sizeof(*t), err);
 
-  if (t == NULL) {
-    t = calloc(1, sizeof(*t));
-    if (t == NULL || pthread_setspecific(api->key, t) != 0) {
-      free(t);
-      tr_err_set(err, TR_ENOMEM, "", "out of memory");
-      return NULL;
-    }
-    pthread_mutex_lock(&api->lock);
-    t->next = api->threads;
-    api->threads = t;
-    pthread_mutex_unlock(&api->lock);
-  }
+  if (t == NULL)
+    return NULL;
   if (t->st[mode] == NULL &&
       store_open(api->cfg->db, mode, &t->st[mode], err) != 0) {
     t->st[mode] = NULL;
@@ -588,7 +564,7 @@ int api_start(const struct cfg *cfg, const struct api_hooks *hooks,
   api->slices = api_slices_new();
   api->fails = api_fails_new(cfg->auth_retry_delay_ms);
   if (api->hits == NULL || api->cache == NULL || api->slices == NULL ||
-      api->fails == NULL || pthread_key_create(&api->key, NULL) != 0) {
+      api->fails == NULL || tr_perthread_init(&api->threads) != 0) {
     free(api->hits);
     api_cache_free(api->cache);
     api_slices_free(api->slices);
@@ -596,7 +572,6 @@ int api_start(const struct cfg *cfg, const struct api_hooks *hooks,
     free(api);
     return tr_err_set(err, TR_ENOMEM, "", "out of memory");
   }
-  pthread_mutex_init(&api->lock, NULL);
   pthread_mutex_init(&api->log_lock, NULL);
   if ((rc = api_token_load(api, err)) != 0) {
     api_stop(api);
@@ -643,6 +618,8 @@ int api_start(const struct cfg *cfg, const struct api_hooks *hooks,
 
 void api_stop(struct api *api)
 {
+  struct api_thread *t;
+
   if (api == NULL)
     return;
   /* MHD may not stop with a connection suspended: slices resume theirs,
@@ -654,16 +631,12 @@ void api_stop(struct api *api)
     MHD_stop_daemon(api->mhd);
   api_conns_stop(api);
   api_slices_free(api->slices);
-  while (api->threads != NULL) {
-    struct api_thread *t = api->threads;
-
-    api->threads = t->next;
+  while ((t = tr_perthread_pop(&api->threads)) != NULL) {
     store_close(t->st[STORE_RW]);
     store_close(t->st[STORE_RO]);
     free(t);
   }
-  pthread_key_delete(api->key);
-  pthread_mutex_destroy(&api->lock);
+  tr_perthread_destroy(&api->threads);
   pthread_mutex_destroy(&api->log_lock);
   if (api->hooks.lab != NULL)
     fleet_lab_on_drop(api->hooks.lab, NULL, NULL);

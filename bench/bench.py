@@ -121,6 +121,16 @@ def verdict(ok):
     return "ok" if ok else "MISSED"
 
 
+def show(m, width=22):
+    """rounds()'s answer m, a line per command: medians and every run."""
+    for label, (wall, kb, walls, cpus) in m.items():
+        print("  %-*s %7.3f s wall %7.3f s CPU  peak RSS %7.1f MB  runs "
+              "(wall/CPU s) %s" % (width, label, wall, statistics.median(cpus),
+                                   kb / 1024, " ".join(
+                                       "%.2f/%.2f" % wc for wc in
+                                       zip(walls, cpus))))
+
+
 def bench_index(paths):
     print("machine:", machine())
     python = os.environ.get("BENCH_PYTHON") == "1"

@@ -43,15 +43,6 @@ def summary(args):
     return json.loads(out)
 
 
-def show(m):
-    for label, (wall, kb, walls, cpus) in m.items():
-        print("  %-22s %7.3f s wall %7.3f s CPU  peak RSS %7.1f MB  runs "
-              "(wall/CPU s) %s" % (label, wall, statistics.median(cpus),
-                                   kb / 1024, " ".join(
-                                       "%.2f/%.2f" % wc for wc in
-                                       zip(walls, cpus))))
-
-
 def big(path, caps):
     got = bench.check_facts(path)
     s = summary(["--captures", caps, path])
@@ -67,7 +58,7 @@ def big(path, caps):
         "traced with captures": [bench.TRACED, "index", "--captures", caps,
                                  path],
         "traced, no captures": [bench.TRACED, "index", path]})
-    show(m)
+    bench.show(m)
     (_, _, tws, tcs), (_, dkb, dws, dcs), (_, nkb, nws, ncs) = m.values()
 
     def ratio(xs, ys):
@@ -96,7 +87,7 @@ def pair(run, caps, csv_path):
         else:
             print("  (TRACELENS_DIR unset: TraceLens not run; its figures "
                   "from %s)" % csv_path)
-        show(m)
+        bench.show(m)
         if TL_DIR:
             tl, tr = m["TraceLens graph-mode report"], m["traced"]
             print("  TraceLens / traced: wall %.1fx, CPU %.1fx, peak RSS "

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common/net.h"
+#include "common/roof.h"
 
 enum type { T_STR, T_INT, T_BYTES, T_LIST, T_ENUM };
 
@@ -42,6 +43,8 @@ static int check_url(struct cfg *cfg, const struct setting *s,
                      struct tr_err *err);
 static int check_ui_url(struct cfg *cfg, const struct setting *s,
                         struct tr_err *err);
+static int check_gpu_roof(struct cfg *cfg, const struct setting *s,
+                          struct tr_err *err);
 static int default_node_name(struct cfg *cfg, const struct setting *s,
                              struct tr_err *err);
 static int default_node_url(struct cfg *cfg, const struct setting *s,
@@ -516,6 +519,20 @@ static int check_url(struct cfg *cfg, const struct setting *s,
   return 0;
 }
 
+/* gpu_roof: empty (each rank's GPU by its deviceProperties name), a row
+ * of the roof table or a roof by hand (common/roof.h). */
+static int check_gpu_roof(struct cfg *cfg, const struct setting *s,
+                          struct tr_err *err)
+{
+  const char *v = *(char **)((char *)cfg + s->offset);
+  struct tr_roof roof;
+
+  (void)cfg;
+  if (v[0] == '\0')
+    return 0;
+  return tr_roof_parse(v, &roof, err);
+}
+
 /* perfetto_ui_url: the page the dashboard opens and posts a slice to
  * (docs/API.md, "Slices"). A check_url() URL whose bytes are all ones
  * RFC 3986 allows in a URL, so that no quote or bracket of it ever meets
@@ -583,26 +600,29 @@ static int check_fleet_view(struct cfg *cfg, const struct setting *s,
   return 0;
 }
 
+/* A default limit (setting name) above the largest one (the row s, which
+ * runs the check): the error names the default. */
+static int limit_in_max(const char *name, int limit, const struct setting *s,
+                        int max, struct tr_err *err)
+{
+  if (limit > max)
+    return tr_err_set(err, TR_EINVAL, name, "%s (%d) is above %s (%d)", name,
+                      limit, s->name, max);
+  return 0;
+}
+
 static int check_list_limit(struct cfg *cfg, const struct setting *s,
                             struct tr_err *err)
 {
-  (void)s;
-  if (cfg->list_limit > cfg->list_limit_max)
-    return tr_err_set(err, TR_EINVAL, "list_limit",
-                      "list_limit (%d) is above list_limit_max (%d)",
-                      cfg->list_limit, cfg->list_limit_max);
-  return 0;
+  return limit_in_max("list_limit", cfg->list_limit, s, cfg->list_limit_max,
+                      err);
 }
 
 static int check_table_limit(struct cfg *cfg, const struct setting *s,
                              struct tr_err *err)
 {
-  (void)s;
-  if (cfg->table_limit > cfg->table_limit_max)
-    return tr_err_set(err, TR_EINVAL, "table_limit",
-                      "table_limit (%d) is above table_limit_max (%d)",
-                      cfg->table_limit, cfg->table_limit_max);
-  return 0;
+  return limit_in_max("table_limit", cfg->table_limit, s, cfg->table_limit_max,
+                      err);
 }
 
 /* Import and model roots are compared with real paths

@@ -144,6 +144,8 @@ enum cfg_profile_control { CFG_PROFILE_BENCH, CFG_PROFILE_DAEMON };
      "a file of category and family rules before the built-in ones")           \
   XX(max_kernel_names, INT(100, 10000000), "10000", NULL,                      \
      "distinct kernel names (and launch shapes) kept per rank")                \
+  XX(gpu_roof, STR(), "", check_gpu_roof,                                      \
+     "the roof ops are put against (empty: the trace's GPU; docs/PERF.md)")    \
   XX(regression_threshold_pct, INT(0, 1000), "5", NULL,                        \
      "a verdict's change counts beyond this percentage (and the noise)")       \
   XX(webhook_url, STR(), "", check_url,                                    \

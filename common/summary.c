@@ -26,6 +26,22 @@ const char *const tr_param_names[TR_NPARAMS] = {
 
 const char *const tr_sorts[] = { "total", "count", "avg", "name", NULL };
 
+const char *const tr_op_categories[] = { "GEMM",
+                                         "SDPA_fwd",
+                                         "SDPA_bwd",
+                                         "CONV_fwd",
+                                         "CONV_bwd",
+                                         "UnaryElementwise",
+                                         "BinaryElementwise",
+                                         "Reduce_fwd",
+                                         "Normalization",
+                                         "RMSNorm_fwd",
+                                         "RoPE_fwd",
+                                         "MoE_fused_fwd",
+                                         "MoE_unfused_fwd",
+                                         "InferenceAttention_fwd",
+                                         NULL };
+
 const char *const tr_diff_bys[] = {
 #define XX(by, ...) #by,
   TR_DIFF_BY_MAP(XX)

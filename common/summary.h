@@ -21,6 +21,9 @@
  *           NAME       string interned into names: column is name_id
  *           JSON       any JSON value, stored as compact text
  *           JSON_NULL  JSON value or null
+ *           REAL       a real number (a figure that is no count: FLOPs,
+ *                      rates), required
+ *           REAL_NULL  a real number or null
  *           AVG        derived, not stored: floor(total_ns / count)
  *           SHARE      derived, not stored: total_ns over the rank's ALL
  *                      column, rounded half up to 6 decimals
@@ -84,7 +87,9 @@
   XX(exposed_comm_ns, exposed_comm_ns, INT, NONE, 5)                           \
   XX(host_events, host_events, INT, NONE, 9)                                   \
   XX(critical_path_steps, critical_path_steps, INT, NONE, 9)                   \
-  TR_SUM_RANK_DECODE(XX)
+  TR_SUM_RANK_DECODE(XX)                                                       \
+  TR_SUM_RANK_PERF(XX)                                                         \
+  TR_SUM_RANK_MEMORY(XX)
 
 /* Decode's completeness on a rank (index/decode/decode.h, docs/DECODE.md,
  * "Completeness"): the capture traces read and their graphs; graph
@@ -114,6 +119,25 @@
   XX(kernels_no_launch_ns, kernels_no_launch_ns, INT, NONE, 8)                 \
   XX(kernels_no_op, kernels_no_op, INT, NONE, 8)                               \
   XX(kernels_no_op_ns, kernels_no_op_ns, INT, NONE, 8)
+
+/* The op groups' completeness (index/perf/perf.h, docs/PERF.md): the
+ * roof the rank is put against ({name, source, matrix {precision:
+ * TFLOPS}, vec_fp32, vec_fp64, tb_s}; null: its GPU is not in the table
+ * and no gpu_roof is set), the op instances counted in groups, those whose
+ * arguments fit no model, and those left out past a bound. */
+#define TR_SUM_RANK_PERF(XX)                                                   \
+  XX(gpu_roof, gpu_roof, JSON_NULL, NONE, 11)                                  \
+  XX(op_instances, op_instances, INT, NONE, 11)                                \
+  XX(op_unmodeled, op_unmodeled, INT, NONE, 11)                                \
+  XX(op_instances_lost, op_instances_lost, INT, NONE, 11)
+
+/* Memory over time (index/memory/, docs/ANALYSIS.md "Memory"): the rank's
+ * [memory] events (profile_memory), and its allocations left out of the
+ * attribution to ops past its bound (never_freed then counts without
+ * them). */
+#define TR_SUM_RANK_MEMORY(XX)                                                 \
+  XX(memory_events, memory_events, INT, NONE, 11)                              \
+  XX(memory_untracked, memory_untracked, INT, NONE, 11)
 
 #define TR_SUM_KERNEL(XX)                                                      \
   XX(name, name_id, NAME, KEY, 1)                                              \
@@ -260,6 +284,10 @@
 /* The buckets a rank's timeline is cut into when indexed; a route
  * re-bins them into at most this many rows. */
 #define TR_TIMELINE_BUCKETS 4096
+/* The memory timeline's buckets (index/memory/): every fourth boundary of
+ * the utilisation timeline's, so that the two align at a quarter of the
+ * rows a device. */
+#define TR_MEMORY_BUCKETS   (TR_TIMELINE_BUCKETS / 4)
 
 /* Kernel families (index/agg/family.c): kernels names with the template and
  * parameter lists and the tile and ordinal suffixes dropped. */
@@ -310,22 +338,23 @@
   XX(length_ns, length_ns, INT, SUM, 9)                                        \
   XX(length_p50_ns, length_p50_ns, INT, MAX, 9)                                \
   XX(length_max_ns, length_max_ns, INT, MAX, 9)                                \
-  TR_CRIT_BOUNDS(XX)                                                           \
+  TR_CRIT_BOUNDS(XX, SUM)                                                      \
   XX(kernels, kernels, INT, SUM, 9)                                            \
   XX(kernels_on_path, kernels_on_path, INT, SUM, 9)                            \
   XX(queue_max, queue_max, INT, MAX, 9)                                        \
   XX(queue_area_ns, queue_area_ns, INT, SUM, 9)                                \
   XX(extent_ns, extent_ns, INT, SUM, 9)
 
-/* The breakdown's columns, in enum cp_bound's order. */
-#define TR_CRIT_BOUNDS(XX)                                                     \
-  XX(cpu_ns, cpu_ns, INT, SUM, 9)                                              \
-  XX(gpu_ns, gpu_ns, INT, SUM, 9)                                              \
-  XX(comm_ns, comm_ns, INT, SUM, 9)                                            \
-  XX(launch_ns, launch_ns, INT, SUM, 9)                                        \
-  XX(gap_ns, gap_ns, INT, SUM, 9)                                              \
-  XX(sync_ns, sync_ns, INT, SUM, 9)                                            \
-  XX(idle_ns, idle_ns, INT, SUM, 9)
+/* The breakdown's columns, in enum cp_bound's order; ALL: SUM for the
+ * kinds' sums, EACH for a step's own (rows of every rank as they are). */
+#define TR_CRIT_BOUNDS(XX, ALL)                                                \
+  XX(cpu_ns, cpu_ns, INT, ALL, 9)                                              \
+  XX(gpu_ns, gpu_ns, INT, ALL, 9)                                              \
+  XX(comm_ns, comm_ns, INT, ALL, 9)                                            \
+  XX(launch_ns, launch_ns, INT, ALL, 9)                                        \
+  XX(gap_ns, gap_ns, INT, ALL, 9)                                              \
+  XX(sync_ns, sync_ns, INT, ALL, 9)                                            \
+  XX(idle_ns, idle_ns, INT, ALL, 9)
 
 /* Each step (the first 65536 of a rank, and the picked ones): its window
  * from t0, status (ok, too_big, cycle), path, breakdown; role median /
@@ -341,7 +370,7 @@
   XX(length_ns, length_ns, INT, EACH, 9)                                       \
   XX(path_from_ns, path_from_ns, INT, EACH, 9)                                 \
   XX(path_to_ns, path_to_ns, INT, EACH, 9)                                     \
-  TR_CRIT_BOUNDS(XX)                                                           \
+  TR_CRIT_BOUNDS(XX, EACH)                                                     \
   XX(events, events, INT, EACH, 9)                                             \
   XX(kernels, kernels, INT, EACH, 9)                                           \
   XX(kernels_on_path, kernels_on_path, INT, EACH, 9)                           \
@@ -556,6 +585,27 @@
   XX(slowest_layer, slowest_layer, INT, ANY, 8)                                \
   XX(slowest_ns, slowest_ns, INT, MAX, 8)
 
+/* Kernel time by source line (docs/DECODE.md, "Sources"): per step kind
+ * and the innermost Python frame of the model's code above the launch
+ * (with_stack: "<file>(<line>): <function>" outside torch, the standard
+ * library and the kernel libraries; null: none), with its module path;
+ * the frame's file, line and function; the figures of decode_modules. */
+#define TR_SUM_DEC_SOURCE(XX)                                                  \
+  XX(step, step, TEXT_NULL, KEY, 11)                                           \
+  XX(source, source, TEXT_NULL, KEY, 11)                                       \
+  XX(module, module, TEXT_NULL, KEY, 11)                                       \
+  XX(file, file, TEXT_NULL, ANY, 11)                                           \
+  XX(line, line, INT_NULL, ANY, 11)                                            \
+  XX(function, function, TEXT_NULL, ANY, 11)                                   \
+  XX(kernels, kernels, INT, SUM, 11)                                           \
+  XX(total_ns, total_ns, INT, SUM, 11)                                         \
+  XX(steps, steps, INT, SUM, 11)                                               \
+  XX(per_step_ns, per_step_ns, INT, MAX, 11)                                   \
+  XX(p50_ns, p50_ns, INT, MAX, 11)                                             \
+  XX(p99_ns, p99_ns, INT, MAX, 11)                                             \
+  XX(step_ns, step_ns, INT, SUM, 11)                                           \
+  XX(share, share, PART, step_ns, 11)
+
 /* The median step of each kind (decode_steps) by layer and module: the
  * stacked bar of one step; top_kernels its kernels, largest first (at
  * most 5: [{name, kernels, total_ns}]). */
@@ -566,6 +616,96 @@
   XX(kernels, kernels, INT, EACH, 8)                                           \
   XX(total_ns, total_ns, INT, EACH, 8)                                         \
   XX(top_kernels, top_kernels, JSON, EACH, 8)
+
+/* Each op group (index/perf/, docs/PERF.md): TraceLens's (op,
+ * parameters) row of its per-op report, the instances under a
+ * checkpoint's recompute apart. params: the model's parameters (JSON
+ * text: the key); the first instance's arguments as the trace gives them;
+ * compute_spec ("matrix_bf16"), null without a precision; per instance
+ * flops and bytes (null: a dtype of unknown size); over the instances:
+ * count, those with device time (timed), their device records, those
+ * inside another modeled op (nested), the union of each one's records'
+ * intervals (kernel_*_ns: sum, least, largest, median), inv_s the sum of
+ * 1 / that time in seconds over the timed ones (the rates' means:
+ * docs/PERF.md); the roof of its compute spec and the bandwidth. */
+#define TR_SUM_OP_PERF(XX)                                                     \
+  XX(op, op, TEXT, KEY, 11)                                                    \
+  XX(category, category, TEXT, ANY, 11)                                        \
+  XX(params, params, TEXT, KEY, 11)                                            \
+  XX(recompute, recompute, INT, KEY, 11)                                       \
+  XX(input_dims, input_dims, JSON, ANY, 11)                                    \
+  XX(input_types, input_types, JSON, ANY, 11)                                  \
+  XX(input_strides, input_strides, JSON, ANY, 11)                              \
+  XX(concrete_inputs, concrete_inputs, JSON, ANY, 11)                          \
+  XX(compute_spec, compute_spec, TEXT_NULL, ANY, 11)                           \
+  XX(count, count, INT, SUM, 11)                                               \
+  XX(timed, timed, INT, SUM, 11)                                               \
+  XX(kernels, kernels, INT, SUM, 11)                                           \
+  XX(nested, nested, INT, SUM, 11)                                             \
+  XX(flops, flops, REAL, ANY, 11)                                              \
+  XX(bytes, bytes, REAL_NULL, ANY, 11)                                         \
+  XX(kernel_ns, kernel_ns, INT, SUM, 11)                                       \
+  XX(kernel_min_ns, kernel_min_ns, INT, MIN, 11)                               \
+  XX(kernel_max_ns, kernel_max_ns, INT, MAX, 11)                               \
+  XX(kernel_p50_ns, kernel_p50_ns, INT, MAX, 11)                               \
+  XX(inv_s, inv_s, REAL, SUM, 11)                                              \
+  XX(peak_tflops, peak_tflops, REAL_NULL, ANY, 11)                             \
+  XX(peak_tb_s, peak_tb_s, REAL_NULL, ANY, 11)
+
+/* Per device of a rank's [memory] events (index/memory/): its name as
+ * PyTorch writes a device ("cuda:0", "cpu"), kineto's Device Type and
+ * Device Id; the events, allocations and frees with their bytes; the
+ * largest Total Allocated of its events (peak_allocated_bytes, exact), the
+ * time from t0 of the first event reaching it and the step kind open on
+ * that event's thread then; the largest Total Reserved; Total Allocated of
+ * its first and last events; the allocations made inside the trace and
+ * not freed by its end; the bytes freed that were allocated before it. */
+#define TR_SUM_MEMORY(XX)                                                      \
+  XX(device, device, TEXT, EACH, 11)                                           \
+  XX(device_type, device_type, INT, EACH, 11)                                  \
+  XX(device_id, device_id, INT, EACH, 11)                                      \
+  XX(events, events, INT, EACH, 11)                                            \
+  XX(allocs, allocs, INT, EACH, 11)                                            \
+  XX(frees, frees, INT, EACH, 11)                                              \
+  XX(alloc_bytes, alloc_bytes, INT, EACH, 11)                                  \
+  XX(freed_bytes, freed_bytes, INT, EACH, 11)                                  \
+  XX(peak_allocated_bytes, peak_allocated_bytes, INT, EACH, 11)                \
+  XX(peak_ns, peak_ns, INT, EACH, 11)                                          \
+  XX(peak_step, peak_step, TEXT_NULL, EACH, 11)                                \
+  XX(peak_reserved_bytes, peak_reserved_bytes, INT, EACH, 11)                  \
+  XX(first_allocated_bytes, first_allocated_bytes, INT, EACH, 11)              \
+  XX(last_allocated_bytes, last_allocated_bytes, INT, EACH, 11)                \
+  XX(never_freed_bytes, never_freed_bytes, INT, EACH, 11)                      \
+  XX(never_freed_count, never_freed_count, INT, EACH, 11)                      \
+  XX(freed_before_bytes, freed_before_bytes, INT, EACH, 11)
+
+/* A device's memory over TR_MEMORY_BUCKETS buckets of the span (only
+ * those with events; times from t0): its events there, the least and largest
+ * Total Allocated and the largest Total Reserved they give. */
+#define TR_SUM_MEMORY_TIMELINE(XX)                                             \
+  XX(device, device, TEXT, EACH, 11)                                           \
+  XX(index, idx, INT, EACH, 11)                                                \
+  XX(start_ns, start_ns, INT, EACH, 11)                                        \
+  XX(end_ns, end_ns, INT, EACH, 11)                                            \
+  XX(events, events, INT, EACH, 11)                                            \
+  XX(allocated_min_bytes, allocated_min_bytes, INT, EACH, 11)                  \
+  XX(allocated_max_bytes, allocated_max_bytes, INT, EACH, 11)                  \
+  XX(reserved_max_bytes, reserved_max_bytes, INT, EACH, 11)
+
+/* A device's allocations by what made them: the innermost CPU op and the
+ * module path above the [memory] event on its thread (null: none); the
+ * allocations and their bytes, those live at the device's peak (the
+ * first event reaching peak_allocated_bytes), those never freed. */
+#define TR_SUM_MEMORY_OP(XX)                                                   \
+  XX(device, device, TEXT, EACH, 11)                                           \
+  XX(op, op, TEXT_NULL, EACH, 11)                                              \
+  XX(module, module, TEXT_NULL, EACH, 11)                                      \
+  XX(allocs, allocs, INT, EACH, 11)                                            \
+  XX(alloc_bytes, alloc_bytes, INT, EACH, 11)                                  \
+  XX(peak_live_bytes, peak_live_bytes, INT, EACH, 11)                          \
+  XX(peak_live_count, peak_live_count, INT, EACH, 11)                          \
+  XX(never_freed_bytes, never_freed_bytes, INT, EACH, 11)                      \
+  XX(never_freed_count, never_freed_count, INT, EACH, 11)
 
 /*
  * The capture's own tables: computed across ranks once every rank is
@@ -664,7 +804,8 @@
  *           or TR_NO_BY
  *   flags   TR_T_GROWS: one row per name, so ?limit defaults to
  *           table_limit (else table_limit_max: the rows are bounded by
- *           the taxonomy); TR_T_SUMMED: a done capture keeps its all-ranks
+ *           the taxonomy); TR_T_OPCAT: its ?category= is an op category
+ *           (tr_op_categories); TR_T_SUMMED: a done capture keeps its all-ranks
  *           answer (store/sums.c: per value of by, the first stored as
  *           name, the others as name_<by>); TR_T_CSV: ?format=csv
  *   key     in the summed rows, the member ?q= and ?sort=name read
@@ -752,6 +893,9 @@
   R(XX, decode_median, TR_SUM_DEC_MEDIAN, dec_median, dec_median_rows,         \
     "decode/median", TR_P(RANK) | TR_P(KIND) | TR_P(LIMIT), TR_NO_BY,          \
     TR_T_GROWS | TR_T_CSV, NULL, "step")                                       \
+  R(XX, sources, TR_SUM_DEC_SOURCE, dec_source, dec_source_rows, "sources",    \
+    TR_P(RANK) | TR_P(KIND) | TR_P(Q) | TR_P(MODULE) | TR_P(LIMIT), TR_NO_BY,  \
+    TR_T_GROWS | TR_T_SUMMED | TR_T_CSV, "source", "step")                     \
   R(XX, critical_kinds, TR_SUM_CRIT_KIND, crit_kind, cp_kind_rows,             \
     "critical_path/summary", TR_P(RANK) | TR_P(KIND) | TR_P(LIMIT), TR_NO_BY,  \
     TR_T_SUMMED | TR_T_CSV, NULL, "step")                                      \
@@ -777,6 +921,17 @@
   R(XX, median_sequence, TR_SUM_MEDIAN_SEQ, median_seq, cp_median_seq_rows,    \
     "sequences/median", TR_P(RANK) | TR_P(KIND) | TR_P(LIMIT), TR_NO_BY,       \
     TR_T_GROWS | TR_T_CSV, NULL, NULL)                                         \
+  R(XX, op_perf, TR_SUM_OP_PERF, op_perf, pf_op_perf_rows, "ops/perf",         \
+    TR_P(RANK) | TR_P(Q) | TR_P(CATEGORY) | TR_P(SORT) | TR_P(LIMIT),          \
+    TR_NO_BY, TR_T_GROWS | TR_T_CSV | TR_T_OPCAT, "op", NULL)                  \
+  R(XX, memory, TR_SUM_MEMORY, memory, mem_device_rows, "memory",              \
+    TR_P(RANK) | TR_P(LIMIT), TR_NO_BY, TR_T_CSV, NULL, NULL)                  \
+  R(XX, memory_timeline, TR_SUM_MEMORY_TIMELINE, memory_timeline,              \
+    mem_timeline_rows, "memory/timeline", TR_P(RANK) | TR_P(BUCKETS),          \
+    TR_NO_BY, TR_T_CSV, NULL, NULL)                                            \
+  R(XX, memory_ops, TR_SUM_MEMORY_OP, memory_op, mem_op_rows, "memory/ops",    \
+    TR_P(RANK) | TR_P(Q) | TR_P(LIMIT), TR_NO_BY, TR_T_GROWS | TR_T_CSV, "op", \
+    NULL)                                                                      \
   C(XX, collective_families, TR_COLL_FAMILY, coll_family, "collectives",       \
     TR_P(RANK) | TR_P(BY) | TR_P(FAMILY) | TR_P(LIMIT),                        \
     TR_BY("family", "step", "rank"), TR_T_CSV, NULL, NULL)                     \
@@ -839,6 +994,7 @@ enum tr_param {
 #define TR_T_GROWS  1u
 #define TR_T_SUMMED 2u
 #define TR_T_CSV    4u
+#define TR_T_OPCAT  8u /* ?category=: tr_op_categories */
 
 enum tr_table {
 #define XX(scope, name, ...) TR_TABLE_##name,
@@ -863,31 +1019,42 @@ extern const struct tr_table_row tr_tables[TR_NTABLES];
 extern const char *const tr_param_names[TR_NPARAMS];
 /* The values of ?sort= (the first the default), NULL-terminated. */
 extern const char *const tr_sorts[];
+/* TraceLens's op categories, its per-op report's sheets (docs/PERF.md):
+ * the op groups' category, NULL-terminated. */
+extern const char *const tr_op_categories[];
 
 /*
- * XX(by, table, key, key_sql, join, count, decode): the values of /diff's
- * ?by= (the first the default), each read from a table of TR_TABLE_MAP
- * (store/diff.c): key the member its rows are named by, key_sql that key
- * in SQL over the table's row x (joined with join), count the member
- * summed as the rows' count; decode: a decode table, of one step kind
- * with ?kind= ('' keys stand for null). A sequence is kept per step kind
- * and length by each rank (the most frequent: index/cpath/cpath_json.c),
- * so one missing on a side was rarer there, not absent.
+ * XX(by, table, key, key_sql, join, count, total, decode, rates): the
+ * values of /diff's ?by= (the first the default), each read from a table
+ * of TR_TABLE_MAP (store/diff.c): key the member its rows are named by,
+ * key_sql that key in SQL over the table's row x (joined with join), count
+ * the member summed as the rows' count, total the one summed as their
+ * time; decode: a decode table, of one step kind with ?kind= ('' keys
+ * stand for null); rates: the op groups (docs/PERF.md), whose rows also
+ * give each side's achieved TFLOPS/s and TB/s. A sequence is kept per
+ * step kind and length by each rank (the most frequent:
+ * index/cpath/cpath_json.c), so one missing on a side was rarer there, not
+ * absent.
  */
 /* clang-format off */
 #define TR_DIFF_BY_MAP(XX)                                                     \
   XX(kernel, kernels, name, "n.name", " JOIN names n ON n.id = x.name_id",     \
-     count, false)                                                             \
-  XX(category, categories, category, "x.category", "", count, false)           \
-  XX(step, steps, kind, "x.kind", "", count, false)                            \
-  XX(family, families, family, "x.family", "", count, false)                   \
+     count, total_ns, false, false)                                            \
+  XX(category, categories, category, "x.category", "", count, total_ns, false, \
+     false)                                                                    \
+  XX(step, steps, kind, "x.kind", "", count, total_ns, false, false)           \
+  XX(family, families, family, "x.family", "", count, total_ns, false, false)  \
   XX(sequence, kernel_sequences, sequence, "x.step || ': ' || x.sequence", "", \
-     count, false)                                                             \
+     count, total_ns, false, false)                                            \
   XX(module, decode_modules, module, "coalesce(x.module, '')", "", kernels,    \
-     true)                                                                     \
+     total_ns, true, false)                                                    \
   XX(layer, decode_layers, layer, "coalesce(CAST(x.layer AS TEXT), '')", "",   \
-     kernels, true)                                                            \
-  XX(op, decode_ops, op, "coalesce(x.op, '')", "", count, true)
+     kernels, total_ns, true, false)                                           \
+  XX(op, decode_ops, op, "coalesce(x.op, '')", "", count, total_ns, true,      \
+     false)                                                                    \
+  XX(perf, op_perf, group,                                                     \
+     "x.op || ' ' || x.params || CASE WHEN x.recompute THEN ' recompute'"      \
+     " ELSE '' END", "", count, kernel_ns, false, true)
 /* clang-format on */
 
 /* The values of TR_DIFF_BY_MAP, NULL-terminated. */

@@ -106,3 +106,17 @@ void tr_note(json_t *notes, const char *code, const char *fmt, ...)
   json_array_append_new(notes,
                         json_pack("{s:s,s:s}", "code", code, "message", msg));
 }
+
+json_t *tr_row_find(json_t *rows, const char *key, const char *val)
+{
+  size_t i;
+  json_t *row;
+
+  json_array_foreach(rows, i, row) {
+    const char *s = json_string_value(json_object_get(row, key));
+
+    if (s != NULL && strcmp(s, val) == 0)
+      return row;
+  }
+  return NULL;
+}

@@ -1,7 +1,8 @@
 /*
  * Text that traced quotes to people (log tails, error messages): made
- * valid UTF-8 so that it is a JSON string, and cut at line starts. Any
- * thread; tr_read_tail() blocks on its read.
+ * valid UTF-8 so that it is a JSON string, and cut at line starts; the
+ * row of an answer that names a key. Any thread; tr_read_tail() blocks on
+ * its read.
  */
 #ifndef TR_TEXT_H
 #define TR_TEXT_H
@@ -32,5 +33,9 @@ char *tr_read_tail(int fd, uint64_t size, size_t max, size_t *len);
  * made UTF-8} to the array notes: the warnings and reasons of answers. */
 void tr_note(json_t *notes, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* The first row of rows (an array of objects) whose member key is the
+ * string val, or NULL; borrowed from rows. */
+json_t *tr_row_find(json_t *rows, const char *key, const char *val);
 
 #endif

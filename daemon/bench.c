@@ -69,12 +69,10 @@ static void on_folders(struct cap_work *w)
 
 void cap_bench_start(struct cap_job *job, char **argv)
 {
-  struct folders_work *fw = calloc(1, sizeof(*fw));
+  struct folders_work *fw = cap_job_work_new(job, sizeof(*fw));
 
-  if (fw == NULL) {
-    cap_fail(job, END_FAILED, NULL, "out of memory");
+  if (fw == NULL)
     return;
-  }
   fw->argv = argv;
   cap_work_queue(job->r, job, &fw->super, run_folders, on_folders);
 }
@@ -168,12 +166,10 @@ static void on_read_done(struct cap_work *w)
 
 void cap_bench_read(struct cap_job *job, void (*then)(struct cap_job *))
 {
-  struct result_work *rw = calloc(1, sizeof(*rw));
+  struct result_work *rw = cap_job_work_new(job, sizeof(*rw));
 
-  if (rw == NULL) {
-    cap_fail(job, END_FAILED, NULL, "out of memory");
+  if (rw == NULL)
     return;
-  }
   rw->then = then;
   cap_work_queue(job->r, job, &rw->super, run_read, on_read_done);
 }

@@ -147,9 +147,12 @@ void cap_work_queue(struct cap_runner *r, struct cap_job *job,
                     struct cap_work *w, void (*run)(struct cap_work *),
                     void (*done)(struct cap_work *));
 
-/* Allocates a zeroed work of size bytes (a struct that starts with struct
- * cap_work) and queues it for job; when the allocation fails the job fails
- * instead. */
+/* A zeroed work of size bytes (a struct that starts with struct cap_work)
+ * for job, to fill and then queue with cap_work_queue(); NULL when out of
+ * memory, the job failed instead. */
+void *cap_job_work_new(struct cap_job *job, size_t size);
+
+/* cap_job_work_new() queued at once, for a work with nothing to fill. */
 void cap_job_queue_new(struct cap_job *job, size_t size,
                        void (*run)(struct cap_work *),
                        void (*done)(struct cap_work *));

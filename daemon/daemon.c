@@ -49,15 +49,21 @@ struct daemon {
   const char *formats[8]; /* the trace formats, for POST /imports */
 };
 
+/* HTTP thread: raises flag, one of the inbox's, and wakes the loop. */
+static void raise_flag(struct daemon *d, int *flag)
+{
+  pthread_mutex_lock(&d->inbox_lock);
+  *flag = 1;
+  pthread_mutex_unlock(&d->inbox_lock);
+  uv_async_send(&d->inbox_async);
+}
+
 /* HTTP thread: a capture or import was queued. */
 static void hook_wake(void *ud)
 {
   struct daemon *d = ud;
 
-  pthread_mutex_lock(&d->inbox_lock);
-  d->wake_pending = 1;
-  pthread_mutex_unlock(&d->inbox_lock);
-  uv_async_send(&d->inbox_async);
+  raise_flag(d, &d->wake_pending);
 }
 
 /* HTTP thread: cancel the running capture or import id. The check
@@ -103,10 +109,7 @@ static void hook_purge(void *ud)
 {
   struct daemon *d = ud;
 
-  pthread_mutex_lock(&d->inbox_lock);
-  d->purge_pending = 1;
-  pthread_mutex_unlock(&d->inbox_lock);
-  uv_async_send(&d->inbox_async);
+  raise_flag(d, &d->purge_pending);
 }
 
 /* The slices waiting in the inbox, taken out of it (closing it when

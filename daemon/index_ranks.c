@@ -216,6 +216,7 @@ static void run_rank(struct cap_work *w)
     .ud = (void *)&job->index.read[rw->i],
     .cancel = &job->cancel,
     .max_kernel_names = (uint32_t)w->r->cfg->max_kernel_names,
+    .gpu_roof = w->r->cfg->gpu_roof,
     .threads = rank_threads(job),
     .max_inflated_bytes = (uint64_t)w->r->cfg->max_rank_inflated_bytes,
     .max_spill_bytes = (uint64_t)w->r->cfg->max_rank_spill_bytes,

@@ -61,12 +61,10 @@ static void on_plan_done(struct cap_work *w)
 
 void cap_job_plan(struct cap_job *job, void (*then)(struct cap_job *job))
 {
-  struct plan_work *pw = calloc(1, sizeof(*pw));
+  struct plan_work *pw = cap_job_work_new(job, sizeof(*pw));
 
-  if (pw == NULL) {
-    cap_fail(job, END_FAILED, NULL, "out of memory");
+  if (pw == NULL)
     return;
-  }
   pw->then = then;
   cap_work_queue(job->r, job, &pw->super, run_plan, on_plan_done);
 }

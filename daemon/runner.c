@@ -31,6 +31,28 @@ static void sweep_of(struct cap_job *job, json_t *sweep)
       (int)json_integer_value(json_object_get(sweep, "conc_max"));
 }
 
+/* Frees job and what it holds; each member may be NULL (a job_new() that
+ * failed half-way). */
+static void job_free(struct cap_job *job)
+{
+  cap_plan_free(job->plan);
+  cap_layout_free(job->layout);
+  json_decref(job->params);
+  json_decref(job->stored_ranks);
+  json_decref(job->bench.result);
+  json_decref(job->bench.note);
+  json_decref(job->verdict);
+  free(job->trace_dir);
+  free(job->log_dir);
+  free(job->export_dir);
+  free(job->work_dir);
+  free(job->scan.copy);
+  free(job->index.read);
+  free(job->index.skip);
+  free(job->index.failures);
+  free(job);
+}
+
 static struct cap_job *job_new(struct cap_runner *r, int64_t id,
                                enum tr_kind kind, json_t *obj, bool recovered)
 {
@@ -56,13 +78,7 @@ static struct cap_job *job_new(struct cap_runner *r, int64_t id,
                              : strdup(job->trace_dir)) == NULL ||
       asprintf(&job->work_dir, "%s/work", job->log_dir) < 0 ||
       asprintf(&job->scan.copy, "%s/server.log", job->log_dir) < 0) {
-    free(job->trace_dir);
-    free(job->log_dir);
-    free(job->export_dir);
-    free(job->work_dir);
-    json_decref(job->params);
-    json_decref(job->stored_ranks);
-    free(job);
+    job_free(job);
     return NULL;
   }
   job->scan.src = r->cfg->server_log;
@@ -83,22 +99,7 @@ void cap_job_release(struct cap_job *job)
   if (!job->finished || job->works > 0 || job->open_handles > 0)
     return;
   assert(job->ops_head == NULL);
-  cap_plan_free(job->plan);
-  cap_layout_free(job->layout);
-  json_decref(job->params);
-  json_decref(job->stored_ranks);
-  json_decref(job->bench.result);
-  json_decref(job->bench.note);
-  json_decref(job->verdict);
-  free(job->trace_dir);
-  free(job->log_dir);
-  free(job->export_dir);
-  free(job->work_dir);
-  free(job->scan.copy);
-  free(job->index.read);
-  free(job->index.skip);
-  free(job->index.failures);
-  free(job);
+  job_free(job);
   r->jobs--;
   cap_runner_check_down(r);
 }

@@ -196,10 +196,8 @@ static void begin(struct cap_job *job)
     w->waiting = true;
     return;
   }
-  if ((work = calloc(1, sizeof(*work))) == NULL) {
-    cap_fail(job, END_FAILED, NULL, "out of memory");
+  if ((work = cap_job_work_new(job, sizeof(*work))) == NULL)
     return;
-  }
   w->refused = false;
   w->pending = 1;
   if (w->probe &&
@@ -266,12 +264,10 @@ static void on_snapshot_done(struct cap_work *w)
 
 void cap_watch_snapshot(struct cap_job *job, void (*then)(struct cap_job *))
 {
-  struct snapshot_work *sw = calloc(1, sizeof(*sw));
+  struct snapshot_work *sw = cap_job_work_new(job, sizeof(*sw));
 
-  if (sw == NULL) {
-    cap_fail(job, END_FAILED, NULL, "out of memory");
+  if (sw == NULL)
     return;
-  }
   sw->then = then;
   job->watch.scanning = true;
   cap_work_queue(job->r, job, &sw->super, run_snapshot, on_snapshot_done);

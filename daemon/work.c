@@ -72,15 +72,22 @@ void cap_work_queue(struct cap_runner *r, struct cap_job *job,
   uv_queue_work(r->loop, &w->req, run_work, after_work);
 }
 
+void *cap_job_work_new(struct cap_job *job, size_t size)
+{
+  void *w = calloc(1, size);
+
+  if (w == NULL)
+    cap_fail(job, END_FAILED, NULL, "out of memory");
+  return w;
+}
+
 void cap_job_queue_new(struct cap_job *job, size_t size,
                        void (*run)(struct cap_work *),
                        void (*done)(struct cap_work *))
 {
-  struct cap_work *w = calloc(1, size);
+  struct cap_work *w = cap_job_work_new(job, size);
 
-  if (w == NULL)
-    cap_fail(job, END_FAILED, NULL, "out of memory");
-  else
+  if (w != NULL)
     cap_work_queue(job->r, job, w, run, done);
 }
 

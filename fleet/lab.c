@@ -28,6 +28,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/perthread.h"
 #include "fleet/fleet_int.h"
 
 #define POLL_MS     500
@@ -38,9 +39,9 @@
 #define DOWN_MS     2000
 
 struct lab_thread {
+  struct tr_perthread_item link;
   struct store *st[2]; /* [STORE_RW], [STORE_RO] */
   PGconn *pg;
-  struct lab_thread *next;
 };
 
 struct fleet_lab {
@@ -51,10 +52,9 @@ struct fleet_lab {
   pthread_mutex_t lock; /* guards the members below */
   pthread_cond_t wake;
   bool stopping;
-  struct lab_thread *threads;
   void (*on_drop)(void *ud, int64_t id);
   void *drop_ud;
-  pthread_key_t key;
+  struct tr_perthread threads; /* each HTTP thread's struct lab_thread */
   atomic_int_least64_t down_until_ms;
 };
 
@@ -286,21 +286,7 @@ static void *follow_main(void *arg)
 
 static struct lab_thread *thread_of(struct fleet_lab *lab, struct tr_err *err)
 {
-  struct lab_thread *t = pthread_getspecific(lab->key);
-
-  if (t != NULL)
-    return t;
-  t = calloc(1, sizeof(*t));
-  if (t == NULL || pthread_setspecific(lab->key, t) != 0) {
-    free(t);
-    tr_err_set(err, TR_ENOMEM, "", "out of memory");
-    return NULL;
-  }
-  pthread_mutex_lock(&lab->lock);
-  t->next = lab->threads;
-  lab->threads = t;
-  pthread_mutex_unlock(&lab->lock);
-  return t;
+  return tr_perthread_get(&lab->threads, sizeof(struct lab_thread), err);
 }
 
 static struct store *store_of(struct fleet_lab *lab, int mode,
@@ -537,10 +523,14 @@ int fleet_lab_start(const struct cfg *cfg, struct fleet_lab **out,
     free(lab);
     return tr_err_set(err, TR_ENOMEM, "", "out of memory");
   }
+  if (tr_perthread_init(&lab->threads) != 0) {
+    free(lab->path);
+    free(lab);
+    return tr_err_set(err, TR_ENOMEM, "", "out of memory");
+  }
   lab->cfg = cfg;
   pthread_mutex_init(&lab->lock, NULL);
   pthread_cond_init(&lab->wake, NULL);
-  pthread_key_create(&lab->key, NULL);
   /* Made (and migrated) before any thread opens it. */
   rc = store_open(lab->path, STORE_RW, &st, err);
   store_close(st);
@@ -559,6 +549,8 @@ int fleet_lab_start(const struct cfg *cfg, struct fleet_lab **out,
 
 void fleet_lab_stop(struct fleet_lab *lab)
 {
+  struct lab_thread *t;
+
   if (lab == NULL)
     return;
   pthread_mutex_lock(&lab->lock);
@@ -567,17 +559,14 @@ void fleet_lab_stop(struct fleet_lab *lab)
   pthread_mutex_unlock(&lab->lock);
   if (lab->started)
     pthread_join(lab->follower, NULL);
-  while (lab->threads != NULL) {
-    struct lab_thread *t = lab->threads;
-
-    lab->threads = t->next;
+  while ((t = tr_perthread_pop(&lab->threads)) != NULL) {
     store_close(t->st[STORE_RW]);
     store_close(t->st[STORE_RO]);
     PQfinish(t->pg);
     free(t);
   }
   atomic_store(&fleet_stats.following, false);
-  pthread_key_delete(lab->key);
+  tr_perthread_destroy(&lab->threads);
   pthread_cond_destroy(&lab->wake);
   pthread_mutex_destroy(&lab->lock);
   free(lab->path);

@@ -1,8 +1,9 @@
 /*
  * `traced index [--format auto|kineto|mctracer] [--rules FILE] [--jobs N]
- * [--threads T] [--max-kernel-names N] FILE...` (docs/API.md, "Command
- * line"): indexes each file without a daemon and prints its rank summary as
- * one compact JSON document per line, in the order of the arguments. A file
+ * [--threads T] [--max-kernel-names N] [--gpu-roof ROOF] FILE...`
+ * (docs/API.md, "Command line"): indexes each file without a daemon and
+ * prints its rank summary as one compact JSON document per line, in the
+ * order of the arguments. A file
  * that fails is reported on stderr (file and byte offset) and the others
  * still run; exit 0 all ok, 1 some file failed, 2 bad usage.
  *
@@ -34,6 +35,7 @@
 #endif
 
 #include "common/reals.h"
+#include "common/roof.h"
 #include "common/summary.h"
 #include "index/index.h"
 
@@ -48,7 +50,8 @@ static int usage(const char *why)
   fprintf(stderr,
           "traced index: %s\n"
           "usage: traced index [--format %s] [--rules FILE] [--jobs N] "
-          "[--threads T] [--max-kernel-names N] [--collectives OUT] "
+          "[--threads T] [--max-kernel-names N] [--gpu-roof ROOF] "
+          "[--collectives OUT] "
           "[--captures auto|none|DIR] [--points DIR [--points-spacing BYTES]] "
           "FILE...\n",
           why, idx_format_names(names, sizeof(names), "|"));
@@ -496,6 +499,12 @@ int idx_cli_main(int argc, char **argv)
     } else if (strcmp(argv[i], "--threads") == 0) {
       if (parse_count(argv[i + 1], 64, &threads) != 0)
         return usage("--threads must be 1 to 64");
+    } else if (strcmp(argv[i], "--gpu-roof") == 0) {
+      struct tr_roof roof;
+
+      if (tr_roof_parse(argv[i + 1], &roof, &err) != 0)
+        return usage(err.msg);
+      b.opt.gpu_roof = argv[i + 1];
     } else if (strcmp(argv[i], "--max-kernel-names") == 0) {
       char *end;
       unsigned long n = strtoul(argv[i + 1], &end, 10);

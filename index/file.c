@@ -96,8 +96,11 @@ static int read_capture(const char *root, struct dec_lib *lib,
   o.points_path = NULL; /* the run trace's points, not a capture's */
   if ((rc = dec_file_new(lib, DEC_CAPTURE, cap, &run.dec)) == 0 &&
       (rc = idx_reader_new(IDX_FORMAT_AUTO, on_capture_event, &run, &rd)) ==
-          0 &&
-      (rc = idx_read_under(root, cap->path, rd, &o, &got, &local)) == 0)
+          0) {
+    idx_reader_keep_text(rd); /* the op models read arguments */
+    rc = idx_read_under(root, cap->path, rd, &o, &got, &local);
+  }
+  if (rc == 0)
     rc = dec_end(run.dec, &local);
   idx_reader_free(rd);
   dec_file_free(run.dec);
@@ -337,6 +340,7 @@ int idx_file_sink(const char *root, const char *path,
   if (idx_agg_init(&run.agg, opt->rules, TIME_RECORDS) != 0)
     return tr_err_set(err, TR_ENOMEM, "", "%s: out of memory", path);
   idx_agg_cap_names(&run.agg, opt->max_kernel_names);
+  run.agg.gpu_roof = opt->gpu_roof;
   run.agg.spill.dir = opt->spill_dir;
   run.agg.spill.max_bytes = opt->max_spill_bytes;
   if (run.figs != NULL) {
@@ -348,8 +352,8 @@ int idx_file_sink(const char *root, const char *path,
       opt->collectives_path != NULL)
     rc = idx_side_open(opt->collectives_path, &run.agg.coll_out, &coll_tmp,
                        &local);
-  if (rc == 0)
-    rc = idx_reader_new(opt->format, on_event, &run, &rd);
+  if (rc == 0 && (rc = idx_reader_new(opt->format, on_event, &run, &rd)) == 0)
+    idx_reader_keep_text(rd); /* the op models read arguments */
   if (rc == 0)
     rc = idx_read_under(root, path, rd, opt, &got, &local);
   /* The points first, so that the time pass's findings go after them. */

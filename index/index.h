@@ -163,6 +163,10 @@ struct idx_options {
    * to the graphs they captured. None: replays stay unmatched (counted). */
   const struct idx_capture *captures;
   size_t ncaptures;
+  /* The roof the op groups are put against (docs/PERF.md, "The roof"):
+   * the gpu_roof setting, a GPU of the table or a roof by hand; NULL or
+   * "": the one the trace's deviceProperties name picks. */
+  const char *gpu_roof;
 };
 
 /*

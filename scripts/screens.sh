@@ -4,7 +4,9 @@
 # folder of its own), captures the same configuration a second time (the
 # diff), once with the simulator's fatal marker during the benchmark (a
 # failed capture) and once with mark_trace (ATOM's graph-capture traces:
-# the Decode tab's), then has headless Chromium draw each page
+# the Decode tab's), imports the H100 trace of ../shared/traces (the Perf
+# tab's: shapes, Python frames, memory), then has headless Chromium draw
+# each page
 # and tab (scripts/screens.py). Needs Debian's chromium
 # (apt-get install -y chromium) and a built build/traced (make).
 set -eu
@@ -56,4 +58,11 @@ bad=$(queue ',"label":"fault","env":{"ATOM_SIM_FAULTS":"fatal_marker_during_benc
 echo "capture $bad: $(final "$bad")"
 marked=$(queue ',"label":"mark_trace","mark_trace":true')
 echo "capture $marked: $(final "$marked")"
-python3 scripts/screens.py "$api" "$OUT" 1 "$again" "$bad" "$marked"
+# The Perf tab's: a real trace taken with record_shapes, with_stack and
+# profile_memory (the simulator's captures have none of them), imported
+# from the shared traces the demo may import from.
+more=$(curl -sf -X POST "$api/imports" -H 'Content-Type: application/json' \
+  -d '{"path":"'"$(cd ../shared/traces && pwd -P)"'/tracelens__h100_Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz","label":"MORE"}' |
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])')
+echo "import $more: $(final "$more")"
+python3 scripts/screens.py "$api" "$OUT" 1 "$again" "$bad" "$marked" "$more"

@@ -96,6 +96,9 @@ def build_engine(args):
             "to correctly load the model. Please pass the argument "
             "`trust_remote_code=True` to allow custom code to be run."
             % args.model)
+    # _load_tokenizer (llm_engine.py:23): a model folder without a
+    # tokenizer (a typo in its path) ends the server here, at its start.
+    sc.get_tokenizer(args.model)
     if args.chat_template:
         log.info("Loaded chat template from file: %s" % args.chat_template
                  if os.path.isfile(args.chat_template) else

@@ -171,27 +171,6 @@ def request_func(backend):
                               % backend)
 
 
-def get_tokenizer(tokenizer_id):
-    """AutoTokenizer.from_pretrained as the simulator can: a local folder
-    with a tokenizer_config.json; {"chat_template": text or None}."""
-    conf_path = os.path.join(tokenizer_id, "tokenizer_config.json")
-    if not os.path.isfile(conf_path):
-        raise OSError(
-            "Can't load tokenizer for '%s'. If you were trying to load it "
-            "from 'https://huggingface.co/models', make sure you don't have "
-            "a local directory with the same name. Otherwise, make sure '%s' "
-            "is the correct path to a directory containing all relevant "
-            "files for a PreTrainedTokenizerFast tokenizer."
-            % (tokenizer_id, tokenizer_id))
-    with open(conf_path) as f:
-        template = json.load(f).get("chat_template")
-    jinja = os.path.join(tokenizer_id, "chat_template.jinja")
-    if template is None and os.path.isfile(jinja):
-        with open(jinja) as f:
-            template = f.read()
-    return {"chat_template": template}
-
-
 def load_custom_message_encoder(model):
     """chat_encoders._load_encoder_from_dir (chat_encoders.py:38): the one
     <model>/encoding/encoding_*.py (its name: the simulator does not run
@@ -342,7 +321,7 @@ def main(argv):
     random.seed(args.seed)
     base = args.base_url or "http://%s:%d" % (args.host, args.port)
     urls = {"base": base, "api": base + args.endpoint}
-    tokenizer = get_tokenizer(args.tokenizer or args.model)
+    tokenizer = sc.get_tokenizer(args.tokenizer or args.model)
     encoder = load_custom_message_encoder(args.model)
     if args.dataset_name != "random":
         raise ValueError("Unknown dataset: %s" % args.dataset_name)

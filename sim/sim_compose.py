@@ -44,6 +44,7 @@ off): no python_function events and no input shapes.
 """
 import bisect
 import decimal
+import functools
 import gzip
 import json
 import math
@@ -63,6 +64,7 @@ SCHED_SIGMA = 0.1
 CLOCK_SIGMA = 0.01    # per rank and step
 RECORD_SIGMA = 0.02   # per record
 ID_STRIDE = 10 ** 7   # ids of copy k are the template's + k x ID_STRIDE
+PACE_CTX = 64         # SIM_TOKEN_S=trace: mean contexts this close pace alike
 DEVICE_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 HOST_CATS = ("cpu_op", "cuda_runtime", "cuda_driver", "python_function")
 SHAPE_ARGS = ("Input Dims", "Input type", "Input Strides", "Concrete Inputs")
@@ -235,6 +237,22 @@ class Window:
             t = end + int(SCHED_NS * lognormal(self.rng("sched", k),
                                                SCHED_SIGMA))
         return starts
+
+
+def pass_ns(kind, step, traces_dir):
+    """A pass's wall time as its copy on one rank draws it, from its start
+    to its last host or device end (SIM_TOKEN_S=trace paces the engine's
+    steps by it), for its batch and mean context to PACE_CTX tokens:
+    drawing a prefill's copy takes longer than the prefill itself."""
+    return _pass_ns(kind, step.bs, round(sum(step.ctx) / step.bs / PACE_CTX),
+                    traces_dir)
+
+
+@functools.lru_cache(maxsize=4096)
+def _pass_ns(kind, bs, ctx, traces_dir):
+    step = sim_labels.Step(kind, [max(1, ctx * PACE_CTX)] * bs)
+    return Copy(Window([], None, 0, 0, 1, traces_dir), 0, kind, step, 0,
+                0).end()
 
 
 class Copy:

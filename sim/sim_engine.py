@@ -345,10 +345,12 @@ class Engine(threading.Thread):
                 if self.stopped():
                     raise EngineDown()
                 self.mgr.cv.wait(0.05)
-        self.nap(knob("SIM_TOKEN_S", 0.001))
+        t0 = sc.monotonic()
+        passes = self.passes()
+        self.nap(self.step_s(passes) - (sc.monotonic() - t0))
         if self.stopped():
             raise EngineDown()
-        self.record_step()
+        self.record_step(passes)
         alive = []
         for seq in self.running:
             if seq.aborted:
@@ -361,19 +363,31 @@ class Engine(threading.Thread):
                 alive.append(seq)
         self.running = alive
 
-    def record_step(self):
-        """The step as ATOM labels it, while profiling: the sequences
+    def passes(self):
+        """The step's forward passes as ATOM labels them: the sequences
         getting their first token are a prefill, the others a decode (at
         most --max-num-seqs of them run: take_new)."""
-        if not self.profiling or len(self.steps) >= sim_labels.MAX_STEPS:
-            return
         live = [q for q in self.running if not q.aborted]
         new = [q.prompt_tokens for q in live if q.emitted == 0]
         old = [q.prompt_tokens + q.emitted for q in live if q.emitted > 0]
-        if new:
-            self.steps.append(sim_labels.Step("prefill", new))
-        if old:
-            self.steps.append(sim_labels.Step("decode", old))
+        return ([sim_labels.Step("prefill", new)] if new else []) + \
+            ([sim_labels.Step("decode", old)] if old else [])
+
+    def step_s(self, passes):
+        """Seconds the step takes: SIM_TOKEN_S, or with SIM_TOKEN_S=trace
+        (make run's demo) as long as its passes and the scheduler take in
+        the composed ranks (sim_compose.pass_ns), so that the bench's TTFT
+        and TPOT are the traces' step times."""
+        if os.environ.get("SIM_TOKEN_S") != "trace":
+            return knob("SIM_TOKEN_S", 0.001)
+        return sum(sim_compose.pass_ns(p.kind, p, traces_dir()) +
+                   sim_compose.SCHED_NS for p in passes) / 1e9
+
+    def record_step(self, passes):
+        """The step's passes, while profiling."""
+        if not self.profiling or len(self.steps) >= sim_labels.MAX_STEPS:
+            return
+        self.steps += passes
         self.mgr.dp_sync(self)
 
     def window(self):

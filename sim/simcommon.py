@@ -365,6 +365,29 @@ def process_name(pid):
     except OSError:
         return "unknown"
 
+def get_tokenizer(tokenizer_id):
+    """AutoTokenizer.from_pretrained as the simulator can: a local folder
+    with a tokenizer_config.json; {"chat_template": text or None}. ATOM's
+    bench loads it so (benchmark_serving.py), and so does its server at
+    start, before the engine (api_server.py main, _load_tokenizer)."""
+    conf_path = os.path.join(tokenizer_id, "tokenizer_config.json")
+    if not os.path.isfile(conf_path):
+        raise OSError(
+            "Can't load tokenizer for '%s'. If you were trying to load it "
+            "from 'https://huggingface.co/models', make sure you don't have "
+            "a local directory with the same name. Otherwise, make sure '%s' "
+            "is the correct path to a directory containing all relevant "
+            "files for a PreTrainedTokenizerFast tokenizer."
+            % (tokenizer_id, tokenizer_id))
+    with open(conf_path) as f:
+        template = json.load(f).get("chat_template")
+    jinja = os.path.join(tokenizer_id, "chat_template.jinja")
+    if template is None and os.path.isfile(jinja):
+        with open(jinja) as f:
+            template = f.read()
+    return {"chat_template": template}
+
+
 
 def main(argv):
     if len(argv) >= 2 and argv[0] == "record":
@@ -376,3 +399,4 @@ def main(argv):
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
+

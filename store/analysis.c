@@ -194,7 +194,7 @@ static int timeline_rows(struct store *st, const void *ctx,
   return rc;
 }
 
-static int timeline_check(const struct store_query *q, struct tr_err *err)
+int store__check_buckets(const struct store_query *q, struct tr_err *err)
 {
   if (q->buckets < 0 || q->buckets > TR_TIMELINE_BUCKETS)
     return tr_err_set(err, TR_EINVAL, "buckets", "buckets must be 1..%d",
@@ -207,4 +207,4 @@ static int timeline_check(const struct store_query *q, struct tr_err *err)
  * busy_ns still sums to gpu_busy_ns; step the kind covering most of the
  * row, ties by name); all ranks: every rank's rows, each with "rank". */
 const struct store__sql store__sql_timeline = { timeline_rows, NULL,
-                                                timeline_check, NULL };
+                                                store__check_buckets, NULL };

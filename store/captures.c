@@ -142,16 +142,11 @@ static int changed_or_missing(struct store *st, int64_t id, int rc,
 static int read_status(struct store *st, int64_t id, int *status,
                        struct tr_err *err)
 {
-  sqlite3_stmt *s;
-  int rc = store__stmt_id(st, "SELECT status FROM captures WHERE id = ?1", id,
-                          0, &s, err);
+  char name[16];
+  int rc = store__capture_exists(st, id, name, err);
 
-  if (rc < 0)
-    return rc;
-  rc = store__step_capture(st, s, id, err);
   if (rc == 0)
-    *status = tr_status_parse((const char *)sqlite3_column_text(s, 0));
-  store__done(s);
+    *status = tr_status_parse(name);
   return rc;
 }
 

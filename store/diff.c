@@ -8,9 +8,9 @@
  *
  * Normalisation (norm=per_step): a run's real step count is its number of
  * "prefill" plus "decode" steps (exactly those kinds), or of profiler
- * steps in a trace without run labels (ProfilerStep, index/agg/agg.c). With ?rank=N it is
- * that rank's count; over all ranks it is the largest per-rank count,
- * since every rank of a run executes the same steps (and a rank that
+ * steps in a trace without run labels (ProfilerStep, index/agg/agg.c). With
+ * ?rank=N it is that rank's count; over all ranks it is the largest per-rank
+ * count, since every rank of a run executes the same steps (and a rank that
  * recorded no labels must not shrink it). Each run's summed total_ns is
  * divided by its own count and rounded half away from zero to an integer
  * ns; counts stay raw launch counts (a_steps/b_steps are returned so that
@@ -18,6 +18,7 @@
  * (?kind=), the count is that kind's steps (decode_steps, the largest
  * per-rank count over all ranks).
  */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,11 +32,11 @@
  * key member, the key and count expressions over its table x (joined),
  * and whether it is a decode table. */
 static const struct by_spec {
-  const char *by, *keyname, *key, *count, *table, *join;
-  bool decode;
+  const char *by, *keyname, *key, *count, *total, *table, *join;
+  bool decode, rates;
 } by_specs[] = {
-#define XX(by, table, key, key_sql, join, count, decode)                       \
-  { #by, #key, key_sql, "x." #count, #table, join, decode },
+#define XX(by, table, key, key_sql, join, count, total, decode, rates)         \
+  { #by, #key, key_sql, "x." #count, "x." #total, #table, join, decode, rates },
   TR_DIFF_BY_MAP(XX)
 #undef XX
 };
@@ -59,6 +60,7 @@ struct drow {
   char *key;
   bool in_a, in_b;
   int64_t ac, at, bc, bt, delta;
+  double rate[2][2]; /* by=perf: each side's TFLOPS/s, TB/s; NaN: none */
 };
 
 /* Per key of one run: ?1 or ?3 the capture, ?2 the rank or -1, ?4 the
@@ -67,12 +69,19 @@ static void side_sql(const char *by, const char *param, char *buf, size_t size)
 {
   const struct by_spec *b = spec_of(by);
 
+  /* The rates' means over the timed instances, as ops/perf gives them
+   * (store/perf.c). */
+  const char *rates =
+      b->rates ? ", max(x.flops) * sum(x.inv_s) / sum(x.timed) / 1e12 AS f,"
+                 " max(x.bytes) * sum(x.inv_s) / sum(x.timed) / 1e12 AS m"
+               : ", NULL AS f, NULL AS m";
+
   snprintf(buf, size,
-           "SELECT %s AS key, sum(%s) AS c, sum(x.total_ns) AS t"
+           "SELECT %s AS key, sum(%s) AS c, sum(%s) AS t%s"
            " FROM ranks r JOIN %s x ON x.rank_id = r.id%s"
            " WHERE r.capture_id = %s AND r.status = 'done'"
            " AND (?2 < 0 OR r.rank = ?2)%s GROUP BY 1",
-           b->key, b->count, b->table, b->join, param,
+           b->key, b->count, b->total, rates, b->table, b->join, param,
            b->decode ? " AND (?4 IS NULL OR x.step = ?4)" : "");
 }
 
@@ -94,6 +103,27 @@ static int cmp_drow(const void *x, const void *y)
   if (da != db)
     return da > db ? -1 : 1;
   return strcmp(a->key, b->key);
+}
+
+static json_t *real_or_null(double v)
+{
+  return isnan(v) ? json_null() : json_real(v);
+}
+
+/* by=perf: each side's achieved rates and the TFLOPS/s change (3
+ * decimals, as delta_pct). */
+static void rates_json(json_t *o, const struct drow *d)
+{
+  double a = d->rate[0][0], b = d->rate[1][0];
+
+  json_object_set_new(o, "a_tflops_s", real_or_null(a));
+  json_object_set_new(o, "b_tflops_s", real_or_null(b));
+  json_object_set_new(o, "a_tb_s", real_or_null(d->rate[0][1]));
+  json_object_set_new(o, "b_tb_s", real_or_null(d->rate[1][1]));
+  json_object_set_new(o, "tflops_delta_pct",
+                      real_or_null(a > 0 && !isnan(b)
+                                       ? tr_round((b - a) * 100.0 / a, 3)
+                                       : NAN));
 }
 
 static json_t *drow_json(const struct drow *d, const struct by_spec *b)
@@ -120,6 +150,8 @@ static json_t *drow_json(const struct drow *d, const struct by_spec *b)
                       json_string(d->in_a && d->in_b ? "both"
                                   : d->in_a          ? "only_a"
                                                      : "only_b"));
+  if (b->rates)
+    rates_json(o, d);
   return o;
 }
 
@@ -135,7 +167,7 @@ static int read_drows(struct store *st, const char *by, const struct side *a,
                       const struct side *b, int rank, const char *kind,
                       struct drow **rows, size_t *n, struct tr_err *err)
 {
-  char sql[2048], sa[768], sb[768];
+  char sql[3072], sa[1024], sb[1024];
   struct drow *arr = NULL;
   size_t len = 0, cap = 0;
   sqlite3_stmt *s;
@@ -145,7 +177,8 @@ static int read_drows(struct store *st, const char *by, const struct side *a,
   side_sql(by, "?3", sb, sizeof(sb));
   snprintf(sql, sizeof(sql),
            "WITH a AS (%s), b AS (%s) SELECT coalesce(a.key, b.key),"
-           " a.c, a.t, b.c, b.t FROM a FULL JOIN b ON a.key = b.key",
+           " a.c, a.t, b.c, b.t, a.f, a.m, b.f, b.m"
+           " FROM a FULL JOIN b ON a.key = b.key",
            sa, sb);
   rc = store__stmt(st, sql, &s, err);
   if (rc < 0)
@@ -175,6 +208,10 @@ static int read_drows(struct store *st, const char *by, const struct side *a,
     d->at = sqlite3_column_int64(s, 2);
     d->bc = sqlite3_column_int64(s, 3);
     d->bt = sqlite3_column_int64(s, 4);
+    for (int k = 0; k < 4; k++)
+      d->rate[k / 2][k % 2] = sqlite3_column_type(s, 5 + k) == SQLITE_NULL
+                                  ? NAN
+                                  : sqlite3_column_double(s, 5 + k);
   }
   if (rc == SQLITE_ROW)
     rc = tr_err_set(err, TR_ENOMEM, "", "diff rows");
@@ -190,9 +227,7 @@ static int read_drows(struct store *st, const char *by, const struct side *a,
   return 0;
 }
 
-/* The diff rows of one grouping as a JSON array, normalised, sorted by
- * |delta| then key, at most limit (0: all). */
-static int diff_rows(struct store *st, const char *by, bool norm,
+int store__diff_rows(struct store *st, const char *by, bool norm,
                      const struct side *a, const struct side *b, int rank,
                      const char *kind, int limit, json_t **out,
                      struct tr_err *err)
@@ -265,6 +300,21 @@ static int side_capture(struct store *st, struct side *sd, struct tr_err *err)
   return rc;
 }
 
+/* Steps s, the one row of a real step count, into sd->real_steps; s is
+ * done. */
+static int real_steps_of(struct store *st, sqlite3_stmt *s, struct side *sd,
+                         struct tr_err *err)
+{
+  int rc = 0;
+
+  if (sqlite3_step(s) == SQLITE_ROW)
+    sd->real_steps = sqlite3_column_int64(s, 0);
+  else
+    rc = store__db_err(st, "diff steps", err);
+  store__done(s);
+  return rc;
+}
+
 /* The run's step kinds and real step count, under the rank filter. */
 static int side_steps(struct store *st, struct side *sd, int rank,
                       struct tr_err *err)
@@ -295,23 +345,18 @@ static int side_steps(struct store *st, struct side *sd, int rank,
   store__done(s);
   if (rc < 0)
     return rc;
-  rc = store__stmt_id(
-      st,
-      "SELECT coalesce(max(c), 0) FROM (SELECT sum(s.count) AS c"
-      " FROM ranks r JOIN steps s ON s.rank_id = r.id"
-      " WHERE r.capture_id = ?1 AND r.status = 'done'"
-      " AND (?2 < 0 OR r.rank = ?2)"
-      " AND s.kind IN ('prefill', 'decode', 'ProfilerStep')"
-      " GROUP BY r.id)",
-      sd->id, rank, &s, err);
+  rc =
+      store__stmt_id(st,
+                     "SELECT coalesce(max(c), 0) FROM (SELECT sum(s.count) AS c"
+                     " FROM ranks r JOIN steps s ON s.rank_id = r.id"
+                     " WHERE r.capture_id = ?1 AND r.status = 'done'"
+                     " AND (?2 < 0 OR r.rank = ?2)"
+                     " AND s.kind IN ('prefill', 'decode', 'ProfilerStep')"
+                     " GROUP BY r.id)",
+                     sd->id, rank, &s, err);
   if (rc < 0)
     return rc;
-  if (sqlite3_step(s) == SQLITE_ROW)
-    sd->real_steps = sqlite3_column_int64(s, 0);
-  else
-    rc = store__db_err(st, "diff steps", err);
-  store__done(s);
-  return rc;
+  return real_steps_of(st, s, sd, err);
 }
 
 #define warn tr_note
@@ -393,12 +438,7 @@ static int kind_steps(struct store *st, struct side *sd, int rank,
   if (rc < 0)
     return rc;
   store__bind_text(s, 3, kind);
-  if (sqlite3_step(s) == SQLITE_ROW)
-    sd->real_steps = sqlite3_column_int64(s, 0);
-  else
-    rc = store__db_err(st, "diff steps", err);
-  store__done(s);
-  return rc;
+  return real_steps_of(st, s, sd, err);
 }
 
 int store__side_load(struct store *st, struct side *sd, int rank,
@@ -444,9 +484,11 @@ static int diff_in_txn(struct store *st, struct side *a, struct side *b,
   if (rc == 0)
     rc = load_side(st, b, o->rank, norm, o->kind, err);
   if (rc == 0)
-    rc = diff_rows(st, by, norm, a, b, o->rank, o->kind, o->limit, &rows, err);
+    rc = store__diff_rows(st, by, norm, a, b, o->rank, o->kind, o->limit, &rows,
+                          err);
   if (rc == 0)
-    rc = diff_rows(st, "category", norm, a, b, o->rank, NULL, 0, &cats, err);
+    rc = store__diff_rows(st, "category", norm, a, b, o->rank, NULL, 0, &cats,
+                          err);
   if (rc < 0) {
     json_decref(rows);
     return rc;

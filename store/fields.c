@@ -18,6 +18,8 @@
 #define FIELD_NAME(k, c, a)             FIELD_OF(k, c, NAME, a)
 #define FIELD_JSON(k, c, a)             FIELD_OF(k, c, JSON, a)
 #define FIELD_JSON_NULL(k, c, a)        FIELD_OF(k, c, JSON_NULL, a)
+#define FIELD_REAL(k, c, a)             FIELD_OF(k, c, REAL, a)
+#define FIELD_REAL_NULL(k, c, a)        FIELD_OF(k, c, REAL_NULL, a)
 #define FIELD_AVG(k, c, a)              FIELD_OF(k, c, AVG, a)
 #define FIELD_SHARE(k, c, a)            FIELD_OF_SHARE(k, c, a)
 #define FIELD_RATIO(k, c, a)            { #k, #c, F_RATIO, A_RATIO, #a },

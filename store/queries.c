@@ -264,6 +264,26 @@ SPEC(decode_median, FROM_RANK("decode_median"), ONE_RANK STEP_MATCH,
     ALL_RANKS STEP_MATCH,
     "rank, step, layer IS NULL, layer, total_ns DESC, module");
 
+/* Kernel time by source line (decode's T_SRC, docs/DECODE.md). */
+SPEC(sources, FROM_RANK("sources"),
+    ONE_RANK STEP_MATCH Q_OF("t.source") MODULE_MATCH,
+    NULL, RANKS FROM_RANK("sources"),
+    ALL_RANKS STEP_MATCH Q_OF("t.source") MODULE_MATCH,
+    STEP_ORDER "total_ns DESC, source IS NULL, source, module");
+
+/* Memory over time (index/memory/): every rank's rows, each with its
+ * rank (EACH). */
+SPEC(memory, FROM_RANK("memory"), ONE_RANK,
+    "SELECT r.rank AS rank,", FROM_RANK("memory"), ALL_RANKS,
+    "rank, device_type, device_id");
+
+SPEC(memory_ops, FROM_RANK("memory_ops"),
+    ONE_RANK Q_OF("coalesce(t.op, '')"),
+    "SELECT r.rank AS rank,", FROM_RANK("memory_ops"),
+    ALL_RANKS Q_OF("coalesce(t.op, '')"),
+    "rank, device, peak_live_bytes DESC, alloc_bytes DESC, op IS NULL, op,"
+    " module IS NULL, module");
+
 /* clang-format on */
 
 /* Appends printf-style text to buf (len tracks it; output is cut at size,

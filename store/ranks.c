@@ -105,7 +105,8 @@ static int bad_value(const char *where, const struct store__field *f,
     [F_INT] = "an integer",      [F_INT_NULL] = "an integer or null",
     [F_TEXT] = "a string",       [F_TEXT_NULL] = "a string or null",
     [F_NAME] = "a string",       [F_JSON] = "present",
-    [F_JSON_NULL] = "any value", [F_AVG] = "an integer",
+    [F_JSON_NULL] = "any value", [F_REAL] = "a number",
+    [F_REAL_NULL] = "a number or null", [F_AVG] = "an integer",
     [F_SHARE] = "a number",      [F_RATIO] = "a number",
     [F_PART] = "a number"
   };
@@ -127,8 +128,8 @@ static int bind_field(struct store *st, sqlite3_stmt *s, int i,
   char *text;
   int rc;
 
-  if (absent &&
-      (f->ty == F_INT_NULL || f->ty == F_TEXT_NULL || f->ty == F_JSON_NULL))
+  if (absent && (f->ty == F_INT_NULL || f->ty == F_TEXT_NULL ||
+                 f->ty == F_JSON_NULL || f->ty == F_REAL_NULL))
     return sqlite3_bind_null(s, i);
   switch (f->ty) {
   case F_INT:
@@ -137,6 +138,12 @@ static int bind_field(struct store *st, sqlite3_stmt *s, int i,
       return bad_value(where, f, err);
     *bytes += sizeof(int64_t);
     return sqlite3_bind_int64(s, i, json_integer_value(v));
+  case F_REAL:
+  case F_REAL_NULL:
+    if (!json_is_number(v))
+      return bad_value(where, f, err);
+    *bytes += sizeof(double);
+    return sqlite3_bind_double(s, i, json_number_value(v));
   case F_TEXT:
   case F_TEXT_NULL:
     if (!json_is_string(v))

@@ -166,6 +166,8 @@ static const char step2[] =
 #define NEW_NAME(c)      ", " #c " INTEGER NOT NULL REFERENCES names(id)"
 #define NEW_JSON(c)      ", " #c " TEXT NOT NULL"
 #define NEW_JSON_NULL(c) ", " #c " TEXT"
+#define NEW_REAL(c)      ", " #c " REAL NOT NULL"
+#define NEW_REAL_NULL(c) ", " #c " REAL"
 #define NEW_AVG(c)
 #define NEW_SHARE(c)
 #define NEW_RATIO(c)
@@ -176,6 +178,8 @@ static const char step2[] =
 #define ADD_TEXT_NULL(t, c) ADD_TEXT(t, c)
 #define ADD_JSON(t, c)      ADD_TEXT(t, c)
 #define ADD_JSON_NULL(t, c) ADD_TEXT(t, c)
+#define ADD_REAL(t, c)      "ALTER TABLE " t " ADD COLUMN " #c " REAL;"
+#define ADD_REAL_NULL(t, c) ADD_REAL(t, c)
 #define ADD_AVG(t, c)
 #define ADD_SHARE(t, c)
 #define ADD_RATIO(t, c)
@@ -191,6 +195,8 @@ static const char step2[] =
 #define IN3_6(x)
 #define IN3_8(x)
 #define IN3_9(x)
+#define IN3_10(x)
+#define IN3_11(x)
 #define NEW3(key, col, ty, all, since) IN3_##since(NEW_##ty(col))
 #define ADD3_RANK(key, col, ty, all, since) IN3_##since(ADD_##ty("ranks", col))
 #define ADD3_KERNEL(key, col, ty, all, since)                                \
@@ -236,6 +242,8 @@ static const char step3[] =
 #define IN4_6(x)
 #define IN4_8(x)
 #define IN4_9(x)
+#define IN4_10(x)
+#define IN4_11(x)
 #define ADD4_RANK(key, col, ty, all, since) IN4_##since(ADD_##ty("ranks", col))
 
 /*
@@ -256,6 +264,8 @@ static const char step4[] = TR_SUM_RANK(ADD4_RANK);
 #define IN5_6(x)
 #define IN5_8(x)
 #define IN5_9(x)
+#define IN5_10(x)
+#define IN5_11(x)
 #define NEW5(key, col, ty, all, since) IN5_##since(NEW_##ty(col))
 #define ADD5_RANK(key, col, ty, all, since) IN5_##since(ADD_##ty("ranks", col))
 #define OF_CAPTURE                                                         \
@@ -323,6 +333,8 @@ static const char step5[] =
 #define IN6_6(x) x
 #define IN6_8(x)
 #define IN6_9(x)
+#define IN6_10(x)
+#define IN6_11(x)
 #define NEW6(key, col, ty, all, since) IN6_##since(NEW_##ty(col))
 
 /*
@@ -444,6 +456,8 @@ static const char step7[] =
 #define IN8_7(x)
 #define IN8_8(x) x
 #define IN8_9(x)
+#define IN8_10(x)
+#define IN8_11(x)
 #define NEW8(key, col, ty, all, since) IN8_##since(NEW_##ty(col))
 #define ADD8_RANK(key, col, ty, all, since) IN8_##since(ADD_##ty("ranks", col))
 
@@ -491,6 +505,8 @@ static const char step8[] =
 #define IN9_7(x)
 #define IN9_8(x)
 #define IN9_9(x) x
+#define IN9_10(x)
+#define IN9_11(x)
 #define NEW9(key, col, ty, all, since) IN9_##since(NEW_##ty(col))
 #define ADD9_RANK(key, col, ty, all, since) IN9_##since(ADD_##ty("ranks", col))
 #define ADD9_KERNEL(key, col, ty, all, since)                                \
@@ -558,7 +574,45 @@ static const char step10[] =
     " osl INTEGER NOT NULL,"
     " UNIQUE(sweep_id, point));";
 
-const char *const store__migrations[] = { step1, step2, step3, step4, step5,
-                                          step6, step7, step8, step9, step10 };
+/* clang-format off */
+/* Version 11 expands the rows of since 11 only. */
+#define IN11_1(x)
+#define IN11_2(x)
+#define IN11_3(x)
+#define IN11_4(x)
+#define IN11_5(x)
+#define IN11_6(x)
+#define IN11_7(x)
+#define IN11_8(x)
+#define IN11_9(x)
+#define IN11_10(x)
+#define IN11_11(x) x
+#define NEW11(key, col, ty, all, since) IN11_##since(NEW_##ty(col))
+#define ADD11_RANK(key, col, ty, all, since)                               \
+  IN11_##since(ADD_##ty("ranks", col))
+
+/*
+ * Version 11: what ATOM_PROFILER_MORE buys (docs/PERF.md). Each rank's
+ * roof and op completeness; its op groups with their work, kernel time and
+ * roof; its memory per device, over time and by the ops that allocated;
+ * its kernel time by source line.
+ */
+static const char step11[] =
+    TR_SUM_RANK(ADD11_RANK)
+    "CREATE TABLE op_perf(" OF_RANK TR_SUM_OP_PERF(NEW11)
+    ", PRIMARY KEY(rank_id, op, params, recompute)) WITHOUT ROWID;"
+    "CREATE TABLE memory(" OF_RANK TR_SUM_MEMORY(NEW11)
+    ", PRIMARY KEY(rank_id, device)) WITHOUT ROWID;"
+    "CREATE TABLE memory_timeline(" OF_RANK TR_SUM_MEMORY_TIMELINE(NEW11)
+    ", PRIMARY KEY(rank_id, device, idx)) WITHOUT ROWID;"
+    "CREATE TABLE memory_ops(" OF_RANK TR_SUM_MEMORY_OP(NEW11) ");"
+    "CREATE INDEX memory_ops_rank ON memory_ops(rank_id);"
+    "CREATE TABLE sources(" OF_RANK TR_SUM_DEC_SOURCE(NEW11) ");"
+    "CREATE INDEX sources_rank ON sources(rank_id);";
+/* clang-format on */
+
+const char *const store__migrations[] = { step1, step2,  step3, step4,
+                                          step5, step6,  step7, step8,
+                                          step9, step10, step11 };
 const int store__schema_version =
     (int)(sizeof(store__migrations) / sizeof(store__migrations[0]));

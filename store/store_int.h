@@ -34,6 +34,8 @@ enum store__fty {
   F_NAME,      /* string, required, interned into names: column name_id */
   F_JSON,      /* any JSON value, required, stored as compact text */
   F_JSON_NULL, /* JSON value or null/absent */
+  F_REAL,      /* real number, required */
+  F_REAL_NULL, /* real number or null/absent */
   F_AVG,       /* derived when read: total_ns / count; not stored */
   F_SHARE,     /* derived when read: total_ns / a rank column; not stored */
   F_RATIO,     /* derived when read: a column / count; not stored */
@@ -266,6 +268,10 @@ struct store__sql {
 TR_TABLE_MAP(STORE__SQL_DECL_)
 #undef STORE__SQL_DECL_
 
+/* analysis.c: the check of ?buckets= (1..TR_TIMELINE_BUCKETS) of the
+ * tables re-binned from a rank's timeline grid. */
+int store__check_buckets(const struct store_query *q, struct tr_err *err);
+
 /* tables.c: table t's rows for q (q->rank ignored: every rank) as its
  * SQL answers them, inside the caller's transaction. */
 int store__table_live(struct store *st, enum tr_table t,
@@ -315,6 +321,14 @@ struct store__side {
  * transaction: TR_ENOTFOUND / TR_ECONFLICT naming sd->field unless the
  * capture exists and is done (and has rank, unless -1). */
 int store__side_load(struct store *st, struct store__side *sd, int rank,
+                     struct tr_err *err);
+
+/* diff.c: /diff's rows of one grouping (by, a value of tr_diff_bys) as a
+ * JSON array, totals per real step when norm, sorted by |delta| then key,
+ * at most limit (0: all); kind: a decode table's step kind, or NULL. */
+int store__diff_rows(struct store *st, const char *by, bool norm,
+                     const struct store__side *a, const struct store__side *b,
+                     int rank, const char *kind, int limit, json_t **out,
                      struct tr_err *err);
 
 /* /diff's warnings about comparing a with b: [{code, message}]. */

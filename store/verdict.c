@@ -41,6 +41,7 @@
 #define FLOOR       0.01
 #define MAX_HISTORY 20
 #define MAX_FIGURES 20 /* figures listed beside the changes */
+#define MAX_OP_GROUPS 10 /* op groups whose kernel time changed most */
 
 /* The configuration of capture t (an SQL alias) as one JSON text. */
 #define CONFIG_OF(t) STORE__CONFIG_OF(t)
@@ -164,20 +165,6 @@ static bool is_real(const char *kind)
   return kind != NULL && strncmp(kind, "dummy_", 6) != 0;
 }
 
-static json_t *row_of(json_t *rows, const char *key, const char *name)
-{
-  size_t i;
-  json_t *row;
-
-  json_array_foreach(rows, i, row) {
-    const char *k = json_string_value(json_object_get(row, key));
-
-    if (k != NULL && strcmp(k, name) == 0)
-      return row;
-  }
-  return NULL;
-}
-
 /* ---- gathering the figures ---- */
 
 static void add_fig(struct verdict *v, const char *figure, const char *stat,
@@ -204,7 +191,7 @@ static void gather_steps(struct verdict *v, const struct vside *a,
 
   json_array_foreach(b->steps, i, rb) {
     const char *kind = json_string_value(json_object_get(rb, "kind"));
-    json_t *ra = is_real(kind) ? row_of(a->steps, "kind", kind) : NULL;
+    json_t *ra = is_real(kind) ? tr_row_find(a->steps, "kind", kind) : NULL;
 
     if (ra != NULL && member(ra, "steady_count") > 0 &&
         member(rb, "steady_count") > 0)
@@ -258,8 +245,8 @@ static void gather_totals(struct verdict *v, const char *figure,
   for (int s = 0; s < 2; s++)
     json_array_foreach(sides[s], i, row) {
       const char *name = json_string_value(json_object_get(row, key));
-      json_t *ra = s ? row : row_of(rows_a, key, name);
-      json_t *rb = s ? row_of(rows_b, key, name) : row;
+      json_t *ra = s ? row : tr_row_find(rows_a, key, name);
+      json_t *rb = s ? tr_row_find(rows_b, key, name) : row;
       double x = per_step(ra, a), y = per_step(rb, b);
 
       if (name == NULL || (s == 1 && rb != NULL) ||
@@ -516,7 +503,7 @@ static void test_used(const struct verdict *v, bool comparable, json_t *o)
 
 static json_t *answer(struct verdict *v, int64_t id, int64_t base,
                       const char *source, bool comparable,
-                      const struct history *h)
+                      const struct history *h, json_t *op_groups)
 {
   json_t *changes, *figs, *o;
 
@@ -531,6 +518,10 @@ static json_t *answer(struct verdict *v, int64_t id, int64_t base,
                 "captures", (json_int_t)h->n, "ids", h->ids, "alpha", 0.05);
   if (o != NULL)
     test_used(v, comparable, o);
+  if (o != NULL)
+    json_object_set_new(o, "op_groups", op_groups ? op_groups : json_array());
+  else
+    json_decref(op_groups);
   return o;
 }
 
@@ -554,6 +545,7 @@ static int judge_capture(struct store *st, int64_t id, int64_t base,
   };
   struct verdict v = { .threshold = threshold, .reasons = json_array() };
   struct history h = { 0 };
+  json_t *groups = NULL;
   bool comparable = false;
   /* Without a baseline nothing of this run is compared: its rows (a
    * JSON object per family, ten thousand for a trace at the name cap)
@@ -588,9 +580,14 @@ static int judge_capture(struct store *st, int64_t id, int64_t base,
     v.steps_a = a.st.n;
     v.steps_b = b.st.n;
     compare(&v, &a, &b, &j);
+    /* The op groups' achieved rates (docs/PERF.md): shown beside the
+     * figures, not judged (a capture keeps no per-step samples of them to
+     * give their noise). */
+    rc = store__diff_rows(st, "perf", true, &a.sd, &b.sd, -1, NULL,
+                          MAX_OP_GROUPS, &groups, err);
   }
   if (rc == 0)
-    *out = answer(&v, id, base, source, comparable, &h);
+    *out = answer(&v, id, base, source, comparable, &h, groups);
   verdict_free(&v);
   history_free(&h);
   unload(&a);

@@ -43,5 +43,8 @@ traced_c_test(test_api_spec traced_api test_api_spec.c)
 # filters, CSV, /diff by module/layer/op; the SGLang pair's import; a
 # capture with mark_trace on the simulator.
 traced_py_test(test_api_decode test_api_decode.py)
+# The op groups against the roof (docs/PERF.md): /ops/perf per rank and
+# summed against `traced index`'s rows, its filters, the gpu_roof setting.
+traced_py_test(test_api_perf test_api_perf.py)
 # All ranks in one timeline against each rank's own slice.
 traced_py_test(api_open_slice_ranks test_api_open.py slice_ranks)

@@ -142,9 +142,9 @@ struct outcome {
   struct tr_err err;
 };
 
-/* Feeds data in two chunks, data[0..split) and the rest. */
-static void run(enum idx_format fmt, const char *data, size_t size,
-                size_t split, struct outcome *o)
+/* A reader of fmt for a run into o (cleared), asking for texts and
+ * members when this input's runs do. */
+static struct idx_reader *reader_for(enum idx_format fmt, struct outcome *o)
 {
   struct idx_reader *r;
 
@@ -154,6 +154,23 @@ static void run(enum idx_format fmt, const char *data, size_t size,
     __builtin_trap();
   if (keep_raw)
     idx_reader_judge(r, slice_json_strict_end);
+  return r;
+}
+
+/* The run's counts into o; r freed. */
+static void reader_done(struct idx_reader *r, struct outcome *o)
+{
+  o->events = idx_reader_doc(r)->events;
+  o->skipped = idx_reader_doc(r)->skipped;
+  idx_reader_free(r);
+}
+
+/* Feeds data in two chunks, data[0..split) and the rest. */
+static void run(enum idx_format fmt, const char *data, size_t size,
+                size_t split, struct outcome *o)
+{
+  struct idx_reader *r = reader_for(fmt, o);
+
   o->rc = idx_reader_feed(r, data, split, &o->err);
   if (o->rc == 0)
     o->rc = idx_reader_feed(r, data + split, size - split, &o->err);
@@ -161,9 +178,7 @@ static void run(enum idx_format fmt, const char *data, size_t size,
     o->rc = idx_reader_finish(r, &o->err);
   if (o->rc != 0 && o->err.msg[0] == 0)
     __builtin_trap(); /* every failure must say why */
-  o->events = idx_reader_doc(r)->events;
-  o->skipped = idx_reader_doc(r)->skipped;
-  idx_reader_free(r);
+  reader_done(r, o);
 }
 
 /* The same two chunks, each with its stage-1 masks (the string state and
@@ -175,17 +190,11 @@ static void run_batched(enum idx_format fmt, const char *data, size_t size,
   struct idx_walker walker = { 0 };
   struct idx_batch batch = { 0 };
   const size_t cut[3] = { 0, split, size };
-  struct idx_reader *r;
+  struct idx_reader *r = reader_for(fmt, o);
   struct idx_chunk c;
   unsigned depth = 2;
   int scale = 3, i;
 
-  memset(o, 0, sizeof(*o));
-  if (idx_reader_new(fmt, on_event, &o->digest, &r) != 0 ||
-      (keep_raw && idx_reader_keep_raw(r, on_member) != 0))
-    __builtin_trap();
-  if (keep_raw)
-    idx_reader_judge(r, slice_json_strict_end);
   for (i = 0; i < 2 && o->rc == 0; i++) {
     c.text = data + cut[i];
     c.len = cut[i + 1] - cut[i];
@@ -197,9 +206,7 @@ static void run_batched(enum idx_format fmt, const char *data, size_t size,
   }
   if (o->rc == 0)
     o->rc = idx_reader_finish(r, &o->err);
-  o->events = idx_reader_doc(r)->events;
-  o->skipped = idx_reader_doc(r)->skipped;
-  idx_reader_free(r);
+  reader_done(r, o);
   idx_walker_free(&walker);
   idx_batch_free(&batch);
 }

@@ -8,8 +8,8 @@ file(GLOB AGG_SRC CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/index/*/*.c)
 list(FILTER AGG_SRC EXCLUDE REGEX "/index/(read|slice)/")
 list(REMOVE_ITEM AGG_SRC ${CMAKE_SOURCE_DIR}/index/agg/coll_match.c)
 traced_c_test(test_index_agg traced_common test_index_agg.c ${AGG_SRC}
-  ${CMAKE_SOURCE_DIR}/index/read/format.c)
-target_link_libraries(test_index_agg PRIVATE ${IBERTY_LIB})
+  ${CMAKE_SOURCE_DIR}/index/read/format.c ${CMAKE_SOURCE_DIR}/index/read/args.c)
+target_link_libraries(test_index_agg PRIVATE ${IBERTY_LIB} m)
 
 # `traced index` on every real trace against the Python reference.
 traced_py_test(test_index_traces test_index_traces.py)
@@ -48,3 +48,19 @@ traced_py_test(test_decode_tracelens test_decode_tracelens.py)
 # index/'s rooms include one another as a stack (index/README.md's order),
 # and only through their faces.
 traced_py_test(test_index_rooms test_index_rooms.py)
+# The op performance models alone (index/perf/): every row of TraceLens's
+# per-op reports (../shared/traces/perf_pairs) through its own model,
+# from the arguments the report gives.
+add_executable(perf_eval perf_eval.c)
+target_link_libraries(perf_eval PRIVATE traced_index)
+traced_py_test(test_perf_models test_perf_models.py)
+set_property(TEST test_perf_models APPEND PROPERTY ENVIRONMENT
+             "PERF_EVAL=$<TARGET_FILE:perf_eval>")
+# The op groups of `traced index` (op_perf) against the same reports row by
+# row: work, rates and counts (with TRACELENS_DIR, TraceLens's live answers
+# for the other shared traces taken with record_shapes too).
+traced_py_test(test_perf_tracelens test_perf_tracelens.py)
+# Memory over time (index/memory/): every shared trace with [memory]
+# events against tests/ref_memory.py (peaks exact, the timeline's buckets,
+# by op), and the memory routes over HTTP.
+traced_py_test(test_memory test_memory.py)

@@ -70,6 +70,24 @@ SAMPLER = ("sampler", "aten::argmax",
            "float, at::native::ArgMaxOps<float>, unsigned int, long, 4> >",
            3000)
 ATTN = 2  # index of the attention launch in a layer
+# The GEMMs' shapes as record_shapes writes them (M tokens by K, the
+# weight K by N seen transposed), so that the op groups (docs/PERF.md)
+# have rows: by the module tag's last part.
+TOKENS = 32
+MM_SHAPES = {"qkv_proj": (1024, 1536), "o_proj": (1024, 1024),
+             "gate_up_proj": (1024, 6144), "down_proj": (3072, 1024),
+             "lm_head": (1024, 151936)}
+
+
+def shapes(tag, op):
+    """An op's record_shapes arguments, or None."""
+    kn = MM_SHAPES.get(tag.rsplit(".", 1)[-1]) if op == "aten::mm" else None
+    if kn is None:
+        return None
+    k, n = kn
+    return {"Input Dims": [[TOKENS, k], [k, n]],
+            "Input type": ["c10::BFloat16", "c10::BFloat16"],
+            "Input Strides": [[k, 1], [1, k]], "Concrete Inputs": ["", ""]}
 
 
 def forward():
@@ -150,7 +168,7 @@ class Trace:
         self.cpu += 1_000
         self.x("user_annotation", tag, start, self.cpu - start)
         self.x("cpu_op", op, start + 500, self.cpu - start - 1_000,
-               args={"External id": self.ext})
+               args=dict({"External id": self.ext}, **(shapes(tag, op) or {})))
         self.cpu += 500
 
     def eager(self, x, scale, emit=True):

@@ -58,16 +58,6 @@ def kind_of_kernel(name):
     return "compute"
 
 
-def merged(intervals):
-    out = []
-    for s, e in sorted(intervals):
-        if out and s <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], e)
-        else:
-            out.append([s, e])
-    return out
-
-
 def covered(union, starts, s, e):
     """The part of [s, e) inside the merged intervals union (starts: their
     starts, for bisect)."""
@@ -109,7 +99,7 @@ def read_rank(path):
                 if lab[0] not in kinds[side]:
                     kinds[side].append(lab[0])
     side = "gpu" if labels["gpu"] else "cpu"
-    union = merged((ts, ts + dur) for ts, dur, name, _ in kernels
+    union = ref_index.merged((ts, ts + dur) for ts, dur, name, _ in kernels
                    if kind_of_kernel(name) == "compute")
     starts = [a for a, _ in union]
     comm = sorted(k for k in kernels if kind_of_kernel(k[2]) == "comm")

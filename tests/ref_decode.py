@@ -38,7 +38,41 @@ TABLE_KEYS = {"modules": ("step", "module"), "layers": ("step", "layer"),
               "layer_modules": ("step", "layer", "module"),
               "op_modules": ("step", "op", "module"),
               "kernels": ("step", "module", "name"),
-              "blocks": ("step", "module")}
+              "blocks": ("step", "module"),
+              "sources": ("step", "source", "module")}
+# The summary member and the route of a table when they are not
+# decode_<table> and decode/<table>.
+MEMBERS = {"sources": ("sources", "sources")}
+SOURCE = re.compile(r"^([^(]+)\((\d+)\): (.*)$", re.S)
+# The model's code is none of these (docs/DECODE.md, "Sources"): the
+# interpreter's standard library (Python 3.11's stdlib_module_names)...
+STDLIB = set("""abc aifc antigravity argparse array ast asynchat asyncio
+asyncore atexit audioop base64 bdb binascii bisect builtins bz2 cProfile
+calendar cgi cgitb chunk cmath cmd code codecs codeop collections colorsys
+compileall concurrent configparser contextlib contextvars copy copyreg crypt
+csv ctypes curses dataclasses datetime dbm decimal difflib dis distutils
+doctest email encodings ensurepip enum errno faulthandler fcntl filecmp
+fileinput fnmatch fractions ftplib functools gc genericpath getopt getpass
+gettext glob graphlib grp gzip hashlib heapq hmac html http idlelib imaplib
+imghdr imp importlib inspect io ipaddress itertools json keyword lib2to3
+linecache locale logging lzma mailbox mailcap marshal math mimetypes mmap
+modulefinder msilib msvcrt multiprocessing netrc nis nntplib nt ntpath
+nturl2path numbers opcode operator optparse os ossaudiodev pathlib pdb pickle
+pickletools pipes pkgutil platform plistlib poplib posix posixpath pprint
+profile pstats pty pwd py_compile pyclbr pydoc pydoc_data pyexpat queue
+quopri random re readline reprlib resource rlcompleter runpy sched secrets
+select selectors shelve shlex shutil signal site smtpd smtplib sndhdr socket
+socketserver spwd sqlite3 sre_compile sre_constants sre_parse ssl stat
+statistics string stringprep struct subprocess sunau symtable sys sysconfig
+syslog tabnanny tarfile telnetlib tempfile termios textwrap this threading
+time timeit tkinter token tokenize tomllib trace traceback tracemalloc tty
+turtle turtledemo types typing unicodedata unittest urllib uu uuid venv
+warnings wave weakref webbrowser winreg winsound wsgiref xdrlib xml xmlrpc
+zipapp zipfile zipimport zlib zoneinfo""".split())
+# ... and the libraries that run ops for it.
+LIBRARIES = {"accelerate", "aiter", "apex", "deep_gemm", "flash_attn",
+             "flashinfer", "numpy", "sgl_kernel", "torch", "torchaudio",
+             "torchvision", "tqdm", "transformer_engine", "triton"}
 
 
 # ------------------------------------------------------------- events
@@ -132,6 +166,20 @@ def _launch_class(name):
     return None
 
 
+def source_kind(name):
+    """"src" for a python_function frame of the model's own code at an
+    absolute path, "pkg" at a relative one, else None."""
+    m = SOURCE.match(name)
+    if not m or name.startswith("<"):
+        return None
+    path = m.group(1)
+    if path.startswith("/"):
+        return None if any(d in path for d in (
+            "/site-packages/", "/dist-packages/", "/lib/python")) else "src"
+    top = re.split(r"[/.]", path, maxsplit=1)[0][:31]
+    return None if top in STDLIB or top in LIBRARIES else "pkg"
+
+
 def _frame_of(cls, e):
     """(kind, name) of a host frame event, or None."""
     cat, name = e.get("cat"), e.get("name") or ""
@@ -140,6 +188,8 @@ def _frame_of(cls, e):
         return ("op", m.group(1) if m else name)
     if cls is None and cat == "python_function" and name.startswith(MOD_PFX):
         return ("module", name[len(MOD_PFX):])
+    if cls is None and cat == "python_function" and source_kind(name):
+        return (source_kind(name), name)
     if (cls == "label_cpu" and cat == "user_annotation"
             and step_label(name) is None and not name.startswith("capture_")
             and TAG.match(name)):
@@ -251,13 +301,15 @@ def _first_launches(stacks, order):
 # ------------------------------------------------------------- identity
 
 def identity(stack):
-    """(op, ops, module, layer) of a stack (docs/DECODE.md)."""
+    """(op, ops, module, layer, source) of a stack (docs/DECODE.md)."""
+    srcs = ([f[3] for f in reversed(stack) if f[2] == "src"] or
+            [f[3] for f in reversed(stack) if f[2] == "pkg"])
     ops = [f[3] for f in reversed(stack) if f[2] == "op" and f[3] != "execute"]
     op = ops[0] if ops else None
     distinct = list(dict.fromkeys(ops))
     segs, layer, tag_layer = [], None, None
     for f in stack:
-        if f[2] == "op":
+        if f[2] in ("op", "src", "pkg"):
             continue
         if f[2] == "tag":
             found = LAYER_TAG.findall(f[3])
@@ -275,7 +327,7 @@ def identity(stack):
     if tag_layer is not None:
         layer = tag_layer
     module = "/".join(segs)[:2048] or None
-    return op, distinct, module, layer
+    return op, distinct, module, layer, srcs[0] if srcs else None
 
 
 # ------------------------------------------------------------- captures
@@ -550,6 +602,9 @@ def reference(run_path, captures):
     return _tables(c, steps, kinds, attributed, f)
 
 
+PER_STEP = ("modules", "layers", "ops", "layer_modules", "sources")
+
+
 def _tables(c, steps, kinds, attributed, f):
     ident = {}
     kind_ns, kind_kernels, kind_attr = {}, {}, {}
@@ -559,7 +614,7 @@ def _tables(c, steps, kinds, attributed, f):
     for s, stack, name, fl, dur, known in attributed:
         if stack not in ident:
             ident[stack] = identity(stack)
-        op, ops, module, layer = ident[stack]
+        op, ops, module, layer, src = ident[stack]
         if known and op is None:
             c["kernels_no_op"] += 1
             c["kernels_no_op_ns"] += dur
@@ -571,14 +626,15 @@ def _tables(c, steps, kinds, attributed, f):
         keys = {"modules": (kind, module), "layers": (kind, layer),
                 "ops": (kind, op), "layer_modules": (kind, layer, module),
                 "op_modules": (kind, op, module),
-                "kernels": (kind, module, name)}
+                "kernels": (kind, module, name),
+                "sources": (kind, src, module)}
         for t, k in keys.items():
             e = ent.setdefault(t, {}).setdefault(k, {
                 "kernels": 0, "count": 0, "total_ns": 0, "subtree_ns": 0})
             e["kernels"] += 1
             e["count"] += fl
             e["total_ns"] += dur
-            if s and t in ("modules", "layers", "ops", "layer_modules"):
+            if s and t in PER_STEP:
                 s["sums"][(t, k)] = s["sums"].get((t, k), 0) + dur
         for o in ops:
             e = ent.setdefault("ops", {}).setdefault((kind, o), {
@@ -591,7 +647,7 @@ def _tables(c, steps, kinds, attributed, f):
         nsteps[s["kind"]] = nsteps.get(s["kind"], 0) + 1
     out = {"complete": c}
     for t in ("modules", "layers", "ops", "layer_modules", "op_modules",
-              "kernels"):
+              "kernels", "sources"):
         rows = {}
         for k, e in ent.get(t, {}).items():
             kind = k[0]
@@ -601,7 +657,13 @@ def _tables(c, steps, kinds, attributed, f):
                 row["count"] = e["count"]
             if t == "ops":
                 row["subtree_ns"] = e["subtree_ns"]
-            if t in ("modules", "layers", "ops", "layer_modules"):
+            if t == "sources" and k[1] is not None:
+                m = SOURCE.match(k[1])
+                row.update({"file": m.group(1), "line": int(m.group(2)),
+                            "function": m.group(3)})
+            elif t == "sources":
+                row.update({"file": None, "line": None, "function": None})
+            if t in PER_STEP:
                 per = [s["sums"].get((t, k), 0) for s in steps
                        if s["kind"] == kind] if kind is not None else []
                 row.update({

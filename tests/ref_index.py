@@ -257,21 +257,28 @@ def union_length(intervals):
     return total
 
 
+def merged(intervals):
+    """The union of (start, end) intervals: sorted [start, end] lists,
+    touching ones joined."""
+    out = []
+    for s, e in sorted(intervals):
+        if out and s <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], e)
+        else:
+            out.append([s, e])
+    return out
+
+
 def kernel_ns_in_labels(labels, kernels):
     """Kernel time starting inside the union of each kind's labels."""
     out = {}
     for kind, ivs in labels.items():
-        merged = []
-        for s, e in sorted(ivs):
-            if merged and s <= merged[-1][1]:
-                merged[-1][1] = max(merged[-1][1], e)
-            else:
-                merged.append([s, e])
-        starts = [m[0] for m in merged]
+        union = merged(ivs)
+        starts = [m[0] for m in union]
         total = 0
         for ts, dur in kernels:
             i = bisect.bisect_right(starts, ts) - 1
-            if i >= 0 and ts < merged[i][1]:
+            if i >= 0 and ts < union[i][1]:
                 total += dur
         out[kind] = total
     return out

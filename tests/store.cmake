@@ -22,7 +22,7 @@ target_link_libraries(test_store_analysis PRIVATE m)
 # A capture's finish: the all-ranks tables summed once answer what summing
 # the ranks' rows answers, for every table, filter, sort and limit.
 traced_c_test(test_store_results traced_store test_store_results.c
-              test_store_util.c)
+              test_store_util.c test_store_traces.c)
 target_link_libraries(test_store_results PRIVATE traced_index m)
 # The verdicts' statistics against closed forms and hand-computed values;
 # a capture's figures by stratum from hand-written step samples.
@@ -33,5 +33,5 @@ target_link_libraries(test_store_verdict PRIVATE m)
 # fill, the backfill, a capture of real traces published and copied into a
 # lab view's file answering every table as its node does, the lab's index.
 traced_c_test(test_store_fleet traced_store test_store_fleet.c
-              test_store_util.c)
+              test_store_util.c test_store_traces.c)
 target_link_libraries(test_store_fleet PRIVATE traced_index m)

@@ -30,7 +30,7 @@ import ref_decode  # noqa: E402
 from test_capture_lib import Rig  # noqa: E402
 from tracedtest import TRACES_DIR, Daemon, check, check_eq  # noqa: E402
 
-TABLES = {t: ("decode/%s" % t, keys)
+TABLES = {t: (ref_decode.MEMBERS.get(t, (None, "decode/%s" % t))[1], keys)
           for t, keys in ref_decode.TABLE_KEYS.items()}
 # How each figure sums over ranks (common/summary.h's TR_SUM_DEC_*).
 SUMMED = {"kernels", "total_ns", "steps", "step_ns", "count", "subtree_ns"}

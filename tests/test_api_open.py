@@ -113,15 +113,16 @@ def check_records(body, what):
     return text
 
 
-def check_csv(d, url, what):
-    """GET url as JSON and as CSV: the CSV holds the JSON rows."""
+def check_csv(d, url, what, key="rows"):
+    """GET url as JSON and as CSV: the CSV holds the JSON's table (its
+    member key)."""
     sep = "&" if "?" in url else "?"
     code, hdrs, jbody = raw(d, "GET", url + sep + "format=json")
     check_eq(code, 200, "%s json: %r" % (what, jbody[:300]))
     code2, _, plain = raw(d, "GET", url)
     check_eq((code2, plain), (200, jbody), what + ": format=json is the "
              "default")
-    rows = json.loads(jbody)["rows"]
+    rows = json.loads(jbody)[key]
     code, hdrs, cbody = raw(d, "GET", url + sep + "format=csv")
     check_eq(code, 200, "%s csv: %r" % (what, cbody[:300]))
     check_eq(hdrs.get("content-type"), CSV_TYPE, what + ": type")
@@ -146,12 +147,19 @@ def check_csv(d, url, what):
     return len(rows)
 
 
-def has_rows(spec, op):
-    """The route's JSON answer is a table (an object with rows)."""
+def table_key(spec, op):
+    """The member of the route's JSON answer that its CSV holds: `rows`,
+    else its one array of objects (a list's `sweeps`, a sweep's `points`);
+    None when the answer is not a table."""
     content = op["responses"]["200"]["content"]
-    schema = deref(spec, content.get("application/json", {}).get(
-        "schema", {}))
-    return "rows" in schema.get("properties", {})
+    props = deref(spec, content.get("application/json", {}).get(
+        "schema", {})).get("properties", {})
+    if "rows" in props:
+        return "rows"
+    tables = [k for k, v in props.items() if deref(spec, v).get(
+        "type") == "array" and deref(spec, deref(spec, v).get(
+            "items", {})).get("type") == "object"]
+    return tables[0] if len(tables) == 1 else None
 
 
 def declares_format(spec, op):
@@ -183,15 +191,17 @@ def case_csv():
         b = import_done(d, lay_out(root, "b", RANKS_B))["id"]
         walked, rows = set(), 0
         for tmpl, op, common, url in walk_paths(spec, (a, b), None):
-            if has_rows(spec, op):
+            key = table_key(spec, op)
+            if key == "rows":
                 check(declares_format(spec, op),
                       tmpl + ": a table route without format")
             if not declares_format(spec, op):
                 continue
             content = op["responses"]["200"]["content"]
             check("text/csv" in content, tmpl + ": text/csv not declared")
+            check(key is not None, tmpl + ": CSV of no table")
             for full in csv_urls(spec, tmpl, op, common, url, (a, b)):
-                rows += check_csv(d, full, "GET " + full)
+                rows += check_csv(d, full, "GET " + full, key)
             check_error(d.get(url + "?format=xml"), 400, "format",
                         tmpl + " format=xml")
             walked.add(tmpl)
@@ -509,25 +519,39 @@ def open_slice(d, url):
     return s
 
 
+def slices_full(d, root, what):
+    """The large trace imported into d under root, and two slices of all of
+    it asked for by clients that read nothing (their producers fill the
+    ring and the sockets, and wait): a third is refused (what names it).
+    The capture, the whole slice's URL and the two connections."""
+    cap = import_done(d, lay_out(root, "big", [
+        "tracelens__xdit_flux.1_aiter_sage_profile_trace_rank_0.json.gz"]))
+    whole = slice_url(cap["id"], 0, 0, cap["ranks"][0]["span_ns"] + 1)
+    held = [open_slice(d, whole), open_slice(d, whole)]
+    check_error(d.get(whole), 429, "slice", what)
+    return cap, whole, held
+
+
+def served_again(d, url, what):
+    """Asks for url until it is answered 200 (a slot freed), for at most
+    60 s."""
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        code, _, _ = raw(d, "GET", url)
+        if code == 200:
+            break
+        time.sleep(0.2)
+    check_eq(code, 200, what)
+
+
 def case_slice_bounds():
     root, d = import_daemon()
     with d:
-        cap = import_done(d, lay_out(root, "big", [
-            "tracelens__xdit_flux.1_aiter_sage_profile_trace_rank_0.json.gz"]))
-        whole = slice_url(cap["id"], 0, 0, cap["ranks"][0]["span_ns"] + 1)
-        # Two clients that read nothing: their producers fill the ring
-        # and the sockets, and wait.
-        held = [open_slice(d, whole), open_slice(d, whole)]
-        check_error(d.get(whole), 429, "slice", "a third slice")
+        cap, whole, held = slices_full(d, root, "a third slice")
         for s in held:
             s.close()
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            code, _, _ = raw(d, "GET", slice_url(cap["id"], 0, 0, 1000))
-            if code == 200:
-                break
-            time.sleep(0.2)
-        check_eq(code, 200, "a slice once the others went")
+        served_again(d, slice_url(cap["id"], 0, 0, 1000),
+                     "a slice once the others went")
         # An all-ranks slice is one slice: it holds one of the 2 slots.
         ranks = ranks_url(cap["id"], 0, cap["ranks"][0]["span_ns"] + 1)
         held = [open_slice(d, ranks), open_slice(d, whole)]
@@ -535,13 +559,8 @@ def case_slice_bounds():
         check_error(d.get(whole), 429, "slice", "a third slice (a rank)")
         for s in held:
             s.close()
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            code, _, _ = raw(d, "GET", ranks_url(cap["id"], 0, 1000))
-            if code == 200:
-                break
-            time.sleep(0.2)
-        check_eq(code, 200, "an all-ranks slice once the others went")
+        served_again(d, ranks_url(cap["id"], 0, 1000),
+                     "an all-ranks slice once the others went")
         # A slice in flight when the daemon stops: it ends at once.
         held = open_slice(d, whole)
         t = time.time()
@@ -576,11 +595,7 @@ def case_slice_slow():
     d = Daemon(conf={"import_roots": root, "slice_min_bytes_per_s": "65536",
                      "slice_window_s": "3", "slice_timeout_s": "8"})
     with d:
-        cap = import_done(d, lay_out(root, "big", [
-            "tracelens__xdit_flux.1_aiter_sage_profile_trace_rank_0.json.gz"]))
-        whole = slice_url(cap["id"], 0, 0, cap["ranks"][0]["span_ns"] + 1)
-        slow = [open_slice(d, whole), open_slice(d, whole)]
-        check_error(d.get(whole), 429, "slice", "a third slice at once")
+        cap, whole, slow = slices_full(d, root, "a third slice at once")
         t0, served = time.time(), None
         while time.time() - t0 < 30 and served is None:
             for s in slow:

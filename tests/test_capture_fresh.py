@@ -36,18 +36,17 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
-import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_capture_lib import (SCRIPTS, Rig, check, check_eq,  # noqa: E402
                               check_rank_figures, epoch, model_dir, rank_gz,
-                              run_cases)
+                              run_cases, sim_procs, start_run)
 from test_web import dump_dom, find_chromium  # noqa: E402
-from tracedtest import (SRC_DIR, TRACED_BIN, free_port,  # noqa: E402
-                        wait_for)
+from tracedtest import SRC_DIR, free_port, wait_for  # noqa: E402
 
 MODELS_JSON = os.path.join(SRC_DIR, "tests", "data", "atom", "models.json")
 
@@ -122,6 +121,10 @@ def folders():
                             "Pre-flight: cleaning up processes")
         check_eq(cap["error"]["log_tail"].strip(), "Pre-flight: cleaning up "
                  "processes and GPU memory...", "launcher log tail")
+        # A typo in the model's path: the server dies loading its
+        # tokenizer, as ATOM's does, and the capture says why.
+        expect_failed(rig, rig.capture(model=rig.model + "x"), "launching",
+                      "OSError: Can't load tokenizer for '%sx'" % rig.model)
     # A folder traced cannot make: said before anything runs.
     rig = Rig()
     with open(rig.path("afile"), "w"):
@@ -453,37 +456,79 @@ def foreign():
 
 # ---------------------------------------------------------------- make run
 
+def printed(lines, pattern, timeout=240):
+    """The first line matching pattern, once run.sh has printed it."""
+    def match():
+        return [x for x in list(lines) if re.search(pattern, x)]
+    return wait_for(match, timeout, "make run printing %r:\n%s" % (
+        pattern, "".join(lines)))[0]
+
+
+def refused(demo, listen, atom_port, why):
+    """run.sh ends at once with status 1, saying why and what to do."""
+    p, lines = start_run(demo, listen, atom_port)
+    code = p.wait(timeout=60)
+    out = "".join(lines)
+    check_eq(code, 1, "make run's status: %s" % out)
+    check(why in out and "make run" in out, "why: %s" % out)
+    check("traced is up" not in out, out)
+
+
+def stopped(run, sig, home):
+    """run ended by sig to its process group (Ctrl-C at a terminal is
+    SIGINT, a kill SIGTERM): it exits, and so does every process of its
+    simulator home, the server traced left up included."""
+    os.killpg(run[0].pid, sig)
+    run[0].wait(timeout=90)
+    wait_for(lambda: not sim_procs(home), 30,
+             "the simulated ATOM server stopped with make run (%s)" % sig)
+
+
 def make_run():
-    """`make run`'s script on a machine without ATOM: its demo capture of
-    the simulator reaches done, ATOM's log folder (the simulator's
-    stand-in) made by traced, the preset of ATOM's models.json named."""
+    """`make run`'s script on a machine without ATOM, as a newcomer runs
+    it: Ctrl-C during its demo capture leaves no simulated server behind;
+    a second run on a folder in use, or on a port another process holds,
+    is refused saying what to do; run again on the folder, the demo
+    capture reaches done (ATOM's log folder made by traced, the preset of
+    ATOM's models.json named), says that the tour's ids are the earlier
+    run's, and a kill leaves nothing behind either."""
     demo = tempfile.mkdtemp(prefix="make-run-")
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("SIM_", "ATOM_"))}
-    env.update(TRACED_DEMO_DIR=demo, TRACED_BIN=TRACED_BIN,
-               TRACED_LISTEN="127.0.0.1:%d" % free_port(),
-               ATOM_PORT=str(free_port()))
-    p = subprocess.Popen(["sh", os.path.join(SRC_DIR, "scripts", "run.sh")],
-                         env=env, stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True,
-                         start_new_session=True)
-    lines = []
-    reader = threading.Thread(target=lambda: lines.extend(p.stdout),
-                              daemon=True)
-    reader.start()
+    home = os.path.join(demo, "atom-sim")
+    listen, atom_port = "127.0.0.1:%d" % free_port(), free_port()
+    runs = [start_run(demo, listen, atom_port)]
+    holder = socket.socket()
     try:
-        def ended():
-            return [x for x in lines if re.search(
-                r"capture \d+: (done|failed|cancelled|interrupted) ", x)]
-        end = wait_for(ended, 240, "the demo capture's end")[0]
-        check(re.search(r"capture \d+: done done preset openai/gpt-oss-120b "
-                        r"tp 1$", end.strip()), "".join(lines))
-        check(os.path.isdir(os.path.join(demo, "atom-sim", "logs")),
-              "ATOM's log folder")
+        printed(runs[0][1], r"queued demo capture 1: ")
+        refused(demo, "127.0.0.1:%d" % free_port(), free_port(),
+                "%s is in use by another make run" % demo)
+        printed(runs[0][1], r"capture 1: running benchmark ")
+        stopped(runs[0], signal.SIGINT, home)
+        holder.bind(("127.0.0.1", 0))
+        holder.listen(1)
+        taken = holder.getsockname()[1]
+        other = os.path.join(demo, "other")
+        refused(other, "127.0.0.1:%d" % taken, free_port(),
+                "traced's port 127.0.0.1:%d is taken" % taken)
+        refused(other, "127.0.0.1:%d" % free_port(), taken,
+                "server's port 0.0.0.0:%d is taken" % taken)
+        runs.append(start_run(demo, listen, atom_port))
+        printed(runs[1][1], r"queued demo capture 2: ")
+        printed(runs[1][1], r"keeps the captures of earlier runs")
+        end = printed(runs[1][1], r"capture 2: (done|failed|cancelled|"
+                      r"interrupted) ")
+        check(re.search(r"capture 2: done done preset openai/gpt-oss-120b "
+                        r"tp 1$", end.strip()), "".join(runs[1][1]))
+        check(os.path.isdir(os.path.join(home, "logs")), "ATOM's log folder")
+        printed(runs[1][1], r"traced keeps running")
+        stopped(runs[1], signal.SIGTERM, home)
     finally:
-        os.killpg(p.pid, signal.SIGTERM)
-        p.wait(timeout=90)
-        reader.join(timeout=10)
+        holder.close()
+        for p, _ in runs:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+        for pid in sim_procs(home):
+            os.kill(pid, signal.SIGKILL)
         shutil.rmtree(demo, ignore_errors=True)
 
 

@@ -12,12 +12,13 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tracedtest import (Daemon, SRC_DIR, TRACES_DIR, check,  # noqa: E402
-                        check_eq, free_port, sim_path)
+from tracedtest import (Daemon, SRC_DIR, TRACED_BIN,  # noqa: E402
+                        TRACES_DIR, check, check_eq, free_port, sim_path)
 import ref_index  # noqa: E402
 
 SCRIPTS = os.path.join(SRC_DIR, "sim", "scripts")
@@ -59,6 +60,45 @@ TRACED_REAL_S = {"ready_timeout_s": 20, "export_max_polls": 10,
 def scaled(real, scale):
     """{name: text of value * scale}: real seconds as ATOM's."""
     return {k: "%g" % (v * scale) for k, v in real.items()}
+
+
+def sim_procs(home, but=None):
+    """Live processes (not zombies) whose environment holds the simulator
+    home `home`, `but` (a pid) and this one excepted."""
+    needle = ("ATOM_SIM_HOME=" + home).encode()
+    out = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) in (but, os.getpid()):
+            continue
+        try:
+            with open("/proc/%s/status" % pid) as f:
+                if "\nState:\tZ" in f.read():
+                    continue
+            with open("/proc/%s/environ" % pid, "rb") as f:
+                env = f.read().split(b"\0")
+        except OSError:
+            continue
+        if needle in env:
+            out.append(int(pid))
+    return out
+
+
+def start_run(demo, listen, atom_port):
+    """`make run`'s script (scripts/run.sh) in a session of its own, as a
+    terminal runs it: (the process, the lines it prints, read in the
+    background)."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("SIM_", "ATOM_"))}
+    env.update(TRACED_DEMO_DIR=demo, TRACED_BIN=TRACED_BIN,
+               TRACED_LISTEN=listen, ATOM_PORT=str(atom_port))
+    p = subprocess.Popen(["sh", os.path.join(SRC_DIR, "scripts", "run.sh")],
+                         env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True,
+                         start_new_session=True)
+    lines = []
+    threading.Thread(target=lambda: lines.extend(p.stdout),
+                     daemon=True).start()
+    return p, lines
 
 
 class Rig:
@@ -185,23 +225,8 @@ class Rig:
     def sim_procs(self):
         """Live processes (not zombies) whose environment holds this home,
         traced itself excepted: the scripts, the server, the bench."""
-        me = self.d.proc.pid if self.d and self.d.proc else None
-        needle = ("ATOM_SIM_HOME=" + self.home).encode()
-        out = []
-        for pid in os.listdir("/proc"):
-            if not pid.isdigit() or int(pid) in (me, os.getpid()):
-                continue
-            try:
-                with open("/proc/%s/status" % pid) as f:
-                    if "\nState:\tZ" in f.read():
-                        continue
-                with open("/proc/%s/environ" % pid, "rb") as f:
-                    env = f.read().split(b"\0")
-            except OSError:
-                continue
-            if needle in env:
-                out.append(int(pid))
-        return out
+        return sim_procs(self.home, self.d.proc.pid
+                         if self.d and self.d.proc else None)
 
     def wait_no_procs(self, timeout=15):
         deadline = time.time() + timeout

@@ -14,7 +14,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import urllib.parse
 import json
 
@@ -22,7 +21,8 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import make_collectives  # noqa: E402
 import ref_collectives  # noqa: E402
-from tracedtest import SRC_DIR, TRACED_BIN, Daemon, check, check_eq  # noqa
+from tracedtest import (SRC_DIR, TRACED_BIN, Daemon, check,  # noqa: E402
+                        check_eq, run_named_case)
 
 HTA = os.path.join(SRC_DIR, "tests", "data", "hta_two_ranks")
 FIGS = ref_collectives.FIGURES
@@ -203,11 +203,4 @@ def case_spill(tmp):
 
 
 if __name__ == "__main__":
-    cases = {"cli": case_cli, "api": case_api, "spill": case_spill}
-    if len(sys.argv) != 2 or sys.argv[1] not in cases:
-        sys.exit("usage: test_collectives.py cli|api|spill")
-    tmp = tempfile.mkdtemp(prefix="traced-coll-")
-    try:
-        cases[sys.argv[1]](tmp)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    run_named_case(globals(), "collectives", "traced-coll-")

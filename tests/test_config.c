@@ -82,8 +82,6 @@ static void config_rejects_bad_values(void)
   cfg_free(&cfg);
 }
 
-/* Loopback is a numeric address (or the name localhost), never a name
- * that merely starts like one: 127.1.nip.io resolves anywhere. */
 /* perfetto_ui_url reaches the dashboard: an http(s) URL of URL bytes, or
  * empty (no "open in Perfetto"). */
 static void config_perfetto_ui_url(void)
@@ -113,6 +111,8 @@ static void config_perfetto_ui_url(void)
   }
 }
 
+/* Loopback is a numeric address (or the name localhost), never a name
+ * that merely starts like one: 127.1.nip.io resolves anywhere. */
 static void config_loopback_is_numeric(void)
 {
   static const char *const yes[] = { "127.0.0.1:7700", "127.8.9.10:1",

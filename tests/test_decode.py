@@ -22,7 +22,7 @@ import tracedtest  # noqa: E402
 from tracedtest import check, check_eq  # noqa: E402
 
 PAIRS = os.path.join(tracedtest.TRACES_DIR, "graph_pairs")
-TABLES = {t: ("decode_%s" % t, keys)
+TABLES = {t: (ref_decode.MEMBERS.get(t, ("decode_%s" % t,))[0], keys)
           for t, keys in ref_decode.TABLE_KEYS.items()}
 STEP_FIELDS = ("steps", "kernels", "step_ns", "attributed_ns",
                "median_label", "median_dur_ns", "median_ns")
@@ -64,7 +64,7 @@ def compare(what, s, ref):
     check_eq(med, ref["median"], what + ": median")
     # Every device record is in the tables once.
     for member in ("decode_modules", "decode_layers", "decode_op_modules",
-                   "decode_kernels"):
+                   "decode_kernels", "sources"):
         check_eq(sum(r["total_ns"] for r in s[member]), s["device_ns"],
                  "%s: %s sum" % (what, member))
     return rows
@@ -136,7 +136,32 @@ def generated(tmp):
         print("generated rank %d: %d rows" % (r, rows))
 
 
+def source_cap():
+    """Python frames' names are bounded as kernel names are: with
+    --max-kernel-names 10, at most 40 of the H100 trace's 446 are judged,
+    so its sources are fewer, and the summary says it capped."""
+    path = os.path.join(tracedtest.TRACES_DIR, "tracelens__h100_Qwen_Qwen1."
+                        "5-0.5B-Chat__1016005.json.gz")
+    out = subprocess.run([tracedtest.TRACED_BIN, "index", "--captures",
+                          "none", "--max-kernel-names", "10", path],
+                         capture_output=True, text=True, check=True)
+    s = json.loads(out.stdout)
+    srcs = {r["source"] for r in s["sources"] if r["source"]}
+    full = json.loads(subprocess.run(
+        [tracedtest.TRACED_BIN, "index", "--captures", "none", path],
+        capture_output=True, text=True, check=True).stdout)
+    every = {r["source"] for r in full["sources"] if r["source"]}
+    check(0 < len(srcs) < len(every),
+          "fewer sources under the cap: %d of %d" % (len(srcs), len(every)))
+    capped = [w for w in s["warnings"] if w["code"] == "decode_capped"]
+    check(capped and "Python frames beyond 40 names" in
+          capped[0]["message"], "the cap said: %r" % capped)
+    check_eq(sum(r["total_ns"] for r in s["sources"]), s["device_ns"],
+             "every device record still counted once")
+
+
 def main():
+    source_cap()
     real_traces()
     pairs()
     with tempfile.TemporaryDirectory(prefix="traced-decode-") as tmp:

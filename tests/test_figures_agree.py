@@ -7,7 +7,9 @@ ProfilerSteps (host-side steps, two streams) and the V100 trace of five;
 per rank and over all ranks:
 
   - a step's critical path never exceeds its window (critical_path/steps,
-    and each kind's sum in critical_path/summary);
+    and each kind's sum in critical_path/summary), its five bounds make
+    its length, over all ranks as on one (every rank's rows as the rank
+    gives them), and ?kind= gives that kind's steps;
   - a kind with two analysed steps or more has a median and a slowest
     step, never the same one; the median is /steps/outliers' median step
     (the same label);
@@ -37,6 +39,8 @@ from make_composed import make_ranks  # noqa: E402
 from tracedtest import TRACES_DIR, Daemon, check, check_eq  # noqa: E402
 
 ALL = 1000       # limit: the most a route gives
+# The bounds that make a critical path's length (docs/CRITICAL_PATH.md).
+BOUNDS = ("cpu_ns", "gpu_ns", "comm_ns", "launch_ns", "gap_ns")
 
 
 class Reader:
@@ -67,6 +71,24 @@ def check_paths(rd, rank, what):
         check(s["status"] != "ok" or s["length_ns"] <= s["dur_ns"],
               "%s: step %d's path %d beyond its window %d" % (
                   what, s["index"], s["length_ns"], s["dur_ns"]))
+        # Its five bounds make its length (docs/CRITICAL_PATH.md), over
+        # all ranks as on one: a step's own, never its kind's.
+        check_eq(sum(s[b] for b in BOUNDS), s["length_ns"],
+                 "%s: step %d's breakdown" % (what, s["index"]))
+    if rank is None:       # every rank's rows as each rank gives them
+        mine = []
+        for r in sorted({s["rank"] for s in steps}):
+            mine += [dict(x, rank=r) for x in rd.rows(
+                "critical_path/steps", rank=r, limit=ALL)]
+        check_eq(sorted((s["rank"], s["index"], s["cpu_ns"], s["gpu_ns"])
+                        for s in steps),
+                 sorted((s["rank"], s["index"], s["cpu_ns"], s["gpu_ns"])
+                        for s in mine), "%s: every rank's steps" % what)
+    for k in {s["step"] for s in steps}:
+        check_eq({s["step"] for s in rd.rows("critical_path/steps",
+                                               rank=rank, kind=k,
+                                               limit=ALL)}, {k},
+                 "%s: critical_path/steps?kind=%s" % (what, k))
     outliers = rd.rows("steps/outliers", rank=rank, limit=ALL)
     counts = {r["kind"]: r["count"] for r in rd.rows("steps", rank=rank)}
     for k in summary:

@@ -49,9 +49,9 @@ static void hs_nesting(void)
   op = name(&t, HS_OP, "aten::linear");
   inner = name(&t, HS_OP, "aten::mm");
   /* Pushed in start order; the same start: the longer is outside. */
-  CHECK_INT(hs_lanes_push(&l, &t, lane, 100, 200, mod), 0);
-  CHECK_INT(hs_lanes_push(&l, &t, lane, 110, 150, inner), 0);
-  CHECK_INT(hs_lanes_push(&l, &t, lane, 110, 190, op), 0);
+  CHECK_INT(hs_lanes_push(&l, &t, lane, 100, 200, mod, 0), 0);
+  CHECK_INT(hs_lanes_push(&l, &t, lane, 110, 150, inner, 0), 0);
+  CHECK_INT(hs_lanes_push(&l, &t, lane, 110, 190, op, 0), 0);
   CHECK_STR(path(&t, hs_lanes_top(&l, lane)), "Layer_0/aten::linear/aten::mm");
   CHECK_INT(hs_lanes_first_launch(&l, &t, lane, NULL), 1);
   CHECK_INT(hs_lanes_first_launch(&l, &t, lane, NULL), 0);
@@ -77,15 +77,15 @@ static void hs_same_span_and_overlap(void)
   b = name(&t, HS_OP, "a_op");
   m = name(&t, HS_MODULE, "Mlp_3");
   /* One span: the module outside the ops, then byte order. */
-  CHECK_INT(hs_lanes_push(&l, &t, lane, 10, 20, a), 0);
-  CHECK_INT(hs_lanes_push(&l, &t, lane, 10, 20, m), 0);
-  CHECK_INT(hs_lanes_push(&l, &t, lane, 10, 20, b), 0);
+  CHECK_INT(hs_lanes_push(&l, &t, lane, 10, 20, a, 0), 0);
+  CHECK_INT(hs_lanes_push(&l, &t, lane, 10, 20, m, 0), 0);
+  CHECK_INT(hs_lanes_push(&l, &t, lane, 10, 20, b, 0), 0);
   CHECK_STR(path(&t, hs_lanes_top(&l, lane)), "Mlp_3/a_op/b_op");
   hs_lanes_advance(&l, &t, lane, 20);
   /* Overlap without nesting: [30, 50) then [40, 60): at 55 only the
    * second is open, though it sat above the first. */
-  CHECK_INT(hs_lanes_push(&l, &t, lane, 30, 50, a), 0);
-  CHECK_INT(hs_lanes_push(&l, &t, lane, 40, 60, b), 0);
+  CHECK_INT(hs_lanes_push(&l, &t, lane, 30, 50, a, 0), 0);
+  CHECK_INT(hs_lanes_push(&l, &t, lane, 40, 60, b, 0), 0);
   CHECK_STR(path(&t, hs_lanes_top(&l, lane)), "b_op/a_op");
   hs_lanes_advance(&l, &t, lane, 55);
   CHECK_STR(path(&t, hs_lanes_top(&l, lane)), "a_op");

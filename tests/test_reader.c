@@ -64,7 +64,6 @@ static void reader_real_traces(void)
   static char names[64][256];
   static const size_t chunks[] = { 4096, 7, 1 };
   struct tally whole, part;
-  struct tr_err err = { 0 };
   char path[1024];
   struct prov pv;
   size_t n, i;
@@ -73,9 +72,7 @@ static void reader_real_traces(void)
 
   CHECK(count >= 10);
   for (k = 0; k < count; k++) {
-    trace_path(path, sizeof(path), names[k]);
-    data = slurp(path, &n, &err);
-    CHECK(data != NULL);
+    data = trace_text(names[k], path, sizeof(path), &n);
     run_reader(data, n, 0, IDX_FORMAT_AUTO, &whole);
     fprintf(stderr, "   %s: %llu events\n", names[k],
             (unsigned long long)whole.events);
@@ -106,16 +103,13 @@ static void reader_batched_traces(void)
 {
   static char names[64][256];
   struct tally whole, part;
-  struct tr_err err = { 0 };
   char path[1024];
   int k, count = list_traces(names, 64);
   char *data;
   size_t n;
 
   for (k = 0; k < count; k++) {
-    trace_path(path, sizeof(path), names[k]);
-    data = slurp(path, &n, &err);
-    CHECK(data != NULL);
+    data = trace_text(names[k], path, sizeof(path), &n);
     run_reader(data, n, 0, IDX_FORMAT_AUTO, &whole);
     run_batched(data, n, 1u << 20, IDX_FORMAT_AUTO, &part);
     same_tally(&whole, &part);
@@ -143,7 +137,6 @@ static void reader_raw_texts(void)
     "[{\"ph\": \"X\", \"name\": \"f\", \"ts\": 1, \"dur\": 1}]",
   };
   struct tally whole, part;
-  struct tr_err err = { 0 };
   char path[1024];
   int k, count = list_traces(names, 64);
   char *data;
@@ -158,9 +151,7 @@ static void reader_raw_texts(void)
     same_tally(&whole, &part);
   }
   for (k = 0; k < count; k++) {
-    trace_path(path, sizeof(path), names[k]);
-    data = slurp(path, &n, &err);
-    CHECK(data != NULL);
+    data = trace_text(names[k], path, sizeof(path), &n);
     run_reader(data, n, 0, IDX_FORMAT_AUTO, &whole);
     CHECK(whole.raw != 0);
     /* Layouts read nearly every event of a real trace, and the proof
@@ -773,13 +764,10 @@ static void reader_cut_documents(void)
   char path[1024], *json;
   unsigned char *gz;
   size_t n, gn, cut, last;
-  struct tr_err err = { 0 };
   struct tally t;
 
   for (k = 0; k < count; k++) {
-    trace_path(path, sizeof(path), names[k]);
-    json = slurp(path, &n, &err);
-    CHECK(json != NULL);
+    json = trace_text(names[k], path, sizeof(path), &n);
     for (last = n; last > 0 && strchr(" \n\r\t", json[last - 1]); last--)
       ;
     for (i = 0; i < 7; i++) {

@@ -84,6 +84,9 @@ const char *traces_dir(void);
 /* The real traces (*.gz in TRACES_DIR), sorted; returns how many. */
 int list_traces(char names[][256], int max);
 void trace_path(char *out, size_t size, const char *name);
+/* The JSON text of the real trace name through idx_source (slurp()), its
+ * path in path (size bytes); caller frees, *n its length. */
+char *trace_text(const char *name, char *path, size_t size, size_t *n);
 
 /* A file in the test's scratch directory (removed at exit); the returned
  * path is valid until the next call. */

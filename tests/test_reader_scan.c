@@ -120,7 +120,6 @@ void scan_kernels_match(void)
   static const size_t pieces[] = { 0, 64, 128, 4096 };
   size_t k, i, n, runs = 0;
   char *text = malloc(20000), path[1024];
-  struct tr_err err = { 0 };
   const char *best = idx_scan_name();
   unsigned seed;
 
@@ -135,12 +134,10 @@ void scan_kernels_match(void)
       for (i = 0; i < sizeof(pieces) / sizeof(pieces[0]); i++)
         compare(text, n, pieces[i]);
     }
-    trace_path(path, sizeof(path),
-               "tracelens__mi300_resnet_act_checkpoint.json.gz");
     {
-      char *json = slurp(path, &n, &err);
+      char *json = trace_text("tracelens__mi300_resnet_act_checkpoint.json.gz",
+                              path, sizeof(path), &n);
 
-      CHECK(json != NULL);
       compare(json, n, 0);
       compare(json, n, 1u << 20);
       free(json);

@@ -42,12 +42,9 @@ void source_plain_and_gzip(void)
   unsigned char *a, *b, *both;
   size_t n, an, bn, half;
   struct tally plain, t;
-  struct tr_err err = { 0 };
 
-  trace_path(path, sizeof(path),
-             "tracelens__mi300_resnet_act_checkpoint.json.gz");
-  json = slurp(path, &n, &err);
-  CHECK(json != NULL);
+  json = trace_text("tracelens__mi300_resnet_act_checkpoint.json.gz", path,
+                    sizeof(path), &n);
   write_file(tmp_path("plain.json"), json, n);
   read_path(tmp_path("plain.json"), &plain);
   CHECK_INT(plain.rc, 0);
@@ -182,15 +179,12 @@ void source_scanned(void)
   const char *best = idx_scan_name(), *cut = tmp_path("cut.json.gz");
   int count = list_traces(names, 64), k, f, i;
   struct tally want, got;
-  struct tr_err err = { 0 };
   unsigned char *gz;
   char path[1024], *json;
   size_t n;
 
   for (k = 0; k < count; k++) {
-    trace_path(path, sizeof(path), names[k]);
-    json = slurp(path, &n, &err);
-    CHECK(json != NULL);
+    json = trace_text(names[k], path, sizeof(path), &n);
     run_reader(json, n, 0, IDX_FORMAT_AUTO, &want);
     free(json);
     for (f = 0; f < 2; f++) {

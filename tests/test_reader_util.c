@@ -236,6 +236,17 @@ void trace_path(char *out, size_t size, const char *name)
   CHECK(snprintf(out, size, "%s/%s", traces_dir(), name) < (int)size);
 }
 
+char *trace_text(const char *name, char *path, size_t size, size_t *n)
+{
+  struct tr_err err = { 0 };
+  char *json;
+
+  trace_path(path, size, name);
+  json = slurp(path, n, &err);
+  CHECK(json != NULL);
+  return json;
+}
+
 /* s as a C string in dst, "(absent)" when absent. */
 
 static void copy_str(char *dst, size_t size, struct idx_str s)

@@ -506,10 +506,20 @@ def test_engine_checks_exit_1():
             out = server_output(sim)
             check("Traceback (most recent call last)" in out and what in out,
                   out[-800:])
+        # A typo in the model's path: ATOM's server loads its tokenizer
+        # first (api_server.py main), and dies at its start.
+        r = sim.run("start_atom_server.sh", sim.model + "x", 1, sim.port)
+        check_eq(r.returncode, 1, "a model folder that is not there")
+        check("ERROR: Server process died" in r.stdout, r.stdout)
+        check("OSError: Can't load tokenizer for '%sx'" % sim.model
+              in server_output(sim), server_output(sim)[-800:])
         model = sim.path("Kimi")
         os.makedirs(model)
-        with open(os.path.join(model, "config.json"), "w") as f:
-            json.dump({"auto_map": {"AutoConfig": "x.Y"}}, f)
+        for name, doc in (("config.json", {"auto_map": {"AutoConfig":
+                                                         "x.Y"}}),
+                          ("tokenizer_config.json", {"chat_template": None})):
+            with open(os.path.join(model, name), "w") as f:
+                json.dump(doc, f)
         r = sim.run("start_atom_server.sh", model, 1, sim.port)
         check_eq(r.returncode, 1, "remote code without the flag")
         check("trust_remote_code=True" in sim.log(), sim.log()[-500:])

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/text.h"
 #include "tests/check.h"
 #include "tests/test_store_util.h"
 
@@ -71,18 +72,18 @@ static void store_idle_sums(struct store *st, int64_t cap)
   int64_t late = idle_of(&ra[0]) / 3 + idle_of(&ra[1]) / 3;
   json_t *rows = query(st, TR_TABLE_idle,
                        (struct store_query){ .capture_id = cap, .rank = 1 });
-  json_t *late_row = fx_find(rows, "cause", "host_late");
+  json_t *late_row = tr_row_find(rows, "cause", "host_late");
 
   CHECK_INT(json_array_size(rows), 2);
   CHECK_INT(fx_int(late_row, "idle_ns"), idle_of(&ra[1]) / 3);
-  CHECK_INT(fx_int(fx_find(rows, "cause", "sync"), "idle_ns"),
+  CHECK_INT(fx_int(tr_row_find(rows, "cause", "sync"), "idle_ns"),
             idle_of(&ra[1]) - idle_of(&ra[1]) / 3);
   check_share(late_row, idle_of(&ra[1]) / 3, idle_of(&ra[1]));
   CHECK(json_object_get(late_row, "ranks") == NULL);
   json_decref(rows);
   rows = query(st, TR_TABLE_idle,
                (struct store_query){ .capture_id = cap, .rank = -1 });
-  late_row = fx_find(rows, "cause", "host_late");
+  late_row = tr_row_find(rows, "cause", "host_late");
   CHECK_INT(fx_int(late_row, "idle_ns"), late);
   CHECK_INT(fx_int(late_row, "ranks"), 2);
   check_share(late_row, late, total);
@@ -143,7 +144,7 @@ static void store_families_rows(struct store *st, int64_t cap)
 {
   json_t *rows = query(st, TR_TABLE_families,
                        (struct store_query){ .capture_id = cap, .rank = 0 });
-  json_t *gemm = fx_find(rows, "family", "gemm");
+  json_t *gemm = tr_row_find(rows, "family", "gemm");
 
   CHECK_INT(json_array_size(rows), 2);
   CHECK_INT(fx_int(gemm, "kernels"), 2);
@@ -154,7 +155,7 @@ static void store_families_rows(struct store *st, int64_t cap)
   json_decref(rows);
   rows = query(st, TR_TABLE_families,
                (struct store_query){ .capture_id = cap, .rank = -1 });
-  gemm = fx_find(rows, "family", "gemm");
+  gemm = tr_row_find(rows, "family", "gemm");
   CHECK_INT(fx_int(gemm, "total_ns"), 1600 + 1500);
   CHECK_INT(fx_int(gemm, "ranks"), 2);
   CHECK_INT(fx_int(gemm, "kernels"), 2); /* the most of one rank */
@@ -163,7 +164,7 @@ static void store_families_rows(struct store *st, int64_t cap)
       st, TR_TABLE_kernels,
       (struct store_query){ .capture_id = cap, .rank = -1, .family = "gemm" });
   CHECK_INT(json_array_size(rows), 3);
-  CHECK(fx_find(rows, "name", "norm") == NULL);
+  CHECK(tr_row_find(rows, "name", "norm") == NULL);
   json_decref(rows);
 }
 
@@ -174,14 +175,15 @@ static void store_diff_by_family(struct store *st, int64_t a, int64_t b)
   json_t *out = NULL, *row;
 
   CHECK_INT(store_diff(st, a, b, &o, &out, &err), 0);
-  CHECK_STR(json_string_value(json_object_get(
-                fx_find(json_object_get(out, "rows"), "name", "gemm#64x256"),
-                "status")),
-            "only_a");
+  CHECK_STR(
+      json_string_value(json_object_get(
+          tr_row_find(json_object_get(out, "rows"), "name", "gemm#64x256"),
+          "status")),
+      "only_a");
   json_decref(out);
   o.by = "family";
   CHECK_INT(store_diff(st, a, b, &o, &out, &err), 0);
-  row = fx_find(json_object_get(out, "rows"), "family", "gemm");
+  row = tr_row_find(json_object_get(out, "rows"), "family", "gemm");
   CHECK_STR(json_string_value(json_object_get(row, "status")), "both");
   CHECK_INT(fx_int(row, "a_total_ns"), 1600);
   CHECK_INT(fx_int(row, "b_total_ns"), 1500);
@@ -199,24 +201,24 @@ static void store_critical_rows(struct store *st, int64_t cap)
       (struct store_query){ .capture_id = cap, .rank = 0, .on_path = true });
 
   CHECK_INT(json_array_size(rows), 2); /* ka[0] and ka[2] */
-  CHECK_INT(fx_int(fx_find(rows, "name", "norm"), "critical_ns"), 120 / 2);
-  CHECK(fx_find(rows, "name", "gemm#64x256") == NULL);
+  CHECK_INT(fx_int(tr_row_find(rows, "name", "norm"), "critical_ns"), 120 / 2);
+  CHECK(tr_row_find(rows, "name", "gemm#64x256") == NULL);
   json_decref(rows);
   rows = query(
       st, TR_TABLE_kernels,
       (struct store_query){ .capture_id = cap, .rank = -1, .on_path = true });
   CHECK_INT(json_array_size(rows), 3); /* and gemm#256x64 of rank 1 */
   /* On rank 0's path, not rank 1's: both ranks' rows summed. */
-  CHECK_INT(fx_int(fx_find(rows, "name", "norm"), "critical_ns"), 120 / 2);
-  CHECK_INT(fx_int(fx_find(rows, "name", "norm"), "total_ns"), 120 + 110);
-  CHECK_INT(fx_int(fx_find(rows, "name", "norm"), "ranks"), 2);
-  CHECK_INT(fx_int(fx_find(rows, "name", "gemm#256x64"), "critical_ns"),
+  CHECK_INT(fx_int(tr_row_find(rows, "name", "norm"), "critical_ns"), 120 / 2);
+  CHECK_INT(fx_int(tr_row_find(rows, "name", "norm"), "total_ns"), 120 + 110);
+  CHECK_INT(fx_int(tr_row_find(rows, "name", "norm"), "ranks"), 2);
+  CHECK_INT(fx_int(tr_row_find(rows, "name", "gemm#256x64"), "critical_ns"),
             1500 / 2);
   json_decref(rows);
   rows = query(
       st, TR_TABLE_families,
       (struct store_query){ .capture_id = cap, .rank = -1, .on_path = true });
-  CHECK_INT(fx_int(fx_find(rows, "family", "gemm"), "critical_ns"),
+  CHECK_INT(fx_int(tr_row_find(rows, "family", "gemm"), "critical_ns"),
             1000 / 2 + 1500 / 2);
   json_decref(rows);
   rows = query(st, TR_TABLE_critical_kinds,
@@ -249,7 +251,7 @@ static void store_critical_rows(struct store *st, int64_t cap)
   json_decref(rows);
   rows = query(st, TR_TABLE_idle_culprits,
                (struct store_query){ .capture_id = cap, .rank = -1 });
-  CHECK_INT(fx_int(fx_find(rows, "culprit", "_prepare_inputs"), "idle_ns"),
+  CHECK_INT(fx_int(tr_row_find(rows, "culprit", "_prepare_inputs"), "idle_ns"),
             idle_of(&ra[0]) / 3 + idle_of(&ra[1]) / 3);
   json_decref(rows);
   rows =
@@ -275,11 +277,11 @@ static void store_diff_by_sequence(struct store *st, int64_t a, int64_t b)
   json_t *out = NULL, *row;
 
   CHECK_INT(store_diff(st, a, b, &o, &out, &err), 0);
-  row =
-      fx_find(json_object_get(out, "rows"), "sequence", "decode: gemm > gemm");
+  row = tr_row_find(json_object_get(out, "rows"), "sequence",
+                    "decode: gemm > gemm");
   CHECK_STR(json_string_value(json_object_get(row, "status")), "only_a");
-  row =
-      fx_find(json_object_get(out, "rows"), "sequence", "decode: gemm > norm");
+  row = tr_row_find(json_object_get(out, "rows"), "sequence",
+                    "decode: gemm > norm");
   CHECK_STR(json_string_value(json_object_get(row, "status")), "only_b");
   CHECK_INT(fx_int(row, "b_count"), 10);
   json_decref(out);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/text.h"
 #include "tests/check.h"
 #include "tests/test_store_util.h"
 
@@ -188,7 +189,7 @@ static void check_rows(json_t *rows, enum by by, const struct fx_rank *ra,
 
 static json_t *warning(json_t *res, const char *code)
 {
-  return fx_find(json_object_get(res, "warnings"), "code", code);
+  return tr_row_find(json_object_get(res, "warnings"), "code", code);
 }
 
 static void store_diff_self(void)
@@ -215,20 +216,20 @@ static void store_diff_two_runs(void)
   int64_t c, t;
 
   check_rows(rows, BY_KERNEL, A, B, -1, 0, 0);
-  CHECK_STR(json_string_value(
-                json_object_get(fx_find(rows, "name", "only_a_k"), "status")),
+  CHECK_STR(json_string_value(json_object_get(
+                tr_row_find(rows, "name", "only_a_k"), "status")),
             "only_a");
-  CHECK_STR(json_string_value(
-                json_object_get(fx_find(rows, "name", "only_b_k"), "status")),
+  CHECK_STR(json_string_value(json_object_get(
+                tr_row_find(rows, "name", "only_b_k"), "status")),
             "only_b");
   CHECK(json_is_null(
-      json_object_get(fx_find(rows, "name", "only_b_k"), "delta_pct")));
+      json_object_get(tr_row_find(rows, "name", "only_b_k"), "delta_pct")));
   CHECK_INT(json_array_size(rows), union_names(A, B));
   /* categories: always there, the by=category rows. */
   cats = json_object_get(res, "categories");
   check_rows(cats, BY_CATEGORY, A, B, -1, 0, 0);
   CHECK(run_sum(A, 2, -1, BY_CATEGORY, "copy", &c, &t));
-  CHECK_INT(fx_int(fx_find(cats, "category", "copy"), "a_total_ns"), t);
+  CHECK_INT(fx_int(tr_row_find(cats, "category", "copy"), "a_total_ns"), t);
   lim = diff(ida, idb, (struct store_diff_opts){ .rank = -1, .limit = 2 });
   CHECK_INT(json_array_size(json_object_get(lim, "rows")), 2);
   for (size_t i = 0; i < 2; i++)
@@ -256,10 +257,11 @@ static void store_diff_by_category_and_step(void)
   json_decref(res);
   res = diff(ida, idb, (struct store_diff_opts){ .rank = -1, .by = "step" });
   check_rows(json_object_get(res, "rows"), BY_STEP, A, B, -1, 0, 0);
-  CHECK_STR(json_string_value(json_object_get(
-                fx_find(json_object_get(res, "rows"), "kind", "dummy_decode"),
-                "status")),
-            "only_b");
+  CHECK_STR(
+      json_string_value(json_object_get(
+          tr_row_find(json_object_get(res, "rows"), "kind", "dummy_decode"),
+          "status")),
+      "only_b");
   CHECK_STR(json_string_value(json_object_get(res, "by")), "step");
   json_decref(res);
 }
@@ -280,7 +282,7 @@ static void store_diff_per_step(void)
   /* half_k is an exact .5 per step in A: rounded away from zero. */
   run_sum(A, 2, -1, BY_KERNEL, "half_k", &c, &t);
   CHECK_INT((t * 10 / sa) % 10, 5);
-  half = fx_find(json_object_get(res, "rows"), "name", "half_k");
+  half = tr_row_find(json_object_get(res, "rows"), "name", "half_k");
   CHECK_INT(fx_int(half, "a_total_ns"), t / sa + 1);
   json_decref(res);
   /* rank 1: that rank's own step count. */

@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "common/lifecycle.h"
-#include "index/index.h"
 #include "tests/check.h"
+#include "tests/test_store_traces.h"
 #include "tests/test_store_util.h"
 
 static struct store *open_db(char *path, size_t size)
@@ -168,27 +168,17 @@ enum { NTRACES = sizeof(traces) / sizeof(traces[0]) };
  * not UTF-8 (published as {"$hex"}). */
 static int64_t real_capture(struct store *st)
 {
-  const char *dir = getenv("TRACES_DIR");
-  struct idx_options opt = { .format = IDX_FORMAT_AUTO, .rank = -1 };
   struct store_finish f = { NULL, 5 };
   struct tr_err err = { 0 };
   json_t *params = json_pack("{s:s,s:i}", "model", "/m/x", "tp", NTRACES);
-  json_t *sum = NULL, *v = NULL;
-  char file[1024];
+  json_t *v = NULL;
   int64_t cap;
 
-  CHECK(dir != NULL);
   CHECK_INT(store_capture_insert(st, "import", "bad \xff label", params, 0,
                                  &cap, &err),
             0);
   json_decref(params); /* borrowed by the store */
-  CHECK_INT(store_capture_set_phase(st, cap, "running", "indexing", &err), 0);
-  for (int r = 0; r < NTRACES; r++) {
-    snprintf(file, sizeof(file), "%s/%s", dir, traces[r]);
-    CHECK_INT(idx_file(file, &opt, &sum, &err), 0);
-    CHECK_INT(store_rank_insert(st, cap, r, traces[r], sum, &err), 0);
-    json_decref(sum);
-  }
+  fx_index_ranks(st, cap, traces, NTRACES);
   CHECK_INT(store_capture_finish(st, cap, &f, &v, &err), 0);
   json_decref(v);
   CHECK_INT(store_capture_set_phase(st, cap, "done", "done", &err), 0);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/text.h"
 #include "index/index.h"
 #include "tests/check.h"
 #include "tests/test_store_util.h"
@@ -131,7 +132,8 @@ static void check_sums(struct store *st, int64_t cap, json_t **sums)
     int64_t count = 0, total = 0, nranks = 0;
 
     for (size_t r = 0; r < NTRACES; r++) {
-      json_t *k = fx_find(json_object_get(sums[r], "kernels"), "name", name);
+      json_t *k =
+          tr_row_find(json_object_get(sums[r], "kernels"), "name", name);
 
       if (k != NULL) {
         count += fx_int(k, "count");

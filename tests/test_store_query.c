@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/text.h"
 #include "tests/check.h"
 #include "tests/test_store_util.h"
 
@@ -78,7 +79,7 @@ static void store_kernels_per_rank(void)
     CHECK_INT(json_array_size(rows), ranks[r].nk);
     for (size_t i = 0; i < ranks[r].nk; i++) {
       const struct fx_kernel *k = &ranks[r].k[i];
-      json_t *row = fx_find(rows, "name", k->name);
+      json_t *row = tr_row_find(rows, "name", k->name);
 
       CHECK(row != NULL);
       CHECK_STR(json_string_value(json_object_get(row, "category")),
@@ -369,14 +370,14 @@ static void store_small_tables_all_ranks(void)
     }
   }
   rows = query(TR_TABLE_memcpy, (struct store_query){ .rank = -1 });
-  row = fx_find(rows, "kind", "HtoD");
+  row = tr_row_find(rows, "kind", "HtoD");
   CHECK_INT(fx_int(row, "total_ns"), memcpy_total);
   CHECK_INT(fx_int(row, "count"), NRANKS);
   CHECK_INT(fx_int(row, "bytes"), NRANKS * 4096);
   CHECK_INT(fx_int(row, "max_bytes"), 4096);
   json_decref(rows);
   rows = query(TR_TABLE_runtime, (struct store_query){ .rank = -1 });
-  row = fx_find(rows, "name", "hipLaunchKernel");
+  row = tr_row_find(rows, "name", "hipLaunchKernel");
   CHECK_INT(fx_int(row, "median_ns"), median_max); /* max of medians */
   CHECK_INT(fx_int(row, "count"), NRANKS * 3);
   json_decref(rows);
@@ -385,7 +386,7 @@ static void store_small_tables_all_ranks(void)
             ranks[2].runtime_median_ns);
   json_decref(rows);
   rows = query(TR_TABLE_steps, (struct store_query){ .rank = -1 });
-  row = fx_find(rows, "kind", "decode");
+  row = tr_row_find(rows, "kind", "decode");
   CHECK_INT(fx_int(row, "count"), decode);
   CHECK_INT(fx_int(row, "total_ns"), decode_total);
   CHECK_INT(fx_int(row, "avg_ns"), decode_total / decode);

@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "common/reals.h"
-#include "index/index.h"
 #include "tests/check.h"
+#include "tests/test_store_traces.h"
 #include "tests/test_store_util.h"
 
 static const char *const traces[] = {
@@ -92,22 +92,11 @@ static char *answer(struct store *st, const struct ask *a, int64_t cap)
 
 static int64_t indexed_capture(struct store *st)
 {
-  const char *dir = getenv("TRACES_DIR");
-  struct idx_options opt = { .format = IDX_FORMAT_AUTO, .rank = -1 };
   struct tr_err err = { 0 };
-  char file[1024];
-  json_t *sum = NULL;
   int64_t cap;
 
-  CHECK(dir != NULL);
   CHECK_INT(store_capture_insert(st, "import", "sums", NULL, 0, &cap, &err), 0);
-  CHECK_INT(store_capture_set_phase(st, cap, "running", "indexing", &err), 0);
-  for (int r = 0; r < NTRACES; r++) {
-    snprintf(file, sizeof(file), "%s/%s", dir, traces[r]);
-    CHECK_INT(idx_file(file, &opt, &sum, &err), 0);
-    CHECK_INT(store_rank_insert(st, cap, r, traces[r], sum, &err), 0);
-    json_decref(sum);
-  }
+  fx_index_ranks(st, cap, traces, NTRACES);
   return cap;
 }
 
@@ -199,16 +188,7 @@ static void store_finish_rules(void)
                         &sum, &err),
             0);
   json_decref(sum);
-  {
-    const char *dir = getenv("TRACES_DIR");
-    struct idx_options opt = { .format = IDX_FORMAT_AUTO, .rank = -1 };
-    char file[1024];
-
-    snprintf(file, sizeof(file), "%s/%s", dir, traces[0]);
-    CHECK_INT(idx_file(file, &opt, &sum, &err), 0);
-    CHECK_INT(store_rank_insert(st, cap, 0, traces[0], sum, &err), 0);
-    json_decref(sum);
-  }
+  fx_index_rank(st, cap, 0, traces[0]);
   CHECK_INT(fx_count(path,
                      "SELECT count(*) FROM sum_rows WHERE capture_id = ?1",
                      cap),

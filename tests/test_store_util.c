@@ -439,7 +439,8 @@ static json_t *decode_empty(void)
   static const char *const tables[] = {
     "decode_modules",       "decode_layers",     "decode_ops",
     "decode_layer_modules", "decode_op_modules", "decode_kernels",
-    "decode_blocks",        "decode_steps",      "decode_median"
+    "decode_blocks",        "decode_steps",      "decode_median",
+    "sources"
   };
   json_t *o = json_object();
 
@@ -449,6 +450,17 @@ static json_t *decode_empty(void)
     json_object_set_new(o, tables[i], json_array());
   json_object_set_new(o, "unmatched_reasons", json_object());
   return o;
+}
+
+/* A rank without op groups or memory events (TR_SUM_RANK_PERF,
+ * TR_SUM_RANK_MEMORY and their tables): no roof, no instances. */
+static json_t *perf_empty(void)
+{
+  return json_pack("{s:n,s:i,s:i,s:i,s:[],s:i,s:i,s:[],s:[],s:[]}",
+                   "gpu_roof", "op_instances", 0, "op_unmodeled", 0,
+                   "op_instances_lost", 0, "op_perf", "memory_events", 0,
+                   "memory_untracked", 0, "memory", "memory_timeline",
+                   "memory_ops");
 }
 
 json_t *fx_summary(int rank, const struct fx_rank *r)
@@ -486,6 +498,7 @@ json_t *fx_summary(int rank, const struct fx_rank *r)
                          json_pack("{s:i,s:i,s:i}", "collective_events", 0,
                                    "collective_ns", 0, "exposed_comm_ns", 0));
   json_object_update_new(sum, decode_empty());
+  json_object_update_new(sum, perf_empty());
   kernel_rows(r, kernel_ns, device_ns, sum);
   json_object_set_new(sum, "families", family_rows(r, kernel_ns));
   json_object_set_new(sum, "memcpy",
@@ -552,20 +565,6 @@ int64_t fx_count(const char *path, const char *sql, int64_t p)
   sqlite3_finalize(s);
   sqlite3_close(db);
   return n;
-}
-
-json_t *fx_find(json_t *arr, const char *key, const char *val)
-{
-  size_t i;
-  json_t *row;
-
-  json_array_foreach(arr, i, row) {
-    const char *s = json_string_value(json_object_get(row, key));
-
-    if (s != NULL && strcmp(s, val) == 0)
-      return row;
-  }
-  return NULL;
 }
 
 int64_t fx_int(json_t *obj, const char *key)

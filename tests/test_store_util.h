@@ -55,9 +55,6 @@ int64_t fx_capture(struct store *st, const char *model, int tp,
 /* SELECT count(*) ... with one integer parameter (or none when p < 0). */
 int64_t fx_count(const char *path, const char *sql, int64_t p);
 
-/* Row of arr whose string member key equals val, or NULL. */
-json_t *fx_find(json_t *arr, const char *key, const char *val);
-
 /* Integer member of obj (fails the test when absent). */
 int64_t fx_int(json_t *obj, const char *key);
 

@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """README.md's tour, run as written: `make run`'s script (scripts/run.sh)
 on free ports, as the README's "Other ports" says, then every command of
-the tour's shell blocks in the order given, from a folder laid out as the
-repository's top (build/, demo/ beside, ../shared/traces above), each in
-bash as a reader would paste it. curl is wrapped to report each answer's
-status on stderr: every answer must be 2xx, every command must exit 0 and
-write nothing else on stderr (no traceback, no curl or shell error). The
-second capture, the same configuration as the demo's, must be judged
-against the demo capture: unchanged.
+the shell blocks of the tour and of the sweep on the simulator (not the
+block said to be for a real ATOM box) in the order given, from a folder
+laid out as the repository's top (build/, demo/ beside, ../shared/traces
+above), each in bash as a reader would paste it. curl is wrapped to
+report each answer's status on stderr: every answer must be 2xx, every
+command must exit 0 and write nothing else on stderr (no traceback, no
+curl or shell error). The second capture, the same configuration as the
+demo's, must be judged against the demo capture: unchanged; the demo's
+bench must agree with its traces (TPOT and TTFT at least a decode step
+and a prefill); the sweep's four points must be done.
 """
 import json
 import os
@@ -17,10 +20,10 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_capture_lib import start_run  # noqa: E402
 from tracedtest import (SRC_DIR, TRACED_BIN, TRACES_DIR, check,  # noqa: E402
                         check_eq, free_port, wait_for)
 
@@ -28,36 +31,28 @@ from tracedtest import (SRC_DIR, TRACED_BIN, TRACES_DIR, check,  # noqa: E402
 CURL = "curl() { command curl -w '%{stderr}HTTP %{http_code}\\n' \"$@\"; }\n"
 
 
+# The README's sections a reader runs against `make run`, in order.
+SECTIONS = ("## A five-minute tour", "## A sweep, as ATOM's CI runs it")
+# The first line of a block that needs a real ATOM box (its models under
+# /data): said so to the reader, not run here.
+REAL_BOX = "# on a real ATOM box"
+
+
 def tour_commands(readme):
-    """The commands of the tour's ```sh blocks, continuation lines
-    joined, in order."""
+    """The commands of the sections' ```sh blocks (not those for a real
+    ATOM box), continuation lines joined, in order."""
     text = open(readme).read()
-    start = text.index("## A five-minute tour")
-    section = text[start:text.index("\n## ", start + 1)]
     out = []
-    for block in re.findall(r"```sh\n(.*?)```", section, re.S):
-        for line in block.replace("\\\n", " ").splitlines():
-            if line.strip():
-                out.append(line)
+    for title in SECTIONS:
+        start = text.index(title)
+        section = text[start:text.index("\n## ", start + 1)]
+        for block in re.findall(r"```sh\n(.*?)```", section, re.S):
+            if block.startswith(REAL_BOX):
+                continue
+            for line in block.replace("\\\n", " ").splitlines():
+                if line.strip():
+                    out.append(line)
     return out
-
-
-def start_demo(top, port, atom_port):
-    """scripts/run.sh with its demo folder in top/demo; returns the
-    process and the lines it prints (read in the background)."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("SIM_", "ATOM_"))}
-    env.update(TRACED_DEMO_DIR=os.path.join(top, "demo"),
-               TRACED_BIN=TRACED_BIN, TRACED_LISTEN="127.0.0.1:%d" % port,
-               ATOM_PORT=str(atom_port))
-    p = subprocess.Popen(["sh", os.path.join(SRC_DIR, "scripts", "run.sh")],
-                         env=env, stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, text=True,
-                         start_new_session=True)
-    lines = []
-    threading.Thread(target=lambda: lines.extend(p.stdout),
-                     daemon=True).start()
-    return p, lines
 
 
 def run(top, assigned, cmd):
@@ -87,7 +82,8 @@ def main():
     os.symlink(os.path.dirname(os.path.abspath(TRACES_DIR)),
                os.path.join(tmp, "shared"))
     port = free_port()
-    p, lines = start_demo(top, port, free_port())
+    p, lines = start_run(os.path.join(top, "demo"), "127.0.0.1:%d" % port,
+                         free_port())
     try:
         wait_for(lambda: any("traced keeps running" in x for x in lines),
                  300, "make run's demo capture")
@@ -109,6 +105,24 @@ def main():
                  ("unchanged", 1), "capture 2's verdict: %s" % verdict)
         with open(os.path.join(top, "first20ms.json")) as f:
             check(json.load(f)["traceEvents"], "the slice's events")
+        # The bench and the traces tell one story: a decode step gives
+        # every running request its next token, so the bench's TPOT is at
+        # least a decode step (and the scheduler, the prefills between,
+        # the machine's load), its TTFT at least a prefill.
+        bench = json.loads(run(top, assigned,
+                               "curl -s $api/captures/1").stdout)["bench"]
+        steps = {r["kind"]: r for r in json.loads(run(
+            top, assigned, "curl -s $api/captures/1/steps").stdout)["rows"]}
+        tpot, dec = bench["median_tpot_ms"] * 1e6, steps["decode"]["p50_ns"]
+        check(tpot >= 0.9 * dec, "TPOT p50 %.0f ns, decode step p50 %d ns"
+              % (tpot, dec))
+        check(bench["median_ttft_ms"] * 1e6 >= steps["prefill"]["min_ns"],
+              "TTFT p50 %s ms, prefill %s" % (bench["median_ttft_ms"],
+                                              steps["prefill"]))
+        sweep = json.loads(run(top, assigned, "curl -s $api/sweeps/1").stdout)
+        check_eq((sweep["status"], sweep["points_done"],
+                  [p["status"] for p in sweep["points"]]),
+                 ("done", 4, ["done"] * 4), "the sweep: %s" % sweep)
         print("the tour's %d commands answered 2xx; capture 2 unchanged "
               "against capture 1 over %d figures" % (len(cmds),
                                                      verdict["compared"]))

@@ -19,9 +19,7 @@ import http.server
 import json
 import os
 import re
-import shutil
 import sys
-import tempfile
 import threading
 import time
 
@@ -31,7 +29,8 @@ import make_collectives  # noqa: E402
 import make_serving  # noqa: E402
 import ref_analysis  # noqa: E402
 import ref_index  # noqa: E402
-from tracedtest import Daemon, check, check_eq, free_port  # noqa: E402
+from tracedtest import (Daemon, check, check_eq, free_port,  # noqa: E402
+                        run_named_case)
 
 CONFIG = {"model": "gen-model", "tp": 2, "isl": 1024, "osl": 1024,
           "conc": 8}
@@ -363,12 +362,4 @@ def imported_bare(d, top):
 
 
 if __name__ == "__main__":
-    cases = {"verdicts": case_verdicts, "failures": case_failures,
-             "history": case_history}
-    if len(sys.argv) != 2 or sys.argv[1] not in cases:
-        sys.exit("usage: test_verdicts.py verdicts|failures|history")
-    tmp = tempfile.mkdtemp(prefix="traced-verdict-")
-    try:
-        cases[sys.argv[1]](tmp)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    run_named_case(globals(), "verdicts", "traced-verdict-")

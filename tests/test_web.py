@@ -49,6 +49,15 @@ Usage: test_web.py CASE, CASE one of
                      links, and /diff by module of one step kind per step;
                      screenshots in <build>/web-artifacts. Exits 77
                      without chromium.
+  dom_shows_perf     headless chromium renders the Perf tab of the H100
+                     trace (shapes, Python frames, [memory] events): a
+                     roofline point per op group of /ops/perf with its row
+                     on hover and the H100's roofs in its text alternative,
+                     the time-lost table in /ops/perf's order, the memory
+                     chart whose text says each device's peak (the largest
+                     Total Allocated), the memory and source tables as
+                     their routes give them; screenshots in
+                     <build>/web-artifacts. Exits 77 without chromium.
   dom_shows_pictures headless chromium renders the analysis pictures of an
                      import (the generated trace with every idle cause, and
                      a real one): the timeline, the step-time histograms,
@@ -1059,6 +1068,9 @@ class Grids(html.parser.HTMLParser):
         elif tag == "rect" and "part" in (a.get("class") or ""):
             self.parts.append([a.get("data-layer"), a.get("data-module"), ""])
             self._text = self.parts[-1]
+        elif tag == "circle" and "group" in (a.get("class") or ""):
+            self.parts.append([a.get("data-op"), None, ""])
+            self._text = self.parts[-1]
         elif tag == "svg" and "spread" in (a.get("class") or ""):
             self.spreads.append(a.get("aria-label"))
         elif tag == "desc":
@@ -1075,7 +1087,7 @@ class Grids(html.parser.HTMLParser):
             else:
                 t["rows"][-1].append(self._cell[1].strip())
             self._cell = None
-        elif tag in ("rect", "desc"):
+        elif tag in ("rect", "desc", "circle"):
             self._text = None
 
     def handle_data(self, data):
@@ -1221,6 +1233,58 @@ def case_dom_shows_decode():
             check_eq([r[0] for r in g.table("module")["rows"]],
                      [r["module"] or "(none)" for r in diff["rows"]],
                      "the diff's modules")
+    print("screenshots in", shots)
+    return 0
+
+
+# ---- the Perf tab (web/perf.js) ----
+
+def case_dom_shows_perf():
+    chromium = find_chromium()
+    if not chromium:
+        print("note: no /usr/bin/chromium: the Perf tab check is skipped")
+        return SKIPPED
+    shots = artifacts_dir()
+    trace = os.path.join(TRACES_DIR, "tracelens__h100_Qwen_Qwen1.5-0.5B-"
+                         "Chat__1016005.json.gz")
+    with Daemon(conf={"import_roots": TRACES_DIR}) as d:
+        cid = d.imported(trace)["id"]
+        api = {t: d.get("/captures/%d/%s?rank=0&limit=1000" % (cid, t))[1]
+               for t in ("ops/perf", "memory", "sources")}
+        base = "%s/#/captures/%d?tab=perf&rank=0" % (d.base, cid)
+        g = grids(chromium, base, os.path.join(shots, "perf_wide.png"))
+        perf = api["ops/perf"]["rows"]
+        drawn = [r for r in perf if (r["flops_per_byte"] or 0) > 0 and
+                 (r["tflops_s_mean"] or 0) > 0]
+        check_eq(sorted(op for op, _, _ in g.parts),
+                 sorted(r["op"] for r in drawn), "a point per op group")
+        for op, _, tip in g.parts:
+            check(any(r["op"] == op and r["params"] in tip and
+                      "%s instances" % "{:,}".format(r["count"]) in tip
+                      for r in drawn), "%s's tooltip: %r" % (op, tip))
+        roof = [t for _, _, t in g.descs if "op groups" in t]
+        check(roof and "Roof H100 SXM: 3.35 TB/s" in roof[0] and
+              "matrix_bf16 989.4 TFLOPS/s" in roof[0], "roofs: %r" % roof)
+        lost = g.table("op", "category", "parameters")["rows"]
+        check_eq([r[0] for r in lost],
+                 [r["op"] for r in perf if r["lost_us"] is not None][:25],
+                 "time lost, largest first")
+        mem = [t for _, _, t in g.descs if t.startswith("Rank 0, ")]
+        check_eq(len(mem), 1, "one memory chart")
+        for r in api["memory"]["rows"]:
+            check("%s allocated up to %d bytes" % (
+                r["device"], r["peak_allocated_bytes"]) in mem[0],
+                "%s's peak: %r" % (r["device"], mem[0]))
+        peaks = g.table("device", "peak allocated")["rows"]
+        check_eq([r[0] for r in peaks],
+                 [r["device"] for r in api["memory"]["rows"]], "devices")
+        srcs = g.table("step", "source")["rows"]
+        check_eq([r[1] for r in srcs][:10],
+                 [r["source"] or "(no frame of the model's code)"
+                  for r in api["sources"]["rows"]][:10], "sources")
+        check(any("ops/perf?" in h and "format=csv" in h for h in g.hrefs),
+              "CSV of ops/perf")
+        grids(chromium, base, os.path.join(shots, "perf_narrow.png"), 400)
     print("screenshots in", shots)
     return 0
 

@@ -528,7 +528,8 @@ def case_capture_top():
 
 def case_screens():
     tabs = []
-    for name in ("capture.js", "analysis.js", "results.js", "decode.js"):
+    for name in ("capture.js", "analysis.js", "results.js", "decode.js",
+                 "perf.js"):
         tabs += re.findall(r"\{id: '(\w+)', label: '[A-Z]", read(os.path.join(
             WEB, name)))
     check(len(tabs) >= 13, "tabs: %s" % tabs)
@@ -537,7 +538,8 @@ def case_screens():
     check_eq(sorted(re.findall(r'"(\w+)"', m.group(1))), sorted(tabs),
              "the tabs scripts/screens.py draws")
     want = {"tab-%s.png" % t for t in tabs} | {
-        "captures.png", "capture.png", "diff.png", "failed.png"}
+        "captures.png", "capture.png", "diff.png", "failed.png",
+        "perf-memory.png"}
     shots = os.path.join(SRC_DIR, "docs", "screens")
     have = set(os.listdir(shots)) if os.path.isdir(shots) else set()
     check_eq(sorted(want - have), [], "screens missing from docs/screens")

@@ -215,16 +215,25 @@ class Daemon:
         return cap
 
 
-def run_named_case(scope, prefix):
+def run_named_case(scope, prefix, tmp_prefix=None):
     """Runs the case_<argv[1]> function of scope (a test file's globals())
     and exits with what it answers: 0, or 77 for skipped (ctest's
-    SKIP_RETURN_CODE); prints "<prefix>_<case>: ok" or "skipped"."""
+    SKIP_RETURN_CODE); prints "<prefix>_<case>: ok" or "skipped". With
+    tmp_prefix, the case is given a new temporary folder of that prefix,
+    removed after it."""
     cases = {n[len("case_"):]: f for n, f in scope.items()
              if n.startswith("case_")}
     if len(sys.argv) != 2 or sys.argv[1] not in cases:
         sys.exit("usage: %s %s" % (os.path.basename(sys.argv[0]),
                                    "|".join(sorted(cases))))
-    rc = cases[sys.argv[1]]() or 0
+    if tmp_prefix is None:
+        rc = cases[sys.argv[1]]() or 0
+    else:
+        tmp = tempfile.mkdtemp(prefix=tmp_prefix)
+        try:
+            rc = cases[sys.argv[1]](tmp) or 0
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
     print("%s_%s: %s" % (prefix, sys.argv[1], "skipped" if rc else "ok"))
     sys.exit(rc)
 

@@ -10,6 +10,8 @@ traced_py_test(web_dom_links_slices test_web.py dom_links_slices)
 set_tests_properties(web_dom_links_slices PROPERTIES SKIP_RETURN_CODE 77)
 traced_py_test(web_dom_shows_decode test_web.py dom_shows_decode)
 set_tests_properties(web_dom_shows_decode PROPERTIES SKIP_RETURN_CODE 77)
+traced_py_test(web_dom_shows_perf test_web.py dom_shows_perf)
+set_tests_properties(web_dom_shows_perf PROPERTIES SKIP_RETURN_CODE 77)
 traced_py_test(web_dom_opens_perfetto test_web.py dom_opens_perfetto)
 set_tests_properties(web_dom_opens_perfetto PROPERTIES SKIP_RETURN_CODE 77)
 # The pages as a performance engineer reads them (tests/test_web_pages.py):

@@ -192,10 +192,10 @@ function emptyWhy(tab, query) {
   return tab.empty || 'No rows: the trace holds nothing of this kind.';
 }
 
-/* Every tab: these, the analysis ones, the collectives and decode
- * (analysis.js, results.js, decode.js, loaded after). */
+/* Every tab: these, the analysis ones, the collectives, decode and perf
+ * (analysis.js, results.js, decode.js, perf.js, loaded after). */
 function allTabs() {
-  return TABS.concat(ANALYSIS_TABS, RESULT_TABS, DECODE_TABS);
+  return TABS.concat(ANALYSIS_TABS, RESULT_TABS, DECODE_TABS, PERF_TABS);
 }
 
 function tabsView(box, c, ranks, hq) {

@@ -5,7 +5,8 @@
  *
  *   new      at idx_agg_init();
  *   event    for each X event with ts and dur, the passes of its class
- *            (the format's row, format.c, says which class an event is);
+ *            (the format's row, format.c, says which class an event is),
+ *            and for each instant event the passes of IDX_CLASS_INSTANT;
  *   seal     once the file is read (agg_walk());
  *   walk     for each time record in start order (agg_runs.c merges
  *            them), with the union of device records so far; a label of
@@ -42,11 +43,11 @@ struct agg_pass {
 };
 
 static const struct agg_pass passes[AGG_NPASSES] = {
-#define XX(name, classes, event, seal, walk, found, end, head)                 \
+#define XX(name, state, classes, event, seal, walk, found, end, head)          \
   { #name,                                                                     \
     classes,                                                                   \
-    agg_##name##_new,                                                          \
-    agg_##name##_free,                                                         \
+    AGG_HOOK(state, agg_##name##_new),                                         \
+    AGG_HOOK(state, agg_##name##_free),                                        \
     AGG_HOOK(event, agg_##name##_event),                                       \
     AGG_HOOK(seal, agg_##name##_seal),                                         \
     AGG_HOOK(walk, agg_##name##_walk),                                         \
@@ -135,9 +136,12 @@ int idx_agg_event(void *ud, const struct idx_doc *doc,
   }
   if (ev->has & IDX_HAS_TS)
     note_time(a, ev);
-  if (ev->ph != 'X')
+  if (ev->ph == 'i' || ev->ph == 'I')
+    cls = IDX_CLASS_INSTANT;
+  else if (ev->ph == 'X')
+    cls = idx_format_get(doc->format)->classify(ev);
+  else
     return 0;
-  cls = idx_format_get(doc->format)->classify(ev);
   for (to = a->by_class[cls]; rc == 0 && *to != AGG_NPASSES; to++)
     rc = passes[*to].event(a, doc, ev, cls);
   return rc;
@@ -148,7 +152,7 @@ int idx_agg_event(void *ud, const struct idx_doc *doc,
 /* The passes each event class goes to, in the map's order. */
 static void route_classes(struct idx_agg *a)
 {
-  for (unsigned c = 0; c <= IDX_CLASS_SYNC; c++) {
+  for (unsigned c = 0; c < IDX_NCLASSES; c++) {
     uint8_t n = 0;
 
     for (uint8_t i = 0; i < AGG_NPASSES; i++)
@@ -175,7 +179,7 @@ int idx_agg_init(struct idx_agg *a, const struct idx_rules *rules,
                     &a->spill) != 0)
     goto fail;
   for (size_t i = 0; i < AGG_NPASSES; i++)
-    if (passes[i].new(a) != 0)
+    if (passes[i].new != NULL && passes[i].new(a) != 0)
       goto fail;
   return 0;
 fail:
@@ -197,7 +201,8 @@ void idx_agg_free(struct idx_agg *a)
   if (a == NULL)
     return;
   for (size_t i = AGG_NPASSES; i-- > 0;)
-    passes[i].free(a);
+    if (passes[i].free != NULL)
+      passes[i].free(a);
   agg_runs_free(&a->runs);
   free(a->kcols);
   free(a->fcols);

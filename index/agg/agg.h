@@ -173,15 +173,17 @@ struct agg_cols {
  * row names, which this header declares from the row (a hook the row
  * names and the room does not define does not link):
  *
- *   XX(name, classes, EVENT, SEAL, WALK, FOUND, END, HEAD)
+ *   XX(name, STATE, classes, EVENT, SEAL, WALK, FOUND, END, HEAD)
  *
- *   new, free  int agg_<name>_new(a): makes a-><name>; every pass has them;
- *              void agg_<name>_free(a) undoes it (NULL is fine), in the
- *              reverse order
+ *   STATE      int agg_<name>_new(a): makes a-><name>; void
+ *              agg_<name>_free(a) undoes it (NULL is fine), in the
+ *              reverse order; _: a pass of no state of its own (it reads
+ *              the words of idx_agg the passes above it leave)
  *   classes    the event classes its event hook takes: AGG_CL() of enum
  *              idx_class; 0 without one
  *   EVENT      int agg_<name>_event(a, doc, ev, cls): one X event of its
- *              classes, in file order, after the passes above it
+ *              classes (or an instant, IDX_CLASS_INSTANT), in file order,
+ *              after the passes above it
  *   SEAL       int agg_<name>_seal(a, err): the events are all read; in
  *              order, so a pass may read what the seals above it made
  *   WALK       int agg_<name>_walk(a, at): each time record in time order
@@ -198,33 +200,41 @@ struct agg_cols {
  * Each column is its word or _ (no such hook). The tables a pass makes are
  * rows of common/summary.h's TR_TABLE_MAP, each naming its rows function.
  * A pass never calls another: it reads the vocabulary of struct idx_agg
- * and the state of the passes above it, hears from the passes below it
- * through the walk's struct agg_at and the findings, and hands the rows
- * their columns through idx_agg (kcols, fcols).
+ * and the state of the passes above it (or the words they leave in
+ * idx_agg, when it is a room the pass above includes: decode's for perf
+ * and memory), hears from the passes below it through the walk's struct
+ * agg_at and the findings, and hands the rows their columns through
+ * idx_agg (kcols, fcols).
  */
 #define AGG_PASS_MAP(XX)                                                       \
-  XX(device, AGG_CL(KERNEL) | AGG_CL(COPY) | AGG_CL(MEMSET) | AGG_CL(RUNTIME), \
-     EVENT, SEAL, _, _, _, HEAD)                                               \
-  XX(steps, AGG_CL(LABEL_CPU) | AGG_CL(LABEL_GPU), EVENT, SEAL, WALK, _, END,  \
-     HEAD)                                                                     \
-  XX(families, 0, _, SEAL, WALK, _, _, _)                                      \
-  XX(samples, 0, _, SEAL, WALK, _, END, _)                                     \
-  XX(decode, AGG_DECODE_CLASSES, EVENT, SEAL, _, _, END, HEAD)                 \
-  XX(host,                                                                     \
+  XX(device, STATE,                                                            \
+     AGG_CL(KERNEL) | AGG_CL(COPY) | AGG_CL(MEMSET) | AGG_CL(RUNTIME), EVENT,  \
+     SEAL, _, _, _, HEAD)                                                      \
+  XX(steps, STATE, AGG_CL(LABEL_CPU) | AGG_CL(LABEL_GPU), EVENT, SEAL, WALK,   \
+     _, END, HEAD)                                                             \
+  XX(families, STATE, 0, _, SEAL, WALK, _, _, _)                               \
+  XX(samples, STATE, 0, _, SEAL, WALK, _, END, _)                              \
+  XX(decode, STATE, AGG_DECODE_CLASSES, EVENT, SEAL, _, _, END, HEAD)          \
+  XX(perf, STATE, 0, _, _, _, _, _, HEAD)                                      \
+  XX(memory, _, 0, _, _, _, _, _, HEAD)                                        \
+  XX(host, STATE,                                                              \
      AGG_CL(CPU_OP) | AGG_CL(PYTHON) | AGG_CL(LABEL_CPU) | AGG_CL(RUNTIME),    \
      EVENT, _, _, _, _, HEAD)                                                  \
-  XX(cpath, AGG_CL(KERNEL) | AGG_CL(COPY) | AGG_CL(MEMSET) | AGG_CL(SYNC),     \
-     EVENT, SEAL, ALL, FOUND, END, HEAD)                                       \
-  XX(coll, AGG_CL(KERNEL), EVENT, SEAL, WALK, _, END, HEAD)                    \
-  XX(idle, 0, _, SEAL, WALK, _, END, HEAD)                                     \
-  XX(timeline, 0, _, SEAL, WALK, _, END, HEAD)                                 \
-  XX(phases, 0, _, SEAL, WALK, _, END, _)
+  XX(cpath, STATE,                                                             \
+     AGG_CL(KERNEL) | AGG_CL(COPY) | AGG_CL(MEMSET) | AGG_CL(SYNC), EVENT,     \
+     SEAL, ALL, FOUND, END, HEAD)                                              \
+  XX(coll, STATE, AGG_CL(KERNEL), EVENT, SEAL, WALK, _, END, HEAD)             \
+  XX(idle, STATE, 0, _, SEAL, WALK, _, END, HEAD)                              \
+  XX(timeline, STATE, 0, _, SEAL, WALK, _, END, HEAD)                          \
+  XX(phases, STATE, 0, _, SEAL, WALK, _, END, _)
 
 #define AGG_CL(c) (1u << IDX_CLASS_##c)
-/* Decode takes every class but the GPU-side labels and cuda_sync. */
+/* Decode takes every class but the GPU-side labels and cuda_sync, and
+ * the instants, whose [memory] events its walk hands to the memory room
+ * with the stacks it keeps (index/memory/memory.h). */
 #define AGG_DECODE_CLASSES                                                     \
   (AGG_CL(KERNEL) | AGG_CL(COPY) | AGG_CL(MEMSET) | AGG_CL(RUNTIME) |          \
-   AGG_CL(LABEL_CPU) | AGG_CL(CPU_OP) | AGG_CL(PYTHON))
+   AGG_CL(LABEL_CPU) | AGG_CL(CPU_OP) | AGG_CL(PYTHON) | AGG_CL(INSTANT))
 
 enum agg_pass_id {
 #define XX(name, ...) AGG_PASS_##name,
@@ -247,11 +257,14 @@ struct agg_at {
 };
 
 struct idx_agg;
+struct pf_lib;
+struct mem_lib;
 struct agg_out;
 struct agg_sum_rank;
 
 /* The hooks' declarations, from the rows. */
 #define AGG_HAS__        0
+#define AGG_HAS_STATE    1
 #define AGG_HAS_EVENT    1
 #define AGG_HAS_SEAL     1
 #define AGG_HAS_WALK     1
@@ -269,6 +282,7 @@ struct agg_sum_rank;
 /* fn when the column says the pass has it, else NULL. */
 #define AGG_HOOK(col, fn) AGG_IF_(AGG_HAS_##col, fn) AGG_IF_(AGG_NO_##col, NULL)
 #define AGG_NO__          1
+#define AGG_NO_STATE      0
 #define AGG_NO_EVENT      0
 #define AGG_NO_SEAL       0
 #define AGG_NO_WALK       0
@@ -277,10 +291,11 @@ struct agg_sum_rank;
 #define AGG_NO_END        0
 #define AGG_NO_HEAD       0
 
-#define AGG_PASS_DECL_(name, classes, event, seal, walk, found, end, head)     \
+#define AGG_PASS_DECL_(name, state, classes, event, seal, walk, found, end,    \
+                       head)                                                   \
   struct agg_##name;                                                           \
-  int agg_##name##_new(struct idx_agg *a);                                     \
-  void agg_##name##_free(struct idx_agg *a);                                   \
+  AGG_IF_(AGG_HAS_##state, int agg_##name##_new(struct idx_agg *a);            \
+          void agg_##name##_free(struct idx_agg *a);)                          \
   AGG_IF_(AGG_HAS_##event,                                                     \
           int agg_##name##_event(struct idx_agg *a, const struct idx_doc *doc, \
                                  const struct idx_event *ev,                   \
@@ -307,6 +322,8 @@ void agg_found(struct idx_agg *a, const struct agg_finding *f);
 struct idx_agg {
   /* The driver's (agg.c). */
   const struct idx_rules *rules;
+  const char *gpu_roof;   /* idx_options.gpu_roof (borrowed) */
+  const char *dev_name;   /* the summary's device (its head), NULL: none */
   uint64_t skipped;       /* events skipped here (X without ts/dur...) */
   int64_t t0_ns, tend_ns; /* earliest start, latest end; t0 > tend: none */
   int threads;            /* the summary's (agg_file_info.threads) */
@@ -317,12 +334,18 @@ struct idx_agg {
                              collectives_path; borrowed), NULL: none */
   char meta_device[256];  /* M metadata of pid 2 (mcTracer's device
                              name), used for mcTracer only */
-  uint8_t by_class[IDX_CLASS_SYNC + 1][AGG_NPASSES + 1]; /* the passes each
+  uint8_t by_class[IDX_NCLASSES][AGG_NPASSES + 1]; /* the passes each
                              class goes to, ending in AGG_NPASSES */
   /* What the device pass made of the event being read, for the passes
    * below it: its name id (a kernel's in names, a runtime call's in
    * rt_map, kept or folded) and a kernel's shape. */
   uint32_t ev_name, ev_shape;
+  /* What the decode pass leaves at its seal for the passes below it, the
+   * rooms it feeds (its walk, beside, fills them; they are whole once
+   * its end has run): the op groups (index/perf/) and memory over time
+   * (index/memory/); NULL: none. */
+  const struct pf_lib *op_groups;
+  struct mem_lib *mem;
   /* The walk's union of device records (agg_walk()): its end after the
    * last record, and its total. */
   int64_t busy_end, gpu_busy_ns;
@@ -365,7 +388,8 @@ struct idx_agg {
                             none */
 
   /* Each pass's own: a-><name>. */
-#define AGG_PASS_MEMBER_(name, ...) struct agg_##name *name;
+#define AGG_PASS_MEMBER_(name, state, ...)                                     \
+  AGG_IF_(AGG_HAS_##state, struct agg_##name *name;)
   AGG_PASS_MAP(AGG_PASS_MEMBER_)
 #undef AGG_PASS_MEMBER_
 };
@@ -466,8 +490,8 @@ void agg_set_demangled(const struct idx_agg *a, uint32_t id, json_t *row);
  * C types by TYPE: INT and AVG int64_t; INT_NULL struct agg_opt (set 0:
  * null); TEXT, TEXT_NULL and NAME struct agg_txt (bytes, not NUL-
  * terminated; p NULL: null for TEXT_NULL, "" otherwise); JSON and
- * JSON_NULL json_t * (the writer takes the reference; NULL: null); SHARE
- * and RATIO double.
+ * JSON_NULL json_t * (the writer takes the reference; NULL: null); REAL,
+ * SHARE and RATIO double; REAL_NULL double, NaN for null.
  */
 struct agg_opt {
   int set;
@@ -493,6 +517,8 @@ struct agg_txt agg_txt(const char *s);
 #define AGG_CTYPE_SHARE     double
 #define AGG_CTYPE_RATIO     double
 #define AGG_CTYPE_PART      double
+#define AGG_CTYPE_REAL      double
+#define AGG_CTYPE_REAL_NULL double
 
 #define AGG_SUM_MEMBER_(key, col, ty, all, since) AGG_CTYPE_##ty key;
 

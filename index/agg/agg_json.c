@@ -160,7 +160,7 @@ static json_t *summary_head(struct idx_agg *a, const struct idx_doc *doc,
 
   /* A reminder that a new member needs its filler: 12 here, the others
    * the passes' heads (agg_<pass>_head()). */
-  AGG_SUM_FILLS(TR_SUM_RANK, 56);
+  AGG_SUM_FILLS(TR_SUM_RANK, 62);
   if (a->t0_ns > a->tend_ns) /* no timed event */
     a->t0_ns = a->tend_ns = 0;
   r.rank = rank_value(doc, info);
@@ -173,6 +173,7 @@ static json_t *summary_head(struct idx_agg *a, const struct idx_doc *doc,
   r.t0_ns = a->t0_ns;
   r.span_ns = a->tend_ns - a->t0_ns;
   r.device = device_value(a, doc);
+  a->dev_name = r.device.p; /* the op groups' roof (index/perf/) */
   r.gpu_busy_ns = a->gpu_busy_ns;
   r.idle_ns = r.span_ns - a->gpu_busy_ns;
   r.warnings = json_array();

@@ -2,6 +2,7 @@
  * Writers of the rank summary's rows, expanded from common/summary.h: one
  * json_t setter per TYPE, one function per row struct (index/agg/agg.h).
  */
+#include <math.h>
 #include <string.h>
 
 #include "index/agg/agg.h"
@@ -64,6 +65,16 @@ static void set_JSON(json_t *o, const char *key, json_t *v)
 static void set_JSON_NULL(json_t *o, const char *key, json_t *v)
 {
   put(o, key, v);
+}
+
+static void set_REAL(json_t *o, const char *key, double v)
+{
+  put(o, key, isfinite(v) ? json_real(v) : json_null());
+}
+
+static void set_REAL_NULL(json_t *o, const char *key, double v)
+{
+  set_REAL(o, key, v);
 }
 
 static void set_SHARE(json_t *o, const char *key, double v)

@@ -188,6 +188,8 @@ static void text_TEXT_NULL(struct text *t, struct agg_txt v)
 #define text_SHARE     put_real
 #define text_RATIO     put_real
 #define text_PART      put_real
+#define text_REAL      put_real
+#define text_REAL_NULL put_real
 
 #define TEXT(k, col, ty, all, since)                                           \
   KEY(k);                                                                      \

@@ -67,7 +67,10 @@ int dec_lib_new(uint32_t max_names, struct agg_spill *sp,
 {
   struct dec_lib *lib = calloc(1, sizeof(*lib));
 
-  if (lib == NULL || hs_trie_init(&lib->trie, 0) != 0) {
+  if (lib == NULL || hs_trie_init(&lib->trie, 0) != 0 ||
+      pf_lib_new(max_names, &lib->perf) != 0) {
+    if (lib != NULL)
+      hs_trie_free(&lib->trie);
     free(lib);
     return TR_ENOMEM;
   }
@@ -82,7 +85,10 @@ void dec_lib_free(struct dec_lib *lib)
   if (lib == NULL)
     return;
   hs_trie_free(&lib->trie);
+  pf_lib_free(lib->perf);
   agg_map_free(&lib->names);
+  agg_map_free(&lib->py_names);
+  free(lib->py_kind);
   free(lib->name_buf);
   for (size_t i = 0; i < lib->nfiles; i++)
     free(lib->files[i].path);
@@ -152,8 +158,14 @@ int dec_file_new(struct dec_lib *lib, enum dec_mode mode,
   d->labels.sp = lib->sp;
   if (agg_runs_init(&d->runs, DEC_RECS, lib->sp) == 0 &&
       agg_runs_init(&d->step_runs, STEP_RECS, lib->sp) == 0 &&
-      hs_lanes_init(&d->lanes) == 0 && dec_tab_init(&d->tab) == 0)
-    rc = mode == DEC_CAPTURE ? add_capfile(lib, cap, &d->file) : 0;
+      agg_runs_init(&d->mem_runs, STEP_RECS, lib->sp) == 0 &&
+      hs_lanes_init(&d->lanes) == 0 && dec_tab_init(&d->tab) == 0) {
+    struct mem_names names;
+
+    dec_mem_names(d, &names);
+    rc = mode == DEC_CAPTURE ? add_capfile(lib, cap, &d->file)
+                             : mem_new(lib->max_names, &names, &d->mem);
+  }
   if (rc != 0) {
     dec_file_free(d);
     return rc;
@@ -168,6 +180,7 @@ void dec_file_free(struct dec_file *d)
     return;
   agg_runs_free(&d->runs);
   agg_runs_free(&d->step_runs);
+  agg_runs_free(&d->mem_runs);
   free(d->nested);
   hs_lanes_free(&d->lanes);
   agg_map_free(&d->stream_ids);
@@ -179,6 +192,7 @@ void dec_file_free(struct dec_file *d)
     agg_hist_free(&d->kind[i].hist);
   agg_labels_free(&d->labels);
   dec_tab_free(&d->tab);
+  mem_free(d->mem);
   free(d);
 }
 
@@ -187,6 +201,7 @@ int dec_seal(struct dec_file *d, struct tr_err *err)
   int rc;
 
   if ((rc = agg_runs_seal(&d->step_runs)) != 0 ||
+      (rc = agg_runs_seal(&d->mem_runs)) != 0 ||
       (rc = agg_runs_seal(&d->runs)) != 0)
     return tr_err_set(err, rc, "", "decode: %s", tr_strerror(rc));
   return 0;
@@ -211,6 +226,7 @@ int dec_end(struct dec_file *d, struct tr_err *err)
   rc = dec_walk(d);
   agg_runs_free(&d->runs);
   agg_runs_free(&d->step_runs);
+  agg_runs_free(&d->mem_runs);
   if (rc != 0)
     return tr_err_set(err, rc, "", "decode: %s", tr_strerror(rc));
   return 0;
@@ -231,8 +247,8 @@ static int put(struct dec_file *d, const struct idx_event *ev, uint32_t type,
   return agg_runs_add(&d->runs, &r);
 }
 
-static int lane_of(struct dec_file *d, const struct idx_event *ev,
-                   uint32_t *lane)
+int dec_lane_of(struct dec_file *d, const struct idx_event *ev,
+                uint32_t *lane)
 {
   int numeric = (ev->has & IDX_HAS_PID) && (ev->has & IDX_HAS_TID);
   int rc;
@@ -267,18 +283,24 @@ static size_t op_name_len(const char *p, size_t n)
   return i < n && i > 18 && p[i - 1] == '_' ? i - 1 : n;
 }
 
+/* A frame record: aux holds its lane, and above it its op's proto + 1
+ * (index/perf/perf.h; 0: none). */
 static int frame(struct dec_file *d, const struct idx_event *ev,
                  enum hs_kind kind, const char *p, size_t n)
 {
-  uint32_t lane, name;
+  uint32_t lane, name, proto = PF_NONE;
   int rc;
 
   if (kind == HS_OP)
     n = op_name_len(p, n);
-  if ((rc = lane_of(d, ev, &lane)) != 0 ||
+  if ((rc = dec_lane_of(d, ev, &lane)) != 0 ||
       (rc = hs_trie_name(&d->lib->trie, kind, p, n, &name)) != 0)
     return rc;
-  return put(d, ev, DR_FRAME, name, lane, ev->dur_ns);
+  if (kind == HS_OP &&
+      (rc = pf_proto(d->lib->perf, ev, name, p, n, &proto)) != 0)
+    return rc;
+  return put(d, ev, DR_FRAME, name,
+             (int64_t)(uint32_t)(proto + 1) << 32 | lane, ev->dur_ns);
 }
 
 /* ---- step labels ---- */
@@ -417,7 +439,7 @@ static int step(struct dec_file *d, const struct idx_event *ev,
   desc->kind = k;
   if ((rc = agg_map_intern(&d->descs, desc, sizeof(*desc), &id)) < 0 ||
       (rc = agg_labels_add(&d->labels, ev->name.p, ev->name.n, &seq)) != 0 ||
-      (rc = lane_of(d, ev, &lane)) != 0)
+      (rc = dec_lane_of(d, ev, &lane)) != 0)
     return rc;
   r = (struct agg_rec){ ev->ts_ns, ev->dur_ns, (int64_t)lane << 40 | seq,
                         DR_STEP, id };
@@ -449,7 +471,7 @@ static int window(struct dec_file *d, const struct idx_event *ev, uint32_t type,
   uint32_t lane;
   int rc;
 
-  if ((rc = lane_of(d, ev, &lane)) != 0)
+  if ((rc = dec_lane_of(d, ev, &lane)) != 0)
     return rc;
   at.ts_ns = t;
   return put(d, &at, type, fallback, lane, 0);
@@ -541,14 +563,14 @@ static int on_runtime(struct dec_file *d, const struct idx_event *ev)
   if (kind == RT_GRAPH) {
     if (d->mode != DEC_RUN)
       return 0;
-    return (rc = lane_of(d, ev, &lane)) != 0
+    return (rc = dec_lane_of(d, ev, &lane)) != 0
                ? rc
                : put(d, ev, DR_GRAPH, lane, ev->correlation & DEC_CORR_MASK, 0);
   }
   cls = kind == RT_KERNEL ? DEC_KERNEL
         : kind == RT_COPY ? DEC_COPY
                           : DEC_MEMSET;
-  if ((rc = lane_of(d, ev, &lane)) != 0)
+  if ((rc = dec_lane_of(d, ev, &lane)) != 0)
     return rc;
   if (d->mode == DEC_CAPTURE && cls == DEC_KERNEL && ev->kernel.p != NULL &&
       (rc = dec_name(d->lib, ev->kernel.p, ev->kernel.n, &name)) != 0)
@@ -595,9 +617,41 @@ static int on_device(struct dec_file *d, const struct idx_event *ev,
              (int64_t)stream << 48 | corr, ev->dur_ns);
 }
 
+/* torch.utils.checkpoint's recompute_fn (TraceLens's detect_recompute):
+ * the activations it recomputes run under it. */
+static int recompute(struct idx_str s)
+{
+  return starts(s, "torch/utils/checkpoint.py") && has_word(s, "recompute_fn");
+}
+
+/* hs_py_source() of a frame name, once per distinct name. Past the cap
+ * of names (4 x max_names) a new name is no source frame: the frames kept
+ * on the stacks, and so the names, stay bounded as kernel names are. */
+static int py_source(struct dec_lib *lib, struct idx_str s)
+{
+  uint32_t id;
+  int kind;
+
+  if (agg_map_find(&lib->py_names, s.p, s.n, &id))
+    return id < lib->py_kind_cap && lib->py_kind[id] ? lib->py_kind[id] - 1
+                                                      : 0;
+  if (lib->py_names.n >= 4 * lib->max_names) {
+    lib->py_folded++;
+    return 0;
+  }
+  kind = hs_py_source(s.p, s.n);
+  if (agg_map_intern(&lib->py_names, s.p, s.n, &id) < 0 ||
+      agg_grow(&lib->py_kind, &lib->py_kind_cap, id, 1) != 0)
+    return 0;
+  lib->py_kind[id] = (uint8_t)(kind + 1);
+  return kind;
+}
+
 int dec_event(struct dec_file *d, const struct idx_event *ev,
               enum idx_class cls)
 {
+  int src;
+
   if (ev->ph != 'X' || !(ev->has & IDX_HAS_TS) || !(ev->has & IDX_HAS_DUR) ||
       ev->dur_ns < 0)
     return 0;
@@ -608,6 +662,10 @@ int dec_event(struct dec_file *d, const struct idx_event *ev,
         starts(ev->name, MOD_PFX))
       return frame(d, ev, HS_MODULE, ev->name.p + MOD_PFX_N,
                    ev->name.n - MOD_PFX_N);
+    if (recompute(ev->name))
+      return frame(d, ev, HS_RECOMP, ev->name.p, ev->name.n);
+    if ((src = py_source(d->lib, ev->name)) != 0)
+      return frame(d, ev, (enum hs_kind)src, ev->name.p, ev->name.n);
     return 0;
   case IDX_CLASS_CPU_OP: return frame(d, ev, HS_OP, ev->name.p, ev->name.n);
   case IDX_CLASS_LABEL_CPU:

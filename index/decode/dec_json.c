@@ -108,6 +108,28 @@ static struct agg_opt layer_opt(uint32_t layer_plus_one)
   return (struct agg_opt){ layer_plus_one > 0, (int64_t)layer_plus_one - 1 };
 }
 
+/* ---- memory (index/memory/): its ids' texts ---- */
+
+static struct agg_txt mem_op(void *ud, uint32_t op)
+{
+  return op_txt(ud, op);
+}
+
+static struct agg_txt mem_module(void *ud, uint32_t module)
+{
+  return mod_txt(ud, module);
+}
+
+static struct agg_txt mem_kind(void *ud, uint32_t kind)
+{
+  return kind_txt(ud, kind);
+}
+
+void dec_mem_names(struct dec_file *d, struct mem_names *out)
+{
+  *out = (struct mem_names){ d, mem_op, mem_module, mem_kind };
+}
+
 /* ---- order ---- */
 
 struct order_ctx {
@@ -133,7 +155,8 @@ static int key_cmp(const struct dec_file *d, const struct dec_key *a,
 
   switch (a->tag) {
   case T_OP:
-  case T_OM: c = txt_cmp(op_txt(d, a->a), op_txt(d, b->a)); break;
+  case T_OM:
+  case T_SRC: c = txt_cmp(op_txt(d, a->a), op_txt(d, b->a)); break;
   case T_LAYER:
   case T_LM: c = (a->a > b->a) - (a->a < b->a); break;
   default: c = txt_cmp(mod_txt(d, a->a), mod_txt(d, b->a)); break;
@@ -142,7 +165,7 @@ static int key_cmp(const struct dec_file *d, const struct dec_key *a,
     return c;
   if (a->tag == T_KERN)
     return txt_cmp(name_txt(d, a->b), name_txt(d, b->b));
-  if (a->tag == T_LM || a->tag == T_OM)
+  if (a->tag == T_LM || a->tag == T_OM || a->tag == T_SRC)
     return txt_cmp(mod_txt(d, a->b), mod_txt(d, b->b));
   return 0;
 }
@@ -242,6 +265,40 @@ static uint32_t *module_layers(const struct dec_file *d)
   return layers;
 }
 
+/* A source frame's file, line and function: "<file>(<line>): <function>"
+ * (hs_py_source() took only such frames). */
+static void source_parts(struct agg_txt src, struct agg_sum_dec_source *r)
+{
+  const char *open = memchr(src.p, '(', src.n), *p;
+  const char *end = src.p + src.n;
+  int64_t line = 0;
+
+  if (open == NULL)
+    return;
+  r->file = (struct agg_txt){ src.p, (size_t)(open - src.p) };
+  for (p = open + 1; p < end && *p >= '0' && *p <= '9' && line < INT32_MAX;
+       p++)
+    line = line * 10 + (*p - '0');
+  r->line = (struct agg_opt){ 1, line };
+  if (end - p >= 3 && p[0] == ')' && p[1] == ':' && p[2] == ' ')
+    r->function = (struct agg_txt){ p + 3, (size_t)(end - p - 3) };
+}
+
+static void source_row(struct dec_file *d, const struct dec_ent *e,
+                       struct agg_txt step, const struct figures *f,
+                       struct agg_out *o)
+{
+  struct agg_sum_dec_source r = { .step = step,
+                                  .source = op_txt(d, e->key.a),
+                                  .module = mod_txt(d, e->key.b) };
+
+  AGG_SUM_FILLS(TR_SUM_DEC_SOURCE, 14);
+  if (r.source.p != NULL)
+    source_parts(r.source, &r);
+  PUT_FIGURES(r, *f);
+  agg_out_dec_source(o, &r);
+}
+
 /* The rows of table tag to o, one at a time. */
 static void table(struct dec_file *d, uint32_t tag, const uint32_t *layers,
                   struct agg_out *o)
@@ -304,6 +361,7 @@ static void table(struct dec_file *d, uint32_t tag, const uint32_t *layers,
       agg_out_dec_op_module(o, &r);
       break;
     }
+    case T_SRC: source_row(d, e, step, &f, o); break;
     default: {
       struct agg_sum_dec_kernel r = { .step = step,
                                       .module = mod_txt(d, e->key.a),
@@ -541,7 +599,8 @@ void dec_module_rows(struct idx_agg *a, struct agg_out *o)
   XX(dec_op_rows, T_OP)                                                        \
   XX(dec_layer_module_rows, T_LM)                                              \
   XX(dec_op_module_rows, T_OM)                                                 \
-  XX(dec_kernel_rows, T_KERN)
+  XX(dec_kernel_rows, T_KERN)                                                  \
+  XX(dec_source_rows, T_SRC)
 
 #define XX(rows, tag)                                                          \
   void rows(struct idx_agg *a, struct agg_out *o)                              \
@@ -591,7 +650,7 @@ void dec_warnings(const struct dec_file *d, json_t *w)
   const struct dec_complete *c = &d->c;
   const struct dec_lib *lib = d->lib;
   uint64_t unmatched = 0;
-  char msg[384];
+  char msg[512];
 
   for (int i = 0; i < R_REASONS; i++)
     unmatched += c->unmatched[i];
@@ -605,15 +664,17 @@ void dec_warnings(const struct dec_file *d, json_t *w)
     warn(w, "replays_unmatched", msg);
   }
   if (lib->trie.folded > 0 || lib->names_folded > 0 || d->skipped > 0 ||
-      d->lanes.too_deep > 0) {
+      d->lanes.too_deep > 0 || lib->py_folded > 0) {
     snprintf(msg, sizeof(msg),
              "decode tables capped: %llu frames beyond %u distinct stacks, "
              "%llu records beyond %u kernel names, %llu step labels beyond "
-             "%d kinds, %llu frames deeper than %u",
+             "%d kinds, %llu frames deeper than %u, %llu Python frames "
+             "beyond %u names (no source line)",
              (unsigned long long)lib->trie.folded, lib->trie.max_nodes,
              (unsigned long long)lib->names_folded, lib->max_names,
              (unsigned long long)d->skipped, DEC_MAX_KINDS,
-             (unsigned long long)d->lanes.too_deep, d->lanes.max_depth);
+             (unsigned long long)d->lanes.too_deep, d->lanes.max_depth,
+             (unsigned long long)lib->py_folded, 4 * lib->max_names);
     warn(w, "decode_capped", msg);
   }
   if (c->steps_forced > 0 || c->late > 0 || c->launches_lost > 0) {

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "index/decode/decode.h"
+#include "index/decode/decode_int.h"
 
 int agg_decode_new(struct idx_agg *a)
 {
@@ -29,9 +29,11 @@ int agg_decode_event(struct idx_agg *a, const struct idx_doc *doc,
   struct dec_file *d = a->decode->file;
 
   (void)doc;
-  if (d == NULL || !dec_wants(ev, cls))
+  if (d == NULL)
     return 0;
-  return dec_event(d, ev, cls);
+  if (cls == IDX_CLASS_INSTANT)
+    return dec_memory(d, ev);
+  return dec_wants(ev, cls) ? dec_event(d, ev, cls) : 0;
 }
 
 /* Decode's walk (dec_end), beside the walk of the other passes when the
@@ -50,6 +52,10 @@ int agg_decode_seal(struct idx_agg *a, struct tr_err *err)
   agg_beside_start(&d->beside, a->threads > 1 && d->file != NULL, run, &d->err);
   if (d->file == NULL)
     return 0;
+  /* The words for the rooms its walk feeds (agg.h's idx_agg). */
+  a->op_groups = d->file->lib->perf;
+  a->mem = d->file->mem;
+  dec_span(d->file, a->t0_ns, a->tend_ns);
   if ((rc = dec_seal(d->file, err)) != 0)
     return rc;
   (void)agg_beside_put(&d->beside, d->file);

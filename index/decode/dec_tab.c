@@ -13,7 +13,9 @@
  *     "layers.<n>" component written "layers.*";
  *   - layer: the <n> of the innermost module tag with a "layers.<n>"
  *     component; else the instance number of the outermost nn.Module whose
- *     class ends in "Layer" or "Block" (DecoderLayer, T5Block...).
+ *     class ends in "Layer" or "Block" (DecoderLayer, T5Block...);
+ *   - source: the innermost Python frame of the model's code at an
+ *     absolute path, else at a package's relative path (hs_py_source()).
  *
  * Per step: a step's records are grouped by table key, and each key's sum
  * goes into its entry's per-step histogram (agg_map.c's log-linear one,
@@ -124,6 +126,7 @@ static int ident_compute(struct dec_file *d, uint32_t node,
   struct dec_tab *tab = &d->tab;
   uint32_t chain[HS_MAX_DEPTH + 1], n = 0;
   int32_t tag_layer = DEC_NO_LAYER, inst;
+  int abs_src = 0; /* id->src is an absolute frame (HS_SRC) */
   char path[PATH_MAX_BYTES];
   size_t len = 0, tl;
   int rc;
@@ -132,6 +135,7 @@ static int ident_compute(struct dec_file *d, uint32_t node,
        x = hs_trie_node(t, x)->parent)
     chain[n++] = hs_trie_node(t, x)->name;
   id->op = DEC_NONE;
+  id->src = DEC_NONE;
   id->module = DEC_NONE;
   id->layer = DEC_NO_LAYER;
   id->ops_at = (uint32_t)tab->nopsv;
@@ -139,6 +143,10 @@ static int ident_compute(struct dec_file *d, uint32_t node,
   for (uint32_t i = 0; i < n; i++) { /* innermost first */
     uint32_t k;
 
+    if (hs_trie_kind(t, chain[i]) == HS_SRC && !abs_src)
+      id->src = chain[i], abs_src = 1;
+    else if (hs_trie_kind(t, chain[i]) == HS_SRC_PKG && id->src == DEC_NONE)
+      id->src = chain[i];
     if (hs_trie_kind(t, chain[i]) != HS_OP || dec_through(t, chain[i]))
       continue;
     if (id->op == DEC_NONE)
@@ -156,7 +164,7 @@ static int ident_compute(struct dec_file *d, uint32_t node,
     enum hs_kind kind = hs_trie_kind(t, chain[i]);
     const char *p = hs_trie_text(t, chain[i], &tl);
 
-    if (kind == HS_OP)
+    if (kind != HS_MODULE && kind != HS_ANNOT)
       continue;
     if (len > 0)
       add(path, &len, "/", 1);
@@ -255,7 +263,8 @@ static int fine_into(struct dec_file *d, uint32_t kind, uint32_t node,
       (rc = ent_add(t, T_OP, kind, id->op, 0, f, step)) != 0 ||
       (rc = ent_add(t, T_LM, kind, layer, mod, f, step)) != 0 ||
       (rc = ent_add(t, T_OM, kind, id->op, mod, f, NULL)) != 0 ||
-      (rc = ent_add(t, T_KERN, kind, mod, name, f, NULL)) != 0)
+      (rc = ent_add(t, T_KERN, kind, mod, name, f, NULL)) != 0 ||
+      (rc = ent_add(t, T_SRC, kind, id->src, mod, f, step)) != 0)
     return rc;
   for (uint32_t i = 0; i < id->nops; i++) {
     struct dec_ent *e = ent(t, T_OP, kind, t->opsv[id->ops_at + i], 0, NULL);

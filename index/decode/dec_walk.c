@@ -59,8 +59,11 @@ struct lsteps {
   size_t n, cap;
 };
 
+#define LAUNCH_INST 4 /* modeled op instances a launch is counted in */
+
 struct lrec { /* a launch waiting for its device records */
   uint32_t node, slot, gen, kind;
+  uint32_t inst[LAUNCH_INST]; /* the op instances above it (PF_NONE) */
   uint8_t first, consumed;
 };
 
@@ -108,6 +111,10 @@ struct walk {
   struct cwin win[8];
   size_t nwin;
   int dropping; /* the open graph exceeds DEC_MAX_LAUNCHES */
+  struct pf_lib *perf;
+  uint8_t *trans; /* device name id -> GEMM transposes + 1 (0: not yet) */
+  size_t trans_cap;
+  struct agg_corr mem_parts; /* [memory] events being joined (dec_mem.c) */
 };
 
 int dec_through(const struct hs_trie *t, uint32_t name)
@@ -116,6 +123,88 @@ int dec_through(const struct hs_trie *t, uint32_t name)
   const char *p = hs_trie_text(t, name, &n);
 
   return n == 7 && memcmp(p, "execute", 7) == 0;
+}
+
+/* ---- op instances (index/perf/perf.h) ---- */
+
+/* A launch has had its records, or is lost: its instances wait no more. */
+static void settle(struct walk *w, const struct lrec *l)
+{
+  for (int k = 0; k < LAUNCH_INST && l->inst[k] != PF_NONE; k++)
+    pf_inst_settle(w->perf, l->inst[k]);
+}
+
+/* The GEMM transposes device name id's text tells, once per name. */
+static uint8_t trans_of(struct walk *w, uint32_t name)
+{
+  const struct agg_key *k;
+
+  if (name == DEC_NONE || name >= w->lib->names.n ||
+      agg_grow(&w->trans, &w->trans_cap, name, 1) != 0)
+    return 0;
+  if (w->trans[name] == 0) {
+    k = &w->lib->names.keys[name];
+    w->trans[name] = (uint8_t)(pf_transposes(k->p, k->n) + 1);
+  }
+  return (uint8_t)(w->trans[name] - 1);
+}
+
+static struct ostep *lane_step(struct walk *w, uint32_t lane, int64_t t);
+static const struct cwin *window_of(const struct walk *w, uint32_t lane);
+
+/* An op frame with a proto starts on lane: in a run trace an instance
+ * (recomputed when a checkpoint's recompute_fn is open on the lane,
+ * nested inside the instances open there, which learn they have one
+ * inside); in a capture trace a capture instance under the innermost one
+ * open. Its number into *user. */
+static int op_open(struct walk *w, uint32_t lane, uint32_t proto, int64_t start,
+                   int64_t end, uint32_t *user)
+{
+  const struct hs_lane *ln = &w->d->lanes.lane[lane];
+  const struct hs_trie *t = &w->lib->trie;
+  uint32_t inner = PF_NONE;
+  unsigned flags = 0;
+  struct ostep *s;
+
+  for (uint32_t i = 0; i < ln->n; i++) {
+    if (hs_trie_kind(t, ln->v[i].name) == HS_RECOMP)
+      flags |= PF_I_RECOMPUTE;
+    if (ln->v[i].user == PF_NONE)
+      continue;
+    inner = ln->v[i].user;
+    flags |= PF_I_NESTED;
+    if (w->d->mode == DEC_RUN)
+      pf_inst_inner(w->perf, ln->v[i].user);
+  }
+  if (w->d->mode == DEC_CAPTURE) {
+    const struct cwin *cw = window_of(w, lane);
+
+    return pf_capture_inst(w->perf, proto, inner, flags & PF_I_RECOMPUTE,
+                           cw && !w->dropping ? cw->graph : PF_NONE, end, user);
+  }
+  s = lane_step(w, lane, start);
+  return pf_inst_open(w->perf, proto, start, end, s ? s->seq : -1, flags, user);
+}
+
+/* The instances open on lane, innermost first, at most LAUNCH_INST. */
+static void op_above(const struct walk *w, uint32_t lane,
+                     uint32_t out[LAUNCH_INST])
+{
+  const struct hs_lane *ln = &w->d->lanes.lane[lane];
+  int k = 0;
+
+  for (uint32_t i = ln->n; i-- > 0 && k < LAUNCH_INST;)
+    if (ln->v[i].user != PF_NONE)
+      out[k++] = ln->v[i].user;
+  while (k < LAUNCH_INST)
+    out[k++] = PF_NONE;
+}
+
+static int label_text(void *ud, int64_t label, char *buf, size_t size)
+{
+  struct dec_file *d = ud;
+
+  return agg_labels_get(&d->labels, label, buf, size);
 }
 
 /* ---- step accumulators ---- */
@@ -238,6 +327,15 @@ static int replay_matched(struct walk *w, struct replay *r, uint32_t kind,
 
     rc = attribute_known(w, r->slot, r->gen, kind, l->node, r->k[i].name,
                          l->first, r->k[i].dur);
+    if (rc == 0 && l->cinst != PF_NONE)
+      rc = pf_replay_record(w->perf, l->cinst, r->k[i].start, r->k[i].dur,
+                            trans_of(w, r->k[i].name));
+  }
+  if (rc == 0) {
+    struct ostep *s = step_at(w, r->slot, r->gen);
+
+    rc = pf_replay_end(w->perf, s ? s->seq : -1, m->graph, g->cinst_first,
+                       g->cinst_end, g->win_end);
   }
   if (!m->is_short) {
     c->matched++;
@@ -382,17 +480,27 @@ static void launch_forget(struct walk *w, int64_t corr)
     return;
   if (!l->consumed && (s = step_at(w, l->slot, l->gen)) != NULL)
     s->pending--;
-  if (!l->consumed)
+  if (!l->consumed) {
     w->d->c.launches_lost++;
+    settle(w, l);
+  }
   agg_corr_remove(&w->launches, corr);
 }
 
 static int launch_run(struct walk *w, const struct agg_rec *r, uint32_t node,
                       int first, struct ostep *s)
 {
-  struct lrec l = { node,           s ? (uint32_t)(s - w->steps) : NO_SLOT,
-                    s ? s->gen : 0, s ? s->kind : DEC_MAX_KINDS,
-                    (uint8_t)first, 0 };
+  struct lrec l = { node,
+                    s ? (uint32_t)(s - w->steps) : NO_SLOT,
+                    s ? s->gen : 0,
+                    s ? s->kind : DEC_MAX_KINDS,
+                    { 0 },
+                    (uint8_t)first,
+                    0 };
+
+  op_above(w, r->id, l.inst);
+  for (int k = 0; k < LAUNCH_INST && l.inst[k] != PF_NONE; k++)
+    pf_inst_launch(w->perf, l.inst[k]);
 
   launch_forget(w, r->aux); /* a correlation seen again: the newer wins */
   if (w->ring_n == LAUNCH_TABLE) {
@@ -436,6 +544,12 @@ static int launch_capture(struct walk *w, const struct agg_rec *r,
     return TR_ENOMEM;
   l = &lib->launches[lib->nlaunches++];
   l->node = node;
+  {
+    uint32_t above[LAUNCH_INST];
+
+    op_above(w, r->id, above);
+    l->cinst = above[0];
+  }
   l->name = (uint32_t)(r->dur_ns & 0xffffffff);
   l->cls = (uint8_t)(r->dur_ns >> 32);
   l->first = (uint8_t)first;
@@ -575,9 +689,13 @@ static int on_device(struct walk *w, const struct agg_rec *r)
   s = step_at(w, l->slot, l->gen);
   rc = attribute_known(w, l->slot, l->gen, l->kind, l->node, r->id, l->first,
                        r->dur_ns);
+  for (int k = 0; k < LAUNCH_INST && l->inst[k] != PF_NONE; k++)
+    pf_inst_record(w->perf, l->inst[k], r->start_ns, r->dur_ns,
+                   trans_of(w, r->id));
   l->first = 0; /* a second record of one launch is no new instance */
   if (!l->consumed) {
     l->consumed = 1;
+    settle(w, l);
     if (s != NULL && --s->pending == 0 && step_done(s, r->start_ns))
       return rc ? rc : step_close(w, s);
   }
@@ -601,6 +719,8 @@ static int win_open(struct walk *w, const struct agg_rec *r)
   g->root = (uint32_t)(lib->ngraphs - f->first);
   g->first = (uint32_t)lib->nlaunches;
   g->n = 0;
+  g->cinst_first = g->cinst_end = pf_capture_count(w->perf);
+  g->win_end = INT64_MAX;
   w->win[w->nwin].lane = (uint32_t)r->aux;
   w->win[w->nwin].graph = (uint32_t)lib->ngraphs++;
   w->nwin++;
@@ -619,6 +739,8 @@ static void win_close(struct walk *w, const struct agg_rec *r)
     ;
   if (i >= w->nwin)
     return;
+  lib->graphs[w->win[i].graph].cinst_end = pf_capture_count(w->perf);
+  lib->graphs[w->win[i].graph].win_end = r->start_ns;
   if (w->dropping && w->win[i].graph == lib->ngraphs - 1) {
     lib->nlaunches = lib->graphs[lib->ngraphs - 1].first;
     lib->ngraphs--;
@@ -631,15 +753,49 @@ static void win_close(struct walk *w, const struct agg_rec *r)
 
 /* ---- the walk ---- */
 
+/* A frame starts: pushed on its lane, an op with a proto opening its
+ * instance. */
+static int on_frame(struct walk *w, const struct agg_rec *r)
+{
+  struct dec_file *d = w->d;
+  uint32_t lane = (uint32_t)r->aux, user = PF_NONE;
+  uint32_t proto = (uint32_t)((uint64_t)r->aux >> 32) - 1;
+  int rc;
+
+  hs_lanes_advance(&d->lanes, &w->lib->trie, lane, r->start_ns);
+  if (proto != PF_NONE && !hs_lanes_full(&d->lanes, lane) &&
+      (rc = op_open(w, lane, proto, r->start_ns, r->start_ns + r->dur_ns,
+                    &user)) != 0)
+    return rc;
+  return hs_lanes_push(&d->lanes, &w->lib->trie, lane, r->start_ns,
+                       r->start_ns + r->dur_ns, r->id, user);
+}
+
+/* A [memory] event, whole: with the stack of its thread and the step
+ * open there. */
+static int on_memory(struct walk *w, const struct agg_rec *r)
+{
+  uint32_t lane = r->id, node = HS_ROOT, kind = DEC_MAX_KINDS;
+  struct ostep *s;
+
+  if (lane < w->nls) {
+    hs_lanes_advance(&w->d->lanes, &w->lib->trie, lane, r->start_ns);
+    node = hs_lanes_top(&w->d->lanes, lane);
+    if ((s = lane_step(w, lane, r->start_ns)) != NULL)
+      kind = s->kind;
+  }
+  return dec_mem_end(w->d, &w->mem_parts, r, node, kind);
+}
+
 static int walk_rec(struct walk *w, const struct agg_rec *r)
 {
   struct dec_file *d = w->d;
+  int rc;
 
+  if (d->mode == DEC_RUN && (rc = pf_tick(w->perf, r->start_ns)) != 0)
+    return rc;
   switch (r->type & 0xff) {
-  case DR_FRAME:
-    hs_lanes_advance(&d->lanes, &w->lib->trie, (uint32_t)r->aux, r->start_ns);
-    return hs_lanes_push(&d->lanes, &w->lib->trie, (uint32_t)r->aux,
-                         r->start_ns, r->start_ns + r->dur_ns, r->id);
+  case DR_FRAME: return on_frame(w, r);
   case DR_STEP: return d->mode == DEC_RUN ? step_open(w, r) : 0;
   case DR_WINOPEN: return d->mode == DEC_CAPTURE ? win_open(w, r) : 0;
   case DR_WINCLOSE:
@@ -649,6 +805,8 @@ static int walk_rec(struct walk *w, const struct agg_rec *r)
   case DR_LAUNCH: return on_launch(w, r);
   case DR_GRAPH: return on_graph(w, r);
   case DR_DEVICE: return on_device(w, r);
+  case DR_MEM: return d->mode == DEC_RUN ? dec_mem_part(&w->mem_parts, r) : 0;
+  case DR_MEM_TOTALS: return d->mode == DEC_RUN ? on_memory(w, r) : 0;
   default: return 0;
   }
 }
@@ -658,10 +816,14 @@ static int walk_init(struct walk *w, struct dec_file *d)
   memset(w, 0, sizeof(*w));
   w->d = d;
   w->lib = d->lib;
+  w->perf = d->lib->perf;
   w->nls = d->lanes.ids.n;
+  if (d->mode == DEC_RUN)
+    pf_lib_labels(w->perf, label_text, d);
   if ((w->ls = calloc(w->nls + 1, sizeof(*w->ls))) == NULL ||
       (w->ring = malloc(LAUNCH_TABLE * sizeof(*w->ring))) == NULL ||
-      agg_corr_init(&w->launches, sizeof(struct lrec), LAUNCH_TABLE) != 0)
+      agg_corr_init(&w->launches, sizeof(struct lrec), LAUNCH_TABLE) != 0 ||
+      dec_mem_parts_init(&w->mem_parts) != 0)
     return TR_ENOMEM;
   for (size_t i = 0; i <= MAX_STEPS; i++)
     if (agg_corr_init(&w->steps[i].fine, sizeof(struct dec_fine),
@@ -680,6 +842,7 @@ static void walk_free(struct walk *w)
   free(w->ls);
   free(w->ring);
   agg_corr_free(&w->launches);
+  agg_corr_free(&w->mem_parts);
   for (size_t i = 0; i <= MAX_STEPS; i++)
     agg_corr_free(&w->steps[i].fine);
   for (size_t i = 0; i < DEC_MAX_KINDS; i++)
@@ -687,6 +850,7 @@ static void walk_free(struct walk *w)
   for (size_t i = 0; i < MAX_REPLAYS; i++)
     free(w->rp[i].k);
   free(w->at);
+  free(w->trans);
 }
 
 /* End of records: replays matched, steps closed (in start order), and
@@ -714,7 +878,7 @@ static int walk_end(struct walk *w)
       rc = dec_tab_step(w->d, k, &w->late[k], 0, 0, -1);
   if (rc == 0)
     rc = dec_tab_step(w->d, DEC_MAX_KINDS, &w->steps[LATE_SLOT].fine, 0, 0, -1);
-  return rc;
+  return rc == 0 ? pf_end(w->perf) : rc;
 }
 
 /* A capture trace's graphs: its file's count and mode. */
@@ -726,6 +890,8 @@ static void capture_end(struct walk *w)
   if (w->dropping && w->nwin > 0)
     win_close(w, &(struct agg_rec){ 0, 0, w->win[w->nwin - 1].lane, DR_WINCLOSE,
                                     w->d->begins == 0 });
+  for (size_t i = 0; i < w->nwin; i++) /* windows never closed */
+    lib->graphs[w->win[i].graph].cinst_end = pf_capture_count(w->perf);
   f->n = (uint32_t)(lib->ngraphs - f->first);
   if (f->mode == IDX_GRAPH_AUTO)
     f->mode = f->n > 1 ? IDX_GRAPH_PIECEWISE : IDX_GRAPH_FULL;
@@ -771,20 +937,43 @@ static int steps_scan(struct dec_file *d)
   return rc;
 }
 
+/* The records of d->runs and d->mem_runs merged in their order. */
+static int walk_all(struct walk *w, struct dec_file *d)
+{
+  struct agg_iter *it = NULL, *mi = NULL;
+  struct agg_rec r, m;
+  int rc, hr, hm;
+
+  if ((rc = agg_iter_open(&d->runs, &it)) != 0 ||
+      (rc = agg_iter_open(&d->mem_runs, &mi)) != 0) {
+    agg_iter_close(it);
+    return rc;
+  }
+  hr = agg_iter_next(it, &r);
+  hm = agg_iter_next(mi, &m);
+  while (rc == 0 && (hr == 1 || hm == 1)) {
+    if (hr == 1 && (hm != 1 || agg_rec_cmp(&r, &m) <= 0)) {
+      rc = walk_rec(w, &r);
+      hr = agg_iter_next(it, &r);
+    } else {
+      rc = walk_rec(w, &m);
+      hm = agg_iter_next(mi, &m);
+    }
+  }
+  if (rc == 0)
+    rc = hr < 0 ? hr : hm < 0 ? hm : 0;
+  agg_iter_close(it);
+  agg_iter_close(mi);
+  return rc;
+}
+
 int dec_walk(struct dec_file *d)
 {
-  struct agg_iter *it = NULL;
-  struct agg_rec r;
   struct walk w;
   int rc;
 
-  if ((rc = walk_init(&w, d)) == 0 && (rc = steps_scan(d)) == 0 &&
-      (rc = agg_iter_open(&d->runs, &it)) == 0) {
-    while ((rc = agg_iter_next(it, &r)) == 1)
-      if ((rc = walk_rec(&w, &r)) != 0)
-        break;
-    agg_iter_close(it);
-  }
+  if ((rc = walk_init(&w, d)) == 0 && (rc = steps_scan(d)) == 0)
+    rc = walk_all(&w, d);
   if (rc == 0 && d->mode == DEC_RUN)
     rc = walk_end(&w);
   if (rc == 0 && d->mode == DEC_CAPTURE)

@@ -55,12 +55,13 @@ int dec_event(struct dec_file *d, const struct idx_event *ev,
 
 /* 0 when dec_event() would take nothing of ev: the test every event
  * passes before the call, inline, since nine in ten events of a trace
- * are python_function frames of no module (dec_event.c's rule: a module
- * is "nn.Module: ..."). */
+ * are python_function frames, many of them builtins ("<built-in method
+ * ...>"), which no rule of dec_event.c takes. */
 static inline int dec_wants(const struct idx_event *ev, enum idx_class cls)
 {
-  if (cls == IDX_CLASS_PYTHON)
-    return ev->name.n > 11 && ev->name.p[0] == 'n';
+  if (cls == IDX_CLASS_PYTHON) /* a module, a checkpoint's recompute, a
+                                 source line: no builtin */
+    return ev->name.n > 6 && ev->name.p[0] != '<';
   return cls != IDX_CLASS_NONE && cls != IDX_CLASS_LABEL_GPU &&
          cls != IDX_CLASS_SYNC;
 }

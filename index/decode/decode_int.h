@@ -10,6 +10,8 @@
 
 #include "index/decode/decode.h"
 #include "index/host/host.h"
+#include "index/memory/memory.h"
+#include "index/perf/perf.h"
 
 #define DEC_NONE      UINT32_MAX /* no module, op or name */
 #define DEC_NO_LAYER  (-1)
@@ -25,6 +27,8 @@ enum dec_cls { DEC_KERNEL, DEC_COPY, DEC_MEMSET };
 struct dec_launch { /* one launch recorded into a graph */
   uint32_t node;    /* its host stack (hs_trie) */
   uint32_t name;    /* device name id; DEC_NONE: not said */
+  uint32_t cinst;   /* the innermost modeled op instance above it
+                       (index/perf/perf.h); PF_NONE: none */
   uint8_t cls;      /* enum dec_cls */
   uint8_t first;    /* first launch of its op instance */
 };
@@ -34,6 +38,11 @@ struct dec_graph {
   uint32_t root;  /* its place among the file's graphs */
   uint32_t first; /* its first launch in dec_lib.launches */
   uint32_t n;     /* launches */
+  /* Its modeled op instances (index/perf/perf.h): capture instances
+   * [cinst_first, cinst_end) of it whose frames end by win_end, the end
+   * of its capture window (TraceLens's capture root). */
+  uint32_t cinst_first, cinst_end;
+  int64_t win_end;
 };
 
 struct dec_capfile {
@@ -49,6 +58,7 @@ struct dec_capfile {
 
 struct dec_lib {
   struct hs_trie trie;
+  struct pf_lib *perf; /* the op groups (index/perf/perf.h) */
   struct agg_map names; /* device names: kernels, copies, memsets */
   char *name_buf;        /* a name cleaned as the kernels table keeps it */
   uint32_t max_names;
@@ -62,6 +72,13 @@ struct dec_lib {
   size_t nfiles, files_cap;
   uint64_t graphs_dropped; /* beyond DEC_MAX_LAUNCHES, or unreadable */
   uint64_t capture_files_failed;
+  /* Python frame names judged source frames or not (hs_py_source(), by
+   * name: a trace repeats its frames), at most max_names * 4 of them;
+   * beyond, a new name is no source frame */
+  struct agg_map py_names;
+  uint8_t *py_kind; /* by id: the kind + 1 (1: none) */
+  size_t py_kind_cap;
+  uint64_t py_folded; /* frames of names past the cap: not judged */
 };
 
 /* A device name's id; beyond max_names new names are DEC_NONE (they can
@@ -81,8 +98,13 @@ enum dec_rtype {
   DR_WINOPEN = 3,  /* capture window starts; aux: lane; id: 1 fallback */
   DR_LAUNCH = 4,   /* id: lane; aux: correlation; dur: name | cls << 32 */
   DR_GRAPH = 5,    /* a graph launch; id: lane; aux: correlation */
-  DR_DEVICE = 6    /* id: device name; aux: stream lane << 48 | corr;
+  DR_DEVICE = 6,   /* id: device name; aux: stream lane << 48 | corr;
                       type bits 8..: enum dec_cls */
+  /* A [memory] event (run traces: index/memory/), two records that sort
+   * in this order at its time, joined by its thread (id: its lane): */
+  DR_MEM = 7,       /* aux: Addr; dur: Bytes */
+  DR_MEM_TOTALS = 8 /* aux: Total Reserved; dur: Total Allocated; type
+                       bits 8..: its device (mem_device()) */
 };
 
 /* What a step label says (dec_event.c parses ATOM's run labels and the
@@ -111,6 +133,7 @@ enum dec_tag {          /* the tables' keys (a, b of struct dec_key) */
                T_LM,    /* layer + 1, module */
                T_OM,    /* op name, module */
                T_KERN,  /* module, device name */
+               T_SRC,   /* source frame name, module */
                T_TAGS
 };
 
@@ -136,6 +159,8 @@ struct dec_ident {
   uint32_t op;           /* innermost op frame's name; DEC_NONE */
   uint32_t module;       /* collapsed module path id; DEC_NONE */
   int32_t layer;         /* DEC_NO_LAYER */
+  uint32_t src;          /* source frame's name (HS_SRC, HS_SRC_PKG:
+                            dec_tab.c); DEC_NONE */
   uint32_t ops_at, nops; /* the distinct op names on the stack, in
                             dec_tab.opsv */
 };
@@ -215,6 +240,9 @@ struct dec_file {
   uint32_t file;                 /* DEC_CAPTURE: index in lib->files */
   struct agg_runs runs;
   struct agg_runs step_runs; /* the DR_STEP records again, alone */
+  struct agg_runs mem_runs;  /* DR_MEM* records: kineto writes [memory]
+                                events in time order, so they stay one run
+                                (no sort), merged into the walk */
   uint64_t *nested;          /* bit seq: a label inside another one of
                                 its thread, not a step of its own */
   struct hs_lanes lanes;     /* thread ids of the event pass */
@@ -242,15 +270,40 @@ struct dec_file {
   uint64_t skipped;         /* step labels beyond the kinds */
   struct dec_tab tab;
   struct dec_complete c;
+  struct mem_lib *mem; /* DEC_RUN: memory over time (index/memory/) */
   int ended;
 };
 
 /* dec_event.c */
 const struct dec_desc *dec_desc_of(const struct dec_file *d, uint32_t id);
+/* The lane (thread) of an event's pid and tid. 0 or TR_ENOMEM. */
+int dec_lane_of(struct dec_file *d, const struct idx_event *ev,
+                uint32_t *lane);
+
+/* dec_mem.c: a [memory] event (profile_memory: index/memory/memory.h) of a run
+ * trace, taken for the walk; other events and capture traces' are
+ * ignored. 0 or TR_ENOMEM. */
+int dec_memory(struct dec_file *d, const struct idx_event *ev);
+/* The rank's span, before dec_end(): the memory timeline's grid. */
+void dec_span(struct dec_file *d, int64_t t0_ns, int64_t tend_ns);
+
+/* dec_json.c: the texts of the memory room's ids (decode's names of ops,
+ * modules and step kinds), for the rows (index/memory/memory.h). */
+void dec_mem_names(struct dec_file *d, struct mem_names *out);
 
 /* dec_walk.c: 1 for a pass-through op frame ("execute"): the op above a
  * launch is looked for past it. */
 int dec_through(const struct hs_trie *t, uint32_t name);
+
+/* dec_mem.c: a [memory] event's records in the walk (parts: the first
+ * records of one time stamp by thread; DR_MEM_TOTALS: the event is whole,
+ * at node of its thread's stack with step kind kind open there, MEM_NONE:
+ * none). 0 or TR_ENOMEM. */
+int dec_mem_part(struct agg_corr *parts, const struct agg_rec *r);
+int dec_mem_end(struct dec_file *d, struct agg_corr *parts,
+                const struct agg_rec *r, uint32_t node, uint32_t kind);
+/* The walk's table of parts, freed with agg_corr_free(). */
+int dec_mem_parts_init(struct agg_corr *parts);
 
 /* dec_walk.c: the walk over d's sealed records (dec_end). */
 int dec_walk(struct dec_file *d);

@@ -198,8 +198,21 @@ const struct agg_host_frame *agg_host_stacks_top(struct agg_host_stacks *s,
 enum hs_kind {
   HS_OP = 'o',     /* cpu_op (legacy "Operator") */
   HS_MODULE = 'm', /* python_function "nn.Module: <Class>_<n>" */
-  HS_ANNOT = 'a'   /* a user_annotation that tags a module */
+  HS_ANNOT = 'a',  /* a user_annotation that tags a module */
+  HS_RECOMP = 'r', /* python_function torch.utils.checkpoint's
+                      recompute_fn: activation checkpointing recomputes
+                      what runs under it (docs/PERF.md) */
+  HS_SRC = 's',    /* python_function of the model's code at an absolute
+                      path: a source line (hs_py_source()) */
+  HS_SRC_PKG = 'p' /* one at a path relative to an installed package's
+                      root, which may be the model's or a library's */
 };
+
+/* pysource.c: the kind of the python_function frame text p[0..n)
+ * ("<file>(<line>): <function>") when it is the model's own code, outside
+ * torch and its kin, the standard library and site-packages
+ * (docs/DECODE.md, "Sources"): HS_SRC or HS_SRC_PKG; else 0. */
+int hs_py_source(const char *p, size_t n);
 
 #define HS_ROOT     0u         /* the empty stack */
 #define HS_NO_NAME  UINT32_MAX /* no frame name */
@@ -257,6 +270,8 @@ struct hs_open {
   uint32_t name;
   uint32_t node; /* the stack up to and with this frame */
   int launched;  /* a launch was seen under it (op instances) */
+  uint32_t user; /* the caller's number for the frame (decode: its op
+                    instance, index/perf/perf.h) */
 };
 
 struct hs_lane {
@@ -293,9 +308,17 @@ void hs_lanes_advance(struct hs_lanes *l, struct hs_trie *t, uint32_t lane,
  * order (after hs_lanes_advance(start)). It goes above every open frame
  * that contains it, below an open frame of the same start that ends
  * earlier, or of the same span that goes inside it (hoststack.c: the
- * nesting of equal starts). 0 or TR_ENOMEM. */
+ * nesting of equal starts); user is the caller's number for it. A frame
+ * past max_depth is counted, not kept (hs_lanes_full() says so before).
+ * 0 or TR_ENOMEM. */
 int hs_lanes_push(struct hs_lanes *l, struct hs_trie *t, uint32_t lane,
-                  int64_t start, int64_t end, uint32_t name);
+                  int64_t start, int64_t end, uint32_t name, uint32_t user);
+
+/* 1 when the lane holds max_depth frames: a push now is not kept. */
+static inline int hs_lanes_full(const struct hs_lanes *l, uint32_t lane)
+{
+  return l->lane[lane].n >= l->max_depth;
+}
 
 /* The node of the lane's stack now (HS_ROOT: empty). */
 uint32_t hs_lanes_top(const struct hs_lanes *l, uint32_t lane);

@@ -223,7 +223,7 @@ static int inside(const struct hs_trie *t, const struct hs_open *f,
 }
 
 int hs_lanes_push(struct hs_lanes *l, struct hs_trie *t, uint32_t lane,
-                  int64_t start, int64_t end, uint32_t name)
+                  int64_t start, int64_t end, uint32_t name, uint32_t user)
 {
   struct hs_lane *ln = &l->lane[lane];
   uint32_t at = ln->n;
@@ -244,6 +244,7 @@ int hs_lanes_push(struct hs_lanes *l, struct hs_trie *t, uint32_t lane,
   ln->v[at].end = end;
   ln->v[at].name = name;
   ln->v[at].launched = 0;
+  ln->v[at].user = user;
   ln->n++;
   if (at > 0 && end > ln->v[at - 1].end)
     ln->ill = 1;

@@ -20,21 +20,6 @@
 
 #define MERGE_MEMORY_RECS (1u << 13) /* all run windows together: 256 KB */
 
-static int rec_cmp(const struct agg_rec *a, const struct agg_rec *b)
-{
-  if (a->start_ns != b->start_ns)
-    return a->start_ns < b->start_ns ? -1 : 1;
-  if (a->type != b->type)
-    return a->type < b->type ? -1 : 1;
-  /* Then the correlation (device records, calls) or the label number
-   * (labels: file order), which tests can know, before the ids. */
-  if (a->aux != b->aux)
-    return a->aux < b->aux ? -1 : 1;
-  if (a->id != b->id)
-    return a->id < b->id ? -1 : 1;
-  return (a->dur_ns > b->dur_ns) - (a->dur_ns < b->dur_ns);
-}
-
 /* ---- sorting a run in place (introsort) ----
  *
  * qsort() would do, but glibc's allocates a buffer as large as the run for
@@ -57,7 +42,7 @@ static void insertion_sort(struct agg_rec *v, size_t n)
     struct agg_rec x = v[i];
     size_t j = i;
 
-    while (j > 0 && rec_cmp(&x, &v[j - 1]) < 0) {
+    while (j > 0 && agg_rec_cmp(&x, &v[j - 1]) < 0) {
       v[j] = v[j - 1];
       j--;
     }
@@ -72,9 +57,9 @@ static void sift_down(struct agg_rec *v, size_t i, size_t n)
 
     if (c >= n)
       return;
-    if (c + 1 < n && rec_cmp(&v[c], &v[c + 1]) < 0)
+    if (c + 1 < n && agg_rec_cmp(&v[c], &v[c + 1]) < 0)
       c++;
-    if (rec_cmp(&v[i], &v[c]) >= 0)
+    if (agg_rec_cmp(&v[i], &v[c]) >= 0)
       return;
     rec_swap(&v[i], &v[c]);
     i = c;
@@ -98,18 +83,18 @@ static size_t partition(struct agg_rec *v, size_t n)
   struct agg_rec *m = &v[n / 2], pivot;
   size_t i = 0, j = n - 1;
 
-  if (rec_cmp(m, &v[0]) < 0)
+  if (agg_rec_cmp(m, &v[0]) < 0)
     rec_swap(m, &v[0]);
-  if (rec_cmp(&v[n - 1], m) < 0) {
+  if (agg_rec_cmp(&v[n - 1], m) < 0) {
     rec_swap(&v[n - 1], m);
-    if (rec_cmp(m, &v[0]) < 0)
+    if (agg_rec_cmp(m, &v[0]) < 0)
       rec_swap(m, &v[0]);
   }
   pivot = *m;
   for (;;) {
-    while (rec_cmp(&v[i], &pivot) < 0)
+    while (agg_rec_cmp(&v[i], &pivot) < 0)
       i++;
-    while (rec_cmp(&pivot, &v[j]) < 0)
+    while (agg_rec_cmp(&pivot, &v[j]) < 0)
       j--;
     if (i >= j)
       return j + 1;
@@ -187,7 +172,7 @@ static int spill(struct agg_runs *r)
     return rc;
   if (fflush(r->spill) != 0)
     return TR_EIO;
-  if (r->nruns > 0 && rec_cmp(&r->buf[0], &r->last) >= 0)
+  if (r->nruns > 0 && agg_rec_cmp(&r->buf[0], &r->last) >= 0)
     r->runs[r->nruns - 1].n += r->n; /* it goes on where that run ended */
   else
     r->runs[r->nruns++] = run;
@@ -205,7 +190,7 @@ int agg_runs_add(struct agg_runs *r, const struct agg_rec *rec)
     return TR_EINVAL;
   if (r->n == r->cap && (rc = spill(r)) != 0)
     return rc;
-  if (r->n > 0 && !r->unsorted && rec_cmp(rec, &r->buf[r->n - 1]) < 0)
+  if (r->n > 0 && !r->unsorted && agg_rec_cmp(rec, &r->buf[r->n - 1]) < 0)
     r->unsorted = 1;
   r->buf[r->n++] = *rec;
   return 0;
@@ -286,7 +271,7 @@ static int heap_less(const struct agg_iter *it, size_t a, size_t b)
 {
   const struct cursor *x = &it->cur[a], *y = &it->cur[b];
 
-  return rec_cmp(&x->win[x->pos], &y->win[y->pos]) < 0;
+  return agg_rec_cmp(&x->win[x->pos], &y->win[y->pos]) < 0;
 }
 
 static void heap_down(struct agg_iter *it, size_t i)

@@ -226,6 +226,23 @@ int agg_runs_add(struct agg_runs *r, const struct agg_rec *rec);
 /* Ends input: sorts what is left (and, when runs spilled, frees the
  * buffer). Then any number of iterations. */
 int agg_runs_seal(struct agg_runs *r);
+/* The order records sort in: start, type, aux, id, dur. Inline: it runs
+ * for every record sorted, added and merged. */
+static inline int agg_rec_cmp(const struct agg_rec *a, const struct agg_rec *b)
+{
+  if (a->start_ns != b->start_ns)
+    return a->start_ns < b->start_ns ? -1 : 1;
+  if (a->type != b->type)
+    return a->type < b->type ? -1 : 1;
+  /* Then the correlation (device records, calls) or the label number
+   * (labels: file order), which tests can know, before the ids. */
+  if (a->aux != b->aux)
+    return a->aux < b->aux ? -1 : 1;
+  if (a->id != b->id)
+    return a->id < b->id ? -1 : 1;
+  return (a->dur_ns > b->dur_ns) - (a->dur_ns < b->dur_ns);
+}
+
 void agg_runs_free(struct agg_runs *r);
 
 struct agg_iter;

@@ -173,8 +173,15 @@ enum {
   IDX_HAS_SHMEM = 1u << 11,
   IDX_HAS_BYTES = 1u << 12,
   IDX_HAS_WAIT_STREAM = 1u << 13, /* cuda_sync: wait_on_stream */
-  IDX_HAS_WAIT_CORR = 1u << 14    /* cuda_sync: the awaited record's
+  IDX_HAS_WAIT_CORR = 1u << 14,   /* cuda_sync: the awaited record's
                                      correlation */
+  /* A [memory] event's args (profile_memory: index/memory/). */
+  IDX_HAS_MEM_BYTES = 1u << 15, /* "Bytes" */
+  IDX_HAS_MEM_ADDR = 1u << 16,  /* "Addr" */
+  IDX_HAS_MEM_ALLOC = 1u << 17, /* "Total Allocated" */
+  IDX_HAS_MEM_RES = 1u << 18,   /* "Total Reserved" */
+  IDX_HAS_MEM_TYPE = 1u << 19,  /* "Device Type" */
+  IDX_HAS_MEM_ID = 1u << 20     /* "Device Id" */
 };
 
 /* The times an event may carry (docs/TRACE_FORMATS.md, "What the reader
@@ -209,7 +216,18 @@ struct idx_event {
   int64_t correlation; /* kineto "correlation", mcTracer "co_id" */
   int64_t external_id; /* "External id" or legacy "external id" */
   int64_t device, stream;
-  int64_t grid[3], block[3];
+  /* A kernel's launch shape, or a [memory] event's allocation (the two
+   * never meet in one event: they share the slots, the has bits say
+   * which was read). */
+  union {
+    struct {
+      int64_t grid[3], block[3];
+    };
+    struct {
+      int64_t mem_bytes, mem_addr, mem_allocated, mem_reserved;
+      int64_t mem_type, mem_id;
+    };
+  };
   /* kineto's cuda_sync events (docs/TRACE_FORMATS.md) carry no launch
    * resources: the stream a Stream Wait Event or Event Sync waits on and
    * the correlation of the cudaEventRecord call that recorded the awaited
@@ -343,6 +361,12 @@ void idx_reader_free(struct idx_reader *r);
  * the event ceiling. Call before the first feed. 0 or TR_ENOMEM. */
 int idx_reader_keep_raw(struct idx_reader *r, idx_member_cb on_member);
 
+/* For a consumer that reads events' arguments from their text (the op
+ * models, index/perf/): every event comes with its text, also one that
+ * lay across two chunks (copied then, before parsing changes it); the
+ * top-level members are skipped as usual. */
+void idx_reader_keep_text(struct idx_reader *r);
+
 /* A judge of strict JSON: past the one strict JSON value at p (whitespace
  * before it allowed) that ends at or before end, else NULL (which may
  * mean "not sure"). */
@@ -467,7 +491,12 @@ enum idx_class {
   IDX_CLASS_LABEL_GPU, /* the same label projected on the GPU stream */
   IDX_CLASS_CPU_OP,    /* a CPU op (index/host/host.c) */
   IDX_CLASS_PYTHON,    /* a Python function (index/host/host.c) */
-  IDX_CLASS_SYNC       /* kineto's cuda_sync: index/cpath/cpath.c */
+  IDX_CLASS_SYNC,      /* kineto's cuda_sync: index/cpath/cpath.c */
+  /* An instant event (ph "i"), which no format classifies: the
+   * aggregation's own word for profile_memory's [memory] events
+   * (index/memory/memory.h). */
+  IDX_CLASS_INSTANT,
+  IDX_NCLASSES
 };
 
 struct idx_format_desc {
@@ -547,5 +576,39 @@ static inline unsigned idx_leading_digits(uint64_t x)
 
   return no == 0 ? 8 : (unsigned)__builtin_ctzll(no) / 8;
 }
+
+/* ---- an event's args from its text (args.c) ----
+ *
+ * The args members the reader's fixed fields do not hold, found by name
+ * in an event's text (idx_event.raw, which the reader keeps for consumers
+ * that ask: idx_reader_keep_text()) and returned as spans of their JSON
+ * text, for the op models (index/perf/) and the memory events
+ * (index/memory/). The text was proven JSON by the reader, escapes as
+ * written; the walk still checks every byte it relies on, so that text it
+ * was not meant for (a fuzzer's) fails cleanly. Any thread; no memory. */
+
+/* A member's value as the event writes it (JSON text); p NULL: absent. */
+struct idx_span {
+  const char *p;
+  size_t n;
+};
+
+/* The spans of the args members named names[0..count) (count at most 8)
+ * in the event text raw[0..n) (its '{' to its '}') into sp: 0, or
+ * -1 when the text has no args object or a member's value is no JSON. A
+ * member absent keeps a NULL span. */
+int idx_args_spans(const char *raw, size_t n, const char *const *names,
+                   int count, struct idx_span *sp);
+
+/* A span holding a JSON integer (no fraction, no exponent) into *v: 0, or
+ * -1 when it holds anything else or one past int64. */
+int idx_span_int(struct idx_span s, int64_t *v);
+
+/* ---- the walk's pieces, for parsers of the values ---- */
+
+/* Past the blanks at p. */
+const char *idx_json_ws(const char *p, const char *e);
+/* Past the JSON value at p, or NULL when it is none. */
+const char *idx_json_skip(const char *p, const char *e);
 
 #endif

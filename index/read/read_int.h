@@ -543,7 +543,13 @@ enum {
   IDX_A_KERNEL,
   IDX_A_NAME,
   IDX_A_WAIT_STREAM,
-  IDX_A_WAIT_CORR
+  IDX_A_WAIT_CORR,
+  IDX_A_MEM_BYTES, /* a [memory] event's (profile_memory) */
+  IDX_A_MEM_ADDR,
+  IDX_A_MEM_ALLOC,
+  IDX_A_MEM_RES,
+  IDX_A_MEM_TYPE,
+  IDX_A_MEM_ID
 };
 
 /* The event-level key k[0..n) as IDX_K_*; by length first, as this runs
@@ -572,7 +578,8 @@ static inline int idx_event_key(const char *k, size_t n)
 }
 
 /* The args key k[0..n) as IDX_A_* (docs/TRACE_FORMATS.md): kineto's,
- * legacy kineto's lower-case "external id", and mcTracer's. */
+ * legacy kineto's lower-case "external id", mcTracer's, and a [memory]
+ * event's. */
 static inline int idx_arg_key(const char *k, size_t n)
 {
 #define IS(s) (memcmp(k, s, sizeof(s) - 1) == 0)
@@ -582,20 +589,24 @@ static inline int idx_arg_key(const char *k, size_t n)
            : IS("kind") ? IDX_A_KIND
            : IS("name") ? IDX_A_NAME
            : IS("size") ? IDX_A_SIZE
+           : IS("Addr") ? IDX_A_MEM_ADDR
                         : IDX_A_OTHER;
   case 5:
     return IS("block")   ? IDX_A_BLOCK
            : IS("bytes") ? IDX_A_BYTES
            : IS("co_id") ? IDX_A_COID
+           : IS("Bytes") ? IDX_A_MEM_BYTES
                          : IDX_A_OTHER;
   case 6:
     return IS("device")   ? IDX_A_DEVICE
            : IS("stream") ? IDX_A_STREAM
            : IS("kernel") ? IDX_A_KERNEL
                           : IDX_A_OTHER;
+  case 9: return IS("Device Id") ? IDX_A_MEM_ID : IDX_A_OTHER;
   case 11:
     return IS("correlation")                        ? IDX_A_CORR
            : IS("External id") || IS("external id") ? IDX_A_EXTID
+           : IS("Device Type")                      ? IDX_A_MEM_TYPE
                                                     : IDX_A_OTHER;
   case 13:
     return IS("shared memory")   ? IDX_A_SHMEM
@@ -604,7 +615,9 @@ static inline int idx_arg_key(const char *k, size_t n)
   case 14:
     return IS("dynamic_shared")   ? IDX_A_DYN
            : IS("wait_on_stream") ? IDX_A_WAIT_STREAM
+           : IS("Total Reserved") ? IDX_A_MEM_RES
                                   : IDX_A_OTHER;
+  case 15: return IS("Total Allocated") ? IDX_A_MEM_ALLOC : IDX_A_OTHER;
   case 20:
     return IS("registers per thread") || IS("registers_per_thread")
                ? IDX_A_REGS
@@ -650,6 +663,18 @@ static inline int idx_arg_slot(struct idx_parsed *e, int key,
   case IDX_A_SIZE:
     s->dst = &e->size, s->has = &e->xhas, s->bit = IDX_X_SIZE;
     break;
+  case IDX_A_MEM_BYTES:
+    s->dst = &ev->mem_bytes, s->bit = IDX_HAS_MEM_BYTES;
+    break;
+  case IDX_A_MEM_ADDR: s->dst = &ev->mem_addr, s->bit = IDX_HAS_MEM_ADDR; break;
+  case IDX_A_MEM_ALLOC:
+    s->dst = &ev->mem_allocated, s->bit = IDX_HAS_MEM_ALLOC;
+    break;
+  case IDX_A_MEM_RES:
+    s->dst = &ev->mem_reserved, s->bit = IDX_HAS_MEM_RES;
+    break;
+  case IDX_A_MEM_TYPE: s->dst = &ev->mem_type, s->bit = IDX_HAS_MEM_TYPE; break;
+  case IDX_A_MEM_ID: s->dst = &ev->mem_id, s->bit = IDX_HAS_MEM_ID; break;
   case IDX_A_DYN:
     s->dst = &e->dyn_shared, s->has = &e->xhas, s->bit = IDX_X_DYN;
     break;

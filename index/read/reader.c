@@ -120,6 +120,7 @@ struct idx_reader {
   const struct idx_batch *batch; /* the chunk's events walked ahead */
   /* idx_reader_keep_raw(): */
   int keep_raw;
+  int keep_text; /* idx_reader_keep_text(): the events' text only */
   idx_member_cb on_member;
   char *mkey; /* the top-level key being read, quotes included */
   size_t mkey_n;
@@ -355,7 +356,8 @@ static int end_capture(struct idx_reader *r)
   }
   if (r->cap == CAP_MEMBER)
     return 0;
-  if (r->cap == CAP_EVENT && r->keep_raw && (rc = keep_event_text(r)) != 0)
+  if (r->cap == CAP_EVENT && (r->keep_raw || r->keep_text) &&
+      (rc = keep_event_text(r)) != 0)
     return rc;
   r->buf[r->buf_n] = 0;
   rc = parse_capture(r, r->buf_n + 1, &stop);
@@ -370,8 +372,8 @@ static int end_capture(struct idx_reader *r)
   }
   if (r->cap != CAP_EVENT)
     return 0;
-  r->ev.ev.raw.p = r->keep_raw ? r->raw : NULL;
-  r->ev.ev.raw.n = r->keep_raw ? r->buf_n : 0;
+  r->ev.ev.raw.p = r->keep_raw || r->keep_text ? r->raw : NULL;
+  r->ev.ev.raw.n = r->keep_raw || r->keep_text ? r->buf_n : 0;
   return deliver(r);
 }
 
@@ -819,6 +821,11 @@ int idx_reader_keep_raw(struct idx_reader *r, idx_member_cb on_member)
   r->keep_raw = 1;
   r->on_member = on_member;
   return 0;
+}
+
+void idx_reader_keep_text(struct idx_reader *r)
+{
+  r->keep_text = 1;
 }
 
 void idx_reader_judge(struct idx_reader *r, idx_strict_fn strict)
