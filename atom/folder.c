@@ -1,6 +1,6 @@
 /*
  * The model folders ATOM loads code from (atom/policy.h,
- * api_policy_folder()). ATOM's bench script passes --trust-remote-code on
+ * atom_policy_folder()). ATOM's bench script passes --trust-remote-code on
  * every run (run_benchmark.sh:84), so the bench's tokenizer load runs the
  * Python a tokenizer_config.json or config.json names in its auto_map,
  * whatever the request or allow_trust_remote_code say; the server does the
@@ -156,8 +156,8 @@ static int judge_auto_map(const char *folder, const char *name, bool trusts,
                     field, folder, name);
 }
 
-int api_policy_folder(const struct cfg *cfg, const char *real, bool trusts,
-                      const char *field, struct tr_err *err)
+int atom_policy_folder(const struct cfg *cfg, const char *real, bool trusts,
+                       const char *field, struct tr_err *err)
 {
   struct walk w = { .field = field };
   struct stat st;

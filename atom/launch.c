@@ -170,7 +170,7 @@ static int map_one(const struct cfg *cfg, const char *model, char **words,
   fd = tr_open_dir(NULL, folder, NULL, NULL);
   if (fd >= 0) {
     close(fd);
-    rc = api_policy_path(cfg, folder, "variant", NULL, err);
+    rc = atom_policy_path(cfg, folder, "variant", NULL, err);
     if (rc == 0) {
       json_object_set_new(note, "launched", json_string(folder));
       json_object_set_new(note, "why",

@@ -218,7 +218,7 @@ static int check_shell_safe(char *const *words, const char *what,
 {
   for (; words != NULL && *words != NULL; words++) {
     if ((*words)[0] != '{' && (*words)[0] != '[') {
-      if (api_policy_shell_word(*words, what, err) != 0)
+      if (atom_policy_shell_word(*words, what, err) != 0)
         return TR_EINVAL;
     } else if (strpbrk(*words, " \t\n") != NULL) {
       return tr_err_set(err, TR_EINVAL, what,
@@ -654,20 +654,20 @@ static int judge_again(struct build *b, struct tr_err *err)
   char *real = NULL;
   int rc;
 
-  rc = api_policy_model(b->cfg, b->p->model, "model", &real, err);
+  rc = atom_policy_model(b->cfg, b->p->model, "model", &real, err);
   if (rc == 0 && real != NULL)
-    rc = api_policy_folder(b->cfg, real, trusts, "model", err);
+    rc = atom_policy_folder(b->cfg, real, trusts, "model", err);
   free(real);
   if (rc == 0)
-    rc = api_policy_words(b->cfg, TR_ATOM_SERVER,
-                          json_object_get(b->params, "server_args"),
-                          "server_args", trusts, err);
+    rc = atom_policy_words(b->cfg, TR_ATOM_SERVER,
+                           json_object_get(b->params, "server_args"),
+                           "server_args", trusts, err);
   if (rc == 0)
-    rc = api_policy_words(b->cfg, TR_ATOM_BENCH,
-                          json_object_get(b->params, "bench_args"),
-                          "bench_args", false, err);
+    rc = atom_policy_words(b->cfg, TR_ATOM_BENCH,
+                           json_object_get(b->params, "bench_args"),
+                           "bench_args", false, err);
   if (rc == 0)
-    rc = api_policy_env(b->cfg, json_object_get(b->params, "env"), err);
+    rc = atom_policy_env(b->cfg, json_object_get(b->params, "env"), err);
   return rc;
 }
 
@@ -849,9 +849,9 @@ static int plan(struct build *b, struct tr_err *err)
   return rc;
 }
 
-int cap_plan_build(const struct cfg *cfg, json_t *params,
-                   const struct cap_dirs *dirs, struct cap_plan **out,
-                   struct tr_err *err)
+int atom_plan_build(const struct cfg *cfg, json_t *params,
+                    const struct cap_dirs *dirs, struct cap_plan **out,
+                    struct tr_err *err)
 {
   struct build b = { .cfg = cfg, .params = params, .dirs = dirs };
   json_t *made = json_array();
@@ -881,14 +881,14 @@ int cap_plan_build(const struct cfg *cfg, json_t *params,
   tr_preset_free(&b.pre);
   tr_words_free(b.preset_server);
   if (rc != 0) {
-    cap_plan_free(b.p);
+    atom_plan_free(b.p);
     return rc;
   }
   *out = b.p;
   return 0;
 }
 
-void cap_plan_free(struct cap_plan *p)
+void atom_plan_free(struct cap_plan *p)
 {
   if (p == NULL)
     return;

@@ -6,7 +6,7 @@
  * where the workload needs it, the presets of ATOM CI's models.json, words
  * that survive the start script's re-splitting, a fresh trace folder).
  *
- * cap_plan_build() runs on a pool thread (it reads files and makes
+ * atom_plan_build() runs on a pool thread (it reads files and makes
  * folders); the plan is read-only afterwards.
  */
 #ifndef DAEMON_PLAN_H
@@ -62,11 +62,11 @@ struct cap_dirs {
  * request again (atom/policy.h: a link may have moved since it was
  * accepted), reads models.json and the model's chat template, and builds
  * the plan for the request params (borrowed). Caller frees *out with
- * cap_plan_free(). Errors name the request field at fault where one is. */
-int cap_plan_build(const struct cfg *cfg, json_t *params,
-                   const struct cap_dirs *dirs, struct cap_plan **out,
-                   struct tr_err *err);
-void cap_plan_free(struct cap_plan *p);
+ * atom_plan_free(). Errors name the request field at fault where one is. */
+int atom_plan_build(const struct cfg *cfg, json_t *params,
+                    const struct cap_dirs *dirs, struct cap_plan **out,
+                    struct tr_err *err);
+void atom_plan_free(struct cap_plan *p);
 
 /* The folders ATOM's scripts write to but never make (docs/ATOM.md,
  * "Folders"): server_log's (start_atom_server.sh:20,81 tee under

@@ -52,8 +52,8 @@ static char *resolve(const char *path)
   return out;
 }
 
-int api_policy_path(const struct cfg *cfg, const char *path,
-                    const char *field, char **resolved, struct tr_err *err)
+int atom_policy_path(const struct cfg *cfg, const char *path, const char *field,
+                     char **resolved, struct tr_err *err)
 {
   char *real;
 
@@ -102,12 +102,12 @@ static bool hub_id(const char *v)
   return !start;
 }
 
-int api_policy_model(const struct cfg *cfg, const char *model,
-                     const char *field, char **resolved, struct tr_err *err)
+int atom_policy_model(const struct cfg *cfg, const char *model,
+                      const char *field, char **resolved, struct tr_err *err)
 {
   *resolved = NULL;
   if (model[0] == '/')
-    return api_policy_path(cfg, model, field, resolved, err);
+    return atom_policy_path(cfg, model, field, resolved, err);
   if (!hub_id(model))
     return tr_err_set(err, TR_EINVAL, field,
                       "%s: \"%.200s\" is neither an absolute path nor a "
@@ -145,8 +145,8 @@ static const char *shell_unsafe(const char *word)
   return NULL;
 }
 
-int api_policy_shell_word(const char *word, const char *item,
-                          struct tr_err *err)
+int atom_policy_shell_word(const char *word, const char *item,
+                           struct tr_err *err)
 {
   const char *p = shell_unsafe(word);
   const char *what, *would;
@@ -211,11 +211,11 @@ static int check_template(const struct cfg *cfg, const char *item,
 {
   if (strchr(value, '/') == NULL)
     return 0;
-  return api_policy_path(cfg, value, item, NULL, err);
+  return atom_policy_path(cfg, value, item, NULL, err);
 }
 
 /* trusts: the preset sets --trust-remote-code (a model folder's
- * auto_map: api_policy_folder()). */
+ * auto_map: atom_policy_folder()). */
 static int check_value(const struct cfg *cfg, const struct tr_atom_opt *o,
                        const char *opt, const char *item, const char *value,
                        bool trusts, struct tr_err *err)
@@ -242,11 +242,11 @@ static int check_value(const struct cfg *cfg, const struct tr_atom_opt *o,
       return bad_value(item, opt, value, "a JSON document", err);
     json_decref(doc);
     return 0;
-  case TR_VAL_PATH: return api_policy_path(cfg, value, item, NULL, err);
+  case TR_VAL_PATH: return atom_policy_path(cfg, value, item, NULL, err);
   case TR_VAL_MODEL:
-    rc = api_policy_model(cfg, value, item, &real, err);
+    rc = atom_policy_model(cfg, value, item, &real, err);
     if (rc == 0 && real != NULL)
-      rc = api_policy_folder(cfg, real, trusts, item, err);
+      rc = atom_policy_folder(cfg, real, trusts, item, err);
     free(real);
     return rc;
   case TR_VAL_TEMPLATE: return check_template(cfg, item, value, err);
@@ -305,7 +305,7 @@ static int check_option(const struct cfg *cfg, enum tr_atom_prog prog,
                           ? "atom/model_engine/arg_utils.py, api_server.py"
                           : "atom/benchmarks/benchmark_serving.py");
   if ((rc = refused(cfg, o, opt, item, preset_trusts, err)) != 0 ||
-      (rc = api_policy_shell_word(word, item, err)) != 0)
+      (rc = atom_policy_shell_word(word, item, err)) != 0)
     return rc;
   if (o->arity == TR_ARITY_NONE)
     return eq == NULL ? 0
@@ -330,7 +330,7 @@ static int check_option(const struct cfg *cfg, enum tr_atom_prog prog,
      * brackets of its arrays can match only files of the scripts' working
      * folder, made empty for each capture and root's alone (plan.c). */
     if (!(o->value == TR_VAL_JSON && (next[0] == '{' || next[0] == '[')) &&
-        (rc = api_policy_shell_word(next, item, err)) != 0)
+        (rc = atom_policy_shell_word(next, item, err)) != 0)
       return rc;
     if ((rc = check_value(cfg, o, opt, item, next, preset_trusts, err)) != 0)
       return rc;
@@ -338,9 +338,9 @@ static int check_option(const struct cfg *cfg, enum tr_atom_prog prog,
   return 0;
 }
 
-int api_policy_words(const struct cfg *cfg, enum tr_atom_prog prog,
-                     json_t *words, const char *member, bool preset_trusts,
-                     struct tr_err *err)
+int atom_policy_words(const struct cfg *cfg, enum tr_atom_prog prog,
+                      json_t *words, const char *member, bool preset_trusts,
+                      struct tr_err *err)
 {
   char item[64];
   int rc;
@@ -561,7 +561,7 @@ static int check_env_word(const struct cfg *cfg, const char *name,
     if (strcmp(name, env_words[i].name) != 0)
       continue;
     o = tr_atom_opt_find(TR_ATOM_SERVER, env_words[i].option);
-    if ((rc = api_policy_shell_word(value, field, err)) != 0)
+    if ((rc = atom_policy_shell_word(value, field, err)) != 0)
       return rc;
     return o != NULL ? check_value(cfg, o, env_words[i].option, field, value,
                                    false, err)
@@ -570,7 +570,7 @@ static int check_env_word(const struct cfg *cfg, const char *name,
   return 0;
 }
 
-int api_policy_env(const struct cfg *cfg, json_t *env, struct tr_err *err)
+int atom_policy_env(const struct cfg *cfg, json_t *env, struct tr_err *err)
 {
   char field[80];
   const char *name;
@@ -590,7 +590,7 @@ int api_policy_env(const struct cfg *cfg, json_t *env, struct tr_err *err)
         return tr_err_set(err, TR_EINVAL, field,
                           "%s must not contain control characters", field);
     if (v != NULL && matches_any(env_paths, N(env_paths), name) &&
-        (rc = api_policy_path(cfg, v, field, NULL, err)) != 0)
+        (rc = atom_policy_path(cfg, v, field, NULL, err)) != 0)
       return rc;
     if (v != NULL && (rc = check_env_word(cfg, name, v, field, err)) != 0)
       return rc;

@@ -37,25 +37,25 @@
 /* Judges the words of member ("server_args" or "bench_args", an array of
  * strings) for prog. preset_trusts: the preset sets --trust-remote-code.
  * Errors name the word ("server_args[3]"). */
-int api_policy_words(const struct cfg *cfg, enum tr_atom_prog prog,
-                     json_t *words, const char *member, bool preset_trusts,
-                     struct tr_err *err);
+int atom_policy_words(const struct cfg *cfg, enum tr_atom_prog prog,
+                      json_t *words, const char *member, bool preset_trusts,
+                      struct tr_err *err);
 
 /* Judges the request's env object (names and values). */
-int api_policy_env(const struct cfg *cfg, json_t *env, struct tr_err *err);
+int atom_policy_env(const struct cfg *cfg, json_t *env, struct tr_err *err);
 
 /* The model: an absolute path resolving under model_roots (*resolved, a
  * new string, gets the resolved path), or a hub id when allow_hub_ids
  * (*resolved NULL). field names it in errors. */
-int api_policy_model(const struct cfg *cfg, const char *model,
-                     const char *field, char **resolved, struct tr_err *err);
+int atom_policy_model(const struct cfg *cfg, const char *model,
+                      const char *field, char **resolved, struct tr_err *err);
 
 /* A path a request names: absolute, no "..", resolving under model_roots
  * after its links are resolved (a path that does not exist yet resolves
  * through its deepest existing folder). *resolved (may be NULL) gets the
  * resolved path, a new string. */
-int api_policy_path(const struct cfg *cfg, const char *path,
-                    const char *field, char **resolved, struct tr_err *err);
+int atom_policy_path(const struct cfg *cfg, const char *path, const char *field,
+                     char **resolved, struct tr_err *err);
 
 /* A model folder ATOM loads (the model, --draft-model, the bench's
  * --tokenizer), real already resolved under model_roots: 0, or TR_EINVAL
@@ -68,16 +68,16 @@ int api_policy_path(const struct cfg *cfg, const char *path,
  * allow_trust_remote_code allows remote code; or when one of those two
  * files is a link or too big to read. A path that is no folder passes.
  * Reads the file system (a walk of the folder, bounded). */
-int api_policy_folder(const struct cfg *cfg, const char *real, bool trusts,
-                      const char *field, struct tr_err *err);
+int atom_policy_folder(const struct cfg *cfg, const char *real, bool trusts,
+                       const char *field, struct tr_err *err);
 
 /* A word a script expands unquoted (docs/ATOM.md, "Scripts"): 0, or
  * TR_EINVAL naming item when it holds a blank, a glob character, a
  * backslash or a control character, which the shell would split or expand.
  * Every server and bench word passes it (the words of a JSON value's
  * objects and arrays are escaped instead: cap_word_for_shell()). */
-int api_policy_shell_word(const char *word, const char *item,
-                          struct tr_err *err);
+int atom_policy_shell_word(const char *word, const char *item,
+                           struct tr_err *err);
 
 /* Why no request may set the variable name, whatever env_allow says (a
  * static phrase), with the matching deny pattern in *pattern (may be

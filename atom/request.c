@@ -131,30 +131,30 @@ static int check_authority(const struct cfg *cfg, json_t *obj,
   bool trusts;
   int rc;
 
-  rc = api_policy_model(cfg, json_string_value(json_object_get(obj, "model")),
-                        "model", &real, err);
+  rc = atom_policy_model(cfg, json_string_value(json_object_get(obj, "model")),
+                         "model", &real, err);
   if (rc == 0 && (rc = atom_request_preset(cfg, obj, &pre, err)) > 0)
     rc = 0;
   if (rc == 0 && pre.model != NULL && real != NULL &&
       ((launched = tr_preset_model_path(real, &pre)) == NULL ||
-       (rc = api_policy_path(cfg, launched, "variant", &launched_real, err)) !=
+       (rc = atom_policy_path(cfg, launched, "variant", &launched_real, err)) !=
            0))
     rc = rc ? rc : tr_err_set(err, TR_ENOMEM, "", "out of memory");
   trusts = json_is_true(json_object_get(json_object_get(pre.model, "config"),
                                         "trust_remote_code"));
   if (rc == 0 && real != NULL)
-    rc = api_policy_folder(cfg, launched_real ? launched_real : real, trusts,
-                           launched_real ? "variant" : "model", err);
+    rc = atom_policy_folder(cfg, launched_real ? launched_real : real, trusts,
+                            launched_real ? "variant" : "model", err);
   if (rc == 0)
-    rc = api_policy_words(cfg, TR_ATOM_SERVER,
-                          json_object_get(obj, "server_args"), "server_args",
-                          trusts, err);
+    rc = atom_policy_words(cfg, TR_ATOM_SERVER,
+                           json_object_get(obj, "server_args"), "server_args",
+                           trusts, err);
   if (rc == 0)
-    rc =
-        api_policy_words(cfg, TR_ATOM_BENCH, json_object_get(obj, "bench_args"),
-                         "bench_args", false, err);
+    rc = atom_policy_words(cfg, TR_ATOM_BENCH,
+                           json_object_get(obj, "bench_args"), "bench_args",
+                           false, err);
   if (rc == 0)
-    rc = api_policy_env(cfg, json_object_get(obj, "env"), err);
+    rc = atom_policy_env(cfg, json_object_get(obj, "env"), err);
   if (rc == 0)
     rc = tr_atom_request_check(cfg, &pre, obj,
                                launched_real ? launched_real : real, err);

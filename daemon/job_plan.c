@@ -24,7 +24,7 @@ static void run_plan(struct cap_work *w)
   struct cap_dirs dirs = { job->export_dir, job->log_dir, job->work_dir,
                            job->joins, job->sweep_conc_max };
 
-  cap_plan_build(w->r->cfg, job->params, &dirs, &pw->plan, &pw->err);
+  atom_plan_build(w->r->cfg, job->params, &dirs, &pw->plan, &pw->err);
 }
 
 /* What the capture records of its plan: the traces are its own folder's
@@ -49,7 +49,7 @@ static void on_plan_done(struct cap_work *w)
     if (job->ending == END_NONE)
       cap_fail(job, END_FAILED, NULL, "cannot prepare the capture: %s",
                pw->err.msg);
-    cap_plan_free(pw->plan);
+    atom_plan_free(pw->plan);
     free(pw);
     return;
   }

@@ -35,7 +35,7 @@ static void sweep_of(struct cap_job *job, json_t *sweep)
  * failed half-way). */
 static void job_free(struct cap_job *job)
 {
-  cap_plan_free(job->plan);
+  atom_plan_free(job->plan);
   cap_layout_free(job->layout);
   json_decref(job->params);
   json_decref(job->stored_ranks);

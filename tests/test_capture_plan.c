@@ -67,7 +67,7 @@ static int build(const char *body, struct cap_plan **out, struct tr_err *err)
   snprintf(log, sizeof(log), "%s/logs/%d", root, n_plans);
   snprintf(work, sizeof(work), "%s/logs/%d/work", root, n_plans);
   tr_err_clear(err);
-  rc = cap_plan_build(&cfg, params, &dirs, out, err);
+  rc = atom_plan_build(&cfg, params, &dirs, out, err);
   json_decref(params);
   return rc;
 }
@@ -192,7 +192,7 @@ static void plan_preset_glm(void)
   CHECK_STR(args, "/data/GLM-5.2-FP8 8123 128 32 4 1 1");
   free(args);
   CHECK(p->warmup_argv == NULL);
-  cap_plan_free(p);
+  atom_plan_free(p);
 }
 
 /* The MTP3 variant adds its server flags and its bench's chat template;
@@ -219,7 +219,7 @@ static void plan_variant_and_overrides(void)
   CHECK_STR(args_of(p->bench_argv)[7], "--use-chat-template");
   CHECK(json_is_true(json_object_get(p->extra, "use_chat_template")));
   CHECK_STR(extra_str(p, "preset", "variant"), "MTP3");
-  cap_plan_free(p);
+  atom_plan_free(p);
 
   /* A variant that does not exist names those that do. */
   CHECK_INT(build("{\"model\":\"/data/GLM-5.2-FP8\",\"variant\":\"EAGLE9\"}",
@@ -240,7 +240,7 @@ static void plan_trust_remote_code(void)
   CHECK_STR(args_of(p->start_argv)[5], "--trust-remote-code");
   CHECK_STR(args_of(p->start_argv)[6], "--gpu-memory-utilization");
   CHECK_INT(p->tp, 4);
-  cap_plan_free(p);
+  atom_plan_free(p);
 }
 
 /* A variant with its own checkpoint launches that one, from beside the
@@ -257,19 +257,19 @@ static void plan_variant_path_and_default_tp(void)
   CHECK_STR(args_of(p->start_argv)[0], "/data/DeepSeek-V4-Pro-DSpark");
   CHECK_STR(p->model, "/data/DeepSeek-V4-Pro-DSpark");
   CHECK_INT(p->tp, 8);
-  cap_plan_free(p);
+  atom_plan_free(p);
   /* A preset without config.tp runs at ATOM's own default, as ATOM CI
    * runs it; a model without a preset at the seed's 8. */
   CHECK_INT(build("{\"model\":\"/data/gpt-oss-120b\"}", &p, &err), 0);
   CHECK_INT(p->tp, 1);
   CHECK_STR(extra_str(p, "launch", "tp_source"), "atom_default");
-  cap_plan_free(p);
+  atom_plan_free(p);
   CHECK_INT(build("{\"model\":\"/data/No-Preset\"}", &p, &err), 0);
   CHECK_INT(p->tp, TR_DEFAULT_TP);
   CHECK_STR(extra_str(p, "launch", "tp_source"), "default");
   CHECK(json_is_false(
       json_object_get(json_object_get(p->extra, "preset"), "applied")));
-  cap_plan_free(p);
+  atom_plan_free(p);
 }
 
 /* Ranks asked for: tp x dp x pp x pcp, in any spelling. */
@@ -284,7 +284,7 @@ static void plan_ranks_from_argv(void)
             0);
   CHECK_INT(p->ranks_argv, 12);
   CHECK_INT(p->pp_pcp, 6);
-  cap_plan_free(p);
+  atom_plan_free(p);
 }
 
 /* A word with blanks that is not JSON cannot reach ATOM's server, nor one
@@ -315,7 +315,7 @@ static void plan_refuses_split_words(void)
                   &p, &err),
             0);
   CHECK_STR(args_of(p->start_argv)[6], "[1,{\"a\":\"x\\u002a\"}]");
-  cap_plan_free(p);
+  atom_plan_free(p);
 }
 
 /* profile_control daemon: a warm-up run of CONC*2 requests, then the
@@ -337,7 +337,7 @@ static void plan_daemon_runs(void)
   args = join(p->bench_argv, 0);
   CHECK_STR(args, "/data/M 8123 1 2 8 3 0 --num-warmups 0");
   free(args);
-  cap_plan_free(p);
+  atom_plan_free(p);
   CHECK_INT(cfg_set(&cfg, "profile_control", "bench", &err), 0);
 }
 
@@ -366,7 +366,7 @@ static void plan_chat_template(void)
   snprintf(body, sizeof(body), "{\"model\":\"%s\",\"tp\":1}", model);
   CHECK_INT(build(body, &p, &err), 0);
   CHECK(json_is_false(json_object_get(p->extra, "use_chat_template")));
-  cap_plan_free(p);
+  atom_plan_free(p);
   snprintf(file, sizeof(file), "%s/chat_template.jinja", model);
   write_file(file, "{{ messages }}");
   CHECK_INT(build(body, &p, &err), 0);
@@ -374,7 +374,7 @@ static void plan_chat_template(void)
   CHECK_STR(
       json_string_value(json_object_get(p->extra, "chat_template_source")),
       "the model's chat_template.jinja");
-  cap_plan_free(p);
+  atom_plan_free(p);
   unlink(file);
   snprintf(file, sizeof(file), "%s/tokenizer_config.json", model);
   unlink(file);
@@ -413,11 +413,11 @@ static void plan_makes_atom_folders(void)
   CHECK_STR(json_string_value(json_array_get(made, 0)), dir);
   snprintf(dir, sizeof(dir), "%s/results", root);
   CHECK(stat(dir, &st) == 0 && S_ISDIR(st.st_mode));
-  cap_plan_free(p);
+  atom_plan_free(p);
   CHECK_INT(build("{\"model\":\"/data/M\",\"tp\":1}", &p, &err), 0);
   CHECK_INT((int)json_array_size(json_object_get(p->extra, "atom_folders")),
             0);
-  cap_plan_free(p);
+  atom_plan_free(p);
 }
 
 /* Several encoding/encoding_*.py: ATOM refuses to choose and uses the
@@ -448,7 +448,7 @@ static void plan_several_encoders(void)
   CHECK(strstr(json_string_value(json_object_get(
                    json_object_get(p->extra, "chat_template"), "applies")),
                "tokenizer_config.json") != NULL);
-  cap_plan_free(p);
+  atom_plan_free(p);
 }
 
 /* ---- what traced foresees of a launch (atom/launch.c) and the pkill
@@ -517,14 +517,14 @@ static void launch_v4_level(void)
   CHECK_INT(json_integer_value(json_object_get(extra(p, "level"), "value")), 0);
   CHECK(strstr(json_string_value(json_object_get(extra(p, "level"), "why")),
                "deepseek-ai/DeepSeek-V4-Pro") != NULL);
-  cap_plan_free(p);
+  atom_plan_free(p);
   snprintf(body, sizeof(body),
            "{\"model\":\"%s\",\"tp\":8,\"server_args\":[\"--level\",\"3\"]}",
            m);
   CHECK_INT(build(body, &p, &err), 0);
   CHECK(strstr(start_words(p), "--level 0") == NULL);
   CHECK(json_is_false(json_object_get(extra(p, "level"), "added")));
-  cap_plan_free(p);
+  atom_plan_free(p);
   /* DSpark's checkpoint: --cudagraph-mode PIECEWISE needs level 3. */
   model("DeepSeek-V4-Pro-DSpark", NULL, m, sizeof(m));
   snprintf(body, sizeof(body),
@@ -534,7 +534,7 @@ static void launch_v4_level(void)
   CHECK(strstr(start_words(p), "--level") == NULL);
   CHECK(strstr(json_string_value(json_object_get(extra(p, "level"), "why")),
                "PIECEWISE") != NULL);
-  cap_plan_free(p);
+  atom_plan_free(p);
   /* No preset, a V4 architecture in config.json. */
   snprintf(body, sizeof(body), "{\"model\":\"%s\",\"tp\":2}",
            model("My-Finetune",
@@ -545,13 +545,13 @@ static void launch_v4_level(void)
   CHECK(strstr(start_words(p), "--level 0") != NULL);
   CHECK(strstr(json_string_value(json_object_get(extra(p, "level"), "why")),
                "config.json: DeepseekV4ForCausalLM") != NULL);
-  cap_plan_free(p);
+  atom_plan_free(p);
   snprintf(body, sizeof(body), "{\"model\":\"%s\",\"tp\":2}",
            model("Plain", "{\"architectures\": [\"LlamaForCausalLM\"]}", m,
                  sizeof(m)));
   CHECK_INT(build(body, &p, &err), 0);
   CHECK(strstr(start_words(p), "--level") == NULL);
-  cap_plan_free(p);
+  atom_plan_free(p);
 }
 
 /* Kimi-K3's DSpark names --draft-model Inferact/Kimi-K3-DSpark: the
@@ -588,7 +588,7 @@ static void launch_draft_model(void)
       json_string_value(json_object_get(
           json_object_get(extra(p, "preset"), "draft_model"), "launched")),
       d);
-  cap_plan_free(p);
+  atom_plan_free(p);
   /* MiniMax's EAGLE3, with hub ids allowed and no folder: passed on. */
   cfg.allow_hub_ids = 1;
   snprintf(body, sizeof(body), "{\"model\":\"%s\",\"variant\":\"EAGLE3\"}",
@@ -596,7 +596,7 @@ static void launch_draft_model(void)
   CHECK_INT(build(body, &p, &err), 0);
   CHECK(strstr(start_words(p), "--draft-model Inferact/MiniMax-M3-EAGLE3") !=
         NULL);
-  cap_plan_free(p);
+  atom_plan_free(p);
   cfg.allow_hub_ids = 0;
 }
 
