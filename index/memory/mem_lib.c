@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "index/index.h"
-#include "index/memory/mem_int.h"
+#include "index/memory/memory_int.h"
 
 #define LIVE_PER_NAME 16 /* live allocations per kernel name of the cap */
 

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "index/memory/mem_int.h"
+#include "index/memory/memory_int.h"
 
 /* PyTorch's c10::DeviceType names, by kineto's Device Type. */
 static const char *const type_names[] = {

@@ -58,7 +58,7 @@ enum {
   PF_I_NESTED = 2     /* inside another modeled op's instance */
 };
 
-/* Where the annotated models (pf_model.h's PF_OP_ANNOT) read a step's
+/* Where the annotated models (perf_int.h's PF_OP_ANNOT) read a step's
  * label: fn(ud, label, buf, size) writes label number label's text into
  * buf (NUL-terminated, "" when none). */
 void pf_lib_labels(struct pf_lib *lib,
