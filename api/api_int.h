@@ -49,6 +49,8 @@ struct api_req;
 struct api_cache;
 struct api_fails;
 struct api_conns;
+struct api_slows;
+struct api_slow_job;
 
 /* The type of a route's query parameter; test_api_spec holds
  * api/openapi.yaml's schemas to them. */
@@ -58,6 +60,8 @@ enum api_ptype {
   API_P_ENUM,    /* one of values ("string" with that "enum") */
   API_P_CAPTURE, /* a capture's id ("integer"); with fleet_view also a
                     capture of the fleet, node:id or its UUID */
+  API_P_SWEEP,   /* a sweep's id ("integer"); with fleet_view also a sweep
+                    of the fleet, node:id */
 };
 
 /* A query parameter of a route. */
@@ -124,6 +128,7 @@ struct api {
   struct api_conns *conns;   /* request deadlines (conns.c) */
   struct api_fails *fails;   /* addresses' recent 401s (guard.c) */
   struct api_slices *slices; /* slices being streamed (routes_slice.c) */
+  struct api_slows *slows;   /* answers made off MHD's threads (slow.c) */
   pthread_mutex_t log_lock;  /* guards the three below (MHD's messages) */
   time_t log_second;
   unsigned log_count, log_dropped;
@@ -147,6 +152,8 @@ struct api_req {
   bool discard; /* refused on its headers: the body is never kept */
   bool held;    /* its 401 was held once (api_guard()) */
   bool answered;
+  struct api_slow_job *slow; /* its answer made off MHD's threads
+                                (slow.c), freed with it */
 };
 
 /* ---- server.c ---- */
@@ -225,6 +232,20 @@ enum MHD_Result api_reply_keep(struct api_req *r, json_t *obj,
 enum MHD_Result api_reply_keep_text(struct api_req *r, struct tr_buf *body,
                                     const int64_t *ids, uint64_t epoch);
 
+/* A kept answer made from the captures ids[0..n) for the same request
+ * (the ids are part of its key: a lab view's sweep may gain points),
+ * replied: true with MHD's result in *ret; false when there is none. */
+bool api_kept_of(struct api_req *r, const int64_t *ids, size_t n,
+                 enum MHD_Result *ret);
+
+/* Replies obj (taken) as JSON 200, or with csv its array member as CSV
+ * rows, and keeps it as api_kept_of() finds it when ids is not NULL: an
+ * answer made only from the captures ids[0..n), read while each was
+ * final, after api_cache_epoch() gave epoch. */
+enum MHD_Result api_reply_rows_of(struct api_req *r, json_t *obj,
+                                  const char *member, bool csv,
+                                  const int64_t *ids, size_t n, uint64_t epoch);
+
 /* A table route's answer: obj (an object with "rows") as api_reply_keep()
  * replies it, or, when csv, its rows as CSV (csv.c), kept the same way.
  * Takes ownership of obj. */
@@ -277,15 +298,56 @@ uint64_t api_cache_epoch(struct api_cache *c);
 /* A new response holding a copy of key's answer, or NULL. */
 struct MHD_Response *api_cache_get(struct api_cache *c, const char *key);
 
-/* Keeps a copy of body, of type ctype (a static string), for key, unless
- * a drop happened since epoch (the answer may be about a deleted capture)
- * or the ceiling forbids it. */
+/* Keeps a copy of body, of type ctype (a static string), for key, as an
+ * answer about the captures ids[0..nids) (copied), unless a drop happened
+ * since epoch (the answer may be about a deleted capture) or the ceiling
+ * forbids it. */
 void api_cache_put(struct api_cache *c, uint64_t epoch, const char *key,
-                   const int64_t ids[2], const char *ctype, const char *body,
-                   size_t len);
+                   const int64_t *ids, size_t nids, const char *ctype,
+                   const char *body, size_t len);
 
 /* Forgets every answer about capture id (it is being deleted). */
 void api_cache_drop(struct api_cache *c, int64_t id);
+
+/* ---- slow.c: answers made off MHD's threads ---- */
+
+/* What a slow answer's maker gave: rc 0 and out (owned by the request's
+ * job), or the error. arg is the route's, as given to api_slow(). */
+struct api_made {
+  bool ready;
+  int rc;
+  json_t *out;
+  struct tr_err err;
+  void *arg;
+};
+
+/* Makes *out (new) of r with arg on the slow-answers thread; 0 or a
+ * negative code with err set. r is borrowed for the call: its connection
+ * is suspended meanwhile; api_store(r, ...) gives that thread's own
+ * connection. */
+typedef int (*api_slow_fn)(struct api_req *r, void *arg, json_t **out,
+                           struct tr_err *err);
+
+/* The thread, started (NULL when it cannot be). */
+struct api_slows *api_slow_new(void);
+/* Before MHD_stop_daemon(): the answers waiting are refused (429, traced
+ * is stopping) and their connections resumed, the one being made ends,
+ * the thread is joined; from then on api_slow() refuses at once. */
+void api_slow_stop(struct api_slows *sl);
+/* After it (stops first if need be); NULL is ok. */
+void api_slow_free(struct api_slows *sl);
+void api_slow_job_free(struct api_slow_job *j);
+
+/* Hands r's answer to the slow-answers thread: fn(r, arg) makes it and
+ * MHD calls r's route again, where api_slow_made() gives it. arg is
+ * taken (arg_free, may be NULL, frees it with r). Returns MHD_YES with
+ * the connection suspended, or replies 429 (busy) when API_SLOW_WAITING
+ * answers wait already or traced stops. */
+enum MHD_Result api_slow(struct api_req *r, api_slow_fn fn, void *arg,
+                         void (*arg_free)(void *));
+
+/* r's answer made by api_slow()'s fn, or NULL before that. */
+const struct api_made *api_slow_made(struct api_req *r);
 
 /* ---- conns.c: request deadlines ---- */
 
@@ -441,6 +503,38 @@ int api_path_sweep(struct api_req *r, int64_t *id, struct tr_err *err);
 enum MHD_Result api_reply_rows(struct api_req *r, json_t *obj,
                                const char *member, bool csv);
 
+/* What a sweep's slow answer (its scaling, a comparison: api_slow()) is
+ * made of, on a node or a lab view (routes_fleet.c), and how it is
+ * replied. */
+struct api_sweep_ask {
+  int64_t id, to; /* the sweep, and compare's other one (the node's ids) */
+  bool csv;
+  struct store_sweep_opts o; /* the settings the answer is made with */
+  json_t *ids, *to_ids; /* a lab view: their points' copies (capture ids) */
+  json_t *names;        /* a lab view: copy id (text) -> the node's id */
+  char node[64], to_node[64]; /* a lab view: their nodes */
+  int64_t *keep;              /* kept: the captures it is made of */
+  size_t nkeep;
+  uint64_t epoch; /* the cache's, before the points were read */
+};
+
+/* A new ask of r's query (format; anything else refused) with the
+ * cache's epoch, or NULL with the refusal replied in *ret. */
+struct api_sweep_ask *api_sweep_ask(struct api_req *r, enum MHD_Result *ret);
+void api_sweep_ask_free(void *arg);
+
+/* A scaling's answer: the one kept when every point of points (the
+ * sweep object's, taken) is final and it was kept, else made by make
+ * off MHD's threads (api_slow()) and kept as made of the points'
+ * captures when they are all final. Takes a. */
+enum MHD_Result api_sweep_scaling_reply(struct api_req *r,
+                                        struct api_sweep_ask *a, json_t *points,
+                                        api_slow_fn make);
+
+/* Replies r's slow answer (api_slow_made()): its error, or its JSON (its
+ * member's rows as CSV with a->csv), kept as a->keep says. */
+enum MHD_Result api_sweep_reply(struct api_req *r, const char *member);
+
 /* ---- routes_slice.c: GET /captures/<id>/ranks/<r>/slice and
  * /captures/<id>/slice ---- */
 
@@ -477,8 +571,9 @@ int api_diff_query(struct api_req *r, struct store_diff_opts *o, bool *csv,
 /* ---- routes_fleet.c: the lab view (docs/FLEET.md) ---- */
 
 /* True when the request names a capture of the fleet (node:id or a UUID)
- * where a capture goes: the path's {id}, or for a route without one its
- * API_P_CAPTURE parameters. Only routes with a .lab answer do. */
+ * where a capture goes, or a sweep of the fleet (node:id) where a sweep
+ * goes: the path's {id} or {sweep}, or its API_P_CAPTURE or API_P_SWEEP
+ * parameters. Only routes with a .lab answer do. */
 bool api_fleet_wants(struct api_req *r);
 
 /* Answers such a request from the lab view's copies (with fleet_view
@@ -499,6 +594,7 @@ enum MHD_Result api_get_fleet_configs(struct api_req *r);
 enum MHD_Result api_get_fleet_sweeps(struct api_req *r);
 enum MHD_Result api_lab_sweep(struct api_req *r);
 enum MHD_Result api_lab_sweep_scaling(struct api_req *r);
+enum MHD_Result api_lab_sweep_compare(struct api_req *r);
 enum MHD_Result api_get_fleet_trend(struct api_req *r);
 
 /* ---- routes_results.c: verdicts and baselines ---- */

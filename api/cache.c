@@ -4,7 +4,8 @@
  * until it is deleted, and deleting goes through this API: so its JSON (and
  * CSV) answers are kept, keyed by the request, and dropped on DELETE. The
  * dashboard and scripts poll the same few URLs; a hit costs a copy
- * instead of a query.
+ * instead of a query. An answer about a sweep depends on every point's
+ * capture: each entry lists the captures it depends on.
  *
  * A fill races a delete: a worker reads "done", runs the query, and only
  * then stores the answer, while another deletes the capture in between.
@@ -24,7 +25,8 @@
 struct entry {
   struct entry *next;          /* in its bucket */
   struct entry *older, *newer; /* the age list */
-  int64_t ids[2];              /* captures the answer depends on */
+  int64_t *ids;                /* the captures the answer depends on */
+  size_t nids;
   char *key;
   const char *ctype; /* static: the answer's Content-Type */
   char *body;
@@ -65,7 +67,17 @@ static void entry_free(struct entry *e)
     return;
   free(e->key);
   free(e->body);
+  free(e->ids);
   free(e);
+}
+
+/* Whether e's answer depends on capture id. */
+static bool depends(const struct entry *e, int64_t id)
+{
+  for (size_t i = 0; i < e->nids; i++)
+    if (e->ids[i] == id)
+      return true;
+  return false;
 }
 
 /* Unlinks e from its bucket and the age list and frees it. Lock held. */
@@ -84,7 +96,7 @@ static void unlink_entry(struct api_cache *c, struct entry *e)
     e->newer->older = e->older;
   else
     c->newest = e->older;
-  c->bytes -= e->len + strlen(e->key);
+  c->bytes -= e->len + strlen(e->key) + e->nids * sizeof(*e->ids);
   entry_free(e);
 }
 
@@ -138,7 +150,7 @@ struct MHD_Response *api_cache_get(struct api_cache *c, const char *key)
   return resp;
 }
 
-static struct entry *entry_new(const char *key, const int64_t ids[2],
+static struct entry *entry_new(const char *key, const int64_t *ids, size_t nids,
                                const char *ctype, const char *body, size_t len)
 {
   struct entry *e = calloc(1, sizeof(*e));
@@ -146,29 +158,31 @@ static struct entry *entry_new(const char *key, const int64_t ids[2],
   if (e != NULL) {
     e->key = strdup(key);
     e->body = malloc(len);
+    e->ids = calloc(nids ? nids : 1, sizeof(*ids));
   }
-  if (e == NULL || e->key == NULL || e->body == NULL) {
+  if (e == NULL || e->key == NULL || e->body == NULL || e->ids == NULL) {
     entry_free(e);
     return NULL;
   }
   memcpy(e->body, body, len);
+  if (nids > 0)
+    memcpy(e->ids, ids, nids * sizeof(*ids));
+  e->nids = nids;
   e->ctype = ctype;
   e->len = len;
-  e->ids[0] = ids[0];
-  e->ids[1] = ids[1];
   return e;
 }
 
 void api_cache_put(struct api_cache *c, uint64_t epoch, const char *key,
-                   const int64_t ids[2], const char *ctype, const char *body,
-                   size_t len)
+                   const int64_t *ids, size_t nids, const char *ctype,
+                   const char *body, size_t len)
 {
   struct entry *e;
 
   /* One answer may not push out most of the others. */
   if (len > c->max / 8)
     return;
-  e = entry_new(key, ids, ctype, body, len);
+  e = entry_new(key, ids, nids, ctype, body, len);
   if (e == NULL)
     return; /* not kept: the next request asks the store again */
   pthread_mutex_lock(&c->lock);
@@ -185,7 +199,7 @@ void api_cache_put(struct api_cache *c, uint64_t epoch, const char *key,
   else
     c->oldest = e;
   c->newest = e;
-  c->bytes += len + strlen(key);
+  c->bytes += len + strlen(key) + nids * sizeof(*ids);
   while (c->bytes > c->max)
     unlink_entry(c, c->oldest);
   pthread_mutex_unlock(&c->lock);
@@ -199,7 +213,7 @@ void api_cache_drop(struct api_cache *c, int64_t id)
   c->epoch++;
   for (e = c->oldest; e != NULL; e = newer) {
     newer = e->newer;
-    if (e->ids[0] == id || e->ids[1] == id)
+    if (depends(e, id))
       unlink_entry(c, e);
   }
   pthread_mutex_unlock(&c->lock);

@@ -183,11 +183,39 @@ struct store *api_read_begin(struct api_req *r, uint64_t *epoch,
   return st;
 }
 
-/* Replies text[0..len) (taken) of type ctype, 200, kept as
- * api_reply_keep() says. */
+/* What a kept answer depends on (api_reply_keep(), api_reply_rows_of()):
+ * the captures ids[0..n) (ids NULL: not kept), after epoch; with in_key
+ * the ids end its key. */
+struct keep {
+  const int64_t *ids;
+  size_t n;
+  uint64_t epoch;
+  bool in_key;
+};
+
+/* request_key(), then with k->in_key the ids (after a separator no
+ * query holds). */
+static bool keep_key(struct api_req *r, const struct keep *k, char *buf,
+                     size_t size)
+{
+  size_t used;
+
+  if (!request_key(r, buf, size))
+    return false;
+  used = strlen(buf);
+  for (size_t i = 0; k->in_key && i < k->n; i++) {
+    int n = snprintf(buf + used, size - used, "\x1d%lld", (long long)k->ids[i]);
+
+    if (n < 0 || (size_t)n >= size - used)
+      return false;
+    used += (size_t)n;
+  }
+  return true;
+}
+
+/* Replies text[0..len) (taken) of type ctype, 200, kept as k says. */
 static enum MHD_Result reply_kept(struct api_req *r, char *text, size_t len,
-                                  const char *ctype, const int64_t *ids,
-                                  uint64_t epoch)
+                                  const char *ctype, const struct keep *k)
 {
   char key[KEY_MAX];
   enum MHD_Result ret;
@@ -196,34 +224,70 @@ static enum MHD_Result reply_kept(struct api_req *r, char *text, size_t len,
     return MHD_NO; /* out of memory: MHD drops the connection */
   if (too_large(r, text, len, &ret))
     return ret;
-  if (ids != NULL && request_key(r, key, sizeof(key)))
-    api_cache_put(r->api->cache, epoch, key, ids, ctype, text, len);
+  if (k->ids != NULL && keep_key(r, k, key, sizeof(key)))
+    api_cache_put(r->api->cache, k->epoch, key, k->ids, k->n, ctype, text, len);
   return api_reply(r, 200, text_response(text, len, ctype));
 }
 
-enum MHD_Result api_reply_keep(struct api_req *r, json_t *obj,
-                               const int64_t *ids, uint64_t epoch)
+/* obj (taken) as JSON, kept as k says. */
+static enum MHD_Result reply_json_kept(struct api_req *r, json_t *obj,
+                                       const struct keep *k)
 {
   char *text = obj != NULL ? tr_json_dumps(obj, JSON_COMPACT) : NULL;
 
   json_decref(obj);
   return reply_kept(r, text, text != NULL ? strlen(text) : 0,
-                    "application/json", ids, epoch);
+                    "application/json", k);
+}
+
+enum MHD_Result api_reply_keep(struct api_req *r, json_t *obj,
+                               const int64_t *ids, uint64_t epoch)
+{
+  return reply_json_kept(r, obj, &(struct keep){ ids, 2, epoch, false });
+}
+
+bool api_kept_of(struct api_req *r, const int64_t *ids, size_t n,
+                 enum MHD_Result *ret)
+{
+  struct keep k = { ids, n, 0, true };
+  struct MHD_Response *resp;
+  char key[KEY_MAX];
+
+  resp = keep_key(r, &k, key, sizeof(key)) ? api_cache_get(r->api->cache, key)
+                                           : NULL;
+  if (resp != NULL)
+    *ret = api_reply(r, 200, resp);
+  return resp != NULL;
+}
+
+/* The rows of obj's member (obj taken) as CSV, kept as k says. */
+static enum MHD_Result reply_csv_kept(struct api_req *r, json_t *obj,
+                                      const char *member, const struct keep *k)
+{
+  char *text = NULL;
+  size_t len = 0;
+  int rc = obj != NULL ? api_csv_rows(json_object_get(obj, member), &text, &len)
+                       : TR_ENOMEM;
+
+  json_decref(obj);
+  return reply_kept(r, rc == 0 ? text : NULL, len, API_CSV_TYPE, k);
+}
+
+enum MHD_Result api_reply_rows_of(struct api_req *r, json_t *obj,
+                                  const char *member, bool csv,
+                                  const int64_t *ids, size_t n, uint64_t epoch)
+{
+  struct keep k = { ids, n, epoch, true };
+
+  return csv ? reply_csv_kept(r, obj, member, &k) : reply_json_kept(r, obj, &k);
 }
 
 enum MHD_Result api_reply_table(struct api_req *r, json_t *obj, bool csv,
                                 const int64_t *ids, uint64_t epoch)
 {
-  char *text = NULL;
-  size_t len = 0;
-  int rc;
+  struct keep k = { ids, 2, epoch, false };
 
-  if (!csv)
-    return api_reply_keep(r, obj, ids, epoch);
-  rc = obj != NULL ? api_csv_rows(json_object_get(obj, "rows"), &text, &len)
-                   : TR_ENOMEM;
-  json_decref(obj);
-  return reply_kept(r, rc == 0 ? text : NULL, len, API_CSV_TYPE, ids, epoch);
+  return csv ? reply_csv_kept(r, obj, "rows", &k) : reply_json_kept(r, obj, &k);
 }
 
 enum MHD_Result api_reply_keep_text(struct api_req *r, struct tr_buf *body,
@@ -234,7 +298,8 @@ enum MHD_Result api_reply_keep_text(struct api_req *r, struct tr_buf *body,
 
   body->p = NULL;
   body->n = body->cap = 0;
-  return reply_kept(r, text, len, "application/json", ids, epoch);
+  return reply_kept(r, text, len, "application/json",
+                    &(struct keep){ ids, 2, epoch, false });
 }
 
 enum MHD_Result api_reply_error(struct api_req *r, unsigned status,

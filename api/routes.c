@@ -19,6 +19,7 @@
 #define TEXT(name)         { name, API_P_TEXT, NULL }
 #define ENUM(name, values) { name, API_P_ENUM, values }
 #define CAPTURE(name)      { name, API_P_CAPTURE, NULL }
+#define SWEEP(name)        { name, API_P_SWEEP, NULL }
 /* clang-format on */
 
 static const char *const formats[] = { "json", "csv", NULL };
@@ -33,9 +34,10 @@ static const struct api_param slice_params[] = {
 
 /* Every route, in the order they are matched: a template's {...} segment
  * matches any one segment, so "/{file}" comes last. With fleet_view, a
- * route with .lab answers a GET of a capture of the fleet (docs/FLEET.md)
- * named by its path's {id}, or by its API_P_CAPTURE parameters for a
- * route without one, with .lab; any other method is 405 (routes_fleet.c).
+ * route with .lab answers a GET of a capture or a sweep of the fleet
+ * (docs/FLEET.md) named by its path's {id} or {sweep}, or by its
+ * API_P_CAPTURE or API_P_SWEEP parameters, with .lab; any other method is
+ * 405 (routes_fleet.c).
  * .params are GET's (and HEAD's); no POST, PUT or DELETE takes any. */
 const struct api_route api_routes[] = {
   { "/healthz", .get = api_get_healthz, .params = NONE },
@@ -56,7 +58,8 @@ const struct api_route api_routes[] = {
   { "/sweeps/{sweep}/scaling", .get = api_get_sweep_scaling,
     .lab = api_lab_sweep_scaling, .params = PARAMS(ENUM("format", formats)) },
   { "/sweeps/{sweep}/compare", .get = api_get_sweep_compare,
-    .params = PARAMS(INT("to"), ENUM("format", formats)) },
+    .lab = api_lab_sweep_compare,
+    .params = PARAMS(SWEEP("to"), ENUM("format", formats)) },
   { "/diff", .get = api_get_diff, .lab = api_lab_diff,
     .params = PARAMS(CAPTURE("a"), CAPTURE("b"), INT("rank"),
                      ENUM("by", tr_diff_bys), ENUM("norm", norms), INT("limit"),

@@ -46,10 +46,13 @@ bool api_fleet_wants(struct api_req *r)
   if (rt == NULL || rt->lab == NULL)
     return false;
   /* A capture's, or a sweep's (node:id: docs/SWEEPS.md). */
-  if (strstr(rt->tmpl, "{id}") != NULL || strstr(rt->tmpl, "{sweep}") != NULL)
-    return r->nseg >= 2 && of_fleet(r->seg[1]);
+  if ((strstr(rt->tmpl, "{id}") != NULL ||
+       strstr(rt->tmpl, "{sweep}") != NULL) &&
+      r->nseg >= 2 && of_fleet(r->seg[1]))
+    return true;
   for (const struct api_param *p = rt->params; p && p->name != NULL; p++)
-    if (p->type == API_P_CAPTURE && of_fleet(arg(r, p->name)))
+    if ((p->type == API_P_CAPTURE || p->type == API_P_SWEEP) &&
+        of_fleet(arg(r, p->name)))
       return true;
   return false;
 }
@@ -232,46 +235,55 @@ enum MHD_Result api_lab_verdict(struct api_req *r)
 
 /* ---- sweeps of the fleet (docs/SWEEPS.md) ---- */
 
-/* The lab's copies of the published points of the sweep the path names
- * ("node:id", the node's sweep id): *ids their copies' ids, *names each
- * copy's id (as text) -> the node's capture id; or a reply. */
-static struct store *lab_sweep(struct api_req *r, char *node, int64_t *sid,
+/* The lab's copies of the published points of the sweep text names
+ * ("node:id", the node's sweep id; a bare id is this node's own, as for a
+ * capture), field naming it in errors: *ids their copies' ids, *names
+ * each copy's id (as text) -> the node's capture id (added to *names when
+ * not NULL already); or a reply. */
+static struct store *lab_sweep(struct api_req *r, const char *text,
+                               const char *field, char *node, int64_t *sid,
                                json_t **ids, json_t **names,
                                enum MHD_Result *ret)
 {
-  const char *colon = strrchr(r->seg[1], ':');
+  const char *colon = strrchr(text, ':');
   struct store_fleet_ref ref;
   struct tr_err err = { 0 };
   json_t *rows = NULL, *row;
-  char text[96], key[32];
+  char ref_text[96], key[32];
   struct store *st;
   size_t i;
   int rc;
 
-  if (colon == NULL || colon == r->seg[1] || colon - r->seg[1] >= 64 ||
-      api_parse_int(colon + 1, "sweep", 1, INT64_MAX, sid, &err) != 0) {
-    *ret = api_reply_error(r, 400, "invalid", "sweep",
-                           "a sweep of the fleet is node:id");
+  if (colon != NULL
+          ? colon == text || colon - text >= 64 ||
+                api_parse_int(colon + 1, field, 1, INT64_MAX, sid, &err) != 0
+          : api_parse_int(text, field, 1, INT64_MAX, sid, &err) != 0) {
+    *ret = api_reply_error(r, 400, "invalid", field,
+                           "%s: a sweep of the fleet is node:id", field);
     return NULL;
   }
-  snprintf(node, 64, "%.*s", (int)(colon - r->seg[1]), r->seg[1]);
+  if (colon != NULL)
+    snprintf(node, 64, "%.*s", (int)(colon - text), text);
+  else
+    snprintf(node, 64, "%s", r->api->cfg->node_name);
   if ((st = fleet_lab_store(lab_of(r), &err)) == NULL ||
       store_fleet_sweep_points(st, node, *sid, &rows, &err) != 0) {
     *ret = reply_lab_err(r, &err);
     return NULL;
   }
   *ids = json_array();
-  *names = json_object();
+  if (*names == NULL)
+    *names = json_object();
   rc = json_array_size(rows) > 0
            ? 0
-           : tr_err_set(&err, TR_ENOTFOUND, "sweep",
+           : tr_err_set(&err, TR_ENOTFOUND, field,
                         "no point of %s's sweep %lld is published", node,
                         (long long)*sid);
   json_array_foreach(rows, i, row) {
-    snprintf(text, sizeof(text), "%s:%lld", node,
+    snprintf(ref_text, sizeof(ref_text), "%s:%lld", node,
              (long long)json_integer_value(json_object_get(row, "id")));
     if (rc == 0 &&
-        (rc = fleet_lab_get(lab_of(r), text, "sweep", &ref, &err)) == 0) {
+        (rc = fleet_lab_get(lab_of(r), ref_text, field, &ref, &err)) == 0) {
       json_array_append_new(*ids, json_integer(ref.cache_id));
       snprintf(key, sizeof(key), "%lld", (long long)ref.cache_id);
       json_object_set_new(*names, key, json_integer(ref.id));
@@ -280,25 +292,28 @@ static struct store *lab_sweep(struct api_req *r, char *node, int64_t *sid,
   json_decref(rows);
   if (rc != 0) {
     json_decref(*ids);
-    json_decref(*names);
+    *ids = NULL;
     *ret = reply_lab_err(r, &err);
     return NULL;
   }
   return st;
 }
 
-/* The points of the copies named as their node names them. */
-static void name_points(json_t *points, json_t *names, const char *node)
+/* The points' member key (a copy's id) named as its node names it, with
+ * key_node beside it. */
+static void name_points(json_t *points, const char *key, json_t *names,
+                        const char *node)
 {
-  char key[32];
+  char id[32], node_key[64];
   size_t i;
   json_t *p;
 
+  snprintf(node_key, sizeof(node_key), "%s_node", key);
   json_array_foreach(points, i, p) {
-    snprintf(key, sizeof(key), "%lld",
-             (long long)json_integer_value(json_object_get(p, "capture")));
-    json_object_set(p, "capture", json_object_get(names, key));
-    json_object_set_new(p, "capture_node", json_string(node));
+    snprintf(id, sizeof(id), "%lld",
+             (long long)json_integer_value(json_object_get(p, key)));
+    json_object_set(p, key, json_object_get(names, id));
+    json_object_set_new(p, node_key, json_string(node));
   }
 }
 
@@ -308,7 +323,7 @@ static void name_points(json_t *points, json_t *names, const char *node)
 enum MHD_Result api_lab_sweep(struct api_req *r)
 {
   struct tr_err err = { 0 };
-  json_t *ids, *names, *points = NULL, *p, *out;
+  json_t *ids, *names = NULL, *points = NULL, *p, *out;
   enum MHD_Result ret;
   struct store *st;
   char node[64];
@@ -318,10 +333,13 @@ enum MHD_Result api_lab_sweep(struct api_req *r)
 
   if (api_query_check(r, &err) != 0 || api_query_csv(r, &csv, &err) != 0)
     return api_reply_tr_err(r, &err);
-  if ((st = lab_sweep(r, node, &sid, &ids, &names, &ret)) == NULL)
+  if ((st = lab_sweep(r, r->seg[1], "sweep", node, &sid, &ids, &names, &ret)) ==
+      NULL) {
+    json_decref(names);
     return ret;
+  }
   if (store_sweep_points_of(st, ids, &points, &err) == 0)
-    name_points(points, names, node);
+    name_points(points, "capture", names, node);
   json_decref(ids);
   json_decref(names);
   if (points == NULL)
@@ -337,31 +355,112 @@ enum MHD_Result api_lab_sweep(struct api_req *r)
   return api_reply_rows(r, out, "points", csv);
 }
 
+static int make_lab_scaling(struct api_req *r, void *arg, json_t **out,
+                            struct tr_err *err)
+{
+  const struct api_sweep_ask *a = arg;
+  struct store *st = fleet_lab_store(lab_of(r), err);
+  int rc = st == NULL
+               ? err->code
+               : store_sweep_scaling_of(st, a->ids, a->o.knee_pct, out, err);
+
+  if (rc == 0) {
+    name_points(json_object_get(*out, "points"), "capture", a->names, a->node);
+    json_object_set_new(*out, "sweep", json_integer(a->id));
+    json_object_set_new(*out, "node", json_string(a->node));
+  }
+  return rc;
+}
+
+/* The ask of a sweep of the fleet (the path's; with to, compare's other
+ * one too), or NULL with the reply made. */
+static struct api_sweep_ask *lab_ask(struct api_req *r, const char *to,
+                                     enum MHD_Result *ret)
+{
+  struct api_sweep_ask *a = api_sweep_ask(r, ret);
+
+  if (a == NULL)
+    return NULL;
+  if (lab_sweep(r, r->seg[1], "sweep", a->node, &a->id, &a->ids, &a->names,
+                ret) == NULL ||
+      (to != NULL && lab_sweep(r, to, "to", a->to_node, &a->to, &a->to_ids,
+                               &a->names, ret) == NULL)) {
+    api_sweep_ask_free(a);
+    return NULL;
+  }
+  return a;
+}
+
+/* The node's figures of its published points; kept as any answer about
+ * copies (all final), with the copies in its key: the node may publish
+ * more points of the sweep. */
 enum MHD_Result api_lab_sweep_scaling(struct api_req *r)
 {
+  struct api_sweep_ask *a;
   struct tr_err err = { 0 };
-  json_t *ids, *names, *out = NULL;
   enum MHD_Result ret;
   struct store *st;
-  char node[64];
-  int64_t sid;
-  bool csv = false;
-  int rc;
+  json_t *points = NULL;
 
-  if (api_query_check(r, &err) != 0 || api_query_csv(r, &csv, &err) != 0)
-    return api_reply_tr_err(r, &err);
-  if ((st = lab_sweep(r, node, &sid, &ids, &names, &ret)) == NULL)
+  if (api_slow_made(r) != NULL)
+    return api_sweep_reply(r, "rows");
+  if ((a = lab_ask(r, NULL, &ret)) == NULL)
     return ret;
-  rc = store_sweep_scaling_of(st, ids, r->api->cfg->sweep_knee_pct, &out, &err);
-  if (rc == 0) {
-    name_points(json_object_get(out, "points"), names, node);
-    json_object_set_new(out, "sweep", json_integer(sid));
-    json_object_set_new(out, "node", json_string(node));
+  if ((st = fleet_lab_store(lab_of(r), &err)) == NULL ||
+      store_sweep_points_of(st, a->ids, &points, &err) != 0) {
+    api_sweep_ask_free(a);
+    return api_reply_tr_err(r, &err);
   }
-  json_decref(ids);
-  json_decref(names);
-  return rc == 0 ? api_reply_rows(r, out, "rows", csv)
-                 : api_reply_tr_err(r, &err);
+  return api_sweep_scaling_reply(r, a, points, make_lab_scaling);
+}
+
+static int make_lab_compare(struct api_req *r, void *arg, json_t **out,
+                            struct tr_err *err)
+{
+  const struct api_sweep_ask *a = arg;
+  struct store *st = fleet_lab_store(lab_of(r), err);
+  int rc = st == NULL
+               ? err->code
+               : store_sweep_compare_of(st, a->ids, a->to_ids, &a->o, out, err);
+  json_t *head;
+
+  if (rc != 0)
+    return rc;
+  name_points(json_object_get(*out, "points"), "a_capture", a->names, a->node);
+  name_points(json_object_get(*out, "points"), "b_capture", a->names,
+              a->to_node);
+  /* The node's members first, as its own answer has them. */
+  head = json_pack("{s:I,s:s,s:I,s:s}", "a", (json_int_t)a->id, "a_node",
+                   a->node, "b", (json_int_t)a->to, "b_node", a->to_node);
+  json_object_update_new(head, *out);
+  *out = head;
+  return 0;
+}
+
+/* Two sweeps of the fleet (or of this node, by a bare id) compared as
+ * their nodes compare theirs, from the copies; never kept (the verdicts
+ * read their configurations' history, docs/VERDICTS.md). */
+enum MHD_Result api_lab_sweep_compare(struct api_req *r)
+{
+  const char *to = arg(r, "to");
+  struct api_sweep_ask *a;
+  enum MHD_Result ret;
+
+  if (api_slow_made(r) != NULL)
+    return api_sweep_reply(r, "points");
+  if (to == NULL || to[0] == '\0')
+    return api_reply_error(r, 400, "invalid", "to",
+                           "to (the sweep to compare with) is required");
+  if ((a = lab_ask(r, to, &ret)) == NULL)
+    return ret;
+  if (a->id == a->to && strcmp(a->node, a->to_node) == 0) {
+    ret = api_reply_error(r, 400, "invalid", "to",
+                          "to must be another sweep than %s:%lld", a->node,
+                          (long long)a->id);
+    api_sweep_ask_free(a);
+    return ret;
+  }
+  return api_slow(r, make_lab_compare, a, api_sweep_ask_free);
 }
 
 /* ---- raw traces stay on their node ---- */

@@ -79,6 +79,7 @@ static void req_free(struct api_req *r)
 {
   if (r == NULL)
     return;
+  api_slow_job_free(r->slow);
   tr_buf_free(&r->body);
   free(r->url);
   free(r->path);
@@ -562,12 +563,15 @@ int api_start(const struct cfg *cfg, const struct api_hooks *hooks,
   api->hits = calloc((api_nroutes + 1) * API_CODES, sizeof(*api->hits));
   api->cache = api_cache_new((size_t)cfg->answer_cache_mb << 20);
   api->slices = api_slices_new();
+  api->slows = api_slow_new();
   api->fails = api_fails_new(cfg->auth_retry_delay_ms);
   if (api->hits == NULL || api->cache == NULL || api->slices == NULL ||
-      api->fails == NULL || tr_perthread_init(&api->threads) != 0) {
+      api->slows == NULL || api->fails == NULL ||
+      tr_perthread_init(&api->threads) != 0) {
     free(api->hits);
     api_cache_free(api->cache);
     api_slices_free(api->slices);
+    api_slow_free(api->slows);
     api_fails_free(api->fails);
     free(api);
     return tr_err_set(err, TR_ENOMEM, "", "out of memory");
@@ -623,14 +627,18 @@ void api_stop(struct api *api)
   if (api == NULL)
     return;
   /* MHD may not stop with a connection suspended: slices resume theirs,
-   * held 401s are answered now. */
+   * held 401s are answered now, slow answers waiting are refused and the
+   * one being made ends (its thread uses a store connection of
+   * api->threads: joined before they close). */
   api_slices_cancel(api->slices);
   api_conns_release(api);
+  api_slow_stop(api->slows);
   /* Joins the workers: no thread uses a store connection after this. */
   if (api->mhd != NULL)
     MHD_stop_daemon(api->mhd);
   api_conns_stop(api);
   api_slices_free(api->slices);
+  api_slow_free(api->slows);
   while ((t = tr_perthread_pop(&api->threads)) != NULL) {
     store_close(t->st[STORE_RW]);
     store_close(t->st[STORE_RO]);

@@ -220,6 +220,12 @@ struct store_sweep_opts {
 int store_sweep_compare(struct store *st, int64_t a, int64_t b,
                         const struct store_sweep_opts *o, json_t **out,
                         struct tr_err *err);
+/* The same of two sets of points, each the captures of a JSON array of
+ * capture ids (borrowed: a lab view's copies of two sweeps' points, as
+ * store_sweep_scaling_of() reads them), without "a" and "b". */
+int store_sweep_compare_of(struct store *st, json_t *a, json_t *b,
+                           const struct store_sweep_opts *o, json_t **out,
+                           struct tr_err *err);
 
 /* What store_sweep_end() did, and to which points. */
 struct store_sweep_end {

@@ -189,6 +189,28 @@ int store__step_capture(struct store *st, sqlite3_stmt *s, int64_t id,
   XX(completed)                                                                \
   XX(num_prompts)
 
+/* The units of a sweep's computed figures and the decimals each is
+ * written with (docs/SWEEPS.md, "Precision"): durations in whole ns (an
+ * integer, as every duration of the API), slopes and their errors in ns
+ * per sequence, shares and ratios as the tables' shares, percentages as
+ * the verdicts', batch sizes. The bench's figures are ATOM's own. */
+#define STORE__SWEEP_UNITS(XX)                                                 \
+  XX(NS, 0)                                                                    \
+  XX(SLOPE, 3)                                                                 \
+  XX(SHARE, 6)                                                                 \
+  XX(PCT, 3)                                                                   \
+  XX(BS, 3)
+
+enum store__sweep_unit {
+#define XX(unit, decimals) STORE__SWEEP_##unit,
+  STORE__SWEEP_UNITS(XX)
+#undef XX
+};
+
+/* v (new) at unit's precision: NS an integer, the others a real rounded
+ * to its decimals; null when v is not finite. */
+json_t *store__sweep_num(double v, enum store__sweep_unit unit);
+
 /* A queued capture row (store_capture_insert() without its transaction
  * and its bound), inside the caller's write transaction. */
 int store__capture_row(struct store *st, const char *kind, const char *label,

@@ -116,17 +116,34 @@ static json_t *slopes(json_t *ra, json_t *rb)
               "b_a_ns", json_object_get(s, "a_ns"), "a_b_ns_per_seq",
               json_object_get(r, "b_ns_per_seq"), "b_b_ns_per_seq",
               json_object_get(s, "b_ns_per_seq"), "ratio",
-              y != 0 && isfinite(x / y) ? json_real(x / y) : json_null()));
+              store__sweep_num(y != 0 ? x / y : NAN, STORE__SWEEP_SHARE)));
     }
   }
   return out;
+}
+
+/* The comparison of two sweeps' scaling answers (borrowed): {points,
+ * slopes}. */
+static int compare(struct store *st, json_t *sa, json_t *sb, int threshold,
+                   json_t **out, struct tr_err *err)
+{
+  json_t *points = NULL;
+  int rc =
+      points_judged(st, json_object_get(sa, "points"),
+                    json_object_get(sb, "points"), threshold, &points, err);
+
+  if (rc == 0)
+    *out = json_pack(
+        "{s:o,s:o}", "points", points, "slopes",
+        slopes(json_object_get(sa, "rows"), json_object_get(sb, "rows")));
+  return rc;
 }
 
 int store_sweep_compare(struct store *st, int64_t a, int64_t b,
                         const struct store_sweep_opts *o, json_t **out,
                         struct tr_err *err)
 {
-  json_t *sa = NULL, *sb = NULL, *points = NULL;
+  json_t *sa = NULL, *sb = NULL, *cmp = NULL;
   int rc = a == b
                ? tr_err_set(err, TR_EINVAL, "to",
                             "to must be another sweep than %lld", (long long)a)
@@ -138,14 +155,27 @@ int store_sweep_compare(struct store *st, int64_t a, int64_t b,
     tr_err_set(err, rc, "to", "no sweep %lld", (long long)b);
   }
   if (rc == 0)
-    rc = points_judged(st, json_object_get(sa, "points"),
-                       json_object_get(sb, "points"), o->threshold_pct, &points,
-                       err);
+    rc = compare(st, sa, sb, o->threshold_pct, &cmp, err);
+  if (rc == 0) {
+    *out = json_pack("{s:I,s:I}", "a", (json_int_t)a, "b", (json_int_t)b);
+    json_object_update_new(*out, cmp);
+  }
+  json_decref(sa);
+  json_decref(sb);
+  return rc;
+}
+
+int store_sweep_compare_of(struct store *st, json_t *a, json_t *b,
+                           const struct store_sweep_opts *o, json_t **out,
+                           struct tr_err *err)
+{
+  json_t *sa = NULL, *sb = NULL;
+  int rc = store_sweep_scaling_of(st, a, o->knee_pct, &sa, err);
+
   if (rc == 0)
-    *out = json_pack(
-        "{s:I,s:I,s:o,s:o}", "a", (json_int_t)a, "b", (json_int_t)b, "points",
-        points, "slopes",
-        slopes(json_object_get(sa, "rows"), json_object_get(sb, "rows")));
+    rc = store_sweep_scaling_of(st, b, o->knee_pct, &sb, err);
+  if (rc == 0)
+    rc = compare(st, sa, sb, o->threshold_pct, out, err);
   json_decref(sa);
   json_decref(sb);
   return rc;

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "common/lifecycle.h"
+#include "common/reals.h"
 #include "store/store_int.h"
 
 #define PATHS_PER_RANK 4096 /* critical paths read per rank, at most */
@@ -59,6 +60,41 @@ struct fit {
   double a, b, sse, syy, se_b;
   int64_t n;
 };
+
+/* ---- the precision of its figures ---- */
+
+json_t *store__sweep_num(double v, enum store__sweep_unit unit)
+{
+  static const int decimals[] = {
+#define XX(unit, places) [STORE__SWEEP_##unit] = places,
+    STORE__SWEEP_UNITS(XX)
+#undef XX
+  };
+
+  if (!isfinite(v))
+    return json_null();
+  /* A whole number of ns as an integer: written as a real, 6528160.0
+   * would read 6.52816e+06 (common/reals.h). */
+  if (unit == STORE__SWEEP_NS)
+    return json_integer((json_int_t)llround(v));
+  return json_real(tr_round(v, decimals[unit]));
+}
+
+/* The short names of the units, for the rows below. */
+static json_t *fig_ns(double v)
+{
+  return store__sweep_num(v, STORE__SWEEP_NS);
+}
+
+static json_t *fig_slope(double v)
+{
+  return store__sweep_num(v, STORE__SWEEP_SLOPE);
+}
+
+static json_t *fig_share(double v)
+{
+  return store__sweep_num(v, STORE__SWEEP_SHARE);
+}
 
 /* ---- gathering ---- */
 
@@ -403,14 +439,14 @@ static int load_point(struct store *st, struct scaling *sg, json_t *pt,
   }
   json_decref(ranks);
   json_object_set_new(pt, "decode_samples", json_integer(ps.samples));
-  json_object_set_new(pt, "bs_mean",
-                      ps.samples
-                          ? json_real((double)ps.bs_sum / (double)ps.samples)
-                          : json_null());
+  json_object_set_new(
+      pt, "bs_mean",
+      store__sweep_num(ps.samples ? (double)ps.bs_sum / (double)ps.samples
+                                  : NAN,
+                       STORE__SWEEP_BS));
   json_object_set_new(
       pt, "launch_bound_share",
-      ps.paths ? json_real((double)ps.launch_bound / (double)ps.paths)
-               : json_null());
+      fig_share(ps.paths ? (double)ps.launch_bound / (double)ps.paths : NAN));
   return rc;
 }
 
@@ -450,11 +486,6 @@ static struct fit fit_range(const struct series *s, size_t lo, size_t hi)
   f.sse = f.sse > 0 ? f.sse : 0;
   f.se_b = f.ok && t.n > 2 ? sqrt(f.sse / (t.n - 2) / t.sxx) : NAN;
   return f;
-}
-
-static json_t *num_or_null(double v)
-{
-  return isfinite(v) ? json_real(v) : json_null();
 }
 
 /* The fit of a + b x + d max(0, x - c) over every sample: two lines
@@ -523,11 +554,10 @@ static json_t *piecewise(const struct series *s, const struct fit *line)
   if (at == 0 || !(line->sse > 0) || best.sse > line->sse / 2)
     return NULL;
   return json_pack("{s:I,s:o,s:o,s:o,s:o,s:o}", "break_bs", (json_int_t)at,
-                   "a1_ns", json_real(best.a), "b1_ns_per_seq",
-                   json_real(best.b), "a2_ns",
-                   json_real(best.a - best_d * (double)at), "b2_ns_per_seq",
-                   json_real(best.b + best_d), "r2_piecewise",
-                   num_or_null(line->syy > 0 ? 1 - best.sse / line->syy : NAN));
+                   "a1_ns", fig_ns(best.a), "b1_ns_per_seq", fig_slope(best.b),
+                   "a2_ns", fig_ns(best.a - best_d * (double)at),
+                   "b2_ns_per_seq", fig_slope(best.b + best_d), "r2_piecewise",
+                   fig_share(line->syy > 0 ? 1 - best.sse / line->syy : NAN));
 }
 
 /* The samples a fit is made of, by batch size: [[bs, n, mean_ns]]. */
@@ -536,8 +566,9 @@ static json_t *by_bs(const struct series *s)
   json_t *out = json_array();
 
   for (size_t i = 0; i < s->n; i++)
-    json_array_append_new(out, json_pack("[I,I,f]", (json_int_t)s->g[i].x,
-                                         (json_int_t)s->g[i].n, s->g[i].mean));
+    json_array_append_new(out, json_pack("[I,I,o]", (json_int_t)s->g[i].x,
+                                         (json_int_t)s->g[i].n,
+                                         fig_ns(s->g[i].mean)));
   return out;
 }
 
@@ -550,11 +581,11 @@ static json_t *fit_row(const struct scen *sc, const struct series *s)
       "{s:I,s:I,s:s,s:s,s:I,s:I,s:I,s:o,s:o,s:o,s:o,s:o}", "isl",
       (json_int_t)sc->isl, "osl", (json_int_t)sc->osl, "figure", s->figure,
       "name", s->name, "n", (json_int_t)f.n, "bs_min", (json_int_t)s->g[0].x,
-      "bs_max", (json_int_t)s->g[s->n - 1].x, "a_ns", json_real(f.a),
-      "b_ns_per_seq", f.ok ? json_real(f.b) : json_null(), "r2",
-      num_or_null(f.ok && f.syy > 0 ? 1 - f.sse / f.syy : NAN), "se_b_ns",
-      num_or_null(f.se_b), "rmse_ns",
-      num_or_null(f.n > 2 && f.ok ? sqrt(f.sse / (double)(f.n - 2)) : NAN));
+      "bs_max", (json_int_t)s->g[s->n - 1].x, "a_ns", fig_ns(f.a),
+      "b_ns_per_seq", fig_slope(f.ok ? f.b : NAN), "r2",
+      fig_share(f.ok && f.syy > 0 ? 1 - f.sse / f.syy : NAN), "se_b_ns",
+      fig_slope(f.se_b), "rmse_ns",
+      fig_ns(f.n > 2 && f.ok ? sqrt(f.sse / (double)(f.n - 2)) : NAN));
 
   json_t *rest = pw != NULL ? pw
                             : json_pack("{s:n,s:n,s:n,s:n,s:n,s:n}", "break_bs",
@@ -612,8 +643,9 @@ static json_t *stops_scaling(const struct scen *sc, const struct series *step)
     s_lo = fit_at(&f, lo) / fit_at(&fs, lo);
     s_hi = fit_at(&f, hi) / fit_at(&fs, hi);
     json_array_append_new(
-        all, json_pack("{s:s,s:f,s:f,s:f}", "name", sc->s[i].name, "share_lo",
-                       s_lo, "share_hi", s_hi, "growth", s_hi - s_lo));
+        all, json_pack("{s:s,s:o,s:o,s:o}", "name", sc->s[i].name, "share_lo",
+                       fig_share(s_lo), "share_hi", fig_share(s_hi), "growth",
+                       fig_share(s_hi - s_lo)));
   }
   json_t **v = calloc(json_array_size(all) + 1, sizeof(*v));
 
@@ -646,10 +678,11 @@ static json_t *crossover(const struct scen *sc)
   lo = (double)h->g[0].x;
   hi = (double)h->g[h->n - 1].x;
   x = fh.ok && fd.ok && fd.b != fh.b ? (fh.a - fd.a) / (fd.b - fh.b) : NAN;
-  return json_pack("{s:o,s:b,s:b}", "crossover_bs",
-                   num_or_null(x >= lo && x <= hi ? x : NAN),
-                   "launch_bound_at_min", fit_at(&fh, lo) > fit_at(&fd, lo),
-                   "launch_bound_at_max", fit_at(&fh, hi) > fit_at(&fd, hi));
+  return json_pack(
+      "{s:o,s:b,s:b}", "crossover_bs",
+      store__sweep_num(x >= lo && x <= hi ? x : NAN, STORE__SWEEP_BS),
+      "launch_bound_at_min", fit_at(&fh, lo) > fit_at(&fd, lo),
+      "launch_bound_at_max", fit_at(&fh, hi) > fit_at(&fd, hi));
 }
 
 /* ---- the curve and its knee ---- */
@@ -676,9 +709,10 @@ static json_t *knee(json_t *points, const struct scen *sc, int pct)
       double gain = pow(t / t0, 1 / log2(c1 / c0)) - 1;
 
       if (gain * 100 < pct)
-        return json_pack("{s:O,s:f,s:O}", "conc", json_object_get(prev, "conc"),
-                         "gain_pct", gain * 100, "next_conc",
-                         json_object_get(p, "conc"));
+        return json_pack("{s:O,s:o,s:O}", "conc", json_object_get(prev, "conc"),
+                         "gain_pct",
+                         store__sweep_num(gain * 100, STORE__SWEEP_PCT),
+                         "next_conc", json_object_get(p, "conc"));
     }
     prev = p;
   }

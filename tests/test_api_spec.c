@@ -238,7 +238,8 @@ static void check_type(const char *tmpl, const struct api_param *p,
   static const char *const types[] = { [API_P_INT] = "integer",
                                        [API_P_TEXT] = "string",
                                        [API_P_ENUM] = "string",
-                                       [API_P_CAPTURE] = "integer" };
+                                       [API_P_CAPTURE] = "integer",
+                                       [API_P_SWEEP] = "integer" };
   json_t *values = json_object_get(schema, "enum"), *v;
   bool strings = p->type == API_P_TEXT || p->type == API_P_ENUM;
   size_t i;
@@ -300,19 +301,22 @@ static void check_params(const struct api_route *rt)
 }
 
 /* Every route's parameters are its operations' in the spec; a route that
- * names a capture says what the lab view answers for it. */
+ * names a capture or a sweep says what the lab view answers for it. */
 static void api_spec_params_are_the_rows(void)
 {
   for (size_t i = 0; i < api_nroutes; i++) {
     const struct api_route *rt = &api_routes[i];
-    bool names_capture = strstr(rt->tmpl, "{id}") != NULL;
+    bool names_one =
+        strstr(rt->tmpl, "{id}") != NULL || strstr(rt->tmpl, "{sweep}") != NULL;
 
     for (const struct api_param *e = rt->params; e && e->name; e++)
-      names_capture |= e->type == API_P_CAPTURE;
-    if (names_capture && rt->lab == NULL)
-      fprintf(stderr, "%s names a capture: what does the lab view answer?\n",
+      names_one |= e->type == API_P_CAPTURE || e->type == API_P_SWEEP;
+    if (names_one && rt->lab == NULL)
+      fprintf(stderr,
+              "%s names a capture or a sweep: what does the lab view "
+              "answer?\n",
               rt->tmpl);
-    CHECK(!names_capture || rt->lab != NULL);
+    CHECK(!names_one || rt->lab != NULL);
     check_params(rt);
   }
 }

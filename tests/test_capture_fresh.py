@@ -468,6 +468,7 @@ def refused(demo, listen, atom_port, why):
     """run.sh ends at once with status 1, saying why and what to do."""
     p, lines = start_run(demo, listen, atom_port)
     code = p.wait(timeout=60)
+    p.reader.join(30)
     out = "".join(lines)
     check_eq(code, 1, "make run's status: %s" % out)
     check(why in out and "make run" in out, "why: %s" % out)

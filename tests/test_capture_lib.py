@@ -96,8 +96,10 @@ def start_run(demo, listen, atom_port):
                          stderr=subprocess.STDOUT, text=True,
                          start_new_session=True)
     lines = []
-    threading.Thread(target=lambda: lines.extend(p.stdout),
-                     daemon=True).start()
+    # p.reader: join it for every line once p has ended.
+    p.reader = threading.Thread(target=lambda: lines.extend(p.stdout),
+                                daemon=True)
+    p.reader.start()
     return p, lines
 
 

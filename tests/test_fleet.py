@@ -958,14 +958,14 @@ def case_sweep():
     """A sweep on a node driving the simulator (docs/SWEEPS.md): its
     points are published as the captures they are; the lab view lists the
     sweep (/fleet/sweeps), answers /sweeps/<node:id> with the node's
-    points under the node's ids, and its scaling with the node's very
-    fits."""
+    points under the node's ids, its scaling with the node's very fits,
+    and a second sweep compared with it as the node compares them."""
     import test_capture_lib
     with Fleet() as f:
         rig = test_capture_lib.Rig(conf={
             "fleet_dsn": f.dsn("n2"), "node_name": "n2",
             "import_roots": "%s:%s" % (TRACES_DIR, f.dir),
-            "fleet_outbox_max_age_s": "2"})
+            "fleet_outbox_max_age_s": "2"}, scale=10)
         rig.start()
         try:
             sweep_on_lab(f, rig.d)
@@ -973,14 +973,19 @@ def case_sweep():
             rig.close()
 
 
-def sweep_on_lab(f, n2):
+def sweep_run(n2):
+    """A sweep of 1, 2 and 4 on n2's simulator, run to its end: its id."""
     code, sw = n2.post("/sweeps", {"model": os.path.join(
         n2.conf["model_roots"], "Sim-Model"), "tp": 2, "isl": 8, "osl": 4,
         "conc": [1, 2, 4]})
     check_eq(code, 202, "sweep: %s" % sw)
-    sid = sw["id"]
-    wait_for(lambda: get_ok(n2, "/sweeps/%d" % sid)["status"] in FINAL,
+    wait_for(lambda: get_ok(n2, "/sweeps/%d" % sw["id"])["status"] in FINAL,
              WAIT, "the sweep", every=0.2)
+    return sw["id"]
+
+
+def sweep_on_lab(f, n2):
+    sid = sweep_run(n2)
     mine = get_ok(n2, "/sweeps/%d" % sid)
     check_eq(mine["status"], "done", "the sweep on its node")
     ids = drained(f.pg, n2, "n2")
@@ -1001,6 +1006,40 @@ def sweep_on_lab(f, n2):
     check_eq(lab_sc["rows"], own["rows"], "the lab's fits are the node's")
     check_eq(lab_sc["scenarios"], own["scenarios"], "its scenarios")
     check_eq(lab.get("/sweeps/n2:999")[0], 404, "an unknown sweep")
+    compare_on_lab(f, n2, lab, sid)
+
+
+def compare_on_lab(f, n2, lab, a):
+    """A second sweep of the same ladder compared with the first on the
+    lab view as on its node: each point's verdict the lab's own verdict
+    of the pair, the slopes the node's, the captures named by the node."""
+    b = sweep_run(n2)
+    followed(lab, "n2", drained(f.pg, n2, "n2"))
+    own = get_ok(n2, "/sweeps/%d/compare?to=%d" % (b, a))
+    theirs = get_ok(lab, "/sweeps/n2:%d/compare?to=n2:%d" % (b, a))
+    check_eq((theirs["a"], theirs["a_node"], theirs["b"], theirs["b_node"]),
+             (b, "n2", a, "n2"), "the sweeps compared")
+    check_eq([(p["conc"], p["a_capture"], p["a_capture_node"], p["b_capture"],
+               p["b_capture_node"]) for p in theirs["points"]],
+             [(p["conc"], p["a_capture"], "n2", p["b_capture"], "n2")
+              for p in own["points"]], "the points paired, the node's ids")
+    check_eq(len(theirs["points"]), 3, "three points compared")
+    for p in theirs["points"]:
+        v = get_ok(lab, "/captures/n2:%d/verdict?baseline=n2:%d" % (
+            p["a_capture"], p["b_capture"]))
+        check_eq(p["verdict"], v["verdict"], "conc %d's verdict" % p["conc"])
+    check(own["slopes"], "slopes on the node")
+    check_eq(theirs["slopes"], own["slopes"], "the lab's slopes are the node's")
+    code, text = lab.request("GET", "/sweeps/n2:%d/compare?to=n2:%d&format=csv"
+                             % (b, a), raw=True)
+    check_eq((code, text.decode().count("\r\n")), (200, 4), "CSV: %s" % text)
+    for q, field in (("to=n2:%d" % b, "to"), ("to=n2:999", "to"),
+                     ("to=n2:x", "to"), ("", "to")):
+        code, out = lab.get("/sweeps/n2:%d/compare?%s" % (b, q))
+        check_eq((code // 100, out["error"]["field"]), (4, field),
+                 "%s: %s" % (q, out))
+    print("sweep: the lab compares n2:%d with n2:%d as n2 does: %s" % (
+        b, a, [p["verdict"] for p in theirs["points"]]), flush=True)
 
 
 def case_bad_dsn():

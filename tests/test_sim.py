@@ -1528,8 +1528,8 @@ GROUPS = {
                test_foreign_gpu_holder, test_run_labels],
     "container": [test_container_mode, test_memory_held_outside,
                   test_v4_level_and_draft_hub_id, test_export_hang,
-                  test_scripts_python_and_pkill,
                   test_chat_backend_cannot_profile],
+    "pkill": [test_scripts_python_and_pkill],
     "composed": [test_composed_ranks],
     "clock": [test_time_scale],
 }
