@@ -5,6 +5,9 @@
 # `make check` is the quick tier: the release build and its tests under
 # 10 s. See README.md.
 BUILD ?= build
+# cmake's own make would say "Entering/Leaving directory" around its
+# build: noise in `make run`'s output (GNU make prints them for sub-makes).
+MAKEFLAGS += --no-print-directory
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 

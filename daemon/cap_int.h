@@ -196,6 +196,8 @@ struct cap_write {
   bool always, claim;
   bool ends_sweep; /* a final write whose point ends its sweep (the server
                       died: docs/SWEEPS.md), for merges.error.message */
+  bool quote;      /* merges.error.message ends with tail's decisive line
+                      (cap_log_decisive()), read with it on the pool */
 };
 void cap_job_write(struct cap_job *job, const struct cap_write *w);
 

@@ -179,6 +179,7 @@ void cap_enter(struct cap_job *job, enum tr_phase to, json_t *merges)
                          on_entered,
                          false,
                          false,
+                         false,
                          false };
   int budget;
 
@@ -227,6 +228,9 @@ int cap_spawn(struct cap_job *job, char **argv, char **env, const char *which,
   return rc;
 }
 
+static void fail_quoting(struct cap_job *job, const char *log, const char *fmt,
+                         ...);
+
 bool cap_script_ok(struct cap_job *job, const char *which, int64_t status,
                    int sig, bool timed_out, int limit)
 {
@@ -242,9 +246,9 @@ bool cap_script_ok(struct cap_job *job, const char *which, int64_t status,
   else if (sig != 0)
     cap_fail(job, END_FAILED, which, "the %s script was killed by signal %d",
              what, sig);
-  else
-    cap_fail(job, END_FAILED, which, "the %s script exited %lld", what,
-             (long long)status);
+  else /* its own words say why: ATOM's bench a traceback, say */
+    fail_quoting(job, which, "the %s script exited %lld", what,
+                 (long long)status);
   return false;
 }
 
@@ -319,13 +323,12 @@ static const enum tr_status end_status[] = {
   [END_INTERRUPTED] = TR_STATUS_INTERRUPTED,
 };
 
-void cap_fail(struct cap_job *job, enum cap_end how, const char *log,
-              const char *fmt, ...)
+static void fail(struct cap_job *job, enum cap_end how, const char *log,
+                 bool quote, const char *fmt, va_list ap)
 {
-  struct cap_write w = { end_status[how], job->phase, NULL,  NULL,
-                         cleanup,         true,       false, false };
+  struct cap_write w = { end_status[how], job->phase, NULL, NULL, cleanup, true,
+                         false,           false,      quote };
   char msg[1024], path[4096];
-  va_list ap;
 
   assert(how != END_NONE && how != END_SHUTDOWN);
   if (job->ending != END_NONE || job->finished)
@@ -338,9 +341,7 @@ void cap_fail(struct cap_job *job, enum cap_end how, const char *log,
   cap_http_cancel(job->http);
   job->http = NULL;
   cap_watch_stop(job);
-  va_start(ap, fmt);
   vsnprintf(msg, sizeof(msg), fmt, ap);
-  va_end(ap);
   tr_make_utf8(msg);
   fprintf(stderr, "traced: capture %lld: %s in %s: %s\n", (long long)job->id,
           tr_status_name(end_status[how]), tr_phase_name(job->phase), msg);
@@ -352,4 +353,26 @@ void cap_fail(struct cap_job *job, enum cap_end how, const char *log,
                  (job->watch.died || tr_phase_server(job->phase, TR_LAUNCH));
   w.tail = log != NULL ? cap_log_path(job, log, path, sizeof(path)) : NULL;
   cap_job_write(job, &w);
+}
+
+void cap_fail(struct cap_job *job, enum cap_end how, const char *log,
+              const char *fmt, ...)
+{
+  va_list ap;
+
+  va_start(ap, fmt);
+  fail(job, how, log, false, fmt, ap);
+  va_end(ap);
+}
+
+/* cap_fail() whose message ends with its log's decisive line, as a
+ * person reading the log would point at it (read on the pool). */
+static void fail_quoting(struct cap_job *job, const char *log, const char *fmt,
+                         ...)
+{
+  va_list ap;
+
+  va_start(ap, fmt);
+  fail(job, END_FAILED, log, true, fmt, ap);
+  va_end(ap);
 }

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "daemon/cap_int.h"
@@ -203,6 +204,7 @@ struct pattern_scan {
   regex_t *re; /* one per pattern of pats[0] then pats[1]; NULL: bad */
   bool *ok;
   pid_t self;
+  const json_t *first; /* the first look's matches; NULL: this is it */
   json_t *matches;
   char *foreign;
   size_t fsize;
@@ -230,8 +232,22 @@ static const struct tr_kill_pattern *first_match(const struct pattern_scan *ps,
   return NULL;
 }
 
+/* True when the first look of ps matched pid as a foreign process. */
+static bool foreign_before(const struct pattern_scan *ps, pid_t pid)
+{
+  size_t i;
+  json_t *m;
+
+  json_array_foreach(ps->first, i, m)
+    if (json_integer_value(json_object_get(m, "pid")) == pid &&
+        !json_is_true(json_object_get(m, "atom")))
+      return true;
+  return false;
+}
+
 /* One process: recorded when a pattern matches its command line (the
- * arguments joined by blanks, -f) or its name. */
+ * arguments joined by blanks, -f) or its name. On the second look a
+ * foreign process the first did not see has come since: left out. */
 static void pattern_one(pid_t pid, void *ud)
 {
   struct pattern_scan *ps = ud;
@@ -247,6 +263,8 @@ static void pattern_one(pid_t pid, void *ud)
     comm[strcspn(comm, "\n")] = '\0';
   if ((p = first_match(ps, cmd, comm, &s)) != NULL) {
     why = cap_proc_atom_why(pid, cmd);
+    if (why == NULL && ps->first != NULL && !foreign_before(ps, pid))
+      goto out;
     json_array_append_new(
         ps->matches, json_pack("{s:i,s:s,s:b,s:s,s:s,s:s,s:i}", "pid", (int)pid,
                                "command", cmd, "atom", why != NULL, "why",
@@ -261,8 +279,32 @@ static void pattern_one(pid_t pid, void *ud)
                p->line);
     }
   }
+out:
   free(comm);
   free(cmd);
+}
+
+/* A foreign match must outlive a look KILL_RELOOK_MS later: a process that
+ * only passed by (a `ps | grep lm_eval` in another shell) is not one the
+ * scripts' pkill would find. Worker thread: it may sleep. */
+#define KILL_RELOOK_MS 300
+
+static void relook(struct pattern_scan *ps, size_t from)
+{
+  json_t *first = ps->matches;
+  struct timespec ts = { 0, KILL_RELOOK_MS * 1000000L };
+
+  if (ps->foreign[from] == '\0')
+    return;
+  nanosleep(&ts, NULL);
+  ps->matches = json_array();
+  ps->first = first;
+  ps->foreign[from] = '\0';
+  each_pid(pattern_one, ps);
+  json_array_clear(first);
+  json_array_extend(first, ps->matches);
+  json_decref(ps->matches);
+  ps->matches = first;
 }
 
 void cap_kill_matches(const struct tr_kill_patterns *pats[2],
@@ -270,11 +312,13 @@ void cap_kill_matches(const struct tr_kill_patterns *pats[2],
                       size_t fsize)
 {
   size_t n = (pats[0] ? pats[0]->n : 0) + (pats[1] ? pats[1]->n : 0), k = 0;
+  size_t from = strlen(foreign);
   struct pattern_scan ps = { { pats[0], pats[1] },
                              { scripts[0], scripts[1] },
                              calloc(n + 1, sizeof(regex_t)),
                              calloc(n + 1, sizeof(bool)),
                              getpid(),
+                             NULL,
                              matches,
                              foreign,
                              fsize };
@@ -289,6 +333,7 @@ void cap_kill_matches(const struct tr_kill_patterns *pats[2],
       ps.ok[k] = regcomp(&ps.re[k], pats[s]->v[i].pattern,
                          REG_EXTENDED | REG_NOSUB) == 0;
   each_pid(pattern_one, &ps);
+  relook(&ps, from);
   for (k = 0; k < n; k++)
     if (ps.ok[k])
       regfree(&ps.re[k]);

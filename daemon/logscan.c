@@ -282,6 +282,27 @@ static void account(struct cap_scan *s, const char *buf, size_t len)
   }
 }
 
+void cap_log_decisive(const char *text, char out[CAP_SCAN_LINE])
+{
+  /* A scan of no file: no copy, no trace folder to count exports in. */
+  struct cap_scan *s = calloc(1, sizeof(*s));
+  const char *line;
+
+  out[0] = '\0';
+  if (s == NULL)
+    return;
+  s->trace_dir = "";
+  forget(s);
+  s->err_from = UINT64_MAX;
+  account(s, text, strlen(text));
+  if (s->partial_len > 0)
+    account_line(s, s->partial, s->partial_len, s->partial_at);
+  line = cap_scan_decisive(s);
+  if (line != NULL)
+    snprintf(out, CAP_SCAN_LINE, "%s", line);
+  free(s);
+}
+
 static void append_copy(struct cap_scan *s, const char *buf, size_t len,
                         bool restart)
 {

@@ -86,6 +86,12 @@ struct cap_scan {
  * NULL when nothing was read. Borrowed from s. */
 const char *cap_scan_decisive(const struct cap_scan *s);
 
+/* The decisive line (cap_scan_decisive()) of a whole log's text, as a
+ * scan of it would find it, into out ("" when it has no line): what a
+ * script that failed said last that matters (its traceback's exception,
+ * its first error line). Any thread. */
+void cap_log_decisive(const char *text, char out[CAP_SCAN_LINE]);
+
 /* Records the end of src as this launch's start and forgets what was
  * seen. */
 void cap_scan_snapshot(struct cap_scan *s);

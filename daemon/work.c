@@ -250,6 +250,8 @@ char *cap_read_tail(const char *path, size_t max_bytes)
 /* ---- ordered state writes ---- */
 
 #define TAIL_BYTES 4096 /* of a log, quoted by a failure */
+/* Of a log, read for its decisive line: a traceback's frames run long. */
+#define QUOTE_BYTES (64 << 10)
 
 struct cap_op {
   struct cap_work super;
@@ -262,25 +264,47 @@ struct cap_op {
 
 static void start_next_op(struct cap_job *job);
 
+/* Pool: "<message>: <the log's decisive line>" into the error's
+ * message (a log that says nothing leaves it as it was). */
+static void quote_decisive(json_t *error, const char *path)
+{
+  char *text = cap_read_tail(path, QUOTE_BYTES), line[CAP_SCAN_LINE];
+  const char *msg = json_string_value(json_object_get(error, "message"));
+  char both[1024 + CAP_SCAN_LINE];
+
+  if (text != NULL && msg != NULL) {
+    cap_log_decisive(text, line);
+    snprintf(both, sizeof(both), "%s: %s", msg, line);
+    tr_make_utf8(both); /* the line may end mid-character */
+    if (line[0] != '\0')
+      json_object_set_new(error, "message", json_string(both));
+  }
+  free(text);
+}
+
 static void run_op(struct cap_work *w)
 {
   struct cap_op *op = (struct cap_op *)w;
-  struct store_apply a = {
+  struct store_apply a;
+  struct store *st;
+
+  if (op->tail != NULL) {
+    json_t *error = json_object_get(op->w.merges, "error");
+    char *tail = cap_read_tail(op->tail, TAIL_BYTES);
+
+    if (op->w.quote) /* once: a write the store refused runs again */
+      quote_decisive(error, op->tail);
+    op->w.quote = false;
+    json_object_set_new(error, "log_tail",
+                        tail ? json_string(tail) : json_null());
+    free(tail);
+  }
+  a = (struct store_apply){
     op->w.claim, op->w.status, op->w.phase, op->w.merges,
     op->w.ends_sweep ? json_string_value(json_object_get(
                            json_object_get(op->w.merges, "error"), "message"))
                      : NULL
   };
-
-  struct store *st;
-
-  if (op->tail != NULL) {
-    char *tail = cap_read_tail(op->tail, TAIL_BYTES);
-
-    json_object_set_new(json_object_get(op->w.merges, "error"), "log_tail",
-                        tail ? json_string(tail) : json_null());
-    free(tail);
-  }
   tr_err_clear(&op->err);
   st = cap_db_take(w->r, &op->err);
   op->rc = st != NULL     ? store_capture_apply(st, w->job->id, &a, &op->err)
@@ -381,7 +405,9 @@ void cap_job_write(struct cap_job *job, const struct cap_write *w)
 
 void cap_job_merge(struct cap_job *job, json_t *merges)
 {
-  struct cap_write w = { -1, -1, merges, NULL, NULL, false, false, false };
+  struct cap_write w = {
+    -1, -1, merges, NULL, NULL, false, false, false, false
+  };
 
   cap_job_write(job, &w);
 }

@@ -143,6 +143,8 @@ d = json.load(sys.stdin)
 rows = d["rows"] if isinstance(d, dict) else d
 print("top kernels, all ranks:")
 for r in rows:
-    print("  %10.3f ms  %6d x  %s" % (r["total_ns"] / 1e6, r["count"], r["name"][:90]))'
+    # Demangled as the dashboard shows them (the kernels table'"'"'s own).
+    name = r.get("demangled") or r["name"]
+    print("  %10.3f ms  %6d x  %s" % (r["total_ns"] / 1e6, r["count"], name[:90]))'
 echo "traced keeps running (Ctrl-C stops it): $api/"
 wait $pid

@@ -5,12 +5,13 @@
 #
 #   suite.sh all      the release build; its tests while the sanitizer and
 #                     fuzzer builds are made beside them (niced); the tests
-#                     under ASan+UBSan (all but those labelled `waits`);
+#                     under ASan+UBSan (all but those labelled `waits` or `browser`);
 #                     ThreadSanitizer (scripts/tsan.sh) beside the fuzzers
 #                     (scripts/fuzz.sh)
 #   suite.sh check    the release build and its tests not labelled `slow`
 #   suite.sh release  the release build and all its tests
-#   suite.sh asan     the ASan+UBSan build and its tests but `waits`
+#   suite.sh asan     the ASan+UBSan build and its tests but `waits` and
+#                     `browser`
 #
 # Env: BUILD (build), JOBS (cores: compile jobs), CTEST_JOBS (tests at once,
 # twice the cores: most tests wait on processes and sockets, and those
@@ -30,28 +31,45 @@ stage() { # stage NAME COMMAND...: runs it; its time and the load after
     "load $(cut -d' ' -f1-3 /proc/loadavg)"
 }
 
-ctest_in() { # ctest_in DIR [ARGS...]
+# ctest_in DIR [ARGS...]: the tests, then the CPU they took in all
+# (scripts/test_cpu.py's lines of this run, docs/TESTS.md "CPU"): beside
+# the stage's wall, it says whether the stage was short of cores or of
+# ctest's slots.
+ctest_in() {
   dir=$1
   shift
-  (cd "$dir" && ctest --output-on-failure -j "$CTEST_JOBS" "$@")
+  rm -f "$dir/Testing/cpu.txt"
+  rc=0
+  (cd "$dir" && ctest --output-on-failure -j "$CTEST_JOBS" "$@") || rc=$?
+  [ ! -s "$dir/Testing/cpu.txt" ] ||
+    awk '{ s += $2 + $3; n++ } END { printf "suite: %d tests, %.0f s of CPU\n",
+      n, s }' "$dir/Testing/cpu.txt"
+  return $rc
 }
 
 release_build() {
   # shellcheck disable=SC2086 # CMAKE_FLAGS: words
   cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    ${CMAKE_FLAGS:-} >/dev/null
+    -DTRACED_TEST_CPU=ON ${CMAKE_FLAGS:-} >/dev/null
   cmake --build "$BUILD" -j "$JOBS"
 }
 
+# The ASan+UBSan build's tests read the Python references' answers the
+# release build's computed (tests/refcache.py: keyed by content).
 asan_build() {
+  case $BUILD in
+  /*) refs=$BUILD/refcache ;;
+  *) refs=$PWD/$BUILD/refcache ;;
+  esac
   cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTRACED_SANITIZE=ON \
-    -DTRACED_INFLATE=zlib >/dev/null
+    -DTRACED_INFLATE=zlib -DTRACED_REF_CACHE="$refs" -DTRACED_TEST_CPU=ON \
+    >/dev/null
   cmake --build build-asan -j "$JOBS"
 }
 
 # Tests that only wait on the simulator's clock gain nothing under the
 # sanitizers; the rule is in docs/TESTS.md.
-asan_tests() { ctest_in build-asan -LE waits; }
+asan_tests() { ctest_in build-asan -LE 'waits|browser'; }
 
 # The sanitizer builds one after the other (niced by the caller);
 # build-asan/.built says the first is done.
@@ -62,6 +80,8 @@ sanitizer_builds() {
   scripts/tsan.sh build
   scripts/fuzz.sh build
 }
+
+fuzz_points() { scripts/fuzz.sh run points >build-fuzz/fuzz-points.log 2>&1; }
 
 all() {
   log=$(mktemp /tmp/traced-suite-builds-XXXXXX)
@@ -78,13 +98,15 @@ all() {
   stage asan-tests asan_tests
   wait "$builds" || { cat "$log"; exit 1; }
   rm -f "$log"
-  # The fuzzers take one core each in turn: ThreadSanitizer's run beside
-  # them.
-  scripts/fuzz.sh >build-fuzz/fuzz.log 2>&1 &
+  # Two fuzzers in turn on one core; ThreadSanitizer, then the third
+  # fuzzer, on the other.
+  scripts/fuzz.sh run reader index >build-fuzz/fuzz.log 2>&1 &
   fuzz=$!
   stage tsan scripts/tsan.sh
+  stage fuzz-points fuzz_points || { cat build-fuzz/fuzz-points.log; exit 1; }
   stage fuzz-wait wait "$fuzz" || { cat build-fuzz/fuzz.log; exit 1; }
-  grep -h "^tsan:\|Done [0-9]* runs" build-fuzz/fuzz.log || true
+  grep -h "^tsan:\|Done [0-9]* runs" build-fuzz/fuzz.log \
+    build-fuzz/fuzz-points.log || true
 }
 
 case "${1:-all}" in

@@ -4,21 +4,27 @@ like a capture of an LLM server, not of whatever trace happened to be
 rotated in.
 
 Each step the engine ran while profiling (sim_labels.Step) is one copy of
-a real forward pass of its kind, cut from a real trace of ../shared/traces
-(TEMPLATES): a decode step replays the vLLM gpt-oss decode (one graph
-replay of 421 kernels on an MI300X, 32 sequences), a prefill step the
-Qwen2 forward of the H100 trace (16 sequences of 2048 tokens, eager), the
-only LLM prefill among the real traces. A copy keeps the pass's host
-events (CPU ops, runtime calls) as they were, laid from the step's start,
-and its device records (kernels, copies, memsets) with their names, shapes
-and order; what changes is:
+a real forward pass, cut from a real trace of ../shared/traces
+(TEMPLATE): the vLLM gpt-oss decode, one graph replay of 421 kernels on
+an MI300X (32 sequences). It serves prefill steps too: vLLM's forward is
+one for both (its execute_ annotation counts the context, i.e. prefill,
+requests beside the generation ones; unified attention takes both), and
+it is the only LLM forward of an AMD GPU among the real traces (the only
+prefill, the H100 Qwen trace, is NVIDIA's: ranks that mixed the two
+showed CUDA kernels on a ROCm device). Every rank is then one vendor's:
+the template's kernels, its device (deviceProperties, named as its
+gfx942 with 304 CUs and 192 GiB is named: DEVICE_NAME). A copy keeps the
+pass's host events (CPU ops, runtime calls) as they were, laid from the
+step's start, and its device records (kernels, copies, memsets) with
+their names, shapes and order; what changes is:
 
   - each record's duration, for the work of the step against the
-    template's (work_ratio): a prefill's kernels by its tokens (attention
-    by the sum of its squared context lengths), a decode's attention and
-    KV-cache kernels by its summed context, its other kernels (weights
-    read once per step) 0.7 + 0.3 x its batch over the template's; a
-    record never shorter than FIXED_NS or its own duration;
+    template's (work_ratio): attention and KV-cache kernels by the
+    query-key pairs they score (a decode's summed context, a prefill's
+    causal c(c+1)/2 per sequence), the others (weights read once per
+    step) 0.7 + 0.3 x the step's tokens over the template's: a prefill's
+    time grows with its tokens, as a real engine's; a record never
+    shorter than FIXED_NS or its own duration;
   - noise, as two runs and two TP ranks differ: per rank and step a clock
     factor (lognormal, CLOCK_SIGMA) and per record its own (RECORD_SIGMA);
   - when it starts: LAUNCH_NS after its launch call when its stream is
@@ -64,7 +70,7 @@ SCHED_SIGMA = 0.1
 CLOCK_SIGMA = 0.01    # per rank and step
 RECORD_SIGMA = 0.02   # per record
 ID_STRIDE = 10 ** 7   # ids of copy k are the template's + k x ID_STRIDE
-PACE_CTX = 64         # SIM_TOKEN_S=trace: mean contexts this close pace alike
+PACE_CTX = 16      # SIM_TOKEN_S=trace: mean contexts this close pace alike
 DEVICE_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 HOST_CATS = ("cpu_op", "cuda_runtime", "cuda_driver", "python_function")
 SHAPE_ARGS = ("Input Dims", "Input type", "Input Strides", "Concrete Inputs")
@@ -89,7 +95,7 @@ def us(t):
 class Template:
     """One real forward pass: the host events of its window (those of the
     window's thread starting inside it), the device records their calls
-    launched, and the work it did (bs, tok, ctx: per sequence)."""
+    launched, and the work it did (tok: tokens, pairs: query-key pairs)."""
 
     def __init__(self, doc, window, work):
         self.top = {k: v for k, v in doc.items() if k != "traceEvents"}
@@ -134,65 +140,56 @@ def plain(e):
                                         json.dumps(e["name"]))
 
 
-def vllm_decode(doc):
-    """The vLLM decode: its execute_ annotation (execute_<n>_context_<p>
-    (...)_generation_<d>(sq<d>sk<sum of contexts>...)) is the window."""
+def vllm_forward(doc):
+    """The vLLM forward: its execute_ annotation (execute_<n>_context_<p>
+    (...)_generation_<d>(sq<d>sk<sum of contexts>...)) is the window; its
+    work, the query-key pairs its attention scored (sk: one query per
+    sequence)."""
     for e in doc["traceEvents"]:
         m = re.match(r"execute_\d+_context_\d+\(.*?\)_generation_(\d+)"
                      r"\(sq\d+sk(\d+)", str(e.get("name", "")))
         if m and e.get("cat") == "user_annotation":
             bs, keys = int(m.group(1)), int(m.group(2))
-            return e, {"bs": bs, "tok": bs, "ctx": [keys / bs] * bs}
+            return e, {"tok": bs, "pairs": keys}
     raise ValueError("no execute_ annotation")
 
 
-def hf_prefill(doc):
-    """The Hugging Face forward: its model module is the window; the
-    shape profiled is in the trace's metadata (current_task.shape)."""
-    shape = doc["metadata"]["current_task"]["shape"]
-    bs, length = shape["batch_size"], shape["text_input_length"]
-    for e in doc["traceEvents"]:
-        if (e.get("cat") == "python_function" and
-                re.match(r"nn\.Module: \w+Model_0$", str(e.get("name")))):
-            return e, {"bs": bs, "tok": bs * length, "ctx": [length] * bs}
-    raise ValueError("no model module")
-
-
-TEMPLATES = {
-    "decode": ("tracelens__vllm_decode_full_graph_execution.json.gz",
-               vllm_decode),
-    "prefill": ("tracelens__h100_Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
-                hf_prefill),
-}
+TEMPLATE = ("tracelens__vllm_decode_full_graph_execution.json.gz",
+            vllm_forward)
+# What the template's device is: its deviceProperties leave the name
+# empty, their gfx 9.4 with 304 CUs and 192 GiB is this one.
+DEVICE_NAME = "AMD Instinct MI300X"
 
 _templates = {}
 _lock = threading.Lock()
 
 
-def template(kind, traces_dir):
-    """The template of a step kind (dummies and eager decodes replay the
-    decode), read once per process."""
-    kind = "prefill" if kind == "prefill" else "decode"
-    path = os.path.join(traces_dir, TEMPLATES[kind][0])
+def template(traces_dir):
+    """The template every step copies, read once per process."""
+    path = os.path.join(traces_dir, TEMPLATE[0])
     with _lock:
         if path not in _templates:
             with gzip.open(path, "rt", encoding="utf-8") as f:
                 doc = json.load(f, parse_float=decimal.Decimal)
-            _templates[path] = Template(doc, *TEMPLATES[kind][1](doc))
+            _templates[path] = Template(doc, *TEMPLATE[1](doc))
         return _templates[path]
 
 
-def work_ratio(kind, name, step, work):
+def pairs(step):
+    """The query-key pairs a step's attention scores: a prefill's every
+    token against those before it (causal), a decode's one query against
+    its context (dummies and eager decodes are decodes)."""
+    if step.kind == "prefill":
+        return sum(c * (c + 1) // 2 for c in step.ctx)
+    return sum(step.ctx)
+
+
+def work_ratio(name, step, work):
     """(fixed share, scaled share) of a record's duration for this step's
     work against the template's."""
-    if kind == "prefill":
-        if ATTENTION.search(name):
-            return 0.0, (sum(c * c for c in step.ctx) /
-                         sum(c * c for c in work["ctx"]))
-        return 0.0, step.tok / work["tok"]
     if ATTENTION.search(name):
-        return 0.0, sum(step.ctx) / sum(work["ctx"])
-    return 0.7, 0.3 * step.bs / work["bs"]
+        return 0.0, pairs(step) / work["pairs"]
+    return 0.7, 0.3 * step.tok / work["tok"]
 
 
 def lognormal(rng, sigma):
@@ -224,13 +221,13 @@ class Window:
             return self.starts
 
     def lay_out(self):
-        t = template("decode", self.traces_dir).w0
+        t = template(self.traces_dir).w0
         starts = []
-        for k, (kind, step, _) in enumerate(self.passes):
+        for k, (_, step, _) in enumerate(self.passes):
             starts.append(t)
             end = t + SCHED_NS
             for r in range(self.first, self.first + self.ranks):
-                self.copies[k, r] = Copy(self, k, kind, step, r, t)
+                self.copies[k, r] = Copy(self, k, step, r, t)
             if step is not None:
                 end = max(self.copies[k, r].end()
                           for r in range(self.first, self.first + self.ranks))
@@ -242,8 +239,8 @@ class Window:
 def pass_ns(kind, step, traces_dir):
     """A pass's wall time as its copy on one rank draws it, from its start
     to its last host or device end (SIM_TOKEN_S=trace paces the engine's
-    steps by it), for its batch and mean context to PACE_CTX tokens:
-    drawing a prefill's copy takes longer than the prefill itself."""
+    steps by it), for its batch and mean context to PACE_CTX tokens (one
+    copy per batch and context drawn, not per step)."""
     return _pass_ns(kind, step.bs, round(sum(step.ctx) / step.bs / PACE_CTX),
                     traces_dir)
 
@@ -251,18 +248,17 @@ def pass_ns(kind, step, traces_dir):
 @functools.lru_cache(maxsize=4096)
 def _pass_ns(kind, bs, ctx, traces_dir):
     step = sim_labels.Step(kind, [max(1, ctx * PACE_CTX)] * bs)
-    return Copy(Window([], None, 0, 0, 1, traces_dir), 0, kind, step, 0,
-                0).end()
+    return Copy(Window([], None, 0, 0, 1, traces_dir), 0, step, 0, 0).end()
 
 
 class Copy:
     """Pass k of the window on global rank `rank`, started at `t0`: its
     records' times (place()), then its events (events())."""
 
-    def __init__(self, win, k, kind, step, rank, t0):
-        self.win, self.k, self.kind, self.step = win, k, kind, step
+    def __init__(self, win, k, step, rank, t0):
+        self.win, self.k, self.step = win, k, step
         self.rank, self.t0 = rank, t0
-        self.tp = template(kind, win.traces_dir)
+        self.tp = template(win.traces_dir)
         self.placed = None
 
     def durations(self):
@@ -271,8 +267,7 @@ class Copy:
         clock = lognormal(rng, CLOCK_SIGMA)
         out = []
         for _, dur, e in self.tp.device:
-            fixed, scaled = work_ratio(self.kind, e["name"], self.step,
-                                       self.tp.work)
+            fixed, scaled = work_ratio(e["name"], self.step, self.tp.work)
             base = min(dur, FIXED_NS)
             d = base + (dur - base) * (fixed + scaled)
             out.append(max(1, int(d * clock * lognormal(rng,
@@ -436,7 +431,7 @@ def rank_text(win, rank, world, detailed):
 
 
 def document(win, rank, world, detailed, events):
-    tp = template("decode", win.traces_dir)
+    tp = template(win.traces_dir)
     parts = []
     for key in tp.keys:
         v = tp.top.get(key)
@@ -446,6 +441,8 @@ def document(win, rank, world, detailed, events):
         if key == "distributedInfo":
             v = {"backend": v.get("backend", "nccl"), "rank": rank,
                  "world_size": world}
+        elif key == "deviceProperties":
+            v = [dict(d, name=d.get("name") or DEVICE_NAME) for d in v]
         elif key in ("record_shapes", "with_stack", "profile_memory"):
             v = 1 if detailed else 0
         parts.append("%s: %s" % (json.dumps(key), dumps(v)))

@@ -1,7 +1,7 @@
 """What the simulated ranks export. By default each rank's trace is made
 of real forward passes, one per step its engine ran while profiling
-(sim_compose.py: decode steps from the vLLM decode, prefill steps from the
-H100 prefill of ../shared/traces, ATOM's run labels over each). With
+(sim_compose.py: decode and prefill steps from the vLLM forward of
+../shared/traces, ATOM's run labels over each). With
 SIM_TRACE_FILE, the given real kineto traces instead, rotated over the
 global ranks, each with its top-level distributedInfo.rank set, ATOM's run
 labels of the steps laid over its kernels (a trace that carries labels

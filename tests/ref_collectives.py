@@ -39,6 +39,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ref_analysis  # noqa: E402
 import ref_index  # noqa: E402
+import refcache  # noqa: E402
 
 COPY = ("memory_copy", "copybuffer", "memcpy", "direct_copy",
         "catarraybatchedcopy")
@@ -196,6 +197,7 @@ def instance(ranks, recs, fam, lane, k, fam_rows, step_rows, timeline, t0,
             "per_rank": per}
 
 
+@refcache.cached
 def reference(paths, bins=256, keep=None):
     """The matched collectives of the rank files (ranks 0..n-1, one
     group) as traced answers them: rows keyed as the routes' rows."""

@@ -33,6 +33,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ref_analysis  # noqa: E402
 import ref_index  # noqa: E402
+import refcache  # noqa: E402
 
 U32 = (1 << 32) - 1
 KK_NS = 1500000          # HTA's kernel-kernel threshold
@@ -98,6 +99,7 @@ def corr_of(args, limit):
     return v if v is not None and 0 <= v < limit else -1
 
 
+@refcache.cached
 def read(path):
     """The trace's host events, device items and facts."""
     doc, _ = ref_index.load(path)
@@ -840,6 +842,7 @@ def lane_text(tr):
         "host", "runtime", "none") else "stream " + inv[seg["lane"]]
 
 
+@refcache.cached
 def reference(path):
     """The critical path figures of one trace:
     kinds {step: critical_kinds row}, steps {index: critical_steps row},

@@ -19,6 +19,7 @@ import re
 from decimal import ROUND_HALF_UP, Decimal
 
 import ref_index
+import refcache
 from ref_analysis import bucket_value, cut_text
 
 MOD_PFX = "nn.Module: "
@@ -480,6 +481,7 @@ def _share(total, den):
         Decimal("0.000001"), rounding=ROUND_HALF_UP))
 
 
+@refcache.cached
 def reference(run_path, captures):
     names = {}
     caps = [read_capture(p, bs, q, mode, names)

@@ -28,6 +28,7 @@ from decimal import Decimal, InvalidOperation
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ref_analysis  # noqa: E402
+import refcache  # noqa: E402
 
 KERNEL_CATS = {"kernel", "Kernel"}
 COPY_CATS = {"gpu_memcpy", "Memcpy"}
@@ -394,6 +395,7 @@ def analysis(r, t0, tend, ev, categories):
         if side == "gpu" else {}
 
 
+@refcache.cached
 def reference(path, fmt="auto", categories=None):
     """The reference figures of one trace file:
     events, skipped_events, format, t0_ns, span_ns, device, kernel_events,

@@ -21,6 +21,8 @@ import gzip
 import json
 from decimal import Decimal
 
+import refcache
+
 BUCKETS = 4096   # the utilisation timeline's
 MEMORY_BUCKETS = 1024  # every fourth of its boundaries
 NAMES = ["cpu", "cuda", "mkldnn", "opengl", "opencl", "ideep", "hip",
@@ -79,6 +81,7 @@ def op_of(events, mems):
         m["op"] = best[2] if best else None
 
 
+@refcache.cached
 def reference(path, t0, span):
     events = load(path)
     mems = memory_events(events)

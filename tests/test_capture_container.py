@@ -17,7 +17,9 @@ ATOM's scripts kill"), on the strict simulator:
                  pkill patterns match (lm_eval) is refused, named with its
                  pattern, the script and its line, before the scripts run;
                  taken over, the scripts kill it and the capture ends done.
-                 Runs alone (RUN_SERIAL): ATOM's patterns match across the
+                 Matching processes that only pass by (each alive 50 ms,
+                 one after the other for the whole capture) are not
+                 judged: the capture ends done. Runs alone (RUN_SERIAL): ATOM's patterns match across the
                  machine, and every capture test judges what they match.
 
 Usage: test_capture_container.py [CASE...]."""
@@ -26,6 +28,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 
 from test_capture_lib import Rig, check, check_eq, run_cases
 from tracedtest import wait_for
@@ -111,6 +114,15 @@ def plant(rig, argv0):
                             env=env)
 
 
+def passers_by(stop):
+    """Until stop is set, one process after another that the stop
+    script's lm_eval pattern matches, each alive for 50 ms (outside any
+    simulator home: no script kills them)."""
+    while not stop.is_set():
+        subprocess.run(["bash", "-c", 'exec -a "$0" sleep 0.05',
+                        "lm_eval --passing-by"], check=False)
+
+
 def kill_patterns():
     rig = Rig()
     job = None
@@ -139,10 +151,21 @@ def kill_patterns():
             # The server the first capture left up: matched, ATOM's.
             check(any(m["atom"] and m["pattern"] == "atom.entrypoints"
                       for m in matches), matches)
-        rig2 = Rig(conf={"take_over_foreign_gpu": "true"})
-        with rig2:
             job.kill()
             job.wait()
+            stop = threading.Event()
+            walker = threading.Thread(target=passers_by, args=(stop,))
+            walker.start()
+            try:
+                cap = expect_done(rig, rig.capture(tp=1))
+            finally:
+                stop.set()
+                walker.join()
+            check(not any(not m["atom"] for m in
+                          cap["gpu-before-stop"]["kill_matches"]),
+                  cap["gpu-before-stop"])
+        rig2 = Rig(conf={"take_over_foreign_gpu": "true"})
+        with rig2:
             job = plant(rig2, "lm_eval --tasks gsm8k")
             cap = expect_done(rig2, rig2.capture(tp=1))
             check_eq(cap["gpu-before-stop"]["taken_over"], True,

@@ -110,7 +110,7 @@ def faults_in_the_bench():
     (its failed requests only shorten "completed"), and traced must see the
     dead server; with a strict client the bench's exit code says it; a
     fatal marker appears during the bench (the requests then hang: traced's
-    log scan ends it)."""
+    log scan ends it); a bench that fails by itself is quoted."""
     rig = Rig(conf={"export_max_polls": "3"})
     with rig:
         ids = [faulty(rig, "die_during_bench=2", conc=4),
@@ -131,6 +131,19 @@ def faults_in_the_bench():
         expect(cap, "failed", "benchmark",
                "bench script exited" if "bench script exited" in msg
                else "the server died during the bench")
+        # A bench that fails by itself, the server alive: the strict client
+        # exits 1 on a request the server answered 500; the error quotes
+        # the line of its log that says why, not only its exit status.
+        # conc 4: requests 1-8 are the warm-ups, 9-12 the profiled ones,
+        # whose bench exits before traced waits on the export or while it
+        # does (its last step: the profiler stopped).
+        cap = rig.wait(faulty(rig, "fail_request=10", conc=4))
+        expect(cap, "failed", cap["phase"] if cap["phase"] in (
+            "benchmark", "exporting") else "benchmark",
+            "the bench script exited 1: ERROR: 1 of 4 requests failed; "
+            "first: Internal Server Error")
+        check("requests failed" in cap["error"]["log_tail"],
+              cap["error"]["log_tail"])
 
 
 def faults_in_the_export():

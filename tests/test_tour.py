@@ -24,8 +24,8 @@ import tempfile
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_capture_lib import start_run  # noqa: E402
-from tracedtest import (SRC_DIR, TRACED_BIN, TRACES_DIR, check,  # noqa: E402
-                        check_eq, free_port, wait_for)
+from tracedtest import (NVIDIA_ONLY, SRC_DIR, TRACED_BIN,  # noqa: E402
+                        TRACES_DIR, check, check_eq, free_port, wait_for)
 
 # Each answer's status on stderr, the body where the reader sees it.
 CURL = "curl() { command curl -w '%{stderr}HTTP %{http_code}\\n' \"$@\"; }\n"
@@ -119,6 +119,16 @@ def main():
         check(bench["median_ttft_ms"] * 1e6 >= steps["prefill"]["min_ns"],
               "TTFT p50 %s ms, prefill %s" % (bench["median_ttft_ms"],
                                               steps["prefill"]))
+        # One vendor's kernels on a device named as that vendor's.
+        cap = json.loads(run(top, assigned, "curl -s $api/captures/1").stdout)
+        check_eq({r["device"] for r in cap["ranks"]}, {"AMD Instinct MI300X"},
+                 "the demo's devices")
+        names = [r["name"] for r in json.loads(run(
+            top, assigned, 'curl -s "$api/captures/1/kernels?limit=1000"'
+        ).stdout)["rows"]]
+        check(names and not any(NVIDIA_ONLY.search(n) for n in names),
+              "NVIDIA kernels on the MI300X: %s" % [
+                  n for n in names if NVIDIA_ONLY.search(n)][:5])
         sweep = json.loads(run(top, assigned, "curl -s $api/sweeps/1").stdout)
         check_eq((sweep["status"], sweep["points_done"],
                   [p["status"] for p in sweep["points"]]),

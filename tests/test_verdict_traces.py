@@ -37,6 +37,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ref_analysis  # noqa: E402
 import ref_index  # noqa: E402
+import refcache  # noqa: E402
 from make_fixtures import dumps, us  # noqa: E402
 from make_composed import make_ranks  # noqa: E402
 from tracedtest import Daemon, check  # noqa: E402
@@ -76,8 +77,26 @@ class Warp:
         return t + done + int(round(part))
 
 
-def changed_copy(path, out, scale):
-    """Writes path's copy with each kernel's duration scale(name) x."""
+def changed_copy(path, out, family):
+    """Writes path's copy with each kernel of family 10% longer (family
+    None: each kernel's duration times uniform(0.98, 1.02), seeded by the
+    file's name)."""
+    with open(out, "wb") as f:
+        f.write(changed_bytes(path, family))
+
+
+@refcache.cached
+def changed_bytes(path, family):
+    """changed_copy()'s gzip file (a real trace's kept, tests/refcache.py:
+    the same in both builds)."""
+    if family is None:
+        rng = random.Random(os.path.basename(path))
+
+        def scale(k):
+            return rng.uniform(0.98, 1.02)
+    else:
+        def scale(k):
+            return 1.1 if ref_analysis.family(k) == family else 1.0
     with gzip.open(path, "rt") as f:
         doc = json.load(f)
     evs = events_of(doc)
@@ -97,10 +116,10 @@ def changed_copy(path, out, scale):
             end = warp(s + ns(e["dur"]))
             e["dur"] = us(end - warp(s))
         e["ts"] = us(warp(s))
-    with gzip.open(out, "wt") as f:
-        f.write(dumps(doc))
+    return gzip.compress(dumps(doc).encode())
 
 
+@refcache.cached
 def facts(path):
     """(step kinds, dominant family or None) of a trace, read with
     ref_index's rules (its classes, its run labels and ProfilerStep,
@@ -162,12 +181,10 @@ def one_trace(d, tmp, path, kinds, family, failures, others=()):
     """The slowed and jittered copies of path against it (and others:
     [(path, test)] of captures of the same build: unchanged by test)."""
     name = os.path.basename(path)
-    rng = random.Random(name)
     slow = os.path.join(tmp, "slow_" + name)
     jitter = os.path.join(tmp, "jitter_" + name)
-    changed_copy(path, slow, lambda k: 1.1 if ref_analysis.family(k) ==
-                 family else 1.0)
-    changed_copy(path, jitter, lambda k: rng.uniform(0.98, 1.02))
+    changed_copy(path, slow, family)
+    changed_copy(path, jitter, None)
     steps = real_steps(path)
     test = "paired_steps" if steps >= 3 else None
     base = imported(d, path)

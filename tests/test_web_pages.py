@@ -34,9 +34,13 @@ Usage: test_web_pages.py CASE, CASE one of
                 latencies as one table (the bench's medians exactly),
                 model_id and tokenizer_id apart; a capture failed on a
                 fatal marker opens its log scrolled to the line its error
-                quotes, marked; a capture with mark_trace (a real graph
-                pair, 36 layers) draws its whole median step, every part
-                of /decode/median, its device time to the ns.
+                quotes, marked, and its phase bar without the sweep-only
+                collecting; the ranks table's device cells (a dash where
+                the trace names none); a capture with mark_trace (a real
+                graph pair, 36 layers) draws its whole median step, every
+                part of /decode/median, its device time to the ns; a
+                sweep asked without a TP names the one its points ran
+                with, its curve a y axis in tok/s.
   screens       docs/screens holds a PNG of every tab of the capture page
                 (the tabs web/*.js defines) and of the list, a capture's
                 top, a diff and a failure, as scripts/screens.py makes
@@ -51,7 +55,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from browser import Browser, find_chromium  # noqa: E402
 from tracedtest import (SRC_DIR, TRACES_DIR, Daemon,  # noqa: E402
-                        check, check_eq, run_named_case)
+                        check, check_eq, run_named_case, wait_for)
 
 WEB = os.path.join(SRC_DIR, "web")
 SKIPPED = 77
@@ -431,6 +435,15 @@ FIELDS = """(() => {
       td.scrollWidth > td.clientWidth];
   });
 })()"""
+RANK_DEVICES = """(() => {
+  const heads = t => [...t.querySelectorAll('th')].map(h => h.textContent);
+  const t = [...document.querySelectorAll('table')].find(t =>
+    heads(t).includes('device') && heads(t).includes('busy/span'));
+  const i = heads(t).indexOf('device');
+  return [...t.querySelectorAll('tbody tr')].map(tr =>
+    tr.children[i].textContent);
+})()"""
+
 ERROR_LINE = """(() => {
   const pre = document.querySelector('pre.log');
   const e = pre.querySelector('[data-line=error]');
@@ -484,6 +497,49 @@ def check_log(d, browser, page, cid):
     check(e["all"] > e["box"] and e["scroll"] > 0, "the log fits: %r" % e)
     check(e["scroll"] <= e["top"] and e["top"] + e["height"] <= e["scroll"] +
           e["box"], "the error line out of view: %r" % e)
+    # The phases a plain capture runs: collecting is a sweep point's only
+    # (docs/SWEEPS.md); the one it failed in marked.
+    bar = browser.eval(page, "[...document.querySelectorAll('ol.phases li')]"
+                       ".map(li => [li.textContent, li.className])")
+    check_eq([p for p, _ in bar], ["stopping", "launching", "waiting ready",
+                                   "benchmark", "exporting", "indexing",
+                                   "finishing", "done"], "the phase bar")
+    check_eq([p for p, c in bar if c == "failed"], [err["phase"]],
+             "the failed phase")
+
+
+def check_ranks(d, browser, page, cid):
+    """The ranks table's device column: each rank's device as its trace
+    names it, a dash where it names none (not a blank cell)."""
+    ranks = d.get("/captures/%d" % cid)[1]["ranks"]
+    browser.show(page, "%s/#/captures/%d" % (d.base, cid))
+    cells = browser.eval(page, RANK_DEVICES)
+    check_eq(cells, [r["device"] or "\u2013" for r in ranks],
+             "the ranks' devices")
+
+
+def check_sweep(d, browser, page, sid):
+    """A sweep asked without a TP says the one its points ran with; its
+    curve has a throughput axis up its left, in round ticks of tok/s."""
+    sw = d.get("/sweeps/%d" % sid)[1]
+    check(sw["params"].get("tp") is None, "a sweep without tp")
+    tp = d.get("/captures/%d" % sw["points"][0]["capture"])[1]["launch"]["tp"]
+    browser.show(page, "%s/#/sweeps/%d" % (d.base, sid))
+    browser.wait_for(page, "document.querySelector('figure.curve') && "
+                     "!/TP \u2013/.test(document.getElementById('app')"
+                     ".textContent)", 10)
+    head = browser.eval(page, "document.querySelector('#app p').textContent")
+    check(" \u00b7 TP %d \u00b7 " % tp in head, "the sweep's TP: %r" % head)
+    ticks = browser.eval(page, "[...document.querySelectorAll('figure.curve "
+                         "svg text.tick')].map(t => t.textContent)")
+    # Round steps of about a quarter of the top (charts.js, ticksOf): the
+    # last tick at least 3/8 of the highest throughput, none above it.
+    top = max(p["output_throughput"] for p in sw["points"])
+    vals = [float(t[:-len(" tok/s")].replace(",", "")) for t in ticks
+            if t.endswith(" tok/s")]
+    check(len(vals) == len(ticks) >= 2 and vals[0] == 0 and
+          0.375 * top <= vals[-1] <= top, "the curve's y ticks: %r, top %s"
+          % (ticks, top))
 
 
 def check_median(d, browser, page, cid):
@@ -517,10 +573,18 @@ def case_capture_top():
                 check_eq(rig.wait(bad)["status"], "failed", "the fault")
                 marked = rig.capture(mark_trace=True)
                 check_eq(rig.wait(marked)["status"], "done", "mark_trace")
+                code, sw = rig.d.post("/sweeps", {"model": rig.model,
+                                                  "isl": 8, "osl": 4,
+                                                  "conc": [1, 2]})
+                check_eq(code, 202, "POST /sweeps %s" % sw)
+                wait_for(lambda: rig.d.get("/sweeps/%d" % sw["id"])[1][
+                    "status"] == "done", 180, "the sweep")
                 page = page_of(browser)
                 check_top(rig.d, browser, page, ok)
+                check_ranks(rig.d, browser, page, ok)
                 check_log(rig.d, browser, page, bad)
                 check_median(rig.d, browser, page, marked)
+                check_sweep(rig.d, browser, page, sw["id"])
     return with_browser(case)
 
 

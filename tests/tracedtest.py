@@ -6,6 +6,7 @@ import errno
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import socket
@@ -28,6 +29,11 @@ SIM_BIN = os.path.join(SRC_DIR, "sim", "bin")
 # Its stand-in for ATOM's image Python (/opt/venv/bin): the scripts run a
 # bare `python`, which must import ATOM.
 SIM_VENV_BIN = os.path.join(SRC_DIR, "sim", "venv", "bin")
+# Kernels only NVIDIA's toolchains name so: SASS arch tags, CUTLASS and
+# cuBLAS families, PyTorch's CUDA-only flash attention build. None may run
+# on an AMD device (the simulator's ranks are one vendor's).
+NVIDIA_ONLY = re.compile(r"\bsm[5-9]\d_|xmma|cutlass|cublas|ampere_|volta_|"
+                         r"turing_|hopper_|pytorch_flash::|nvjet", re.I)
 
 
 def sim_path(path=None):

@@ -21,3 +21,14 @@ foreach(case palette axes empty_states demangled capture_top screens)
   traced_py_test(web_pages_${case} test_web_pages.py ${case})
   set_tests_properties(web_pages_${case} PROPERTIES SKIP_RETURN_CODE 77)
 endforeach()
+# The pages in chromium ask only routes that api_contract and the api_*
+# tests walk under the sanitizers; their CPU is chromium's. Label
+# `browser`: left to the release build (docs/TESTS.md, "What runs under
+# the sanitizers").
+foreach(name web_dom_shows_kernels web_dom_shows_pictures web_dom_links_slices
+        web_dom_shows_decode web_dom_shows_perf web_dom_opens_perfetto)
+  set_property(TEST ${name} APPEND PROPERTY LABELS browser)
+endforeach()
+foreach(case palette axes empty_states demangled capture_top screens)
+  set_property(TEST web_pages_${case} APPEND PROPERTY LABELS browser)
+endforeach()

@@ -185,7 +185,7 @@ const T = (h, k, f, cls, w) => ({h, k, f: f || num, cls, w});
 const N = (h, k) => T(h, k, nsCell, 'num');
 const C = (h, k) => T(h, k, num, 'num');
 const B = (h, k) => T(h, k, bytesCell, 'num');
-const S = (h, k) => T(h, k, v => String(v == null ? '\u2013' : v));
+const S = (h, k) => T(h, k, v => String(v == null || v === '' ? '\u2013' : v));
 
 function cmp(x, y) {
   if (x == null) return y == null ? 0 : 1;

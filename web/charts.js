@@ -25,7 +25,8 @@
  *   in one unit, the unit in its label; every picture over time has one,
  *   tests/test_web_pages.py checks); pctAxis() for shares, paddedAxis()
  *   for a picture with margins, laneAxis() under lanes (a name column,
- *   then the picture); timeTicksY() for times up the left side.
+ *   then the picture); timeTicksY() for times up the left side, ticksY()
+ *   for other values.
  * - hover(fig, read): a readout that follows the pointer: read(x, shape)
  *   gets the pointer's x in viewBox units and the shape under it, and
  *   answers the lines to show (the default: the shape's <title>);
@@ -171,21 +172,26 @@ function pctAxis(label) {
   return axisOf(0, 1, label, [0.01, '%']);
 }
 
-/* A time axis drawn up the left of a picture (times on y): grid lines
- * from x0 to x1 at round ticks of [0, top] ns placed by y(ns), each
- * labelled in one unit. */
-function timeTicksY(top, y, x0, x1) {
-  const [f, unit] = unitOf(top);
+/* An axis drawn up the left of a picture (values on y): grid lines from
+ * x0 to x1 at round ticks of [0, top] placed by y(value), each labelled
+ * in one unit ([factor, name]: the value over factor, then the name). */
+function ticksY(top, y, x0, x1, scale) {
+  const [f, unit] = scale;
   return ticksOf(0, top / f, 4).map(t => [svg('line', {x1: x0, x2: x1,
     y1: y(t * f), y2: y(t * f), class: 'grid'}), svg('text', {x: 2,
     y: y(t * f) - 3, class: 'tick'}, gi.format(t) + ' ' + unit)]);
 }
 
-/* axisOf() under a picture whose values [lo, hi] span its width less pad
- * of w at each side. */
-function paddedAxis(lo, hi, w, pad, label, scale) {
-  const per = (hi - lo) / Math.max(w - 2 * pad, 1);
-  return axisOf(lo - pad * per, hi + pad * per, label, scale);
+/* ticksY() of times (ns), in the unit top reads best in. */
+function timeTicksY(top, y, x0, x1) {
+  return ticksY(top, y, x0, x1, unitOf(top));
+}
+
+/* axisOf() under a picture whose values [lo, hi] span its width w less
+ * left and right (room for its y axis, a margin). */
+function paddedAxis(lo, hi, w, left, right, label, scale) {
+  const per = (hi - lo) / Math.max(w - left - right, 1);
+  return axisOf(lo - left * per, hi + right * per, label, scale);
 }
 
 function withAxis(fig, axis) {

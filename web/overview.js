@@ -80,11 +80,13 @@ function captureHead(c) {
 }
 
 /* Where the capture is among its phases: while it runs, and where one
- * that failed stopped (a done capture needs none). */
+ * that failed stopped (a done capture needs none). Only a sweep's point
+ * collects its files from the sweep's folder (docs/SWEEPS.md). */
 function lifecycle(c) {
   if (c.status === 'done') return null;
-  const seq = c.kind === 'import'
-    ? RUN_PHASES.slice(RUN_PHASES.indexOf('indexing')) : RUN_PHASES;
+  const seq = (c.kind === 'import'
+    ? RUN_PHASES.slice(RUN_PHASES.indexOf('indexing')) : RUN_PHASES)
+    .filter(p => p !== 'collecting' || c.sweep);
   const at = seq.indexOf(c.error && c.error.phase || c.phase);
   const bad = FINAL.includes(c.status);
   return el('div', null, el('ol', {class: 'phases'}, seq.map((p, i) =>

@@ -23,6 +23,19 @@ function sweepShare(v) { return v == null ? '\u2013' : (100 * v).toFixed(1) + '%
 
 /* ---- pictures ---- */
 
+/* The sweep's TP: its request's, else the one its first point launched
+ * with (the model's preset, or ATOM's default: docs/SWEEPS.md). */
+function sweepTp(s) {
+  if (s.params.tp != null) return num(s.params.tp);
+  const out = el('span', null, '\u2013');
+  const p = s.points.find(q => q.capture != null);
+  if (p && !s.node)
+    get(url('/captures/{id}', {id: p.capture})).then(c => {
+      if (c.launch && c.launch.tp != null) put(out, num(c.launch.tp));
+    }, () => {});
+  return out;
+}
+
 /* A scale from [lo, hi] to [a, b] of the viewBox. */
 function sweepScale(lo, hi, a, b) {
   const span = hi > lo ? hi - lo : 1;
@@ -32,21 +45,23 @@ function sweepScale(lo, hi, a, b) {
 /* The throughput-latency curve of one scenario: output tokens/s against
  * the median TPOT, a dot per concurrency, the knee ringed. */
 function curveChart(scen, points) {
-  const W = 600, H = 240, P = 24;
+  const W = 600, H = 240, P = 24, LEFT = 80;
   const ps = points.filter(p => p.isl === scen.isl && p.osl === scen.osl &&
     p.status === 'done' && p.output_throughput != null &&
     p.median_tpot_ms != null);
   const xs = ps.map(p => p.median_tpot_ms);
   const ys = ps.map(p => p.output_throughput);
-  const x = sweepScale(Math.min(...xs, 0), Math.max(...xs, 1), P, W - P);
-  const y = sweepScale(0, Math.max(...ys, 1), H - P, P);
+  const x = sweepScale(Math.min(...xs, 0), Math.max(...xs, 1), LEFT, W - P);
+  const top = Math.max(...ys, 1);
+  const y = sweepScale(0, top, H - P, P);
   const knee = scen.knee ? scen.knee.conc : null;
   const say = p => 'concurrency ' + p.conc + ': ' + sweepTokS(p.output_throughput) +
     ' output tokens/s, TPOT p50 ' + sweepMs(p.median_tpot_ms) + ', TTFT p50 ' +
     sweepMs(p.median_ttft_ms);
-  const shapes = [svg('polyline', {class: 'curve', fill: 'none',
+  const shapes = ticksY(top, y, LEFT, W - P, [1, 'tok/s']);
+  shapes.push(svg('polyline', {class: 'curve', fill: 'none',
     stroke: sweepColor(0), points: ps.map(p => x(p.median_tpot_ms) + ',' +
-      y(p.output_throughput)).join(' ')})];
+      y(p.output_throughput)).join(' ')}));
   for (const p of ps) {
     shapes.push(svg('circle', {cx: x(p.median_tpot_ms),
       cy: y(p.output_throughput), r: p.conc === knee ? 7 : 4,
@@ -66,7 +81,7 @@ function curveChart(scen, points) {
     'y: output tokens/s'], shapes);
   const lo = Math.min(...xs, 0) * 1e6, hi = Math.max(...xs, 1) * 1e6;
   fig.setAttribute('data-time', '');
-  return hover(withAxis(fig, paddedAxis(lo, hi, W, P, 'TPOT p50',
+  return hover(withAxis(fig, paddedAxis(lo, hi, W, LEFT, P, 'TPOT p50',
     unitOf(hi))));
 }
 
@@ -248,7 +263,7 @@ function sweepView(app, id) {
     put(head, el('h2', null, 'Sweep ' + (s.node ? s.ref : '#' + id) + ' ',
       badge(s.status), ' ', FINAL.includes(s.status) ? null
         : el('button', {onclick: cancel}, 'cancel')),
-    s.params ? el('p', null, s.params.model, ' \u00b7 TP ', num(s.params.tp),
+    s.params ? el('p', null, s.params.model, ' \u00b7 TP ', sweepTp(s),
       ' \u00b7 concurrencies ', s.params.conc.join(', '),
       s.params.scenario ? ' \u00b7 scenario ' + s.params.scenario : '',
       s.error ? el('span', {class: 'bad'}, ' \u00b7 ' + s.error.message)
