@@ -359,7 +359,8 @@ def sim_capture(f):
         "fleet_outbox_max_age_s": "2"})
     rig.start()
     cid = rig.capture()
-    check_eq(rig.wait(cid, timeout=WAIT)["status"], "done", "sim capture")
+    cap = rig.wait(cid, timeout=WAIT)
+    check_eq(cap["status"], "done", "sim capture (%r)" % (cap["error"],))
     return rig, cid
 
 

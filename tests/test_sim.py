@@ -1511,11 +1511,14 @@ def test_composed_ranks():
         check(0.9 < busy / want < 1.1, "%s: %.0f us, %.0f expected" % (
             label, busy, want))
     # Prefills of different prompts last differently, the longer ones
-    # with more tokens (half the tokens more: well above the noise).
+    # with more tokens: of any two whose tokens differ by a fifth or more
+    # (well above the ranks' noise), the larger lasts longer.
     pre = sorted((label_work(s[0])[0], s[3]) for s in r0
                  if s[0].startswith("prefill["))
     check(len({d for _, d in pre}) == len(pre), "prefills of one length")
-    check(pre[-1][0] > 1.5 * pre[0][0] and pre[-1][1] > 1.3 * pre[0][1],
+    pairs = [(a, b) for i, a in enumerate(pre) for b in pre[i + 1:]
+             if b[0] >= 1.2 * a[0]]
+    check(pairs and all(b[1] > a[1] for a, b in pairs),
           "prefill (tokens, us): %s" % pre)
     print("prefills (tokens, us): %s" % pre)
 

@@ -333,12 +333,13 @@ def wait_for(cond, timeout, what, every=0.05):
     raise AssertionError("timed out waiting for %s (%s s)" % (what, timeout))
 
 
-def fill(folder):
-    """Writes a file in folder until the disk is full; returns its path.
+def fill(folder, name="filler"):
+    """Writes a file (name) in folder until the disk is full; returns its
+    path.
     Unbuffered, so that no refused bytes are left to flush at the close
     (a buffered file raised ENOSPC again there); then a byte at a time, so
     the disk is full to its last block."""
-    path = os.path.join(folder, "filler")
+    path = os.path.join(folder, name)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
         for size in (65536, 4096, 1):
