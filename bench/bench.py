@@ -8,8 +8,10 @@ shared machine slows them alike.
 
   bench.py index  TRACE...   traced (ISA-L build), igzip -dc, traced (zlib
                              build) and zcat on each trace; ratios against
-                             the targets (<= 1.5x igzip, <= 1.2x zcat, peak
-                             RSS < 32 MB)
+                             the targets (<= 1.5x igzip's wall, <= 2.5x its
+                             CPU, <= 1.2x zcat, peak RSS <= 32 MB); with
+                             TRACED_BASE_BIN, that build too, in the same
+                             rounds, and traced's ratios to it
   bench.py scale  TRACE      N copies of one rank (1, 2, 4) indexed with
                              --jobs 1, 2, 4 (and --jobs 2 --threads 2) in
                              one process; times and the ratios to one copy
@@ -42,6 +44,7 @@ RT = (os.environ.get("BENCH_RT", "1") != "0" and os.geteuid() == 0 and
       shutil.which("chrt") is not None)
 TRACED = os.environ.get("TRACED_BIN", "build/traced")
 TRACED_ZLIB = os.environ.get("TRACED_ZLIB_BIN", "build-zlib/traced")
+BASE = os.environ.get("TRACED_BASE_BIN")  # another build, taking turns
 
 
 def run(cmd, may_fail=False, rt=False):
@@ -142,6 +145,8 @@ def bench_index(paths):
             "traced-zlib": [TRACED_ZLIB, "index", path],
             "zcat": ["zcat", path],
         }
+        if BASE:
+            cmds["base"] = [BASE, "index", path]
         if python and i == 0:
             cmds["json.load"] = [
                 "python3", "-c", "import gzip, json, sys; "
@@ -149,16 +154,27 @@ def bench_index(paths):
         m = rounds(cmds)
         t, z = m["traced"], m["traced-zlib"]
         r_i, r_z = t[0] / m["igzip"][0], z[0] / m["zcat"][0]
+        cpu = {k: statistics.median(v[3]) for k, v in m.items()}
+        c_i = cpu["traced"] / cpu["igzip"]
         rss = max(t[1], z[1]) / 1024
-        for label, (wall, kb, walls, _) in m.items():
-            print("  %-12s %7.3f s  peak RSS %7.1f MB   runs %s" % (
-                label, wall, kb / 1024, " ".join("%.2f" % w for w in walls)))
+        for label, (wall, kb, walls, cpus) in m.items():
+            print("  %-12s %7.3f s  CPU %6.3f s  peak RSS %7.1f MB   runs %s"
+                  % (label, wall, cpu[label], kb / 1024,
+                     " ".join("%.2f" % w for w in walls)))
         print("  traced (ISA-L) / igzip -dc = %.2f  (target <= 1.50: %s)" % (
             r_i, verdict(r_i <= 1.5)))
+        print("  CPU (user + system), traced (ISA-L) / igzip -dc = %.2f  "
+              "(target <= 2.50: %s)" % (c_i, verdict(c_i <= 2.5)))
         print("  traced (zlib) / zcat       = %.2f  (target <= 1.20: %s)" % (
             r_z, verdict(r_z <= 1.2)))
-        print("  peak RSS %.1f MB (target < 32 MB: %s)" % (
-            rss, verdict(rss < 32)))
+        print("  peak RSS %.1f MB (target <= 32 MB: %s)" % (
+            rss, verdict(rss <= 32)))
+        if BASE:
+            b = m["base"]
+            print("  traced / base (%s): wall %.3f, CPU %.3f, peak RSS %.1f "
+                  "against %.1f MB" % (BASE, t[0] / b[0],
+                                       cpu["traced"] / cpu["base"],
+                                       t[1] / 1024, b[1] / 1024))
 
 
 def bench_scale(path):

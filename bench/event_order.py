@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """How out of order a trace's events are, for slices that start at an
-access point (index/read/points.h) and must decide how far past their window
+access point (index/read/read.h) and must decide how far past their window
 to read.
 
 For each event e of traceEvents (in file order, at output offset o_e,

@@ -4,7 +4,7 @@
  * tables' rows, with its type, its column in the store, how it sums over
  * the ranks of a capture and the schema version that added it. The
  * indexer expands these lists into the C structs it fills and the JSON it
- * writes (index/agg/agg_sum.h), the store into its INSERTs, its new migration
+ * writes (index/agg/agg.h), the store into its INSERTs, its new migration
  * steps and its SELECT lists (store/ranks.c, schema.c, queries.c), so a
  * figure has one name and one type on both sides of the "figure types
  * only" contract between index/ and store/, and the compiler finds a
@@ -783,8 +783,9 @@
  * every table traced stores and serves, one row each. Its stored rows are
  * the field list above it names; everything else about it is here:
  *
- *   R(XX, name, ROWS, row, route, params, by, flags, key, kind)
- *   C(XX, ...)   the same for a table of the whole capture
+ *   R(XX, name, ROWS, row, rows, route, params, by, flags, key, kind)
+ *   C(XX, name, ROWS, row, route, ...)   the same for a table of the
+ *                whole capture, which the indexer does not write
  *
  *   name    the summary's member (R: in the order the summary prints
  *           them) and the SQL table: one row per rank row (rank_id
@@ -792,6 +793,10 @@
  *           the ranks at the capture's finish (index/agg/coll_match.c)
  *   ROWS    its field list; row names the indexer's struct
  *           (struct agg_sum_<row>)
+ *   rows    the indexer's function that hands the table's rows to the
+ *           summary, void rows(struct idx_agg *, struct agg_out *):
+ *           declared from this column (index/agg/agg.h), defined by the
+ *           pass that makes the table, called in the map's order
  *   route   GET /captures/<id>/<route> serves it (api/routes.c)
  *   params  the query parameters it takes, TR_P() of TR_PARAM_MAP;
  *           format (json or csv) comes with TR_T_CSV
@@ -809,117 +814,122 @@
  *
  * Only each table's SQL is written by hand (store/queries.c, analysis.c,
  * results.c: struct store__sql store__sql_<name>); its rows are the
- * indexer's (index/agg_*.c). docs/ARCHITECTURE.md lists what adding a
+ * indexer's (the rows column). docs/ARCHITECTURE.md lists what adding a
  * table touches.
  */
 #define TR_TABLE_ROWS_(R, C, XX)                                               \
-  R(XX, kernels, TR_SUM_KERNEL, kernel, "kernels",                             \
+  R(XX, kernels, TR_SUM_KERNEL, kernel, agg_kernel_rows, "kernels",            \
     TR_P(RANK) | TR_P(Q) | TR_P(CATEGORY) | TR_P(SORT) | TR_P(LIMIT) |         \
         TR_P(FAMILY) | TR_P(ON_PATH),                                          \
     TR_NO_BY, TR_T_GROWS | TR_T_SUMMED | TR_T_CSV, "name", NULL)               \
-  R(XX, launches, TR_SUM_LAUNCH, launch, "launches",                           \
+  R(XX, launches, TR_SUM_LAUNCH, launch, agg_launch_rows, "launches",          \
     TR_P(RANK) | TR_P(Q) | TR_P(SORT) | TR_P(LIMIT), TR_NO_BY,                 \
     TR_T_GROWS | TR_T_SUMMED | TR_T_CSV, "name", NULL)                         \
-  R(XX, categories, TR_SUM_CATEGORY, category, "categories",                   \
+  R(XX, categories, TR_SUM_CATEGORY, category, agg_category_rows,              \
+    "categories", TR_P(RANK) | TR_P(LIMIT), TR_NO_BY, TR_T_SUMMED | TR_T_CSV,  \
+    NULL, NULL)                                                                \
+  R(XX, memcpy, TR_SUM_MEMCPY, memcpy, agg_memcpy_rows, "memcpy",              \
     TR_P(RANK) | TR_P(LIMIT), TR_NO_BY, TR_T_SUMMED | TR_T_CSV, NULL, NULL)    \
-  R(XX, memcpy, TR_SUM_MEMCPY, memcpy, "memcpy", TR_P(RANK) | TR_P(LIMIT),     \
-    TR_NO_BY, TR_T_SUMMED | TR_T_CSV, NULL, NULL)                              \
-  R(XX, runtime, TR_SUM_RUNTIME, runtime, "runtime",                           \
+  R(XX, runtime, TR_SUM_RUNTIME, runtime, agg_runtime_rows, "runtime",         \
     TR_P(RANK) | TR_P(Q) | TR_P(SORT) | TR_P(LIMIT), TR_NO_BY,                 \
     TR_T_GROWS | TR_T_SUMMED | TR_T_CSV, "name", NULL)                         \
-  R(XX, steps, TR_SUM_STEP, step, "steps", TR_P(RANK) | TR_P(LIMIT), TR_NO_BY, \
-    TR_T_SUMMED | TR_T_CSV, NULL, NULL)                                        \
-  R(XX, phases, TR_SUM_PHASE, phase, "phases", TR_P(RANK) | TR_P(LIMIT),       \
-    TR_NO_BY, TR_T_CSV, NULL, NULL)                                            \
-  R(XX, step_buckets, TR_SUM_STEP_BUCKET, step_bucket, "steps/buckets",        \
-    TR_P(RANK) | TR_P(KIND) | TR_P(LIMIT), TR_NO_BY, TR_T_SUMMED | TR_T_CSV,   \
-    NULL, "kind")                                                              \
-  R(XX, step_histogram, TR_SUM_STEP_HIST, step_hist, "steps/histogram",        \
-    TR_P(RANK) | TR_P(KIND) | TR_P(LIMIT), TR_NO_BY, TR_T_SUMMED | TR_T_CSV,   \
-    NULL, "kind")                                                              \
-  R(XX, step_outliers, TR_SUM_STEP_OUTLIER, step_outlier, "steps/outliers",    \
+  R(XX, steps, TR_SUM_STEP, step, agg_step_rows, "steps",                      \
+    TR_P(RANK) | TR_P(LIMIT), TR_NO_BY, TR_T_SUMMED | TR_T_CSV, NULL, NULL)    \
+  R(XX, phases, TR_SUM_PHASE, phase, agg_phase_rows, "phases",                 \
+    TR_P(RANK) | TR_P(LIMIT), TR_NO_BY, TR_T_CSV, NULL, NULL)                  \
+  R(XX, step_buckets, TR_SUM_STEP_BUCKET, step_bucket, agg_step_bucket_rows,   \
+    "steps/buckets", TR_P(RANK) | TR_P(KIND) | TR_P(LIMIT), TR_NO_BY,          \
+    TR_T_SUMMED | TR_T_CSV, NULL, "kind")                                      \
+  R(XX, step_histogram, TR_SUM_STEP_HIST, step_hist, agg_step_hist_rows,       \
+    "steps/histogram", TR_P(RANK) | TR_P(KIND) | TR_P(LIMIT), TR_NO_BY,        \
+    TR_T_SUMMED | TR_T_CSV, NULL, "kind")                                      \
+  R(XX, step_outliers, TR_SUM_STEP_OUTLIER, step_outlier,                      \
+    agg_step_outlier_rows, "steps/outliers",                                   \
     TR_P(RANK) | TR_P(KIND) | TR_P(LIMIT), TR_NO_BY, TR_T_CSV, NULL, NULL)     \
-  R(XX, idle, TR_SUM_IDLE, idle, "idle", TR_P(RANK) | TR_P(BY),                \
+  R(XX, idle, TR_SUM_IDLE, idle, agg_idle_rows, "idle", TR_P(RANK) | TR_P(BY), \
     TR_BY("cause", "step"), TR_T_SUMMED | TR_T_CSV, NULL, NULL)                \
-  R(XX, timeline, TR_SUM_TIMELINE, timeline, "timeline",                       \
+  R(XX, timeline, TR_SUM_TIMELINE, timeline, agg_timeline_rows, "timeline",    \
     TR_P(RANK) | TR_P(BUCKETS), TR_NO_BY, TR_T_CSV, NULL, NULL)                \
-  R(XX, families, TR_SUM_FAMILY, family, "families",                           \
+  R(XX, families, TR_SUM_FAMILY, family, agg_family_rows, "families",          \
     TR_P(RANK) | TR_P(Q) | TR_P(CATEGORY) | TR_P(SORT) | TR_P(LIMIT) |         \
         TR_P(ON_PATH),                                                         \
     TR_NO_BY, TR_T_GROWS | TR_T_SUMMED | TR_T_CSV, "family", NULL)             \
-  R(XX, family_steps, TR_SUM_FAMILY_STEP, family_step, "families/steps",       \
-    TR_P(RANK) | TR_P(Q) | TR_P(KIND) | TR_P(LIMIT), TR_NO_BY,                 \
-    TR_T_GROWS | TR_T_SUMMED | TR_T_CSV, "family", "step")                     \
+  R(XX, family_steps, TR_SUM_FAMILY_STEP, family_step, agg_family_step_rows,   \
+    "families/steps", TR_P(RANK) | TR_P(Q) | TR_P(KIND) | TR_P(LIMIT),         \
+    TR_NO_BY, TR_T_GROWS | TR_T_SUMMED | TR_T_CSV, "family", "step")           \
   R(XX, sample_figures, TR_SUM_SAMPLE_FIGURE, sample_figure,                   \
-    "steps/samples/figures", TR_P(RANK) | TR_P(LIMIT), TR_NO_BY, TR_T_CSV,     \
-    NULL, NULL)                                                                \
-  R(XX, step_samples, TR_SUM_STEP_SAMPLE, step_sample, "steps/samples",        \
-    TR_P(RANK) | TR_P(KIND) | TR_P(LIMIT), TR_NO_BY, TR_T_CSV, NULL, NULL)     \
-  R(XX, decode_modules, TR_SUM_DEC_MODULE, dec_module, "decode/modules",       \
-    TR_P(RANK) | TR_P(KIND) | TR_P(Q) | TR_P(LIMIT), TR_NO_BY,                 \
-    TR_T_GROWS | TR_T_SUMMED | TR_T_CSV, "module", "step")                     \
-  R(XX, decode_layers, TR_SUM_DEC_LAYER, dec_layer, "decode/layers",           \
-    TR_P(RANK) | TR_P(KIND) | TR_P(LIMIT), TR_NO_BY,                           \
+    agg_sample_figure_rows, "steps/samples/figures", TR_P(RANK) | TR_P(LIMIT), \
+    TR_NO_BY, TR_T_CSV, NULL, NULL)                                            \
+  R(XX, step_samples, TR_SUM_STEP_SAMPLE, step_sample, agg_step_sample_rows,   \
+    "steps/samples", TR_P(RANK) | TR_P(KIND) | TR_P(LIMIT), TR_NO_BY,          \
+    TR_T_CSV, NULL, NULL)                                                      \
+  R(XX, decode_modules, TR_SUM_DEC_MODULE, dec_module, dec_module_rows,        \
+    "decode/modules", TR_P(RANK) | TR_P(KIND) | TR_P(Q) | TR_P(LIMIT),         \
+    TR_NO_BY, TR_T_GROWS | TR_T_SUMMED | TR_T_CSV, "module", "step")           \
+  R(XX, decode_layers, TR_SUM_DEC_LAYER, dec_layer, dec_layer_rows,            \
+    "decode/layers", TR_P(RANK) | TR_P(KIND) | TR_P(LIMIT), TR_NO_BY,          \
     TR_T_GROWS | TR_T_SUMMED | TR_T_CSV, NULL, "step")                         \
-  R(XX, decode_ops, TR_SUM_DEC_OP, dec_op, "decode/ops",                       \
+  R(XX, decode_ops, TR_SUM_DEC_OP, dec_op, dec_op_rows, "decode/ops",          \
     TR_P(RANK) | TR_P(KIND) | TR_P(Q) | TR_P(LIMIT), TR_NO_BY,                 \
     TR_T_GROWS | TR_T_SUMMED | TR_T_CSV, "op", "step")                         \
   R(XX, decode_layer_modules, TR_SUM_DEC_LAYER_MODULE, dec_layer_module,       \
-    "decode/layer_modules",                                                    \
+    dec_layer_module_rows, "decode/layer_modules",                             \
     TR_P(RANK) | TR_P(KIND) | TR_P(Q) | TR_P(MODULE) | TR_P(LIMIT), TR_NO_BY,  \
     TR_T_GROWS | TR_T_SUMMED | TR_T_CSV, "module", "step")                     \
   R(XX, decode_op_modules, TR_SUM_DEC_OP_MODULE, dec_op_module,                \
-    "decode/op_modules",                                                       \
+    dec_op_module_rows, "decode/op_modules",                                   \
     TR_P(RANK) | TR_P(KIND) | TR_P(Q) | TR_P(MODULE) | TR_P(LIMIT), TR_NO_BY,  \
     TR_T_GROWS | TR_T_SUMMED | TR_T_CSV, "op", "step")                         \
-  R(XX, decode_kernels, TR_SUM_DEC_KERNEL, dec_kernel, "decode/kernels",       \
+  R(XX, decode_kernels, TR_SUM_DEC_KERNEL, dec_kernel, dec_kernel_rows,        \
+    "decode/kernels",                                                          \
     TR_P(RANK) | TR_P(KIND) | TR_P(Q) | TR_P(MODULE) | TR_P(LIMIT), TR_NO_BY,  \
     TR_T_GROWS | TR_T_SUMMED | TR_T_CSV, "name", "step")                       \
-  R(XX, decode_blocks, TR_SUM_DEC_BLOCK, dec_block, "decode/blocks",           \
-    TR_P(RANK) | TR_P(KIND) | TR_P(Q) | TR_P(LIMIT), TR_NO_BY,                 \
-    TR_T_GROWS | TR_T_CSV, "module", "step")                                   \
-  R(XX, decode_steps, TR_SUM_DEC_STEP, dec_step, "decode/steps",               \
-    TR_P(RANK) | TR_P(LIMIT), TR_NO_BY, TR_T_SUMMED | TR_T_CSV, NULL, NULL)    \
-  R(XX, decode_median, TR_SUM_DEC_MEDIAN, dec_median, "decode/median",         \
-    TR_P(RANK) | TR_P(KIND) | TR_P(LIMIT), TR_NO_BY, TR_T_GROWS | TR_T_CSV,    \
-    NULL, "step")                                                              \
-  R(XX, sources, TR_SUM_DEC_SOURCE, dec_source, "sources",                     \
+  R(XX, decode_blocks, TR_SUM_DEC_BLOCK, dec_block, dec_block_rows,            \
+    "decode/blocks", TR_P(RANK) | TR_P(KIND) | TR_P(Q) | TR_P(LIMIT),          \
+    TR_NO_BY, TR_T_GROWS | TR_T_CSV, "module", "step")                         \
+  R(XX, decode_steps, TR_SUM_DEC_STEP, dec_step, dec_step_rows,                \
+    "decode/steps", TR_P(RANK) | TR_P(LIMIT), TR_NO_BY,                        \
+    TR_T_SUMMED | TR_T_CSV, NULL, NULL)                                        \
+  R(XX, decode_median, TR_SUM_DEC_MEDIAN, dec_median, dec_median_rows,         \
+    "decode/median", TR_P(RANK) | TR_P(KIND) | TR_P(LIMIT), TR_NO_BY,          \
+    TR_T_GROWS | TR_T_CSV, NULL, "step")                                       \
+  R(XX, sources, TR_SUM_DEC_SOURCE, dec_source, dec_source_rows, "sources",    \
     TR_P(RANK) | TR_P(KIND) | TR_P(Q) | TR_P(MODULE) | TR_P(LIMIT), TR_NO_BY,  \
     TR_T_GROWS | TR_T_SUMMED | TR_T_CSV, "source", "step")                     \
-  R(XX, critical_kinds, TR_SUM_CRIT_KIND, crit_kind, "critical_path/summary",  \
-    TR_P(RANK) | TR_P(KIND) | TR_P(LIMIT), TR_NO_BY, TR_T_SUMMED | TR_T_CSV,   \
-    NULL, "step")                                                              \
-  R(XX, critical_steps, TR_SUM_CRIT_STEP, crit_step, "critical_path/steps",    \
-    TR_P(RANK) | TR_P(KIND) | TR_P(STEP) | TR_P(LIMIT), TR_NO_BY,              \
-    TR_T_GROWS | TR_T_CSV, NULL, NULL)                                         \
-  R(XX, critical_segments, TR_SUM_CRIT_SEGMENT, crit_segment, "critical_path", \
-    TR_P(RANK) | TR_P(KIND) | TR_P(STEP) | TR_P(LIMIT), TR_NO_BY,              \
-    TR_T_GROWS | TR_T_CSV, NULL, NULL)                                         \
-  R(XX, kernel_paths, TR_SUM_KERNEL_PATH, kernel_path,                         \
+  R(XX, critical_kinds, TR_SUM_CRIT_KIND, crit_kind, cp_kind_rows,             \
+    "critical_path/summary", TR_P(RANK) | TR_P(KIND) | TR_P(LIMIT), TR_NO_BY,  \
+    TR_T_SUMMED | TR_T_CSV, NULL, "step")                                      \
+  R(XX, critical_steps, TR_SUM_CRIT_STEP, crit_step, cp_step_rows,             \
+    "critical_path/steps", TR_P(RANK) | TR_P(KIND) | TR_P(STEP) | TR_P(LIMIT), \
+    TR_NO_BY, TR_T_GROWS | TR_T_CSV, NULL, NULL)                               \
+  R(XX, critical_segments, TR_SUM_CRIT_SEGMENT, crit_segment, cp_segment_rows, \
+    "critical_path", TR_P(RANK) | TR_P(KIND) | TR_P(STEP) | TR_P(LIMIT),       \
+    TR_NO_BY, TR_T_GROWS | TR_T_CSV, NULL, NULL)                               \
+  R(XX, kernel_paths, TR_SUM_KERNEL_PATH, kernel_path, cp_kernel_path_rows,    \
     "critical_path/kernels",                                                   \
     TR_P(RANK) | TR_P(Q) | TR_P(KIND) | TR_P(FAMILY) | TR_P(LIMIT), TR_NO_BY,  \
     TR_T_GROWS | TR_T_SUMMED | TR_T_CSV, "name", "step")                       \
-  R(XX, family_paths, TR_SUM_FAMILY_PATH, family_path,                         \
+  R(XX, family_paths, TR_SUM_FAMILY_PATH, family_path, cp_family_path_rows,    \
     "critical_path/families", TR_P(RANK) | TR_P(Q) | TR_P(KIND) | TR_P(LIMIT), \
     TR_NO_BY, TR_T_GROWS | TR_T_SUMMED | TR_T_CSV, "family", "step")           \
-  R(XX, idle_culprits, TR_SUM_CULPRIT, culprit, "idle/culprits",               \
-    TR_P(RANK) | TR_P(KIND) | TR_P(LIMIT), TR_NO_BY,                           \
+  R(XX, idle_culprits, TR_SUM_CULPRIT, culprit, cp_culprit_rows,               \
+    "idle/culprits", TR_P(RANK) | TR_P(KIND) | TR_P(LIMIT), TR_NO_BY,          \
     TR_T_GROWS | TR_T_SUMMED | TR_T_CSV, NULL, "step")                         \
-  R(XX, kernel_sequences, TR_SUM_SEQUENCE, sequence, "sequences",              \
-    TR_P(RANK) | TR_P(Q) | TR_P(KIND) | TR_P(LIMIT), TR_NO_BY,                 \
+  R(XX, kernel_sequences, TR_SUM_SEQUENCE, sequence, cp_sequence_rows,         \
+    "sequences", TR_P(RANK) | TR_P(Q) | TR_P(KIND) | TR_P(LIMIT), TR_NO_BY,    \
     TR_T_GROWS | TR_T_SUMMED | TR_T_CSV, "sequence", "step")                   \
-  R(XX, median_sequence, TR_SUM_MEDIAN_SEQ, median_seq, "sequences/median",    \
-    TR_P(RANK) | TR_P(KIND) | TR_P(LIMIT), TR_NO_BY, TR_T_GROWS | TR_T_CSV,    \
-    NULL, NULL)                                                                \
-  R(XX, op_perf, TR_SUM_OP_PERF, op_perf, "ops/perf",                          \
+  R(XX, median_sequence, TR_SUM_MEDIAN_SEQ, median_seq, cp_median_seq_rows,    \
+    "sequences/median", TR_P(RANK) | TR_P(KIND) | TR_P(LIMIT), TR_NO_BY,       \
+    TR_T_GROWS | TR_T_CSV, NULL, NULL)                                         \
+  R(XX, op_perf, TR_SUM_OP_PERF, op_perf, pf_op_perf_rows, "ops/perf",         \
     TR_P(RANK) | TR_P(Q) | TR_P(CATEGORY) | TR_P(SORT) | TR_P(LIMIT),          \
     TR_NO_BY, TR_T_GROWS | TR_T_CSV | TR_T_OPCAT, "op", NULL)                  \
-  R(XX, memory, TR_SUM_MEMORY, memory, "memory", TR_P(RANK) | TR_P(LIMIT),     \
-    TR_NO_BY, TR_T_CSV, NULL, NULL)                                            \
+  R(XX, memory, TR_SUM_MEMORY, memory, mem_device_rows, "memory",              \
+    TR_P(RANK) | TR_P(LIMIT), TR_NO_BY, TR_T_CSV, NULL, NULL)                  \
   R(XX, memory_timeline, TR_SUM_MEMORY_TIMELINE, memory_timeline,              \
-    "memory/timeline", TR_P(RANK) | TR_P(BUCKETS), TR_NO_BY, TR_T_CSV, NULL,   \
-    NULL)                                                                      \
-  R(XX, memory_ops, TR_SUM_MEMORY_OP, memory_op, "memory/ops",                 \
+    mem_timeline_rows, "memory/timeline", TR_P(RANK) | TR_P(BUCKETS),          \
+    TR_NO_BY, TR_T_CSV, NULL, NULL)                                            \
+  R(XX, memory_ops, TR_SUM_MEMORY_OP, memory_op, mem_op_rows, "memory/ops",    \
     TR_P(RANK) | TR_P(Q) | TR_P(LIMIT), TR_NO_BY, TR_T_GROWS | TR_T_CSV, "op", \
     NULL)                                                                      \
   C(XX, collective_families, TR_COLL_FAMILY, coll_family, "collectives",       \
@@ -944,9 +954,15 @@
 /* XX(name, ROWS, row): the capture's tables. */
 #define TR_CAP_TABLES(XX) TR_TABLE_ROWS_(TR_ROW_SKIP_, TR_ROW_NAME_, XX)
 
-#define TR_ROW_RANK_(XX, ...)                  XX(PER_RANK, __VA_ARGS__)
+/* XX(name, rows): the rank summary's tables and the indexer's function
+ * that writes each, in the summary's order (index/agg/agg_json.c). */
+#define TR_SUM_WRITERS(XX) TR_TABLE_ROWS_(TR_ROW_WRITER_, TR_ROW_SKIP_, XX)
+
+#define TR_ROW_RANK_(XX, name, ROWS, row, rows, ...)                           \
+  XX(PER_RANK, name, ROWS, row, __VA_ARGS__)
 #define TR_ROW_CAP_(XX, ...)                   XX(PER_CAPTURE, __VA_ARGS__)
 #define TR_ROW_NAME_(XX, name, ROWS, row, ...) XX(name, ROWS, row)
+#define TR_ROW_WRITER_(XX, name, ROWS, row, rows, ...) XX(name, rows)
 #define TR_ROW_SKIP_(XX, ...)
 
 /* XX(NAME, name, type): the query parameters of the table routes, type

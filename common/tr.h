@@ -84,7 +84,7 @@ void tr_rfc3339(int64_t t_ns, char *buf, size_t size);
  * of memory. */
 char *tr_capture_dir(const char *root, int64_t id, const char *sub);
 
-/* Where a capture's rank keeps its access points (index/read/points.h), in
+/* Where a capture's rank keeps its access points (index/read/read.h), in
  * the capture's logs folder: "<root>/logs/<id>/points/rank_<rank>.points".
  * With make, the folder is made first. New string, NULL when out of
  * memory or the folder cannot be made. */

@@ -230,7 +230,7 @@ static void on_signal(uv_signal_t *h, int signum)
 }
 
 /* The folder ranks spill their temporary records to: in the state folder
- * beside the database (index/agg/agg_spill.c), private to traced. */
+ * beside the database (index/kit/agg_spill.c), private to traced. */
 static int make_spill_dir(const struct cfg *cfg, struct tr_err *err)
 {
   char *dir = tr_state_dir(cfg->db, "spill");

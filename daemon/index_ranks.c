@@ -176,10 +176,10 @@ static void index_rank(struct rank_work *rw, struct idx_options *o,
 {
   struct cap_job *job = rw->super.job;
   const struct cap_rank *rk = &job->layout->ranks[rw->i];
-  struct idx_sink sink = { on_head, on_row, rs };
+  struct idx_sink sink = { on_head, on_row, rs, NULL };
   struct tr_err err = { 0 };
   char *coll = cap_coll_path(job, rw->i, true);
-  /* Where its slices start reading (index/read/points.h, docs/SLICES.md). */
+  /* Where its slices start reading (index/read/read.h, docs/SLICES.md). */
   char *points =
       tr_points_path(job->r->cfg->trace_root, job->id, (int64_t)rw->i, true);
 

@@ -15,11 +15,9 @@
 
 #include "index/agg/agg.h"
 #include "index/decode/decode.h"
-#include "index/read/event.h"
-#include "index/read/format.h"
+#include "index/read/read.h"
 #include "index/index.h"
-#include "index/read/points.h"
-#include "index/slice/slice_figs.h"
+#include "index/slice/slice.h"
 
 #define PROGRESS_EVERY (4u << 20) /* file bytes between progress calls */
 
@@ -114,7 +112,7 @@ static int read_capture(const char *root, struct dec_lib *lib,
 }
 
 /* The decode library of the rank from its capture traces, and the run
- * trace's decode file, attached to agg. */
+ * trace's decode file, attached to agg's decode pass (which frees it). */
 static int decode_open(const char *root, const struct idx_options *opt,
                        struct idx_agg *agg, struct dec_lib **lib,
                        struct tr_err *err)
@@ -126,7 +124,7 @@ static int decode_open(const char *root, const struct idx_options *opt,
   for (size_t i = 0; i < opt->ncaptures; i++)
     if ((rc = read_capture(root, *lib, &opt->captures[i], opt, err)) != 0)
       return rc;
-  if (dec_file_new(*lib, DEC_RUN, NULL, &agg->dec) != 0)
+  if (dec_file_new(*lib, DEC_RUN, NULL, &agg->decode->file) != 0)
     return tr_err_set(err, TR_ENOMEM, "", "out of memory");
   return 0;
 }
@@ -285,6 +283,21 @@ static int points_end(struct slice_figs *figs, int figs_on,
   return idx_points_close(o, opt->points_path, len, rc, err);
 }
 
+/* The file is read: what the summary needs of the reader into *doc, then
+ * the reader and the access points (written out) freed, so that the walk
+ * after it, where indexing peaks (docs/BENCHMARKS.md), does not hold them
+ * too. */
+static void read_done(struct idx_reader **rd, struct idx_doc *doc,
+                      struct idx_read *got)
+{
+  *doc = *idx_reader_doc(*rd);
+  doc->chunk = NULL; /* the reader's */
+  doc->chunk_len = 0;
+  idx_reader_free(*rd);
+  *rd = NULL;
+  idx_points_free(&got->points);
+}
+
 int idx_file(const char *path, const struct idx_options *opt, json_t **out,
              struct tr_err *err)
 {
@@ -316,6 +329,7 @@ int idx_file_sink(const char *root, const char *path,
   struct idx_read got = { 0 };
   struct idx_points_out pout = { NULL, NULL };
   char *coll_tmp = NULL;
+  struct idx_doc doc;
   struct run run;
   int rc = 0, figs_on = 0;
 
@@ -350,7 +364,8 @@ int idx_file_sink(const char *root, const char *path,
     info.file_bytes = got.file_bytes;
     info.rank = opt->rank;
     info.threads = idx_threads(opt->threads);
-    rc = idx_agg_rows(&run.agg, idx_reader_doc(rd), &info, sink, &local);
+    read_done(&rd, &doc, &got);
+    rc = idx_agg_rows(&run.agg, &doc, &info, sink, &local);
   }
   if (opt->points_path != NULL)
     rc = points_end(&figs, figs_on, opt, &pout, rc, &local);
@@ -361,9 +376,7 @@ int idx_file_sink(const char *root, const char *path,
     rc = idx_side_close(run.agg.coll_out, coll_tmp, opt->collectives_path,
                         rc, &local);
   idx_reader_free(rd);
-  dec_file_free(run.agg.dec);
-  run.agg.dec = NULL;
-  idx_agg_free(&run.agg);
+  idx_agg_free(&run.agg); /* its decode file, which borrows lib, too */
   dec_lib_free(lib);
   return rc == 0 ? 0 : idx_file_fail(err, &local, rc, path);
 }

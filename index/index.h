@@ -130,7 +130,7 @@ struct idx_options {
    * TR_ECONFLICT ("cancelled"). */
   const atomic_bool *cancel;
   /* Distinct kernel names (and host API names) kept per rank; beyond, new
-   * names fold into one row "(N more names)" (index/agg/agg_fold.c). 0:
+   * names fold into one row "(N more names)" (index/kit/agg_fold.c). 0:
    * IDX_MAX_KERNEL_NAMES. */
   uint32_t max_kernel_names;
   /* Threads idx_file() may keep busy for this file, the caller's own
@@ -144,7 +144,7 @@ struct idx_options {
    * (idx_collectives_match()): a new file at that path (written beside it
    * as path.tmp, then renamed; never through a link). NULL: none. */
   const char *collectives_path;
-  /* Where to write the run trace's access points (index/read/points.h: where a
+  /* Where to write the run trace's access points (index/read/read.h: where a
    * slice may start inflating), every points_spacing output bytes (0:
    * IDX_POINT_SPACING); written as path.tmp, then renamed. NULL: none,
    * and the source is read exactly as without points. */
@@ -200,6 +200,12 @@ struct idx_sink {
   int (*on_head)(void *ud, json_t *head, struct tr_err *err);
   int (*on_row)(void *ud, const char *table, json_t *row, struct tr_err *err);
   void *ud;
+  /* Optional: a row as its JSON text instead (p[0..n), borrowed for the
+   * call), byte for byte what tr_json_dump_callback() of the row on_row
+   * would be handed writes with JSON_COMPACT (common/reals.h): no object
+   * is made (`traced index`, index/agg/agg_text.c). NULL: on_row. */
+  int (*on_text)(void *ud, const char *table, const char *p, size_t n,
+                 struct tr_err *err);
 };
 
 /* idx_file_under() whose summary goes to sink instead of into one

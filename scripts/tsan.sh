@@ -5,7 +5,7 @@
 # critical-path traces (tests/make_cpath.py) and on several files at once
 # (--jobs 2, the command line's workers). A file is indexed by the reader's
 # two threads, then decode's walk and each closed step's analysis run
-# beside the time pass (index/agg/agg_beside.c). Then a slice with its pump
+# beside the time pass (index/kit/agg_beside.c). Then a slice with its pump
 # (test_slice_points quick). Exits non-zero on any report
 # (TSan's exit status 66) or failure. `tsan.sh build` only builds
 # (scripts/suite.sh builds beside other tests).

@@ -247,7 +247,7 @@ static const char step3[] =
 #define ADD4_RANK(key, col, ty, all, since) IN4_##since(ADD_##ty("ranks", col))
 
 /*
- * Version 4: the cap on distinct names per rank (index/agg/agg_fold.c): how
+ * Version 4: the cap on distinct names per rank (index/kit/agg_fold.c): how
  * many kernel and host API names folded into one row, and the summary's
  * warnings ([{code, message}] as JSON text).
  */

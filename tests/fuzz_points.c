@@ -20,8 +20,8 @@
 #include <unistd.h>
 
 #include "index/index.h"
-#include "index/read/points.h"
-#include "index/slice/slice_figs.h"
+#include "index/read/read.h"
+#include "index/slice/slice.h"
 
 #define STAMP_AT 16 /* points.c: size, mtime seconds and nanoseconds */
 

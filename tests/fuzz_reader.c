@@ -2,8 +2,8 @@
  * libFuzzer target for the trace reader: the input (after one byte that
  * picks the split point and the forced format) is read by the byte-wise
  * reader alone (stage 1 off), then with each stage-1 kernel the CPU runs
- * (portable, SSE2, AVX2, AVX-512: index/read/scan.h), whole and in two chunks,
- * and in two chunks with their masks and events walked ahead (as
+ * (portable, SSE2, AVX2, AVX-512: index/read/read_int.h), whole and in two
+ * chunks, and in two chunks with their masks and events walked ahead (as
  * idx_source gives them to idx_file()). Any
  * crash, leak, hang or sanitizer report is a bug, and so is an outcome
  * (events handed over, every field of each, skips, error message) that
@@ -21,10 +21,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "index/read/event.h"
-#include "index/read/reader_int.h"
-#include "index/read/scan.h"
-#include "index/slice/slice.h"
+#include "index/read/read.h"
+#include "index/read/read_int.h"
+#include "index/slice/slice_int.h"
 
 static int keep_raw; /* this input's runs ask for texts and members */
 

@@ -1,5 +1,5 @@
 /*
- * The op models alone (index/perf/pf_model.h), for tests/test_perf_models.py:
+ * The op models alone (index/perf/perf_int.h), for tests/test_perf_models.py:
  * each line of stdin is an event's text ({"name": ..., "args": {...}},
  * with "annot": an iteration annotation for the models that read one);
  * each line of stdout is the model's answer as JSON:
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "index/perf/pf_model.h"
+#include "index/perf/perf_int.h"
 
 static struct pf_args args;
 

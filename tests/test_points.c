@@ -1,5 +1,5 @@
 /*
- * Access points (index/read/points.h): recorded while the source inflates,
+ * Access points (index/read/read.h): recorded while the source inflates,
  * saved and loaded, and resumed from. On every real trace, on a
  * multi-member gzip and on a plain file made here, inflating from every
  * point to the end gives the whole file's tail byte for byte.
@@ -16,8 +16,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "index/read/event.h"
-#include "index/read/points.h"
+#include "index/read/read.h"
 #include "test_reader.h"
 
 #define MIN_SPACING   (16u * 1024)

@@ -1,5 +1,5 @@
 /*
- * The trace reader and byte source (index/read/event.h): real traces whole and
+ * The trace reader and byte source (index/read/read.h): real traces whole and
  * in 1-, 7- and 4096-byte chunks, compared with one another and with the
  * figures PROVENANCE.tsv gives (computed there with Python's json); cut
  * and damaged files; each malformed-input policy; exact decimals.
@@ -7,8 +7,8 @@
 #include <stdlib.h>
 
 #include "check.h"
-#include "index/read/reader_int.h"
-#include "index/slice/slice.h"
+#include "index/read/read_int.h"
+#include "index/slice/slice_int.h"
 #include "test_reader.h"
 
 /* The PROVENANCE.tsv row of a trace: total_events, ph_counts,

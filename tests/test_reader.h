@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "index/read/event.h"
+#include "index/read/read.h"
 
 /* What a run of the reader saw: sums over every field handed over, so
  * that two runs agree only if they handed over the same events. */

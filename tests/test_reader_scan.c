@@ -1,13 +1,13 @@
 /*
- * Stage 1 of the reader (index/read/scan.h): every kernel the CPU runs gives the
- * masks of a byte-at-a-time reference, whole and in pieces with the carry
- * between them, on real traces and on random text made of the bytes that
+ * Stage 1 of the reader (index/read/read_int.h): every kernel the CPU runs
+ * gives the masks of a byte-at-a-time reference, whole and in pieces with the
+ * carry between them, on real traces and on random text made of the bytes that
  * matter (quotes, backslashes, brackets, high bytes).
  */
 #include <stdlib.h>
 
 #include "check.h"
-#include "index/read/scan.h"
+#include "index/read/read_int.h"
 #include "test_reader.h"
 
 /* The masks by definition, one byte at a time; depth[i]: the nesting

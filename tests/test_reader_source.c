@@ -6,8 +6,7 @@
 #include <stdlib.h>
 
 #include "check.h"
-#include "index/read/inflate.h"
-#include "index/read/scan.h"
+#include "index/read/read_int.h"
 #include "test_reader.h"
 
 static void many_members(const char *json, size_t n, const struct tally *plain)

@@ -4,9 +4,9 @@
 #include <zlib.h>
 
 #include "check.h"
-#include "index/read/format.h"
-#include "index/read/reader_int.h"
-#include "index/slice/slice.h"
+#include "index/read/read.h"
+#include "index/read/read_int.h"
+#include "index/slice/slice_int.h"
 #include "test_reader.h"
 
 static uint64_t hash_str(uint64_t h, struct idx_str s)

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "index/slice/slice.h"
+#include "index/slice/slice_int.h"
 #include "tests/check.h"
 
 /* ---- output into memory ---- */

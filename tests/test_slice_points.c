@@ -21,10 +21,9 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "index/read/event.h"
+#include "index/read/read.h"
 #include "index/index.h"
-#include "index/read/points.h"
-#include "index/slice/slice_figs.h"
+#include "index/slice/slice.h"
 #include "test_reader.h"
 
 /* Per trace, each with and without findings, each slice made twice: the

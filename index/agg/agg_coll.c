@@ -1,7 +1,7 @@
 /*
  * The collectives of one rank (docs/ANALYSIS.md): communication kernels (the
  * category table's "communication", rules.c) are recorded per stream with
- * their start and duration in sorted runs of their own (a->coll_runs: one
+ * their start and duration in sorted runs of their own (one
  * record per collective, spilled like the other time records, so memory
  * and disk follow the collectives, not the events), then walked in time
  * order beside the main records to find, for each collective:
@@ -19,7 +19,7 @@
  *
  * The rank's totals go into its summary; every collective, when the side
  * file was asked for (idx_options.collectives_path), into the file of
- * coll.h that the capture-level matching reads (coll_match.c).
+ * agg_int.h that the capture-level matching reads (coll_match.c).
  *
  * Exposure is exact in one pass. With the compute intervals added in start
  * order, the measure of their union below t, U(t), is busy - max(0,
@@ -34,12 +34,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "index/agg/agg.h"
-#include "index/agg/coll.h"
+#include "index/agg/agg_int.h"
 
-#define NAME_BUF 512 /* a name's bytes copied on the stack, longer: heap */
+#define NAME_BUF      512        /* a name's bytes copied on the stack */
+#define AGG_COLL_RECS (1u << 14) /* 512 KB of collectives */
 
 enum { COMM_UNKNOWN, COMM_YES, COMM_NO };
+
+struct agg_coll_walk;
+
+/* The pass's state. */
+struct agg_coll {
+  struct agg_runs runs; /* the collectives' records (aux = lane) */
+  struct agg_map lanes; /* (device, stream) */
+  struct agg_coll_walk *walk;
+  uint64_t events;
+  int64_t ns, exposed_ns; /* the rank's totals */
+};
 
 /* ---- the event pass ---- */
 
@@ -75,17 +86,23 @@ static int lane_of(struct idx_agg *a, const struct idx_event *ev,
     key[1] = ev->stream;
   else if (ev->has & IDX_HAS_TID)
     key[1] = ev->tid;
-  return agg_map_intern(&a->lanes, key, sizeof(key), lane) < 0 ? TR_ENOMEM : 0;
+  return agg_map_intern(&a->coll->lanes, key, sizeof(key), lane) < 0 ? TR_ENOMEM
+                                                                     : 0;
 }
 
-int agg_coll_seen(struct idx_agg *a, const struct idx_event *ev, uint32_t nid,
-                  uint32_t shape)
+/* A kernel event (of name and shape a->ev_name, a->ev_shape, the device
+ * pass's): recorded when it is a collective. */
+int agg_coll_event(struct idx_agg *a, const struct idx_doc *doc,
+                   const struct idx_event *ev, enum idx_class cls)
 {
+  uint32_t nid = a->ev_name;
   struct agg_kernel *k = &a->kernels[nid];
-  struct agg_rec r = { ev->ts_ns, ev->dur_ns, 0, AGG_REC_KERNEL, shape };
+  struct agg_rec r = { ev->ts_ns, ev->dur_ns, 0, AGG_REC_KERNEL, a->ev_shape };
   uint32_t lane;
   int rc;
 
+  (void)doc;
+  (void)cls;
   if (k->comm == COMM_UNKNOWN) {
     if ((rc = is_comm(a, nid)) < 0)
       return rc;
@@ -96,7 +113,7 @@ int agg_coll_seen(struct idx_agg *a, const struct idx_event *ev, uint32_t nid,
   if ((rc = lane_of(a, ev, &lane)) != 0)
     return rc;
   r.aux = lane;
-  return agg_runs_add(&a->coll_runs, &r);
+  return agg_runs_add(&a->coll->runs, &r);
 }
 
 /* ---- the time pass ---- */
@@ -110,7 +127,7 @@ struct open_coll { /* a collective waiting for U(end) */
 
 struct agg_coll_walk {
   struct idx_agg *a;
-  struct agg_iter *it; /* over a->coll_runs */
+  struct agg_iter *it; /* over the collectives' records */
   struct agg_rec next; /* its next record, when has_next */
   int has_next;
   int comm, copy, memset; /* category indexes */
@@ -197,7 +214,7 @@ static int key_of(struct agg_coll_walk *w, uint32_t f, uint32_t lane,
   if (rc < 0 || agg_grow(&w->key, &w->key_cap, *out, sizeof(*w->key)) != 0 ||
       agg_grow(&w->lanes, &w->lanes_cap, f, sizeof(*w->lanes)) != 0)
     return TR_ENOMEM;
-  memcpy(lane_key, w->a->lanes.keys[lane].p, sizeof(lane_key));
+  memcpy(lane_key, w->a->coll->lanes.keys[lane].p, sizeof(lane_key));
   w->key[*out].family = f;
   w->key[*out].lane = w->lanes[f]++;
   w->key[*out].stream = lane_key[1];
@@ -239,9 +256,9 @@ static int close_first(struct agg_coll_walk *w)
 
   w->heap[0] = w->heap[--w->n];
   heap_down(w->heap, w->n);
-  w->a->coll.events++;
-  w->a->coll.ns = tr_sat_add(w->a->coll.ns, o.dur);
-  w->a->coll.exposed_ns = tr_sat_add(w->a->coll.exposed_ns, rec.exposed_ns);
+  w->a->coll->events++;
+  w->a->coll->ns = tr_sat_add(w->a->coll->ns, o.dur);
+  w->a->coll->exposed_ns = tr_sat_add(w->a->coll->exposed_ns, rec.exposed_ns);
   w->nrecs++;
   if (w->a->coll_out != NULL &&
       fwrite(&rec, sizeof(rec), 1, w->a->coll_out) != 1)
@@ -268,7 +285,9 @@ static int advance(struct agg_coll_walk *w, int64_t t, int all)
   return 0;
 }
 
-int agg_coll_walk_new(struct idx_agg *a, struct agg_coll_walk **out)
+static void walk_free(struct agg_coll_walk *w);
+
+static int walk_new(struct idx_agg *a, struct agg_coll_walk **out)
 {
   struct agg_coll_walk *w = calloc(1, sizeof(*w));
   int rc;
@@ -282,11 +301,11 @@ int agg_coll_walk_new(struct idx_agg *a, struct agg_coll_walk **out)
   w->label_type =
       a->step_side == AGG_SIDE_GPU ? AGG_REC_LABEL : AGG_REC_LABEL_CPU;
   for (uint32_t k = 0; k < a->nkinds; k++)
-    w->steps |= a->steps[a->step_side][k].s.count > 0;
+    w->steps |= a->step[a->step_side][k].s.count > 0;
   agg_cover_init(&w->cover);
-  if ((rc = agg_iter_open(&a->coll_runs, &w->it)) != 0 ||
+  if ((rc = agg_iter_open(&a->coll->runs, &w->it)) != 0 ||
       (rc = agg_iter_next(w->it, &w->next)) < 0) {
-    agg_coll_walk_free(w);
+    walk_free(w);
     return rc;
   }
   w->has_next = rc;
@@ -304,8 +323,10 @@ static int is_compute(const struct agg_coll_walk *w, const struct agg_rec *r)
   return cat != w->comm && cat != w->copy && cat != w->memset;
 }
 
-int agg_coll_walk_rec(struct agg_coll_walk *w, const struct agg_rec *r)
+int agg_coll_walk(struct idx_agg *a, struct agg_at *at)
 {
+  struct agg_coll_walk *w = a->coll->walk;
+  const struct agg_rec *r = at->r;
   int64_t end = r->start_ns + r->dur_ns;
   int rc = advance(w, r->start_ns, 0);
 
@@ -363,17 +384,21 @@ static int write_tables(struct agg_coll_walk *w, FILE *f)
   return rc;
 }
 
-int agg_coll_walk_end(struct agg_coll_walk *w)
+/* The collectives still open closed, the side file's tables written. */
+int agg_coll_end(struct idx_agg *a, struct tr_err *err)
 {
+  struct agg_coll_walk *w = a->coll->walk;
   int rc = advance(w, 0, 1);
 
-  if (rc == 0 && w->a->coll_out != NULL)
-    rc = write_tables(w, w->a->coll_out);
-  agg_coll_walk_free(w);
+  (void)err;
+  if (rc == 0 && a->coll_out != NULL)
+    rc = write_tables(w, a->coll_out);
+  walk_free(w);
+  a->coll->walk = NULL;
   return rc;
 }
 
-void agg_coll_walk_free(struct agg_coll_walk *w)
+static void walk_free(struct agg_coll_walk *w)
 {
   if (w == NULL)
     return;
@@ -383,4 +408,44 @@ void agg_coll_walk_free(struct agg_coll_walk *w)
   free(w->key);
   free(w->lanes);
   free(w);
+}
+
+/* ---- the pass's hooks ---- */
+
+int agg_coll_new(struct idx_agg *a)
+{
+  size_t cap =
+      a->rec_cap && a->rec_cap < AGG_COLL_RECS ? a->rec_cap : AGG_COLL_RECS;
+
+  if ((a->coll = calloc(1, sizeof(*a->coll))) == NULL)
+    return TR_ENOMEM;
+  return agg_runs_init(&a->coll->runs, cap, &a->spill);
+}
+
+void agg_coll_free(struct idx_agg *a)
+{
+  if (a->coll == NULL)
+    return;
+  walk_free(a->coll->walk);
+  agg_runs_free(&a->coll->runs);
+  agg_map_free(&a->coll->lanes);
+  free(a->coll);
+  a->coll = NULL;
+}
+
+int agg_coll_seal(struct idx_agg *a, struct tr_err *err)
+{
+  int rc;
+
+  (void)err;
+  if ((rc = agg_runs_seal(&a->coll->runs)) != 0)
+    return rc;
+  return walk_new(a, &a->coll->walk);
+}
+
+void agg_coll_head(struct idx_agg *a, struct agg_sum_rank *r)
+{
+  r->collective_events = (int64_t)a->coll->events;
+  r->collective_ns = a->coll->ns;
+  r->exposed_comm_ns = a->coll->exposed_ns;
 }

@@ -3,27 +3,30 @@
  * form and its family (family.c); the families' figures (their names'
  * rows merged: counts, totals, histograms), and during the time pass each
  * family's kernel time inside each step kind's labels (the rule of
- * agg_time.c: a kernel starting inside a label of the kind). Memory: one
+ * agg_steps.c: a kernel starting inside a label of the kind). Memory: one
  * entry per distinct name, family and (family, kind).
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "index/agg/agg.h"
-#include "index/agg/agg_sum.h"
-#include "index/cpath/cpath.h"
+#include "index/agg/agg_int.h"
+
+struct agg_famstep { /* kernels of a family inside a step kind's labels */
+  uint32_t family, kind;
+  struct agg_stat s;
+};
 
 static int family_add(struct idx_agg *a, uint32_t name, const char *fam)
 {
   const struct agg_kernel *k = &a->kernels[name];
+  struct agg_families *fs = a->families;
   struct agg_family *f;
   uint32_t id;
   int rc = agg_map_intern(&a->fam_map, fam, strlen(fam), &id);
 
-  if (rc < 0 ||
-      agg_grow(&a->families, &a->families_cap, id, sizeof(*a->families)) != 0)
+  if (rc < 0 || agg_grow(&fs->v, &fs->cap, id, sizeof(*fs->v)) != 0)
     return TR_ENOMEM;
-  f = &a->families[id];
+  f = &fs->v[id];
   if (f->kernels == 0 || k->s.min_ns < f->s.min_ns)
     f->s.min_ns = k->s.min_ns;
   if (f->kernels == 0 || k->s.max_ns > f->s.max_ns)
@@ -62,7 +65,9 @@ static int name_facts(struct idx_agg *a, uint32_t id, const char *name)
   return rc;
 }
 
-int agg_families(struct idx_agg *a)
+/* Categories, demangled names and families of the kernel names, before
+ * the walk. */
+int agg_families_seal(struct idx_agg *a, struct tr_err *err)
 {
   uint32_t n = a->names.n;
   size_t cap = 256;
@@ -93,39 +98,75 @@ int agg_families(struct idx_agg *a)
     rc = name_facts(a, id, buf);
   }
   free(buf);
-  return rc;
-}
-
-int agg_famstep_add(struct idx_agg *a, uint32_t f, uint32_t k, int64_t dur)
-{
-  uint32_t key[2] = { f, k }, id;
-  struct agg_famstep *fs;
-  int rc = agg_map_intern(&a->famstep_map, key, sizeof(key), &id);
-
-  if (rc < 0 ||
-      agg_grow(&a->famsteps, &a->famsteps_cap, id, sizeof(*a->famsteps)) != 0)
-    return TR_ENOMEM;
-  fs = &a->famsteps[id];
-  fs->family = f;
-  fs->kind = k;
-  fs->s.count++;
-  fs->s.total_ns = tr_sat_add(fs->s.total_ns, dur);
+  if (rc != 0)
+    return tr_err_set(err, rc, "", "%s: out of memory", a->path);
   return 0;
 }
 
+/* A kernel of family f inside step kind k's labels. */
+static int famstep_add(struct agg_families *fs, uint32_t f, uint32_t k,
+                       int64_t dur)
+{
+  uint32_t key[2] = { f, k }, id;
+  struct agg_famstep *x;
+  int rc = agg_map_intern(&fs->famstep_map, key, sizeof(key), &id);
+
+  if (rc < 0 || agg_grow(&fs->famsteps, &fs->famsteps_cap, id,
+                         sizeof(*fs->famsteps)) != 0)
+    return TR_ENOMEM;
+  x = &fs->famsteps[id];
+  x->family = f;
+  x->kind = k;
+  x->s.count++;
+  x->s.total_ns = tr_sat_add(x->s.total_ns, dur);
+  return 0;
+}
+
+/* Each GPU-side kernel's time for its family inside the labels of each
+ * kind that cover its start (agg_at.cover_end, the steps pass's); a
+ * family's time per step kind is GPU-side only (docs/ANALYSIS.md). */
+int agg_families_walk(struct idx_agg *a, struct agg_at *at)
+{
+  const struct agg_rec *r = at->r;
+  uint32_t fam;
+  int rc;
+
+  if (r->type != AGG_REC_KERNEL || a->step_side != AGG_SIDE_GPU)
+    return 0;
+  fam = a->name_family[a->shapes[r->id].name];
+  for (uint32_t k = 0; fam != UINT32_MAX && k < a->nkinds; k++)
+    if (r->start_ns < at->cover_end[k] &&
+        (rc = famstep_add(a->families, fam, k, r->dur_ns)) != 0)
+      return rc;
+  return 0;
+}
+
+int agg_families_new(struct idx_agg *a)
+{
+  return (a->families = calloc(1, sizeof(*a->families))) == NULL ? TR_ENOMEM
+                                                                 : 0;
+}
+
+/* Frees the pass's state and the vocabulary it made. */
 void agg_families_free(struct idx_agg *a)
 {
+  struct agg_families *fs = a->families;
+
   for (uint32_t i = 0; a->demangled != NULL && i < a->names.n; i++)
     free(a->demangled[i]);
-  for (uint32_t i = 0; i < a->fam_map.n; i++)
-    agg_hist_free(&a->families[i].hist);
+  for (uint32_t i = 0; fs != NULL && i < a->fam_map.n; i++)
+    agg_hist_free(&fs->v[i].hist);
   free(a->demangled);
   free(a->name_cat);
   free(a->name_family);
-  free(a->families);
-  free(a->famsteps);
   agg_map_free(&a->fam_map);
-  agg_map_free(&a->famstep_map);
+  if (fs == NULL)
+    return;
+  free(fs->v);
+  free(fs->famsteps);
+  agg_map_free(&fs->famstep_map);
+  free(fs);
+  a->families = NULL;
 }
 
 /* ---- the summary's tables ---- */
@@ -142,7 +183,8 @@ static int family_cmp(const void *x, const void *y, void *ud)
 {
   const struct idx_agg *a = ud;
   uint32_t i = *(const uint32_t *)x, j = *(const uint32_t *)y;
-  int64_t ti = a->families[i].s.total_ns, tj = a->families[j].s.total_ns;
+  int64_t ti = a->families->v[i].s.total_ns;
+  int64_t tj = a->families->v[j].s.total_ns;
 
   if (ti != tj)
     return ti > tj ? -1 : 1;
@@ -155,20 +197,22 @@ void agg_set_demangled(const struct idx_agg *a, uint32_t id, json_t *row)
     json_object_set_new(row, "demangled", json_string(a->demangled[id]));
 }
 
-void agg_families_rows(struct idx_agg *a, struct agg_out *o)
+void agg_family_rows(struct idx_agg *a, struct agg_out *o)
 {
   uint32_t n = a->fam_map.n, *order = agg_order(n, family_cmp, a);
 
   AGG_SUM_FILLS(TR_SUM_FAMILY, 19);
+  static const struct agg_cols none;
+
   for (uint32_t i = 0; order != NULL && i < n; i++) {
-    const struct agg_family *f = &a->families[order[i]];
+    const struct agg_family *f = &a->families->v[order[i]];
     struct agg_sum_family r = {
       .family = key_txt(&a->fam_map.keys[order[i]]),
       .category = agg_txt(agg_category_name(a->name_cat[f->top])),
       .kernels = f->kernels,
       .count = (int64_t)f->s.count,
       .total_ns = f->s.total_ns,
-      .avg_ns = f->s.count ? f->s.total_ns / (int64_t)f->s.count : 0,
+      .avg_ns = agg_avg(&f->s),
       .min_ns = f->s.min_ns,
       .max_ns = f->s.max_ns,
       .p50_ns = agg_pct(&f->hist, &f->s, 500),
@@ -176,8 +220,8 @@ void agg_families_rows(struct idx_agg *a, struct agg_out *o)
       .share = agg_share(f->s.total_ns, a->kernel_ns),
     };
 
-    CP_COLS_SET(r, agg_cpath_family_cols(a, order[i]));
-    agg_out_row(o, agg_sum_family_json(&r));
+    AGG_COLS_SET(r, a->fcols != NULL ? a->fcols[order[i]] : none);
+    agg_out_family(o, &r);
   }
   free(order);
 }
@@ -186,8 +230,8 @@ void agg_families_rows(struct idx_agg *a, struct agg_out *o)
 static int famstep_cmp(const void *x, const void *y, void *ud)
 {
   const struct idx_agg *a = ud;
-  const struct agg_famstep *p = &a->famsteps[*(const uint32_t *)x];
-  const struct agg_famstep *q = &a->famsteps[*(const uint32_t *)y];
+  const struct agg_famstep *p = &a->families->famsteps[*(const uint32_t *)x];
+  const struct agg_famstep *q = &a->families->famsteps[*(const uint32_t *)y];
   int d = agg_key_cmp(&a->kinds_map.keys[p->kind], &a->kinds_map.keys[q->kind]);
 
   if (d != 0)
@@ -197,24 +241,25 @@ static int famstep_cmp(const void *x, const void *y, void *ud)
   return agg_key_cmp(&a->fam_map.keys[p->family], &a->fam_map.keys[q->family]);
 }
 
-void agg_famsteps_rows(const struct idx_agg *a, struct agg_out *o)
+void agg_family_step_rows(struct idx_agg *a, struct agg_out *o)
 {
-  uint32_t n = a->famstep_map.n, *order = agg_order(n, famstep_cmp, a);
+  const struct agg_families *fs = a->families;
+  uint32_t n = fs->famstep_map.n, *order = agg_order(n, famstep_cmp, a);
 
   AGG_SUM_FILLS(TR_SUM_FAMILY_STEP, 6);
   for (uint32_t i = 0; order != NULL && i < n; i++) {
-    const struct agg_famstep *fs = &a->famsteps[order[i]];
-    int64_t steps = (int64_t)a->steps[a->step_side][fs->kind].s.count;
+    const struct agg_famstep *x = &fs->famsteps[order[i]];
+    int64_t steps = (int64_t)a->step[a->step_side][x->kind].s.count;
     struct agg_sum_family_step r = {
-      .family = key_txt(&a->fam_map.keys[fs->family]),
-      .step = key_txt(&a->kinds_map.keys[fs->kind]),
-      .count = (int64_t)fs->s.count,
-      .total_ns = fs->s.total_ns,
+      .family = key_txt(&a->fam_map.keys[x->family]),
+      .step = key_txt(&a->kinds_map.keys[x->kind]),
+      .count = (int64_t)x->s.count,
+      .total_ns = x->s.total_ns,
       .steps = steps,
-      .per_step_ns = steps ? fs->s.total_ns / steps : 0,
+      .per_step_ns = steps ? x->s.total_ns / steps : 0,
     };
 
-    agg_out_row(o, agg_sum_family_step_json(&r));
+    agg_out_family_step(o, &r);
   }
   free(order);
 }

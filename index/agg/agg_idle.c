@@ -37,9 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "index/agg/agg.h"
-#include "index/agg/agg_sum.h"
-#include "index/cpath/cpath.h"
+#include "index/agg/agg_int.h"
 
 #define JOIN_SLOTS (1u << 16)
 
@@ -50,10 +48,14 @@ static const char *const cause_names[AGG_IDLE_CAUSES] = {
 struct slot {       /* a host call by correlation */
   int64_t corr;     /* -1: empty */
   int64_t start_ns; /* the call's start */
-  int used;         /* a device record of it came already */
 };
 
-struct agg_idle_walk {
+/* The pass's state: the idle time by step kind and cause ([0]: no step,
+ * [k + 1]: kind k), the launch delays, and the walk's. */
+struct agg_idle {
+  int64_t idle[AGG_MAX_STEP_KINDS + 1][AGG_IDLE_CAUSES];
+  struct agg_stat delay;
+  struct agg_hist delay_hist;
   struct idx_agg *a;
   uint32_t label_type; /* the step side's label records */
   int steps;           /* the step side has labels */
@@ -69,29 +71,45 @@ struct agg_idle_walk {
   int64_t prev_corr; /* of the record that last extended the union */
   int64_t sync_end;  /* latest end of a synchronising call so far */
   struct slot *join; /* [JOIN_SLOTS] */
+  uint64_t used[JOIN_SLOTS / 64]; /* bit i: a device record of slot i's
+                                     call came already (a bitmap: 16-byte
+                                     slots, 1 MB, not 24) */
 };
 
-int agg_idle_walk_new(struct idx_agg *a, struct agg_idle_walk **out)
+int agg_idle_new(struct idx_agg *a)
 {
-  struct agg_idle_walk *w = calloc(1, sizeof(*w));
+  return (a->idle = calloc(1, sizeof(*a->idle))) == NULL ? TR_ENOMEM : 0;
+}
 
-  if (w == NULL || (w->join = malloc(JOIN_SLOTS * sizeof(*w->join))) == NULL) {
-    free(w);
+void agg_idle_free(struct idx_agg *a)
+{
+  if (a->idle == NULL)
+    return;
+  agg_hist_free(&a->idle->delay_hist);
+  free(a->idle->join);
+  free(a->idle);
+  a->idle = NULL;
+}
+
+int agg_idle_seal(struct idx_agg *a, struct tr_err *err)
+{
+  struct agg_idle *w = a->idle;
+
+  (void)err;
+  if ((w->join = malloc(JOIN_SLOTS * sizeof(*w->join))) == NULL)
     return TR_ENOMEM;
-  }
   for (uint32_t i = 0; i < JOIN_SLOTS; i++)
     w->join[i].corr = -1;
   w->a = a;
   w->label_type =
       a->step_side == AGG_SIDE_GPU ? AGG_REC_LABEL : AGG_REC_LABEL_CPU;
   for (uint32_t k = 0; k < a->nkinds; k++)
-    w->steps |= a->steps[a->step_side][k].s.count > 0;
+    w->steps |= a->step[a->step_side][k].s.count > 0;
   agg_cover_init(&w->cover);
   w->comm = agg_category_index("communication");
   w->cursor = a->t0_ns;
   w->prev_corr = -1;
   w->sync_end = INT64_MIN;
-  *out = w;
   return 0;
 }
 
@@ -123,7 +141,7 @@ int agg_cover_kind(const struct agg_cover *c, uint32_t nk, int64_t t)
 
 /* Accounts the idle time up to t (the start of the record being walked):
  * labels only change at records, so the cover is known up to t. */
-static void advance(struct agg_idle_walk *w, int64_t t, int64_t busy_end)
+static void advance(struct agg_idle *w, int64_t t, int64_t busy_end)
 {
   int64_t c = w->cursor > busy_end ? w->cursor : busy_end, e;
   int k;
@@ -138,7 +156,7 @@ static void advance(struct agg_idle_walk *w, int64_t t, int64_t busy_end)
       break;
     }
     if ((k = agg_cover_kind(&w->cover, w->a->nkinds, c)) < 0) {
-      w->a->idle[0][AGG_IDLE_BETWEEN_STEPS] += t - c;
+      w->idle[0][AGG_IDLE_BETWEEN_STEPS] += t - c;
       w->pend_between += t - c;
       break;
     }
@@ -150,7 +168,7 @@ static void advance(struct agg_idle_walk *w, int64_t t, int64_t busy_end)
     w->cursor = t;
 }
 
-static int is_collective(const struct agg_idle_walk *w, const struct agg_rec *r)
+static int is_collective(const struct agg_idle *w, const struct agg_rec *r)
 {
   return r->type == AGG_REC_KERNEL &&
          w->a->name_cat[w->a->shapes[r->id].name] == w->comm;
@@ -158,7 +176,7 @@ static int is_collective(const struct agg_idle_walk *w, const struct agg_rec *r)
 
 /* The cause of the open stretch, ended by r (NULL: the end of the trace)
  * whose issuing call started at launch (INT64_MIN: unknown). */
-static int cause_of(const struct agg_idle_walk *w, const struct agg_rec *r,
+static int cause_of(const struct agg_idle *w, const struct agg_rec *r,
                     int64_t launch)
 {
   if (r != NULL && r->aux >= 0 && r->aux == w->prev_corr)
@@ -173,48 +191,47 @@ static int cause_of(const struct agg_idle_walk *w, const struct agg_rec *r,
 }
 
 /* Ends the open stretch at end with its cause; corr: the correlation of
- * the record that ended it (-1). Its culprit goes to the critical path's
- * walk (index/cpath/cpath.c). */
-static void close_gap(struct agg_idle_walk *w, int cause, int64_t end,
-                      int64_t corr)
+ * the record that ended it (-1). A finding: the critical path's culprits
+ * hear it (index/cpath/cpath.c). */
+static void close_gap(struct agg_idle *w, int cause, int64_t end, int64_t corr)
 {
-  struct agg_finding f = { AGG_FOUND_IDLE, w->gap_start,   end, 0, -1,
-                           cause,          w->pend_between };
+  struct agg_finding f = {
+    AGG_FOUND_IDLE, w->gap_start,    end,  0,       -1,
+    cause,          w->pend_between, corr, w->pend, w->a->nkinds + 1
+  };
 
-  agg_cpath_stretch(w->a->cpath_walk, w->gap_start, cause, corr, w->pend,
-                    w->a->nkinds + 1);
+  agg_found(w->a, &f);
   for (uint32_t j = 0; j <= w->a->nkinds; j++) {
-    w->a->idle[j][cause] += w->pend[j];
+    w->idle[j][cause] += w->pend[j];
     w->pend[j] = 0;
   }
-  if (w->a->on_finding != NULL)
-    w->a->on_finding(w->a->finding_ud, &f);
   w->pend_between = 0;
   w->gap = 0;
 }
 
 /* The start of the call that issued device record r (INT64_MIN: unknown);
  * the first kernel of a correlation adds its launch delay. */
-static int64_t launch_of(struct agg_idle_walk *w, const struct agg_rec *r,
-                         int *rc)
+static int64_t launch_of(struct agg_idle *w, const struct agg_rec *r, int *rc)
 {
+  uint64_t i = (uint64_t)r->aux & (JOIN_SLOTS - 1), bit = 1ull << (i % 64);
   struct slot *s;
 
   if (r->aux < 0)
     return INT64_MIN;
-  s = &w->join[(uint64_t)r->aux & (JOIN_SLOTS - 1)];
+  s = &w->join[i];
   if (s->corr != r->aux)
     return INT64_MIN;
-  if (!s->used && r->type == AGG_REC_KERNEL && r->start_ns >= s->start_ns) {
-    agg_stat_add(&w->a->delay, r->start_ns - s->start_ns);
-    if (agg_hist_add(&w->a->delay_hist, r->start_ns - s->start_ns) != 0)
+  if (!(w->used[i / 64] & bit) && r->type == AGG_REC_KERNEL &&
+      r->start_ns >= s->start_ns) {
+    agg_stat_add(&w->delay, r->start_ns - s->start_ns);
+    if (agg_hist_add(&w->delay_hist, r->start_ns - s->start_ns) != 0)
       *rc = TR_ENOMEM;
   }
-  s->used = 1;
+  w->used[i / 64] |= bit;
   return s->start_ns;
 }
 
-static int on_device(struct agg_idle_walk *w, const struct agg_rec *r,
+static int on_device(struct agg_idle *w, const struct agg_rec *r,
                      int64_t busy_end)
 {
   int rc = 0;
@@ -229,23 +246,26 @@ static int on_device(struct agg_idle_walk *w, const struct agg_rec *r,
   return rc;
 }
 
-static void on_call(struct agg_idle_walk *w, const struct agg_rec *r)
+static void on_call(struct agg_idle *w, const struct agg_rec *r)
 {
-  struct slot *s;
+  uint64_t i;
 
   if ((r->id & AGG_CALL_SYNC) && r->start_ns + r->dur_ns > w->sync_end)
     w->sync_end = r->start_ns + r->dur_ns;
   if (r->aux < 0)
     return;
-  s = &w->join[(uint64_t)r->aux & (JOIN_SLOTS - 1)];
-  s->corr = r->aux;
-  s->start_ns = r->start_ns;
-  s->used = 0;
+  i = (uint64_t)r->aux & (JOIN_SLOTS - 1);
+  w->join[i].corr = r->aux;
+  w->join[i].start_ns = r->start_ns;
+  w->used[i / 64] &= ~(1ull << (i % 64));
 }
 
-int agg_idle_walk_rec(struct agg_idle_walk *w, const struct agg_rec *r,
-                      int64_t busy_end)
+int agg_idle_walk(struct idx_agg *a, struct agg_at *at)
 {
+  struct agg_idle *w = a->idle;
+  const struct agg_rec *r = at->r;
+  int64_t busy_end = at->busy_end;
+
   switch (r->type) {
   case AGG_REC_KERNEL:
   case AGG_REC_COPY:
@@ -260,21 +280,30 @@ int agg_idle_walk_rec(struct agg_idle_walk *w, const struct agg_rec *r,
   return 0;
 }
 
-int agg_idle_walk_end(struct agg_idle_walk *w, int64_t busy_end)
+/* The idle time up to the end of the span (the last stretch a finding,
+ * before the critical path's walk ends: ends run in reverse). */
+int agg_idle_end(struct idx_agg *a, struct tr_err *err)
 {
-  advance(w, w->a->tend_ns, busy_end);
+  struct agg_idle *w = a->idle;
+
+  (void)err;
+  advance(w, a->tend_ns, a->busy_end);
   if (w->gap)
-    close_gap(w, cause_of(w, NULL, INT64_MIN), w->a->tend_ns, -1);
-  agg_idle_walk_free(w);
+    close_gap(w, cause_of(w, NULL, INT64_MIN), a->tend_ns, -1);
+  free(w->join);
+  w->join = NULL;
   return 0;
 }
 
-void agg_idle_walk_free(struct agg_idle_walk *w)
+void agg_idle_head(struct idx_agg *a, struct agg_sum_rank *r)
 {
-  if (w == NULL)
-    return;
-  free(w->join);
-  free(w);
+  const struct agg_idle *w = a->idle;
+
+  r->launch_delays = (int64_t)w->delay.count;
+  r->launch_delay_min_ns = w->delay.min_ns;
+  r->launch_delay_p50_ns = agg_pct(&w->delay_hist, &w->delay, 500);
+  r->launch_delay_p99_ns = agg_pct(&w->delay_hist, &w->delay, 990);
+  r->launch_delay_max_ns = w->delay.max_ns;
 }
 
 const char *agg_idle_cause_name(int cause)
@@ -282,7 +311,7 @@ const char *agg_idle_cause_name(int cause)
   return cause >= 0 && cause < AGG_IDLE_CAUSES ? cause_names[cause] : "other";
 }
 
-void agg_idle_rows(const struct idx_agg *a, struct agg_out *o)
+void agg_idle_rows(struct idx_agg *a, struct agg_out *o)
 {
 
   AGG_SUM_FILLS(TR_SUM_IDLE, 3);
@@ -292,10 +321,10 @@ void agg_idle_rows(const struct idx_agg *a, struct agg_out *o)
       struct agg_sum_idle r = {
         .step = { k ? k->p : NULL, k ? k->n : 0 },
         .cause = agg_txt(cause_names[c]),
-        .idle_ns = a->idle[j][c],
+        .idle_ns = a->idle->idle[j][c],
       };
 
-      if (a->idle[j][c] > 0)
-        agg_out_row(o, agg_sum_idle_json(&r));
+      if (a->idle->idle[j][c] > 0)
+        agg_out_idle(o, &r);
     }
 }

@@ -16,7 +16,7 @@
  * AGG_SAMPLE_NAMES largest kernels with at least 1% (ties: by name).
  *
  * Which device records count for a step: under GPU-side labels, those
- * that start inside the label, [start, end) (agg_time.c's rule: nested
+ * that start inside the label, [start, end) (agg_steps.c's rule: nested
  * labels each count them); under CPU-side labels (the host's, and
  * ProfilerStep's), those whose host call (same correlation) started inside
  * the label, the latest-started of the open ones: a graph replay's kernels
@@ -33,14 +33,43 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "index/agg/agg.h"
-#include "index/agg/agg_sum.h"
+#include "index/agg/agg_int.h"
 
 #define CORR_SLOTS    (1u << 16)
 #define FAM_PER_MILLE 5 /* a family tracked: at least 0.5% of kernel ns */
 #define KERNEL_PER_C  1 /* a kernel tracked: at least 1% */
 
+#define AGG_SAMPLES_MAX  2048 /* steps kept per rank, every kind together */
+#define AGG_SAMPLE_FAMS  24   /* families tracked, the largest */
+#define AGG_SAMPLE_NAMES 12   /* kernels tracked, the largest */
+#define AGG_SAMPLE_FIGS  (AGG_NCATEGORIES + AGG_SAMPLE_FAMS + AGG_SAMPLE_NAMES)
+
 static const char *const fig_names[] = { "category", "family", "kernel" };
+
+enum agg_fig_type { AGG_FIG_CATEGORY, AGG_FIG_FAMILY, AGG_FIG_KERNEL };
+
+struct agg_sample { /* one step kept; -1: not in its label */
+  uint32_t kind, warmup;
+  int64_t ordinal; /* its place among its kind's steps, in start order */
+  int64_t start_ns, dur_ns, bs, tok, step;
+};
+
+struct agg_samples_walk;
+
+/* The pass's state: the steps kept and the figures tracked. */
+struct agg_samples {
+  uint32_t nfig;
+  uint8_t fig_type[AGG_SAMPLE_FIGS]; /* enum agg_fig_type */
+  uint32_t fig_id[AGG_SAMPLE_FIGS];  /* category index, family, name id */
+  /* Per kind: every stride-th step is kept (ordinal % stride == 0), in
+   * slots base .. base + count / stride; stride 0: the kind is not kept
+   * (a dummy_* kind, or no steps). */
+  uint32_t stride[AGG_MAX_STEP_KINDS], base[AGG_MAX_STEP_KINDS];
+  uint32_t nslots;
+  struct agg_sample *v; /* [nslots]; kind UINT32_MAX: the step never came */
+  int64_t *vals;        /* [nslots][nfig] */
+  struct agg_samples_walk *walk; /* NULL: none, or nothing kept */
+};
 
 static int is_real_kind(const struct idx_agg *a, uint32_t k)
 {
@@ -52,12 +81,12 @@ static int is_real_kind(const struct idx_agg *a, uint32_t k)
 /* The strides and slots of the kinds kept (see the top). */
 static uint32_t choose_strides(struct idx_agg *a)
 {
-  struct agg_samples *s = &a->samples;
+  struct agg_samples *s = a->samples;
   uint64_t count[AGG_MAX_STEP_KINDS], kept[AGG_MAX_STEP_KINDS], total = 0;
   uint32_t k, n = 0;
 
   for (k = 0; k < a->nkinds; k++) {
-    count[k] = a->steps[a->step_side][k].s.count;
+    count[k] = a->step[a->step_side][k].s.count;
     s->stride[k] = count[k] > 0 && is_real_kind(a, k);
     kept[k] = s->stride[k] ? count[k] : 0;
     total += kept[k];
@@ -120,7 +149,7 @@ static int add_largest(struct idx_agg *a, enum agg_fig_type t,
     /* Products of sums near INT64_MAX (saturated) need 128 bits. */
     if (v <= 0 || (__int128)v * den < (__int128)a->kernel_ns * per)
       break;
-    add_fig(&a->samples, t, order[i]);
+    add_fig(a->samples, t, order[i]);
   }
   free(order);
   return 0;
@@ -140,15 +169,15 @@ static int choose_figures(struct idx_agg *a)
     int64_t *c =
         &cats[agg_category_index(i == AGG_COPY_MEMSET ? "memset" : "copy")];
 
-    *c = tr_sat_add(*c, a->copies[i].s.total_ns);
+    *c = tr_sat_add(*c, a->device->copies[i].s.total_ns);
   }
   for (i = 0; i < AGG_NCATEGORIES; i++)
     if (cats[i] > 0)
-      add_fig(&a->samples, AGG_FIG_CATEGORY, i);
+      add_fig(a->samples, AGG_FIG_CATEGORY, i);
   if ((tot = calloc((n > nf ? n : nf) + 1, sizeof(*tot))) == NULL)
     return TR_ENOMEM;
   for (i = 0; i < nf; i++)
-    tot[i] = a->families[i].s.total_ns;
+    tot[i] = a->families->v[i].s.total_ns;
   rc = add_largest(a, AGG_FIG_FAMILY, tot, nf, &a->fam_map, AGG_SAMPLE_FAMS,
                    FAM_PER_MILLE, 1000);
   for (i = 0; i < n; i++)
@@ -162,9 +191,11 @@ static int choose_figures(struct idx_agg *a)
   return rc;
 }
 
-int agg_samples_init(struct idx_agg *a)
+/* The steps kept and the figures tracked, chosen from the event pass's
+ * totals, before the walk. 0 or TR_ENOMEM. */
+static int init_slots(struct idx_agg *a)
 {
-  struct agg_samples *s = &a->samples;
+  struct agg_samples *s = a->samples;
   uint32_t n = choose_strides(a);
 
   if (n == 0)
@@ -179,15 +210,6 @@ int agg_samples_init(struct idx_agg *a)
   for (uint32_t i = 0; i < n; i++)
     s->v[i].kind = UINT32_MAX;
   return 0;
-}
-
-void agg_samples_free(struct agg_samples *s)
-{
-  free(s->v);
-  free(s->vals);
-  s->v = NULL;
-  s->vals = NULL;
-  s->nslots = 0;
 }
 
 /* ---- the time pass ---- */
@@ -216,7 +238,7 @@ struct agg_samples_walk {
 
 static int walk_maps(struct agg_samples_walk *w)
 {
-  const struct agg_samples *s = &w->a->samples;
+  const struct agg_samples *s = w->a->samples;
   uint32_t nf = w->a->fam_map.n, nn = w->a->names.n;
 
   w->fam_fig = malloc((nf + 1) * sizeof(*w->fam_fig));
@@ -236,12 +258,14 @@ static int walk_maps(struct agg_samples_walk *w)
   return 0;
 }
 
-int agg_samples_walk_new(struct idx_agg *a, struct agg_samples_walk **out)
+static void walk_free(struct agg_samples_walk *w);
+
+static int walk_new(struct idx_agg *a, struct agg_samples_walk **out)
 {
   struct agg_samples_walk *w;
 
   *out = NULL;
-  if (a->samples.nslots == 0)
+  if (a->samples->nslots == 0)
     return 0; /* nothing kept: the walk is a no-op */
   if ((w = calloc(1, sizeof(*w))) == NULL)
     return TR_ENOMEM;
@@ -257,7 +281,7 @@ int agg_samples_walk_new(struct idx_agg *a, struct agg_samples_walk **out)
         w->corr[i].corr = -1;
   }
   if ((a->step_side == AGG_SIDE_CPU && w->corr == NULL) || walk_maps(w) != 0) {
-    agg_samples_walk_end(w);
+    walk_free(w);
     return TR_ENOMEM;
   }
   *out = w;
@@ -288,7 +312,7 @@ static void label_fields(struct idx_agg *a, uint32_t kind, int64_t seq,
 static int on_label(struct agg_samples_walk *w, const struct agg_rec *r,
                     int warmup)
 {
-  struct agg_samples *s = &w->a->samples;
+  struct agg_samples *s = w->a->samples;
   uint64_t ord = w->seen[r->id]++;
   struct open_label o = { r->start_ns + r->dur_ns, -1 };
 
@@ -338,7 +362,7 @@ static int figs_of(const struct agg_samples_walk *w, const struct agg_rec *r,
 static void add_to(struct agg_samples_walk *w, int32_t slot,
                    const int32_t *figs, int n, int64_t dur)
 {
-  int64_t *vals = w->a->samples.vals + (size_t)slot * w->a->samples.nfig;
+  int64_t *vals = w->a->samples->vals + (size_t)slot * w->a->samples->nfig;
 
   for (int i = 0; i < n; i++)
     vals[figs[i]] = tr_sat_add(vals[figs[i]], dur);
@@ -363,8 +387,8 @@ static void on_device(struct agg_samples_walk *w, const struct agg_rec *r)
   }
 }
 
-int agg_samples_walk_rec(struct agg_samples_walk *w, const struct agg_rec *r,
-                         int warmup)
+static int walk_rec(struct agg_samples_walk *w, const struct agg_rec *r,
+                    int warmup)
 {
   size_t i, n = 0;
 
@@ -387,7 +411,7 @@ int agg_samples_walk_rec(struct agg_samples_walk *w, const struct agg_rec *r,
   return 0;
 }
 
-void agg_samples_walk_end(struct agg_samples_walk *w)
+static void walk_free(struct agg_samples_walk *w)
 {
   if (w == NULL)
     return;
@@ -398,11 +422,50 @@ void agg_samples_walk_end(struct agg_samples_walk *w)
   free(w);
 }
 
+/* ---- the pass's hooks ---- */
+
+int agg_samples_new(struct idx_agg *a)
+{
+  return (a->samples = calloc(1, sizeof(*a->samples))) == NULL ? TR_ENOMEM : 0;
+}
+
+void agg_samples_free(struct idx_agg *a)
+{
+  if (a->samples == NULL)
+    return;
+  walk_free(a->samples->walk);
+  free(a->samples->v);
+  free(a->samples->vals);
+  free(a->samples);
+  a->samples = NULL;
+}
+
+int agg_samples_seal(struct idx_agg *a, struct tr_err *err)
+{
+  if (init_slots(a) != 0)
+    return tr_err_set(err, TR_ENOMEM, "", "%s: out of memory", a->path);
+  return walk_new(a, &a->samples->walk);
+}
+
+/* warmup: a label of a warm-up step (agg_at.warmup, the steps pass's). */
+int agg_samples_walk(struct idx_agg *a, struct agg_at *at)
+{
+  return walk_rec(a->samples->walk, at->r, at->warmup);
+}
+
+int agg_samples_end(struct idx_agg *a, struct tr_err *err)
+{
+  (void)err;
+  walk_free(a->samples->walk);
+  a->samples->walk = NULL;
+  return 0;
+}
+
 /* ---- the summary's tables ---- */
 
 static struct agg_txt fig_name(const struct idx_agg *a, uint32_t i)
 {
-  const struct agg_samples *s = &a->samples;
+  const struct agg_samples *s = a->samples;
   const struct agg_key *k;
 
   if (s->fig_type[i] == AGG_FIG_CATEGORY)
@@ -412,17 +475,17 @@ static struct agg_txt fig_name(const struct idx_agg *a, uint32_t i)
   return (struct agg_txt){ k->p, k->n };
 }
 
-void agg_sample_figures_rows(const struct idx_agg *a, struct agg_out *o)
+void agg_sample_figure_rows(struct idx_agg *a, struct agg_out *o)
 {
   AGG_SUM_FILLS(TR_SUM_SAMPLE_FIGURE, 3);
-  for (uint32_t i = 0; a->samples.nslots > 0 && i < a->samples.nfig; i++) {
+  for (uint32_t i = 0; a->samples->nslots > 0 && i < a->samples->nfig; i++) {
     struct agg_sum_sample_figure r = {
       .index = i,
-      .figure = agg_txt(fig_names[a->samples.fig_type[i]]),
+      .figure = agg_txt(fig_names[a->samples->fig_type[i]]),
       .name = fig_name(a, i),
     };
 
-    agg_out_row(o, agg_sum_sample_figure_json(&r));
+    agg_out_sample_figure(o, &r);
   }
 }
 
@@ -440,9 +503,9 @@ static int kind_name_cmp(const void *x, const void *y, void *ud)
 }
 
 /* Rows by kind name, then ordinal (a kind's slots are in ordinal order). */
-void agg_step_samples_rows(struct idx_agg *a, struct agg_out *o)
+void agg_step_sample_rows(struct idx_agg *a, struct agg_out *o)
 {
-  const struct agg_samples *s = &a->samples;
+  const struct agg_samples *s = a->samples;
   uint32_t *kinds = agg_order(a->nkinds, kind_name_cmp, &a->kinds_map);
 
   AGG_SUM_FILLS(TR_SUM_STEP_SAMPLE, 9);
@@ -474,7 +537,7 @@ void agg_step_samples_rows(struct idx_agg *a, struct agg_out *o)
         .warmup = smp->warmup,
         .values = vals,
       };
-      agg_out_row(o, agg_sum_step_sample_json(&r));
+      agg_out_step_sample(o, &r);
     }
   }
   free(kinds);

@@ -1,11 +1,11 @@
 /*
  * Writers of the rank summary's rows, expanded from common/summary.h: one
- * json_t setter per TYPE, one function per row struct (index/agg/agg_sum.h).
+ * json_t setter per TYPE, one function per row struct (index/agg/agg.h).
  */
 #include <math.h>
 #include <string.h>
 
-#include "index/agg/agg_sum.h"
+#include "index/agg/agg.h"
 
 struct agg_txt agg_txt(const char *s)
 {

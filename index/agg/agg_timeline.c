@@ -16,16 +16,54 @@
 #include <string.h>
 
 #include "index/agg/agg.h"
-#include "index/agg/agg_sum.h"
 
-int agg_timeline_init(struct agg_timeline *tl, int64_t t0, int64_t tend,
-                      uint32_t nk)
+#define AGG_TIMELINE_BUCKETS TR_TIMELINE_BUCKETS
+
+/* The pass's state: n equal buckets over the span, union-busy ns per
+ * bucket and per category, and each step kind's label cover. */
+struct agg_timeline {
+  int64_t t0, width; /* bucket i is [t0 + i width, t0 + (i + 1) width) */
+  uint32_t n, nk;
+  int64_t *busy;  /* [n] */
+  int64_t *cat;   /* [n][AGG_NCATEGORIES] */
+  int64_t *cover; /* [n][nk] */
+  int64_t cur_start[AGG_MAX_STEP_KINDS], cur_end[AGG_MAX_STEP_KINDS];
+  uint32_t label_type; /* the step side's label records */
+  int copy_cat, memset_cat;
+};
+
+int agg_timeline_new(struct idx_agg *a)
 {
-  int64_t span = tend - t0;
+  return (a->timeline = calloc(1, sizeof(*a->timeline))) == NULL ? TR_ENOMEM
+                                                                 : 0;
+}
 
-  memset(tl, 0, sizeof(*tl));
-  tl->t0 = t0;
-  tl->nk = nk;
+void agg_timeline_free(struct idx_agg *a)
+{
+  struct agg_timeline *tl = a->timeline;
+
+  if (tl == NULL)
+    return;
+  free(tl->busy);
+  free(tl->cat);
+  free(tl->cover);
+  free(tl);
+  a->timeline = NULL;
+}
+
+/* The buckets over [t0, tend) for the step kinds tracked. */
+int agg_timeline_seal(struct idx_agg *a, struct tr_err *err)
+{
+  struct agg_timeline *tl = a->timeline;
+  int64_t span = a->tend_ns - a->t0_ns;
+
+  (void)err;
+  tl->t0 = a->t0_ns;
+  tl->nk = a->nkinds;
+  tl->label_type =
+      a->step_side == AGG_SIDE_GPU ? AGG_REC_LABEL : AGG_REC_LABEL_CPU;
+  tl->copy_cat = agg_category_index("copy");
+  tl->memset_cat = agg_category_index("memset");
   for (uint32_t k = 0; k < AGG_MAX_STEP_KINDS; k++)
     tl->cur_start[k] = tl->cur_end[k] = INT64_MIN;
   if (span <= 0)
@@ -34,21 +72,10 @@ int agg_timeline_init(struct agg_timeline *tl, int64_t t0, int64_t tend,
   tl->n = (uint32_t)((span + tl->width - 1) / tl->width);
   tl->busy = calloc(tl->n, sizeof(*tl->busy));
   tl->cat = calloc((size_t)tl->n * AGG_NCATEGORIES, sizeof(*tl->cat));
-  tl->cover = calloc((size_t)tl->n * (nk ? nk : 1), sizeof(*tl->cover));
-  if (tl->busy == NULL || tl->cat == NULL || tl->cover == NULL) {
-    agg_timeline_free(tl);
+  tl->cover = calloc((size_t)tl->n * (tl->nk ? tl->nk : 1), sizeof(*tl->cover));
+  if (tl->busy == NULL || tl->cat == NULL || tl->cover == NULL)
     return TR_ENOMEM;
-  }
   return 0;
-}
-
-void agg_timeline_free(struct agg_timeline *tl)
-{
-  free(tl->busy);
-  free(tl->cat);
-  free(tl->cover);
-  tl->busy = tl->cat = tl->cover = NULL;
-  tl->n = 0;
 }
 
 /* Adds the overlap of [a, b) with each bucket to v[i * stride]. */
@@ -70,8 +97,8 @@ static void spread(const struct agg_timeline *tl, int64_t *v, size_t stride,
   }
 }
 
-void agg_timeline_busy(struct agg_timeline *tl, int64_t start, int64_t end,
-                       int cat)
+/* Union-busy ns [start, end) of a record of category index cat. */
+static void busy(struct agg_timeline *tl, int64_t start, int64_t end, int cat)
 {
   spread(tl, tl->busy, 1, start, end);
   spread(tl, tl->cat + cat, AGG_NCATEGORIES, start, end);
@@ -83,8 +110,9 @@ static void flush(struct agg_timeline *tl, uint32_t k)
     spread(tl, tl->cover + k, tl->nk, tl->cur_start[k], tl->cur_end[k]);
 }
 
-void agg_timeline_label(struct agg_timeline *tl, uint32_t k, int64_t start,
-                        int64_t end)
+/* A label of kind k [start, end); labels arrive in start order. */
+static void label(struct agg_timeline *tl, uint32_t k, int64_t start,
+                  int64_t end)
 {
   if (k >= tl->nk)
     return;
@@ -97,22 +125,59 @@ void agg_timeline_label(struct agg_timeline *tl, uint32_t k, int64_t start,
   }
 }
 
-void agg_timeline_end(struct agg_timeline *tl)
+/* The category index of a device record. */
+static int rec_category(const struct idx_agg *a, const struct agg_rec *r)
 {
+  if (r->type == AGG_REC_KERNEL)
+    return a->name_cat[a->shapes[r->id].name];
+  return r->type == AGG_REC_COPY ? a->timeline->copy_cat
+                                 : a->timeline->memset_cat;
+}
+
+/* The labels of the step side, and what each device record adds to the
+ * union of device records (agg_at.busy_end: its end before the record). */
+int agg_timeline_walk(struct idx_agg *a, struct agg_at *at)
+{
+  struct agg_timeline *tl = a->timeline;
+  const struct agg_rec *r = at->r;
+  int64_t end = r->start_ns + r->dur_ns;
+
+  if (r->type == tl->label_type && r->id < a->nkinds)
+    label(tl, r->id, r->start_ns, end);
+  if (!agg_rec_device(r->type))
+    return 0;
+  if (!at->any || r->start_ns >= at->busy_end)
+    busy(tl, r->start_ns, end, rec_category(a, r));
+  else if (end > at->busy_end)
+    busy(tl, at->busy_end, end, rec_category(a, r));
+  return 0;
+}
+
+int agg_timeline_end(struct idx_agg *a, struct tr_err *err)
+{
+  struct agg_timeline *tl = a->timeline;
+
+  (void)err;
   for (uint32_t k = 0; k < tl->nk; k++) {
     flush(tl, k);
     tl->cur_end[k] = INT64_MIN;
   }
+  return 0;
+}
+
+void agg_timeline_head(struct idx_agg *a, struct agg_sum_rank *r)
+{
+  r->timeline_bucket_ns = a->timeline->width;
 }
 
 /* Bucket i's steps object; *step the kind covering most, or -1. */
 static json_t *steps_of(const struct idx_agg *a, uint32_t i, int *step)
 {
-  const int64_t *c = a->tl.cover + (size_t)i * a->tl.nk;
+  const int64_t *c = a->timeline->cover + (size_t)i * a->timeline->nk;
   json_t *o = json_object();
 
   *step = -1;
-  for (uint32_t k = 0; k < a->tl.nk; k++) {
+  for (uint32_t k = 0; k < a->timeline->nk; k++) {
     const struct agg_key *key = &a->kinds_map.keys[k];
 
     if (c[k] <= 0)
@@ -127,7 +192,7 @@ static json_t *steps_of(const struct idx_agg *a, uint32_t i, int *step)
 
 static json_t *categories_of(const struct idx_agg *a, uint32_t i)
 {
-  const int64_t *c = a->tl.cat + (size_t)i * AGG_NCATEGORIES;
+  const int64_t *c = a->timeline->cat + (size_t)i * AGG_NCATEGORIES;
   json_t *o = json_object();
 
   for (int k = 0; k < AGG_NCATEGORIES; k++)
@@ -136,9 +201,9 @@ static json_t *categories_of(const struct idx_agg *a, uint32_t i)
   return o;
 }
 
-void agg_timeline_rows(const struct idx_agg *a, struct agg_out *o)
+void agg_timeline_rows(struct idx_agg *a, struct agg_out *o)
 {
-  const struct agg_timeline *tl = &a->tl;
+  const struct agg_timeline *tl = a->timeline;
   int64_t span = a->tend_ns - a->t0_ns;
 
   AGG_SUM_FILLS(TR_SUM_TIMELINE, 7);
@@ -158,6 +223,6 @@ void agg_timeline_rows(const struct idx_agg *a, struct agg_out *o)
       r.step.p = a->kinds_map.keys[step].p;
       r.step.n = a->kinds_map.keys[step].n;
     }
-    agg_out_row(o, agg_sum_timeline_json(&r));
+    agg_out_timeline(o, &r);
   }
 }

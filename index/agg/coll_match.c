@@ -28,9 +28,7 @@
 #include <unistd.h>
 
 #include "common/text.h"
-#include "index/agg/agg.h"
-#include "index/agg/agg_sum.h"
-#include "index/agg/coll.h"
+#include "index/agg/agg_int.h"
 
 #define KEYS_MAX 256 /* (family, lane) keys matched per group */
 

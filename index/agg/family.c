@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "index/agg/agg.h"
+#include "index/agg/agg_int.h"
 #include "index/index.h"
 
 #define DEMANGLE_MAX (8u << 10)

@@ -42,7 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "index/agg/agg.h"
+#include "index/agg/agg_int.h"
 #include "index/index.h"
 
 static const char *const categories[AGG_NCATEGORIES] = {

@@ -44,14 +44,17 @@
 
 /* ---- the event pass ---- */
 
-int agg_cpath_init(struct agg_cpath *c, struct agg_spill *sp)
+int agg_cpath_new(struct idx_agg *a)
 {
-  memset(c, 0, sizeof(*c));
+  struct agg_cpath *c = calloc(1, sizeof(*c));
+
+  if ((a->cpath = c) == NULL)
+    return TR_ENOMEM;
   c->max_events = CP_MAX_EVENTS;
   /* Room for every kind at once, never moved: the analyst writes a kind's
-   * figures while the walk may add kinds (agg_cpath_walk). */
+   * figures while the walk may add kinds (the walk). */
   if ((c->kind = calloc(CP_MAX_KINDS, sizeof(*c->kind))) == NULL ||
-      agg_runs_init(&c->dev, 1u << 14, sp) != 0)
+      agg_runs_init(&c->dev, 1u << 14, &a->spill) != 0)
     return TR_ENOMEM;
   c->kind_cap = CP_MAX_KINDS;
   agg_runs_window(&c->dev, 1u << 13);
@@ -178,41 +181,13 @@ static int on_sync(struct idx_agg *a, const struct idx_event *ev)
   return agg_runs_add(&a->cpath->dev, &r);
 }
 
-/* A host label: an ATOM run label, or a profiler step. */
-static uint32_t label_flags(const struct idx_event *ev)
-{
-  int64_t no;
-
-  if (agg_profiler_step_no(ev->name.p, ev->name.n, &no))
-    return AGG_HOST_PSTEP;
-  return agg_label_kind(ev->name) > 0 ? AGG_HOST_LABEL : 0;
-}
-
-static int on_call(struct idx_agg *a, const struct idx_event *ev)
-{
-  return agg_host_event(a->host, ev, AGG_HOST_RT, a->ev_name, 0);
-}
-
+/* A device record or a cuda_sync event (the host events are the host
+ * pass's, index/host/host.c). */
 int agg_cpath_event(struct idx_agg *a, const struct idx_doc *doc,
                     const struct idx_event *ev, enum idx_class cls)
 {
   (void)doc;
-  switch (cls) {
-  case IDX_CLASS_KERNEL:
-  case IDX_CLASS_COPY:
-  case IDX_CLASS_MEMSET: return on_record(a, ev, cls);
-  case IDX_CLASS_SYNC: return on_sync(a, ev);
-  case IDX_CLASS_RUNTIME: return on_call(a, ev);
-  case IDX_CLASS_CPU_OP: return agg_host_event(a->host, ev, AGG_HOST_OP, 0, 0);
-  case IDX_CLASS_PYTHON: return agg_host_event(a->host, ev, AGG_HOST_PY, 0, 0);
-  case IDX_CLASS_LABEL_CPU:
-    /* A bare-array trace (no cat) writes its ops as plain X events. */
-    return agg_host_event(
-        a->host, ev,
-        ev->cat.p == NULL && !label_flags(ev) ? AGG_HOST_OP : AGG_HOST_ANNOT, 0,
-        label_flags(ev));
-  default: return 0;
-  }
+  return cls == IDX_CLASS_SYNC ? on_sync(a, ev) : on_record(a, ev, cls);
 }
 
 static void launch_rows_free(struct cp_launch_row *rows, size_t n)
@@ -224,10 +199,15 @@ static void launch_rows_free(struct cp_launch_row *rows, size_t n)
   free(rows);
 }
 
-void agg_cpath_free(struct agg_cpath *c)
+static void walk_free(struct agg_cpath_walk *w);
+
+void agg_cpath_free(struct idx_agg *a)
 {
+  struct agg_cpath *c = a->cpath;
+
   if (c == NULL)
     return;
+  walk_free(c->walk);
   agg_runs_free(&c->dev);
   agg_map_free(&c->lanes);
   for (size_t k = 0; k < c->kinds.n && c->kind != NULL; k++) {
@@ -255,23 +235,39 @@ void agg_cpath_free(struct agg_cpath *c)
   free(c->culprits);
   free(c->seqs);
   free(c->steps);
-  memset(c, 0, sizeof(*c));
+  free(c);
+  a->cpath = NULL;
 }
 
 /* ---- the walk ---- */
 
 struct member {  /* a launch call kept in a step */
-  uint64_t step; /* its id, 0: none */
+  uint32_t step; /* its id (struct wstep's), 0: none */
   uint32_t ev;
 };
 
-struct jslot {  /* a launch call by correlation */
-  int64_t corr; /* -1: empty */
+/* A launch call by correlation: 40 bytes, its correlation (below 2^40:
+ * host.c's payload), its thread and whether a record of it came packed in
+ * key. 0: an empty slot (the table is calloc()ed: untouched pages cost
+ * nothing). */
+struct jslot {
+  uint64_t key; /* corr + 1 | seen << 46 | thread << 47 */
   int64_t start, dur;
-  uint16_t thread;
-  uint8_t seen; /* a record of it came */
   struct member in[JOIN_STEPS];
 };
+
+#define J_CORR (((uint64_t)1 << 46) - 1)
+#define J_SEEN ((uint64_t)1 << 46)
+
+static int64_t j_corr(const struct jslot *j)
+{
+  return (int64_t)(j->key & J_CORR) - 1;
+}
+
+static uint16_t j_thread(const struct jslot *j)
+{
+  return (uint16_t)(j->key >> 47);
+}
 
 struct lane_state { /* a device lane over the whole trace */
   int has_prev;
@@ -377,7 +373,7 @@ static int step_source(const struct idx_agg *a)
 
   (void)agg_map_find(&a->kinds_map, "ProfilerStep", 12, &ps);
   for (uint32_t k = 0; k < a->nkinds; k++)
-    if (k != ps && a->steps[AGG_SIDE_CPU][k].s.count > 0)
+    if (k != ps && a->step[AGG_SIDE_CPU][k].s.count > 0)
       return CP_SOURCE_LABELS;
   return a->host->psteps.count > 0 ? CP_SOURCE_PSTEPS : CP_SOURCE_SPAN;
 }
@@ -390,7 +386,7 @@ static int dev_advance(struct agg_cpath_walk *w)
   return rc < 0 ? rc : 0;
 }
 
-int agg_cpath_walk_new(struct idx_agg *a, struct agg_cpath_walk **out)
+static int walk_new(struct idx_agg *a, struct agg_cpath_walk **out)
 {
   struct agg_cpath_walk *w = calloc(1, sizeof(*w));
   int rc = TR_ENOMEM;
@@ -429,7 +425,7 @@ int agg_cpath_walk_new(struct idx_agg *a, struct agg_cpath_walk **out)
   *out = w;
   return 0;
 fail:
-  agg_cpath_walk_free(w);
+  walk_free(w);
   return rc;
 }
 
@@ -442,7 +438,7 @@ static void step_free(struct wstep *s)
   free(s);
 }
 
-void agg_cpath_walk_free(struct agg_cpath_walk *w)
+static void walk_free(struct agg_cpath_walk *w)
 {
   if (w == NULL)
     return;
@@ -677,17 +673,14 @@ static uint8_t what_of(uint8_t kind)
   return kind == AGG_HOST_RT ? CP_WHAT_RT : CP_WHAT_HOST;
 }
 
-/* The join's slot for corr (>= 0). The table (4 MB) is made for the
+/* The join's slot for corr (>= 0). The table (2.5 MB) is made for the
  * first call with a correlation: a trace without launches never needs it.
  * NULL when out of memory. */
 static struct jslot *join_slot(struct agg_cpath_walk *w, int64_t corr)
 {
-  if (w->join == NULL) {
-    if ((w->join = malloc(JOIN_SLOTS * sizeof(*w->join))) == NULL)
-      return NULL;
-    for (uint32_t i = 0; i < JOIN_SLOTS; i++)
-      w->join[i].corr = -1;
-  }
+  if (w->join == NULL &&
+      (w->join = calloc(JOIN_SLOTS, sizeof(*w->join))) == NULL)
+    return NULL;
   return &w->join[(uint64_t)corr & (JOIN_SLOTS - 1)];
 }
 
@@ -695,10 +688,10 @@ static struct jslot *slot_of(struct agg_cpath_walk *w, int64_t corr)
 {
   struct jslot *j;
 
-  if (corr < 0 || w->join == NULL)
+  if (corr < 0 || corr >= (int64_t)J_CORR || w->join == NULL)
     return NULL;
   j = &w->join[(uint64_t)corr & (JOIN_SLOTS - 1)];
-  return j->corr == corr ? j : NULL;
+  return j->key != 0 && j_corr(j) == corr ? j : NULL;
 }
 
 /* A CPU op or runtime call with a duration goes to every open step whose
@@ -728,10 +721,9 @@ static int on_host_node(struct agg_cpath_walk *w, const struct agg_host_ev *h,
     if ((j = join_slot(w, h->corr)) == NULL)
       return TR_ENOMEM;
     memset(j, 0, sizeof(*j));
-    j->corr = h->corr;
+    j->key = ((uint64_t)h->corr + 1) | (uint64_t)h->thread << 47;
     j->start = h->start_ns;
     j->dur = h->dur_ns;
-    j->thread = h->thread;
   }
   if (h->dur_ns <= 0)
     return 0;
@@ -832,7 +824,7 @@ static int on_device_record(struct agg_cpath_walk *w, const struct agg_rec *r)
   struct jslot *j = slot_of(w, corr);
   struct lane_state *ls = &w->lanes[lane];
   struct cp_ev e = { 0 };
-  int first = j != NULL && !j->seen, rc = 0;
+  int first = j != NULL && !(j->key & J_SEEN), rc = 0;
 
   e.start = r->start_ns;
   e.end = r->start_ns + r->dur_ns;
@@ -859,7 +851,7 @@ static int on_device_record(struct agg_cpath_walk *w, const struct agg_rec *r)
   ls->last_end = e.end;
   if (j == NULL)
     return 0;
-  j->seen = 1;
+  j->key |= J_SEEN;
   for (int m = 0; m < JOIN_STEPS && rc == 0; m++) {
     struct wstep *s = open_step(w, j->in[m].step);
     uint32_t at;
@@ -968,9 +960,15 @@ static int span_step(struct agg_cpath_walk *w)
   return step_new(w, w->a->t0_ns, w->a->tend_ns, kind, NONE32);
 }
 
-int agg_cpath_walk_rec(struct agg_cpath_walk *w, const struct agg_rec *r,
-                       int64_t busy_end)
+/* Every record, labels of a dropped kind too: it brings the host events
+ * and device records up to r (before the passes below it: the idle
+ * stretches' culprits ask what ran at busy_end). It reads its own labels
+ * (the host's). */
+int agg_cpath_walk(struct idx_agg *a, struct agg_at *at)
 {
+  struct agg_cpath_walk *w = a->cpath->walk;
+  const struct agg_rec *r = at->r;
+  int64_t busy_end = at->busy_end;
   int rc = span_step(w);
 
   if (rc != 0)
@@ -984,35 +982,59 @@ int agg_cpath_walk_rec(struct agg_cpath_walk *w, const struct agg_rec *r,
   return w->rc ? w->rc : close_done(w);
 }
 
-void agg_cpath_stretch(struct agg_cpath_walk *w, int64_t start, int cause,
-                       int64_t corr, const int64_t *parts, uint32_t nparts)
+/* An idle stretch closed (agg_idle.c's finding): its culprit, the host
+ * event running on the thread that launched the record ending it when the
+ * device went idle, with its idle ns by kind. */
+void agg_cpath_found(struct idx_agg *a, const struct agg_finding *f)
 {
+  struct agg_cpath_walk *w = a->cpath->walk;
   const struct jslot *j;
   uint32_t name = 0;
   uint8_t what = CP_CULPRIT_UNKNOWN;
 
-  if (w == NULL || (cause != AGG_IDLE_HOST_LATE && cause != AGG_IDLE_SYNC))
+  if (w == NULL || f->what != AGG_FOUND_IDLE ||
+      (f->cause != AGG_IDLE_HOST_LATE && f->cause != AGG_IDLE_SYNC))
     return;
-  j = slot_of(w, corr);
-  if (j != NULL && w->snap_t == start) {
-    name = w->snap[j->thread].name;
-    what = w->snap[j->thread].what;
+  j = slot_of(w, f->corr);
+  if (j != NULL && w->snap_t == f->start_ns) {
+    name = w->snap[j_thread(j)].name;
+    what = w->snap[j_thread(j)].what;
   }
-  for (uint32_t k = 0; k < nparts && w->rc == 0; k++)
-    if (parts[k] > 0)
-      w->rc = cp_stats_culprit(w->a, k, cause, name, what, parts[k]);
+  for (uint32_t k = 0; k < f->nparts && w->rc == 0; k++)
+    if (f->parts[k] > 0)
+      w->rc = cp_stats_culprit(a, k, f->cause, name, what, f->parts[k]);
 }
 
-int agg_cpath_walk_end(struct agg_cpath_walk *w)
+int agg_cpath_seal(struct idx_agg *a, struct tr_err *err)
 {
+  (void)err;
+  return walk_new(a, &a->cpath->walk);
+}
+
+/* The rest of the streams read, every step closed and analysed; then the
+ * columns the kernel and family rows take (cpath_json.c). */
+int agg_cpath_end(struct idx_agg *a, struct tr_err *err)
+{
+  struct agg_cpath_walk *w = a->cpath->walk;
   int rc = w->rc ? w->rc : span_step(w);
 
+  (void)err;
   if (rc == 0)
     rc = advance(w, INT64_MAX);
   while (rc == 0 && w->nopen > 0)
     rc = close_step(w, 0);
   if (agg_beside_end(&w->analyst) != 0 && rc == 0)
     rc = w->analyst.rc;
-  agg_cpath_walk_free(w);
-  return rc;
+  walk_free(w);
+  a->cpath->walk = NULL;
+  return rc != 0 ? rc : cp_cols_publish(a);
+}
+
+void agg_cpath_head(struct idx_agg *a, struct agg_sum_rank *r)
+{
+  json_t *cw = agg_cpath_warnings(a);
+
+  r->critical_path_steps = (int64_t)a->cpath->steps_total;
+  json_array_extend(r->warnings, cw);
+  json_decref(cw);
 }

@@ -12,6 +12,10 @@
  * cpath_stats.c (the figures summed over steps, and the summary tables).
  * The host side (CPU ops by thread, their stacks) is index/host/host.c.
  *
+ * The pass (agg.h's AGG_PASS_MAP): its event hook takes the device records
+ * and cuda_sync events, its walk every time record, its found hook the
+ * idle stretches (culprits), its end the steps left open.
+ *
  * Memory: the event pass adds a time record per device event and per host
  * event (spilled, agg_runs.c); the time pass holds the events of the
  * steps still open (at most CP_OPEN_STEPS, at most max_events events
@@ -25,7 +29,7 @@
 #include <stdint.h>
 
 #include "index/agg/agg.h"
-#include "index/read/format.h"
+#include "index/read/read.h"
 
 /* What bounds a stretch of the path (its segments' colour). */
 enum cp_bound {
@@ -49,7 +53,7 @@ const char *cp_bound_name(int b);
 #define CP_SEQ_MIN      2
 #define CP_SEQ_MAX      8
 #define CP_SEQ_KEEP     16384 /* distinct kernel sequences counted */
-#define CP_SEQ_SLOTS    (2 * CP_SEQ_KEEP)
+#define CP_SEQ_SLOTS    (2 * CP_SEQ_KEEP) /* the table's slots, at most */
 #define CP_MAX_KINDS    (AGG_MAX_STEP_KINDS + 2) /* run-label kinds, ... */
 #define CP_NO_ROW       UINT32_MAX
 #define CP_NO_KIND      UINT32_MAX /* cp_stats_kind(): no room for one more */
@@ -186,9 +190,10 @@ struct agg_cpath {
     size_t n, cap;
     uint32_t *row_of[CP_MAX_KINDS];
   } paths, fpaths;
-  /* Kernel sequences: an open-addressing table of CP_SEQ_SLOTS. */
+  /* Kernel sequences: an open-addressing table of seq_slots (a power of
+   * two, up to CP_SEQ_SLOTS), grown while at most half full. */
   struct cp_seq *seqs;
-  uint32_t nseqs;
+  uint32_t nseqs, seq_slots;
   int64_t *critical_ns;         /* by kernel name id: time on paths */
   int64_t *fam_critical_ns;     /* by family id */
   struct cp_launch_row *launch; /* by kernel name id */
@@ -202,37 +207,14 @@ struct agg_cpath {
   struct cp_steprow *steps; /* the first CP_KEEP_STEPS */
   size_t nsteps, steps_cap;
   uint64_t steps_total, forced, lost_launches;
+  struct agg_cpath_walk *walk; /* between the pass's seal and end */
 };
 
 enum { CP_SOURCE_LABELS, CP_SOURCE_PSTEPS, CP_SOURCE_SPAN };
 
-int agg_cpath_init(struct agg_cpath *c, struct agg_spill *sp);
 /* Lane id's "device/stream" into buf. */
 void agg_cpath_lane_name(const struct agg_cpath *c, uint16_t lane, char *buf,
                          size_t size);
-void agg_cpath_free(struct agg_cpath *c);
-
-/* The event pass: one event of class cls (format.h) after agg.c has
- * accounted it. 0 or a negative error. */
-struct idx_agg;
-int agg_cpath_event(struct idx_agg *a, const struct idx_doc *doc,
-                    const struct idx_event *ev, enum idx_class cls);
-
-/* The time pass: takes every main record in time order (before the other
- * walks: it advances the host and device streams up to the record),
- * busy_end as agg_idle_walk_rec()'s. */
-struct agg_cpath_walk;
-int agg_cpath_walk_new(struct idx_agg *a, struct agg_cpath_walk **out);
-int agg_cpath_walk_rec(struct agg_cpath_walk *w, const struct agg_rec *r,
-                       int64_t busy_end);
-/* An idle stretch closed (agg_idle.c): [start, end), its cause, the
- * correlation of the device record that ended it (-1), and its idle ns by
- * kind (parts[0]: no kind, parts[k + 1]: kinds_map id k). */
-void agg_cpath_stretch(struct agg_cpath_walk *w, int64_t start, int cause,
-                       int64_t corr, const int64_t *parts, uint32_t nparts);
-/* Reads the rest of the streams, closes every step, frees w. */
-int agg_cpath_walk_end(struct agg_cpath_walk *w);
-void agg_cpath_walk_free(struct agg_cpath_walk *w);
 
 /* ---- cpath_step.c: one step ---- */
 
@@ -363,28 +345,12 @@ int cp_stats_culprit(struct idx_agg *a, uint32_t kind, int cause, uint32_t name,
 int cp_stats_kind(struct idx_agg *a, const char *p, size_t n, uint32_t *id);
 void cp_paths_free(struct cp_paths *p);
 
-/* The columns the critical path adds to a kernel's and a family's row. */
-struct cp_cols {
-  int64_t critical_ns, calls, call_ns, call_p50, call_p99, queue_ns, queue_p50,
-      queue_p99;
-};
-struct cp_cols agg_cpath_kernel_cols(const struct idx_agg *a, uint32_t name);
-struct cp_cols agg_cpath_family_cols(struct idx_agg *a, uint32_t family);
-#define CP_COLS_SET(r, c)                                                      \
-  ((r).critical_ns = (c).critical_ns, (r).launch_calls = (c).calls,            \
-   (r).launch_call_ns = (c).call_ns, (r).launch_call_p50_ns = (c).call_p50,    \
-   (r).launch_call_p99_ns = (c).call_p99, (r).launch_queue_ns = (c).queue_ns,  \
-   (r).launch_queue_p50_ns = (c).queue_p50,                                    \
-   (r).launch_queue_p99_ns = (c).queue_p99)
+/* The columns the critical path adds to the kernels' and the families'
+ * rows into idx_agg's kcols and fcols (cpath_json.c). 0 or TR_ENOMEM. */
+int cp_cols_publish(struct idx_agg *a);
 
-/* The summary's tables. */
-json_t *agg_cpath_kinds_json(const struct idx_agg *a);
-json_t *agg_cpath_steps_json(const struct idx_agg *a);
-json_t *agg_cpath_segments_json(const struct idx_agg *a);
-json_t *agg_cpath_paths_json(const struct idx_agg *a, int families);
-json_t *agg_cpath_culprits_json(const struct idx_agg *a);
-json_t *agg_cpath_sequences_json(const struct idx_agg *a);
-json_t *agg_cpath_median_seq_json(const struct idx_agg *a);
+/* The summary's warnings about the critical path. Its tables are the
+ * cp_*_rows() of common/summary.h's TR_TABLE_MAP (cpath_json.c). */
 json_t *agg_cpath_warnings(const struct idx_agg *a);
 
 #endif

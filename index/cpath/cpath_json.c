@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "index/agg/agg_sum.h"
 #include "index/cpath/cpath.h"
 #include "index/host/host.h"
 
@@ -43,11 +42,10 @@ static void bounds_set(int64_t *dst, const int64_t *b)
 #define BOUNDS_AT(r) (&(r).cpu_ns)
 _Static_assert(CP_BOUNDS == 7, "TR_CRIT_BOUNDS has a column per bound");
 
-json_t *agg_cpath_kinds_json(const struct idx_agg *a)
+void cp_kind_rows(struct idx_agg *a, struct agg_out *o)
 {
   const struct agg_cpath *c = a->cpath;
   uint32_t n = c->kinds.n, *order = agg_order(n, kind_cmp, c);
-  json_t *rows = json_array();
 
   AGG_SUM_FILLS(TR_SUM_CRIT_KIND, 19);
   for (uint32_t i = 0; order != NULL && i < n; i++) {
@@ -68,10 +66,9 @@ json_t *agg_cpath_kinds_json(const struct idx_agg *a)
     };
 
     bounds_set(BOUNDS_AT(r), k->bound_ns);
-    json_array_append_new(rows, agg_sum_crit_kind_json(&r));
+    agg_out_crit_kind(o, &r);
   }
   free(order);
-  return rows;
 }
 
 /* ---- steps and their paths ---- */
@@ -112,7 +109,8 @@ static const char *role_of(const struct cp_kind *k, int64_t ix,
                      : NULL;
 }
 
-static json_t *step_json(const struct idx_agg *a, const struct cp_steprow *s)
+static void step_row(const struct idx_agg *a, const struct cp_steprow *s,
+                     struct agg_out *o)
 {
   const struct agg_cpath *c = a->cpath;
   const struct cp_pick *pick;
@@ -141,7 +139,7 @@ static json_t *step_json(const struct idx_agg *a, const struct cp_steprow *s)
 
   AGG_SUM_FILLS(TR_SUM_CRIT_STEP, 24);
   bounds_set(BOUNDS_AT(r), s->bound_ns);
-  return agg_sum_crit_step_json(&r);
+  agg_out_crit_step(o, &r);
 }
 
 static int kept(const struct agg_cpath *c, int64_t index)
@@ -154,13 +152,12 @@ static int kept(const struct agg_cpath *c, int64_t index)
 
 /* Every step kept (in the order they closed), then the picks that were
  * not (beyond CP_KEEP_STEPS). */
-json_t *agg_cpath_steps_json(const struct idx_agg *a)
+void cp_step_rows(struct idx_agg *a, struct agg_out *o)
 {
   const struct agg_cpath *c = a->cpath;
-  json_t *rows = json_array();
 
   for (size_t i = 0; i < c->nsteps; i++)
-    json_array_append_new(rows, step_json(a, &c->steps[i]));
+    step_row(a, &c->steps[i], o);
   for (uint32_t k = 0; c->steps_total > c->nsteps && k < c->kinds.n; k++) {
     const struct cp_pick *p[2] = { &c->kind[k].median,
                                    cp_slowest(&c->kind[k]) };
@@ -168,9 +165,8 @@ json_t *agg_cpath_steps_json(const struct idx_agg *a)
     for (int i = 0; i < 2; i++)
       if (p[i]->set && !kept(c, p[i]->row.index) &&
           (i == 0 || !p[0]->set || p[0]->row.index != p[1]->row.index))
-        json_array_append_new(rows, step_json(a, &p[i]->row));
+        step_row(a, &p[i]->row, o);
   }
-  return rows;
 }
 
 /* The text of a name by what it names. */
@@ -211,7 +207,7 @@ static void where_of(const struct idx_agg *a, const struct cp_segment *s,
 }
 
 static void segments_of(const struct idx_agg *a, const struct cp_pick *p,
-                        json_t *rows)
+                        struct agg_out *o)
 {
   char where[128];
 
@@ -234,27 +230,25 @@ static void segments_of(const struct idx_agg *a, const struct cp_pick *p,
       .weight_ns = s->weight_ns,
       .count = s->count,
     };
-    json_array_append_new(rows, agg_sum_crit_segment_json(&r));
+    agg_out_crit_segment(o, &r);
   }
 }
 
-json_t *agg_cpath_segments_json(const struct idx_agg *a)
+void cp_segment_rows(struct idx_agg *a, struct agg_out *o)
 {
   const struct agg_cpath *c = a->cpath;
   uint32_t n = c->kinds.n, *order = agg_order(n, kind_cmp, c);
-  json_t *rows = json_array();
 
   for (uint32_t i = 0; order != NULL && i < n; i++) {
     const struct cp_kind *k = &c->kind[order[i]];
 
     if (k->median.set)
-      segments_of(a, &k->median, rows);
+      segments_of(a, &k->median, o);
     if (cp_slowest(k)->set &&
         (!k->median.set || k->median.row.index != cp_slowest(k)->row.index))
-      segments_of(a, cp_slowest(k), rows);
+      segments_of(a, cp_slowest(k), o);
   }
   free(order);
-  return rows;
 }
 
 /* ---- per kernel and family ---- */
@@ -281,13 +275,12 @@ static int path_cmp(const void *x, const void *y, void *ud)
   return agg_key_cmp(&p->keys->keys[r->key], &p->keys->keys[s->key]);
 }
 
-json_t *agg_cpath_paths_json(const struct idx_agg *a, int families)
+static void path_rows(const struct idx_agg *a, int families, struct agg_out *o)
 {
   const struct agg_cpath *c = a->cpath;
   const struct cp_paths *ps = families ? &c->fpaths : &c->paths;
   struct path_ctx p = { a, ps->rows, families ? &a->fam_map : &a->names };
   uint32_t n = (uint32_t)ps->n, *order = agg_order(n, path_cmp, &p);
-  json_t *rows = json_array();
 
   AGG_SUM_FILLS(TR_SUM_KERNEL_PATH, 11);
   AGG_SUM_FILLS(TR_SUM_FAMILY_PATH, 10);
@@ -321,17 +314,28 @@ json_t *agg_cpath_paths_json(const struct idx_agg *a, int families)
       .slack_max_ns = k.slack_max_ns,
     };
 
-    json_array_append_new(rows, families ? agg_sum_family_path_json(&f)
-                                         : agg_sum_kernel_path_json(&k));
+    if (families)
+      agg_out_family_path(o, &f);
+    else
+      agg_out_kernel_path(o, &k);
   }
   free(order);
-  return rows;
 }
 
-static struct cp_cols launch_cols(const struct cp_launch_row *r,
-                                  int64_t critical_ns)
+void cp_kernel_path_rows(struct idx_agg *a, struct agg_out *o)
 {
-  struct cp_cols c = { critical_ns, 0, 0, 0, 0, 0, 0, 0 };
+  path_rows(a, 0, o);
+}
+
+void cp_family_path_rows(struct idx_agg *a, struct agg_out *o)
+{
+  path_rows(a, 1, o);
+}
+
+static struct agg_cols launch_cols(const struct cp_launch_row *r,
+                                   int64_t critical_ns)
+{
+  struct agg_cols c = { critical_ns, 0, 0, 0, 0, 0, 0, 0 };
 
   if (r == NULL || r->call.count == 0)
     return c;
@@ -345,21 +349,11 @@ static struct cp_cols launch_cols(const struct cp_launch_row *r,
   return c;
 }
 
-struct cp_cols agg_cpath_kernel_cols(const struct idx_agg *a, uint32_t name)
-{
-  const struct agg_cpath *c = a->cpath;
-
-  return launch_cols(name < c->nlaunch && c->launch ? &c->launch[name] : NULL,
-                     c->critical_ns ? c->critical_ns[name] : 0);
-}
-
-/* The families' launch costs: their names' merged, once. */
+/* The families' launch costs: their names' merged. */
 static int family_launch(struct idx_agg *a)
 {
   struct agg_cpath *c = a->cpath;
 
-  if (c->fam_launch != NULL)
-    return 0;
   c->fam_launch = calloc(a->fam_map.n + 1, sizeof(*c->fam_launch));
   if (c->fam_launch == NULL)
     return TR_ENOMEM;
@@ -393,13 +387,23 @@ static int family_launch(struct idx_agg *a)
   return 0;
 }
 
-struct cp_cols agg_cpath_family_cols(struct idx_agg *a, uint32_t family)
+int cp_cols_publish(struct idx_agg *a)
 {
-  struct agg_cpath *c = a->cpath;
-  int ok = family_launch(a) == 0;
+  const struct agg_cpath *c = a->cpath;
+  uint32_t n = a->names.n, nf = a->fam_map.n;
 
-  return launch_cols(ok ? &c->fam_launch[family] : NULL,
-                     c->fam_critical_ns ? c->fam_critical_ns[family] : 0);
+  a->kcols = calloc(n + 1, sizeof(*a->kcols));
+  a->fcols = calloc(nf + 1, sizeof(*a->fcols));
+  if (a->kcols == NULL || a->fcols == NULL || family_launch(a) != 0)
+    return TR_ENOMEM;
+  for (uint32_t i = 0; i < n; i++)
+    a->kcols[i] =
+        launch_cols(i < c->nlaunch && c->launch ? &c->launch[i] : NULL,
+                    c->critical_ns ? c->critical_ns[i] : 0);
+  for (uint32_t f = 0; f < nf; f++)
+    a->fcols[f] = launch_cols(&c->fam_launch[f],
+                              c->fam_critical_ns ? c->fam_critical_ns[f] : 0);
+  return 0;
 }
 
 /* ---- culprits ---- */
@@ -446,11 +450,10 @@ static int culprit_cmp(const void *x, const void *y, void *ud)
   return d ? d : (r->what > s->what) - (r->what < s->what);
 }
 
-json_t *agg_cpath_culprits_json(const struct idx_agg *a)
+void cp_culprit_rows(struct idx_agg *a, struct agg_out *o)
 {
   const struct agg_cpath *c = a->cpath;
   uint32_t n = c->culprit_map.n, *order = agg_order(n, culprit_cmp, a);
-  json_t *rows = json_array();
 
   AGG_SUM_FILLS(TR_SUM_CULPRIT, 8);
   for (uint32_t i = 0; order != NULL && i < n; i++) {
@@ -467,10 +470,9 @@ json_t *agg_cpath_culprits_json(const struct idx_agg *a)
       .p99_ns = agg_pct(&r->hist, &r->s, 990),
     };
 
-    json_array_append_new(rows, agg_sum_culprit_json(&row));
+    agg_out_culprit(o, &row);
   }
   free(order);
-  return rows;
 }
 
 /* ---- sequences ---- */
@@ -523,15 +525,14 @@ static char *seq_text(const struct idx_agg *a, const struct cp_seq *q)
   return s;
 }
 
-json_t *agg_cpath_sequences_json(const struct idx_agg *a)
+void cp_sequence_rows(struct idx_agg *a, struct agg_out *o)
 {
   const struct agg_cpath *c = a->cpath;
   const struct cp_seq **v = malloc((c->nseqs + 1) * sizeof(*v));
   uint32_t n = 0, run = 0;
-  json_t *rows = json_array();
 
   AGG_SUM_FILLS(TR_SUM_SEQUENCE, 6);
-  for (uint32_t i = 0; v != NULL && c->seqs != NULL && i < CP_SEQ_SLOTS; i++)
+  for (uint32_t i = 0; v != NULL && c->seqs != NULL && i < c->seq_slots; i++)
     if (c->seqs[i].hash != 0)
       v[n++] = &c->seqs[i];
   if (v != NULL)
@@ -553,19 +554,17 @@ json_t *agg_cpath_sequences_json(const struct idx_agg *a)
         .steps = (int64_t)c->kind[q->kind].analyzed,
       };
 
-      json_array_append_new(rows, agg_sum_sequence_json(&r));
+      agg_out_sequence(o, &r);
     }
     free(text);
   }
   free(v);
-  return rows;
 }
 
-json_t *agg_cpath_median_seq_json(const struct idx_agg *a)
+void cp_median_seq_rows(struct idx_agg *a, struct agg_out *o)
 {
   const struct agg_cpath *c = a->cpath;
   uint32_t n = c->kinds.n, *order = agg_order(n, kind_cmp, c);
-  json_t *rows = json_array();
 
   AGG_SUM_FILLS(TR_SUM_MEDIAN_SEQ, 7);
   for (uint32_t i = 0; order != NULL && i < n; i++) {
@@ -588,11 +587,10 @@ json_t *agg_cpath_median_seq_json(const struct idx_agg *a)
         .share = json_real(agg_share(p->seq[j].dur_ns, total)),
       };
 
-      json_array_append_new(rows, agg_sum_median_seq_json(&r));
+      agg_out_median_seq(o, &r);
     }
   }
   free(order);
-  return rows;
 }
 
 /* ---- warnings ---- */

@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "index/agg/agg_sum.h"
 #include "index/cpath/cpath.h"
 #include "index/host/host.h"
 
@@ -44,8 +43,8 @@ int cp_stats_kind(struct idx_agg *a, const char *p, size_t n, uint32_t *id)
   k = &c->kind[*id];
   if (c->source == CP_SOURCE_LABELS && agg_map_find(&a->kinds_map, p, n, &lk) &&
       lk < AGG_MAX_STEP_KINDS)
-    k->p50_ns = agg_pct(&a->steps[a->step_side][lk].hist,
-                        &a->steps[a->step_side][lk].s, 500);
+    k->p50_ns = agg_pct(&a->step[a->step_side][lk].hist,
+                        &a->step[a->step_side][lk].s, 500);
   else if (c->source == CP_SOURCE_PSTEPS)
     k->p50_ns = agg_pct(&a->host->pstep_hist, &a->host->psteps, 500);
   return 0;
@@ -219,20 +218,44 @@ static int queue_of(const struct cp_stepdata *sd, struct cp_steprow *row,
 
 /* ---- sequences ---- */
 
-/* The slot of sequence (kind, n, fam[0..n)) with hash h: its own, or the
- * empty one where it goes. */
-static struct cp_seq *seq_slot(struct cp_seq *t, uint64_t h, uint32_t kind,
-                               uint32_t n, const uint32_t *fam)
+/* The slot of sequence (kind, n, fam[0..n)) with hash h in a table of
+ * slots (a power of two): its own, or the empty one where it goes. */
+static struct cp_seq *seq_slot(struct cp_seq *t, uint32_t slots, uint64_t h,
+                               uint32_t kind, uint32_t n, const uint32_t *fam)
 {
-  uint32_t i = (uint32_t)(h >> 40) & (CP_SEQ_SLOTS - 1);
+  uint32_t i = (uint32_t)(h >> 40) & (slots - 1);
 
-  for (;; i = (i + 1) & (CP_SEQ_SLOTS - 1)) {
+  for (;; i = (i + 1) & (slots - 1)) {
     struct cp_seq *q = &t[i];
 
     if (q->hash == 0 || (q->hash == h && q->kind == kind && q->n == n &&
                          memcmp(q->fam, fam, n * sizeof(*fam)) == 0))
       return q;
   }
+}
+
+/* Room for one more sequence while the table stays at most half full: it
+ * starts at 1024 slots and doubles, up to CP_SEQ_SLOTS (CP_SEQ_KEEP
+ * sequences); its order does not matter (the rows are sorted). */
+static int seq_room(struct agg_cpath *c)
+{
+  uint32_t slots = c->seq_slots ? c->seq_slots * 2 : 1024;
+  struct cp_seq *t;
+
+  if (c->seqs != NULL && (c->nseqs + 1) * 2 <= c->seq_slots)
+    return 0;
+  if (slots > CP_SEQ_SLOTS && c->seqs != NULL)
+    return 0; /* full size: the cap on sequences holds it */
+  if ((t = calloc(slots, sizeof(*t))) == NULL)
+    return TR_ENOMEM;
+  for (uint32_t i = 0; i < c->seq_slots; i++)
+    if (c->seqs[i].hash != 0)
+      *seq_slot(t, slots, c->seqs[i].hash, c->seqs[i].kind, c->seqs[i].n,
+                c->seqs[i].fam) = c->seqs[i];
+  free(c->seqs);
+  c->seqs = t;
+  c->seq_slots = slots;
+  return 0;
 }
 
 /* Counts every run of CP_SEQ_MIN..CP_SEQ_MAX consecutive kernels of the
@@ -253,10 +276,6 @@ static int sequences_add(struct idx_agg *a, const struct cp_stepdata *sd)
       fam[nk] = a->name_family[sd->ev[i].name];
       dur[nk++] = sd->ev[i].end - sd->ev[i].start;
     }
-  /* The table (2 MB) once a step has a sequence to count. */
-  if (nk >= CP_SEQ_MIN && c->seqs == NULL &&
-      (c->seqs = calloc(CP_SEQ_SLOTS, sizeof(*c->seqs))) == NULL)
-    return TR_ENOMEM;
   for (uint32_t p = 0; p < nk; p++) {
     uint64_t h = 0x9e3779b97f4a7c15ull * (sd->kind + 1);
     int64_t total = dur[p];
@@ -268,7 +287,9 @@ static int sequences_add(struct idx_agg *a, const struct cp_stepdata *sd)
       total = tr_sat_add(total, dur[p + n - 1]);
       h = (h ^ fam[p + n - 1]) * 0xff51afd7ed558ccdull;
       h ^= h >> 31;
-      q = seq_slot(c->seqs, h | 1, sd->kind, n, fam + p);
+      if (c->nseqs < CP_SEQ_KEEP && seq_room(c) != 0)
+        return TR_ENOMEM;
+      q = seq_slot(c->seqs, c->seq_slots, h | 1, sd->kind, n, fam + p);
       if (q->hash == 0) {
         if (c->nseqs >= CP_SEQ_KEEP) {
           c->seq_dropped++;

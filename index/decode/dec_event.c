@@ -159,9 +159,13 @@ int dec_file_new(struct dec_lib *lib, enum dec_mode mode,
   if (agg_runs_init(&d->runs, DEC_RECS, lib->sp) == 0 &&
       agg_runs_init(&d->step_runs, STEP_RECS, lib->sp) == 0 &&
       agg_runs_init(&d->mem_runs, STEP_RECS, lib->sp) == 0 &&
-      hs_lanes_init(&d->lanes) == 0 && dec_tab_init(&d->tab) == 0)
+      hs_lanes_init(&d->lanes) == 0 && dec_tab_init(&d->tab) == 0) {
+    struct mem_names names;
+
+    dec_mem_names(d, &names);
     rc = mode == DEC_CAPTURE ? add_capfile(lib, cap, &d->file)
-                             : mem_new(lib->max_names, &d->mem);
+                             : mem_new(lib->max_names, &names, &d->mem);
+  }
   if (rc != 0) {
     dec_file_free(d);
     return rc;

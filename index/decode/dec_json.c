@@ -31,11 +31,6 @@ static json_t *reasons(const struct dec_complete *c)
   return o;
 }
 
-const struct pf_lib *dec_perf(const struct dec_file *d)
-{
-  return d ? d->lib->perf : NULL;
-}
-
 void dec_put_rank(const struct dec_file *d, struct agg_sum_rank *r)
 {
   static const struct dec_complete zero;
@@ -130,16 +125,9 @@ static struct agg_txt mem_kind(void *ud, uint32_t kind)
   return kind_txt(ud, kind);
 }
 
-void dec_memory_rows(struct dec_file *d, int64_t t0_ns, struct agg_out *o)
+void dec_mem_names(struct dec_file *d, struct mem_names *out)
 {
-  const struct mem_names names = { d, mem_op, mem_module, mem_kind };
-
-  mem_rows(d ? d->mem : NULL, t0_ns, &names, o);
-}
-
-void dec_memory_put_rank(const struct dec_file *d, struct agg_sum_rank *r)
-{
-  mem_put_rank(d ? d->mem : NULL, r);
+  *out = (struct mem_names){ d, mem_op, mem_module, mem_kind };
 }
 
 /* ---- order ---- */
@@ -296,8 +284,9 @@ static void source_parts(struct agg_txt src, struct agg_sum_dec_source *r)
     r->function = (struct agg_txt){ p + 3, (size_t)(end - p - 3) };
 }
 
-static json_t *source_row(struct dec_file *d, const struct dec_ent *e,
-                          struct agg_txt step, const struct figures *f)
+static void source_row(struct dec_file *d, const struct dec_ent *e,
+                       struct agg_txt step, const struct figures *f,
+                       struct agg_out *o)
 {
   struct agg_sum_dec_source r = { .step = step,
                                   .source = op_txt(d, e->key.a),
@@ -307,7 +296,7 @@ static json_t *source_row(struct dec_file *d, const struct dec_ent *e,
   if (r.source.p != NULL)
     source_parts(r.source, &r);
   PUT_FIGURES(r, *f);
-  return agg_sum_dec_source_json(&r);
+  agg_out_dec_source(o, &r);
 }
 
 /* The rows of table tag to o, one at a time. */
@@ -323,7 +312,6 @@ static void table(struct dec_file *d, uint32_t tag, const uint32_t *layers,
     const struct dec_ent *e = &d->tab.ent[ids[i]];
     struct figures f = figures_of(d, e);
     struct agg_txt step = kind_txt(d, e->key.kind);
-    json_t *row = NULL;
 
     switch (tag) {
     case T_MOD: {
@@ -332,7 +320,7 @@ static void table(struct dec_file *d, uint32_t tag, const uint32_t *layers,
                                       .layers = layers ? layers[ids[i]] : 0 };
       AGG_SUM_FILLS(TR_SUM_DEC_MODULE, 11);
       PUT_FIGURES(r, f);
-      row = agg_sum_dec_module_json(&r);
+      agg_out_dec_module(o, &r);
       break;
     }
     case T_LAYER: {
@@ -340,7 +328,7 @@ static void table(struct dec_file *d, uint32_t tag, const uint32_t *layers,
                                      .layer = layer_opt(e->key.a) };
       AGG_SUM_FILLS(TR_SUM_DEC_LAYER, 10);
       PUT_FIGURES(r, f);
-      row = agg_sum_dec_layer_json(&r);
+      agg_out_dec_layer(o, &r);
       break;
     }
     case T_OP: {
@@ -350,7 +338,7 @@ static void table(struct dec_file *d, uint32_t tag, const uint32_t *layers,
                                   .subtree_ns = e->subtree_ns };
       AGG_SUM_FILLS(TR_SUM_DEC_OP, 12);
       PUT_FIGURES(r, f);
-      row = agg_sum_dec_op_json(&r);
+      agg_out_dec_op(o, &r);
       break;
     }
     case T_LM: {
@@ -359,7 +347,7 @@ static void table(struct dec_file *d, uint32_t tag, const uint32_t *layers,
                                             .module = mod_txt(d, e->key.b) };
       AGG_SUM_FILLS(TR_SUM_DEC_LAYER_MODULE, 11);
       PUT_FIGURES(r, f);
-      row = agg_sum_dec_layer_module_json(&r);
+      agg_out_dec_layer_module(o, &r);
       break;
     }
     case T_OM: {
@@ -370,10 +358,10 @@ static void table(struct dec_file *d, uint32_t tag, const uint32_t *layers,
                                          .kernels = f.kernels,
                                          .total_ns = f.total_ns };
       AGG_SUM_FILLS(TR_SUM_DEC_OP_MODULE, 6);
-      row = agg_sum_dec_op_module_json(&r);
+      agg_out_dec_op_module(o, &r);
       break;
     }
-    case T_SRC: row = source_row(d, e, step, &f); break;
+    case T_SRC: source_row(d, e, step, &f, o); break;
     default: {
       struct agg_sum_dec_kernel r = { .step = step,
                                       .module = mod_txt(d, e->key.a),
@@ -381,11 +369,10 @@ static void table(struct dec_file *d, uint32_t tag, const uint32_t *layers,
                                       .kernels = f.kernels,
                                       .total_ns = f.total_ns };
       AGG_SUM_FILLS(TR_SUM_DEC_KERNEL, 5);
-      row = agg_sum_dec_kernel_json(&r);
+      agg_out_dec_kernel(o, &r);
       break;
     }
     }
-    agg_out_row(o, row);
   }
   free(ids);
 }
@@ -470,7 +457,7 @@ static void blocks(struct dec_file *d, struct agg_out *o)
     };
 
     AGG_SUM_FILLS(TR_SUM_DEC_BLOCK, 10);
-    agg_out_row(o, agg_sum_dec_block_json(&r));
+    agg_out_dec_block(o, &r);
   }
   free(v);
   agg_map_free(&ids);
@@ -561,13 +548,14 @@ static void median_rows(struct dec_file *d, uint32_t kind, struct agg_out *o)
                                      "kernels", (json_int_t)v[j].kernels,
                                      "total_ns", (json_int_t)v[j].ns));
     }
-    agg_out_row(o, agg_sum_dec_median_json(&r));
+    agg_out_dec_median(o, &r);
     i = j;
   }
   free(v);
 }
 
-static json_t *step_row(struct dec_file *d, uint32_t kind, int64_t t0_ns)
+static void step_row(struct dec_file *d, uint32_t kind, int64_t t0_ns,
+                     struct agg_out *o)
 {
   const struct dec_tab *t = &d->tab;
   const struct dec_median *m = &t->median[kind];
@@ -589,41 +577,64 @@ static json_t *step_row(struct dec_file *d, uint32_t kind, int64_t t0_ns)
   r.median_start_ns = (struct agg_opt){ m->have, m->start - t0_ns };
   r.median_dur_ns = (struct agg_opt){ m->have, m->dur };
   r.median_ns = ns;
-  return agg_sum_dec_step_json(&r);
+  agg_out_dec_step(o, &r);
 }
 
-void dec_rows(struct dec_file *d, int64_t t0_ns, struct agg_out *o)
+/* The decode_* tables of the summary (common/summary.h's TR_TABLE_MAP):
+ * no rows when decode did not run (no file). */
+void dec_module_rows(struct idx_agg *a, struct agg_out *o)
 {
-  static const struct {
-    const char *name;
-    uint32_t tag;
-  } tables[] = { { "decode_modules", T_MOD },
-                 { "decode_layers", T_LAYER },
-                 { "decode_ops", T_OP },
-                 { "decode_layer_modules", T_LM },
-                 { "decode_op_modules", T_OM },
-                 { "decode_kernels", T_KERN } };
-  uint32_t *layers, nk;
+  uint32_t *layers;
 
-  if (d == NULL)
-    return; /* decode not run: its tables have no rows */
-  layers = module_layers(d);
-  for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
-    o->table = tables[i].name;
-    table(d, tables[i].tag, tables[i].tag == T_MOD ? layers : NULL, o);
-  }
+  if (a->decode->file == NULL)
+    return;
+  layers = module_layers(a->decode->file);
+  table(a->decode->file, T_MOD, layers, o);
   free(layers);
-  o->table = "decode_blocks";
-  blocks(d, o);
-  nk = d->kinds.n < DEC_MAX_KINDS ? d->kinds.n : DEC_MAX_KINDS;
-  o->table = "decode_steps";
-  for (uint32_t k = 0; k < nk; k++)
-    agg_out_row(o, step_row(d, k, t0_ns));
-  o->table = "decode_median";
-  for (uint32_t k = 0; k < nk; k++)
-    median_rows(d, k, o);
-  o->table = "sources";
-  table(d, T_SRC, NULL, o);
+}
+
+/* The tables table() writes, but decode_modules (its layers). */
+#define DEC_TABLES(XX)                                                         \
+  XX(dec_layer_rows, T_LAYER)                                                  \
+  XX(dec_op_rows, T_OP)                                                        \
+  XX(dec_layer_module_rows, T_LM)                                              \
+  XX(dec_op_module_rows, T_OM)                                                 \
+  XX(dec_kernel_rows, T_KERN)                                                  \
+  XX(dec_source_rows, T_SRC)
+
+#define XX(rows, tag)                                                          \
+  void rows(struct idx_agg *a, struct agg_out *o)                              \
+  {                                                                            \
+    if (a->decode->file != NULL)                                               \
+      table(a->decode->file, tag, NULL, o);                                    \
+  }
+DEC_TABLES(XX)
+#undef XX
+
+void dec_block_rows(struct idx_agg *a, struct agg_out *o)
+{
+  if (a->decode->file != NULL)
+    blocks(a->decode->file, o);
+}
+
+/* The step kinds decode tracks. */
+static uint32_t nkinds(const struct dec_file *d)
+{
+  return d->kinds.n < DEC_MAX_KINDS ? d->kinds.n : DEC_MAX_KINDS;
+}
+
+void dec_step_rows(struct idx_agg *a, struct agg_out *o)
+{
+  for (uint32_t k = 0; a->decode->file != NULL && k < nkinds(a->decode->file);
+       k++)
+    step_row(a->decode->file, k, a->t0_ns, o);
+}
+
+void dec_median_rows(struct idx_agg *a, struct agg_out *o)
+{
+  for (uint32_t k = 0; a->decode->file != NULL && k < nkinds(a->decode->file);
+       k++)
+    median_rows(a->decode->file, k, o);
 }
 
 /* ---- warnings ---- */

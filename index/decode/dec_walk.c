@@ -2,7 +2,7 @@
  * The decode unit's time-ordered walk (decode.h) over a file's records
  * (dec_event.c), in start order.
  *
- * A capture trace: the host stacks of its threads (hoststack.h); every
+ * A capture trace: the host stacks of its threads (host.h); every
  * launch inside a capture window (StreamBeginCapture's end to
  * StreamEndCapture's start, on any thread: a graph records what any thread
  * launches into it) joins that window's graph with its stack.

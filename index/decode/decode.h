@@ -1,17 +1,17 @@
 /*
  * Decode opened up (docs/DECODE.md): every device record of a rank gets
  * the op, the module and the layer above its launch. An eager kernel takes
- * them from the run trace's own host stacks (index/host/hoststack.h); a kernel
+ * them from the run trace's own host stacks (index/host/host.h); a kernel
  * replayed from a CUDA/HIP graph takes them from the launch that recorded
  * it while the graph was captured, read from the rank's capture traces.
  *
  * Use, per rank: dec_lib_new(); for each capture trace dec_file_new(
  * DEC_CAPTURE), its events through dec_event(), dec_end(); then the run
- * trace the same way with DEC_RUN (the aggregation calls dec_event() for
- * every event, index/agg/agg.c), and dec_put() fills the rank summary's
- * decode figures. Memory: the distinct stacks, names and capture launches
- * of the rank, the events in flight, and sorted runs of 32-byte records
- * (cpu frames, launches, device records) spilled to a temporary file as
+ * trace the same way with DEC_RUN (its decode pass, dec_pass.c, calls
+ * dec_event() for every event), and dec_put_rank() fills the rank
+ * summary's decode figures. Memory: the distinct stacks, names and capture
+ * launches of the rank, the events in flight, and sorted runs of 32-byte
+ * records (cpu frames, launches, device records) spilled to a temporary file as
  * the time records are (agg_runs.c).
  *
  * Internal to index/; one thread at a time per dec_lib.
@@ -20,8 +20,7 @@
 #define IDX_DECODE_H
 
 #include "index/agg/agg.h"
-#include "index/agg/agg_sum.h"
-#include "index/read/format.h"
+#include "index/read/read.h"
 #include "index/index.h"
 
 struct dec_lib;
@@ -49,7 +48,7 @@ int dec_file_new(struct dec_lib *lib, enum dec_mode mode,
                  const struct idx_capture *cap, struct dec_file **out);
 void dec_file_free(struct dec_file *d);
 
-/* One event of the file, in file order, with its class (format.h). 0 or
+/* One event of the file, in file order, with its class (read.h). 0 or
  * a negative error (out of memory, a spill failed). */
 int dec_event(struct dec_file *d, const struct idx_event *ev,
               enum idx_class cls);
@@ -77,30 +76,23 @@ int dec_end(struct dec_file *d, struct tr_err *err);
 int dec_seal(struct dec_file *d, struct tr_err *err);
 
 /* The run trace's figures into the summary: its scalars (completeness)
- * into r; the rows of its tables (the decode_* members of common/
- * summary.h's TR_SUM_TABLES and sources, in that order) to o. d NULL (decode not
- * run): zeros and no rows. */
+ * into r; d NULL (decode not run): zeros. The rows of its tables (the
+ * decode_* rows of common/summary.h's TR_TABLE_MAP) are dec_*_rows(). */
 void dec_put_rank(const struct dec_file *d, struct agg_sum_rank *r);
-void dec_rows(struct dec_file *d, int64_t t0_ns, struct agg_out *o);
-
-/* The rank's op groups (index/perf/perf.h), which decode's walks fill;
- * NULL when d is. */
-const struct pf_lib *dec_perf(const struct dec_file *d);
-
-/* A [memory] event (profile_memory: index/memory/memory.h) of a run
- * trace, taken for the walk; other events and capture traces' are
- * ignored. 0 or TR_ENOMEM. */
-int dec_memory(struct dec_file *d, const struct idx_event *ev);
-/* The rank's span, before dec_end(): the memory timeline's grid. */
-void dec_span(struct dec_file *d, int64_t t0_ns, int64_t tend_ns);
-/* The memory tables' rows (memory, memory_timeline, memory_ops) to o and
- * the rank's memory scalars into r; d NULL: none, zeros. */
-void dec_memory_rows(struct dec_file *d, int64_t t0_ns, struct agg_out *o);
-void dec_memory_put_rank(const struct dec_file *d, struct agg_sum_rank *r);
 
 /* The summary's warnings about the decode figures (stacks or names
  * capped, replays left unmatched, steps closed before their kernels
  * came) appended to w. */
 void dec_warnings(const struct dec_file *d, json_t *w);
+
+/* The pass (agg.h's AGG_PASS_MAP, dec_pass.c): the run trace's decode file,
+ * attached by its caller, fed every event of the run trace; its walk
+ * (dec_end) runs beside the walk of the other passes when the file may use
+ * two threads. file NULL: decode does not run (a slice's findings). */
+struct agg_decode {
+  struct dec_file *file; /* taken: freed with the pass */
+  struct agg_beside beside;
+  struct tr_err err; /* the walk's failure, beside */
+};
 
 #endif

@@ -9,7 +9,7 @@
 #define IDX_DECODE_INT_H
 
 #include "index/decode/decode.h"
-#include "index/host/hoststack.h"
+#include "index/host/host.h"
 #include "index/memory/memory.h"
 #include "index/perf/perf.h"
 
@@ -279,6 +279,17 @@ const struct dec_desc *dec_desc_of(const struct dec_file *d, uint32_t id);
 /* The lane (thread) of an event's pid and tid. 0 or TR_ENOMEM. */
 int dec_lane_of(struct dec_file *d, const struct idx_event *ev,
                 uint32_t *lane);
+
+/* dec_mem.c: a [memory] event (profile_memory: index/memory/memory.h) of a run
+ * trace, taken for the walk; other events and capture traces' are
+ * ignored. 0 or TR_ENOMEM. */
+int dec_memory(struct dec_file *d, const struct idx_event *ev);
+/* The rank's span, before dec_end(): the memory timeline's grid. */
+void dec_span(struct dec_file *d, int64_t t0_ns, int64_t tend_ns);
+
+/* dec_json.c: the texts of the memory room's ids (decode's names of ops,
+ * modules and step kinds), for the rows (index/memory/memory.h). */
+void dec_mem_names(struct dec_file *d, struct mem_names *out);
 
 /* dec_walk.c: 1 for a pass-through op frame ("execute"): the op above a
  * launch is looked for past it. */

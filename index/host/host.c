@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "index/host/host.h"
+#include "index/host/host_int.h"
 
 #define HOST_RECS    (1u << 14) /* records a stream holds before spilling */
 #define HOST_WINDOW  (1u << 13) /* records its iterator holds */
@@ -29,28 +29,29 @@
 #define PAYLOAD_BITS 40
 #define PAYLOAD_MAX  ((1ll << PAYLOAD_BITS) - 1)
 
-int agg_host_init(struct agg_host *h, struct agg_spill *sp)
+int agg_host_new(struct idx_agg *a)
 {
-  memset(h, 0, sizeof(*h));
+  struct agg_host *h = calloc(1, sizeof(*h));
+  struct agg_spill *sp = &a->spill;
+
+  if ((a->host = h) == NULL)
+    return TR_ENOMEM;
   agg_fold_init(&h->fold, AGG_HOST_NAMES, sp);
-  if ((h->cache = calloc(NAME_CACHE, sizeof(*h->cache))) == NULL)
+  if ((h->cache = calloc(NAME_CACHE, sizeof(*h->cache))) == NULL ||
+      agg_pystream_init(&h->py, sp) != 0)
     return TR_ENOMEM;
-  if (agg_pystream_init(&h->py, sp) != 0) {
-    agg_host_free(h);
-    return TR_ENOMEM;
-  }
   for (int i = 0; i < AGG_HOST_STREAMS; i++) {
-    if (agg_runs_init(&h->runs[i], HOST_RECS, sp) != 0) {
-      agg_host_free(h);
+    if (agg_runs_init(&h->runs[i], HOST_RECS, sp) != 0)
       return TR_ENOMEM;
-    }
     agg_runs_window(&h->runs[i], HOST_WINDOW);
   }
   return 0;
 }
 
-void agg_host_free(struct agg_host *h)
+void agg_host_free(struct idx_agg *a)
 {
+  struct agg_host *h = a->host;
+
   if (h == NULL)
     return;
   for (int i = 0; i < AGG_HOST_STREAMS; i++)
@@ -61,7 +62,8 @@ void agg_host_free(struct agg_host *h)
   agg_map_free(&h->threads);
   agg_hist_free(&h->pstep_hist);
   free(h->cache);
-  memset(h, 0, sizeof(*h));
+  free(h);
+  a->host = NULL;
 }
 
 /* Appends the pid or tid of ev as text: the number, or the string a
@@ -171,8 +173,10 @@ static int name_of(struct agg_host *h, struct idx_str s, uint32_t *id)
   return 0;
 }
 
-int agg_host_event(struct agg_host *h, const struct idx_event *ev,
-                   enum agg_host_kind kind, uint32_t name_id, uint32_t flags)
+/* One host event of kind; name_id: for AGG_HOST_RT the call's id in
+ * idx_agg.rt_map (the host names are for the others); flags: AGG_HOST_*. */
+static int host_event(struct agg_host *h, const struct idx_event *ev,
+                      enum agg_host_kind kind, uint32_t name_id, uint32_t flags)
 {
   static const int stream_of[AGG_HOST_KINDS] = { AGG_HOST_STREAM_OP,
                                                  AGG_HOST_STREAM_OP, -1,
@@ -213,6 +217,42 @@ int agg_host_event(struct agg_host *h, const struct idx_event *ev,
   if (kind == AGG_HOST_PY)
     return agg_pystream_add(&h->py, &r, name_id, (uint16_t)thread);
   return agg_runs_add(&h->runs[stream_of[kind]], &r);
+}
+
+/* A host label: an ATOM run label, or a profiler step. */
+static uint32_t label_flags(const struct idx_event *ev)
+{
+  int64_t no;
+
+  if (agg_profiler_step_no(ev->name.p, ev->name.n, &no))
+    return AGG_HOST_PSTEP;
+  return agg_label_kind(ev->name) > 0 ? AGG_HOST_LABEL : 0;
+}
+
+int agg_host_event(struct idx_agg *a, const struct idx_doc *doc,
+                   const struct idx_event *ev, enum idx_class cls)
+{
+  struct agg_host *h = a->host;
+
+  (void)doc;
+  switch (cls) {
+  case IDX_CLASS_RUNTIME: /* its name's id is the device pass's */
+    return host_event(h, ev, AGG_HOST_RT, a->ev_name, 0);
+  case IDX_CLASS_CPU_OP: return host_event(h, ev, AGG_HOST_OP, 0, 0);
+  case IDX_CLASS_PYTHON: return host_event(h, ev, AGG_HOST_PY, 0, 0);
+  default:
+    /* A bare-array trace (no cat) writes its ops as plain X events. */
+    return host_event(h, ev,
+                      ev->cat.p == NULL && !label_flags(ev) ? AGG_HOST_OP
+                                                            : AGG_HOST_ANNOT,
+                      0, label_flags(ev));
+  }
+}
+
+void agg_host_head(struct idx_agg *a, struct agg_sum_rank *r)
+{
+  for (int k = 0; k < AGG_HOST_KINDS; k++)
+    r->host_events += (int64_t)a->host->events[k];
 }
 
 const struct agg_key *agg_host_name(const struct agg_host *h, uint32_t id)

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "index/host/host.h"
+#include "index/host/host_int.h"
 
 #define PY_BLOCK  65536 /* bytes of a block */
 #define PY_RECMIN 14    /* bytes one record takes at least */

@@ -1,5 +1,5 @@
 /*
- * Host stacks (hoststack.h): the trie of distinct stacks and the open
+ * Host stacks (host.h): the trie of distinct stacks and the open
  * frames of each thread.
  *
  * Nesting. The stack at t is every frame with start <= t < end, ordered by
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "index/host/hoststack.h"
+#include "index/host/host.h"
 
 struct trie_key { /* the identity of a node */
   uint32_t parent, name;

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "index/host/hoststack.h"
+#include "index/host/host.h"
 
 /* Sorted (strcmp): bsearch. */
 static const char *const stdlib_names[] = {

@@ -5,11 +5,12 @@
 #include <string.h>
 
 #include "index/index.h"
-#include "index/memory/mem_int.h"
+#include "index/memory/memory_int.h"
 
 #define LIVE_PER_NAME 16 /* live allocations per kernel name of the cap */
 
-int mem_new(uint32_t max_names, struct mem_lib **out)
+int mem_new(uint32_t max_names, const struct mem_names *nm,
+            struct mem_lib **out)
 {
   struct mem_lib *m = calloc(1, sizeof(*m));
   uint32_t names = max_names ? max_names : IDX_MAX_KERNEL_NAMES;
@@ -18,6 +19,7 @@ int mem_new(uint32_t max_names, struct mem_lib **out)
   if (m == NULL)
     return TR_ENOMEM;
   m->max_owners = names;
+  m->names = *nm;
   if (agg_corr_init(&m->live, sizeof(struct mem_alloc),
                     names * LIVE_PER_NAME) != 0) {
     free(m);

@@ -1,10 +1,10 @@
 /*
- * Memory over time: the rows (memory.h).
+ * Memory over time: the pass's head and its rows (memory.h).
  */
 #include <stdio.h>
 #include <string.h>
 
-#include "index/memory/mem_int.h"
+#include "index/memory/memory_int.h"
 
 /* PyTorch's c10::DeviceType names, by kineto's Device Type. */
 static const char *const type_names[] = {
@@ -45,8 +45,9 @@ static struct agg_txt txt_of(struct agg_txt (*fn)(void *, uint32_t), void *ud,
 }
 
 static void device_row(const struct mem_lib *m, uint32_t d, int64_t t0,
-                       const struct mem_names *nm, struct agg_out *o)
+                       struct agg_out *o)
 {
+  const struct mem_names *nm = &m->names;
   const struct mem_dev *v = &m->dev[d];
   struct agg_sum_memory r;
   char name[64];
@@ -74,7 +75,7 @@ static void device_row(const struct mem_lib *m, uint32_t d, int64_t t0,
       r.never_freed_count += m->owner[k].never_count;
     }
   r.freed_before_bytes = v->freed_before;
-  agg_out_row(o, agg_sum_memory_json(&r));
+  agg_out_memory(o, &r);
 }
 
 static void timeline_rows(const struct mem_lib *m, uint32_t d,
@@ -100,13 +101,14 @@ static void timeline_rows(const struct mem_lib *m, uint32_t d,
     };
 
     if (b->events > 0)
-      agg_out_row(o, agg_sum_memory_timeline_json(&r));
+      agg_out_memory_timeline(o, &r);
   }
 }
 
 static void owner_row(const struct mem_lib *m, const struct mem_owner *w,
-                      const struct mem_names *nm, struct agg_out *o)
+                      struct agg_out *o)
 {
+  const struct mem_names *nm = &m->names;
   const struct mem_dev *v = &m->dev[w->dev];
   int changed = w->stamp > v->peak_stamp; /* since the peak */
   struct agg_sum_memory_op r;
@@ -123,28 +125,45 @@ static void owner_row(const struct mem_lib *m, const struct mem_owner *w,
   r.peak_live_count = changed ? w->peak_count : w->live_count;
   r.never_freed_bytes = w->never_bytes;
   r.never_freed_count = w->never_count;
-  agg_out_row(o, agg_sum_memory_op_json(&r));
+  agg_out_memory_op(o, &r);
 }
 
-void mem_rows(struct mem_lib *m, int64_t t0, const struct mem_names *names,
-              struct agg_out *o)
+/* ---- the pass (memory.h) ---- */
+
+/* Its scalars; the allocations still live at the walk's end are the
+ * never freed ones, each counted to its owner here, once, before the
+ * rows. */
+void agg_memory_head(struct idx_agg *a, struct agg_sum_rank *r)
 {
+  struct mem_lib *m = a->mem;
+
   if (m != NULL)
     agg_corr_drain(&m->live, never_freed, m);
-  o->table = "memory";
-  for (uint32_t d = 0; m != NULL && d < m->ndev && o->rc == 0; d++)
-    device_row(m, d, t0, names, o);
-  o->table = "memory_timeline";
-  for (uint32_t d = 0; m != NULL && d < m->ndev && o->rc == 0; d++)
-    timeline_rows(m, d, o);
-  o->table = "memory_ops";
-  for (uint32_t k = 0; m != NULL && k < m->owner_keys.n && o->rc == 0; k++)
-    if (m->owner[k].allocs > 0)
-      owner_row(m, &m->owner[k], names, o);
-}
-
-void mem_put_rank(const struct mem_lib *m, struct agg_sum_rank *r)
-{
   r->memory_events = m ? (int64_t)m->events : 0;
   r->memory_untracked = m ? (int64_t)(m->untracked + m->devices_folded) : 0;
+}
+
+void mem_device_rows(struct idx_agg *a, struct agg_out *o)
+{
+  const struct mem_lib *m = a->mem;
+
+  for (uint32_t d = 0; m != NULL && d < m->ndev && o->rc == 0; d++)
+    device_row(m, d, a->t0_ns, o);
+}
+
+void mem_timeline_rows(struct idx_agg *a, struct agg_out *o)
+{
+  const struct mem_lib *m = a->mem;
+
+  for (uint32_t d = 0; m != NULL && d < m->ndev && o->rc == 0; d++)
+    timeline_rows(m, d, o);
+}
+
+void mem_op_rows(struct idx_agg *a, struct agg_out *o)
+{
+  const struct mem_lib *m = a->mem;
+
+  for (uint32_t k = 0; m != NULL && k < m->owner_keys.n && o->rc == 0; k++)
+    if (m->owner[k].allocs > 0)
+      owner_row(m, &m->owner[k], o);
 }

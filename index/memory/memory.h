@@ -16,7 +16,7 @@
  *     by address,
  *     so that what is live at the peak and what is never freed are known
  *     by the op and module that made them;
- *   - the rows: mem_rows(), mem_put_rank().
+ *   - the rows: the pass below decode (agg_memory_head(), mem_*_rows()).
  *
  * What is live at the peak is found in one pass: each (device, op,
  * module) owner keeps its live bytes now and as they were at the latest
@@ -34,8 +34,6 @@
 #include <stdint.h>
 
 #include "index/agg/agg.h"
-#include "index/agg/agg_sum.h"
-#include "index/read/event.h"
 
 #define MEM_DEVICES 64 /* devices of a rank */
 #define MEM_NONE    UINT32_MAX
@@ -49,9 +47,19 @@ struct mem_ev {
 
 struct mem_lib;
 
-/* Caps from the rank's kernel names cap (0: IDX_MAX_KERNEL_NAMES). The
- * caller frees with mem_free(). 0 or TR_ENOMEM. */
-int mem_new(uint32_t max_names, struct mem_lib **out);
+/* The texts of the walk's ids, for the rows. */
+struct mem_names {
+  void *ud;
+  struct agg_txt (*op)(void *ud, uint32_t op);
+  struct agg_txt (*module)(void *ud, uint32_t module);
+  struct agg_txt (*kind)(void *ud, uint32_t kind);
+};
+
+/* Caps from the rank's kernel names cap (0: IDX_MAX_KERNEL_NAMES); the
+ * rows name the walk's ids by names (copied). The caller frees with
+ * mem_free(). 0 or TR_ENOMEM. */
+int mem_new(uint32_t max_names, const struct mem_names *names,
+            struct mem_lib **out);
 void mem_free(struct mem_lib *m);
 
 /* 1 when ev is a [memory] event whose args say what it must (Bytes,
@@ -73,18 +81,9 @@ int mem_event(struct mem_lib *m, uint32_t dev, int64_t ts,
               const struct mem_ev *e, uint32_t op, uint32_t module,
               uint32_t kind);
 
-/* The texts of the walk's ids, for the rows. */
-struct mem_names {
-  void *ud;
-  struct agg_txt (*op)(void *ud, uint32_t op);
-  struct agg_txt (*module)(void *ud, uint32_t module);
-  struct agg_txt (*kind)(void *ud, uint32_t kind);
-};
-
-/* The memory, memory_timeline and memory_ops tables into o (times from
- * t0), and the rank's scalars into r. m may be NULL (no rows). */
-void mem_rows(struct mem_lib *m, int64_t t0, const struct mem_names *names,
-              struct agg_out *o);
-void mem_put_rank(const struct mem_lib *m, struct agg_sum_rank *r);
+/* The pass (agg.h's AGG_PASS_MAP, mem_rows.c), below decode, of no state
+ * of its own: its head and its tables (memory, memory_timeline,
+ * memory_ops: mem_*_rows(), times from the rank's t0) read the memory
+ * decode's walk followed (idx_agg.mem, NULL: none). */
 
 #endif

@@ -15,7 +15,10 @@
  *     whose frame has ended and that waits for no record is closed into
  *     its group (pf_tick()). A graph replay's kernels go to the capture
  *     trace's op instances that launched them (pf_replay_*()).
- *   - the rows: pf_rows() (perf_rows.c).
+ *   - the rows: the pass below decode (agg.h's AGG_PASS_MAP, perf_rows.c)
+ *     reads the groups decode's walks filled (idx_agg.op_groups): its
+ *     head puts the rank's scalars and picks the roof, pf_op_perf_rows()
+ *     writes the op_perf table against it.
  *
  * Memory: protos and groups are capped (max_groups, the rank's kernel
  * names cap; protos four times that; their arguments' text 16 MiB), the
@@ -27,9 +30,8 @@
 
 #include <stdint.h>
 
+#include "common/roof.h"
 #include "index/agg/agg.h"
-#include "index/agg/agg_sum.h"
-#include "index/read/event.h"
 
 #define PF_NONE UINT32_MAX
 #define PF_OPEN (1u << 16) /* instances open at once */
@@ -56,7 +58,7 @@ enum {
   PF_I_NESTED = 2     /* inside another modeled op's instance */
 };
 
-/* Where the annotated models (pf_model.h's PF_OP_ANNOT) read a step's
+/* Where the annotated models (perf_int.h's PF_OP_ANNOT) read a step's
  * label: fn(ud, label, buf, size) writes label number label's text into
  * buf (NUL-terminated, "" when none). */
 void pf_lib_labels(struct pf_lib *lib,
@@ -116,13 +118,12 @@ uint8_t pf_transposes(const char *name, size_t n);
 
 /* ---- the rows ---- */
 
-/* The rank summary's op_perf rows into o (the roof of device, the trace's
- * deviceProperties name, or of the setting gpu: docs/PERF.md), and its
- * scalars into r. */
-struct agg_out;
-void pf_rows(const struct pf_lib *lib, const char *device, const char *gpu,
-             struct agg_out *o);
-void pf_put_rank(const struct pf_lib *lib, const char *device, const char *gpu,
-                 struct agg_sum_rank *r);
+/* The pass: the roof the op groups are put against, which its head
+ * picks (the gpu_roof setting's, idx_agg.gpu_roof, else the one of the
+ * trace's deviceProperties name, idx_agg.dev_name: docs/PERF.md). */
+struct agg_perf {
+  struct tr_roof roof;
+  int have_roof;
+};
 
 #endif

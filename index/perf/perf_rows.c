@@ -5,9 +5,9 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "common/roof.h"
 #include "index/perf/perf_int.h"
 
 /* Member m of proto p's arguments as JSON (null when the op has none). */
@@ -44,23 +44,6 @@ static json_t *roof_json(const struct tr_roof *r)
   return json_pack("{s:s, s:s?, s:o, s:f, s:f, s:f}", "name", r->name, "source",
                    r->source, "matrix", m, "vec_fp32", r->vec_fp32, "vec_fp64",
                    r->vec_fp64, "tb_s", r->tb_s);
-}
-
-void pf_put_rank(const struct pf_lib *lib, const char *device, const char *gpu,
-                 struct agg_sum_rank *r)
-{
-  struct tr_roof roof;
-  uint64_t n = 0;
-
-  r->gpu_roof =
-      lib && tr_roof_pick(gpu, device, &roof) ? roof_json(&roof) : NULL;
-  for (uint32_t g = 0; lib != NULL && g < lib->groups.n; g++)
-    n += lib->group[g].count;
-  r->op_instances = (int64_t)n;
-  r->op_unmodeled = lib ? (int64_t)lib->no_model : 0;
-  r->op_instances_lost =
-      lib ? (int64_t)(lib->inst_lost + lib->protos_folded + lib->groups_folded)
-          : 0;
 }
 
 static void group_row(const struct pf_lib *lib, const struct pf_group *g,
@@ -102,19 +85,44 @@ static void group_row(const struct pf_lib *lib, const struct pf_group *g,
   peak = have_roof ? tr_roof_peak(roof, g->maf, g->prec) : 0;
   r.peak_tflops = peak > 0 ? peak : NAN;
   r.peak_tb_s = have_roof && roof->tb_s > 0 ? roof->tb_s : NAN;
-  agg_out_row(o, agg_sum_op_perf_json(&r));
+  agg_out_op_perf(o, &r);
 }
 
-void pf_rows(const struct pf_lib *lib, const char *device, const char *gpu,
-             struct agg_out *o)
-{
-  struct tr_roof roof;
-  int have_roof;
+/* The pass (perf.h): decode above it fills the groups (idx_agg.op_groups). */
 
-  if (lib == NULL)
-    return;
-  have_roof = tr_roof_pick(gpu, device, &roof);
-  for (uint32_t g = 0; g < lib->groups.n && o->rc == 0; g++)
+int agg_perf_new(struct idx_agg *a)
+{
+  return (a->perf = calloc(1, sizeof(*a->perf))) == NULL ? TR_ENOMEM : 0;
+}
+
+void agg_perf_free(struct idx_agg *a)
+{
+  free(a->perf);
+  a->perf = NULL;
+}
+
+void agg_perf_head(struct idx_agg *a, struct agg_sum_rank *r)
+{
+  const struct pf_lib *lib = a->op_groups;
+  struct agg_perf *p = a->perf;
+  uint64_t n = 0;
+
+  p->have_roof = tr_roof_pick(a->gpu_roof, a->dev_name, &p->roof);
+  r->gpu_roof = lib && p->have_roof ? roof_json(&p->roof) : NULL;
+  for (uint32_t g = 0; lib != NULL && g < lib->groups.n; g++)
+    n += lib->group[g].count;
+  r->op_instances = (int64_t)n;
+  r->op_unmodeled = lib ? (int64_t)lib->no_model : 0;
+  r->op_instances_lost =
+      lib ? (int64_t)(lib->inst_lost + lib->protos_folded + lib->groups_folded)
+          : 0;
+}
+
+void pf_op_perf_rows(struct idx_agg *a, struct agg_out *o)
+{
+  const struct pf_lib *lib = a->op_groups;
+
+  for (uint32_t g = 0; lib != NULL && g < lib->groups.n && o->rc == 0; g++)
     if (lib->group[g].count > 0)
-      group_row(lib, &lib->group[g], g, &roof, have_roof, o);
+      group_row(lib, &lib->group[g], g, &a->perf->roof, a->perf->have_roof, o);
 }

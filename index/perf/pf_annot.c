@@ -10,7 +10,7 @@
 #include <ctype.h>
 #include <string.h>
 
-#include "index/perf/pf_model.h"
+#include "index/perf/perf_int.h"
 
 enum { C_SQ, C_SK, C_SQSQ, C_SQSK, G_SQ, G_SK, G_SQSQ, G_SQSK };
 

@@ -1,5 +1,5 @@
 /*
- * Attention models (pf_model.h): TraceLens's SDPA classes (perf_model.py:
+ * Attention models (perf_int.h): TraceLens's SDPA classes (perf_model.py:
  * SDPA, flash attention forward and backward, varlen, the aten SDPA
  * kernels, aiter's MHA ops) and the inference attention of its extensions
  * (attention_perf_model_extensions.py), whose sequence lengths come from
@@ -13,7 +13,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "index/perf/pf_model.h"
+#include "index/perf/perf_int.h"
 
 #define DIMS     PF_DIMS
 #define TYPES    PF_TYPES

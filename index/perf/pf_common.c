@@ -1,5 +1,5 @@
 /*
- * What the op models share (pf_model.h): reading shapes and dtypes the way
+ * What the op models share (perf_int.h): reading shapes and dtypes the way
  * TraceLens's utils.py does, and writing a group's parameters.
  */
 #include <ctype.h>
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "index/perf/pf_model.h"
+#include "index/perf/perf_int.h"
 
 const struct pv *pf_arg(const struct pf_args *a, enum pf_member m, size_t i)
 {

@@ -1,11 +1,11 @@
 /*
- * Convolution models (pf_model.h): TraceLens's CONV classes (after
+ * Convolution models (perf_int.h): TraceLens's CONV classes (after
  * torch/utils/flop_counter.py), aten::convolution and
  * aten::convolution_backward, 1-D to 3-D, transposed or not.
  */
 #include <string.h>
 
-#include "index/perf/pf_model.h"
+#include "index/perf/perf_int.h"
 
 #define DIMS     PF_DIMS
 #define TYPES    PF_TYPES

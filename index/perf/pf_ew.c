@@ -1,5 +1,5 @@
 /*
- * Elementwise and reduction models (pf_model.h): TraceLens's unary and
+ * Elementwise and reduction models (perf_int.h): TraceLens's unary and
  * binary elementwise ops (one FLOP an output element, every operand read
  * and the output written once), the padding and upsampling copies, the
  * reductions, and the activations, RoPE and KV-cache writes of its
@@ -7,7 +7,7 @@
  */
 #include <string.h>
 
-#include "index/perf/pf_model.h"
+#include "index/perf/perf_int.h"
 
 #define DIMS     PF_DIMS
 #define TYPES    PF_TYPES

@@ -1,5 +1,5 @@
 /*
- * GEMM models (pf_model.h): TraceLens's perf_model.py GEMM classes and the
+ * GEMM models (perf_int.h): TraceLens's perf_model.py GEMM classes and the
  * GEMMs of its extensions (perf_model_extensions.py), each reading its op's
  * argument layout. Work: 2 M N K FLOPs (+ M N for a bias) per batch;
  * bytes: A, B and the output once (+ N bias elements), each at its
@@ -7,7 +7,7 @@
  */
 #include <string.h>
 
-#include "index/perf/pf_gemm.h"
+#include "index/perf/perf_int.h"
 
 #define DIMS     PF_DIMS
 #define TYPES    PF_TYPES

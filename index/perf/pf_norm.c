@@ -1,5 +1,5 @@
 /*
- * Normalization and MoE models (pf_model.h). Norms: TraceLens's
+ * Normalization and MoE models (perf_int.h). Norms: TraceLens's
  * Normalization classes (batch, layer, group, instance and RMS norm,
  * forward and backward) and the RMSNorm ops of its extensions; MoE: the
  * fused and two-stage aiter ops of moe_perf_model_extensions.py.
@@ -7,7 +7,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "index/perf/pf_model.h"
+#include "index/perf/perf_int.h"
 
 #define DIMS     PF_DIMS
 #define TYPES    PF_TYPES

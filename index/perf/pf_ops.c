@@ -1,11 +1,11 @@
 /*
- * The op table (pf_model.h): every op with a model, by name, from the
+ * The op table (perf_int.h): every op with a model, by name, from the
  * families' tables; and the GEMMs traced adds, aten::linear and
  * aten::matmul, counted only where no modeled op ran inside them.
  */
 #include <string.h>
 
-#include "index/perf/pf_gemm.h"
+#include "index/perf/perf_int.h"
 
 #define DIMS  PF_DIMS
 #define TYPES PF_TYPES

@@ -1,13 +1,13 @@
 /*
- * The arguments of a CPU op, from its event's text (pf_val.h; the members
- * found by index/read/args.h). The walk below checks every byte it relies
+ * The arguments of a CPU op, from its event's text (perf_int.h; the members
+ * found by index/read/read.h). The walk below checks every byte it relies
  * on, so that text it was not meant for (a fuzzer's) fails cleanly rather
  * than being read past its end.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "index/perf/pf_val.h"
+#include "index/perf/perf_int.h"
 
 #define MAX_DEPTH 32 /* nesting of one member's value */
 

@@ -1,12 +1,12 @@
 /*
- * An event's args members from its text (args.h).
+ * An event's args members from its text (read.h).
  */
 #include <string.h>
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
 
-#include "index/read/args.h"
+#include "index/read/read.h"
 
 const char *idx_json_ws(const char *p, const char *e)
 {

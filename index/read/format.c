@@ -1,12 +1,13 @@
 /*
- * The format table (format.h): kineto and MetaX mcTracer JSON, as
+ * The format table (read.h): kineto and MetaX mcTracer JSON, as
  * docs/TRACE_FORMATS.md describes them.
  */
 #include <ctype.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "index/read/format.h"
+#include "index/read/read.h"
 
 /* kineto's cat values, new and legacy (2021) spellings. */
 #define CAT(s, cls)                                                            \
@@ -37,6 +38,22 @@ static const struct {
 };
 #undef CAT
 
+/* p[0..n) == lit[0..n): from 8 to 16 bytes as two words that overlap,
+ * read within both (this runs for every event: a call to memcmp cost a
+ * fifth of the classification). */
+static inline int same_text(const char *p, const char *lit, size_t n)
+{
+  uint64_t a, b, c, d;
+
+  if (n < 8 || n > 16)
+    return memcmp(p, lit, n) == 0;
+  memcpy(&a, p, 8);
+  memcpy(&b, lit, 8);
+  memcpy(&c, p + n - 8, 8);
+  memcpy(&d, lit + n - 8, 8);
+  return a == b && c == d;
+}
+
 /* kineto: by cat. An X event without cat (the bare-array legacy format,
  * record_function labels as plain events) may be a host run label. */
 static enum idx_class kineto_classify(const struct idx_event *ev)
@@ -50,7 +67,7 @@ static enum idx_class kineto_classify(const struct idx_event *ev)
   for (i = 0; i < sizeof(kineto_cats) / sizeof(kineto_cats[0]); i++)
     if (ev->cat.n == kineto_cats[i].n &&
         ev->cat.p[0] == kineto_cats[i].cat[0] &&
-        memcmp(ev->cat.p, kineto_cats[i].cat, ev->cat.n) == 0)
+        same_text(ev->cat.p, kineto_cats[i].cat, ev->cat.n))
       return kineto_cats[i].cls;
   return IDX_CLASS_NONE;
 }

@@ -1,4 +1,4 @@
-/* The ISA-L inflater (see inflate.h): igzip's streaming isal_inflate(),
+/* The ISA-L inflater (see read_int.h): igzip's streaming isal_inflate(),
  * which reads the gzip header and checks the CRC itself (ISAL_GZIP). */
 #ifdef TRACED_HAVE_ISAL
 
@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "common/tr.h"
-#include "index/read/inflate.h"
+#include "index/read/read_int.h"
 
 /*
  * Hunting for a block boundary. Stock ISA-L cannot stop at a block's end,

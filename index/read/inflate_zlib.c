@@ -1,4 +1,4 @@
-/* The zlib inflater (see inflate.h), the portable fallback. */
+/* The zlib inflater (see read_int.h), the portable fallback. */
 #ifndef TRACED_HAVE_ISAL
 
 #include <stdlib.h>
@@ -6,7 +6,7 @@
 #include <zlib.h>
 
 #include "common/tr.h"
-#include "index/read/inflate.h"
+#include "index/read/read_int.h"
 
 struct idx_inflate {
   z_stream zs;

@@ -1,5 +1,5 @@
 /*
- * Access points (points.h): the list, its file, and its checks.
+ * Access points (read.h): the list, its file, and its checks.
  *
  * The file, little-endian, every count checked on load:
  *
@@ -24,8 +24,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "index/read/event.h"
-#include "index/read/points.h"
+#include "index/read/read.h"
 
 #define MAGIC       "TRCDPTS"
 /* 3: the slicer's bytes hold the findings' index. An older file is

@@ -1,6 +1,6 @@
 /*
- * Inflating from an access point (points.h) to the end of the file, with
- * the build's inflater (inflate.h: ISA-L or zlib): raw deflate from the
+ * Inflating from an access point (read.h) to the end of the file, with
+ * the build's inflater (read_int.h: ISA-L or zlib): raw deflate from the
  * block's bit, primed with the bits of its first byte, the window as its
  * history (zlib's examples/zran.c); at the member's end its 8-byte trailer
  * is skipped and the next members are read as gzip, each CRC checked.
@@ -10,8 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "index/read/inflate.h"
-#include "index/read/points.h"
+#include "index/read/read_int.h"
+#include "index/read/read.h"
 
 #define IN_BYTES      (256u * 1024)
 #define TRAILER_BYTES 8 /* CRC-32 and ISIZE (RFC 1952, 2.2) */

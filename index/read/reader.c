@@ -1,11 +1,11 @@
 /*
- * The streaming trace reader (event.h): a push parser over chunks of any
+ * The streaming trace reader (read.h): a push parser over chunks of any
  * size. The top level (the object around traceEvents, or a bare array of
  * events) is walked byte by byte by the state machine below. Events, three
  * ways, each giving the same result where it applies:
  *   - handed over from a batch the source's thread walked ahead in this
  *     chunk (reader_batch.c), when it starts where the state machine is;
- *   - walked from stage 1's token masks (scan.h, reader_fast.c: the
+ *   - walked from stage 1's token masks (read_int.h, reader_fast.c: the
  *     chunk's own, or a window the reader scans), one after another while
  *     "}, {" follows, when the event lies in the window and its blocks are
  *     clean [fast_events];
@@ -49,7 +49,7 @@
  *   mcTracer nanoseconds to integer ns, digits past the ns truncated
  *   toward zero; numbers written as strings count; null leaves them
  *   absent; any other non-number ("N/A", NaN, {}, true) is malformed, as
- *   is a time outside event.h's range (0 <= ts < 2^62 ns, 0 <= dur <
+ *   is a time outside read.h's range (0 <= ts < 2^62 ns, 0 <= dur <
  *   2^50 ns: a negative one, one past int64);
  * - pid, tid: numbers, or strings handed over as pid_str/tid_str;
  * - args integers: numbers or numeric strings; other types leave the
@@ -67,8 +67,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "index/read/format.h"
-#include "index/read/reader_int.h"
+#include "index/read/read.h"
+#include "index/read/read_int.h"
 
 enum state {
   ST_START,

@@ -1,5 +1,5 @@
 /*
- * Events walked ahead (reader_int.h): the inflating thread, when the ring
+ * Events walked ahead (read_int.h): the inflating thread, when the ring
  * is full and it would only wait, walks the events of a chunk (source.c)
  * with a walker of its own (reader_walk.c), so that the reader, on its own
  * thread, only hands them over. Where the chunk's first event starts is
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "index/read/reader_int.h"
+#include "index/read/read_int.h"
 
 static int is_ws(char c)
 {

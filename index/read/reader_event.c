@@ -1,5 +1,5 @@
 /*
- * Scanning and in-memory parsing for the reader (reader_int.h): the
+ * Scanning and in-memory parsing for the reader (read_int.h): the
  * resumable value skipper, and the parser of one whole event (or the
  * deviceProperties / distributedInfo values) held in a buffer. Only the
  * fields of struct idx_event are decoded; every other value is skipped by
@@ -13,7 +13,7 @@
 #endif
 
 #include "common/text.h"
-#include "index/read/reader_int.h"
+#include "index/read/read_int.h"
 
 /* Byte classes outside strings; from C_WS on, a byte inside a skipped
  * array or object changes nothing. */

@@ -1,6 +1,6 @@
 /*
- * The token walk (reader_int.h): an event parsed from the tokens stage 1
- * found (scan.h) instead of byte by byte. Each member costs a handful of
+ * The token walk (read_int.h): an event parsed from the tokens stage 1
+ * found (read_int.h) instead of byte by byte. Each member costs a handful of
  * bit operations: the key's quotes, the colon, the value, the comma are
  * consecutive tokens, and whitespace and string bodies are never looked
  * at. It takes the shapes real traces are made of, strings and plain
@@ -14,7 +14,7 @@
  */
 #include <string.h>
 
-#include "index/read/reader_int.h"
+#include "index/read/read_int.h"
 
 /* The cursor of one event's walk: the two words it uses for every token,
  * kept in registers (every function it is passed to is inlined into
@@ -273,7 +273,7 @@ INLINE int on_member(struct cur *w, struct idx_parsed *e, int key,
 }
 
 /* 1 when the last byte before token t that is no whitespace is a ','. In
- * a clean block (scan.h) a separator sits right after the value it
+ * a clean block (read_int.h) a separator sits right after the value it
  * follows, and there is only one: so this is the comma after the value
  * before t, if it has one (and *end == ',' says the same where the value's
  * end is known). Bytes <= ' ' outside strings are whitespace there (any
@@ -289,7 +289,7 @@ INLINE int comma_before(const char *t)
  * The members of the event and of its args object in one loop (in_args
  * says which object a member is of): key, ':', value, then ',' or '}', a
  * trailing comma allowed, as reader_event.c's obj_each. Separators are
- * no tokens (scan.h): the ':' is the byte after the key's closing quote,
+ * no tokens (read_int.h): the ':' is the byte after the key's closing quote,
  * a ',' the byte after the value. depth: the event's nesting; its members
  * are one level deeper, args' two.
  */

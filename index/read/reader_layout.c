@@ -1,5 +1,5 @@
 /*
- * Event layouts (reader_int.h). A tracer writes every event of one kind
+ * Event layouts (read_int.h). A tracer writes every event of one kind
  * alike: kineto's python_function events, nine in ten of a PyTorch trace,
  * all read
  *
@@ -36,7 +36,7 @@
 #endif
 
 #include "common/text.h"
-#include "index/read/reader_int.h"
+#include "index/read/read_int.h"
 
 /* What follows a step's literal run. */
 enum {

@@ -1,12 +1,12 @@
 /*
  * Exact decimal numbers, UTF-8 checks and JSON string unescaping for the
- * reader (reader_int.h). Timestamps reach 16 significant digits
+ * reader (read_int.h). Timestamps reach 16 significant digits
  * (4203669604595.407 us): a double would round them, so numbers are read as
  * digit strings and scaled by moving the decimal point.
  */
 #include <string.h>
 
-#include "index/read/reader_int.h"
+#include "index/read/read_int.h"
 
 /* The digits of a number, the integer and fraction parts side by side. */
 struct digits {

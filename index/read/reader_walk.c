@@ -1,12 +1,12 @@
 /*
- * The walker (reader_int.h): each event of a text by its layout
+ * The walker (read_int.h): each event of a text by its layout
  * (reader_layout.c) when one matches, else by the token walk
  * (reader_fast.c) over masks of a window scanned from the event's '{'
  * (between two events: outside any string), learning its layout then.
  * reader.c walks the events of each chunk with one, and the source's
  * thread those it walks ahead (reader_batch.c) with another.
  */
-#include "index/read/reader_int.h"
+#include "index/read/read_int.h"
 
 /* Bytes scanned at a time: with its masks (1/64 of it) it stays in the
  * core's cache while the token walk reads it. First a small window: most

@@ -1,5 +1,5 @@
 /*
- * Stage 1 (scan.h): the portable kernel, the kernel selection, and the
+ * Stage 1 (read_int.h): the portable kernel, the kernel selection, and the
  * driver that runs a kernel over whole blocks and finishes the last,
  * partial block here.
  */
@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "common/tr.h"
-#include "index/read/scan.h"
+#include "index/read/read_int.h"
 
 /* Byte classes of the portable kernel, one bit each. */
 enum {

@@ -1,4 +1,4 @@
-/* The AVX2 kernel of stage 1 (scan.h): two 32-byte vectors a block, byte
+/* The AVX2 kernel of stage 1 (read_int.h): two 32-byte vectors a block, byte
  * classes by table lookups on the nibbles (VPSHUFB), the prefix XOR of the
  * quotes by one carry-less multiply (PCLMULQDQ). Built with -mavx2 -mpclmul
  * (CMakeLists.txt) and run only where the CPU has both (scan.c). */
@@ -6,7 +6,7 @@
 
 #include <immintrin.h>
 
-#include "index/read/scan.h"
+#include "index/read/read_int.h"
 
 /* A 16-byte table in both lanes. */
 #define TABLE(...) _mm256_setr_epi8(__VA_ARGS__, __VA_ARGS__)

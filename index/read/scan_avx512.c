@@ -1,4 +1,4 @@
-/* The AVX-512 kernel of stage 1 (scan.h): one 64-byte vector a block, so
+/* The AVX-512 kernel of stage 1 (read_int.h): one 64-byte vector a block, so
  * each class is a 64-bit mask straight from one compare (AVX-512BW), with
  * the nibble lookups of the AVX2 kernel (scan_avx2.c says what the tables
  * hold) and the same carry-less prefix XOR. Built with -mavx512bw
@@ -7,7 +7,7 @@
 
 #include <immintrin.h>
 
-#include "index/read/scan.h"
+#include "index/read/read_int.h"
 
 /* A 16-byte table in all four lanes. */
 #define TABLE(...) _mm512_broadcast_i32x4(_mm_setr_epi8(__VA_ARGS__))

@@ -1,4 +1,4 @@
-/* The SSE2 kernel of stage 1 (scan.h): four 16-byte vectors a block. SSE2
+/* The SSE2 kernel of stage 1 (read_int.h): four 16-byte vectors a block. SSE2
  * is part of every x86-64 CPU; it has neither byte shuffles nor a
  * carry-less multiply, so classes are compared one by one and the prefix
  * XOR is done by shifts. */
@@ -6,7 +6,7 @@
 
 #include <emmintrin.h>
 
-#include "index/read/scan.h"
+#include "index/read/read_int.h"
 
 /* Bytes of v that are <= k (unsigned). */
 static inline __m128i le(__m128i v, char k)

@@ -1,5 +1,5 @@
 /*
- * The byte source (event.h): a plain or gzip trace file read by a thread of
+ * The byte source (read.h): a plain or gzip trace file read by a thread of
  * its own, which reads (and inflates) into a ring of SLOTS buffers while the
  * caller parses the previous ones; or, without a thread, read into one
  * buffer on the caller's own turn (produce() does both).
@@ -28,11 +28,8 @@
 #include <unistd.h>
 
 #include "common/file.h"
-#include "index/read/event.h"
-#include "index/read/inflate.h"
-#include "index/read/points.h"
-#include "index/read/reader_int.h"
-#include "index/read/scan.h"
+#include "index/read/read.h"
+#include "index/read/read_int.h"
 
 #define SLOTS      4
 /* JSON text per slot; the fuzzer's build makes them small, so that its
@@ -45,7 +42,7 @@
 
 enum { BATCH_NONE, BATCH_BUILDING, BATCH_DONE };
 
-/* Access points being recorded (points.h), by the producer. A point is
+/* Access points being recorded (read.h), by the producer. A point is
  * wanted once `spacing` output bytes have passed since the last one;
  * the inflater then hunts for the next block boundary. */
 struct rec {
@@ -211,7 +208,7 @@ static int rec_wants_tail(const struct rec *r, uint64_t in_off)
 }
 
 /* Records a point at pos of the slot (the window only for a block). Out
- * of memory or past a limit (points.h), it records no more: the points
+ * of memory or past a limit (read.h), it records no more: the points
  * so far stay good, a slice past them reads from the last one. */
 static void rec_add(struct rec *r, uint64_t in_bit, size_t pos, uint32_t kind)
 {

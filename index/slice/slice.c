@@ -43,10 +43,8 @@
 
 #include "common/file.h"
 #include "index/agg/agg.h"
-#include "index/read/event.h"
-#include "index/read/format.h"
-#include "index/slice/slice.h"
-#include "index/slice/slice_figs.h"
+#include "index/read/read.h"
+#include "index/slice/slice_int.h"
 
 struct slicer {
   const struct idx_slice_opts *o;
@@ -59,7 +57,7 @@ struct slicer {
   uint64_t own_elements;
   struct slice_part *part; /* NULL: a whole document (slice.h) */
   int tracks_named;        /* traced's process and threads are named */
-  int scale;               /* ts unit: digits to ns (format.h's ts_scale) */
+  int scale;               /* ts unit: digits to ns (read.h's ts_scale) */
   int64_t max_pid;         /* largest numeric pid, INT64_MIN: none */
   struct slice_held held;  /* members read after the events start, held
                               for the end (the reader drops larger ones) */
@@ -243,7 +241,7 @@ static int on_event(void *ud, const struct idx_doc *doc,
 #define TRACK_STEPS 1
 #define TRACK_IDLE  2
 
-/* t in trace ns as the file writes it (format.h's ts_scale): microseconds
+/* t in trace ns as the file writes it (read.h's ts_scale): microseconds
  * with three decimals (kineto), nanoseconds (mcTracer). */
 static void put_time(struct slicer *s, const char *key, int64_t t)
 {
@@ -407,7 +405,7 @@ static int drop_row(void *ud, const char *table, json_t *row,
 static int tracks(struct slicer *s, const struct idx_doc *doc, const char *path,
                   struct tr_err *err)
 {
-  static const struct idx_sink drop = { drop_head, drop_row, NULL };
+  static const struct idx_sink drop = { drop_head, drop_row, NULL, NULL };
   struct agg_file_info info = { path, 0, -1, 0 };
   int rc;
 

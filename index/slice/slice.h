@@ -1,165 +1,199 @@
 /*
- * Internals of the trace slicer (slice.c): its buffered output and the
- * JSON mending a copied event or member may need (slice_json.c). Internal
- * to index/; one thread at a time.
+ * slice: the face of index/slice/ (index/slice/README.md); the slices
+ * themselves are index.h's idx_slice*(). A rank's slice figures: what a
+ * slice must know of the whole trace to
+ * read only the parts of it that meet its window (docs/SLICES.md).
+ * Recorded while the rank is indexed (index/file.c), stored in its
+ * access points file (index/read/read.h), read back by the slicer
+ * (index/slice/slice.c).
+ *
+ * traceEvents is cut into pieces at element boundaries, one at the first
+ * element of each chunk of text the reader is fed (idx_reader_mark()).
+ * For each piece: where it starts, the elements before it, and the hull
+ * of its events' spans as the slicer judges a span (slice.c, in_window);
+ * ph "M" events, which every slice keeps whatever their time, are stored
+ * whole with their place, so that a slice need not read their pieces.
+ * Besides: the events handed over, the largest numeric pid, where
+ * traceEvents closes, the format, and the time pass's findings (steps and
+ * idle stretches, their names as text).
+ *
+ * Not thread-safe; one recorder per rank.
  */
 #ifndef IDX_SLICE_H
 #define IDX_SLICE_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "index/agg/agg.h"
-#include "index/read/event.h"
-#include "index/index.h"
-#include "index/read/points.h"
+#include "index/read/read.h"
 
-/* Bytes gathered before they go to the writer. */
-#define SLICE_OUT_BUF (64u << 10)
+/* What a rank's figures may weigh: past either, what is past is not
+ * kept and the slicer reads those parts of the file instead (meta) or
+ * makes findings by reading the whole file (findings). */
+#define SLICE_FIGS_META_MAX   (4u << 20)  /* bytes of ph "M" event text */
+#define SLICE_FIGS_FOUND_MAX  (16u << 20) /* bytes of findings */
+#define SLICE_FIGS_PIECES_MAX (1u << 22)  /* pieces (a 4 GB trace: ~4,000) */
 
-/* The slice's text on its way to the caller's writer. The first failure
- * (the writer's return, or TR_ENOMEM) is kept in rc and ends all output. */
-struct slice_out {
-  idx_write_fn write;
-  void *ud;
-  int rc;
-  size_t n;
-  char buf[SLICE_OUT_BUF];
+/* A piece must be read whatever the window: it holds a ph "M" event
+ * whose text is not stored. */
+#define SLICE_PIECE_READ 1u
+
+struct slice_piece {
+  uint64_t off;   /* document offset of its first element */
+  uint64_t elems; /* elements of traceEvents before it */
+  int64_t lo, hi; /* every span of its events lies in [lo, hi); lo >= hi:
+                     it has none */
+  uint32_t flags; /* SLICE_PIECE_* */
 };
 
-/* Text kept in memory: a member held for the document's end, a mended
- * event (each at most the reader's ceiling on an event, mended). */
-struct slice_held {
-  char *p;
-  size_t n, cap;
+/* A stored ph "M" event: its text is text[at, at + len). */
+struct slice_meta {
+  uint64_t off, elems; /* as a piece's, for this one element */
+  uint64_t at;
+  uint32_t len;
 };
 
-/* An idx_write_fn appending to the struct slice_held ud. */
-int slice_held_write(void *ud, const char *p, size_t n);
+/* Findings per block of the findings' index: a slice walks only the
+ * blocks whose hull meets its window. */
+#define SLICE_FOUND_BLOCK 1024
 
-/* Appends p[0..n): copied into the buffer, or written straight through
- * when larger than it. Returns o->rc. */
-int slice_out_put(struct slice_out *o, const char *p, size_t n);
-/* slice_out_put() of a NUL-terminated string. */
-int slice_out_str(struct slice_out *o, const char *s);
-/* Hands what is buffered to the writer. Returns o->rc. */
-int slice_out_flush(struct slice_out *o);
-
-/* What slice_json_mend() found of a JSON text. */
-enum {
-  SLICE_JSON_VALID,  /* strict JSON (RFC 8259) as it is */
-  SLICE_JSON_MENDED, /* not, but mended (see slice_json.c) */
-  SLICE_JSON_BAD     /* not, and not mendable */
+/* A block of SLICE_FOUND_BLOCK findings (the last one fewer): where its
+ * first one starts in the packed findings, the start it is told from,
+ * and the hull of their spans. */
+struct slice_found_block {
+  uint64_t at;
+  int64_t last;
+  int64_t lo, hi; /* lo > hi: none recorded */
 };
 
-/* Judges the JSON value p[0..n) (one value, nothing around it) and, when
- * o is not NULL, writes its mended text to o: the quirks the reader
- * accepts become strict JSON (slice_json.c lists them). Call with o NULL
- * first, then copy p as it is when VALID, or mend into o when MENDED. */
-int slice_json_mend(const char *p, size_t n, struct slice_out *o);
-
-/* Past the one strict JSON value at p (whitespace before it allowed)
- * ending at or before end, judged by slice_json_mend()'s fast path
- * alone; NULL where it is not, or may not be (the descent would say).
- * The reader's judge (idx_reader_judge()). */
-const char *slice_json_strict_end(const char *p, const char *end);
-
-/* Writes p[0..n) as the body of a JSON string (no quotes): '"', '\\' and
- * control characters escaped, bytes that are not UTF-8 as U+FFFD. */
-void slice_json_escape(struct slice_out *o, const char *p, size_t n);
-
-/* The value of the member key of the JSON object p[0..n) (strict JSON,
- * as it is or as slice_json_mend() wrote it; the key written without
- * escapes): 1 with its text in *val, or 0 when it has none. */
-int slice_json_member(const char *p, size_t n, const char *key,
-                      struct idx_str *val);
-
-/* traced_slice's counts: "events_read":..,.."events_dropped":.. */
-void slice_put_counts(struct slice_out *o, const struct idx_slice_stats *t);
-/* ,"findings": {steps, idle} when on, else null. */
-void slice_put_findings(struct slice_out *o, const struct idx_slice_stats *t,
-                        int on);
-
-/* ---- ranges of the text from access points (slice_feed.c) ---- */
-
-/* A range of the document's text to feed: [a, b) (b UINT64_MAX: to
- * the end), starting at element number elems, over `pieces` pieces. */
-struct slice_range {
-  uint64_t a, b, elems;
-  size_t pieces;
+/* A finding of the time pass (agg.h's struct agg_finding) with its kind
+ * and label as text (borrowed from the figures), as slice_figs_found()
+ * reads it back. */
+struct slice_found {
+  int what, cause;
+  int64_t start_ns, end_ns, between_ns;
+  const char *kind, *label;
+  size_t kind_n, label_n;
 };
 
-struct slice_feed {
-  int fd; /* the trace, borrowed */
-  const struct idx_points *pts;
-  struct idx_reader *rd;    /* what the ranges are fed to */
-  struct idx_resume *rs;    /* the stream open, or NULL */
-  uint64_t pos;             /* the document offset it is at */
-  uint64_t text_bytes;      /* inflated in all (read after closing) */
-  const atomic_bool *cancel; /* checked between reads; may be NULL */
-  char *buf;
-  struct tr_err *err;
-  struct slice_pump *pump; /* the thread inflating ahead, or NULL */
+struct slice_figs {
+  uint32_t format;    /* enum idx_format, as the reader settled it */
+  uint32_t step_side; /* agg.h's AGG_SIDE_* */
+  int found_complete; /* every finding is stored */
+  uint64_t delivered; /* events handed over (a slice's events_read) */
+  int64_t max_pid;    /* largest numeric pid; INT64_MIN: none */
+  int64_t array_end;  /* offset of traceEvents' ']' */
+  struct slice_piece *piece;
+  size_t npieces, pieces_cap;
+  struct slice_meta *meta;
+  size_t nmeta, meta_cap;
+  uint8_t *found; /* decoded: the findings, packed (slice_figs.c) */
+  size_t nfound, found_len;
+  struct slice_found_block *block; /* the findings' index */
+  size_t nblocks, blocks_cap;
+  char *text; /* the metas' text */
+  size_t text_len, text_cap;
+  int borrowed; /* decoded: text and found lie in the decoded bytes */
+  /* Recording. The findings go straight to the points file, as a trace
+   * has hundreds of thousands of them (never all in memory). */
+  uint32_t seen_marks; /* the reader's marks taken so far */
+  int broken;          /* out of memory or a failed write */
+  struct idx_agg *agg; /* whose findings (borrowed) */
+  FILE *out;           /* slice_figs_write()'s, borrowed */
+  long head_at;        /* where the figures begin in it */
+  uint8_t *wb;         /* findings not yet written to out */
+  size_t wb_n;
+  int64_t found_last; /* the last finding's start */
 };
 
-/* Ready to feed rd from the points pts of the file open on fd (both
- * borrowed). 0 or TR_ENOMEM; slice_feed_close() either way. */
-int slice_feed_open(struct slice_feed *f, int fd, const struct idx_points *pts,
-                    struct idx_reader *rd, struct tr_err *err);
+/* Zero-filled, then this: ready to record the events and the findings
+ * of agg (borrowed). */
+void slice_figs_init(struct slice_figs *f, struct idx_agg *agg);
 
-/* Starts a thread that inflates range[0..n) (borrowed until closing),
- * in that order, ahead of the caller's slice_feed_range() calls, which
- * must then ask for exactly those ranges in that order. 0 or TR_ENOMEM
- * (then the feed inflates on the caller's turn, as without). */
-int slice_feed_pump(struct slice_feed *f, const struct slice_range *range,
-                    size_t n);
+/* slice_figs_event() of an event that begins a piece, is ph "M", or
+ * comes before the first piece. */
+void slice_figs_other(struct slice_figs *f, const struct idx_doc *doc,
+                      const struct idx_event *ev);
 
-/* Feeds the text [a, b) to the reader (b UINT64_MAX: to the end), a at
- * or after the last range's end. 0, the reader's failure, TR_ECONFLICT
- * when cancelled, or negative with err (the file does not match its
- * points). */
-int slice_feed_range(struct slice_feed *f, uint64_t a, uint64_t b);
+/* An event's span as a slice judges it: [ts, ts + dur) for ph "X" with
+ * a dur, else [ts, ts + 1 ns); saturated at INT64_MAX. */
+static inline void slice_span(const struct idx_event *ev, int64_t *b,
+                              int64_t *e)
+{
+  *b = *e = ev->ts_ns;
+  if (ev->ph == 'X' && (ev->has & IDX_HAS_DUR) &&
+      __builtin_add_overflow(*b, ev->dur_ns, e))
+    *e = INT64_MAX;
+  if (*e <= *b)
+    *e = *b < INT64_MAX ? *b + 1 : *b;
+}
 
-/* Stops and joins the pump's thread, if any; f->text_bytes is then
- * final. */
-void slice_feed_close(struct slice_feed *f);
+/* Widens the piece's hull by the event's span, when it has a time. */
+static inline void slice_piece_widen(struct slice_piece *p,
+                                     const struct idx_event *ev)
+{
+  int64_t b, e;
 
-/* ---- one rank's part of an all-ranks slice (slice_ranks.c) ---- */
+  if (!(ev->has & IDX_HAS_TS))
+    return; /* never in a slice */
+  slice_span(ev, &b, &e);
+  if (b < p->lo)
+    p->lo = b;
+  if (e > p->hi)
+    p->hi = e;
+}
 
-/* A rank's processes in the merged timeline: each pid the rank's events
- * name (its text as written) gets one of its own, so ranks never share
- * one. Filled by the rank's slicer, read by idx_slice_ranks(). */
-struct slice_part {
-  uint64_t place, places; /* the rank's place in the list, of so many */
-  int64_t pid_base;       /* the rank's pids are pid_base + 1 ... */
-  char prefix[32];        /* "rank 3 \u00b7 ", before each process name */
-  struct agg_map pids;    /* pid text -> id; SLICE_PART_PIDS at most */
-  uint8_t *named;         /* by id: a process_name event was written */
-  size_t named_cap;
-  uint64_t elements;         /* elements of traceEvents written, all ranks */
-  struct slice_held scratch; /* a mended event, before its pid is
-                                replaced */
-};
+/* Records an event handed over by the reader (idx_event_cb's arguments).
+ * Inline, as it runs for every event: the common one widens its piece's
+ * hull; the rest is slice_figs_other()'s. */
+static inline void slice_figs_event(struct slice_figs *f,
+                                    const struct idx_doc *doc,
+                                    const struct idx_event *ev)
+{
+  f->delivered++;
+  if ((ev->has & IDX_HAS_PID) && ev->pid > f->max_pid)
+    f->max_pid = ev->pid;
+  if (__builtin_expect(
+          doc->marks != f->seen_marks || ev->ph == 'M' || f->npieces == 0, 0)) {
+    slice_figs_other(f, doc, ev);
+    return;
+  }
+  slice_piece_widen(&f->piece[f->npieces - 1], ev);
+}
 
-/* Writes ev (judged VALID or MENDED by slice_json_mend()) to o with its
- * pid replaced by its process's in the merged timeline (and a pid added
- * when it has none); a process_name event's name gets the rank's prefix.
- * Failures go to o->rc. */
-void slice_part_event(struct slice_part *pt, struct slice_out *o,
-                      const struct idx_event *ev, int verdict);
+/* The agg's finding fd as a slice draws it, its label written to label
+ * (AGG_LABEL_TEXT + 1 bytes), its kind's name borrowed from a. */
+void slice_found_of(struct idx_agg *a, const struct agg_finding *fd,
+                    char *label, struct slice_found *out);
 
-/* The merged timeline's pid of the rank's numeric pid; when naming, its
- * process_name is being written. -1 (o->rc set) when out of memory. */
-int64_t slice_part_pid_num(struct slice_part *pt, struct slice_out *o,
-                           int64_t pid, int naming);
+/* Records a finding of the agg's time pass (an idx_agg.on_finding, ud
+ * the struct slice_figs). */
+void slice_figs_finding(void *ud, const struct agg_finding *fd);
 
-/* The slicer of idx_slice_under() (slice.c): with part NULL it writes a
- * whole document; else only the elements of traceEvents, one rank's
- * part of a merged document (members left out, no traced_slice), its
- * pids those of part. */
-int slice_rank_run(const char *root, const char *path,
-                   const struct idx_slice_opts *o, struct slice_part *part,
-                   idx_write_fn write, void *ud, struct idx_slice_stats *stats,
-                   struct tr_err *err);
+/* After the reading, before the time pass: the figures so far to out,
+ * where the findings will follow. 0; TR_EFORMAT when they cannot serve a
+ * slice (out of memory, no piece, traceEvents never closed: nothing is
+ * written, no finding is kept); TR_EIO. */
+int slice_figs_write(struct slice_figs *f, const struct idx_doc *doc,
+                     FILE *out);
+
+/* After the time pass: the findings' counts into what was written, and
+ * the bytes written in all into *len. 0 or TR_EIO. */
+int slice_figs_seal(struct slice_figs *f, uint64_t *len);
+
+/* b[0..len) into *f (caller frees with slice_figs_free()), every count,
+ * offset and order checked; the texts and findings are left in b, which
+ * must outlive *f. 0, TR_EFORMAT or TR_ENOMEM. */
+int slice_figs_decode(const uint8_t *b, size_t len, struct slice_figs *f);
+
+void slice_figs_free(struct slice_figs *f);
+
+/* Reads the finding at *at (0 to begin) of g's findings into *f and
+ * moves *at and *last (0 to begin) past it: 1, or 0 after the last
+ * (or at bytes that are not a finding: the rest is not read). */
+int slice_figs_found(const struct slice_figs *g, size_t *at, int64_t *last,
+                     struct slice_found *f);
 
 #endif

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "index/slice/slice.h"
+#include "index/slice/slice_int.h"
 
 /* Bytes inflated at a time. */
 #define FEED_BUF   (256u << 10)

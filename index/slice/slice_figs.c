@@ -1,5 +1,5 @@
 /*
- * A rank's slice figures (slice_figs.h): recorded beside the indexing,
+ * A rank's slice figures (slice.h): recorded beside the indexing,
  * and their bytes in the points file, little-endian, every count checked
  * on decode:
  *
@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "index/slice/slice_figs.h"
+#include "index/slice/slice.h"
 
 #define HEAD_BYTES  84
 #define PIECE_BYTES 36

@@ -26,8 +26,8 @@
 #endif
 
 #include "common/text.h"
-#include "index/read/reader_int.h"
-#include "index/slice/slice.h"
+#include "index/read/read.h"
+#include "index/slice/slice_int.h"
 
 struct mend {
   const char *p, *end;

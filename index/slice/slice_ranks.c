@@ -36,7 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "index/slice/slice.h"
+#include "index/slice/slice_int.h"
 
 /* Processes one rank may have in the merged timeline; also the distance
  * between two ranks' pid_base. */

@@ -8,7 +8,7 @@
  */
 #include <string.h>
 
-#include "index/agg/agg.h"
+#include "index/kit/kit.h"
 
 static void *beside_main(void *arg)
 {

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "index/agg/agg.h"
+#include "index/kit/kit.h"
 
 #define SEEN_RECS 4096 /* hashes held before a run is spilled */
 

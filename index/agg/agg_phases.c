@@ -1,11 +1,6 @@
 /*
- * The time-ordered pass over the records (agg_runs.c merges them in start
- * order). Pass 1: union of device intervals (gpu_busy_ns), kernel time
- * inside each step kind's GPU-side labels (per kind and per family), the
- * phase cuts, and, each in its own file, the step distributions
- * (agg_steps.c), idle time by cause (agg_idle.c) and the utilisation
- * timeline (agg_timeline.c). Pass 2: per-phase figures (busy time,
- * kernels, top kernels and launch shapes).
+ * The phases of a rank (the phases table), from the walk of the records in
+ * start order (agg.c) and a second pass of its own over them at its end.
  *
  * Phases (the seed 003 analysis, section 7: warm-up, each steady shape,
  * idle gaps): a new phase starts
@@ -19,18 +14,13 @@
  * merged into their nearer neighbour until at most 64 remain. A merged
  * phase keeps the cause of its earliest part. At most 4096 raw phases are
  * held: beyond that the short ones are merged early. A phase's figures
- * count the device records that start in it.
- *
- * Step kernel time: a kernel counts for a kind when it starts inside one
- * of that kind's GPU-side labels, [start, end); inside labels of two kinds
- * it counts for both (each kind's union is kept apart).
+ * (the second pass) count the device records that start in it: busy
+ * time, kernels, top kernels and launch shapes.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "index/agg/agg.h"
-#include "index/agg/agg_sum.h"
-#include "index/cpath/cpath.h"
 
 #define GAP_MIN_NS    1000000
 #define PHASE_MAX     64
@@ -50,38 +40,14 @@ struct segs {
   size_t n, cap;
 };
 
-/* Pass 1 state. */
-struct walk {
-  struct idx_agg *a;
-  uint32_t heavy;       /* name id of the heaviest kernel */
-  uint32_t heavy_shape; /* shape of its last call, UINT32_MAX: none yet */
+/* The pass's state: the phases cut so far, then their rows. */
+struct agg_phases {
+  uint32_t heavy_shape; /* shape of the heaviest kernel's last call,
+                           UINT32_MAX: none yet */
   int64_t gap_ns, min_len_ns;
-  int any;
-  int64_t cur_end; /* end of the union so far */
-  int64_t busy;
-  int64_t cover_end[AGG_MAX_STEP_KINDS]; /* per kind: end of labels */
   struct segs segs;
-  uint32_t label_type; /* the step side's label records */
-  int copy_cat, memset_cat;
-  struct agg_steps_walk *steps;
-  struct agg_idle_walk *idle;
-  struct agg_coll_walk *coll;
-  struct agg_samples_walk *samples;
+  json_t *rows; /* the phases, once the pass has ended */
 };
-
-static int is_device(uint32_t type)
-{
-  return type == AGG_REC_KERNEL || type == AGG_REC_COPY ||
-         type == AGG_REC_MEMSET;
-}
-
-/* The category index of a device record. */
-static int rec_category(const struct walk *w, const struct agg_rec *r)
-{
-  if (r->type == AGG_REC_KERNEL)
-    return w->a->name_cat[w->a->shapes[r->id].name];
-  return r->type == AGG_REC_COPY ? w->copy_cat : w->memset_cat;
-}
 
 static int64_t seg_len(const struct seg *s)
 {
@@ -133,7 +99,7 @@ static void cap_count(struct segs *s, size_t max)
   }
 }
 
-static int seg_open(struct walk *w, const struct agg_rec *r, int cause)
+static int seg_open(struct agg_phases *w, const struct agg_rec *r, int cause)
 {
   struct segs *s = &w->segs;
 
@@ -150,129 +116,33 @@ static int seg_open(struct walk *w, const struct agg_rec *r, int cause)
   return 0;
 }
 
-static int walk_device(struct walk *w, const struct agg_rec *r)
+/* A device record: a phase opens (its cause), or the last one grows. */
+int agg_phases_walk(struct idx_agg *a, struct agg_at *at)
 {
+  struct agg_phases *w = a->phases;
+  const struct agg_rec *r = at->r;
   int64_t end = r->start_ns + r->dur_ns;
   int cause = -1;
   struct seg *cur;
 
-  if (!w->any) {
+  if (!agg_rec_device(r->type))
+    return 0;
+  if (!at->any) {
     cause = CAUSE_START;
-  } else if (r->start_ns - w->cur_end >= w->gap_ns) {
+  } else if (r->start_ns - at->busy_end >= w->gap_ns) {
     cause = CAUSE_GAP;
   }
-  if (r->type == AGG_REC_KERNEL && w->a->shapes[r->id].name == w->heavy) {
+  if (r->type == AGG_REC_KERNEL && a->shapes[r->id].name == a->heavy) {
     if (r->id != w->heavy_shape && cause < 0)
       cause = CAUSE_SHAPE;
     w->heavy_shape = r->id;
   }
-  if (!w->any || r->start_ns >= w->cur_end) {
-    w->busy += r->dur_ns;
-    agg_timeline_busy(&w->a->tl, r->start_ns, end, rec_category(w, r));
-  } else if (end > w->cur_end) {
-    w->busy += end - w->cur_end;
-    agg_timeline_busy(&w->a->tl, w->cur_end, end, rec_category(w, r));
-  }
-  if (!w->any || end > w->cur_end)
-    w->cur_end = end;
-  w->any = 1;
   if (cause >= 0)
     return seg_open(w, r, cause);
   cur = &w->segs.v[w->segs.n - 1];
   if (end > cur->end)
     cur->end = end;
   return 0;
-}
-
-/* A kernel inside the union of a kind's labels started so far counts for
- * that kind: labels arrive in start order, so the union covers t exactly
- * when t is before the largest label end seen. The step side's labels:
- * under host-side labels (ProfilerStep#N) the kernels that run inside the
- * host's step, as the step cards list them (agg_steps.c); a family's time
- * per step kind is GPU-side only (docs/ANALYSIS.md). */
-static int walk_rec(struct walk *w, const struct agg_rec *r)
-{
-  struct idx_agg *a = w->a;
-  uint32_t k, fam;
-  int rc;
-
-  if (r->type == w->label_type) {
-    if (r->id < a->nkinds && a->on_finding != NULL)
-      a->on_finding(a->finding_ud,
-                    &(struct agg_finding){ AGG_FOUND_STEP, r->start_ns,
-                                           r->start_ns + r->dur_ns, r->id,
-                                           r->aux, 0, 0 });
-    if (r->id < a->nkinds && r->start_ns + r->dur_ns > w->cover_end[r->id])
-      w->cover_end[r->id] = r->start_ns + r->dur_ns;
-    if (r->id < a->nkinds)
-      agg_timeline_label(&a->tl, r->id, r->start_ns, r->start_ns + r->dur_ns);
-    return 0;
-  }
-  if (r->type != AGG_REC_KERNEL)
-    return 0;
-  fam = a->step_side == AGG_SIDE_GPU ? a->name_family[a->shapes[r->id].name]
-                                     : UINT32_MAX;
-  for (k = 0; k < a->nkinds; k++)
-    if (r->start_ns < w->cover_end[k]) {
-      a->steps[a->step_side][k].kernel_ns =
-          tr_sat_add(a->steps[a->step_side][k].kernel_ns, r->dur_ns);
-      if (fam != UINT32_MAX &&
-          (rc = agg_famstep_add(a, fam, k, r->dur_ns)) != 0)
-        return rc;
-    }
-  return 0;
-}
-
-static int pass1_rec(struct walk *w, const struct agg_rec *r)
-{
-  int64_t busy_end = w->any ? w->cur_end : w->a->t0_ns;
-  int label = r->type == AGG_REC_LABEL || r->type == AGG_REC_LABEL_CPU;
-  int rc;
-
-  /* The critical path first: it brings the host events up to r, which the
-   * idle walk's culprits ask about. It reads its own labels (cpath.c). */
-  if ((rc = agg_cpath_walk_rec(w->a->cpath_walk, r, busy_end)) != 0)
-    return rc;
-  if (label && r->id == w->a->dropped_kind)
-    return 0;
-  if ((rc = agg_coll_walk_rec(w->coll, r)) != 0 ||
-      (rc = agg_idle_walk_rec(w->idle, r, busy_end)) != 0 ||
-      (rc = agg_steps_walk_rec(w->steps, r)) != 0 ||
-      (rc = agg_samples_walk_rec(
-           w->samples, r,
-           label && agg_steps_walk_warmup(w->steps, r->id))) != 0 ||
-      (rc = walk_rec(w, r)) != 0)
-    return rc;
-  return is_device(r->type) ? walk_device(w, r) : 0;
-}
-
-static int pass1(struct walk *w)
-{
-  struct agg_iter *it;
-  struct agg_rec r;
-  size_t k;
-  int rc;
-
-  for (k = 0; k < AGG_MAX_STEP_KINDS; k++)
-    w->cover_end[k] = INT64_MIN;
-  if ((rc = agg_steps_walk_new(w->a, &w->steps)) != 0 ||
-      (rc = agg_idle_walk_new(w->a, &w->idle)) != 0 ||
-      (rc = agg_coll_walk_new(w->a, &w->coll)) != 0 ||
-      (rc = agg_cpath_walk_new(w->a, &w->a->cpath_walk)) != 0 ||
-      (rc = agg_samples_walk_new(w->a, &w->samples)) != 0 ||
-      (rc = agg_iter_open(&w->a->runs, &it)) != 0)
-    return rc;
-  while ((rc = agg_iter_next(it, &r)) == 1)
-    if ((rc = pass1_rec(w, &r)) != 0)
-      break;
-  agg_iter_close(it);
-  agg_timeline_end(&w->a->tl);
-  if (rc == 0)
-    rc = agg_coll_walk_end(w->coll);
-  else
-    agg_coll_walk_free(w->coll);
-  w->coll = NULL;
-  return rc;
 }
 
 /* Pass 2 state: the phase being summed. */
@@ -429,7 +299,7 @@ static int pass2(struct phase_sum *ps)
   if ((rc = agg_iter_open(&ps->a->runs, &it)) != 0)
     return rc;
   while ((rc = agg_iter_next(it, &r)) == 1)
-    if (is_device(r.type))
+    if (agg_rec_device(r.type))
       phase_add(ps, &r);
   agg_iter_close(it);
   if (rc == 0 && ps->nrec > 0)
@@ -466,49 +336,46 @@ static int phases(struct idx_agg *a, const struct segs *segs, json_t **out)
   return 0;
 }
 
-int agg_time_pass(struct idx_agg *a, uint32_t heavy, struct agg_time_out *out,
-                  struct tr_err *err)
+int agg_phases_new(struct idx_agg *a)
 {
-  struct walk w;
-  int64_t span = a->tend_ns - a->t0_ns;
-  int rc;
+  return (a->phases = calloc(1, sizeof(*a->phases))) == NULL ? TR_ENOMEM : 0;
+}
 
-  memset(&w, 0, sizeof(w));
-  w.a = a;
-  w.heavy = heavy;
-  w.heavy_shape = UINT32_MAX;
-  w.label_type =
-      a->step_side == AGG_SIDE_GPU ? AGG_REC_LABEL : AGG_REC_LABEL_CPU;
-  w.copy_cat = agg_category_index("copy");
-  w.memset_cat = agg_category_index("memset");
-  w.gap_ns = span / 1000 > GAP_MIN_NS ? span / 1000 : GAP_MIN_NS;
-  w.min_len_ns = span / 100;
-  if ((rc = agg_runs_seal(&a->runs)) == 0 &&
-      (rc = agg_runs_seal(&a->coll_runs)) == 0 &&
-      (rc = agg_timeline_init(&a->tl, a->t0_ns, a->tend_ns, a->nkinds)) == 0 &&
-      (rc = pass1(&w)) == 0) {
-    rc = agg_idle_walk_end(w.idle, w.any ? w.cur_end : a->t0_ns);
-    w.idle = NULL;
-    if (rc == 0)
-      rc = agg_cpath_walk_end(a->cpath_walk);
-    else
-      agg_cpath_walk_free(a->cpath_walk);
-    a->cpath_walk = NULL;
-    merge_short(&w.segs, w.min_len_ns);
-    cap_count(&w.segs, PHASE_MAX);
-    if (rc == 0)
-      rc = phases(a, &w.segs, &out->phases);
-  }
-  agg_steps_walk_end(w.steps);
-  agg_samples_walk_end(w.samples);
-  agg_idle_walk_free(w.idle);
-  agg_cpath_walk_free(a->cpath_walk);
-  a->cpath_walk = NULL;
-  agg_coll_walk_free(w.coll);
-  free(w.segs.v);
-  if (rc != 0)
-    return tr_err_set(err, rc, "", "time pass failed: %s (%d)", tr_strerror(rc),
-                      rc);
-  out->gpu_busy_ns = w.busy;
+void agg_phases_free(struct idx_agg *a)
+{
+  if (a->phases == NULL)
+    return;
+  free(a->phases->segs.v);
+  json_decref(a->phases->rows);
+  free(a->phases);
+  a->phases = NULL;
+}
+
+int agg_phases_seal(struct idx_agg *a, struct tr_err *err)
+{
+  struct agg_phases *w = a->phases;
+  int64_t span = a->tend_ns - a->t0_ns;
+
+  (void)err;
+  w->heavy_shape = UINT32_MAX;
+  w->gap_ns = span / 1000 > GAP_MIN_NS ? span / 1000 : GAP_MIN_NS;
+  w->min_len_ns = span / 100;
   return 0;
+}
+
+/* The phases merged, then summed by a second pass over the records. */
+int agg_phases_end(struct idx_agg *a, struct tr_err *err)
+{
+  struct agg_phases *w = a->phases;
+
+  (void)err;
+  merge_short(&w->segs, w->min_len_ns);
+  cap_count(&w->segs, PHASE_MAX);
+  return phases(a, &w->segs, &w->rows);
+}
+
+/* The phases, held until their turn. */
+void agg_phase_rows(struct idx_agg *a, struct agg_out *o)
+{
+  agg_out_array(o, json_incref(a->phases->rows));
 }

@@ -1,20 +1,152 @@
 /*
+ * read: bytes to events (index/read/README.md). Its face, what the rooms
+ * above it read: the events the reader hands out (struct idx_event, one
+ * per element of traceEvents, to a callback), the trace formats and their
+ * classes of events, the access points recorded while inflating, and the
+ * reader's number grammar and depth bound, which the slicer's strict JSON
+ * judge shares (index/slice/slice_json.c). Internal to index/.
+ */
+#ifndef IDX_READ_H
+#define IDX_READ_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/stat.h>
+
+#include "common/tr.h"
+#include "index/index.h"
+
+/* ---- access points (points.c, points_resume.c) ---- */
+
+/*
+ * Access points into a trace file, so that a reader can start inflating
+ * near an output offset instead of at the file's start (zlib's
+ * examples/zran.c): each point is where a deflate block starts (its bit
+ * offset in the file), the output offset there, and the 32 KiB of output
+ * before it, which the block may copy from. A point at a gzip member's
+ * start needs no window; in a plain file a point is just an offset.
+ *
+ * The indexing pass records them as it inflates (index/read/source.c,
+ * idx_source_open_points()); idx_points_save() writes them beside the
+ * rank, the windows deflated; idx_points_load() reads them back and
+ * refuses a file that is damaged or was made from another version of the
+ * source; idx_resume_*() inflates from one. No thread of its own; a
+ * struct is used by one thread at a time.
+ */
+#define IDX_POINT_WINDOW (32u * 1024) /* deflate's farthest copy */
+/* Output bytes between points, by default: a slice then inflates half of
+ * that on average before its window (docs/BENCHMARKS.md, "Access
+ * points", has what it costs and what the file weighs). */
+#ifndef IDX_POINT_SPACING /* a build may set it (bench/, docs/SLICES.md) */
+#define IDX_POINT_SPACING (32ull << 20)
+#endif
+#define IDX_POINT_SPACING_MIN (16u * 1024) /* smaller is taken as this */
+#define IDX_POINTS_MAX        (1u << 20) /* points in one file, loaded or made */
+#define IDX_POINTS_WZ_MAX     (64u << 20) /* their deflated windows' bytes */
+
+enum idx_point_kind {
+  IDX_POINT_BLOCK,  /* a block inside a member: needs the window */
+  IDX_POINT_MEMBER, /* a gzip member's first byte */
+  IDX_POINT_PLAIN   /* a plain file's byte */
+};
+
+struct idx_point {
+  uint64_t out_off; /* output (JSON text) offset */
+  uint64_t in_bit;  /* the file's bit where the block or member starts */
+  uint32_t kind;    /* enum idx_point_kind */
+  uint32_t win_len; /* window bytes (0..IDX_POINT_WINDOW) */
+  uint64_t wz_off;  /* its deflated bytes in idx_points.wz */
+  uint32_t wz_len;
+};
+
+/* Zero-filled is empty and valid. */
+struct idx_points {
+  struct idx_point *pt; /* n, out_off and in_bit increasing */
+  uint32_t n, cap;
+  uint8_t *wz; /* the windows, each deflated on its own */
+  size_t wz_len, wz_cap;
+  /* Bytes stored with them for the slicer (index/slice/slice.h), opaque
+   * here; NULL: none. */
+  uint8_t *figs;
+  size_t figs_len;
+  /* Loaded: the file mapped, which wz and figs point into (a slice
+   * loads them each time: no copy). NULL when made here. */
+  uint8_t *file;
+  size_t file_len;
+};
+
+/* Appends a point, deflating its window (win_len bytes, borrowed; NULL
+ * when 0). 0, TR_ELIMIT past IDX_POINTS_MAX or IDX_POINTS_WZ_MAX,
+ * TR_EINVAL when it does not follow the last point, or TR_ENOMEM (p
+ * unchanged). */
+int idx_points_add(struct idx_points *p, const struct idx_point *pt,
+                   const uint8_t *win);
+
+/* Writes p to path (path.tmp, then renamed), stamped with the source
+ * file's size and mtime (src: its fstat()), p->figs after the points.
+ * 0 or negative with err. */
+int idx_points_save(const struct idx_points *p, const char *path,
+                    const struct stat *src, struct tr_err *err);
+
+/* The same in three steps, so that the slicer's bytes can be streamed
+ * after the points (index/file.c writes them while the time pass runs):
+ * idx_points_open() writes path.tmp up to the points' end, the caller
+ * writes its bytes to o->f, idx_points_close() records how many there
+ * are and renames the file into place when rc is 0, else removes it;
+ * it returns rc or its own failure. */
+struct idx_points_out {
+  FILE *f;
+  char *tmp;
+};
+int idx_points_open(const struct idx_points *p, const char *path,
+                    const struct stat *src, struct idx_points_out *o,
+                    struct tr_err *err);
+int idx_points_close(struct idx_points_out *o, const char *path,
+                     uint64_t figs_len, int rc, struct tr_err *err);
+
+/* Reads path into *out (caller frees with idx_points_free()) when it is
+ * a points file of this version whose stamp matches src and whose every
+ * count and offset is in bounds. 0; TR_ENOTFOUND when it is missing,
+ * TR_EFORMAT when it is damaged or stale (the caller then has no points
+ * and reads from the start), negative errno, or TR_ENOMEM. */
+int idx_points_load(const char *path, const struct stat *src,
+                    struct idx_points *out, struct tr_err *err);
+
+/* The window of point i inflated into buf (IDX_POINT_WINDOW bytes).
+ * 0 or TR_EFORMAT. */
+int idx_points_window(const struct idx_points *p, uint32_t i, uint8_t *buf);
+
+/* The last point at or before out_off, or -1 when none. */
+long idx_points_find(const struct idx_points *p, uint64_t out_off);
+
+/* Frees the arrays (NULL or empty is fine); p is then empty. */
+void idx_points_free(struct idx_points *p);
+
+/* Inflating from a point to the end of the file. */
+struct idx_resume;
+
+/* Starts at point i of p (copied what it needs) in the file open on fd
+ * (borrowed until idx_resume_free()). 0, TR_EINVAL, TR_EFORMAT or
+ * TR_ENOMEM; caller frees with idx_resume_free(). */
+int idx_resume_open(int fd, const struct idx_points *p, uint32_t i,
+                    struct idx_resume **out);
+
+/* The next output bytes into buf (up to cap): *got 0 at the end. 0, or
+ * negative with err (a read error, damaged data). */
+int idx_resume_read(struct idx_resume *r, uint8_t *buf, size_t cap, size_t *got,
+                    struct tr_err *err);
+
+void idx_resume_free(struct idx_resume *r);
+
+/* ---- events (reader.c, source.c) ---- */
+
+/*
  * The seam between the trace reader (reader.c, source.c) and the
  * aggregation (agg*.c): the reader turns JSON text into struct idx_event
  * records, one per element of traceEvents, and hands each to a callback.
  * Internal to index/.
  */
-#ifndef IDX_EVENT_H
-#define IDX_EVENT_H
-
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-
-#include "common/tr.h"
-#include "index/index.h"
-#include "index/read/points.h"
-
 /* A string of the event, JSON escapes already decoded, valid UTF-8, not
  * NUL-terminated. Borrowed: valid only during the callback. p == NULL when
  * the field was absent. */
@@ -183,7 +315,7 @@ int idx_reader_feed(struct idx_reader *r, const char *buf, size_t len,
                     struct tr_err *err);
 
 /* A chunk of the document as idx_source hands it out: its text and the
- * events its thread walked ahead in it (reader_int.h), or NULL (the
+ * events its thread walked ahead in it (read_int.h), or NULL (the
  * reader then walks them itself). All borrowed for the call. */
 struct idx_batch;
 struct idx_chunk {
@@ -253,8 +385,8 @@ void idx_reader_judge(struct idx_reader *r, idx_strict_fn strict);
  * inflated (ISA-L where built with it, else zlib) on a thread of its own
  * into a small ring of buffers, so that inflating overlaps parsing; or,
  * without IDX_SOURCE_THREAD, on the caller's thread as it asks for each
- * chunk. With IDX_SOURCE_SCAN (and stage 1 on, index/read/scan.h) the thread,
- * when it is ahead, also walks the events of chunks the caller has not
+ * chunk. With IDX_SOURCE_SCAN (and stage 1 on, index/read/read_int.h) the
+ * thread, when it is ahead, also walks the events of chunks the caller has not
  * taken yet (reader_batch.c).
  */
 struct idx_source;
@@ -268,7 +400,7 @@ int idx_source_open(const char *path, unsigned flags, struct idx_source **out,
 int idx_source_open_under(const char *root, const char *path, unsigned flags,
                           struct idx_source **out, struct tr_err *err);
 
-/* The same, recording access points (index/read/points.h) every `spacing`
+/* The same, recording access points (index/read/read.h) every `spacing`
  * output bytes (0: none, as idx_source_open_under(); at least
  * IDX_POINT_SPACING_MIN). */
 int idx_source_open_points(const char *root, const char *path, unsigned flags,
@@ -338,5 +470,145 @@ int idx_read_under(const char *root, const char *path, struct idx_reader *rd,
  * failure recorded wins. Returns rc. */
 int idx_file_fail(struct tr_err *err, const struct tr_err *local, int rc,
                   const char *path);
+
+/* ---- trace formats (format.c) ---- */
+
+/*
+ * The trace formats the indexer reads, one row each (format.c): the name
+ * the API and the summary use, the unit of ts/dur, how a file is
+ * recognised, and how its events are classified for the aggregation. A
+ * new format is a value of enum idx_format (index.h) and a row here, with
+ * its two functions; nothing else names a format. Internal to index/.
+ */
+/* What an event counts as in the rank summary (agg.c). */
+enum idx_class {
+  IDX_CLASS_NONE, /* read for the trace's span only */
+  IDX_CLASS_KERNEL,
+  IDX_CLASS_COPY,
+  IDX_CLASS_MEMSET,
+  IDX_CLASS_RUNTIME,   /* host runtime API, kept apart from device time */
+  IDX_CLASS_LABEL_CPU, /* a run label on the host (ATOM's prefill[...]) */
+  IDX_CLASS_LABEL_GPU, /* the same label projected on the GPU stream */
+  IDX_CLASS_CPU_OP,    /* a CPU op (index/host/host.c) */
+  IDX_CLASS_PYTHON,    /* a Python function (index/host/host.c) */
+  IDX_CLASS_SYNC,      /* kineto's cuda_sync: index/cpath/cpath.c */
+  /* An instant event (ph "i"), which no format classifies: the
+   * aggregation's own word for profile_memory's [memory] events
+   * (index/memory/memory.h). */
+  IDX_CLASS_INSTANT,
+  IDX_NCLASSES
+};
+
+struct idx_format_desc {
+  enum idx_format id;
+  const char *name;  /* "kineto": API requests, summaries, --format */
+  unsigned ts_scale; /* decimal digits from the file's unit to ns: 3 for
+                        microseconds, 0 for nanoseconds */
+  /* Detection. Top-level keys only this format writes (NULL-terminated);
+   * any one of them settles the format before the first event. */
+  const char *const *top_keys;
+  int bare_array; /* a bare [ ... ] of events is this format */
+  /* Claims the first event that is not metadata ("M"); co_id: the event's
+   * args had a "co_id". NULL for the default format, which takes what no
+   * other row claims. */
+  int (*claims)(const struct idx_event *ev, int co_id);
+  /* Classification of a ph "X" event. */
+  enum idx_class (*classify)(const struct idx_event *ev);
+  /* Aggregation. launch_join: device kernels take their launch resources
+   * (shared memory, registers) from the runtime launch event of the same
+   * correlation (ROCm kineto), else from their own args. meta_device: M
+   * metadata on the device lane (pid 2) names the device. */
+  int launch_join;
+  int meta_device;
+};
+
+/* The rows, by enum idx_format (row 0, AUTO, is empty). */
+extern const struct idx_format_desc idx_formats[IDX_FORMAT_COUNT];
+
+/* What no other row claims (its claims is NULL). */
+#define IDX_FORMAT_DEFAULT IDX_FORMAT_KINETO
+
+/* The row of format f; IDX_FORMAT_AUTO (not settled) gives the default
+ * format's row, whose unit metadata events read before the format is
+ * settled take. Never NULL: f is an enum idx_format. Inline: the reader
+ * and the aggregation ask for every event. */
+static inline const struct idx_format_desc *idx_format_get(enum idx_format f)
+{
+  return &idx_formats[f > IDX_FORMAT_AUTO && f < IDX_FORMAT_COUNT
+                          ? f
+                          : IDX_FORMAT_DEFAULT];
+}
+
+/* The format the first event that is not metadata says the file is. */
+enum idx_format idx_format_detect(const struct idx_event *ev, int co_id);
+
+/* The format a top-level key k[0..n) settles, or IDX_FORMAT_AUTO. */
+enum idx_format idx_format_of_key(const char *k, size_t n);
+
+/* The format of a bare array of events. */
+enum idx_format idx_format_bare(void);
+
+/* ---- the reader's grammar, which slices share (reader_num.c) ---- */
+
+/* Nesting allowed in the whole document (the top object is level 1):
+ * deeper input is an error, never a deep recursion. */
+#define IDX_MAX_DEPTH 256
+
+/* Results of idx_num_parse(). */
+enum { IDX_NUM_OK = 0, IDX_NUM_NAN = 1, IDX_NUM_RANGE = 2 };
+
+/* The number written in p[0..n) (JSON grammar, leniently: a leading '+',
+ * leading zeros and a bare '.5' or '5.' are accepted) times 10^scale,
+ * exactly, digits beyond the integer truncated toward zero: ("1.0009", 3)
+ * -> 1000, ("-0.0005", 3) -> 0, ("1.5e3", 0) -> 1500. Never goes through a
+ * double. IDX_NUM_NAN when p is not a number, IDX_NUM_RANGE when the
+ * result does not fit an int64. */
+int idx_num_parse(const char *p, size_t n, unsigned scale, int64_t *out);
+
+/* How many of the 8 bytes of x (the first in the low byte) are digits
+ * before the first that is not. A byte 0xfa..0xff carries into the next
+ * one in the second test, but is itself no digit, so the first non-digit
+ * is found right. */
+static inline unsigned idx_leading_digits(uint64_t x)
+{
+  const uint64_t hi = 0xf0f0f0f0f0f0f0f0ull, zero = 0x3030303030303030ull;
+  uint64_t no = ((x & hi) ^ zero) | (((x + 0x0606060606060606ull) & hi) ^ zero);
+
+  return no == 0 ? 8 : (unsigned)__builtin_ctzll(no) / 8;
+}
+
+/* ---- an event's args from its text (args.c) ----
+ *
+ * The args members the reader's fixed fields do not hold, found by name
+ * in an event's text (idx_event.raw, which the reader keeps for consumers
+ * that ask: idx_reader_keep_text()) and returned as spans of their JSON
+ * text, for the op models (index/perf/) and the memory events
+ * (index/memory/). The text was proven JSON by the reader, escapes as
+ * written; the walk still checks every byte it relies on, so that text it
+ * was not meant for (a fuzzer's) fails cleanly. Any thread; no memory. */
+
+/* A member's value as the event writes it (JSON text); p NULL: absent. */
+struct idx_span {
+  const char *p;
+  size_t n;
+};
+
+/* The spans of the args members named names[0..count) (count at most 8)
+ * in the event text raw[0..n) (its '{' to its '}') into sp: 0, or
+ * -1 when the text has no args object or a member's value is no JSON. A
+ * member absent keeps a NULL span. */
+int idx_args_spans(const char *raw, size_t n, const char *const *names,
+                   int count, struct idx_span *sp);
+
+/* A span holding a JSON integer (no fraction, no exponent) into *v: 0, or
+ * -1 when it holds anything else or one past int64. */
+int idx_span_int(struct idx_span s, int64_t *v);
+
+/* ---- the walk's pieces, for parsers of the values ---- */
+
+/* Past the blanks at p. */
+const char *idx_json_ws(const char *p, const char *e);
+/* Past the JSON value at p, or NULL when it is none. */
+const char *idx_json_skip(const char *p, const char *e);
 
 #endif

@@ -16,10 +16,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "index/agg/agg.h"
+#include "index/kit/kit.h"
 
-#define MERGE_MEMORY_RECS (1u << 16) /* all run windows together */
-
+#define MERGE_MEMORY_RECS (1u << 13) /* all run windows together: 256 KB */
 
 /* ---- sorting a run in place (introsort) ----
  *

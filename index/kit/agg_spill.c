@@ -19,7 +19,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include "index/agg/agg.h"
+#include "index/kit/kit.h"
 
 #define SPILL_RESERVE (1ull << 30) /* bytes the disk keeps free */
 #define SPILL_CHECK   (1ull << 20) /* bytes written between looks at it */

@@ -1,10 +1,10 @@
 /*
- * Internals of the streaming reader (reader.c, reader_event.c,
- * reader_num.c). Any thread; nothing here blocks or allocates except where
- * said.
+ * The insides of the reader (index/read/README.md): the gzip inflater, the
+ * structural scan, and the streaming reader's parsing, layouts and walks.
+ * Internal to index/read/ (and its tests).
  */
-#ifndef IDX_READER_INT_H
-#define IDX_READER_INT_H
+#ifndef IDX_READ_INT_H
+#define IDX_READ_INT_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -13,12 +13,270 @@
 #include <emmintrin.h>
 #endif
 
-#include "index/read/event.h"
-#include "index/read/scan.h"
+#include "index/read/read.h"
 
-/* Nesting allowed in the whole document (the top object is level 1):
- * deeper input is an error, never a deep recursion. */
-#define IDX_MAX_DEPTH 256
+/* ---- one gzip inflater (inflate_isal.c, inflate_zlib.c) ---- */
+
+/*
+ * One gzip inflater, internal to index/: ISA-L (inflate_isal.c) when built
+ * with TRACED_HAVE_ISAL, else zlib (inflate_zlib.c). Only source.c's
+ * inflate thread uses it; an inflater is used by one thread at a time.
+ */
+struct idx_inflate;
+
+/* The buffers of one idx_inflate_run() call: both are advanced past what
+ * was consumed and produced. Borrowed for the call. */
+struct idx_inflate_io {
+  const uint8_t *in;
+  size_t in_len;
+  uint8_t *out;
+  size_t out_len;
+  /* The start of the buffer io->out is in, whose bytes before io->out are
+   * the latest output: ISA-L's hunt takes its history back from there
+   * instead of copying it aside. NULL: unknown. */
+  const uint8_t *out_first;
+};
+
+/* A new inflater expecting a gzip header. Returns 0 or TR_ENOMEM; caller
+ * frees with idx_inflate_free(). */
+int idx_inflate_new(struct idx_inflate **out);
+
+/* idx_inflate_run()'s return when, hunting, it stopped at a deflate block
+ * boundary (index/read/read.h). */
+#define IDX_INFLATE_BLOCK 2
+
+/* Inflates from io->in into io->out. Returns 0 when it stopped because the
+ * input ran out or the output is full, 1 at the end of a gzip member whose
+ * CRC matched (io->in then starts right after the member),
+ * IDX_INFLATE_BLOCK when hunting and at a block boundary with all output
+ * before it delivered, or TR_EFORMAT with *what set to a static
+ * description of the damage. */
+int idx_inflate_run(struct idx_inflate *z, struct idx_inflate_io *io,
+                    const char **what);
+
+/* Hunting (on) or not: whether idx_inflate_run() stops at the next deflate
+ * block boundary. Off after new() and reset(); a hunt costs more per byte
+ * (zlib: Z_BLOCK; ISA-L: small input pieces), so the caller hunts only
+ * when it wants a point. */
+void idx_inflate_hunt(struct idx_inflate *z, int on);
+
+/* Right after IDX_INFLATE_BLOCK: the input bits taken from io->in but not
+ * yet used, so the next block starts that many bits before io->in. */
+unsigned idx_inflate_pending_bits(const struct idx_inflate *z);
+
+/* Starts raw deflate (no gzip wrapper, no CRC) at a block boundary, an
+ * access point (index/read/read.h): nbits (0..7) bits of the block's first
+ * byte, in bits, are its first ones; win (win_len bytes, borrowed for the
+ * call) the output before it. idx_inflate_run() then returns 1 after the
+ * member's last block, idx_inflate_unused_bytes() before its trailer.
+ * 0 or TR_EFORMAT. idx_inflate_reset() goes back to gzip. */
+int idx_inflate_resume(struct idx_inflate *z, unsigned bits, unsigned nbits,
+                       const uint8_t *win, size_t win_len);
+
+/* After the end of a resumed stream: the input bytes taken past it, so
+ * that its trailer starts that many bytes before io->in. */
+unsigned idx_inflate_unused_bytes(const struct idx_inflate *z);
+
+/* Prepares for the next member of a multi-member gzip file. */
+void idx_inflate_reset(struct idx_inflate *z);
+
+/* "isal" or "zlib". */
+const char *idx_inflate_name(void);
+
+void idx_inflate_free(struct idx_inflate *z);
+
+/* ---- the structural scan (scan*.c) ---- */
+
+/*
+ * Stage 1 of the reader: a structural scan of JSON text many bytes at a
+ * time, in the way simdjson's first stage works. For every 64-byte block it
+ * finds the quotes that are not escaped, which bytes lie inside strings
+ * (a carry-less prefix XOR of the quotes), and from that the tokens the
+ * event parser walks (reader_fast.c) as bit masks. One kernel per
+ * instruction set (AVX2, SSE2, portable C), chosen at run time from what
+ * the CPU supports. Internal to index/. Any thread; nothing here blocks.
+ */
+/* What one block passes to the next: the scan of a long text in pieces
+ * gives the masks a scan of it whole would. Zeroed: the text starts
+ * outside any string. */
+struct idx_scan_carry {
+  uint64_t in_str; /* ~0: the previous block ended inside a string */
+  uint64_t esc;    /* 1: it ended on an escaping backslash */
+  uint64_t scalar; /* 1: it ended inside a number or literal */
+  uint64_t quote;  /* 1: it ended on a closing quote */
+  uint64_t value;  /* 1: it ended on the last byte of a value */
+  int64_t depth;   /* [ and { minus ] and } outside strings so far */
+};
+
+/*
+ * The masks of a scanned region: byte i of [base, base + len) is bit i % 64
+ * of word i / 64 of tok. Bits past len are 0.
+ *   tok    the bytes the event parser stops at: [ ] { } outside strings,
+ *          every unescaped quote (both ends of a string), and the first
+ *          byte of each number or literal. Between two tokens there is only
+ *          whitespace, the rest of a number or literal, and separators.
+ *   dirty  bit b of word b / 64: block b holds a backslash, a byte >= 0x80,
+ *          outside strings a byte JSON does not allow, or a separator not
+ *          right after what it separates: a ':' not right after a closing
+ *          quote, a ',' not right after the end of a string, number,
+ *          literal, array or object. The parser leaves an event that
+ *          touches such a block to the byte-wise path, which unescapes,
+ *          checks UTF-8 and reports errors.
+ * So separators are no tokens: the parser finds them next to the key or
+ * value before them (`"key": value,`, as every writer of traces puts them),
+ * a third fewer stops than a token for each.
+ */
+struct idx_scan_map {
+  const char *base;
+  size_t len;
+  int64_t depth; /* the nesting at base: the carry's depth before */
+  size_t nblocks;
+  uint64_t *tok, *dirty;
+  int any_dirty; /* some dirty bit is set */
+  size_t cap;    /* blocks the arrays hold */
+};
+
+/* Scans text[0..len) into m (growing its arrays as needed), carrying the
+ * string state in *c from the text before. 0 or TR_ENOMEM. */
+int idx_scan_run(struct idx_scan_map *m, struct idx_scan_carry *c,
+                 const char *text, size_t len);
+
+void idx_scan_map_free(struct idx_scan_map *m);
+
+/* Kernel selection: "avx512", "avx2", "sse2", "generic", or "none" (no
+ * scan: the
+ * reader walks every byte itself, as before stage 1 existed). The first
+ * use picks the best the CPU supports, or what the environment variable
+ * TRACED_SCAN names (a test and benchmark hook). idx_scan_select() returns
+ * TR_EINVAL for an unknown name or one the CPU cannot run; call it before
+ * any reader runs. */
+int idx_scan_select(const char *name);
+const char *idx_scan_name(void);
+int idx_scan_enabled(void); /* 0 for "none" */
+
+/* 1 when a block of m from a to b (both in m's text, inclusive) is
+ * dirty. */
+static inline int idx_scan_dirty(const struct idx_scan_map *m, const char *a,
+                                 const char *b)
+{
+  size_t i = (size_t)(a - m->base) / 64, j = (size_t)(b - m->base) / 64;
+
+  if (!m->any_dirty)
+    return 0;
+  for (; i <= j; i++)
+    if ((m->dirty[i / 64] >> (i % 64)) & 1)
+      return 1;
+  return 0;
+}
+
+/* ---- for the kernels (scan*.c) ---- */
+
+/* One block's masks before the string state is applied: bytes equal
+ * to or in the class. op: , : [ ] { }; b0, b1: bit 0 and bit 1 of each
+ * byte, which tell them apart (brackets are odd, '{' '[' have bit 1, ':'
+ * too); bad: bytes that may not appear outside strings (not whitespace,
+ * op, a quote, or + - . 0-9 A-Z a-z); hb: bytes >= 0x80 and backslashes;
+ * bs: the backslashes, needed only when hb is not 0. A kernel may also
+ * count a byte it finds bad as op (the block is dirty). */
+struct idx_scan_raw {
+  uint64_t quote, ws, op, b0, b1, bad, hb, bs;
+};
+
+/* Bit i: byte i follows an escaping backslash (bs: the backslashes;
+ * carry: the block before ended on one). A run of backslashes escapes
+ * every other byte after its start: simdjson's branchless find_escaped,
+ * sequences that start on an odd bit told from those on an even one by
+ * one addition. Inline and branchless: a call in the kernels' loop would
+ * make them keep their constants in memory. */
+static inline uint64_t idx_scan_escaped(uint64_t bs, uint64_t carry)
+{
+  const uint64_t even = 0x5555555555555555ull;
+  uint64_t follows, odd_starts, seq;
+
+  bs &= ~carry; /* escaped by the block before: no escaper itself */
+  follows = (bs << 1) | carry;
+  odd_starts = bs & ~even & ~follows;
+  seq = odd_starts + bs;
+  return (even ^ (seq << 1)) & follows;
+}
+
+/* Prefix XOR by shifts, for kernels without a carry-less multiply. */
+static inline uint64_t idx_scan_pxor_shift(uint64_t x)
+{
+  x ^= x << 1;
+  x ^= x << 2;
+  x ^= x << 4;
+  x ^= x << 8;
+  x ^= x << 16;
+  x ^= x << 32;
+  return x;
+}
+
+/* Applies the string state to a block's raw masks (n valid bytes, 1..64;
+ * the rest are spaces) and stores its masks as block b of m. pxor is the
+ * kernel's prefix XOR (a carry-less multiply where the CPU has one). */
+static inline void idx_scan_finish(struct idx_scan_map *m, size_t b,
+                                   struct idx_scan_carry *c,
+                                   const struct idx_scan_raw *r, unsigned n,
+                                   uint64_t (*pxor)(uint64_t))
+{
+  uint64_t quote = r->quote, in_str, scalar, start, op, sep, closing, value;
+  uint64_t ok;
+
+  if (r->hb != 0 || c->esc != 0) {
+    uint64_t esc = idx_scan_escaped(r->bs, c->esc);
+
+    quote &= ~esc;
+    /* The next block's first byte is escaped when this one's last is a
+     * backslash that is not escaped itself. */
+    c->esc = ((r->bs & ~esc) >> (n - 1)) & 1;
+  }
+  in_str = pxor(quote) ^ c->in_str;
+  c->in_str = (uint64_t)((int64_t)(in_str << (64 - n)) >> 63);
+  op = r->op & ~in_str;
+  sep = op & ~r->b0;
+  scalar = ~(r->ws | r->op | quote | in_str);
+  start = scalar & ~((scalar << 1) | c->scalar);
+  closing = quote & ~in_str;
+  value = closing | scalar | (op & r->b0 & ~r->b1); /* a value's last byte */
+  /* ':' after a closing quote, ',' after a value's last byte. */
+  ok = (sep & r->b1 & ((closing << 1) | c->quote)) |
+       (sep & ~r->b1 & ((value << 1) | c->value));
+  c->scalar = (scalar >> (n - 1)) & 1;
+  c->quote = (closing >> (n - 1)) & 1;
+  c->value = (value >> (n - 1)) & 1;
+  c->depth += __builtin_popcountll(op & r->b0 & r->b1) -
+              __builtin_popcountll(op & r->b0 & ~r->b1);
+  m->tok[b] = (op & ~sep) | quote | start;
+  if ((r->hb | (r->bad & ~in_str) | (sep & ~ok)) != 0) {
+    m->dirty[b / 64] |= 1ull << (b % 64);
+    m->any_dirty = 1;
+  }
+}
+
+/* The kernels: scan nblocks whole blocks at p into blocks b0... of m. */
+void idx_scan_generic(struct idx_scan_map *m, size_t b0,
+                      struct idx_scan_carry *c, const uint8_t *p,
+                      size_t nblocks);
+#if defined(__x86_64__)
+void idx_scan_sse2(struct idx_scan_map *m, size_t b0, struct idx_scan_carry *c,
+                   const uint8_t *p, size_t nblocks);
+void idx_scan_avx2(struct idx_scan_map *m, size_t b0, struct idx_scan_carry *c,
+                   const uint8_t *p, size_t nblocks);
+void idx_scan_avx512(struct idx_scan_map *m, size_t b0,
+                     struct idx_scan_carry *c, const uint8_t *p,
+                     size_t nblocks);
+#endif
+
+/* ---- the streaming reader (reader*.c) ---- */
+
+/*
+ * Internals of the streaming reader (reader.c, reader_event.c,
+ * reader_num.c). Any thread; nothing here blocks or allocates except where
+ * said.
+ */
+#ifdef __SSE2__
+#endif
 
 /* Largest event (or deviceProperties / distributedInfo value) buffered
  * whole; a larger one is skipped in streaming fashion and counted. */
@@ -57,17 +315,6 @@ void idx_skip_init(struct idx_skip *k);
 int idx_skip_run(struct idx_skip *k, const char *p, const char *end,
                  unsigned max_depth, size_t *used);
 
-/* Results of idx_num_parse(). */
-enum { IDX_NUM_OK = 0, IDX_NUM_NAN = 1, IDX_NUM_RANGE = 2 };
-
-/* The number written in p[0..n) (JSON grammar, leniently: a leading '+',
- * leading zeros and a bare '.5' or '5.' are accepted) times 10^scale,
- * exactly, digits beyond the integer truncated toward zero: ("1.0009", 3)
- * -> 1000, ("-0.0005", 3) -> 0, ("1.5e3", 0) -> 1500. Never goes through a
- * double. IDX_NUM_NAN when p is not a number, IDX_NUM_RANGE when the
- * result does not fit an int64. */
-int idx_num_parse(const char *p, size_t n, unsigned scale, int64_t *out);
-
 /* The common shapes of a number at p ("123", "4203669604595.407",
  * "1712195495607095.056"; no exponent, at most 19 digits kept, the result
  * within int64 but not INT64_MIN) parsed as idx_num_parse() does, in one
@@ -94,18 +341,6 @@ static const uint64_t idx_pow10[] = { 1ull,
                                       10000000000000000ull,
                                       100000000000000000ull,
                                       1000000000000000000ull };
-
-/* How many of the 8 bytes of x (the first in the low byte) are digits
- * before the first that is not. A byte 0xfa..0xff carries into the next
- * one in the second test, but is itself no digit, so the first non-digit
- * is found right. */
-static inline unsigned idx_leading_digits(uint64_t x)
-{
-  const uint64_t hi = 0xf0f0f0f0f0f0f0f0ull, zero = 0x3030303030303030ull;
-  uint64_t no = ((x & hi) ^ zero) | (((x + 0x0606060606060606ull) & hi) ^ zero);
-
-  return no == 0 ? 8 : (unsigned)__builtin_ctzll(no) / 8;
-}
 
 /* The value of the 8 digits of d (digit values, not characters; the first
  * in the low byte), by three multiplications (the SWAR method of Lemire's
@@ -525,7 +760,7 @@ static inline void idx_parsed_time(struct idx_numtok *t, unsigned scale,
 
 /* Converts ts and dur to integer ns at scale (3: microseconds, 0:
  * nanoseconds) unless the parser did already; sets IDX_HAS_TS/DUR, or
- * e->bad when a value is outside the range of event.h (IDX_TS_LIMIT_NS,
+ * e->bad when a value is outside the range of read.h (IDX_TS_LIMIT_NS,
  * IDX_DUR_LIMIT_NS: negative ones too). Inline: it runs for every event. */
 static inline void idx_parsed_times(struct idx_parsed *e, unsigned scale)
 {
@@ -558,7 +793,7 @@ static inline int idx_scalar_byte(char c)
   return idx_scalar_bytes[(unsigned char)c];
 }
 
-/* A cursor over the tokens of a scanned window (scan.h). */
+/* A cursor over the tokens of a scanned window (read_int.h). */
 struct idx_walk {
   const char *base;  /* the window's first byte */
   const char *limit; /* the end of the bytes that may be read: numbers

@@ -2,8 +2,8 @@
  * The memory room's insides (memory.h), shared by mem_lib.c (the events)
  * and mem_rows.c (the rows). Internal to index/memory/.
  */
-#ifndef IDX_MEM_INT_H
-#define IDX_MEM_INT_H
+#ifndef IDX_MEMORY_INT_H
+#define IDX_MEMORY_INT_H
 
 #include "index/memory/memory.h"
 
@@ -51,6 +51,7 @@ struct mem_lib {
   size_t owner_cap;
   uint32_t max_owners;
   struct agg_corr live; /* address ^ device -> struct mem_alloc */
+  struct mem_names names;
 };
 
 #endif

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "index/agg/agg.h"
+#include "index/kit/kit.h"
 
 #define ARENA_CHUNK 65536
 

@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "index/agg/agg.h"
+#include "index/kit/kit.h"
 
 #define SUFFIX_LEN 20 /* "...#" and 16 hex digits */
 
