@@ -269,8 +269,10 @@ def table_routes():
     body = body[:body.index("/* XX(scope, name")]
     out = []
     body = body.replace("\\\n", " ")   # the macro's line ends
-    for m in re.finditer(r'[RC]\(XX, \w+, \w+, \w+,\s*"([^"]+)",(.*?)'
-                         r'(?=[RC]\(XX|\Z)', body, re.S):
+    # R(XX, name, ROWS, row, rows, route, ...); C(XX, name, ROWS, row,
+    # route, ...)
+    for m in re.finditer(r'[RC]\(XX, \w+, \w+, \w+,(?:\s*\w+,)?\s*"([^"]+)",'
+                         r'(.*?)(?=[RC]\(XX|\Z)', body, re.S):
         rest = m.group(2)
         by = re.search(r'TR_BY\(([^)]*)\)', rest)
         out.append((m.group(1), re.findall(r'"(\w+)"', by.group(1))

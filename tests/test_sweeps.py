@@ -372,8 +372,13 @@ def cancel_running():
         sw = sweep_of(rig.d, sw["id"])
         check_eq([p["status"] for p in sw["points"]],
                  ["done", "cancelled", "cancelled"], "points")
-        check(rig.stop_calls_after(rig.get(cid)["finished_at"], timeout=30),
-              "the server stopped")
+        # A cancel while ranks may export stops the server once their
+        # exports end, or once the drain gives up on them (export_max_polls
+        # looks without progress: 60 s at 1 s a look).
+        cap = rig.get(cid)
+        check(rig.stop_calls_after(cap["finished_at"], timeout=90),
+              "the server stopped: %r, the stop script's calls %r" % (
+                  cap, rig.calls("stop_atom_server.sh")))
         code, gone = rig.d.delete("/sweeps/%d" % sw["id"])
         check_eq((code, gone), (200, {"deleted": sw["id"]}), "deleted")
         check(not os.path.exists(os.path.join(
