@@ -5,9 +5,9 @@
 #
 #   suite.sh all      the release build; its tests while the sanitizer and
 #                     fuzzer builds are made beside them (niced); the tests
-#                     under ASan+UBSan (all but those labelled `waits` or `browser`);
-#                     ThreadSanitizer (scripts/tsan.sh) beside the fuzzers
-#                     (scripts/fuzz.sh)
+#                     under ASan+UBSan (all but those labelled `waits` or
+#                     `browser`), with ThreadSanitizer (scripts/tsan.sh) and
+#                     the fuzzers (scripts/fuzz.sh) beside them at nice 10
 #   suite.sh check    the release build and its tests not labelled `slow`
 #   suite.sh release  the release build and all its tests
 #   suite.sh asan     the ASan+UBSan build and its tests but `waits` and
@@ -74,14 +74,34 @@ asan_tests() { ctest_in build-asan -LE 'waits|browser'; }
 # The sanitizer builds one after the other (niced by the caller);
 # build-asan/.built says the first is done.
 sanitizer_builds() {
-  rm -f build-asan/.built
+  rm -f build-asan/.built build-fuzz/.built
   asan_build
   touch build-asan/.built
   scripts/tsan.sh build
   scripts/fuzz.sh build
+  touch build-fuzz/.built
 }
 
-fuzz_points() { scripts/fuzz.sh run points >build-fuzz/fuzz-points.log 2>&1; }
+# ThreadSanitizer's run and the fuzzers, once their builds are made (the
+# sanitizer builds' process is $1): two fuzzers in turn on one core;
+# ThreadSanitizer, then the third fuzzer, on the other. Started beside the
+# ASan+UBSan tests at nice 10, they take the CPU those tests leave while
+# they wait on processes and sockets (each fuzzer still fuzzes 60 s).
+late_checks() {
+  while [ ! -e build-fuzz/.built ] && kill -0 "$1" 2>/dev/null; do
+    sleep 1
+  done
+  [ -e build-fuzz/.built ] || exit 1
+  scripts/fuzz.sh run reader index >build-fuzz/fuzz.log 2>&1 &
+  fuzz=$!
+  scripts/tsan.sh >build-tsan/tsan.log 2>&1 ||
+    { cat build-tsan/tsan.log; exit 1; }
+  scripts/fuzz.sh run points >build-fuzz/fuzz-points.log 2>&1 ||
+    { cat build-fuzz/fuzz-points.log; exit 1; }
+  wait "$fuzz" || { cat build-fuzz/fuzz.log; exit 1; }
+  grep -h "^tsan:\|Done [0-9]* runs" build-tsan/tsan.log build-fuzz/fuzz.log \
+    build-fuzz/fuzz-points.log || true
+}
 
 all() {
   log=$(mktemp /tmp/traced-suite-builds-XXXXXX)
@@ -95,18 +115,12 @@ all() {
   done
   [ -e build-asan/.built ] || { cat "$log"; exit 1; }
   echo "suite: waited $(($(date +%s) - t0)) s for the ASan build"
+  nice -n 10 scripts/suite.sh late-checks "$builds" &
+  late=$!
   stage asan-tests asan_tests
   wait "$builds" || { cat "$log"; exit 1; }
   rm -f "$log"
-  # Two fuzzers in turn on one core; ThreadSanitizer, then the third
-  # fuzzer, on the other.
-  scripts/fuzz.sh run reader index >build-fuzz/fuzz.log 2>&1 &
-  fuzz=$!
-  stage tsan scripts/tsan.sh
-  stage fuzz-points fuzz_points || { cat build-fuzz/fuzz-points.log; exit 1; }
-  stage fuzz-wait wait "$fuzz" || { cat build-fuzz/fuzz.log; exit 1; }
-  grep -h "^tsan:\|Done [0-9]* runs" build-fuzz/fuzz.log \
-    build-fuzz/fuzz-points.log || true
+  stage tsan-and-fuzzers wait "$late"
 }
 
 case "${1:-all}" in
@@ -124,6 +138,7 @@ asan)
   stage asan-tests asan_tests
   ;;
 sanitizer-builds) sanitizer_builds ;;
+late-checks) late_checks "$2" ;;
 *)
   echo "usage: suite.sh [all|check|release|asan]" >&2
   exit 2
