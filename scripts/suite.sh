@@ -7,7 +7,7 @@
 #                     fuzzer builds are made beside them (niced); the tests
 #                     under ASan+UBSan (all but those labelled `waits` or
 #                     `browser`), with ThreadSanitizer (scripts/tsan.sh) and
-#                     the fuzzers (scripts/fuzz.sh) beside them at nice 10
+#                     the fuzzers (scripts/fuzz.sh) beside them at nice 5
 #   suite.sh check    the release build and its tests not labelled `slow`
 #   suite.sh release  the release build and all its tests
 #   suite.sh asan     the ASan+UBSan build and its tests but `waits` and
@@ -85,7 +85,7 @@ sanitizer_builds() {
 # ThreadSanitizer's run and the fuzzers, once their builds are made (the
 # sanitizer builds' process is $1): two fuzzers in turn on one core;
 # ThreadSanitizer, then the third fuzzer, on the other. Started beside the
-# ASan+UBSan tests at nice 10, they take the CPU those tests leave while
+# ASan+UBSan tests at nice 5, they take the CPU those tests leave while
 # they wait on processes and sockets (each fuzzer still fuzzes 60 s).
 late_checks() {
   while [ ! -e build-fuzz/.built ] && kill -0 "$1" 2>/dev/null; do
@@ -115,7 +115,7 @@ all() {
   done
   [ -e build-asan/.built ] || { cat "$log"; exit 1; }
   echo "suite: waited $(($(date +%s) - t0)) s for the ASan build"
-  nice -n 10 scripts/suite.sh late-checks "$builds" &
+  nice -n 5 scripts/suite.sh late-checks "$builds" &
   late=$!
   stage asan-tests asan_tests
   wait "$builds" || { cat "$log"; exit 1; }

@@ -130,6 +130,16 @@ def full(d, mnt, db):
     return fillers
 
 
+def stored(db, cid):
+    """(status, phase) of capture cid as the database file holds it."""
+    con = sqlite3.connect("file:%s?mode=ro" % db, uri=True, timeout=10)
+    try:
+        return con.execute("SELECT status, phase FROM captures WHERE id = ?",
+                           (cid,)).fetchone()
+    finally:
+        con.close()
+
+
 def restart_conf(d):
     """d's configuration for another daemon on the same database."""
     return {k: v for k, v in d.conf.items() if k != "listen"}
@@ -157,6 +167,14 @@ def full_disk_queue(mnt, root):
         check_eq([c["status"] for c in caps[1:]], ["done"] * 4,
                  "the queued imports, run once space was back: %r" % (
                      [c["error"] for c in caps[1:]],))
+        # A final state the full disk refused is the runner's to write
+        # again (daemon/work.c); the API shows it meanwhile. A stop before
+        # that write gives it up and the next start indexes the import
+        # again: the restart below is asked once the store has them.
+        for cap in caps:
+            wait_for(lambda: stored(db, cap["id"]) == (cap["status"],
+                                                       cap["phase"]),
+                     30, "import %d's final state stored" % cap["id"])
     # A restart finds them as they were: nothing left running or mended
     # into another state.
     with Daemon(conf=restart_conf(d), workdir=d.dir) as again:
