@@ -204,7 +204,7 @@ struct pattern_scan {
   regex_t *re; /* one per pattern of pats[0] then pats[1]; NULL: bad */
   bool *ok;
   pid_t self;
-  const json_t *first; /* the first look's matches; NULL: this is it */
+  json_t *first; /* the first look's matches; NULL: this is it */
   json_t *matches;
   char *foreign;
   size_t fsize;
@@ -254,17 +254,16 @@ static void pattern_one(pid_t pid, void *ud)
   const struct tr_kill_pattern *p;
   size_t len = 0;
   char *cmd, *comm;
-  const char *why;
+  const char *why = NULL;
   int s = 0;
 
   if (pid == ps->self || (cmd = cap_proc_command(pid)) == NULL)
     return;
   if ((comm = proc_text(pid, "comm", &len)) != NULL)
     comm[strcspn(comm, "\n")] = '\0';
-  if ((p = first_match(ps, cmd, comm, &s)) != NULL) {
-    why = cap_proc_atom_why(pid, cmd);
-    if (why == NULL && ps->first != NULL && !foreign_before(ps, pid))
-      goto out;
+  if ((p = first_match(ps, cmd, comm, &s)) != NULL &&
+      ((why = cap_proc_atom_why(pid, cmd)) != NULL || ps->first == NULL ||
+       foreign_before(ps, pid))) {
     json_array_append_new(
         ps->matches, json_pack("{s:i,s:s,s:b,s:s,s:s,s:s,s:i}", "pid", (int)pid,
                                "command", cmd, "atom", why != NULL, "why",
@@ -279,7 +278,6 @@ static void pattern_one(pid_t pid, void *ud)
                p->line);
     }
   }
-out:
   free(comm);
   free(cmd);
 }
@@ -291,20 +289,17 @@ out:
 
 static void relook(struct pattern_scan *ps, size_t from)
 {
-  json_t *first = ps->matches;
   struct timespec ts = { 0, KILL_RELOOK_MS * 1000000L };
 
   if (ps->foreign[from] == '\0')
     return;
   nanosleep(&ts, NULL);
+  ps->first = ps->matches;
   ps->matches = json_array();
-  ps->first = first;
   ps->foreign[from] = '\0';
   each_pid(pattern_one, ps);
-  json_array_clear(first);
-  json_array_extend(first, ps->matches);
-  json_decref(ps->matches);
-  ps->matches = first;
+  json_decref(ps->first);
+  ps->first = NULL;
 }
 
 void cap_kill_matches(const struct tr_kill_patterns *pats[2],
@@ -319,13 +314,14 @@ void cap_kill_matches(const struct tr_kill_patterns *pats[2],
                              calloc(n + 1, sizeof(bool)),
                              getpid(),
                              NULL,
-                             matches,
+                             json_array(),
                              foreign,
                              fsize };
 
   if (ps.re == NULL || ps.ok == NULL) {
     free(ps.re);
     free(ps.ok);
+    json_decref(ps.matches);
     return;
   }
   for (int s = 0; s < 2; s++)
@@ -334,6 +330,8 @@ void cap_kill_matches(const struct tr_kill_patterns *pats[2],
                          REG_EXTENDED | REG_NOSUB) == 0;
   each_pid(pattern_one, &ps);
   relook(&ps, from);
+  json_array_extend(matches, ps.matches);
+  json_decref(ps.matches);
   for (k = 0; k < n; k++)
     if (ps.ok[k])
       regfree(&ps.re[k]);
