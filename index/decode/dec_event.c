@@ -68,12 +68,17 @@ int dec_lib_new(uint32_t max_names, struct agg_spill *sp,
   struct dec_lib *lib = calloc(1, sizeof(*lib));
 
   if (lib == NULL || hs_trie_init(&lib->trie, 0) != 0 ||
+      (lib->py_seen = calloc(3 * AGG_SEEN, sizeof(*lib->py_seen))) == NULL ||
       pf_lib_new(max_names, &lib->perf) != 0) {
-    if (lib != NULL)
+    if (lib != NULL) {
       hs_trie_free(&lib->trie);
+      free(lib->py_seen);
+    }
     free(lib);
     return TR_ENOMEM;
   }
+  lib->op_seen = lib->py_seen + AGG_SEEN;
+  lib->dev_seen = lib->op_seen + AGG_SEEN;
   lib->max_names = max_names ? max_names : IDX_MAX_KERNEL_NAMES;
   lib->sp = sp;
   *out = lib;
@@ -89,6 +94,7 @@ void dec_lib_free(struct dec_lib *lib)
   agg_map_free(&lib->names);
   agg_map_free(&lib->py_names);
   free(lib->py_kind);
+  free(lib->py_seen);
   free(lib->name_buf);
   for (size_t i = 0; i < lib->nfiles; i++)
     free(lib->files[i].path);
@@ -283,24 +289,49 @@ static size_t op_name_len(const char *p, size_t n)
   return i < n && i > 18 && p[i - 1] == '_' ? i - 1 : n;
 }
 
-/* A frame record: aux holds its lane, and above it its op's proto + 1
- * (index/perf/perf.h; 0: none). */
-static int frame(struct dec_file *d, const struct idx_event *ev,
-                 enum hs_kind kind, const char *p, size_t n)
+/* A frame record of trie name `name` (op frames: of text p[0..n)): aux
+ * holds its lane, and above it its op's proto + 1 (index/perf/perf.h; 0:
+ * none). */
+static int frame_put(struct dec_file *d, const struct idx_event *ev,
+                     enum hs_kind kind, uint32_t name, const char *p, size_t n)
 {
-  uint32_t lane, name, proto = PF_NONE;
+  uint32_t lane, proto = PF_NONE;
   int rc;
 
-  if (kind == HS_OP)
-    n = op_name_len(p, n);
-  if ((rc = dec_lane_of(d, ev, &lane)) != 0 ||
-      (rc = hs_trie_name(&d->lib->trie, kind, p, n, &name)) != 0)
+  if ((rc = dec_lane_of(d, ev, &lane)) != 0)
     return rc;
   if (kind == HS_OP &&
       (rc = pf_proto(d->lib->perf, ev, name, p, n, &proto)) != 0)
     return rc;
   return put(d, ev, DR_FRAME, name,
              (int64_t)(uint32_t)(proto + 1) << 32 | lane, ev->dur_ns);
+}
+
+static int frame(struct dec_file *d, const struct idx_event *ev,
+                 enum hs_kind kind, const char *p, size_t n)
+{
+  uint32_t name;
+  int rc;
+
+  if ((rc = hs_trie_name(&d->lib->trie, kind, p, n, &name)) != 0)
+    return rc;
+  return frame_put(d, ev, kind, name, p, n);
+}
+
+/* An op frame (cpu_op), its trie name from the ops met lately (key: the
+ * hash of its name) when there. */
+static int on_op(struct dec_file *d, const struct idx_event *ev, uint64_t key)
+{
+  size_t n = op_name_len(ev->name.p, ev->name.n);
+  uint32_t name;
+  int rc;
+
+  if (!agg_seen_id(d->lib->op_seen, key, &name)) {
+    if ((rc = hs_trie_name(&d->lib->trie, HS_OP, ev->name.p, n, &name)) != 0)
+      return rc;
+    agg_seen_put(d->lib->op_seen, key, name, 0);
+  }
+  return frame_put(d, ev, HS_OP, name, ev->name.p, n);
 }
 
 /* ---- step labels ---- */
@@ -602,15 +633,29 @@ static int stream_of(struct dec_file *d, const struct idx_event *ev,
   return 0;
 }
 
+/* dec_name() of a device record's name of hash key, from the names met
+ * lately when there (a name past the cap is never kept there). */
+static int device_name(struct dec_lib *lib, struct idx_str s, uint64_t key,
+                       uint32_t *id)
+{
+  int rc;
+
+  if (agg_seen_id(lib->dev_seen, key, id))
+    return 0;
+  if ((rc = dec_name(lib, s.p, s.n, id)) == 0 && *id != DEC_NONE)
+    agg_seen_put(lib->dev_seen, key, *id, 0);
+  return rc;
+}
+
 static int on_device(struct dec_file *d, const struct idx_event *ev,
-                     enum dec_cls cls)
+                     enum dec_cls cls, uint64_t key)
 {
   uint32_t name, stream;
   int64_t corr = (ev->has & IDX_HAS_CORR) ? ev->correlation & DEC_CORR_MASK
                                           : DEC_CORR_MASK;
   int rc;
 
-  if ((rc = dec_name(d->lib, ev->name.p, ev->name.n, &name)) != 0 ||
+  if ((rc = device_name(d->lib, ev->name, key, &name)) != 0 ||
       (rc = stream_of(d, ev, &stream)) != 0)
     return rc;
   return put(d, ev, DR_DEVICE | (uint32_t)cls << 8, name,
@@ -626,15 +671,18 @@ static int recompute(struct idx_str s)
 
 /* hs_py_source() of a frame name, once per distinct name. Past the cap
  * of names (4 x max_names) a new name is no source frame: the frames kept
- * on the stacks, and so the names, stay bounded as kernel names are. */
-static int py_source(struct dec_lib *lib, struct idx_str s)
+ * on the stacks, and so the names, stay bounded as kernel names are.
+ * *keep: the answer is the map's, the same each time the name comes. */
+static int py_source(struct dec_lib *lib, struct idx_str s, int *keep)
 {
   uint32_t id;
   int kind;
 
-  if (agg_map_find(&lib->py_names, s.p, s.n, &id))
-    return id < lib->py_kind_cap && lib->py_kind[id] ? lib->py_kind[id] - 1
-                                                      : 0;
+  *keep = 0;
+  if (agg_map_find(&lib->py_names, s.p, s.n, &id)) {
+    *keep = id < lib->py_kind_cap && lib->py_kind[id];
+    return *keep ? lib->py_kind[id] - 1 : 0;
+  }
   if (lib->py_names.n >= 4 * lib->max_names) {
     lib->py_folded++;
     return 0;
@@ -644,39 +692,63 @@ static int py_source(struct dec_lib *lib, struct idx_str s)
       agg_grow(&lib->py_kind, &lib->py_kind_cap, id, 1) != 0)
     return 0;
   lib->py_kind[id] = (uint8_t)(kind + 1);
+  *keep = 1;
   return kind;
 }
 
-int dec_event(struct dec_file *d, const struct idx_event *ev,
-              enum idx_class cls)
+/* A python_function: a module's frame, a checkpoint's recompute, a source
+ * line or none (nine in ten events, most of them none), from the
+ * functions met lately (key: the hash of its name) when there. */
+static int on_python(struct dec_file *d, const struct idx_event *ev,
+                     uint64_t key)
 {
-  int src;
+  const struct agg_seen *seen = agg_seen_find(d->lib->py_seen, key);
+  struct idx_str s = ev->name;
+  enum hs_kind kind;
+  uint32_t name;
+  int keep = 1, rc;
 
+  if (seen != NULL)
+    return seen->aux == 0
+               ? 0
+               : frame_put(d, ev, (enum hs_kind)seen->aux, seen->id, NULL, 0);
+  if (s.n > MOD_PFX_N && s.p[0] == 'n' && starts(s, MOD_PFX)) {
+    kind = HS_MODULE;
+    s.p += MOD_PFX_N;
+    s.n -= MOD_PFX_N;
+  } else if (recompute(s)) {
+    kind = HS_RECOMP;
+  } else if ((kind = (enum hs_kind)py_source(d->lib, s, &keep)) == 0) {
+    if (keep)
+      agg_seen_put(d->lib->py_seen, key, HS_NO_NAME, 0);
+    return 0;
+  }
+  if ((rc = hs_trie_name(&d->lib->trie, kind, s.p, s.n, &name)) != 0)
+    return rc;
+  agg_seen_put(d->lib->py_seen, key, name, kind);
+  return frame_put(d, ev, kind, name, s.p, s.n);
+}
+
+int dec_event(struct dec_file *d, const struct idx_event *ev,
+              enum idx_class cls, uint64_t hash)
+{
   if (ev->ph != 'X' || !(ev->has & IDX_HAS_TS) || !(ev->has & IDX_HAS_DUR) ||
       ev->dur_ns < 0)
     return 0;
+  if (hash == 0)
+    hash = agg_name_hash(ev->name);
   switch (cls) {
-  case IDX_CLASS_PYTHON:
-    /* Nine in ten events, most of them no module. */
-    if (ev->name.n > MOD_PFX_N && ev->name.p[0] == 'n' &&
-        starts(ev->name, MOD_PFX))
-      return frame(d, ev, HS_MODULE, ev->name.p + MOD_PFX_N,
-                   ev->name.n - MOD_PFX_N);
-    if (recompute(ev->name))
-      return frame(d, ev, HS_RECOMP, ev->name.p, ev->name.n);
-    if ((src = py_source(d->lib, ev->name)) != 0)
-      return frame(d, ev, (enum hs_kind)src, ev->name.p, ev->name.n);
-    return 0;
-  case IDX_CLASS_CPU_OP: return frame(d, ev, HS_OP, ev->name.p, ev->name.n);
+  case IDX_CLASS_PYTHON: return on_python(d, ev, hash);
+  case IDX_CLASS_CPU_OP: return on_op(d, ev, hash);
   case IDX_CLASS_LABEL_CPU:
     return str_is(ev->cat, "user_annotation") ? on_annotation(d, ev) : 0;
   case IDX_CLASS_RUNTIME: return on_runtime(d, ev);
   case IDX_CLASS_KERNEL:
-    return d->mode == DEC_RUN ? on_device(d, ev, DEC_KERNEL) : 0;
+    return d->mode == DEC_RUN ? on_device(d, ev, DEC_KERNEL, hash) : 0;
   case IDX_CLASS_COPY:
-    return d->mode == DEC_RUN ? on_device(d, ev, DEC_COPY) : 0;
+    return d->mode == DEC_RUN ? on_device(d, ev, DEC_COPY, hash) : 0;
   case IDX_CLASS_MEMSET:
-    return d->mode == DEC_RUN ? on_device(d, ev, DEC_MEMSET) : 0;
+    return d->mode == DEC_RUN ? on_device(d, ev, DEC_MEMSET, hash) : 0;
   default: return 0;
   }
 }

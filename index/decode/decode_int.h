@@ -79,6 +79,10 @@ struct dec_lib {
   uint8_t *py_kind; /* by id: the kind + 1 (1: none) */
   size_t py_kind_cap;
   uint64_t py_folded; /* frames of names past the cap: not judged */
+  /* Names met lately, by their hash (agg.h's agg_seen): a Python
+   * function's frame (id: its trie name, aux: its kind; 0: no frame), an
+   * op's trie name, a device record's name; one block, py_seen's. */
+  struct agg_seen *py_seen, *op_seen, *dev_seen;
 };
 
 /* A device name's id; beyond max_names new names are DEC_NONE (they can
