@@ -24,8 +24,7 @@
 
 #include "index/decode/decode_int.h"
 
-#define DEC_RECS  (1u << 16) /* records in memory before a spill */
-#define STEP_RECS (1u << 12) /* the same for the step labels alone */
+#define STEP_RECS (1u << 12) /* step labels in memory before a spill */
 #define RT_NAMES_MAX 1024    /* runtime names whose class is kept */
 #define MOD_PFX   "nn.Module: "
 #define MOD_PFX_N (sizeof(MOD_PFX) - 1)
@@ -150,6 +149,30 @@ static int add_capfile(struct dec_lib *lib, const struct idx_capture *cap,
   return 0;
 }
 
+/* The streams' records in memory before a spill, 2 MB in all as one
+ * stream had, and each iterator's window: a stream read in order needs
+ * little (agg_runs.c). */
+static const uint32_t stream_recs[DEC_STREAMS] = { 1u << 14, 1u << 14, 1u << 13,
+                                                   1u << 14, 1u << 12 };
+#define STREAM_WINDOW (1u << 11)
+
+static int runs_init(struct dec_file *d)
+{
+  for (int i = 0; i < DEC_STREAMS; i++) {
+    if (agg_runs_init(&d->runs[i], stream_recs[i], d->lib->sp) != 0)
+      return TR_ENOMEM;
+    agg_runs_window(&d->runs[i], STREAM_WINDOW);
+  }
+  return 0;
+}
+
+static void runs_free(struct dec_file *d)
+{
+  for (int i = 0; i < DEC_STREAMS; i++)
+    agg_runs_free(&d->runs[i]);
+  agg_runs_free(&d->step_runs);
+}
+
 int dec_file_new(struct dec_lib *lib, enum dec_mode mode,
                  const struct idx_capture *cap, struct dec_file **out)
 {
@@ -162,9 +185,8 @@ int dec_file_new(struct dec_lib *lib, enum dec_mode mode,
   d->mode = mode;
   d->cap = cap;
   d->labels.sp = lib->sp;
-  if (agg_runs_init(&d->runs, DEC_RECS, lib->sp) == 0 &&
+  if (runs_init(d) == 0 &&
       agg_runs_init(&d->step_runs, STEP_RECS, lib->sp) == 0 &&
-      agg_runs_init(&d->mem_runs, STEP_RECS, lib->sp) == 0 &&
       hs_lanes_init(&d->lanes) == 0 && dec_tab_init(&d->tab) == 0) {
     struct mem_names names;
 
@@ -184,9 +206,7 @@ void dec_file_free(struct dec_file *d)
 {
   if (d == NULL)
     return;
-  agg_runs_free(&d->runs);
-  agg_runs_free(&d->step_runs);
-  agg_runs_free(&d->mem_runs);
+  runs_free(d);
   free(d->nested);
   hs_lanes_free(&d->lanes);
   agg_map_free(&d->stream_ids);
@@ -204,11 +224,11 @@ void dec_file_free(struct dec_file *d)
 
 int dec_seal(struct dec_file *d, struct tr_err *err)
 {
-  int rc;
+  int rc = agg_runs_seal(&d->step_runs);
 
-  if ((rc = agg_runs_seal(&d->step_runs)) != 0 ||
-      (rc = agg_runs_seal(&d->mem_runs)) != 0 ||
-      (rc = agg_runs_seal(&d->runs)) != 0)
+  for (int i = 0; rc == 0 && i < DEC_STREAMS; i++)
+    rc = agg_runs_seal(&d->runs[i]);
+  if (rc != 0)
     return tr_err_set(err, rc, "", "decode: %s", tr_strerror(rc));
   return 0;
 }
@@ -230,9 +250,7 @@ int dec_end(struct dec_file *d, struct tr_err *err)
   d->rt_class = NULL;
   d->rt_class_cap = 0;
   rc = dec_walk(d);
-  agg_runs_free(&d->runs);
-  agg_runs_free(&d->step_runs);
-  agg_runs_free(&d->mem_runs);
+  runs_free(d);
   if (rc != 0)
     return tr_err_set(err, rc, "", "decode: %s", tr_strerror(rc));
   return 0;
@@ -245,12 +263,13 @@ const struct dec_desc *dec_desc_of(const struct dec_file *d, uint32_t id)
 
 /* ---- records ---- */
 
-static int put(struct dec_file *d, const struct idx_event *ev, uint32_t type,
-               uint32_t id, int64_t aux, int64_t dur)
+static int put(struct dec_file *d, enum dec_stream s,
+               const struct idx_event *ev, uint32_t type, uint32_t id,
+               int64_t aux, int64_t dur)
 {
   struct agg_rec r = { ev->ts_ns, dur, aux, type, id };
 
-  return agg_runs_add(&d->runs, &r);
+  return agg_runs_add(&d->runs[s], &r);
 }
 
 int dec_lane_of(struct dec_file *d, const struct idx_event *ev,
@@ -303,8 +322,9 @@ static int frame_put(struct dec_file *d, const struct idx_event *ev,
   if (kind == HS_OP &&
       (rc = pf_proto(d->lib->perf, ev, name, p, n, &proto)) != 0)
     return rc;
-  return put(d, ev, DR_FRAME, name,
-             (int64_t)(uint32_t)(proto + 1) << 32 | lane, ev->dur_ns);
+  return put(d, kind == HS_OP || kind == HS_ANNOT ? DS_HOST : DS_PY, ev,
+             DR_FRAME, name, (int64_t)(uint32_t)(proto + 1) << 32 | lane,
+             ev->dur_ns);
 }
 
 static int frame(struct dec_file *d, const struct idx_event *ev,
@@ -476,7 +496,7 @@ static int step(struct dec_file *d, const struct idx_event *ev,
                         DR_STEP, id };
   if ((rc = agg_runs_add(&d->step_runs, &r)) != 0)
     return rc;
-  return agg_runs_add(&d->runs, &r);
+  return agg_runs_add(&d->runs[DS_HOST], &r);
 }
 
 /* A user_annotation that tags a module (ATOM's mark_trace: a module's
@@ -495,8 +515,9 @@ static int module_tag(struct idx_str s)
 /* A capture window's edge at t: DR_WINOPEN or DR_WINCLOSE; fallback 1
  * for ATOM's capture_graph_bs_<n> span (used when the file has no
  * StreamBeginCapture call). */
-static int window(struct dec_file *d, const struct idx_event *ev, uint32_t type,
-                  int64_t t, uint32_t fallback)
+static int window(struct dec_file *d, enum dec_stream s,
+                  const struct idx_event *ev, uint32_t type, int64_t t,
+                  uint32_t fallback)
 {
   struct idx_event at = *ev;
   uint32_t lane;
@@ -505,7 +526,7 @@ static int window(struct dec_file *d, const struct idx_event *ev, uint32_t type,
   if ((rc = dec_lane_of(d, ev, &lane)) != 0)
     return rc;
   at.ts_ns = t;
-  return put(d, &at, type, fallback, lane, 0);
+  return put(d, s, &at, type, fallback, lane, 0);
 }
 
 static int on_annotation(struct dec_file *d, const struct idx_event *ev)
@@ -516,9 +537,10 @@ static int on_annotation(struct dec_file *d, const struct idx_event *ev)
   if (step_of(ev->name, &desc, &kind))
     return step(d, ev, &desc, kind);
   if (d->mode == DEC_CAPTURE && starts(ev->name, "capture_graph_bs_")) {
-    int rc = window(d, ev, DR_WINOPEN, ev->ts_ns, 1);
+    int rc = window(d, DS_HOST, ev, DR_WINOPEN, ev->ts_ns, 1);
 
-    return rc ? rc : window(d, ev, DR_WINCLOSE, ev->ts_ns + ev->dur_ns, 1);
+    return rc ? rc
+              : window(d, DS_HOST, ev, DR_WINCLOSE, ev->ts_ns + ev->dur_ns, 1);
   }
   if (module_tag(ev->name))
     return frame(d, ev, HS_ANNOT, ev->name.p, ev->name.n);
@@ -585,10 +607,10 @@ static int on_runtime(struct dec_file *d, const struct idx_event *ev)
     return rc;
   if (d->mode == DEC_CAPTURE && kind == RT_BEGIN_CAPTURE) {
     d->begins++;
-    return window(d, ev, DR_WINOPEN, ev->ts_ns + ev->dur_ns, 0);
+    return window(d, DS_RT, ev, DR_WINOPEN, ev->ts_ns + ev->dur_ns, 0);
   }
   if (d->mode == DEC_CAPTURE && kind == RT_END_CAPTURE)
-    return window(d, ev, DR_WINCLOSE, ev->ts_ns, 0);
+    return window(d, DS_RT, ev, DR_WINCLOSE, ev->ts_ns, 0);
   if (!(ev->has & IDX_HAS_CORR) || kind < RT_GRAPH)
     return 0;
   if (kind == RT_GRAPH) {
@@ -596,7 +618,8 @@ static int on_runtime(struct dec_file *d, const struct idx_event *ev)
       return 0;
     return (rc = dec_lane_of(d, ev, &lane)) != 0
                ? rc
-               : put(d, ev, DR_GRAPH, lane, ev->correlation & DEC_CORR_MASK, 0);
+               : put(d, DS_RT, ev, DR_GRAPH, lane,
+                     ev->correlation & DEC_CORR_MASK, 0);
   }
   cls = kind == RT_KERNEL ? DEC_KERNEL
         : kind == RT_COPY ? DEC_COPY
@@ -606,7 +629,7 @@ static int on_runtime(struct dec_file *d, const struct idx_event *ev)
   if (d->mode == DEC_CAPTURE && cls == DEC_KERNEL && ev->kernel.p != NULL &&
       (rc = dec_name(d->lib, ev->kernel.p, ev->kernel.n, &name)) != 0)
     return rc;
-  return put(d, ev, DR_LAUNCH, lane, ev->correlation & DEC_CORR_MASK,
+  return put(d, DS_RT, ev, DR_LAUNCH, lane, ev->correlation & DEC_CORR_MASK,
              (int64_t)name | (int64_t)cls << 32);
 }
 
@@ -658,7 +681,7 @@ static int on_device(struct dec_file *d, const struct idx_event *ev,
   if ((rc = device_name(d->lib, ev->name, key, &name)) != 0 ||
       (rc = stream_of(d, ev, &stream)) != 0)
     return rc;
-  return put(d, ev, DR_DEVICE | (uint32_t)cls << 8, name,
+  return put(d, DS_DEV, ev, DR_DEVICE | (uint32_t)cls << 8, name,
              (int64_t)stream << 48 | corr, ev->dur_ns);
 }
 

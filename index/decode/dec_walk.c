@@ -937,33 +937,30 @@ static int steps_scan(struct dec_file *d)
   return rc;
 }
 
-/* The records of d->runs and d->mem_runs merged in their order. */
+/* The records of d's streams merged in their order: the next is the
+ * least of the streams' heads (a few: a scan). */
 static int walk_all(struct walk *w, struct dec_file *d)
 {
-  struct agg_iter *it = NULL, *mi = NULL;
-  struct agg_rec r, m;
-  int rc, hr, hm;
+  struct agg_iter *it[DEC_STREAMS] = { NULL };
+  struct agg_rec head[DEC_STREAMS];
+  int has[DEC_STREAMS] = { 0 }, rc = 0, i, best;
 
-  if ((rc = agg_iter_open(&d->runs, &it)) != 0 ||
-      (rc = agg_iter_open(&d->mem_runs, &mi)) != 0) {
-    agg_iter_close(it);
-    return rc;
+  for (i = 0; rc == 0 && i < DEC_STREAMS; i++)
+    if ((rc = agg_iter_open(&d->runs[i], &it[i])) == 0 &&
+        (has[i] = agg_iter_next(it[i], &head[i])) < 0)
+      rc = has[i];
+  while (rc == 0) {
+    for (i = 0, best = -1; i < DEC_STREAMS; i++)
+      if (has[i] == 1 && (best < 0 || agg_rec_cmp(&head[i], &head[best]) < 0))
+        best = i;
+    if (best < 0)
+      break;
+    if ((rc = walk_rec(w, &head[best])) == 0 &&
+        (has[best] = agg_iter_next(it[best], &head[best])) < 0)
+      rc = has[best];
   }
-  hr = agg_iter_next(it, &r);
-  hm = agg_iter_next(mi, &m);
-  while (rc == 0 && (hr == 1 || hm == 1)) {
-    if (hr == 1 && (hm != 1 || agg_rec_cmp(&r, &m) <= 0)) {
-      rc = walk_rec(w, &r);
-      hr = agg_iter_next(it, &r);
-    } else {
-      rc = walk_rec(w, &m);
-      hm = agg_iter_next(mi, &m);
-    }
-  }
-  if (rc == 0)
-    rc = hr < 0 ? hr : hm < 0 ? hm : 0;
-  agg_iter_close(it);
-  agg_iter_close(mi);
+  for (i = 0; i < DEC_STREAMS; i++)
+    agg_iter_close(it[i]);
   return rc;
 }
 

@@ -111,6 +111,14 @@ enum dec_rtype {
                        bits 8..: its device (mem_device()) */
 };
 
+/* The streams of a file's records, one per block of events kineto
+ * writes in start order (index/host/host.h): CPU ops with the
+ * annotations, Python functions, runtime calls, device records and
+ * [memory] events. Each stays one sorted run, never sorted, and the walk
+ * merges the few of them (records sort in one total order: the merge is
+ * the order one stream of them all would have). */
+enum dec_stream { DS_HOST, DS_PY, DS_RT, DS_DEV, DS_MEM, DEC_STREAMS };
+
 /* What a step label says (dec_event.c parses ATOM's run labels and the
  * iteration annotations of vLLM and SGLang). */
 struct dec_desc {
@@ -242,11 +250,8 @@ struct dec_file {
   enum dec_mode mode;
   const struct idx_capture *cap; /* DEC_CAPTURE: its description */
   uint32_t file;                 /* DEC_CAPTURE: index in lib->files */
-  struct agg_runs runs;
+  struct agg_runs runs[DEC_STREAMS]; /* merged in the walk */
   struct agg_runs step_runs; /* the DR_STEP records again, alone */
-  struct agg_runs mem_runs;  /* DR_MEM* records: kineto writes [memory]
-                                events in time order, so they stay one run
-                                (no sort), merged into the walk */
   uint64_t *nested;          /* bit seq: a label inside another one of
                                 its thread, not a step of its own */
   struct hs_lanes lanes;     /* thread ids of the event pass */
