@@ -1,15 +1,15 @@
 /*
  * The Python functions' stream (host.h): nine events of ten in a trace
  * recorded with stacks, so they are kept compact and cheap to write and
- * read again. kineto writes them sorted by start: each one in order is 14
+ * read again. kineto writes them sorted by start: each one in order is 12
  * bytes in 64 KiB blocks (its start after the previous one's and its
  * duration as 32 bits, the rare one beyond escaped to 64; its name and
- * thread), spilled to a spill file (agg_spill.c) as blocks fill; one out
- * of order (a thread's block written after another's) goes to a sorted
- * stream of time records (agg_runs.c) and the two are merged when read
- * back. A block starts from an absolute start, so blocks decode on their
- * own. (Varints took fewer bytes, and twice the instructions to write and
- * read: docs/BENCHMARKS.md.)
+ * thread in 32 bits), spilled to a spill file (agg_spill.c) as blocks
+ * fill; one out of order (a thread's block written after another's) goes
+ * to a sorted stream of time records (agg_runs.c) and the two are merged
+ * when read back. A block starts from an absolute start, so blocks decode
+ * on their own. (Varints took fewer bytes, and twice the instructions to
+ * write and read: docs/BENCHMARKS.md.)
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -18,11 +18,16 @@
 
 #include "index/host/host_int.h"
 
-#define PY_BLOCK  65536 /* bytes of a block */
-#define PY_RECMIN 14    /* bytes one record takes at least */
-#define PY_RECMAX 30    /* and at most */
-#define PY_HEAD   4     /* a block's header: its bytes used */
-#define PY_ESC    UINT32_MAX /* a 32-bit field whose value follows in 64 */
+#define PY_BLOCK       65536      /* bytes of a block */
+#define PY_RECMIN      12         /* bytes one record takes at least */
+#define PY_RECMAX      28         /* and at most */
+#define PY_HEAD        4          /* a block's header: its bytes used */
+#define PY_ESC         UINT32_MAX /* a 32-bit field whose value follows in 64 */
+#define PY_THREAD_BITS 12         /* a thread index's, below its name id's */
+
+_Static_assert(AGG_HOST_THREADS <= 1u << PY_THREAD_BITS &&
+                   AGG_HOST_NAMES < 1u << (32 - PY_THREAD_BITS),
+               "a name id (the fold's too) and a thread fit 32 bits");
 
 static unsigned char *put_wide(unsigned char *p, uint64_t v)
 {
@@ -114,9 +119,9 @@ int agg_pystream_add(struct agg_pystream *ps, const struct agg_rec *r,
   else
     p = put_wide(p, (uint64_t)(r->start_ns - ps->last_start));
   p = put_wide(p, (uint64_t)r->dur_ns);
+  name = name << PY_THREAD_BITS | thread;
   memcpy(p, &name, 4);
-  memcpy(p + 4, &thread, 2);
-  p += 6;
+  p += 4;
   ps->len = (size_t)(p - ps->buf);
   ps->last_start = r->start_ns;
   ps->any = 1;
@@ -168,11 +173,12 @@ static int decode(struct agg_pyreader *pr, const unsigned char *b,
     struct agg_host_ev *e = &pr->dec[pr->ndec];
 
     if ((p = get_wide(p, end, &ds)) == NULL ||
-        (p = get_wide(p, end, &dur)) == NULL || end - p < 6)
+        (p = get_wide(p, end, &dur)) == NULL || end - p < 4)
       return TR_EIO;
     memcpy(&name, p, 4);
-    memcpy(&thread, p + 4, 2);
-    p += 6;
+    thread = (uint16_t)(name & ((1u << PY_THREAD_BITS) - 1));
+    name >>= PY_THREAD_BITS;
+    p += 4;
     start = pr->ndec == 0 ? (int64_t)(ds ^ (1ull << 63)) : start + (int64_t)ds;
     e->start_ns = start;
     e->dur_ns = (int64_t)dur;
