@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,6 +132,48 @@ int store__stmt(struct store *st, const char *sql, sqlite3_stmt **out,
   return 0;
 }
 
+/* Binds ?1.. of s from ap as types says (store__exec()). */
+static int bind_args(sqlite3_stmt *s, const char *types, va_list ap)
+{
+  int rc = SQLITE_OK;
+
+  for (int i = 1; rc == SQLITE_OK && types[i - 1] != '\0'; i++) {
+    switch (types[i - 1]) {
+    case 'i': rc = sqlite3_bind_int(s, i, va_arg(ap, int)); break;
+    case 'I': rc = sqlite3_bind_int64(s, i, va_arg(ap, int64_t)); break;
+    case 'd': rc = sqlite3_bind_double(s, i, va_arg(ap, double)); break;
+    case 't': rc = store__bind_text(s, i, va_arg(ap, const char *)); break;
+    default: rc = SQLITE_MISUSE;
+    }
+  }
+  return rc;
+}
+
+int store__exec(struct store *st, const char *what, const char *sql,
+                sqlite3_stmt **out, struct tr_err *err, const char *types, ...)
+{
+  sqlite3_stmt *s;
+  va_list ap;
+  int rc = store__stmt(st, sql, &s, err);
+
+  if (rc < 0)
+    return rc;
+  va_start(ap, types);
+  rc = bind_args(s, types, ap);
+  va_end(ap);
+  if (rc != SQLITE_OK) {
+    store__done(s);
+    return tr_err_set(err, TR_EDB, "", "bind %s to %s", types, sql);
+  }
+  if (out != NULL) {
+    *out = s;
+    return 0;
+  }
+  rc = sqlite3_step(s) == SQLITE_DONE ? 0 : store__db_err(st, what, err);
+  store__done(s);
+  return rc;
+}
+
 void store__done(sqlite3_stmt *s)
 {
   if (s == NULL)
@@ -220,15 +263,22 @@ int store__rd_end(struct store *st, int rc, struct tr_err *err)
   return rc;
 }
 
+int store__rows_id(struct store *st, const char *sql, int64_t id, int rank,
+                   json_t **out, struct tr_err *err)
+{
+  sqlite3_stmt *s;
+  int rc = store__stmt_id(st, sql, id, rank, &s, err);
+
+  *out = NULL;
+  return rc < 0 ? rc : store__rows(st, s, out, err);
+}
+
 int store__row_id(struct store *st, const char *sql, int64_t id, json_t **out,
                   struct tr_err *err)
 {
   json_t *rows = NULL;
-  sqlite3_stmt *s;
-  int rc = store__stmt_id(st, sql, id, 0, &s, err);
+  int rc = store__rows_id(st, sql, id, 0, &rows, err);
 
-  if (rc == 0)
-    rc = store__rows(st, s, &rows, err);
   *out = rc == 0 ? json_incref(json_array_get(rows, 0)) : NULL;
   json_decref(rows);
   return rc;
@@ -335,6 +385,40 @@ int store__rows_max(struct store *st, sqlite3_stmt *stmt, size_t max_bytes,
   else if (rc == 0)
     *out = arr;
   return rc;
+}
+
+int store__collect(struct store *st, sqlite3_stmt *s, size_t size,
+                   store__fill_fn fill, const char *what, void **out, size_t *n,
+                   struct tr_err *err)
+{
+  char *v = NULL; /* grows by doubling */
+  size_t cap = 0;
+  int rc = 0, step;
+
+  *n = 0;
+  while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+    if (*n == cap) {
+      char *grown = realloc(v, (cap = cap ? 2 * cap : 32) * size);
+
+      if (grown == NULL) {
+        rc = tr_err_set(err, TR_ENOMEM, "", "%s: out of memory", what);
+        break;
+      }
+      v = grown;
+    }
+    if (fill(s, v + *n * size))
+      (*n)++;
+  }
+  if (rc == 0 && step != SQLITE_DONE)
+    rc = store__db_err(st, what, err);
+  store__done(s);
+  if (rc < 0) {
+    free(v);
+    *n = 0;
+    return rc;
+  }
+  *out = v;
+  return 0;
 }
 
 int store__rows(struct store *st, sqlite3_stmt *stmt, json_t **out,
@@ -630,16 +714,22 @@ int store__stmt_id(struct store *st, const char *sql, int64_t id, int rank,
   return 0;
 }
 
-int store__step_capture(struct store *st, sqlite3_stmt *s, int64_t id,
-                        struct tr_err *err)
+int store__step(struct store *st, sqlite3_stmt *s, const char *what,
+                struct tr_err *err)
 {
   int rc = sqlite3_step(s);
 
-  if (rc == SQLITE_ROW)
-    return 0;
-  if (rc == SQLITE_DONE)
-    return store__no_capture(st, id, err);
-  return store__db_err(st, "capture", err);
+  return rc == SQLITE_ROW    ? 1
+         : rc == SQLITE_DONE ? 0
+                             : store__db_err(st, what, err);
+}
+
+int store__step_capture(struct store *st, sqlite3_stmt *s, int64_t id,
+                        struct tr_err *err)
+{
+  int rc = store__step(st, s, "capture", err);
+
+  return rc == 0 ? store__no_capture(st, id, err) : rc == 1 ? 0 : rc;
 }
 
 int store__capture_exists(struct store *st, int64_t id, char *status,
