@@ -84,27 +84,6 @@ static char *col_dup(sqlite3_stmt *s, int i)
   return strdup(t ? t : "");
 }
 
-/* The rows of sql (?1 = id) as an array of objects. */
-static int id_rows(struct store *st, const char *sql, int64_t id, json_t **out,
-                   struct tr_err *err)
-{
-  sqlite3_stmt *s;
-  int rc = store__stmt_id(st, sql, id, 0, &s, err);
-
-  *out = NULL;
-  return rc < 0 ? rc : store__rows(st, s, out, err);
-}
-
-/* A rank's tracked figures: [{figure, name}] by index. */
-static int rank_figs(struct store *st, int64_t rank_id, json_t **out,
-                     struct tr_err *err)
-{
-  return id_rows(st,
-                 "SELECT figure, name FROM sample_figures"
-                 " WHERE rank_id = ?1 ORDER BY idx",
-                 rank_id, out, err);
-}
-
 static bool fig_eq(json_t *row, const char *type, const char *name)
 {
   return strcmp(json_string_value(json_object_get(row, "figure")), type) == 0 &&
@@ -205,20 +184,15 @@ static int rank_steps(struct store *st, int64_t rank_id, struct capset *c,
                          : rc;
 }
 
-static int rank_ids(struct store *st, int64_t id, json_t **out,
-                    struct tr_err *err)
-{
-  return id_rows(st,
-                 "SELECT id FROM ranks WHERE capture_id = ?1"
-                 " AND status = 'done' ORDER BY rank",
-                 id, out, err);
-}
-
 static int capset_load(struct store *st, int64_t id, struct capset *c,
                        struct tr_err *err)
 {
   json_t *ids = NULL, **figs = NULL;
-  int **map = NULL, rc = rank_ids(st, id, &ids, err);
+  int **map = NULL, rc = store__rows_id(st,
+                                        "SELECT id FROM ranks WHERE"
+                                        " capture_id = ?1 AND status = 'done'"
+                                        " ORDER BY rank",
+                                        id, 0, &ids, err);
 
   memset(c, 0, sizeof(*c));
   c->nranks = json_array_size(ids);
@@ -232,7 +206,11 @@ static int capset_load(struct store *st, int64_t id, struct capset *c,
     int64_t rid =
         json_integer_value(json_object_get(json_array_get(ids, r), "id"));
 
-    rc = rank_figs(st, rid, &figs[r], err);
+    /* The rank's tracked figures, [{figure, name}] by index. */
+    rc = store__rows_id(st,
+                        "SELECT figure, name FROM sample_figures"
+                        " WHERE rank_id = ?1 ORDER BY idx",
+                        rid, 0, &figs[r], err);
     if (rc == 0 &&
         (map[r] = malloc((json_array_size(figs[r]) + 1) * sizeof(int))) == NULL)
       rc = TR_ENOMEM;
@@ -466,28 +444,13 @@ static int write_row(struct store *st, int64_t id, const char *type,
                      const char *name, const char *stratum, const struct est *e,
                      struct tr_err *err)
 {
-  sqlite3_stmt *s;
-  int rc = store__stmt(st,
-                       "INSERT INTO capture_figures(capture_id, figure, name,"
-                       " stratum, n, loc, se, df)"
-                       " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                       &s, err);
-
-  if (rc < 0)
-    return rc;
-  sqlite3_bind_int64(s, 1, id);
-  sqlite3_bind_text(s, 2, type, -1, SQLITE_STATIC);
-  sqlite3_bind_text(s, 3, name, -1, SQLITE_STATIC);
-  sqlite3_bind_text(s, 4, stratum, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(s, 5, (sqlite3_int64)e->n);
-  sqlite3_bind_double(s, 6, e->loc);
-  if (e->has_se) {
-    sqlite3_bind_double(s, 7, e->se);
-    sqlite3_bind_double(s, 8, e->df);
-  }
-  rc = sqlite3_step(s) == SQLITE_DONE ? 0 : store__db_err(st, "figures", err);
-  store__done(s);
-  return rc;
+  /* se and df stay null without a standard error. */
+  return store__run(st, "figures",
+                    "INSERT INTO capture_figures(capture_id, figure, name,"
+                    " stratum, n, loc, se, df)"
+                    " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                    err, e->has_se ? "ItttIddd" : "ItttId", id, type, name,
+                    stratum, (int64_t)e->n, e->loc, e->se, e->df);
 }
 
 /* Each figure in each stratum. Steps of another batch size did other

@@ -31,13 +31,13 @@ static int memory_timeline_rows(struct store *st, const void *ctx,
   json_t *row;
   sqlite3_stmt *s;
   size_t i;
-  int rc = store__stmt_id(st, sql, q->capture_id, q->rank, &s, err);
+  int rc = store__prep(st, sql, &s, err, "Iiii", q->capture_id, q->rank,
+                       q->buckets > 0 ? q->buckets : MEMORY_TIMELINE_DEFAULT,
+                       TR_MEMORY_BUCKETS);
 
   (void)ctx;
   if (rc < 0)
     return rc;
-  sqlite3_bind_int(s, 3, q->buckets > 0 ? q->buckets : MEMORY_TIMELINE_DEFAULT);
-  sqlite3_bind_int(s, 4, TR_MEMORY_BUCKETS);
   if ((rc = store__rows(st, s, out, err)) != 0)
     return rc;
   json_array_foreach(*out, i, row) {
