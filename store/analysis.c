@@ -57,14 +57,9 @@ static int idle_rows(struct store *st, const void *ctx,
                      struct tr_err *err)
 {
   int rc = idle_query(st, q, out, err);
-  json_t *row;
-  size_t i;
 
   (void)ctx;
-  json_array_foreach(*out, i, row) {
-    if (q->rank >= 0)
-      json_object_del(row, "ranks");
-  }
+  store__rank_key(q, *out, "ranks");
   return rc;
 }
 

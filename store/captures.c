@@ -321,33 +321,18 @@ static void finish_capture(json_t *obj)
 int store_capture_get(struct store *st, int64_t id, json_t **out,
                       struct tr_err *err)
 {
-  json_t *cap = NULL, *ranks = NULL;
-  int rc = store__rd_begin(st, err);
+  static const struct store__record capture = {
+    CAPTURE_SELECT "WHERE c.id = ?1", "ranks", store__capture_ranks,
+    finish_capture, store__no_capture
+  };
 
-  if (rc == 0)
-    rc = store__row_id(st, CAPTURE_SELECT "WHERE c.id = ?1", id, &cap, err);
-  if (rc == 0 && cap == NULL)
-    rc = store__no_capture(st, id, err);
-  if (rc == 0)
-    rc = store__capture_ranks(st, id, &ranks, err);
-  rc = store__rd_end(st, rc, err);
-  if (rc != 0) {
-    json_decref(cap);
-    json_decref(ranks);
-    return rc;
-  }
-  finish_capture(cap);
-  json_object_set_new(cap, "ranks", ranks);
-  *out = cap;
-  return 0;
+  return store__record_get(st, &capture, id, out, err);
 }
 
 int store_capture_list(struct store *st, const struct store_list_filter *f,
                        json_t **out, struct tr_err *err)
 {
-  json_t *rows = NULL, *v;
   sqlite3_stmt *s;
-  size_t i;
   int rc = check_status(f->status, err);
 
   if (rc == 0)
@@ -367,20 +352,15 @@ int store_capture_list(struct store *st, const struct store_list_filter *f,
                      f->limit > 0 ? f->limit : 50);
   if (rc < 0)
     return rc;
-  rc = store__rows_max(st, s, f->max_bytes, &rows, err);
-  if (rc < 0)
-    return rc;
-  json_array_foreach(rows, i, v)
-    finish_capture(v);
-  *out = rows;
-  return 0;
+  return store__page(st, s, f->max_bytes, finish_capture, out, err);
 }
 
 /* A store__fill_fn: the row's id. */
-static bool fill_id(sqlite3_stmt *s, void *elem)
+static int fill_id(sqlite3_stmt *s, void *elem, void *ud)
 {
+  (void)ud;
   *(int64_t *)elem = sqlite3_column_int64(s, 0);
-  return true;
+  return 1;
 }
 
 int store_capture_ids(struct store *st, const char *status, const char *kind,
@@ -399,8 +379,10 @@ int store_capture_ids(struct store *st, const char *status, const char *kind,
                      " ORDER BY id",
                      &s, err, "tt", status, kind);
   if (rc == 0)
-    rc = store__collect(st, s, sizeof(**ids), fill_id, "ids", &v, n, err);
-  if (rc == 0)
+    rc = store__collect(st, s, sizeof(**ids), fill_id, NULL, "ids", &v, n, err);
+  if (rc < 0)
+    free(v);
+  else
     *ids = v;
   return rc;
 }

@@ -273,6 +273,30 @@ int store__rows_id(struct store *st, const char *sql, int64_t id, int rank,
   return rc < 0 ? rc : store__rows(st, s, out, err);
 }
 
+int store__record_get(struct store *st, const struct store__record *r,
+                      int64_t id, json_t **out, struct tr_err *err)
+{
+  json_t *rec = NULL, *children = NULL;
+  int rc = store__rd_begin(st, err);
+
+  if (rc == 0)
+    rc = store__row_id(st, r->sql, id, &rec, err);
+  if (rc == 0 && rec == NULL)
+    rc = r->missing(st, id, err);
+  if (rc == 0)
+    rc = r->children(st, id, &children, err);
+  rc = store__rd_end(st, rc, err);
+  if (rc != 0) {
+    json_decref(rec);
+    json_decref(children);
+    return rc;
+  }
+  r->finish(rec);
+  json_object_set_new(rec, r->member, children);
+  *out = rec;
+  return 0;
+}
+
 int store__row_id(struct store *st, const char *sql, int64_t id, json_t **out,
                   struct tr_err *err)
 {
@@ -388,37 +412,61 @@ int store__rows_max(struct store *st, sqlite3_stmt *stmt, size_t max_bytes,
 }
 
 int store__collect(struct store *st, sqlite3_stmt *s, size_t size,
-                   store__fill_fn fill, const char *what, void **out, size_t *n,
-                   struct tr_err *err)
+                   store__fill_fn fill, void *ud, const char *what, void **out,
+                   size_t *n, struct tr_err *err)
 {
   char *v = NULL; /* grows by doubling */
   size_t cap = 0;
-  int rc = 0, step;
+  int rc = 0, step = SQLITE_DONE;
 
   *n = 0;
-  while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+  while (rc == 0 && (step = sqlite3_step(s)) == SQLITE_ROW) {
     if (*n == cap) {
       char *grown = realloc(v, (cap = cap ? 2 * cap : 32) * size);
 
       if (grown == NULL) {
-        rc = tr_err_set(err, TR_ENOMEM, "", "%s: out of memory", what);
+        rc = TR_ENOMEM;
         break;
       }
       v = grown;
     }
-    if (fill(s, v + *n * size))
+    rc = fill(s, v + *n * size, ud);
+    if (rc != 0) /* kept, or begun: the caller frees what it holds */
       (*n)++;
+    rc = rc < 0 ? rc : 0;
   }
   if (rc == 0 && step != SQLITE_DONE)
     rc = store__db_err(st, what, err);
+  else if (rc == TR_ENOMEM)
+    rc = tr_err_set(err, rc, "", "%s: out of memory", what);
   store__done(s);
-  if (rc < 0) {
-    free(v);
-    *n = 0;
-    return rc;
-  }
   *out = v;
+  return rc;
+}
+
+int store__page(struct store *st, sqlite3_stmt *s, size_t max_bytes,
+                void (*finish)(json_t *row), json_t **out, struct tr_err *err)
+{
+  json_t *rows = NULL, *v;
+  size_t i;
+  int rc = store__rows_max(st, s, max_bytes, &rows, err);
+
+  if (rc < 0)
+    return rc;
+  json_array_foreach(rows, i, v)
+    finish(v);
+  *out = rows;
   return 0;
+}
+
+int store__rows_of(struct store *st, const char *sql, json_t **out,
+                   struct tr_err *err)
+{
+  sqlite3_stmt *s;
+  int rc = store__stmt(st, sql, &s, err);
+
+  *out = NULL;
+  return rc < 0 ? rc : store__rows(st, s, out, err);
 }
 
 int store__rows(struct store *st, sqlite3_stmt *stmt, json_t **out,
@@ -722,6 +770,18 @@ int store__step(struct store *st, sqlite3_stmt *s, const char *what,
   return rc == SQLITE_ROW    ? 1
          : rc == SQLITE_DONE ? 0
                              : store__db_err(st, what, err);
+}
+
+int store__first(struct store *st, const char *sql, int64_t id, int rank,
+                 const char *what, sqlite3_stmt **out, struct tr_err *err)
+{
+  int rc = store__stmt_id(st, sql, id, rank, out, err);
+
+  if (rc < 0) {
+    *out = NULL;
+    return rc;
+  }
+  return store__step(st, *out, what, err);
 }
 
 int store__step_capture(struct store *st, sqlite3_stmt *s, int64_t id,

@@ -130,58 +130,56 @@ static int64_t col_opt(sqlite3_stmt *s, int i)
                                                   : sqlite3_column_int64(s, i);
 }
 
+/* What fill_smp() makes a rank's step row with. */
+struct smp_ctx {
+  const int *map; /* the rank's figure index -> the common one, or -1 */
+  size_t nfig;
+};
+
+/* A store__fill_fn: a step of a rank, its values in common order. */
+static int fill_smp(sqlite3_stmt *s, void *elem, void *ud)
+{
+  const struct smp_ctx *cx = ud;
+  json_t *vals = store__col_json(s, 7);
+  struct smp *x = elem;
+  int rc = 1;
+
+  *x = (struct smp){ col_dup(s, 0),
+                     sqlite3_column_int64(s, 1),
+                     col_opt(s, 2),
+                     col_opt(s, 3),
+                     col_opt(s, 4),
+                     sqlite3_column_int64(s, 5),
+                     sqlite3_column_int(s, 6),
+                     calloc(cx->nfig + 1, sizeof(double)),
+                     -1 };
+  if (x->kind == NULL || x->vals == NULL)
+    rc = TR_ENOMEM;
+  for (size_t i = 0; rc == 1 && i < json_array_size(vals); i++)
+    if (cx->map[i] >= 0)
+      x->vals[cx->map[i]] = (double)json_integer_value(json_array_get(vals, i));
+  json_decref(vals);
+  return rc;
+}
+
 /* Rank r's steps, by kind and ordinal, their values in common order. */
 static int rank_steps(struct store *st, int64_t rank_id, struct capset *c,
                       size_t r, const int *map, struct tr_err *err)
 {
+  struct smp_ctx cx = { map, c->nfig };
+  void *v = NULL;
   sqlite3_stmt *s;
-  size_t cap = 0;
   int rc = store__stmt_id(st,
                           "SELECT kind, ordinal, step, bs, tok, dur_ns,"
                           " warmup, vals FROM step_samples WHERE rank_id = ?1"
                           " ORDER BY kind, ordinal",
                           rank_id, 0, &s, err);
 
-  while (rc == 0 && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-    json_t *vals = store__col_json(s, 7);
-    struct smp *x;
-
-    rc = 0;
-    if (c->r[r].n == cap) {
-      struct smp *v =
-          realloc(c->r[r].v, (cap = cap ? cap * 2 : 64) * sizeof(*v));
-
-      if (v == NULL) {
-        json_decref(vals);
-        rc = TR_ENOMEM;
-        break;
-      }
-      c->r[r].v = v;
-    }
-    x = &c->r[r].v[c->r[r].n++];
-    *x = (struct smp){ col_dup(s, 0),
-                       sqlite3_column_int64(s, 1),
-                       col_opt(s, 2),
-                       col_opt(s, 3),
-                       col_opt(s, 4),
-                       sqlite3_column_int64(s, 5),
-                       sqlite3_column_int(s, 6),
-                       calloc(c->nfig + 1, sizeof(double)),
-                       -1 };
-    if (x->kind == NULL || x->vals == NULL)
-      rc = TR_ENOMEM;
-    for (size_t i = 0; rc == 0 && i < json_array_size(vals); i++)
-      if (map[i] >= 0)
-        x->vals[map[i]] = (double)json_integer_value(json_array_get(vals, i));
-    json_decref(vals);
-  }
-  if (rc == SQLITE_DONE)
-    rc = 0;
-  else if (rc > 0)
-    rc = store__db_err(st, "figures", err);
-  store__done(s);
-  return rc == TR_ENOMEM ? tr_err_set(err, rc, "", "figures: out of memory")
-                         : rc;
+  if (rc == 0)
+    rc = store__collect(st, s, sizeof(struct smp), fill_smp, &cx, "figures", &v,
+                        &c->r[r].n, err);
+  c->r[r].v = v; /* capset_free() frees it, on error too */
+  return rc;
 }
 
 static int capset_load(struct store *st, int64_t id, struct capset *c,
@@ -687,11 +685,27 @@ void store__figstats_free(struct store__figstats *fs)
   memset(fs, 0, sizeof(*fs));
 }
 
+/* A store__fill_fn: a capture_figures row. */
+static int fill_figstat(sqlite3_stmt *s, void *elem, void *ud)
+{
+  struct store__figstat *x = elem;
+
+  (void)ud;
+  x->figure = col_dup(s, 0);
+  x->name = col_dup(s, 1);
+  x->stratum = col_dup(s, 2);
+  x->e = (struct est){ (size_t)sqlite3_column_int64(s, 3),
+                       sqlite3_column_double(s, 4), sqlite3_column_double(s, 5),
+                       sqlite3_column_double(s, 6),
+                       sqlite3_column_type(s, 5) != SQLITE_NULL };
+  return 1;
+}
+
 int store__figstats_load(struct store *st, int64_t id,
                          struct store__figstats *out, struct tr_err *err)
 {
+  void *v = NULL;
   sqlite3_stmt *s;
-  size_t cap = 0;
   int rc = store__stmt_id(st,
                           "SELECT figure, name, stratum, n, loc, se, df"
                           " FROM capture_figures WHERE capture_id = ?1"
@@ -699,35 +713,11 @@ int store__figstats_load(struct store *st, int64_t id,
                           id, 0, &s, err);
 
   memset(out, 0, sizeof(*out));
-  while (rc == 0 && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-    struct store__figstat *x;
-
-    rc = 0;
-    if (out->n == cap) {
-      x = realloc(out->v, (cap = cap ? cap * 2 : 64) * sizeof(*x));
-      if (x == NULL) {
-        rc = TR_ENOMEM;
-        break;
-      }
-      out->v = x;
-    }
-    x = &out->v[out->n++];
-    x->figure = col_dup(s, 0);
-    x->name = col_dup(s, 1);
-    x->stratum = col_dup(s, 2);
-    x->e =
-        (struct est){ (size_t)sqlite3_column_int64(s, 3),
-                      sqlite3_column_double(s, 4), sqlite3_column_double(s, 5),
-                      sqlite3_column_double(s, 6),
-                      sqlite3_column_type(s, 5) != SQLITE_NULL };
-  }
-  if (rc == SQLITE_DONE)
-    rc = 0;
-  else if (rc > 0)
-    rc = store__db_err(st, "figures", err);
-  store__done(s);
+  if (rc == 0)
+    rc = store__collect(st, s, sizeof(*out->v), fill_figstat, NULL, "figures",
+                        &v, &out->n, err);
+  out->v = v;
   if (rc < 0)
     store__figstats_free(out);
-  return rc == TR_ENOMEM ? tr_err_set(err, rc, "", "figures: out of memory")
-                         : rc;
+  return rc;
 }

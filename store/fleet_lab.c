@@ -815,12 +815,8 @@ int store_fleet_trend(struct store *st, const char *config, const char *gpu,
 static int stamped_rows(struct store *st, const char *sql,
                         const char *stamp_key, json_t **out, struct tr_err *err)
 {
-  sqlite3_stmt *s;
-  int rc = store__stmt(st, sql, &s, err);
+  int rc = store__rows_of(st, sql, out, err);
 
-  *out = NULL;
-  if (rc == 0)
-    rc = store__rows(st, s, out, err);
   if (rc == 0)
     stamp(*out, stamp_key);
   return rc;

@@ -285,17 +285,18 @@ static int put_rows(struct store *st, sqlite3_stmt *s, struct tr_buf *b,
 
 /* A store__fill_fn: a table published with a capture, as
  * store__fleet_tables() selects it (but those kept home). */
-static bool fill_hang(sqlite3_stmt *s, void *elem)
+static int fill_hang(sqlite3_stmt *s, void *elem, void *ud)
 {
   struct store__hang *h = elem;
   const char *name = (const char *)sqlite3_column_text(s, 0);
 
+  (void)ud;
   if (kept_home(name))
-    return false;
+    return 0;
   snprintf(h->table, sizeof(h->table), "%s", name);
   snprintf(h->fk, sizeof(h->fk), "%s", sqlite3_column_text(s, 1));
   h->rank = sqlite3_column_int(s, 2) != 0;
-  return true;
+  return 1;
 }
 
 int store__fleet_tables(struct store *st, struct store__hang **out, size_t *n,
@@ -314,22 +315,25 @@ int store__fleet_tables(struct store *st, struct store__hang **out, size_t *n,
 
   *n = 0;
   if (rc == 0)
-    rc = store__collect(st, s, sizeof(**out), fill_hang, "fleet tables", &v, n,
-                        err);
-  if (rc == 0)
+    rc = store__collect(st, s, sizeof(**out), fill_hang, NULL, "fleet tables",
+                        &v, n, err);
+  if (rc < 0)
+    free(v);
+  else
     *out = v;
   return rc;
 }
 
 /* A store__fill_fn: a column, as store__columns() selects it. */
-static bool fill_col(sqlite3_stmt *s, void *elem)
+static int fill_col(sqlite3_stmt *s, void *elem, void *ud)
 {
   struct store__col *c = elem;
 
+  (void)ud;
   snprintf(c->name, sizeof(c->name), "%s", sqlite3_column_text(s, 0));
   c->name_ref = sqlite3_column_int(s, 1) != 0;
   c->blob = sqlite3_column_int(s, 2) != 0;
-  return true;
+  return 1;
 }
 
 int store__columns(struct store *st, const char *table, struct store__col **out,
@@ -347,8 +351,11 @@ int store__columns(struct store *st, const char *table, struct store__col **out,
 
   *n = 0;
   if (rc == 0)
-    rc = store__collect(st, s, sizeof(**out), fill_col, "columns", &v, n, err);
-  if (rc == 0)
+    rc = store__collect(st, s, sizeof(**out), fill_col, NULL, "columns", &v, n,
+                        err);
+  if (rc < 0)
+    free(v);
+  else
     *out = v;
   return rc;
 }
@@ -565,12 +572,11 @@ static int text_of(struct store *st, const char *sql, int64_t id,
                    const char *key, json_t *out, struct tr_err *err)
 {
   sqlite3_stmt *s;
-  int rc = store__stmt_id(st, sql, id, 0, &s, err);
+  int rc = store__first(st, sql, id, 0, "fleet export", &s, err);
   const char *text;
 
   if (rc < 0)
     return rc;
-  rc = store__step(st, s, "fleet export", err);
   text = rc == 1 ? (const char *)sqlite3_column_text(s, 0) : NULL;
   json_object_set_new(out, key, text ? json_string(text) : json_null());
   store__done(s);

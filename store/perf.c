@@ -89,8 +89,6 @@ static int perf_rows(struct store *st, const void *ctx,
 {
   size_t k = 0;
   sqlite3_stmt *s;
-  json_t *row;
-  size_t i;
   int rc;
 
   (void)ctx;
@@ -100,13 +98,9 @@ static int perf_rows(struct store *st, const void *ctx,
   rc = store__stmt_query(st, perf_sql[k], q, &s, err);
   if (rc < 0)
     return rc;
-  if ((rc = store__rows(st, s, out, err)) != 0)
-    return rc;
-  json_array_foreach(*out, i, row) {
-    if (q->rank >= 0)
-      json_object_del(row, "ranks");
-  }
-  return 0;
+  if ((rc = store__rows(st, s, out, err)) == 0)
+    store__rank_key(q, *out, "ranks");
+  return rc;
 }
 
 const struct store__sql store__sql_op_perf = { perf_rows, NULL, NULL, NULL };

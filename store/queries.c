@@ -449,6 +449,17 @@ static const char *any(const char *s)
   return s != NULL && *s != '\0' ? s : NULL;
 }
 
+void store__rank_key(const struct store_query *q, json_t *rows, const char *key)
+{
+  json_t *row;
+  size_t i;
+
+  json_array_foreach(rows, i, row) {
+    if (q->rank >= 0)
+      json_object_del(row, key);
+  }
+}
+
 int store__stmt_query(struct store *st, const char *sql,
                       const struct store_query *q, sqlite3_stmt **out,
                       struct tr_err *err)
@@ -517,14 +528,11 @@ int store__rank_exists(struct store *st, int64_t capture_id, int rank,
 {
   char name[STORE_NAME_MAX];
   sqlite3_stmt *s;
-  int rc = store__stmt_id(st,
-                          "SELECT status FROM ranks WHERE capture_id = ?1"
-                          " AND rank = ?2",
-                          capture_id, rank, &s, err);
+  int rc = store__first(st,
+                        "SELECT status FROM ranks WHERE capture_id = ?1"
+                        " AND rank = ?2",
+                        capture_id, rank, "rank", &s, err);
 
-  if (rc < 0)
-    return rc;
-  rc = store__step(st, s, "rank", err);
   if (rc == 1 && strcmp((const char *)sqlite3_column_text(s, 0), "done") == 0)
     rc = 0;
   else if (rc >= 0)

@@ -405,15 +405,12 @@ int store_rank_trace(struct store *st, int64_t capture_id, int rank,
 {
   struct store_trace t = { NULL, 0, 0, 0, "", 0 };
   sqlite3_stmt *s;
-  int rc = store__stmt_id(st,
-                          "SELECT " TRACE_COLUMNS
-                          " FROM ranks WHERE capture_id = ?1 AND rank = ?2"
-                          " AND status = 'done'",
-                          capture_id, rank, &s, err);
+  int rc = store__first(st,
+                        "SELECT " TRACE_COLUMNS
+                        " FROM ranks WHERE capture_id = ?1 AND rank = ?2"
+                        " AND status = 'done'",
+                        capture_id, rank, "rank file", &s, err);
 
-  if (rc < 0)
-    return rc;
-  rc = store__step(st, s, "rank file", err);
   if (rc == 1) {
     read_trace(s, &t);
     rc = t.path ? 0 : tr_err_set(err, TR_ENOMEM, "", "path");

@@ -163,26 +163,53 @@ typedef int (*store__row_fn)(void *ud, json_t *row, struct tr_err *err);
 int store__rows_each(struct store *st, sqlite3_stmt *stmt, store__row_fn fn,
                      void *ud, struct tr_err *err);
 
+/* A page of a list: store__rows_max()'s rows into *out (a new array),
+ * each row made an item by finish(). Gives s back. */
+int store__page(struct store *st, sqlite3_stmt *s, size_t max_bytes,
+                void (*finish)(json_t *row), json_t **out, struct tr_err *err);
+
+/* The rows of sql, a statement without parameters, as store__rows()
+ * makes them, into *out (a new array). */
+int store__rows_of(struct store *st, const char *sql, json_t **out,
+                   struct tr_err *err);
+
 /* The rows of sql (?1 = id, ?2 = rank where it has one) as
  * store__rows() makes them, into *out (a new array). */
 int store__rows_id(struct store *st, const char *sql, int64_t id, int rank,
                    json_t **out, struct tr_err *err);
 
-/* Fills elem from the row s stands on (store__collect()); false skips
- * the row. */
-typedef bool (*store__fill_fn)(sqlite3_stmt *s, void *elem);
+/* Fills elem from the row s stands on (store__collect()): 1 keeps it, 0
+ * skips the row, TR_ENOMEM stops (elem, begun, is kept for the caller to
+ * free what it holds). */
+typedef int (*store__fill_fn)(sqlite3_stmt *s, void *elem, void *ud);
 
 /* Steps s to its end, each row made an element (size bytes) of a new
- * array by fill: *out (caller frees; NULL with none), *n of them. Gives
- * s back. TR_ENOMEM or TR_EDB, both naming what, and *n 0 on error. */
+ * array by fill(s, elem, ud): *out, *n of them, which the caller frees
+ * (NULL with none), on error too. Gives s back. TR_ENOMEM or TR_EDB,
+ * both naming what. */
 int store__collect(struct store *st, sqlite3_stmt *s, size_t size,
-                   store__fill_fn fill, const char *what, void **out, size_t *n,
-                   struct tr_err *err);
+                   store__fill_fn fill, void *ud, const char *what, void **out,
+                   size_t *n, struct tr_err *err);
 
 /* The first row of sql (?1 = id) as store__rows() makes it, into *out
  * (NULL when there is none). */
 int store__row_id(struct store *st, const char *sql, int64_t id, json_t **out,
                   struct tr_err *err);
+
+/* A record read with its children (GET /captures/<id>, /sweeps/<id>). */
+struct store__record {
+  const char *sql;    /* its row, ?1 = id */
+  const char *member; /* the member holding its children */
+  int (*children)(struct store *st, int64_t id, json_t **out,
+                  struct tr_err *err);
+  void (*finish)(json_t *rec); /* its row made the record */
+  int (*missing)(struct store *st, int64_t id, struct tr_err *err);
+};
+
+/* Record id of r with its children, read in one snapshot, into *out;
+ * r->missing() when there is none. */
+int store__record_get(struct store *st, const struct store__record *r,
+                      int64_t id, json_t **out, struct tr_err *err);
 
 /* A record's timestamps (created_at, started_at, finished_at,
  * phase_started_at: ns since the epoch) as RFC 3339 strings. */
@@ -212,6 +239,12 @@ int store__stmt_id(struct store *st, const char *sql, int64_t id, int rank,
  * message"). The caller gives s back. */
 int store__step(struct store *st, sqlite3_stmt *s, const char *what,
                 struct tr_err *err);
+
+/* store__stmt_id(), then store__step(): 1 with the statement's first
+ * row ready in *out, 0 with none, or an error (*out NULL). Give *out
+ * back with store__done(). */
+int store__first(struct store *st, const char *sql, int64_t id, int rank,
+                 const char *what, sqlite3_stmt **out, struct tr_err *err);
 
 /* Steps s, a statement selecting a row of capture id: 0 with the row
  * ready, store__no_capture() when there is none, TR_EDB on error. The
@@ -299,6 +332,11 @@ int store__rank_exists(struct store *st, int64_t capture_id, int rank,
 int store__stmt_query(struct store *st, const char *sql,
                       const struct store_query *q, sqlite3_stmt **out,
                       struct tr_err *err);
+
+/* queries.c: the rows of one rank (q->rank >= 0) do not name it: key,
+ * which names the rank (or ranks) of each row, is dropped from each. */
+void store__rank_key(const struct store_query *q, json_t *rows,
+                     const char *key);
 
 /* queries.c: runs fn(st, ctx, q, &rows, err) in one read snapshot after
  * checking that the capture (and q->rank, unless -1) exists and is

@@ -221,15 +221,12 @@ static int rows_stmt(struct store *st, const struct sum_tbl *t,
 static int summed(struct store *st, int64_t id, bool done, struct tr_err *err)
 {
   sqlite3_stmt *s;
-  int rc = store__stmt_id(st,
-                          "SELECT c.status = 'done' FROM capture_results r"
-                          " JOIN captures c ON c.id = r.capture_id"
-                          " WHERE r.capture_id = ?1 AND r.summed = 1",
-                          id, 0, &s, err);
+  int rc = store__first(st,
+                        "SELECT c.status = 'done' FROM capture_results r"
+                        " JOIN captures c ON c.id = r.capture_id"
+                        " WHERE r.capture_id = ?1 AND r.summed = 1",
+                        id, 0, "sums", &s, err);
 
-  if (rc < 0)
-    return rc;
-  rc = store__step(st, s, "sums", err);
   if (rc == 1)
     rc = !done || sqlite3_column_int(s, 0) ? 0 : 1;
   else if (rc == 0)

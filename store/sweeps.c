@@ -34,8 +34,9 @@
   " FROM sweep_points p JOIN captures c ON c.id = p.capture_id WHERE "
 /* clang-format on */
 
-static int no_sweep(int64_t id, struct tr_err *err)
+static int no_sweep(struct store *st, int64_t id, struct tr_err *err)
 {
+  (void)st;
   return tr_err_set(err, TR_ENOTFOUND, "sweep", "no sweep %lld", (long long)id);
 }
 
@@ -148,33 +149,17 @@ int store_sweep_points_of(struct store *st, json_t *ids, json_t **out,
 int store_sweep_get(struct store *st, int64_t id, json_t **out,
                     struct tr_err *err)
 {
-  json_t *sweep = NULL, *points = NULL;
-  int rc = store__rd_begin(st, err);
+  static const struct store__record sweep = { SWEEP_SELECT "WHERE s.id = ?1",
+                                              "points", store_sweep_points,
+                                              store__stamps, no_sweep };
 
-  if (rc == 0)
-    rc = store__row_id(st, SWEEP_SELECT "WHERE s.id = ?1", id, &sweep, err);
-  if (rc == 0 && sweep == NULL)
-    rc = no_sweep(id, err);
-  if (rc == 0)
-    rc = store_sweep_points(st, id, &points, err);
-  rc = store__rd_end(st, rc, err);
-  if (rc != 0) {
-    json_decref(sweep);
-    json_decref(points);
-    return rc;
-  }
-  store__stamps(sweep);
-  json_object_set_new(sweep, "points", points);
-  *out = sweep;
-  return 0;
+  return store__record_get(st, &sweep, id, out, err);
 }
 
 int store_sweep_list(struct store *st, const struct store_list_filter *f,
                      json_t **out, struct tr_err *err)
 {
-  json_t *rows = NULL, *v;
   sqlite3_stmt *s;
-  size_t i;
   int rc = 0;
 
   if (f->status != NULL && tr_status_parse(f->status) < 0)
@@ -188,13 +173,7 @@ int store_sweep_list(struct store *st, const struct store_list_filter *f,
                      f->limit > 0 ? f->limit : 50);
   if (rc < 0)
     return rc;
-  rc = store__rows_max(st, s, f->max_bytes, &rows, err);
-  if (rc < 0)
-    return rc;
-  json_array_foreach(rows, i, v)
-    store__stamps(v);
-  *out = rows;
-  return 0;
+  return store__page(st, s, f->max_bytes, store__stamps, out, err);
 }
 
 /* ---- settling, inside a capture's write ---- */
@@ -204,16 +183,14 @@ static int sweep_of(struct store *st, int64_t id, int64_t *sweep, int *point,
                     struct tr_err *err)
 {
   sqlite3_stmt *s;
-  int rc = store__stmt_id(st,
-                          "SELECT sweep_id, point FROM sweep_points"
-                          " WHERE capture_id = ?1",
-                          id, 0, &s, err);
+  int rc = store__first(st,
+                        "SELECT sweep_id, point FROM sweep_points"
+                        " WHERE capture_id = ?1",
+                        id, 0, "sweep", &s, err);
 
   *sweep = 0;
   *point = -1;
-  if (rc < 0)
-    return rc;
-  if ((rc = store__step(st, s, "sweep", err)) == 1) {
+  if (rc == 1) {
     *sweep = sqlite3_column_int64(s, 0);
     *point = sqlite3_column_int(s, 1);
   }
@@ -315,15 +292,13 @@ static int sweep_status(struct store *st, int64_t id, int *status,
                         struct tr_err *err)
 {
   sqlite3_stmt *s;
-  int rc = store__stmt_id(st, "SELECT status FROM sweeps WHERE id = ?1", id, 0,
-                          &s, err);
+  int rc = store__first(st, "SELECT status FROM sweeps WHERE id = ?1", id, 0,
+                        "sweep", &s, err);
 
-  if (rc < 0)
-    return rc;
-  if ((rc = store__step(st, s, "sweep", err)) == 1)
+  if (rc == 1)
     *status = tr_status_parse((const char *)sqlite3_column_text(s, 0));
   store__done(s);
-  return rc == 1 ? 0 : rc == 0 ? no_sweep(id, err) : rc;
+  return rc == 1 ? 0 : rc == 0 ? no_sweep(st, id, err) : rc;
 }
 
 /* The ids of its points (with status running: only those). */

@@ -75,11 +75,8 @@ static int one_id(struct store *st, const char *sql, int64_t id, int64_t *out,
                   struct tr_err *err)
 {
   sqlite3_stmt *s;
-  int rc = store__stmt_id(st, sql, id, 0, &s, err);
+  int rc = store__first(st, sql, id, 0, "verdict", &s, err);
 
-  if (rc < 0)
-    return rc;
-  rc = store__step(st, s, "verdict", err);
   if (rc == 1)
     *out = sqlite3_column_int64(s, 0);
   store__done(s);
@@ -616,14 +613,11 @@ static int stored_verdict(struct store *st, int64_t id, json_t **out,
                           struct tr_err *err)
 {
   sqlite3_stmt *s;
-  int rc = store__stmt_id(st,
-                          "SELECT verdict FROM capture_results"
-                          " WHERE capture_id = ?1 AND verdict IS NOT NULL",
-                          id, 0, &s, err);
+  int rc = store__first(st,
+                        "SELECT verdict FROM capture_results"
+                        " WHERE capture_id = ?1 AND verdict IS NOT NULL",
+                        id, 0, "verdict", &s, err);
 
-  if (rc < 0)
-    return rc;
-  rc = store__step(st, s, "verdict", err);
   if (rc == 1)
     *out = store__col_json(s, 0);
   store__done(s);
@@ -705,20 +699,17 @@ int store_baseline_set(struct store *st, int64_t id, bool pin, json_t **out,
 int store_verdict_metrics(struct store *st, json_t **out, struct tr_err *err)
 {
   json_t *counts = NULL, *latest = NULL;
-  sqlite3_stmt *s;
   int rc = store__rd_begin(st, err);
 
   if (rc == 0)
-    rc = store__stmt(st,
-                     "SELECT r.verdict_code AS verdict, count(*) AS n"
-                     " FROM capture_results r JOIN captures c"
-                     " ON c.id = r.capture_id WHERE c.status = 'done'"
-                     " AND r.verdict_code IS NOT NULL GROUP BY 1",
-                     &s, err);
+    rc = store__rows_of(st,
+                        "SELECT r.verdict_code AS verdict, count(*) AS n"
+                        " FROM capture_results r JOIN captures c"
+                        " ON c.id = r.capture_id WHERE c.status = 'done'"
+                        " AND r.verdict_code IS NOT NULL GROUP BY 1",
+                        &counts, err);
   if (rc == 0)
-    rc = store__rows(st, s, &counts, err);
-  if (rc == 0)
-    rc = store__stmt(
+    rc = store__rows_of(
         st,
         "WITH v AS (SELECT c.id, " CONFIG_OF(
             "c") " AS config,"
@@ -730,9 +721,7 @@ int store_verdict_metrics(struct store *st, json_t **out, struct tr_err *err)
                  " ORDER BY finished_at DESC, id DESC) AS nth FROM v)"
                  " SELECT config AS config_json, verdict, id AS capture FROM k"
                  " WHERE nth = 1 ORDER BY finished_at DESC, id DESC LIMIT 100",
-        &s, err);
-  if (rc == 0)
-    rc = store__rows(st, s, &latest, err);
+        &latest, err);
   rc = store__rd_end(st, rc, err);
   if (rc == 0) {
     json_t *by = json_object(), *row;

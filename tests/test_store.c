@@ -685,10 +685,11 @@ static void store_delete_cascades(void)
 }
 
 /* A store__fill_fn keeping the rows whose j is even. */
-static bool fill_even(sqlite3_stmt *s, void *elem)
+static int fill_even(sqlite3_stmt *s, void *elem, void *ud)
 {
   int64_t j = sqlite3_column_int64(s, 0);
 
+  (void)ud;
   *(int64_t *)elem = j;
   return j % 2 == 0;
 }
@@ -746,9 +747,9 @@ static void store_binds_by_type_letters(void)
   CHECK_INT(store__prep(st, "SELECT j FROM t WHERE j IS NOT NULL ORDER BY j",
                         &s, &err, ""),
             0);
-  CHECK_INT(
-      store__collect(st, s, sizeof(int64_t), fill_even, "t", &got, &n, &err),
-      0);
+  CHECK_INT(store__collect(st, s, sizeof(int64_t), fill_even, NULL, "t", &got,
+                           &n, &err),
+            0);
   v = got;
   CHECK_INT(n, 1); /* 4 kept; INT64_MAX is odd */
   CHECK_INT(v[0], 4);
