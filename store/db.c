@@ -135,16 +135,24 @@ int store__stmt(struct store *st, const char *sql, sqlite3_stmt **out,
 /* Binds ?1.. of s from ap as types says (store__exec()). */
 static int bind_args(sqlite3_stmt *s, const char *types, va_list ap)
 {
-  int rc = SQLITE_OK;
+  int n = sqlite3_bind_parameter_count(s), i = 1, rc = SQLITE_OK;
+  bool some = false; /* past a '|': only the parameters s has */
 
-  for (int i = 1; rc == SQLITE_OK && types[i - 1] != '\0'; i++) {
-    switch (types[i - 1]) {
+  for (; rc == SQLITE_OK && *types != '\0'; types++) {
+    if (*types == '|') {
+      some = true;
+      continue;
+    }
+    if (some && i > n)
+      break; /* nor has it a later one */
+    switch (*types) {
     case 'i': rc = sqlite3_bind_int(s, i, va_arg(ap, int)); break;
     case 'I': rc = sqlite3_bind_int64(s, i, va_arg(ap, int64_t)); break;
     case 'd': rc = sqlite3_bind_double(s, i, va_arg(ap, double)); break;
     case 't': rc = store__bind_text(s, i, va_arg(ap, const char *)); break;
     default: rc = SQLITE_MISUSE;
     }
+    i++;
   }
   return rc;
 }

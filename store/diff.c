@@ -180,8 +180,7 @@ static int read_drows(struct store *st, const char *by, const struct side *a,
            " a.c, a.t, b.c, b.t, a.f, a.m, b.f, b.m"
            " FROM a FULL JOIN b ON a.key = b.key",
            sa, sb);
-  rc = store__prep(st, sql, &s, err, spec_of(by)->decode ? "IiIt" : "IiI",
-                   a->id, rank, b->id, kind);
+  rc = store__prep(st, sql, &s, err, "IiI|t", a->id, rank, b->id, kind);
   if (rc < 0)
     return rc;
   while ((rc = sqlite3_step(s)) == SQLITE_ROW) {

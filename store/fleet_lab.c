@@ -673,24 +673,21 @@ int store_fleet_baseline(struct store *st, const struct store_fleet_ref *ref,
   return ref_row(st, s, out, err);
 }
 
-/* A text column as a JSON string, or null. */
-static void put_text(struct tr_buf *b, sqlite3_stmt *s, int c)
+/* Column c as JSON: null, its text as it is when it holds JSON text
+ * (json), else its text as a string. */
+static void put_col(struct tr_buf *b, sqlite3_stmt *s, int c, bool json)
 {
-  if (sqlite3_column_type(s, c) == SQLITE_NULL)
-    tr_buf_put(b, "null", 4);
-  else
-    store__put_string(b, (const char *)sqlite3_column_text(s, c),
-                      (size_t)sqlite3_column_bytes(s, c));
-}
+  /* The type first: reading the text may convert the value. */
+  bool null = sqlite3_column_type(s, c) == SQLITE_NULL;
+  const char *text = (const char *)sqlite3_column_text(s, c);
+  size_t n = (size_t)sqlite3_column_bytes(s, c);
 
-/* A column holding JSON text, as it is, or null. */
-static void put_json(struct tr_buf *b, sqlite3_stmt *s, int c)
-{
-  if (sqlite3_column_type(s, c) == SQLITE_NULL)
+  if (null)
     tr_buf_put(b, "null", 4);
+  else if (json)
+    tr_buf_put(b, text, n);
   else
-    tr_buf_put(b, (const char *)sqlite3_column_text(s, c),
-               (size_t)sqlite3_column_bytes(s, c));
+    store__put_string(b, text, n);
 }
 
 /* One row of the list: its brief (compact JSON, stored so by
@@ -698,7 +695,13 @@ static void put_json(struct tr_buf *b, sqlite3_stmt *s, int c)
  * closing brace: written, never parsed. */
 static void put_listed(struct tr_buf *b, sqlite3_stmt *s)
 {
-  static const char *const text_keys[] = { "node", "ref", "uuid", "gpu" };
+  /* The members from column 3 on, and whether each holds JSON text. */
+  static const struct {
+    const char *key;
+    bool json;
+  } members[] = { { "node", false },    { "ref", false },   { "uuid", false },
+                  { "gpu", false },     { "config", true }, { "figures", true },
+                  { "node_url", false } };
   const char *brief = (const char *)sqlite3_column_text(s, 2);
   size_t n = (size_t)sqlite3_column_bytes(s, 2);
 
@@ -706,16 +709,10 @@ static void put_listed(struct tr_buf *b, sqlite3_stmt *s)
     n--;
   tr_buf_put(b, brief, n > 0 ? n - 1 : 0);
   tr_buf_put(b, n > 2 ? "," : "", n > 2 ? 1 : 0);
-  for (int k = 0; k < 4; k++) {
-    tr_buf_printf(b, "%s\"%s\":", k ? "," : "", text_keys[k]);
-    put_text(b, s, 3 + k);
+  for (int k = 0; k < (int)(sizeof(members) / sizeof(members[0])); k++) {
+    tr_buf_printf(b, "%s\"%s\":", k ? "," : "", members[k].key);
+    put_col(b, s, 3 + k, members[k].json);
   }
-  tr_buf_printf(b, ",\"config\":");
-  put_json(b, s, 7);
-  tr_buf_printf(b, ",\"figures\":");
-  put_json(b, s, 8);
-  tr_buf_printf(b, ",\"node_url\":");
-  put_text(b, s, 9);
   tr_buf_put(b, "}", 1);
 }
 

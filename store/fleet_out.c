@@ -61,7 +61,7 @@ static int outbox_write(struct store *st, const char *sql, int64_t seq,
 
   if (rc < 0)
     return rc;
-  rc = store__run(st, "outbox", sql, err, text != NULL ? "It" : "I", seq, text);
+  rc = store__run(st, "outbox", sql, err, "I|t", seq, text);
   return store__wr_end(st, rc, err);
 }
 

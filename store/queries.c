@@ -464,17 +464,8 @@ int store__stmt_query(struct store *st, const char *sql,
                       const struct store_query *q, sqlite3_stmt **out,
                       struct tr_err *err)
 {
-  static const char types[] = "Iittitttit"; /* store_int.h's ?1..?10 */
-  char some[sizeof(types)];
-  int rc = store__stmt(st, sql, out, err);
-
-  if (rc < 0)
-    return rc;
-  /* The statement is cached: taken again to be bound. */
-  snprintf(some, sizeof(some), "%.*s", sqlite3_bind_parameter_count(*out),
-           types);
-  return store__prep(st, sql, out, err, some, q->capture_id, q->rank, any(q->q),
-                     any(q->category), q->limit > 0 ? q->limit : -1,
+  return store__prep(st, sql, out, err, "|Iittitttit", q->capture_id, q->rank,
+                     any(q->q), any(q->category), q->limit > 0 ? q->limit : -1,
                      any(q->family), any(q->kind), any(q->module), q->on_path,
                      any(q->step));
 }

@@ -104,8 +104,11 @@ int store__stmt(struct store *st, const char *sql, sqlite3_stmt **out,
  * one letter of types a parameter, each taking the next argument: 'i'
  * int, 'I' int64_t (cast what is not one: the arguments are read as
  * types says), 'd' double, 't' const char * (copied; NULL binds null).
- * Arguments past types are not read. A letter it does not know or a
- * parameter the statement lacks is TR_EDB, the statement given back.
+ * Letters past a '|' are bound only where the statement has their
+ * parameter (a statement text made for several uses, a parameter numbering
+ * shared by statements that skip some); arguments past those bound are
+ * not read. A letter it does not know, or before any '|' a parameter the
+ * statement lacks, is TR_EDB, the statement given back.
  * With out, the statement is handed over (give it back with
  * store__done(); store__rows() and the like give it back); with out
  * NULL, it is stepped to its end (it returns no row) and given back: 0,

@@ -40,14 +40,6 @@ static int no_sweep(struct store *st, int64_t id, struct tr_err *err)
   return tr_err_set(err, TR_ENOTFOUND, "sweep", "no sweep %lld", (long long)id);
 }
 
-static int write_one(struct store *st, sqlite3_stmt *s, struct tr_err *err)
-{
-  int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : store__db_err(st, "write", err);
-
-  store__done(s);
-  return rc;
-}
-
 /* ---- insert ---- */
 
 static int insert_sweep(struct store *st, const char *label, json_t *params,
@@ -198,19 +190,13 @@ static int sweep_of(struct store *st, int64_t id, int64_t *sweep, int *point,
   return rc < 0 ? rc : 0;
 }
 
-/* Runs sql with ?1 = sweep, ?2 = now, ?3 = text (may be NULL), and ?4 =
- * point where sql has it. */
+/* Runs sql with ?1 = sweep, ?2 = now, and where sql has them ?3 = text
+ * (may be NULL) and ?4 = point. */
 static int sweep_write(struct store *st, const char *sql, int64_t sweep,
                        const char *text, int point, struct tr_err *err)
 {
-  sqlite3_stmt *s;
-  int rc = store__prep(st, sql, &s, err, "IIt", sweep, tr_now_ns(), text);
-
-  if (rc < 0)
-    return rc;
-  if (sqlite3_bind_parameter_count(s) >= 4)
-    sqlite3_bind_int(s, 4, point);
-  return write_one(st, s, err);
+  return store__run(st, "write", sql, err, "II|ti", sweep, tr_now_ns(), text,
+                    point);
 }
 
 /* Its queued points cancelled, with why. */

@@ -744,6 +744,18 @@ static void store_binds_by_type_letters(void)
       store__run(st, "t", "INSERT INTO t(i) VALUES(?1)", &err, "ii", 1, 2),
       TR_EDB);
   tr_err_clear(&err);
+  /* Past a '|', only the parameters the statement has: ?1 here. */
+  CHECK_INT(store__run(st, "t", "INSERT INTO t(i) VALUES(?1)", &err, "i|it", 5,
+                       6, "unread"),
+            0);
+  CHECK_INT(store__run(st, "t", "INSERT INTO t(i, j) VALUES(?1, ?2)", &err,
+                       "|iI", 8, (int64_t)9),
+            0);
+  CHECK_INT(
+      fx_count(path, "SELECT count(*) FROM t WHERE i = 5 AND j IS NULL", -1),
+      1);
+  CHECK_INT(fx_count(path, "SELECT count(*) FROM t WHERE i = 8 AND j = 9", -1),
+            1);
   CHECK_INT(store__prep(st, "SELECT j FROM t WHERE j IS NOT NULL ORDER BY j",
                         &s, &err, ""),
             0);
@@ -751,7 +763,7 @@ static void store_binds_by_type_letters(void)
                            &n, &err),
             0);
   v = got;
-  CHECK_INT(n, 1); /* 4 kept; INT64_MAX is odd */
+  CHECK_INT(n, 1); /* 4 kept; 9 and INT64_MAX are odd */
   CHECK_INT(v[0], 4);
   free(v);
   store_close(st);
