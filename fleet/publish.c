@@ -147,12 +147,20 @@ static int exec(struct fleet_pub *p, const char *sql, struct tr_err *err)
   return fleet_pg_exec(p->pg, sql, 0, NULL, NULL, err);
 }
 
+/* sql on this node's capture uuid: $1 the node, $2 the uuid. */
+static int exec_capture(struct fleet_pub *p, const char *sql, const char *uuid,
+                        struct tr_err *err)
+{
+  const char *vals[] = { p->cfg->node_name, uuid };
+
+  return fleet_pg_exec(p->pg, sql, 2, vals, NULL, err);
+}
+
 /* Gives the row of (node, uuid) the next change seq, under the lock that
  * orders the fleet's changes (released by the commit). */
 static int take_seq(struct fleet_pub *p, const char *uuid, struct tr_err *err)
 {
   char lock[32];
-  const char *vals[] = { p->cfg->node_name, uuid };
   const char *lock_vals[] = { lock };
   int rc;
 
@@ -160,11 +168,11 @@ static int take_seq(struct fleet_pub *p, const char *uuid, struct tr_err *err)
   rc = fleet_pg_exec(p->pg, "SELECT pg_advisory_xact_lock($1)", 1, lock_vals,
                      NULL, err);
   if (rc == 0)
-    rc = fleet_pg_exec(p->pg,
-                       "UPDATE fleet.captures SET"
-                       " seq = nextval('fleet.change_seq')"
-                       " WHERE node = $1 AND uuid = $2::uuid",
-                       2, vals, NULL, err);
+    rc = exec_capture(p,
+                      "UPDATE fleet.captures SET"
+                      " seq = nextval('fleet.change_seq')"
+                      " WHERE node = $1 AND uuid = $2::uuid",
+                      uuid, err);
   return rc;
 }
 
@@ -305,18 +313,17 @@ static int publish_body(struct fleet_pub *p, const void *ctx,
 static int delete_body(struct fleet_pub *p, const void *ctx, struct tr_err *err)
 {
   const struct store_outbox_item *it = ctx;
-  const char *vals[] = { p->cfg->node_name, it->uuid };
-  int rc = fleet_pg_exec(p->pg,
-                         "DELETE FROM fleet.capture_tables"
-                         " WHERE node = $1 AND uuid = $2::uuid",
-                         2, vals, NULL, err);
+  int rc = exec_capture(p,
+                        "DELETE FROM fleet.capture_tables"
+                        " WHERE node = $1 AND uuid = $2::uuid",
+                        it->uuid, err);
 
   if (rc == 0)
-    rc = fleet_pg_exec(p->pg,
-                       "UPDATE fleet.captures SET deleted = true,"
-                       " deleted_at = now(), capture = NULL, figures = NULL"
-                       " WHERE node = $1 AND uuid = $2::uuid AND NOT deleted",
-                       2, vals, NULL, err);
+    rc = exec_capture(p,
+                      "UPDATE fleet.captures SET deleted = true,"
+                      " deleted_at = now(), capture = NULL, figures = NULL"
+                      " WHERE node = $1 AND uuid = $2::uuid AND NOT deleted",
+                      it->uuid, err);
   return rc == 0 ? take_seq(p, it->uuid, err) : rc;
 }
 

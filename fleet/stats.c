@@ -76,16 +76,49 @@ bool fleet_degraded(const struct cfg *cfg, char *reason, size_t size)
   return false;
 }
 
-static void gauge(FILE *f, const char *name, const char *help, long long v)
-{
-  fprintf(f, "# HELP %s %s\n# TYPE %s gauge\n%s %lld\n", name, help, name, name,
-          v);
-}
+/* The fleet's metrics for /metrics (Prometheus text 0.0.4), one row
+ * each: XX(type, name, help, value), the lab view's after the publisher's
+ * (FLEET_VIEW_METRICS: only with fleet_view). */
+#define FLEET_METRICS(XX)                                                      \
+  XX(gauge, "traced_fleet_outbox_length",                                      \
+     "Captures and deletes waiting to be published to the fleet.",             \
+     atomic_load(&fleet_stats.outbox))                                         \
+  XX(gauge, "traced_fleet_outbox_age_seconds",                                 \
+     "How long the oldest of them has waited (0: none).", outbox_age_s())      \
+  XX(gauge, "traced_fleet_connected",                                          \
+     "1 while the publisher's PostgreSQL connection is up.",                   \
+     atomic_load(&fleet_stats.connected))                                      \
+  XX(gauge, "traced_fleet_degraded",                                           \
+     "1 while /healthz says degraded for the fleet.",                          \
+     fleet_degraded(cfg, reason, sizeof(reason)))                              \
+  XX(counter, "traced_fleet_published_total", "Captures published.",           \
+     atomic_load(&fleet_stats.published))                                      \
+  XX(counter, "traced_fleet_deleted_total", "Deletes published.",              \
+     atomic_load(&fleet_stats.deleted))                                        \
+  XX(counter, "traced_fleet_backfilled_total",                                 \
+     "Old captures put in the outbox by the backfill.",                        \
+     atomic_load(&fleet_stats.backfilled))                                     \
+  XX(counter, "traced_fleet_failures_total",                                   \
+     "Publish attempts that failed (retried with backoff).",                   \
+     atomic_load(&fleet_stats.failures))
 
-static void counter(FILE *f, const char *name, const char *help,
-                    unsigned long long v)
+#define FLEET_VIEW_METRICS(XX)                                                 \
+  XX(gauge, "traced_fleet_followed_seq",                                       \
+     "The last change of the fleet the lab view applied.",                     \
+     atomic_load(&fleet_stats.followed_seq))                                   \
+  XX(gauge, "traced_fleet_unheard_seconds",                                    \
+     "Seconds since the lab view last read PostgreSQL.", unheard_s())          \
+  XX(counter, "traced_fleet_copies_total",                                     \
+     "Captures copied from PostgreSQL to answer the lab view.",                \
+     atomic_load(&fleet_stats.copies))                                         \
+  XX(counter, "traced_fleet_follow_failures_total",                            \
+     "Reads of the fleet's changes that failed.",                              \
+     atomic_load(&fleet_stats.follow_failures))
+
+static void metric(FILE *f, const char *type, const char *name,
+                   const char *help, long long v)
 {
-  fprintf(f, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", name, help, name,
+  fprintf(f, "# HELP %s %s\n# TYPE %s %s\n%s %lld\n", name, help, name, type,
           name, v);
 }
 
@@ -93,42 +126,13 @@ void fleet_metrics(const struct cfg *cfg, FILE *f)
 {
   char reason[512];
 
+#define PUT(type, name, help, value)                                           \
+  metric(f, #type, name, help, (long long)(value));
   if (cfg->fleet_dsn[0] == '\0')
     return;
-  gauge(f, "traced_fleet_outbox_length",
-        "Captures and deletes waiting to be published to the fleet.",
-        (long long)atomic_load(&fleet_stats.outbox));
-  gauge(f, "traced_fleet_outbox_age_seconds",
-        "How long the oldest of them has waited (0: none).",
-        (long long)outbox_age_s());
-  gauge(f, "traced_fleet_connected",
-        "1 while the publisher's PostgreSQL connection is up.",
-        atomic_load(&fleet_stats.connected));
-  gauge(f, "traced_fleet_degraded",
-        "1 while /healthz says degraded for the fleet.",
-        fleet_degraded(cfg, reason, sizeof(reason)));
-  counter(f, "traced_fleet_published_total", "Captures published.",
-          atomic_load(&fleet_stats.published));
-  counter(f, "traced_fleet_deleted_total", "Deletes published.",
-          atomic_load(&fleet_stats.deleted));
-  counter(f, "traced_fleet_backfilled_total",
-          "Old captures put in the outbox by the backfill.",
-          atomic_load(&fleet_stats.backfilled));
-  counter(f, "traced_fleet_failures_total",
-          "Publish attempts that failed (retried with backoff).",
-          atomic_load(&fleet_stats.failures));
-  if (!cfg->fleet_view)
-    return;
-  gauge(f, "traced_fleet_followed_seq",
-        "The last change of the fleet the lab view applied.",
-        (long long)atomic_load(&fleet_stats.followed_seq));
-  gauge(f, "traced_fleet_unheard_seconds",
-        "Seconds since the lab view last read PostgreSQL.",
-        (long long)unheard_s());
-  counter(f, "traced_fleet_copies_total",
-          "Captures copied from PostgreSQL to answer the lab view.",
-          atomic_load(&fleet_stats.copies));
-  counter(f, "traced_fleet_follow_failures_total",
-          "Reads of the fleet's changes that failed.",
-          atomic_load(&fleet_stats.follow_failures));
+  FLEET_METRICS(PUT)
+  if (cfg->fleet_view) {
+    FLEET_VIEW_METRICS(PUT)
+  }
+#undef PUT
 }

@@ -45,11 +45,9 @@ static int idle_query(struct store *st, const struct store_query *q,
                       json_t **out, struct tr_err *err)
 {
   bool by_step = q->by != NULL && strcmp(q->by, "step") == 0;
-  sqlite3_stmt *s;
-  int rc = store__stmt_id(st, by_step ? idle_by_step : idle_by_cause,
-                          q->capture_id, q->rank, &s, err);
 
-  return rc == 0 ? store__rows(st, s, out, err) : rc;
+  return store__rows_id(st, by_step ? idle_by_step : idle_by_cause,
+                        q->capture_id, q->rank, out, err);
 }
 
 /* Every rank's rows summed (q->rank -1) carry "ranks"; one rank's
@@ -59,14 +57,9 @@ static int idle_rows(struct store *st, const void *ctx,
                      struct tr_err *err)
 {
   int rc = idle_query(st, q, out, err);
-  json_t *row;
-  size_t i;
 
   (void)ctx;
-  json_array_foreach(*out, i, row) {
-    if (q->rank >= 0)
-      json_object_del(row, "ranks");
-  }
+  store__rank_key(q, *out, "ranks");
   return rc;
 }
 
@@ -167,13 +160,10 @@ static int timeline_rows(struct store *st, const void *ctx,
       " AND (?2 < 0 OR r.rank = ?2) ORDER BY r.rank, t.idx";
   int n = q->buckets > 0 ? q->buckets : TIMELINE_DEFAULT;
   json_t *all = NULL, *rank = json_array(), *row;
-  sqlite3_stmt *s;
   size_t i;
-  int rc = store__stmt_id(st, sql, q->capture_id, q->rank, &s, err);
+  int rc = store__rows_id(st, sql, q->capture_id, q->rank, &all, err);
 
   (void)ctx;
-  if (rc == 0)
-    rc = store__rows(st, s, &all, err);
   *out = json_array();
   /* Rows come by rank: each rank's run is re-binned on its own. */
   json_array_foreach(all, i, row) {

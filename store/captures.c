@@ -47,14 +47,6 @@ static int check_status(const char *status, struct tr_err *err)
   return 0;
 }
 
-static int step_write(struct store *st, sqlite3_stmt *s, struct tr_err *err)
-{
-  int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : store__db_err(st, "write", err);
-
-  store__done(s);
-  return rc;
-}
-
 int store__check_queue(struct store *st, int max_queued, int adding,
                        struct tr_err *err)
 {
@@ -86,25 +78,17 @@ int store__capture_row(struct store *st, const char *kind, const char *label,
                        json_t *params, int64_t *id, struct tr_err *err)
 {
   char *text = params ? tr_json_dumps(params, JSON_COMPACT) : strdup("{}");
-  sqlite3_stmt *s;
   int rc = store__check_enum(kind, tr_kind_names, "kind", err);
 
   if (text == NULL)
     return tr_err_set(err, TR_ENOMEM, "params", "params");
   if (rc == 0)
-    rc = store__stmt(st,
-                     "INSERT INTO captures(kind, label, params, status,"
-                     " phase, created_at, phase_started_at, progress)"
-                     " VALUES(?1, ?2, ?3, 'queued', 'queued', ?4, ?4, ?5)",
-                     &s, err);
-  if (rc == 0) {
-    sqlite3_bind_text(s, 1, kind, -1, SQLITE_TRANSIENT);
-    store__bind_text(s, 2, label);
-    sqlite3_bind_text(s, 3, text, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(s, 4, tr_now_ns());
-    sqlite3_bind_text(s, 5, initial_progress, -1, SQLITE_STATIC);
-    rc = step_write(st, s, err);
-  }
+    rc = store__run(st, "write",
+                    "INSERT INTO captures(kind, label, params, status,"
+                    " phase, created_at, phase_started_at, progress)"
+                    " VALUES(?1, ?2, ?3, 'queued', 'queued', ?4, ?4, ?5)",
+                    err, "tttIt", kind, label, text, tr_now_ns(),
+                    initial_progress);
   if (rc == 0)
     *id = sqlite3_last_insert_rowid(st->db);
   free(text);
@@ -157,9 +141,8 @@ static int read_status(struct store *st, int64_t id, int *status,
 static int write_phase(struct store *st, int64_t id, int status, int phase,
                        bool final, struct tr_err *err)
 {
-  sqlite3_stmt *s;
-  int rc = store__stmt(
-      st,
+  int rc = store__run(
+      st, "write",
       "UPDATE captures SET status = coalesce(?2, status),"
       " phase = coalesce(?3, phase),"
       " phase_started_at = CASE WHEN ?3 IS NULL OR (phase = ?3 AND"
@@ -169,16 +152,10 @@ static int write_phase(struct store *st, int64_t id, int status, int phase,
       " finished_at = CASE WHEN ?5 AND finished_at IS NULL THEN ?4"
       "  ELSE finished_at END"
       " WHERE id = ?1",
-      &s, err);
+      err, "IttIi", id, status >= 0 ? tr_status_name(status) : NULL,
+      phase >= 0 ? tr_phase_name(phase) : NULL, tr_now_ns(), final);
 
-  if (rc < 0)
-    return rc;
-  sqlite3_bind_int64(s, 1, id);
-  store__bind_text(s, 2, status >= 0 ? tr_status_name(status) : NULL);
-  store__bind_text(s, 3, phase >= 0 ? tr_phase_name(phase) : NULL);
-  sqlite3_bind_int64(s, 4, tr_now_ns());
-  sqlite3_bind_int(s, 5, final);
-  return changed_or_missing(st, id, step_write(st, s, err), err);
+  return changed_or_missing(st, id, rc, err);
 }
 
 static int read_json_column(struct store *st, int64_t id, const char *column,
@@ -295,19 +272,13 @@ static int write_json_column(struct store *st, int64_t id, const char *column,
 {
   char sql[96];
   char *text = tr_json_dumps(v, JSON_COMPACT);
-  sqlite3_stmt *s;
   int rc;
 
   if (text == NULL)
     return tr_err_set(err, TR_ENOMEM, column, "%s", column);
   snprintf(sql, sizeof(sql), "UPDATE captures SET %s = ?2 WHERE id = ?1",
            column);
-  rc = store__stmt(st, sql, &s, err);
-  if (rc == 0) {
-    sqlite3_bind_int64(s, 1, id);
-    sqlite3_bind_text(s, 2, text, -1, SQLITE_TRANSIENT);
-    rc = step_write(st, s, err);
-  }
+  rc = store__run(st, "write", sql, err, "It", id, text);
   free(text);
   return rc;
 }
@@ -350,33 +321,18 @@ static void finish_capture(json_t *obj)
 int store_capture_get(struct store *st, int64_t id, json_t **out,
                       struct tr_err *err)
 {
-  json_t *cap = NULL, *ranks = NULL;
-  int rc = store__rd_begin(st, err);
+  static const struct store__record capture = {
+    CAPTURE_SELECT "WHERE c.id = ?1", "ranks", store__capture_ranks,
+    finish_capture, store__no_capture
+  };
 
-  if (rc == 0)
-    rc = store__row_id(st, CAPTURE_SELECT "WHERE c.id = ?1", id, &cap, err);
-  if (rc == 0 && cap == NULL)
-    rc = store__no_capture(st, id, err);
-  if (rc == 0)
-    rc = store__capture_ranks(st, id, &ranks, err);
-  rc = store__rd_end(st, rc, err);
-  if (rc != 0) {
-    json_decref(cap);
-    json_decref(ranks);
-    return rc;
-  }
-  finish_capture(cap);
-  json_object_set_new(cap, "ranks", ranks);
-  *out = cap;
-  return 0;
+  return store__record_get(st, &capture, id, out, err);
 }
 
 int store_capture_list(struct store *st, const struct store_list_filter *f,
                        json_t **out, struct tr_err *err)
 {
-  json_t *rows = NULL, *v;
   sqlite3_stmt *s;
-  size_t i;
   int rc = check_status(f->status, err);
 
   if (rc == 0)
@@ -385,89 +341,60 @@ int store_capture_list(struct store *st, const struct store_list_filter *f,
     rc = tr_err_set(err, TR_EINVAL, f->limit < 0 ? "limit" : "before",
                     "must not be negative");
   if (rc == 0)
-    rc = store__stmt(st,
+    rc = store__prep(st,
                      CAPTURE_SELECT "WHERE (?1 IS NULL OR c.status = ?1)"
                                     " AND (?2 IS NULL OR"
                                     "  json_extract(c.params, '$.model') = ?2)"
                                     " AND (?3 IS NULL OR c.kind = ?3)"
                                     " AND (?4 = 0 OR c.id < ?4)"
                                     " ORDER BY c.id DESC LIMIT ?5",
-                     &s, err);
+                     &s, err, "tttIi", f->status, f->model, f->kind, f->before,
+                     f->limit > 0 ? f->limit : 50);
   if (rc < 0)
     return rc;
-  store__bind_text(s, 1, f->status);
-  store__bind_text(s, 2, f->model);
-  store__bind_text(s, 3, f->kind);
-  sqlite3_bind_int64(s, 4, f->before);
-  sqlite3_bind_int(s, 5, f->limit > 0 ? f->limit : 50);
-  rc = store__rows_max(st, s, f->max_bytes, &rows, err);
-  if (rc < 0)
-    return rc;
-  json_array_foreach(rows, i, v)
-    finish_capture(v);
-  *out = rows;
-  return 0;
+  return store__page(st, s, f->max_bytes, finish_capture, out, err);
+}
+
+/* A store__fill_fn: the row's id. */
+static int fill_id(sqlite3_stmt *s, void *elem, void *ud)
+{
+  (void)ud;
+  *(int64_t *)elem = sqlite3_column_int64(s, 0);
+  return 1;
 }
 
 int store_capture_ids(struct store *st, const char *status, const char *kind,
                       int64_t **ids, size_t *n, struct tr_err *err)
 {
-  int64_t *arr = NULL; /* grows by doubling */
-  size_t len = 0, cap = 0;
+  void *v = NULL;
   sqlite3_stmt *s;
   int rc = check_status(status, err);
 
   if (rc == 0)
     rc = store__check_enum(kind, tr_kind_names, "kind", err);
   if (rc == 0)
-    rc = store__stmt(st,
+    rc = store__prep(st,
                      "SELECT id FROM captures WHERE (?1 IS NULL OR"
                      " status = ?1) AND (?2 IS NULL OR kind = ?2)"
                      " ORDER BY id",
-                     &s, err);
+                     &s, err, "tt", status, kind);
+  if (rc == 0)
+    rc = store__collect(st, s, sizeof(**ids), fill_id, NULL, "ids", &v, n, err);
   if (rc < 0)
-    return rc;
-  store__bind_text(s, 1, status);
-  store__bind_text(s, 2, kind);
-  while (rc == 0 && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-    rc = 0;
-    if (len == cap) {
-      int64_t *grown = realloc(arr, (cap ? cap * 2 : 16) * sizeof(*arr));
-
-      if (grown == NULL) {
-        rc = tr_err_set(err, TR_ENOMEM, "", "ids");
-        break;
-      }
-      arr = grown;
-      cap = cap ? cap * 2 : 16;
-    }
-    arr[len++] = sqlite3_column_int64(s, 0);
-  }
-  if (rc == SQLITE_DONE)
-    rc = 0;
-  else if (rc > 0)
-    rc = store__db_err(st, "ids", err);
-  store__done(s);
-  if (rc < 0) {
-    free(arr);
-    return rc;
-  }
-  *ids = arr;
-  *n = len;
-  return 0;
+    free(v);
+  else
+    *ids = v;
+  return rc;
 }
 
 /* Deletes the row (its ranks and tables go with it). Inside the caller's
  * write transaction. */
 static int delete_row(struct store *st, int64_t id, struct tr_err *err)
 {
-  sqlite3_stmt *s;
-  int rc = store__stmt(st, "DELETE FROM captures WHERE id = ?1", &s, err);
+  int rc = store__run(st, "write", "DELETE FROM captures WHERE id = ?1", err,
+                      "I", id);
 
-  if (rc < 0)
-    return rc;
-  sqlite3_bind_int64(s, 1, id);
-  return changed_or_missing(st, id, step_write(st, s, err), err);
+  return changed_or_missing(st, id, rc, err);
 }
 
 /* Marks the row cancelled if it is still queued; *changed says whether it
@@ -477,20 +404,14 @@ static int delete_row(struct store *st, int64_t id, struct tr_err *err)
 static int cancel_if_queued(struct store *st, int64_t id, bool *changed,
                             struct tr_err *err)
 {
-  sqlite3_stmt *s;
-  int rc = store__stmt(st,
-                       "UPDATE captures SET status = 'cancelled',"
-                       " finished_at = ?2, error = json_object('phase', phase,"
-                       " 'message', 'cancelled before it started',"
-                       " 'log_tail', NULL)"
-                       " WHERE id = ?1 AND status = 'queued'",
-                       &s, err);
+  int rc = store__run(st, "write",
+                      "UPDATE captures SET status = 'cancelled',"
+                      " finished_at = ?2, error = json_object('phase', phase,"
+                      " 'message', 'cancelled before it started',"
+                      " 'log_tail', NULL)"
+                      " WHERE id = ?1 AND status = 'queued'",
+                      err, "II", id, tr_now_ns());
 
-  if (rc < 0)
-    return rc;
-  sqlite3_bind_int64(s, 1, id);
-  sqlite3_bind_int64(s, 2, tr_now_ns());
-  rc = step_write(st, s, err);
   *changed = rc == 0 && sqlite3_changes(st->db) > 0;
   if (*changed)
     rc = store__sweep_settle(st, id, NULL, err);

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,6 +132,56 @@ int store__stmt(struct store *st, const char *sql, sqlite3_stmt **out,
   return 0;
 }
 
+/* Binds ?1.. of s from ap as types says (store__exec()). */
+static int bind_args(sqlite3_stmt *s, const char *types, va_list ap)
+{
+  int n = sqlite3_bind_parameter_count(s), i = 1, rc = SQLITE_OK;
+  bool some = false; /* past a '|': only the parameters s has */
+
+  for (; rc == SQLITE_OK && *types != '\0'; types++) {
+    if (*types == '|') {
+      some = true;
+      continue;
+    }
+    if (some && i > n)
+      break; /* nor has it a later one */
+    switch (*types) {
+    case 'i': rc = sqlite3_bind_int(s, i, va_arg(ap, int)); break;
+    case 'I': rc = sqlite3_bind_int64(s, i, va_arg(ap, int64_t)); break;
+    case 'd': rc = sqlite3_bind_double(s, i, va_arg(ap, double)); break;
+    case 't': rc = store__bind_text(s, i, va_arg(ap, const char *)); break;
+    default: rc = SQLITE_MISUSE;
+    }
+    i++;
+  }
+  return rc;
+}
+
+int store__exec(struct store *st, const char *what, const char *sql,
+                sqlite3_stmt **out, struct tr_err *err, const char *types, ...)
+{
+  sqlite3_stmt *s;
+  va_list ap;
+  int rc = store__stmt(st, sql, &s, err);
+
+  if (rc < 0)
+    return rc;
+  va_start(ap, types);
+  rc = bind_args(s, types, ap);
+  va_end(ap);
+  if (rc != SQLITE_OK) {
+    store__done(s);
+    return tr_err_set(err, TR_EDB, "", "bind %s to %s", types, sql);
+  }
+  if (out != NULL) {
+    *out = s;
+    return 0;
+  }
+  rc = sqlite3_step(s) == SQLITE_DONE ? 0 : store__db_err(st, what, err);
+  store__done(s);
+  return rc;
+}
+
 void store__done(sqlite3_stmt *s)
 {
   if (s == NULL)
@@ -220,15 +271,46 @@ int store__rd_end(struct store *st, int rc, struct tr_err *err)
   return rc;
 }
 
+int store__rows_id(struct store *st, const char *sql, int64_t id, int rank,
+                   json_t **out, struct tr_err *err)
+{
+  sqlite3_stmt *s;
+  int rc = store__stmt_id(st, sql, id, rank, &s, err);
+
+  *out = NULL;
+  return rc < 0 ? rc : store__rows(st, s, out, err);
+}
+
+int store__record_get(struct store *st, const struct store__record *r,
+                      int64_t id, json_t **out, struct tr_err *err)
+{
+  json_t *rec = NULL, *children = NULL;
+  int rc = store__rd_begin(st, err);
+
+  if (rc == 0)
+    rc = store__row_id(st, r->sql, id, &rec, err);
+  if (rc == 0 && rec == NULL)
+    rc = r->missing(st, id, err);
+  if (rc == 0)
+    rc = r->children(st, id, &children, err);
+  rc = store__rd_end(st, rc, err);
+  if (rc != 0) {
+    json_decref(rec);
+    json_decref(children);
+    return rc;
+  }
+  r->finish(rec);
+  json_object_set_new(rec, r->member, children);
+  *out = rec;
+  return 0;
+}
+
 int store__row_id(struct store *st, const char *sql, int64_t id, json_t **out,
                   struct tr_err *err)
 {
   json_t *rows = NULL;
-  sqlite3_stmt *s;
-  int rc = store__stmt_id(st, sql, id, 0, &s, err);
+  int rc = store__rows_id(st, sql, id, 0, &rows, err);
 
-  if (rc == 0)
-    rc = store__rows(st, s, &rows, err);
   *out = rc == 0 ? json_incref(json_array_get(rows, 0)) : NULL;
   json_decref(rows);
   return rc;
@@ -335,6 +417,64 @@ int store__rows_max(struct store *st, sqlite3_stmt *stmt, size_t max_bytes,
   else if (rc == 0)
     *out = arr;
   return rc;
+}
+
+int store__collect(struct store *st, sqlite3_stmt *s, size_t size,
+                   store__fill_fn fill, void *ud, const char *what, void **out,
+                   size_t *n, struct tr_err *err)
+{
+  char *v = NULL; /* grows by doubling */
+  size_t cap = 0;
+  int rc = 0, step = SQLITE_DONE;
+
+  *n = 0;
+  while (rc == 0 && (step = sqlite3_step(s)) == SQLITE_ROW) {
+    if (*n == cap) {
+      char *grown = realloc(v, (cap = cap ? 2 * cap : 32) * size);
+
+      if (grown == NULL) {
+        rc = TR_ENOMEM;
+        break;
+      }
+      v = grown;
+    }
+    rc = fill(s, v + *n * size, ud);
+    if (rc != 0) /* kept, or begun: the caller frees what it holds */
+      (*n)++;
+    rc = rc < 0 ? rc : 0;
+  }
+  if (rc == 0 && step != SQLITE_DONE)
+    rc = store__db_err(st, what, err);
+  else if (rc == TR_ENOMEM)
+    rc = tr_err_set(err, rc, "", "%s: out of memory", what);
+  store__done(s);
+  *out = v;
+  return rc;
+}
+
+int store__page(struct store *st, sqlite3_stmt *s, size_t max_bytes,
+                void (*finish)(json_t *row), json_t **out, struct tr_err *err)
+{
+  json_t *rows = NULL, *v;
+  size_t i;
+  int rc = store__rows_max(st, s, max_bytes, &rows, err);
+
+  if (rc < 0)
+    return rc;
+  json_array_foreach(rows, i, v)
+    finish(v);
+  *out = rows;
+  return 0;
+}
+
+int store__rows_of(struct store *st, const char *sql, json_t **out,
+                   struct tr_err *err)
+{
+  sqlite3_stmt *s;
+  int rc = store__stmt(st, sql, &s, err);
+
+  *out = NULL;
+  return rc < 0 ? rc : store__rows(st, s, out, err);
 }
 
 int store__rows(struct store *st, sqlite3_stmt *stmt, json_t **out,
@@ -630,16 +770,34 @@ int store__stmt_id(struct store *st, const char *sql, int64_t id, int rank,
   return 0;
 }
 
-int store__step_capture(struct store *st, sqlite3_stmt *s, int64_t id,
-                        struct tr_err *err)
+int store__step(struct store *st, sqlite3_stmt *s, const char *what,
+                struct tr_err *err)
 {
   int rc = sqlite3_step(s);
 
-  if (rc == SQLITE_ROW)
-    return 0;
-  if (rc == SQLITE_DONE)
-    return store__no_capture(st, id, err);
-  return store__db_err(st, "capture", err);
+  return rc == SQLITE_ROW    ? 1
+         : rc == SQLITE_DONE ? 0
+                             : store__db_err(st, what, err);
+}
+
+int store__first(struct store *st, const char *sql, int64_t id, int rank,
+                 const char *what, sqlite3_stmt **out, struct tr_err *err)
+{
+  int rc = store__stmt_id(st, sql, id, rank, out, err);
+
+  if (rc < 0) {
+    *out = NULL;
+    return rc;
+  }
+  return store__step(st, *out, what, err);
+}
+
+int store__step_capture(struct store *st, sqlite3_stmt *s, int64_t id,
+                        struct tr_err *err)
+{
+  int rc = store__step(st, s, "capture", err);
+
+  return rc == 0 ? store__no_capture(st, id, err) : rc == 1 ? 0 : rc;
 }
 
 int store__capture_exists(struct store *st, int64_t id, char *status,

@@ -61,17 +61,11 @@ static int blocks_rows(struct store *st, const void *ctx,
                        struct tr_err *err)
 {
   sqlite3_stmt *s;
-  int rc = store__stmt(st, q->rank < 0 ? all_ranks : one_rank, &s, err);
+  int rc =
+      store__stmt_query(st, q->rank < 0 ? all_ranks : one_rank, q, &s, err);
 
   (void)ctx;
-  if (rc < 0)
-    return rc;
-  sqlite3_bind_int64(s, 1, q->capture_id);
-  sqlite3_bind_int(s, 2, q->rank);
-  store__bind_text(s, 3, q->q && *q->q ? q->q : NULL);
-  sqlite3_bind_int(s, 5, q->limit > 0 ? q->limit : -1);
-  store__bind_text(s, 7, q->kind && *q->kind ? q->kind : NULL);
-  return store__rows(st, s, out, err);
+  return rc < 0 ? rc : store__rows(st, s, out, err);
 }
 
 const struct store__sql store__sql_decode_blocks = { blocks_rows, NULL, NULL,

@@ -180,13 +180,9 @@ static int read_drows(struct store *st, const char *by, const struct side *a,
            " a.c, a.t, b.c, b.t, a.f, a.m, b.f, b.m"
            " FROM a FULL JOIN b ON a.key = b.key",
            sa, sb);
-  rc = store__stmt(st, sql, &s, err);
+  rc = store__prep(st, sql, &s, err, "IiI|t", a->id, rank, b->id, kind);
   if (rc < 0)
     return rc;
-  sqlite3_bind_int64(s, 1, a->id);
-  sqlite3_bind_int(s, 2, rank);
-  sqlite3_bind_int64(s, 3, b->id);
-  store__bind_text(s, 4, kind);
   while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
     struct drow *d;
 
@@ -264,29 +260,26 @@ static int side_capture(struct store *st, struct side *sd, struct tr_err *err)
   int rc;
 
   store__capture_name(st, sd->id, sd->name);
-  rc = store__stmt(st,
+  rc = store__prep(st,
                    "SELECT c.status, json_extract(c.params, '$.tp'),"
                    " (SELECT count(*) FROM ranks WHERE capture_id = c.id"
                    "  AND status = 'done'),"
                    " (SELECT min(device) FROM ranks WHERE capture_id = c.id"
                    "  AND status = 'done') FROM captures c WHERE c.id = ?1",
-                   &s, err);
+                   &s, err, "I", sd->id);
 
   if (rc < 0)
     return rc;
-  sqlite3_bind_int64(s, 1, sd->id);
-  rc = sqlite3_step(s);
-  if (rc == SQLITE_DONE) {
+  rc = store__step(st, s, "diff", err);
+  if (rc == 0) {
     rc = tr_err_set(err, TR_ENOTFOUND, sd->field, "%s: no capture %s",
                     sd->field, sd->name);
-  } else if (rc != SQLITE_ROW) {
-    rc = store__db_err(st, "diff", err);
-  } else if (!sd->finishing &&
+  } else if (rc == 1 && !sd->finishing &&
              strcmp((const char *)sqlite3_column_text(s, 0), "done")) {
     rc = tr_err_set(err, TR_ECONFLICT, sd->field,
                     "%s: capture %s is %s, not done", sd->field, sd->name,
                     sqlite3_column_text(s, 0));
-  } else {
+  } else if (rc == 1) {
     rc = 0;
     sd->tp = sqlite3_column_type(s, 1) == SQLITE_INTEGER
                  ? sqlite3_column_int64(s, 1)
@@ -427,17 +420,16 @@ static int kind_steps(struct store *st, struct side *sd, int rank,
                       const char *kind, struct tr_err *err)
 {
   sqlite3_stmt *s;
-  int rc = store__stmt_id(
-      st,
-      "SELECT coalesce(max(c), 0) FROM (SELECT sum(s.steps) AS c"
-      " FROM ranks r JOIN decode_steps s ON s.rank_id = r.id"
-      " WHERE r.capture_id = ?1 AND r.status = 'done'"
-      " AND (?2 < 0 OR r.rank = ?2) AND s.step = ?3 GROUP BY r.id)",
-      sd->id, rank, &s, err);
+  int rc =
+      store__prep(st,
+                  "SELECT coalesce(max(c), 0) FROM (SELECT sum(s.steps) AS c"
+                  " FROM ranks r JOIN decode_steps s ON s.rank_id = r.id"
+                  " WHERE r.capture_id = ?1 AND r.status = 'done'"
+                  " AND (?2 < 0 OR r.rank = ?2) AND s.step = ?3 GROUP BY r.id)",
+                  &s, err, "Iit", sd->id, rank, kind);
 
   if (rc < 0)
     return rc;
-  store__bind_text(s, 3, kind);
   return real_steps_of(st, s, sd, err);
 }
 

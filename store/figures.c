@@ -84,27 +84,6 @@ static char *col_dup(sqlite3_stmt *s, int i)
   return strdup(t ? t : "");
 }
 
-/* The rows of sql (?1 = id) as an array of objects. */
-static int id_rows(struct store *st, const char *sql, int64_t id, json_t **out,
-                   struct tr_err *err)
-{
-  sqlite3_stmt *s;
-  int rc = store__stmt_id(st, sql, id, 0, &s, err);
-
-  *out = NULL;
-  return rc < 0 ? rc : store__rows(st, s, out, err);
-}
-
-/* A rank's tracked figures: [{figure, name}] by index. */
-static int rank_figs(struct store *st, int64_t rank_id, json_t **out,
-                     struct tr_err *err)
-{
-  return id_rows(st,
-                 "SELECT figure, name FROM sample_figures"
-                 " WHERE rank_id = ?1 ORDER BY idx",
-                 rank_id, out, err);
-}
-
 static bool fig_eq(json_t *row, const char *type, const char *name)
 {
   return strcmp(json_string_value(json_object_get(row, "figure")), type) == 0 &&
@@ -151,74 +130,67 @@ static int64_t col_opt(sqlite3_stmt *s, int i)
                                                   : sqlite3_column_int64(s, i);
 }
 
+/* What fill_smp() makes a rank's step row with. */
+struct smp_ctx {
+  const int *map; /* the rank's figure index -> the common one, or -1 */
+  size_t nfig;
+};
+
+/* A store__fill_fn: a step of a rank, its values in common order. */
+static int fill_smp(sqlite3_stmt *s, void *elem, void *ud)
+{
+  const struct smp_ctx *cx = ud;
+  json_t *vals = store__col_json(s, 7);
+  struct smp *x = elem;
+  int rc = 1;
+
+  *x = (struct smp){ col_dup(s, 0),
+                     sqlite3_column_int64(s, 1),
+                     col_opt(s, 2),
+                     col_opt(s, 3),
+                     col_opt(s, 4),
+                     sqlite3_column_int64(s, 5),
+                     sqlite3_column_int(s, 6),
+                     calloc(cx->nfig + 1, sizeof(double)),
+                     -1 };
+  if (x->kind == NULL || x->vals == NULL)
+    rc = TR_ENOMEM;
+  for (size_t i = 0; rc == 1 && i < json_array_size(vals); i++)
+    if (cx->map[i] >= 0)
+      x->vals[cx->map[i]] = (double)json_integer_value(json_array_get(vals, i));
+  json_decref(vals);
+  return rc;
+}
+
 /* Rank r's steps, by kind and ordinal, their values in common order. */
 static int rank_steps(struct store *st, int64_t rank_id, struct capset *c,
                       size_t r, const int *map, struct tr_err *err)
 {
+  struct smp_ctx cx = { map, c->nfig };
+  void *v = NULL;
   sqlite3_stmt *s;
-  size_t cap = 0;
   int rc = store__stmt_id(st,
                           "SELECT kind, ordinal, step, bs, tok, dur_ns,"
                           " warmup, vals FROM step_samples WHERE rank_id = ?1"
                           " ORDER BY kind, ordinal",
                           rank_id, 0, &s, err);
 
-  while (rc == 0 && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-    json_t *vals = store__col_json(s, 7);
-    struct smp *x;
-
-    rc = 0;
-    if (c->r[r].n == cap) {
-      struct smp *v =
-          realloc(c->r[r].v, (cap = cap ? cap * 2 : 64) * sizeof(*v));
-
-      if (v == NULL) {
-        json_decref(vals);
-        rc = TR_ENOMEM;
-        break;
-      }
-      c->r[r].v = v;
-    }
-    x = &c->r[r].v[c->r[r].n++];
-    *x = (struct smp){ col_dup(s, 0),
-                       sqlite3_column_int64(s, 1),
-                       col_opt(s, 2),
-                       col_opt(s, 3),
-                       col_opt(s, 4),
-                       sqlite3_column_int64(s, 5),
-                       sqlite3_column_int(s, 6),
-                       calloc(c->nfig + 1, sizeof(double)),
-                       -1 };
-    if (x->kind == NULL || x->vals == NULL)
-      rc = TR_ENOMEM;
-    for (size_t i = 0; rc == 0 && i < json_array_size(vals); i++)
-      if (map[i] >= 0)
-        x->vals[map[i]] = (double)json_integer_value(json_array_get(vals, i));
-    json_decref(vals);
-  }
-  if (rc == SQLITE_DONE)
-    rc = 0;
-  else if (rc > 0)
-    rc = store__db_err(st, "figures", err);
-  store__done(s);
-  return rc == TR_ENOMEM ? tr_err_set(err, rc, "", "figures: out of memory")
-                         : rc;
-}
-
-static int rank_ids(struct store *st, int64_t id, json_t **out,
-                    struct tr_err *err)
-{
-  return id_rows(st,
-                 "SELECT id FROM ranks WHERE capture_id = ?1"
-                 " AND status = 'done' ORDER BY rank",
-                 id, out, err);
+  if (rc == 0)
+    rc = store__collect(st, s, sizeof(struct smp), fill_smp, &cx, "figures", &v,
+                        &c->r[r].n, err);
+  c->r[r].v = v; /* capset_free() frees it, on error too */
+  return rc;
 }
 
 static int capset_load(struct store *st, int64_t id, struct capset *c,
                        struct tr_err *err)
 {
   json_t *ids = NULL, **figs = NULL;
-  int **map = NULL, rc = rank_ids(st, id, &ids, err);
+  int **map = NULL, rc = store__rows_id(st,
+                                        "SELECT id FROM ranks WHERE"
+                                        " capture_id = ?1 AND status = 'done'"
+                                        " ORDER BY rank",
+                                        id, 0, &ids, err);
 
   memset(c, 0, sizeof(*c));
   c->nranks = json_array_size(ids);
@@ -232,7 +204,11 @@ static int capset_load(struct store *st, int64_t id, struct capset *c,
     int64_t rid =
         json_integer_value(json_object_get(json_array_get(ids, r), "id"));
 
-    rc = rank_figs(st, rid, &figs[r], err);
+    /* The rank's tracked figures, [{figure, name}] by index. */
+    rc = store__rows_id(st,
+                        "SELECT figure, name FROM sample_figures"
+                        " WHERE rank_id = ?1 ORDER BY idx",
+                        rid, 0, &figs[r], err);
     if (rc == 0 &&
         (map[r] = malloc((json_array_size(figs[r]) + 1) * sizeof(int))) == NULL)
       rc = TR_ENOMEM;
@@ -466,28 +442,13 @@ static int write_row(struct store *st, int64_t id, const char *type,
                      const char *name, const char *stratum, const struct est *e,
                      struct tr_err *err)
 {
-  sqlite3_stmt *s;
-  int rc = store__stmt(st,
-                       "INSERT INTO capture_figures(capture_id, figure, name,"
-                       " stratum, n, loc, se, df)"
-                       " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                       &s, err);
-
-  if (rc < 0)
-    return rc;
-  sqlite3_bind_int64(s, 1, id);
-  sqlite3_bind_text(s, 2, type, -1, SQLITE_STATIC);
-  sqlite3_bind_text(s, 3, name, -1, SQLITE_STATIC);
-  sqlite3_bind_text(s, 4, stratum, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(s, 5, (sqlite3_int64)e->n);
-  sqlite3_bind_double(s, 6, e->loc);
-  if (e->has_se) {
-    sqlite3_bind_double(s, 7, e->se);
-    sqlite3_bind_double(s, 8, e->df);
-  }
-  rc = sqlite3_step(s) == SQLITE_DONE ? 0 : store__db_err(st, "figures", err);
-  store__done(s);
-  return rc;
+  /* se and df stay null without a standard error. */
+  return store__run(st, "figures",
+                    "INSERT INTO capture_figures(capture_id, figure, name,"
+                    " stratum, n, loc, se, df)"
+                    " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                    err, e->has_se ? "ItttIddd" : "ItttId", id, type, name,
+                    stratum, (int64_t)e->n, e->loc, e->se, e->df);
 }
 
 /* Each figure in each stratum. Steps of another batch size did other
@@ -724,11 +685,27 @@ void store__figstats_free(struct store__figstats *fs)
   memset(fs, 0, sizeof(*fs));
 }
 
+/* A store__fill_fn: a capture_figures row. */
+static int fill_figstat(sqlite3_stmt *s, void *elem, void *ud)
+{
+  struct store__figstat *x = elem;
+
+  (void)ud;
+  x->figure = col_dup(s, 0);
+  x->name = col_dup(s, 1);
+  x->stratum = col_dup(s, 2);
+  x->e = (struct est){ (size_t)sqlite3_column_int64(s, 3),
+                       sqlite3_column_double(s, 4), sqlite3_column_double(s, 5),
+                       sqlite3_column_double(s, 6),
+                       sqlite3_column_type(s, 5) != SQLITE_NULL };
+  return 1;
+}
+
 int store__figstats_load(struct store *st, int64_t id,
                          struct store__figstats *out, struct tr_err *err)
 {
+  void *v = NULL;
   sqlite3_stmt *s;
-  size_t cap = 0;
   int rc = store__stmt_id(st,
                           "SELECT figure, name, stratum, n, loc, se, df"
                           " FROM capture_figures WHERE capture_id = ?1"
@@ -736,35 +713,11 @@ int store__figstats_load(struct store *st, int64_t id,
                           id, 0, &s, err);
 
   memset(out, 0, sizeof(*out));
-  while (rc == 0 && (rc = sqlite3_step(s)) == SQLITE_ROW) {
-    struct store__figstat *x;
-
-    rc = 0;
-    if (out->n == cap) {
-      x = realloc(out->v, (cap = cap ? cap * 2 : 64) * sizeof(*x));
-      if (x == NULL) {
-        rc = TR_ENOMEM;
-        break;
-      }
-      out->v = x;
-    }
-    x = &out->v[out->n++];
-    x->figure = col_dup(s, 0);
-    x->name = col_dup(s, 1);
-    x->stratum = col_dup(s, 2);
-    x->e =
-        (struct est){ (size_t)sqlite3_column_int64(s, 3),
-                      sqlite3_column_double(s, 4), sqlite3_column_double(s, 5),
-                      sqlite3_column_double(s, 6),
-                      sqlite3_column_type(s, 5) != SQLITE_NULL };
-  }
-  if (rc == SQLITE_DONE)
-    rc = 0;
-  else if (rc > 0)
-    rc = store__db_err(st, "figures", err);
-  store__done(s);
+  if (rc == 0)
+    rc = store__collect(st, s, sizeof(*out->v), fill_figstat, NULL, "figures",
+                        &v, &out->n, err);
+  out->v = v;
   if (rc < 0)
     store__figstats_free(out);
-  return rc == TR_ENOMEM ? tr_err_set(err, rc, "", "figures: out of memory")
-                         : rc;
+  return rc;
 }

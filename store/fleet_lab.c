@@ -49,56 +49,6 @@ static bool rank_get(const struct rank_ids *m, int64_t num, int64_t *id)
   return false;
 }
 
-/* A column of a table here: its name, whether it references names(id),
- * whether it holds blobs. */
-struct col {
-  char name[128];
-  bool name_ref, blob;
-};
-
-static int columns_of(struct store *st, const char *table, struct col **out,
-                      size_t *n, struct tr_err *err)
-{
-  struct col *cols = NULL;
-  size_t cap = 0;
-  sqlite3_stmt *s;
-  int rc = store__stmt(st,
-                       "SELECT i.name, (SELECT f.\"table\" FROM"
-                       "  pragma_foreign_key_list(?1) f WHERE f.\"from\" ="
-                       "  i.name AND f.\"table\" = 'names') IS NOT NULL,"
-                       " upper(i.type) LIKE '%BLOB%'"
-                       " FROM pragma_table_info(?1) i ORDER BY i.cid",
-                       &s, err);
-
-  *n = 0;
-  if (rc < 0)
-    return rc;
-  sqlite3_bind_text(s, 1, table, -1, SQLITE_STATIC);
-  while (sqlite3_step(s) == SQLITE_ROW) {
-    if (*n == cap) {
-      struct col *grown =
-          realloc(cols, (cap = cap ? 2 * cap : 32) * sizeof(*grown));
-
-      if (grown == NULL) {
-        rc = tr_err_set(err, TR_ENOMEM, "", "fleet copy");
-        break;
-      }
-      cols = grown;
-    }
-    snprintf(cols[*n].name, sizeof(cols[*n].name), "%s",
-             sqlite3_column_text(s, 0));
-    cols[*n].name_ref = sqlite3_column_int(s, 1) != 0;
-    cols[*n].blob = sqlite3_column_int(s, 2) != 0;
-    (*n)++;
-  }
-  store__done(s);
-  if (rc < 0)
-    free(cols);
-  else
-    *out = cols;
-  return rc;
-}
-
 static int unhex(char c)
 {
   return c >= '0' && c <= '9'   ? c - '0'
@@ -126,7 +76,7 @@ static int bind_hex(sqlite3_stmt *s, int i, const char *hex, bool blob)
 }
 
 static int bind_value(struct store *st, sqlite3_stmt *s, int i,
-                      const struct col *c, json_t *v, struct tr_err *err)
+                      const struct store__col *c, json_t *v, struct tr_err *err)
 {
   const char *hex = json_string_value(json_object_get(v, "$hex"));
   int64_t id;
@@ -158,7 +108,7 @@ struct hang_to {
 /* INSERTs row into table (its columns cols) with the columns this build
  * has, the hanging column set by h. */
 static int insert_row(struct store *st, const char *table,
-                      const struct col *cols, size_t ncols, json_t *row,
+                      const struct store__col *cols, size_t ncols, json_t *row,
                       const struct hang_to *h, struct tr_err *err)
 {
   struct tr_buf sql = { 0 }, vals = { 0 };
@@ -211,10 +161,10 @@ static int insert_rows(struct store *st, const char *table, json_t *rows,
                        const struct hang_to *h, struct rank_ids *ranks,
                        struct tr_err *err)
 {
-  struct col *cols = NULL;
+  struct store__col *cols = NULL;
   size_t ncols = 0, i;
   json_t *row;
-  int rc = columns_of(st, table, &cols, &ncols, err);
+  int rc = store__columns(st, table, &cols, &ncols, err);
 
   if (rc == 0 && !json_is_array(rows))
     rc = tr_err_set(err, TR_EINVAL, "tables", "%s: not an array", table);
@@ -290,44 +240,23 @@ static int index_row(struct store *st, const char *node, const char *uuid,
                      int64_t *lid, int64_t *cache_id, struct tr_err *err)
 {
   sqlite3_stmt *s;
-  int rc = store__stmt(st,
+  int rc = store__prep(st,
                        "SELECT lid, coalesce(cache_id, 0) FROM fleet_index"
                        " WHERE node = ?1 AND uuid = ?2",
-                       &s, err);
+                       &s, err, "tt", node, uuid);
 
   if (rc < 0)
     return rc;
-  sqlite3_bind_text(s, 1, node, -1, SQLITE_STATIC);
-  sqlite3_bind_text(s, 2, uuid, -1, SQLITE_STATIC);
-  rc = sqlite3_step(s);
-  if (rc == SQLITE_ROW) {
+  rc = store__step(st, s, "fleet index", err);
+  if (rc == 1) {
     *lid = sqlite3_column_int64(s, 0);
     *cache_id = sqlite3_column_int64(s, 1);
   }
-  rc = rc == SQLITE_ROW    ? 0
-       : rc == SQLITE_DONE ? tr_err_set(err, TR_ENOTFOUND, "id",
-                                        "%s has no capture %s", node, uuid)
-                           : store__db_err(st, "fleet index", err);
   store__done(s);
-  return rc;
-}
-
-static int exec_ids(struct store *st, const char *sql, int64_t a, int64_t b,
-                    int64_t c, struct tr_err *err)
-{
-  sqlite3_stmt *s;
-  int rc = store__stmt(st, sql, &s, err);
-
-  if (rc < 0)
-    return rc;
-  sqlite3_bind_int64(s, 1, a);
-  if (sqlite3_bind_parameter_count(s) >= 2)
-    sqlite3_bind_int64(s, 2, b);
-  if (sqlite3_bind_parameter_count(s) >= 3)
-    sqlite3_bind_int64(s, 3, c);
-  rc = sqlite3_step(s) == SQLITE_DONE ? 0 : store__db_err(st, "fleet", err);
-  store__done(s);
-  return rc;
+  return rc == 1   ? 0
+         : rc == 0 ? tr_err_set(err, TR_ENOTFOUND, "id", "%s has no capture %s",
+                                node, uuid)
+                   : rc;
 }
 
 static int import_in(struct store *st, const char *node, const char *uuid,
@@ -345,10 +274,10 @@ static int import_in(struct store *st, const char *node, const char *uuid,
   if (rc == 0)
     rc = store__sums_write(st, id, err);
   if (rc == 0)
-    rc = exec_ids(st,
-                  "UPDATE fleet_index SET cache_id = ?2, cache_bytes = ?3"
-                  " WHERE lid = ?1",
-                  lid, id, bytes, err);
+    rc = store__run(st, "fleet",
+                    "UPDATE fleet_index SET cache_id = ?2, cache_bytes = ?3"
+                    " WHERE lid = ?1",
+                    err, "III", lid, id, bytes);
   if (rc == 0)
     *cache_id = id;
   return rc;
@@ -383,16 +312,13 @@ int store_fleet_follow_get(struct store *st, char *fleet, int64_t *seq,
     return rc;
   fleet[0] = '\0';
   *seq = 0;
-  rc = sqlite3_step(s);
-  if (rc == SQLITE_ROW) {
+  rc = store__step(st, s, "fleet follow", err);
+  if (rc == 1) {
     snprintf(fleet, 64, "%s", sqlite3_column_text(s, 0));
     *seq = sqlite3_column_int64(s, 1);
   }
-  rc = rc == SQLITE_ROW || rc == SQLITE_DONE
-           ? 0
-           : store__db_err(st, "fleet follow", err);
   store__done(s);
-  return rc;
+  return rc < 0 ? rc : 0;
 }
 
 /* Ids in a growing array (caller frees). */
@@ -435,7 +361,8 @@ static int collect_ids(struct store *st, sqlite3_stmt *s, struct ids *out,
 /* Removes the copied capture id (its rows cascade). */
 static int uncopy(struct store *st, int64_t id, struct tr_err *err)
 {
-  return exec_ids(st, "DELETE FROM captures WHERE id = ?1", id, 0, 0, err);
+  return store__run(st, "fleet", "DELETE FROM captures WHERE id = ?1", err, "I",
+                    id);
 }
 
 /* Another fleet than the one followed: nothing of the old one stays. */
@@ -452,9 +379,9 @@ static int forget_all(struct store *st, struct ids *drop, struct tr_err *err)
   for (size_t i = 0; rc == 0 && i < drop->n; i++)
     rc = uncopy(st, drop->v[i], err);
   if (rc == 0)
-    rc = exec_ids(st, "DELETE FROM fleet_index WHERE ?1 = ?1", 0, 0, 0, err);
+    rc = store__run(st, "fleet", "DELETE FROM fleet_index", err, "");
   if (rc == 0)
-    rc = exec_ids(st, "DELETE FROM fleet_nodes WHERE ?1 = ?1", 0, 0, 0, err);
+    rc = store__run(st, "fleet", "DELETE FROM fleet_nodes", err, "");
   return rc;
 }
 
@@ -464,15 +391,13 @@ static int stale_copies(struct store *st, const struct store_fleet_row *r,
                         struct ids *drop, struct tr_err *err)
 {
   sqlite3_stmt *s;
-  int rc = store__stmt(st,
+  int rc = store__prep(st,
                        "SELECT cache_id FROM fleet_index WHERE node = ?1"
                        " AND id = ?2 AND cache_id IS NOT NULL",
-                       &s, err);
+                       &s, err, "tI", r->node, r->id);
 
   if (rc < 0)
     return rc;
-  sqlite3_bind_text(s, 1, r->node, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(s, 2, r->id);
   return collect_ids(st, s, drop, err);
 }
 
@@ -489,7 +414,8 @@ static int remove_row(struct store *st, const struct store_fleet_row *r,
   if (rc == 0 && cache_id > 0)
     rc = uncopy(st, cache_id, err);
   if (rc == 0)
-    rc = exec_ids(st, "DELETE FROM fleet_index WHERE lid = ?1", lid, 0, 0, err);
+    rc = store__run(st, "fleet", "DELETE FROM fleet_index WHERE lid = ?1", err,
+                    "I", lid);
   return rc;
 }
 
@@ -512,29 +438,18 @@ static int upsert_row(struct store *st, const struct store_fleet_row *r,
                       struct tr_err *err)
 {
   sqlite3_stmt *s;
-  int rc = store__stmt(
+  int rc = store__prep(
       st,
       "INSERT INTO fleet_index(node, uuid, id, seq, kind, status, label,"
       " model, config, gpu, created_at, finished_at, verdict, figures, brief)"
       " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,"
       " ?15) ON CONFLICT(node, uuid) DO UPDATE SET seq = excluded.seq",
-      &s, err);
+      &s, err, "ttIIttttttIIt", r->node, r->uuid, r->id, r->seq, r->kind,
+      r->status, r->label, r->model, r->config, r->gpu, r->created_at,
+      r->finished_at, r->verdict);
 
   if (rc < 0)
     return rc;
-  store__bind_text(s, 1, r->node);
-  store__bind_text(s, 2, r->uuid);
-  sqlite3_bind_int64(s, 3, r->id);
-  sqlite3_bind_int64(s, 4, r->seq);
-  store__bind_text(s, 5, r->kind);
-  store__bind_text(s, 6, r->status);
-  store__bind_text(s, 7, r->label);
-  store__bind_text(s, 8, r->model);
-  store__bind_text(s, 9, r->config);
-  store__bind_text(s, 10, r->gpu);
-  sqlite3_bind_int64(s, 11, r->created_at);
-  sqlite3_bind_int64(s, 12, r->finished_at);
-  store__bind_text(s, 13, r->verdict);
   bind_compact(s, 14, r->figures);
   bind_compact(s, 15, r->brief ? r->brief : "{}");
   rc = sqlite3_step(s) == SQLITE_DONE ? 0 : store__db_err(st, "fleet", err);
@@ -545,19 +460,10 @@ static int upsert_row(struct store *st, const struct store_fleet_row *r,
 static int set_followed(struct store *st, const char *fleet, int64_t seq,
                         struct tr_err *err)
 {
-  sqlite3_stmt *s;
-  int rc = store__stmt(st,
-                       "INSERT OR REPLACE INTO fleet_follow(id, fleet, seq)"
-                       " VALUES(1, ?1, ?2)",
-                       &s, err);
-
-  if (rc < 0)
-    return rc;
-  store__bind_text(s, 1, fleet);
-  sqlite3_bind_int64(s, 2, seq);
-  rc = sqlite3_step(s) == SQLITE_DONE ? 0 : store__db_err(st, "fleet", err);
-  store__done(s);
-  return rc;
+  return store__run(st, "fleet",
+                    "INSERT OR REPLACE INTO fleet_follow(id, fleet, seq)"
+                    " VALUES(1, ?1, ?2)",
+                    err, "tI", fleet, seq);
 }
 
 static int apply_in(struct store *st, const char *fleet, int64_t seq,
@@ -606,25 +512,17 @@ int store_fleet_nodes_set(struct store *st, json_t *nodes, struct tr_err *err)
   int rc = store__wr_begin(st, err);
 
   if (rc == 0)
-    rc = exec_ids(st, "DELETE FROM fleet_nodes WHERE ?1 = ?1", 0, 0, 0, err);
+    rc = store__run(st, "fleet", "DELETE FROM fleet_nodes", err, "");
   json_array_foreach(nodes, i, n) {
-    sqlite3_stmt *s;
-
     if (rc != 0)
       break;
-    rc = store__stmt(st,
-                     "INSERT OR REPLACE INTO fleet_nodes(node, url,"
-                     " traced_version, seen_at) VALUES(?1, ?2, ?3, ?4)",
-                     &s, err);
-    if (rc < 0)
-      break;
-    store__bind_text(s, 1, json_string_value(json_object_get(n, "node")));
-    store__bind_text(s, 2, json_string_value(json_object_get(n, "url")));
-    store__bind_text(s, 3,
-                     json_string_value(json_object_get(n, "traced_version")));
-    sqlite3_bind_int64(s, 4, json_integer_value(json_object_get(n, "seen_at")));
-    rc = sqlite3_step(s) == SQLITE_DONE ? 0 : store__db_err(st, "fleet", err);
-    store__done(s);
+    rc = store__run(st, "fleet",
+                    "INSERT OR REPLACE INTO fleet_nodes(node, url,"
+                    " traced_version, seen_at) VALUES(?1, ?2, ?3, ?4)",
+                    err, "tttI", json_string_value(json_object_get(n, "node")),
+                    json_string_value(json_object_get(n, "url")),
+                    json_string_value(json_object_get(n, "traced_version")),
+                    (int64_t)json_integer_value(json_object_get(n, "seen_at")));
   }
   return store__wr_end(st, rc, err);
 }
@@ -671,10 +569,10 @@ int store_fleet_evict(struct store *st, int64_t max_bytes, int64_t **drop,
     total -= bytes.v[k];
     rc = uncopy(st, ids.v[k], err);
     if (rc == 0)
-      rc = exec_ids(st,
-                    "UPDATE fleet_index SET cache_id = NULL,"
-                    " cache_bytes = NULL WHERE lid = ?1",
-                    lids.v[k], 0, 0, err);
+      rc = store__run(st, "fleet",
+                      "UPDATE fleet_index SET cache_id = NULL,"
+                      " cache_bytes = NULL WHERE lid = ?1",
+                      err, "I", lids.v[k]);
   }
   rc = store__wr_end(st, rc, err);
   free(lids.v);
@@ -705,9 +603,9 @@ int store_fleet_evict(struct store *st, int64_t max_bytes, int64_t **drop,
 static int ref_row(struct store *st, sqlite3_stmt *s,
                    struct store_fleet_ref *out, struct tr_err *err)
 {
-  int rc = sqlite3_step(s);
+  int rc = store__step(st, s, "fleet index", err);
 
-  if (rc == SQLITE_ROW) {
+  if (rc == 1) {
     snprintf(out->node, sizeof(out->node), "%s", sqlite3_column_text(s, 0));
     snprintf(out->uuid, sizeof(out->uuid), "%s", sqlite3_column_text(s, 1));
     out->id = sqlite3_column_int64(s, 2);
@@ -727,11 +625,8 @@ static int ref_row(struct store *st, sqlite3_stmt *s,
                  ? ""
                  : (const char *)sqlite3_column_text(s, 8));
   }
-  rc = rc == SQLITE_ROW    ? 0
-       : rc == SQLITE_DONE ? 1
-                           : store__db_err(st, "fleet index", err);
   store__done(s);
-  return rc;
+  return rc < 0 ? rc : rc == 0; /* 1: none */
 }
 
 int store_fleet_resolve(struct store *st, const char *node, int64_t id,
@@ -739,20 +634,15 @@ int store_fleet_resolve(struct store *st, const char *node, int64_t id,
                         struct tr_err *err)
 {
   sqlite3_stmt *s;
-  int rc = store__stmt(st,
-                       uuid != NULL ? REF_COLUMNS "WHERE uuid = ?3 LIMIT 1"
-                                    : REF_COLUMNS "WHERE node = ?1 AND id = ?2"
+  int rc = uuid != NULL ? store__prep(st, REF_COLUMNS "WHERE uuid = ?1 LIMIT 1",
+                                      &s, err, "t", uuid)
+                        : store__prep(st,
+                                      REF_COLUMNS "WHERE node = ?1 AND id = ?2"
                                                   " ORDER BY seq DESC LIMIT 1",
-                       &s, err);
+                                      &s, err, "tI", node, id);
 
   if (rc < 0)
     return rc;
-  if (uuid != NULL) {
-    sqlite3_bind_text(s, 3, uuid, -1, SQLITE_STATIC);
-  } else {
-    sqlite3_bind_text(s, 1, node, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(s, 2, id);
-  }
   rc = ref_row(st, s, out, err);
   if (rc == 1)
     rc = uuid != NULL ? tr_err_set(err, TR_ENOTFOUND, "id",
@@ -771,39 +661,33 @@ int store_fleet_baseline(struct store *st, const struct store_fleet_ref *ref,
 
   if (ref->config[0] == '\0')
     return 1;
-  rc = store__stmt(st,
+  rc = store__prep(st,
                    REF_COLUMNS "WHERE config = ?1 AND coalesce(gpu, '') = ?2"
                                " AND status = 'done' AND uuid != ?3"
                                " AND finished_at < ?4"
                                " ORDER BY finished_at DESC, lid DESC LIMIT 1",
-                   &s, err);
+                   &s, err, "tttI", ref->config, ref->gpu, ref->uuid,
+                   ref->finished_at);
   if (rc < 0)
     return rc;
-  sqlite3_bind_text(s, 1, ref->config, -1, SQLITE_STATIC);
-  sqlite3_bind_text(s, 2, ref->gpu, -1, SQLITE_STATIC);
-  sqlite3_bind_text(s, 3, ref->uuid, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(s, 4, ref->finished_at);
   return ref_row(st, s, out, err);
 }
 
-/* A text column as a JSON string, or null. */
-static void put_text(struct tr_buf *b, sqlite3_stmt *s, int c)
+/* Column c as JSON: null, its text as it is when it holds JSON text
+ * (json), else its text as a string. */
+static void put_col(struct tr_buf *b, sqlite3_stmt *s, int c, bool json)
 {
-  if (sqlite3_column_type(s, c) == SQLITE_NULL)
-    tr_buf_put(b, "null", 4);
-  else
-    store__put_string(b, (const char *)sqlite3_column_text(s, c),
-                      (size_t)sqlite3_column_bytes(s, c));
-}
+  /* The type first: reading the text may convert the value. */
+  bool null = sqlite3_column_type(s, c) == SQLITE_NULL;
+  const char *text = (const char *)sqlite3_column_text(s, c);
+  size_t n = (size_t)sqlite3_column_bytes(s, c);
 
-/* A column holding JSON text, as it is, or null. */
-static void put_json(struct tr_buf *b, sqlite3_stmt *s, int c)
-{
-  if (sqlite3_column_type(s, c) == SQLITE_NULL)
+  if (null)
     tr_buf_put(b, "null", 4);
+  else if (json)
+    tr_buf_put(b, text, n);
   else
-    tr_buf_put(b, (const char *)sqlite3_column_text(s, c),
-               (size_t)sqlite3_column_bytes(s, c));
+    store__put_string(b, text, n);
 }
 
 /* One row of the list: its brief (compact JSON, stored so by
@@ -811,7 +695,13 @@ static void put_json(struct tr_buf *b, sqlite3_stmt *s, int c)
  * closing brace: written, never parsed. */
 static void put_listed(struct tr_buf *b, sqlite3_stmt *s)
 {
-  static const char *const text_keys[] = { "node", "ref", "uuid", "gpu" };
+  /* The members from column 3 on, and whether each holds JSON text. */
+  static const struct {
+    const char *key;
+    bool json;
+  } members[] = { { "node", false },    { "ref", false },   { "uuid", false },
+                  { "gpu", false },     { "config", true }, { "figures", true },
+                  { "node_url", false } };
   const char *brief = (const char *)sqlite3_column_text(s, 2);
   size_t n = (size_t)sqlite3_column_bytes(s, 2);
 
@@ -819,16 +709,10 @@ static void put_listed(struct tr_buf *b, sqlite3_stmt *s)
     n--;
   tr_buf_put(b, brief, n > 0 ? n - 1 : 0);
   tr_buf_put(b, n > 2 ? "," : "", n > 2 ? 1 : 0);
-  for (int k = 0; k < 4; k++) {
-    tr_buf_printf(b, "%s\"%s\":", k ? "," : "", text_keys[k]);
-    put_text(b, s, 3 + k);
+  for (int k = 0; k < (int)(sizeof(members) / sizeof(members[0])); k++) {
+    tr_buf_printf(b, "%s\"%s\":", k ? "," : "", members[k].key);
+    put_col(b, s, 3 + k, members[k].json);
   }
-  tr_buf_printf(b, ",\"config\":");
-  put_json(b, s, 7);
-  tr_buf_printf(b, ",\"figures\":");
-  put_json(b, s, 8);
-  tr_buf_printf(b, ",\"node_url\":");
-  put_text(b, s, 9);
   tr_buf_put(b, "}", 1);
 }
 
@@ -838,7 +722,7 @@ int store_fleet_list(struct store *st, const struct store_fleet_filter *f,
   int limit = f->limit > 0 ? f->limit : 50, n = 0;
   int64_t last_at = 0, last_lid = 0;
   sqlite3_stmt *s;
-  int rc = store__stmt(
+  int rc = store__prep(
       st,
       "SELECT i.lid, i.created_at, i.brief, i.node, " REF_OF(
           "i") ","
@@ -856,21 +740,11 @@ int store_fleet_list(struct store *st, const struct store_fleet_filter *f,
                " AND (?9 = 0 OR i.created_at < ?9 OR"
                "  (i.created_at = ?9 AND i.lid < ?10))"
                " ORDER BY i.created_at DESC, i.lid DESC LIMIT ?11",
-      &s, err);
+      &s, err, "ttttttIIIIi", f->node, f->gpu, f->model, f->config, f->status,
+      f->kind, f->since, f->until, f->before_at, f->before_lid, limit);
 
   if (rc < 0)
     return rc;
-  store__bind_text(s, 1, f->node);
-  store__bind_text(s, 2, f->gpu);
-  store__bind_text(s, 3, f->model);
-  store__bind_text(s, 4, f->config);
-  store__bind_text(s, 5, f->status);
-  store__bind_text(s, 6, f->kind);
-  sqlite3_bind_int64(s, 7, f->since);
-  sqlite3_bind_int64(s, 8, f->until);
-  sqlite3_bind_int64(s, 9, f->before_at);
-  sqlite3_bind_int64(s, 10, f->before_lid);
-  sqlite3_bind_int(s, 11, limit);
   tr_buf_put(out, "{\"captures\":[", 13);
   while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
     if (n++ > 0)
@@ -915,7 +789,7 @@ int store_fleet_trend(struct store *st, const char *config, const char *gpu,
 {
   sqlite3_stmt *s;
   int rc =
-      store__stmt(st,
+      store__prep(st,
                   "SELECT i.node, i.id, " REF_OF(
                       "i") " AS ref, i.gpu,"
                            " i.finished_at, i.verdict,"
@@ -923,13 +797,10 @@ int store_fleet_trend(struct store *st, const char *config, const char *gpu,
                            " WHERE i.config = ?1 AND (?2 IS NULL OR i.gpu = ?2)"
                            " AND i.status = 'done'"
                            " ORDER BY i.finished_at, i.lid LIMIT ?3",
-                  &s, err);
+                  &s, err, "tti", config, gpu, limit);
 
   if (rc < 0)
     return rc;
-  store__bind_text(s, 1, config);
-  store__bind_text(s, 2, gpu);
-  sqlite3_bind_int(s, 3, limit);
   *out = NULL;
   rc = store__rows(st, s, out, err);
   if (rc == 0)
@@ -941,12 +812,8 @@ int store_fleet_trend(struct store *st, const char *config, const char *gpu,
 static int stamped_rows(struct store *st, const char *sql,
                         const char *stamp_key, json_t **out, struct tr_err *err)
 {
-  sqlite3_stmt *s;
-  int rc = store__stmt(st, sql, &s, err);
+  int rc = store__rows_of(st, sql, out, err);
 
-  *out = NULL;
-  if (rc == 0)
-    rc = store__rows(st, s, out, err);
   if (rc == 0)
     stamp(*out, stamp_key);
   return rc;

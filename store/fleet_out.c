@@ -16,18 +16,13 @@
 
 int store_fleet_enable(struct store *st, bool on, struct tr_err *err)
 {
-  sqlite3_stmt *s;
   int rc = store__wr_begin(st, err);
 
   if (rc < 0)
     return rc;
-  rc = store__stmt(st, "UPDATE fleet_node SET enabled = ?1 WHERE id = 1", &s,
-                   err);
-  if (rc == 0) {
-    sqlite3_bind_int(s, 1, on);
-    rc = sqlite3_step(s) == SQLITE_DONE ? 0 : store__db_err(st, "fleet", err);
-    store__done(s);
-  }
+  rc =
+      store__run(st, "fleet", "UPDATE fleet_node SET enabled = ?1 WHERE id = 1",
+                 err, "i", on);
   return store__wr_end(st, rc, err);
 }
 
@@ -45,8 +40,8 @@ int store_outbox_next(struct store *st, struct store_outbox_item *it,
 
   if (rc < 0)
     return rc;
-  rc = sqlite3_step(s);
-  if (rc == SQLITE_ROW) {
+  rc = store__step(st, s, "outbox", err);
+  if (rc == 1) {
     it->seq = sqlite3_column_int64(s, 0);
     it->capture_id = sqlite3_column_int64(s, 1);
     snprintf(it->uuid, sizeof(it->uuid), "%s", sqlite3_column_text(s, 2));
@@ -54,30 +49,19 @@ int store_outbox_next(struct store *st, struct store_outbox_item *it,
     it->queued_ms = sqlite3_column_int64(s, 4);
     it->tries = sqlite3_column_int(s, 5);
   }
-  rc = rc == SQLITE_ROW    ? 0
-       : rc == SQLITE_DONE ? 1
-                           : store__db_err(st, "outbox", err);
   store__done(s);
-  return rc;
+  return rc < 0 ? rc : rc == 0; /* 1: none */
 }
 
-/* One write statement with ?1 = seq and ?2 = text (may be NULL). */
+/* One write statement with ?1 = seq and, where sql has it, ?2 = text. */
 static int outbox_write(struct store *st, const char *sql, int64_t seq,
                         const char *text, struct tr_err *err)
 {
-  sqlite3_stmt *s;
   int rc = store__wr_begin(st, err);
 
   if (rc < 0)
     return rc;
-  rc = store__stmt(st, sql, &s, err);
-  if (rc == 0) {
-    sqlite3_bind_int64(s, 1, seq);
-    if (sqlite3_bind_parameter_count(s) >= 2)
-      store__bind_text(s, 2, text);
-    rc = sqlite3_step(s) == SQLITE_DONE ? 0 : store__db_err(st, "outbox", err);
-    store__done(s);
-  }
+  rc = store__run(st, "outbox", sql, err, "I|t", seq, text);
   return store__wr_end(st, rc, err);
 }
 
@@ -129,15 +113,8 @@ static int backfill_one(struct store *st, int64_t id, struct tr_err *err)
   };
   int rc = 0;
 
-  for (size_t i = 0; rc == 0 && i < 2; i++) {
-    sqlite3_stmt *s;
-
-    rc = store__stmt_id(st, sqls[i], id, 0, &s, err);
-    if (rc < 0)
-      break;
-    rc = sqlite3_step(s) == SQLITE_DONE ? 0 : store__db_err(st, "outbox", err);
-    store__done(s);
-  }
+  for (size_t i = 0; rc == 0 && i < 2; i++)
+    rc = store__run(st, "outbox", sqls[i], err, "I", id);
   return rc;
 }
 
@@ -153,13 +130,12 @@ int store_outbox_backfill(struct store *st, int max, int *added,
     return rc;
   if (max > 256)
     max = 256;
-  rc = store__stmt(st,
+  rc = store__prep(st,
                    "SELECT c.id FROM captures c WHERE c.status IN " STORE__FINAL
                    " AND NOT EXISTS (SELECT 1 FROM fleet_ids f"
                    "  WHERE f.capture_id = c.id) ORDER BY c.id LIMIT ?1",
-                   &s, err);
+                   &s, err, "i", max);
   if (rc == 0) {
-    sqlite3_bind_int(s, 1, max);
     while ((rc = sqlite3_step(s)) == SQLITE_ROW)
       ids[n++] = sqlite3_column_int64(s, 0);
     rc = rc == SQLITE_DONE ? 0 : store__db_err(st, "outbox", err);
@@ -307,11 +283,26 @@ static int put_rows(struct store *st, sqlite3_stmt *s, struct tr_buf *b,
   return rc;
 }
 
+/* A store__fill_fn: a table published with a capture, as
+ * store__fleet_tables() selects it (but those kept home). */
+static int fill_hang(sqlite3_stmt *s, void *elem, void *ud)
+{
+  struct store__hang *h = elem;
+  const char *name = (const char *)sqlite3_column_text(s, 0);
+
+  (void)ud;
+  if (kept_home(name))
+    return 0;
+  snprintf(h->table, sizeof(h->table), "%s", name);
+  snprintf(h->fk, sizeof(h->fk), "%s", sqlite3_column_text(s, 1));
+  h->rank = sqlite3_column_int(s, 2) != 0;
+  return 1;
+}
+
 int store__fleet_tables(struct store *st, struct store__hang **out, size_t *n,
                         struct tr_err *err)
 {
-  struct store__hang *list = NULL;
-  size_t cap = 0;
+  void *v = NULL;
   sqlite3_stmt *s;
   int rc = store__stmt(st,
                        "SELECT m.name, f.\"from\", f.\"table\" = 'ranks'"
@@ -323,31 +314,49 @@ int store__fleet_tables(struct store *st, struct store__hang **out, size_t *n,
                        &s, err);
 
   *n = 0;
-  while (rc == 0 && sqlite3_step(s) == SQLITE_ROW) {
-    const char *name = (const char *)sqlite3_column_text(s, 0);
-
-    if (kept_home(name))
-      continue;
-    if (*n == cap) {
-      struct store__hang *grown =
-          realloc(list, (cap = cap ? 2 * cap : 32) * sizeof(*grown));
-
-      if (grown == NULL) {
-        rc = tr_err_set(err, TR_ENOMEM, "", "fleet tables");
-        break;
-      }
-      list = grown;
-    }
-    snprintf(list[*n].table, sizeof(list[*n].table), "%s", name);
-    snprintf(list[*n].fk, sizeof(list[*n].fk), "%s", sqlite3_column_text(s, 1));
-    list[*n].rank = sqlite3_column_int(s, 2) != 0;
-    (*n)++;
-  }
-  store__done(s);
+  if (rc == 0)
+    rc = store__collect(st, s, sizeof(**out), fill_hang, NULL, "fleet tables",
+                        &v, n, err);
   if (rc < 0)
-    free(list);
+    free(v);
   else
-    *out = list;
+    *out = v;
+  return rc;
+}
+
+/* A store__fill_fn: a column, as store__columns() selects it. */
+static int fill_col(sqlite3_stmt *s, void *elem, void *ud)
+{
+  struct store__col *c = elem;
+
+  (void)ud;
+  snprintf(c->name, sizeof(c->name), "%s", sqlite3_column_text(s, 0));
+  c->name_ref = sqlite3_column_int(s, 1) != 0;
+  c->blob = sqlite3_column_int(s, 2) != 0;
+  return 1;
+}
+
+int store__columns(struct store *st, const char *table, struct store__col **out,
+                   size_t *n, struct tr_err *err)
+{
+  void *v = NULL;
+  sqlite3_stmt *s;
+  int rc = store__prep(st,
+                       "SELECT i.name, (SELECT f.\"table\" FROM"
+                       "  pragma_foreign_key_list(?1) f WHERE f.\"from\" ="
+                       "  i.name AND f.\"table\" = 'names') IS NOT NULL,"
+                       " upper(i.type) LIKE '%BLOB%'"
+                       " FROM pragma_table_info(?1) i ORDER BY i.cid",
+                       &s, err, "t", table);
+
+  *n = 0;
+  if (rc == 0)
+    rc = store__collect(st, s, sizeof(**out), fill_col, NULL, "columns", &v, n,
+                        err);
+  if (rc < 0)
+    free(v);
+  else
+    *out = v;
   return rc;
 }
 
@@ -357,20 +366,15 @@ static int select_of(struct store *st, const struct store__hang *h,
                      struct tr_buf *b, struct tr_err *err)
 {
   const char *sep = "SELECT ";
-  sqlite3_stmt *s;
-  int rc = store__stmt(st,
-                       "SELECT i.name, (SELECT f.\"table\" FROM"
-                       "  pragma_foreign_key_list(?1) f WHERE f.\"from\" ="
-                       "  i.name AND f.\"table\" = 'names') IS NOT NULL"
-                       " FROM pragma_table_info(?1) i ORDER BY i.cid",
-                       &s, err);
+  struct store__col *cols = NULL;
+  size_t ncols;
+  int rc = store__columns(st, h->table, &cols, &ncols, err);
 
   if (rc < 0)
     return rc;
-  sqlite3_bind_text(s, 1, h->table, -1, SQLITE_STATIC);
-  while (sqlite3_step(s) == SQLITE_ROW) {
-    const char *col = (const char *)sqlite3_column_text(s, 0);
-    bool name_ref = sqlite3_column_int(s, 1) != 0;
+  for (size_t i = 0; i < ncols; i++) {
+    const char *col = cols[i].name;
+    bool name_ref = cols[i].name_ref;
     bool is_fk = strcmp(col, h->fk) == 0;
 
     /* The capture's id is implied; a rank's own id means nothing
@@ -391,7 +395,7 @@ static int select_of(struct store *st, const struct store__hang *h,
     }
     put_ident(b, col);
   }
-  store__done(s);
+  free(cols);
   tr_buf_printf(b, " FROM ");
   put_ident(b, h->table);
   tr_buf_printf(b, " t");
@@ -568,19 +572,15 @@ static int text_of(struct store *st, const char *sql, int64_t id,
                    const char *key, json_t *out, struct tr_err *err)
 {
   sqlite3_stmt *s;
-  int rc = store__stmt_id(st, sql, id, 0, &s, err);
+  int rc = store__first(st, sql, id, 0, "fleet export", &s, err);
   const char *text;
 
   if (rc < 0)
     return rc;
-  rc = sqlite3_step(s);
-  text = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(s, 0) : NULL;
+  text = rc == 1 ? (const char *)sqlite3_column_text(s, 0) : NULL;
   json_object_set_new(out, key, text ? json_string(text) : json_null());
-  rc = rc == SQLITE_ROW || rc == SQLITE_DONE
-           ? 0
-           : store__db_err(st, "fleet export", err);
   store__done(s);
-  return rc;
+  return rc < 0 ? rc : 0;
 }
 
 static int export_in(struct store *st, int64_t id, json_t *out,

@@ -14,7 +14,7 @@ int store_fleet_sweeps(struct store *st, int limit, json_t **out,
                        struct tr_err *err)
 {
   sqlite3_stmt *s;
-  int rc = store__stmt(
+  int rc = store__prep(
       st,
       "SELECT i.node || ':' || " SWEEP_OF(
           "i") " AS ref, i.node,"
@@ -33,32 +33,25 @@ int store_fleet_sweeps(struct store *st, int limit, json_t **out,
                                  " GROUP BY i.node, " SWEEP_OF(
                                      "i") " ORDER BY min(i.created_at) DESC "
                                           "LIMIT ?1",
-      &s, err);
+      &s, err, "i", limit > 0 ? limit : 50);
 
   *out = NULL;
-  if (rc < 0)
-    return rc;
-  sqlite3_bind_int(s, 1, limit > 0 ? limit : 50);
-  return store__rows(st, s, out, err);
+  return rc < 0 ? rc : store__rows(st, s, out, err);
 }
 
 int store_fleet_sweep_points(struct store *st, const char *node, int64_t sweep,
                              json_t **out, struct tr_err *err)
 {
   sqlite3_stmt *s;
-  int rc = store__stmt(
+  int rc = store__prep(
       st,
       "SELECT i.id FROM fleet_index i WHERE i.node = ?1"
       " AND " SWEEP_OF(
           "i") " = ?2 AND i.seq = (SELECT max(j.seq)"
                " FROM fleet_index j WHERE j.node = i.node AND j.id = i.id)"
                " ORDER BY json_extract(i.brief, '$.sweep.point')",
-      &s, err);
+      &s, err, "tI", node, sweep);
 
   *out = NULL;
-  if (rc < 0)
-    return rc;
-  sqlite3_bind_text(s, 1, node, -1, SQLITE_TRANSIENT);
-  sqlite3_bind_int64(s, 2, sweep);
-  return store__rows(st, s, out, err);
+  return rc < 0 ? rc : store__rows(st, s, out, err);
 }

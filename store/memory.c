@@ -28,23 +28,17 @@ static int memory_timeline_rows(struct store *st, const void *ctx,
       " AND (?2 < 0 OR r.rank = ?2)"
       " GROUP BY r.rank, t.device, t.idx * ?3 / ?4"
       " ORDER BY r.rank, t.device, min(t.idx)";
-  json_t *row;
   sqlite3_stmt *s;
-  size_t i;
-  int rc = store__stmt_id(st, sql, q->capture_id, q->rank, &s, err);
+  int rc = store__prep(st, sql, &s, err, "Iiii", q->capture_id, q->rank,
+                       q->buckets > 0 ? q->buckets : MEMORY_TIMELINE_DEFAULT,
+                       TR_MEMORY_BUCKETS);
 
   (void)ctx;
   if (rc < 0)
     return rc;
-  sqlite3_bind_int(s, 3, q->buckets > 0 ? q->buckets : MEMORY_TIMELINE_DEFAULT);
-  sqlite3_bind_int(s, 4, TR_MEMORY_BUCKETS);
-  if ((rc = store__rows(st, s, out, err)) != 0)
-    return rc;
-  json_array_foreach(*out, i, row) {
-    if (q->rank >= 0)
-      json_object_del(row, "rank");
-  }
-  return 0;
+  if ((rc = store__rows(st, s, out, err)) == 0)
+    store__rank_key(q, *out, "rank");
+  return rc;
 }
 
 const struct store__sql store__sql_memory_timeline = {

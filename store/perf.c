@@ -89,27 +89,18 @@ static int perf_rows(struct store *st, const void *ctx,
 {
   size_t k = 0;
   sqlite3_stmt *s;
-  json_t *row;
-  size_t i;
   int rc;
 
   (void)ctx;
   for (size_t j = 0; q->sort != NULL && tr_sorts[j] != NULL && j < 4; j++)
     if (strcmp(q->sort, tr_sorts[j]) == 0)
       k = j + 1;
-  rc = store__stmt_id(st, perf_sql[k], q->capture_id, q->rank, &s, err);
+  rc = store__stmt_query(st, perf_sql[k], q, &s, err);
   if (rc < 0)
     return rc;
-  store__bind_text(s, 3, q->q && *q->q ? q->q : NULL);
-  store__bind_text(s, 4, q->category && *q->category ? q->category : NULL);
-  sqlite3_bind_int(s, 5, q->limit > 0 ? q->limit : -1);
-  if ((rc = store__rows(st, s, out, err)) != 0)
-    return rc;
-  json_array_foreach(*out, i, row) {
-    if (q->rank >= 0)
-      json_object_del(row, "ranks");
-  }
-  return 0;
+  if ((rc = store__rows(st, s, out, err)) == 0)
+    store__rank_key(q, *out, "ranks");
+  return rc;
 }
 
 const struct store__sql store__sql_op_perf = { perf_rows, NULL, NULL, NULL };

@@ -443,6 +443,33 @@ static const char *order_of(const struct spec *sp, const char *sort, char *buf,
   return buf;
 }
 
+/* A filter's text: NULL for NULL or "" (any). */
+static const char *any(const char *s)
+{
+  return s != NULL && *s != '\0' ? s : NULL;
+}
+
+void store__rank_key(const struct store_query *q, json_t *rows, const char *key)
+{
+  json_t *row;
+  size_t i;
+
+  json_array_foreach(rows, i, row) {
+    if (q->rank >= 0)
+      json_object_del(row, key);
+  }
+}
+
+int store__stmt_query(struct store *st, const char *sql,
+                      const struct store_query *q, sqlite3_stmt **out,
+                      struct tr_err *err)
+{
+  return store__prep(st, sql, out, err, "|Iittitttit", q->capture_id, q->rank,
+                     any(q->q), any(q->category), q->limit > 0 ? q->limit : -1,
+                     any(q->family), any(q->kind), any(q->module), q->on_path,
+                     any(q->step));
+}
+
 /* The statement of sp's rows for q, bound, inside the caller's read
  * transaction, no checks. */
 static int query_stmt(struct store *st, const struct spec *sp,
@@ -459,19 +486,9 @@ static int query_stmt(struct store *st, const struct spec *sp,
       order_of(sp, q->sort, order, sizeof(order)));
   if (len >= sizeof(sql))
     return tr_err_set(err, TR_EDB, "", "%s: query too long", sp->table);
-  rc = store__stmt(st, sql, &s, err);
+  rc = store__stmt_query(st, sql, q, &s, err);
   if (rc < 0)
     return rc;
-  sqlite3_bind_int64(s, 1, q->capture_id);
-  sqlite3_bind_int(s, 2, q->rank);
-  store__bind_text(s, 3, q->q && *q->q ? q->q : NULL);
-  store__bind_text(s, 4, q->category && *q->category ? q->category : NULL);
-  sqlite3_bind_int(s, 5, q->limit > 0 ? q->limit : -1);
-  store__bind_text(s, 6, q->family && *q->family ? q->family : NULL);
-  store__bind_text(s, 7, q->kind && *q->kind ? q->kind : NULL);
-  store__bind_text(s, 8, q->module && *q->module ? q->module : NULL);
-  sqlite3_bind_int(s, 9, q->on_path);
-  store__bind_text(s, 10, q->step && *q->step ? q->step : NULL);
   *out = s;
   return 0;
 }
@@ -502,23 +519,17 @@ int store__rank_exists(struct store *st, int64_t capture_id, int rank,
 {
   char name[STORE_NAME_MAX];
   sqlite3_stmt *s;
-  int rc = store__stmt_id(st,
-                          "SELECT status FROM ranks WHERE capture_id = ?1"
-                          " AND rank = ?2",
-                          capture_id, rank, &s, err);
+  int rc = store__first(st,
+                        "SELECT status FROM ranks WHERE capture_id = ?1"
+                        " AND rank = ?2",
+                        capture_id, rank, "rank", &s, err);
 
-  if (rc < 0)
-    return rc;
-  rc = sqlite3_step(s);
-  if (rc == SQLITE_ROW &&
-      strcmp((const char *)sqlite3_column_text(s, 0), "done") == 0)
+  if (rc == 1 && strcmp((const char *)sqlite3_column_text(s, 0), "done") == 0)
     rc = 0;
-  else if (rc == SQLITE_ROW || rc == SQLITE_DONE)
+  else if (rc >= 0)
     rc = tr_err_set(err, TR_ENOTFOUND, "rank",
                     "capture %s has no indexed rank %d",
                     store__capture_name(st, capture_id, name), rank);
-  else
-    rc = store__db_err(st, "rank", err);
   store__done(s);
   return rc;
 }

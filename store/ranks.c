@@ -71,25 +71,19 @@ int store__intern(struct store *st, const char *name, int64_t *id,
                   uint64_t *bytes, struct tr_err *err)
 {
   sqlite3_stmt *s;
-  int rc = store__stmt(st, "SELECT id FROM names WHERE name = ?1", &s, err);
+  int rc = store__prep(st, "SELECT id FROM names WHERE name = ?1", &s, err, "t",
+                       name);
 
   if (rc < 0)
     return rc;
-  sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
-  rc = sqlite3_step(s);
-  if (rc == SQLITE_ROW)
+  rc = store__step(st, s, "names", err);
+  if (rc == 1)
     *id = sqlite3_column_int64(s, 0);
   store__done(s);
-  if (rc == SQLITE_ROW)
-    return 0;
-  if (rc != SQLITE_DONE)
-    return store__db_err(st, "names", err);
-  rc = store__stmt(st, "INSERT INTO names(name) VALUES(?1)", &s, err);
-  if (rc < 0)
-    return rc;
-  sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
-  rc = sqlite3_step(s) == SQLITE_DONE ? 0 : store__db_err(st, "names", err);
-  store__done(s);
+  if (rc != 0)
+    return rc == 1 ? 0 : rc;
+  rc = store__run(st, "names", "INSERT INTO names(name) VALUES(?1)", err, "t",
+                  name);
   if (rc == 0) {
     *id = sqlite3_last_insert_rowid(st->db);
     if (bytes != NULL)
@@ -201,10 +195,9 @@ static int insert_child(struct store *st, int64_t head_id,
   int rc;
 
   insert_sql(t, sql, sizeof(sql));
-  rc = store__stmt(st, sql, &s, err);
+  rc = store__prep(st, sql, &s, err, "I", head_id);
   if (rc < 0)
     return rc;
-  sqlite3_bind_int64(s, 1, head_id);
   snprintf(where, sizeof(where), "%s[%zu]", t->key, i);
   return insert_row(st, s, t, obj, where, bytes, err);
 }
@@ -244,17 +237,9 @@ int store__insert_capture_rows(struct store *st, int64_t capture_id,
 static int delete_rank(struct store *st, int64_t capture_id, int rank,
                        struct tr_err *err)
 {
-  sqlite3_stmt *s;
-  int rc = store__stmt_id(st,
-                          "DELETE FROM ranks WHERE capture_id = ?1 AND"
-                          " rank = ?2",
-                          capture_id, rank, &s, err);
-
-  if (rc < 0)
-    return rc;
-  rc = sqlite3_step(s) == SQLITE_DONE ? 0 : store__db_err(st, "rank", err);
-  store__done(s);
-  return rc;
+  return store__run(st, "rank",
+                    "DELETE FROM ranks WHERE capture_id = ?1 AND rank = ?2",
+                    err, "Ii", capture_id, rank);
 }
 
 /* ---- a rank stored as it is made ---- */
@@ -280,12 +265,9 @@ static int insert_head(struct store_rank_writer *w, int64_t capture_id,
     rc = store__results_drop(w->st, capture_id, err);
   insert_sql(&t, sql, sizeof(sql));
   if (rc == 0)
-    rc = store__stmt(w->st, sql, &s, err);
+    rc = store__prep(w->st, sql, &s, err, "Iit", capture_id, rank, label);
   if (rc < 0)
     return rc;
-  sqlite3_bind_int64(s, 1, capture_id);
-  sqlite3_bind_int(s, 2, rank);
-  store__bind_text(s, 3, label);
   rc = insert_row(w->st, s, &t, head, "", &w->bytes, err);
   w->rank_id = sqlite3_last_insert_rowid(w->st->db);
   return rc;
@@ -381,7 +363,6 @@ int store_rank_insert(struct store *st, int64_t capture_id, int rank,
 int store_rank_fail(struct store *st, int64_t capture_id, int rank,
                     const char *label, const char *message, struct tr_err *err)
 {
-  sqlite3_stmt *s;
   int rc;
 
   if (rank < 0)
@@ -395,18 +376,11 @@ int store_rank_fail(struct store *st, int64_t capture_id, int rank,
   if (rc == 0)
     rc = store__results_drop(st, capture_id, err);
   if (rc == 0)
-    rc = store__stmt(st,
-                     "INSERT INTO ranks(capture_id, rank, label, status,"
-                     " error) VALUES(?1, ?2, ?3, 'failed', ?4)",
-                     &s, err);
-  if (rc == 0) {
-    sqlite3_bind_int64(s, 1, capture_id);
-    sqlite3_bind_int(s, 2, rank);
-    store__bind_text(s, 3, label);
-    store__bind_text(s, 4, message ? message : "indexing failed");
-    rc = sqlite3_step(s) == SQLITE_DONE ? 0 : store__db_err(st, "rank", err);
-    store__done(s);
-  }
+    rc = store__run(st, "rank",
+                    "INSERT INTO ranks(capture_id, rank, label, status,"
+                    " error) VALUES(?1, ?2, ?3, 'failed', ?4)",
+                    err, "Iitt", capture_id, rank, label,
+                    message ? message : "indexing failed");
   return store__wr_end(st, rc, err);
 }
 
@@ -431,20 +405,15 @@ int store_rank_trace(struct store *st, int64_t capture_id, int rank,
 {
   struct store_trace t = { NULL, 0, 0, 0, "", 0 };
   sqlite3_stmt *s;
-  int rc = store__stmt_id(st,
-                          "SELECT " TRACE_COLUMNS
-                          " FROM ranks WHERE capture_id = ?1 AND rank = ?2"
-                          " AND status = 'done'",
-                          capture_id, rank, &s, err);
+  int rc = store__first(st,
+                        "SELECT " TRACE_COLUMNS
+                        " FROM ranks WHERE capture_id = ?1 AND rank = ?2"
+                        " AND status = 'done'",
+                        capture_id, rank, "rank file", &s, err);
 
-  if (rc < 0)
-    return rc;
-  rc = sqlite3_step(s);
-  if (rc == SQLITE_ROW) {
+  if (rc == 1) {
     read_trace(s, &t);
     rc = t.path ? 0 : tr_err_set(err, TR_ENOMEM, "", "path");
-  } else {
-    rc = rc == SQLITE_DONE ? 0 : store__db_err(st, "rank file", err);
   }
   store__done(s);
   if (rc == 0 && t.path == NULL) {
@@ -553,7 +522,6 @@ int store__capture_ranks(struct store *st, int64_t id, json_t **out,
 {
   char sql[2048];
   size_t len, i;
-  sqlite3_stmt *s;
   json_t *rows = NULL, *r;
   int rc;
 
@@ -569,10 +537,9 @@ int store__capture_ranks(struct store *st, int64_t id, json_t **out,
   if (len < sizeof(sql))
     snprintf(sql + len, sizeof(sql) - len,
              " FROM ranks WHERE capture_id = ?1 ORDER BY rank");
-  rc = store__stmt_id(st, sql, id, 0, &s, err);
+  rc = store__rows_id(st, sql, id, 0, &rows, err);
   if (rc < 0)
     return rc;
-  rc = store__rows(st, s, &rows, err);
   json_array_foreach(rows, i, r) {
     if (rc == 0)
       rc = short_form(st, id, r, err);

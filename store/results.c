@@ -83,26 +83,18 @@ static int write_results(struct store *st, int64_t id, json_t *summary,
   char *coll = summary ? tr_json_dumps(summary, JSON_COMPACT) : NULL;
   char *text = tr_json_dumps(verdict, JSON_COMPACT);
   json_t *base = json_object_get(verdict, "baseline");
-  sqlite3_stmt *s;
   int rc = text != NULL ? 0 : tr_err_set(err, TR_ENOMEM, "", "verdict");
 
+  /* baseline_id stays null without a baseline. */
   if (rc == 0)
-    rc = store__stmt(st,
-                     "INSERT INTO capture_results(capture_id, summed,"
-                     " collectives, verdict, verdict_code, baseline_id)"
-                     " VALUES(?1, 1, ?2, ?3, ?4, ?5)",
-                     &s, err);
-  if (rc == 0) {
-    sqlite3_bind_int64(s, 1, id);
-    store__bind_text(s, 2, coll);
-    store__bind_text(s, 3, text);
-    store__bind_text(s, 4,
-                     json_string_value(json_object_get(verdict, "verdict")));
-    if (json_is_integer(base))
-      sqlite3_bind_int64(s, 5, json_integer_value(base));
-    rc = sqlite3_step(s) == SQLITE_DONE ? 0 : store__db_err(st, "results", err);
-    store__done(s);
-  }
+    rc =
+        store__run(st, "results",
+                   "INSERT INTO capture_results(capture_id, summed,"
+                   " collectives, verdict, verdict_code, baseline_id)"
+                   " VALUES(?1, 1, ?2, ?3, ?4, ?5)",
+                   err, json_is_integer(base) ? "ItttI" : "Ittt", id, coll,
+                   text, json_string_value(json_object_get(verdict, "verdict")),
+                   (int64_t)json_integer_value(base));
   free(coll);
   free(text);
   return rc;
@@ -204,12 +196,8 @@ static int coll_rows(struct store *st, const void *ctx,
   snprintf(sql + len, sizeof(sql) - len,
            " WHERE t.capture_id = ?1 %s%s ORDER BY %s LIMIT ?5", c->where,
            c->by_rank ? " GROUP BY t.rank" : "", c->order);
-  if (store__stmt(st, sql, &s, err) < 0)
+  if (store__stmt_query(st, sql, q, &s, err) < 0)
     return TR_EDB;
-  sqlite3_bind_int64(s, 1, q->capture_id);
-  sqlite3_bind_int(s, 2, q->rank);
-  sqlite3_bind_int(s, 5, q->limit > 0 ? q->limit : -1);
-  store__bind_text(s, 6, q->family && *q->family ? q->family : NULL);
   return store__rows(st, s, out, err);
 }
 

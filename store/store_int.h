@@ -100,6 +100,33 @@ int store__db_err(struct store *st, const char *what, struct tr_err *err);
 int store__stmt(struct store *st, const char *sql, sqlite3_stmt **out,
                 struct tr_err *err);
 
+/* sql's cached statement (store__stmt()) with ?1, ?2... bound in turn,
+ * one letter of types a parameter, each taking the next argument: 'i'
+ * int, 'I' int64_t (cast what is not one: the arguments are read as
+ * types says), 'd' double, 't' const char * (copied; NULL binds null).
+ * Letters past a '|' are bound only where the statement has their
+ * parameter (a statement text made for several uses, a parameter numbering
+ * shared by statements that skip some); arguments past those bound are
+ * not read. A letter it does not know, or before any '|' a parameter the
+ * statement lacks, is TR_EDB, the statement given back.
+ * With out, the statement is handed over (give it back with
+ * store__done(); store__rows() and the like give it back); with out
+ * NULL, it is stepped to its end (it returns no row) and given back: 0,
+ * or TR_EDB ("what: message"). Called as store__prep() and
+ * store__run(). */
+int store__exec(struct store *st, const char *what, const char *sql,
+                sqlite3_stmt **out, struct tr_err *err, const char *types, ...);
+
+/* The bound statement of sql into *out: store__prep(st, sql, &s, err,
+ * "It", id, name). */
+#define store__prep(st, sql, out, err, ...)                                    \
+  store__exec(st, NULL, sql, out, err, __VA_ARGS__)
+
+/* sql, a statement returning no row, run once: store__run(st, "write",
+ * sql, err, "I", id). */
+#define store__run(st, what, sql, err, ...)                                    \
+  store__exec(st, what, sql, NULL, err, __VA_ARGS__)
+
 /* Resets the statement and clears its bindings: ends its read of the
  * database, so every statement taken must be given back. NULL is ok. */
 void store__done(sqlite3_stmt *s);
@@ -139,10 +166,53 @@ typedef int (*store__row_fn)(void *ud, json_t *row, struct tr_err *err);
 int store__rows_each(struct store *st, sqlite3_stmt *stmt, store__row_fn fn,
                      void *ud, struct tr_err *err);
 
+/* A page of a list: store__rows_max()'s rows into *out (a new array),
+ * each row made an item by finish(). Gives s back. */
+int store__page(struct store *st, sqlite3_stmt *s, size_t max_bytes,
+                void (*finish)(json_t *row), json_t **out, struct tr_err *err);
+
+/* The rows of sql, a statement without parameters, as store__rows()
+ * makes them, into *out (a new array). */
+int store__rows_of(struct store *st, const char *sql, json_t **out,
+                   struct tr_err *err);
+
+/* The rows of sql (?1 = id, ?2 = rank where it has one) as
+ * store__rows() makes them, into *out (a new array). */
+int store__rows_id(struct store *st, const char *sql, int64_t id, int rank,
+                   json_t **out, struct tr_err *err);
+
+/* Fills elem from the row s stands on (store__collect()): 1 keeps it, 0
+ * skips the row, TR_ENOMEM stops (elem, begun, is kept for the caller to
+ * free what it holds). */
+typedef int (*store__fill_fn)(sqlite3_stmt *s, void *elem, void *ud);
+
+/* Steps s to its end, each row made an element (size bytes) of a new
+ * array by fill(s, elem, ud): *out, *n of them, which the caller frees
+ * (NULL with none), on error too. Gives s back. TR_ENOMEM or TR_EDB,
+ * both naming what. */
+int store__collect(struct store *st, sqlite3_stmt *s, size_t size,
+                   store__fill_fn fill, void *ud, const char *what, void **out,
+                   size_t *n, struct tr_err *err);
+
 /* The first row of sql (?1 = id) as store__rows() makes it, into *out
  * (NULL when there is none). */
 int store__row_id(struct store *st, const char *sql, int64_t id, json_t **out,
                   struct tr_err *err);
+
+/* A record read with its children (GET /captures/<id>, /sweeps/<id>). */
+struct store__record {
+  const char *sql;    /* its row, ?1 = id */
+  const char *member; /* the member holding its children */
+  int (*children)(struct store *st, int64_t id, json_t **out,
+                  struct tr_err *err);
+  void (*finish)(json_t *rec); /* its row made the record */
+  int (*missing)(struct store *st, int64_t id, struct tr_err *err);
+};
+
+/* Record id of r with its children, read in one snapshot, into *out;
+ * r->missing() when there is none. */
+int store__record_get(struct store *st, const struct store__record *r,
+                      int64_t id, json_t **out, struct tr_err *err);
 
 /* A record's timestamps (created_at, started_at, finished_at,
  * phase_started_at: ns since the epoch) as RFC 3339 strings. */
@@ -167,6 +237,17 @@ int store__no_capture(struct store *st, int64_t id, struct tr_err *err);
  * ?2 = rank. */
 int store__stmt_id(struct store *st, const char *sql, int64_t id, int rank,
                    sqlite3_stmt **out, struct tr_err *err);
+
+/* Steps s once: 1 with a row ready, 0 at its end, else TR_EDB ("what:
+ * message"). The caller gives s back. */
+int store__step(struct store *st, sqlite3_stmt *s, const char *what,
+                struct tr_err *err);
+
+/* store__stmt_id(), then store__step(): 1 with the statement's first
+ * row ready in *out, 0 with none, or an error (*out NULL). Give *out
+ * back with store__done(). */
+int store__first(struct store *st, const char *sql, int64_t id, int rank,
+                 const char *what, sqlite3_stmt **out, struct tr_err *err);
 
 /* Steps s, a statement selecting a row of capture id: 0 with the row
  * ready, store__no_capture() when there is none, TR_EDB on error. The
@@ -245,6 +326,20 @@ int store__check_enum(const char *s, const char *const *allowed,
  * rank indexed (status done). */
 int store__rank_exists(struct store *st, int64_t capture_id, int rank,
                        struct tr_err *err);
+
+/* queries.c: store__stmt(), then binds the members of q the statement
+ * has parameters for, by the one numbering of the tables' SQL: ?1
+ * capture_id, ?2 rank, ?3 q, ?4 category, ?5 limit (-1: none), ?6
+ * family, ?7 kind, ?8 module, ?9 on_path, ?10 step (a filter's "" as
+ * NULL: any). A statement may skip a number (it binds harmlessly). */
+int store__stmt_query(struct store *st, const char *sql,
+                      const struct store_query *q, sqlite3_stmt **out,
+                      struct tr_err *err);
+
+/* queries.c: the rows of one rank (q->rank >= 0) do not name it: key,
+ * which names the rank (or ranks) of each row, is dropped from each. */
+void store__rank_key(const struct store_query *q, json_t *rows,
+                     const char *key);
 
 /* queries.c: runs fn(st, ctx, q, &rows, err) in one read snapshot after
  * checking that the capture (and q->rank, unless -1) exists and is
@@ -480,5 +575,18 @@ struct store__hang {
  * frees), *n of them. */
 int store__fleet_tables(struct store *st, struct store__hang **out, size_t *n,
                         struct tr_err *err);
+
+/* A column of a table here: its name, whether it references names(id),
+ * whether it holds blobs. */
+struct store__col {
+  char name[128];
+  bool name_ref, blob;
+};
+
+/* fleet_out.c: the columns of table, in their order: what a published
+ * table's rows are written from (fleet_out.c) and read back into in a
+ * lab view's copy (fleet_lab.c). *out (caller frees), *n of them. */
+int store__columns(struct store *st, const char *table, struct store__col **out,
+                   size_t *n, struct tr_err *err);
 
 #endif

@@ -71,17 +71,14 @@ static int insert_sum(struct sum_writer *w, json_t *row, const char *text,
                       struct tr_err *err)
 {
   sqlite3_stmt *s;
-  int rc = store__stmt(w->st,
+  int rc = store__prep(w->st,
                        "INSERT INTO sum_rows(capture_id, tbl, seq, name,"
                        " category, family, kind, count, total_ns, avg_ns, row)"
                        " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-                       &s, err);
+                       &s, err, "ItI", w->id, w->t->name, (int64_t)w->seq);
 
   if (rc < 0)
     return rc;
-  sqlite3_bind_int64(s, 1, w->id);
-  sqlite3_bind_text(s, 2, w->t->name, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(s, 3, (sqlite3_int64)w->seq);
   bind_member(s, 4, row, w->t->tt->key);
   bind_member(s, 5, row, "category");
   bind_member(s, 6, row, "family");
@@ -209,17 +206,14 @@ static int rows_stmt(struct store *st, const struct sum_tbl *t,
            " AND (?8 IS NULL OR json_extract(row, '$.module') = ?8)"
            " ORDER BY %s LIMIT ?5",
            order);
-  if (store__stmt(st, sql, out, err) < 0)
+  if (store__prep(st, sql, out, err, "Itttittt", q->capture_id, t->name,
+                  t->tt->key && q->q && *q->q ? q->q : NULL,
+                  q->category && *q->category ? q->category : NULL,
+                  q->limit > 0 ? q->limit : -1,
+                  q->family && *q->family ? q->family : NULL,
+                  t->tt->kind && q->kind && *q->kind ? q->kind : NULL,
+                  q->module && *q->module ? q->module : NULL) < 0)
     return TR_EDB;
-  sqlite3_bind_int64(*out, 1, q->capture_id);
-  sqlite3_bind_text(*out, 2, t->name, -1, SQLITE_STATIC);
-  store__bind_text(*out, 3, t->tt->key && q->q && *q->q ? q->q : NULL);
-  store__bind_text(*out, 4, q->category && *q->category ? q->category : NULL);
-  sqlite3_bind_int(*out, 5, q->limit > 0 ? q->limit : -1);
-  store__bind_text(*out, 6, q->family && *q->family ? q->family : NULL);
-  store__bind_text(*out, 7,
-                   t->tt->kind && q->kind && *q->kind ? q->kind : NULL);
-  store__bind_text(*out, 8, q->module && *q->module ? q->module : NULL);
   return 0;
 }
 
@@ -227,19 +221,16 @@ static int rows_stmt(struct store *st, const struct sum_tbl *t,
 static int summed(struct store *st, int64_t id, bool done, struct tr_err *err)
 {
   sqlite3_stmt *s;
-  int rc = store__stmt_id(st,
-                          "SELECT c.status = 'done' FROM capture_results r"
-                          " JOIN captures c ON c.id = r.capture_id"
-                          " WHERE r.capture_id = ?1 AND r.summed = 1",
-                          id, 0, &s, err);
+  int rc = store__first(st,
+                        "SELECT c.status = 'done' FROM capture_results r"
+                        " JOIN captures c ON c.id = r.capture_id"
+                        " WHERE r.capture_id = ?1 AND r.summed = 1",
+                        id, 0, "sums", &s, err);
 
-  if (rc < 0)
-    return rc;
-  rc = sqlite3_step(s);
-  if (rc == SQLITE_ROW)
+  if (rc == 1)
     rc = !done || sqlite3_column_int(s, 0) ? 0 : 1;
-  else
-    rc = rc == SQLITE_DONE ? 1 : store__db_err(st, "sums", err);
+  else if (rc == 0)
+    rc = 1;
   store__done(s);
   return rc;
 }
@@ -310,17 +301,16 @@ static int text_prefix(struct store *st, const struct sum_tbl *t,
                        struct tr_err *err)
 {
   sqlite3_stmt *s;
-  int rc = store__stmt_id(st,
-                          "SELECT rows, ends FROM sum_texts"
-                          " WHERE capture_id = ?1 AND tbl = ?2",
-                          q->capture_id, 0, &s, err);
+  int rc = store__prep(st,
+                       "SELECT rows, ends FROM sum_texts"
+                       " WHERE capture_id = ?1 AND tbl = ?2",
+                       &s, err, "It", q->capture_id, t->name);
   const char *text;
   size_t n, len, whole;
   uint32_t end;
 
   if (rc < 0)
     return rc;
-  sqlite3_bind_text(s, 2, t->name, -1, SQLITE_STATIC);
   if ((rc = sqlite3_step(s)) != SQLITE_ROW) {
     rc = rc == SQLITE_DONE ? 1 : store__db_err(st, "sums", err);
     store__done(s);

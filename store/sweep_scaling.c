@@ -765,6 +765,18 @@ static int scaling_of(struct store *st, json_t *points, int knee_pct,
   return 0;
 }
 
+/* The answer of points (taken) when got, how reading them went, is 0;
+ * ends the caller's read snapshot. */
+static int scaling_in(struct store *st, int got, json_t *points, int knee_pct,
+                      json_t **out, struct tr_err *err)
+{
+  if (got == 0)
+    got = scaling_of(st, points, knee_pct, out, err);
+  else
+    json_decref(points);
+  return store__rd_end(st, got, err);
+}
+
 int store_sweep_scaling(struct store *st, int64_t id, int knee_pct,
                         json_t **out, struct tr_err *err)
 {
@@ -778,11 +790,7 @@ int store_sweep_scaling(struct store *st, int64_t id, int knee_pct,
   json_decref(p);
   if (rc == 0)
     rc = store_sweep_points(st, id, &points, err);
-  if (rc == 0)
-    rc = scaling_of(st, points, knee_pct, out, err);
-  else
-    json_decref(points);
-  rc = store__rd_end(st, rc, err);
+  rc = scaling_in(st, rc, points, knee_pct, out, err);
   if (rc == 0)
     json_object_set_new(*out, "sweep", json_integer(id));
   return rc;
@@ -796,9 +804,5 @@ int store_sweep_scaling_of(struct store *st, json_t *ids, int knee_pct,
 
   if (rc == 0)
     rc = store_sweep_points_of(st, ids, &points, err);
-  if (rc == 0)
-    rc = scaling_of(st, points, knee_pct, out, err);
-  else
-    json_decref(points);
-  return store__rd_end(st, rc, err);
+  return scaling_in(st, rc, points, knee_pct, out, err);
 }

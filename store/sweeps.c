@@ -34,17 +34,10 @@
   " FROM sweep_points p JOIN captures c ON c.id = p.capture_id WHERE "
 /* clang-format on */
 
-static int no_sweep(int64_t id, struct tr_err *err)
+static int no_sweep(struct store *st, int64_t id, struct tr_err *err)
 {
+  (void)st;
   return tr_err_set(err, TR_ENOTFOUND, "sweep", "no sweep %lld", (long long)id);
-}
-
-static int write_one(struct store *st, sqlite3_stmt *s, struct tr_err *err)
-{
-  int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : store__db_err(st, "write", err);
-
-  store__done(s);
-  return rc;
 }
 
 /* ---- insert ---- */
@@ -53,51 +46,39 @@ static int insert_sweep(struct store *st, const char *label, json_t *params,
                         int64_t *id, struct tr_err *err)
 {
   char *text = tr_json_dumps(params, JSON_COMPACT);
-  sqlite3_stmt *s;
-  int rc = text != NULL ? store__stmt(st,
-                                      "INSERT INTO sweeps(label, params,"
-                                      " status, created_at)"
-                                      " VALUES(?1, ?2, 'queued', ?3)",
-                                      &s, err)
+  int rc = text != NULL ? store__run(st, "write",
+                                     "INSERT INTO sweeps(label, params,"
+                                     " status, created_at)"
+                                     " VALUES(?1, ?2, 'queued', ?3)",
+                                     err, "ttI", label, text, tr_now_ns())
                         : tr_err_set(err, TR_ENOMEM, "params", "params");
 
-  if (rc == 0) {
-    store__bind_text(s, 1, label);
-    sqlite3_bind_text(s, 2, text, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(s, 3, tr_now_ns());
-    rc = write_one(st, s, err);
-  }
   if (rc == 0)
     *id = sqlite3_last_insert_rowid(st->db);
   free(text);
   return rc;
 }
 
+/* The integer member key of a point's params (0 when absent). */
+static int64_t param_int(json_t *params, const char *key)
+{
+  return json_integer_value(json_object_get(params, key));
+}
+
 static int insert_point(struct store *st, int64_t sweep, int point,
                         const char *label, json_t *params, struct tr_err *err)
 {
-  sqlite3_stmt *s;
   int64_t capture;
   int rc = store__capture_row(st, tr_kind_names[TR_KIND_CAPTURE], label, params,
                               &capture, err);
 
   if (rc == 0)
-    rc = store__stmt(st,
-                     "INSERT INTO sweep_points(capture_id, sweep_id, point,"
-                     " conc, isl, osl) VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
-                     &s, err);
-  if (rc == 0) {
-    sqlite3_bind_int64(s, 1, capture);
-    sqlite3_bind_int64(s, 2, sweep);
-    sqlite3_bind_int(s, 3, point);
-    sqlite3_bind_int64(s, 4,
-                       json_integer_value(json_object_get(params, "conc")));
-    sqlite3_bind_int64(s, 5,
-                       json_integer_value(json_object_get(params, "isl")));
-    sqlite3_bind_int64(s, 6,
-                       json_integer_value(json_object_get(params, "osl")));
-    rc = write_one(st, s, err);
-  }
+    rc = store__run(st, "write",
+                    "INSERT INTO sweep_points(capture_id, sweep_id, point,"
+                    " conc, isl, osl) VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
+                    err, "IIiIII", capture, sweep, point,
+                    param_int(params, "conc"), param_int(params, "isl"),
+                    param_int(params, "osl"));
   return rc;
 }
 
@@ -133,12 +114,8 @@ int store_sweep_insert(struct store *st, const char *label, json_t *params,
 int store_sweep_points(struct store *st, int64_t id, json_t **out,
                        struct tr_err *err)
 {
-  sqlite3_stmt *s;
-  int rc = store__stmt_id(st, POINTS_SELECT "p.sweep_id = ?1 ORDER BY p.point",
-                          id, 0, &s, err);
-
-  *out = NULL;
-  return rc < 0 ? rc : store__rows(st, s, out, err);
+  return store__rows_id(st, POINTS_SELECT "p.sweep_id = ?1 ORDER BY p.point",
+                        id, 0, out, err);
 }
 
 int store_sweep_points_of(struct store *st, json_t *ids, json_t **out,
@@ -147,18 +124,16 @@ int store_sweep_points_of(struct store *st, json_t *ids, json_t **out,
   char *text = json_dumps(ids, JSON_COMPACT);
   sqlite3_stmt *s;
   int rc = text != NULL
-               ? store__stmt(st,
+               ? store__prep(st,
                              POINTS_SELECT "p.capture_id IN (SELECT value"
                                            " FROM json_each(?1))"
                                            " ORDER BY p.point",
-                             &s, err)
+                             &s, err, "t", text)
                : tr_err_set(err, TR_ENOMEM, "", "out of memory");
 
   *out = NULL;
-  if (rc == 0) {
-    sqlite3_bind_text(s, 1, text, -1, SQLITE_TRANSIENT);
+  if (rc == 0)
     rc = store__rows(st, s, out, err);
-  }
   free(text);
   return rc;
 }
@@ -166,55 +141,31 @@ int store_sweep_points_of(struct store *st, json_t *ids, json_t **out,
 int store_sweep_get(struct store *st, int64_t id, json_t **out,
                     struct tr_err *err)
 {
-  json_t *sweep = NULL, *points = NULL;
-  int rc = store__rd_begin(st, err);
+  static const struct store__record sweep = { SWEEP_SELECT "WHERE s.id = ?1",
+                                              "points", store_sweep_points,
+                                              store__stamps, no_sweep };
 
-  if (rc == 0)
-    rc = store__row_id(st, SWEEP_SELECT "WHERE s.id = ?1", id, &sweep, err);
-  if (rc == 0 && sweep == NULL)
-    rc = no_sweep(id, err);
-  if (rc == 0)
-    rc = store_sweep_points(st, id, &points, err);
-  rc = store__rd_end(st, rc, err);
-  if (rc != 0) {
-    json_decref(sweep);
-    json_decref(points);
-    return rc;
-  }
-  store__stamps(sweep);
-  json_object_set_new(sweep, "points", points);
-  *out = sweep;
-  return 0;
+  return store__record_get(st, &sweep, id, out, err);
 }
 
 int store_sweep_list(struct store *st, const struct store_list_filter *f,
                      json_t **out, struct tr_err *err)
 {
-  json_t *rows = NULL, *v;
   sqlite3_stmt *s;
-  size_t i;
   int rc = 0;
 
   if (f->status != NULL && tr_status_parse(f->status) < 0)
     rc = tr_err_set(err, TR_EINVAL, "status", "status: unknown value");
   if (rc == 0)
-    rc = store__stmt(st,
+    rc = store__prep(st,
                      SWEEP_SELECT "WHERE (?1 IS NULL OR s.status = ?1)"
                                   " AND (?2 = 0 OR s.id < ?2)"
                                   " ORDER BY s.id DESC LIMIT ?3",
-                     &s, err);
+                     &s, err, "tIi", f->status, f->before,
+                     f->limit > 0 ? f->limit : 50);
   if (rc < 0)
     return rc;
-  store__bind_text(s, 1, f->status);
-  sqlite3_bind_int64(s, 2, f->before);
-  sqlite3_bind_int(s, 3, f->limit > 0 ? f->limit : 50);
-  rc = store__rows_max(st, s, f->max_bytes, &rows, err);
-  if (rc < 0)
-    return rc;
-  json_array_foreach(rows, i, v)
-    store__stamps(v);
-  *out = rows;
-  return 0;
+  return store__page(st, s, f->max_bytes, store__stamps, out, err);
 }
 
 /* ---- settling, inside a capture's write ---- */
@@ -224,41 +175,28 @@ static int sweep_of(struct store *st, int64_t id, int64_t *sweep, int *point,
                     struct tr_err *err)
 {
   sqlite3_stmt *s;
-  int rc = store__stmt_id(st,
-                          "SELECT sweep_id, point FROM sweep_points"
-                          " WHERE capture_id = ?1",
-                          id, 0, &s, err);
+  int rc = store__first(st,
+                        "SELECT sweep_id, point FROM sweep_points"
+                        " WHERE capture_id = ?1",
+                        id, 0, "sweep", &s, err);
 
   *sweep = 0;
   *point = -1;
-  if (rc < 0)
-    return rc;
-  if ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+  if (rc == 1) {
     *sweep = sqlite3_column_int64(s, 0);
     *point = sqlite3_column_int(s, 1);
   }
-  rc = rc == SQLITE_ROW || rc == SQLITE_DONE ? 0
-                                             : store__db_err(st, "sweep", err);
   store__done(s);
-  return rc;
+  return rc < 0 ? rc : 0;
 }
 
-/* Runs sql with ?1 = sweep, ?2 = now, ?3 = text (may be NULL), and ?4 =
- * point where sql has it. */
+/* Runs sql with ?1 = sweep, ?2 = now, and where sql has them ?3 = text
+ * (may be NULL) and ?4 = point. */
 static int sweep_write(struct store *st, const char *sql, int64_t sweep,
                        const char *text, int point, struct tr_err *err)
 {
-  sqlite3_stmt *s;
-  int rc = store__stmt(st, sql, &s, err);
-
-  if (rc < 0)
-    return rc;
-  sqlite3_bind_int64(s, 1, sweep);
-  sqlite3_bind_int64(s, 2, tr_now_ns());
-  store__bind_text(s, 3, text);
-  if (sqlite3_bind_parameter_count(s) >= 4)
-    sqlite3_bind_int(s, 4, point);
-  return write_one(st, s, err);
+  return store__run(st, "write", sql, err, "II|ti", sweep, tr_now_ns(), text,
+                    point);
 }
 
 /* Its queued points cancelled, with why. */
@@ -340,18 +278,13 @@ static int sweep_status(struct store *st, int64_t id, int *status,
                         struct tr_err *err)
 {
   sqlite3_stmt *s;
-  int rc = store__stmt_id(st, "SELECT status FROM sweeps WHERE id = ?1", id, 0,
-                          &s, err);
+  int rc = store__first(st, "SELECT status FROM sweeps WHERE id = ?1", id, 0,
+                        "sweep", &s, err);
 
-  if (rc < 0)
-    return rc;
-  if ((rc = sqlite3_step(s)) == SQLITE_ROW)
+  if (rc == 1)
     *status = tr_status_parse((const char *)sqlite3_column_text(s, 0));
-  rc = rc == SQLITE_ROW    ? 0
-       : rc == SQLITE_DONE ? no_sweep(id, err)
-                           : store__db_err(st, "sweep", err);
   store__done(s);
-  return rc;
+  return rc == 1 ? 0 : rc == 0 ? no_sweep(st, id, err) : rc;
 }
 
 /* The ids of its points (with status running: only those). */
@@ -409,18 +342,15 @@ static int cancel_sweep(struct store *st, int64_t id, struct tr_err *err)
 static int delete_sweep(struct store *st, int64_t id, const int64_t *ids,
                         size_t n, struct tr_err *err)
 {
-  sqlite3_stmt *s;
   int rc = 0;
 
-  for (size_t i = 0; rc == 0 && i < n; i++) {
-    rc = store__stmt_id(st, "DELETE FROM captures WHERE id = ?1", ids[i], 0, &s,
-                        err);
-    if (rc == 0)
-      rc = write_one(st, s, err);
-  }
+  for (size_t i = 0; rc == 0 && i < n; i++)
+    rc = store__run(st, "write", "DELETE FROM captures WHERE id = ?1", err, "I",
+                    ids[i]);
   if (rc == 0)
-    rc = store__stmt_id(st, "DELETE FROM sweeps WHERE id = ?1", id, 0, &s, err);
-  return rc == 0 ? write_one(st, s, err) : rc;
+    rc = store__run(st, "write", "DELETE FROM sweeps WHERE id = ?1", err, "I",
+                    id);
+  return rc;
 }
 
 int store_sweep_end(struct store *st, int64_t id, struct store_sweep_end *out,

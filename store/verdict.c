@@ -75,16 +75,10 @@ static int one_id(struct store *st, const char *sql, int64_t id, int64_t *out,
                   struct tr_err *err)
 {
   sqlite3_stmt *s;
-  int rc = store__stmt_id(st, sql, id, 0, &s, err);
+  int rc = store__first(st, sql, id, 0, "verdict", &s, err);
 
-  if (rc < 0)
-    return rc;
-  rc = sqlite3_step(s);
-  if (rc == SQLITE_ROW)
+  if (rc == 1)
     *out = sqlite3_column_int64(s, 0);
-  rc = rc == SQLITE_ROW    ? 1
-       : rc == SQLITE_DONE ? 0
-                           : store__db_err(st, "verdict", err);
   store__done(s);
   return rc;
 }
@@ -417,10 +411,9 @@ struct history {
 static int history_load(struct store *st, int64_t id, struct history *h,
                         struct tr_err *err)
 {
-  sqlite3_stmt *s;
   json_t *rows = NULL, *row;
   size_t i;
-  int rc = store__stmt_id(
+  int rc = store__rows_id(
       st,
       "SELECT c.id AS id FROM captures c, captures me WHERE me.id = ?1"
       " AND c.id != me.id AND c.status = 'done'"
@@ -431,12 +424,10 @@ static int history_load(struct store *st, int64_t id, struct history *h,
                                       " (me.finished_at, me.id))"
                                       " ORDER BY c.finished_at DESC, c.id DESC"
                                       " LIMIT 20",
-      id, 0, &s, err);
+      id, 0, &rows, err);
 
   memset(h, 0, sizeof(*h));
   h->ids = json_array();
-  if (rc == 0)
-    rc = store__rows(st, s, &rows, err);
   if (rc == 0 &&
       ((h->fs = calloc(json_array_size(rows) + 1, sizeof(*h->fs))) == NULL ||
        (h->st = calloc(json_array_size(rows) + 1, sizeof(*h->st))) == NULL ||
@@ -622,21 +613,15 @@ static int stored_verdict(struct store *st, int64_t id, json_t **out,
                           struct tr_err *err)
 {
   sqlite3_stmt *s;
-  int rc = store__stmt_id(st,
-                          "SELECT verdict FROM capture_results"
-                          " WHERE capture_id = ?1 AND verdict IS NOT NULL",
-                          id, 0, &s, err);
+  int rc = store__first(st,
+                        "SELECT verdict FROM capture_results"
+                        " WHERE capture_id = ?1 AND verdict IS NOT NULL",
+                        id, 0, "verdict", &s, err);
 
-  if (rc < 0)
-    return rc;
-  rc = sqlite3_step(s);
-  if (rc == SQLITE_ROW)
+  if (rc == 1)
     *out = store__col_json(s, 0);
-  rc = rc == SQLITE_ROW    ? 0
-       : rc == SQLITE_DONE ? 1
-                           : store__db_err(st, "verdict", err);
   store__done(s);
-  return rc;
+  return rc < 0 ? rc : rc == 0; /* 1: none */
 }
 
 static int verdict_in(struct store *st, int64_t id, int64_t base, int threshold,
@@ -688,7 +673,6 @@ int store_baseline_set(struct store *st, int64_t id, bool pin, json_t **out,
                        struct tr_err *err)
 {
   char status[16];
-  sqlite3_stmt *s;
   int rc = store__wr_begin(st, err);
 
   if (rc < 0)
@@ -700,20 +684,12 @@ int store_baseline_set(struct store *st, int64_t id, bool pin, json_t **out,
                     "baseline",
                     (long long)id, status);
   if (rc == 0)
-    rc = store__stmt_id(
-        st,
-        pin ? "INSERT OR REPLACE INTO baselines(config,"
-              " capture_id, pinned_at) SELECT " CONFIG_OF(
-                  "c") ", c.id, ?2 FROM captures c WHERE c.id = ?1"
-            : "DELETE FROM baselines WHERE capture_id = ?1",
-        id, 0, &s, err);
-  if (rc == 0) {
-    if (pin)
-      sqlite3_bind_int64(s, 2, tr_now_ns());
-    rc =
-        sqlite3_step(s) == SQLITE_DONE ? 0 : store__db_err(st, "baseline", err);
-    store__done(s);
-  }
+    rc = store__run(st, "baseline",
+                    pin ? "INSERT OR REPLACE INTO baselines(config,"
+                          " capture_id, pinned_at) SELECT " CONFIG_OF(
+                              "c") ", c.id, ?2 FROM captures c WHERE c.id = ?1"
+                        : "DELETE FROM baselines WHERE capture_id = ?1",
+                    err, pin ? "II" : "I", id, tr_now_ns());
   rc = store__wr_end(st, rc, err);
   if (rc == 0)
     *out = json_pack("{s:I,s:b}", "capture", (json_int_t)id, "pinned", pin);
@@ -723,20 +699,17 @@ int store_baseline_set(struct store *st, int64_t id, bool pin, json_t **out,
 int store_verdict_metrics(struct store *st, json_t **out, struct tr_err *err)
 {
   json_t *counts = NULL, *latest = NULL;
-  sqlite3_stmt *s;
   int rc = store__rd_begin(st, err);
 
   if (rc == 0)
-    rc = store__stmt(st,
-                     "SELECT r.verdict_code AS verdict, count(*) AS n"
-                     " FROM capture_results r JOIN captures c"
-                     " ON c.id = r.capture_id WHERE c.status = 'done'"
-                     " AND r.verdict_code IS NOT NULL GROUP BY 1",
-                     &s, err);
+    rc = store__rows_of(st,
+                        "SELECT r.verdict_code AS verdict, count(*) AS n"
+                        " FROM capture_results r JOIN captures c"
+                        " ON c.id = r.capture_id WHERE c.status = 'done'"
+                        " AND r.verdict_code IS NOT NULL GROUP BY 1",
+                        &counts, err);
   if (rc == 0)
-    rc = store__rows(st, s, &counts, err);
-  if (rc == 0)
-    rc = store__stmt(
+    rc = store__rows_of(
         st,
         "WITH v AS (SELECT c.id, " CONFIG_OF(
             "c") " AS config,"
@@ -748,9 +721,7 @@ int store_verdict_metrics(struct store *st, json_t **out, struct tr_err *err)
                  " ORDER BY finished_at DESC, id DESC) AS nth FROM v)"
                  " SELECT config AS config_json, verdict, id AS capture FROM k"
                  " WHERE nth = 1 ORDER BY finished_at DESC, id DESC LIMIT 100",
-        &s, err);
-  if (rc == 0)
-    rc = store__rows(st, s, &latest, err);
+        &latest, err);
   rc = store__rd_end(st, rc, err);
   if (rc == 0) {
     json_t *by = json_object(), *row;

@@ -401,6 +401,14 @@ def e2e_run(f, n1, n2, tops, base, real, sim):
     n = sum(check_capture(lab, n1, "n1", i) for i in [base] + real)
     n += check_capture(lab, n2, "n2", sim) + check_capture(lab, n2, "n2",
                                                            slow)
+    # The lab view's own metrics, after the publisher's; a node has none.
+    check(metric(lab, "traced_fleet_followed_seq") > 0, "followed_seq")
+    check(metric(lab, "traced_fleet_copies_total") >= len(real) + 3, "copies")
+    check_eq(metric(lab, "traced_fleet_follow_failures_total"), 0, "failures")
+    check(metric(lab, "traced_fleet_unheard_seconds") is not None, "unheard")
+    for name in ("followed_seq", "unheard_seconds", "copies_total",
+                 "follow_failures_total"):
+        check_eq(metric(n1, "traced_fleet_" + name), None, "a node's " + name)
     # Across nodes: the same diff one node makes of the same two runs.
     base_on2 = imported(n2, tops["base"], **CONFIG)
     for q in ("by=kernel&limit=1000", "by=family&norm=per_step",
