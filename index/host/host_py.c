@@ -35,28 +35,6 @@
 #define PY_WIDE_NAME 0x40u
 #define PY_THREAD    0x80u
 
-/* The bytes v needs, 1 to 8. */
-static unsigned width(uint64_t v)
-{
-  return (unsigned)(71 - __builtin_clzll(v | 1)) / 8;
-}
-
-/* Stores v's w low bytes at p (8 bytes at p writable). */
-static unsigned char *put_word(unsigned char *p, uint64_t v, unsigned w)
-{
-  memcpy(p, &v, 8);
-  return p + w;
-}
-
-/* Loads w bytes at p (8 bytes at p readable). */
-static uint64_t get_word(const unsigned char *p, unsigned w)
-{
-  uint64_t v;
-
-  memcpy(&v, p, 8);
-  return v & (~0ull >> (64 - 8 * w));
-}
-
 int agg_pystream_init(struct agg_pystream *ps, struct agg_spill *sp)
 {
   memset(ps, 0, sizeof(*ps));
@@ -126,10 +104,10 @@ int agg_pystream_add(struct agg_pystream *ps, const struct agg_rec *r,
   else
     ds = (uint64_t)(r->start_ns - ps->last_start);
   c = p = ps->buf + ps->len;
-  wd = width(ds);
-  wdur = width(dur);
+  wd = agg_width(ds);
+  wdur = agg_width(dur);
   ctl = (wd - 1) | (wdur - 1) << 3;
-  p = put_word(put_word(p + 1, ds, wd), dur, wdur);
+  p = agg_put_word(agg_put_word(p + 1, ds, wd), dur, wdur);
   if (name > UINT16_MAX) {
     ctl |= PY_WIDE_NAME;
     memcpy(p, &name, 4);
@@ -202,9 +180,9 @@ static int decode(struct agg_pyreader *pr, const unsigned char *b,
         end - p < 1 + wd + wdur + wname + (ctl & PY_THREAD ? 2 : 0) ||
         (pr->ndec == 0 && !(ctl & PY_THREAD)))
       return TR_EIO;
-    ds = get_word(++p, wd);
-    e->dur_ns = (int64_t)get_word(p += wd, wdur);
-    e->name = (uint32_t)get_word(p += wdur, wname);
+    ds = agg_get_word(++p, wd);
+    e->dur_ns = (int64_t)agg_get_word(p += wd, wdur);
+    e->name = (uint32_t)agg_get_word(p += wdur, wname);
     p += wname;
     if (ctl & PY_THREAD) {
       memcpy(&thread, p, 2);
