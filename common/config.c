@@ -498,14 +498,12 @@ static int default_jobs(struct cfg *cfg, const struct setting *s,
   return 0;
 }
 
-/* Empty, or an http:// or https:// URL of printable characters without
- * blanks (it is handed to libcurl as it is). */
 /* A URL handed to libcurl or to a browser as it is: empty, or http:// or
  * https:// then printable characters without blanks, at most 2048 bytes. */
 static int check_url(struct cfg *cfg, const struct setting *s,
                      struct tr_err *err)
 {
-  const char *url = *(char **)((char *)cfg + s->offset);
+  const char *url = *(char **)slot(cfg, s);
   bool ok = url[0] == '\0' || strncmp(url, "http://", 7) == 0 ||
             strncmp(url, "https://", 8) == 0;
 
@@ -524,10 +522,9 @@ static int check_url(struct cfg *cfg, const struct setting *s,
 static int check_gpu_roof(struct cfg *cfg, const struct setting *s,
                           struct tr_err *err)
 {
-  const char *v = *(char **)((char *)cfg + s->offset);
+  const char *v = *(char **)slot(cfg, s);
   struct tr_roof roof;
 
-  (void)cfg;
   if (v[0] == '\0')
     return 0;
   return tr_roof_parse(v, &roof, err);
@@ -540,7 +537,7 @@ static int check_gpu_roof(struct cfg *cfg, const struct setting *s,
 static int check_ui_url(struct cfg *cfg, const struct setting *s,
                         struct tr_err *err)
 {
-  const char *url = *(char **)((char *)cfg + s->offset);
+  const char *url = *(char **)slot(cfg, s);
   int rc = check_url(cfg, s, err);
 
   if (rc == 0 && strpbrk(url, "\"<>\\^`{|}") != NULL)
@@ -631,7 +628,7 @@ static int check_table_limit(struct cfg *cfg, const struct setting *s,
 static int resolve_roots(struct cfg *cfg, const struct setting *s,
                          struct tr_err *err)
 {
-  char **roots = *(char ***)((char *)cfg + s->offset);
+  char **roots = *(char ***)slot(cfg, s);
 
   (void)err;
   for (char **p = roots; p != NULL && *p != NULL; p++) {

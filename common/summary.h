@@ -153,6 +153,12 @@
   XX(last_ns, last_ns, INT, NONE, 1)                                           \
   XX(family, family, TEXT, ANY, 3)                                             \
   XX(demangled, demangled, TEXT_NULL, ANY, 3)                                  \
+  TR_CPATH_COLS(XX)
+
+/* What the critical path adds to a kernel's row and to a family's
+ * (index/agg/agg.h's struct agg_cols, docs/CRITICAL_PATH.md): the time
+ * on the path, and the launch calls' and queue waits' time. */
+#define TR_CPATH_COLS(XX)                                                      \
   XX(critical_ns, critical_ns, INT, SUM, 9)                                    \
   XX(launch_calls, launch_calls, INT, SUM, 9)                                  \
   XX(launch_call_ns, launch_call_ns, INT, SUM, 9)                              \
@@ -303,14 +309,7 @@
   XX(p50_ns, p50_ns, INT, MAX, 3)                                              \
   XX(p99_ns, p99_ns, INT, MAX, 3)                                              \
   XX(share, share, SHARE, kernel_ns, 3)                                        \
-  XX(critical_ns, critical_ns, INT, SUM, 9)                                    \
-  XX(launch_calls, launch_calls, INT, SUM, 9)                                  \
-  XX(launch_call_ns, launch_call_ns, INT, SUM, 9)                              \
-  XX(launch_call_p50_ns, launch_call_p50_ns, INT, MAX, 9)                      \
-  XX(launch_call_p99_ns, launch_call_p99_ns, INT, MAX, 9)                      \
-  XX(launch_queue_ns, launch_queue_ns, INT, SUM, 9)                            \
-  XX(launch_queue_p50_ns, launch_queue_p50_ns, INT, MAX, 9)                    \
-  XX(launch_queue_p99_ns, launch_queue_p99_ns, INT, MAX, 9)
+  TR_CPATH_COLS(XX)
 
 /* A family's kernels that start inside the labels of a step kind, and per
  * step of that kind (per_step_ns: total_ns / steps, floored; all ranks:
@@ -495,16 +494,17 @@
  *   p50_ns       its time per step across the kind's steps, a step where
  *   p99_ns       it took none counting 0 (all ranks: the largest)
  *   step_ns      the kind's device time on the rank
- *   share        total_ns / step_ns */
-#define TR_DEC_FIGURES(XX)                                                     \
-  XX(kernels, kernels, INT, SUM, 8)                                            \
-  XX(total_ns, total_ns, INT, SUM, 8)                                          \
-  XX(steps, steps, INT, SUM, 8)                                                \
-  XX(per_step_ns, per_step_ns, INT, MAX, 8)                                    \
-  XX(p50_ns, p50_ns, INT, MAX, 8)                                              \
-  XX(p99_ns, p99_ns, INT, MAX, 8)                                              \
-  XX(step_ns, step_ns, INT, SUM, 8)                                            \
-  XX(share, share, PART, step_ns, 8)
+ *   share        total_ns / step_ns
+ * since: the version of the table they are columns of. */
+#define TR_DEC_FIGURES(XX, since)                                              \
+  XX(kernels, kernels, INT, SUM, since)                                        \
+  XX(total_ns, total_ns, INT, SUM, since)                                      \
+  XX(steps, steps, INT, SUM, since)                                            \
+  XX(per_step_ns, per_step_ns, INT, MAX, since)                                \
+  XX(p50_ns, p50_ns, INT, MAX, since)                                          \
+  XX(p99_ns, p99_ns, INT, MAX, since)                                          \
+  XX(step_ns, step_ns, INT, SUM, since)                                        \
+  XX(share, share, PART, step_ns, since)
 
 /* By module path (layers collapsed: layers.*); layers: how many layers
  * it ran in. */
@@ -512,12 +512,12 @@
   XX(step, step, TEXT_NULL, KEY, 8)                                            \
   XX(module, module, TEXT_NULL, KEY, 8)                                        \
   XX(layers, layers, INT, MAX, 8)                                              \
-  TR_DEC_FIGURES(XX)
+  TR_DEC_FIGURES(XX, 8)
 
 #define TR_SUM_DEC_LAYER(XX)                                                   \
   XX(step, step, TEXT_NULL, KEY, 8)                                            \
   XX(layer, layer, INT_NULL, KEY, 8)                                           \
-  TR_DEC_FIGURES(XX)
+  TR_DEC_FIGURES(XX, 8)
 
 /* By op, the innermost one above the launch (its direct time: total_ns);
  * count: its instances that launched; subtree_ns: every kernel with the
@@ -526,14 +526,14 @@
   XX(step, step, TEXT_NULL, KEY, 8)                                            \
   XX(op, op, TEXT_NULL, KEY, 8)                                                \
   XX(count, count, INT, SUM, 8)                                                \
-  TR_DEC_FIGURES(XX)                                                           \
+  TR_DEC_FIGURES(XX, 8)                                                        \
   XX(subtree_ns, subtree_ns, INT, SUM, 8)
 
 #define TR_SUM_DEC_LAYER_MODULE(XX)                                            \
   XX(step, step, TEXT_NULL, KEY, 8)                                            \
   XX(layer, layer, INT_NULL, KEY, 8)                                           \
   XX(module, module, TEXT_NULL, KEY, 8)                                        \
-  TR_DEC_FIGURES(XX)
+  TR_DEC_FIGURES(XX, 8)
 
 /* By (op, module): TraceLens's ops summary by parent module. */
 #define TR_SUM_DEC_OP_MODULE(XX)                                               \
@@ -597,14 +597,7 @@
   XX(file, file, TEXT_NULL, ANY, 11)                                           \
   XX(line, line, INT_NULL, ANY, 11)                                            \
   XX(function, function, TEXT_NULL, ANY, 11)                                   \
-  XX(kernels, kernels, INT, SUM, 11)                                           \
-  XX(total_ns, total_ns, INT, SUM, 11)                                         \
-  XX(steps, steps, INT, SUM, 11)                                               \
-  XX(per_step_ns, per_step_ns, INT, MAX, 11)                                   \
-  XX(p50_ns, p50_ns, INT, MAX, 11)                                             \
-  XX(p99_ns, p99_ns, INT, MAX, 11)                                             \
-  XX(step_ns, step_ns, INT, SUM, 11)                                           \
-  XX(share, share, PART, step_ns, 11)
+  TR_DEC_FIGURES(XX, 11)
 
 /* The median step of each kind (decode_steps) by layer and module: the
  * stacked bar of one step; top_kernels its kernels, largest first (at

@@ -199,19 +199,21 @@ def atom_rank(steps=8):
             ks.append((name, start, start + dur, stream))
             return start + dur
 
+        def wait_event(stream, on):
+            """An event recorded on stream on, then stream waiting on it."""
+            nonlocal cpu
+            rec = b.call("cudaEventRecord", cpu, 3000)
+            cpu += 4000
+            wait = b.call("cudaStreamWaitEvent", cpu, 3000)
+            b.sync("Stream Wait Event", cpu + 1000, 1000, stream, wait, on,
+                   rec)
+            cpu += 4000
+
         k1 = launch("gemm_qkv_kernel", 7, gpu_end, 120000)
-        rec = b.call("cudaEventRecord", cpu, 3000)
-        cpu += 4000
-        wait = b.call("cudaStreamWaitEvent", cpu, 3000)
-        b.sync("Stream Wait Event", cpu + 1000, 1000, 20, wait, 7, rec)
-        cpu += 4000
+        wait_event(20, 7)
         side = launch("kv_cache_write_kernel", 20, k1, 40000)
         attn = launch("paged_attention_kernel", 7, k1, 260000)
-        rec2 = b.call("cudaEventRecord", cpu, 3000)
-        cpu += 4000
-        wait2 = b.call("cudaStreamWaitEvent", cpu, 3000)
-        b.sync("Stream Wait Event", cpu + 1000, 1000, 7, wait2, 20, rec2)
-        cpu += 4000
+        wait_event(7, 20)
         out = launch("gemm_out_kernel", 7, max(attn, side), 90000)
         graph = b.call("cudaGraphLaunch", cpu, 12000)
         cpu += 15000

@@ -161,15 +161,8 @@ def summed(per_rank):
             if k not in out:
                 out[k] = dict(g)
                 continue
-            acc = out[k]
-            for f in SUMMED:
-                acc[f] += g[f]
-            acc["kernel_min_ns"] = min(acc["kernel_min_ns"],
-                                       g["kernel_min_ns"])
-            acc["kernel_max_ns"] = max(acc["kernel_max_ns"],
-                                       g["kernel_max_ns"])
-            acc["kernel_p50_ns"] = max(acc["kernel_p50_ns"],
-                                       g["kernel_p50_ns"])
+            tracedtest.fold_row(out[k], g, SUMMED, ("kernel_min_ns",),
+                                ("kernel_max_ns", "kernel_p50_ns"))
     return list(out.values())
 
 

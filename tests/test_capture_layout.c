@@ -297,8 +297,10 @@ static char *read_all(const char *path)
   return buf;
 }
 
-/* A scanner of root/atom_server.log copying to root/server.log. */
-static void scan_setup(struct cap_scan *s, char *src, char *copy, size_t size)
+/* A scanner of root/atom_server.log copying to root/server.log, its
+ * snapshot taken when the log held old (a previous run's lines). */
+static void scan_setup(struct cap_scan *s, char *src, char *copy, size_t size,
+                       const char *old)
 {
   memset(s, 0, sizeof(*s));
   snprintf(src, size, "%s/atom_server.log", root);
@@ -307,6 +309,8 @@ static void scan_setup(struct cap_scan *s, char *src, char *copy, size_t size)
   s->copy = copy;
   s->trace_dir = "/t/7";
   unlink(copy);
+  write_text(src, "w", old);
+  cap_scan_snapshot(s);
 }
 
 /* A marker from the previous run (before the snapshot) never counts;
@@ -318,9 +322,8 @@ static void logscan_only_new_bytes(void)
   char *text;
 
   fresh_root();
-  scan_setup(&s, src, copy, sizeof(src));
-  write_text(src, "w", "old run\nMemory access fault by GPU node-2\n");
-  cap_scan_snapshot(&s);
+  scan_setup(&s, src, copy, sizeof(src),
+             "old run\nMemory access fault by GPU node-2\n");
   write_text(src, "a", "new run loading\n");
   cap_scan_run(&s);
   CHECK(s.marker == NULL);
@@ -342,9 +345,8 @@ static void logscan_truncated_log(void)
   char *text;
 
   fresh_root();
-  scan_setup(&s, src, copy, sizeof(src));
-  write_text(src, "w", "an old run's long log, with no marker in it\n");
-  cap_scan_snapshot(&s);
+  scan_setup(&s, src, copy, sizeof(src),
+             "an old run's long log, with no marker in it\n");
   write_text(src, "w", "InductorError: new\n"); /* shorter */
   cap_scan_run(&s);
   CHECK_STR(s.marker, "InductorError");
@@ -352,9 +354,7 @@ static void logscan_truncated_log(void)
   CHECK_STR(text, "InductorError: new\n");
   free(text);
 
-  scan_setup(&s, src, copy, sizeof(src));
-  write_text(src, "w", "short old log\n");
-  cap_scan_snapshot(&s);
+  scan_setup(&s, src, copy, sizeof(src), "short old log\n");
   memset(big, 'y', sizeof(big));
   big[sizeof(big) - 1] = '\0';
   write_text(src, "w", "HSA_STATUS_ERROR at start\n");
@@ -370,9 +370,7 @@ static void logscan_marker_across_reads(void)
   char src[300], copy[300];
 
   fresh_root();
-  scan_setup(&s, src, copy, sizeof(src));
-  write_text(src, "w", "");
-  cap_scan_snapshot(&s);
+  scan_setup(&s, src, copy, sizeof(src), "");
   write_text(src, "a", "rank 1 got a SHUTDOWN sig");
   cap_scan_run(&s);
   CHECK(s.marker == NULL);
@@ -391,9 +389,8 @@ static void logscan_profiler_lines(void)
   const char *pre = "2026-11-29 10:00:00,123 - atom - INFO - ";
 
   fresh_root();
-  scan_setup(&s, src, copy, sizeof(src));
-  write_text(src, "w", "Rank 0: profiler started (detailed=False, dir=/x)\n");
-  cap_scan_snapshot(&s);
+  scan_setup(&s, src, copy, sizeof(src),
+             "Rank 0: profiler started (detailed=False, dir=/x)\n");
   write_text(src, "a", "");
   for (int r = 0; r < 2; r++) {
     char line[300];

@@ -114,15 +114,9 @@ def merged(buckets, n):
         if j not in out:
             out[j] = dict(b, index=i)
             continue
-        m = out[j]
-        m["end_ns"] = b["end_ns"]
-        m["events"] += b["events"]
-        m["allocated_min_bytes"] = min(m["allocated_min_bytes"],
-                                       b["allocated_min_bytes"])
-        m["allocated_max_bytes"] = max(m["allocated_max_bytes"],
-                                       b["allocated_max_bytes"])
-        m["reserved_max_bytes"] = max(m["reserved_max_bytes"],
-                                      b["reserved_max_bytes"])
+        out[j]["end_ns"] = b["end_ns"]
+        tracedtest.fold_row(out[j], b, ("events",), ("allocated_min_bytes",),
+                            ("allocated_max_bytes", "reserved_max_bytes"))
     return [out[j] for j in sorted(out)]
 
 

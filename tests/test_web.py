@@ -498,11 +498,22 @@ def dump_dom(chromium, url):
     return dom, page
 
 
-def case_dom_shows_kernels():
-    chromium = find_chromium()
-    if not chromium:
-        print("note: no /usr/bin/chromium: the headless DOM check is skipped")
-        return SKIPPED
+def with_chromium(what):
+    """A DOM case, handed the headless chromium it drives; without one it
+    is skipped, saying that what is."""
+    def wrap(case):
+        def run():
+            chromium = find_chromium()
+            if not chromium:
+                print("note: no /usr/bin/chromium: %s is skipped" % what)
+                return SKIPPED
+            return case(chromium)
+        return run
+    return wrap
+
+
+@with_chromium("the headless DOM check")
+def case_dom_shows_kernels(chromium):
     top = top_kernels(5)
     check(any("<" in n for n in top), "no top kernel name holds '<'")
     with Daemon(conf={"import_roots": TRACES_DIR}) as d:
@@ -620,12 +631,20 @@ def picture_refs(d, cap):
     return out
 
 
-def check_timeline_descs(p, refs):
-    descs = [t for t in p.descs if t.startswith("Rank ")]
-    check_eq(len(descs), len(refs), "one timeline per rank")
+def rank_descs(p, refs, head, tail, what):
+    """The descriptions of p's pictures of a rank ("<head><rank><tail>..."),
+    one per rank of refs, each as (rank, text, the rank's reference)."""
+    descs = [t for t in p.descs if t.startswith(head)]
+    check_eq(len(descs), len(refs), what)
     for text in descs:
-        rank = int(re.match(r"Rank (\d+):", text).group(1))
-        ref = refs[rank]
+        rank = int(re.match(re.escape(head) + r"(\d+)" + re.escape(tail),
+                            text).group(1))
+        yield rank, text, refs[rank]
+
+
+def check_timeline_descs(p, refs):
+    for rank, text, ref in rank_descs(p, refs, "Rank ", ":",
+                                      "one timeline per rank"):
         busy, span = ns(text)[:2]
         check_eq((busy, span), (ref["gpu_busy_ns"], ref["span_ns"]),
                  "timeline busy and span of rank %d" % rank)
@@ -640,11 +659,8 @@ def check_timeline_descs(p, refs):
 
 
 def check_idle_descs(p, refs):
-    descs = [t for t in p.descs if t.startswith("rank ")]
-    check_eq(len(descs), len(refs), "one idle bar per rank")
-    for text in descs:
-        rank = int(re.match(r"rank (\d+) idle", text).group(1))
-        ref = refs[rank]
+    for rank, text, ref in rank_descs(p, refs, "rank ", " idle",
+                                      "one idle bar per rank"):
         want = {}
         for (_, cause), v in ref["idle"].items():
             want[cause] = want.get(cause, 0) + v
@@ -780,11 +796,8 @@ def check_slice_link(d, href, step=None):
     return doc
 
 
-def case_dom_links_slices():
-    chromium = find_chromium()
-    if not chromium:
-        print("note: no /usr/bin/chromium: the slice links check is skipped")
-        return SKIPPED
+@with_chromium("the slice links check")
+def case_dom_links_slices(chromium):
     import make_fixtures
     with tempfile.TemporaryDirectory(prefix="traced-web-slices-") as root:
         with open(make_fixtures.make_idle(root)["path"], "rb") as f:
@@ -850,11 +863,8 @@ def artifacts_dir():
     return out
 
 
-def case_dom_shows_pictures():
-    chromium = find_chromium()
-    if not chromium:
-        print("note: no /usr/bin/chromium: the pictures check is skipped")
-        return SKIPPED
+@with_chromium("the pictures check")
+def case_dom_shows_pictures(chromium):
     import make_fixtures
     shots = artifacts_dir()
     with tempfile.TemporaryDirectory(prefix="traced-web-pics-") as root:
@@ -1000,11 +1010,8 @@ def check_forest(d, chromium, cid, shots):
           "one scale holds every row")
 
 
-def case_dom_shows_results():
-    chromium = find_chromium()
-    if not chromium:
-        print("note: no /usr/bin/chromium: the results check is skipped")
-        return SKIPPED
+@with_chromium("the results check")
+def case_dom_shows_results(chromium):
     import make_collectives
     import ref_collectives
     shots = artifacts_dir()
@@ -1147,11 +1154,8 @@ def check_median_bar(g, ref, slow):
     check("Slowest layer: %d." % slow in text, text)
 
 
-def case_dom_shows_decode():
-    chromium = find_chromium()
-    if not chromium:
-        print("note: no /usr/bin/chromium: the decode check is skipped")
-        return SKIPPED
+@with_chromium("the decode check")
+def case_dom_shows_decode(chromium):
     import make_decode_pairs
     import ref_decode
     shots = artifacts_dir()
@@ -1239,11 +1243,8 @@ def case_dom_shows_decode():
 
 # ---- the Perf tab (web/perf.js) ----
 
-def case_dom_shows_perf():
-    chromium = find_chromium()
-    if not chromium:
-        print("note: no /usr/bin/chromium: the Perf tab check is skipped")
-        return SKIPPED
+@with_chromium("the Perf tab check")
+def case_dom_shows_perf(chromium):
     shots = artifacts_dir()
     trace = os.path.join(TRACES_DIR, "tracelens__h100_Qwen_Qwen1.5-0.5B-"
                          "Chat__1016005.json.gz")
@@ -1365,16 +1366,13 @@ PERFETTO_CLICK = """(() => {
 })()"""
 
 
-def case_dom_opens_perfetto():
+@with_chromium("the Perfetto check")
+def case_dom_opens_perfetto(chromium):
     """Clicking "open in Perfetto" beside a rank's slice and beside all
     ranks' opens perfetto_ui_url (a stand-in served here) and hands it,
     after PING/PONG, exactly the bytes of the slice the link downloads,
     titled with its file name; with perfetto_ui_url empty the action is
     not offered."""
-    chromium = find_chromium()
-    if not chromium:
-        print("note: no /usr/bin/chromium: the Perfetto check is skipped")
-        return SKIPPED
     import make_fixtures
     ui, browser = FakeUi(), None
     with tempfile.TemporaryDirectory(prefix="traced-web-perfetto-") as root:

@@ -272,6 +272,18 @@ def without_demangled(rows, demangled):
     return out
 
 
+def fold_row(acc, row, add=(), least=(), largest=()):
+    """Folds row into acc as a route merges rows (common/summary.h's ALL
+    column): the members of add summed, of least and of largest the
+    least and the largest value."""
+    for f in add:
+        acc[f] += row[f]
+    for f in least:
+        acc[f] = min(acc[f], row[f])
+    for f in largest:
+        acc[f] = max(acc[f], row[f])
+
+
 # ---- a daemon's memory and database ----
 
 def vm_hwm(pid):

@@ -152,6 +152,22 @@ static void types2(struct pf_out *o, const struct pf_args *a, size_t from)
   o->prec = n > 0 ? pf_prec(t[0]) : NULL;
 }
 
+/* The parameters of flash attention's own ops: the shapes, the strides of
+ * q, k, v from Input iq, dropout, causal, the first two dtypes. */
+static int flash_params(struct pf_out *o, const struct pf_args *a,
+                        const struct sdpa *s, size_t iq, double dropout,
+                        int causal)
+{
+  sdpa_params(o, s);
+  if (qkv_strides(o, a, iq) != 0)
+    return -1;
+  pp_num(o, "dropout", dropout);
+  pp_bool(o, "causal", causal);
+  pp_bool(o, "flash_impl", 1);
+  types2(o, a, 0);
+  return 0;
+}
+
 /* A causal flag as the aten and aiter classes read it: "true" in any case
  * (an absent or "None" one is false); -1 when the argument is missing. */
 static int causal_text(const struct pv *v)
@@ -203,13 +219,8 @@ static int flash_fwd(const char *name, const struct pf_args *a,
       pf_float(pf_arg(a, CONCRETE, 3), NAN, &dropout) != 0 || isnan(dropout) ||
       (causal = pf_eval_bool(pf_arg(a, CONCRETE, 5))) < 0)
     return -1;
-  sdpa_params(o, &s);
-  if (qkv_strides(o, a, 0) != 0)
+  if (flash_params(o, a, &s, 0, dropout, causal) != 0)
     return -1;
-  pp_num(o, "dropout", dropout);
-  pp_bool(o, "causal", causal);
-  pp_bool(o, "flash_impl", 1);
-  types2(o, a, 0);
   return fwd_done(o, &s, causal);
 }
 
@@ -230,13 +241,8 @@ static int flash_bwd(const char *name, const struct pf_args *a,
     return -1;
   if (pf_truthy(c) && (causal = pf_eval_bool(c)) < 0)
     return -1;
-  sdpa_params(o, &s);
-  if (qkv_strides(o, a, 1) != 0)
+  if (flash_params(o, a, &s, 1, dropout, causal) != 0)
     return -1;
-  pp_num(o, "dropout", dropout);
-  pp_bool(o, "causal", causal);
-  pp_bool(o, "flash_impl", 1);
-  types2(o, a, 0);
   return bwd_done(o, &s, causal, pf_bpe(pf_arg(a, TYPES, 0)));
 }
 
@@ -263,13 +269,8 @@ static int varlen_args(const struct pf_args *a, size_t iq, size_t ic, size_t im,
     return -1;
   v->nsq = cq.d[0] - 1;
   v->nskv = ck.d[0] - 1;
-  sdpa_params(o, s);
-  if (qkv_strides(o, a, iq) != 0)
+  if (flash_params(o, a, s, iq, v->dropout, v->causal) != 0)
     return -1;
-  pp_num(o, "dropout", v->dropout);
-  pp_bool(o, "causal", v->causal);
-  pp_bool(o, "flash_impl", 1);
-  types2(o, a, 0);
   pp_int(o, "num_seqs_q", v->nsq);
   pp_int(o, "num_seqs_kv", v->nskv);
   pp_num(o, "max_seqlen_q", v->mq);
@@ -304,34 +305,20 @@ static int varlen_flops(const struct sdpa *s, const struct varlen *v, int bwd,
   return 0;
 }
 
-static int varlen_fwd(const char *name, const struct pf_args *a,
-                      struct pf_out *o)
+/* The varlen pair: forward with q at 0, cu_seqlens at 3 and Concrete
+ * Inputs from 5; backward with dout first, at 1, 9 and 11. */
+static int varlen(const char *name, const struct pf_args *a, struct pf_out *o)
 {
+  int bwd = strstr(name, "_backward") != NULL;
   struct varlen v;
   struct sdpa s;
 
-  (void)name;
-  if (varlen_args(a, 0, 3, 5, &s, &v, o) != 0)
+  if (varlen_args(a, bwd, bwd ? 9 : 3, bwd ? 11 : 5, &s, &v, o) != 0)
     return -1;
-  o->category = "SDPA_fwd";
+  o->category = bwd ? "SDPA_bwd" : "SDPA_fwd";
   o->maf = 'm';
-  o->bytes = bytes_fwd(&s, 2);
-  return varlen_flops(&s, &v, 0, &o->flops);
-}
-
-static int varlen_bwd(const char *name, const struct pf_args *a,
-                      struct pf_out *o)
-{
-  struct varlen v;
-  struct sdpa s;
-
-  (void)name;
-  if (varlen_args(a, 1, 9, 11, &s, &v, o) != 0)
-    return -1;
-  o->category = "SDPA_bwd";
-  o->maf = 'm';
-  o->bytes = bytes_bwd(&s, 2);
-  return varlen_flops(&s, &v, 1, &o->flops);
+  o->bytes = bwd ? bytes_bwd(&s, 2) : bytes_fwd(&s, 2);
+  return varlen_flops(&s, &v, bwd, &o->flops);
 }
 
 /* The aten SDPA kernels, (B, H, N, d): dropout and causal at Concrete
@@ -637,8 +624,8 @@ const struct pf_op pf_attn_ops[] = {
   { "FlashAttnFunc", flash_fwd, 0 },
   { "flash_attn::_flash_attn_forward", flash_fwd, 0 },
   { "flash_attn::_flash_attn_backward", flash_bwd, 0 },
-  { "flash_attn::_flash_attn_varlen_forward", varlen_fwd, 0 },
-  { "flash_attn::_flash_attn_varlen_backward", varlen_bwd, 0 },
+  { "flash_attn::_flash_attn_varlen_forward", varlen, 0 },
+  { "flash_attn::_flash_attn_varlen_backward", varlen, 0 },
   { "aten::_scaled_dot_product_cudnn_attention", aten_sdpa, 0 },
   { "aten::_scaled_dot_product_efficient_attention", aten_sdpa, 0 },
   { "aten::_scaled_dot_product_flash_attention", aten_sdpa, 0 },

@@ -27,6 +27,17 @@ static int stride_of(struct pf_out *o, const char *key, const struct pf_args *a,
   return 0;
 }
 
+/* The out= tensor's strides at i when the call gave one; null when not. */
+static int out_stride(struct pf_out *o, const struct pf_args *a, size_t i,
+                      int given)
+{
+  if (!given) {
+    pp_null(o, "stride_output");
+    return 0;
+  }
+  return stride_of(o, "stride_output", a, i);
+}
+
 static void unary_done(struct pf_out *o, double in, double out,
                        const struct pv *din, const struct pv *dout)
 {
@@ -55,14 +66,9 @@ static int unary(const char *name, const struct pf_args *a, struct pf_out *o)
   if (pf_truthy(d1) && dt[1] == NULL)
     return -1;
   pp_tuple(o, "dtype_in_out", dt, 2);
-  if (stride_of(o, "stride_input", a, 0) != 0)
+  if (stride_of(o, "stride_input", a, 0) != 0 ||
+      out_stride(o, a, 1, pf_truthy(d1)) != 0)
     return -1;
-  if (pf_truthy(d1)) {
-    if (stride_of(o, "stride_output", a, 1) != 0)
-      return -1;
-  } else {
-    pp_null(o, "stride_output");
-  }
   n = pf_prod(&s);
   unary_done(o, n, n, dt[0], dt[1]);
   return 0;
@@ -146,14 +152,9 @@ static int binary(const char *name, const struct pf_args *a, struct pf_out *o)
   pp_shape(o, "shape_in2", &y);
   pp_tuple(o, "dtype_in1_in2_out", dt, 3);
   if (stride_of(o, "stride_input1", a, 0) != 0 ||
-      stride_of(o, "stride_input2", a, 1) != 0)
+      stride_of(o, "stride_input2", a, 1) != 0 ||
+      out_stride(o, a, 2, pf_truthy(d2)) != 0)
     return -1;
-  if (pf_truthy(d2)) {
-    if (stride_of(o, "stride_output", a, 2) != 0)
-      return -1;
-  } else {
-    pp_null(o, "stride_output");
-  }
   if (broadcast(&x, &y, &out) != 0)
     return -1;
   b1 = pf_bpe(dt[0]);

@@ -59,12 +59,10 @@ bench_header
 
 echo "Waiting for server to be ready..."
 for i in $(seq 1 "$TRIES"); do
-    if curl -sf "http://localhost:${PORT}/v1/models" > /dev/null 2>&1; then
-        VRAM_COUNT=$(sim_gpus_in_use)
-        if [ "$VRAM_COUNT" -gt 0 ]; then
-            echo "Server is ready! (GPU VRAM loaded on $VRAM_COUNT GPUs)"
-            break
-        fi
+    sim_poll_ready "$PORT"
+    if [ "$SIM_VRAM_COUNT" -gt 0 ]; then
+        echo "Server is ready! (GPU VRAM loaded on $SIM_VRAM_COUNT GPUs)"
+        break
     fi
     if [ "$i" -eq "$TRIES" ]; then
         echo "ERROR: Server not ready after ${SIM_BENCH_WAIT_S:-120}s"

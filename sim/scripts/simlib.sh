@@ -118,6 +118,20 @@ sim_gpus_in_use() {
         awk '$NF > 0' | wc -l
 }
 
+# sim_poll_ready PORT: ATOM's dual ready check, once (run_benchmark.sh:
+# 42-44, start_atom_server.sh:99-101): GET /v1/models answers (curl
+# without a timeout), then the GPUs rocm-smi shows with VRAM in use, left
+# in SIM_VRAM_COUNT (0: not ready). Call it as a plain command, as
+# sim_wait_vram_free: a missing rocm-smi then ends the caller at the
+# check, as ATOM's assignment does under its `set -e`.
+sim_poll_ready() {
+    SIM_VRAM_COUNT=0
+    if curl -sf "http://localhost:$1/v1/models" > /dev/null 2>&1; then
+        # shellcheck disable=SC2034  # read by the scripts that source this
+        SIM_VRAM_COUNT=$(sim_gpus_in_use)
+    fi
+}
+
 # sim_wait_vram_free TRIES WORD: up to TRIES rocm-smi checks SIM_POLL_S
 # apart; "GPU memory WORD after Ns" once no GPU holds VRAM. Leaves the
 # count of the last check in SIM_VRAM_HELD. Call it as a plain command:

@@ -117,12 +117,10 @@ echo "Server started in background (PID: $SERVER_PID)"
 
 echo "Waiting for server to be ready..."
 for _ in $(seq 1 "$TRIES"); do
-    if curl -sf "http://localhost:${PORT}/v1/models" > /dev/null 2>&1; then
-        VRAM_COUNT=$(sim_gpus_in_use)
-        if [ "$VRAM_COUNT" -gt 0 ]; then
-            echo "Server is ready! (PID: $SERVER_PID, GPU VRAM loaded)"
-            exit 0
-        fi
+    sim_poll_ready "$PORT"
+    if [ "$SIM_VRAM_COUNT" -gt 0 ]; then
+        echo "Server is ready! (PID: $SERVER_PID, GPU VRAM loaded)"
+        exit 0
     fi
     if ! kill -0 "$SERVER_PID" 2>/dev/null; then
         echo "ERROR: Server process died. Check $LOG_FILE"
