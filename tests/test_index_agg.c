@@ -263,8 +263,11 @@ static void index_runs_packed_exact(void)
   for (i = 0; i < N; i++) {
     struct agg_rec *x = &want[i];
 
-    /* In order for a while (runs that go on), then anywhere. */
-    x->start_ns = i < N / 2 ? (int64_t)i * 1000 : wide[rand() % 10] + rand();
+    /* In order for a while (runs that go on), then anywhere (wrapping
+     * past the ends of int64: deltas of every width). */
+    x->start_ns =
+        i < N / 2 ? (int64_t)i * 1000
+                  : (int64_t)((uint64_t)wide[rand() % 10] + (uint64_t)rand());
     x->dur_ns = wide[rand() % 10];
     x->aux = wide[rand() % 10];
     x->id = (uint32_t)wide[rand() % 10] ^ (uint32_t)rand();
