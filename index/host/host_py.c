@@ -2,7 +2,7 @@
  * The Python functions' stream (host.h): nine events of ten in a trace
  * recorded with stacks, so they are kept compact and cheap to write and
  * read again. kineto writes them sorted by start: each one in order is a
- * record in 64 KiB blocks, spilled to a spill file (agg_spill.c) as blocks
+ * record in 32 KiB blocks, spilled to a spill file (agg_spill.c) as blocks
  * fill; one out of order (a thread's block written after another's) goes
  * to a sorted stream of time records (agg_runs.c) and the two are merged
  * when read back. A record is a control byte, then its start after the
@@ -23,12 +23,12 @@
 
 #include "index/host/host_int.h"
 
-#define PY_BLOCK  65536 /* bytes of a block */
+#define PY_BLOCK  32768 /* bytes of a block */
 #define PY_HEAD   4     /* a block's header: its bytes used */
 #define PY_RECMAX 24    /* bytes one record may touch (its words' stores) */
 #define PY_SLACK  8     /* readable bytes past a block: a word load's reach */
 /* Records a block holds at most (the decoded block's size). */
-#define PY_RECS   8192
+#define PY_RECS   4096
 
 /* The control byte: the start's and the duration's bytes less one in bits
  * 0-2 and 3-5, a 4-byte name (bit 6), a thread that follows (bit 7). */

@@ -25,7 +25,7 @@
 
 #include "index/kit/kit.h"
 
-#define MERGE_MEMORY_RECS (1u << 13) /* all run windows together: 256 KB */
+#define MERGE_MEMORY_RECS (1u << 13) /* all run windows together: 96 KB */
 #define REC_MAX           34         /* bytes of one packed record at most */
 #define REC_SLACK         8          /* readable bytes past the packed ones */
 /* Packed bytes written at a time: under the size malloc() maps on its

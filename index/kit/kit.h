@@ -241,8 +241,8 @@ struct agg_runs {
   FILE *spill;          /* file of sorted runs, NULL until needed */
   int unsorted;         /* buf is out of order (else no sort is needed) */
   struct agg_rec last;  /* the last record spilled */
-  size_t window;        /* records an iterator holds of the spilled runs
-                           (as their 32 bytes each, packed) */
+  size_t window;        /* records an iterator reads of the spilled runs,
+                           packed (about 12 bytes each) */
   struct agg_run {
     uint64_t off; /* its first packed byte in the spill file */
     uint64_t n;   /* its records */
@@ -254,8 +254,8 @@ struct agg_runs {
 
 /* cap: records held in memory before a sorted run is spilled (>= 2) to
  * a file of sp (borrowed, outlives r); window: records an iterator over
- * the spilled runs holds, all runs together (0: 8 Ki, 256 KB; a stream
- * read in order needs little). */
+ * the spilled runs reads at a time, all runs together (0: 8 Ki, about
+ * 96 KB packed; a stream read in order needs little). */
 int agg_runs_init(struct agg_runs *r, size_t cap, struct agg_spill *sp);
 void agg_runs_window(struct agg_runs *r, size_t window);
 /* 0, a spill error, or TR_EINVAL once sealed. */
