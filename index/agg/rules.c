@@ -199,6 +199,13 @@ const char *agg_category_name(int index)
                                                : categories[OTHER];
 }
 
+/* c in lower case as tolower() makes it in the "C" locale, which traced
+ * never leaves: inline, as it runs for each byte a rule compares. */
+static inline unsigned char ascii_lower(unsigned char c)
+{
+  return c >= 'A' && c <= 'Z' ? (unsigned char)(c + ('a' - 'A')) : c;
+}
+
 /* Case-insensitive match of a lower-case pattern against name. */
 static int rule_matches(const char *pattern, const char *name)
 {
@@ -208,7 +215,7 @@ static int rule_matches(const char *pattern, const char *name)
 
   for (s = name; *s != '\0'; s++) {
     for (i = 0; i < n && s[i] != '\0'; i++)
-      if (tolower((unsigned char)s[i]) != p[i])
+      if (ascii_lower((unsigned char)s[i]) != p[i])
         break;
     if (i == n)
       return 1;
