@@ -235,6 +235,64 @@ static void index_runs_spill_merge(void)
   agg_runs_free(&r);
 }
 
+static int rec_qsort_cmp(const void *a, const void *b)
+{
+  return agg_rec_cmp(a, b);
+}
+
+/* Records of every width through 64-record buffers, spilled packed (runs
+ * that go on where the one before ended among them), read back as
+ * qsort() orders them: every field of every record, both ways of
+ * reading. */
+static void index_runs_packed_exact(void)
+{
+  enum { N = 6000 };
+  static const int64_t wide[] = {
+    0, 1, -1, 255, 256, -129, INT64_MAX, INT64_MIN, (int64_t)1 << 40, -(1 << 20)
+  };
+  struct agg_spill sp = { 0 };
+  struct agg_runs r;
+  struct agg_iter *it;
+  struct agg_rec *want = calloc(N, sizeof(*want)),
+                 *got = calloc(N, sizeof(*got));
+  int i, n, pass;
+
+  CHECK(want != NULL && got != NULL);
+  CHECK_INT(agg_runs_init(&r, 64, &sp), 0);
+  srand(5);
+  for (i = 0; i < N; i++) {
+    struct agg_rec *x = &want[i];
+
+    /* In order for a while (runs that go on), then anywhere (wrapping
+     * past the ends of int64: deltas of every width). */
+    x->start_ns =
+        i < N / 2 ? (int64_t)i * 1000
+                  : (int64_t)((uint64_t)wide[rand() % 10] + (uint64_t)rand());
+    x->dur_ns = wide[rand() % 10];
+    x->aux = wide[rand() % 10];
+    x->id = (uint32_t)wide[rand() % 10] ^ (uint32_t)rand();
+    x->type = rand() % 3 ? (uint32_t)(rand() % 6) : UINT32_MAX - (uint32_t)i;
+    CHECK_INT(agg_runs_add(&r, x), 0);
+  }
+  CHECK_INT(agg_runs_seal(&r), 0);
+  CHECK(r.spill != NULL && r.nruns > 10);
+  qsort(want, N, sizeof(*want), rec_qsort_cmp);
+  for (pass = 0; pass < 2; pass++) {
+    CHECK_INT(agg_iter_open(&r, &it), 0);
+    if (pass == 0)
+      for (n = 0; n < N && agg_iter_next(it, &got[n]) == 1; n++)
+        ;
+    else
+      n = agg_iter_read(it, got, N + 1);
+    CHECK_INT(n, N);
+    CHECK(memcmp(got, want, N * sizeof(*got)) == 0);
+    agg_iter_close(it);
+  }
+  agg_runs_free(&r);
+  free(want);
+  free(got);
+}
+
 static json_t *launch_row(json_t *sum, const char *name, int64_t gx,
                           int with_grid)
 {
@@ -1013,6 +1071,7 @@ int main(void)
   RUN(index_hist_median);
   RUN(index_corr_take_and_limit);
   RUN(index_runs_spill_merge);
+  RUN(index_runs_packed_exact);
   RUN(index_join_both_orders);
   RUN(index_join_overflow);
   RUN(index_copy_bytes_from_runtime);

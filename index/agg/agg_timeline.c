@@ -100,13 +100,15 @@ static void spread(const struct agg_timeline *tl, int64_t *v, size_t stride,
 /* Union-busy ns [start, end) of a record of category index cat. */
 static void busy(struct agg_timeline *tl, int64_t start, int64_t end, int cat)
 {
+  if (tl->n == 0) /* no buckets: tl->cat is NULL, no offset from it */
+    return;
   spread(tl, tl->busy, 1, start, end);
   spread(tl, tl->cat + cat, AGG_NCATEGORIES, start, end);
 }
 
 static void flush(struct agg_timeline *tl, uint32_t k)
 {
-  if (tl->cur_end[k] != INT64_MIN)
+  if (tl->cur_end[k] != INT64_MIN && tl->n > 0)
     spread(tl, tl->cover + k, tl->nk, tl->cur_start[k], tl->cur_end[k]);
 }
 

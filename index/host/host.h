@@ -67,11 +67,14 @@ enum { AGG_HOST_STREAM_OP, AGG_HOST_STREAM_RT, AGG_HOST_STREAMS };
 /* The Python functions, compact (host_py.c). */
 struct agg_pystream {
   struct agg_spill *sp; /* where blocks spill (borrowed) */
-  FILE *f;            /* spill file of 64 KiB blocks, NULL until one */
+  FILE *f;            /* spill file of 32 KiB blocks, NULL until one */
   unsigned char *buf; /* the block being filled */
   size_t len;         /* its bytes used */
   uint64_t blocks;    /* blocks in f */
   int64_t last_start; /* of the last event in order */
+  /* The records in buf, and the thread of the last event in order. */
+  uint32_t block_recs;
+  uint16_t last_thread;
   int any;
   struct agg_runs late; /* events out of order */
   uint64_t events;

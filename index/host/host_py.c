@@ -1,15 +1,20 @@
 /*
  * The Python functions' stream (host.h): nine events of ten in a trace
  * recorded with stacks, so they are kept compact and cheap to write and
- * read again. kineto writes them sorted by start: each one in order is 12
- * bytes in 64 KiB blocks (its start after the previous one's and its
- * duration as 32 bits, the rare one beyond escaped to 64; its name and
- * thread in 32 bits), spilled to a spill file (agg_spill.c) as blocks
+ * read again. kineto writes them sorted by start: each one in order is a
+ * record in 32 KiB blocks, spilled to a spill file (agg_spill.c) as blocks
  * fill; one out of order (a thread's block written after another's) goes
  * to a sorted stream of time records (agg_runs.c) and the two are merged
- * when read back. A block starts from an absolute start, so blocks decode
- * on their own. (Varints took fewer bytes, and twice the instructions to
- * write and read: docs/BENCHMARKS.md.)
+ * when read back. A record is a control byte, then its start after the
+ * previous one's and its duration in as few bytes as they need (1 to 8
+ * each, the control byte says how many), its name in 2 bytes or 4, and its
+ * thread in 2 unless it is the previous record's: about 8 bytes where
+ * fixed fields took 14, so half the bytes to write and read back. Each
+ * field is stored and loaded as a whole word and cut by its length, so
+ * writing and reading cost no loop and no branch per byte (LEB128 varints
+ * took twice the instructions: docs/BENCHMARKS.md). A block starts from an
+ * absolute start and names its first record's thread, so blocks decode on
+ * their own.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -18,51 +23,23 @@
 
 #include "index/host/host_int.h"
 
-#define PY_BLOCK       65536      /* bytes of a block */
-#define PY_RECMIN      12         /* bytes one record takes at least */
-#define PY_RECMAX      28         /* and at most */
-#define PY_HEAD        4          /* a block's header: its bytes used */
-#define PY_ESC         UINT32_MAX /* a 32-bit field whose value follows in 64 */
-#define PY_THREAD_BITS 12         /* a thread index's, below its name id's */
+#define PY_BLOCK  32768 /* bytes of a block */
+#define PY_HEAD   4     /* a block's header: its bytes used */
+#define PY_RECMAX 24    /* bytes one record may touch (its words' stores) */
+#define PY_SLACK  8     /* readable bytes past a block: a word load's reach */
+/* Records a block holds at most (the decoded block's size). */
+#define PY_RECS   4096
 
-_Static_assert(AGG_HOST_THREADS <= 1u << PY_THREAD_BITS &&
-                   AGG_HOST_NAMES < 1u << (32 - PY_THREAD_BITS),
-               "a name id (the fold's too) and a thread fit 32 bits");
-
-static unsigned char *put_wide(unsigned char *p, uint64_t v)
-{
-  uint32_t w = v < PY_ESC ? (uint32_t)v : PY_ESC;
-
-  memcpy(p, &w, 4);
-  if (w != PY_ESC)
-    return p + 4;
-  memcpy(p + 4, &v, 8);
-  return p + 12;
-}
-
-static const unsigned char *get_wide(const unsigned char *p,
-                                     const unsigned char *end, uint64_t *v)
-{
-  uint32_t w;
-
-  if (end - p < 4)
-    return NULL;
-  memcpy(&w, p, 4);
-  if (w != PY_ESC) {
-    *v = w;
-    return p + 4;
-  }
-  if (end - p < 12)
-    return NULL;
-  memcpy(v, p + 4, 8);
-  return p + 12;
-}
+/* The control byte: the start's and the duration's bytes less one in bits
+ * 0-2 and 3-5, a 4-byte name (bit 6), a thread that follows (bit 7). */
+#define PY_WIDE_NAME 0x40u
+#define PY_THREAD    0x80u
 
 int agg_pystream_init(struct agg_pystream *ps, struct agg_spill *sp)
 {
   memset(ps, 0, sizeof(*ps));
   ps->sp = sp;
-  if ((ps->buf = malloc(PY_BLOCK)) == NULL ||
+  if ((ps->buf = malloc(PY_BLOCK + PY_SLACK)) == NULL ||
       agg_runs_init(&ps->late, 1u << 12, sp) != 0) {
     agg_pystream_free(ps);
     return TR_ENOMEM;
@@ -90,40 +67,65 @@ static int flush_block(struct agg_pystream *ps)
 
   if (ps->len == PY_HEAD)
     return 0;
-  if (ps->f == NULL && (rc = agg_spill_open(ps->sp, &ps->f)) != 0)
-    return rc;
+  if (ps->f == NULL) {
+    if ((rc = agg_spill_open(ps->sp, &ps->f)) != 0)
+      return rc;
+    /* Whole blocks only: each one write(), not a buffer's worth and its
+     * rest (stdio's buffer is a page). */
+    setvbuf(ps->f, NULL, _IONBF, 0);
+  }
   memcpy(ps->buf, &used, PY_HEAD);
   if ((rc = agg_spill_write(ps->sp, ps->f, ps->buf, PY_BLOCK)) != 0)
     return rc;
   ps->blocks++;
   ps->len = PY_HEAD;
+  ps->block_recs = 0;
   return 0;
 }
 
 int agg_pystream_add(struct agg_pystream *ps, const struct agg_rec *r,
                      uint32_t name, uint16_t thread)
 {
-  unsigned char *p;
+  unsigned char *p, *c;
+  uint64_t ds, dur = (uint64_t)r->dur_ns;
+  unsigned wd, wdur, ctl;
   int rc;
 
   ps->events++;
   if (ps->any && r->start_ns < ps->last_start)
     return agg_runs_add(&ps->late, r);
-  if (ps->len > PY_BLOCK - PY_RECMAX && (rc = flush_block(ps)) != 0)
+  if ((ps->len > PY_BLOCK - PY_RECMAX || ps->block_recs == PY_RECS) &&
+      (rc = flush_block(ps)) != 0)
     return rc;
-  p = ps->buf + ps->len;
   /* A block's first start is absolute (biased: starts may be negative),
    * the rest are from the one before. */
   if (ps->len == PY_HEAD)
-    p = put_wide(p, (uint64_t)r->start_ns ^ (1ull << 63));
+    ds = (uint64_t)r->start_ns ^ (1ull << 63);
   else
-    p = put_wide(p, (uint64_t)(r->start_ns - ps->last_start));
-  p = put_wide(p, (uint64_t)r->dur_ns);
-  name = name << PY_THREAD_BITS | thread;
-  memcpy(p, &name, 4);
-  p += 4;
+    ds = (uint64_t)(r->start_ns - ps->last_start);
+  c = p = ps->buf + ps->len;
+  wd = agg_width(ds);
+  wdur = agg_width(dur);
+  ctl = (wd - 1) | (wdur - 1) << 3;
+  p = agg_put_word(agg_put_word(p + 1, ds, wd), dur, wdur);
+  if (name > UINT16_MAX) {
+    ctl |= PY_WIDE_NAME;
+    memcpy(p, &name, 4);
+    p += 4;
+  } else {
+    memcpy(p, &name, 2); /* little-endian: its low half */
+    p += 2;
+  }
+  if (ps->block_recs == 0 || thread != ps->last_thread) {
+    ctl |= PY_THREAD;
+    memcpy(p, &thread, 2);
+    p += 2;
+  }
+  *c = (unsigned char)ctl;
+  ps->block_recs++;
   ps->len = (size_t)(p - ps->buf);
   ps->last_start = r->start_ns;
+  ps->last_thread = thread;
   ps->any = 1;
   return 0;
 }
@@ -141,8 +143,8 @@ int agg_pyreader_open(struct agg_pystream *ps, struct agg_pyreader *pr)
 {
   memset(pr, 0, sizeof(*pr));
   pr->ps = ps;
-  if ((pr->block = malloc(PY_BLOCK)) == NULL ||
-      (pr->dec = malloc((PY_BLOCK / PY_RECMIN) * sizeof(*pr->dec))) == NULL ||
+  if ((pr->block = malloc(PY_BLOCK + PY_SLACK)) == NULL ||
+      (pr->dec = malloc(PY_RECS * sizeof(*pr->dec))) == NULL ||
       agg_iter_open(&ps->late, &pr->late) != 0) {
     agg_pyreader_close(pr);
     return TR_ENOMEM;
@@ -158,32 +160,37 @@ void agg_pyreader_close(struct agg_pyreader *pr)
   memset(pr, 0, sizeof(*pr));
 }
 
-/* Decodes the block text b[PY_HEAD .. used) into pr->dec. */
+/* Decodes the block text b[PY_HEAD .. used) into pr->dec (b readable
+ * PY_SLACK bytes past used). */
 static int decode(struct agg_pyreader *pr, const unsigned char *b,
                   uint32_t used)
 {
   const unsigned char *p = b + PY_HEAD, *end = b + used;
   int64_t start = 0;
+  uint16_t thread = 0;
 
   pr->ndec = pr->pos = 0;
   while (p < end) {
-    uint64_t ds, dur;
-    uint32_t name;
-    uint16_t thread;
+    unsigned ctl = *p, wd = (ctl & 7) + 1, wdur = (ctl >> 3 & 7) + 1;
+    unsigned wname = ctl & PY_WIDE_NAME ? 4 : 2;
     struct agg_host_ev *e = &pr->dec[pr->ndec];
+    uint64_t ds;
 
-    if ((p = get_wide(p, end, &ds)) == NULL ||
-        (p = get_wide(p, end, &dur)) == NULL || end - p < 4)
+    if (pr->ndec == PY_RECS ||
+        end - p < 1 + wd + wdur + wname + (ctl & PY_THREAD ? 2 : 0) ||
+        (pr->ndec == 0 && !(ctl & PY_THREAD)))
       return TR_EIO;
-    memcpy(&name, p, 4);
-    thread = (uint16_t)(name & ((1u << PY_THREAD_BITS) - 1));
-    name >>= PY_THREAD_BITS;
-    p += 4;
+    ds = agg_get_word(++p, wd);
+    e->dur_ns = (int64_t)agg_get_word(p += wd, wdur);
+    e->name = (uint32_t)agg_get_word(p += wdur, wname);
+    p += wname;
+    if (ctl & PY_THREAD) {
+      memcpy(&thread, p, 2);
+      p += 2;
+    }
     start = pr->ndec == 0 ? (int64_t)(ds ^ (1ull << 63)) : start + (int64_t)ds;
     e->start_ns = start;
-    e->dur_ns = (int64_t)dur;
     e->corr = -1;
-    e->name = name;
     e->thread = thread;
     e->kind = AGG_HOST_PY;
     e->flags = 0;

@@ -9,7 +9,14 @@
  * sorted: a buffer already in order is written as it is, and one that
  * continues the run before it extends that run, so a sorted stream is one
  * run however long. Exact, and RSS stays flat with file size: the disk
- * holds 32 bytes per device event, host call and run label instead.
+ * holds the records instead, about a third of their 32 bytes each: in a
+ * run a record is two control bytes, then its start after the one before
+ * and its duration, aux (zigzag: -1 is one byte), id and type in the
+ * bytes they need (the control bytes say how many), each stored and
+ * loaded as a whole word cut to length, as the Python stream's
+ * (index/host/host_py.c). Spilled bytes cost the kernel's copy into the
+ * page cache and back, which on a busy machine is dearer than the
+ * packing.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -18,7 +25,74 @@
 
 #include "index/kit/kit.h"
 
-#define MERGE_MEMORY_RECS (1u << 13) /* all run windows together: 256 KB */
+#define MERGE_MEMORY_RECS (1u << 13) /* all run windows together: 96 KB */
+#define REC_MAX           34         /* bytes of one packed record at most */
+#define REC_SLACK         8          /* readable bytes past the packed ones */
+/* Packed bytes written at a time: under the size malloc() maps on its
+ * own (index/cli.c), so that the buffer comes from and goes back to the
+ * heap. */
+#define PACK_BYTES        (120u << 10)
+
+/* ---- packing records ---- */
+
+static uint64_t zigzag(int64_t v)
+{
+  return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+static int64_t unzigzag(uint64_t u)
+{
+  return (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
+}
+
+/* Packs x, whose start follows prev, at p (REC_MAX + 8 bytes writable).
+ * The control bytes hold, three bits each, the bytes of the start's
+ * delta, the duration and aux less one (1 to 8), and of id and type (0 to
+ * 4). */
+static unsigned char *pack(unsigned char *p, const struct agg_rec *x,
+                           int64_t prev)
+{
+  uint64_t ds = (uint64_t)x->start_ns - (uint64_t)prev;
+  uint64_t aux = zigzag(x->aux);
+  unsigned w0 = agg_width(ds), w1 = agg_width((uint64_t)x->dur_ns),
+           w2 = agg_width(aux), w3 = agg_width0(x->id),
+           w4 = agg_width0(x->type);
+  uint16_t ctl =
+      (uint16_t)((w0 - 1) | (w1 - 1) << 3 | (w2 - 1) << 6 | w3 << 9 | w4 << 12);
+
+  memcpy(p, &ctl, 2);
+  p = agg_put_word(p + 2, ds, w0);
+  p = agg_put_word(p, (uint64_t)x->dur_ns, w1);
+  p = agg_put_word(p, aux, w2);
+  p = agg_put_word(p, x->id, w3);
+  return agg_put_word(p, x->type, w4);
+}
+
+/* Unpacks the record at p, whose start follows prev, into x: the byte
+ * after it, or NULL when it would pass end (p readable REC_SLACK bytes
+ * past end). */
+static const unsigned char *unpack(const unsigned char *p,
+                                   const unsigned char *end, int64_t prev,
+                                   struct agg_rec *x)
+{
+  uint16_t ctl;
+  unsigned w0, w1, w2, w3, w4;
+
+  if (end - p < 2)
+    return NULL;
+  memcpy(&ctl, p, 2);
+  w0 = (ctl & 7) + 1, w1 = (ctl >> 3 & 7) + 1, w2 = (ctl >> 6 & 7) + 1;
+  w3 = ctl >> 9 & 7, w4 = ctl >> 12 & 7;
+  if ((size_t)(end - p) < 2u + w0 + w1 + w2 + w3 + w4 || w3 > 4 || w4 > 4)
+    return NULL;
+  p += 2;
+  x->start_ns = (int64_t)((uint64_t)prev + agg_get_word(p, w0));
+  x->dur_ns = (int64_t)agg_get_word(p += w0, w1);
+  x->aux = unzigzag(agg_get_word(p += w1, w2));
+  x->id = (uint32_t)agg_get_word(p += w2, w3);
+  x->type = (uint32_t)agg_get_word(p += w3, w4);
+  return p + w4;
+}
 
 /* ---- sorting a run in place (introsort) ----
  *
@@ -148,34 +222,69 @@ void agg_runs_window(struct agg_runs *r, size_t window)
   r->window = window ? window : MERGE_MEMORY_RECS;
 }
 
-/* Sorts the buffer and appends it to the spill file as one run. */
+/* Packs v[0..n) (starts after prev) and writes them at the spill file's
+ * position; their bytes into *bytes. */
+static int write_packed(struct agg_runs *r, const struct agg_rec *v, size_t n,
+                        int64_t prev, uint64_t *bytes)
+{
+  unsigned char *buf = malloc(PACK_BYTES), *p;
+  size_t i = 0;
+  int rc = 0;
+
+  if (buf == NULL)
+    return TR_ENOMEM;
+  *bytes = 0;
+  while (rc == 0 && i < n) {
+    for (p = buf; i < n && (size_t)(p - buf) <= PACK_BYTES - (REC_MAX + 8);
+         i++) {
+      p = pack(p, &v[i], prev);
+      prev = v[i].start_ns;
+    }
+    rc = agg_spill_write(r->sp, r->spill, buf, (size_t)(p - buf));
+    *bytes += (uint64_t)(p - buf);
+  }
+  free(buf);
+  return rc;
+}
+
+/* Sorts the buffer and appends it to the spill file as one run (or as
+ * the rest of the last one, when it goes on where that one ended). */
 static int spill(struct agg_runs *r)
 {
-  struct agg_run run;
-  int rc;
+  struct agg_run run = { 0, 0, 0 }, *last;
+  uint64_t bytes;
+  int rc, goes_on;
 
   if (r->n == 0)
     return 0;
-  if (r->spill == NULL && (rc = agg_spill_open(r->sp, &r->spill)) != 0)
-    return rc;
+  if (r->spill == NULL) {
+    if ((rc = agg_spill_open(r->sp, &r->spill)) != 0)
+      return rc;
+    /* Packed chunks only: each one write(), not a page's worth less. */
+    setvbuf(r->spill, NULL, _IONBF, 0);
+  }
   if (agg_grow(&r->runs, &r->runs_cap, r->nruns, sizeof(*r->runs)) != 0)
     return TR_ENOMEM;
   if (r->unsorted)
     sort_recs(r->buf, r->n);
-  run.first =
-      r->nruns ? r->runs[r->nruns - 1].first + r->runs[r->nruns - 1].n : 0;
-  run.n = r->n;
-  if (fseeko(r->spill, (off_t)(run.first * sizeof(*r->buf)), SEEK_SET) != 0)
+  last = r->nruns ? &r->runs[r->nruns - 1] : NULL;
+  goes_on = last != NULL && agg_rec_cmp(&r->buf[0], &r->last) >= 0;
+  run.off = last != NULL ? last->off + last->bytes : 0;
+  if (fseeko(r->spill, (off_t)run.off, SEEK_SET) != 0)
     return TR_EIO;
-  rc = agg_spill_write(r->sp, r->spill, r->buf, r->n * sizeof(*r->buf));
+  rc = write_packed(r, r->buf, r->n, goes_on ? r->last.start_ns : 0, &bytes);
   if (rc != 0)
     return rc;
   if (fflush(r->spill) != 0)
     return TR_EIO;
-  if (r->nruns > 0 && agg_rec_cmp(&r->buf[0], &r->last) >= 0)
-    r->runs[r->nruns - 1].n += r->n; /* it goes on where that run ended */
-  else
+  if (goes_on) {
+    last->n += r->n;
+    last->bytes += bytes;
+  } else {
+    run.n = r->n;
+    run.bytes = bytes;
     r->runs[r->nruns++] = run;
+  }
   r->last = r->buf[r->n - 1];
   r->n = 0;
   r->unsorted = 0;
@@ -229,12 +338,16 @@ void agg_runs_free(struct agg_runs *r)
   memset(r, 0, sizeof(*r));
 }
 
-/* One run being merged: a window of its records. */
+/* One run being merged: a window of its packed bytes, and its current
+ * record. */
 struct cursor {
-  uint64_t next; /* next record index in the file */
-  uint64_t end;
-  struct agg_rec *win;
-  size_t pos, len;
+  uint64_t off, end;  /* the packed bytes not yet read: [off, end) */
+  uint64_t left;      /* records not yet unpacked */
+  unsigned char *win; /* cap bytes, and REC_SLACK */
+  size_t cap, pos, len;
+  int64_t prev; /* the start of the record before */
+  struct agg_rec rec;
+  int has; /* rec is the run's current record (else the run is done) */
 };
 
 struct agg_iter {
@@ -244,34 +357,57 @@ struct agg_iter {
   size_t ncur;
   size_t *heap; /* cursor indices, min-heap on the current record */
   size_t nheap;
-  size_t window;
-  struct agg_rec *windows;
+  unsigned char *windows;
 };
 
+/* Moves the bytes not unpacked yet to the window's start and reads more
+ * after them. */
 static int cursor_fill(struct agg_iter *it, struct cursor *c)
 {
-  size_t want = it->window;
+  size_t keep = c->len - c->pos, want = c->cap - keep;
   ssize_t got;
 
-  if (c->end - c->next < want)
-    want = (size_t)(c->end - c->next);
+  memmove(c->win, c->win + c->pos, keep);
   c->pos = 0;
-  c->len = want;
+  c->len = keep;
+  if (c->end - c->off < want)
+    want = (size_t)(c->end - c->off);
   if (want == 0)
     return 0;
-  got = pread(fileno(it->r->spill), c->win, want * sizeof(*c->win),
-              (off_t)(c->next * sizeof(*c->win)));
-  if (got != (ssize_t)(want * sizeof(*c->win)))
+  got = pread(fileno(it->r->spill), c->win + keep, want, (off_t)c->off);
+  if (got != (ssize_t)want)
     return TR_EIO;
-  c->next += want;
+  c->off += want;
+  c->len += want;
+  return 0;
+}
+
+/* The run's next record into c->rec (c->has 0 past its last). */
+static int cursor_next(struct agg_iter *it, struct cursor *c)
+{
+  const unsigned char *p;
+  int rc;
+
+  if (c->left == 0) {
+    c->has = 0;
+    return 0;
+  }
+  if (c->len - c->pos < REC_MAX && c->off < c->end &&
+      (rc = cursor_fill(it, c)) != 0)
+    return rc;
+  p = unpack(c->win + c->pos, c->win + c->len, c->prev, &c->rec);
+  if (p == NULL)
+    return TR_EIO;
+  c->pos = (size_t)(p - c->win);
+  c->prev = c->rec.start_ns;
+  c->left--;
+  c->has = 1;
   return 0;
 }
 
 static int heap_less(const struct agg_iter *it, size_t a, size_t b)
 {
-  const struct cursor *x = &it->cur[a], *y = &it->cur[b];
-
-  return agg_rec_cmp(&x->win[x->pos], &y->win[y->pos]) < 0;
+  return agg_rec_cmp(&it->cur[a].rec, &it->cur[b].rec) < 0;
 }
 
 static void heap_down(struct agg_iter *it, size_t i)
@@ -295,25 +431,31 @@ static void heap_down(struct agg_iter *it, size_t i)
 static int iter_open_runs(struct agg_iter *it)
 {
   struct agg_runs *r = it->r;
-  size_t i;
+  size_t i, window;
   int rc;
 
   it->ncur = r->nruns;
-  it->window = r->window / (r->nruns ? r->nruns : 1);
-  if (it->window < 64)
-    it->window = 64;
+  /* The same memory as the records' windows would take. */
+  window = r->window / (r->nruns ? r->nruns : 1);
+  if (window < 64)
+    window = 64;
+  window *= sizeof(struct agg_rec);
   it->cur = calloc(it->ncur, sizeof(*it->cur));
   it->heap = calloc(it->ncur, sizeof(*it->heap));
-  it->windows = malloc(it->ncur * it->window * sizeof(*it->windows));
+  it->windows = malloc(it->ncur * (window + REC_SLACK));
   if (it->cur == NULL || it->heap == NULL || it->windows == NULL)
     return TR_ENOMEM;
   for (i = 0; i < it->ncur; i++) {
-    it->cur[i].next = r->runs[i].first;
-    it->cur[i].end = r->runs[i].first + r->runs[i].n;
-    it->cur[i].win = it->windows + i * it->window;
-    if ((rc = cursor_fill(it, &it->cur[i])) != 0)
+    struct cursor *c = &it->cur[i];
+
+    c->off = r->runs[i].off;
+    c->end = r->runs[i].off + r->runs[i].bytes;
+    c->left = r->runs[i].n;
+    c->win = it->windows + i * (window + REC_SLACK);
+    c->cap = window;
+    if ((rc = cursor_next(it, c)) != 0)
       return rc;
-    if (it->cur[i].len > 0)
+    if (c->has)
       it->heap[it->nheap++] = i;
   }
   for (i = it->nheap / 2; i-- > 0;)
@@ -351,10 +493,10 @@ int agg_iter_next(struct agg_iter *it, struct agg_rec *rec)
   if (it->nheap == 0)
     return 0;
   c = &it->cur[it->heap[0]];
-  *rec = c->win[c->pos++];
-  if (c->pos == c->len && (rc = cursor_fill(it, c)) != 0)
+  *rec = c->rec;
+  if ((rc = cursor_next(it, c)) != 0)
     return rc;
-  if (c->len == 0)
+  if (!c->has)
     it->heap[0] = it->heap[--it->nheap];
   heap_down(it, 0);
   return 1;
@@ -374,13 +516,10 @@ int agg_iter_read(struct agg_iter *it, struct agg_rec *out, size_t max)
   }
   while (n < max && it->nheap == 1) { /* one run left: no merge */
     c = &it->cur[it->heap[0]];
-    k = c->len - c->pos < max - n ? c->len - c->pos : max - n;
-    memcpy(out + n, c->win + c->pos, k * sizeof(*out));
-    c->pos += k;
-    n += k;
-    if (c->pos == c->len && (rc = cursor_fill(it, c)) != 0)
+    out[n++] = c->rec;
+    if ((rc = cursor_next(it, c)) != 0)
       return rc;
-    if (c->len == 0)
+    if (!c->has)
       it->nheap = 0;
   }
   while (n < max && (rc = agg_iter_next(it, &out[n])) == 1)

@@ -16,6 +16,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "common/tr.h"
 #include "index/read/read.h"
@@ -164,6 +165,40 @@ int agg_spill_write(struct agg_spill *sp, FILE *f, const void *p, size_t n);
  * what the refusal made fail later ("time pass failed..."). */
 void agg_spill_blame(const struct agg_spill *sp, int rc, struct tr_err *err);
 
+/* ---- integers packed in the bytes they need (agg_runs.c, host_py.c) ----
+ *
+ * A field is stored and loaded as a whole 8-byte word cut to its length,
+ * so packing and unpacking cost no loop and no branch per byte: the
+ * buffers keep 8 bytes writable and readable past what they hold. */
+
+/* The bytes v needs: 1 to 8 (agg_width), 0 to 8 (agg_width0, 0 for 0). */
+static inline unsigned agg_width(uint64_t v)
+{
+  return (unsigned)(71 - __builtin_clzll(v | 1)) / 8;
+}
+
+static inline unsigned agg_width0(uint64_t v)
+{
+  return v == 0 ? 0 : agg_width(v);
+}
+
+/* Stores v's w low bytes at p (8 bytes at p writable); the byte after. */
+static inline unsigned char *agg_put_word(unsigned char *p, uint64_t v,
+                                          unsigned w)
+{
+  memcpy(p, &v, 8);
+  return p + w;
+}
+
+/* The w bytes at p (0 to 8; 8 bytes at p readable). */
+static inline uint64_t agg_get_word(const unsigned char *p, unsigned w)
+{
+  uint64_t v;
+
+  memcpy(&v, p, 8);
+  return w == 0 ? 0 : v & (~0ull >> (64 - 8 * w));
+}
+
 /* ---- time records, sorted runs, merge (agg_runs.c) ---- */
 
 /* Records sort by start, then type: labels first, so that a kernel
@@ -206,10 +241,12 @@ struct agg_runs {
   FILE *spill;          /* file of sorted runs, NULL until needed */
   int unsorted;         /* buf is out of order (else no sort is needed) */
   struct agg_rec last;  /* the last record spilled */
-  size_t window;        /* records an iterator holds of the spilled runs */
+  size_t window;        /* records an iterator reads of the spilled runs,
+                           packed (about 12 bytes each) */
   struct agg_run {
-    uint64_t first; /* index of its first record in the spill file */
-    uint64_t n;
+    uint64_t off; /* its first packed byte in the spill file */
+    uint64_t n;   /* its records */
+    uint64_t bytes;
   } * runs;
   size_t nruns, runs_cap;
   int sealed;
@@ -217,8 +254,8 @@ struct agg_runs {
 
 /* cap: records held in memory before a sorted run is spilled (>= 2) to
  * a file of sp (borrowed, outlives r); window: records an iterator over
- * the spilled runs holds, all runs together (0: 8 Ki, 256 KB; a stream
- * read in order needs little). */
+ * the spilled runs reads at a time, all runs together (0: 8 Ki, about
+ * 96 KB packed; a stream read in order needs little). */
 int agg_runs_init(struct agg_runs *r, size_t cap, struct agg_spill *sp);
 void agg_runs_window(struct agg_runs *r, size_t window);
 /* 0, a spill error, or TR_EINVAL once sealed. */

@@ -64,7 +64,7 @@ static void walk_run(struct idx_batch *b, struct idx_walker *w, const char *end)
     t = w->at + 1;
     e.ev.raw.p = p; /* in the chunk, which the reader holds meanwhile */
     e.ev.raw.n = (size_t)(t - p);
-    b->ev[b->n].ev = e.ev;
+    idx_event_copy(&b->ev[b->n].ev, &e.ev);
     b->ev[b->n].bad = e.bad;
     b->ev[b->n].over = (size_t)(t - p) > IDX_EVENT_CEILING;
     b->n++;

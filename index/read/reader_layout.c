@@ -366,10 +366,13 @@ static int match(struct idx_layout *l, const char *p, const char *end,
 {
   struct step *st = l->step;
 
-  idx_parsed_reset(e);
   for (;; st++) {
     if (end - p < (ptrdiff_t)st->n + 16 || !run_eq(p, l->bytes + st->lit, st))
       return 0;
+    /* Most layouts that miss an event miss it in the first run (its ph
+     * and cat are there): the event is reset only once that run is. */
+    if (st == l->step)
+      idx_parsed_reset(e);
     if (st->nc != 0)
       set_consts(l, st, p, e);
     p += st->n;
