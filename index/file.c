@@ -75,7 +75,8 @@ static int on_capture_event(void *ud, const struct idx_doc *doc,
     return TR_ECONFLICT;
   if (ev->ph != 'X')
     return 0;
-  return dec_event(run->dec, ev, idx_format_get(doc->format)->classify(ev));
+  return dec_event(run->dec, ev, idx_format_get(doc->format)->classify(ev),
+                   0);
 }
 
 /* Reads one capture trace into lib. A trace that cannot be read is

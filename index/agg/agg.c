@@ -74,6 +74,61 @@ int64_t agg_corr_of(const struct idx_event *ev)
   return (ev->has & IDX_HAS_CORR) ? ev->correlation : -1;
 }
 
+uint64_t agg_name_hash(struct idx_str s)
+{
+  /* Sixteen bytes at a time in two lanes that do not wait on each other,
+   * the last ones read whole, overlapping. */
+  uint64_t a = 0x9e3779b97f4a7c15ull * (s.n + 1), b = 0xc2b2ae3d27d4eb4full;
+  uint64_t w = 0, v = 0;
+  size_t i;
+
+  if (s.p == NULL)
+    return 0;
+  if (s.n < 16) {
+    memcpy(&w, s.p, s.n < 8 ? s.n : 8);
+    if (s.n > 8)
+      memcpy(&v, s.p + s.n - 8, 8);
+  } else {
+    for (i = 0; i + 16 < s.n; i += 16) {
+      memcpy(&w, s.p + i, 8);
+      memcpy(&v, s.p + i + 8, 8);
+      a = (a ^ w) * 0xff51afd7ed558ccdull;
+      b = (b ^ v) * 0xc4ceb9fe1a85ec53ull;
+      a ^= a >> 29;
+      b ^= b >> 31;
+    }
+    memcpy(&w, s.p + s.n - 16, 8);
+    memcpy(&v, s.p + s.n - 8, 8);
+  }
+  a = (a ^ w) * 0xff51afd7ed558ccdull;
+  b = (b ^ v) * 0xc4ceb9fe1a85ec53ull;
+  a ^= b ^ (a >> 32);
+  a *= 0x9e3779b97f4a7c15ull;
+  return a ^ (a >> 29);
+}
+
+uint64_t agg_ev_hash(struct idx_agg *a, const struct idx_event *ev)
+{
+  if (!a->ev_hashed) {
+    a->ev_hash = agg_name_hash(ev->name);
+    a->ev_hashed = 1;
+  }
+  return a->ev_hash;
+}
+
+int agg_seen_fold(struct agg_seen *v, uint64_t key, struct agg_fold *f,
+                  struct agg_map *m, struct idx_str s, int count, uint32_t *id)
+{
+  int rc;
+
+  if (agg_seen_id(v, key, id))
+    return 0;
+  if ((rc = agg_fold_intern(f, m, s, count, id)) >= 0 && *id != f->id &&
+      key != 0)
+    agg_seen_put(v, key, *id, 0);
+  return rc;
+}
+
 int agg_record(struct idx_agg *a, const struct idx_event *ev,
                enum agg_rec_type type, uint32_t id, int64_t aux)
 {
@@ -125,6 +180,7 @@ int idx_agg_event(void *ud, const struct idx_doc *doc,
   enum idx_class cls;
   int rc = 0;
 
+  a->ev_hashed = 0;
   if (ev->ph == 'M') {
     on_meta(a, ev);
     return 0;

@@ -340,6 +340,10 @@ struct idx_agg {
    * below it: its name id (a kernel's in names, a runtime call's in
    * rt_map, kept or folded) and a kernel's shape. */
   uint32_t ev_name, ev_shape;
+  /* The driver's: the hash of the event's name (agg_ev_hash()), and
+   * whether it is found yet. */
+  uint64_t ev_hash;
+  int ev_hashed;
   /* What the decode pass leaves at its seal for the passes below it, the
    * rooms it feeds (its walk, beside, fills them; they are whole once
    * its end has run): the op groups (index/perf/) and memory over time
@@ -412,6 +416,65 @@ int agg_record(struct idx_agg *a, const struct idx_event *ev,
                enum agg_rec_type type, uint32_t id, int64_t aux);
 /* ev's correlation, or -1. */
 int64_t agg_corr_of(const struct idx_event *ev);
+
+/* A 64-bit hash of name s, every byte (Python function names differ in a
+ * line number in their middle: "torch/utils/_pytree.py(1308): tree_iter");
+ * 0 for none. */
+uint64_t agg_name_hash(struct idx_str s);
+/* agg_name_hash() of the name of the event being read, found once
+ * however many passes ask (idx_agg_event() forgets it at each event). */
+uint64_t agg_ev_hash(struct idx_agg *a, const struct idx_event *ev);
+
+/* Ids of names met lately, by their agg_name_hash(), in a direct-mapped
+ * table of AGG_SEEN slots (key 0: empty): most events repeat one of the
+ * few thousand names a trace has, and a hit costs the hash, not an
+ * interning map's probe and compare (two names of a trace sharing a hash
+ * is a chance of 2^-64 a pair). A pass keeps in one only what its map
+ * would answer again alike, never a name folded beyond a cap. */
+#define AGG_SEEN 4096
+struct agg_seen {
+  uint64_t key;
+  uint32_t id, aux; /* the name's id; aux: the pass's own word */
+};
+
+static inline struct agg_seen *agg_seen_at(struct agg_seen *v, uint64_t key)
+{
+  return &v[(key >> 20) & (AGG_SEEN - 1)];
+}
+
+/* The slot of key in v holding it, or NULL (key 0: never). */
+static inline const struct agg_seen *agg_seen_find(struct agg_seen *v,
+                                                   uint64_t key)
+{
+  const struct agg_seen *s = agg_seen_at(v, key);
+
+  return s->key == key && key != 0 ? s : NULL;
+}
+
+/* 1 with the id of key in v into *id, else 0. */
+static inline int agg_seen_id(struct agg_seen *v, uint64_t key, uint32_t *id)
+{
+  const struct agg_seen *s = agg_seen_find(v, key);
+
+  if (s != NULL)
+    *id = s->id;
+  return s != NULL;
+}
+
+static inline void agg_seen_put(struct agg_seen *v, uint64_t key, uint32_t id,
+                                uint32_t aux)
+{
+  struct agg_seen *s = agg_seen_at(v, key);
+
+  s->key = key;
+  s->id = id;
+  s->aux = aux;
+}
+
+/* agg_fold_intern() of name s of hash key (0: none known) through the
+ * names met lately v, which keep no folded name. */
+int agg_seen_fold(struct agg_seen *v, uint64_t key, struct agg_fold *f,
+                  struct agg_map *m, struct idx_str s, int count, uint32_t *id);
 
 /* What idx_agg_summary() needs besides the events. */
 struct agg_file_info {

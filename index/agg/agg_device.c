@@ -98,12 +98,14 @@ static int shape_id(struct idx_agg *a, uint32_t name, uint32_t has,
   return 0;
 }
 
-/* The id of a kernel name, folded beyond the cap (agg_fold.c); kernel:
- * the name of a kernel event, counted among the folded names. */
-static int name_id(struct idx_agg *a, struct idx_str s, int kernel,
-                   uint32_t *out)
+/* The id of a kernel name of hash key (0: none known), folded beyond
+ * the cap (agg_fold.c); kernel: the name of a kernel event, counted among
+ * the folded names. */
+static int name_id(struct idx_agg *a, struct idx_str s, uint64_t key,
+                   int kernel, uint32_t *out)
 {
-  int rc = agg_fold_intern(&a->kfold, &a->names, s, kernel, out);
+  int rc = agg_seen_fold(a->device->kseen, key, &a->kfold, &a->names, s, kernel,
+                         out);
 
   if (rc < 0)
     return rc;
@@ -199,7 +201,7 @@ static int on_kernel(struct idx_agg *a, const struct idx_doc *doc,
   uint32_t nid, shape;
   int rc;
 
-  if ((rc = name_id(a, ev->name, 1, &nid)) != 0 ||
+  if ((rc = name_id(a, ev->name, agg_ev_hash(a, ev), 1, &nid)) != 0 ||
       (rc = shape_id(a, nid, ev->has, ev->grid, ev->block, &shape)) != 0)
     return rc;
   a->ev_name = nid;
@@ -245,7 +247,7 @@ static int launch_shape_note(struct idx_agg *a, const struct idx_event *ev,
 
   if (ev->kernel.p == NULL)
     return 0;
-  if ((rc = name_id(a, ev->kernel, 0, &nid)) != 0 ||
+  if ((rc = name_id(a, ev->kernel, 0, 0, &nid)) != 0 ||
       (rc = shape_id(a, nid, pl->has, pl->grid, pl->block, &shape)) != 0)
     return rc;
   s = &a->shapes[shape];
@@ -332,9 +334,9 @@ static int on_runtime(struct idx_agg *a, const struct idx_doc *doc,
 {
   struct agg_named *r;
   uint32_t id;
-  int rc;
+  int rc = agg_seen_fold(a->device->rseen, agg_ev_hash(a, ev), &a->rfold,
+                         &a->rt_map, ev->name, 1, &id);
 
-  rc = agg_fold_intern(&a->rfold, &a->rt_map, ev->name, 1, &id);
   if (rc < 0 || agg_grow(&a->device->runtime, &a->device->runtime_cap, id,
                          sizeof(*a->device->runtime)) != 0)
     return TR_ENOMEM;
@@ -455,6 +457,7 @@ int agg_device_new(struct idx_agg *a)
   struct agg_device *d = calloc(1, sizeof(*d));
 
   if ((a->device = d) == NULL ||
+      (d->kseen = calloc(2 * AGG_SEEN, sizeof(*d->kseen))) == NULL ||
       agg_corr_init(&d->k_pending, sizeof(struct pend_kernel), AGG_PENDING) !=
           0 ||
       agg_corr_init(&d->rt_pending, sizeof(struct pend_launch), AGG_PENDING) !=
@@ -463,6 +466,7 @@ int agg_device_new(struct idx_agg *a)
           0 ||
       agg_corr_init(&d->rtc_pending, sizeof(int64_t), AGG_PENDING) != 0)
     return TR_ENOMEM;
+  d->rseen = d->kseen + AGG_SEEN;
   return 0;
 }
 
@@ -487,6 +491,7 @@ void agg_device_free(struct idx_agg *a)
   free(d->launches);
   free(d->runtime);
   free(d->krows);
+  free(d->kseen);
   agg_map_free(&d->launches_map);
   agg_corr_free(&d->k_pending);
   agg_corr_free(&d->rt_pending);

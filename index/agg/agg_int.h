@@ -53,6 +53,8 @@ struct agg_device {
    * call, and runtime calls' bytes waiting for their copy. */
   struct agg_corr c_pending, rtc_pending;
   uint64_t kernel_events;
+  /* Kernel and runtime names met lately (agg_seen; one block, kseen's). */
+  struct agg_seen *kseen, *rseen;
   struct agg_row *krows; /* the kernel names in the kernels table's order */
   size_t nkrows;
 };

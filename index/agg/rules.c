@@ -199,20 +199,33 @@ const char *agg_category_name(int index)
                                                : categories[OTHER];
 }
 
-/* c in lower case as tolower() makes it in the "C" locale, which traced
- * never leaves: inline, as it runs for each byte a rule compares. */
-static inline unsigned char ascii_lower(unsigned char c)
+/* c in lower case, as tolower() in the "C" locale, which traced keeps
+ * (it never calls setlocale()), without its call per byte. */
+static unsigned char ascii_lower(unsigned char c)
 {
-  return c >= 'A' && c <= 'Z' ? (unsigned char)(c + ('a' - 'A')) : c;
+  return c >= 'A' && c <= 'Z' ? (unsigned char)(c - 'A' + 'a') : c;
 }
 
-/* Case-insensitive match of a lower-case pattern against name. */
-static int rule_matches(const char *pattern, const char *name)
+/* Names up to this long are matched in lower case by strstr(), the
+ * longest kept (a demangled one, docs/SECURITY.md) among them. */
+#define LOW_MAX (16u << 10)
+
+/* Case-insensitive match of a lower-case pattern against name: against
+ * low, the name in lower case (ascii_lower()), by the C library's string
+ * search; NULL: byte by byte. A pattern byte that compares negative never
+ * matches, as it never did a tolower()ed byte. */
+static int rule_matches(const char *pattern, const char *name, const char *low)
 {
   const char *p = pattern[0] == '^' ? pattern + 1 : pattern;
   size_t n = strlen(p), i;
   const char *s;
 
+  if (low != NULL) {
+    for (i = 0; i < n; i++)
+      if (p[i] < 0)
+        return 0;
+    return pattern[0] == '^' ? strncmp(low, p, n) == 0 : strstr(low, p) != NULL;
+  }
   for (s = name; *s != '\0'; s++) {
     for (i = 0; i < n && s[i] != '\0'; i++)
       if (ascii_lower((unsigned char)s[i]) != p[i])
@@ -230,15 +243,18 @@ static int rule_matches(const char *pattern, const char *name)
 static const struct rule *first_match(const struct idx_rules *rules,
                                       const char *name, int family)
 {
-  size_t i;
+  size_t i, n = strlen(name);
+  char buf[LOW_MAX + 1], *low = n <= LOW_MAX ? buf : NULL;
 
+  for (i = 0; low != NULL && i <= n; i++)
+    buf[i] = (char)ascii_lower((unsigned char)name[i]);
   for (i = 0; rules != NULL && i < rules->n; i++)
     if ((rules->user[i].family >= 0) == family &&
-        rule_matches(rules->user[i].pattern, name))
+        rule_matches(rules->user[i].pattern, name, low))
       return &rules->user[i];
   for (i = 0; i < sizeof(builtin) / sizeof(builtin[0]); i++)
     if ((builtin[i].family >= 0) == family &&
-        rule_matches(builtin[i].pattern, name))
+        rule_matches(builtin[i].pattern, name, low))
       return &builtin[i];
   return NULL;
 }

@@ -313,6 +313,9 @@ struct agg_cpath_walk {
   uint32_t nopen;
   uint32_t next_id;
   uint32_t held; /* events the open steps hold, at most max_events */
+  uint32_t ev_hint; /* the most events a closed step held: a new step's
+                       room, taken at once (untouched, it costs no
+                       memory) rather than grown again and again */
   int64_t next_index;
   int64_t now; /* everything up to here is processed */
   struct jslot *join;
@@ -568,6 +571,8 @@ static int close_step(struct agg_cpath_walk *w, uint32_t i)
 {
   struct wstep *s = w->open[i];
 
+  if (s->n > w->ev_hint)
+    w->ev_hint = s->n;
   w->held -= s->n;
   memmove(&w->open[i], &w->open[i + 1],
           (w->nopen - i - 1) * sizeof(w->open[0]));
@@ -640,6 +645,9 @@ static int step_new(struct agg_cpath_walk *w, int64_t ws, int64_t we,
   }
   if ((s = calloc(1, sizeof(*s))) == NULL)
     return TR_ENOMEM;
+  if (w->ev_hint > 0 &&
+      (s->ev = malloc((size_t)w->ev_hint * sizeof(*s->ev))) != NULL)
+    s->cap = w->ev_hint;
   s->id = w->next_id++;
   s->index = w->next_index++;
   s->kind = kind;

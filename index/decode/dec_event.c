@@ -24,8 +24,7 @@
 
 #include "index/decode/decode_int.h"
 
-#define DEC_RECS  (1u << 16) /* records in memory before a spill */
-#define STEP_RECS (1u << 12) /* the same for the step labels alone */
+#define STEP_RECS (1u << 12) /* step labels in memory before a spill */
 #define RT_NAMES_MAX 1024    /* runtime names whose class is kept */
 #define MOD_PFX   "nn.Module: "
 #define MOD_PFX_N (sizeof(MOD_PFX) - 1)
@@ -68,12 +67,17 @@ int dec_lib_new(uint32_t max_names, struct agg_spill *sp,
   struct dec_lib *lib = calloc(1, sizeof(*lib));
 
   if (lib == NULL || hs_trie_init(&lib->trie, 0) != 0 ||
+      (lib->py_seen = calloc(3 * AGG_SEEN, sizeof(*lib->py_seen))) == NULL ||
       pf_lib_new(max_names, &lib->perf) != 0) {
-    if (lib != NULL)
+    if (lib != NULL) {
       hs_trie_free(&lib->trie);
+      free(lib->py_seen);
+    }
     free(lib);
     return TR_ENOMEM;
   }
+  lib->op_seen = lib->py_seen + AGG_SEEN;
+  lib->dev_seen = lib->op_seen + AGG_SEEN;
   lib->max_names = max_names ? max_names : IDX_MAX_KERNEL_NAMES;
   lib->sp = sp;
   *out = lib;
@@ -89,6 +93,7 @@ void dec_lib_free(struct dec_lib *lib)
   agg_map_free(&lib->names);
   agg_map_free(&lib->py_names);
   free(lib->py_kind);
+  free(lib->py_seen);
   free(lib->name_buf);
   for (size_t i = 0; i < lib->nfiles; i++)
     free(lib->files[i].path);
@@ -144,6 +149,30 @@ static int add_capfile(struct dec_lib *lib, const struct idx_capture *cap,
   return 0;
 }
 
+/* The streams' records in memory before a spill, 2 MB in all as one
+ * stream had, and each iterator's window: a stream read in order needs
+ * little (agg_runs.c). */
+static const uint32_t stream_recs[DEC_STREAMS] = { 1u << 14, 1u << 14, 1u << 13,
+                                                   1u << 14, 1u << 12 };
+#define STREAM_WINDOW (1u << 11)
+
+static int runs_init(struct dec_file *d)
+{
+  for (int i = 0; i < DEC_STREAMS; i++) {
+    if (agg_runs_init(&d->runs[i], stream_recs[i], d->lib->sp) != 0)
+      return TR_ENOMEM;
+    agg_runs_window(&d->runs[i], STREAM_WINDOW);
+  }
+  return 0;
+}
+
+static void runs_free(struct dec_file *d)
+{
+  for (int i = 0; i < DEC_STREAMS; i++)
+    agg_runs_free(&d->runs[i]);
+  agg_runs_free(&d->step_runs);
+}
+
 int dec_file_new(struct dec_lib *lib, enum dec_mode mode,
                  const struct idx_capture *cap, struct dec_file **out)
 {
@@ -156,9 +185,8 @@ int dec_file_new(struct dec_lib *lib, enum dec_mode mode,
   d->mode = mode;
   d->cap = cap;
   d->labels.sp = lib->sp;
-  if (agg_runs_init(&d->runs, DEC_RECS, lib->sp) == 0 &&
+  if (runs_init(d) == 0 &&
       agg_runs_init(&d->step_runs, STEP_RECS, lib->sp) == 0 &&
-      agg_runs_init(&d->mem_runs, STEP_RECS, lib->sp) == 0 &&
       hs_lanes_init(&d->lanes) == 0 && dec_tab_init(&d->tab) == 0) {
     struct mem_names names;
 
@@ -178,9 +206,7 @@ void dec_file_free(struct dec_file *d)
 {
   if (d == NULL)
     return;
-  agg_runs_free(&d->runs);
-  agg_runs_free(&d->step_runs);
-  agg_runs_free(&d->mem_runs);
+  runs_free(d);
   free(d->nested);
   hs_lanes_free(&d->lanes);
   agg_map_free(&d->stream_ids);
@@ -198,11 +224,11 @@ void dec_file_free(struct dec_file *d)
 
 int dec_seal(struct dec_file *d, struct tr_err *err)
 {
-  int rc;
+  int rc = agg_runs_seal(&d->step_runs);
 
-  if ((rc = agg_runs_seal(&d->step_runs)) != 0 ||
-      (rc = agg_runs_seal(&d->mem_runs)) != 0 ||
-      (rc = agg_runs_seal(&d->runs)) != 0)
+  for (int i = 0; rc == 0 && i < DEC_STREAMS; i++)
+    rc = agg_runs_seal(&d->runs[i]);
+  if (rc != 0)
     return tr_err_set(err, rc, "", "decode: %s", tr_strerror(rc));
   return 0;
 }
@@ -224,9 +250,7 @@ int dec_end(struct dec_file *d, struct tr_err *err)
   d->rt_class = NULL;
   d->rt_class_cap = 0;
   rc = dec_walk(d);
-  agg_runs_free(&d->runs);
-  agg_runs_free(&d->step_runs);
-  agg_runs_free(&d->mem_runs);
+  runs_free(d);
   if (rc != 0)
     return tr_err_set(err, rc, "", "decode: %s", tr_strerror(rc));
   return 0;
@@ -239,12 +263,13 @@ const struct dec_desc *dec_desc_of(const struct dec_file *d, uint32_t id)
 
 /* ---- records ---- */
 
-static int put(struct dec_file *d, const struct idx_event *ev, uint32_t type,
-               uint32_t id, int64_t aux, int64_t dur)
+static int put(struct dec_file *d, enum dec_stream s,
+               const struct idx_event *ev, uint32_t type, uint32_t id,
+               int64_t aux, int64_t dur)
 {
   struct agg_rec r = { ev->ts_ns, dur, aux, type, id };
 
-  return agg_runs_add(&d->runs, &r);
+  return agg_runs_add(&d->runs[s], &r);
 }
 
 int dec_lane_of(struct dec_file *d, const struct idx_event *ev,
@@ -283,24 +308,50 @@ static size_t op_name_len(const char *p, size_t n)
   return i < n && i > 18 && p[i - 1] == '_' ? i - 1 : n;
 }
 
-/* A frame record: aux holds its lane, and above it its op's proto + 1
- * (index/perf/perf.h; 0: none). */
-static int frame(struct dec_file *d, const struct idx_event *ev,
-                 enum hs_kind kind, const char *p, size_t n)
+/* A frame record of trie name `name` (op frames: of text p[0..n)): aux
+ * holds its lane, and above it its op's proto + 1 (index/perf/perf.h; 0:
+ * none). */
+static int frame_put(struct dec_file *d, const struct idx_event *ev,
+                     enum hs_kind kind, uint32_t name, const char *p, size_t n)
 {
-  uint32_t lane, name, proto = PF_NONE;
+  uint32_t lane, proto = PF_NONE;
   int rc;
 
-  if (kind == HS_OP)
-    n = op_name_len(p, n);
-  if ((rc = dec_lane_of(d, ev, &lane)) != 0 ||
-      (rc = hs_trie_name(&d->lib->trie, kind, p, n, &name)) != 0)
+  if ((rc = dec_lane_of(d, ev, &lane)) != 0)
     return rc;
   if (kind == HS_OP &&
       (rc = pf_proto(d->lib->perf, ev, name, p, n, &proto)) != 0)
     return rc;
-  return put(d, ev, DR_FRAME, name,
-             (int64_t)(uint32_t)(proto + 1) << 32 | lane, ev->dur_ns);
+  return put(d, kind == HS_OP || kind == HS_ANNOT ? DS_HOST : DS_PY, ev,
+             DR_FRAME, name, (int64_t)(uint32_t)(proto + 1) << 32 | lane,
+             ev->dur_ns);
+}
+
+static int frame(struct dec_file *d, const struct idx_event *ev,
+                 enum hs_kind kind, const char *p, size_t n)
+{
+  uint32_t name;
+  int rc;
+
+  if ((rc = hs_trie_name(&d->lib->trie, kind, p, n, &name)) != 0)
+    return rc;
+  return frame_put(d, ev, kind, name, p, n);
+}
+
+/* An op frame (cpu_op), its trie name from the ops met lately (key: the
+ * hash of its name) when there. */
+static int on_op(struct dec_file *d, const struct idx_event *ev, uint64_t key)
+{
+  size_t n = op_name_len(ev->name.p, ev->name.n);
+  uint32_t name;
+  int rc;
+
+  if (!agg_seen_id(d->lib->op_seen, key, &name)) {
+    if ((rc = hs_trie_name(&d->lib->trie, HS_OP, ev->name.p, n, &name)) != 0)
+      return rc;
+    agg_seen_put(d->lib->op_seen, key, name, 0);
+  }
+  return frame_put(d, ev, HS_OP, name, ev->name.p, n);
 }
 
 /* ---- step labels ---- */
@@ -445,7 +496,7 @@ static int step(struct dec_file *d, const struct idx_event *ev,
                         DR_STEP, id };
   if ((rc = agg_runs_add(&d->step_runs, &r)) != 0)
     return rc;
-  return agg_runs_add(&d->runs, &r);
+  return agg_runs_add(&d->runs[DS_HOST], &r);
 }
 
 /* A user_annotation that tags a module (ATOM's mark_trace: a module's
@@ -464,8 +515,9 @@ static int module_tag(struct idx_str s)
 /* A capture window's edge at t: DR_WINOPEN or DR_WINCLOSE; fallback 1
  * for ATOM's capture_graph_bs_<n> span (used when the file has no
  * StreamBeginCapture call). */
-static int window(struct dec_file *d, const struct idx_event *ev, uint32_t type,
-                  int64_t t, uint32_t fallback)
+static int window(struct dec_file *d, enum dec_stream s,
+                  const struct idx_event *ev, uint32_t type, int64_t t,
+                  uint32_t fallback)
 {
   struct idx_event at = *ev;
   uint32_t lane;
@@ -474,7 +526,7 @@ static int window(struct dec_file *d, const struct idx_event *ev, uint32_t type,
   if ((rc = dec_lane_of(d, ev, &lane)) != 0)
     return rc;
   at.ts_ns = t;
-  return put(d, &at, type, fallback, lane, 0);
+  return put(d, s, &at, type, fallback, lane, 0);
 }
 
 static int on_annotation(struct dec_file *d, const struct idx_event *ev)
@@ -485,9 +537,10 @@ static int on_annotation(struct dec_file *d, const struct idx_event *ev)
   if (step_of(ev->name, &desc, &kind))
     return step(d, ev, &desc, kind);
   if (d->mode == DEC_CAPTURE && starts(ev->name, "capture_graph_bs_")) {
-    int rc = window(d, ev, DR_WINOPEN, ev->ts_ns, 1);
+    int rc = window(d, DS_HOST, ev, DR_WINOPEN, ev->ts_ns, 1);
 
-    return rc ? rc : window(d, ev, DR_WINCLOSE, ev->ts_ns + ev->dur_ns, 1);
+    return rc ? rc
+              : window(d, DS_HOST, ev, DR_WINCLOSE, ev->ts_ns + ev->dur_ns, 1);
   }
   if (module_tag(ev->name))
     return frame(d, ev, HS_ANNOT, ev->name.p, ev->name.n);
@@ -554,10 +607,10 @@ static int on_runtime(struct dec_file *d, const struct idx_event *ev)
     return rc;
   if (d->mode == DEC_CAPTURE && kind == RT_BEGIN_CAPTURE) {
     d->begins++;
-    return window(d, ev, DR_WINOPEN, ev->ts_ns + ev->dur_ns, 0);
+    return window(d, DS_RT, ev, DR_WINOPEN, ev->ts_ns + ev->dur_ns, 0);
   }
   if (d->mode == DEC_CAPTURE && kind == RT_END_CAPTURE)
-    return window(d, ev, DR_WINCLOSE, ev->ts_ns, 0);
+    return window(d, DS_RT, ev, DR_WINCLOSE, ev->ts_ns, 0);
   if (!(ev->has & IDX_HAS_CORR) || kind < RT_GRAPH)
     return 0;
   if (kind == RT_GRAPH) {
@@ -565,7 +618,8 @@ static int on_runtime(struct dec_file *d, const struct idx_event *ev)
       return 0;
     return (rc = dec_lane_of(d, ev, &lane)) != 0
                ? rc
-               : put(d, ev, DR_GRAPH, lane, ev->correlation & DEC_CORR_MASK, 0);
+               : put(d, DS_RT, ev, DR_GRAPH, lane,
+                     ev->correlation & DEC_CORR_MASK, 0);
   }
   cls = kind == RT_KERNEL ? DEC_KERNEL
         : kind == RT_COPY ? DEC_COPY
@@ -575,7 +629,7 @@ static int on_runtime(struct dec_file *d, const struct idx_event *ev)
   if (d->mode == DEC_CAPTURE && cls == DEC_KERNEL && ev->kernel.p != NULL &&
       (rc = dec_name(d->lib, ev->kernel.p, ev->kernel.n, &name)) != 0)
     return rc;
-  return put(d, ev, DR_LAUNCH, lane, ev->correlation & DEC_CORR_MASK,
+  return put(d, DS_RT, ev, DR_LAUNCH, lane, ev->correlation & DEC_CORR_MASK,
              (int64_t)name | (int64_t)cls << 32);
 }
 
@@ -602,18 +656,32 @@ static int stream_of(struct dec_file *d, const struct idx_event *ev,
   return 0;
 }
 
+/* dec_name() of a device record's name of hash key, from the names met
+ * lately when there (a name past the cap is never kept there). */
+static int device_name(struct dec_lib *lib, struct idx_str s, uint64_t key,
+                       uint32_t *id)
+{
+  int rc;
+
+  if (agg_seen_id(lib->dev_seen, key, id))
+    return 0;
+  if ((rc = dec_name(lib, s.p, s.n, id)) == 0 && *id != DEC_NONE)
+    agg_seen_put(lib->dev_seen, key, *id, 0);
+  return rc;
+}
+
 static int on_device(struct dec_file *d, const struct idx_event *ev,
-                     enum dec_cls cls)
+                     enum dec_cls cls, uint64_t key)
 {
   uint32_t name, stream;
   int64_t corr = (ev->has & IDX_HAS_CORR) ? ev->correlation & DEC_CORR_MASK
                                           : DEC_CORR_MASK;
   int rc;
 
-  if ((rc = dec_name(d->lib, ev->name.p, ev->name.n, &name)) != 0 ||
+  if ((rc = device_name(d->lib, ev->name, key, &name)) != 0 ||
       (rc = stream_of(d, ev, &stream)) != 0)
     return rc;
-  return put(d, ev, DR_DEVICE | (uint32_t)cls << 8, name,
+  return put(d, DS_DEV, ev, DR_DEVICE | (uint32_t)cls << 8, name,
              (int64_t)stream << 48 | corr, ev->dur_ns);
 }
 
@@ -626,15 +694,18 @@ static int recompute(struct idx_str s)
 
 /* hs_py_source() of a frame name, once per distinct name. Past the cap
  * of names (4 x max_names) a new name is no source frame: the frames kept
- * on the stacks, and so the names, stay bounded as kernel names are. */
-static int py_source(struct dec_lib *lib, struct idx_str s)
+ * on the stacks, and so the names, stay bounded as kernel names are.
+ * *keep: the answer is the map's, the same each time the name comes. */
+static int py_source(struct dec_lib *lib, struct idx_str s, int *keep)
 {
   uint32_t id;
   int kind;
 
-  if (agg_map_find(&lib->py_names, s.p, s.n, &id))
-    return id < lib->py_kind_cap && lib->py_kind[id] ? lib->py_kind[id] - 1
-                                                      : 0;
+  *keep = 0;
+  if (agg_map_find(&lib->py_names, s.p, s.n, &id)) {
+    *keep = id < lib->py_kind_cap && lib->py_kind[id];
+    return *keep ? lib->py_kind[id] - 1 : 0;
+  }
   if (lib->py_names.n >= 4 * lib->max_names) {
     lib->py_folded++;
     return 0;
@@ -644,39 +715,63 @@ static int py_source(struct dec_lib *lib, struct idx_str s)
       agg_grow(&lib->py_kind, &lib->py_kind_cap, id, 1) != 0)
     return 0;
   lib->py_kind[id] = (uint8_t)(kind + 1);
+  *keep = 1;
   return kind;
 }
 
-int dec_event(struct dec_file *d, const struct idx_event *ev,
-              enum idx_class cls)
+/* A python_function: a module's frame, a checkpoint's recompute, a source
+ * line or none (nine in ten events, most of them none), from the
+ * functions met lately (key: the hash of its name) when there. */
+static int on_python(struct dec_file *d, const struct idx_event *ev,
+                     uint64_t key)
 {
-  int src;
+  const struct agg_seen *seen = agg_seen_find(d->lib->py_seen, key);
+  struct idx_str s = ev->name;
+  enum hs_kind kind;
+  uint32_t name;
+  int keep = 1, rc;
 
+  if (seen != NULL)
+    return seen->aux == 0
+               ? 0
+               : frame_put(d, ev, (enum hs_kind)seen->aux, seen->id, NULL, 0);
+  if (s.n > MOD_PFX_N && s.p[0] == 'n' && starts(s, MOD_PFX)) {
+    kind = HS_MODULE;
+    s.p += MOD_PFX_N;
+    s.n -= MOD_PFX_N;
+  } else if (recompute(s)) {
+    kind = HS_RECOMP;
+  } else if ((kind = (enum hs_kind)py_source(d->lib, s, &keep)) == 0) {
+    if (keep)
+      agg_seen_put(d->lib->py_seen, key, HS_NO_NAME, 0);
+    return 0;
+  }
+  if ((rc = hs_trie_name(&d->lib->trie, kind, s.p, s.n, &name)) != 0)
+    return rc;
+  agg_seen_put(d->lib->py_seen, key, name, kind);
+  return frame_put(d, ev, kind, name, s.p, s.n);
+}
+
+int dec_event(struct dec_file *d, const struct idx_event *ev,
+              enum idx_class cls, uint64_t hash)
+{
   if (ev->ph != 'X' || !(ev->has & IDX_HAS_TS) || !(ev->has & IDX_HAS_DUR) ||
       ev->dur_ns < 0)
     return 0;
+  if (hash == 0)
+    hash = agg_name_hash(ev->name);
   switch (cls) {
-  case IDX_CLASS_PYTHON:
-    /* Nine in ten events, most of them no module. */
-    if (ev->name.n > MOD_PFX_N && ev->name.p[0] == 'n' &&
-        starts(ev->name, MOD_PFX))
-      return frame(d, ev, HS_MODULE, ev->name.p + MOD_PFX_N,
-                   ev->name.n - MOD_PFX_N);
-    if (recompute(ev->name))
-      return frame(d, ev, HS_RECOMP, ev->name.p, ev->name.n);
-    if ((src = py_source(d->lib, ev->name)) != 0)
-      return frame(d, ev, (enum hs_kind)src, ev->name.p, ev->name.n);
-    return 0;
-  case IDX_CLASS_CPU_OP: return frame(d, ev, HS_OP, ev->name.p, ev->name.n);
+  case IDX_CLASS_PYTHON: return on_python(d, ev, hash);
+  case IDX_CLASS_CPU_OP: return on_op(d, ev, hash);
   case IDX_CLASS_LABEL_CPU:
     return str_is(ev->cat, "user_annotation") ? on_annotation(d, ev) : 0;
   case IDX_CLASS_RUNTIME: return on_runtime(d, ev);
   case IDX_CLASS_KERNEL:
-    return d->mode == DEC_RUN ? on_device(d, ev, DEC_KERNEL) : 0;
+    return d->mode == DEC_RUN ? on_device(d, ev, DEC_KERNEL, hash) : 0;
   case IDX_CLASS_COPY:
-    return d->mode == DEC_RUN ? on_device(d, ev, DEC_COPY) : 0;
+    return d->mode == DEC_RUN ? on_device(d, ev, DEC_COPY, hash) : 0;
   case IDX_CLASS_MEMSET:
-    return d->mode == DEC_RUN ? on_device(d, ev, DEC_MEMSET) : 0;
+    return d->mode == DEC_RUN ? on_device(d, ev, DEC_MEMSET, hash) : 0;
   default: return 0;
   }
 }

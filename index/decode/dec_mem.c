@@ -30,9 +30,9 @@ int dec_memory(struct dec_file *d, const struct idx_event *ev)
     struct agg_rec b = { ev->ts_ns, e.allocated, e.reserved,
                          DR_MEM_TOTALS | dev << 8, lane };
 
-    if ((rc = agg_runs_add(&d->mem_runs, &a)) != 0)
+    if ((rc = agg_runs_add(&d->runs[DS_MEM], &a)) != 0)
       return rc;
-    return agg_runs_add(&d->mem_runs, &b);
+    return agg_runs_add(&d->runs[DS_MEM], &b);
   }
 }
 

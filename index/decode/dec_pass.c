@@ -33,7 +33,7 @@ int agg_decode_event(struct idx_agg *a, const struct idx_doc *doc,
     return 0;
   if (cls == IDX_CLASS_INSTANT)
     return dec_memory(d, ev);
-  return dec_wants(ev, cls) ? dec_event(d, ev, cls) : 0;
+  return dec_wants(ev, cls) ? dec_event(d, ev, cls, agg_ev_hash(a, ev)) : 0;
 }
 
 /* Decode's walk (dec_end), beside the walk of the other passes when the

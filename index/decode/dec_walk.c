@@ -61,11 +61,24 @@ struct lsteps {
 
 #define LAUNCH_INST 4 /* modeled op instances a launch is counted in */
 
-struct lrec { /* a launch waiting for its device records */
-  uint32_t node, slot, gen, kind;
+/* A launch waiting for its device records: 28 bytes, since the table
+ * holds LAUNCH_TABLE of them on a long trace (a launch stays once its
+ * records came: a second record of it is attributed alike). */
+struct lrec {
+  uint32_t node, gen;
   uint32_t inst[LAUNCH_INST]; /* the op instances above it (PF_NONE) */
-  uint8_t first, consumed;
+  uint8_t slot;               /* its step's slot; LREC_NO_SLOT: none */
+  uint8_t kind, first, consumed;
 };
+
+#define LREC_NO_SLOT UINT8_MAX
+_Static_assert(MAX_STEPS < LREC_NO_SLOT && DEC_MAX_KINDS <= UINT8_MAX,
+               "a launch's step slot and kind fit a byte");
+
+static uint32_t lrec_slot(const struct lrec *l)
+{
+  return l->slot == LREC_NO_SLOT ? NO_SLOT : l->slot;
+}
 
 struct replay {
   int used;
@@ -478,7 +491,7 @@ static void launch_forget(struct walk *w, int64_t corr)
 
   if (l == NULL)
     return;
-  if (!l->consumed && (s = step_at(w, l->slot, l->gen)) != NULL)
+  if (!l->consumed && (s = step_at(w, lrec_slot(l), l->gen)) != NULL)
     s->pending--;
   if (!l->consumed) {
     w->d->c.launches_lost++;
@@ -491,10 +504,10 @@ static int launch_run(struct walk *w, const struct agg_rec *r, uint32_t node,
                       int first, struct ostep *s)
 {
   struct lrec l = { node,
-                    s ? (uint32_t)(s - w->steps) : NO_SLOT,
                     s ? s->gen : 0,
-                    s ? s->kind : DEC_MAX_KINDS,
                     { 0 },
+                    s ? (uint8_t)(s - w->steps) : LREC_NO_SLOT,
+                    (uint8_t)(s ? s->kind : DEC_MAX_KINDS),
                     (uint8_t)first,
                     0 };
 
@@ -686,9 +699,9 @@ static int on_device(struct walk *w, const struct agg_rec *r)
     return attribute(w, NO_SLOT, 0, DEC_MAX_KINDS, HS_ROOT, r->id, 0,
                      r->dur_ns);
   }
-  s = step_at(w, l->slot, l->gen);
-  rc = attribute_known(w, l->slot, l->gen, l->kind, l->node, r->id, l->first,
-                       r->dur_ns);
+  s = step_at(w, lrec_slot(l), l->gen);
+  rc = attribute_known(w, lrec_slot(l), l->gen, l->kind, l->node, r->id,
+                       l->first, r->dur_ns);
   for (int k = 0; k < LAUNCH_INST && l->inst[k] != PF_NONE; k++)
     pf_inst_record(w->perf, l->inst[k], r->start_ns, r->dur_ns,
                    trans_of(w, r->id));
@@ -937,33 +950,30 @@ static int steps_scan(struct dec_file *d)
   return rc;
 }
 
-/* The records of d->runs and d->mem_runs merged in their order. */
+/* The records of d's streams merged in their order: the next is the
+ * least of the streams' heads (a few: a scan). */
 static int walk_all(struct walk *w, struct dec_file *d)
 {
-  struct agg_iter *it = NULL, *mi = NULL;
-  struct agg_rec r, m;
-  int rc, hr, hm;
+  struct agg_iter *it[DEC_STREAMS] = { NULL };
+  struct agg_rec head[DEC_STREAMS];
+  int has[DEC_STREAMS] = { 0 }, rc = 0, i, best;
 
-  if ((rc = agg_iter_open(&d->runs, &it)) != 0 ||
-      (rc = agg_iter_open(&d->mem_runs, &mi)) != 0) {
-    agg_iter_close(it);
-    return rc;
+  for (i = 0; rc == 0 && i < DEC_STREAMS; i++)
+    if ((rc = agg_iter_open(&d->runs[i], &it[i])) == 0 &&
+        (has[i] = agg_iter_next(it[i], &head[i])) < 0)
+      rc = has[i];
+  while (rc == 0) {
+    for (i = 0, best = -1; i < DEC_STREAMS; i++)
+      if (has[i] == 1 && (best < 0 || agg_rec_cmp(&head[i], &head[best]) < 0))
+        best = i;
+    if (best < 0)
+      break;
+    if ((rc = walk_rec(w, &head[best])) == 0 &&
+        (has[best] = agg_iter_next(it[best], &head[best])) < 0)
+      rc = has[best];
   }
-  hr = agg_iter_next(it, &r);
-  hm = agg_iter_next(mi, &m);
-  while (rc == 0 && (hr == 1 || hm == 1)) {
-    if (hr == 1 && (hm != 1 || agg_rec_cmp(&r, &m) <= 0)) {
-      rc = walk_rec(w, &r);
-      hr = agg_iter_next(it, &r);
-    } else {
-      rc = walk_rec(w, &m);
-      hm = agg_iter_next(mi, &m);
-    }
-  }
-  if (rc == 0)
-    rc = hr < 0 ? hr : hm < 0 ? hm : 0;
-  agg_iter_close(it);
-  agg_iter_close(mi);
+  for (i = 0; i < DEC_STREAMS; i++)
+    agg_iter_close(it[i]);
   return rc;
 }
 

@@ -48,10 +48,11 @@ int dec_file_new(struct dec_lib *lib, enum dec_mode mode,
                  const struct idx_capture *cap, struct dec_file **out);
 void dec_file_free(struct dec_file *d);
 
-/* One event of the file, in file order, with its class (read.h). 0 or
- * a negative error (out of memory, a spill failed). */
+/* One event of the file, in file order, with its class (read.h) and the
+ * hash of its name (agg_name_hash(); 0: not found yet, found here when
+ * needed). 0 or a negative error (out of memory, a spill failed). */
 int dec_event(struct dec_file *d, const struct idx_event *ev,
-              enum idx_class cls);
+              enum idx_class cls, uint64_t hash);
 
 /* 0 when dec_event() would take nothing of ev: the test every event
  * passes before the call, inline, since nine in ten events of a trace

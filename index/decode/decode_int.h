@@ -79,6 +79,10 @@ struct dec_lib {
   uint8_t *py_kind; /* by id: the kind + 1 (1: none) */
   size_t py_kind_cap;
   uint64_t py_folded; /* frames of names past the cap: not judged */
+  /* Names met lately, by their hash (agg.h's agg_seen): a Python
+   * function's frame (id: its trie name, aux: its kind; 0: no frame), an
+   * op's trie name, a device record's name; one block, py_seen's. */
+  struct agg_seen *py_seen, *op_seen, *dev_seen;
 };
 
 /* A device name's id; beyond max_names new names are DEC_NONE (they can
@@ -106,6 +110,14 @@ enum dec_rtype {
   DR_MEM_TOTALS = 8 /* aux: Total Reserved; dur: Total Allocated; type
                        bits 8..: its device (mem_device()) */
 };
+
+/* The streams of a file's records, one per block of events kineto
+ * writes in start order (index/host/host.h): CPU ops with the
+ * annotations, Python functions, runtime calls, device records and
+ * [memory] events. Each stays one sorted run, never sorted, and the walk
+ * merges the few of them (records sort in one total order: the merge is
+ * the order one stream of them all would have). */
+enum dec_stream { DS_HOST, DS_PY, DS_RT, DS_DEV, DS_MEM, DEC_STREAMS };
 
 /* What a step label says (dec_event.c parses ATOM's run labels and the
  * iteration annotations of vLLM and SGLang). */
@@ -238,11 +250,8 @@ struct dec_file {
   enum dec_mode mode;
   const struct idx_capture *cap; /* DEC_CAPTURE: its description */
   uint32_t file;                 /* DEC_CAPTURE: index in lib->files */
-  struct agg_runs runs;
+  struct agg_runs runs[DEC_STREAMS]; /* merged in the walk */
   struct agg_runs step_runs; /* the DR_STEP records again, alone */
-  struct agg_runs mem_runs;  /* DR_MEM* records: kineto writes [memory]
-                                events in time order, so they stay one run
-                                (no sort), merged into the walk */
   uint64_t *nested;          /* bit seq: a label inside another one of
                                 its thread, not a step of its own */
   struct hs_lanes lanes;     /* thread ids of the event pass */

@@ -25,7 +25,6 @@
 
 #define HOST_RECS    (1u << 14) /* records a stream holds before spilling */
 #define HOST_WINDOW  (1u << 13) /* records its iterator holds */
-#define NAME_CACHE   4096       /* slots of the name cache */
 #define PAYLOAD_BITS 40
 #define PAYLOAD_MAX  ((1ll << PAYLOAD_BITS) - 1)
 
@@ -37,7 +36,7 @@ int agg_host_new(struct idx_agg *a)
   if ((a->host = h) == NULL)
     return TR_ENOMEM;
   agg_fold_init(&h->fold, AGG_HOST_NAMES, sp);
-  if ((h->cache = calloc(NAME_CACHE, sizeof(*h->cache))) == NULL ||
+  if ((h->cache = calloc(AGG_SEEN, sizeof(*h->cache))) == NULL ||
       agg_pystream_init(&h->py, sp) != 0)
     return TR_ENOMEM;
   for (int i = 0; i < AGG_HOST_STREAMS; i++) {
@@ -116,68 +115,22 @@ static int thread_of(struct agg_host *h, const struct idx_event *ev,
   return 0;
 }
 
-/* A 64-bit hash of name s, every byte, sixteen at a time in two lanes
- * that do not wait on each other (the last ones read whole, overlapping):
- * Python function names differ in a line number in their middle
- * ("torch/utils/_pytree.py(1308): tree_iter"). */
-static uint64_t name_hash(struct idx_str s)
+/* The host name id of s, of hash k (agg_name_hash()): from the names
+ * seen lately (agg_seen), else interned (folded beyond AGG_HOST_NAMES). */
+static int name_of(struct agg_host *h, struct idx_str s, uint64_t k,
+                   uint32_t *id)
 {
-  uint64_t a = 0x9e3779b97f4a7c15ull * (s.n + 1), b = 0xc2b2ae3d27d4eb4full;
-  uint64_t w = 0, v = 0;
-  size_t i;
+  int rc = agg_seen_fold(h->cache, k, &h->fold, &h->names, s, 1, id);
 
-  if (s.p == NULL)
-    return 0;
-  if (s.n < 16) {
-    memcpy(&w, s.p, s.n < 8 ? s.n : 8);
-    if (s.n > 8)
-      memcpy(&v, s.p + s.n - 8, 8);
-  } else {
-    for (i = 0; i + 16 < s.n; i += 16) {
-      memcpy(&w, s.p + i, 8);
-      memcpy(&v, s.p + i + 8, 8);
-      a = (a ^ w) * 0xff51afd7ed558ccdull;
-      b = (b ^ v) * 0xc4ceb9fe1a85ec53ull;
-      a ^= a >> 29;
-      b ^= b >> 31;
-    }
-    memcpy(&w, s.p + s.n - 16, 8);
-    memcpy(&v, s.p + s.n - 8, 8);
-  }
-  a = (a ^ w) * 0xff51afd7ed558ccdull;
-  b = (b ^ v) * 0xc4ceb9fe1a85ec53ull;
-  a ^= b ^ (a >> 32);
-  a *= 0x9e3779b97f4a7c15ull;
-  return a ^ (a >> 29);
-}
-
-/* The host name id of s: from the cache of names seen lately, by their
- * 64-bit hash (two names of a trace sharing one is a chance of 2^-64 a
- * pair), else interned (folded beyond AGG_HOST_NAMES). */
-static int name_of(struct agg_host *h, struct idx_str s, uint32_t *id)
-{
-  uint64_t k = name_hash(s);
-  struct agg_host_name_slot *slot = &h->cache[(k >> 20) & (NAME_CACHE - 1)];
-  int rc;
-
-  if (slot->key == k && k != 0) {
-    *id = slot->id;
-    return 0;
-  }
-  if ((rc = agg_fold_intern(&h->fold, &h->names, s, 1, id)) < 0)
-    return rc;
-  if (*id != h->fold.id) {
-    slot->key = k;
-    slot->id = *id;
-  }
-  return 0;
+  return rc < 0 ? rc : 0;
 }
 
 /* One host event of kind; name_id: for AGG_HOST_RT the call's id in
  * idx_agg.rt_map (the host names are for the others); flags: AGG_HOST_*. */
-static int host_event(struct agg_host *h, const struct idx_event *ev,
+static int host_event(struct idx_agg *a, const struct idx_event *ev,
                       enum agg_host_kind kind, uint32_t name_id, uint32_t flags)
 {
+  struct agg_host *h = a->host;
   static const int stream_of[AGG_HOST_KINDS] = { AGG_HOST_STREAM_OP,
                                                  AGG_HOST_STREAM_OP, -1,
                                                  AGG_HOST_STREAM_RT };
@@ -192,7 +145,8 @@ static int host_event(struct agg_host *h, const struct idx_event *ev,
     h->dropped++;
     return 0;
   }
-  if (kind != AGG_HOST_RT && (rc = name_of(h, ev->name, &name_id)) < 0)
+  if (kind != AGG_HOST_RT &&
+      (rc = name_of(h, ev->name, agg_ev_hash(a, ev), &name_id)) < 0)
     return rc;
   if (kind == AGG_HOST_RT)
     payload = (ev->has & IDX_HAS_CORR) && ev->correlation >= 0 &&
@@ -232,17 +186,15 @@ static uint32_t label_flags(const struct idx_event *ev)
 int agg_host_event(struct idx_agg *a, const struct idx_doc *doc,
                    const struct idx_event *ev, enum idx_class cls)
 {
-  struct agg_host *h = a->host;
-
   (void)doc;
   switch (cls) {
   case IDX_CLASS_RUNTIME: /* its name's id is the device pass's */
-    return host_event(h, ev, AGG_HOST_RT, a->ev_name, 0);
-  case IDX_CLASS_CPU_OP: return host_event(h, ev, AGG_HOST_OP, 0, 0);
-  case IDX_CLASS_PYTHON: return host_event(h, ev, AGG_HOST_PY, 0, 0);
+    return host_event(a, ev, AGG_HOST_RT, a->ev_name, 0);
+  case IDX_CLASS_CPU_OP: return host_event(a, ev, AGG_HOST_OP, 0, 0);
+  case IDX_CLASS_PYTHON: return host_event(a, ev, AGG_HOST_PY, 0, 0);
   default:
     /* A bare-array trace (no cat) writes its ops as plain X events. */
-    return host_event(h, ev,
+    return host_event(a, ev,
                       ev->cat.p == NULL && !label_flags(ev) ? AGG_HOST_OP
                                                             : AGG_HOST_ANNOT,
                       0, label_flags(ev));

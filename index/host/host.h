@@ -85,13 +85,7 @@ struct agg_host {
   struct agg_pystream py;
   struct agg_map names; /* op, annotation and Python function names */
   struct agg_fold fold;
-  /* Names seen lately by their 64-bit hash: most events repeat one of the
-   * few thousand names a trace has; a hit costs the hash, not the
-   * interning map's probe and compare. */
-  struct agg_host_name_slot {
-    uint64_t key;
-    uint32_t id, pad;
-  } * cache;
+  struct agg_seen *cache; /* names seen lately (AGG_SEEN slots) */
   struct agg_map threads;     /* (pid, tid) -> index */
   int64_t last_pid, last_tid; /* the thread of the last event, cached */
   uint32_t last_thread;
