@@ -744,6 +744,35 @@ static void index_rules_builtin(void)
     CHECK_STR(idx_category(NULL, cases[i][0]), cases[i][1]);
 }
 
+/* A pattern past ASCII (UTF-8) matches its own bytes, case-folded only
+ * in A-Z, whether the name is short (matched in lower case at once) or
+ * longer than any such (matched byte by byte). */
+static void user_rules_utf8(const char *path)
+{
+  static const char tail[] = "_Gemm_\303\234ber"; /* "_Gemm_\u00dcber" */
+  size_t n = 20000;
+  struct idx_rules *r = NULL;
+  struct tr_err err = { 0 };
+  char *name = malloc(n + sizeof(tail));
+  FILE *f = fopen(path, "w");
+
+  CHECK(f != NULL && name != NULL);
+  fputs("moe  GEMM_\303\234BER\nattention  ^\303\251t\n", f);
+  fclose(f);
+  CHECK_INT(idx_rules_load(path, &r, &err), 0);
+  CHECK_STR(idx_category(r, "my_gemm_\303\234ber"), "moe");
+  CHECK_STR(idx_category(r, "my_gemm_\303\274ber"), "gemm"); /* u-umlaut */
+  CHECK_STR(idx_category(r, "\303\251tage"), "attention");
+  memset(name, 'x', n);
+  memcpy(name + n, tail, sizeof(tail));
+  CHECK_STR(idx_category(r, name), "moe");
+  memcpy(name, "\303\251t", 3);
+  name[n] = '\0';
+  CHECK_STR(idx_category(r, name), "attention");
+  free(name);
+  idx_rules_free(r);
+}
+
 static void index_rules_user_file(void)
 {
   const char *path = "test_index_agg.rules";
@@ -760,6 +789,7 @@ static void index_rules_user_file(void)
   CHECK_STR(idx_category(r, "Cijk_Alik_Bljk"), "moe");
   CHECK_STR(idx_category(r, "Cijk_Ailk"), "gemm");
   idx_rules_free(r);
+  user_rules_utf8(path);
   f = fopen(path, "w");
   fputs("gemm cublas\nbogus x\n", f);
   fclose(f);

@@ -212,23 +212,19 @@ static unsigned char ascii_lower(unsigned char c)
 
 /* Case-insensitive match of a lower-case pattern against name: against
  * low, the name in lower case (ascii_lower()), by the C library's string
- * search; NULL: byte by byte. A pattern byte that compares negative never
- * matches, as it never did a tolower()ed byte. */
+ * search; NULL: byte by byte. Bytes past ASCII (a UTF-8 name's) match
+ * themselves: only A-Z have a lower case in the "C" locale. */
 static int rule_matches(const char *pattern, const char *name, const char *low)
 {
   const char *p = pattern[0] == '^' ? pattern + 1 : pattern;
   size_t n = strlen(p), i;
   const char *s;
 
-  if (low != NULL) {
-    for (i = 0; i < n; i++)
-      if (p[i] < 0)
-        return 0;
+  if (low != NULL)
     return pattern[0] == '^' ? strncmp(low, p, n) == 0 : strstr(low, p) != NULL;
-  }
   for (s = name; *s != '\0'; s++) {
     for (i = 0; i < n && s[i] != '\0'; i++)
-      if (ascii_lower((unsigned char)s[i]) != p[i])
+      if (ascii_lower((unsigned char)s[i]) != (unsigned char)p[i])
         break;
     if (i == n)
       return 1;
