@@ -244,6 +244,23 @@ static int rec_qsort_cmp(const void *a, const void *b)
  * that go on where the one before ended among them), read back as
  * qsort() orders them: every field of every record, both ways of
  * reading. */
+/* agg_grow() from any capacity, 0 and 1 included (a critical-path step
+ * may start with the room of a closed step that held one event). */
+static void index_grow_small(void)
+{
+  for (size_t start = 0; start < 4; start++) {
+    size_t cap = start;
+    int *arr = start > 0 ? calloc(start, sizeof(*arr)) : NULL;
+
+    CHECK_INT(agg_grow(&arr, &cap, start, sizeof(*arr)), 0);
+    CHECK(cap > start && arr != NULL);
+    arr[start] = 7;
+    CHECK_INT(agg_grow(&arr, &cap, 100, sizeof(*arr)), 0);
+    CHECK(cap > 100 && arr[start] == 7 && arr[100] == 0);
+    free(arr);
+  }
+}
+
 static void index_runs_packed_exact(void)
 {
   enum { N = 6000 };
@@ -1101,6 +1118,7 @@ int main(void)
   RUN(index_hist_median);
   RUN(index_corr_take_and_limit);
   RUN(index_runs_spill_merge);
+  RUN(index_grow_small);
   RUN(index_runs_packed_exact);
   RUN(index_join_both_orders);
   RUN(index_join_overflow);

@@ -78,7 +78,8 @@ static uint32_t hash_bytes(const void *key, size_t len)
 int agg_grow(void *arr, size_t *cap, size_t need, size_t elem)
 {
   void **pa = arr;
-  size_t ncap = *cap ? *cap : 16;
+  /* From 16 at least: half again of a capacity under 2 is no more. */
+  size_t ncap = *cap >= 16 ? *cap : 16;
   void *p;
 
   if (need < *cap)
