@@ -4,7 +4,8 @@
  * op instances), replay matching (index/decode/dec_match.c: exact, on several
  * streams, short placed one way only, short with two placements,
  * copies and memsets), capture trace names and execution_details.json
- * (index/decode/dec_files.c).
+ * (index/decode/dec_files.c), the walk's ring of launches
+ * (index/decode/dec_ring.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -260,6 +261,72 @@ static void capture_names(void)
   CHECK(idx_capture_details("{}", 2, count_entries, &n, &err) == TR_EINVAL);
 }
 
+/* dec_ring.c against a list of every launch in arrival order, used as
+ * the walk uses the ring: a correlation seen again unindexes the older,
+ * a full ring's oldest is unindexed before the push drops it. Few
+ * correlations, so they repeat and collide; more pushes than places, so
+ * the ring wraps, and its index grows from 16 slots to 128. */
+#define RING_MAX  64
+#define RING_OPS  5000
+#define RING_KEYS 97
+
+struct ring_ref {
+  int64_t corr;
+  int val, indexed;
+};
+
+static const int *ref_get(const struct ring_ref *ref, size_t n, int64_t c)
+{
+  for (size_t i = n; i-- > 0;)
+    if (ref[i].indexed && ref[i].corr == c)
+      return &ref[i].val;
+  return NULL;
+}
+
+static void ref_unindex(struct ring_ref *ref, size_t n, int64_t c)
+{
+  for (size_t i = n; i-- > 0;)
+    if (ref[i].indexed && ref[i].corr == c)
+      ref[i].indexed = 0;
+}
+
+static void ring_against_list(void)
+{
+  static struct ring_ref ref[RING_OPS];
+  struct dec_ring r;
+  const int64_t *oldest;
+  uint32_t x = 12345;
+  size_t n = 0;
+  int64_t c;
+
+  CHECK_INT(dec_ring_init(&r, sizeof(int), RING_MAX), 0);
+  for (int op = 0; op < RING_OPS; op++) {
+    x = x * 1103515245u + 12345u;
+    c = (int64_t)((x >> 8) % RING_KEYS) << 20;
+    dec_ring_unindex(&r, c);
+    ref_unindex(ref, n, c);
+    CHECK(((oldest = dec_ring_oldest(&r)) != NULL) == (n >= RING_MAX));
+    if (oldest != NULL) {
+      CHECK(*oldest == ref[n - RING_MAX].corr);
+      ref_unindex(ref, n, *oldest);
+      dec_ring_unindex(&r, *oldest);
+    }
+    ref[n] = (struct ring_ref){ c, op, 1 };
+    CHECK_INT(dec_ring_push(&r, c, &op), 0);
+    n++;
+    for (int64_t k = 0; k < RING_KEYS; k++) {
+      const int *want = ref_get(ref, n, k << 20),
+                *got = dec_ring_get(&r, k << 20);
+
+      CHECK((want == NULL) == (got == NULL));
+      if (want != NULL && got != NULL)
+        CHECK_INT(*got, *want);
+    }
+  }
+  CHECK(r.cap == 128);
+  dec_ring_free(&r);
+}
+
 int main(void)
 {
   RUN(hs_nesting);
@@ -267,5 +334,6 @@ int main(void)
   RUN(hs_trie_cap);
   RUN(match_cases);
   RUN(capture_names);
+  RUN(ring_against_list);
   return 0;
 }

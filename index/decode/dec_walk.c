@@ -61,7 +61,7 @@ struct lsteps {
 
 #define LAUNCH_INST 4 /* modeled op instances a launch is counted in */
 
-/* A launch waiting for its device records: 28 bytes, since the table
+/* A launch waiting for its device records: 28 bytes, since the ring
  * holds LAUNCH_TABLE of them on a long trace (a launch stays once its
  * records came: a second record of it is attributed alike). */
 struct lrec {
@@ -114,9 +114,7 @@ struct walk {
   struct ostep steps[MAX_STEPS + 1];   /* [LATE_SLOT]: outside steps */
   struct agg_corr late[DEC_MAX_KINDS]; /* records after their step closed */
   uint32_t gen;
-  struct agg_corr launches;
-  int64_t *ring; /* launch correlations in arrival order */
-  size_t ring_head, ring_n;
+  struct dec_ring launches; /* struct lrec, LAUNCH_TABLE of them */
   struct replay rp[MAX_REPLAYS];
   size_t rp_hi; /* above the last replay in use (loops stop there) */
   uint32_t *at; /* dec_match's placement, at most maxlen entries */
@@ -486,7 +484,7 @@ static int step_open(struct walk *w, const struct agg_rec *r)
 
 static void launch_forget(struct walk *w, int64_t corr)
 {
-  struct lrec *l = agg_corr_get(&w->launches, corr);
+  struct lrec *l = dec_ring_get(&w->launches, corr);
   struct ostep *s;
 
   if (l == NULL)
@@ -497,7 +495,7 @@ static void launch_forget(struct walk *w, int64_t corr)
     w->d->c.launches_lost++;
     settle(w, l);
   }
-  agg_corr_remove(&w->launches, corr);
+  dec_ring_unindex(&w->launches, corr);
 }
 
 static int launch_run(struct walk *w, const struct agg_rec *r, uint32_t node,
@@ -510,19 +508,16 @@ static int launch_run(struct walk *w, const struct agg_rec *r, uint32_t node,
                     (uint8_t)(s ? s->kind : DEC_MAX_KINDS),
                     (uint8_t)first,
                     0 };
+  const int64_t *oldest;
 
   op_above(w, r->id, l.inst);
   for (int k = 0; k < LAUNCH_INST && l.inst[k] != PF_NONE; k++)
     pf_inst_launch(w->perf, l.inst[k]);
 
   launch_forget(w, r->aux); /* a correlation seen again: the newer wins */
-  if (w->ring_n == LAUNCH_TABLE) {
-    launch_forget(w, w->ring[w->ring_head]);
-    w->ring_head = (w->ring_head + 1) % LAUNCH_TABLE;
-    w->ring_n--;
-  }
-  w->ring[(w->ring_head + w->ring_n++) % LAUNCH_TABLE] = r->aux;
-  if (agg_corr_put(&w->launches, r->aux, &l) != 0)
+  if ((oldest = dec_ring_oldest(&w->launches)) != NULL)
+    launch_forget(w, *oldest);
+  if (dec_ring_push(&w->launches, r->aux, &l) != 0)
     return TR_ENOMEM;
   if (s != NULL)
     s->pending++;
@@ -692,7 +687,7 @@ static int on_device(struct walk *w, const struct agg_rec *r)
     return rc;
   if (corr != DEC_CORR_MASK && (rp = replay_of(w, corr)) != NULL)
     return replay_add(w, rp, r, stream);
-  l = corr != DEC_CORR_MASK ? agg_corr_get(&w->launches, corr) : NULL;
+  l = corr != DEC_CORR_MASK ? dec_ring_get(&w->launches, corr) : NULL;
   if (l == NULL) {
     c->no_launch++;
     c->no_launch_ns = tr_sat_add(c->no_launch_ns, r->dur_ns);
@@ -834,8 +829,7 @@ static int walk_init(struct walk *w, struct dec_file *d)
   if (d->mode == DEC_RUN)
     pf_lib_labels(w->perf, label_text, d);
   if ((w->ls = calloc(w->nls + 1, sizeof(*w->ls))) == NULL ||
-      (w->ring = malloc(LAUNCH_TABLE * sizeof(*w->ring))) == NULL ||
-      agg_corr_init(&w->launches, sizeof(struct lrec), LAUNCH_TABLE) != 0 ||
+      dec_ring_init(&w->launches, sizeof(struct lrec), LAUNCH_TABLE) != 0 ||
       dec_mem_parts_init(&w->mem_parts) != 0)
     return TR_ENOMEM;
   for (size_t i = 0; i <= MAX_STEPS; i++)
@@ -853,8 +847,7 @@ static void walk_free(struct walk *w)
   for (size_t i = 0; w->ls != NULL && i < w->nls; i++)
     free(w->ls[i].v);
   free(w->ls);
-  free(w->ring);
-  agg_corr_free(&w->launches);
+  dec_ring_free(&w->launches);
   agg_corr_free(&w->mem_parts);
   for (size_t i = 0; i <= MAX_STEPS; i++)
     agg_corr_free(&w->steps[i].fine);

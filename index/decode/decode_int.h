@@ -1,9 +1,9 @@
 /*
  * The decode unit's insides (decode.h): the capture library, the records
  * of a file, the walk's state and the tables. Shared by dec_event.c (the
- * event pass), dec_walk.c (the time-ordered walk), dec_match.c (replay
- * against graph), dec_tab.c (the tables) and dec_files.c (capture trace
- * names). Internal to index/.
+ * event pass), dec_walk.c (the time-ordered walk), dec_ring.c (its
+ * launches), dec_match.c (replay against graph), dec_tab.c (the tables)
+ * and dec_files.c (capture trace names). Internal to index/.
  */
 #ifndef IDX_DECODE_INT_H
 #define IDX_DECODE_INT_H
@@ -345,6 +345,31 @@ struct dec_match {
 void dec_match_replay(const struct dec_lib *lib, const uint32_t *cand,
                       size_t ncand, const struct dec_rk *k, size_t n,
                       struct dec_match *m);
+
+/* dec_ring.c: the walk's launches in arrival order, at most max of them
+ * (then the oldest goes), each record of vsize bytes found by its
+ * correlation through an index of places in the ring. */
+struct dec_ring {
+  int64_t *corr;       /* by place: the launch's correlation */
+  unsigned char *vals; /* by place: its record */
+  size_t vsize;
+  uint32_t max, head, len; /* the ring: len places from head */
+  uint32_t *ix;            /* open addressing: place + 1; 0 empty */
+  uint32_t cap, n;         /* its slots, the places indexed */
+};
+int dec_ring_init(struct dec_ring *r, size_t vsize, uint32_t max);
+/* The record of the launch indexed under corr, in place (valid until its
+ * place is taken again), or NULL. */
+void *dec_ring_get(const struct dec_ring *r, int64_t corr);
+/* Takes corr out of the index; its record stays, unreachable. */
+void dec_ring_unindex(struct dec_ring *r, int64_t corr);
+/* The correlation of the oldest launch when the ring is full, else NULL:
+ * the caller unindexes it before the next push drops it. */
+const int64_t *dec_ring_oldest(const struct dec_ring *r);
+/* Adds a launch under corr, indexed by it (the caller has unindexed
+ * corr); drops the oldest when full. 0 or TR_ENOMEM (nothing changed). */
+int dec_ring_push(struct dec_ring *r, int64_t corr, const void *val);
+void dec_ring_free(struct dec_ring *r);
 
 /* dec_json.c: the reasons' names in the summary. */
 extern const char *const dec_reason_names[R_REASONS];
