@@ -76,35 +76,7 @@ int64_t agg_corr_of(const struct idx_event *ev)
 
 uint64_t agg_name_hash(struct idx_str s)
 {
-  /* Sixteen bytes at a time in two lanes that do not wait on each other,
-   * the last ones read whole, overlapping. */
-  uint64_t a = 0x9e3779b97f4a7c15ull * (s.n + 1), b = 0xc2b2ae3d27d4eb4full;
-  uint64_t w = 0, v = 0;
-  size_t i;
-
-  if (s.p == NULL)
-    return 0;
-  if (s.n < 16) {
-    memcpy(&w, s.p, s.n < 8 ? s.n : 8);
-    if (s.n > 8)
-      memcpy(&v, s.p + s.n - 8, 8);
-  } else {
-    for (i = 0; i + 16 < s.n; i += 16) {
-      memcpy(&w, s.p + i, 8);
-      memcpy(&v, s.p + i + 8, 8);
-      a = (a ^ w) * 0xff51afd7ed558ccdull;
-      b = (b ^ v) * 0xc4ceb9fe1a85ec53ull;
-      a ^= a >> 29;
-      b ^= b >> 31;
-    }
-    memcpy(&w, s.p + s.n - 16, 8);
-    memcpy(&v, s.p + s.n - 8, 8);
-  }
-  a = (a ^ w) * 0xff51afd7ed558ccdull;
-  b = (b ^ v) * 0xc4ceb9fe1a85ec53ull;
-  a ^= b ^ (a >> 32);
-  a *= 0x9e3779b97f4a7c15ull;
-  return a ^ (a >> 29);
+  return s.p == NULL ? 0 : agg_key_hash(s.p, s.n);
 }
 
 uint64_t agg_ev_hash(struct idx_agg *a, const struct idx_event *ev)

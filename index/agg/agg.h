@@ -418,8 +418,8 @@ int agg_record(struct idx_agg *a, const struct idx_event *ev,
 int64_t agg_corr_of(const struct idx_event *ev);
 
 /* A 64-bit hash of name s, every byte (Python function names differ in a
- * line number in their middle: "torch/utils/_pytree.py(1308): tree_iter");
- * 0 for none. */
+ * line number in their middle: "torch/utils/_pytree.py(1308): tree_iter"),
+ * the maps' own (agg_key_hash()); 0 for none. */
 uint64_t agg_name_hash(struct idx_str s);
 /* agg_name_hash() of the name of the event being read, found once
  * however many passes ask (idx_agg_event() forgets it at each event). */

@@ -47,7 +47,7 @@ static inline uint64_t load4(const unsigned char *p)
  * byte by byte (the length is in the seed, so keys of two lengths never
  * read alike); finished with the murmur3 mix. The ids a map hands out do
  * not depend on it: they are dense, in the order keys came. */
-static uint32_t hash_bytes(const void *key, size_t len)
+uint64_t agg_key_hash(const void *key, size_t len)
 {
   const unsigned char *p = key; /* NULL when len is 0 */
   uint64_t a = 0x9e3779b97f4a7c15ull ^ len, b = 0x2545f4914f6cdd1dull, h;
@@ -72,7 +72,13 @@ static uint32_t hash_bytes(const void *key, size_t len)
   h = a ^ (b * 0x9e3779b97f4a7c15ull);
   h ^= h >> 29;
   h *= 0xc4ceb9fe1a85ec53ull;
-  return (uint32_t)(h ^ (h >> 32));
+  return h ^ (h >> 32);
+}
+
+/* A map's slots keep the low half. */
+static uint32_t hash_bytes(const void *key, size_t len)
+{
+  return (uint32_t)agg_key_hash(key, len);
 }
 
 int agg_grow(void *arr, size_t *cap, size_t need, size_t elem)

@@ -47,6 +47,9 @@ int agg_map_intern(struct agg_map *m, const void *key, size_t len,
 int agg_map_find(const struct agg_map *m, const void *key, size_t len,
                  uint32_t *id);
 void agg_map_free(struct agg_map *m);
+/* The 64-bit hash of key[0..len) the maps place keys by (their slots keep
+ * its low half); key may be NULL when len is 0. */
+uint64_t agg_key_hash(const void *key, size_t len);
 
 /* Grows *arr (elements of size elem) so that index `need` is valid, new
  * elements zeroed. Returns 0 or TR_ENOMEM. */
