@@ -35,16 +35,6 @@
 
 /* ---- packing records ---- */
 
-static uint64_t zigzag(int64_t v)
-{
-  return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
-}
-
-static int64_t unzigzag(uint64_t u)
-{
-  return (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
-}
-
 /* Packs x, whose start follows prev, at p (REC_MAX + 8 bytes writable).
  * The control bytes hold, three bits each, the bytes of the start's
  * delta, the duration and aux less one (1 to 8), and of id and type (0 to
@@ -53,7 +43,7 @@ static unsigned char *pack(unsigned char *p, const struct agg_rec *x,
                            int64_t prev)
 {
   uint64_t ds = (uint64_t)x->start_ns - (uint64_t)prev;
-  uint64_t aux = zigzag(x->aux);
+  uint64_t aux = agg_zigzag(x->aux);
   unsigned w0 = agg_width(ds), w1 = agg_width((uint64_t)x->dur_ns),
            w2 = agg_width(aux), w3 = agg_width0(x->id),
            w4 = agg_width0(x->type);
@@ -88,7 +78,7 @@ static const unsigned char *unpack(const unsigned char *p,
   p += 2;
   x->start_ns = (int64_t)((uint64_t)prev + agg_get_word(p, w0));
   x->dur_ns = (int64_t)agg_get_word(p += w0, w1);
-  x->aux = unzigzag(agg_get_word(p += w1, w2));
+  x->aux = agg_unzigzag(agg_get_word(p += w1, w2));
   x->id = (uint32_t)agg_get_word(p += w2, w3);
   x->type = (uint32_t)agg_get_word(p += w3, w4);
   return p + w4;

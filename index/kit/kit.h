@@ -185,6 +185,18 @@ static inline unsigned agg_width0(uint64_t v)
   return v == 0 ? 0 : agg_width(v);
 }
 
+/* A signed value as an unsigned one small when the value is near 0 (-1:
+ * 1, 1: 2), and back. */
+static inline uint64_t agg_zigzag(int64_t v)
+{
+  return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+static inline int64_t agg_unzigzag(uint64_t u)
+{
+  return (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
+}
+
 /* Stores v's w low bytes at p (8 bytes at p writable); the byte after. */
 static inline unsigned char *agg_put_word(unsigned char *p, uint64_t v,
                                           unsigned w)

@@ -145,11 +145,6 @@ static void put_varint(struct found_buf *o, uint64_t v)
   o->b[o->n++] = (uint8_t)v;
 }
 
-static uint64_t zigzag(int64_t v)
-{
-  return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
-}
-
 static void put_text(struct found_buf *o, const char *p, size_t n)
 {
   put_varint(o, n);
@@ -213,11 +208,11 @@ void slice_figs_finding(void *ud, const struct agg_finding *fd)
   }
   o.b[o.n++] = (uint8_t)((fd->what == AGG_FOUND_STEP ? 0 : 1) | fd->cause << 1);
   /* Differences taken modulo 2^64: any pair of times fits. */
-  put_varint(&o, zigzag((int64_t)((uint64_t)fd->start_ns -
-                                  (uint64_t)f->found_last)));
-  put_varint(&o, zigzag((int64_t)((uint64_t)fd->end_ns -
-                                  (uint64_t)fd->start_ns)));
-  put_varint(&o, zigzag(fd->between_ns));
+  put_varint(&o, agg_zigzag((int64_t)((uint64_t)fd->start_ns -
+                                      (uint64_t)f->found_last)));
+  put_varint(&o, agg_zigzag((int64_t)((uint64_t)fd->end_ns -
+                                      (uint64_t)fd->start_ns)));
+  put_varint(&o, agg_zigzag(fd->between_ns));
   if (x.what == AGG_FOUND_STEP) {
     put_text(&o, x.kind, x.kind_n);
     put_text(&o, x.label, x.label_n);
@@ -254,11 +249,6 @@ static int get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
   return -1;
 }
 
-static int64_t unzigzag(uint64_t v)
-{
-  return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
-}
-
 /* A text after its length: 0, or -1 when it runs past end. */
 static int get_text(const uint8_t **p, const uint8_t *end, const char **s,
                     size_t *n)
@@ -287,9 +277,9 @@ static size_t read_found(const uint8_t *b, const uint8_t *end, int64_t *last,
   f->what = *b & 1 ? AGG_FOUND_IDLE : AGG_FOUND_STEP;
   f->cause = *b >> 1;
   /* Wrapping as the recorder's subtraction did. */
-  f->start_ns = (int64_t)((uint64_t)*last + (uint64_t)unzigzag(start));
-  f->end_ns = (int64_t)((uint64_t)f->start_ns + (uint64_t)unzigzag(len));
-  f->between_ns = unzigzag(between);
+  f->start_ns = (int64_t)((uint64_t)*last + (uint64_t)agg_unzigzag(start));
+  f->end_ns = (int64_t)((uint64_t)f->start_ns + (uint64_t)agg_unzigzag(len));
+  f->between_ns = agg_unzigzag(between);
   f->kind = f->label = "";
   f->kind_n = f->label_n = 0;
   if (f->what == AGG_FOUND_STEP &&
