@@ -11,17 +11,10 @@
 
 #include "index/decode/decode_int.h"
 
-static uint32_t ring_home(uint32_t cap, int64_t key)
-{
-  uint64_t x = (uint64_t)key * 0x9E3779B97F4A7C15ull;
-
-  return (uint32_t)(x >> 32) & (cap - 1);
-}
-
 /* The index slot holding corr, or the empty one where it would go. */
 static uint32_t ring_find(const struct dec_ring *r, int64_t corr)
 {
-  uint32_t i = ring_home(r->cap, corr);
+  uint32_t i = agg_corr_home(r->cap, corr);
 
   while (r->ix[i] != 0 && r->corr[r->ix[i] - 1] != corr)
     i = (i + 1) & (r->cap - 1);
@@ -50,8 +43,7 @@ void *dec_ring_get(const struct dec_ring *r, int64_t corr)
   return r->ix[i] != 0 ? r->vals + (size_t)(r->ix[i] - 1) * r->vsize : NULL;
 }
 
-/* Backward-shift removal, as agg_corr's (index/kit/agg_map.c): an entry
- * after the hole moves into it unless its home is cyclically in (i, j]. */
+/* Backward-shift removal, as agg_corr's (agg_corr_may_fill()). */
 void dec_ring_unindex(struct dec_ring *r, int64_t corr)
 {
   uint32_t i, j, home;
@@ -65,9 +57,8 @@ void dec_ring_unindex(struct dec_ring *r, int64_t corr)
     j = (j + 1) & (r->cap - 1);
     if (r->ix[j] == 0)
       break;
-    home = ring_home(r->cap, r->corr[r->ix[j] - 1]);
-    if ((j > i && (home <= i || home > j)) ||
-        (j < i && home <= i && home > j)) {
+    home = agg_corr_home(r->cap, r->corr[r->ix[j] - 1]);
+    if (agg_corr_may_fill(home, i, j)) {
       r->ix[i] = r->ix[j];
       i = j;
     }

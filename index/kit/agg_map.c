@@ -430,9 +430,7 @@ void agg_hist_free(struct agg_hist *h)
 
 static uint32_t corr_home(const struct agg_corr *c, int64_t key)
 {
-  uint64_t x = (uint64_t)key * 0x9E3779B97F4A7C15ull;
-
-  return (uint32_t)(x >> 32) & (c->cap - 1);
+  return agg_corr_home(c->cap, key);
 }
 
 /* Arrays for cap slots, all empty, in *c; 0 or TR_ENOMEM (c unchanged). */
@@ -519,8 +517,8 @@ int agg_corr_put(struct agg_corr *c, int64_t key, const void *val)
   return 0;
 }
 
-/* Backward-shift removal keeps probe chains intact without tombstones,
- * so a table churned by millions of launches never degrades. */
+/* Backward-shift removal (agg_corr_may_fill()): a table churned by
+ * millions of launches never degrades. */
 static void corr_remove(struct agg_corr *c, uint32_t i)
 {
   uint32_t j = i, home;
@@ -530,10 +528,7 @@ static void corr_remove(struct agg_corr *c, uint32_t i)
     if (!c->used[j])
       break;
     home = corr_home(c, c->keys[j]);
-    /* j's entry may move into the hole at i when its home is not
-     * cyclically within (i, j]. */
-    if ((j > i && (home <= i || home > j)) ||
-        (j < i && home <= i && home > j)) {
+    if (agg_corr_may_fill(home, i, j)) {
       c->keys[i] = c->keys[j];
       memcpy(c->vals + (size_t)i * c->vsize, c->vals + (size_t)j * c->vsize,
              c->vsize);

@@ -129,6 +129,24 @@ struct agg_corr {
 };
 
 int agg_corr_init(struct agg_corr *c, size_t vsize, uint32_t max);
+
+/* The home slot of correlation key among cap (a power of two), as the
+ * correlation tables (here and decode's launch ring) place keys. */
+static inline uint32_t agg_corr_home(uint32_t cap, int64_t key)
+{
+  uint64_t x = (uint64_t)key * 0x9E3779B97F4A7C15ull;
+
+  return (uint32_t)(x >> 32) & (cap - 1);
+}
+
+/* Backward-shift removal keeps probe chains whole without tombstones:
+ * whether the entry at slot j, whose home is home, may move into the hole
+ * at i (its home is not cyclically within (i, j]). */
+static inline int agg_corr_may_fill(uint32_t home, uint32_t i, uint32_t j)
+{
+  return (j > i && (home <= i || home > j)) ||
+         (j < i && home <= i && home > j);
+}
 /* Adds key -> val. TR_ECONFLICT when key is held already (graph kernels
  * share one correlation), TR_ELIMIT when full; the table is unchanged. */
 int agg_corr_put(struct agg_corr *c, int64_t key, const void *val);
