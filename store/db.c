@@ -760,14 +760,7 @@ int store__no_capture(struct store *st, int64_t id, struct tr_err *err)
 int store__stmt_id(struct store *st, const char *sql, int64_t id, int rank,
                    sqlite3_stmt **out, struct tr_err *err)
 {
-  int rc = store__stmt(st, sql, out, err);
-
-  if (rc < 0)
-    return rc;
-  sqlite3_bind_int64(*out, 1, id);
-  if (sqlite3_bind_parameter_count(*out) >= 2)
-    sqlite3_bind_int(*out, 2, rank);
-  return 0;
+  return store__prep(st, sql, out, err, "|Ii", id, rank);
 }
 
 int store__step(struct store *st, sqlite3_stmt *s, const char *what,

@@ -233,8 +233,8 @@ const char *store__capture_name(struct store *st, int64_t id, char *buf);
 /* Records TR_ENOTFOUND "no capture <name>" (field "id") and returns it. */
 int store__no_capture(struct store *st, int64_t id, struct tr_err *err);
 
-/* store__stmt(), then binds ?1 = id and, when the statement has a ?2,
- * ?2 = rank. */
+/* store__prep(sql, "|Ii", id, rank): ?1 = id and ?2 = rank where the
+ * statement has them. */
 int store__stmt_id(struct store *st, const char *sql, int64_t id, int rank,
                    sqlite3_stmt **out, struct tr_err *err);
 
