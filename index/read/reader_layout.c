@@ -366,19 +366,21 @@ static int match(struct idx_layout *l, const char *p, const char *end,
 {
   struct step *st = l->step;
 
-  for (;; st++) {
-    if (end - p < (ptrdiff_t)st->n + 16 || !run_eq(p, l->bytes + st->lit, st))
-      return 0;
-    /* Most layouts that miss an event miss it in the first run (its ph
-     * and cat are there): the event is reset only once that run is. */
-    if (st == l->step)
-      idx_parsed_reset(e);
+  /* Most layouts that miss an event miss it in the first run (its ph and
+   * cat are there): the event is reset only once that run is. */
+  if (end - p < (ptrdiff_t)st->n + 16 || !run_eq(p, l->bytes + st->lit, st))
+    return 0;
+  idx_parsed_reset(e);
+  for (;;) {
     if (st->nc != 0)
       set_consts(l, st, p, e);
     p += st->n;
     if (st->hole == H_END)
       break;
     if ((p = fill(st, p, end, e)) == NULL)
+      return 0;
+    st++;
+    if (end - p < (ptrdiff_t)st->n + 16 || !run_eq(p, l->bytes + st->lit, st))
       return 0;
   }
   *close = p - 1;
