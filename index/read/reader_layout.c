@@ -191,7 +191,7 @@ static inline LAYOUT_AVX2 const char *str_close32(const char *p,
                                                   const char *end, unsigned *hi)
 {
   const __m256i quote = _mm256_set1_epi8('"'), bs = _mm256_set1_epi8('\\');
-  const char *at;
+  const char *at = NULL;
   __m256i v;
 
   for (; end - p >= 32; p += 32) {
