@@ -7,7 +7,10 @@
  * queues), so that the pool (UV_THREADPOOL_SIZE = index_jobs + 2 +
  * API_SLICES, see daemon.c) always has a thread for the state writes. A
  * rank that fails is recorded with store_rank_fail() and the others are
- * kept; each rank in calls job->index.rank_done. Also each rank's
+ * kept; each rank in calls job->index.rank_done. Each rank's indexer
+ * stops on a flag of its own, which the loop sets when the job ends
+ * (cap_index_cancel()) or the rank outlasts rank_index_timeout_s
+ * (cap_index_deadlines(): it fails naming the setting). Also each rank's
  * collectives' file (FINISHING matches them) and the deadline of reading
  * the traces (INDEXING's and FINISHING's).
  */
