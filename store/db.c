@@ -452,6 +452,19 @@ int store__collect(struct store *st, sqlite3_stmt *s, size_t size,
   return rc;
 }
 
+int store__collect_id(struct store *st, const char *sql, int64_t id,
+                      size_t size, store__fill_fn fill, void *ud,
+                      const char *what, void **out, size_t *n,
+                      struct tr_err *err)
+{
+  sqlite3_stmt *s;
+  int rc = store__stmt_id(st, sql, id, 0, &s, err);
+
+  *out = NULL;
+  *n = 0;
+  return rc < 0 ? rc : store__collect(st, s, size, fill, ud, what, out, n, err);
+}
+
 int store__page(struct store *st, sqlite3_stmt *s, size_t max_bytes,
                 void (*finish)(json_t *row), json_t **out, struct tr_err *err)
 {

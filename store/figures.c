@@ -168,16 +168,13 @@ static int rank_steps(struct store *st, int64_t rank_id, struct capset *c,
 {
   struct smp_ctx cx = { map, c->nfig };
   void *v = NULL;
-  sqlite3_stmt *s;
-  int rc = store__stmt_id(st,
-                          "SELECT kind, ordinal, step, bs, tok, dur_ns,"
-                          " warmup, vals FROM step_samples WHERE rank_id = ?1"
-                          " ORDER BY kind, ordinal",
-                          rank_id, 0, &s, err);
+  int rc = store__collect_id(st,
+                             "SELECT kind, ordinal, step, bs, tok, dur_ns,"
+                             " warmup, vals FROM step_samples WHERE"
+                             " rank_id = ?1 ORDER BY kind, ordinal",
+                             rank_id, sizeof(struct smp), fill_smp, &cx,
+                             "figures", &v, &c->r[r].n, err);
 
-  if (rc == 0)
-    rc = store__collect(st, s, sizeof(struct smp), fill_smp, &cx, "figures", &v,
-                        &c->r[r].n, err);
   c->r[r].v = v; /* capset_free() frees it, on error too */
   return rc;
 }
@@ -705,17 +702,13 @@ int store__figstats_load(struct store *st, int64_t id,
                          struct store__figstats *out, struct tr_err *err)
 {
   void *v = NULL;
-  sqlite3_stmt *s;
-  int rc = store__stmt_id(st,
-                          "SELECT figure, name, stratum, n, loc, se, df"
-                          " FROM capture_figures WHERE capture_id = ?1"
-                          " ORDER BY figure, name, stratum",
-                          id, 0, &s, err);
+  int rc = store__collect_id(st,
+                             "SELECT figure, name, stratum, n, loc, se, df"
+                             " FROM capture_figures WHERE capture_id = ?1"
+                             " ORDER BY figure, name, stratum",
+                             id, sizeof(*out->v), fill_figstat, NULL, "figures",
+                             &v, &out->n, err);
 
-  memset(out, 0, sizeof(*out));
-  if (rc == 0)
-    rc = store__collect(st, s, sizeof(*out->v), fill_figstat, NULL, "figures",
-                        &v, &out->n, err);
   out->v = v;
   if (rc < 0)
     store__figstats_free(out);

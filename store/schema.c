@@ -29,24 +29,35 @@
  * share are not stored: they are derived from total/count and from the
  * rank's kernel_ns/device_ns when read, which also serves all-ranks sums.
  */
+/* clang-format off */
+/*
+ * Version 1's captures table named name, its status and phase columns
+ * given (each with its trailing comma). Steps 1 and 2 both create it, and
+ * must create the same columns in the same order: step 2's INSERT ...
+ * SELECT * copies version 1's rows by position. Frozen with them.
+ */
+#define CAPTURES_V1(name, status, phase)                                       \
+  "CREATE TABLE " name "("                                                     \
+  " id INTEGER PRIMARY KEY AUTOINCREMENT,"                                     \
+  " kind TEXT NOT NULL CHECK(kind IN ('capture','import')),"                   \
+  " label TEXT,"                                                               \
+  " params TEXT NOT NULL DEFAULT '{}'," status phase                           \
+  " created_at INTEGER NOT NULL,"                                              \
+  " started_at INTEGER,"                                                       \
+  " finished_at INTEGER,"                                                      \
+  " phase_started_at INTEGER,"                                                 \
+  " progress TEXT NOT NULL DEFAULT '{}',"                                      \
+  " error TEXT,"                                                               \
+  " bench TEXT,"                                                               \
+  " extra TEXT NOT NULL DEFAULT '{}');"
+
 static const char step1[] =
-    "CREATE TABLE captures("
-    " id INTEGER PRIMARY KEY AUTOINCREMENT,"
-    " kind TEXT NOT NULL CHECK(kind IN ('capture','import')),"
-    " label TEXT,"
-    " params TEXT NOT NULL DEFAULT '{}',"
-    " status TEXT NOT NULL CHECK(status IN ('queued','running','done',"
-    "  'failed','cancelled','interrupted')),"
-    " phase TEXT NOT NULL CHECK(phase IN ('queued','stopping','launching',"
-    "  'waiting_ready','benchmark','exporting','indexing','done')),"
-    " created_at INTEGER NOT NULL,"
-    " started_at INTEGER,"
-    " finished_at INTEGER,"
-    " phase_started_at INTEGER,"
-    " progress TEXT NOT NULL DEFAULT '{}',"
-    " error TEXT,"
-    " bench TEXT,"
-    " extra TEXT NOT NULL DEFAULT '{}');"
+    CAPTURES_V1(
+        "captures",
+        " status TEXT NOT NULL CHECK(status IN ('queued','running','done',"
+        "  'failed','cancelled','interrupted')),",
+        " phase TEXT NOT NULL CHECK(phase IN ('queued','stopping','launching',"
+        "  'waiting_ready','benchmark','exporting','indexing','done')),")
     "CREATE INDEX captures_queue ON captures(status, kind, id);"
     "CREATE TABLE names("
     " id INTEGER PRIMARY KEY,"
@@ -129,27 +140,15 @@ static const char step1[] =
  * AUTOINCREMENT counter moves with it, so no id is ever handed out twice.
  */
 static const char step2[] =
-    "CREATE TABLE captures_v2("
-    " id INTEGER PRIMARY KEY AUTOINCREMENT,"
-    " kind TEXT NOT NULL CHECK(kind IN ('capture','import')),"
-    " label TEXT,"
-    " params TEXT NOT NULL DEFAULT '{}',"
-    " status TEXT NOT NULL,"
-    " phase TEXT NOT NULL,"
-    " created_at INTEGER NOT NULL,"
-    " started_at INTEGER,"
-    " finished_at INTEGER,"
-    " phase_started_at INTEGER,"
-    " progress TEXT NOT NULL DEFAULT '{}',"
-    " error TEXT,"
-    " bench TEXT,"
-    " extra TEXT NOT NULL DEFAULT '{}');"
+    CAPTURES_V1("captures_v2", " status TEXT NOT NULL,",
+                " phase TEXT NOT NULL,")
     "INSERT INTO captures_v2 SELECT * FROM captures;"
     "DELETE FROM sqlite_sequence WHERE name = 'captures_v2';"
     "UPDATE sqlite_sequence SET name = 'captures_v2' WHERE name = 'captures';"
     "DROP TABLE captures;"
     "ALTER TABLE captures_v2 RENAME TO captures;"
     "CREATE INDEX captures_queue ON captures(status, kind, id);";
+/* clang-format on */
 
 /*
  * From version 3 on, a step's SQL is expanded from the field list

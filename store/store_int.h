@@ -194,6 +194,13 @@ int store__collect(struct store *st, sqlite3_stmt *s, size_t size,
                    store__fill_fn fill, void *ud, const char *what, void **out,
                    size_t *n, struct tr_err *err);
 
+/* The rows of sql (?1 = id) as store__collect() makes them: *out, *n of
+ * them, which the caller frees (NULL with none), on error too. */
+int store__collect_id(struct store *st, const char *sql, int64_t id,
+                      size_t size, store__fill_fn fill, void *ud,
+                      const char *what, void **out, size_t *n,
+                      struct tr_err *err);
+
 /* The first row of sql (?1 = id) as store__rows() makes it, into *out
  * (NULL when there is none). */
 int store__row_id(struct store *st, const char *sql, int64_t id, json_t **out,

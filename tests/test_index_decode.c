@@ -37,61 +37,88 @@ static const char *path(const struct hs_trie *t, uint32_t node)
   return buf;
 }
 
-static void hs_nesting(void)
-{
+/* A trie and one lane of a fresh set of lanes, the lane named as
+ * hs_lanes_id() names it. */
+struct lane_fx {
   struct hs_trie t;
   struct hs_lanes l;
-  uint32_t lane, mod = 0, op = 0, inner = 0;
+  uint32_t lane;
+};
 
-  CHECK_INT(hs_trie_init(&t, 0), 0);
-  CHECK_INT(hs_lanes_init(&l), 0);
-  CHECK_INT(hs_lanes_id(&l, 7, 8, NULL, 0, NULL, 0, &lane), 0);
-  mod = name(&t, HS_MODULE, "Layer_0");
-  op = name(&t, HS_OP, "aten::linear");
-  inner = name(&t, HS_OP, "aten::mm");
+static void lane_open(struct lane_fx *f, int64_t pid, int64_t tid,
+                      const char *ps, const char *ts)
+{
+  CHECK_INT(hs_trie_init(&f->t, 0), 0);
+  CHECK_INT(hs_lanes_init(&f->l), 0);
+  CHECK_INT(hs_lanes_id(&f->l, pid, tid, ps, ps ? strlen(ps) : 0, ts,
+                        ts ? strlen(ts) : 0, &f->lane),
+            0);
+}
+
+static void lane_close(struct lane_fx *f)
+{
+  hs_lanes_free(&f->l);
+  hs_trie_free(&f->t);
+}
+
+static void push(struct lane_fx *f, int64_t start, int64_t end, uint32_t node)
+{
+  CHECK_INT(hs_lanes_push(&f->l, &f->t, f->lane, start, end, node, 0), 0);
+}
+
+/* The lane's stack now, as path() writes it. */
+static const char *top(struct lane_fx *f)
+{
+  return path(&f->t, hs_lanes_top(&f->l, f->lane));
+}
+
+static void hs_nesting(void)
+{
+  struct lane_fx f;
+  uint32_t mod, op, inner;
+
+  lane_open(&f, 7, 8, NULL, NULL);
+  mod = name(&f.t, HS_MODULE, "Layer_0");
+  op = name(&f.t, HS_OP, "aten::linear");
+  inner = name(&f.t, HS_OP, "aten::mm");
   /* Pushed in start order; the same start: the longer is outside. */
-  CHECK_INT(hs_lanes_push(&l, &t, lane, 100, 200, mod, 0), 0);
-  CHECK_INT(hs_lanes_push(&l, &t, lane, 110, 150, inner, 0), 0);
-  CHECK_INT(hs_lanes_push(&l, &t, lane, 110, 190, op, 0), 0);
-  CHECK_STR(path(&t, hs_lanes_top(&l, lane)), "Layer_0/aten::linear/aten::mm");
-  CHECK_INT(hs_lanes_first_launch(&l, &t, lane, NULL), 1);
-  CHECK_INT(hs_lanes_first_launch(&l, &t, lane, NULL), 0);
-  hs_lanes_advance(&l, &t, lane, 150); /* the end is outside */
-  CHECK_STR(path(&t, hs_lanes_top(&l, lane)), "Layer_0/aten::linear");
-  CHECK_INT(hs_lanes_first_launch(&l, &t, lane, NULL), 1);
-  hs_lanes_advance(&l, &t, lane, 200);
-  CHECK_INT(hs_lanes_top(&l, lane), HS_ROOT);
-  hs_lanes_free(&l);
-  hs_trie_free(&t);
+  push(&f, 100, 200, mod);
+  push(&f, 110, 150, inner);
+  push(&f, 110, 190, op);
+  CHECK_STR(top(&f), "Layer_0/aten::linear/aten::mm");
+  CHECK_INT(hs_lanes_first_launch(&f.l, &f.t, f.lane, NULL), 1);
+  CHECK_INT(hs_lanes_first_launch(&f.l, &f.t, f.lane, NULL), 0);
+  hs_lanes_advance(&f.l, &f.t, f.lane, 150); /* the end is outside */
+  CHECK_STR(top(&f), "Layer_0/aten::linear");
+  CHECK_INT(hs_lanes_first_launch(&f.l, &f.t, f.lane, NULL), 1);
+  hs_lanes_advance(&f.l, &f.t, f.lane, 200);
+  CHECK_INT(hs_lanes_top(&f.l, f.lane), HS_ROOT);
+  lane_close(&f);
 }
 
 static void hs_same_span_and_overlap(void)
 {
-  struct hs_trie t;
-  struct hs_lanes l;
-  uint32_t lane, a, b, m;
+  struct lane_fx f;
+  uint32_t a, b, m;
 
-  CHECK_INT(hs_trie_init(&t, 0), 0);
-  CHECK_INT(hs_lanes_init(&l), 0);
-  CHECK_INT(hs_lanes_id(&l, 0, 0, "CPU functions", 13, "main", 4, &lane), 0);
-  a = name(&t, HS_OP, "b_op");
-  b = name(&t, HS_OP, "a_op");
-  m = name(&t, HS_MODULE, "Mlp_3");
+  lane_open(&f, 0, 0, "CPU functions", "main");
+  a = name(&f.t, HS_OP, "b_op");
+  b = name(&f.t, HS_OP, "a_op");
+  m = name(&f.t, HS_MODULE, "Mlp_3");
   /* One span: the module outside the ops, then byte order. */
-  CHECK_INT(hs_lanes_push(&l, &t, lane, 10, 20, a, 0), 0);
-  CHECK_INT(hs_lanes_push(&l, &t, lane, 10, 20, m, 0), 0);
-  CHECK_INT(hs_lanes_push(&l, &t, lane, 10, 20, b, 0), 0);
-  CHECK_STR(path(&t, hs_lanes_top(&l, lane)), "Mlp_3/a_op/b_op");
-  hs_lanes_advance(&l, &t, lane, 20);
+  push(&f, 10, 20, a);
+  push(&f, 10, 20, m);
+  push(&f, 10, 20, b);
+  CHECK_STR(top(&f), "Mlp_3/a_op/b_op");
+  hs_lanes_advance(&f.l, &f.t, f.lane, 20);
   /* Overlap without nesting: [30, 50) then [40, 60): at 55 only the
    * second is open, though it sat above the first. */
-  CHECK_INT(hs_lanes_push(&l, &t, lane, 30, 50, a, 0), 0);
-  CHECK_INT(hs_lanes_push(&l, &t, lane, 40, 60, b, 0), 0);
-  CHECK_STR(path(&t, hs_lanes_top(&l, lane)), "b_op/a_op");
-  hs_lanes_advance(&l, &t, lane, 55);
-  CHECK_STR(path(&t, hs_lanes_top(&l, lane)), "a_op");
-  hs_lanes_free(&l);
-  hs_trie_free(&t);
+  push(&f, 30, 50, a);
+  push(&f, 40, 60, b);
+  CHECK_STR(top(&f), "b_op/a_op");
+  hs_lanes_advance(&f.l, &f.t, f.lane, 55);
+  CHECK_STR(top(&f), "a_op");
+  lane_close(&f);
 }
 
 static void hs_trie_cap(void)

@@ -489,6 +489,32 @@ static void reader_sync_args(void)
   CHECK(!(l.ev.has & (IDX_HAS_WAIT_STREAM | IDX_HAS_WAIT_CORR)));
 }
 
+/* key is an args key of want: found at its length, and a letter off or
+ * a byte longer is no key (an IDX_ARG_LENS without its length would
+ * find nothing). */
+static void arg_key_is(const char *key, int want)
+{
+  char buf[64];
+  size_t n = strlen(key);
+
+  CHECK_INT(idx_arg_key(key, n), want);
+  memcpy(buf, key, n);
+  buf[n - 1] ^= 0x20; /* "griD" */
+  CHECK_INT(idx_arg_key(buf, n), IDX_A_OTHER);
+  buf[n - 1] ^= 0x20;
+  buf[n] = 'x'; /* "gridx" */
+  CHECK_INT(idx_arg_key(buf, n + 1), IDX_A_OTHER);
+}
+
+/* Every row of IDX_ARG_KEYS, as the readers look keys up. */
+static void reader_arg_keys(void)
+{
+#define XX(len, A, key) arg_key_is(key, IDX_A_##A);
+  IDX_ARG_KEYS(XX, 0)
+#undef XX
+  CHECK_INT(idx_arg_key("External", 8), IDX_A_OTHER);
+}
+
 /* Each kind of broken document fails with a message and an offset. */
 static void reader_bad_documents(void)
 {
@@ -827,6 +853,7 @@ int main(void)
   RUN(reader_numbers_in_events);
   RUN(reader_time_bounds);
   RUN(reader_sync_args);
+  RUN(reader_arg_keys);
   RUN(reader_bad_documents);
   RUN(reader_depth_limit);
   RUN(reader_lenient_inputs);

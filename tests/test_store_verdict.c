@@ -144,6 +144,19 @@ static int64_t fresh_capture(char *db, size_t size, struct store **st,
   return capture_of(*st, skip);
 }
 
+/* The se of the trimmed mean of one bs=8 stratum's MoE times at
+ * k x (1000 + ordinal), ordinals 2..9 (samples(): past the warm-ups). */
+static double bs8_se(double k)
+{
+  double x[8];
+  struct est e;
+
+  for (int i = 0; i < 8; i++)
+    x[i] = k * (1002 + i);
+  est_trimmed(x, 8, &e);
+  return e.se;
+}
+
 /* loc, se (-1: NULL), n of a capture_figures row. */
 static void row(const char *db, int64_t cap, const char *figure,
                 const char *stratum, double *loc, double *se, int64_t *n)
@@ -185,15 +198,7 @@ static void figures_merged(void)
   row(db, cap, "family", "decode bs=8", &loc, &se, &n);
   CHECK_INT(n, 8);
   CHECK_NEAR(loc, 3 * 1005.5, 1e-9);
-  {
-    double x[8];
-    struct est e;
-
-    for (int i = 0; i < 8; i++)
-      x[i] = 3.0 * (1002 + i);
-    est_trimmed(x, 8, &e);
-    CHECK_NEAR(se, e.se, 1e-9);
-  }
+  CHECK_NEAR(se, bs8_se(3), 1e-9); /* the ranks' times summed: 3 x */
   row(db, cap, "family", "decode bs=33-40", &loc, &se, &n);
   CHECK_INT(n, 2);
   CHECK_NEAR(loc, 3 * 1010.5, 1e-9);
@@ -263,18 +268,7 @@ static void figures_alone(void)
   cap = fresh_capture(db, sizeof(db), &st, true);
   row(db, cap, "family", "decode bs=8", &loc, &se, &n);
   CHECK_NEAR(loc, 3 * 1005.5, 1e-9);
-  {
-    double x[8], y[8];
-    struct est a, b;
-
-    for (int i = 0; i < 8; i++) {
-      x[i] = 1002 + i;
-      y[i] = 2.0 * (1002 + i);
-    }
-    est_trimmed(x, 8, &a);
-    est_trimmed(y, 8, &b);
-    CHECK_NEAR(se, sqrt(a.se * a.se + b.se * b.se), 1e-9);
-  }
+  CHECK_NEAR(se, hypot(bs8_se(1), bs8_se(2)), 1e-9); /* rank 0's, rank 1's */
   row(db, cap, "step", "decode bs=33-40", &loc, &se, &n);
   CHECK_INT(n, 1); /* rank 1's one step there, the slower */
   CHECK_NEAR(loc, 5110, 1e-9);

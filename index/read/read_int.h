@@ -577,57 +577,62 @@ static inline int idx_event_key(const char *k, size_t n)
   }
 }
 
-/* The args key k[0..n) as IDX_A_* (docs/TRACE_FORMATS.md): kineto's,
- * legacy kineto's lower-case "external id", mcTracer's, and a [memory]
- * event's. */
+/* XX(len, A, key): an args key and its IDX_A_* (docs/TRACE_FORMATS.md):
+ * kineto's, legacy kineto's lower-case "external id", mcTracer's, and a
+ * [memory] event's, by length and within a length in the order
+ * idx_arg_key() tries them; len is passed through to XX. */
+#define IDX_ARG_KEYS(XX, len)                                                  \
+  XX(len, GRID, "grid")                                                        \
+  XX(len, KIND, "kind")                                                        \
+  XX(len, NAME, "name")                                                        \
+  XX(len, SIZE, "size")                                                        \
+  XX(len, MEM_ADDR, "Addr")                                                    \
+  XX(len, BLOCK, "block")                                                      \
+  XX(len, BYTES, "bytes")                                                      \
+  XX(len, COID, "co_id")                                                       \
+  XX(len, MEM_BYTES, "Bytes")                                                  \
+  XX(len, DEVICE, "device")                                                    \
+  XX(len, STREAM, "stream")                                                    \
+  XX(len, KERNEL, "kernel")                                                    \
+  XX(len, MEM_ID, "Device Id")                                                 \
+  XX(len, CORR, "correlation")                                                 \
+  XX(len, EXTID, "External id")                                                \
+  XX(len, EXTID, "external id")                                                \
+  XX(len, MEM_TYPE, "Device Type")                                             \
+  XX(len, SHMEM, "shared memory")                                              \
+  XX(len, STATIC, "static_shared")                                             \
+  XX(len, DYN, "dynamic_shared")                                               \
+  XX(len, WAIT_STREAM, "wait_on_stream")                                       \
+  XX(len, MEM_RES, "Total Reserved")                                           \
+  XX(len, MEM_ALLOC, "Total Allocated")                                        \
+  XX(len, REGS, "registers per thread")                                        \
+  XX(len, REGS, "registers_per_thread")                                        \
+  XX(len, WAIT_CORR, "wait_on_cuda_event_record_corr_id")
+
+/* The lengths of IDX_ARG_KEYS' keys, a case of idx_arg_key()'s switch
+ * each: a key of a length left out here is never matched (test_reader
+ * looks up every row). */
+#define IDX_ARG_LENS(XX)                                                       \
+  XX(4) XX(5) XX(6) XX(9) XX(11) XX(13) XX(14) XX(15) XX(20) XX(33)
+
+/* The args key k[0..n) as IDX_A_*: by length first, as this runs for
+ * every args key of every event. Each case expands every row; the rows
+ * of another length are constant-false and fold away, so a case is the
+ * chain of its own keys' compares. */
 static inline int idx_arg_key(const char *k, size_t n)
 {
-#define IS(s) (memcmp(k, s, sizeof(s) - 1) == 0)
+#define IDX_ARG_IS_(len, A, key)                                               \
+  if (sizeof(key) - 1 == (len) && memcmp(k, key, sizeof(key) - 1) == 0)        \
+    return IDX_A_##A;
+#define IDX_ARG_CASE_(len)                                                     \
+  case len: IDX_ARG_KEYS(IDX_ARG_IS_, len) break;
   switch (n) {
-  case 4:
-    return IS("grid")   ? IDX_A_GRID
-           : IS("kind") ? IDX_A_KIND
-           : IS("name") ? IDX_A_NAME
-           : IS("size") ? IDX_A_SIZE
-           : IS("Addr") ? IDX_A_MEM_ADDR
-                        : IDX_A_OTHER;
-  case 5:
-    return IS("block")   ? IDX_A_BLOCK
-           : IS("bytes") ? IDX_A_BYTES
-           : IS("co_id") ? IDX_A_COID
-           : IS("Bytes") ? IDX_A_MEM_BYTES
-                         : IDX_A_OTHER;
-  case 6:
-    return IS("device")   ? IDX_A_DEVICE
-           : IS("stream") ? IDX_A_STREAM
-           : IS("kernel") ? IDX_A_KERNEL
-                          : IDX_A_OTHER;
-  case 9: return IS("Device Id") ? IDX_A_MEM_ID : IDX_A_OTHER;
-  case 11:
-    return IS("correlation")                        ? IDX_A_CORR
-           : IS("External id") || IS("external id") ? IDX_A_EXTID
-           : IS("Device Type")                      ? IDX_A_MEM_TYPE
-                                                    : IDX_A_OTHER;
-  case 13:
-    return IS("shared memory")   ? IDX_A_SHMEM
-           : IS("static_shared") ? IDX_A_STATIC
-                                 : IDX_A_OTHER;
-  case 14:
-    return IS("dynamic_shared")   ? IDX_A_DYN
-           : IS("wait_on_stream") ? IDX_A_WAIT_STREAM
-           : IS("Total Reserved") ? IDX_A_MEM_RES
-                                  : IDX_A_OTHER;
-  case 15: return IS("Total Allocated") ? IDX_A_MEM_ALLOC : IDX_A_OTHER;
-  case 20:
-    return IS("registers per thread") || IS("registers_per_thread")
-               ? IDX_A_REGS
-               : IDX_A_OTHER;
-  case 33:
-    return IS("wait_on_cuda_event_record_corr_id") ? IDX_A_WAIT_CORR
-                                                   : IDX_A_OTHER;
-  default: return IDX_A_OTHER;
+    IDX_ARG_LENS(IDX_ARG_CASE_)
+  default: break;
   }
-#undef IS
+#undef IDX_ARG_CASE_
+#undef IDX_ARG_IS_
+  return IDX_A_OTHER;
 }
 
 /* Where an integer member of args goes: *dst, with bit set in *has. */
