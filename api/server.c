@@ -596,9 +596,15 @@ int api_start(const struct cfg *cfg, const struct api_hooks *hooks,
     api_stop(api);
     return tr_err_set(err, TR_ENOMEM, "", "out of memory");
   }
-  /* MHD owns fd from here on, and closes it when stopped. */
+  /* MHD owns fd from here on, and closes it when stopped. Its workers
+   * poll(), level-triggered: with epoll (MHD_USE_AUTO on Linux) the
+   * libmicrohttpd of Debian 12 (0.9.75) left connections whose client
+   * sent a body faster than it was read, then closed, unread in
+   * CLOSE-WAIT, every worker idle in epoll_wait(), until conns.c's
+   * request deadline; 512 of them held every slot and a new client
+   * waited in the listen queue (docs/SECURITY.md, security_bodies). */
   api->mhd = MHD_start_daemon(
-      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG |
+      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG |
           MHD_ALLOW_SUSPEND_RESUME, /* slices: routes_slice.c */
       0, NULL, NULL, on_access, api, MHD_OPTION_EXTERNAL_LOGGER, on_log,
       api, /* first: MHD says so */

@@ -187,6 +187,8 @@ enum cfg_profile_control { CFG_PROFILE_BENCH, CFG_PROFILE_DAEMON };
      "JSON bytes one rank's trace may inflate to")                             \
   XX(max_rank_spill_bytes, BYTES(), "16G", NULL,                               \
      "bytes one rank may spill to temporary files under the state folder")     \
+  XX(rank_index_timeout_s, INT(1, 604800), "1800", NULL,                       \
+     "seconds one rank's indexing may take before the rank fails")             \
   XX(import_roots, LIST(":"), "", resolve_roots,                               \
      "folders POST /imports may read from (empty: imports refused)")           \
   XX(env_allow, LIST(" ,"), CFG_ENV_ALLOW, NULL,                               \

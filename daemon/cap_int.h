@@ -396,6 +396,8 @@ struct cap_runner {
 
 struct cap_op;
 
+struct rank_work; /* a rank in the pool (index_ranks.c) */
+
 /* INDEXING's state (phase_indexing.c, index_ranks.c). */
 struct cap_index {
   size_t next_rank; /* next rank to hand out */
@@ -403,6 +405,7 @@ struct cap_index {
   uint64_t bytes_reported;
   _Atomic uint64_t *read; /* per rank, written by index workers */
   bool *skip;             /* recovered: stored before a restart */
+  struct rank_work **works; /* per rank, while it is in the pool */
   char *failures;         /* "rank 2 (rank_2): ..." */
   /* A rank is in, counted, the job still running: INDEXING's. */
   void (*rank_done)(struct cap_job *job);
@@ -490,7 +493,6 @@ struct cap_job {
   enum tr_phase phase;
   enum cap_end ending;  /* END_NONE while the job runs */
   bool finished;        /* cap_job_finish ran */
-  atomic_bool cancel;   /* read by index workers */
   json_t *params;       /* the request, owned */
   json_t *stored_ranks; /* recovered: ranks already stored */
   char *trace_dir, *log_dir, *work_dir;
@@ -562,6 +564,15 @@ void cap_index_failure(struct cap_job *job, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* The trace bytes read so far over job's ranks. */
 uint64_t cap_index_bytes_read(const struct cap_job *job);
+/* Stops job's ranks in the pool: each one's indexer stops at its next
+ * look at its flag (a chunk read, an event, a block of the walk) and its
+ * rows are rolled back, none recorded as failed; a job that ends (a
+ * failure, a cancel, traced stopping) calls it before anything waits
+ * for its ranks. */
+void cap_index_cancel(struct cap_job *job);
+/* Stops, as failed, the ranks of job indexed for longer than
+ * rank_index_timeout_s (INDEXING's tick, each second). */
+void cap_index_deadlines(struct cap_job *job);
 
 void cap_invariants(const struct cap_job *job);
 

@@ -334,7 +334,7 @@ static void fail(struct cap_job *job, enum cap_end how, const char *log,
   if (job->ending != END_NONE || job->finished)
     return;
   job->ending = how;
-  atomic_store(&job->cancel, true);
+  cap_index_cancel(job);
   uv_timer_stop(&job->deadline);
   uv_timer_stop(&job->tick);
   uv_timer_stop(&job->progress_timer);

@@ -177,9 +177,11 @@ static void on_runner_down(void *ud)
 
 /* The unit gives traced TimeoutStopSec (60 s) before SIGKILL. A stop is
  * normally done in seconds (children get SIGTERM, then SIGKILL after 5 s;
- * indexing stops at its next chunk); should anything hold it past this,
- * traced exits on its own, its state already in the store (every write is
- * a transaction, and a restart recovers what was running). */
+ * indexing stops at its next chunk, event or block of its walk); should
+ * anything hold it past this (an indexer that loops between two looks at
+ * its flag), traced exits on its own, its state already in the store
+ * (every write is a transaction, and a restart recovers what was
+ * running). */
 #define STOP_DEADLINE_S 45
 #define STRINGIFY(x)    #x
 #define TEXT_OF(x)      STRINGIFY(x)

@@ -7,7 +7,10 @@
  * queues), so that the pool (UV_THREADPOOL_SIZE = index_jobs + 2 +
  * API_SLICES, see daemon.c) always has a thread for the state writes. A
  * rank that fails is recorded with store_rank_fail() and the others are
- * kept; each rank in calls job->index.rank_done. Also each rank's
+ * kept; each rank in calls job->index.rank_done. Each rank's indexer
+ * stops on a flag of its own, which the loop sets when the job ends
+ * (cap_index_cancel()) or the rank outlasts rank_index_timeout_s
+ * (cap_index_deadlines(): it fails naming the setting). Also each rank's
  * collectives' file (FINISHING matches them) and the deadline of reading
  * the traces (INDEXING's and FINISHING's).
  */
@@ -30,6 +33,12 @@
 int cap_trace_budget_s(const struct cap_job *job)
 {
   return TRACE_BUDGET_S + (int)(job->layout->bytes_total >> 20);
+}
+
+/* How long one rank's indexing may take (docs/API.md). */
+static uint64_t rank_timeout_ms(const struct cap_job *job)
+{
+  return (uint64_t)job->r->cfg->rank_index_timeout_s * 1000;
 }
 
 /* The import's format (validated by the API), else detected. */
@@ -94,6 +103,11 @@ struct rank_work {
   int rc;
   bool cancelled;
   char msg[CAP_MSG_MAX];
+  /* The indexer's flag (idx_options.cancel), set from the loop: by its
+   * job's end (cap_index_cancel()) or, with late first, by its deadline
+   * (cap_index_deadlines()). */
+  atomic_bool stop, late;
+  uint64_t due_ms; /* loop time past which it is late */
 };
 
 static void on_idx_progress(void *ud, uint64_t file_bytes_read)
@@ -201,6 +215,16 @@ static void index_rank(struct rank_work *rw, struct idx_options *o,
   free(points);
 }
 
+/* The rank was stopped by its deadline: a failure naming the setting
+ * (docs/API.md). */
+static void late_failure(struct rank_work *rw)
+{
+  rw->rc = TR_ELIMIT;
+  snprintf(rw->msg, sizeof(rw->msg),
+           "indexing took longer than rank_index_timeout_s (%d s): stopped",
+           rw->super.r->cfg->rank_index_timeout_s);
+}
+
 static void run_rank(struct cap_work *w)
 {
   struct rank_work *rw = (struct rank_work *)w;
@@ -214,7 +238,7 @@ static void run_rank(struct cap_work *w)
     .rank = (int)rw->i,
     .on_progress = on_idx_progress,
     .ud = (void *)&job->index.read[rw->i],
-    .cancel = &job->cancel,
+    .cancel = &rw->stop,
     .max_kernel_names = (uint32_t)w->r->cfg->max_kernel_names,
     .gpu_roof = w->r->cfg->gpu_roof,
     .threads = rank_threads(job),
@@ -237,7 +261,9 @@ static void run_rank(struct cap_work *w)
   } else {
     index_rank(rw, &o, &rs);
   }
-  rw->cancelled = atomic_load(&job->cancel);
+  rw->cancelled = atomic_load(&rw->stop) && !atomic_load(&rw->late);
+  if (atomic_load(&rw->late) && rw->rc != 0)
+    late_failure(rw); /* whatever the stop made the indexer say */
   if (rs.st != NULL)
     store_end(rw, &rs);
   if (!rw->cancelled) {
@@ -267,8 +293,10 @@ static void on_rank_done(struct cap_work *w)
     if (w->tries == 1)
       fprintf(stderr, "traced: capture %lld: rank %zu: %s (trying again)\n",
               (long long)job->id, rw->i, rw->msg);
+    rw->due_ms = w->due_ms + rank_timeout_ms(job); /* its time anew */
     return; /* still running: the same rank later (run_rank anew) */
   }
+  job->index.works[rw->i] = NULL;
   w->r->index_running--;
   job->index.running--;
   if (!rw->cancelled) {
@@ -289,6 +317,31 @@ static void on_rank_done(struct cap_work *w)
   cap_index_pump(job->r);
 }
 
+void cap_index_cancel(struct cap_job *job)
+{
+  for (size_t i = 0; job->index.works != NULL && i < job->layout->n; i++)
+    if (job->index.works[i] != NULL)
+      atomic_store(&job->index.works[i]->stop, true);
+}
+
+void cap_index_deadlines(struct cap_job *job)
+{
+  uint64_t now = uv_now(job->r->loop);
+  struct rank_work *rw;
+
+  for (size_t i = 0; job->index.works != NULL && i < job->layout->n; i++) {
+    if ((rw = job->index.works[i]) == NULL || atomic_load(&rw->stop) ||
+        now < rw->due_ms)
+      continue;
+    fprintf(stderr,
+            "traced: capture %lld: rank %zu: past rank_index_timeout_s "
+            "(%d s): stopping it\n",
+            (long long)job->id, i, job->r->cfg->rank_index_timeout_s);
+    atomic_store(&rw->late, true); /* before stop: the worker reads both */
+    atomic_store(&rw->stop, true);
+  }
+}
+
 /* Starts the job's next rank; false when it has none to start. */
 static bool take_rank(struct cap_job *job)
 {
@@ -304,6 +357,8 @@ static bool take_rank(struct cap_job *job)
       (rw = calloc(1, sizeof(*rw))) == NULL)
     return false;
   rw->i = job->index.next_rank++;
+  rw->due_ms = uv_now(job->r->loop) + rank_timeout_ms(job);
+  job->index.works[rw->i] = rw;
   job->index.running++;
   job->r->index_running++;
   cap_work_queue(job->r, job, &rw->super, run_rank, on_rank_done);

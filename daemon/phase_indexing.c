@@ -63,6 +63,7 @@ static void on_progress_tick(uv_timer_t *t)
   struct cap_job *job = t->data;
   uint64_t now = cap_index_bytes_read(job);
 
+  cap_index_deadlines(job);
   if (now == job->index.bytes_reported)
     return;
   job->index.bytes_reported = now;
@@ -102,7 +103,9 @@ static void begin(struct cap_job *job)
   job->index.rank_done = on_rank_in;
   job->index.read = calloc(l->n ? l->n : 1, sizeof(*job->index.read));
   job->index.skip = calloc(l->n ? l->n : 1, sizeof(*job->index.skip));
-  if (job->index.read == NULL || job->index.skip == NULL) {
+  job->index.works = calloc(l->n ? l->n : 1, sizeof(*job->index.works));
+  if (job->index.read == NULL || job->index.skip == NULL ||
+      job->index.works == NULL) {
     cap_fail(job, END_FAILED, NULL, "out of memory");
     return;
   }

@@ -49,6 +49,7 @@ static void job_free(struct cap_job *job)
   free(job->scan.copy);
   free(job->index.read);
   free(job->index.skip);
+  free(job->index.works);
   free(job->index.failures);
   free(job);
 }
@@ -122,7 +123,7 @@ void cap_job_finish(struct cap_job *job)
   if (job->finished)
     return;
   job->finished = true;
-  atomic_store(&job->cancel, true);
+  cap_index_cancel(job);
   if (r->queues[job->kind].job == job) {
     r->queues[job->kind].job = NULL;
     atomic_store(&r->queues[job->kind].id, 0);
@@ -348,7 +349,7 @@ static void stop_job(struct cap_job *job)
   if (job->phase == TR_PHASE_COLLECTING || job->phase == TR_PHASE_INDEXING ||
       job->phase == TR_PHASE_FINISHING) {
     job->ending = END_SHUTDOWN;
-    atomic_store(&job->cancel, true);
+    cap_index_cancel(job);
     if (job->index.running == 0)
       cap_job_finish(job);
     return;

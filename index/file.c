@@ -342,6 +342,7 @@ int idx_file_sink(const char *root, const char *path,
     return tr_err_set(err, TR_ENOMEM, "", "%s: out of memory", path);
   idx_agg_cap_names(&run.agg, opt->max_kernel_names);
   run.agg.gpu_roof = opt->gpu_roof;
+  run.agg.spill.cancel = opt->cancel; /* the walks stop on it too */
   run.agg.spill.dir = opt->spill_dir;
   run.agg.spill.max_bytes = opt->max_spill_bytes;
   if (run.figs != NULL) {
@@ -379,5 +380,9 @@ int idx_file_sink(const char *root, const char *path,
   idx_reader_free(rd);
   idx_agg_free(&run.agg); /* its decode file, which borrows lib, too */
   dec_lib_free(lib);
+  /* A pass that a cancel stopped names its own step ("time pass
+   * failed"): the rank was cancelled, and says so. */
+  if (rc == TR_ECONFLICT && opt->cancel != NULL && atomic_load(opt->cancel))
+    tr_err_clear(&local);
   return rc == 0 ? 0 : idx_file_fail(err, &local, rc, path);
 }

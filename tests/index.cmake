@@ -64,3 +64,10 @@ traced_py_test(test_perf_tracelens test_perf_tracelens.py)
 # events against tests/ref_memory.py (peaks exact, the timeline's buckets,
 # by op), and the memory routes over HTTP.
 traced_py_test(test_memory test_memory.py)
+
+# A rank being indexed stops when asked (docs/ARCHITECTURE.md): SIGTERM
+# while it is read and while its records are walked, then indexed again to
+# the same figures; a cancel frees its slot; rank_index_timeout_s fails it.
+foreach(case sigterm cancel deadline)
+  traced_py_test(index_stop_${case} test_index_stop.py ${case})
+endforeach()

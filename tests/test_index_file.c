@@ -31,7 +31,9 @@ static const char *trace(const char *name)
 struct progress {
   int calls;
   uint64_t last;
-  atomic_bool *cancel; /* set at the first report when non-NULL */
+  atomic_bool *cancel; /* set at the first report of `at` bytes or more
+                          when non-NULL */
+  uint64_t at;
 };
 
 static void on_progress(void *ud, uint64_t file_bytes_read)
@@ -41,7 +43,7 @@ static void on_progress(void *ud, uint64_t file_bytes_read)
   CHECK(file_bytes_read >= p->last);
   p->last = file_bytes_read;
   p->calls++;
-  if (p->cancel != NULL)
+  if (p->cancel != NULL && file_bytes_read >= p->at)
     atomic_store(p->cancel, true);
 }
 
@@ -51,7 +53,7 @@ static void index_file_progress(void)
   struct idx_options opt = { .format = IDX_FORMAT_AUTO,
                              .rank = 5,
                              .on_progress = on_progress };
-  struct progress p = { 0, 0, NULL };
+  struct progress p = { 0, 0, NULL, 0 };
   struct tr_err err = { 0 };
   json_t *out = NULL, *plain = NULL;
   struct stat st;
@@ -90,37 +92,79 @@ static void index_file_cancel(void)
   CHECK(strstr(err.msg, path) != NULL);
 }
 
+/* A plain trace of n kernels of 50 names, each with pad bytes of
+ * argument, started at (i * stride) % n microseconds. */
+static void write_kernels(const char *path, int n, int pad, int stride)
+{
+  FILE *f = fopen(path, "w");
+
+  CHECK(f != NULL);
+  fputs("{\"traceEvents\": [", f);
+  for (int i = 0; i < n; i++)
+    fprintf(f,
+            "%s{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": "
+            "\"k%d\", \"ts\": %d, \"dur\": 1, \"args\": {\"pad\": "
+            "\"%0*d\"}}",
+            i ? ", " : "", i % 50, (int)(((int64_t)i * stride) % n), pad, 0);
+  fputs("]}", f);
+  fclose(f);
+}
+
+/* idx_file() of path, cancelled from the progress report of `at` bytes
+ * on; its code, with p's reports and err. */
+static int index_cancelled(const char *path, uint64_t at, struct progress *p,
+                           struct tr_err *err)
+{
+  atomic_bool cancel = false;
+  struct idx_options opt = { .format = IDX_FORMAT_AUTO,
+                             .rank = -1,
+                             .on_progress = on_progress,
+                             .ud = p,
+                             .cancel = &cancel };
+  json_t *out = NULL;
+  int rc;
+
+  p->cancel = &cancel;
+  p->at = at;
+  rc = idx_file(path, &opt, &out, err);
+  CHECK(out == NULL);
+  return rc;
+}
+
 /* A 12 MB plain trace, cancelled from the first progress report: the
  * indexing stops there, before the end of the file. */
 static void index_file_cancel_midway(void)
 {
   const char *path = "test_index_file_big.json";
-  atomic_bool cancel = false;
-  struct progress p = { 0, 0, &cancel };
-  struct idx_options opt = { .format = IDX_FORMAT_AUTO,
-                             .rank = -1,
-                             .on_progress = on_progress,
-                             .ud = &p,
-                             .cancel = &cancel };
+  struct progress p = { 0, 0, NULL, 0 };
   struct tr_err err = { 0 };
-  json_t *out = NULL;
-  FILE *f = fopen(path, "w");
-  int i;
 
-  CHECK(f != NULL);
-  fputs("{\"traceEvents\": [", f);
-  for (i = 0; i < 100000; i++)
-    fprintf(f,
-            "%s{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": "
-            "\"k%d\", \"ts\": %d, \"dur\": 1, \"args\": {\"pad\": "
-            "\"%060d\"}}",
-            i ? ", " : "", i % 50, i, 0);
-  fputs("]}", f);
-  fclose(f);
-  CHECK_INT(idx_file(path, &opt, &out, &err), TR_ECONFLICT);
-  CHECK(out == NULL);
+  write_kernels(path, 100000, 60, 1);
+  CHECK_INT(index_cancelled(path, 0, &p, &err), TR_ECONFLICT);
   CHECK_INT(p.calls, 1);
   CHECK(p.last < 12000000);
+  CHECK(strstr(err.msg, path) != NULL);
+  CHECK(strstr(err.msg, "cancelled") != NULL);
+  remove(path);
+}
+
+/* 200,000 kernels out of order (their time records spill: more than the
+ * 65,536 held in memory), cancelled from the report of the file's last
+ * byte: the read is over, and the walks of the spilled records, seconds
+ * on a big rank, stop too (agg_spill.cancel, kit.h) instead of making
+ * the summary. */
+static void index_file_cancel_walk(void)
+{
+  const char *path = "test_index_file_walk.json";
+  struct progress p = { 0, 0, NULL, 0 };
+  struct tr_err err = { 0 };
+  struct stat st;
+
+  write_kernels(path, 200000, 1, 7919);
+  CHECK_INT(stat(path, &st), 0);
+  CHECK_INT(index_cancelled(path, (uint64_t)st.st_size, &p, &err),
+            TR_ECONFLICT);
+  CHECK_INT(p.last, st.st_size);
   CHECK(strstr(err.msg, path) != NULL);
   CHECK(strstr(err.msg, "cancelled") != NULL);
   remove(path);
@@ -267,6 +311,7 @@ int main(void)
   RUN(index_file_progress);
   RUN(index_file_cancel);
   RUN(index_file_cancel_midway);
+  RUN(index_file_cancel_walk);
   RUN(index_file_errors);
   RUN(index_file_rules);
   RUN(index_file_threads);

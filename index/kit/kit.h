@@ -14,6 +14,7 @@
 #define IDX_KIT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -172,6 +173,10 @@ struct agg_spill {
   uint64_t bytes;      /* written so far */
   uint64_t next_check; /* bytes at which the disk's free space is read */
   char why[256];       /* why the last refusal, for the rank's error */
+  /* idx_options.cancel (borrowed, may be NULL): a walk of spilled runs
+   * looks at it before each block it reads and stops with TR_ECONFLICT,
+   * as the reading does: those walks last seconds on a big rank. */
+  const atomic_bool *cancel;
 };
 
 /* The folder sp's files go to. */
