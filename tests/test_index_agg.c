@@ -261,6 +261,90 @@ static void index_grow_small(void)
   }
 }
 
+/* Every string over alphabet of each length in [lo, hi], appended to
+ * *keys from *n on; the strings are spelled in buf's rows of 32. */
+static void all_strings(const char *alphabet, size_t lo, size_t hi,
+                        char (*buf)[32], uint64_t *keys, size_t *n)
+{
+  size_t k = strlen(alphabet);
+
+  for (size_t len = lo; len <= hi; len++) {
+    size_t count = 1, i, j, x;
+
+    for (i = 0; i < len; i++)
+      count *= k;
+    for (i = 0; i < count; i++, (*n)++) {
+      for (j = 0, x = i; j < len; j++, x /= k)
+        buf[*n][j] = alphabet[x % k];
+      keys[*n] = agg_key_hash(buf[*n], len);
+    }
+  }
+}
+
+static int cmp_u64(const void *x, const void *y)
+{
+  uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+  return a < b ? -1 : a > b;
+}
+
+/* agg_key_hash() keeps names of different lengths apart, as the names
+ * met lately (agg.h's agg_seen) trust it to: every string of 0 to 7
+ * bytes over "`a01" and of 8 to 17 over "`a", whose letters differ from
+ * each other and from a length's low bits in one bit ("k1" and "k10",
+ * "`aaa" and "`aaaa" once hashed alike). */
+static void index_key_hash_apart(void)
+{
+  enum { MAX = 21845 + 261888 };
+  char(*buf)[32] = calloc(MAX, sizeof(*buf));
+  uint64_t *keys = calloc(MAX, sizeof(*keys));
+  size_t n = 0, i;
+
+  CHECK(buf != NULL && keys != NULL);
+  all_strings("`a01", 0, 7, buf, keys, &n);
+  all_strings("`a", 8, 17, buf, keys, &n);
+  CHECK_INT(n, MAX);
+  qsort(keys, n, sizeof(*keys), cmp_u64);
+  for (i = 1; i < n; i++)
+    CHECK(keys[i] != keys[i - 1]);
+  free(buf);
+  free(keys);
+}
+
+/* Fifty kernels k0 to k49, each its own row with its own time (k10 was
+ * counted as k1 when their hashes met). */
+static void index_kernels_apart(void)
+{
+  struct idx_doc d = doc_of(IDX_FORMAT_KINETO);
+  struct idx_agg a;
+  char name[16];
+  json_t *sum, *rows;
+  int i;
+
+  CHECK_INT(idx_agg_init(&a, NULL, 0), 0);
+  for (i = 0; i < 50; i++) {
+    struct idx_event e;
+
+    snprintf(name, sizeof(name), "k%d", i);
+    e = ev_x("kernel", name, 1000 * (int64_t)i, 100 + i);
+    feed(&a, &d, &e);
+  }
+  sum = summary(&a, &d);
+  rows = json_object_get(sum, "kernels");
+  CHECK_INT(geti(sum, "distinct_kernels"), 50);
+  CHECK_INT(json_array_size(rows), 50);
+  for (i = 0; i < 50; i++) {
+    json_t *r;
+
+    snprintf(name, sizeof(name), "k%d", i);
+    r = row_by(rows, "name", name);
+    CHECK_INT(geti(r, "count"), 1);
+    CHECK_INT(geti(r, "total_ns"), 100 + i);
+  }
+  json_decref(sum);
+  idx_agg_free(&a);
+}
+
 static void index_runs_packed_exact(void)
 {
   enum { N = 6000 };
@@ -1119,6 +1203,8 @@ int main(void)
   RUN(index_corr_take_and_limit);
   RUN(index_runs_spill_merge);
   RUN(index_grow_small);
+  RUN(index_key_hash_apart);
+  RUN(index_kernels_apart);
   RUN(index_runs_packed_exact);
   RUN(index_join_both_orders);
   RUN(index_join_overflow);

@@ -30,7 +30,7 @@ set(TRACED_TEST_TIMES
   "test_capture_fresh_budgets 64 71"
   "api_open_slice 61 167 cpu"
   "test_sim_container 53 -"
-  "index_stop_sigterm 42 79 cpu"
+  "index_stop_sigterm 20 18 cpu"
   "web_dom_shows_pictures 49 38 cpu"
   "test_slice_points 48 283 cpu"
   "test_sim_strict 43 -"

@@ -429,8 +429,10 @@ uint64_t agg_ev_hash(struct idx_agg *a, const struct idx_event *ev);
  * table of AGG_SEEN slots (key 0: empty): most events repeat one of the
  * few thousand names a trace has, and a hit costs the hash, not an
  * interning map's probe and compare (two names of a trace sharing a hash
- * is a chance of 2^-64 a pair). A pass keeps in one only what its map
- * would answer again alike, never a name folded beyond a cap. */
+ * is a chance of 2^-64 a pair; test_index_agg holds names that differ by
+ * their length apart; a trace that forges a pair only mislabels its own
+ * events, as it could by naming them so). A pass keeps in one only what
+ * its map would answer again alike, never a name folded beyond a cap. */
 #define AGG_SEEN 4096
 struct agg_seen {
   uint64_t key;

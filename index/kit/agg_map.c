@@ -44,13 +44,16 @@ static inline uint64_t load4(const unsigned char *p)
 /* Sixteen bytes at a time in two lanes, whose multiplies overlap (kernel
  * names run to hundreds of bytes and every kernel event interns its
  * name); the last bytes by words that overlap the ones before rather than
- * byte by byte (the length is in the seed, so keys of two lengths never
- * read alike); finished with the murmur3 mix. The ids a map hands out do
- * not depend on it: they are dense, in the order keys came. */
+ * byte by byte; finished with the murmur3 mix. The length is mixed into
+ * the seed before any byte: XORed into it, it cancelled against the XOR
+ * of the words ("k1" and "k10" hashed alike, their lengths and last bytes
+ * both differing in bit 0). The ids a map hands out do not depend on it:
+ * they are dense, in the order keys came. */
 uint64_t agg_key_hash(const void *key, size_t len)
 {
   const unsigned char *p = key; /* NULL when len is 0 */
-  uint64_t a = 0x9e3779b97f4a7c15ull ^ len, b = 0x2545f4914f6cdd1dull, h;
+  uint64_t a = hash_mix(0x9e3779b97f4a7c15ull, len);
+  uint64_t b = 0x2545f4914f6cdd1dull, h;
   size_t i;
 
   if (len >= 16) {
