@@ -153,6 +153,10 @@ void idx_scan_map_free(struct idx_scan_map *m);
 int idx_scan_select(const char *name);
 const char *idx_scan_name(void);
 int idx_scan_enabled(void); /* 0 for "none" */
+/* 1 when the kernel is AVX2's or AVX-512's: the layouts then find their
+ * strings' ends 32 bytes at a time (reader_layout.c), so that the tests
+ * and the fuzzer, going through every kernel, go through both widths. */
+int idx_scan_wide(void);
 
 /* 1 when a block of m from a to b (both in m's text, inclusive) is
  * dirty. */
@@ -878,6 +882,7 @@ struct idx_layouts {
   struct idx_layout *spare; /* the next one learnt goes here */
   unsigned wait;            /* events to let pass before learning again */
   unsigned fails;           /* learnt nothing this many times in a row */
+  int wide;                 /* idx_scan_wide() when they were learnt */
   idx_strict_fn strict;     /* idx_reader_judge(); NULL: none asked */
 };
 

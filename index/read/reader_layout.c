@@ -34,6 +34,9 @@
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
+#ifdef __x86_64__
+#include <immintrin.h>
+#endif
 
 #include "common/text.h"
 #include "index/read/read_int.h"
@@ -101,11 +104,16 @@ struct idx_layout {
 
 #define AT(e, off, type) ((type *)(void *)((char *)(e) + (off)))
 
+/* What a match runs, inlined into both of its widths (match_with()):
+ * GCC does not inline a function into one of another target unless told
+ * to. */
+#define LAYOUT_INLINE static inline __attribute__((always_inline))
+
 /* ---- matching ---- */
 
 /* 1 when the run of st is at p: its pieces compared 16 bytes at a time
  * (p may be read 15 bytes past the run). */
-static inline int run_eq(const char *p, const char *lit, const struct step *st)
+LAYOUT_INLINE int run_eq(const char *p, const char *lit, const struct step *st)
 {
 #ifdef __SSE2__
   unsigned i, last = st->pieces - 1u, m;
@@ -124,29 +132,43 @@ static inline int run_eq(const char *p, const char *lit, const struct step *st)
 #endif
 }
 
+/* A piece of a string's body at p, by its masks of quotes, backslashes
+ * and bytes >= 0x80: 1 when a quote or a backslash is in it, with *at
+ * the quote, or NULL for a backslash; 0 to go on. *hi gets the high
+ * bytes before the stop. */
+LAYOUT_INLINE int str_piece(const char *p, unsigned q, unsigned b, unsigned h,
+                            unsigned *hi, const char **at)
+{
+  unsigned k;
+
+  if ((q | b) == 0) {
+    *hi |= h;
+    return 0;
+  }
+  k = (unsigned)__builtin_ctz(q | b);
+  *hi |= h & ((1u << k) - 1);
+  *at = (b >> k) & 1 ? NULL : p + k;
+  return 1;
+}
+
 /* The closing quote of a string whose body starts at p, or NULL when a
  * backslash comes first or fewer than 16 bytes are left to look at; *hi
  * gets the body's bytes >= 0x80 (non-zero when there is one). */
-static inline const char *str_close(const char *p, const char *end,
+LAYOUT_INLINE const char *str_close(const char *p, const char *end,
                                     unsigned *hi)
 {
+  const char *at = NULL;
 #ifdef __SSE2__
   const __m128i quote = _mm_set1_epi8('"'), bs = _mm_set1_epi8('\\');
-  unsigned q, b, k;
   __m128i v;
 
   for (; end - p >= 16; p += 16) {
     v = _mm_loadu_si128((const __m128i *)(const void *)p);
-    q = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, quote));
-    b = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, bs));
-    if ((q | b) != 0) {
-      k = (unsigned)__builtin_ctz(q | b);
-      *hi |= (unsigned)_mm_movemask_epi8(v) & ((1u << k) - 1);
-      return (b >> k) & 1 ? NULL : p + k;
-    }
-    *hi |= (unsigned)_mm_movemask_epi8(v);
+    if (str_piece(p, (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, quote)),
+                  (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, bs)),
+                  (unsigned)_mm_movemask_epi8(v), hi, &at))
+      return at;
   }
-  return NULL;
 #else
   for (; p < end; p++) {
     if (*p == '"')
@@ -155,14 +177,52 @@ static inline const char *str_close(const char *p, const char *end,
       return NULL;
     *hi |= (unsigned char)*p & 0x80;
   }
-  return NULL;
 #endif
+  return at;
+}
+
+#ifdef __x86_64__
+#define LAYOUT_AVX2 __attribute__((target("avx2")))
+
+/* str_close() 32 bytes at a time, its last 16 to 31 bytes by str_close()
+ * (AVX2: match_avx2() alone calls it). Names run to 30 bytes and more,
+ * kernels' to hundreds: one compare where SSE2 takes two. */
+static inline LAYOUT_AVX2 const char *str_close32(const char *p,
+                                                  const char *end, unsigned *hi)
+{
+  const __m256i quote = _mm256_set1_epi8('"'), bs = _mm256_set1_epi8('\\');
+  const char *at = NULL;
+  __m256i v;
+
+  for (; end - p >= 32; p += 32) {
+    v = _mm256_loadu_si256((const __m256i *)(const void *)p);
+    if (str_piece(p,
+                  (unsigned)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, quote)),
+                  (unsigned)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, bs)),
+                  (unsigned)_mm256_movemask_epi8(v), hi, &at))
+      return at;
+  }
+  return str_close(p, end, hi);
+}
+#endif
+
+/* The closing quote of the string whose body starts at p, 32 bytes at a
+ * time when wide (a constant where match_with() is inlined). */
+LAYOUT_INLINE const char *str_end_of(const char *p, const char *end,
+                                     unsigned *hi, int wide)
+{
+#ifdef __x86_64__
+  if (wide)
+    return str_close32(p, end, hi);
+#endif
+  (void)wide;
+  return str_close(p, end, hi);
 }
 
 /* The end of the number or literal at p, as reader_event.c's get_tok()
  * finds it; NULL when it may go on past end. Mostly digits: eight at a
  * time first (8 bytes at p are readable). */
-static inline const char *scalar_end(const char *p, const char *end)
+LAYOUT_INLINE const char *scalar_end(const char *p, const char *end)
 {
   uint64_t x;
   unsigned k;
@@ -176,6 +236,26 @@ static inline const char *scalar_end(const char *p, const char *end)
   while (p < end && idx_scalar_byte(*p))
     p++;
   return p < end ? p : NULL;
+}
+
+/* The end of 1 to 7 digits at p with no fraction or exponent after
+ * them, else NULL (8 bytes at p are readable). The byte after them is
+ * not looked up as scalar_end() does: in a hole the learnt event had a
+ * number in, the next run starts with a byte no number goes on with, so
+ * a letter or a sign there fails that run's compare, and the token walk
+ * reads the event. */
+LAYOUT_INLINE const char *digits_end(const char *p)
+{
+  uint64_t x;
+  unsigned k;
+  char c;
+
+  memcpy(&x, p, 8);
+  k = idx_leading_digits(x);
+  if (k == 0 || k == 8)
+    return NULL;
+  c = (char)(x >> 8 * k);
+  return c != '.' && (c | 0x20) != 'e' ? p + k : NULL;
 }
 
 /* The end of the value at p that reader_event.c's skip_value() would
@@ -205,7 +285,7 @@ static const char *skip_hole(const char *p, const char *end, unsigned room)
 /* The integer at p as idx_num_fast() reads it: 1 to 7 digits and no
  * fraction or exponent by one word (8 bytes at p are readable), or no work
  * at all when its bytes and the one after them are the last ones'. */
-static inline const char *int_at(struct step *st, const char *p,
+LAYOUT_INLINE const char *int_at(struct step *st, const char *p,
                                  const char *end, int64_t *v)
 {
   uint64_t x;
@@ -231,7 +311,7 @@ static inline const char *int_at(struct step *st, const char *p,
 /* ts or dur in microseconds at p, as idx_num_fast(p, end, 3) reads it
  * (its word-at-a-time path unrolled for scale 3), the first eight digits
  * of a long one not converted again when they are the last ones'. */
-static inline const char *us_at(struct step *st, const char *p, const char *end,
+LAYOUT_INLINE const char *us_at(struct step *st, const char *p, const char *end,
                                 int64_t *v)
 {
   const uint64_t zeros = 0x3030303030303030ull;
@@ -283,7 +363,7 @@ static inline const char *us_at(struct step *st, const char *p, const char *end,
 }
 
 /* ts or dur read at p into t (what the token walk's time_val() sets). */
-static inline const char *time_at(const char *p, const char *q, int64_t v,
+LAYOUT_INLINE const char *time_at(const char *p, const char *q, int64_t v,
                                   struct idx_numtok *t)
 {
   if (q == NULL)
@@ -297,8 +377,8 @@ static inline const char *time_at(const char *p, const char *q, int64_t v,
 }
 
 /* The hole of st at p, into e: where the next run starts, or NULL. */
-static inline const char *fill(struct step *st, const char *p, const char *end,
-                               struct idx_parsed *e)
+LAYOUT_INLINE const char *fill(struct step *st, const char *p, const char *end,
+                               struct idx_parsed *e, int wide)
 {
   struct idx_str *s;
   const char *q;
@@ -307,7 +387,7 @@ static inline const char *fill(struct step *st, const char *p, const char *end,
 
   switch (st->hole) {
   case H_STR:
-    q = str_close(p, end, &hi);
+    q = str_end_of(p, end, &hi, wide);
     if (q == NULL || (hi != 0 && !tr_utf8_valid(p, (size_t)(q - p))))
       return NULL;
     s = AT(e, st->field, struct idx_str);
@@ -328,11 +408,11 @@ static inline const char *fill(struct step *st, const char *p, const char *end,
     q = idx_num_fast(p, end, 0, &v);
     return time_at(p, q, v, AT(e, st->field, struct idx_numtok));
   case H_SKIP_NUM:
-    if ((q = scalar_end(p, end)) != NULL)
+    if ((q = digits_end(p)) != NULL || (q = scalar_end(p, end)) != NULL)
       return q;
     return skip_hole(p, end, st->bit);
   case H_SKIP_STR:
-    if (*p == '"' && (q = str_close(p + 1, end, &hi)) != NULL)
+    if (*p == '"' && (q = str_end_of(p + 1, end, &hi, wide)) != NULL)
       return q + 1;
     return skip_hole(p, end, st->bit);
   default: return skip_hole(p, end, st->bit);
@@ -361,29 +441,60 @@ static void set_consts(const struct idx_layout *l, const struct step *st,
  * not checked against the next byte: the next run starts with a byte that
  * cannot go on a number (it came after one in the learnt event). Each run
  * needs 16 bytes after it, so the hole's first 16 bytes are readable. */
-static int match(struct idx_layout *l, const char *p, const char *end,
-                 struct idx_parsed *e, const char **close)
+LAYOUT_INLINE int match_with(struct idx_layout *l, const char *p,
+                             const char *end, struct idx_parsed *e,
+                             const char **close, int wide)
 {
   struct step *st = l->step;
 
-  for (;; st++) {
-    if (end - p < (ptrdiff_t)st->n + 16 || !run_eq(p, l->bytes + st->lit, st))
-      return 0;
-    /* Most layouts that miss an event miss it in the first run (its ph
-     * and cat are there): the event is reset only once that run is. */
-    if (st == l->step)
-      idx_parsed_reset(e);
+  /* Most layouts that miss an event miss it in the first run (its ph and
+   * cat are there): the event is reset only once that run is. */
+  if (end - p < (ptrdiff_t)st->n + 16 || !run_eq(p, l->bytes + st->lit, st))
+    return 0;
+  idx_parsed_reset(e);
+  for (;;) {
     if (st->nc != 0)
       set_consts(l, st, p, e);
     p += st->n;
     if (st->hole == H_END)
       break;
-    if ((p = fill(st, p, end, e)) == NULL)
+    if ((p = fill(st, p, end, e, wide)) == NULL)
+      return 0;
+    st++;
+    if (end - p < (ptrdiff_t)st->n + 16 || !run_eq(p, l->bytes + st->lit, st))
       return 0;
   }
   *close = p - 1;
   idx_finish_event(e);
   return 1;
+}
+
+static int match_narrow(struct idx_layout *l, const char *p, const char *end,
+                        struct idx_parsed *e, const char **close)
+{
+  return match_with(l, p, end, e, close, 0);
+}
+
+#ifdef __x86_64__
+static LAYOUT_AVX2 int match_avx2(struct idx_layout *l, const char *p,
+                                  const char *end, struct idx_parsed *e,
+                                  const char **close)
+{
+  return match_with(l, p, end, e, close, 1);
+}
+#endif
+
+/* The event at p against l, by the width t was learnt with (t->wide is
+ * set only where the CPU has AVX2: idx_scan_wide()). */
+static inline int match(const struct idx_layouts *t, struct idx_layout *l,
+                        const char *p, const char *end, struct idx_parsed *e,
+                        const char **close)
+{
+#ifdef __x86_64__
+  if (t->wide)
+    return match_avx2(l, p, end, e, close);
+#endif
+  return match_narrow(l, p, end, e, close);
 }
 
 /* ---- judging (idx_reader_judge()) ---- */
@@ -782,6 +893,7 @@ static void forget(struct idx_layouts *t, unsigned depth, int scale)
     free(t->l[--t->n]);
   t->depth = depth;
   t->scale = scale;
+  t->wide = idx_scan_wide();
 }
 
 /* idx_layouts_match() past the most recently matched layout. */
@@ -793,7 +905,7 @@ match_others(struct idx_layouts *t, const char *p, const char *end,
   unsigned i;
 
   for (i = 1; i < t->n; i++) {
-    if (!match(t->l[i], p, end, e, close))
+    if (!match(t, t->l[i], p, end, e, close))
       continue;
     l = t->l[i]; /* most recently matched first */
     memmove(&t->l[1], &t->l[0], i * sizeof(t->l[0]));
@@ -811,7 +923,8 @@ int idx_layouts_match(struct idx_layouts *t, const char *p, const char *end,
     forget(t, depth, scale);
   if (t->n == 0)
     return 0;
-  if (!match(t->l[0], p, end, e, close) && !match_others(t, p, end, e, close))
+  if (!match(t, t->l[0], p, end, e, close) &&
+      !match_others(t, p, end, e, close))
     return 0;
   if (__builtin_expect(t->strict != NULL, 0)) /* t->l[0] matched */
     e->ev.strict = (char)judged(t->l[0], p, *close, end, t->strict);
@@ -837,7 +950,7 @@ void idx_layouts_learn(struct idx_layouts *t, const char *p, const char *close,
   if (l == NULL)
     return;
   if (!build(l, p, close, end, t->depth, t->scale) ||
-      !match(l, p, end, &again, &at) || at != close ||
+      !match(t, l, p, end, &again, &at) || at != close ||
       !same_parsed(&again, walked)) {
     /* Events of a shape no layout holds: try again later, less often
      * each time, so that a trace of them pays little for the tries. */

@@ -98,6 +98,7 @@ struct kernel {
   const char *name;
   kernel_fn run;   /* NULL: no scan */
   int (*ok)(void); /* the CPU can run it */
+  int wide;        /* AVX2 at least: the layouts' strings 32 bytes a time */
 };
 
 static int always(void)
@@ -128,12 +129,12 @@ static int has_avx512(void)
 /* Best first; "none" last, never picked on its own. */
 static const struct kernel kernels[] = {
 #if defined(__x86_64__)
-  { "avx512", idx_scan_avx512, has_avx512 },
-  { "avx2", idx_scan_avx2, has_avx2 },
-  { "sse2", idx_scan_sse2, has_sse2 },
+  { "avx512", idx_scan_avx512, has_avx512, 1 },
+  { "avx2", idx_scan_avx2, has_avx2, 1 },
+  { "sse2", idx_scan_sse2, has_sse2, 0 },
 #endif
-  { "generic", idx_scan_generic, always },
-  { "none", NULL, always },
+  { "generic", idx_scan_generic, always, 0 },
+  { "none", NULL, always, 0 },
 };
 
 #define NKERNELS (sizeof(kernels) / sizeof(kernels[0]))
@@ -187,6 +188,12 @@ int idx_scan_enabled(void)
 {
   pthread_once(&once, choose);
   return chosen->run != NULL;
+}
+
+int idx_scan_wide(void)
+{
+  pthread_once(&once, choose);
+  return chosen->wide;
 }
 
 /* Room for nblocks blocks. 0 or TR_ENOMEM. */
