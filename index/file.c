@@ -40,7 +40,7 @@ static int on_event(void *ud, const struct idx_doc *doc,
 {
   struct run *run = ud;
 
-  if (run->cancel != NULL && atomic_load(run->cancel))
+  if (idx_cancelled(run->cancel))
     return TR_ECONFLICT;
   if (run->figs != NULL)
     slice_figs_event(run->figs, doc, ev);
@@ -71,7 +71,7 @@ static int on_capture_event(void *ud, const struct idx_doc *doc,
 {
   struct cap_run *run = ud;
 
-  if (run->cancel != NULL && atomic_load(run->cancel))
+  if (idx_cancelled(run->cancel))
     return TR_ECONFLICT;
   if (ev->ph != 'X')
     return 0;
@@ -154,7 +154,7 @@ static int pump(struct idx_source *src, struct idx_reader *rd,
   unsigned depth;
 
   for (;;) {
-    if (opt->cancel != NULL && atomic_load(opt->cancel))
+    if (idx_cancelled(opt->cancel))
       return TR_ECONFLICT;
     if ((rc = idx_source_next(src, &c, err)) != 0)
       return rc;
@@ -382,7 +382,7 @@ int idx_file_sink(const char *root, const char *path,
   dec_lib_free(lib);
   /* A pass that a cancel stopped names its own step ("time pass
    * failed"): the rank was cancelled, and says so. */
-  if (rc == TR_ECONFLICT && opt->cancel != NULL && atomic_load(opt->cancel))
+  if (rc == TR_ECONFLICT && idx_cancelled(opt->cancel))
     tr_err_clear(&local);
   return rc == 0 ? 0 : idx_file_fail(err, &local, rc, path);
 }

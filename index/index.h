@@ -169,6 +169,13 @@ struct idx_options {
   const char *gpu_roof;
 };
 
+/* True once cancel (idx_options' own, borrowed, may be NULL) is set:
+ * every step that looks at the flag asks here. */
+static inline bool idx_cancelled(const atomic_bool *cancel)
+{
+  return cancel != NULL && atomic_load(cancel);
+}
+
 /*
  * Indexes the trace at path and returns its rank summary as a new JSON
  * object in *out (caller json_decref()s): every field of docs/API.md's rank

@@ -357,8 +357,7 @@ static int cursor_fill(struct agg_iter *it, struct cursor *c)
   size_t keep = c->len - c->pos, want = c->cap - keep;
   ssize_t got;
 
-  if (it->r->sp != NULL && it->r->sp->cancel != NULL &&
-      atomic_load(it->r->sp->cancel))
+  if (it->r->sp != NULL && idx_cancelled(it->r->sp->cancel))
     return TR_ECONFLICT;
   memmove(c->win, c->win + c->pos, keep);
   c->pos = 0;

@@ -210,7 +210,7 @@ static int on_event(void *ud, const struct idx_doc *doc,
   struct slicer *s = ud;
   int meta = ev->ph == 'M', verdict, rc;
 
-  if (s->o->cancel != NULL && atomic_load(s->o->cancel))
+  if (idx_cancelled(s->o->cancel))
     return TR_ECONFLICT;
   s->st.events_read++;
   s->events_begun = 1;

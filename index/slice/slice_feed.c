@@ -119,7 +119,7 @@ static int feed_here(struct slice_feed *f, uint64_t a, uint64_t b)
   int rc = reach(f, a, f->err);
 
   while (rc == 0 && f->pos < b) {
-    if (f->cancel != NULL && atomic_load(f->cancel))
+    if (idx_cancelled(f->cancel))
       return TR_ECONFLICT;
     if ((rc = next(f, f->buf, b - f->pos, &got, f->err)) != 0)
       return rc;
@@ -242,7 +242,7 @@ static int feed_pumped(struct slice_feed *f, uint64_t a, uint64_t b)
                       "the range [%llu, %llu) is not the plan's",
                       (unsigned long long)a, (unsigned long long)b);
   while (rc == 0 && !last) {
-    if (f->cancel != NULL && atomic_load(f->cancel))
+    if (idx_cancelled(f->cancel))
       return TR_ECONFLICT;
     if ((sl = full_slot(p)) == NULL)
       return pump_failed(f, p);
