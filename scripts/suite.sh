@@ -87,7 +87,10 @@ sanitizer_builds() {
 # ThreadSanitizer, then the third fuzzer, on the other. Started beside the
 # ASan+UBSan tests at nice 5, they take the CPU those tests leave while
 # they wait on processes and sockets (each fuzzer still fuzzes 60 s).
+# A failed check's log is named in build-fuzz/late.failed; the suite tells
+# it at its end (late_told), where a CI log's tail shows it.
 late_checks() {
+  rm -f build-fuzz/late.failed
   while [ ! -e build-fuzz/.built ] && kill -0 "$1" 2>/dev/null; do
     sleep 1
   done
@@ -95,12 +98,28 @@ late_checks() {
   scripts/fuzz.sh run reader index >build-fuzz/fuzz.log 2>&1 &
   fuzz=$!
   scripts/tsan.sh >build-tsan/tsan.log 2>&1 ||
-    { cat build-tsan/tsan.log; exit 1; }
+    { echo build-tsan/tsan.log >build-fuzz/late.failed; exit 1; }
   scripts/fuzz.sh run points >build-fuzz/fuzz-points.log 2>&1 ||
-    { cat build-fuzz/fuzz-points.log; exit 1; }
-  wait "$fuzz" || { cat build-fuzz/fuzz.log; exit 1; }
+    { echo build-fuzz/fuzz-points.log >build-fuzz/late.failed; exit 1; }
+  wait "$fuzz" || { echo build-fuzz/fuzz.log >build-fuzz/late.failed; exit 1; }
   grep -h "^tsan:\|Done [0-9]* runs" build-tsan/tsan.log build-fuzz/fuzz.log \
     build-fuzz/fuzz-points.log || true
+}
+
+# late_told PID: waits for the late checks; when one failed, its log, then
+# the lines that say what failed (a sanitizer's or libFuzzer's summary, the
+# input it wrote, in base64 when small, the file traced failed on) last.
+late_told() {
+  wait "$1" && return 0
+  failed=$(cat build-fuzz/late.failed 2>/dev/null || echo build-fuzz/fuzz.log)
+  cat "$failed"
+  echo "suite: the late checks failed; from $failed:"
+  grep -E "SUMMARY|ERROR|ALARM|Test unit written|^tsan: " "$failed" || true
+  # A small input libFuzzer wrote, whole, to be replayed elsewhere.
+  sed -n 's/.*Test unit written to \(.*\)/\1/p' "$failed" | while read -r unit; do
+    [ "$(wc -c <"$unit")" -gt 2048 ] || echo "$unit: $(base64 -w 0 "$unit")"
+  done
+  return 1
 }
 
 all() {
@@ -120,7 +139,7 @@ all() {
   stage asan-tests asan_tests
   wait "$builds" || { cat "$log"; exit 1; }
   rm -f "$log"
-  stage tsan-and-fuzzers wait "$late"
+  stage tsan-and-fuzzers late_told "$late"
 }
 
 case "${1:-all}" in
