@@ -52,28 +52,32 @@ enum {
   H_TIME_NS,  /* ts or dur in nanoseconds (mcTracer) */
   H_SKIP_NUM, /* a value only skipped, a number in the learnt event */
   H_SKIP_STR, /* the same, a string there */
-  H_SKIP      /* the same, anything else there */
+  H_SKIP,     /* the same, anything else there */
+  H_CONSTS    /* a bit: the run holds constants (struct cst) too */
 };
+_Static_assert(H_CONSTS == 8, "H_CONSTS is a bit above every kind");
 
 #define LAYOUT_BYTES  2048 /* literal bytes of one layout, with padding */
 #define LAYOUT_STEPS  64
 #define LAYOUT_CONSTS 4
-#define FIELD_PH      UINT16_MAX /* a constant that is the ph */
 
 /* A literal run and the hole after it. Offsets are into struct
- * idx_parsed. */
+ * idx_parsed. A run is compared in pieces of 16 bytes, or 32 where the
+ * match is AVX2's ([0] and [1] of the arrays): every piece but the last
+ * whole, the last under its tail. */
 struct step {
-  uint16_t lit, n; /* the run: bytes[lit, lit + n), lit a multiple of 16 */
-  uint16_t tail;   /* the bits of its last 16-byte piece past its end */
-  uint8_t pieces;  /* its 16-byte pieces */
-  uint8_t hole;    /* H_* */
-  uint8_t c0, nc;  /* its constants: cst[c0, c0 + nc) */
-  uint8_t coid;    /* H_INT: args.co_id, which sets e->co_id */
-  uint16_t field;  /* H_STR: an idx_str; H_INT: an int64_t; H_TIME_*: an
-                      idx_numtok */
-  uint16_t has;    /* H_INT: the uint32_t the bit goes to */
-  uint32_t bit;    /* H_INT: IDX_HAS_* or IDX_X_*; H_SKIP*: the levels
-                      the value may open */
+  const char *lit; /* the run: n bytes in its layout's bytes */
+  uint16_t n;
+  uint16_t last[2]; /* where its last piece starts in it */
+  uint16_t need[2]; /* the bytes from its first a match may read before
+                       the hole's own checks: its pieces, and 16 more
+                       for the hole (int_at() reads a word at once) */
+  uint32_t tail[2]; /* the bits of its last piece past its end */
+  uint8_t hole;     /* H_*, with H_CONSTS */
+  uint8_t c0, nc;   /* its constants: cst[c0, c0 + nc) */
+  uint16_t field;   /* H_STR: an idx_str; H_INT: an int64_t; H_TIME_*: an
+                       idx_numtok */
+  uint32_t room;    /* H_SKIP*: the levels the value may open */
   /* What the hole held last time, when it was short: pid, tid, device
    * and stream are the same event after event, and so are the first
    * eight digits of ts. H_INT: its bytes and the one after them (under
@@ -87,7 +91,7 @@ struct step {
 /* A string value inside a literal run (ph, cat): the same in every event
  * that matches, so the field points into the event's run. */
 struct cst {
-  uint16_t field; /* an idx_str, or FIELD_PH */
+  uint16_t field; /* an idx_str */
   uint16_t off, n;
 };
 
@@ -97,9 +101,18 @@ struct idx_layout {
    * holes (judged(), for idx_reader_judge()): 1 yes, -1 no, 0 not known
    * yet. */
   signed char strict;
+  /* What its integer holes set once all are read: every match reads
+   * every hole, so the flags are the layout's, set at its end rather
+   * than hole by hole. */
+  uint32_t has, xhas; /* IDX_HAS_*, IDX_X_* */
+  int co_id;          /* args.co_id is one of them */
+  char ph;            /* the ph, a constant: the first byte of its string
+                         in the runs (of the last "ph" key: it wins) */
   struct step step[LAYOUT_STEPS];
   struct cst cst[LAYOUT_CONSTS];
-  _Alignas(16) char bytes[LAYOUT_BYTES];
+  /* Runs packed one after the other, read by unaligned loads: a last
+   * piece may read up to 31 bytes past its run. */
+  char bytes[LAYOUT_BYTES];
 };
 
 #define AT(e, off, type) ((type *)(void *)((char *)(e) + (off)))
@@ -109,27 +122,78 @@ struct idx_layout {
  * to. */
 #define LAYOUT_INLINE static inline __attribute__((always_inline))
 
+#ifdef __x86_64__
+#define LAYOUT_AVX2 __attribute__((target("avx2")))
+#endif
+
 /* ---- matching ---- */
 
 /* 1 when the run of st is at p: its pieces compared 16 bytes at a time
  * (p may be read 15 bytes past the run). */
-LAYOUT_INLINE int run_eq(const char *p, const char *lit, const struct step *st)
+LAYOUT_INLINE int run_eq16(const char *p, const struct step *st)
 {
 #ifdef __SSE2__
-  unsigned i, last = st->pieces - 1u, m;
+  const char *lit = st->lit;
+  unsigned i = st->last[0];
 
-  for (i = 0;; i++) {
-    m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(
-        _mm_loadu_si128((const __m128i *)(const void *)(p + 16 * i)),
-        _mm_load_si128((const __m128i *)(const void *)(lit + 16 * i))));
-    if (i == last)
-      return (m | st->tail) == 0xffff;
-    if (m != 0xffff)
+  /* The last piece first: most runs have no other. */
+  if (((unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(
+           _mm_loadu_si128((const __m128i *)(const void *)(p + i)),
+           _mm_loadu_si128((const __m128i *)(const void *)(lit + i)))) |
+       st->tail[0]) != 0xffff)
+    return 0;
+  while (i > 0) {
+    i -= 16;
+    if (_mm_movemask_epi8(_mm_cmpeq_epi8(
+            _mm_loadu_si128((const __m128i *)(const void *)(p + i)),
+            _mm_loadu_si128((const __m128i *)(const void *)(lit + i)))) !=
+        0xffff)
       return 0;
   }
+  return 1;
 #else
-  return memcmp(p, lit, st->n) == 0;
+  return memcmp(p, st->lit, st->n) == 0;
 #endif
+}
+
+#ifdef __x86_64__
+/* run_eq16() 32 bytes at a time (AVX2: match_avx2() alone calls it): a
+ * run of up to 32 bytes, most of them, in one compare. */
+static inline LAYOUT_AVX2 int run_eq32(const char *p, const struct step *st)
+{
+  const char *lit = st->lit;
+  unsigned i = st->last[1];
+
+  if (((unsigned)_mm256_movemask_epi8(_mm256_cmpeq_epi8(
+           _mm256_loadu_si256((const __m256i *)(const void *)(p + i)),
+           _mm256_loadu_si256((const __m256i *)(const void *)(lit + i)))) |
+       st->tail[1]) != 0xffffffffu)
+    return 0;
+  while (i > 0) {
+    i -= 32;
+    if ((unsigned)_mm256_movemask_epi8(_mm256_cmpeq_epi8(
+            _mm256_loadu_si256((const __m256i *)(const void *)(p + i)),
+            _mm256_loadu_si256((const __m256i *)(const void *)(lit + i)))) !=
+        0xffffffffu)
+      return 0;
+  }
+  return 1;
+}
+#endif
+
+/* 1 when the run of st is at p and the bytes a match reads from there
+ * are before end, by the width's pieces (wide: a constant where
+ * match_with() is inlined). */
+LAYOUT_INLINE int run_at(const struct step *st, const char *p, const char *end,
+                         int wide)
+{
+  if (end - p < (ptrdiff_t)st->need[wide])
+    return 0;
+#ifdef __x86_64__
+  if (wide)
+    return run_eq32(p, st);
+#endif
+  return run_eq16(p, st);
 }
 
 /* A piece of a string's body at p, by its masks of quotes, backslashes
@@ -182,8 +246,6 @@ LAYOUT_INLINE const char *str_close(const char *p, const char *end,
 }
 
 #ifdef __x86_64__
-#define LAYOUT_AVX2 __attribute__((target("avx2")))
-
 /* str_close() 32 bytes at a time, its last 16 to 31 bytes by str_close()
  * (AVX2: match_avx2() alone calls it). Names run to 30 bytes and more,
  * kernels' to hundreds: one compare where SSE2 takes two. */
@@ -282,6 +344,15 @@ static const char *skip_hole(const char *p, const char *end, unsigned room)
   return p + used;
 }
 
+/* idx_num_fast() out of line: where a hole's number is not of the
+ * shapes read inline (and for learning), so that the match keeps its
+ * registers. */
+static __attribute__((noinline)) const char *
+num_at(const char *p, const char *end, unsigned scale, int64_t *v)
+{
+  return idx_num_fast(p, end, scale, v);
+}
+
 /* The integer at p as idx_num_fast() reads it: 1 to 7 digits and no
  * fraction or exponent by one word (8 bytes at p are readable), or no work
  * at all when its bytes and the one after them are the last ones'. */
@@ -305,7 +376,7 @@ LAYOUT_INLINE const char *int_at(struct step *st, const char *p,
     st->memo_k = k;
     return p + k;
   }
-  return idx_num_fast(p, end, 0, v);
+  return num_at(p, end, 0, v);
 }
 
 /* ts or dur in microseconds at p, as idx_num_fast(p, end, 3) reads it
@@ -320,7 +391,7 @@ LAYOUT_INLINE const char *us_at(struct step *st, const char *p, const char *end,
   const char *q;
 
   if (end - p < 34)
-    return idx_num_fast(p, end, 3, v);
+    return num_at(p, end, 3, v);
   memcpy(&x, p, 8);
   k = idx_leading_digits(x);
   if (k == 8) {
@@ -332,12 +403,12 @@ LAYOUT_INLINE const char *us_at(struct step *st, const char *p, const char *end,
     memcpy(&x, p + 8, 8);
     k = idx_leading_digits(x);
     if (k == 8) /* 16 digits or more */
-      return idx_num_fast(p, end, 3, v);
+      return num_at(p, end, 3, v);
     acc = acc * idx_pow10[k] + idx_eight_digits(idx_top_digits(x, k));
     q = p + 8 + k;
   } else {
     if (k == 0) /* '-', or no number */
-      return idx_num_fast(p, end, 3, v);
+      return num_at(p, end, 3, v);
     acc = idx_eight_digits(idx_top_digits(x, k));
     q = p + k;
   }
@@ -350,7 +421,7 @@ LAYOUT_INLINE const char *us_at(struct step *st, const char *p, const char *end,
       acc += (x & 0xff) * 100 + (x >> 8 & 0xff) * 10 + (x >> 16 & 0xff);
     } else {
       if (f == 0 || f == 8)
-        return idx_num_fast(p, end, 3, v);
+        return num_at(p, end, 3, v);
       k = f < 3 ? f : 3; /* digits past the ns are truncated */
       acc += idx_eight_digits(idx_top_digits(x, k)) * idx_pow10[3 - k];
     }
@@ -360,6 +431,83 @@ LAYOUT_INLINE const char *us_at(struct step *st, const char *p, const char *end,
     return NULL;
   *v = (int64_t)acc;
   return q;
+}
+
+#ifdef __x86_64__
+/* Loaded from byte k (1 to 16): the shuffle that moves the first k bytes
+ * of a vector to its end, zeros before them. */
+static const int8_t digits_tail[32] = { -1, -1, -1, -1, -1, -1, -1, -1,
+                                        -1, -1, -1, -1, -1, -1, -1, -1,
+                                        0,  1,  2,  3,  4,  5,  6,  7,
+                                        8,  9,  10, 11, 12, 13, 14, 15 };
+
+/* The value of the first k (1 to 16) digits of d (digit values, not
+ * characters): moved to the vector's end, then pairs, fours and eights
+ * of them summed by multiply-adds (Lemire's, as in simdjson). */
+static inline LAYOUT_AVX2 uint64_t digits16(__m128i d, unsigned k)
+{
+  __m128i a = _mm_shuffle_epi8(
+      d, _mm_loadu_si128((const __m128i *)(const void *)(digits_tail + k)));
+  uint64_t r;
+
+  a = _mm_maddubs_epi16(a, _mm_set1_epi16(0x010a));
+  a = _mm_madd_epi16(a, _mm_set1_epi32(0x00010064));
+  a = _mm_packus_epi32(a, a);
+  a = _mm_madd_epi16(a, _mm_set1_epi32(0x00012710));
+  r = (uint64_t)_mm_cvtsi128_si64(a);
+  return (r & 0xffffffffu) * 100000000u + (r >> 32);
+}
+
+/* us_at() 32 bytes at a time (AVX2: match_avx2() alone calls it): which
+ * bytes are digits from one compare, the integer part (up to 16 digits,
+ * all idx_num_fast() takes at scale 3) by digits16(), the first three of
+ * the fraction from one word. */
+static inline LAYOUT_AVX2 const char *us_at32(const char *p, const char *end,
+                                              int64_t *v)
+{
+  __m256i d;
+  uint64_t dig, acc, x;
+  unsigned k, f;
+  const char *q;
+
+  if (end - p < 34)
+    return num_at(p, end, 3, v);
+  d = _mm256_sub_epi8(_mm256_loadu_si256((const __m256i *)(const void *)p),
+                      _mm256_set1_epi8('0'));
+  dig = (uint32_t)_mm256_movemask_epi8(
+      _mm256_cmpeq_epi8(_mm256_min_epu8(d, _mm256_set1_epi8(9)), d));
+  k = (unsigned)__builtin_ctzll(~dig);
+  if (k - 1 >= 16) /* '-', no number, or more digits than scale 3 takes */
+    return num_at(p, end, 3, v);
+  acc = digits16(_mm256_castsi256_si128(d), k) * 1000; /* < 2^64 */
+  q = p + k;
+  if (*q == '.') {
+    f = (unsigned)__builtin_ctzll(~(dig >> (k + 1)));
+    if (f == 0 || k + 1 + f >= 32) /* none, or they may go on */
+      return num_at(p, end, 3, v);
+    /* Digits past the ns are truncated; fewer count as zeros after. */
+    memcpy(&x, q + 1, 8);
+    x = (x - 0x3030303030303030ull) & (~0ull >> (64 - 8 * (f < 3 ? f : 3)));
+    acc += (x & 0xff) * 100 + (x >> 8 & 0xff) * 10 + (x >> 16 & 0xff);
+    q += 1 + f;
+  }
+  if (*q == 'e' || *q == 'E' || acc > (uint64_t)INT64_MAX)
+    return NULL;
+  *v = (int64_t)acc;
+  return q;
+}
+#endif
+
+/* ts or dur in microseconds at p, by the width's reader. */
+LAYOUT_INLINE const char *us_of(struct step *st, const char *p, const char *end,
+                                int64_t *v, int wide)
+{
+#ifdef __x86_64__
+  if (wide)
+    return us_at32(p, end, v);
+#endif
+  (void)wide;
+  return us_at(st, p, end, v);
 }
 
 /* ts or dur read at p into t (what the token walk's time_val() sets). */
@@ -376,47 +524,35 @@ LAYOUT_INLINE const char *time_at(const char *p, const char *q, int64_t v,
   return q;
 }
 
-/* The hole of st at p, into e: where the next run starts, or NULL. */
-LAYOUT_INLINE const char *fill(struct step *st, const char *p, const char *end,
-                               struct idx_parsed *e, int wide)
+/* A kept string's body at p, into st's field: its end (the next run
+ * starts with the closing quote), or NULL. */
+LAYOUT_INLINE const char *str_fill(const struct step *st, const char *p,
+                                   const char *end, struct idx_parsed *e,
+                                   int wide)
 {
   struct idx_str *s;
   const char *q;
   unsigned hi = 0;
-  int64_t v;
 
-  switch (st->hole) {
-  case H_STR:
-    q = str_end_of(p, end, &hi, wide);
-    if (q == NULL || (hi != 0 && !tr_utf8_valid(p, (size_t)(q - p))))
-      return NULL;
-    s = AT(e, st->field, struct idx_str);
-    s->p = p;
-    s->n = (size_t)(q - p);
-    return q; /* the next run starts with the closing quote */
-  case H_INT:
-    if ((q = int_at(st, p, end, &v)) == NULL)
-      return NULL;
-    *AT(e, st->field, int64_t) = v;
-    *AT(e, st->has, uint32_t) |= st->bit;
-    e->co_id |= st->coid;
-    return q;
-  case H_TIME_US:
-    q = us_at(st, p, end, &v);
-    return time_at(p, q, v, AT(e, st->field, struct idx_numtok));
-  case H_TIME_NS:
-    q = idx_num_fast(p, end, 0, &v);
-    return time_at(p, q, v, AT(e, st->field, struct idx_numtok));
-  case H_SKIP_NUM:
-    if ((q = digits_end(p)) != NULL || (q = scalar_end(p, end)) != NULL)
-      return q;
-    return skip_hole(p, end, st->bit);
-  case H_SKIP_STR:
-    if (*p == '"' && (q = str_end_of(p + 1, end, &hi, wide)) != NULL)
-      return q + 1;
-    return skip_hole(p, end, st->bit);
-  default: return skip_hole(p, end, st->bit);
-  }
+  q = str_end_of(p, end, &hi, wide);
+  if (q == NULL || (hi != 0 && !tr_utf8_valid(p, (size_t)(q - p))))
+    return NULL;
+  s = AT(e, st->field, struct idx_str);
+  s->p = p;
+  s->n = (size_t)(q - p);
+  return q;
+}
+
+/* A value only skipped at p, a string in the learnt event: its end. */
+LAYOUT_INLINE const char *skip_str(const struct step *st, const char *p,
+                                   const char *end, int wide)
+{
+  const char *q;
+  unsigned hi = 0;
+
+  if (*p == '"' && (q = str_end_of(p + 1, end, &hi, wide)) != NULL)
+    return q + 1;
+  return skip_hole(p, end, st->room);
 }
 
 /* The constants of st's run, which starts at p. */
@@ -427,74 +563,84 @@ static void set_consts(const struct idx_layout *l, const struct step *st,
   struct idx_str *s;
 
   for (; c < last; c++) {
-    if (c->field == FIELD_PH) {
-      e->ev.ph = c->n > 0 ? p[c->off] : 0;
-    } else {
-      s = AT(e, c->field, struct idx_str);
-      s->p = p + c->off;
-      s->n = c->n;
-    }
+    s = AT(e, c->field, struct idx_str);
+    s->p = p + c->off;
+    s->n = c->n;
   }
 }
 
 /* The event at p against l: 1 with *close at its '}'. A number's end is
  * not checked against the next byte: the next run starts with a byte that
  * cannot go on a number (it came after one in the learnt event). Each run
- * needs 16 bytes after it, so the hole's first 16 bytes are readable. */
+ * needs 16 bytes after it (step.need), so the hole's first 16 bytes are
+ * readable. An integer's flag is set once all holes are read. */
 LAYOUT_INLINE int match_with(struct idx_layout *l, const char *p,
                              const char *end, struct idx_parsed *e,
                              const char **close, int wide)
 {
   struct step *st = l->step;
+  const char *q;
+  unsigned hole;
+  int64_t v;
 
   /* Most layouts that miss an event miss it in the first run (its ph and
    * cat are there): the event is reset only once that run is. */
-  if (end - p < (ptrdiff_t)st->n + 16 || !run_eq(p, l->bytes + st->lit, st))
+  if (!run_at(st, p, end, wide))
     return 0;
   idx_parsed_reset(e);
   for (;;) {
-    if (st->nc != 0)
-      set_consts(l, st, p, e);
     p += st->n;
-    if (st->hole == H_END)
+    hole = st->hole;
+  again:
+    switch (hole & (2 * H_CONSTS - 1)) {
+    case H_END: goto matched;
+    case H_STR: p = str_fill(st, p, end, e, wide); break;
+    case H_INT:
+      if ((p = int_at(st, p, end, &v)) != NULL)
+        *AT(e, st->field, int64_t) = v;
       break;
-    if ((p = fill(st, p, end, e, wide)) == NULL)
+    case H_TIME_US:
+      q = us_of(st, p, end, &v, wide);
+      p = time_at(p, q, v, AT(e, st->field, struct idx_numtok));
+      break;
+    case H_TIME_NS:
+      q = num_at(p, end, 0, &v);
+      p = time_at(p, q, v, AT(e, st->field, struct idx_numtok));
+      break;
+    case H_SKIP_NUM:
+      q = digits_end(p);
+      p = q != NULL ? q : skip_hole(p, end, st->room);
+      break;
+    case H_SKIP_STR: p = skip_str(st, p, end, wide); break;
+    case H_SKIP: p = skip_hole(p, end, st->room); break;
+    case H_END | H_CONSTS:
+    case H_STR | H_CONSTS:
+    case H_INT | H_CONSTS:
+    case H_TIME_US | H_CONSTS:
+    case H_TIME_NS | H_CONSTS:
+    case H_SKIP_NUM | H_CONSTS:
+    case H_SKIP_STR | H_CONSTS:
+    case H_SKIP | H_CONSTS:
+      set_consts(l, st, p - st->n, e);
+      hole ^= H_CONSTS;
+      goto again;
+    default: __builtin_unreachable(); /* hole < 2 * H_CONSTS */
+    }
+    if (p == NULL)
       return 0;
     st++;
-    if (end - p < (ptrdiff_t)st->n + 16 || !run_eq(p, l->bytes + st->lit, st))
+    if (!run_at(st, p, end, wide))
       return 0;
   }
+matched:
   *close = p - 1;
-  idx_finish_event(e);
+  e->ev.ph = l->ph;
+  e->ev.has = l->has; /* reset: none before */
+  e->xhas = l->xhas;
+  e->co_id = l->co_id;
+  if (l->xhas != 0)
+    idx_finish_event(e);
   return 1;
-}
-
-static int match_narrow(struct idx_layout *l, const char *p, const char *end,
-                        struct idx_parsed *e, const char **close)
-{
-  return match_with(l, p, end, e, close, 0);
-}
-
-#ifdef __x86_64__
-static LAYOUT_AVX2 int match_avx2(struct idx_layout *l, const char *p,
-                                  const char *end, struct idx_parsed *e,
-                                  const char **close)
-{
-  return match_with(l, p, end, e, close, 1);
-}
-#endif
-
-/* The event at p against l, by the width t was learnt with (t->wide is
- * set only where the CPU has AVX2: idx_scan_wide()). */
-static inline int match(const struct idx_layouts *t, struct idx_layout *l,
-                        const char *p, const char *end, struct idx_parsed *e,
-                        const char **close)
-{
-#ifdef __x86_64__
-  if (t->wide)
-    return match_avx2(l, p, end, e, close);
-#endif
-  return match_narrow(l, p, end, e, close);
 }
 
 /* ---- judging (idx_reader_judge()) ---- */
@@ -512,12 +658,12 @@ static int holes_strict(const struct idx_layout *l, const char *p,
   const char *q;
 
   for (st = l->step;; st++) {
-    if (end - p < (ptrdiff_t)st->n + 16 || !run_eq(p, l->bytes + st->lit, st))
+    if (!run_at(st, p, end, 0))
       return 0;
     p += st->n;
-    if (st->hole == H_END)
+    if ((st->hole & ~H_CONSTS) == H_END)
       return p == close + 1;
-    if (st->hole == H_STR) {
+    if ((st->hole & ~H_CONSTS) == H_STR) {
       q = end_of(p - 1, close);
       p = q != NULL ? q - 1 : NULL; /* the next run starts at its quote */
     } else {
@@ -550,6 +696,75 @@ static int judged(struct idx_layout *l, const char *p, const char *close,
   return l->strict > 0;
 }
 
+static int match_narrow(struct idx_layout *l, const char *p, const char *end,
+                        struct idx_parsed *e, const char **close)
+{
+  return match_with(l, p, end, e, close, 0);
+}
+
+#ifdef __x86_64__
+static LAYOUT_AVX2 int match_avx2(struct idx_layout *l, const char *p,
+                                  const char *end, struct idx_parsed *e,
+                                  const char **close)
+{
+  return match_with(l, p, end, e, close, 1);
+}
+#endif
+
+/* The event at p against l, by the width t was learnt with (t->wide is
+ * set only where the CPU has AVX2: idx_scan_wide()). */
+static int match(const struct idx_layouts *t, struct idx_layout *l,
+                 const char *p, const char *end, struct idx_parsed *e,
+                 const char **close)
+{
+#ifdef __x86_64__
+  if (t->wide)
+    return match_avx2(l, p, end, e, close);
+#endif
+  return match_narrow(l, p, end, e, close);
+}
+
+/* The event at p against t's layouts past the most recently matched: 1
+ * when one matches, which then goes first. */
+static __attribute__((noinline)) int
+match_others(struct idx_layouts *t, const char *p, const char *end,
+             struct idx_parsed *e, const char **close)
+{
+  struct idx_layout *l;
+  unsigned i;
+
+  for (i = 1; i < t->n; i++) {
+    if (!match(t, t->l[i], p, end, e, close))
+      continue;
+    l = t->l[i];
+    memmove(&t->l[1], &t->l[0], i * sizeof(t->l[0]));
+    t->l[0] = l;
+    return 1;
+  }
+  return 0;
+}
+
+/* The event at p against t's layouts, the most recently matched inlined
+ * (most events are of the kind before them): no call but this one for
+ * them. Not inlined itself: its caller stays a jump. */
+static __attribute__((noinline)) int
+first_narrow(struct idx_layouts *t, const char *p, const char *end,
+             struct idx_parsed *e, const char **close)
+{
+  return match_with(t->l[0], p, end, e, close, 0) ||
+         match_others(t, p, end, e, close);
+}
+
+#ifdef __x86_64__
+static LAYOUT_AVX2 int first_avx2(struct idx_layouts *t, const char *p,
+                                  const char *end, struct idx_parsed *e,
+                                  const char **close)
+{
+  return match_with(t->l[0], p, end, e, close, 1) ||
+         match_others(t, p, end, e, close);
+}
+#endif
+
 /* ---- learning ---- */
 
 /* A layout being learnt from the event text [s, close]. */
@@ -575,19 +790,26 @@ static const char *ws(const char *p, const char *close)
 static struct step *cut(struct build *b, const char *p, int hole)
 {
   struct idx_layout *l = b->l;
-  size_t n = (size_t)(p - b->run), at = (l->nbytes + 15) & ~(size_t)15;
+  size_t n = (size_t)(p - b->run), at = l->nbytes, w;
   struct step *st;
+  int i;
 
-  if (n == 0 || l->nsteps == LAYOUT_STEPS || at + n + 16 > LAYOUT_BYTES)
+  if (n == 0 || l->nsteps == LAYOUT_STEPS || at + n + 32 > LAYOUT_BYTES)
     return NULL;
   st = &l->step[l->nsteps++];
   memset(st, 0, sizeof(*st));
   memcpy(l->bytes + at, b->run, n);
-  st->lit = (uint16_t)at;
+  memset(l->bytes + at + n, 0, 32); /* what its last piece reads past it */
+  st->lit = l->bytes + at;
   st->n = (uint16_t)n;
-  st->pieces = (uint8_t)((n + 15) / 16);
-  st->tail = (uint16_t)(0xffffu << (n - 16 * (st->pieces - 1u)));
-  st->hole = (uint8_t)hole;
+  for (i = 0, w = 16; i < 2; i++, w *= 2) {
+    st->last[i] = (uint16_t)((n - 1) / w * w);
+    st->tail[i] =
+        (uint32_t)(~0ull << (n - st->last[i])) & (uint32_t)(~0ull >> (64 - w));
+    st->need[i] =
+        (uint16_t)(st->last[i] + w > n + 16 ? st->last[i] + w : n + 16);
+  }
+  st->hole = (uint8_t)(hole | (l->ncst > b->c0 ? H_CONSTS : 0));
   st->c0 = (uint8_t)b->c0;
   st->nc = (uint8_t)(l->ncst - b->c0);
   b->c0 = l->ncst;
@@ -604,6 +826,8 @@ static const char *str_at(const struct build *b, const char *v)
   return memchr(v + 1, '"', (size_t)(b->close - v - 1));
 }
 
+#define OFF(member) offsetof(struct idx_parsed, member)
+
 /* A constant string (ph, cat) at v: NULL, or the byte after it. */
 static const char *constant(struct build *b, const char *v, uint16_t field)
 {
@@ -611,7 +835,13 @@ static const char *constant(struct build *b, const char *v, uint16_t field)
   struct idx_layout *l = b->l;
   struct cst *c;
 
-  if (q == NULL || l->ncst == LAYOUT_CONSTS)
+  if (q == NULL)
+    return NULL;
+  if (field == OFF(ev.ph)) {
+    l->ph = q - v - 1 > 0 ? v[1] : 0;
+    return q + 1;
+  }
+  if (l->ncst == LAYOUT_CONSTS)
     return NULL;
   c = &l->cst[l->ncst++];
   c->field = field;
@@ -638,7 +868,7 @@ static struct step *num_hole(struct build *b, const char *v, int hole,
                              const char **after)
 {
   int64_t val;
-  const char *q = idx_num_fast(v, b->end, hole == H_TIME_US ? 3 : 0, &val);
+  const char *q = num_at(v, b->end, hole == H_TIME_US ? 3 : 0, &val);
   struct step *st;
 
   if (q == NULL || q >= b->close || idx_scalar_byte(*q) ||
@@ -658,9 +888,11 @@ static const char *int_hole(struct build *b, const char *v, size_t field,
   if (st == NULL)
     return NULL;
   st->field = (uint16_t)field;
-  st->has = (uint16_t)has;
-  st->bit = bit;
-  st->coid = (uint8_t)coid;
+  if (has == OFF(xhas))
+    b->l->xhas |= bit;
+  else
+    b->l->has |= bit;
+  b->l->co_id |= coid;
   return after;
 }
 
@@ -674,12 +906,10 @@ static const char *skip_at(struct build *b, const char *v, unsigned levels)
 
   if (q == NULL || q > b->close || (st = cut(b, v, hole)) == NULL)
     return NULL;
-  st->bit = room;
+  st->room = room;
   b->run = q;
   return q;
 }
-
-#define OFF(member) offsetof(struct idx_parsed, member)
 
 /* grid / block: exactly [x, y, z] of plain integers (else no layout:
  * reader_event.c reads each element, and may mark the event bad). */
@@ -728,7 +958,7 @@ static const char *arg_value(struct build *b, int key, const char *v)
 static const char *member_value(struct build *b, int key, const char *v)
 {
   switch (key) {
-  case IDX_K_PH: return constant(b, v, FIELD_PH);
+  case IDX_K_PH: return constant(b, v, OFF(ev.ph));
   case IDX_K_CAT: return constant(b, v, OFF(ev.cat));
   case IDX_K_NAME: return str_hole(b, v, OFF(ev.name));
   case IDX_K_PID:
@@ -896,39 +1126,35 @@ static void forget(struct idx_layouts *t, unsigned depth, int scale)
   t->wide = idx_scan_wide();
 }
 
-/* idx_layouts_match() past the most recently matched layout. */
+/* idx_layouts_match() where the common case is not: layouts of another
+ * nesting or unit to forget, none yet, or the strict events to mark. */
 static __attribute__((noinline)) int
-match_others(struct idx_layouts *t, const char *p, const char *end,
-             struct idx_parsed *e, const char **close)
+match_slow(struct idx_layouts *t, const char *p, const char *end,
+           unsigned depth, int scale, struct idx_parsed *e, const char **close)
 {
-  struct idx_layout *l;
-  unsigned i;
-
-  for (i = 1; i < t->n; i++) {
-    if (!match(t, t->l[i], p, end, e, close))
-      continue;
-    l = t->l[i]; /* most recently matched first */
-    memmove(&t->l[1], &t->l[0], i * sizeof(t->l[0]));
-    t->l[0] = l;
-    return 1;
-  }
-  return 0;
+  if (t->depth != depth || t->scale != scale)
+    forget(t, depth, scale);
+  if (t->n == 0 || !(match(t, t->l[0], p, end, e, close) ||
+                     match_others(t, p, end, e, close)))
+    return 0;
+  if (t->strict != NULL) /* t->l[0] matched */
+    e->ev.strict = (char)judged(t->l[0], p, *close, end, t->strict);
+  return 1;
 }
 
 int idx_layouts_match(struct idx_layouts *t, const char *p, const char *end,
                       unsigned depth, int scale, struct idx_parsed *e,
                       const char **close)
 {
-  if (__builtin_expect(t->depth != depth || t->scale != scale, 0))
-    forget(t, depth, scale);
-  if (t->n == 0)
-    return 0;
-  if (!match(t, t->l[0], p, end, e, close) &&
-      !match_others(t, p, end, e, close))
-    return 0;
-  if (__builtin_expect(t->strict != NULL, 0)) /* t->l[0] matched */
-    e->ev.strict = (char)judged(t->l[0], p, *close, end, t->strict);
-  return 1;
+  if (__builtin_expect(t->depth != depth || t->scale != scale || t->n == 0 ||
+                           t->strict != NULL,
+                       0))
+    return match_slow(t, p, end, depth, scale, e, close);
+#ifdef __x86_64__
+  if (t->wide)
+    return first_avx2(t, p, end, e, close);
+#endif
+  return first_narrow(t, p, end, e, close);
 }
 
 void idx_layouts_learn(struct idx_layouts *t, const char *p, const char *close,
