@@ -708,6 +708,7 @@ static inline void idx_parsed_reset(struct idx_parsed *e)
   size_t i;
 
   _Static_assert(sizeof(e->ev) % 16 == 0, "idx_event: whole vectors");
+#pragma GCC unroll 32
   for (i = 0; i < sizeof(e->ev) / 16; i++) {
     __asm__("" : "+r"(d));
     _mm_storeu_si128((__m128i *)(void *)(d + 16 * i), _mm_setzero_si128());
@@ -731,6 +732,7 @@ static inline void idx_event_copy(struct idx_event *dst,
   const char *s = (const char *)src;
   size_t i;
 
+#pragma GCC unroll 32
   for (i = 0; i < sizeof(*dst) / 16; i++) {
     __asm__("" : "+r"(d));
     _mm_storeu_si128(
