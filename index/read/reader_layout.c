@@ -108,6 +108,8 @@ struct idx_layout {
   int co_id;          /* args.co_id is one of them */
   char ph;            /* the ph, a constant: the first byte of its string
                          in the runs (of the last "ph" key: it wins) */
+  char cat_class;     /* the events' idx_event.cat_class: their cat is a
+                         constant too */
   struct step step[LAYOUT_STEPS];
   struct cst cst[LAYOUT_CONSTS];
   /* Runs packed one after the other, read by unaligned loads: a last
@@ -635,6 +637,7 @@ LAYOUT_INLINE int match_with(struct idx_layout *l, const char *p,
 matched:
   *close = p - 1;
   e->ev.ph = l->ph;
+  e->ev.cat_class = l->cat_class;
   e->ev.has = l->has; /* reset: none before */
   e->xhas = l->xhas;
   e->co_id = l->co_id;
@@ -1184,6 +1187,9 @@ void idx_layouts_learn(struct idx_layouts *t, const char *p, const char *close,
     t->wait = 1u << t->fails;
     return;
   }
+  /* The walked event's cat_class is 0: the class is looked up. */
+  l->cat_class =
+      (char)(idx_format_get(IDX_FORMAT_KINETO)->classify(&walked->ev) + 1);
   t->fails = 0;
   t->spare = t->n == IDX_LAYOUTS ? t->l[--t->n] : NULL;
   memmove(&t->l[1], &t->l[0], t->n * sizeof(t->l[0]));
