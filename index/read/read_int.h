@@ -695,6 +695,14 @@ static inline int idx_arg_slot(struct idx_parsed *e, int key,
   return 1;
 }
 
+/* idx_parsed_reset() past the event itself. */
+static inline void idx_parsed_reset_rest(struct idx_parsed *e)
+{
+  e->ts.present = e->dur.present = 0;
+  e->bad = e->co_id = 0;
+  e->xhas = 0;
+}
+
 /* What a parse of an event starts from (the reset of idx_parse_event()
  * gives the reader to read): all of the event, and no ts, dur, co_id or
  * args-derived fields yet. The event is zeroed by vector stores: GCC
@@ -716,9 +724,7 @@ static inline void idx_parsed_reset(struct idx_parsed *e)
 #else
   e->ev = (struct idx_event){ 0 };
 #endif
-  e->ts.present = e->dur.present = 0;
-  e->bad = e->co_id = 0;
-  e->xhas = 0;
+  idx_parsed_reset_rest(e);
 }
 
 /* *dst = *src by vector loads and stores, for the same reason as

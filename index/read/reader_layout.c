@@ -110,6 +110,7 @@ struct idx_layout {
                          in the runs (of the last "ph" key: it wins) */
   char cat_class;     /* the events' idx_event.cat_class: their cat is a
                          constant too */
+  unsigned need[2];   /* the most of its steps' need */
   struct step step[LAYOUT_STEPS];
   struct cst cst[LAYOUT_CONSTS];
   /* Runs packed one after the other, read by unaligned loads: a last
@@ -183,14 +184,10 @@ static inline LAYOUT_AVX2 int run_eq32(const char *p, const struct step *st)
 }
 #endif
 
-/* 1 when the run of st is at p and the bytes a match reads from there
- * are before end, by the width's pieces (wide: a constant where
- * match_with() is inlined). */
-LAYOUT_INLINE int run_at(const struct step *st, const char *p, const char *end,
-                         int wide)
+/* 1 when the run of st is at p, by the width's pieces (wide: a constant
+ * where match_with() is inlined). */
+LAYOUT_INLINE int run_eq(const struct step *st, const char *p, int wide)
 {
-  if (end - p < (ptrdiff_t)st->need[wide])
-    return 0;
 #ifdef __x86_64__
   if (wide)
     return run_eq32(p, st);
@@ -302,24 +299,25 @@ LAYOUT_INLINE const char *scalar_end(const char *p, const char *end)
   return p < end ? p : NULL;
 }
 
-/* The end of 1 to 7 digits at p with no fraction or exponent after
- * them, else NULL (8 bytes at p are readable). The byte after them is
- * not looked up as scalar_end() does: in a hole the learnt event had a
- * number in, the next run starts with a byte no number goes on with, so
- * a letter or a sign there fails that run's compare, and the token walk
- * reads the event. */
+/* The end of the digits at p when a byte no number or literal has
+ * follows them within 16 bytes, which is where skip_hole() ends them,
+ * else NULL (16 bytes at p are readable). */
 LAYOUT_INLINE const char *digits_end(const char *p)
 {
-  uint64_t x;
-  unsigned k;
-  char c;
+#ifdef __SSE2__
+  __m128i d = _mm_sub_epi8(_mm_loadu_si128((const __m128i *)(const void *)p),
+                           _mm_set1_epi8('0'));
+  unsigned k = (unsigned)__builtin_ctz(~(unsigned)_mm_movemask_epi8(
+      _mm_cmpeq_epi8(_mm_min_epu8(d, _mm_set1_epi8(9)), d)));
 
-  memcpy(&x, p, 8);
-  k = idx_leading_digits(x);
-  if (k == 0 || k == 8)
-    return NULL;
-  c = (char)(x >> 8 * k);
-  return c != '.' && (c | 0x20) != 'e' ? p + k : NULL;
+  return k - 1 < 15 && !idx_scalar_byte(p[k]) ? p + k : NULL;
+#else
+  const char *q = p;
+
+  while (q < p + 15 && *q >= '0' && *q <= '9')
+    q++;
+  return q > p && q < p + 15 && !idx_scalar_byte(*q) ? q : NULL;
+#endif
 }
 
 /* The end of the value at p that reader_event.c's skip_value() would
@@ -571,6 +569,37 @@ static void set_consts(const struct idx_layout *l, const struct step *st,
   }
 }
 
+#ifdef __x86_64__
+/* idx_parsed_reset() by 32-byte stores (AVX2: match_avx2() alone calls
+ * it), fewer by half. */
+static inline LAYOUT_AVX2 void reset32(struct idx_parsed *e)
+{
+  char *d = (char *)&e->ev;
+  size_t i;
+
+#pragma GCC unroll 16
+  for (i = 0; i + 32 <= sizeof(e->ev); i += 32) {
+    __asm__("" : "+r"(d)); /* no rep stos: read_int.h */
+    _mm256_storeu_si256((__m256i *)(void *)(d + i), _mm256_setzero_si256());
+  }
+  if (i < sizeof(e->ev))
+    _mm_storeu_si128((__m128i *)(void *)(d + i), _mm_setzero_si128());
+  idx_parsed_reset_rest(e);
+}
+#endif
+
+/* The event reset by the width's stores. */
+LAYOUT_INLINE void reset(struct idx_parsed *e, int wide)
+{
+#ifdef __x86_64__
+  if (wide) {
+    reset32(e);
+    return;
+  }
+#endif
+  idx_parsed_reset(e);
+}
+
 /* The event at p against l: 1 with *close at its '}'. A number's end is
  * not checked against the next byte: the next run starts with a byte that
  * cannot go on a number (it came after one in the learnt event). Each run
@@ -581,15 +610,19 @@ LAYOUT_INLINE int match_with(struct idx_layout *l, const char *p,
                              const char **close, int wide)
 {
   struct step *st = l->step;
+  /* The last place a run may start: its pieces, and the hole's first 16
+   * bytes, are then readable, whichever run it is. An event that ends
+   * closer to end than its longest run's need goes the token walk. */
+  const uintptr_t last = (uintptr_t)end - l->need[wide];
   const char *q;
   unsigned hole;
   int64_t v;
 
   /* Most layouts that miss an event miss it in the first run (its ph and
    * cat are there): the event is reset only once that run is. */
-  if (!run_at(st, p, end, wide))
+  if ((uintptr_t)p > last || !run_eq(st, p, wide))
     return 0;
-  idx_parsed_reset(e);
+  reset(e, wide);
   for (;;) {
     p += st->n;
     hole = st->hole;
@@ -631,7 +664,7 @@ LAYOUT_INLINE int match_with(struct idx_layout *l, const char *p,
     if (p == NULL)
       return 0;
     st++;
-    if (!run_at(st, p, end, wide))
+    if ((uintptr_t)p > last || !run_eq(st, p, wide))
       return 0;
   }
 matched:
@@ -661,7 +694,7 @@ static int holes_strict(const struct idx_layout *l, const char *p,
   const char *q;
 
   for (st = l->step;; st++) {
-    if (!run_at(st, p, end, 0))
+    if (end - p < (ptrdiff_t)st->need[0] || !run_eq(st, p, 0))
       return 0;
     p += st->n;
     if ((st->hole & ~H_CONSTS) == H_END)
@@ -811,6 +844,8 @@ static struct step *cut(struct build *b, const char *p, int hole)
         (uint32_t)(~0ull << (n - st->last[i])) & (uint32_t)(~0ull >> (64 - w));
     st->need[i] =
         (uint16_t)(st->last[i] + w > n + 16 ? st->last[i] + w : n + 16);
+    if (st->need[i] > l->need[i])
+      l->need[i] = st->need[i];
   }
   st->hole = (uint8_t)(hole | (l->ncst > b->c0 ? H_CONSTS : 0));
   st->c0 = (uint8_t)b->c0;
