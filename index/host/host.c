@@ -127,8 +127,9 @@ static int name_of(struct agg_host *h, struct idx_str s, uint64_t k,
 
 /* One host event of kind; name_id: for AGG_HOST_RT the call's id in
  * idx_agg.rt_map (the host names are for the others); flags: AGG_HOST_*. */
-static int host_event(struct idx_agg *a, const struct idx_event *ev,
-                      enum agg_host_kind kind, uint32_t name_id, uint32_t flags)
+static inline int host_event(struct idx_agg *a, const struct idx_event *ev,
+                             enum agg_host_kind kind, uint32_t name_id,
+                             uint32_t flags)
 {
   struct agg_host *h = a->host;
   static const int stream_of[AGG_HOST_KINDS] = { AGG_HOST_STREAM_OP,

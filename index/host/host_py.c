@@ -14,7 +14,8 @@
  * writing and reading cost no loop and no branch per byte (LEB128 varints
  * took twice the instructions: docs/BENCHMARKS.md). A block starts from an
  * absolute start and names its first record's thread, so blocks decode on
- * their own.
+ * their own. The writer of a record is inline (host_int.h): host.c calls
+ * it for each of millions of events.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -22,16 +23,6 @@
 #include <unistd.h>
 
 #include "index/host/host_int.h"
-
-#define PY_BLOCK  32768 /* bytes of a block */
-#define PY_HEAD   4     /* a block's header: its bytes used */
-#define PY_RECMAX 24    /* bytes a record may touch (more than it holds) */
-#define PY_SLACK  8     /* readable bytes past a block: a word load's reach */
-
-/* The control byte: the start's and the duration's bytes less one in bits
- * 0-2 and 3-5, a 4-byte name (bit 6), a thread that follows (bit 7). */
-#define PY_WIDE_NAME 0x40u
-#define PY_THREAD    0x80u
 
 int agg_pystream_init(struct agg_pystream *ps, struct agg_spill *sp)
 {
@@ -58,7 +49,7 @@ void agg_pystream_free(struct agg_pystream *ps)
   memset(ps, 0, sizeof(*ps));
 }
 
-static int flush_block(struct agg_pystream *ps)
+int agg_pystream_flush(struct agg_pystream *ps)
 {
   uint32_t used = (uint32_t)ps->len;
   int rc;
@@ -80,51 +71,9 @@ static int flush_block(struct agg_pystream *ps)
   return 0;
 }
 
-int agg_pystream_add(struct agg_pystream *ps, int64_t start_ns, int64_t dur_ns,
-                     uint32_t name, uint16_t thread)
-{
-  unsigned char *p, *c;
-  uint64_t ds, dur = (uint64_t)dur_ns;
-  unsigned wd, wdur, ctl;
-  int rc;
-
-  if (ps->len > PY_BLOCK - PY_RECMAX && (rc = flush_block(ps)) != 0)
-    return rc;
-  /* A block's first start is absolute (biased: starts may be negative),
-   * the rest are from the one before. */
-  if (ps->len == PY_HEAD)
-    ds = (uint64_t)start_ns ^ (1ull << 63);
-  else
-    ds = (uint64_t)(start_ns - ps->last_start);
-  c = p = ps->buf + ps->len;
-  wd = agg_width(ds);
-  wdur = agg_width(dur);
-  ctl = (wd - 1) | (wdur - 1) << 3;
-  p = agg_put_word(agg_put_word(p + 1, ds, wd), dur, wdur);
-  if (name > UINT16_MAX) {
-    ctl |= PY_WIDE_NAME;
-    memcpy(p, &name, 4);
-    p += 4;
-  } else {
-    memcpy(p, &name, 2); /* little-endian: its low half */
-    p += 2;
-  }
-  if (c == ps->buf + PY_HEAD || thread != ps->last_thread) {
-    ctl |= PY_THREAD;
-    memcpy(p, &thread, 2);
-    p += 2;
-  }
-  *c = (unsigned char)ctl;
-  ps->len = (size_t)(p - ps->buf);
-  ps->last_start = start_ns;
-  ps->last_thread = thread;
-  ps->any = 1;
-  return 0;
-}
-
 int agg_pystream_seal(struct agg_pystream *ps)
 {
-  int rc = ps->f != NULL ? flush_block(ps) : 0;
+  int rc = ps->f != NULL ? agg_pystream_flush(ps) : 0;
 
   return rc ? rc : agg_runs_seal(&ps->late);
 }
