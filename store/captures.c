@@ -87,7 +87,7 @@ int store__capture_row(struct store *st, const char *kind, const char *label,
                     "INSERT INTO captures(kind, label, params, status,"
                     " phase, created_at, phase_started_at, progress)"
                     " VALUES(?1, ?2, ?3, 'queued', 'queued', ?4, ?4, ?5)",
-                    err, "tttIt", kind, label, text, tr_now_ns(),
+                    err, "%s%s%s%ld%s", kind, label, text, tr_now_ns(),
                     initial_progress);
   if (rc == 0)
     *id = sqlite3_last_insert_rowid(st->db);
@@ -152,7 +152,7 @@ static int write_phase(struct store *st, int64_t id, int status, int phase,
       " finished_at = CASE WHEN ?5 AND finished_at IS NULL THEN ?4"
       "  ELSE finished_at END"
       " WHERE id = ?1",
-      err, "IttIi", id, status >= 0 ? tr_status_name(status) : NULL,
+      err, "%ld%s%s%ld%d", id, status >= 0 ? tr_status_name(status) : NULL,
       phase >= 0 ? tr_phase_name(phase) : NULL, tr_now_ns(), final);
 
   return changed_or_missing(st, id, rc, err);
@@ -278,7 +278,7 @@ static int write_json_column(struct store *st, int64_t id, const char *column,
     return tr_err_set(err, TR_ENOMEM, column, "%s", column);
   snprintf(sql, sizeof(sql), "UPDATE captures SET %s = ?2 WHERE id = ?1",
            column);
-  rc = store__run(st, "write", sql, err, "It", id, text);
+  rc = store__run(st, "write", sql, err, "%ld%s", id, text);
   free(text);
   return rc;
 }
@@ -348,8 +348,8 @@ int store_capture_list(struct store *st, const struct store_list_filter *f,
                                     " AND (?3 IS NULL OR c.kind = ?3)"
                                     " AND (?4 = 0 OR c.id < ?4)"
                                     " ORDER BY c.id DESC LIMIT ?5",
-                     &s, err, "tttIi", f->status, f->model, f->kind, f->before,
-                     f->limit > 0 ? f->limit : 50);
+                     &s, err, "%s%s%s%ld%d", f->status, f->model, f->kind,
+                     f->before, f->limit > 0 ? f->limit : 50);
   if (rc < 0)
     return rc;
   return store__page(st, s, f->max_bytes, finish_capture, out, err);
@@ -377,7 +377,7 @@ int store_capture_ids(struct store *st, const char *status, const char *kind,
                      "SELECT id FROM captures WHERE (?1 IS NULL OR"
                      " status = ?1) AND (?2 IS NULL OR kind = ?2)"
                      " ORDER BY id",
-                     &s, err, "tt", status, kind);
+                     &s, err, "%s%s", status, kind);
   if (rc == 0)
     rc = store__collect(st, s, sizeof(**ids), fill_id, NULL, "ids", &v, n, err);
   if (rc < 0)
@@ -392,7 +392,7 @@ int store_capture_ids(struct store *st, const char *status, const char *kind,
 static int delete_row(struct store *st, int64_t id, struct tr_err *err)
 {
   int rc = store__run(st, "write", "DELETE FROM captures WHERE id = ?1", err,
-                      "I", id);
+                      "%ld", id);
 
   return changed_or_missing(st, id, rc, err);
 }
@@ -410,7 +410,7 @@ static int cancel_if_queued(struct store *st, int64_t id, bool *changed,
                       " 'message', 'cancelled before it started',"
                       " 'log_tail', NULL)"
                       " WHERE id = ?1 AND status = 'queued'",
-                      err, "II", id, tr_now_ns());
+                      err, "%ld%ld", id, tr_now_ns());
 
   *changed = rc == 0 && sqlite3_changes(st->db) > 0;
   if (*changed)

@@ -132,27 +132,49 @@ int store__stmt(struct store *st, const char *sql, sqlite3_stmt **out,
   return 0;
 }
 
+/* "%ld" is int64_t's conversion only where int64_t is long (LP64, every
+ * target the tree builds for): elsewhere this fails the build rather than
+ * a conversion reading the wrong width. */
+_Static_assert(_Generic((int64_t)0, long : 1, default : 0),
+               "store__exec()'s \"%ld\" needs int64_t to be long");
+
+/* Binds parameter i of s to the next argument of ap by the conversion at
+ * *types, moved past it (store__exec()). */
+static int bind_one(sqlite3_stmt *s, int i, const char **types, va_list *ap)
+{
+  const char *c = *types + 1; /* past the '%' */
+
+  *types = c + 1;
+  switch (*c) {
+  case 'd': return sqlite3_bind_int(s, i, va_arg(*ap, int));
+  case 'f': return sqlite3_bind_double(s, i, va_arg(*ap, double));
+  case 's': return store__bind_text(s, i, va_arg(*ap, const char *));
+  case 'l':
+    *types = c + 2;
+    if (c[1] == 'd')
+      return sqlite3_bind_int64(s, i, va_arg(*ap, int64_t));
+    return SQLITE_MISUSE;
+  default: return SQLITE_MISUSE;
+  }
+}
+
 /* Binds ?1.. of s from ap as types says (store__exec()). */
-static int bind_args(sqlite3_stmt *s, const char *types, va_list ap)
+static int bind_args(sqlite3_stmt *s, const char *types, va_list *ap)
 {
   int n = sqlite3_bind_parameter_count(s), i = 1, rc = SQLITE_OK;
   bool some = false; /* past a '|': only the parameters s has */
 
-  for (; rc == SQLITE_OK && *types != '\0'; types++) {
+  while (rc == SQLITE_OK && *types != '\0') {
     if (*types == '|') {
       some = true;
+      types++;
       continue;
     }
+    if (*types != '%')
+      return SQLITE_MISUSE;
     if (some && i > n)
       break; /* nor has it a later one */
-    switch (*types) {
-    case 'i': rc = sqlite3_bind_int(s, i, va_arg(ap, int)); break;
-    case 'I': rc = sqlite3_bind_int64(s, i, va_arg(ap, int64_t)); break;
-    case 'd': rc = sqlite3_bind_double(s, i, va_arg(ap, double)); break;
-    case 't': rc = store__bind_text(s, i, va_arg(ap, const char *)); break;
-    default: rc = SQLITE_MISUSE;
-    }
-    i++;
+    rc = bind_one(s, i++, &types, ap);
   }
   return rc;
 }
@@ -167,7 +189,7 @@ int store__exec(struct store *st, const char *what, const char *sql,
   if (rc < 0)
     return rc;
   va_start(ap, types);
-  rc = bind_args(s, types, ap);
+  rc = bind_args(s, types, &ap);
   va_end(ap);
   if (rc != SQLITE_OK) {
     store__done(s);
@@ -773,7 +795,7 @@ int store__no_capture(struct store *st, int64_t id, struct tr_err *err)
 int store__stmt_id(struct store *st, const char *sql, int64_t id, int rank,
                    sqlite3_stmt **out, struct tr_err *err)
 {
-  return store__prep(st, sql, out, err, "|Ii", id, rank);
+  return store__prep(st, sql, out, err, "|%ld%d", id, rank);
 }
 
 int store__step(struct store *st, sqlite3_stmt *s, const char *what,

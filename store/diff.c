@@ -180,7 +180,7 @@ static int read_drows(struct store *st, const char *by, const struct side *a,
            " a.c, a.t, b.c, b.t, a.f, a.m, b.f, b.m"
            " FROM a FULL JOIN b ON a.key = b.key",
            sa, sb);
-  rc = store__prep(st, sql, &s, err, "IiI|t", a->id, rank, b->id, kind);
+  rc = store__prep(st, sql, &s, err, "%ld%d%ld|%s", a->id, rank, b->id, kind);
   if (rc < 0)
     return rc;
   while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
@@ -266,7 +266,7 @@ static int side_capture(struct store *st, struct side *sd, struct tr_err *err)
                    "  AND status = 'done'),"
                    " (SELECT min(device) FROM ranks WHERE capture_id = c.id"
                    "  AND status = 'done') FROM captures c WHERE c.id = ?1",
-                   &s, err, "I", sd->id);
+                   &s, err, "%ld", sd->id);
 
   if (rc < 0)
     return rc;
@@ -426,7 +426,7 @@ static int kind_steps(struct store *st, struct side *sd, int rank,
                   " FROM ranks r JOIN decode_steps s ON s.rank_id = r.id"
                   " WHERE r.capture_id = ?1 AND r.status = 'done'"
                   " AND (?2 < 0 OR r.rank = ?2) AND s.step = ?3 GROUP BY r.id)",
-                  &s, err, "Iit", sd->id, rank, kind);
+                  &s, err, "%ld%d%s", sd->id, rank, kind);
 
   if (rc < 0)
     return rc;

@@ -444,8 +444,9 @@ static int write_row(struct store *st, int64_t id, const char *type,
                     "INSERT INTO capture_figures(capture_id, figure, name,"
                     " stratum, n, loc, se, df)"
                     " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                    err, e->has_se ? "ItttIddd" : "ItttId", id, type, name,
-                    stratum, (int64_t)e->n, e->loc, e->se, e->df);
+                    err, e->has_se ? "%ld%s%s%s%ld%f%f%f" : "%ld%s%s%s%ld%f",
+                    id, type, name, stratum, (int64_t)e->n, e->loc, e->se,
+                    e->df);
 }
 
 /* Each figure in each stratum. Steps of another batch size did other

@@ -243,7 +243,7 @@ static int index_row(struct store *st, const char *node, const char *uuid,
   int rc = store__prep(st,
                        "SELECT lid, coalesce(cache_id, 0) FROM fleet_index"
                        " WHERE node = ?1 AND uuid = ?2",
-                       &s, err, "tt", node, uuid);
+                       &s, err, "%s%s", node, uuid);
 
   if (rc < 0)
     return rc;
@@ -277,7 +277,7 @@ static int import_in(struct store *st, const char *node, const char *uuid,
     rc = store__run(st, "fleet",
                     "UPDATE fleet_index SET cache_id = ?2, cache_bytes = ?3"
                     " WHERE lid = ?1",
-                    err, "III", lid, id, bytes);
+                    err, "%ld%ld%ld", lid, id, bytes);
   if (rc == 0)
     *cache_id = id;
   return rc;
@@ -361,8 +361,8 @@ static int collect_ids(struct store *st, sqlite3_stmt *s, struct ids *out,
 /* Removes the copied capture id (its rows cascade). */
 static int uncopy(struct store *st, int64_t id, struct tr_err *err)
 {
-  return store__run(st, "fleet", "DELETE FROM captures WHERE id = ?1", err, "I",
-                    id);
+  return store__run(st, "fleet", "DELETE FROM captures WHERE id = ?1", err,
+                    "%ld", id);
 }
 
 /* Another fleet than the one followed: nothing of the old one stays. */
@@ -394,7 +394,7 @@ static int stale_copies(struct store *st, const struct store_fleet_row *r,
   int rc = store__prep(st,
                        "SELECT cache_id FROM fleet_index WHERE node = ?1"
                        " AND id = ?2 AND cache_id IS NOT NULL",
-                       &s, err, "tI", r->node, r->id);
+                       &s, err, "%s%ld", r->node, r->id);
 
   if (rc < 0)
     return rc;
@@ -415,7 +415,7 @@ static int remove_row(struct store *st, const struct store_fleet_row *r,
     rc = uncopy(st, cache_id, err);
   if (rc == 0)
     rc = store__run(st, "fleet", "DELETE FROM fleet_index WHERE lid = ?1", err,
-                    "I", lid);
+                    "%ld", lid);
   return rc;
 }
 
@@ -444,9 +444,9 @@ static int upsert_row(struct store *st, const struct store_fleet_row *r,
       " model, config, gpu, created_at, finished_at, verdict, figures, brief)"
       " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14,"
       " ?15) ON CONFLICT(node, uuid) DO UPDATE SET seq = excluded.seq",
-      &s, err, "ttIIttttttIIt", r->node, r->uuid, r->id, r->seq, r->kind,
-      r->status, r->label, r->model, r->config, r->gpu, r->created_at,
-      r->finished_at, r->verdict);
+      &s, err, "%s%s%ld%ld%s%s%s%s%s%s%ld%ld%s", r->node, r->uuid, r->id,
+      r->seq, r->kind, r->status, r->label, r->model, r->config, r->gpu,
+      r->created_at, r->finished_at, r->verdict);
 
   if (rc < 0)
     return rc;
@@ -463,7 +463,7 @@ static int set_followed(struct store *st, const char *fleet, int64_t seq,
   return store__run(st, "fleet",
                     "INSERT OR REPLACE INTO fleet_follow(id, fleet, seq)"
                     " VALUES(1, ?1, ?2)",
-                    err, "tI", fleet, seq);
+                    err, "%s%ld", fleet, seq);
 }
 
 static int apply_in(struct store *st, const char *fleet, int64_t seq,
@@ -519,7 +519,8 @@ int store_fleet_nodes_set(struct store *st, json_t *nodes, struct tr_err *err)
     rc = store__run(st, "fleet",
                     "INSERT OR REPLACE INTO fleet_nodes(node, url,"
                     " traced_version, seen_at) VALUES(?1, ?2, ?3, ?4)",
-                    err, "tttI", json_string_value(json_object_get(n, "node")),
+                    err, "%s%s%s%ld",
+                    json_string_value(json_object_get(n, "node")),
                     json_string_value(json_object_get(n, "url")),
                     json_string_value(json_object_get(n, "traced_version")),
                     (int64_t)json_integer_value(json_object_get(n, "seen_at")));
@@ -572,7 +573,7 @@ int store_fleet_evict(struct store *st, int64_t max_bytes, int64_t **drop,
       rc = store__run(st, "fleet",
                       "UPDATE fleet_index SET cache_id = NULL,"
                       " cache_bytes = NULL WHERE lid = ?1",
-                      err, "I", lids.v[k]);
+                      err, "%ld", lids.v[k]);
   }
   rc = store__wr_end(st, rc, err);
   free(lids.v);
@@ -635,11 +636,11 @@ int store_fleet_resolve(struct store *st, const char *node, int64_t id,
 {
   sqlite3_stmt *s;
   int rc = uuid != NULL ? store__prep(st, REF_COLUMNS "WHERE uuid = ?1 LIMIT 1",
-                                      &s, err, "t", uuid)
+                                      &s, err, "%s", uuid)
                         : store__prep(st,
                                       REF_COLUMNS "WHERE node = ?1 AND id = ?2"
                                                   " ORDER BY seq DESC LIMIT 1",
-                                      &s, err, "tI", node, id);
+                                      &s, err, "%s%ld", node, id);
 
   if (rc < 0)
     return rc;
@@ -666,7 +667,7 @@ int store_fleet_baseline(struct store *st, const struct store_fleet_ref *ref,
                                " AND status = 'done' AND uuid != ?3"
                                " AND finished_at < ?4"
                                " ORDER BY finished_at DESC, lid DESC LIMIT 1",
-                   &s, err, "tttI", ref->config, ref->gpu, ref->uuid,
+                   &s, err, "%s%s%s%ld", ref->config, ref->gpu, ref->uuid,
                    ref->finished_at);
   if (rc < 0)
     return rc;
@@ -740,8 +741,9 @@ int store_fleet_list(struct store *st, const struct store_fleet_filter *f,
                " AND (?9 = 0 OR i.created_at < ?9 OR"
                "  (i.created_at = ?9 AND i.lid < ?10))"
                " ORDER BY i.created_at DESC, i.lid DESC LIMIT ?11",
-      &s, err, "ttttttIIIIi", f->node, f->gpu, f->model, f->config, f->status,
-      f->kind, f->since, f->until, f->before_at, f->before_lid, limit);
+      &s, err, "%s%s%s%s%s%s%ld%ld%ld%ld%d", f->node, f->gpu, f->model,
+      f->config, f->status, f->kind, f->since, f->until, f->before_at,
+      f->before_lid, limit);
 
   if (rc < 0)
     return rc;
@@ -797,7 +799,7 @@ int store_fleet_trend(struct store *st, const char *config, const char *gpu,
                            " WHERE i.config = ?1 AND (?2 IS NULL OR i.gpu = ?2)"
                            " AND i.status = 'done'"
                            " ORDER BY i.finished_at, i.lid LIMIT ?3",
-                  &s, err, "tti", config, gpu, limit);
+                  &s, err, "%s%s%d", config, gpu, limit);
 
   if (rc < 0)
     return rc;

@@ -22,7 +22,7 @@ int store_fleet_enable(struct store *st, bool on, struct tr_err *err)
     return rc;
   rc =
       store__run(st, "fleet", "UPDATE fleet_node SET enabled = ?1 WHERE id = 1",
-                 err, "i", on);
+                 err, "%d", on);
   return store__wr_end(st, rc, err);
 }
 
@@ -61,7 +61,7 @@ static int outbox_write(struct store *st, const char *sql, int64_t seq,
 
   if (rc < 0)
     return rc;
-  rc = store__run(st, "outbox", sql, err, "I|t", seq, text);
+  rc = store__run(st, "outbox", sql, err, "%ld|%s", seq, text);
   return store__wr_end(st, rc, err);
 }
 
@@ -114,7 +114,7 @@ static int backfill_one(struct store *st, int64_t id, struct tr_err *err)
   int rc = 0;
 
   for (size_t i = 0; rc == 0 && i < 2; i++)
-    rc = store__run(st, "outbox", sqls[i], err, "I", id);
+    rc = store__run(st, "outbox", sqls[i], err, "%ld", id);
   return rc;
 }
 
@@ -134,7 +134,7 @@ int store_outbox_backfill(struct store *st, int max, int *added,
                    "SELECT c.id FROM captures c WHERE c.status IN " STORE__FINAL
                    " AND NOT EXISTS (SELECT 1 FROM fleet_ids f"
                    "  WHERE f.capture_id = c.id) ORDER BY c.id LIMIT ?1",
-                   &s, err, "i", max);
+                   &s, err, "%d", max);
   if (rc == 0) {
     while ((rc = sqlite3_step(s)) == SQLITE_ROW)
       ids[n++] = sqlite3_column_int64(s, 0);
@@ -347,7 +347,7 @@ int store__columns(struct store *st, const char *table, struct store__col **out,
                        "  i.name AND f.\"table\" = 'names') IS NOT NULL,"
                        " upper(i.type) LIKE '%BLOB%'"
                        " FROM pragma_table_info(?1) i ORDER BY i.cid",
-                       &s, err, "t", table);
+                       &s, err, "%s", table);
 
   *n = 0;
   if (rc == 0)

@@ -33,7 +33,7 @@ int store_fleet_sweeps(struct store *st, int limit, json_t **out,
                                  " GROUP BY i.node, " SWEEP_OF(
                                      "i") " ORDER BY min(i.created_at) DESC "
                                           "LIMIT ?1",
-      &s, err, "i", limit > 0 ? limit : 50);
+      &s, err, "%d", limit > 0 ? limit : 50);
 
   *out = NULL;
   return rc < 0 ? rc : store__rows(st, s, out, err);
@@ -50,7 +50,7 @@ int store_fleet_sweep_points(struct store *st, const char *node, int64_t sweep,
           "i") " = ?2 AND i.seq = (SELECT max(j.seq)"
                " FROM fleet_index j WHERE j.node = i.node AND j.id = i.id)"
                " ORDER BY json_extract(i.brief, '$.sweep.point')",
-      &s, err, "tI", node, sweep);
+      &s, err, "%s%ld", node, sweep);
 
   *out = NULL;
   return rc < 0 ? rc : store__rows(st, s, out, err);

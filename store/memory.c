@@ -29,7 +29,7 @@ static int memory_timeline_rows(struct store *st, const void *ctx,
       " GROUP BY r.rank, t.device, t.idx * ?3 / ?4"
       " ORDER BY r.rank, t.device, min(t.idx)";
   sqlite3_stmt *s;
-  int rc = store__prep(st, sql, &s, err, "Iiii", q->capture_id, q->rank,
+  int rc = store__prep(st, sql, &s, err, "%ld%d%d%d", q->capture_id, q->rank,
                        q->buckets > 0 ? q->buckets : MEMORY_TIMELINE_DEFAULT,
                        TR_MEMORY_BUCKETS);
 

@@ -464,10 +464,10 @@ int store__stmt_query(struct store *st, const char *sql,
                       const struct store_query *q, sqlite3_stmt **out,
                       struct tr_err *err)
 {
-  return store__prep(st, sql, out, err, "|Iittitttit", q->capture_id, q->rank,
-                     any(q->q), any(q->category), q->limit > 0 ? q->limit : -1,
-                     any(q->family), any(q->kind), any(q->module), q->on_path,
-                     any(q->step));
+  return store__prep(st, sql, out, err, "|%ld%d%s%s%d%s%s%s%d%s", q->capture_id,
+                     q->rank, any(q->q), any(q->category),
+                     q->limit > 0 ? q->limit : -1, any(q->family), any(q->kind),
+                     any(q->module), q->on_path, any(q->step));
 }
 
 /* The statement of sp's rows for q, bound, inside the caller's read

@@ -71,8 +71,8 @@ int store__intern(struct store *st, const char *name, int64_t *id,
                   uint64_t *bytes, struct tr_err *err)
 {
   sqlite3_stmt *s;
-  int rc = store__prep(st, "SELECT id FROM names WHERE name = ?1", &s, err, "t",
-                       name);
+  int rc = store__prep(st, "SELECT id FROM names WHERE name = ?1", &s, err,
+                       "%s", name);
 
   if (rc < 0)
     return rc;
@@ -82,7 +82,7 @@ int store__intern(struct store *st, const char *name, int64_t *id,
   store__done(s);
   if (rc != 0)
     return rc == 1 ? 0 : rc;
-  rc = store__run(st, "names", "INSERT INTO names(name) VALUES(?1)", err, "t",
+  rc = store__run(st, "names", "INSERT INTO names(name) VALUES(?1)", err, "%s",
                   name);
   if (rc == 0) {
     *id = sqlite3_last_insert_rowid(st->db);
@@ -195,7 +195,7 @@ static int insert_child(struct store *st, int64_t head_id,
   int rc;
 
   insert_sql(t, sql, sizeof(sql));
-  rc = store__prep(st, sql, &s, err, "I", head_id);
+  rc = store__prep(st, sql, &s, err, "%ld", head_id);
   if (rc < 0)
     return rc;
   snprintf(where, sizeof(where), "%s[%zu]", t->key, i);
@@ -239,7 +239,7 @@ static int delete_rank(struct store *st, int64_t capture_id, int rank,
 {
   return store__run(st, "rank",
                     "DELETE FROM ranks WHERE capture_id = ?1 AND rank = ?2",
-                    err, "Ii", capture_id, rank);
+                    err, "%ld%d", capture_id, rank);
 }
 
 /* ---- a rank stored as it is made ---- */
@@ -265,7 +265,7 @@ static int insert_head(struct store_rank_writer *w, int64_t capture_id,
     rc = store__results_drop(w->st, capture_id, err);
   insert_sql(&t, sql, sizeof(sql));
   if (rc == 0)
-    rc = store__prep(w->st, sql, &s, err, "Iit", capture_id, rank, label);
+    rc = store__prep(w->st, sql, &s, err, "%ld%d%s", capture_id, rank, label);
   if (rc < 0)
     return rc;
   rc = insert_row(w->st, s, &t, head, "", &w->bytes, err);
@@ -379,7 +379,7 @@ int store_rank_fail(struct store *st, int64_t capture_id, int rank,
     rc = store__run(st, "rank",
                     "INSERT INTO ranks(capture_id, rank, label, status,"
                     " error) VALUES(?1, ?2, ?3, 'failed', ?4)",
-                    err, "Iitt", capture_id, rank, label,
+                    err, "%ld%d%s%s", capture_id, rank, label,
                     message ? message : "indexing failed");
   return store__wr_end(st, rc, err);
 }

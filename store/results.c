@@ -87,14 +87,14 @@ static int write_results(struct store *st, int64_t id, json_t *summary,
 
   /* baseline_id stays null without a baseline. */
   if (rc == 0)
-    rc =
-        store__run(st, "results",
-                   "INSERT INTO capture_results(capture_id, summed,"
-                   " collectives, verdict, verdict_code, baseline_id)"
-                   " VALUES(?1, 1, ?2, ?3, ?4, ?5)",
-                   err, json_is_integer(base) ? "ItttI" : "Ittt", id, coll,
-                   text, json_string_value(json_object_get(verdict, "verdict")),
-                   (int64_t)json_integer_value(base));
+    rc = store__run(st, "results",
+                    "INSERT INTO capture_results(capture_id, summed,"
+                    " collectives, verdict, verdict_code, baseline_id)"
+                    " VALUES(?1, 1, ?2, ?3, ?4, ?5)",
+                    err, json_is_integer(base) ? "%ld%s%s%s%ld" : "%ld%s%s%s",
+                    id, coll, text,
+                    json_string_value(json_object_get(verdict, "verdict")),
+                    (int64_t)json_integer_value(base));
   free(coll);
   free(text);
   return rc;

@@ -101,29 +101,38 @@ int store__stmt(struct store *st, const char *sql, sqlite3_stmt **out,
                 struct tr_err *err);
 
 /* sql's cached statement (store__stmt()) with ?1, ?2... bound in turn,
- * one letter of types a parameter, each taking the next argument: 'i'
- * int, 'I' int64_t (cast what is not one: the arguments are read as
- * types says), 'd' double, 't' const char * (copied; NULL binds null).
- * Letters past a '|' are bound only where the statement has their
- * parameter (a statement text made for several uses, a parameter numbering
- * shared by statements that skip some); arguments past those bound are
- * not read. A letter it does not know, or before any '|' a parameter the
- * statement lacks, is TR_EDB, the statement given back.
+ * one conversion of types a parameter, each taking the next argument:
+ * "%d" int, "%ld" int64_t, "%f" double, "%s" const char * (copied; NULL
+ * binds null). They are printf's, so that the compiler checks every
+ * argument against its conversion (-Wformat, in -Wall). Conversions
+ * past a '|' are bound only where the statement has their parameter (a
+ * statement text made for several uses, a parameter numbering shared by
+ * statements that skip some); arguments past those bound are not read.
+ * Another conversion, or before any '|' a parameter the statement lacks,
+ * is TR_EDB, the statement given back.
  * With out, the statement is handed over (give it back with
  * store__done(); store__rows() and the like give it back); with out
  * NULL, it is stepped to its end (it returns no row) and given back: 0,
  * or TR_EDB ("what: message"). Called as store__prep() and
  * store__run(). */
 int store__exec(struct store *st, const char *what, const char *sql,
-                sqlite3_stmt **out, struct tr_err *err, const char *types, ...);
+                sqlite3_stmt **out, struct tr_err *err, const char *types, ...)
+    __attribute__((format(printf, 6, 7)));
+/* A statement without parameters binds "", and "%s" binds NULL as null:
+ * both on purpose, though printf's would be warned of (store/ calls no
+ * sprintf(), the other check -Wformat-overflow makes). */
+#pragma GCC diagnostic ignored "-Wformat-zero-length"
+#ifndef __clang__ /* clang has no such check */
+#pragma GCC diagnostic ignored "-Wformat-overflow"
+#endif
 
 /* The bound statement of sql into *out: store__prep(st, sql, &s, err,
- * "It", id, name). */
+ * "%ld%s", id, name). */
 #define store__prep(st, sql, out, err, ...)                                    \
   store__exec(st, NULL, sql, out, err, __VA_ARGS__)
 
 /* sql, a statement returning no row, run once: store__run(st, "write",
- * sql, err, "I", id). */
+ * sql, err, "%ld", id). */
 #define store__run(st, what, sql, err, ...)                                    \
   store__exec(st, what, sql, NULL, err, __VA_ARGS__)
 
@@ -240,7 +249,7 @@ const char *store__capture_name(struct store *st, int64_t id, char *buf);
 /* Records TR_ENOTFOUND "no capture <name>" (field "id") and returns it. */
 int store__no_capture(struct store *st, int64_t id, struct tr_err *err);
 
-/* store__prep(sql, "|Ii", id, rank): ?1 = id and ?2 = rank where the
+/* store__prep(sql, "|%ld%d", id, rank): ?1 = id and ?2 = rank where the
  * statement has them. */
 int store__stmt_id(struct store *st, const char *sql, int64_t id, int rank,
                    sqlite3_stmt **out, struct tr_err *err);

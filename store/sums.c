@@ -75,7 +75,7 @@ static int insert_sum(struct sum_writer *w, json_t *row, const char *text,
                        "INSERT INTO sum_rows(capture_id, tbl, seq, name,"
                        " category, family, kind, count, total_ns, avg_ns, row)"
                        " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-                       &s, err, "ItI", w->id, w->t->name, (int64_t)w->seq);
+                       &s, err, "%ld%s%ld", w->id, w->t->name, (int64_t)w->seq);
 
   if (rc < 0)
     return rc;
@@ -206,8 +206,8 @@ static int rows_stmt(struct store *st, const struct sum_tbl *t,
            " AND (?8 IS NULL OR json_extract(row, '$.module') = ?8)"
            " ORDER BY %s LIMIT ?5",
            order);
-  if (store__prep(st, sql, out, err, "Itttittt", q->capture_id, t->name,
-                  t->tt->key && q->q && *q->q ? q->q : NULL,
+  if (store__prep(st, sql, out, err, "%ld%s%s%s%d%s%s%s", q->capture_id,
+                  t->name, t->tt->key && q->q && *q->q ? q->q : NULL,
                   q->category && *q->category ? q->category : NULL,
                   q->limit > 0 ? q->limit : -1,
                   q->family && *q->family ? q->family : NULL,
@@ -304,7 +304,7 @@ static int text_prefix(struct store *st, const struct sum_tbl *t,
   int rc = store__prep(st,
                        "SELECT rows, ends FROM sum_texts"
                        " WHERE capture_id = ?1 AND tbl = ?2",
-                       &s, err, "It", q->capture_id, t->name);
+                       &s, err, "%ld%s", q->capture_id, t->name);
   const char *text;
   size_t n, len, whole;
   uint32_t end;

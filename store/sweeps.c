@@ -50,7 +50,7 @@ static int insert_sweep(struct store *st, const char *label, json_t *params,
                                      "INSERT INTO sweeps(label, params,"
                                      " status, created_at)"
                                      " VALUES(?1, ?2, 'queued', ?3)",
-                                     err, "ttI", label, text, tr_now_ns())
+                                     err, "%s%s%ld", label, text, tr_now_ns())
                         : tr_err_set(err, TR_ENOMEM, "params", "params");
 
   if (rc == 0)
@@ -76,7 +76,7 @@ static int insert_point(struct store *st, int64_t sweep, int point,
     rc = store__run(st, "write",
                     "INSERT INTO sweep_points(capture_id, sweep_id, point,"
                     " conc, isl, osl) VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
-                    err, "IIiIII", capture, sweep, point,
+                    err, "%ld%ld%d%ld%ld%ld", capture, sweep, point,
                     param_int(params, "conc"), param_int(params, "isl"),
                     param_int(params, "osl"));
   return rc;
@@ -128,7 +128,7 @@ int store_sweep_points_of(struct store *st, json_t *ids, json_t **out,
                              POINTS_SELECT "p.capture_id IN (SELECT value"
                                            " FROM json_each(?1))"
                                            " ORDER BY p.point",
-                             &s, err, "t", text)
+                             &s, err, "%s", text)
                : tr_err_set(err, TR_ENOMEM, "", "out of memory");
 
   *out = NULL;
@@ -161,7 +161,7 @@ int store_sweep_list(struct store *st, const struct store_list_filter *f,
                      SWEEP_SELECT "WHERE (?1 IS NULL OR s.status = ?1)"
                                   " AND (?2 = 0 OR s.id < ?2)"
                                   " ORDER BY s.id DESC LIMIT ?3",
-                     &s, err, "tIi", f->status, f->before,
+                     &s, err, "%s%ld%d", f->status, f->before,
                      f->limit > 0 ? f->limit : 50);
   if (rc < 0)
     return rc;
@@ -195,8 +195,8 @@ static int sweep_of(struct store *st, int64_t id, int64_t *sweep, int *point,
 static int sweep_write(struct store *st, const char *sql, int64_t sweep,
                        const char *text, int point, struct tr_err *err)
 {
-  return store__run(st, "write", sql, err, "II|ti", sweep, tr_now_ns(), text,
-                    point);
+  return store__run(st, "write", sql, err, "%ld%ld|%s%d", sweep, tr_now_ns(),
+                    text, point);
 }
 
 /* Its queued points cancelled, with why. */
@@ -345,10 +345,10 @@ static int delete_sweep(struct store *st, int64_t id, const int64_t *ids,
   int rc = 0;
 
   for (size_t i = 0; rc == 0 && i < n; i++)
-    rc = store__run(st, "write", "DELETE FROM captures WHERE id = ?1", err, "I",
-                    ids[i]);
+    rc = store__run(st, "write", "DELETE FROM captures WHERE id = ?1", err,
+                    "%ld", ids[i]);
   if (rc == 0)
-    rc = store__run(st, "write", "DELETE FROM sweeps WHERE id = ?1", err, "I",
+    rc = store__run(st, "write", "DELETE FROM sweeps WHERE id = ?1", err, "%ld",
                     id);
   return rc;
 }

@@ -689,7 +689,7 @@ int store_baseline_set(struct store *st, int64_t id, bool pin, json_t **out,
                           " capture_id, pinned_at) SELECT " CONFIG_OF(
                               "c") ", c.id, ?2 FROM captures c WHERE c.id = ?1"
                         : "DELETE FROM baselines WHERE capture_id = ?1",
-                    err, pin ? "II" : "I", id, tr_now_ns());
+                    err, pin ? "%ld%ld" : "%ld", id, tr_now_ns());
   rc = store__wr_end(st, rc, err);
   if (rc == 0)
     *out = json_pack("{s:I,s:b}", "capture", (json_int_t)id, "pinned", pin);

@@ -32,8 +32,7 @@ struct agg_pass {
   unsigned classes; /* AGG_CL() bits */
   int (*new)(struct idx_agg *a);
   void (*free)(struct idx_agg *a);
-  int (*event)(struct idx_agg *a, const struct idx_doc *doc,
-               const struct idx_event *ev, enum idx_class cls);
+  agg_event_fn event;
   int (*seal)(struct idx_agg *a, struct tr_err *err);
   int (*walk)(struct idx_agg *a, struct agg_at *at);
   int all; /* its walk takes the labels of the dropped kind too */
@@ -79,22 +78,12 @@ uint64_t agg_name_hash(struct idx_str s)
   return s.p == NULL ? 0 : agg_key_hash(s.p, s.n);
 }
 
-uint64_t agg_ev_hash(struct idx_agg *a, const struct idx_event *ev)
-{
-  if (!a->ev_hashed) {
-    a->ev_hash = agg_name_hash(ev->name);
-    a->ev_hashed = 1;
-  }
-  return a->ev_hash;
-}
-
-int agg_seen_fold(struct agg_seen *v, uint64_t key, struct agg_fold *f,
-                  struct agg_map *m, struct idx_str s, int count, uint32_t *id)
+int agg_seen_fold_slow(struct agg_seen *v, uint64_t key, struct agg_fold *f,
+                       struct agg_map *m, struct idx_str s, int count,
+                       uint32_t *id)
 {
   int rc;
 
-  if (agg_seen_id(v, key, id))
-    return 0;
   if ((rc = agg_fold_intern(f, m, s, count, id)) >= 0 && *id != f->id &&
       key != 0)
     agg_seen_put(v, key, *id, 0);
@@ -148,7 +137,7 @@ int idx_agg_event(void *ud, const struct idx_doc *doc,
                   const struct idx_event *ev)
 {
   struct idx_agg *a = ud;
-  const uint8_t *to;
+  const agg_event_fn *to;
   enum idx_class cls;
   int rc = 0;
 
@@ -170,8 +159,8 @@ int idx_agg_event(void *ud, const struct idx_doc *doc,
     cls = idx_format_get(doc->format)->classify(ev);
   else
     return 0;
-  for (to = a->by_class[cls]; rc == 0 && *to != AGG_NPASSES; to++)
-    rc = passes[*to].event(a, doc, ev, cls);
+  for (to = a->by_class[cls]; rc == 0 && *to != NULL; to++)
+    rc = (*to)(a, doc, ev, cls);
   return rc;
 }
 
@@ -185,8 +174,8 @@ static void route_classes(struct idx_agg *a)
 
     for (uint8_t i = 0; i < AGG_NPASSES; i++)
       if (passes[i].event != NULL && (passes[i].classes & (1u << c)))
-        a->by_class[c][n++] = i;
-    a->by_class[c][n] = AGG_NPASSES;
+        a->by_class[c][n++] = passes[i].event;
+    a->by_class[c][n] = NULL;
   }
 }
 

@@ -319,6 +319,10 @@ void agg_found(struct idx_agg *a, const struct agg_finding *f);
 
 /* ---- the aggregation of one rank ---- */
 
+/* A pass's event hook (the EVENT column of AGG_PASS_MAP). */
+typedef int (*agg_event_fn)(struct idx_agg *a, const struct idx_doc *doc,
+                            const struct idx_event *ev, enum idx_class cls);
+
 struct idx_agg {
   /* The driver's (agg.c). */
   const struct idx_rules *rules;
@@ -334,8 +338,9 @@ struct idx_agg {
                              collectives_path; borrowed), NULL: none */
   char meta_device[256];  /* M metadata of pid 2 (mcTracer's device
                              name), used for mcTracer only */
-  uint8_t by_class[IDX_NCLASSES][AGG_NPASSES + 1]; /* the passes each
-                             class goes to, ending in AGG_NPASSES */
+  /* The event hooks each class goes to, in the map's order, ending in
+   * NULL: called straight from here for each of millions of events. */
+  agg_event_fn by_class[IDX_NCLASSES][AGG_NPASSES + 1];
   /* What the device pass made of the event being read, for the passes
    * below it: its name id (a kernel's in names, a runtime call's in
    * rt_map, kept or folded) and a kernel's shape. */
@@ -422,8 +427,17 @@ int64_t agg_corr_of(const struct idx_event *ev);
  * the maps' own (agg_key_hash()); 0 for none. */
 uint64_t agg_name_hash(struct idx_str s);
 /* agg_name_hash() of the name of the event being read, found once
- * however many passes ask (idx_agg_event() forgets it at each event). */
-uint64_t agg_ev_hash(struct idx_agg *a, const struct idx_event *ev);
+ * however many passes ask (idx_agg_event() forgets it at each event);
+ * inline, since two or three passes ask for each of millions of events. */
+static inline uint64_t agg_ev_hash(struct idx_agg *a,
+                                   const struct idx_event *ev)
+{
+  if (!a->ev_hashed) {
+    a->ev_hash = agg_name_hash(ev->name);
+    a->ev_hashed = 1;
+  }
+  return a->ev_hash;
+}
 
 /* Ids of names met lately, by their agg_name_hash(), in a direct-mapped
  * table of AGG_SEEN slots (key 0: empty): most events repeat one of the
@@ -475,8 +489,18 @@ static inline void agg_seen_put(struct agg_seen *v, uint64_t key, uint32_t id,
 
 /* agg_fold_intern() of name s of hash key (0: none known) through the
  * names met lately v, which keep no folded name. */
-int agg_seen_fold(struct agg_seen *v, uint64_t key, struct agg_fold *f,
-                  struct agg_map *m, struct idx_str s, int count, uint32_t *id);
+int agg_seen_fold_slow(struct agg_seen *v, uint64_t key, struct agg_fold *f,
+                       struct agg_map *m, struct idx_str s, int count,
+                       uint32_t *id);
+/* Inline for the hit, nine in ten of a trace's events. */
+static inline int agg_seen_fold(struct agg_seen *v, uint64_t key,
+                                struct agg_fold *f, struct agg_map *m,
+                                struct idx_str s, int count, uint32_t *id)
+{
+  if (agg_seen_id(v, key, id))
+    return 0;
+  return agg_seen_fold_slow(v, key, f, m, s, count, id);
+}
 
 /* What idx_agg_summary() needs besides the events. */
 struct agg_file_info {

@@ -27,13 +27,25 @@ int agg_decode_event(struct idx_agg *a, const struct idx_doc *doc,
                      const struct idx_event *ev, enum idx_class cls)
 {
   struct dec_file *d = a->decode->file;
+  uint64_t key;
 
   (void)doc;
   if (d == NULL)
     return 0;
   if (cls == IDX_CLASS_INSTANT)
     return dec_memory(d, ev);
-  return dec_wants(ev, cls) ? dec_event(d, ev, cls, agg_ev_hash(a, ev)) : 0;
+  if (!dec_wants(ev, cls))
+    return 0;
+  key = agg_ev_hash(a, ev);
+  /* A Python function met lately as no frame (most of them): nothing to
+   * take, known here without the call (dec_event.c's on_python()). */
+  if (cls == IDX_CLASS_PYTHON) {
+    const struct agg_seen *seen = agg_seen_find(d->lib->py_seen, key);
+
+    if (seen != NULL && seen->aux == 0)
+      return 0;
+  }
+  return dec_event(d, ev, cls, key);
 }
 
 /* Decode's walk (dec_end), beside the walk of the other passes when the

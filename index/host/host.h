@@ -72,12 +72,9 @@ struct agg_pystream {
   size_t len;         /* its bytes used */
   uint64_t blocks;    /* blocks in f */
   int64_t last_start; /* of the last event in order */
-  /* The records in buf, and the thread of the last event in order. */
-  uint32_t block_recs;
-  uint16_t last_thread;
+  uint16_t last_thread; /* of the last event in order */
   int any;
   struct agg_runs late; /* events out of order */
-  uint64_t events;
 };
 
 struct agg_host {

@@ -14,7 +14,8 @@
  * writing and reading cost no loop and no branch per byte (LEB128 varints
  * took twice the instructions: docs/BENCHMARKS.md). A block starts from an
  * absolute start and names its first record's thread, so blocks decode on
- * their own.
+ * their own. The writer of a record is inline (host_int.h): host.c calls
+ * it for each of millions of events.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -22,18 +23,6 @@
 #include <unistd.h>
 
 #include "index/host/host_int.h"
-
-#define PY_BLOCK  32768 /* bytes of a block */
-#define PY_HEAD   4     /* a block's header: its bytes used */
-#define PY_RECMAX 24    /* bytes one record may touch (its words' stores) */
-#define PY_SLACK  8     /* readable bytes past a block: a word load's reach */
-/* Records a block holds at most (the decoded block's size). */
-#define PY_RECS   4096
-
-/* The control byte: the start's and the duration's bytes less one in bits
- * 0-2 and 3-5, a 4-byte name (bit 6), a thread that follows (bit 7). */
-#define PY_WIDE_NAME 0x40u
-#define PY_THREAD    0x80u
 
 int agg_pystream_init(struct agg_pystream *ps, struct agg_spill *sp)
 {
@@ -60,7 +49,7 @@ void agg_pystream_free(struct agg_pystream *ps)
   memset(ps, 0, sizeof(*ps));
 }
 
-static int flush_block(struct agg_pystream *ps)
+int agg_pystream_flush(struct agg_pystream *ps)
 {
   uint32_t used = (uint32_t)ps->len;
   int rc;
@@ -79,60 +68,12 @@ static int flush_block(struct agg_pystream *ps)
     return rc;
   ps->blocks++;
   ps->len = PY_HEAD;
-  ps->block_recs = 0;
-  return 0;
-}
-
-int agg_pystream_add(struct agg_pystream *ps, const struct agg_rec *r,
-                     uint32_t name, uint16_t thread)
-{
-  unsigned char *p, *c;
-  uint64_t ds, dur = (uint64_t)r->dur_ns;
-  unsigned wd, wdur, ctl;
-  int rc;
-
-  ps->events++;
-  if (ps->any && r->start_ns < ps->last_start)
-    return agg_runs_add(&ps->late, r);
-  if ((ps->len > PY_BLOCK - PY_RECMAX || ps->block_recs == PY_RECS) &&
-      (rc = flush_block(ps)) != 0)
-    return rc;
-  /* A block's first start is absolute (biased: starts may be negative),
-   * the rest are from the one before. */
-  if (ps->len == PY_HEAD)
-    ds = (uint64_t)r->start_ns ^ (1ull << 63);
-  else
-    ds = (uint64_t)(r->start_ns - ps->last_start);
-  c = p = ps->buf + ps->len;
-  wd = agg_width(ds);
-  wdur = agg_width(dur);
-  ctl = (wd - 1) | (wdur - 1) << 3;
-  p = agg_put_word(agg_put_word(p + 1, ds, wd), dur, wdur);
-  if (name > UINT16_MAX) {
-    ctl |= PY_WIDE_NAME;
-    memcpy(p, &name, 4);
-    p += 4;
-  } else {
-    memcpy(p, &name, 2); /* little-endian: its low half */
-    p += 2;
-  }
-  if (ps->block_recs == 0 || thread != ps->last_thread) {
-    ctl |= PY_THREAD;
-    memcpy(p, &thread, 2);
-    p += 2;
-  }
-  *c = (unsigned char)ctl;
-  ps->block_recs++;
-  ps->len = (size_t)(p - ps->buf);
-  ps->last_start = r->start_ns;
-  ps->last_thread = thread;
-  ps->any = 1;
   return 0;
 }
 
 int agg_pystream_seal(struct agg_pystream *ps)
 {
-  int rc = ps->f != NULL ? flush_block(ps) : 0;
+  int rc = ps->f != NULL ? agg_pystream_flush(ps) : 0;
 
   return rc ? rc : agg_runs_seal(&ps->late);
 }
@@ -143,8 +84,9 @@ int agg_pyreader_open(struct agg_pystream *ps, struct agg_pyreader *pr)
 {
   memset(pr, 0, sizeof(*pr));
   pr->ps = ps;
+  pr->cur.corr = -1;
+  pr->cur.kind = AGG_HOST_PY;
   if ((pr->block = malloc(PY_BLOCK + PY_SLACK)) == NULL ||
-      (pr->dec = malloc(PY_RECS * sizeof(*pr->dec))) == NULL ||
       agg_iter_open(&ps->late, &pr->late) != 0) {
     agg_pyreader_close(pr);
     return TR_ENOMEM;
@@ -155,72 +97,89 @@ int agg_pyreader_open(struct agg_pystream *ps, struct agg_pyreader *pr)
 void agg_pyreader_close(struct agg_pyreader *pr)
 {
   free(pr->block);
-  free(pr->dec);
   agg_iter_close(pr->late);
   memset(pr, 0, sizeof(*pr));
 }
 
-/* Decodes the block text b[PY_HEAD .. used) into pr->dec (b readable
- * PY_SLACK bytes past used). */
-static int decode(struct agg_pyreader *pr, const unsigned char *b,
-                  uint32_t used)
+/* The next record of the block at pr->p into pr->cur: 1, 0 at the
+ * block's end, TR_EIO when the block is not one agg_pystream_add() wrote
+ * (the block is readable PY_SLACK bytes past its end). Read in place as
+ * the walk asks, never decoded whole into an array first: most records
+ * have ended by the time the walk asks and are passed over. */
+static inline int rec_next(struct agg_pyreader *pr)
 {
-  const unsigned char *p = b + PY_HEAD, *end = b + used;
-  int64_t start = 0;
-  uint16_t thread = 0;
+  const unsigned char *p = pr->p;
+  struct agg_host_ev *e = &pr->cur;
+  unsigned ctl, wd, wdur, wname;
+  uint64_t ds;
 
-  pr->ndec = pr->pos = 0;
-  while (p < end) {
-    unsigned ctl = *p, wd = (ctl & 7) + 1, wdur = (ctl >> 3 & 7) + 1;
-    unsigned wname = ctl & PY_WIDE_NAME ? 4 : 2;
-    struct agg_host_ev *e = &pr->dec[pr->ndec];
-    uint64_t ds;
-
-    if (pr->ndec == PY_RECS ||
-        end - p < 1 + wd + wdur + wname + (ctl & PY_THREAD ? 2 : 0) ||
-        (pr->ndec == 0 && !(ctl & PY_THREAD)))
-      return TR_EIO;
-    ds = agg_get_word(++p, wd);
-    e->dur_ns = (int64_t)agg_get_word(p += wd, wdur);
-    e->name = (uint32_t)agg_get_word(p += wdur, wname);
-    p += wname;
-    if (ctl & PY_THREAD) {
-      memcpy(&thread, p, 2);
-      p += 2;
-    }
-    start = pr->ndec == 0 ? (int64_t)(ds ^ (1ull << 63)) : start + (int64_t)ds;
-    e->start_ns = start;
-    e->corr = -1;
-    e->thread = thread;
-    e->kind = AGG_HOST_PY;
-    e->flags = 0;
-    pr->ndec++;
+  if (p >= pr->end)
+    return 0;
+  ctl = *p;
+  wd = (ctl & 7) + 1;
+  wdur = (ctl >> 3 & 7) + 1;
+  wname = ctl & PY_WIDE_NAME ? 4 : 2;
+  if (pr->end - p < PY_RECMAX &&
+      pr->end - p < 1 + wd + wdur + wname + (ctl & PY_THREAD ? 2 : 0))
+    return TR_EIO;
+  ds = agg_get_word(++p, wd);
+  e->dur_ns = (int64_t)agg_get_word(p += wd, wdur);
+  e->name = (uint32_t)agg_get_word(p += wdur, wname);
+  p += wname;
+  if (ctl & PY_THREAD) {
+    memcpy(&e->thread, p, 2);
+    p += 2;
   }
-  return 0;
+  e->start_ns =
+      pr->first ? (int64_t)(ds ^ (1ull << 63)) : e->start_ns + (int64_t)ds;
+  pr->first = 0;
+  pr->p = p;
+  return 1;
 }
 
-/* The next block of the compact stream decoded (the one still in memory
- * last); ndec 0 at the end. */
+/* The next block of the compact stream to read (the one still in memory
+ * last): 1, 0 at the end. */
 static int next_block(struct agg_pyreader *pr)
 {
   struct agg_pystream *ps = pr->ps;
+  const unsigned char *b = pr->block;
   uint32_t used;
 
-  pr->ndec = pr->pos = 0;
   if (pr->next < ps->blocks) {
     if (pread(fileno(ps->f), pr->block, PY_BLOCK,
               (off_t)(pr->next * PY_BLOCK)) != PY_BLOCK)
       return TR_EIO;
     pr->next++;
     memcpy(&used, pr->block, PY_HEAD);
-    return used <= PY_BLOCK ? decode(pr, pr->block, used) : TR_EIO;
-  }
-  if (!pr->tail_done) { /* the block never spilled */
+    if (used > PY_BLOCK || used < PY_HEAD)
+      return TR_EIO;
+  } else if (!pr->tail_done && ps->f == NULL) { /* the block never spilled */
     pr->tail_done = 1;
-    if (ps->f == NULL)
-      return decode(pr, ps->buf, (uint32_t)ps->len);
+    b = ps->buf;
+    used = (uint32_t)ps->len;
+  } else {
+    return 0;
   }
-  return 0;
+  pr->p = b + PY_HEAD;
+  pr->end = b + used;
+  pr->first = 1;
+  /* A block's first record names its thread. */
+  return used == PY_HEAD || (b[PY_HEAD] & PY_THREAD) ? 1 : TR_EIO;
+}
+
+/* The next record of the block stream into pr->cur (cur_has 0 at its
+ * end). */
+static int cur_next(struct agg_pyreader *pr)
+{
+  int rc;
+
+  while ((rc = rec_next(pr)) == 0)
+    if ((rc = next_block(pr)) <= 0) {
+      pr->cur_has = 0;
+      return rc;
+    }
+  pr->cur_has = rc == 1;
+  return rc < 0 ? rc : 0;
 }
 
 /* The late stream's next record into pr->late_ev. */
@@ -237,7 +196,7 @@ static int late_next(struct agg_pyreader *pr)
 
 int agg_pyreader_start(struct agg_pyreader *pr)
 {
-  int rc = next_block(pr);
+  int rc = cur_next(pr);
 
   return rc ? rc : late_next(pr);
 }
@@ -246,23 +205,16 @@ int agg_pyreader_advance(struct agg_pyreader *pr, int64_t t,
                          struct agg_host_stacks *st)
 {
   const struct agg_host_frame *parent;
-  const struct agg_host_ev *e;
+  const struct agg_host_ev *c = &pr->cur, *e;
   int rc;
 
   for (;;) {
-    const struct agg_host_ev *c = pr->dec + pr->pos, *end = pr->dec + pr->ndec;
-
     /* Over by t: passed (no later question is about them). */
-    while (c < end && c->start_ns <= t && c->start_ns + c->dur_ns <= t &&
+    while (pr->cur_has && c->start_ns <= t && c->start_ns + c->dur_ns <= t &&
            (!pr->late_has || c->start_ns <= pr->late_ev.start_ns))
-      c++;
-    pr->pos = (uint32_t)(c - pr->dec);
-    if (c == end && pr->ndec > 0) {
-      if ((rc = next_block(pr)) != 0)
+      if ((rc = rec_next(pr)) != 1 && (rc = cur_next(pr)) != 0)
         return rc;
-      continue;
-    }
-    e = c < end ? c : NULL;
+    e = pr->cur_has ? c : NULL;
     if (pr->late_has && (e == NULL || pr->late_ev.start_ns < e->start_ns))
       e = &pr->late_ev;
     if (e == NULL || e->start_ns > t)
@@ -270,11 +222,7 @@ int agg_pyreader_advance(struct agg_pyreader *pr, int64_t t,
     if (e->start_ns + e->dur_ns > t &&
         (rc = agg_host_stacks_push(st, e, 0, &parent)) != 0)
       return rc;
-    if (e == &pr->late_ev)
-      rc = late_next(pr);
-    else
-      rc = ++pr->pos == pr->ndec ? next_block(pr) : 0;
-    if (rc != 0)
+    if ((rc = e == &pr->late_ev ? late_next(pr) : cur_next(pr)) != 0)
       return rc;
   }
 }
