@@ -60,6 +60,8 @@ static enum idx_class kineto_classify(const struct idx_event *ev)
 {
   size_t i;
 
+  if (ev->cat_class != 0)
+    return (enum idx_class)(ev->cat_class - 1);
   if (ev->cat.p == NULL)
     return IDX_CLASS_LABEL_CPU;
   /* Length and first byte before the compare: this runs for every event,

@@ -199,10 +199,14 @@ enum {
 #define IDX_DUR_LIMIT_NS ((int64_t)1 << 50)
 
 struct idx_event {
-  char ph;      /* 'X', 'i', 'I', 'M', 's', 'f', 'C', 'B', 'E'...;
-                   0 when absent */
-  char strict;  /* 1: raw is strict JSON as written, proven by the
-                   reader (idx_reader_judge()); 0: not known */
+  char ph;     /* 'X', 'i', 'I', 'M', 's', 'f', 'C', 'B', 'E'...;
+                  0 when absent */
+  char strict; /* 1: raw is strict JSON as written, proven by the
+                  reader (idx_reader_judge()); 0: not known */
+  /* The kineto class of cat (enum idx_class) plus 1 when the reader
+   * knows it without a look (an event its layout read: its cat is the
+   * layout's), else 0; only the kineto row's classify reads it. */
+  char cat_class;
   uint32_t has; /* IDX_HAS_* */
   struct idx_str name;
   struct idx_str cat;     /* absent in mcTracer and bare-array traces */

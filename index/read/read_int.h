@@ -695,6 +695,14 @@ static inline int idx_arg_slot(struct idx_parsed *e, int key,
   return 1;
 }
 
+/* idx_parsed_reset() past the event itself. */
+static inline void idx_parsed_reset_rest(struct idx_parsed *e)
+{
+  e->ts.present = e->dur.present = 0;
+  e->bad = e->co_id = 0;
+  e->xhas = 0;
+}
+
 /* What a parse of an event starts from (the reset of idx_parse_event()
  * gives the reader to read): all of the event, and no ts, dur, co_id or
  * args-derived fields yet. The event is zeroed by vector stores: GCC
@@ -708,6 +716,7 @@ static inline void idx_parsed_reset(struct idx_parsed *e)
   size_t i;
 
   _Static_assert(sizeof(e->ev) % 16 == 0, "idx_event: whole vectors");
+#pragma GCC unroll 32
   for (i = 0; i < sizeof(e->ev) / 16; i++) {
     __asm__("" : "+r"(d));
     _mm_storeu_si128((__m128i *)(void *)(d + 16 * i), _mm_setzero_si128());
@@ -715,9 +724,7 @@ static inline void idx_parsed_reset(struct idx_parsed *e)
 #else
   e->ev = (struct idx_event){ 0 };
 #endif
-  e->ts.present = e->dur.present = 0;
-  e->bad = e->co_id = 0;
-  e->xhas = 0;
+  idx_parsed_reset_rest(e);
 }
 
 /* *dst = *src by vector loads and stores, for the same reason as
@@ -731,6 +738,7 @@ static inline void idx_event_copy(struct idx_event *dst,
   const char *s = (const char *)src;
   size_t i;
 
+#pragma GCC unroll 32
   for (i = 0; i < sizeof(*dst) / 16; i++) {
     __asm__("" : "+r"(d));
     _mm_storeu_si128(
@@ -865,13 +873,91 @@ static inline int idx_walk_next(struct idx_walk *w, const char **t)
   return 1;
 }
 
-/* ---- event layouts (reader_layout.c) ---- */
+/* ---- event layouts (reader_layout.c learns them, reader_match.c
+ * matches them) ---- */
 
 /* Layouts a walker keeps: a PyTorch trace has about twenty kinds of
  * event, a few of them most of its events. */
 #define IDX_LAYOUTS 16
 
-struct idx_layout;
+/* What follows a step's literal run. */
+enum {
+  IDX_H_END,      /* nothing: the run ends with the event's '}' */
+  IDX_H_STR,      /* a kept string's body (between the run's last byte, its
+                 opening quote, and the next run's first, its closing
+                 one) */
+  IDX_H_INT,      /* an integer field */
+  IDX_H_TIME_US,  /* ts or dur in microseconds (kineto) */
+  IDX_H_TIME_NS,  /* ts or dur in nanoseconds (mcTracer) */
+  IDX_H_SKIP_NUM, /* a value only skipped, a number in the learnt event */
+  IDX_H_SKIP_STR, /* the same, a string there */
+  IDX_H_SKIP,     /* the same, anything else there */
+  IDX_H_CONSTS    /* a bit: the run holds constants (struct idx_cst) too */
+};
+_Static_assert(IDX_H_CONSTS == 8, "IDX_H_CONSTS is a bit above every kind");
+
+#define IDX_LAYOUT_BYTES  2048 /* literal bytes of one layout, with padding */
+#define IDX_LAYOUT_STEPS  64
+#define IDX_LAYOUT_CONSTS 4
+
+/* A literal run and the hole after it. Offsets are into struct
+ * idx_parsed. A run is compared in pieces of 16 bytes, or 32 where the
+ * match is AVX2's ([0] and [1] of the arrays): every piece but the last
+ * whole, the last under its tail. */
+struct idx_step {
+  const char *lit; /* the run: n bytes in its layout's bytes */
+  uint16_t n;
+  uint16_t last[2]; /* where its last piece starts in it */
+  uint16_t need[2]; /* the bytes from its first a match may read before
+                       the hole's own checks: its pieces, and 16 more
+                       for the hole (int_at() reads a word at once) */
+  uint32_t tail[2]; /* the bits of its last piece past its end */
+  uint8_t hole;     /* H_*, with IDX_H_CONSTS */
+  uint8_t c0, nc;   /* its constants: cst[c0, c0 + nc) */
+  uint16_t field; /* IDX_H_STR: an idx_str; IDX_H_INT: an int64_t; H_TIME_*: an
+                     idx_numtok */
+  uint32_t room;  /* IDX_H_SKIP*: the levels the value may open */
+  /* What the hole held last time, when it was short: pid, tid, device
+   * and stream are the same event after event, and so are the first
+   * eight digits of ts. IDX_H_INT: its bytes and the one after them (under
+   * mask), their value and length (0: none yet); IDX_H_TIME_US: its first
+   * eight bytes when all digits (0: none yet), and their value. */
+  uint64_t memo_x, memo_mask;
+  int64_t memo_v;
+  unsigned memo_k;
+};
+
+/* A string value inside a literal run (ph, cat): the same in every event
+ * that matches, so the field points into the event's run. */
+struct idx_cst {
+  uint16_t field; /* an idx_str */
+  uint16_t off, n;
+};
+
+struct idx_layout {
+  unsigned nsteps, ncst, nbytes;
+  /* Whether its literal runs are strict JSON around strict values in its
+   * holes (judged(), for idx_reader_judge()): 1 yes, -1 no, 0 not known
+   * yet. */
+  signed char strict;
+  /* What its integer holes set once all are read: every match reads
+   * every hole, so the flags are the layout's, set at its end rather
+   * than hole by hole. */
+  uint32_t has, xhas; /* IDX_HAS_*, IDX_X_* */
+  int co_id;          /* args.co_id is one of them */
+  char ph;            /* the ph, a constant: the first byte of its string
+                         in the runs (of the last "ph" key: it wins) */
+  char cat_class;     /* the events' idx_event.cat_class: their cat is a
+                         constant too */
+  unsigned need[2];   /* the most of its steps' need */
+  struct idx_step step[IDX_LAYOUT_STEPS];
+  struct idx_cst cst[IDX_LAYOUT_CONSTS];
+  /* Runs packed one after the other, read by unaligned loads: a last
+   * piece may read up to 31 bytes past its run. */
+  char bytes[IDX_LAYOUT_BYTES];
+};
+
+#define IDX_AT(e, off, type) ((type *)(void *)((char *)(e) + (off)))
 
 /* The layouts one thread learnt, for one nesting and unit; zeroed: none. */
 struct idx_layouts {
@@ -907,6 +993,19 @@ void idx_layouts_free(struct idx_layouts *t);
  * use reads TRACED_LAYOUTS ("off"). Call before any reader runs. */
 void idx_layouts_select(int on);
 int idx_layouts_enabled(void);
+
+/* Between the two files of the layouts. The value a hole skips at p, as
+ * reader_event.c's skip_value() would, inside room levels: its end, or
+ * NULL. idx_num_fast(), out of line. The event at p against l alone,
+ * by the width t was learnt with (as idx_layouts_match()). Every layout
+ * of t freed, t set for depth and scale. */
+const char *idx_layout_skip(const char *p, const char *end, unsigned room);
+const char *idx_layout_num(const char *p, const char *end, unsigned scale,
+                           int64_t *v);
+int idx_layout_match(const struct idx_layouts *t, struct idx_layout *l,
+                     const char *p, const char *end, struct idx_parsed *e,
+                     const char **close);
+void idx_layouts_forget(struct idx_layouts *t, unsigned depth, int scale);
 
 /* ---- the walker (reader_walk.c) ---- */
 

@@ -10,11 +10,11 @@
  * with the same keys in the same order, the same whitespace and
  * separators, the same ph and cat; only the values in the holes differ. A
  * layout is that text, learnt from one event the token walk read
- * (reader_fast.c): literal runs, compared with the next event 16 bytes at
- * a time, and holes, each read by what the learnt event had there (a kept
- * string, a number, a value only skipped). A match needs no stage-1 masks
- * at all, and costs a python_function event about a sixth of its token
- * walk and scan.
+ * (reader_fast.c): literal runs, compared with the next event 32 or 16
+ * bytes at a time (reader_match.c), and holes, each read by what the
+ * learnt event had there (a kept string, a number, a value only skipped).
+ * A match needs no stage-1 masks at all, and costs a python_function
+ * event a small part of its token walk and scan.
  *
  * Why a match reads what reader_event.c reads: the literal runs are bytes
  * of an event the token walk accepted (whose result reader_event.c's
@@ -31,524 +31,8 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
-#ifdef __x86_64__
-#include <immintrin.h>
-#endif
 
-#include "common/text.h"
 #include "index/read/read_int.h"
-
-/* What follows a step's literal run. */
-enum {
-  H_END,      /* nothing: the run ends with the event's '}' */
-  H_STR,      /* a kept string's body (between the run's last byte, its
-                 opening quote, and the next run's first, its closing
-                 one) */
-  H_INT,      /* an integer field */
-  H_TIME_US,  /* ts or dur in microseconds (kineto) */
-  H_TIME_NS,  /* ts or dur in nanoseconds (mcTracer) */
-  H_SKIP_NUM, /* a value only skipped, a number in the learnt event */
-  H_SKIP_STR, /* the same, a string there */
-  H_SKIP      /* the same, anything else there */
-};
-
-#define LAYOUT_BYTES  2048 /* literal bytes of one layout, with padding */
-#define LAYOUT_STEPS  64
-#define LAYOUT_CONSTS 4
-#define FIELD_PH      UINT16_MAX /* a constant that is the ph */
-
-/* A literal run and the hole after it. Offsets are into struct
- * idx_parsed. */
-struct step {
-  uint16_t lit, n; /* the run: bytes[lit, lit + n), lit a multiple of 16 */
-  uint16_t tail;   /* the bits of its last 16-byte piece past its end */
-  uint8_t pieces;  /* its 16-byte pieces */
-  uint8_t hole;    /* H_* */
-  uint8_t c0, nc;  /* its constants: cst[c0, c0 + nc) */
-  uint8_t coid;    /* H_INT: args.co_id, which sets e->co_id */
-  uint16_t field;  /* H_STR: an idx_str; H_INT: an int64_t; H_TIME_*: an
-                      idx_numtok */
-  uint16_t has;    /* H_INT: the uint32_t the bit goes to */
-  uint32_t bit;    /* H_INT: IDX_HAS_* or IDX_X_*; H_SKIP*: the levels
-                      the value may open */
-  /* What the hole held last time, when it was short: pid, tid, device
-   * and stream are the same event after event, and so are the first
-   * eight digits of ts. H_INT: its bytes and the one after them (under
-   * mask), their value and length (0: none yet); H_TIME_US: its first
-   * eight bytes when all digits (0: none yet), and their value. */
-  uint64_t memo_x, memo_mask;
-  int64_t memo_v;
-  unsigned memo_k;
-};
-
-/* A string value inside a literal run (ph, cat): the same in every event
- * that matches, so the field points into the event's run. */
-struct cst {
-  uint16_t field; /* an idx_str, or FIELD_PH */
-  uint16_t off, n;
-};
-
-struct idx_layout {
-  unsigned nsteps, ncst, nbytes;
-  /* Whether its literal runs are strict JSON around strict values in its
-   * holes (judged(), for idx_reader_judge()): 1 yes, -1 no, 0 not known
-   * yet. */
-  signed char strict;
-  struct step step[LAYOUT_STEPS];
-  struct cst cst[LAYOUT_CONSTS];
-  _Alignas(16) char bytes[LAYOUT_BYTES];
-};
-
-#define AT(e, off, type) ((type *)(void *)((char *)(e) + (off)))
-
-/* What a match runs, inlined into both of its widths (match_with()):
- * GCC does not inline a function into one of another target unless told
- * to. */
-#define LAYOUT_INLINE static inline __attribute__((always_inline))
-
-/* ---- matching ---- */
-
-/* 1 when the run of st is at p: its pieces compared 16 bytes at a time
- * (p may be read 15 bytes past the run). */
-LAYOUT_INLINE int run_eq(const char *p, const char *lit, const struct step *st)
-{
-#ifdef __SSE2__
-  unsigned i, last = st->pieces - 1u, m;
-
-  for (i = 0;; i++) {
-    m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(
-        _mm_loadu_si128((const __m128i *)(const void *)(p + 16 * i)),
-        _mm_load_si128((const __m128i *)(const void *)(lit + 16 * i))));
-    if (i == last)
-      return (m | st->tail) == 0xffff;
-    if (m != 0xffff)
-      return 0;
-  }
-#else
-  return memcmp(p, lit, st->n) == 0;
-#endif
-}
-
-/* A piece of a string's body at p, by its masks of quotes, backslashes
- * and bytes >= 0x80: 1 when a quote or a backslash is in it, with *at
- * the quote, or NULL for a backslash; 0 to go on. *hi gets the high
- * bytes before the stop. */
-LAYOUT_INLINE int str_piece(const char *p, unsigned q, unsigned b, unsigned h,
-                            unsigned *hi, const char **at)
-{
-  unsigned k;
-
-  if ((q | b) == 0) {
-    *hi |= h;
-    return 0;
-  }
-  k = (unsigned)__builtin_ctz(q | b);
-  *hi |= h & ((1u << k) - 1);
-  *at = (b >> k) & 1 ? NULL : p + k;
-  return 1;
-}
-
-/* The closing quote of a string whose body starts at p, or NULL when a
- * backslash comes first or fewer than 16 bytes are left to look at; *hi
- * gets the body's bytes >= 0x80 (non-zero when there is one). */
-LAYOUT_INLINE const char *str_close(const char *p, const char *end,
-                                    unsigned *hi)
-{
-  const char *at = NULL;
-#ifdef __SSE2__
-  const __m128i quote = _mm_set1_epi8('"'), bs = _mm_set1_epi8('\\');
-  __m128i v;
-
-  for (; end - p >= 16; p += 16) {
-    v = _mm_loadu_si128((const __m128i *)(const void *)p);
-    if (str_piece(p, (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, quote)),
-                  (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, bs)),
-                  (unsigned)_mm_movemask_epi8(v), hi, &at))
-      return at;
-  }
-#else
-  for (; p < end; p++) {
-    if (*p == '"')
-      return p;
-    if (*p == '\\')
-      return NULL;
-    *hi |= (unsigned char)*p & 0x80;
-  }
-#endif
-  return at;
-}
-
-#ifdef __x86_64__
-#define LAYOUT_AVX2 __attribute__((target("avx2")))
-
-/* str_close() 32 bytes at a time, its last 16 to 31 bytes by str_close()
- * (AVX2: match_avx2() alone calls it). Names run to 30 bytes and more,
- * kernels' to hundreds: one compare where SSE2 takes two. */
-static inline LAYOUT_AVX2 const char *str_close32(const char *p,
-                                                  const char *end, unsigned *hi)
-{
-  const __m256i quote = _mm256_set1_epi8('"'), bs = _mm256_set1_epi8('\\');
-  const char *at = NULL;
-  __m256i v;
-
-  for (; end - p >= 32; p += 32) {
-    v = _mm256_loadu_si256((const __m256i *)(const void *)p);
-    if (str_piece(p,
-                  (unsigned)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, quote)),
-                  (unsigned)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, bs)),
-                  (unsigned)_mm256_movemask_epi8(v), hi, &at))
-      return at;
-  }
-  return str_close(p, end, hi);
-}
-#endif
-
-/* The closing quote of the string whose body starts at p, 32 bytes at a
- * time when wide (a constant where match_with() is inlined). */
-LAYOUT_INLINE const char *str_end_of(const char *p, const char *end,
-                                     unsigned *hi, int wide)
-{
-#ifdef __x86_64__
-  if (wide)
-    return str_close32(p, end, hi);
-#endif
-  (void)wide;
-  return str_close(p, end, hi);
-}
-
-/* The end of the number or literal at p, as reader_event.c's get_tok()
- * finds it; NULL when it may go on past end. Mostly digits: eight at a
- * time first (8 bytes at p are readable). */
-LAYOUT_INLINE const char *scalar_end(const char *p, const char *end)
-{
-  uint64_t x;
-  unsigned k;
-
-  memcpy(&x, p, 8);
-  k = idx_leading_digits(x);
-  if (k > 0 && k < 8 && !idx_scalar_byte(p[k]))
-    return p + k;
-  if (!idx_scalar_byte(*p))
-    return NULL;
-  while (p < end && idx_scalar_byte(*p))
-    p++;
-  return p < end ? p : NULL;
-}
-
-/* The end of 1 to 7 digits at p with no fraction or exponent after
- * them, else NULL (8 bytes at p are readable). The byte after them is
- * not looked up as scalar_end() does: in a hole the learnt event had a
- * number in, the next run starts with a byte no number goes on with, so
- * a letter or a sign there fails that run's compare, and the token walk
- * reads the event. */
-LAYOUT_INLINE const char *digits_end(const char *p)
-{
-  uint64_t x;
-  unsigned k;
-  char c;
-
-  memcpy(&x, p, 8);
-  k = idx_leading_digits(x);
-  if (k == 0 || k == 8)
-    return NULL;
-  c = (char)(x >> 8 * k);
-  return c != '.' && (c | 0x20) != 'e' ? p + k : NULL;
-}
-
-/* The end of the value at p that reader_event.c's skip_value() would
- * skip, or NULL (strings with escapes are left to the token walk). */
-static const char *skip_hole(const char *p, const char *end, unsigned room)
-{
-  struct idx_skip k;
-  unsigned hi = 0;
-  size_t used;
-
-  if (*p == '"') {
-    p = str_close(p + 1, end, &hi);
-    return p != NULL ? p + 1 : NULL;
-  }
-  /* scalar_end() reads a word at p: fewer bytes left before end (a
-   * source's slot ending just after the event) leave it to the walk. */
-  if (idx_scalar_byte(*p))
-    return end - p >= 8 ? scalar_end(p, end) : NULL;
-  if (*p != '[' && *p != '{')
-    return NULL;
-  idx_skip_init(&k);
-  if (idx_skip_run(&k, p, end, room, &used) != IDX_P_OK)
-    return NULL;
-  return p + used;
-}
-
-/* The integer at p as idx_num_fast() reads it: 1 to 7 digits and no
- * fraction or exponent by one word (8 bytes at p are readable), or no work
- * at all when its bytes and the one after them are the last ones'. */
-LAYOUT_INLINE const char *int_at(struct step *st, const char *p,
-                                 const char *end, int64_t *v)
-{
-  uint64_t x;
-  unsigned k;
-
-  memcpy(&x, p, 8);
-  if (st->memo_k != 0 && ((x ^ st->memo_x) & st->memo_mask) == 0) {
-    *v = st->memo_v;
-    return p + st->memo_k;
-  }
-  k = idx_leading_digits(x);
-  if (k > 0 && k < 8 && p[k] != '.' && (p[k] | 0x20) != 'e') {
-    *v = (int64_t)idx_eight_digits(idx_top_digits(x, k));
-    st->memo_x = x;
-    st->memo_mask = ~0ull >> (56 - 8 * k);
-    st->memo_v = *v;
-    st->memo_k = k;
-    return p + k;
-  }
-  return idx_num_fast(p, end, 0, v);
-}
-
-/* ts or dur in microseconds at p, as idx_num_fast(p, end, 3) reads it
- * (its word-at-a-time path unrolled for scale 3), the first eight digits
- * of a long one not converted again when they are the last ones'. */
-LAYOUT_INLINE const char *us_at(struct step *st, const char *p, const char *end,
-                                int64_t *v)
-{
-  const uint64_t zeros = 0x3030303030303030ull;
-  uint64_t x, acc;
-  unsigned k, f;
-  const char *q;
-
-  if (end - p < 34)
-    return idx_num_fast(p, end, 3, v);
-  memcpy(&x, p, 8);
-  k = idx_leading_digits(x);
-  if (k == 8) {
-    if (x != st->memo_x) {
-      st->memo_x = x;
-      st->memo_v = (int64_t)idx_eight_digits(x - zeros);
-    }
-    acc = (uint64_t)st->memo_v;
-    memcpy(&x, p + 8, 8);
-    k = idx_leading_digits(x);
-    if (k == 8) /* 16 digits or more */
-      return idx_num_fast(p, end, 3, v);
-    acc = acc * idx_pow10[k] + idx_eight_digits(idx_top_digits(x, k));
-    q = p + 8 + k;
-  } else {
-    if (k == 0) /* '-', or no number */
-      return idx_num_fast(p, end, 3, v);
-    acc = idx_eight_digits(idx_top_digits(x, k));
-    q = p + k;
-  }
-  acc *= 1000; /* at most 15 digits: no overflow */
-  if (*q == '.') {
-    memcpy(&x, q + 1, 8);
-    f = idx_leading_digits(x);
-    if (f == 3) { /* kineto's "%.3f": the ns digits, read as they are */
-      x -= zeros;
-      acc += (x & 0xff) * 100 + (x >> 8 & 0xff) * 10 + (x >> 16 & 0xff);
-    } else {
-      if (f == 0 || f == 8)
-        return idx_num_fast(p, end, 3, v);
-      k = f < 3 ? f : 3; /* digits past the ns are truncated */
-      acc += idx_eight_digits(idx_top_digits(x, k)) * idx_pow10[3 - k];
-    }
-    q += 1 + f;
-  }
-  if (*q == 'e' || *q == 'E')
-    return NULL;
-  *v = (int64_t)acc;
-  return q;
-}
-
-/* ts or dur read at p into t (what the token walk's time_val() sets). */
-LAYOUT_INLINE const char *time_at(const char *p, const char *q, int64_t v,
-                                  struct idx_numtok *t)
-{
-  if (q == NULL)
-    return NULL;
-  memset(t, 0, sizeof(*t));
-  t->p = p;
-  t->n = (size_t)(q - p);
-  t->present = t->done = 1;
-  t->val = v;
-  return q;
-}
-
-/* The hole of st at p, into e: where the next run starts, or NULL. */
-LAYOUT_INLINE const char *fill(struct step *st, const char *p, const char *end,
-                               struct idx_parsed *e, int wide)
-{
-  struct idx_str *s;
-  const char *q;
-  unsigned hi = 0;
-  int64_t v;
-
-  switch (st->hole) {
-  case H_STR:
-    q = str_end_of(p, end, &hi, wide);
-    if (q == NULL || (hi != 0 && !tr_utf8_valid(p, (size_t)(q - p))))
-      return NULL;
-    s = AT(e, st->field, struct idx_str);
-    s->p = p;
-    s->n = (size_t)(q - p);
-    return q; /* the next run starts with the closing quote */
-  case H_INT:
-    if ((q = int_at(st, p, end, &v)) == NULL)
-      return NULL;
-    *AT(e, st->field, int64_t) = v;
-    *AT(e, st->has, uint32_t) |= st->bit;
-    e->co_id |= st->coid;
-    return q;
-  case H_TIME_US:
-    q = us_at(st, p, end, &v);
-    return time_at(p, q, v, AT(e, st->field, struct idx_numtok));
-  case H_TIME_NS:
-    q = idx_num_fast(p, end, 0, &v);
-    return time_at(p, q, v, AT(e, st->field, struct idx_numtok));
-  case H_SKIP_NUM:
-    if ((q = digits_end(p)) != NULL || (q = scalar_end(p, end)) != NULL)
-      return q;
-    return skip_hole(p, end, st->bit);
-  case H_SKIP_STR:
-    if (*p == '"' && (q = str_end_of(p + 1, end, &hi, wide)) != NULL)
-      return q + 1;
-    return skip_hole(p, end, st->bit);
-  default: return skip_hole(p, end, st->bit);
-  }
-}
-
-/* The constants of st's run, which starts at p. */
-static void set_consts(const struct idx_layout *l, const struct step *st,
-                       const char *p, struct idx_parsed *e)
-{
-  const struct cst *c = &l->cst[st->c0], *last = c + st->nc;
-  struct idx_str *s;
-
-  for (; c < last; c++) {
-    if (c->field == FIELD_PH) {
-      e->ev.ph = c->n > 0 ? p[c->off] : 0;
-    } else {
-      s = AT(e, c->field, struct idx_str);
-      s->p = p + c->off;
-      s->n = c->n;
-    }
-  }
-}
-
-/* The event at p against l: 1 with *close at its '}'. A number's end is
- * not checked against the next byte: the next run starts with a byte that
- * cannot go on a number (it came after one in the learnt event). Each run
- * needs 16 bytes after it, so the hole's first 16 bytes are readable. */
-LAYOUT_INLINE int match_with(struct idx_layout *l, const char *p,
-                             const char *end, struct idx_parsed *e,
-                             const char **close, int wide)
-{
-  struct step *st = l->step;
-
-  /* Most layouts that miss an event miss it in the first run (its ph and
-   * cat are there): the event is reset only once that run is. */
-  if (end - p < (ptrdiff_t)st->n + 16 || !run_eq(p, l->bytes + st->lit, st))
-    return 0;
-  idx_parsed_reset(e);
-  for (;;) {
-    if (st->nc != 0)
-      set_consts(l, st, p, e);
-    p += st->n;
-    if (st->hole == H_END)
-      break;
-    if ((p = fill(st, p, end, e, wide)) == NULL)
-      return 0;
-    st++;
-    if (end - p < (ptrdiff_t)st->n + 16 || !run_eq(p, l->bytes + st->lit, st))
-      return 0;
-  }
-  *close = p - 1;
-  idx_finish_event(e);
-  return 1;
-}
-
-static int match_narrow(struct idx_layout *l, const char *p, const char *end,
-                        struct idx_parsed *e, const char **close)
-{
-  return match_with(l, p, end, e, close, 0);
-}
-
-#ifdef __x86_64__
-static LAYOUT_AVX2 int match_avx2(struct idx_layout *l, const char *p,
-                                  const char *end, struct idx_parsed *e,
-                                  const char **close)
-{
-  return match_with(l, p, end, e, close, 1);
-}
-#endif
-
-/* The event at p against l, by the width t was learnt with (t->wide is
- * set only where the CPU has AVX2: idx_scan_wide()). */
-static inline int match(const struct idx_layouts *t, struct idx_layout *l,
-                        const char *p, const char *end, struct idx_parsed *e,
-                        const char **close)
-{
-#ifdef __x86_64__
-  if (t->wide)
-    return match_avx2(l, p, end, e, close);
-#endif
-  return match_narrow(l, p, end, e, close);
-}
-
-/* ---- judging (idx_reader_judge()) ---- */
-
-/* Whether the event at p, up to close (its '}'), is l's literal runs with
- * one strict JSON value in each hole (a strict string's body in a kept
- * string's hole, its quotes being the runs' bytes either side), as
- * end_of() delimits the values: the runs are compared again at the ends
- * it finds, so the answer does not rest on where fill() ended them. */
-static int holes_strict(const struct idx_layout *l, const char *p,
-                        const char *close, const char *end,
-                        idx_strict_fn end_of)
-{
-  const struct step *st;
-  const char *q;
-
-  for (st = l->step;; st++) {
-    if (end - p < (ptrdiff_t)st->n + 16 || !run_eq(p, l->bytes + st->lit, st))
-      return 0;
-    p += st->n;
-    if (st->hole == H_END)
-      return p == close + 1;
-    if (st->hole == H_STR) {
-      q = end_of(p - 1, close);
-      p = q != NULL ? q - 1 : NULL; /* the next run starts at its quote */
-    } else {
-      p = end_of(p, close);
-    }
-    if (p == NULL)
-      return 0;
-  }
-}
-
-/*
- * Whether the event at p that l matched (its '}' at close, the buffer
- * readable up to end) is strict JSON. Why its holes suffice once l is
- * judged: each hole of l is a value's place in the event l was learnt
- * from (build()), so in any event of l's runs with one whole strict value
- * in each hole, the runs are the same bytes in the same places of the same
- * tree, strict or not whatever the holes hold. The first such event of l
- * is judged whole, once, and its verdict is l's. Nesting needs no look:
- * the reader hands over no event nested past IDX_MAX_DEPTH counted from
- * the document's root, so none reaches the judge's limit, counted from
- * the event's '{'.
- */
-static int judged(struct idx_layout *l, const char *p, const char *close,
-                  const char *end, idx_strict_fn end_of)
-{
-  if (l->strict < 0 || !holes_strict(l, p, close, end, end_of))
-    return 0;
-  if (l->strict == 0)
-    l->strict = end_of(p, close + 1) == close + 1 ? 1 : -1;
-  return l->strict > 0;
-}
 
 /* ---- learning ---- */
 
@@ -572,22 +56,31 @@ static const char *ws(const char *p, const char *close)
 
 /* Ends the current run at p with a hole of the given kind; the next run
  * starts where the caller says. NULL when the layout is full. */
-static struct step *cut(struct build *b, const char *p, int hole)
+static struct idx_step *cut(struct build *b, const char *p, int hole)
 {
   struct idx_layout *l = b->l;
-  size_t n = (size_t)(p - b->run), at = (l->nbytes + 15) & ~(size_t)15;
-  struct step *st;
+  size_t n = (size_t)(p - b->run), at = l->nbytes, w;
+  struct idx_step *st;
+  int i;
 
-  if (n == 0 || l->nsteps == LAYOUT_STEPS || at + n + 16 > LAYOUT_BYTES)
+  if (n == 0 || l->nsteps == IDX_LAYOUT_STEPS || at + n + 32 > IDX_LAYOUT_BYTES)
     return NULL;
   st = &l->step[l->nsteps++];
   memset(st, 0, sizeof(*st));
   memcpy(l->bytes + at, b->run, n);
-  st->lit = (uint16_t)at;
+  memset(l->bytes + at + n, 0, 32); /* what its last piece reads past it */
+  st->lit = l->bytes + at;
   st->n = (uint16_t)n;
-  st->pieces = (uint8_t)((n + 15) / 16);
-  st->tail = (uint16_t)(0xffffu << (n - 16 * (st->pieces - 1u)));
-  st->hole = (uint8_t)hole;
+  for (i = 0, w = 16; i < 2; i++, w *= 2) {
+    st->last[i] = (uint16_t)((n - 1) / w * w);
+    st->tail[i] =
+        (uint32_t)(~0ull << (n - st->last[i])) & (uint32_t)(~0ull >> (64 - w));
+    st->need[i] =
+        (uint16_t)(st->last[i] + w > n + 16 ? st->last[i] + w : n + 16);
+    if (st->need[i] > l->need[i])
+      l->need[i] = st->need[i];
+  }
+  st->hole = (uint8_t)(hole | (l->ncst > b->c0 ? IDX_H_CONSTS : 0));
   st->c0 = (uint8_t)b->c0;
   st->nc = (uint8_t)(l->ncst - b->c0);
   b->c0 = l->ncst;
@@ -604,14 +97,22 @@ static const char *str_at(const struct build *b, const char *v)
   return memchr(v + 1, '"', (size_t)(b->close - v - 1));
 }
 
+#define OFF(member) offsetof(struct idx_parsed, member)
+
 /* A constant string (ph, cat) at v: NULL, or the byte after it. */
 static const char *constant(struct build *b, const char *v, uint16_t field)
 {
   const char *q = str_at(b, v);
   struct idx_layout *l = b->l;
-  struct cst *c;
+  struct idx_cst *c;
 
-  if (q == NULL || l->ncst == LAYOUT_CONSTS)
+  if (q == NULL)
+    return NULL;
+  if (field == OFF(ev.ph)) {
+    l->ph = q - v - 1 > 0 ? v[1] : 0;
+    return q + 1;
+  }
+  if (l->ncst == IDX_LAYOUT_CONSTS)
     return NULL;
   c = &l->cst[l->ncst++];
   c->field = field;
@@ -624,9 +125,9 @@ static const char *constant(struct build *b, const char *v, uint16_t field)
 static const char *str_hole(struct build *b, const char *v, size_t field)
 {
   const char *q = str_at(b, v);
-  struct step *st;
+  struct idx_step *st;
 
-  if (q == NULL || (st = cut(b, v + 1, H_STR)) == NULL)
+  if (q == NULL || (st = cut(b, v + 1, IDX_H_STR)) == NULL)
     return NULL;
   st->field = (uint16_t)field;
   b->run = q;
@@ -634,12 +135,13 @@ static const char *str_hole(struct build *b, const char *v, size_t field)
 }
 
 /* A number at v read at scale (0 for integers): a hole. */
-static struct step *num_hole(struct build *b, const char *v, int hole,
-                             const char **after)
+static struct idx_step *num_hole(struct build *b, const char *v, int hole,
+                                 const char **after)
 {
   int64_t val;
-  const char *q = idx_num_fast(v, b->end, hole == H_TIME_US ? 3 : 0, &val);
-  struct step *st;
+  const char *q =
+      idx_layout_num(v, b->end, hole == IDX_H_TIME_US ? 3 : 0, &val);
+  struct idx_step *st;
 
   if (q == NULL || q >= b->close || idx_scalar_byte(*q) ||
       (st = cut(b, v, hole)) == NULL)
@@ -653,14 +155,16 @@ static const char *int_hole(struct build *b, const char *v, size_t field,
                             size_t has, uint32_t bit, int coid)
 {
   const char *after;
-  struct step *st = num_hole(b, v, H_INT, &after);
+  struct idx_step *st = num_hole(b, v, IDX_H_INT, &after);
 
   if (st == NULL)
     return NULL;
   st->field = (uint16_t)field;
-  st->has = (uint16_t)has;
-  st->bit = bit;
-  st->coid = (uint8_t)coid;
+  if (has == OFF(xhas))
+    b->l->xhas |= bit;
+  else
+    b->l->has |= bit;
+  b->l->co_id |= coid;
   return after;
 }
 
@@ -668,18 +172,18 @@ static const char *int_hole(struct build *b, const char *v, size_t field,
 static const char *skip_at(struct build *b, const char *v, unsigned levels)
 {
   unsigned room = IDX_MAX_DEPTH - (b->depth + levels);
-  const char *q = skip_hole(v, b->end, room);
-  int hole = idx_scalar_byte(*v) ? H_SKIP_NUM : *v == '"' ? H_SKIP_STR : H_SKIP;
-  struct step *st;
+  const char *q = idx_layout_skip(v, b->end, room);
+  int hole = idx_scalar_byte(*v) ? IDX_H_SKIP_NUM
+             : *v == '"'         ? IDX_H_SKIP_STR
+                                 : IDX_H_SKIP;
+  struct idx_step *st;
 
   if (q == NULL || q > b->close || (st = cut(b, v, hole)) == NULL)
     return NULL;
-  st->bit = room;
+  st->room = room;
   b->run = q;
   return q;
 }
-
-#define OFF(member) offsetof(struct idx_parsed, member)
 
 /* grid / block: exactly [x, y, z] of plain integers (else no layout:
  * reader_event.c reads each element, and may mark the event bad). */
@@ -728,7 +232,7 @@ static const char *arg_value(struct build *b, int key, const char *v)
 static const char *member_value(struct build *b, int key, const char *v)
 {
   switch (key) {
-  case IDX_K_PH: return constant(b, v, FIELD_PH);
+  case IDX_K_PH: return constant(b, v, OFF(ev.ph));
   case IDX_K_CAT: return constant(b, v, OFF(ev.cat));
   case IDX_K_NAME: return str_hole(b, v, OFF(ev.name));
   case IDX_K_PID:
@@ -742,8 +246,8 @@ static const char *member_value(struct build *b, int key, const char *v)
   case IDX_K_TS:
   case IDX_K_DUR: {
     const char *after;
-    struct step *st =
-        num_hole(b, v, b->scale == 3 ? H_TIME_US : H_TIME_NS, &after);
+    struct idx_step *st =
+        num_hole(b, v, b->scale == 3 ? IDX_H_TIME_US : IDX_H_TIME_NS, &after);
 
     if (st == NULL)
       return NULL;
@@ -817,7 +321,7 @@ static int build(struct idx_layout *l, const char *s, const char *close,
     else if (*p != '}')
       return 0;
   }
-  return p == close && cut(&b, close + 1, H_END) != NULL;
+  return p == close && cut(&b, close + 1, IDX_H_END) != NULL;
 }
 
 /* ---- checking what was learnt ---- */
@@ -887,48 +391,13 @@ int idx_layouts_enabled(void)
 }
 
 /* Forgets every layout: they were learnt for another nesting or unit. */
-static void forget(struct idx_layouts *t, unsigned depth, int scale)
+void idx_layouts_forget(struct idx_layouts *t, unsigned depth, int scale)
 {
   while (t->n > 0)
     free(t->l[--t->n]);
   t->depth = depth;
   t->scale = scale;
   t->wide = idx_scan_wide();
-}
-
-/* idx_layouts_match() past the most recently matched layout. */
-static __attribute__((noinline)) int
-match_others(struct idx_layouts *t, const char *p, const char *end,
-             struct idx_parsed *e, const char **close)
-{
-  struct idx_layout *l;
-  unsigned i;
-
-  for (i = 1; i < t->n; i++) {
-    if (!match(t, t->l[i], p, end, e, close))
-      continue;
-    l = t->l[i]; /* most recently matched first */
-    memmove(&t->l[1], &t->l[0], i * sizeof(t->l[0]));
-    t->l[0] = l;
-    return 1;
-  }
-  return 0;
-}
-
-int idx_layouts_match(struct idx_layouts *t, const char *p, const char *end,
-                      unsigned depth, int scale, struct idx_parsed *e,
-                      const char **close)
-{
-  if (__builtin_expect(t->depth != depth || t->scale != scale, 0))
-    forget(t, depth, scale);
-  if (t->n == 0)
-    return 0;
-  if (!match(t, t->l[0], p, end, e, close) &&
-      !match_others(t, p, end, e, close))
-    return 0;
-  if (__builtin_expect(t->strict != NULL, 0)) /* t->l[0] matched */
-    e->ev.strict = (char)judged(t->l[0], p, *close, end, t->strict);
-  return 1;
 }
 
 void idx_layouts_learn(struct idx_layouts *t, const char *p, const char *close,
@@ -940,7 +409,7 @@ void idx_layouts_learn(struct idx_layouts *t, const char *p, const char *close,
   struct idx_layout *l;
 
   if (t->depth != depth || t->scale != scale)
-    forget(t, depth, scale);
+    idx_layouts_forget(t, depth, scale);
   if (t->wait > 0) {
     t->wait--;
     return;
@@ -950,7 +419,7 @@ void idx_layouts_learn(struct idx_layouts *t, const char *p, const char *close,
   if (l == NULL)
     return;
   if (!build(l, p, close, end, t->depth, t->scale) ||
-      !match(t, l, p, end, &again, &at) || at != close ||
+      !idx_layout_match(t, l, p, end, &again, &at) || at != close ||
       !same_parsed(&again, walked)) {
     /* Events of a shape no layout holds: try again later, less often
      * each time, so that a trace of them pays little for the tries. */
@@ -958,6 +427,9 @@ void idx_layouts_learn(struct idx_layouts *t, const char *p, const char *close,
     t->wait = 1u << t->fails;
     return;
   }
+  /* The walked event's cat_class is 0: the class is looked up. */
+  l->cat_class =
+      (char)(idx_format_get(IDX_FORMAT_KINETO)->classify(&walked->ev) + 1);
   t->fails = 0;
   t->spare = t->n == IDX_LAYOUTS ? t->l[--t->n] : NULL;
   memmove(&t->l[1], &t->l[0], t->n * sizeof(t->l[0]));
@@ -969,7 +441,7 @@ void idx_layouts_free(struct idx_layouts *t)
 {
   if (t == NULL)
     return;
-  forget(t, 0, 0);
+  idx_layouts_forget(t, 0, 0);
   free(t->spare);
   t->spare = NULL;
 }
