@@ -22,13 +22,21 @@ BUILD=${BUILD:-build}
 JOBS=${JOBS:-$(nproc)}
 CTEST_JOBS=${CTEST_JOBS:-$((JOBS * 2))}
 
-stage() { # stage NAME COMMAND...: runs it; its time and the load after
+# took NAME T0: the line that says NAME took since T0 (date +%s), and the
+# load after it.
+took() {
+  echo "suite: $1 $(($(date +%s) - $2)) s," \
+    "load $(cut -d' ' -f1-3 /proc/loadavg)"
+}
+
+# stage NAME COMMAND...: runs it, then took(). Not nested: its variables
+# are the shell's own, which a stage inside COMMAND would overwrite.
+stage() {
   name=$1
   shift
   t0=$(date +%s)
   "$@"
-  echo "suite: $name $(($(date +%s) - t0)) s," \
-    "load $(cut -d' ' -f1-3 /proc/loadavg)"
+  took "$name" "$t0"
 }
 
 # ctest_in DIR [ARGS...]: the tests, then the CPU they took in all
@@ -123,6 +131,7 @@ late_told() {
 }
 
 all() {
+  t_all=$(date +%s)
   log=$(mktemp /tmp/traced-suite-builds-XXXXXX)
   stage release-build release_build
   nice scripts/suite.sh sanitizer-builds >"$log" 2>&1 &
@@ -140,10 +149,11 @@ all() {
   wait "$builds" || { cat "$log"; exit 1; }
   rm -f "$log"
   stage tsan-and-fuzzers late_told "$late"
+  took all "$t_all"
 }
 
 case "${1:-all}" in
-all) stage all all ;;
+all) all ;;
 check)
   stage release-build release_build
   stage check-tests ctest_in "$BUILD" -LE slow
