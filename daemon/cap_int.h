@@ -435,6 +435,13 @@ struct cap_export {
  * job. */
 void cap_job_plan(struct cap_job *job, void (*then)(struct cap_job *job));
 
+/* The plan of a job already ended, for its stop script alone (a sweep's
+ * point that joined the server and ended while its plan was being made:
+ * capture.c's cleanup): not recorded; then(job) with it, or the job
+ * finished when it cannot be made. */
+void cap_job_plan_to_stop(struct cap_job *job,
+                          void (*then)(struct cap_job *job));
+
 /* ---- sweeps (sweep.c, docs/SWEEPS.md) ---- */
 
 /* A job the runner starts: for a point of the sweep whose server the

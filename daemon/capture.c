@@ -279,6 +279,15 @@ static bool must_stop_server(const struct cap_job *job)
          job->scan.profilers_stopping == 0;
 }
 
+/* A sweep's point that joined the server and ended in BENCHMARK before
+ * its plan was made (phase_benchmark.c makes it there): the server is
+ * held as by any point, and only the plan has its stop script. */
+static bool joined_without_plan(const struct cap_job *job)
+{
+  return !job->is_import && !job->r->stopping && job->joins &&
+         job->plan == NULL && tr_phase_server(job->phase, TR_HELD);
+}
+
 static void stop_server(struct cap_job *job);
 
 /* After the failure is stored: end the children; stop the server when it
@@ -291,6 +300,10 @@ static void cleanup(struct cap_job *job)
   if (job->ending == END_CANCELLED && !job->r->stopping &&
       cap_export_running(job)) {
     cap_export_drain(job, stop_server);
+    return;
+  }
+  if (joined_without_plan(job)) {
+    cap_job_plan_to_stop(job, stop_server);
     return;
   }
   if (!must_stop_server(job)) {

@@ -14,6 +14,7 @@ struct plan_work {
   struct cap_work super;
   struct cap_plan *plan;
   void (*then)(struct cap_job *job);
+  bool to_stop; /* cap_job_plan_to_stop()'s */
   struct tr_err err;
 };
 
@@ -39,12 +40,35 @@ static json_t *plan_extra(const struct cap_job *job)
   return json_pack("{s:o}", "extra", extra);
 }
 
+/* A plan for the stop script of an ended job: kept, never recorded (the
+ * job's state is final). */
+static void on_stop_plan_done(struct cap_job *job, struct plan_work *pw)
+{
+  void (*then)(struct cap_job *) = pw->then;
+
+  if (job->plan == NULL) {
+    job->plan = pw->plan;
+    pw->plan = NULL;
+  }
+  atom_plan_free(pw->plan);
+  free(pw);
+  /* traced stopping leaves the server as a drain does (exports.c). */
+  if (job->plan == NULL || job->r->stopping)
+    cap_job_finish(job);
+  else
+    then(job);
+}
+
 static void on_plan_done(struct cap_work *w)
 {
   struct plan_work *pw = (struct plan_work *)w;
   struct cap_job *job = w->job;
   void (*then)(struct cap_job *) = pw->then;
 
+  if (pw->to_stop) {
+    on_stop_plan_done(job, pw);
+    return;
+  }
   if (job->ending != END_NONE || pw->plan == NULL) {
     if (job->ending == END_NONE)
       cap_fail(job, END_FAILED, NULL, "cannot prepare the capture: %s",
@@ -59,12 +83,27 @@ static void on_plan_done(struct cap_work *w)
   then(job);
 }
 
-void cap_job_plan(struct cap_job *job, void (*then)(struct cap_job *job))
+static struct plan_work *
+queue_plan(struct cap_job *job, void (*then)(struct cap_job *job), bool to_stop)
 {
   struct plan_work *pw = cap_job_work_new(job, sizeof(*pw));
 
   if (pw == NULL)
-    return;
+    return NULL;
   pw->then = then;
+  pw->to_stop = to_stop;
   cap_work_queue(job->r, job, &pw->super, run_plan, on_plan_done);
+  return pw;
+}
+
+void cap_job_plan(struct cap_job *job, void (*then)(struct cap_job *job))
+{
+  (void)queue_plan(job, then, false);
+}
+
+void cap_job_plan_to_stop(struct cap_job *job,
+                          void (*then)(struct cap_job *job))
+{
+  if (queue_plan(job, then, true) == NULL)
+    cap_job_finish(job);
 }
