@@ -83,17 +83,19 @@ static void on_plan_done(struct cap_work *w)
   then(job);
 }
 
-static struct plan_work *
-queue_plan(struct cap_job *job, void (*then)(struct cap_job *job), bool to_stop)
+/* False when the work could not be made (the job failed, if it had not
+ * ended). */
+static bool queue_plan(struct cap_job *job, void (*then)(struct cap_job *job),
+                       bool to_stop)
 {
   struct plan_work *pw = cap_job_work_new(job, sizeof(*pw));
 
   if (pw == NULL)
-    return NULL;
+    return false;
   pw->then = then;
   pw->to_stop = to_stop;
   cap_work_queue(job->r, job, &pw->super, run_plan, on_plan_done);
-  return pw;
+  return true;
 }
 
 void cap_job_plan(struct cap_job *job, void (*then)(struct cap_job *job))
@@ -104,6 +106,6 @@ void cap_job_plan(struct cap_job *job, void (*then)(struct cap_job *job))
 void cap_job_plan_to_stop(struct cap_job *job,
                           void (*then)(struct cap_job *job))
 {
-  if (queue_plan(job, then, true) == NULL)
+  if (!queue_plan(job, then, true))
     cap_job_finish(job);
 }
