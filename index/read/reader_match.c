@@ -359,9 +359,10 @@ static inline LAYOUT_AVX2 uint64_t digits16(__m128i d, unsigned k)
 }
 
 /* us_at() 32 bytes at a time (AVX2: match_avx2() alone calls it): which
- * bytes are digits from one compare, the integer part (up to 16 digits,
- * all idx_num_fast() takes at scale 3) by digits16(), the first three of
- * the fraction from one word. */
+ * bytes are digits from one compare, then the integer part (up to 16
+ * digits, all idx_num_fast() takes at scale 3) by digits16() and the first
+ * three of the fraction from one word, or, for kineto's three, both parts
+ * by one digits16(). */
 static inline LAYOUT_AVX2 const char *us_at32(const char *p, const char *end,
                                               int64_t *v)
 {
@@ -379,17 +380,34 @@ static inline LAYOUT_AVX2 const char *us_at32(const char *p, const char *end,
   k = (unsigned)__builtin_ctzll(~dig);
   if (k - 1 >= 16) /* '-', no number, or more digits than scale 3 takes */
     return idx_layout_num(p, end, 3, v);
-  acc = digits16(_mm256_castsi256_si128(d), k) * 1000; /* < 2^64 */
-  q = p + k;
-  if (*q == '.') {
-    f = (unsigned)__builtin_ctzll(~(dig >> (k + 1)));
-    if (f == 0 || k + 1 + f >= 32) /* none, or they may go on */
-      return idx_layout_num(p, end, 3, v);
-    /* Digits past the ns are truncated; fewer count as zeros after. */
-    memcpy(&x, q + 1, 8);
-    x = (x - 0x3030303030303030ull) & (~0ull >> (64 - 8 * (f < 3 ? f : 3)));
-    acc += (x & 0xff) * 100 + (x >> 8 & 0xff) * 10 + (x >> 16 & 0xff);
-    q += 1 + f;
+  if (k <= 13 && p[k] == '.' && (dig >> (k + 1) & 0xf) == 7) {
+    /* kineto's "%.3f" (three digits after the point, then none), the
+     * ns a whole number: its digits without the point read at once, k + 3
+     * of them, at most 16: the first k from d, the rest one byte further
+     * on (digits_tail from 16 - k has its high bits on the first k). */
+    acc = digits16(
+        _mm_blendv_epi8(
+            _mm_sub_epi8(
+                _mm_loadu_si128((const __m128i *)(const void *)(p + 1)),
+                _mm_set1_epi8('0')),
+            _mm256_castsi256_si128(d),
+            _mm_loadu_si128(
+                (const __m128i *)(const void *)(digits_tail + 16 - k))),
+        k + 3);
+    q = p + k + 4;
+  } else {
+    acc = digits16(_mm256_castsi256_si128(d), k) * 1000; /* < 2^64 */
+    q = p + k;
+    if (*q == '.') {
+      f = (unsigned)__builtin_ctzll(~(dig >> (k + 1)));
+      if (f == 0 || k + 1 + f >= 32) /* none, or they may go on */
+        return idx_layout_num(p, end, 3, v);
+      /* Digits past the ns are truncated; fewer count as zeros after. */
+      memcpy(&x, q + 1, 8);
+      x = (x - 0x3030303030303030ull) & (~0ull >> (64 - 8 * (f < 3 ? f : 3)));
+      acc += (x & 0xff) * 100 + (x >> 8 & 0xff) * 10 + (x >> 16 & 0xff);
+      q += 1 + f;
+    }
   }
   if (*q == 'e' || *q == 'E' || acc > (uint64_t)INT64_MAX)
     return NULL;
