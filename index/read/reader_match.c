@@ -31,6 +31,25 @@
 
 /* ---- matching ---- */
 
+#ifdef __SSE2__
+/* The bytes the holes' vectors compare with, 32 of each, read from
+ * memory by the instruction that uses them: GCC builds a set1_epi8() of
+ * a constant in a general register and broadcasts it, three instructions
+ * each time a hole is read (a few hundred million on a big trace). */
+static const char rep_quote[32] = { [0 ... 31] = '"' };
+static const char rep_bs[32] = { [0 ... 31] = '\\' };
+static const char rep_zero[32] = { [0 ... 31] = '0' };
+static const char rep_nine[32] = { [0 ... 31] = 9 };
+
+/* 16 bytes of one of them; the empty asm hides which, or GCC sees the
+ * constant again and broadcasts it. */
+LAYOUT_INLINE __m128i rep16(const char *rep)
+{
+  __asm__("" : "+r"(rep));
+  return _mm_loadu_si128((const __m128i *)(const void *)rep);
+}
+#endif
+
 /* 1 when the run of st is at p: its pieces compared 16 bytes at a time
  * (p may be read 15 bytes past the run). */
 LAYOUT_INLINE int run_eq16(const char *p, const struct idx_step *st)
@@ -60,6 +79,13 @@ LAYOUT_INLINE int run_eq16(const char *p, const struct idx_step *st)
 }
 
 #ifdef __x86_64__
+/* All 32 bytes of one of them (AVX2). */
+static inline LAYOUT_AVX2 __m256i rep32(const char *rep)
+{
+  __asm__("" : "+r"(rep));
+  return _mm256_loadu_si256((const __m256i *)(const void *)rep);
+}
+
 /* run_eq16() 32 bytes at a time (AVX2: match_avx2() alone calls it): a
  * run of up to 32 bytes, most of them, in one compare. */
 static inline LAYOUT_AVX2 int run_eq32(const char *p, const struct idx_step *st)
@@ -122,7 +148,7 @@ LAYOUT_INLINE const char *str_close(const char *p, const char *end,
 {
   const char *at = NULL;
 #ifdef __SSE2__
-  const __m128i quote = _mm_set1_epi8('"'), bs = _mm_set1_epi8('\\');
+  const __m128i quote = rep16(rep_quote), bs = rep16(rep_bs);
   __m128i v;
 
   for (; end - p >= 16; p += 16) {
@@ -151,7 +177,7 @@ LAYOUT_INLINE const char *str_close(const char *p, const char *end,
 static inline LAYOUT_AVX2 const char *str_close32(const char *p,
                                                   const char *end, unsigned *hi)
 {
-  const __m256i quote = _mm256_set1_epi8('"'), bs = _mm256_set1_epi8('\\');
+  const __m256i quote = rep32(rep_quote), bs = rep32(rep_bs);
   const char *at = NULL;
   __m256i v;
 
@@ -206,9 +232,9 @@ LAYOUT_INLINE const char *digits_end(const char *p)
 {
 #ifdef __SSE2__
   __m128i d = _mm_sub_epi8(_mm_loadu_si128((const __m128i *)(const void *)p),
-                           _mm_set1_epi8('0'));
+                           rep16(rep_zero));
   unsigned k = (unsigned)__builtin_ctz(~(unsigned)_mm_movemask_epi8(
-      _mm_cmpeq_epi8(_mm_min_epu8(d, _mm_set1_epi8(9)), d)));
+      _mm_cmpeq_epi8(_mm_min_epu8(d, rep16(rep_nine)), d)));
 
   return k - 1 < 15 && !idx_scalar_byte(p[k]) ? p + k : NULL;
 #else
@@ -374,9 +400,9 @@ static inline LAYOUT_AVX2 const char *us_at32(const char *p, const char *end,
   if (end - p < 34)
     return idx_layout_num(p, end, 3, v);
   d = _mm256_sub_epi8(_mm256_loadu_si256((const __m256i *)(const void *)p),
-                      _mm256_set1_epi8('0'));
+                      rep32(rep_zero));
   dig = (uint32_t)_mm256_movemask_epi8(
-      _mm256_cmpeq_epi8(_mm256_min_epu8(d, _mm256_set1_epi8(9)), d));
+      _mm256_cmpeq_epi8(_mm256_min_epu8(d, rep32(rep_nine)), d));
   k = (unsigned)__builtin_ctzll(~dig);
   if (k - 1 >= 16) /* '-', no number, or more digits than scale 3 takes */
     return idx_layout_num(p, end, 3, v);
@@ -389,7 +415,7 @@ static inline LAYOUT_AVX2 const char *us_at32(const char *p, const char *end,
         _mm_blendv_epi8(
             _mm_sub_epi8(
                 _mm_loadu_si128((const __m128i *)(const void *)(p + 1)),
-                _mm_set1_epi8('0')),
+                rep16(rep_zero)),
             _mm256_castsi256_si128(d),
             _mm_loadu_si128(
                 (const __m128i *)(const void *)(digits_tail + 16 - k))),
