@@ -892,7 +892,8 @@ enum {
   IDX_H_SKIP_NUM, /* a value only skipped, a number in the learnt event */
   IDX_H_SKIP_STR, /* the same, a string there */
   IDX_H_SKIP,     /* the same, anything else there */
-  IDX_H_CONSTS    /* a bit: the run holds constants (struct idx_cst) too */
+  IDX_H_CONSTS    /* a bit: the run, not the first, holds constants (struct
+                     idx_cst) too; the first run's are set first */
 };
 _Static_assert(IDX_H_CONSTS == 8, "IDX_H_CONSTS is a bit above every kind");
 

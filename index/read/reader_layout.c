@@ -80,7 +80,11 @@ static struct idx_step *cut(struct build *b, const char *p, int hole)
     if (st->need[i] > l->need[i])
       l->need[i] = st->need[i];
   }
-  st->hole = (uint8_t)(hole | (l->ncst > b->c0 ? IDX_H_CONSTS : 0));
+  /* The first run's constants are set as the match begins, without a
+   * turn of its loop for them (before any other run's: the last of a
+   * duplicate key wins). */
+  st->hole =
+      (uint8_t)(hole | (l->ncst > b->c0 && st != l->step ? IDX_H_CONSTS : 0));
   st->c0 = (uint8_t)b->c0;
   st->nc = (uint8_t)(l->ncst - b->c0);
   b->c0 = l->ncst;

@@ -567,6 +567,7 @@ LAYOUT_INLINE int match_with(struct idx_layout *l, const char *p,
   if ((uintptr_t)p > last || !run_eq(st, p, wide))
     return 0;
   reset(e, wide);
+  set_consts(l, st, p, e);
   for (;;) {
     p += st->n;
     hole = st->hole;
