@@ -926,6 +926,11 @@ struct idx_step {
   uint64_t memo_x, memo_mask;
   int64_t memo_v;
   unsigned memo_k;
+  /* IDX_H_INT, once the memo was met again: its k digits and the next
+   * run, when they fit in 16 bytes (fuse_mask: their bits; 0: none), so
+   * that an event with the same value there matches both at once. */
+  uint32_t fuse_mask;
+  char fuse[16];
 };
 
 /* A string value inside a literal run (ph, cat): the same in every event

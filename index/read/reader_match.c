@@ -290,6 +290,11 @@ LAYOUT_INLINE const char *int_at(struct idx_step *st, const char *p,
 
   memcpy(&x, p, 8);
   if (st->memo_k != 0 && ((x ^ st->memo_x) & st->memo_mask) == 0) {
+    if (st->fuse_mask == 0 && st->memo_k + st[1].n <= 16) {
+      memcpy(st->fuse, p, st->memo_k);
+      memcpy(st->fuse + st->memo_k, st[1].lit, st[1].n);
+      st->fuse_mask = (1u << (st->memo_k + st[1].n)) - 1;
+    }
     *v = st->memo_v;
     return p + st->memo_k;
   }
@@ -300,9 +305,27 @@ LAYOUT_INLINE const char *int_at(struct idx_step *st, const char *p,
     st->memo_mask = ~0ull >> (56 - 8 * k);
     st->memo_v = *v;
     st->memo_k = k;
+    st->fuse_mask = 0;
     return p + k;
   }
   return idx_layout_num(p, end, 0, v);
+}
+
+/* 1 when the integer hole of st and the run after it are, at p, the
+ * value it read last and that run (st->fuse): what int_at() and run_eq()
+ * then find, by one compare (16 bytes at p are readable). */
+LAYOUT_INLINE int fused_at(const struct idx_step *st, const char *p)
+{
+#ifdef __SSE2__
+  return ((unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(
+              _mm_loadu_si128((const __m128i *)(const void *)p),
+              _mm_loadu_si128((const __m128i *)(const void *)st->fuse))) &
+          st->fuse_mask) == st->fuse_mask;
+#else
+  (void)st;
+  (void)p;
+  return 0;
+#endif
 }
 
 /* ts or dur in microseconds at p, as idx_num_fast(p, end, 3) reads it
@@ -569,6 +592,7 @@ LAYOUT_INLINE int match_with(struct idx_layout *l, const char *p,
   reset(e, wide);
   set_consts(l, st, p, e);
   for (;;) {
+  run_matched:
     p += st->n;
     hole = st->hole;
   again:
@@ -576,6 +600,14 @@ LAYOUT_INLINE int match_with(struct idx_layout *l, const char *p,
     case IDX_H_END: goto matched;
     case IDX_H_STR: p = str_fill(st, p, end, e, wide); break;
     case IDX_H_INT:
+      /* The next run is then compared at p + memo_k: its bound first. */
+      if (st->fuse_mask != 0 && (uintptr_t)p + st->memo_k <= last &&
+          fused_at(st, p)) {
+        *IDX_AT(e, st->field, int64_t) = st->memo_v;
+        p += st->memo_k;
+        st++;
+        goto run_matched;
+      }
       if ((p = int_at(st, p, end, &v)) != NULL)
         *IDX_AT(e, st->field, int64_t) = v;
       break;
