@@ -270,6 +270,109 @@ const char *idx_layout_skip(const char *p, const char *end, unsigned room)
   return p + used;
 }
 
+#ifdef __x86_64__
+/* Outside strings, a byte's low and high nibble, looked up: a bit in
+ * common when the skipper (reader_event.c's cls) takes it in an array or
+ * object (whitespace, quote, bracket, separator, number or literal).
+ * Classes of high nibble: 0, 2, 3, 4 or 6, 5 or 7 (none from 8 on). */
+static const int8_t allowed_lo[16] = { 0x16, 0x1c, 0x1e, 0x1c, 0x1c, 0x1c,
+                                       0x1c, 0x1c, 0x1c, 0x1d, 0x1d, 0x1a,
+                                       0x0a, 0x1b, 0x0a, 0x08 };
+static const int8_t allowed_hi[16] = { 0x01, 0,    0x02, 0x04,
+                                       0x08, 0x10, 0x08, 0x10 };
+
+/* The bytes of v outside the skipper's classes, as a mask. */
+static inline LAYOUT_AVX2 uint32_t not_allowed(__m256i v)
+{
+  const __m256i lo = _mm256_broadcastsi128_si256(
+                    _mm_loadu_si128((const __m128i *)(const void *)allowed_lo)),
+                hi = _mm256_broadcastsi128_si256(
+                    _mm_loadu_si128((const __m128i *)(const void *)allowed_hi)),
+                low4 = _mm256_set1_epi8(0x0f);
+  __m256i c = _mm256_and_si256(
+      _mm256_shuffle_epi8(lo, _mm256_and_si256(v, low4)),
+      _mm256_shuffle_epi8(hi, _mm256_and_si256(_mm256_srli_epi16(v, 4), low4)));
+
+  return (uint32_t)_mm256_movemask_epi8(
+      _mm256_cmpeq_epi8(c, _mm256_setzero_si256()));
+}
+
+/* Bit i set when an odd number of the bits of q up to i are: the bytes
+ * from an opening quote to before its closing one. */
+static inline uint32_t prefix_xor(uint32_t q)
+{
+  q ^= q << 1;
+  q ^= q << 2;
+  q ^= q << 4;
+  q ^= q << 8;
+  return q ^ q << 16;
+}
+
+/* The array or object at p (its '[' or '{') skipped as idx_skip_run()
+ * skips it, 32 bytes at a time (AVX2: match_avx2() alone calls it): the
+ * strings by their quotes' masks, the brackets one by one. Anything
+ * else (a backslash, a byte outside the skipper's classes, brackets that
+ * do not pair, more levels than room or than 64, fewer than 32 bytes
+ * left) is left to idx_layout_skip(), whose answer it is then. */
+static LAYOUT_AVX2 __attribute__((noinline)) const char *
+container_end32(const char *p, const char *end, unsigned room)
+{
+  const char *s = p;
+  uint64_t arrays = 0; /* bit d: the level d is an array */
+  uint32_t in = 0, q, br, open, bad, i;
+  unsigned depth = 0;
+  __m256i v;
+
+  for (; end - p >= 32; p += 32) {
+    v = _mm256_loadu_si256((const __m256i *)(const void *)p);
+    if (_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, rep32(rep_bs))) != 0)
+      break;
+    q = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, rep32(rep_quote)));
+    in = prefix_xor(q) ^ (uint32_t)(-(int32_t)(in >> 31));
+    v = _mm256_or_si256(v, _mm256_set1_epi8(0x20));
+    open = (uint32_t)_mm256_movemask_epi8(
+               _mm256_cmpeq_epi8(v, _mm256_set1_epi8('{'))) &
+           ~in;
+    br = open | ((uint32_t)_mm256_movemask_epi8(
+                     _mm256_cmpeq_epi8(v, _mm256_set1_epi8('}'))) &
+                 ~in);
+    bad =
+        not_allowed(_mm256_loadu_si256((const __m256i *)(const void *)p)) & ~in;
+    for (; br != 0; br &= br - 1) {
+      i = (uint32_t)__builtin_ctz(br);
+      if ((bad & ((2u << i) - 1)) != 0)
+        return idx_layout_skip(s, end, room);
+      if (open >> i & 1) {
+        if (depth >= room || depth >= 64)
+          return idx_layout_skip(s, end, room);
+        arrays = (arrays & ~(1ull << depth)) | (uint64_t)(p[i] == '[') << depth;
+        depth++;
+      } else {
+        if (depth == 0 || (arrays >> (depth - 1) & 1) != (p[i] == ']'))
+          return idx_layout_skip(s, end, room);
+        if (--depth == 0)
+          return p + i + 1;
+      }
+    }
+    if (bad != 0)
+      break;
+  }
+  return idx_layout_skip(s, end, room);
+}
+#endif
+
+/* The value a hole skips at p, by the width's skipper. */
+LAYOUT_INLINE const char *skip_of(const char *p, const char *end, unsigned room,
+                                  int wide)
+{
+#ifdef __x86_64__
+  if (wide && (*p == '[' || *p == '{'))
+    return container_end32(p, end, room);
+#endif
+  (void)wide;
+  return idx_layout_skip(p, end, room);
+}
+
 /* idx_num_fast() out of line: where a hole's number is not of the
  * shapes read inline (and for learning), so that the match keeps its
  * registers. */
@@ -519,7 +622,7 @@ LAYOUT_INLINE const char *skip_str(const struct idx_step *st, const char *p,
 
   if (*p == '"' && (q = str_end_of(p + 1, end, &hi, wide)) != NULL)
     return q + 1;
-  return idx_layout_skip(p, end, st->room);
+  return skip_of(p, end, st->room, wide);
 }
 
 /* The constants of st's run, which starts at p. */
@@ -621,10 +724,10 @@ LAYOUT_INLINE int match_with(struct idx_layout *l, const char *p,
       break;
     case IDX_H_SKIP_NUM:
       q = digits_end(p);
-      p = q != NULL ? q : idx_layout_skip(p, end, st->room);
+      p = q != NULL ? q : skip_of(p, end, st->room, wide);
       break;
     case IDX_H_SKIP_STR: p = skip_str(st, p, end, wide); break;
-    case IDX_H_SKIP: p = idx_layout_skip(p, end, st->room); break;
+    case IDX_H_SKIP: p = skip_of(p, end, st->room, wide); break;
     case IDX_H_END | IDX_H_CONSTS:
     case IDX_H_STR | IDX_H_CONSTS:
     case IDX_H_INT | IDX_H_CONSTS:
