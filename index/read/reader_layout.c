@@ -22,7 +22,9 @@
  * cat are the same, and each hole is checked as reader_event.c checks a
  * value there: a number by the same idx_num_fast(), a kept string without
  * escapes and valid UTF-8, a skipped value by the same rules (the bracket
- * scanner for containers); anything else fails the match and the event
+ * scanner for containers, or where the match is AVX2's, vectors that find
+ * its strings and leave it to the scanner whenever they see anything but
+ * what the scanner takes); anything else fails the match and the event
  * goes the token walk. A layout is kept only when matching the event it
  * was learnt from gives what the token walk gave.
  */

@@ -3,9 +3,10 @@
  * says what a layout is, learns them and why a match reads what
  * reader_event.c reads): each literal run compared with the event, 32
  * bytes at a time where the CPU has AVX2 (idx_scan_wide()) else 16, and
- * each hole read by its kind. This is the reader's hottest code, once
- * for most events of a trace: the most recently matched layout is
- * matched inline, the holes' flags are the layout's, set at the end.
+ * each hole read by its kind (numbers, strings and skipped arrays and
+ * objects by vectors too where AVX2 is). This is the reader's hottest code,
+ * once for most events of a trace: the most recently matched layout is matched
+ * inline, the holes' flags are the layout's, set at the end.
  */
 #include <stddef.h>
 #include <stdint.h>
