@@ -2,12 +2,12 @@
  * The Python functions' stream (host.h): nine events of ten in a trace
  * recorded with stacks, so they are kept compact and cheap to write and
  * read again. kineto writes them sorted by start: each one in order is a
- * record in 32 KiB blocks, spilled to a spill file (agg_spill.c) as blocks
- * fill; one out of order (a thread's block written after another's) goes
- * to a sorted stream of time records (agg_runs.c) and the two are merged
- * when read back. A record is a control byte, then its start after the
- * previous one's and its duration in as few bytes as they need (1 to 8
- * each, the control byte says how many), its name in 2 bytes or 4, and its
+ * record in blocks of PY_BLOCK bytes, spilled to a spill file
+ * (agg_spill.c) as blocks fill; one out of order (a thread's block written
+ * after another's) goes to a sorted stream of time records (agg_runs.c) and the
+ * two are merged when read back. A record is a control byte, then its start
+ * after the previous one's and its duration in as few bytes as they need (1 to
+ * 8 each, the control byte says how many), its name in 2 bytes or 4, and its
  * thread in 2 unless it is the previous record's: about 8 bytes where
  * fixed fields took 14, so half the bytes to write and read back. Each
  * field is stored and loaded as a whole word and cut by its length, so
