@@ -502,7 +502,8 @@ int agg_iter_next(struct agg_iter *it, struct agg_rec *rec)
     return rc;
   if (!c->has)
     it->heap[0] = it->heap[--it->nheap];
-  heap_down(it, 0);
+  if (it->nheap > 1) /* a stream in order is one run: nothing to sift */
+    heap_down(it, 0);
   return 1;
 }
 
