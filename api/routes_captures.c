@@ -518,11 +518,29 @@ enum MHD_Result api_get_trace(struct api_req *r)
   return ret;
 }
 
-/* Answers the tail of the log at path (in the folder dir) as text/plain,
- * with its full size in X-Log-Bytes; 404 naming "which" when there is no
- * such log. */
-static enum MHD_Result send_tail(struct api_req *r, const char *dir,
-                                 const char *path, int64_t id,
+/* Opens capture id's "which" log (logs/WHICH.log under its folder), as
+ * tr_open_file() does: -1 with err set when it cannot, TR_EIO when the
+ * fault is traced's own (no memory, a path past PATH_MAX). */
+static int open_log(struct api_req *r, int64_t id, const char *which,
+                    struct stat *sb, struct tr_err *err)
+{
+  char path[PATH_MAX], *dir;
+  int n, fd = -1;
+
+  if ((dir = tr_capture_dir(r->api->cfg->trace_root, id, "logs")) == NULL)
+    return tr_err_set(err, TR_EIO, "", "out of memory");
+  n = snprintf(path, sizeof(path), "%s/%s.log", dir, which);
+  if (n < 0 || (size_t)n >= sizeof(path))
+    tr_err_set(err, TR_EIO, "", "log path too long");
+  else
+    fd = tr_open_file(dir, path, 0, sb, err);
+  free(dir);
+  return fd;
+}
+
+/* Answers the tail of capture id's "which" log as text/plain, with its
+ * full size in X-Log-Bytes; 404 naming "which" when there is no such log. */
+static enum MHD_Result send_tail(struct api_req *r, int64_t id,
                                  const char *which)
 {
   struct MHD_Response *resp = NULL;
@@ -531,8 +549,10 @@ static enum MHD_Result send_tail(struct api_req *r, const char *dir,
   struct stat sb;
   char *buf = NULL;
   size_t len = 0;
-  int fd = tr_open_file(dir, path, 0, &sb, &err);
+  int fd = open_log(r, id, which, &sb, &err);
 
+  if (fd < 0 && err.code == TR_EIO)
+    return api_reply_error(r, 500, "system", NULL, "%s", err.msg);
   if (fd < 0) {
     snprintf(what, sizeof(what), "the %s log of capture %lld", which,
              (long long)id);
@@ -558,13 +578,10 @@ static enum MHD_Result send_tail(struct api_req *r, const char *dir,
 enum MHD_Result api_get_logs(struct api_req *r)
 {
   const char *which = "server";
-  char path[PATH_MAX], *dir;
   struct tr_err err = { 0 };
-  enum MHD_Result ret;
   struct store *st;
   json_t *cap = NULL;
   int64_t id;
-  int n;
 
   if (api_query_check(r, &err) != 0 || api_path_id(r, &id, &err) != 0 ||
       api_query_enum(r, "which", &which, &err) != 0 ||
@@ -572,12 +589,5 @@ enum MHD_Result api_get_logs(struct api_req *r)
       api_capture_brief(st, id, &cap, &err) != 0)
     return api_reply_tr_err(r, &err);
   json_decref(cap); /* it exists: its logs are where the runner puts them */
-  if ((dir = tr_capture_dir(r->api->cfg->trace_root, id, "logs")) == NULL)
-    return MHD_NO;
-  n = snprintf(path, sizeof(path), "%s/%s.log", dir, which);
-  ret = n < 0 || (size_t)n >= sizeof(path)
-            ? api_reply_error(r, 500, "system", NULL, "log path too long")
-            : send_tail(r, dir, path, id, which);
-  free(dir);
-  return ret;
+  return send_tail(r, id, which);
 }

@@ -100,16 +100,18 @@ enum MHD_Result api_get_sweep(struct api_req *r)
   return api_reply_rows(r, sweep, "points", csv);
 }
 
-/* A finished sweep deleted: its points as deleted captures, its launch
- * folder; false when some of their files could not be. */
-static bool sweep_gone(struct api_req *r, int64_t id,
-                       const struct store_sweep_end *e)
+/* The answer to a finished sweep deleted: its points go as deleted
+ * captures, its launch folder to the trash (the answer says whether all
+ * their files could); e's ids are spent. */
+static enum MHD_Result sweep_gone(struct api_req *r, int64_t id,
+                                  struct store_sweep_end *e)
 {
   bool all = api_to_trash(r->api->cfg, "sweeps", id) == 0;
 
   for (size_t i = 0; i < e->n; i++)
     all = api_capture_gone(r, e->ids[i]) && all;
-  return all;
+  free(e->ids);
+  return api_reply_deleted(r, id, all);
 }
 
 /* The store decides (store_sweep_end()): a finished sweep is deleted, any
@@ -121,7 +123,6 @@ enum MHD_Result api_delete_sweep(struct api_req *r)
   const struct api_hooks *hooks = &r->api->hooks;
   struct store_sweep_end e = { 0 };
   struct tr_err err = { 0 };
-  enum MHD_Result ret;
   struct store *st;
   json_t *sweep = NULL;
   int64_t id;
@@ -130,11 +131,8 @@ enum MHD_Result api_delete_sweep(struct api_req *r)
       (st = api_store(r, STORE_RW, &err)) == NULL ||
       store_sweep_end(st, id, &e, &err) != 0)
     return api_reply_tr_err(r, &err);
-  if (e.deleted) {
-    ret = api_reply_deleted(r, id, sweep_gone(r, id, &e));
-    free(e.ids);
-    return ret;
-  }
+  if (e.deleted)
+    return sweep_gone(r, id, &e);
   for (size_t i = 0; i < e.n && hooks->cancel != NULL; i++)
     hooks->cancel(hooks->ud, e.ids[i]);
   free(e.ids);

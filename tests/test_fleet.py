@@ -558,10 +558,12 @@ def case_web():
                          separators=(",", ":"))
         url = "%s/#/trend?config=%s" % (lab.base, key.replace(
             '"', "%22"))
-        dom, _ = test_web.dump_dom(chromium, url)
+        dom, page = test_web.dump_dom(chromium, url)
         refs = re.findall(r'<a href="#/captures/([^"]+)" class="point"',
                           dom)
         want = ["n1:%d" % a, "n2:%d" % b, "n1:%d" % c]
+        if refs[:6] != want + want:  # what the page said instead
+            print("trend page texts: %r" % page.texts[:80], file=sys.stderr)
         # Three charts (decode, step, families: five series) link them.
         check_eq(refs[:6], want + want, "points linked, oldest first")
         check("Decode p50" in dom and "n2:%d" % b in dom, "trend page")

@@ -14,9 +14,6 @@
 # even when requests failed or the server died (sim/sim_bench.py).
 
 set -euo pipefail
-# shellcheck source=simlib.sh
-source "$(dirname -- "${BASH_SOURCE[0]}")/simlib.sh"
-sim_record run_benchmark.sh "$@"
 
 MODEL="${1:-/data/DeepSeek-R1-0528}"
 PORT="${2:-8000}"
@@ -25,6 +22,9 @@ OSL="${4:-1024}"
 CONCURRENCY="${5:-128}"
 PROMPT_MULTIPLIER="${6:-10}"
 PROFILE="${7:-0}"
+# The simulator's own: its home and the call record, before the shift.
+# shellcheck source=simlib.sh
+source "$(dirname -- "${BASH_SOURCE[0]}")/simlib.sh" record "$@"
 _n=$(( $# < 7 ? $# : 7 ))
 shift "$_n" 2>/dev/null || true
 EXTRA_ARGS="$*"

@@ -223,3 +223,11 @@ sim_kill_like() {
 # ATOM's scripts' own words, on this home's processes only.
 pkill() { sim_kill_like kill "$@"; }
 pgrep() { sim_kill_like list "$@"; }
+
+# `source simlib.sh record "$@"`: the sourcing script's call, recorded
+# as it starts (source's own arguments are its positional parameters
+# only until it returns).
+if [ "${1:-}" = record ]; then
+    shift
+    sim_record "$(basename -- "$0")" "$@"
+fi

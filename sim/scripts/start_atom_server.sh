@@ -29,13 +29,13 @@
 # by side never kill each other's servers.
 
 set -euo pipefail
-# shellcheck source=simlib.sh
-source "$(dirname -- "${BASH_SOURCE[0]}")/simlib.sh"
-sim_record start_atom_server.sh "$@"
 
 MODEL_PATH="${1:-/data/DeepSeek-R1-0528}"
 TP_SIZE="${2:-8}"
 PORT="${3:-8000}"
+# The simulator's own: its home and the call record, before the shift.
+# shellcheck source=simlib.sh
+source "$(dirname -- "${BASH_SOURCE[0]}")/simlib.sh" record "$@"
 shift 3 2>/dev/null || true
 EXTRA_ARGS="$*"
 KV_CACHE_DTYPE="${KV_CACHE_DTYPE:-fp8}"

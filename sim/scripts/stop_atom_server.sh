@@ -17,8 +17,7 @@
 
 set -uo pipefail
 # shellcheck source=simlib.sh
-source "$(dirname -- "${BASH_SOURCE[0]}")/simlib.sh"
-sim_record stop_atom_server.sh "$@"
+source "$(dirname -- "${BASH_SOURCE[0]}")/simlib.sh" record "$@"
 
 WAIT_S="${SIM_STOP_WAIT_S:-5}"
 POLL_S="${SIM_POLL_S:-1}"

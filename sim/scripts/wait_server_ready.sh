@@ -15,8 +15,7 @@
 
 set -uo pipefail
 # shellcheck source=simlib.sh
-source "$(dirname -- "${BASH_SOURCE[0]}")/simlib.sh"
-sim_record wait_server_ready.sh "$@"
+source "$(dirname -- "${BASH_SOURCE[0]}")/simlib.sh" record "$@"
 
 PORT="${1:-8000}"
 MAX_MIN="${2:-6}"
