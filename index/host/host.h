@@ -67,7 +67,7 @@ enum { AGG_HOST_STREAM_OP, AGG_HOST_STREAM_RT, AGG_HOST_STREAMS };
 /* The Python functions, compact (host_py.c). */
 struct agg_pystream {
   struct agg_spill *sp; /* where blocks spill (borrowed) */
-  FILE *f;            /* spill file of 32 KiB blocks, NULL until one */
+  FILE *f;            /* spill file of its blocks, NULL until one */
   unsigned char *buf; /* the block being filled */
   size_t len;         /* its bytes used */
   uint64_t blocks;    /* blocks in f */

@@ -2,12 +2,12 @@
  * The Python functions' stream (host.h): nine events of ten in a trace
  * recorded with stacks, so they are kept compact and cheap to write and
  * read again. kineto writes them sorted by start: each one in order is a
- * record in 32 KiB blocks, spilled to a spill file (agg_spill.c) as blocks
- * fill; one out of order (a thread's block written after another's) goes
- * to a sorted stream of time records (agg_runs.c) and the two are merged
- * when read back. A record is a control byte, then its start after the
- * previous one's and its duration in as few bytes as they need (1 to 8
- * each, the control byte says how many), its name in 2 bytes or 4, and its
+ * record in blocks of PY_BLOCK bytes, spilled to a spill file
+ * (agg_spill.c) as blocks fill; one out of order (a thread's block written
+ * after another's) goes to a sorted stream of time records (agg_runs.c) and the
+ * two are merged when read back. A record is a control byte, then its start
+ * after the previous one's and its duration in as few bytes as they need (1 to
+ * 8 each, the control byte says how many), its name in 2 bytes or 4, and its
  * thread in 2 unless it is the previous record's: about 8 bytes where
  * fixed fields took 14, so half the bytes to write and read back. Each
  * field is stored and loaded as a whole word and cut by its length, so
@@ -201,6 +201,30 @@ int agg_pyreader_start(struct agg_pyreader *pr)
   return rc ? rc : late_next(pr);
 }
 
+/* Passes over the records of the block stream over by t that start no
+ * later than the late stream's next (no later question is about them):
+ * most records, so a block's are read by a copy of the reader the
+ * compiler keeps in registers, stored back once, not record by record. */
+static int pass_ended(struct agg_pyreader *pr, int64_t t)
+{
+  int64_t lim =
+      pr->late_has && pr->late_ev.start_ns < t ? pr->late_ev.start_ns : t;
+  int rc;
+
+  while (pr->cur_has && pr->cur.start_ns <= lim &&
+         pr->cur.start_ns + pr->cur.dur_ns <= t) {
+    struct agg_pyreader l = *pr;
+
+    while ((rc = rec_next(&l)) == 1 && l.cur.start_ns <= lim &&
+           l.cur.start_ns + l.cur.dur_ns <= t)
+      ;
+    *pr = l;
+    if (rc < 0 || (rc == 0 && (rc = cur_next(pr)) != 0))
+      return rc;
+  }
+  return 0;
+}
+
 int agg_pyreader_advance(struct agg_pyreader *pr, int64_t t,
                          struct agg_host_stacks *st)
 {
@@ -209,11 +233,8 @@ int agg_pyreader_advance(struct agg_pyreader *pr, int64_t t,
   int rc;
 
   for (;;) {
-    /* Over by t: passed (no later question is about them). */
-    while (pr->cur_has && c->start_ns <= t && c->start_ns + c->dur_ns <= t &&
-           (!pr->late_has || c->start_ns <= pr->late_ev.start_ns))
-      if ((rc = rec_next(pr)) != 1 && (rc = cur_next(pr)) != 0)
-        return rc;
+    if ((rc = pass_ended(pr, t)) != 0)
+      return rc;
     e = pr->cur_has ? c : NULL;
     if (pr->late_has && (e == NULL || pr->late_ev.start_ns < e->start_ns))
       e = &pr->late_ev;

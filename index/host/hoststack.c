@@ -233,13 +233,18 @@ int hs_lanes_push(struct hs_lanes *l, struct hs_trie *t, uint32_t lane,
     l->too_deep++;
     return 0;
   }
-  if (agg_grow(&ln->v, &cap, ln->n, sizeof(*ln->v)) != 0)
-    return TR_ENOMEM;
-  ln->cap = (uint32_t)cap;
+  /* Each frame of a walk comes here: the calls only when they have
+   * work (the room is there, the frame goes on top, nearly always). */
+  if (ln->n == ln->cap) {
+    if (agg_grow(&ln->v, &cap, ln->n, sizeof(*ln->v)) != 0)
+      return TR_ENOMEM;
+    ln->cap = (uint32_t)cap;
+  }
   /* Below the open frames of the same start that go inside it. */
   while (at > 0 && inside(t, &ln->v[at - 1], start, end, name))
     at--;
-  memmove(&ln->v[at + 1], &ln->v[at], (ln->n - at) * sizeof(*ln->v));
+  if (at < ln->n)
+    memmove(&ln->v[at + 1], &ln->v[at], (ln->n - at) * sizeof(*ln->v));
   ln->v[at].start = start;
   ln->v[at].end = end;
   ln->v[at].name = name;

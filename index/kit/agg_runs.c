@@ -58,9 +58,20 @@ static unsigned char *pack(unsigned char *p, const struct agg_rec *x,
   return agg_put_word(p, x->type, w4);
 }
 
+/* The w bytes at p, w 0 to 4 (id and type): agg_get_word() without its
+ * test of 0, a mask a shift makes (every record is unpacked once). */
+static inline uint32_t get_small(const unsigned char *p, unsigned w)
+{
+  uint64_t v;
+
+  memcpy(&v, p, 8);
+  return (uint32_t)(v & ((1ull << (8 * w)) - 1));
+}
+
 /* Unpacks the record at p, whose start follows prev, into x: the byte
  * after it, or NULL when it would pass end (p readable REC_SLACK bytes
- * past end). */
+ * past end). Its length is summed only near end: REC_MAX bytes hold any
+ * record. */
 static const unsigned char *unpack(const unsigned char *p,
                                    const unsigned char *end, int64_t prev,
                                    struct agg_rec *x)
@@ -73,14 +84,15 @@ static const unsigned char *unpack(const unsigned char *p,
   memcpy(&ctl, p, 2);
   w0 = (ctl & 7) + 1, w1 = (ctl >> 3 & 7) + 1, w2 = (ctl >> 6 & 7) + 1;
   w3 = ctl >> 9 & 7, w4 = ctl >> 12 & 7;
-  if ((size_t)(end - p) < 2u + w0 + w1 + w2 + w3 + w4 || w3 > 4 || w4 > 4)
+  if (w3 > 4 || w4 > 4 ||
+      (end - p < REC_MAX && (size_t)(end - p) < 2u + w0 + w1 + w2 + w3 + w4))
     return NULL;
   p += 2;
   x->start_ns = (int64_t)((uint64_t)prev + agg_get_word(p, w0));
   x->dur_ns = (int64_t)agg_get_word(p += w0, w1);
   x->aux = agg_unzigzag(agg_get_word(p += w1, w2));
-  x->id = (uint32_t)agg_get_word(p += w2, w3);
-  x->type = (uint32_t)agg_get_word(p += w3, w4);
+  x->id = get_small(p += w2, w3);
+  x->type = get_small(p += w3, w4);
   return p + w4;
 }
 
@@ -490,7 +502,8 @@ int agg_iter_next(struct agg_iter *it, struct agg_rec *rec)
     return rc;
   if (!c->has)
     it->heap[0] = it->heap[--it->nheap];
-  heap_down(it, 0);
+  if (it->nheap > 1) /* a stream in order is one run: nothing to sift */
+    heap_down(it, 0);
   return 1;
 }
 
