@@ -843,6 +843,77 @@ static void reader_callback_stop(void)
   idx_reader_free(NULL);
 }
 
+/* A document of events with value in args.a: two of [0] (the first
+ * settles the format, the layout is learnt from the second), `copies`
+ * of value, then one more of [0], so that more than a vector's 32 bytes
+ * follow each value. Its length. */
+static size_t containers_doc(char *doc, size_t cap, const char *value,
+                             int copies)
+{
+  static const char ev[] =
+      "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"n\",\"pid\":1,\"tid\":1,"
+      "\"ts\":1.5,\"dur\":2.0,\"args\":{\"a\":%s,\"device\":7}},\n";
+  size_t n = (size_t)snprintf(doc, cap, "{\"traceEvents\": [");
+  int k;
+
+  for (k = 0; k < copies + 3; k++)
+    n += (size_t)snprintf(doc + n, cap - n, ev,
+                          k < 2 || k == copies + 2 ? "[0]" : value);
+  n += (size_t)snprintf(doc + n, cap - n, "{\"ph\":\"i\"}]}");
+  CHECK(n < cap);
+  return n;
+}
+
+/* Arrays and objects a layout only skips (reader_match.c's
+ * container_end32() where the kernel is AVX2's or AVX-512's): each event
+ * of a learnt layout reads as the byte-wise reader reads it, or fails at
+ * the same byte, whatever its strings, nesting and bytes; a value the
+ * skipper rejects is not taken for one that ends where the layout's next
+ * run (and a kept field after it) then matches. */
+static void reader_skipped_containers(void)
+{
+  static const char *const ok[] = {
+    "[\"a]\", \"[{\", [1, [2, [3]]], {\"k\": [\"}\"]}]",
+    "[[59136, 768, 1], [], [1], [1], []]",
+    "{\"x\": \"\\\"]\", \"y\": [\"\\\\\"]}",
+    "[\"a string across a block of thirty-two bytes ]]}\", 1e-05, true]",
+    "[ \n\t\r 1 , -2.5E+3 , null ]",
+    "[\"\xc3\xa9\x01\", {}]",
+  };
+  static const char *const bad[] = {
+    "[1, 2}",        "{\"k\": 1]", "[1, 2 @]",
+    "[1, \xc3\xa9]", "[1, \x01]",  "[[1], [2]]]",
+  };
+  char doc[4096], deep[600];
+  struct tally t;
+  struct last l;
+  size_t i, k, n;
+
+  for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+    containers_doc(doc, sizeof(doc), ok[i], 3);
+    doc_ok(doc, &t, &l);
+    CHECK_INT(t.delivered, 7);
+    CHECK_INT(t.sum_ids, 6 * (7 + 1 + 1));
+  }
+  for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    n = containers_doc(doc, sizeof(doc), bad[i], 1);
+    doc_bad(doc, n, "not JSON");
+  }
+  /* Past the vector's 64 levels, then past the limit (256 from the
+   * document's root). */
+  for (k = 0; k < 100; k++)
+    deep[k] = '[', deep[200 - 1 - k] = ']';
+  deep[200] = 0;
+  containers_doc(doc, sizeof(doc), deep, 3);
+  doc_ok(doc, &t, &l);
+  CHECK_INT(t.delivered, 7);
+  for (k = 0; k < 253; k++)
+    deep[k] = '[', deep[506 - 1 - k] = ']';
+  deep[506] = 0;
+  n = containers_doc(doc, sizeof(doc), deep, 1);
+  doc_bad(doc, n, "nesting deeper than 256 levels at byte");
+}
+
 int main(void)
 {
   RUN(scan_kernels_match);
@@ -856,6 +927,7 @@ int main(void)
   RUN(reader_arg_keys);
   RUN(reader_bad_documents);
   RUN(reader_depth_limit);
+  RUN(reader_skipped_containers);
   RUN(reader_lenient_inputs);
   RUN(reader_odd_events);
   RUN(reader_shared_memory);

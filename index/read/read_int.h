@@ -892,7 +892,8 @@ enum {
   IDX_H_SKIP_NUM, /* a value only skipped, a number in the learnt event */
   IDX_H_SKIP_STR, /* the same, a string there */
   IDX_H_SKIP,     /* the same, anything else there */
-  IDX_H_CONSTS    /* a bit: the run holds constants (struct idx_cst) too */
+  IDX_H_CONSTS    /* a bit: the run, not the first, holds constants (struct
+                     idx_cst) too; the first run's are set first */
 };
 _Static_assert(IDX_H_CONSTS == 8, "IDX_H_CONSTS is a bit above every kind");
 
@@ -925,6 +926,11 @@ struct idx_step {
   uint64_t memo_x, memo_mask;
   int64_t memo_v;
   unsigned memo_k;
+  /* IDX_H_INT, once the memo was met again: its k digits and the next
+   * run, when they fit in 16 bytes (fuse_mask: their bits; 0: none), so
+   * that an event with the same value there matches both at once. */
+  uint32_t fuse_mask;
+  char fuse[16];
 };
 
 /* A string value inside a literal run (ph, cat): the same in every event

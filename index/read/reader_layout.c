@@ -22,7 +22,9 @@
  * cat are the same, and each hole is checked as reader_event.c checks a
  * value there: a number by the same idx_num_fast(), a kept string without
  * escapes and valid UTF-8, a skipped value by the same rules (the bracket
- * scanner for containers); anything else fails the match and the event
+ * scanner for containers, or where the match is AVX2's, vectors that find
+ * its strings and leave it to the scanner whenever they see anything but
+ * what the scanner takes); anything else fails the match and the event
  * goes the token walk. A layout is kept only when matching the event it
  * was learnt from gives what the token walk gave.
  */
@@ -80,7 +82,11 @@ static struct idx_step *cut(struct build *b, const char *p, int hole)
     if (st->need[i] > l->need[i])
       l->need[i] = st->need[i];
   }
-  st->hole = (uint8_t)(hole | (l->ncst > b->c0 ? IDX_H_CONSTS : 0));
+  /* The first run's constants are set as the match begins, without a
+   * turn of its loop for them (before any other run's: the last of a
+   * duplicate key wins). */
+  st->hole =
+      (uint8_t)(hole | (l->ncst > b->c0 && st != l->step ? IDX_H_CONSTS : 0));
   st->c0 = (uint8_t)b->c0;
   st->nc = (uint8_t)(l->ncst - b->c0);
   b->c0 = l->ncst;

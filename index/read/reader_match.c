@@ -3,9 +3,10 @@
  * says what a layout is, learns them and why a match reads what
  * reader_event.c reads): each literal run compared with the event, 32
  * bytes at a time where the CPU has AVX2 (idx_scan_wide()) else 16, and
- * each hole read by its kind. This is the reader's hottest code, once
- * for most events of a trace: the most recently matched layout is
- * matched inline, the holes' flags are the layout's, set at the end.
+ * each hole read by its kind (numbers, strings and skipped arrays and
+ * objects by vectors too where AVX2 is). This is the reader's hottest code,
+ * once for most events of a trace: the most recently matched layout is matched
+ * inline, the holes' flags are the layout's, set at the end.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -30,6 +31,25 @@
 #endif
 
 /* ---- matching ---- */
+
+#ifdef __SSE2__
+/* The bytes the holes' vectors compare with, 32 of each, read from
+ * memory by the instruction that uses them: GCC builds a set1_epi8() of
+ * a constant in a general register and broadcasts it, three instructions
+ * each time a hole is read (a few hundred million on a big trace). */
+static const char rep_quote[32] = { [0 ... 31] = '"' };
+static const char rep_bs[32] = { [0 ... 31] = '\\' };
+static const char rep_zero[32] = { [0 ... 31] = '0' };
+static const char rep_nine[32] = { [0 ... 31] = 9 };
+
+/* 16 bytes of one of them; the empty asm hides which, or GCC sees the
+ * constant again and broadcasts it. */
+LAYOUT_INLINE __m128i rep16(const char *rep)
+{
+  __asm__("" : "+r"(rep));
+  return _mm_loadu_si128((const __m128i *)(const void *)rep);
+}
+#endif
 
 /* 1 when the run of st is at p: its pieces compared 16 bytes at a time
  * (p may be read 15 bytes past the run). */
@@ -60,6 +80,13 @@ LAYOUT_INLINE int run_eq16(const char *p, const struct idx_step *st)
 }
 
 #ifdef __x86_64__
+/* All 32 bytes of one of them (AVX2). */
+static inline LAYOUT_AVX2 __m256i rep32(const char *rep)
+{
+  __asm__("" : "+r"(rep));
+  return _mm256_loadu_si256((const __m256i *)(const void *)rep);
+}
+
 /* run_eq16() 32 bytes at a time (AVX2: match_avx2() alone calls it): a
  * run of up to 32 bytes, most of them, in one compare. */
 static inline LAYOUT_AVX2 int run_eq32(const char *p, const struct idx_step *st)
@@ -122,7 +149,7 @@ LAYOUT_INLINE const char *str_close(const char *p, const char *end,
 {
   const char *at = NULL;
 #ifdef __SSE2__
-  const __m128i quote = _mm_set1_epi8('"'), bs = _mm_set1_epi8('\\');
+  const __m128i quote = rep16(rep_quote), bs = rep16(rep_bs);
   __m128i v;
 
   for (; end - p >= 16; p += 16) {
@@ -151,7 +178,7 @@ LAYOUT_INLINE const char *str_close(const char *p, const char *end,
 static inline LAYOUT_AVX2 const char *str_close32(const char *p,
                                                   const char *end, unsigned *hi)
 {
-  const __m256i quote = _mm256_set1_epi8('"'), bs = _mm256_set1_epi8('\\');
+  const __m256i quote = rep32(rep_quote), bs = rep32(rep_bs);
   const char *at = NULL;
   __m256i v;
 
@@ -206,9 +233,9 @@ LAYOUT_INLINE const char *digits_end(const char *p)
 {
 #ifdef __SSE2__
   __m128i d = _mm_sub_epi8(_mm_loadu_si128((const __m128i *)(const void *)p),
-                           _mm_set1_epi8('0'));
+                           rep16(rep_zero));
   unsigned k = (unsigned)__builtin_ctz(~(unsigned)_mm_movemask_epi8(
-      _mm_cmpeq_epi8(_mm_min_epu8(d, _mm_set1_epi8(9)), d)));
+      _mm_cmpeq_epi8(_mm_min_epu8(d, rep16(rep_nine)), d)));
 
   return k - 1 < 15 && !idx_scalar_byte(p[k]) ? p + k : NULL;
 #else
@@ -244,6 +271,109 @@ const char *idx_layout_skip(const char *p, const char *end, unsigned room)
   return p + used;
 }
 
+#ifdef __x86_64__
+/* Outside strings, a byte's low and high nibble, looked up: a bit in
+ * common when the skipper (reader_event.c's cls) takes it in an array or
+ * object (whitespace, quote, bracket, separator, number or literal).
+ * Classes of high nibble: 0, 2, 3, 4 or 6, 5 or 7 (none from 8 on). */
+static const int8_t allowed_lo[16] = { 0x16, 0x1c, 0x1e, 0x1c, 0x1c, 0x1c,
+                                       0x1c, 0x1c, 0x1c, 0x1d, 0x1d, 0x1a,
+                                       0x0a, 0x1b, 0x0a, 0x08 };
+static const int8_t allowed_hi[16] = { 0x01, 0,    0x02, 0x04,
+                                       0x08, 0x10, 0x08, 0x10 };
+
+/* The bytes of v outside the skipper's classes, as a mask. */
+static inline LAYOUT_AVX2 uint32_t not_allowed(__m256i v)
+{
+  const __m256i lo = _mm256_broadcastsi128_si256(
+                    _mm_loadu_si128((const __m128i *)(const void *)allowed_lo)),
+                hi = _mm256_broadcastsi128_si256(
+                    _mm_loadu_si128((const __m128i *)(const void *)allowed_hi)),
+                low4 = _mm256_set1_epi8(0x0f);
+  __m256i c = _mm256_and_si256(
+      _mm256_shuffle_epi8(lo, _mm256_and_si256(v, low4)),
+      _mm256_shuffle_epi8(hi, _mm256_and_si256(_mm256_srli_epi16(v, 4), low4)));
+
+  return (uint32_t)_mm256_movemask_epi8(
+      _mm256_cmpeq_epi8(c, _mm256_setzero_si256()));
+}
+
+/* Bit i set when an odd number of the bits of q up to i are: the bytes
+ * from an opening quote to before its closing one. */
+static inline uint32_t prefix_xor(uint32_t q)
+{
+  q ^= q << 1;
+  q ^= q << 2;
+  q ^= q << 4;
+  q ^= q << 8;
+  return q ^ q << 16;
+}
+
+/* The array or object at p (its '[' or '{') skipped as idx_skip_run()
+ * skips it, 32 bytes at a time (AVX2: match_avx2() alone calls it): the
+ * strings by their quotes' masks, the brackets one by one. Anything
+ * else (a backslash, a byte outside the skipper's classes, brackets that
+ * do not pair, more levels than room or than 64, fewer than 32 bytes
+ * left) is left to idx_layout_skip(), whose answer it is then. */
+static LAYOUT_AVX2 __attribute__((noinline)) const char *
+container_end32(const char *p, const char *end, unsigned room)
+{
+  const char *s = p;
+  uint64_t arrays = 0; /* bit d: the level d is an array */
+  uint32_t in = 0, q, br, open, bad, i;
+  unsigned depth = 0;
+  __m256i v;
+
+  for (; end - p >= 32; p += 32) {
+    v = _mm256_loadu_si256((const __m256i *)(const void *)p);
+    if (_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, rep32(rep_bs))) != 0)
+      break;
+    q = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, rep32(rep_quote)));
+    in = prefix_xor(q) ^ (uint32_t)(-(int32_t)(in >> 31));
+    v = _mm256_or_si256(v, _mm256_set1_epi8(0x20));
+    open = (uint32_t)_mm256_movemask_epi8(
+               _mm256_cmpeq_epi8(v, _mm256_set1_epi8('{'))) &
+           ~in;
+    br = open | ((uint32_t)_mm256_movemask_epi8(
+                     _mm256_cmpeq_epi8(v, _mm256_set1_epi8('}'))) &
+                 ~in);
+    bad =
+        not_allowed(_mm256_loadu_si256((const __m256i *)(const void *)p)) & ~in;
+    for (; br != 0; br &= br - 1) {
+      i = (uint32_t)__builtin_ctz(br);
+      if ((bad & ((2u << i) - 1)) != 0)
+        return idx_layout_skip(s, end, room);
+      if (open >> i & 1) {
+        if (depth >= room || depth >= 64)
+          return idx_layout_skip(s, end, room);
+        arrays = (arrays & ~(1ull << depth)) | (uint64_t)(p[i] == '[') << depth;
+        depth++;
+      } else {
+        if (depth == 0 || (arrays >> (depth - 1) & 1) != (p[i] == ']'))
+          return idx_layout_skip(s, end, room);
+        if (--depth == 0)
+          return p + i + 1;
+      }
+    }
+    if (bad != 0)
+      break;
+  }
+  return idx_layout_skip(s, end, room);
+}
+#endif
+
+/* The value a hole skips at p, by the width's skipper. */
+LAYOUT_INLINE const char *skip_of(const char *p, const char *end, unsigned room,
+                                  int wide)
+{
+#ifdef __x86_64__
+  if (wide && (*p == '[' || *p == '{'))
+    return container_end32(p, end, room);
+#endif
+  (void)wide;
+  return idx_layout_skip(p, end, room);
+}
+
 /* idx_num_fast() out of line: where a hole's number is not of the
  * shapes read inline (and for learning), so that the match keeps its
  * registers. */
@@ -264,6 +394,11 @@ LAYOUT_INLINE const char *int_at(struct idx_step *st, const char *p,
 
   memcpy(&x, p, 8);
   if (st->memo_k != 0 && ((x ^ st->memo_x) & st->memo_mask) == 0) {
+    if (st->fuse_mask == 0 && st->memo_k + st[1].n <= 16) {
+      memcpy(st->fuse, p, st->memo_k);
+      memcpy(st->fuse + st->memo_k, st[1].lit, st[1].n);
+      st->fuse_mask = (1u << (st->memo_k + st[1].n)) - 1;
+    }
     *v = st->memo_v;
     return p + st->memo_k;
   }
@@ -274,9 +409,27 @@ LAYOUT_INLINE const char *int_at(struct idx_step *st, const char *p,
     st->memo_mask = ~0ull >> (56 - 8 * k);
     st->memo_v = *v;
     st->memo_k = k;
+    st->fuse_mask = 0;
     return p + k;
   }
   return idx_layout_num(p, end, 0, v);
+}
+
+/* 1 when the integer hole of st and the run after it are, at p, the
+ * value it read last and that run (st->fuse): what int_at() and run_eq()
+ * then find, by one compare (16 bytes at p are readable). */
+LAYOUT_INLINE int fused_at(const struct idx_step *st, const char *p)
+{
+#ifdef __SSE2__
+  return ((unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(
+              _mm_loadu_si128((const __m128i *)(const void *)p),
+              _mm_loadu_si128((const __m128i *)(const void *)st->fuse))) &
+          st->fuse_mask) == st->fuse_mask;
+#else
+  (void)st;
+  (void)p;
+  return 0;
+#endif
 }
 
 /* ts or dur in microseconds at p, as idx_num_fast(p, end, 3) reads it
@@ -359,9 +512,10 @@ static inline LAYOUT_AVX2 uint64_t digits16(__m128i d, unsigned k)
 }
 
 /* us_at() 32 bytes at a time (AVX2: match_avx2() alone calls it): which
- * bytes are digits from one compare, the integer part (up to 16 digits,
- * all idx_num_fast() takes at scale 3) by digits16(), the first three of
- * the fraction from one word. */
+ * bytes are digits from one compare, then the integer part (up to 16
+ * digits, all idx_num_fast() takes at scale 3) by digits16() and the first
+ * three of the fraction from one word, or, for kineto's three, both parts
+ * by one digits16(). */
 static inline LAYOUT_AVX2 const char *us_at32(const char *p, const char *end,
                                               int64_t *v)
 {
@@ -373,23 +527,40 @@ static inline LAYOUT_AVX2 const char *us_at32(const char *p, const char *end,
   if (end - p < 34)
     return idx_layout_num(p, end, 3, v);
   d = _mm256_sub_epi8(_mm256_loadu_si256((const __m256i *)(const void *)p),
-                      _mm256_set1_epi8('0'));
+                      rep32(rep_zero));
   dig = (uint32_t)_mm256_movemask_epi8(
-      _mm256_cmpeq_epi8(_mm256_min_epu8(d, _mm256_set1_epi8(9)), d));
+      _mm256_cmpeq_epi8(_mm256_min_epu8(d, rep32(rep_nine)), d));
   k = (unsigned)__builtin_ctzll(~dig);
   if (k - 1 >= 16) /* '-', no number, or more digits than scale 3 takes */
     return idx_layout_num(p, end, 3, v);
-  acc = digits16(_mm256_castsi256_si128(d), k) * 1000; /* < 2^64 */
-  q = p + k;
-  if (*q == '.') {
-    f = (unsigned)__builtin_ctzll(~(dig >> (k + 1)));
-    if (f == 0 || k + 1 + f >= 32) /* none, or they may go on */
-      return idx_layout_num(p, end, 3, v);
-    /* Digits past the ns are truncated; fewer count as zeros after. */
-    memcpy(&x, q + 1, 8);
-    x = (x - 0x3030303030303030ull) & (~0ull >> (64 - 8 * (f < 3 ? f : 3)));
-    acc += (x & 0xff) * 100 + (x >> 8 & 0xff) * 10 + (x >> 16 & 0xff);
-    q += 1 + f;
+  if (k <= 13 && p[k] == '.' && (dig >> (k + 1) & 0xf) == 7) {
+    /* kineto's "%.3f" (three digits after the point, then none), the
+     * ns a whole number: its digits without the point read at once, k + 3
+     * of them, at most 16: the first k from d, the rest one byte further
+     * on (digits_tail from 16 - k has its high bits on the first k). */
+    acc = digits16(
+        _mm_blendv_epi8(
+            _mm_sub_epi8(
+                _mm_loadu_si128((const __m128i *)(const void *)(p + 1)),
+                rep16(rep_zero)),
+            _mm256_castsi256_si128(d),
+            _mm_loadu_si128(
+                (const __m128i *)(const void *)(digits_tail + 16 - k))),
+        k + 3);
+    q = p + k + 4;
+  } else {
+    acc = digits16(_mm256_castsi256_si128(d), k) * 1000; /* < 2^64 */
+    q = p + k;
+    if (*q == '.') {
+      f = (unsigned)__builtin_ctzll(~(dig >> (k + 1)));
+      if (f == 0 || k + 1 + f >= 32) /* none, or they may go on */
+        return idx_layout_num(p, end, 3, v);
+      /* Digits past the ns are truncated; fewer count as zeros after. */
+      memcpy(&x, q + 1, 8);
+      x = (x - 0x3030303030303030ull) & (~0ull >> (64 - 8 * (f < 3 ? f : 3)));
+      acc += (x & 0xff) * 100 + (x >> 8 & 0xff) * 10 + (x >> 16 & 0xff);
+      q += 1 + f;
+    }
   }
   if (*q == 'e' || *q == 'E' || acc > (uint64_t)INT64_MAX)
     return NULL;
@@ -452,7 +623,7 @@ LAYOUT_INLINE const char *skip_str(const struct idx_step *st, const char *p,
 
   if (*p == '"' && (q = str_end_of(p + 1, end, &hi, wide)) != NULL)
     return q + 1;
-  return idx_layout_skip(p, end, st->room);
+  return skip_of(p, end, st->room, wide);
 }
 
 /* The constants of st's run, which starts at p. */
@@ -523,14 +694,24 @@ LAYOUT_INLINE int match_with(struct idx_layout *l, const char *p,
   if ((uintptr_t)p > last || !run_eq(st, p, wide))
     return 0;
   reset(e, wide);
+  set_consts(l, st, p, e);
   for (;;) {
+  run_matched:
     p += st->n;
     hole = st->hole;
   again:
-    switch (hole & (2 * IDX_H_CONSTS - 1)) {
+    switch (hole) { /* < 2 * IDX_H_CONSTS: cut() makes no other */
     case IDX_H_END: goto matched;
     case IDX_H_STR: p = str_fill(st, p, end, e, wide); break;
     case IDX_H_INT:
+      /* The next run is then compared at p + memo_k: its bound first. */
+      if (st->fuse_mask != 0 && (uintptr_t)p + st->memo_k <= last &&
+          fused_at(st, p)) {
+        *IDX_AT(e, st->field, int64_t) = st->memo_v;
+        p += st->memo_k;
+        st++;
+        goto run_matched;
+      }
       if ((p = int_at(st, p, end, &v)) != NULL)
         *IDX_AT(e, st->field, int64_t) = v;
       break;
@@ -544,10 +725,10 @@ LAYOUT_INLINE int match_with(struct idx_layout *l, const char *p,
       break;
     case IDX_H_SKIP_NUM:
       q = digits_end(p);
-      p = q != NULL ? q : idx_layout_skip(p, end, st->room);
+      p = q != NULL ? q : skip_of(p, end, st->room, wide);
       break;
     case IDX_H_SKIP_STR: p = skip_str(st, p, end, wide); break;
-    case IDX_H_SKIP: p = idx_layout_skip(p, end, st->room); break;
+    case IDX_H_SKIP: p = skip_of(p, end, st->room, wide); break;
     case IDX_H_END | IDX_H_CONSTS:
     case IDX_H_STR | IDX_H_CONSTS:
     case IDX_H_INT | IDX_H_CONSTS:

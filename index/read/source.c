@@ -273,13 +273,16 @@ static int produce_plain(struct idx_source *s, char *buf, size_t *len)
 }
 
 /* Tops up the compressed input (keeping unread bytes) when it is below
- * half a buffer, or whenever `force`. 0 or -errno. */
+ * an eighth of a buffer (still a slot's worth and more of text), or
+ * whenever `force`. Each top-up first moves the unread bytes to the
+ * buffer's start: below half, as many bytes were moved as were read.
+ * 0 or -errno. */
 static int refill(struct idx_source *s, struct gz *g, int force)
 {
   ssize_t n;
 
   if (g->eof || g->io.in_len == IN_BYTES ||
-      (!force && g->io.in_len >= IN_BYTES / 2))
+      (!force && g->io.in_len >= IN_BYTES / 8))
     return 0;
   memmove(s->in, g->io.in, g->io.in_len);
   g->io.in = s->in;
