@@ -44,6 +44,37 @@ static int tuple_arg(const struct pf_args *a, size_t i, int nd, int64_t dflt,
   return 0;
 }
 
+/* Output extent i of CONV.get_output_shape(), from a trace's own numbers:
+ * false when a step leaves int64_t, so that a forged shape gives no
+ * figure rather than undefined behaviour. */
+static bool out_extent(const struct conv *c, int i, int64_t *out)
+{
+  int64_t in = c->x.d[2 + i], k = c->w.d[2 + i], s = c->stride.d[i],
+          p = c->pad.d[i], d = c->dil.d[i], a, b;
+  double q;
+
+  if (__builtin_mul_overflow(p, 2, &a) || __builtin_sub_overflow(k, 1, &b) ||
+      __builtin_mul_overflow(d, b, &b))
+    return false;
+  if (c->transposed) /* (in - 1) s - 2 p + d (k - 1) + opad + 1 */
+    return !(__builtin_sub_overflow(in, 1, out) ||
+             __builtin_mul_overflow(*out, s, out) ||
+             __builtin_sub_overflow(*out, a, out) ||
+             __builtin_add_overflow(*out, b, out) ||
+             __builtin_add_overflow(*out, c->opad.d[i], out) ||
+             __builtin_add_overflow(*out, 1, out));
+  /* int((in + 2 p - d (k - 1) - 1) / s) + 1, int() of a float quotient:
+   * toward zero */
+  if (s == 0 || __builtin_add_overflow(in, a, &a) ||
+      __builtin_sub_overflow(a, b, &a) || __builtin_sub_overflow(a, 1, &a))
+    return false;
+  q = (double)a / (double)s;
+  if (!(q > -9.0e18 && q < 9.0e18)) /* the cast and the + 1 stay defined */
+    return false;
+  *out = (int64_t)q + 1;
+  return true;
+}
+
 /* CONV.get_output_shape. */
 static int out_shape(struct conv *c)
 {
@@ -55,20 +86,9 @@ static int out_shape(struct conv *c)
   c->out.n = c->x.n;
   c->out.d[0] = c->x.d[0];
   c->out.d[1] = c->transposed ? c->w.d[1] : c->w.d[0];
-  for (int i = 0; i < nd; i++) {
-    int64_t in = c->x.d[2 + i], k = c->w.d[2 + i], s = c->stride.d[i],
-            p = c->pad.d[i], d = c->dil.d[i];
-
-    if (c->transposed) {
-      c->out.d[2 + i] = (in - 1) * s - 2 * p + d * (k - 1) + c->opad.d[i] + 1;
-    } else {
-      if (s == 0)
-        return -1;
-      /* int() of a float quotient: toward zero */
-      c->out.d[2 + i] =
-          (int64_t)((double)(in + 2 * p - d * (k - 1) - 1) / (double)s) + 1;
-    }
-  }
+  for (int i = 0; i < nd; i++)
+    if (!out_extent(c, i, &c->out.d[2 + i]))
+      return -1;
   return 0;
 }
 
