@@ -355,8 +355,9 @@ void pp_num(struct pf_out *o, const char *k, double v)
 
 void pp_count(struct pf_out *o, const char *k, double v)
 {
-  if (v == (double)(int64_t)v && v < 9007199254740992.0 &&
-      v > -9007199254740992.0)
+  /* the range first: a cast of a double past int64_t is undefined */
+  if (v < 9007199254740992.0 && v > -9007199254740992.0 &&
+      v == (double)(int64_t)v)
     pp_int(o, k, (int64_t)v);
   else
     pp_num(o, k, v);
