@@ -67,37 +67,119 @@ def differs(r, a):
 # output padding among their Concrete Inputs.
 CONV_AT = {"aten::convolution": (3, 4, 5, 6, 7),
            "aten::convolution_backward": (4, 5, 6, 7, 8)}
+BIG, MIN = 2**63 - 1, -2**63
+ANNOT = ("execute_0_context_0(sq1sk1sqsq1sqsk1)"
+         "_generation_0(sq1sk1sqsq1sqsk1)")
 
 
-def forged(rows):
-    """Conv rows' ops with numbers past int64_t's arithmetic: under UBSan
-    no undefined behaviour (perf_eval would abort), and no answer where
-    the output shape leaves int64_t (a padding of INT64_MAX; a transposed
-    op with an output padding of INT64_MAX). A dilation of INT64_MIN
-    overflows only where the kernel is wider than 1: its answer is not
-    checked."""
-    big = 2**63 - 1
-    evs, want = [], []
+def op(name, dims, types=None, concrete=None, strides=None, annot=None):
+    """An event of op name with the arguments given."""
+    args = {"Input Dims": dims}
+    for member, v in (("Input type", types), ("Concrete Inputs", concrete),
+                      ("Input Strides", strides)):
+        if v is not None:
+            args[member] = v
+    ev = {"name": name, "args": args}
+    if annot:
+        ev["annot"] = annot
+    return ev
+
+
+# Ops whose numbers leave int64_t (or divide by 0) in a model's integer
+# arithmetic, each with the answer it must get: 0, no answer (the model
+# refuses the shape), or None, not checked (only the UB is tested).
+FORGED_OPS = (
+    # flops_bwd: H_Q // H_KV - 1 with H_Q INT64_MIN (then in double)
+    (op("flash_attn::_flash_attn_backward",
+        [[1, 1, 1, 1], [1, 1, MIN, 1], [1, 1, 1, 1], [1, 1, 1, 1]],
+        ["c10::BFloat16"] * 4, [""] * 11,
+        [[], [1, 1, 1, 1], [1, 1, 1, 1], [1, 1, 1, 1]]), None),
+    # varlen: cu_seqlens' length - 1 with a length INT64_MIN
+    (op("flash_attn::_flash_attn_varlen_forward",
+        [[1, 1, 1], [1, 1, 1], [1, 1, 1], [MIN], [2]],
+        ["c10::BFloat16"] * 3, ["", "", "", "", "", "1", "1", "0.0", "",
+                                "False"],
+        [[1, 1, 1], [1, 1, 1], [1, 1, 1], [1], [1]]), 0),
+    # EvoformerAttention: B = batch * N_seq
+    (op("EvoformerAttention", [[BIG, 2, 1, 1, 1]] * 3,
+        ["c10::BFloat16"] * 3), 0),
+    # gdn: H_V * d_v, and its quotients
+    (op("vllm::gdn_attention_core", [[1, 1], [1, BIG], [1], [1, 1, BIG]],
+        ["c10::BFloat16"] * 4, annot=ANNOT), 0),
+    (op("vllm::gdn_attention_core", [[1, MIN], [1, 2], [1], [1, 1, 1]],
+        ["c10::BFloat16"] * 4, annot=ANNOT), 0),
+    # replication_pad: a dimension plus its padding
+    (op("aten::replication_pad1d", [[1, 1, BIG]], ["float"],
+        ["", "[1, 1]"]), 0),
+    # sgl rope: the query and key heads, head // head_size each
+    (op("sgl_kernel::rotary_embedding", [[1], [1, BIG], [1, BIG], [], []],
+        ["", "c10::BFloat16", "c10::BFloat16"], ["", "", "", "1"]), 0),
+    (op("sgl_kernel::rotary_embedding", [[1], [1, MIN], [1, 1], [], []],
+        ["", "c10::BFloat16", "c10::BFloat16"], ["", "", "", "-1"]), 0),
+    # the fp4 GEMMs: K from a packed dimension, and its MXFP4 scales
+    (op("aiter::gemm_a4w4", [[1, BIG], [1, BIG]],
+        ["float4_e2m1fn_x2"] * 2), 0),
+    (op("aiter::gemm_a4w4", [[1, 2**62 - 1], [1, 2**62 - 1], [1], [1]],
+        ["fp4"] * 2 + ["float8_e8m0fnu"] * 2), 0),
+    (op("aiter::gemm_afp4wfp4_", [[1, BIG], [1, 1]], ["a", "b"]), 0),
+    (op("primus_turbo::hipblaslt_gemm_fp4", [[1, BIG], [], [1, 1]],
+        ["a", "b", "c"], ["", "", "", "", "", "False", "False", "False"]),
+     0),
+    # blockscale: -(-K // scale's K) with K INT64_MIN
+    (op("aiter::gemm_a8w8_blockscale_ck", [[1, MIN], [1, MIN], [1, -1],
+                                           [1, 1]],
+        ["c10::Float8_e4m3fnuz"] * 2 + ["float"] * 2), 0),
+    # rmsnorm_quant: channels past int64_t's cast
+    (op("aiter::rmsnorm_quant", [[], [2, 4], [], [BIG]],
+        ["", "c10::BFloat16", "", "c10::BFloat16"], ["", "", "", "", "",
+                                                     "0"],
+        [[], [4, 1], [], [1]]), 0),
+    # MoE: hidden // N, times the intermediate size, and 2 inter
+    (op("aiter::fmoe_g1u1", [[1, 1], [], [1, 1, -1], [1, MIN, 1]],
+        ["c10::BFloat16", "", "c10::BFloat16"], [""] * 8 + ["1"]), 0),
+    (op("aiter::fmoe_g1u1", [[1, 1], [], [1, 1, 1], [1, BIG, 2]],
+        ["c10::BFloat16", "", "c10::BFloat16"], [""] * 8 + ["1"]), 0),
+    (op("aiter::ck_moe_stage2", [[1, 1, 1], [1, 1, -1], [1, MIN, 1]],
+        ["c10::BFloat16"] * 3), 0),
+    (op("aiter::moe_cktile2stages_gemm1_ck", [[1, 1], [1, 1, 1],
+                                             [1, 1, BIG]],
+        ["c10::BFloat16"] * 3), None),
+)
+
+
+def forged_convs(rows):
+    """Conv rows' ops with numbers past int64_t's arithmetic: no answer
+    where the output shape leaves int64_t (a padding of INT64_MAX; a
+    transposed op with an output padding of INT64_MAX). A dilation of
+    INT64_MIN overflows only where the kernel is wider than 1: its answer
+    is not checked."""
     for r in rows:
         if r["name"] not in CONV_AT or r["concrete"] is None:
             continue
         _, pad, dil, trans, opad = CONV_AT[r["name"]]
-        for forge in ({pad: "[%d, %d]" % (big, big)},
-                      {dil: "[-%d, 1]" % (big + 1)},
-                      {trans: "True", opad: "[%d, 0]" % big}):
+        for forge in ({pad: "[%d, %d]" % (BIG, BIG)},
+                      {dil: "[%d, 1]" % MIN},
+                      {trans: "True", opad: "[%d, 0]" % BIG}):
             ev = event(r)
             ev["args"]["Concrete Inputs"] = [
                 forge.get(i, v) for i, v in enumerate(r["concrete"])]
-            evs.append(ev)
-            want.append(None if dil in forge else 0)
+            yield ev, None if dil in forge else 0
+
+
+def forged(rows):
+    """Forged ops (the conv rows' and FORGED_OPS): under UBSan no
+    undefined behaviour (perf_eval would abort), and no answer where a
+    shape leaves int64_t."""
+    evs, want = zip(*(list(forged_convs(rows)) + list(FORGED_OPS)))
     out = subprocess.run([EVAL], input="".join(json.dumps(e) + "\n"
                                                 for e in evs),
                          capture_output=True, text=True, check=True)
     got = [json.loads(line)["model"] for line in out.stdout.splitlines()]
     got = [None if w is None else g for g, w in zip(got, want)]
-    assert len(evs) >= 3 and got == want, (
-        "forged conv shapes answered: %r" % got)
-    print("%d forged conv ops: no answer" % len(evs))
+    assert len(evs) > len(FORGED_OPS) and got == list(want), (
+        "forged ops answered: %r" % [
+            (e["name"], g) for e, g, w in zip(evs, got, want) if g != w])
+    print("%d forged ops: no answer" % len(evs))
 
 
 def main():

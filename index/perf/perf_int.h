@@ -163,10 +163,11 @@ int pf_int(const struct pv *v, int64_t *out);
 /* A Concrete Inputs list "[1, 2]" (or a bare "3") of integers. */
 int pf_int_list(const struct pv *v, struct pf_shape *out);
 
-/* Python's -(-a // b): a / b rounded up (b != 0). */
-int64_t pf_ceil_div(int64_t a, int64_t b);
-/* Python's a // b: rounded down (b != 0). */
-int64_t pf_floor_div(int64_t a, int64_t b);
+/* Python's -(-a // b): a / b rounded up into *q; -1 (no quotient) when
+ * b == 0 or the quotient leaves int64_t (a forged shape). */
+int pf_ceil_div(int64_t a, int64_t b, int64_t *q);
+/* Python's a // b: rounded down into *q; -1 as pf_ceil_div. */
+int pf_floor_div(int64_t a, int64_t b, int64_t *q);
 
 /* ---- the parameters writer ---- */
 

@@ -81,10 +81,12 @@ static int flops_bwd(const struct sdpa *s, double nq, double nkv, int causal,
                      int flash, double *out)
 {
   double b = (double)s->B, h = (double)s->HQ, f = 0;
-  double g = s->HKV != 0 ? (double)(pf_floor_div(s->HQ, s->HKV) - 1) : 0;
+  double g;
+  int64_t q;
 
-  if (s->HKV == 0)
+  if (pf_floor_div(s->HQ, s->HKV, &q) != 0)
     return -1;
+  g = (double)q - 1;
   if (flash)
     f += b * h * 2 * nq * nkv * (double)s->dqk;
   f += b * h * 2 * nkv * nq * (double)s->dv + b * nkv * (double)s->dv * g;
@@ -267,9 +269,9 @@ static int varlen_args(const struct pf_args *a, size_t iq, size_t ic, size_t im,
       isnan(v->mq) || isnan(v->mkv) || isnan(v->dropout) ||
       (v->causal = pf_eval_bool(pf_arg(a, CONCRETE, im + 4))) < 0)
     return -1;
-  v->nsq = cq.d[0] - 1;
-  v->nskv = ck.d[0] - 1;
-  if (flash_params(o, a, s, iq, v->dropout, v->causal) != 0)
+  if (__builtin_sub_overflow(cq.d[0], 1, &v->nsq) ||
+      __builtin_sub_overflow(ck.d[0], 1, &v->nskv) ||
+      flash_params(o, a, s, iq, v->dropout, v->causal) != 0)
     return -1;
   pp_int(o, "num_seqs_q", v->nsq);
   pp_int(o, "num_seqs_kv", v->nskv);
@@ -398,9 +400,9 @@ static int evoformer(const char *name, const struct pf_args *a,
   struct sdpa s;
 
   (void)name;
-  if (pf_shape(pf_arg(a, DIMS, 0), &q) != 0 || q.n != 5)
+  if (pf_shape(pf_arg(a, DIMS, 0), &q) != 0 || q.n != 5 ||
+      __builtin_mul_overflow(q.d[0], q.d[1], &s.B))
     return -1;
-  s.B = q.d[0] * q.d[1];
   s.NQ = s.NKV = q.d[2];
   s.HQ = s.HKV = q.d[3];
   s.dqk = s.dv = q.d[4];
@@ -587,10 +589,12 @@ static int gdn(const char *name, const struct pf_args *a, struct pf_out *o)
     return -1;
   hv = b.d[1];
   dv = out.d[2];
-  hk = pf_floor_div(hv, 2);
-  if (hk == 0)
+  /* (m[1] - hv dv) // 2 // hk, none when a step leaves int64_t */
+  if (pf_floor_div(hv, 2, &hk) != 0 || hk == 0 ||
+      __builtin_mul_overflow(hv, dv, &dk) ||
+      __builtin_sub_overflow(m.d[1], dk, &dk) ||
+      pf_floor_div(dk, 2, &dk) != 0 || pf_floor_div(dk, hk, &dk) != 0)
     return -1;
-  dk = pf_floor_div(pf_floor_div(m.d[1] - hv * dv, 2), hk);
   tokens = c.c_sq + c.g_sq;
   pp_int(o, "B", 1);
   pp_int(o, "N_Q", tokens);

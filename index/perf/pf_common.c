@@ -236,16 +236,33 @@ int pf_int_list(const struct pv *v, struct pf_shape *out)
   return 0;
 }
 
-int64_t pf_floor_div(int64_t a, int64_t b)
+/* a / b truncated, or -1 where C leaves it undefined (b == 0, INT64_MIN
+ * / -1): a trace's own numbers can be either. The floor and ceiling
+ * adjustments of the quotient below never leave int64_t. */
+static int trunc_div(int64_t a, int64_t b, int64_t *q)
 {
-  int64_t q = a / b;
-
-  return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+  if (b == 0 || (a == INT64_MIN && b == -1))
+    return -1;
+  *q = a / b;
+  return 0;
 }
 
-int64_t pf_ceil_div(int64_t a, int64_t b)
+int pf_floor_div(int64_t a, int64_t b, int64_t *q)
 {
-  return -pf_floor_div(-a, b);
+  if (trunc_div(a, b, q) != 0)
+    return -1;
+  if (a % b != 0 && (a < 0) != (b < 0))
+    (*q)--;
+  return 0;
+}
+
+int pf_ceil_div(int64_t a, int64_t b, int64_t *q)
+{
+  if (trunc_div(a, b, q) != 0)
+    return -1;
+  if (a % b != 0 && (a < 0) == (b < 0))
+    (*q)++;
+  return 0;
 }
 
 /* ---- the parameters ---- */
@@ -355,8 +372,9 @@ void pp_num(struct pf_out *o, const char *k, double v)
 
 void pp_count(struct pf_out *o, const char *k, double v)
 {
-  if (v == (double)(int64_t)v && v < 9007199254740992.0 &&
-      v > -9007199254740992.0)
+  /* the range first: a cast of a double past int64_t is undefined */
+  if (v < 9007199254740992.0 && v > -9007199254740992.0 &&
+      v == (double)(int64_t)v)
     pp_int(o, k, (int64_t)v);
   else
     pp_num(o, k, v);

@@ -93,7 +93,9 @@ static int pad_upsample(const char *name, const struct pf_args *a,
 
       if (d < 0)
         return -1;
-      out.d[d] += arg.d[2 * i] + arg.d[2 * i + 1];
+      if (__builtin_add_overflow(out.d[d], arg.d[2 * i], &out.d[d]) ||
+          __builtin_add_overflow(out.d[d], arg.d[2 * i + 1], &out.d[d]))
+        return -1; /* a forged padding */
     }
   } else {
     if (in.n < 2 || 2 + arg.n > PF_MAXDIM)
@@ -358,7 +360,7 @@ static int fused_rope(const char *name, const struct pf_args *a,
 static int sgl_rope(const char *name, const struct pf_args *a, struct pf_out *o)
 {
   struct pf_shape q, k, cache;
-  int64_t head, rot;
+  int64_t head, rot, hq, hk;
 
   (void)name;
   if (pf_shape(pf_arg(a, DIMS, 1), &q) != 0 || q.n < 2 ||
@@ -372,14 +374,11 @@ static int sgl_rope(const char *name, const struct pf_args *a, struct pf_out *o)
   rot = head;
   if (pf_shape(pf_arg(a, DIMS, 4), &cache) == 0 && cache.n > 1)
     rot = cache.d[1];
-  if (head == 0)
-    return -1;
-  rope_done(
-      o,
-      (double)q.d[0] *
-          (double)(pf_floor_div(q.d[1], head) + pf_floor_div(k.d[1], head)) *
-          (double)rot,
-      pf_arg(a, TYPES, 1));
+  if (pf_floor_div(q.d[1], head, &hq) != 0 ||
+      pf_floor_div(k.d[1], head, &hk) != 0 ||
+      __builtin_add_overflow(hq, hk, &hq))
+    return -1; /* no head size, or forged head counts */
+  rope_done(o, (double)q.d[0] * (double)hq * (double)rot, pf_arg(a, TYPES, 1));
   return 0;
 }
 

@@ -250,7 +250,7 @@ static int hipblaslt(const char *name, const struct pf_args *a,
   int fp4 = strstr(name, "fp4") != NULL;
   int ta = pf_parse_bool(pf_arg(a, CONCRETE, 5));
   int tb = pf_parse_bool(pf_arg(a, CONCRETE, 6));
-  int64_t a0, a1, b0, b1;
+  int64_t a0, a1, b0, b1, k;
   struct pf_gemm g;
 
   if (pf_parse_bool(pf_arg(a, CONCRETE, 7))) { /* transC: C++'s swap */
@@ -261,10 +261,10 @@ static int hipblaslt(const char *name, const struct pf_args *a,
     tb = !was_a;
   }
   if (dim2(A, &a0, &a1) != 0 || dim2(B, &b0, &b1) != 0 ||
-      pf_arg(a, TYPES, 2) == NULL)
+      pf_arg(a, TYPES, 2) == NULL ||
+      __builtin_mul_overflow(ta ? a0 : a1, fp4 ? 2 : 1, &k))
     return -1;
-  lowp_head(a, ta ? a1 : a0, tb ? b0 : b1, (ta ? a0 : a1) * (fp4 ? 2 : 1), 2,
-            &g, o);
+  lowp_head(a, ta ? a1 : a0, tb ? b0 : b1, k, 2, &g, o);
   return gemm_lowp(a, fp4, 0, 2, 1, 3, &g, o);
 }
 
@@ -278,9 +278,10 @@ static int aiter_a4w4(const char *name, const struct pf_args *a,
 
   (void)name;
   if (dim2(pf_arg(a, DIMS, 0), &a0, &a1) != 0 ||
-      dim2(pf_arg(a, DIMS, 1), &b0, &b1) != 0 || pf_arg(a, TYPES, 1) == NULL)
+      dim2(pf_arg(a, DIMS, 1), &b0, &b1) != 0 || pf_arg(a, TYPES, 1) == NULL ||
+      __builtin_mul_overflow(a1, 2, &a1))
     return -1;
-  lowp_head(a, a0, b0, a1 * 2, 1, &g, o);
+  lowp_head(a, a0, b0, a1, 1, &g, o);
   return gemm_lowp(a, 1, 0, 1, 2, 3, &g, o);
 }
 
@@ -291,7 +292,7 @@ static int gemm_lowp(const struct pf_args *a, int fp4, size_t ta, size_t tb,
   const struct pv *dt[2] = { pf_arg(a, TYPES, ta), pf_arg(a, TYPES, tb) };
   int ba = pf_bpe(dt[0]), bb = pf_bpe(dt[1]);
   double m = (double)g->M, n = (double)g->N;
-  int64_t spr = (g->K + 31) / 32; /* MXFP4: a scale per 32 elements */
+  int64_t spr; /* MXFP4: a scale per 32 elements */
   int sa, sb;
 
   pp_tuple(o, "dtype_A_B", dt, 2);
@@ -306,6 +307,9 @@ static int gemm_lowp(const struct pf_args *a, int fp4, size_t ta, size_t tb,
     g->bo = ba == 1 ? 2 : ba;
     return ready(o, g);
   }
+  if (__builtin_add_overflow(g->K, 31, &spr))
+    return -1; /* a forged K */
+  spr /= 32;
   pf_gemm_finish(o, g);
   sa = pf_bpe(pf_arg(a, TYPES, tsa));
   sb = pf_bpe(pf_arg(a, TYPES, tsb));
@@ -394,6 +398,23 @@ static const struct pv *type_or(const struct pf_args *a, size_t i,
   return t ? t : dflt;
 }
 
+/* A block size, -(-dim // scale_dim): null where the scale's dimension
+ * is 0 (TraceLens's guard); -1 where the quotient leaves int64_t (a
+ * forged shape). */
+static int block(struct pf_out *o, const char *key, int64_t dim, int64_t sd)
+{
+  int64_t q;
+
+  if (sd == 0) {
+    pp_null(o, key);
+    return 0;
+  }
+  if (pf_ceil_div(dim, sd, &q) != 0)
+    return -1;
+  pp_int(o, key, q);
+  return 0;
+}
+
 /* gemm_a8w8_blockscale and the many ops that share it: x (M, K) int8 or
  * fp8, w (N, K), a bf16 output; the block sizes from the scales' shapes. */
 static int a8w8_blockscale(const char *name, const struct pf_args *a,
@@ -423,14 +444,9 @@ static int a8w8_blockscale(const char *name, const struct pf_args *a,
       return -1;
     pp_text(o, "quant_scheme", "a8w8_blockscale");
     pp_text(o, "quant_granularity", "per_block");
-    if (xs.n > 0 && xs.d[xs.n - 1] != 0)
-      pp_int(o, "block_k", pf_ceil_div(k, xs.d[xs.n - 1]));
-    else
-      pp_null(o, "block_k");
-    if (ws.n > 0 && ws.d[0] != 0)
-      pp_int(o, "block_n", pf_ceil_div(n, ws.d[0]));
-    else
-      pp_null(o, "block_n");
+    if (block(o, "block_k", k, xs.n > 0 ? xs.d[xs.n - 1] : 0) != 0 ||
+        block(o, "block_n", n, ws.n > 0 ? ws.d[0] : 0) != 0)
+      return -1;
     if (pf_arg(a, TYPES, 2))
       pp_val(o, "scale_dtype", pf_arg(a, TYPES, 2));
     else
@@ -508,9 +524,9 @@ static int afp4wfp4(const char *name, const struct pf_args *a, struct pf_out *o)
 
   (void)name;
   if (dim2(pf_arg(a, DIMS, 0), &m, &k) != 0 || first_dim(a, 1, &n) != 0 ||
-      pf_arg(a, TYPES, 1) == NULL)
+      pf_arg(a, TYPES, 1) == NULL || __builtin_mul_overflow(k, 2, &k))
     return -1;
-  nk_gemm(a, &g, m, n, k * 2, 0, NULL, o);
+  nk_gemm(a, &g, m, n, k, 0, NULL, o);
   g.b1 = g.b2 = 0.5; /* fp4 packed */
   o->prec = "fp4";   /* the storage dtype may read as fp8 */
   return ready(o, &g);

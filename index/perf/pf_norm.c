@@ -371,7 +371,7 @@ static int rms_ext(const char *name, const struct pf_args *a, struct pf_out *o)
   const struct rms_layout *l = NULL;
   struct pf_shape w;
   struct norm n;
-  int64_t gs = 0;
+  int64_t gs = 0, q;
   double m, groups;
 
   for (size_t i = 0; i < sizeof(rms_layouts) / sizeof(rms_layouts[0]); i++)
@@ -400,9 +400,16 @@ static int rms_ext(const char *name, const struct pf_args *a, struct pf_out *o)
       return -1; /* int() of the vLLM ops' group size raises */
     gs = 0;
   }
+  if (!(n.chans > -9.0e18 && n.chans < 9.0e18)) /* the casts stay defined */
+    return -1;
   if (gs <= 0)
     gs = (int64_t)n.chans;
-  groups = l->kind == 2 ? 1 : (double)pf_ceil_div((int64_t)n.chans, gs);
+  if (l->kind == 2)
+    groups = 1;
+  else if (pf_ceil_div((int64_t)n.chans, gs, &q) != 0)
+    return -1; /* a forged group size: the quotient leaves int64_t */
+  else
+    groups = (double)q;
   o->flops += (l->kind == 4 ? 3 : 2) * n.elems;
   o->bytes = n.elems * n.bpe + n.chans * n.bpe + n.elems + m * groups * 4 +
              (l->kind == 4 ? 2 * n.elems * n.bpe : 0);
@@ -446,6 +453,15 @@ struct moe {
   int gated; /* -1: not a parameter (the down projection) */
   const struct pv *din, *dw, *dout;
 };
+
+/* Whether w1's N dimension holds gate and up: 2 inter, false when 2 inter
+ * leaves int64_t (no dimension can hold it then). */
+static int moe_gated(int64_t w1n, int64_t inter)
+{
+  int64_t two;
+
+  return !__builtin_mul_overflow(inter, 2, &two) && w1n == two;
+}
 
 static void moe_params(struct pf_out *o, const struct moe *m)
 {
@@ -493,10 +509,11 @@ static int moe_fused(const char *name, const struct pf_args *a,
     return -1;
   m.tokens = out.d[0];
   m.hidden = w2.d[1];
-  mul = pf_floor_div(m.hidden, w1.d[2]);
-  m.inter = w2.d[2] * mul;
+  if (pf_floor_div(m.hidden, w1.d[2], &mul) != 0 ||
+      __builtin_mul_overflow(w2.d[2], mul, &m.inter))
+    return -1;
   m.experts = w1.d[0];
-  m.gated = w1.d[1] == 2 * m.inter;
+  m.gated = moe_gated(w1.d[1], m.inter);
   m.dout = pf_arg(a, TYPES, 0);
   m.din = pf_arg(a, TYPES, 1);
   moe_params(o, &m);
@@ -561,7 +578,7 @@ static int moe_cktile(const char *name, const struct pf_args *a,
       return -1;
     m.tokens = x.d[0], m.hidden = x.d[1];
     m.experts = w.d[0], m.topk = y.d[1], m.inter = y.d[2];
-    m.gated = w.d[1] == 2 * m.inter;
+    m.gated = moe_gated(w.d[1], m.inter);
   } else {
     if (x.n != 3)
       return -1;
@@ -588,6 +605,7 @@ static int moe_ck(const char *name, const struct pf_args *a, struct pf_out *o)
   struct pf_shape x, w1, w2, out;
   struct moe m;
   double bi;
+  int64_t mul;
 
   memset(&m, 0, sizeof(m));
   if (pf_shape(pf_arg(a, DIMS, 0), &x) != 0 ||
@@ -596,16 +614,19 @@ static int moe_ck(const char *name, const struct pf_args *a, struct pf_out *o)
       (m.din = pf_arg(a, TYPES, 0)) == NULL)
     return -1;
   m.experts = w2.d[0], m.hidden = w2.d[1], m.inter = w2.d[2];
-  if (w1.n > 0 && w1.d[w1.n - 1] != 0)
-    m.inter *= pf_floor_div(m.hidden, w1.d[w1.n - 1]);
-  else if (up || w1.n > 0)
+  if (w1.n > 0 && w1.d[w1.n - 1] != 0) {
+    if (pf_floor_div(m.hidden, w1.d[w1.n - 1], &mul) != 0 ||
+        __builtin_mul_overflow(m.inter, mul, &m.inter))
+      return -1;
+  } else if (up || w1.n > 0) {
     return -1;
+  }
   if (up) {
     if (x.n < 1 || w1.n < 2 || pf_shape(pf_arg(a, DIMS, 6), &out) != 0 ||
         out.n < 2 || (m.dw = pf_arg(a, TYPES, 1)) == NULL)
       return -1;
     m.tokens = x.d[0], m.topk = out.d[1];
-    m.gated = w1.d[1] == 2 * m.inter;
+    m.gated = moe_gated(w1.d[1], m.inter);
   } else {
     if (x.n != 3 || (m.dw = pf_arg(a, TYPES, 2)) == NULL)
       return -1;
