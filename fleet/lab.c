@@ -113,6 +113,28 @@ static struct store_fleet_row *rows_of(PGresult *r, int n)
 
 #define NS_OF(col) "(extract(epoch FROM " col ") * 1000000)::bigint * 1000"
 
+/* The nodes as the fleet has them now (their urls, versions, last seen). */
+static int follow_nodes(struct store *st, PGconn *pg, struct tr_err *err)
+{
+  PGresult *r = NULL;
+  json_t *nodes = json_array();
+  int rc = fleet_pg_exec(
+      pg,
+      "SELECT node, url, traced_version, " NS_OF("seen_at") " FROM fleet.nodes",
+      0, NULL, &r, err);
+
+  for (int i = 0; rc == 0 && i < PQntuples(r); i++)
+    json_array_append_new(
+        nodes, json_pack("{s:s?,s:s?,s:s?,s:I}", "node", value(r, i, 0), "url",
+                         value(r, i, 1), "traced_version", value(r, i, 2),
+                         "seen_at", (json_int_t)int_value(r, i, 3)));
+  if (rc == 0)
+    rc = store_fleet_nodes_set(st, nodes, err);
+  json_decref(nodes);
+  PQclear(r);
+  return rc;
+}
+
 /* The changes after $1, in the order they were committed (rows_of()'s
  * columns). */
 static const char changes_sql[] =
@@ -142,6 +164,11 @@ static int follow_changes(struct fleet_lab *lab, struct store *st, PGconn *pg,
     rc = fleet_pg_exec(pg, changes_sql, 1, vals, &r, err);
   if (rc == 0 && (n = PQntuples(r)) > 0 && (rows = rows_of(r, n)) == NULL)
     rc = tr_err_set(err, TR_ENOMEM, "", "fleet follow");
+  /* A node registers before it publishes (fleet/publish.c), so nodes read
+   * after the changes hold every node they name: no capture is listed
+   * here before its node's url. */
+  if (rc == 0 && n > 0)
+    rc = follow_nodes(st, pg, err);
   if (rc == 0 && (n > 0 || strcmp(followed, fleet) != 0))
     rc = store_fleet_apply(st, fleet, n > 0 ? rows[n - 1].seq : seq, rows,
                            (size_t)n, &drop, &ndrop, err);
@@ -151,27 +178,6 @@ static int follow_changes(struct fleet_lab *lab, struct store *st, PGconn *pg,
     *more = n == PAGE;
   }
   free(rows);
-  PQclear(r);
-  return rc;
-}
-
-static int follow_nodes(struct store *st, PGconn *pg, struct tr_err *err)
-{
-  PGresult *r = NULL;
-  json_t *nodes = json_array();
-  int rc = fleet_pg_exec(
-      pg,
-      "SELECT node, url, traced_version, " NS_OF("seen_at") " FROM fleet.nodes",
-      0, NULL, &r, err);
-
-  for (int i = 0; rc == 0 && i < PQntuples(r); i++)
-    json_array_append_new(
-        nodes, json_pack("{s:s?,s:s?,s:s?,s:I}", "node", value(r, i, 0), "url",
-                         value(r, i, 1), "traced_version", value(r, i, 2),
-                         "seen_at", (json_int_t)int_value(r, i, 3)));
-  if (rc == 0)
-    rc = store_fleet_nodes_set(st, nodes, err);
-  json_decref(nodes);
   PQclear(r);
   return rc;
 }
