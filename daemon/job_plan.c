@@ -14,7 +14,6 @@ struct plan_work {
   struct cap_work super;
   struct cap_plan *plan;
   void (*then)(struct cap_job *job);
-  bool to_stop; /* cap_job_plan_to_stop()'s */
   struct tr_err err;
 };
 
@@ -42,8 +41,10 @@ static json_t *plan_extra(const struct cap_job *job)
 
 /* A plan for the stop script of an ended job: kept, never recorded (the
  * job's state is final). */
-static void on_stop_plan_done(struct cap_job *job, struct plan_work *pw)
+static void on_stop_plan_done(struct cap_work *w)
 {
+  struct plan_work *pw = (struct plan_work *)w;
+  struct cap_job *job = w->job;
   void (*then)(struct cap_job *) = pw->then;
 
   if (job->plan == NULL) {
@@ -65,10 +66,6 @@ static void on_plan_done(struct cap_work *w)
   struct cap_job *job = w->job;
   void (*then)(struct cap_job *) = pw->then;
 
-  if (pw->to_stop) {
-    on_stop_plan_done(job, pw);
-    return;
-  }
   if (job->ending != END_NONE || pw->plan == NULL) {
     if (job->ending == END_NONE)
       cap_fail(job, END_FAILED, NULL, "cannot prepare the capture: %s",
@@ -86,26 +83,25 @@ static void on_plan_done(struct cap_work *w)
 /* False when the work could not be made (the job failed, if it had not
  * ended). */
 static bool queue_plan(struct cap_job *job, void (*then)(struct cap_job *job),
-                       bool to_stop)
+                       void (*done)(struct cap_work *w))
 {
   struct plan_work *pw = cap_job_work_new(job, sizeof(*pw));
 
   if (pw == NULL)
     return false;
   pw->then = then;
-  pw->to_stop = to_stop;
-  cap_work_queue(job->r, job, &pw->super, run_plan, on_plan_done);
+  cap_work_queue(job->r, job, &pw->super, run_plan, done);
   return true;
 }
 
 void cap_job_plan(struct cap_job *job, void (*then)(struct cap_job *job))
 {
-  (void)queue_plan(job, then, false);
+  (void)queue_plan(job, then, on_plan_done);
 }
 
 void cap_job_plan_to_stop(struct cap_job *job,
                           void (*then)(struct cap_job *job))
 {
-  if (!queue_plan(job, then, true))
+  if (!queue_plan(job, then, on_stop_plan_done))
     cap_job_finish(job);
 }
