@@ -145,8 +145,11 @@ static const char changes_sql[] =
                        "fleet.captures"
                        " WHERE seq > $1 ORDER BY seq LIMIT 500";
 
+/* The changes after the last followed, applied; the nodes read first
+ * when there are any, or when nodes_due. */
 static int follow_changes(struct fleet_lab *lab, struct store *st, PGconn *pg,
-                          const char *fleet, bool *more, struct tr_err *err)
+                          const char *fleet, bool nodes_due, bool *more,
+                          struct tr_err *err)
 {
   char followed[64], after[32];
   const char *vals[] = { after };
@@ -167,7 +170,7 @@ static int follow_changes(struct fleet_lab *lab, struct store *st, PGconn *pg,
   /* A node registers before it publishes (fleet/publish.c), so nodes read
    * after the changes hold every node they name: no capture is listed
    * here before its node's url. */
-  if (rc == 0 && n > 0)
+  if (rc == 0 && (n > 0 || nodes_due))
     rc = follow_nodes(st, pg, err);
   if (rc == 0 && (n > 0 || strcmp(followed, fleet) != 0))
     rc = store_fleet_apply(st, fleet, n > 0 ? rows[n - 1].seq : seq, rows,
@@ -211,9 +214,8 @@ static int follow_once(struct fleet_lab *lab, struct follow *f, bool *more,
     f->polls = 0;
   }
   if (rc == 0)
-    rc = follow_changes(lab, f->st, f->pg, f->fleet, more, err);
-  if (rc == 0 && f->polls++ % NODES_EVERY == 0)
-    rc = follow_nodes(f->st, f->pg, err);
+    rc = follow_changes(lab, f->st, f->pg, f->fleet,
+                        f->polls++ % NODES_EVERY == 0, more, err);
   return rc;
 }
 
